@@ -1,0 +1,90 @@
+// swift-tools-version: 6.1
+// bessd — real-time edge controller for battery energy storage systems.
+
+import PackageDescription
+
+/// The same language mode and upcoming features on every target (docs/STYLE: one dialect).
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "bessd",
+    products: [
+        .executable(name: "bessd", targets: ["bessd"]),
+        .executable(name: "bessctl", targets: ["bessctl"]),
+        .executable(name: "bess-hil", targets: ["bess-hil"]),
+        .library(name: "ControlCore", targets: ["ControlCore"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+    ],
+    targets: [
+        // C at the edge: one system library module per C library, a modulemap and a shim header only.
+        .systemLibrary(
+            name: "CModbus", pkgConfig: "libmodbus",
+            providers: [.apt(["libmodbus-dev"])]),
+        .systemLibrary(
+            name: "CSocketCAN", pkgConfig: "libsocketcan",
+            providers: [.apt(["libsocketcan-dev"])]),
+        .systemLibrary(
+            name: "CSystemd", pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]),
+
+        // Pure control law: no I/O, no Foundation, an injected clock.
+        .target(name: "ControlCore", swiftSettings: swiftSettings),
+        .target(
+            name: "Fieldbus",
+            dependencies: ["ControlCore", "CModbus", "CSocketCAN"],
+            swiftSettings: swiftSettings),
+        .target(name: "Plant", dependencies: ["ControlCore"], swiftSettings: swiftSettings),
+        .target(
+            name: "Runtime",
+            dependencies: [
+                "ControlCore", "Fieldbus", "Plant", "CSystemd",
+                .product(name: "Yams", package: "Yams"),
+            ],
+            swiftSettings: swiftSettings),
+
+        .executableTarget(
+            name: "bessd",
+            dependencies: [
+                "Runtime", "ControlCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "bessctl",
+            dependencies: [
+                "Runtime",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "bess-hil",
+            dependencies: [
+                "Plant", "Runtime", "ControlCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings),
+
+        .testTarget(
+            name: "ControlCoreTests",
+            dependencies: [
+                "ControlCore",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "FieldbusTests", dependencies: ["Fieldbus", "CModbus", "CSocketCAN"],
+            swiftSettings: swiftSettings),
+        .testTarget(name: "PlantTests", dependencies: ["Plant", "ControlCore"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "RuntimeTests", dependencies: ["Runtime", "ControlCore", "CSystemd"],
+            swiftSettings: swiftSettings),
+    ]
+)

@@ -1,0 +1,380 @@
+/// Why allowed power in one direction is what it is.
+public enum LimitReason: Sendable, Equatable, CustomStringConvertible {
+    /// Nothing below the unit's rating.
+    case rating
+    /// The BMS's current limit × pack voltage.
+    case bms
+    /// A BMS value that the limit depends on is absent or stale.
+    case bmsAbsent
+    /// The inverter's reading is absent or stale.
+    case inverterAbsent
+    /// An interlock rule (derate, trip or latch).
+    case interlock(TripCode)
+    /// Rising towards the target at the configured ramp rate.
+    case ramp
+    /// BMS communication not yet confirmed.
+    case notConfirmed
+    /// Operator or aggregator standby.
+    case standby
+
+    public var description: String {
+        switch self {
+        case .rating: "rating"
+        case .bms: "bms"
+        case .bmsAbsent: "bms_absent"
+        case .inverterAbsent: "inverter_absent"
+        case .interlock(let code): "\(code.name)"
+        case .ramp: "ramp"
+        case .notConfirmed: "not_confirmed"
+        case .standby: "standby"
+        }
+    }
+}
+
+/// Settings of one battery unit.
+public struct UnitSettings: Sendable {
+    /// Rated active power (the seed's `max_power_kw`).
+    public var rating: Watts
+    /// Usable energy (the seed's `capacity_kwh`).
+    public var capacity: WattHours
+    /// The maximum age of BMS data.
+    public var bmsStaleAfter: Duration
+    /// The maximum age of inverter data.
+    public var inverterStaleAfter: Duration
+    /// The interlock table.
+    public var rules: [InterlockRule]
+    /// Window for the temperature rise rate.
+    public var temperatureRiseWindow: Duration
+
+    public init(
+        rating: Watts, capacity: WattHours, bmsStaleAfter: Duration = .seconds(3),
+        inverterStaleAfter: Duration = .seconds(3), rules: [InterlockRule]? = nil,
+        temperatureRiseWindow: Duration = .seconds(10)
+    ) {
+        self.rating = rating
+        self.capacity = capacity
+        self.bmsStaleAfter = bmsStaleAfter
+        self.inverterStaleAfter = inverterStaleAfter
+        self.rules = rules ?? InterlockRule.defaultTable(
+            InterlockDefaults(bmsStaleAfter: bmsStaleAfter, inverterStaleAfter: inverterStaleAfter))
+        self.temperatureRiseWindow = temperatureRiseWindow
+    }
+}
+
+/// Settings shared by every unit of a site.
+public struct ControlSettings: Sendable {
+    public var droop: DroopSettings
+    /// How fast allowed power may rise, % of rating per second (it falls at once).
+    public var limitRampPercentPerSecond: Double
+    /// How fast the schedule (dispatch, override or base) may change, % of rating per second.
+    /// Frequency response does not pass through this ramp.
+    public var scheduleRampPercentPerSecond: Double
+    /// Grid frequency older than this is absent.
+    public var frequencyStaleAfter: Duration
+    /// Window for the rate of change of frequency.
+    public var rocofWindow: Duration
+    /// Settlement block length.
+    public var energyBlockLength: Duration
+
+    public init(
+        droop: DroopSettings = .seedDefault, limitRampPercentPerSecond: Double = 10,
+        scheduleRampPercentPerSecond: Double = 10, frequencyStaleAfter: Duration = .seconds(2),
+        rocofWindow: Duration = .milliseconds(500), energyBlockLength: Duration = .seconds(900)
+    ) {
+        self.droop = droop
+        self.limitRampPercentPerSecond = limitRampPercentPerSecond
+        self.scheduleRampPercentPerSecond = scheduleRampPercentPerSecond
+        self.frequencyStaleAfter = frequencyStaleAfter
+        self.rocofWindow = rocofWindow
+        self.energyBlockLength = energyBlockLength
+    }
+}
+
+/// Site-wide values of one cycle, computed once and shared by every unit.
+public struct SiteConditions: Sendable {
+    /// Fresh grid frequency, or `nil`.
+    public var frequency: Hertz?
+    /// Frequency minus nominal.
+    public var frequencyDeviation: Double?
+    /// |df/dt| in Hz/s.
+    public var rocof: Double?
+    /// Age of the frequency (seconds), `nil` when no frequency is expected.
+    public var frequencyAge: Double?
+    public init(frequency: Hertz? = nil, frequencyDeviation: Double? = nil, rocof: Double? = nil, frequencyAge: Double? = nil) {
+        self.frequency = frequency
+        self.frequencyDeviation = frequencyDeviation
+        self.rocof = rocof
+        self.frequencyAge = frequencyAge
+    }
+}
+
+/// What the control law decided for one unit in one cycle.
+public struct UnitDecision: Sendable, Equatable {
+    public var state: UnitState = .starting
+    /// The setpoint to write, + = discharge. Always inside `[-allowedCharge, +allowedDischarge]`.
+    public var setpoint: Watts = .zero
+    /// What dispatch (or base) plus droop asked for, before limits.
+    public var request: Watts = .zero
+    /// The schedule after its ramp (or the latched pre-disturbance power during a frequency event).
+    public var base: Watts = .zero
+    /// The frequency response part.
+    public var droop: Watts = .zero
+    /// Allowed charge power, a magnitude.
+    public var allowedCharge: Watts = .zero
+    /// Allowed discharge power, a magnitude.
+    public var allowedDischarge: Watts = .zero
+    public var chargeLimitedBy: LimitReason = .notConfirmed
+    public var dischargeLimitedBy: LimitReason = .notConfirmed
+    /// Interlock rules acting now.
+    public var activeCodes = TripCodeSet()
+    /// Latched rules.
+    public var latchedCodes = TripCodeSet()
+    /// A latched fault asks for the unit to be disconnected.
+    public var disconnectRequested = false
+    /// State of charge, if fresh.
+    public var soc: Percent?
+    /// Measured inverter power, if fresh.
+    public var measuredPower: Watts?
+    public init() {}
+}
+
+/// The control law for one battery unit: assess → control, a pure function of its inputs, its own
+/// state and the instant it runs at.
+public struct UnitController: Sendable {
+    public let index: Int
+    public let settings: UnitSettings
+    public private(set) var interlocks: InterlockEngine
+    public private(set) var state: UnitState = .starting
+    public private(set) var bmsConfirmed = false
+    public private(set) var decision = UnitDecision()
+    public var mode: OperatingMode = .auto
+    /// Commands ignored because they were not finite numbers.
+    public private(set) var rejectedCommands: UInt64 = 0
+
+    var droop: DroopController
+    var metrics = MetricFrame()
+    var temperatureRise: SlopeEstimator
+    var energy: EnergyAccumulator
+    var chargeLimit = 0.0
+    var dischargeLimit = 0.0
+    var schedule = 0.0
+    var rejecting = false
+    let startedAt: MonotonicInstant
+
+    public init(index: Int, settings: UnitSettings, control: ControlSettings, startedAt: MonotonicInstant) {
+        self.index = index
+        self.settings = settings
+        interlocks = InterlockEngine(rules: settings.rules)
+        droop = DroopController(settings: control.droop)
+        temperatureRise = SlopeEstimator(window: settings.temperatureRiseWindow)
+        energy = EnergyAccumulator(unit: index, blockLength: control.energyBlockLength)
+        self.startedAt = startedAt
+    }
+
+    /// The energy block being accumulated now.
+    public var currentEnergyBlock: EnergyBlock? { energy.current }
+
+    /// One cycle. Returns the energy block that closed during it, if any.
+    public mutating func step(
+        _ inputs: UnitInputs, site: SiteConditions, control: ControlSettings, now: MonotonicInstant,
+        elapsedSeconds: Double, wallClock: Double, events: inout EventRing
+    ) -> EnergyBlock? {
+        let dt = elapsedSeconds.isFinite ? min(max(0, elapsedSeconds), 10) : 0
+        let bms = inputs.bms
+        let limits = bms.limits.fresh(at: now, maxAge: settings.bmsStaleAfter)
+        let status = bms.status.fresh(at: now, maxAge: settings.bmsStaleAfter)
+        let measurements = bms.measurements.fresh(at: now, maxAge: settings.bmsStaleAfter)
+        let inverter = inputs.inverter.fresh(at: now, maxAge: settings.inverterStaleAfter)
+
+        // 2. Assess.
+        fillMetrics(inputs, site: site, now: now, limits: limits, status: status, measurements: measurements,
+                    inverter: inverter)
+        let verdict = interlocks.evaluate(metrics, now: now, unit: index, events: &events)
+        if limits != nil, status != nil, measurements != nil { bmsConfirmed = true }
+        let previous = state
+        state = state.next(.init(bmsConfirmed: bmsConfirmed, mode: mode, verdict: verdict))
+        if state != previous {
+            events.push(ControlEvent(kind: .stateChanged, unit: index, state: state, at: now))
+        }
+
+        // 3. Control: allowed power, schedule, droop, setpoint.
+        var rating = settings.rating.value.isFinite ? max(0, settings.rating.value) : 0
+        if let nameplate = inverter?.ratedPower?.value, nameplate.isFinite, nameplate > 0 {
+            rating = min(rating, nameplate)
+        }
+        let (chargeTarget, chargeReason) = target(
+            direction: .charge, rating: rating, limits: limits, measurements: measurements,
+            inverterFresh: inverter != nil, verdict: verdict)
+        let (dischargeTarget, dischargeReason) = target(
+            direction: .discharge, rating: rating, limits: limits, measurements: measurements,
+            inverterFresh: inverter != nil, verdict: verdict)
+        let rise = max(0, control.limitRampPercentPerSecond) / 100 * rating * dt
+        let chargeRamped = Self.rampLimit(&chargeLimit, toward: chargeTarget, rise: rise)
+        let dischargeRamped = Self.rampLimit(&dischargeLimit, toward: dischargeTarget, rise: rise)
+
+        let command = activeCommand(inputs, now: now, events: &events)
+        let step = max(0, control.scheduleRampPercentPerSecond) / 100 * rating * dt
+        schedule += ControlMath.clamp(command - schedule, -step, step)
+        if !schedule.isFinite { schedule = 0 }
+
+        let (base, droopPower) = droop.step(
+            frequency: site.frequency, schedule: Watts(schedule), rating: Watts(rating), elapsedSeconds: dt)
+        let request = base.value + droopPower.value
+        let setpoint = ControlMath.clamp(request, -chargeLimit, dischargeLimit)
+
+        var d = UnitDecision()
+        d.state = state
+        d.setpoint = Watts(setpoint.isFinite ? setpoint : 0)
+        d.request = Watts(request.isFinite ? request : 0)
+        d.base = base
+        d.droop = droopPower
+        d.allowedCharge = Watts(chargeLimit)
+        d.allowedDischarge = Watts(dischargeLimit)
+        d.chargeLimitedBy = chargeRamped ? .ramp : chargeReason
+        d.dischargeLimitedBy = dischargeRamped ? .ramp : dischargeReason
+        d.activeCodes = verdict.active
+        d.latchedCodes = verdict.latched
+        d.disconnectRequested = verdict.disconnectRequested
+        d.soc = status?.soc
+        d.measuredPower = inverter?.activePower
+        decision = d
+
+        // 5. Account.
+        return energy.integrate(power: inverter?.activePower, elapsedSeconds: dt, wallClock: wallClock)
+    }
+
+    /// An operator reset of latched faults.
+    public mutating func reset(now: MonotonicInstant, events: inout EventRing) -> ResetOutcome {
+        interlocks.reset(now: now, unit: index, events: &events)
+    }
+
+    /// Moves `limit` to `target`: down at once, up by at most `rise`. Returns true when the ramp held
+    /// it below the target.
+    static func rampLimit(_ limit: inout Double, toward target: Double, rise: Double) -> Bool {
+        if !limit.isFinite || target <= limit {
+            limit = target
+            return false
+        }
+        let next = limit + rise
+        if next >= target {
+            limit = target
+            return false
+        }
+        limit = next
+        return true
+    }
+
+    private func target(
+        direction: PowerDirection, rating: Double, limits: BMSLimits?, measurements: BMSMeasurements?,
+        inverterFresh: Bool, verdict: InterlockVerdict
+    ) -> (Double, LimitReason) {
+        switch state {
+        case .starting: return (0, .notConfirmed)
+        case .standby: return (0, .standby)
+        case .faulted, .tripped, .running, .limited: break
+        }
+        let factor = direction == .charge ? verdict.chargeFactor : verdict.dischargeFactor
+        let code = direction == .charge ? verdict.chargeLimitedBy : verdict.dischargeLimitedBy
+        if factor <= 0 || !factor.isFinite { return (0, code.map(LimitReason.interlock) ?? .notConfirmed) }
+        guard let limits, let measurements else { return (0, .bmsAbsent) }
+        guard inverterFresh else { return (0, .inverterAbsent) }
+        let current = direction == .charge ? limits.chargeCurrentLimit.value : limits.dischargeCurrentLimit.value
+        let voltage = measurements.packVoltage.value
+        var bmsPower = current * voltage
+        if !bmsPower.isFinite || current < 0 || voltage < 0 { bmsPower = 0 }
+        var value = rating
+        var reason = LimitReason.rating
+        if bmsPower < value {
+            value = bmsPower
+            reason = .bms
+        }
+        if factor < 1, let code {
+            let derated = value * factor
+            if derated < value {
+                value = derated
+                reason = .interlock(code)
+            }
+        }
+        return (max(0, value), reason)
+    }
+
+    /// The command in force: an unexpired override, else an unexpired dispatch, else zero (the base).
+    /// A command that is not a finite number is ignored, counted, and reported once.
+    private mutating func activeCommand(
+        _ inputs: UnitInputs, now: MonotonicInstant, events: inout EventRing
+    ) -> Double {
+        var rejectedNow = false
+        var chosen: Double?
+        if let command = inputs.override, command.expiresAt > now {
+            if command.power.value.isFinite { chosen = command.power.value } else { rejectedNow = true }
+        }
+        if chosen == nil, let command = inputs.dispatch, command.expiresAt > now {
+            if command.power.value.isFinite { chosen = command.power.value } else { rejectedNow = true }
+        }
+        if rejectedNow {
+            rejectedCommands &+= 1
+            if !rejecting { events.push(ControlEvent(kind: .commandRejected, unit: index, at: now)) }
+        }
+        rejecting = rejectedNow
+        return chosen ?? 0
+    }
+
+    private mutating func fillMetrics(
+        _ inputs: UnitInputs, site: SiteConditions, now: MonotonicInstant, limits: BMSLimits?,
+        status: BMSStatus?, measurements: BMSMeasurements?, inverter: InverterReading?
+    ) {
+        metrics.clear()
+        let bms = inputs.bms
+        let cellsStamped = bms.cells
+        let cells = cellsStamped.fresh(at: now, maxAge: settings.bmsStaleAfter)
+        if let cells {
+            metrics[.cellVoltageMax] = cells.maxCellVoltage.value
+            metrics[.cellVoltageMin] = cells.minCellVoltage.value
+            metrics[.cellVoltageSpread] = cells.maxCellVoltage.value - cells.minCellVoltage.value
+            metrics[.temperatureMax] = cells.maxTemperature.value
+            metrics[.temperatureMin] = cells.minTemperature.value
+        } else if let measurements {
+            metrics[.temperatureMax] = measurements.temperature.value
+            metrics[.temperatureMin] = measurements.temperature.value
+        }
+        // The hottest reading feeds the rise-rate estimator, stamped when it was measured.
+        if let stamped = cellsStamped, cells != nil {
+            temperatureRise.add(stamped.value.maxTemperature.value, at: stamped.takenAt)
+        } else if let stamped = bms.measurements, measurements != nil {
+            temperatureRise.add(stamped.value.temperature.value, at: stamped.takenAt)
+        }
+        metrics[.temperatureRiseRate] = temperatureRise.slope(at: now)
+        if let measurements {
+            metrics[.packVoltage] = measurements.packVoltage.value
+            if let limits {
+                let current = measurements.packCurrent.value
+                metrics[.chargeCurrentPercentOfLimit] =
+                    max(0, current) / max(1, limits.chargeCurrentLimit.value) * 100
+                metrics[.dischargeCurrentPercentOfLimit] =
+                    max(0, -current) / max(1, limits.dischargeCurrentLimit.value) * 100
+            }
+        }
+        if let status { metrics[.soc] = status.soc.value }
+        if let protection = bms.protection.fresh(at: now, maxAge: settings.bmsStaleAfter) {
+            metrics[.bmsProtection] = protection.protections.subtracting(.systemError).isEmpty ? 0 : 1
+            metrics[.bmsAlarm] = protection.alarms.isEmpty ? 0 : 1
+            metrics[.bmsCritical] = protection.protections.contains(.systemError) ? 1 : 0
+        }
+        if let requests = bms.requests.fresh(at: now, maxAge: settings.bmsStaleAfter) {
+            metrics[.bmsChargeDisabled] = requests.chargeEnabled ? 0 : 1
+            metrics[.bmsDischargeDisabled] = requests.dischargeEnabled ? 0 : 1
+        }
+        if let inverter { metrics[.inverterFault] = inverter.faulted ? 1 : 0 }
+        metrics[.frequencyDeviation] = site.frequencyDeviation
+        metrics[.rocof] = site.rocof
+        metrics[.frequencyDataAge] = site.frequencyAge
+        metrics[.bmsDataAge] = max(
+            age(bms.limits?.takenAt, now), age(bms.status?.takenAt, now), age(bms.measurements?.takenAt, now))
+        metrics[.inverterDataAge] = age(inputs.inverter?.takenAt, now)
+    }
+
+    /// Seconds since `instant`, or since start-up for a value never received.
+    private func age(_ instant: MonotonicInstant?, _ now: MonotonicInstant) -> Double {
+        now.seconds(since: instant ?? startedAt)
+    }
+}

@@ -1,0 +1,162 @@
+/// Where the droop characteristic is measured from once frequency leaves the deadband.
+public enum DroopReference: String, Sendable, CaseIterable {
+    /// From the deadband edge (IEEE 1547-2018): continuous, no step at the edge. The default.
+    case edge
+    /// From nominal frequency, gated by the deadband: steps by `deadband/(f_n·R)` at the edge.
+    case nominal
+}
+
+/// Frequency-watt (droop) settings. See docs/design/0001-droop.md.
+public struct DroopSettings: Sendable, Equatable {
+    /// When false the unit gives no frequency response.
+    public var enabled: Bool
+    /// Nominal grid frequency: 50 or 60 Hz.
+    public var nominal: Hertz
+    /// Lower deadband edge; below it the unit discharges more (under-frequency response).
+    public var deadbandLow: Hertz
+    /// Upper deadband edge; above it the unit charges more (over-frequency response).
+    public var deadbandHigh: Hertz
+    /// Droop for under-frequency, in percent (5 % = full power at a 5 % frequency change).
+    public var droopUnderPercent: Double
+    /// Droop for over-frequency, in percent.
+    public var droopOverPercent: Double
+    /// Edge or nominal reference.
+    public var reference: DroopReference
+    /// Open-loop response time: time to 90 % of a step's final change; zero responds at once.
+    public var responseTime: Duration
+
+    /// The seed design's defaults: 50 Hz, deadband [49.90, 50.05] Hz, 5 % both ways, edge
+    /// reference, 5 s response time.
+    public static let seedDefault = DroopSettings(
+        enabled: true, nominal: Hertz(50), deadbandLow: Hertz(49.90), deadbandHigh: Hertz(50.05),
+        droopUnderPercent: 5, droopOverPercent: 5, reference: .edge, responseTime: .seconds(5))
+
+    public init(
+        enabled: Bool, nominal: Hertz, deadbandLow: Hertz, deadbandHigh: Hertz,
+        droopUnderPercent: Double, droopOverPercent: Double, reference: DroopReference,
+        responseTime: Duration
+    ) {
+        self.enabled = enabled
+        self.nominal = nominal
+        self.deadbandLow = deadbandLow
+        self.deadbandHigh = deadbandHigh
+        self.droopUnderPercent = droopUnderPercent
+        self.droopOverPercent = droopOverPercent
+        self.reference = reference
+        self.responseTime = responseTime
+    }
+}
+
+/// The steady-state droop characteristic, computed in whole millihertz so that a frequency exactly
+/// on a deadband edge gives no response on every machine.
+public struct DroopCurve: Sendable {
+    public let settings: DroopSettings
+    @usableFromInline let nominalMilliHz: Int64
+    @usableFromInline let lowEdgeMilliHz: Int64
+    @usableFromInline let highEdgeMilliHz: Int64
+    @usableFromInline let underGain: Double  // per-unit power per millihertz
+    @usableFromInline let overGain: Double
+
+    public init(_ settings: DroopSettings) {
+        self.settings = settings
+        nominalMilliHz = settings.nominal.millihertz ?? 50_000
+        lowEdgeMilliHz = settings.deadbandLow.millihertz ?? nominalMilliHz
+        highEdgeMilliHz = settings.deadbandHigh.millihertz ?? nominalMilliHz
+        let fn = Double(nominalMilliHz)
+        underGain = settings.droopUnderPercent > 0 ? 1 / (fn * settings.droopUnderPercent / 100) : 0
+        overGain = settings.droopOverPercent > 0 ? 1 / (fn * settings.droopOverPercent / 100) : 0
+    }
+
+    /// True when `frequency` lies inside the deadband, edges included.
+    @inlinable public func isInsideDeadband(_ frequency: Hertz) -> Bool {
+        guard let f = frequency.millihertz else { return true }
+        return f >= lowEdgeMilliHz && f <= highEdgeMilliHz
+    }
+
+    /// Power change in per-unit of rated power (+ = more discharge) for `frequency`, before any
+    /// clamping. Zero inside the deadband and for an invalid frequency.
+    @inlinable public func perUnitChange(at frequency: Hertz) -> Double {
+        guard settings.enabled, let f = frequency.millihertz else { return 0 }
+        if f < lowEdgeMilliHz {
+            let reference = settings.reference == .edge ? lowEdgeMilliHz : nominalMilliHz
+            return Double(reference - f) * underGain
+        }
+        if f > highEdgeMilliHz {
+            let reference = settings.reference == .edge ? highEdgeMilliHz : nominalMilliHz
+            return -Double(f - reference) * overGain
+        }
+        return 0
+    }
+}
+
+/// A first-order lag whose time to 90 % of a step equals `responseTime` (τ = OLRT / ln 10),
+/// discretised exactly for the elapsed time of each step: `y += (1 − e^(−Δt/τ)) (u − y)`.
+public struct FirstOrderResponse: Sendable {
+    public private(set) var output: Double = 0
+    @usableFromInline var tau: Double
+
+    public init(responseTime: Duration) {
+        tau = responseTime.secondsDouble / ControlMath.ln10
+    }
+
+    /// Advances by `elapsedSeconds` towards `target` and returns the new output.
+    public mutating func step(toward target: Double, elapsedSeconds: Double) -> Double {
+        guard target.isFinite else { return output }
+        if tau <= 0 {
+            output = target
+            return output
+        }
+        let dt = elapsedSeconds.isFinite ? max(0, elapsedSeconds) : 0
+        let alpha = 1 - ControlMath.exp(-dt / tau)
+        output += alpha * (target - output)
+        return output
+    }
+
+    /// Sets the output directly (used on reset).
+    public mutating func reset(to value: Double = 0) { output = value }
+}
+
+/// Droop with state: the latched pre-disturbance power and the response lag.
+///
+/// When frequency leaves the deadband the schedule power at that instant is latched as `p_pre` and
+/// held while frequency stays outside (IEEE 1547-2018); schedule changes during the event wait until
+/// frequency is back inside. The droop part passes the first-order response only, never the ramp
+/// limits used for schedule changes.
+public struct DroopController: Sendable {
+    public let curve: DroopCurve
+    public private(set) var latchedBase: Watts?
+    var response: FirstOrderResponse
+
+    public init(settings: DroopSettings) {
+        curve = DroopCurve(settings)
+        response = FirstOrderResponse(responseTime: settings.responseTime)
+    }
+
+    /// The droop contribution after the lag, in watts.
+    public var droopPower: Watts { Watts(response.output) }
+
+    /// One control step.
+    /// - Parameters:
+    ///   - frequency: the fresh grid frequency, or `nil` when absent or stale (no response).
+    ///   - schedule: the normal (ramped dispatch or base) setpoint.
+    ///   - rating: the unit's rated power, the per-unit base.
+    ///   - elapsedSeconds: time since the previous step.
+    /// - Returns: the base (latched `p_pre` during an event, else `schedule`) and the droop part.
+    public mutating func step(
+        frequency: Hertz?, schedule: Watts, rating: Watts, elapsedSeconds: Double
+    ) -> (base: Watts, droop: Watts) {
+        var target = 0.0
+        if let frequency, curve.settings.enabled, !curve.isInsideDeadband(frequency) {
+            if latchedBase == nil { latchedBase = schedule }
+            target = curve.perUnitChange(at: frequency) * rating.value
+        } else {
+            latchedBase = nil
+        }
+        let base = latchedBase ?? schedule
+        // Anti-windup: the response never asks beyond the unit's rating in total.
+        let ratingW = rating.value.isFinite ? max(0, rating.value) : 0
+        target = ControlMath.clamp(target, -ratingW - base.value, ratingW - base.value)
+        let droop = response.step(toward: target, elapsedSeconds: elapsedSeconds)
+        return (base, Watts(droop))
+    }
+}

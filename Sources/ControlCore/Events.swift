@@ -1,0 +1,160 @@
+/// What happened.
+public enum ControlEventKind: UInt8, Sendable {
+    /// A rule started acting (trip, derate or warning).
+    case raised
+    /// A rule stopped acting.
+    case cleared
+    /// A latching rule tripped; it stays until an operator reset.
+    case latched
+    /// An operator reset cleared a latch.
+    case resetAccepted
+    /// An operator reset left a latch in place (condition present or unknown).
+    case resetRefused
+    /// The unit's state changed (`state` holds the new one).
+    case stateChanged
+    /// A dispatch or override was ignored because it was not a finite number.
+    case commandRejected
+}
+
+/// An event the cycle hands to the logging thread. Plain values only, so recording one never
+/// allocates.
+public struct ControlEvent: Sendable, Equatable {
+    public var kind: ControlEventKind
+    /// Index of the unit in the configuration.
+    public var unit: Int
+    public var code: TripCode?
+    public var severity: InterlockSeverity?
+    /// The metric's value when the event happened (NaN when unknown).
+    public var value: Double
+    /// The rule's threshold.
+    public var threshold: Double
+    /// The unit's new state, for `stateChanged`.
+    public var state: UnitState?
+    public var at: MonotonicInstant
+
+    public init(
+        kind: ControlEventKind, unit: Int, code: TripCode? = nil, severity: InterlockSeverity? = nil,
+        value: Double = .nan, threshold: Double = .nan, state: UnitState? = nil, at: MonotonicInstant
+    ) {
+        self.kind = kind
+        self.unit = unit
+        self.code = code
+        self.severity = severity
+        self.value = value
+        self.threshold = threshold
+        self.state = state
+        self.at = at
+    }
+}
+
+/// A bounded first-in first-out buffer of events with storage allocated once.
+///
+/// When full, new events are counted in `dropped` and discarded: the older ones (often the first trip
+/// of a cascade) are the ones an operator needs.
+public struct EventRing: Sendable {
+    private var storage: [ControlEvent]
+    private var head = 0
+    public private(set) var count = 0
+    /// Events discarded because the ring was full.
+    public private(set) var dropped: UInt64 = 0
+
+    /// Creates a ring holding at most `capacity` events.
+    public init(capacity: Int = 256) {
+        storage = [ControlEvent](
+            repeating: ControlEvent(kind: .cleared, unit: 0, at: .zero), count: max(1, capacity))
+    }
+
+    public var capacity: Int { storage.count }
+
+    /// Appends an event, or counts it as dropped when full.
+    public mutating func push(_ event: ControlEvent) {
+        guard count < storage.count else {
+            dropped &+= 1
+            return
+        }
+        storage[(head + count) % storage.count] = event
+        count += 1
+    }
+
+    /// Removes and returns the oldest event.
+    public mutating func pop() -> ControlEvent? {
+        guard count > 0 else { return nil }
+        let event = storage[head]
+        head = (head + 1) % storage.count
+        count -= 1
+        return event
+    }
+
+    /// Removes every event, oldest first, handing each to `body`.
+    public mutating func drain(_ body: (ControlEvent) throws -> Void) rethrows {
+        while let event = pop() { try body(event) }
+    }
+}
+
+/// The slope of a signal over a time window, from a fixed ring of samples (no allocation after init).
+///
+/// Used for the temperature rise rate (thermal runaway) and the rate of change of grid frequency.
+public struct SlopeEstimator: Sendable {
+    private var times: [Int64]
+    private var values: [Double]
+    private var head = 0
+    private var count = 0
+    /// The window the slope is taken over.
+    public let window: Duration
+
+    /// - Parameters:
+    ///   - window: the slope is taken between the newest sample and the oldest one inside this window.
+    ///   - capacity: samples kept; if the window holds more, the slope uses the oldest kept.
+    public init(window: Duration, capacity: Int = 64) {
+        self.window = window
+        times = [Int64](repeating: 0, count: max(2, capacity))
+        values = [Double](repeating: 0, count: max(2, capacity))
+    }
+
+    /// Adds a sample taken at `at`. Samples not newer than the newest one are ignored (the same
+    /// measurement seen again by a later cycle). Non-finite values reset the estimator.
+    public mutating func add(_ value: Double, at: MonotonicInstant) {
+        guard value.isFinite else {
+            count = 0
+            return
+        }
+        if count > 0 {
+            let newest = times[(head + count - 1) % times.count]
+            guard at.nanoseconds > newest else { return }
+        }
+        if count == times.count {
+            head = (head + 1) % times.count
+            count -= 1
+        }
+        let slot = (head + count) % times.count
+        times[slot] = at.nanoseconds
+        values[slot] = value
+        count += 1
+    }
+
+    /// Forgets every sample.
+    public mutating func reset() { count = 0 }
+
+    /// The slope in units per second at `now`, or `nil` when the samples inside the window span less
+    /// than half of it (not enough history yet, or the signal went stale).
+    public func slope(at now: MonotonicInstant) -> Double? {
+        guard count >= 2 else { return nil }
+        let windowNs = window.nanosecondsClamped
+        let newestSlot = (head + count - 1) % times.count
+        let newestTime = times[newestSlot]
+        guard now.nanoseconds - newestTime <= windowNs else { return nil }
+        var oldestSlot = newestSlot
+        var i = 0
+        while i < count {
+            let slot = (head + i) % times.count
+            if newestTime - times[slot] <= windowNs {
+                oldestSlot = slot
+                break
+            }
+            i += 1
+        }
+        let span = newestTime - times[oldestSlot]
+        guard span > 0, span * 2 >= windowNs else { return nil }
+        return (values[newestSlot] - values[oldestSlot]) / (Double(span) * 1e-9)
+    }
+}

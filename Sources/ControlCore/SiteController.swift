@@ -1,0 +1,105 @@
+/// The control law of a whole site: every unit's assess → control → account for one cycle.
+///
+/// It owns no I/O and reads no clock: the runtime hands it the snapshot, the monotonic instant and the
+/// wall clock. Storage is allocated at init; a steady-state `step` allocates nothing.
+public final class SiteController {
+    public let control: ControlSettings
+    public private(set) var units: [UnitController]
+    /// Events for the logging thread; drain after each step.
+    public var events: EventRing
+    /// Energy blocks closed by recent steps; drain after each step.
+    public private(set) var closedBlocks: [EnergyBlock]
+    public private(set) var site = SiteConditions()
+    /// Steps taken.
+    public private(set) var cycles: UInt64 = 0
+    var rocof: SlopeEstimator
+    var lastStep: MonotonicInstant?
+    let droopCurve: DroopCurve
+    let expectsFrequency: Bool
+
+    /// - Parameters:
+    ///   - units: one settings value per unit, in configuration order.
+    ///   - expectsFrequency: whether a frequency source is configured (if not, `FREQUENCY_LOST` is silent).
+    public init(
+        control: ControlSettings, units: [UnitSettings], startedAt: MonotonicInstant,
+        expectsFrequency: Bool = true, eventCapacity: Int = 1024
+    ) {
+        self.control = control
+        self.units = units.enumerated().map {
+            UnitController(index: $0.offset, settings: $0.element, control: control, startedAt: startedAt)
+        }
+        events = EventRing(capacity: eventCapacity)
+        closedBlocks = []
+        closedBlocks.reserveCapacity(max(8, units.count * 2))
+        rocof = SlopeEstimator(window: control.rocofWindow)
+        droopCurve = DroopCurve(control.droop)
+        self.expectsFrequency = expectsFrequency
+        lastStep = startedAt
+    }
+
+    /// The decisions of the last step, one per unit.
+    public func decision(unit: Int) -> UnitDecision { units[unit].decision }
+
+    /// One cycle over every unit.
+    /// - Parameters:
+    ///   - frequency: the latest grid frequency with the instant it was measured.
+    ///   - inputs: one entry per unit, in configuration order (missing entries are treated as empty).
+    ///   - now: the monotonic instant of this cycle.
+    ///   - wallClock: Unix time in seconds, for energy blocks.
+    public func step(
+        frequency: Timestamped<Hertz>?, inputs: [UnitInputs], now: MonotonicInstant, wallClock: Double
+    ) {
+        let elapsed = lastStep.map { now.seconds(since: $0) } ?? 0
+        lastStep = now
+        cycles &+= 1
+
+        var conditions = SiteConditions()
+        if let stamped = frequency {
+            rocof.add(stamped.value.value, at: stamped.takenAt)
+        }
+        if let f = frequency.fresh(at: now, maxAge: control.frequencyStaleAfter), f.millihertz != nil {
+            conditions.frequency = f
+            conditions.frequencyDeviation = f.value - control.droop.nominal.value
+            conditions.rocof = rocof.slope(at: now).map { abs($0) }
+        }
+        if expectsFrequency {
+            conditions.frequencyAge = frequency.map { now.seconds(since: $0.takenAt) }
+                ?? (units.first.map { now.seconds(since: $0.startedAt) } ?? 0)
+        }
+        site = conditions
+
+        let empty = UnitInputs()
+        for index in units.indices {
+            let unitInputs = index < inputs.count ? inputs[index] : empty
+            if let block = units[index].step(
+                unitInputs, site: conditions, control: control, now: now, elapsedSeconds: elapsed,
+                wallClock: wallClock, events: &events)
+            {
+                if closedBlocks.count < closedBlocks.capacity { closedBlocks.append(block) }
+            }
+        }
+    }
+
+    /// Removes and returns the energy blocks closed since the last call.
+    public func takeClosedBlocks() -> [EnergyBlock] {
+        let blocks = closedBlocks
+        closedBlocks.removeAll(keepingCapacity: true)
+        return blocks
+    }
+
+    /// Operator reset of latched faults on one unit, or on all when `unit` is nil.
+    public func reset(unit: Int?, now: MonotonicInstant) -> [(unit: Int, outcome: ResetOutcome)] {
+        var results: [(unit: Int, outcome: ResetOutcome)] = []
+        for index in units.indices where unit == nil || unit == index {
+            results.append((index, units[index].reset(now: now, events: &events)))
+        }
+        return results
+    }
+
+    /// Sets the operating mode of one unit, or of all when `unit` is nil.
+    public func setMode(_ mode: OperatingMode, unit: Int? = nil) {
+        for index in units.indices where unit == nil || unit == index {
+            units[index].mode = mode
+        }
+    }
+}

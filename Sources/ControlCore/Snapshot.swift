@@ -1,0 +1,204 @@
+/// Charge and discharge limits the BMS declares (Pylontech/SMA frame 0x351).
+public struct BMSLimits: Sendable, Equatable {
+    /// Charge voltage limit (CVL), if the BMS sends one.
+    public var chargeVoltageLimit: Volts?
+    /// Charge current limit (CCL), a magnitude.
+    public var chargeCurrentLimit: Amps
+    /// Discharge current limit (DCL), a magnitude.
+    public var dischargeCurrentLimit: Amps
+    /// Discharge voltage limit (DVL), if the BMS sends one.
+    public var dischargeVoltageLimit: Volts?
+
+    public init(
+        chargeVoltageLimit: Volts? = nil, chargeCurrentLimit: Amps, dischargeCurrentLimit: Amps,
+        dischargeVoltageLimit: Volts? = nil
+    ) {
+        self.chargeVoltageLimit = chargeVoltageLimit
+        self.chargeCurrentLimit = chargeCurrentLimit
+        self.dischargeCurrentLimit = dischargeCurrentLimit
+        self.dischargeVoltageLimit = dischargeVoltageLimit
+    }
+}
+
+/// State of charge and health (frame 0x355).
+public struct BMSStatus: Sendable, Equatable {
+    /// State of charge, 0–100 %.
+    public var soc: Percent
+    /// State of health, 0–100 %, if known.
+    public var soh: Percent?
+    public init(soc: Percent, soh: Percent? = nil) {
+        self.soc = soc
+        self.soh = soh
+    }
+}
+
+/// Pack measurements (frame 0x356).
+public struct BMSMeasurements: Sendable, Equatable {
+    /// Pack terminal voltage.
+    public var packVoltage: Volts
+    /// Pack current, **positive while charging** (the BMS convention, opposite to power's).
+    public var packCurrent: Amps
+    /// Pack (average cell) temperature.
+    public var temperature: Celsius
+    public init(packVoltage: Volts, packCurrent: Amps, temperature: Celsius) {
+        self.packVoltage = packVoltage
+        self.packCurrent = packCurrent
+        self.temperature = temperature
+    }
+}
+
+/// Cell extremes (Victron-extension frame 0x373, or a BMS that reports cells).
+public struct CellStatistics: Sendable, Equatable {
+    public var minCellVoltage: Volts
+    public var maxCellVoltage: Volts
+    public var minTemperature: Celsius
+    public var maxTemperature: Celsius
+    public init(minCellVoltage: Volts, maxCellVoltage: Volts, minTemperature: Celsius, maxTemperature: Celsius) {
+        self.minCellVoltage = minCellVoltage
+        self.maxCellVoltage = maxCellVoltage
+        self.minTemperature = minTemperature
+        self.maxTemperature = maxTemperature
+    }
+}
+
+/// Protection (trip) and alarm (warning) conditions a BMS reports (frame 0x359).
+public struct BMSConditions: OptionSet, Sendable, Hashable {
+    public var rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+    public static let cellOvervoltage = BMSConditions(rawValue: 1 << 0)
+    public static let cellUndervoltage = BMSConditions(rawValue: 1 << 1)
+    public static let overtemperature = BMSConditions(rawValue: 1 << 2)
+    public static let undertemperature = BMSConditions(rawValue: 1 << 3)
+    public static let dischargeOvercurrent = BMSConditions(rawValue: 1 << 4)
+    public static let chargeOvercurrent = BMSConditions(rawValue: 1 << 5)
+    public static let systemError = BMSConditions(rawValue: 1 << 6)
+    public static let internalCommunication = BMSConditions(rawValue: 1 << 7)
+}
+
+/// What the BMS's protection and alarm tables say.
+public struct BMSProtectionState: Sendable, Equatable {
+    /// Active protections: the BMS has stopped (or will stop) the current.
+    public var protections: BMSConditions
+    /// Active alarms: warnings ahead of a protection.
+    public var alarms: BMSConditions
+    public init(protections: BMSConditions = [], alarms: BMSConditions = []) {
+        self.protections = protections
+        self.alarms = alarms
+    }
+}
+
+/// The BMS's request flags (frame 0x35C).
+public struct BMSRequests: Sendable, Equatable {
+    public var chargeEnabled: Bool
+    public var dischargeEnabled: Bool
+    public var forceCharge: Bool
+    public init(chargeEnabled: Bool, dischargeEnabled: Bool, forceCharge: Bool = false) {
+        self.chargeEnabled = chargeEnabled
+        self.dischargeEnabled = dischargeEnabled
+        self.forceCharge = forceCharge
+    }
+}
+
+/// Everything known about one BMS, each group stamped with when it was measured.
+///
+/// The groups arrive in different frames at different times, so each has its own age.
+public struct BMSSnapshot: Sendable {
+    public var limits: Timestamped<BMSLimits>?
+    public var status: Timestamped<BMSStatus>?
+    public var measurements: Timestamped<BMSMeasurements>?
+    public var cells: Timestamped<CellStatistics>?
+    public var protection: Timestamped<BMSProtectionState>?
+    public var requests: Timestamped<BMSRequests>?
+    public init(
+        limits: Timestamped<BMSLimits>? = nil, status: Timestamped<BMSStatus>? = nil,
+        measurements: Timestamped<BMSMeasurements>? = nil, cells: Timestamped<CellStatistics>? = nil,
+        protection: Timestamped<BMSProtectionState>? = nil, requests: Timestamped<BMSRequests>? = nil
+    ) {
+        self.limits = limits
+        self.status = status
+        self.measurements = measurements
+        self.cells = cells
+        self.protection = protection
+        self.requests = requests
+    }
+
+    /// The newest instant any group was measured.
+    public var newestTakenAt: MonotonicInstant? {
+        var newest: MonotonicInstant?
+        func consider(_ instant: MonotonicInstant?) {
+            guard let instant else { return }
+            if let current = newest, current >= instant { return }
+            newest = instant
+        }
+        consider(limits?.takenAt)
+        consider(status?.takenAt)
+        consider(measurements?.takenAt)
+        consider(cells?.takenAt)
+        consider(protection?.takenAt)
+        consider(requests?.takenAt)
+        return newest
+    }
+}
+
+/// What the inverter reports.
+public struct InverterReading: Sendable, Equatable {
+    /// Measured AC active power, + = discharge/export.
+    public var activePower: Watts
+    /// The inverter's own maximum active power (nameplate `WMax`), if known.
+    public var ratedPower: Watts?
+    /// True when the inverter reports a fault state.
+    public var faulted: Bool
+    /// The inverter's event/fault bits as read, for the log.
+    public var faultBits: UInt32
+    /// Grid frequency as the inverter measures it, if it reports one.
+    public var frequency: Hertz?
+    public init(
+        activePower: Watts, ratedPower: Watts? = nil, faulted: Bool = false, faultBits: UInt32 = 0,
+        frequency: Hertz? = nil
+    ) {
+        self.activePower = activePower
+        self.ratedPower = ratedPower
+        self.faulted = faulted
+        self.faultBits = faultBits
+        self.frequency = frequency
+    }
+}
+
+/// An active-power command from the aggregator (dispatch) or an operator (override).
+public struct PowerCommand: Sendable, Equatable {
+    /// Requested active power, + = discharge.
+    public var power: Watts
+    /// The command is ignored at and after this instant.
+    public var expiresAt: MonotonicInstant
+    public init(power: Watts, expiresAt: MonotonicInstant) {
+        self.power = power
+        self.expiresAt = expiresAt
+    }
+}
+
+/// Operating mode chosen by the operator or the aggregator.
+public enum OperatingMode: String, Sendable, CaseIterable {
+    /// Normal operation: dispatch (or base) plus droop, inside every limit.
+    case auto
+    /// No power at all; interlocks are still evaluated and reported.
+    case standby
+}
+
+/// One unit's inputs for one cycle: the latest values the bus workers published.
+public struct UnitInputs: Sendable {
+    public var bms: BMSSnapshot
+    public var inverter: Timestamped<InverterReading>?
+    /// Aggregator dispatch, if any.
+    public var dispatch: PowerCommand?
+    /// Operator override (outranks dispatch; still inside every interlock).
+    public var override: PowerCommand?
+    public init(
+        bms: BMSSnapshot = BMSSnapshot(), inverter: Timestamped<InverterReading>? = nil,
+        dispatch: PowerCommand? = nil, override: PowerCommand? = nil
+    ) {
+        self.bms = bms
+        self.inverter = inverter
+        self.dispatch = dispatch
+        self.override = override
+    }
+}

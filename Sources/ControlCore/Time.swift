@@ -1,0 +1,99 @@
+/// A point on the monotonic clock (`CLOCK_MONOTONIC`), in nanoseconds since an arbitrary origin.
+///
+/// The control core never reads a clock itself: every step is handed the instant it runs at, so a
+/// test advances time instead of sleeping and the whole control law is a pure function of its inputs.
+public struct MonotonicInstant: Comparable, Hashable, Sendable, CustomStringConvertible {
+    /// Nanoseconds since the clock's origin.
+    public var nanoseconds: Int64
+
+    /// Creates an instant from nanoseconds since the clock's origin.
+    @inlinable public init(nanoseconds: Int64) { self.nanoseconds = nanoseconds }
+
+    /// The clock's origin; convenient for tests.
+    public static let zero = MonotonicInstant(nanoseconds: 0)
+
+    @inlinable public static func < (lhs: Self, rhs: Self) -> Bool { lhs.nanoseconds < rhs.nanoseconds }
+
+    /// The instant `duration` after `lhs` (saturating, never traps).
+    @inlinable public static func + (lhs: Self, rhs: Duration) -> Self {
+        let (sum, overflow) = lhs.nanoseconds.addingReportingOverflow(rhs.nanosecondsClamped)
+        return Self(nanoseconds: overflow ? (rhs > .zero ? .max : .min) : sum)
+    }
+
+    /// The instant `duration` before `lhs` (saturating).
+    @inlinable public static func - (lhs: Self, rhs: Duration) -> Self {
+        let (difference, overflow) = lhs.nanoseconds.subtractingReportingOverflow(rhs.nanosecondsClamped)
+        return Self(nanoseconds: overflow ? (rhs > .zero ? .min : .max) : difference)
+    }
+
+    /// Seconds from `earlier` to `self` (negative if `earlier` is later).
+    @inlinable public func seconds(since earlier: Self) -> Double {
+        Double(nanoseconds &- earlier.nanoseconds) * 1e-9
+    }
+
+    public var description: String { "t+\(Double(nanoseconds) * 1e-9)s" }
+}
+
+extension Duration {
+    /// The duration in nanoseconds, clamped to the range of `Int64`.
+    @inlinable public var nanosecondsClamped: Int64 {
+        let (seconds, attoseconds) = components
+        if seconds >= 9_223_372_036 { return .max }
+        if seconds <= -9_223_372_036 { return .min }
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+
+    /// The duration as floating-point seconds.
+    @inlinable public var secondsDouble: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) * 1e-18
+    }
+
+    /// A duration from floating-point seconds; non-finite or negative input gives zero.
+    @inlinable public static func seconds(fromDouble value: Double) -> Duration {
+        guard value.isFinite, value > 0 else { return .zero }
+        return .nanoseconds(Int64(min(value, 9.2e9) * 1e9))
+    }
+}
+
+/// A value together with the monotonic instant it was measured.
+///
+/// Consumers never use a raw value: they ask for it at an instant with the maximum age they accept,
+/// and an older value (or one stamped in the future, which means a clock mix-up) is absent.
+public struct Timestamped<Value: Sendable>: Sendable {
+    /// The measured value.
+    public var value: Value
+    /// When the value was measured (not when it was received or copied).
+    public var takenAt: MonotonicInstant
+
+    /// Wraps a value with the instant it was measured.
+    @inlinable public init(_ value: Value, at takenAt: MonotonicInstant) {
+        self.value = value
+        self.takenAt = takenAt
+    }
+
+    /// Age of the value at `now`, in seconds.
+    @inlinable public func ageSeconds(at now: MonotonicInstant) -> Double {
+        now.seconds(since: takenAt)
+    }
+
+    /// The value if it is no older than `maxAge` at `now`; otherwise `nil`.
+    @inlinable public func value(at now: MonotonicInstant, maxAge: Duration) -> Value? {
+        let age = now.nanoseconds &- takenAt.nanoseconds
+        guard age >= 0, age <= maxAge.nanosecondsClamped else { return nil }
+        return value
+    }
+}
+
+extension Timestamped: Equatable where Value: Equatable {}
+
+extension Optional {
+    /// The wrapped timestamped value if present and no older than `maxAge`.
+    @inlinable public func fresh<V>(at now: MonotonicInstant, maxAge: Duration) -> V?
+    where Wrapped == Timestamped<V> {
+        switch self {
+        case .none: return nil
+        case .some(let stamped): return stamped.value(at: now, maxAge: maxAge)
+        }
+    }
+}

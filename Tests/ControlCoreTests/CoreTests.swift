@@ -1,0 +1,157 @@
+import ControlCore
+import Testing
+
+@Suite("Time, units and helpers")
+struct CoreTests {
+    @Test("a value older than the accepted age, or from the future, is absent")
+    func staleness() {
+        let sample = Timestamped(Hertz(50), at: MonotonicInstant(nanoseconds: 1_000_000_000))
+        #expect(sample.value(at: MonotonicInstant(nanoseconds: 3_000_000_000), maxAge: .seconds(2)) == Hertz(50))
+        #expect(sample.value(at: MonotonicInstant(nanoseconds: 3_000_000_001), maxAge: .seconds(2)) == nil)
+        #expect(sample.value(at: MonotonicInstant(nanoseconds: 999_999_999), maxAge: .seconds(2)) == nil)
+        let missing: Timestamped<Hertz>? = nil
+        #expect(missing.fresh(at: .zero, maxAge: .seconds(100)) == nil)
+    }
+
+    @Test("instants saturate instead of trapping")
+    func saturation() {
+        let late = MonotonicInstant(nanoseconds: .max - 5)
+        #expect((late + .seconds(10)).nanoseconds == .max)
+        #expect((MonotonicInstant(nanoseconds: .min + 5) - .seconds(10)).nanoseconds == .min)
+        #expect(Duration.seconds(fromDouble: .nan) == .zero)
+        #expect(Duration.seconds(fromDouble: 1.5) == .milliseconds(1500))
+    }
+
+    @Test("exp matches known values")
+    func exponential() {
+        let known: [(Double, Double)] = [
+            (0, 1), (1, 2.718281828459045), (-1, 0.36787944117144233), (10, 22026.465794806718),
+            (-20, 2.061153622438558e-09), (700, 1.0142320547350045e304),
+        ]
+        for (x, y) in known {
+            #expect(abs(ControlMath.exp(x) - y) <= 4e-15 * y, "exp(\(x))")
+        }
+        #expect(ControlMath.exp(-800) == 0)
+        #expect(ControlMath.exp(800) == .infinity)
+        #expect(ControlMath.exp(.nan).isNaN)
+    }
+
+    @Test("clamp sends NaN to zero (or the nearest bound) and infinities to the bounds")
+    func clamp() {
+        #expect(ControlMath.clamp(.nan, -5, 5) == 0)
+        #expect(ControlMath.clamp(.nan, 1, 5) == 1)
+        #expect(ControlMath.clamp(.infinity, -5, 5) == 5)
+        #expect(ControlMath.clamp(-.infinity, -5, 5) == -5)
+        #expect(ControlMath.clamp(3, -5, 5) == 3)
+    }
+
+    @Test("frequency rounds to whole millihertz")
+    func millihertz() {
+        #expect(Hertz(49.9).millihertz == 49_900)
+        #expect(Hertz(49.8995).millihertz == 49_900)  // rounds half away from zero
+        #expect(Hertz(.nan).millihertz == nil)
+        #expect(Hertz(-1).millihertz == nil)
+    }
+
+    @Test("slope over a window; unknown without enough history")
+    func slope() {
+        var estimator = SlopeEstimator(window: .seconds(10), capacity: 8)
+        for s in 0..<4 { estimator.add(Double(s) * 0.5, at: Fixture.instant(Double(s))) }
+        #expect(estimator.slope(at: Fixture.instant(3)) == nil)  // 3 s of a 10 s window
+        for s in 4..<20 { estimator.add(Double(s) * 0.5, at: Fixture.instant(Double(s))) }
+        let slope = estimator.slope(at: Fixture.instant(19))
+        #expect(slope.map { abs($0 - 0.5) < 1e-12 } == true)
+        // Repeated stamps are the same measurement and are ignored.
+        estimator.add(1000, at: Fixture.instant(19))
+        #expect(estimator.slope(at: Fixture.instant(19)).map { abs($0 - 0.5) < 1e-12 } == true)
+        // Stale: newest sample older than the window.
+        #expect(estimator.slope(at: Fixture.instant(40)) == nil)
+        estimator.add(.nan, at: Fixture.instant(41))
+        #expect(estimator.slope(at: Fixture.instant(41)) == nil)
+    }
+
+    @Test("event ring keeps the oldest events and counts drops")
+    func eventRing() {
+        var ring = EventRing(capacity: 3)
+        for i in 0..<5 { ring.push(ControlEvent(kind: .raised, unit: i, at: .zero)) }
+        #expect(ring.count == 3)
+        #expect(ring.dropped == 2)
+        var units: [Int] = []
+        ring.drain { units.append($0.unit) }
+        #expect(units == [0, 1, 2])
+        ring.push(ControlEvent(kind: .cleared, unit: 9, at: .zero))
+        #expect(ring.pop()?.unit == 9)
+        #expect(ring.pop() == nil)
+    }
+
+    @Test("trip code sets iterate in code order")
+    func tripCodeSet() {
+        var set = TripCodeSet()
+        set.insert(.frequencyLost)
+        set.insert(.cellOvervoltage)
+        set.insert(.thermalRunaway)
+        #expect(Array(set) == [.cellOvervoltage, .thermalRunaway, .frequencyLost])
+        set.remove(.thermalRunaway)
+        #expect(set.count == 2 && !set.contains(.thermalRunaway))
+    }
+}
+
+@Suite("Energy blocks")
+struct EnergyBlockTests {
+    @Test("blocks are aligned to the wall clock and split at the boundary")
+    func splitAtBoundary() {
+        var accumulator = EnergyAccumulator(unit: 2, blockLength: .seconds(900))
+        let start = 1_800_000_000.0 - 1_800_000_000.0.truncatingRemainder(dividingBy: 900)  // a boundary
+        _ = accumulator.integrate(power: nil, elapsedSeconds: 0, wallClock: start + 890)
+        // 20 s at +36 kW across the boundary at start + 900: 10 s in each block.
+        let closed = accumulator.integrate(power: .kilowatts(36), elapsedSeconds: 20, wallClock: start + 910)
+        let block = try! #require(closed)
+        #expect(block.unit == 2)
+        #expect(block.startUnixSeconds == Int64(start))
+        #expect(abs(block.dischargedWh - 100) < 1e-9)  // 36 kW × 10 s
+        #expect(block.coveredSeconds == 10)
+        #expect(!block.isComplete)
+        let current = try! #require(accumulator.current)
+        #expect(current.startUnixSeconds == Int64(start) + 900)
+        #expect(abs(current.dischargedWh - 100) < 1e-9)
+        // Charging is counted separately, as a positive amount.
+        _ = accumulator.integrate(power: .kilowatts(-18), elapsedSeconds: 100, wallClock: start + 1010)
+        #expect(abs(accumulator.current!.chargedWh - 500) < 1e-9)
+    }
+
+    @Test("a full block of steady power is complete and exact (100 kW for 15 min = 25 kWh)")
+    func fullBlock() {
+        var accumulator = EnergyAccumulator(unit: 0)
+        let start = 1_800_000_000.0 - 1_800_000_000.0.truncatingRemainder(dividingBy: 900)
+        _ = accumulator.integrate(power: nil, elapsedSeconds: 0, wallClock: start)
+        var closed: [EnergyBlock] = []
+        for i in 1...9001 {
+            let wall = start + Double(i) * 0.1
+            if let b = accumulator.integrate(power: .kilowatts(100), elapsedSeconds: 0.1, wallClock: wall) {
+                closed.append(b)
+            }
+        }
+        #expect(closed.count == 1)
+        #expect(abs(closed[0].dischargedKWh - 25) < 1e-6)
+        #expect(closed[0].isComplete)
+    }
+
+    @Test("missing measurements leave the block short, not invented")
+    func missingMeasurements() {
+        var accumulator = EnergyAccumulator(unit: 0, blockLength: .seconds(60))
+        _ = accumulator.integrate(power: nil, elapsedSeconds: 0, wallClock: 1_800_000_000)
+        _ = accumulator.integrate(power: nil, elapsedSeconds: 30, wallClock: 1_800_000_030)
+        #expect(accumulator.current?.coveredSeconds == 0)
+        #expect(accumulator.current?.dischargedWh == 0)
+    }
+
+    @Test("a wall clock stepped backwards closes the block without inventing energy")
+    func clockStep() {
+        var accumulator = EnergyAccumulator(unit: 0, blockLength: .seconds(60))
+        _ = accumulator.integrate(power: nil, elapsedSeconds: 0, wallClock: 1_800_000_010)
+        _ = accumulator.integrate(power: .kilowatts(36), elapsedSeconds: 10, wallClock: 1_800_000_020)
+        let closed = accumulator.integrate(power: .kilowatts(36), elapsedSeconds: 1, wallClock: 1_799_990_001)
+        #expect(closed.map { abs($0.dischargedWh - 100) < 1e-9 } == true)
+        #expect(accumulator.current.map { abs($0.dischargedWh - 10) < 1e-9 } == true)
+    }
+}
