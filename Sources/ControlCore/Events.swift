@@ -24,6 +24,8 @@ public struct ControlEvent: Sendable, Equatable {
     public var unit: Int
     public var code: TripCode?
     public var severity: InterlockSeverity?
+    /// What the rule watches (its unit is `metric.unitSymbol`).
+    public var metric: InterlockMetric?
     /// The metric's value when the event happened (NaN when unknown).
     public var value: Double
     /// The rule's threshold.
@@ -34,12 +36,13 @@ public struct ControlEvent: Sendable, Equatable {
 
     public init(
         kind: ControlEventKind, unit: Int, code: TripCode? = nil, severity: InterlockSeverity? = nil,
-        value: Double = .nan, threshold: Double = .nan, state: UnitState? = nil, at: MonotonicInstant
+        metric: InterlockMetric? = nil, value: Double = .nan, threshold: Double = .nan, state: UnitState? = nil, at: MonotonicInstant
     ) {
         self.kind = kind
         self.unit = unit
         self.code = code
         self.severity = severity
+        self.metric = metric
         self.value = value
         self.threshold = threshold
         self.state = state

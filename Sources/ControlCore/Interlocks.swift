@@ -396,7 +396,7 @@ public struct InterlockEngine: Sendable {
                     after.isActing ? (isLatched(after) ? .latched : .raised) : .cleared
                 events.push(
                     ControlEvent(
-                        kind: kind, unit: unit, code: rule.code, severity: rule.severity,
+                        kind: kind, unit: unit, code: rule.code, severity: rule.severity, metric: rule.metric,
                         value: value ?? .nan, threshold: rule.threshold, at: now))
             }
             guard after.isActing else { continue }
@@ -449,11 +449,11 @@ public struct InterlockEngine: Sendable {
                 states[index] = .normal
                 outcome.cleared.insert(rule.code)
                 events.push(ControlEvent(kind: .resetAccepted, unit: unit, code: rule.code,
-                                         severity: rule.severity, value: value, threshold: rule.threshold, at: now))
+                                         severity: rule.severity, metric: rule.metric, value: value, threshold: rule.threshold, at: now))
             } else {
                 outcome.refused.insert(rule.code)
                 events.push(ControlEvent(kind: .resetRefused, unit: unit, code: rule.code,
-                                         severity: rule.severity, value: value, threshold: rule.threshold, at: now))
+                                         severity: rule.severity, metric: rule.metric, value: value, threshold: rule.threshold, at: now))
             }
         }
         return outcome

@@ -1,1 +1,75 @@
-print("placeholder")
+import ArgumentParser
+import Plant
+import Runtime
+
+@main
+struct BessHil: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bess-hil",
+        abstract: "Hardware-in-loop plant: simulated batteries, inverters and grid.",
+        version: BessdVersion.string,
+        subcommands: [Battery.self, Frequency.self])
+}
+
+/// Runs the battery model at a constant power and prints its trajectory as CSV.
+struct Battery: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print a battery model trajectory at constant power as CSV (seconds,soc_percent,pack_v,current_a,temp_c,ccl_a,dcl_a).")
+
+    @Option(help: "Usable capacity, kWh.") var capacityKwh: Double = 250
+    @Option(help: "Rated power, kW.") var maxPowerKw: Double = 100
+    @Option(help: "DC power, kW (+ = discharge).") var powerKw: Double = 100
+    @Option(help: "Initial state of charge, %.") var socPercent: Double = 60
+    @Option(help: "Seconds to simulate.") var seconds: Double = 3600
+    @Option(help: "Seconds between rows.") var step: Double = 60
+
+    func validate() throws {
+        guard capacityKwh > 0, maxPowerKw > 0, step > 0, seconds >= 0, (0...100).contains(socPercent) else {
+            throw ValidationError("capacity, power and step must be positive, SOC within 0–100 %")
+        }
+    }
+
+    func run() {
+        var battery = BatteryModel(
+            parameters: .lfp(capacityWh: capacityKwh * 1000, maxPowerW: maxPowerKw * 1000), soc: socPercent / 100)
+        print("seconds,soc_percent,pack_v,current_a,temp_c,ccl_a,dcl_a")
+        var t = 0.0
+        while t <= seconds {
+            print("\(t),\(battery.soc * 100),\(battery.packVoltage),\(battery.current),\(battery.temperature),\(battery.chargeCurrentLimit),\(battery.dischargeCurrentLimit)")
+            let limit = powerKw > 0 ? battery.dischargeCurrentLimit : battery.chargeCurrentLimit
+            let power = min(abs(powerKw * 1000), limit * battery.packVoltage) * (powerKw < 0 ? -1 : 1)
+            battery.step(dcPowerW: power, seconds: step)
+            t += step
+        }
+    }
+}
+
+/// Prints a grid frequency profile as CSV.
+struct Frequency: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print a simulated grid frequency profile as CSV (seconds,hz).")
+
+    enum Shape: String, ExpressibleByArgument { case steady, walk, steps }
+    @Option(help: "steady | walk | steps") var profile: Shape = .walk
+    @Option(help: "Centre frequency, Hz.") var baseHz: Double = 50
+    @Option(help: "Excursion or step size, Hz.") var amplitudeHz: Double = 0.15
+    @Option(help: "Seconds between steps.") var stepPeriod: Double = 30
+    @Option(help: "Random seed (walk).") var seed: UInt64 = 1
+    @Option(help: "Seconds to print.") var seconds: Double = 120
+    @Option(help: "Seconds between rows.") var step: Double = 1
+
+    func run() throws {
+        guard step > 0 else { throw ValidationError("step must be positive") }
+        var grid: GridFrequency
+        switch profile {
+        case .steady: grid = GridFrequency(.steady(hz: baseHz))
+        case .walk: grid = GridFrequency(.walk(baseHz: baseHz, amplitudeHz: amplitudeHz, seed: seed))
+        case .steps: grid = GridFrequency(.steps(baseHz: baseHz, amplitudeHz: amplitudeHz, periodSeconds: stepPeriod))
+        }
+        print("seconds,hz")
+        var t = 0.0
+        while t <= seconds {
+            print("\(t),\(grid.frequency(at: t))")
+            t += step
+        }
+    }
+}

@@ -1,0 +1,53 @@
+/// A simulated battery inverter: follows its active-power setpoint with a short lag, inside its
+/// rating and the battery's limits, and falls back to zero when its revert timer runs out.
+public struct SimulatedInverter: Sendable {
+    /// Rated active power, W.
+    public let ratingW: Double
+    /// Revert timeout: with no setpoint written for this long the inverter goes to zero power.
+    public var revertTimeoutSeconds: Double
+    /// Conversion efficiency, each way.
+    public var efficiency: Double = 0.97
+    /// Time constant of the power response, s.
+    public var responseSeconds: Double = 0.2
+    /// Setpoint in force, + = discharge.
+    public private(set) var setpointW: Double = 0
+    /// Measured AC power, + = discharge.
+    public private(set) var powerW: Double = 0
+    /// True after the revert timer ran out, until the next setpoint.
+    public private(set) var reverted = true
+    /// Seconds since the last setpoint.
+    public private(set) var secondsSinceSetpoint: Double = .infinity
+    /// A fault the simulator was told to show.
+    public var faulted = false
+
+    public init(ratingW: Double, revertTimeoutSeconds: Double = 10) {
+        self.ratingW = ratingW
+        self.revertTimeoutSeconds = revertTimeoutSeconds
+    }
+
+    /// Writes a setpoint and restarts the revert timer.
+    public mutating func command(setpointW value: Double) {
+        setpointW = value.isFinite ? min(max(value, -ratingW), ratingW) : 0
+        secondsSinceSetpoint = 0
+        reverted = false
+    }
+
+    /// Advances by `seconds`; the DC power drawn from the battery is returned (+ = discharge).
+    /// `chargeLimitW`/`dischargeLimitW` are what the battery can take or give right now.
+    public mutating func step(seconds: Double, chargeLimitW: Double, dischargeLimitW: Double) -> Double {
+        guard seconds > 0, seconds.isFinite else { return dcPower }
+        secondsSinceSetpoint += seconds
+        if secondsSinceSetpoint > revertTimeoutSeconds, !reverted {
+            reverted = true
+            setpointW = 0
+        }
+        let target = faulted ? 0 : min(max(setpointW, -max(0, chargeLimitW)), max(0, dischargeLimitW))
+        let alpha = responseSeconds > 0 ? min(1, seconds / responseSeconds) : 1
+        powerW += alpha * (target - powerW)
+        if abs(powerW) < 1e-3 { powerW = 0 }
+        return dcPower
+    }
+
+    /// DC power at the battery for the present AC power (losses make discharge draw more).
+    public var dcPower: Double { powerW >= 0 ? powerW / efficiency : powerW * efficiency }
+}

@@ -1,0 +1,64 @@
+public import ControlCore
+
+/// One simulated battery unit (BMS + inverter) as bessd sees it in `mode: simulation`: the latest
+/// values, stamped with the instant they were measured.
+public struct SimulatedUnit: Sendable {
+    public var battery: BatteryModel
+    public var inverter: SimulatedInverter
+    /// When true the simulated BMS stops publishing (its data goes stale).
+    public var bmsSilent = false
+
+    public init(battery: BatteryModel, inverter: SimulatedInverter) {
+        self.battery = battery
+        self.inverter = inverter
+    }
+
+    /// A unit sized by its capacity and rating.
+    public init(capacityKWh: Double, maxPowerKW: Double, initialSOCPercent: Double, ambientCelsius: Double = 25,
+                cellsInSeries: Int = 16) {
+        let parameters = BatteryParameters.lfp(capacityWh: capacityKWh * 1000, maxPowerW: maxPowerKW * 1000,
+                                               cellsInSeries: cellsInSeries, ambientCelsius: ambientCelsius)
+        battery = BatteryModel(parameters: parameters, soc: initialSOCPercent / 100)
+        inverter = SimulatedInverter(ratingW: maxPowerKW * 1000)
+    }
+
+    /// Advances the plant by `seconds`.
+    public mutating func step(seconds: Double) {
+        let volts = battery.packVoltage
+        let dcPower = inverter.step(
+            seconds: seconds, chargeLimitW: battery.chargeCurrentLimit * volts,
+            dischargeLimitW: battery.dischargeCurrentLimit * volts)
+        battery.step(dcPowerW: dcPower, seconds: seconds)
+    }
+
+    /// What the BMS reports, stamped at `now` (the last published values when silent).
+    public func bmsSnapshot(at now: MonotonicInstant) -> BMSSnapshot {
+        let b = battery
+        let protections: BMSConditions = [
+            b.maxCellVoltage > 3.65 ? .cellOvervoltage : [], b.minCellVoltage < 2.70 ? .cellUndervoltage : [],
+            b.temperature > 60 ? .overtemperature : [],
+        ]
+        let alarms: BMSConditions = [
+            b.maxCellVoltage > 3.55 ? .cellOvervoltage : [], b.minCellVoltage < 2.90 ? .cellUndervoltage : [],
+            b.temperature > 50 ? .overtemperature : [],
+        ]
+        return BMSSnapshot(
+            limits: Timestamped(BMSLimits(chargeVoltageLimit: Volts(3.55 * Double(b.parameters.cellsInSeries)),
+                                          chargeCurrentLimit: Amps(b.chargeCurrentLimit),
+                                          dischargeCurrentLimit: Amps(b.dischargeCurrentLimit)), at: now),
+            status: Timestamped(BMSStatus(soc: Percent(b.soc * 100), soh: Percent(100)), at: now),
+            measurements: Timestamped(BMSMeasurements(packVoltage: Volts(b.packVoltage), packCurrent: Amps(b.current),
+                                                      temperature: Celsius(b.temperature)), at: now),
+            cells: Timestamped(CellStatistics(minCellVoltage: Volts(b.minCellVoltage), maxCellVoltage: Volts(b.maxCellVoltage),
+                                              minTemperature: Celsius(b.temperature - 1),
+                                              maxTemperature: Celsius(b.temperature)), at: now),
+            protection: Timestamped(BMSProtectionState(protections: protections, alarms: alarms), at: now),
+            requests: Timestamped(BMSRequests(chargeEnabled: b.soc < 1, dischargeEnabled: b.soc > 0), at: now))
+    }
+
+    /// What the inverter reports, stamped at `now`.
+    public func inverterReading(at now: MonotonicInstant, frequency: Double?) -> InverterReading {
+        InverterReading(activePower: Watts(inverter.powerW), ratedPower: Watts(inverter.ratingW),
+                        faulted: inverter.faulted, faultBits: inverter.faulted ? 1 : 0, frequency: frequency.map(Hertz.init))
+    }
+}

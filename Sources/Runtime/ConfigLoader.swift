@@ -1,0 +1,340 @@
+import ControlCore
+import Foundation
+internal import Yams
+
+/// Loads and validates a bessd configuration.
+public enum ConfigLoader {
+    /// Loads the file at `path`.
+    public static func load(path: String) throws(ConfigurationError) -> BessdConfiguration {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            let reason = access(path, R_OK) == 0 ? "not a readable file" : String(cString: strerror(errno))
+            throw ConfigurationError([ConfigDiagnostic(
+                code: "CONFIG_UNREADABLE", file: path, line: nil, keyPath: "", message: "cannot read the file: \(reason)")])
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw ConfigurationError([ConfigDiagnostic(
+                code: "CONFIG_UNREADABLE", file: path, line: nil, keyPath: "", message: "the file is not UTF-8 text")])
+        }
+        return try parse(text, file: path)
+    }
+
+    /// Parses configuration text; `file` names it in diagnostics.
+    public static func parse(_ text: String, file: String) throws(ConfigurationError) -> BessdConfiguration {
+        let root: Node?
+        do {
+            root = try Yams.compose(yaml: text)
+        } catch {
+            throw ConfigurationError([syntaxDiagnostic(error, file: file)])
+        }
+        guard let root else {
+            throw ConfigurationError([ConfigDiagnostic(file: file, line: 1, keyPath: "", message: "the file is empty")])
+        }
+        let reader = ConfigReader(file: file)
+        let configuration = decode(root, reader)
+        if reader.hasErrors || configuration == nil {
+            // Stable sort by line, so errors read top to bottom like the file.
+            let errors = reader.diagnostics.filter { $0.severity == .error }.enumerated()
+                .sorted { ($0.element.line ?? 0, $0.offset) < ($1.element.line ?? 0, $1.offset) }.map(\.element)
+            throw ConfigurationError(errors)
+        }
+        var loaded = configuration!
+        loaded.notices = reader.diagnostics.filter { $0.severity == .notice }
+        return loaded
+    }
+
+    static func syntaxDiagnostic(_ error: any Error, file: String) -> ConfigDiagnostic {
+        var line: Int?
+        var problem = "\(error)"
+        if let yamlError = error as? YamlError {
+            switch yamlError {
+            case .scanner(_, let p, let mark, _), .parser(_, let p, let mark, _), .composer(_, let p, let mark, _):
+                line = mark.line
+                problem = p
+            case .duplicatedKeysInMapping(let duplicates, let context):
+                line = context.mark.line
+                problem = "duplicate key \(duplicates.joined(separator: ", "))"
+            case .reader(let p, _, _, _):
+                problem = p
+            default:
+                break
+            }
+        }
+        return ConfigDiagnostic(code: "CONFIG_SYNTAX", file: file, line: line, keyPath: "",
+                                message: "YAML syntax error: \(problem)")
+    }
+
+    static func idPattern(_ text: String) -> Bool {
+        !text.isEmpty && text.count <= 64
+            && text.unicodeScalars.allSatisfy {
+                ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || "_-.".unicodeScalars.contains($0)
+            }
+    }
+
+    static func decode(_ root: Node, _ r: ConfigReader) -> BessdConfiguration? {
+        guard let top = r.fields(root, "") else { return nil }
+        let mode = top.choice("mode", [("simulation", RunMode.simulation), ("hardware", .hardware)], default: .simulation)
+        let period = top.int("period_ms", default: 100, range: 10...1000, unit: "milliseconds")!
+        let socket = top.string("control_socket", default: "/run/bessd/control.sock",
+                                pattern: { $0.hasPrefix("/") && $0.utf8.count < 108 },
+                                rule: "must be an absolute path shorter than 108 bytes")!
+        let state = top.string("state_directory", default: "/var/lib/bessd", pattern: { $0.hasPrefix("/") },
+                               rule: "must be an absolute path")!
+        let grid = decodeGrid(top.fields("grid_integration"), r, top)
+        let units = decodeUnits(top, r, mode: mode)
+        var limitRamp = 10.0
+        var scheduleRamp = 10.0
+        if let limits = top.fields("limits") {
+            limitRamp = limits.double("ramp_percent_per_s", default: 10, range: 0...1000, exclusiveLower: true, unit: "%/s")!
+            scheduleRamp = limits.double("schedule_ramp_percent_per_s", default: 10, range: 0...1000,
+                                         exclusiveLower: true, unit: "%/s")!
+            limits.finish(known: "ramp_percent_per_s, schedule_ramp_percent_per_s")
+        }
+        let interlocks = decodeInterlocks(top.fields("interlocks"), r)
+        var aggregator: AggregatorConfiguration?
+        if let fields = top.fields("aggregator") {
+            let url = fields.string("url", pattern: { $0.hasPrefix("https://") || $0.hasPrefix("http://") },
+                                    rule: "must be an http:// or https:// URL")
+            if url == nil, !fields.has("url") { r.error(fields.node, fields.child("url"), "is required") }
+            let token = fields.string("token_file", pattern: { $0.hasPrefix("/") }, rule: "must be an absolute path")
+            let interval = fields.double("interval_s", default: 1, range: 0.1...3600, unit: "seconds")!
+            fields.finish(known: "url, token_file, interval_s")
+            aggregator = AggregatorConfiguration(url: url ?? "", tokenFile: token, intervalSeconds: interval)
+        }
+        let simulation = decodeSimulation(top.fields("simulation"), grid?.droop.nominal.value ?? 50)
+        top.finish(known: "mode, period_ms, control_socket, state_directory, bess_units, grid_integration, limits, interlocks, aggregator, simulation")
+        guard let grid, let units else { return nil }
+        if grid.frequencySource == .inverter, units.isEmpty {
+            r.error(top.mark("grid_integration"), "grid_integration.frequency_source", "needs at least one unit")
+        }
+        return BessdConfiguration(
+            mode: mode, periodMs: period, controlSocket: socket, stateDirectory: state, units: units, grid: grid,
+            limitRampPercentPerSecond: limitRamp, scheduleRampPercentPerSecond: scheduleRamp, interlocks: interlocks,
+            aggregator: aggregator, simulation: simulation, notices: [])
+    }
+
+    static func decodeGrid(_ fields: ConfigReader.Fields?, _ r: ConfigReader, _ top: ConfigReader.Fields) -> GridConfiguration? {
+        guard let fields else {
+            if !top.has("grid_integration") {
+                return GridConfiguration(mode: "simulation", frequencySource: .simulated, droop: .seedDefault)
+            }
+            return nil
+        }
+        let mode = fields.choice("mode", [("simulation", "simulation"), ("posoco", "posoco"), ("pmu", "pmu")],
+                                 default: "simulation")
+        if mode != "simulation" {
+            r.notice(fields.mark("mode"), fields.child("mode"),
+                     "'\(mode)' frequency feeds are not part of bessd; frequency comes from frequency_source")
+        }
+        let source = fields.choice("frequency_source", [("simulated", FrequencySource.simulated), ("inverter", .inverter)],
+                                   default: .simulated)
+        fields.acknowledge("scada_enabled", "SCADA integration is not part of bessd; the key is ignored")
+        var droop = DroopSettings.seedDefault
+        if let d = fields.fields("droop_settings") {
+            droop.enabled = d.bool("enabled", default: true)
+            droop.nominal = Hertz(d.choice("nominal_hz", [("50", 50.0), ("60", 60.0)], default: 50))
+            if let band = d.sequence("deadband_hz") {
+                let values = band.map { $0.int.map(Double.init) ?? $0.float }
+                if values.count != 2 || values.contains(where: { $0 == nil }) {
+                    r.error(d.mark("deadband_hz"), d.child("deadband_hz"), "expected two numbers [low, high] in Hz",
+                            got: "[" + band.map { $0.scalar?.string ?? "?" }.joined(separator: ", ") + "]")
+                } else {
+                    let low = values[0]!, high = values[1]!
+                    let nominal = droop.nominal.value
+                    if !(low <= high) {
+                        r.error(d.mark("deadband_hz"), d.child("deadband_hz"), "low edge must not be above the high edge",
+                                got: "[\(format(low)), \(format(high))]")
+                    } else if !(low <= nominal && nominal <= high) || nominal - low > 1 || high - nominal > 1 {
+                        r.error(d.mark("deadband_hz"), d.child("deadband_hz"),
+                                "must contain the nominal \(format(nominal)) Hz and lie within 1 Hz of it",
+                                got: "[\(format(low)), \(format(high))]")
+                    } else {
+                        droop.deadbandLow = Hertz(low)
+                        droop.deadbandHigh = Hertz(high)
+                    }
+                }
+            }
+            let both = d.double("droop_percent", default: 5, range: 0...100, exclusiveLower: true, unit: "%")!
+            droop.droopUnderPercent = d.double("droop_percent_under", default: both, range: 0...100, exclusiveLower: true, unit: "%")!
+            droop.droopOverPercent = d.double("droop_percent_over", default: both, range: 0...100, exclusiveLower: true, unit: "%")!
+            droop.reference = d.choice("reference", [("edge", DroopReference.edge), ("nominal", .nominal)], default: .edge)
+            let response = d.double("response_time_s", default: 5, range: 0...600, unit: "seconds")!
+            droop.responseTime = .seconds(fromDouble: response)
+            d.finish(known: "enabled, nominal_hz, deadband_hz, droop_percent, droop_percent_under, droop_percent_over, reference, response_time_s")
+        }
+        fields.finish(known: "mode, frequency_source, scada_enabled, droop_settings")
+        return GridConfiguration(mode: mode, frequencySource: source, droop: droop)
+    }
+
+    static func decodeUnits(_ top: ConfigReader.Fields, _ r: ConfigReader, mode: RunMode) -> [UnitConfiguration]? {
+        guard let list = top.sequence("bess_units") else {
+            if !top.has("bess_units") { r.error(top.node, "bess_units", "is required: list at least one unit") }
+            return nil
+        }
+        if list.isEmpty { r.error(top.mark("bess_units"), "bess_units", "list at least one unit") }
+        var units: [UnitConfiguration] = []
+        var seen: [String: Int] = [:]
+        for (index, node) in list.enumerated() {
+            let path = "bess_units[\(index)]"
+            guard let u = r.fields(node, path) else { continue }
+            let id = u.string("id", pattern: idPattern, rule: "must be 1–64 letters, digits, '_', '-' or '.'")
+            if id == nil && !u.has("id") { r.error(node, "\(path).id", "is required") }
+            if let id {
+                if let first = seen[id] {
+                    r.error(u.mark("id"), "\(path).id", "duplicates bess_units[\(first)].id", got: "'\(id)'")
+                }
+                seen[id] = index
+            }
+            let campus = u.string("campus_id")
+            let capacity = u.double("capacity_kwh", range: 0...1_000_000, exclusiveLower: true, unit: "kWh")
+            if capacity == nil && !u.has("capacity_kwh") { r.error(node, "\(path).capacity_kwh", "is required") }
+            let power = u.double("max_power_kw", range: 0...100_000, exclusiveLower: true, unit: "kW")
+            if power == nil && !u.has("max_power_kw") { r.error(node, "\(path).max_power_kw", "is required") }
+            let modbus = u.fields("modbus").flatMap { decodeModbus($0, r) }
+            var inverter = InverterSettings(simulated: false, protocolName: .sunspec)
+            var inverterStale = 3.0
+            if let inv = u.fields("inverter") {
+                inverter.simulated = inv.bool("simulated", default: false)
+                inverter.protocolName = inv.choice("protocol", [("sunspec", .sunspec)], default: .sunspec)
+                inverterStale = inv.double("stale_after_s", default: 3, range: 0.05...60, unit: "seconds")!
+                inv.finish(known: "simulated, protocol, stale_after_s")
+            }
+            var bms = BMSSettings(simulated: false, interface: "can0", protocolName: .pylontech, bitrate: 500_000,
+                                  staleAfterSeconds: 3, cellsInSeries: 16)
+            if let b = u.fields("bms") {
+                bms.simulated = b.bool("simulated", default: false)
+                bms.interface = b.string("interface", default: "can0",
+                                         pattern: { !$0.isEmpty && $0.utf8.count <= 15 && !$0.contains("/") && !$0.contains(" ") },
+                                         rule: "must be a network interface name of at most 15 characters")!
+                bms.protocolName = b.choice("protocol", [("pylontech", .pylontech)], default: .pylontech)
+                bms.bitrate = b.int("bitrate", default: 500_000, range: 10_000...1_000_000, unit: "bit/s")!
+                bms.staleAfterSeconds = b.double("stale_after_s", default: 3, range: 0.1...60, unit: "seconds")!
+                bms.cellsInSeries = b.int("cells_in_series", default: 16, range: 1...1000)!
+                b.finish(known: "simulated, interface, protocol, bitrate, stale_after_s, cells_in_series")
+            }
+            if mode == .hardware, !inverter.simulated, modbus == nil, !u.has("modbus") {
+                r.error(node, "\(path).modbus", "is required for a real inverter in hardware mode (or set inverter.simulated: true)")
+            }
+            u.finish(known: "id, campus_id, capacity_kwh, max_power_kw, modbus, inverter, bms")
+            if let id, let capacity, let power {
+                units.append(UnitConfiguration(
+                    id: id, campusID: campus, capacityKWh: capacity, maxPowerKW: power, modbus: modbus,
+                    inverter: inverter, bms: bms, inverterStaleAfterSeconds: inverterStale))
+            }
+        }
+        return units
+    }
+
+    static func decodeModbus(_ m: ConfigReader.Fields, _ r: ConfigReader) -> ModbusSettings? {
+        let host = m.string("host", pattern: { !$0.isEmpty && !$0.contains(" ") }, rule: "must be a host name or address")
+        let device = m.string("device", pattern: { $0.hasPrefix("/dev/") || $0.hasPrefix("/") },
+                              rule: "must be an absolute device path such as /dev/ttyUSB0")
+        let port = m.int("port", default: 502, range: 1...65535)!
+        let timeout = m.int("timeout_ms", default: 500, range: 10...10_000, unit: "milliseconds")!
+        let serialKeys = ["baud", "parity", "data_bits", "stop_bits", "rs485"]
+        var transport: ModbusTransport?
+        var unitRange = 0...255
+        if host != nil && device != nil {
+            r.error(m.mark("device"), m.child("device"), "give either host (Modbus TCP) or device (Modbus RTU), not both")
+        } else if let device {
+            unitRange = 1...247
+            let baud = m.int("baud", default: 9600, range: 1200...921_600, unit: "baud")!
+            let standard = [1200, 2400, 4800, 9600, 19200, 38400, 57600, 115_200, 230_400, 460_800, 921_600]
+            if !standard.contains(baud) {
+                r.error(m.mark("baud"), m.child("baud"), "must be a standard rate (\(standard.map(String.init).joined(separator: ", ")))",
+                        got: String(baud))
+            }
+            let parity = m.choice("parity", [("none", SerialSettings.Parity.none), ("n", .none), ("even", .even), ("e", .even),
+                                             ("odd", .odd), ("o", .odd)], default: .even)
+            let dataBits = m.int("data_bits", default: 8, range: 7...8)!
+            let stopBits = m.int("stop_bits", default: 1, range: 1...2)!
+            let rs485 = m.bool("rs485", default: false)
+            transport = .rtu(SerialSettings(device: device, baud: baud, parity: parity, dataBits: dataBits,
+                                            stopBits: stopBits, rs485: rs485))
+        } else if let host {
+            for key in serialKeys where m.has(key) {
+                _ = m.node(key)
+                r.error(m.mark(key), m.child(key), "is a serial (RTU) setting; this endpoint is Modbus TCP (host)")
+            }
+            transport = .tcp(host: host, port: port)
+        } else if !m.has("host") && !m.has("device") {
+            r.error(m.node, m.path, "needs host (Modbus TCP) or device (Modbus RTU)")
+        }
+        let unitID = m.int("unit_id", default: 1, range: unitRange)!
+        m.finish(known: "host, port, device, baud, parity, data_bits, stop_bits, rs485, unit_id, timeout_ms")
+        return transport.map { ModbusSettings(transport: $0, unitID: unitID, timeoutMs: timeout) }
+    }
+
+    static func decodeInterlocks(_ fields: ConfigReader.Fields?, _ r: ConfigReader) -> [TripCode: InterlockOverride] {
+        guard let fields, case .mapping(let mapping) = fields.node else { return [:] }
+        var result: [TripCode: InterlockOverride] = [:]
+        let defaults = InterlockRule.defaultTable()
+        for (keyNode, valueNode) in mapping {
+            let name = keyNode.scalar?.string ?? ""
+            _ = fields.node(name)
+            let path = fields.child(name)
+            guard let code = TripCode(name: name), let rule = defaults.first(where: { $0.code == code }) else {
+                r.error(keyNode, path, "unknown interlock; see docs/interlocks.md for the codes")
+                continue
+            }
+            guard let o = r.fields(valueNode, path) else { continue }
+            var entry = InterlockOverride(enabled: o.bool("enabled", default: true))
+            let essential = rule.severity == .latch || code == .bmsCommLost || code == .inverterCommLost
+            if !entry.enabled, essential {
+                let why = rule.severity == .latch ? "is a safety latch" : "stops power on stale data"
+                r.error(o.mark("enabled"), "\(path).enabled",
+                        "cannot be disabled: \(code.name) \(why); adjust its threshold instead", got: "false")
+            }
+            entry.threshold = o.double("threshold")
+            entry.hysteresis = o.double("hysteresis", range: 0...1_000_000)
+            entry.delaySeconds = o.double("delay_s", range: 0...3600, unit: "seconds")
+            entry.holdSeconds = o.double("hold_s", range: 0...86_400, unit: "seconds")
+            entry.severity = o.choice("severity", [("warn", "warn"), ("derate", "derate"), ("trip", "trip"), ("latch", "latch")],
+                                      default: nil as String?)
+            entry.derateStart = o.double("derate_start")
+            entry.direction = o.choice("direction", [("charge", PowerDirection.charge), ("discharge", .discharge), ("both", .both)],
+                                       default: nil as PowerDirection?)
+            let isDerate = entry.severity.map { $0 == "derate" } ?? (rule.severity != .trip && { if case .derate = rule.severity { return true }; return false }())
+            if isDerate {
+                var start = entry.derateStart
+                if start == nil, case .derate(let s) = rule.severity { start = s }
+                let threshold = entry.threshold ?? rule.threshold
+                if let start {
+                    let ordered = rule.comparison == .above ? start < threshold : start > threshold
+                    if !ordered {
+                        r.error(o.mark("derate_start"), "\(path).derate_start",
+                                "must be \(rule.comparison == .above ? "below" : "above") the threshold \(format(threshold))",
+                                got: format(start))
+                    }
+                } else {
+                    r.error(o.node, "\(path).derate_start", "is required for severity derate")
+                }
+            } else if entry.derateStart != nil {
+                r.error(o.mark("derate_start"), "\(path).derate_start", "applies only to severity derate")
+            }
+            if rule.severity == .latch, let severity = entry.severity, severity != "latch" {
+                r.notice(o.mark("severity"), "\(path).severity",
+                         "\(code.name) no longer latches: it will clear without an operator reset")
+            }
+            o.finish(known: "enabled, threshold, hysteresis, delay_s, hold_s, severity, derate_start, direction")
+            result[code] = entry
+        }
+        return result
+    }
+
+    static func decodeSimulation(_ fields: ConfigReader.Fields?, _ nominal: Double) -> SimulationConfiguration {
+        var simulation = SimulationConfiguration(
+            initialSOCPercent: 60, ambientCelsius: 25, frequencyProfile: .walk, baseHz: nominal, amplitudeHz: 0.15,
+            stepPeriodSeconds: 30, seed: 1)
+        guard let fields else { return simulation }
+        simulation.initialSOCPercent = fields.double("initial_soc_percent", default: 60, range: 0...100, unit: "%")!
+        simulation.ambientCelsius = fields.double("ambient_c", default: 25, range: -40...60, unit: "°C")!
+        simulation.frequencyProfile = fields.choice(
+            "frequency_profile", [("steady", .steady), ("walk", .walk), ("steps", .steps)], default: .walk)
+        simulation.baseHz = fields.double("base_hz", default: nominal, range: 40...70, unit: "Hz")!
+        simulation.amplitudeHz = fields.double("amplitude_hz", default: 0.15, range: 0...5, unit: "Hz")!
+        simulation.stepPeriodSeconds = fields.double("step_period_s", default: 30, range: 1...3600, unit: "seconds")!
+        simulation.seed = UInt64(fields.int("seed", default: 1, range: 0...Int.max)!)
+        fields.finish(known: "initial_soc_percent, ambient_c, frequency_profile, base_hz, amplitude_hz, step_period_s, seed")
+        return simulation
+    }
+}

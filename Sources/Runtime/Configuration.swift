@@ -1,0 +1,150 @@
+public import ControlCore
+
+/// Whether devices are real or simulated.
+public enum RunMode: String, Sendable {
+    /// Every device is simulated inside bessd.
+    case simulation
+    /// Devices are real unless a device says `simulated: true` (mixed HIL rigs).
+    case hardware
+}
+
+/// How bessd reaches a unit's inverter over Modbus.
+public enum ModbusTransport: Sendable, Equatable {
+    /// Modbus TCP.
+    case tcp(host: String, port: Int)
+    /// Modbus RTU on a serial line (RS-485).
+    case rtu(SerialSettings)
+}
+
+/// Serial line settings for Modbus RTU.
+public struct SerialSettings: Sendable, Equatable {
+    public enum Parity: String, Sendable { case none, even, odd }
+    public var device: String
+    public var baud: Int
+    public var parity: Parity
+    public var dataBits: Int
+    public var stopBits: Int
+    /// Use the kernel's RS-485 mode (for adapters without automatic direction control).
+    public var rs485: Bool
+}
+
+/// A unit's Modbus endpoint.
+public struct ModbusSettings: Sendable, Equatable {
+    public var transport: ModbusTransport
+    /// Modbus unit (slave) id.
+    public var unitID: Int
+    /// Per-request response timeout.
+    public var timeoutMs: Int
+}
+
+/// The inverter of a unit.
+public struct InverterSettings: Sendable, Equatable {
+    public enum InverterProtocol: String, Sendable { case sunspec }
+    public var simulated: Bool
+    public var protocolName: InverterProtocol
+}
+
+/// The BMS of a unit.
+public struct BMSSettings: Sendable, Equatable {
+    public enum BMSProtocol: String, Sendable { case pylontech }
+    public var simulated: Bool
+    /// SocketCAN interface, e.g. `can0`.
+    public var interface: String
+    public var protocolName: BMSProtocol
+    /// CAN bitrate in bit/s.
+    public var bitrate: Int
+    /// BMS data older than this is stale.
+    public var staleAfterSeconds: Double
+    /// Cells in series, sizing the pack-voltage interlocks.
+    public var cellsInSeries: Int
+}
+
+/// One battery unit: a BMS and an inverter.
+public struct UnitConfiguration: Sendable, Equatable {
+    public var id: String
+    public var campusID: String?
+    public var capacityKWh: Double
+    public var maxPowerKW: Double
+    public var modbus: ModbusSettings?
+    public var inverter: InverterSettings
+    public var bms: BMSSettings
+    /// Inverter data older than this is stale.
+    public var inverterStaleAfterSeconds: Double
+}
+
+/// Where grid frequency comes from.
+public enum FrequencySource: String, Sendable {
+    /// The built-in simulated grid (simulation and HIL).
+    case simulated
+    /// The first unit's inverter `Hz` reading.
+    case inverter
+}
+
+/// `grid_integration` of the seed design.
+public struct GridConfiguration: Sendable, Equatable {
+    public var mode: String
+    public var frequencySource: FrequencySource
+    public var droop: DroopSettings
+}
+
+/// `aggregator`: where telemetry goes (the uplink arrives with a later issue).
+public struct AggregatorConfiguration: Sendable, Equatable {
+    public var url: String
+    public var tokenFile: String?
+    public var intervalSeconds: Double
+}
+
+/// `simulation`: the built-in simulated site.
+public struct SimulationConfiguration: Sendable, Equatable {
+    public enum FrequencyProfile: String, Sendable { case steady, walk, steps }
+    public var initialSOCPercent: Double
+    public var ambientCelsius: Double
+    public var frequencyProfile: FrequencyProfile
+    /// Centre frequency of the profile.
+    public var baseHz: Double
+    /// Size of a step (`steps`) or scale of the wander (`walk`).
+    public var amplitudeHz: Double
+    /// Seconds between steps.
+    public var stepPeriodSeconds: Double
+    /// Seed of the `walk` profile, so runs repeat.
+    public var seed: UInt64
+}
+
+/// One entry of `interlocks:`, overriding a row of the default table.
+public struct InterlockOverride: Sendable, Equatable {
+    public var threshold: Double?
+    public var hysteresis: Double?
+    public var delaySeconds: Double?
+    public var holdSeconds: Double?
+    public var severity: String?
+    public var derateStart: Double?
+    public var direction: PowerDirection?
+    public var enabled: Bool
+}
+
+/// The whole configuration of bessd. See config/bessd.yaml for every key with its default.
+public struct BessdConfiguration: Sendable {
+    public var mode: RunMode
+    public var periodMs: Int
+    public var controlSocket: String
+    public var stateDirectory: String
+    public var units: [UnitConfiguration]
+    public var grid: GridConfiguration
+    public var limitRampPercentPerSecond: Double
+    public var scheduleRampPercentPerSecond: Double
+    public var interlocks: [TripCode: InterlockOverride]
+    public var aggregator: AggregatorConfiguration?
+    public var simulation: SimulationConfiguration
+    /// Notices about keys that load but do nothing in bessd.
+    public var notices: [ConfigDiagnostic]
+
+    /// True when this unit's inverter is simulated inside bessd.
+    public func isSimulated(inverterOf unit: UnitConfiguration) -> Bool {
+        mode == .simulation || unit.inverter.simulated
+    }
+
+    /// True when this unit's BMS is simulated inside bessd.
+    public func isSimulated(bmsOf unit: UnitConfiguration) -> Bool {
+        mode == .simulation || unit.bms.simulated
+    }
+}

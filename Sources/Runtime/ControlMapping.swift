@@ -1,0 +1,50 @@
+public import ControlCore
+
+extension BessdConfiguration {
+    /// The site-wide control settings this configuration describes.
+    public var controlSettings: ControlSettings {
+        ControlSettings(
+            droop: grid.droop, limitRampPercentPerSecond: limitRampPercentPerSecond,
+            scheduleRampPercentPerSecond: scheduleRampPercentPerSecond,
+            frequencyStaleAfter: .seconds(2), rocofWindow: .milliseconds(500), energyBlockLength: .seconds(900))
+    }
+
+    /// Per-unit control settings, with the interlock table overridden from `interlocks:`.
+    public var unitSettings: [UnitSettings] {
+        units.map { unit in
+            let bmsStale = Duration.seconds(fromDouble: unit.bms.staleAfterSeconds)
+            let inverterStale = Duration.seconds(fromDouble: unit.inverterStaleAfterSeconds)
+            let defaults = InterlockRule.defaultTable(InterlockDefaults(
+                cellsInSeries: unit.bms.cellsInSeries, bmsStaleAfter: bmsStale, inverterStaleAfter: inverterStale))
+            return UnitSettings(
+                rating: .kilowatts(unit.maxPowerKW), capacity: WattHours(unit.capacityKWh * 1000),
+                bmsStaleAfter: bmsStale, inverterStaleAfter: inverterStale,
+                rules: Self.apply(interlocks, to: defaults))
+        }
+    }
+
+    /// The default table with each override applied; disabled rules are left out.
+    static func apply(_ overrides: [TripCode: InterlockOverride], to table: [InterlockRule]) -> [InterlockRule] {
+        table.compactMap { rule in
+            guard let o = overrides[rule.code] else { return rule }
+            guard o.enabled else { return nil }
+            var rule = rule
+            if let v = o.threshold { rule.threshold = v }
+            if let v = o.hysteresis { rule.hysteresis = v }
+            if let v = o.delaySeconds { rule.delay = .seconds(fromDouble: v) }
+            if let v = o.holdSeconds { rule.hold = .seconds(fromDouble: v) }
+            if let v = o.direction { rule.direction = v }
+            var start: Double?
+            if case .derate(let s) = rule.severity { start = s }
+            if let v = o.derateStart { start = v }
+            switch o.severity {
+            case "warn": rule.severity = .warn
+            case "trip": rule.severity = .trip
+            case "latch": rule.severity = .latch
+            case "derate": rule.severity = .derate(start: start ?? rule.threshold)
+            default: if case .derate = rule.severity { rule.severity = .derate(start: start ?? rule.threshold) }
+            }
+            return rule
+        }
+    }
+}

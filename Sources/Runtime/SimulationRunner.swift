@@ -1,0 +1,188 @@
+public import ControlCore
+public import Plant
+import Glibc
+import Synchronization
+
+/// Set by SIGINT/SIGTERM; the run loop stops at the next cycle.
+let stopRequested = Atomic<Bool>(false)
+
+/// Asks a running loop to stop (what SIGINT and SIGTERM do).
+public func requestStop() { stopRequested.store(true, ordering: .relaxed) }
+
+/// Installs SIGINT/SIGTERM handlers that stop the run loop cleanly.
+public func installStopHandlers() {
+    stopRequested.store(false, ordering: .relaxed)
+    let handler: @convention(c) (Int32) -> Void = { _ in stopRequested.store(true, ordering: .relaxed) }
+    signal(SIGINT, handler)
+    signal(SIGTERM, handler)
+}
+
+/// Why a run could not start.
+public struct RunError: Error, CustomStringConvertible {
+    /// Stable code, e.g. `DEVICE_UNSUPPORTED`.
+    public var code: String
+    public var message: String
+    public var description: String { "\(code): \(message)" }
+}
+
+/// Counters of a finished run.
+public struct RunSummary: Sendable {
+    public var cycles: UInt64
+    public var overruns: UInt64
+    public var maxLatenessMicroseconds: Int64
+}
+
+/// Runs the control law against the built-in simulated site: every device simulated in-process,
+/// stamped with the monotonic instant it was sampled, on absolute deadlines.
+public final class SimulationRunner {
+    public let configuration: BessdConfiguration
+    public let controller: SiteController
+    public private(set) var units: [SimulatedUnit]
+    var grid: GridFrequency
+    var inputs: [UnitInputs]
+    var lastNow: MonotonicInstant
+    let startedAt: MonotonicInstant
+    let output: (String) -> Void
+    private(set) var lastFrequency: Double?
+
+    /// - Parameter output: where event and status lines go (stdout in `bessd run`).
+    public init(configuration: BessdConfiguration, startedAt: MonotonicInstant,
+                output: @escaping (String) -> Void) throws(RunError) {
+        for unit in configuration.units {
+            if !configuration.isSimulated(inverterOf: unit) || !configuration.isSimulated(bmsOf: unit) {
+                throw RunError(
+                    code: "DEVICE_UNSUPPORTED",
+                    message: "unit \(unit.id) has a real inverter or BMS; this build runs simulated devices only "
+                        + "(set mode: simulation, or simulated: true on the device)")
+            }
+        }
+        self.configuration = configuration
+        self.startedAt = startedAt
+        lastNow = startedAt
+        self.output = output
+        controller = SiteController(control: configuration.controlSettings, units: configuration.unitSettings,
+                                    startedAt: startedAt)
+        let sim = configuration.simulation
+        units = configuration.units.map {
+            SimulatedUnit(capacityKWh: $0.capacityKWh, maxPowerKW: $0.maxPowerKW,
+                          initialSOCPercent: sim.initialSOCPercent, ambientCelsius: sim.ambientCelsius,
+                          cellsInSeries: $0.bms.cellsInSeries)
+        }
+        switch sim.frequencyProfile {
+        case .steady: grid = GridFrequency(.steady(hz: sim.baseHz))
+        case .walk: grid = GridFrequency(.walk(baseHz: sim.baseHz, amplitudeHz: sim.amplitudeHz, seed: sim.seed))
+        case .steps:
+            grid = GridFrequency(.steps(baseHz: sim.baseHz, amplitudeHz: sim.amplitudeHz,
+                                        periodSeconds: sim.stepPeriodSeconds))
+        }
+        inputs = [UnitInputs](repeating: UnitInputs(), count: configuration.units.count)
+    }
+
+    /// Replaces the grid frequency profile (tests and scenarios).
+    public func setFrequency(_ profile: GridFrequency.Profile) { grid = GridFrequency(profile) }
+
+    /// Mutates one simulated unit (fault injection in tests and scenarios).
+    public func withUnit(_ index: Int, _ body: (inout SimulatedUnit) -> Void) { body(&units[index]) }
+
+    /// One cycle at `now`: advance the plant, sample it, run the control law, command the inverters.
+    public func step(now: MonotonicInstant, wallClock: Double) {
+        let dt = max(0, now.seconds(since: lastNow))
+        lastNow = now
+        for i in units.indices { units[i].step(seconds: dt) }
+        let hz = grid.frequency(at: now.seconds(since: startedAt))
+        lastFrequency = hz
+        for i in units.indices {
+            if !units[i].bmsSilent { inputs[i].bms = units[i].bmsSnapshot(at: now) }
+            inputs[i].inverter = Timestamped(units[i].inverterReading(at: now, frequency: hz), at: now)
+        }
+        let frequency: Timestamped<Hertz>?
+        switch configuration.grid.frequencySource {
+        case .simulated: frequency = Timestamped(Hertz(hz), at: now)
+        case .inverter:
+            frequency = inputs.first?.inverter.flatMap { reading in
+                reading.value.frequency.map { Timestamped($0, at: reading.takenAt) }
+            }
+        }
+        controller.step(frequency: frequency, inputs: inputs, now: now, wallClock: wallClock)
+        for i in units.indices {
+            units[i].inverter.command(setpointW: controller.decision(unit: i).setpoint.value)
+        }
+    }
+
+    /// Writes zero power to every inverter (what a clean stop does).
+    public func commandSafeSetpoints() {
+        for i in units.indices { units[i].inverter.command(setpointW: 0) }
+    }
+
+    /// Sets a unit's dispatch (tests, and the aggregator later).
+    public func setDispatch(_ command: PowerCommand?, unit: Int) { inputs[unit].dispatch = command }
+
+    /// Writes every pending event as a line.
+    public func flushEvents() {
+        controller.events.drain { event in
+            let id = event.unit < configuration.units.count ? configuration.units[event.unit].id : "unit\(event.unit)"
+            output(EventText.line(event, unitID: id))
+        }
+    }
+
+    /// One status line: time, frequency, and per unit state, SOC, power, setpoint and active codes.
+    public func statusLine(now: MonotonicInstant) -> String {
+        var text = "t=\(Int(now.seconds(since: startedAt).rounded()))s"
+        if let f = controller.site.frequency { text += " f=\(fixed(f.value, 3))Hz" } else { text += " f=--" }
+        for (i, unit) in configuration.units.enumerated() {
+            let d = controller.decision(unit: i)
+            let soc = d.soc.map { "\(fixed($0.value, 1))%" } ?? "--"
+            let power = d.measuredPower.map { signed($0.kilowatts) } ?? "--"
+            let codes = d.activeCodes.isEmpty ? "ok" : d.activeCodes.map { "\($0.name)" }.joined(separator: ",")
+            text += " | \(unit.id) \(d.state) SOC \(soc) P \(power)kW SP \(signed(d.setpoint.kilowatts))kW"
+                + " droop \(signed(d.droop.kilowatts))kW [\(codes)]"
+        }
+        return text
+    }
+
+    /// Runs on absolute deadlines until `duration` seconds have passed or a stop is requested.
+    public func run(duration: Double?, statusEvery: Double = 1) -> RunSummary {
+        let period = Int64(configuration.periodMs) * 1_000_000
+        var deadline = MonotonicClock.now()
+        let end = duration.map { deadline + .seconds(fromDouble: $0) }
+        var nextStatus = deadline
+        var summary = RunSummary(cycles: 0, overruns: 0, maxLatenessMicroseconds: 0)
+        while !stopRequested.load(ordering: .relaxed) {
+            deadline = MonotonicInstant(nanoseconds: deadline.nanoseconds + period)
+            MonotonicClock.sleep(until: deadline)
+            let now = MonotonicClock.now()
+            let lateness = now.nanoseconds - deadline.nanoseconds
+            summary.maxLatenessMicroseconds = max(summary.maxLatenessMicroseconds, lateness / 1000)
+            if lateness > period {
+                // Missed at least one deadline: count it and re-phase instead of bursting.
+                summary.overruns += 1
+                deadline = MonotonicInstant(nanoseconds: now.nanoseconds - now.nanoseconds % period)
+            }
+            step(now: now, wallClock: MonotonicClock.wallClock())
+            summary.cycles += 1
+            flushEvents()
+            if now >= nextStatus {
+                output(statusLine(now: now))
+                nextStatus = now + .seconds(fromDouble: statusEvery)
+            }
+            if let end, now >= end { break }
+        }
+        return summary
+    }
+}
+
+func fixed(_ value: Double, _ digits: Int) -> String {
+    guard value.isFinite else { return "--" }
+    var scale = 1.0
+    for _ in 0..<digits { scale *= 10 }
+    let scaled = (abs(value) * scale).rounded()
+    let whole = Int64(scaled / scale)
+    var fraction = String(Int64(scaled) - whole * Int64(scale))
+    while fraction.count < digits { fraction = "0" + fraction }
+    return (value < 0 && scaled != 0 ? "-" : "") + String(whole) + (digits > 0 ? "." + fraction : "")
+}
+
+func signed(_ value: Double) -> String {
+    let text = fixed(value, 1)
+    return text.hasPrefix("-") || text == "0.0" ? text : "+" + text
+}
