@@ -147,6 +147,7 @@ public final class SimulationRunner {
         let end = duration.map { deadline + .seconds(fromDouble: $0) }
         var nextStatus = deadline
         var summary = RunSummary(cycles: 0, overruns: 0, maxLatenessMicroseconds: 0)
+        SystemdNotify.send("READY=1\nSTATUS=\(configuration.mode.rawValue), \(units.count) unit(s), starting")
         while !stopRequested.load(ordering: .relaxed) {
             deadline = MonotonicInstant(nanoseconds: deadline.nanoseconds + period)
             MonotonicClock.sleep(until: deadline)
@@ -163,11 +164,26 @@ public final class SimulationRunner {
             flushEvents()
             if now >= nextStatus {
                 output(statusLine(now: now))
+                SystemdNotify.send("STATUS=" + notifyStatus(overruns: summary.overruns))
                 nextStatus = now + .seconds(fromDouble: statusEvery)
             }
             if let end, now >= end { break }
         }
+        SystemdNotify.send("STOPPING=1")
         return summary
+    }
+
+    /// The one-line status `systemctl status` shows: mode, units running, trips, cycle health.
+    func notifyStatus(overruns: UInt64) -> String {
+        var running = 0
+        var tripped = TripCodeSet()
+        for i in units.indices {
+            let d = controller.decision(unit: i)
+            if d.state.mayOperate { running += 1 }
+            for code in d.activeCodes { tripped.insert(code) }
+        }
+        let trips = tripped.isEmpty ? "no trips" : tripped.map { "\($0.name)" }.joined(separator: ",")
+        return "\(configuration.mode.rawValue): \(running)/\(units.count) units running, \(trips), \(overruns) overruns"
     }
 }
 

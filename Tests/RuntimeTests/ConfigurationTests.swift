@@ -1,0 +1,264 @@
+import ControlCore
+import Foundation
+@testable import Runtime
+import Testing
+
+@Suite("Configuration")
+struct ConfigurationTests {
+    /// The seed design's example blocks, exactly as the issue gives them, pasted together.
+    static let seedText = """
+        mode: simulation  # or 'hardware'
+        bess_units:
+          - id: BESS_DC01_01
+            campus_id: CAMPUS_MUMBAI_ANDHERI
+            modbus:
+              host: 192.168.1.100
+              port: 502
+            capacity_kwh: 250
+            max_power_kw: 100
+        grid_integration:
+          mode: simulation  # or 'posoco', 'pmu'
+          frequency_source: simulated
+          scada_enabled: false
+          droop_settings:
+            deadband_hz: [49.9, 50.05]
+            droop_percent: 5.0
+        """
+
+    @Test("the seed design's blocks load unchanged, with a notice for scada_enabled")
+    func seedLoads() throws {
+        let c = try ConfigLoader.parse(Self.seedText, file: "seed.yaml")
+        #expect(c.mode == .simulation)
+        #expect(c.units.count == 1)
+        let unit = c.units[0]
+        #expect(unit.id == "BESS_DC01_01")
+        #expect(unit.campusID == "CAMPUS_MUMBAI_ANDHERI")
+        #expect(unit.modbus == ModbusSettings(transport: .tcp(host: "192.168.1.100", port: 502), unitID: 1, timeoutMs: 500))
+        #expect(unit.capacityKWh == 250 && unit.maxPowerKW == 100)
+        #expect(c.grid.droop.deadbandLow == Hertz(49.9) && c.grid.droop.deadbandHigh == Hertz(50.05))
+        #expect(c.grid.droop.droopUnderPercent == 5 && c.grid.droop.droopOverPercent == 5)
+        #expect(c.grid.droop.reference == .edge)
+        #expect(c.periodMs == 100)
+        #expect(c.controlSocket == "/run/bessd/control.sock")
+        #expect(c.notices.count == 1)
+        #expect(c.notices.first?.keyPath == "grid_integration.scada_enabled")
+        #expect(c.notices.first?.line == 13)
+        // config/seed.yaml is the same text.
+        let file = try String(contentsOf: Package.root.appendingPathComponent("config/seed.yaml"), encoding: .utf8)
+        #expect(file.contains(Self.seedText))
+    }
+
+    @Test("every file in config/ is valid")
+    func shippedFilesValid() throws {
+        let directory = Package.root.appendingPathComponent("config")
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".yaml") }
+        #expect(files.count >= 3)
+        for file in files {
+            do {
+                _ = try ConfigLoader.load(path: directory.appendingPathComponent(file).path)
+            } catch {
+                Issue.record("config/\(file) is invalid:\n\(error)")
+            }
+        }
+    }
+
+    @Test("the embedded default is config/simulation.yaml, byte for byte")
+    func embeddedMatchesFile() throws {
+        let file = try String(contentsOf: Package.root.appendingPathComponent("config/simulation.yaml"), encoding: .utf8)
+        #expect(EmbeddedConfiguration.simulationYAML + "\n" == file,
+                "run scripts/embed-default-config.sh after editing config/simulation.yaml")
+        let c = try ConfigLoader.parse(EmbeddedConfiguration.simulationYAML, file: "embedded")
+        #expect(c.mode == .simulation)
+        #expect(c.units.count >= 1)
+    }
+
+    @Test("the reference file documents every key the loader reads")
+    func referenceHasEveryKey() throws {
+        let text = try String(contentsOf: Package.root.appendingPathComponent("config/bessd.yaml"), encoding: .utf8)
+        for key in ["mode:", "period_ms:", "control_socket:", "state_directory:", "bess_units:", "id:", "campus_id:",
+                    "capacity_kwh:", "max_power_kw:", "modbus:", "host:", "port:", "unit_id:", "timeout_ms:", "device:",
+                    "baud:", "parity:", "data_bits:", "stop_bits:", "rs485:", "inverter:", "protocol:", "simulated:",
+                    "stale_after_s:", "bms:", "interface:", "bitrate:", "cells_in_series:", "grid_integration:",
+                    "frequency_source:", "scada_enabled:", "droop_settings:", "enabled:", "nominal_hz:", "deadband_hz:",
+                    "droop_percent:", "droop_percent_under:", "droop_percent_over:", "reference:", "response_time_s:",
+                    "limits:", "ramp_percent_per_s:", "schedule_ramp_percent_per_s:", "interlocks:", "threshold:",
+                    "hysteresis:", "delay_s:", "hold_s:", "severity:", "derate_start:", "direction:", "aggregator:",
+                    "url:", "token_file:", "interval_s:", "simulation:", "initial_soc_percent:", "ambient_c:",
+                    "frequency_profile:", "base_hz:", "amplitude_hz:", "step_period_s:", "seed:"] {
+            #expect(text.contains(key), "config/bessd.yaml lacks \(key)")
+        }
+    }
+
+    struct Bad: Sendable, CustomTestStringConvertible {
+        let name: String
+        let yaml: String
+        let line: Int?
+        let keyPath: String
+        let message: String
+        var testDescription: String { name }
+    }
+
+    static let unit = "bess_units:\n  - id: U1\n    capacity_kwh: 250\n    max_power_kw: 100\n"
+
+    static let badCases: [Bad] = [
+        Bad(name: "unknown top-level key", yaml: unit + "colour: blue\n", line: 5, keyPath: "colour", message: "unknown key"),
+        Bad(name: "period too short", yaml: "period_ms: 5\n" + unit, line: 1, keyPath: "period_ms", message: "from 10 to 1000"),
+        Bad(name: "period too long", yaml: "period_ms: 1001\n" + unit, line: 1, keyPath: "period_ms", message: "from 10 to 1000"),
+        Bad(name: "period not a number", yaml: "period_ms: fast\n" + unit, line: 1, keyPath: "period_ms", message: "whole number"),
+        Bad(name: "negative power", yaml: "bess_units:\n  - id: U1\n    capacity_kwh: 250\n    max_power_kw: -100\n",
+            line: 4, keyPath: "bess_units[0].max_power_kw", message: "greater than 0"),
+        Bad(name: "capacity as text", yaml: "bess_units:\n  - id: U1\n    capacity_kwh: big\n    max_power_kw: 100\n",
+            line: 3, keyPath: "bess_units[0].capacity_kwh", message: "expected a number"),
+        Bad(name: "inverted deadband",
+            yaml: unit + "grid_integration:\n  droop_settings:\n    deadband_hz: [50.05, 49.9]\n",
+            line: 7, keyPath: "grid_integration.droop_settings.deadband_hz", message: "low edge"),
+        Bad(name: "deadband of one value",
+            yaml: unit + "grid_integration:\n  droop_settings:\n    deadband_hz: [49.9]\n",
+            line: 7, keyPath: "grid_integration.droop_settings.deadband_hz", message: "two numbers"),
+        Bad(name: "unknown droop reference",
+            yaml: unit + "grid_integration:\n  droop_settings:\n    reference: middle\n",
+            line: 7, keyPath: "grid_integration.droop_settings.reference", message: "edge, nominal"),
+        Bad(name: "wrong mode", yaml: "mode: production\n" + unit, line: 1, keyPath: "mode", message: "simulation, hardware"),
+        Bad(name: "no units", yaml: "mode: simulation\n", line: 1, keyPath: "bess_units", message: "required"),
+        Bad(name: "duplicate unit id",
+            yaml: unit + "  - id: U1\n    capacity_kwh: 5\n    max_power_kw: 5\n", line: 5, keyPath: "bess_units[1].id",
+            message: "duplicates"),
+        Bad(name: "port out of range",
+            yaml: "bess_units:\n  - id: U1\n    capacity_kwh: 250\n    max_power_kw: 100\n    modbus:\n      host: h\n      port: 0\n",
+            line: 7, keyPath: "bess_units[0].modbus.port", message: "from 1 to 65535"),
+        Bad(name: "host and device together",
+            yaml: "bess_units:\n  - id: U1\n    capacity_kwh: 250\n    max_power_kw: 100\n    modbus:\n      host: h\n      device: /dev/ttyUSB0\n",
+            line: 7, keyPath: "bess_units[0].modbus.device", message: "not both"),
+        Bad(name: "RTU unit id 0",
+            yaml: "bess_units:\n  - id: U1\n    capacity_kwh: 250\n    max_power_kw: 100\n    modbus:\n      device: /dev/ttyUSB0\n      unit_id: 0\n",
+            line: 7, keyPath: "bess_units[0].modbus.unit_id", message: "from 1 to 247"),
+        Bad(name: "non-standard baud",
+            yaml: "bess_units:\n  - id: U1\n    capacity_kwh: 250\n    max_power_kw: 100\n    modbus:\n      device: /dev/ttyUSB0\n      baud: 10000\n",
+            line: 7, keyPath: "bess_units[0].modbus.baud", message: "standard rate"),
+        Bad(name: "CAN interface name too long",
+            yaml: "bess_units:\n  - id: U1\n    capacity_kwh: 250\n    max_power_kw: 100\n    bms:\n      interface: a_very_long_can_name\n",
+            line: 6, keyPath: "bess_units[0].bms.interface", message: "15 characters"),
+        Bad(name: "hardware inverter without modbus", yaml: "mode: hardware\n" + unit, line: 3, keyPath: "bess_units[0].modbus",
+            message: "required"),
+        Bad(name: "unknown interlock", yaml: unit + "interlocks:\n  no_such_rule: {threshold: 1}\n", line: 6,
+            keyPath: "interlocks.no_such_rule", message: "unknown interlock"),
+        Bad(name: "latch cannot be disabled", yaml: unit + "interlocks:\n  thermal_runaway:\n    enabled: false\n", line: 7,
+            keyPath: "interlocks.thermal_runaway.enabled", message: "cannot be disabled"),
+        Bad(name: "stale-data trip cannot be disabled", yaml: unit + "interlocks:\n  BMS_COMM_LOST:\n    enabled: false\n",
+            line: 7, keyPath: "interlocks.BMS_COMM_LOST.enabled", message: "cannot be disabled"),
+        Bad(name: "derate start on the wrong side",
+            yaml: unit + "interlocks:\n  temperature_high_derate:\n    derate_start: 60\n", line: 7,
+            keyPath: "interlocks.temperature_high_derate.derate_start", message: "below the threshold"),
+        Bad(name: "aggregator URL", yaml: unit + "aggregator:\n  url: ftp://x\n", line: 6, keyPath: "aggregator.url",
+            message: "http"),
+        Bad(name: "YAML syntax", yaml: "bess_units: [\n", line: 2, keyPath: "", message: "YAML syntax error"),
+        Bad(name: "duplicate key", yaml: unit + "period_ms: 100\nperiod_ms: 200\n", line: nil, keyPath: "",
+            message: "duplicate key"),
+        Bad(name: "a list where a mapping belongs", yaml: "- a\n- b\n", line: 1, keyPath: "", message: "expected a mapping"),
+        Bad(name: "empty file", yaml: "", line: 1, keyPath: "", message: "empty"),
+    ]
+
+    @Test("bad files are refused with FILE:LINE: key.path: message (got X)", arguments: badCases)
+    func refused(bad: Bad) {
+        do {
+            _ = try ConfigLoader.parse(bad.yaml, file: "bad.yaml")
+            Issue.record("accepted a bad file")
+        } catch {
+            let match = error.diagnostics.first { $0.keyPath == bad.keyPath && $0.message.contains(bad.message) }
+            #expect(match != nil, "diagnostics were:\n\(error)")
+            if let match, let line = bad.line { #expect(match.line == line, "\(match)") }
+            if let match {
+                #expect(match.description.hasPrefix("bad.yaml:"))
+                #expect(match.description.contains(": \(match.keyPath.isEmpty ? "(file)" : match.keyPath): "))
+            }
+        }
+    }
+
+    @Test("every error is reported, not only the first, in file order")
+    func allErrors() {
+        let yaml = "mode: x\nperiod_ms: 1\nbess_units:\n  - id: U1\n    capacity_kwh: -1\n    max_power_kw: 100\n"
+        do {
+            _ = try ConfigLoader.parse(yaml, file: "f.yaml")
+            Issue.record("accepted")
+        } catch {
+            #expect(error.diagnostics.map(\.keyPath) == ["mode", "period_ms", "bess_units[0].capacity_kwh"])
+            #expect(error.diagnostics[0].description == "f.yaml:1: mode: must be one of simulation, hardware (got 'x')")
+        }
+    }
+
+    @Test("interlock overrides reach the rule table")
+    func overridesApplied() throws {
+        let yaml = Self.unit + """
+            interlocks:
+              soc_high: {threshold: 90, hysteresis: 3, delay_s: 2, severity: trip}
+              temperature_high_derate: {derate_start: 40, threshold: 50}
+              bms_alarm: {enabled: false}
+            """
+        let c = try ConfigLoader.parse(yaml, file: "o.yaml")
+        let rules = c.unitSettings[0].rules
+        let soc = try #require(rules.first { $0.code == .socHigh })
+        #expect(soc.threshold == 90 && soc.hysteresis == 3 && soc.delay == .seconds(2))
+        let derate = try #require(rules.first { $0.code == .temperatureHighDerate })
+        #expect(derate.severity == .derate(start: 40) && derate.threshold == 50)
+        #expect(!rules.contains { $0.code == .bmsAlarm })
+        #expect(rules.count == InterlockRule.defaultTable().count - 1)
+    }
+
+    @Test("RTU settings, per-direction droop and 60 Hz load")
+    func rtuAndDroop() throws {
+        let yaml = """
+            mode: hardware
+            bess_units:
+              - id: U1
+                capacity_kwh: 250
+                max_power_kw: 100
+                modbus: {device: /dev/rs485-inv1, baud: 19200, parity: none, stop_bits: 2, unit_id: 7, rs485: true}
+            grid_integration:
+              frequency_source: inverter
+              droop_settings: {nominal_hz: 60, deadband_hz: [59.964, 60.036], droop_percent_under: 3, droop_percent_over: 4}
+            """
+        let c = try ConfigLoader.parse(yaml, file: "rtu.yaml")
+        #expect(c.units[0].modbus == ModbusSettings(
+            transport: .rtu(SerialSettings(device: "/dev/rs485-inv1", baud: 19200, parity: .none, dataBits: 8,
+                                           stopBits: 2, rs485: true)), unitID: 7, timeoutMs: 500))
+        #expect(c.grid.droop.nominal == Hertz(60))
+        #expect(c.grid.droop.droopUnderPercent == 3 && c.grid.droop.droopOverPercent == 4)
+        #expect(c.grid.frequencySource == .inverter)
+    }
+}
+
+@Suite("bessd check-config")
+struct CheckConfigCommandTests {
+    @Test("exit 0 for a valid file, non-zero with every error on stderr for a bad one")
+    func command() throws {
+        let ok = try Package.run("bessd", ["check-config", "config/seed.yaml"])
+        #expect(ok.status == 0)
+        #expect(ok.out.contains("OK"))
+        let path = NSTemporaryDirectory() + "bessd-bad-\(getpid()).yaml"
+        try "period_ms: 5\nbess_units:\n  - id: U1\n    capacity_kwh: 250\n    max_power_kw: -1\n"
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let bad = try Package.run("bessd", ["check-config", path])
+        #expect(bad.status == 1)
+        let lines = bad.err.split(separator: "\n").map(String.init)
+        #expect(lines == [
+            "\(path):1: period_ms: must be from 10 to 1000 milliseconds (got '5')",
+            "\(path):5: bess_units[0].max_power_kw: must be greater than 0 and at most 100000 kW (got '-1')",
+        ])
+        let missing = try Package.run("bessd", ["check-config", "/nonexistent/bessd.yaml"])
+        #expect(missing.status == 1)
+        #expect(missing.err.contains("No such file or directory"))
+    }
+}
+
+@Suite("Documentation stays true")
+struct DocumentationTests {
+    @Test("docs/interlocks.md holds the table bessctl prints")
+    func interlockTable() throws {
+        let generated = try Package.run("bessctl", ["codes", "--markdown"])
+        #expect(generated.status == 0)
+        let doc = try String(contentsOf: Package.root.appendingPathComponent("docs/interlocks.md"), encoding: .utf8)
+        #expect(doc.contains(generated.out), "regenerate the table with: bessctl codes --markdown")
+        for code in TripCode.allCases { #expect(doc.contains("`\(code.name)`")) }
+    }
+}
