@@ -36,7 +36,8 @@ let package = Package(
             providers: [.apt(["libsystemd-dev"])]),
 
         // Pure control law: no I/O, no Foundation, an injected clock.
-        .target(name: "ControlCore", swiftSettings: swiftSettings),
+        // `rounded()` lowers to libm's round(); link libm so the library stands alone.
+        .target(name: "ControlCore", swiftSettings: swiftSettings, linkerSettings: [.linkedLibrary("m")]),
         .target(
             name: "Fieldbus",
             dependencies: ["ControlCore", "CModbus", "CSocketCAN"],

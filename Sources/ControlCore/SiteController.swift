@@ -80,11 +80,11 @@ public final class SiteController {
         }
     }
 
-    /// Removes and returns the energy blocks closed since the last call.
-    public func takeClosedBlocks() -> [EnergyBlock] {
-        let blocks = closedBlocks
-        closedBlocks.removeAll(keepingCapacity: true)
-        return blocks
+    /// Hands every energy block closed since the last call to `body`, oldest first, and forgets
+    /// them (keeping the storage, so draining allocates nothing).
+    public func drainClosedBlocks(_ body: (EnergyBlock) throws -> Void) rethrows {
+        defer { closedBlocks.removeAll(keepingCapacity: true) }
+        for block in closedBlocks { try body(block) }
     }
 
     /// Operator reset of latched faults on one unit, or on all when `unit` is nil.

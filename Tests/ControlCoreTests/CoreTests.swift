@@ -155,3 +155,22 @@ struct EnergyBlockTests {
         #expect(accumulator.current.map { abs($0.dischargedWh - 10) < 1e-9 } == true)
     }
 }
+
+@Suite("Site controller")
+struct SiteControllerTests {
+    @Test("closed energy blocks come out of the controller once, in order")
+    func blocksThroughController() {
+        let site = Fixture.site()
+        // Wall clock starts on a 15-minute boundary (1.8e9 is a multiple of 900).
+        Fixture.run(site, seconds: 1000) { Fixture.healthyInputs(at: $0, power: 36_000) }
+        var blocks: [EnergyBlock] = []
+        site.drainClosedBlocks { blocks.append($0) }
+        #expect(blocks.count == 1)
+        #expect(blocks.first?.startUnixSeconds == 1_800_000_000)
+        #expect(blocks.first.map { abs($0.dischargedKWh - 9.0) < 1e-6 } == true)  // 36 kW × 15 min
+        #expect(blocks.first?.isComplete == true)
+        var again = 0
+        site.drainClosedBlocks { _ in again += 1 }
+        #expect(again == 0)
+    }
+}
