@@ -81,7 +81,11 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "FieldbusTests", dependencies: ["Fieldbus", "CModbus", "CSocketCAN"],
+            name: "FieldbusTests",
+            dependencies: [
+                "Fieldbus", "ControlCore", "CModbus", "CSocketCAN",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ],
             swiftSettings: swiftSettings),
         .testTarget(name: "PlantTests", dependencies: ["Plant", "ControlCore"], swiftSettings: swiftSettings),
         .testTarget(
