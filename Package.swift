@@ -42,7 +42,7 @@ let package = Package(
             name: "Fieldbus",
             dependencies: ["ControlCore", "CModbus", "CSocketCAN"],
             swiftSettings: swiftSettings),
-        .target(name: "Plant", dependencies: ["ControlCore"], swiftSettings: swiftSettings),
+        .target(name: "Plant", dependencies: ["ControlCore", "Fieldbus", "CModbus"], swiftSettings: swiftSettings),
         .target(
             name: "Runtime",
             dependencies: [
@@ -87,7 +87,7 @@ let package = Package(
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             swiftSettings: swiftSettings),
-        .testTarget(name: "PlantTests", dependencies: ["Plant", "ControlCore"], swiftSettings: swiftSettings),
+        .testTarget(name: "PlantTests", dependencies: ["Plant", "ControlCore", "Fieldbus"], swiftSettings: swiftSettings),
         .testTarget(
             name: "RuntimeTests", dependencies: ["Runtime", "ControlCore", "CSystemd"],
             swiftSettings: swiftSettings),

@@ -1,0 +1,86 @@
+import Fieldbus
+
+/// Ties a simulated unit's inverter to the SunSpec register image a `SunSpecServer` serves: applies
+/// what clients wrote (setpoints, revert timers) and publishes what the plant measures.
+public struct SunSpecPlantLink: Sendable {
+    public let server: SunSpecServer
+
+    public init(server: SunSpecServer) { self.server = server }
+
+    /// Applies register writes to the inverter, then publishes its state. Call once per plant step,
+    /// after `unit.step`.
+    public func exchange(_ unit: inout SimulatedUnit, frequencyHz: Double) {
+        let profile = server.profile
+        server.withImage { image, written in
+            if !written.isEmpty {
+                applyWrites(&unit, image: image, written: written, profile: profile)
+                written.removeAll(keepingCapacity: true)
+            }
+            publish(unit, into: &image, frequencyHz: frequencyHz, profile: profile)
+        }
+    }
+
+    private func applyWrites(_ unit: inout SimulatedUnit, image: SunSpecImage, written: Set<Int>,
+                             profile: SunSpecDeviceProfile) {
+        if profile.controlModel == SunSpec.ACControls.id {
+            typealias C = SunSpec.ACControls
+            guard let model = image.model(C.id) else { return }
+            let setpointArea = (model.address + C.wSetEna)...(model.address + C.wSet + 1)
+            guard written.contains(where: { setpointArea.contains($0) }) else { return }
+            let sf = Int(Int16(bitPattern: image[C.id, C.wSetSF]))
+            let raw = Int32(bitPattern: image.get32(C.id, C.wSet))
+            let enabled = image[C.id, C.wSetEna] == 1
+            let revert = image.get32(C.id, C.wSetRvrtTms)
+            unit.inverter.revertTimeoutSeconds = revert > 0 ? Double(revert) : .infinity
+            unit.inverter.command(setpointW: enabled ? Double(raw) * SunSpec.powerOfTen(sf) : 0)
+        } else {
+            typealias S = SunSpec.Storage
+            guard let model = image.model(S.id) else { return }
+            let area = (model.address + S.storCtlMod)...(model.address + S.inOutWRteRvrtTms)
+            guard written.contains(where: { area.contains($0) }) else { return }
+            let sf = Int(Int16(bitPattern: image[S.id, S.inOutWRteSF]))
+            let out = Double(Int16(bitPattern: image[S.id, S.outWRte])) * SunSpec.powerOfTen(sf)
+            let into = Double(Int16(bitPattern: image[S.id, S.inWRte])) * SunSpec.powerOfTen(sf)
+            let mode = image[S.id, S.storCtlMod]
+            var percent = 0.0
+            if mode & S.modeDischarge != 0, out > 0 { percent = out }
+            if mode & S.modeCharge != 0, into > 0 { percent = -into }
+            let revert = image[S.id, S.inOutWRteRvrtTms]
+            unit.inverter.revertTimeoutSeconds = revert > 0 ? Double(revert) : .infinity
+            unit.inverter.command(setpointW: percent / 100 * profile.ratingW)
+        }
+    }
+
+    private func publish(_ unit: SimulatedUnit, into image: inout SunSpecImage, frequencyHz: Double,
+                         profile: SunSpecDeviceProfile) {
+        let w = Int16(clamping: Int((unit.inverter.powerW / SunSpec.powerOfTen(image.wSF)).rounded()))
+        if profile.measurementModel == SunSpec.Measurement.id {
+            typealias M = SunSpec.Measurement
+            image[M.id, M.w] = UInt16(bitPattern: w)
+            image.set32(M.id, M.hz, UInt32(clamping: Int((frequencyHz * 1000).rounded())))
+            image[M.id, M.inverterState] = unit.inverter.faulted ? M.inverterStateFault : 3
+        } else {
+            let id = profile.measurementModel
+            image[id, SunSpec.Inverter.w] = UInt16(bitPattern: w)
+            image[id, SunSpec.Inverter.hz] = UInt16(clamping: Int((frequencyHz * 100).rounded()))
+            image[id, SunSpec.Inverter.state] = unit.inverter.faulted ? SunSpec.Inverter.stateFault : 4
+        }
+        let remaining = max(0, unit.inverter.revertTimeoutSeconds - unit.inverter.secondsSinceSetpoint)
+        if profile.controlModel == SunSpec.ACControls.id {
+            typealias C = SunSpec.ACControls
+            image.set32(C.id, C.wSetRvrtRem, remaining.isFinite ? UInt32(remaining.rounded(.up)) : 0)
+            if unit.inverter.reverted {
+                // The revert values take over, as a real device shows them.
+                image.set32(C.id, C.wSet, image.get32(C.id, C.wSetRvrt))
+                image[C.id, C.wSetEna] = image[C.id, C.wSetEnaRvrt]
+            }
+        } else {
+            typealias S = SunSpec.Storage
+            image[S.id, S.chaState] = UInt16(clamping: Int((unit.battery.soc * 1000).rounded()))
+            if unit.inverter.reverted {
+                image[S.id, S.outWRte] = 0
+                image[S.id, S.inWRte] = 0
+            }
+        }
+    }
+}

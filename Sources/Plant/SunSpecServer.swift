@@ -1,0 +1,269 @@
+import CModbus
+public import Fieldbus
+import Glibc
+import Synchronization
+
+/// Which SunSpec models a simulated inverter serves.
+public struct SunSpecDeviceProfile: Sendable, Equatable {
+    /// 103 (three-phase integer) or 701 (DER measurement).
+    public var measurementModel: UInt16
+    /// 704 (DER controls) or 124 (storage).
+    public var controlModel: UInt16
+    /// Rated active power, W.
+    public var ratingW: Double
+
+    public init(measurementModel: UInt16 = 103, controlModel: UInt16 = 704, ratingW: Double) {
+        self.measurementModel = measurementModel
+        self.controlModel = controlModel
+        self.ratingW = ratingW
+    }
+}
+
+/// The register image of a simulated SunSpec inverter: "SunS", 1, measurement, 120, 121, 123,
+/// 124 or 704, end — laid out by each model's length as the official definitions give it.
+public struct SunSpecImage: Sendable {
+    public static let base = 40000
+    public internal(set) var words: [UInt16]
+    public private(set) var models: [SunSpecModelLocation] = []
+    /// Scale factor of W in the measurement model (chosen so the rating fits an int16).
+    public let wSF: Int
+
+    public init(profile: SunSpecDeviceProfile) {
+        var sf = 0
+        while profile.ratingW / SunSpec.powerOfTen(sf) > 30_000 && sf < 6 { sf += 1 }
+        wSF = sf
+        words = [SunSpec.marker.0, SunSpec.marker.1]
+        let lengths: [(UInt16, UInt16)] = [
+            (SunSpec.Common.id, SunSpec.Common.length),
+            (profile.measurementModel, profile.measurementModel == SunSpec.Measurement.id
+                ? SunSpec.Measurement.length : SunSpec.Inverter.length),
+            (SunSpec.Nameplate.id, SunSpec.Nameplate.length), (SunSpec.Settings.id, SunSpec.Settings.length),
+            (SunSpec.Controls.id, SunSpec.Controls.length),
+            (profile.controlModel, profile.controlModel == SunSpec.ACControls.id
+                ? SunSpec.ACControls.length : SunSpec.Storage.length),
+        ]
+        for (id, length) in lengths {
+            models.append(SunSpecModelLocation(id: id, length: length, address: Self.base + words.count))
+            words += [id, length] + [UInt16](repeating: 0, count: Int(length))
+        }
+        words += [SunSpec.endModelID, 0]
+        fillStatics(profile)
+    }
+
+    public func model(_ id: UInt16) -> SunSpecModelLocation? { models.first { $0.id == id } }
+
+    /// Index into `words` of a point at `offset` in model `id`.
+    public func index(_ id: UInt16, _ offset: Int) -> Int? {
+        model(id).map { $0.address - Self.base + offset }
+    }
+
+    public subscript(id: UInt16, offset: Int) -> UInt16 {
+        get { index(id, offset).map { words[$0] } ?? 0 }
+        set { if let i = index(id, offset) { words[i] = newValue } }
+    }
+
+    mutating func set32(_ id: UInt16, _ offset: Int, _ value: UInt32) {
+        self[id, offset] = UInt16(value >> 16)
+        self[id, offset + 1] = UInt16(value & 0xFFFF)
+    }
+
+    func get32(_ id: UInt16, _ offset: Int) -> UInt32 { UInt32(self[id, offset]) << 16 | UInt32(self[id, offset + 1]) }
+
+    mutating func setString(_ id: UInt16, _ offset: Int, _ text: String, registers: Int) {
+        let bytes = Array(text.utf8.prefix(registers * 2)) + [UInt8](repeating: 0, count: registers * 2)
+        for i in 0..<registers { self[id, offset + i] = UInt16(bytes[2 * i]) << 8 | UInt16(bytes[2 * i + 1]) }
+    }
+
+    private mutating func fillStatics(_ profile: SunSpecDeviceProfile) {
+        let sfWord = { (sf: Int) in UInt16(bitPattern: Int16(sf)) }
+        setString(SunSpec.Common.id, SunSpec.Common.manufacturer, "bessd", registers: 16)
+        setString(SunSpec.Common.id, SunSpec.Common.model, "HIL inverter", registers: 16)
+        setString(SunSpec.Common.id, SunSpec.Common.version, "0.1.0", registers: 8)
+        setString(SunSpec.Common.id, SunSpec.Common.serial, "HIL-0001", registers: 16)
+        self[SunSpec.Common.id, SunSpec.Common.deviceAddress] = 1
+        // Everything not implemented carries its sentinel, as a real device's map would.
+        let measurement = profile.measurementModel
+        if measurement == SunSpec.Measurement.id {
+            typealias M = SunSpec.Measurement
+            for offset in 2...Int(M.length) + 1 { self[measurement, offset] = 0x8000 }
+            self[measurement, M.state] = 1
+            self[measurement, M.inverterState] = 3
+            self[measurement, M.connectionState] = 1
+            set32(measurement, M.alarm, 0)
+            self[measurement, M.wSF] = sfWord(wSF)
+            self[measurement, M.hzSF] = sfWord(-3)
+        } else {
+            typealias M = SunSpec.Inverter
+            for offset in 2...Int(M.length) + 1 { self[measurement, offset] = 0xFFFF }
+            self[measurement, M.w] = 0
+            self[measurement, M.wSF] = sfWord(wSF)
+            self[measurement, M.hzSF] = sfWord(-2)
+            self[measurement, M.state] = 4
+            set32(measurement, M.event1, 0)
+        }
+        self[SunSpec.Nameplate.id, SunSpec.Nameplate.derType] = 82  // storage
+        self[SunSpec.Nameplate.id, SunSpec.Nameplate.wRtg] = UInt16(clamping: Int((profile.ratingW / SunSpec.powerOfTen(wSF)).rounded()))
+        self[SunSpec.Nameplate.id, SunSpec.Nameplate.wRtgSF] = sfWord(wSF)
+        self[SunSpec.Settings.id, SunSpec.Settings.wMax] = self[SunSpec.Nameplate.id, SunSpec.Nameplate.wRtg]
+        self[SunSpec.Settings.id, SunSpec.Settings.wMaxSF] = sfWord(wSF)
+        self[SunSpec.Controls.id, SunSpec.Controls.conn] = 1
+        self[SunSpec.Controls.id, SunSpec.Controls.wMaxLimPct] = 100
+        self[SunSpec.Controls.id, SunSpec.Controls.wMaxLimPctSF] = 0
+        if profile.controlModel == SunSpec.ACControls.id {
+            typealias C = SunSpec.ACControls
+            self[C.id, C.wSetMod] = C.modeWatts
+            self[C.id, C.wSetSF] = sfWord(0)
+            self[C.id, C.antiIslEna] = 1
+            for sf in 53...58 where sf != C.wSetSF { self[C.id, sf] = 0x8000 }
+        } else {
+            typealias S = SunSpec.Storage
+            self[S.id, S.wChaMax] = self[SunSpec.Nameplate.id, SunSpec.Nameplate.wRtg]
+            self[S.id, S.wChaMaxSF] = sfWord(wSF)
+            self[S.id, S.inOutWRteSF] = sfWord(-2)
+            self[S.id, S.chaStateSF] = sfWord(-1)
+            self[S.id, S.chaSt] = 6
+        }
+    }
+}
+
+/// A simulated SunSpec inverter on Modbus TCP, built on libmodbus's server API. Any number of
+/// clients (bessd, pysunspec2, mbpoll) may connect at once.
+///
+/// `@unchecked Sendable`: the register mapping is touched only under `lock`; the libmodbus server
+/// context is used only by the server thread.
+public final class SunSpecServer: @unchecked Sendable {
+    public let host: String
+    public private(set) var port: Int
+    public let profile: SunSpecDeviceProfile
+    private let lock = Mutex<Void>(())
+    private var image: SunSpecImage
+    private let mapping: UnsafeMutablePointer<modbus_mapping_t>
+    private let context: OpaquePointer
+    private var listener: Int32 = -1
+    private let running = Atomic<Bool>(false)
+    private var thread: pthread_t?
+    /// Model offsets written by clients since the last `takeWrites()`.
+    private var written = Set<Int>()
+    /// Requests answered.
+    public private(set) var requests: UInt64 = 0
+
+    public init(host: String, port: Int, profile: SunSpecDeviceProfile) throws(FieldbusError) {
+        self.host = host
+        self.port = port
+        self.profile = profile
+        image = SunSpecImage(profile: profile)
+        guard let context = modbus_new_tcp(host, Int32(port)) else {
+            throw FieldbusError(code: "MODBUS_SERVER_FAILED", message: "cannot create a server context for \(host):\(port)",
+                                errno: errno)
+        }
+        self.context = context
+        guard let mapping = modbus_mapping_new_start_address(0, 0, 0, 0, UInt32(SunSpecImage.base),
+                                                             UInt32(image.words.count), 0, 0) else {
+            modbus_free(context)
+            throw FieldbusError(code: "MODBUS_SERVER_FAILED", message: "cannot allocate the register map", errno: errno)
+        }
+        self.mapping = mapping
+        copyImageToMapping()
+    }
+
+    deinit {
+        stop()
+        modbus_mapping_free(mapping)
+        modbus_free(context)
+    }
+
+    /// Starts listening and serving on a thread of its own.
+    public func start() throws(FieldbusError) {
+        listener = modbus_tcp_listen(context, 16)
+        guard listener >= 0 else {
+            throw FieldbusError(code: "MODBUS_LISTEN_FAILED",
+                                message: "cannot listen on \(host):\(port): \(String(cString: strerror(errno)))", errno: errno)
+        }
+        if port == 0 {
+            var address = sockaddr_in()
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            _ = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
+            }
+            port = Int(UInt16(bigEndian: address.sin_port))
+        }
+        running.store(true, ordering: .relaxed)
+        let box = Unmanaged.passRetained(self)
+        var tid = pthread_t()
+        pthread_create(&tid, nil, { raw in
+            let server = Unmanaged<SunSpecServer>.fromOpaque(raw!).takeRetainedValue()
+            server.serve()
+            return nil
+        }, box.toOpaque())
+        thread = tid
+    }
+
+    /// Stops serving and closes every connection.
+    public func stop() {
+        guard running.exchange(false, ordering: .relaxed) else { return }
+        if let thread { pthread_join(thread, nil) }
+        thread = nil
+    }
+
+    private func serve() {
+        var clients: [Int32] = []
+        var query = [UInt8](repeating: 0, count: 260)
+        let headerLength = Int(modbus_get_header_length(context))
+        while running.load(ordering: .relaxed) {
+            var fds = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0)]
+            fds += clients.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+            let ready = poll(&fds, nfds_t(fds.count), 100)
+            if ready <= 0 { continue }
+            if fds[0].revents & Int16(POLLIN) != 0 {
+                let client = accept(listener, nil, nil)
+                if client >= 0 { clients.append(client) }
+            }
+            var closed: [Int32] = []
+            for entry in fds.dropFirst() where entry.revents != 0 {
+                modbus_set_socket(context, entry.fd)
+                let count = modbus_receive(context, &query)
+                if count > 0 {
+                    lock.withLock { _ in
+                        copyImageToMapping()
+                        _ = modbus_reply(context, query, count, mapping)
+                        recordWrite(query, headerLength: headerLength)
+                        copyMappingToImage()
+                        requests &+= 1
+                    }
+                } else if count < 0 {
+                    closed.append(entry.fd)
+                }
+            }
+            for fd in closed {
+                close(fd)
+                clients.removeAll { $0 == fd }
+            }
+        }
+        for fd in clients { close(fd) }
+        close(listener)
+        listener = -1
+    }
+
+    private func recordWrite(_ query: [UInt8], headerLength: Int) {
+        let function = query[headerLength]
+        guard function == 0x06 || function == 0x10 else { return }
+        let address = Int(query[headerLength + 1]) << 8 | Int(query[headerLength + 2])
+        let count = function == 0x06 ? 1 : Int(query[headerLength + 3]) << 8 | Int(query[headerLength + 4])
+        for a in address..<address + count { written.insert(a) }
+    }
+
+    private func copyImageToMapping() {
+        image.words.withUnsafeBufferPointer { source in
+            mapping.pointee.tab_registers.update(from: source.baseAddress!, count: source.count)
+        }
+    }
+
+    private func copyMappingToImage() {
+        for i in image.words.indices { image.words[i] = mapping.pointee.tab_registers[i] }
+    }
+
+    /// Runs `body` on the register image under the lock (the plant's side).
+    public func withImage<R>(_ body: (inout SunSpecImage, _ written: inout Set<Int>) -> R) -> R {
+        lock.withLock { _ in body(&image, &written) }
+    }
+}
