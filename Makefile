@@ -9,6 +9,8 @@ SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 
 # Build-time packages: the three C libraries bessd links, and pkg-config to find them.
 DEBIAN_PACKAGES := pkg-config libmodbus-dev libsocketcan-dev libsystemd-dev
+# Test-time peers no one here wrote: mbpoll (Modbus client), can-utils, socat (RTU pty pairs), python3-pip.
+TEST_PACKAGES := mbpoll can-utils socat python3-pip
 
 .PHONY: all deps build sim check test config-check clean
 
@@ -28,6 +30,8 @@ sim: deps
 
 ## Every test: unit, property and integration tests, then every shipped configuration file.
 check: deps
+	@scripts/ensure-debian-packages.sh $(TEST_PACKAGES)
+	@scripts/ensure-python-peers.sh
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	$(MAKE) --no-print-directory config-check

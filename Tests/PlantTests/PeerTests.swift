@@ -1,0 +1,123 @@
+import ControlCore
+import Fieldbus
+import Foundation
+import Plant
+import Testing
+
+/// Runs a program (found on PATH) and collects its output.
+enum Peer {
+    static let root: URL = {
+        var url = URL(fileURLWithPath: #filePath)
+        while url.path != "/" {
+            url.deleteLastPathComponent()
+            if FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) { return url }
+        }
+        return URL(fileURLWithPath: ".")
+    }()
+
+    static func start(_ arguments: [String]) throws -> (Process, Pipe) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = arguments
+        process.currentDirectoryURL = root
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.standardError
+        try process.run()
+        return (process, out)
+    }
+
+    static func run(_ arguments: [String]) throws -> (status: Int32, out: String) {
+        let (process, out) = try start(arguments)
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    /// Reads lines until `predicate` accepts one (or the stream ends).
+    static func readLine(_ pipe: Pipe, until predicate: (String) -> Bool) -> String? {
+        var buffer = ""
+        while true {
+            let data = pipe.fileHandleForReading.availableData
+            if data.isEmpty { return nil }
+            buffer += String(decoding: data, as: UTF8.self)
+            while let newline = buffer.firstIndex(of: "\n") {
+                let line = String(buffer[..<newline])
+                buffer.removeSubrange(...newline)
+                if predicate(line) { return line }
+            }
+        }
+    }
+}
+
+@Suite("Independent peers", .serialized)
+struct PeerTests {
+    func runningPlant(_ profile: SunSpecDeviceProfile, setpointW: Double? = nil) throws -> (SunSpecServer, SimulatedUnit) {
+        let server = try SunSpecServer(host: "127.0.0.1", port: 0, profile: profile)
+        try server.start()
+        var unit = SimulatedUnit(capacityKWh: 250, maxPowerKW: profile.ratingW / 1000, initialSOCPercent: 60)
+        if let setpointW { unit.inverter.command(setpointW: setpointW) }
+        let link = SunSpecPlantLink(server: server)
+        for _ in 0..<30 {
+            unit.step(seconds: 0.1)
+            link.exchange(&unit, frequencyHz: 50.02)
+        }
+        return (server, unit)
+    }
+
+    @Test("pysunspec2 scans the simulated inverter and reads every model correctly",
+          arguments: [(UInt16(103), UInt16(704)), (701, 124)])
+    func pysunspec2Scan(models: (UInt16, UInt16)) throws {
+        let (server, unit) = try runningPlant(
+            SunSpecDeviceProfile(measurementModel: models.0, controlModel: models.1, ratingW: 100_000), setpointW: 30_000)
+        defer { server.stop() }
+        let result = try Peer.run(["python3", "hil/peers/sunspec_scan.py", "127.0.0.1", String(server.port)])
+        #expect(result.status == 0)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(result.out.utf8)) as? [String: Any])
+        let chain = try #require(json["models"] as? [[String: Any]])
+        #expect(chain.compactMap { $0["id"] as? Int } == [1, Int(models.0), 120, 121, 123, Int(models.1)])
+        let lengths = chain.compactMap { $0["len"] as? Int }
+        #expect(lengths == [66, models.0 == 701 ? 153 : 50, 26, 30, 24, models.1 == 704 ? 65 : 24])
+        let points = try #require(json["points"] as? [String: [String: Any]])
+        #expect(points["1"]?["Mn"] as? String == "bessd")
+        #expect(points["120"]?["WRtg"] as? Double == 100_000 || points["120"]?["WRtg"] as? Int == 100_000)
+        let measured = try #require(points[String(models.0)])
+        let w = (measured["W"] as? Double) ?? Double(measured["W"] as? Int ?? -1)
+        #expect(abs(w - unit.inverter.powerW) <= 10)
+        let hz = (measured["Hz"] as? Double) ?? -1
+        #expect(abs(hz - 50.02) < 1e-6)
+    }
+
+    @Test("mbpoll reads the SunS marker and the common model from the simulator")
+    func mbpoll() throws {
+        let (server, _) = try runningPlant(SunSpecDeviceProfile(ratingW: 100_000))
+        defer { server.stop() }
+        // mbpoll counts references from 1: reference 40001 is protocol address 40000.
+        let result = try Peer.run(["mbpoll", "-m", "tcp", "-p", String(server.port), "-a", "1", "-r", "40001", "-c", "4",
+                                   "-t", "4:hex", "-1", "-q", "127.0.0.1"])
+        #expect(result.status == 0)
+        #expect(result.out.contains("[40001]: \t0x5375"))
+        #expect(result.out.contains("[40002]: \t0x6E53"))
+        #expect(result.out.contains("[40003]: \t0x0001"))
+        #expect(result.out.contains("[40004]: \t0x0042"))  // L = 66
+    }
+
+    @Test("bessd discovers and commands an independent SunSpec image served by pymodbus")
+    func pymodbusServer() throws {
+        let (process, out) = try Peer.start(["python3", "hil/peers/pymodbus_sunspec_server.py", "20"])
+        defer { process.terminate() }
+        let portLine = try #require(Peer.readLine(out) { $0.hasPrefix("PORT ") })
+        let port = try #require(Int(portLine.dropFirst(5)))
+        var client = try ModbusConnection(endpoint: .tcp(host: "127.0.0.1", port: port), unitID: 1, timeout: .seconds(2))
+        let inverter = try SunSpecInverter.open(&client)
+        #expect(inverter.map.models.map(\.id) == [1, 701, 120, 704])
+        #expect(inverter.commandPath == .acControls704)
+        #expect(inverter.ratedPower == Watts(50_000))
+        let status = try inverter.readStatus(&client)
+        #expect(status.activePower == Watts(1234))
+        #expect(status.frequency == Hertz(49.876))
+        try inverter.command(Watts(-12_345), revertSeconds: 10, &client)
+        let line = try #require(Peer.readLine(out) { $0.hasPrefix("WSET") && $0.contains("w=-12345") })
+        #expect(line == "WSET ena=1 mod=1 w=-12345 rvrt_tms=10 rvrt=0 ena_rvrt=1")
+    }
+}

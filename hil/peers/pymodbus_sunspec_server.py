@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""An independent SunSpec inverter for bessd to discover and command: pymodbus 3.6 serves a register
+image laid out from pysunspec2's copy of the official model definitions (not from bessd's tables).
+Prints "PORT <n>" once listening, then a line "WSET ena=<> mod=<> w=<> rvrt_tms=<> rvrt=<> ena_rvrt=<>"
+each time the 704 WSet block changes. Stops after the number of seconds given (default 30).
+Usage: pymodbus_sunspec_server.py [SECONDS]"""
+import asyncio
+import json
+import os
+import socket
+import sys
+
+import sunspec2
+from pymodbus.datastore import ModbusSequentialDataBlock, ModbusServerContext, ModbusSlaveContext
+from pymodbus.server import StartAsyncTcpServer
+
+MODELS = os.path.join(os.path.dirname(sunspec2.__file__), "models", "json")
+BASE = 40000
+
+
+def layout(mid):
+    """Offsets of the model's points from its ID register, and its length L, from the JSON."""
+    with open(os.path.join(MODELS, f"model_{mid}.json")) as f:
+        group = json.load(f)["group"]
+    offsets, offset = {}, 0
+    for point in group["points"]:
+        offsets[point["name"]] = (offset, point["size"], point["type"])
+        offset += point["size"]
+    for sub in group.get("groups", []):
+        offset += sum(p["size"] for p in sub["points"]) * int(sub.get("count", 1) if isinstance(sub.get("count", 1), int) else 1)
+    return offsets, offset - 2
+
+
+def main():
+    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 30
+    words = [0x5375, 0x6E53]
+    where = {}
+    for mid in (1, 701, 120, 704):
+        offsets, length = layout(mid)
+        where[mid] = (BASE + len(words), offsets)
+        block = [0] * (length + 2)
+        block[0], block[1] = mid, length
+        words += block
+    words += [0xFFFF, 0]
+
+    def put(mid, name, value):
+        address, offsets = where[mid]
+        offset, size, _ = offsets[name]
+        index = address - BASE + offset
+        if size == 1:
+            words[index] = value & 0xFFFF
+        else:
+            words[index] = (value >> 16) & 0xFFFF
+            words[index + 1] = value & 0xFFFF
+
+    put(701, "W", 1234)              # W_SF 0 → 1234 W
+    put(701, "W_SF", 0)
+    put(701, "Hz", 49876)            # Hz_SF −3 → 49.876 Hz
+    put(701, "Hz_SF", 0xFFFD)
+    put(701, "InvSt", 3)             # RUNNING
+    put(120, "WRtg", 5000)           # WRtg_SF 1 → 50 kW
+    put(120, "WRtg_SF", 1)
+    put(704, "WSet_SF", 0)
+
+    block = ModbusSequentialDataBlock(BASE + 1, list(words))  # pymodbus adds 1 to the protocol address
+    context = ModbusServerContext(slaves=ModbusSlaveContext(hr=block), single=True)
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+
+    async def watch():
+        address, offsets = where[704]
+        names = ["WSetEna", "WSetMod", "WSet", "WSetRvrtTms", "WSetRvrt", "WSetEnaRvrt"]
+        last = None
+        while True:
+            values = []
+            for name in names:
+                offset, size, kind = offsets[name]
+                regs = block.getValues(address + offset + 1, size)
+                value = regs[0] if size == 1 else (regs[0] << 16) | regs[1]
+                if kind == "int32" and value >= 1 << 31:
+                    value -= 1 << 32
+                values.append(value)
+            if values != last and last is not None:
+                print("WSET ena={} mod={} w={} rvrt_tms={} rvrt={} ena_rvrt={}".format(*values), flush=True)
+            last = values
+            await asyncio.sleep(0.02)
+
+    async def run():
+        server = asyncio.create_task(StartAsyncTcpServer(context=context, address=("127.0.0.1", port)))
+        await asyncio.sleep(0.3)
+        print(f"PORT {port}", flush=True)
+        watcher = asyncio.create_task(watch())
+        await asyncio.sleep(seconds)
+        watcher.cancel()
+        server.cancel()
+
+    asyncio.run(run())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,32 @@
+#!/usr/bin/env python3
+"""Scans a SunSpec device with pysunspec2 (the SunSpec Alliance's reference client) and prints what
+it found as JSON: the model chain and every point value of the models bessd uses, scale factors
+applied by pysunspec2 itself. Usage: sunspec_scan.py HOST PORT [UNIT_ID]"""
+import json
+import sys
+
+import sunspec2.modbus.client as client
+
+host, port = sys.argv[1], int(sys.argv[2])
+unit = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+device = client.SunSpecModbusClientDeviceTCP(slave_id=unit, ipaddr=host, ipport=port, timeout=5)
+try:
+    device.scan()
+    result = {"models": [], "points": {}}
+    for key, models in device.models.items():
+        if isinstance(key, int):
+            for model in models:
+                result["models"].append({"id": key, "len": model.len, "addr": model.model_addr})
+    for mid in (1, 101, 102, 103, 120, 121, 123, 124, 701, 704):
+        for model in device.models.get(mid, []):
+            model.read()
+            values = {}
+            for name, point in model.points.items():
+                value = point.cvalue
+                if isinstance(value, (int, float, str)) or value is None:
+                    values[name] = value
+            result["points"][str(mid)] = values
+    result["models"].sort(key=lambda m: m["addr"])
+    print(json.dumps(result))
+finally:
+    device.close()
