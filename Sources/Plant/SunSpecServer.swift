@@ -132,8 +132,17 @@ public struct SunSpecImage: Sendable {
 /// `@unchecked Sendable`: the register mapping is touched only under `lock`; the libmodbus server
 /// context is used only by the server thread.
 public final class SunSpecServer: @unchecked Sendable {
-    public let host: String
-    public private(set) var port: Int
+    /// Where the server listens.
+    public enum Transport: Sendable, Equatable {
+        /// Modbus TCP; port 0 picks a free port (read `port` after `start()`).
+        case tcp(host: String, port: Int)
+        /// Modbus RTU on a serial device (or one end of a pty pair), answering `unitID`.
+        case rtu(device: String, baud: Int, parity: Character, dataBits: Int, stopBits: Int, unitID: Int)
+    }
+
+    public let transport: Transport
+    public var host: String { if case .tcp(let host, _) = transport { host } else { "" } }
+    public private(set) var port: Int = 0
     public let profile: SunSpecDeviceProfile
     private let lock = Mutex<Void>(())
     private var image: SunSpecImage
@@ -147,13 +156,25 @@ public final class SunSpecServer: @unchecked Sendable {
     /// Requests answered.
     public private(set) var requests: UInt64 = 0
 
-    public init(host: String, port: Int, profile: SunSpecDeviceProfile) throws(FieldbusError) {
-        self.host = host
-        self.port = port
+    public convenience init(host: String, port: Int, profile: SunSpecDeviceProfile) throws(FieldbusError) {
+        try self.init(transport: .tcp(host: host, port: port), profile: profile)
+    }
+
+    public init(transport: Transport, profile: SunSpecDeviceProfile) throws(FieldbusError) {
+        self.transport = transport
         self.profile = profile
         image = SunSpecImage(profile: profile)
-        guard let context = modbus_new_tcp(host, Int32(port)) else {
-            throw FieldbusError(code: "MODBUS_SERVER_FAILED", message: "cannot create a server context for \(host):\(port)",
+        let created: OpaquePointer?
+        switch transport {
+        case .tcp(let host, let port):
+            self.port = port
+            created = modbus_new_tcp(host, Int32(port))
+        case .rtu(let device, let baud, let parity, let dataBits, let stopBits, let unitID):
+            created = modbus_new_rtu(device, Int32(baud), CChar(parity.asciiValue ?? 0x4E), Int32(dataBits), Int32(stopBits))
+            if let created { modbus_set_slave(created, Int32(unitID)) }
+        }
+        guard let context = created else {
+            throw FieldbusError(code: "MODBUS_SERVER_FAILED", message: "cannot create a server context for \(transport)",
                                 errno: errno)
         }
         self.context = context
@@ -174,6 +195,16 @@ public final class SunSpecServer: @unchecked Sendable {
 
     /// Starts listening and serving on a thread of its own.
     public func start() throws(FieldbusError) {
+        if case .rtu(let device, _, _, _, _, _) = transport {
+            guard modbus_connect(context) == 0 else {
+                throw FieldbusError(code: "MODBUS_SERIAL_FAILED",
+                                    message: "cannot open \(device): \(String(cString: strerror(errno)))", errno: errno)
+            }
+            // Return from a wait every 100 ms so stop() is noticed.
+            modbus_set_indication_timeout(context, 0, 100_000)
+            startThread()
+            return
+        }
         listener = modbus_tcp_listen(context, 16)
         guard listener >= 0 else {
             throw FieldbusError(code: "MODBUS_LISTEN_FAILED",
@@ -187,6 +218,10 @@ public final class SunSpecServer: @unchecked Sendable {
             }
             port = Int(UInt16(bigEndian: address.sin_port))
         }
+        startThread()
+    }
+
+    private func startThread() {
         running.store(true, ordering: .relaxed)
         let box = Unmanaged.passRetained(self)
         var tid = pthread_t()
@@ -206,6 +241,10 @@ public final class SunSpecServer: @unchecked Sendable {
     }
 
     private func serve() {
+        if case .rtu = transport {
+            serveSerial()
+            return
+        }
         var clients: [Int32] = []
         var query = [UInt8](repeating: 0, count: 260)
         let headerLength = Int(modbus_get_header_length(context))
@@ -242,6 +281,26 @@ public final class SunSpecServer: @unchecked Sendable {
         for fd in clients { close(fd) }
         close(listener)
         listener = -1
+    }
+
+    private func serveSerial() {
+        var query = [UInt8](repeating: 0, count: 256)
+        let headerLength = Int(modbus_get_header_length(context))
+        while running.load(ordering: .relaxed) {
+            let count = modbus_receive(context, &query)
+            if count > 0 {
+                lock.withLock { _ in
+                    copyImageToMapping()
+                    _ = modbus_reply(context, query, count, mapping)
+                    recordWrite(query, headerLength: headerLength)
+                    copyMappingToImage()
+                    requests &+= 1
+                }
+            } else if count < 0, errno != ETIMEDOUT {
+                modbus_flush(context)
+            }
+        }
+        modbus_close(context)
     }
 
     private func recordWrite(_ query: [UInt8], headerLength: Int) {

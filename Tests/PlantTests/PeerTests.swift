@@ -22,9 +22,19 @@ enum Peer {
         process.currentDirectoryURL = root
         let out = Pipe()
         process.standardOutput = out
-        process.standardError = FileHandle.standardError
+        // Not the test's own stderr: a child that outlives the test must not hold the runner's pipe.
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
         try process.run()
         return (process, out)
+    }
+
+    /// Stops a started peer and reaps it.
+    static func stop(_ process: Process) {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
     }
 
     static func run(_ arguments: [String]) throws -> (status: Int32, out: String) {
@@ -105,7 +115,7 @@ struct PeerTests {
     @Test("bessd discovers and commands an independent SunSpec image served by pymodbus")
     func pymodbusServer() throws {
         let (process, out) = try Peer.start(["python3", "hil/peers/pymodbus_sunspec_server.py", "20"])
-        defer { process.terminate() }
+        defer { Peer.stop(process) }
         let portLine = try #require(Peer.readLine(out) { $0.hasPrefix("PORT ") })
         let port = try #require(Int(portLine.dropFirst(5)))
         var client = try ModbusConnection(endpoint: .tcp(host: "127.0.0.1", port: port), unitID: 1, timeout: .seconds(2))
