@@ -31,6 +31,13 @@ public struct SimulatedUnit: Sendable {
         battery.step(dcPowerW: dcPower, seconds: seconds)
     }
 
+    /// Advances only the battery, with the AC power a real inverter measured (+ = discharge): the
+    /// simulated BMS of a mixed HIL rig follows the real inverter.
+    public mutating func stepBattery(measuredACPowerW power: Double, seconds: Double) {
+        let dc = power >= 0 ? power / inverter.efficiency : power * inverter.efficiency
+        battery.step(dcPowerW: dc, seconds: seconds)
+    }
+
     /// What the BMS reports, stamped at `now` (the last published values when silent).
     public func bmsSnapshot(at now: MonotonicInstant) -> BMSSnapshot {
         let b = battery

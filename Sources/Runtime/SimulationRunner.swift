@@ -1,5 +1,6 @@
 public import ControlCore
 public import Plant
+import Fieldbus
 import Glibc
 import Synchronization
 
@@ -44,17 +45,18 @@ public final class SimulationRunner {
     let startedAt: MonotonicInstant
     let output: (String) -> Void
     private(set) var lastFrequency: Double?
+    /// The worker slot of each unit whose inverter is real; nil for simulated ones.
+    let slots: [InverterSlot?]
+    let workers: [InverterWorker]
 
     /// - Parameter output: where event and status lines go (stdout in `bessd run`).
     public init(configuration: BessdConfiguration, startedAt: MonotonicInstant,
                 output: @escaping (String) -> Void) throws(RunError) {
-        for unit in configuration.units {
-            if !configuration.isSimulated(inverterOf: unit) || !configuration.isSimulated(bmsOf: unit) {
-                throw RunError(
-                    code: "DEVICE_UNSUPPORTED",
-                    message: "unit \(unit.id) has a real inverter or BMS; this build runs simulated devices only "
-                        + "(set mode: simulation, or simulated: true on the device)")
-            }
+        for unit in configuration.units where !configuration.isSimulated(bmsOf: unit) {
+            throw RunError(
+                code: "DEVICE_UNSUPPORTED",
+                message: "unit \(unit.id): a CAN BMS is not wired into bessd run yet; set bms.simulated: true "
+                    + "(the simulated BMS then follows the real inverter's measured power)")
         }
         self.configuration = configuration
         self.startedAt = startedAt
@@ -76,7 +78,44 @@ public final class SimulationRunner {
                                         periodSeconds: sim.stepPeriodSeconds))
         }
         inputs = [UnitInputs](repeating: UnitInputs(), count: configuration.units.count)
+        slots = configuration.units.map { configuration.isSimulated(inverterOf: $0) ? nil : InverterSlot() }
+        workers = Self.makeWorkers(configuration, slots: slots, output: output)
     }
+
+    /// One worker per Modbus TCP endpoint or serial line, serving every unit id on it.
+    static func makeWorkers(_ c: BessdConfiguration, slots: [InverterSlot?], output: @escaping (String) -> Void)
+        -> [InverterWorker]
+    {
+        var groups: [(ModbusEndpoint, Int, [InverterWorker.Device])] = []
+        for (index, unit) in c.units.enumerated() {
+            guard let slot = slots[index], let modbus = unit.modbus else { continue }
+            let endpoint: ModbusEndpoint
+            switch modbus.transport {
+            case .tcp(let host, let port): endpoint = .tcp(host: host, port: port)
+            case .rtu(let serial):
+                let parity: Character = serial.parity == .none ? "N" : serial.parity == .even ? "E" : "O"
+                endpoint = .rtu(device: serial.device, baud: serial.baud, parity: parity, dataBits: serial.dataBits,
+                                stopBits: serial.stopBits, rs485: serial.rs485)
+            }
+            let device = InverterWorker.Device(unitID: modbus.unitID, slot: slot)
+            if let i = groups.firstIndex(where: { $0.0 == endpoint }) {
+                groups[i].2.append(device)
+            } else {
+                groups.append((endpoint, modbus.timeoutMs, [device]))
+            }
+        }
+        let log = UncheckedOutput(output)
+        return groups.map { endpoint, timeoutMs, devices in
+            InverterWorker(endpoint: endpoint, devices: devices, period: .milliseconds(c.periodMs),
+                           timeout: .milliseconds(timeoutMs), revertSeconds: 10) { log.write($0) }
+        }
+    }
+
+    /// Starts the bus workers (real inverters).
+    public func startWorkers() { for worker in workers { worker.start() } }
+
+    /// Stops the bus workers; each writes zero power with its revert timer armed first.
+    public func stopWorkers() { for worker in workers { worker.stop() } }
 
     /// Replaces the grid frequency profile (tests and scenarios).
     public func setFrequency(_ profile: GridFrequency.Profile) { grid = GridFrequency(profile) }
@@ -88,12 +127,22 @@ public final class SimulationRunner {
     public func step(now: MonotonicInstant, wallClock: Double) {
         let dt = max(0, now.seconds(since: lastNow))
         lastNow = now
-        for i in units.indices { units[i].step(seconds: dt) }
         let hz = grid.frequency(at: now.seconds(since: startedAt))
         lastFrequency = hz
         for i in units.indices {
+            if let slot = slots[i] {
+                // A real inverter: its latest reading as the worker published it; the simulated BMS
+                // integrates what it measured.
+                let reading = slot.reading
+                inputs[i].inverter = reading
+                if let measured = reading?.value(at: now, maxAge: .seconds(3)) {
+                    units[i].stepBattery(measuredACPowerW: measured.activePower.value, seconds: dt)
+                }
+            } else {
+                units[i].step(seconds: dt)
+                inputs[i].inverter = Timestamped(units[i].inverterReading(at: now, frequency: hz), at: now)
+            }
             if !units[i].bmsSilent { inputs[i].bms = units[i].bmsSnapshot(at: now) }
-            inputs[i].inverter = Timestamped(units[i].inverterReading(at: now, frequency: hz), at: now)
         }
         let frequency: Timestamped<Hertz>?
         switch configuration.grid.frequencySource {
@@ -105,13 +154,18 @@ public final class SimulationRunner {
         }
         controller.step(frequency: frequency, inputs: inputs, now: now, wallClock: wallClock)
         for i in units.indices {
-            units[i].inverter.command(setpointW: controller.decision(unit: i).setpoint.value)
+            let setpoint = controller.decision(unit: i).setpoint
+            if let slot = slots[i] { slot.setSetpoint(setpoint) } else { units[i].inverter.command(setpointW: setpoint.value) }
         }
     }
 
     /// Writes zero power to every inverter (what a clean stop does).
     public func commandSafeSetpoints() {
-        for i in units.indices { units[i].inverter.command(setpointW: 0) }
+        for i in units.indices {
+            units[i].inverter.command(setpointW: 0)
+            slots[i]?.setSetpoint(.zero)
+        }
+        stopWorkers()
     }
 
     /// Sets a unit's dispatch (tests, and the aggregator later).
@@ -201,4 +255,12 @@ func fixed(_ value: Double, _ digits: Int) -> String {
 func signed(_ value: Double) -> String {
     let text = fixed(value, 1)
     return text.hasPrefix("-") || text == "0.0" ? text : "+" + text
+}
+
+/// Lets a worker thread write lines through the runner's output closure; lines are written whole.
+final class UncheckedOutput: @unchecked Sendable {
+    let output: (String) -> Void
+    let lock = Mutex<Void>(())
+    init(_ output: @escaping (String) -> Void) { self.output = output }
+    func write(_ line: String) { lock.withLock { _ in output(line) } }
 }

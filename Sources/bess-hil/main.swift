@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Plant
 import Runtime
 
@@ -8,7 +9,7 @@ struct BessHil: ParsableCommand {
         commandName: "bess-hil",
         abstract: "Hardware-in-loop plant: simulated batteries, inverters and grid.",
         version: BessdVersion.string,
-        subcommands: [Battery.self, Frequency.self])
+        subcommands: [PlantCommand.self, Battery.self, Frequency.self])
 }
 
 /// Runs the battery model at a constant power and prints its trajectory as CSV.
@@ -71,5 +72,44 @@ struct Frequency: ParsableCommand {
             print("\(t),\(grid.frequency(at: t))")
             t += step
         }
+    }
+}
+
+/// Serves the rig's devices on the wire.
+struct PlantCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "plant",
+        abstract: "Serve every device of a rig file on the wire (SunSpec inverters on Modbus TCP/RTU) until Ctrl-C.")
+
+    @Option(help: "The rig: a bessd configuration in mode: hardware (e.g. hil/rigs/loopback.yaml).")
+    var config: String
+
+    @Option(help: "Stop after this many seconds.")
+    var duration: Double?
+
+    func run() throws {
+        let loaded: BessdConfiguration
+        do {
+            loaded = try ConfigLoader.load(path: config)
+        } catch {
+            for d in error.diagnostics { FileHandle.standardError.write(Data("\(d)\n".utf8)) }
+            throw ExitCode(1)
+        }
+        let rig: PlantRig
+        do {
+            rig = try PlantRig(configuration: loaded, startedAt: MonotonicClock.now())
+        } catch {
+            FileHandle.standardError.write(Data("bess-hil: \(error)\n".utf8))
+            throw ExitCode(3)
+        }
+        installStopHandlers()
+        let say: (String) -> Void = { FileHandle.standardOutput.write(Data(($0 + "\n").utf8)) }
+        for (i, unit) in loaded.units.enumerated() {
+            if let server = rig.servers[i] {
+                say("bess-hil: \(unit.id) SunSpec inverter on \(server.port > 0 ? "127.0.0.1:\(server.port)" : "serial")")
+            }
+        }
+        rig.run(duration: duration, output: say)
+        say("bess-hil: stopped")
     }
 }

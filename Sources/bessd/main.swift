@@ -78,6 +78,7 @@ struct Run: ParsableCommand {
             throw ExitCode(ExitStatus.cannotRun)
         }
         installStopHandlers()
+        runner.startWorkers()
         say("bessd \(BessdVersion.string): \(loaded.mode.rawValue) site, \(loaded.units.count) unit(s), period \(loaded.periodMs) ms; Ctrl-C stops")
         let summary = runner.run(duration: duration, statusEvery: statusEvery)
         runner.commandSafeSetpoints()

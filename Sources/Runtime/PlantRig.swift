@@ -1,0 +1,107 @@
+public import ControlCore
+import Fieldbus
+public import Plant
+import Synchronization
+
+/// The plant side of a HIL rig (`bess-hil plant --config RIG.yaml`): serves every device bessd
+/// treats as real on the wire at the address the rig names, driven by the battery model and the
+/// rig's grid frequency. The same file given to `bessd run` completes the rig.
+public final class PlantRig {
+    public let configuration: BessdConfiguration
+    public private(set) var units: [SimulatedUnit] = []
+    public private(set) var servers: [SunSpecServer?] = []
+    var grid: GridFrequency
+    let started: MonotonicInstant
+    var last: MonotonicInstant
+
+    public init(configuration c: BessdConfiguration, startedAt: MonotonicInstant) throws(RunError) {
+        configuration = c
+        started = startedAt
+        last = startedAt
+        let sim = c.simulation
+        switch sim.frequencyProfile {
+        case .steady: grid = GridFrequency(.steady(hz: sim.baseHz))
+        case .walk: grid = GridFrequency(.walk(baseHz: sim.baseHz, amplitudeHz: sim.amplitudeHz, seed: sim.seed))
+        case .steps:
+            grid = GridFrequency(.steps(baseHz: sim.baseHz, amplitudeHz: sim.amplitudeHz, periodSeconds: sim.stepPeriodSeconds))
+        }
+        for unit in c.units {
+            units.append(SimulatedUnit(capacityKWh: unit.capacityKWh, maxPowerKW: unit.maxPowerKW,
+                                       initialSOCPercent: sim.initialSOCPercent, ambientCelsius: sim.ambientCelsius,
+                                       cellsInSeries: unit.bms.cellsInSeries))
+            guard !c.isSimulated(inverterOf: unit), let modbus = unit.modbus else {
+                servers.append(nil)
+                continue
+            }
+            let transport: SunSpecServer.Transport
+            switch modbus.transport {
+            case .tcp(let host, let port): transport = .tcp(host: host, port: port)
+            case .rtu(let serial):
+                let parity: Character = serial.parity == .none ? "N" : serial.parity == .even ? "E" : "O"
+                transport = .rtu(device: serial.device, baud: serial.baud, parity: parity, dataBits: serial.dataBits,
+                                 stopBits: serial.stopBits, unitID: modbus.unitID)
+            }
+            do {
+                let server = try SunSpecServer(transport: transport, profile: SunSpecDeviceProfile(ratingW: unit.maxPowerKW * 1000))
+                try server.start()
+                servers.append(server)
+            } catch {
+                stop()
+                throw RunError(code: error.code, message: "unit \(unit.id): \(error.message)")
+            }
+        }
+        if servers.allSatisfy({ $0 == nil }) {
+            throw RunError(code: "RIG_EMPTY", message: "the rig has no device for the plant to serve (mode: hardware with a modbus endpoint)")
+        }
+    }
+
+    /// Advances the plant to `now` and exchanges registers with every server.
+    public func step(now: MonotonicInstant) -> Double {
+        let dt = max(0, now.seconds(since: last))
+        last = now
+        let hz = grid.frequency(at: now.seconds(since: started))
+        for i in units.indices {
+            units[i].step(seconds: dt)
+            if let server = servers[i] { SunSpecPlantLink(server: server).exchange(&units[i], frequencyHz: hz) }
+        }
+        return hz
+    }
+
+    /// Stops serving.
+    public func stop() { for server in servers { server?.stop() } }
+
+    /// Injects a fault into unit `index`.
+    public func withUnit(_ index: Int, _ body: (inout SimulatedUnit) -> Void) { body(&units[index]) }
+
+    /// A status line: frequency and each unit's setpoint, power, SOC and revert state.
+    public func statusLine(now: MonotonicInstant, frequency: Double) -> String {
+        var text = "plant t=\(Int(now.seconds(since: started).rounded()))s f=\(fixed(frequency, 3))Hz"
+        for (i, unit) in configuration.units.enumerated() {
+            let u = units[i]
+            let where_ = servers[i].map { $0.port > 0 ? "tcp:\($0.port)" : "rtu" } ?? "sim"
+            text += " | \(unit.id) [\(where_)] SP \(signed(u.inverter.setpointW / 1000))kW P \(signed(u.inverter.powerW / 1000))kW"
+                + " SOC \(fixed(u.battery.soc * 100, 1))%" + (u.inverter.reverted ? " reverted" : "")
+        }
+        return text
+    }
+
+    /// Runs in real time until `duration` passes or a stop is requested.
+    public func run(duration: Double?, stepSeconds: Double = 0.05, output: (String) -> Void) {
+        var deadline = MonotonicClock.now()
+        let end = duration.map { deadline + .seconds(fromDouble: $0) }
+        var nextStatus = deadline
+        let step = Duration.seconds(fromDouble: stepSeconds)
+        while !stopRequested.load(ordering: .relaxed) {
+            deadline = deadline + step
+            MonotonicClock.sleep(until: deadline)
+            let now = MonotonicClock.now()
+            let hz = self.step(now: now)
+            if now >= nextStatus {
+                output(statusLine(now: now, frequency: hz))
+                nextStatus = now + .seconds(1)
+            }
+            if let end, now >= end { break }
+        }
+        stop()
+    }
+}
