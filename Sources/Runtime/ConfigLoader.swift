@@ -221,6 +221,15 @@ public enum ConfigLoader {
                     inverter: inverter, bms: bms, inverterStaleAfterSeconds: inverterStale))
             }
         }
+        // One BMS per CAN interface: the profile's frame IDs cannot tell two apart.
+        var interfaces: [String: String] = [:]
+        for unit in units where !(mode == .simulation || unit.bms.simulated) {
+            if let other = interfaces[unit.bms.interface] {
+                r.error(top.mark("bess_units"), "bess_units", "units \(other) and \(unit.id) share CAN interface "
+                        + "\(unit.bms.interface); each BMS needs its own", got: unit.bms.interface)
+            }
+            interfaces[unit.bms.interface] = unit.id
+        }
         return units
     }
 

@@ -70,9 +70,9 @@ struct Run: ParsableCommand {
             throw ExitCode(ExitStatus.invalidConfiguration)
         }
         for notice in loaded.notices { say("notice: \(notice)") }
-        let runner: SimulationRunner
+        let runner: SiteRunner
         do {
-            runner = try SimulationRunner(configuration: loaded, startedAt: MonotonicClock.now(), output: say)
+            runner = try SiteRunner(configuration: loaded, startedAt: MonotonicClock.now(), output: say)
         } catch {
             FileHandle.standardError.write(Data("bessd: \(error)\n".utf8))
             throw ExitCode(ExitStatus.cannotRun)

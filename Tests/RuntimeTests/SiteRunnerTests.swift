@@ -1,17 +1,18 @@
 import ControlCore
 import Plant
-import Runtime
+@testable import Runtime
+import Glibc
 import Testing
 
 @Suite("Simulated site")
-struct SimulationRunnerTests {
-    func runner() throws -> SimulationRunner {
+struct SiteRunnerTests {
+    func runner() throws -> SiteRunner {
         let c = try ConfigLoader.parse(EmbeddedConfiguration.simulationYAML, file: "embedded")
-        return try SimulationRunner(configuration: c, startedAt: .zero) { _ in }
+        return try SiteRunner(configuration: c, startedAt: .zero) { _ in }
     }
 
     /// Steps the runner with injected instants (no sleeping): `seconds` at 100 ms.
-    func advance(_ runner: SimulationRunner, from start: Double, seconds: Double) {
+    func advance(_ runner: SiteRunner, from start: Double, seconds: Double) {
         for k in 1...Int(seconds * 10) {
             let t = start + Double(k) / 10
             runner.step(now: MonotonicInstant(nanoseconds: Int64((t * 1e9).rounded())), wallClock: 1_800_000_000 + t)
@@ -54,14 +55,39 @@ struct SimulationRunnerTests {
         #expect(lines.contains { $0.hasPrefix("BESS_SIM_01 BMS_COMM_LOST tripped: no fresh data from the BMS") })
     }
 
-    @Test("a real device in the configuration is refused with a coded error")
-    func hardwareRefused() throws {
+    @Test("a real BMS whose CAN interface is missing is a coded fault and zero power, not a crash")
+    func missingCANInterface() throws {
         let c = try ConfigLoader.parse("""
             mode: hardware
             bess_units:
-              - {id: U1, capacity_kwh: 10, max_power_kw: 5, modbus: {host: 127.0.0.1, port: 1502}}
+              - {id: U1, capacity_kwh: 10, max_power_kw: 5, inverter: {simulated: true}, bms: {interface: bessd-none0}}
             """, file: "hw.yaml")
-        #expect(throws: RunError.self) { try SimulationRunner(configuration: c, startedAt: .zero) { _ in } }
+        let runner = try SiteRunner(configuration: c, startedAt: MonotonicClock.now()) { _ in }
+        runner.startWorkers()
+        defer { runner.stopWorkers() }
+        var fault: String?
+        for _ in 0..<40 where fault == nil {
+            usleep(50_000)
+            fault = runner.bmsSlots[0]?.fault
+        }
+        #expect(fault == "CAN_INTERFACE_MISSING")
+        runner.step(now: MonotonicClock.now(), wallClock: MonotonicClock.wallClock())
+        let d = runner.controller.decision(unit: 0)
+        #expect(d.state == .starting)
+        #expect(d.setpoint == .zero)
+        #expect(runner.statusLine(now: MonotonicClock.now()).contains("CAN_INTERFACE_MISSING"))
+    }
+
+    @Test("two real BMS on one CAN interface are refused in the configuration")
+    func sharedInterface() {
+        #expect(throws: ConfigurationError.self) {
+            _ = try ConfigLoader.parse("""
+                mode: hardware
+                bess_units:
+                  - {id: U1, capacity_kwh: 10, max_power_kw: 5, inverter: {simulated: true}, bms: {interface: can0}}
+                  - {id: U2, capacity_kwh: 10, max_power_kw: 5, inverter: {simulated: true}, bms: {interface: can0}}
+                """, file: "hw.yaml")
+        }
     }
 
     @Test("the status line names every unit with its state, SOC and power")

@@ -35,7 +35,7 @@ public struct RunSummary: Sendable {
 
 /// Runs the control law against the built-in simulated site: every device simulated in-process,
 /// stamped with the monotonic instant it was sampled, on absolute deadlines.
-public final class SimulationRunner {
+public final class SiteRunner {
     public let configuration: BessdConfiguration
     public let controller: SiteController
     public private(set) var units: [SimulatedUnit]
@@ -48,16 +48,13 @@ public final class SimulationRunner {
     /// The worker slot of each unit whose inverter is real; nil for simulated ones.
     let slots: [InverterSlot?]
     let workers: [InverterWorker]
+    /// The CAN slot of each unit whose BMS is real; nil for simulated ones.
+    let bmsSlots: [BMSSlot?]
+    let bmsWorkers: [BMSWorker]
 
     /// - Parameter output: where event and status lines go (stdout in `bessd run`).
     public init(configuration: BessdConfiguration, startedAt: MonotonicInstant,
                 output: @escaping (String) -> Void) throws(RunError) {
-        for unit in configuration.units where !configuration.isSimulated(bmsOf: unit) {
-            throw RunError(
-                code: "DEVICE_UNSUPPORTED",
-                message: "unit \(unit.id): a CAN BMS is not wired into bessd run yet; set bms.simulated: true "
-                    + "(the simulated BMS then follows the real inverter's measured power)")
-        }
         self.configuration = configuration
         self.startedAt = startedAt
         lastNow = startedAt
@@ -80,6 +77,11 @@ public final class SimulationRunner {
         inputs = [UnitInputs](repeating: UnitInputs(), count: configuration.units.count)
         slots = configuration.units.map { configuration.isSimulated(inverterOf: $0) ? nil : InverterSlot() }
         workers = Self.makeWorkers(configuration, slots: slots, output: output)
+        bmsSlots = configuration.units.map { configuration.isSimulated(bmsOf: $0) ? nil : BMSSlot() }
+        let log = UncheckedOutput(output)
+        bmsWorkers = zip(configuration.units, bmsSlots).compactMap { unit, slot in
+            slot.map { BMSWorker(interface: unit.bms.interface, slot: $0) { log.write($0) } }
+        }
     }
 
     /// One worker per Modbus TCP endpoint or serial line, serving every unit id on it.
@@ -112,10 +114,16 @@ public final class SimulationRunner {
     }
 
     /// Starts the bus workers (real inverters).
-    public func startWorkers() { for worker in workers { worker.start() } }
+    public func startWorkers() {
+        for worker in workers { worker.start() }
+        for worker in bmsWorkers { worker.start() }
+    }
 
     /// Stops the bus workers; each writes zero power with its revert timer armed first.
-    public func stopWorkers() { for worker in workers { worker.stop() } }
+    public func stopWorkers() {
+        for worker in workers { worker.stop() }
+        for worker in bmsWorkers { worker.stop() }
+    }
 
     /// Replaces the grid frequency profile (tests and scenarios).
     public func setFrequency(_ profile: GridFrequency.Profile) { grid = GridFrequency(profile) }
@@ -142,7 +150,11 @@ public final class SimulationRunner {
                 units[i].step(seconds: dt)
                 inputs[i].inverter = Timestamped(units[i].inverterReading(at: now, frequency: hz), at: now)
             }
-            if !units[i].bmsSilent { inputs[i].bms = units[i].bmsSnapshot(at: now) }
+            if let slot = bmsSlots[i] {
+                inputs[i].bms = slot.snapshot
+            } else if !units[i].bmsSilent {
+                inputs[i].bms = units[i].bmsSnapshot(at: now)
+            }
         }
         let frequency: Timestamped<Hertz>?
         switch configuration.grid.frequencySource {
@@ -187,7 +199,10 @@ public final class SimulationRunner {
             let d = controller.decision(unit: i)
             let soc = d.soc.map { "\(fixed($0.value, 1))%" } ?? "--"
             let power = d.measuredPower.map { signed($0.kilowatts) } ?? "--"
-            let codes = d.activeCodes.isEmpty ? "ok" : d.activeCodes.map { "\($0.name)" }.joined(separator: ",")
+            var names = d.activeCodes.map { "\($0.name)" }
+            if let fault = bmsSlots[i]?.fault { names.append(fault) }
+            if let fault = slots[i]?.lastError { names.append(fault) }
+            let codes = names.isEmpty ? "ok" : names.joined(separator: ",")
             text += " | \(unit.id) \(d.state) SOC \(soc) P \(power)kW SP \(signed(d.setpoint.kilowatts))kW"
                 + " droop \(signed(d.droop.kilowatts))kW [\(codes)]"
         }

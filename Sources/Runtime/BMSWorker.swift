@@ -1,0 +1,143 @@
+public import ControlCore
+public import Fieldbus
+import Glibc
+import Synchronization
+
+/// What the cycle and a CAN worker exchange for one BMS.
+public final class BMSSlot: Sendable {
+    struct State {
+        var snapshot = BMSSnapshot()
+        var counters = DecoderCounters()
+        var fault: String?
+        var busOff = false
+        var keepAlivesSent: UInt64 = 0
+        var transmitDrops: UInt64 = 0
+    }
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// The latest decoded values, each group stamped with when its frame arrived.
+    public var snapshot: BMSSnapshot { state.withLock { $0.snapshot } }
+    /// Frames used and refused.
+    public var counters: DecoderCounters { state.withLock { $0.counters } }
+    /// The interface's fault code (`CAN_INTERFACE_MISSING`, `CAN_BUS_OFF`, …), nil when healthy.
+    public var fault: String? { state.withLock { $0.fault } }
+    /// Keep-alive frames (0x305) sent.
+    public var keepAlivesSent: UInt64 { state.withLock { $0.keepAlivesSent } }
+
+    func update(_ body: (inout State) -> Void) { state.withLock { body(&$0) } }
+}
+
+/// Owns one CAN interface: receives the BMS's frames through the protocol decoder, publishes the
+/// snapshot, sends the 0x305 keep-alive every second, watches error frames for bus-off, and reopens
+/// the interface with back-off when it disappears. Runs on its own thread.
+public final class BMSWorker: @unchecked Sendable {
+    public let interface: String
+    public let slot: BMSSlot
+    let log: @Sendable (String) -> Void
+    private let running = Atomic<Bool>(false)
+    private var thread: pthread_t?
+
+    public init(interface: String, slot: BMSSlot, log: @escaping @Sendable (String) -> Void) {
+        self.interface = interface
+        self.slot = slot
+        self.log = log
+    }
+
+    public func start() {
+        running.store(true, ordering: .relaxed)
+        let box = Unmanaged.passRetained(self)
+        var tid = pthread_t()
+        pthread_create(&tid, nil, { raw in
+            Unmanaged<BMSWorker>.fromOpaque(raw!).takeRetainedValue().loop()
+            return nil
+        }, box.toOpaque())
+        thread = tid
+    }
+
+    public func stop() {
+        guard running.exchange(false, ordering: .relaxed) else { return }
+        if let thread { pthread_join(thread, nil) }
+        thread = nil
+    }
+
+    private func loop() {
+        var decoder = PylontechDecoder()
+        var socket: CANSocket?
+        var backoff: Int64 = 250_000_000
+        var retryAt: Int64 = 0
+        var nextKeepAlive: Int64 = 0
+        var reported: String?
+        while running.load(ordering: .relaxed) {
+            let now = MonotonicClock.now().nanoseconds
+            if socket == nil {
+                if now < retryAt {
+                    usleep(50_000)
+                    continue
+                }
+                do {
+                    socket = try CANSocket(interface: interface, filters: PylontechLV.receiveFilters)
+                    backoff = 250_000_000
+                    slot.update { $0.fault = nil }
+                    if reported != nil { log("\(interface): CAN interface back") }
+                    reported = nil
+                } catch {
+                    slot.update { $0.fault = error.code }
+                    if reported != error.code { log("\(interface): \(error)") }
+                    reported = error.code
+                    retryAt = now + backoff
+                    backoff = min(backoff * 2, 5_000_000_000)
+                    continue
+                }
+            }
+            guard let can = socket else { continue }
+            if now >= nextKeepAlive {
+                do {
+                    try can.send(PylontechLV.keepAlive)
+                    slot.update { $0.keepAlivesSent &+= 1 }
+                } catch {
+                    slot.update {
+                        $0.transmitDrops = can.transmitDrops
+                        if error.code == "CAN_BUS_OFF" { $0.fault = error.code }
+                    }
+                }
+                nextKeepAlive = now + 1_000_000_000
+            }
+            do {
+                guard let (frame, stamp) = try can.receive(timeout: .milliseconds(100)) else { continue }
+                let at = Self.monotonic(fromRealtime: stamp)
+                if let report = CANErrorReport(frame) {
+                    slot.update {
+                        if report.busOff { $0.busOff = true; $0.fault = "CAN_BUS_OFF" }
+                        if report.restarted || report.backToActive { $0.busOff = false; $0.fault = nil }
+                    }
+                    if report.busOff { log("\(interface): CAN_BUS_OFF: the controller left the bus") }
+                    continue
+                }
+                _ = decoder.ingest(frame, at: at)
+                let snapshot = decoder.snapshot
+                let counters = decoder.counters
+                slot.update {
+                    $0.snapshot = snapshot
+                    $0.counters = counters
+                }
+            } catch {
+                // The interface went away or down: report it and reopen with back-off.
+                slot.update { $0.fault = error.code == "CAN_RECEIVE_FAILED" ? "CAN_INTERFACE_DOWN" : error.code }
+                log("\(interface): \(error)")
+                socket = nil
+                retryAt = MonotonicClock.now().nanoseconds + backoff
+            }
+        }
+    }
+
+    /// Converts a kernel receive time (CLOCK_REALTIME) to the monotonic clock; 0 means "now".
+    static func monotonic(fromRealtime stamp: Int64) -> MonotonicInstant {
+        let mono = MonotonicClock.now()
+        guard stamp > 0 else { return mono }
+        let realNow = Int64(MonotonicClock.wallClock() * 1e9)
+        let age = max(0, realNow - stamp)
+        return MonotonicInstant(nanoseconds: mono.nanoseconds - min(age, 10_000_000_000))
+    }
+}
