@@ -1,4 +1,5 @@
 public import ControlCore
+public import Fieldbus
 
 /// One simulated battery unit (BMS + inverter) as bessd sees it in `mode: simulation`: the latest
 /// values, stamped with the instant they were measured.
@@ -61,6 +62,20 @@ public struct SimulatedUnit: Sendable {
                                               maxTemperature: Celsius(b.temperature)), at: now),
             protection: Timestamped(BMSProtectionState(protections: protections, alarms: alarms), at: now),
             requests: Timestamped(BMSRequests(chargeEnabled: b.soc < 1, dischargeEnabled: b.soc > 0), at: now))
+    }
+
+    /// What a Pylontech-profile BMS on this pack sends (the HIL BMS emulator's frames).
+    public var pylontechState: PylontechBMSState {
+        let b = battery
+        let snapshot = bmsSnapshot(at: .zero)
+        let n = Double(b.parameters.cellsInSeries)
+        return PylontechBMSState(
+            chargeVoltageLimit: 3.55 * n, chargeCurrentLimit: b.chargeCurrentLimit, dischargeCurrentLimit: b.dischargeCurrentLimit,
+            dischargeVoltageLimit: 2.9 * n, soc: b.soc * 100, soh: 100, voltage: b.packVoltage, current: b.current,
+            temperature: b.temperature, minCellVoltage: b.minCellVoltage, maxCellVoltage: b.maxCellVoltage,
+            minCellTemperature: b.temperature - 1, maxCellTemperature: b.temperature,
+            protections: snapshot.protection?.value.protections ?? [], alarms: snapshot.protection?.value.alarms ?? [],
+            chargeEnabled: b.soc < 1, dischargeEnabled: b.soc > 0)
     }
 
     /// What the inverter reports, stamped at `now`.

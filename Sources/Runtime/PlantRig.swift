@@ -10,6 +10,15 @@ public final class PlantRig {
     public let configuration: BessdConfiguration
     public private(set) var units: [SimulatedUnit] = []
     public private(set) var servers: [SunSpecServer?] = []
+    /// The CAN socket of each unit whose BMS the plant emulates.
+    var canSockets: [CANSocket?] = []
+    var nextBMSFrames: [Int64] = []
+    /// 0x305 keep-alives received from bessd, per unit.
+    public private(set) var keepAlivesReceived: [UInt64] = []
+    /// BMS frames sent, per unit.
+    public private(set) var bmsFramesSent: [UInt64] = []
+    /// Seconds between BMS transmissions (Pylontech sends every second).
+    public var bmsPeriodSeconds = 1.0
     var grid: GridFrequency
     let started: MonotonicInstant
     var last: MonotonicInstant
@@ -29,6 +38,19 @@ public final class PlantRig {
             units.append(SimulatedUnit(capacityKWh: unit.capacityKWh, maxPowerKW: unit.maxPowerKW,
                                        initialSOCPercent: sim.initialSOCPercent, ambientCelsius: sim.ambientCelsius,
                                        cellsInSeries: unit.bms.cellsInSeries))
+            keepAlivesReceived.append(0)
+            bmsFramesSent.append(0)
+            nextBMSFrames.append(0)
+            if c.isSimulated(bmsOf: unit) {
+                canSockets.append(nil)
+            } else {
+                do {
+                    canSockets.append(try CANSocket(interface: unit.bms.interface, filters: [(PylontechLV.keepAliveID, 0x7FF)]))
+                } catch {
+                    stop()
+                    throw RunError(code: error.code, message: "unit \(unit.id) BMS: \(error.message)")
+                }
+            }
             guard !c.isSimulated(inverterOf: unit), let modbus = unit.modbus else {
                 servers.append(nil)
                 continue
@@ -50,7 +72,7 @@ public final class PlantRig {
                 throw RunError(code: error.code, message: "unit \(unit.id): \(error.message)")
             }
         }
-        if servers.allSatisfy({ $0 == nil }) {
+        if servers.allSatisfy({ $0 == nil }) && canSockets.allSatisfy({ $0 == nil }) {
             throw RunError(code: "RIG_EMPTY", message: "the rig has no device for the plant to serve (mode: hardware with a modbus endpoint)")
         }
     }
@@ -63,8 +85,21 @@ public final class PlantRig {
         for i in units.indices {
             units[i].step(seconds: dt)
             if let server = servers[i] { SunSpecPlantLink(server: server).exchange(&units[i], frequencyHz: hz) }
+            if let can = canSockets[i] { exchangeCAN(i, can, now: now) }
         }
         return hz
+    }
+
+    /// Sends the BMS's frames when due and counts the keep-alives bessd sent.
+    func exchangeCAN(_ i: Int, _ can: CANSocket, now: MonotonicInstant) {
+        while let received = try? can.receive(timeout: .zero) {
+            if received.frame.id == PylontechLV.keepAliveID && !received.frame.isError { keepAlivesReceived[i] &+= 1 }
+        }
+        guard now.nanoseconds >= nextBMSFrames[i], !units[i].bmsSilent else { return }
+        nextBMSFrames[i] = now.nanoseconds + Int64(bmsPeriodSeconds * 1e9)
+        for frame in units[i].pylontechState.frames() {
+            if (try? can.send(frame)) != nil { bmsFramesSent[i] &+= 1 }
+        }
     }
 
     /// Stops serving.
@@ -78,6 +113,9 @@ public final class PlantRig {
         var text = "plant t=\(Int(now.seconds(since: started).rounded()))s f=\(fixed(frequency, 3))Hz"
         for (i, unit) in configuration.units.enumerated() {
             let u = units[i]
+            if canSockets[i] != nil {
+                text += " | \(unit.id) BMS frames \(bmsFramesSent[i]) keep-alives \(keepAlivesReceived[i])"
+            }
             let where_ = servers[i].map { $0.port > 0 ? "tcp:\($0.port)" : "rtu" } ?? "sim"
             text += " | \(unit.id) [\(where_)] SP \(signed(u.inverter.setpointW / 1000))kW P \(signed(u.inverter.powerW / 1000))kW"
                 + " SOC \(fixed(u.battery.soc * 100, 1))%" + (u.inverter.reverted ? " reverted" : "")
