@@ -28,12 +28,14 @@ sim: deps
 	$(SWIFT) build -c release --product bessd
 	.build/release/bessd run $(if $(DURATION),--duration $(DURATION)) $(if $(CONFIG),--config $(CONFIG))
 
-## Every test: unit, property and integration tests, then every shipped configuration file.
+## Every test: unit, property and integration tests; the SocketCAN suite on vcan (in a VM when this
+## kernel has no CAN); then every shipped configuration file.
 check: deps
 	@scripts/ensure-debian-packages.sh $(TEST_PACKAGES)
 	@scripts/ensure-python-peers.sh
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	scripts/can-tests.sh
 	$(MAKE) --no-print-directory config-check
 
 config-check:

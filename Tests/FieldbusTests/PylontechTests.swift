@@ -142,3 +142,31 @@ struct PylontechTests {
         }
     }
 }
+
+@Suite("CAN error frames")
+struct CANErrorFrameTests {
+    @Test("bus-off, restarted and controller states decode from the error class and data[1]")
+    func decode() {
+        let busOff = CANErrorReport(CANFrame(id: 0x040, bytes: [0, 0, 0, 0, 0, 0, 0, 0], isError: true))
+        #expect(busOff?.busOff == true)
+        let passive = CANErrorReport(CANFrame(id: 0x004, bytes: [0, 0x20, 0, 0, 0, 0, 0, 0], isError: true))
+        #expect(passive?.errorPassive == true && passive?.busOff == false)
+        let warning = CANErrorReport(CANFrame(id: 0x004, bytes: [0, 0x08, 0, 0, 0, 0, 0, 0], isError: true))
+        #expect(warning?.errorWarning == true)
+        let restarted = CANErrorReport(CANFrame(id: 0x100, bytes: [0, 0, 0, 0, 0, 0, 0, 0], isError: true))
+        #expect(restarted?.restarted == true)
+        let noAck = CANErrorReport(CANFrame(id: 0x020, bytes: [0, 0, 0, 0, 0, 0, 0, 0], isError: true))
+        #expect(noAck?.noAcknowledge == true)
+        #expect(CANErrorReport(CANFrame(id: 0x351, bytes: [1])) == nil)
+    }
+
+    @Test("opening a missing interface is a coded error")
+    func missing() {
+        #expect(throws: FieldbusError.self) { _ = try CANSocket(interface: "bessd-none0", filters: []) }
+        do {
+            _ = try CANSocket(interface: "bessd-none0", filters: [])
+        } catch {
+            #expect(error.code == "CAN_INTERFACE_MISSING")
+        }
+    }
+}

@@ -28,7 +28,10 @@ enum Package {
         let process = Process()
         process.executableURL = url
         process.arguments = arguments
-        process.currentDirectoryURL = root
+        // Inside the CAN test VM the source tree may be invisible: run from wherever we are.
+        if FileManager.default.fileExists(atPath: root.appendingPathComponent("Package.swift").path) {
+            process.currentDirectoryURL = root
+        }
         let out = Pipe()
         let err = Pipe()
         process.standardOutput = out
