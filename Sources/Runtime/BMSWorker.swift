@@ -39,9 +39,14 @@ public final class BMSWorker: @unchecked Sendable {
     private let running = Atomic<Bool>(false)
     private var thread: pthread_t?
 
-    public init(interface: String, slot: BMSSlot, log: @escaping @Sendable (String) -> Void) {
+    /// Bitrate and restart-ms to set when bessd manages the interface itself.
+    let management: (bitrate: Int, restartMs: Int)?
+
+    public init(interface: String, slot: BMSSlot, manage: (bitrate: Int, restartMs: Int)? = nil,
+                log: @escaping @Sendable (String) -> Void) {
         self.interface = interface
         self.slot = slot
+        management = manage
         self.log = log
     }
 
@@ -75,6 +80,11 @@ public final class BMSWorker: @unchecked Sendable {
                 if now < retryAt {
                     usleep(50_000)
                     continue
+                }
+                if let management, let error = CANInterface.configure(
+                    interface, bitrate: management.bitrate, restartMs: management.restartMs)
+                {
+                    if reported != error.code { log("\(interface): \(error)") }
                 }
                 do {
                     socket = try CANSocket(interface: interface, filters: PylontechLV.receiveFilters)
@@ -112,7 +122,13 @@ public final class BMSWorker: @unchecked Sendable {
                         if report.busOff { $0.busOff = true; $0.fault = "CAN_BUS_OFF" }
                         if report.restarted || report.backToActive { $0.busOff = false; $0.fault = nil }
                     }
-                    if report.busOff { log("\(interface): CAN_BUS_OFF: the controller left the bus") }
+                    if report.busOff {
+                        log("\(interface): CAN_BUS_OFF: the controller left the bus")
+                        // With automatic restart off, a managed interface is restarted here.
+                        if let management, management.restartMs == 0 {
+                            if let error = CANInterface.restart(interface) { log("\(interface): \(error)") }
+                        }
+                    }
                     continue
                 }
                 _ = decoder.ingest(frame, at: at)

@@ -209,7 +209,9 @@ public enum ConfigLoader {
                 bms.bitrate = b.int("bitrate", default: 500_000, range: 10_000...1_000_000, unit: "bit/s")!
                 bms.staleAfterSeconds = b.double("stale_after_s", default: 3, range: 0.1...60, unit: "seconds")!
                 bms.cellsInSeries = b.int("cells_in_series", default: 16, range: 1...1000)!
-                b.finish(known: "simulated, interface, protocol, bitrate, stale_after_s, cells_in_series")
+                bms.manageInterface = b.bool("manage_interface", default: false)
+                bms.restartMs = b.int("restart_ms", default: 100, range: 0...60_000, unit: "milliseconds")!
+                b.finish(known: "simulated, interface, protocol, bitrate, stale_after_s, cells_in_series, manage_interface, restart_ms")
             }
             if mode == .hardware, !inverter.simulated, modbus == nil, !u.has("modbus") {
                 r.error(node, "\(path).modbus", "is required for a real inverter in hardware mode (or set inverter.simulated: true)")

@@ -57,6 +57,11 @@ public struct BMSSettings: Sendable, Equatable {
     public var staleAfterSeconds: Double
     /// Cells in series, sizing the pack-voltage interlocks.
     public var cellsInSeries: Int
+    /// When true bessd sets bitrate and restart-ms itself and brings the link up (needs
+    /// CAP_NET_ADMIN); by default systemd-networkd owns the interface.
+    public var manageInterface: Bool = false
+    /// Automatic restart after bus-off, ms (0 = off; bessd then restarts a managed interface itself).
+    public var restartMs: Int = 100
 }
 
 /// One battery unit: a BMS and an inverter.

@@ -80,7 +80,10 @@ public final class SiteRunner {
         bmsSlots = configuration.units.map { configuration.isSimulated(bmsOf: $0) ? nil : BMSSlot() }
         let log = UncheckedOutput(output)
         bmsWorkers = zip(configuration.units, bmsSlots).compactMap { unit, slot in
-            slot.map { BMSWorker(interface: unit.bms.interface, slot: $0) { log.write($0) } }
+            slot.map {
+                BMSWorker(interface: unit.bms.interface, slot: $0,
+                          manage: unit.bms.manageInterface ? (unit.bms.bitrate, unit.bms.restartMs) : nil) { log.write($0) }
+            }
         }
     }
 

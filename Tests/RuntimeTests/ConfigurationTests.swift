@@ -78,7 +78,7 @@ struct ConfigurationTests {
         for key in ["mode:", "period_ms:", "control_socket:", "state_directory:", "bess_units:", "id:", "campus_id:",
                     "capacity_kwh:", "max_power_kw:", "modbus:", "host:", "port:", "unit_id:", "timeout_ms:", "device:",
                     "baud:", "parity:", "data_bits:", "stop_bits:", "rs485:", "inverter:", "protocol:", "simulated:",
-                    "stale_after_s:", "bms:", "interface:", "bitrate:", "cells_in_series:", "grid_integration:",
+                    "stale_after_s:", "bms:", "interface:", "bitrate:", "cells_in_series:", "manage_interface:", "restart_ms:", "grid_integration:",
                     "frequency_source:", "scada_enabled:", "droop_settings:", "enabled:", "nominal_hz:", "deadband_hz:",
                     "droop_percent:", "droop_percent_under:", "droop_percent_over:", "reference:", "response_time_s:",
                     "limits:", "ramp_percent_per_s:", "schedule_ramp_percent_per_s:", "interlocks:", "threshold:",

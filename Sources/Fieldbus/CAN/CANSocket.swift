@@ -213,6 +213,16 @@ extension CANInterface {
         }
     }
 
+    /// Restarts a controller that is bus-off (only when restart-ms is 0).
+    /// The corresponding C function is `can_do_restart`.
+    public static func restart(_ name: String) -> FieldbusError? {
+        guard can_do_restart(name) == 0 else {
+            return FieldbusError(code: "CAN_RESTART_FAILED", message: "\(name): cannot restart (\(String(cString: strerror(errno))))",
+                                 errno: errno)
+        }
+        return nil
+    }
+
     /// Sets bitrate and automatic bus-off restart, then brings the link up (needs CAP_NET_ADMIN).
     /// The corresponding C functions are `can_do_stop`, `can_set_bitrate`, `can_set_restart_ms`, `can_do_start`.
     public static func configure(_ name: String, bitrate: Int, restartMs: Int) -> FieldbusError? {
