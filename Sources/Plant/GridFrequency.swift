@@ -13,6 +13,8 @@ public struct GridFrequency: Sendable {
         case steps(baseHz: Double, amplitudeHz: Double, periodSeconds: Double)
         /// Piecewise-linear through (seconds, hz) points, holding the last value.
         case trace([(seconds: Double, hz: Double)])
+        /// `fromHz` until `startSeconds`, then linear to `toHz` over `durationSeconds`, then held.
+        case ramp(fromHz: Double, toHz: Double, startSeconds: Double, durationSeconds: Double)
 
         public static func == (lhs: Profile, rhs: Profile) -> Bool {
             switch (lhs, rhs) {
@@ -20,6 +22,7 @@ public struct GridFrequency: Sendable {
             case let (.walk(a, b, c), .walk(d, e, f)): a == d && b == e && c == f
             case let (.steps(a, b, c), .steps(d, e, f)): a == d && b == e && c == f
             case let (.trace(a), .trace(b)): a.elementsEqual(b) { $0.seconds == $1.seconds && $0.hz == $1.hz }
+            case let (.ramp(a, b, c, d), .ramp(e, f, g, h)): a == e && b == f && c == g && d == h
             default: false
             }
         }
@@ -52,6 +55,10 @@ public struct GridFrequency: Sendable {
             let sigma = amplitude * (2 / tau).squareRoot()
             deviation += -deviation / tau * dt + sigma * dt.squareRoot() * gaussian()
             return base + deviation
+        case .ramp(let from, let to, let start, let duration):
+            if seconds <= start { return from }
+            if duration <= 0 || seconds >= start + duration { return to }
+            return from + (seconds - start) / duration * (to - from)
         case .trace(let points):
             guard let first = points.first else { return 50 }
             if seconds <= first.seconds { return first.hz }

@@ -155,6 +155,34 @@ public final class SunSpecServer: @unchecked Sendable {
     private var written = Set<Int>()
     /// Requests answered.
     public private(set) var requests: UInt64 = 0
+    private let silence = Atomic<Bool>(false)
+    private let delayMicroseconds = Atomic<Int>(0)
+
+    /// While true, requests are read and dropped unanswered (a dead device as bessd sees it).
+    public var silent: Bool {
+        get { silence.load(ordering: .relaxed) }
+        set { silence.store(newValue, ordering: .relaxed) }
+    }
+
+    /// Seconds every answer is held back (a slow device).
+    public var responseDelaySeconds: Double {
+        get { Double(delayMicroseconds.load(ordering: .relaxed)) / 1e6 }
+        set { delayMicroseconds.store(Int(max(0, min(newValue, 60)) * 1e6), ordering: .relaxed) }
+    }
+
+    /// Answers one request unless silenced, after the configured delay.
+    private func answer(_ query: [UInt8], count: Int32, headerLength: Int) {
+        if silence.load(ordering: .relaxed) { return }
+        let delay = delayMicroseconds.load(ordering: .relaxed)
+        if delay > 0 { usleep(UInt32(delay)) }
+        lock.withLock { _ in
+            copyImageToMapping()
+            _ = modbus_reply(context, query, count, mapping)
+            recordWrite(query, headerLength: headerLength)
+            copyMappingToImage()
+            requests &+= 1
+        }
+    }
 
     public convenience init(host: String, port: Int, profile: SunSpecDeviceProfile) throws(FieldbusError) {
         try self.init(transport: .tcp(host: host, port: port), profile: profile)
@@ -262,13 +290,7 @@ public final class SunSpecServer: @unchecked Sendable {
                 modbus_set_socket(context, entry.fd)
                 let count = modbus_receive(context, &query)
                 if count > 0 {
-                    lock.withLock { _ in
-                        copyImageToMapping()
-                        _ = modbus_reply(context, query, count, mapping)
-                        recordWrite(query, headerLength: headerLength)
-                        copyMappingToImage()
-                        requests &+= 1
-                    }
+                    answer(query, count: count, headerLength: headerLength)
                 } else if count < 0 {
                     closed.append(entry.fd)
                 }
@@ -289,13 +311,7 @@ public final class SunSpecServer: @unchecked Sendable {
         while running.load(ordering: .relaxed) {
             let count = modbus_receive(context, &query)
             if count > 0 {
-                lock.withLock { _ in
-                    copyImageToMapping()
-                    _ = modbus_reply(context, query, count, mapping)
-                    recordWrite(query, headerLength: headerLength)
-                    copyMappingToImage()
-                    requests &+= 1
-                }
+                answer(query, count: count, headerLength: headerLength)
             } else if count < 0, errno != ETIMEDOUT {
                 modbus_flush(context)
             }

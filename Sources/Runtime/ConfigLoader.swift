@@ -100,7 +100,8 @@ public enum ConfigLoader {
             fields.finish(known: "url, token_file, interval_s")
             aggregator = AggregatorConfiguration(url: url ?? "", tokenFile: token, intervalSeconds: interval)
         }
-        let simulation = decodeSimulation(top.fields("simulation"), grid?.droop.nominal.value ?? 50)
+        let simulation = decodeSimulation(top.fields("simulation"), grid?.droop.nominal.value ?? 50,
+                                          units: units?.map(\.id) ?? [], file: r.file, r)
         top.finish(known: "mode, period_ms, control_socket, state_directory, bess_units, grid_integration, limits, interlocks, aggregator, simulation")
         guard let grid, let units else { return nil }
         if grid.frequencySource == .inverter, units.isEmpty {
@@ -332,20 +333,80 @@ public enum ConfigLoader {
         return result
     }
 
-    static func decodeSimulation(_ fields: ConfigReader.Fields?, _ nominal: Double) -> SimulationConfiguration {
+    static func decodeSimulation(_ fields: ConfigReader.Fields?, _ nominal: Double, units: [String], file: String,
+                                 _ r: ConfigReader) -> SimulationConfiguration {
         var simulation = SimulationConfiguration(
             initialSOCPercent: 60, ambientCelsius: 25, frequencyProfile: .walk, baseHz: nominal, amplitudeHz: 0.15,
-            stepPeriodSeconds: 30, seed: 1)
+            stepPeriodSeconds: 30, seed: 1, rampToHz: nominal, rampStartSeconds: 0, rampDurationSeconds: 60, trace: [],
+            faults: [])
         guard let fields else { return simulation }
         simulation.initialSOCPercent = fields.double("initial_soc_percent", default: 60, range: 0...100, unit: "%")!
         simulation.ambientCelsius = fields.double("ambient_c", default: 25, range: -40...60, unit: "°C")!
         simulation.frequencyProfile = fields.choice(
-            "frequency_profile", [("steady", .steady), ("walk", .walk), ("steps", .steps)], default: .walk)
+            "frequency_profile",
+            [("steady", .steady), ("walk", .walk), ("steps", .steps), ("ramp", .ramp), ("trace", .trace)], default: .walk)
         simulation.baseHz = fields.double("base_hz", default: nominal, range: 40...70, unit: "Hz")!
         simulation.amplitudeHz = fields.double("amplitude_hz", default: 0.15, range: 0...5, unit: "Hz")!
         simulation.stepPeriodSeconds = fields.double("step_period_s", default: 30, range: 1...3600, unit: "seconds")!
         simulation.seed = UInt64(fields.int("seed", default: 1, range: 0...Int.max)!)
-        fields.finish(known: "initial_soc_percent, ambient_c, frequency_profile, base_hz, amplitude_hz, step_period_s, seed")
+        simulation.rampToHz = fields.double("ramp_to_hz", default: simulation.baseHz, range: 40...70, unit: "Hz")!
+        simulation.rampStartSeconds = fields.double("ramp_start_s", default: 0, range: 0...86_400, unit: "seconds")!
+        simulation.rampDurationSeconds = fields.double("ramp_duration_s", default: 60, range: 0...86_400, unit: "seconds")!
+        if let traceFile = fields.string("trace_file") {
+            simulation.trace = loadTrace(traceFile, relativeTo: file, node: fields.mark("trace_file"),
+                                         path: fields.child("trace_file"), r)
+        } else if simulation.frequencyProfile == .trace {
+            r.error(fields.mark("frequency_profile"), fields.child("trace_file"), "is required for frequency_profile: trace")
+        }
+        if let list = fields.sequence("faults") {
+            for (index, node) in list.enumerated() {
+                let path = fields.child("faults[\(index)]")
+                guard let f = r.fields(node, path) else { continue }
+                let kinds = FaultInjection.Kind.allCases.map { ($0.rawValue, Optional($0)) }
+                let kind = f.choice("kind", kinds, default: nil)
+                if kind == nil, !f.has("kind") { r.error(node, "\(path).kind", "is required") }
+                let unit = f.string("unit", pattern: { units.contains($0) }, rule: "must name a unit of bess_units")
+                let at = f.double("at_s", default: 0, range: 0...86_400, unit: "seconds")!
+                let duration = f.double("duration_s", default: 0, range: 0...86_400, unit: "seconds")!
+                let delay = f.double("delay_s", default: 0, range: 0...60, unit: "seconds")!
+                if (kind == .bmsDelay || kind == .modbusDelay) && delay <= 0 {
+                    r.error(node, "\(path).delay_s", "is required (> 0) for \(kind!.rawValue)")
+                }
+                f.finish(known: "kind, unit, at_s, duration_s, delay_s")
+                if let kind {
+                    simulation.faults.append(FaultInjection(kind: kind, unit: unit, atSeconds: at, durationSeconds: duration,
+                                                            delaySeconds: delay))
+                }
+            }
+        }
+        fields.finish(known: "initial_soc_percent, ambient_c, frequency_profile, base_hz, amplitude_hz, step_period_s, seed, ramp_to_hz, ramp_start_s, ramp_duration_s, trace_file, faults")
         return simulation
+    }
+
+    /// Reads a `seconds,hz` CSV (a header line is allowed); errors name the CSV line.
+    static func loadTrace(_ name: String, relativeTo file: String, node: Node?, path: String, _ r: ConfigReader) -> [TracePoint] {
+        var location = name
+        if !name.hasPrefix("/"), let slash = file.lastIndex(of: "/") { location = String(file[...slash]) + name }
+        guard let data = FileManager.default.contents(atPath: location), let text = String(data: data, encoding: .utf8) else {
+            r.error(node, path, "cannot read the trace file", got: location)
+            return []
+        }
+        var points: [TracePoint] = []
+        for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
+            if trimmed.isEmpty || trimmed.hasPrefix("#") || (number == 0 && trimmed.first?.isLetter == true) { continue }
+            let cells = trimmed.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard cells.count >= 2, let t = Double(cells[0]), let hz = Double(cells[1]), t.isFinite, hz > 40, hz < 70 else {
+                r.error(node, path, "\(location) line \(number + 1): expected seconds,hz with 40 < hz < 70", got: trimmed)
+                return []
+            }
+            if let last = points.last, t <= last.seconds {
+                r.error(node, path, "\(location) line \(number + 1): times must increase", got: trimmed)
+                return []
+            }
+            points.append(TracePoint(seconds: t, hz: hz))
+        }
+        if points.isEmpty { r.error(node, path, "the trace file has no points", got: location) }
+        return points
     }
 }

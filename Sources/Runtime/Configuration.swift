@@ -99,13 +99,13 @@ public struct AggregatorConfiguration: Sendable, Equatable {
     public var intervalSeconds: Double
 }
 
-/// `simulation`: the built-in simulated site.
+/// `simulation`: the built-in simulated site, and the plant of a HIL rig.
 public struct SimulationConfiguration: Sendable, Equatable {
-    public enum FrequencyProfile: String, Sendable { case steady, walk, steps }
+    public enum FrequencyProfile: String, Sendable { case steady, walk, steps, ramp, trace }
     public var initialSOCPercent: Double
     public var ambientCelsius: Double
     public var frequencyProfile: FrequencyProfile
-    /// Centre frequency of the profile.
+    /// Centre frequency of the profile (and the start of a ramp).
     public var baseHz: Double
     /// Size of a step (`steps`) or scale of the wander (`walk`).
     public var amplitudeHz: Double
@@ -113,6 +113,56 @@ public struct SimulationConfiguration: Sendable, Equatable {
     public var stepPeriodSeconds: Double
     /// Seed of the `walk` profile, so runs repeat.
     public var seed: UInt64
+    /// `ramp`: where the ramp ends, when it starts and how long it takes.
+    public var rampToHz: Double
+    public var rampStartSeconds: Double
+    public var rampDurationSeconds: Double
+    /// `trace`: (seconds, Hz) points read from `trace_file`.
+    public var trace: [TracePoint]
+    /// Faults the plant injects on a schedule.
+    public var faults: [FaultInjection]
+}
+
+/// One point of a recorded frequency trace.
+public struct TracePoint: Sendable, Equatable {
+    public var seconds: Double
+    public var hz: Double
+}
+
+/// A fault the simulated plant injects, from `at_s` for `duration_s` (0 = until the end).
+public struct FaultInjection: Sendable, Equatable {
+    public enum Kind: String, Sendable, CaseIterable {
+        /// The BMS stops sending.
+        case bmsSilence = "bms_silence"
+        /// The BMS sends its frames `delay_s` late.
+        case bmsDelay = "bms_delay"
+        /// Malformed frames among the BMS's own.
+        case bmsGarbage = "bms_garbage"
+        /// The BMS sends invalid values (SOC 150 %, the 0x8000 marker in its limits) instead of its frames.
+        case bmsOutOfRange = "bms_out_of_range"
+        /// The BMS's CAN link goes down (bus-off as bessd sees it).
+        case canBusOff = "can_bus_off"
+        /// Heat injected into the pack: temperature rises fast.
+        case thermalRunaway = "thermal_runaway"
+        /// The inverter reports a fault and stops.
+        case inverterFault = "inverter_fault"
+        /// The inverter's Modbus server stops answering.
+        case modbusSilence = "modbus_silence"
+        /// The inverter's Modbus server answers `delay_s` late.
+        case modbusDelay = "modbus_delay"
+    }
+    public var kind: Kind
+    /// The unit it hits; nil = every unit.
+    public var unit: String?
+    public var atSeconds: Double
+    public var durationSeconds: Double
+    public var delaySeconds: Double
+
+    /// True while the fault acts, `elapsed` seconds into the run.
+    public func isActive(at elapsed: Double, unitID: String) -> Bool {
+        guard unit == nil || unit == unitID, elapsed >= atSeconds else { return false }
+        return durationSeconds <= 0 || elapsed < atSeconds + durationSeconds
+    }
 }
 
 /// One entry of `interlocks:`, overriding a row of the default table.

@@ -1,5 +1,6 @@
 public import ControlCore
 import Fieldbus
+import Foundation
 public import Plant
 import Synchronization
 
@@ -17,6 +18,8 @@ public final class PlantRig {
     public private(set) var keepAlivesReceived: [UInt64] = []
     /// BMS frames sent, per unit.
     public private(set) var bmsFramesSent: [UInt64] = []
+    var delayed: [[(due: Int64, frames: [CANFrame])]] = []
+    var linkDown: [Bool] = []
     /// Seconds between BMS transmissions (Pylontech sends every second).
     public var bmsPeriodSeconds = 1.0
     var grid: GridFrequency
@@ -28,16 +31,13 @@ public final class PlantRig {
         started = startedAt
         last = startedAt
         let sim = c.simulation
-        switch sim.frequencyProfile {
-        case .steady: grid = GridFrequency(.steady(hz: sim.baseHz))
-        case .walk: grid = GridFrequency(.walk(baseHz: sim.baseHz, amplitudeHz: sim.amplitudeHz, seed: sim.seed))
-        case .steps:
-            grid = GridFrequency(.steps(baseHz: sim.baseHz, amplitudeHz: sim.amplitudeHz, periodSeconds: sim.stepPeriodSeconds))
-        }
+        grid = sim.gridFrequency()
         for unit in c.units {
             units.append(SimulatedUnit(capacityKWh: unit.capacityKWh, maxPowerKW: unit.maxPowerKW,
                                        initialSOCPercent: sim.initialSOCPercent, ambientCelsius: sim.ambientCelsius,
                                        cellsInSeries: unit.bms.cellsInSeries))
+            delayed.append([])
+            linkDown.append(false)
             keepAlivesReceived.append(0)
             bmsFramesSent.append(0)
             nextBMSFrames.append(0)
@@ -81,29 +81,71 @@ public final class PlantRig {
     public func step(now: MonotonicInstant) -> Double {
         let dt = max(0, now.seconds(since: last))
         last = now
-        let hz = grid.frequency(at: now.seconds(since: started))
+        let elapsed = now.seconds(since: started)
+        let hz = grid.frequency(at: elapsed)
         for i in units.indices {
+            let id = configuration.units[i].id
+            let faults = configuration.simulation.faults.isEmpty ? [] : configuration.simulation.activeFaults(at: elapsed, unitID: id)
+            units[i].apply(faults)
+            servers[i]?.silent = faults.contains(.modbusSilence)
+            servers[i]?.responseDelaySeconds = configuration.simulation.activeDelay(.modbusDelay, at: elapsed, unitID: id)
+            if canSockets[i] != nil { applyLinkFault(i, down: faults.contains(.canBusOff)) }
             units[i].step(seconds: dt)
             if let server = servers[i] { SunSpecPlantLink(server: server).exchange(&units[i], frequencyHz: hz) }
-            if let can = canSockets[i] { exchangeCAN(i, can, now: now) }
+            if let can = canSockets[i] {
+                exchangeCAN(i, can, now: now, faults: faults,
+                            delay: configuration.simulation.activeDelay(.bmsDelay, at: elapsed, unitID: id))
+            }
         }
         return hz
     }
 
-    /// Sends the BMS's frames when due and counts the keep-alives bessd sent.
-    func exchangeCAN(_ i: Int, _ can: CANSocket, now: MonotonicInstant) {
+    /// Sends the BMS's frames when due (late, broken or invalid while a fault says so) and counts the
+    /// keep-alives bessd sent.
+    func exchangeCAN(_ i: Int, _ can: CANSocket, now: MonotonicInstant, faults: Set<FaultInjection.Kind>, delay: Double) {
         while let received = try? can.receive(timeout: .zero) {
             if received.frame.id == PylontechLV.keepAliveID && !received.frame.isError { keepAlivesReceived[i] &+= 1 }
         }
+        // Frames held back by a delay fault go out when due.
+        while let first = delayed[i].first, first.due <= now.nanoseconds {
+            delayed[i].removeFirst()
+            for frame in first.frames where (try? can.send(frame)) != nil { bmsFramesSent[i] &+= 1 }
+        }
         guard now.nanoseconds >= nextBMSFrames[i], !units[i].bmsSilent else { return }
         nextBMSFrames[i] = now.nanoseconds + Int64(bmsPeriodSeconds * 1e9)
-        for frame in units[i].pylontechState.frames() {
-            if (try? can.send(frame)) != nil { bmsFramesSent[i] &+= 1 }
+        var frames = units[i].pylontechState.frames()
+        if faults.contains(.bmsOutOfRange) {
+            // SOC 150 % and the invalid marker in the current limits: the decoder must refuse both.
+            frames = [CANFrame(id: PylontechLV.statusID, bytes: [150, 0, 100, 0]),
+                      CANFrame(id: PylontechLV.limitsID, bytes: [0x14, 0x02, 0x00, 0x80, 0x00, 0x80, 0, 0])]
         }
+        if faults.contains(.bmsGarbage) {
+            frames += [CANFrame(id: PylontechLV.limitsID, bytes: [0xFF]), CANFrame(id: PylontechLV.measurementsID, bytes: [1, 2]),
+                       CANFrame(id: 0x35F, bytes: [0xDE, 0xAD, 0xBE, 0xEF, 0, 0, 0, 0])]
+        }
+        if delay > 0 {
+            delayed[i].append((now.nanoseconds + Int64(delay * 1e9), frames))
+            return
+        }
+        for frame in frames where (try? can.send(frame)) != nil { bmsFramesSent[i] &+= 1 }
+    }
+
+    /// Takes the unit's CAN link down (or back up) with `ip link`, as a bus-off looks to bessd.
+    func applyLinkFault(_ i: Int, down: Bool) {
+        guard linkDown[i] != down else { return }
+        linkDown[i] = down
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        process.arguments = ["link", "set", configuration.units[i].bms.interface, down ? "down" : "up"]
+        try? process.run()
+        process.waitUntilExit()
     }
 
     /// Stops serving.
-    public func stop() { for server in servers { server?.stop() } }
+    public func stop() {
+        for server in servers { server?.stop() }
+        for i in linkDown.indices where linkDown[i] { applyLinkFault(i, down: false) }
+    }
 
     /// Injects a fault into unit `index`.
     public func withUnit(_ index: Int, _ body: (inout SimulatedUnit) -> Void) { body(&units[index]) }

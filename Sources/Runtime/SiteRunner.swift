@@ -67,13 +67,7 @@ public final class SiteRunner {
                           initialSOCPercent: sim.initialSOCPercent, ambientCelsius: sim.ambientCelsius,
                           cellsInSeries: $0.bms.cellsInSeries)
         }
-        switch sim.frequencyProfile {
-        case .steady: grid = GridFrequency(.steady(hz: sim.baseHz))
-        case .walk: grid = GridFrequency(.walk(baseHz: sim.baseHz, amplitudeHz: sim.amplitudeHz, seed: sim.seed))
-        case .steps:
-            grid = GridFrequency(.steps(baseHz: sim.baseHz, amplitudeHz: sim.amplitudeHz,
-                                        periodSeconds: sim.stepPeriodSeconds))
-        }
+        grid = sim.gridFrequency()
         inputs = [UnitInputs](repeating: UnitInputs(), count: configuration.units.count)
         slots = configuration.units.map { configuration.isSimulated(inverterOf: $0) ? nil : InverterSlot() }
         workers = Self.makeWorkers(configuration, slots: slots, output: output)
@@ -138,8 +132,14 @@ public final class SiteRunner {
     public func step(now: MonotonicInstant, wallClock: Double) {
         let dt = max(0, now.seconds(since: lastNow))
         lastNow = now
-        let hz = grid.frequency(at: now.seconds(since: startedAt))
+        let elapsed = now.seconds(since: startedAt)
+        let hz = grid.frequency(at: elapsed)
         lastFrequency = hz
+        if !configuration.simulation.faults.isEmpty {
+            for i in units.indices {
+                units[i].apply(configuration.simulation.activeFaults(at: elapsed, unitID: configuration.units[i].id))
+            }
+        }
         for i in units.indices {
             if let slot = slots[i] {
                 // A real inverter: its latest reading as the worker published it; the simulated BMS

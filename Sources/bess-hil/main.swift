@@ -49,12 +49,14 @@ struct Battery: ParsableCommand {
 struct Frequency: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Print a simulated grid frequency profile as CSV (seconds,hz).")
 
-    enum Shape: String, ExpressibleByArgument { case steady, walk, steps }
+    enum Shape: String, ExpressibleByArgument { case steady, walk, steps, ramp }
     @Option(help: "steady | walk | steps") var profile: Shape = .walk
     @Option(help: "Centre frequency, Hz.") var baseHz: Double = 50
     @Option(help: "Excursion or step size, Hz.") var amplitudeHz: Double = 0.15
     @Option(help: "Seconds between steps.") var stepPeriod: Double = 30
     @Option(help: "Random seed (walk).") var seed: UInt64 = 1
+    @Option(help: "Ramp end, Hz (ramp).") var rampToHz: Double = 49.5
+    @Option(help: "Ramp duration, s (ramp, starting at 0).") var rampDuration: Double = 60
     @Option(help: "Seconds to print.") var seconds: Double = 120
     @Option(help: "Seconds between rows.") var step: Double = 1
 
@@ -65,6 +67,8 @@ struct Frequency: ParsableCommand {
         case .steady: grid = GridFrequency(.steady(hz: baseHz))
         case .walk: grid = GridFrequency(.walk(baseHz: baseHz, amplitudeHz: amplitudeHz, seed: seed))
         case .steps: grid = GridFrequency(.steps(baseHz: baseHz, amplitudeHz: amplitudeHz, periodSeconds: stepPeriod))
+        case .ramp:
+            grid = GridFrequency(.ramp(fromHz: baseHz, toHz: rampToHz, startSeconds: 0, durationSeconds: rampDuration))
         }
         print("seconds,hz")
         var t = 0.0

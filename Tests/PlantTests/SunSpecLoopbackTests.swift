@@ -96,3 +96,27 @@ struct SunSpecLoopbackTests {
         }
     }
 }
+
+@Suite("SunSpec server faults")
+struct SunSpecServerFaultTests {
+    @Test("a silenced server times out (coded); answering again recovers")
+    func silence() throws {
+        let server = try SunSpecServer(host: "127.0.0.1", port: 0, profile: SunSpecDeviceProfile(ratingW: 10_000))
+        try server.start()
+        defer { server.stop() }
+        let client = try ModbusConnection(endpoint: .tcp(host: "127.0.0.1", port: server.port), unitID: 1,
+                                          timeout: .milliseconds(200))
+        #expect(try client.readRegisters(at: 40000, count: 2) == [0x5375, 0x6E53])
+        server.silent = true
+        do {
+            _ = try client.readRegisters(at: 40000, count: 2)
+            Issue.record("a silent server answered")
+        } catch {
+            #expect(error.code == "MODBUS_TIMEOUT")
+        }
+        server.silent = false
+        #expect(try client.readRegisters(at: 40000, count: 2) == [0x5375, 0x6E53])
+        server.responseDelaySeconds = 0.5
+        #expect(throws: ModbusError.self) { _ = try client.readRegisters(at: 40000, count: 2) }
+    }
+}
