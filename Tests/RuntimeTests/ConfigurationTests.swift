@@ -84,7 +84,9 @@ struct ConfigurationTests {
                     "limits:", "ramp_percent_per_s:", "schedule_ramp_percent_per_s:", "interlocks:", "threshold:",
                     "hysteresis:", "delay_s:", "hold_s:", "severity:", "derate_start:", "direction:", "aggregator:",
                     "url:", "token_file:", "interval_s:", "simulation:", "initial_soc_percent:", "ambient_c:",
-                    "frequency_profile:", "base_hz:", "amplitude_hz:", "step_period_s:", "seed:"] {
+                    "frequency_profile:", "base_hz:", "amplitude_hz:", "step_period_s:", "seed:",
+                    "ramp_to_hz:", "ramp_start_s:", "ramp_duration_s:", "trace_file:", "faults:", "kind:", "unit:",
+                    "at_s:", "duration_s:", "delay_s:"] {
             #expect(text.contains(key), "config/bessd.yaml lacks \(key)")
         }
     }
