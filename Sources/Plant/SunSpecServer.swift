@@ -149,8 +149,7 @@ public final class SunSpecServer: @unchecked Sendable {
     private let mapping: UnsafeMutablePointer<modbus_mapping_t>
     private let context: OpaquePointer
     private var listener: Int32 = -1
-    private let running = Atomic<Bool>(false)
-    private var thread: pthread_t?
+    private let worker = WorkerThread()
     /// Model offsets written by clients since the last `takeWrites()`.
     private var written = Set<Int>()
     /// Requests answered.
@@ -250,22 +249,12 @@ public final class SunSpecServer: @unchecked Sendable {
     }
 
     private func startThread() {
-        running.store(true, ordering: .relaxed)
-        let box = Unmanaged.passRetained(self)
-        var tid = pthread_t()
-        pthread_create(&tid, nil, { raw in
-            let server = Unmanaged<SunSpecServer>.fromOpaque(raw!).takeRetainedValue()
-            server.serve()
-            return nil
-        }, box.toOpaque())
-        thread = tid
+        worker.start { [self] in serve() }
     }
 
     /// Stops serving and closes every connection.
     public func stop() {
-        guard running.exchange(false, ordering: .relaxed) else { return }
-        if let thread { pthread_join(thread, nil) }
-        thread = nil
+        worker.stop()
     }
 
     private func serve() {
@@ -276,7 +265,7 @@ public final class SunSpecServer: @unchecked Sendable {
         var clients: [Int32] = []
         var query = [UInt8](repeating: 0, count: 260)
         let headerLength = Int(modbus_get_header_length(context))
-        while running.load(ordering: .relaxed) {
+        while worker.isRunning {
             var fds = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0)]
             fds += clients.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
             let ready = poll(&fds, nfds_t(fds.count), 100)
@@ -308,7 +297,7 @@ public final class SunSpecServer: @unchecked Sendable {
     private func serveSerial() {
         var query = [UInt8](repeating: 0, count: 256)
         let headerLength = Int(modbus_get_header_length(context))
-        while running.load(ordering: .relaxed) {
+        while worker.isRunning {
             let count = modbus_receive(context, &query)
             if count > 0 {
                 answer(query, count: count, headerLength: headerLength)

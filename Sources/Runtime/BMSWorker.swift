@@ -36,8 +36,7 @@ public final class BMSWorker: @unchecked Sendable {
     public let interface: String
     public let slot: BMSSlot
     let log: @Sendable (String) -> Void
-    private let running = Atomic<Bool>(false)
-    private var thread: pthread_t?
+    private let worker = WorkerThread()
 
     /// Bitrate and restart-ms to set when bessd manages the interface itself.
     let management: (bitrate: Int, restartMs: Int)?
@@ -51,20 +50,11 @@ public final class BMSWorker: @unchecked Sendable {
     }
 
     public func start() {
-        running.store(true, ordering: .relaxed)
-        let box = Unmanaged.passRetained(self)
-        var tid = pthread_t()
-        pthread_create(&tid, nil, { raw in
-            Unmanaged<BMSWorker>.fromOpaque(raw!).takeRetainedValue().loop()
-            return nil
-        }, box.toOpaque())
-        thread = tid
+        worker.start { [self] in loop() }
     }
 
     public func stop() {
-        guard running.exchange(false, ordering: .relaxed) else { return }
-        if let thread { pthread_join(thread, nil) }
-        thread = nil
+        worker.stop()
     }
 
     private func loop() {
@@ -74,7 +64,7 @@ public final class BMSWorker: @unchecked Sendable {
         var retryAt: Int64 = 0
         var nextKeepAlive: Int64 = 0
         var reported: String?
-        while running.load(ordering: .relaxed) {
+        while worker.isRunning {
             let now = MonotonicClock.now().nanoseconds
             if socket == nil {
                 if now < retryAt {

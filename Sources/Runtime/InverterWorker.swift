@@ -66,8 +66,7 @@ public final class InverterWorker: @unchecked Sendable {
     let timeout: Duration
     let revertSeconds: Int
     let log: @Sendable (String) -> Void
-    private let running = Atomic<Bool>(false)
-    private var thread: pthread_t?
+    private let worker = WorkerThread()
 
     /// - Parameters:
     ///   - period: how often each inverter is polled.
@@ -84,21 +83,12 @@ public final class InverterWorker: @unchecked Sendable {
     }
 
     public func start() {
-        running.store(true, ordering: .relaxed)
-        let box = Unmanaged.passRetained(self)
-        var tid = pthread_t()
-        pthread_create(&tid, nil, { raw in
-            Unmanaged<InverterWorker>.fromOpaque(raw!).takeRetainedValue().loop()
-            return nil
-        }, box.toOpaque())
-        thread = tid
+        worker.start { [self] in loop() }
     }
 
     /// Stops the worker after writing a zero setpoint to every inverter (revert armed).
     public func stop() {
-        guard running.exchange(false, ordering: .relaxed) else { return }
-        if let thread { pthread_join(thread, nil) }
-        thread = nil
+        worker.stop()
     }
 
     struct DeviceState {
@@ -115,7 +105,7 @@ public final class InverterWorker: @unchecked Sendable {
         var next = now()
         let periodNs = max(10_000_000, period.nanosecondsClamped)
         var seed = UInt64(truncatingIfNeeded: now())
-        while running.load(ordering: .relaxed) {
+        while worker.isRunning {
             for index in devices.indices { exchange(index, &states[index], &seed) }
             next += periodNs
             let current = now()
