@@ -89,7 +89,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(name: "PlantTests", dependencies: ["Plant", "ControlCore", "Fieldbus"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "RuntimeTests", dependencies: ["Runtime", "ControlCore", "CSystemd"],
+            name: "RuntimeTests", dependencies: ["Runtime", "ControlCore", "Fieldbus", "Plant", "CSystemd"],
             swiftSettings: swiftSettings),
     ]
 )

@@ -1,4 +1,5 @@
 import ControlCore
+import Fieldbus
 import Foundation
 internal import Yams
 
@@ -195,9 +196,18 @@ public enum ConfigLoader {
             var inverterStale = 3.0
             if let inv = u.fields("inverter") {
                 inverter.simulated = inv.bool("simulated", default: false)
-                inverter.protocolName = inv.choice("protocol", [("sunspec", .sunspec)], default: .sunspec)
+                inverter.protocolName = inv.choice("protocol", [("sunspec", .sunspec), ("register_map", .registerMap)],
+                                                   default: .sunspec)
                 inverterStale = inv.double("stale_after_s", default: 3, range: 0.05...60, unit: "seconds")!
-                inv.finish(known: "simulated, protocol, stale_after_s")
+                if let map = inv.fields("register_map") {
+                    inverter.registerMap = decodeRegisterMap(map, r)
+                    if inverter.protocolName != .registerMap {
+                        r.error(inv.mark("register_map"), inv.child("register_map"), "needs protocol: register_map")
+                    }
+                } else if inverter.protocolName == .registerMap {
+                    r.error(inv.mark("protocol"), inv.child("register_map"), "is required for protocol: register_map")
+                }
+                inv.finish(known: "simulated, protocol, stale_after_s, register_map")
             }
             var bms = BMSSettings(simulated: false, interface: "can0", protocolName: .pylontech, bitrate: 500_000,
                                   staleAfterSeconds: 3, cellsInSeries: 16)
@@ -234,6 +244,53 @@ public enum ConfigLoader {
             interfaces[unit.bms.interface] = unit.id
         }
         return units
+    }
+
+    static func decodeRegister(_ parent: ConfigReader.Fields, _ key: String, _ r: ConfigReader, required: Bool)
+        -> MappedRegister?
+    {
+        guard let f = parent.fields(key) else {
+            if required { r.error(parent.node, parent.child(key), "is required") }
+            return nil
+        }
+        let address = f.int("address", range: 0...65535)
+        if address == nil, !f.has("address") { r.error(f.node, f.child("address"), "is required") }
+        let type = f.choice("type", MappedRegister.ValueType.allCases.map { ($0.rawValue, $0) }, default: .int16)
+        let scale = f.double("scale", default: 1)!
+        if scale == 0 { r.error(f.mark("scale"), f.child("scale"), "must not be 0", got: "0") }
+        let order = f.choice("word_order", [("high_first", false), ("low_first", true)], default: false)
+        f.finish(known: "address, type, scale, word_order")
+        guard let address, scale != 0 else { return nil }
+        if address + (type == .int16 || type == .uint16 ? 1 : 2) > 65536 {
+            r.error(f.mark("address"), f.child("address"), "the value runs past register 65535", got: String(address))
+            return nil
+        }
+        return MappedRegister(address: address, type: type, scale: scale, lowWordFirst: order)
+    }
+
+    static func decodeRegisterMap(_ m: ConfigReader.Fields, _ r: ConfigReader) -> RegisterMapSpec? {
+        let power = decodeRegister(m, "power", r, required: true)
+        let frequency = decodeRegister(m, "frequency", r, required: false)
+        let fault = decodeRegister(m, "fault", r, required: false)
+        var faultValues: [Int64] = []
+        if let list = m.sequence("fault_values") {
+            for node in list {
+                if let value = node.int { faultValues.append(Int64(value)) } else {
+                    r.error(node, m.child("fault_values"), "expected whole numbers", got: ConfigReader.shown(node))
+                }
+            }
+        }
+        let setpoint = decodeRegister(m, "setpoint", r, required: true)
+        // The revert timer is not optional: a dead bessd must leave a safe inverter.
+        let revert = decodeRegister(m, "revert_timeout", r, required: true)
+        let enable = decodeRegister(m, "enable", r, required: false)
+        let enableValue = m.double("enable_value", default: 1)!
+        let rating = m.double("rating_kw", range: 0...100_000, exclusiveLower: true, unit: "kW")
+        m.finish(known: "power, frequency, fault, fault_values, setpoint, revert_timeout, enable, enable_value, rating_kw")
+        guard let power, let setpoint, let revert else { return nil }
+        return RegisterMapSpec(power: power, frequency: frequency, fault: fault, faultValues: faultValues, setpoint: setpoint,
+                               revertTimeout: revert, enable: enable, enableValue: enableValue,
+                               rating: rating.map { Watts.kilowatts($0) })
     }
 
     static func decodeModbus(_ m: ConfigReader.Fields, _ r: ConfigReader) -> ModbusSettings? {

@@ -1,4 +1,5 @@
 public import ControlCore
+public import Fieldbus
 
 /// Whether devices are real or simulated.
 public enum RunMode: String, Sendable {
@@ -39,9 +40,11 @@ public struct ModbusSettings: Sendable, Equatable {
 
 /// The inverter of a unit.
 public struct InverterSettings: Sendable, Equatable {
-    public enum InverterProtocol: String, Sendable { case sunspec }
+    public enum InverterProtocol: String, Sendable { case sunspec, registerMap = "register_map" }
     public var simulated: Bool
     public var protocolName: InverterProtocol
+    /// The registers of a non-SunSpec inverter (`protocol: register_map`).
+    public var registerMap: RegisterMapSpec?
 }
 
 /// The BMS of a unit.

@@ -54,9 +54,36 @@ public final class InverterWorker: @unchecked Sendable {
     public struct Device: Sendable {
         public var unitID: Int
         public var slot: InverterSlot
-        public init(unitID: Int, slot: InverterSlot) {
+        /// nil for SunSpec (discovered); a register map for other inverters.
+        public var registerMap: RegisterMapSpec?
+        public init(unitID: Int, slot: InverterSlot, registerMap: RegisterMapSpec? = nil) {
             self.unitID = unitID
             self.slot = slot
+            self.registerMap = registerMap
+        }
+    }
+
+    /// How one inverter is read and commanded.
+    enum Driver {
+        case sunspec(SunSpecInverter)
+        case registerMap(RegisterMapInverter)
+
+        func readStatus(_ c: inout ModbusConnection) throws(SunSpecError) -> InverterReading {
+            switch self {
+            case .sunspec(let inverter): return try inverter.readStatus(&c)
+            case .registerMap(let inverter):
+                do { return try inverter.readStatus(&c) } catch { throw SunSpecError(code: error.code, message: error.message) }
+            }
+        }
+
+        func command(_ power: Watts, revertSeconds: Int, _ c: inout ModbusConnection) throws(SunSpecError) {
+            switch self {
+            case .sunspec(let inverter): try inverter.command(power, revertSeconds: revertSeconds, &c)
+            case .registerMap(let inverter):
+                do { try inverter.command(power, revertSeconds: revertSeconds, &c) } catch {
+                    throw SunSpecError(code: error.code, message: error.message)
+                }
+            }
         }
     }
 
@@ -93,7 +120,7 @@ public final class InverterWorker: @unchecked Sendable {
 
     struct DeviceState {
         var connection: ModbusConnection?
-        var inverter: SunSpecInverter?
+        var inverter: Driver?
         var lastWritten: Watts?
         var lastWriteAt: Int64 = 0
         var backoffUntil: Int64 = 0
@@ -135,9 +162,15 @@ public final class InverterWorker: @unchecked Sendable {
             }
             var connection = s.connection!
             if s.inverter == nil {
-                s.inverter = try SunSpecInverter.open(&connection)
-                log("unit id \(device.unitID) on \(endpoint): SunSpec models \(s.inverter!.map.models.map(\.id)), "
-                    + "command via \(s.inverter!.commandPath.rawValue)")
+                if let map = device.registerMap {
+                    s.inverter = .registerMap(RegisterMapInverter(spec: map))
+                    log("unit id \(device.unitID) on \(endpoint): register map, setpoint at \(map.setpoint.address)")
+                } else {
+                    let sunspec = try SunSpecInverter.open(&connection)
+                    s.inverter = .sunspec(sunspec)
+                    log("unit id \(device.unitID) on \(endpoint): SunSpec models \(sunspec.map.models.map(\.id)), "
+                        + "command via \(sunspec.commandPath.rawValue)")
+                }
             }
             let inverter = s.inverter!
             let reading = try inverter.readStatus(&connection)

@@ -51,7 +51,8 @@ public final class PlantRig {
                     throw RunError(code: error.code, message: "unit \(unit.id) BMS: \(error.message)")
                 }
             }
-            guard !c.isSimulated(inverterOf: unit), let modbus = unit.modbus else {
+            // The plant serves SunSpec inverters; a register-map inverter is the rig's own hardware.
+            guard !c.isSimulated(inverterOf: unit), unit.inverter.protocolName == .sunspec, let modbus = unit.modbus else {
                 servers.append(nil)
                 continue
             }

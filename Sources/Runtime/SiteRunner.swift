@@ -96,7 +96,7 @@ public final class SiteRunner {
                 endpoint = .rtu(device: serial.device, baud: serial.baud, parity: parity, dataBits: serial.dataBits,
                                 stopBits: serial.stopBits, rs485: serial.rs485)
             }
-            let device = InverterWorker.Device(unitID: modbus.unitID, slot: slot)
+            let device = InverterWorker.Device(unitID: modbus.unitID, slot: slot, registerMap: unit.inverter.registerMap)
             if let i = groups.firstIndex(where: { $0.0 == endpoint }) {
                 groups[i].2.append(device)
             } else {
