@@ -4,12 +4,11 @@
   (35 = fault), 40149-40150 int32 setpoint (W), 40151 uint16 enable, 40153 uint16 revert timeout (s).
 Prints "PORT <n>" once listening, then "WRITE set=<> enable=<> revert=<>" whenever they change.
 Usage: pymodbus_map_server.py [SECONDS]"""
-import asyncio
-import socket
 import sys
 
 from pymodbus.datastore import ModbusSequentialDataBlock, ModbusServerContext, ModbusSlaveContext
-from pymodbus.server import StartAsyncTcpServer
+
+from peerserver import serve
 
 
 def main():
@@ -23,34 +22,15 @@ def main():
     put(30803, [0, 4998])          # 49.98 Hz
     put(30201, [307])              # OK
     context = ModbusServerContext(slaves=ModbusSlaveContext(hr=block), single=True)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
 
-    async def watch():
-        last = None
-        while True:
-            hi, lo = block.getValues(40149 + 1, 2)
-            value = (hi << 16) | lo
-            if value >= 1 << 31:
-                value -= 1 << 32
-            state = (value, block.getValues(40151 + 1, 1)[0], block.getValues(40153 + 1, 1)[0])
-            if state != last and last is not None:
-                print("WRITE set={} enable={} revert={}".format(*state), flush=True)
-            last = state
-            await asyncio.sleep(0.02)
+    def state():
+        hi, lo = block.getValues(40149 + 1, 2)
+        value = (hi << 16) | lo
+        if value >= 1 << 31:
+            value -= 1 << 32
+        return (value, block.getValues(40151 + 1, 1)[0], block.getValues(40153 + 1, 1)[0])
 
-    async def run():
-        server = asyncio.create_task(StartAsyncTcpServer(context=context, address=("127.0.0.1", port)))
-        await asyncio.sleep(0.3)
-        print(f"PORT {port}", flush=True)
-        watcher = asyncio.create_task(watch())
-        await asyncio.sleep(seconds)
-        watcher.cancel()
-        server.cancel()
-
-    asyncio.run(run())
+    serve(context, seconds, state, lambda v: "WRITE set={} enable={} revert={}".format(*v))
 
 
 if __name__ == "__main__":

@@ -4,15 +4,14 @@ image laid out from pysunspec2's copy of the official model definitions (not fro
 Prints "PORT <n>" once listening, then a line "WSET ena=<> mod=<> w=<> rvrt_tms=<> rvrt=<> ena_rvrt=<>"
 each time the 704 WSet block changes. Stops after the number of seconds given (default 30).
 Usage: pymodbus_sunspec_server.py [SECONDS]"""
-import asyncio
 import json
 import os
-import socket
 import sys
 
 import sunspec2
 from pymodbus.datastore import ModbusSequentialDataBlock, ModbusServerContext, ModbusSlaveContext
-from pymodbus.server import StartAsyncTcpServer
+
+from peerserver import serve
 
 MODELS = os.path.join(os.path.dirname(sunspec2.__file__), "models", "json")
 BASE = 40000
@@ -65,39 +64,21 @@ def main():
     block = ModbusSequentialDataBlock(BASE + 1, list(words))  # pymodbus adds 1 to the protocol address
     context = ModbusServerContext(slaves=ModbusSlaveContext(hr=block), single=True)
 
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
+    address, offsets = where[704]
+    names = ["WSetEna", "WSetMod", "WSet", "WSetRvrtTms", "WSetRvrt", "WSetEnaRvrt"]
 
-    async def watch():
-        address, offsets = where[704]
-        names = ["WSetEna", "WSetMod", "WSet", "WSetRvrtTms", "WSetRvrt", "WSetEnaRvrt"]
-        last = None
-        while True:
-            values = []
-            for name in names:
-                offset, size, kind = offsets[name]
-                regs = block.getValues(address + offset + 1, size)
-                value = regs[0] if size == 1 else (regs[0] << 16) | regs[1]
-                if kind == "int32" and value >= 1 << 31:
-                    value -= 1 << 32
-                values.append(value)
-            if values != last and last is not None:
-                print("WSET ena={} mod={} w={} rvrt_tms={} rvrt={} ena_rvrt={}".format(*values), flush=True)
-            last = values
-            await asyncio.sleep(0.02)
+    def state():
+        values = []
+        for name in names:
+            offset, size, kind = offsets[name]
+            regs = block.getValues(address + offset + 1, size)
+            value = regs[0] if size == 1 else (regs[0] << 16) | regs[1]
+            if kind == "int32" and value >= 1 << 31:
+                value -= 1 << 32
+            values.append(value)
+        return values
 
-    async def run():
-        server = asyncio.create_task(StartAsyncTcpServer(context=context, address=("127.0.0.1", port)))
-        await asyncio.sleep(0.3)
-        print(f"PORT {port}", flush=True)
-        watcher = asyncio.create_task(watch())
-        await asyncio.sleep(seconds)
-        watcher.cancel()
-        server.cancel()
-
-    asyncio.run(run())
+    serve(context, seconds, state, lambda v: "WSET ena={} mod={} w={} rvrt_tms={} rvrt={} ena_rvrt={}".format(*v))
 
 
 if __name__ == "__main__":
