@@ -22,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
     ],
     targets: [
         // C at the edge: one system library module per C library, a modulemap and a shim header only.
@@ -48,13 +49,14 @@ let package = Package(
             dependencies: [
                 "ControlCore", "Fieldbus", "Plant", "CSystemd",
                 .product(name: "Yams", package: "Yams"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
 
         .executableTarget(
             name: "bessd",
             dependencies: [
-                "Runtime", "ControlCore",
+                "Runtime", "ControlCore", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
@@ -89,7 +91,8 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(name: "PlantTests", dependencies: ["Plant", "ControlCore", "Fieldbus"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "RuntimeTests", dependencies: ["Runtime", "ControlCore", "Fieldbus", "Plant", "CSystemd"],
+            name: "RuntimeTests",
+            dependencies: ["Runtime", "ControlCore", "Fieldbus", "Plant", "CSystemd", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings),
     ]
 )

@@ -144,12 +144,12 @@ public struct UnitController: Sendable {
     public let index: Int
     public let settings: UnitSettings
     public private(set) var interlocks: InterlockEngine
-    public private(set) var state: UnitState = .starting
-    public private(set) var bmsConfirmed = false
-    public private(set) var decision = UnitDecision()
+    public internal(set) var state: UnitState = .starting
+    public internal(set) var bmsConfirmed = false
+    public internal(set) var decision = UnitDecision()
     public var mode: OperatingMode = .auto
     /// Commands ignored because they were not finite numbers.
-    public private(set) var rejectedCommands: UInt64 = 0
+    public internal(set) var rejectedCommands: UInt64 = 0
 
     var droop: DroopController
     var metrics = MetricFrame()
@@ -376,5 +376,60 @@ public struct UnitController: Sendable {
     /// Seconds since `instant`, or since start-up for a value never received.
     private func age(_ instant: MonotonicInstant?, _ now: MonotonicInstant) -> Double {
         now.seconds(since: instant ?? startedAt)
+    }
+}
+
+extension UnitController {
+    /// Takes over the running state of `other` (the same unit under its previous settings) after a
+    /// configuration reload: ramps, schedule, droop, energy block, state, mode and every rule state
+    /// whose code both tables have. Latched rules stay latched whatever the new table says; only an
+    /// operator reset clears them.
+    public mutating func adopt(_ other: UnitController) {
+        state = other.state
+        bmsConfirmed = other.bmsConfirmed
+        mode = other.mode
+        rejectedCommands = other.rejectedCommands
+        rejecting = other.rejecting
+        chargeLimit = other.chargeLimit
+        dischargeLimit = other.dischargeLimit
+        schedule = other.schedule
+        decision = other.decision
+        droop.adopt(other.droop)
+        if temperatureRise.window == other.temperatureRise.window { temperatureRise = other.temperatureRise }
+        if energy.lengthSeconds == other.energy.lengthSeconds { energy = other.energy }
+        interlocks.adopt(other.interlocks)
+    }
+}
+
+extension DroopController {
+    /// Carries the latched pre-disturbance power and the response's present output over.
+    mutating func adopt(_ other: DroopController) {
+        latchedBase = other.latchedBase
+        response.reset(to: other.response.output)
+    }
+}
+
+extension InterlockEngine {
+    /// Carries each rule's state over by code.
+    mutating func adopt(_ other: InterlockEngine) {
+        for (index, rule) in rules.enumerated() {
+            guard let old = other.rules.firstIndex(where: { $0.code == rule.code }) else { continue }
+            states[index] = other.states[old]
+            lastValues[index] = other.lastValues[old]
+        }
+    }
+}
+
+extension SiteController {
+    /// Takes over every unit's running state from `old`; `mapping[i]` is unit i's index in `old`.
+    public func adopt(from old: SiteController, mapping: [Int?]) {
+        // Time goes on from the old controller's last step, so ramps do not see one long step.
+        lastStep = old.lastStep
+        cycles = old.cycles
+        if rocof.window == old.rocof.window { rocof = old.rocof }
+        for (i, j) in mapping.enumerated() where i < units.count {
+            guard let j, j < old.units.count else { continue }
+            units[i].adopt(old.units[j])
+        }
     }
 }

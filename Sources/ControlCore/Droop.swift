@@ -124,7 +124,7 @@ public struct FirstOrderResponse: Sendable {
 /// limits used for schedule changes.
 public struct DroopController: Sendable {
     public let curve: DroopCurve
-    public private(set) var latchedBase: Watts?
+    public internal(set) var latchedBase: Watts?
     var response: FirstOrderResponse
 
     public init(settings: DroopSettings) {

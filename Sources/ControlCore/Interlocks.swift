@@ -364,7 +364,7 @@ public struct ResetOutcome: Sendable, Equatable {
 /// The interlock table of one unit with each rule's state.
 public struct InterlockEngine: Sendable {
     public let rules: [InterlockRule]
-    public private(set) var states: [RuleState]
+    public internal(set) var states: [RuleState]
     /// The value each rule saw last (NaN when unknown), used to decide a reset.
     var lastValues: [Double]
 

@@ -4,14 +4,14 @@
 /// wall clock. Storage is allocated at init; a steady-state `step` allocates nothing.
 public final class SiteController {
     public let control: ControlSettings
-    public private(set) var units: [UnitController]
+    public internal(set) var units: [UnitController]
     /// Events for the logging thread; drain after each step.
     public var events: EventRing
     /// Energy blocks closed by recent steps; drain after each step.
     public private(set) var closedBlocks: [EnergyBlock]
     public private(set) var site = SiteConditions()
     /// Steps taken.
-    public private(set) var cycles: UInt64 = 0
+    public internal(set) var cycles: UInt64 = 0
     var rocof: SlopeEstimator
     var lastStep: MonotonicInstant?
     let droopCurve: DroopCurve

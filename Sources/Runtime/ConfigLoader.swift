@@ -103,7 +103,16 @@ public enum ConfigLoader {
         }
         let simulation = decodeSimulation(top.fields("simulation"), grid?.droop.nominal.value ?? 50,
                                           units: units?.map(\.id) ?? [], file: r.file, r)
-        top.finish(known: "mode, period_ms, control_socket, state_directory, bess_units, grid_integration, limits, interlocks, aggregator, simulation")
+        var realtime: RealtimeSettings?
+        if let rt = top.fields("realtime") {
+            let priority = rt.int("priority", default: 60, range: 1...99)!
+            let lock = rt.bool("lock_memory", default: true)
+            let latency = rt.int("cpu_dma_latency_us", range: 0...10_000, unit: "µs")
+            rt.finish(known: "priority, lock_memory, cpu_dma_latency_us")
+            realtime = RealtimeSettings(priority: priority, lockMemory: lock,
+                                        cpuDMALatencyMicroseconds: rt.has("cpu_dma_latency_us") ? latency : 0)
+        }
+        top.finish(known: "mode, period_ms, control_socket, state_directory, bess_units, grid_integration, limits, interlocks, aggregator, simulation, realtime")
         guard let grid, let units else { return nil }
         if grid.frequencySource == .inverter, units.isEmpty {
             r.error(top.mark("grid_integration"), "grid_integration.frequency_source", "needs at least one unit")
@@ -111,7 +120,7 @@ public enum ConfigLoader {
         return BessdConfiguration(
             mode: mode, periodMs: period, controlSocket: socket, stateDirectory: state, units: units, grid: grid,
             limitRampPercentPerSecond: limitRamp, scheduleRampPercentPerSecond: scheduleRamp, interlocks: interlocks,
-            aggregator: aggregator, simulation: simulation, notices: [])
+            aggregator: aggregator, simulation: simulation, realtime: realtime, notices: [])
     }
 
     static func decodeGrid(_ fields: ConfigReader.Fields?, _ r: ConfigReader, _ top: ConfigReader.Fields) -> GridConfiguration? {

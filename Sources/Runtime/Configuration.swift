@@ -193,6 +193,8 @@ public struct BessdConfiguration: Sendable {
     public var interlocks: [TripCode: InterlockOverride]
     public var aggregator: AggregatorConfiguration?
     public var simulation: SimulationConfiguration
+    /// Real-time scheduling of the cycle thread, when asked for.
+    public var realtime: RealtimeSettings?
     /// Notices about keys that load but do nothing in bessd.
     public var notices: [ConfigDiagnostic]
 

@@ -10,12 +10,18 @@ let stopRequested = Atomic<Bool>(false)
 /// Asks a running loop to stop (what SIGINT and SIGTERM do).
 public func requestStop() { stopRequested.store(true, ordering: .relaxed) }
 
-/// Installs SIGINT/SIGTERM handlers that stop the run loop cleanly.
+/// Set by SIGHUP; the service loop reloads the configuration.
+let reloadRequested = Atomic<Bool>(false)
+
+/// Installs SIGINT/SIGTERM handlers that stop the run loop cleanly, and SIGHUP for a reload.
 public func installStopHandlers() {
     stopRequested.store(false, ordering: .relaxed)
+    reloadRequested.store(false, ordering: .relaxed)
     let handler: @convention(c) (Int32) -> Void = { _ in stopRequested.store(true, ordering: .relaxed) }
     signal(SIGINT, handler)
     signal(SIGTERM, handler)
+    let hup: @convention(c) (Int32) -> Void = { _ in reloadRequested.store(true, ordering: .relaxed) }
+    signal(SIGHUP, hup)
 }
 
 /// Why a run could not start.
@@ -36,8 +42,8 @@ public struct RunSummary: Sendable {
 /// Runs the control law against the built-in simulated site: every device simulated in-process,
 /// stamped with the monotonic instant it was sampled, on absolute deadlines.
 public final class SiteRunner {
-    public let configuration: BessdConfiguration
-    public let controller: SiteController
+    public private(set) var configuration: BessdConfiguration
+    public private(set) var controller: SiteController
     public private(set) var units: [SimulatedUnit]
     var grid: GridFrequency
     var inputs: [UnitInputs]
@@ -183,6 +189,55 @@ public final class SiteRunner {
         stopWorkers()
     }
 
+    /// Applies a reloaded configuration while the cycle is paused. The units and their devices must
+    /// be the same (ids, order, Modbus and CAN settings); control settings, interlocks, droop, limits and
+    /// the simulation may change. Running state (latches included) is carried over.
+    public func reconfigure(_ new: BessdConfiguration, now: MonotonicInstant) throws(RunError) {
+        let old = configuration
+        guard new.units.map(\.id) == old.units.map(\.id) else {
+            throw RunError(code: "RELOAD_REFUSED", message: "the units changed; restart bessd to apply a new unit list")
+        }
+        for (a, b) in zip(old.units, new.units) where a.modbus != b.modbus || a.bms != b.bms || a.inverter != b.inverter
+            || old.isSimulated(inverterOf: a) != new.isSimulated(inverterOf: b) || old.isSimulated(bmsOf: a) != new.isSimulated(bmsOf: b)
+        {
+            throw RunError(code: "RELOAD_REFUSED", message: "unit \(a.id): its devices changed; restart bessd to apply")
+        }
+        guard new.mode == old.mode, new.grid.frequencySource == old.grid.frequencySource else {
+            throw RunError(code: "RELOAD_REFUSED", message: "mode or frequency_source changed; restart bessd to apply")
+        }
+        let fresh = SiteController(control: new.controlSettings, units: new.unitSettings, startedAt: startedAt,
+                                   expectsFrequency: true)
+        fresh.adopt(from: controller, mapping: new.units.indices.map { $0 })
+        controller.events.drain { fresh.events.push($0) }
+        controller = fresh
+        configuration = new
+    }
+
+    /// Sets (or clears) a unit's operator override.
+    public func setOverride(_ command: PowerCommand?, unit: Int) { inputs[unit].override = command }
+
+    /// Writes unit `i`'s operator view into `status` (no allocation).
+    func fill(_ status: inout UnitStatus, unit i: Int, now: MonotonicInstant) {
+        let d = controller.decision(unit: i)
+        status.state = d.state
+        status.soc = d.soc?.value ?? .nan
+        status.power = d.measuredPower?.value ?? .nan
+        status.setpoint = d.setpoint.value
+        status.droop = d.droop.value
+        status.allowedCharge = d.allowedCharge.value
+        status.allowedDischarge = d.allowedDischarge.value
+        status.active = d.activeCodes
+        status.latched = d.latchedCodes
+        status.mode = controller.units[i].mode
+        if let o = inputs[i].override, o.expiresAt > now {
+            status.overrideW = o.power.value
+            status.overrideRemaining = o.expiresAt.seconds(since: now)
+        } else {
+            status.overrideW = nil
+            status.overrideRemaining = 0
+        }
+    }
+
     /// Sets a unit's dispatch (tests, and the aggregator later).
     public func setDispatch(_ command: PowerCommand?, unit: Int) { inputs[unit].dispatch = command }
 
@@ -196,67 +251,25 @@ public final class SiteRunner {
 
     /// One status line: time, frequency, and per unit state, SOC, power, setpoint and active codes.
     public func statusLine(now: MonotonicInstant) -> String {
-        var text = "t=\(Int(now.seconds(since: startedAt).rounded()))s"
-        if let f = controller.site.frequency { text += " f=\(fixed(f.value, 3))Hz" } else { text += " f=--" }
-        for (i, unit) in configuration.units.enumerated() {
-            let d = controller.decision(unit: i)
-            let soc = d.soc.map { "\(fixed($0.value, 1))%" } ?? "--"
-            let power = d.measuredPower.map { signed($0.kilowatts) } ?? "--"
-            var names = d.activeCodes.map { "\($0.name)" }
-            if let fault = bmsSlots[i]?.fault { names.append(fault) }
-            if let fault = slots[i]?.lastError { names.append(fault) }
-            let codes = names.isEmpty ? "ok" : names.joined(separator: ",")
-            text += " | \(unit.id) \(d.state) SOC \(soc) P \(power)kW SP \(signed(d.setpoint.kilowatts))kW"
-                + " droop \(signed(d.droop.kilowatts))kW [\(codes)]"
-        }
-        return text
+        var statuses = [UnitStatus](repeating: UnitStatus(), count: units.count)
+        for i in units.indices { fill(&statuses[i], unit: i, now: now) }
+        return StatusText.line(configuration: configuration, units: statuses,
+                               frequency: controller.site.frequency?.value ?? .nan,
+                               elapsed: now.seconds(since: startedAt), busFaults: busFaults())
     }
 
-    /// Runs on absolute deadlines until `duration` seconds have passed or a stop is requested.
-    public func run(duration: Double?, statusEvery: Double = 1) -> RunSummary {
-        let period = Int64(configuration.periodMs) * 1_000_000
-        var deadline = MonotonicClock.now()
-        let end = duration.map { deadline + .seconds(fromDouble: $0) }
-        var nextStatus = deadline
-        var summary = RunSummary(cycles: 0, overruns: 0, maxLatenessMicroseconds: 0)
-        SystemdNotify.send("READY=1\nSTATUS=\(configuration.mode.rawValue), \(units.count) unit(s), starting")
-        while !stopRequested.load(ordering: .relaxed) {
-            deadline = MonotonicInstant(nanoseconds: deadline.nanoseconds + period)
-            MonotonicClock.sleep(until: deadline)
-            let now = MonotonicClock.now()
-            let lateness = now.nanoseconds - deadline.nanoseconds
-            summary.maxLatenessMicroseconds = max(summary.maxLatenessMicroseconds, lateness / 1000)
-            if lateness > period {
-                // Missed at least one deadline: count it and re-phase instead of bursting.
-                summary.overruns += 1
-                deadline = MonotonicInstant(nanoseconds: now.nanoseconds - now.nanoseconds % period)
-            }
-            step(now: now, wallClock: MonotonicClock.wallClock())
-            summary.cycles += 1
-            flushEvents()
-            if now >= nextStatus {
-                output(statusLine(now: now))
-                SystemdNotify.send("STATUS=" + notifyStatus(overruns: summary.overruns))
-                nextStatus = now + .seconds(fromDouble: statusEvery)
-            }
-            if let end, now >= end { break }
-        }
-        SystemdNotify.send("STOPPING=1")
-        return summary
+    /// True once every real device has answered or failed at least once.
+    public var devicesProbed: Bool {
+        let inverters = slots.allSatisfy { slot in slot.map { $0.reading != nil || $0.lastError != nil } ?? true }
+        let bms = bmsSlots.allSatisfy { slot in slot.map { $0.snapshot.newestTakenAt != nil || $0.fault != nil } ?? true }
+        return inverters && bms
     }
 
-    /// The one-line status `systemctl status` shows: mode, units running, trips, cycle health.
-    func notifyStatus(overruns: UInt64) -> String {
-        var running = 0
-        var tripped = TripCodeSet()
-        for i in units.indices {
-            let d = controller.decision(unit: i)
-            if d.state.mayOperate { running += 1 }
-            for code in d.activeCodes { tripped.insert(code) }
-        }
-        let trips = tripped.isEmpty ? "no trips" : tripped.map { "\($0.name)" }.joined(separator: ",")
-        return "\(configuration.mode.rawValue): \(running)/\(units.count) units running, \(trips), \(overruns) overruns"
+    /// Bus faults per unit (CAN interface, Modbus), for the status line.
+    public func busFaults() -> [[String]] {
+        units.indices.map { i in [bmsSlots[i]?.fault, slots[i]?.lastError].compactMap { $0 } }
     }
+
 }
 
 func fixed(_ value: Double, _ digits: Int) -> String {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import ControlCore
+import Foundation
 import Runtime
 
 @main
@@ -8,7 +9,7 @@ struct Bessctl: ParsableCommand {
         commandName: "bessctl",
         abstract: "Operator tool for bessd.",
         version: BessdVersion.string,
-        subcommands: [Codes.self])
+        subcommands: [Status.self, Faults.self, Reset.self, Mode.self, Override.self, Codes.self])
 }
 
 /// Lists every interlock code with its default rule, so a field engineer can read a trip without the docs.
@@ -68,5 +69,166 @@ struct Codes: ParsableCommand {
     static func number(_ value: Double) -> String {
         let rounded = (value * 1000).rounded() / 1000
         return rounded == rounded.rounded() ? String(Int64(rounded)) : String(rounded)
+    }
+}
+
+/// `--socket PATH`, shared by every verb that talks to bessd.
+struct SocketOption: ParsableArguments {
+    @Option(name: .long, help: "bessd's control socket.")
+    var socket: String = "/run/bessd/control.sock"
+
+    /// Sends a request; prints bessd's error and exits non-zero when it refuses.
+    func send(_ request: [String: Any]) throws -> [String: Any] {
+        let answer: [String: Any]
+        do {
+            answer = try ControlClient.request(request, socket: socket)
+        } catch {
+            FileHandle.standardError.write(Data("bessctl: \(error)\n".utf8))
+            throw ExitCode(3)
+        }
+        guard answer["ok"] as? Bool == true else {
+            let code = answer["code"] as? String ?? "ERROR"
+            FileHandle.standardError.write(Data("bessctl: \(code): \(answer["message"] as? String ?? "refused")\n".utf8))
+            throw ExitCode(2)
+        }
+        return answer
+    }
+}
+
+func number(_ value: Any?, scale: Double = 1, digits: Int = 1) -> String {
+    guard let n = (value as? NSNumber)?.doubleValue, n.isFinite else { return "--" }
+    return String(format: "%.\(digits)f", n / scale)
+}
+
+func json(_ object: [String: Any]) -> String {
+    let data = (try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])) ?? Data()
+    return String(decoding: data, as: UTF8.self)
+}
+
+/// A table a person reads at a glance.
+struct Status: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show every unit's state, power and trips, and cycle health.")
+    @OptionGroup var connection: SocketOption
+    @Flag(help: "Print bessd's answer as JSON.") var json = false
+
+    func run() throws {
+        let answer = try connection.send(["verb": "status"])
+        if json {
+            print(bessctl.json(answer))
+            return
+        }
+        let cycle = answer["cycle"] as? [String: Any] ?? [:]
+        print("bessd \(answer["version"] ?? "?")  mode \(answer["mode"] ?? "?")  f \(number(answer["frequency_hz"], digits: 3)) Hz  "
+              + "cycle \(cycle["period_ms"] ?? "?") ms  jitter p99 \(cycle["jitter_p99_us"] ?? "?") µs  max \(cycle["jitter_max_us"] ?? "?") µs  "
+              + "overruns \(cycle["overruns"] ?? "?")")
+        let header = ["UNIT", "STATE", "MODE", "SOC %", "POWER kW", "SETPOINT kW", "TRIPS"]
+        var rows = [header]
+        for unit in answer["units"] as? [[String: Any]] ?? [] {
+            let trips = (unit["trips"] as? [String] ?? []).map { code in
+                (unit["latched"] as? [String] ?? []).contains(code) ? code + " (latched)" : code
+            }
+            var mode = unit["mode"] as? String ?? "?"
+            if let o = unit["override"] as? [String: Any] {
+                mode += " override \(number(o["power_w"], scale: 1000)) kW \(number(o["remaining_s"], digits: 0)) s"
+            }
+            rows.append([unit["id"] as? String ?? "?", unit["state"] as? String ?? "?", mode, number(unit["soc_percent"]),
+                         number(unit["power_w"], scale: 1000), number(unit["setpoint_w"], scale: 1000),
+                         trips.isEmpty ? "-" : trips.joined(separator: ", ")])
+        }
+        let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
+        for row in rows {
+            print(row.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
+                .joined(separator: "  "))
+        }
+    }
+}
+
+struct Faults: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List active trips with what they mean; latched ones need bessctl reset.")
+    @OptionGroup var connection: SocketOption
+
+    func run() throws {
+        let faults = try connection.send(["verb": "faults"])["faults"] as? [[String: Any]] ?? []
+        if faults.isEmpty {
+            print("no active faults")
+            return
+        }
+        for fault in faults {
+            let latched = fault["latched"] as? Bool == true ? " LATCHED (bessctl reset)" : ""
+            print("\(fault["unit"] ?? "?")  \(fault["code"] ?? "?")\(latched)\n    \(fault["explanation"] ?? "")")
+        }
+    }
+}
+
+struct Reset: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Reset latched faults of one unit (or all); refused while a condition is still present.")
+    @OptionGroup var connection: SocketOption
+    @Argument(help: "The unit id (default: every unit).") var unit: String?
+
+    func run() throws {
+        var request: [String: Any] = ["verb": "reset"]
+        if let unit { request["unit"] = unit }
+        let answer = try connection.send(request)
+        let cleared = answer["cleared"] as? [String] ?? []
+        let refused = answer["refused"] as? [String] ?? []
+        print("cleared: \(cleared.isEmpty ? "none" : cleared.joined(separator: ", "))")
+        if !refused.isEmpty {
+            print("still latched (condition present or unknown): \(refused.joined(separator: ", "))")
+            throw ExitCode(1)
+        }
+    }
+}
+
+struct Mode: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Set auto (normal operation) or standby (no power).")
+    @OptionGroup var connection: SocketOption
+    @Argument(help: "auto or standby") var mode: String
+    @Option(help: "Only this unit.") var unit: String?
+
+    func validate() throws {
+        guard mode == "auto" || mode == "standby" else { throw ValidationError("mode must be auto or standby") }
+    }
+
+    func run() throws {
+        var request: [String: Any] = ["verb": "mode", "mode": mode]
+        if let unit { request["unit"] = unit }
+        _ = try connection.send(request)
+        print("mode \(mode)\(unit.map { " on \($0)" } ?? " on every unit")")
+    }
+}
+
+struct Override: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Hold a unit at a power for a while (still inside every interlock), e.g. --power-kw -20 --for 15m.")
+    @OptionGroup var connection: SocketOption
+    @Option(help: "The unit id.") var unit: String
+    @Option(name: .customLong("power-kw"), help: "Power in kW, + = discharge.") var powerKw: Double?
+    @Option(name: .customLong("for"), help: "How long: 90s, 15m, 2h (mandatory with --power-kw).") var duration: String?
+    @Flag(help: "End the override now.") var clear = false
+
+    static func seconds(_ text: String) -> Double? {
+        let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600]
+        if let last = text.last, let scale = units[last], let value = Double(text.dropLast()) { return value * scale }
+        return Double(text)
+    }
+
+    func validate() throws {
+        if clear { return }
+        guard powerKw != nil else { throw ValidationError("give --power-kw and --for, or --clear") }
+        guard let duration, let seconds = Self.seconds(duration), seconds >= 1 else {
+            throw ValidationError("an override needs an expiry: --for 90s, 15m or 2h")
+        }
+    }
+
+    func run() throws {
+        if clear {
+            _ = try connection.send(["verb": "override", "unit": unit, "clear": true])
+            print("override on \(unit) cleared")
+            return
+        }
+        let seconds = Self.seconds(duration ?? "") ?? 0
+        _ = try connection.send(["verb": "override", "unit": unit, "power_kw": powerKw ?? 0, "for_s": seconds])
+        print("override on \(unit): \(powerKw ?? 0) kW for \(Int(seconds)) s (interlocks still apply)")
     }
 }

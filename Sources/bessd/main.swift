@@ -1,6 +1,7 @@
 import ArgumentParser
 import ControlCore
 import Foundation
+import Logging
 import Runtime
 
 @main
@@ -54,8 +55,11 @@ struct Run: ParsableCommand {
     @Option(name: .long, help: "Stop after this many seconds (default: run until SIGINT/SIGTERM).")
     var duration: Double?
 
-    @Option(name: .long, help: "Seconds between status lines.")
+    @Option(name: .long, help: "Seconds between live status lines on stdout; 0 for none (as under systemd).")
     var statusEvery: Double = 1
+
+    @Option(name: .long, help: "Where log entries go: auto (journald when it listens, else stdout), journal, stdout.")
+    var log: String = "auto"
 
     func run() throws {
         let loaded: BessdConfiguration
@@ -69,24 +73,31 @@ struct Run: ParsableCommand {
             for diagnostic in error.diagnostics { FileHandle.standardError.write(Data("\(diagnostic)\n".utf8)) }
             throw ExitCode(ExitStatus.invalidConfiguration)
         }
-        for notice in loaded.notices { say("notice: \(notice)") }
-        let runner: SiteRunner
+        let useJournal = log == "journal" || (log == "auto" && JournalLogHandler.isAvailable)
+        let logger = Logger(label: "bessd") { _ -> any LogHandler in
+            if useJournal { return JournalLogHandler(identifier: "bessd") }
+            return LineLogHandler(write: say)
+        }
+        let daemon: Daemon
         do {
-            runner = try SiteRunner(configuration: loaded, startedAt: MonotonicClock.now(), output: say)
+            daemon = try Daemon(configuration: loaded, configPath: config.map(absolute), logger: logger, say: say)
         } catch {
             FileHandle.standardError.write(Data("bessd: \(error)\n".utf8))
             throw ExitCode(ExitStatus.cannotRun)
         }
-        installStopHandlers()
-        runner.startWorkers()
-        say("bessd \(BessdVersion.string): \(loaded.mode.rawValue) site, \(loaded.units.count) unit(s), period \(loaded.periodMs) ms; Ctrl-C stops")
-        let summary = runner.run(duration: duration, statusEvery: statusEvery)
-        runner.commandSafeSetpoints()
-        say("bessd stopped: \(summary.cycles) cycles, \(summary.overruns) overruns, max lateness \(summary.maxLatenessMicroseconds) µs; setpoints zeroed")
+        if statusEvery > 0 {
+            say("bessd \(BessdVersion.string): \(loaded.mode.rawValue) site, \(loaded.units.count) unit(s), period \(loaded.periodMs) ms; Ctrl-C stops")
+        }
+        let status = daemon.run(duration: duration, statusEvery: statusEvery)
+        if status != 0 { throw ExitCode(status) }
+    }
+
+    func absolute(_ path: String) -> String {
+        path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
     }
 }
 
 /// Writes a line to standard output at once (no buffering, so `make sim | tee` shows it live).
-func say(_ line: String) {
+@Sendable func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }

@@ -1,0 +1,120 @@
+import ControlCore
+import Fieldbus
+import Glibc
+import Synchronization
+
+/// The control cycle on a dedicated thread, on absolute deadlines (`clock_nanosleep`,
+/// `CLOCK_MONOTONIC`, `TIMER_ABSTIME`). Each period: take operator requests, snapshot → assess →
+/// control → command → account (SiteRunner.step), publish status and events, beat the heart. It
+/// never waits on I/O, never logs, and allocates nothing in a steady state.
+public final class CycleThread: @unchecked Sendable {
+    let runner: SiteRunner
+    public let shared: SharedState
+    let periodNanoseconds: Int64
+    let realtime: RealtimeSettings?
+    private let worker = WorkerThread()
+    let heartbeat = Atomic<UInt64>(0)
+
+    /// Cycles completed (the watchdog's heartbeat).
+    public var cyclesCompleted: UInt64 { heartbeat.load(ordering: .relaxed) }
+    /// Notices from applying the real-time settings on the thread itself.
+    private let threadNotice = Mutex<String?>(nil)
+
+    public init(runner: SiteRunner, shared: SharedState) {
+        self.runner = runner
+        self.shared = shared
+        periodNanoseconds = Int64(runner.configuration.periodMs) * 1_000_000
+        realtime = runner.configuration.realtime
+    }
+
+    /// The notice from making the thread real-time, if it was refused.
+    public var realtimeNotice: String? { threadNotice.withLock { $0 } }
+
+    public func start() {
+        worker.start(prefaultedStackBytes: realtime == nil ? nil : 512 * 1024) { [self] in loop() }
+    }
+
+    /// Stops after the current cycle.
+    public func stop() { worker.stop() }
+
+    private func loop() {
+        var isRealtime = false
+        if let realtime {
+            let notice = Realtime.applyToCurrentThread(realtime)
+            threadNotice.withLock { $0 = notice }
+            isRealtime = notice == nil
+        }
+        let units = runner.configuration.units.count
+        var histogram = LatencyHistogram()
+        var modes = [OperatingMode?](repeating: nil, count: units)
+        var overrides = [(power: Watts, seconds: Double)?](repeating: nil, count: units)
+        var clears = [Bool](repeating: false, count: units)
+        var resets = [Bool](repeating: false, count: units)
+        var outcomes = [ResetOutcome](repeating: ResetOutcome(), count: units)
+        var taken: UInt64 = 0
+        var cycles: UInt64 = 0
+        var overruns: UInt64 = 0
+        var deadline = MonotonicClock.now().nanoseconds
+        while worker.isRunning {
+            deadline += periodNanoseconds
+            MonotonicClock.sleep(until: MonotonicInstant(nanoseconds: deadline))
+            let now = MonotonicClock.now()
+            let lateness = now.nanoseconds - deadline
+            histogram.record(microseconds: max(0, lateness) / 1000)
+            if lateness > periodNanoseconds {
+                // Missed at least one deadline: count it and re-phase rather than burst.
+                overruns &+= 1
+                deadline = now.nanoseconds - now.nanoseconds % periodNanoseconds
+            }
+
+            // Operator requests, copied out under the lock into storage allocated above.
+            var pending = false
+            shared.contents.withLock { c in
+                guard c.mailbox.generation != taken else { return }
+                pending = true
+                taken = c.mailbox.generation
+                for i in 0..<units {
+                    modes[i] = c.mailbox.mode[i]
+                    overrides[i] = c.mailbox.override[i]
+                    clears[i] = c.mailbox.clearOverride[i]
+                    resets[i] = c.mailbox.reset[i]
+                    c.mailbox.mode[i] = nil
+                    c.mailbox.override[i] = nil
+                    c.mailbox.clearOverride[i] = false
+                    c.mailbox.reset[i] = false
+                }
+            }
+            if pending {
+                for i in 0..<units {
+                    if let mode = modes[i] { runner.controller.setMode(mode, unit: i) }
+                    if let o = overrides[i] {
+                        runner.setOverride(PowerCommand(power: o.power, expiresAt: now + .seconds(fromDouble: o.seconds)), unit: i)
+                    }
+                    if clears[i] { runner.setOverride(nil, unit: i) }
+                    // A reset is an operator action, not the steady state: its small result array may allocate.
+                    if resets[i] { outcomes[i] = runner.controller.reset(unit: i, now: now).first?.outcome ?? ResetOutcome() }
+                }
+            }
+
+            runner.step(now: now, wallClock: MonotonicClock.wallClock())
+            cycles &+= 1
+
+            shared.contents.withLock { c in
+                for i in 0..<units { runner.fill(&c.units[i], unit: i, now: now) }
+                c.stats.periodMs = runner.configuration.periodMs
+                c.stats.cycles = cycles
+                c.stats.overruns = overruns
+                c.stats.lastLatenessMicroseconds = lateness / 1000
+                c.stats.histogram.copy(from: histogram)
+                c.stats.frequency = runner.controller.site.frequency?.value ?? .nan
+                c.stats.realtime = isRealtime
+                runner.controller.events.drain { c.events.push($0) }
+                if pending {
+                    for i in 0..<units where resets[i] { c.resetOutcomes[i] = outcomes[i] }
+                    c.appliedGeneration = taken
+                }
+            }
+            heartbeat.add(1, ordering: .relaxed)
+        }
+    }
+}
