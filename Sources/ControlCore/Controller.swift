@@ -217,8 +217,12 @@ public struct UnitController: Sendable {
         schedule += ControlMath.clamp(command - schedule, -step, step)
         if !schedule.isFinite { schedule = 0 }
 
+        // An operator override acts at once even during a frequency event; dispatch waits for the
+        // event to end (IEEE 1547's latched pre-disturbance power).
+        let overriding = inputs.override.map { $0.expiresAt > now && $0.power.value.isFinite } ?? false
         let (base, droopPower) = droop.step(
-            frequency: site.frequency, schedule: Watts(schedule), rating: Watts(rating), elapsedSeconds: dt)
+            frequency: site.frequency, schedule: Watts(schedule), rating: Watts(rating), elapsedSeconds: dt,
+            followSchedule: overriding)
         let request = base.value + droopPower.value
         let setpoint = ControlMath.clamp(request, -chargeLimit, dischargeLimit)
 

@@ -142,12 +142,14 @@ public struct DroopController: Sendable {
     ///   - rating: the unit's rated power, the per-unit base.
     ///   - elapsedSeconds: time since the previous step.
     /// - Returns: the base (latched `p_pre` during an event, else `schedule`) and the droop part.
+    ///   - followSchedule: true when the schedule must act even during an event (an operator override);
+    ///     the latched base then follows it.
     public mutating func step(
-        frequency: Hertz?, schedule: Watts, rating: Watts, elapsedSeconds: Double
+        frequency: Hertz?, schedule: Watts, rating: Watts, elapsedSeconds: Double, followSchedule: Bool = false
     ) -> (base: Watts, droop: Watts) {
         var target = 0.0
         if let frequency, curve.settings.enabled, !curve.isInsideDeadband(frequency) {
-            if latchedBase == nil { latchedBase = schedule }
+            if latchedBase == nil || followSchedule { latchedBase = schedule }
             target = curve.perUnitChange(at: frequency) * rating.value
         } else {
             latchedBase = nil

@@ -22,6 +22,11 @@ public func installStopHandlers() {
     signal(SIGTERM, handler)
     let hup: @convention(c) (Int32) -> Void = { _ in reloadRequested.store(true, ordering: .relaxed) }
     signal(SIGHUP, hup)
+    // A parent may have spawned us with these blocked; a service must always hear them.
+    var set = sigset_t()
+    sigemptyset(&set)
+    for number in [SIGINT, SIGTERM, SIGHUP] { sigaddset(&set, number) }
+    pthread_sigmask(SIG_UNBLOCK, &set, nil)
 }
 
 /// Why a run could not start.

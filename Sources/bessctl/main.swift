@@ -200,10 +200,10 @@ struct Mode: ParsableCommand {
 
 struct Override: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Hold a unit at a power for a while (still inside every interlock), e.g. --power-kw -20 --for 15m.")
+        abstract: "Hold a unit at a power for a while (still inside every interlock), e.g. --power-kw=-20 --for 15m.")
     @OptionGroup var connection: SocketOption
     @Option(help: "The unit id.") var unit: String
-    @Option(name: .customLong("power-kw"), help: "Power in kW, + = discharge.") var powerKw: Double?
+    @Option(name: .customLong("power-kw"), help: "Power in kW, + = discharge; write a charge as --power-kw=-20.") var powerKw: Double?
     @Option(name: .customLong("for"), help: "How long: 90s, 15m, 2h (mandatory with --power-kw).") var duration: String?
     @Flag(help: "End the override now.") var clear = false
 

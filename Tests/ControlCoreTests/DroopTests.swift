@@ -158,3 +158,24 @@ struct DroopTests {
 extension DroopTests.Vector {
     init(_ pair: (Double, Double)) { self.init(hz: pair.0, kw: pair.1) }
 }
+
+@Suite("Overrides during a frequency event")
+struct OverrideDuringEventTests {
+    @Test("an operator override acts at once during an event; dispatch waits for it to end")
+    func overrideFollows() {
+        let site = Fixture.site(limitRamp: 1000, scheduleRamp: 1000)
+        Fixture.run(site, seconds: 3, frequency: 49.8)  // event under way: base latched at 0, droop +4 kW
+        var decision = Fixture.run(site, from: 3, seconds: 1, frequency: 49.8) { now in
+            var inputs = Fixture.healthyInputs(at: now)
+            inputs.dispatch = PowerCommand(power: .kilowatts(-30), expiresAt: Fixture.instant(100))
+            return inputs
+        }
+        #expect(abs(decision.setpoint.kilowatts - 4) < 1e-6)  // dispatch held off
+        decision = Fixture.run(site, from: 4, seconds: 1, frequency: 49.8) { now in
+            var inputs = Fixture.healthyInputs(at: now)
+            inputs.override = PowerCommand(power: .kilowatts(-30), expiresAt: Fixture.instant(100))
+            return inputs
+        }
+        #expect(abs(decision.setpoint.kilowatts + 26) < 1e-6)  // −30 + 4 kW droop
+    }
+}
