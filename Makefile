@@ -12,7 +12,13 @@ DEBIAN_PACKAGES := pkg-config libmodbus-dev libsocketcan-dev libsystemd-dev
 # Test-time peers no one here wrote: mbpoll (Modbus client), can-utils, socat (RTU pty pairs), python3-pip.
 TEST_PACKAGES := mbpoll can-utils socat python3-pip
 
-.PHONY: all deps build sim check test config-check clean
+.PHONY: all deps build sim check test config-check clean install deb
+
+PREFIX ?= /usr
+DESTDIR ?=
+SYSCONFDIR ?= /etc
+VERSION := $(shell sed -n 's/.*static let string = "\(.*\)"/\1/p' Sources/Runtime/Version.swift)
+STATIC_BUILD := .build-static/release
 
 all: build
 
@@ -44,5 +50,39 @@ config-check:
 
 test: check
 
+## The daemon and CLIs with the Swift runtime linked in, for gateways without a Swift toolchain.
+static: deps
+	$(SWIFT) build -c release --static-swift-stdlib --build-path .build-static
+
+## make install [PREFIX=/usr] [DESTDIR=…]: binaries, unit, udev rules, networkd file, config, docs.
+install: static
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/systemd/system $(DESTDIR)$(PREFIX)/lib/systemd/network \
+	  $(DESTDIR)$(PREFIX)/lib/udev/rules.d $(DESTDIR)$(SYSCONFDIR)/bessd $(DESTDIR)$(PREFIX)/share/doc/bessd
+	for b in bessd bessctl bess-hil; do install -m 0755 -s $(STATIC_BUILD)/$$b $(DESTDIR)$(PREFIX)/bin/$$b; done
+	sed 's|/usr/bin/|$(PREFIX)/bin/|g; s|/etc/bessd/|$(SYSCONFDIR)/bessd/|g' systemd/bessd.service \
+	  > $(DESTDIR)$(PREFIX)/lib/systemd/system/bessd.service
+	install -m 0644 systemd/80-can-bms.network $(DESTDIR)$(PREFIX)/lib/systemd/network/
+	install -m 0644 udev/80-bess-can.rules udev/80-bess-rs485.rules $(DESTDIR)$(PREFIX)/lib/udev/rules.d/
+	test -e $(DESTDIR)$(SYSCONFDIR)/bessd/bessd.yaml || install -m 0640 config/gateway.yaml $(DESTDIR)$(SYSCONFDIR)/bessd/bessd.yaml
+	install -m 0644 README.md config/bessd.yaml docs/operations.md docs/interlocks.md docs/sunspec.md $(DESTDIR)$(PREFIX)/share/doc/bessd/
+
+## make deb: dist/bessd_VERSION_amd64.deb (Debian 12 gateways).
+deb:
+	rm -rf dist/deb && mkdir -p dist/deb/DEBIAN
+	$(MAKE) --no-print-directory install DESTDIR=$(CURDIR)/dist/deb PREFIX=/usr SYSCONFDIR=/etc
+	install -m 0755 packaging/deb/postinst packaging/deb/prerm packaging/deb/postrm dist/deb/DEBIAN/
+	echo /etc/bessd/bessd.yaml > dist/deb/DEBIAN/conffiles
+	{ echo "Package: bessd"; echo "Version: $(VERSION)"; echo "Architecture: amd64"; \
+	  echo "Maintainer: bessd maintainers <maintainers@users.noreply.b-seed-3140e5a0.example>"; \
+	  echo "Depends: libc6, libgcc-s1, libstdc++6, libmodbus5, libsocketcan2, libsystemd0, adduser"; \
+	  echo "Recommends: can-utils"; echo "Section: misc"; echo "Priority: optional"; \
+	  echo "Installed-Size: $$(du -sk dist/deb | cut -f1)"; \
+	  echo "Description: battery energy storage edge controller"; \
+	  echo " bessd reads BMS over CAN and inverters over Modbus, applies safety interlocks and 5 % droop"; \
+	  echo " frequency response, and commands one safe setpoint per battery unit. bessctl and bess-hil included."; \
+	} > dist/deb/DEBIAN/control
+	dpkg-deb --root-owner-group --build dist/deb dist/bessd_$(VERSION)_amd64.deb
+	@echo "built dist/bessd_$(VERSION)_amd64.deb"
+
 clean:
-	rm -rf .build
+	rm -rf .build .build-static dist

@@ -108,8 +108,11 @@ public struct SlopeEstimator: Sendable {
     /// - Parameters:
     ///   - window: the slope is taken between the newest sample and the oldest one inside this window.
     ///   - capacity: samples kept; if the window holds more, the slope uses the oldest kept.
+    private let spacing: Int64
+
     public init(window: Duration, capacity: Int = 64) {
         self.window = window
+        spacing = window.nanosecondsClamped / Int64(max(1, capacity / 2))
         times = [Int64](repeating: 0, count: max(2, capacity))
         values = [Double](repeating: 0, count: max(2, capacity))
     }
@@ -124,6 +127,9 @@ public struct SlopeEstimator: Sendable {
         if count > 0 {
             let newest = times[(head + count - 1) % times.count]
             guard at.nanoseconds > newest else { return }
+            // Keep samples at least window/(capacity/2) apart, so the ring always spans the window
+            // however fast samples come (at a 10 ms cycle 64 raw samples would cover 0.64 s only).
+            guard at.nanoseconds - newest >= spacing else { return }
         }
         if count == times.count {
             head = (head + 1) % times.count

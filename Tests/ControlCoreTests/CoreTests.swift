@@ -174,3 +174,31 @@ struct SiteControllerTests {
         #expect(again == 0)
     }
 }
+
+@Suite("Rise rates at fast cycles")
+struct FastCycleSlopeTests {
+    @Test("the slope is known after half the window at any sample rate (10 ms, 50 ms, 1 s)", arguments: [0.01, 0.05, 1.0])
+    func fastSamples(step: Double) {
+        var estimator = SlopeEstimator(window: .seconds(10))
+        var t = 0.0
+        while t <= 12 {
+            estimator.add(25 + 0.5 * t, at: Fixture.instant(t))
+            t += step
+        }
+        let slope = estimator.slope(at: Fixture.instant(t - step))
+        #expect(slope.map { abs($0 - 0.5) < 1e-6 } == true, "\(String(describing: slope))")
+    }
+
+    @Test("THERMAL_RUNAWAY latches at a 50 ms cycle")
+    func thermalAtFiftyMilliseconds() {
+        let site = Fixture.site()
+        Fixture.run(site, seconds: 12, period: 0.05)
+        let decision = Fixture.run(site, from: 12, seconds: 10, period: 0.05) { now in
+            var inputs = Fixture.healthyInputs(at: now)
+            let seconds = Double(now.nanoseconds) / 1e9
+            inputs.bms = Fixture.healthyBMS(at: now, temperature: 25 + 0.5 * (seconds - 12))
+            return inputs
+        }
+        #expect(decision.latchedCodes.contains(.thermalRunaway))
+    }
+}

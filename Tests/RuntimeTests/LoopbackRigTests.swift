@@ -40,7 +40,7 @@ struct LoopbackRigTests {
         plant.standardError = FileHandle.nullDevice
         try plant.run()
         usleep(500_000)
-        let bessd = try Package.run("bessd", ["run", "--config", path, "--duration", "12", "--status-every", "0.5"])
+        let bessd = try Package.run("bessd", ["run", "--config", path, "--duration", "12", "--status-every", "0.5", "--log", "stdout"])
         let plantText = String(decoding: plantOut.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         plant.waitUntilExit()
 

@@ -161,7 +161,7 @@ struct SocketCANTests {
         plant.standardError = FileHandle.nullDevice
         try plant.run()
         usleep(700_000)
-        let bessd = try Package.run("bessd", ["run", "--config", path, "--duration", "11", "--status-every", "1"])
+        let bessd = try Package.run("bessd", ["run", "--config", path, "--duration", "11", "--status-every", "1", "--log", "stdout"])
         let plantText = String(decoding: plantOut.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         plant.waitUntilExit()
         #expect(bessd.status == 0, "\(bessd.err)")
