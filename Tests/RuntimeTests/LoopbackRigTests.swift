@@ -56,3 +56,59 @@ struct LoopbackRigTests {
         #expect(plantLines.last?.contains("SP 0.0kW") == true, "\(plantLines.suffix(3))")
     }
 }
+
+@Suite("SIGKILL leaves a safe inverter", .serialized)
+struct KillRevertTests {
+    @Test("after SIGKILL the simulated inverter holds the last setpoint only until its revert timer runs out")
+    func killRevert() throws {
+        let port = LoopbackRigTests.freePort()
+        let rig = """
+            mode: hardware
+            period_ms: 100
+            control_socket: \(NSTemporaryDirectory())bessd-kill-\(getpid()).sock
+            bess_units:
+              - id: KILL_01
+                capacity_kwh: 250
+                max_power_kw: 100
+                modbus: {host: 127.0.0.1, port: \(port), timeout_ms: 200}
+                bms: {simulated: true}
+            grid_integration:
+              frequency_source: inverter
+              droop_settings: {deadband_hz: [49.9, 50.05], droop_percent: 5.0, response_time_s: 0}
+            simulation: {frequency_profile: steady, base_hz: 49.8}
+            """
+        let path = NSTemporaryDirectory() + "bessd-kill-\(getpid()).yaml"
+        try rig.write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let plant = Process()
+        plant.executableURL = Package.executable("bess-hil")
+        plant.arguments = ["plant", "--config", path, "--duration", "22"]
+        let plantOut = Pipe()
+        plant.standardOutput = plantOut
+        plant.standardError = FileHandle.nullDevice
+        try plant.run()
+        usleep(500_000)
+        let bessd = Process()
+        bessd.executableURL = Package.executable("bessd")
+        bessd.arguments = ["run", "--config", path, "--status-every", "0", "--log", "stdout"]
+        bessd.standardOutput = FileHandle.nullDevice
+        bessd.standardError = FileHandle.nullDevice
+        try bessd.run()
+        usleep(6_000_000)
+        kill(bessd.processIdentifier, SIGKILL)  // no chance to write a safe setpoint
+        bessd.waitUntilExit()
+        let lines = String(decoding: plantOut.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            .split(separator: "\n").filter { $0.hasPrefix("plant ") }
+        plant.waitUntilExit()
+        // Before the kill the inverter delivered droop; the last write armed a 10 s revert timer.
+        let delivering = lines.firstIndex { $0.contains("SP +4.0kW P +4.0kW") }
+        #expect(delivering != nil, "\(lines)")
+        // It reverted on its own afterwards, to zero power, and not at once: the setpoint was held
+        // for a while after the kill.
+        let after = lines[(delivering ?? 0)...]
+        let reverted = after.firstIndex { $0.contains("reverted") }
+        #expect(reverted != nil, "\(lines.suffix(5))")
+        if let delivering, let reverted { #expect(reverted - delivering >= 5) }
+        #expect(lines.last?.contains("SP 0.0kW P 0.0kW") == true, "\(lines.suffix(3))")
+    }
+}

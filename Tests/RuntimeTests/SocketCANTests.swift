@@ -173,4 +173,46 @@ struct SocketCANTests {
         let keepAlives = plantText.split(separator: "\n").last { $0.contains("keep-alives") }
         #expect(keepAlives.map { !$0.hasSuffix("keep-alives 0") && !$0.contains("keep-alives 0 ") } == true, "\(plantText)")
     }
+
+    @Test("BMS emulator → bessd → trips: invalid frames over CAN stop power with BMS_COMM_LOST, then it recovers")
+    func bmsFaultTrips() throws {
+        let rig = """
+            mode: hardware
+            period_ms: 100
+            bess_units:
+              - id: HIL_CAN_02
+                capacity_kwh: 250
+                max_power_kw: 100
+                inverter: {simulated: true}
+                bms: {interface: \(interface), protocol: pylontech}
+            simulation:
+              frequency_profile: steady
+              base_hz: 49.8
+              faults:
+                - {kind: bms_out_of_range, at_s: 3, duration_s: 6}
+                - {kind: bms_garbage, at_s: 3, duration_s: 6}
+            """
+        let path = NSTemporaryDirectory() + "bessd-can-fault.yaml"
+        try rig.write(toFile: path, atomically: true, encoding: .utf8)
+        let plant = Process()
+        plant.executableURL = Package.executable("bess-hil")
+        plant.arguments = ["plant", "--config", path, "--duration", "22"]
+        plant.standardOutput = FileHandle.nullDevice
+        plant.standardError = FileHandle.nullDevice
+        try plant.run()
+        usleep(300_000)
+        let bessd = try Package.run("bessd", ["run", "--config", path, "--duration", "21", "--status-every", "1", "--log", "stdout"])
+        plant.waitUntilExit()
+        let lines = bessd.out.split(separator: "\n").map(String.init)
+        let tripped = lines.firstIndex { $0.contains("HIL_CAN_02 BMS_COMM_LOST tripped") }
+        #expect(tripped != nil, "\(lines.suffix(8))")
+        let cleared = lines.firstIndex { $0.contains("HIL_CAN_02 BMS_COMM_LOST cleared") }
+        #expect(cleared != nil, "\(lines.suffix(8))")
+        if let tripped, let cleared { #expect(cleared > tripped) }
+        // Zero power while tripped (the status lines in between), droop again at the end.
+        if let tripped, let cleared {
+            #expect(lines[tripped..<cleared].filter { $0.hasPrefix("t=") }.allSatisfy { $0.contains("SP 0.0kW") })
+        }
+        #expect(lines.last { $0.hasPrefix("t=") }?.contains("SP +4.0kW") == true, "\(lines.suffix(3))")
+    }
 }

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Builds the .deb and checks it as a gateway would receive it: contents, dependencies, no Swift
+# runtime needed, the shipped config valid, the unit clean under systemd-analyze verify, and its
+# exposure rating from systemd-analyze security at 3.0 or lower.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+make --no-print-directory deb >/dev/null
+DEB=$(ls -1 dist/bessd_*_amd64.deb | tail -n 1)
+ROOT=$(mktemp -d)
+trap 'rm -rf "$ROOT"' EXIT
+dpkg-deb -x "$DEB" "$ROOT"
+fail() { echo "package: FAIL: $*" >&2; exit 1; }
+for f in usr/bin/bessd usr/bin/bessctl usr/bin/bess-hil usr/lib/systemd/system/bessd.service \
+         usr/lib/systemd/network/80-can-bms.network usr/lib/udev/rules.d/80-bess-can.rules \
+         usr/lib/udev/rules.d/80-bess-rs485.rules etc/bessd/bessd.yaml usr/share/doc/bessd/operations.md; do
+  [[ -e "$ROOT/$f" ]] || fail "missing /$f"
+done
+dpkg-deb -f "$DEB" Depends | grep -q 'libmodbus5' || fail "Depends lacks libmodbus5"
+dpkg-deb -f "$DEB" Depends | grep -q 'libsocketcan2' || fail "Depends lacks libsocketcan2"
+dpkg-deb -f "$DEB" Depends | grep -q 'libsystemd0' || fail "Depends lacks libsystemd0"
+[[ "$(dpkg-deb --ctrl-tarfile "$DEB" | tar -xO ./conffiles)" == "/etc/bessd/bessd.yaml" ]] || fail "conffiles"
+if ldd "$ROOT/usr/bin/bessd" | grep -q libswift; then fail "bessd needs the Swift runtime"; fi
+"$ROOT/usr/bin/bessd" check-config --quiet "$ROOT/etc/bessd/bessd.yaml" || fail "shipped config invalid"
+UNIT=$(mktemp -d)/bessd.service
+sed "s|/usr/bin/|$ROOT/usr/bin/|g" "$ROOT/usr/lib/systemd/system/bessd.service" > "$UNIT"
+systemd-analyze verify --man=no "$UNIT" || fail "systemd-analyze verify"
+EXPOSURE=$(systemd-analyze security --offline=true "$UNIT" 2>/dev/null | sed -n 's/.*Overall exposure level for bessd.service: \([0-9.]*\).*/\1/p')
+awk -v e="$EXPOSURE" 'BEGIN { exit !(e != "" && e <= 3.0) }' || fail "exposure $EXPOSURE above 3.0"
+echo "package: $(basename "$DEB") OK ($(du -h "$DEB" | cut -f1)); unit verified; systemd-analyze security exposure $EXPOSURE"
