@@ -58,7 +58,7 @@ struct Run: ParsableCommand {
     @Option(name: .long, help: "Seconds between live status lines on stdout; 0 for none (as under systemd).")
     var statusEvery: Double = 1
 
-    @Option(name: .long, help: "Where log entries go: auto (journald when it listens, else stdout), journal, stdout.")
+    @Option(name: .long, help: "Where log entries go: auto (journald when it listens, else stderr), journal, stderr, stdout.")
     var log: String = "auto"
 
     func run() throws {
@@ -76,7 +76,7 @@ struct Run: ParsableCommand {
         let useJournal = log == "journal" || (log == "auto" && JournalLogHandler.isAvailable)
         let logger = Logger(label: "bessd") { _ -> any LogHandler in
             if useJournal { return JournalLogHandler(identifier: "bessd") }
-            return LineLogHandler(write: say)
+            return LineLogHandler(write: log == "stdout" ? say : sayError)
         }
         let daemon: Daemon
         do {
@@ -100,4 +100,9 @@ struct Run: ParsableCommand {
 /// Writes a line to standard output at once (no buffering, so `make sim | tee` shows it live).
 @Sendable func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+/// Writes a line to standard error at once.
+@Sendable func sayError(_ line: String) {
+    FileHandle.standardError.write(Data((line + "\n").utf8))
 }

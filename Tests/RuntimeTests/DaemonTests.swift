@@ -198,4 +198,21 @@ struct DaemonTests {
         #expect(text.contains("reload refused: \(daemon.configPath):5: bess_units[0].max_power_kw: must be greater than 0"))
         #expect(text.contains("the running configuration stays"))
     }
+
+    @Test("a 10 ms period runs: cycles counted, lateness measured, no overrun storm")
+    func tenMilliseconds() throws {
+        let daemon = try RunningDaemon(yaml: daemonYAML.replacingOccurrences(of: "period_ms: 50", with: "period_ms: 10"))
+        _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
+        usleep(2_000_000)
+        let status = try daemon.request(["verb": "status"])
+        let cycle = try #require(status["cycle"] as? [String: Any])
+        #expect(cycle["period_ms"] as? Int == 10)
+        let cycles = (cycle["cycles"] as? NSNumber)?.intValue ?? 0
+        #expect(cycles >= 150)  // about 100 per second
+        let overruns = (cycle["overruns"] as? NSNumber)?.intValue ?? .max
+        #expect(overruns * 10 < cycles)
+        #expect(cycle["jitter_max_us"] != nil)
+        daemon.signal(SIGTERM)
+        #expect(daemon.finish().status == 0)
+    }
 }
