@@ -29,8 +29,22 @@ public struct SerialSettings: Sendable, Equatable {
     public var rs485: Bool
 }
 
+extension SerialSettings.Parity {
+    /// libmodbus's parity letter.
+    public var letter: Character { self == .none ? "N" : self == .even ? "E" : "O" }
+}
+
 /// A unit's Modbus endpoint.
 public struct ModbusSettings: Sendable, Equatable {
+    /// The endpoint bessd's client connects to.
+    public var endpoint: ModbusEndpoint {
+        switch transport {
+        case .tcp(let host, let port): .tcp(host: host, port: port)
+        case .rtu(let s): .rtu(device: s.device, baud: s.baud, parity: s.parity.letter, dataBits: s.dataBits,
+                               stopBits: s.stopBits, rs485: s.rs485)
+        }
+    }
+
     public var transport: ModbusTransport
     /// Modbus unit (slave) id.
     public var unitID: Int

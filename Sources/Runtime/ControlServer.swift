@@ -18,13 +18,9 @@ public final class ControlServer {
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         unlink(path)
         listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard listener >= 0, bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+        guard listener >= 0, var address = unixAddress(path) else {
             throw RunError(code: "CONTROL_SOCKET_FAILED", message: "cannot create \(path)")
         }
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in for (i, b) in bytes.enumerated() { buffer[i] = b } }
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
@@ -108,13 +104,9 @@ public enum ControlClient {
     {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard fd >= 0, bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+        guard fd >= 0, var address = unixAddress(path) else {
             throw RunError(code: "CONTROL_SOCKET_FAILED", message: "bad socket path \(path)")
         }
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in for (i, b) in bytes.enumerated() { buffer[i] = b } }
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
@@ -150,4 +142,14 @@ struct PeerCredentials {
     var pid: Int32 = 0
     var uid: UInt32 = 0
     var gid: UInt32 = 0
+}
+
+/// A `sockaddr_un` for `path`, or nil when the path does not fit (108 bytes with its terminator).
+func unixAddress(_ path: String) -> sockaddr_un? {
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(path.utf8)
+    guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return nil }
+    withUnsafeMutableBytes(of: &address.sun_path) { buffer in for (i, b) in bytes.enumerated() { buffer[i] = b } }
+    return address
 }

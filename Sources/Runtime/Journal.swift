@@ -77,11 +77,7 @@ public struct JournalLogHandler: LogHandler {
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { b in
-            for (i, c) in "/run/systemd/journal/socket".utf8.enumerated() { b[i] = c }
-        }
+        guard var address = unixAddress("/run/systemd/journal/socket") else { return false }
         return withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         } == 0

@@ -60,9 +60,8 @@ public final class PlantRig {
             switch modbus.transport {
             case .tcp(let host, let port): transport = .tcp(host: host, port: port)
             case .rtu(let serial):
-                let parity: Character = serial.parity == .none ? "N" : serial.parity == .even ? "E" : "O"
-                transport = .rtu(device: serial.device, baud: serial.baud, parity: parity, dataBits: serial.dataBits,
-                                 stopBits: serial.stopBits, unitID: modbus.unitID)
+                transport = .rtu(device: serial.device, baud: serial.baud, parity: serial.parity.letter,
+                                 dataBits: serial.dataBits, stopBits: serial.stopBits, unitID: modbus.unitID)
             }
             do {
                 let server = try SunSpecServer(transport: transport, profile: SunSpecDeviceProfile(ratingW: unit.maxPowerKW * 1000))

@@ -99,14 +99,7 @@ public final class SiteRunner {
         var groups: [(ModbusEndpoint, Int, [InverterWorker.Device])] = []
         for (index, unit) in c.units.enumerated() {
             guard let slot = slots[index], let modbus = unit.modbus else { continue }
-            let endpoint: ModbusEndpoint
-            switch modbus.transport {
-            case .tcp(let host, let port): endpoint = .tcp(host: host, port: port)
-            case .rtu(let serial):
-                let parity: Character = serial.parity == .none ? "N" : serial.parity == .even ? "E" : "O"
-                endpoint = .rtu(device: serial.device, baud: serial.baud, parity: parity, dataBits: serial.dataBits,
-                                stopBits: serial.stopBits, rs485: serial.rs485)
-            }
+            let endpoint = modbus.endpoint
             let device = InverterWorker.Device(unitID: modbus.unitID, slot: slot, registerMap: unit.inverter.registerMap)
             if let i = groups.firstIndex(where: { $0.0 == endpoint }) {
                 groups[i].2.append(device)
