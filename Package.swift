@@ -53,6 +53,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
 
+        .target(name: "Uplink", dependencies: ["ControlCore"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "bessd",
             dependencies: [
@@ -70,7 +71,7 @@ let package = Package(
         .executableTarget(
             name: "bess-hil",
             dependencies: [
-                "Plant", "Runtime", "ControlCore",
+                "Plant", "Runtime", "ControlCore", "Uplink",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
@@ -89,6 +90,7 @@ let package = Package(
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             swiftSettings: swiftSettings),
+        .testTarget(name: "UplinkTests", dependencies: ["Uplink"], swiftSettings: swiftSettings),
         .testTarget(name: "PlantTests", dependencies: ["Plant", "ControlCore", "Fieldbus"], swiftSettings: swiftSettings),
         .testTarget(
             name: "RuntimeTests",

@@ -2,6 +2,8 @@ import ArgumentParser
 import Foundation
 import Plant
 import Runtime
+import Uplink
+import Glibc
 
 @main
 struct BessHil: ParsableCommand {
@@ -9,7 +11,7 @@ struct BessHil: ParsableCommand {
         commandName: "bess-hil",
         abstract: "Hardware-in-loop plant: simulated batteries, inverters and grid.",
         version: BessdVersion.string,
-        subcommands: [PlantCommand.self, Battery.self, Frequency.self])
+        subcommands: [PlantCommand.self, Battery.self, Frequency.self, SpoolWriter.self])
 }
 
 /// Runs the battery model at a constant power and prints its trajectory as CSV.
@@ -115,5 +117,40 @@ struct PlantCommand: ParsableCommand {
         }
         rig.run(duration: duration, output: say)
         say("bess-hil: stopped")
+    }
+}
+
+/// Appends records to a spool as fast as it can and prints each 1000th seq: a load generator for
+/// spool benchmarks and the kill and disk-full tests.
+struct SpoolWriter: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "spool", abstract: "Append records to a spool directory and report the rate.")
+    @Option(help: "Spool directory.") var dir: String
+    @Option(help: "Records to append.") var records: Int = 100_000
+    @Option(help: "Payload bytes per record.") var size: Int = 200
+    @Option(help: "Largest file size this process may write (simulates a full disk), bytes.") var fileSizeLimit: Int?
+
+    func run() throws {
+        if let limit = fileSizeLimit {
+            signal(SIGXFSZ, SIG_IGN)
+            var rl = rlimit(rlim_cur: rlim_t(limit), rlim_max: rlim_t(limit))
+            setrlimit(Int32(RLIMIT_FSIZE.rawValue), &rl)
+        }
+        let spool = try Spool(directory: dir)
+        let payload = [UInt8](repeating: 0x42, count: size)
+        let start = ContinuousClock.now
+        var last: UInt64 = 0
+        for i in 0..<records {
+            do {
+                last = try spool.append(payload)
+            } catch {
+                print("ERROR \(error.code) after seq \(last)")
+                throw ExitCode(4)
+            }
+            if i % 1000 == 999 { print("SEQ \(last)") }
+        }
+        spool.sync()
+        let seconds = (ContinuousClock.now - start) / .seconds(1)
+        print("DONE \(records) records in \(seconds) s: \(Int(Double(records) / max(seconds, 1e-9))) records/s, \(spool.syncs) fsyncs")
     }
 }

@@ -1,0 +1,280 @@
+import Foundation
+import Glibc
+
+/// Why the spool could not do something.
+public struct SpoolError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// `SPOOL_IO`, `SPOOL_FULL` (the disk, not the bound), `SPOOL_RECORD_TOO_LARGE`.
+    public var code: String
+    public var message: String
+    public var errno: Int32
+    public init(code: String, message: String, errno: Int32 = 0) {
+        self.code = code
+        self.message = message
+        self.errno = errno
+    }
+    public var description: String { "\(code): \(message)" }
+}
+
+/// One stored record.
+public struct SpoolRecord: Sendable, Equatable {
+    /// Site-wide sequence number: rises by one per record, across restarts.
+    public var seq: UInt64
+    public var payload: [UInt8]
+}
+
+/// What recovery found when the spool was opened.
+public struct SpoolRecovery: Sendable, Equatable {
+    /// Bytes cut from the end of a segment (a torn write at power loss).
+    public var tornBytes: Int = 0
+    /// Segments with damage in the middle, cut at the damage.
+    public var damagedSegments: Int = 0
+    public init() {}
+}
+
+/// A durable store-and-forward queue under the state directory: append-only segment files, a
+/// checksum per record, writes handed to the kernel at once (a SIGKILL loses nothing), fsync batched
+/// (a power loss loses at most one sync interval, and the torn tail is detected and cut), bounded in
+/// size (oldest segments dropped first, the drop counted), replayed in order after reconnection.
+///
+/// Record layout, little-endian: payload length (u32), CRC-32 of seq + payload (u32), seq (u64),
+/// payload.
+public final class Spool {
+    public let directory: String
+    /// Largest total size of the segments, bytes.
+    public let maxBytes: Int
+    /// Size at which a new segment starts, bytes.
+    public let segmentBytes: Int
+    /// Longest time between a write and its fsync.
+    public let syncInterval: Duration
+    public private(set) var recovery = SpoolRecovery()
+    /// The next sequence number to hand out.
+    public private(set) var nextSeq: UInt64 = 1
+    /// Everything up to this seq has been acknowledged by the aggregator.
+    public private(set) var acknowledged: UInt64 = 0
+    /// Records dropped because the bound was reached, since the spool was created.
+    public private(set) var dropped: UInt64 = 0
+    /// fsync calls made (flash wear is proportional to this, not to records).
+    public private(set) var syncs: UInt64 = 0
+
+    struct Segment {
+        var firstSeq: UInt64
+        var lastSeq: UInt64
+        var bytes: Int
+        var path: String
+    }
+    var segments: [Segment] = []
+    var fd: Int32 = -1
+    var unsynced = false
+    var lastSync = ContinuousClock.now
+    static let header = 16
+    static let maxPayload = 1 << 20
+
+    public init(directory: String, maxBytes: Int = 64 << 20, segmentBytes: Int = 4 << 20,
+                syncInterval: Duration = .seconds(1)) throws(SpoolError) {
+        self.directory = directory
+        self.maxBytes = max(maxBytes, 2 * Self.header + 64)
+        self.segmentBytes = max(1024, min(segmentBytes, self.maxBytes / 2))
+        self.syncInterval = syncInterval
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw SpoolError(code: "SPOOL_IO", message: "cannot create \(directory): \(error.localizedDescription)")
+        }
+        try loadState()
+        try recover()
+    }
+
+    deinit {
+        sync()
+        if fd >= 0 { close(fd) }
+    }
+
+    /// Records waiting for acknowledgement.
+    public var pending: UInt64 { nextSeq - 1 - min(acknowledged, nextSeq - 1) }
+    /// Bytes on disk.
+    public var bytesOnDisk: Int { segments.reduce(0) { $0 + $1.bytes } }
+
+    // MARK: writing
+
+    /// Appends one record and returns its seq. The bytes reach the kernel before this returns.
+    @discardableResult
+    public func append(_ payload: [UInt8]) throws(SpoolError) -> UInt64 {
+        guard payload.count <= Self.maxPayload else {
+            throw SpoolError(code: "SPOOL_RECORD_TOO_LARGE", message: "a record of \(payload.count) bytes")
+        }
+        let seq = nextSeq
+        var frame = [UInt8]()
+        frame.reserveCapacity(Self.header + payload.count)
+        var seqBytes = [UInt8]()
+        withUnsafeBytes(of: seq.littleEndian) { seqBytes.append(contentsOf: $0) }
+        let crc = CRC32.checksum(payload, continuing: CRC32.checksum(seqBytes))
+        withUnsafeBytes(of: UInt32(payload.count).littleEndian) { frame.append(contentsOf: $0) }
+        withUnsafeBytes(of: crc.littleEndian) { frame.append(contentsOf: $0) }
+        frame += seqBytes
+        frame += payload
+        if segments.isEmpty || segments[segments.count - 1].bytes + frame.count > segmentBytes { try startSegment(seq) }
+        try writeAll(frame)
+        segments[segments.count - 1].bytes += frame.count
+        segments[segments.count - 1].lastSeq = seq
+        nextSeq = seq + 1
+        unsynced = true
+        try enforceBound()
+        if ContinuousClock.now - lastSync >= syncInterval { sync() }
+        return seq
+    }
+
+    /// fsyncs what was written since the last sync (at most once per `syncInterval` from `append`).
+    public func sync() {
+        guard unsynced, fd >= 0 else { return }
+        fsync(fd)
+        syncs &+= 1
+        unsynced = false
+        lastSync = ContinuousClock.now
+    }
+
+    private func writeAll(_ bytes: [UInt8]) throws(SpoolError) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                let e = errno
+                // Leave no half record behind: cut back to where this record began.
+                let end = lseek(fd, 0, SEEK_END)
+                ftruncate(fd, end - off_t(offset))
+                throw SpoolError(code: e == ENOSPC || e == EDQUOT || e == EFBIG ? "SPOOL_FULL" : "SPOOL_IO",
+                                 message: "writing the spool: \(String(cString: strerror(e)))", errno: e)
+            }
+            offset += n
+        }
+    }
+
+    private func startSegment(_ firstSeq: UInt64) throws(SpoolError) {
+        sync()
+        if fd >= 0 { close(fd) }
+        let path = "\(directory)/seg-\(String(format: "%020llu", firstSeq)).log"
+        fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o640)
+        guard fd >= 0 else {
+            throw SpoolError(code: errno == ENOSPC ? "SPOOL_FULL" : "SPOOL_IO",
+                             message: "cannot create \(path): \(String(cString: strerror(errno)))", errno: errno)
+        }
+        segments.append(Segment(firstSeq: firstSeq, lastSeq: firstSeq - 1, bytes: 0, path: path))
+    }
+
+    /// Drops the oldest segments (acknowledged or not) while the spool is over its bound.
+    private func enforceBound() throws(SpoolError) {
+        while bytesOnDisk > maxBytes, segments.count > 1 {
+            let oldest = segments.removeFirst()
+            let lost = oldest.lastSeq >= oldest.firstSeq ? oldest.lastSeq - max(oldest.firstSeq, acknowledged + 1) + 1 : 0
+            if oldest.lastSeq > acknowledged { dropped &+= lost }
+            unlink(oldest.path)
+            acknowledged = max(acknowledged, oldest.lastSeq)
+            try saveState()
+        }
+    }
+
+    // MARK: reading and acknowledging
+
+    /// Up to `limit` records after `seq`, in order.
+    public func records(after seq: UInt64, limit: Int) throws(SpoolError) -> [SpoolRecord] {
+        var result: [SpoolRecord] = []
+        for segment in segments where segment.lastSeq > seq && result.count < limit {
+            let (records, _) = try Self.read(segment.path)
+            for record in records where record.seq > seq {
+                result.append(record)
+                if result.count == limit { break }
+            }
+        }
+        return result
+    }
+
+    /// Marks everything up to `seq` delivered and deletes fully delivered segments.
+    public func acknowledge(upTo seq: UInt64) throws(SpoolError) {
+        guard seq > acknowledged else { return }
+        acknowledged = min(seq, nextSeq - 1)
+        while segments.count > 1, segments[0].lastSeq <= acknowledged {
+            unlink(segments.removeFirst().path)
+        }
+        try saveState()
+    }
+
+    // MARK: state and recovery
+
+    var statePath: String { directory + "/state" }
+
+    /// `acknowledged dropped nextSeq`, written to a temporary file, fsynced and renamed.
+    private func saveState() throws(SpoolError) {
+        let text = "\(acknowledged) \(dropped) \(nextSeq)\n"
+        let temporary = statePath + ".tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o640)
+        guard fd >= 0 else { throw SpoolError(code: "SPOOL_IO", message: "cannot write \(temporary)", errno: errno) }
+        let bytes = Array(text.utf8)
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        fsync(fd)
+        close(fd)
+        guard written == bytes.count, rename(temporary, statePath) == 0 else {
+            throw SpoolError(code: errno == ENOSPC ? "SPOOL_FULL" : "SPOOL_IO", message: "cannot save the spool state", errno: errno)
+        }
+    }
+
+    private func loadState() throws(SpoolError) {
+        guard let text = try? String(contentsOfFile: statePath, encoding: .utf8) else { return }
+        let fields = text.split(separator: " ").compactMap { UInt64($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        if fields.count == 3 {
+            acknowledged = fields[0]
+            dropped = fields[1]
+            nextSeq = max(1, fields[2])
+        }
+    }
+
+    /// Reads every segment, cuts a torn or damaged tail, and continues the sequence after the last record.
+    private func recover() throws(SpoolError) {
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
+            .filter { $0.hasPrefix("seg-") && $0.hasSuffix(".log") }.sorted()
+        for (index, name) in names.enumerated() {
+            let path = "\(directory)/\(name)"
+            let (records, validBytes) = try Self.read(path)
+            let size = Int((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0)
+            if validBytes < size {
+                truncate(path, off_t(validBytes))
+                if index == names.count - 1 { recovery.tornBytes += size - validBytes } else { recovery.damagedSegments += 1 }
+            }
+            guard let first = records.first, let last = records.last else {
+                unlink(path)
+                continue
+            }
+            segments.append(Segment(firstSeq: first.seq, lastSeq: last.seq, bytes: validBytes, path: path))
+            nextSeq = max(nextSeq, last.seq + 1)
+        }
+        if let last = segments.last {
+            fd = open(last.path, O_WRONLY | O_APPEND | O_CLOEXEC)
+            guard fd >= 0 else { throw SpoolError(code: "SPOOL_IO", message: "cannot open \(last.path)", errno: errno) }
+        }
+        try saveState()
+    }
+
+    /// Every valid record of a segment, and how many bytes they span.
+    static func read(_ path: String) throws(SpoolError) -> ([SpoolRecord], Int) {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw SpoolError(code: "SPOOL_IO", message: "cannot read \(path)")
+        }
+        let bytes = [UInt8](data)
+        var records: [SpoolRecord] = []
+        var offset = 0
+        var previous: UInt64?
+        while offset + header <= bytes.count {
+            func u32(_ at: Int) -> UInt32 { (0..<4).reduce(0) { $0 | UInt32(bytes[at + $1]) << (8 * UInt32($1)) } }
+            func u64(_ at: Int) -> UInt64 { (0..<8).reduce(0) { $0 | UInt64(bytes[at + $1]) << (8 * UInt64($1)) } }
+            let length = Int(u32(offset))
+            guard length <= maxPayload, offset + header + length <= bytes.count else { break }
+            let seq = u64(offset + 8)
+            let payload = Array(bytes[(offset + header)..<(offset + header + length)])
+            let crc = CRC32.checksum(payload, continuing: CRC32.checksum(bytes[(offset + 8)..<(offset + 16)]))
+            guard crc == u32(offset + 4), previous.map({ seq == $0 + 1 }) ?? true else { break }
+            records.append(SpoolRecord(seq: seq, payload: payload))
+            previous = seq
+            offset += header + length
+        }
+        return (records, offset)
+    }
+}

@@ -1,0 +1,123 @@
+import Foundation
+import Glibc
+import Testing
+import Uplink
+
+func temporarySpoolDirectory() -> String {
+    NSTemporaryDirectory() + "bessd-spool-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+}
+
+func payload(_ n: UInt64) -> [UInt8] { Array("record \(n) ".utf8) + [UInt8](repeating: UInt8(n % 251), count: Int(n % 97)) }
+
+@Suite("Durable spool")
+struct SpoolTests {
+    @Test("records come back in order; the sequence continues across reopening")
+    func appendReplay() throws {
+        let dir = temporarySpoolDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        do {
+            let spool = try Spool(directory: dir, segmentBytes: 4096)
+            for n in 1...1000 as ClosedRange<UInt64> { #expect(try spool.append(payload(n)) == n) }
+        }
+        let spool = try Spool(directory: dir, segmentBytes: 4096)
+        #expect(spool.nextSeq == 1001)
+        #expect(spool.recovery == SpoolRecovery())
+        let all = try spool.records(after: 0, limit: 5000)
+        #expect(all.map(\.seq) == Array(1...1000))
+        #expect(all.allSatisfy { $0.payload == payload($0.seq) })
+        #expect(try spool.records(after: 990, limit: 5).map(\.seq) == [991, 992, 993, 994, 995])
+    }
+
+    @Test("a torn tail is detected and cut; nothing invented", arguments: [1, 5, 16, 17, 40])
+    func tornTail(cut: Int) throws {
+        let dir = temporarySpoolDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        do {
+            let spool = try Spool(directory: dir)
+            for n in 1...50 as ClosedRange<UInt64> { try spool.append(payload(n)) }
+        }
+        let segment = try #require(try FileManager.default.contentsOfDirectory(atPath: dir).first { $0.hasPrefix("seg-") })
+        let path = "\(dir)/\(segment)"
+        let size = try #require(FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
+        truncate(path, off_t(size - cut))
+        let spool = try Spool(directory: dir)
+        #expect(spool.recovery.tornBytes > 0)
+        let records = try spool.records(after: 0, limit: 100)
+        #expect(records.map(\.seq) == Array(1...49))
+        #expect(records.allSatisfy { $0.payload == payload($0.seq) })
+        #expect(try spool.append(payload(50)) == 50)
+    }
+
+    @Test("a damaged byte cuts the segment there")
+    func damage() throws {
+        let dir = temporarySpoolDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        do {
+            let spool = try Spool(directory: dir)
+            for n in 1...20 as ClosedRange<UInt64> { try spool.append(payload(n)) }
+        }
+        let segment = try #require(try FileManager.default.contentsOfDirectory(atPath: dir).first { $0.hasPrefix("seg-") })
+        let handle = try #require(FileHandle(forUpdatingAtPath: "\(dir)/\(segment)"))
+        try handle.seek(toOffset: 300)
+        handle.write(Data([0xFF, 0x00, 0xFF]))
+        try handle.close()
+        let spool = try Spool(directory: dir)
+        let seqs = try spool.records(after: 0, limit: 100).map(\.seq)
+        #expect(!seqs.isEmpty && seqs.count < 20)
+        #expect(seqs == Array(1...UInt64(seqs.count)))
+    }
+
+    @Test("bounded: the oldest records go first and the drop is counted")
+    func bounded() throws {
+        let dir = temporarySpoolDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let spool = try Spool(directory: dir, maxBytes: 20_000, segmentBytes: 4_000)
+        for n in 1...2000 as ClosedRange<UInt64> { try spool.append(payload(n)) }
+        #expect(spool.bytesOnDisk <= 20_000)
+        #expect(spool.dropped > 0)
+        let kept = try spool.records(after: spool.acknowledged, limit: 5000).map(\.seq)
+        #expect(kept.last == 2000)
+        #expect(kept == Array(kept.first!...2000))
+        #expect(UInt64(kept.count) + spool.dropped == 2000)
+        let reopened = try Spool(directory: dir, maxBytes: 20_000, segmentBytes: 4_000)
+        #expect(reopened.dropped == spool.dropped)
+    }
+
+    @Test("acknowledged segments are deleted; the acknowledgement survives reopening")
+    func acknowledge() throws {
+        let dir = temporarySpoolDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        do {
+            let spool = try Spool(directory: dir, segmentBytes: 2048)
+            for n in 1...300 as ClosedRange<UInt64> { try spool.append(payload(n)) }
+            let before = spool.bytesOnDisk
+            try spool.acknowledge(upTo: 250)
+            #expect(spool.bytesOnDisk < before)
+            #expect(spool.pending == 50)
+        }
+        let spool = try Spool(directory: dir, segmentBytes: 2048)
+        #expect(spool.acknowledged == 250)
+        #expect(try spool.records(after: spool.acknowledged, limit: 100).map(\.seq) == Array(251...300))
+    }
+
+    @Test("fsync is batched: many records, few syncs")
+    func batchedSync() throws {
+        let dir = temporarySpoolDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let spool = try Spool(directory: dir, syncInterval: .seconds(3600))
+        for n in 1...5000 as ClosedRange<UInt64> { try spool.append(payload(n)) }
+        #expect(spool.syncs <= 2)  // segment starts only
+        spool.sync()
+        #expect(spool.syncs <= 3)
+    }
+
+    @Test("an oversized record is refused, coded")
+    func oversized() throws {
+        let dir = temporarySpoolDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let spool = try Spool(directory: dir)
+        #expect(throws: SpoolError(code: "SPOOL_RECORD_TOO_LARGE", message: "a record of 2000000 bytes")) {
+            try spool.append([UInt8](repeating: 0, count: 2_000_000))
+        }
+    }
+}
