@@ -90,7 +90,7 @@ let package = Package(
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             swiftSettings: swiftSettings),
-        .testTarget(name: "UplinkTests", dependencies: ["Uplink"], swiftSettings: swiftSettings),
+        .testTarget(name: "UplinkTests", dependencies: ["Uplink", "ControlCore"], swiftSettings: swiftSettings),
         .testTarget(name: "PlantTests", dependencies: ["Plant", "ControlCore", "Fieldbus"], swiftSettings: swiftSettings),
         .testTarget(
             name: "RuntimeTests",

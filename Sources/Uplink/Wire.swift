@@ -1,0 +1,274 @@
+import Foundation
+
+/// The uplink protocol, version 1 (docs/uplink-openapi.yaml). JSON; every record carries the site's
+/// `seq`, rising by one per record across restarts, so an aggregator deduplicates; a 2xx answer to a
+/// batch acknowledges every record in it.
+public enum UplinkProtocol {
+    public static let version = 1
+}
+
+/// One unit in a telemetry record.
+public struct UnitTelemetry: Codable, Sendable, Equatable {
+    public var id: String
+    public var state: String
+    public var socPercent: Double?
+    public var sohPercent: Double?
+    public var powerW: Double?
+    public var setpointW: Double
+    public var voltageV: Double?
+    public var currentA: Double?
+    public var temperatureMinC: Double?
+    public var temperatureMaxC: Double?
+    public var allowedChargeW: Double
+    public var allowedDischargeW: Double
+    public var trips: [String]
+    public var latched: [String]
+    public var bmsOnline: Bool
+    public var inverterOnline: Bool
+
+    public init(id: String, state: String, socPercent: Double?, sohPercent: Double?, powerW: Double?, setpointW: Double,
+                voltageV: Double?, currentA: Double?, temperatureMinC: Double?, temperatureMaxC: Double?,
+                allowedChargeW: Double, allowedDischargeW: Double, trips: [String], latched: [String], bmsOnline: Bool,
+                inverterOnline: Bool) {
+        self.id = id
+        self.state = state
+        self.socPercent = socPercent
+        self.sohPercent = sohPercent
+        self.powerW = powerW
+        self.setpointW = setpointW
+        self.voltageV = voltageV
+        self.currentA = currentA
+        self.temperatureMinC = temperatureMinC
+        self.temperatureMaxC = temperatureMaxC
+        self.allowedChargeW = allowedChargeW
+        self.allowedDischargeW = allowedDischargeW
+        self.trips = trips
+        self.latched = latched
+        self.bmsOnline = bmsOnline
+        self.inverterOnline = inverterOnline
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, state, trips, latched
+        case socPercent = "soc_percent", sohPercent = "soh_percent", powerW = "power_w", setpointW = "setpoint_w"
+        case voltageV = "voltage_v", currentA = "current_a", temperatureMinC = "temperature_min_c"
+        case temperatureMaxC = "temperature_max_c", allowedChargeW = "allowed_charge_w"
+        case allowedDischargeW = "allowed_discharge_w", bmsOnline = "bms_online", inverterOnline = "inverter_online"
+    }
+}
+
+/// Charge and discharge headroom of one unit, so an aggregator can offer the storage.
+public struct UnitAvailability: Codable, Sendable, Equatable {
+    public var id: String
+    public var chargePowerW: Double
+    public var dischargePowerW: Double
+    public var chargeEnergyWh: Double
+    public var dischargeEnergyWh: Double
+
+    public init(id: String, chargePowerW: Double, dischargePowerW: Double, chargeEnergyWh: Double, dischargeEnergyWh: Double) {
+        self.id = id
+        self.chargePowerW = chargePowerW
+        self.dischargePowerW = dischargePowerW
+        self.chargeEnergyWh = chargeEnergyWh
+        self.dischargeEnergyWh = dischargeEnergyWh
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id
+        case chargePowerW = "charge_power_w", dischargePowerW = "discharge_power_w"
+        case chargeEnergyWh = "charge_energy_wh", dischargeEnergyWh = "discharge_energy_wh"
+    }
+}
+
+/// What a record carries.
+public enum RecordBody: Sendable, Equatable {
+    case telemetry(frequencyHz: Double?, cycleP99Us: Int64, overruns: UInt64, units: [UnitTelemetry])
+    case availability(units: [UnitAvailability])
+    case energyBlock(unit: String, startUnix: Int64, lengthS: Int64, chargedKWh: Double, dischargedKWh: Double,
+                     coveredS: Double)
+    case event(unit: String?, kind: String, code: String?, message: String)
+    case spoolDrop(count: UInt64)
+}
+
+/// One record of the uplink.
+public struct UplinkRecord: Sendable, Equatable {
+    public var seq: UInt64
+    /// Unix time, seconds.
+    public var time: Double
+    public var body: RecordBody
+
+    public init(seq: UInt64, time: Double, body: RecordBody) {
+        self.seq = seq
+        self.time = time
+        self.body = body
+    }
+}
+
+extension UplinkRecord: Codable {
+    enum Keys: String, CodingKey {
+        case seq, time, type, frequencyHz = "frequency_hz", cycleP99Us = "cycle_p99_us", overruns, units, unit
+        case startUnix = "start_unix", lengthS = "length_s", chargedKWh = "charged_kwh", dischargedKWh = "discharged_kwh"
+        case coveredS = "covered_s", kind, code, message, count
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: Keys.self)
+        try c.encode(seq, forKey: .seq)
+        try c.encode(time, forKey: .time)
+        switch body {
+        case .telemetry(let f, let p99, let overruns, let units):
+            try c.encode("telemetry", forKey: .type)
+            try c.encodeIfPresent(f, forKey: .frequencyHz)
+            try c.encode(p99, forKey: .cycleP99Us)
+            try c.encode(overruns, forKey: .overruns)
+            try c.encode(units, forKey: .units)
+        case .availability(let units):
+            try c.encode("availability", forKey: .type)
+            try c.encode(units, forKey: .units)
+        case .energyBlock(let unit, let start, let length, let charged, let discharged, let covered):
+            try c.encode("energy_block", forKey: .type)
+            try c.encode(unit, forKey: .unit)
+            try c.encode(start, forKey: .startUnix)
+            try c.encode(length, forKey: .lengthS)
+            try c.encode(charged, forKey: .chargedKWh)
+            try c.encode(discharged, forKey: .dischargedKWh)
+            try c.encode(covered, forKey: .coveredS)
+        case .event(let unit, let kind, let code, let message):
+            try c.encode("event", forKey: .type)
+            try c.encodeIfPresent(unit, forKey: .unit)
+            try c.encode(kind, forKey: .kind)
+            try c.encodeIfPresent(code, forKey: .code)
+            try c.encode(message, forKey: .message)
+        case .spoolDrop(let count):
+            try c.encode("spool_drop", forKey: .type)
+            try c.encode(count, forKey: .count)
+        }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: Keys.self)
+        seq = try c.decode(UInt64.self, forKey: .seq)
+        time = try c.decode(Double.self, forKey: .time)
+        switch try c.decode(String.self, forKey: .type) {
+        case "telemetry":
+            body = .telemetry(frequencyHz: try c.decodeIfPresent(Double.self, forKey: .frequencyHz),
+                              cycleP99Us: try c.decode(Int64.self, forKey: .cycleP99Us),
+                              overruns: try c.decode(UInt64.self, forKey: .overruns),
+                              units: try c.decode([UnitTelemetry].self, forKey: .units))
+        case "availability":
+            body = .availability(units: try c.decode([UnitAvailability].self, forKey: .units))
+        case "energy_block":
+            body = .energyBlock(unit: try c.decode(String.self, forKey: .unit), startUnix: try c.decode(Int64.self, forKey: .startUnix),
+                                lengthS: try c.decode(Int64.self, forKey: .lengthS),
+                                chargedKWh: try c.decode(Double.self, forKey: .chargedKWh),
+                                dischargedKWh: try c.decode(Double.self, forKey: .dischargedKWh),
+                                coveredS: try c.decode(Double.self, forKey: .coveredS))
+        case "event":
+            body = .event(unit: try c.decodeIfPresent(String.self, forKey: .unit), kind: try c.decode(String.self, forKey: .kind),
+                          code: try c.decodeIfPresent(String.self, forKey: .code), message: try c.decode(String.self, forKey: .message))
+        case "spool_drop":
+            body = .spoolDrop(count: try c.decode(UInt64.self, forKey: .count))
+        case let other:
+            throw DecodingError.dataCorruptedError(forKey: .type, in: c, debugDescription: "unknown record type \(other)")
+        }
+    }
+}
+
+/// A command from the aggregator.
+public struct DispatchCommand: Codable, Sendable, Equatable {
+    public var id: String
+    /// `power`, `mode` or `emergency_stop`.
+    public var kind: String
+    /// A unit id; absent = every unit of the site.
+    public var unit: String?
+    /// For `power`: kW, + = discharge (per unit; a site-wide power is split by rating).
+    public var powerKW: Double?
+    /// For `mode`: `auto` or `standby`.
+    public var mode: String?
+    /// Unix time after which the command no longer applies.
+    public var expiresUnix: Double
+
+    public init(id: String, kind: String, unit: String? = nil, powerKW: Double? = nil, mode: String? = nil, expiresUnix: Double) {
+        self.id = id
+        self.kind = kind
+        self.unit = unit
+        self.powerKW = powerKW
+        self.mode = mode
+        self.expiresUnix = expiresUnix
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, kind, unit, mode, powerKW = "power_kw", expiresUnix = "expires_unix"
+    }
+}
+
+/// What bessd answers about a command.
+public struct CommandAck: Codable, Sendable, Equatable {
+    public var id: String
+    public var accepted: Bool
+    public var reason: String?
+    public init(id: String, accepted: Bool, reason: String? = nil) {
+        self.id = id
+        self.accepted = accepted
+        self.reason = reason
+    }
+}
+
+/// Checks a dispatch command against the site: hostile or malformed commands are refused with a reason
+/// (and never reach the control law). `ratings` maps unit id → rated kW.
+public enum DispatchValidator {
+    /// Longest a command may stay in force.
+    public static let maxDurationSeconds = 24 * 3600.0
+
+    public static func validate(_ c: DispatchCommand, ratings: [String: Double], now: Double) -> String? {
+        guard !c.id.isEmpty, c.id.count <= 128 else { return "id must be 1–128 characters" }
+        guard c.expiresUnix.isFinite, c.expiresUnix > now else { return "already expired (expires_unix \(c.expiresUnix))" }
+        guard c.expiresUnix - now <= maxDurationSeconds else { return "expires more than 24 h ahead" }
+        if let unit = c.unit, ratings[unit] == nil { return "unknown unit \(unit)" }
+        switch c.kind {
+        case "power":
+            guard let kw = c.powerKW, kw.isFinite else { return "power_kw must be a finite number" }
+            let limit = c.unit.map { ratings[$0] ?? 0 } ?? ratings.values.reduce(0, +)
+            guard abs(kw) <= limit else { return "power_kw \(kw) beyond the rating ±\(limit) kW" }
+        case "mode":
+            guard c.mode == "auto" || c.mode == "standby" else { return "mode must be auto or standby" }
+        case "emergency_stop":
+            break
+        default:
+            return "unknown kind \(c.kind)"
+        }
+        return nil
+    }
+}
+
+/// A batch as sent: `POST /v1/sites/{site}/records`.
+public struct RecordBatch: Codable, Sendable {
+    public var protocolVersion: Int
+    public var site: String
+    public var records: [UplinkRecord]
+    /// Answers to commands received since the last batch.
+    public var acks: [CommandAck]
+
+    public init(site: String, records: [UplinkRecord], acks: [CommandAck]) {
+        protocolVersion = UplinkProtocol.version
+        self.site = site
+        self.records = records
+        self.acks = acks
+    }
+
+    enum CodingKeys: String, CodingKey { case site, records, acks, protocolVersion = "protocol_version" }
+}
+
+/// The aggregator's answer to a batch.
+public struct BatchResponse: Codable, Sendable {
+    /// The highest seq the aggregator holds for the site (every record up to it may be forgotten).
+    public var ackedSeq: UInt64
+    public var commands: [DispatchCommand]
+
+    public init(ackedSeq: UInt64, commands: [DispatchCommand]) {
+        self.ackedSeq = ackedSeq
+        self.commands = commands
+    }
+
+    enum CodingKeys: String, CodingKey { case commands, ackedSeq = "acked_seq" }
+}
