@@ -47,7 +47,7 @@ let package = Package(
         .target(
             name: "Runtime",
             dependencies: [
-                "ControlCore", "Fieldbus", "Plant", "CSystemd",
+                "ControlCore", "Fieldbus", "Plant", "Uplink", "CSystemd",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -94,7 +94,10 @@ let package = Package(
         .testTarget(name: "PlantTests", dependencies: ["Plant", "ControlCore", "Fieldbus"], swiftSettings: swiftSettings),
         .testTarget(
             name: "RuntimeTests",
-            dependencies: ["Runtime", "ControlCore", "Fieldbus", "Plant", "CSystemd", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "Runtime", "ControlCore", "Fieldbus", "Plant", "Uplink", "CSystemd",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings),
     ]
 )

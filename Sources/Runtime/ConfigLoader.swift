@@ -98,8 +98,18 @@ public enum ConfigLoader {
             if url == nil, !fields.has("url") { r.error(fields.node, fields.child("url"), "is required") }
             let token = fields.string("token_file", pattern: { $0.hasPrefix("/") }, rule: "must be an absolute path")
             let interval = fields.double("interval_s", default: 1, range: 0.1...3600, unit: "seconds")!
-            fields.finish(known: "url, token_file, interval_s")
-            aggregator = AggregatorConfiguration(url: url ?? "", tokenFile: token, intervalSeconds: interval)
+            let site = fields.string("site_id", pattern: idPattern, rule: "must be 1–64 letters, digits, '_', '-' or '.'")
+            let absolute: (String) -> Bool = { $0.hasPrefix("/") }
+            let ca = fields.string("ca_file", pattern: absolute, rule: "must be an absolute path")
+            let cert = fields.string("client_cert_file", pattern: absolute, rule: "must be an absolute path")
+            let key = fields.string("client_key_file", pattern: absolute, rule: "must be an absolute path")
+            if (cert == nil) != (key == nil), fields.has("client_cert_file") || fields.has("client_key_file") {
+                r.error(fields.node, fields.child("client_key_file"), "client_cert_file and client_key_file go together")
+            }
+            let spoolMB = fields.int("spool_max_mb", default: 64, range: 1...65536, unit: "MB")!
+            fields.finish(known: "url, token_file, interval_s, site_id, ca_file, client_cert_file, client_key_file, spool_max_mb")
+            aggregator = AggregatorConfiguration(url: url ?? "", tokenFile: token, intervalSeconds: interval, siteID: site ?? "",
+                                                 caFile: ca, clientCertFile: cert, clientKeyFile: key, spoolMaxMB: spoolMB)
         }
         let simulation = decodeSimulation(top.fields("simulation"), grid?.droop.nominal.value ?? 50,
                                           units: units?.map(\.id) ?? [], file: r.file, r)
@@ -114,6 +124,10 @@ public enum ConfigLoader {
         }
         top.finish(known: "mode, period_ms, control_socket, state_directory, bess_units, grid_integration, limits, interlocks, aggregator, simulation, realtime")
         guard let grid, let units else { return nil }
+        if var a = aggregator, a.siteID.isEmpty {
+            a.siteID = units.first?.campusID.flatMap { idPattern($0) ? $0 : nil } ?? "site"
+            aggregator = a
+        }
         if grid.frequencySource == .inverter, units.isEmpty {
             r.error(top.mark("grid_integration"), "grid_integration.frequency_source", "needs at least one unit")
         }

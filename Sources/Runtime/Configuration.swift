@@ -114,6 +114,15 @@ public struct AggregatorConfiguration: Sendable, Equatable {
     public var url: String
     public var tokenFile: String?
     public var intervalSeconds: Double
+    /// The site's name in the uplink (default: the first unit's campus_id).
+    public var siteID: String = "site"
+    /// PEM CA bundle trusted for the aggregator's certificate (default: the system's).
+    public var caFile: String?
+    /// PEM client certificate and key, when the aggregator asks for one.
+    public var clientCertFile: String?
+    public var clientKeyFile: String?
+    /// Largest spool on disk, MB.
+    public var spoolMaxMB: Int = 64
 }
 
 /// `simulation`: the built-in simulated site, and the plant of a HIL rig.

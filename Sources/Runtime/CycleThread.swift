@@ -50,6 +50,8 @@ public final class CycleThread: @unchecked Sendable {
         var overrides = [(power: Watts, seconds: Double)?](repeating: nil, count: units)
         var clears = [Bool](repeating: false, count: units)
         var resets = [Bool](repeating: false, count: units)
+        var dispatches = [(power: Watts, seconds: Double)?](repeating: nil, count: units)
+        var dispatchClears = [Bool](repeating: false, count: units)
         var outcomes = [ResetOutcome](repeating: ResetOutcome(), count: units)
         var taken: UInt64 = 0
         var cycles: UInt64 = 0
@@ -78,6 +80,10 @@ public final class CycleThread: @unchecked Sendable {
                     overrides[i] = c.mailbox.override[i]
                     clears[i] = c.mailbox.clearOverride[i]
                     resets[i] = c.mailbox.reset[i]
+                    dispatches[i] = c.mailbox.dispatch[i]
+                    dispatchClears[i] = c.mailbox.clearDispatch[i]
+                    c.mailbox.dispatch[i] = nil
+                    c.mailbox.clearDispatch[i] = false
                     c.mailbox.mode[i] = nil
                     c.mailbox.override[i] = nil
                     c.mailbox.clearOverride[i] = false
@@ -91,6 +97,10 @@ public final class CycleThread: @unchecked Sendable {
                         runner.setOverride(PowerCommand(power: o.power, expiresAt: now + .seconds(fromDouble: o.seconds)), unit: i)
                     }
                     if clears[i] { runner.setOverride(nil, unit: i) }
+                    if let d = dispatches[i] {
+                        runner.setDispatch(PowerCommand(power: d.power, expiresAt: now + .seconds(fromDouble: d.seconds)), unit: i)
+                    }
+                    if dispatchClears[i] { runner.setDispatch(nil, unit: i) }
                     // A reset is an operator action, not the steady state: its small result array may allocate.
                     if resets[i] { outcomes[i] = runner.controller.reset(unit: i, now: now).first?.outcome ?? ResetOutcome() }
                 }
@@ -109,6 +119,9 @@ public final class CycleThread: @unchecked Sendable {
                 c.stats.frequency = runner.controller.site.frequency?.value ?? .nan
                 c.stats.realtime = isRealtime
                 runner.controller.events.drain { c.events.push($0) }
+                runner.controller.drainClosedBlocks { block in
+                    if c.blocks.count < c.blocks.capacity { c.blocks.append(block) }
+                }
                 if pending {
                     for i in 0..<units where resets[i] { c.resetOutcomes[i] = outcomes[i] }
                     c.appliedGeneration = taken

@@ -2,6 +2,7 @@ import ControlCore
 import Foundation
 import Glibc
 import Synchronization
+import Uplink
 public import Logging
 
 /// bessd as a service: starts the bus workers and the cycle thread, tells systemd when it is ready,
@@ -18,6 +19,10 @@ public final class Daemon {
     let say: (String) -> Void
     let started: MonotonicInstant
     var suppressed: [String: (last: MonotonicInstant, count: Int)] = [:]
+    /// The uplink's spool and recorder, when an aggregator is configured.
+    public private(set) var spool: SpoolQueue?
+    var recorder: UplinkRecorder?
+    var uplinkProblem: String?
 
     /// - Parameters:
     ///   - configPath: the file a SIGHUP reloads (nil for the embedded default).
@@ -36,6 +41,21 @@ public final class Daemon {
         }
         shared = SharedState(units: configuration.units.count)
         cycle = CycleThread(runner: runner, shared: shared)
+        if let aggregator = configuration.aggregator {
+            do {
+                let store = try Spool(directory: configuration.stateDirectory + "/spool",
+                                      maxBytes: aggregator.spoolMaxMB << 20)
+                if store.recovery.tornBytes > 0 || store.recovery.damagedSegments > 0 {
+                    logger.warning("uplink spool: cut \(store.recovery.tornBytes) torn bytes, \(store.recovery.damagedSegments) damaged segments",
+                                   metadata: ["BESS_CODE": "SPOOL_RECOVERED"])
+                }
+                let queue = SpoolQueue(store)
+                spool = queue
+                recorder = UplinkRecorder(queue: queue, configuration: configuration)
+            } catch {
+                logger.error("uplink disabled: \(error)", metadata: ["BESS_CODE": "\(error.code)"])
+            }
+        }
     }
 
     /// Runs until SIGTERM/SIGINT or `duration`; returns the exit status.
@@ -82,6 +102,18 @@ public final class Daemon {
             if let control { control.poll(timeout: .milliseconds(50)) } else { usleep(50_000) }
             let now = MonotonicClock.now()
             logEvents(now: now)
+            if let recorder {
+                let problem = recorder.tick(now: now, units: shared.units, stats: shared.statistics, blocks: shared.takeBlocks())
+                if problem != uplinkProblem {
+                    if let problem {
+                        logger.error("uplink spool refused a record: \(problem); records are being lost until it recovers",
+                                     metadata: ["BESS_CODE": "\(problem)"])
+                    } else {
+                        logger.notice("uplink spool writing again", metadata: ["BESS_CODE": "SPOOL_RECOVERED"])
+                    }
+                    uplinkProblem = problem
+                }
+            }
             if reloadRequested.exchange(false, ordering: .relaxed) { reload() }
             if let watchdog, now >= nextWatchdog {
                 // Fed only while cycles complete, and the last one woke within its period.
@@ -110,6 +142,7 @@ public final class Daemon {
         cycle.stop()
         runner.commandSafeSetpoints()
         logEvents(now: MonotonicClock.now())
+        spool?.sync()
         control = nil
         let stats = shared.statistics
         let summary = "bessd stopped: \(stats.cycles) cycles, \(stats.overruns) overruns, jitter p99 "
@@ -153,6 +186,7 @@ public final class Daemon {
             case .commandRejected: break
             }
             let text = EventText.line(event, unitID: id) + (repeats > 0 ? " (\(repeats) repeats suppressed)" : "")
+            recorder?.record(.event(unit: id, kind: "\(event.kind)", code: event.code.map { "\($0.name)" }, message: text))
             switch EventText.priority(event) {
             case 2: logger.critical("\(text)", metadata: metadata)
             case 3: logger.error("\(text)", metadata: metadata)

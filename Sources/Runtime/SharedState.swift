@@ -15,6 +15,15 @@ public struct UnitStatus: Sendable, Equatable {
     public var mode: OperatingMode = .auto
     public var overrideW: Double?
     public var overrideRemaining: Double = 0
+    public var soh: Double = .nan
+    public var voltage: Double = .nan
+    public var current: Double = .nan
+    public var temperatureMin: Double = .nan
+    public var temperatureMax: Double = .nan
+    public var bmsOnline = false
+    public var inverterOnline = false
+    /// Aggregator dispatch in force, W.
+    public var dispatchW: Double?
     public init() {}
 }
 
@@ -36,6 +45,9 @@ struct Mailbox: Sendable {
     var override: [(power: Watts, seconds: Double)?]
     var clearOverride: [Bool]
     var reset: [Bool]
+    /// Aggregator dispatch: power and seconds until it expires, or a clear.
+    var dispatch: [(power: Watts, seconds: Double)?]
+    var clearDispatch: [Bool]
     var generation: UInt64 = 0
 
     init(units: Int) {
@@ -43,6 +55,8 @@ struct Mailbox: Sendable {
         override = [(power: Watts, seconds: Double)?](repeating: nil, count: units)
         clearOverride = [Bool](repeating: false, count: units)
         reset = [Bool](repeating: false, count: units)
+        dispatch = [(power: Watts, seconds: Double)?](repeating: nil, count: units)
+        clearDispatch = [Bool](repeating: false, count: units)
     }
 }
 
@@ -53,6 +67,8 @@ public final class SharedState: Sendable {
         var units: [UnitStatus]
         var stats = CycleStatistics()
         var events = EventRing(capacity: 1024)
+        /// Energy blocks closed by the cycle, for the uplink (bounded; the oldest kept).
+        var blocks: [EnergyBlock] = []
         var mailbox: Mailbox
         var resetOutcomes: [ResetOutcome]
         /// Incremented by the cycle each time it has applied the mailbox.
@@ -62,8 +78,10 @@ public final class SharedState: Sendable {
     let contents: Mutex<Contents>
 
     public init(units: Int) {
-        contents = Mutex(Contents(units: [UnitStatus](repeating: UnitStatus(), count: units), mailbox: Mailbox(units: units),
-                                  resetOutcomes: [ResetOutcome](repeating: ResetOutcome(), count: units)))
+        var initial = Contents(units: [UnitStatus](repeating: UnitStatus(), count: units), mailbox: Mailbox(units: units),
+                               resetOutcomes: [ResetOutcome](repeating: ResetOutcome(), count: units))
+        initial.blocks.reserveCapacity(64)
+        contents = Mutex(initial)
     }
 
     /// A copy of every unit's status.
@@ -77,6 +95,15 @@ public final class SharedState: Sendable {
             var events: [ControlEvent] = []
             c.events.drain { events.append($0) }
             return events
+        }
+    }
+
+    /// Removes and returns closed energy blocks (the service thread's side).
+    public func takeBlocks() -> [EnergyBlock] {
+        contents.withLock { c in
+            let blocks = c.blocks
+            c.blocks.removeAll(keepingCapacity: true)
+            return blocks
         }
     }
 

@@ -234,6 +234,19 @@ public final class SiteRunner {
             status.overrideW = nil
             status.overrideRemaining = 0
         }
+        if let d = inputs[i].dispatch, d.expiresAt > now { status.dispatchW = d.power.value } else { status.dispatchW = nil }
+        let unit = controller.units[i]
+        let bms = inputs[i].bms
+        let maxAge = unit.settings.bmsStaleAfter
+        let measurements = bms.measurements.fresh(at: now, maxAge: maxAge)
+        let cells = bms.cells.fresh(at: now, maxAge: maxAge)
+        status.soh = bms.status.fresh(at: now, maxAge: maxAge)?.soh?.value ?? .nan
+        status.voltage = measurements?.packVoltage.value ?? .nan
+        status.current = measurements?.packCurrent.value ?? .nan
+        status.temperatureMin = cells?.minTemperature.value ?? measurements?.temperature.value ?? .nan
+        status.temperatureMax = cells?.maxTemperature.value ?? measurements?.temperature.value ?? .nan
+        status.bmsOnline = measurements != nil
+        status.inverterOnline = inputs[i].inverter.fresh(at: now, maxAge: unit.settings.inverterStaleAfter) != nil
     }
 
     /// Sets a unit's dispatch (tests, and the aggregator later).

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 @testable import Runtime
 import Testing
+import Uplink
 
 /// A datagram socket standing in for systemd's notify socket.
 final class NotifyListener {
@@ -214,5 +215,35 @@ struct DaemonTests {
         #expect(cycle["jitter_max_us"] != nil)
         daemon.signal(SIGTERM)
         #expect(daemon.finish().status == 0)
+    }
+
+    @Test("with an aggregator configured, telemetry, availability and events go into the durable spool")
+    func spoolRecords() throws {
+        let yaml = daemonYAML + """
+
+            state_directory: @STATE@
+            aggregator: {url: "http://127.0.0.1:9/bess", interval_s: 0.5, site_id: HIL_SITE}
+            """
+        let state = NSTemporaryDirectory() + "bessd-state-\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let daemon = try RunningDaemon(yaml: yaml.replacingOccurrences(of: "@STATE@", with: state))
+        _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
+        usleep(2_500_000)
+        daemon.signal(SIGTERM)
+        #expect(daemon.finish().status == 0)
+        let spool = try Spool(directory: state + "/spool")
+        let records = try spool.records(after: 0, limit: 1000)
+        #expect(records.map(\.seq) == Array(1...UInt64(records.count)))
+        let decoded = try records.map { try JSONDecoder().decode(UplinkRecord.self, from: Data($0.payload)) }
+        #expect(zip(decoded, records).allSatisfy { $0.seq == $1.seq })
+        let telemetry = decoded.compactMap { record -> [UnitTelemetry]? in
+            if case .telemetry(_, _, _, let units) = record.body { return units }
+            return nil
+        }
+        #expect(telemetry.count >= 4)  // every 0.5 s for about 2.5 s
+        #expect(telemetry.last?.map(\.id) == ["D1", "D2"])
+        #expect(telemetry.last?.first?.bmsOnline == true)
+        #expect(decoded.contains { if case .availability = $0.body { return true } else { return false } })
+        #expect(decoded.contains { if case .event(_, "stateChanged", _, _) = $0.body { return true } else { return false } })
     }
 }
