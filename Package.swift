@@ -23,6 +23,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
     ],
     targets: [
         // C at the edge: one system library module per C library, a modulemap and a shim header only.
@@ -53,7 +56,16 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
 
-        .target(name: "Uplink", dependencies: ["ControlCore"], swiftSettings: swiftSettings),
+        .target(
+            name: "Uplink",
+            dependencies: [
+                "ControlCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: swiftSettings),
         .executableTarget(
             name: "bessd",
             dependencies: [

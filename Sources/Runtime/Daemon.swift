@@ -2,7 +2,7 @@ import ControlCore
 import Foundation
 import Glibc
 import Synchronization
-import Uplink
+public import Uplink
 public import Logging
 
 /// bessd as a service: starts the bus workers and the cycle thread, tells systemd when it is ready,
@@ -23,6 +23,10 @@ public final class Daemon {
     public private(set) var spool: SpoolQueue?
     var recorder: UplinkRecorder?
     var uplinkProblem: String?
+    /// Delivers the spool to the aggregator.
+    public private(set) var sender: UplinkSender?
+    /// Takes the aggregator's commands (on the sender's task).
+    let intake: DispatchIntake
 
     /// - Parameters:
     ///   - configPath: the file a SIGHUP reloads (nil for the embedded default).
@@ -41,6 +45,8 @@ public final class Daemon {
         }
         shared = SharedState(units: configuration.units.count)
         cycle = CycleThread(runner: runner, shared: shared)
+        intake = DispatchIntake(shared: shared, logger: logger,
+                                units: configuration.units.map { ($0.id, $0.maxPowerKW) })
         if let aggregator = configuration.aggregator {
             do {
                 let store = try Spool(directory: configuration.stateDirectory + "/spool",
@@ -52,6 +58,17 @@ public final class Daemon {
                 let queue = SpoolQueue(store)
                 spool = queue
                 recorder = UplinkRecorder(queue: queue, configuration: configuration)
+                let log = logger
+                sender = UplinkSender(
+                    settings: .init(url: aggregator.url, site: aggregator.siteID, tokenFile: aggregator.tokenFile,
+                                    caFile: aggregator.caFile, clientCertFile: aggregator.clientCertFile,
+                                    clientKeyFile: aggregator.clientKeyFile,
+                                    interval: .seconds(fromDouble: aggregator.intervalSeconds)),
+                    queue: queue,
+                    log: { message, code in
+                        if let code { log.warning("\(message)", metadata: ["BESS_CODE": "\(code)"]) } else { log.notice("\(message)") }
+                    },
+                    handleCommands: { [intake] commands in intake.apply(commands) })
             } catch {
                 logger.error("uplink disabled: \(error)", metadata: ["BESS_CODE": "\(error.code)"])
             }
@@ -84,6 +101,11 @@ public final class Daemon {
         } catch {
             logger.warning("\(error); bessctl cannot reach this bessd", metadata: ["BESS_CODE": "\(error.code)"])
         }
+        if let sender {
+            do { try sender.start() } catch {
+                logger.error("uplink sender not started: \(error)", metadata: ["BESS_CODE": "\(error.code)"])
+            }
+        }
         usleep(UInt32(max(20_000, configuration.periodMs * 2000)))
         if let notice = cycle.realtimeNotice { logger.warning("\(notice)", metadata: ["BESS_CODE": "REALTIME_DEGRADED"]) }
         let startLine = "bessd \(BessdVersion.string) started: \(configuration.mode.rawValue), "
@@ -115,6 +137,7 @@ public final class Daemon {
                 }
             }
             if reloadRequested.exchange(false, ordering: .relaxed) { reload() }
+            expireModes()
             if let watchdog, now >= nextWatchdog {
                 // Fed only while cycles complete, and the last one woke within its period.
                 let beat = cycle.cyclesCompleted
@@ -139,6 +162,7 @@ public final class Daemon {
         }
 
         SystemdNotify.send("STOPPING=1")
+        sender?.stop()
         cycle.stop()
         runner.commandSafeSetpoints()
         logEvents(now: MonotonicClock.now())
@@ -197,6 +221,9 @@ public final class Daemon {
         }
     }
 
+    /// Returns units to auto when an aggregator's mode command ends.
+    func expireModes() { intake.expireModes() }
+
     // MARK: reload
 
     func reload() {
@@ -223,6 +250,7 @@ public final class Daemon {
         do {
             try runner.reconfigure(new, now: MonotonicClock.now())
             configuration = new
+            intake.update(units: new.units.map { ($0.id, $0.maxPowerKW) })
             logger.notice("reload applied: \(configPath)", metadata: ["MESSAGE_ID": "\(MessageID.reload)"])
         } catch {
             logger.error("reload refused: \(error)", metadata: ["BESS_CODE": "\(error.code)", "MESSAGE_ID": "\(MessageID.reload)"])

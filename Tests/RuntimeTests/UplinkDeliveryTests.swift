@@ -1,0 +1,122 @@
+import Foundation
+import Glibc
+@testable import Runtime
+import Testing
+import Uplink
+
+/// The aggregator stub (hil/peers/aggregator_stub.py) as a child process.
+final class AggregatorStub {
+    let process = Process()
+    let out = Pipe()
+    var port = 0
+
+    init(seconds: Int) throws {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", Package.root.appendingPathComponent("hil/peers/aggregator_stub.py").path, String(seconds)]
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var text = ""
+        while !text.contains("\n") {
+            let data = out.fileHandleForReading.availableData
+            if data.isEmpty { break }
+            text += String(decoding: data, as: UTF8.self)
+        }
+        port = Int(text.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 0
+    }
+
+    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+
+    func admin(_ path: String, _ body: [String: Any]) throws {
+        _ = try Self.fetch("http://127.0.0.1:\(port)\(path)", body: try JSONSerialization.data(withJSONObject: body))
+    }
+
+    func state() throws -> [String: Any] {
+        let data = try Self.fetch("http://127.0.0.1:\(port)/admin/state", body: nil)
+        return try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
+    }
+
+    /// curl keeps the test free of Foundation's networking stack.
+    static func fetch(_ url: String, body: Data?) throws -> Data {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        var arguments = ["curl", "-s", "-m", "5", url]
+        if let body {
+            arguments += ["-X", "POST", "-H", "Content-Type: application/json", "--data-binary", String(decoding: body, as: UTF8.self)]
+        }
+        p.arguments = arguments
+        let pipe = Pipe()
+        p.standardOutput = pipe
+        try p.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return data
+    }
+
+    func seqs(site: String) throws -> [UInt64] {
+        ((try state()["seqs"] as? [String: Any])?[site] as? [NSNumber] ?? []).map(\.uint64Value)
+    }
+}
+
+@Suite("Uplink delivery", .serialized)
+struct UplinkDeliveryTests {
+    @Test("through 500s, garbage answers, a dropped connection and a SIGKILL, every record arrives once, in order, none invented")
+    func outages() throws {
+        let stub = try AggregatorStub(seconds: 120)
+        #expect(stub.port > 0)
+        let state = NSTemporaryDirectory() + "bessd-uplink-\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        try "secret-token-1\n".write(toFile: state + "/token", atomically: true, encoding: .utf8)
+        let yaml = daemonYAML.replacingOccurrences(of: "base_hz: 49.8", with: "base_hz: 50.0") + """
+
+            state_directory: \(state)
+            aggregator: {url: "http://127.0.0.1:\(stub.port)", token_file: \(state)/token, interval_s: 0.2, site_id: HIL_SITE}
+            """
+        var daemon = try RunningDaemon(yaml: yaml)
+        _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
+        usleep(1_500_000)
+        #expect(try stub.seqs(site: "HIL_SITE").count > 3)
+        try stub.admin("/admin/mode", ["mode": "error"])
+        usleep(2_000_000)
+        try stub.admin("/admin/mode", ["mode": "garbage"])
+        usleep(800_000)
+        try stub.admin("/admin/mode", ["mode": "drop"])
+        usleep(1_000_000)
+        try stub.admin("/admin/mode", ["mode": "error"])
+        usleep(1_000_000)
+        // A SIGKILL in the middle of the outage: nothing it spooled may be lost.
+        daemon.signal(SIGKILL)
+        _ = daemon.finish()
+        try stub.admin("/admin/mode", ["mode": "ok"])
+        daemon = try RunningDaemon(yaml: yaml)
+        _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
+        // Dispatch: one good command, one hostile.
+        let expires = Date().timeIntervalSince1970 + 60
+        try stub.admin("/admin/command", ["id": "c-good", "kind": "power", "unit": "D1", "power_kw": -30, "expires_unix": expires])
+        try stub.admin("/admin/command", ["id": "c-bad", "kind": "power", "unit": "D1", "power_kw": 1e9, "expires_unix": expires])
+        usleep(3_000_000)
+        let status = try daemon.request(["verb": "status"])
+        let d1 = try #require((status["units"] as? [[String: Any]])?.first)
+        #expect(((d1["setpoint_w"] as? NSNumber)?.doubleValue ?? 0) < -5_000)  // heading to −30 kW at the ramp
+        daemon.signal(SIGTERM)
+        #expect(daemon.finish().status == 0)
+        // Every record is either at the aggregator or still in the spool: the stub holds 1…K with no gap
+        // and nothing extra, and the spool still holds K+1…N (the last few, written while stopping,
+        // go with the next start).
+        let spool = try Spool(directory: state + "/spool")
+        let last = spool.nextSeq - 1
+        let held = try stub.seqs(site: "HIL_SITE")
+        let k = held.last ?? 0
+        #expect(held == Array(1...k), "a gap in what the aggregator holds")
+        #expect(k > 20 && k <= last && last - k <= 10, "delivered \(k) of \(last)")
+        if k < last { #expect(try spool.records(after: k, limit: 100).map(\.seq) == Array((k + 1)...last)) }
+        let info = try stub.state()
+        #expect((info["auth"] as? [String])?.allSatisfy { $0 == "Bearer secret-token-1" } == true)
+        let acks = info["acks"] as? [[String: Any]] ?? []
+        #expect(acks.contains { $0["id"] as? String == "c-good" && $0["accepted"] as? Bool == true })
+        #expect(acks.contains { $0["id"] as? String == "c-bad" && $0["accepted"] as? Bool == false
+                && ($0["reason"] as? String)?.contains("beyond the rating") == true })
+        #expect((info["bad_batches"] as? Int) == 0)
+    }
+}
