@@ -122,7 +122,11 @@ public enum ConfigLoader {
             realtime = RealtimeSettings(priority: priority, lockMemory: lock,
                                         cpuDMALatencyMicroseconds: rt.has("cpu_dma_latency_us") ? latency : 0)
         }
-        top.finish(known: "mode, period_ms, control_socket, state_directory, bess_units, grid_integration, limits, interlocks, aggregator, simulation, realtime")
+        let metrics = top.string("metrics_listen", pattern: { text in
+            let parts = text.split(separator: ":")
+            return parts.count == 2 && UInt16(parts[1]) != nil && parts[0].split(separator: ".").count == 4
+        }, rule: "must be IPV4:PORT, e.g. 127.0.0.1:9464")
+        top.finish(known: "mode, period_ms, control_socket, state_directory, bess_units, grid_integration, limits, interlocks, aggregator, simulation, realtime, metrics_listen")
         guard let grid, let units else { return nil }
         if var a = aggregator, a.siteID.isEmpty {
             a.siteID = units.first?.campusID.flatMap { idPattern($0) ? $0 : nil } ?? "site"
@@ -134,7 +138,7 @@ public enum ConfigLoader {
         return BessdConfiguration(
             mode: mode, periodMs: period, controlSocket: socket, stateDirectory: state, units: units, grid: grid,
             limitRampPercentPerSecond: limitRamp, scheduleRampPercentPerSecond: scheduleRamp, interlocks: interlocks,
-            aggregator: aggregator, simulation: simulation, realtime: realtime, notices: [])
+            aggregator: aggregator, simulation: simulation, realtime: realtime, metricsListen: metrics, notices: [])
     }
 
     static func decodeGrid(_ fields: ConfigReader.Fields?, _ r: ConfigReader, _ top: ConfigReader.Fields) -> GridConfiguration? {

@@ -218,6 +218,8 @@ public struct BessdConfiguration: Sendable {
     public var simulation: SimulationConfiguration
     /// Real-time scheduling of the cycle thread, when asked for.
     public var realtime: RealtimeSettings?
+    /// `HOST:PORT` for Prometheus `GET /metrics`, when asked for.
+    public var metricsListen: String?
     /// Notices about keys that load but do nothing in bessd.
     public var notices: [ConfigDiagnostic]
 

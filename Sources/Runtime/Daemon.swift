@@ -1,4 +1,5 @@
 import ControlCore
+import Fieldbus
 import Foundation
 import Glibc
 import Synchronization
@@ -23,6 +24,9 @@ public final class Daemon {
     public private(set) var spool: SpoolQueue?
     var recorder: UplinkRecorder?
     var uplinkProblem: String?
+    var metrics: MetricsServer?
+    /// Interlock actions logged since start, per code.
+    var tripCounts: [String: Int] = [:]
     /// Delivers the spool to the aggregator.
     public private(set) var sender: UplinkSender?
     /// Takes the aggregator's commands (on the sender's task).
@@ -101,6 +105,13 @@ public final class Daemon {
         } catch {
             logger.warning("\(error); bessctl cannot reach this bessd", metadata: ["BESS_CODE": "\(error.code)"])
         }
+        if let address = configuration.metricsListen {
+            do {
+                metrics = try MetricsServer(address: address) { [unowned self] in self.metricsText() }
+            } catch {
+                logger.warning("\(error)", metadata: ["BESS_CODE": "\(error.code)"])
+            }
+        }
         if let sender {
             do { try sender.start() } catch {
                 logger.error("uplink sender not started: \(error)", metadata: ["BESS_CODE": "\(error.code)"])
@@ -124,6 +135,7 @@ public final class Daemon {
             if let control { control.poll(timeout: .milliseconds(50)) } else { usleep(50_000) }
             let now = MonotonicClock.now()
             logEvents(now: now)
+            metrics?.poll()
             if let recorder {
                 let problem = recorder.tick(now: now, units: shared.units, stats: shared.statistics, blocks: shared.takeBlocks())
                 if problem != uplinkProblem {
@@ -176,6 +188,56 @@ public final class Daemon {
         return 0
     }
 
+    /// The Prometheus text for `GET /metrics`.
+    func metricsText() -> String {
+        let stats = shared.statistics
+        let units = shared.units
+        var m = MetricsText()
+        m.metric("bessd_cycles_total", "counter", "Control cycles completed.", [("", Double(stats.cycles))])
+        m.metric("bessd_cycle_overruns_total", "counter", "Cycles that woke more than a period late.", [("", Double(stats.overruns))])
+        m.metric("bessd_cycle_period_seconds", "gauge", "Configured control period.", [("", Double(stats.periodMs) / 1000)])
+        m.metric("bessd_cycle_lateness_seconds", "summary", "Wake-up lateness of the cycle.",
+                 [0.5, 0.9, 0.99, 1.0].map { q in ("quantile=\"\(q)\"", Double(stats.histogram.percentile(q)) / 1e6) })
+        let ids = configuration.units.map { MetricsText.label($0.id) }
+        m.metric("bessd_unit_setpoint_watts", "gauge", "Setpoint written, + = discharge.",
+                 zip(ids, units).map { ("unit=\"\($0)\"", $1.setpoint) })
+        m.metric("bessd_unit_power_watts", "gauge", "Measured power, + = discharge.", zip(ids, units).map { ("unit=\"\($0)\"", $1.power) })
+        m.metric("bessd_unit_soc_percent", "gauge", "State of charge.", zip(ids, units).map { ("unit=\"\($0)\"", $1.soc) })
+        m.metric("bessd_unit_active_trips", "gauge", "Interlock rules acting now.",
+                 zip(ids, units).map { ("unit=\"\($0)\"", Double($1.active.count)) })
+        m.metric("bessd_unit_state", "gauge", "1 for the unit's state.",
+                 zip(ids, units).map { ("unit=\"\($0)\",state=\"\($1.state)\"", 1) })
+        m.metric("bessd_interlock_actions_total", "counter", "Interlock actions logged since start, by code.",
+                 tripCounts.sorted { $0.key < $1.key }.map { ("code=\"\($0.key)\"", Double($0.value)) })
+        let slots = runner.slots
+        m.metric("bessd_inverter_round_trip_seconds", "gauge", "Last Modbus round trip.",
+                 zip(ids, slots).compactMap { id, slot in slot.map { ("unit=\"\(id)\"", $0.roundTrip.secondsDouble) } })
+        m.metric("bessd_inverter_errors_total", "counter", "Failed Modbus exchanges.",
+                 zip(ids, slots).compactMap { id, slot in slot.map { ("unit=\"\(id)\"", Double($0.errors)) } })
+        var frames: [(String, Double)] = []
+        for (id, slot) in zip(ids, runner.bmsSlots) {
+            guard let c = slot?.counters else { continue }
+            frames += [("unit=\"\(id)\",result=\"accepted\"", Double(c.accepted)), ("unit=\"\(id)\",result=\"short\"", Double(c.shortFrames)),
+                       ("unit=\"\(id)\",result=\"invalid\"", Double(c.invalidValues)),
+                       ("unit=\"\(id)\",result=\"wrong_kind\"", Double(c.wrongKind)),
+                       ("unit=\"\(id)\",result=\"unknown_id\"", Double(c.unknownIDs))]
+        }
+        m.metric("bessd_bms_frames_total", "counter", "CAN frames from the BMS, by what the decoder did.", frames)
+        if let spool {
+            let s = spool.state
+            m.metric("bessd_spool_pending_records", "gauge", "Records waiting for the aggregator.",
+                     [("", Double(s.next - 1 - min(s.acknowledged, s.next - 1)))])
+            m.metric("bessd_spool_dropped_total", "counter", "Records dropped at the spool's bound.", [("", Double(s.dropped))])
+            m.metric("bessd_spool_bytes", "gauge", "Spool size on disk.", [("", Double(s.bytes))])
+        }
+        if let sender {
+            let u = sender.stats
+            m.metric("bessd_uplink_batches_total", "counter", "Batches the aggregator acknowledged.", [("", Double(u.batchesDelivered))])
+            m.metric("bessd_uplink_failures_total", "counter", "Failed deliveries.", [("", Double(u.failures))])
+        }
+        return m.text
+    }
+
     /// The cycle's statistics (tests and status).
     public var statistics: CycleStatistics { shared.statistics }
 
@@ -201,6 +263,9 @@ public final class Daemon {
             if event.threshold.isFinite { metadata["BESS_THRESHOLD"] = "\(event.threshold)" }
             if let state = event.state { metadata["BESS_STATE"] = "\(state)" }
             if repeats > 0 { metadata["BESS_SUPPRESSED"] = "\(repeats)" }
+            if event.kind == .raised || event.kind == .latched, let code = event.code {
+                tripCounts["\(code.name)", default: 0] += 1
+            }
             switch event.kind {
             case .raised: metadata["MESSAGE_ID"] = "\(MessageID.trip)"
             case .latched: metadata["MESSAGE_ID"] = "\(MessageID.latch)"

@@ -57,10 +57,10 @@ public final class SiteRunner {
     let output: (String) -> Void
     private(set) var lastFrequency: Double?
     /// The worker slot of each unit whose inverter is real; nil for simulated ones.
-    let slots: [InverterSlot?]
+    public let slots: [InverterSlot?]
     let workers: [InverterWorker]
     /// The CAN slot of each unit whose BMS is real; nil for simulated ones.
-    let bmsSlots: [BMSSlot?]
+    public let bmsSlots: [BMSSlot?]
     let bmsWorkers: [BMSWorker]
 
     /// - Parameter output: where event and status lines go (stdout in `bessd run`).

@@ -90,7 +90,7 @@ struct ConfigurationTests {
                     "at_s:", "duration_s:", "delay_s:", "register_map:", "revert_timeout:", "setpoint:", "fault_values:",
                     "enable_value:", "rating_kw:", "word_order", "address:", "type:", "scale:", "realtime:", "priority:",
                     "lock_memory:", "cpu_dma_latency_us:", "site_id:", "ca_file:", "client_cert_file:", "client_key_file:",
-                    "spool_max_mb:"] {
+                    "spool_max_mb:", "metrics_listen:"] {
             #expect(text.contains(key), "config/bessd.yaml lacks \(key)")
         }
     }

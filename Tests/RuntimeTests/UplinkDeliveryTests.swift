@@ -120,3 +120,36 @@ struct UplinkDeliveryTests {
         #expect((info["bad_batches"] as? Int) == 0)
     }
 }
+
+@Suite("Prometheus metrics", .serialized)
+struct MetricsTests {
+    @Test("GET /metrics answers well-formed Prometheus text with cycle, unit and spool metrics")
+    func scrape() throws {
+        let port = LoopbackRigTests.freePort()
+        let state = NSTemporaryDirectory() + "bessd-metrics-\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let yaml = daemonYAML + """
+
+            metrics_listen: 127.0.0.1:\(port)
+            state_directory: \(state)
+            aggregator: {url: "http://127.0.0.1:9", interval_s: 0.5}
+            """
+        let daemon = try RunningDaemon(yaml: yaml)
+        _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
+        usleep(1_500_000)
+        let text = String(decoding: try AggregatorStub.fetch("http://127.0.0.1:\(port)/metrics", body: nil), as: UTF8.self)
+        let notFound = String(decoding: try AggregatorStub.fetch("http://127.0.0.1:\(port)/other", body: nil), as: UTF8.self)
+        daemon.signal(SIGTERM)
+        _ = daemon.finish()
+        #expect(notFound.contains("not found"))
+        let samples = text.split(separator: "\n").filter { !$0.hasPrefix("#") }
+        #expect(!samples.isEmpty)
+        // Every sample: name{labels} value.
+        let pattern = #/^[a-z_]+(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})? -?[0-9.e+-]+$/#
+        for sample in samples { #expect(sample.wholeMatch(of: pattern) != nil, "\(sample)") }
+        for name in ["bessd_cycles_total", "bessd_cycle_lateness_seconds{quantile=\"0.99\"}", "bessd_unit_setpoint_watts{unit=\"D1\"}",
+                     "bessd_unit_state{unit=\"D2\",state=\"running\"} 1", "bessd_spool_pending_records", "bessd_uplink_failures_total"] {
+            #expect(text.contains(name), "\(name)")
+        }
+    }
+}
