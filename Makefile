@@ -30,9 +30,14 @@ build: deps
 	$(SWIFT) build -c release
 
 ## The main job on its embedded default: bessd against the simulated site (config/simulation.yaml).
+## bess-aggregator runs beside it on 127.0.0.1:8700 (status page there; stopped with bessd).
 sim: deps
 	$(SWIFT) build -c release --product bessd
-	.build/release/bessd run $(if $(DURATION),--duration $(DURATION)) $(if $(CONFIG),--config $(CONFIG))
+	$(SWIFT) build -c release --product bess-aggregator
+	@.build/release/bess-aggregator --listen 127.0.0.1:8700 --database /tmp/bessd-sim-aggregator.sqlite \
+	    > /tmp/bess-aggregator.log 2>&1 & AGGREGATOR=$$!; trap 'kill $$AGGREGATOR 2>/dev/null' EXIT INT TERM; \
+	  echo "bess-aggregator: status page http://127.0.0.1:8700/ (log /tmp/bess-aggregator.log)"; \
+	  .build/release/bessd run $(if $(DURATION),--duration $(DURATION)) $(if $(CONFIG),--config $(CONFIG))
 
 ## Every test: unit, property and integration tests; the SocketCAN suite on vcan (in a VM when this
 ## kernel has no CAN); then every shipped configuration file.

@@ -16,6 +16,7 @@ let package = Package(
         .executable(name: "bessd", targets: ["bessd"]),
         .executable(name: "bessctl", targets: ["bessctl"]),
         .executable(name: "bess-hil", targets: ["bess-hil"]),
+        .executable(name: "bess-aggregator", targets: ["bess-aggregator"]),
         .library(name: "ControlCore", targets: ["ControlCore"]),
     ],
     dependencies: [
@@ -26,6 +27,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
     targets: [
         // C at the edge: one system library module per C library, a modulemap and a shim header only.
@@ -88,6 +91,15 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
 
+        .executableTarget(
+            name: "bess-aggregator",
+            dependencies: [
+                "Uplink",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "ControlCoreTests",
             dependencies: [

@@ -9,7 +9,7 @@ public enum EmbeddedConfiguration {
 mode: simulation
 period_ms: 100
 control_socket: /run/bessd/control.sock
-state_directory: /var/lib/bessd
+state_directory: /tmp/bessd-sim
 
 bess_units:
   - id: BESS_SIM_01
@@ -36,5 +36,10 @@ simulation:
   base_hz: 50.0
   amplitude_hz: 0.15
   seed: 7
+
+# make sim starts bess-aggregator here beside bessd (status page http://127.0.0.1:8700/).
+aggregator:
+  url: http://127.0.0.1:8700
+  interval_s: 1
 """#
 }

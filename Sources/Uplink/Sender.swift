@@ -134,6 +134,7 @@ public final class UplinkSender: Sendable {
                 if !commands.isEmpty { acks = handleCommands(commands) }
                 if records.count < settings.batchSize && acks.isEmpty { try? await Task.sleep(for: settings.interval) }
             } catch {
+                if Task.isCancelled || error is CancellationError { break }  // stopping, not failing
                 let code = (error as? UplinkError)?.code ?? "UPLINK_UNREACHABLE"
                 statistics.withLock {
                     $0.failures &+= 1
