@@ -22,6 +22,8 @@ public func installStopHandlers() {
     signal(SIGTERM, handler)
     let hup: @convention(c) (Int32) -> Void = { _ in reloadRequested.store(true, ordering: .relaxed) }
     signal(SIGHUP, hup)
+    // A file-size limit must cost a record (SPOOL_FULL), never the daemon.
+    signal(SIGXFSZ, SIG_IGN)
     // A parent may have spawned us with these blocked; a service must always hear them.
     var set = sigset_t()
     sigemptyset(&set)

@@ -53,14 +53,20 @@ final class RunningDaemon {
     var socket: String { directory + "/control.sock" }
     var configPath: String { directory + "/bessd.yaml" }
 
-    init(yaml: String, watchdogUsec: Int? = nil, extra: [String] = []) throws {
+    init(yaml: String, watchdogUsec: Int? = nil, extra: [String] = [], prefix: [String] = []) throws {
         directory = NSTemporaryDirectory() + "bessd-daemon-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try yaml.replacingOccurrences(of: "@SOCKET@", with: directory + "/control.sock")
             .write(toFile: directory + "/bessd.yaml", atomically: true, encoding: .utf8)
         notify = NotifyListener(path: directory + "/notify.sock")
-        process.executableURL = Package.executable("bessd")
-        process.arguments = ["run", "--config", configPath, "--status-every", "0", "--log", "stdout"] + extra
+        let command = [Package.executable("bessd")!.path, "run", "--config", configPath, "--status-every", "0", "--log", "stdout"] + extra
+        if prefix.isEmpty {
+            process.executableURL = Package.executable("bessd")
+            process.arguments = Array(command.dropFirst())
+        } else {
+            process.executableURL = URL(fileURLWithPath: prefix[0])
+            process.arguments = Array(prefix.dropFirst()) + command
+        }
         var environment = ProcessInfo.processInfo.environment
         environment["NOTIFY_SOCKET"] = notify.path
         environment["WATCHDOG_USEC"] = watchdogUsec.map(String.init)

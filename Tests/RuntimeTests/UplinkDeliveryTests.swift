@@ -9,10 +9,13 @@ final class AggregatorStub {
     let process = Process()
     let out = Pipe()
     var port = 0
+    var scheme = "http"
 
-    init(seconds: Int) throws {
+    init(seconds: Int, tls: (cert: String, key: String)? = nil) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", Package.root.appendingPathComponent("hil/peers/aggregator_stub.py").path, String(seconds)]
+            + (tls.map { [$0.cert, $0.key] } ?? [])
+        if tls != nil { scheme = "https" }
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -28,11 +31,11 @@ final class AggregatorStub {
     deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
 
     func admin(_ path: String, _ body: [String: Any]) throws {
-        _ = try Self.fetch("http://127.0.0.1:\(port)\(path)", body: try JSONSerialization.data(withJSONObject: body))
+        _ = try Self.fetch("\(scheme)://127.0.0.1:\(port)\(path)", body: try JSONSerialization.data(withJSONObject: body))
     }
 
     func state() throws -> [String: Any] {
-        let data = try Self.fetch("http://127.0.0.1:\(port)/admin/state", body: nil)
+        let data = try Self.fetch("\(scheme)://127.0.0.1:\(port)/admin/state", body: nil)
         return try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
     }
 
@@ -40,7 +43,7 @@ final class AggregatorStub {
     static func fetch(_ url: String, body: Data?) throws -> Data {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        var arguments = ["curl", "-s", "-m", "5", url]
+        var arguments = ["curl", "-s", "-k", "-m", "5", url]
         if let body {
             arguments += ["-X", "POST", "-H", "Content-Type: application/json", "--data-binary", String(decoding: body, as: UTF8.self)]
         }
@@ -118,6 +121,109 @@ struct UplinkDeliveryTests {
         #expect(acks.contains { $0["id"] as? String == "c-bad" && $0["accepted"] as? Bool == false
                 && ($0["reason"] as? String)?.contains("beyond the rating") == true })
         #expect((info["bad_batches"] as? Int) == 0)
+    }
+}
+
+@Suite("Uplink under TLS, slow answers and a full disk", .serialized)
+struct UplinkHardTests {
+    /// A CA and a server certificate for 127.0.0.1 signed by it, made with openssl.
+    static func makeCertificates(in dir: String, name: String) throws -> (ca: String, cert: String, key: String) {
+        func openssl(_ arguments: [String]) throws {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+            p.arguments = arguments
+            p.standardOutput = FileHandle.nullDevice
+            p.standardError = FileHandle.nullDevice
+            try p.run()
+            p.waitUntilExit()
+        }
+        let ca = "\(dir)/\(name)-ca", server = "\(dir)/\(name)-server"
+        try openssl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=\(name) test CA",
+                     "-keyout", ca + ".key", "-out", ca + ".pem"])
+        try openssl(["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", server + ".key", "-out", server + ".csr"])
+        try "subjectAltName=IP:127.0.0.1\n".write(toFile: server + ".ext", atomically: true, encoding: .utf8)
+        try openssl(["x509", "-req", "-in", server + ".csr", "-CA", ca + ".pem", "-CAkey", ca + ".key", "-CAcreateserial",
+                     "-days", "2", "-extfile", server + ".ext", "-out", server + ".pem"])
+        return (ca + ".pem", server + ".pem", server + ".key")
+    }
+
+    @Test("HTTPS with the configured CA delivers; a certificate from another CA is refused and nothing is lost")
+    func tls() throws {
+        let dir = NSTemporaryDirectory() + "bessd-tls-\(getpid())"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let good = try Self.makeCertificates(in: dir, name: "good")
+        let other = try Self.makeCertificates(in: dir, name: "other")
+        // The aggregator presents a certificate from "other"; bessd trusts only "good" at first.
+        let stub = try AggregatorStub(seconds: 60, tls: (other.cert, other.key))
+        let yaml = { (ca: String) in daemonYAML + """
+
+            state_directory: \(dir)/state
+            aggregator: {url: "https://127.0.0.1:\(stub.port)", ca_file: \(ca), interval_s: 0.2, site_id: TLS_SITE}
+            """ }
+        var daemon = try RunningDaemon(yaml: yaml(good.ca))
+        _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
+        usleep(12_000_000)  // the client gives up on a connection within its 10 s request deadline
+        #expect(try stub.seqs(site: "TLS_SITE").isEmpty)  // nothing accepted over an untrusted certificate
+        daemon.signal(SIGTERM)
+        let refused = daemon.finish()
+        #expect(refused.text.contains("uplink:") && refused.text.contains("retrying with back-off"), "\(refused.text)")
+        // Trusting the right CA, the same spool is delivered from seq 1.
+        daemon = try RunningDaemon(yaml: yaml(other.ca))
+        _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
+        usleep(2_500_000)
+        daemon.signal(SIGTERM)
+        _ = daemon.finish()
+        let held = try stub.seqs(site: "TLS_SITE")
+        #expect(held.first == 1 && held == Array(1...(held.last ?? 1)) && held.count > 10)
+    }
+
+    @Test("10 s answers: the sender times out and retries; the cycle keeps time throughout")
+    func slow() throws {
+        let stub = try AggregatorStub(seconds: 60)
+        let state = NSTemporaryDirectory() + "bessd-slow-\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        try stub.admin("/admin/mode", ["mode": "slow"])
+        let daemon = try RunningDaemon(yaml: daemonYAML + """
+
+            state_directory: \(state)
+            aggregator: {url: "http://127.0.0.1:\(stub.port)", interval_s: 0.2, site_id: SLOW_SITE}
+            """)
+        _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
+        usleep(11_000_000)
+        let stats = try #require(try daemon.request(["verb": "status"])["cycle"] as? [String: Any])
+        try stub.admin("/admin/mode", ["mode": "ok"])
+        // A request sent just before the switch still waits out its 10 s deadline; then the next goes through.
+        for _ in 0..<28 where try stub.seqs(site: "SLOW_SITE").count <= 20 { usleep(500_000) }
+        daemon.signal(SIGTERM)
+        let (_, text) = daemon.finish()
+        #expect((stats["overruns"] as? NSNumber)?.intValue == 0)
+        #expect(((stats["cycles"] as? NSNumber)?.intValue ?? 0) > 200)  // 50 ms period over > 11 s
+        #expect(text.contains("UPLINK_UNREACHABLE") || text.contains("retrying with back-off"))
+        let held = try stub.seqs(site: "SLOW_SITE")
+        #expect(held.count > 20 && held == Array(1...(held.last ?? 1)))
+    }
+
+    @Test("a full disk costs records, coded SPOOL_FULL, never the daemon or the cycle")
+    func diskFull() throws {
+        let state = NSTemporaryDirectory() + "bessd-full-\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let daemon = try RunningDaemon(yaml: daemonYAML + """
+
+            state_directory: \(state)
+            aggregator: {url: "http://127.0.0.1:9", interval_s: 0.1}
+            """, prefix: ["/usr/bin/prlimit", "--fsize=30000", "--"])
+        _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
+        usleep(3_000_000)
+        let status = try daemon.request(["verb": "status"])
+        let cycle = try #require(status["cycle"] as? [String: Any])
+        daemon.signal(SIGTERM)
+        let (code, text) = daemon.finish()
+        #expect(code == 0)
+        #expect(text.contains("SPOOL_FULL"))
+        #expect((cycle["overruns"] as? NSNumber)?.intValue == 0)
+        let spool = try Spool(directory: state + "/spool")
+        #expect(spool.recovery.tornBytes == 0)  // no half record left behind
     }
 }
 

@@ -5,8 +5,9 @@ commands. Behaviour is switched through /admin:
   POST /admin/mode      {"mode": "ok" | "error" (500) | "slow" (answers after 12 s) | "garbage" (2xx, not JSON) | "drop" (closes)}
   POST /admin/command   a DispatchCommand to hand out with the next answer
   GET  /admin/state     {"seqs": {site: [...]}, "acks": [...], "auth": [...], "bad_batches": n}
-Prints "PORT <n>" once listening. Usage: aggregator_stub.py [SECONDS]"""
+Prints "PORT <n>" once listening. Usage: aggregator_stub.py [SECONDS] [CERT KEY] (HTTPS with CERT and KEY)"""
 import json
+import ssl
 import sys
 import threading
 import time
@@ -90,6 +91,10 @@ class Handler(BaseHTTPRequestHandler):
 def main():
     seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 60
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    if len(sys.argv) > 3:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(sys.argv[2], sys.argv[3])
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     print(f"PORT {server.server_address[1]}", flush=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     time.sleep(seconds)
