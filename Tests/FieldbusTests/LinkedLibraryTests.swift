@@ -34,7 +34,9 @@ struct LinkedLibraryTests {
         #expect(port > 0)
 
         let serverBox = UncheckedBox((server, mapping, listener))
+        let finished = DispatchSemaphore(value: 0)
         let serverThread = Thread {
+            defer { finished.signal() }
             var socket = serverBox.value.2
             guard modbus_tcp_accept(serverBox.value.0, &socket) >= 0 else { return }
             var request = [UInt8](repeating: 0, count: 260)
@@ -60,6 +62,8 @@ struct LinkedLibraryTests {
         // libmodbus reports the exception as MODBUS_ENOBASE + 2 (illegal data address), not a timeout.
         #expect(errno == 112_345_678 + 2)
         modbus_close(client)
+        // The server thread sees the connection close and returns; only then are its handles freed.
+        #expect(finished.wait(timeout: .now() + 5) == .success)
         close(listener)
         modbus_mapping_free(mapping)
         modbus_free(server)
