@@ -14,7 +14,7 @@ final class MetricsServer {
         guard parts.count == 2, let port = UInt16(parts[1]) else {
             throw RunError(code: "METRICS_LISTEN_FAILED", message: "metrics_listen must be HOST:PORT (got \(address))")
         }
-        listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        listener = socket(AF_INET, 1 /* SOCK_STREAM: written out, a clean build of this file did not see the constant */, 0)
         var on: Int32 = 1
         setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
         var addr = sockaddr_in()
