@@ -129,6 +129,8 @@ struct SpoolWriter: ParsableCommand {
     @Option(help: "Records to append.") var records: Int = 100_000
     @Option(help: "Payload bytes per record.") var size: Int = 200
     @Option(help: "Largest file size this process may write (simulates a full disk), bytes.") var fileSizeLimit: Int?
+    @Flag(help: "Write valid uplink event records (a backlog an aggregator accepts) instead of filler bytes.")
+    var uplinkRecords = false
 
     func run() throws {
         if let limit = fileSizeLimit {
@@ -137,13 +139,21 @@ struct SpoolWriter: ParsableCommand {
             setrlimit(Int32(RLIMIT_FSIZE.rawValue), &rl)
         }
         let spool = try Spool(directory: dir)
+        let queue = SpoolQueue(spool)
+        let filler = String(repeating: "x", count: max(0, size - 120))
         let payload = [UInt8](repeating: 0x42, count: size)
         let start = ContinuousClock.now
         var last: UInt64 = 0
         for i in 0..<records {
             do {
-                last = try spool.append(payload)
-            } catch {
+                if uplinkRecords {
+                    last = try queue.append { seq in
+                        Array(#"{"seq":\#(seq),"time":\#(Double(seq)),"type":"event","kind":"backlog","message":"\#(filler)"}"#.utf8)
+                    }
+                } else {
+                    last = try spool.append(payload)
+                }
+            } catch let error as SpoolError {
                 print("ERROR \(error.code) after seq \(last)")
                 throw ExitCode(4)
             }
