@@ -14,9 +14,10 @@ extension SimulationConfiguration {
         }
     }
 
-    /// The faults acting on unit `unitID`, `elapsed` seconds into the run.
-    public func activeFaults(at elapsed: Double, unitID: String) -> Set<FaultInjection.Kind> {
-        var kinds = Set<FaultInjection.Kind>()
+    /// The faults acting on unit `unitID`, `elapsed` seconds into the run (no allocation: bessd's own
+    /// simulated devices ask every cycle).
+    public func activeFaults(at elapsed: Double, unitID: String) -> FaultSet {
+        var kinds = FaultSet()
         for fault in faults where fault.isActive(at: elapsed, unitID: unitID) { kinds.insert(fault.kind) }
         return kinds
     }
@@ -29,9 +30,31 @@ extension SimulationConfiguration {
 
 extension SimulatedUnit {
     /// Applies the faults that act on the simulated devices themselves.
-    public mutating func apply(_ faults: Set<FaultInjection.Kind>) {
+    public mutating func apply(_ faults: FaultSet) {
         bmsSilent = faults.contains(.bmsSilence) || faults.contains(.canBusOff)
         battery.injectedHeatW = faults.contains(.thermalRunaway) ? 1_000_000 : 0
         inverter.faulted = faults.contains(.inverterFault)
     }
+}
+
+/// A set of fault kinds in one word.
+public struct FaultSet: Sendable, Equatable {
+    var bits: UInt32 = 0
+    public init() {}
+    static func bit(_ kind: FaultInjection.Kind) -> UInt32 {
+        switch kind {  // a switch, not allCases.firstIndex: that would build an array on every call
+        case .bmsSilence: 1 << 0
+        case .bmsDelay: 1 << 1
+        case .bmsGarbage: 1 << 2
+        case .bmsOutOfRange: 1 << 3
+        case .canBusOff: 1 << 4
+        case .thermalRunaway: 1 << 5
+        case .inverterFault: 1 << 6
+        case .modbusSilence: 1 << 7
+        case .modbusDelay: 1 << 8
+        }
+    }
+    public mutating func insert(_ kind: FaultInjection.Kind) { bits |= Self.bit(kind) }
+    public func contains(_ kind: FaultInjection.Kind) -> Bool { bits & Self.bit(kind) != 0 }
+    public var isEmpty: Bool { bits == 0 }
 }

@@ -85,7 +85,7 @@ public final class PlantRig {
         let hz = grid.frequency(at: elapsed)
         for i in units.indices {
             let id = configuration.units[i].id
-            let faults = configuration.simulation.faults.isEmpty ? [] : configuration.simulation.activeFaults(at: elapsed, unitID: id)
+            let faults = configuration.simulation.activeFaults(at: elapsed, unitID: id)
             units[i].apply(faults)
             servers[i]?.silent = faults.contains(.modbusSilence)
             servers[i]?.responseDelaySeconds = configuration.simulation.activeDelay(.modbusDelay, at: elapsed, unitID: id)
@@ -102,7 +102,7 @@ public final class PlantRig {
 
     /// Sends the BMS's frames when due (late, broken or invalid while a fault says so) and counts the
     /// keep-alives bessd sent.
-    func exchangeCAN(_ i: Int, _ can: CANSocket, now: MonotonicInstant, faults: Set<FaultInjection.Kind>, delay: Double) {
+    func exchangeCAN(_ i: Int, _ can: CANSocket, now: MonotonicInstant, faults: FaultSet, delay: Double) {
         while let received = try? can.receive(timeout: .zero) {
             if received.frame.id == PylontechLV.keepAliveID && !received.frame.isError { keepAlivesReceived[i] &+= 1 }
         }

@@ -7,8 +7,6 @@ import Synchronization
 /// Set by SIGINT/SIGTERM; the run loop stops at the next cycle.
 let stopRequested = Atomic<Bool>(false)
 
-/// Asks a running loop to stop (what SIGINT and SIGTERM do).
-public func requestStop() { stopRequested.store(true, ordering: .relaxed) }
 
 /// Set by SIGHUP; the service loop reloads the configuration.
 let reloadRequested = Atomic<Bool>(false)
@@ -39,13 +37,6 @@ public struct RunError: Error, CustomStringConvertible {
     public var description: String { "\(code): \(message)" }
 }
 
-/// Counters of a finished run.
-public struct RunSummary: Sendable {
-    public var cycles: UInt64
-    public var overruns: UInt64
-    public var maxLatenessMicroseconds: Int64
-}
-
 /// Runs the control law against the built-in simulated site: every device simulated in-process,
 /// stamped with the monotonic instant it was sampled, on absolute deadlines.
 public final class SiteRunner {
@@ -57,7 +48,6 @@ public final class SiteRunner {
     var lastNow: MonotonicInstant
     let startedAt: MonotonicInstant
     let output: (String) -> Void
-    private(set) var lastFrequency: Double?
     /// The worker slot of each unit whose inverter is real; nil for simulated ones.
     public let slots: [InverterSlot?]
     let workers: [InverterWorker]
@@ -140,7 +130,6 @@ public final class SiteRunner {
         lastNow = now
         let elapsed = now.seconds(since: startedAt)
         let hz = grid.frequency(at: elapsed)
-        lastFrequency = hz
         if !configuration.simulation.faults.isEmpty {
             for i in units.indices {
                 units[i].apply(configuration.simulation.activeFaults(at: elapsed, unitID: configuration.units[i].id))
@@ -253,14 +242,6 @@ public final class SiteRunner {
 
     /// Sets a unit's dispatch (tests, and the aggregator later).
     public func setDispatch(_ command: PowerCommand?, unit: Int) { inputs[unit].dispatch = command }
-
-    /// Writes every pending event as a line.
-    public func flushEvents() {
-        controller.events.drain { event in
-            let id = event.unit < configuration.units.count ? configuration.units[event.unit].id : "unit\(event.unit)"
-            output(EventText.line(event, unitID: id))
-        }
-    }
 
     /// One status line: time, frequency, and per unit state, SOC, power, setpoint and active codes.
     public func statusLine(now: MonotonicInstant) -> String {
