@@ -59,6 +59,7 @@ public final class CycleThread: @unchecked Sendable {
         var deadline = MonotonicClock.now().nanoseconds
         while worker.isRunning {
             deadline += periodNanoseconds
+            runner.phase.publish(nextDeadline: deadline)
             MonotonicClock.sleep(until: MonotonicInstant(nanoseconds: deadline))
             let now = MonotonicClock.now()
             let lateness = now.nanoseconds - deadline
@@ -129,5 +130,6 @@ public final class CycleThread: @unchecked Sendable {
             }
             heartbeat.add(1, ordering: .relaxed)
         }
+        runner.phase.publish(nextDeadline: 0)
     }
 }

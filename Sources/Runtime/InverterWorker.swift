@@ -92,20 +92,27 @@ public final class InverterWorker: @unchecked Sendable {
     let period: Duration
     let timeout: Duration
     let revertSeconds: Int
+    let phase: CyclePhase?
     let log: @Sendable (String) -> Void
     private let worker = WorkerThread()
+    private let wake = Wakeup()
 
     /// - Parameters:
     ///   - period: how often each inverter is polled.
     ///   - revertSeconds: the revert timer written with every setpoint; setpoints are re-written at
     ///     least every half of it even when unchanged.
+    ///   - phase: the control cycle's schedule. With it, the worker reads every inverter just before
+    ///     each cycle and writes the cycle's setpoints the moment the cycle hands them over, so a
+    ///     change at the inverter reaches its wire within one period plus the bus time. Without it
+    ///     (tests driving the runner by hand), it polls on its own period.
     public init(endpoint: ModbusEndpoint, devices: [Device], period: Duration, timeout: Duration, revertSeconds: Int,
-                log: @escaping @Sendable (String) -> Void) {
+                phase: CyclePhase? = nil, log: @escaping @Sendable (String) -> Void) {
         self.endpoint = endpoint
         self.devices = devices
         self.period = period
         self.timeout = timeout
         self.revertSeconds = revertSeconds
+        self.phase = phase
         self.log = log
     }
 
@@ -118,6 +125,10 @@ public final class InverterWorker: @unchecked Sendable {
         worker.stop()
     }
 
+    /// Tells the worker the cycle has handed over new setpoints (the cycle's side: one non-blocking
+    /// write to a pipe, no allocation).
+    public func kick() { wake.signal() }
+
     struct DeviceState {
         var connection: ModbusConnection?
         var inverter: Driver?
@@ -129,16 +140,41 @@ public final class InverterWorker: @unchecked Sendable {
 
     private func loop() {
         var states = devices.map { _ in DeviceState() }
-        var next = now()
         let periodNs = max(10_000_000, period.nanosecondsClamped)
         var seed = UInt64(truncatingIfNeeded: now())
+        // How long before the cycle's deadline the reads start: 1.5 × the last read round plus 1 ms,
+        // at most half a period.
+        var lead: Int64 = 2_000_000
+        var next = now()
         while worker.isRunning {
-            for index in devices.indices { exchange(index, &states[index], &seed) }
-            next += periodNs
-            let current = now()
-            if next < current { next = current }
-            var ts = timespec(tv_sec: Int(next / 1_000_000_000), tv_nsec: Int(next % 1_000_000_000))
-            clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil)
+            let cycleDeadline = phase?.nextDeadline ?? 0
+            if cycleDeadline > 0 {
+                // Aligned to the cycle: read, wait for its setpoints, write.
+                let cyclePeriod = phase!.periodNanoseconds
+                var readAt = cycleDeadline - lead
+                if readAt < now() - cyclePeriod / 2 { readAt = now() }
+                sleep(until: readAt)
+                wake.drain()  // kicks meant for an earlier cycle
+                let began = now()
+                for index in devices.indices { read(index, &states[index], &seed) }
+                let took = now() - began
+                lead = min(max(1_000_000, took + took / 2 + 1_000_000), cyclePeriod / 2)
+                // The cycle kicks once it has commanded; give up half a period after its deadline
+                // (a stalled cycle: the refresh below keeps to the revert rule either way).
+                wake.wait(until: max(cycleDeadline, now()) + cyclePeriod / 2)
+                for index in devices.indices { write(index, &states[index], &seed) }
+                // Sleep at least to this cycle's deadline, so the next round reads for the next cycle.
+                if now() < cycleDeadline { sleep(until: cycleDeadline) }
+            } else {
+                for index in devices.indices {
+                    read(index, &states[index], &seed)
+                    write(index, &states[index], &seed)
+                }
+                next += periodNs
+                let current = now()
+                if next < current { next = current }
+                sleep(until: next)
+            }
         }
         // Safe stop: zero power, revert armed.
         for index in devices.indices {
@@ -148,10 +184,15 @@ public final class InverterWorker: @unchecked Sendable {
         }
     }
 
-    private func exchange(_ index: Int, _ s: inout DeviceState, _ seed: inout UInt64) {
+    private func sleep(until ns: Int64) {
+        var ts = timespec(tv_sec: Int(ns / 1_000_000_000), tv_nsec: Int(ns % 1_000_000_000))
+        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil)
+    }
+
+    /// Connects and discovers when needed, then reads the inverter and publishes the reading.
+    private func read(_ index: Int, _ s: inout DeviceState, _ seed: inout UInt64) {
         let device = devices[index]
-        let t = now()
-        if t < s.backoffUntil { return }
+        if now() < s.backoffUntil { return }
         do throws(SunSpecError) {
             if s.connection == nil {
                 do {
@@ -172,32 +213,104 @@ public final class InverterWorker: @unchecked Sendable {
                         + "command via \(sunspec.commandPath.rawValue)")
                 }
             }
-            let inverter = s.inverter!
-            let reading = try inverter.readStatus(&connection)
+            let reading = try s.inverter!.readStatus(&connection)
             device.slot.publish(Timestamped(reading, at: MonotonicInstant(nanoseconds: now())), roundTrip: connection.lastRoundTrip)
-            let setpoint = device.slot.setpoint
-            let refreshDue = now() - s.lastWriteAt >= Int64(revertSeconds) * 500_000_000
-            if s.lastWritten.map({ abs($0.value - setpoint.value) >= 1 }) ?? true || refreshDue {
-                try inverter.command(setpoint, revertSeconds: revertSeconds, &connection)
-                s.lastWritten = setpoint
-                s.lastWriteAt = now()
-            }
             s.backoff = 500_000_000
         } catch {
-            device.slot.fail(error.code)
-            if s.backoff == 500_000_000 { log("unit id \(device.unitID) on \(endpoint): \(error)") }
-            // Reconnect and rediscover after a pause that doubles up to 10 s, with jitter, so a fleet
-            // does not hammer a recovering device in step.
-            s.connection?.close()
-            s.connection = nil
-            s.inverter = nil
-            s.lastWritten = nil
-            seed = seed &* 6364136223846793005 &+ 1442695040888963407
-            let jitter = Int64(seed >> 40) % (s.backoff / 4 + 1)
-            s.backoffUntil = now() + s.backoff + jitter
-            s.backoff = min(s.backoff * 2, 10_000_000_000)
+            failed(index, &s, error, &seed)
         }
     }
 
+    /// Writes the slot's setpoint when it changed, or when the revert timer needs refreshing.
+    private func write(_ index: Int, _ s: inout DeviceState, _ seed: inout UInt64) {
+        guard var connection = s.connection, let inverter = s.inverter else { return }
+        let setpoint = devices[index].slot.setpoint
+        let refreshDue = now() - s.lastWriteAt >= Int64(revertSeconds) * 500_000_000
+        guard s.lastWritten.map({ abs($0.value - setpoint.value) >= 1 }) ?? true || refreshDue else { return }
+        do throws(SunSpecError) {
+            try inverter.command(setpoint, revertSeconds: revertSeconds, &connection)
+            s.lastWritten = setpoint
+            s.lastWriteAt = now()
+        } catch {
+            failed(index, &s, error, &seed)
+        }
+    }
+
+    private func failed(_ index: Int, _ s: inout DeviceState, _ error: SunSpecError, _ seed: inout UInt64) {
+        let device = devices[index]
+        device.slot.fail(error.code)
+        if s.backoff == 500_000_000 { log("unit id \(device.unitID) on \(endpoint): \(error)") }
+        // Reconnect and rediscover after a pause that doubles up to 10 s, with jitter, so a fleet
+        // does not hammer a recovering device in step.
+        s.connection?.close()
+        s.connection = nil
+        s.inverter = nil
+        s.lastWritten = nil
+        seed = seed &* 6364136223846793005 &+ 1442695040888963407
+        let jitter = Int64(seed >> 40) % (s.backoff / 4 + 1)
+        s.backoffUntil = now() + s.backoff + jitter
+        s.backoff = min(s.backoff * 2, 10_000_000_000)
+    }
+
     private func now() -> Int64 { MonotonicClock.now().nanoseconds }
+}
+
+/// The control cycle's schedule as the bus workers see it: the deadline of the next cycle.
+public final class CyclePhase: Sendable {
+    private let deadline = Atomic<Int64>(0)
+    public let periodNanoseconds: Int64
+
+    public init(periodNanoseconds: Int64) { self.periodNanoseconds = periodNanoseconds }
+
+    /// The monotonic deadline (ns) of the next cycle; 0 while no cycle thread runs.
+    public var nextDeadline: Int64 { deadline.load(ordering: .acquiring) }
+
+    /// Published by the cycle before it sleeps (0 when it stops).
+    public func publish(nextDeadline: Int64) { deadline.store(nextDeadline, ordering: .releasing) }
+}
+
+/// A wake-up from one thread to another over a non-blocking pipe: `signal()` never blocks and never
+/// allocates; `wait(until:)` returns at the first signal (consuming every pending one) or the deadline.
+final class Wakeup: @unchecked Sendable {
+    private var fds: [Int32] = [-1, -1]
+
+    init() {
+        if pipe(&fds) != 0 { fds = [-1, -1]; return }
+        for fd in fds {
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        }
+    }
+
+    deinit {
+        for fd in fds where fd >= 0 { close(fd) }
+    }
+
+    func signal() {
+        var byte: UInt8 = 1
+        _ = write(fds[1], &byte, 1)
+    }
+
+    /// Waits for a signal until the monotonic deadline `ns`. Returns true when signalled.
+    @discardableResult
+    func wait(until ns: Int64) -> Bool {
+        var signalled = false
+        while !signalled {
+            let remaining = ns - MonotonicClock.now().nanoseconds
+            if remaining <= 0 { return false }
+            var pfd = pollfd(fd: fds[0], events: Int16(POLLIN), revents: 0)
+            let ms = Int32(min(remaining / 1_000_000 + 1, 1000))
+            if poll(&pfd, 1, ms) > 0 { signalled = drain() }
+        }
+        return true
+    }
+
+    /// Consumes pending signals; true when there was one.
+    @discardableResult
+    func drain() -> Bool {
+        var buffer = (UInt64(0), UInt64(0))
+        var any = false
+        while withUnsafeMutableBytes(of: &buffer, { read(fds[0], $0.baseAddress, $0.count) }) > 0 { any = true }
+        return any
+    }
 }

@@ -54,6 +54,8 @@ public final class SiteRunner {
     /// The CAN slot of each unit whose BMS is real; nil for simulated ones.
     public let bmsSlots: [BMSSlot?]
     let bmsWorkers: [BMSWorker]
+    /// The cycle's schedule, shared with the inverter workers (CycleThread publishes it).
+    public let phase: CyclePhase
 
     /// - Parameter output: where event and status lines go (stdout in `bessd run`).
     public init(configuration: BessdConfiguration, startedAt: MonotonicInstant,
@@ -73,7 +75,8 @@ public final class SiteRunner {
         grid = sim.gridFrequency()
         inputs = [UnitInputs](repeating: UnitInputs(), count: configuration.units.count)
         slots = configuration.units.map { configuration.isSimulated(inverterOf: $0) ? nil : InverterSlot() }
-        workers = Self.makeWorkers(configuration, slots: slots, output: output)
+        phase = CyclePhase(periodNanoseconds: Int64(configuration.periodMs) * 1_000_000)
+        workers = Self.makeWorkers(configuration, slots: slots, phase: phase, output: output)
         bmsSlots = configuration.units.map { configuration.isSimulated(bmsOf: $0) ? nil : BMSSlot() }
         let log = UncheckedOutput(output)
         bmsWorkers = zip(configuration.units, bmsSlots).compactMap { unit, slot in
@@ -85,7 +88,8 @@ public final class SiteRunner {
     }
 
     /// One worker per Modbus TCP endpoint or serial line, serving every unit id on it.
-    static func makeWorkers(_ c: BessdConfiguration, slots: [InverterSlot?], output: @escaping (String) -> Void)
+    static func makeWorkers(_ c: BessdConfiguration, slots: [InverterSlot?], phase: CyclePhase,
+                            output: @escaping (String) -> Void)
         -> [InverterWorker]
     {
         var groups: [(ModbusEndpoint, Int, [InverterWorker.Device])] = []
@@ -102,7 +106,7 @@ public final class SiteRunner {
         let log = UncheckedOutput(output)
         return groups.map { endpoint, timeoutMs, devices in
             InverterWorker(endpoint: endpoint, devices: devices, period: .milliseconds(c.periodMs),
-                           timeout: .milliseconds(timeoutMs), revertSeconds: 10) { log.write($0) }
+                           timeout: .milliseconds(timeoutMs), revertSeconds: 10, phase: phase) { log.write($0) }
         }
     }
 
@@ -167,6 +171,8 @@ public final class SiteRunner {
             let setpoint = controller.decision(unit: i).setpoint
             if let slot = slots[i] { slot.setSetpoint(setpoint) } else { units[i].inverter.command(setpointW: setpoint.value) }
         }
+        // The workers write the new setpoints now, not at their next poll.
+        for worker in workers { worker.kick() }
     }
 
     /// Writes zero power to every inverter (what a clean stop does).
