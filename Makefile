@@ -9,8 +9,9 @@ SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 
 # Build-time packages: the three C libraries bessd links, and pkg-config to find them.
 DEBIAN_PACKAGES := pkg-config libmodbus-dev libsocketcan-dev libsystemd-dev
-# Test-time peers no one here wrote: mbpoll (Modbus client), can-utils, socat (RTU pty pairs), python3-pip.
-TEST_PACKAGES := mbpoll can-utils socat python3-pip systemd dpkg-dev
+# Test-time peers no one here wrote: mbpoll (Modbus client), can-utils, socat (RTU pty pairs), python3-pip;
+# gnuplot renders the scenario plots.
+TEST_PACKAGES := mbpoll can-utils socat python3-pip systemd dpkg-dev gnuplot-nox
 
 .PHONY: all deps build sim check test config-check clean install deb
 
@@ -46,6 +47,7 @@ check: deps
 	@scripts/ensure-python-peers.sh
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	scripts/scenarios.sh .build/debug
 	scripts/can-tests.sh
 	scripts/package-test.sh
 	$(MAKE) --no-print-directory config-check

@@ -86,8 +86,9 @@ let package = Package(
         .executableTarget(
             name: "bess-hil",
             dependencies: [
-                "Plant", "Runtime", "ControlCore", "Uplink",
+                "Plant", "Runtime", "ControlCore", "Uplink", "Fieldbus",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Yams", package: "Yams"),
             ],
             swiftSettings: swiftSettings),
 

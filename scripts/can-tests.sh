@@ -31,6 +31,9 @@ mkdir -p "$STAGE"
 trap 'rm -rf "$STAGE"' EXIT
 cp "$BUILD/bessdPackageTests.xctest" "$BUILD/bessd" "$BUILD/bess-hil" "$STAGE/"
 cp hil/vm/can-suite.sh "$STAGE/"
+mkdir -p "$STAGE/hil/scenarios" "$STAGE/hil/rigs"
+cp hil/rigs/scenario.yaml "$STAGE/hil/rigs/"
+cp $(grep -l '^requires: \[can\]' hil/scenarios/*.yaml) "$STAGE/hil/scenarios/"
 # python-can for the VM's /usr/bin/python3 (the host's Python may live in root's home).
 python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore --target "$STAGE/pylib" \
   "$(grep -E '^python-can==' hil/requirements.txt)"
@@ -39,9 +42,17 @@ echo "can-tests: booting $(basename "$KERNEL") in a VM (virtme-ng, no KVM)"
 set +e
 vng --run "$KERNEL" --disable-kvm --user root --memory 2G --exec "$STAGE/can-suite.sh $STAGE" 2>&1 | tee "$STAGE/vm.log"
 set -e
+mkdir -p hil/results/scenarios
+cp "$STAGE"/scenarios/*.png "$STAGE"/scenarios/*.csv hil/results/scenarios/ 2>/dev/null || true
 if grep -q '^CAN_SUITE_RESULT=0$' "$STAGE/vm.log"; then
   echo "can-tests: SocketCAN suite passed in the VM"
 else
   echo "can-tests: SocketCAN suite FAILED in the VM" >&2
+  exit 1
+fi
+if grep -q '^CAN_SCENARIO_RESULT=0$' "$STAGE/vm.log"; then
+  echo "can-tests: CAN scenarios passed in the VM"
+else
+  echo "can-tests: CAN scenarios FAILED in the VM" >&2
   exit 1
 fi

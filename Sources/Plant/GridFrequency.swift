@@ -45,7 +45,11 @@ public struct GridFrequency: Sendable {
             return hz
         case .steps(let base, let amplitude, let period):
             let phase = Int((seconds / max(period, 0.001)).rounded(.down)) % 4
-            return [base, base - amplitude, base, base + amplitude][phase]
+            switch phase {  // not an array literal: bessd's simulated site asks every cycle
+            case 1: return base - amplitude
+            case 3: return base + amplitude
+            default: return base
+            }
         case .walk(let base, let amplitude, _):
             let dt = max(0, seconds - lastSeconds)
             lastSeconds = seconds

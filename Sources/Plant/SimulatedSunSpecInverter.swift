@@ -57,12 +57,13 @@ public struct SunSpecPlantLink: Sendable {
         if profile.measurementModel == SunSpec.Measurement.id {
             typealias M = SunSpec.Measurement
             image[M.id, M.w] = UInt16(bitPattern: w)
-            image.set32(M.id, M.hz, UInt32(clamping: Int((frequencyHz * 1000).rounded())))
+            // No measurement: SunSpec's "not implemented" value.
+            image.set32(M.id, M.hz, frequencyHz.isFinite ? UInt32(clamping: Int((frequencyHz * 1000).rounded())) : 0xFFFF_FFFF)
             image[M.id, M.inverterState] = unit.inverter.faulted ? M.inverterStateFault : 3
         } else {
             let id = profile.measurementModel
             image[id, SunSpec.Inverter.w] = UInt16(bitPattern: w)
-            image[id, SunSpec.Inverter.hz] = UInt16(clamping: Int((frequencyHz * 100).rounded()))
+            image[id, SunSpec.Inverter.hz] = frequencyHz.isFinite ? UInt16(clamping: Int((frequencyHz * 100).rounded())) : 0xFFFF
             image[id, SunSpec.Inverter.state] = unit.inverter.faulted ? SunSpec.Inverter.stateFault : 4
         }
         let remaining = max(0, unit.inverter.revertTimeoutSeconds - unit.inverter.secondsSinceSetpoint)

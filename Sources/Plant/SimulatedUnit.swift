@@ -8,6 +8,8 @@ public struct SimulatedUnit: Sendable {
     public var inverter: SimulatedInverter
     /// When true the simulated BMS stops publishing (its data goes stale).
     public var bmsSilent = false
+    /// Values the BMS reports instead of the model's (fault injection: `bms_values`).
+    public var bmsOverride = BMSOverride()
 
     public init(battery: BatteryModel, inverter: SimulatedInverter) {
         self.battery = battery
@@ -41,41 +43,63 @@ public struct SimulatedUnit: Sendable {
 
     /// What the BMS reports, stamped at `now` (the last published values when silent).
     public func bmsSnapshot(at now: MonotonicInstant) -> BMSSnapshot {
-        let b = battery
-        let protections: BMSConditions = [
-            b.maxCellVoltage > 3.65 ? .cellOvervoltage : [], b.minCellVoltage < 2.70 ? .cellUndervoltage : [],
-            b.temperature > 60 ? .overtemperature : [],
-        ]
-        let alarms: BMSConditions = [
-            b.maxCellVoltage > 3.55 ? .cellOvervoltage : [], b.minCellVoltage < 2.90 ? .cellUndervoltage : [],
-            b.temperature > 50 ? .overtemperature : [],
-        ]
+        let v = reported
         return BMSSnapshot(
-            limits: Timestamped(BMSLimits(chargeVoltageLimit: Volts(3.55 * Double(b.parameters.cellsInSeries)),
-                                          chargeCurrentLimit: Amps(b.chargeCurrentLimit),
-                                          dischargeCurrentLimit: Amps(b.dischargeCurrentLimit)), at: now),
-            status: Timestamped(BMSStatus(soc: Percent(b.soc * 100), soh: Percent(100)), at: now),
-            measurements: Timestamped(BMSMeasurements(packVoltage: Volts(b.packVoltage), packCurrent: Amps(b.current),
-                                                      temperature: Celsius(b.temperature)), at: now),
-            cells: Timestamped(CellStatistics(minCellVoltage: Volts(b.minCellVoltage), maxCellVoltage: Volts(b.maxCellVoltage),
-                                              minTemperature: Celsius(b.temperature - 1),
-                                              maxTemperature: Celsius(b.temperature)), at: now),
-            protection: Timestamped(BMSProtectionState(protections: protections, alarms: alarms), at: now),
-            requests: Timestamped(BMSRequests(chargeEnabled: b.soc < 1, dischargeEnabled: b.soc > 0), at: now))
+            limits: Timestamped(BMSLimits(chargeVoltageLimit: Volts(3.55 * Double(battery.parameters.cellsInSeries)),
+                                          chargeCurrentLimit: Amps(v.chargeCurrentLimit),
+                                          dischargeCurrentLimit: Amps(v.dischargeCurrentLimit)), at: now),
+            status: Timestamped(BMSStatus(soc: Percent(v.soc), soh: Percent(100)), at: now),
+            measurements: Timestamped(BMSMeasurements(packVoltage: Volts(v.packVoltage), packCurrent: Amps(v.current),
+                                                      temperature: Celsius(v.temperatureMax)), at: now),
+            cells: Timestamped(CellStatistics(minCellVoltage: Volts(v.minCell), maxCellVoltage: Volts(v.maxCell),
+                                              minTemperature: Celsius(v.temperatureMin),
+                                              maxTemperature: Celsius(v.temperatureMax)), at: now),
+            protection: Timestamped(BMSProtectionState(protections: v.protections, alarms: v.alarms), at: now),
+            requests: Timestamped(BMSRequests(chargeEnabled: v.chargeEnabled, dischargeEnabled: v.dischargeEnabled), at: now))
+    }
+
+    /// What the BMS reports: the model's values, its own protection logic, then any injected override.
+    struct Reported {
+        var soc, packVoltage, current, minCell, maxCell, temperatureMin, temperatureMax: Double
+        var chargeCurrentLimit, dischargeCurrentLimit: Double
+        var protections, alarms: BMSConditions
+        var chargeEnabled, dischargeEnabled: Bool
+    }
+
+    var reported: Reported {
+        let b = battery
+        let o = bmsOverride
+        var v = Reported(
+            soc: o.socPercent ?? b.soc * 100, packVoltage: o.packVoltage ?? b.packVoltage, current: o.packCurrent ?? b.current,
+            minCell: o.cellVoltageMin ?? b.minCellVoltage, maxCell: o.cellVoltageMax ?? b.maxCellVoltage,
+            temperatureMin: o.temperatureMin ?? b.temperature - 1, temperatureMax: o.temperatureMax ?? b.temperature,
+            chargeCurrentLimit: o.chargeCurrentLimit ?? b.chargeCurrentLimit,
+            dischargeCurrentLimit: o.dischargeCurrentLimit ?? b.dischargeCurrentLimit,
+            protections: [], alarms: [], chargeEnabled: o.chargeEnabled ?? (b.soc < 1),
+            dischargeEnabled: o.dischargeEnabled ?? (b.soc > 0))
+        v.protections = [
+            v.maxCell > 3.65 ? .cellOvervoltage : [], v.minCell < 2.70 ? .cellUndervoltage : [],
+            v.temperatureMax > 60 ? .overtemperature : [],
+        ]
+        v.alarms = [
+            v.maxCell > 3.55 ? .cellOvervoltage : [], v.minCell < 2.90 ? .cellUndervoltage : [],
+            v.temperatureMax > 50 ? .overtemperature : [],
+        ]
+        if let flags = o.protections { v.protections = flags }
+        if let flags = o.alarms { v.alarms = flags }
+        return v
     }
 
     /// What a Pylontech-profile BMS on this pack sends (the HIL BMS emulator's frames).
     public var pylontechState: PylontechBMSState {
-        let b = battery
-        let snapshot = bmsSnapshot(at: .zero)
-        let n = Double(b.parameters.cellsInSeries)
+        let v = reported
+        let n = Double(battery.parameters.cellsInSeries)
         return PylontechBMSState(
-            chargeVoltageLimit: 3.55 * n, chargeCurrentLimit: b.chargeCurrentLimit, dischargeCurrentLimit: b.dischargeCurrentLimit,
-            dischargeVoltageLimit: 2.9 * n, soc: b.soc * 100, soh: 100, voltage: b.packVoltage, current: b.current,
-            temperature: b.temperature, minCellVoltage: b.minCellVoltage, maxCellVoltage: b.maxCellVoltage,
-            minCellTemperature: b.temperature - 1, maxCellTemperature: b.temperature,
-            protections: snapshot.protection?.value.protections ?? [], alarms: snapshot.protection?.value.alarms ?? [],
-            chargeEnabled: b.soc < 1, dischargeEnabled: b.soc > 0)
+            chargeVoltageLimit: 3.55 * n, chargeCurrentLimit: v.chargeCurrentLimit, dischargeCurrentLimit: v.dischargeCurrentLimit,
+            dischargeVoltageLimit: 2.9 * n, soc: v.soc, soh: 100, voltage: v.packVoltage, current: v.current,
+            temperature: v.temperatureMax, minCellVoltage: v.minCell, maxCellVoltage: v.maxCell,
+            minCellTemperature: v.temperatureMin, maxCellTemperature: v.temperatureMax,
+            protections: v.protections, alarms: v.alarms, chargeEnabled: v.chargeEnabled, dischargeEnabled: v.dischargeEnabled)
     }
 
     /// What the inverter reports, stamped at `now`.
@@ -83,4 +107,25 @@ public struct SimulatedUnit: Sendable {
         InverterReading(activePower: Watts(inverter.powerW), ratedPower: Watts(inverter.ratingW),
                         faulted: inverter.faulted, faultBits: inverter.faulted ? 1 : 0, frequency: frequency.map(Hertz.init))
     }
+}
+
+/// Values a BMS reports in place of the battery model's: how a HIL scenario makes each interlock
+/// see its condition. nil = the model's own value.
+public struct BMSOverride: Sendable, Equatable {
+    public var socPercent: Double?
+    public var packVoltage: Double?
+    /// A, + = charge.
+    public var packCurrent: Double?
+    public var cellVoltageMin: Double?
+    public var cellVoltageMax: Double?
+    public var temperatureMin: Double?
+    public var temperatureMax: Double?
+    public var chargeCurrentLimit: Double?
+    public var dischargeCurrentLimit: Double?
+    public var protections: BMSConditions?
+    public var alarms: BMSConditions?
+    public var chargeEnabled: Bool?
+    public var dischargeEnabled: Bool?
+    public init() {}
+    public var isEmpty: Bool { self == BMSOverride() }
 }

@@ -1,5 +1,6 @@
 import ControlCore
 import Fieldbus
+import Plant
 import Foundation
 internal import Yams
 
@@ -456,15 +457,64 @@ public enum ConfigLoader {
                 if (kind == .bmsDelay || kind == .modbusDelay) && delay <= 0 {
                     r.error(node, "\(path).delay_s", "is required (> 0) for \(kind!.rawValue)")
                 }
-                f.finish(known: "kind, unit, at_s, duration_s, delay_s")
+                var values: BMSOverride?
+                if kind == .bmsValues {
+                    if let b = f.fields("bms") {
+                        values = Self.loadBMSOverride(b, r)
+                    } else {
+                        r.error(node, "\(path).bms", "is required for bms_values (the values the BMS reports)")
+                    }
+                } else if f.has("bms") {
+                    r.error(f.mark("bms"), "\(path).bms", "applies only to kind: bms_values")
+                }
+                f.finish(known: "kind, unit, at_s, duration_s, delay_s, bms")
                 if let kind {
                     simulation.faults.append(FaultInjection(kind: kind, unit: unit, atSeconds: at, durationSeconds: duration,
-                                                            delaySeconds: delay))
+                                                            delaySeconds: delay, bmsValues: values))
                 }
             }
         }
         fields.finish(known: "initial_soc_percent, ambient_c, frequency_profile, base_hz, amplitude_hz, step_period_s, seed, ramp_to_hz, ramp_start_s, ramp_duration_s, trace_file, faults")
         return simulation
+    }
+
+    static let bmsConditionNames: [(String, BMSConditions)] = [
+        ("cell_overvoltage", .cellOvervoltage), ("cell_undervoltage", .cellUndervoltage),
+        ("overtemperature", .overtemperature), ("undertemperature", .undertemperature),
+        ("discharge_overcurrent", .dischargeOvercurrent), ("charge_overcurrent", .chargeOvercurrent),
+        ("system_error", .systemError), ("internal_communication", .internalCommunication),
+    ]
+
+    /// The `bms:` block of a `bms_values` fault: every key optional, at least one given.
+    static func loadBMSOverride(_ b: ConfigReader.Fields, _ r: ConfigReader) -> BMSOverride {
+        var o = BMSOverride()
+        o.socPercent = b.double("soc_percent", range: 0...100, unit: "%")
+        o.packVoltage = b.double("pack_voltage_v", range: 0...1500, unit: "V")
+        o.packCurrent = b.double("pack_current_a", range: -5000...5000, unit: "A")
+        o.cellVoltageMin = b.double("cell_voltage_min_v", range: 0...5, unit: "V")
+        o.cellVoltageMax = b.double("cell_voltage_max_v", range: 0...5, unit: "V")
+        o.temperatureMin = b.double("temperature_min_c", range: -60...200, unit: "°C")
+        o.temperatureMax = b.double("temperature_max_c", range: -60...200, unit: "°C")
+        o.chargeCurrentLimit = b.double("charge_current_limit_a", range: 0...5000, unit: "A")
+        o.dischargeCurrentLimit = b.double("discharge_current_limit_a", range: 0...5000, unit: "A")
+        if b.has("charge_enabled") { o.chargeEnabled = b.bool("charge_enabled", default: true) }
+        if b.has("discharge_enabled") { o.dischargeEnabled = b.bool("discharge_enabled", default: true) }
+        for key in ["protections", "alarms"] {
+            guard let list = b.sequence(key) else { continue }
+            var set = BMSConditions()
+            for item in list {
+                guard let name = item.string, let c = bmsConditionNames.first(where: { $0.0 == name }) else {
+                    r.error(item, b.child(key), "unknown condition (got \(item.string ?? "?")); one of "
+                        + bmsConditionNames.map(\.0).joined(separator: ", "))
+                    continue
+                }
+                set.insert(c.1)
+            }
+            if key == "protections" { o.protections = set } else { o.alarms = set }
+        }
+        b.finish(known: "soc_percent, pack_voltage_v, pack_current_a, cell_voltage_min_v, cell_voltage_max_v, temperature_min_c, temperature_max_c, charge_current_limit_a, discharge_current_limit_a, charge_enabled, discharge_enabled, protections, alarms")
+        if o.isEmpty { r.error(nil, b.path, "names no value to report") }
+        return o
     }
 
     /// Reads a `seconds,hz` CSV (a header line is allowed); errors name the CSV line.

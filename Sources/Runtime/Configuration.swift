@@ -1,3 +1,4 @@
+public import Plant
 public import ControlCore
 public import Fieldbus
 
@@ -176,6 +177,10 @@ public struct FaultInjection: Sendable, Equatable {
         case modbusSilence = "modbus_silence"
         /// The inverter's Modbus server answers `delay_s` late.
         case modbusDelay = "modbus_delay"
+        /// The BMS reports the given values instead of the model's (`bms:` holds them).
+        case bmsValues = "bms_values"
+        /// The inverter reports no grid frequency (its "not implemented" value).
+        case frequencyLoss = "frequency_loss"
     }
     public var kind: Kind
     /// The unit it hits; nil = every unit.
@@ -183,6 +188,8 @@ public struct FaultInjection: Sendable, Equatable {
     public var atSeconds: Double
     public var durationSeconds: Double
     public var delaySeconds: Double
+    /// For `bms_values`: what the BMS reports.
+    public var bmsValues: BMSOverride?
 
     /// True while the fault acts, `elapsed` seconds into the run.
     public func isActive(at elapsed: Double, unitID: String) -> Bool {

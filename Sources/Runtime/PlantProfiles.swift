@@ -22,6 +22,16 @@ extension SimulationConfiguration {
         return kinds
     }
 
+    /// What the BMS of `unitID` reports in place of the model, `elapsed` seconds into the run (the
+    /// latest active `bms_values` fault wins; none = no override). No allocation.
+    public func activeBMSOverride(at elapsed: Double, unitID: String) -> BMSOverride {
+        var result = BMSOverride()
+        for fault in faults where fault.kind == .bmsValues && fault.isActive(at: elapsed, unitID: unitID) {
+            if let values = fault.bmsValues { result = values }
+        }
+        return result
+    }
+
     /// The delay of an active delay fault of `kind` on `unitID`, in seconds (0 when none).
     public func activeDelay(_ kind: FaultInjection.Kind, at elapsed: Double, unitID: String) -> Double {
         faults.filter { $0.kind == kind && $0.isActive(at: elapsed, unitID: unitID) }.map(\.delaySeconds).max() ?? 0
@@ -52,6 +62,8 @@ public struct FaultSet: Sendable, Equatable {
         case .inverterFault: 1 << 6
         case .modbusSilence: 1 << 7
         case .modbusDelay: 1 << 8
+        case .bmsValues: 1 << 9
+        case .frequencyLoss: 1 << 10
         }
     }
     public mutating func insert(_ kind: FaultInjection.Kind) { bits |= Self.bit(kind) }

@@ -87,11 +87,14 @@ public final class PlantRig {
             let id = configuration.units[i].id
             let faults = configuration.simulation.activeFaults(at: elapsed, unitID: id)
             units[i].apply(faults)
+            units[i].bmsOverride = configuration.simulation.activeBMSOverride(at: elapsed, unitID: id)
             servers[i]?.silent = faults.contains(.modbusSilence)
             servers[i]?.responseDelaySeconds = configuration.simulation.activeDelay(.modbusDelay, at: elapsed, unitID: id)
             if canSockets[i] != nil { applyLinkFault(i, down: faults.contains(.canBusOff)) }
             units[i].step(seconds: dt)
-            if let server = servers[i] { SunSpecPlantLink(server: server).exchange(&units[i], frequencyHz: hz) }
+            if let server = servers[i] {
+                SunSpecPlantLink(server: server).exchange(&units[i], frequencyHz: faults.contains(.frequencyLoss) ? .nan : hz)
+            }
             if let can = canSockets[i] {
                 exchangeCAN(i, can, now: now, faults: faults,
                             delay: configuration.simulation.activeDelay(.bmsDelay, at: elapsed, unitID: id))

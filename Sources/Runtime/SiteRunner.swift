@@ -45,6 +45,8 @@ public final class SiteRunner {
     public private(set) var units: [SimulatedUnit]
     var grid: GridFrequency
     var inputs: [UnitInputs]
+    /// Per unit: a `frequency_loss` fault acts on its simulated inverter.
+    var frequencyLost: [Bool]
     var lastNow: MonotonicInstant
     let startedAt: MonotonicInstant
     let output: (String) -> Void
@@ -74,6 +76,7 @@ public final class SiteRunner {
         }
         grid = sim.gridFrequency()
         inputs = [UnitInputs](repeating: UnitInputs(), count: configuration.units.count)
+        frequencyLost = [Bool](repeating: false, count: configuration.units.count)
         slots = configuration.units.map { configuration.isSimulated(inverterOf: $0) ? nil : InverterSlot() }
         phase = CyclePhase(periodNanoseconds: Int64(configuration.periodMs) * 1_000_000)
         workers = Self.makeWorkers(configuration, slots: slots, phase: phase, output: output)
@@ -136,7 +139,11 @@ public final class SiteRunner {
         let hz = grid.frequency(at: elapsed)
         if !configuration.simulation.faults.isEmpty {
             for i in units.indices {
-                units[i].apply(configuration.simulation.activeFaults(at: elapsed, unitID: configuration.units[i].id))
+                let id = configuration.units[i].id
+                let faults = configuration.simulation.activeFaults(at: elapsed, unitID: id)
+                units[i].apply(faults)
+                units[i].bmsOverride = configuration.simulation.activeBMSOverride(at: elapsed, unitID: id)
+                frequencyLost[i] = faults.contains(.frequencyLoss)
             }
         }
         for i in units.indices {
@@ -150,7 +157,7 @@ public final class SiteRunner {
                 }
             } else {
                 units[i].step(seconds: dt)
-                inputs[i].inverter = Timestamped(units[i].inverterReading(at: now, frequency: hz), at: now)
+                inputs[i].inverter = Timestamped(units[i].inverterReading(at: now, frequency: frequencyLost[i] ? nil : hz), at: now)
             }
             if let slot = bmsSlots[i] {
                 inputs[i].bms = slot.snapshot

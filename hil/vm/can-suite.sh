@@ -10,3 +10,6 @@ ip link set lo up
 modprobe vcan && ip link add dev vcan0 type vcan && ip link set vcan0 up
 BESSD_VCAN=vcan0 "$STAGE/bessdPackageTests.xctest" --testing-library swift-testing --filter SocketCAN
 echo "CAN_SUITE_RESULT=$?"
+# The HIL scenarios that need CAN (the BMS emulated by the plant on vcan0).
+"$STAGE/bess-hil" scenario --bessd "$STAGE/bessd" --output "$STAGE/scenarios" "$STAGE"/hil/scenarios/*.yaml
+echo "CAN_SCENARIO_RESULT=$?"

@@ -11,7 +11,7 @@ struct BessHil: ParsableCommand {
         commandName: "bess-hil",
         abstract: "Hardware-in-loop plant: simulated batteries, inverters and grid.",
         version: BessdVersion.string,
-        subcommands: [PlantCommand.self, Battery.self, Frequency.self, SpoolWriter.self])
+        subcommands: [PlantCommand.self, ScenarioCommand.self, Battery.self, Frequency.self, SpoolWriter.self])
 }
 
 /// Runs the battery model at a constant power and prints its trajectory as CSV.
@@ -162,5 +162,62 @@ struct SpoolWriter: ParsableCommand {
         spool.sync()
         let seconds = (ContinuousClock.now - start) / .seconds(1)
         print("DONE \(records) records in \(seconds) s: \(Int(Double(records) / max(seconds, 1e-9))) records/s, \(spool.syncs) fsyncs")
+    }
+}
+
+/// Plays a scenario file against the plant and a real bessd, judges it and plots it.
+struct ScenarioCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "scenario",
+        abstract: "Run a HIL scenario (hil/scenarios/*.yaml): exit 0 pass, 1 fail, 2 invalid or could not run, 77 skipped.",
+        discussion: "Writes NAME.csv (100 ms samples) and NAME.png (frequency, setpoint, measured power, SOC) into --output.")
+
+    @Argument(help: "Scenario files.") var files: [String]
+    @Option(help: "Where the CSV and PNG go.") var output = "hil/results/scenarios"
+    @Option(help: "The bessd binary (default: next to bess-hil).") var bessd: String?
+    @Option(help: "The bess-aggregator binary, for scenarios that dispatch (default: next to bess-hil).") var aggregator: String?
+    @Option(help: "The CAN interface of scenarios that need one.") var canInterface = "vcan0"
+
+    func run() throws {
+        let here = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        let say: (String) -> Void = { FileHandle.standardOutput.write(Data(($0 + "\n").utf8)) }
+        var worst: Int32 = 0
+        for file in files {
+            let scenario: Scenario
+            do {
+                scenario = try Scenario.load(file)
+            } catch {
+                FileHandle.standardError.write(Data("bess-hil scenario: \(error)\n".utf8))
+                worst = max(worst, 2)
+                continue
+            }
+            if scenario.requiresCAN && !FileManager.default.fileExists(atPath: "/sys/class/net/\(canInterface)") {
+                say("SKIP \(scenario.name): needs the CAN interface \(canInterface) (scripts/can-tests.sh runs it in a VM)")
+                if worst == 0 { worst = 77 }
+                continue
+            }
+            say("RUN  \(scenario.name) (\(Int(scenario.duration)) s): \(scenario.description)")
+            let run = ScenarioRun(scenario: scenario, outputDirectory: output,
+                                  bessdPath: bessd ?? here.appendingPathComponent("bessd").path,
+                                  aggregatorPath: aggregator ?? here.appendingPathComponent("bess-aggregator").path,
+                                  canInterface: canInterface, say: say)
+            do {
+                let failures = try run.run()
+                let plot = "\(output)/\(scenario.name).png"
+                if failures.isEmpty {
+                    say("PASS \(scenario.name): \(scenario.expectations.count) expectations met; plot \(plot)")
+                    if worst == 77 { worst = 0 }
+                } else {
+                    for f in failures { say("  FAIL \(f)") }
+                    say("FAIL \(scenario.name): \(failures.count) of \(scenario.expectations.count) expectations missed; plot \(plot), "
+                        + "bessd log \(run.runDirectory)/bessd.log")
+                    worst = max(worst == 77 ? 0 : worst, 1)
+                }
+            } catch {
+                say("ERROR \(scenario.name): \(error)")
+                worst = max(worst == 77 ? 0 : worst, 2)
+            }
+        }
+        if worst != 0 { throw ExitCode(worst) }
     }
 }

@@ -1,0 +1,316 @@
+import ControlCore
+import Foundation
+import Glibc
+import Plant
+import Runtime
+import Yams
+
+/// A HIL scenario: a timeline (grid frequency, injected faults, dispatch, operator commands, bessd
+/// killed, restarted or reloaded) played against the in-process plant and a real `bessd` process,
+/// sampled every 100 ms and judged against the file's expectations.
+struct Scenario {
+    struct Action {
+        enum Kind {
+            case frequency(Double)
+            case ramp(toHz: Double, over: Double)
+            case fault(Node)
+            case reset
+            case mode(String)
+            case override(kw: Double, seconds: Double)
+            case clearOverride
+            case dispatch(kw: Double, seconds: Double)
+            case kill
+            case start
+            case reload(Node)
+        }
+        var at: Double
+        var kind: Kind
+        var label: String
+    }
+
+    enum Window {
+        case at(Double)
+        case always(Double, Double)
+        case eventually(Double, Double)
+    }
+
+    struct Expectation {
+        var window: Window
+        var numeric: [(signal: String, target: Double, tolerance: Double)] = []
+        var bounds: [(signal: String, min: Double?, max: Double?)] = []
+        var codes: [(kind: String, codes: [String])] = []
+        var flags: [(signal: String, value: String)] = []
+        var why: String
+    }
+
+    var name: String
+    var description: String
+    var requiresCAN: Bool
+    var duration: Double
+    var startHz: Double
+    var config: Node
+    var actions: [Action]
+    var expectations: [Expectation]
+
+    static let numericSignals = ["setpoint_kw", "power_kw", "soc_percent", "frequency_hz", "bessd_setpoint_kw",
+                                 "allowed_charge_kw", "allowed_discharge_kw"]
+    static let flagSignals = ["state", "reverted", "bessd"]
+    static let codeKinds = ["active", "inactive", "latched", "not_latched"]
+
+    /// Reads and checks a scenario file; every problem is reported as `FILE: path: problem`.
+    static func load(_ path: String) throws(ScenarioError) -> Scenario {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            throw ScenarioError("SCENARIO_UNREADABLE", "\(path): cannot read the file")
+        }
+        let root: Node
+        do {
+            guard let node = try Yams.compose(yaml: text), node.mapping != nil else {
+                throw ScenarioError("SCENARIO_INVALID", "\(path): not a YAML mapping")
+            }
+            root = node
+        } catch let e as ScenarioError { throw e } catch {
+            throw ScenarioError("SCENARIO_INVALID", "\(path): \(error)")
+        }
+        var problems: [String] = []
+        func fail(_ where_: String, _ message: String) { problems.append("\(path): \(where_): \(message)") }
+        let known: Set = ["name", "description", "requires", "duration_s", "start_hz", "rig", "config", "timeline", "expect"]
+        for key in root.mapping!.keys.compactMap(\.string) where !known.contains(key) {
+            fail(key, "unknown key; known: \(known.sorted().joined(separator: ", "))")
+        }
+        let base = URL(fileURLWithPath: path).deletingLastPathComponent()
+        let name = root["name"]?.string ?? URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
+        let duration = root["duration_s"]?.float ?? 0
+        if !(duration > 0 && duration <= 3600) { fail("duration_s", "is required, 0 < duration_s ≤ 3600") }
+        let requires = root["requires"]?.sequence?.compactMap(\.string) ?? []
+        for r in requires where r != "can" { fail("requires", "unknown requirement \(r) (known: can)") }
+
+        // The bessd configuration: the rig file, with `config:` merged over it.
+        var config = Node.mapping([:])
+        if let rig = root["rig"]?.string {
+            let rigPath = rig.hasPrefix("/") ? rig : base.appendingPathComponent(rig).path
+            if let rigText = try? String(contentsOfFile: rigPath, encoding: .utf8), let node = try? Yams.compose(yaml: rigText) {
+                config = node
+            } else {
+                fail("rig", "cannot read \(rigPath) as YAML")
+            }
+        } else {
+            fail("rig", "is required (a bessd configuration to start from, e.g. ../rigs/scenario.yaml)")
+        }
+        if let over = root["config"] { config = merge(config, over) }
+
+        var actions: [Action] = []
+        for (index, entry) in (root["timeline"]?.sequence ?? []).enumerated() {
+            let here = "timeline[\(index)]"
+            guard entry.mapping != nil, let at = entry["at_s"]?.float, at >= 0 else {
+                fail(here, "needs at_s ≥ 0"); continue
+            }
+            let keys = Set(entry.mapping!.keys.compactMap(\.string))
+            let forS = entry["for_s"]?.float
+            var kind: Action.Kind?
+            var label = ""
+            if let hz = entry["frequency_hz"]?.float {
+                kind = .frequency(hz); label = "f→\(hz) Hz"
+            } else if let hz = entry["ramp_to_hz"]?.float {
+                guard let over = entry["over_s"]?.float, over > 0 else { fail(here, "ramp_to_hz needs over_s > 0"); continue }
+                kind = .ramp(toHz: hz, over: over); label = "ramp→\(hz) Hz"
+            } else if let fault = entry["fault"]?.string {
+                guard FaultInjection.Kind(rawValue: fault) != nil else {
+                    fail(here, "unknown fault \(fault); known: \(FaultInjection.Kind.allCases.map(\.rawValue).joined(separator: ", "))")
+                    continue
+                }
+                var f: Node.Mapping = [Node("kind"): Node(fault), Node("at_s"): Node(String(at))]
+                if let forS { f[Node("duration_s")] = Node(String(forS)) }
+                for key in ["delay_s", "bms", "unit"] { if let v = entry[key] { f[Node(key)] = v } }
+                kind = .fault(.mapping(f)); label = fault
+            } else if entry["reset"]?.bool == true {
+                kind = .reset; label = "bessctl reset"
+            } else if let mode = entry["mode"]?.string {
+                kind = .mode(mode); label = "mode \(mode)"
+            } else if let kw = entry["override_kw"]?.float {
+                guard let forS else { fail(here, "override_kw needs for_s"); continue }
+                kind = .override(kw: kw, seconds: forS); label = "override \(kw) kW"
+            } else if entry["clear_override"]?.bool == true {
+                kind = .clearOverride; label = "override cleared"
+            } else if let kw = entry["dispatch_kw"]?.float {
+                guard let forS else { fail(here, "dispatch_kw needs for_s"); continue }
+                kind = .dispatch(kw: kw, seconds: forS); label = "dispatch \(kw) kW"
+            } else if entry["kill_bessd"]?.bool == true {
+                kind = .kill; label = "SIGKILL bessd"
+            } else if entry["start_bessd"]?.bool == true {
+                kind = .start; label = "bessd started"
+            } else if let reload = entry["reload"], reload.mapping != nil {
+                kind = .reload(reload); label = "reload"
+            }
+            let knownKeys: Set = ["at_s", "for_s", "over_s", "delay_s", "bms", "unit", "frequency_hz", "ramp_to_hz", "fault",
+                                  "reset", "mode", "override_kw", "clear_override", "dispatch_kw", "kill_bessd", "start_bessd",
+                                  "reload", "label"]
+            for key in keys.subtracting(knownKeys) { fail("\(here).\(key)", "unknown key") }
+            guard let kind else {
+                fail(here, "names no action (frequency_hz, ramp_to_hz, fault, reset, mode, override_kw, clear_override, "
+                     + "dispatch_kw, kill_bessd, start_bessd, reload)")
+                continue
+            }
+            actions.append(Action(at: at, kind: kind, label: entry["label"]?.string ?? label))
+        }
+        actions.sort { $0.at < $1.at }
+
+        var expectations: [Expectation] = []
+        for (index, entry) in (root["expect"]?.sequence ?? []).enumerated() {
+            let here = "expect[\(index)]"
+            guard entry.mapping != nil else { fail(here, "must be a mapping"); continue }
+            var window: Window?
+            if let at = entry["at_s"]?.float {
+                window = .at(at)
+            } else if let from = entry["from_s"]?.float, let to = entry["to_s"]?.float, from <= to {
+                window = .always(from, to)
+            } else if let by = entry["by_s"]?.float {
+                window = .eventually(entry["after_s"]?.float ?? 0, by)
+            }
+            guard let window else { fail(here, "needs at_s, from_s + to_s, or by_s (with optional after_s)"); continue }
+            var e = Expectation(window: window, why: entry["why"]?.string ?? "")
+            let tolerance = entry["tolerance"]?.float
+            for signal in numericSignals {
+                if let v = entry[signal]?.float {
+                    e.numeric.append((signal, v, tolerance ?? (signal == "frequency_hz" ? 0.005 : 0.5)))
+                }
+                let low = entry["\(signal)_min"]?.float, high = entry["\(signal)_max"]?.float
+                if low != nil || high != nil { e.bounds.append((signal, low, high)) }
+            }
+            for kind in codeKinds {
+                guard let node = entry[kind] else { continue }
+                let codes = node.sequence?.compactMap(\.string) ?? [node.string].compactMap { $0 }
+                for code in codes where TripCode(name: code) == nil { fail("\(here).\(kind)", "unknown code \(code)") }
+                e.codes.append((kind, codes))
+            }
+            for signal in flagSignals {
+                if let v = entry[signal]?.string { e.flags.append((signal, v)) }
+            }
+            var allowed: Set = ["at_s", "from_s", "to_s", "by_s", "after_s", "tolerance", "why"]
+            allowed.formUnion(numericSignals); allowed.formUnion(numericSignals.map { "\($0)_min" })
+            allowed.formUnion(numericSignals.map { "\($0)_max" }); allowed.formUnion(codeKinds); allowed.formUnion(flagSignals)
+            for key in Set(entry.mapping!.keys.compactMap(\.string)).subtracting(allowed) { fail("\(here).\(key)", "unknown key") }
+            if e.numeric.isEmpty && e.bounds.isEmpty && e.codes.isEmpty && e.flags.isEmpty { fail(here, "checks nothing") }
+            expectations.append(e)
+        }
+        if expectations.isEmpty { fail("expect", "is required: a scenario must be able to fail") }
+        if !problems.isEmpty { throw ScenarioError("SCENARIO_INVALID", problems.joined(separator: "\n")) }
+        return Scenario(name: name, description: root["description"]?.string ?? "", requiresCAN: requires.contains("can"),
+                        duration: duration, startHz: root["start_hz"]?.float ?? 50, config: config, actions: actions,
+                        expectations: expectations)
+    }
+
+    /// `over` merged into `base`: mappings key by key, anything else replaced.
+    static func merge(_ base: Node, _ over: Node) -> Node {
+        guard var a = base.mapping, let b = over.mapping else { return over }
+        for (key, value) in b {
+            if let existing = a[key] { a[key] = merge(existing, value) } else { a[key] = value }
+        }
+        return .mapping(a)
+    }
+
+    /// The grid frequency as a trace of (seconds, Hz) points, from the start frequency and the
+    /// timeline's steps and ramps.
+    var frequencyTrace: [(Double, Double)] {
+        var points: [(Double, Double)] = [(0, startHz)]
+        // Times must increase: a step is a 1 ms ramp.
+        func add(_ t: Double, _ hz: Double) { points.append((max(t, points[points.count - 1].0 + 0.001), hz)) }
+        var current = startHz
+        for action in actions {
+            switch action.kind {
+            case .frequency(let hz):
+                add(action.at, current)
+                add(action.at, hz)
+                current = hz
+            case .ramp(let to, let over):
+                add(action.at, current)
+                add(action.at + over, to)
+                current = to
+            default: continue
+            }
+        }
+        add(duration + 1, current)
+        return points
+    }
+}
+
+struct ScenarioError: Error, CustomStringConvertible {
+    var code: String
+    var message: String
+    init(_ code: String, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+    var description: String { "\(code): \(message)" }
+}
+
+/// One sample of the run.
+struct Sample {
+    var t: Double
+    var frequency: Double
+    var setpointKW: Double
+    var powerKW: Double
+    var socPercent: Double
+    var reverted: Bool
+    var bessdUp: Bool
+    var bessdSetpointKW = Double.nan
+    var allowedChargeKW = Double.nan
+    var allowedDischargeKW = Double.nan
+    var state = "-"
+    var active: [String] = []
+    var latched: [String] = []
+
+    func value(_ signal: String) -> Double {
+        switch signal {
+        case "setpoint_kw": setpointKW
+        case "power_kw": powerKW
+        case "soc_percent": socPercent
+        case "frequency_hz": frequency
+        case "bessd_setpoint_kw": bessdSetpointKW
+        case "allowed_charge_kw": allowedChargeKW
+        case "allowed_discharge_kw": allowedDischargeKW
+        default: .nan
+        }
+    }
+
+    func flag(_ signal: String) -> String {
+        switch signal {
+        case "state": state
+        case "reverted": reverted ? "true" : "false"
+        case "bessd": bessdUp ? "up" : "down"
+        default: ""
+        }
+    }
+
+    /// Whether this sample meets every condition of `e`; otherwise what it saw.
+    func check(_ e: Scenario.Expectation) -> String? {
+        var misses: [String] = []
+        for (signal, target, tolerance) in e.numeric {
+            let v = value(signal)
+            if !(abs(v - target) <= tolerance) { misses.append("\(signal) \(fmt(v)) (want \(fmt(target)) ± \(fmt(tolerance)))") }
+        }
+        for (signal, low, high) in e.bounds {
+            let v = value(signal)
+            if let low, !(v >= low) { misses.append("\(signal) \(fmt(v)) (want ≥ \(fmt(low)))") }
+            if let high, !(v <= high) { misses.append("\(signal) \(fmt(v)) (want ≤ \(fmt(high)))") }
+        }
+        for (kind, codes) in e.codes {
+            for code in codes {
+                let ok: Bool
+                switch kind {
+                case "active": ok = active.contains(code)
+                case "inactive": ok = bessdUp && !active.contains(code)
+                case "latched": ok = latched.contains(code)
+                default: ok = bessdUp && !latched.contains(code)
+                }
+                if !ok { misses.append("\(kind) \(code) (active: \(active.joined(separator: ",")), latched: \(latched.joined(separator: ",")))") }
+            }
+        }
+        for (signal, want) in e.flags where flag(signal) != want { misses.append("\(signal) \(flag(signal)) (want \(want))") }
+        return misses.isEmpty ? nil : misses.joined(separator: "; ")
+    }
+}
+
+func fmt(_ v: Double) -> String {
+    guard v.isFinite else { return "n/a" }
+    return String(format: "%.3f", v)
+}

@@ -1,0 +1,445 @@
+import ControlCore
+import Foundation
+import Glibc
+import Plant
+import Runtime
+import Yams
+
+/// Plays one scenario: the plant in this process, bessd (and bess-aggregator when the timeline
+/// dispatches) as child processes, exactly as on a rig.
+final class ScenarioRun {
+    let scenario: Scenario
+    let runDirectory: String
+    let outputDirectory: String
+    let bessdPath: String
+    let aggregatorPath: String
+    let canInterface: String
+    let say: (String) -> Void
+
+    var config: Node
+    var aggregatorPort = 0
+    var bessd: Process?
+    var bessdOffset = 0.0
+    var aggregator: Process?
+    var samples: [Sample] = []
+    var executed: [(at: Double, label: String, outcome: String)] = []
+    var unitIDs: [String] = []
+    var controlSocket: String { runDirectory + "/control.sock" }
+
+    init(scenario: Scenario, outputDirectory: String, bessdPath: String, aggregatorPath: String, canInterface: String,
+         say: @escaping (String) -> Void) {
+        self.scenario = scenario
+        self.outputDirectory = outputDirectory
+        self.bessdPath = bessdPath
+        self.aggregatorPath = aggregatorPath
+        self.canInterface = canInterface
+        self.say = say
+        config = scenario.config
+        runDirectory = "/tmp/bess-hil-scenario-\(scenario.name)-\(getpid())"
+    }
+
+    /// Runs the scenario. Returns the failed expectations (empty = pass).
+    func run() throws(ScenarioError) -> [String] {
+        try? FileManager.default.removeItem(atPath: runDirectory)
+        try? FileManager.default.createDirectory(atPath: runDirectory + "/state", withIntermediateDirectories: true)
+        try? FileManager.default.createDirectory(atPath: outputDirectory, withIntermediateDirectories: true)
+        defer { cleanUp() }
+        try prepareConfiguration()
+
+        // The plant's view: every fault on the scenario's clock.
+        let plantConfiguration = try load(writeConfig("plant.yaml", offset: 0))
+        unitIDs = plantConfiguration.units.map(\.id)
+        let t0 = MonotonicClock.now()
+        let rig: PlantRig
+        do {
+            rig = try PlantRig(configuration: plantConfiguration, startedAt: t0)
+        } catch {
+            throw ScenarioError("SCENARIO_PLANT_FAILED", "\(error)")
+        }
+        defer { rig.stop() }
+        if scenario.actions.contains(where: { if case .dispatch = $0.kind { true } else { false } }) { try startAggregator() }
+        try startBessd(at: 0)
+
+        var pending = scenario.actions[...]
+        let tick = Duration.milliseconds(50)
+        var deadline = t0
+        var tickCount = 0
+        while true {
+            deadline = deadline + tick
+            MonotonicClock.sleep(until: deadline)
+            let now = MonotonicClock.now()
+            let t = now.seconds(since: t0)
+            if t > scenario.duration { break }
+            let hz = rig.step(now: now)
+            while let action = pending.first, action.at <= t {
+                pending.removeFirst()
+                let outcome = perform(action, t: t)
+                executed.append((t, action.label, outcome))
+                say(String(format: "  %7.2f s  %@  %@", t, action.label, outcome))
+            }
+            tickCount += 1
+            if tickCount % 2 == 0 { samples.append(sample(rig, t: t, hz: hz)) }
+        }
+        stopBessd()
+        try writeResults()
+        return judge()
+    }
+
+    // MARK: configuration
+
+    /// Sets what the rig needs around the scenario's configuration: loopback ports, a private
+    /// control socket and state directory, the frequency trace, the BMS transport.
+    func prepareConfiguration() throws(ScenarioError) {
+        let trace = scenario.frequencyTrace.map { "\($0.0),\($0.1)" }.joined(separator: "\n")
+        let tracePath = runDirectory + "/frequency.csv"
+        guard (try? ("seconds,hz\n" + trace + "\n").write(toFile: tracePath, atomically: true, encoding: .utf8)) != nil else {
+            throw ScenarioError("SCENARIO_IO", "cannot write \(tracePath)")
+        }
+        var root = config.mapping ?? [:]
+        root["mode"] = Node("hardware")
+        root["control_socket"] = Node(controlSocket)
+        root["state_directory"] = Node(runDirectory + "/state")
+        root["metrics_listen"] = nil
+        var units = root["bess_units"]?.sequence ?? []
+        for i in units.indices {
+            guard var unit = units[i].mapping else { continue }
+            var modbus = unit["modbus"]?.mapping ?? [:]
+            modbus["host"] = Node("127.0.0.1")
+            modbus["port"] = Node(String(freePort()))  // one simulated inverter server per unit
+            modbus["unit_id"] = Node("1")
+            unit["modbus"] = .mapping(modbus)
+            var bms = unit["bms"]?.mapping ?? [:]
+            if scenario.requiresCAN {
+                bms["simulated"] = nil
+                bms["interface"] = Node(canInterface)
+            } else {
+                bms["simulated"] = Node("true")
+            }
+            unit["bms"] = .mapping(bms)
+            units[i] = .mapping(unit)
+        }
+        root["bess_units"] = .sequence(Node.Sequence(units))
+        var grid = root["grid_integration"]?.mapping ?? [:]
+        grid["frequency_source"] = Node("inverter")
+        root["grid_integration"] = .mapping(grid)
+        var simulation = root["simulation"]?.mapping ?? [:]
+        simulation["frequency_profile"] = Node("trace")
+        simulation["trace_file"] = Node(tracePath)
+        root["simulation"] = .mapping(simulation)
+        config = .mapping(root)
+    }
+
+    /// Writes the configuration with the scenario's faults, their times moved `offset` seconds
+    /// earlier (bessd's own clock starts when it does), and returns its path.
+    func writeConfig(_ name: String, offset: Double) throws(ScenarioError) -> String {
+        var root = config.mapping ?? [:]
+        var simulation = root["simulation"]?.mapping ?? [:]
+        var faults: [Node] = []
+        for action in scenario.actions {
+            guard case .fault(let node) = action.kind, var f = node.mapping else { continue }
+            let at = action.at - offset
+            let duration = f["duration_s"]?.float ?? 0
+            if at < 0 {
+                if duration > 0 && duration + at <= 0 { continue }  // over before bessd started
+                if duration > 0 { f["duration_s"] = Node(String(duration + at)) }
+            }
+            f["at_s"] = Node(String(max(0, at)))
+            faults.append(.mapping(f))
+        }
+        simulation["faults"] = .sequence(Node.Sequence(faults))
+        root["simulation"] = .mapping(simulation)
+        if aggregatorPort > 0 {
+            root["aggregator"] = .mapping([Node("url"): Node("http://127.0.0.1:\(aggregatorPort)"), Node("interval_s"): Node("1"),
+                                           Node("site_id"): Node("HIL")])
+        }
+        let path = runDirectory + "/" + name
+        guard let text = try? Yams.serialize(node: .mapping(root)),
+              (try? text.write(toFile: path, atomically: true, encoding: .utf8)) != nil
+        else { throw ScenarioError("SCENARIO_IO", "cannot write \(path)") }
+        return path
+    }
+
+    func load(_ path: String) throws(ScenarioError) -> BessdConfiguration {
+        do {
+            return try ConfigLoader.load(path: path)
+        } catch {
+            throw ScenarioError("SCENARIO_CONFIG_INVALID",
+                                "the scenario's bessd configuration is refused:\n" + error.diagnostics.map { "  \($0)" }.joined(separator: "\n"))
+        }
+    }
+
+    // MARK: processes
+
+    func startBessd(at t: Double) throws(ScenarioError) {
+        bessdOffset = t
+        let path = try writeConfig("bessd.yaml", offset: t)
+        _ = try load(path)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: bessdPath)
+        process.arguments = ["run", "--config", path, "--log", "stderr"]
+        FileManager.default.createFile(atPath: runDirectory + "/bessd.log", contents: nil)
+        let log = FileHandle(forWritingAtPath: runDirectory + "/bessd.log")
+        log?.seekToEndOfFile()
+        process.standardOutput = log ?? FileHandle.nullDevice
+        process.standardError = log ?? FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        do { try process.run() } catch { throw ScenarioError("SCENARIO_BESSD_FAILED", "cannot start \(bessdPath): \(error)") }
+        bessd = process
+        // Ready when its control socket answers (it answers once every device was probed).
+        let end = MonotonicClock.now() + .seconds(15)
+        while MonotonicClock.now() < end {
+            if (try? ControlClient.request(["verb": "status"], socket: controlSocket, timeout: .seconds(1))) != nil { return }
+            if !process.isRunning { break }
+            usleep(20_000)
+        }
+        throw ScenarioError("SCENARIO_BESSD_FAILED", "bessd did not answer on \(controlSocket); its log:\n" + tail(runDirectory + "/bessd.log"))
+    }
+
+    func stopBessd() {
+        guard let process = bessd, process.isRunning else { return }
+        kill(process.processIdentifier, SIGTERM)
+        let end = MonotonicClock.now() + .seconds(5)
+        while process.isRunning, MonotonicClock.now() < end { usleep(10_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    func startAggregator() throws(ScenarioError) {
+        aggregatorPort = freePort()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: aggregatorPath)
+        process.arguments = ["--listen", "127.0.0.1:\(aggregatorPort)", "--database", runDirectory + "/aggregator.sqlite"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        do { try process.run() } catch { throw ScenarioError("SCENARIO_AGGREGATOR_FAILED", "cannot start \(aggregatorPath): \(error)") }
+        aggregator = process
+        let end = MonotonicClock.now() + .seconds(10)
+        while MonotonicClock.now() < end {
+            if httpRequest("GET", "/metrics", body: nil)?.hasPrefix("HTTP/1.1 200") == true { return }
+            usleep(50_000)
+        }
+        throw ScenarioError("SCENARIO_AGGREGATOR_FAILED", "bess-aggregator did not answer on 127.0.0.1:\(aggregatorPort)")
+    }
+
+    func cleanUp() {
+        stopBessd()
+        if let a = aggregator, a.isRunning {
+            kill(a.processIdentifier, SIGKILL)
+            a.waitUntilExit()
+        }
+    }
+
+    // MARK: the timeline
+
+    func perform(_ action: Scenario.Action, t: Double) -> String {
+        func ask(_ request: [String: Any]) -> String {
+            do {
+                let answer = try ControlClient.request(request, socket: controlSocket, timeout: .seconds(3))
+                if answer["ok"] as? Bool == true {
+                    if let cleared = answer["cleared"] as? [String] {
+                        return "ok (cleared \(cleared.joined(separator: ",")); refused \((answer["refused"] as? [String] ?? []).joined(separator: ",")))"
+                    }
+                    return "ok"
+                }
+                return "refused: \(answer["error"] ?? answer)"
+            } catch {
+                return "failed: \(error)"
+            }
+        }
+        switch action.kind {
+        case .frequency, .ramp, .fault: return "(plant)"
+        case .reset: return ask(["verb": "reset"])
+        case .mode(let mode): return ask(["verb": "mode", "mode": mode])
+        case .override(let kw, let seconds):
+            return ask(["verb": "override", "unit": unitIDs.first ?? "", "power_kw": kw, "for_s": seconds])
+        case .clearOverride: return ask(["verb": "override", "unit": unitIDs.first ?? "", "clear": true])
+        case .dispatch(let kw, let seconds):
+            let command = "{\"id\":\"scenario-\(Int(t * 1000))\",\"kind\":\"power\",\"unit\":\"\(unitIDs.first ?? "")\","
+                + "\"power_kw\":\(kw),\"expires_unix\":\(Date().timeIntervalSince1970 + seconds)}"
+            let answer = httpRequest("POST", "/v1/sites/HIL/commands", body: command) ?? "no answer"
+            return answer.hasPrefix("HTTP/1.1 200") ? "queued at bess-aggregator" : "refused: \(answer.prefix(80))"
+        case .kill:
+            guard let process = bessd, process.isRunning else { return "bessd was not running" }
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return "killed pid \(process.processIdentifier)"
+        case .start:
+            do {
+                try startBessd(at: t)
+                return "pid \(bessd?.processIdentifier ?? 0)"
+            } catch {
+                return "failed: \(error)"
+            }
+        case .reload(let over):
+            config = Scenario.merge(config, over)
+            guard let path = try? writeConfig("bessd.yaml", offset: bessdOffset), let process = bessd, process.isRunning else {
+                return "failed: bessd not running"
+            }
+            kill(process.processIdentifier, SIGHUP)
+            _ = path
+            return "SIGHUP sent"
+        }
+    }
+
+    func sample(_ rig: PlantRig, t: Double, hz: Double) -> Sample {
+        let unit = rig.units[0]
+        var s = Sample(t: t, frequency: hz, setpointKW: unit.inverter.setpointW / 1000, powerKW: unit.inverter.powerW / 1000,
+                       socPercent: unit.battery.soc * 100, reverted: unit.inverter.reverted, bessdUp: bessd?.isRunning == true)
+        guard s.bessdUp, let status = try? ControlClient.request(["verb": "status"], socket: controlSocket, timeout: .seconds(1)),
+              let first = (status["units"] as? [[String: Any]])?.first
+        else { return s }
+        s.bessdSetpointKW = ((first["setpoint_w"] as? NSNumber)?.doubleValue ?? .nan) / 1000
+        s.allowedChargeKW = ((first["allowed_charge_w"] as? NSNumber)?.doubleValue ?? .nan) / 1000
+        s.allowedDischargeKW = ((first["allowed_discharge_w"] as? NSNumber)?.doubleValue ?? .nan) / 1000
+        if let soc = (first["soc_percent"] as? NSNumber)?.doubleValue { s.socPercent = soc }
+        s.state = first["state"] as? String ?? "-"
+        s.active = first["trips"] as? [String] ?? []
+        s.latched = first["latched"] as? [String] ?? []
+        return s
+    }
+
+    // MARK: judging and results
+
+    func judge() -> [String] {
+        var failures: [String] = []
+        for (index, e) in scenario.expectations.enumerated() {
+            let label = "expect[\(index)]" + (e.why.isEmpty ? "" : " (\(e.why))")
+            switch e.window {
+            case .at(let t):
+                guard let s = samples.min(by: { abs($0.t - t) < abs($1.t - t) }) else { failures.append("\(label): no samples"); continue }
+                if let miss = s.check(e) { failures.append("\(label) at \(fmt(s.t)) s: \(miss)") }
+            case .always(let from, let to):
+                let window = samples.filter { $0.t >= from && $0.t <= to }
+                if window.isEmpty { failures.append("\(label): no samples in \(fmt(from))–\(fmt(to)) s"); continue }
+                if let bad = window.first(where: { $0.check(e) != nil }) {
+                    failures.append("\(label) from \(fmt(from)) to \(fmt(to)) s: at \(fmt(bad.t)) s \(bad.check(e)!)")
+                }
+            case .eventually(let after, let by):
+                let window = samples.filter { $0.t >= after && $0.t <= by }
+                if !window.contains(where: { $0.check(e) == nil }) {
+                    let last = window.last.flatMap { $0.check(e) } ?? "no samples"
+                    failures.append("\(label): never between \(fmt(after)) and \(fmt(by)) s (last: \(last))")
+                }
+            }
+        }
+        return failures
+    }
+
+    func writeResults() throws(ScenarioError) {
+        let base = outputDirectory + "/" + scenario.name
+        var csv = "t_s,frequency_hz,setpoint_kw,power_kw,soc_percent,bessd_setpoint_kw,allowed_charge_kw,allowed_discharge_kw,state,reverted,bessd,active,latched\n"
+        for s in samples {
+            csv += "\(fmt(s.t)),\(String(format: "%.4f", s.frequency)),\(fmt(s.setpointKW)),\(fmt(s.powerKW)),\(fmt(s.socPercent)),"
+                + "\(fmt(s.bessdSetpointKW)),\(fmt(s.allowedChargeKW)),\(fmt(s.allowedDischargeKW)),\(s.state),\(s.reverted ? 1 : 0),"
+                + "\(s.bessdUp ? 1 : 0),\(s.active.joined(separator: "|")),\(s.latched.joined(separator: "|"))\n"
+        }
+        guard (try? csv.write(toFile: base + ".csv", atomically: true, encoding: .utf8)) != nil else {
+            throw ScenarioError("SCENARIO_IO", "cannot write \(base).csv")
+        }
+        try plot(csv: base + ".csv", png: base + ".png")
+    }
+
+    /// Frequency, setpoint and measured power, SOC: three panels sharing the time axis, a dashed
+    /// line at each timeline action.
+    func plot(csv: String, png: String) throws(ScenarioError) {
+        var marks = ""
+        for (i, e) in executed.enumerated() {
+            marks += "set arrow \(i + 1) from \(fmt(e.at)), graph 0 to \(fmt(e.at)), graph 1 nohead dt 3 lc rgb '#888888'\n"
+        }
+        var labels = ""
+        for (i, e) in executed.enumerated() {
+            let text = e.label.replacingOccurrences(of: "'", with: "")
+            labels += "set label \(i + 1) '\(text)' at \(fmt(e.at)), graph \(0.95 - Double(i % 4) * 0.1) left offset 0.3,0 font ',8' tc rgb '#555555'\n"
+        }
+        let title = "\(scenario.name): \(scenario.description)".replacingOccurrences(of: "'", with: "")
+        let script = """
+        set terminal pngcairo size 1100,820 font 'DejaVu Sans,9'
+        set output '\(png)'
+        set datafile separator ','
+        set key autotitle columnhead
+        set grid
+        set multiplot layout 3,1 title '\(title)' font ',10'
+        set lmargin 10
+        set xrange [0:\(fmt(scenario.duration))]
+        \(marks)
+        \(labels)
+        set ylabel 'frequency (Hz)'
+        set format x ''
+        plot '\(csv)' using 1:2 with lines lw 1.5 lc rgb '#1f77b4' title 'grid frequency (plant)'
+        unset label
+        set ylabel 'power (kW, + discharge)'
+        plot '\(csv)' using 1:3 with steps lw 1.5 lc rgb '#d62728' title 'setpoint on the wire', \\
+             '' using 1:4 with lines lw 1.5 lc rgb '#2ca02c' title 'measured power'
+        set ylabel 'SOC (%)'
+        set format x '%g'
+        set xlabel 'time (s)'
+        plot '\(csv)' using 1:5 with lines lw 1.5 lc rgb '#9467bd' title 'state of charge'
+        unset multiplot
+        """
+        let scriptPath = runDirectory + "/plot.gp"
+        try? script.write(toFile: scriptPath, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/gnuplot")
+        process.arguments = [scriptPath]
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        do { try process.run() } catch {
+            throw ScenarioError("SCENARIO_PLOT_FAILED", "gnuplot not found (apt-get install gnuplot-nox): \(error)")
+        }
+        process.waitUntilExit()
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        guard process.terminationStatus == 0 else {
+            throw ScenarioError("SCENARIO_PLOT_FAILED", "gnuplot: \(message)")
+        }
+    }
+
+    // MARK: helpers
+
+    func freePort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// A one-shot HTTP/1.1 request to the scenario's bess-aggregator; the whole answer, or nil.
+    func httpRequest(_ method: String, _ path: String, body: String?) -> String? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = in_port_t(UInt16(aggregatorPort).bigEndian)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { return nil }
+        var tv = timeval(tv_sec: 3, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        let payload = body ?? ""
+        let request = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            + "Content-Length: \(payload.utf8.count)\r\nConnection: close\r\n\r\n\(payload)"
+        _ = request.withCString { write(fd, $0, strlen($0)) }
+        var received: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = read(fd, &chunk, chunk.count)
+            if count <= 0 { break }
+            received += chunk.prefix(count)
+        }
+        return received.isEmpty ? nil : String(decoding: received, as: UTF8.self)
+    }
+}
+
+func tail(_ path: String, lines: Int = 25) -> String {
+    guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return "(no log)" }
+    return text.split(separator: "\n", omittingEmptySubsequences: false).suffix(lines).joined(separator: "\n")
+}
