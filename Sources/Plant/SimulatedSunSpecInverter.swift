@@ -27,12 +27,9 @@ public struct SunSpecPlantLink: Sendable {
             guard let model = image.model(C.id) else { return }
             let setpointArea = (model.address + C.wSetEna)...(model.address + C.wSet + 1)
             guard written.contains(where: { setpointArea.contains($0) }) else { return }
-            let sf = Int(Int16(bitPattern: image[C.id, C.wSetSF]))
-            let raw = Int32(bitPattern: image.get32(C.id, C.wSet))
-            let enabled = image[C.id, C.wSetEna] == 1
             let revert = image.get32(C.id, C.wSetRvrtTms)
             unit.inverter.revertTimeoutSeconds = revert > 0 ? Double(revert) : .infinity
-            unit.inverter.command(setpointW: enabled ? Double(raw) * SunSpec.powerOfTen(sf) : 0)
+            unit.inverter.command(setpointW: Self.commandedWatts(image, profile: profile) ?? 0)
         } else {
             typealias S = SunSpec.Storage
             guard let model = image.model(S.id) else { return }
@@ -49,6 +46,18 @@ public struct SunSpecPlantLink: Sendable {
             unit.inverter.revertTimeoutSeconds = revert > 0 ? Double(revert) : .infinity
             unit.inverter.command(setpointW: percent / 100 * profile.ratingW)
         }
+    }
+
+    /// The power a client commanded in `image` (+ = discharge), as the inverter would apply it.
+    public static func commandedWatts(_ image: SunSpecImage, profile: SunSpecDeviceProfile) -> Double? {
+        if profile.controlModel == SunSpec.ACControls.id {
+            typealias C = SunSpec.ACControls
+            guard image.model(C.id) != nil else { return nil }
+            let sf = Int(Int16(bitPattern: image[C.id, C.wSetSF]))
+            let raw = Int32(bitPattern: image.get32(C.id, C.wSet))
+            return image[C.id, C.wSetEna] == 1 ? Double(raw) * SunSpec.powerOfTen(sf) : 0
+        }
+        return nil
     }
 
     private func publish(_ unit: SimulatedUnit, into image: inout SunSpecImage, frequencyHz: Double,

@@ -156,6 +156,10 @@ public final class SunSpecServer: @unchecked Sendable {
     public private(set) var requests: UInt64 = 0
     private let silence = Atomic<Bool>(false)
     private let delayMicroseconds = Atomic<Int>(0)
+    /// Called on the server thread, under the register lock, after every write request with the
+    /// image as written and the monotonic time (ns) it was answered: how benchmarks time setpoints
+    /// on the wire. Set before `start()`.
+    public var writeObserver: (@Sendable (SunSpecImage, Int64) -> Void)?
 
     /// While true, requests are read and dropped unanswered (a dead device as bessd sees it).
     public var silent: Bool {
@@ -177,9 +181,10 @@ public final class SunSpecServer: @unchecked Sendable {
         lock.withLock { _ in
             copyImageToMapping()
             _ = modbus_reply(context, query, count, mapping)
-            recordWrite(query, headerLength: headerLength)
+            let wrote = recordWrite(query, headerLength: headerLength)
             copyMappingToImage()
             requests &+= 1
+            if wrote, let observer = writeObserver { observer(image, MonotonicClockReading.now()) }
         }
     }
 
@@ -308,12 +313,14 @@ public final class SunSpecServer: @unchecked Sendable {
         modbus_close(context)
     }
 
-    private func recordWrite(_ query: [UInt8], headerLength: Int) {
+    @discardableResult
+    private func recordWrite(_ query: [UInt8], headerLength: Int) -> Bool {
         let function = query[headerLength]
-        guard function == 0x06 || function == 0x10 else { return }
+        guard function == 0x06 || function == 0x10 else { return false }
         let address = Int(query[headerLength + 1]) << 8 | Int(query[headerLength + 2])
         let count = function == 0x06 ? 1 : Int(query[headerLength + 3]) << 8 | Int(query[headerLength + 4])
         for a in address..<address + count { written.insert(a) }
+        return true
     }
 
     private func copyImageToMapping() {

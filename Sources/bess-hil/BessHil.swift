@@ -11,7 +11,7 @@ struct BessHil: ParsableCommand {
         commandName: "bess-hil",
         abstract: "Hardware-in-loop plant: simulated batteries, inverters and grid.",
         version: BessdVersion.string,
-        subcommands: [PlantCommand.self, ScenarioCommand.self, Battery.self, Frequency.self, SpoolWriter.self])
+        subcommands: [PlantCommand.self, ScenarioCommand.self, BenchCommand.self, Battery.self, Frequency.self, SpoolWriter.self])
 }
 
 /// Runs the battery model at a constant power and prints its trajectory as CSV.

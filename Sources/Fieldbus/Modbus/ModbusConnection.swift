@@ -119,8 +119,8 @@ public final class ModbusConnection: RegisterAccess {
 }
 
 /// Nanoseconds on CLOCK_MONOTONIC (Fieldbus cannot see Runtime's clock).
-enum MonotonicClockReading {
-    static func now() -> Int64 {
+public enum MonotonicClockReading {
+    public static func now() -> Int64 {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)

@@ -1,0 +1,234 @@
+import ArgumentParser
+import ControlCore
+import Fieldbus
+import Foundation
+import Glibc
+import Plant
+import Runtime
+import Synchronization
+
+/// Measurements for `make bench`: times on the wire, between the plant's side of a change and the
+/// setpoint bessd writes in answer. Each prints one line per sample (CSV) and a summary.
+struct BenchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench", abstract: "Latency measurements against a real bessd (used by make bench).",
+        subcommands: [StepLatency.self, AlarmLatency.self])
+}
+
+/// Shared set-up: a one-unit plant (SunSpec inverter on loopback, optionally a Pylontech BMS on
+/// CAN), a bessd started on a configuration written for it, and the setpoints bessd writes,
+/// stamped by the server thread the moment each write request is answered.
+final class WireBench {
+    let server: SunSpecServer
+    var unit: SimulatedUnit
+    let directory: String
+    let writes = WriteLog()
+    var bessd: Process?
+    var hz = 50.0
+    let can: CANSocket?
+
+    init(periodMs: Int, canInterface: String?, bessdPath: String, extraConfig: String = "") throws {
+        directory = "/tmp/bess-hil-bench-\(getpid())"
+        try? FileManager.default.removeItem(atPath: directory)
+        try FileManager.default.createDirectory(atPath: directory + "/state", withIntermediateDirectories: true)
+        let profile = SunSpecDeviceProfile(ratingW: 100_000)
+        server = try SunSpecServer(transport: .tcp(host: "127.0.0.1", port: 0), profile: profile)
+        unit = SimulatedUnit(capacityKWh: 250, maxPowerKW: 100, initialSOCPercent: 60)
+        let log = writes
+        server.writeObserver = { image, ns in
+            if let w = SunSpecPlantLink.commandedWatts(image, profile: profile) { log.list.withLock { $0.append((ns, w)) } }
+        }
+        try server.start()
+        can = try canInterface.map { try CANSocket(interface: $0, filters: [(PylontechLV.keepAliveID, 0x7FF)]) }
+        let bms = canInterface.map { "interface: \($0)" } ?? "simulated: true"
+        let config = """
+        mode: hardware
+        period_ms: \(periodMs)
+        control_socket: \(directory)/control.sock
+        state_directory: \(directory)/state
+        bess_units:
+          - id: BENCH_01
+            campus_id: BENCH
+            capacity_kwh: 250
+            max_power_kw: 100
+            modbus: {host: 127.0.0.1, port: \(server.port), unit_id: 1, timeout_ms: 200}
+            inverter: {protocol: sunspec}
+            bms: {\(bms)}
+        grid_integration:
+          frequency_source: inverter
+          droop_settings: {deadband_hz: [49.9, 50.05], droop_percent: 5.0, response_time_s: 0}
+        \(extraConfig)
+        """
+        try config.write(toFile: directory + "/bessd.yaml", atomically: true, encoding: .utf8)
+        step()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: bessdPath)
+        process.arguments = ["run", "--config", directory + "/bessd.yaml", "--log", "stderr"]
+        FileManager.default.createFile(atPath: directory + "/bessd.log", contents: nil)
+        let out = FileHandle(forWritingAtPath: directory + "/bessd.log")
+        process.standardOutput = out ?? FileHandle.nullDevice
+        process.standardError = out ?? FileHandle.nullDevice
+        try process.run()
+        bessd = process
+    }
+
+    /// Advances the plant and publishes its registers (and, with CAN, the BMS's frames when due).
+    func step(seconds: Double = 0) {
+        unit.step(seconds: seconds)
+        SunSpecPlantLink(server: server).exchange(&unit, frequencyHz: hz)
+    }
+
+    func sendBMSFrames() {
+        guard let can else { return }
+        while (try? can.receive(timeout: .zero)) != nil {}
+        for frame in unit.pylontechState.frames() { _ = try? can.send(frame) }
+    }
+
+    /// Runs the plant for `seconds` (10 ms steps, BMS frames every second).
+    func run(for seconds: Double, nextFrames: inout Int64) {
+        let end = MonotonicClockReading.now() + Int64(seconds * 1e9)
+        while MonotonicClockReading.now() < end {
+            usleep(10_000)
+            step(seconds: 0.01)
+            if can != nil, MonotonicClockReading.now() >= nextFrames {
+                sendBMSFrames()
+                nextFrames = MonotonicClockReading.now() + 1_000_000_000
+            }
+        }
+    }
+
+    var lastCommanded: Double { writes.list.withLock { $0.last?.watts ?? 0 } }
+
+    /// Waits (plant running) for the first write after `since` that `accept`s; its time, or nil.
+    func firstWrite(after since: Int64, timeout: Double, nextFrames: inout Int64, _ accept: (Double) -> Bool) -> Int64? {
+        let end = since + Int64(timeout * 1e9)
+        var lastStep = MonotonicClockReading.now()
+        while MonotonicClockReading.now() < end {
+            if let hit = writes.list.withLock({ $0.last(where: { $0.ns >= since && accept($0.watts) }) }) {
+                return writes.list.withLock { $0.first(where: { $0.ns >= since && accept($0.watts) })?.ns } ?? hit.ns
+            }
+            usleep(200)
+            let now = MonotonicClockReading.now()
+            if now - lastStep >= 10_000_000 {
+                step(seconds: Double(now - lastStep) / 1e9)
+                lastStep = now
+            }
+            if can != nil, now >= nextFrames {
+                sendBMSFrames()
+                nextFrames = now + 1_000_000_000
+            }
+        }
+        return nil
+    }
+
+    func waitReady() throws {
+        let end = MonotonicClockReading.now() + 15_000_000_000
+        while MonotonicClockReading.now() < end {
+            if (try? ControlClient.request(["verb": "status"], socket: directory + "/control.sock", timeout: .seconds(1))) != nil { return }
+            usleep(50_000)
+        }
+        throw ValidationError("bessd did not start; log in \(directory)/bessd.log")
+    }
+
+    func stop() {
+        if let p = bessd, p.isRunning {
+            kill(p.processIdentifier, SIGTERM)
+            p.waitUntilExit()
+        }
+        server.stop()
+    }
+}
+
+func summary(_ name: String, _ ms: [Double], misses: Int) -> String {
+    let sorted = ms.sorted()
+    func q(_ f: Double) -> Double { sorted.isEmpty ? .nan : sorted[min(sorted.count - 1, Int((Double(sorted.count) * f).rounded(.up)) - 1)] }
+    return String(format: "SUMMARY %@ n=%d misses=%d p50_ms=%.2f p99_ms=%.2f max_ms=%.2f", name, sorted.count, misses, q(0.5), q(0.99),
+                  sorted.last ?? .nan)
+}
+
+/// Frequency steps at random instants → the first changed setpoint bessd writes.
+struct StepLatency: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "step-latency",
+        abstract: "Frequency step at the plant's registers → new setpoint on the inverter's wire (response time 0).")
+    @Option(help: "Steps to time.") var steps = 200
+    @Option(help: "bessd's control period, ms.") var periodMs = 100
+    @Option(help: "The bessd binary (default: next to bess-hil).") var bessd: String?
+    @Option(help: "Write one latency (ms) per line here.") var csv: String?
+
+    func run() throws {
+        let bessdPath = bessd ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("bessd").path
+        let bench = try WireBench(periodMs: periodMs, canInterface: nil, bessdPath: bessdPath,
+                                  extraConfig: "realtime: {priority: 60}")
+        defer { bench.stop() }
+        try bench.waitReady()
+        var frames: Int64 = 0
+        bench.run(for: 3, nextFrames: &frames)
+        var latencies: [Double] = []
+        var misses = 0
+        var generator = SystemRandomNumberGenerator()
+        for i in 0..<steps {
+            // A random phase against bessd's cycle, and time to settle.
+            bench.run(for: Double.random(in: 0.35...0.75, using: &generator), nextFrames: &frames)
+            let before = bench.lastCommanded
+            bench.hz = i % 2 == 0 ? 49.5 : 50.0
+            bench.step()
+            let t = MonotonicClockReading.now()
+            if let w = bench.firstWrite(after: t, timeout: 2, nextFrames: &frames, { abs($0 - before) > 100 }) {
+                latencies.append(Double(w - t) / 1e6)
+            } else {
+                misses += 1
+            }
+        }
+        if let csv { try latencies.map { String(format: "%.3f", $0) }.joined(separator: "\n").write(toFile: csv, atomically: true, encoding: .utf8) }
+        print(summary("step_to_setpoint", latencies, misses: misses))
+    }
+}
+
+/// A BMS protection frame at a random instant → zero power on the inverter's wire (needs CAN).
+struct AlarmLatency: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "alarm-latency", abstract: "BMS protection frame on CAN → zero setpoint on the inverter's wire.")
+    @Option(help: "Alarms to time.") var alarms = 40
+    @Option(help: "bessd's control period, ms.") var periodMs = 100
+    @Option(help: "CAN interface.") var canInterface = "vcan0"
+    @Option(help: "The bessd binary (default: next to bess-hil).") var bessd: String?
+    @Option(help: "Write one latency (ms) per line here.") var csv: String?
+
+    func run() throws {
+        let bessdPath = bessd ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("bessd").path
+        let bench = try WireBench(periodMs: periodMs, canInterface: canInterface, bessdPath: bessdPath,
+                                  extraConfig: "interlocks: {bms_protection: {hold_s: 0}}\nlimits: {ramp_percent_per_s: 100}")
+        defer { bench.stop() }
+        var frames: Int64 = 0
+        bench.sendBMSFrames()
+        try bench.waitReady()
+        bench.hz = 49.5  // 16 kW of droop response to cut
+        bench.step()
+        bench.run(for: 5, nextFrames: &frames)
+        var latencies: [Double] = []
+        var misses = 0
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<alarms {
+            bench.unit.bmsOverride = BMSOverride()
+            bench.run(for: Double.random(in: 1.5...2.5, using: &generator), nextFrames: &frames)
+            guard bench.lastCommanded > 1000 else { misses += 1; continue }
+            bench.unit.bmsOverride.protections = [.overtemperature]
+            bench.sendBMSFrames()
+            let t = MonotonicClockReading.now()
+            frames = t + 1_000_000_000
+            if let w = bench.firstWrite(after: t, timeout: 2, nextFrames: &frames, { abs($0) < 1 }) {
+                latencies.append(Double(w - t) / 1e6)
+            } else {
+                misses += 1
+            }
+        }
+        if let csv { try latencies.map { String(format: "%.3f", $0) }.joined(separator: "\n").write(toFile: csv, atomically: true, encoding: .utf8) }
+        print(summary("alarm_to_zero", latencies, misses: misses))
+    }
+}
+
+/// The setpoints written to the bench's inverter, with when each write was answered.
+final class WriteLog: Sendable {
+    let list = Mutex<[(ns: Int64, watts: Double)]>([])
+}
