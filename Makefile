@@ -13,7 +13,7 @@ DEBIAN_PACKAGES := pkg-config libmodbus-dev libsocketcan-dev libsystemd-dev
 # gnuplot renders the scenario plots.
 TEST_PACKAGES := mbpoll can-utils socat python3-pip systemd dpkg-dev gnuplot-nox
 
-.PHONY: all deps build sim check test config-check clean install deb
+.PHONY: all deps build sim check test config-check clean install deb bench
 
 PREFIX ?= /usr
 DESTDIR ?=
@@ -51,6 +51,11 @@ check: deps
 	scripts/can-tests.sh
 	scripts/package-test.sh
 	$(MAKE) --no-print-directory config-check
+
+## Benchmarks against the targets and this machine's limits (cyclictest beside the cycle): writes
+## hil/results/benchmarks.md and its plots. About 20 minutes; BENCH_QUICK=1 for a short run.
+bench: deps
+	scripts/bench.sh
 
 config-check:
 	@for f in config/*.yaml; do .build/debug/bessd check-config --quiet "$$f" || exit 1; done

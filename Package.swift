@@ -18,6 +18,8 @@ let package = Package(
         .executable(name: "bess-hil", targets: ["bess-hil"]),
         .executable(name: "bess-aggregator", targets: ["bess-aggregator"]),
         .library(name: "ControlCore", targets: ["ControlCore"]),
+        // For the nested benchmark package (Benchmarks/Package.swift).
+        .library(name: "Runtime", targets: ["Runtime"]),
     ],
     dependencies: [
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),

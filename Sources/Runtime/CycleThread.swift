@@ -1,4 +1,4 @@
-import ControlCore
+public import ControlCore
 import Fieldbus
 import Glibc
 import Synchronization
@@ -44,18 +44,7 @@ public final class CycleThread: @unchecked Sendable {
             threadNotice.withLock { $0 = notice }
             isRealtime = notice == nil
         }
-        let units = runner.configuration.units.count
-        var histogram = LatencyHistogram()
-        var modes = [OperatingMode?](repeating: nil, count: units)
-        var overrides = [(power: Watts, seconds: Double)?](repeating: nil, count: units)
-        var clears = [Bool](repeating: false, count: units)
-        var resets = [Bool](repeating: false, count: units)
-        var dispatches = [(power: Watts, seconds: Double)?](repeating: nil, count: units)
-        var dispatchClears = [Bool](repeating: false, count: units)
-        var outcomes = [ResetOutcome](repeating: ResetOutcome(), count: units)
-        var taken: UInt64 = 0
-        var cycles: UInt64 = 0
-        var overruns: UInt64 = 0
+        let body = CycleBody(runner: runner, shared: shared, realtime: isRealtime)
         var deadline = MonotonicClock.now().nanoseconds
         while worker.isRunning {
             deadline += periodNanoseconds
@@ -63,73 +52,113 @@ public final class CycleThread: @unchecked Sendable {
             MonotonicClock.sleep(until: MonotonicInstant(nanoseconds: deadline))
             let now = MonotonicClock.now()
             let lateness = now.nanoseconds - deadline
-            histogram.record(microseconds: max(0, lateness) / 1000)
             if lateness > periodNanoseconds {
                 // Missed at least one deadline: count it and re-phase rather than burst.
-                overruns &+= 1
+                body.overruns &+= 1
                 deadline = now.nanoseconds - now.nanoseconds % periodNanoseconds
             }
-
-            // Operator requests, copied out under the lock into storage allocated above.
-            var pending = false
-            shared.contents.withLock { c in
-                guard c.mailbox.generation != taken else { return }
-                pending = true
-                taken = c.mailbox.generation
-                for i in 0..<units {
-                    modes[i] = c.mailbox.mode[i]
-                    overrides[i] = c.mailbox.override[i]
-                    clears[i] = c.mailbox.clearOverride[i]
-                    resets[i] = c.mailbox.reset[i]
-                    dispatches[i] = c.mailbox.dispatch[i]
-                    dispatchClears[i] = c.mailbox.clearDispatch[i]
-                    c.mailbox.dispatch[i] = nil
-                    c.mailbox.clearDispatch[i] = false
-                    c.mailbox.mode[i] = nil
-                    c.mailbox.override[i] = nil
-                    c.mailbox.clearOverride[i] = false
-                    c.mailbox.reset[i] = false
-                }
-            }
-            if pending {
-                for i in 0..<units {
-                    if let mode = modes[i] { runner.controller.setMode(mode, unit: i) }
-                    if let o = overrides[i] {
-                        runner.setOverride(PowerCommand(power: o.power, expiresAt: now + .seconds(fromDouble: o.seconds)), unit: i)
-                    }
-                    if clears[i] { runner.setOverride(nil, unit: i) }
-                    if let d = dispatches[i] {
-                        runner.setDispatch(PowerCommand(power: d.power, expiresAt: now + .seconds(fromDouble: d.seconds)), unit: i)
-                    }
-                    if dispatchClears[i] { runner.setDispatch(nil, unit: i) }
-                    // A reset is an operator action, not the steady state: its small result array may allocate.
-                    if resets[i] { outcomes[i] = runner.controller.reset(unit: i, now: now).first?.outcome ?? ResetOutcome() }
-                }
-            }
-
-            runner.step(now: now, wallClock: MonotonicClock.wallClock())
-            cycles &+= 1
-
-            shared.contents.withLock { c in
-                for i in 0..<units { runner.fill(&c.units[i], unit: i, now: now) }
-                c.stats.periodMs = runner.configuration.periodMs
-                c.stats.cycles = cycles
-                c.stats.overruns = overruns
-                c.stats.lastLatenessMicroseconds = lateness / 1000
-                c.stats.histogram.copy(from: histogram)
-                c.stats.frequency = runner.controller.site.frequency?.value ?? .nan
-                c.stats.realtime = isRealtime
-                runner.controller.events.drain { c.events.push($0) }
-                runner.controller.drainClosedBlocks { block in
-                    if c.blocks.count < c.blocks.capacity { c.blocks.append(block) }
-                }
-                if pending {
-                    for i in 0..<units where resets[i] { c.resetOutcomes[i] = outcomes[i] }
-                    c.appliedGeneration = taken
-                }
-            }
+            body.run(now: now, lateness: lateness)
             heartbeat.add(1, ordering: .relaxed)
         }
         runner.phase.publish(nextDeadline: 0)
+    }
+}
+
+/// Everything one control cycle does after it wakes: take operator requests from the mailbox,
+/// run the site (snapshot → assess → control → command → account), publish status, statistics and
+/// events. Its storage is allocated once, here; a steady-state `run` allocates nothing (the
+/// allocation benchmark in Benchmarks/ calls it exactly as the cycle thread does).
+public final class CycleBody {
+    let runner: SiteRunner
+    let shared: SharedState
+    let units: Int
+    let isRealtime: Bool
+    var histogram = LatencyHistogram()
+    var modes: [OperatingMode?]
+    var overrides: [(power: Watts, seconds: Double)?]
+    var clears: [Bool]
+    var resets: [Bool]
+    var dispatches: [(power: Watts, seconds: Double)?]
+    var dispatchClears: [Bool]
+    var outcomes: [ResetOutcome]
+    var taken: UInt64 = 0
+    public private(set) var cycles: UInt64 = 0
+    public internal(set) var overruns: UInt64 = 0
+
+    public init(runner: SiteRunner, shared: SharedState, realtime: Bool = false) {
+        self.runner = runner
+        self.shared = shared
+        isRealtime = realtime
+        units = runner.configuration.units.count
+        modes = [OperatingMode?](repeating: nil, count: units)
+        overrides = [(power: Watts, seconds: Double)?](repeating: nil, count: units)
+        clears = [Bool](repeating: false, count: units)
+        resets = [Bool](repeating: false, count: units)
+        dispatches = [(power: Watts, seconds: Double)?](repeating: nil, count: units)
+        dispatchClears = [Bool](repeating: false, count: units)
+        outcomes = [ResetOutcome](repeating: ResetOutcome(), count: units)
+    }
+
+    /// One cycle at `now`, `lateness` ns after its deadline.
+    public func run(now: MonotonicInstant, lateness: Int64) {
+        histogram.record(microseconds: max(0, lateness) / 1000)
+        // Operator requests, copied out under the lock into storage allocated above.
+        var pending = false
+        shared.contents.withLock { c in
+            guard c.mailbox.generation != taken else { return }
+            pending = true
+            taken = c.mailbox.generation
+            for i in 0..<units {
+                modes[i] = c.mailbox.mode[i]
+                overrides[i] = c.mailbox.override[i]
+                clears[i] = c.mailbox.clearOverride[i]
+                resets[i] = c.mailbox.reset[i]
+                dispatches[i] = c.mailbox.dispatch[i]
+                dispatchClears[i] = c.mailbox.clearDispatch[i]
+                c.mailbox.dispatch[i] = nil
+                c.mailbox.clearDispatch[i] = false
+                c.mailbox.mode[i] = nil
+                c.mailbox.override[i] = nil
+                c.mailbox.clearOverride[i] = false
+                c.mailbox.reset[i] = false
+            }
+        }
+        if pending {
+            for i in 0..<units {
+                if let mode = modes[i] { runner.controller.setMode(mode, unit: i) }
+                if let o = overrides[i] {
+                    runner.setOverride(PowerCommand(power: o.power, expiresAt: now + .seconds(fromDouble: o.seconds)), unit: i)
+                }
+                if clears[i] { runner.setOverride(nil, unit: i) }
+                if let d = dispatches[i] {
+                    runner.setDispatch(PowerCommand(power: d.power, expiresAt: now + .seconds(fromDouble: d.seconds)), unit: i)
+                }
+                if dispatchClears[i] { runner.setDispatch(nil, unit: i) }
+                // A reset is an operator action, not the steady state: its small result array may allocate.
+                if resets[i] { outcomes[i] = runner.controller.reset(unit: i, now: now).first?.outcome ?? ResetOutcome() }
+            }
+        }
+
+        runner.step(now: now, wallClock: MonotonicClock.wallClock())
+        cycles &+= 1
+
+        shared.contents.withLock { c in
+            for i in 0..<units { runner.fill(&c.units[i], unit: i, now: now) }
+            c.stats.periodMs = runner.configuration.periodMs
+            c.stats.cycles = cycles
+            c.stats.overruns = overruns
+            c.stats.lastLatenessMicroseconds = lateness / 1000
+            c.stats.histogram.copy(from: histogram)
+            c.stats.frequency = runner.controller.site.frequency?.value ?? .nan
+            c.stats.realtime = isRealtime
+            runner.controller.events.drain { c.events.push($0) }
+            runner.controller.drainClosedBlocks { block in
+                if c.blocks.count < c.blocks.capacity { c.blocks.append(block) }
+            }
+            if pending {
+                for i in 0..<units where resets[i] { c.resetOutcomes[i] = outcomes[i] }
+                c.appliedGeneration = taken
+            }
+        }
     }
 }

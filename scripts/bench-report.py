@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""Turns scripts/bench.sh's results into hil/results/benchmarks.md and its plots (gnuplot).
+
+Usage: bench-report.py RESULTS_ENV DATA_DIR OUT_DIR
+"""
+import math
+import os
+import subprocess
+import sys
+
+results_path, data, out = sys.argv[1:4]
+r = {}
+for line in open(results_path):
+    if "=" in line:
+        key, value = line.rstrip("\n").split("=", 1)
+        r[key] = value.strip('"')
+
+
+def num(key):
+    try:
+        return float(r[key])
+    except (KeyError, ValueError):
+        return math.nan
+
+
+def fmt(v, digits=1):
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "not measured"
+    return f"{v:,.{digits}f}"
+
+
+def verdict(value, target, lower_is_better=True, unit=""):
+    if math.isnan(value):
+        return "**not measured**"
+    ok = value <= target if lower_is_better else value >= target
+    if ok:
+        return "met"
+    if target == 0:
+        return f"**missed**: {value:g}{unit} (target 0)"
+    by = abs(value - target)
+    return f"**missed** by {by:,.2f}{unit} ({by / abs(target) * 100:.0f} %)"
+
+
+rows = []
+for period in ("100", "10"):
+    b99, c99 = num(f"bessd{period}_p99"), num(f"ct{period}_p99")
+    ratio = b99 / c99 if c99 > 0 else math.nan
+    rows.append((
+        f"cycle wake-up lateness at {period} ms, SCHED_FIFO 60 (8 units; {fmt(num(f'bessd{period}_n'), 0)} cycles, "
+        f"{fmt(num(f'bessd{period}_overruns'), 0)} overruns)",
+        f"bessd p50 {fmt(num(f'bessd{period}_p50'), 0)} / p99 {fmt(b99, 0)} / max {fmt(num(f'bessd{period}_max'), 0)} µs; "
+        f"cyclictest p50 {fmt(num(f'ct{period}_p50'), 0)} / p99 {fmt(c99, 0)} / max {fmt(num(f'ct{period}_max'), 0)} µs; "
+        f"ratio p99 {fmt(ratio, 2)}×",
+        "p99 ≤ 1.5 × cyclictest",
+        verdict(ratio, 1.5, unit="×")))
+rows.append((
+    f"frequency step → setpoint on the wire, 100 ms ({fmt(num('step_n'), 0)} steps at random phase, "
+    f"{fmt(num('step_misses'), 0)} missed)",
+    f"p50 {fmt(num('step_p50'))} / p99 {fmt(num('step_p99'))} / max {fmt(num('step_max'))} ms",
+    "p99 ≤ 105 ms", verdict(num("step_p99"), 105, unit=" ms")))
+rows.append((
+    f"BMS protection frame (CAN) → zero on the wire, 100 ms ({fmt(num('alarm_n'), 0)} alarms; {r.get('alarm_where', '')})",
+    f"p50 {fmt(num('alarm_p50'))} / p99 {fmt(num('alarm_p99'))} / max {fmt(num('alarm_max'))} ms",
+    "p99 ≤ 105 ms", verdict(num("alarm_p99"), 105, unit=" ms")))
+for units in ("1", "8", "32"):
+    target_cpu = "≤ 1 %" if units == "8" else "(reference)"
+    rows.append((
+        f"bessd with {units} unit(s), 100 ms, Modbus TCP to the plant: CPU share of one core",
+        f"{fmt(num('cpu' + units), 2)} %", target_cpu,
+        verdict(num("cpu" + units), 1.0, unit=" %") if units == "8" else "—"))
+    rows.append((
+        f"bessd with {units} unit(s): resident memory (now / peak)",
+        f"{fmt(num('rss' + units))} / {fmt(num('hwm' + units))} MB", "≤ 32 MB" if units == "8" else "(reference)",
+        verdict(num("hwm" + units), 32, unit=" MB") if units == "8" else "—"))
+for units in ("1", "8", "32"):
+    rows.append((
+        f"cycle compute time (CycleBody.run, {units} simulated unit(s), median of 10 × 1,000 cycles)",
+        f"{fmt(num('cycle_us' + units), 2)} µs", "(reference)", "—"))
+rows.append((
+    "malloc counter calibration: 1,000 heap arrays (proves the interposer counts)",
+    f"{fmt(num('alloc_calibration'), 0)} allocations", "≥ 1,000",
+    verdict(num("alloc_calibration"), 1000, lower_is_better=False)))
+for units in ("1", "8", "32"):
+    rows.append((
+        f"heap allocations per steady-state cycle, {units} simulated unit(s) (package-benchmark, worst of 10 × 1,000 cycles)",
+        fmt(num("alloc" + units), 3), "0", verdict(num("alloc" + units), 0)))
+rows.append(("spool append (300 B records, fsync batched)", f"{fmt(num('spool_append'), 0)} records/s", "≥ 20,000 records/s",
+             verdict(num("spool_append"), 20000, lower_is_better=False, unit=" records/s")))
+backlog_s = num("backlog_seconds")
+delivered = num("backlog_delivered")
+records = num("backlog_records")
+complete = delivered >= records
+rows.append((
+    f"one-hour 1 Hz backlog of 8 units ({fmt(records, 0)} records) replayed to bess-aggregator after reconnection",
+    f"{fmt(delivered, 0)} delivered in {fmt(backlog_s, 1)} s ({fmt(delivered / backlog_s if backlog_s > 0 else math.nan, 0)} records/s)",
+    "all within 30 s",
+    verdict(backlog_s, 30, unit=" s") if complete else f"**missed**: {fmt(records - delivered, 0)} records still queued"))
+
+md = [
+    "# Benchmarks",
+    "",
+    f"Measured by `make bench` on {r.get('machine', '?')}, {r.get('date', '?')}, commit {r.get('commit', '?')}, release build.",
+    "Every figure is this machine's; cyclictest runs beside bessd at the same period and policy as the limit the",
+    "machine sets. Raw data: `hil/results/bench-data/`.",
+    "",
+    "| Measure | Result | Target | Verdict |",
+    "|---|---|---|---|",
+]
+md += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
+md += [
+    "",
+    "![wake-up lateness](jitter.png)",
+    "![latency on the wire](latency.png)",
+    "![CPU and memory](resources.png)",
+    "",
+]
+open(os.path.join(out, "benchmarks.md"), "w").write("\n".join(md))
+
+
+def gnuplot(script):
+    subprocess.run(["gnuplot"], input=script, text=True, check=False)
+
+
+# Lateness: p50/p99/max, bessd beside cyclictest, log scale.
+with open(os.path.join(data, "jitter.dat"), "w") as f:
+    f.write("case bessd_p50 bessd_p99 bessd_max ct_p50 ct_p99 ct_max\n")
+    for p in ("100", "10"):
+        f.write(f"{p}ms " + " ".join(str(max(num(k), 0.5)) for k in
+                (f"bessd{p}_p50", f"bessd{p}_p99", f"bessd{p}_max", f"ct{p}_p50", f"ct{p}_p99", f"ct{p}_max")) + "\n")
+gnuplot(f"""
+set terminal pngcairo size 900,420 font 'DejaVu Sans,9'
+set output '{out}/jitter.png'
+set title 'Cycle wake-up lateness, SCHED_FIFO 60: bessd beside cyclictest (µs, log scale)'
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set logscale y
+set ylabel 'µs'
+set grid ytics
+set key top left
+plot '{data}/jitter.dat' using 2:xtic(1) title 'bessd p50' lc rgb '#9ecae1', '' using 3 title 'bessd p99' lc rgb '#3182bd', \\
+     '' using 4 title 'bessd max' lc rgb '#08519c', '' using 5 title 'cyclictest p50' lc rgb '#fdae6b', \\
+     '' using 6 title 'cyclictest p99' lc rgb '#e6550d', '' using 7 title 'cyclictest max' lc rgb '#a63603'
+""")
+
+# Latency on the wire: sorted samples (a CDF) for both measurements.
+curves = []
+for name, label in (("step-latency", "frequency step → setpoint"), ("alarm-latency", "BMS alarm frame → zero")):
+    path = os.path.join(data, name + ".csv")
+    if os.path.exists(path) and os.path.getsize(path) > 0:
+        values = sorted(float(x) for x in open(path).read().split())
+        with open(os.path.join(data, name + ".cdf"), "w") as f:
+            for i, v in enumerate(values):
+                f.write(f"{v} {(i + 1) / len(values)}\n")
+        curves.append(f"'{data}/{name}.cdf' using 1:2 with steps lw 2 title '{label}'")
+if curves:
+    gnuplot(f"""
+set terminal pngcairo size 900,420 font 'DejaVu Sans,9'
+set output '{out}/latency.png'
+set title 'Latency on the wire at a 100 ms period (cumulative share of samples)'
+set xlabel 'ms'
+set ylabel 'share of samples'
+set grid
+set key bottom right
+set arrow from 105, graph 0 to 105, graph 1 nohead dt 2 lc rgb 'red'
+set label 'target p99 105 ms' at 106, graph 0.1 tc rgb 'red'
+set xrange [0:*]
+plot {', '.join(curves)}
+""")
+
+with open(os.path.join(data, "resources.dat"), "w") as f:
+    f.write("units cpu rss hwm\n")
+    for u in ("1", "8", "32"):
+        f.write(f"{u} {num('cpu' + u)} {num('rss' + u)} {num('hwm' + u)}\n")
+gnuplot(f"""
+set terminal pngcairo size 900,380 font 'DejaVu Sans,9'
+set output '{out}/resources.png'
+set multiplot layout 1,2 title 'bessd at 100 ms against the plant over Modbus TCP'
+set style data histograms
+set style fill solid 0.8 border -1
+set grid ytics
+set xlabel 'units'
+set ylabel '% of one core'
+set title 'CPU'
+plot '{data}/resources.dat' using 2:xtic(1) notitle lc rgb '#3182bd'
+set ylabel 'MB'
+set title 'resident memory (peak)'
+plot '{data}/resources.dat' using 4:xtic(1) notitle lc rgb '#31a354'
+unset multiplot
+""")
+print("\n".join(md[:8 + len(rows)]))

@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# make bench: measures bessd against the targets and against what this machine allows, and writes
+# hil/results/benchmarks.md (the table), hil/results/*.png (plots) and hil/results/bench-data/ (raw).
+#   scripts/bench.sh            everything (about 15 minutes on 2 cores, plus the first release build)
+#   BENCH_QUICK=1 scripts/bench.sh   shorter runs (fewer samples; for trying the script)
+# Numbers live here, never in timed tests. Each measurement is independent: one that cannot run
+# (no real-time priority, no VM for CAN) says so in the table instead of failing the others.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+OUT=hil/results
+DATA=$OUT/bench-data
+mkdir -p "$DATA"
+QUICK=${BENCH_QUICK:-}
+BIN=.build/release
+scripts/ensure-debian-packages.sh pkg-config libmodbus-dev libsocketcan-dev libsystemd-dev rt-tests gnuplot-nox curl procps
+echo "bench: release build"
+swift build -c release --product bessd && swift build -c release --product bess-hil \
+  && swift build -c release --product bess-aggregator && swift build -c release --product bessctl || exit 1
+WORK=$(mktemp -d /tmp/bessd-bench.XXXXXX)
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$WORK"; }
+trap cleanup EXIT
+RESULTS=$DATA/results.env
+: > "$RESULTS"
+put() { echo "$1=$2" >> "$RESULTS"; }
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+put machine "\"$(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GB", $2/1048576}' /proc/meminfo), $(uname -r), $(swift --version 2>/dev/null | head -1 | sed 's/ (.*//')\""
+put date "\"$(date -u +%Y-%m-%dT%H:%MZ)\""
+put commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+
+# A simulated site of N units (the cycle's work without buses), or the rig form (hardware mode,
+# Modbus TCP to bess-hil plant on loopback, BMS simulated).
+site() {  # NAME UNITS PERIOD_MS [rig]
+  local name=$1 units=$2 period=$3 rig=${4:-}
+  {
+    echo "mode: $([ -n "$rig" ] && echo hardware || echo simulation)"
+    echo "period_ms: $period"
+    echo "control_socket: $WORK/$name.sock"
+    echo "state_directory: $WORK/$name"
+    echo "realtime: {priority: 60}"
+    echo "grid_integration: {frequency_source: $([ -n "$rig" ] && echo inverter || echo simulated), droop_settings: {deadband_hz: [49.9, 50.05], droop_percent: 5.0}}"
+    echo "simulation: {frequency_profile: walk, amplitude_hz: 0.1, seed: 7}"
+    echo "bess_units:"
+    for i in $(seq 1 "$units"); do
+      if [ -n "$rig" ]; then
+        echo "  - {id: U$i, campus_id: BENCH, capacity_kwh: 250, max_power_kw: 100, modbus: {host: 127.0.0.1, port: $((rig + i)), unit_id: 1, timeout_ms: 200}, inverter: {protocol: sunspec}, bms: {simulated: true}}"
+      else
+        echo "  - {id: U$i, campus_id: BENCH, capacity_kwh: 250, max_power_kw: 100}"
+      fi
+    done
+  } > "$WORK/$name.yaml"
+}
+
+# 1. Wake-up lateness: bessd's cycle and cyclictest side by side, same period, SCHED_FIFO 60.
+jitter() {  # PERIOD_MS SECONDS
+  local period=$1 seconds=$2 name=jitter$1
+  site "$name" 8 "$period"
+  local loops=$((seconds * 1000 / period))
+  $BIN/bessd run --config "$WORK/$name.yaml" --duration $((seconds + 3)) --status-every 0 --log stdout > "$WORK/$name.log" 2>&1 &
+  local bessd=$!
+  sleep 1
+  cyclictest -m -q -t 1 -p 60 --policy=fifo -i $((period * 1000)) -l "$loops" -h 20000 > "$DATA/cyclictest-$period.txt" 2>&1
+  $BIN/bessctl --socket "$WORK/$name.sock" status --json > "$DATA/bessd-status-$period.json"
+  wait $bessd
+  python3 - "$DATA/cyclictest-$period.txt" "$DATA/bessd-status-$period.json" "$period" >> "$RESULTS" <<'PY'
+import json, sys
+hist, total = [], 0
+for line in open(sys.argv[1]):
+    if line.startswith('#') or not line.strip(): continue
+    parts = line.split()
+    us, n = int(parts[0]), int(parts[1])
+    hist.append((us, n)); total += n
+def q(f):
+    seen = 0
+    for us, n in hist:
+        seen += n
+        if seen >= total * f: return us
+    return hist[-1][0] if hist else float('nan')
+mx = max((us for us, n in hist if n > 0), default=float('nan'))
+cyc = json.load(open(sys.argv[2]))["cycle"]
+p = sys.argv[3]
+print(f"ct{p}_p50={q(0.5)}\nct{p}_p99={q(0.99)}\nct{p}_max={mx}\nct{p}_n={total}")
+print(f"bessd{p}_p50={cyc['jitter_p50_us']}\nbessd{p}_p99={cyc['jitter_p99_us']}\nbessd{p}_max={cyc['jitter_max_us']}")
+print(f"bessd{p}_n={cyc['cycles']}\nbessd{p}_overruns={cyc['overruns']}\nbessd{p}_rt={str(cyc['realtime']).lower()}")
+PY
+}
+echo "bench: wake-up lateness at 100 ms and 10 ms, bessd (8 simulated units) beside cyclictest"
+if [ -n "$QUICK" ]; then jitter 100 20; jitter 10 10; else jitter 100 180; jitter 10 60; fi
+
+# 2. Frequency step at the plant's registers → new setpoint on the wire (100 ms, response time 0).
+echo "bench: frequency step → setpoint on the wire"
+$BIN/bess-hil bench step-latency --steps "$([ -n "$QUICK" ] && echo 40 || echo 300)" --bessd $BIN/bessd \
+  --csv "$DATA/step-latency.csv" | tee "$WORK/step.txt"
+sed -n 's/^SUMMARY step_to_setpoint n=\([0-9]*\) misses=\([0-9]*\) p50_ms=\([0-9.]*\) p99_ms=\([0-9.]*\) max_ms=\([0-9.]*\)/step_n=\1\nstep_misses=\2\nstep_p50=\3\nstep_p99=\4\nstep_max=\5/p' "$WORK/step.txt" >> "$RESULTS"
+
+# 3. BMS protection frame on CAN → zero on the wire: needs CAN, so inside the VM (scripts/can-tests.sh's recipe).
+echo "bench: BMS alarm frame → zero on the wire (SocketCAN, in a VM)"
+ALARM_TXT=$WORK/alarm.txt
+if BENCH_ALARMS="$([ -n "$QUICK" ] && echo 10 || echo 60)" scripts/can-bench.sh "$ROOT/$BIN" "$ROOT/$DATA/alarm-latency.csv" > "$ALARM_TXT" 2>&1; then
+  sed -n 's/^SUMMARY alarm_to_zero n=\([0-9]*\) misses=\([0-9]*\) p50_ms=\([0-9.]*\) p99_ms=\([0-9.]*\) max_ms=\([0-9.]*\)/alarm_n=\1\nalarm_misses=\2\nalarm_p50=\3\nalarm_p99=\4\nalarm_max=\5/p' "$ALARM_TXT" >> "$RESULTS"
+  put alarm_where "\"$(sed -n 's/^CAN_BENCH_WHERE=//p' "$ALARM_TXT" | head -1)\""
+else
+  tail -5 "$ALARM_TXT"
+  put alarm_where "\"not measured: $(tail -1 "$ALARM_TXT" | tr -d '"')\""
+fi
+
+# 4. CPU share of one core and memory with 1, 8 and 32 units: bessd against the plant over Modbus TCP.
+echo "bench: CPU and RSS with 1, 8 and 32 units"
+HZ=$(getconf CLK_TCK)
+for units in 1 8 32; do
+  base=$((20000 + RANDOM % 20000))
+  site "res$units" "$units" 100 "$base"
+  $BIN/bess-hil plant --config "$WORK/res$units.yaml" > "$WORK/plant$units.log" 2>&1 & plant=$!
+  sleep 1
+  $BIN/bessd run --config "$WORK/res$units.yaml" --status-every 0 --log stdout > "$WORK/res$units.log" 2>&1 & pid=$!
+  sleep "$([ -n "$QUICK" ] && echo 5 || echo 15)"
+  t0=$(awk '{print $14 + $15}' /proc/$pid/stat); s0=$(date +%s.%N)
+  sleep "$([ -n "$QUICK" ] && echo 15 || echo 60)"
+  t1=$(awk '{print $14 + $15}' /proc/$pid/stat); s1=$(date +%s.%N)
+  rss=$(awk '/VmRSS/ {print $2}' /proc/$pid/status); hwm=$(awk '/VmHWM/ {print $2}' /proc/$pid/status)
+  $BIN/bessctl --socket "$WORK/res$units.sock" status --json > "$DATA/res$units-status.json"
+  kill -TERM $pid; wait $pid; kill -TERM $plant; wait $plant
+  python3 -c "print(f'cpu$units={($t1-$t0)/$HZ/($s1-$s0)*100:.3f}\nrss$units={$rss/1024:.1f}\nhwm$units={$hwm/1024:.1f}')" >> "$RESULTS"
+done
+
+# 5. Spool: append rate, and replay after an outage (a one-hour backlog of 8 units at 1 Hz:
+#    telemetry each second and availability every 5 s per unit, 34,560 records) until bess-aggregator
+#    has every record.
+echo "bench: spool append and replay"
+$BIN/bess-hil spool --dir "$WORK/spool-append" --records 200000 --size 300 | tail -1 | tee "$WORK/append.txt"
+put spool_append "$(sed -n 's/.*: \([0-9]*\) records\/s.*/\1/p' "$WORK/append.txt")"
+BACKLOG=34560
+site backlog 8 100
+APORT=$(port)
+echo "aggregator: {url: \"http://127.0.0.1:$APORT\", interval_s: 1, site_id: BACKLOG}" >> "$WORK/backlog.yaml"
+$BIN/bess-hil spool --dir "$WORK/backlog/spool" --records $BACKLOG --size 350 --uplink-records > /dev/null
+$BIN/bess-aggregator --listen 127.0.0.1:$APORT --database "$WORK/agg.sqlite" > "$WORK/agg.log" 2>&1 & agg=$!; PIDS+=("$agg")
+for _ in $(seq 50); do curl -sf "127.0.0.1:$APORT/metrics" > /dev/null && break; sleep 0.1; done
+start=$(date +%s.%N)
+$BIN/bessd run --config "$WORK/backlog.yaml" --status-every 0 --log stdout > "$WORK/backlog.log" 2>&1 & bpid=$!; PIDS+=("$bpid")
+delivered=0; elapsed=0
+while python3 -c "import sys; sys.exit(0 if $elapsed < 120 else 1)"; do
+  delivered=$(curl -s "127.0.0.1:$APORT/metrics" | sed -n 's/^bess_aggregator_records{site="BACKLOG"} //p'); delivered=${delivered:-0}
+  elapsed=$(python3 -c "print(f'{$(date +%s.%N) - $start:.2f}')")
+  [ "${delivered%.*}" -ge $BACKLOG ] && break
+  sleep 0.2
+done
+kill -TERM $bpid; wait $bpid 2>/dev/null
+put backlog_records "$BACKLOG"
+put backlog_delivered "${delivered%.*}"
+put backlog_seconds "$elapsed"
+
+# 6. Heap allocations per steady-state cycle: package-benchmark's malloc interposer (nested package).
+echo "bench: allocations per cycle (Benchmarks/, package-benchmark with MallocInterposer)"
+(cd Benchmarks && swift package --allow-writing-to-package-directory benchmark --format markdown --no-progress 2>&1) \
+  | tee "$DATA/allocations.txt" | tail -40
+python3 - "$DATA/allocations.txt" >> "$RESULTS" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+def row(title, metric):
+    """The p0…p100 cells of one row of one benchmark's table, scaled to plain numbers."""
+    m = re.search(re.escape(title) + r"\n.*?\| " + re.escape(metric) + r"[^|]*\|([^\n]*)", text, re.S)
+    if not m: return None, None
+    unit = re.search(re.escape(metric) + r" \((\S+)\)", m.group(0))
+    cells = [c.strip() for c in m.group(1).split("|") if c.strip()][:-1]
+    scale = {"K": 1e3, "M": 1e6}
+    values = [float(c[:-1]) * scale[c[-1]] if c[-1] in scale else float(c) for c in cells]
+    return values, unit.group(1) if unit else ""
+for units in (1, 8, 32):
+    title = f"### 1000 cycles, {units} simulated units"
+    mallocs, _ = row(title, "Malloc (total)")
+    print(f"alloc{units}={max(mallocs) / 1000 if mallocs else float('nan'):g}")
+    times, unit = row(title, "Time (wall clock)")
+    if times:
+        per = {"ns": 1e-3, "μs": 1, "us": 1, "ms": 1e3, "s": 1e6}.get(unit, float("nan"))
+        print(f"cycle_us{units}={times[2] * per / 1000:.2f}")
+cal, _ = row("### calibration: 1000 heap arrays", "Malloc (total)")
+print(f"alloc_calibration={min(cal) if cal else float('nan'):g}")
+PY
+
+echo "bench: writing $OUT/benchmarks.md and plots"
+python3 scripts/bench-report.py "$RESULTS" "$DATA" "$OUT"
+echo "bench: done — $OUT/benchmarks.md"
