@@ -62,7 +62,7 @@ jitter() {  # PERIOD_MS SECONDS
   local bessd=$!
   sleep 1
   cyclictest -m -q -t 1 -p 60 --policy=fifo -i $((period * 1000)) -l "$loops" -h 20000 > "$DATA/cyclictest-$period.txt" 2>&1
-  $BIN/bessctl --socket "$WORK/$name.sock" status --json > "$DATA/bessd-status-$period.json"
+  $BIN/bessctl status --json --socket "$WORK/$name.sock" > "$DATA/bessd-status-$period.json"
   wait $bessd
   python3 - "$DATA/cyclictest-$period.txt" "$DATA/bessd-status-$period.json" "$period" >> "$RESULTS" <<'PY'
 import json, sys
@@ -120,7 +120,7 @@ for units in 1 8 32; do
   sleep "$([ -n "$QUICK" ] && echo 15 || echo 60)"
   t1=$(awk '{print $14 + $15}' /proc/$pid/stat); s1=$(date +%s.%N)
   rss=$(awk '/VmRSS/ {print $2}' /proc/$pid/status); hwm=$(awk '/VmHWM/ {print $2}' /proc/$pid/status)
-  $BIN/bessctl --socket "$WORK/res$units.sock" status --json > "$DATA/res$units-status.json"
+  $BIN/bessctl status --json --socket "$WORK/res$units.sock" > "$DATA/res$units-status.json"
   kill -TERM $pid; wait $pid; kill -TERM $plant; wait $plant
   python3 -c "print(f'cpu$units={($t1-$t0)/$HZ/($s1-$s0)*100:.3f}\nrss$units={$rss/1024:.1f}\nhwm$units={$hwm/1024:.1f}')" >> "$RESULTS"
 done

@@ -29,8 +29,9 @@ export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp
 cd /tmp
 ip link set lo up
 modprobe vcan && ip link add dev vcan0 type vcan && ip link set vcan0 up
-$STAGE/bess-hil bench alarm-latency --alarms $ALARMS --bessd $STAGE/bessd --csv $STAGE/alarm.csv
+$STAGE/bess-hil bench alarm-latency --alarms $ALARMS --bessd $STAGE/bessd --csv /tmp/alarm.csv
 echo "CAN_BENCH_RESULT=\$?"
+sed 's/^/ALARM_SAMPLE /' /tmp/alarm.csv; echo
 VM
 chmod +x "$STAGE/run.sh"
 WHERE="VM with KVM"
@@ -42,5 +43,5 @@ fi
 vng --run "$KERNEL" "${KVM[@]}" --user root --memory 2G --exec "$STAGE/run.sh" > "$STAGE/vm.log" 2>&1 || true
 grep '^SUMMARY' "$STAGE/vm.log" || { tail -20 "$STAGE/vm.log"; echo "the alarm bench did not finish in the VM"; exit 1; }
 grep -q '^CAN_BENCH_RESULT=0' "$STAGE/vm.log" || { echo "the alarm bench failed in the VM"; exit 1; }
-cp "$STAGE/alarm.csv" "$CSV"
+sed -n 's/^ALARM_SAMPLE //p' "$STAGE/vm.log" | tr -d '\r' > "$CSV"
 echo "CAN_BENCH_WHERE=$WHERE"
