@@ -123,14 +123,14 @@ def gnuplot(script):
 
 # Lateness: p50/p99/max, bessd beside cyclictest, log scale.
 with open(os.path.join(data, "jitter.dat"), "w") as f:
-    f.write("case bessd_p50 bessd_p99 bessd_max ct_p50 ct_p99 ct_max\n")
+    f.write("# case bessd_p50 bessd_p99 bessd_max ct_p50 ct_p99 ct_max\n")
     for p in ("100", "10"):
         f.write(f"{p}ms " + " ".join(str(max(num(k), 0.5)) for k in
                 (f"bessd{p}_p50", f"bessd{p}_p99", f"bessd{p}_max", f"ct{p}_p50", f"ct{p}_p99", f"ct{p}_max")) + "\n")
 gnuplot(f"""
 set terminal pngcairo size 900,420 font 'DejaVu Sans,9'
 set output '{out}/jitter.png'
-set title 'Cycle wake-up lateness, SCHED_FIFO 60: bessd beside cyclictest (µs, log scale)'
+set title 'Cycle wake-up lateness, SCHED\\_FIFO 60: bessd beside cyclictest (µs, log scale)'
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1
@@ -164,12 +164,12 @@ set grid
 set key bottom right
 set arrow from 105, graph 0 to 105, graph 1 nohead dt 2 lc rgb 'red'
 set label 'target p99 105 ms' at 106, graph 0.1 tc rgb 'red'
-set xrange [0:*]
+set xrange [0:120]
 plot {', '.join(curves)}
 """)
 
 with open(os.path.join(data, "resources.dat"), "w") as f:
-    f.write("units cpu rss hwm\n")
+    f.write("# units cpu rss hwm\n")
     for u in ("1", "8", "32"):
         f.write(f"{u} {num('cpu' + u)} {num('rss' + u)} {num('hwm' + u)}\n")
 gnuplot(f"""
@@ -188,4 +188,16 @@ set title 'resident memory (peak)'
 plot '{data}/resources.dat' using 4:xtic(1) notitle lc rgb '#31a354'
 unset multiplot
 """)
+# The README shows the latest table between its markers.
+readme_path = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "README.md"))
+if os.path.exists(readme_path):
+    readme = open(readme_path).read()
+    start, end = "<!-- benchmarks -->", "<!-- end of benchmarks -->"
+    if start in readme and end in readme:
+        block = "\n".join([start, md[2], ""] + md[6:8 + len(rows)] + ["",
+                 "![lateness beside cyclictest](hil/results/jitter.png)",
+                 "![latency on the wire](hil/results/latency.png)", end])
+        head, rest = readme.split(start, 1)
+        readme = head + block + rest.split(end, 1)[1]
+        open(readme_path, "w").write(readme)
 print("\n".join(md[:8 + len(rows)]))

@@ -180,6 +180,11 @@ cal, _ = row("### calibration: 1000 heap arrays", "Malloc (total)")
 print(f"alloc_calibration={min(cal) if cal else float('nan'):g}")
 PY
 
+# 7. The scenario plot the README shows (release build).
+echo "bench: the README's scenario plot"
+$BIN/bess-hil scenario --bessd $BIN/bessd --output "$WORK/scenario" hil/scenarios/droop-step-66.yaml | tail -1
+cp "$WORK/scenario/droop-step-66.png" "$OUT/scenario-droop-step-66.png" 2>/dev/null || true
+
 echo "bench: writing $OUT/benchmarks.md and plots"
 python3 scripts/bench-report.py "$RESULTS" "$DATA" "$OUT"
 echo "bench: done — $OUT/benchmarks.md"

@@ -512,8 +512,11 @@ public enum ConfigLoader {
             }
             if key == "protections" { o.protections = set } else { o.alarms = set }
         }
-        b.finish(known: "soc_percent, pack_voltage_v, pack_current_a, cell_voltage_min_v, cell_voltage_max_v, temperature_min_c, temperature_max_c, charge_current_limit_a, discharge_current_limit_a, charge_enabled, discharge_enabled, protections, alarms")
-        if o.isEmpty { r.error(nil, b.path, "names no value to report") }
+        let known = "soc_percent, pack_voltage_v, pack_current_a, cell_voltage_min_v, cell_voltage_max_v, temperature_min_c, temperature_max_c, charge_current_limit_a, discharge_current_limit_a, charge_enabled, discharge_enabled, protections, alarms"
+        if !known.split(separator: ",").contains(where: { b.has($0.trimmingCharacters(in: .whitespaces)) }) {
+            r.error(b.mark(""), b.path, "names no value to report; known: \(known)")
+        }
+        b.finish(known: known)
         return o
     }
 

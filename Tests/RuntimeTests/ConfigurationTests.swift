@@ -1,6 +1,7 @@
 import ControlCore
 import Fieldbus
 import Foundation
+import Plant
 @testable import Runtime
 import Testing
 
@@ -90,7 +91,10 @@ struct ConfigurationTests {
                     "at_s:", "duration_s:", "delay_s:", "register_map:", "revert_timeout:", "setpoint:", "fault_values:",
                     "enable_value:", "rating_kw:", "word_order", "address:", "type:", "scale:", "realtime:", "priority:",
                     "lock_memory:", "cpu_dma_latency_us:", "site_id:", "ca_file:", "client_cert_file:", "client_key_file:",
-                    "spool_max_mb:", "metrics_listen:"] {
+                    "spool_max_mb:", "metrics_listen:", "bms_values", "frequency_loss", "soc_percent:", "pack_voltage_v:",
+                    "pack_current_a:", "cell_voltage_min_v:", "cell_voltage_max_v:", "temperature_min_c:", "temperature_max_c:",
+                    "charge_current_limit_a:", "discharge_current_limit_a:", "charge_enabled:", "discharge_enabled:",
+                    "protections:", "alarms:"] {
             #expect(text.contains(key), "config/bessd.yaml lacks \(key)")
         }
     }
@@ -157,6 +161,21 @@ struct ConfigurationTests {
             keyPath: "interlocks.temperature_high_derate.derate_start", message: "below the threshold"),
         Bad(name: "aggregator URL", yaml: unit + "aggregator:\n  url: ftp://x\n", line: 6, keyPath: "aggregator.url",
             message: "http"),
+        Bad(name: "bms_values without values",
+            yaml: unit + "simulation:\n  faults:\n    - kind: bms_values\n      at_s: 1\n", line: nil,
+            keyPath: "simulation.faults[0].bms", message: "is required"),
+        Bad(name: "bms_values with an unknown condition",
+            yaml: unit + "simulation:\n  faults:\n    - kind: bms_values\n      bms: {protections: [on_fire]}\n", line: nil,
+            keyPath: "simulation.faults[0].bms.protections", message: "unknown condition"),
+        Bad(name: "bms values on another fault kind",
+            yaml: unit + "simulation:\n  faults:\n    - kind: bms_silence\n      bms: {soc_percent: 50}\n", line: nil,
+            keyPath: "simulation.faults[0].bms", message: "only to kind: bms_values"),
+        Bad(name: "bms_values SOC out of range",
+            yaml: unit + "simulation:\n  faults:\n    - kind: bms_values\n      bms: {soc_percent: 150}\n", line: nil,
+            keyPath: "simulation.faults[0].bms.soc_percent", message: "from 0 to 100"),
+        Bad(name: "bms_values naming nothing",
+            yaml: unit + "simulation:\n  faults:\n    - kind: bms_values\n      bms: {}\n", line: nil,
+            keyPath: "simulation.faults[0].bms", message: "names no value"),
         Bad(name: "YAML syntax", yaml: "bess_units: [\n", line: 2, keyPath: "", message: "YAML syntax error"),
         Bad(name: "duplicate key", yaml: unit + "period_ms: 100\nperiod_ms: 200\n", line: nil, keyPath: "",
             message: "duplicate key"),
@@ -311,6 +330,67 @@ struct RegisterMapConfigurationTests {
                      "      register_map:\n        power: {address: 1, scale: 0}\n        setpoint: {address: 2}\n"
                          + "        revert_timeout: {address: 3}\n"] {
             #expect(throws: ConfigurationError.self) { _ = try ConfigLoader.parse(head + body, file: "map.yaml") }
+        }
+    }
+}
+
+@Suite("Fault injection for scenarios")
+struct ScenarioFaultTests {
+    @Test("bms_values: the BMS reports the given values inside the window, the model's outside")
+    func bmsValues() throws {
+        let c = try ConfigLoader.parse(ConfigurationTests.unit + """
+            simulation:
+              faults:
+                - kind: bms_values
+                  at_s: 10
+                  duration_s: 5
+                  bms: {temperature_max_c: 58, soc_percent: 96, protections: [system_error], discharge_enabled: false}
+                - kind: frequency_loss
+                  at_s: 20
+            """, file: "faults.yaml")
+        #expect(c.simulation.activeBMSOverride(at: 9, unitID: "U1").isEmpty)
+        let o = c.simulation.activeBMSOverride(at: 12, unitID: "U1")
+        #expect(o.temperatureMax == 58 && o.socPercent == 96 && o.protections == [.systemError] && o.dischargeEnabled == false)
+        #expect(c.simulation.activeBMSOverride(at: 15.1, unitID: "U1").isEmpty)
+        #expect(c.simulation.activeFaults(at: 21, unitID: "U1").contains(.frequencyLoss))
+        #expect(!c.simulation.activeFaults(at: 19, unitID: "U1").contains(.frequencyLoss))
+
+        var unit = SimulatedUnit(capacityKWh: 250, maxPowerKW: 100, initialSOCPercent: 60)
+        unit.bmsOverride = o
+        let snapshot = unit.bmsSnapshot(at: MonotonicInstant(nanoseconds: 0))
+        #expect(snapshot.cells?.value.maxTemperature.value == 58)
+        #expect(snapshot.status?.value.soc.value == 96)
+        #expect(snapshot.protection?.value.protections == [.systemError])
+        #expect(snapshot.requests?.value.dischargeEnabled == false)
+        // The same values go out on CAN, and the decoder reads them back.
+        let state = unit.pylontechState
+        #expect(state.maxCellTemperature == 58 && state.soc == 96 && !state.dischargeEnabled)
+        unit.bmsOverride = BMSOverride()
+        #expect(unit.bmsSnapshot(at: MonotonicInstant(nanoseconds: 0)).status?.value.soc.value == 60)
+    }
+
+    @Test("every interlock code is tripped (or raised) and cleared by some scenario in hil/scenarios/")
+    func everyRuleHasAScenario() throws {
+        let directory = Package.root.appendingPathComponent("hil/scenarios")
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".yaml") }
+        var raised = Set<String>()
+        var cleared = Set<String>()
+        for file in files {
+            let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
+            for line in text.split(separator: "\n") where line.contains("expect") || line.trimmingCharacters(in: .whitespaces).hasPrefix("- {") {
+                for code in TripCode.allCases {
+                    let name = "\(code.name)"
+                    guard line.contains(name) else { continue }
+                    if line.contains("active: \(name)") && !line.contains("inactive: \(name)") || line.contains(" latched: \(name)") {
+                        raised.insert(name)
+                    }
+                    if line.contains("inactive: \(name)") || line.contains("not_latched: \(name)") { cleared.insert(name) }
+                }
+            }
+        }
+        for code in TripCode.allCases {
+            #expect(raised.contains("\(code.name)"), "no scenario expects \(code.name) to act")
+            #expect(cleared.contains("\(code.name)"), "no scenario expects \(code.name) to clear")
         }
     }
 }
