@@ -40,10 +40,21 @@ python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore 
 
 echo "can-tests: booting $(basename "$KERNEL") in a VM (virtme-ng, no KVM)"
 set +e
-vng --run "$KERNEL" --disable-kvm --user root --memory 2G --exec "$STAGE/can-suite.sh $STAGE" 2>&1 | tee "$STAGE/vm.log"
+vng --run "$KERNEL" --disable-kvm --user root --memory 2G --exec "$STAGE/can-suite.sh $STAGE" 2>&1 \
+  | tee "$STAGE/vm.log" | grep -v '^BEGIN_FILE\|^END_FILE\|^[A-Za-z0-9+/=]\{200,\}$' 
 set -e
 mkdir -p hil/results/scenarios
-cp "$STAGE"/scenarios/*.png "$STAGE"/scenarios/*.csv hil/results/scenarios/ 2>/dev/null || true
+python3 - "$STAGE/vm.log" hil/results/scenarios <<'PY'
+import base64, os, sys
+name = None
+for line in open(sys.argv[1], errors="replace"):
+    line = line.strip()
+    if line.startswith("BEGIN_FILE "):
+        name = os.path.basename(line.split(" ", 1)[1])
+    elif name and line != "END_FILE" and line:
+        open(os.path.join(sys.argv[2], name), "wb").write(base64.b64decode(line))
+        name = None
+PY
 if grep -q '^CAN_SUITE_RESULT=0$' "$STAGE/vm.log"; then
   echo "can-tests: SocketCAN suite passed in the VM"
 else

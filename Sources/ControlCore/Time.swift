@@ -59,12 +59,19 @@ extension Duration {
 /// A value together with the monotonic instant it was measured.
 ///
 /// Consumers never use a raw value: they ask for it at an instant with the maximum age they accept,
-/// and an older value (or one stamped in the future, which means a clock mix-up) is absent.
+/// and an older value is absent. A value stamped up to `concurrencyTolerance` after the instant asked
+/// about is a reading a bus worker (or the kernel) stamped while the cycle ran — the freshest there is;
+/// one stamped further ahead means a clock mix-up and is absent too.
 public struct Timestamped<Value: Sendable>: Sendable {
     /// The measured value.
     public var value: Value
     /// When the value was measured (not when it was received or copied).
     public var takenAt: MonotonicInstant
+
+    /// How far after the instant asked about a stamp may lie (1 s): the cycle samples its instant once
+    /// as it wakes, and workers publish while it runs. Rejecting those made a unit's limits fall to zero
+    /// for a cycle now and then (found by the HIL scenarios).
+    public static var concurrencyToleranceNanoseconds: Int64 { 1_000_000_000 }
 
     /// Wraps a value with the instant it was measured.
     @inlinable public init(_ value: Value, at takenAt: MonotonicInstant) {
@@ -80,7 +87,7 @@ public struct Timestamped<Value: Sendable>: Sendable {
     /// The value if it is no older than `maxAge` at `now`; otherwise `nil`.
     @inlinable public func value(at now: MonotonicInstant, maxAge: Duration) -> Value? {
         let age = now.nanoseconds &- takenAt.nanoseconds
-        guard age >= 0, age <= maxAge.nanosecondsClamped else { return nil }
+        guard age >= -Self.concurrencyToleranceNanoseconds, age <= maxAge.nanosecondsClamped else { return nil }
         return value
     }
 }

@@ -23,7 +23,7 @@ public final class PlantRig {
     /// Seconds between BMS transmissions (Pylontech sends every second).
     public var bmsPeriodSeconds = 1.0
     var grid: GridFrequency
-    let started: MonotonicInstant
+    public private(set) var started: MonotonicInstant
     var last: MonotonicInstant
 
     public init(configuration c: BessdConfiguration, startedAt: MonotonicInstant) throws(RunError) {
@@ -76,6 +76,10 @@ public final class PlantRig {
             throw RunError(code: "RIG_EMPTY", message: "the rig has no device for the plant to serve (mode: hardware with a modbus endpoint)")
         }
     }
+
+    /// Moves the rig's time zero (where its frequency profile and faults start) to `instant`: a
+    /// scenario starts its clock once bessd is up, while the plant has been serving since before.
+    public func setOrigin(_ instant: MonotonicInstant) { started = instant }
 
     /// Advances the plant to `now` and exchanges registers with every server.
     public func step(now: MonotonicInstant) -> Double {

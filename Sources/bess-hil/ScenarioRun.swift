@@ -25,6 +25,8 @@ final class ScenarioRun {
     var executed: [(at: Double, label: String, outcome: String)] = []
     var unitIDs: [String] = []
     var controlSocket: String { runDirectory + "/control.sock" }
+    /// Steps the plant while the runner waits (for bessd to start).
+    var plantStep: () -> Void = {}
 
     init(scenario: Scenario, outputDirectory: String, bessdPath: String, aggregatorPath: String, canInterface: String,
          say: @escaping (String) -> Void) {
@@ -49,16 +51,20 @@ final class ScenarioRun {
         // The plant's view: every fault on the scenario's clock.
         let plantConfiguration = try load(writeConfig("plant.yaml", offset: 0))
         unitIDs = plantConfiguration.units.map(\.id)
-        let t0 = MonotonicClock.now()
         let rig: PlantRig
         do {
-            rig = try PlantRig(configuration: plantConfiguration, startedAt: t0)
+            rig = try PlantRig(configuration: plantConfiguration, startedAt: MonotonicClock.now())
         } catch {
             throw ScenarioError("SCENARIO_PLANT_FAILED", "\(error)")
         }
         defer { rig.stop() }
         if scenario.actions.contains(where: { if case .dispatch = $0.kind { true } else { false } }) { try startAggregator() }
+        // The plant serves (and steps) while bessd starts; the scenario's clock starts once bessd answers.
+        plantStep = { _ = rig.step(now: MonotonicClock.now()) }
+        plantStep()
         try startBessd(at: 0)
+        let t0 = MonotonicClock.now()
+        rig.setOrigin(t0)
 
         var pending = scenario.actions[...]
         let tick = Duration.milliseconds(50)
@@ -191,6 +197,7 @@ final class ScenarioRun {
             if (try? ControlClient.request(["verb": "status"], socket: controlSocket, timeout: .seconds(1))) != nil { return }
             if !process.isRunning { break }
             usleep(20_000)
+            plantStep()
         }
         throw ScenarioError("SCENARIO_BESSD_FAILED", "bessd did not answer on \(controlSocket); its log:\n" + tail(runDirectory + "/bessd.log"))
     }
@@ -349,7 +356,7 @@ final class ScenarioRun {
         var labels = ""
         for (i, e) in executed.enumerated() {
             let text = e.label.replacingOccurrences(of: "'", with: "")
-            labels += "set label \(i + 1) '\(text)' at \(fmt(e.at)), graph \(0.95 - Double(i % 4) * 0.1) left offset 0.3,0 font ',8' tc rgb '#555555'\n"
+            labels += "set label \(i + 1) '\(text)' at \(fmt(e.at)), graph \(0.95 - Double(i % 4) * 0.1) left offset 0.3,0 font ',8' tc rgb '#555555' noenhanced\n"
         }
         let title = "\(scenario.name): \(scenario.description)".replacingOccurrences(of: "'", with: "")
         let script = """
@@ -358,6 +365,7 @@ final class ScenarioRun {
         set datafile separator ','
         set key autotitle columnhead
         set grid
+        set termoption noenhanced
         set multiplot layout 3,1 title '\(title)' font ',10'
         set lmargin 10
         set xrange [0:\(fmt(scenario.duration))]

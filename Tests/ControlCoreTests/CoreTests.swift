@@ -3,12 +3,17 @@ import Testing
 
 @Suite("Time, units and helpers")
 struct CoreTests {
-    @Test("a value older than the accepted age, or from the future, is absent")
+    @Test("a value older than the accepted age, or far in the future, is absent; one stamped while the cycle ran is fresh")
     func staleness() {
-        let sample = Timestamped(Hertz(50), at: MonotonicInstant(nanoseconds: 1_000_000_000))
-        #expect(sample.value(at: MonotonicInstant(nanoseconds: 3_000_000_000), maxAge: .seconds(2)) == Hertz(50))
-        #expect(sample.value(at: MonotonicInstant(nanoseconds: 3_000_000_001), maxAge: .seconds(2)) == nil)
+        let sample = Timestamped(Hertz(50), at: MonotonicInstant(nanoseconds: 2_000_000_000))
+        #expect(sample.value(at: MonotonicInstant(nanoseconds: 4_000_000_000), maxAge: .seconds(2)) == Hertz(50))
+        #expect(sample.value(at: MonotonicInstant(nanoseconds: 4_000_000_001), maxAge: .seconds(2)) == nil)
+        // A worker published 50 µs after the cycle sampled its instant: the freshest value there is.
+        #expect(sample.value(at: MonotonicInstant(nanoseconds: 1_999_950_000), maxAge: .seconds(2)) == Hertz(50))
+        #expect(sample.value(at: MonotonicInstant(nanoseconds: 1_000_000_000), maxAge: .seconds(2)) == Hertz(50))
+        // Further ahead than a second: a clock mix-up.
         #expect(sample.value(at: MonotonicInstant(nanoseconds: 999_999_999), maxAge: .seconds(2)) == nil)
+        #expect(sample.value(at: .zero, maxAge: .seconds(2)) == nil)
         let missing: Timestamped<Hertz>? = nil
         #expect(missing.fresh(at: .zero, maxAge: .seconds(100)) == nil)
     }

@@ -11,5 +11,10 @@ modprobe vcan && ip link add dev vcan0 type vcan && ip link set vcan0 up
 BESSD_VCAN=vcan0 "$STAGE/bessdPackageTests.xctest" --testing-library swift-testing --filter SocketCAN
 echo "CAN_SUITE_RESULT=$?"
 # The HIL scenarios that need CAN (the BMS emulated by the plant on vcan0).
-"$STAGE/bess-hil" scenario --bessd "$STAGE/bessd" --output "$STAGE/scenarios" "$STAGE"/hil/scenarios/*.yaml
+"$STAGE/bess-hil" scenario --bessd "$STAGE/bessd" --output /tmp/scenarios "$STAGE"/hil/scenarios/*.yaml
 echo "CAN_SCENARIO_RESULT=$?"
+# The VM cannot write the host's files: its plots and samples leave on the console, base64-encoded.
+for f in /tmp/scenarios/*.png /tmp/scenarios/*.csv; do
+  [ -f "$f" ] || continue
+  echo "BEGIN_FILE $(basename "$f")"; base64 -w 0 "$f"; echo; echo "END_FILE"
+done
