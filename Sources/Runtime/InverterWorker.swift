@@ -146,6 +146,10 @@ public final class InverterWorker: @unchecked Sendable {
         // at most half a period.
         var lead: Int64 = 2_000_000
         var next = now()
+        // The last time the cycle handed over setpoints. A cycle that stops doing so (stalled, not
+        // stopped) is missing data: after `stallAfter` the worker commands zero, revert armed, rather
+        // than keep refreshing a setpoint nobody confirms.
+        var lastKick = now()
         while worker.isRunning {
             let cycleDeadline = phase?.nextDeadline ?? 0
             if cycleDeadline > 0 {
@@ -161,8 +165,9 @@ public final class InverterWorker: @unchecked Sendable {
                 lead = min(max(1_000_000, took + took / 2 + 1_000_000), cyclePeriod / 2)
                 // The cycle kicks once it has commanded; give up half a period after its deadline
                 // (a stalled cycle: the refresh below keeps to the revert rule either way).
-                wake.wait(until: max(cycleDeadline, now()) + cyclePeriod / 2)
-                for index in devices.indices { write(index, &states[index], &seed) }
+                if wake.wait(until: max(cycleDeadline, now()) + cyclePeriod / 2) { lastKick = now() }
+                let stalled = now() - lastKick > max(Self.stallAfterNanoseconds, 5 * cyclePeriod)
+                for index in devices.indices { write(index, &states[index], &seed, zeroInstead: stalled) }
                 // Sleep at least to this cycle's deadline, so the next round reads for the next cycle.
                 if now() < cycleDeadline { sleep(until: cycleDeadline) }
             } else {
@@ -221,10 +226,14 @@ public final class InverterWorker: @unchecked Sendable {
         }
     }
 
-    /// Writes the slot's setpoint when it changed, or when the revert timer needs refreshing.
-    private func write(_ index: Int, _ s: inout DeviceState, _ seed: inout UInt64) {
+    /// How long without a hand-over from a running cycle before the worker commands zero.
+    public static let stallAfterNanoseconds: Int64 = 1_000_000_000
+
+    /// Writes the slot's setpoint (zero when the cycle has stalled) when it changed, or when the
+    /// revert timer needs refreshing.
+    private func write(_ index: Int, _ s: inout DeviceState, _ seed: inout UInt64, zeroInstead: Bool = false) {
         guard var connection = s.connection, let inverter = s.inverter else { return }
-        let setpoint = devices[index].slot.setpoint
+        let setpoint = zeroInstead ? .zero : devices[index].slot.setpoint
         let refreshDue = now() - s.lastWriteAt >= Int64(revertSeconds) * 500_000_000
         guard s.lastWritten.map({ abs($0.value - setpoint.value) >= 1 }) ?? true || refreshDue else { return }
         do throws(SunSpecError) {
