@@ -59,7 +59,7 @@ jitter() {  # PERIOD_MS SECONDS
   site "$name" 8 "$period"
   local loops=$((seconds * 1000 / period))
   $BIN/bessd run --config "$WORK/$name.yaml" --duration $((seconds + 3)) --status-every 0 --log stdout > "$WORK/$name.log" 2>&1 &
-  local bessd=$!
+  local bessd=$!; PIDS+=("$bessd")
   sleep 1
   cyclictest -m -q -t 1 -p 60 --policy=fifo -i $((period * 1000)) -l "$loops" -h 20000 > "$DATA/cyclictest-$period.txt" 2>&1
   $BIN/bessctl status --json --socket "$WORK/$name.sock" > "$DATA/bessd-status-$period.json"
@@ -112,9 +112,9 @@ HZ=$(getconf CLK_TCK)
 for units in 1 8 32; do
   base=$((20000 + RANDOM % 20000))
   site "res$units" "$units" 100 "$base"
-  $BIN/bess-hil plant --config "$WORK/res$units.yaml" > "$WORK/plant$units.log" 2>&1 & plant=$!
+  $BIN/bess-hil plant --config "$WORK/res$units.yaml" > "$WORK/plant$units.log" 2>&1 & plant=$!; PIDS+=("$plant")
   sleep 1
-  $BIN/bessd run --config "$WORK/res$units.yaml" --status-every 0 --log stdout > "$WORK/res$units.log" 2>&1 & pid=$!
+  $BIN/bessd run --config "$WORK/res$units.yaml" --status-every 0 --log stdout > "$WORK/res$units.log" 2>&1 & pid=$!; PIDS+=("$pid")
   sleep "$([ -n "$QUICK" ] && echo 5 || echo 15)"
   t0=$(awk '{print $14 + $15}' /proc/$pid/stat); s0=$(date +%s.%N)
   sleep "$([ -n "$QUICK" ] && echo 15 || echo 60)"

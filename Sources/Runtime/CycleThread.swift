@@ -45,10 +45,9 @@ public final class CycleThread: @unchecked Sendable {
             isRealtime = notice == nil
         }
         let body = CycleBody(runner: runner, shared: shared, realtime: isRealtime)
-        var deadline = MonotonicClock.now().nanoseconds
+        var deadline = MonotonicClock.now().nanoseconds + periodNanoseconds
+        runner.phase.publish(nextDeadline: deadline)
         while worker.isRunning {
-            deadline += periodNanoseconds
-            runner.phase.publish(nextDeadline: deadline)
             MonotonicClock.sleep(until: MonotonicInstant(nanoseconds: deadline))
             let now = MonotonicClock.now()
             let lateness = now.nanoseconds - deadline
@@ -57,6 +56,10 @@ public final class CycleThread: @unchecked Sendable {
                 body.overruns &+= 1
                 deadline = now.nanoseconds - now.nanoseconds % periodNanoseconds
             }
+            // The next deadline is published before this cycle runs, so a worker woken by this
+            // cycle's hand-over already plans its reads for the next one.
+            deadline += periodNanoseconds
+            runner.phase.publish(nextDeadline: deadline)
             body.run(now: now, lateness: lateness)
             heartbeat.add(1, ordering: .relaxed)
         }

@@ -158,7 +158,7 @@ public final class InverterWorker: @unchecked Sendable {
                 var readAt = cycleDeadline - lead
                 if readAt < now() - cyclePeriod / 2 { readAt = now() }
                 sleep(until: readAt)
-                wake.drain()  // kicks meant for an earlier cycle
+                if wake.drain() { lastKick = now() }  // kicks meant for an earlier cycle: the cycle lives
                 let began = now()
                 for index in devices.indices { read(index, &states[index], &seed) }
                 let took = now() - began
@@ -171,6 +171,7 @@ public final class InverterWorker: @unchecked Sendable {
                 // Sleep at least to this cycle's deadline, so the next round reads for the next cycle.
                 if now() < cycleDeadline { sleep(until: cycleDeadline) }
             } else {
+                lastKick = now()  // not on a cycle's schedule (yet): nothing to stall
                 for index in devices.indices {
                     read(index, &states[index], &seed)
                     write(index, &states[index], &seed)

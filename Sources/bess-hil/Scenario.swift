@@ -167,6 +167,10 @@ struct Scenario {
                 window = .eventually(entry["after_s"]?.float ?? 0, by)
             }
             guard let window else { fail(here, "needs at_s, from_s + to_s, or by_s (with optional after_s)"); continue }
+            switch window {
+            case .at(let t), .always(_, let t), .eventually(_, let t):
+                if t > duration { fail(here, "ends at \(t) s, after duration_s \(duration)") }
+            }
             var e = Expectation(window: window, why: entry["why"]?.string ?? "")
             let tolerance = entry["tolerance"]?.float
             for signal in numericSignals {
@@ -252,6 +256,8 @@ struct Sample {
     var socPercent: Double
     var reverted: Bool
     var bessdUp: Bool
+    /// bessd answered the status request for this sample (codes below are its answer).
+    var statusOK = false
     var bessdSetpointKW = Double.nan
     var allowedChargeKW = Double.nan
     var allowedDischargeKW = Double.nan
@@ -298,9 +304,9 @@ struct Sample {
                 let ok: Bool
                 switch kind {
                 case "active": ok = active.contains(code)
-                case "inactive": ok = bessdUp && !active.contains(code)
+                case "inactive": ok = statusOK && !active.contains(code)
                 case "latched": ok = latched.contains(code)
-                default: ok = bessdUp && !latched.contains(code)
+                default: ok = statusOK && !latched.contains(code)
                 }
                 if !ok { misses.append("\(kind) \(code) (active: \(active.joined(separator: ",")), latched: \(latched.joined(separator: ",")))") }
             }

@@ -46,25 +46,31 @@ final class ScenarioRun {
         try? FileManager.default.createDirectory(atPath: runDirectory + "/state", withIntermediateDirectories: true)
         try? FileManager.default.createDirectory(atPath: outputDirectory, withIntermediateDirectories: true)
         defer { cleanUp() }
-        try prepareConfiguration()
-
-        // The plant's view: every fault on the scenario's clock.
-        let plantConfiguration = try load(writeConfig("plant.yaml", offset: 0))
-        unitIDs = plantConfiguration.units.map(\.id)
-        let rig: PlantRig
-        do {
-            rig = try PlantRig(configuration: plantConfiguration, startedAt: MonotonicClock.now())
-        } catch {
-            throw ScenarioError("SCENARIO_PLANT_FAILED", "\(error)")
+        // The plant's view: every fault on the scenario's clock. Ports are picked free, but another
+        // scenario running beside this one may take one first: then pick again.
+        var built: PlantRig?
+        var lastError = ""
+        for _ in 0..<5 where built == nil {
+            try prepareConfiguration()
+            let plantConfiguration = try load(writeConfig("plant.yaml", offset: 0))
+            unitIDs = plantConfiguration.units.map(\.id)
+            do {
+                built = try PlantRig(configuration: plantConfiguration, startedAt: MonotonicClock.now())
+            } catch {
+                lastError = "\(error)"
+            }
         }
+        guard let rig = built else { throw ScenarioError("SCENARIO_PLANT_FAILED", lastError) }
         defer { rig.stop() }
         if scenario.actions.contains(where: { if case .dispatch = $0.kind { true } else { false } }) { try startAggregator() }
         // The plant serves (and steps) while bessd starts; the scenario's clock starts once bessd answers.
         plantStep = { _ = rig.step(now: MonotonicClock.now()) }
         plantStep()
-        try startBessd(at: 0)
+        // Scenario time zero is bessd's launch: its own clock (for the faults it simulates) starts
+        // a moment later, so both sides of the rig agree to within its start-up.
         let t0 = MonotonicClock.now()
         rig.setOrigin(t0)
+        try startBessd(at: 0)
 
         var pending = scenario.actions[...]
         let tick = Duration.milliseconds(50)
@@ -74,6 +80,7 @@ final class ScenarioRun {
             deadline = deadline + tick
             MonotonicClock.sleep(until: deadline)
             let now = MonotonicClock.now()
+            if deadline < now - tick { deadline = now }  // after a blocking action: no burst of samples
             let t = now.seconds(since: t0)
             if t > scenario.duration { break }
             let hz = rig.step(now: now)
@@ -190,6 +197,7 @@ final class ScenarioRun {
         process.standardError = log ?? FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
         do { try process.run() } catch { throw ScenarioError("SCENARIO_BESSD_FAILED", "cannot start \(bessdPath): \(error)") }
+        try? log?.close()  // the child has its own copy
         bessd = process
         // Ready when its control socket answers (it answers once every device was probed).
         let end = MonotonicClock.now() + .seconds(15)
@@ -299,6 +307,7 @@ final class ScenarioRun {
         s.allowedChargeKW = ((first["allowed_charge_w"] as? NSNumber)?.doubleValue ?? .nan) / 1000
         s.allowedDischargeKW = ((first["allowed_discharge_w"] as? NSNumber)?.doubleValue ?? .nan) / 1000
         if let soc = (first["soc_percent"] as? NSNumber)?.doubleValue { s.socPercent = soc }
+        s.statusOK = true
         s.state = first["state"] as? String ?? "-"
         s.active = first["trips"] as? [String] ?? []
         s.latched = first["latched"] as? [String] ?? []
@@ -313,7 +322,9 @@ final class ScenarioRun {
             let label = "expect[\(index)]" + (e.why.isEmpty ? "" : " (\(e.why))")
             switch e.window {
             case .at(let t):
-                guard let s = samples.min(by: { abs($0.t - t) < abs($1.t - t) }) else { failures.append("\(label): no samples"); continue }
+                guard let s = samples.min(by: { abs($0.t - t) < abs($1.t - t) }), abs(s.t - t) <= 0.25 else {
+                    failures.append("\(label): no sample within 0.25 s of \(fmt(t)) s"); continue
+                }
                 if let miss = s.check(e) { failures.append("\(label) at \(fmt(s.t)) s: \(miss)") }
             case .always(let from, let to):
                 let window = samples.filter { $0.t >= from && $0.t <= to }
@@ -395,8 +406,8 @@ final class ScenarioRun {
         do { try process.run() } catch {
             throw ScenarioError("SCENARIO_PLOT_FAILED", "gnuplot not found (apt-get install gnuplot-nox): \(error)")
         }
-        process.waitUntilExit()
         let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
         guard process.terminationStatus == 0 else {
             throw ScenarioError("SCENARIO_PLOT_FAILED", "gnuplot: \(message)")
         }
