@@ -72,7 +72,7 @@ final class WireBench {
         bessd = process
     }
 
-    /// Advances the plant and publishes its registers (and, with CAN, the BMS's frames when due).
+    /// Advances the plant by `seconds` and publishes its registers.
     func step(seconds: Double = 0) {
         unit.step(seconds: seconds)
         SunSpecPlantLink(server: server).exchange(&unit, frequencyHz: hz)
@@ -84,39 +84,41 @@ final class WireBench {
         for frame in unit.pylontechState.frames() { _ = try? can.send(frame) }
     }
 
-    /// Runs the plant for `seconds` (10 ms steps, BMS frames every second).
-    func run(for seconds: Double, nextFrames: inout Int64) {
+    var lastStep = MonotonicClockReading.now()
+    /// When the BMS sends its frames next (with CAN).
+    var nextFrames: Int64 = 0
+
+    /// Keeps the plant going: a step every 10 ms, the BMS's frames every second.
+    func tick() {
+        let now = MonotonicClockReading.now()
+        if now - lastStep >= 10_000_000 {
+            step(seconds: Double(now - lastStep) / 1e9)
+            lastStep = now
+        }
+        if can != nil, now >= nextFrames {
+            sendBMSFrames()
+            nextFrames = now + 1_000_000_000
+        }
+    }
+
+    /// Runs the plant for `seconds`.
+    func run(for seconds: Double) {
         let end = MonotonicClockReading.now() + Int64(seconds * 1e9)
         while MonotonicClockReading.now() < end {
-            usleep(10_000)
-            step(seconds: 0.01)
-            if can != nil, MonotonicClockReading.now() >= nextFrames {
-                sendBMSFrames()
-                nextFrames = MonotonicClockReading.now() + 1_000_000_000
-            }
+            usleep(1_000)
+            tick()
         }
     }
 
     var lastCommanded: Double { writes.list.withLock { $0.last?.watts ?? 0 } }
 
     /// Waits (plant running) for the first write after `since` that `accept`s; its time, or nil.
-    func firstWrite(after since: Int64, timeout: Double, nextFrames: inout Int64, _ accept: (Double) -> Bool) -> Int64? {
+    func firstWrite(after since: Int64, timeout: Double, _ accept: (Double) -> Bool) -> Int64? {
         let end = since + Int64(timeout * 1e9)
-        var lastStep = MonotonicClockReading.now()
         while MonotonicClockReading.now() < end {
-            if let hit = writes.list.withLock({ $0.last(where: { $0.ns >= since && accept($0.watts) }) }) {
-                return writes.list.withLock { $0.first(where: { $0.ns >= since && accept($0.watts) })?.ns } ?? hit.ns
-            }
+            if let ns = writes.list.withLock({ $0.first(where: { $0.ns >= since && accept($0.watts) })?.ns }) { return ns }
             usleep(200)
-            let now = MonotonicClockReading.now()
-            if now - lastStep >= 10_000_000 {
-                step(seconds: Double(now - lastStep) / 1e9)
-                lastStep = now
-            }
-            if can != nil, now >= nextFrames {
-                sendBMSFrames()
-                nextFrames = now + 1_000_000_000
-            }
+            tick()
         }
         return nil
     }
@@ -139,6 +141,18 @@ final class WireBench {
     }
 }
 
+/// A binary built beside bess-hil (bessd, bess-aggregator).
+func sibling(_ name: String) -> String {
+    URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        .appendingPathComponent(name).path
+}
+
+/// Writes the samples (one latency in ms per line) when asked, and prints the summary line.
+func report(_ name: String, _ ms: [Double], misses: Int, csv: String?) throws {
+    if let csv { try ms.map { String(format: "%.3f", $0) }.joined(separator: "\n").write(toFile: csv, atomically: true, encoding: .utf8) }
+    print(summary(name, ms, misses: misses))
+}
+
 func summary(_ name: String, _ ms: [Double], misses: Int) -> String {
     let sorted = ms.sorted()
     func q(_ f: Double) -> Double { sorted.isEmpty ? .nan : sorted[min(sorted.count - 1, Int((Double(sorted.count) * f).rounded(.up)) - 1)] }
@@ -157,31 +171,29 @@ struct StepLatency: ParsableCommand {
     @Option(help: "Write one latency (ms) per line here.") var csv: String?
 
     func run() throws {
-        let bessdPath = bessd ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("bessd").path
+        let bessdPath = bessd ?? sibling("bessd")
         let bench = try WireBench(periodMs: periodMs, canInterface: nil, bessdPath: bessdPath,
                                   extraConfig: "realtime: {priority: 60}")
         defer { bench.stop() }
         try bench.waitReady()
-        var frames: Int64 = 0
-        bench.run(for: 3, nextFrames: &frames)
+        bench.run(for: 3)
         var latencies: [Double] = []
         var misses = 0
         var generator = SystemRandomNumberGenerator()
         for i in 0..<steps {
             // A random phase against bessd's cycle, and time to settle.
-            bench.run(for: Double.random(in: 0.35...0.75, using: &generator), nextFrames: &frames)
+            bench.run(for: Double.random(in: 0.35...0.75, using: &generator))
             let before = bench.lastCommanded
             bench.hz = i % 2 == 0 ? 49.5 : 50.0
             bench.step()
             let t = MonotonicClockReading.now()
-            if let w = bench.firstWrite(after: t, timeout: 2, nextFrames: &frames, { abs($0 - before) > 100 }) {
+            if let w = bench.firstWrite(after: t, timeout: 2, { abs($0 - before) > 100 }) {
                 latencies.append(Double(w - t) / 1e6)
             } else {
                 misses += 1
             }
         }
-        if let csv { try latencies.map { String(format: "%.3f", $0) }.joined(separator: "\n").write(toFile: csv, atomically: true, encoding: .utf8) }
-        print(summary("step_to_setpoint", latencies, misses: misses))
+        try report("step_to_setpoint", latencies, misses: misses, csv: csv)
     }
 }
 
@@ -196,35 +208,33 @@ struct AlarmLatency: ParsableCommand {
     @Option(help: "Write one latency (ms) per line here.") var csv: String?
 
     func run() throws {
-        let bessdPath = bessd ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("bessd").path
+        let bessdPath = bessd ?? sibling("bessd")
         let bench = try WireBench(periodMs: periodMs, canInterface: canInterface, bessdPath: bessdPath,
                                   extraConfig: "interlocks: {bms_protection: {hold_s: 0}}\nlimits: {ramp_percent_per_s: 100}")
         defer { bench.stop() }
-        var frames: Int64 = 0
         bench.sendBMSFrames()
         try bench.waitReady()
         bench.hz = 49.5  // 16 kW of droop response to cut
         bench.step()
-        bench.run(for: 5, nextFrames: &frames)
+        bench.run(for: 5)
         var latencies: [Double] = []
         var misses = 0
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<alarms {
             bench.unit.bmsOverride = BMSOverride()
-            bench.run(for: Double.random(in: 1.5...2.5, using: &generator), nextFrames: &frames)
+            bench.run(for: Double.random(in: 1.5...2.5, using: &generator))
             guard bench.lastCommanded > 1000 else { misses += 1; continue }
             bench.unit.bmsOverride.protections = [.overtemperature]
             bench.sendBMSFrames()
             let t = MonotonicClockReading.now()
-            frames = t + 1_000_000_000
-            if let w = bench.firstWrite(after: t, timeout: 2, nextFrames: &frames, { abs($0) < 1 }) {
+            bench.nextFrames = t + 1_000_000_000
+            if let w = bench.firstWrite(after: t, timeout: 2, { abs($0) < 1 }) {
                 latencies.append(Double(w - t) / 1e6)
             } else {
                 misses += 1
             }
         }
-        if let csv { try latencies.map { String(format: "%.3f", $0) }.joined(separator: "\n").write(toFile: csv, atomically: true, encoding: .utf8) }
-        print(summary("alarm_to_zero", latencies, misses: misses))
+        try report("alarm_to_zero", latencies, misses: misses, csv: csv)
     }
 }
 

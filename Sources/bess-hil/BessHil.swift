@@ -179,7 +179,6 @@ struct ScenarioCommand: ParsableCommand {
     @Option(help: "The CAN interface of scenarios that need one.") var canInterface = "vcan0"
 
     func run() throws {
-        let here = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
         let say: (String) -> Void = { FileHandle.standardOutput.write(Data(($0 + "\n").utf8)) }
         var worst: Int32 = 0
         for file in files {
@@ -198,8 +197,8 @@ struct ScenarioCommand: ParsableCommand {
             }
             say("RUN  \(scenario.name) (\(Int(scenario.duration)) s): \(scenario.description)")
             let run = ScenarioRun(scenario: scenario, outputDirectory: output,
-                                  bessdPath: bessd ?? here.appendingPathComponent("bessd").path,
-                                  aggregatorPath: aggregator ?? here.appendingPathComponent("bess-aggregator").path,
+                                  bessdPath: bessd ?? sibling("bessd"),
+                                  aggregatorPath: aggregator ?? sibling("bess-aggregator"),
                                   canInterface: canInterface, say: say)
             do {
                 let failures = try run.run()
