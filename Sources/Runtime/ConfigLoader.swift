@@ -74,14 +74,14 @@ public enum ConfigLoader {
 
     static func decode(_ root: Node, _ r: ConfigReader) -> BessdConfiguration? {
         guard let top = r.fields(root, "") else { return nil }
-        let mode = top.choice("mode", [("simulation", RunMode.simulation), ("hardware", .hardware)], default: .simulation)
+        let mode = decodeMode(top, r)
         let period = top.int("period_ms", default: 100, range: 10...1000, unit: "milliseconds")!
         let socket = top.string("control_socket", default: "/run/bessd/control.sock",
                                 pattern: { $0.hasPrefix("/") && $0.utf8.count < 108 },
                                 rule: "must be an absolute path shorter than 108 bytes")!
         let state = top.string("state_directory", default: "/var/lib/bessd", pattern: { $0.hasPrefix("/") },
                                rule: "must be an absolute path")!
-        let grid = decodeGrid(top.fields("grid_integration"), r, top)
+        let grid = decodeGrid(top.fields("grid_integration"), r, top, mode: mode)
         let units = decodeUnits(top, r, mode: mode)
         var limitRamp = 10.0
         var scheduleRamp = 10.0
@@ -114,6 +114,9 @@ public enum ConfigLoader {
         }
         let simulation = decodeSimulation(top.fields("simulation"), grid?.droop.nominal.value ?? 50,
                                           units: units?.map(\.id) ?? [], file: r.file, r)
+        if mode == .hardware, !simulation.faults.isEmpty, let faults = top.fields("simulation")?.mark("faults") {
+            r.error(faults, "simulation.faults", Self.notInHardware)
+        }
         var realtime: RealtimeSettings?
         if let rt = top.fields("realtime") {
             let priority = rt.int("priority", default: 60, range: 1...99)!
@@ -142,10 +145,27 @@ public enum ConfigLoader {
             aggregator: aggregator, simulation: simulation, realtime: realtime, metricsListen: metrics, notices: [])
     }
 
-    static func decodeGrid(_ fields: ConfigReader.Fields?, _ r: ConfigReader, _ top: ConfigReader.Fields) -> GridConfiguration? {
+    /// `mode:` — simulation, hil or hardware. The seed's names for mixed rigs mean `hil`.
+    static func decodeMode(_ top: ConfigReader.Fields, _ r: ConfigReader) -> RunMode {
+        let aliases = ["hardware-in-loop", "hardware_in_loop", "grid-connected-simulation", "grid_connected_simulation"]
+        if let name = top.node("mode")?.scalar?.string, aliases.contains(name) {
+            r.notice(top.mark("mode"), "mode", "'\(name)' is read as mode hil (real and simulated devices mixed)")
+            return .hil
+        }
+        return top.choice("mode", RunMode.allCases.map { ($0.rawValue, $0) }, default: .simulation)
+    }
+
+    /// The frequency source a mode uses when the file names none: only `simulation` simulates it.
+    static func defaultFrequencySource(_ mode: RunMode) -> FrequencySource {
+        mode == .simulation ? .simulated : .inverter
+    }
+
+    static func decodeGrid(_ fields: ConfigReader.Fields?, _ r: ConfigReader, _ top: ConfigReader.Fields, mode runMode: RunMode)
+        -> GridConfiguration?
+    {
         guard let fields else {
             if !top.has("grid_integration") {
-                return GridConfiguration(mode: "simulation", frequencySource: .simulated, droop: .seedDefault)
+                return GridConfiguration(mode: "simulation", frequencySource: defaultFrequencySource(runMode), droop: .seedDefault)
             }
             return nil
         }
@@ -156,7 +176,10 @@ public enum ConfigLoader {
                      "'\(mode)' frequency feeds are not part of bessd; frequency comes from frequency_source")
         }
         let source = fields.choice("frequency_source", [("simulated", FrequencySource.simulated), ("inverter", .inverter)],
-                                   default: .simulated)
+                                   default: defaultFrequencySource(runMode))
+        if runMode == .hardware, source == .simulated {
+            r.error(fields.mark("frequency_source"), fields.child("frequency_source"), Self.notInHardware, got: "simulated")
+        }
         fields.acknowledge("scada_enabled", "SCADA integration is not part of bessd; the key is ignored")
         var droop = DroopSettings.seedDefault
         if let d = fields.fields("droop_settings") {
@@ -195,12 +218,20 @@ public enum ConfigLoader {
         return GridConfiguration(mode: mode, frequencySource: source, droop: droop)
     }
 
+    /// The message for a simulated input in hardware mode.
+    static let notInHardware = "not allowed in mode hardware; use mode hil"
+
     static func decodeUnits(_ top: ConfigReader.Fields, _ r: ConfigReader, mode: RunMode) -> [UnitConfiguration]? {
         guard let list = top.sequence("bess_units") else {
-            if !top.has("bess_units") { r.error(top.node, "bess_units", "is required: list at least one unit") }
+            if !top.has("bess_units") {
+                r.error(top.node, "bess_units", "is required: list at least one unit")
+            } else if top.mark("bess_units").map({ if case .scalar = $0 { true } else { false } }) ?? false {
+                // `bess_units:` with nothing after it, or `~`.
+                r.error(top.mark("bess_units"), "bess_units", "list at least one unit", got: "an empty value")
+            }
             return nil
         }
-        if list.isEmpty { r.error(top.mark("bess_units"), "bess_units", "list at least one unit") }
+        if list.isEmpty { r.error(top.mark("bess_units"), "bess_units", "list at least one unit", got: "[]") }
         var units: [UnitConfiguration] = []
         var seen: [String: Int] = [:]
         for (index, node) in list.enumerated() {
@@ -224,6 +255,9 @@ public enum ConfigLoader {
             var inverterStale = 3.0
             if let inv = u.fields("inverter") {
                 inverter.simulated = inv.bool("simulated", default: false)
+                if mode == .hardware, inverter.simulated {
+                    r.error(inv.mark("simulated"), inv.child("simulated"), Self.notInHardware, got: "true")
+                }
                 inverter.protocolName = inv.choice("protocol", [("sunspec", .sunspec), ("register_map", .registerMap)],
                                                    default: .sunspec)
                 inverterStale = inv.double("stale_after_s", default: 3, range: 0.05...60, unit: "seconds")!
@@ -241,6 +275,9 @@ public enum ConfigLoader {
                                   staleAfterSeconds: 3, cellsInSeries: 16)
             if let b = u.fields("bms") {
                 bms.simulated = b.bool("simulated", default: false)
+                if mode == .hardware, bms.simulated {
+                    r.error(b.mark("simulated"), b.child("simulated"), Self.notInHardware, got: "true")
+                }
                 bms.interface = b.string("interface", default: "can0",
                                          pattern: { !$0.isEmpty && $0.utf8.count <= 15 && !$0.contains("/") && !$0.contains(" ") },
                                          rule: "must be a network interface name of at most 15 characters")!
@@ -252,8 +289,9 @@ public enum ConfigLoader {
                 bms.restartMs = b.int("restart_ms", default: 100, range: 0...60_000, unit: "milliseconds")!
                 b.finish(known: "simulated, interface, protocol, bitrate, stale_after_s, cells_in_series, manage_interface, restart_ms")
             }
-            if mode == .hardware, !inverter.simulated, modbus == nil, !u.has("modbus") {
-                r.error(node, "\(path).modbus", "is required for a real inverter in hardware mode (or set inverter.simulated: true)")
+            if mode != .simulation, !inverter.simulated, modbus == nil, !u.has("modbus") {
+                r.error(node, "\(path).modbus", "is required for a real inverter in mode \(mode.rawValue)"
+                        + (mode == .hil ? " (or set inverter.simulated: true)" : ""))
             }
             u.finish(known: "id, campus_id, capacity_kwh, max_power_kw, modbus, inverter, bms")
             if let id, let capacity, let power {
@@ -375,19 +413,22 @@ public enum ConfigLoader {
             }
             guard let o = r.fields(valueNode, path) else { continue }
             var entry = InterlockOverride(enabled: o.bool("enabled", default: true))
-            let essential = rule.severity == .latch || code == .bmsCommLost || code == .inverterCommLost
+            let latches = rule.severity == .latch || o.node("severity")?.scalar?.string == "latch"
+            let essential = latches || code == .bmsCommLost || code == .inverterCommLost
             if !entry.enabled, essential {
-                let why = rule.severity == .latch ? "is a safety latch" : "stops power on stale data"
+                let why = latches ? "is a safety latch" : "stops power on stale data"
                 r.error(o.mark("enabled"), "\(path).enabled",
                         "cannot be disabled: \(code.name) \(why); adjust its threshold instead", got: "false")
             }
-            entry.threshold = o.double("threshold")
-            entry.hysteresis = o.double("hysteresis", range: 0...1_000_000)
+            let physical = physicalRange(rule.metric)
+            entry.threshold = o.double("threshold", range: physical, unit: "\(rule.metric.unitSymbol)")
+            entry.hysteresis = o.double("hysteresis", range: 0...(physical.upperBound - physical.lowerBound),
+                                        unit: "\(rule.metric.unitSymbol)")
             entry.delaySeconds = o.double("delay_s", range: 0...3600, unit: "seconds")
             entry.holdSeconds = o.double("hold_s", range: 0...86_400, unit: "seconds")
             entry.severity = o.choice("severity", [("warn", "warn"), ("derate", "derate"), ("trip", "trip"), ("latch", "latch")],
                                       default: nil as String?)
-            entry.derateStart = o.double("derate_start")
+            entry.derateStart = o.double("derate_start", range: physical, unit: "\(rule.metric.unitSymbol)")
             entry.direction = o.choice("direction", [("charge", PowerDirection.charge), ("discharge", .discharge), ("both", .both)],
                                        default: nil as PowerDirection?)
             let isDerate = entry.severity.map { $0 == "derate" } ?? (rule.severity != .trip && { if case .derate = rule.severity { return true }; return false }())
@@ -409,13 +450,31 @@ public enum ConfigLoader {
                 r.error(o.mark("derate_start"), "\(path).derate_start", "applies only to severity derate")
             }
             if rule.severity == .latch, let severity = entry.severity, severity != "latch" {
-                r.notice(o.mark("severity"), "\(path).severity",
-                         "\(code.name) no longer latches: it will clear without an operator reset")
+                r.error(o.mark("severity"), "\(path).severity",
+                        "cannot be lowered: \(code.name) is a safety latch that only an operator reset clears",
+                        got: severity)
             }
             o.finish(known: "enabled, threshold, hysteresis, delay_s, hold_s, severity, derate_start, direction")
             result[code] = entry
         }
         return result
+    }
+
+    /// The values a metric can physically take; a threshold outside them would never act (or always).
+    static func physicalRange(_ metric: InterlockMetric) -> ClosedRange<Double> {
+        switch metric {
+        case .cellVoltageMax, .cellVoltageMin: 0...5
+        case .cellVoltageSpread: 0...5
+        case .packVoltage: 0...1500
+        case .chargeCurrentPercentOfLimit, .dischargeCurrentPercentOfLimit: 0...1000
+        case .temperatureMax, .temperatureMin: -60...200
+        case .temperatureRiseRate: 0...100
+        case .soc: 0...100
+        case .bmsProtection, .bmsAlarm, .bmsCritical, .bmsChargeDisabled, .bmsDischargeDisabled, .inverterFault: 0...1
+        case .frequencyDeviation: -10...10
+        case .rocof: 0...100
+        case .bmsDataAge, .inverterDataAge, .frequencyDataAge: 0...3600
+        }
     }
 
     static func decodeSimulation(_ fields: ConfigReader.Fields?, _ nominal: Double, units: [String], file: String,

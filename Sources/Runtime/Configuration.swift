@@ -2,11 +2,15 @@ public import Plant
 public import ControlCore
 public import Fieldbus
 
-/// Whether devices are real or simulated.
-public enum RunMode: String, Sendable {
-    /// Every device is simulated inside bessd.
+/// Whether devices are real or simulated. The mode is named in every output a person or a remote
+/// party reads (start line, `bessctl status`, `/metrics`, every uplink record), so nobody mistakes
+/// simulated energy for real energy.
+public enum RunMode: String, Sendable, CaseIterable {
+    /// Every device is simulated inside bessd (the embedded default).
     case simulation
-    /// Devices are real unless a device says `simulated: true` (mixed HIL rigs).
+    /// Hardware-in-loop: real and simulated devices mixed (a device says `simulated: true`).
+    case hil
+    /// Every device real; nothing simulated may feed the control law.
     case hardware
 }
 
@@ -230,13 +234,27 @@ public struct BessdConfiguration: Sendable {
     /// Notices about keys that load but do nothing in bessd.
     public var notices: [ConfigDiagnostic]
 
-    /// True when this unit's inverter is simulated inside bessd.
+    /// True when this unit's inverter is simulated inside bessd (never in hardware mode).
     public func isSimulated(inverterOf unit: UnitConfiguration) -> Bool {
-        mode == .simulation || unit.inverter.simulated
+        switch mode {
+        case .simulation: true
+        case .hil: unit.inverter.simulated
+        case .hardware: false
+        }
     }
 
-    /// True when this unit's BMS is simulated inside bessd.
+    /// True when this unit's BMS is simulated inside bessd (never in hardware mode).
     public func isSimulated(bmsOf unit: UnitConfiguration) -> Bool {
-        mode == .simulation || unit.bms.simulated
+        switch mode {
+        case .simulation: true
+        case .hil: unit.bms.simulated
+        case .hardware: false
+        }
+    }
+
+    /// True when any input of the control law is simulated (the site needs a simulated plant).
+    public var usesSimulation: Bool {
+        grid.frequencySource == .simulated
+            || units.contains { isSimulated(inverterOf: $0) || isSimulated(bmsOf: $0) }
     }
 }

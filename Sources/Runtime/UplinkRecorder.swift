@@ -27,8 +27,9 @@ final class UplinkRecorder {
     @discardableResult
     func record(_ body: RecordBody) -> String? {
         let time = MonotonicClock.wallClock()
+        let mode = configuration.mode.rawValue
         do {
-            try queue.append { seq in [UInt8](try encoder.encode(UplinkRecord(seq: seq, time: time, body: body))) }
+            try queue.append { seq in [UInt8](try encoder.encode(UplinkRecord(seq: seq, time: time, body: body, mode: mode))) }
             failing = nil
             return nil
         } catch let error as SpoolError {

@@ -96,11 +96,16 @@ public struct UplinkRecord: Sendable, Equatable {
     /// Unix time, seconds.
     public var time: Double
     public var body: RecordBody
+    /// The run mode of the site that made the record: `simulation`, `hil` or `hardware`. Energy
+    /// from a record whose mode is not `hardware` is not real energy and must not be settled.
+    /// Absent in records spooled before the field existed.
+    public var mode: String?
 
-    public init(seq: UInt64, time: Double, body: RecordBody) {
+    public init(seq: UInt64, time: Double, body: RecordBody, mode: String? = nil) {
         self.seq = seq
         self.time = time
         self.body = body
+        self.mode = mode
     }
 }
 
@@ -108,13 +113,14 @@ extension UplinkRecord: Codable {
     enum Keys: String, CodingKey {
         case seq, time, type, frequencyHz = "frequency_hz", cycleP99Us = "cycle_p99_us", overruns, units, unit
         case startUnix = "start_unix", lengthS = "length_s", chargedKWh = "charged_kwh", dischargedKWh = "discharged_kwh"
-        case coveredS = "covered_s", kind, code, message, count
+        case coveredS = "covered_s", kind, code, message, count, mode
     }
 
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: Keys.self)
         try c.encode(seq, forKey: .seq)
         try c.encode(time, forKey: .time)
+        try c.encodeIfPresent(mode, forKey: .mode)
         switch body {
         case .telemetry(let f, let p99, let overruns, let units):
             try c.encode("telemetry", forKey: .type)
@@ -149,6 +155,7 @@ extension UplinkRecord: Codable {
         let c = try decoder.container(keyedBy: Keys.self)
         seq = try c.decode(UInt64.self, forKey: .seq)
         time = try c.decode(Double.self, forKey: .time)
+        mode = try c.decodeIfPresent(String.self, forKey: .mode)
         switch try c.decode(String.self, forKey: .type) {
         case "telemetry":
             body = .telemetry(frequencyHz: try c.decodeIfPresent(Double.self, forKey: .frequencyHz),

@@ -42,7 +42,7 @@ final class WireBench {
         can = try canInterface.map { try CANSocket(interface: $0, filters: [(PylontechLV.keepAliveID, 0x7FF)]) }
         let bms = canInterface.map { "interface: \($0)" } ?? "simulated: true"
         let config = """
-        mode: hardware
+        mode: \(canInterface == nil ? "hil" : "hardware")
         period_ms: \(periodMs)
         control_socket: \(directory)/control.sock
         state_directory: \(directory)/state

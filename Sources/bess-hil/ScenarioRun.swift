@@ -109,7 +109,7 @@ final class ScenarioRun {
             throw ScenarioError("SCENARIO_IO", "cannot write \(tracePath)")
         }
         var root = config.mapping ?? [:]
-        root["mode"] = Node("hardware")
+        root["mode"] = Node("hil")  // scenarios inject faults and may simulate the BMS
         root["control_socket"] = Node(controlSocket)
         root["state_directory"] = Node(runDirectory + "/state")
         root["metrics_listen"] = nil

@@ -63,7 +63,7 @@ struct KillRevertTests {
     func killRevert() throws {
         let port = LoopbackRigTests.freePort()
         let rig = """
-            mode: hardware
+            mode: hil
             period_ms: 100
             control_socket: \(NSTemporaryDirectory())bessd-kill-\(getpid()).sock
             bess_units:

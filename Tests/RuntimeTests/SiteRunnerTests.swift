@@ -59,7 +59,7 @@ struct SiteRunnerTests {
     @Test("a real BMS whose CAN interface is missing is a coded fault and zero power, not a crash")
     func missingCANInterface() throws {
         let c = try ConfigLoader.parse("""
-            mode: hardware
+            mode: hil
             bess_units:
               - {id: U1, capacity_kwh: 10, max_power_kw: 5, inverter: {simulated: true}, bms: {interface: bessd-none0}}
             """, file: "hw.yaml")
@@ -83,7 +83,7 @@ struct SiteRunnerTests {
     func sharedInterface() {
         #expect(throws: ConfigurationError.self) {
             _ = try ConfigLoader.parse("""
-                mode: hardware
+                mode: hil
                 bess_units:
                   - {id: U1, capacity_kwh: 10, max_power_kw: 5, inverter: {simulated: true}, bms: {interface: can0}}
                   - {id: U2, capacity_kwh: 10, max_power_kw: 5, inverter: {simulated: true}, bms: {interface: can0}}

@@ -177,7 +177,7 @@ struct SocketCANTests {
     @Test("BMS emulator → bessd → trips: invalid frames over CAN stop power with BMS_COMM_LOST, then it recovers")
     func bmsFaultTrips() throws {
         let rig = """
-            mode: hardware
+            mode: hil
             period_ms: 100
             bess_units:
               - id: HIL_CAN_02
