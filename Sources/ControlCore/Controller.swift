@@ -147,7 +147,10 @@ public struct UnitController: Sendable {
     public internal(set) var state: UnitState = .starting
     public internal(set) var bmsConfirmed = false
     public internal(set) var decision = UnitDecision()
-    public var mode: OperatingMode = .auto
+    /// Who holds the unit in standby (operator, site operator, aggregator).
+    public var holds = ModeHolds()
+    /// The effective mode of the last step: standby while any party asks for it.
+    public internal(set) var mode: OperatingMode = .auto
     /// Commands ignored because they were not finite numbers.
     public internal(set) var rejectedCommands: UInt64 = 0
 
@@ -191,6 +194,11 @@ public struct UnitController: Sendable {
                     inverter: inverter)
         let verdict = interlocks.evaluate(metrics, now: now, unit: index, events: &events)
         if limits != nil, status != nil, measurements != nil { bmsConfirmed = true }
+        if holds.remoteUntil.map({ $0 <= now }) == true {
+            holds.remoteUntil = nil
+            holds.remoteEmergency = false
+        }
+        mode = holds.mode(at: now)
         let previous = state
         state = state.next(.init(bmsConfirmed: bmsConfirmed, mode: mode, verdict: verdict))
         if state != previous {
@@ -250,6 +258,13 @@ public struct UnitController: Sendable {
     /// An operator reset of latched faults.
     public mutating func reset(now: MonotonicInstant, events: inout EventRing) -> ResetOutcome {
         interlocks.reset(now: now, unit: index, events: &events)
+    }
+
+    /// Restores latches persisted by an earlier run; call before the first step.
+    public mutating func restoreLatches(_ codes: TripCodeSet, since: MonotonicInstant) {
+        for code in codes { interlocks.restoreLatch(code, since: since) }
+        decision.latchedCodes = interlocks.latchedCodes
+        decision.activeCodes.bits |= decision.latchedCodes.bits
     }
 
     /// Moves `limit` to `target`: down at once, up by at most `rise`. Returns true when the ramp held
@@ -392,6 +407,7 @@ extension UnitController {
         state = other.state
         bmsConfirmed = other.bmsConfirmed
         mode = other.mode
+        holds = other.holds
         rejectedCommands = other.rejectedCommands
         rejecting = other.rejecting
         chargeLimit = other.chargeLimit
@@ -414,12 +430,21 @@ extension DroopController {
 }
 
 extension InterlockEngine {
-    /// Carries each rule's state over by code.
+    /// Carries each rule's state over by code. A reload never drops a latch: a latched code the new
+    /// table lacks, or no longer latches, is carried until an operator reset.
     mutating func adopt(_ other: InterlockEngine) {
+        carried = other.carried
         for (index, rule) in rules.enumerated() {
             guard let old = other.rules.firstIndex(where: { $0.code == rule.code }) else { continue }
+            if case .latched = other.states[old], rule.severity != .latch {
+                carried.insert(rule.code)
+                continue
+            }
             states[index] = other.states[old]
             lastValues[index] = other.lastValues[old]
+        }
+        for (old, rule) in other.rules.enumerated() where !rules.contains(where: { $0.code == rule.code }) {
+            if case .latched = other.states[old] { carried.insert(rule.code) }
         }
     }
 }

@@ -367,11 +367,33 @@ public struct InterlockEngine: Sendable {
     public internal(set) var states: [RuleState]
     /// The value each rule saw last (NaN when unknown), used to decide a reset.
     var lastValues: [Double]
+    /// Latches held without a latching rule to hold them: `LATCH_STATE_CORRUPT` after an unreadable
+    /// latch file, or a latch whose rule a reload removed or no longer latches. They act as a latch
+    /// (zero power both ways, disconnect requested) until an operator reset clears them.
+    public internal(set) var carried = TripCodeSet()
 
     public init(rules: [InterlockRule]) {
         self.rules = rules
         states = [RuleState](repeating: .normal, count: rules.count)
         lastValues = [Double](repeating: .nan, count: rules.count)
+    }
+
+    /// Every latched code: rules in the latched state and carried latches.
+    public var latchedCodes: TripCodeSet {
+        var set = carried
+        for index in rules.indices { if case .latched = states[index] { set.insert(rules[index].code) } }
+        return set
+    }
+
+    /// Restores a latch persisted by an earlier run (before the first cycle). A code whose rule
+    /// latches becomes that rule's latched state, so a reset still needs the condition seen gone;
+    /// any other code is carried until an operator reset.
+    public mutating func restoreLatch(_ code: TripCode, since: MonotonicInstant) {
+        if let index = rules.firstIndex(where: { $0.code == code }), rules[index].severity == .latch {
+            states[index] = .latched(since: since)
+        } else {
+            carried.insert(code)
+        }
     }
 
     /// The state of the rule with `code`, if the table has one.
@@ -401,6 +423,20 @@ public struct InterlockEngine: Sendable {
             }
             guard after.isActing else { continue }
             apply(rule, value: value, to: &verdict)
+        }
+        for code in carried {
+            verdict.active.insert(code)
+            verdict.tripped.insert(code)
+            verdict.latched.insert(code)
+            verdict.disconnectRequested = true
+            if verdict.chargeFactor > 0 || verdict.chargeLimitedBy == nil {
+                verdict.chargeFactor = 0
+                verdict.chargeLimitedBy = code
+            }
+            if verdict.dischargeFactor > 0 || verdict.dischargeLimitedBy == nil {
+                verdict.dischargeFactor = 0
+                verdict.dischargeLimitedBy = code
+            }
         }
         return verdict
     }
@@ -441,6 +477,12 @@ public struct InterlockEngine: Sendable {
     /// An operator reset: clears every latched rule whose condition is known to be gone.
     public mutating func reset(now: MonotonicInstant, unit: Int, events: inout EventRing) -> ResetOutcome {
         var outcome = ResetOutcome()
+        // A carried latch has no condition left to watch: the operator's reset is the check.
+        for code in carried {
+            outcome.cleared.insert(code)
+            events.push(ControlEvent(kind: .resetAccepted, unit: unit, code: code, severity: .latch, at: now))
+        }
+        carried = TripCodeSet()
         for index in rules.indices {
             guard case .latched = states[index] else { continue }
             let rule = rules[index]

@@ -96,10 +96,33 @@ public final class SiteController {
         return results
     }
 
-    /// Sets the operating mode of one unit, or of all when `unit` is nil.
-    public func setMode(_ mode: OperatingMode, unit: Int? = nil) {
+    /// Restores latches persisted by an earlier run into one unit; call before the first step.
+    public func restoreLatches(_ codes: TripCodeSet, unit: Int, since: MonotonicInstant) {
+        guard units.indices.contains(unit) else { return }
+        units[unit].restoreLatches(codes, since: since)
+    }
+
+    /// The local operator's mode: for one unit, or (`unit` nil) for the whole site. A unit standby
+    /// and a site standby are separate holds: `auto` lifts only the hold it names.
+    public func setOperatorMode(_ mode: OperatingMode, unit: Int? = nil) {
         for index in units.indices where unit == nil || unit == index {
-            units[index].mode = mode
+            if unit == nil { units[index].holds.operatorSite = mode == .standby } else { units[index].holds.operatorUnit = mode == .standby }
         }
     }
+
+    /// A remote party's (the aggregator's) mode for one unit: standby until `until`, or `auto` to
+    /// lift its own standby. It never lifts an operator's standby.
+    public func setRemoteMode(_ mode: OperatingMode, until: MonotonicInstant, emergency: Bool = false, unit: Int) {
+        guard units.indices.contains(unit) else { return }
+        if mode == .standby {
+            units[unit].holds.remoteUntil = until
+            units[unit].holds.remoteEmergency = emergency
+        } else {
+            units[unit].holds.remoteUntil = nil
+            units[unit].holds.remoteEmergency = false
+        }
+    }
+
+    /// Operator mode for one unit or all (kept for tests and tools): same as `setOperatorMode`.
+    public func setMode(_ mode: OperatingMode, unit: Int? = nil) { setOperatorMode(mode, unit: unit) }
 }

@@ -184,6 +184,32 @@ public enum OperatingMode: String, Sendable, CaseIterable {
     case standby
 }
 
+/// Who asks for standby, kept apart so that no party lifts another's standby. The unit is in
+/// standby while any of them asks; the local operator outranks every remote party, and only the
+/// operator lifts an operator standby (no remote command and no expiry does).
+public struct ModeHolds: Sendable, Equatable {
+    /// `bessctl mode standby --unit U`, until `bessctl mode auto --unit U`.
+    public var operatorUnit = false
+    /// `bessctl mode standby` for the whole site, until `bessctl mode auto`.
+    public var operatorSite = false
+    /// The aggregator's standby (a `mode` command or an emergency stop) and when it ends.
+    public var remoteUntil: MonotonicInstant?
+    /// The remote standby is an emergency stop (dispatch dropped with it).
+    public var remoteEmergency = false
+
+    public init() {}
+
+    /// Standby at `now` when any party asks for it.
+    @inlinable public func mode(at now: MonotonicInstant) -> OperatingMode {
+        operatorUnit || operatorSite || remoteUntil.map { $0 > now } == true ? .standby : .auto
+    }
+
+    /// The remote standby in force at `now`, if any.
+    @inlinable public func remoteStandby(at now: MonotonicInstant) -> MonotonicInstant? {
+        remoteUntil.flatMap { $0 > now ? $0 : nil }
+    }
+}
+
 /// One unit's inputs for one cycle: the latest values the bus workers published.
 public struct UnitInputs: Sendable {
     public var bms: BMSSnapshot

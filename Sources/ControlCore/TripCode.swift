@@ -32,6 +32,8 @@ public enum TripCode: UInt8, Sendable, CaseIterable, CustomStringConvertible {
     case bmsCommLost
     case inverterCommLost
     case frequencyLost
+    /// Not a rule of the interlock table: the persisted latch state could not be read at start.
+    case latchStateCorrupt
 
     /// The code as it appears in logs and APIs, e.g. `CELL_OVERVOLTAGE`.
     public var name: StaticString {
@@ -67,6 +69,7 @@ public enum TripCode: UInt8, Sendable, CaseIterable, CustomStringConvertible {
         case .bmsCommLost: "BMS_COMM_LOST"
         case .inverterCommLost: "INVERTER_COMM_LOST"
         case .frequencyLost: "FREQUENCY_LOST"
+        case .latchStateCorrupt: "LATCH_STATE_CORRUPT"
         }
     }
 
@@ -118,6 +121,8 @@ public enum TripCode: UInt8, Sendable, CaseIterable, CustomStringConvertible {
         case .bmsCommLost: "no fresh data from the BMS; power stopped until communication returns"
         case .inverterCommLost: "no fresh data from the inverter; power stopped until communication returns"
         case .frequencyLost: "no fresh grid frequency; frequency response suspended"
+        case .latchStateCorrupt:
+            "the saved latch state was unreadable at start, so earlier latches are unknown; unit held at zero power until an operator checks it and runs bessctl reset"
         }
     }
 }

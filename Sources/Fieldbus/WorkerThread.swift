@@ -5,8 +5,13 @@ import Synchronization
 ///
 /// `@unchecked Sendable`: `thread` is written only by `start` and `stop`, which the owner calls from
 /// one thread; the loop reads only the atomic flag.
+///
+/// Every signal is blocked on the new thread (it inherits a fully blocked mask at creation), so
+/// SIGHUP, SIGTERM and SIGINT are delivered to the main thread only and never cut a
+/// `clock_nanosleep` or a bus read short.
 public final class WorkerThread: @unchecked Sendable {
     private let running = Atomic<Bool>(false)
+    private let inBody = Atomic<Bool>(false)
     private var thread: pthread_t?
 
     public init() {}
@@ -14,12 +19,16 @@ public final class WorkerThread: @unchecked Sendable {
     /// True until `stop()` is called; the loop checks it between rounds.
     public var isRunning: Bool { running.load(ordering: .relaxed) }
 
+    /// True while the thread's body runs (false before start and once it returned). The watchdog
+    /// reads it: a bus worker whose loop has ended is a dead worker.
+    public var isAlive: Bool { inBody.load(ordering: .acquiring) }
+
     /// Runs `body` on a new thread. With `prefaultedStackBytes`, the thread runs on a stack of that
     /// size that is mapped, touched and (where permitted) locked before it starts, so the cycle never
     /// takes a page fault on its stack.
     public func start(prefaultedStackBytes: Int? = nil, _ body: @escaping @Sendable () -> Void) {
         running.store(true, ordering: .relaxed)
-        let box = Unmanaged.passRetained(Box(body))
+        let box = Unmanaged.passRetained(Box(body) { [self] in inBody.store(false, ordering: .releasing) })
         var tid = pthread_t()
         var attributes = pthread_attr_t()
         pthread_attr_init(&attributes)
@@ -34,10 +43,19 @@ public final class WorkerThread: @unchecked Sendable {
                 stack = (memory, size)
             }
         }
+        // The new thread inherits the creator's signal mask: block everything around the creation.
+        var all = sigset_t()
+        var previous = sigset_t()
+        sigfillset(&all)
+        pthread_sigmask(SIG_SETMASK, &all, &previous)
+        inBody.store(true, ordering: .releasing)
         pthread_create(&tid, &attributes, { raw in
-            Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
+            let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
+            box.body()
+            box.done()
             return nil
         }, box.toOpaque())
+        pthread_sigmask(SIG_SETMASK, &previous, nil)
         thread = tid
     }
 
@@ -54,6 +72,10 @@ public final class WorkerThread: @unchecked Sendable {
 
     private final class Box {
         let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+        let done: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void, done: @escaping @Sendable () -> Void) {
+            self.body = body
+            self.done = done
+        }
     }
 }

@@ -38,6 +38,9 @@ public final class BMSWorker: @unchecked Sendable {
     let log: @Sendable (String) -> Void
     private let worker = WorkerThread()
 
+    /// True while the worker's thread runs its loop (the watchdog checks it).
+    public var isAlive: Bool { worker.isAlive }
+
     /// Bitrate and restart-ms to set when bessd manages the interface itself.
     let management: (bitrate: Int, restartMs: Int)?
 

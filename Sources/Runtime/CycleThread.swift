@@ -78,6 +78,8 @@ public final class CycleBody {
     let isRealtime: Bool
     var histogram = LatencyHistogram()
     var modes: [OperatingMode?]
+    var siteMode: OperatingMode?
+    var remoteModes: [(mode: OperatingMode, seconds: Double, emergency: Bool)?]
     var overrides: [(power: Watts, seconds: Double)?]
     var clears: [Bool]
     var resets: [Bool]
@@ -94,6 +96,7 @@ public final class CycleBody {
         isRealtime = realtime
         units = runner.configuration.units.count
         modes = [OperatingMode?](repeating: nil, count: units)
+        remoteModes = [(mode: OperatingMode, seconds: Double, emergency: Bool)?](repeating: nil, count: units)
         overrides = [(power: Watts, seconds: Double)?](repeating: nil, count: units)
         clears = [Bool](repeating: false, count: units)
         resets = [Bool](repeating: false, count: units)
@@ -111,7 +114,11 @@ public final class CycleBody {
             guard c.mailbox.generation != taken else { return }
             pending = true
             taken = c.mailbox.generation
+            siteMode = c.mailbox.siteMode
+            c.mailbox.siteMode = nil
             for i in 0..<units {
+                remoteModes[i] = c.mailbox.remoteMode[i]
+                c.mailbox.remoteMode[i] = nil
                 modes[i] = c.mailbox.mode[i]
                 overrides[i] = c.mailbox.override[i]
                 clears[i] = c.mailbox.clearOverride[i]
@@ -127,8 +134,12 @@ public final class CycleBody {
             }
         }
         if pending {
+            if let siteMode { runner.controller.setOperatorMode(siteMode) }
             for i in 0..<units {
-                if let mode = modes[i] { runner.controller.setMode(mode, unit: i) }
+                if let mode = modes[i] { runner.controller.setOperatorMode(mode, unit: i) }
+                if let r = remoteModes[i] {
+                    runner.controller.setRemoteMode(r.mode, until: now + .seconds(fromDouble: r.seconds), emergency: r.emergency, unit: i)
+                }
                 if let o = overrides[i] {
                     runner.setOverride(PowerCommand(power: o.power, expiresAt: now + .seconds(fromDouble: o.seconds)), unit: i)
                 }

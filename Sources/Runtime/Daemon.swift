@@ -6,16 +6,24 @@ import Synchronization
 public import Uplink
 public import Logging
 
-/// bessd as a service: starts the bus workers and the cycle thread, tells systemd when it is ready,
-/// keeps the watchdog fed only while cycles complete on time, serves the control socket, logs
-/// events (never from the cycle), reloads on SIGHUP and stops safely on SIGTERM.
+/// bessd as a service. Its threads, each with one job:
+/// - the cycle (CycleThread): the control law on absolute deadlines; never waits on I/O;
+/// - one thread per bus endpoint (inverter and BMS workers);
+/// - the watchdog (Watchdog): WATCHDOG=1 only while the cycle beats on time and every worker lives;
+/// - the service server (ServiceServer): the control socket and /metrics, non-blocking;
+/// - the main thread (`run`): latch persistence, event logging, the uplink spool, reload, status.
+/// Start order: latches restored → workers → cycle → server → watchdog → READY. Stop order: the
+/// watchdog and server stop → the cycle stops → every inverter gets zero with its revert armed and
+/// the workers stop → the uplink flushes.
 public final class Daemon {
-    public private(set) var configuration: BessdConfiguration
+    /// The configuration in force (reload replaces it; the server thread reads it).
+    public var configuration: BessdConfiguration { guarded.withLock { $0.configuration } }
     let configPath: String?
     let runner: SiteRunner
     let shared: SharedState
     var cycle: CycleThread
-    var control: ControlServer?
+    var server: ServiceServer?
+    var watchdog: Watchdog?
     public let logger: Logger
     let say: (String) -> Void
     let started: MonotonicInstant
@@ -24,13 +32,23 @@ public final class Daemon {
     public private(set) var spool: SpoolQueue?
     var recorder: UplinkRecorder?
     var uplinkProblem: String?
-    var metrics: MetricsServer?
-    /// Interlock actions logged since start, per code.
-    var tripCounts: [String: Int] = [:]
+    /// State the main thread writes and the server thread reads.
+    struct Guarded {
+        var configuration: BessdConfiguration
+        /// Interlock actions logged since start, per code.
+        var tripCounts: [String: Int] = [:]
+    }
+    let guarded: Mutex<Guarded>
     /// Delivers the spool to the aggregator.
     public private(set) var sender: UplinkSender?
     /// Takes the aggregator's commands (on the sender's task).
     let intake: DispatchIntake
+    /// Latched trips on disk.
+    let latchStore: LatchStore
+    /// What the latch file holds now, per unit (code → Unix time it latched).
+    var persistedLatches: [TripCodeSet]
+    var latchSince: [[TripCode: Double]]
+    var latchWriteFailing = false
 
     /// - Parameters:
     ///   - configPath: the file a SIGHUP reloads (nil for the embedded default).
@@ -38,7 +56,7 @@ public final class Daemon {
     public init(configuration: BessdConfiguration, configPath: String?, logger: Logger, say: @escaping (String) -> Void)
         throws(RunError)
     {
-        self.configuration = configuration
+        guarded = Mutex(Guarded(configuration: configuration))
         self.configPath = configPath
         self.logger = logger
         self.say = say
@@ -48,6 +66,11 @@ public final class Daemon {
             log.notice("\(line)")
         }
         shared = SharedState(units: configuration.units.count)
+        // Latches from earlier runs are restored before any worker or cycle starts, so the first
+        // setpoint ever written already honours them.
+        latchStore = LatchStore(stateDirectory: configuration.stateDirectory)
+        persistedLatches = [TripCodeSet](repeating: TripCodeSet(), count: configuration.units.count)
+        latchSince = [[TripCode: Double]](repeating: [:], count: configuration.units.count)
         cycle = CycleThread(runner: runner, shared: shared)
         intake = DispatchIntake(shared: shared, logger: logger,
                                 units: configuration.units.map { ($0.id, $0.maxPowerKW) })
@@ -77,11 +100,13 @@ public final class Daemon {
                 logger.error("uplink disabled: \(error)", metadata: ["BESS_CODE": "\(error.code)"])
             }
         }
+        restoreLatches(configuration)
     }
 
     /// Runs until SIGTERM/SIGINT or `duration`; returns the exit status.
     public func run(duration: Double?, statusEvery: Double) -> Int32 {
         installStopHandlers()
+        let configuration = self.configuration
         var realtimeFD: Int32 = -1
         if let rt = configuration.realtime {
             let (notices, fd) = Realtime.applyProcessWide(rt)
@@ -98,44 +123,50 @@ public final class Daemon {
             usleep(20_000)
         }
         cycle.start()
-        do {
-            control = try ControlServer(path: configuration.controlSocket) { [unowned self] request, uid in
-                self.handle(request, uid: uid)
-            }
-        } catch {
-            logger.warning("\(error); bessctl cannot reach this bessd", metadata: ["BESS_CODE": "\(error.code)"])
-        }
-        if let address = configuration.metricsListen {
-            do {
-                metrics = try MetricsServer(address: address) { [unowned self] in self.metricsText() }
-            } catch {
-                logger.warning("\(error)", metadata: ["BESS_CODE": "\(error.code)"])
-            }
-        }
+        startServer(configuration)
         if let sender {
             do { try sender.start() } catch {
                 logger.error("uplink sender not started: \(error)", metadata: ["BESS_CODE": "\(error.code)"])
             }
         }
-        usleep(UInt32(max(20_000, configuration.periodMs * 2000)))
+        // The first cycles publish before READY, so status and the watchdog see a running cycle.
+        let firstCycles = MonotonicClock.now() + .seconds(2)
+        while cycle.cyclesCompleted < 2, MonotonicClock.now() < firstCycles { usleep(5_000) }
         if let notice = cycle.realtimeNotice { logger.warning("\(notice)", metadata: ["BESS_CODE": "REALTIME_DEGRADED"]) }
-        let startLine = "bessd \(BessdVersion.string) started: \(configuration.mode.rawValue), "
+        let startLine = "bessd \(BessdVersion.string) started: mode \(configuration.mode.rawValue), "
             + "\(configuration.units.count) unit(s), period \(configuration.periodMs) ms"
-        logger.notice("\(startLine)", metadata: ["MESSAGE_ID": "\(MessageID.lifecycle)"])
+            + (configuration.mode == .hardware ? "" : " — \(Self.simulationWarning(configuration.mode))")
+        logger.notice("\(startLine)", metadata: ["MESSAGE_ID": "\(MessageID.lifecycle)", "BESS_MODE": "\(configuration.mode.rawValue)"])
         SystemdNotify.send("READY=1\nSTATUS=" + StatusText.notify(configuration: configuration, units: shared.units,
                                                                   stats: shared.statistics))
-        let watchdog = SystemdNotify.watchdogInterval()
-        var nextWatchdog = MonotonicClock.now()
-        var lastBeat = cycle.cyclesCompleted
+        if let interval = SystemdNotify.watchdogInterval() {
+            let shared = self.shared
+            let workersAlive = runner.workersAliveCheck
+            // The heartbeat is what the cycle publishes (a reload's new cycle thread publishes there too).
+            let dog = Watchdog(interval: interval, health: .init(
+                beat: {
+                    var stats = CycleStatistics()
+                    shared.read(statistics: &stats)
+                    return stats.cycles
+                },
+                onTime: {
+                    var stats = CycleStatistics()
+                    shared.read(statistics: &stats)
+                    return stats.lastLatenessMicroseconds <= Int64(stats.periodMs) * 1000
+                },
+                workersAlive: workersAlive))
+            dog.start()
+            watchdog = dog
+        }
         var nextStatus = MonotonicClock.now()
         var nextNotify = MonotonicClock.now()
         let end = duration.map { started + .seconds(fromDouble: $0) }
 
         while !stopRequested.load(ordering: .relaxed) {
-            if let control { control.poll(timeout: .milliseconds(50)) } else { usleep(50_000) }
+            usleep(20_000)
             let now = MonotonicClock.now()
+            persistLatches()
             logEvents(now: now)
-            metrics?.poll()
             if let recorder {
                 let problem = recorder.tick(now: now, units: shared.units, stats: shared.statistics, blocks: shared.takeBlocks())
                 if problem != uplinkProblem {
@@ -149,37 +180,31 @@ public final class Daemon {
                 }
             }
             if reloadRequested.exchange(false, ordering: .relaxed) { reload() }
-            expireModes()
-            if let watchdog, now >= nextWatchdog {
-                // Fed only while cycles complete, and the last one woke within its period.
-                let beat = cycle.cyclesCompleted
-                let stats = shared.statistics
-                if beat != lastBeat, stats.lastLatenessMicroseconds <= Int64(stats.periodMs) * 1000 {
-                    SystemdNotify.send("WATCHDOG=1")
-                }
-                lastBeat = beat
-                nextWatchdog = now + .nanoseconds(watchdog.nanosecondsClamped / 2)
-            }
             if statusEvery > 0, now >= nextStatus {
-                say(StatusText.line(configuration: configuration, units: shared.units, frequency: shared.statistics.frequency,
+                say(StatusText.line(configuration: self.configuration, units: shared.units, frequency: shared.statistics.frequency,
                                     elapsed: now.seconds(since: started), busFaults: runner.busFaults()))
                 nextStatus = now + .seconds(fromDouble: statusEvery)
             }
             if now >= nextNotify {
-                SystemdNotify.send("STATUS=" + StatusText.notify(configuration: configuration, units: shared.units,
+                SystemdNotify.send("STATUS=" + StatusText.notify(configuration: self.configuration, units: shared.units,
                                                                  stats: shared.statistics))
                 nextNotify = now + .seconds(1)
             }
             if let end, now >= end { break }
         }
 
+        // Stop: no more watchdog or operator answers; the cycle stops; zero with the revert armed
+        // reaches every inverter and the workers stop; then the uplink flushes what it has.
         SystemdNotify.send("STOPPING=1")
-        sender?.stop()
+        watchdog?.stop()
+        server?.stop()
+        server = nil
         cycle.stop()
         runner.commandSafeSetpoints()
+        persistLatches()
         logEvents(now: MonotonicClock.now())
         spool?.sync()
-        control = nil
+        sender?.stop()
         let stats = shared.statistics
         let summary = "bessd stopped: \(stats.cycles) cycles, \(stats.overruns) overruns, jitter p99 "
             + "\(stats.histogram.percentile(0.99)) µs, max \(stats.histogram.maxMicroseconds) µs; "
@@ -188,11 +213,140 @@ public final class Daemon {
         return 0
     }
 
+    /// What the start line says of a mode that is not all real hardware.
+    static func simulationWarning(_ mode: RunMode) -> String {
+        switch mode {
+        case .simulation: "SIMULATION: every device simulated; no energy here is real"
+        case .hil: "HIL: real and simulated devices mixed; records are marked mode hil and must not be settled as real"
+        case .hardware: ""
+        }
+    }
+
+    func startServer(_ configuration: BessdConfiguration) {
+        let shared = self.shared
+        do {
+            let server = try ServiceServer(
+                controlPath: configuration.controlSocket, metricsAddress: configuration.metricsListen,
+                appliedGeneration: { shared.appliedGeneration },
+                handleControl: { [unowned self] request, uid in self.handle(request, uid: uid) },
+                renderMetrics: { [unowned self] in self.metricsText() })
+            server.start()
+            self.server = server
+        } catch {
+            // One listener failing must not cost the other: try each alone.
+            logger.warning("\(error)", metadata: ["BESS_CODE": "\(error.code)"])
+            for (control, metrics) in [(configuration.controlSocket, nil), (nil, configuration.metricsListen)] as [(String?, String?)]
+                where control != nil || metrics != nil
+            {
+                guard let server = try? ServiceServer(
+                    controlPath: control, metricsAddress: metrics, appliedGeneration: { shared.appliedGeneration },
+                    handleControl: { [unowned self] request, uid in self.handle(request, uid: uid) },
+                    renderMetrics: { [unowned self] in self.metricsText() })
+                else { continue }
+                server.start()
+                self.server = server
+                break
+            }
+        }
+    }
+
+    // MARK: latches across restarts
+
+    /// Reads the latch file and restores every latch into the controller (before the first cycle).
+    func restoreLatches(_ configuration: BessdConfiguration) {
+        let ids = configuration.units.map(\.id)
+        switch latchStore.load() {
+        case .firstStart:
+            return
+        case .corrupt(let reason):
+            logger.critical("latch state unreadable (\(reason)); every unit starts latched with LATCH_STATE_CORRUPT until an operator checks it and runs bessctl reset",
+                            metadata: ["BESS_CODE": "LATCH_STATE_CORRUPT", "MESSAGE_ID": "\(MessageID.latch)"])
+            for i in ids.indices { restore([.latchStateCorrupt: MonotonicClock.wallClock()], unit: i) }
+        case .latches(let latches, let damaged):
+            for (i, id) in ids.enumerated() {
+                var codes = latches[id] ?? [:]
+                if damaged.contains(id) {
+                    codes[.latchStateCorrupt] = MonotonicClock.wallClock()
+                    logger.critical("latch state of \(id) unreadable; it starts latched with LATCH_STATE_CORRUPT",
+                                    metadata: ["BESS_CODE": "LATCH_STATE_CORRUPT", "BESS_UNIT": "\(id)", "MESSAGE_ID": "\(MessageID.latch)"])
+                }
+                guard !codes.isEmpty else { continue }
+                restore(codes, unit: i)
+                for (code, since) in codes.sorted(by: { $0.key.rawValue < $1.key.rawValue }) where code != .latchStateCorrupt {
+                    logger.warning("\(id) \(code.name) still latched from an earlier run (since \(Self.utc(since))); bessctl reset \(id) once the cause is cleared",
+                                   metadata: ["BESS_CODE": "\(code.name)", "BESS_UNIT": "\(id)", "BESS_EVENT": "restored",
+                                              "MESSAGE_ID": "\(MessageID.latch)"])
+                }
+            }
+            for id in latches.keys where !ids.contains(id) && !(latches[id] ?? [:]).isEmpty {
+                logger.warning("latch file names unit \(id), which this configuration lacks; its latches are kept in the file",
+                               metadata: ["BESS_CODE": "LATCH_STATE_ORPHANED", "BESS_UNIT": "\(id)"])
+            }
+        }
+    }
+
+    private func restore(_ codes: [TripCode: Double], unit i: Int) {
+        var set = TripCodeSet()
+        for code in codes.keys { set.insert(code) }
+        runner.controller.restoreLatches(set, unit: i, since: started)
+        persistedLatches[i] = set
+        latchSince[i] = codes
+    }
+
+    /// Writes the latch file when any unit's latched codes changed since the last write. Runs on the
+    /// main thread after every cycle has published (never before the first one, which would read
+    /// the empty start-up status as "nothing latched").
+    func persistLatches() {
+        guard shared.statistics.cycles > 0 else { return }
+        let units = shared.units
+        var changed = false
+        for i in units.indices where i < persistedLatches.count && units[i].latched != persistedLatches[i] {
+            changed = true
+        }
+        guard changed || latchWriteFailing else { return }
+        let ids = configuration.units.map(\.id)
+        let now = MonotonicClock.wallClock()
+        var next = latchSince
+        for i in units.indices where i < next.count {
+            var codes: [TripCode: Double] = [:]
+            for code in units[i].latched { codes[code] = latchSince[i][code] ?? now }
+            next[i] = codes
+        }
+        var file: [String: LatchStore.UnitLatches] = [:]
+        for (i, id) in ids.enumerated() where i < next.count { file[id] = next[i] }
+        do {
+            try latchStore.save(file)
+            latchSince = next
+            for i in units.indices where i < persistedLatches.count { persistedLatches[i] = units[i].latched }
+            if latchWriteFailing {
+                logger.notice("latch state written again to \(latchStore.path)", metadata: ["BESS_CODE": "LATCH_STATE_WRITTEN"])
+            }
+            latchWriteFailing = false
+        } catch {
+            if !latchWriteFailing {
+                logger.critical("\(error); latches hold while bessd runs but would not survive a restart",
+                                metadata: ["BESS_CODE": "\(error.code)"])
+            }
+            latchWriteFailing = true
+        }
+    }
+
+    static func utc(_ unix: Double) -> String {
+        var t = time_t(unix)
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        return String(format: "%04d-%02d-%02dT%02d:%02d:%02dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
+                      Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
+    }
+
     /// The Prometheus text for `GET /metrics`.
     func metricsText() -> String {
         let stats = shared.statistics
         let units = shared.units
+        let (configuration, tripCounts) = guarded.withLock { ($0.configuration, $0.tripCounts) }
         var m = MetricsText()
+        m.metric("bessd_info", "gauge", "1, labelled with the version and the run mode (simulation, hil, hardware).",
+                 [("version=\"\(MetricsText.label(BessdVersion.string))\",mode=\"\(configuration.mode.rawValue)\"", 1)])
         m.metric("bessd_cycles_total", "counter", "Control cycles completed.", [("", Double(stats.cycles))])
         m.metric("bessd_cycle_overruns_total", "counter", "Cycles that woke more than a period late.", [("", Double(stats.overruns))])
         m.metric("bessd_cycle_period_seconds", "gauge", "Configured control period.", [("", Double(stats.periodMs) / 1000)])
@@ -244,6 +398,7 @@ public final class Daemon {
     // MARK: events
 
     func logEvents(now: MonotonicInstant) {
+        let configuration = self.configuration
         for event in shared.takeEvents() {
             let id = event.unit < configuration.units.count ? configuration.units[event.unit].id : "unit\(event.unit)"
             // The same event of the same unit within 10 s is counted, not repeated.
@@ -264,7 +419,7 @@ public final class Daemon {
             if let state = event.state { metadata["BESS_STATE"] = "\(state)" }
             if repeats > 0 { metadata["BESS_SUPPRESSED"] = "\(repeats)" }
             if event.kind == .raised || event.kind == .latched, let code = event.code {
-                tripCounts["\(code.name)", default: 0] += 1
+                guarded.withLock { $0.tripCounts["\(code.name)", default: 0] += 1 }
             }
             switch event.kind {
             case .raised: metadata["MESSAGE_ID"] = "\(MessageID.trip)"
@@ -285,9 +440,6 @@ public final class Daemon {
             }
         }
     }
-
-    /// Returns units to auto when an aggregator's mode command ends.
-    func expireModes() { intake.expireModes() }
 
     // MARK: reload
 
@@ -314,7 +466,7 @@ public final class Daemon {
         cycle.stop()
         do {
             try runner.reconfigure(new, now: MonotonicClock.now())
-            configuration = new
+            guarded.withLock { $0.configuration = new }
             intake.update(units: new.units.map { ($0.id, $0.maxPowerKW) })
             logger.notice("reload applied: \(configPath)", metadata: ["MESSAGE_ID": "\(MessageID.reload)"])
         } catch {
@@ -326,10 +478,19 @@ public final class Daemon {
 
     // MARK: control socket
 
-    func unitIndex(_ request: [String: Any]) -> Int?? {
-        guard let name = request["unit"] as? String else { return .some(nil) }
-        guard let index = configuration.units.firstIndex(where: { $0.id == name }) else { return nil }
-        return .some(index)
+    /// The unit a request names: `.site` when it names none, `.unit(i)` for a configured id. Any
+    /// other value (a number, an unknown id, an empty string) is refused as UNKNOWN_UNIT: a request
+    /// for a unit that does not exist never acts on every unit.
+    enum Target { case site, unit(Int) }
+
+    func target(_ request: [String: Any], _ configuration: BessdConfiguration) -> Target? {
+        guard let value = request["unit"], !(value is NSNull) else { return .site }
+        guard let name = value as? String, let index = configuration.units.firstIndex(where: { $0.id == name }) else { return nil }
+        return .unit(index)
+    }
+
+    static func unknownUnit(_ request: [String: Any]) -> ControlReply {
+        .now(failure("UNKNOWN_UNIT", "no unit \(request["unit"].map { "\($0)" } ?? "") in this configuration; bessctl status lists the units"))
     }
 
     static func failure(_ code: String, _ message: String) -> [String: Any] { ["ok": false, "code": code, "message": message] }
@@ -340,73 +501,102 @@ public final class Daemon {
         logger.notice("bessctl (uid \(uid)): \(what)", metadata: fields)
     }
 
-    func handle(_ request: [String: Any], uid: UInt32) -> [String: Any] {
+    /// Answers one control request (on the server thread). Requests that change something go
+    /// through the cycle's mailbox and are answered once the cycle has taken them.
+    func handle(_ request: [String: Any], uid: UInt32) -> ControlReply {
+        let configuration = self.configuration
         let verb = request["verb"] as? String ?? ""
         switch verb {
-        case "status": return statusObject()
-        case "faults": return faultsObject()
+        case "status": return .now(statusObject(configuration))
+        case "faults": return .now(faultsObject(configuration))
         case "reset":
-            guard let target = unitIndex(request) else { return Self.failure("UNKNOWN_UNIT", "no unit \(request["unit"] ?? "")") }
-            let indices = target.map { [$0] } ?? Array(configuration.units.indices)
+            guard let target = target(request, configuration) else { return Self.unknownUnit(request) }
+            let indices: [Int]
+            let name: String
+            switch target {
+            case .site: (indices, name) = (Array(configuration.units.indices), "all units")
+            case .unit(let i): (indices, name) = ([i], configuration.units[i].id)
+            }
             let generation = shared.post { mailbox in for i in indices { mailbox.reset[i] = true } }
-            waitApplied(generation)
-            var cleared: [String] = []
-            var refused: [String] = []
-            for i in indices {
-                let outcome = shared.resetOutcome(i)
-                cleared += outcome.cleared.map { "\(configuration.units[i].id):\($0.name)" }
-                refused += outcome.refused.map { "\(configuration.units[i].id):\($0.name)" }
+            return .afterCycle(generation: generation) { [self] in
+                var cleared: [String] = []
+                var refused: [String] = []
+                for i in indices {
+                    let outcome = shared.resetOutcome(i)
+                    cleared += outcome.cleared.map { "\(configuration.units[i].id):\($0.name)" }
+                    refused += outcome.refused.map { "\(configuration.units[i].id):\($0.name)" }
+                }
+                audit("reset \(name): cleared \(cleared), refused \(refused)", uid: uid,
+                      ["MESSAGE_ID": "\(MessageID.reset)", "BESS_UNIT": "\(indices.count == 1 ? name : "*")"])
+                return ["ok": true, "cleared": cleared, "refused": refused]
             }
-            audit("reset \(target.map { configuration.units[$0].id } ?? "all units"): cleared \(cleared), refused \(refused)",
-                  uid: uid, ["MESSAGE_ID": "\(MessageID.reset)", "BESS_UNIT": "\(target.map { configuration.units[$0].id } ?? "*")"])
-            return ["ok": true, "cleared": cleared, "refused": refused]
         case "mode":
-            guard let name = request["mode"] as? String, let mode = OperatingMode(rawValue: name) else {
-                return Self.failure("BAD_REQUEST", "mode must be auto or standby")
+            guard let text = request["mode"] as? String, let mode = OperatingMode(rawValue: text) else {
+                return .now(Self.failure("BAD_REQUEST", "mode must be auto or standby"))
             }
-            guard let target = unitIndex(request) else { return Self.failure("UNKNOWN_UNIT", "no unit \(request["unit"] ?? "")") }
-            let indices = target.map { [$0] } ?? Array(configuration.units.indices)
-            waitApplied(shared.post { mailbox in for i in indices { mailbox.mode[i] = mode } })
-            audit("mode \(mode.rawValue) for \(target.map { configuration.units[$0].id } ?? "all units")", uid: uid,
-                  ["MESSAGE_ID": "\(MessageID.mode)", "BESS_MODE": "\(mode.rawValue)"])
-            return ["ok": true, "mode": mode.rawValue]
+            guard let target = target(request, configuration) else { return Self.unknownUnit(request) }
+            let generation: UInt64
+            let name: String
+            switch target {
+            case .site:
+                generation = shared.post { $0.siteMode = mode }
+                name = "the site"
+            case .unit(let i):
+                generation = shared.post { $0.mode[i] = mode }
+                name = configuration.units[i].id
+            }
+            return .afterCycle(generation: generation) { [self] in
+                audit("mode \(mode.rawValue) for \(name) (operator)", uid: uid,
+                      ["MESSAGE_ID": "\(MessageID.mode)", "BESS_MODE": "\(mode.rawValue)"])
+                return ["ok": true, "mode": mode.rawValue]
+            }
         case "override":
-            guard let unitName = request["unit"] as? String,
-                  let index = configuration.units.firstIndex(where: { $0.id == unitName })
-            else { return Self.failure("UNKNOWN_UNIT", "override needs --unit with a configured unit id") }
+            guard case .unit(let index)? = target(request, configuration), request["unit"] != nil else {
+                return request["unit"] == nil
+                    ? .now(Self.failure("UNKNOWN_UNIT", "override needs --unit with a configured unit id")) : Self.unknownUnit(request)
+            }
+            let unitName = configuration.units[index].id
             if request["clear"] as? Bool == true {
-                waitApplied(shared.post { $0.clearOverride[index] = true })
-                audit("override cleared on \(unitName)", uid: uid, ["MESSAGE_ID": "\(MessageID.override)", "BESS_UNIT": "\(unitName)"])
-                return ["ok": true]
+                return .afterCycle(generation: shared.post { $0.clearOverride[index] = true }) { [self] in
+                    audit("override cleared on \(unitName)", uid: uid, ["MESSAGE_ID": "\(MessageID.override)", "BESS_UNIT": "\(unitName)"])
+                    return ["ok": true]
+                }
             }
             guard let kw = (request["power_kw"] as? NSNumber)?.doubleValue, kw.isFinite else {
-                return Self.failure("BAD_REQUEST", "power_kw must be a number")
+                return .now(Self.failure("BAD_REQUEST", "power_kw must be a number"))
             }
             let rating = configuration.units[index].maxPowerKW
             guard abs(kw) <= rating else {
-                return Self.failure("BAD_REQUEST", "power_kw \(kw) is beyond the unit's rating ±\(rating) kW")
+                return .now(Self.failure("BAD_REQUEST", "power_kw \(kw) is beyond the unit's rating ±\(rating) kW"))
             }
             guard let seconds = (request["for_s"] as? NSNumber)?.doubleValue, seconds >= 1, seconds <= 86_400 else {
-                return Self.failure("BAD_REQUEST", "an override needs an expiry: for_s from 1 to 86400 seconds")
+                return .now(Self.failure("BAD_REQUEST", "an override needs an expiry: for_s from 1 to 86400 seconds"))
             }
-            waitApplied(shared.post { $0.override[index] = (Watts.kilowatts(kw), seconds) })
-            audit("override \(unitName) to \(kw) kW for \(Int(seconds)) s (still inside every interlock)", uid: uid,
-                  ["MESSAGE_ID": "\(MessageID.override)", "BESS_UNIT": "\(unitName)", "BESS_SETPOINT_W": "\(kw * 1000)"])
-            return ["ok": true, "unit": unitName, "power_kw": kw, "for_s": seconds]
+            return .afterCycle(generation: shared.post { $0.override[index] = (Watts.kilowatts(kw), seconds) }) { [self] in
+                audit("override \(unitName) to \(kw) kW for \(Int(seconds)) s (still inside every interlock)", uid: uid,
+                      ["MESSAGE_ID": "\(MessageID.override)", "BESS_UNIT": "\(unitName)", "BESS_SETPOINT_W": "\(kw * 1000)"])
+                return ["ok": true, "unit": unitName, "power_kw": kw, "for_s": seconds]
+            }
         default:
-            return Self.failure("BAD_REQUEST", "unknown verb '\(verb)'; verbs: status, faults, reset, mode, override")
+            return .now(Self.failure("BAD_REQUEST", "unknown verb '\(verb)'; verbs: status, faults, reset, mode, override"))
         }
     }
 
-    /// Waits until the cycle has taken requests up to `generation` (at most two seconds).
-    func waitApplied(_ generation: UInt64) {
-        let end = MonotonicClock.now() + .seconds(2)
-        while shared.appliedGeneration < generation, MonotonicClock.now() < end { usleep(2_000) }
+    /// Who holds a unit where it is, for `bessctl status`: `operator`, `operator_site`,
+    /// `aggregator`, `aggregator_emergency_stop`, `override`, `dispatch`, or nil (auto, base schedule).
+    static func heldBy(_ u: UnitStatus) -> (who: String, remaining: Double?)? {
+        if u.holds.operatorUnit { return ("operator", nil) }
+        if u.holds.operatorSite { return ("operator_site", nil) }
+        if u.remoteRemaining > 0 { return (u.holds.remoteEmergency ? "aggregator_emergency_stop" : "aggregator", u.remoteRemaining) }
+        if u.overrideW != nil { return ("override", u.overrideRemaining) }
+        if u.dispatchW != nil { return ("dispatch", nil) }
+        return nil
     }
 
-    func statusObject() -> [String: Any] {
+    func statusObject(_ configuration: BessdConfiguration) -> [String: Any] {
         let units = shared.units
         let stats = shared.statistics
+        let now = MonotonicClock.wallClock()
         var list: [[String: Any]] = []
         for (i, unit) in configuration.units.enumerated() {
             let u = units[i]
@@ -418,6 +608,13 @@ public final class Daemon {
             entry["soc_percent"] = u.soc.isFinite ? u.soc : NSNull()
             entry["power_w"] = u.power.isFinite ? u.power : NSNull()
             if let o = u.overrideW { entry["override"] = ["power_w": o, "remaining_s": u.overrideRemaining] }
+            if let d = u.dispatchW { entry["dispatch"] = ["power_w": d] }
+            if let held = Self.heldBy(u) {
+                entry["held_by"] = held.who
+                if let remaining = held.remaining { entry["held_until_unix"] = (now + remaining).rounded() }
+            } else {
+                entry["held_by"] = NSNull()
+            }
             list.append(entry)
         }
         return [
@@ -431,7 +628,7 @@ public final class Daemon {
         ]
     }
 
-    func faultsObject() -> [String: Any] {
+    func faultsObject(_ configuration: BessdConfiguration) -> [String: Any] {
         let units = shared.units
         var list: [[String: Any]] = []
         for (i, unit) in configuration.units.enumerated() {

@@ -11,8 +11,6 @@ final class DispatchIntake: Sendable {
     let shared: SharedState
     let logger: Logger
     let units: Mutex<[(id: String, ratingKW: Double)]>
-    /// Mode commands and when they end (the service loop returns units to auto).
-    let modeExpiry = Mutex<[Int: Double]>([:])
 
     init(shared: SharedState, logger: Logger, units: [(String, Double)]) {
         self.shared = shared
@@ -48,17 +46,17 @@ final class DispatchIntake: Sendable {
                     }
                 }
             case "mode":
+                // The aggregator's own hold: it never lifts a local operator's standby, and it ends
+                // by itself at the command's expiry (the cycle lets it lapse).
                 let mode = OperatingMode(rawValue: command.mode ?? "auto") ?? .auto
-                shared.post { mailbox in for i in targets { mailbox.mode[i] = mode } }
-                modeExpiry.withLock { for i in targets { $0[i] = command.expiresUnix } }
+                shared.post { mailbox in for i in targets { mailbox.remoteMode[i] = (mode, seconds, false) } }
             default:  // emergency_stop: standby at once, dispatch dropped, until the command ends
                 shared.post { mailbox in
                     for i in targets {
-                        mailbox.mode[i] = .standby
+                        mailbox.remoteMode[i] = (.standby, seconds, true)
                         mailbox.clearDispatch[i] = true
                     }
                 }
-                modeExpiry.withLock { for i in targets { $0[i] = command.expiresUnix } }
             }
             acks.append(CommandAck(id: command.id, accepted: true))
             let what = "\(command.kind) \(command.unit ?? "site") \(command.powerKW.map { "\($0) kW " } ?? "")\(command.mode ?? "")"
@@ -68,15 +66,4 @@ final class DispatchIntake: Sendable {
         return acks
     }
 
-    func expireModes() {
-        let now = MonotonicClock.wallClock()
-        let due = modeExpiry.withLock { expiries -> [Int] in
-            let ended = expiries.filter { $0.value <= now }.map(\.key)
-            for i in ended { expiries[i] = nil }
-            return ended
-        }
-        guard !due.isEmpty else { return }
-        shared.post { mailbox in for i in due { mailbox.mode[i] = .auto } }
-        logger.notice("aggregator mode command ended; back to auto", metadata: ["MESSAGE_ID": "\(MessageID.mode)"])
-    }
 }

@@ -95,6 +95,9 @@ public final class InverterWorker: @unchecked Sendable {
     let phase: CyclePhase?
     let log: @Sendable (String) -> Void
     private let worker = WorkerThread()
+
+    /// True while the worker's thread runs its loop (the watchdog checks it).
+    public var isAlive: Bool { worker.isAlive }
     private let wake = Wakeup()
 
     /// - Parameters:

@@ -11,12 +11,13 @@ public enum MonotonicClock {
         return MonotonicInstant(nanoseconds: Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec))
     }
 
-    /// Sleeps until `deadline` on the monotonic clock; returns early only when a signal arrives.
+    /// Sleeps until `deadline` on the monotonic clock. A signal never ends the sleep early: an
+    /// interrupted sleep is resumed towards the same absolute deadline.
     /// The corresponding C function is `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)`.
     public static func sleep(until deadline: MonotonicInstant) {
         var ts = timespec(tv_sec: Int(deadline.nanoseconds / 1_000_000_000),
                           tv_nsec: Int(deadline.nanoseconds % 1_000_000_000))
-        _ = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil)
+        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
     }
 
     /// Unix time in seconds (UTC), for energy blocks and logs.

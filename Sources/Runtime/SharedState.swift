@@ -12,7 +12,12 @@ public struct UnitStatus: Sendable, Equatable {
     public var allowedDischarge: Double = 0
     public var active = TripCodeSet()
     public var latched = TripCodeSet()
+    /// The effective mode (standby while anyone asks for it).
     public var mode: OperatingMode = .auto
+    /// Who asks for standby.
+    public var holds = ModeHolds()
+    /// Seconds until the aggregator's standby ends (0 when it holds none).
+    public var remoteRemaining: Double = 0
     public var overrideW: Double?
     public var overrideRemaining: Double = 0
     public var soh: Double = .nan
@@ -41,7 +46,12 @@ public struct CycleStatistics: Sendable, Equatable {
 
 /// Requests from the control socket to the cycle, taken at the start of the next cycle.
 struct Mailbox: Sendable {
+    /// The local operator's mode per unit (`bessctl mode X --unit U`).
     var mode: [OperatingMode?]
+    /// The local operator's mode for the whole site (`bessctl mode X`).
+    var siteMode: OperatingMode?
+    /// The aggregator's mode per unit: standby (or emergency stop) for `seconds`, or auto.
+    var remoteMode: [(mode: OperatingMode, seconds: Double, emergency: Bool)?]
     var override: [(power: Watts, seconds: Double)?]
     var clearOverride: [Bool]
     var reset: [Bool]
@@ -52,6 +62,7 @@ struct Mailbox: Sendable {
 
     init(units: Int) {
         mode = [OperatingMode?](repeating: nil, count: units)
+        remoteMode = [(mode: OperatingMode, seconds: Double, emergency: Bool)?](repeating: nil, count: units)
         override = [(power: Watts, seconds: Double)?](repeating: nil, count: units)
         clearOverride = [Bool](repeating: false, count: units)
         reset = [Bool](repeating: false, count: units)
@@ -82,29 +93,68 @@ public final class SharedState: Sendable {
                                resetOutcomes: [ResetOutcome](repeating: ResetOutcome(), count: units))
         initial.blocks.reserveCapacity(64)
         contents = Mutex(initial)
+        unitCount = units
     }
 
-    /// A copy of every unit's status.
-    public var units: [UnitStatus] { contents.withLock { $0.units } }
-    /// A copy of the cycle statistics.
-    public var statistics: CycleStatistics { contents.withLock { $0.stats } }
+    // Readers copy element by element into storage of their own, allocated outside the lock: the
+    // cycle's storage is never shared with a reader, so the cycle never triggers a copy-on-write
+    // and never waits for a reader's allocation.
 
-    /// Removes and returns pending events (the service thread's side).
-    public func takeEvents() -> [ControlEvent] {
+    /// A copy of every unit's status (allocated outside the lock).
+    public var units: [UnitStatus] {
+        var copy = [UnitStatus](repeating: UnitStatus(), count: unitCount)
+        read(units: &copy)
+        return copy
+    }
+
+    /// A copy of the cycle statistics (its histogram allocated outside the lock).
+    public var statistics: CycleStatistics {
+        var copy = CycleStatistics()
+        read(statistics: &copy)
+        return copy
+    }
+
+    /// The number of units (fixed at start).
+    public let unitCount: Int
+
+    /// Copies every unit's status into `out` (which must hold `unitCount` entries).
+    public func read(units out: inout [UnitStatus]) {
         contents.withLock { c in
-            var events: [ControlEvent] = []
-            c.events.drain { events.append($0) }
-            return events
+            for i in c.units.indices where i < out.count { out[i] = c.units[i] }
         }
+    }
+
+    /// Copies the cycle statistics into `out`, bucket by bucket into its own histogram.
+    public func read(statistics out: inout CycleStatistics) {
+        contents.withLock { c in
+            let histogram = c.stats.histogram
+            out.periodMs = c.stats.periodMs
+            out.cycles = c.stats.cycles
+            out.overruns = c.stats.overruns
+            out.lastLatenessMicroseconds = c.stats.lastLatenessMicroseconds
+            out.frequency = c.stats.frequency
+            out.realtime = c.stats.realtime
+            out.histogram.copy(from: histogram)
+        }
+    }
+
+    /// Removes and returns pending events (the service thread's side); storage reserved outside the lock.
+    public func takeEvents() -> [ControlEvent] {
+        var events: [ControlEvent] = []
+        events.reserveCapacity(1024)
+        contents.withLock { c in c.events.drain { events.append($0) } }
+        return events
     }
 
     /// Removes and returns closed energy blocks (the service thread's side).
     public func takeBlocks() -> [EnergyBlock] {
+        var blocks: [EnergyBlock] = []
+        blocks.reserveCapacity(64)
         contents.withLock { c in
-            let blocks = c.blocks
+            for block in c.blocks where blocks.count < blocks.capacity { blocks.append(block) }
             c.blocks.removeAll(keepingCapacity: true)
-            return blocks
         }
+        return blocks
     }
 
     /// Queues operator requests; returns the generation to wait for.

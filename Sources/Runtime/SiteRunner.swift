@@ -48,6 +48,8 @@ public final class SiteRunner {
     /// Per unit: a `frequency_loss` fault acts on its simulated inverter.
     var frequencyLost: [Bool]
     var lastNow: MonotonicInstant
+    /// Storage for the site frequency's median (one slot per unit, allocated once).
+    var frequencyScratch: [Timestamped<Hertz>]
     let startedAt: MonotonicInstant
     let output: (String) -> Void
     /// The worker slot of each unit whose inverter is real; nil for simulated ones.
@@ -77,6 +79,8 @@ public final class SiteRunner {
         grid = sim.gridFrequency()
         inputs = [UnitInputs](repeating: UnitInputs(), count: configuration.units.count)
         frequencyLost = [Bool](repeating: false, count: configuration.units.count)
+        frequencyScratch = []
+        frequencyScratch.reserveCapacity(configuration.units.count)
         slots = configuration.units.map { configuration.isSimulated(inverterOf: $0) ? nil : InverterSlot() }
         phase = CyclePhase(periodNanoseconds: Int64(configuration.periodMs) * 1_000_000)
         workers = Self.makeWorkers(configuration, slots: slots, phase: phase, output: output)
@@ -168,10 +172,8 @@ public final class SiteRunner {
         let frequency: Timestamped<Hertz>?
         switch configuration.grid.frequencySource {
         case .simulated: frequency = Timestamped(Hertz(hz), at: now)
-        case .inverter:
-            frequency = inputs.first?.inverter.flatMap { reading in
-                reading.value.frequency.map { Timestamped($0, at: reading.takenAt) }
-            }
+        case .inverter: frequency = SiteFrequency.median(of: inputs, now: now, maxAge: controller.control.frequencyStaleAfter,
+                                                          scratch: &frequencyScratch)
         }
         controller.step(frequency: frequency, inputs: inputs, now: now, wallClock: wallClock)
         for i in units.indices {
@@ -231,6 +233,8 @@ public final class SiteRunner {
         status.active = d.activeCodes
         status.latched = d.latchedCodes
         status.mode = controller.units[i].mode
+        status.holds = controller.units[i].holds
+        status.remoteRemaining = status.holds.remoteStandby(at: now).map { $0.seconds(since: now) } ?? 0
         if let o = inputs[i].override, o.expiresAt > now {
             status.overrideW = o.power.value
             status.overrideRemaining = o.expiresAt.seconds(since: now)
@@ -265,6 +269,16 @@ public final class SiteRunner {
                                elapsed: now.seconds(since: startedAt), busFaults: busFaults())
     }
 
+    /// True while every bus worker's thread runs.
+    public var workersAlive: Bool { workers.allSatisfy(\.isAlive) && bmsWorkers.allSatisfy(\.isAlive) }
+
+    /// The same check as a closure any thread may call (the worker lists never change).
+    public var workersAliveCheck: @Sendable () -> Bool {
+        let inverters = workers
+        let bms = bmsWorkers
+        return { inverters.allSatisfy(\.isAlive) && bms.allSatisfy(\.isAlive) }
+    }
+
     /// True once every real device has answered or failed at least once.
     public var devicesProbed: Bool {
         let inverters = slots.allSatisfy { slot in slot.map { $0.reading != nil || $0.lastError != nil } ?? true }
@@ -272,9 +286,10 @@ public final class SiteRunner {
         return inverters && bms
     }
 
-    /// Bus faults per unit (CAN interface, Modbus), for the status line.
+    /// Bus faults per unit (CAN interface, Modbus), for the status line. Reads only the worker
+    /// slots (each behind its own lock), never state the cycle mutates, so any thread may call it.
     public func busFaults() -> [[String]] {
-        units.indices.map { i in [bmsSlots[i]?.fault, slots[i]?.lastError].compactMap { $0 } }
+        zip(bmsSlots, slots).map { bms, inverter in [bms?.fault, inverter?.lastError].compactMap { $0 } }
     }
 
 }

@@ -127,10 +127,7 @@ struct Status: ParsableCommand {
             let trips = (unit["trips"] as? [String] ?? []).map { code in
                 (unit["latched"] as? [String] ?? []).contains(code) ? code + " (latched)" : code
             }
-            var mode = unit["mode"] as? String ?? "?"
-            if let o = unit["override"] as? [String: Any] {
-                mode += " override \(number(o["power_w"], scale: 1000)) kW \(number(o["remaining_s"], digits: 0)) s"
-            }
+            let mode = Self.modeText(unit)
             rows.append([unit["id"] as? String ?? "?", unit["state"] as? String ?? "?", mode, number(unit["soc_percent"]),
                          number(unit["power_w"], scale: 1000), number(unit["setpoint_w"], scale: 1000),
                          trips.isEmpty ? "-" : trips.joined(separator: ", ")])
@@ -140,6 +137,36 @@ struct Status: ParsableCommand {
             print(row.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
                 .joined(separator: "  "))
         }
+    }
+}
+
+extension Status {
+    /// The mode and who holds it: `standby (operator)`, `standby (aggregator until 14:05:00)`,
+    /// `auto (override -20.0 kW until 14:20:00)`, `auto (dispatch 30.0 kW)`, `auto`.
+    static func modeText(_ unit: [String: Any]) -> String {
+        let mode = unit["mode"] as? String ?? "?"
+        let until = (unit["held_until_unix"] as? NSNumber).map { " until " + clock($0.doubleValue) } ?? ""
+        switch unit["held_by"] as? String {
+        case "operator": return "\(mode) (operator)"
+        case "operator_site": return "\(mode) (operator, whole site)"
+        case "aggregator": return "\(mode) (aggregator\(until))"
+        case "aggregator_emergency_stop": return "\(mode) (aggregator emergency stop\(until))"
+        case "override":
+            let o = unit["override"] as? [String: Any] ?? [:]
+            return "\(mode) (override \(number(o["power_w"], scale: 1000)) kW\(until))"
+        case "dispatch":
+            let d = unit["dispatch"] as? [String: Any] ?? [:]
+            return "\(mode) (dispatch \(number(d["power_w"], scale: 1000)) kW)"
+        default: return mode
+        }
+    }
+
+    /// Local wall-clock time HH:MM:SS of a Unix time.
+    static func clock(_ unix: Double) -> String {
+        var t = time_t(unix)
+        var parts = tm()
+        localtime_r(&t, &parts)
+        return String(format: "%02d:%02d:%02d", Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
     }
 }
 

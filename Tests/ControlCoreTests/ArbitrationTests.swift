@@ -123,6 +123,51 @@ struct ArbitrationTests {
         #expect(decision.state == .running)
     }
 
+    @Test("the operator outranks the remote: neither an aggregator auto nor its expiry lifts an operator standby")
+    func operatorOutranksRemote() {
+        let site = Fixture.site()
+        var decision = Fixture.run(site, seconds: 3, frequency: 49.8)
+        #expect(decision.state == .running)
+        // Operator standby on the unit, then the aggregator says auto: still standby.
+        site.setOperatorMode(.standby, unit: 0)
+        site.setRemoteMode(.auto, until: Fixture.instant(100), unit: 0)
+        decision = Fixture.run(site, from: 3, seconds: 0.5, frequency: 49.8)
+        #expect(decision.state == .standby && decision.setpoint == .zero)
+        // An aggregator standby (an emergency stop) that ends at t=5 s: the operator's still holds after it.
+        site.setRemoteMode(.standby, until: Fixture.instant(5), emergency: true, unit: 0)
+        decision = Fixture.run(site, from: 3.5, seconds: 3, frequency: 49.8)
+        #expect(decision.state == .standby && decision.setpoint == .zero)
+        #expect(site.units[0].holds.remoteUntil == nil)  // the remote hold expired
+        #expect(site.units[0].holds.operatorUnit)
+        // Only the operator lifts it.
+        site.setOperatorMode(.auto, unit: 0)
+        decision = Fixture.run(site, from: 6.5, seconds: 1, frequency: 49.8)
+        #expect(decision.state == .running)
+        // A remote standby alone holds until it expires, then auto resumes by itself.
+        site.setRemoteMode(.standby, until: Fixture.instant(9), unit: 0)
+        decision = Fixture.run(site, from: 7.5, seconds: 1, frequency: 49.8)
+        #expect(decision.state == .standby)
+        decision = Fixture.run(site, from: 8.5, seconds: 1, frequency: 49.8)
+        #expect(decision.state == .running)
+    }
+
+    @Test("a site standby and a unit standby are separate holds")
+    func siteAndUnitHolds() {
+        let site = Fixture.site()
+        _ = Fixture.run(site, seconds: 3, frequency: 49.8)
+        site.setOperatorMode(.standby)  // the site
+        site.setOperatorMode(.auto, unit: 0)  // lifts no site hold
+        var decision = Fixture.run(site, from: 3, seconds: 0.5, frequency: 49.8)
+        #expect(decision.state == .standby)
+        site.setOperatorMode(.standby, unit: 0)
+        site.setOperatorMode(.auto)  // lifts the site hold, not the unit's
+        decision = Fixture.run(site, from: 3.5, seconds: 0.5, frequency: 49.8)
+        #expect(decision.state == .standby)
+        site.setOperatorMode(.auto, unit: 0)
+        decision = Fixture.run(site, from: 4, seconds: 1, frequency: 49.8)
+        #expect(decision.state == .running)
+    }
+
     @Test("schedule changes are ramp-limited")
     func scheduleRamp() {
         let site = Fixture.site(limitRamp: 1000, scheduleRamp: 10)

@@ -128,7 +128,7 @@ struct ConfigurationTests {
         Bad(name: "unknown droop reference",
             yaml: unit + "grid_integration:\n  droop_settings:\n    reference: middle\n",
             line: 7, keyPath: "grid_integration.droop_settings.reference", message: "edge, nominal"),
-        Bad(name: "wrong mode", yaml: "mode: production\n" + unit, line: 1, keyPath: "mode", message: "simulation, hardware"),
+        Bad(name: "wrong mode", yaml: "mode: production\n" + unit, line: 1, keyPath: "mode", message: "simulation, hil, hardware"),
         Bad(name: "no units", yaml: "mode: simulation\n", line: 1, keyPath: "bess_units", message: "required"),
         Bad(name: "duplicate unit id",
             yaml: unit + "  - id: U1\n    capacity_kwh: 5\n    max_power_kw: 5\n", line: 5, keyPath: "bess_units[1].id",
@@ -150,6 +150,25 @@ struct ConfigurationTests {
             line: 6, keyPath: "bess_units[0].bms.interface", message: "15 characters"),
         Bad(name: "hardware inverter without modbus", yaml: "mode: hardware\n" + unit, line: 3, keyPath: "bess_units[0].modbus",
             message: "required"),
+        // Hardware mode never runs on a simulated input.
+        Bad(name: "hardware with a simulated frequency",
+            yaml: "mode: hardware\n" + unit + "    modbus: {host: 10.0.0.5}\ngrid_integration:\n  frequency_source: simulated\n",
+            line: 8, keyPath: "grid_integration.frequency_source", message: "not allowed in mode hardware; use mode hil"),
+        Bad(name: "hardware with a simulated BMS",
+            yaml: "mode: hardware\n" + unit + "    modbus: {host: 10.0.0.5}\n    bms: {simulated: true}\n",
+            line: 7, keyPath: "bess_units[0].bms.simulated", message: "not allowed in mode hardware; use mode hil"),
+        Bad(name: "hardware with a simulated inverter",
+            yaml: "mode: hardware\n" + unit + "    inverter:\n      simulated: true\n",
+            line: 7, keyPath: "bess_units[0].inverter.simulated", message: "not allowed in mode hardware; use mode hil"),
+        Bad(name: "hardware with a fault schedule",
+            yaml: "mode: hardware\n" + unit + "    modbus: {host: 10.0.0.5}\nsimulation:\n  faults:\n    - {kind: bms_silence, at_s: 5}\n",
+            line: 9, keyPath: "simulation.faults", message: "not allowed in mode hardware; use mode hil"),
+        Bad(name: "empty unit list (nothing)", yaml: "mode: simulation\nbess_units:\n", line: nil, keyPath: "bess_units",
+            message: "list at least one unit"),
+        Bad(name: "empty unit list ([])", yaml: "mode: simulation\nbess_units: []\n", line: 2, keyPath: "bess_units",
+            message: "list at least one unit"),
+        Bad(name: "empty unit list (~)", yaml: "mode: simulation\nbess_units: ~\n", line: 2, keyPath: "bess_units",
+            message: "list at least one unit"),
         Bad(name: "unknown interlock", yaml: unit + "interlocks:\n  no_such_rule: {threshold: 1}\n", line: 6,
             keyPath: "interlocks.no_such_rule", message: "unknown interlock"),
         Bad(name: "latch cannot be disabled", yaml: unit + "interlocks:\n  thermal_runaway:\n    enabled: false\n", line: 7,
@@ -207,7 +226,7 @@ struct ConfigurationTests {
             Issue.record("accepted")
         } catch {
             #expect(error.diagnostics.map(\.keyPath) == ["mode", "period_ms", "bess_units[0].capacity_kwh"])
-            #expect(error.diagnostics[0].description == "f.yaml:1: mode: must be one of simulation, hardware (got 'x')")
+            #expect(error.diagnostics[0].description == "f.yaml:1: mode: must be one of simulation, hil, hardware (got 'x')")
         }
     }
 
@@ -273,6 +292,35 @@ struct CheckConfigCommandTests {
         let missing = try Package.run("bessd", ["check-config", "/nonexistent/bessd.yaml"])
         #expect(missing.status == 1)
         #expect(missing.err.contains("No such file or directory"))
+        // An empty unit list names the key (it once exited 1 printing nothing).
+        for empty in ["bess_units:\n", "bess_units: []\n", "bess_units: ~\n"] {
+            try ("mode: simulation\n" + empty).write(toFile: path, atomically: true, encoding: .utf8)
+            let none = try Package.run("bessd", ["check-config", path])
+            #expect(none.status == 1)
+            #expect(none.err.contains("bess_units: list at least one unit"), "\(empty): \(none.err)")
+        }
+    }
+
+    @Test("modes: hardware reads frequency from the inverters; hil mixes; the seed's rig names mean hil")
+    func modes() throws {
+        let real = ConfigurationTests.unit + "    modbus: {host: 10.0.0.5}\n"
+        let hardware = try ConfigLoader.parse("mode: hardware\n" + real, file: "h.yaml")
+        #expect(hardware.mode == .hardware)
+        #expect(hardware.grid.frequencySource == .inverter)
+        #expect(!hardware.usesSimulation)
+        #expect(!hardware.isSimulated(bmsOf: hardware.units[0]) && !hardware.isSimulated(inverterOf: hardware.units[0]))
+        let hil = try ConfigLoader.parse("mode: hil\n" + real + "    bms: {simulated: true}\n", file: "m.yaml")
+        #expect(hil.mode == .hil)
+        #expect(hil.grid.frequencySource == .inverter)
+        #expect(hil.isSimulated(bmsOf: hil.units[0]) && !hil.isSimulated(inverterOf: hil.units[0]))
+        #expect(hil.usesSimulation)
+        let simulation = try ConfigLoader.parse(ConfigurationTests.unit, file: "s.yaml")
+        #expect(simulation.mode == .simulation && simulation.grid.frequencySource == .simulated)
+        for alias in ["hardware-in-loop", "grid-connected-simulation"] {
+            let c = try ConfigLoader.parse("mode: \(alias)\n" + real, file: "a.yaml")
+            #expect(c.mode == .hil)
+            #expect(c.notices.contains { $0.keyPath == "mode" && $0.message.contains("mode hil") })
+        }
     }
 }
 
@@ -290,7 +338,7 @@ struct DocumentationTests {
 
 @Suite("Register-map configuration")
 struct RegisterMapConfigurationTests {
-    let head = "mode: hardware\nbess_units:\n  - id: U1\n    capacity_kwh: 10\n    max_power_kw: 5\n"
+    let head = "mode: hil\nbess_units:\n  - id: U1\n    capacity_kwh: 10\n    max_power_kw: 5\n"
         + "    modbus: {host: 10.0.0.5}\n    bms: {simulated: true}\n    inverter:\n      protocol: register_map\n"
 
     @Test("a full map loads")
@@ -388,7 +436,8 @@ struct ScenarioFaultTests {
                 }
             }
         }
-        for code in TripCode.allCases {
+        // Every code of the interlock table (LATCH_STATE_CORRUPT is no rule: DaemonTests restart on a damaged file).
+        for code in InterlockRule.defaultTable().map(\.code) {
             #expect(raised.contains("\(code.name)"), "no scenario expects \(code.name) to act")
             #expect(cleared.contains("\(code.name)"), "no scenario expects \(code.name) to clear")
         }

@@ -50,14 +50,21 @@ final class RunningDaemon {
     let process = Process()
     let output = Pipe()
     let notify: NotifyListener
+    let keepDirectory: Bool
     var socket: String { directory + "/control.sock" }
+    var stateDirectory: String { directory + "/state" }
     var configPath: String { directory + "/bessd.yaml" }
 
-    init(yaml: String, watchdogUsec: Int? = nil, extra: [String] = [], prefix: [String] = []) throws {
-        directory = NSTemporaryDirectory() + "bessd-daemon-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    /// - Parameter directory: where the socket, the configuration and (unless the YAML names one)
+    ///   the state directory live; a new one by default. Pass a previous daemon's to restart "the same site".
+    init(yaml: String, watchdogUsec: Int? = nil, extra: [String] = [], prefix: [String] = [], directory given: String? = nil) throws {
+        directory = given ?? NSTemporaryDirectory() + "bessd-daemon-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        keepDirectory = given != nil
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        try yaml.replacingOccurrences(of: "@SOCKET@", with: directory + "/control.sock")
-            .write(toFile: directory + "/bessd.yaml", atomically: true, encoding: .utf8)
+        var text = yaml.replacingOccurrences(of: "@SOCKET@", with: directory + "/control.sock")
+        // Never the gateway's /var/lib/bessd: latches persist there across runs.
+        if !text.contains("state_directory:") { text += "\nstate_directory: \(directory)/state\n" }
+        try text.write(toFile: directory + "/bessd.yaml", atomically: true, encoding: .utf8)
         notify = NotifyListener(path: directory + "/notify.sock")
         let command = [Package.executable("bessd")!.path, "run", "--config", configPath, "--status-every", "0", "--log", "stdout"] + extra
         if prefix.isEmpty {
@@ -88,11 +95,30 @@ final class RunningDaemon {
 
     deinit {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        try? FileManager.default.removeItem(atPath: directory)
+        if !keepDirectory { try? FileManager.default.removeItem(atPath: directory) }
     }
 
     func request(_ object: [String: Any]) throws -> [String: Any] { try ControlClient.request(object, socket: socket) }
+
+    /// The status of every unit.
+    func units() throws -> [[String: Any]] { try request(["verb": "status"])["units"] as? [[String: Any]] ?? [] }
+
+    /// Polls status until `condition` holds (at most `seconds`); returns the last units seen.
+    @discardableResult
+    func waitForUnits(seconds: Double = 10, _ condition: ([[String: Any]]) -> Bool) throws -> [[String: Any]] {
+        let end = Date().addingTimeInterval(seconds)
+        var last: [[String: Any]] = []
+        while Date() < end {
+            last = (try? units()) ?? []
+            if !last.isEmpty, condition(last) { return last }
+            usleep(20_000)
+        }
+        return last
+    }
 }
+
+/// The latched codes of a status entry.
+func latched(_ unit: [String: Any]) -> [String] { unit["latched"] as? [String] ?? [] }
 
 let daemonYAML = """
     mode: simulation
@@ -251,5 +277,169 @@ struct DaemonTests {
         #expect(telemetry.last?.first?.bmsOnline == true)
         #expect(decoded.contains { if case .availability = $0.body { return true } else { return false } })
         #expect(decoded.contains { if case .event(_, "stateChanged", _, _) = $0.body { return true } else { return false } })
+    }
+
+    // MARK: latches survive restarts (issue 10, part 2)
+
+    static let latchingYAML = daemonYAML.replacingOccurrences(of: "simulation: {frequency_profile: steady, base_hz: 49.8}", with: """
+        simulation:
+          frequency_profile: steady
+          base_hz: 49.8
+          faults:
+            - {kind: bms_values, unit: D1, at_s: 0, duration_s: 3, bms: {protections: [system_error]}}
+        """)
+
+    @Test("a latch persists across SIGKILL and restart, is restored before the first setpoint, and a reset persists too")
+    func latchAcrossRestart() throws {
+        #expect(Self.latchingYAML.contains("system_error"))
+        let directory = NSTemporaryDirectory() + "bessd-latch-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var first: RunningDaemon? = try RunningDaemon(yaml: Self.latchingYAML, directory: directory)
+        let latchedNow = try first!.waitForUnits { latched($0[0]).contains("BMS_CRITICAL") }
+        #expect(latched(latchedNow[0]) == ["BMS_CRITICAL"])
+        #expect(latched(latchedNow[1]).isEmpty)
+        // Written at once: the file names the latch before anything else happens.
+        let file = directory + "/state/latches.json"
+        let end = Date().addingTimeInterval(5)
+        while Date() < end, !((try? String(contentsOfFile: file, encoding: .utf8))?.contains("BMS_CRITICAL") ?? false) { usleep(10_000) }
+        #expect(try String(contentsOfFile: file, encoding: .utf8).contains("\"BMS_CRITICAL\""))
+        first!.signal(SIGKILL)
+        _ = first!.finish()
+        first = nil
+
+        // Restart without the fault: the very first status already holds the latch at zero power.
+        let second = try RunningDaemon(yaml: daemonYAML, directory: directory)
+        _ = second.notify.collect(seconds: 8) { $0.contains("READY=1") }
+        let restored = try second.units()
+        #expect(latched(restored[0]) == ["BMS_CRITICAL"])
+        #expect((restored[0]["setpoint_w"] as? NSNumber)?.doubleValue == 0)
+        #expect(restored[0]["state"] as? String != "running")
+        #expect(latched(restored[1]).isEmpty)
+        // The condition is gone, so the operator's reset clears it, and that persists too.
+        let reset = try second.request(["verb": "reset", "unit": "D1"])
+        #expect(reset["cleared"] as? [String] == ["D1:BMS_CRITICAL"])
+        let cleared = try second.waitForUnits { latched($0[0]).isEmpty }
+        #expect(latched(cleared[0]).isEmpty)
+        let end2 = Date().addingTimeInterval(5)
+        while Date() < end2, (try? String(contentsOfFile: file, encoding: .utf8))?.contains("BMS_CRITICAL") ?? true { usleep(10_000) }
+        #expect(!(try String(contentsOfFile: file, encoding: .utf8)).contains("BMS_CRITICAL"))
+        second.signal(SIGTERM)
+        let (_, text) = second.finish()
+        #expect(text.contains("D1 BMS_CRITICAL still latched from an earlier run"))
+    }
+
+    @Test("an unreadable latch file starts every unit latched with LATCH_STATE_CORRUPT until a reset")
+    func corruptLatchFile() throws {
+        let directory = NSTemporaryDirectory() + "bessd-corrupt-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.createDirectory(atPath: directory + "/state", withIntermediateDirectories: true)
+        try "{\"format\": \"bessd-latches\", \"version\": 1, \"units\": {\"D1\": {\"THERMAL_RUN".write(
+            toFile: directory + "/state/latches.json", atomically: true, encoding: .utf8)
+        let daemon = try RunningDaemon(yaml: daemonYAML, directory: directory)
+        _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
+        let units = try daemon.units()
+        #expect(units.map(latched) == [["LATCH_STATE_CORRUPT"], ["LATCH_STATE_CORRUPT"]])
+        #expect(units.allSatisfy { ($0["setpoint_w"] as? NSNumber)?.doubleValue == 0 })
+        let reset = try daemon.request(["verb": "reset"])
+        #expect(reset["cleared"] as? [String] == ["D1:LATCH_STATE_CORRUPT", "D2:LATCH_STATE_CORRUPT"])
+        let after = try daemon.waitForUnits { $0.allSatisfy { latched($0).isEmpty } }
+        #expect(after.allSatisfy { latched($0).isEmpty })
+        daemon.signal(SIGTERM)
+        let (_, text) = daemon.finish()
+        #expect(text.contains("LATCH_STATE_CORRUPT"))
+        let kept = try FileManager.default.contentsOfDirectory(atPath: directory + "/state").filter { $0.hasPrefix("latches.json.damaged-") }
+        #expect(kept.count == 1)
+    }
+
+    // MARK: the operator outranks the remote (issue 10, part 3)
+
+    @Test("a request naming a unit that does not exist is refused and changes nothing")
+    func unknownUnits() throws {
+        let daemon = try RunningDaemon(yaml: daemonYAML)
+        _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
+        _ = try daemon.request(["verb": "mode", "mode": "standby"])
+        for unit: Any in [-1, "99999999999999999999", NSDecimalNumber(string: "99999999999999999999"), "NOPE", "", 0, true] {
+            let mode = try daemon.request(["verb": "mode", "mode": "auto", "unit": unit])
+            #expect(mode["code"] as? String == "UNKNOWN_UNIT", "\(unit)")
+            let reset = try daemon.request(["verb": "reset", "unit": unit])
+            #expect(reset["code"] as? String == "UNKNOWN_UNIT", "\(unit)")
+            let override = try daemon.request(["verb": "override", "unit": unit, "power_kw": 1, "for_s": 60])
+            #expect(override["code"] as? String == "UNKNOWN_UNIT", "\(unit)")
+        }
+        // Every unit is still in the operator's standby.
+        let units = try daemon.units()
+        #expect(units.allSatisfy { $0["mode"] as? String == "standby" && $0["held_by"] as? String == "operator_site" })
+        daemon.signal(SIGTERM)
+        _ = daemon.finish()
+    }
+
+    @Test("status says who holds each unit: JSON held_by, and the table's standby (operator)")
+    func heldBy() throws {
+        let daemon = try RunningDaemon(yaml: daemonYAML)
+        _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
+        _ = try daemon.request(["verb": "mode", "mode": "standby", "unit": "D1"])
+        _ = try daemon.request(["verb": "override", "unit": "D2", "power_kw": 5, "for_s": 600])
+        let units = try daemon.units()
+        #expect(units[0]["mode"] as? String == "standby")
+        #expect(units[0]["held_by"] as? String == "operator")
+        #expect(units[1]["mode"] as? String == "auto")
+        #expect(units[1]["held_by"] as? String == "override")
+        let until = (units[1]["held_until_unix"] as? NSNumber)?.doubleValue ?? 0
+        #expect(abs(until - (Date().timeIntervalSince1970 + 600)) < 5)
+        let table = try Package.run("bessctl", ["status", "--socket", daemon.socket])
+        #expect(table.out.contains("standby (operator)"))
+        #expect(table.out.contains("auto (override 5.0 kW until "))
+        daemon.signal(SIGTERM)
+        _ = daemon.finish()
+    }
+
+    // MARK: the watchdog tells the truth (issue 10, part 4)
+
+    @Test("200 idle connections on the control socket and on /metrics: status still answers within 1 s, WATCHDOG=1 keeps its cadence")
+    func idleConnections() throws {
+        let port = 20_000 + Int(getpid() % 20_000)
+        let daemon = try RunningDaemon(yaml: daemonYAML + "\nmetrics_listen: 127.0.0.1:\(port)\n", watchdogUsec: 1_000_000)
+        _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
+        var idle: [Int32] = []
+        defer { for fd in idle { close(fd) } }
+        for _ in 0..<200 {
+            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &address.sun_path) { b in for (i, c) in daemon.socket.utf8.enumerated() { b[i] = c } }
+            let rc = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
+            #expect(rc == 0, "control connect: \(String(cString: strerror(errno)))")
+            idle.append(fd)
+        }
+        for _ in 0..<200 {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = UInt16(port).bigEndian
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let rc = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            #expect(rc == 0, "metrics connect: \(String(cString: strerror(errno)))")
+            idle.append(fd)
+        }
+        // Answers within the client's 1 s deadline, while every idle connection is still open.
+        for _ in 0..<5 {
+            let status = try ControlClient.request(["verb": "status"], socket: daemon.socket, timeout: .seconds(1))
+            #expect(status["ok"] as? Bool == true)
+        }
+        // WATCHDOG=1 every WATCHDOG_USEC/2, with no gap above 0.6 × WATCHDOG_USEC, over 3 s.
+        var stamps: [Date] = []
+        let end = Date().addingTimeInterval(3)
+        while Date() < end {
+            stamps += daemon.notify.collect(seconds: 0.05) { $0 == "WATCHDOG=1" }.filter { $0 == "WATCHDOG=1" }.map { _ in Date() }
+        }
+        #expect(stamps.count >= 5)
+        let gaps = zip(stamps.dropFirst(), stamps).map { $0.timeIntervalSince($1) }
+        #expect(gaps.allSatisfy { $0 <= 0.6 }, "gaps: \(gaps)")
+        daemon.signal(SIGTERM)
+        #expect(daemon.finish().status == 0)
     }
 }
