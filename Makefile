@@ -13,7 +13,7 @@ DEBIAN_PACKAGES := pkg-config libmodbus-dev libsocketcan-dev libsystemd-dev
 # gnuplot renders the scenario plots.
 TEST_PACKAGES := mbpoll can-utils socat python3-pip systemd dpkg-dev gnuplot-nox
 
-.PHONY: all deps build sim check test config-check clean install deb bench
+.PHONY: all deps build sim check test config-check clean install deb bench tsan
 
 PREFIX ?= /usr
 DESTDIR ?=
@@ -57,6 +57,16 @@ check: deps
 bench: deps
 	scripts/bench.sh
 
+## The daemon, service-thread and runtime tests under ThreadSanitizer (its own build in .build-tsan;
+## any report fails the run, in the test process and in every bessd it starts).
+TSAN_TESTS := DaemonTests|ServiceThreadsTests|AuthorityTests|SiteRunnerTests|InverterWorker|LoopbackRig|SystemdNotify|Metrics
+tsan: deps
+	@scripts/ensure-debian-packages.sh $(TEST_PACKAGES)
+	@scripts/ensure-python-peers.sh
+	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+	  $(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan --filter '$(TSAN_TESTS)'
+
 config-check:
 	@for f in config/*.yaml; do .build/debug/bessd check-config --quiet "$$f" || exit 1; done
 	@echo "config: every file in config/ is valid"
@@ -98,4 +108,4 @@ deb:
 	@echo "built dist/bessd_$(VERSION)_amd64.deb"
 
 clean:
-	rm -rf .build .build-static dist
+	rm -rf .build .build-static .build-tsan dist

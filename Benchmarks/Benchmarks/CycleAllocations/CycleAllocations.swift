@@ -1,6 +1,8 @@
 import Benchmark
 import ControlCore
+import Glibc
 import Runtime
+import Synchronization
 
 /// Heap allocations of the control cycle in its steady state: the exact code the cycle thread runs
 /// each period (CycleBody.run: mailbox, the site's step, status and statistics published under the
@@ -13,7 +15,14 @@ let benchmarks: @Sendable () -> Void = {
 
     for units in [1, 8, 32] {
         Benchmark("1000 cycles, \(units) simulated units") { benchmark in
-            let body = makeCycle(units: units)
+            let (body, shared) = makeCycle(units: units)
+            // A reader on another thread hammers what status, /metrics and the uplink read, copying
+            // into storage of its own under the same lock; the cycle must not copy-on-write or
+            // allocate because of it. (The reader copies into preallocated storage, so any
+            // allocation counted in the measured window is the cycle's.)
+            let reader = Reader(shared: shared)
+            reader.start()
+            defer { reader.stop() }
             var now = MonotonicInstant(nanoseconds: 1_000_000_000)
             for _ in 0..<3000 {
                 now = now + .milliseconds(100)
@@ -26,6 +35,7 @@ let benchmarks: @Sendable () -> Void = {
             }
             benchmark.stopMeasurement()
             blackHole(body.cycles)
+            precondition(reader.reads.load(ordering: .relaxed) > 0, "the reader never ran")
         }
     }
 
@@ -35,7 +45,41 @@ let benchmarks: @Sendable () -> Void = {
     }
 }
 
-func makeCycle(units: Int) -> CycleBody {
+/// Reads every unit's status and the cycle statistics in a loop, as fast as the lock allows.
+final class Reader: @unchecked Sendable {
+    let shared: SharedState
+    let running = Atomic<Bool>(false)
+    let reads = Atomic<UInt64>(0)
+    var thread = pthread_t()
+    var units: [UnitStatus]
+    var statistics = CycleStatistics()
+
+    init(shared: SharedState) {
+        self.shared = shared
+        units = [UnitStatus](repeating: UnitStatus(), count: shared.unitCount)
+    }
+
+    func start() {
+        running.store(true, ordering: .relaxed)
+        let box = Unmanaged.passRetained(self)
+        pthread_create(&thread, nil, { raw in
+            let reader = Unmanaged<Reader>.fromOpaque(raw!).takeRetainedValue()
+            while reader.running.load(ordering: .relaxed) {
+                reader.shared.read(units: &reader.units)
+                reader.shared.read(statistics: &reader.statistics)
+                reader.reads.add(1, ordering: .relaxed)
+            }
+            return nil
+        }, box.toOpaque())
+    }
+
+    func stop() {
+        running.store(false, ordering: .relaxed)
+        pthread_join(thread, nil)
+    }
+}
+
+func makeCycle(units: Int) -> (CycleBody, SharedState) {
     var yaml = """
     mode: simulation
     period_ms: 100
@@ -55,5 +99,6 @@ func makeCycle(units: Int) -> CycleBody {
     }
     let configuration = try! ConfigLoader.parse(yaml, file: "benchmark.yaml")
     let runner = try! SiteRunner(configuration: configuration, startedAt: MonotonicInstant(nanoseconds: 1_000_000_000)) { _ in }
-    return CycleBody(runner: runner, shared: SharedState(units: units))
+    let shared = SharedState(units: units)
+    return (CycleBody(runner: runner, shared: shared), shared)
 }
