@@ -47,6 +47,8 @@ let package = Package(
         // Pure control law: no I/O, no Foundation, an injected clock.
         // `rounded()` lowers to libm's round(); link libm so the library stands alone.
         .target(name: "ControlCore", swiftSettings: swiftSettings, linkerSettings: [.linkedLibrary("m")]),
+        // What bessctl needs and nothing more: the control socket's client and the version.
+        .target(name: "ControlProtocol", swiftSettings: swiftSettings),
         .target(
             name: "Fieldbus",
             dependencies: ["ControlCore", "CModbus", "CSocketCAN"],
@@ -55,7 +57,7 @@ let package = Package(
         .target(
             name: "Runtime",
             dependencies: [
-                "ControlCore", "Fieldbus", "Plant", "Uplink", "CSystemd",
+                "ControlCore", "ControlProtocol", "Fieldbus", "Plant", "Uplink", "CSystemd",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -74,21 +76,22 @@ let package = Package(
         .executableTarget(
             name: "bessd",
             dependencies: [
-                "Runtime", "ControlCore", .product(name: "Logging", package: "swift-log"),
+                "Runtime", "ControlCore", "ControlProtocol", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
         .executableTarget(
             name: "bessctl",
+            // No NIO, TLS, HTTP client or YAML: a socket client, the protocol and the trip-code table.
             dependencies: [
-                "Runtime",
+                "ControlProtocol", "ControlCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
         .executableTarget(
             name: "bess-hil",
             dependencies: [
-                "Plant", "Runtime", "ControlCore", "Uplink", "Fieldbus",
+                "Plant", "Runtime", "ControlCore", "ControlProtocol", "Uplink", "Fieldbus",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Yams", package: "Yams"),
             ],
@@ -122,7 +125,7 @@ let package = Package(
         .testTarget(
             name: "RuntimeTests",
             dependencies: [
-                "Runtime", "ControlCore", "Fieldbus", "Plant", "Uplink", "CSystemd",
+                "Runtime", "ControlCore", "ControlProtocol", "Fieldbus", "Plant", "Uplink", "CSystemd",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),

@@ -1,5 +1,6 @@
 import ControlCore
 import Fieldbus
+import ControlProtocol
 import Foundation
 import Glibc
 import Synchronization

@@ -1,4 +1,5 @@
 import CSystemd
+import ControlProtocol
 import Foundation
 import Glibc
 public import Logging

@@ -1,5 +1,6 @@
 public import ControlCore
 import Fieldbus
+import ControlProtocol
 import Foundation
 public import Plant
 import Synchronization

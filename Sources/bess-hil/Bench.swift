@@ -1,6 +1,7 @@
 import ArgumentParser
 import ControlCore
 import Fieldbus
+import ControlProtocol
 import Foundation
 import Glibc
 import Plant

@@ -1,4 +1,5 @@
 import ControlCore
+import ControlProtocol
 import Foundation
 import Glibc
 import Plant

@@ -1,7 +1,7 @@
 import ArgumentParser
 import ControlCore
 import Foundation
-import Runtime
+import ControlProtocol
 
 @main
 struct Bessctl: ParsableCommand {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import ControlCore
+import ControlProtocol
 import Foundation
 import Logging
 import Runtime

@@ -1,3 +1,4 @@
+import ControlProtocol
 import Foundation
 import Glibc
 @testable import Runtime

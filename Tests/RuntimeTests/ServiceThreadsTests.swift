@@ -1,5 +1,6 @@
 import ControlCore
 import Fieldbus
+import ControlProtocol
 import Foundation
 import Glibc
 import Logging
@@ -172,5 +173,30 @@ struct ServiceThreadsTests {
         let after = shared.contents.withLock { c in c.stats.histogram.counts.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) } }
         #expect(after == cycleBuffer)  // no copy-on-write: the same storage
         #expect(units.count == c.units.count && stats.cycles == 1)
+    }
+}
+
+@Suite("What each program links")
+struct LinkageTests {
+    /// Symbols of `program` whose mangled names mention one of `modules`.
+    static func symbols(_ program: String, mentioning modules: [String]) throws -> [String] {
+        let url = try #require(Package.executable(program))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/nm")
+        process.arguments = [url.path]
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+            .filter { line in modules.contains { line.contains($0) } }
+    }
+
+    @Test("bessctl links no NIO, TLS, HTTP client, YAML or daemon code; bessd does (the check can see them)")
+    func bessctlIsSmall() throws {
+        let heavy = ["7NIOCore", "6NIOSSL", "15AsyncHTTPClient", "4Yams", "7Runtime", "5Plant", "6Uplink"]
+        #expect(try Self.symbols("bessctl", mentioning: heavy).isEmpty)
+        #expect(try !Self.symbols("bessd", mentioning: ["7NIOCore", "4Yams"]).isEmpty)
     }
 }

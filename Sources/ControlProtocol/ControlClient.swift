@@ -1,28 +1,43 @@
 import Foundation
-import Glibc
+public import Glibc
 
-/// The client side, for bessctl and tests.
+/// Why a control request failed on the client's side (`CONTROL_SOCKET_UNREACHABLE`,
+/// `CONTROL_NO_ANSWER`, …). bessd's own refusals come back as `{"ok": false, "code": …}` answers.
+public struct ControlError: Error, CustomStringConvertible {
+    /// Stable code, e.g. `CONTROL_SOCKET_UNREACHABLE`.
+    public var code: String
+    public var message: String
+    public init(code: String, message: String) {
+        self.code = code
+        self.message = message
+    }
+    public var description: String { "\(code): \(message)" }
+}
+
+/// The control protocol: one JSON object per line each way over bessd's Unix stream socket. The
+/// client side, for bessctl, bess-hil and tests; it links nothing of the daemon.
 public enum ControlClient {
     /// Sends one request and waits for its answer.
     public static func request(_ object: [String: Any], socket path: String, timeout: Duration = .seconds(5))
-        throws(RunError) -> [String: Any]
+        throws(ControlError) -> [String: Any]
     {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         guard fd >= 0, var address = unixAddress(path) else {
-            throw RunError(code: "CONTROL_SOCKET_FAILED", message: "bad socket path \(path)")
+            throw ControlError(code: "CONTROL_SOCKET_FAILED", message: "bad socket path \(path)")
         }
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         guard connected == 0 else {
-            throw RunError(code: "CONTROL_SOCKET_UNREACHABLE",
+            throw ControlError(code: "CONTROL_SOCKET_UNREACHABLE",
                            message: "cannot connect to \(path): \(String(cString: strerror(errno))) (is bessd running? --socket PATH)")
         }
-        var tv = timeval(tv_sec: Int(timeout.components.seconds), tv_usec: 0)
+        let micros = max(1000, timeout.components.seconds * 1_000_000 + timeout.components.attoseconds / 1_000_000_000_000)
+        var tv = timeval(tv_sec: Int(micros / 1_000_000), tv_usec: Int(micros % 1_000_000))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         guard var data = try? JSONSerialization.data(withJSONObject: object) else {
-            throw RunError(code: "BAD_REQUEST", message: "request is not JSON")
+            throw ControlError(code: "BAD_REQUEST", message: "request is not JSON")
         }
         data.append(0x0A)
         _ = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
@@ -36,21 +51,23 @@ public enum ControlClient {
         guard let end = received.firstIndex(of: 0x0A),
               let answer = try? JSONSerialization.jsonObject(with: Data(received[..<end])) as? [String: Any]
         else {
-            throw RunError(code: "CONTROL_NO_ANSWER", message: "bessd did not answer in time")
+            throw ControlError(code: "CONTROL_NO_ANSWER", message: "bessd did not answer in time")
         }
         return answer
     }
 }
 
 /// `struct ucred` (needs _GNU_SOURCE in C, so Swift does not see it): pid, uid, gid.
-struct PeerCredentials {
-    var pid: Int32 = 0
-    var uid: UInt32 = 0
-    var gid: UInt32 = 0
+public struct PeerCredentials {
+    public var pid: Int32 = 0
+    public var uid: UInt32 = 0
+    public var gid: UInt32 = 0
+    public init() {}
 }
 
 /// A `sockaddr_un` for `path`, or nil when the path does not fit (108 bytes with its terminator).
-func unixAddress(_ path: String) -> sockaddr_un? {
+/// The one home of this helper: the control socket, its client and the journal socket use it.
+public func unixAddress(_ path: String) -> sockaddr_un? {
     var address = sockaddr_un()
     address.sun_family = sa_family_t(AF_UNIX)
     let bytes = Array(path.utf8)
