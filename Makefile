@@ -18,7 +18,7 @@ TEST_PACKAGES := mbpoll can-utils socat python3-pip systemd dpkg-dev gnuplot-nox
 PREFIX ?= /usr
 DESTDIR ?=
 SYSCONFDIR ?= /etc
-VERSION := $(shell sed -n 's/.*static let string = "\(.*\)"/\1/p' Sources/Runtime/Version.swift)
+VERSION := $(shell sed -n 's/.*static let string = "\(.*\)"/\1/p' Sources/ControlProtocol/Version.swift)
 STATIC_BUILD := .build-static/release
 
 all: build

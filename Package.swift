@@ -19,7 +19,9 @@ let package = Package(
         .executable(name: "bess-aggregator", targets: ["bess-aggregator"]),
         .library(name: "ControlCore", targets: ["ControlCore"]),
         // For the nested benchmark package (Benchmarks/Package.swift).
-        .library(name: "Runtime", targets: ["Runtime"]),
+        .library(name: "Cycle", targets: ["Cycle"]),
+        .library(name: "Plant", targets: ["Plant"]),
+        .library(name: "Config", targets: ["Config"]),
     ],
     dependencies: [
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
@@ -53,12 +55,22 @@ let package = Package(
             name: "Fieldbus",
             dependencies: ["ControlCore", "CModbus", "CSocketCAN"],
             swiftSettings: swiftSettings),
-        .target(name: "Plant", dependencies: ["ControlCore", "Fieldbus", "CModbus"], swiftSettings: swiftSettings),
+        // Configuration: the YAML schema, its diagnostics and the mapping to control settings (the only Yams user).
         .target(
-            name: "Runtime",
+            name: "Config",
+            dependencies: ["ControlCore", "Fieldbus", .product(name: "Yams", package: "Yams")],
+            swiftSettings: swiftSettings),
+        // The real-time cycle and the bus workers behind the SiteIO seam; never imports the simulator.
+        .target(name: "Cycle", dependencies: ["ControlCore", "Fieldbus", "Config"], swiftSettings: swiftSettings),
+        // The simulator: battery, inverter and grid models, the HIL plant, and SimulatedSite (a SiteIO).
+        .target(
+            name: "Plant", dependencies: ["ControlCore", "Fieldbus", "CModbus", "Config", "Cycle"],
+            swiftSettings: swiftSettings),
+        // bessd as a service: lifecycle, watchdog, control socket, metrics, journal, latches, uplink recorder.
+        .target(
+            name: "Service",
             dependencies: [
-                "ControlCore", "ControlProtocol", "Fieldbus", "Plant", "Uplink", "CSystemd",
-                .product(name: "Yams", package: "Yams"),
+                "ControlCore", "ControlProtocol", "Config", "Cycle", "Uplink", "CSystemd",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
@@ -76,7 +88,8 @@ let package = Package(
         .executableTarget(
             name: "bessd",
             dependencies: [
-                "Runtime", "ControlCore", "ControlProtocol", .product(name: "Logging", package: "swift-log"),
+                "Service", "Cycle", "Config", "Plant", "ControlCore", "ControlProtocol",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
@@ -91,7 +104,7 @@ let package = Package(
         .executableTarget(
             name: "bess-hil",
             dependencies: [
-                "Plant", "Runtime", "ControlCore", "ControlProtocol", "Uplink", "Fieldbus",
+                "Plant", "Cycle", "Config", "ControlCore", "ControlProtocol", "Uplink", "Fieldbus",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Yams", package: "Yams"),
             ],
@@ -121,11 +134,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
         .testTarget(name: "UplinkTests", dependencies: ["Uplink", "ControlCore"], swiftSettings: swiftSettings),
-        .testTarget(name: "PlantTests", dependencies: ["Plant", "ControlCore", "Fieldbus"], swiftSettings: swiftSettings),
+        .testTarget(name: "PlantTests", dependencies: ["Plant", "ControlCore", "Fieldbus", "Config", "Cycle"], swiftSettings: swiftSettings),
+        // Configuration, the cycle, the simulated site and the daemon, in and out of process.
         .testTarget(
-            name: "RuntimeTests",
+            name: "ServiceTests",
             dependencies: [
-                "Runtime", "ControlCore", "ControlProtocol", "Fieldbus", "Plant", "Uplink", "CSystemd",
+                "Service", "Cycle", "Config", "ControlCore", "ControlProtocol", "Fieldbus", "Plant", "Uplink", "CSystemd",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),

@@ -16,7 +16,9 @@ let package = Package(
             name: "CycleAllocations",
             dependencies: [
                 .product(name: "Benchmark", package: "benchmark"),
-                .product(name: "Runtime", package: "main"),
+                .product(name: "Cycle", package: "main"),
+                .product(name: "Plant", package: "main"),
+                .product(name: "Config", package: "main"),
                 .product(name: "ControlCore", package: "main"),
             ],
             path: "Benchmarks/CycleAllocations",

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the SocketCAN test suite (Tests/RuntimeTests/SocketCANTests.swift) against virtual CAN.
+# Runs the SocketCAN test suite (Tests/ServiceTests/SocketCANTests.swift) against virtual CAN.
 # When this kernel has vcan and we are root, directly; otherwise inside a VM booted from Debian's
 # kernel with virtme-ng (this build machine's kernel has no CAN). The VM sees the host's root
 # filesystem but not its temporary directories or root's home, so what it runs is staged under

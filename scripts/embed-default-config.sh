@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates Sources/Runtime/EmbeddedConfiguration.swift from config/simulation.yaml.
-# A test (RuntimeTests) fails when the two differ, so run this after editing the YAML.
+# Regenerates Sources/Config/EmbeddedConfiguration.swift from config/simulation.yaml.
+# A test (ServiceTests) fails when the two differ, so run this after editing the YAML.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 {
@@ -13,4 +13,4 @@ cd "$(dirname "$0")/.."
   cat config/simulation.yaml
   echo '"""#'
   echo '}'
-} > Sources/Runtime/EmbeddedConfiguration.swift
+} > Sources/Config/EmbeddedConfiguration.swift

@@ -1,5 +1,6 @@
 public import ControlCore
 public import Fieldbus
+public import Config
 
 /// One simulated battery unit (BMS + inverter) as bessd sees it in `mode: simulation`: the latest
 /// values, stamped with the instant they were measured.
@@ -109,23 +110,4 @@ public struct SimulatedUnit: Sendable {
     }
 }
 
-/// Values a BMS reports in place of the battery model's: how a HIL scenario makes each interlock
-/// see its condition. nil = the model's own value.
-public struct BMSOverride: Sendable, Equatable {
-    public var socPercent: Double?
-    public var packVoltage: Double?
-    /// A, + = charge.
-    public var packCurrent: Double?
-    public var cellVoltageMin: Double?
-    public var cellVoltageMax: Double?
-    public var temperatureMin: Double?
-    public var temperatureMax: Double?
-    public var chargeCurrentLimit: Double?
-    public var dischargeCurrentLimit: Double?
-    public var protections: BMSConditions?
-    public var alarms: BMSConditions?
-    public var chargeEnabled: Bool?
-    public var dischargeEnabled: Bool?
-    public init() {}
-    public var isEmpty: Bool { self == BMSOverride() }
-}
+

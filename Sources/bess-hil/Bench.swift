@@ -5,7 +5,8 @@ import ControlProtocol
 import Foundation
 import Glibc
 import Plant
-import Runtime
+import Cycle
+import Config
 import Synchronization
 
 /// Measurements for `make bench`: times on the wire, between the plant's side of a change and the

@@ -2,7 +2,8 @@ import ArgumentParser
 import ControlProtocol
 import Foundation
 import Plant
-import Runtime
+import Cycle
+import Config
 import Uplink
 import Glibc
 

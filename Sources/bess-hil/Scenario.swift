@@ -3,7 +3,8 @@ import ControlProtocol
 import Foundation
 import Glibc
 import Plant
-import Runtime
+import Cycle
+import Config
 import Yams
 
 /// A HIL scenario: a timeline (grid frequency, injected faults, dispatch, operator commands, bessd

@@ -3,7 +3,8 @@ import ControlProtocol
 import Foundation
 import Glibc
 import Plant
-import Runtime
+import Cycle
+import Config
 import Yams
 
 /// Plays one scenario: the plant in this process, bessd (and bess-aggregator when the timeline

@@ -3,7 +3,10 @@ import ControlCore
 import ControlProtocol
 import Foundation
 import Logging
-import Runtime
+import Config
+import Cycle
+import Plant
+import Service
 
 @main
 struct Bessd: ParsableCommand {
@@ -81,7 +84,14 @@ struct Run: ParsableCommand {
         }
         let daemon: Daemon
         do {
-            daemon = try Daemon(configuration: loaded, configPath: config.map(absolute), logger: logger, say: say)
+            // The composition root: the simulated site only when the configuration simulates
+            // something (modes simulation and hil); mode hardware gets real devices only.
+            daemon = try Daemon(configuration: loaded, configPath: config.map(absolute), logger: logger, say: say) {
+                started, output throws(RunError) in
+                loaded.usesSimulation
+                    ? try SiteRunner.make(configuration: loaded, startedAt: started, output: output)
+                    : try SiteRunner.hardware(configuration: loaded, startedAt: started, output: output)
+            }
         } catch {
             FileHandle.standardError.write(Data("bessd: \(error)\n".utf8))
             throw ExitCode(ExitStatus.cannotRun)

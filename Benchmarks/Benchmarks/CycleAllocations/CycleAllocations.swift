@@ -1,7 +1,9 @@
 import Benchmark
 import ControlCore
 import Glibc
-import Runtime
+import Plant
+import Cycle
+import Config
 import Synchronization
 
 /// Heap allocations of the control cycle in its steady state: the exact code the cycle thread runs
@@ -98,7 +100,7 @@ func makeCycle(units: Int) -> (CycleBody, SharedState) {
         yaml += "  - {id: BENCH_\(i), campus_id: BENCH, capacity_kwh: 250, max_power_kw: 100}\n"
     }
     let configuration = try! ConfigLoader.parse(yaml, file: "benchmark.yaml")
-    let runner = try! SiteRunner(configuration: configuration, startedAt: MonotonicInstant(nanoseconds: 1_000_000_000)) { _ in }
+    let runner = try! SiteRunner.make(configuration: configuration, startedAt: MonotonicInstant(nanoseconds: 1_000_000_000)) { _ in }
     let shared = SharedState(units: units)
     return (CycleBody(runner: runner, shared: shared), shared)
 }

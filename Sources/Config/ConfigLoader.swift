@@ -1,0 +1,607 @@
+import ControlCore
+import Fieldbus
+import Foundation
+internal import Yams
+
+/// Loads and validates a bessd configuration.
+public enum ConfigLoader {
+    /// Loads the file at `path`.
+    public static func load(path: String) throws(ConfigurationError) -> BessdConfiguration {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            let reason = access(path, R_OK) == 0 ? "not a readable file" : String(cString: strerror(errno))
+            throw ConfigurationError([ConfigDiagnostic(
+                code: "CONFIG_UNREADABLE", file: path, line: nil, keyPath: "", message: "cannot read the file: \(reason)")])
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw ConfigurationError([ConfigDiagnostic(
+                code: "CONFIG_UNREADABLE", file: path, line: nil, keyPath: "", message: "the file is not UTF-8 text")])
+        }
+        return try parse(text, file: path)
+    }
+
+    /// Parses configuration text; `file` names it in diagnostics.
+    public static func parse(_ text: String, file: String) throws(ConfigurationError) -> BessdConfiguration {
+        let root: Node?
+        do {
+            root = try Yams.compose(yaml: text)
+        } catch {
+            throw ConfigurationError([syntaxDiagnostic(error, file: file)])
+        }
+        guard let root else {
+            throw ConfigurationError([ConfigDiagnostic(file: file, line: 1, keyPath: "", message: "the file is empty")])
+        }
+        let reader = ConfigReader(file: file)
+        let configuration = decode(root, reader)
+        if reader.hasErrors || configuration == nil {
+            // Stable sort by line, so errors read top to bottom like the file.
+            let errors = reader.diagnostics.filter { $0.severity == .error }.enumerated()
+                .sorted { ($0.element.line ?? 0, $0.offset) < ($1.element.line ?? 0, $1.offset) }.map(\.element)
+            throw ConfigurationError(errors)
+        }
+        var loaded = configuration!
+        loaded.notices = reader.diagnostics.filter { $0.severity == .notice }
+        return loaded
+    }
+
+    static func syntaxDiagnostic(_ error: any Error, file: String) -> ConfigDiagnostic {
+        var line: Int?
+        var problem = "\(error)"
+        if let yamlError = error as? YamlError {
+            switch yamlError {
+            case .scanner(_, let p, let mark, _), .parser(_, let p, let mark, _), .composer(_, let p, let mark, _):
+                line = mark.line
+                problem = p
+            case .duplicatedKeysInMapping(let duplicates, let context):
+                line = context.mark.line
+                problem = "duplicate key \(duplicates.joined(separator: ", "))"
+            case .reader(let p, _, _, _):
+                problem = p
+            default:
+                break
+            }
+        }
+        return ConfigDiagnostic(code: "CONFIG_SYNTAX", file: file, line: line, keyPath: "",
+                                message: "YAML syntax error: \(problem)")
+    }
+
+    static func idPattern(_ text: String) -> Bool {
+        !text.isEmpty && text.count <= 64
+            && text.unicodeScalars.allSatisfy {
+                ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || "_-.".unicodeScalars.contains($0)
+            }
+    }
+
+    static func decode(_ root: Node, _ r: ConfigReader) -> BessdConfiguration? {
+        guard let top = r.fields(root, "") else { return nil }
+        let mode = decodeMode(top, r)
+        let period = top.int("period_ms", default: 100, range: 10...1000, unit: "milliseconds")!
+        let socket = top.string("control_socket", default: "/run/bessd/control.sock",
+                                pattern: { $0.hasPrefix("/") && $0.utf8.count < 108 },
+                                rule: "must be an absolute path shorter than 108 bytes")!
+        let state = top.string("state_directory", default: "/var/lib/bessd", pattern: { $0.hasPrefix("/") },
+                               rule: "must be an absolute path")!
+        let grid = decodeGrid(top.fields("grid_integration"), r, top, mode: mode)
+        let units = decodeUnits(top, r, mode: mode)
+        var limitRamp = 10.0
+        var scheduleRamp = 10.0
+        if let limits = top.fields("limits") {
+            limitRamp = limits.double("ramp_percent_per_s", default: 10, range: 0...1000, exclusiveLower: true, unit: "%/s")!
+            scheduleRamp = limits.double("schedule_ramp_percent_per_s", default: 10, range: 0...1000,
+                                         exclusiveLower: true, unit: "%/s")!
+            limits.finish(known: "ramp_percent_per_s, schedule_ramp_percent_per_s")
+        }
+        let interlocks = decodeInterlocks(top.fields("interlocks"), r)
+        var aggregator: AggregatorConfiguration?
+        if let fields = top.fields("aggregator") {
+            let url = fields.string("url", pattern: { $0.hasPrefix("https://") || $0.hasPrefix("http://") },
+                                    rule: "must be an http:// or https:// URL")
+            if url == nil, !fields.has("url") { r.error(fields.node, fields.child("url"), "is required") }
+            let token = fields.string("token_file", pattern: { $0.hasPrefix("/") }, rule: "must be an absolute path")
+            let interval = fields.double("interval_s", default: 1, range: 0.1...3600, unit: "seconds")!
+            let site = fields.string("site_id", pattern: idPattern, rule: "must be 1–64 letters, digits, '_', '-' or '.'")
+            let absolute: (String) -> Bool = { $0.hasPrefix("/") }
+            let ca = fields.string("ca_file", pattern: absolute, rule: "must be an absolute path")
+            let cert = fields.string("client_cert_file", pattern: absolute, rule: "must be an absolute path")
+            let key = fields.string("client_key_file", pattern: absolute, rule: "must be an absolute path")
+            if (cert == nil) != (key == nil), fields.has("client_cert_file") || fields.has("client_key_file") {
+                r.error(fields.node, fields.child("client_key_file"), "client_cert_file and client_key_file go together")
+            }
+            let spoolMB = fields.int("spool_max_mb", default: 64, range: 1...65536, unit: "MB")!
+            fields.finish(known: "url, token_file, interval_s, site_id, ca_file, client_cert_file, client_key_file, spool_max_mb")
+            aggregator = AggregatorConfiguration(url: url ?? "", tokenFile: token, intervalSeconds: interval, siteID: site ?? "",
+                                                 caFile: ca, clientCertFile: cert, clientKeyFile: key, spoolMaxMB: spoolMB)
+        }
+        let simulation = decodeSimulation(top.fields("simulation"), grid?.droop.nominal.value ?? 50,
+                                          units: units?.map(\.id) ?? [], file: r.file, r)
+        if mode == .hardware, !simulation.faults.isEmpty, let faults = top.fields("simulation")?.mark("faults") {
+            r.error(faults, "simulation.faults", Self.notInHardware)
+        }
+        var realtime: RealtimeSettings?
+        if let rt = top.fields("realtime") {
+            let priority = rt.int("priority", default: 60, range: 1...99)!
+            let lock = rt.bool("lock_memory", default: true)
+            let latency = rt.int("cpu_dma_latency_us", range: 0...10_000, unit: "µs")
+            rt.finish(known: "priority, lock_memory, cpu_dma_latency_us")
+            realtime = RealtimeSettings(priority: priority, lockMemory: lock,
+                                        cpuDMALatencyMicroseconds: rt.has("cpu_dma_latency_us") ? latency : 0)
+        }
+        let metrics = top.string("metrics_listen", pattern: { text in
+            let parts = text.split(separator: ":")
+            return parts.count == 2 && UInt16(parts[1]) != nil && parts[0].split(separator: ".").count == 4
+        }, rule: "must be IPV4:PORT, e.g. 127.0.0.1:9464")
+        top.finish(known: "mode, period_ms, control_socket, state_directory, bess_units, grid_integration, limits, interlocks, aggregator, simulation, realtime, metrics_listen")
+        guard let grid, let units else { return nil }
+        if var a = aggregator, a.siteID.isEmpty {
+            a.siteID = units.first?.campusID.flatMap { idPattern($0) ? $0 : nil } ?? "site"
+            aggregator = a
+        }
+        if grid.frequencySource == .inverter, units.isEmpty {
+            r.error(top.mark("grid_integration"), "grid_integration.frequency_source", "needs at least one unit")
+        }
+        return BessdConfiguration(
+            mode: mode, periodMs: period, controlSocket: socket, stateDirectory: state, units: units, grid: grid,
+            limitRampPercentPerSecond: limitRamp, scheduleRampPercentPerSecond: scheduleRamp, interlocks: interlocks,
+            aggregator: aggregator, simulation: simulation, realtime: realtime, metricsListen: metrics, notices: [])
+    }
+
+    /// `mode:` — simulation, hil or hardware. The seed's names for mixed rigs mean `hil`.
+    static func decodeMode(_ top: ConfigReader.Fields, _ r: ConfigReader) -> RunMode {
+        let aliases = ["hardware-in-loop", "hardware_in_loop", "grid-connected-simulation", "grid_connected_simulation"]
+        if let name = top.node("mode")?.scalar?.string, aliases.contains(name) {
+            r.notice(top.mark("mode"), "mode", "'\(name)' is read as mode hil (real and simulated devices mixed)")
+            return .hil
+        }
+        return top.choice("mode", RunMode.allCases.map { ($0.rawValue, $0) }, default: .simulation)
+    }
+
+    /// The frequency source a mode uses when the file names none: only `simulation` simulates it.
+    static func defaultFrequencySource(_ mode: RunMode) -> FrequencySource {
+        mode == .simulation ? .simulated : .inverter
+    }
+
+    static func decodeGrid(_ fields: ConfigReader.Fields?, _ r: ConfigReader, _ top: ConfigReader.Fields, mode runMode: RunMode)
+        -> GridConfiguration?
+    {
+        guard let fields else {
+            if !top.has("grid_integration") {
+                return GridConfiguration(mode: "simulation", frequencySource: defaultFrequencySource(runMode), droop: .seedDefault)
+            }
+            return nil
+        }
+        let mode = fields.choice("mode", [("simulation", "simulation"), ("posoco", "posoco"), ("pmu", "pmu")],
+                                 default: "simulation")
+        if mode != "simulation" {
+            r.notice(fields.mark("mode"), fields.child("mode"),
+                     "'\(mode)' frequency feeds are not part of bessd; frequency comes from frequency_source")
+        }
+        let source = fields.choice("frequency_source", [("simulated", FrequencySource.simulated), ("inverter", .inverter)],
+                                   default: defaultFrequencySource(runMode))
+        if runMode == .hardware, source == .simulated {
+            r.error(fields.mark("frequency_source"), fields.child("frequency_source"), Self.notInHardware, got: "simulated")
+        }
+        fields.acknowledge("scada_enabled", "SCADA integration is not part of bessd; the key is ignored")
+        var droop = DroopSettings.seedDefault
+        if let d = fields.fields("droop_settings") {
+            droop.enabled = d.bool("enabled", default: true)
+            droop.nominal = Hertz(d.choice("nominal_hz", [("50", 50.0), ("60", 60.0)], default: 50))
+            if let band = d.sequence("deadband_hz") {
+                let values = band.map { $0.int.map(Double.init) ?? $0.float }
+                if values.count != 2 || values.contains(where: { $0 == nil }) {
+                    r.error(d.mark("deadband_hz"), d.child("deadband_hz"), "expected two numbers [low, high] in Hz",
+                            got: "[" + band.map { $0.scalar?.string ?? "?" }.joined(separator: ", ") + "]")
+                } else {
+                    let low = values[0]!, high = values[1]!
+                    let nominal = droop.nominal.value
+                    if !(low <= high) {
+                        r.error(d.mark("deadband_hz"), d.child("deadband_hz"), "low edge must not be above the high edge",
+                                got: "[\(format(low)), \(format(high))]")
+                    } else if !(low <= nominal && nominal <= high) || nominal - low > 1 || high - nominal > 1 {
+                        r.error(d.mark("deadband_hz"), d.child("deadband_hz"),
+                                "must contain the nominal \(format(nominal)) Hz and lie within 1 Hz of it",
+                                got: "[\(format(low)), \(format(high))]")
+                    } else {
+                        droop.deadbandLow = Hertz(low)
+                        droop.deadbandHigh = Hertz(high)
+                    }
+                }
+            }
+            let both = d.double("droop_percent", default: 5, range: 0...100, exclusiveLower: true, unit: "%")!
+            droop.droopUnderPercent = d.double("droop_percent_under", default: both, range: 0...100, exclusiveLower: true, unit: "%")!
+            droop.droopOverPercent = d.double("droop_percent_over", default: both, range: 0...100, exclusiveLower: true, unit: "%")!
+            droop.reference = d.choice("reference", [("edge", DroopReference.edge), ("nominal", .nominal)], default: .edge)
+            let response = d.double("response_time_s", default: 5, range: 0...600, unit: "seconds")!
+            droop.responseTime = .seconds(fromDouble: response)
+            d.finish(known: "enabled, nominal_hz, deadband_hz, droop_percent, droop_percent_under, droop_percent_over, reference, response_time_s")
+        }
+        fields.finish(known: "mode, frequency_source, scada_enabled, droop_settings")
+        return GridConfiguration(mode: mode, frequencySource: source, droop: droop)
+    }
+
+    /// The message for a simulated input in hardware mode.
+    static let notInHardware = "not allowed in mode hardware; use mode hil"
+
+    static func decodeUnits(_ top: ConfigReader.Fields, _ r: ConfigReader, mode: RunMode) -> [UnitConfiguration]? {
+        guard let list = top.sequence("bess_units") else {
+            if !top.has("bess_units") {
+                r.error(top.node, "bess_units", "is required: list at least one unit")
+            } else if top.mark("bess_units").map({ if case .scalar = $0 { true } else { false } }) ?? false {
+                // `bess_units:` with nothing after it, or `~`.
+                r.error(top.mark("bess_units"), "bess_units", "list at least one unit", got: "an empty value")
+            }
+            return nil
+        }
+        if list.isEmpty { r.error(top.mark("bess_units"), "bess_units", "list at least one unit", got: "[]") }
+        var units: [UnitConfiguration] = []
+        var seen: [String: Int] = [:]
+        for (index, node) in list.enumerated() {
+            let path = "bess_units[\(index)]"
+            guard let u = r.fields(node, path) else { continue }
+            let id = u.string("id", pattern: idPattern, rule: "must be 1–64 letters, digits, '_', '-' or '.'")
+            if id == nil && !u.has("id") { r.error(node, "\(path).id", "is required") }
+            if let id {
+                if let first = seen[id] {
+                    r.error(u.mark("id"), "\(path).id", "duplicates bess_units[\(first)].id", got: "'\(id)'")
+                }
+                seen[id] = index
+            }
+            let campus = u.string("campus_id")
+            let capacity = u.double("capacity_kwh", range: 0...1_000_000, exclusiveLower: true, unit: "kWh")
+            if capacity == nil && !u.has("capacity_kwh") { r.error(node, "\(path).capacity_kwh", "is required") }
+            let power = u.double("max_power_kw", range: 0...100_000, exclusiveLower: true, unit: "kW")
+            if power == nil && !u.has("max_power_kw") { r.error(node, "\(path).max_power_kw", "is required") }
+            let modbus = u.fields("modbus").flatMap { decodeModbus($0, r) }
+            var inverter = InverterSettings(simulated: false, protocolName: .sunspec)
+            var inverterStale = 3.0
+            if let inv = u.fields("inverter") {
+                inverter.simulated = inv.bool("simulated", default: false)
+                if mode == .hardware, inverter.simulated {
+                    r.error(inv.mark("simulated"), inv.child("simulated"), Self.notInHardware, got: "true")
+                }
+                inverter.protocolName = inv.choice("protocol", [("sunspec", .sunspec), ("register_map", .registerMap)],
+                                                   default: .sunspec)
+                inverterStale = inv.double("stale_after_s", default: 3, range: 0.05...60, unit: "seconds")!
+                if let map = inv.fields("register_map") {
+                    inverter.registerMap = decodeRegisterMap(map, r)
+                    if inverter.protocolName != .registerMap {
+                        r.error(inv.mark("register_map"), inv.child("register_map"), "needs protocol: register_map")
+                    }
+                } else if inverter.protocolName == .registerMap {
+                    r.error(inv.mark("protocol"), inv.child("register_map"), "is required for protocol: register_map")
+                }
+                inv.finish(known: "simulated, protocol, stale_after_s, register_map")
+            }
+            var bms = BMSSettings(simulated: false, interface: "can0", protocolName: .pylontech, bitrate: 500_000,
+                                  staleAfterSeconds: 3, cellsInSeries: 16)
+            if let b = u.fields("bms") {
+                bms.simulated = b.bool("simulated", default: false)
+                if mode == .hardware, bms.simulated {
+                    r.error(b.mark("simulated"), b.child("simulated"), Self.notInHardware, got: "true")
+                }
+                bms.interface = b.string("interface", default: "can0",
+                                         pattern: { !$0.isEmpty && $0.utf8.count <= 15 && !$0.contains("/") && !$0.contains(" ") },
+                                         rule: "must be a network interface name of at most 15 characters")!
+                bms.protocolName = b.choice("protocol", [("pylontech", .pylontech)], default: .pylontech)
+                bms.bitrate = b.int("bitrate", default: 500_000, range: 10_000...1_000_000, unit: "bit/s")!
+                bms.staleAfterSeconds = b.double("stale_after_s", default: 3, range: 0.1...60, unit: "seconds")!
+                bms.cellsInSeries = b.int("cells_in_series", default: 16, range: 1...1000)!
+                bms.manageInterface = b.bool("manage_interface", default: false)
+                bms.restartMs = b.int("restart_ms", default: 100, range: 0...60_000, unit: "milliseconds")!
+                b.finish(known: "simulated, interface, protocol, bitrate, stale_after_s, cells_in_series, manage_interface, restart_ms")
+            }
+            if mode != .simulation, !inverter.simulated, modbus == nil, !u.has("modbus") {
+                r.error(node, "\(path).modbus", "is required for a real inverter in mode \(mode.rawValue)"
+                        + (mode == .hil ? " (or set inverter.simulated: true)" : ""))
+            }
+            u.finish(known: "id, campus_id, capacity_kwh, max_power_kw, modbus, inverter, bms")
+            if let id, let capacity, let power {
+                units.append(UnitConfiguration(
+                    id: id, campusID: campus, capacityKWh: capacity, maxPowerKW: power, modbus: modbus,
+                    inverter: inverter, bms: bms, inverterStaleAfterSeconds: inverterStale))
+            }
+        }
+        // One BMS per CAN interface: the profile's frame IDs cannot tell two apart.
+        var interfaces: [String: String] = [:]
+        for unit in units where !(mode == .simulation || unit.bms.simulated) {
+            if let other = interfaces[unit.bms.interface] {
+                r.error(top.mark("bess_units"), "bess_units", "units \(other) and \(unit.id) share CAN interface "
+                        + "\(unit.bms.interface); each BMS needs its own", got: unit.bms.interface)
+            }
+            interfaces[unit.bms.interface] = unit.id
+        }
+        return units
+    }
+
+    static func decodeRegister(_ parent: ConfigReader.Fields, _ key: String, _ r: ConfigReader, required: Bool)
+        -> MappedRegister?
+    {
+        guard let f = parent.fields(key) else {
+            if required { r.error(parent.node, parent.child(key), "is required") }
+            return nil
+        }
+        let address = f.int("address", range: 0...65535)
+        if address == nil, !f.has("address") { r.error(f.node, f.child("address"), "is required") }
+        let type = f.choice("type", MappedRegister.ValueType.allCases.map { ($0.rawValue, $0) }, default: .int16)
+        let scale = f.double("scale", default: 1)!
+        if scale == 0 { r.error(f.mark("scale"), f.child("scale"), "must not be 0", got: "0") }
+        let order = f.choice("word_order", [("high_first", false), ("low_first", true)], default: false)
+        f.finish(known: "address, type, scale, word_order")
+        guard let address, scale != 0 else { return nil }
+        if address + (type == .int16 || type == .uint16 ? 1 : 2) > 65536 {
+            r.error(f.mark("address"), f.child("address"), "the value runs past register 65535", got: String(address))
+            return nil
+        }
+        return MappedRegister(address: address, type: type, scale: scale, lowWordFirst: order)
+    }
+
+    static func decodeRegisterMap(_ m: ConfigReader.Fields, _ r: ConfigReader) -> RegisterMapSpec? {
+        let power = decodeRegister(m, "power", r, required: true)
+        let frequency = decodeRegister(m, "frequency", r, required: false)
+        let fault = decodeRegister(m, "fault", r, required: false)
+        var faultValues: [Int64] = []
+        if let list = m.sequence("fault_values") {
+            for node in list {
+                if let value = node.int { faultValues.append(Int64(value)) } else {
+                    r.error(node, m.child("fault_values"), "expected whole numbers", got: ConfigReader.shown(node))
+                }
+            }
+        }
+        let setpoint = decodeRegister(m, "setpoint", r, required: true)
+        // The revert timer is not optional: a dead bessd must leave a safe inverter.
+        let revert = decodeRegister(m, "revert_timeout", r, required: true)
+        let enable = decodeRegister(m, "enable", r, required: false)
+        let enableValue = m.double("enable_value", default: 1)!
+        let rating = m.double("rating_kw", range: 0...100_000, exclusiveLower: true, unit: "kW")
+        m.finish(known: "power, frequency, fault, fault_values, setpoint, revert_timeout, enable, enable_value, rating_kw")
+        guard let power, let setpoint, let revert else { return nil }
+        return RegisterMapSpec(power: power, frequency: frequency, fault: fault, faultValues: faultValues, setpoint: setpoint,
+                               revertTimeout: revert, enable: enable, enableValue: enableValue,
+                               rating: rating.map { Watts.kilowatts($0) })
+    }
+
+    static func decodeModbus(_ m: ConfigReader.Fields, _ r: ConfigReader) -> ModbusSettings? {
+        let host = m.string("host", pattern: { !$0.isEmpty && !$0.contains(" ") }, rule: "must be a host name or address")
+        let device = m.string("device", pattern: { $0.hasPrefix("/dev/") || $0.hasPrefix("/") },
+                              rule: "must be an absolute device path such as /dev/ttyUSB0")
+        let port = m.int("port", default: 502, range: 1...65535)!
+        let timeout = m.int("timeout_ms", default: 500, range: 10...10_000, unit: "milliseconds")!
+        let serialKeys = ["baud", "parity", "data_bits", "stop_bits", "rs485"]
+        var transport: ModbusTransport?
+        var unitRange = 0...255
+        if host != nil && device != nil {
+            r.error(m.mark("device"), m.child("device"), "give either host (Modbus TCP) or device (Modbus RTU), not both")
+        } else if let device {
+            unitRange = 1...247
+            let baud = m.int("baud", default: 9600, range: 1200...921_600, unit: "baud")!
+            let standard = [1200, 2400, 4800, 9600, 19200, 38400, 57600, 115_200, 230_400, 460_800, 921_600]
+            if !standard.contains(baud) {
+                r.error(m.mark("baud"), m.child("baud"), "must be a standard rate (\(standard.map(String.init).joined(separator: ", ")))",
+                        got: String(baud))
+            }
+            let parity = m.choice("parity", [("none", SerialSettings.Parity.none), ("n", .none), ("even", .even), ("e", .even),
+                                             ("odd", .odd), ("o", .odd)], default: .even)
+            let dataBits = m.int("data_bits", default: 8, range: 7...8)!
+            let stopBits = m.int("stop_bits", default: 1, range: 1...2)!
+            let rs485 = m.bool("rs485", default: false)
+            transport = .rtu(SerialSettings(device: device, baud: baud, parity: parity, dataBits: dataBits,
+                                            stopBits: stopBits, rs485: rs485))
+        } else if let host {
+            for key in serialKeys where m.has(key) {
+                _ = m.node(key)
+                r.error(m.mark(key), m.child(key), "is a serial (RTU) setting; this endpoint is Modbus TCP (host)")
+            }
+            transport = .tcp(host: host, port: port)
+        } else if !m.has("host") && !m.has("device") {
+            r.error(m.node, m.path, "needs host (Modbus TCP) or device (Modbus RTU)")
+        }
+        let unitID = m.int("unit_id", default: 1, range: unitRange)!
+        m.finish(known: "host, port, device, baud, parity, data_bits, stop_bits, rs485, unit_id, timeout_ms")
+        return transport.map { ModbusSettings(transport: $0, unitID: unitID, timeoutMs: timeout) }
+    }
+
+    static func decodeInterlocks(_ fields: ConfigReader.Fields?, _ r: ConfigReader) -> [TripCode: InterlockOverride] {
+        guard let fields, case .mapping(let mapping) = fields.node else { return [:] }
+        var result: [TripCode: InterlockOverride] = [:]
+        let defaults = InterlockRule.defaultTable()
+        for (keyNode, valueNode) in mapping {
+            let name = keyNode.scalar?.string ?? ""
+            _ = fields.node(name)
+            let path = fields.child(name)
+            guard let code = TripCode(name: name), let rule = defaults.first(where: { $0.code == code }) else {
+                r.error(keyNode, path, "unknown interlock; see docs/interlocks.md for the codes")
+                continue
+            }
+            guard let o = r.fields(valueNode, path) else { continue }
+            var entry = InterlockOverride(enabled: o.bool("enabled", default: true))
+            let latches = rule.severity == .latch || o.node("severity")?.scalar?.string == "latch"
+            let essential = latches || code == .bmsCommLost || code == .inverterCommLost
+            if !entry.enabled, essential {
+                let why = latches ? "is a safety latch" : "stops power on stale data"
+                r.error(o.mark("enabled"), "\(path).enabled",
+                        "cannot be disabled: \(code.name) \(why); adjust its threshold instead", got: "false")
+            }
+            let physical = physicalRange(rule.metric)
+            entry.threshold = o.double("threshold", range: physical, unit: "\(rule.metric.unitSymbol)")
+            entry.hysteresis = o.double("hysteresis", range: 0...(physical.upperBound - physical.lowerBound),
+                                        unit: "\(rule.metric.unitSymbol)")
+            entry.delaySeconds = o.double("delay_s", range: 0...3600, unit: "seconds")
+            entry.holdSeconds = o.double("hold_s", range: 0...86_400, unit: "seconds")
+            entry.severity = o.choice("severity", [("warn", "warn"), ("derate", "derate"), ("trip", "trip"), ("latch", "latch")],
+                                      default: nil as String?)
+            entry.derateStart = o.double("derate_start", range: physical, unit: "\(rule.metric.unitSymbol)")
+            entry.direction = o.choice("direction", [("charge", PowerDirection.charge), ("discharge", .discharge), ("both", .both)],
+                                       default: nil as PowerDirection?)
+            let isDerate = entry.severity.map { $0 == "derate" } ?? (rule.severity != .trip && { if case .derate = rule.severity { return true }; return false }())
+            if isDerate {
+                var start = entry.derateStart
+                if start == nil, case .derate(let s) = rule.severity { start = s }
+                let threshold = entry.threshold ?? rule.threshold
+                if let start {
+                    let ordered = rule.comparison == .above ? start < threshold : start > threshold
+                    if !ordered {
+                        r.error(o.mark("derate_start"), "\(path).derate_start",
+                                "must be \(rule.comparison == .above ? "below" : "above") the threshold \(format(threshold))",
+                                got: format(start))
+                    }
+                } else {
+                    r.error(o.node, "\(path).derate_start", "is required for severity derate")
+                }
+            } else if entry.derateStart != nil {
+                r.error(o.mark("derate_start"), "\(path).derate_start", "applies only to severity derate")
+            }
+            if rule.severity == .latch, let severity = entry.severity, severity != "latch" {
+                r.error(o.mark("severity"), "\(path).severity",
+                        "cannot be lowered: \(code.name) is a safety latch that only an operator reset clears",
+                        got: severity)
+            }
+            o.finish(known: "enabled, threshold, hysteresis, delay_s, hold_s, severity, derate_start, direction")
+            result[code] = entry
+        }
+        return result
+    }
+
+    /// The values a metric can physically take; a threshold outside them would never act (or always).
+    static func physicalRange(_ metric: InterlockMetric) -> ClosedRange<Double> {
+        switch metric {
+        case .cellVoltageMax, .cellVoltageMin: 0...5
+        case .cellVoltageSpread: 0...5
+        case .packVoltage: 0...1500
+        case .chargeCurrentPercentOfLimit, .dischargeCurrentPercentOfLimit: 0...1000
+        case .temperatureMax, .temperatureMin: -60...200
+        case .temperatureRiseRate: 0...100
+        case .soc: 0...100
+        case .bmsProtection, .bmsAlarm, .bmsCritical, .bmsChargeDisabled, .bmsDischargeDisabled, .inverterFault: 0...1
+        case .frequencyDeviation: -10...10
+        case .rocof: 0...100
+        case .bmsDataAge, .inverterDataAge, .frequencyDataAge: 0...3600
+        }
+    }
+
+    static func decodeSimulation(_ fields: ConfigReader.Fields?, _ nominal: Double, units: [String], file: String,
+                                 _ r: ConfigReader) -> SimulationConfiguration {
+        var simulation = SimulationConfiguration(
+            initialSOCPercent: 60, ambientCelsius: 25, frequencyProfile: .walk, baseHz: nominal, amplitudeHz: 0.15,
+            stepPeriodSeconds: 30, seed: 1, rampToHz: nominal, rampStartSeconds: 0, rampDurationSeconds: 60, trace: [],
+            faults: [])
+        guard let fields else { return simulation }
+        simulation.initialSOCPercent = fields.double("initial_soc_percent", default: 60, range: 0...100, unit: "%")!
+        simulation.ambientCelsius = fields.double("ambient_c", default: 25, range: -40...60, unit: "°C")!
+        simulation.frequencyProfile = fields.choice(
+            "frequency_profile",
+            [("steady", .steady), ("walk", .walk), ("steps", .steps), ("ramp", .ramp), ("trace", .trace)], default: .walk)
+        simulation.baseHz = fields.double("base_hz", default: nominal, range: 40...70, unit: "Hz")!
+        simulation.amplitudeHz = fields.double("amplitude_hz", default: 0.15, range: 0...5, unit: "Hz")!
+        simulation.stepPeriodSeconds = fields.double("step_period_s", default: 30, range: 1...3600, unit: "seconds")!
+        simulation.seed = UInt64(fields.int("seed", default: 1, range: 0...Int.max)!)
+        simulation.rampToHz = fields.double("ramp_to_hz", default: simulation.baseHz, range: 40...70, unit: "Hz")!
+        simulation.rampStartSeconds = fields.double("ramp_start_s", default: 0, range: 0...86_400, unit: "seconds")!
+        simulation.rampDurationSeconds = fields.double("ramp_duration_s", default: 60, range: 0...86_400, unit: "seconds")!
+        if let traceFile = fields.string("trace_file") {
+            simulation.trace = loadTrace(traceFile, relativeTo: file, node: fields.mark("trace_file"),
+                                         path: fields.child("trace_file"), r)
+        } else if simulation.frequencyProfile == .trace {
+            r.error(fields.mark("frequency_profile"), fields.child("trace_file"), "is required for frequency_profile: trace")
+        }
+        if let list = fields.sequence("faults") {
+            for (index, node) in list.enumerated() {
+                let path = fields.child("faults[\(index)]")
+                guard let f = r.fields(node, path) else { continue }
+                let kinds = FaultInjection.Kind.allCases.map { ($0.rawValue, Optional($0)) }
+                let kind = f.choice("kind", kinds, default: nil)
+                if kind == nil, !f.has("kind") { r.error(node, "\(path).kind", "is required") }
+                let unit = f.string("unit", pattern: { units.contains($0) }, rule: "must name a unit of bess_units")
+                let at = f.double("at_s", default: 0, range: 0...86_400, unit: "seconds")!
+                let duration = f.double("duration_s", default: 0, range: 0...86_400, unit: "seconds")!
+                let delay = f.double("delay_s", default: 0, range: 0...60, unit: "seconds")!
+                if (kind == .bmsDelay || kind == .modbusDelay) && delay <= 0 {
+                    r.error(node, "\(path).delay_s", "is required (> 0) for \(kind!.rawValue)")
+                }
+                var values: BMSOverride?
+                if kind == .bmsValues {
+                    if let b = f.fields("bms") {
+                        values = Self.loadBMSOverride(b, r)
+                    } else {
+                        r.error(node, "\(path).bms", "is required for bms_values (the values the BMS reports)")
+                    }
+                } else if f.has("bms") {
+                    r.error(f.mark("bms"), "\(path).bms", "applies only to kind: bms_values")
+                }
+                f.finish(known: "kind, unit, at_s, duration_s, delay_s, bms")
+                if let kind {
+                    simulation.faults.append(FaultInjection(kind: kind, unit: unit, atSeconds: at, durationSeconds: duration,
+                                                            delaySeconds: delay, bmsValues: values))
+                }
+            }
+        }
+        fields.finish(known: "initial_soc_percent, ambient_c, frequency_profile, base_hz, amplitude_hz, step_period_s, seed, ramp_to_hz, ramp_start_s, ramp_duration_s, trace_file, faults")
+        return simulation
+    }
+
+    static let bmsConditionNames: [(String, BMSConditions)] = [
+        ("cell_overvoltage", .cellOvervoltage), ("cell_undervoltage", .cellUndervoltage),
+        ("overtemperature", .overtemperature), ("undertemperature", .undertemperature),
+        ("discharge_overcurrent", .dischargeOvercurrent), ("charge_overcurrent", .chargeOvercurrent),
+        ("system_error", .systemError), ("internal_communication", .internalCommunication),
+    ]
+
+    /// The `bms:` block of a `bms_values` fault: every key optional, at least one given.
+    static func loadBMSOverride(_ b: ConfigReader.Fields, _ r: ConfigReader) -> BMSOverride {
+        var o = BMSOverride()
+        o.socPercent = b.double("soc_percent", range: 0...100, unit: "%")
+        o.packVoltage = b.double("pack_voltage_v", range: 0...1500, unit: "V")
+        o.packCurrent = b.double("pack_current_a", range: -5000...5000, unit: "A")
+        o.cellVoltageMin = b.double("cell_voltage_min_v", range: 0...5, unit: "V")
+        o.cellVoltageMax = b.double("cell_voltage_max_v", range: 0...5, unit: "V")
+        o.temperatureMin = b.double("temperature_min_c", range: -60...200, unit: "°C")
+        o.temperatureMax = b.double("temperature_max_c", range: -60...200, unit: "°C")
+        o.chargeCurrentLimit = b.double("charge_current_limit_a", range: 0...5000, unit: "A")
+        o.dischargeCurrentLimit = b.double("discharge_current_limit_a", range: 0...5000, unit: "A")
+        if b.has("charge_enabled") { o.chargeEnabled = b.bool("charge_enabled", default: true) }
+        if b.has("discharge_enabled") { o.dischargeEnabled = b.bool("discharge_enabled", default: true) }
+        for key in ["protections", "alarms"] {
+            guard let list = b.sequence(key) else { continue }
+            var set = BMSConditions()
+            for item in list {
+                guard let name = item.string, let c = bmsConditionNames.first(where: { $0.0 == name }) else {
+                    r.error(item, b.child(key), "unknown condition (got \(item.string ?? "?")); one of "
+                        + bmsConditionNames.map(\.0).joined(separator: ", "))
+                    continue
+                }
+                set.insert(c.1)
+            }
+            if key == "protections" { o.protections = set } else { o.alarms = set }
+        }
+        let known = "soc_percent, pack_voltage_v, pack_current_a, cell_voltage_min_v, cell_voltage_max_v, temperature_min_c, temperature_max_c, charge_current_limit_a, discharge_current_limit_a, charge_enabled, discharge_enabled, protections, alarms"
+        if !known.split(separator: ",").contains(where: { b.has($0.trimmingCharacters(in: .whitespaces)) }) {
+            r.error(b.mark(""), b.path, "names no value to report; known: \(known)")
+        }
+        b.finish(known: known)
+        return o
+    }
+
+    /// Reads a `seconds,hz` CSV (a header line is allowed); errors name the CSV line.
+    static func loadTrace(_ name: String, relativeTo file: String, node: Node?, path: String, _ r: ConfigReader) -> [TracePoint] {
+        var location = name
+        if !name.hasPrefix("/"), let slash = file.lastIndex(of: "/") { location = String(file[...slash]) + name }
+        guard let data = FileManager.default.contents(atPath: location), let text = String(data: data, encoding: .utf8) else {
+            r.error(node, path, "cannot read the trace file", got: location)
+            return []
+        }
+        var points: [TracePoint] = []
+        for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
+            if trimmed.isEmpty || trimmed.hasPrefix("#") || (number == 0 && trimmed.first?.isLetter == true) { continue }
+            let cells = trimmed.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard cells.count >= 2, let t = Double(cells[0]), let hz = Double(cells[1]), t.isFinite, hz > 40, hz < 70 else {
+                r.error(node, path, "\(location) line \(number + 1): expected seconds,hz with 40 < hz < 70", got: trimmed)
+                return []
+            }
+            if let last = points.last, t <= last.seconds {
+                r.error(node, path, "\(location) line \(number + 1): times must increase", got: trimmed)
+                return []
+            }
+            points.append(TracePoint(seconds: t, hz: hz))
+        }
+        if points.isEmpty { r.error(node, path, "the trace file has no points", got: location) }
+        return points
+    }
+}

@@ -1,0 +1,290 @@
+public import ControlCore
+public import Fieldbus
+
+/// Whether devices are real or simulated. The mode is named in every output a person or a remote
+/// party reads (start line, `bessctl status`, `/metrics`, every uplink record), so nobody mistakes
+/// simulated energy for real energy.
+public enum RunMode: String, Sendable, CaseIterable {
+    /// Every device is simulated inside bessd (the embedded default).
+    case simulation
+    /// Hardware-in-loop: real and simulated devices mixed (a device says `simulated: true`).
+    case hil
+    /// Every device real; nothing simulated may feed the control law.
+    case hardware
+}
+
+/// How bessd reaches a unit's inverter over Modbus.
+public enum ModbusTransport: Sendable, Equatable {
+    /// Modbus TCP.
+    case tcp(host: String, port: Int)
+    /// Modbus RTU on a serial line (RS-485).
+    case rtu(SerialSettings)
+}
+
+/// Serial line settings for Modbus RTU.
+public struct SerialSettings: Sendable, Equatable {
+    public enum Parity: String, Sendable { case none, even, odd }
+    public var device: String
+    public var baud: Int
+    public var parity: Parity
+    public var dataBits: Int
+    public var stopBits: Int
+    /// Use the kernel's RS-485 mode (for adapters without automatic direction control).
+    public var rs485: Bool
+}
+
+extension SerialSettings.Parity {
+    /// libmodbus's parity letter.
+    public var letter: Character { self == .none ? "N" : self == .even ? "E" : "O" }
+}
+
+/// A unit's Modbus endpoint.
+public struct ModbusSettings: Sendable, Equatable {
+    /// The endpoint bessd's client connects to.
+    public var endpoint: ModbusEndpoint {
+        switch transport {
+        case .tcp(let host, let port): .tcp(host: host, port: port)
+        case .rtu(let s): .rtu(device: s.device, baud: s.baud, parity: s.parity.letter, dataBits: s.dataBits,
+                               stopBits: s.stopBits, rs485: s.rs485)
+        }
+    }
+
+    public var transport: ModbusTransport
+    /// Modbus unit (slave) id.
+    public var unitID: Int
+    /// Per-request response timeout.
+    public var timeoutMs: Int
+}
+
+/// The inverter of a unit.
+public struct InverterSettings: Sendable, Equatable {
+    public enum InverterProtocol: String, Sendable { case sunspec, registerMap = "register_map" }
+    public var simulated: Bool
+    public var protocolName: InverterProtocol
+    /// The registers of a non-SunSpec inverter (`protocol: register_map`).
+    public var registerMap: RegisterMapSpec?
+}
+
+/// The BMS of a unit.
+public struct BMSSettings: Sendable, Equatable {
+    public enum BMSProtocol: String, Sendable { case pylontech }
+    public var simulated: Bool
+    /// SocketCAN interface, e.g. `can0`.
+    public var interface: String
+    public var protocolName: BMSProtocol
+    /// CAN bitrate in bit/s.
+    public var bitrate: Int
+    /// BMS data older than this is stale.
+    public var staleAfterSeconds: Double
+    /// Cells in series, sizing the pack-voltage interlocks.
+    public var cellsInSeries: Int
+    /// When true bessd sets bitrate and restart-ms itself and brings the link up (needs
+    /// CAP_NET_ADMIN); by default systemd-networkd owns the interface.
+    public var manageInterface: Bool = false
+    /// Automatic restart after bus-off, ms (0 = off; bessd then restarts a managed interface itself).
+    public var restartMs: Int = 100
+}
+
+/// One battery unit: a BMS and an inverter.
+public struct UnitConfiguration: Sendable, Equatable {
+    public var id: String
+    public var campusID: String?
+    public var capacityKWh: Double
+    public var maxPowerKW: Double
+    public var modbus: ModbusSettings?
+    public var inverter: InverterSettings
+    public var bms: BMSSettings
+    /// Inverter data older than this is stale.
+    public var inverterStaleAfterSeconds: Double
+}
+
+/// Where grid frequency comes from.
+public enum FrequencySource: String, Sendable {
+    /// The built-in simulated grid (simulation and HIL).
+    case simulated
+    /// The first unit's inverter `Hz` reading.
+    case inverter
+}
+
+/// `grid_integration` of the seed design.
+public struct GridConfiguration: Sendable, Equatable {
+    public var mode: String
+    public var frequencySource: FrequencySource
+    public var droop: DroopSettings
+}
+
+/// `aggregator`: where telemetry goes (the uplink arrives with a later issue).
+public struct AggregatorConfiguration: Sendable, Equatable {
+    public var url: String
+    public var tokenFile: String?
+    public var intervalSeconds: Double
+    /// The site's name in the uplink (default: the first unit's campus_id).
+    public var siteID: String = "site"
+    /// PEM CA bundle trusted for the aggregator's certificate (default: the system's).
+    public var caFile: String?
+    /// PEM client certificate and key, when the aggregator asks for one.
+    public var clientCertFile: String?
+    public var clientKeyFile: String?
+    /// Largest spool on disk, MB.
+    public var spoolMaxMB: Int = 64
+}
+
+/// `simulation`: the built-in simulated site, and the plant of a HIL rig.
+public struct SimulationConfiguration: Sendable, Equatable {
+    public enum FrequencyProfile: String, Sendable { case steady, walk, steps, ramp, trace }
+    public var initialSOCPercent: Double
+    public var ambientCelsius: Double
+    public var frequencyProfile: FrequencyProfile
+    /// Centre frequency of the profile (and the start of a ramp).
+    public var baseHz: Double
+    /// Size of a step (`steps`) or scale of the wander (`walk`).
+    public var amplitudeHz: Double
+    /// Seconds between steps.
+    public var stepPeriodSeconds: Double
+    /// Seed of the `walk` profile, so runs repeat.
+    public var seed: UInt64
+    /// `ramp`: where the ramp ends, when it starts and how long it takes.
+    public var rampToHz: Double
+    public var rampStartSeconds: Double
+    public var rampDurationSeconds: Double
+    /// `trace`: (seconds, Hz) points read from `trace_file`.
+    public var trace: [TracePoint]
+    /// Faults the plant injects on a schedule.
+    public var faults: [FaultInjection]
+}
+
+/// One point of a recorded frequency trace.
+public struct TracePoint: Sendable, Equatable {
+    public var seconds: Double
+    public var hz: Double
+}
+
+/// A fault the simulated plant injects, from `at_s` for `duration_s` (0 = until the end).
+public struct FaultInjection: Sendable, Equatable {
+    public enum Kind: String, Sendable, CaseIterable {
+        /// The BMS stops sending.
+        case bmsSilence = "bms_silence"
+        /// The BMS sends its frames `delay_s` late.
+        case bmsDelay = "bms_delay"
+        /// Malformed frames among the BMS's own.
+        case bmsGarbage = "bms_garbage"
+        /// The BMS sends invalid values (SOC 150 %, the 0x8000 marker in its limits) instead of its frames.
+        case bmsOutOfRange = "bms_out_of_range"
+        /// The BMS's CAN link goes down (bus-off as bessd sees it).
+        case canBusOff = "can_bus_off"
+        /// Heat injected into the pack: temperature rises fast.
+        case thermalRunaway = "thermal_runaway"
+        /// The inverter reports a fault and stops.
+        case inverterFault = "inverter_fault"
+        /// The inverter's Modbus server stops answering.
+        case modbusSilence = "modbus_silence"
+        /// The inverter's Modbus server answers `delay_s` late.
+        case modbusDelay = "modbus_delay"
+        /// The BMS reports the given values instead of the model's (`bms:` holds them).
+        case bmsValues = "bms_values"
+        /// The inverter reports no grid frequency (its "not implemented" value).
+        case frequencyLoss = "frequency_loss"
+    }
+    public var kind: Kind
+    /// The unit it hits; nil = every unit.
+    public var unit: String?
+    public var atSeconds: Double
+    public var durationSeconds: Double
+    public var delaySeconds: Double
+    /// For `bms_values`: what the BMS reports.
+    public var bmsValues: BMSOverride?
+
+    /// True while the fault acts, `elapsed` seconds into the run.
+    public func isActive(at elapsed: Double, unitID: String) -> Bool {
+        guard unit == nil || unit == unitID, elapsed >= atSeconds else { return false }
+        return durationSeconds <= 0 || elapsed < atSeconds + durationSeconds
+    }
+}
+
+/// One entry of `interlocks:`, overriding a row of the default table.
+public struct InterlockOverride: Sendable, Equatable {
+    public var threshold: Double?
+    public var hysteresis: Double?
+    public var delaySeconds: Double?
+    public var holdSeconds: Double?
+    public var severity: String?
+    public var derateStart: Double?
+    public var direction: PowerDirection?
+    public var enabled: Bool
+}
+
+/// The whole configuration of bessd. See config/bessd.yaml for every key with its default.
+public struct BessdConfiguration: Sendable {
+    public var mode: RunMode
+    public var periodMs: Int
+    public var controlSocket: String
+    public var stateDirectory: String
+    public var units: [UnitConfiguration]
+    public var grid: GridConfiguration
+    public var limitRampPercentPerSecond: Double
+    public var scheduleRampPercentPerSecond: Double
+    public var interlocks: [TripCode: InterlockOverride]
+    public var aggregator: AggregatorConfiguration?
+    public var simulation: SimulationConfiguration
+    /// Real-time scheduling of the cycle thread, when asked for.
+    public var realtime: RealtimeSettings?
+    /// `HOST:PORT` for Prometheus `GET /metrics`, when asked for.
+    public var metricsListen: String?
+    /// Notices about keys that load but do nothing in bessd.
+    public var notices: [ConfigDiagnostic]
+
+    /// True when this unit's inverter is simulated inside bessd (never in hardware mode).
+    public func isSimulated(inverterOf unit: UnitConfiguration) -> Bool {
+        switch mode {
+        case .simulation: true
+        case .hil: unit.inverter.simulated
+        case .hardware: false
+        }
+    }
+
+    /// True when this unit's BMS is simulated inside bessd (never in hardware mode).
+    public func isSimulated(bmsOf unit: UnitConfiguration) -> Bool {
+        switch mode {
+        case .simulation: true
+        case .hil: unit.bms.simulated
+        case .hardware: false
+        }
+    }
+
+    /// True when any input of the control law is simulated (the site needs a simulated plant).
+    public var usesSimulation: Bool {
+        grid.frequencySource == .simulated
+            || units.contains { isSimulated(inverterOf: $0) || isSimulated(bmsOf: $0) }
+    }
+}
+
+/// Values a BMS reports in place of the battery model's: how a HIL scenario makes each interlock
+/// see its condition. nil = the model's own value.
+public struct BMSOverride: Sendable, Equatable {
+    public var socPercent: Double?
+    public var packVoltage: Double?
+    /// A, + = charge.
+    public var packCurrent: Double?
+    public var cellVoltageMin: Double?
+    public var cellVoltageMax: Double?
+    public var temperatureMin: Double?
+    public var temperatureMax: Double?
+    public var chargeCurrentLimit: Double?
+    public var dischargeCurrentLimit: Double?
+    public var protections: BMSConditions?
+    public var alarms: BMSConditions?
+    public var chargeEnabled: Bool?
+    public var dischargeEnabled: Bool?
+    public init() {}
+    public var isEmpty: Bool { self == BMSOverride() }
+}
+
+/// `realtime:` in the configuration.
+public struct RealtimeSettings: Sendable, Equatable {
+    /// SCHED_FIFO priority of the cycle thread, 1–99.
+    public var priority: Int
+    /// mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT).
+    public var lockMemory: Bool
+    /// Held in /dev/cpu_dma_latency while running (nil = leave it).
+    public var cpuDMALatencyMicroseconds: Int?
+}

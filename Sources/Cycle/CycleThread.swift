@@ -1,0 +1,179 @@
+public import Config
+public import ControlCore
+import Fieldbus
+import Glibc
+import Synchronization
+
+/// The control cycle on a dedicated thread, on absolute deadlines (`clock_nanosleep`,
+/// `CLOCK_MONOTONIC`, `TIMER_ABSTIME`). Each period: take operator requests, snapshot → assess →
+/// control → command → account (SiteRunner.step), publish status and events, beat the heart. It
+/// never waits on I/O, never logs, and allocates nothing in a steady state.
+public final class CycleThread: @unchecked Sendable {
+    let runner: SiteRunner
+    public let shared: SharedState
+    let periodNanoseconds: Int64
+    let realtime: RealtimeSettings?
+    private let worker = WorkerThread()
+    let heartbeat = Atomic<UInt64>(0)
+
+    /// Cycles completed (the watchdog's heartbeat).
+    public var cyclesCompleted: UInt64 { heartbeat.load(ordering: .relaxed) }
+    /// Notices from applying the real-time settings on the thread itself.
+    private let threadNotice = Mutex<String?>(nil)
+
+    public init(runner: SiteRunner, shared: SharedState) {
+        self.runner = runner
+        self.shared = shared
+        periodNanoseconds = Int64(runner.configuration.periodMs) * 1_000_000
+        realtime = runner.configuration.realtime
+    }
+
+    /// The notice from making the thread real-time, if it was refused.
+    public var realtimeNotice: String? { threadNotice.withLock { $0 } }
+
+    public func start() {
+        worker.start(prefaultedStackBytes: realtime == nil ? nil : 512 * 1024) { [self] in loop() }
+    }
+
+    /// Stops after the current cycle.
+    public func stop() { worker.stop() }
+
+    private func loop() {
+        var isRealtime = false
+        if let realtime {
+            let notice = Realtime.applyToCurrentThread(realtime)
+            threadNotice.withLock { $0 = notice }
+            isRealtime = notice == nil
+        }
+        let body = CycleBody(runner: runner, shared: shared, realtime: isRealtime)
+        var deadline = MonotonicClock.now().nanoseconds + periodNanoseconds
+        runner.phase.publish(nextDeadline: deadline)
+        while worker.isRunning {
+            MonotonicClock.sleep(until: MonotonicInstant(nanoseconds: deadline))
+            let now = MonotonicClock.now()
+            let lateness = now.nanoseconds - deadline
+            if lateness > periodNanoseconds {
+                // Missed at least one deadline: count it and re-phase rather than burst.
+                body.overruns &+= 1
+                deadline = now.nanoseconds - now.nanoseconds % periodNanoseconds
+            }
+            // The next deadline is published before this cycle runs, so a worker woken by this
+            // cycle's hand-over already plans its reads for the next one.
+            deadline += periodNanoseconds
+            runner.phase.publish(nextDeadline: deadline)
+            body.run(now: now, lateness: lateness)
+            heartbeat.add(1, ordering: .relaxed)
+        }
+        runner.phase.publish(nextDeadline: 0)
+    }
+}
+
+/// Everything one control cycle does after it wakes: take operator requests from the mailbox,
+/// run the site (snapshot → assess → control → command → account), publish status, statistics and
+/// events. Its storage is allocated once, here; a steady-state `run` allocates nothing (the
+/// allocation benchmark in Benchmarks/ calls it exactly as the cycle thread does).
+public final class CycleBody {
+    let runner: SiteRunner
+    let shared: SharedState
+    let units: Int
+    let isRealtime: Bool
+    var histogram = LatencyHistogram()
+    var modes: [OperatingMode?]
+    var siteMode: OperatingMode?
+    var remoteModes: [(mode: OperatingMode, seconds: Double, emergency: Bool)?]
+    var overrides: [(power: Watts, seconds: Double)?]
+    var clears: [Bool]
+    var resets: [Bool]
+    var dispatches: [(power: Watts, seconds: Double)?]
+    var dispatchClears: [Bool]
+    var outcomes: [ResetOutcome]
+    var taken: UInt64 = 0
+    public private(set) var cycles: UInt64 = 0
+    public internal(set) var overruns: UInt64 = 0
+
+    public init(runner: SiteRunner, shared: SharedState, realtime: Bool = false) {
+        self.runner = runner
+        self.shared = shared
+        isRealtime = realtime
+        units = runner.configuration.units.count
+        modes = [OperatingMode?](repeating: nil, count: units)
+        remoteModes = [(mode: OperatingMode, seconds: Double, emergency: Bool)?](repeating: nil, count: units)
+        overrides = [(power: Watts, seconds: Double)?](repeating: nil, count: units)
+        clears = [Bool](repeating: false, count: units)
+        resets = [Bool](repeating: false, count: units)
+        dispatches = [(power: Watts, seconds: Double)?](repeating: nil, count: units)
+        dispatchClears = [Bool](repeating: false, count: units)
+        outcomes = [ResetOutcome](repeating: ResetOutcome(), count: units)
+    }
+
+    /// One cycle at `now`, `lateness` ns after its deadline.
+    public func run(now: MonotonicInstant, lateness: Int64) {
+        histogram.record(microseconds: max(0, lateness) / 1000)
+        // Operator requests, copied out under the lock into storage allocated above.
+        var pending = false
+        shared.contents.withLock { c in
+            guard c.mailbox.generation != taken else { return }
+            pending = true
+            taken = c.mailbox.generation
+            siteMode = c.mailbox.siteMode
+            c.mailbox.siteMode = nil
+            for i in 0..<units {
+                remoteModes[i] = c.mailbox.remoteMode[i]
+                c.mailbox.remoteMode[i] = nil
+                modes[i] = c.mailbox.mode[i]
+                overrides[i] = c.mailbox.override[i]
+                clears[i] = c.mailbox.clearOverride[i]
+                resets[i] = c.mailbox.reset[i]
+                dispatches[i] = c.mailbox.dispatch[i]
+                dispatchClears[i] = c.mailbox.clearDispatch[i]
+                c.mailbox.dispatch[i] = nil
+                c.mailbox.clearDispatch[i] = false
+                c.mailbox.mode[i] = nil
+                c.mailbox.override[i] = nil
+                c.mailbox.clearOverride[i] = false
+                c.mailbox.reset[i] = false
+            }
+        }
+        if pending {
+            if let siteMode { runner.controller.setOperatorMode(siteMode) }
+            for i in 0..<units {
+                if let mode = modes[i] { runner.controller.setOperatorMode(mode, unit: i) }
+                if let r = remoteModes[i] {
+                    runner.controller.setRemoteMode(r.mode, until: now + .seconds(fromDouble: r.seconds), emergency: r.emergency, unit: i)
+                }
+                if let o = overrides[i] {
+                    runner.setOverride(PowerCommand(power: o.power, expiresAt: now + .seconds(fromDouble: o.seconds)), unit: i)
+                }
+                if clears[i] { runner.setOverride(nil, unit: i) }
+                if let d = dispatches[i] {
+                    runner.setDispatch(PowerCommand(power: d.power, expiresAt: now + .seconds(fromDouble: d.seconds)), unit: i)
+                }
+                if dispatchClears[i] { runner.setDispatch(nil, unit: i) }
+                // A reset is an operator action, not the steady state: its small result array may allocate.
+                if resets[i] { outcomes[i] = runner.controller.reset(unit: i, now: now).first?.outcome ?? ResetOutcome() }
+            }
+        }
+
+        runner.step(now: now, wallClock: MonotonicClock.wallClock())
+        cycles &+= 1
+
+        shared.contents.withLock { c in
+            for i in 0..<units { runner.fill(&c.units[i], unit: i, now: now) }
+            c.stats.periodMs = runner.configuration.periodMs
+            c.stats.cycles = cycles
+            c.stats.overruns = overruns
+            c.stats.lastLatenessMicroseconds = lateness / 1000
+            c.stats.histogram.copy(from: histogram)
+            c.stats.frequency = runner.controller.site.frequency?.value ?? .nan
+            c.stats.realtime = isRealtime
+            runner.controller.events.drain { c.events.push($0) }
+            runner.controller.drainClosedBlocks { block in
+                if c.blocks.count < c.blocks.capacity { c.blocks.append(block) }
+            }
+            if pending {
+                for i in 0..<units where resets[i] { c.resetOutcomes[i] = outcomes[i] }
+                c.appliedGeneration = taken
+            }
+        }
+    }
+}

@@ -1,0 +1,65 @@
+import Glibc
+public import Synchronization
+
+/// Set by SIGINT/SIGTERM; the run loop stops at the next cycle.
+public let stopRequested = Atomic<Bool>(false)
+
+
+/// Set by SIGHUP; the service loop reloads the configuration.
+public let reloadRequested = Atomic<Bool>(false)
+
+/// Installs SIGINT/SIGTERM handlers that stop the run loop cleanly, and SIGHUP for a reload.
+public func installStopHandlers() {
+    stopRequested.store(false, ordering: .relaxed)
+    reloadRequested.store(false, ordering: .relaxed)
+    let handler: @convention(c) (Int32) -> Void = { _ in stopRequested.store(true, ordering: .relaxed) }
+    signal(SIGINT, handler)
+    signal(SIGTERM, handler)
+    let hup: @convention(c) (Int32) -> Void = { _ in reloadRequested.store(true, ordering: .relaxed) }
+    signal(SIGHUP, hup)
+    // A file-size limit must cost a record (SPOOL_FULL), never the daemon.
+    signal(SIGXFSZ, SIG_IGN)
+    // A parent may have spawned us with these blocked; a service must always hear them.
+    var set = sigset_t()
+    sigemptyset(&set)
+    for number in [SIGINT, SIGTERM, SIGHUP] { sigaddset(&set, number) }
+    pthread_sigmask(SIG_UNBLOCK, &set, nil)
+}
+
+/// Why a run could not start.
+/// Why a run could not start (or a device could not be opened).
+public struct RunError: Error, CustomStringConvertible {
+    /// Stable code, e.g. `DEVICE_UNSUPPORTED`.
+    public var code: String
+    public var message: String
+    public init(code: String, message: String) {
+        self.code = code
+        self.message = message
+    }
+    public var description: String { "\(code): \(message)" }
+}
+
+
+public func fixed(_ value: Double, _ digits: Int) -> String {
+    guard value.isFinite else { return "--" }
+    var scale = 1.0
+    for _ in 0..<digits { scale *= 10 }
+    let scaled = (abs(value) * scale).rounded()
+    let whole = Int64(scaled / scale)
+    var fraction = String(Int64(scaled) - whole * Int64(scale))
+    while fraction.count < digits { fraction = "0" + fraction }
+    return (value < 0 && scaled != 0 ? "-" : "") + String(whole) + (digits > 0 ? "." + fraction : "")
+}
+
+public func signed(_ value: Double) -> String {
+    let text = fixed(value, 1)
+    return text.hasPrefix("-") || text == "0.0" ? text : "+" + text
+}
+
+/// Lets a worker thread write lines through the runner's output closure; lines are written whole.
+public final class UncheckedOutput: @unchecked Sendable {
+    let output: (String) -> Void
+    let lock = Mutex<Void>(())
+    public init(_ output: @escaping (String) -> Void) { self.output = output }
+    public func write(_ line: String) { lock.withLock { _ in output(line) } }
+}

@@ -1,0 +1,172 @@
+public import ControlCore
+import Synchronization
+
+/// What one unit looks like to an operator, published by the cycle after every step.
+public struct UnitStatus: Sendable, Equatable {
+    public var state: UnitState = .starting
+    public var soc: Double = .nan
+    public var power: Double = .nan
+    public var setpoint: Double = 0
+    public var droop: Double = 0
+    public var allowedCharge: Double = 0
+    public var allowedDischarge: Double = 0
+    public var active = TripCodeSet()
+    public var latched = TripCodeSet()
+    /// The effective mode (standby while anyone asks for it).
+    public var mode: OperatingMode = .auto
+    /// Who asks for standby.
+    public var holds = ModeHolds()
+    /// Seconds until the aggregator's standby ends (0 when it holds none).
+    public var remoteRemaining: Double = 0
+    public var overrideW: Double?
+    public var overrideRemaining: Double = 0
+    public var soh: Double = .nan
+    public var voltage: Double = .nan
+    public var current: Double = .nan
+    public var temperatureMin: Double = .nan
+    public var temperatureMax: Double = .nan
+    public var bmsOnline = false
+    public var inverterOnline = false
+    /// Aggregator dispatch in force, W.
+    public var dispatchW: Double?
+    public init() {}
+}
+
+/// Cycle timing as published.
+public struct CycleStatistics: Sendable, Equatable {
+    public var periodMs: Int = 0
+    public var cycles: UInt64 = 0
+    public var overruns: UInt64 = 0
+    public var lastLatenessMicroseconds: Int64 = 0
+    public var histogram = LatencyHistogram()
+    public var frequency: Double = .nan
+    public var realtime = false
+    public init() {}
+}
+
+/// Requests from the control socket to the cycle, taken at the start of the next cycle.
+package struct Mailbox: Sendable {
+    /// The local operator's mode per unit (`bessctl mode X --unit U`).
+    package var mode: [OperatingMode?]
+    /// The local operator's mode for the whole site (`bessctl mode X`).
+    package var siteMode: OperatingMode?
+    /// The aggregator's mode per unit: standby (or emergency stop) for `seconds`, or auto.
+    package var remoteMode: [(mode: OperatingMode, seconds: Double, emergency: Bool)?]
+    package var override: [(power: Watts, seconds: Double)?]
+    package var clearOverride: [Bool]
+    package var reset: [Bool]
+    /// Aggregator dispatch: power and seconds until it expires, or a clear.
+    package var dispatch: [(power: Watts, seconds: Double)?]
+    package var clearDispatch: [Bool]
+    package var generation: UInt64 = 0
+
+    init(units: Int) {
+        mode = [OperatingMode?](repeating: nil, count: units)
+        remoteMode = [(mode: OperatingMode, seconds: Double, emergency: Bool)?](repeating: nil, count: units)
+        override = [(power: Watts, seconds: Double)?](repeating: nil, count: units)
+        clearOverride = [Bool](repeating: false, count: units)
+        reset = [Bool](repeating: false, count: units)
+        dispatch = [(power: Watts, seconds: Double)?](repeating: nil, count: units)
+        clearDispatch = [Bool](repeating: false, count: units)
+    }
+}
+
+/// The state the cycle thread shares with the service thread, behind one short lock. The cycle
+/// only copies values in and out of storage allocated at start-up.
+public final class SharedState: Sendable {
+    struct Contents: Sendable {
+        var units: [UnitStatus]
+        var stats = CycleStatistics()
+        var events = EventRing(capacity: 1024)
+        /// Energy blocks closed by the cycle, for the uplink (bounded; the oldest kept).
+        var blocks: [EnergyBlock] = []
+        var mailbox: Mailbox
+        var resetOutcomes: [ResetOutcome]
+        /// Incremented by the cycle each time it has applied the mailbox.
+        var appliedGeneration: UInt64 = 0
+    }
+
+    let contents: Mutex<Contents>
+
+    public init(units: Int) {
+        var initial = Contents(units: [UnitStatus](repeating: UnitStatus(), count: units), mailbox: Mailbox(units: units),
+                               resetOutcomes: [ResetOutcome](repeating: ResetOutcome(), count: units))
+        initial.blocks.reserveCapacity(64)
+        contents = Mutex(initial)
+        unitCount = units
+    }
+
+    // Readers copy element by element into storage of their own, allocated outside the lock: the
+    // cycle's storage is never shared with a reader, so the cycle never triggers a copy-on-write
+    // and never waits for a reader's allocation.
+
+    /// A copy of every unit's status (allocated outside the lock).
+    public var units: [UnitStatus] {
+        var copy = [UnitStatus](repeating: UnitStatus(), count: unitCount)
+        read(units: &copy)
+        return copy
+    }
+
+    /// A copy of the cycle statistics (its histogram allocated outside the lock).
+    public var statistics: CycleStatistics {
+        var copy = CycleStatistics()
+        read(statistics: &copy)
+        return copy
+    }
+
+    /// The number of units (fixed at start).
+    public let unitCount: Int
+
+    /// Copies every unit's status into `out` (which must hold `unitCount` entries).
+    public func read(units out: inout [UnitStatus]) {
+        contents.withLock { c in
+            for i in c.units.indices where i < out.count { out[i] = c.units[i] }
+        }
+    }
+
+    /// Copies the cycle statistics into `out`, bucket by bucket into its own histogram.
+    public func read(statistics out: inout CycleStatistics) {
+        contents.withLock { c in
+            let histogram = c.stats.histogram
+            out.periodMs = c.stats.periodMs
+            out.cycles = c.stats.cycles
+            out.overruns = c.stats.overruns
+            out.lastLatenessMicroseconds = c.stats.lastLatenessMicroseconds
+            out.frequency = c.stats.frequency
+            out.realtime = c.stats.realtime
+            out.histogram.copy(from: histogram)
+        }
+    }
+
+    /// Removes and returns pending events (the service thread's side); storage reserved outside the lock.
+    public func takeEvents() -> [ControlEvent] {
+        var events: [ControlEvent] = []
+        events.reserveCapacity(1024)
+        contents.withLock { c in c.events.drain { events.append($0) } }
+        return events
+    }
+
+    /// Removes and returns closed energy blocks (the service thread's side).
+    public func takeBlocks() -> [EnergyBlock] {
+        var blocks: [EnergyBlock] = []
+        blocks.reserveCapacity(64)
+        contents.withLock { c in
+            for block in c.blocks where blocks.count < blocks.capacity { blocks.append(block) }
+            c.blocks.removeAll(keepingCapacity: true)
+        }
+        return blocks
+    }
+
+    /// Queues operator requests; returns the generation to wait for.
+    @discardableResult
+    package func post(_ body: (inout Mailbox) -> Void) -> UInt64 {
+        contents.withLock { c in
+            body(&c.mailbox)
+            c.mailbox.generation &+= 1
+            return c.mailbox.generation
+        }
+    }
+
+    package var appliedGeneration: UInt64 { contents.withLock { $0.appliedGeneration } }
+    package func resetOutcome(_ unit: Int) -> ResetOutcome { contents.withLock { $0.resetOutcomes[unit] } }
+}

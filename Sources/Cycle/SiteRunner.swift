@@ -1,0 +1,285 @@
+public import ControlCore
+public import Config
+import Fieldbus
+import Glibc
+import Synchronization
+
+/// The devices of a site as the cycle sees them: the seam between the control cycle and the
+/// world. `HardwareSite` (here) reads and commands real devices through their bus workers;
+/// `SimulatedSite` (module Plant) simulates what the configuration asks to simulate and passes
+/// everything else to a `HardwareSite`. The cycle never knows which it has: `bessd`'s composition
+/// root picks one by mode, and this module never imports the simulator.
+///
+/// `sample` and `command` run on the cycle thread every period: they must not wait on I/O or allocate.
+public protocol SiteIO: AnyObject {
+    /// Starts the bus workers.
+    func start()
+    /// Commands zero power to every inverter (revert armed) and stops the workers.
+    func stop()
+    /// Writes every unit's latest inverter reading and BMS snapshot, with the instants they were
+    /// measured, into `inputs`. Returns the grid frequency when it is simulated, else nil.
+    func sample(now: MonotonicInstant, into inputs: inout [UnitInputs]) -> Timestamped<Hertz>?
+    /// Hands unit `unit`'s setpoint to its inverter.
+    func command(unit: Int, setpoint: Watts)
+    /// Every unit has its setpoint: real workers write now.
+    func commandsIssued()
+    /// Takes a reloaded configuration (devices unchanged; simulation settings may change).
+    func reconfigure(_ configuration: BessdConfiguration)
+    /// True once every real device has answered or failed at least once.
+    var devicesProbed: Bool { get }
+    /// Bus faults per unit (CAN interface, Modbus), for the status line; any thread may call it.
+    func busFaults() -> [[String]]
+    /// True while every bus worker's thread runs, callable from any thread.
+    var workersAliveCheck: @Sendable () -> Bool { get }
+    /// The worker slot of each unit whose inverter is real (metrics).
+    var inverterSlots: [InverterSlot?] { get }
+    /// The CAN slot of each unit whose BMS is real (metrics).
+    var bmsSlots: [BMSSlot?] { get }
+}
+
+/// Real devices only: one inverter worker per Modbus endpoint or serial line, one BMS worker per
+/// CAN interface. A configuration that asks for any simulated input is refused
+/// (`SIMULATION_REQUIRED`): hardware never runs on a simulated input.
+public final class HardwareSite: SiteIO {
+    public let inverterSlots: [InverterSlot?]
+    public let bmsSlots: [BMSSlot?]
+    let workers: [InverterWorker]
+    let bmsWorkers: [BMSWorker]
+
+    /// - Parameter only: when true (the default), every device must be real; `SimulatedSite`
+    ///   passes false and serves the simulated ones itself.
+    public init(configuration: BessdConfiguration, phase: CyclePhase, only: Bool = true, output: @escaping (String) -> Void)
+        throws(RunError)
+    {
+        if only, configuration.usesSimulation {
+            throw RunError(code: "SIMULATION_REQUIRED",
+                           message: "the configuration simulates a device or the frequency; that needs the simulated site (mode \(configuration.mode.rawValue))")
+        }
+        inverterSlots = configuration.units.map { configuration.isSimulated(inverterOf: $0) ? nil : InverterSlot() }
+        workers = Self.makeWorkers(configuration, slots: inverterSlots, phase: phase, output: output)
+        bmsSlots = configuration.units.map { configuration.isSimulated(bmsOf: $0) ? nil : BMSSlot() }
+        let log = UncheckedOutput(output)
+        bmsWorkers = zip(configuration.units, bmsSlots).compactMap { unit, slot in
+            slot.map {
+                BMSWorker(interface: unit.bms.interface, slot: $0,
+                          manage: unit.bms.manageInterface ? (unit.bms.bitrate, unit.bms.restartMs) : nil) { log.write($0) }
+            }
+        }
+    }
+
+    /// One worker per Modbus TCP endpoint or serial line, serving every unit id on it.
+    static func makeWorkers(_ c: BessdConfiguration, slots: [InverterSlot?], phase: CyclePhase,
+                            output: @escaping (String) -> Void)
+        -> [InverterWorker]
+    {
+        var groups: [(ModbusEndpoint, Int, [InverterWorker.Device])] = []
+        for (index, unit) in c.units.enumerated() {
+            guard let slot = slots[index], let modbus = unit.modbus else { continue }
+            let endpoint = modbus.endpoint
+            let device = InverterWorker.Device(unitID: modbus.unitID, slot: slot, registerMap: unit.inverter.registerMap)
+            if let i = groups.firstIndex(where: { $0.0 == endpoint }) {
+                groups[i].2.append(device)
+            } else {
+                groups.append((endpoint, modbus.timeoutMs, [device]))
+            }
+        }
+        let log = UncheckedOutput(output)
+        return groups.map { endpoint, timeoutMs, devices in
+            InverterWorker(endpoint: endpoint, devices: devices, period: .milliseconds(c.periodMs),
+                           timeout: .milliseconds(timeoutMs), revertSeconds: 10, phase: phase) { log.write($0) }
+        }
+    }
+
+    public func start() {
+        for worker in workers { worker.start() }
+        for worker in bmsWorkers { worker.start() }
+    }
+
+    public func stop() {
+        for slot in inverterSlots { slot?.setSetpoint(.zero) }
+        for worker in workers { worker.stop() }
+        for worker in bmsWorkers { worker.stop() }
+    }
+
+    public func sample(now: MonotonicInstant, into inputs: inout [UnitInputs]) -> Timestamped<Hertz>? {
+        for i in inputs.indices {
+            if let slot = inverterSlots[i] { inputs[i].inverter = slot.reading }
+            if let slot = bmsSlots[i] { inputs[i].bms = slot.snapshot }
+        }
+        return nil
+    }
+
+    public func command(unit: Int, setpoint: Watts) { inverterSlots[unit]?.setSetpoint(setpoint) }
+
+    public func commandsIssued() {
+        // The workers write the new setpoints now, not at their next poll.
+        for worker in workers { worker.kick() }
+    }
+
+    public func reconfigure(_ configuration: BessdConfiguration) {}
+
+    public var devicesProbed: Bool {
+        let inverters = inverterSlots.allSatisfy { slot in slot.map { $0.reading != nil || $0.lastError != nil } ?? true }
+        let bms = bmsSlots.allSatisfy { slot in slot.map { $0.snapshot.newestTakenAt != nil || $0.fault != nil } ?? true }
+        return inverters && bms
+    }
+
+    public func busFaults() -> [[String]] {
+        zip(bmsSlots, inverterSlots).map { bms, inverter in [bms?.fault, inverter?.lastError].compactMap { $0 } }
+    }
+
+    public var workersAliveCheck: @Sendable () -> Bool {
+        let inverters = workers
+        let bms = bmsWorkers
+        return { inverters.allSatisfy(\.isAlive) && bms.allSatisfy(\.isAlive) }
+    }
+}
+
+/// The cycle's view of the site: builds the process image from the `SiteIO`, runs the control
+/// law (`SiteController`), and hands the setpoints back — devices → cycle → control law → cycle →
+/// devices, one way. It holds no device and no simulator of its own.
+public final class SiteRunner {
+    public private(set) var configuration: BessdConfiguration
+    public private(set) var controller: SiteController
+    /// The devices: real, or simulated where the configuration asks.
+    public let io: any SiteIO
+    var inputs: [UnitInputs]
+    /// Storage for the site frequency's median (one slot per unit, allocated once).
+    var frequencyScratch: [Timestamped<Hertz>]
+    let startedAt: MonotonicInstant
+    /// The cycle's schedule, shared with the inverter workers (CycleThread publishes it).
+    public let phase: CyclePhase
+
+    public init(configuration: BessdConfiguration, io: any SiteIO, phase: CyclePhase, startedAt: MonotonicInstant) {
+        self.configuration = configuration
+        self.io = io
+        self.phase = phase
+        self.startedAt = startedAt
+        controller = SiteController(control: configuration.controlSettings, units: configuration.unitSettings,
+                                    startedAt: startedAt)
+        inputs = [UnitInputs](repeating: UnitInputs(), count: configuration.units.count)
+        frequencyScratch = []
+        frequencyScratch.reserveCapacity(configuration.units.count)
+    }
+
+    /// A site of real devices only (mode hardware, or hil with nothing simulated).
+    public static func hardware(configuration: BessdConfiguration, startedAt: MonotonicInstant,
+                                output: @escaping (String) -> Void) throws(RunError) -> SiteRunner
+    {
+        let phase = CyclePhase(periodNanoseconds: Int64(configuration.periodMs) * 1_000_000)
+        let io = try HardwareSite(configuration: configuration, phase: phase, output: output)
+        return SiteRunner(configuration: configuration, io: io, phase: phase, startedAt: startedAt)
+    }
+
+    /// Starts the bus workers.
+    public func startWorkers() { io.start() }
+
+    /// Stops the bus workers; each writes zero power with its revert timer armed first.
+    public func stopWorkers() { io.stop() }
+
+    /// One cycle at `now`: 1 snapshot (process image), 2–4 assess, decide, allocate (the control
+    /// law), 5 command.
+    public func step(now: MonotonicInstant, wallClock: Double) {
+        let simulatedHz = io.sample(now: now, into: &inputs)
+        let frequency: Timestamped<Hertz>?
+        switch configuration.grid.frequencySource {
+        case .simulated: frequency = simulatedHz
+        case .inverter: frequency = SiteFrequency.median(of: inputs, now: now, maxAge: controller.control.frequencyStaleAfter,
+                                                          scratch: &frequencyScratch)
+        }
+        controller.step(frequency: frequency, inputs: inputs, now: now, wallClock: wallClock)
+        for i in inputs.indices { io.command(unit: i, setpoint: controller.decision(unit: i).setpoint) }
+        io.commandsIssued()
+    }
+
+    /// Writes zero power to every inverter (what a clean stop does) and stops the workers.
+    public func commandSafeSetpoints() { io.stop() }
+
+    /// Applies a reloaded configuration while the cycle is paused. The units and their devices must
+    /// be the same (ids, order, Modbus and CAN settings); control settings, interlocks, droop, limits and
+    /// the simulation may change. Running state (latches included) is carried over.
+    public func reconfigure(_ new: BessdConfiguration, now: MonotonicInstant) throws(RunError) {
+        let old = configuration
+        guard new.units.map(\.id) == old.units.map(\.id) else {
+            throw RunError(code: "RELOAD_REFUSED", message: "the units changed; restart bessd to apply a new unit list")
+        }
+        for (a, b) in zip(old.units, new.units) where a.modbus != b.modbus || a.bms != b.bms || a.inverter != b.inverter
+            || old.isSimulated(inverterOf: a) != new.isSimulated(inverterOf: b) || old.isSimulated(bmsOf: a) != new.isSimulated(bmsOf: b)
+        {
+            throw RunError(code: "RELOAD_REFUSED", message: "unit \(a.id): its devices changed; restart bessd to apply")
+        }
+        guard new.mode == old.mode, new.grid.frequencySource == old.grid.frequencySource else {
+            throw RunError(code: "RELOAD_REFUSED", message: "mode or frequency_source changed; restart bessd to apply")
+        }
+        let fresh = SiteController(control: new.controlSettings, units: new.unitSettings, startedAt: startedAt,
+                                   expectsFrequency: true)
+        fresh.adopt(from: controller, mapping: new.units.indices.map { $0 })
+        controller.events.drain { fresh.events.push($0) }
+        controller = fresh
+        configuration = new
+        io.reconfigure(new)
+    }
+
+    /// Sets (or clears) a unit's operator override.
+    public func setOverride(_ command: PowerCommand?, unit: Int) { inputs[unit].override = command }
+
+    /// Sets (or clears) a unit's aggregator dispatch.
+    public func setDispatch(_ command: PowerCommand?, unit: Int) { inputs[unit].dispatch = command }
+
+    /// Writes unit `i`'s operator view into `status` (no allocation).
+    func fill(_ status: inout UnitStatus, unit i: Int, now: MonotonicInstant) {
+        let d = controller.decision(unit: i)
+        status.state = d.state
+        status.soc = d.soc?.value ?? .nan
+        status.power = d.measuredPower?.value ?? .nan
+        status.setpoint = d.setpoint.value
+        status.droop = d.droop.value
+        status.allowedCharge = d.allowedCharge.value
+        status.allowedDischarge = d.allowedDischarge.value
+        status.active = d.activeCodes
+        status.latched = d.latchedCodes
+        status.mode = controller.units[i].mode
+        status.holds = controller.units[i].holds
+        status.remoteRemaining = status.holds.remoteStandby(at: now).map { $0.seconds(since: now) } ?? 0
+        if let o = inputs[i].override, o.expiresAt > now {
+            status.overrideW = o.power.value
+            status.overrideRemaining = o.expiresAt.seconds(since: now)
+        } else {
+            status.overrideW = nil
+            status.overrideRemaining = 0
+        }
+        if let d = inputs[i].dispatch, d.expiresAt > now { status.dispatchW = d.power.value } else { status.dispatchW = nil }
+        let unit = controller.units[i]
+        let bms = inputs[i].bms
+        let maxAge = unit.settings.bmsStaleAfter
+        let measurements = bms.measurements.fresh(at: now, maxAge: maxAge)
+        let cells = bms.cells.fresh(at: now, maxAge: maxAge)
+        status.soh = bms.status.fresh(at: now, maxAge: maxAge)?.soh?.value ?? .nan
+        status.voltage = measurements?.packVoltage.value ?? .nan
+        status.current = measurements?.packCurrent.value ?? .nan
+        status.temperatureMin = cells?.minTemperature.value ?? measurements?.temperature.value ?? .nan
+        status.temperatureMax = cells?.maxTemperature.value ?? measurements?.temperature.value ?? .nan
+        status.bmsOnline = measurements != nil
+        status.inverterOnline = inputs[i].inverter.fresh(at: now, maxAge: unit.settings.inverterStaleAfter) != nil
+    }
+
+    /// One status line: time, frequency, and per unit state, SOC, power, setpoint and active codes.
+    public func statusLine(now: MonotonicInstant) -> String {
+        var statuses = [UnitStatus](repeating: UnitStatus(), count: inputs.count)
+        for i in inputs.indices { fill(&statuses[i], unit: i, now: now) }
+        return StatusText.line(configuration: configuration, units: statuses,
+                               frequency: controller.site.frequency?.value ?? .nan,
+                               elapsed: now.seconds(since: startedAt), busFaults: busFaults())
+    }
+
+    /// True once every real device has answered or failed at least once.
+    public var devicesProbed: Bool { io.devicesProbed }
+    /// True while every bus worker's thread runs (any thread may call the closure).
+    public var workersAliveCheck: @Sendable () -> Bool { io.workersAliveCheck }
+    /// Bus faults per unit, for the status line (any thread).
+    public func busFaults() -> [[String]] { io.busFaults() }
+    /// The worker slot of each unit whose inverter is real.
+    public var slots: [InverterSlot?] { io.inverterSlots }
+    /// The CAN slot of each unit whose BMS is real.
+    public var bmsSlots: [BMSSlot?] { io.bmsSlots }
+}

@@ -1,0 +1,72 @@
+public import Config
+
+extension SimulationConfiguration {
+    /// The grid frequency source this configuration describes.
+    public func gridFrequency() -> GridFrequency {
+        switch frequencyProfile {
+        case .steady: GridFrequency(.steady(hz: baseHz))
+        case .walk: GridFrequency(.walk(baseHz: baseHz, amplitudeHz: amplitudeHz, seed: seed))
+        case .steps: GridFrequency(.steps(baseHz: baseHz, amplitudeHz: amplitudeHz, periodSeconds: stepPeriodSeconds))
+        case .ramp:
+            GridFrequency(.ramp(fromHz: baseHz, toHz: rampToHz, startSeconds: rampStartSeconds,
+                                durationSeconds: rampDurationSeconds))
+        case .trace: GridFrequency(.trace(trace.map { ($0.seconds, $0.hz) }))
+        }
+    }
+
+    /// The faults acting on unit `unitID`, `elapsed` seconds into the run (no allocation: bessd's own
+    /// simulated devices ask every cycle).
+    public func activeFaults(at elapsed: Double, unitID: String) -> FaultSet {
+        var kinds = FaultSet()
+        for fault in faults where fault.isActive(at: elapsed, unitID: unitID) { kinds.insert(fault.kind) }
+        return kinds
+    }
+
+    /// What the BMS of `unitID` reports in place of the model, `elapsed` seconds into the run (the
+    /// latest active `bms_values` fault wins; none = no override). No allocation.
+    public func activeBMSOverride(at elapsed: Double, unitID: String) -> BMSOverride {
+        var result = BMSOverride()
+        for fault in faults where fault.kind == .bmsValues && fault.isActive(at: elapsed, unitID: unitID) {
+            if let values = fault.bmsValues { result = values }
+        }
+        return result
+    }
+
+    /// The delay of an active delay fault of `kind` on `unitID`, in seconds (0 when none).
+    public func activeDelay(_ kind: FaultInjection.Kind, at elapsed: Double, unitID: String) -> Double {
+        faults.filter { $0.kind == kind && $0.isActive(at: elapsed, unitID: unitID) }.map(\.delaySeconds).max() ?? 0
+    }
+}
+
+extension SimulatedUnit {
+    /// Applies the faults that act on the simulated devices themselves.
+    public mutating func apply(_ faults: FaultSet) {
+        bmsSilent = faults.contains(.bmsSilence) || faults.contains(.canBusOff)
+        battery.injectedHeatW = faults.contains(.thermalRunaway) ? 1_000_000 : 0
+        inverter.faulted = faults.contains(.inverterFault)
+    }
+}
+
+/// A set of fault kinds in one word.
+public struct FaultSet: Sendable, Equatable {
+    var bits: UInt32 = 0
+    public init() {}
+    static func bit(_ kind: FaultInjection.Kind) -> UInt32 {
+        switch kind {  // a switch, not allCases.firstIndex: that would build an array on every call
+        case .bmsSilence: 1 << 0
+        case .bmsDelay: 1 << 1
+        case .bmsGarbage: 1 << 2
+        case .bmsOutOfRange: 1 << 3
+        case .canBusOff: 1 << 4
+        case .thermalRunaway: 1 << 5
+        case .inverterFault: 1 << 6
+        case .modbusSilence: 1 << 7
+        case .modbusDelay: 1 << 8
+        case .bmsValues: 1 << 9
+        case .frequencyLoss: 1 << 10
+        }
+    }
+    public mutating func insert(_ kind: FaultInjection.Kind) { bits |= Self.bit(kind) }
+    public func contains(_ kind: FaultInjection.Kind) -> Bool { bits & Self.bit(kind) != 0 }
+    public var isEmpty: Bool { bits == 0 }
+}

@@ -1,0 +1,195 @@
+public import ControlCore
+import Fieldbus
+import Foundation
+public import Config
+public import Cycle
+import Synchronization
+
+/// The plant side of a HIL rig (`bess-hil plant --config RIG.yaml`): serves every device bessd
+/// treats as real on the wire at the address the rig names, driven by the battery model and the
+/// rig's grid frequency. The same file given to `bessd run` completes the rig.
+public final class PlantRig {
+    public let configuration: BessdConfiguration
+    public private(set) var units: [SimulatedUnit] = []
+    public private(set) var servers: [SunSpecServer?] = []
+    /// The CAN socket of each unit whose BMS the plant emulates.
+    var canSockets: [CANSocket?] = []
+    var nextBMSFrames: [Int64] = []
+    /// 0x305 keep-alives received from bessd, per unit.
+    public private(set) var keepAlivesReceived: [UInt64] = []
+    /// BMS frames sent, per unit.
+    public private(set) var bmsFramesSent: [UInt64] = []
+    var delayed: [[(due: Int64, frames: [CANFrame])]] = []
+    var linkDown: [Bool] = []
+    /// Seconds between BMS transmissions (Pylontech sends every second).
+    public var bmsPeriodSeconds = 1.0
+    var grid: GridFrequency
+    public private(set) var started: MonotonicInstant
+    var last: MonotonicInstant
+
+    public init(configuration c: BessdConfiguration, startedAt: MonotonicInstant) throws(RunError) {
+        configuration = c
+        started = startedAt
+        last = startedAt
+        let sim = c.simulation
+        grid = sim.gridFrequency()
+        for unit in c.units {
+            units.append(SimulatedUnit(capacityKWh: unit.capacityKWh, maxPowerKW: unit.maxPowerKW,
+                                       initialSOCPercent: sim.initialSOCPercent, ambientCelsius: sim.ambientCelsius,
+                                       cellsInSeries: unit.bms.cellsInSeries))
+            delayed.append([])
+            linkDown.append(false)
+            keepAlivesReceived.append(0)
+            bmsFramesSent.append(0)
+            nextBMSFrames.append(0)
+            if c.isSimulated(bmsOf: unit) {
+                canSockets.append(nil)
+            } else {
+                do {
+                    canSockets.append(try CANSocket(interface: unit.bms.interface, filters: [(PylontechLV.keepAliveID, 0x7FF)]))
+                } catch {
+                    stop()
+                    throw RunError(code: error.code, message: "unit \(unit.id) BMS: \(error.message)")
+                }
+            }
+            // The plant serves SunSpec inverters; a register-map inverter is the rig's own hardware.
+            guard !c.isSimulated(inverterOf: unit), unit.inverter.protocolName == .sunspec, let modbus = unit.modbus else {
+                servers.append(nil)
+                continue
+            }
+            let transport: SunSpecServer.Transport
+            switch modbus.transport {
+            case .tcp(let host, let port): transport = .tcp(host: host, port: port)
+            case .rtu(let serial):
+                transport = .rtu(device: serial.device, baud: serial.baud, parity: serial.parity.letter,
+                                 dataBits: serial.dataBits, stopBits: serial.stopBits, unitID: modbus.unitID)
+            }
+            do {
+                let server = try SunSpecServer(transport: transport, profile: SunSpecDeviceProfile(ratingW: unit.maxPowerKW * 1000))
+                try server.start()
+                servers.append(server)
+            } catch {
+                stop()
+                throw RunError(code: error.code, message: "unit \(unit.id): \(error.message)")
+            }
+        }
+        if servers.allSatisfy({ $0 == nil }) && canSockets.allSatisfy({ $0 == nil }) {
+            throw RunError(code: "RIG_EMPTY", message: "the rig has no device for the plant to serve (mode: hardware with a modbus endpoint)")
+        }
+    }
+
+    /// Moves the rig's time zero (where its frequency profile and faults start) to `instant`: a
+    /// scenario starts its clock once bessd is up, while the plant has been serving since before.
+    public func setOrigin(_ instant: MonotonicInstant) { started = instant }
+
+    /// Advances the plant to `now` and exchanges registers with every server.
+    public func step(now: MonotonicInstant) -> Double {
+        let dt = max(0, now.seconds(since: last))
+        last = now
+        let elapsed = now.seconds(since: started)
+        let hz = grid.frequency(at: elapsed)
+        for i in units.indices {
+            let id = configuration.units[i].id
+            let faults = configuration.simulation.activeFaults(at: elapsed, unitID: id)
+            units[i].apply(faults)
+            units[i].bmsOverride = configuration.simulation.activeBMSOverride(at: elapsed, unitID: id)
+            servers[i]?.silent = faults.contains(.modbusSilence)
+            servers[i]?.responseDelaySeconds = configuration.simulation.activeDelay(.modbusDelay, at: elapsed, unitID: id)
+            if canSockets[i] != nil { applyLinkFault(i, down: faults.contains(.canBusOff)) }
+            units[i].step(seconds: dt)
+            if let server = servers[i] {
+                SunSpecPlantLink(server: server).exchange(&units[i], frequencyHz: faults.contains(.frequencyLoss) ? .nan : hz)
+            }
+            if let can = canSockets[i] {
+                exchangeCAN(i, can, now: now, faults: faults,
+                            delay: configuration.simulation.activeDelay(.bmsDelay, at: elapsed, unitID: id))
+            }
+        }
+        return hz
+    }
+
+    /// Sends the BMS's frames when due (late, broken or invalid while a fault says so) and counts the
+    /// keep-alives bessd sent.
+    func exchangeCAN(_ i: Int, _ can: CANSocket, now: MonotonicInstant, faults: FaultSet, delay: Double) {
+        while let received = try? can.receive(timeout: .zero) {
+            if received.frame.id == PylontechLV.keepAliveID && !received.frame.isError { keepAlivesReceived[i] &+= 1 }
+        }
+        // Frames held back by a delay fault go out when due.
+        while let first = delayed[i].first, first.due <= now.nanoseconds {
+            delayed[i].removeFirst()
+            for frame in first.frames where (try? can.send(frame)) != nil { bmsFramesSent[i] &+= 1 }
+        }
+        guard now.nanoseconds >= nextBMSFrames[i], !units[i].bmsSilent else { return }
+        nextBMSFrames[i] = now.nanoseconds + Int64(bmsPeriodSeconds * 1e9)
+        var frames = units[i].pylontechState.frames()
+        if faults.contains(.bmsOutOfRange) {
+            // SOC 150 % and the invalid marker in the current limits: the decoder must refuse both.
+            frames = [CANFrame(id: PylontechLV.statusID, bytes: [150, 0, 100, 0]),
+                      CANFrame(id: PylontechLV.limitsID, bytes: [0x14, 0x02, 0x00, 0x80, 0x00, 0x80, 0, 0])]
+        }
+        if faults.contains(.bmsGarbage) {
+            frames += [CANFrame(id: PylontechLV.limitsID, bytes: [0xFF]), CANFrame(id: PylontechLV.measurementsID, bytes: [1, 2]),
+                       CANFrame(id: 0x35F, bytes: [0xDE, 0xAD, 0xBE, 0xEF, 0, 0, 0, 0])]
+        }
+        if delay > 0 {
+            delayed[i].append((now.nanoseconds + Int64(delay * 1e9), frames))
+            return
+        }
+        for frame in frames where (try? can.send(frame)) != nil { bmsFramesSent[i] &+= 1 }
+    }
+
+    /// Takes the unit's CAN link down (or back up) with `ip link`, as a bus-off looks to bessd.
+    func applyLinkFault(_ i: Int, down: Bool) {
+        guard linkDown[i] != down else { return }
+        linkDown[i] = down
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        process.arguments = ["link", "set", configuration.units[i].bms.interface, down ? "down" : "up"]
+        try? process.run()
+        process.waitUntilExit()
+    }
+
+    /// Stops serving.
+    public func stop() {
+        for server in servers { server?.stop() }
+        for i in linkDown.indices where linkDown[i] { applyLinkFault(i, down: false) }
+    }
+
+    /// Injects a fault into unit `index`.
+    public func withUnit(_ index: Int, _ body: (inout SimulatedUnit) -> Void) { body(&units[index]) }
+
+    /// A status line: frequency and each unit's setpoint, power, SOC and revert state.
+    public func statusLine(now: MonotonicInstant, frequency: Double) -> String {
+        var text = "plant t=\(Int(now.seconds(since: started).rounded()))s f=\(fixed(frequency, 3))Hz"
+        for (i, unit) in configuration.units.enumerated() {
+            let u = units[i]
+            if canSockets[i] != nil {
+                text += " | \(unit.id) BMS frames \(bmsFramesSent[i]) keep-alives \(keepAlivesReceived[i])"
+            }
+            let where_ = servers[i].map { $0.port > 0 ? "tcp:\($0.port)" : "rtu" } ?? "sim"
+            text += " | \(unit.id) [\(where_)] SP \(signed(u.inverter.setpointW / 1000))kW P \(signed(u.inverter.powerW / 1000))kW"
+                + " SOC \(fixed(u.battery.soc * 100, 1))%" + (u.inverter.reverted ? " reverted" : "")
+        }
+        return text
+    }
+
+    /// Runs in real time until `duration` passes or a stop is requested.
+    public func run(duration: Double?, stepSeconds: Double = 0.05, output: (String) -> Void) {
+        var deadline = MonotonicClock.now()
+        let end = duration.map { deadline + .seconds(fromDouble: $0) }
+        var nextStatus = deadline
+        let step = Duration.seconds(fromDouble: stepSeconds)
+        while !stopRequested.load(ordering: .relaxed) {
+            deadline = deadline + step
+            MonotonicClock.sleep(until: deadline)
+            let now = MonotonicClock.now()
+            let hz = self.step(now: now)
+            if now >= nextStatus {
+                output(statusLine(now: now, frequency: hz))
+                nextStatus = now + .seconds(1)
+            }
+            if let end, now >= end { break }
+        }
+        stop()
+    }
+}

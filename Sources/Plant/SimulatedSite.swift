@@ -1,0 +1,121 @@
+public import ControlCore
+public import Config
+public import Cycle
+
+/// The site as `mode: simulation` or `mode: hil` describes it: every device the configuration
+/// simulates runs here (battery, BMS and inverter models, the grid frequency, scheduled faults),
+/// and every real one goes through a `HardwareSite` and its bus workers. A simulated BMS beside a
+/// real inverter integrates the power that inverter measured. Only `bessd`'s composition root
+/// creates one, and only when the configuration simulates something.
+public final class SimulatedSite: SiteIO {
+    public private(set) var configuration: BessdConfiguration
+    /// Every unit's models (used for the units whose devices are simulated).
+    public private(set) var units: [SimulatedUnit]
+    let hardware: HardwareSite
+    var grid: GridFrequency
+    /// Per unit: a `frequency_loss` fault acts on its simulated inverter.
+    var frequencyLost: [Bool]
+    var lastNow: MonotonicInstant
+    let startedAt: MonotonicInstant
+
+    public init(configuration: BessdConfiguration, phase: CyclePhase, startedAt: MonotonicInstant,
+                output: @escaping (String) -> Void) throws(RunError)
+    {
+        self.configuration = configuration
+        self.startedAt = startedAt
+        lastNow = startedAt
+        let sim = configuration.simulation
+        units = configuration.units.map {
+            SimulatedUnit(capacityKWh: $0.capacityKWh, maxPowerKW: $0.maxPowerKW,
+                          initialSOCPercent: sim.initialSOCPercent, ambientCelsius: sim.ambientCelsius,
+                          cellsInSeries: $0.bms.cellsInSeries)
+        }
+        grid = sim.gridFrequency()
+        frequencyLost = [Bool](repeating: false, count: configuration.units.count)
+        hardware = try HardwareSite(configuration: configuration, phase: phase, only: false, output: output)
+    }
+
+    /// Replaces the grid frequency profile (tests and scenarios).
+    public func setFrequency(_ profile: GridFrequency.Profile) { grid = GridFrequency(profile) }
+
+    /// Mutates one simulated unit (fault injection in tests and scenarios).
+    public func withUnit(_ index: Int, _ body: (inout SimulatedUnit) -> Void) { body(&units[index]) }
+
+    public func start() { hardware.start() }
+
+    public func stop() {
+        for i in units.indices { units[i].inverter.command(setpointW: 0) }
+        hardware.stop()
+    }
+
+    /// Advances the models to `now`, applies the fault schedule, and samples real and simulated
+    /// devices alike.
+    public func sample(now: MonotonicInstant, into inputs: inout [UnitInputs]) -> Timestamped<Hertz>? {
+        let dt = max(0, now.seconds(since: lastNow))
+        lastNow = now
+        let elapsed = now.seconds(since: startedAt)
+        let hz = grid.frequency(at: elapsed)
+        if !configuration.simulation.faults.isEmpty {
+            for i in units.indices {
+                let id = configuration.units[i].id
+                let faults = configuration.simulation.activeFaults(at: elapsed, unitID: id)
+                units[i].apply(faults)
+                units[i].bmsOverride = configuration.simulation.activeBMSOverride(at: elapsed, unitID: id)
+                frequencyLost[i] = faults.contains(.frequencyLoss)
+            }
+        }
+        _ = hardware.sample(now: now, into: &inputs)
+        for i in units.indices {
+            if hardware.inverterSlots[i] != nil {
+                // A real inverter: the simulated BMS integrates what it measured.
+                if let measured = inputs[i].inverter?.value(at: now, maxAge: .seconds(3)) {
+                    units[i].stepBattery(measuredACPowerW: measured.activePower.value, seconds: dt)
+                }
+            } else {
+                units[i].step(seconds: dt)
+                inputs[i].inverter = Timestamped(units[i].inverterReading(at: now, frequency: frequencyLost[i] ? nil : hz), at: now)
+            }
+            if hardware.bmsSlots[i] == nil, !units[i].bmsSilent {
+                inputs[i].bms = units[i].bmsSnapshot(at: now)
+            }
+        }
+        return configuration.grid.frequencySource == .simulated ? Timestamped(Hertz(hz), at: now) : nil
+    }
+
+    public func command(unit: Int, setpoint: Watts) {
+        if hardware.inverterSlots[unit] != nil {
+            hardware.command(unit: unit, setpoint: setpoint)
+        } else {
+            units[unit].inverter.command(setpointW: setpoint.value)
+        }
+    }
+
+    public func commandsIssued() { hardware.commandsIssued() }
+
+    public func reconfigure(_ configuration: BessdConfiguration) { self.configuration = configuration }
+
+    public var devicesProbed: Bool { hardware.devicesProbed }
+    public func busFaults() -> [[String]] { hardware.busFaults() }
+    public var workersAliveCheck: @Sendable () -> Bool { hardware.workersAliveCheck }
+    public var inverterSlots: [InverterSlot?] { hardware.inverterSlots }
+    public var bmsSlots: [BMSSlot?] { hardware.bmsSlots }
+}
+
+extension SiteRunner {
+    /// The site the configuration describes: simulated where it asks, real elsewhere. The
+    /// composition root (bessd) and tests call this; a configuration that simulates nothing gets
+    /// the plain hardware site.
+    public static func make(configuration: BessdConfiguration, startedAt: MonotonicInstant,
+                            output: @escaping (String) -> Void) throws(RunError) -> SiteRunner
+    {
+        guard configuration.usesSimulation else {
+            return try hardware(configuration: configuration, startedAt: startedAt, output: output)
+        }
+        let phase = CyclePhase(periodNanoseconds: Int64(configuration.periodMs) * 1_000_000)
+        let io = try SimulatedSite(configuration: configuration, phase: phase, startedAt: startedAt, output: output)
+        return SiteRunner(configuration: configuration, io: io, phase: phase, startedAt: startedAt)
+    }
+
+    /// The simulated site behind this runner, if any (tests and scenarios inject faults through it).
+    public var simulation: SimulatedSite? { io as? SimulatedSite }
+}

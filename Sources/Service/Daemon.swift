@@ -1,0 +1,647 @@
+public import Config
+public import Cycle
+public import ControlCore
+import Fieldbus
+import ControlProtocol
+import Foundation
+import Glibc
+import Synchronization
+public import Uplink
+public import Logging
+
+/// bessd as a service. Its threads, each with one job:
+/// - the cycle (CycleThread): the control law on absolute deadlines; never waits on I/O;
+/// - one thread per bus endpoint (inverter and BMS workers);
+/// - the watchdog (Watchdog): WATCHDOG=1 only while the cycle beats on time and every worker lives;
+/// - the service server (ServiceServer): the control socket and /metrics, non-blocking;
+/// - the main thread (`run`): latch persistence, event logging, the uplink spool, reload, status.
+/// Start order: latches restored → workers → cycle → server → watchdog → READY. Stop order: the
+/// watchdog and server stop → the cycle stops → every inverter gets zero with its revert armed and
+/// the workers stop → the uplink flushes.
+public final class Daemon {
+    /// The configuration in force (reload replaces it; the server thread reads it).
+    public var configuration: BessdConfiguration { guarded.withLock { $0.configuration } }
+    let configPath: String?
+    let runner: SiteRunner
+    let shared: SharedState
+    var cycle: CycleThread
+    var server: ServiceServer?
+    var watchdog: Watchdog?
+    public let logger: Logger
+    let say: (String) -> Void
+    let started: MonotonicInstant
+    var suppressed: [String: (last: MonotonicInstant, count: Int)] = [:]
+    /// The uplink's spool and recorder, when an aggregator is configured.
+    public private(set) var spool: SpoolQueue?
+    var recorder: UplinkRecorder?
+    var uplinkProblem: String?
+    /// State the main thread writes and the server thread reads.
+    struct Guarded {
+        var configuration: BessdConfiguration
+        /// Interlock actions logged since start, per code.
+        var tripCounts: [String: Int] = [:]
+    }
+    let guarded: Mutex<Guarded>
+    /// Delivers the spool to the aggregator.
+    public private(set) var sender: UplinkSender?
+    /// Takes the aggregator's commands (on the sender's task).
+    let intake: DispatchIntake
+    /// Latched trips on disk.
+    let latchStore: LatchStore
+    /// What the latch file holds now, per unit (code → Unix time it latched).
+    var persistedLatches: [TripCodeSet]
+    var latchSince: [[TripCode: Double]]
+    var latchWriteFailing = false
+
+    /// - Parameters:
+    ///   - configPath: the file a SIGHUP reloads (nil for the embedded default).
+    ///   - say: where the live status line goes (stdout).
+    ///   - site: builds the site the cycle runs against, given its start instant and where device
+    ///     messages go. The composition root (bessd's main) decides whether it is simulated; this
+    ///     module never sees the simulator.
+    public init(configuration: BessdConfiguration, configPath: String?, logger: Logger, say: @escaping (String) -> Void,
+                site: (MonotonicInstant, @escaping (String) -> Void) throws(RunError) -> SiteRunner)
+        throws(RunError)
+    {
+        guarded = Mutex(Guarded(configuration: configuration))
+        self.configPath = configPath
+        self.logger = logger
+        self.say = say
+        started = MonotonicClock.now()
+        let log = logger
+        runner = try site(started) { line in log.notice("\(line)") }
+        shared = SharedState(units: configuration.units.count)
+        // Latches from earlier runs are restored before any worker or cycle starts, so the first
+        // setpoint ever written already honours them.
+        latchStore = LatchStore(stateDirectory: configuration.stateDirectory)
+        persistedLatches = [TripCodeSet](repeating: TripCodeSet(), count: configuration.units.count)
+        latchSince = [[TripCode: Double]](repeating: [:], count: configuration.units.count)
+        cycle = CycleThread(runner: runner, shared: shared)
+        intake = DispatchIntake(shared: shared, logger: logger,
+                                units: configuration.units.map { ($0.id, $0.maxPowerKW) })
+        if let aggregator = configuration.aggregator {
+            do {
+                let store = try Spool(directory: configuration.stateDirectory + "/spool",
+                                      maxBytes: aggregator.spoolMaxMB << 20)
+                if store.recovery.tornBytes > 0 || store.recovery.damagedSegments > 0 {
+                    logger.warning("uplink spool: cut \(store.recovery.tornBytes) torn bytes, \(store.recovery.damagedSegments) damaged segments",
+                                   metadata: ["BESS_CODE": "SPOOL_RECOVERED"])
+                }
+                let queue = SpoolQueue(store)
+                spool = queue
+                recorder = UplinkRecorder(queue: queue, configuration: configuration)
+                let log = logger
+                sender = UplinkSender(
+                    settings: .init(url: aggregator.url, site: aggregator.siteID, tokenFile: aggregator.tokenFile,
+                                    caFile: aggregator.caFile, clientCertFile: aggregator.clientCertFile,
+                                    clientKeyFile: aggregator.clientKeyFile,
+                                    interval: .seconds(fromDouble: aggregator.intervalSeconds)),
+                    queue: queue,
+                    log: { message, code in
+                        if let code { log.warning("\(message)", metadata: ["BESS_CODE": "\(code)"]) } else { log.notice("\(message)") }
+                    },
+                    handleCommands: { [intake] commands in intake.apply(commands) })
+            } catch {
+                logger.error("uplink disabled: \(error)", metadata: ["BESS_CODE": "\(error.code)"])
+            }
+        }
+        restoreLatches(configuration)
+    }
+
+    /// Runs until SIGTERM/SIGINT or `duration`; returns the exit status.
+    public func run(duration: Double?, statusEvery: Double) -> Int32 {
+        installStopHandlers()
+        let configuration = self.configuration
+        var realtimeFD: Int32 = -1
+        if let rt = configuration.realtime {
+            let (notices, fd) = Realtime.applyProcessWide(rt)
+            realtimeFD = fd
+            for notice in notices { logger.warning("\(notice)", metadata: ["BESS_CODE": "REALTIME_DEGRADED"]) }
+        }
+        defer { if realtimeFD >= 0 { close(realtimeFD) } }
+        for notice in configuration.notices { logger.notice("\(notice)") }
+
+        runner.startWorkers()
+        // Ready once every device has answered or failed at least once (at most 5 s).
+        let probeEnd = MonotonicClock.now() + .seconds(5)
+        while !runner.devicesProbed, MonotonicClock.now() < probeEnd, !stopRequested.load(ordering: .relaxed) {
+            usleep(20_000)
+        }
+        cycle.start()
+        startServer(configuration)
+        if let sender {
+            do { try sender.start() } catch {
+                logger.error("uplink sender not started: \(error)", metadata: ["BESS_CODE": "\(error.code)"])
+            }
+        }
+        // The first cycles publish before READY, so status and the watchdog see a running cycle.
+        let firstCycles = MonotonicClock.now() + .seconds(2)
+        while cycle.cyclesCompleted < 2, MonotonicClock.now() < firstCycles { usleep(5_000) }
+        if let notice = cycle.realtimeNotice { logger.warning("\(notice)", metadata: ["BESS_CODE": "REALTIME_DEGRADED"]) }
+        let startLine = "bessd \(BessdVersion.string) started: mode \(configuration.mode.rawValue), "
+            + "\(configuration.units.count) unit(s), period \(configuration.periodMs) ms"
+            + (configuration.mode == .hardware ? "" : " — \(Self.simulationWarning(configuration.mode))")
+        logger.notice("\(startLine)", metadata: ["MESSAGE_ID": "\(MessageID.lifecycle)", "BESS_MODE": "\(configuration.mode.rawValue)"])
+        SystemdNotify.send("READY=1\nSTATUS=" + StatusText.notify(configuration: configuration, units: shared.units,
+                                                                  stats: shared.statistics))
+        if let interval = SystemdNotify.watchdogInterval() {
+            let shared = self.shared
+            let workersAlive = runner.workersAliveCheck
+            // The heartbeat is what the cycle publishes (a reload's new cycle thread publishes there too).
+            let dog = Watchdog(interval: interval, health: .init(
+                beat: {
+                    var stats = CycleStatistics()
+                    shared.read(statistics: &stats)
+                    return stats.cycles
+                },
+                onTime: {
+                    var stats = CycleStatistics()
+                    shared.read(statistics: &stats)
+                    return stats.lastLatenessMicroseconds <= Int64(stats.periodMs) * 1000
+                },
+                workersAlive: workersAlive))
+            dog.start()
+            watchdog = dog
+        }
+        var nextStatus = MonotonicClock.now()
+        var nextNotify = MonotonicClock.now()
+        let end = duration.map { started + .seconds(fromDouble: $0) }
+
+        while !stopRequested.load(ordering: .relaxed) {
+            usleep(20_000)
+            let now = MonotonicClock.now()
+            persistLatches()
+            logEvents(now: now)
+            if let recorder {
+                let problem = recorder.tick(now: now, units: shared.units, stats: shared.statistics, blocks: shared.takeBlocks())
+                if problem != uplinkProblem {
+                    if let problem {
+                        logger.error("uplink spool refused a record: \(problem); records are being lost until it recovers",
+                                     metadata: ["BESS_CODE": "\(problem)"])
+                    } else {
+                        logger.notice("uplink spool writing again", metadata: ["BESS_CODE": "SPOOL_RECOVERED"])
+                    }
+                    uplinkProblem = problem
+                }
+            }
+            if reloadRequested.exchange(false, ordering: .relaxed) { reload() }
+            if statusEvery > 0, now >= nextStatus {
+                say(StatusText.line(configuration: self.configuration, units: shared.units, frequency: shared.statistics.frequency,
+                                    elapsed: now.seconds(since: started), busFaults: runner.busFaults()))
+                nextStatus = now + .seconds(fromDouble: statusEvery)
+            }
+            if now >= nextNotify {
+                SystemdNotify.send("STATUS=" + StatusText.notify(configuration: self.configuration, units: shared.units,
+                                                                 stats: shared.statistics))
+                nextNotify = now + .seconds(1)
+            }
+            if let end, now >= end { break }
+        }
+
+        // Stop: no more watchdog or operator answers; the cycle stops; zero with the revert armed
+        // reaches every inverter and the workers stop; then the uplink flushes what it has.
+        SystemdNotify.send("STOPPING=1")
+        watchdog?.stop()
+        server?.stop()
+        server = nil
+        cycle.stop()
+        runner.commandSafeSetpoints()
+        persistLatches()
+        logEvents(now: MonotonicClock.now())
+        spool?.sync()
+        sender?.stop()
+        let stats = shared.statistics
+        let summary = "bessd stopped: \(stats.cycles) cycles, \(stats.overruns) overruns, jitter p99 "
+            + "\(stats.histogram.percentile(0.99)) µs, max \(stats.histogram.maxMicroseconds) µs; "
+            + "zero setpoints written with revert armed"
+        logger.notice("\(summary)", metadata: ["MESSAGE_ID": "\(MessageID.lifecycle)"])
+        return 0
+    }
+
+    /// What the start line says of a mode that is not all real hardware.
+    static func simulationWarning(_ mode: RunMode) -> String {
+        switch mode {
+        case .simulation: "SIMULATION: every device simulated; no energy here is real"
+        case .hil: "HIL: real and simulated devices mixed; records are marked mode hil and must not be settled as real"
+        case .hardware: ""
+        }
+    }
+
+    func startServer(_ configuration: BessdConfiguration) {
+        let shared = self.shared
+        do {
+            let server = try ServiceServer(
+                controlPath: configuration.controlSocket, metricsAddress: configuration.metricsListen,
+                appliedGeneration: { shared.appliedGeneration },
+                handleControl: { [unowned self] request, uid in self.handle(request, uid: uid) },
+                renderMetrics: { [unowned self] in self.metricsText() })
+            server.start()
+            self.server = server
+        } catch {
+            // One listener failing must not cost the other: try each alone.
+            logger.warning("\(error)", metadata: ["BESS_CODE": "\(error.code)"])
+            for (control, metrics) in [(configuration.controlSocket, nil), (nil, configuration.metricsListen)] as [(String?, String?)]
+                where control != nil || metrics != nil
+            {
+                guard let server = try? ServiceServer(
+                    controlPath: control, metricsAddress: metrics, appliedGeneration: { shared.appliedGeneration },
+                    handleControl: { [unowned self] request, uid in self.handle(request, uid: uid) },
+                    renderMetrics: { [unowned self] in self.metricsText() })
+                else { continue }
+                server.start()
+                self.server = server
+                break
+            }
+        }
+    }
+
+    // MARK: latches across restarts
+
+    /// Reads the latch file and restores every latch into the controller (before the first cycle).
+    func restoreLatches(_ configuration: BessdConfiguration) {
+        let ids = configuration.units.map(\.id)
+        switch latchStore.load() {
+        case .firstStart:
+            return
+        case .corrupt(let reason):
+            logger.critical("latch state unreadable (\(reason)); every unit starts latched with LATCH_STATE_CORRUPT until an operator checks it and runs bessctl reset",
+                            metadata: ["BESS_CODE": "LATCH_STATE_CORRUPT", "MESSAGE_ID": "\(MessageID.latch)"])
+            for i in ids.indices { restore([.latchStateCorrupt: MonotonicClock.wallClock()], unit: i) }
+        case .latches(let latches, let damaged):
+            for (i, id) in ids.enumerated() {
+                var codes = latches[id] ?? [:]
+                if damaged.contains(id) {
+                    codes[.latchStateCorrupt] = MonotonicClock.wallClock()
+                    logger.critical("latch state of \(id) unreadable; it starts latched with LATCH_STATE_CORRUPT",
+                                    metadata: ["BESS_CODE": "LATCH_STATE_CORRUPT", "BESS_UNIT": "\(id)", "MESSAGE_ID": "\(MessageID.latch)"])
+                }
+                guard !codes.isEmpty else { continue }
+                restore(codes, unit: i)
+                for (code, since) in codes.sorted(by: { $0.key.rawValue < $1.key.rawValue }) where code != .latchStateCorrupt {
+                    logger.warning("\(id) \(code.name) still latched from an earlier run (since \(Self.utc(since))); bessctl reset \(id) once the cause is cleared",
+                                   metadata: ["BESS_CODE": "\(code.name)", "BESS_UNIT": "\(id)", "BESS_EVENT": "restored",
+                                              "MESSAGE_ID": "\(MessageID.latch)"])
+                }
+            }
+            for id in latches.keys where !ids.contains(id) && !(latches[id] ?? [:]).isEmpty {
+                logger.warning("latch file names unit \(id), which this configuration lacks; its latches are kept in the file",
+                               metadata: ["BESS_CODE": "LATCH_STATE_ORPHANED", "BESS_UNIT": "\(id)"])
+            }
+        }
+    }
+
+    private func restore(_ codes: [TripCode: Double], unit i: Int) {
+        var set = TripCodeSet()
+        for code in codes.keys { set.insert(code) }
+        runner.controller.restoreLatches(set, unit: i, since: started)
+        persistedLatches[i] = set
+        latchSince[i] = codes
+    }
+
+    /// Writes the latch file when any unit's latched codes changed since the last write. Runs on the
+    /// main thread after every cycle has published (never before the first one, which would read
+    /// the empty start-up status as "nothing latched").
+    func persistLatches() {
+        guard shared.statistics.cycles > 0 else { return }
+        let units = shared.units
+        var changed = false
+        for i in units.indices where i < persistedLatches.count && units[i].latched != persistedLatches[i] {
+            changed = true
+        }
+        guard changed || latchWriteFailing else { return }
+        let ids = configuration.units.map(\.id)
+        let now = MonotonicClock.wallClock()
+        var next = latchSince
+        for i in units.indices where i < next.count {
+            var codes: [TripCode: Double] = [:]
+            for code in units[i].latched { codes[code] = latchSince[i][code] ?? now }
+            next[i] = codes
+        }
+        var file: [String: LatchStore.UnitLatches] = [:]
+        for (i, id) in ids.enumerated() where i < next.count { file[id] = next[i] }
+        do {
+            try latchStore.save(file)
+            latchSince = next
+            for i in units.indices where i < persistedLatches.count { persistedLatches[i] = units[i].latched }
+            if latchWriteFailing {
+                logger.notice("latch state written again to \(latchStore.path)", metadata: ["BESS_CODE": "LATCH_STATE_WRITTEN"])
+            }
+            latchWriteFailing = false
+        } catch {
+            if !latchWriteFailing {
+                logger.critical("\(error); latches hold while bessd runs but would not survive a restart",
+                                metadata: ["BESS_CODE": "\(error.code)"])
+            }
+            latchWriteFailing = true
+        }
+    }
+
+    static func utc(_ unix: Double) -> String {
+        var t = time_t(unix)
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        return String(format: "%04d-%02d-%02dT%02d:%02d:%02dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
+                      Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
+    }
+
+    /// The Prometheus text for `GET /metrics`.
+    func metricsText() -> String {
+        let stats = shared.statistics
+        let units = shared.units
+        let (configuration, tripCounts) = guarded.withLock { ($0.configuration, $0.tripCounts) }
+        var m = MetricsText()
+        m.metric("bessd_info", "gauge", "1, labelled with the version and the run mode (simulation, hil, hardware).",
+                 [("version=\"\(MetricsText.label(BessdVersion.string))\",mode=\"\(configuration.mode.rawValue)\"", 1)])
+        m.metric("bessd_cycles_total", "counter", "Control cycles completed.", [("", Double(stats.cycles))])
+        m.metric("bessd_cycle_overruns_total", "counter", "Cycles that woke more than a period late.", [("", Double(stats.overruns))])
+        m.metric("bessd_cycle_period_seconds", "gauge", "Configured control period.", [("", Double(stats.periodMs) / 1000)])
+        m.metric("bessd_cycle_lateness_seconds", "summary", "Wake-up lateness of the cycle.",
+                 [0.5, 0.9, 0.99, 1.0].map { q in ("quantile=\"\(q)\"", Double(stats.histogram.percentile(q)) / 1e6) })
+        let ids = configuration.units.map { MetricsText.label($0.id) }
+        m.metric("bessd_unit_setpoint_watts", "gauge", "Setpoint written, + = discharge.",
+                 zip(ids, units).map { ("unit=\"\($0)\"", $1.setpoint) })
+        m.metric("bessd_unit_power_watts", "gauge", "Measured power, + = discharge.", zip(ids, units).map { ("unit=\"\($0)\"", $1.power) })
+        m.metric("bessd_unit_soc_percent", "gauge", "State of charge.", zip(ids, units).map { ("unit=\"\($0)\"", $1.soc) })
+        m.metric("bessd_unit_active_trips", "gauge", "Interlock rules acting now.",
+                 zip(ids, units).map { ("unit=\"\($0)\"", Double($1.active.count)) })
+        m.metric("bessd_unit_state", "gauge", "1 for the unit's state.",
+                 zip(ids, units).map { ("unit=\"\($0)\",state=\"\($1.state)\"", 1) })
+        m.metric("bessd_interlock_actions_total", "counter", "Interlock actions logged since start, by code.",
+                 tripCounts.sorted { $0.key < $1.key }.map { ("code=\"\($0.key)\"", Double($0.value)) })
+        let slots = runner.slots
+        m.metric("bessd_inverter_round_trip_seconds", "gauge", "Last Modbus round trip.",
+                 zip(ids, slots).compactMap { id, slot in slot.map { ("unit=\"\(id)\"", $0.roundTrip.secondsDouble) } })
+        m.metric("bessd_inverter_errors_total", "counter", "Failed Modbus exchanges.",
+                 zip(ids, slots).compactMap { id, slot in slot.map { ("unit=\"\(id)\"", Double($0.errors)) } })
+        var frames: [(String, Double)] = []
+        for (id, slot) in zip(ids, runner.bmsSlots) {
+            guard let c = slot?.counters else { continue }
+            frames += [("unit=\"\(id)\",result=\"accepted\"", Double(c.accepted)), ("unit=\"\(id)\",result=\"short\"", Double(c.shortFrames)),
+                       ("unit=\"\(id)\",result=\"invalid\"", Double(c.invalidValues)),
+                       ("unit=\"\(id)\",result=\"wrong_kind\"", Double(c.wrongKind)),
+                       ("unit=\"\(id)\",result=\"unknown_id\"", Double(c.unknownIDs))]
+        }
+        m.metric("bessd_bms_frames_total", "counter", "CAN frames from the BMS, by what the decoder did.", frames)
+        if let spool {
+            let s = spool.state
+            m.metric("bessd_spool_pending_records", "gauge", "Records waiting for the aggregator.",
+                     [("", Double(s.next - 1 - min(s.acknowledged, s.next - 1)))])
+            m.metric("bessd_spool_dropped_total", "counter", "Records dropped at the spool's bound.", [("", Double(s.dropped))])
+            m.metric("bessd_spool_bytes", "gauge", "Spool size on disk.", [("", Double(s.bytes))])
+        }
+        if let sender {
+            let u = sender.stats
+            m.metric("bessd_uplink_batches_total", "counter", "Batches the aggregator acknowledged.", [("", Double(u.batchesDelivered))])
+            m.metric("bessd_uplink_failures_total", "counter", "Failed deliveries.", [("", Double(u.failures))])
+        }
+        return m.text
+    }
+
+    /// The cycle's statistics (tests and status).
+    public var statistics: CycleStatistics { shared.statistics }
+
+    // MARK: events
+
+    func logEvents(now: MonotonicInstant) {
+        let configuration = self.configuration
+        for event in shared.takeEvents() {
+            let id = event.unit < configuration.units.count ? configuration.units[event.unit].id : "unit\(event.unit)"
+            // The same event of the same unit within 10 s is counted, not repeated.
+            let key = "\(id)|\(event.kind)|\(event.code.map { "\($0.name)" } ?? "")|\(event.state.map { "\($0)" } ?? "")"
+            // Latches and resets are never held back.
+            let mayRepeat = event.kind == .latched || event.kind == .resetAccepted || event.kind == .resetRefused
+            if !mayRepeat, let previous = suppressed[key], now.seconds(since: previous.last) < 10 {
+                suppressed[key] = (previous.last, previous.count + 1)
+                continue
+            }
+            let repeats = suppressed[key]?.count ?? 0
+            suppressed[key] = (now, 0)
+            var metadata: Logger.Metadata = ["BESS_UNIT": "\(id)", "BESS_EVENT": "\(event.kind)"]
+            if let code = event.code { metadata["BESS_CODE"] = "\(code.name)" }
+            if let severity = event.severity { metadata["BESS_SEVERITY"] = "\(severity.name)" }
+            if event.value.isFinite { metadata["BESS_VALUE"] = "\(event.value)" }
+            if event.threshold.isFinite { metadata["BESS_THRESHOLD"] = "\(event.threshold)" }
+            if let state = event.state { metadata["BESS_STATE"] = "\(state)" }
+            if repeats > 0 { metadata["BESS_SUPPRESSED"] = "\(repeats)" }
+            if event.kind == .raised || event.kind == .latched, let code = event.code {
+                guarded.withLock { $0.tripCounts["\(code.name)", default: 0] += 1 }
+            }
+            switch event.kind {
+            case .raised: metadata["MESSAGE_ID"] = "\(MessageID.trip)"
+            case .latched: metadata["MESSAGE_ID"] = "\(MessageID.latch)"
+            case .cleared: metadata["MESSAGE_ID"] = "\(MessageID.clear)"
+            case .resetAccepted, .resetRefused: metadata["MESSAGE_ID"] = "\(MessageID.reset)"
+            case .stateChanged: metadata["MESSAGE_ID"] = "\(MessageID.state)"
+            case .commandRejected: break
+            }
+            let text = EventText.line(event, unitID: id) + (repeats > 0 ? " (\(repeats) repeats suppressed)" : "")
+            recorder?.record(.event(unit: id, kind: "\(event.kind)", code: event.code.map { "\($0.name)" }, message: text))
+            switch EventText.priority(event) {
+            case 2: logger.critical("\(text)", metadata: metadata)
+            case 3: logger.error("\(text)", metadata: metadata)
+            case 4: logger.warning("\(text)", metadata: metadata)
+            case 5: logger.notice("\(text)", metadata: metadata)
+            default: logger.info("\(text)", metadata: metadata)
+            }
+        }
+    }
+
+    // MARK: reload
+
+    func reload() {
+        SystemdNotify.send("RELOADING=1")
+        defer { SystemdNotify.send("READY=1") }
+        guard let configPath else {
+            logger.notice("reload: running the embedded configuration; nothing to reload",
+                          metadata: ["MESSAGE_ID": "\(MessageID.reload)"])
+            return
+        }
+        let new: BessdConfiguration
+        do {
+            new = try ConfigLoader.load(path: configPath)
+        } catch {
+            for diagnostic in error.diagnostics {
+                logger.error("reload refused: \(diagnostic)", metadata: ["BESS_CODE": "\(diagnostic.code)",
+                                                                         "MESSAGE_ID": "\(MessageID.reload)"])
+            }
+            logger.error("reload refused: \(error.diagnostics.count) error(s) in \(configPath); the running configuration stays",
+                         metadata: ["BESS_CODE": "RELOAD_REFUSED", "MESSAGE_ID": "\(MessageID.reload)"])
+            return
+        }
+        cycle.stop()
+        do {
+            try runner.reconfigure(new, now: MonotonicClock.now())
+            guarded.withLock { $0.configuration = new }
+            intake.update(units: new.units.map { ($0.id, $0.maxPowerKW) })
+            logger.notice("reload applied: \(configPath)", metadata: ["MESSAGE_ID": "\(MessageID.reload)"])
+        } catch {
+            logger.error("reload refused: \(error)", metadata: ["BESS_CODE": "\(error.code)", "MESSAGE_ID": "\(MessageID.reload)"])
+        }
+        cycle = CycleThread(runner: runner, shared: shared)
+        cycle.start()
+    }
+
+    // MARK: control socket
+
+    /// The unit a request names: `.site` when it names none, `.unit(i)` for a configured id. Any
+    /// other value (a number, an unknown id, an empty string) is refused as UNKNOWN_UNIT: a request
+    /// for a unit that does not exist never acts on every unit.
+    enum Target { case site, unit(Int) }
+
+    func target(_ request: [String: Any], _ configuration: BessdConfiguration) -> Target? {
+        guard let value = request["unit"], !(value is NSNull) else { return .site }
+        guard let name = value as? String, let index = configuration.units.firstIndex(where: { $0.id == name }) else { return nil }
+        return .unit(index)
+    }
+
+    static func unknownUnit(_ request: [String: Any]) -> ControlReply {
+        .now(failure("UNKNOWN_UNIT", "no unit \(request["unit"].map { "\($0)" } ?? "") in this configuration; bessctl status lists the units"))
+    }
+
+    static func failure(_ code: String, _ message: String) -> [String: Any] { ["ok": false, "code": code, "message": message] }
+
+    func audit(_ what: String, uid: UInt32, _ metadata: Logger.Metadata) {
+        var fields = metadata
+        fields["BESS_CALLER_UID"] = "\(uid)"
+        logger.notice("bessctl (uid \(uid)): \(what)", metadata: fields)
+    }
+
+    /// Answers one control request (on the server thread). Requests that change something go
+    /// through the cycle's mailbox and are answered once the cycle has taken them.
+    func handle(_ request: [String: Any], uid: UInt32) -> ControlReply {
+        let configuration = self.configuration
+        let verb = request["verb"] as? String ?? ""
+        switch verb {
+        case "status": return .now(statusObject(configuration))
+        case "faults": return .now(faultsObject(configuration))
+        case "reset":
+            guard let target = target(request, configuration) else { return Self.unknownUnit(request) }
+            let indices: [Int]
+            let name: String
+            switch target {
+            case .site: (indices, name) = (Array(configuration.units.indices), "all units")
+            case .unit(let i): (indices, name) = ([i], configuration.units[i].id)
+            }
+            let generation = shared.post { mailbox in for i in indices { mailbox.reset[i] = true } }
+            return .afterCycle(generation: generation) { [self] in
+                var cleared: [String] = []
+                var refused: [String] = []
+                for i in indices {
+                    let outcome = shared.resetOutcome(i)
+                    cleared += outcome.cleared.map { "\(configuration.units[i].id):\($0.name)" }
+                    refused += outcome.refused.map { "\(configuration.units[i].id):\($0.name)" }
+                }
+                audit("reset \(name): cleared \(cleared), refused \(refused)", uid: uid,
+                      ["MESSAGE_ID": "\(MessageID.reset)", "BESS_UNIT": "\(indices.count == 1 ? name : "*")"])
+                return ["ok": true, "cleared": cleared, "refused": refused]
+            }
+        case "mode":
+            guard let text = request["mode"] as? String, let mode = OperatingMode(rawValue: text) else {
+                return .now(Self.failure("BAD_REQUEST", "mode must be auto or standby"))
+            }
+            guard let target = target(request, configuration) else { return Self.unknownUnit(request) }
+            let generation: UInt64
+            let name: String
+            switch target {
+            case .site:
+                generation = shared.post { $0.siteMode = mode }
+                name = "the site"
+            case .unit(let i):
+                generation = shared.post { $0.mode[i] = mode }
+                name = configuration.units[i].id
+            }
+            return .afterCycle(generation: generation) { [self] in
+                audit("mode \(mode.rawValue) for \(name) (operator)", uid: uid,
+                      ["MESSAGE_ID": "\(MessageID.mode)", "BESS_MODE": "\(mode.rawValue)"])
+                return ["ok": true, "mode": mode.rawValue]
+            }
+        case "override":
+            guard case .unit(let index)? = target(request, configuration), request["unit"] != nil else {
+                return request["unit"] == nil
+                    ? .now(Self.failure("UNKNOWN_UNIT", "override needs --unit with a configured unit id")) : Self.unknownUnit(request)
+            }
+            let unitName = configuration.units[index].id
+            if request["clear"] as? Bool == true {
+                return .afterCycle(generation: shared.post { $0.clearOverride[index] = true }) { [self] in
+                    audit("override cleared on \(unitName)", uid: uid, ["MESSAGE_ID": "\(MessageID.override)", "BESS_UNIT": "\(unitName)"])
+                    return ["ok": true]
+                }
+            }
+            guard let kw = (request["power_kw"] as? NSNumber)?.doubleValue, kw.isFinite else {
+                return .now(Self.failure("BAD_REQUEST", "power_kw must be a number"))
+            }
+            let rating = configuration.units[index].maxPowerKW
+            guard abs(kw) <= rating else {
+                return .now(Self.failure("BAD_REQUEST", "power_kw \(kw) is beyond the unit's rating ±\(rating) kW"))
+            }
+            guard let seconds = (request["for_s"] as? NSNumber)?.doubleValue, seconds >= 1, seconds <= 86_400 else {
+                return .now(Self.failure("BAD_REQUEST", "an override needs an expiry: for_s from 1 to 86400 seconds"))
+            }
+            return .afterCycle(generation: shared.post { $0.override[index] = (Watts.kilowatts(kw), seconds) }) { [self] in
+                audit("override \(unitName) to \(kw) kW for \(Int(seconds)) s (still inside every interlock)", uid: uid,
+                      ["MESSAGE_ID": "\(MessageID.override)", "BESS_UNIT": "\(unitName)", "BESS_SETPOINT_W": "\(kw * 1000)"])
+                return ["ok": true, "unit": unitName, "power_kw": kw, "for_s": seconds]
+            }
+        default:
+            return .now(Self.failure("BAD_REQUEST", "unknown verb '\(verb)'; verbs: status, faults, reset, mode, override"))
+        }
+    }
+
+    /// Who holds a unit where it is, for `bessctl status`: `operator`, `operator_site`,
+    /// `aggregator`, `aggregator_emergency_stop`, `override`, `dispatch`, or nil (auto, base schedule).
+    static func heldBy(_ u: UnitStatus) -> (who: String, remaining: Double?)? {
+        if u.holds.operatorUnit { return ("operator", nil) }
+        if u.holds.operatorSite { return ("operator_site", nil) }
+        if u.remoteRemaining > 0 { return (u.holds.remoteEmergency ? "aggregator_emergency_stop" : "aggregator", u.remoteRemaining) }
+        if u.overrideW != nil { return ("override", u.overrideRemaining) }
+        if u.dispatchW != nil { return ("dispatch", nil) }
+        return nil
+    }
+
+    func statusObject(_ configuration: BessdConfiguration) -> [String: Any] {
+        let units = shared.units
+        let stats = shared.statistics
+        let now = MonotonicClock.wallClock()
+        var list: [[String: Any]] = []
+        for (i, unit) in configuration.units.enumerated() {
+            let u = units[i]
+            var entry: [String: Any] = [
+                "id": unit.id, "state": "\(u.state)", "mode": u.mode.rawValue, "setpoint_w": u.setpoint, "droop_w": u.droop,
+                "allowed_charge_w": u.allowedCharge, "allowed_discharge_w": u.allowedDischarge,
+                "trips": u.active.map { "\($0.name)" }, "latched": u.latched.map { "\($0.name)" },
+            ]
+            entry["soc_percent"] = u.soc.isFinite ? u.soc : NSNull()
+            entry["power_w"] = u.power.isFinite ? u.power : NSNull()
+            if let o = u.overrideW { entry["override"] = ["power_w": o, "remaining_s": u.overrideRemaining] }
+            if let d = u.dispatchW { entry["dispatch"] = ["power_w": d] }
+            if let held = Self.heldBy(u) {
+                entry["held_by"] = held.who
+                if let remaining = held.remaining { entry["held_until_unix"] = (now + remaining).rounded() }
+            } else {
+                entry["held_by"] = NSNull()
+            }
+            list.append(entry)
+        }
+        return [
+            "ok": true, "version": BessdVersion.string, "mode": configuration.mode.rawValue, "units": list,
+            "frequency_hz": stats.frequency.isFinite ? stats.frequency : NSNull(),
+            "cycle": [
+                "period_ms": stats.periodMs, "cycles": stats.cycles, "overruns": stats.overruns,
+                "jitter_p50_us": stats.histogram.percentile(0.5), "jitter_p99_us": stats.histogram.percentile(0.99),
+                "jitter_max_us": stats.histogram.maxMicroseconds, "realtime": stats.realtime,
+            ] as [String: Any],
+        ]
+    }
+
+    func faultsObject(_ configuration: BessdConfiguration) -> [String: Any] {
+        let units = shared.units
+        var list: [[String: Any]] = []
+        for (i, unit) in configuration.units.enumerated() {
+            for code in units[i].active {
+                list.append(["unit": unit.id, "code": "\(code.name)", "latched": units[i].latched.contains(code),
+                             "explanation": "\(code.explanation)"])
+            }
+        }
+        return ["ok": true, "faults": list]
+    }
+}

@@ -1,0 +1,71 @@
+public import Config
+public import Cycle
+import ControlCore
+import Foundation
+import Logging
+import Synchronization
+import Uplink
+
+/// Validates and applies the aggregator's commands through the cycle's mailbox — and so through the
+/// same arbitration and interlocks as everything else — and returns their acknowledgements. Called on
+/// the sender's task; everything it touches is behind a lock.
+final class DispatchIntake: Sendable {
+    let shared: SharedState
+    let logger: Logger
+    let units: Mutex<[(id: String, ratingKW: Double)]>
+
+    init(shared: SharedState, logger: Logger, units: [(String, Double)]) {
+        self.shared = shared
+        self.logger = logger
+        self.units = Mutex(units.map { (id: $0.0, ratingKW: $0.1) })
+    }
+
+    func update(units new: [(String, Double)]) { units.withLock { $0 = new.map { (id: $0.0, ratingKW: $0.1) } } }
+
+    func apply(_ commands: [DispatchCommand]) -> [CommandAck] {
+        let now = MonotonicClock.wallClock()
+        let site = units.withLock { $0 }
+        var ratings: [String: Double] = [:]
+        for unit in site { ratings[unit.id] = unit.ratingKW }
+        var acks: [CommandAck] = []
+        for command in commands {
+            if let reason = DispatchValidator.validate(command, ratings: ratings, now: now) {
+                acks.append(CommandAck(id: command.id, accepted: false, reason: reason))
+                logger.warning("dispatch \(command.id) refused: \(reason)",
+                               metadata: ["BESS_CODE": "DISPATCH_REFUSED", "MESSAGE_ID": "\(MessageID.override)"])
+                continue
+            }
+            let seconds = command.expiresUnix - now
+            let targets = command.unit.flatMap { id in site.firstIndex { $0.id == id } }.map { [$0] } ?? Array(site.indices)
+            switch command.kind {
+            case "power":
+                let total = targets.reduce(0.0) { $0 + site[$1].ratingKW }
+                shared.post { mailbox in
+                    for i in targets {
+                        // A site-wide power is shared by rating.
+                        let share = (command.powerKW ?? 0) * site[i].ratingKW / max(total, 1e-9)
+                        mailbox.dispatch[i] = (Watts.kilowatts(share), seconds)
+                    }
+                }
+            case "mode":
+                // The aggregator's own hold: it never lifts a local operator's standby, and it ends
+                // by itself at the command's expiry (the cycle lets it lapse).
+                let mode = OperatingMode(rawValue: command.mode ?? "auto") ?? .auto
+                shared.post { mailbox in for i in targets { mailbox.remoteMode[i] = (mode, seconds, false) } }
+            default:  // emergency_stop: standby at once, dispatch dropped, until the command ends
+                shared.post { mailbox in
+                    for i in targets {
+                        mailbox.remoteMode[i] = (.standby, seconds, true)
+                        mailbox.clearDispatch[i] = true
+                    }
+                }
+            }
+            acks.append(CommandAck(id: command.id, accepted: true))
+            let what = "\(command.kind) \(command.unit ?? "site") \(command.powerKW.map { "\($0) kW " } ?? "")\(command.mode ?? "")"
+            logger.notice("dispatch \(command.id) applied: \(what) until \(Int(command.expiresUnix))",
+                          metadata: ["MESSAGE_ID": "\(MessageID.override)", "BESS_DISPATCH_ID": "\(command.id)"])
+        }
+        return acks
+    }
+
+}

@@ -1,0 +1,59 @@
+public import Config
+public import Cycle
+public import ControlCore
+
+/// Renders control events as one line a person reads at 3 a.m.
+public enum EventText {
+    /// `BESS_DC01_01 CELL_OVERVOLTAGE tripped: highest cell voltage … (3.700 V, limit 3.650 V)`
+    public static func line(_ event: ControlEvent, unitID: String) -> String {
+        switch event.kind {
+        case .stateChanged:
+            return "\(unitID) state \(event.state.map(\.description) ?? "?")"
+        case .commandRejected:
+            return "\(unitID) COMMAND_REJECTED: a dispatch or override was not a finite number and is ignored"
+        case .raised, .cleared, .latched, .resetAccepted, .resetRefused:
+            guard let code = event.code else { return "\(unitID) \(event.kind)" }
+            let verb: String
+            switch event.kind {
+            case .raised:
+                switch event.severity {
+                case .warn?: verb = "warning"
+                case .derate?: verb = "derating"
+                default: verb = "tripped"
+                }
+            case .cleared: verb = "cleared"
+            case .latched: verb = "LATCHED"
+            case .resetAccepted: verb = "reset accepted"
+            default: verb = "reset refused (condition still present or unknown)"
+            }
+            let unit = event.metric.map { "\($0.unitSymbol)" } ?? ""
+            var text = "\(unitID) \(code.name) \(verb)"
+            if event.kind != .cleared { text += ": \(code.explanation)" }
+            if event.value.isFinite {
+                text += " (\(number(event.value)) \(unit), limit \(number(event.threshold)) \(unit))"
+            }
+            return text
+        }
+    }
+
+    static func number(_ value: Double) -> String {
+        guard value.isFinite else { return "?" }
+        let rounded = (value * 1000).rounded() / 1000
+        return "\(rounded)"
+    }
+
+    /// Severity of an event for logs: 2 critical, 3 error, 4 warning, 5 notice, 6 info.
+    public static func priority(_ event: ControlEvent) -> Int {
+        switch event.kind {
+        case .latched: 2
+        case .raised:
+            switch event.severity {
+            case .warn?, .derate?: 4
+            default: 3
+            }
+        case .resetRefused, .commandRejected: 4
+        case .cleared, .resetAccepted: 5
+        case .stateChanged: 6
+        }
+    }
+}

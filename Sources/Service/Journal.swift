@@ -1,0 +1,122 @@
+public import Config
+public import Cycle
+import CSystemd
+import ControlProtocol
+import Foundation
+import Glibc
+public import Logging
+
+/// A swift-log handler that writes structured entries to the systemd journal (`sd_journal_sendv`):
+/// MESSAGE, PRIORITY from the level, SYSLOG_IDENTIFIER, CODE_FILE/LINE/FUNC, and every metadata key as
+/// a field (upper-cased; only A–Z, 0–9 and _; never starting with _), e.g. `BESS_CODE=THERMAL_RUNAWAY`.
+public struct JournalLogHandler: LogHandler {
+    public var metadata: Logger.Metadata = [:]
+    public var logLevel: Logger.Level = .info
+    let identifier: String
+
+    public init(identifier: String) { self.identifier = identifier }
+
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    /// syslog priority of a level.
+    public static func priority(_ level: Logger.Level) -> Int {
+        switch level {
+        case .trace, .debug: 7
+        case .info: 6
+        case .notice: 5
+        case .warning: 4
+        case .error: 3
+        case .critical: 2
+        }
+    }
+
+    /// A journal field name from a metadata key, or nil when nothing valid is left.
+    public static func fieldName(_ key: String) -> String? {
+        let upper = key.uppercased().map { ch -> Character in
+            (ch.isASCII && (ch.isLetter || ch.isNumber)) ? ch : "_"
+        }
+        var name = String(upper)
+        while name.hasPrefix("_") { name.removeFirst() }
+        return name.isEmpty ? nil : String(name.prefix(64))
+    }
+
+    public func log(event: LogEvent) {
+        var fields = [
+            "MESSAGE=\(event.message)", "PRIORITY=\(Self.priority(event.level))", "SYSLOG_IDENTIFIER=\(identifier)",
+            "CODE_FILE=\(event.file)", "CODE_LINE=\(event.line)", "CODE_FUNC=\(event.function)",
+        ]
+        var merged = metadata
+        if let extra = event.metadata { merged.merge(extra) { $1 } }
+        for (key, value) in merged {
+            guard let name = Self.fieldName(key), !["MESSAGE", "PRIORITY", "SYSLOG_IDENTIFIER"].contains(name) else { continue }
+            fields.append("\(name)=\(value)")
+        }
+        Self.send(fields)
+    }
+
+    /// Sends `KEY=value` fields as one journal entry.
+    /// The corresponding C function is `sd_journal_sendv`.
+    @discardableResult
+    static func send(_ fields: [String]) -> Bool {
+        var buffer: [UInt8] = []
+        var ranges: [(Int, Int)] = []
+        for field in fields {
+            let start = buffer.count
+            buffer += Array(field.utf8)
+            ranges.append((start, buffer.count - start))
+        }
+        return buffer.withUnsafeMutableBytes { raw -> Bool in
+            var vectors = ranges.map { iovec(iov_base: raw.baseAddress! + $0.0, iov_len: $0.1) }
+            return sd_journal_sendv(&vectors, Int32(vectors.count)) == 0
+        }
+    }
+
+    /// True when a journal is listening on this machine (a socket file left by a stopped journald
+    /// does not count: the connection is tried).
+    public static var isAvailable: Bool {
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        guard var address = unixAddress("/run/systemd/journal/socket") else { return false }
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        } == 0
+    }
+}
+
+/// The fallback when no journal listens: one line per entry to a stream, fields appended.
+public struct LineLogHandler: LogHandler {
+    public var metadata: Logger.Metadata = [:]
+    public var logLevel: Logger.Level = .info
+    let write: @Sendable (String) -> Void
+
+    public init(write: @escaping @Sendable (String) -> Void) { self.write = write }
+
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    public func log(event: LogEvent) {
+        var merged = metadata
+        if let extra = event.metadata { merged.merge(extra) { $1 } }
+        let fields = merged.keys.sorted().filter { $0 != "MESSAGE_ID" }.map { "\($0)=\(merged[$0]!)" }
+        write(fields.isEmpty ? "\(event.message)" : "\(event.message)  [\(fields.joined(separator: " "))]")
+    }
+}
+
+/// Stable MESSAGE_IDs, so `journalctl MESSAGE_ID=…` finds every event of a kind.
+public enum MessageID {
+    public static let trip = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a01"
+    public static let latch = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a02"
+    public static let clear = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a03"
+    public static let reset = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a04"
+    public static let override = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a05"
+    public static let mode = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a06"
+    public static let reload = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a07"
+    public static let state = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a08"
+    public static let lifecycle = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a09"
+}

@@ -1,0 +1,139 @@
+public import Config
+public import Cycle
+public import ControlCore
+import Foundation
+import Glibc
+
+/// Latched trips kept in `state_directory/latches.json`, so a restart of any kind (SIGKILL, crash,
+/// watchdog kill, `systemctl restart`) is never an operator reset.
+///
+/// The file is rewritten whole (temporary file, fsync, rename, fsync of the directory) whenever the
+/// set of latched codes of any unit changes, and read once at start, before the first cycle:
+/// - no file: a first start, nothing latched;
+/// - a file that cannot be read or parsed, or that names a code this bessd does not know: the
+///   affected units (every unit, when the file as a whole is unreadable) start latched with
+///   `LATCH_STATE_CORRUPT`, never silently clear; the damaged file is kept beside it for inspection.
+///
+/// Format (version 1): `{"format":"bessd-latches","version":1,"units":{"U1":{"THERMAL_RUNAWAY":1763800000.5}}}`,
+/// each code with the Unix time it latched.
+public final class LatchStore {
+    /// What one unit had latched: code → Unix time it latched.
+    public typealias UnitLatches = [TripCode: Double]
+
+    /// The outcome of reading the file at start.
+    public enum Loaded: Equatable {
+        /// No file: nothing was ever latched here.
+        case firstStart
+        /// Latches by unit id; `damaged` lists unit ids whose entry could not be read.
+        case latches([String: UnitLatches], damaged: [String])
+        /// The file as a whole could not be read; `reason` says why.
+        case corrupt(reason: String)
+    }
+
+    public let path: String
+    let directory: String
+
+    public init(stateDirectory: String) {
+        directory = stateDirectory
+        path = stateDirectory + "/latches.json"
+    }
+
+    /// Reads the file (once, at start).
+    public func load() -> Loaded {
+        guard FileManager.default.fileExists(atPath: path) else { return .firstStart }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            return .corrupt(reason: "cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+              object["format"] as? String == "bessd-latches", (object["version"] as? NSNumber)?.intValue == 1,
+              let units = object["units"] as? [String: Any]
+        else {
+            keepDamagedCopy()
+            return .corrupt(reason: "\(path) is not a bessd latch file (version 1)")
+        }
+        var latches: [String: UnitLatches] = [:]
+        var damaged: [String] = []
+        for (unit, entry) in units {
+            guard let codes = entry as? [String: Any] else {
+                damaged.append(unit)
+                continue
+            }
+            var set: UnitLatches = [:]
+            var readable = true
+            for (name, since) in codes {
+                guard let code = TripCode(name: name), let seconds = (since as? NSNumber)?.doubleValue, seconds.isFinite else {
+                    readable = false
+                    continue
+                }
+                set[code] = seconds
+            }
+            if !readable { damaged.append(unit) }
+            latches[unit] = set
+        }
+        if !damaged.isEmpty { keepDamagedCopy() }
+        return .latches(latches, damaged: damaged.sorted())
+    }
+
+    /// Writes every unit's latches: a temporary file, fsync, rename over the old one, fsync of the
+    /// directory. Either the old file or the new one is on disk at every instant.
+    public func save(_ latches: [String: UnitLatches]) throws(LatchStoreError) {
+        var units: [String: Any] = [:]
+        for (unit, codes) in latches {
+            var entry: [String: Any] = [:]
+            for (code, since) in codes { entry["\(code.name)"] = since }
+            units[unit] = entry
+        }
+        let object: [String: Any] = ["format": "bessd-latches", "version": 1, "units": units]
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else {
+            throw LatchStoreError("cannot encode the latch state")
+        }
+        if mkdir(directory, 0o750) != 0, errno != EEXIST {
+            throw LatchStoreError("cannot create \(directory): \(String(cString: strerror(errno)))")
+        }
+        let temporary = path + ".tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o640)
+        guard fd >= 0 else { throw LatchStoreError("cannot write \(temporary): \(String(cString: strerror(errno)))") }
+        var written = 0
+        let ok = data.withUnsafeBytes { bytes -> Bool in
+            while written < bytes.count {
+                let n = write(fd, bytes.baseAddress! + written, bytes.count - written)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return false
+                }
+                written += n
+            }
+            return fsync(fd) == 0
+        }
+        let writeErrno = errno
+        close(fd)
+        guard ok else {
+            unlink(temporary)
+            throw LatchStoreError("cannot write \(temporary): \(String(cString: strerror(writeErrno)))")
+        }
+        guard rename(temporary, path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw LatchStoreError("cannot replace \(path): \(reason)")
+        }
+        let directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if directoryFD >= 0 {
+            fsync(directoryFD)
+            close(directoryFD)
+        }
+    }
+
+    /// Keeps an unreadable file for the operator (`latches.json.damaged-UNIXTIME`).
+    func keepDamagedCopy() {
+        let copy = path + ".damaged-\(Int(Date().timeIntervalSince1970))"
+        _ = try? FileManager.default.copyItem(atPath: path, toPath: copy)
+    }
+}
+
+/// Why the latch state could not be written (`LATCH_STATE_UNWRITABLE`).
+public struct LatchStoreError: Error, CustomStringConvertible {
+    public let code = "LATCH_STATE_UNWRITABLE"
+    public var message: String
+    init(_ message: String) { self.message = message }
+    public var description: String { "\(code): \(message)" }
+}

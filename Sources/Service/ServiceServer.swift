@@ -1,0 +1,318 @@
+public import Config
+public import Cycle
+import ControlCore
+import Fieldbus
+import ControlProtocol
+import Foundation
+import Glibc
+import Synchronization
+
+/// An answer to a control request: now, or once the cycle has taken the request from its mailbox.
+enum ControlReply {
+    case now([String: Any])
+    /// Answer with `finish()` once the cycle has applied mailbox generation `generation`; refuse
+    /// with `CYCLE_NOT_RUNNING` when it has not within two seconds.
+    case afterCycle(generation: UInt64, finish: () -> [String: Any])
+}
+
+/// The control socket (bessctl) and `metrics_listen` (Prometheus), served from one thread of their
+/// own with non-blocking I/O: `poll` over every listener and connection, per-connection buffers, an
+/// idle timeout and a connection cap per listener. A client that connects and says nothing costs a
+/// slot until its idle timeout and nothing else; at the cap the connection idle longest is closed to
+/// make room, so a new operator is always answered. Nothing here feeds the watchdog or runs the cycle.
+final class ServiceServer: @unchecked Sendable {
+    enum Kind { case control, metrics }
+
+    struct Limits {
+        /// A connection with no complete request for this long is closed.
+        var idleTimeout: Duration = .seconds(5)
+        /// Open connections per listener.
+        var maxConnections = 64
+        /// Longest request line (control) or header (metrics).
+        var maxRequestBytes = 65_536
+        /// How long an answer may wait for the cycle to take a request.
+        var cycleWait: Duration = .seconds(2)
+    }
+
+    private final class Connection {
+        let fd: Int32
+        let kind: Kind
+        var input: [UInt8] = []
+        var output: [UInt8] = []
+        var lastActivity: MonotonicInstant
+        var closeAfterWrite = false
+        var waiting: (generation: UInt64, deadline: MonotonicInstant, finish: () -> [String: Any])?
+        init(fd: Int32, kind: Kind, now: MonotonicInstant) {
+            self.fd = fd
+            self.kind = kind
+            lastActivity = now
+        }
+    }
+
+    let limits: Limits
+    private var listeners: [(fd: Int32, kind: Kind)] = []
+    private var connections: [Int32: Connection] = [:]
+    private let controlPath: String?
+    private let handleControl: ([String: Any], UInt32) -> ControlReply
+    private let renderMetrics: () -> String
+    private let appliedGeneration: () -> UInt64
+    private let thread = WorkerThread()
+    /// Connections closed for idling or to make room (tests and /metrics).
+    let evicted = Atomic<UInt64>(0)
+
+    /// Opens the listeners. `controlPath` is a Unix socket (mode 0660, group `bess` when it
+    /// exists); `metricsAddress` is `IPV4:PORT`.
+    init(controlPath: String?, metricsAddress: String?, limits: Limits = Limits(),
+         appliedGeneration: @escaping () -> UInt64,
+         handleControl: @escaping ([String: Any], UInt32) -> ControlReply,
+         renderMetrics: @escaping () -> String) throws(RunError)
+    {
+        self.limits = limits
+        self.controlPath = controlPath
+        self.handleControl = handleControl
+        self.renderMetrics = renderMetrics
+        self.appliedGeneration = appliedGeneration
+        do {
+            if let controlPath { listeners.append((try Self.listenUnix(controlPath), .control)) }
+            if let metricsAddress { listeners.append((try Self.listenTCP(metricsAddress), .metrics)) }
+        } catch {
+            for listener in listeners { close(listener.fd) }
+            if let controlPath { unlink(controlPath) }
+            throw error
+        }
+    }
+
+    deinit {
+        thread.stop()
+        for fd in connections.keys { close(fd) }
+        for listener in listeners { close(listener.fd) }
+        if let controlPath { unlink(controlPath) }
+    }
+
+    /// Which listeners opened.
+    var serves: [Kind] { listeners.map(\.kind) }
+
+    func start() { thread.start { [self] in loop() } }
+    func stop() { thread.stop() }
+
+    // MARK: the loop
+
+    private func loop() {
+        var fds: [pollfd] = []
+        fds.reserveCapacity(limits.maxConnections * 2 + 2)
+        while thread.isRunning {
+            fds.removeAll(keepingCapacity: true)
+            for listener in listeners { fds.append(pollfd(fd: listener.fd, events: Int16(POLLIN), revents: 0)) }
+            var waiting = false
+            for connection in connections.values {
+                var events = Int16(POLLIN)
+                if !connection.output.isEmpty { events |= Int16(POLLOUT) }
+                if connection.waiting != nil { waiting = true }
+                fds.append(pollfd(fd: connection.fd, events: events, revents: 0))
+            }
+            // 100 ms bounds how long stop() waits; 5 ms while an answer waits for the cycle.
+            _ = Glibc.poll(&fds, nfds_t(fds.count), waiting ? 5 : 100)
+            let now = MonotonicClock.now()
+            for entry in fds where entry.revents != 0 {
+                if let listener = listeners.first(where: { $0.fd == entry.fd }) {
+                    accept(on: listener.fd, kind: listener.kind, now: now)
+                } else if let connection = connections[entry.fd] {
+                    if entry.revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 { read(connection, now: now) }
+                    if connections[entry.fd] != nil, entry.revents & Int16(POLLOUT) != 0 { flush(connection) }
+                }
+            }
+            finishWaiting(now: now)
+            closeIdle(now: now)
+        }
+    }
+
+    private func accept(on listener: Int32, kind: Kind, now: MonotonicInstant) {
+        while true {
+            let fd = Glibc.accept(listener, nil, nil)
+            if fd < 0 { return }  // EAGAIN: none left; anything else: try again at the next readiness
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            let mine = connections.values.filter { $0.kind == kind }
+            if mine.count >= limits.maxConnections,
+               let oldest = mine.filter({ $0.waiting == nil }).min(by: { $0.lastActivity < $1.lastActivity })
+            {
+                drop(oldest)
+                evicted.add(1, ordering: .relaxed)
+            }
+            connections[fd] = Connection(fd: fd, kind: kind, now: now)
+        }
+    }
+
+    private func read(_ connection: Connection, now: MonotonicInstant) {
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = Glibc.read(connection.fd, &chunk, chunk.count)
+            if count < 0, errno == EINTR { continue }
+            if count < 0, errno == EAGAIN || errno == EWOULDBLOCK { break }
+            if count <= 0 {
+                drop(connection)
+                return
+            }
+            connection.input += chunk.prefix(count)
+            connection.lastActivity = now
+            if connection.input.count > limits.maxRequestBytes {
+                connection.input.removeAll()
+                respond(connection, json: ["ok": false, "code": "BAD_REQUEST", "message": "request too large"], close: true)
+                return
+            }
+        }
+        switch connection.kind {
+        case .control: serveControl(connection, now: now)
+        case .metrics: serveMetrics(connection)
+        }
+    }
+
+    private func serveControl(_ connection: Connection, now: MonotonicInstant) {
+        // One request at a time per connection: the next line waits for the answer to this one.
+        while connection.waiting == nil, let newline = connection.input.firstIndex(of: 0x0A) {
+            let line = Array(connection.input[..<newline])
+            connection.input.removeSubrange(...newline)
+            guard let request = (try? JSONSerialization.jsonObject(with: Data(line))) as? [String: Any] else {
+                respond(connection, json: ["ok": false, "code": "BAD_REQUEST", "message": "expected one JSON object per line"])
+                continue
+            }
+            switch handleControl(request, Self.peerUID(connection.fd)) {
+            case .now(let answer): respond(connection, json: answer)
+            case .afterCycle(let generation, let finish):
+                connection.waiting = (generation, now + limits.cycleWait, finish)
+            }
+        }
+    }
+
+    private func serveMetrics(_ connection: Connection) {
+        guard let end = Self.headerEnd(connection.input) else { return }
+        let request = String(decoding: connection.input[..<end], as: UTF8.self)
+        connection.input.removeAll()
+        let ok = request.hasPrefix("GET /metrics ") || request.hasPrefix("GET /metrics\r")
+        let body = ok ? renderMetrics() : "not found\n"
+        let head = "HTTP/1.1 \(ok ? "200 OK" : "404 Not Found")\r\nContent-Type: text/plain; version=0.0.4\r\n"
+            + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n"
+        connection.output += Array((head + body).utf8)
+        connection.closeAfterWrite = true
+        flush(connection)
+    }
+
+    private func finishWaiting(now: MonotonicInstant) {
+        let applied = appliedGeneration()
+        for connection in connections.values {
+            guard let waiting = connection.waiting else { continue }
+            if applied >= waiting.generation {
+                connection.waiting = nil
+                respond(connection, json: waiting.finish())
+            } else if now >= waiting.deadline {
+                connection.waiting = nil
+                respond(connection, json: ["ok": false, "code": "CYCLE_NOT_RUNNING",
+                                           "message": "the control cycle did not take the request within 2 s; nothing was changed"])
+            } else {
+                continue
+            }
+            if connections[connection.fd] != nil { serveControl(connection, now: now) }
+        }
+    }
+
+    private func closeIdle(now: MonotonicInstant) {
+        for connection in connections.values where connection.waiting == nil
+            && now.seconds(since: connection.lastActivity) >= limits.idleTimeout.secondsDouble
+        {
+            drop(connection)
+            evicted.add(1, ordering: .relaxed)
+        }
+    }
+
+    private func respond(_ connection: Connection, json: [String: Any], close: Bool = false) {
+        var data = (try? JSONSerialization.data(withJSONObject: json, options: [.sortedKeys])) ?? Data("{}".utf8)
+        data.append(0x0A)
+        connection.output += data
+        if close { connection.closeAfterWrite = true }
+        flush(connection)
+    }
+
+    /// Writes what the socket takes now; the rest waits for POLLOUT.
+    private func flush(_ connection: Connection) {
+        while !connection.output.isEmpty {
+            let count = connection.output.withUnsafeBytes { send(connection.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if count < 0, errno == EINTR { continue }
+            if count < 0, errno == EAGAIN || errno == EWOULDBLOCK { return }
+            if count <= 0 {
+                drop(connection)
+                return
+            }
+            connection.output.removeFirst(count)
+        }
+        if connection.closeAfterWrite { drop(connection) }
+    }
+
+    private func drop(_ connection: Connection) {
+        close(connection.fd)
+        connections[connection.fd] = nil
+    }
+
+    // MARK: helpers
+
+    static func headerEnd(_ bytes: [UInt8]) -> Int? {
+        guard bytes.count >= 4 else { return nil }
+        for i in 0...(bytes.count - 4) where bytes[i] == 13 && bytes[i + 1] == 10 && bytes[i + 2] == 13 && bytes[i + 3] == 10 {
+            return i
+        }
+        return nil
+    }
+
+    static func peerUID(_ fd: Int32) -> UInt32 {
+        var credentials = PeerCredentials()
+        var length = socklen_t(MemoryLayout<PeerCredentials>.size)
+        return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0 ? credentials.uid : UInt32.max
+    }
+
+    static func listenUnix(_ path: String) throws(RunError) -> Int32 {
+        let directory = (path as NSString).deletingLastPathComponent
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        unlink(path)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0, var address = unixAddress(path) else {
+            if fd >= 0 { close(fd) }
+            throw RunError(code: "CONTROL_SOCKET_FAILED", message: "cannot create \(path)")
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard bound == 0, listen(fd, 128) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw RunError(code: "CONTROL_SOCKET_FAILED", message: "cannot listen on \(path): \(reason)")
+        }
+        chmod(path, 0o660)
+        if let group = getgrnam("bess") { chown(path, uid_t.max, group.pointee.gr_gid) }
+        return fd
+    }
+
+    static func listenTCP(_ text: String) throws(RunError) -> Int32 {
+        let parts = text.split(separator: ":")
+        guard parts.count == 2, let port = UInt16(parts[1]) else {
+            throw RunError(code: "METRICS_LISTEN_FAILED", message: "metrics_listen must be HOST:PORT (got \(text))")
+        }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        guard inet_pton(AF_INET, String(parts[0]), &address.sin_addr) == 1 else {
+            throw RunError(code: "METRICS_LISTEN_FAILED", message: "metrics_listen host must be an IPv4 address (got \(parts[0]))")
+        }
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw RunError(code: "METRICS_LISTEN_FAILED", message: "cannot create a socket") }
+        var on: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(fd, 128) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw RunError(code: "METRICS_LISTEN_FAILED", message: "cannot listen on \(text): \(reason)")
+        }
+        return fd
+    }
+}

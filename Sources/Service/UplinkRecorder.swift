@@ -1,0 +1,97 @@
+public import Config
+public import Cycle
+import ControlCore
+import Foundation
+import Synchronization
+import Uplink
+
+/// Turns what the cycle publishes into uplink records in the spool: telemetry every interval,
+/// availability at least every 5 s, every closed energy block and every event. Runs on the service
+/// thread; a full disk or a broken spool is logged and never reaches the cycle.
+final class UplinkRecorder {
+    let queue: SpoolQueue
+    let configuration: BessdConfiguration
+    let interval: Duration
+    var nextTelemetry = MonotonicInstant.zero
+    var nextAvailability = MonotonicInstant.zero
+    var reportedDrops: UInt64 = 0
+    var failing: String?
+    let encoder = JSONEncoder()
+
+    init(queue: SpoolQueue, configuration: BessdConfiguration) {
+        self.queue = queue
+        self.configuration = configuration
+        interval = .seconds(fromDouble: configuration.aggregator?.intervalSeconds ?? 1)
+        reportedDrops = queue.state.dropped
+    }
+
+    /// Appends `body` as the next record. Returns the error code when the spool refused it.
+    @discardableResult
+    func record(_ body: RecordBody) -> String? {
+        let time = MonotonicClock.wallClock()
+        let mode = configuration.mode.rawValue
+        do {
+            try queue.append { seq in [UInt8](try encoder.encode(UplinkRecord(seq: seq, time: time, body: body, mode: mode))) }
+            failing = nil
+            return nil
+        } catch let error as SpoolError {
+            failing = error.code
+            return error.code
+        } catch {
+            failing = "SPOOL_IO"
+            return "SPOOL_IO"
+        }
+    }
+
+    /// Called every service-loop round.
+    func tick(now: MonotonicInstant, units: [UnitStatus], stats: CycleStatistics, blocks: [EnergyBlock]) -> String? {
+        var problem: String?
+        for block in blocks where block.unit < configuration.units.count {
+            problem = record(.energyBlock(unit: configuration.units[block.unit].id, startUnix: block.startUnixSeconds,
+                                          lengthS: block.lengthSeconds, chargedKWh: block.chargedKWh,
+                                          dischargedKWh: block.dischargedKWh, coveredS: block.coveredSeconds)) ?? problem
+        }
+        let drops = queue.state.dropped
+        if drops > reportedDrops {
+            problem = record(.spoolDrop(count: drops - reportedDrops)) ?? problem
+            reportedDrops = drops
+        }
+        if now >= nextTelemetry {
+            nextTelemetry = now + interval
+            let telemetry = zip(configuration.units, units).map { unit, u in
+                UnitTelemetry(id: unit.id, state: "\(u.state)", socPercent: finite(u.soc), sohPercent: finite(u.soh),
+                              powerW: finite(u.power), setpointW: u.setpoint, voltageV: finite(u.voltage),
+                              currentA: finite(u.current), temperatureMinC: finite(u.temperatureMin),
+                              temperatureMaxC: finite(u.temperatureMax), allowedChargeW: u.allowedCharge,
+                              allowedDischargeW: u.allowedDischarge, trips: u.active.map { "\($0.name)" },
+                              latched: u.latched.map { "\($0.name)" }, bmsOnline: u.bmsOnline, inverterOnline: u.inverterOnline)
+            }
+            problem = record(.telemetry(frequencyHz: finite(stats.frequency), cycleP99Us: stats.histogram.percentile(0.99),
+                                        overruns: stats.overruns, units: telemetry)) ?? problem
+        }
+        if now >= nextAvailability {
+            nextAvailability = now + .seconds(fromDouble: min(5, configuration.aggregator?.intervalSeconds ?? 5))
+            let availability = zip(configuration.units, units).map { unit, u -> UnitAvailability in
+                let capacityWh = unit.capacityKWh * 1000
+                let soc = u.soc.isFinite ? u.soc : 0
+                let socMax = configuration.socBound(.socHigh, default: 95)
+                let socMin = configuration.socBound(.socLow, default: 5)
+                return UnitAvailability(
+                    id: unit.id, chargePowerW: u.allowedCharge, dischargePowerW: u.allowedDischarge,
+                    chargeEnergyWh: u.soc.isFinite ? max(0, socMax - soc) / 100 * capacityWh : 0,
+                    dischargeEnergyWh: u.soc.isFinite ? max(0, soc - socMin) / 100 * capacityWh : 0)
+            }
+            problem = record(.availability(units: availability)) ?? problem
+        }
+        return problem
+    }
+
+    func finite(_ value: Double) -> Double? { value.isFinite ? value : nil }
+}
+
+extension BessdConfiguration {
+    /// The SOC threshold of an interlock as configured, for the energy headroom.
+    func socBound(_ code: TripCode, default value: Double) -> Double {
+        interlocks[code]?.threshold ?? value
+    }
+}

@@ -1,0 +1,458 @@
+import ControlCore
+import Fieldbus
+import Foundation
+import Plant
+@testable import Service
+@testable import Cycle
+@testable import Config
+import Testing
+
+@Suite("Configuration")
+struct ConfigurationTests {
+    /// The seed design's example blocks, exactly as the issue gives them, pasted together.
+    static let seedText = """
+        mode: simulation  # or 'hardware'
+        bess_units:
+          - id: BESS_DC01_01
+            campus_id: CAMPUS_MUMBAI_ANDHERI
+            modbus:
+              host: 192.168.1.100
+              port: 502
+            capacity_kwh: 250
+            max_power_kw: 100
+        grid_integration:
+          mode: simulation  # or 'posoco', 'pmu'
+          frequency_source: simulated
+          scada_enabled: false
+          droop_settings:
+            deadband_hz: [49.9, 50.05]
+            droop_percent: 5.0
+        """
+
+    @Test("the seed design's blocks load unchanged, with a notice for scada_enabled")
+    func seedLoads() throws {
+        let c = try ConfigLoader.parse(Self.seedText, file: "seed.yaml")
+        #expect(c.mode == .simulation)
+        #expect(c.units.count == 1)
+        let unit = c.units[0]
+        #expect(unit.id == "BESS_DC01_01")
+        #expect(unit.campusID == "CAMPUS_MUMBAI_ANDHERI")
+        #expect(unit.modbus == ModbusSettings(transport: .tcp(host: "192.168.1.100", port: 502), unitID: 1, timeoutMs: 500))
+        #expect(unit.capacityKWh == 250 && unit.maxPowerKW == 100)
+        #expect(c.grid.droop.deadbandLow == Hertz(49.9) && c.grid.droop.deadbandHigh == Hertz(50.05))
+        #expect(c.grid.droop.droopUnderPercent == 5 && c.grid.droop.droopOverPercent == 5)
+        #expect(c.grid.droop.reference == .edge)
+        #expect(c.periodMs == 100)
+        #expect(c.controlSocket == "/run/bessd/control.sock")
+        #expect(c.notices.count == 1)
+        #expect(c.notices.first?.keyPath == "grid_integration.scada_enabled")
+        #expect(c.notices.first?.line == 13)
+        // config/seed.yaml is the same text.
+        let file = try String(contentsOf: Package.root.appendingPathComponent("config/seed.yaml"), encoding: .utf8)
+        #expect(file.contains(Self.seedText))
+    }
+
+    @Test("every file in config/ is valid")
+    func shippedFilesValid() throws {
+        let directory = Package.root.appendingPathComponent("config")
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".yaml") }
+        #expect(files.count >= 3)
+        for file in files {
+            do {
+                _ = try ConfigLoader.load(path: directory.appendingPathComponent(file).path)
+            } catch {
+                Issue.record("config/\(file) is invalid:\n\(error)")
+            }
+        }
+    }
+
+    @Test("the embedded default is config/simulation.yaml, byte for byte")
+    func embeddedMatchesFile() throws {
+        let file = try String(contentsOf: Package.root.appendingPathComponent("config/simulation.yaml"), encoding: .utf8)
+        #expect(EmbeddedConfiguration.simulationYAML + "\n" == file,
+                "run scripts/embed-default-config.sh after editing config/simulation.yaml")
+        let c = try ConfigLoader.parse(EmbeddedConfiguration.simulationYAML, file: "embedded")
+        #expect(c.mode == .simulation)
+        #expect(c.units.count >= 1)
+    }
+
+    @Test("the reference file documents every key the loader reads")
+    func referenceHasEveryKey() throws {
+        let text = try String(contentsOf: Package.root.appendingPathComponent("config/bessd.yaml"), encoding: .utf8)
+        for key in ["mode:", "period_ms:", "control_socket:", "state_directory:", "bess_units:", "id:", "campus_id:",
+                    "capacity_kwh:", "max_power_kw:", "modbus:", "host:", "port:", "unit_id:", "timeout_ms:", "device:",
+                    "baud:", "parity:", "data_bits:", "stop_bits:", "rs485:", "inverter:", "protocol:", "simulated:",
+                    "stale_after_s:", "bms:", "interface:", "bitrate:", "cells_in_series:", "manage_interface:", "restart_ms:", "grid_integration:",
+                    "frequency_source:", "scada_enabled:", "droop_settings:", "enabled:", "nominal_hz:", "deadband_hz:",
+                    "droop_percent:", "droop_percent_under:", "droop_percent_over:", "reference:", "response_time_s:",
+                    "limits:", "ramp_percent_per_s:", "schedule_ramp_percent_per_s:", "interlocks:", "threshold:",
+                    "hysteresis:", "delay_s:", "hold_s:", "severity:", "derate_start:", "direction:", "aggregator:",
+                    "url:", "token_file:", "interval_s:", "simulation:", "initial_soc_percent:", "ambient_c:",
+                    "frequency_profile:", "base_hz:", "amplitude_hz:", "step_period_s:", "seed:",
+                    "ramp_to_hz:", "ramp_start_s:", "ramp_duration_s:", "trace_file:", "faults:", "kind:", "unit:",
+                    "at_s:", "duration_s:", "delay_s:", "register_map:", "revert_timeout:", "setpoint:", "fault_values:",
+                    "enable_value:", "rating_kw:", "word_order", "address:", "type:", "scale:", "realtime:", "priority:",
+                    "lock_memory:", "cpu_dma_latency_us:", "site_id:", "ca_file:", "client_cert_file:", "client_key_file:",
+                    "spool_max_mb:", "metrics_listen:", "bms_values", "frequency_loss", "soc_percent:", "pack_voltage_v:",
+                    "pack_current_a:", "cell_voltage_min_v:", "cell_voltage_max_v:", "temperature_min_c:", "temperature_max_c:",
+                    "charge_current_limit_a:", "discharge_current_limit_a:", "charge_enabled:", "discharge_enabled:",
+                    "protections:", "alarms:"] {
+            #expect(text.contains(key), "config/bessd.yaml lacks \(key)")
+        }
+    }
+
+    struct Bad: Sendable, CustomTestStringConvertible {
+        let name: String
+        let yaml: String
+        let line: Int?
+        let keyPath: String
+        let message: String
+        var testDescription: String { name }
+    }
+
+    static let unit = "bess_units:\n  - id: U1\n    capacity_kwh: 250\n    max_power_kw: 100\n"
+
+    static let badCases: [Bad] = [
+        Bad(name: "unknown top-level key", yaml: unit + "colour: blue\n", line: 5, keyPath: "colour", message: "unknown key"),
+        Bad(name: "period too short", yaml: "period_ms: 5\n" + unit, line: 1, keyPath: "period_ms", message: "from 10 to 1000"),
+        Bad(name: "period too long", yaml: "period_ms: 1001\n" + unit, line: 1, keyPath: "period_ms", message: "from 10 to 1000"),
+        Bad(name: "period not a number", yaml: "period_ms: fast\n" + unit, line: 1, keyPath: "period_ms", message: "whole number"),
+        Bad(name: "negative power", yaml: "bess_units:\n  - id: U1\n    capacity_kwh: 250\n    max_power_kw: -100\n",
+            line: 4, keyPath: "bess_units[0].max_power_kw", message: "greater than 0"),
+        Bad(name: "capacity as text", yaml: "bess_units:\n  - id: U1\n    capacity_kwh: big\n    max_power_kw: 100\n",
+            line: 3, keyPath: "bess_units[0].capacity_kwh", message: "expected a number"),
+        Bad(name: "inverted deadband",
+            yaml: unit + "grid_integration:\n  droop_settings:\n    deadband_hz: [50.05, 49.9]\n",
+            line: 7, keyPath: "grid_integration.droop_settings.deadband_hz", message: "low edge"),
+        Bad(name: "deadband of one value",
+            yaml: unit + "grid_integration:\n  droop_settings:\n    deadband_hz: [49.9]\n",
+            line: 7, keyPath: "grid_integration.droop_settings.deadband_hz", message: "two numbers"),
+        Bad(name: "unknown droop reference",
+            yaml: unit + "grid_integration:\n  droop_settings:\n    reference: middle\n",
+            line: 7, keyPath: "grid_integration.droop_settings.reference", message: "edge, nominal"),
+        Bad(name: "wrong mode", yaml: "mode: production\n" + unit, line: 1, keyPath: "mode", message: "simulation, hil, hardware"),
+        Bad(name: "no units", yaml: "mode: simulation\n", line: 1, keyPath: "bess_units", message: "required"),
+        Bad(name: "duplicate unit id",
+            yaml: unit + "  - id: U1\n    capacity_kwh: 5\n    max_power_kw: 5\n", line: 5, keyPath: "bess_units[1].id",
+            message: "duplicates"),
+        Bad(name: "port out of range",
+            yaml: "bess_units:\n  - id: U1\n    capacity_kwh: 250\n    max_power_kw: 100\n    modbus:\n      host: h\n      port: 0\n",
+            line: 7, keyPath: "bess_units[0].modbus.port", message: "from 1 to 65535"),
+        Bad(name: "host and device together",
+            yaml: "bess_units:\n  - id: U1\n    capacity_kwh: 250\n    max_power_kw: 100\n    modbus:\n      host: h\n      device: /dev/ttyUSB0\n",
+            line: 7, keyPath: "bess_units[0].modbus.device", message: "not both"),
+        Bad(name: "RTU unit id 0",
+            yaml: "bess_units:\n  - id: U1\n    capacity_kwh: 250\n    max_power_kw: 100\n    modbus:\n      device: /dev/ttyUSB0\n      unit_id: 0\n",
+            line: 7, keyPath: "bess_units[0].modbus.unit_id", message: "from 1 to 247"),
+        Bad(name: "non-standard baud",
+            yaml: "bess_units:\n  - id: U1\n    capacity_kwh: 250\n    max_power_kw: 100\n    modbus:\n      device: /dev/ttyUSB0\n      baud: 10000\n",
+            line: 7, keyPath: "bess_units[0].modbus.baud", message: "standard rate"),
+        Bad(name: "CAN interface name too long",
+            yaml: "bess_units:\n  - id: U1\n    capacity_kwh: 250\n    max_power_kw: 100\n    bms:\n      interface: a_very_long_can_name\n",
+            line: 6, keyPath: "bess_units[0].bms.interface", message: "15 characters"),
+        Bad(name: "hardware inverter without modbus", yaml: "mode: hardware\n" + unit, line: 3, keyPath: "bess_units[0].modbus",
+            message: "required"),
+        // Hardware mode never runs on a simulated input.
+        Bad(name: "hardware with a simulated frequency",
+            yaml: "mode: hardware\n" + unit + "    modbus: {host: 10.0.0.5}\ngrid_integration:\n  frequency_source: simulated\n",
+            line: 8, keyPath: "grid_integration.frequency_source", message: "not allowed in mode hardware; use mode hil"),
+        Bad(name: "hardware with a simulated BMS",
+            yaml: "mode: hardware\n" + unit + "    modbus: {host: 10.0.0.5}\n    bms: {simulated: true}\n",
+            line: 7, keyPath: "bess_units[0].bms.simulated", message: "not allowed in mode hardware; use mode hil"),
+        Bad(name: "hardware with a simulated inverter",
+            yaml: "mode: hardware\n" + unit + "    inverter:\n      simulated: true\n",
+            line: 7, keyPath: "bess_units[0].inverter.simulated", message: "not allowed in mode hardware; use mode hil"),
+        Bad(name: "hardware with a fault schedule",
+            yaml: "mode: hardware\n" + unit + "    modbus: {host: 10.0.0.5}\nsimulation:\n  faults:\n    - {kind: bms_silence, at_s: 5}\n",
+            line: 9, keyPath: "simulation.faults", message: "not allowed in mode hardware; use mode hil"),
+        Bad(name: "empty unit list (nothing)", yaml: "mode: simulation\nbess_units:\n", line: nil, keyPath: "bess_units",
+            message: "list at least one unit"),
+        Bad(name: "empty unit list ([])", yaml: "mode: simulation\nbess_units: []\n", line: 2, keyPath: "bess_units",
+            message: "list at least one unit"),
+        Bad(name: "empty unit list (~)", yaml: "mode: simulation\nbess_units: ~\n", line: 2, keyPath: "bess_units",
+            message: "list at least one unit"),
+        Bad(name: "unknown interlock", yaml: unit + "interlocks:\n  no_such_rule: {threshold: 1}\n", line: 6,
+            keyPath: "interlocks.no_such_rule", message: "unknown interlock"),
+        Bad(name: "latch cannot be disabled", yaml: unit + "interlocks:\n  thermal_runaway:\n    enabled: false\n", line: 7,
+            keyPath: "interlocks.thermal_runaway.enabled", message: "cannot be disabled"),
+        Bad(name: "stale-data trip cannot be disabled", yaml: unit + "interlocks:\n  BMS_COMM_LOST:\n    enabled: false\n",
+            line: 7, keyPath: "interlocks.BMS_COMM_LOST.enabled", message: "cannot be disabled"),
+        Bad(name: "a latch's severity lowered", yaml: unit + "interlocks:\n  thermal_runaway:\n    severity: trip\n", line: 7,
+            keyPath: "interlocks.thermal_runaway.severity", message: "cannot be lowered"),
+        Bad(name: "a rule made a latch and disabled",
+            yaml: unit + "interlocks:\n  overtemperature:\n    severity: latch\n    enabled: false\n", line: 8,
+            keyPath: "interlocks.overtemperature.enabled", message: "cannot be disabled"),
+        Bad(name: "a temperature no battery reaches", yaml: unit + "interlocks:\n  overtemperature:\n    threshold: 900\n", line: 7,
+            keyPath: "interlocks.overtemperature.threshold", message: "from -60 to 200"),
+        Bad(name: "a cell voltage given in millivolts", yaml: unit + "interlocks:\n  cell_overvoltage:\n    threshold: 3650\n", line: 7,
+            keyPath: "interlocks.cell_overvoltage.threshold", message: "from 0 to 5"),
+        Bad(name: "an SOC above 100 %", yaml: unit + "interlocks:\n  soc_high:\n    derate_start: 90\n    severity: derate\n    threshold: 101\n",
+            line: 9, keyPath: "interlocks.soc_high.threshold", message: "from 0 to 100"),
+        Bad(name: "derate start on the wrong side",
+            yaml: unit + "interlocks:\n  temperature_high_derate:\n    derate_start: 60\n", line: 7,
+            keyPath: "interlocks.temperature_high_derate.derate_start", message: "below the threshold"),
+        Bad(name: "aggregator URL", yaml: unit + "aggregator:\n  url: ftp://x\n", line: 6, keyPath: "aggregator.url",
+            message: "http"),
+        Bad(name: "bms_values without values",
+            yaml: unit + "simulation:\n  faults:\n    - kind: bms_values\n      at_s: 1\n", line: nil,
+            keyPath: "simulation.faults[0].bms", message: "is required"),
+        Bad(name: "bms_values with an unknown condition",
+            yaml: unit + "simulation:\n  faults:\n    - kind: bms_values\n      bms: {protections: [on_fire]}\n", line: nil,
+            keyPath: "simulation.faults[0].bms.protections", message: "unknown condition"),
+        Bad(name: "bms values on another fault kind",
+            yaml: unit + "simulation:\n  faults:\n    - kind: bms_silence\n      bms: {soc_percent: 50}\n", line: nil,
+            keyPath: "simulation.faults[0].bms", message: "only to kind: bms_values"),
+        Bad(name: "bms_values SOC out of range",
+            yaml: unit + "simulation:\n  faults:\n    - kind: bms_values\n      bms: {soc_percent: 150}\n", line: nil,
+            keyPath: "simulation.faults[0].bms.soc_percent", message: "from 0 to 100"),
+        Bad(name: "bms_values naming nothing",
+            yaml: unit + "simulation:\n  faults:\n    - kind: bms_values\n      bms: {}\n", line: nil,
+            keyPath: "simulation.faults[0].bms", message: "names no value"),
+        Bad(name: "YAML syntax", yaml: "bess_units: [\n", line: 2, keyPath: "", message: "YAML syntax error"),
+        Bad(name: "duplicate key", yaml: unit + "period_ms: 100\nperiod_ms: 200\n", line: nil, keyPath: "",
+            message: "duplicate key"),
+        Bad(name: "a list where a mapping belongs", yaml: "- a\n- b\n", line: 1, keyPath: "", message: "expected a mapping"),
+        Bad(name: "empty file", yaml: "", line: 1, keyPath: "", message: "empty"),
+    ]
+
+    @Test("bad files are refused with FILE:LINE: key.path: message (got X)", arguments: badCases)
+    func refused(bad: Bad) {
+        do {
+            _ = try ConfigLoader.parse(bad.yaml, file: "bad.yaml")
+            Issue.record("accepted a bad file")
+        } catch {
+            let match = error.diagnostics.first { $0.keyPath == bad.keyPath && $0.message.contains(bad.message) }
+            #expect(match != nil, "diagnostics were:\n\(error)")
+            if let match, let line = bad.line { #expect(match.line == line, "\(match)") }
+            if let match {
+                #expect(match.description.hasPrefix("bad.yaml:"))
+                #expect(match.description.contains(": \(match.keyPath.isEmpty ? "(file)" : match.keyPath): "))
+            }
+        }
+    }
+
+    @Test("every error is reported, not only the first, in file order")
+    func allErrors() {
+        let yaml = "mode: x\nperiod_ms: 1\nbess_units:\n  - id: U1\n    capacity_kwh: -1\n    max_power_kw: 100\n"
+        do {
+            _ = try ConfigLoader.parse(yaml, file: "f.yaml")
+            Issue.record("accepted")
+        } catch {
+            #expect(error.diagnostics.map(\.keyPath) == ["mode", "period_ms", "bess_units[0].capacity_kwh"])
+            #expect(error.diagnostics[0].description == "f.yaml:1: mode: must be one of simulation, hil, hardware (got 'x')")
+        }
+    }
+
+    @Test("interlock overrides reach the rule table")
+    func overridesApplied() throws {
+        let yaml = Self.unit + """
+            interlocks:
+              soc_high: {threshold: 90, hysteresis: 3, delay_s: 2, severity: trip}
+              temperature_high_derate: {derate_start: 40, threshold: 50}
+              bms_alarm: {enabled: false}
+            """
+        let c = try ConfigLoader.parse(yaml, file: "o.yaml")
+        let rules = c.unitSettings[0].rules
+        let soc = try #require(rules.first { $0.code == .socHigh })
+        #expect(soc.threshold == 90 && soc.hysteresis == 3 && soc.delay == .seconds(2))
+        let derate = try #require(rules.first { $0.code == .temperatureHighDerate })
+        #expect(derate.severity == .derate(start: 40) && derate.threshold == 50)
+        #expect(!rules.contains { $0.code == .bmsAlarm })
+        #expect(rules.count == InterlockRule.defaultTable().count - 1)
+    }
+
+    @Test("RTU settings, per-direction droop and 60 Hz load")
+    func rtuAndDroop() throws {
+        let yaml = """
+            mode: hardware
+            bess_units:
+              - id: U1
+                capacity_kwh: 250
+                max_power_kw: 100
+                modbus: {device: /dev/rs485-inv1, baud: 19200, parity: none, stop_bits: 2, unit_id: 7, rs485: true}
+            grid_integration:
+              frequency_source: inverter
+              droop_settings: {nominal_hz: 60, deadband_hz: [59.964, 60.036], droop_percent_under: 3, droop_percent_over: 4}
+            """
+        let c = try ConfigLoader.parse(yaml, file: "rtu.yaml")
+        #expect(c.units[0].modbus == ModbusSettings(
+            transport: .rtu(SerialSettings(device: "/dev/rs485-inv1", baud: 19200, parity: .none, dataBits: 8,
+                                           stopBits: 2, rs485: true)), unitID: 7, timeoutMs: 500))
+        #expect(c.grid.droop.nominal == Hertz(60))
+        #expect(c.grid.droop.droopUnderPercent == 3 && c.grid.droop.droopOverPercent == 4)
+        #expect(c.grid.frequencySource == .inverter)
+    }
+}
+
+@Suite("bessd check-config")
+struct CheckConfigCommandTests {
+    @Test("exit 0 for a valid file, non-zero with every error on stderr for a bad one")
+    func command() throws {
+        let ok = try Package.run("bessd", ["check-config", "config/seed.yaml"])
+        #expect(ok.status == 0)
+        #expect(ok.out.contains("OK"))
+        let path = NSTemporaryDirectory() + "bessd-bad-\(getpid()).yaml"
+        try "period_ms: 5\nbess_units:\n  - id: U1\n    capacity_kwh: 250\n    max_power_kw: -1\n"
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let bad = try Package.run("bessd", ["check-config", path])
+        #expect(bad.status == 1)
+        let lines = bad.err.split(separator: "\n").map(String.init)
+        #expect(lines == [
+            "\(path):1: period_ms: must be from 10 to 1000 milliseconds (got '5')",
+            "\(path):5: bess_units[0].max_power_kw: must be greater than 0 and at most 100000 kW (got '-1')",
+        ])
+        let missing = try Package.run("bessd", ["check-config", "/nonexistent/bessd.yaml"])
+        #expect(missing.status == 1)
+        #expect(missing.err.contains("No such file or directory"))
+        // An empty unit list names the key (it once exited 1 printing nothing).
+        for empty in ["bess_units:\n", "bess_units: []\n", "bess_units: ~\n"] {
+            try ("mode: simulation\n" + empty).write(toFile: path, atomically: true, encoding: .utf8)
+            let none = try Package.run("bessd", ["check-config", path])
+            #expect(none.status == 1)
+            #expect(none.err.contains("bess_units: list at least one unit"), "\(empty): \(none.err)")
+        }
+    }
+
+    @Test("modes: hardware reads frequency from the inverters; hil mixes; the seed's rig names mean hil")
+    func modes() throws {
+        let real = ConfigurationTests.unit + "    modbus: {host: 10.0.0.5}\n"
+        let hardware = try ConfigLoader.parse("mode: hardware\n" + real, file: "h.yaml")
+        #expect(hardware.mode == .hardware)
+        #expect(hardware.grid.frequencySource == .inverter)
+        #expect(!hardware.usesSimulation)
+        #expect(!hardware.isSimulated(bmsOf: hardware.units[0]) && !hardware.isSimulated(inverterOf: hardware.units[0]))
+        let hil = try ConfigLoader.parse("mode: hil\n" + real + "    bms: {simulated: true}\n", file: "m.yaml")
+        #expect(hil.mode == .hil)
+        #expect(hil.grid.frequencySource == .inverter)
+        #expect(hil.isSimulated(bmsOf: hil.units[0]) && !hil.isSimulated(inverterOf: hil.units[0]))
+        #expect(hil.usesSimulation)
+        let simulation = try ConfigLoader.parse(ConfigurationTests.unit, file: "s.yaml")
+        #expect(simulation.mode == .simulation && simulation.grid.frequencySource == .simulated)
+        for alias in ["hardware-in-loop", "grid-connected-simulation"] {
+            let c = try ConfigLoader.parse("mode: \(alias)\n" + real, file: "a.yaml")
+            #expect(c.mode == .hil)
+            #expect(c.notices.contains { $0.keyPath == "mode" && $0.message.contains("mode hil") })
+        }
+    }
+}
+
+@Suite("Documentation stays true")
+struct DocumentationTests {
+    @Test("docs/interlocks.md holds the table bessctl prints")
+    func interlockTable() throws {
+        let generated = try Package.run("bessctl", ["codes", "--markdown"])
+        #expect(generated.status == 0)
+        let doc = try String(contentsOf: Package.root.appendingPathComponent("docs/interlocks.md"), encoding: .utf8)
+        #expect(doc.contains(generated.out), "regenerate the table with: bessctl codes --markdown")
+        for code in TripCode.allCases { #expect(doc.contains("`\(code.name)`")) }
+    }
+}
+
+@Suite("Register-map configuration")
+struct RegisterMapConfigurationTests {
+    let head = "mode: hil\nbess_units:\n  - id: U1\n    capacity_kwh: 10\n    max_power_kw: 5\n"
+        + "    modbus: {host: 10.0.0.5}\n    bms: {simulated: true}\n    inverter:\n      protocol: register_map\n"
+
+    @Test("a full map loads")
+    func loads() throws {
+        let yaml = head + """
+                  register_map:
+                    power: {address: 30775, type: int32}
+                    frequency: {address: 30803, type: uint32, scale: 0.01}
+                    fault: {address: 30201, type: uint16}
+                    fault_values: [35, 455]
+                    setpoint: {address: 40149, type: int32, word_order: low_first}
+                    revert_timeout: {address: 40153, type: uint16}
+                    enable: {address: 40151, type: uint16}
+                    enable_value: 802
+                    rating_kw: 5
+
+            """
+        let c = try ConfigLoader.parse(yaml, file: "map.yaml")
+        let map = try #require(c.units[0].inverter.registerMap)
+        #expect(map.setpoint == MappedRegister(address: 40149, type: .int32, scale: 1, lowWordFirst: true))
+        #expect(map.faultValues == [35, 455])
+        #expect(map.enableValue == 802)
+        #expect(map.rating == .kilowatts(5))
+    }
+
+    @Test("a map without a revert timer is refused: the revert timer is always armed")
+    func revertRequired() {
+        let yaml = head + "      register_map:\n        power: {address: 1}\n        setpoint: {address: 2}\n"
+        let error = #expect(throws: ConfigurationError.self) { _ = try ConfigLoader.parse(yaml, file: "map.yaml") }
+        #expect(error?.diagnostics.contains { $0.keyPath == "bess_units[0].inverter.register_map.revert_timeout" } == true)
+    }
+
+    @Test("protocol register_map without a map, bad types and zero scales are refused")
+    func refused() {
+        for body in ["", "      register_map:\n        power: {address: 1, type: float}\n        setpoint: {address: 2}\n"
+                         + "        revert_timeout: {address: 3}\n",
+                     "      register_map:\n        power: {address: 1, scale: 0}\n        setpoint: {address: 2}\n"
+                         + "        revert_timeout: {address: 3}\n"] {
+            #expect(throws: ConfigurationError.self) { _ = try ConfigLoader.parse(head + body, file: "map.yaml") }
+        }
+    }
+}
+
+@Suite("Fault injection for scenarios")
+struct ScenarioFaultTests {
+    @Test("bms_values: the BMS reports the given values inside the window, the model's outside")
+    func bmsValues() throws {
+        let c = try ConfigLoader.parse(ConfigurationTests.unit + """
+            simulation:
+              faults:
+                - kind: bms_values
+                  at_s: 10
+                  duration_s: 5
+                  bms: {temperature_max_c: 58, soc_percent: 96, protections: [system_error], discharge_enabled: false}
+                - kind: frequency_loss
+                  at_s: 20
+            """, file: "faults.yaml")
+        #expect(c.simulation.activeBMSOverride(at: 9, unitID: "U1").isEmpty)
+        let o = c.simulation.activeBMSOverride(at: 12, unitID: "U1")
+        #expect(o.temperatureMax == 58 && o.socPercent == 96 && o.protections == [.systemError] && o.dischargeEnabled == false)
+        #expect(c.simulation.activeBMSOverride(at: 15.1, unitID: "U1").isEmpty)
+        #expect(c.simulation.activeFaults(at: 21, unitID: "U1").contains(.frequencyLoss))
+        #expect(!c.simulation.activeFaults(at: 19, unitID: "U1").contains(.frequencyLoss))
+
+        var unit = SimulatedUnit(capacityKWh: 250, maxPowerKW: 100, initialSOCPercent: 60)
+        unit.bmsOverride = o
+        let snapshot = unit.bmsSnapshot(at: MonotonicInstant(nanoseconds: 0))
+        #expect(snapshot.cells?.value.maxTemperature.value == 58)
+        #expect(snapshot.status?.value.soc.value == 96)
+        #expect(snapshot.protection?.value.protections == [.systemError])
+        #expect(snapshot.requests?.value.dischargeEnabled == false)
+        // The same values go out on CAN, and the decoder reads them back.
+        let state = unit.pylontechState
+        #expect(state.maxCellTemperature == 58 && state.soc == 96 && !state.dischargeEnabled)
+        unit.bmsOverride = BMSOverride()
+        #expect(unit.bmsSnapshot(at: MonotonicInstant(nanoseconds: 0)).status?.value.soc.value == 60)
+    }
+
+    @Test("every interlock code is tripped (or raised) and cleared by some scenario in hil/scenarios/")
+    func everyRuleHasAScenario() throws {
+        let directory = Package.root.appendingPathComponent("hil/scenarios")
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".yaml") }
+        var raised = Set<String>()
+        var cleared = Set<String>()
+        for file in files {
+            let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
+            for line in text.split(separator: "\n") where line.contains("expect") || line.trimmingCharacters(in: .whitespaces).hasPrefix("- {") {
+                for code in TripCode.allCases {
+                    let name = "\(code.name)"
+                    guard line.contains(name) else { continue }
+                    if line.contains("active: \(name)") && !line.contains("inactive: \(name)") || line.contains(" latched: \(name)") {
+                        raised.insert(name)
+                    }
+                    if line.contains("inactive: \(name)") || line.contains("not_latched: \(name)") { cleared.insert(name) }
+                }
+            }
+        }
+        // Every code of the interlock table (LATCH_STATE_CORRUPT is no rule: DaemonTests restart on a damaged file).
+        for code in InterlockRule.defaultTable().map(\.code) {
+            #expect(raised.contains("\(code.name)"), "no scenario expects \(code.name) to act")
+            #expect(cleared.contains("\(code.name)"), "no scenario expects \(code.name) to clear")
+        }
+    }
+}

@@ -1,0 +1,448 @@
+import ControlProtocol
+import Foundation
+import Glibc
+@testable import Service
+@testable import Cycle
+@testable import Config
+import Testing
+import Uplink
+
+/// A datagram socket standing in for systemd's notify socket.
+final class NotifyListener {
+    let path: String
+    let fd: Int32
+
+    init(path: String) {
+        self.path = path
+        unlink(path)
+        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { b in for (i, c) in path.utf8.enumerated() { b[i] = c } }
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+    }
+
+    deinit {
+        close(fd)
+        unlink(path)
+    }
+
+    /// Messages received within `seconds`, stopping early once `until` accepts one.
+    func collect(seconds: Double, until: ((String) -> Bool)? = nil) -> [String] {
+        var messages: [String] = []
+        let end = Date().addingTimeInterval(seconds)
+        while Date() < end {
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&pfd, 1, 100) > 0 else { continue }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let n = recv(fd, &buffer, buffer.count, 0)
+            guard n > 0 else { continue }
+            let message = String(decoding: buffer.prefix(n), as: UTF8.self)
+            messages.append(message)
+            if let until, until(message) { break }
+        }
+        return messages
+    }
+}
+
+/// bessd run as a child process with its own configuration, control socket and notify socket.
+final class RunningDaemon {
+    let directory: String
+    let process = Process()
+    let output = Pipe()
+    let notify: NotifyListener
+    let keepDirectory: Bool
+    var socket: String { directory + "/control.sock" }
+    var stateDirectory: String { directory + "/state" }
+    var configPath: String { directory + "/bessd.yaml" }
+
+    /// - Parameter directory: where the socket, the configuration and (unless the YAML names one)
+    ///   the state directory live; a new one by default. Pass a previous daemon's to restart "the same site".
+    init(yaml: String, watchdogUsec: Int? = nil, extra: [String] = [], prefix: [String] = [], directory given: String? = nil) throws {
+        directory = given ?? NSTemporaryDirectory() + "bessd-daemon-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        keepDirectory = given != nil
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        var text = yaml.replacingOccurrences(of: "@SOCKET@", with: directory + "/control.sock")
+        // Never the gateway's /var/lib/bessd: latches persist there across runs.
+        if !text.contains("state_directory:") { text += "\nstate_directory: \(directory)/state\n" }
+        try text.write(toFile: directory + "/bessd.yaml", atomically: true, encoding: .utf8)
+        notify = NotifyListener(path: directory + "/notify.sock")
+        let command = [Package.executable("bessd")!.path, "run", "--config", configPath, "--status-every", "0", "--log", "stdout"] + extra
+        if prefix.isEmpty {
+            process.executableURL = Package.executable("bessd")
+            process.arguments = Array(command.dropFirst())
+        } else {
+            process.executableURL = URL(fileURLWithPath: prefix[0])
+            process.arguments = Array(prefix.dropFirst()) + command
+        }
+        var environment = ProcessInfo.processInfo.environment
+        environment["NOTIFY_SOCKET"] = notify.path
+        environment["WATCHDOG_USEC"] = watchdogUsec.map(String.init)
+        environment.removeValue(forKey: "WATCHDOG_PID")
+        process.environment = environment
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+    }
+
+    func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+
+    /// Waits for exit and returns the status and everything it printed.
+    func finish() -> (status: Int32, text: String) {
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        if !keepDirectory { try? FileManager.default.removeItem(atPath: directory) }
+    }
+
+    func request(_ object: [String: Any]) throws -> [String: Any] { try ControlClient.request(object, socket: socket) }
+
+    /// The status of every unit.
+    func units() throws -> [[String: Any]] { try request(["verb": "status"])["units"] as? [[String: Any]] ?? [] }
+
+    /// Polls status until `condition` holds (at most `seconds`); returns the last units seen.
+    @discardableResult
+    func waitForUnits(seconds: Double = 10, _ condition: ([[String: Any]]) -> Bool) throws -> [[String: Any]] {
+        let end = Date().addingTimeInterval(seconds)
+        var last: [[String: Any]] = []
+        while Date() < end {
+            last = (try? units()) ?? []
+            if !last.isEmpty, condition(last) { return last }
+            usleep(20_000)
+        }
+        return last
+    }
+}
+
+/// The latched codes of a status entry.
+func latched(_ unit: [String: Any]) -> [String] { unit["latched"] as? [String] ?? [] }
+
+let daemonYAML = """
+    mode: simulation
+    period_ms: 50
+    control_socket: @SOCKET@
+    bess_units:
+      - {id: D1, capacity_kwh: 250, max_power_kw: 100}
+      - {id: D2, capacity_kwh: 250, max_power_kw: 100}
+    simulation: {frequency_profile: steady, base_hz: 49.8}
+    """
+
+@Suite("bessd under a stand-in systemd", .serialized)
+struct DaemonTests {
+    @Test("READY after start, STATUS lines, WATCHDOG only while cycling, STOPPING and exit 0 on SIGTERM")
+    func notifyLifecycle() throws {
+        let daemon = try RunningDaemon(yaml: daemonYAML, watchdogUsec: 1_000_000)
+        let first = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
+        #expect(first.contains { $0.hasPrefix("READY=1\nSTATUS=simulation: ") })
+        let running = daemon.notify.collect(seconds: 2.2)
+        #expect(running.filter { $0 == "WATCHDOG=1" }.count >= 3)  // every 0.5 s
+        #expect(running.contains { $0.hasPrefix("STATUS=simulation: 2/2 units running") })
+        daemon.signal(SIGTERM)
+        let last = daemon.notify.collect(seconds: 5) { $0 == "STOPPING=1" }
+        #expect(last.contains("STOPPING=1"))
+        let (status, text) = daemon.finish()
+        #expect(status == 0)
+        #expect(text.contains("zero setpoints written with revert armed"))
+    }
+
+    @Test("bessctl against a running daemon: status, override inside the interlocks, mode, faults, bad requests")
+    func bessctl() throws {
+        let daemon = try RunningDaemon(yaml: daemonYAML)
+        _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
+        let status = try daemon.request(["verb": "status"])
+        #expect(status["ok"] as? Bool == true)
+        let units = try #require(status["units"] as? [[String: Any]])
+        #expect(units.compactMap { $0["id"] as? String } == ["D1", "D2"])
+        for key in ["id", "state", "soc_percent", "power_w", "setpoint_w", "trips"] { #expect(units[0][key] != nil, "\(key)") }
+        let cycle = try #require(status["cycle"] as? [String: Any])
+        #expect(cycle["period_ms"] as? Int == 50)
+        for key in ["overruns", "jitter_p99_us", "jitter_max_us"] { #expect(cycle[key] != nil) }
+
+        // The CLI: a table, JSON, and refusals with a clear error and a non-zero exit.
+        let table = try Package.run("bessctl", ["status", "--socket", daemon.socket])
+        #expect(table.status == 0)
+        #expect(table.out.contains("UNIT") && table.out.contains("D1") && table.out.contains("running"))
+        let noExpiry = try Package.run("bessctl", ["override", "--socket", daemon.socket, "--unit", "D1", "--power-kw", "20"])
+        #expect(noExpiry.status != 0)
+        #expect(noExpiry.err.contains("expiry"))
+        let tooBig = try Package.run("bessctl", ["override", "--socket", daemon.socket, "--unit", "D1", "--power-kw", "500",
+                                                 "--for", "1m"])
+        #expect(tooBig.status == 2)
+        #expect(tooBig.err.contains("BAD_REQUEST"))
+        let unknown = try daemon.request(["verb": "explode"])
+        #expect(unknown["code"] as? String == "BAD_REQUEST")
+
+        let override = try Package.run("bessctl", ["override", "--socket", daemon.socket, "--unit", "D1", "--power-kw=-30",
+                                                   "--for", "2m"])
+        #expect(override.status == 0)
+        usleep(1_500_000)
+        let after = try #require(try daemon.request(["verb": "status"])["units"] as? [[String: Any]])
+        // −30 kW requested; droop at 49.8 Hz stays on top of the latched base; limits ramp: the setpoint heads to −30 + 4.
+        let setpoint = (after[0]["setpoint_w"] as? NSNumber)?.doubleValue ?? 0
+        #expect(setpoint < -5_000)
+        #expect(after[0]["override"] != nil)
+
+        let standby = try Package.run("bessctl", ["mode", "standby", "--unit", "D2", "--socket", daemon.socket])
+        #expect(standby.status == 0)
+        usleep(300_000)
+        let d2 = try #require(try daemon.request(["verb": "status"])["units"] as? [[String: Any]])[1]
+        #expect(d2["state"] as? String == "standby")
+        #expect((d2["setpoint_w"] as? NSNumber)?.doubleValue == 0)
+        let faults = try Package.run("bessctl", ["faults", "--socket", daemon.socket])
+        #expect(faults.out.contains("no active faults"))
+        let reset = try Package.run("bessctl", ["reset", "D1", "--socket", daemon.socket])
+        #expect(reset.status == 0)
+        daemon.signal(SIGTERM)
+        let (_, text) = daemon.finish()
+        // Each command is audited with the caller's uid.
+        #expect(text.contains("bessctl (uid \(getuid())): override D1 to -30.0 kW for 120 s"))
+        #expect(text.contains("bessctl (uid \(getuid())): mode standby for D2"))
+        let missing = try Package.run("bessctl", ["status", "--socket", daemon.socket])
+        #expect(missing.status == 3)
+        #expect(missing.err.contains("CONTROL_SOCKET_UNREACHABLE"))
+    }
+
+    @Test("SIGHUP: a good file is applied, a bad one refused with its errors while the old one keeps running")
+    func reload() throws {
+        let daemon = try RunningDaemon(yaml: daemonYAML)
+        _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
+        // Good: droop 10 % (half the response).
+        try daemonYAML.replacingOccurrences(of: "@SOCKET@", with: daemon.socket)
+            .appending("\ngrid_integration: {droop_settings: {droop_percent: 10.0, response_time_s: 0}}\n")
+            .write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        daemon.signal(SIGHUP)
+        let good = daemon.notify.collect(seconds: 5) { $0.hasPrefix("READY=1") }
+        #expect(good.contains("RELOADING=1"))
+        // Bad: a negative power.
+        try daemonYAML.replacingOccurrences(of: "@SOCKET@", with: daemon.socket)
+            .replacingOccurrences(of: "max_power_kw: 100}\n  - {id: D2", with: "max_power_kw: -100}\n  - {id: D2")
+            .write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        daemon.signal(SIGHUP)
+        _ = daemon.notify.collect(seconds: 5) { $0.hasPrefix("READY=1") }
+        let status = try daemon.request(["verb": "status"])
+        #expect(status["ok"] as? Bool == true)
+        daemon.signal(SIGTERM)
+        let (code, text) = daemon.finish()
+        #expect(code == 0)
+        #expect(text.contains("reload applied"))
+        #expect(text.contains("reload refused: \(daemon.configPath):5: bess_units[0].max_power_kw: must be greater than 0"))
+        #expect(text.contains("the running configuration stays"))
+    }
+
+    @Test("a 10 ms period runs: cycles counted, lateness measured, no overrun storm")
+    func tenMilliseconds() throws {
+        let daemon = try RunningDaemon(yaml: daemonYAML.replacingOccurrences(of: "period_ms: 50", with: "period_ms: 10"))
+        _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
+        usleep(2_000_000)
+        let status = try daemon.request(["verb": "status"])
+        let cycle = try #require(status["cycle"] as? [String: Any])
+        #expect(cycle["period_ms"] as? Int == 10)
+        let cycles = (cycle["cycles"] as? NSNumber)?.intValue ?? 0
+        #expect(cycles >= 150)  // about 100 per second
+        let overruns = (cycle["overruns"] as? NSNumber)?.intValue ?? .max
+        #expect(overruns * 10 < cycles)
+        #expect(cycle["jitter_max_us"] != nil)
+        daemon.signal(SIGTERM)
+        #expect(daemon.finish().status == 0)
+    }
+
+    @Test("with an aggregator configured, telemetry, availability and events go into the durable spool")
+    func spoolRecords() throws {
+        let yaml = daemonYAML + """
+
+            state_directory: @STATE@
+            aggregator: {url: "http://127.0.0.1:9/bess", interval_s: 0.5, site_id: HIL_SITE}
+            """
+        let state = NSTemporaryDirectory() + "bessd-state-\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let daemon = try RunningDaemon(yaml: yaml.replacingOccurrences(of: "@STATE@", with: state))
+        _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
+        usleep(2_500_000)
+        daemon.signal(SIGTERM)
+        #expect(daemon.finish().status == 0)
+        let spool = try Spool(directory: state + "/spool")
+        let records = try spool.records(after: 0, limit: 1000)
+        #expect(records.map(\.seq) == Array(1...UInt64(records.count)))
+        let decoded = try records.map { try JSONDecoder().decode(UplinkRecord.self, from: Data($0.payload)) }
+        #expect(zip(decoded, records).allSatisfy { $0.seq == $1.seq })
+        let telemetry = decoded.compactMap { record -> [UnitTelemetry]? in
+            if case .telemetry(_, _, _, let units) = record.body { return units }
+            return nil
+        }
+        #expect(telemetry.count >= 4)  // every 0.5 s for about 2.5 s
+        #expect(telemetry.last?.map(\.id) == ["D1", "D2"])
+        #expect(telemetry.last?.first?.bmsOnline == true)
+        #expect(decoded.contains { if case .availability = $0.body { return true } else { return false } })
+        #expect(decoded.contains { if case .event(_, "stateChanged", _, _) = $0.body { return true } else { return false } })
+    }
+
+    // MARK: latches survive restarts (issue 10, part 2)
+
+    static let latchingYAML = daemonYAML.replacingOccurrences(of: "simulation: {frequency_profile: steady, base_hz: 49.8}", with: """
+        simulation:
+          frequency_profile: steady
+          base_hz: 49.8
+          faults:
+            - {kind: bms_values, unit: D1, at_s: 0, duration_s: 3, bms: {protections: [system_error]}}
+        """)
+
+    @Test("a latch persists across SIGKILL and restart, is restored before the first setpoint, and a reset persists too")
+    func latchAcrossRestart() throws {
+        #expect(Self.latchingYAML.contains("system_error"))
+        let directory = NSTemporaryDirectory() + "bessd-latch-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var first: RunningDaemon? = try RunningDaemon(yaml: Self.latchingYAML, directory: directory)
+        let latchedNow = try first!.waitForUnits { latched($0[0]).contains("BMS_CRITICAL") }
+        #expect(latched(latchedNow[0]) == ["BMS_CRITICAL"])
+        #expect(latched(latchedNow[1]).isEmpty)
+        // Written at once: the file names the latch before anything else happens.
+        let file = directory + "/state/latches.json"
+        let end = Date().addingTimeInterval(5)
+        while Date() < end, !((try? String(contentsOfFile: file, encoding: .utf8))?.contains("BMS_CRITICAL") ?? false) { usleep(10_000) }
+        #expect(try String(contentsOfFile: file, encoding: .utf8).contains("\"BMS_CRITICAL\""))
+        first!.signal(SIGKILL)
+        _ = first!.finish()
+        first = nil
+
+        // Restart without the fault: the very first status already holds the latch at zero power.
+        let second = try RunningDaemon(yaml: daemonYAML, directory: directory)
+        _ = second.notify.collect(seconds: 8) { $0.contains("READY=1") }
+        let restored = try second.units()
+        #expect(latched(restored[0]) == ["BMS_CRITICAL"])
+        #expect((restored[0]["setpoint_w"] as? NSNumber)?.doubleValue == 0)
+        #expect(restored[0]["state"] as? String != "running")
+        #expect(latched(restored[1]).isEmpty)
+        // The condition is gone, so the operator's reset clears it, and that persists too.
+        let reset = try second.request(["verb": "reset", "unit": "D1"])
+        #expect(reset["cleared"] as? [String] == ["D1:BMS_CRITICAL"])
+        let cleared = try second.waitForUnits { latched($0[0]).isEmpty }
+        #expect(latched(cleared[0]).isEmpty)
+        let end2 = Date().addingTimeInterval(5)
+        while Date() < end2, (try? String(contentsOfFile: file, encoding: .utf8))?.contains("BMS_CRITICAL") ?? true { usleep(10_000) }
+        #expect(!(try String(contentsOfFile: file, encoding: .utf8)).contains("BMS_CRITICAL"))
+        second.signal(SIGTERM)
+        let (_, text) = second.finish()
+        #expect(text.contains("D1 BMS_CRITICAL still latched from an earlier run"))
+    }
+
+    @Test("an unreadable latch file starts every unit latched with LATCH_STATE_CORRUPT until a reset")
+    func corruptLatchFile() throws {
+        let directory = NSTemporaryDirectory() + "bessd-corrupt-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.createDirectory(atPath: directory + "/state", withIntermediateDirectories: true)
+        try "{\"format\": \"bessd-latches\", \"version\": 1, \"units\": {\"D1\": {\"THERMAL_RUN".write(
+            toFile: directory + "/state/latches.json", atomically: true, encoding: .utf8)
+        let daemon = try RunningDaemon(yaml: daemonYAML, directory: directory)
+        _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
+        let units = try daemon.units()
+        #expect(units.map(latched) == [["LATCH_STATE_CORRUPT"], ["LATCH_STATE_CORRUPT"]])
+        #expect(units.allSatisfy { ($0["setpoint_w"] as? NSNumber)?.doubleValue == 0 })
+        let reset = try daemon.request(["verb": "reset"])
+        #expect(reset["cleared"] as? [String] == ["D1:LATCH_STATE_CORRUPT", "D2:LATCH_STATE_CORRUPT"])
+        let after = try daemon.waitForUnits { $0.allSatisfy { latched($0).isEmpty } }
+        #expect(after.allSatisfy { latched($0).isEmpty })
+        daemon.signal(SIGTERM)
+        let (_, text) = daemon.finish()
+        #expect(text.contains("LATCH_STATE_CORRUPT"))
+        let kept = try FileManager.default.contentsOfDirectory(atPath: directory + "/state").filter { $0.hasPrefix("latches.json.damaged-") }
+        #expect(kept.count == 1)
+    }
+
+    // MARK: the operator outranks the remote (issue 10, part 3)
+
+    @Test("a request naming a unit that does not exist is refused and changes nothing")
+    func unknownUnits() throws {
+        let daemon = try RunningDaemon(yaml: daemonYAML)
+        _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
+        _ = try daemon.request(["verb": "mode", "mode": "standby"])
+        for unit: Any in [-1, "99999999999999999999", NSDecimalNumber(string: "99999999999999999999"), "NOPE", "", 0, true] {
+            let mode = try daemon.request(["verb": "mode", "mode": "auto", "unit": unit])
+            #expect(mode["code"] as? String == "UNKNOWN_UNIT", "\(unit)")
+            let reset = try daemon.request(["verb": "reset", "unit": unit])
+            #expect(reset["code"] as? String == "UNKNOWN_UNIT", "\(unit)")
+            let override = try daemon.request(["verb": "override", "unit": unit, "power_kw": 1, "for_s": 60])
+            #expect(override["code"] as? String == "UNKNOWN_UNIT", "\(unit)")
+        }
+        // Every unit is still in the operator's standby.
+        let units = try daemon.units()
+        #expect(units.allSatisfy { $0["mode"] as? String == "standby" && $0["held_by"] as? String == "operator_site" })
+        daemon.signal(SIGTERM)
+        _ = daemon.finish()
+    }
+
+    @Test("status says who holds each unit: JSON held_by, and the table's standby (operator)")
+    func heldBy() throws {
+        let daemon = try RunningDaemon(yaml: daemonYAML)
+        _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
+        _ = try daemon.request(["verb": "mode", "mode": "standby", "unit": "D1"])
+        _ = try daemon.request(["verb": "override", "unit": "D2", "power_kw": 5, "for_s": 600])
+        let units = try daemon.units()
+        #expect(units[0]["mode"] as? String == "standby")
+        #expect(units[0]["held_by"] as? String == "operator")
+        #expect(units[1]["mode"] as? String == "auto")
+        #expect(units[1]["held_by"] as? String == "override")
+        let until = (units[1]["held_until_unix"] as? NSNumber)?.doubleValue ?? 0
+        #expect(abs(until - (Date().timeIntervalSince1970 + 600)) < 5)
+        let table = try Package.run("bessctl", ["status", "--socket", daemon.socket])
+        #expect(table.out.contains("standby (operator)"))
+        #expect(table.out.contains("auto (override 5.0 kW until "))
+        daemon.signal(SIGTERM)
+        _ = daemon.finish()
+    }
+
+    // MARK: the watchdog tells the truth (issue 10, part 4)
+
+    @Test("200 idle connections on the control socket and on /metrics: status still answers within 1 s, WATCHDOG=1 keeps its cadence")
+    func idleConnections() throws {
+        let port = 20_000 + Int(getpid() % 20_000)
+        let daemon = try RunningDaemon(yaml: daemonYAML + "\nmetrics_listen: 127.0.0.1:\(port)\n", watchdogUsec: 1_000_000)
+        _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
+        var idle: [Int32] = []
+        defer { for fd in idle { close(fd) } }
+        for _ in 0..<200 {
+            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &address.sun_path) { b in for (i, c) in daemon.socket.utf8.enumerated() { b[i] = c } }
+            let rc = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
+            #expect(rc == 0, "control connect: \(String(cString: strerror(errno)))")
+            idle.append(fd)
+        }
+        for _ in 0..<200 {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = UInt16(port).bigEndian
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let rc = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            #expect(rc == 0, "metrics connect: \(String(cString: strerror(errno)))")
+            idle.append(fd)
+        }
+        // Answers within the client's 1 s deadline, while every idle connection is still open.
+        for _ in 0..<5 {
+            let status = try ControlClient.request(["verb": "status"], socket: daemon.socket, timeout: .seconds(1))
+            #expect(status["ok"] as? Bool == true)
+        }
+        // WATCHDOG=1 every WATCHDOG_USEC/2, with no gap above 0.6 × WATCHDOG_USEC, over 3 s.
+        var stamps: [Date] = []
+        let end = Date().addingTimeInterval(3)
+        while Date() < end {
+            stamps += daemon.notify.collect(seconds: 0.05) { $0 == "WATCHDOG=1" }.filter { $0 == "WATCHDOG=1" }.map { _ in Date() }
+        }
+        #expect(stamps.count >= 5)
+        let gaps = zip(stamps.dropFirst(), stamps).map { $0.timeIntervalSince($1) }
+        #expect(gaps.allSatisfy { $0 <= 0.6 }, "gaps: \(gaps)")
+        daemon.signal(SIGTERM)
+        #expect(daemon.finish().status == 0)
+    }
+}

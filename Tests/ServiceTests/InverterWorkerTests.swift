@@ -1,0 +1,78 @@
+import ControlCore
+import Fieldbus
+import Foundation
+import Plant
+@testable import Service
+@testable import Cycle
+@testable import Config
+import Synchronization
+import Testing
+
+@Suite("Inverter worker on the cycle's schedule", .serialized)
+struct InverterWorkerTests {
+    /// A SunSpec inverter on loopback whose written setpoints are recorded as they arrive.
+    final class Inverter: Sendable {
+        final class Log: Sendable { let list = Mutex<[Double]>([]) }
+        let server: SunSpecServer
+        let log = Log()
+        init() throws {
+            let profile = SunSpecDeviceProfile(ratingW: 100_000)
+            server = try SunSpecServer(transport: .tcp(host: "127.0.0.1", port: 0), profile: profile)
+            server.writeObserver = { [log] image, _ in
+                if let w = SunSpecPlantLink.commandedWatts(image, profile: profile) { log.list.withLock { $0.append(w) } }
+            }
+            try server.start()
+        }
+        var last: Double? { log.list.withLock { $0.last } }
+        var all: [Double] { log.list.withLock { $0 } }
+    }
+
+    func worker(_ inverter: Inverter, slot: InverterSlot, phase: CyclePhase) -> InverterWorker {
+        InverterWorker(endpoint: .tcp(host: "127.0.0.1", port: inverter.server.port),
+                       devices: [.init(unitID: 1, slot: slot)], period: .milliseconds(100), timeout: .milliseconds(500),
+                       revertSeconds: 10, phase: phase) { _ in }
+    }
+
+    func waitFor(_ seconds: Double, _ condition: () -> Bool) -> Bool {
+        let end = Date().addingTimeInterval(seconds)
+        while Date() < end {
+            if condition() { return true }
+            usleep(10_000)
+        }
+        return condition()
+    }
+
+    @Test("a cycle that hands over setpoints on time is followed; one that stalls gets zero within about a second")
+    func stalledCycleMeansZero() throws {
+        let inverter = try Inverter()
+        defer { inverter.server.stop() }
+        let slot = InverterSlot()
+        let phase = CyclePhase(periodNanoseconds: 100_000_000)
+        let w = worker(inverter, slot: slot, phase: phase)
+        // A stand-in cycle: publishes its deadlines and kicks after each, commanding 30 kW.
+        let running = Atomic<Bool>(true)
+        let cycle = Thread {
+            var deadline = MonotonicClock.now().nanoseconds
+            while running.load(ordering: .relaxed) {
+                deadline += 100_000_000
+                phase.publish(nextDeadline: deadline)
+                MonotonicClock.sleep(until: MonotonicInstant(nanoseconds: deadline))
+                slot.setSetpoint(.kilowatts(30))
+                w.kick()
+            }
+        }
+        cycle.start()
+        w.start()
+        defer { w.stop() }
+        #expect(waitFor(5) { inverter.last == 30_000 }, "writes: \(inverter.all)")
+        // Two seconds of a healthy cycle: nothing but 30 kW is written.
+        usleep(2_000_000)
+        #expect(inverter.last == 30_000)
+        // The cycle stalls: its deadline stays published, no more hand-overs.
+        running.store(false, ordering: .relaxed)
+        let stalledAt = Date()
+        #expect(waitFor(4) { inverter.last == 0 }, "the worker kept \(String(describing: inverter.last)) W")
+        let after = Date().timeIntervalSince(stalledAt)
+        #expect(after < 3, "zero came \(after) s after the stall")
+    }
+}

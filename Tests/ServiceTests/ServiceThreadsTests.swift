@@ -1,0 +1,205 @@
+import Plant
+import ControlCore
+import Fieldbus
+import ControlProtocol
+import Foundation
+import Glibc
+import Logging
+@testable import Service
+@testable import Cycle
+@testable import Config
+import Synchronization
+import Testing
+import Uplink
+
+/// Waits until `condition` holds or `seconds` pass; returns whether it held.
+func waitFor(seconds: Double = 5, _ condition: () -> Bool) -> Bool {
+    let end = Date().addingTimeInterval(seconds)
+    while Date() < end {
+        if condition() { return true }
+        usleep(1_000)
+    }
+    return condition()
+}
+
+@Suite("Operator and aggregator through the mailbox and the cycle")
+struct AuthorityTests {
+    static func site() throws -> (SiteRunner, SharedState, CycleBody, DispatchIntake) {
+        let c = try ConfigLoader.parse(EmbeddedConfiguration.simulationYAML, file: "embedded")
+        let runner = try SiteRunner.make(configuration: c, startedAt: .zero) { _ in }
+        let shared = SharedState(units: c.units.count)
+        let body = CycleBody(runner: runner, shared: shared)
+        let intake = DispatchIntake(shared: shared, logger: Logger(label: "test"), units: c.units.map { ($0.id, $0.maxPowerKW) })
+        return (runner, shared, body, intake)
+    }
+
+    static func run(_ body: CycleBody, from: Double, seconds: Double) {
+        for k in 1...Int(seconds * 10) {
+            body.run(now: MonotonicInstant(nanoseconds: Int64(((from + Double(k) / 10) * 1e9).rounded())), lateness: 0)
+        }
+    }
+
+    @Test("an aggregator auto, an emergency stop and its end never lift the operator's standby")
+    func operatorStandbyHolds() throws {
+        let (runner, shared, body, intake) = try Self.site()
+        let id = runner.configuration.units[0].id
+        Self.run(body, from: 0, seconds: 3)
+        #expect(shared.units[0].mode == .auto)
+        shared.post { $0.mode[0] = .standby }  // bessctl mode standby --unit
+        Self.run(body, from: 3, seconds: 0.5)
+        let now = MonotonicClock.wallClock()
+        let acks = intake.apply([
+            DispatchCommand(id: "a", kind: "mode", unit: id, mode: "auto", expiresUnix: now + 60),
+            DispatchCommand(id: "b", kind: "emergency_stop", unit: id, expiresUnix: now + 1),
+        ])
+        #expect(acks.allSatisfy { $0.accepted })
+        Self.run(body, from: 3.5, seconds: 0.5)
+        #expect(shared.units[0].holds.operatorUnit && shared.units[0].holds.remoteEmergency)
+        // The emergency stop ends (1 s), the aggregator's auto stands: the operator's standby holds.
+        Self.run(body, from: 4, seconds: 3)
+        let held = shared.units[0]
+        #expect(held.mode == .standby && held.state == .standby && held.setpoint == 0)
+        #expect(held.holds.operatorUnit && held.holds.remoteUntil == nil)
+        #expect(Daemon.heldBy(held)?.who == "operator")
+        // Only the operator lifts it.
+        shared.post { $0.mode[0] = .auto }
+        Self.run(body, from: 7, seconds: 1)
+        #expect(shared.units[0].mode == .auto)
+        #expect(Daemon.heldBy(shared.units[0]) == nil)
+    }
+
+    @Test("an aggregator standby is shown with its end and lapses by itself")
+    func remoteStandbyLapses() throws {
+        let (runner, shared, body, intake) = try Self.site()
+        Self.run(body, from: 0, seconds: 1)
+        _ = intake.apply([DispatchCommand(id: "s", kind: "mode", unit: runner.configuration.units[1].id, mode: "standby",
+                                          expiresUnix: MonotonicClock.wallClock() + 2)])
+        Self.run(body, from: 1, seconds: 0.5)
+        let u = shared.units[1]
+        #expect(u.mode == .standby)
+        let held = try #require(Daemon.heldBy(u))
+        #expect(held.who == "aggregator" && (held.remaining ?? 0) > 1 && (held.remaining ?? 9) <= 2)
+        Self.run(body, from: 1.5, seconds: 2)
+        #expect(shared.units[1].mode == .auto)
+    }
+}
+
+@Suite("Service threads")
+struct ServiceThreadsTests {
+    @Test("the watchdog feeds only while the cycle beats on time and every worker lives")
+    func watchdog() {
+        let beat = Atomic<UInt64>(0)
+        let late = Atomic<Bool>(false)
+        let alive = Atomic<Bool>(true)
+        let sent = Atomic<Int>(0)
+        let dog = Watchdog(interval: .milliseconds(40), health: .init(
+            beat: { beat.load(ordering: .relaxed) }, onTime: { !late.load(ordering: .relaxed) },
+            workersAlive: { alive.load(ordering: .relaxed) })) { message in
+            if message == "WATCHDOG=1" { sent.add(1, ordering: .relaxed) }
+        }
+        let ticker = WorkerThread()
+        ticker.start {
+            while ticker.isRunning {
+                beat.add(1, ordering: .relaxed)
+                usleep(2_000)
+            }
+        }
+        dog.start()
+        defer { dog.stop() }
+        #expect(waitFor { sent.load(ordering: .relaxed) >= 3 })
+        // A stalled cycle: no beat, no WATCHDOG=1.
+        ticker.stop()
+        let withheld = dog.withheld.load(ordering: .relaxed)
+        #expect(waitFor { dog.withheld.load(ordering: .relaxed) >= withheld + 3 })
+        let whileStalled = sent.load(ordering: .relaxed)
+        #expect(waitFor { dog.withheld.load(ordering: .relaxed) >= withheld + 6 })
+        #expect(sent.load(ordering: .relaxed) <= whileStalled + 1)  // at most the check already under way
+        // Beating again but late, or with a dead worker: still withheld.
+        let lateTicker = WorkerThread()
+        lateTicker.start {
+            while lateTicker.isRunning {
+                beat.add(1, ordering: .relaxed)
+                usleep(2_000)
+            }
+        }
+        defer { lateTicker.stop() }
+        late.store(true, ordering: .relaxed)
+        alive.store(false, ordering: .relaxed)
+        let before = sent.load(ordering: .relaxed)
+        let withheld2 = dog.withheld.load(ordering: .relaxed)
+        #expect(waitFor { dog.withheld.load(ordering: .relaxed) >= withheld2 + 4 })
+        #expect(sent.load(ordering: .relaxed) <= before + 1)
+        late.store(false, ordering: .relaxed)
+        #expect(waitFor { dog.withheld.load(ordering: .relaxed) >= withheld2 + 8 })
+        #expect(sent.load(ordering: .relaxed) <= before + 1)  // the worker is still dead
+        alive.store(true, ordering: .relaxed)
+        #expect(waitFor { sent.load(ordering: .relaxed) >= before + 3 })
+    }
+
+    @Test("worker threads (the cycle, bus workers, servers) run with every signal blocked")
+    func signalsBlocked() {
+        var before = sigset_t()
+        pthread_sigmask(SIG_BLOCK, nil, &before)
+        let blocked = Mutex<[Int32: Bool]>([:])
+        let done = Atomic<Bool>(false)
+        let thread = WorkerThread()
+        thread.start {
+            var mask = sigset_t()
+            pthread_sigmask(SIG_BLOCK, nil, &mask)
+            blocked.withLock { for signal in [SIGHUP, SIGTERM, SIGINT, SIGUSR1] { $0[signal] = sigismember(&mask, signal) == 1 } }
+            done.store(true, ordering: .releasing)
+        }
+        #expect(waitFor { done.load(ordering: .acquiring) })
+        #expect(waitFor { !thread.isAlive })
+        thread.stop()
+        #expect(blocked.withLock { $0 } == [SIGHUP: true, SIGTERM: true, SIGINT: true, SIGUSR1: true])
+        // The creating thread's own mask is as it was.
+        var after = sigset_t()
+        pthread_sigmask(SIG_BLOCK, nil, &after)
+        for signal in 1..<32 { #expect(sigismember(&before, Int32(signal)) == sigismember(&after, Int32(signal))) }
+    }
+
+    @Test("a status reader copies out: the cycle's storage is never shared, so running it allocates nothing new")
+    func readersCopyOut() throws {
+        let c = try ConfigLoader.parse(EmbeddedConfiguration.simulationYAML, file: "embedded")
+        let runner = try SiteRunner.make(configuration: c, startedAt: .zero) { _ in }
+        let shared = SharedState(units: c.units.count)
+        let body = CycleBody(runner: runner, shared: shared)
+        body.run(now: MonotonicInstant(nanoseconds: 100_000_000), lateness: 0)
+        // A reader holds its copies while the cycle runs again.
+        let units = shared.units
+        let stats = shared.statistics
+        let cycleBuffer = shared.contents.withLock { c in c.stats.histogram.counts.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) } }
+        let readerBuffer = stats.histogram.counts.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
+        #expect(cycleBuffer != readerBuffer)
+        body.run(now: MonotonicInstant(nanoseconds: 200_000_000), lateness: 0)
+        let after = shared.contents.withLock { c in c.stats.histogram.counts.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) } }
+        #expect(after == cycleBuffer)  // no copy-on-write: the same storage
+        #expect(units.count == c.units.count && stats.cycles == 1)
+    }
+}
+
+@Suite("What each program links")
+struct LinkageTests {
+    /// Symbols of `program` whose mangled names mention one of `modules`.
+    static func symbols(_ program: String, mentioning modules: [String]) throws -> [String] {
+        let url = try #require(Package.executable(program))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/nm")
+        process.arguments = [url.path]
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+            .filter { line in modules.contains { line.contains($0) } }
+    }
+
+    @Test("bessctl links no NIO, TLS, HTTP client, YAML or daemon code; bessd does (the check can see them)")
+    func bessctlIsSmall() throws {
+        let heavy = ["7NIOCore", "6NIOSSL", "15AsyncHTTPClient", "4Yams", "7Runtime", "5Plant", "6Uplink"]
+        #expect(try Self.symbols("bessctl", mentioning: heavy).isEmpty)
+        #expect(try !Self.symbols("bessd", mentioning: ["7NIOCore", "4Yams"]).isEmpty)
+    }
+}

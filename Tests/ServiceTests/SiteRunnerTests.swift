@@ -1,0 +1,205 @@
+import ControlCore
+import Plant
+@testable import Service
+@testable import Cycle
+@testable import Config
+import Foundation
+import Glibc
+import Testing
+
+@Suite("Simulated site")
+struct SiteRunnerTests {
+    func runner() throws -> SiteRunner {
+        let c = try ConfigLoader.parse(EmbeddedConfiguration.simulationYAML, file: "embedded")
+        return try SiteRunner.make(configuration: c, startedAt: .zero) { _ in }
+    }
+
+    /// Steps the runner with injected instants (no sleeping): `seconds` at 100 ms.
+    func advance(_ runner: SiteRunner, from start: Double, seconds: Double) {
+        for k in 1...Int(seconds * 10) {
+            let t = start + Double(k) / 10
+            runner.step(now: MonotonicInstant(nanoseconds: Int64((t * 1e9).rounded())), wallClock: 1_800_000_000 + t)
+        }
+    }
+
+    @Test("units follow droop on the simulated wire: 49.80 Hz gives +4 % of each rating")
+    func droopFollowed() throws {
+        let r = try runner()
+        r.simulation!.setFrequency(.steady(hz: 50.0))
+        advance(r, from: 0, seconds: 15)
+        r.simulation!.setFrequency(.steady(hz: 49.80))
+        advance(r, from: 15, seconds: 30)
+        for (i, unit) in r.configuration.units.enumerated() {
+            let d = r.controller.decision(unit: i)
+            let expected = 0.04 * unit.maxPowerKW
+            #expect(abs(d.setpoint.kilowatts - expected) < 0.01 * expected, "\(unit.id): \(d.setpoint)")
+            // The simulated inverter delivers it.
+            #expect(abs(r.simulation!.units[i].inverter.powerW / 1000 - expected) < 0.02 * expected)
+        }
+    }
+
+    @Test("a silent BMS trips BMS_COMM_LOST and the inverter goes to zero")
+    func bmsSilence() throws {
+        let r = try runner()
+        r.simulation!.setFrequency(.steady(hz: 49.5))
+        advance(r, from: 0, seconds: 20)
+        #expect(r.simulation!.units[0].inverter.powerW > 1000)
+        r.simulation!.withUnit(0) { $0.bmsSilent = true }
+        advance(r, from: 20, seconds: 5)
+        let d = r.controller.decision(unit: 0)
+        #expect(d.activeCodes.contains(.bmsCommLost))
+        #expect(d.setpoint == .zero)
+        #expect(abs(r.simulation!.units[0].inverter.powerW) < 1)
+        // The other unit is unaffected.
+        #expect(r.controller.decision(unit: 1).setpoint.value > 0)
+        var lines: [String] = []
+        let c = r.configuration
+        r.controller.events.drain { lines.append(EventText.line($0, unitID: c.units[$0.unit].id)) }
+        #expect(lines.contains { $0.hasPrefix("BESS_SIM_01 BMS_COMM_LOST tripped: no fresh data from the BMS") })
+    }
+
+    @Test("a real BMS whose CAN interface is missing is a coded fault and zero power, not a crash")
+    func missingCANInterface() throws {
+        let c = try ConfigLoader.parse("""
+            mode: hil
+            bess_units:
+              - {id: U1, capacity_kwh: 10, max_power_kw: 5, inverter: {simulated: true}, bms: {interface: bessd-none0}}
+            """, file: "hw.yaml")
+        let runner = try SiteRunner.make(configuration: c, startedAt: MonotonicClock.now()) { _ in }
+        runner.startWorkers()
+        defer { runner.stopWorkers() }
+        var fault: String?
+        for _ in 0..<40 where fault == nil {
+            usleep(50_000)
+            fault = runner.bmsSlots[0]?.fault
+        }
+        #expect(fault == "CAN_INTERFACE_MISSING")
+        runner.step(now: MonotonicClock.now(), wallClock: MonotonicClock.wallClock())
+        let d = runner.controller.decision(unit: 0)
+        #expect(d.state == .starting)
+        #expect(d.setpoint == .zero)
+        #expect(runner.statusLine(now: MonotonicClock.now()).contains("CAN_INTERFACE_MISSING"))
+    }
+
+    @Test("two real BMS on one CAN interface are refused in the configuration")
+    func sharedInterface() {
+        #expect(throws: ConfigurationError.self) {
+            _ = try ConfigLoader.parse("""
+                mode: hil
+                bess_units:
+                  - {id: U1, capacity_kwh: 10, max_power_kw: 5, inverter: {simulated: true}, bms: {interface: can0}}
+                  - {id: U2, capacity_kwh: 10, max_power_kw: 5, inverter: {simulated: true}, bms: {interface: can0}}
+                """, file: "hw.yaml")
+        }
+    }
+
+    @Test("the status line names every unit with its state, SOC and power")
+    func statusLine() throws {
+        let r = try runner()
+        advance(r, from: 0, seconds: 2)
+        let line = r.statusLine(now: MonotonicInstant(nanoseconds: 2_000_000_000))
+        #expect(line.hasPrefix("t=2s f="))
+        #expect(line.contains("BESS_SIM_01 running SOC 60.0%"))
+        #expect(line.contains("BESS_SIM_02 running"))
+    }
+}
+
+@Suite("Fault injection and frequency profiles")
+struct FaultInjectionTests {
+    func runner(_ extra: String, profile: String = "  frequency_profile: steady\n  base_hz: 49.8\n") throws -> SiteRunner {
+        let yaml = """
+            mode: simulation
+            bess_units:
+              - {id: U1, capacity_kwh: 250, max_power_kw: 100}
+              - {id: U2, capacity_kwh: 250, max_power_kw: 100}
+            simulation:
+
+            """ + profile + extra
+        return try SiteRunner.make(configuration: ConfigLoader.parse(yaml, file: "faults.yaml"), startedAt: .zero) { _ in }
+    }
+
+    func advance(_ r: SiteRunner, to seconds: Double, from start: Double = 0) {
+        for k in 1...Int((seconds - start) * 10) {
+            let t = start + Double(k) / 10
+            r.step(now: MonotonicInstant(nanoseconds: Int64((t * 1e9).rounded())), wallClock: 1_800_000_000 + t)
+        }
+    }
+
+    @Test("scheduled faults trip the right interlocks on the right unit, and clear")
+    func schedule() throws {
+        let r = try runner("""
+              faults:
+                - {kind: bms_silence, unit: U1, at_s: 20, duration_s: 10}
+                - {kind: inverter_fault, unit: U2, at_s: 20, duration_s: 5}
+            """)
+        advance(r, to: 19)
+        #expect(r.controller.decision(unit: 0).state == .running)
+        advance(r, to: 24.5, from: 19)
+        #expect(r.controller.decision(unit: 0).activeCodes.contains(.bmsCommLost))
+        #expect(r.controller.decision(unit: 0).setpoint == .zero)
+        #expect(r.controller.decision(unit: 1).activeCodes.contains(.inverterFault))
+        // Both clear after their faults end and the hold times pass (BMS 5 s, inverter 10 s).
+        advance(r, to: 50, from: 24.5)
+        #expect(r.controller.decision(unit: 0).activeCodes.isEmpty)
+        #expect(r.controller.decision(unit: 1).activeCodes.isEmpty)
+        #expect(r.controller.decision(unit: 0).setpoint.kilowatts > 3.9)
+    }
+
+    @Test("injected heat latches THERMAL_RUNAWAY; it stays latched after the heat stops until a reset")
+    func thermal() throws {
+        let r = try runner("""
+              faults:
+                - {kind: thermal_runaway, unit: U1, at_s: 15, duration_s: 20}
+            """)
+        advance(r, to: 40)
+        let d = r.controller.decision(unit: 0)
+        #expect(d.latchedCodes.contains(.thermalRunaway))
+        #expect(d.disconnectRequested)
+        #expect(r.controller.decision(unit: 1).latchedCodes.isEmpty)
+    }
+
+    @Test("a ramp profile passes through the deadband: response starts only past the edge")
+    func ramp() throws {
+        let r = try runner("", profile: """
+              frequency_profile: ramp
+              base_hz: 50.0
+              ramp_to_hz: 49.7
+              ramp_start_s: 10
+              ramp_duration_s: 30
+
+            """)
+        advance(r, to: 15)  // 49.95 Hz: inside the deadband
+        #expect(r.controller.decision(unit: 0).droop == .zero)
+        advance(r, to: 60, from: 15)  // held at 49.7 Hz: +8 kW
+        #expect(abs(r.controller.decision(unit: 0).setpoint.kilowatts - 8) < 0.05)
+    }
+
+    @Test("a recorded trace drives the frequency; its file errors name the CSV line")
+    func trace() throws {
+        let directory = NSTemporaryDirectory() + "bessd-trace-\(getpid())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try "seconds,hz\n0,50.0\n5,49.8\n100,49.8\n".write(toFile: "\(directory)/trace.csv", atomically: true, encoding: .utf8)
+        let yaml = "bess_units:\n  - {id: U1, capacity_kwh: 250, max_power_kw: 100}\n"
+            + "simulation:\n  frequency_profile: trace\n  trace_file: trace.csv\n"
+        try yaml.write(toFile: "\(directory)/rig.yaml", atomically: true, encoding: .utf8)
+        let c = try ConfigLoader.load(path: "\(directory)/rig.yaml")
+        #expect(c.simulation.trace == [TracePoint(seconds: 0, hz: 50), TracePoint(seconds: 5, hz: 49.8),
+                                       TracePoint(seconds: 100, hz: 49.8)])
+        var grid = c.simulation.gridFrequency()
+        #expect(abs(grid.frequency(at: 2.5) - 49.9) < 1e-9)
+        try "seconds,hz\n0,50.0\n5,fast\n".write(toFile: "\(directory)/trace.csv", atomically: true, encoding: .utf8)
+        let error = #expect(throws: ConfigurationError.self) { _ = try ConfigLoader.load(path: "\(directory)/rig.yaml") }
+        #expect(error?.diagnostics.first?.message.contains("trace.csv line 3") == true, "\(String(describing: error))")
+    }
+
+    @Test("bad fault entries are refused")
+    func badFaults() {
+        for entry in ["{kind: meteor}", "{kind: bms_delay, at_s: 3}", "{kind: bms_silence, unit: NOPE}", "{at_s: 1}"] {
+            #expect(throws: ConfigurationError.self, "\(entry)") {
+                _ = try ConfigLoader.parse("bess_units:\n  - {id: U1, capacity_kwh: 1, max_power_kw: 1}\n"
+                                           + "simulation:\n  faults:\n    - \(entry)\n", file: "f.yaml")
+            }
+        }
+    }
+}
