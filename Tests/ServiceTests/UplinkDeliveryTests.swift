@@ -1,3 +1,4 @@
+import ControlProtocol
 import Foundation
 import Glibc
 @testable import Service
@@ -259,5 +260,36 @@ struct MetricsTests {
                      "bessd_unit_state{unit=\"D2\",state=\"running\"} 1", "bessd_spool_pending_records", "bessd_uplink_failures_total"] {
             #expect(text.contains(name), "\(name)")
         }
+        #expect(text.contains("bessd_info{version=\"\(BessdVersion.string)\",mode=\"simulation\"} 1"))
+    }
+
+    @Test("mode hil is named everywhere: the start line, status, /metrics and every uplink record")
+    func hilNamed() throws {
+        let port = LoopbackRigTests.freePort()
+        let yaml = daemonYAML.replacingOccurrences(of: "mode: simulation", with: "mode: hil")
+            .replacingOccurrences(of: "max_power_kw: 100}", with: "max_power_kw: 100, inverter: {simulated: true}, bms: {simulated: true}}") + """
+
+            grid_integration: {frequency_source: simulated}
+            metrics_listen: 127.0.0.1:\(port)
+            aggregator: {url: "http://127.0.0.1:9", interval_s: 0.2}
+            """
+        let daemon = try RunningDaemon(yaml: yaml)
+        _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
+        let status = try daemon.request(["verb": "status"])
+        #expect(status["mode"] as? String == "hil")
+        let table = try Package.run("bessctl", ["status", "--socket", daemon.socket])
+        #expect(table.out.contains("mode hil"))
+        let metrics = String(decoding: try AggregatorStub.fetch("http://127.0.0.1:\(port)/metrics", body: nil), as: UTF8.self)
+        #expect(metrics.contains("mode=\"hil\"} 1"))
+        let spoolDirectory = daemon.stateDirectory + "/spool"
+        #expect(waitFor { ((try? Spool(directory: spoolDirectory).nextSeq) ?? 1) > 3 })
+        daemon.signal(SIGTERM)
+        let (code, text) = daemon.finish()
+        #expect(code == 0)
+        #expect(text.contains("started: mode hil") && text.contains("HIL: real and simulated devices mixed"))
+        let records = try Spool(directory: spoolDirectory).records(after: 0, limit: 1000)
+        let decoded = try records.map { try JSONDecoder().decode(UplinkRecord.self, from: Data($0.payload)) }
+        #expect(!decoded.isEmpty)
+        #expect(decoded.allSatisfy { $0.mode == "hil" })
     }
 }
