@@ -21,6 +21,19 @@ struct LoopbackRigTests {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
+    /// True once something accepts TCP connections on 127.0.0.1:`port`.
+    static func listening(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+    }
+
     @Test("the unit follows droop on the wire, and bessd's stop leaves the inverter at zero")
     func rig() throws {
         let template = try String(contentsOf: Package.root.appendingPathComponent("hil/rigs/loopback.yaml"), encoding: .utf8)
@@ -39,7 +52,7 @@ struct LoopbackRigTests {
         plant.standardOutput = plantOut
         plant.standardError = FileHandle.nullDevice
         try plant.run()
-        usleep(500_000)
+        #expect(waitFor { Self.listening(port) }, "the plant never listened")
         let bessd = try Package.run("bessd", ["run", "--config", path, "--duration", "12", "--status-every", "0.5", "--log", "stdout"])
         let plantText = String(decoding: plantOut.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         plant.waitUntilExit()
@@ -87,7 +100,7 @@ struct KillRevertTests {
         plant.standardOutput = plantOut
         plant.standardError = FileHandle.nullDevice
         try plant.run()
-        usleep(500_000)
+        #expect(waitFor { LoopbackRigTests.listening(port) }, "the plant never listened")
         let bessd = Process()
         bessd.executableURL = Package.executable("bessd")
         bessd.arguments = ["run", "--config", path, "--status-every", "0", "--log", "stdout"]

@@ -12,14 +12,15 @@ import Synchronization
 import Testing
 import Uplink
 
-/// Waits until `condition` holds or `seconds` pass; returns whether it held.
-func waitFor(seconds: Double = 5, _ condition: () -> Bool) -> Bool {
+/// Waits until `condition` holds or `seconds` pass; returns whether it held. The one place tests
+/// poll: every wait names the condition it waits for.
+func waitFor(seconds: Double = 5, _ condition: () throws -> Bool) rethrows -> Bool {
     let end = Date().addingTimeInterval(seconds)
     while Date() < end {
-        if condition() { return true }
-        usleep(1_000)
+        if try condition() { return true }
+        usleep(2_000)
     }
-    return condition()
+    return try condition()
 }
 
 @Suite("Operator and aggregator through the mailbox and the cycle")
