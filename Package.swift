@@ -49,6 +49,8 @@ let package = Package(
         // Pure control law: no I/O, no Foundation, an injected clock.
         // `rounded()` lowers to libm's round(); link libm so the library stands alone.
         .target(name: "ControlCore", swiftSettings: swiftSettings, linkerSettings: [.linkedLibrary("m")]),
+        // System primitives outside the three C libraries: the priority-inheriting lock.
+        .target(name: "BessSystem", swiftSettings: swiftSettings),
         // What bessctl needs and nothing more: the control socket's client and the version.
         .target(name: "ControlProtocol", swiftSettings: swiftSettings),
         .target(
@@ -61,16 +63,16 @@ let package = Package(
             dependencies: ["ControlCore", "Fieldbus", .product(name: "Yams", package: "Yams")],
             swiftSettings: swiftSettings),
         // The real-time cycle and the bus workers behind the SiteIO seam; never imports the simulator.
-        .target(name: "Cycle", dependencies: ["ControlCore", "Fieldbus", "Config"], swiftSettings: swiftSettings),
+        .target(name: "Cycle", dependencies: ["ControlCore", "BessSystem", "Fieldbus", "Config"], swiftSettings: swiftSettings),
         // The simulator: battery, inverter and grid models, the HIL plant, and SimulatedSite (a SiteIO).
         .target(
-            name: "Plant", dependencies: ["ControlCore", "Fieldbus", "CModbus", "Config", "Cycle"],
+            name: "Plant", dependencies: ["ControlCore", "BessSystem", "Fieldbus", "CModbus", "Config", "Cycle"],
             swiftSettings: swiftSettings),
         // bessd as a service: lifecycle, watchdog, control socket, metrics, journal, latches, uplink recorder.
         .target(
             name: "Service",
             dependencies: [
-                "ControlCore", "ControlProtocol", "Config", "Cycle", "Uplink", "CSystemd",
+                "ControlCore", "BessSystem", "ControlProtocol", "Config", "Cycle", "Uplink", "CSystemd",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
@@ -78,7 +80,7 @@ let package = Package(
         .target(
             name: "Uplink",
             dependencies: [
-                "ControlCore",
+                "ControlCore", "BessSystem",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -104,7 +106,7 @@ let package = Package(
         .executableTarget(
             name: "bess-hil",
             dependencies: [
-                "Plant", "Cycle", "Config", "ControlCore", "ControlProtocol", "Uplink", "Fieldbus",
+                "Plant", "Cycle", "Config", "ControlCore", "ControlProtocol", "Uplink", "Fieldbus", "BessSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Yams", package: "Yams"),
             ],
@@ -139,7 +141,7 @@ let package = Package(
         .testTarget(
             name: "ServiceTests",
             dependencies: [
-                "Service", "Cycle", "Config", "ControlCore", "ControlProtocol", "Fieldbus", "Plant", "Uplink", "CSystemd",
+                "Service", "Cycle", "Config", "ControlCore", "ControlProtocol", "Fieldbus", "Plant", "Uplink", "CSystemd", "BessSystem",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),

@@ -1,3 +1,4 @@
+import BessSystem
 public import ControlCore
 public import Fieldbus
 import Glibc
@@ -13,7 +14,7 @@ public final class BMSSlot: Sendable {
         var keepAlivesSent: UInt64 = 0
         var transmitDrops: UInt64 = 0
     }
-    private let state = Mutex(State())
+    private let state = PILock(State())
 
     public init() {}
 

@@ -1,3 +1,4 @@
+import BessSystem
 public import Config
 public import ControlCore
 import Fieldbus
@@ -19,7 +20,7 @@ public final class CycleThread: @unchecked Sendable {
     /// Cycles completed (the watchdog's heartbeat).
     public var cyclesCompleted: UInt64 { heartbeat.load(ordering: .relaxed) }
     /// Notices from applying the real-time settings on the thread itself.
-    private let threadNotice = Mutex<String?>(nil)
+    private let threadNotice = PILock<String?>(nil)
 
     public init(runner: SiteRunner, shared: SharedState) {
         self.runner = runner

@@ -1,3 +1,4 @@
+import BessSystem
 public import ControlCore
 public import Fieldbus
 import Glibc
@@ -13,7 +14,7 @@ public final class InverterSlot: Sendable {
         var roundTrip: Duration = .zero
         var errors: UInt64 = 0
     }
-    private let state = Mutex(State())
+    private let state = PILock(State())
 
     public init() {}
 

@@ -1,3 +1,4 @@
+import BessSystem
 import Glibc
 public import Synchronization
 
@@ -59,7 +60,7 @@ public func signed(_ value: Double) -> String {
 /// Lets a worker thread write lines through the runner's output closure; lines are written whole.
 public final class UncheckedOutput: @unchecked Sendable {
     let output: (String) -> Void
-    let lock = Mutex<Void>(())
+    let lock = PILock<Void>(())
     public init(_ output: @escaping (String) -> Void) { self.output = output }
     public func write(_ line: String) { lock.withLock { _ in output(line) } }
 }

@@ -1,3 +1,4 @@
+import BessSystem
 public import ControlCore
 import Synchronization
 
@@ -86,13 +87,13 @@ public final class SharedState: Sendable {
         var appliedGeneration: UInt64 = 0
     }
 
-    let contents: Mutex<Contents>
+    let contents: PILock<Contents>
 
     public init(units: Int) {
         var initial = Contents(units: [UnitStatus](repeating: UnitStatus(), count: units), mailbox: Mailbox(units: units),
                                resetOutcomes: [ResetOutcome](repeating: ResetOutcome(), count: units))
         initial.blocks.reserveCapacity(64)
-        contents = Mutex(initial)
+        contents = PILock(initial)
         unitCount = units
     }
 

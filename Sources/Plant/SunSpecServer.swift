@@ -1,3 +1,4 @@
+import BessSystem
 import CModbus
 public import Fieldbus
 import Glibc
@@ -144,7 +145,7 @@ public final class SunSpecServer: @unchecked Sendable {
     public var host: String { if case .tcp(let host, _) = transport { host } else { "" } }
     public private(set) var port: Int = 0
     public let profile: SunSpecDeviceProfile
-    private let lock = Mutex<Void>(())
+    private let lock = PILock<Void>(())
     private var image: SunSpecImage
     private let mapping: UnsafeMutablePointer<modbus_mapping_t>
     private let context: OpaquePointer

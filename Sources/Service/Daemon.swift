@@ -1,3 +1,4 @@
+import BessSystem
 public import Config
 public import Cycle
 public import ControlCore
@@ -41,7 +42,7 @@ public final class Daemon {
         /// Interlock actions logged since start, per code.
         var tripCounts: [String: Int] = [:]
     }
-    let guarded: Mutex<Guarded>
+    let guarded: PILock<Guarded>
     /// Delivers the spool to the aggregator.
     public private(set) var sender: UplinkSender?
     /// Takes the aggregator's commands (on the sender's task).
@@ -63,7 +64,7 @@ public final class Daemon {
                 site: (MonotonicInstant, @escaping (String) -> Void) throws(RunError) -> SiteRunner)
         throws(RunError)
     {
-        guarded = Mutex(Guarded(configuration: configuration))
+        guarded = PILock(Guarded(configuration: configuration))
         self.configPath = configPath
         self.logger = logger
         self.say = say

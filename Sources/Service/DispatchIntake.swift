@@ -1,3 +1,4 @@
+import BessSystem
 public import Config
 public import Cycle
 import ControlCore
@@ -12,12 +13,12 @@ import Uplink
 final class DispatchIntake: Sendable {
     let shared: SharedState
     let logger: Logger
-    let units: Mutex<[(id: String, ratingKW: Double)]>
+    let units: PILock<[(id: String, ratingKW: Double)]>
 
     init(shared: SharedState, logger: Logger, units: [(String, Double)]) {
         self.shared = shared
         self.logger = logger
-        self.units = Mutex(units.map { (id: $0.0, ratingKW: $0.1) })
+        self.units = PILock(units.map { (id: $0.0, ratingKW: $0.1) })
     }
 
     func update(units new: [(String, Double)]) { units.withLock { $0 = new.map { (id: $0.0, ratingKW: $0.1) } } }

@@ -1,3 +1,4 @@
+import BessSystem
 import AsyncHTTPClient
 import Foundation
 import NIOCore
@@ -50,8 +51,8 @@ public final class UplinkSender: Sendable {
     let queue: SpoolQueue
     let log: @Sendable (_ message: String, _ code: String?) -> Void
     let handleCommands: @Sendable ([DispatchCommand]) -> [CommandAck]
-    let statistics = Mutex(Statistics())
-    let task = Mutex<Task<Void, Never>?>(nil)
+    let statistics = PILock(Statistics())
+    let task = PILock<Task<Void, Never>?>(nil)
 
     public init(settings: Settings, queue: SpoolQueue, log: @escaping @Sendable (String, String?) -> Void,
                 handleCommands: @escaping @Sendable ([DispatchCommand]) -> [CommandAck]) {

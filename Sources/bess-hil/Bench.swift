@@ -1,3 +1,4 @@
+import BessSystem
 import ArgumentParser
 import ControlCore
 import Fieldbus
@@ -242,5 +243,5 @@ struct AlarmLatency: ParsableCommand {
 
 /// The setpoints written to the bench's inverter, with when each write was answered.
 final class WriteLog: Sendable {
-    let list = Mutex<[(ns: Int64, watts: Double)]>([])
+    let list = PILock<[(ns: Int64, watts: Double)]>([])
 }

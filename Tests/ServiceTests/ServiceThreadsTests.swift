@@ -1,3 +1,4 @@
+import BessSystem
 import Plant
 import ControlCore
 import Fieldbus
