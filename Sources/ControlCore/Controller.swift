@@ -232,8 +232,13 @@ public struct UnitController: Sendable {
         // event to end (IEEE 1547's latched pre-disturbance power).
         let overriding = inputs.override.map { $0.expiresAt > now && $0.power.value.isFinite } ?? false
         let (base, droopPower) = droop.step(
-            frequency: site.frequency, schedule: Watts(schedule), rating: Watts(rating), elapsedSeconds: dt,
+            frequency: site.frequency, schedule: Watts(schedule), rating: Watts(rating),
+            allowedCharge: Watts(Self.windupBound(chargeTarget, rating: rating)),
+            allowedDischarge: Watts(Self.windupBound(dischargeTarget, rating: rating)), elapsedSeconds: dt,
             followSchedule: overriding)
+        // The schedule stays where the base is: held at the latched pre-disturbance power during an
+        // event, so that when the event ends it ramps from there to the command instead of jumping.
+        schedule = base.value
         let request = base.value + droopPower.value
         let setpoint = ControlMath.clamp(request, -chargeLimit, dischargeLimit)
 
@@ -261,6 +266,14 @@ public struct UnitController: Sendable {
     /// An operator reset of latched faults.
     public mutating func reset(now: MonotonicInstant, events: inout EventRing) -> ResetOutcome {
         interlocks.reset(now: now, unit: index, events: &events)
+    }
+
+    /// What the frequency response may not wind past in one direction: the power the unit could
+    /// deliver now (BMS limit × derates, before the rise ramp). Zero is a gate, not a capability
+    /// (a trip, stale data, standby, start-up): the response then keeps tracking within the rating,
+    /// so that when the gate opens the limit ramp alone shapes the return, as it does without an event.
+    static func windupBound(_ allowed: Double, rating: Double) -> Double {
+        allowed.isFinite && allowed > 0 ? allowed : rating
     }
 
     /// Moves `limit` to `target`: down at once, up by at most `rise`. Returns true when the ramp held
