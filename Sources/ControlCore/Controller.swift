@@ -408,6 +408,14 @@ public struct UnitController: Sendable {
         metrics[.bmsDataAge] = max(
             age(bms.limits?.takenAt, now), age(bms.status?.takenAt, now), age(bms.measurements?.takenAt, now))
         metrics[.inverterDataAge] = age(inputs.inverter?.takenAt, now)
+        // Optional groups: judged only while the required ones are fresh (else BMS_COMM_LOST speaks).
+        if limits != nil, status != nil, measurements != nil {
+            var missing = BMSGroups()
+            if cells == nil { missing.insert(.cells) }
+            if bms.protection.fresh(at: now, maxAge: settings.bmsStaleAfter) == nil { missing.insert(.protection) }
+            if bms.requests.fresh(at: now, maxAge: settings.bmsStaleAfter) == nil { missing.insert(.requests) }
+            metrics[.bmsGroupsMissing] = Double(missing.rawValue)
+        }
     }
 
     /// Seconds since `instant`, or since start-up for a value never received.

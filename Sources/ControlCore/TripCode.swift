@@ -32,6 +32,7 @@ public enum TripCode: UInt8, Sendable, CaseIterable, CustomStringConvertible {
     case bmsCommLost
     case inverterCommLost
     case frequencyLost
+    case bmsGroupMissing
 
     /// The code as it appears in logs and APIs, e.g. `CELL_OVERVOLTAGE`.
     public var name: StaticString {
@@ -67,6 +68,7 @@ public enum TripCode: UInt8, Sendable, CaseIterable, CustomStringConvertible {
         case .bmsCommLost: "BMS_COMM_LOST"
         case .inverterCommLost: "INVERTER_COMM_LOST"
         case .frequencyLost: "FREQUENCY_LOST"
+        case .bmsGroupMissing: "BMS_GROUP_MISSING"
         }
     }
 
@@ -118,6 +120,8 @@ public enum TripCode: UInt8, Sendable, CaseIterable, CustomStringConvertible {
         case .bmsCommLost: "no fresh data from the BMS; power stopped until communication returns"
         case .inverterCommLost: "no fresh data from the inverter; power stopped until communication returns"
         case .frequencyLost: "no fresh grid frequency; frequency response suspended"
+        case .bmsGroupMissing:
+            "the BMS communicates but one of its optional frame groups never arrives or went stale; the rules that watch it cannot act (warning)"
         }
     }
 }
