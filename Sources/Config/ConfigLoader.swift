@@ -473,6 +473,7 @@ public enum ConfigLoader {
         case .frequencyDeviation: -10...10
         case .rocof: 0...100
         case .bmsDataAge, .inverterDataAge, .frequencyDataAge: 0...3600
+        case .bmsGroupsMissing: 0...255  // a bit per optional BMS group
         }
     }
 
@@ -525,14 +526,25 @@ public enum ConfigLoader {
                 } else if f.has("bms") {
                     r.error(f.mark("bms"), "\(path).bms", "applies only to kind: bms_values")
                 }
-                f.finish(known: "kind, unit, at_s, duration_s, delay_s, bms")
+                var groups = BMSGroups()
+                if kind == .bmsGroupSilence {
+                    groups = f.choice("group", [("cells", BMSGroups.cells), ("protection", .protection), ("requests", .requests)],
+                                      default: BMSGroups())
+                    if groups.isEmpty, !f.has("group") {
+                        r.error(node, "\(path).group", "is required for bms_group_silence (cells, protection or requests)")
+                    }
+                } else if f.has("group") {
+                    r.error(f.mark("group"), "\(path).group", "applies only to kind: bms_group_silence")
+                }
+                f.finish(known: "kind, unit, at_s, duration_s, delay_s, bms, group")
                 if let kind {
                     simulation.faults.append(FaultInjection(kind: kind, unit: unit, atSeconds: at, durationSeconds: duration,
-                                                            delaySeconds: delay, bmsValues: values))
+                                                            delaySeconds: delay, bmsValues: values, silencedGroups: groups))
                 }
             }
         }
-        fields.finish(known: "initial_soc_percent, ambient_c, frequency_profile, base_hz, amplitude_hz, step_period_s, seed, ramp_to_hz, ramp_start_s, ramp_duration_s, trace_file, faults")
+        simulation.hottestCellAbovePackK = fields.double("hottest_cell_above_pack_c", default: 2, range: 0...20, unit: "°C")!
+        fields.finish(known: "initial_soc_percent, ambient_c, frequency_profile, base_hz, amplitude_hz, step_period_s, seed, ramp_to_hz, ramp_start_s, ramp_duration_s, trace_file, faults, hottest_cell_above_pack_c")
         return simulation
     }
 

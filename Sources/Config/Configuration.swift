@@ -151,6 +151,8 @@ public struct SimulationConfiguration: Sendable, Equatable {
     public var trace: [TracePoint]
     /// Faults the plant injects on a schedule.
     public var faults: [FaultInjection]
+    /// How much warmer the simulated hottest cell (0x373) reads than the pack (0x356), K.
+    public var hottestCellAbovePackK: Double = 2
 }
 
 /// One point of a recorded frequency trace.
@@ -184,6 +186,8 @@ public struct FaultInjection: Sendable, Equatable {
         case bmsValues = "bms_values"
         /// The inverter reports no grid frequency (its "not implemented" value).
         case frequencyLoss = "frequency_loss"
+        /// The BMS stops sending one optional frame group (`group:` cells, protection or requests).
+        case bmsGroupSilence = "bms_group_silence"
     }
     public var kind: Kind
     /// The unit it hits; nil = every unit.
@@ -193,6 +197,8 @@ public struct FaultInjection: Sendable, Equatable {
     public var delaySeconds: Double
     /// For `bms_values`: what the BMS reports.
     public var bmsValues: BMSOverride?
+    /// For `bms_group_silence`: the groups the BMS stops sending.
+    public var silencedGroups = BMSGroups()
 
     /// True while the fault acts, `elapsed` seconds into the run.
     public func isActive(at elapsed: Double, unitID: String) -> Bool {

@@ -43,13 +43,18 @@ public struct UnitSettings: Sendable {
     public var inverterStaleAfter: Duration
     /// The interlock table.
     public var rules: [InterlockRule]
-    /// Window for the temperature rise rate.
+    /// Window for the rise rate of the pack temperature (frame 0x356, 0.1 °C resolution).
     public var temperatureRiseWindow: Duration
+    /// Window for the rise rate of the hottest cell (frame 0x373, whole kelvin). A least-squares
+    /// slope moves by up to 1.5 K / window when a steady reading ticks over one kelvin, so the window
+    /// must be long enough that one tick stays well under the THERMAL_RUNAWAY threshold: 30 s bounds
+    /// it at 0.05 °C/s (the rule's hysteresis) against 0.1 °C/s to trip.
+    public var cellTemperatureRiseWindow: Duration
 
     public init(
         rating: Watts, capacity: WattHours, bmsStaleAfter: Duration = .seconds(3),
         inverterStaleAfter: Duration = .seconds(3), rules: [InterlockRule]? = nil,
-        temperatureRiseWindow: Duration = .seconds(10)
+        temperatureRiseWindow: Duration = .seconds(10), cellTemperatureRiseWindow: Duration = .seconds(30)
     ) {
         self.rating = rating
         self.capacity = capacity
@@ -58,6 +63,7 @@ public struct UnitSettings: Sendable {
         self.rules = rules ?? InterlockRule.defaultTable(
             InterlockDefaults(bmsStaleAfter: bmsStaleAfter, inverterStaleAfter: inverterStaleAfter))
         self.temperatureRiseWindow = temperatureRiseWindow
+        self.cellTemperatureRiseWindow = cellTemperatureRiseWindow
     }
 }
 
@@ -156,7 +162,11 @@ public struct UnitController: Sendable {
 
     var droop: DroopController
     var metrics = MetricFrame()
-    var temperatureRise: SlopeEstimator
+    /// Rise rate of the pack temperature (0x356). One estimator per source: a slope across two
+    /// sources reads their offset as a rise.
+    var packTemperatureRise: SlopeEstimator
+    /// Rise rate of the hottest cell (0x373).
+    var cellTemperatureRise: SlopeEstimator
     var energy: EnergyAccumulator
     var chargeLimit = 0.0
     var dischargeLimit = 0.0
@@ -169,7 +179,8 @@ public struct UnitController: Sendable {
         self.settings = settings
         interlocks = InterlockEngine(rules: settings.rules)
         droop = DroopController(settings: control.droop)
-        temperatureRise = SlopeEstimator(window: settings.temperatureRiseWindow)
+        packTemperatureRise = SlopeEstimator(window: settings.temperatureRiseWindow)
+        cellTemperatureRise = SlopeEstimator(window: settings.cellTemperatureRiseWindow)
         energy = EnergyAccumulator(unit: index, blockLength: control.energyBlockLength)
         self.startedAt = startedAt
     }
@@ -229,8 +240,13 @@ public struct UnitController: Sendable {
         // event to end (IEEE 1547's latched pre-disturbance power).
         let overriding = inputs.override.map { $0.expiresAt > now && $0.power.value.isFinite } ?? false
         let (base, droopPower) = droop.step(
-            frequency: site.frequency, schedule: Watts(schedule), rating: Watts(rating), elapsedSeconds: dt,
+            frequency: site.frequency, schedule: Watts(schedule), rating: Watts(rating),
+            allowedCharge: Watts(Self.windupBound(chargeTarget, rating: rating)),
+            allowedDischarge: Watts(Self.windupBound(dischargeTarget, rating: rating)), elapsedSeconds: dt,
             followSchedule: overriding)
+        // The schedule stays where the base is: held at the latched pre-disturbance power during an
+        // event, so that when the event ends it ramps from there to the command instead of jumping.
+        schedule = base.value
         let request = base.value + droopPower.value
         let setpoint = ControlMath.clamp(request, -chargeLimit, dischargeLimit)
 
@@ -265,6 +281,14 @@ public struct UnitController: Sendable {
         for code in codes { interlocks.restoreLatch(code, since: since) }
         decision.latchedCodes = interlocks.latchedCodes
         decision.activeCodes.bits |= decision.latchedCodes.bits
+    }
+
+    /// What the frequency response may not wind past in one direction: the power the unit could
+    /// deliver now (BMS limit × derates, before the rise ramp). Zero is a gate, not a capability
+    /// (a trip, stale data, standby, start-up): the response then keeps tracking within the rating,
+    /// so that when the gate opens the limit ramp alone shapes the return, as it does without an event.
+    static func windupBound(_ allowed: Double, rating: Double) -> Double {
+        allowed.isFinite && allowed > 0 ? allowed : rating
     }
 
     /// Moves `limit` to `target`: down at once, up by at most `rise`. Returns true when the ramp held
@@ -356,13 +380,22 @@ public struct UnitController: Sendable {
             metrics[.temperatureMax] = measurements.temperature.value
             metrics[.temperatureMin] = measurements.temperature.value
         }
-        // The hottest reading feeds the rise-rate estimator, stamped when it was measured.
+        // Each temperature source feeds its own rise-rate estimator, stamped when it was measured,
+        // and a stale source starts over: a rate never spans two sources or a gap. The rule reads
+        // the hottest cell's rate when 0x373 is fresh and its estimator has history, else the pack's.
         if let stamped = cellsStamped, cells != nil {
-            temperatureRise.add(stamped.value.maxTemperature.value, at: stamped.takenAt)
-        } else if let stamped = bms.measurements, measurements != nil {
-            temperatureRise.add(stamped.value.temperature.value, at: stamped.takenAt)
+            cellTemperatureRise.add(stamped.value.maxTemperature.value, at: stamped.takenAt)
+        } else {
+            cellTemperatureRise.reset()
         }
-        metrics[.temperatureRiseRate] = temperatureRise.slope(at: now)
+        if let stamped = bms.measurements, measurements != nil {
+            packTemperatureRise.add(stamped.value.temperature.value, at: stamped.takenAt)
+        } else {
+            packTemperatureRise.reset()
+        }
+        metrics[.temperatureRiseRate] =
+            (cells != nil ? cellTemperatureRise.leastSquaresSlope(at: now) : nil)
+            ?? packTemperatureRise.leastSquaresSlope(at: now)
         if let measurements {
             metrics[.packVoltage] = measurements.packVoltage.value
             if let limits {
@@ -390,6 +423,14 @@ public struct UnitController: Sendable {
         metrics[.bmsDataAge] = max(
             age(bms.limits?.takenAt, now), age(bms.status?.takenAt, now), age(bms.measurements?.takenAt, now))
         metrics[.inverterDataAge] = age(inputs.inverter?.takenAt, now)
+        // Optional groups: judged only while the required ones are fresh (else BMS_COMM_LOST speaks).
+        if limits != nil, status != nil, measurements != nil {
+            var missing = BMSGroups()
+            if cells == nil { missing.insert(.cells) }
+            if bms.protection.fresh(at: now, maxAge: settings.bmsStaleAfter) == nil { missing.insert(.protection) }
+            if bms.requests.fresh(at: now, maxAge: settings.bmsStaleAfter) == nil { missing.insert(.requests) }
+            metrics[.bmsGroupsMissing] = Double(missing.rawValue)
+        }
     }
 
     /// Seconds since `instant`, or since start-up for a value never received.
@@ -415,7 +456,12 @@ extension UnitController {
         schedule = other.schedule
         decision = other.decision
         droop.adopt(other.droop)
-        if temperatureRise.window == other.temperatureRise.window { temperatureRise = other.temperatureRise }
+        if packTemperatureRise.window == other.packTemperatureRise.window {
+            packTemperatureRise = other.packTemperatureRise
+        }
+        if cellTemperatureRise.window == other.cellTemperatureRise.window {
+            cellTemperatureRise = other.cellTemperatureRise
+        }
         if energy.lengthSeconds == other.energy.lengthSeconds { energy = other.energy }
         interlocks.adopt(other.interlocks)
     }

@@ -140,12 +140,16 @@ public struct DroopController: Sendable {
     ///   - frequency: the fresh grid frequency, or `nil` when absent or stale (no response).
     ///   - schedule: the normal (ramped dispatch or base) setpoint.
     ///   - rating: the unit's rated power, the per-unit base.
+    ///   - allowedCharge: the charge power allowed this cycle (a magnitude; defaults to `rating`).
+    ///   - allowedDischarge: the discharge power allowed this cycle (defaults to `rating`).
     ///   - elapsedSeconds: time since the previous step.
-    /// - Returns: the base (latched `p_pre` during an event, else `schedule`) and the droop part.
     ///   - followSchedule: true when the schedule must act even during an event (an operator override);
     ///     the latched base then follows it.
+    /// - Returns: the base (latched `p_pre` during an event, else `schedule`) and the droop part. The
+    ///   caller holds its schedule at the returned base, so an event's end ramps instead of jumping.
     public mutating func step(
-        frequency: Hertz?, schedule: Watts, rating: Watts, elapsedSeconds: Double, followSchedule: Bool = false
+        frequency: Hertz?, schedule: Watts, rating: Watts, allowedCharge: Watts? = nil,
+        allowedDischarge: Watts? = nil, elapsedSeconds: Double, followSchedule: Bool = false
     ) -> (base: Watts, droop: Watts) {
         var target = 0.0
         if let frequency, curve.settings.enabled, !curve.isInsideDeadband(frequency) {
@@ -155,10 +159,16 @@ public struct DroopController: Sendable {
             latchedBase = nil
         }
         let base = latchedBase ?? schedule
-        // Anti-windup: the response never asks beyond the unit's rating in total.
-        let ratingW = rating.value.isFinite ? max(0, rating.value) : 0
-        target = ControlMath.clamp(target, -ratingW - base.value, ratingW - base.value)
+        // Anti-windup: the response asks no further than the power allowed now (BMS limits,
+        // derates, trips), so the lag never winds past a limit and then sits on it after the limit
+        // or the event has gone. It is never pushed against its own sign: a base already beyond
+        // a limit is the setpoint clamp's job, not the response's.
+        let dischargeRoom = Self.magnitude(allowedDischarge ?? rating) - base.value
+        let chargeRoom = -Self.magnitude(allowedCharge ?? rating) - base.value
+        target = ControlMath.clamp(target, min(0, chargeRoom), max(0, dischargeRoom))
         let droop = response.step(toward: target, elapsedSeconds: elapsedSeconds)
         return (base, Watts(droop))
     }
+
+    static func magnitude(_ power: Watts) -> Double { power.value.isFinite ? max(0, power.value) : 0 }
 }

@@ -166,4 +166,39 @@ public struct SlopeEstimator: Sendable {
         guard span > 0, span * 2 >= windowNs else { return nil }
         return (values[newestSlot] - values[oldestSlot]) / (Double(span) * 1e-9)
     }
+
+    /// The least-squares slope in units per second of every sample inside the window ending at the
+    /// newest one, at `now`; `nil` under the same conditions as `slope(at:)`.
+    ///
+    /// Unlike newest-minus-oldest, one outlier or one quantisation step at either end of the window
+    /// moves it by a fraction only: a step of height h inside a window of length T moves it by at
+    /// most 1.5·h/T (at the window's middle), and by less the nearer the step is to an end.
+    public func leastSquaresSlope(at now: MonotonicInstant) -> Double? {
+        guard count >= 2 else { return nil }
+        let windowNs = window.nanosecondsClamped
+        let newestTime = times[(head + count - 1) % times.count]
+        guard now.nanoseconds - newestTime <= windowNs else { return nil }
+        var first = 0
+        while first < count, newestTime - times[(head + first) % times.count] > windowNs { first += 1 }
+        let n = count - first
+        guard n >= 2, (newestTime - times[(head + first) % times.count]) * 2 >= windowNs else { return nil }
+        // Times relative to the newest sample, in seconds, keep the sums well conditioned.
+        var meanT = 0.0, meanV = 0.0
+        for i in first..<count {
+            let slot = (head + i) % times.count
+            meanT += Double(times[slot] - newestTime) * 1e-9
+            meanV += values[slot]
+        }
+        meanT /= Double(n)
+        meanV /= Double(n)
+        var covariance = 0.0, variance = 0.0
+        for i in first..<count {
+            let slot = (head + i) % times.count
+            let dt = Double(times[slot] - newestTime) * 1e-9 - meanT
+            covariance += dt * (values[slot] - meanV)
+            variance += dt * dt
+        }
+        guard variance > 0 else { return nil }
+        return covariance / variance
+    }
 }

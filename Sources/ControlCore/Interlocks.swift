@@ -31,6 +31,9 @@ public enum InterlockMetric: UInt8, Sendable, CaseIterable {
     case inverterDataAge
     /// Age of the grid frequency, seconds.
     case frequencyDataAge
+    /// Optional BMS groups missing or stale while the required ones are fresh, as a `BMSGroups`
+    /// bit mask (0 = none missing); unknown while the BMS is not communicating.
+    case bmsGroupsMissing
 
     /// The unit the metric is expressed in, for messages.
     public var unitSymbol: StaticString {
@@ -45,6 +48,7 @@ public enum InterlockMetric: UInt8, Sendable, CaseIterable {
         case .frequencyDeviation: "Hz"
         case .rocof: "Hz/s"
         case .bmsDataAge, .inverterDataAge, .frequencyDataAge: "s"
+        case .bmsGroupsMissing: "(groups)"
         }
     }
 }
@@ -262,6 +266,10 @@ extension InterlockRule {
                   direction: .both),
             .init(code: .frequencyLost, metric: .frequencyDataAge, comparison: .above,
                   threshold: d.frequencyStaleAfter.secondsDouble, severity: .warn, direction: .both),
+            // Warn only: the rules that watch a missing group are inert, but nothing here is unsafe by
+            // itself. The delay lets every group arrive once after start-up or a reconnection.
+            .init(code: .bmsGroupMissing, metric: .bmsGroupsMissing, comparison: .above, threshold: 0.5,
+                  delay: .seconds(5), severity: .warn, direction: .both),
         ]
     }
 }

@@ -99,6 +99,32 @@ public struct BMSRequests: Sendable, Equatable {
     }
 }
 
+/// The BMS frame groups the control law can live without, yet whose rules are inert without them:
+/// a bit mask (the value of the `bmsGroupsMissing` metric).
+public struct BMSGroups: OptionSet, Sendable, Hashable {
+    public var rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Cell extremes (frame 0x373): cell-voltage rules, the hottest cell. A genuine Pylontech sends none.
+    public static let cells = BMSGroups(rawValue: 1 << 0)
+    /// Protection and alarm flags (frame 0x359).
+    public static let protection = BMSGroups(rawValue: 1 << 1)
+    /// Charge/discharge request flags (frame 0x35C).
+    public static let requests = BMSGroups(rawValue: 1 << 2)
+
+    /// Every group, in bit order.
+    public static let all: BMSGroups = [.cells, .protection, .requests]
+
+    /// The group's name with its frame, e.g. `0x373 cells`, for one group; nil for several or none.
+    public var name: StaticString? {
+        switch rawValue {
+        case BMSGroups.cells.rawValue: "0x373 cells"
+        case BMSGroups.protection.rawValue: "0x359 protection"
+        case BMSGroups.requests.rawValue: "0x35C requests"
+        default: nil
+        }
+    }
+}
+
 /// Everything known about one BMS, each group stamped with when it was measured.
 ///
 /// The groups arrive in different frames at different times, so each has its own age.

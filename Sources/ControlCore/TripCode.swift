@@ -32,6 +32,7 @@ public enum TripCode: UInt8, Sendable, CaseIterable, CustomStringConvertible {
     case bmsCommLost
     case inverterCommLost
     case frequencyLost
+    case bmsGroupMissing
     /// Not a rule of the interlock table: the persisted latch state could not be read at start.
     case latchStateCorrupt
 
@@ -69,6 +70,7 @@ public enum TripCode: UInt8, Sendable, CaseIterable, CustomStringConvertible {
         case .bmsCommLost: "BMS_COMM_LOST"
         case .inverterCommLost: "INVERTER_COMM_LOST"
         case .frequencyLost: "FREQUENCY_LOST"
+        case .bmsGroupMissing: "BMS_GROUP_MISSING"
         case .latchStateCorrupt: "LATCH_STATE_CORRUPT"
         }
     }
@@ -121,6 +123,8 @@ public enum TripCode: UInt8, Sendable, CaseIterable, CustomStringConvertible {
         case .bmsCommLost: "no fresh data from the BMS; power stopped until communication returns"
         case .inverterCommLost: "no fresh data from the inverter; power stopped until communication returns"
         case .frequencyLost: "no fresh grid frequency; frequency response suspended"
+        case .bmsGroupMissing:
+            "the BMS communicates but one of its optional frame groups never arrives or went stale; the rules that watch it cannot act (warning)"
         case .latchStateCorrupt:
             "the saved latch state was unreadable at start, so earlier latches are unknown; unit held at zero power until an operator checks it and runs bessctl reset"
         }

@@ -16,6 +16,9 @@ public struct BatteryParameters: Sendable, Equatable {
     public var ambientCelsius: Double
     /// Spread of cell state of charge around the pack's, in SOC fraction (cell imbalance).
     public var cellSpread: Double
+    /// How much warmer the hottest cell is than the pack temperature the BMS reports in 0x356 (the
+    /// cell at the centre of a module runs warmer than the average). 2 K by default.
+    public var hottestCellAbovePackK: Double = 2
 
     /// A pack sized for `capacityWh` and `maxPowerW` on a 16-cell (51.2 V) LFP string.
     public static func lfp(capacityWh: Double, maxPowerW: Double, cellsInSeries: Int = 16,
@@ -140,6 +143,11 @@ public struct BatteryModel: Sendable {
 
     /// Sets the state of charge (test and scenario use).
     public mutating func setSOC(_ value: Double) { soc = min(max(value, 0), 1) }
+    /// The hottest cell's temperature (0x373), `hottestCellAbovePackK` above the pack's.
+    public var hottestCellTemperature: Double { temperature + parameters.hottestCellAbovePackK }
+    /// The coolest cell's temperature (0x373), 1 K below the pack's.
+    public var coolestCellTemperature: Double { temperature - 1 }
+
     /// Sets the temperature (test and scenario use).
     public mutating func setTemperature(_ value: Double) { temperature = value }
 }

@@ -1,4 +1,5 @@
 public import Config
+public import ControlCore
 
 extension SimulationConfiguration {
     /// The grid frequency source this configuration describes.
@@ -30,6 +31,15 @@ extension SimulationConfiguration {
             if let values = fault.bmsValues { result = values }
         }
         return result
+    }
+
+    /// The BMS groups an active `bms_group_silence` fault keeps `unitID`'s BMS from sending. No allocation.
+    public func activeSilencedGroups(at elapsed: Double, unitID: String) -> BMSGroups {
+        var groups = BMSGroups()
+        for fault in faults where fault.kind == .bmsGroupSilence && fault.isActive(at: elapsed, unitID: unitID) {
+            groups.formUnion(fault.silencedGroups)
+        }
+        return groups
     }
 
     /// The delay of an active delay fault of `kind` on `unitID`, in seconds (0 when none).
@@ -64,6 +74,7 @@ public struct FaultSet: Sendable, Equatable {
         case .modbusDelay: 1 << 8
         case .bmsValues: 1 << 9
         case .frequencyLoss: 1 << 10
+        case .bmsGroupSilence: 1 << 11
         }
     }
     public mutating func insert(_ kind: FaultInjection.Kind) { bits |= Self.bit(kind) }

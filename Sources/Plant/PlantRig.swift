@@ -36,7 +36,7 @@ public final class PlantRig {
         for unit in c.units {
             units.append(SimulatedUnit(capacityKWh: unit.capacityKWh, maxPowerKW: unit.maxPowerKW,
                                        initialSOCPercent: sim.initialSOCPercent, ambientCelsius: sim.ambientCelsius,
-                                       cellsInSeries: unit.bms.cellsInSeries))
+                                       cellsInSeries: unit.bms.cellsInSeries, hottestCellAbovePackK: sim.hottestCellAbovePackK))
             delayed.append([])
             linkDown.append(false)
             keepAlivesReceived.append(0)
@@ -93,6 +93,7 @@ public final class PlantRig {
             let faults = configuration.simulation.activeFaults(at: elapsed, unitID: id)
             units[i].apply(faults)
             units[i].bmsOverride = configuration.simulation.activeBMSOverride(at: elapsed, unitID: id)
+            units[i].silentGroups = configuration.simulation.activeSilencedGroups(at: elapsed, unitID: id)
             servers[i]?.silent = faults.contains(.modbusSilence)
             servers[i]?.responseDelaySeconds = configuration.simulation.activeDelay(.modbusDelay, at: elapsed, unitID: id)
             if canSockets[i] != nil { applyLinkFault(i, down: faults.contains(.canBusOff)) }
@@ -122,6 +123,14 @@ public final class PlantRig {
         guard now.nanoseconds >= nextBMSFrames[i], !units[i].bmsSilent else { return }
         nextBMSFrames[i] = now.nanoseconds + Int64(bmsPeriodSeconds * 1e9)
         var frames = units[i].pylontechState.frames()
+        let silent = units[i].silentGroups
+        if !silent.isEmpty {
+            frames.removeAll { frame in
+                (frame.id == PylontechLV.cellsID && silent.contains(.cells))
+                    || (frame.id == PylontechLV.protectionID && silent.contains(.protection))
+                    || (frame.id == PylontechLV.requestsID && silent.contains(.requests))
+            }
+        }
         if faults.contains(.bmsOutOfRange) {
             // SOC 150 % and the invalid marker in the current limits: the decoder must refuse both.
             frames = [CANFrame(id: PylontechLV.statusID, bytes: [150, 0, 100, 0]),

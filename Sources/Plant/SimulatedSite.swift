@@ -28,7 +28,7 @@ public final class SimulatedSite: SiteIO {
         units = configuration.units.map {
             SimulatedUnit(capacityKWh: $0.capacityKWh, maxPowerKW: $0.maxPowerKW,
                           initialSOCPercent: sim.initialSOCPercent, ambientCelsius: sim.ambientCelsius,
-                          cellsInSeries: $0.bms.cellsInSeries)
+                          cellsInSeries: $0.bms.cellsInSeries, hottestCellAbovePackK: sim.hottestCellAbovePackK)
         }
         grid = sim.gridFrequency()
         frequencyLost = [Bool](repeating: false, count: configuration.units.count)
@@ -61,6 +61,7 @@ public final class SimulatedSite: SiteIO {
                 let faults = configuration.simulation.activeFaults(at: elapsed, unitID: id)
                 units[i].apply(faults)
                 units[i].bmsOverride = configuration.simulation.activeBMSOverride(at: elapsed, unitID: id)
+                units[i].silentGroups = configuration.simulation.activeSilencedGroups(at: elapsed, unitID: id)
                 frequencyLost[i] = faults.contains(.frequencyLoss)
             }
         }

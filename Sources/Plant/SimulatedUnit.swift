@@ -11,6 +11,9 @@ public struct SimulatedUnit: Sendable {
     public var bmsSilent = false
     /// Values the BMS reports instead of the model's (fault injection: `bms_values`).
     public var bmsOverride = BMSOverride()
+    /// Optional BMS groups the simulated BMS does not send (fault injection: `bms_group_silence`;
+    /// a genuine Pylontech sends no 0x373 at all).
+    public var silentGroups = BMSGroups()
 
     public init(battery: BatteryModel, inverter: SimulatedInverter) {
         self.battery = battery
@@ -18,10 +21,12 @@ public struct SimulatedUnit: Sendable {
     }
 
     /// A unit sized by its capacity and rating.
+    /// - Parameter hottestCellAbovePackK: how much warmer the hottest cell (0x373) reads than the pack (0x356).
     public init(capacityKWh: Double, maxPowerKW: Double, initialSOCPercent: Double, ambientCelsius: Double = 25,
-                cellsInSeries: Int = 16) {
-        let parameters = BatteryParameters.lfp(capacityWh: capacityKWh * 1000, maxPowerW: maxPowerKW * 1000,
+                cellsInSeries: Int = 16, hottestCellAbovePackK: Double = 2) {
+        var parameters = BatteryParameters.lfp(capacityWh: capacityKWh * 1000, maxPowerW: maxPowerKW * 1000,
                                                cellsInSeries: cellsInSeries, ambientCelsius: ambientCelsius)
+        parameters.hottestCellAbovePackK = hottestCellAbovePackK
         battery = BatteryModel(parameters: parameters, soc: initialSOCPercent / 100)
         inverter = SimulatedInverter(ratingW: maxPowerKW * 1000)
     }
@@ -42,8 +47,16 @@ public struct SimulatedUnit: Sendable {
         battery.step(dcPowerW: dc, seconds: seconds)
     }
 
-    /// What the BMS reports, stamped at `now` (the last published values when silent).
+    /// What the BMS reports, stamped at `now`; a group in `silentGroups` is absent.
     public func bmsSnapshot(at now: MonotonicInstant) -> BMSSnapshot {
+        var snapshot = everyGroup(at: now)
+        if silentGroups.contains(.cells) { snapshot.cells = nil }
+        if silentGroups.contains(.protection) { snapshot.protection = nil }
+        if silentGroups.contains(.requests) { snapshot.requests = nil }
+        return snapshot
+    }
+
+    func everyGroup(at now: MonotonicInstant) -> BMSSnapshot {
         let v = reported
         return BMSSnapshot(
             limits: Timestamped(BMSLimits(chargeVoltageLimit: Volts(3.55 * Double(battery.parameters.cellsInSeries)),
@@ -51,7 +64,7 @@ public struct SimulatedUnit: Sendable {
                                           dischargeCurrentLimit: Amps(v.dischargeCurrentLimit)), at: now),
             status: Timestamped(BMSStatus(soc: Percent(v.soc), soh: Percent(100)), at: now),
             measurements: Timestamped(BMSMeasurements(packVoltage: Volts(v.packVoltage), packCurrent: Amps(v.current),
-                                                      temperature: Celsius(v.temperatureMax)), at: now),
+                                                      temperature: Celsius(v.packTemperature)), at: now),
             cells: Timestamped(CellStatistics(minCellVoltage: Volts(v.minCell), maxCellVoltage: Volts(v.maxCell),
                                               minTemperature: Celsius(v.temperatureMin),
                                               maxTemperature: Celsius(v.temperatureMax)), at: now),
@@ -61,7 +74,7 @@ public struct SimulatedUnit: Sendable {
 
     /// What the BMS reports: the model's values, its own protection logic, then any injected override.
     struct Reported {
-        var soc, packVoltage, current, minCell, maxCell, temperatureMin, temperatureMax: Double
+        var soc, packVoltage, current, minCell, maxCell, temperatureMin, temperatureMax, packTemperature: Double
         var chargeCurrentLimit, dischargeCurrentLimit: Double
         var protections, alarms: BMSConditions
         var chargeEnabled, dischargeEnabled: Bool
@@ -73,7 +86,10 @@ public struct SimulatedUnit: Sendable {
         var v = Reported(
             soc: o.socPercent ?? b.soc * 100, packVoltage: o.packVoltage ?? b.packVoltage, current: o.packCurrent ?? b.current,
             minCell: o.cellVoltageMin ?? b.minCellVoltage, maxCell: o.cellVoltageMax ?? b.maxCellVoltage,
-            temperatureMin: o.temperatureMin ?? b.temperature - 1, temperatureMax: o.temperatureMax ?? b.temperature,
+            temperatureMin: o.temperatureMin ?? b.coolestCellTemperature,
+            temperatureMax: o.temperatureMax ?? b.hottestCellTemperature,
+            // An injected hottest cell moves the pack reading with it, keeping the model's offset.
+            packTemperature: o.temperatureMax.map { $0 - b.parameters.hottestCellAbovePackK } ?? b.temperature,
             chargeCurrentLimit: o.chargeCurrentLimit ?? b.chargeCurrentLimit,
             dischargeCurrentLimit: o.dischargeCurrentLimit ?? b.dischargeCurrentLimit,
             protections: [], alarms: [], chargeEnabled: o.chargeEnabled ?? (b.soc < 1),
@@ -98,7 +114,7 @@ public struct SimulatedUnit: Sendable {
         return PylontechBMSState(
             chargeVoltageLimit: 3.55 * n, chargeCurrentLimit: v.chargeCurrentLimit, dischargeCurrentLimit: v.dischargeCurrentLimit,
             dischargeVoltageLimit: 2.9 * n, soc: v.soc, soh: 100, voltage: v.packVoltage, current: v.current,
-            temperature: v.temperatureMax, minCellVoltage: v.minCell, maxCellVoltage: v.maxCell,
+            temperature: v.packTemperature, minCellVoltage: v.minCell, maxCellVoltage: v.maxCell,
             minCellTemperature: v.temperatureMin, maxCellTemperature: v.temperatureMax,
             protections: v.protections, alarms: v.alarms, chargeEnabled: v.chargeEnabled, dischargeEnabled: v.dischargeEnabled)
     }

@@ -29,11 +29,26 @@ public enum EventText {
             let unit = event.metric.map { "\($0.unitSymbol)" } ?? ""
             var text = "\(unitID) \(code.name) \(verb)"
             if event.kind != .cleared { text += ": \(code.explanation)" }
-            if event.value.isFinite {
+            if event.metric == .bmsGroupsMissing {
+                if event.value.isFinite { text += " (\(groupList(event.value)))" }
+            } else if event.value.isFinite {
                 text += " (\(number(event.value)) \(unit), limit \(number(event.threshold)) \(unit))"
             }
             return text
         }
+    }
+
+    /// `missing: 0x373 cells, 0x359 protection` for a `bmsGroupsMissing` value, `none missing` for 0.
+    static func groupList(_ value: Double) -> String {
+        guard value.isFinite, value >= 0, value < 256 else { return "missing: ?" }
+        let missing = BMSGroups(rawValue: UInt8(value))
+        var names: [String] = []
+        for bit in 0..<8 {
+            let group = BMSGroups(rawValue: 1 << UInt8(bit))
+            guard missing.contains(group) else { continue }
+            names.append(group.name.map { "\($0)" } ?? "group bit \(bit)")
+        }
+        return names.isEmpty ? "none missing" : "missing: " + names.joined(separator: ", ")
     }
 
     static func number(_ value: Double) -> String {

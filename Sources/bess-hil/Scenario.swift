@@ -122,7 +122,7 @@ struct Scenario {
                 }
                 var f: Node.Mapping = [Node("kind"): Node(fault), Node("at_s"): Node(String(at))]
                 if let forS { f[Node("duration_s")] = Node(String(forS)) }
-                for key in ["delay_s", "bms", "unit"] { if let v = entry[key] { f[Node(key)] = v } }
+                for key in ["delay_s", "bms", "unit", "group"] { if let v = entry[key] { f[Node(key)] = v } }
                 kind = .fault(.mapping(f)); label = fault
             } else if entry["reset"]?.bool == true {
                 kind = .reset; label = "bessctl reset"
@@ -143,7 +143,7 @@ struct Scenario {
             } else if let reload = entry["reload"], reload.mapping != nil {
                 kind = .reload(reload); label = "reload"
             }
-            let knownKeys: Set = ["at_s", "for_s", "over_s", "delay_s", "bms", "unit", "frequency_hz", "ramp_to_hz", "fault",
+            let knownKeys: Set = ["at_s", "for_s", "over_s", "delay_s", "bms", "unit", "group", "frequency_hz", "ramp_to_hz", "fault",
                                   "reset", "mode", "override_kw", "clear_override", "dispatch_kw", "kill_bessd", "start_bessd",
                                   "reload", "label"]
             for key in keys.subtracting(knownKeys) { fail("\(here).\(key)", "unknown key") }

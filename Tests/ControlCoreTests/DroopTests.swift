@@ -138,11 +138,77 @@ struct DroopTests {
         // The schedule moves during the event; the base stays latched.
         r = droop.step(frequency: Hertz(49.8), schedule: .kilowatts(50), rating: rating, elapsedSeconds: 0.1)
         #expect(r.base == .kilowatts(20))
-        // Back inside the deadband: the base follows the schedule again.
-        r = droop.step(frequency: Hertz(50), schedule: .kilowatts(50), rating: rating, elapsedSeconds: 0.1)
-        #expect(r.base == .kilowatts(50))
+        // Back inside the deadband the latch is gone and the base is the schedule the caller passes:
+        // the controller held its schedule at 20 kW and ramps it from there (endOfEventRamps).
+        r = droop.step(frequency: Hertz(50), schedule: .kilowatts(21), rating: rating, elapsedSeconds: 0.1)
+        #expect(r.base == .kilowatts(21))
         #expect(r.droop == .zero)
         #expect(droop.latchedBase == nil)
+    }
+
+    @Test("the end of an event ramps from the latched base to the new dispatch, never a jump (20 → 50 kW at 1 kW/cycle)")
+    func endOfEventRamps() {
+        // Schedule ramp 10 %/s of 100 kW: 1 kW per 100 ms cycle.
+        let site = Fixture.site(limitRamp: 1000, scheduleRamp: 10)
+        func dispatch(_ kw: Double) -> (MonotonicInstant) -> UnitInputs {
+            { now in
+                var inputs = Fixture.healthyInputs(at: now)
+                inputs.dispatch = PowerCommand(power: .kilowatts(kw), expiresAt: Fixture.instant(1000))
+                return inputs
+            }
+        }
+        var d = Fixture.run(site, seconds: 5, frequency: 50, inputs: dispatch(20))
+        #expect(abs(d.setpoint.kilowatts - 20) < 1e-6)
+        // Under-frequency event (49.8 Hz: +4 kW); 1 s in, dispatch moves to 50 kW: the base holds 20 kW.
+        Fixture.run(site, from: 5, seconds: 1, frequency: 49.8, inputs: dispatch(20))
+        d = Fixture.run(site, from: 6, seconds: 4, frequency: 49.8, inputs: dispatch(50))
+        #expect(abs(d.base.kilowatts - 20) < 1e-6)
+        #expect(abs(d.setpoint.kilowatts - 24) < 1e-6)
+        // The event ends: droop goes (immediate response), the base ramps 1 kW per cycle.
+        var setpoints: [Double] = []
+        for i in 1...35 {
+            setpoints.append(Fixture.run(site, from: 10 + Double(i - 1) * 0.1, seconds: 0.1, frequency: 50,
+                                         inputs: dispatch(50)).setpoint.kilowatts)
+        }
+        #expect(abs(setpoints[0] - 21) < 1e-6, "first cycle after the event: \(setpoints[0])")
+        #expect(abs(setpoints[9] - 30) < 1e-6)
+        for i in 1..<setpoints.count { #expect(abs(setpoints[i] - setpoints[i - 1]) <= 1 + 1e-6) }
+        #expect(abs(setpoints[34] - 50) < 1e-6)
+    }
+
+    @Test("anti-windup by the allowed power: after the event, the output leaves a 10 kW BMS limit at once (no τ·ln(36/10) = 2.8 s hold)")
+    func antiWindupByAllowedPower() {
+        let site = Fixture.site(droop: .seedDefault, limitRamp: 1000, scheduleRamp: 1000)
+        // Discharge limit 192.3 A × 52 V = 10 kW; 49.0 Hz asks (49.9 − 49.0) / 2.5 Hz = 36 kW.
+        let limited: (MonotonicInstant) -> UnitInputs = { now in
+            var inputs = Fixture.healthyInputs(at: now)
+            inputs.bms = Fixture.healthyBMS(at: now, dischargeA: 10_000.0 / 52)
+            return inputs
+        }
+        Fixture.run(site, seconds: 5, frequency: 50, inputs: limited)
+        var d = Fixture.run(site, from: 5, seconds: 20, frequency: 49.0, inputs: limited)
+        #expect(abs(d.setpoint.kilowatts - 10) < 0.01)
+        #expect(d.droop.kilowatts <= 10 + 1e-6, "the response winds no further than the limit: \(d.droop.kilowatts)")
+        // Frequency back: the response decays from 10 kW at once (10·e^(−0.5/2.17) = 7.9 kW after 0.5 s).
+        d = Fixture.run(site, from: 25, seconds: 0.5, frequency: 50, inputs: limited)
+        #expect(d.setpoint.kilowatts < 8.5, "\(d.setpoint.kilowatts)")
+        #expect(d.setpoint.kilowatts > 7.0)
+    }
+
+    @Test("a trip during an event does not slow the return: the limit ramp alone shapes it")
+    func tripGateDoesNotWindDown() {
+        let site = Fixture.site(droop: .seedDefault, limitRamp: 10, scheduleRamp: 10)
+        Fixture.run(site, seconds: 15, frequency: 48.9)  // 40 kW of droop, settled
+        // The BMS forbids discharging for 6 s (a trip), then allows it again.
+        var d = Fixture.run(site, from: 15, seconds: 6, frequency: 48.9) { now in
+            var inputs = Fixture.healthyInputs(at: now)
+            inputs.bms = Fixture.healthyBMS(at: now, dischargeEnabled: false)
+            return inputs
+        }
+        #expect(d.setpoint == .zero)
+        // 10 %/s limit ramp: 40 kW back in 4 s (plus a cycle).
+        d = Fixture.run(site, from: 21, seconds: 4.2, frequency: 48.9)
+        #expect(abs(d.setpoint.kilowatts - 40) < 0.5, "\(d.setpoint.kilowatts)")
     }
 
     @Test("frequency response is not slowed by the schedule ramp")

@@ -9,10 +9,13 @@ enum Fixture {
         MonotonicInstant(nanoseconds: Int64((seconds * 1e9).rounded()))
     }
 
+    /// - Parameters:
+    ///   - temperature: the pack temperature (0x356).
+    ///   - hottestCell: the hottest cell's temperature (0x373); the pack's when nil.
     static func healthyBMS(
         at t: MonotonicInstant, soc: Double = 60, chargeA: Double = 2500, dischargeA: Double = 2500,
-        volts: Double = 52, currentA: Double = 0, temperature: Double = 25, cellMax: Double = 3.30,
-        cellMin: Double = 3.28, protections: BMSConditions = [], alarms: BMSConditions = [],
+        volts: Double = 52, currentA: Double = 0, temperature: Double = 25, hottestCell: Double? = nil,
+        cellMax: Double = 3.30, cellMin: Double = 3.28, protections: BMSConditions = [], alarms: BMSConditions = [],
         chargeEnabled: Bool = true, dischargeEnabled: Bool = true
     ) -> BMSSnapshot {
         BMSSnapshot(
@@ -24,7 +27,7 @@ enum Fixture {
                                 temperature: Celsius(temperature)), at: t),
             cells: Timestamped(
                 CellStatistics(minCellVoltage: Volts(cellMin), maxCellVoltage: Volts(cellMax),
-                               minTemperature: Celsius(temperature - 1), maxTemperature: Celsius(temperature)),
+                               minTemperature: Celsius(temperature - 1), maxTemperature: Celsius(hottestCell ?? temperature)),
                 at: t),
             protection: Timestamped(BMSProtectionState(protections: protections, alarms: alarms), at: t),
             requests: Timestamped(BMSRequests(chargeEnabled: chargeEnabled, dischargeEnabled: dischargeEnabled),

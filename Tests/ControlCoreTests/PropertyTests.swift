@@ -53,6 +53,44 @@ struct PropertyTests {
         }
     }
 
+    @Test("|Δsetpoint| per cycle ≤ schedule ramp step + |Δdroop| across frequency events and their ends")
+    func rampedAcrossEventEnds() async {
+        await propertyCheck(
+            count: 200,
+            input: Gen.double(in: -60...60), Gen.double(in: -60...60), Gen.double(in: 49.3...50.6),
+            Gen.double(in: 0.5...6), Gen.double(in: 1...50), Gen.double(in: 0...5), Gen.bool, Gen.double(in: 0...1)
+        ) { before, after, eventHz, eventSeconds, rampPercent, responseSeconds, staleEnd, changeAt in
+            var droop = DroopSettings.seedDefault
+            droop.responseTime = .seconds(fromDouble: responseSeconds)
+            let site = Fixture.site(droop: droop, limitRamp: 1000, scheduleRamp: rampPercent)
+            let eventStart = 3.0, eventEnd = 3.0 + eventSeconds
+            // Dispatch moves somewhere inside the event (or at its very start).
+            let change = eventStart + changeAt * eventSeconds
+            var t = 0.0
+            var previous: UnitDecision?
+            while t < eventEnd + 12 {
+                t += 0.1
+                let now = Fixture.instant(t)
+                var inputs = Fixture.healthyInputs(at: now)
+                inputs.dispatch = PowerCommand(power: .kilowatts(t < change ? before : after),
+                                               expiresAt: Fixture.instant(1000))
+                let inEvent = t >= eventStart && t < eventEnd
+                let frequency: Timestamped<Hertz>? =
+                    inEvent ? Timestamped(Hertz(eventHz), at: now)
+                    : (t >= eventEnd && staleEnd ? nil : Timestamped(Hertz(50), at: now))
+                site.step(frequency: frequency, inputs: [inputs], now: now, wallClock: 1_800_000_000 + t)
+                let d = site.decision(unit: 0)
+                if let p = previous, t > 1 {
+                    let step = rampPercent / 100 * Fixture.rating.value * 0.1
+                    let bound = step + abs(d.droop.value - p.droop.value) + 1e-6
+                    #expect(abs(d.setpoint.value - p.setpoint.value) <= bound,
+                            "t=\(t): \(p.setpoint.kilowatts) → \(d.setpoint.kilowatts) kW, bound \(bound / 1000) kW")
+                }
+                previous = d
+            }
+        }
+    }
+
     @Test("droop is monotonic (non-increasing) in frequency, for both references and any droop")
     func droopMonotonic() async {
         await propertyCheck(

@@ -96,7 +96,7 @@ struct ConfigurationTests {
                     "spool_max_mb:", "metrics_listen:", "bms_values", "frequency_loss", "soc_percent:", "pack_voltage_v:",
                     "pack_current_a:", "cell_voltage_min_v:", "cell_voltage_max_v:", "temperature_min_c:", "temperature_max_c:",
                     "charge_current_limit_a:", "discharge_current_limit_a:", "charge_enabled:", "discharge_enabled:",
-                    "protections:", "alarms:"] {
+                    "protections:", "alarms:", "bms_group_silence", "group:", "hottest_cell_above_pack_c:"] {
             #expect(text.contains(key), "config/bessd.yaml lacks \(key)")
         }
     }
@@ -205,6 +205,15 @@ struct ConfigurationTests {
         Bad(name: "bms_values SOC out of range",
             yaml: unit + "simulation:\n  faults:\n    - kind: bms_values\n      bms: {soc_percent: 150}\n", line: nil,
             keyPath: "simulation.faults[0].bms.soc_percent", message: "from 0 to 100"),
+        Bad(name: "bms_group_silence without a group",
+            yaml: unit + "simulation:\n  faults:\n    - kind: bms_group_silence\n      at_s: 1\n", line: nil,
+            keyPath: "simulation.faults[0].group", message: "is required for bms_group_silence"),
+        Bad(name: "bms_group_silence with an unknown group",
+            yaml: unit + "simulation:\n  faults:\n    - kind: bms_group_silence\n      group: limits\n", line: nil,
+            keyPath: "simulation.faults[0].group", message: "cells, protection, requests"),
+        Bad(name: "group on another fault kind",
+            yaml: unit + "simulation:\n  faults:\n    - kind: bms_silence\n      group: cells\n", line: nil,
+            keyPath: "simulation.faults[0].group", message: "only to kind: bms_group_silence"),
         Bad(name: "bms_values naming nothing",
             yaml: unit + "simulation:\n  faults:\n    - kind: bms_values\n      bms: {}\n", line: nil,
             keyPath: "simulation.faults[0].bms", message: "names no value"),
@@ -428,6 +437,41 @@ struct ScenarioFaultTests {
         #expect(state.maxCellTemperature == 58 && state.soc == 96 && !state.dischargeEnabled)
         unit.bmsOverride = BMSOverride()
         #expect(unit.bmsSnapshot(at: MonotonicInstant(nanoseconds: 0)).status?.value.soc.value == 60)
+    }
+
+    @Test("bms_group_silence: the named group is absent inside the window (bessd's simulated BMS and on CAN), and the warning names it")
+    func bmsGroupSilence() throws {
+        let c = try ConfigLoader.parse(ConfigurationTests.unit + """
+            simulation:
+              hottest_cell_above_pack_c: 3
+              faults:
+                - {kind: bms_group_silence, group: cells, at_s: 10, duration_s: 5}
+                - {kind: bms_group_silence, group: requests, at_s: 12, duration_s: 5}
+            """, file: "faults.yaml")
+        #expect(c.simulation.hottestCellAbovePackK == 3)
+        #expect(c.simulation.activeSilencedGroups(at: 9, unitID: "U1").isEmpty)
+        #expect(c.simulation.activeSilencedGroups(at: 11, unitID: "U1") == .cells)
+        #expect(c.simulation.activeSilencedGroups(at: 13, unitID: "U1") == [.cells, .requests])
+        #expect(c.simulation.activeSilencedGroups(at: 16, unitID: "U1") == .requests)
+
+        var unit = SimulatedUnit(capacityKWh: 250, maxPowerKW: 100, initialSOCPercent: 60,
+                                 hottestCellAbovePackK: c.simulation.hottestCellAbovePackK)
+        var snapshot = unit.bmsSnapshot(at: MonotonicInstant(nanoseconds: 0))
+        let pack = try #require(snapshot.measurements?.value.temperature.value)
+        let hottest = try #require(snapshot.cells?.value.maxTemperature.value)
+        #expect(abs(hottest - pack - 3) < 1e-9, "hottest cell \(hottest) °C, pack \(pack) °C")
+        #expect(abs(unit.pylontechState.maxCellTemperature - unit.pylontechState.temperature - 3) < 1e-9)
+        unit.silentGroups = c.simulation.activeSilencedGroups(at: 13, unitID: "U1")
+        snapshot = unit.bmsSnapshot(at: MonotonicInstant(nanoseconds: 0))
+        #expect(snapshot.cells == nil && snapshot.requests == nil)
+        #expect(snapshot.protection != nil && snapshot.limits != nil && snapshot.measurements != nil)
+
+        let event = ControlEvent(kind: .raised, unit: 0, code: .bmsGroupMissing, severity: .warn,
+                                 metric: .bmsGroupsMissing, value: Double(BMSGroups([.cells, .requests]).rawValue),
+                                 threshold: 0.5, at: .zero)
+        let line = EventText.line(event, unitID: "U1")
+        #expect(line.contains("U1 BMS_GROUP_MISSING warning"))
+        #expect(line.hasSuffix("(missing: 0x373 cells, 0x35C requests)"), "\(line)")
     }
 
     @Test("every interlock code is tripped (or raised) and cleared by some scenario in hil/scenarios/")

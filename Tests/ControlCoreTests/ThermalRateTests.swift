@@ -1,0 +1,125 @@
+import ControlCore
+import Testing
+
+/// THERMAL_RUNAWAY from one estimator per temperature source (review §2.3).
+@Suite("Thermal rise rate per source")
+struct ThermalRateTests {
+    /// Pack at `pack` °C and the hottest cell 3 °C above it in whole kelvin (as 0x373 carries it);
+    /// cells absent (`cellsAt == nil`) or stamped at `cellsAt`.
+    static func inputs(
+        at now: MonotonicInstant, pack: Double, cellsAt: MonotonicInstant?, cellAbovePack: Double = 3
+    ) -> UnitInputs {
+        var inputs = Fixture.healthyInputs(at: now)
+        inputs.bms = Fixture.healthyBMS(at: now, temperature: pack)
+        if let cellsAt {
+            inputs.bms.cells = Timestamped(
+                CellStatistics(minCellVoltage: Volts(3.28), maxCellVoltage: Volts(3.30),
+                               minTemperature: Celsius(pack - 1),
+                               maxTemperature: Celsius((pack + cellAbovePack).rounded())), at: cellsAt)
+        } else {
+            inputs.bms.cells = nil
+        }
+        return inputs
+    }
+
+    static func seconds(_ now: MonotonicInstant) -> Double { Double(now.nanoseconds) / 1e9 }
+
+    @Test("hottest cell 3 °C above the pack, 0x373 absent for 6 s and back: no trip")
+    func cellFrameGap() {
+        let site = Fixture.site()
+        var lastCells = MonotonicInstant.zero
+        var everActive = false
+        var t = 0.0
+        while t < 80 {
+            t += 0.1
+            let now = Fixture.instant(t)
+            // 0x373 stops at 40 s and returns at 46 s; the worker keeps its last (now stale) value.
+            if t < 40 || t >= 46 { lastCells = now }
+            site.step(frequency: Timestamped(Hertz(50), at: now),
+                      inputs: [Self.inputs(at: now, pack: 25, cellsAt: lastCells)], now: now,
+                      wallClock: 1_800_000_000 + t)
+            if site.decision(unit: 0).activeCodes.contains(.thermalRunaway) { everActive = true }
+        }
+        #expect(!everActive)
+        #expect(site.decision(unit: 0).state == .running)
+    }
+
+    @Test("start-up: the first cycles see 0x356 before 0x373 (3 °C hotter): no trip")
+    func packBeforeCells() {
+        let site = Fixture.site()
+        var everActive = false
+        var t = 0.0
+        while t < 60 {
+            t += 0.1
+            let now = Fixture.instant(t)
+            site.step(frequency: Timestamped(Hertz(50), at: now),
+                      inputs: [Self.inputs(at: now, pack: 25, cellsAt: t < 2 ? nil : now)], now: now,
+                      wallClock: 1_800_000_000 + t)
+            if site.decision(unit: 0).activeCodes.contains(.thermalRunaway) { everActive = true }
+        }
+        #expect(!everActive)
+    }
+
+    /// Runs a pack steady at 25 °C for 40 s and then rising at `rate` °C/s (hottest cell 3 °C above,
+    /// whole kelvin); returns the seconds from the start of the rise to the latch, or nil.
+    static func latchDelay(rate: Double, cells: Bool, period: Double = 0.1, until: Double = 200) -> Double? {
+        let site = Fixture.site()
+        var t = 0.0
+        while t < until {
+            t += period
+            let now = Fixture.instant(t)
+            let pack = 25 + rate * max(0, t - 40)
+            site.step(frequency: Timestamped(Hertz(50), at: now),
+                      inputs: [Self.inputs(at: now, pack: pack, cellsAt: cells ? now : nil)], now: now,
+                      wallClock: 1_800_000_000 + t)
+            if site.decision(unit: 0).latchedCodes.contains(.thermalRunaway) { return t - 40 }
+        }
+        return nil
+    }
+
+    @Test("a real rise of 0.3 °C/s (threshold 0.1) latches, from the cells or, without 0x373, from the pack")
+    func realRiseTrips() throws {
+        let fromCells = try #require(Self.latchDelay(rate: 0.3, cells: true))
+        // 30 s least-squares window on the cells: the fitted slope passes 0.1 °C/s about 12 s into
+        // the rise, then the rule's 3 s delay.
+        #expect(fromCells > 3 && fromCells < 20, "\(fromCells)")
+        let fromPack = try #require(Self.latchDelay(rate: 0.3, cells: false))
+        // 10 s window on the pack (0.1 °C resolution): about 4 s, then the delay.
+        #expect(fromPack > 3 && fromPack < 10, "\(fromPack)")
+    }
+
+    @Test("a slow warm-up (0.02 °C/s) in whole-kelvin cell readings never trips, at 50 ms and 100 ms cycles",
+          arguments: [0.05, 0.1])
+    func quantisedSlowRise(period: Double) {
+        #expect(Self.latchDelay(rate: 0.02, cells: true, period: period, until: 300) == nil)
+    }
+
+    @Test("least-squares slope: exact on a line, a fraction of newest-minus-oldest for an end step")
+    func leastSquares() throws {
+        var estimator = SlopeEstimator(window: .seconds(10))
+        var t = 0.0
+        while t <= 12 {
+            estimator.add(20 + 0.25 * t, at: Fixture.instant(t))
+            t += 0.1
+        }
+        let line = try #require(estimator.leastSquaresSlope(at: Fixture.instant(12)))
+        #expect(abs(line - 0.25) < 1e-9)
+
+        // Flat for 10 s, then one reading 1 K up (a whole-kelvin field ticking over).
+        var stepped = SlopeEstimator(window: .seconds(10))
+        t = 0
+        while t < 10 {
+            stepped.add(30, at: Fixture.instant(t))
+            t += 0.1
+        }
+        stepped.add(31, at: Fixture.instant(10.4))
+        let endpoints = try #require(stepped.slope(at: Fixture.instant(10.4)))
+        let fitted = try #require(stepped.leastSquaresSlope(at: Fixture.instant(10.4)))
+        #expect(endpoints >= 0.1)  // newest minus oldest: the whole kelvin over the window
+        #expect(fitted < 0.05 && fitted < endpoints / 3, "\(fitted)")
+        // Unknown without half a window of history, and after a reset.
+        stepped.reset()
+        stepped.add(31, at: Fixture.instant(11))
+        #expect(stepped.leastSquaresSlope(at: Fixture.instant(11)) == nil)
+    }
+}
