@@ -69,7 +69,7 @@ public final class InverterWorker: @unchecked Sendable {
         case sunspec(SunSpecInverter)
         case registerMap(RegisterMapInverter)
 
-        func readStatus(_ c: inout ModbusConnection) throws(SunSpecError) -> InverterReading {
+        func readStatus(_ c: inout ModbusUnit) throws(SunSpecError) -> InverterReading {
             switch self {
             case .sunspec(let inverter): return try inverter.readStatus(&c)
             case .registerMap(let inverter):
@@ -77,13 +77,34 @@ public final class InverterWorker: @unchecked Sendable {
             }
         }
 
-        func command(_ power: Watts, revertSeconds: Int, _ c: inout ModbusConnection) throws(SunSpecError) {
+        func command(_ power: Watts, revertSeconds: Int, _ c: inout ModbusUnit) throws(SunSpecError) {
             switch self {
             case .sunspec(let inverter): try inverter.command(power, revertSeconds: revertSeconds, &c)
             case .registerMap(let inverter):
                 do { try inverter.command(power, revertSeconds: revertSeconds, &c) } catch {
                     throw SunSpecError(code: error.code, message: error.message)
                 }
+            }
+        }
+    }
+
+    /// What a failure says about the wire, and so what the worker does next.
+    enum Failure: Equatable {
+        /// The connection itself is gone (refused, reset, closed, an I/O error): close it, back off,
+        /// reconnect and rediscover every unit on it.
+        case link
+        /// One unit did not answer usefully (timeout, Modbus exception, malformed answer, a map that
+        /// no longer walks): back that unit off and rediscover it; the others keep the connection.
+        case unit
+        /// The device answered, but a value is unusable (W not implemented, a setpoint that does
+        /// not fit its register): command 0 W with the revert armed, keep link and discovery.
+        case value
+
+        init(_ code: String) {
+            switch code {
+            case "MODBUS_CONNECTION_LOST", "MODBUS_CONNECT_FAILED", "MODBUS_IO": self = .link
+            case "SUNSPEC_VALUE_INVALID", RegisterMapInverter.valueInvalid: self = .value
+            default: self = .unit
             }
         }
     }
@@ -100,6 +121,18 @@ public final class InverterWorker: @unchecked Sendable {
     /// True while the worker's thread runs its loop (the watchdog checks it).
     public var isAlive: Bool { worker.isAlive }
     private let wake = Wakeup()
+    private let counters = PILock(Counters())
+
+    /// What the worker has done on the wire so far (tests, diagnostics).
+    public struct Counters: Sendable, Equatable {
+        /// Connections opened to the endpoint (one context, so reconnects only).
+        public var connects: UInt64 = 0
+        /// Modbus requests sent.
+        public var requests: UInt64 = 0
+    }
+
+    /// A copy of the counters.
+    public var wire: Counters { counters.withLock { $0 } }
 
     /// - Parameters:
     ///   - period: how often each inverter is polled.
@@ -134,16 +167,37 @@ public final class InverterWorker: @unchecked Sendable {
     public func kick() { wake.signal() }
 
     struct DeviceState {
-        var connection: ModbusConnection?
         var inverter: Driver?
+        /// The setpoint last acted on (written, or refused and replaced by 0 W).
         var lastWritten: Watts?
         var lastWriteAt: Int64 = 0
         var backoffUntil: Int64 = 0
-        var backoff: Int64 = 500_000_000
+        var backoff: Int64 = Self.firstBackoff
+        /// The last reading had an unusable value: command 0 W until a reading is whole again.
+        var valueFault = false
+        /// A read failure was logged (log once until the unit answers again).
+        var logged = false
+        /// A refused setpoint was logged (once until a setpoint is accepted).
+        var refusalLogged = false
+        static let firstBackoff: Int64 = 500_000_000
+    }
+
+    /// The one connection to the endpoint, shared by every unit id on it; confined to the worker's
+    /// thread.
+    struct Link {
+        var connection: ModbusConnection?
+        var backoffUntil: Int64 = 0
+        var backoff: Int64 = DeviceState.firstBackoff
+        /// Timeouts in a row with no answer from any unit: when every unit has been silent, the
+        /// connection itself is suspect (a half-open TCP session) and is re-established.
+        var silentInARow = 0
+        var countedRequests: UInt64 = 0
+        var countedConnects: UInt64 = 0
     }
 
     private func loop() {
         var states = devices.map { _ in DeviceState() }
+        var link = Link()
         let periodNs = max(10_000_000, period.nanosecondsClamped)
         var seed = UInt64(truncatingIfNeeded: now())
         // How long before the cycle's deadline the reads start: 1.5 × the last read round plus 1 ms,
@@ -164,22 +218,24 @@ public final class InverterWorker: @unchecked Sendable {
                 sleep(until: readAt)
                 if wake.drain() { lastKick = now() }  // kicks meant for an earlier cycle: the cycle lives
                 let began = now()
-                for index in devices.indices { read(index, &states[index], &seed) }
+                for index in devices.indices { read(index, &states, &link, &seed) }
                 let took = now() - began
                 lead = min(max(1_000_000, took + took / 2 + 1_000_000), cyclePeriod / 2)
                 // The cycle kicks once it has commanded; give up half a period after its deadline
                 // (a stalled cycle: the refresh below keeps to the revert rule either way).
                 if wake.wait(until: max(cycleDeadline, now()) + cyclePeriod / 2) { lastKick = now() }
                 let stalled = now() - lastKick > max(Self.stallAfterNanoseconds, 5 * cyclePeriod)
-                for index in devices.indices { write(index, &states[index], &seed, zeroInstead: stalled) }
+                for index in devices.indices { write(index, &states, &link, &seed, zeroInstead: stalled) }
+                count(&link)
                 // Sleep at least to this cycle's deadline, so the next round reads for the next cycle.
                 if now() < cycleDeadline { sleep(until: cycleDeadline) }
             } else {
                 lastKick = now()  // not on a cycle's schedule (yet): nothing to stall
                 for index in devices.indices {
-                    read(index, &states[index], &seed)
-                    write(index, &states[index], &seed)
+                    read(index, &states, &link, &seed)
+                    write(index, &states, &link, &seed)
                 }
+                count(&link)
                 next += periodNs
                 let current = now()
                 if next < current { next = current }
@@ -187,10 +243,28 @@ public final class InverterWorker: @unchecked Sendable {
             }
         }
         // Safe stop: zero power, revert armed.
-        for index in devices.indices {
-            guard var connection = states[index].connection, let inverter = states[index].inverter else { continue }
-            try? inverter.command(.zero, revertSeconds: revertSeconds, &connection)
+        if let connection = link.connection {
+            for index in devices.indices {
+                guard let inverter = states[index].inverter else { continue }
+                var unit = connection.unit(devices[index].unitID)
+                try? inverter.command(.zero, revertSeconds: revertSeconds, &unit)
+            }
             connection.close()
+        }
+    }
+
+    /// Publishes the connection's counters (once per round: one short lock).
+    private func count(_ link: inout Link) {
+        guard let connection = link.connection else { return }
+        let requests = connection.requestCount, connects = connection.connectCount
+        let newRequests = requests &- link.countedRequests, newConnects = connects &- link.countedConnects
+        link.countedRequests = requests
+        link.countedConnects = connects
+        if newRequests > 0 || newConnects > 0 {
+            counters.withLock {
+                $0.requests &+= newRequests
+                $0.connects &+= newConnects
+            }
         }
     }
 
@@ -199,71 +273,158 @@ public final class InverterWorker: @unchecked Sendable {
         clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil)
     }
 
-    /// Connects and discovers when needed, then reads the inverter and publishes the reading.
-    private func read(_ index: Int, _ s: inout DeviceState, _ seed: inout UInt64) {
-        let device = devices[index]
-        if now() < s.backoffUntil { return }
-        do throws(SunSpecError) {
-            if s.connection == nil {
-                do {
-                    s.connection = try ModbusConnection(endpoint: endpoint, unitID: device.unitID, timeout: timeout)
-                } catch {
-                    throw SunSpecError(code: error.code, message: error.message)
-                }
+    /// The shared connection, opened (or re-opened after its back-off) when needed; nil while the
+    /// link backs off or cannot be opened.
+    private func connection(_ link: inout Link, _ states: inout [DeviceState], _ seed: inout UInt64) -> ModbusConnection? {
+        if let connection = link.connection, connection.isConnected { return connection }
+        if now() < link.backoffUntil { return nil }
+        do throws(ModbusError) {
+            let connection: ModbusConnection
+            if let existing = link.connection {
+                connection = existing
+            } else {
+                connection = try ModbusConnection(endpoint: endpoint, timeout: timeout)
+                link.connection = connection
+                link.countedRequests = 0
+                link.countedConnects = 0
             }
-            var connection = s.connection!
-            if s.inverter == nil {
+            try connection.connect()
+            return connection
+        } catch {
+            linkFailed(SunSpecError(code: error.code, message: error.message), &link, &states, &seed)
+            return nil
+        }
+    }
+
+    /// Connects and discovers when needed, then reads the inverter and publishes the reading.
+    private func read(_ index: Int, _ states: inout [DeviceState], _ link: inout Link, _ seed: inout UInt64) {
+        let device = devices[index]
+        if now() < states[index].backoffUntil { return }
+        guard let connection = connection(&link, &states, &seed) else { return }
+        var unit = connection.unit(device.unitID)
+        do throws(SunSpecError) {
+            if states[index].inverter == nil {
                 if let map = device.registerMap {
-                    s.inverter = .registerMap(RegisterMapInverter(spec: map))
+                    states[index].inverter = .registerMap(RegisterMapInverter(spec: map))
                     log("unit id \(device.unitID) on \(endpoint): register map, setpoint at \(map.setpoint.address)")
                 } else {
-                    let sunspec = try SunSpecInverter.open(&connection)
-                    s.inverter = .sunspec(sunspec)
+                    let sunspec = try SunSpecInverter.open(&unit)
+                    states[index].inverter = .sunspec(sunspec)
                     log("unit id \(device.unitID) on \(endpoint): SunSpec models \(sunspec.map.models.map(\.id)), "
                         + "command via \(sunspec.commandPath.rawValue)")
                 }
             }
-            let reading = try s.inverter!.readStatus(&connection)
+            let reading = try states[index].inverter!.readStatus(&unit)
             device.slot.publish(Timestamped(reading, at: MonotonicInstant(nanoseconds: now())), roundTrip: connection.lastRoundTrip)
-            s.backoff = 500_000_000
+            link.silentInARow = 0
+            link.backoff = DeviceState.firstBackoff
+            if states[index].valueFault || states[index].logged { log("unit id \(device.unitID) on \(endpoint): answering again") }
+            states[index].valueFault = false
+            states[index].logged = false
+            states[index].backoff = DeviceState.firstBackoff
         } catch {
-            failed(index, &s, error, &seed)
+            failed(index, error, &states, &link, &seed)
         }
     }
 
     /// How long without a hand-over from a running cycle before the worker commands zero.
     public static let stallAfterNanoseconds: Int64 = 1_000_000_000
 
-    /// Writes the slot's setpoint (zero when the cycle has stalled) when it changed, or when the
-    /// revert timer needs refreshing.
-    private func write(_ index: Int, _ s: inout DeviceState, _ seed: inout UInt64, zeroInstead: Bool = false) {
-        guard var connection = s.connection, let inverter = s.inverter else { return }
-        let setpoint = zeroInstead ? .zero : devices[index].slot.setpoint
-        let refreshDue = now() - s.lastWriteAt >= Int64(revertSeconds) * 500_000_000
-        guard s.lastWritten.map({ abs($0.value - setpoint.value) >= 1 }) ?? true || refreshDue else { return }
+    /// Writes the slot's setpoint (zero when the cycle has stalled or the last reading was unusable)
+    /// when it changed, or when the revert timer needs refreshing. A setpoint the device cannot
+    /// represent is replaced by 0 W, revert armed.
+    private func write(_ index: Int, _ states: inout [DeviceState], _ link: inout Link, _ seed: inout UInt64,
+                       zeroInstead: Bool = false) {
+        guard let connection = link.connection, connection.isConnected, let inverter = states[index].inverter else { return }
+        let device = devices[index]
+        let setpoint = zeroInstead || states[index].valueFault ? .zero : device.slot.setpoint
+        let refreshDue = now() - states[index].lastWriteAt >= Int64(revertSeconds) * 500_000_000
+        guard states[index].lastWritten.map({ abs($0.value - setpoint.value) >= 1 }) ?? true || refreshDue else { return }
+        var unit = connection.unit(device.unitID)
         do throws(SunSpecError) {
-            try inverter.command(setpoint, revertSeconds: revertSeconds, &connection)
-            s.lastWritten = setpoint
-            s.lastWriteAt = now()
+            do {
+                try inverter.command(setpoint, revertSeconds: revertSeconds, &unit)
+            } catch where Failure(error.code) == .value && setpoint != .zero {
+                // The device cannot take this setpoint: it gets 0 W with the revert armed instead
+                // (never its previous setpoint), and the link stays up.
+                device.slot.fail(error.code)
+                if !states[index].refusalLogged { log("unit id \(device.unitID) on \(endpoint): \(error); commanding 0 W") }
+                states[index].refusalLogged = true
+                try inverter.command(.zero, revertSeconds: revertSeconds, &unit)
+                states[index].lastWritten = setpoint
+                states[index].lastWriteAt = now()
+                return
+            }
+            states[index].refusalLogged = false
+            states[index].lastWritten = setpoint
+            states[index].lastWriteAt = now()
         } catch {
-            failed(index, &s, error, &seed)
+            failed(index, error, &states, &link, &seed)
         }
     }
 
-    private func failed(_ index: Int, _ s: inout DeviceState, _ error: SunSpecError, _ seed: inout UInt64) {
+    private func failed(_ index: Int, _ error: SunSpecError, _ states: inout [DeviceState], _ link: inout Link,
+                        _ seed: inout UInt64) {
         let device = devices[index]
-        device.slot.fail(error.code)
-        if s.backoff == 500_000_000 { log("unit id \(device.unitID) on \(endpoint): \(error)") }
-        // Reconnect and rediscover after a pause that doubles up to 10 s, with jitter, so a fleet
-        // does not hammer a recovering device in step.
-        s.connection?.close()
-        s.connection = nil
-        s.inverter = nil
-        s.lastWritten = nil
+        var kind = Failure(error.code)
+        // A refusal at discovery (no WSet_SF, no WChaMax…) is the unit's, not a value to zero.
+        if kind == .value, states[index].inverter == nil { kind = .unit }
+        if error.code == "MODBUS_TIMEOUT" {
+            link.silentInARow += 1
+            // Every unit on the connection silent in turn: the connection is suspect.
+            if link.silentInARow >= max(1, devices.count) { kind = .link }
+        } else if kind != .link {
+            link.silentInARow = 0  // the device answered (an exception, a value): the link carries
+        }
+        switch kind {
+        case .link:
+            linkFailed(error, &link, &states, &seed)
+        case .value:
+            device.slot.fail(error.code)
+            if !states[index].logged { log("unit id \(device.unitID) on \(endpoint): \(error); commanding 0 W, link kept") }
+            states[index].logged = true
+            states[index].valueFault = true
+        case .unit:
+            device.slot.fail(error.code)
+            if !states[index].logged { log("unit id \(device.unitID) on \(endpoint): \(error)") }
+            states[index].logged = true
+            // Rediscover this unit after a pause that doubles up to 10 s, with jitter; the
+            // connection and the other units on it carry on.
+            states[index].inverter = nil
+            states[index].lastWritten = nil
+            states[index].valueFault = false
+            states[index].backoffUntil = now() + Self.jittered(&states[index].backoff, &seed)
+        }
+    }
+
+    /// Closes the shared connection; every unit on it is rediscovered once it is back.
+    private func linkFailed(_ error: SunSpecError, _ link: inout Link, _ states: inout [DeviceState], _ seed: inout UInt64) {
+        if link.backoff == DeviceState.firstBackoff { log("\(endpoint): \(error); reconnecting") }
+        if let connection = link.connection {
+            count(&link)
+            connection.close()
+        }
+        link.silentInARow = 0
+        for index in devices.indices {
+            devices[index].slot.fail(error.code)
+            states[index].inverter = nil
+            states[index].lastWritten = nil
+            states[index].valueFault = false
+            states[index].backoffUntil = 0
+            states[index].backoff = DeviceState.firstBackoff
+        }
+        // Reconnect after a pause that doubles up to 10 s, with jitter, so a fleet does not hammer a
+        // recovering device in step.
+        link.backoffUntil = now() + Self.jittered(&link.backoff, &seed)
+    }
+
+    /// The current back-off plus up to 25 % jitter; doubles the back-off up to 10 s.
+    static func jittered(_ backoff: inout Int64, _ seed: inout UInt64) -> Int64 {
         seed = seed &* 6364136223846793005 &+ 1442695040888963407
-        let jitter = Int64(seed >> 40) % (s.backoff / 4 + 1)
-        s.backoffUntil = now() + s.backoff + jitter
-        s.backoff = min(s.backoff * 2, 10_000_000_000)
+        let jitter = Int64(seed >> 40) % (backoff / 4 + 1)
+        let pause = backoff + jitter
+        backoff = min(backoff * 2, 10_000_000_000)
+        return pause
     }
 
     private func now() -> Int64 { MonotonicClock.now().nanoseconds }

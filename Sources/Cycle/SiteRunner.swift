@@ -77,7 +77,12 @@ public final class HardwareSite: SiteIO {
             guard let slot = slots[index], let modbus = unit.modbus else { continue }
             let endpoint = modbus.endpoint
             let device = InverterWorker.Device(unitID: modbus.unitID, slot: slot, registerMap: unit.inverter.registerMap)
-            if let i = groups.firstIndex(where: { $0.0 == endpoint }) {
+            // One worker, so one context, per TCP endpoint and per serial line.
+            if let i = groups.firstIndex(where: { $0.0.line == endpoint.line }) {
+                if groups[i].0 != endpoint {
+                    output("bessd: warning: bess_units[\(index)] names \(endpoint), but \(groups[i].0) is already on that line; "
+                           + "using \(groups[i].0)")
+                }
                 groups[i].2.append(device)
             } else {
                 groups.append((endpoint, modbus.timeoutMs, [device]))

@@ -35,16 +35,9 @@ public struct SunSpecPlantLink: Sendable {
             guard let model = image.model(S.id) else { return }
             let area = (model.address + S.storCtlMod)...(model.address + S.inOutWRteRvrtTms)
             guard written.contains(where: { area.contains($0) }) else { return }
-            let sf = Int(Int16(bitPattern: image[S.id, S.inOutWRteSF]))
-            let out = Double(Int16(bitPattern: image[S.id, S.outWRte])) * SunSpec.powerOfTen(sf)
-            let into = Double(Int16(bitPattern: image[S.id, S.inWRte])) * SunSpec.powerOfTen(sf)
-            let mode = image[S.id, S.storCtlMod]
-            var percent = 0.0
-            if mode & S.modeDischarge != 0, out > 0 { percent = out }
-            if mode & S.modeCharge != 0, into > 0 { percent = -into }
             let revert = image[S.id, S.inOutWRteRvrtTms]
             unit.inverter.revertTimeoutSeconds = revert > 0 ? Double(revert) : .infinity
-            unit.inverter.command(setpointW: percent / 100 * profile.ratingW)
+            unit.inverter.command(setpointW: Self.commandedWatts(image, profile: profile) ?? 0)
         }
     }
 
@@ -57,7 +50,18 @@ public struct SunSpecPlantLink: Sendable {
             let raw = Int32(bitPattern: image.get32(C.id, C.wSet))
             return image[C.id, C.wSetEna] == 1 ? Double(raw) * SunSpec.powerOfTen(sf) : 0
         }
-        return nil
+        typealias S = SunSpec.Storage
+        guard image.model(S.id) != nil else { return nil }
+        let sf = Int(Int16(bitPattern: image[S.id, S.inOutWRteSF]))
+        let out = Double(Int16(bitPattern: image[S.id, S.outWRte])) * SunSpec.powerOfTen(sf)
+        let into = Double(Int16(bitPattern: image[S.id, S.inWRte])) * SunSpec.powerOfTen(sf)
+        let mode = image[S.id, S.storCtlMod]
+        var percent = 0.0
+        if mode & S.modeDischarge != 0, out > 0 { percent = out }
+        if mode & S.modeCharge != 0, into > 0 { percent = -into }
+        // Both rates are percent of WChaMax (model 124's notes), as the device holds it now.
+        let wChaMax = Double(image[S.id, S.wChaMax]) * SunSpec.powerOfTen(Int(Int16(bitPattern: image[S.id, S.wChaMaxSF])))
+        return percent / 100 * wChaMax
     }
 
     private func publish(_ unit: SimulatedUnit, into image: inout SunSpecImage, frequencyHz: Double,

@@ -10,13 +10,17 @@ public struct SunSpecDeviceProfile: Sendable, Equatable {
     public var measurementModel: UInt16
     /// 704 (DER controls) or 124 (storage).
     public var controlModel: UInt16
-    /// Rated active power, W.
+    /// Rated active power, W (120 `WRtg`, 121 `WMax`).
     public var ratingW: Double
+    /// Model 124 `WChaMax`, W: the base of `OutWRte`/`InWRte` (the rating when nil).
+    public var maxChargeRateW: Double?
 
-    public init(measurementModel: UInt16 = 103, controlModel: UInt16 = 704, ratingW: Double) {
+    public init(measurementModel: UInt16 = 103, controlModel: UInt16 = 704, ratingW: Double,
+                maxChargeRateW: Double? = nil) {
         self.measurementModel = measurementModel
         self.controlModel = controlModel
         self.ratingW = ratingW
+        self.maxChargeRateW = maxChargeRateW
     }
 }
 
@@ -118,7 +122,8 @@ public struct SunSpecImage: Sendable {
             for sf in 53...58 where sf != C.wSetSF { self[C.id, sf] = 0x8000 }
         } else {
             typealias S = SunSpec.Storage
-            self[S.id, S.wChaMax] = self[SunSpec.Nameplate.id, SunSpec.Nameplate.wRtg]
+            let wChaMax = profile.maxChargeRateW ?? profile.ratingW
+            self[S.id, S.wChaMax] = UInt16(clamping: Int((wChaMax / SunSpec.powerOfTen(wSF)).rounded()))
             self[S.id, S.wChaMaxSF] = sfWord(wSF)
             self[S.id, S.inOutWRteSF] = sfWord(-2)
             self[S.id, S.chaStateSF] = sfWord(-1)

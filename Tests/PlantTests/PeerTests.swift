@@ -132,6 +132,48 @@ struct PeerTests {
     }
 }
 
+@Suite("SunSpec scale factors and percent bases against pymodbus images", .serialized)
+struct SunSpecBasesPeerTests {
+    func start(_ unit: String) throws -> (Process, Pipe, Int) {
+        let (process, out) = try Peer.start(["python3", "hil/peers/pymodbus_sunspec_units.py", "--seconds", "20", unit])
+        let portLine = try #require(Peer.readLine(out) { $0.hasPrefix("PORT ") })
+        return (process, out, try #require(Int(portLine.dropFirst(5))))
+    }
+
+    @Test("124: OutWRte/InWRte are percent of WChaMax (20 kW), not of WRtg/WMax (50 kW)")
+    func storageRatesOfWChaMax() throws {
+        let (process, out, port) = try start("1:124,wchamax=20000")
+        defer { Peer.stop(process) }
+        var client = try ModbusConnection(endpoint: .tcp(host: "127.0.0.1", port: port), unitID: 1, timeout: .seconds(2))
+        let inverter = try SunSpecInverter.open(&client)
+        #expect(inverter.map.models.map(\.id) == [1, 701, 120, 121, 124])
+        #expect(inverter.commandPath == .storage124)
+        #expect(inverter.ratedPower == .kilowatts(50))
+        #expect(inverter.storageRateBase == .kilowatts(20))
+        // 10 kW discharge = 50.0 % of WChaMax (InOutWRte_SF −1).
+        try inverter.command(.kilowatts(10), revertSeconds: 10, &client)
+        #expect(Peer.readLine(out) { $0.hasPrefix("STORAGE") && $0.contains("mod=3") && $0.contains("rvrt_tms=10") }
+                == "STORAGE unit=1 mod=3 out=500 in=-500 rvrt_tms=10")
+        // 5 kW charge = 25.0 %.
+        try inverter.command(.kilowatts(-5), revertSeconds: 10, &client)
+        #expect(Peer.readLine(out) { $0.hasPrefix("STORAGE") && $0.contains("in=250") }
+                == "STORAGE unit=1 mod=3 out=-250 in=250 rvrt_tms=10")
+    }
+
+    @Test("704 whose WSet_SF is not implemented is refused (SUNSPEC_VALUE_INVALID)")
+    func wSetSFNotImplemented() throws {
+        let (process, _, port) = try start("1:wsetsf=none")
+        defer { Peer.stop(process) }
+        var client = try ModbusConnection(endpoint: .tcp(host: "127.0.0.1", port: port), unitID: 1, timeout: .seconds(2))
+        do {
+            _ = try SunSpecInverter.open(&client)
+            Issue.record("a 704 device without WSet_SF was accepted")
+        } catch {
+            #expect(error.code == "SUNSPEC_VALUE_INVALID")
+        }
+    }
+}
+
 @Suite("Register-map inverter against pymodbus", .serialized)
 struct RegisterMapPeerTests {
     @Test("bessd reads and commands a non-SunSpec inverter through a configured register map")

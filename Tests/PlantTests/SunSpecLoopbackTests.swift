@@ -64,21 +64,93 @@ struct SunSpecLoopbackTests {
         #expect(abs(after.activePower.value) < 1000)
     }
 
-    @Test("without 704 the storage model 124 carries the setpoint as % of WMax")
+    @Test("without 704 the storage model 124 carries the setpoint as % of WChaMax (not of WMax)")
     func command124() throws {
-        let server = try serve(SunSpecDeviceProfile(measurementModel: 103, controlModel: 124, ratingW: 250_000))
+        // WMax 250 kW, WChaMax 100 kW: a rate base apart from the rating, as real devices have it.
+        let server = try serve(SunSpecDeviceProfile(measurementModel: 103, controlModel: 124, ratingW: 250_000,
+                                                    maxChargeRateW: 100_000))
         defer { server.stop() }
         var client = try ModbusConnection(endpoint: .tcp(host: "127.0.0.1", port: server.port), unitID: 1, timeout: .seconds(2))
         let inverter = try SunSpecInverter.open(&client)
         #expect(inverter.commandPath == .storage124)
+        #expect(inverter.ratedPower == Watts(250_000))
+        #expect(inverter.storageRateBase == Watts(100_000))
         var unit = SimulatedUnit(capacityKWh: 500, maxPowerKW: 250, initialSOCPercent: 60)
         let link = SunSpecPlantLink(server: server)
-        try inverter.command(.kilowatts(62.5), revertSeconds: 10, &client)  // 25 % discharge
+        let storage = try #require(server.withImage { image, _ in image.model(SunSpec.Storage.id) })
+        func rates() throws -> (out: Int16, into: Int16) {
+            let words = try client.readRegisters(at: storage.address + SunSpec.Storage.outWRte, count: 2)
+            return (Int16(bitPattern: words[0]), Int16(bitPattern: words[1]))
+        }
+        try inverter.command(.kilowatts(62.5), revertSeconds: 10, &client)  // 62.5 % of WChaMax, discharge
+        #expect(try rates() == (6250, -6250))  // InOutWRte_SF −2
         link.exchange(&unit, frequencyHz: 50)
         #expect(abs(unit.inverter.setpointW - 62_500) < 1)
-        try inverter.command(.kilowatts(-100), revertSeconds: 10, &client)  // 40 % charge
+        try inverter.command(.kilowatts(-40), revertSeconds: 10, &client)  // 40 % charge
+        #expect(try rates() == (-4000, 4000))
         link.exchange(&unit, frequencyHz: 50)
-        #expect(abs(unit.inverter.setpointW + 100_000) < 1)
+        #expect(abs(unit.inverter.setpointW + 40_000) < 1)
+    }
+
+    @Test("704 without an implemented WSet_SF is refused with a coded error, as 124 without InOutWRte_SF is")
+    func wSetSFNotImplemented() throws {
+        let server = try serve(SunSpecDeviceProfile(measurementModel: 701, controlModel: 704, ratingW: 100_000))
+        defer { server.stop() }
+        server.withImage { image, _ in image[SunSpec.ACControls.id, SunSpec.ACControls.wSetSF] = 0x8000 }
+        var client = try ModbusConnection(endpoint: .tcp(host: "127.0.0.1", port: server.port), unitID: 1, timeout: .seconds(2))
+        do {
+            let inverter = try SunSpecInverter.open(&client)
+            Issue.record("opened with command path \(inverter.commandPath)")
+        } catch {
+            #expect(error.code == "SUNSPEC_VALUE_INVALID")
+            #expect(error.message.contains("WSet_SF"))
+        }
+    }
+
+    /// Records every write and fails the `failing`-th one (1-based) with a timeout.
+    struct RecordingDevice: RegisterAccess {
+        var inner: ModbusConnection
+        var writes: [(address: Int, values: [UInt16])] = []
+        var failing: Int?
+        mutating func readRegisters(at address: Int, count: Int) throws(ModbusError) -> [UInt16] {
+            try inner.readRegisters(at: address, count: count)
+        }
+        mutating func writeRegisters(at address: Int, _ values: [UInt16]) throws(ModbusError) {
+            writes.append((address, values))
+            if writes.count == failing { throw ModbusError(code: "MODBUS_TIMEOUT", message: "injected") }
+            try inner.writeRegisters(at: address, values)
+        }
+    }
+
+    @Test("704: the revert value (0 W) is written before or with the arming, so a failed write never arms an unknown one",
+          arguments: [1, 2, 3])
+    func revertValueBeforeArming(failing: Int) throws {
+        typealias C = SunSpec.ACControls
+        let server = try serve(SunSpecDeviceProfile(measurementModel: 701, controlModel: 704, ratingW: 100_000))
+        defer { server.stop() }
+        // The device holds a revert value of 40 kW from someone else; its revert is not armed.
+        server.withImage { image, _ in
+            image[C.id, C.wSetRvrt] = 0
+            image[C.id, C.wSetRvrt + 1] = 40_000
+        }
+        var device = RecordingDevice(inner: try ModbusConnection(endpoint: .tcp(host: "127.0.0.1", port: server.port),
+                                                                 timeout: .seconds(2)))
+        let inverter = try SunSpecInverter.open(&device)
+        device.failing = failing
+        #expect(throws: SunSpecError.self) { try inverter.command(.kilowatts(30), revertSeconds: 10, &device) }
+        let model = try #require(inverter.map.first(C.id)).address
+        func covers(_ write: (address: Int, values: [UInt16]), _ offset: Int) -> Bool {
+            (write.address..<(write.address + write.values.count)).contains(model + offset)
+        }
+        // The first write that arms the revert carries, or comes after, WSetRvrt = 0.
+        let arming = try #require(device.writes.firstIndex { covers($0, C.wSetEnaRvrt) } ?? (failing < 3 ? Int.max : nil))
+        let value = try #require(device.writes.firstIndex { covers($0, C.wSetRvrt) })
+        #expect(value <= arming)
+        #expect(device.writes[value].values.count >= 2)
+        // On the device: armed ⇒ revert value 0 W.
+        let block = try SunSpec.read(try #require(inverter.map.first(C.id)), from: &device.inner)
+        if block.uint16(C.wSetEnaRvrt) == 1 { #expect(block.int32(C.wSetRvrt) == 0) }
+        #expect(block.int32(C.wSetRvrt) == (failing == 1 ? 40_000 : 0))
     }
 
     @Test("a dead server is a coded error, not a hang or a crash")

@@ -7,6 +7,15 @@ public enum ModbusEndpoint: Sendable, Equatable, CustomStringConvertible {
     case tcp(host: String, port: Int)
     case rtu(device: String, baud: Int, parity: Character, dataBits: Int, stopBits: Int, rs485: Bool)
 
+    /// What one context stands for: the TCP endpoint, or the serial device whatever its settings
+    /// (two contexts on one tty would read each other's replies).
+    public var line: String {
+        switch self {
+        case .tcp: description
+        case .rtu(let device, _, _, _, _, _): "rtu://\(device)"
+        }
+    }
+
     public var description: String {
         switch self {
         case .tcp(let host, let port): "tcp://\(host):\(port)"
@@ -16,21 +25,44 @@ public enum ModbusEndpoint: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// A libmodbus client context with one owner.
+/// A libmodbus client context with one owner: one per TCP endpoint or serial line, shared by every
+/// unit id on it.
 ///
 /// Not `Sendable`: the handle lives on the worker thread that created it. libmodbus's own link
 /// recovery stays off (it blocks); callers reconnect with back-off.
+///
+/// Every request names its unit id (`modbus_set_slave` before the request), so many devices behind
+/// one gateway or on one RS-485 line share a single TCP session or a single open of the tty. After a
+/// timeout or a malformed answer the stream may still deliver the late reply: the context is flushed
+/// at once and, before its next request, waits until the line is quiet (at most one response
+/// timeout after the failure, flushing whatever arrives). A reply later than that is still refused
+/// by libmodbus, which checks the transaction id (TCP) and the answering unit id (RTU) of every
+/// answer, and the stream is flushed again. A late reply therefore never becomes another unit's
+/// reading.
 public final class ModbusConnection: RegisterAccess {
     public let endpoint: ModbusEndpoint
     private let context: OpaquePointer
     public private(set) var isConnected = false
     /// Round-trip time of the last successful request.
     public private(set) var lastRoundTrip: Duration = .zero
+    /// The unit id `readRegisters(at:count:)`/`writeRegisters(at:_:)` address (the `RegisterAccess`
+    /// view). Requests through `unit(_:)` name their own.
+    public var unitID: Int
+    /// The unit id the context is set to (`modbus_set_slave`), -1 before the first request.
+    private var selectedUnit: Int32 = -1
+    private let timeoutNanoseconds: Int64
+    /// Set after a timeout or a malformed answer: wait for quiet before the next request.
+    private var settleFrom: Int64?
+    /// Requests sent since `connect()` (tests and request budgets).
+    public private(set) var requestCount: UInt64 = 0
+    /// Connections opened so far (`modbus_connect` calls that succeeded).
+    public private(set) var connectCount: UInt64 = 0
 
     /// Creates the context (no I/O yet).
     /// The corresponding C functions are `modbus_new_tcp_pi` and `modbus_new_rtu`.
-    public init(endpoint: ModbusEndpoint, unitID: Int, timeout: Duration) throws(ModbusError) {
+    public init(endpoint: ModbusEndpoint, unitID: Int = 1, timeout: Duration) throws(ModbusError) {
         self.endpoint = endpoint
+        self.unitID = unitID
         let created: OpaquePointer?
         switch endpoint {
         case .tcp(let host, let port):
@@ -42,8 +74,8 @@ public final class ModbusConnection: RegisterAccess {
             throw ModbusError.from(errno: errno, doing: "creating a Modbus context for \(endpoint)")
         }
         context = created
-        modbus_set_slave(context, Int32(unitID))
         let micros = max(1000, timeout.nanosecondsClamped / 1000)
+        timeoutNanoseconds = micros * 1000
         modbus_set_response_timeout(context, UInt32(micros / 1_000_000), UInt32(micros % 1_000_000))
         modbus_set_error_recovery(context, MODBUS_ERROR_RECOVERY_NONE)
     }
@@ -69,52 +101,134 @@ public final class ModbusConnection: RegisterAccess {
             }
         }
         isConnected = true
+        connectCount &+= 1
+        settleFrom = nil
     }
 
     /// Closes the connection (the context stays usable for `connect()`).
     public func close() {
         if isConnected { modbus_close(context) }
         isConnected = false
+        settleFrom = nil
     }
 
-    /// Reads holding registers (function code 0x03).
+    /// The device with `id` on this connection, as a `RegisterAccess` (a view: no I/O, no copy of
+    /// the context).
+    public func unit(_ id: Int) -> ModbusUnit { ModbusUnit(connection: self, id: id) }
+
+    /// Reads holding registers (function code 0x03) from `unitID`.
     /// The corresponding C function is `modbus_read_registers`.
     public func readRegisters(at address: Int, count: Int) throws(ModbusError) -> [UInt16] {
+        try readRegisters(unit: unitID, at: address, count: count)
+    }
+
+    /// Writes holding registers (function code 0x10) to `unitID`.
+    /// The corresponding C function is `modbus_write_registers`.
+    public func writeRegisters(at address: Int, _ values: [UInt16]) throws(ModbusError) {
+        try writeRegisters(unit: unitID, at: address, values)
+    }
+
+    /// Reads holding registers (function code 0x03) from unit `unit`.
+    /// The corresponding C functions are `modbus_set_slave` and `modbus_read_registers`.
+    public func readRegisters(unit: Int, at address: Int, count: Int) throws(ModbusError) -> [UInt16] {
         guard (1...125).contains(count), (0...65535).contains(address), address + count <= 65536 else {
             throw ModbusError(code: "MODBUS_INVALID_REQUEST", message: "read of \(count) registers at \(address)")
         }
-        try connect()
+        try prepare(unit: unit)
         var values = [UInt16](repeating: 0, count: count)
         let started = MonotonicClockReading.now()
+        requestCount &+= 1
         let result = modbus_read_registers(context, Int32(address), Int32(count), &values)
-        guard result == Int32(count) else { throw failure("reading \(count) registers at \(address)") }
+        guard result == Int32(count) else { throw failure("reading \(count) registers at \(address) of unit \(unit)") }
         lastRoundTrip = .nanoseconds(MonotonicClockReading.now() - started)
         return values
     }
 
-    /// Writes holding registers (function code 0x10).
-    /// The corresponding C function is `modbus_write_registers`.
-    public func writeRegisters(at address: Int, _ values: [UInt16]) throws(ModbusError) {
+    /// Writes holding registers (function code 0x10) to unit `unit`.
+    /// The corresponding C functions are `modbus_set_slave` and `modbus_write_registers`.
+    public func writeRegisters(unit: Int, at address: Int, _ values: [UInt16]) throws(ModbusError) {
         guard (1...123).contains(values.count), (0...65535).contains(address), address + values.count <= 65536 else {
             throw ModbusError(code: "MODBUS_INVALID_REQUEST", message: "write of \(values.count) registers at \(address)")
         }
-        try connect()
+        try prepare(unit: unit)
         let started = MonotonicClockReading.now()
+        requestCount &+= 1
         let result = values.withUnsafeBufferPointer {
             modbus_write_registers(context, Int32(address), Int32(values.count), $0.baseAddress)
         }
-        guard result == Int32(values.count) else { throw failure("writing \(values.count) registers at \(address)") }
+        guard result == Int32(values.count) else {
+            throw failure("writing \(values.count) registers at \(address) of unit \(unit)")
+        }
         lastRoundTrip = .nanoseconds(MonotonicClockReading.now() - started)
+    }
+
+    /// Connects if needed, lets a late reply drain, and addresses `unit`.
+    private func prepare(unit: Int) throws(ModbusError) {
+        if selectedUnit != Int32(clamping: unit) {
+            // libmodbus takes 0…255 on TCP and 0…247 on RTU.
+            guard (0...255).contains(unit), modbus_set_slave(context, Int32(unit)) == 0 else {
+                throw ModbusError(code: "MODBUS_INVALID_REQUEST", message: "unit id \(unit) is not valid on \(endpoint)")
+            }
+            selectedUnit = Int32(unit)
+        }
+        try connect()
+        if let since = settleFrom {
+            settleFrom = nil
+            settle(until: since + timeoutNanoseconds)
+        }
+    }
+
+    /// Waits until `deadline` for a late reply; whatever arrives is flushed, and once something has
+    /// arrived the wait ends at the first 20 ms of quiet (a slow serial reply may run past
+    /// `deadline`, by at most one more response timeout).
+    private func settle(until deadline: Int64) {
+        let fd = modbus_get_socket(context)
+        guard fd >= 0 else { return }
+        let hardEnd = deadline + timeoutNanoseconds
+        var end = deadline
+        while true {
+            let remaining = end - MonotonicClockReading.now()
+            if remaining <= 0 { return }
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&pfd, 1, Int32(clamping: remaining / 1_000_000 + 1))
+            if ready < 0, errno == EINTR { continue }
+            guard ready > 0 else { continue }
+            if pfd.revents & Int16(POLLIN) == 0 || modbus_flush(context) <= 0 {
+                return  // hung up or nothing to read: the next request reports the link
+            }
+            end = min(MonotonicClockReading.now() + 20_000_000, hardEnd)
+        }
     }
 
     private func failure(_ what: String) -> ModbusError {
         let error = ModbusError.from(errno: errno, doing: "\(what) on \(endpoint)")
-        // After a timeout or a broken link the stream may hold a late answer: start clean.
-        if error.isConnectionLost || error.code == "MODBUS_TIMEOUT" || error.code == "MODBUS_BAD_RESPONSE" {
-            if error.code == "MODBUS_TIMEOUT" { modbus_flush(context) }
-            if error.isConnectionLost { close() }
+        if error.isConnectionLost {
+            close()
+        } else if error.code == "MODBUS_TIMEOUT" || error.code == "MODBUS_BAD_RESPONSE" {
+            // The stream may hold, or still receive, an answer meant for this request: start clean.
+            modbus_flush(context)
+            settleFrom = MonotonicClockReading.now()
         }
         return error
+    }
+}
+
+/// One device (unit id) on a shared `ModbusConnection`: every request sets the unit id first.
+public struct ModbusUnit: RegisterAccess {
+    public let connection: ModbusConnection
+    public let id: Int
+
+    public init(connection: ModbusConnection, id: Int) {
+        self.connection = connection
+        self.id = id
+    }
+
+    public mutating func readRegisters(at address: Int, count: Int) throws(ModbusError) -> [UInt16] {
+        try connection.readRegisters(unit: id, at: address, count: count)
+    }
+
+    public mutating func writeRegisters(at address: Int, _ values: [UInt16]) throws(ModbusError) {
+        try connection.writeRegisters(unit: id, at: address, values)
     }
 }
 

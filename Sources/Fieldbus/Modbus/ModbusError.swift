@@ -29,8 +29,9 @@ public struct ModbusError: Error, Sendable, Equatable, CustomStringConvertible {
             let names = [1: "illegal function", 2: "illegal data address", 3: "illegal data value",
                          4: "server device failure", 5: "acknowledge", 6: "server device busy",
                          8: "memory parity error", 10: "gateway path unavailable", 11: "gateway target failed to respond"]
-            if exception == 12 || exception == 13 || exception == 14 || exception == 15 || exception == 16 {
-                // EMBBADCRC, EMBBADDATA, EMBBADEXC, EMBUNKEXC, EMBMDATA
+            if (12...17).contains(exception) {
+                // EMBBADCRC, EMBBADDATA (e.g. another transaction id: a late reply), EMBBADEXC,
+                // EMBUNKEXC, EMBMDATA, EMBBADSLAVE (another unit id answered: a late reply on RTU)
                 return ModbusError(code: "MODBUS_BAD_RESPONSE", message: "\(what): malformed or unexpected response", errno: value)
             }
             return ModbusError(code: "MODBUS_EXCEPTION_\(exception)",

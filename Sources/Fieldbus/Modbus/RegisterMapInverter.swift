@@ -113,6 +113,9 @@ public struct RegisterMapInverter: Sendable {
 
     public init(spec: RegisterMapSpec) { self.spec = spec }
 
+    /// The code of a value the map cannot carry (a setpoint or revert time outside its register).
+    public static let valueInvalid = "REGISTER_VALUE_INVALID"
+
     func read(_ register: MappedRegister, _ device: inout some RegisterAccess) throws(ModbusError) -> Double? {
         register.decode(try device.readRegisters(at: register.address, count: register.count))
     }
@@ -137,10 +140,10 @@ public struct RegisterMapInverter: Sendable {
     /// Writes the revert timeout, the enable value and the setpoint, in that order.
     public func command(_ power: Watts, revertSeconds: Int, _ device: inout some RegisterAccess) throws(ModbusError) {
         guard let revert = spec.revertTimeout.encode(Double(max(1, revertSeconds))) else {
-            throw ModbusError(code: "MODBUS_INVALID_REQUEST", message: "revert timeout \(revertSeconds) s does not fit its register")
+            throw ModbusError(code: Self.valueInvalid, message: "revert timeout \(revertSeconds) s does not fit its register")
         }
         guard let setpoint = spec.setpoint.encode(power.value) else {
-            throw ModbusError(code: "MODBUS_INVALID_REQUEST", message: "setpoint \(power) does not fit its register")
+            throw ModbusError(code: Self.valueInvalid, message: "setpoint \(power) does not fit its register")
         }
         try device.writeRegisters(at: spec.revertTimeout.address, revert)
         if let enable = spec.enable, let words = enable.encode(spec.enableValue) {

@@ -4,7 +4,7 @@ public import ControlCore
 public enum SunSpecCommandPath: String, Sendable {
     /// Model 704 `WSet` in watts with `WSetRvrtTms` (preferred).
     case acControls704
-    /// Model 124 `OutWRte`/`InWRte` in % of `WMax` with `InOutWRte_RvrtTms` (docs/sunspec.md).
+    /// Model 124 `OutWRte`/`InWRte` in % of `WChaMax` with `InOutWRte_RvrtTms` (docs/sunspec.md).
     case storage124
 }
 
@@ -16,6 +16,8 @@ public struct SunSpecInverter: Sendable {
     public let commandModel: SunSpecModelLocation
     /// The device's maximum active power (120 `WRtg`, else 121 `WMax`), if it states one.
     public let ratedPower: Watts?
+    /// Model 124's base for `OutWRte`/`InWRte`: `WChaMax` × 10^`WChaMax_SF`.
+    public let storageRateBase: Watts?
     /// Scale factors read once after discovery.
     let wSetSF: Int
     let inOutWRteSF: Int
@@ -40,22 +42,29 @@ public struct SunSpecInverter: Sendable {
             }
             if let controls = map.first(SunSpec.ACControls.id) {
                 let block = try SunSpec.read(controls, from: &device)
+                // Without WSet_SF the meaning of WSet is unknown: refuse rather than guess 10^0.
+                guard let sf = block.scaleFactor(SunSpec.ACControls.wSetSF) else {
+                    throw SunSpecError(code: "SUNSPEC_VALUE_INVALID", message: "model 704 WSet_SF is not implemented")
+                }
                 return SunSpecInverter(
                     map: map, measurement: measurement, commandPath: .acControls704, commandModel: controls,
-                    ratedPower: rated, wSetSF: block.scaleFactor(SunSpec.ACControls.wSetSF) ?? 0, inOutWRteSF: 0)
+                    ratedPower: rated, storageRateBase: nil, wSetSF: sf, inOutWRteSF: 0)
             }
             if let storage = map.first(SunSpec.Storage.id) {
+                typealias S = SunSpec.Storage
                 let block = try SunSpec.read(storage, from: &device)
-                guard let sf = block.scaleFactor(SunSpec.Storage.inOutWRteSF) else {
+                guard let sf = block.scaleFactor(S.inOutWRteSF) else {
                     throw SunSpecError(code: "SUNSPEC_VALUE_INVALID", message: "model 124 InOutWRte_SF is not implemented")
                 }
-                guard rated != nil else {
+                // OutWRte and InWRte are percent of the maximum charge rate WChaMax (model notes:
+                // "% WChaMax"; OutWRte's "% WDisChaMax" names a point 124 does not have), not of WMax.
+                guard let base = block.scaled(block.uint16(S.wChaMax).map(Int64.init), sf: S.wChaMaxSF), base > 0 else {
                     throw SunSpecError(code: "SUNSPEC_VALUE_INVALID",
-                                       message: "model 124 rates are % of WMax, but the device states no WRtg or WMax")
+                                       message: "model 124 rates are % of WChaMax, but WChaMax or WChaMax_SF is not implemented or 0")
                 }
                 return SunSpecInverter(
                     map: map, measurement: measurement, commandPath: .storage124, commandModel: storage,
-                    ratedPower: rated, wSetSF: 0, inOutWRteSF: sf)
+                    ratedPower: rated, storageRateBase: Watts(base), wSetSF: 0, inOutWRteSF: sf)
             }
         } catch let error as ModbusError {
             throw SunSpecError(code: error.code, message: error.message)
@@ -110,15 +119,17 @@ public struct SunSpecInverter: Sendable {
                     throw SunSpecError(code: "SUNSPEC_VALUE_INVALID", message: "setpoint \(power) does not fit WSet at SF \(wSetSF)")
                 }
                 let wset = UInt32(bitPattern: Int32(raw))
-                // Revert first (time, value 0 W, stay enabled), then the setpoint: the timer is armed
-                // before the new power takes effect.
+                // The revert value (0 W) first, then the revert armed (enable, time), then the
+                // setpoint: whichever write fails, the device never holds an armed revert to an
+                // unknown value, and the timer is armed before the new power takes effect. (One
+                // request cannot carry both: WSetPct and WSetPctRvrt sit between them.)
+                try device.writeRegisters(at: commandModel.address + C.wSetRvrt, SunSpec.words(0))
                 try device.writeRegisters(at: commandModel.address + C.wSetEnaRvrt, [1] + SunSpec.words(revert))
-                try device.writeRegisters(at: commandModel.address + C.wSetEna,
-                                          [1, C.modeWatts] + SunSpec.words(wset) + SunSpec.words(0))
+                try device.writeRegisters(at: commandModel.address + C.wSetEna, [1, C.modeWatts] + SunSpec.words(wset))
             case .storage124:
                 typealias S = SunSpec.Storage
-                let rating = ratedPower?.value ?? 0
-                let percent = rating > 0 ? min(max(power.value / rating * 100, -100), 100) : 0
+                let base = storageRateBase?.value ?? 0
+                let percent = base > 0 ? min(max(power.value / base * 100, -100), 100) : 0
                 guard let raw = SunSpec.raw(abs(percent), sf: inOutWRteSF, range: 0...Int64(Int16.max)) else {
                     throw SunSpecError(code: "SUNSPEC_VALUE_INVALID", message: "rate \(percent) % does not fit at SF \(inOutWRteSF)")
                 }

@@ -127,20 +127,27 @@ extension SunSpec {
     public static func discover(_ device: inout some RegisterAccess) throws(SunSpecError) -> SunSpecMap {
         var base: Int?
         var lastError: ModbusError?
+        var answered = false
         for candidate in baseAddresses {
             do {
                 let words = try device.readRegisters(at: candidate, count: 2)
+                answered = true
                 if words.count == 2, words[0] == marker.0, words[1] == marker.1 {
                     base = candidate
                     break
                 }
             } catch {
                 lastError = error
-                if error.isConnectionLost { break }
+                // "Illegal data address" is an answer: nothing at that address.
+                if error.code == "MODBUS_EXCEPTION_2" { answered = true }
+                // No answer at all: asking at other addresses only costs more timeouts on the bus.
+                if error.isConnectionLost || error.code == "MODBUS_TIMEOUT" { break }
             }
         }
         guard let base else {
-            if let lastError, lastError.isConnectionLost {
+            // Nothing but failures (a dead unit, or one that answers every request with an exception):
+            // report the bus's own code, not "no SunSpec here".
+            if let lastError, lastError.isConnectionLost || !answered {
                 throw SunSpecError(code: lastError.code, message: lastError.message)
             }
             throw SunSpecError(code: "SUNSPEC_NOT_FOUND", message: "no SunS marker at 40000, 0 or 50000")

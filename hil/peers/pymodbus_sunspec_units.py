@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""Several SunSpec inverters behind one Modbus endpoint (a gateway, or an RS-485 line), served by
+pymodbus 3.6 from pysunspec2's copy of the official model definitions (not from bessd's tables).
+
+Each unit id gets its own image: "SunS", 1, 701, 120, 121, then 704 or 124, end. Measured W is
+1000 × unit + 234 (W_SF 0), so a reading names the unit it came from.
+
+Usage: pymodbus_sunspec_units.py [--seconds S] [--rtu DEVICE --baud B --parity P] UNIT[:OPTION,...] ...
+Options per unit:
+  124             command model 124 instead of 704 (WChaMax 20 kW at WChaMax_SF 1, InOutWRte_SF -1)
+  wchamax=W       124's WChaMax in watts (a multiple of 10)
+  wsetsf=N        704's WSet_SF (0x8000 = "none": not implemented)
+  wsentinel       701 W is 0x8000 (not implemented)
+  exception       every request to this unit is answered with exception 4 (server device failure)
+  late=S          every read of this unit is answered S seconds late (the loop keeps serving others)
+
+Prints "PORT <n>" (TCP) or "READY" (RTU) once serving, then, as they change:
+  "CONNECTIONS active=<a> total=<t>"         TCP sessions now open / ever accepted
+  "WSET unit=<u> ena=<> mod=<> w=<> rvrt_tms=<> rvrt=<> ena_rvrt=<>"    a 704 unit's WSet block
+  "STORAGE unit=<u> mod=<> out=<> in=<> rvrt_tms=<>"                     a 124 unit's rate block
+  "REQUESTS unit=<u> reads=<r> writes=<w>"   requests addressed to each unit (every 0.5 s if changed)
+"""
+import argparse
+import asyncio
+import json
+import os
+
+import sunspec2
+from pymodbus.datastore import ModbusSequentialDataBlock, ModbusServerContext, ModbusSlaveContext
+from pymodbus.server import ModbusSerialServer, ModbusTcpServer
+from pymodbus.transaction import ModbusRtuFramer, ModbusSocketFramer
+
+from peerserver import free_port
+
+MODELS = os.path.join(os.path.dirname(sunspec2.__file__), "models", "json")
+BASE = 40000
+
+
+def layout(mid):
+    """Offsets, sizes and types of the model's top-level points from its ID register, and its L."""
+    with open(os.path.join(MODELS, f"model_{mid}.json")) as f:
+        group = json.load(f)["group"]
+    offsets, offset = {}, 0
+    for point in group["points"]:
+        offsets[point["name"]] = (offset, point["size"], point["type"])
+        offset += point["size"]
+    for sub in group.get("groups", []):
+        count = sub.get("count", 1)
+        offset += sum(p["size"] for p in sub["points"]) * (count if isinstance(count, int) else 1)
+    return offsets, offset - 2
+
+
+class Unit:
+    def __init__(self, uid, options):
+        self.uid = uid
+        self.options = options
+        self.control = 124 if "124" in options else 704
+        words = [0x5375, 0x6E53]
+        self.where = {}
+        for mid in (1, 701, 120, 121, self.control):
+            offsets, length = layout(mid)
+            self.where[mid] = (BASE + len(words), offsets)
+            block = [0] * (length + 2)
+            block[0], block[1] = mid, length
+            words += block
+        words += [0xFFFF, 0]
+        self.words = words
+        self.put(701, "W", 0x8000 if "wsentinel" in options else 1000 * uid + 234)
+        self.put(701, "W_SF", 0)
+        self.put(701, "Hz", 49_876 + uid)        # Hz_SF −3
+        self.put(701, "Hz_SF", 0xFFFD)
+        self.put(701, "InvSt", 3)                # RUNNING
+        self.put(120, "WRtg", 5000)              # WRtg_SF 1 → 50 kW
+        self.put(120, "WRtg_SF", 1)
+        self.put(121, "WMax", 5000)              # WMax_SF 1 → 50 kW
+        self.put(121, "WMax_SF", 1)
+        if self.control == 704:
+            sf = options.get("wsetsf", "0")
+            self.put(704, "WSet_SF", 0x8000 if sf == "none" else int(sf) & 0xFFFF)
+        else:
+            self.put(124, "WChaMax", int(options.get("wchamax", "20000")) // 10)  # WChaMax_SF 1
+            self.put(124, "WChaMax_SF", 1)
+            self.put(124, "InOutWRte_SF", 0xFFFF)  # −1: tenths of a percent
+        self.block = ModbusSequentialDataBlock(BASE + 1, list(words))  # pymodbus adds 1 to the address
+
+    def put(self, mid, name, value):
+        address, offsets = self.where[mid]
+        offset, size, _ = offsets[name]
+        index = address - BASE + offset
+        if size == 1:
+            self.words[index] = value & 0xFFFF
+        else:
+            self.words[index] = (value >> 16) & 0xFFFF
+            self.words[index + 1] = value & 0xFFFF
+
+    def get(self, mid, name):
+        address, offsets = self.where[mid]
+        offset, size, kind = offsets[name]
+        regs = self.block.getValues(address + offset + 1, size)
+        value = regs[0] if size == 1 else (regs[0] << 16) | regs[1]
+        bits = 16 * size
+        if kind.startswith("int") and value >= 1 << (bits - 1):
+            value -= 1 << bits
+        return value
+
+    def state(self):
+        if self.control == 704:
+            values = [self.get(704, n) for n in ("WSetEna", "WSetMod", "WSet", "WSetRvrtTms", "WSetRvrt", "WSetEnaRvrt")]
+            return "WSET unit={} ena={} mod={} w={} rvrt_tms={} rvrt={} ena_rvrt={}".format(self.uid, *values)
+        values = [self.get(124, n) for n in ("StorCtl_Mod", "OutWRte", "InWRte", "InOutWRte_RvrtTms")]
+        return "STORAGE unit={} mod={} out={} in={} rvrt_tms={}".format(self.uid, *values)
+
+
+class Store(ModbusSlaveContext):
+    """One unit's datastore, with the faults its options ask for."""
+
+    def __init__(self, unit):
+        super().__init__(hr=unit.block)
+        self.unit = unit
+
+    def validate(self, fc_as_hex, address, count=1):
+        # An "exception" unit fails every request alike, wherever it points.
+        return True if "exception" in self.unit.options else super().validate(fc_as_hex, address, count)
+
+    async def async_getValues(self, fc_as_hex, address, count=1):
+        if "exception" in self.unit.options:
+            raise RuntimeError("unit answers exceptions")  # pymodbus answers exception 4
+        late = float(self.unit.options.get("late", "0"))
+        if late > 0:
+            await asyncio.sleep(late)
+        return self.getValues(fc_as_hex, address, count)
+
+    async def async_setValues(self, fc_as_hex, address, values):
+        if "exception" in self.unit.options:
+            raise RuntimeError("unit answers exceptions")
+        self.setValues(fc_as_hex, address, values)
+
+
+def parse_unit(text):
+    uid, _, rest = text.partition(":")
+    options = {}
+    for item in filter(None, rest.split(",")):
+        key, _, value = item.partition("=")
+        options[key] = value
+    return int(uid), options
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=float, default=30)
+    parser.add_argument("--rtu")
+    parser.add_argument("--baud", type=int, default=19200)
+    parser.add_argument("--parity", default="N")  # a pty refuses parity (EINVAL)
+    parser.add_argument("units", nargs="+")
+    args = parser.parse_args()
+    units = {uid: Unit(uid, options) for uid, options in map(parse_unit, args.units)}
+    context = ModbusServerContext(slaves={uid: Store(u) for uid, u in units.items()}, single=False)
+    counts = {uid: [0, 0] for uid in units}
+
+    def trace(request, *_):
+        if request.slave_id in counts:
+            counts[request.slave_id][0 if request.function_code in (3, 4) else 1] += 1
+
+    async def run():
+        if args.rtu:
+            server = ModbusSerialServer(context, framer=ModbusRtuFramer, port=args.rtu, baudrate=args.baud,
+                                        parity=args.parity, bytesize=8, stopbits=1, request_tracer=trace)
+        else:
+            port = free_port()
+            server = ModbusTcpServer(context, framer=ModbusSocketFramer, address=("127.0.0.1", port),
+                                     request_tracer=trace)
+        await server.listen()
+        print("READY" if args.rtu else f"PORT {port}", flush=True)
+        seen, last_connections, last_states, last_counts, ticks = set(), None, {}, {}, 0
+        loop = asyncio.get_running_loop()
+        end = loop.time() + args.seconds
+        while loop.time() < end:
+            if not args.rtu:
+                active = set(server.active_connections)
+                seen |= active
+                connections = (len(active), len(seen))
+                if connections != last_connections:
+                    print("CONNECTIONS active={} total={}".format(*connections), flush=True)
+                    last_connections = connections
+            for uid, unit in units.items():
+                state = unit.state()
+                if last_states.get(uid) not in (None, state):
+                    print(state, flush=True)
+                last_states[uid] = state
+            ticks += 1
+            if ticks % 25 == 0:
+                for uid, (reads, writes) in counts.items():
+                    if last_counts.get(uid) != (reads, writes):
+                        print(f"REQUESTS unit={uid} reads={reads} writes={writes}", flush=True)
+                        last_counts[uid] = (reads, writes)
+            await asyncio.sleep(0.02)
+        await server.shutdown()
+
+    asyncio.run(run())
+
+
+if __name__ == "__main__":
+    main()
