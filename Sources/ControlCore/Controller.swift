@@ -382,7 +382,9 @@ public struct UnitController: Sendable {
         }
         // Each temperature source feeds its own rise-rate estimator, stamped when it was measured,
         // and a stale source starts over: a rate never spans two sources or a gap. The rule reads
-        // the hottest cell's rate when 0x373 is fresh and its estimator has history, else the pack's.
+        // the faster of the fresh sources' rates: the hottest cell's (0x373, the first to see one
+        // cell run away; a 30 s window against its whole-kelvin steps) and the pack's (0x356, 0.1 °C,
+        // a 10 s window that sees a whole-pack rise sooner).
         if let stamped = cellsStamped, cells != nil {
             cellTemperatureRise.add(stamped.value.maxTemperature.value, at: stamped.takenAt)
         } else {
@@ -393,9 +395,13 @@ public struct UnitController: Sendable {
         } else {
             packTemperatureRise.reset()
         }
-        metrics[.temperatureRiseRate] =
-            (cells != nil ? cellTemperatureRise.leastSquaresSlope(at: now) : nil)
-            ?? packTemperatureRise.leastSquaresSlope(at: now)
+        let cellRate = cells != nil ? cellTemperatureRise.leastSquaresSlope(at: now) : nil
+        let packRate = measurements != nil ? packTemperatureRise.leastSquaresSlope(at: now) : nil
+        if let cellRate, let packRate {
+            metrics[.temperatureRiseRate] = max(cellRate, packRate)
+        } else {
+            metrics[.temperatureRiseRate] = cellRate ?? packRate
+        }
         if let measurements {
             metrics[.packVoltage] = measurements.packVoltage.value
             if let limits {

@@ -61,31 +61,38 @@ struct ThermalRateTests {
     }
 
     /// Runs a pack steady at 25 °C for 40 s and then rising at `rate` °C/s (hottest cell 3 °C above,
-    /// whole kelvin); returns the seconds from the start of the rise to the latch, or nil.
-    static func latchDelay(rate: Double, cells: Bool, period: Double = 0.1, until: Double = 200) -> Double? {
+    /// whole kelvin); returns the seconds from the start of the rise to the latch, or nil. With
+    /// `onlyCell` the pack stays at 25 °C and only the hottest cell rises.
+    static func latchDelay(
+        rate: Double, cells: Bool, onlyCell: Bool = false, period: Double = 0.1, until: Double = 200
+    ) -> Double? {
         let site = Fixture.site()
         var t = 0.0
         while t < until {
             t += period
             let now = Fixture.instant(t)
-            let pack = 25 + rate * max(0, t - 40)
+            let rise = rate * max(0, t - 40)
+            let pack = onlyCell ? 25 : 25 + rise
             site.step(frequency: Timestamped(Hertz(50), at: now),
-                      inputs: [Self.inputs(at: now, pack: pack, cellsAt: cells ? now : nil)], now: now,
+                      inputs: [Self.inputs(at: now, pack: pack, cellsAt: cells ? now : nil,
+                                           cellAbovePack: onlyCell ? 3 + rise : 3)], now: now,
                       wallClock: 1_800_000_000 + t)
             if site.decision(unit: 0).latchedCodes.contains(.thermalRunaway) { return t - 40 }
         }
         return nil
     }
 
-    @Test("a real rise of 0.3 °C/s (threshold 0.1) latches, from the cells or, without 0x373, from the pack")
+    @Test("a real rise of 0.3 °C/s (threshold 0.1) latches: pack and cells, the pack alone (no 0x373), one cell alone")
     func realRiseTrips() throws {
-        let fromCells = try #require(Self.latchDelay(rate: 0.3, cells: true))
-        // 30 s least-squares window on the cells: the fitted slope passes 0.1 °C/s about 12 s into
-        // the rise, then the rule's 3 s delay.
-        #expect(fromCells > 3 && fromCells < 20, "\(fromCells)")
+        // 10 s least-squares window on the pack (0.1 °C): the fit passes 0.1 °C/s about 3.9 s into
+        // the rise (x²(3 − 2x) = 1/3), then the rule's 3 s delay.
+        let both = try #require(Self.latchDelay(rate: 0.3, cells: true))
+        #expect(both > 6 && both < 8, "\(both)")
         let fromPack = try #require(Self.latchDelay(rate: 0.3, cells: false))
-        // 10 s window on the pack (0.1 °C resolution): about 4 s, then the delay.
-        #expect(fromPack > 3 && fromPack < 10, "\(fromPack)")
+        #expect(fromPack > 6 && fromPack < 8, "\(fromPack)")
+        // One cell heating, the pack average flat: the cells' 30 s window, about 11.7 s + 3 s.
+        let fromCell = try #require(Self.latchDelay(rate: 0.3, cells: true, onlyCell: true))
+        #expect(fromCell > 12 && fromCell < 18, "\(fromCell)")
     }
 
     @Test("a slow warm-up (0.02 °C/s) in whole-kelvin cell readings never trips, at 50 ms and 100 ms cycles",
