@@ -52,7 +52,7 @@ let package = Package(
         // System primitives outside the three C libraries: the priority-inheriting lock.
         .target(name: "BessSystem", swiftSettings: swiftSettings),
         // What bessctl needs and nothing more: the control socket's client and the version.
-        .target(name: "ControlProtocol", swiftSettings: swiftSettings),
+        .target(name: "ControlProtocol", dependencies: ["BessSystem"], swiftSettings: swiftSettings),
         .target(
             name: "Fieldbus",
             dependencies: ["ControlCore", "CModbus", "CSocketCAN"],

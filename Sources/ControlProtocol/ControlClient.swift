@@ -1,18 +1,10 @@
 import Foundation
 public import Glibc
+public import BessSystem
 
 /// Why a control request failed on the client's side (`CONTROL_SOCKET_UNREACHABLE`,
 /// `CONTROL_NO_ANSWER`, …). bessd's own refusals come back as `{"ok": false, "code": …}` answers.
-public struct ControlError: Error, CustomStringConvertible {
-    /// Stable code, e.g. `CONTROL_SOCKET_UNREACHABLE`.
-    public var code: String
-    public var message: String
-    public init(code: String, message: String) {
-        self.code = code
-        self.message = message
-    }
-    public var description: String { "\(code): \(message)" }
-}
+public typealias ControlError = BessError
 
 /// The control protocol: one JSON object per line each way over bessd's Unix stream socket. The
 /// client side, for bessctl, bess-hil and tests; it links nothing of the daemon.

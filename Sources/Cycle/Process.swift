@@ -1,4 +1,4 @@
-import BessSystem
+public import BessSystem
 import Glibc
 public import Synchronization
 
@@ -29,17 +29,7 @@ public func installStopHandlers() {
 
 /// Why a run could not start.
 /// Why a run could not start (or a device could not be opened).
-public struct RunError: Error, CustomStringConvertible {
-    /// Stable code, e.g. `DEVICE_UNSUPPORTED`.
-    public var code: String
-    public var message: String
-    public init(code: String, message: String) {
-        self.code = code
-        self.message = message
-    }
-    public var description: String { "\(code): \(message)" }
-}
-
+public typealias RunError = BessError
 
 public func fixed(_ value: Double, _ digits: Int) -> String {
     guard value.isFinite else { return "--" }

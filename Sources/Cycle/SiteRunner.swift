@@ -1,3 +1,4 @@
+public import BessSystem
 public import ControlCore
 public import Config
 import Fieldbus

@@ -49,6 +49,18 @@ extension SimulationConfiguration {
 }
 
 extension SimulatedUnit {
+    /// Applies the fault schedule of `simulation` to this unit at `elapsed` seconds into the run —
+    /// its faults, the BMS values it reports and the BMS groups it keeps quiet — and returns the
+    /// faults acting now (for what lies outside the unit: the Modbus server, the CAN link, the
+    /// inverter's frequency). The plant and bessd's simulated site share this one schedule.
+    public mutating func follow(_ simulation: SimulationConfiguration, at elapsed: Double, unitID id: String) -> FaultSet {
+        let faults = simulation.activeFaults(at: elapsed, unitID: id)
+        apply(faults)
+        bmsOverride = simulation.activeBMSOverride(at: elapsed, unitID: id)
+        silentGroups = simulation.activeSilencedGroups(at: elapsed, unitID: id)
+        return faults
+    }
+
     /// Applies the faults that act on the simulated devices themselves.
     public mutating func apply(_ faults: FaultSet) {
         bmsSilent = faults.contains(.bmsSilence) || faults.contains(.canBusOff)

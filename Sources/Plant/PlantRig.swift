@@ -1,3 +1,4 @@
+public import BessSystem
 public import ControlCore
 import Fieldbus
 import Foundation
@@ -90,10 +91,7 @@ public final class PlantRig {
         let hz = grid.frequency(at: elapsed)
         for i in units.indices {
             let id = configuration.units[i].id
-            let faults = configuration.simulation.activeFaults(at: elapsed, unitID: id)
-            units[i].apply(faults)
-            units[i].bmsOverride = configuration.simulation.activeBMSOverride(at: elapsed, unitID: id)
-            units[i].silentGroups = configuration.simulation.activeSilencedGroups(at: elapsed, unitID: id)
+            let faults = units[i].follow(configuration.simulation, at: elapsed, unitID: id)
             servers[i]?.silent = faults.contains(.modbusSilence)
             servers[i]?.responseDelaySeconds = configuration.simulation.activeDelay(.modbusDelay, at: elapsed, unitID: id)
             if canSockets[i] != nil { applyLinkFault(i, down: faults.contains(.canBusOff)) }

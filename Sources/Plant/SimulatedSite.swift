@@ -57,11 +57,7 @@ public final class SimulatedSite: SiteIO {
         let hz = grid.frequency(at: elapsed)
         if !configuration.simulation.faults.isEmpty {
             for i in units.indices {
-                let id = configuration.units[i].id
-                let faults = configuration.simulation.activeFaults(at: elapsed, unitID: id)
-                units[i].apply(faults)
-                units[i].bmsOverride = configuration.simulation.activeBMSOverride(at: elapsed, unitID: id)
-                units[i].silentGroups = configuration.simulation.activeSilencedGroups(at: elapsed, unitID: id)
+                let faults = units[i].follow(configuration.simulation, at: elapsed, unitID: configuration.units[i].id)
                 frequencyLost[i] = faults.contains(.frequencyLoss)
             }
         }

@@ -1,4 +1,4 @@
-import BessSystem
+public import BessSystem
 public import Config
 public import Cycle
 public import ControlCore

@@ -1,3 +1,4 @@
+import BessSystem
 public import Config
 public import Cycle
 import ControlCore
