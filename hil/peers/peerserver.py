@@ -1,9 +1,30 @@
-"""Shared by the pymodbus peer servers: serve a datastore on a free loopback port, announce it, and
-report changes of the watched registers until time runs out."""
+"""Shared by the pymodbus peer servers: the SunSpec model layouts from pysunspec2's copy of the
+official model JSON, and serving a datastore on a free loopback port, announcing it and reporting
+changes of the watched registers until time runs out."""
 import asyncio
+import json
+import os
 import socket
 
+import sunspec2
 from pymodbus.server import StartAsyncTcpServer
+
+MODELS = os.path.join(os.path.dirname(sunspec2.__file__), "models", "json")
+BASE = 40000
+
+
+def layout(mid):
+    """Offsets, sizes and types of the model's top-level points from its ID register, and its L."""
+    with open(os.path.join(MODELS, f"model_{mid}.json")) as f:
+        group = json.load(f)["group"]
+    offsets, offset = {}, 0
+    for point in group["points"]:
+        offsets[point["name"]] = (offset, point["size"], point["type"])
+        offset += point["size"]
+    for sub in group.get("groups", []):
+        count = sub.get("count", 1)
+        offset += sum(p["size"] for p in sub["points"]) * (count if isinstance(count, int) else 1)
+    return offsets, offset - 2
 
 
 def free_port():

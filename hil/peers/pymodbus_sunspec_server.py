@@ -4,31 +4,11 @@ image laid out from pysunspec2's copy of the official model definitions (not fro
 Prints "PORT <n>" once listening, then a line "WSET ena=<> mod=<> w=<> rvrt_tms=<> rvrt=<> ena_rvrt=<>"
 each time the 704 WSet block changes. Stops after the number of seconds given (default 30).
 Usage: pymodbus_sunspec_server.py [SECONDS]"""
-import json
-import os
 import sys
 
-import sunspec2
 from pymodbus.datastore import ModbusSequentialDataBlock, ModbusServerContext, ModbusSlaveContext
 
-from peerserver import serve
-
-MODELS = os.path.join(os.path.dirname(sunspec2.__file__), "models", "json")
-BASE = 40000
-
-
-def layout(mid):
-    """Offsets of the model's points from its ID register, and its length L, from the JSON."""
-    with open(os.path.join(MODELS, f"model_{mid}.json")) as f:
-        group = json.load(f)["group"]
-    offsets, offset = {}, 0
-    for point in group["points"]:
-        offsets[point["name"]] = (offset, point["size"], point["type"])
-        offset += point["size"]
-    for sub in group.get("groups", []):
-        offset += sum(p["size"] for p in sub["points"]) * int(sub.get("count", 1) if isinstance(sub.get("count", 1), int) else 1)
-    return offsets, offset - 2
-
+from peerserver import BASE, layout, serve
 
 def main():
     seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 30

@@ -22,33 +22,12 @@ Prints "PORT <n>" (TCP) or "READY" (RTU) once serving, then, as they change:
 """
 import argparse
 import asyncio
-import json
-import os
 
-import sunspec2
 from pymodbus.datastore import ModbusSequentialDataBlock, ModbusServerContext, ModbusSlaveContext
 from pymodbus.server import ModbusSerialServer, ModbusTcpServer
 from pymodbus.transaction import ModbusRtuFramer, ModbusSocketFramer
 
-from peerserver import free_port
-
-MODELS = os.path.join(os.path.dirname(sunspec2.__file__), "models", "json")
-BASE = 40000
-
-
-def layout(mid):
-    """Offsets, sizes and types of the model's top-level points from its ID register, and its L."""
-    with open(os.path.join(MODELS, f"model_{mid}.json")) as f:
-        group = json.load(f)["group"]
-    offsets, offset = {}, 0
-    for point in group["points"]:
-        offsets[point["name"]] = (offset, point["size"], point["type"])
-        offset += point["size"]
-    for sub in group.get("groups", []):
-        count = sub.get("count", 1)
-        offset += sum(p["size"] for p in sub["points"]) * (count if isinstance(count, int) else 1)
-    return offsets, offset - 2
-
+from peerserver import BASE, layout, free_port
 
 class Unit:
     def __init__(self, uid, options):
