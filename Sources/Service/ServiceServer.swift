@@ -2,7 +2,6 @@ import BessSystem
 public import Config
 public import Cycle
 import ControlCore
-import Fieldbus
 import ControlProtocol
 import Foundation
 import Glibc
@@ -255,6 +254,10 @@ final class ServiceServer: @unchecked Sendable {
 
     // MARK: helpers
 
+    /// SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, written out (Linux: 1, 0o4000, 0o2000000): a
+    /// release build of this file does not see Glibc's `SOCK_*` constants.
+    static let streamSocketFlags: Int32 = 1 | 0o4000 | 0o2000000
+
     static func headerEnd(_ bytes: [UInt8]) -> Int? {
         guard bytes.count >= 4 else { return nil }
         for i in 0...(bytes.count - 4) where bytes[i] == 13 && bytes[i + 1] == 10 && bytes[i + 2] == 13 && bytes[i + 3] == 10 {
@@ -273,7 +276,7 @@ final class ServiceServer: @unchecked Sendable {
         let directory = (path as NSString).deletingLastPathComponent
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         unlink(path)
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
+        let fd = socket(AF_UNIX, Self.streamSocketFlags, 0)
         guard fd >= 0, var address = unixAddress(path) else {
             if fd >= 0 { close(fd) }
             throw RunError(code: "CONTROL_SOCKET_FAILED", message: "cannot create \(path)")
@@ -302,7 +305,7 @@ final class ServiceServer: @unchecked Sendable {
         guard inet_pton(AF_INET, String(parts[0]), &address.sin_addr) == 1 else {
             throw RunError(code: "METRICS_LISTEN_FAILED", message: "metrics_listen host must be an IPv4 address (got \(parts[0]))")
         }
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
+        let fd = socket(AF_INET, Self.streamSocketFlags, 0)
         guard fd >= 0 else { throw RunError(code: "METRICS_LISTEN_FAILED", message: "cannot create a socket") }
         var on: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
