@@ -2,6 +2,7 @@ import BessSystem
 public import Config
 public import Cycle
 import ControlCore
+import Fieldbus
 import ControlProtocol
 import Foundation
 import Glibc
