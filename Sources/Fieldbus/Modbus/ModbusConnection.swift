@@ -232,7 +232,7 @@ public struct ModbusUnit: RegisterAccess {
     }
 }
 
-/// Nanoseconds on CLOCK_MONOTONIC (Fieldbus cannot see Runtime's clock).
+/// Nanoseconds on CLOCK_MONOTONIC (Fieldbus sits below Cycle, where MonotonicClock lives).
 public enum MonotonicClockReading {
     public static func now() -> Int64 {
         var ts = timespec()
