@@ -282,14 +282,7 @@ final class ServiceServer: @unchecked Sendable {
             if fd >= 0 { close(fd) }
             throw RunError(code: "CONTROL_SOCKET_FAILED", message: "cannot create \(path)")
         }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard bound == 0, listen(fd, 128) == 0 else {
-            let reason = String(cString: strerror(errno))
-            close(fd)
-            throw RunError(code: "CONTROL_SOCKET_FAILED", message: "cannot listen on \(path): \(reason)")
-        }
+        try bindAndListen(fd, &address, code: "CONTROL_SOCKET_FAILED", name: path)
         chmod(path, 0o660)
         if let group = getgrnam("bess") { chown(path, uid_t.max, group.pointee.gr_gid) }
         return fd
@@ -310,14 +303,20 @@ final class ServiceServer: @unchecked Sendable {
         guard fd >= 0 else { throw RunError(code: "METRICS_LISTEN_FAILED", message: "cannot create a socket") }
         var on: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+        try bindAndListen(fd, &address, code: "METRICS_LISTEN_FAILED", name: text)
+        return fd
+    }
+
+    /// Binds `fd` to `address` (a `sockaddr_un` or `sockaddr_in`) and listens; closes `fd` and
+    /// throws `code` when either fails.
+    static func bindAndListen<Address>(_ fd: Int32, _ address: inout Address, code: String, name: String) throws(RunError) {
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<Address>.size)) }
         }
         guard bound == 0, listen(fd, 128) == 0 else {
             let reason = String(cString: strerror(errno))
             close(fd)
-            throw RunError(code: "METRICS_LISTEN_FAILED", message: "cannot listen on \(text): \(reason)")
+            throw RunError(code: code, message: "cannot listen on \(name): \(reason)")
         }
-        return fd
     }
 }
