@@ -50,7 +50,9 @@ let package = Package(
         // `rounded()` lowers to libm's round(); link libm so the library stands alone.
         .target(name: "ControlCore", swiftSettings: swiftSettings, linkerSettings: [.linkedLibrary("m")]),
         // System primitives outside the three C libraries: the priority-inheriting lock.
-        .target(name: "BessSystem", swiftSettings: swiftSettings),
+        // Linux headers the Glibc module leaves out (eventfd); header only.
+        .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
+        .target(name: "BessSystem", dependencies: ["CLinux"], swiftSettings: swiftSettings),
         // What bessctl needs and nothing more: the control socket's client and the version.
         .target(name: "ControlProtocol", dependencies: ["BessSystem"], swiftSettings: swiftSettings),
         .target(

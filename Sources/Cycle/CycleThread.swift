@@ -163,6 +163,7 @@ public final class CycleBody {
             c.stats.periodMs = runner.configuration.periodMs
             c.stats.cycles = cycles
             c.stats.overruns = overruns
+            c.stats.lateReadings = runner.lateReadings
             c.stats.lastLatenessMicroseconds = lateness / 1000
             c.stats.histogram.copy(from: histogram)
             c.stats.frequency = runner.controller.site.frequency?.value ?? .nan

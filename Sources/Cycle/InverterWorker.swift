@@ -77,13 +77,22 @@ public final class InverterWorker: @unchecked Sendable {
             }
         }
 
-        func command(_ power: Watts, revertSeconds: Int, _ c: inout ModbusUnit) throws(SunSpecError) {
+        func command(_ power: Watts, revertSeconds: Int, rearm: Bool = true, _ c: inout ModbusUnit) throws(SunSpecError) {
             switch self {
-            case .sunspec(let inverter): try inverter.command(power, revertSeconds: revertSeconds, &c)
+            case .sunspec(let inverter): try inverter.command(power, revertSeconds: revertSeconds, rearm: rearm, &c)
             case .registerMap(let inverter):
-                do { try inverter.command(power, revertSeconds: revertSeconds, &c) } catch {
+                do { try inverter.command(power, revertSeconds: revertSeconds, rearm: rearm, &c) } catch {
                     throw SunSpecError(code: error.code, message: error.message)
                 }
+            }
+        }
+
+        /// Re-reads the static values (nameplate, settings, scale factors) of a discovered device;
+        /// the model chain is not walked again. A register map has none.
+        func refreshed(_ c: inout ModbusUnit) throws(SunSpecError) -> Driver {
+            switch self {
+            case .sunspec(let inverter): return .sunspec(try SunSpecInverter.open(&c, map: inverter.map))
+            case .registerMap: return self
             }
         }
     }
@@ -115,6 +124,8 @@ public final class InverterWorker: @unchecked Sendable {
     let timeout: Duration
     let revertSeconds: Int
     let phase: CyclePhase?
+    /// SCHED_FIFO priority for the worker's thread (below the cycle's), or nil for the default policy.
+    let priority: Int?
     let log: @Sendable (String) -> Void
     private let worker = WorkerThread()
 
@@ -143,13 +154,14 @@ public final class InverterWorker: @unchecked Sendable {
     ///     change at the inverter reaches its wire within one period plus the bus time. Without it
     ///     (tests driving the runner by hand), it polls on its own period.
     public init(endpoint: ModbusEndpoint, devices: [Device], period: Duration, timeout: Duration, revertSeconds: Int,
-                phase: CyclePhase? = nil, log: @escaping @Sendable (String) -> Void) {
+                phase: CyclePhase? = nil, priority: Int? = nil, log: @escaping @Sendable (String) -> Void) {
         self.endpoint = endpoint
         self.devices = devices
         self.period = period
         self.timeout = timeout
         self.revertSeconds = revertSeconds
         self.phase = phase
+        self.priority = priority
         self.log = log
     }
 
@@ -170,7 +182,10 @@ public final class InverterWorker: @unchecked Sendable {
         var inverter: Driver?
         /// The setpoint last acted on (written, or refused and replaced by 0 W).
         var lastWritten: Watts?
-        var lastWriteAt: Int64 = 0
+        /// When the revert timer was last armed (revert value, enable and time written).
+        var lastArmedAt: Int64 = 0
+        /// When the static values (nameplate, settings, scale factors) were last read.
+        var staticsAt: Int64 = 0
         var backoffUntil: Int64 = 0
         var backoff: Int64 = Self.firstBackoff
         /// The last reading had an unusable value: command 0 W until a reading is whole again.
@@ -196,13 +211,17 @@ public final class InverterWorker: @unchecked Sendable {
     }
 
     private func loop() {
+        if let priority {
+            var parameters = sched_param(sched_priority: Int32(priority))
+            if pthread_setschedparam(pthread_self(), SCHED_FIFO, &parameters) != 0 {
+                log("\(endpoint): REALTIME_DEGRADED: SCHED_FIFO \(priority) refused for the bus worker; it runs SCHED_OTHER")
+            }
+        }
         var states = devices.map { _ in DeviceState() }
         var link = Link()
         let periodNs = max(10_000_000, period.nanosecondsClamped)
         var seed = UInt64(truncatingIfNeeded: now())
-        // How long before the cycle's deadline the reads start: 1.5 × the last read round plus 1 ms,
-        // at most half a period.
-        var lead: Int64 = 2_000_000
+        var lead = ReadLead()
         var next = now()
         // The last time the cycle handed over setpoints. A cycle that stops doing so (stalled, not
         // stopped) is missing data: after `stallAfter` the worker commands zero, revert armed, rather
@@ -211,16 +230,15 @@ public final class InverterWorker: @unchecked Sendable {
         while worker.isRunning {
             let cycleDeadline = phase?.nextDeadline ?? 0
             if cycleDeadline > 0 {
-                // Aligned to the cycle: read, wait for its setpoints, write.
+                // Aligned to the cycle: read, wait for its setpoints, write. One wake-up for the
+                // reads, one for the writes.
                 let cyclePeriod = phase!.periodNanoseconds
-                var readAt = cycleDeadline - lead
+                var readAt = cycleDeadline - lead.nanoseconds(period: cyclePeriod)
                 if readAt < now() - cyclePeriod / 2 { readAt = now() }
                 sleep(until: readAt)
                 if wake.drain() { lastKick = now() }  // kicks meant for an earlier cycle: the cycle lives
-                let began = now()
                 for index in devices.indices { read(index, &states, &link, &seed) }
-                let took = now() - began
-                lead = min(max(1_000_000, took + took / 2 + 1_000_000), cyclePeriod / 2)
+                lead.record(readAt: readAt, done: now())
                 // The cycle kicks once it has commanded; give up half a period after its deadline
                 // (a stalled cycle: the refresh below keeps to the revert rule either way).
                 if wake.wait(until: max(cycleDeadline, now()) + cyclePeriod / 2) { lastKick = now() }
@@ -247,7 +265,7 @@ public final class InverterWorker: @unchecked Sendable {
             for index in devices.indices {
                 guard let inverter = states[index].inverter else { continue }
                 var unit = connection.unit(devices[index].unitID)
-                try? inverter.command(.zero, revertSeconds: revertSeconds, &unit)
+                try? inverter.command(.zero, revertSeconds: revertSeconds, rearm: true, &unit)
             }
             connection.close()
         }
@@ -313,6 +331,12 @@ public final class InverterWorker: @unchecked Sendable {
                     log("unit id \(device.unitID) on \(endpoint): SunSpec models \(sunspec.map.models.map(\.id)), "
                         + "command via \(sunspec.commandPath.rawValue)")
                 }
+                states[index].staticsAt = now()
+            } else if now() - states[index].staticsAt >= Self.staticsEveryNanoseconds {
+                // Nameplate, settings and scale factors change rarely: re-read them once a minute,
+                // not every cycle.
+                states[index].inverter = try states[index].inverter!.refreshed(&unit)
+                states[index].staticsAt = now()
             }
             let reading = try states[index].inverter!.readStatus(&unit)
             device.slot.publish(Timestamped(reading, at: MonotonicInstant(nanoseconds: now())), roundTrip: connection.lastRoundTrip)
@@ -327,6 +351,9 @@ public final class InverterWorker: @unchecked Sendable {
         }
     }
 
+    /// How often the static values of a discovered inverter are re-read.
+    public static let staticsEveryNanoseconds: Int64 = 60_000_000_000
+
     /// How long without a hand-over from a running cycle before the worker commands zero.
     public static let stallAfterNanoseconds: Int64 = 1_000_000_000
 
@@ -338,26 +365,29 @@ public final class InverterWorker: @unchecked Sendable {
         guard let connection = link.connection, connection.isConnected, let inverter = states[index].inverter else { return }
         let device = devices[index]
         let setpoint = zeroInstead || states[index].valueFault ? .zero : device.slot.setpoint
-        let refreshDue = now() - states[index].lastWriteAt >= Int64(revertSeconds) * 500_000_000
-        guard states[index].lastWritten.map({ abs($0.value - setpoint.value) >= 1 }) ?? true || refreshDue else { return }
+        // The revert timer is re-armed (revert value, enable, time, then the setpoint) on the first
+        // write after discovery and at least every half of its period; in between, a changed setpoint
+        // is one request and an unchanged one is not written at all.
+        let rearm = states[index].lastWritten == nil || now() - states[index].lastArmedAt >= Int64(revertSeconds) * 500_000_000
+        guard rearm || states[index].lastWritten.map({ abs($0.value - setpoint.value) >= 1 }) ?? true else { return }
         var unit = connection.unit(device.unitID)
         do throws(SunSpecError) {
             do {
-                try inverter.command(setpoint, revertSeconds: revertSeconds, &unit)
+                try inverter.command(setpoint, revertSeconds: revertSeconds, rearm: rearm, &unit)
+                if rearm { states[index].lastArmedAt = now() }
             } catch where Failure(error.code) == .value && setpoint != .zero {
                 // The device cannot take this setpoint: it gets 0 W with the revert armed instead
                 // (never its previous setpoint), and the link stays up.
                 device.slot.fail(error.code)
                 if !states[index].refusalLogged { log("unit id \(device.unitID) on \(endpoint): \(error); commanding 0 W") }
                 states[index].refusalLogged = true
-                try inverter.command(.zero, revertSeconds: revertSeconds, &unit)
+                try inverter.command(.zero, revertSeconds: revertSeconds, rearm: true, &unit)
+                states[index].lastArmedAt = now()
                 states[index].lastWritten = setpoint
-                states[index].lastWriteAt = now()
                 return
             }
             states[index].refusalLogged = false
             states[index].lastWritten = setpoint
-            states[index].lastWriteAt = now()
         } catch {
             failed(index, error, &states, &link, &seed)
         }
@@ -430,6 +460,24 @@ public final class InverterWorker: @unchecked Sendable {
     private func now() -> Int64 { MonotonicClock.now().nanoseconds }
 }
 
+/// How long before the cycle's deadline a worker starts its reads, so the reading lands before the
+/// cycle wakes: twice the worst recent time from the planned start to the last reply (the thread's
+/// own wake-up lateness and the device's answer time, which on a loaded machine is most of it), plus
+/// 0.5 ms; at least 1 ms, at most half a period. One slow round widens the lead at once; the worst
+/// decays by 1/256 a round (about 2.5 s at 10 ms), so spikes seen recently stay covered.
+struct ReadLead {
+    private(set) var worst: Int64 = 1_000_000
+
+    mutating func record(readAt: Int64, done: Int64) {
+        let took = max(0, done - readAt)
+        worst = took > worst ? took : worst - (worst - took) / 256
+    }
+
+    func nanoseconds(period: Int64) -> Int64 {
+        min(max(1_000_000, 2 * worst + 500_000), period / 2)
+    }
+}
+
 /// The control cycle's schedule as the bus workers see it: the deadline of the next cycle.
 public final class CyclePhase: Sendable {
     private let deadline = Atomic<Int64>(0)
@@ -442,50 +490,4 @@ public final class CyclePhase: Sendable {
 
     /// Published by the cycle before it sleeps (0 when it stops).
     public func publish(nextDeadline: Int64) { deadline.store(nextDeadline, ordering: .releasing) }
-}
-
-/// A wake-up from one thread to another over a non-blocking pipe: `signal()` never blocks and never
-/// allocates; `wait(until:)` returns at the first signal (consuming every pending one) or the deadline.
-final class Wakeup: @unchecked Sendable {
-    private var fds: [Int32] = [-1, -1]
-
-    init() {
-        if pipe(&fds) != 0 { fds = [-1, -1]; return }
-        for fd in fds {
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        }
-    }
-
-    deinit {
-        for fd in fds where fd >= 0 { close(fd) }
-    }
-
-    func signal() {
-        var byte: UInt8 = 1
-        _ = write(fds[1], &byte, 1)
-    }
-
-    /// Waits for a signal until the monotonic deadline `ns`. Returns true when signalled.
-    @discardableResult
-    func wait(until ns: Int64) -> Bool {
-        var signalled = false
-        while !signalled {
-            let remaining = ns - MonotonicClock.now().nanoseconds
-            if remaining <= 0 { return false }
-            var pfd = pollfd(fd: fds[0], events: Int16(POLLIN), revents: 0)
-            let ms = Int32(min(remaining / 1_000_000 + 1, 1000))
-            if poll(&pfd, 1, ms) > 0 { signalled = drain() }
-        }
-        return true
-    }
-
-    /// Consumes pending signals; true when there was one.
-    @discardableResult
-    func drain() -> Bool {
-        var buffer = (UInt64(0), UInt64(0))
-        var any = false
-        while withUnsafeMutableBytes(of: &buffer, { read(fds[0], $0.baseAddress, $0.count) }) > 0 { any = true }
-        return any
-    }
 }

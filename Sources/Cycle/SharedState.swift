@@ -38,6 +38,8 @@ public struct CycleStatistics: Sendable, Equatable {
     public var periodMs: Int = 0
     public var cycles: UInt64 = 0
     public var overruns: UInt64 = 0
+    /// Unit-cycles that ran on a reading taken for an earlier cycle (the worker's read landed late).
+    public var lateReadings: UInt64 = 0
     public var lastLatenessMicroseconds: Int64 = 0
     public var histogram = LatencyHistogram()
     public var frequency: Double = .nan
@@ -132,6 +134,7 @@ public final class SharedState: Sendable {
             out.periodMs = c.stats.periodMs
             out.cycles = c.stats.cycles
             out.overruns = c.stats.overruns
+            out.lateReadings = c.stats.lateReadings
             out.lastLatenessMicroseconds = c.stats.lastLatenessMicroseconds
             out.frequency = c.stats.frequency
             out.realtime = c.stats.realtime

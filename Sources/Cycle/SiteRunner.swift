@@ -92,7 +92,8 @@ public final class HardwareSite: SiteIO {
         let log = UncheckedOutput(output)
         return groups.map { endpoint, timeoutMs, devices in
             InverterWorker(endpoint: endpoint, devices: devices, period: .milliseconds(c.periodMs),
-                           timeout: .milliseconds(timeoutMs), revertSeconds: 10, phase: phase) { log.write($0) }
+                           timeout: .milliseconds(timeoutMs), revertSeconds: 10, phase: phase,
+                           priority: c.realtime.map { max(1, $0.priority - 1) }) { log.write($0) }
         }
     }
 
@@ -155,6 +156,11 @@ public final class SiteRunner {
     let startedAt: MonotonicInstant
     /// The cycle's schedule, shared with the inverter workers (CycleThread publishes it).
     public let phase: CyclePhase
+    /// Unit-cycles that ran on an inverter reading taken before the previous cycle began: the
+    /// worker's read for this cycle landed after it woke (a lost period). A reading more than two
+    /// periods old is not counted: that unit is not answering, which its staleness rule handles.
+    public private(set) var lateReadings: UInt64 = 0
+    private var previousStep: MonotonicInstant?
 
     public init(configuration: BessdConfiguration, io: any SiteIO, phase: CyclePhase, startedAt: MonotonicInstant) {
         self.configuration = configuration
@@ -187,6 +193,13 @@ public final class SiteRunner {
     /// law), 5 command.
     public func step(now: MonotonicInstant, wallClock: Double) {
         let simulatedHz = io.sample(now: now, into: &inputs)
+        if let previousStep {
+            let horizon = now - .milliseconds(2 * configuration.periodMs)
+            for i in inputs.indices {
+                if let at = inputs[i].inverter?.takenAt, at <= previousStep, at > horizon { lateReadings &+= 1 }
+            }
+        }
+        previousStep = now
         let frequency: Timestamped<Hertz>?
         switch configuration.grid.frequencySource {
         case .simulated: frequency = simulatedHz

@@ -29,8 +29,11 @@ final class WireBench {
     var bessd: Process?
     var hz = 50.0
     let can: CANSocket?
+    /// Further units (their own inverters on their own ports) that load bessd like a real site; their
+    /// setpoints are not timed.
+    var others: [(server: SunSpecServer, unit: SimulatedUnit)] = []
 
-    init(periodMs: Int, canInterface: String?, bessdPath: String, extraConfig: String = "") throws {
+    init(periodMs: Int, canInterface: String?, bessdPath: String, units: Int = 1, extraConfig: String = "") throws {
         directory = "/tmp/bess-hil-bench-\(getpid())"
         try? FileManager.default.removeItem(atPath: directory)
         try FileManager.default.createDirectory(atPath: directory + "/state", withIntermediateDirectories: true)
@@ -42,10 +45,20 @@ final class WireBench {
             if let w = SunSpecPlantLink.commandedWatts(image, profile: profile) { log.list.withLock { $0.append((ns, w)) } }
         }
         try server.start()
+        for _ in 1..<max(1, units) {
+            let other = try SunSpecServer(transport: .tcp(host: "127.0.0.1", port: 0), profile: profile)
+            try other.start()
+            others.append((other, SimulatedUnit(capacityKWh: 250, maxPowerKW: 100, initialSOCPercent: 60)))
+        }
+        let otherUnits = others.enumerated().map { i, other in
+            "  - {id: BENCH_\(i + 2), campus_id: BENCH, capacity_kwh: 250, max_power_kw: 100, "
+                + "modbus: {host: 127.0.0.1, port: \(other.server.port), unit_id: 1, timeout_ms: 200}, "
+                + "inverter: {protocol: sunspec}, bms: {simulated: true}}"
+        }.joined(separator: "\n")
         can = try canInterface.map { try CANSocket(interface: $0, filters: [(PylontechLV.keepAliveID, 0x7FF)]) }
         let bms = canInterface.map { "interface: \($0)" } ?? "simulated: true"
         let config = """
-        mode: \(canInterface == nil ? "hil" : "hardware")
+        mode: \(canInterface == nil || units > 1 ? "hil" : "hardware")
         period_ms: \(periodMs)
         control_socket: \(directory)/control.sock
         state_directory: \(directory)/state
@@ -57,6 +70,7 @@ final class WireBench {
             modbus: {host: 127.0.0.1, port: \(server.port), unit_id: 1, timeout_ms: 200}
             inverter: {protocol: sunspec}
             bms: {\(bms)}
+        \(otherUnits)
         grid_integration:
           frequency_source: inverter
           droop_settings: {deadband_hz: [49.9, 50.05], droop_percent: 5.0, response_time_s: 0}
@@ -79,6 +93,10 @@ final class WireBench {
     func step(seconds: Double = 0) {
         unit.step(seconds: seconds)
         SunSpecPlantLink(server: server).exchange(&unit, frequencyHz: hz)
+        for i in others.indices {
+            others[i].unit.step(seconds: seconds)
+            SunSpecPlantLink(server: others[i].server).exchange(&others[i].unit, frequencyHz: hz)
+        }
     }
 
     func sendBMSFrames() {
@@ -141,6 +159,7 @@ final class WireBench {
             p.waitUntilExit()
         }
         server.stop()
+        for other in others { other.server.stop() }
     }
 }
 
@@ -170,13 +189,15 @@ struct StepLatency: ParsableCommand {
         abstract: "Frequency step at the plant's registers → new setpoint on the inverter's wire (response time 0).")
     @Option(help: "Steps to time.") var steps = 200
     @Option(help: "bessd's control period, ms.") var periodMs = 100
+    @Option(help: "Units on the site, each with its own inverter on its own port; the first is timed.") var units = 1
+    @Flag(inversion: .prefixedNo, help: "Run bessd's cycle SCHED_FIFO 60.") var realtime = true
     @Option(help: "The bessd binary (default: next to bess-hil).") var bessd: String?
     @Option(help: "Write one latency (ms) per line here.") var csv: String?
 
     func run() throws {
         let bessdPath = bessd ?? sibling("bessd")
-        let bench = try WireBench(periodMs: periodMs, canInterface: nil, bessdPath: bessdPath,
-                                  extraConfig: "realtime: {priority: 60}")
+        let bench = try WireBench(periodMs: periodMs, canInterface: nil, bessdPath: bessdPath, units: units,
+                                  extraConfig: realtime ? "realtime: {priority: 60}" : "")
         defer { bench.stop() }
         try bench.waitReady()
         bench.run(for: 3)

@@ -153,6 +153,66 @@ struct SunSpecLoopbackTests {
         #expect(block.int32(C.wSetRvrt) == (failing == 1 ? 40_000 : 0))
     }
 
+    /// Records every request (reads and writes) on the way to the server.
+    struct CountingDevice: RegisterAccess {
+        var inner: ModbusConnection
+        var reads: [(address: Int, count: Int)] = []
+        var writes: [(address: Int, values: [UInt16])] = []
+        mutating func readRegisters(at address: Int, count: Int) throws(ModbusError) -> [UInt16] {
+            reads.append((address, count))
+            return try inner.readRegisters(at: address, count: count)
+        }
+        mutating func writeRegisters(at address: Int, _ values: [UInt16]) throws(ModbusError) {
+            writes.append((address, values))
+            try inner.writeRegisters(at: address, values)
+        }
+    }
+
+    @Test("each cycle costs one read (state, alarms, W, Hz) and at most one write; the revert is armed on the first write and each refresh",
+          arguments: [UInt16(103), 701])
+    func wirePerCycle(measurement: UInt16) throws {
+        typealias C = SunSpec.ACControls
+        let server = try serve(SunSpecDeviceProfile(measurementModel: measurement, controlModel: 704, ratingW: 100_000))
+        defer { server.stop() }
+        var unit = SimulatedUnit(capacityKWh: 250, maxPowerKW: 100, initialSOCPercent: 60)
+        unit.inverter.command(setpointW: 42_000)
+        unit.step(seconds: 1)
+        SunSpecPlantLink(server: server).exchange(&unit, frequencyHz: 49.87)
+        var device = CountingDevice(inner: try ModbusConnection(endpoint: .tcp(host: "127.0.0.1", port: server.port),
+                                                                timeout: .seconds(2)))
+        let inverter = try SunSpecInverter.open(&device)
+        let model = try #require(inverter.map.first(measurement))
+
+        device.reads = []
+        let reading = try inverter.readStatus(&device)
+        let span = SunSpecInverter.pollSpan(measurement)
+        #expect(device.reads.count == 1)
+        #expect(device.reads.first?.address == model.address + span.lowerBound && device.reads.first?.count == span.count)
+        #expect(span.count <= (measurement == 701 ? 16 : 28))
+        // The same values as a read of the whole model would give.
+        #expect(abs(reading.activePower.value - unit.inverter.powerW) < 1000, "W \(reading.activePower) for \(unit.inverter.powerW)")
+        #expect(abs((reading.frequency?.value ?? 0) - 49.87) < 0.011)
+        #expect(reading.ratedPower == Watts(100_000))
+
+        // Between refreshes of the revert timer a changed setpoint is one request: WSetEna, WSetMod, WSet.
+        let controls = try #require(inverter.map.first(C.id)).address
+        device.writes = []
+        try inverter.command(.kilowatts(12), revertSeconds: 10, rearm: false, &device)
+        #expect(device.writes.count == 1)
+        #expect(device.writes.first?.address == controls + C.wSetEna && device.writes.first?.values.count == 4)
+        // A rearm writes the revert value, then enable and time, then the setpoint.
+        device.writes = []
+        try inverter.command(.kilowatts(12), revertSeconds: 10, rearm: true, &device)
+        #expect(device.writes.map(\.address) == [controls + C.wSetRvrt, controls + C.wSetEnaRvrt, controls + C.wSetEna])
+
+        // The minute's refresh of static values and scale factors does not walk the chain again.
+        device.reads = []
+        let refreshed = try SunSpecInverter.open(&device, map: inverter.map)
+        #expect(refreshed.map == inverter.map)
+        #expect(!device.reads.contains { $0.address == inverter.map.base || $0.count == 1 })
+        #expect(refreshed.ratedPower == inverter.ratedPower)
+    }
+
     @Test("a dead server is a coded error, not a hang or a crash")
     func deadServer() throws {
         let server = try serve(SunSpecDeviceProfile(ratingW: 10_000))

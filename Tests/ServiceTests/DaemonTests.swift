@@ -275,7 +275,7 @@ struct DaemonTests {
         let daemon = try RunningDaemon(yaml: yaml.replacingOccurrences(of: "@STATE@", with: state))
         _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
         // Telemetry every 0.5 s: wait for at least four of them (plus events and availability).
-        #expect(waitFor(seconds: 10) { ((try? Spool(directory: state + "/spool").nextSeq) ?? 1) > 8 })
+        #expect(waitFor(seconds: 30) { ((try? Spool(directory: state + "/spool").nextSeq) ?? 1) > 8 })
         daemon.signal(SIGTERM)
         #expect(daemon.finish().status == 0)
         let spool = try Spool(directory: state + "/spool")

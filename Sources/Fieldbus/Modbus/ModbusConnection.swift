@@ -100,6 +100,16 @@ public final class ModbusConnection: RegisterAccess {
                 throw error
             }
         }
+        if case .tcp = endpoint {
+            // Requests on TCP are framed here (`exchange`): a blocking socket whose receive timeout
+            // is the response timeout, so a request is one send and, as a rule, one receive.
+            let fd = modbus_get_socket(context)
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+            var tv = timeval(tv_sec: Int(timeoutNanoseconds / 1_000_000_000), tv_usec: Int(timeoutNanoseconds % 1_000_000_000 / 1000))
+            _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+            var one: Int32 = 1
+            _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(4))
+        }
         isConnected = true
         connectCount &+= 1
         settleFrom = nil
@@ -138,8 +148,16 @@ public final class ModbusConnection: RegisterAccess {
         var values = [UInt16](repeating: 0, count: count)
         let started = MonotonicClockReading.now()
         requestCount &+= 1
-        let result = modbus_read_registers(context, Int32(address), Int32(count), &values)
-        guard result == Int32(count) else { throw failure("reading \(count) registers at \(address) of unit \(unit)") }
+        if case .tcp = endpoint {
+            let what = "reading \(count) registers at \(address) of unit \(unit)"
+            let request: [UInt8] = [0x03, UInt8(address >> 8), UInt8(address & 0xFF), 0, UInt8(count)]
+            let reply = try exchange(unit: unit, request, what)
+            guard reply.count == 2 + 2 * count, Int(reply[1]) == 2 * count else { throw malformed(what) }
+            for i in 0..<count { values[i] = UInt16(reply[2 + 2 * i]) << 8 | UInt16(reply[3 + 2 * i]) }
+        } else {
+            let result = modbus_read_registers(context, Int32(address), Int32(count), &values)
+            guard result == Int32(count) else { throw failure("reading \(count) registers at \(address) of unit \(unit)") }
+        }
         lastRoundTrip = .nanoseconds(MonotonicClockReading.now() - started)
         return values
     }
@@ -153,6 +171,17 @@ public final class ModbusConnection: RegisterAccess {
         try prepare(unit: unit)
         let started = MonotonicClockReading.now()
         requestCount &+= 1
+        if case .tcp = endpoint {
+            let what = "writing \(values.count) registers at \(address) of unit \(unit)"
+            var request: [UInt8] = [0x10, UInt8(address >> 8), UInt8(address & 0xFF), 0, UInt8(values.count), UInt8(2 * values.count)]
+            request.reserveCapacity(6 + 2 * values.count)
+            for value in values { request += [UInt8(value >> 8), UInt8(value & 0xFF)] }
+            let reply = try exchange(unit: unit, request, what)
+            // The answer echoes the address and the quantity.
+            guard reply.count == 5, reply[1...4].elementsEqual(request[1...4]) else { throw malformed(what) }
+            lastRoundTrip = .nanoseconds(MonotonicClockReading.now() - started)
+            return
+        }
         let result = values.withUnsafeBufferPointer {
             modbus_write_registers(context, Int32(address), Int32(values.count), $0.baseAddress)
         }
@@ -160,6 +189,67 @@ public final class ModbusConnection: RegisterAccess {
             throw failure("writing \(values.count) registers at \(address) of unit \(unit)")
         }
         lastRoundTrip = .nanoseconds(MonotonicClockReading.now() - started)
+    }
+
+    /// The transaction id of the next TCP request.
+    private var transaction: UInt16 = 0
+    /// Receive buffer for TCP answers (an MBAP header and at most 253 bytes of PDU).
+    private var inbound = [UInt8](repeating: 0, count: 7 + 253)
+
+    /// One Modbus TCP request and its answer's PDU (function code first): one send and, as a rule,
+    /// one receive. An answer with another transaction id (a late reply to an earlier request) is
+    /// skipped; an exception answer, a wrong unit or function, a short or overlong frame are errors
+    /// with the same codes as libmodbus's (`ModbusError.from`).
+    private func exchange(unit: Int, _ pdu: [UInt8], _ what: String) throws(ModbusError) -> [UInt8] {
+        let fd = modbus_get_socket(context)
+        transaction &+= 1
+        let length = pdu.count + 1
+        let frame: [UInt8] = [UInt8(transaction >> 8), UInt8(transaction & 0xFF), 0, 0, UInt8(length >> 8), UInt8(length & 0xFF),
+                              UInt8(truncatingIfNeeded: unit)] + pdu
+        let sent = frame.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        guard sent == frame.count else { throw failure(what, errno: sent < 0 ? errno : EIO) }
+        let deadline = MonotonicClockReading.now() + timeoutNanoseconds
+        var have = 0
+        while true {
+            // A whole frame in the buffer: check it, or skip it when it answers another request.
+            if have >= 7 {
+                let size = 6 + (Int(inbound[4]) << 8 | Int(inbound[5]))
+                guard inbound[2] == 0, inbound[3] == 0, size >= 8, size <= inbound.count else { throw malformed(what) }
+                if have >= size {
+                    let id = UInt16(inbound[0]) << 8 | UInt16(inbound[1])
+                    if id != transaction {
+                        inbound.withUnsafeMutableBufferPointer { b in
+                            _ = memmove(b.baseAddress!, b.baseAddress! + size, have - size)
+                        }
+                        have -= size
+                        continue
+                    }
+                    guard have == size, Int(inbound[6]) == unit & 0xFF else { throw malformed(what) }
+                    let function = inbound[7]
+                    if function == pdu[0] | 0x80 {
+                        guard size >= 9 else { throw malformed(what) }
+                        throw failure(what, errno: ModbusError.enobase + Int32(inbound[8]))
+                    }
+                    guard function == pdu[0] else { throw malformed(what) }
+                    return Array(inbound[7..<size])
+                }
+            }
+            if MonotonicClockReading.now() > deadline { throw failure(what, errno: ETIMEDOUT) }
+            let received = inbound.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + have, $0.count - have, 0) }
+            if received > 0 {
+                have += received
+            } else if received == 0 {
+                throw failure(what, errno: ECONNRESET)
+            } else if errno == EAGAIN || errno == EWOULDBLOCK {
+                throw failure(what, errno: ETIMEDOUT)
+            } else if errno != EINTR {
+                throw failure(what, errno: errno)
+            }
+        }
+    }
+
+    private func malformed(_ what: String) -> ModbusError {
+        failure(what, errno: ModbusError.enobase + 13)  // EMBBADDATA
     }
 
     /// Connects if needed, lets a late reply drain, and addresses `unit`.
@@ -200,8 +290,8 @@ public final class ModbusConnection: RegisterAccess {
         }
     }
 
-    private func failure(_ what: String) -> ModbusError {
-        let error = ModbusError.from(errno: errno, doing: "\(what) on \(endpoint)")
+    private func failure(_ what: String, errno code: Int32 = errno) -> ModbusError {
+        let error = ModbusError.from(errno: code, doing: "\(what) on \(endpoint)")
         if error.isConnectionLost {
             close()
         } else if error.code == "MODBUS_TIMEOUT" || error.code == "MODBUS_BAD_RESPONSE" {

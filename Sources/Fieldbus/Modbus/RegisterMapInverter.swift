@@ -120,15 +120,37 @@ public struct RegisterMapInverter: Sendable {
         register.decode(try device.readRegisters(at: register.address, count: register.count))
     }
 
-    /// Reads power, frequency and fault state.
+    /// The registers the poll reads when they fit one request (≤ 125 registers from the lowest to the
+    /// end of the highest); nil when they are too far apart and are read one by one.
+    public var pollSpan: ClosedRange<Int>? {
+        let registers = [spec.power] + [spec.frequency, spec.fault].compactMap { $0 }
+        let low = registers.map(\.address).min()!
+        let high = registers.map { $0.address + $0.count - 1 }.max()!
+        return high - low < 125 ? low...high : nil
+    }
+
+    /// Reads power, frequency and fault state: one request when they fit one (`pollSpan`).
     public func readStatus(_ device: inout some RegisterAccess) throws(ModbusError) -> InverterReading {
-        guard let power = try read(spec.power, &device) else {
+        var block: (base: Int, words: [UInt16])?
+        if let span = pollSpan {
+            let words = try device.readRegisters(at: span.lowerBound, count: span.count)
+            guard words.count == span.count else {
+                throw ModbusError(code: "MODBUS_BAD_RESPONSE", message: "\(words.count) registers for \(span.count) at \(span.lowerBound)")
+            }
+            block = (span.lowerBound, words)
+        }
+        func value(_ register: MappedRegister, _ device: inout some RegisterAccess) throws(ModbusError) -> Double? {
+            guard let block else { return try read(register, &device) }
+            let start = register.address - block.base
+            return register.decode(Array(block.words[start..<(start + register.count)]))
+        }
+        guard let power = try value(spec.power, &device) else {
             throw ModbusError(code: "MODBUS_BAD_RESPONSE", message: "power register \(spec.power.address) unreadable")
         }
-        let frequency = try spec.frequency.flatMap { register throws(ModbusError) in try read(register, &device) }
+        let frequency = try spec.frequency.flatMap { register throws(ModbusError) in try value(register, &device) }
         var faulted = false
         var bits: UInt32 = 0
-        if let register = spec.fault, let value = try read(register, &device) {
+        if let register = spec.fault, let value = try value(register, &device) {
             let raw = Int64(register.removeScale(value).rounded())
             faulted = spec.faultValues.contains(raw)
             bits = UInt32(truncatingIfNeeded: raw)
@@ -137,17 +159,22 @@ public struct RegisterMapInverter: Sendable {
                                frequency: frequency.map(Hertz.init))
     }
 
-    /// Writes the revert timeout, the enable value and the setpoint, in that order.
-    public func command(_ power: Watts, revertSeconds: Int, _ device: inout some RegisterAccess) throws(ModbusError) {
+    /// Writes the revert timeout, the enable value and the setpoint, in that order; without `rearm`
+    /// (a changed setpoint between refreshes of the revert timer) only the setpoint.
+    public func command(_ power: Watts, revertSeconds: Int, rearm: Bool = true, _ device: inout some RegisterAccess)
+        throws(ModbusError)
+    {
         guard let revert = spec.revertTimeout.encode(Double(max(1, revertSeconds))) else {
             throw ModbusError(code: Self.valueInvalid, message: "revert timeout \(revertSeconds) s does not fit its register")
         }
         guard let setpoint = spec.setpoint.encode(power.value) else {
             throw ModbusError(code: Self.valueInvalid, message: "setpoint \(power) does not fit its register")
         }
-        try device.writeRegisters(at: spec.revertTimeout.address, revert)
-        if let enable = spec.enable, let words = enable.encode(spec.enableValue) {
-            try device.writeRegisters(at: enable.address, words)
+        if rearm {
+            try device.writeRegisters(at: spec.revertTimeout.address, revert)
+            if let enable = spec.enable, let words = enable.encode(spec.enableValue) {
+                try device.writeRegisters(at: enable.address, words)
+            }
         }
         try device.writeRegisters(at: spec.setpoint.address, setpoint)
     }

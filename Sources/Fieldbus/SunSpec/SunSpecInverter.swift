@@ -18,18 +18,42 @@ public struct SunSpecInverter: Sendable {
     public let ratedPower: Watts?
     /// Model 124's base for `OutWRte`/`InWRte`: `WChaMax` × 10^`WChaMax_SF`.
     public let storageRateBase: Watts?
-    /// Scale factors read once after discovery.
+    /// Scale factors read at discovery and at each refresh of the static values.
     let wSetSF: Int
     let inOutWRteSF: Int
+    /// Model 701's `W_SF` and `Hz_SF` (nil: not implemented). They sit at the far end of the model,
+    /// so the poll does not read them; models 101–103 carry theirs inside the polled span.
+    let measurementSF: (w: Int?, hz: Int?)
 
-    /// Discovers the device and reads its static values and scale factors.
-    public static func open(_ device: inout some RegisterAccess) throws(SunSpecError) -> SunSpecInverter {
-        let map = try SunSpec.discover(&device)
+    /// The measurement registers read every cycle (offsets from the model's `ID`): for 701 `St` to
+    /// `Hz` (state, alarms, W, Hz: 16 registers), for 101–103 `W` to `Evt1` with their scale factors
+    /// (28 registers). One request either way.
+    public static func pollSpan(_ id: UInt16) -> ClosedRange<Int> {
+        id == Measurement.id ? Measurement.state...(Measurement.hz + 1) : Inverter.w...(Inverter.event1 + 1)
+    }
+    private typealias Measurement = SunSpec.Measurement
+    private typealias Inverter = SunSpec.Inverter
+
+    /// Discovers the device and reads its static values and scale factors. With `map` (a device
+    /// already discovered), the model chain is not walked again: only the static values and scale
+    /// factors are re-read, as the worker does every minute.
+    public static func open(_ device: inout some RegisterAccess, map known: SunSpecMap? = nil) throws(SunSpecError)
+        -> SunSpecInverter
+    {
+        let map: SunSpecMap
+        if let known { map = known } else { map = try SunSpec.discover(&device) }
         guard let measurement = map.first(SunSpec.Measurement.id) ?? map.first(of: SunSpec.Inverter.ids) else {
             throw SunSpecError(code: "SUNSPEC_MODEL_MISSING", message: "no measurement model (701, 101, 102 or 103)")
         }
         var rated: Watts?
         do {
+            var measurementSF: (w: Int?, hz: Int?) = (nil, nil)
+            if measurement.id == Measurement.id {
+                // Hz_SF and W_SF are adjacent (115, 116): one request.
+                let words = try device.readRegisters(at: measurement.address + Measurement.hzSF, count: 2)
+                let block = SunSpecBlock(model: measurement, words: [UInt16](repeating: 0, count: Measurement.hzSF) + words)
+                measurementSF = (block.scaleFactor(Measurement.wSF), block.scaleFactor(Measurement.hzSF))
+            }
             if let nameplate = map.first(SunSpec.Nameplate.id) {
                 let block = try SunSpec.read(nameplate, from: &device)
                 rated = block.scaled(block.uint16(SunSpec.Nameplate.wRtg).map(Int64.init), sf: SunSpec.Nameplate.wRtgSF)
@@ -48,7 +72,7 @@ public struct SunSpecInverter: Sendable {
                 }
                 return SunSpecInverter(
                     map: map, measurement: measurement, commandPath: .acControls704, commandModel: controls,
-                    ratedPower: rated, storageRateBase: nil, wSetSF: sf, inOutWRteSF: 0)
+                    ratedPower: rated, storageRateBase: nil, wSetSF: sf, inOutWRteSF: 0, measurementSF: measurementSF)
             }
             if let storage = map.first(SunSpec.Storage.id) {
                 typealias S = SunSpec.Storage
@@ -64,7 +88,7 @@ public struct SunSpecInverter: Sendable {
                 }
                 return SunSpecInverter(
                     map: map, measurement: measurement, commandPath: .storage124, commandModel: storage,
-                    ratedPower: rated, storageRateBase: Watts(base), wSetSF: 0, inOutWRteSF: sf)
+                    ratedPower: rated, storageRateBase: Watts(base), wSetSF: 0, inOutWRteSF: sf, measurementSF: measurementSF)
             }
         } catch let error as ModbusError {
             throw SunSpecError(code: error.code, message: error.message)
@@ -76,40 +100,53 @@ public struct SunSpecInverter: Sendable {
         throw SunSpecError(code: "SUNSPEC_MODEL_MISSING", message: "no active-power control model (704 or 124)")
     }
 
-    /// Reads the measurement model: power, frequency and fault state.
+    /// Reads power, frequency and fault state: one request of `pollSpan` registers.
     public func readStatus(_ device: inout some RegisterAccess) throws(SunSpecError) -> InverterReading {
+        let span = Self.pollSpan(measurement.id)
         let block: SunSpecBlock
         do {
-            block = try SunSpec.read(measurement, from: &device)
-        } catch {
+            let words = try device.readRegisters(at: measurement.address + span.lowerBound, count: span.count)
+            guard words.count == span.count else {
+                throw SunSpecError(code: "MODBUS_BAD_RESPONSE",
+                                   message: "model \(measurement.id): \(words.count) registers for \(span.count)")
+            }
+            // Offsets count from ID: pad the registers before the span so the point offsets apply.
+            block = SunSpecBlock(model: measurement, words: [UInt16](repeating: 0, count: span.lowerBound) + words)
+        } catch let error as ModbusError {
             throw SunSpecError(code: error.code, message: error.message)
+        } catch let error as SunSpecError {
+            throw error
+        } catch {
+            throw SunSpecError(code: "SUNSPEC_VALUE_INVALID", message: "\(error)")
         }
         let power: Double?
         let frequency: Double?
         let faulted: Bool
         let faultBits: UInt32
-        if measurement.id == SunSpec.Measurement.id {
-            typealias M = SunSpec.Measurement
-            power = block.scaled(block.int16(M.w).map(Int64.init), sf: M.wSF)
-            frequency = block.scaled(block.uint32(M.hz).map(Int64.init), sf: M.hzSF)
-            faulted = block.uint16(M.inverterState) == M.inverterStateFault
-            faultBits = block.bitfield32(M.alarm) ?? 0
+        if measurement.id == Measurement.id {
+            power = SunSpec.scaled(block.int16(Measurement.w).map(Int64.init), sf: measurementSF.w)
+            frequency = SunSpec.scaled(block.uint32(Measurement.hz).map(Int64.init), sf: measurementSF.hz)
+            faulted = block.uint16(Measurement.inverterState) == Measurement.inverterStateFault
+            faultBits = block.bitfield32(Measurement.alarm) ?? 0
         } else {
-            typealias M = SunSpec.Inverter
-            power = block.scaled(block.int16(M.w).map(Int64.init), sf: M.wSF)
-            frequency = block.scaled(block.uint16(M.hz).map(Int64.init), sf: M.hzSF)
-            faulted = block.uint16(M.state) == M.stateFault
-            faultBits = block.bitfield32(M.event1) ?? 0
+            power = block.scaled(block.int16(Inverter.w).map(Int64.init), sf: Inverter.wSF)
+            frequency = block.scaled(block.uint16(Inverter.hz).map(Int64.init), sf: Inverter.hzSF)
+            faulted = block.uint16(Inverter.state) == Inverter.stateFault
+            faultBits = block.bitfield32(Inverter.event1) ?? 0
         }
         guard let power else {
-            throw SunSpecError(code: "SUNSPEC_VALUE_INVALID", message: "model \(measurement.id) W is not implemented")
+            throw SunSpecError(code: "SUNSPEC_VALUE_INVALID", message: "model \(measurement.id) W or W_SF is not implemented")
         }
         return InverterReading(activePower: Watts(power), ratedPower: ratedPower, faulted: faulted, faultBits: faultBits,
                                frequency: frequency.map(Hertz.init))
     }
 
-    /// Writes an active-power setpoint (+ = discharge) with the revert timer armed.
-    public func command(_ power: Watts, revertSeconds: Int, _ device: inout some RegisterAccess) throws(SunSpecError) {
+    /// Writes an active-power setpoint (+ = discharge). With `rearm` (the first write after discovery,
+    /// and every refresh of the revert timer) the revert value and the timer are written before it;
+    /// without, only the setpoint (one request): the timer stays armed from the last rearm.
+    public func command(_ power: Watts, revertSeconds: Int, rearm: Bool = true, _ device: inout some RegisterAccess)
+        throws(SunSpecError)
+    {
         let revert = UInt32(clamping: max(1, revertSeconds))
         do {
             switch commandPath {
@@ -123,8 +160,10 @@ public struct SunSpecInverter: Sendable {
                 // setpoint: whichever write fails, the device never holds an armed revert to an
                 // unknown value, and the timer is armed before the new power takes effect. (One
                 // request cannot carry both: WSetPct and WSetPctRvrt sit between them.)
-                try device.writeRegisters(at: commandModel.address + C.wSetRvrt, SunSpec.words(0))
-                try device.writeRegisters(at: commandModel.address + C.wSetEnaRvrt, [1] + SunSpec.words(revert))
+                if rearm {
+                    try device.writeRegisters(at: commandModel.address + C.wSetRvrt, SunSpec.words(0))
+                    try device.writeRegisters(at: commandModel.address + C.wSetEnaRvrt, [1] + SunSpec.words(revert))
+                }
                 try device.writeRegisters(at: commandModel.address + C.wSetEna, [1, C.modeWatts] + SunSpec.words(wset))
             case .storage124:
                 typealias S = SunSpec.Storage
@@ -138,7 +177,7 @@ public struct SunSpecInverter: Sendable {
                 // Discharge at p %: OutWRte = p, InWRte = −p; charge at p %: InWRte = p, OutWRte = −p.
                 let (out, into): (UInt16, UInt16) = percent >= 0 ? (positive, negative) : (negative, positive)
                 try device.writeRegisters(at: commandModel.address + S.outWRte, [out, into, 0, UInt16(clamping: revert)])
-                try device.writeRegisters(at: commandModel.address + S.storCtlMod, [S.modeCharge | S.modeDischarge])
+                if rearm { try device.writeRegisters(at: commandModel.address + S.storCtlMod, [S.modeCharge | S.modeDischarge]) }
             }
         } catch let error as ModbusError {
             throw SunSpecError(code: error.code, message: error.message)

@@ -269,6 +269,12 @@ extension SunSpec {
         return Int64(raw)
     }
 
+    /// raw × 10^sf, or nil when either is absent (a scale factor read earlier and kept).
+    public static func scaled(_ raw: Int64?, sf: Int?) -> Double? {
+        guard let raw, let sf else { return nil }
+        return Double(raw) * powerOfTen(sf)
+    }
+
     /// Splits a 32-bit value into two registers, high word first.
     public static func words(_ value: UInt32) -> [UInt16] { [UInt16(value >> 16), UInt16(value & 0xFFFF)] }
 }

@@ -1,0 +1,47 @@
+import CLinux
+import Glibc
+
+/// A wake-up from one thread to another over a non-blocking eventfd: `signal()` is one write that
+/// never blocks and never allocates; `wait(until:)` returns at the first signal (consuming every
+/// pending one: the counter resets in one read) or at the deadline.
+public final class Wakeup: @unchecked Sendable {
+    private let fd: Int32
+
+    public init() {
+        fd = eventfd(0, Int32(O_NONBLOCK | O_CLOEXEC))  // EFD_NONBLOCK | EFD_CLOEXEC
+    }
+
+    deinit {
+        if fd >= 0 { close(fd) }
+    }
+
+    public func signal() {
+        var one: UInt64 = 1
+        _ = write(fd, &one, 8)
+    }
+
+    /// Waits for a signal until the monotonic deadline `ns`. Returns true when signalled.
+    @discardableResult
+    public func wait(until ns: Int64) -> Bool {
+        while true {
+            let remaining = ns - monotonicNanoseconds()
+            if remaining <= 0 { return drain() }
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            if poll(&pfd, 1, Int32(min(remaining / 1_000_000 + 1, 1000))) > 0, drain() { return true }
+        }
+    }
+
+    /// Consumes pending signals; true when there was one.
+    @discardableResult
+    public func drain() -> Bool {
+        var count: UInt64 = 0
+        return read(fd, &count, 8) == 8
+    }
+}
+
+/// CLOCK_MONOTONIC in nanoseconds.
+func monotonicNanoseconds() -> Int64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+}

@@ -1,0 +1,127 @@
+import BessSystem
+import ControlCore
+import Fieldbus
+import Foundation
+import Plant
+@testable import Cycle
+@testable import Config
+import Synchronization
+import Testing
+
+/// What each cycle costs on the wire, and whether each cycle runs on the reading taken for it.
+@Suite("The wire at a fraction of the cost", .serialized)
+struct WireBudgetTests {
+    /// A site whose inverter readings carry the instants a test chooses.
+    final class ScriptedSite: SiteIO {
+        var takenAt: [MonotonicInstant?]
+        init(units: Int) { takenAt = [MonotonicInstant?](repeating: nil, count: units) }
+        func start() {}
+        func stop() {}
+        func sample(now: MonotonicInstant, into inputs: inout [UnitInputs]) -> Timestamped<Hertz>? {
+            for i in inputs.indices {
+                inputs[i].inverter = takenAt[i].map {
+                    Timestamped(InverterReading(activePower: .zero, ratedPower: nil, faulted: false, faultBits: 0,
+                                                frequency: Hertz(50)), at: $0)
+                }
+            }
+            return nil
+        }
+        func command(unit: Int, setpoint: Watts) {}
+        func commandsIssued() {}
+        func reconfigure(_ configuration: BessdConfiguration) {}
+        var devicesProbed: Bool { true }
+        func busFaults() -> [[String]] { takenAt.map { _ in [] } }
+        var workersAliveCheck: @Sendable () -> Bool { { true } }
+        var inverterSlots: [InverterSlot?] { takenAt.map { _ in nil } }
+        var bmsSlots: [BMSSlot?] { takenAt.map { _ in nil } }
+    }
+
+    @Test("a cycle that runs on a reading taken before the previous cycle counts as a late reading; a fresh one and a dead unit do not")
+    func lateReadingsCounted() throws {
+        let c = try ConfigLoader.parse(EmbeddedConfiguration.simulationYAML, file: "embedded")  // 2 units, 100 ms
+        let site = ScriptedSite(units: c.units.count)
+        let runner = SiteRunner(configuration: c, io: site, phase: CyclePhase(periodNanoseconds: 100_000_000), startedAt: .zero)
+        func at(_ ms: Int64) -> MonotonicInstant { MonotonicInstant(nanoseconds: ms * 1_000_000) }
+        // Cycle at 1000 ms; both readings taken 2 ms before it.
+        site.takenAt = [at(998), at(998)]
+        runner.step(now: at(1000), wallClock: 1_800_000_000)
+        #expect(runner.lateReadings == 0)
+        // Cycle at 1100 ms: unit 0 read at 1098 (on time), unit 1 still holds its 998 reading: late.
+        site.takenAt = [at(1098), at(998)]
+        runner.step(now: at(1100), wallClock: 1_800_000_000.1)
+        #expect(runner.lateReadings == 1)
+        // Cycle at 1200: unit 1's reading is now more than two periods old — not answering, which the
+        // staleness rule handles; not counted again.
+        site.takenAt = [at(1198), at(998)]
+        runner.step(now: at(1200), wallClock: 1_800_000_000.2)
+        #expect(runner.lateReadings == 1)
+        // A reading taken exactly as the previous cycle woke was that cycle's: late for this one.
+        site.takenAt = [at(1200), at(1298)]
+        runner.step(now: at(1300), wallClock: 1_800_000_000.3)
+        #expect(runner.lateReadings == 2)
+    }
+
+    @Test("the read lead widens at once after a slow round, narrows slowly, and stays within 1 ms … half a period")
+    func readLead() {
+        var lead = ReadLead()
+        let period: Int64 = 10_000_000
+        #expect(lead.nanoseconds(period: period) == 2_500_000)  // 2 × 1 ms + 0.5 ms
+        for k in 0..<2000 { lead.record(readAt: Int64(k) * period, done: Int64(k) * period + 100_000) }
+        #expect(lead.nanoseconds(period: period) == 1_000_000)  // fast answers: the floor
+        lead.record(readAt: 0, done: 1_500_000)  // one slow round (a late wake-up)
+        #expect(lead.nanoseconds(period: period) == 3_500_000)
+        for k in 0..<100 { lead.record(readAt: Int64(k) * period, done: Int64(k) * period + 100_000) }
+        // A second later (100 rounds) most of the widening is still there.
+        #expect(lead.nanoseconds(period: period) > 2_000_000)
+        lead.record(readAt: 0, done: 40_000_000)  // a round longer than the period: capped at half of it
+        #expect(lead.nanoseconds(period: period) == period / 2)
+    }
+
+    @Test("the worker writes a setpoint only when it changes, and re-arms the revert timer every half of it")
+    func writesOnlyChanges() throws {
+        final class Log: Sendable { let list = Mutex<[(ns: Int64, watts: Double)]>([]) }
+        let profile = SunSpecDeviceProfile(ratingW: 100_000)
+        let server = try SunSpecServer(transport: .tcp(host: "127.0.0.1", port: 0), profile: profile)
+        let log = Log()
+        // Every write request, stamped as it is answered.
+        server.writeObserver = { image, ns in
+            log.list.withLock { $0.append((ns, SunSpecPlantLink.commandedWatts(image, profile: profile) ?? .nan)) }
+        }
+        try server.start()
+        defer { server.stop() }
+        let slot = InverterSlot()
+        slot.setSetpoint(.kilowatts(10))
+        // Polls every 10 ms on its own (no cycle); the revert timer is 2 s, so it is re-armed every 1 s.
+        let worker = InverterWorker(endpoint: .tcp(host: "127.0.0.1", port: server.port), devices: [.init(unitID: 1, slot: slot)],
+                                    period: .milliseconds(10), timeout: .milliseconds(500), revertSeconds: 2) { _ in }
+        worker.start()
+        defer { worker.stop() }
+        func writes() -> [(ns: Int64, watts: Double)] { log.list.withLock { $0 } }
+        // The first write arms the revert: revert value, enable and time, setpoint (three requests).
+        #expect(waitFor(seconds: 5) { writes().count >= 3 })
+        #expect(waitFor(seconds: 5) { slot.reading != nil })
+        // The refresh: three more writes, and none between (a steady setpoint is not rewritten), though
+        // the worker read about a hundred times meanwhile.
+        let requestsAtArm = worker.wire.requests
+        #expect(waitFor(seconds: 5) { writes().count >= 6 })
+        let w = writes()
+        #expect(w.count == 6, "writes: \(w.count)")
+        #expect(w.allSatisfy { $0.watts == 10_000 || $0.watts == 0 })
+        // Not before half the revert time, and well before the device would revert (2 s).
+        let gap = Double(w[3].ns - w[2].ns) / 1e9
+        #expect(gap >= 0.9 && gap < 2, "refresh came after \(gap) s")
+        #expect(worker.wire.requests - requestsAtArm >= 30)
+        // A changed setpoint is one request.
+        #expect(waitFor(seconds: 5) { writes().count == 6 })
+        slot.setSetpoint(.kilowatts(20))
+        #expect(waitFor(seconds: 5) { writes().count >= 7 })
+        // The next write is the new setpoint alone (the next refresh is about a second away): ten more
+        // rounds of reads and still seven writes.
+        #expect(writes()[6].watts == 20_000)
+        let requestsAtChange = worker.wire.requests
+        #expect(waitFor(seconds: 5) { worker.wire.requests >= requestsAtChange + 10 })
+        #expect(writes().count == 7, "writes after the change: \(writes().dropFirst(6).map(\.watts))")
+        #expect(waitFor(seconds: 5) { writes().count >= 10 })
+        #expect(writes()[7..<10].allSatisfy { $0.watts == 20_000 }, "\(writes().map(\.watts))")
+    }
+}
