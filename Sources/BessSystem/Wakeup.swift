@@ -15,6 +15,9 @@ public final class Wakeup: @unchecked Sendable {
         if fd >= 0 { close(fd) }
     }
 
+    /// The eventfd, for a poll set that waits on it with other descriptors.
+    public var descriptor: Int32 { fd }
+
     public func signal() {
         var one: UInt64 = 1
         _ = write(fd, &one, 8)

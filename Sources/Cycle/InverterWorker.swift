@@ -69,7 +69,7 @@ public final class InverterWorker: @unchecked Sendable {
         case sunspec(SunSpecInverter)
         case registerMap(RegisterMapInverter)
 
-        func readStatus(_ c: inout ModbusUnit) throws(SunSpecError) -> InverterReading {
+        func readStatus(_ c: inout some RegisterAccess) throws(SunSpecError) -> InverterReading {
             switch self {
             case .sunspec(let inverter): return try inverter.readStatus(&c)
             case .registerMap(let inverter):
@@ -77,7 +77,7 @@ public final class InverterWorker: @unchecked Sendable {
             }
         }
 
-        func command(_ power: Watts, revertSeconds: Int, rearm: Bool = true, _ c: inout ModbusUnit) throws(SunSpecError) {
+        func command(_ power: Watts, revertSeconds: Int, rearm: Bool = true, _ c: inout some RegisterAccess) throws(SunSpecError) {
             switch self {
             case .sunspec(let inverter): try inverter.command(power, revertSeconds: revertSeconds, rearm: rearm, &c)
             case .registerMap(let inverter):
@@ -94,6 +94,25 @@ public final class InverterWorker: @unchecked Sendable {
             case .sunspec(let inverter): return .sunspec(try SunSpecInverter.open(&c, map: inverter.map))
             case .registerMap: return self
             }
+        }
+
+        /// The one request a poll takes, or nil when the device needs several (a register map whose
+        /// registers lie far apart): such a device stays with its worker's own thread.
+        var pollRequest: (address: Int, count: Int)? {
+            switch self {
+            case .sunspec(let inverter):
+                let span = SunSpecInverter.pollSpan(inverter.measurement.id)
+                return (inverter.measurement.address + span.lowerBound, span.count)
+            case .registerMap(let inverter):
+                return inverter.pollSpan.map { ($0.lowerBound, $0.count) }
+            }
+        }
+
+        /// The write requests a command makes, in order, without sending them.
+        func writes(_ power: Watts, revertSeconds: Int, rearm: Bool) throws(SunSpecError) -> [(address: Int, values: [UInt16])] {
+            var recorded = RecordedWrites()
+            try command(power, revertSeconds: revertSeconds, rearm: rearm, &recorded)
+            return recorded.writes
         }
     }
 
@@ -175,8 +194,33 @@ public final class InverterWorker: @unchecked Sendable {
     }
 
     /// Tells the worker the cycle has handed over new setpoints (the cycle's side: one non-blocking
-    /// write to a pipe, no allocation).
+    /// write to an eventfd, no allocation). While the poller drives the endpoint, the poller is kicked
+    /// instead (`HardwareSite.commandsIssued`).
     public func kick() { wake.signal() }
+
+    // MARK: hand-over to a shared poller
+    //
+    // A Modbus TCP endpoint whose units are all discovered and answering is driven by the site's
+    // `BusPoller`: one thread that puts the per-cycle read and write of every such endpoint on the
+    // wire at once and takes the answers as they come, so a cycle costs a few wake-ups for the whole
+    // site instead of three or four per endpoint. Everything else stays with this worker's thread:
+    // connecting, discovery, the minute's refresh of static values, and every failure. `handedOver`
+    // says who owns the connection and the device states: this thread (false) or the poller (true).
+    // The owner alone touches them; the flag is stored with release and loaded with acquire, so each
+    // side sees what the other did before handing over.
+
+    /// The poller this endpoint is handed to when healthy (TCP endpoints; set before `start`).
+    var poller: BusPoller?
+    let handedOver = Atomic<Bool>(false)
+    /// Set by this thread when the minute's refresh is due: the poller hands back once idle.
+    let wantsBack = Atomic<Bool>(false)
+    /// Signalled by the poller when it hands back.
+    let handback = Wakeup()
+    /// Owned by whoever `handedOver` names.
+    var states: [DeviceState] = []
+    var link = Link()
+    /// The failure that made the poller hand back, for this thread to act on.
+    var pollerFailure: (index: Int, error: SunSpecError)?
 
     struct DeviceState {
         var inverter: Driver?
@@ -217,8 +261,8 @@ public final class InverterWorker: @unchecked Sendable {
                 log("\(endpoint): REALTIME_DEGRADED: SCHED_FIFO \(priority) refused for the bus worker; it runs SCHED_OTHER")
             }
         }
-        var states = devices.map { _ in DeviceState() }
-        var link = Link()
+        states = devices.map { _ in DeviceState() }
+        link = Link()
         let periodNs = max(10_000_000, period.nanosecondsClamped)
         var seed = UInt64(truncatingIfNeeded: now())
         var lead = ReadLead()
@@ -228,6 +272,16 @@ public final class InverterWorker: @unchecked Sendable {
         // than keep refreshing a setpoint nobody confirms.
         var lastKick = now()
         while worker.isRunning {
+            if poller != nil, handedOver.load(ordering: .acquiring) {
+                awaitHandback()
+                lastKick = now()  // the poller watches the cycle meanwhile
+                continue
+            }
+            if let failure = pollerFailure {
+                pollerFailure = nil
+                failed(failure.index, failure.error, &states, &link, &seed)
+                lastKick = now()
+            }
             let cycleDeadline = phase?.nextDeadline ?? 0
             if cycleDeadline > 0 {
                 // Aligned to the cycle: read, wait for its setpoints, write. One wake-up for the
@@ -245,6 +299,12 @@ public final class InverterWorker: @unchecked Sendable {
                 let stalled = now() - lastKick > max(Self.stallAfterNanoseconds, 5 * cyclePeriod)
                 for index in devices.indices { write(index, &states, &link, &seed, zeroInstead: stalled) }
                 count(&link)
+                if let poller, canHandOver() {
+                    wantsBack.store(false, ordering: .relaxed)
+                    handedOver.store(true, ordering: .releasing)
+                    poller.adopt()
+                    continue
+                }
                 // Sleep at least to this cycle's deadline, so the next round reads for the next cycle.
                 if now() < cycleDeadline { sleep(until: cycleDeadline) }
             } else {
@@ -260,7 +320,12 @@ public final class InverterWorker: @unchecked Sendable {
                 sleep(until: next)
             }
         }
-        // Safe stop: zero power, revert armed.
+        // Safe stop: zero power, revert armed (the poller has stopped and handed back first).
+        while handedOver.load(ordering: .acquiring) {
+            // Handed over after the poller's last round: its thread has ended, so take it back.
+            if let poller, !poller.isAlive { handedOver.store(false, ordering: .releasing); break }
+            handback.wait(until: now() + 100_000_000)
+        }
         if let connection = link.connection {
             for index in devices.indices {
                 guard let inverter = states[index].inverter else { continue }
@@ -270,6 +335,80 @@ public final class InverterWorker: @unchecked Sendable {
             connection.close()
         }
     }
+
+    /// Waits while the poller drives the endpoint: until it hands back, or asks it to when the
+    /// minute's refresh of static values comes due.
+    private func awaitHandback() {
+        let due = (states.lazy.map(\.staticsAt).min() ?? 0) + Self.staticsEveryNanoseconds
+        if now() >= due, !wantsBack.load(ordering: .relaxed) {
+            wantsBack.store(true, ordering: .relaxed)
+            poller?.adopt()
+        }
+        handback.wait(until: min(max(due, now() + 10_000_000), now() + 200_000_000))
+    }
+
+    /// True when the poller can drive the endpoint: connected and settled, every unit discovered and
+    /// answering with a whole reading, none backing off, each polled in one request.
+    private func canHandOver() -> Bool {
+        guard let connection = link.connection, connection.isConnected, connection.socket >= 0 else { return false }
+        let current = now()
+        return states.allSatisfy { state in
+            guard let inverter = state.inverter, inverter.pollRequest != nil else { return false }
+            return !state.valueFault && state.backoffUntil <= current && state.lastWritten != nil
+                && current - state.staticsAt < Self.staticsEveryNanoseconds
+        }
+    }
+
+    // The poller's side (called on the poller's thread while it owns the endpoint).
+
+    /// The connection (the poller's side, while it owns the endpoint).
+    var pollerConnection: ModbusConnection? { link.connection }
+
+    /// The poll request of device `index`.
+    func pollRequest(_ index: Int) -> (address: Int, count: Int)? { states[index].inverter?.pollRequest }
+
+    /// Decodes device `index`'s poll answer and publishes the reading.
+    func pollAnswered(_ index: Int, address: Int, words: [UInt16]) throws(SunSpecError) {
+        guard let inverter = states[index].inverter else {
+            throw SunSpecError(code: "SUNSPEC_MODEL_MISSING", message: "unit id \(devices[index].unitID) not discovered")
+        }
+        var block = PrefetchedRegisters(address: address, words: words)
+        let reading = try inverter.readStatus(&block)
+        let roundTrip = link.connection?.lastRoundTrip ?? .zero
+        devices[index].slot.publish(Timestamped(reading, at: MonotonicInstant(nanoseconds: now())), roundTrip: roundTrip)
+        link.silentInARow = 0
+    }
+
+    /// What device `index` needs written this cycle (nil: nothing), by the same rule as the worker's
+    /// own `write`: a changed setpoint, or a re-arm of the revert timer at half its period.
+    func plannedWrites(_ index: Int, stalled: Bool) throws(SunSpecError)
+        -> (setpoint: Watts, rearm: Bool, writes: [(address: Int, values: [UInt16])])?
+    {
+        guard let inverter = states[index].inverter else { return nil }
+        let setpoint = stalled || states[index].valueFault ? .zero : devices[index].slot.setpoint
+        let rearm = states[index].lastWritten == nil || now() - states[index].lastArmedAt >= Int64(revertSeconds) * 500_000_000
+        guard rearm || states[index].lastWritten.map({ abs($0.value - setpoint.value) >= 1 }) ?? true else { return nil }
+        return (setpoint, rearm, try inverter.writes(setpoint, revertSeconds: revertSeconds, rearm: rearm))
+    }
+
+    /// Records that device `index`'s planned writes all went through.
+    func written(_ index: Int, setpoint: Watts, rearm: Bool) {
+        states[index].lastWritten = setpoint
+        states[index].refusalLogged = false
+        if rearm { states[index].lastArmedAt = now() }
+    }
+
+    /// Hands the endpoint back to this worker's thread (the poller's side), with the failure that
+    /// made it, if any.
+    func handBack(failure: (index: Int, error: SunSpecError)?) {
+        count(&link)
+        pollerFailure = failure
+        handedOver.store(false, ordering: .releasing)
+        handback.signal()
+    }
+
+    /// Publishes the request counters (the poller's side, once per round).
+    func countRequests() { count(&link) }
 
     /// Publishes the connection's counters (once per round: one short lock).
     private func count(_ link: inout Link) {

@@ -46,6 +46,8 @@ public final class HardwareSite: SiteIO {
     public let bmsSlots: [BMSSlot?]
     let workers: [InverterWorker]
     let bmsWorkers: [BMSWorker]
+    /// Drives the per-cycle exchanges of every healthy Modbus TCP endpoint from one thread.
+    let poller: BusPoller?
 
     /// - Parameter only: when true (the default), every device must be real; `SimulatedSite`
     ///   passes false and serves the simulated ones itself.
@@ -58,6 +60,11 @@ public final class HardwareSite: SiteIO {
         }
         inverterSlots = configuration.units.map { configuration.isSimulated(inverterOf: $0) ? nil : InverterSlot() }
         workers = Self.makeWorkers(configuration, slots: inverterSlots, phase: phase, output: output)
+        let tcp = workers.filter { if case .tcp = $0.endpoint { true } else { false } }
+        let pollerLog = UncheckedOutput(output)
+        poller = tcp.isEmpty ? nil : BusPoller(endpoints: tcp, phase: phase, priority: configuration.realtime.map { max(1, $0.priority - 1) }) {
+            pollerLog.write($0)
+        }
         bmsSlots = configuration.units.map { configuration.isSimulated(bmsOf: $0) ? nil : BMSSlot() }
         let log = UncheckedOutput(output)
         bmsWorkers = zip(configuration.units, bmsSlots).compactMap { unit, slot in
@@ -98,12 +105,15 @@ public final class HardwareSite: SiteIO {
     }
 
     public func start() {
+        poller?.start()
         for worker in workers { worker.start() }
         for worker in bmsWorkers { worker.start() }
     }
 
     public func stop() {
         for slot in inverterSlots { slot?.setSetpoint(.zero) }
+        // The poller first: it hands every endpoint back, and each worker writes its safe zero.
+        poller?.stop()
         for worker in workers { worker.stop() }
         for worker in bmsWorkers { worker.stop() }
     }
@@ -119,8 +129,10 @@ public final class HardwareSite: SiteIO {
     public func command(unit: Int, setpoint: Watts) { inverterSlots[unit]?.setSetpoint(setpoint) }
 
     public func commandsIssued() {
-        // The workers write the new setpoints now, not at their next poll.
-        for worker in workers { worker.kick() }
+        // The workers (or the poller, for the endpoints it drives) write the new setpoints now, not
+        // at their next poll.
+        poller?.kick()
+        for worker in workers where !worker.handedOver.load(ordering: .relaxed) { worker.kick() }
     }
 
     public func reconfigure(_ configuration: BessdConfiguration) {}
@@ -138,7 +150,8 @@ public final class HardwareSite: SiteIO {
     public var workersAliveCheck: @Sendable () -> Bool {
         let inverters = workers
         let bms = bmsWorkers
-        return { inverters.allSatisfy(\.isAlive) && bms.allSatisfy(\.isAlive) }
+        let poller = poller
+        return { inverters.allSatisfy(\.isAlive) && bms.allSatisfy(\.isAlive) && (poller?.isAlive ?? true) }
     }
 }
 

@@ -113,6 +113,7 @@ public final class ModbusConnection: RegisterAccess {
         isConnected = true
         connectCount &+= 1
         settleFrom = nil
+        inboundCount = 0
     }
 
     /// Closes the connection (the context stays usable for `connect()`).
@@ -147,14 +148,13 @@ public final class ModbusConnection: RegisterAccess {
         try prepare(unit: unit)
         var values = [UInt16](repeating: 0, count: count)
         let started = MonotonicClockReading.now()
-        requestCount &+= 1
         if case .tcp = endpoint {
             let what = "reading \(count) registers at \(address) of unit \(unit)"
-            let request: [UInt8] = [0x03, UInt8(address >> 8), UInt8(address & 0xFF), 0, UInt8(count)]
-            let reply = try exchange(unit: unit, request, what)
-            guard reply.count == 2 + 2 * count, Int(reply[1]) == 2 * count else { throw malformed(what) }
-            for i in 0..<count { values[i] = UInt16(reply[2 + 2 * i]) << 8 | UInt16(reply[3 + 2 * i]) }
+            let reply = try exchange(unit: unit, Self.readPDU(at: address, count: count), what)
+            guard let words = Self.registers(reply, count: count) else { throw malformed(what) }
+            values = words
         } else {
+            requestCount &+= 1
             let result = modbus_read_registers(context, Int32(address), Int32(count), &values)
             guard result == Int32(count) else { throw failure("reading \(count) registers at \(address) of unit \(unit)") }
         }
@@ -170,18 +170,16 @@ public final class ModbusConnection: RegisterAccess {
         }
         try prepare(unit: unit)
         let started = MonotonicClockReading.now()
-        requestCount &+= 1
         if case .tcp = endpoint {
             let what = "writing \(values.count) registers at \(address) of unit \(unit)"
-            var request: [UInt8] = [0x10, UInt8(address >> 8), UInt8(address & 0xFF), 0, UInt8(values.count), UInt8(2 * values.count)]
-            request.reserveCapacity(6 + 2 * values.count)
-            for value in values { request += [UInt8(value >> 8), UInt8(value & 0xFF)] }
+            let request = Self.writePDU(at: address, values)
             let reply = try exchange(unit: unit, request, what)
             // The answer echoes the address and the quantity.
-            guard reply.count == 5, reply[1...4].elementsEqual(request[1...4]) else { throw malformed(what) }
+            guard Self.echoes(reply, request) else { throw malformed(what) }
             lastRoundTrip = .nanoseconds(MonotonicClockReading.now() - started)
             return
         }
+        requestCount &+= 1
         let result = values.withUnsafeBufferPointer {
             modbus_write_registers(context, Int32(address), Int32(values.count), $0.baseAddress)
         }
@@ -193,60 +191,134 @@ public final class ModbusConnection: RegisterAccess {
 
     /// The transaction id of the next TCP request.
     private var transaction: UInt16 = 0
-    /// Receive buffer for TCP answers (an MBAP header and at most 253 bytes of PDU).
+    /// Receive buffer for TCP answers (an MBAP header and at most 253 bytes of PDU) and how much of
+    /// it holds bytes not yet consumed.
     private var inbound = [UInt8](repeating: 0, count: 7 + 253)
+    private var inboundCount = 0
 
-    /// One Modbus TCP request and its answer's PDU (function code first): one send and, as a rule,
-    /// one receive. An answer with another transaction id (a late reply to an earlier request) is
-    /// skipped; an exception answer, a wrong unit or function, a short or overlong frame are errors
-    /// with the same codes as libmodbus's (`ModbusError.from`).
-    private func exchange(unit: Int, _ pdu: [UInt8], _ what: String) throws(ModbusError) -> [UInt8] {
+    /// A Modbus TCP request on the wire whose answer has not been taken yet.
+    public struct Pending: Sendable {
+        public let unit: Int
+        public let function: UInt8
+        public let transaction: UInt16
+        public let what: String
+        /// Monotonic ns by which the answer must be complete.
+        public let deadline: Int64
+        let started: Int64
+    }
+
+    /// The socket of a connected TCP context (for poll), or -1.
+    public var socket: Int32 { isConnected ? modbus_get_socket(context) : -1 }
+
+    /// Sends one Modbus TCP request (`pdu`: function code first) on a connected, settled session,
+    /// without waiting for the answer. A session that is not connected or still settling after a
+    /// failure is refused (`MODBUS_CONNECTION_LOST`): that is the worker's to recover, not a poller's.
+    public func begin(unit: Int, _ pdu: [UInt8], _ what: String) throws(ModbusError) -> Pending {
+        guard case .tcp = endpoint, isConnected, settleFrom == nil else {
+            throw ModbusError(code: "MODBUS_CONNECTION_LOST", message: "\(what) on \(endpoint): session not ready")
+        }
         let fd = modbus_get_socket(context)
         transaction &+= 1
         let length = pdu.count + 1
         let frame: [UInt8] = [UInt8(transaction >> 8), UInt8(transaction & 0xFF), 0, 0, UInt8(length >> 8), UInt8(length & 0xFF),
                               UInt8(truncatingIfNeeded: unit)] + pdu
-        let sent = frame.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        let started = MonotonicClockReading.now()
+        requestCount &+= 1
+        let sent = frame.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
         guard sent == frame.count else { throw failure(what, errno: sent < 0 ? errno : EIO) }
-        let deadline = MonotonicClockReading.now() + timeoutNanoseconds
-        var have = 0
+        return Pending(unit: unit, function: pdu[0], transaction: transaction, what: what,
+                       deadline: started + timeoutNanoseconds, started: started)
+    }
+
+    /// Takes what has arrived for `pending`: its answer's PDU (function code first) once complete,
+    /// nil while incomplete. With `wait`, blocks until the answer is complete or the receive timeout
+    /// runs out. An answer with another transaction id (a late reply to an earlier request) is
+    /// skipped; an exception answer, a wrong unit or function, a short or overlong frame are errors
+    /// with the same codes as libmodbus's (`ModbusError.from`).
+    public func collect(_ pending: Pending, wait: Bool) throws(ModbusError) -> [UInt8]? {
+        let fd = modbus_get_socket(context)
+        let what = pending.what
         while true {
             // A whole frame in the buffer: check it, or skip it when it answers another request.
-            if have >= 7 {
+            if inboundCount >= 7 {
                 let size = 6 + (Int(inbound[4]) << 8 | Int(inbound[5]))
                 guard inbound[2] == 0, inbound[3] == 0, size >= 8, size <= inbound.count else { throw malformed(what) }
-                if have >= size {
+                if inboundCount >= size {
                     let id = UInt16(inbound[0]) << 8 | UInt16(inbound[1])
-                    if id != transaction {
-                        inbound.withUnsafeMutableBufferPointer { b in
-                            _ = memmove(b.baseAddress!, b.baseAddress! + size, have - size)
-                        }
-                        have -= size
+                    if id != pending.transaction {
+                        let rest = inboundCount - size
+                        inbound.withUnsafeMutableBufferPointer { b in _ = memmove(b.baseAddress!, b.baseAddress! + size, rest) }
+                        inboundCount = rest
                         continue
                     }
-                    guard have == size, Int(inbound[6]) == unit & 0xFF else { throw malformed(what) }
+                    guard inboundCount == size, Int(inbound[6]) == pending.unit & 0xFF else { throw malformed(what) }
+                    inboundCount = 0
                     let function = inbound[7]
-                    if function == pdu[0] | 0x80 {
+                    if function == pending.function | 0x80 {
                         guard size >= 9 else { throw malformed(what) }
                         throw failure(what, errno: ModbusError.enobase + Int32(inbound[8]))
                     }
-                    guard function == pdu[0] else { throw malformed(what) }
+                    guard function == pending.function else { throw malformed(what) }
+                    lastRoundTrip = .nanoseconds(MonotonicClockReading.now() - pending.started)
                     return Array(inbound[7..<size])
                 }
             }
-            if MonotonicClockReading.now() > deadline { throw failure(what, errno: ETIMEDOUT) }
-            let received = inbound.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + have, $0.count - have, 0) }
+            if wait, MonotonicClockReading.now() > pending.deadline { throw failure(what, errno: ETIMEDOUT) }
+            let have = inboundCount
+            let received = inbound.withUnsafeMutableBytes {
+                recv(fd, $0.baseAddress! + have, $0.count - have, wait ? 0 : Int32(MSG_DONTWAIT))
+            }
             if received > 0 {
-                have += received
+                inboundCount += received
             } else if received == 0 {
                 throw failure(what, errno: ECONNRESET)
             } else if errno == EAGAIN || errno == EWOULDBLOCK {
+                if !wait { return nil }
                 throw failure(what, errno: ETIMEDOUT)
             } else if errno != EINTR {
                 throw failure(what, errno: errno)
             }
         }
     }
+
+    /// The error for a request whose answer did not come by its deadline; the session settles
+    /// before its next request, as after any timeout.
+    public func expired(_ pending: Pending) -> ModbusError { failure(pending.what, errno: ETIMEDOUT) }
+
+    /// A read-holding-registers request (0x03) and the registers of its answer.
+    public static func readPDU(at address: Int, count: Int) -> [UInt8] {
+        [0x03, UInt8(address >> 8), UInt8(address & 0xFF), 0, UInt8(count)]
+    }
+
+    /// The registers of a 0x03 answer, or nil when its length does not match `count`.
+    public static func registers(_ reply: [UInt8], count: Int) -> [UInt16]? {
+        guard reply.count == 2 + 2 * count, Int(reply[1]) == 2 * count else { return nil }
+        return (0..<count).map { UInt16(reply[2 + 2 * $0]) << 8 | UInt16(reply[3 + 2 * $0]) }
+    }
+
+    /// A write-multiple-registers request (0x10).
+    public static func writePDU(at address: Int, _ values: [UInt16]) -> [UInt8] {
+        var request: [UInt8] = [0x10, UInt8(address >> 8), UInt8(address & 0xFF), 0, UInt8(values.count), UInt8(2 * values.count)]
+        request.reserveCapacity(6 + 2 * values.count)
+        for value in values { request += [UInt8(value >> 8), UInt8(value & 0xFF)] }
+        return request
+    }
+
+    /// True when a 0x10 answer echoes the request's address and quantity.
+    public static func echoes(_ reply: [UInt8], _ request: [UInt8]) -> Bool {
+        reply.count == 5 && reply[1...4].elementsEqual(request[1...4])
+    }
+
+    /// One Modbus TCP request and its answer's PDU: one send and, as a rule, one receive.
+    private func exchange(unit: Int, _ pdu: [UInt8], _ what: String) throws(ModbusError) -> [UInt8] {
+        let pending = try begin(unit: unit, pdu, what)
+        while true {
+            if let reply = try collect(pending, wait: true) { return reply }
+        }
+    }
+
+    /// The malformed-answer error (`MODBUS_BAD_RESPONSE`); the session settles before its next request.
+    public func malformedAnswer(_ what: String) -> ModbusError { malformed(what) }
 
     private func malformed(_ what: String) -> ModbusError {
         failure(what, errno: ModbusError.enobase + 13)  // EMBBADDATA
@@ -291,6 +363,7 @@ public final class ModbusConnection: RegisterAccess {
     }
 
     private func failure(_ what: String, errno code: Int32 = errno) -> ModbusError {
+        inboundCount = 0
         let error = ModbusError.from(errno: code, doing: "\(what) on \(endpoint)")
         if error.isConnectionLost {
             close()

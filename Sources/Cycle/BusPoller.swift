@@ -1,0 +1,279 @@
+import BessSystem
+public import ControlCore
+import Fieldbus
+import Glibc
+import Synchronization
+
+/// One thread that drives the per-cycle exchanges of every healthy Modbus TCP endpoint of the site:
+/// just before each cycle it sends every endpoint's poll requests at once and takes the answers as
+/// they arrive; when the cycle hands over its setpoints it sends the writes at once and takes their
+/// answers while it waits for the next round. Requests on one endpoint stay strictly one at a time
+/// (gateways and devices need not accept more than one outstanding request); different endpoints
+/// run side by side. A cycle thus costs a handful of wake-ups for the whole site instead of three or
+/// four per endpoint, which on a virtual machine is most of the CPU a bus costs.
+///
+/// Endpoints are handed to it by their `InverterWorker` once connected, discovered and answering,
+/// and handed back at the first failure (with its error, which the worker acts on exactly as if it
+/// had met it itself), when the worker's minute's refresh of static values comes due, and at stop.
+/// A dead endpoint only ever costs its own request's timeout: the poller never waits on one
+/// endpoint while another has work.
+public final class BusPoller: @unchecked Sendable {
+    let endpoints: [InverterWorker]
+    let phase: CyclePhase
+    let priority: Int?
+    let log: @Sendable (String) -> Void
+    private let worker = WorkerThread()
+    /// The cycle's hand-over of setpoints, and workers' hand-overs of endpoints.
+    private let kicked = Wakeup()
+    private let adopted = Wakeup()
+
+    /// True while the poller's thread runs its loop (the watchdog checks it).
+    public var isAlive: Bool { worker.isAlive }
+
+    init(endpoints: [InverterWorker], phase: CyclePhase, priority: Int?, log: @escaping @Sendable (String) -> Void) {
+        self.endpoints = endpoints
+        self.phase = phase
+        self.priority = priority
+        self.log = log
+        for endpoint in endpoints { endpoint.poller = self }
+    }
+
+    public func start() { worker.start { [self] in loop() } }
+
+    /// Stops the poller; every endpoint it drives is handed back to its worker (which writes the
+    /// safe zero when it stops).
+    public func stop() { worker.stop() }
+
+    /// The cycle has handed over its setpoints (the cycle's side: one eventfd write).
+    public func kick() { kicked.signal() }
+
+    /// A worker handed its endpoint over, or wants it back.
+    func adopt() { adopted.signal() }
+
+    /// One request of one endpoint's queue.
+    enum Job {
+        case read(device: Int, address: Int, count: Int)
+        case write(device: Int, address: Int, values: [UInt16], last: (setpoint: Watts, rearm: Bool)?)
+    }
+
+    /// What the poller holds for one endpoint it drives.
+    struct Lane {
+        var active = false
+        var queue: [Job] = []
+        var next = 0
+        var pending: (job: Job, exchange: ModbusConnection.Pending, request: [UInt8])?
+        var idle: Bool { pending == nil && next >= queue.count }
+    }
+
+    private func loop() {
+        if let priority {
+            var parameters = sched_param(sched_priority: Int32(priority))
+            if pthread_setschedparam(pthread_self(), SCHED_FIFO, &parameters) != 0 {
+                log("bus poller: REALTIME_DEGRADED: SCHED_FIFO \(priority) refused; it runs SCHED_OTHER")
+            }
+        }
+        var lanes = [Lane](repeating: Lane(), count: endpoints.count)
+        var lead = ReadLead()
+        var lastKick = now()
+        while worker.isRunning {
+            let deadline = phase.nextDeadline
+            let period = phase.periodNanoseconds
+            guard deadline > 0 else {
+                serve(&lanes, until: now() + 10_000_000)
+                continue
+            }
+            manage(&lanes)
+            guard lanes.contains(where: \.active) else {
+                // Nothing handed over: wait for a hand-over, not for the cycle.
+                serve(&lanes, until: deadline) { lanes in lanes.contains(where: \.active) }
+                continue
+            }
+            var readAt = deadline - lead.nanoseconds(period: period)
+            if readAt < now() - period / 2 { readAt = now() }
+            // Until the reads: hand-overs in both directions, and the answers of endpoints with more
+            // requests queued. The answer to an endpoint's last write is taken when the reads start,
+            // not as it arrives: one wake-up less per endpoint and cycle.
+            serve(&lanes, until: readAt, lastAnswersLater: true)
+            for i in lanes.indices where lanes[i].pending != nil { answer(&lanes, i) }
+            if kicked.drain() { lastKick = now() }  // a hand-over meant for an earlier cycle
+            manage(&lanes)
+            var reading = false
+            for i in lanes.indices where lanes[i].active && lanes[i].idle {
+                lanes[i].queue = endpoints[i].devices.indices.compactMap { d in
+                    endpoints[i].pollRequest(d).map { Job.read(device: d, address: $0.address, count: $0.count) }
+                }
+                lanes[i].next = 0
+                start(&lanes, i)
+                reading = true
+            }
+            // The reads: until every endpoint has answered (or failed), or the cycle hands over.
+            var handedOver = false
+            serve(&lanes, until: deadline + period / 2, watchKick: true) { lanes in
+                if kicked.drain() { handedOver = true }
+                return handedOver || lanes.allSatisfy { !$0.active || !$0.isReading }
+            }
+            if reading { lead.record(readAt: readAt, done: now()) }
+            if !handedOver {
+                serve(&lanes, until: max(deadline, now()) + period / 2, watchKick: true) { _ in
+                    if kicked.drain() { handedOver = true }
+                    return handedOver
+                }
+            }
+            if handedOver { lastKick = now() }
+            // A cycle that stops handing over (stalled, not stopped) gets zero, revert armed.
+            let stalled = now() - lastKick > max(InverterWorker.stallAfterNanoseconds, 5 * period)
+            for i in lanes.indices where lanes[i].active {
+                var jobs: [Job] = []
+                for d in endpoints[i].devices.indices {
+                    do throws(SunSpecError) {
+                        guard let plan = try endpoints[i].plannedWrites(d, stalled: stalled) else { continue }
+                        for (k, w) in plan.writes.enumerated() {
+                            jobs.append(.write(device: d, address: w.address, values: w.values,
+                                               last: k == plan.writes.count - 1 ? (plan.setpoint, plan.rearm) : nil))
+                        }
+                    } catch {
+                        // A setpoint the device cannot take: its worker replaces it by 0 W.
+                        release(&lanes, i, failure: (d, error))
+                        break
+                    }
+                }
+                guard lanes[i].active else { continue }
+                lanes[i].queue.removeFirst(min(lanes[i].next, lanes[i].queue.count))
+                lanes[i].next = 0
+                lanes[i].queue += jobs
+                if lanes[i].pending == nil { start(&lanes, i) }
+            }
+            // Sleep at least to this cycle's deadline, so the next round reads for the next cycle.
+            if now() < deadline { serve(&lanes, until: deadline) }
+        }
+        // Hand every endpoint back, taken up or not yet; a request in flight is the worker's to settle.
+        for i in lanes.indices where lanes[i].active || endpoints[i].handedOver.load(ordering: .acquiring) {
+            release(&lanes, i, failure: nil)
+        }
+    }
+
+    /// Takes endpoints handed over; hands back those whose worker wants them (when idle).
+    private func manage(_ lanes: inout [Lane]) {
+        for i in lanes.indices {
+            if !lanes[i].active, endpoints[i].handedOver.load(ordering: .acquiring) {
+                lanes[i] = Lane()
+                lanes[i].active = true
+            }
+            if lanes[i].active, lanes[i].idle, endpoints[i].wantsBack.load(ordering: .relaxed) {
+                release(&lanes, i, failure: nil)
+            }
+        }
+    }
+
+    private func release(_ lanes: inout [Lane], _ i: Int, failure: (index: Int, error: SunSpecError)?) {
+        lanes[i] = Lane()
+        endpoints[i].handBack(failure: failure)
+    }
+
+    /// Sends the next request of endpoint `i`'s queue, if any.
+    private func start(_ lanes: inout [Lane], _ i: Int) {
+        guard lanes[i].active, lanes[i].pending == nil, lanes[i].next < lanes[i].queue.count,
+              let connection = endpoints[i].pollerConnection else { return }
+        let job = lanes[i].queue[lanes[i].next]
+        lanes[i].next += 1
+        let unit: Int
+        let request: [UInt8]
+        let what: String
+        switch job {
+        case .read(let d, let address, let count):
+            unit = endpoints[i].devices[d].unitID
+            request = ModbusConnection.readPDU(at: address, count: count)
+            what = "reading \(count) registers at \(address) of unit \(unit)"
+        case .write(let d, let address, let values, _):
+            unit = endpoints[i].devices[d].unitID
+            request = ModbusConnection.writePDU(at: address, values)
+            what = "writing \(values.count) registers at \(address) of unit \(unit)"
+        }
+        do throws(ModbusError) {
+            lanes[i].pending = (job, try connection.begin(unit: unit, request, what), request)
+        } catch {
+            release(&lanes, i, failure: (device(job), SunSpecError(code: error.code, message: error.message)))
+        }
+    }
+
+    private func device(_ job: Job) -> Int {
+        switch job {
+        case .read(let d, _, _), .write(let d, _, _, _): d
+        }
+    }
+
+    /// Takes answers and starts the next requests until `end`, or until `done` says so (checked
+    /// after every wake-up; with `watchKick`, a hand-over from the cycle also wakes it). Expired
+    /// requests hand their endpoint back with a timeout.
+    private func serve(_ lanes: inout [Lane], until end: Int64, watchKick: Bool = false, lastAnswersLater: Bool = false,
+                       done: (borrowing [Lane]) -> Bool = { _ in false }) {
+        var fds = [pollfd](repeating: pollfd(), count: endpoints.count + 2)
+        var owners = [Int](repeating: -1, count: endpoints.count + 2)
+        while worker.isRunning {
+            manage(&lanes)
+            if done(lanes) { return }
+            let current = now()
+            var wakeAt = end
+            var n = 0
+            fds[n] = pollfd(fd: adopted.descriptor, events: Int16(POLLIN), revents: 0); n += 1
+            if watchKick { fds[n] = pollfd(fd: kicked.descriptor, events: Int16(POLLIN), revents: 0); n += 1 }
+            for i in lanes.indices {
+                guard let pending = lanes[i].pending, let connection = endpoints[i].pollerConnection else { continue }
+                if current >= pending.exchange.deadline {
+                    let error = connection.expired(pending.exchange)
+                    release(&lanes, i, failure: (device(pending.job), SunSpecError(code: error.code, message: error.message)))
+                    continue
+                }
+                wakeAt = min(wakeAt, pending.exchange.deadline)
+                if lastAnswersLater, lanes[i].next >= lanes[i].queue.count { continue }
+                fds[n] = pollfd(fd: connection.socket, events: Int16(POLLIN), revents: 0)
+                owners[n] = i
+                n += 1
+            }
+            if current >= end { return }
+            let ms = Int32(clamping: (wakeAt - current + 999_999) / 1_000_000)
+            let ready = fds.withUnsafeMutableBufferPointer { poll($0.baseAddress, nfds_t(n), ms) }
+            guard ready > 0 else { continue }
+            if fds[0].revents != 0 { adopted.drain() }
+            for k in (watchKick ? 2 : 1)..<n where fds[k].revents != 0 { answer(&lanes, owners[k]) }
+        }
+    }
+
+    /// Takes what arrived for endpoint `i`'s request in flight.
+    private func answer(_ lanes: inout [Lane], _ i: Int) {
+        guard i >= 0, let pending = lanes[i].pending, let connection = endpoints[i].pollerConnection else { return }
+        let d = device(pending.job)
+        do {
+            guard let reply = try connection.collect(pending.exchange, wait: false) else { return }
+            lanes[i].pending = nil
+            switch pending.job {
+            case .read(_, let address, let count):
+                guard let words = ModbusConnection.registers(reply, count: count) else {
+                    throw connection.malformedAnswer(pending.exchange.what)
+                }
+                try endpoints[i].pollAnswered(d, address: address, words: words)
+            case .write(_, _, _, let last):
+                guard ModbusConnection.echoes(reply, pending.request) else { throw connection.malformedAnswer(pending.exchange.what) }
+                if let last { endpoints[i].written(d, setpoint: last.setpoint, rearm: last.rearm) }
+            }
+            start(&lanes, i)
+            if lanes[i].idle { endpoints[i].countRequests() }
+        } catch let error as ModbusError {
+            release(&lanes, i, failure: (d, SunSpecError(code: error.code, message: error.message)))
+        } catch let error as SunSpecError {
+            release(&lanes, i, failure: (d, error))
+        } catch {
+            release(&lanes, i, failure: (d, SunSpecError(code: "MODBUS_IO", message: "\(error)")))
+        }
+    }
+
+    private func now() -> Int64 { MonotonicClock.now().nanoseconds }
+}
+
+extension BusPoller.Lane {
+    /// True while a read of this round is queued or in flight.
+    var isReading: Bool {
+        if let pending, case .read = pending.job { return true }
+        return queue[next...].contains { if case .read = $0 { true } else { false } }
+    }
+}
