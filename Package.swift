@@ -57,12 +57,12 @@ let package = Package(
         .target(name: "ControlProtocol", dependencies: ["BessSystem"], swiftSettings: swiftSettings),
         .target(
             name: "Fieldbus",
-            dependencies: ["ControlCore", "CModbus", "CSocketCAN"],
+            dependencies: ["ControlCore", "BessSystem", "CModbus", "CSocketCAN"],
             swiftSettings: swiftSettings),
         // Configuration: the YAML schema, its diagnostics and the mapping to control settings (the only Yams user).
         .target(
             name: "Config",
-            dependencies: ["ControlCore", "Fieldbus", .product(name: "Yams", package: "Yams")],
+            dependencies: ["ControlCore", "BessSystem", "Fieldbus", .product(name: "Yams", package: "Yams")],
             swiftSettings: swiftSettings),
         // The real-time cycle and the bus workers behind the SiteIO seam; never imports the simulator.
         .target(name: "Cycle", dependencies: ["ControlCore", "BessSystem", "Fieldbus", "Config"], swiftSettings: swiftSettings),

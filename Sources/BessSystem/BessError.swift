@@ -1,4 +1,5 @@
-import BessSystem
+import Glibc
+
 /// An error with a stable code and a message for a person: `CONTROL_SOCKET_UNREACHABLE: cannot
 /// connect to /run/bessd/control.sock …`. The code is what journald (`BESS_CODE=`), scripts and the
 /// docs match on; the message may change. Device, socket and start-up errors share this one shape
@@ -14,4 +15,11 @@ public struct BessError: Error, CustomStringConvertible, Equatable {
     }
 
     public var description: String { "\(code): \(message)" }
+}
+
+/// What an errno means, in words: the one place bessd turns an errno into text for a message.
+public enum SystemError {
+    /// The C library's description of `code` (e.g. "Connection refused").
+    /// The corresponding C function is `strerror`.
+    public static func text(_ code: Int32) -> String { String(cString: strerror(code)) }
 }

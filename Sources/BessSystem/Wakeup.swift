@@ -27,7 +27,7 @@ public final class Wakeup: @unchecked Sendable {
     @discardableResult
     public func wait(until ns: Int64) -> Bool {
         while true {
-            let remaining = ns - monotonicNanoseconds()
+            let remaining = ns - SystemClock.monotonicNanoseconds()
             if remaining <= 0 { return drain() }
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             if poll(&pfd, 1, Int32(min(remaining / 1_000_000 + 1, 1000))) > 0, drain() { return true }
@@ -40,11 +40,4 @@ public final class Wakeup: @unchecked Sendable {
         var count: UInt64 = 0
         return read(fd, &count, 8) == 8
     }
-}
-
-/// CLOCK_MONOTONIC in nanoseconds.
-func monotonicNanoseconds() -> Int64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
 }

@@ -1,3 +1,4 @@
+import BessSystem
 import ControlCore
 import Fieldbus
 import Foundation
@@ -8,7 +9,7 @@ public enum ConfigLoader {
     /// Loads the file at `path`.
     public static func load(path: String) throws(ConfigurationError) -> BessdConfiguration {
         guard let data = FileManager.default.contents(atPath: path) else {
-            let reason = access(path, R_OK) == 0 ? "not a readable file" : String(cString: strerror(errno))
+            let reason = access(path, R_OK) == 0 ? "not a readable file" : SystemError.text(errno)
             throw ConfigurationError([ConfigDiagnostic(
                 code: "CONFIG_UNREADABLE", file: path, line: nil, keyPath: "", message: "cannot read the file: \(reason)")])
         }
@@ -233,6 +234,7 @@ public enum ConfigLoader {
         if list.isEmpty { r.error(top.mark("bess_units"), "bess_units", "list at least one unit", got: "[]") }
         var units: [UnitConfiguration] = []
         var seen: [String: Int] = [:]
+        var endpoints: [(index: Int, settings: ModbusSettings, fields: ConfigReader.Fields)] = []
         for (index, node) in list.enumerated() {
             let path = "bess_units[\(index)]"
             guard let u = r.fields(node, path) else { continue }
@@ -249,7 +251,9 @@ public enum ConfigLoader {
             if capacity == nil && !u.has("capacity_kwh") { r.error(node, "\(path).capacity_kwh", "is required") }
             let power = u.double("max_power_kw", range: 0...100_000, exclusiveLower: true, unit: "kW")
             if power == nil && !u.has("max_power_kw") { r.error(node, "\(path).max_power_kw", "is required") }
-            let modbus = u.fields("modbus").flatMap { decodeModbus($0, r) }
+            let modbusFields = u.fields("modbus")
+            let modbus = modbusFields.flatMap { decodeModbus($0, r) }
+            if let modbus, let fields = modbusFields { endpoints.append((index, modbus, fields)) }
             var inverter = InverterSettings(simulated: false, protocolName: .sunspec)
             var inverterStale = 3.0
             if let inv = u.fields("inverter") {
@@ -297,6 +301,32 @@ public enum ConfigLoader {
                 units.append(UnitConfiguration(
                     id: id, campusID: campus, capacityKWh: capacity, maxPowerKW: power, modbus: modbus,
                     inverter: inverter, bms: bms, inverterStaleAfterSeconds: inverterStale))
+            }
+        }
+        // One serial line has one set of line settings, and one device (endpoint, unit id) one unit:
+        // two units commanding the same inverter would fight over its setpoint.
+        for (k, b) in endpoints.enumerated() {
+            for a in endpoints[..<k] {
+                switch (a.settings.transport, b.settings.transport) {
+                case (.rtu(let x), .rtu(let y)) where x.device == y.device && x != y:
+                    r.error(b.fields.mark("device"), b.fields.child("device"),
+                            "shares \(y.device) with bess_units[\(a.index)], whose line settings differ "
+                            + "(\(x.baud) \(x.dataBits)\(x.parity.rawValue.prefix(1).uppercased())\(x.stopBits)\(x.rs485 ? " rs485" : "")); "
+                            + "one serial line has one set of settings",
+                            got: "\(y.baud) \(y.dataBits)\(y.parity.rawValue.prefix(1).uppercased())\(y.stopBits)\(y.rs485 ? " rs485" : "")")
+                default: break
+                }
+                let sameLine: Bool
+                switch (a.settings.transport, b.settings.transport) {
+                case (.rtu(let x), .rtu(let y)): sameLine = x.device == y.device
+                case (.tcp(let h1, let p1), .tcp(let h2, let p2)): sameLine = h1 == h2 && p1 == p2
+                default: sameLine = false
+                }
+                if sameLine, a.settings.unitID == b.settings.unitID {
+                    r.error(b.fields.mark("unit_id"), b.fields.child("unit_id"),
+                            "is the same device as bess_units[\(a.index)] (same endpoint and unit id); each unit needs its own inverter",
+                            got: String(b.settings.unitID))
+                }
             }
         }
         // One BMS per CAN interface: the profile's frame IDs cannot tell two apart.

@@ -23,7 +23,7 @@ public enum ControlClient {
         }
         guard connected == 0 else {
             throw ControlError(code: "CONTROL_SOCKET_UNREACHABLE",
-                           message: "cannot connect to \(path): \(String(cString: strerror(errno))) (is bessd running? --socket PATH)")
+                           message: "cannot connect to \(path): \(SystemError.text(errno)) (is bessd running? --socket PATH)")
         }
         let micros = max(1000, timeout.components.seconds * 1_000_000 + timeout.components.attoseconds / 1_000_000_000_000)
         var tv = timeval(tv_sec: Int(micros / 1_000_000), tv_usec: Int(micros % 1_000_000))

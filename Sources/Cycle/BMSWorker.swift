@@ -64,7 +64,7 @@ public final class BMSWorker: @unchecked Sendable {
     private func loop() {
         var decoder = PylontechDecoder()
         var socket: CANSocket?
-        var backoff: Int64 = 250_000_000
+        var backoff = Backoff(firstNanoseconds: 250_000_000, maximumNanoseconds: 5_000_000_000)
         var retryAt: Int64 = 0
         var nextKeepAlive: Int64 = 0
         var reported: String?
@@ -82,7 +82,7 @@ public final class BMSWorker: @unchecked Sendable {
                 }
                 do {
                     socket = try CANSocket(interface: interface, filters: PylontechLV.receiveFilters)
-                    backoff = 250_000_000
+                    backoff.reset()
                     slot.update { $0.fault = nil }
                     if reported != nil { log("\(interface): CAN interface back") }
                     reported = nil
@@ -90,8 +90,7 @@ public final class BMSWorker: @unchecked Sendable {
                     slot.update { $0.fault = error.code }
                     if reported != error.code { log("\(interface): \(error)") }
                     reported = error.code
-                    retryAt = now + backoff
-                    backoff = min(backoff * 2, 5_000_000_000)
+                    retryAt = now + backoff.next()
                     continue
                 }
             }
@@ -137,7 +136,7 @@ public final class BMSWorker: @unchecked Sendable {
                 slot.update { $0.fault = error.code == "CAN_RECEIVE_FAILED" ? "CAN_INTERFACE_DOWN" : error.code }
                 log("\(interface): \(error)")
                 socket = nil
-                retryAt = MonotonicClock.now().nanoseconds + backoff
+                retryAt = MonotonicClock.now().nanoseconds + backoff.next()
             }
         }
     }

@@ -1,3 +1,4 @@
+import BessSystem
 import Glibc
 public import Config
 
@@ -10,7 +11,7 @@ package enum Realtime {
         if settings.lockMemory {
             // MCL_ONFAULT (4): lock pages as they are touched, not the whole address space up front.
             if mlockall(MCL_CURRENT | MCL_FUTURE | 4) != 0 {
-                notices.append("REALTIME_DEGRADED: mlockall failed (\(String(cString: strerror(errno)))); memory is not locked "
+                notices.append("REALTIME_DEGRADED: mlockall failed (\(SystemError.text(errno))); memory is not locked "
                                + "(grant CAP_IPC_LOCK or LimitMEMLOCK=infinity)")
             }
         }
@@ -20,7 +21,7 @@ package enum Realtime {
             var value = Int32(clamping: latency)
             if fd < 0 || write(fd, &value, 4) != 4 {
                 notices.append("REALTIME_DEGRADED: cannot hold /dev/cpu_dma_latency at \(latency) µs "
-                               + "(\(String(cString: strerror(errno)))); deep C-states stay allowed")
+                               + "(\(SystemError.text(errno))); deep C-states stay allowed")
                 if fd >= 0 { close(fd) }
                 fd = -1
             }
@@ -33,7 +34,7 @@ package enum Realtime {
         var parameters = sched_param(sched_priority: Int32(settings.priority))
         let result = pthread_setschedparam(pthread_self(), SCHED_FIFO, &parameters)
         guard result == 0 else {
-            return "REALTIME_DEGRADED: SCHED_FIFO \(settings.priority) refused (\(String(cString: strerror(result)))); "
+            return "REALTIME_DEGRADED: SCHED_FIFO \(settings.priority) refused (\(SystemError.text(result))); "
                 + "the cycle runs SCHED_OTHER (grant CAP_SYS_NICE or LimitRTPRIO)"
         }
         return nil

@@ -236,7 +236,7 @@ public final class SunSpecServer: @unchecked Sendable {
         if case .rtu(let device, _, _, _, _, _) = transport {
             guard modbus_connect(context) == 0 else {
                 throw FieldbusError(code: "MODBUS_SERIAL_FAILED",
-                                    message: "cannot open \(device): \(String(cString: strerror(errno)))", errno: errno)
+                                    message: "cannot open \(device): \(SystemError.text(errno))", errno: errno)
             }
             // Return from a wait every 100 ms so stop() is noticed.
             modbus_set_indication_timeout(context, 0, 100_000)
@@ -246,7 +246,7 @@ public final class SunSpecServer: @unchecked Sendable {
         listener = modbus_tcp_listen(context, 16)
         guard listener >= 0 else {
             throw FieldbusError(code: "MODBUS_LISTEN_FAILED",
-                                message: "cannot listen on \(host):\(port): \(String(cString: strerror(errno)))", errno: errno)
+                                message: "cannot listen on \(host):\(port): \(SystemError.text(errno))", errno: errno)
         }
         if port == 0 {
             var address = sockaddr_in()

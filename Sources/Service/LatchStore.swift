@@ -1,3 +1,4 @@
+import BessSystem
 public import Config
 public import Cycle
 public import ControlCore
@@ -42,7 +43,7 @@ public final class LatchStore {
     public func load() -> Loaded {
         guard FileManager.default.fileExists(atPath: path) else { return .firstStart }
         guard let data = FileManager.default.contents(atPath: path) else {
-            return .corrupt(reason: "cannot read \(path): \(String(cString: strerror(errno)))")
+            return .corrupt(reason: "cannot read \(path): \(SystemError.text(errno))")
         }
         guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
               object["format"] as? String == "bessd-latches", (object["version"] as? NSNumber)?.intValue == 1,
@@ -88,11 +89,11 @@ public final class LatchStore {
             throw LatchStoreError("cannot encode the latch state")
         }
         if mkdir(directory, 0o750) != 0, errno != EEXIST {
-            throw LatchStoreError("cannot create \(directory): \(String(cString: strerror(errno)))")
+            throw LatchStoreError("cannot create \(directory): \(SystemError.text(errno))")
         }
         let temporary = path + ".tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o640)
-        guard fd >= 0 else { throw LatchStoreError("cannot write \(temporary): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw LatchStoreError("cannot write \(temporary): \(SystemError.text(errno))") }
         var written = 0
         let ok = data.withUnsafeBytes { bytes -> Bool in
             while written < bytes.count {
@@ -109,10 +110,10 @@ public final class LatchStore {
         close(fd)
         guard ok else {
             unlink(temporary)
-            throw LatchStoreError("cannot write \(temporary): \(String(cString: strerror(writeErrno)))")
+            throw LatchStoreError("cannot write \(temporary): \(SystemError.text(writeErrno))")
         }
         guard rename(temporary, path) == 0 else {
-            let reason = String(cString: strerror(errno))
+            let reason = SystemError.text(errno)
             unlink(temporary)
             throw LatchStoreError("cannot replace \(path): \(reason)")
         }

@@ -314,7 +314,7 @@ final class ServiceServer: @unchecked Sendable {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<Address>.size)) }
         }
         guard bound == 0, listen(fd, 128) == 0 else {
-            let reason = String(cString: strerror(errno))
+            let reason = SystemError.text(errno)
             close(fd)
             throw RunError(code: code, message: "cannot listen on \(name): \(reason)")
         }

@@ -1,4 +1,5 @@
 import BessSystem
+import ControlCore
 import AsyncHTTPClient
 import Foundation
 import NIOCore
@@ -102,10 +103,10 @@ public final class UplinkSender: Sendable {
     }
 
     func run(_ client: HTTPClient) async {
-        var backoff = settings.minBackoff
+        var backoff = Backoff(firstNanoseconds: settings.minBackoff.nanosecondsClamped,
+                              maximumNanoseconds: settings.maxBackoff.nanosecondsClamped)
         var acks: [CommandAck] = []
         var reported: String?
-        var random = SystemRandomNumberGenerator()
         while !Task.isCancelled {
             let records: [SpoolRecord]
             do {
@@ -131,7 +132,7 @@ public final class UplinkSender: Sendable {
                 }
                 if reported != nil { log("uplink delivering again", nil) }
                 reported = nil
-                backoff = settings.minBackoff
+                backoff.reset()
                 if !commands.isEmpty { acks = handleCommands(commands) }
                 if records.count < settings.batchSize && acks.isEmpty { try? await Task.sleep(for: settings.interval) }
             } catch {
@@ -143,11 +144,8 @@ public final class UplinkSender: Sendable {
                 }
                 if reported != code { log("uplink: \(error); retrying with back-off", code) }
                 reported = code
-                // Full jitter: a random pause up to the current back-off, which doubles to the maximum.
-                let ceiling = backoff.nanosecondsForUplink
-                let pause = Int64.random(in: ceiling / 2...ceiling, using: &random)
-                try? await Task.sleep(for: .nanoseconds(pause))
-                backoff = min(backoff * 2, settings.maxBackoff)
+                // The current back-off plus up to a quarter, chosen at random; it doubles to the maximum.
+                try? await Task.sleep(for: .nanoseconds(backoff.next()))
             }
         }
         try? await client.shutdown()
@@ -201,11 +199,4 @@ public struct UplinkError: Error, CustomStringConvertible {
     public var code: String
     public var message: String
     public var description: String { "\(code): \(message)" }
-}
-
-extension Duration {
-    var nanosecondsForUplink: Int64 {
-        let (s, a) = components
-        return max(1, s * 1_000_000_000 + a / 1_000_000_000)
-    }
 }

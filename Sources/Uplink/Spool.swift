@@ -1,3 +1,4 @@
+import BessSystem
 import Foundation
 import Glibc
 
@@ -143,7 +144,7 @@ public final class Spool {
                 let end = lseek(fd, 0, SEEK_END)
                 ftruncate(fd, end - off_t(offset))
                 throw SpoolError(code: e == ENOSPC || e == EDQUOT || e == EFBIG ? "SPOOL_FULL" : "SPOOL_IO",
-                                 message: "writing the spool: \(String(cString: strerror(e)))", errno: e)
+                                 message: "writing the spool: \(SystemError.text(e))", errno: e)
             }
             offset += n
         }
@@ -156,7 +157,7 @@ public final class Spool {
         fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o640)
         guard fd >= 0 else {
             throw SpoolError(code: errno == ENOSPC ? "SPOOL_FULL" : "SPOOL_IO",
-                             message: "cannot create \(path): \(String(cString: strerror(errno)))", errno: errno)
+                             message: "cannot create \(path): \(SystemError.text(errno))", errno: errno)
         }
         segments.append(Segment(firstSeq: firstSeq, lastSeq: firstSeq - 1, bytes: 0, path: path))
     }

@@ -25,7 +25,7 @@ struct AggregatorTests {
             kill(aggregator.processIdentifier, SIGTERM)
             aggregator.waitUntilExit()
         }
-        usleep(1_000_000)
+        #expect(waitFor(seconds: 10) { LoopbackRigTests.listening(port) }, "bess-aggregator never listened")
         let base = "http://127.0.0.1:\(port)"
         let yaml = daemonYAML.replacingOccurrences(of: "base_hz: 49.8", with: "base_hz: 50.0") + """
 
@@ -34,16 +34,23 @@ struct AggregatorTests {
             """
         var daemon = try RunningDaemon(yaml: yaml)
         _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
-        usleep(1_500_000)
+        // Killed once the aggregator has stored some of its records (the rest replay after the restart).
+        func stored() -> [UInt64] {
+            (try? JSONDecoder().decode([UInt64].self, from: curl(["\(base)/v1/sites/AGG_SITE/seqs"]))) ?? []
+        }
+        #expect(waitFor(seconds: 15) { stored().count >= 3 })
         daemon.signal(SIGKILL)
         _ = daemon.finish()
         daemon = try RunningDaemon(yaml: yaml)
         _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
         let command = #"{"id":"agg-1","kind":"power","unit":"D2","power_kw":25,"expires_unix":\#(Date().timeIntervalSince1970 + 120)}"#
         _ = try curl(["-X", "POST", "-H", "Authorization: Bearer t0ken", "--data-binary", command, "\(base)/v1/sites/AGG_SITE/commands"])
-        usleep(2_500_000)
-        let d2 = try #require((try daemon.request(["verb": "status"])["units"] as? [[String: Any]])?.last)
-        #expect(((d2["setpoint_w"] as? NSNumber)?.doubleValue ?? 0) > 5_000)  // heading to +25 kW at the ramp
+        // The command arrives with the next batch's answer; D2 heads to +25 kW at the ramp.
+        func d2Setpoint() -> Double {
+            let units = (try? daemon.request(["verb": "status"])["units"] as? [[String: Any]]) ?? nil
+            return (units?.last?["setpoint_w"] as? NSNumber)?.doubleValue ?? 0
+        }
+        #expect(waitFor(seconds: 15) { d2Setpoint() > 5_000 }, "D2 at \(d2Setpoint()) W")
         daemon.signal(SIGTERM)
         _ = daemon.finish()
 

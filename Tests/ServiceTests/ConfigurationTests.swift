@@ -217,6 +217,16 @@ struct ConfigurationTests {
         Bad(name: "bms_values naming nothing",
             yaml: unit + "simulation:\n  faults:\n    - kind: bms_values\n      bms: {}\n", line: nil,
             keyPath: "simulation.faults[0].bms", message: "names no value"),
+        Bad(name: "two settings for one serial line",
+            yaml: "mode: hil\nbess_units:\n"
+                + "  - {id: A, capacity_kwh: 10, max_power_kw: 5, bms: {simulated: true}, modbus: {device: /dev/ttyBESS0, baud: 9600, unit_id: 1}}\n"
+                + "  - {id: B, capacity_kwh: 10, max_power_kw: 5, bms: {simulated: true}, modbus: {device: /dev/ttyBESS0, baud: 19200, unit_id: 2}}\n",
+            line: 4, keyPath: "bess_units[1].modbus.device", message: "whose line settings differ (9600 8E1)"),
+        Bad(name: "two units on one inverter",
+            yaml: "mode: hil\nbess_units:\n"
+                + "  - {id: A, capacity_kwh: 10, max_power_kw: 5, bms: {simulated: true}, modbus: {host: 10.0.0.5, unit_id: 3}}\n"
+                + "  - {id: B, capacity_kwh: 10, max_power_kw: 5, bms: {simulated: true}, modbus: {host: 10.0.0.5, port: 502, unit_id: 3}}\n",
+            line: 4, keyPath: "bess_units[1].modbus.unit_id", message: "is the same device as bess_units[0]"),
         Bad(name: "YAML syntax", yaml: "bess_units: [\n", line: 2, keyPath: "", message: "YAML syntax error"),
         Bad(name: "duplicate key", yaml: unit + "period_ms: 100\nperiod_ms: 200\n", line: nil, keyPath: "",
             message: "duplicate key"),

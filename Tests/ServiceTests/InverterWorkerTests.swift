@@ -51,6 +51,7 @@ struct InverterWorkerTests {
         let w = worker(inverter, slot: slot, phase: phase)
         // A stand-in cycle: publishes its deadlines and kicks after each, commanding 30 kW.
         let running = Atomic<Bool>(true)
+        let handedOver = Atomic<Int>(0)
         let cycle = Thread {
             var deadline = MonotonicClock.now().nanoseconds
             while running.load(ordering: .relaxed) {
@@ -59,14 +60,16 @@ struct InverterWorkerTests {
                 MonotonicClock.sleep(until: MonotonicInstant(nanoseconds: deadline))
                 slot.setSetpoint(.kilowatts(30))
                 w.kick()
+                handedOver.add(1, ordering: .relaxed)
             }
         }
         cycle.start()
         w.start()
         defer { w.stop() }
         #expect(waitFor(5) { inverter.last == 30_000 }, "writes: \(inverter.all)")
-        // Two seconds of a healthy cycle: nothing but 30 kW is written.
-        usleep(2_000_000)
+        // Twenty more cycles of a healthy cycle (2 s): nothing but 30 kW is written.
+        let now = handedOver.load(ordering: .relaxed)
+        #expect(waitFor(5) { handedOver.load(ordering: .relaxed) >= now + 20 })
         #expect(inverter.last == 30_000)
         // The cycle stalls: its deadline stays published, no more hand-overs.
         running.store(false, ordering: .relaxed)

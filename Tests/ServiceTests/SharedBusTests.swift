@@ -250,20 +250,25 @@ struct SharedBusTests {
         #expect(w.wire.connects == 1)
     }
 
-    @Test("units on one serial device share one worker even when their line settings differ (warned), TCP by endpoint")
+    @Test("units on one serial device share one worker, TCP units share one per endpoint; differing line settings are a config error, a warning if built by hand")
     func oneWorkerPerLine() throws {
-        let c = try ConfigLoader.parse("""
+        var c = try ConfigLoader.parse("""
             mode: hil
             bess_units:
               - {id: A, capacity_kwh: 10, max_power_kw: 5, bms: {simulated: true},
                  modbus: {device: /dev/ttyBESS0, baud: 9600, unit_id: 1}}
               - {id: B, capacity_kwh: 10, max_power_kw: 5, bms: {simulated: true},
-                 modbus: {device: /dev/ttyBESS0, baud: 19200, unit_id: 2}}
+                 modbus: {device: /dev/ttyBESS0, baud: 9600, unit_id: 2}}
               - {id: C, capacity_kwh: 10, max_power_kw: 5, bms: {simulated: true},
                  modbus: {host: 127.0.0.1, port: 1502, unit_id: 3}}
               - {id: D, capacity_kwh: 10, max_power_kw: 5, bms: {simulated: true},
                  modbus: {host: 127.0.0.1, port: 1502, unit_id: 4}}
             """, file: "lines.yaml")
+        // A configuration built in code (not through check-config) that gives B other settings is warned.
+        if case .rtu(var serial)? = c.units[1].modbus?.transport {
+            serial.baud = 19200
+            c.units[1].modbus?.transport = .rtu(serial)
+        }
         let said = Mutex<[String]>([])
         let workers = HardwareSite.makeWorkers(c, slots: c.units.map { _ in InverterSlot() },
                                              phase: CyclePhase(periodNanoseconds: 100_000_000)) { line in

@@ -59,9 +59,29 @@ final class AggregatorStub {
         return data
     }
 
+    /// Batches posted to the stub while it was in `mode`.
+    func posts(_ mode: String) -> Int {
+        (((try? state())?["posts"] as? [String: Any])?[mode] as? NSNumber)?.intValue ?? 0
+    }
+
+    /// Switches the stub to `mode` and waits until bessd has posted a batch into it (its back-off
+    /// doubles, so this can take several seconds).
+    func fault(_ mode: String) throws -> Bool {
+        let before = posts(mode)
+        try admin("/admin/mode", ["mode": mode])
+        return waitFor(seconds: 40) { posts(mode) > before }
+    }
+
     func seqs(site: String) throws -> [UInt64] {
         ((try state()["seqs"] as? [String: Any])?[site] as? [NSNumber] ?? []).map(\.uint64Value)
     }
+}
+
+/// One sample of bessd's /metrics on `port` (nil until it answers with that metric).
+func metric(_ port: Int, _ name: String) -> Double? {
+    guard let data = try? AggregatorStub.fetch("http://127.0.0.1:\(port)/metrics", body: nil) else { return nil }
+    let line = String(decoding: data, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix(name + " ") }
+    return line.flatMap { Double($0.split(separator: " ").last ?? "") }
 }
 
 @Suite("Uplink delivery", .serialized)
@@ -81,16 +101,9 @@ struct UplinkDeliveryTests {
             """
         var daemon = try RunningDaemon(yaml: yaml)
         _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
-        usleep(1_500_000)
-        #expect(try stub.seqs(site: "HIL_SITE").count > 3)
-        try stub.admin("/admin/mode", ["mode": "error"])
-        usleep(2_000_000)
-        try stub.admin("/admin/mode", ["mode": "garbage"])
-        usleep(800_000)
-        try stub.admin("/admin/mode", ["mode": "drop"])
-        usleep(1_000_000)
-        try stub.admin("/admin/mode", ["mode": "error"])
-        usleep(1_000_000)
+        #expect(waitFor(seconds: 15) { ((try? stub.seqs(site: "HIL_SITE")) ?? []).count > 3 })
+        // Each fault until bessd has met it at least once.
+        for mode in ["error", "garbage", "drop", "error"] { #expect(try stub.fault(mode), "no batch posted while \(mode)") }
         // A SIGKILL in the middle of the outage: nothing it spooled may be lost.
         daemon.signal(SIGKILL)
         _ = daemon.finish()
@@ -101,10 +114,12 @@ struct UplinkDeliveryTests {
         let expires = Date().timeIntervalSince1970 + 60
         try stub.admin("/admin/command", ["id": "c-good", "kind": "power", "unit": "D1", "power_kw": -30, "expires_unix": expires])
         try stub.admin("/admin/command", ["id": "c-bad", "kind": "power", "unit": "D1", "power_kw": 1e9, "expires_unix": expires])
-        usleep(3_000_000)
-        let status = try daemon.request(["verb": "status"])
-        let d1 = try #require((status["units"] as? [[String: Any]])?.first)
-        #expect(((d1["setpoint_w"] as? NSNumber)?.doubleValue ?? 0) < -5_000)  // heading to −30 kW at the ramp
+        // The good command arrives with a batch's answer: D1 heads to −30 kW at the ramp.
+        func d1Setpoint() -> Double {
+            let units = (try? daemon.request(["verb": "status"])["units"] as? [[String: Any]]) ?? nil
+            return (units?.first?["setpoint_w"] as? NSNumber)?.doubleValue ?? 0
+        }
+        #expect(waitFor(seconds: 15) { d1Setpoint() < -5_000 }, "D1 at \(d1Setpoint()) W")
         daemon.signal(SIGTERM)
         #expect(daemon.finish().status == 0)
         // Every record is either at the aggregator or still in the spool: the stub holds 1…K with no gap
@@ -159,14 +174,17 @@ struct UplinkHardTests {
         let other = try Self.makeCertificates(in: dir, name: "other")
         // The aggregator presents a certificate from "other"; bessd trusts only "good" at first.
         let stub = try AggregatorStub(seconds: 60, tls: (other.cert, other.key))
+        let port = LoopbackRigTests.freePort()
         let yaml = { (ca: String) in daemonYAML + """
 
+            metrics_listen: 127.0.0.1:\(port)
             state_directory: \(dir)/state
             aggregator: {url: "https://127.0.0.1:\(stub.port)", ca_file: \(ca), interval_s: 0.2, site_id: TLS_SITE}
             """ }
         var daemon = try RunningDaemon(yaml: yaml(good.ca))
         _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
-        usleep(12_000_000)  // the client gives up on a connection within its 10 s request deadline
+        // Two failed deliveries (the client gives up on a connection within its 10 s request deadline).
+        #expect(waitFor(seconds: 40) { (metric(port, "bessd_uplink_failures_total") ?? 0) >= 2 })
         #expect(try stub.seqs(site: "TLS_SITE").isEmpty)  // nothing accepted over an untrusted certificate
         daemon.signal(SIGTERM)
         let refused = daemon.finish()
@@ -174,7 +192,7 @@ struct UplinkHardTests {
         // Trusting the right CA, the same spool is delivered from seq 1.
         daemon = try RunningDaemon(yaml: yaml(other.ca))
         _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
-        usleep(2_500_000)
+        #expect(waitFor(seconds: 20) { ((try? stub.seqs(site: "TLS_SITE")) ?? []).count > 10 })
         daemon.signal(SIGTERM)
         _ = daemon.finish()
         let held = try stub.seqs(site: "TLS_SITE")
@@ -187,21 +205,24 @@ struct UplinkHardTests {
         let state = NSTemporaryDirectory() + "bessd-slow-\(getpid())"
         defer { try? FileManager.default.removeItem(atPath: state) }
         try stub.admin("/admin/mode", ["mode": "slow"])
+        let port = LoopbackRigTests.freePort()
         let daemon = try RunningDaemon(yaml: daemonYAML + """
 
+            metrics_listen: 127.0.0.1:\(port)
             state_directory: \(state)
             aggregator: {url: "http://127.0.0.1:\(stub.port)", interval_s: 0.2, site_id: SLOW_SITE}
             """)
         _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
-        usleep(11_000_000)
+        // The first batch waits out its 10 s deadline and fails; the cycle keeps time meanwhile.
+        #expect(waitFor(seconds: 30) { (metric(port, "bessd_uplink_failures_total") ?? 0) >= 1 })
         let stats = try #require(try daemon.request(["verb": "status"])["cycle"] as? [String: Any])
         try stub.admin("/admin/mode", ["mode": "ok"])
         // A request sent just before the switch still waits out its 10 s deadline; then the next goes through.
-        for _ in 0..<28 where try stub.seqs(site: "SLOW_SITE").count <= 20 { usleep(500_000) }
+        #expect(waitFor(seconds: 30) { ((try? stub.seqs(site: "SLOW_SITE")) ?? []).count > 20 })
         daemon.signal(SIGTERM)
         let (_, text) = daemon.finish()
         #expect((stats["overruns"] as? NSNumber)?.intValue == 0)
-        #expect(((stats["cycles"] as? NSNumber)?.intValue ?? 0) > 200)  // 50 ms period over > 11 s
+        #expect(((stats["cycles"] as? NSNumber)?.intValue ?? 0) > 180)  // 50 ms period over the 10 s deadline
         #expect(text.contains("UPLINK_UNREACHABLE") || text.contains("retrying with back-off"))
         let held = try stub.seqs(site: "SLOW_SITE")
         #expect(held.count > 20 && held == Array(1...(held.last ?? 1)))
@@ -245,7 +266,7 @@ struct MetricsTests {
             """
         let daemon = try RunningDaemon(yaml: yaml)
         _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
-        usleep(1_500_000)
+        #expect(waitFor(seconds: 10) { metric(port, "bessd_spool_pending_records") != nil })
         let text = String(decoding: try AggregatorStub.fetch("http://127.0.0.1:\(port)/metrics", body: nil), as: UTF8.self)
         let notFound = String(decoding: try AggregatorStub.fetch("http://127.0.0.1:\(port)/other", body: nil), as: UTF8.self)
         daemon.signal(SIGTERM)
@@ -282,7 +303,8 @@ struct MetricsTests {
         let metrics = String(decoding: try AggregatorStub.fetch("http://127.0.0.1:\(port)/metrics", body: nil), as: UTF8.self)
         #expect(metrics.contains("mode=\"hil\"} 1"))
         let spoolDirectory = daemon.stateDirectory + "/spool"
-        #expect(waitFor { ((try? Spool(directory: spoolDirectory).nextSeq) ?? 1) > 3 })
+        // Three records spooled (the spool itself is opened only after bessd stops: opening recovers it).
+        #expect(waitFor(seconds: 10) { (metric(port, "bessd_spool_pending_records") ?? 0) >= 3 })
         daemon.signal(SIGTERM)
         let (code, text) = daemon.finish()
         #expect(code == 0)

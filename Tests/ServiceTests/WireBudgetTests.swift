@@ -75,6 +75,10 @@ struct WireBudgetTests {
         #expect(lead.nanoseconds(period: period) > 2_000_000)
         lead.record(readAt: 0, done: 40_000_000)  // a round longer than the period: capped at half of it
         #expect(lead.nanoseconds(period: period) == period / 2)
+        // At 100 ms the floor is 5 % of the period.
+        var slow = ReadLead()
+        for k in 0..<2000 { slow.record(readAt: Int64(k) * 100_000_000, done: Int64(k) * 100_000_000 + 100_000) }
+        #expect(slow.nanoseconds(period: 100_000_000) == 5_000_000)
     }
 
     @Test("the worker writes a setpoint only when it changes, and re-arms the revert timer every half of it")

@@ -4,7 +4,8 @@ seq (duplicates ignored), answers acked_seq = the highest contiguous seq held, a
 commands. Behaviour is switched through /admin:
   POST /admin/mode      {"mode": "ok" | "error" (500) | "slow" (answers after 12 s) | "garbage" (2xx, not JSON) | "drop" (closes)}
   POST /admin/command   a DispatchCommand to hand out with the next answer
-  GET  /admin/state     {"seqs": {site: [...]}, "acks": [...], "auth": [...], "bad_batches": n}
+  GET  /admin/state     {"seqs": {site: [...]}, "acks": [...], "auth": [...], "bad_batches": n,
+                         "posts": {mode: batches posted while in that mode}}
 Prints "PORT <n>" once listening. Usage: aggregator_stub.py [SECONDS] [CERT KEY] (HTTPS with CERT and KEY)"""
 import json
 import ssl
@@ -13,7 +14,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-state = {"mode": "ok", "seqs": {}, "acks": [], "auth": [], "commands": [], "bad_batches": 0}
+state = {"mode": "ok", "seqs": {}, "acks": [], "auth": [], "commands": [], "bad_batches": 0, "posts": {}}
 lock = threading.Lock()
 
 
@@ -32,7 +33,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         if self.path == "/admin/state":
             with lock:
-                self.reply(200, {k: state[k] for k in ("seqs", "acks", "auth", "bad_batches", "mode")})
+                self.reply(200, {k: state[k] for k in ("seqs", "acks", "auth", "bad_batches", "mode", "posts")})
         else:
             self.reply(404, {"error": "not found"})
 
@@ -56,6 +57,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         with lock:
             mode = state["mode"]
+            state["posts"][mode] = state["posts"].get(mode, 0) + 1
         if mode == "drop":
             self.close_connection = True
             return

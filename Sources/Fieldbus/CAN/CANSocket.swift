@@ -1,3 +1,5 @@
+import BessSystem
+import ControlCore
 import CSocketCAN
 import Glibc
 
@@ -64,7 +66,7 @@ public final class CANSocket {
         }
         fd = socket(PF_CAN, Int32(SOCK_RAW.rawValue), CAN_RAW)
         guard fd >= 0 else {
-            throw FieldbusError(code: "CAN_SOCKET_FAILED", message: "cannot open a CAN socket: \(String(cString: strerror(errno)))",
+            throw FieldbusError(code: "CAN_SOCKET_FAILED", message: "cannot open a CAN socket: \(SystemError.text(errno))",
                                 errno: errno)
         }
         // Standard data frames only: the EFF and RTR bits must be clear.
@@ -81,7 +83,7 @@ public final class CANSocket {
         guard ok else {
             let e = errno
             close(fd)
-            throw FieldbusError(code: "CAN_SOCKET_FAILED", message: "cannot set CAN socket options: \(String(cString: strerror(e)))",
+            throw FieldbusError(code: "CAN_SOCKET_FAILED", message: "cannot set CAN socket options: \(SystemError.text(e))",
                                 errno: e)
         }
         var address = sockaddr_can()
@@ -93,7 +95,7 @@ public final class CANSocket {
         guard bound == 0 else {
             let e = errno
             close(fd)
-            throw FieldbusError(code: "CAN_BIND_FAILED", message: "cannot bind to \(interface): \(String(cString: strerror(e)))",
+            throw FieldbusError(code: "CAN_BIND_FAILED", message: "cannot bind to \(interface): \(SystemError.text(e))",
                                 errno: e)
         }
     }
@@ -119,7 +121,7 @@ public final class CANSocket {
             if e == ENETDOWN {
                 throw FieldbusError(code: "CAN_BUS_OFF", message: "\(interface) is down or bus-off", errno: e)
             }
-            throw FieldbusError(code: "CAN_SEND_FAILED", message: "\(interface): \(String(cString: strerror(e)))", errno: e)
+            throw FieldbusError(code: "CAN_SEND_FAILED", message: "\(interface): \(SystemError.text(e))", errno: e)
         }
     }
 
@@ -127,12 +129,12 @@ public final class CANSocket {
     /// nanoseconds), or nil when none arrived.
     public func receive(timeout: Duration) throws(FieldbusError) -> (frame: CANFrame, realtimeNanoseconds: Int64)? {
         var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        let ms = Int32(clamping: timeout.nanosecondsClampedForCAN / 1_000_000)
+        let ms = Int32(clamping: max(0, timeout.nanosecondsClamped) / 1_000_000)
         let ready = poll(&pfd, 1, ms)
         if ready == 0 { return nil }
         if ready < 0 {
             if errno == EINTR { return nil }
-            throw FieldbusError(code: "CAN_RECEIVE_FAILED", message: "\(interface): \(String(cString: strerror(errno)))", errno: errno)
+            throw FieldbusError(code: "CAN_RECEIVE_FAILED", message: "\(interface): \(SystemError.text(errno))", errno: errno)
         }
         var raw = can_frame()
         var control = [UInt8](repeating: 0, count: 64)
@@ -163,7 +165,7 @@ public final class CANSocket {
         guard received == MemoryLayout<can_frame>.size else {
             if received < 0, errno == EAGAIN || errno == EINTR { return nil }
             if received < 0 {
-                throw FieldbusError(code: "CAN_RECEIVE_FAILED", message: "\(interface): \(String(cString: strerror(errno)))",
+                throw FieldbusError(code: "CAN_RECEIVE_FAILED", message: "\(interface): \(SystemError.text(errno))",
                                     errno: errno)
             }
             throw FieldbusError(code: "CAN_FRAME_SHORT", message: "\(interface): short read of \(received) bytes")
@@ -177,14 +179,6 @@ public final class CANSocket {
             length: min(raw.len, 8), data: UInt64(littleEndian: data), isExtended: isExtended,
             isRemote: id & CAN_RTR_FLAG != 0, isError: isError)
         return (frame, stamp)
-    }
-}
-
-extension Duration {
-    var nanosecondsClampedForCAN: Int64 {
-        let (s, a) = components
-        if s > 1_000_000 { return 1_000_000 * 1_000_000_000 }
-        return max(0, s * 1_000_000_000 + a / 1_000_000_000)
     }
 }
 
@@ -217,7 +211,7 @@ extension CANInterface {
     /// The corresponding C function is `can_do_restart`.
     public static func restart(_ name: String) -> FieldbusError? {
         guard can_do_restart(name) == 0 else {
-            return FieldbusError(code: "CAN_RESTART_FAILED", message: "\(name): cannot restart (\(String(cString: strerror(errno))))",
+            return FieldbusError(code: "CAN_RESTART_FAILED", message: "\(name): cannot restart (\(SystemError.text(errno)))",
                                  errno: errno)
         }
         return nil
@@ -232,14 +226,14 @@ extension CANInterface {
         _ = can_do_stop(name)
         guard can_set_bitrate(name, UInt32(bitrate)) == 0 else {
             return FieldbusError(code: "CAN_CONFIGURE_FAILED",
-                                 message: "\(name): cannot set bitrate \(bitrate) (\(String(cString: strerror(errno))))", errno: errno)
+                                 message: "\(name): cannot set bitrate \(bitrate) (\(SystemError.text(errno)))", errno: errno)
         }
         guard can_set_restart_ms(name, UInt32(restartMs)) == 0 else {
             return FieldbusError(code: "CAN_CONFIGURE_FAILED",
-                                 message: "\(name): cannot set restart-ms \(restartMs) (\(String(cString: strerror(errno))))", errno: errno)
+                                 message: "\(name): cannot set restart-ms \(restartMs) (\(SystemError.text(errno)))", errno: errno)
         }
         guard can_do_start(name) == 0 else {
-            return FieldbusError(code: "CAN_CONFIGURE_FAILED", message: "\(name): cannot start (\(String(cString: strerror(errno))))",
+            return FieldbusError(code: "CAN_CONFIGURE_FAILED", message: "\(name): cannot start (\(SystemError.text(errno)))",
                                  errno: errno)
         }
         return nil

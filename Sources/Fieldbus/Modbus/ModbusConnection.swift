@@ -1,3 +1,4 @@
+import BessSystem
 import CModbus
 import ControlCore
 import Glibc
@@ -395,11 +396,8 @@ public struct ModbusUnit: RegisterAccess {
     }
 }
 
-/// Nanoseconds on CLOCK_MONOTONIC (Fieldbus sits below Cycle, where MonotonicClock lives).
+/// Nanoseconds on CLOCK_MONOTONIC, as plain integers for the bus code (a view of
+/// `BessSystem.SystemClock`).
 public enum MonotonicClockReading {
-    public static func now() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
-    }
+    public static func now() -> Int64 { SystemClock.monotonicNanoseconds() }
 }

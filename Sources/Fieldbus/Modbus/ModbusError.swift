@@ -1,3 +1,4 @@
+import BessSystem
 import Glibc
 
 /// A Modbus failure with a stable code.
@@ -43,11 +44,11 @@ public struct ModbusError: Error, Sendable, Equatable, CustomStringConvertible {
             return ModbusError(code: "MODBUS_TIMEOUT", message: "\(what): no answer in time", errno: value)
         case ECONNRESET, EPIPE, ENOTCONN, EBADF, ECONNREFUSED:
             return ModbusError(code: "MODBUS_CONNECTION_LOST",
-                               message: "\(what): connection lost (\(String(cString: strerror(value))))", errno: value)
+                               message: "\(what): connection lost (\(SystemError.text(value)))", errno: value)
         case EINVAL:
             return ModbusError(code: "MODBUS_INVALID_REQUEST", message: "\(what): invalid request", errno: value)
         default:
-            return ModbusError(code: "MODBUS_IO", message: "\(what): \(String(cString: strerror(value)))", errno: value)
+            return ModbusError(code: "MODBUS_IO", message: "\(what): \(SystemError.text(value))", errno: value)
         }
     }
 }
