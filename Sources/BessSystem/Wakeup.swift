@@ -30,7 +30,7 @@ public final class Wakeup: @unchecked Sendable {
             let remaining = ns - SystemClock.monotonicNanoseconds()
             if remaining <= 0 { return drain() }
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            if poll(&pfd, 1, Int32(min(remaining / 1_000_000 + 1, 1000))) > 0, drain() { return true }
+            if poll(&pfd, 1, Int32(min(remaining / 1_000_000 + 1, 60_000))) > 0, drain() { return true }
         }
     }
 

@@ -42,7 +42,7 @@ public final class BusPoller: @unchecked Sendable {
 
     /// Stops the poller; every endpoint it drives is handed back to its worker (which writes the
     /// safe zero when it stops).
-    public func stop() { worker.stop() }
+    public func stop() { worker.stop { [adopted] in adopted.signal() } }
 
     /// The cycle has handed over its setpoints (the cycle's side: one eventfd write).
     public func kick() { kicked.signal() }

@@ -190,7 +190,7 @@ public final class InverterWorker: @unchecked Sendable {
 
     /// Stops the worker after writing a zero setpoint to every inverter (revert armed).
     public func stop() {
-        worker.stop()
+        worker.stop { [handback] in handback.signal() }
     }
 
     /// Tells the worker the cycle has handed over new setpoints (the cycle's side: one non-blocking
@@ -342,7 +342,8 @@ public final class InverterWorker: @unchecked Sendable {
             wantsBack.store(true, ordering: .relaxed)
             poller?.adopt()
         }
-        handback.wait(until: min(max(due, now() + 10_000_000), now() + 200_000_000))
+        // Until the refresh is due: the poller's hand-back and `stop` signal this wait.
+        handback.wait(until: max(due, now() + 10_000_000))
     }
 
     /// True when the poller can drive the endpoint: connected and settled, every unit discovered and

@@ -61,9 +61,11 @@ public final class WorkerThread: @unchecked Sendable {
 
     private var stack: (UnsafeMutableRawPointer, Int)?
 
-    /// Clears the flag and waits for the loop to return. Safe to call more than once.
-    public func stop() {
+    /// Clears the flag, calls `wake` (to end a wait the loop may be in) and waits for the loop to
+    /// return. Safe to call more than once.
+    public func stop(wake: (() -> Void)? = nil) {
         guard running.exchange(false, ordering: .relaxed) else { return }
+        wake?()
         if let thread { pthread_join(thread, nil) }
         thread = nil
         if let (memory, size) = stack { munmap(memory, size) }
