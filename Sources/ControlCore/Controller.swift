@@ -137,6 +137,11 @@ public struct UnitDecision: Sendable, Equatable {
     public var latchedCodes = TripCodeSet()
     /// A latched fault asks for the unit to be disconnected.
     public var disconnectRequested = false
+    /// False when the unit is held at its own command (override, or a dispatch for it alone); true
+    /// when it shares the site's request.
+    public var pooled = true
+    /// Why the site's allocation gave it this setpoint.
+    public var share: ShareReason = .idle
     /// State of charge, if fresh.
     public var soc: Percent?
     /// Measured inverter power, if fresh.
@@ -172,6 +177,13 @@ public struct UnitController: Sendable {
     var dischargeLimit = 0.0
     var schedule = 0.0
     var rejecting = false
+    /// Set by the site before each step: the pooled units' allowed power over their rating (last
+    /// cycle), which bounds this unit's frequency response so the pool's total never winds past what
+    /// the pool can deliver. Nil: the unit's own allowed power bounds it.
+    var poolFraction: (charge: Double, discharge: Double)?
+    /// What the last step could deliver before the rise ramp (charge, discharge), and its rating: the
+    /// site sums these into `poolFraction`.
+    var capability = (charge: 0.0, discharge: 0.0, rating: 0.0)
     let startedAt: MonotonicInstant
 
     public init(index: Int, settings: UnitSettings, control: ControlSettings, startedAt: MonotonicInstant) {
@@ -227,6 +239,7 @@ public struct UnitController: Sendable {
         let (dischargeTarget, dischargeReason) = target(
             direction: .discharge, rating: rating, limits: limits, measurements: measurements,
             inverterFresh: inverter != nil, verdict: verdict)
+        capability = (chargeTarget, dischargeTarget, rating)
         let rise = max(0, control.limitRampPercentPerSecond) / 100 * rating * dt
         let chargeRamped = Self.rampLimit(&chargeLimit, toward: chargeTarget, rise: rise)
         let dischargeRamped = Self.rampLimit(&dischargeLimit, toward: dischargeTarget, rise: rise)
@@ -239,10 +252,16 @@ public struct UnitController: Sendable {
         // An operator override acts at once even during a frequency event; dispatch waits for the
         // event to end (IEEE 1547's latched pre-disturbance power).
         let overriding = inputs.override.map { $0.expiresAt > now && $0.power.value.isFinite } ?? false
+        let pinned = overriding
+            || (inputs.dispatch.map { $0.pinned && $0.expiresAt > now && $0.power.value.isFinite } ?? false)
+        // A pooled unit's response is bounded by its fair part of the pool's room, so a tripped or
+        // limited unit's share is still asked for and the others take it up.
+        let chargeBound = pinned ? chargeTarget : (poolFraction.map { rating * $0.charge } ?? chargeTarget)
+        let dischargeBound = pinned ? dischargeTarget : (poolFraction.map { rating * $0.discharge } ?? dischargeTarget)
         let (base, droopPower) = droop.step(
             frequency: site.frequency, schedule: Watts(schedule), rating: Watts(rating),
-            allowedCharge: Watts(Self.windupBound(chargeTarget, rating: rating)),
-            allowedDischarge: Watts(Self.windupBound(dischargeTarget, rating: rating)), elapsedSeconds: dt,
+            allowedCharge: Watts(Self.windupBound(chargeBound, rating: rating)),
+            allowedDischarge: Watts(Self.windupBound(dischargeBound, rating: rating)), elapsedSeconds: dt,
             followSchedule: overriding)
         // The schedule stays where the base is: held at the latched pre-disturbance power during an
         // event, so that when the event ends it ramps from there to the command instead of jumping.
@@ -263,12 +282,20 @@ public struct UnitController: Sendable {
         d.activeCodes = verdict.active
         d.latchedCodes = verdict.latched
         d.disconnectRequested = verdict.disconnectRequested
+        d.pooled = !pinned
+        d.share = pinned ? .held : .idle
         d.soc = status?.soc
         d.measuredPower = inverter?.activePower
         decision = d
 
         // 5. Account.
         return energy.integrate(power: inverter?.activePower, elapsedSeconds: dt, wallClock: wallClock)
+    }
+
+    /// The site's allocation sets the unit's setpoint (already inside its allowed power).
+    mutating func allocate(_ setpoint: Double, reason: ShareReason) {
+        decision.setpoint = Watts(setpoint.isFinite ? setpoint : 0)
+        decision.share = reason
     }
 
     /// An operator reset of latched faults.

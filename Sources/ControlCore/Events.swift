@@ -14,6 +14,11 @@ public enum ControlEventKind: UInt8, Sendable {
     case stateChanged
     /// A dispatch or override was ignored because it was not a finite number.
     case commandRejected
+    /// The site cannot deliver what it is asked (`unit` is -1, `value` the kW missing, `threshold`
+    /// the kW asked of the pool).
+    case siteShortfall
+    /// The site delivers what it is asked again (`unit` is -1).
+    case siteShortfallCleared
 }
 
 /// An event the cycle hands to the logging thread. Plain values only, so recording one never

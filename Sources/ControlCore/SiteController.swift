@@ -16,6 +16,16 @@ public final class SiteController {
     var lastStep: MonotonicInstant?
     let droopCurve: DroopCurve
     let expectsFrequency: Bool
+    var allocator: SiteAllocator
+    var allocationInputs: [AllocationInput]
+    var shares: [Double]
+    var reasons: [ShareReason]
+    /// The last step's allocation: what the pool was asked and what it was given.
+    public private(set) var allocation = AllocationResult()
+    /// True while `SITE_SHORTFALL` stands (raised above the threshold, cleared below half of it).
+    public private(set) var shortfallActive = false
+    /// The shortfall that raises `SITE_SHORTFALL`, W: 1 % of the site's rating, at least 1 kW.
+    public let shortfallThreshold: Double
 
     /// - Parameters:
     ///   - units: one settings value per unit, in configuration order.
@@ -35,6 +45,13 @@ public final class SiteController {
         droopCurve = DroopCurve(control.droop)
         self.expectsFrequency = expectsFrequency
         lastStep = startedAt
+        allocator = SiteAllocator(units: units.count)
+        allocationInputs = [AllocationInput](
+            repeating: AllocationInput(request: 0, allowedCharge: 0, allowedDischarge: 0), count: units.count)
+        shares = [Double](repeating: 0, count: units.count)
+        reasons = [ShareReason](repeating: .idle, count: units.count)
+        let rating = units.reduce(0.0) { $0 + ($1.rating.value.isFinite ? max(0, $1.rating.value) : 0) }
+        shortfallThreshold = max(1000, rating / 100)
     }
 
     /// The decisions of the last step, one per unit.
@@ -77,6 +94,43 @@ public final class SiteController {
             {
                 if closedBlocks.count < closedBlocks.capacity { closedBlocks.append(block) }
             }
+        }
+        allocate(now: now)
+    }
+
+    /// One decision for the site: the pooled units' requests (each its dispatch share and its droop
+    /// share) are summed and shared again by headroom and SOC, so a unit that cannot deliver hands its
+    /// share to the others in this same cycle; what none can take is the shortfall.
+    func allocate(now: MonotonicInstant) {
+        var rating = 0.0
+        var charge = 0.0
+        var discharge = 0.0
+        for index in units.indices {
+            let d = units[index].decision
+            allocationInputs[index] = AllocationInput(
+                pooled: d.pooled, request: d.request.value, allowedCharge: d.allowedCharge.value,
+                allowedDischarge: d.allowedDischarge.value, soc: d.soc?.value)
+            if d.pooled {
+                let capability = units[index].capability
+                rating += capability.rating
+                charge += capability.charge.isFinite ? max(0, capability.charge) : 0
+                discharge += capability.discharge.isFinite ? max(0, capability.discharge) : 0
+            }
+        }
+        allocation = allocator.allocate(allocationInputs, shares: &shares, reasons: &reasons)
+        let fraction = rating > 0 ? (charge: min(1, charge / rating), discharge: min(1, discharge / rating)) : nil
+        for index in units.indices {
+            units[index].allocate(shares[index], reason: reasons[index])
+            units[index].poolFraction = fraction
+        }
+        let missing = allocation.shortfall
+        if !shortfallActive, missing > shortfallThreshold {
+            shortfallActive = true
+            events.push(ControlEvent(kind: .siteShortfall, unit: -1, value: missing / 1000,
+                                     threshold: allocation.request / 1000, at: now))
+        } else if shortfallActive, missing < shortfallThreshold / 2 {
+            shortfallActive = false
+            events.push(ControlEvent(kind: .siteShortfallCleared, unit: -1, at: now))
         }
     }
 

@@ -196,9 +196,13 @@ public struct PowerCommand: Sendable, Equatable {
     public var power: Watts
     /// The command is ignored at and after this instant.
     public var expiresAt: MonotonicInstant
-    public init(power: Watts, expiresAt: MonotonicInstant) {
+    /// A dispatch for this unit alone: the unit is held at it instead of sharing the site's request.
+    /// (An operator override always holds its unit.)
+    public var pinned: Bool
+    public init(power: Watts, expiresAt: MonotonicInstant, pinned: Bool = false) {
         self.power = power
         self.expiresAt = expiresAt
+        self.pinned = pinned
     }
 }
 

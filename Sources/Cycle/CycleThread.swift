@@ -85,7 +85,7 @@ public final class CycleBody {
     var overrides: [(power: Watts, seconds: Double)?]
     var clears: [Bool]
     var resets: [Bool]
-    var dispatches: [(power: Watts, seconds: Double)?]
+    var dispatches: [(power: Watts, seconds: Double, pinned: Bool)?]
     var dispatchClears: [Bool]
     var outcomes: [ResetOutcome]
     var taken: UInt64 = 0
@@ -102,7 +102,7 @@ public final class CycleBody {
         overrides = [(power: Watts, seconds: Double)?](repeating: nil, count: units)
         clears = [Bool](repeating: false, count: units)
         resets = [Bool](repeating: false, count: units)
-        dispatches = [(power: Watts, seconds: Double)?](repeating: nil, count: units)
+        dispatches = [(power: Watts, seconds: Double, pinned: Bool)?](repeating: nil, count: units)
         dispatchClears = [Bool](repeating: false, count: units)
         outcomes = [ResetOutcome](repeating: ResetOutcome(), count: units)
     }
@@ -147,7 +147,7 @@ public final class CycleBody {
                 }
                 if clears[i] { runner.setOverride(nil, unit: i) }
                 if let d = dispatches[i] {
-                    runner.setDispatch(PowerCommand(power: d.power, expiresAt: now + .seconds(fromDouble: d.seconds)), unit: i)
+                    runner.setDispatch(PowerCommand(power: d.power, expiresAt: now + .seconds(fromDouble: d.seconds), pinned: d.pinned), unit: i)
                 }
                 if dispatchClears[i] { runner.setDispatch(nil, unit: i) }
                 // A reset is an operator action, not the steady state: its small result array may allocate.

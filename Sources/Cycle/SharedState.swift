@@ -59,7 +59,7 @@ package struct Mailbox: Sendable {
     package var clearOverride: [Bool]
     package var reset: [Bool]
     /// Aggregator dispatch: power and seconds until it expires, or a clear.
-    package var dispatch: [(power: Watts, seconds: Double)?]
+    package var dispatch: [(power: Watts, seconds: Double, pinned: Bool)?]
     package var clearDispatch: [Bool]
     package var generation: UInt64 = 0
 
@@ -69,7 +69,7 @@ package struct Mailbox: Sendable {
         override = [(power: Watts, seconds: Double)?](repeating: nil, count: units)
         clearOverride = [Bool](repeating: false, count: units)
         reset = [Bool](repeating: false, count: units)
-        dispatch = [(power: Watts, seconds: Double)?](repeating: nil, count: units)
+        dispatch = [(power: Watts, seconds: Double, pinned: Bool)?](repeating: nil, count: units)
         clearDispatch = [Bool](repeating: false, count: units)
     }
 }

@@ -408,7 +408,8 @@ public final class Daemon {
     func logEvents(now: MonotonicInstant) {
         let configuration = self.configuration
         for event in shared.takeEvents() {
-            let id = event.unit < configuration.units.count ? configuration.units[event.unit].id : "unit\(event.unit)"
+            let id = event.unit < 0 ? "site"
+                : event.unit < configuration.units.count ? configuration.units[event.unit].id : "unit\(event.unit)"
             // The same event of the same unit within 10 s is counted, not repeated.
             let key = "\(id)|\(event.kind)|\(event.code.map { "\($0.name)" } ?? "")|\(event.state.map { "\($0)" } ?? "")"
             // Latches and resets are never held back.
@@ -421,6 +422,7 @@ public final class Daemon {
             suppressed[key] = (now, 0)
             var metadata: Logger.Metadata = ["BESS_UNIT": "\(id)", "BESS_EVENT": "\(event.kind)"]
             if let code = event.code { metadata["BESS_CODE"] = "\(code.name)" }
+            if event.kind == .siteShortfall || event.kind == .siteShortfallCleared { metadata["BESS_CODE"] = "SITE_SHORTFALL" }
             if let severity = event.severity { metadata["BESS_SEVERITY"] = "\(severity.name)" }
             if event.value.isFinite { metadata["BESS_VALUE"] = "\(event.value)" }
             if event.threshold.isFinite { metadata["BESS_THRESHOLD"] = "\(event.threshold)" }
@@ -435,7 +437,7 @@ public final class Daemon {
             case .cleared: metadata["MESSAGE_ID"] = "\(MessageID.clear)"
             case .resetAccepted, .resetRefused: metadata["MESSAGE_ID"] = "\(MessageID.reset)"
             case .stateChanged: metadata["MESSAGE_ID"] = "\(MessageID.state)"
-            case .commandRejected: break
+            case .commandRejected, .siteShortfall, .siteShortfallCleared: break
             }
             let text = EventText.line(event, unitID: id) + (repeats > 0 ? " (\(repeats) repeats suppressed)" : "")
             recorder?.record(.event(unit: id, kind: "\(event.kind)", code: event.code.map { "\($0.name)" }, message: text))

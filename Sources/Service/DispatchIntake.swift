@@ -41,11 +41,14 @@ final class DispatchIntake: Sendable {
             switch command.kind {
             case "power":
                 let total = targets.reduce(0.0) { $0 + site[$1].ratingKW }
+                // A site-wide power is entered as each unit's part by rating; the cycle pools those
+                // parts and shares them again by headroom and SOC. A power for one unit holds that
+                // unit at it (pinned), outside the pool.
+                let pinned = command.unit != nil
                 shared.post { mailbox in
                     for i in targets {
-                        // A site-wide power is shared by rating.
                         let share = (command.powerKW ?? 0) * site[i].ratingKW / max(total, 1e-9)
-                        mailbox.dispatch[i] = (Watts.kilowatts(share), seconds)
+                        mailbox.dispatch[i] = (Watts.kilowatts(share), seconds, pinned)
                     }
                 }
             case "mode":

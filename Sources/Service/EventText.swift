@@ -11,6 +11,10 @@ public enum EventText {
             return "\(unitID) state \(event.state.map(\.description) ?? "?")"
         case .commandRejected:
             return "\(unitID) COMMAND_REJECTED: a dispatch or override was not a finite number and is ignored"
+        case .siteShortfall:
+            return "site SITE_SHORTFALL: the units cannot deliver \(number(event.value)) kW of the \(number(event.threshold)) kW asked"
+        case .siteShortfallCleared:
+            return "site SITE_SHORTFALL cleared: the units deliver what the site is asked"
         case .raised, .cleared, .latched, .resetAccepted, .resetRefused:
             guard let code = event.code else { return "\(unitID) \(event.kind)" }
             let verb: String
@@ -66,7 +70,8 @@ public enum EventText {
             case .warn?, .derate?: 4
             default: 3
             }
-        case .resetRefused, .commandRejected: 4
+        case .resetRefused, .commandRejected, .siteShortfall: 4
+        case .siteShortfallCleared: 5
         case .cleared, .resetAccepted: 5
         case .stateChanged: 6
         }
