@@ -142,6 +142,8 @@ public struct UnitDecision: Sendable, Equatable {
     public var pooled = true
     /// Why the site's allocation gave it this setpoint.
     public var share: ShareReason = .idle
+    /// True while an aggregator dispatch is in force for the unit (the site application then rests).
+    public var dispatched = false
     /// State of charge, if fresh.
     public var soc: Percent?
     /// Measured inverter power, if fresh.
@@ -284,6 +286,7 @@ public struct UnitController: Sendable {
         d.disconnectRequested = verdict.disconnectRequested
         d.pooled = !pinned
         d.share = pinned ? .held : .idle
+        d.dispatched = !overriding && (inputs.dispatch.map { $0.expiresAt > now && $0.power.value.isFinite } ?? false)
         d.soc = status?.soc
         d.measuredPower = inverter?.activePower
         decision = d

@@ -19,6 +19,17 @@ public enum ControlEventKind: UInt8, Sendable {
     case siteShortfall
     /// The site delivers what it is asked again (`unit` is -1).
     case siteShortfallCleared
+    /// The connection-point meter's data is stale (`unit` -1, `value` its age in seconds): the site
+    /// application contributes nothing and the grid limits hold their last values.
+    case meterStale
+    /// The meter answers again (`unit` -1).
+    case meterFresh
+    /// A grid limit decides the batteries' power (`unit` -1, `value` the grid power in kW, + =
+    /// import, `threshold` the limit in kW, `metric` nil; `state` nil). `code` is nil; which limit is
+    /// in `limit`.
+    case gridLimitBinding
+    /// No grid limit has bound for 5 s (`unit` -1).
+    case gridLimitReleased
 }
 
 /// An event the cycle hands to the logging thread. Plain values only, so recording one never
@@ -37,12 +48,16 @@ public struct ControlEvent: Sendable, Equatable {
     public var threshold: Double
     /// The unit's new state, for `stateChanged`.
     public var state: UnitState?
+    /// Which grid limit, for `gridLimitBinding` and `gridLimitReleased`.
+    public var limit: GridLimitBinding = .none
     public var at: MonotonicInstant
 
     public init(
         kind: ControlEventKind, unit: Int, code: TripCode? = nil, severity: InterlockSeverity? = nil,
-        metric: InterlockMetric? = nil, value: Double = .nan, threshold: Double = .nan, state: UnitState? = nil, at: MonotonicInstant
+        metric: InterlockMetric? = nil, value: Double = .nan, threshold: Double = .nan, state: UnitState? = nil,
+        limit: GridLimitBinding = .none, at: MonotonicInstant
     ) {
+        self.limit = limit
         self.kind = kind
         self.unit = unit
         self.code = code

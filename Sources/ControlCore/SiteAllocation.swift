@@ -84,13 +84,16 @@ public struct SiteAllocator: Sendable {
 
     /// Writes each unit's setpoint into `shares` (same order as `units`) and the reason into
     /// `reasons`. Both must have `units.count` elements; any non-finite input counts as zero.
+    /// - Parameter pool: what the pooled units are asked for together (the site's decision after its
+    ///   connection point and application); nil = the sum of their requests.
     public mutating func allocate(
-        _ units: [AllocationInput], shares: inout [Double], reasons: inout [ShareReason]
+        _ units: [AllocationInput], pool site: Double? = nil, shares: inout [Double], reasons: inout [ShareReason]
     ) -> AllocationResult {
         let n = min(units.count, shares.count, reasons.count, weight.count)
         var result = AllocationResult()
         var pool = 0.0
         for i in 0..<n where units[i].pooled { pool += Self.finite(units[i].request) }
+        if let site { pool = Self.finite(site) }
         result.request = pool
         let discharge = pool > 0
         var openWeight = 0.0

@@ -26,13 +26,20 @@ public final class SiteController {
     public private(set) var shortfallActive = false
     /// The shortfall that raises `SITE_SHORTFALL`, W: 1 % of the site's rating, at least 1 kW.
     public let shortfallThreshold: Double
+    /// The connection point: meter, grid limits and the site application.
+    public private(set) var connection: ConnectionPoint
+    /// The last step's site decision, layer by layer.
+    public private(set) var siteDecision = SiteDecision()
+    /// The limit reported as binding (released 5 s after it last bound).
+    public private(set) var bindingReported: GridLimitBinding = .none
+    var lastBound: MonotonicInstant?
 
     /// - Parameters:
     ///   - units: one settings value per unit, in configuration order.
     ///   - expectsFrequency: whether a frequency source is configured (if not, `FREQUENCY_LOST` is silent).
     public init(
         control: ControlSettings, units: [UnitSettings], startedAt: MonotonicInstant,
-        expectsFrequency: Bool = true, eventCapacity: Int = 1024
+        expectsFrequency: Bool = true, eventCapacity: Int = 1024, site: SiteSettings = .none
     ) {
         self.control = control
         self.units = units.enumerated().map {
@@ -52,6 +59,7 @@ public final class SiteController {
         reasons = [ShareReason](repeating: .idle, count: units.count)
         let rating = units.reduce(0.0) { $0 + ($1.rating.value.isFinite ? max(0, $1.rating.value) : 0) }
         shortfallThreshold = max(1000, rating / 100)
+        connection = ConnectionPoint(settings: site, rating: rating, startedAt: startedAt)
     }
 
     /// The decisions of the last step, one per unit.
@@ -63,8 +71,10 @@ public final class SiteController {
     ///   - inputs: one entry per unit, in configuration order (missing entries are treated as empty).
     ///   - now: the monotonic instant of this cycle.
     ///   - wallClock: Unix time in seconds, for energy blocks.
+    ///   - meter: the connection-point meter's latest reading, when the site has one.
     public func step(
-        frequency: Timestamped<Hertz>?, inputs: [UnitInputs], now: MonotonicInstant, wallClock: Double
+        frequency: Timestamped<Hertz>?, inputs: [UnitInputs], now: MonotonicInstant, wallClock: Double,
+        meter: Timestamped<MeterReading>? = nil
     ) {
         let elapsed = lastStep.map { now.seconds(since: $0) } ?? 0
         lastStep = now
@@ -95,34 +105,93 @@ public final class SiteController {
                 if closedBlocks.count < closedBlocks.capacity { closedBlocks.append(block) }
             }
         }
-        allocate(now: now)
+        allocate(now: now, meter: meter)
     }
 
-    /// One decision for the site: the pooled units' requests (each its dispatch share and its droop
-    /// share) are summed and shared again by headroom and SOC, so a unit that cannot deliver hands its
-    /// share to the others in this same cycle; what none can take is the shortfall.
-    func allocate(now: MonotonicInstant) {
+    /// One decision for the site, in the order of authority (docs/design/0005-site.md): the units'
+    /// interlocks bound each unit; the connection point's grid limits bound the site's total; inside
+    /// them the frequency response (each pooled unit's droop share), then the operator's overrides and
+    /// the aggregator's dispatch; the site application only where no dispatch speaks. The pooled
+    /// units' part is then shared by headroom and SOC, so a unit that cannot deliver hands its share
+    /// to the others in this same cycle; what none can take is the shortfall.
+    func allocate(now: MonotonicInstant, meter: Timestamped<MeterReading>?) {
         var rating = 0.0
         var charge = 0.0
         var discharge = 0.0
+        var battery = 0.0
+        var held = 0.0
+        var requested = 0.0
+        var dispatched = false
+        var reserveDischarge = 0.0
+        let reserve = connection.settings.socReservePercent
         for index in units.indices {
             let d = units[index].decision
             allocationInputs[index] = AllocationInput(
                 pooled: d.pooled, request: d.request.value, allowedCharge: d.allowedCharge.value,
                 allowedDischarge: d.allowedDischarge.value, soc: d.soc?.value)
+            if let power = d.measuredPower?.value, power.isFinite { battery += power }
             if d.pooled {
                 let capability = units[index].capability
                 rating += capability.rating
                 charge += capability.charge.isFinite ? max(0, capability.charge) : 0
                 discharge += capability.discharge.isFinite ? max(0, capability.discharge) : 0
+                requested += SiteAllocator.finite(d.request.value)
+                dispatched = dispatched || d.dispatched
+                if let soc = d.soc?.value, soc.isFinite, soc > reserve {
+                    reserveDischarge += SiteAllocator.magnitude(d.allowedDischarge.value)
+                }
+            } else {
+                held += ControlMath.clamp(SiteAllocator.finite(d.request.value),
+                                          -SiteAllocator.magnitude(d.allowedCharge.value),
+                                          SiteAllocator.magnitude(d.allowedDischarge.value))
             }
         }
-        allocation = allocator.allocate(allocationInputs, shares: &shares, reasons: &reasons)
+        let change = connection.update(meter: meter, battery: battery, now: now)
+        if change.becameStale {
+            events.push(ControlEvent(kind: .meterStale, unit: -1,
+                                     value: meter.map { now.seconds(since: $0.takenAt) } ?? now.seconds(since: units.first?.startedAt ?? now),
+                                     at: now))
+        }
+        if change.becameFresh { events.push(ControlEvent(kind: .meterFresh, unit: -1, at: now)) }
+
+        var decision = SiteDecision()
+        decision.requested = requested
+        decision.held = held
+        // The application: only where no aggregator dispatch speaks, only on fresh meter data, and
+        // never into the SOC reserve.
+        if connection.settings.application != .none, !dispatched, !connection.stale, connection.gridPower != nil {
+            decision.application = ControlMath.clamp(connection.target - held, -.infinity, reserveDischarge)
+            decision.applicationActive = true
+        }
+        var pool = requested + decision.application
+        // The grid limits outrank everything below the interlocks.
+        if let floor = connection.floor, pool < floor - held {
+            pool = floor - held
+            decision.binding = .importLimit
+        }
+        if let ceiling = connection.ceiling, pool > ceiling - held {
+            pool = ceiling - held
+            decision.binding = .exportLimit
+        }
+        decision.pool = pool
+        allocation = allocator.allocate(allocationInputs, pool: pool, shares: &shares, reasons: &reasons)
+        // A limit the pool cannot meet narrows the held units too (an operator's override stays
+        // inside the connection point's limits).
+        let total = allocation.delivered + held
+        if let floor = connection.floor, total < floor - 1 {
+            narrowHeld(by: floor - total, charging: true)
+        } else if let ceiling = connection.ceiling, total > ceiling + 1 {
+            narrowHeld(by: total - ceiling, charging: false)
+        }
         let fraction = rating > 0 ? (charge: min(1, charge / rating), discharge: min(1, discharge / rating)) : nil
+        decision.delivered = 0
         for index in units.indices {
             units[index].allocate(shares[index], reason: reasons[index])
             units[index].poolFraction = fraction
+            decision.delivered += shares[index]
         }
+        siteDecision = decision
+        reportBinding(decision.binding, now: now)
         let missing = allocation.shortfall
         if !shortfallActive, missing > shortfallThreshold {
             shortfallActive = true
@@ -131,6 +200,43 @@ public final class SiteController {
         } else if shortfallActive, missing < shortfallThreshold / 2 {
             shortfallActive = false
             events.push(ControlEvent(kind: .siteShortfallCleared, unit: -1, at: now))
+        }
+    }
+
+    /// Moves held units' shares toward zero by up to `amount` W in total: those charging when the
+    /// import limit needs more discharge (`charging`), those discharging when the export limit
+    /// needs less.
+    func narrowHeld(by amount: Double, charging: Bool) {
+        var left = amount
+        for index in units.indices where left > 0 && reasons[index] == .held {
+            let share = shares[index]
+            if charging, share < 0 {
+                let take = min(-share, left)
+                shares[index] += take
+                left -= take
+            } else if !charging, share > 0 {
+                let take = min(share, left)
+                shares[index] -= take
+                left -= take
+            }
+        }
+    }
+
+    /// Reports a grid limit when it starts to bind, and its release once it has not bound for 5 s
+    /// (a limit at the edge of binding is not reported every cycle).
+    func reportBinding(_ binding: GridLimitBinding, now: MonotonicInstant) {
+        if binding != .none {
+            lastBound = now
+            if binding != bindingReported {
+                bindingReported = binding
+                let limit = binding == .importLimit ? connection.settings.importMax : connection.settings.exportMax
+                events.push(ControlEvent(kind: .gridLimitBinding, unit: -1,
+                                         value: (connection.gridPower ?? .nan) / 1000,
+                                         threshold: (limit?.value ?? .nan) / 1000, limit: binding, at: now))
+            }
+        } else if bindingReported != .none, let lastBound, now.seconds(since: lastBound) >= 5 {
+            events.push(ControlEvent(kind: .gridLimitReleased, unit: -1, limit: bindingReported, at: now))
+            bindingReported = .none
         }
     }
 

@@ -422,7 +422,14 @@ public final class Daemon {
             suppressed[key] = (now, 0)
             var metadata: Logger.Metadata = ["BESS_UNIT": "\(id)", "BESS_EVENT": "\(event.kind)"]
             if let code = event.code { metadata["BESS_CODE"] = "\(code.name)" }
-            if event.kind == .siteShortfall || event.kind == .siteShortfallCleared { metadata["BESS_CODE"] = "SITE_SHORTFALL" }
+            switch event.kind {
+            case .siteShortfall, .siteShortfallCleared: metadata["BESS_CODE"] = "SITE_SHORTFALL"
+            case .meterStale, .meterFresh: metadata["BESS_CODE"] = "METER_STALE"
+            case .gridLimitBinding, .gridLimitReleased:
+                metadata["BESS_CODE"] = "GRID_LIMIT_BINDING"
+                metadata["BESS_LIMIT"] = "\(event.limit)"
+            default: break
+            }
             if let severity = event.severity { metadata["BESS_SEVERITY"] = "\(severity.name)" }
             if event.value.isFinite { metadata["BESS_VALUE"] = "\(event.value)" }
             if event.threshold.isFinite { metadata["BESS_THRESHOLD"] = "\(event.threshold)" }
@@ -437,7 +444,8 @@ public final class Daemon {
             case .cleared: metadata["MESSAGE_ID"] = "\(MessageID.clear)"
             case .resetAccepted, .resetRefused: metadata["MESSAGE_ID"] = "\(MessageID.reset)"
             case .stateChanged: metadata["MESSAGE_ID"] = "\(MessageID.state)"
-            case .commandRejected, .siteShortfall, .siteShortfallCleared: break
+            case .commandRejected, .siteShortfall, .siteShortfallCleared, .meterStale, .meterFresh, .gridLimitBinding,
+                 .gridLimitReleased: break
             }
             let text = EventText.line(event, unitID: id) + (repeats > 0 ? " (\(repeats) repeats suppressed)" : "")
             recorder?.record(.event(unit: id, kind: "\(event.kind)", code: event.code.map { "\($0.name)" }, message: text))

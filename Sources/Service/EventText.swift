@@ -15,6 +15,16 @@ public enum EventText {
             return "site SITE_SHORTFALL: the units cannot deliver \(number(event.value)) kW of the \(number(event.threshold)) kW asked"
         case .siteShortfallCleared:
             return "site SITE_SHORTFALL cleared: the units deliver what the site is asked"
+        case .meterStale:
+            return "site METER_STALE: no fresh reading from the connection-point meter for \(number(event.value)) s; "
+                + "the site application rests and the grid limits hold their last values"
+        case .meterFresh:
+            return "site METER_STALE cleared: the connection-point meter answers again"
+        case .gridLimitBinding:
+            return "site GRID_LIMIT_BINDING: the \(event.limit) limit of \(number(event.threshold)) kW decides the batteries' power "
+                + "(grid \(number(event.value)) kW, + = import)"
+        case .gridLimitReleased:
+            return "site GRID_LIMIT_BINDING cleared: the \(event.limit) limit has not bound for 5 s"
         case .raised, .cleared, .latched, .resetAccepted, .resetRefused:
             guard let code = event.code else { return "\(unitID) \(event.kind)" }
             let verb: String
@@ -71,7 +81,8 @@ public enum EventText {
             default: 3
             }
         case .resetRefused, .commandRejected, .siteShortfall: 4
-        case .siteShortfallCleared: 5
+        case .siteShortfallCleared, .meterFresh, .gridLimitBinding, .gridLimitReleased: 5
+        case .meterStale: 4
         case .cleared, .resetAccepted: 5
         case .stateChanged: 6
         }

@@ -1,0 +1,257 @@
+/// A reading of the site's grid-connection meter.
+public struct MeterReading: Sendable, Equatable {
+    /// Active power through the connection point, + = import (taken from the grid).
+    public var gridPower: Watts
+    /// Grid frequency at the connection point, if the meter reports one.
+    public var frequency: Hertz?
+    /// The meter's import and export energy registers, if it has them.
+    public var importedEnergy: WattHours?
+    public var exportedEnergy: WattHours?
+
+    public init(gridPower: Watts, frequency: Hertz? = nil, importedEnergy: WattHours? = nil, exportedEnergy: WattHours? = nil) {
+        self.gridPower = gridPower
+        self.frequency = frequency
+        self.importedEnergy = importedEnergy
+        self.exportedEnergy = exportedEnergy
+    }
+}
+
+/// What the site does with its batteries when nobody above it asks for anything.
+public enum SiteApplication: Sendable, Equatable {
+    /// Nothing: the batteries serve dispatch and frequency response only.
+    case none
+    /// Keep grid import at or below `importMax`; recharge only while import is below `rechargeBelow`.
+    case peakShaving(importMax: Watts, rechargeBelow: Watts?)
+    /// Steer grid power to `targetGrid` (+ = import; usually zero).
+    case selfConsumption(targetGrid: Watts)
+
+    /// The name used in configuration, status and logs.
+    public var name: String {
+        switch self {
+        case .none: "none"
+        case .peakShaving: "peak_shaving"
+        case .selfConsumption: "self_consumption"
+        }
+    }
+
+    /// The battery power (+ = discharge) this application wants when the site's load (load − PV,
+    /// + = consumption) is `load`. Never decreasing in `load`: that is what lets the connection point
+    /// act only on what it is sure of (see `ConnectionPoint`).
+    public func target(load: Double) -> Double {
+        switch self {
+        case .none:
+            return 0
+        case .peakShaving(let importMax, let rechargeBelow):
+            if load > importMax.value { return load - importMax.value }
+            if let recharge = rechargeBelow?.value, load < recharge { return load - recharge }
+            return 0
+        case .selfConsumption(let target):
+            return load - target.value
+        }
+    }
+}
+
+/// Settings of the site's connection point: its meter, its limits and its application.
+public struct SiteSettings: Sendable {
+    /// True when a connection-point meter is configured.
+    public var hasMeter: Bool
+    /// Grid import and export limits at the connection point, W (magnitudes); nil = none.
+    public var importMax: Watts?
+    public var exportMax: Watts?
+    public var application: SiteApplication
+    /// Energy the application may not use, % SOC (kept for frequency response and limits).
+    public var socReservePercent: Double
+    /// Meter data older than this is stale (`METER_STALE`).
+    public var meterStaleAfter: Duration
+    /// The longest delay between the meter measuring and bessd reading it. After the batteries'
+    /// power changes, the controller acts only on what every delay up to this one agrees on.
+    public var meterMaxLag: Duration
+
+    public init(hasMeter: Bool = false, importMax: Watts? = nil, exportMax: Watts? = nil,
+                application: SiteApplication = .none, socReservePercent: Double = 0,
+                meterStaleAfter: Duration = .seconds(3), meterMaxLag: Duration = .seconds(1)) {
+        self.hasMeter = hasMeter
+        self.importMax = importMax
+        self.exportMax = exportMax
+        self.application = application
+        self.socReservePercent = socReservePercent
+        self.meterStaleAfter = meterStaleAfter
+        self.meterMaxLag = meterMaxLag
+    }
+
+    /// No meter, no limits, no application: the site as before this layer existed.
+    public static let none = SiteSettings()
+}
+
+/// Which connection-point limit decides the batteries' power this cycle.
+public enum GridLimitBinding: UInt8, Sendable, Equatable, CustomStringConvertible {
+    case none
+    /// `grid_limits.import_max_kw`: the batteries give at least what keeps import under it.
+    case importLimit
+    /// `grid_limits.export_max_kw`: the batteries give at most what keeps export under it.
+    case exportLimit
+
+    public var description: String {
+        switch self {
+        case .none: "none"
+        case .importLimit: "import"
+        case .exportLimit: "export"
+        }
+    }
+}
+
+/// The connection-point layer of the site's decision: from the meter and the batteries' measured
+/// power it keeps a floor (what the batteries must give so import stays under its limit), a ceiling
+/// (what they may give so export stays under its limit) and the application's target.
+///
+/// **Why it cannot hunt.** The site's load (load − PV) is grid power plus battery power *at the
+/// instant the meter measured*. The meter's delay is unknown but at most `meterMaxLag`, so the load
+/// lies between grid power plus the least and plus the most battery power seen over that window.
+/// Every target is a non-decreasing function of the load, so it lies between its values at the two
+/// ends. A target is moved only when it lies outside that interval, and only to its nearer end:
+/// every move is one the true load calls for, and none goes past it. While the batteries hold still
+/// the interval is a point and the controller acts at once (one cycle after the meter shows a step);
+/// right after a move it waits until the meter can have seen the move. So a load step is followed
+/// without overshoot as long as the meter's delay is within `meterMaxLag`.
+///
+/// Storage is allocated at init; `update` allocates nothing.
+public struct ConnectionPoint: Sendable {
+    public let settings: SiteSettings
+    /// Battery power the import limit calls for (the batteries give at least this), W.
+    public private(set) var floor: Double?
+    /// Battery power the export limit allows (the batteries give at most this), W.
+    public private(set) var ceiling: Double?
+    /// The application's battery target, W (+ = discharge); zero while the meter is stale.
+    public private(set) var target: Double = 0
+    /// The latest fresh grid power, W (+ = import); nil while stale.
+    public private(set) var gridPower: Double?
+    /// Bounds of the site's load estimate at the last fresh reading, W.
+    public private(set) var loadLow: Double?
+    public private(set) var loadHigh: Double?
+    /// True while the meter's data is stale (or never arrived after `meterStaleAfter`).
+    public private(set) var stale = false
+    /// Moves of a target smaller than this are not made (meter noise), W.
+    public let deadband: Double
+
+    private var times: [Int64]
+    private var powers: [Double]
+    private var head = 0
+    private var count = 0
+    private let startedAt: MonotonicInstant
+
+    /// - Parameter rating: the site's total rating, W (sizes the deadband: 0.1 %, at least 100 W).
+    public init(settings: SiteSettings, rating: Double, startedAt: MonotonicInstant, history: Int = 2048) {
+        self.settings = settings
+        self.startedAt = startedAt
+        deadband = max(100, (rating.isFinite ? rating : 0) / 1000)
+        times = [Int64](repeating: 0, count: max(2, history))
+        powers = [Double](repeating: 0, count: max(2, history))
+    }
+
+    /// What changed in one update.
+    public struct Change: Sendable, Equatable {
+        public var becameStale = false
+        public var becameFresh = false
+    }
+
+    /// One cycle: records the batteries' measured power (+ = discharge, all units) and takes the
+    /// meter's reading.
+    public mutating func update(meter: Timestamped<MeterReading>?, battery: Double, now: MonotonicInstant) -> Change {
+        record(battery.isFinite ? battery : 0, at: now)
+        var change = Change()
+        guard settings.hasMeter else { return change }
+        let fresh = meter.fresh(at: now, maxAge: settings.meterStaleAfter).flatMap { $0.gridPower.value.isFinite ? $0 : nil }
+        guard let reading = fresh, let stamped = meter else {
+            // Stale: the application contributes nothing; the limits keep their last values
+            // (dropping a floor that holds import under the breaker's limit could trip it).
+            gridPower = nil
+            target = 0
+            let waited = now.seconds(since: meter?.takenAt ?? startedAt)
+            if !stale, waited >= settings.meterStaleAfter.secondsDouble {
+                stale = true
+                change.becameStale = true
+            }
+            return change
+        }
+        if stale {
+            stale = false
+            change.becameFresh = true
+        }
+        let grid = reading.gridPower.value
+        gridPower = grid
+        let (low, high) = batteryRange(from: stamped.takenAt - settings.meterMaxLag - .milliseconds(200), to: now)
+        let loadLow = grid + low, loadHigh = grid + high
+        self.loadLow = loadLow
+        self.loadHigh = loadHigh
+        if let importMax = settings.importMax?.value, importMax.isFinite {
+            Self.follow(&floor, low: loadLow - importMax, high: loadHigh - importMax, raiseBy: 0, lowerBy: deadband)
+        }
+        if let exportMax = settings.exportMax?.value, exportMax.isFinite {
+            Self.follow(&ceiling, low: loadLow + exportMax, high: loadHigh + exportMax, raiseBy: deadband, lowerBy: 0)
+        }
+        var app: Double? = target
+        Self.follow(&app, low: settings.application.target(load: loadLow),
+                    high: settings.application.target(load: loadHigh), raiseBy: deadband, lowerBy: deadband)
+        target = app ?? 0
+        return change
+    }
+
+    /// Moves `value` into `[low, high]` when it lies outside by more than the allowance on that side
+    /// (to the nearer end); sets it to the middle when it has none yet.
+    static func follow(_ value: inout Double?, low: Double, high: Double, raiseBy: Double, lowerBy: Double) {
+        guard low.isFinite, high.isFinite else { return }
+        guard let current = value else {
+            value = (low + high) / 2
+            return
+        }
+        if current < low - raiseBy {
+            value = low
+        } else if current > high + lowerBy {
+            value = high
+        }
+    }
+
+    private mutating func record(_ power: Double, at now: MonotonicInstant) {
+        let index = (head + count) % times.count
+        times[index] = now.nanoseconds
+        powers[index] = power
+        if count < times.count { count += 1 } else { head = (head + 1) % times.count }
+    }
+
+    /// The least and most battery power in force at any instant from `from` to `to`: every sample
+    /// taken in the window and the one in force when it began.
+    func batteryRange(from: MonotonicInstant, to: MonotonicInstant) -> (Double, Double) {
+        var low = Double.infinity, high = -Double.infinity
+        var i = count - 1
+        while i >= 0 {
+            let slot = (head + i) % times.count
+            let t = times[slot]
+            if t <= to.nanoseconds {
+                low = Swift.min(low, powers[slot])
+                high = Swift.max(high, powers[slot])
+                if t <= from.nanoseconds { break }
+            }
+            i -= 1
+        }
+        return low.isFinite ? (low, high) : (0, 0)
+    }
+}
+
+/// The site's decision in one cycle, layer by layer (W, + = discharge).
+public struct SiteDecision: Sendable, Equatable {
+    /// What the pooled units asked for together: their dispatch shares and frequency response.
+    public var requested = 0.0
+    /// What the held units (operator override, a dispatch for one unit) give together.
+    public var held = 0.0
+    /// The site application's part of the pool (zero while a dispatch speaks or the meter is stale).
+    public var application = 0.0
+    /// True when the application acted this cycle.
+    public var applicationActive = false
+    /// What the pooled units were asked for after the grid limits.
+    public var pool = 0.0
+    /// The grid limit that decided the pool, if any.
+    public var binding = GridLimitBinding.none
+    /// What every unit was given in total.
+    public var delivered = 0.0
+    public init() {}
+}
