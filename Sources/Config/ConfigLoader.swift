@@ -130,7 +130,19 @@ public enum ConfigLoader {
             let parts = text.split(separator: ":")
             return parts.count == 2 && UInt16(parts[1]) != nil && parts[0].split(separator: ".").count == 4
         }, rule: "must be IPV4:PORT, e.g. 127.0.0.1:9464")
-        top.finish(known: "mode, period_ms, control_socket, state_directory, bess_units, grid_integration, limits, interlocks, aggregator, simulation, realtime, metrics_listen")
+        let site = decodeSite(top.fields("site"), r, mode: mode, units: units ?? [])
+        top.finish(known: "mode, period_ms, control_socket, state_directory, bess_units, grid_integration, limits, interlocks, aggregator, simulation, realtime, metrics_listen, site")
+        if grid?.frequencySource == .meter, site.meter == nil {
+            r.error(top.fields("grid_integration")?.mark("frequency_source"), "grid_integration.frequency_source",
+                    "needs site.meter (the meter whose frequency it reads)", got: "meter")
+        }
+        if site.meter == nil, let faults = top.fields("simulation")?.sequence("faults") {
+            for (index, node) in faults.enumerated() {
+                if let kind = node.mapping?["kind"]?.string, kind.hasPrefix("meter_") {
+                    r.error(node, "simulation.faults[\(index)].kind", "needs site.meter (there is no meter to fault)", got: kind)
+                }
+            }
+        }
         guard let grid, let units else { return nil }
         if var a = aggregator, a.siteID.isEmpty {
             a.siteID = units.first?.campusID.flatMap { idPattern($0) ? $0 : nil } ?? "site"
@@ -139,10 +151,111 @@ public enum ConfigLoader {
         if grid.frequencySource == .inverter, units.isEmpty {
             r.error(top.mark("grid_integration"), "grid_integration.frequency_source", "needs at least one unit")
         }
-        return BessdConfiguration(
+        var configuration = BessdConfiguration(
             mode: mode, periodMs: period, controlSocket: socket, stateDirectory: state, units: units, grid: grid,
             limitRampPercentPerSecond: limitRamp, scheduleRampPercentPerSecond: scheduleRamp, interlocks: interlocks,
             aggregator: aggregator, simulation: simulation, realtime: realtime, metricsListen: metrics, notices: [])
+        configuration.site = site
+        return configuration
+    }
+
+    /// `site:` — the grid connection point: its meter, limits and application.
+    static func decodeSite(_ fields: ConfigReader.Fields?, _ r: ConfigReader, mode: RunMode, units: [UnitConfiguration])
+        -> SiteConfiguration
+    {
+        var site = SiteConfiguration()
+        guard let fields else { return site }
+        if let m = fields.fields("meter") {
+            let simulated = m.bool("simulated", default: false)
+            if mode == .hardware, simulated {
+                r.error(m.mark("simulated"), m.child("simulated"), Self.notInHardware, got: "true")
+            }
+            let modbusFields = m.fields("modbus")
+            let modbus = modbusFields.flatMap { decodeModbus($0, r) }
+            let protocolName = m.choice("protocol", [("sunspec", MeterConfiguration.MeterProtocol.sunspec),
+                                                     ("register_map", .registerMap)], default: .sunspec)
+            var map: MeterRegisterMap?
+            if let mapFields = m.fields("register_map") {
+                let power = decodeRegister(mapFields, "power", r, required: true)
+                let frequency = decodeRegister(mapFields, "frequency", r, required: false)
+                let imported = decodeRegister(mapFields, "imported_energy", r, required: false)
+                let exported = decodeRegister(mapFields, "exported_energy", r, required: false)
+                mapFields.finish(known: "power, frequency, imported_energy, exported_energy")
+                map = power.map { MeterRegisterMap(power: $0, frequency: frequency, importedEnergy: imported, exportedEnergy: exported) }
+                if protocolName != .registerMap {
+                    r.error(m.mark("register_map"), m.child("register_map"), "needs protocol: register_map")
+                }
+            } else if protocolName == .registerMap {
+                r.error(m.mark("protocol"), m.child("register_map"), "is required for protocol: register_map")
+            }
+            let importPositive = m.bool("import_positive", default: true)
+            let stale = m.double("stale_after_s", default: 3, range: 0.05...60, unit: "seconds")!
+            let lag = m.double("max_lag_s", default: 1, range: 0...10, unit: "seconds")!
+            m.finish(known: "simulated, modbus, protocol, register_map, import_positive, stale_after_s, max_lag_s")
+            let real = mode == .hardware || (mode == .hil && !simulated)
+            if real, modbus == nil, !m.has("modbus") {
+                r.error(m.node, m.child("modbus"), "is required for a real meter in mode \(mode.rawValue)"
+                        + (mode == .hil ? " (or set simulated: true)" : ""))
+            }
+            if let modbus, let modbusFields = m.fields("modbus") {
+                for (index, unit) in units.enumerated() {
+                    guard let other = unit.modbus, other.endpoint.line == modbus.endpoint.line, other.unitID == modbus.unitID else { continue }
+                    r.error(modbusFields.mark("unit_id"), modbusFields.child("unit_id"),
+                            "is the same device as bess_units[\(index)]'s inverter (same endpoint and unit id)",
+                            got: String(modbus.unitID))
+                }
+            }
+            site.meter = MeterConfiguration(simulated: simulated, modbus: modbus, protocolName: protocolName, registerMap: map,
+                                            importPositive: importPositive, staleAfterSeconds: stale, maxLagSeconds: lag)
+        }
+        if let limits = fields.fields("grid_limits") {
+            site.importMaxKW = limits.double("import_max_kw", range: 0...1_000_000, unit: "kW")
+            site.exportMaxKW = limits.double("export_max_kw", range: 0...1_000_000, unit: "kW")
+            limits.finish(known: "import_max_kw, export_max_kw")
+            if site.meter == nil { r.error(fields.mark("grid_limits"), fields.child("grid_limits"), "needs site.meter (limits are held at the meter)") }
+        }
+        let application = fields.choice("application", [("none", "none"), ("peak_shaving", "peak_shaving"),
+                                                        ("self_consumption", "self_consumption")], default: "none")
+        let peak = fields.fields("peak_shaving")
+        let selfConsumption = fields.fields("self_consumption")
+        let importMax = peak?.double("import_max_kw", range: 0...1_000_000, unit: "kW")
+        let recharge = peak?.double("recharge_below_kw", range: -1_000_000...1_000_000, unit: "kW")
+        let target = selfConsumption?.double("target_grid_kw", default: 0, range: -1_000_000...1_000_000, unit: "kW") ?? 0
+        if let importMax, let recharge, recharge > importMax {
+            r.error(peak?.mark("recharge_below_kw"), fields.child("peak_shaving.recharge_below_kw"),
+                    "must not be above peak_shaving.import_max_kw (\(format(importMax)) kW): the batteries would charge into the peak",
+                    got: format(recharge))
+        }
+        switch application {
+        case "peak_shaving":
+            if importMax == nil, !(peak?.has("import_max_kw") ?? false) {
+                r.error(peak?.node ?? fields.mark("application"), fields.child("peak_shaving.import_max_kw"), "is required for application: peak_shaving")
+            }
+            if let limit = site.importMaxKW, let importMax, importMax > limit {
+                r.notice(peak?.mark("import_max_kw"), fields.child("peak_shaving.import_max_kw"),
+                         "is above grid_limits.import_max_kw (\(format(limit)) kW); the grid limit binds first")
+            }
+            if let importMax { site.application = .peakShaving(importMax: .kilowatts(importMax), rechargeBelow: recharge.map { .kilowatts($0) }) }
+        case "self_consumption":
+            site.application = .selfConsumption(targetGrid: .kilowatts(target))
+        default: break
+        }
+        peak?.finish(known: "import_max_kw, recharge_below_kw")
+        selfConsumption?.finish(known: "target_grid_kw")
+        if application != "peak_shaving", let peak {
+            r.error(peak.node, fields.child("peak_shaving"), "applies only to application: peak_shaving", got: "application: \(application)")
+        }
+        if application != "self_consumption", let selfConsumption {
+            r.error(selfConsumption.node, fields.child("self_consumption"), "applies only to application: self_consumption",
+                    got: "application: \(application)")
+        }
+        if application != "none", site.meter == nil {
+            r.error(fields.mark("application"), fields.child("application"), "needs site.meter (the application steers grid power)",
+                    got: application)
+        }
+        site.socReservePercent = fields.double("soc_reserve_percent", default: 0, range: 0...100, unit: "%")!
+        fields.finish(known: "meter, grid_limits, application, peak_shaving, self_consumption, soc_reserve_percent")
+        return site
     }
 
     /// `mode:` — simulation, hil or hardware. The seed's names for mixed rigs mean `hil`.
@@ -175,7 +288,8 @@ public enum ConfigLoader {
             r.notice(fields.mark("mode"), fields.child("mode"),
                      "'\(mode)' frequency feeds are not part of bessd; frequency comes from frequency_source")
         }
-        let source = fields.choice("frequency_source", [("simulated", FrequencySource.simulated), ("inverter", .inverter)],
+        let source = fields.choice("frequency_source", [("simulated", FrequencySource.simulated), ("inverter", .inverter),
+                                                        ("meter", .meter)],
                                    default: defaultFrequencySource(runMode))
         if runMode == .hardware, source == .simulated {
             r.error(fields.mark("frequency_source"), fields.child("frequency_source"), Self.notInHardware, got: "simulated")
@@ -543,7 +657,10 @@ public enum ConfigLoader {
                 let at = f.double("at_s", default: 0, range: 0...86_400, unit: "seconds")!
                 let duration = f.double("duration_s", default: 0, range: 0...86_400, unit: "seconds")!
                 let delay = f.double("delay_s", default: 0, range: 0...60, unit: "seconds")!
-                if (kind == .bmsDelay || kind == .modbusDelay) && delay <= 0 {
+                if kind.map({ $0.rawValue.hasPrefix("meter_") }) == true, f.has("unit") {
+                    r.error(f.mark("unit"), "\(path).unit", "a meter fault acts on the site's meter; it names no unit")
+                }
+                if (kind == .bmsDelay || kind == .modbusDelay || kind == .meterDelay) && delay <= 0 {
                     r.error(node, "\(path).delay_s", "is required (> 0) for \(kind!.rawValue)")
                 }
                 var values: BMSOverride?
@@ -574,8 +691,42 @@ public enum ConfigLoader {
             }
         }
         simulation.hottestCellAbovePackK = fields.double("hottest_cell_above_pack_c", default: 2, range: 0...20, unit: "°C")!
-        fields.finish(known: "initial_soc_percent, ambient_c, frequency_profile, base_hz, amplitude_hz, step_period_s, seed, ramp_to_hz, ramp_start_s, ramp_duration_s, trace_file, faults, hottest_cell_above_pack_c")
+        if let load = fields.fields("load") { simulation.load = decodeProfile(load, file: file, r) }
+        if let pv = fields.fields("pv") { simulation.pv = decodeProfile(pv, file: file, r, nonNegative: true) }
+        fields.finish(known: "initial_soc_percent, ambient_c, frequency_profile, base_hz, amplitude_hz, step_period_s, seed, ramp_to_hz, ramp_start_s, ramp_duration_s, trace_file, faults, hottest_cell_above_pack_c, load, pv")
         return simulation
+    }
+
+    /// `simulation.load` / `simulation.pv`: steady, steps or a `seconds,kw` trace.
+    static func decodeProfile(_ f: ConfigReader.Fields, file: String, _ r: ConfigReader, nonNegative: Bool = false) -> PowerProfile {
+        let range: ClosedRange<Double> = nonNegative ? 0...1_000_000 : -1_000_000...1_000_000
+        var profile = PowerProfile(base: f.double("base_kw", default: 0, range: range, unit: "kW")!)
+        profile.shape = f.choice("profile", PowerProfile.Shape.allCases.map { ($0.rawValue, $0) }, default: .steady)
+        if let levels = f.sequence("levels_kw") {
+            for node in levels {
+                if let value = node.int.map(Double.init) ?? node.float, range.contains(value) {
+                    profile.levelsKW.append(value)
+                } else {
+                    r.error(node, f.child("levels_kw"), "expected numbers in \(format(range.lowerBound))…\(format(range.upperBound)) kW",
+                            got: ConfigReader.shown(node))
+                }
+            }
+        }
+        profile.stepPeriodSeconds = f.double("step_period_s", default: 30, range: 0.1...86_400, unit: "seconds")!
+        if let name = f.string("trace_file") {
+            profile.trace = loadPoints(name, relativeTo: file, node: f.mark("trace_file"), path: f.child("trace_file"), column: "kw",
+                                       valid: { range.contains($0) }, rule: "kw in \(format(range.lowerBound))…\(format(range.upperBound))", r)
+                .map { PowerPoint(seconds: $0.0, kilowatts: $0.1) }
+        }
+        switch profile.shape {
+        case .steps where profile.levelsKW.isEmpty:
+            r.error(f.mark("profile"), f.child("levels_kw"), "is required for profile: steps (the levels after base_kw)")
+        case .trace where !f.has("trace_file"):
+            r.error(f.mark("profile"), f.child("trace_file"), "is required for profile: trace")
+        default: break
+        }
+        f.finish(known: "profile, base_kw, levels_kw, step_period_s, trace_file")
+        return profile
     }
 
     static let bmsConditionNames: [(String, BMSConditions)] = [
@@ -622,26 +773,33 @@ public enum ConfigLoader {
 
     /// Reads a `seconds,hz` CSV (a header line is allowed); errors name the CSV line.
     static func loadTrace(_ name: String, relativeTo file: String, node: Node?, path: String, _ r: ConfigReader) -> [TracePoint] {
+        loadPoints(name, relativeTo: file, node: node, path: path, column: "hz", valid: { $0 > 40 && $0 < 70 },
+                   rule: "40 < hz < 70", r).map { TracePoint(seconds: $0.0, hz: $0.1) }
+    }
+
+    /// Reads a `seconds,VALUE` CSV; `valid` checks each value (`rule` says what it wants).
+    static func loadPoints(_ name: String, relativeTo file: String, node: Node?, path: String, column: String,
+                           valid: (Double) -> Bool, rule: String, _ r: ConfigReader) -> [(Double, Double)] {
         var location = name
         if !name.hasPrefix("/"), let slash = file.lastIndex(of: "/") { location = String(file[...slash]) + name }
         guard let data = FileManager.default.contents(atPath: location), let text = String(data: data, encoding: .utf8) else {
             r.error(node, path, "cannot read the trace file", got: location)
             return []
         }
-        var points: [TracePoint] = []
+        var points: [(Double, Double)] = []
         for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
             if trimmed.isEmpty || trimmed.hasPrefix("#") || (number == 0 && trimmed.first?.isLetter == true) { continue }
             let cells = trimmed.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-            guard cells.count >= 2, let t = Double(cells[0]), let hz = Double(cells[1]), t.isFinite, hz > 40, hz < 70 else {
-                r.error(node, path, "\(location) line \(number + 1): expected seconds,hz with 40 < hz < 70", got: trimmed)
+            guard cells.count >= 2, let t = Double(cells[0]), let value = Double(cells[1]), t.isFinite, value.isFinite, valid(value) else {
+                r.error(node, path, "\(location) line \(number + 1): expected seconds,\(column) with \(rule)", got: trimmed)
                 return []
             }
-            if let last = points.last, t <= last.seconds {
+            if let last = points.last, t <= last.0 {
                 r.error(node, path, "\(location) line \(number + 1): times must increase", got: trimmed)
                 return []
             }
-            points.append(TracePoint(seconds: t, hz: hz))
+            points.append((t, value))
         }
         if points.isEmpty { r.error(node, path, "the trace file has no points", got: location) }
         return points

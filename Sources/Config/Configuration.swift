@@ -102,8 +102,47 @@ public struct UnitConfiguration: Sendable, Equatable {
 public enum FrequencySource: String, Sendable {
     /// The built-in simulated grid (simulation and HIL).
     case simulated
-    /// The first unit's inverter `Hz` reading.
+    /// The median of the fresh inverters' `Hz` readings.
     case inverter
+    /// The site's connection-point meter (`site.meter`).
+    case meter
+}
+
+/// `site.meter`: the meter at the grid connection point.
+public struct MeterConfiguration: Sendable, Equatable {
+    public enum MeterProtocol: String, Sendable { case sunspec, registerMap = "register_map" }
+    /// Simulated inside bessd (mode simulation, or `simulated: true` in mode hil).
+    public var simulated: Bool
+    public var modbus: ModbusSettings?
+    public var protocolName: MeterProtocol
+    /// The registers of a meter that does not speak SunSpec.
+    public var registerMap: MeterRegisterMap?
+    /// True (the SunSpec convention): the meter's W is positive for power taken from the grid.
+    public var importPositive: Bool
+    /// Meter data older than this is stale (`METER_STALE`).
+    public var staleAfterSeconds: Double
+    /// The longest delay between the meter measuring and bessd reading it.
+    public var maxLagSeconds: Double
+}
+
+/// `site:`: the grid connection point, its limits and the site application.
+public struct SiteConfiguration: Sendable, Equatable {
+    public var meter: MeterConfiguration?
+    /// `grid_limits.import_max_kw` / `export_max_kw`.
+    public var importMaxKW: Double?
+    public var exportMaxKW: Double?
+    public var application: SiteApplication
+    /// `soc_reserve_percent`: energy the application may not use.
+    public var socReservePercent: Double
+
+    public init(meter: MeterConfiguration? = nil, importMaxKW: Double? = nil, exportMaxKW: Double? = nil,
+                application: SiteApplication = .none, socReservePercent: Double = 0) {
+        self.meter = meter
+        self.importMaxKW = importMaxKW
+        self.exportMaxKW = exportMaxKW
+        self.application = application
+        self.socReservePercent = socReservePercent
+    }
 }
 
 /// `grid_integration` of the seed design.
@@ -153,6 +192,48 @@ public struct SimulationConfiguration: Sendable, Equatable {
     public var faults: [FaultInjection]
     /// How much warmer the simulated hottest cell (0x373) reads than the pack (0x356), K.
     public var hottestCellAbovePackK: Double = 2
+    /// The site's load and PV around the simulated meter (kW).
+    public var load = PowerProfile(base: 0)
+    public var pv = PowerProfile(base: 0)
+}
+
+/// A power profile of the simulated site (`simulation.load`, `simulation.pv`), kW.
+public struct PowerProfile: Sendable, Equatable {
+    public enum Shape: String, Sendable, CaseIterable { case steady, steps, trace }
+    public var shape: Shape = .steady
+    /// The level (`steady`), or the first level (`steps`).
+    public var baseKW: Double
+    /// `steps`: the levels visited in turn, each for `stepPeriodSeconds` (base first).
+    public var levelsKW: [Double] = []
+    public var stepPeriodSeconds: Double = 30
+    /// `trace`: (seconds, kW) points, each held until the next.
+    public var trace: [PowerPoint] = []
+
+    public init(base: Double) { baseKW = base }
+
+    /// The power at `elapsed` seconds into the run, kW.
+    public func kilowatts(at elapsed: Double) -> Double {
+        switch shape {
+        case .steady: return baseKW
+        case .steps:
+            let levels = [baseKW] + levelsKW
+            let k = Int(max(0, elapsed) / max(0.1, stepPeriodSeconds)) % levels.count
+            return levels[k]
+        case .trace:
+            guard let first = trace.first else { return baseKW }
+            return trace.last(where: { $0.seconds <= elapsed })?.kilowatts ?? first.kilowatts
+        }
+    }
+}
+
+/// One point of a recorded power trace.
+public struct PowerPoint: Sendable, Equatable {
+    public var seconds: Double
+    public var kilowatts: Double
+    public init(seconds: Double, kilowatts: Double) {
+        self.seconds = seconds
+        self.kilowatts = kilowatts
+    }
 }
 
 /// One point of a recorded frequency trace.
@@ -188,6 +269,12 @@ public struct FaultInjection: Sendable, Equatable {
         case frequencyLoss = "frequency_loss"
         /// The BMS stops sending one optional frame group (`group:` cells, protection or requests).
         case bmsGroupSilence = "bms_group_silence"
+        /// The site meter stops answering.
+        case meterSilence = "meter_silence"
+        /// The site meter reports the connection point `delay_s` late.
+        case meterDelay = "meter_delay"
+        /// The site meter answers with garbage (values it marks as not implemented).
+        case meterGarbage = "meter_garbage"
     }
     public var kind: Kind
     /// The unit it hits; nil = every unit.
@@ -238,6 +325,18 @@ public struct BessdConfiguration: Sendable {
     public var metricsListen: String?
     /// Notices about keys that load but do nothing in bessd.
     public var notices: [ConfigDiagnostic]
+    /// `site:`: connection point, limits, application (empty when absent).
+    public var site = SiteConfiguration()
+
+    /// True when the site meter is simulated inside bessd (never in hardware mode).
+    public var meterSimulated: Bool {
+        guard let meter = site.meter else { return false }
+        switch mode {
+        case .simulation: return true
+        case .hil: return meter.simulated
+        case .hardware: return false
+        }
+    }
 
     /// True when this unit's inverter is simulated inside bessd (never in hardware mode).
     public func isSimulated(inverterOf unit: UnitConfiguration) -> Bool {
@@ -259,7 +358,7 @@ public struct BessdConfiguration: Sendable {
 
     /// True when any input of the control law is simulated (the site needs a simulated plant).
     public var usesSimulation: Bool {
-        grid.frequencySource == .simulated
+        grid.frequencySource == .simulated || meterSimulated
             || units.contains { isSimulated(inverterOf: $0) || isSimulated(bmsOf: $0) }
     }
 }

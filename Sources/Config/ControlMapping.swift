@@ -9,6 +9,16 @@ extension BessdConfiguration {
             frequencyStaleAfter: .seconds(2), rocofWindow: .milliseconds(500), energyBlockLength: .seconds(900))
     }
 
+    /// The connection point's settings (`site:`).
+    public var siteSettings: SiteSettings {
+        SiteSettings(
+            hasMeter: site.meter != nil, importMax: site.importMaxKW.map { .kilowatts($0) },
+            exportMax: site.exportMaxKW.map { .kilowatts($0) }, application: site.application,
+            socReservePercent: site.socReservePercent,
+            meterStaleAfter: .seconds(fromDouble: site.meter?.staleAfterSeconds ?? 3),
+            meterMaxLag: .seconds(fromDouble: site.meter?.maxLagSeconds ?? 1))
+    }
+
     /// Per-unit control settings, with the interlock table overridden from `interlocks:`.
     public var unitSettings: [UnitSettings] {
         units.map { unit in

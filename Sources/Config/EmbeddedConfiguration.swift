@@ -30,7 +30,26 @@ grid_integration:
     reference: edge
     response_time_s: 5
 
+# The site's connection point: a simulated meter, a 350 kW import limit, and peak shaving above
+# 250 kW (recharge below 150 kW). The simulated load steps through 180, 420 and 120 kW, so
+# `make sim` shows the batteries shaving the peak and recharging after it.
+site:
+  meter:
+    protocol: sunspec
+  grid_limits:
+    import_max_kw: 350
+  application: peak_shaving
+  peak_shaving:
+    import_max_kw: 250
+    recharge_below_kw: 150
+  soc_reserve_percent: 20
+
 simulation:
+  load:
+    profile: steps
+    base_kw: 180
+    levels_kw: [420, 120]
+    step_period_s: 40
   initial_soc_percent: 60
   frequency_profile: walk
   base_hz: 50.0

@@ -160,6 +160,7 @@ public final class CycleBody {
 
         shared.contents.withLock { c in
             for i in 0..<units { runner.fill(&c.units[i], unit: i, now: now) }
+            runner.fill(&c.site)
             c.stats.periodMs = runner.configuration.periodMs
             c.stats.cycles = cycles
             c.stats.overruns = overruns

@@ -57,26 +57,48 @@ public final class InverterWorker: @unchecked Sendable {
         public var slot: InverterSlot
         /// nil for SunSpec (discovered); a register map for other inverters.
         public var registerMap: RegisterMapSpec?
-        public init(unitID: Int, slot: InverterSlot, registerMap: RegisterMapSpec? = nil) {
+        /// Set for the site's connection-point meter: read every cycle, never written. Its reading's
+        /// `activePower` is the meter's W as the meter states it, and `frequency` its Hz.
+        public var meter: MeterDriver?
+        public init(unitID: Int, slot: InverterSlot, registerMap: RegisterMapSpec? = nil, meter: MeterDriver? = nil) {
             self.unitID = unitID
             self.slot = slot
             self.registerMap = registerMap
+            self.meter = meter
         }
+    }
+
+    /// How a meter on the wire is read.
+    public enum MeterDriver: Sendable, Equatable {
+        /// SunSpec models 201–204, discovered.
+        case sunspec
+        /// A configured register map.
+        case registerMap(MeterRegisterMap)
     }
 
     /// How one inverter is read and commanded.
     enum Driver {
         case sunspec(SunSpecInverter)
         case registerMap(RegisterMapInverter)
+        case meter(SunSpecMeter)
+        case meterMap(MeterRegisterMap)
 
         func readStatus(_ c: inout some RegisterAccess) throws(SunSpecError) -> InverterReading {
             switch self {
             case .sunspec(let inverter): return try inverter.readStatus(&c)
             case .registerMap(let inverter):
                 do { return try inverter.readStatus(&c) } catch { throw SunSpecError(code: error.code, message: error.message) }
+            case .meter(let meter): return Self.carried(try meter.read(&c))
+            case .meterMap(let map): return Self.carried(try map.read(&c))
             }
         }
 
+        /// A meter's reading in the slot's shape: W as the meter states it, and its Hz.
+        static func carried(_ reading: MeterReading) -> InverterReading {
+            InverterReading(activePower: reading.gridPower, frequency: reading.frequency)
+        }
+
+        /// Writes the setpoint (a meter takes none: nothing is written).
         func command(_ power: Watts, revertSeconds: Int, rearm: Bool = true, _ c: inout some RegisterAccess) throws(SunSpecError) {
             switch self {
             case .sunspec(let inverter): try inverter.command(power, revertSeconds: revertSeconds, rearm: rearm, &c)
@@ -84,15 +106,17 @@ public final class InverterWorker: @unchecked Sendable {
                 do { try inverter.command(power, revertSeconds: revertSeconds, rearm: rearm, &c) } catch {
                     throw SunSpecError(code: error.code, message: error.message)
                 }
+            case .meter, .meterMap: return
             }
         }
 
         /// Re-reads the static values (nameplate, settings, scale factors) of a discovered device;
-        /// the model chain is not walked again. A register map has none.
+        /// the model chain is not walked again. A register map and a meter (its scale factors are
+        /// in the polled span) have none.
         func refreshed(_ c: inout ModbusUnit) throws(SunSpecError) -> Driver {
             switch self {
             case .sunspec(let inverter): return .sunspec(try SunSpecInverter.open(&c, map: inverter.map))
-            case .registerMap: return self
+            case .registerMap, .meter, .meterMap: return self
             }
         }
 
@@ -105,6 +129,10 @@ public final class InverterWorker: @unchecked Sendable {
                 return (inverter.measurement.address + span.lowerBound, span.count)
             case .registerMap(let inverter):
                 return inverter.pollSpan.map { ($0.lowerBound, $0.count) }
+            case .meter(let meter):
+                return (meter.model.address + SunSpecMeter.pollSpan.lowerBound, SunSpecMeter.pollSpan.count)
+            case .meterMap(let map):
+                return map.pollSpan.map { ($0.lowerBound, $0.count) }
             }
         }
 
@@ -457,7 +485,17 @@ public final class InverterWorker: @unchecked Sendable {
         var unit = connection.unit(device.unitID)
         do throws(SunSpecError) {
             if states[index].inverter == nil {
-                if let map = device.registerMap {
+                if let meter = device.meter {
+                    switch meter {
+                    case .sunspec:
+                        let found = try SunSpecMeter.open(&unit)
+                        states[index].inverter = .meter(found)
+                        log("unit id \(device.unitID) on \(endpoint): SunSpec meter, model \(found.model.id)")
+                    case .registerMap(let map):
+                        states[index].inverter = .meterMap(map)
+                        log("unit id \(device.unitID) on \(endpoint): meter by register map, power at \(map.power.address)")
+                    }
+                } else if let map = device.registerMap {
                     states[index].inverter = .registerMap(RegisterMapInverter(spec: map))
                     log("unit id \(device.unitID) on \(endpoint): register map, setpoint at \(map.setpoint.address)")
                 } else {

@@ -2,6 +2,30 @@ import BessSystem
 public import ControlCore
 import Synchronization
 
+/// The site as an operator sees it, published by the cycle after every step (plain values: copying
+/// it never allocates).
+public struct SiteStatus: Sendable, Equatable {
+    /// Grid power at the connection point, W (+ = import); NaN without a fresh meter reading.
+    public var gridPower: Double = .nan
+    public var meterStale = false
+    public var binding = GridLimitBinding.none
+    public var applicationActive = false
+    /// The application's battery target, W (+ = discharge).
+    public var applicationTarget: Double = 0
+    /// The site's decision layer by layer, W.
+    public var requested: Double = 0
+    public var held: Double = 0
+    public var application: Double = 0
+    public var pool: Double = 0
+    public var delivered: Double = 0
+    public var shortfall: Double = 0
+    public var shortfallActive = false
+    /// Bounds of the load estimate (load − PV), W; NaN before the first fresh reading.
+    public var loadLow: Double = .nan
+    public var loadHigh: Double = .nan
+    public init() {}
+}
+
 /// What one unit looks like to an operator, published by the cycle after every step.
 public struct UnitStatus: Sendable, Equatable {
     public var state: UnitState = .starting
@@ -28,6 +52,9 @@ public struct UnitStatus: Sendable, Equatable {
     public var temperatureMax: Double = .nan
     public var bmsOnline = false
     public var inverterOnline = false
+    /// Why the site's allocation gave the unit its setpoint, and whether it shares the site's request.
+    public var share: ShareReason = .idle
+    public var pooled = true
     /// Aggregator dispatch in force, W.
     public var dispatchW: Double?
     public init() {}
@@ -79,6 +106,7 @@ package struct Mailbox: Sendable {
 public final class SharedState: Sendable {
     struct Contents: Sendable {
         var units: [UnitStatus]
+        var site = SiteStatus()
         var stats = CycleStatistics()
         var events = EventRing(capacity: 1024)
         /// Energy blocks closed by the cycle, for the uplink (bounded; the oldest kept).
@@ -109,6 +137,9 @@ public final class SharedState: Sendable {
         read(units: &copy)
         return copy
     }
+
+    /// A copy of the site's status.
+    public var site: SiteStatus { contents.withLock { $0.site } }
 
     /// A copy of the cycle statistics (its histogram allocated outside the lock).
     public var statistics: CycleStatistics {

@@ -36,6 +36,16 @@ public protocol SiteIO: AnyObject {
     var inverterSlots: [InverterSlot?] { get }
     /// The CAN slot of each unit whose BMS is real (metrics).
     var bmsSlots: [BMSSlot?] { get }
+    /// The connection-point meter's latest reading (as the meter states it), if the site has one.
+    func sampleMeter(now: MonotonicInstant) -> Timestamped<MeterReading>?
+    /// The worker slot of a real site meter.
+    var meterSlot: InverterSlot? { get }
+}
+
+extension SiteIO {
+    /// A site without a meter.
+    public func sampleMeter(now: MonotonicInstant) -> Timestamped<MeterReading>? { nil }
+    public var meterSlot: InverterSlot? { nil }
 }
 
 /// Real devices only: one inverter worker per Modbus endpoint or serial line, one BMS worker per
@@ -44,6 +54,7 @@ public protocol SiteIO: AnyObject {
 public final class HardwareSite: SiteIO {
     public let inverterSlots: [InverterSlot?]
     public let bmsSlots: [BMSSlot?]
+    public let meterSlot: InverterSlot?
     let workers: [InverterWorker]
     let bmsWorkers: [BMSWorker]
     /// Drives the per-cycle exchanges of every healthy Modbus TCP endpoint from one thread.
@@ -59,7 +70,8 @@ public final class HardwareSite: SiteIO {
                            message: "the configuration simulates a device or the frequency; that needs the simulated site (mode \(configuration.mode.rawValue))")
         }
         inverterSlots = configuration.units.map { configuration.isSimulated(inverterOf: $0) ? nil : InverterSlot() }
-        workers = Self.makeWorkers(configuration, slots: inverterSlots, phase: phase, output: output)
+        meterSlot = configuration.site.meter != nil && !configuration.meterSimulated ? InverterSlot() : nil
+        workers = Self.makeWorkers(configuration, slots: inverterSlots, meter: meterSlot, phase: phase, output: output)
         let tcp = workers.filter { if case .tcp = $0.endpoint { true } else { false } }
         let pollerLog = UncheckedOutput(output)
         poller = tcp.isEmpty ? nil : BusPoller(endpoints: tcp, phase: phase, priority: configuration.realtime.map { max(1, $0.priority - 1) }) {
@@ -75,20 +87,29 @@ public final class HardwareSite: SiteIO {
         }
     }
 
-    /// One worker per Modbus TCP endpoint or serial line, serving every unit id on it.
-    static func makeWorkers(_ c: BessdConfiguration, slots: [InverterSlot?], phase: CyclePhase,
+    /// One worker per Modbus TCP endpoint or serial line, serving every unit id on it (the site
+    /// meter's too, when it shares one).
+    static func makeWorkers(_ c: BessdConfiguration, slots: [InverterSlot?], meter: InverterSlot? = nil, phase: CyclePhase,
                             output: @escaping (String) -> Void)
         -> [InverterWorker]
     {
         var groups: [(ModbusEndpoint, Int, [InverterWorker.Device])] = []
+        var devices: [(name: String, modbus: ModbusSettings, device: InverterWorker.Device)] = []
         for (index, unit) in c.units.enumerated() {
             guard let slot = slots[index], let modbus = unit.modbus else { continue }
+            devices.append(("bess_units[\(index)]", modbus,
+                            InverterWorker.Device(unitID: modbus.unitID, slot: slot, registerMap: unit.inverter.registerMap)))
+        }
+        if let meter, let settings = c.site.meter, let modbus = settings.modbus {
+            let driver: InverterWorker.MeterDriver = settings.registerMap.map { .registerMap($0) } ?? .sunspec
+            devices.append(("site.meter", modbus, InverterWorker.Device(unitID: modbus.unitID, slot: meter, meter: driver)))
+        }
+        for (name, modbus, device) in devices {
             let endpoint = modbus.endpoint
-            let device = InverterWorker.Device(unitID: modbus.unitID, slot: slot, registerMap: unit.inverter.registerMap)
             // One worker, so one context, per TCP endpoint and per serial line.
             if let i = groups.firstIndex(where: { $0.0.line == endpoint.line }) {
                 if groups[i].0 != endpoint {
-                    output("bessd: warning: bess_units[\(index)] names \(endpoint), but \(groups[i].0) is already on that line; "
+                    output("bessd: warning: \(name) names \(endpoint), but \(groups[i].0) is already on that line; "
                            + "using \(groups[i].0)")
                 }
                 groups[i].2.append(device)
@@ -128,6 +149,11 @@ public final class HardwareSite: SiteIO {
 
     public func command(unit: Int, setpoint: Watts) { inverterSlots[unit]?.setSetpoint(setpoint) }
 
+    public func sampleMeter(now: MonotonicInstant) -> Timestamped<MeterReading>? {
+        guard let reading = meterSlot?.reading else { return nil }
+        return Timestamped(MeterReading(gridPower: reading.value.activePower, frequency: reading.value.frequency), at: reading.takenAt)
+    }
+
     public func commandsIssued() {
         // The workers (or the poller, for the endpoints it drives) write the new setpoints now, not
         // at their next poll.
@@ -138,7 +164,7 @@ public final class HardwareSite: SiteIO {
     public func reconfigure(_ configuration: BessdConfiguration) {}
 
     public var devicesProbed: Bool {
-        let inverters = inverterSlots.allSatisfy { slot in slot.map { $0.reading != nil || $0.lastError != nil } ?? true }
+        let inverters = (inverterSlots + [meterSlot]).allSatisfy { slot in slot.map { $0.reading != nil || $0.lastError != nil } ?? true }
         let bms = bmsSlots.allSatisfy { slot in slot.map { $0.snapshot.newestTakenAt != nil || $0.fault != nil } ?? true }
         return inverters && bms
     }
@@ -174,6 +200,8 @@ public final class SiteRunner {
     /// periods old is not counted: that unit is not answering, which its staleness rule handles.
     public private(set) var lateReadings: UInt64 = 0
     private var previousStep: MonotonicInstant?
+    /// The site meter's reading of the last step, + = import.
+    public private(set) var meter: Timestamped<MeterReading>?
 
     public init(configuration: BessdConfiguration, io: any SiteIO, phase: CyclePhase, startedAt: MonotonicInstant) {
         self.configuration = configuration
@@ -181,7 +209,7 @@ public final class SiteRunner {
         self.phase = phase
         self.startedAt = startedAt
         controller = SiteController(control: configuration.controlSettings, units: configuration.unitSettings,
-                                    startedAt: startedAt)
+                                    startedAt: startedAt, site: configuration.siteSettings)
         inputs = [UnitInputs](repeating: UnitInputs(), count: configuration.units.count)
         frequencyScratch = []
         frequencyScratch.reserveCapacity(configuration.units.count)
@@ -213,13 +241,21 @@ public final class SiteRunner {
             }
         }
         previousStep = now
+        meter = io.sampleMeter(now: now)
+        if let stamped = meter, configuration.site.meter?.importPositive == false {
+            // A meter that counts export as positive: bessd's convention is + = import.
+            meter = Timestamped(MeterReading(gridPower: Watts(-stamped.value.gridPower.value), frequency: stamped.value.frequency,
+                                             importedEnergy: stamped.value.importedEnergy, exportedEnergy: stamped.value.exportedEnergy),
+                                at: stamped.takenAt)
+        }
         let frequency: Timestamped<Hertz>?
         switch configuration.grid.frequencySource {
         case .simulated: frequency = simulatedHz
         case .inverter: frequency = SiteFrequency.median(of: inputs, now: now, maxAge: controller.control.frequencyStaleAfter,
                                                           scratch: &frequencyScratch)
+        case .meter: frequency = meter.flatMap { m in m.value.frequency.map { Timestamped($0, at: m.takenAt) } }
         }
-        controller.step(frequency: frequency, inputs: inputs, now: now, wallClock: wallClock)
+        controller.step(frequency: frequency, inputs: inputs, now: now, wallClock: wallClock, meter: meter)
         for i in inputs.indices { io.command(unit: i, setpoint: controller.decision(unit: i).setpoint) }
         io.commandsIssued()
     }
@@ -243,8 +279,11 @@ public final class SiteRunner {
         guard new.mode == old.mode, new.grid.frequencySource == old.grid.frequencySource else {
             throw RunError(code: "RELOAD_REFUSED", message: "mode or frequency_source changed; restart bessd to apply")
         }
+        guard new.site.meter == old.site.meter else {
+            throw RunError(code: "RELOAD_REFUSED", message: "site.meter changed; restart bessd to apply")
+        }
         let fresh = SiteController(control: new.controlSettings, units: new.unitSettings, startedAt: startedAt,
-                                   expectsFrequency: true)
+                                   expectsFrequency: true, site: new.siteSettings)
         fresh.adopt(from: controller, mapping: new.units.indices.map { $0 })
         controller.events.drain { fresh.events.push($0) }
         controller = fresh
@@ -258,10 +297,32 @@ public final class SiteRunner {
     /// Sets (or clears) a unit's aggregator dispatch.
     public func setDispatch(_ command: PowerCommand?, unit: Int) { inputs[unit].dispatch = command }
 
+    /// Writes the site's operator view into `status` (no allocation).
+    func fill(_ status: inout SiteStatus) {
+        let c = controller.connection
+        let d = controller.siteDecision
+        status.gridPower = c.gridPower ?? .nan
+        status.meterStale = c.stale
+        status.binding = d.binding
+        status.applicationActive = d.applicationActive
+        status.applicationTarget = c.target
+        status.requested = d.requested
+        status.held = d.held
+        status.application = d.application
+        status.pool = d.pool
+        status.delivered = d.delivered
+        status.shortfall = controller.allocation.shortfall
+        status.shortfallActive = controller.shortfallActive
+        status.loadLow = c.loadLow ?? .nan
+        status.loadHigh = c.loadHigh ?? .nan
+    }
+
     /// Writes unit `i`'s operator view into `status` (no allocation).
     func fill(_ status: inout UnitStatus, unit i: Int, now: MonotonicInstant) {
         let d = controller.decision(unit: i)
         status.state = d.state
+        status.share = d.share
+        status.pooled = d.pooled
         status.soc = d.soc?.value ?? .nan
         status.power = d.measuredPower?.value ?? .nan
         status.setpoint = d.setpoint.value
@@ -299,9 +360,11 @@ public final class SiteRunner {
     public func statusLine(now: MonotonicInstant) -> String {
         var statuses = [UnitStatus](repeating: UnitStatus(), count: inputs.count)
         for i in inputs.indices { fill(&statuses[i], unit: i, now: now) }
+        var site = SiteStatus()
+        fill(&site)
         return StatusText.line(configuration: configuration, units: statuses,
                                frequency: controller.site.frequency?.value ?? .nan,
-                               elapsed: now.seconds(since: startedAt), busFaults: busFaults())
+                               elapsed: now.seconds(since: startedAt), busFaults: busFaults(), site: site)
     }
 
     /// True once every real device has answered or failed at least once.

@@ -5,9 +5,17 @@ import ControlCore
 public enum StatusText {
     /// `t=12s f=49.872Hz | UNIT running SOC 60.0% P +0.9kW SP +0.9kW droop +0.9kW [ok]`
     public static func line(configuration: BessdConfiguration, units: [UnitStatus], frequency: Double, elapsed: Double,
-                            busFaults: [[String]]) -> String {
+                            busFaults: [[String]], site: SiteStatus? = nil) -> String {
         var text = "t=\(Int(elapsed.rounded()))s"
         text += frequency.isFinite ? " f=\(fixed(frequency, 3))Hz" : " f=--"
+        if configuration.site.meter != nil, let site {
+            // `grid +312.0kW import-limit peak_shaving`: grid power (+ = import), what binds.
+            text += site.gridPower.isFinite ? " grid \(signed(site.gridPower / 1000))kW" : " grid --"
+            if site.meterStale { text += " METER_STALE" }
+            if site.binding != .none { text += " \(site.binding)-limit" }
+            if site.applicationActive { text += " \(configuration.site.application.name)" }
+            if site.shortfallActive { text += " SITE_SHORTFALL \(fixed(site.shortfall / 1000, 1))kW" }
+        }
         for (i, unit) in configuration.units.enumerated() where i < units.count {
             let u = units[i]
             let soc = u.soc.isFinite ? "\(fixed(u.soc, 1))%" : "--"

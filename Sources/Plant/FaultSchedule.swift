@@ -42,9 +42,13 @@ extension SimulationConfiguration {
         return groups
     }
 
-    /// The delay of an active delay fault of `kind` on `unitID`, in seconds (0 when none).
+    /// The delay of an active delay fault of `kind` on `unitID`, in seconds (0 when none). No allocation.
     public func activeDelay(_ kind: FaultInjection.Kind, at elapsed: Double, unitID: String) -> Double {
-        faults.filter { $0.kind == kind && $0.isActive(at: elapsed, unitID: unitID) }.map(\.delaySeconds).max() ?? 0
+        var delay = 0.0
+        for fault in faults where fault.kind == kind && fault.isActive(at: elapsed, unitID: unitID) {
+            delay = max(delay, fault.delaySeconds)
+        }
+        return delay
     }
 }
 
@@ -87,6 +91,9 @@ public struct FaultSet: Sendable, Equatable {
         case .bmsValues: 1 << 9
         case .frequencyLoss: 1 << 10
         case .bmsGroupSilence: 1 << 11
+        case .meterSilence: 1 << 12
+        case .meterDelay: 1 << 13
+        case .meterGarbage: 1 << 14
         }
     }
     public mutating func insert(_ kind: FaultInjection.Kind) { bits |= Self.bit(kind) }

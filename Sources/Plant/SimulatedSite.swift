@@ -17,6 +17,9 @@ public final class SimulatedSite: SiteIO {
     var frequencyLost: [Bool]
     var lastNow: MonotonicInstant
     let startedAt: MonotonicInstant
+    /// The connection-point meter, when the site has one and simulates it.
+    public private(set) var meter = SimulatedMeter()
+    var meterReading: Timestamped<MeterReading>?
 
     public init(configuration: BessdConfiguration, phase: CyclePhase, startedAt: MonotonicInstant,
                 output: @escaping (String) -> Void) throws(RunError)
@@ -76,6 +79,7 @@ public final class SimulatedSite: SiteIO {
                 inputs[i].bms = units[i].bmsSnapshot(at: now)
             }
         }
+        if configuration.meterSimulated { sampleSimulatedMeter(now: now, elapsed: elapsed, inputs: inputs) }
         return configuration.grid.frequencySource == .simulated ? Timestamped(Hertz(hz), at: now) : nil
     }
 
@@ -88,6 +92,39 @@ public final class SimulatedSite: SiteIO {
     }
 
     public func commandsIssued() { hardware.commandsIssued() }
+
+    /// The connection point: load − PV − the batteries' power (simulated inverters' own, real ones'
+    /// measured), read by the simulated meter with its faults (`meter_silence`, `meter_delay`,
+    /// `meter_garbage`).
+    func sampleSimulatedMeter(now: MonotonicInstant, elapsed: Double, inputs: [UnitInputs]) {
+        var battery = 0.0
+        for i in units.indices {
+            if hardware.inverterSlots[i] != nil {
+                battery += inputs[i].inverter?.value(at: now, maxAge: .seconds(3))?.activePower.value ?? 0
+            } else {
+                battery += units[i].inverter.powerW
+            }
+        }
+        let site = configuration.simulation.sitePower(at: elapsed)
+        meter.record(elapsed: elapsed, loadW: site.load, pvW: site.pv, batteryW: battery)
+        let faults = configuration.simulation.activeFaults(at: elapsed, unitID: "")
+        if faults.contains(.meterSilence) { return }
+        if faults.contains(.meterGarbage) {
+            // What a meter answering "not implemented" in W gives bessd: nothing usable.
+            meterReading = Timestamped(MeterReading(gridPower: Watts(.nan)), at: now)
+            return
+        }
+        let delay = configuration.simulation.activeDelay(.meterDelay, at: elapsed, unitID: "")
+        var w = meter.reading(at: elapsed, delay: delay)
+        if configuration.site.meter?.importPositive == false { w = -w }  // as such a meter states it
+        meterReading = Timestamped(MeterReading(gridPower: Watts(w), frequency: Hertz(grid.frequency(at: elapsed))), at: now)
+    }
+
+    public func sampleMeter(now: MonotonicInstant) -> Timestamped<MeterReading>? {
+        configuration.meterSimulated ? meterReading : hardware.sampleMeter(now: now)
+    }
+
+    public var meterSlot: InverterSlot? { hardware.meterSlot }
 
     public func reconfigure(_ configuration: BessdConfiguration) { self.configuration = configuration }
 

@@ -188,7 +188,7 @@ public final class Daemon {
             if reloadRequested.exchange(false, ordering: .relaxed) { reload() }
             if statusEvery > 0, now >= nextStatus {
                 say(StatusText.line(configuration: self.configuration, units: shared.units, frequency: shared.statistics.frequency,
-                                    elapsed: now.seconds(since: started), busFaults: runner.busFaults()))
+                                    elapsed: now.seconds(since: started), busFaults: runner.busFaults(), site: shared.site))
                 nextStatus = now + .seconds(fromDouble: statusEvery)
             }
             if now >= nextNotify {
@@ -527,6 +527,7 @@ public final class Daemon {
         switch verb {
         case "status": return .now(statusObject(configuration))
         case "faults": return .now(faultsObject(configuration))
+        case "site": return .now(siteObject(configuration))
         case "reset":
             guard let target = target(request, configuration) else { return Self.unknownUnit(request) }
             let indices: [Int]
@@ -656,6 +657,65 @@ public final class Daemon {
                              "explanation": "\(code.explanation)"])
             }
         }
+        let site = shared.site
+        if site.meterStale {
+            list.append(["unit": "site", "code": "METER_STALE", "latched": false,
+                         "explanation": "the connection-point meter has sent no fresh reading: the site application rests and the grid limits hold their last values"])
+        }
+        if site.shortfallActive {
+            list.append(["unit": "site", "code": "SITE_SHORTFALL", "latched": false,
+                         "explanation": "the units cannot deliver \(Int((site.shortfall / 1000).rounded())) kW of what the site is asked"])
+        }
         return ["ok": true, "faults": list]
+    }
+
+    /// `bessctl site`: the connection point, its limits and which binds, the application, the
+    /// decision layer by layer, each unit's share and why.
+    func siteObject(_ configuration: BessdConfiguration) -> [String: Any] {
+        let site = shared.site
+        let units = shared.units
+        let c = configuration.site
+        func value(_ x: Double) -> Any { x.isFinite ? x : NSNull() }
+        var application: [String: Any] = [
+            "name": c.application.name, "active": site.applicationActive, "target_w": site.applicationTarget,
+            "soc_reserve_percent": c.socReservePercent,
+        ]
+        switch c.application {
+        case .peakShaving(let importMax, let recharge):
+            application["import_max_w"] = importMax.value
+            application["recharge_below_w"] = recharge.map { $0.value as Any } ?? NSNull()
+        case .selfConsumption(let target): application["target_grid_w"] = target.value
+        case .none: break
+        }
+        var list: [[String: Any]] = []
+        for (i, unit) in configuration.units.enumerated() where i < units.count {
+            let u = units[i]
+            list.append([
+                "id": unit.id, "share": "\(u.share)", "pooled": u.pooled, "setpoint_w": u.setpoint,
+                "power_w": value(u.power), "soc_percent": value(u.soc),
+                "allowed_charge_w": u.allowedCharge, "allowed_discharge_w": u.allowedDischarge,
+            ])
+        }
+        return [
+            "ok": true, "mode": configuration.mode.rawValue,
+            "grid_power_w": value(site.gridPower),
+            "meter": c.meter.map { m -> Any in
+                ["configured": true, "stale": site.meterStale, "protocol": m.protocolName.rawValue,
+                 "simulated": configuration.meterSimulated, "stale_after_s": m.staleAfterSeconds, "max_lag_s": m.maxLagSeconds]
+            } ?? ["configured": false],
+            "limits": [
+                "import_max_w": c.importMaxKW.map { $0 * 1000 as Any } ?? NSNull(),
+                "export_max_w": c.exportMaxKW.map { $0 * 1000 as Any } ?? NSNull(),
+                "binding": site.binding == .none ? NSNull() : "\(site.binding)" as Any,
+            ] as [String: Any],
+            "application": application,
+            "decision": [
+                "requested_w": site.requested, "held_w": site.held, "application_w": site.application,
+                "pool_w": site.pool, "delivered_w": site.delivered,
+            ],
+            "load_estimate_w": ["low": value(site.loadLow), "high": value(site.loadHigh)],
+            "shortfall": ["active": site.shortfallActive, "missing_w": site.shortfall] as [String: Any],
+            "units": list,
+        ]
     }
 }

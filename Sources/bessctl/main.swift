@@ -9,7 +9,7 @@ struct Bessctl: ParsableCommand {
         commandName: "bessctl",
         abstract: "Operator tool for bessd.",
         version: BessdVersion.string,
-        subcommands: [Status.self, Faults.self, Reset.self, Mode.self, Override.self, Codes.self])
+        subcommands: [Status.self, Site.self, Faults.self, Reset.self, Mode.self, Override.self, Codes.self])
 }
 
 /// Lists every interlock code with its default rule, so a field engineer can read a trip without the docs.
@@ -105,6 +105,15 @@ func json(_ object: [String: Any]) -> String {
     return String(decoding: data, as: UTF8.self)
 }
 
+/// Prints rows (the first is the header) in columns padded to their widest cell.
+func printTable(_ rows: [[String]]) {
+    let widths = (rows.first ?? []).indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
+    for row in rows {
+        print(row.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
+            .joined(separator: "  "))
+    }
+}
+
 /// A table a person reads at a glance.
 struct Status: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Show every unit's state, power and trips, and cycle health.")
@@ -132,11 +141,7 @@ struct Status: ParsableCommand {
                          number(unit["power_w"], scale: 1000), number(unit["setpoint_w"], scale: 1000),
                          trips.isEmpty ? "-" : trips.joined(separator: ", ")])
         }
-        let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
-        for row in rows {
-            print(row.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
-                .joined(separator: "  "))
-        }
+        printTable(rows)
     }
 }
 
@@ -167,6 +172,55 @@ extension Status {
         var parts = tm()
         localtime_r(&t, &parts)
         return String(format: "%02d:%02d:%02d", Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
+    }
+}
+
+/// The site at its grid connection point.
+struct Site: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show grid power, the grid limits and which binds, the site application, and each unit's share and why.")
+    @OptionGroup var connection: SocketOption
+    @Flag(help: "Print bessd's answer as JSON (grid_power_w: + = import).") var json = false
+
+    func run() throws {
+        let answer = try connection.send(["verb": "site"])
+        if json {
+            print(bessctl.json(answer))
+            return
+        }
+        let meter = answer["meter"] as? [String: Any] ?? [:]
+        let limits = answer["limits"] as? [String: Any] ?? [:]
+        let application = answer["application"] as? [String: Any] ?? [:]
+        let decision = answer["decision"] as? [String: Any] ?? [:]
+        let shortfall = answer["shortfall"] as? [String: Any] ?? [:]
+        var grid = "no meter"
+        if meter["configured"] as? Bool == true {
+            grid = meter["stale"] as? Bool == true ? "-- (METER_STALE)" : "\(number(answer["grid_power_w"], scale: 1000)) kW (+ = import)"
+        }
+        print("grid      \(grid)")
+        let binding = limits["binding"] as? String
+        print("limits    import \(number(limits["import_max_w"], scale: 1000)) kW, export \(number(limits["export_max_w"], scale: 1000)) kW"
+              + (binding.map { ", \($0) limit binding" } ?? ""))
+        var app = "\(application["name"] ?? "none")"
+        if app != "none" {
+            app += application["active"] as? Bool == true ? ", active, target \(number(application["target_w"], scale: 1000)) kW" : ", resting"
+            app += ", SOC reserve \(number(application["soc_reserve_percent"])) %"
+        }
+        print("app       \(app)")
+        print("decision  asked \(number(decision["requested_w"], scale: 1000)) kW + application \(number(decision["application_w"], scale: 1000)) kW"
+              + " → pool \(number(decision["pool_w"], scale: 1000)) kW, held \(number(decision["held_w"], scale: 1000)) kW, "
+              + "delivered \(number(decision["delivered_w"], scale: 1000)) kW")
+        if shortfall["active"] as? Bool == true {
+            print("SITE_SHORTFALL  \(number(shortfall["missing_w"], scale: 1000)) kW the units cannot deliver")
+        }
+        let header = ["UNIT", "SHARE", "WHY", "SOC %", "ALLOWED −/+ kW"]
+        var rows = [header]
+        for unit in answer["units"] as? [[String: Any]] ?? [] {
+            rows.append([unit["id"] as? String ?? "?", number(unit["setpoint_w"], scale: 1000), unit["share"] as? String ?? "?",
+                         number(unit["soc_percent"]),
+                         "\(number(unit["allowed_charge_w"], scale: 1000)) / \(number(unit["allowed_discharge_w"], scale: 1000))"])
+        }
+        printTable(rows)
     }
 }
 

@@ -9,9 +9,69 @@ import Testing
 
 @Suite("Simulated site")
 struct SiteRunnerTests {
-    func runner() throws -> SiteRunner {
-        let c = try ConfigLoader.parse(EmbeddedConfiguration.simulationYAML, file: "embedded")
+    /// The embedded default; without its site application unless `site` (the droop and interlock
+    /// tests watch the units alone).
+    func runner(site: Bool = false, _ adjust: (inout BessdConfiguration) -> Void = { _ in }) throws -> SiteRunner {
+        var c = try ConfigLoader.parse(EmbeddedConfiguration.simulationYAML, file: "embedded")
+        if !site { c.site = SiteConfiguration() }
+        adjust(&c)
         return try SiteRunner.make(configuration: c, startedAt: .zero) { _ in }
+    }
+
+    /// Grid power at the simulated connection point, kW (+ = import).
+    func grid(_ r: SiteRunner) -> Double { r.simulation!.meter.gridPowerW / 1000 }
+
+    @Test("the embedded default's site: the load steps 180 → 420 → 120 kW; peak shaving holds import at 250 kW within 3 s, then recharges up to 150 kW; the simulated meter 1 s late does not make it hunt",
+          arguments: [0.0, 1.0])
+    func peakShavingOnTheSimulatedSite(meterDelay: Double) throws {
+        let r = try runner(site: true) { c in
+            if meterDelay > 0 {
+                c.simulation.faults = [FaultInjection(kind: .meterDelay, unit: nil, atSeconds: 0, durationSeconds: 0, delaySeconds: meterDelay)]
+            }
+        }
+        r.simulation!.setFrequency(.steady(hz: 50.0))
+        advance(r, from: 0, seconds: 39.5)
+        #expect(abs(grid(r) - 180) < 1, "between the thresholds the batteries rest: grid \(grid(r)) kW")
+        var samples: [Double] = []
+        for k in 0..<400 {  // 39.6 … 79.5 s: the step to 420 kW comes at 40 s
+            advance(r, from: 39.5 + Double(k) / 10, seconds: 0.1)
+            samples.append(grid(r))
+        }
+        let settle = (meterDelay > 0 ? 40 : 30) + 5  // samples (100 ms each) after the step: 4 s with the lag, 3 s without
+        #expect(samples[settle...].allSatisfy { $0 <= 253 }, "import after the step: max \(samples[settle...].max()!) kW")
+        #expect(abs(samples.last! - 250) < 3)
+        // No swing below the target band and back: at most one overshoot.
+        var below = false, swings = 0
+        for w in samples[settle...] {
+            if w < 247 { below = true } else if below, w > 253 { swings += 1; below = false }
+        }
+        #expect(swings == 0)
+        #expect(r.controller.siteDecision.applicationActive)
+        advance(r, from: 79.5, seconds: 10)
+        // Load 120 kW: recharge up to 150 kW of import.
+        #expect(abs(grid(r) - 150) < 3, "recharging: grid \(grid(r)) kW")
+        #expect(r.controller.siteDecision.delivered < -25_000)
+    }
+
+    @Test("meter silence on the simulated site: METER_STALE after 3 s, the application rests, the import limit's floor holds; cleared on the first fresh reading")
+    func meterSilence() throws {
+        let r = try runner(site: true) { c in
+            c.simulation.faults = [FaultInjection(kind: .meterSilence, unit: nil, atSeconds: 50, durationSeconds: 10, delaySeconds: 0)]
+        }
+        r.simulation!.setFrequency(.steady(hz: 50.0))
+        advance(r, from: 0, seconds: 50)
+        while r.controller.events.pop() != nil {}
+        advance(r, from: 50, seconds: 5)
+        #expect(r.controller.connection.stale)
+        #expect(!r.controller.siteDecision.applicationActive)
+        // The import limit (350 kW) still holds with the load at 420: at least 70 kW given.
+        #expect(r.controller.siteDecision.delivered >= 69_000)
+        advance(r, from: 55, seconds: 6)
+        #expect(!r.controller.connection.stale)
+        var kinds: [ControlEventKind] = []
+        while let event = r.controller.events.pop() { kinds.append(event.kind) }
+        #expect(kinds.contains(.meterStale) && kinds.contains(.meterFresh))
+        #expect(abs(grid(r) - 250) < 3)
     }
 
     /// Steps the runner with injected instants (no sleeping): `seconds` at 100 ms.

@@ -27,6 +27,33 @@ def layout(mid):
     return offsets, offset - 2
 
 
+def image(models):
+    """A SunSpec register image from 40000: "SunS", each model's ID, L and zeroed points, the end
+    model. Returns the words, where each model starts with its point offsets, and put(mid, name,
+    value) to set a point (one or two registers, high word first)."""
+    words = [0x5375, 0x6E53]
+    where = {}
+    for mid in models:
+        offsets, length = layout(mid)
+        where[mid] = (BASE + len(words), offsets)
+        block = [0] * (length + 2)
+        block[0], block[1] = mid, length
+        words += block
+    words += [0xFFFF, 0]
+
+    def put(mid, name, value):
+        address, offsets = where[mid]
+        offset, size, _ = offsets[name]
+        index = address - BASE + offset
+        if size == 1:
+            words[index] = value & 0xFFFF
+        else:
+            words[index] = (value >> 16) & 0xFFFF
+            words[index + 1] = value & 0xFFFF
+
+    return words, where, put
+
+
 def free_port():
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))

@@ -8,29 +8,11 @@ import sys
 
 from pymodbus.datastore import ModbusSequentialDataBlock, ModbusServerContext, ModbusSlaveContext
 
-from peerserver import BASE, layout, serve
+from peerserver import BASE, image, serve
 
 def main():
     seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 30
-    words = [0x5375, 0x6E53]
-    where = {}
-    for mid in (1, 701, 120, 704):
-        offsets, length = layout(mid)
-        where[mid] = (BASE + len(words), offsets)
-        block = [0] * (length + 2)
-        block[0], block[1] = mid, length
-        words += block
-    words += [0xFFFF, 0]
-
-    def put(mid, name, value):
-        address, offsets = where[mid]
-        offset, size, _ = offsets[name]
-        index = address - BASE + offset
-        if size == 1:
-            words[index] = value & 0xFFFF
-        else:
-            words[index] = (value >> 16) & 0xFFFF
-            words[index + 1] = value & 0xFFFF
+    words, where, put = image((1, 701, 120, 704))
 
     put(701, "W", 1234)              # W_SF 0 → 1234 W
     put(701, "W_SF", 0)

@@ -107,6 +107,30 @@ public struct RegisterMapSpec: Sendable, Equatable {
     }
 }
 
+/// Mapped registers as one poll reads them: one request over `span` when the registers fit one,
+/// else one request per register as each is asked for.
+struct MappedRegisters {
+    let block: (base: Int, words: [UInt16])?
+
+    init(span: ClosedRange<Int>?, _ device: inout some RegisterAccess) throws(ModbusError) {
+        guard let span else {
+            block = nil
+            return
+        }
+        let words = try device.readRegisters(at: span.lowerBound, count: span.count)
+        guard words.count == span.count else {
+            throw ModbusError(code: "MODBUS_BAD_RESPONSE", message: "\(words.count) registers for \(span.count) at \(span.lowerBound)")
+        }
+        block = (span.lowerBound, words)
+    }
+
+    func value(_ register: MappedRegister, _ device: inout some RegisterAccess) throws(ModbusError) -> Double? {
+        guard let block else { return register.decode(try device.readRegisters(at: register.address, count: register.count)) }
+        let start = register.address - block.base
+        return register.decode(Array(block.words[start..<(start + register.count)]))
+    }
+}
+
 /// An inverter driven through a configured register map.
 public struct RegisterMapInverter: Sendable {
     public let spec: RegisterMapSpec
@@ -131,18 +155,9 @@ public struct RegisterMapInverter: Sendable {
 
     /// Reads power, frequency and fault state: one request when they fit one (`pollSpan`).
     public func readStatus(_ device: inout some RegisterAccess) throws(ModbusError) -> InverterReading {
-        var block: (base: Int, words: [UInt16])?
-        if let span = pollSpan {
-            let words = try device.readRegisters(at: span.lowerBound, count: span.count)
-            guard words.count == span.count else {
-                throw ModbusError(code: "MODBUS_BAD_RESPONSE", message: "\(words.count) registers for \(span.count) at \(span.lowerBound)")
-            }
-            block = (span.lowerBound, words)
-        }
+        let block = try MappedRegisters(span: pollSpan, &device)
         func value(_ register: MappedRegister, _ device: inout some RegisterAccess) throws(ModbusError) -> Double? {
-            guard let block else { return try read(register, &device) }
-            let start = register.address - block.base
-            return register.decode(Array(block.words[start..<(start + register.count)]))
+            try block.value(register, &device)
         }
         guard let power = try value(spec.power, &device) else {
             throw ModbusError(code: "MODBUS_BAD_RESPONSE", message: "power register \(spec.power.address) unreadable")

@@ -90,12 +90,8 @@ public struct SunSpecInverter: Sendable {
                     map: map, measurement: measurement, commandPath: .storage124, commandModel: storage,
                     ratedPower: rated, storageRateBase: Watts(base), wSetSF: 0, inOutWRteSF: sf, measurementSF: measurementSF)
             }
-        } catch let error as ModbusError {
-            throw SunSpecError(code: error.code, message: error.message)
-        } catch let error as SunSpecError {
-            throw error
         } catch {
-            throw SunSpecError(code: "SUNSPEC_VALUE_INVALID", message: "\(error)")
+            throw SunSpecError(wrapping: error)
         }
         throw SunSpecError(code: "SUNSPEC_MODEL_MISSING", message: "no active-power control model (704 or 124)")
     }
@@ -112,12 +108,8 @@ public struct SunSpecInverter: Sendable {
             }
             // Offsets count from ID: pad the registers before the span so the point offsets apply.
             block = SunSpecBlock(model: measurement, words: [UInt16](repeating: 0, count: span.lowerBound) + words)
-        } catch let error as ModbusError {
-            throw SunSpecError(code: error.code, message: error.message)
-        } catch let error as SunSpecError {
-            throw error
         } catch {
-            throw SunSpecError(code: "SUNSPEC_VALUE_INVALID", message: "\(error)")
+            throw SunSpecError(wrapping: error)
         }
         let power: Double?
         let frequency: Double?
@@ -179,12 +171,8 @@ public struct SunSpecInverter: Sendable {
                 try device.writeRegisters(at: commandModel.address + S.outWRte, [out, into, 0, UInt16(clamping: revert)])
                 if rearm { try device.writeRegisters(at: commandModel.address + S.storCtlMod, [S.modeCharge | S.modeDischarge]) }
             }
-        } catch let error as ModbusError {
-            throw SunSpecError(code: error.code, message: error.message)
-        } catch let error as SunSpecError {
-            throw error
         } catch {
-            throw SunSpecError(code: "SUNSPEC_VALUE_INVALID", message: "\(error)")
+            throw SunSpecError(wrapping: error)
         }
     }
 }

@@ -89,6 +89,16 @@ public struct SunSpecError: Error, Sendable, Equatable, CustomStringConvertible 
         self.message = message
     }
     public var description: String { "\(code): \(message)" }
+
+    /// Any failure of a SunSpec exchange as a SunSpec error: a bus failure keeps its Modbus code,
+    /// anything else unexpected is `SUNSPEC_VALUE_INVALID`.
+    public init(wrapping error: any Error) {
+        switch error {
+        case let error as SunSpecError: self = error
+        case let error as ModbusError: self.init(code: error.code, message: error.message)
+        default: self.init(code: "SUNSPEC_VALUE_INVALID", message: "\(error)")
+        }
+    }
 }
 
 /// One model found on the device.
@@ -248,7 +258,7 @@ public struct SunSpecBlock: Sendable, Equatable {
     /// value × 10^sf, or nil when either is absent.
     public func scaled(_ raw: Int64?, sf offset: Int) -> Double? {
         guard let raw, let sf = scaleFactor(offset) else { return nil }
-        return Double(raw) * SunSpec.powerOfTen(sf)
+        return SunSpec.scaled(raw, sf: sf)
     }
 }
 
@@ -272,7 +282,8 @@ extension SunSpec {
     /// raw × 10^sf, or nil when either is absent (a scale factor read earlier and kept).
     public static func scaled(_ raw: Int64?, sf: Int?) -> Double? {
         guard let raw, let sf else { return nil }
-        return Double(raw) * powerOfTen(sf)
+        // Divide for a negative factor: 4998 / 100 is 49.98 exactly rounded; 4998 × 0.01 is not.
+        return sf >= 0 ? Double(raw) * powerOfTen(sf) : Double(raw) / powerOfTen(-sf)
     }
 
     /// Splits a 32-bit value into two registers, high word first.

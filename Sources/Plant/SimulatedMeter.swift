@@ -1,0 +1,51 @@
+public import Config
+public import ControlCore
+
+/// The meter at the simulated site's grid connection point: it sees load − PV − Σ battery power
+/// (+ = import), as a SunSpec meter reports it, and remembers the last minutes so that a
+/// `meter_delay` fault can report the connection point as it was `delay_s` ago. Storage is
+/// allocated at init; recording and reading allocate nothing.
+public struct SimulatedMeter: Sendable {
+    private var times: [Double]
+    private var powers: [Double]
+    private var head = 0
+    private var count = 0
+    /// The connection point now, W (+ = import).
+    public private(set) var gridPowerW: Double = 0
+
+    public init(history: Int = 8192) {
+        times = [Double](repeating: 0, count: max(2, history))
+        powers = [Double](repeating: 0, count: max(2, history))
+    }
+
+    /// Records the connection point `elapsed` seconds into the run.
+    public mutating func record(elapsed: Double, loadW: Double, pvW: Double, batteryW: Double) {
+        gridPowerW = loadW - pvW - batteryW
+        let index = (head + count) % times.count
+        times[index] = elapsed
+        powers[index] = gridPowerW
+        if count < times.count { count += 1 } else { head = (head + 1) % times.count }
+    }
+
+    /// What the meter shows at `elapsed` when it lags `delay` seconds: the newest record at or before
+    /// `elapsed − delay` (the oldest one kept when none is that old).
+    public func reading(at elapsed: Double, delay: Double) -> Double {
+        guard count > 0 else { return 0 }
+        guard delay > 0 else { return gridPowerW }
+        let when = elapsed - delay
+        var i = count - 1
+        while i >= 0 {
+            let slot = (head + i) % times.count
+            if times[slot] <= when { return powers[slot] }
+            i -= 1
+        }
+        return powers[head]
+    }
+}
+
+extension SimulationConfiguration {
+    /// The site's load and PV `elapsed` seconds into the run, W.
+    public func sitePower(at elapsed: Double) -> (load: Double, pv: Double) {
+        (load.kilowatts(at: elapsed) * 1000, pv.kilowatts(at: elapsed) * 1000)
+    }
+}

@@ -1,0 +1,67 @@
+import ControlCore
+import Config
+import Cycle
+import Fieldbus
+import Foundation
+import Plant
+import Testing
+
+/// The site meter against an independent SunSpec image: pymodbus serving model 203 laid out from
+/// pysunspec2's model JSON (hil/peers/pymodbus_sunspec_meter.py).
+@Suite("Site meter against an independent peer", .serialized)
+struct MeterPeerTests {
+    func start() throws -> (Process, Pipe, Int) {
+        let (process, out) = try Peer.start(["python3", "hil/peers/pymodbus_sunspec_meter.py", "30"])
+        let portLine = try #require(Peer.readLine(out) { $0.hasPrefix("PORT ") })
+        return (process, out, try #require(Int(portLine.dropFirst(5))))
+    }
+
+    @Test("bessd discovers model 203 and reads W, Hz and both energy registers with their scale factors")
+    func discoverAndRead() throws {
+        let (process, _, port) = try start()
+        defer { Peer.stop(process) }
+        var client = try ModbusConnection(endpoint: .tcp(host: "127.0.0.1", port: port), unitID: 1, timeout: .seconds(2))
+        let meter = try SunSpecMeter.open(&client)
+        #expect(meter.model.id == 203)
+        #expect(meter.map.models.map(\.id) == [1, 203])
+        let reading = try meter.read(&client)
+        #expect(reading.gridPower == Watts(1234.5))
+        #expect(reading.frequency == Hertz(49.98))
+        #expect(reading.importedEnergy == WattHours(2_500_000))
+        #expect(reading.exportedEnergy == WattHours(1_000_000))
+    }
+
+    @Test("through a bus worker: the site runner reads the meter (import_positive: false flips its sign) and takes grid frequency from it")
+    func throughTheWorker() throws {
+        let (process, _, port) = try start()
+        defer { Peer.stop(process) }
+        let yaml = """
+            mode: hil
+            bess_units:
+              - id: U1
+                capacity_kwh: 100
+                max_power_kw: 50
+                inverter: {simulated: true}
+                bms: {simulated: true}
+            site:
+              meter:
+                modbus: {host: 127.0.0.1, port: \(port), unit_id: 1}
+                import_positive: false
+            grid_integration:
+              frequency_source: meter
+            """
+        let configuration = try ConfigLoader.parse(yaml, file: "meter-peer.yaml")
+        let runner = try SiteRunner.make(configuration: configuration, startedAt: MonotonicClock.now()) { _ in }
+        runner.startWorkers()
+        defer { runner.stopWorkers() }
+        // Wait for the worker's first reading (condition, bounded at 10 s).
+        let deadline = Date().addingTimeInterval(10)
+        while runner.io.meterSlot?.reading == nil, Date() < deadline { usleep(10_000) }
+        #expect(runner.io.meterSlot?.reading != nil, "no meter reading: \(runner.io.meterSlot?.lastError ?? "-")")
+        runner.step(now: MonotonicClock.now(), wallClock: 1_800_000_000)
+        #expect(runner.meter?.value.gridPower == Watts(-1234.5))
+        #expect(runner.controller.connection.gridPower == -1234.5)
+        #expect(runner.controller.site.frequency == Hertz(49.98))
+        #expect(runner.devicesProbed)
+    }
+}
