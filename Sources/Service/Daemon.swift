@@ -364,6 +364,20 @@ public final class Daemon {
         m.metric("bessd_unit_setpoint_watts", "gauge", "Setpoint written, + = discharge.",
                  zip(ids, units).map { ("unit=\"\($0)\"", $1.setpoint) })
         m.metric("bessd_unit_power_watts", "gauge", "Measured power, + = discharge.", zip(ids, units).map { ("unit=\"\($0)\"", $1.power) })
+        m.metric("bessd_unit_allocation_watts", "gauge",
+                 "The unit's share of the site's decision, + = discharge, labelled with why (headroom, full, held, idle).",
+                 zip(ids, units).map { ("unit=\"\($0)\",share=\"\($1.share)\"", $1.setpoint) })
+        let site = shared.site
+        m.metric("bessd_site_shortfall_watts", "gauge", "What the units cannot deliver of the site's request (SITE_SHORTFALL while above its threshold).",
+                 [("", site.shortfall)])
+        if configuration.site.meter != nil {
+            m.metric("bessd_site_grid_power_watts", "gauge", "Power at the grid connection point, + = import (absent while METER_STALE).",
+                     [("", site.gridPower)])
+            m.metric("bessd_site_meter_stale", "gauge", "1 while the connection-point meter is stale (METER_STALE).",
+                     [("", site.meterStale ? 1 : 0)])
+            m.metric("bessd_site_grid_limit_binding", "gauge", "1 for the grid limit that decides the batteries' power now.",
+                     [("limit=\"import\"", site.binding == .importLimit ? 1 : 0), ("limit=\"export\"", site.binding == .exportLimit ? 1 : 0)])
+        }
         m.metric("bessd_unit_soc_percent", "gauge", "State of charge.", zip(ids, units).map { ("unit=\"\($0)\"", $1.soc) })
         m.metric("bessd_unit_active_trips", "gauge", "Interlock rules acting now.",
                  zip(ids, units).map { ("unit=\"\($0)\"", Double($1.active.count)) })

@@ -96,7 +96,11 @@ struct ConfigurationTests {
                     "spool_max_mb:", "metrics_listen:", "bms_values", "frequency_loss", "soc_percent:", "pack_voltage_v:",
                     "pack_current_a:", "cell_voltage_min_v:", "cell_voltage_max_v:", "temperature_min_c:", "temperature_max_c:",
                     "charge_current_limit_a:", "discharge_current_limit_a:", "charge_enabled:", "discharge_enabled:",
-                    "protections:", "alarms:", "bms_group_silence", "group:", "hottest_cell_above_pack_c:"] {
+                    "protections:", "alarms:", "bms_group_silence", "group:", "hottest_cell_above_pack_c:",
+                    "site:", "meter:", "import_positive:", "max_lag_s:", "grid_limits:", "import_max_kw:", "export_max_kw:",
+                    "application:", "peak_shaving:", "recharge_below_kw:", "self_consumption:", "target_grid_kw:",
+                    "soc_reserve_percent:", "imported_energy:", "exported_energy:", "load:", "pv:", "profile:", "base_kw:",
+                    "levels_kw:", "meter_silence", "meter_delay", "meter_garbage"] {
             #expect(text.contains(key), "config/bessd.yaml lacks \(key)")
         }
     }
@@ -227,6 +231,48 @@ struct ConfigurationTests {
                 + "  - {id: A, capacity_kwh: 10, max_power_kw: 5, bms: {simulated: true}, modbus: {host: 10.0.0.5, unit_id: 3}}\n"
                 + "  - {id: B, capacity_kwh: 10, max_power_kw: 5, bms: {simulated: true}, modbus: {host: 10.0.0.5, port: 502, unit_id: 3}}\n",
             line: 4, keyPath: "bess_units[1].modbus.unit_id", message: "is the same device as bess_units[0]"),
+        Bad(name: "grid limits without a meter", yaml: unit + "site:\n  grid_limits: {import_max_kw: 100}\n", line: nil,
+            keyPath: "site.grid_limits", message: "needs site.meter"),
+        Bad(name: "an application without a meter", yaml: unit + "site:\n  application: self_consumption\n", line: nil,
+            keyPath: "site.application", message: "needs site.meter"),
+        Bad(name: "peak shaving without its limit", yaml: unit + "site:\n  meter: {protocol: sunspec}\n  application: peak_shaving\n",
+            line: nil, keyPath: "site.peak_shaving.import_max_kw", message: "is required for application: peak_shaving"),
+        Bad(name: "recharge above the peak", yaml: unit + "site:\n  meter: {protocol: sunspec}\n  application: peak_shaving\n"
+                + "  peak_shaving:\n    import_max_kw: 100\n    recharge_below_kw: 150\n",
+            line: nil, keyPath: "site.peak_shaving.recharge_below_kw", message: "must not be above peak_shaving.import_max_kw"),
+        Bad(name: "self_consumption keys under peak shaving", yaml: unit + "site:\n  meter: {protocol: sunspec}\n  application: peak_shaving\n"
+                + "  peak_shaving: {import_max_kw: 100}\n  self_consumption: {target_grid_kw: 0}\n",
+            line: nil, keyPath: "site.self_consumption", message: "applies only to application: self_consumption"),
+        Bad(name: "a negative import limit", yaml: unit + "site:\n  meter: {protocol: sunspec}\n  grid_limits: {import_max_kw: -5}\n",
+            line: nil, keyPath: "site.grid_limits.import_max_kw", message: "from 0"),
+        Bad(name: "SOC reserve above 100 %", yaml: unit + "site:\n  meter: {protocol: sunspec}\n  soc_reserve_percent: 120\n",
+            line: nil, keyPath: "site.soc_reserve_percent", message: "from 0 to 100"),
+        Bad(name: "a real meter without modbus in hil", yaml: "mode: hil\nbess_units:\n"
+                + "  - {id: A, capacity_kwh: 10, max_power_kw: 5, inverter: {simulated: true}, bms: {simulated: true}}\n"
+                + "site:\n  meter:\n    protocol: sunspec\n",
+            line: nil, keyPath: "site.meter.modbus", message: "is required for a real meter in mode hil"),
+        Bad(name: "a simulated meter in hardware mode", yaml: "mode: hardware\nbess_units:\n"
+                + "  - {id: A, capacity_kwh: 10, max_power_kw: 5, modbus: {host: 10.0.0.5, unit_id: 3}}\n"
+                + "site:\n  meter:\n    simulated: true\n    modbus: {host: 10.0.0.5, unit_id: 4}\n",
+            line: 6, keyPath: "site.meter.simulated", message: "not allowed in mode hardware"),
+        Bad(name: "the meter on an inverter's address", yaml: "mode: hil\nbess_units:\n"
+                + "  - {id: A, capacity_kwh: 10, max_power_kw: 5, bms: {simulated: true}, modbus: {host: 10.0.0.5, unit_id: 3}}\n"
+                + "site:\n  meter:\n    modbus: {host: 10.0.0.5, unit_id: 3}\n",
+            line: 6, keyPath: "site.meter.modbus.unit_id", message: "is the same device as bess_units[0]'s inverter"),
+        Bad(name: "a register-map meter without its power register", yaml: unit + "site:\n  meter:\n    protocol: register_map\n"
+                + "    register_map: {frequency: {address: 10}}\n",
+            line: nil, keyPath: "site.meter.register_map.power", message: "is required"),
+        Bad(name: "frequency from a meter that is not there", yaml: unit + "grid_integration:\n  frequency_source: meter\n",
+            line: nil, keyPath: "grid_integration.frequency_source", message: "needs site.meter"),
+        Bad(name: "a meter fault naming a unit", yaml: unit + "site:\n  meter: {protocol: sunspec}\nsimulation:\n  faults:\n"
+                + "    - {kind: meter_delay, delay_s: 1, unit: A}\n",
+            line: nil, keyPath: "simulation.faults[0].unit", message: "names no unit"),
+        Bad(name: "a meter fault without a meter", yaml: unit + "simulation:\n  faults:\n    - {kind: meter_silence}\n",
+            line: nil, keyPath: "simulation.faults[0].kind", message: "needs site.meter"),
+        Bad(name: "steps without levels", yaml: unit + "simulation:\n  load: {profile: steps, base_kw: 10}\n",
+            line: nil, keyPath: "simulation.load.levels_kw", message: "is required for profile: steps"),
+        Bad(name: "negative PV", yaml: unit + "simulation:\n  pv: {base_kw: -3}\n",
+            line: nil, keyPath: "simulation.pv.base_kw", message: "from 0"),
         Bad(name: "YAML syntax", yaml: "bess_units: [\n", line: 2, keyPath: "", message: "YAML syntax error"),
         Bad(name: "duplicate key", yaml: unit + "period_ms: 100\nperiod_ms: 200\n", line: nil, keyPath: "",
             message: "duplicate key"),

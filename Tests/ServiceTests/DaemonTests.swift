@@ -458,4 +458,56 @@ struct DaemonTests {
         daemon.signal(SIGTERM)
         #expect(daemon.finish().status == 0)
     }
+
+    // MARK: the site at its connection point (issue 11)
+
+    @Test("bessctl site: grid power (+ = import), the binding limit, the application and each unit's share; /metrics and bessctl faults carry the site; METER_STALE shows")
+    func siteVerb() throws {
+        let port = 20_000 + Int((getpid() + 7) % 20_000)
+        let yaml = daemonYAML.replacingOccurrences(of: "simulation: {frequency_profile: steady, base_hz: 49.8}", with: """
+            simulation:
+              frequency_profile: steady
+              base_hz: 50.0
+              load: {base_kw: 260}
+              faults:
+                - {kind: meter_silence, at_s: 12}
+            site:
+              meter: {protocol: sunspec}
+              grid_limits: {import_max_kw: 230}
+              application: peak_shaving
+              peak_shaving: {import_max_kw: 200}
+            metrics_listen: 127.0.0.1:\(port)
+            """)
+        let daemon = try RunningDaemon(yaml: yaml)
+        var site: [String: Any] = [:]
+        // Peak shaving holds import at 200 kW once the units run (both share the 60 kW).
+        let shaved = waitFor(seconds: 10) {
+            site = (try? daemon.request(["verb": "site"])) ?? [:]
+            return (site["grid_power_w"] as? Double).map { abs($0 - 200_000) < 3_000 } ?? false
+        }
+        #expect(shaved, "site: \(site)")
+        let application = site["application"] as? [String: Any] ?? [:]
+        #expect(application["name"] as? String == "peak_shaving" && application["active"] as? Bool == true)
+        let units = site["units"] as? [[String: Any]] ?? []
+        #expect(units.count == 2 && units.allSatisfy { $0["share"] as? String == "headroom" })
+        let limits = site["limits"] as? [String: Any] ?? [:]
+        #expect(limits["import_max_w"] as? Double == 230_000)
+        #expect(waitFor(seconds: 5) { metric(port, "bessd_site_grid_power_watts").map { abs($0 - 200_000) < 3_000 } ?? false })
+        // The meter goes silent at 12 s: METER_STALE after 3 s; the application rests, the import
+        // limit's floor (30 kW) holds.
+        let stale = waitFor(seconds: 20) {
+            let faults = (try? daemon.request(["verb": "faults"]))?["faults"] as? [[String: Any]] ?? []
+            return faults.contains { $0["code"] as? String == "METER_STALE" && $0["unit"] as? String == "site" }
+        }
+        #expect(stale)
+        site = (try? daemon.request(["verb": "site"])) ?? [:]
+        #expect((site["meter"] as? [String: Any])?["stale"] as? Bool == true)
+        #expect(site["grid_power_w"] is NSNull)
+        let decision = site["decision"] as? [String: Any] ?? [:]
+        #expect((decision["delivered_w"] as? Double).map { $0 > 29_000 && $0 < 31_000 } == true, "decision: \(decision)")
+        daemon.signal(SIGTERM)
+        let end = daemon.finish()
+        #expect(end.status == 0)
+        #expect(end.text.contains("METER_STALE"))
+    }
 }
