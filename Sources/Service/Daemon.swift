@@ -174,7 +174,7 @@ public final class Daemon {
             persistLatches()
             logEvents(now: now)
             if let recorder {
-                let problem = recorder.tick(now: now, units: shared.units, stats: shared.statistics, blocks: shared.takeBlocks())
+                let problem = recorder.tick(now: now, units: shared.units, stats: shared.statistics, blocks: shared.takeBlocks(), site: shared.site)
                 if problem != uplinkProblem {
                     if let problem {
                         logger.error("uplink spool refused a record: \(problem); records are being lost until it recovers",

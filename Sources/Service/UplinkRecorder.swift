@@ -44,7 +44,8 @@ final class UplinkRecorder {
     }
 
     /// Called every service-loop round.
-    func tick(now: MonotonicInstant, units: [UnitStatus], stats: CycleStatistics, blocks: [EnergyBlock]) -> String? {
+    func tick(now: MonotonicInstant, units: [UnitStatus], stats: CycleStatistics, blocks: [EnergyBlock],
+              site: SiteStatus = SiteStatus()) -> String? {
         var problem: String?
         for block in blocks where block.unit < configuration.units.count {
             problem = record(.energyBlock(unit: configuration.units[block.unit].id, startUnix: block.startUnixSeconds,
@@ -66,8 +67,12 @@ final class UplinkRecorder {
                               allowedDischargeW: u.allowedDischarge, trips: u.active.map { "\($0.name)" },
                               latched: u.latched.map { "\($0.name)" }, bmsOnline: u.bmsOnline, inverterOnline: u.inverterOnline)
             }
+            // The connection point rides in the same record (a site with a meter), not a second one.
+            let siteTelemetry = configuration.site.meter == nil ? nil : SiteTelemetry(
+                gridPowerW: finite(site.gridPower), bindingLimit: site.binding == .none ? nil : "\(site.binding)",
+                shortfallW: site.shortfall, meterStale: site.meterStale)
             problem = record(.telemetry(frequencyHz: finite(stats.frequency), cycleP99Us: stats.histogram.percentile(0.99),
-                                        overruns: stats.overruns, units: telemetry)) ?? problem
+                                        overruns: stats.overruns, units: telemetry, site: siteTelemetry)) ?? problem
         }
         if now >= nextAvailability {
             nextAvailability = now + .seconds(fromDouble: min(5, configuration.aggregator?.intervalSeconds ?? 5))
@@ -81,12 +86,39 @@ final class UplinkRecorder {
                     chargeEnergyWh: u.soc.isFinite ? max(0, socMax - soc) / 100 * capacityWh : 0,
                     dischargeEnergyWh: u.soc.isFinite ? max(0, soc - socMin) / 100 * capacityWh : 0)
             }
-            problem = record(.availability(units: availability)) ?? problem
+            problem = record(.availability(units: availability, site: siteAvailability(units, site))) ?? problem
         }
         return problem
     }
 
     func finite(_ value: Double) -> Double? { value.isFinite ? value : nil }
+
+    /// What the site can still offer up (more discharge) and down (more charge) from its present
+    /// power: the units' allowed power (discharge only from units above the SOC reserve), inside the
+    /// grid limits at the meter's present reading. Without a fresh meter reading the grid limits are
+    /// unknown and nothing beyond the present is offered in the direction they bound.
+    func siteAvailability(_ units: [UnitStatus], _ site: SiteStatus) -> SiteAvailability {
+        let reserve = configuration.site.socReservePercent
+        var up = 0.0, down = 0.0, now = 0.0
+        for u in units {
+            now += u.setpoint
+            if u.soc.isFinite, u.soc > reserve { up += u.allowedDischarge }
+            down += u.allowedCharge
+        }
+        // From the present power: a site charging at 50 kW can move up by 50 kW plus its discharge.
+        up = max(0, up - now)
+        down = max(0, down + now)
+        if configuration.site.meter != nil {
+            if let exportMax = configuration.site.exportMaxKW {
+                // More discharge exports more: grid power may fall to −export_max.
+                up = site.gridPower.isFinite ? min(up, max(0, site.gridPower + exportMax * 1000)) : 0
+            }
+            if let importMax = configuration.site.importMaxKW {
+                down = site.gridPower.isFinite ? min(down, max(0, importMax * 1000 - site.gridPower)) : 0
+            }
+        }
+        return SiteAvailability(upW: up, downW: down)
+    }
 }
 
 extension BessdConfiguration {

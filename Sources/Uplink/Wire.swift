@@ -80,10 +80,57 @@ public struct UnitAvailability: Codable, Sendable, Equatable {
     }
 }
 
+/// The site at its grid connection point, in a telemetry record (a site with a meter).
+public struct SiteTelemetry: Codable, Sendable, Equatable {
+    /// Grid power, W, + = import; nil while the meter is stale.
+    public var gridPowerW: Double?
+    /// `import` or `export` while that grid limit decides the batteries' power; nil otherwise.
+    public var bindingLimit: String?
+    /// What the units cannot deliver of the site's request, W (≥ 0).
+    public var shortfallW: Double
+    public var meterStale: Bool
+
+    public init(gridPowerW: Double?, bindingLimit: String?, shortfallW: Double, meterStale: Bool) {
+        self.gridPowerW = gridPowerW
+        self.bindingLimit = bindingLimit
+        self.shortfallW = shortfallW
+        self.meterStale = meterStale
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case gridPowerW = "grid_power_w", bindingLimit = "binding_limit", shortfallW = "shortfall_w", meterStale = "meter_stale"
+    }
+
+    /// Absent values are written as null, not left out: a reader sees "stale", not "missing".
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(gridPowerW, forKey: .gridPowerW)
+        try c.encode(bindingLimit, forKey: .bindingLimit)
+        try c.encode(shortfallW, forKey: .shortfallW)
+        try c.encode(meterStale, forKey: .meterStale)
+    }
+}
+
+/// What the site as a whole can still offer from where it is now, in an availability record.
+public struct SiteAvailability: Codable, Sendable, Equatable {
+    /// More discharge (less import) the site can give, W (≥ 0), inside the grid's export limit and
+    /// outside the application's SOC reserve.
+    public var upW: Double
+    /// More charge the site can take, W (≥ 0), inside the grid's import limit.
+    public var downW: Double
+
+    public init(upW: Double, downW: Double) {
+        self.upW = upW
+        self.downW = downW
+    }
+
+    enum CodingKeys: String, CodingKey { case upW = "up_w", downW = "down_w" }
+}
+
 /// What a record carries.
 public enum RecordBody: Sendable, Equatable {
-    case telemetry(frequencyHz: Double?, cycleP99Us: Int64, overruns: UInt64, units: [UnitTelemetry])
-    case availability(units: [UnitAvailability])
+    case telemetry(frequencyHz: Double?, cycleP99Us: Int64, overruns: UInt64, units: [UnitTelemetry], site: SiteTelemetry? = nil)
+    case availability(units: [UnitAvailability], site: SiteAvailability? = nil)
     case energyBlock(unit: String, startUnix: Int64, lengthS: Int64, chargedKWh: Double, dischargedKWh: Double,
                      coveredS: Double)
     case event(unit: String?, kind: String, code: String?, message: String)
@@ -113,7 +160,7 @@ extension UplinkRecord: Codable {
     enum Keys: String, CodingKey {
         case seq, time, type, frequencyHz = "frequency_hz", cycleP99Us = "cycle_p99_us", overruns, units, unit
         case startUnix = "start_unix", lengthS = "length_s", chargedKWh = "charged_kwh", dischargedKWh = "discharged_kwh"
-        case coveredS = "covered_s", kind, code, message, count, mode
+        case coveredS = "covered_s", kind, code, message, count, mode, site
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -122,15 +169,17 @@ extension UplinkRecord: Codable {
         try c.encode(time, forKey: .time)
         try c.encodeIfPresent(mode, forKey: .mode)
         switch body {
-        case .telemetry(let f, let p99, let overruns, let units):
+        case .telemetry(let f, let p99, let overruns, let units, let site):
             try c.encode("telemetry", forKey: .type)
             try c.encodeIfPresent(f, forKey: .frequencyHz)
             try c.encode(p99, forKey: .cycleP99Us)
             try c.encode(overruns, forKey: .overruns)
             try c.encode(units, forKey: .units)
-        case .availability(let units):
+            try c.encodeIfPresent(site, forKey: .site)
+        case .availability(let units, let site):
             try c.encode("availability", forKey: .type)
             try c.encode(units, forKey: .units)
+            try c.encodeIfPresent(site, forKey: .site)
         case .energyBlock(let unit, let start, let length, let charged, let discharged, let covered):
             try c.encode("energy_block", forKey: .type)
             try c.encode(unit, forKey: .unit)
@@ -161,9 +210,11 @@ extension UplinkRecord: Codable {
             body = .telemetry(frequencyHz: try c.decodeIfPresent(Double.self, forKey: .frequencyHz),
                               cycleP99Us: try c.decode(Int64.self, forKey: .cycleP99Us),
                               overruns: try c.decode(UInt64.self, forKey: .overruns),
-                              units: try c.decode([UnitTelemetry].self, forKey: .units))
+                              units: try c.decode([UnitTelemetry].self, forKey: .units),
+                              site: try c.decodeIfPresent(SiteTelemetry.self, forKey: .site))
         case "availability":
-            body = .availability(units: try c.decode([UnitAvailability].self, forKey: .units))
+            body = .availability(units: try c.decode([UnitAvailability].self, forKey: .units),
+                                 site: try c.decodeIfPresent(SiteAvailability.self, forKey: .site))
         case "energy_block":
             body = .energyBlock(unit: try c.decode(String.self, forKey: .unit), startUnix: try c.decode(Int64.self, forKey: .startUnix),
                                 lengthS: try c.decode(Int64.self, forKey: .lengthS),

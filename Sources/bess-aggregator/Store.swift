@@ -43,7 +43,7 @@ final class Store: Sendable {
                 }
                 new += 1
                 switch record.body {
-                case .telemetry(_, _, _, let units):
+                case .telemetry(_, _, _, let units, _):
                     for unit in units {
                         let unitBody = String(decoding: try encoder.encode(unit), as: UTF8.self)
                         try db.execute(sql: """

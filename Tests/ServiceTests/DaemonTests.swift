@@ -289,7 +289,7 @@ struct DaemonTests {
         let decoded = try records.map { try JSONDecoder().decode(UplinkRecord.self, from: Data($0.payload)) }
         #expect(zip(decoded, records).allSatisfy { $0.seq == $1.seq })
         let telemetry = decoded.compactMap { record -> [UnitTelemetry]? in
-            if case .telemetry(_, _, _, let units) = record.body { return units }
+            if case .telemetry(_, _, _, let units, _) = record.body { return units }
             return nil
         }
         #expect(telemetry.count >= 8, "\(telemetry.count) telemetry records in 5 s")  // every 0.5 s

@@ -9,11 +9,14 @@ struct WireTests {
             UnitTelemetry(id: "U1", state: "running", socPercent: 61.5, sohPercent: 99, powerW: 4000, setpointW: 4000,
                           voltageV: 52.1, currentA: -76.8, temperatureMinC: 24, temperatureMaxC: 25, allowedChargeW: 100_000,
                           allowedDischargeW: 100_000, trips: [], latched: [], bmsOnline: true, inverterOnline: true),
-        ]), mode: "hil"),
+        ], site: SiteTelemetry(gridPowerW: 198_500, bindingLimit: "import", shortfallW: 0, meterStale: false)), mode: "hil"),
         UplinkRecord(seq: 8, time: 1_800_000_001, body: .availability(units: [
             UnitAvailability(id: "U1", chargePowerW: 100_000, dischargePowerW: 100_000, chargeEnergyWh: 96_250,
                              dischargeEnergyWh: 141_250),
-        ])),
+        ], site: SiteAvailability(upW: 96_000, downW: 1_500))),
+        UplinkRecord(seq: 12, time: 1_800_000_002, body: .telemetry(frequencyHz: nil, cycleP99Us: 180, overruns: 0, units: [],
+                                                                     site: SiteTelemetry(gridPowerW: nil, bindingLimit: nil,
+                                                                                         shortfallW: 12_000, meterStale: true))),
         UplinkRecord(seq: 9, time: 1_800_000_900, body: .energyBlock(unit: "U1", startUnix: 1_800_000_000, lengthS: 900,
                                                                        chargedKWh: 0, dischargedKWh: 1.0, coveredS: 900),
                      mode: "hardware"),
@@ -27,7 +30,9 @@ struct WireTests {
         let data = try JSONEncoder().encode(Self.batch)
         let back = try JSONDecoder().decode(RecordBatch.self, from: data)
         #expect(back.records == Self.batch.records)
-        #expect(back.records.map(\.mode) == ["hil", nil, "hardware", nil, nil])
+        #expect(back.records.map(\.mode) == ["hil", nil, nil, "hardware", nil, nil])
+        let text = String(decoding: data, as: UTF8.self)
+        #expect(text.contains("\"grid_power_w\":198500") && text.contains("\"binding_limit\":\"import\""))
         #expect(String(decoding: data, as: UTF8.self).contains("\"mode\":\"hil\""))
         #expect(back.acks == Self.batch.acks)
         #expect(back.protocolVersion == 1)
