@@ -30,6 +30,10 @@ public final class SiteController {
     public private(set) var connection: ConnectionPoint
     /// The last step's site decision, layer by layer.
     public private(set) var siteDecision = SiteDecision()
+    /// Energy through the connection point per block (a site with a meter): `dischargedWh` holds
+    /// the energy imported from the grid, `chargedWh` the energy exported; its blocks close into
+    /// `closedBlocks` with `unit` -1.
+    var gridEnergy: EnergyAccumulator?
     /// The limit reported as binding (released 5 s after it last bound).
     public private(set) var bindingReported: GridLimitBinding = .none
     var lastBound: MonotonicInstant?
@@ -60,7 +64,11 @@ public final class SiteController {
         let rating = units.reduce(0.0) { $0 + ($1.rating.value.isFinite ? max(0, $1.rating.value) : 0) }
         shortfallThreshold = max(1000, rating / 100)
         connection = ConnectionPoint(settings: site, rating: rating, startedAt: startedAt)
+        if site.hasMeter { gridEnergy = EnergyAccumulator(unit: -1, blockLength: control.energyBlockLength) }
     }
+
+    /// The connection point's energy block being accumulated now (import in `dischargedWh`).
+    public var currentGridEnergyBlock: EnergyBlock? { gridEnergy?.current }
 
     /// The decisions of the last step, one per unit.
     public func decision(unit: Int) -> UnitDecision { units[unit].decision }
@@ -106,6 +114,15 @@ public final class SiteController {
             }
         }
         allocate(now: now, meter: meter)
+        if gridEnergy != nil {
+            // Only fresh meter readings count; a stale stretch shows as less coverage.
+            let grid = connection.gridPower.map { Watts($0) }
+            if let block = gridEnergy!.integrate(power: grid, elapsedSeconds: elapsed, wallClock: wallClock),
+               closedBlocks.count < closedBlocks.capacity
+            {
+                closedBlocks.append(block)
+            }
+        }
     }
 
     /// One decision for the site, in the order of authority (docs/design/0005-site.md): the units'

@@ -47,7 +47,13 @@ final class UplinkRecorder {
     func tick(now: MonotonicInstant, units: [UnitStatus], stats: CycleStatistics, blocks: [EnergyBlock],
               site: SiteStatus = SiteStatus()) -> String? {
         var problem: String?
-        for block in blocks where block.unit < configuration.units.count {
+        for block in blocks where block.unit < 0 {
+            // The connection point's block: imported energy is in `dischargedWh`, exported in `chargedWh`.
+            problem = record(.gridEnergyBlock(startUnix: block.startUnixSeconds, lengthS: block.lengthSeconds,
+                                              importedKWh: block.dischargedKWh, exportedKWh: block.chargedKWh,
+                                              coveredS: block.coveredSeconds)) ?? problem
+        }
+        for block in blocks where block.unit >= 0 && block.unit < configuration.units.count {
             problem = record(.energyBlock(unit: configuration.units[block.unit].id, startUnix: block.startUnixSeconds,
                                           lengthS: block.lengthSeconds, chargedKWh: block.chargedKWh,
                                           dischargedKWh: block.dischargedKWh, coveredS: block.coveredSeconds)) ?? problem

@@ -133,6 +133,8 @@ public enum RecordBody: Sendable, Equatable {
     case availability(units: [UnitAvailability], site: SiteAvailability? = nil)
     case energyBlock(unit: String, startUnix: Int64, lengthS: Int64, chargedKWh: Double, dischargedKWh: Double,
                      coveredS: Double)
+    /// Energy through the grid connection point over one block (a site with a meter).
+    case gridEnergyBlock(startUnix: Int64, lengthS: Int64, importedKWh: Double, exportedKWh: Double, coveredS: Double)
     case event(unit: String?, kind: String, code: String?, message: String)
     case spoolDrop(count: UInt64)
 }
@@ -161,6 +163,7 @@ extension UplinkRecord: Codable {
         case seq, time, type, frequencyHz = "frequency_hz", cycleP99Us = "cycle_p99_us", overruns, units, unit
         case startUnix = "start_unix", lengthS = "length_s", chargedKWh = "charged_kwh", dischargedKWh = "discharged_kwh"
         case coveredS = "covered_s", kind, code, message, count, mode, site
+        case importedKWh = "imported_kwh", exportedKWh = "exported_kwh"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -187,6 +190,13 @@ extension UplinkRecord: Codable {
             try c.encode(length, forKey: .lengthS)
             try c.encode(charged, forKey: .chargedKWh)
             try c.encode(discharged, forKey: .dischargedKWh)
+            try c.encode(covered, forKey: .coveredS)
+        case .gridEnergyBlock(let start, let length, let imported, let exported, let covered):
+            try c.encode("grid_energy_block", forKey: .type)
+            try c.encode(start, forKey: .startUnix)
+            try c.encode(length, forKey: .lengthS)
+            try c.encode(imported, forKey: .importedKWh)
+            try c.encode(exported, forKey: .exportedKWh)
             try c.encode(covered, forKey: .coveredS)
         case .event(let unit, let kind, let code, let message):
             try c.encode("event", forKey: .type)
@@ -221,6 +231,11 @@ extension UplinkRecord: Codable {
                                 chargedKWh: try c.decode(Double.self, forKey: .chargedKWh),
                                 dischargedKWh: try c.decode(Double.self, forKey: .dischargedKWh),
                                 coveredS: try c.decode(Double.self, forKey: .coveredS))
+        case "grid_energy_block":
+            body = .gridEnergyBlock(startUnix: try c.decode(Int64.self, forKey: .startUnix), lengthS: try c.decode(Int64.self, forKey: .lengthS),
+                                    importedKWh: try c.decode(Double.self, forKey: .importedKWh),
+                                    exportedKWh: try c.decode(Double.self, forKey: .exportedKWh),
+                                    coveredS: try c.decode(Double.self, forKey: .coveredS))
         case "event":
             body = .event(unit: try c.decodeIfPresent(String.self, forKey: .unit), kind: try c.decode(String.self, forKey: .kind),
                           code: try c.decodeIfPresent(String.self, forKey: .code), message: try c.decode(String.self, forKey: .message))

@@ -18,6 +18,9 @@ final class Store: Sendable {
                 CREATE TABLE IF NOT EXISTS energy_blocks (site TEXT NOT NULL, unit TEXT NOT NULL, start_unix INTEGER NOT NULL,
                     length_s INTEGER NOT NULL, charged_kwh REAL NOT NULL, discharged_kwh REAL NOT NULL, covered_s REAL NOT NULL,
                     PRIMARY KEY (site, unit, start_unix));
+                CREATE TABLE IF NOT EXISTS grid_energy_blocks (site TEXT NOT NULL, start_unix INTEGER NOT NULL,
+                    length_s INTEGER NOT NULL, imported_kwh REAL NOT NULL, exported_kwh REAL NOT NULL, covered_s REAL NOT NULL,
+                    PRIMARY KEY (site, start_unix));
                 CREATE TABLE IF NOT EXISTS commands (id TEXT PRIMARY KEY, site TEXT NOT NULL, body TEXT NOT NULL,
                     delivered INTEGER NOT NULL DEFAULT 0);
                 CREATE TABLE IF NOT EXISTS acks (site TEXT NOT NULL, id TEXT NOT NULL, accepted INTEGER NOT NULL,
@@ -57,6 +60,11 @@ final class Store: Sendable {
                         INSERT OR REPLACE INTO energy_blocks (site, unit, start_unix, length_s, charged_kwh, discharged_kwh, covered_s)
                         VALUES (?, ?, ?, ?, ?, ?, ?)
                         """, arguments: [site, unit, start, length, charged, discharged, covered])
+                case .gridEnergyBlock(let start, let length, let imported, let exported, let covered):
+                    try db.execute(sql: """
+                        INSERT OR REPLACE INTO grid_energy_blocks (site, start_unix, length_s, imported_kwh, exported_kwh, covered_s)
+                        VALUES (?, ?, ?, ?, ?, ?)
+                        """, arguments: [site, start, length, imported, exported, covered])
                 default:
                     break
                 }
@@ -136,6 +144,7 @@ final class Store: Sendable {
         case .telemetry: "telemetry"
         case .availability: "availability"
         case .energyBlock: "energy_block"
+        case .gridEnergyBlock: "grid_energy_block"
         case .event: "event"
         case .spoolDrop: "spool_drop"
         }

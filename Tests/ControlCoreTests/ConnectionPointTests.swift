@@ -249,6 +249,26 @@ struct ConnectionPointTests {
         #expect(abs(plant.battery.reduce(0, +) - 250_000) <= 3_000)
     }
 
+    @Test("energy through the connection point per 15-minute block: imported and exported kWh beside the units' blocks; a stale stretch is less coverage, not invented energy")
+    func gridEnergyBlocks() {
+        let site = Self.site(SiteSettings(hasMeter: true))
+        // 150 kW import for the first 300 s, 60 kW export for the next 300 s, then the meter is
+        // silent for 100 s and imports 150 kW again.
+        var plant = MeteredSite(units: 3) { t in t <= 300 ? 150_000 : (t <= 600 ? -60_000 : 150_000) }
+        plant.meterSilent = { $0 > 700 && $0 <= 800 }
+        plant.run(site, from: 0, seconds: 905)
+        var grid: [EnergyBlock] = []
+        site.drainClosedBlocks { if $0.unit == -1 { grid.append($0) } }
+        #expect(grid.count == 1)
+        guard let block = grid.first else { return }
+        #expect(block.startUnixSeconds == 1_800_000_000 && block.lengthSeconds == 900)
+        // Imported: 300 s and (about) 200 s of fresh readings at 150 kW; the stale meter's last
+        // reading counts until it is 3 s old.
+        #expect(abs(block.dischargedKWh - 150 * (300 + 100 + 3 + 100) / 3600) < 0.2, "imported \(block.dischargedKWh) kWh")
+        #expect(abs(block.chargedKWh - 60 * 300.0 / 3600) < 0.1, "exported \(block.chargedKWh) kWh")
+        #expect(abs(block.coveredSeconds - 803) < 1, "covered \(block.coveredSeconds) s")
+    }
+
     @Test("a meter that never answers is METER_STALE after stale_after_s; without a meter nothing changes")
     func neverAnswers() {
         let site = Self.site(SiteSettings(hasMeter: true, importMax: .kilowatts(100)))

@@ -23,6 +23,8 @@ struct WireTests {
         UplinkRecord(seq: 10, time: 1_800_000_901, body: .event(unit: "U1", kind: "latched", code: "THERMAL_RUNAWAY",
                                                                  message: "U1 THERMAL_RUNAWAY LATCHED")),
         UplinkRecord(seq: 11, time: 1_800_000_902, body: .spoolDrop(count: 42)),
+        UplinkRecord(seq: 13, time: 1_800_000_903, body: .gridEnergyBlock(startUnix: 1_800_000_000, lengthS: 900, importedKWh: 41.5,
+                                                                           exportedKWh: 0.25, coveredS: 897.5)),
     ], acks: [CommandAck(id: "c-1", accepted: false, reason: "power_kw 500 beyond the rating ±100 kW")])
 
     @Test("records round-trip through JSON")
@@ -30,7 +32,7 @@ struct WireTests {
         let data = try JSONEncoder().encode(Self.batch)
         let back = try JSONDecoder().decode(RecordBatch.self, from: data)
         #expect(back.records == Self.batch.records)
-        #expect(back.records.map(\.mode) == ["hil", nil, nil, "hardware", nil, nil])
+        #expect(back.records.map(\.mode) == ["hil", nil, nil, "hardware", nil, nil, nil])
         let text = String(decoding: data, as: UTF8.self)
         #expect(text.contains("\"grid_power_w\":198500") && text.contains("\"binding_limit\":\"import\""))
         #expect(String(decoding: data, as: UTF8.self).contains("\"mode\":\"hil\""))
