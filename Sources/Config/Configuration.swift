@@ -211,6 +211,11 @@ public struct PowerProfile: Sendable, Equatable {
 
     public init(base: Double) { baseKW = base }
 
+    /// The largest power the profile reaches, kW.
+    public var largestKW: Double {
+        ([baseKW] + levelsKW + trace.map(\.kilowatts)).map { abs($0) }.max() ?? 0
+    }
+
     /// The power at `elapsed` seconds into the run, kW.
     public func kilowatts(at elapsed: Double) -> Double {
         switch shape {

@@ -27,6 +27,13 @@ public final class PlantRig {
     var grid: GridFrequency
     public private(set) var started: MonotonicInstant
     var last: MonotonicInstant
+    /// The site's connection-point meter, when the rig names a real one (SunSpec 203 on Modbus
+    /// TCP or RTU): it shows load − PV − Σ battery power, + = import.
+    public private(set) var meterServer: SunSpecServer?
+    /// The connection point's history (for `meter_delay`) and energy counters.
+    public private(set) var meter = SimulatedMeter()
+    public private(set) var importedWh = 0.0
+    public private(set) var exportedWh = 0.0
 
     public init(configuration c: BessdConfiguration, startedAt: MonotonicInstant) throws(RunError) {
         configuration = c
@@ -58,15 +65,8 @@ public final class PlantRig {
                 servers.append(nil)
                 continue
             }
-            let transport: SunSpecServer.Transport
-            switch modbus.transport {
-            case .tcp(let host, let port): transport = .tcp(host: host, port: port)
-            case .rtu(let serial):
-                transport = .rtu(device: serial.device, baud: serial.baud, parity: serial.parity.letter,
-                                 dataBits: serial.dataBits, stopBits: serial.stopBits, unitID: modbus.unitID)
-            }
             do {
-                let server = try SunSpecServer(transport: transport, profile: SunSpecDeviceProfile(ratingW: unit.maxPowerKW * 1000))
+                let server = try SunSpecServer(transport: Self.transport(modbus), profile: SunSpecDeviceProfile(ratingW: unit.maxPowerKW * 1000))
                 try server.start()
                 servers.append(server)
             } catch {
@@ -74,8 +74,31 @@ public final class PlantRig {
                 throw RunError(code: error.code, message: "unit \(unit.id): \(error.message)")
             }
         }
-        if servers.allSatisfy({ $0 == nil }) && canSockets.allSatisfy({ $0 == nil }) {
+        if let settings = c.site.meter, !c.meterSimulated, settings.protocolName == .sunspec, let modbus = settings.modbus {
+            // Largest power to show: every unit at full power plus the load and PV at their largest.
+            let units = c.units.reduce(0.0) { $0 + $1.maxPowerKW * 1000 }
+            let maxW = units + 1000 * (c.simulation.load.largestKW + c.simulation.pv.largestKW)
+            do {
+                let server = try SunSpecServer(transport: Self.transport(modbus), profile: .meter(model: 203, maxW: max(1000, maxW)))
+                try server.start()
+                meterServer = server
+            } catch {
+                stop()
+                throw RunError(code: error.code, message: "site meter: \(error.message)")
+            }
+        }
+        if servers.allSatisfy({ $0 == nil }) && canSockets.allSatisfy({ $0 == nil }) && meterServer == nil {
             throw RunError(code: "RIG_EMPTY", message: "the rig has no device for the plant to serve (mode: hardware with a modbus endpoint)")
+        }
+    }
+
+    /// The server transport for a configured Modbus endpoint.
+    static func transport(_ modbus: ModbusSettings) -> SunSpecServer.Transport {
+        switch modbus.transport {
+        case .tcp(let host, let port): .tcp(host: host, port: port)
+        case .rtu(let serial):
+            .rtu(device: serial.device, baud: serial.baud, parity: serial.parity.letter,
+                 dataBits: serial.dataBits, stopBits: serial.stopBits, unitID: modbus.unitID)
         }
     }
 
@@ -104,7 +127,27 @@ public final class PlantRig {
                             delay: configuration.simulation.activeDelay(.bmsDelay, at: elapsed, unitID: id))
             }
         }
+        if let meterServer { publishMeter(meterServer, elapsed: elapsed, seconds: dt, hz: hz) }
         return hz
+    }
+
+    /// The connection point: load − PV − Σ battery power, served as SunSpec model 203 with the
+    /// meter's faults (`meter_silence`: no answers; `meter_delay`: `delay_s` late; `meter_garbage`:
+    /// W not implemented) and its energy counters.
+    func publishMeter(_ server: SunSpecServer, elapsed: Double, seconds: Double, hz: Double) {
+        let site = configuration.simulation.sitePower(at: elapsed)
+        let battery = units.reduce(0.0) { $0 + $1.inverter.powerW }
+        meter.record(elapsed: elapsed, loadW: site.load, pvW: site.pv, batteryW: battery)
+        importedWh += max(0, meter.gridPowerW) * seconds / 3600
+        exportedWh += max(0, -meter.gridPowerW) * seconds / 3600
+        let faults = configuration.simulation.activeFaults(at: elapsed, unitID: "")
+        server.silent = faults.contains(.meterSilence)
+        var w = meter.reading(at: elapsed, delay: configuration.simulation.activeDelay(.meterDelay, at: elapsed, unitID: ""))
+        if configuration.site.meter?.importPositive == false { w = -w }  // a meter that counts export as positive
+        let imported = importedWh, exported = exportedWh
+        server.withImage { image, _ in
+            image.publishMeter(gridW: w, hz: hz, importedWh: imported, exportedWh: exported, garbage: faults.contains(.meterGarbage))
+        }
     }
 
     /// Sends the BMS's frames when due (late, broken or invalid while a fault says so) and counts the
@@ -159,6 +202,7 @@ public final class PlantRig {
     /// Stops serving.
     public func stop() {
         for server in servers { server?.stop() }
+        meterServer?.stop()
         for i in linkDown.indices where linkDown[i] { applyLinkFault(i, down: false) }
     }
 
@@ -176,6 +220,9 @@ public final class PlantRig {
             let where_ = servers[i].map { $0.port > 0 ? "tcp:\($0.port)" : "rtu" } ?? "sim"
             text += " | \(unit.id) [\(where_)] SP \(signed(u.inverter.setpointW / 1000))kW P \(signed(u.inverter.powerW / 1000))kW"
                 + " SOC \(fixed(u.battery.soc * 100, 1))%" + (u.inverter.reverted ? " reverted" : "")
+        }
+        if let meterServer {
+            text += " | meter [\(meterServer.port > 0 ? "tcp:\(meterServer.port)" : "rtu")] grid \(signed(meter.gridPowerW / 1000))kW"
         }
         return text
     }

@@ -14,13 +14,23 @@ public struct SunSpecDeviceProfile: Sendable, Equatable {
     public var ratingW: Double
     /// Model 124 `WChaMax`, W: the base of `OutWRte`/`InWRte` (the rating when nil).
     public var maxChargeRateW: Double?
+    /// A meter (201–204) instead of an inverter: the image is common model 1 and this model only,
+    /// and `ratingW` is the largest power it must show.
+    public var meterModel: UInt16?
 
     public init(measurementModel: UInt16 = 103, controlModel: UInt16 = 704, ratingW: Double,
-                maxChargeRateW: Double? = nil) {
+                maxChargeRateW: Double? = nil, meterModel: UInt16? = nil) {
         self.measurementModel = measurementModel
         self.controlModel = controlModel
         self.ratingW = ratingW
         self.maxChargeRateW = maxChargeRateW
+        self.meterModel = meterModel
+    }
+
+    /// A grid-connection meter serving `model` (201 single-phase, 203 wye three-phase), able to show
+    /// ±`maxW`.
+    public static func meter(model: UInt16 = 203, maxW: Double) -> SunSpecDeviceProfile {
+        SunSpecDeviceProfile(ratingW: maxW, meterModel: model)
     }
 }
 
@@ -38,6 +48,15 @@ public struct SunSpecImage: Sendable {
         while profile.ratingW / SunSpec.powerOfTen(sf) > 30_000 && sf < 6 { sf += 1 }
         wSF = sf
         words = [SunSpec.marker.0, SunSpec.marker.1]
+        if let meter = profile.meterModel {
+            for (id, length) in [(SunSpec.Common.id, SunSpec.Common.length), (meter, SunSpec.Meter.length)] {
+                models.append(SunSpecModelLocation(id: id, length: length, address: Self.base + words.count))
+                words += [id, length] + [UInt16](repeating: 0, count: Int(length))
+            }
+            words += [SunSpec.endModelID, 0]
+            fillMeterStatics(meter)
+            return
+        }
         let lengths: [(UInt16, UInt16)] = [
             (SunSpec.Common.id, SunSpec.Common.length),
             (profile.measurementModel, profile.measurementModel == SunSpec.Measurement.id
@@ -77,6 +96,34 @@ public struct SunSpecImage: Sendable {
     mutating func setString(_ id: UInt16, _ offset: Int, _ text: String, registers: Int) {
         let bytes = Array(text.utf8.prefix(registers * 2)) + [UInt8](repeating: 0, count: registers * 2)
         for i in 0..<registers { self[id, offset + i] = UInt16(bytes[2 * i]) << 8 | UInt16(bytes[2 * i + 1]) }
+    }
+
+    /// A meter's common model and sentinels: every int16 point not implemented (0x8000) until the
+    /// plant publishes W and Hz; W_SF sized to the largest power, Hz_SF −2, TotWh_SF 0 (Wh).
+    private mutating func fillMeterStatics(_ id: UInt16) {
+        typealias M = SunSpec.Meter
+        setString(SunSpec.Common.id, SunSpec.Common.manufacturer, "bessd", registers: 16)
+        setString(SunSpec.Common.id, SunSpec.Common.model, "HIL meter", registers: 16)
+        setString(SunSpec.Common.id, SunSpec.Common.version, "0.1.0", registers: 8)
+        setString(SunSpec.Common.id, SunSpec.Common.serial, "HIL-M-0001", registers: 16)
+        self[SunSpec.Common.id, SunSpec.Common.deviceAddress] = 1
+        for offset in 2...(M.totWhExp - 1) { self[id, offset] = 0x8000 }
+        self[id, M.wSF] = UInt16(bitPattern: Int16(wSF))
+        self[id, M.hzSF] = UInt16(bitPattern: Int16(-2))
+        self[id, M.totWhSF] = 0
+        set32(id, M.event, 0)
+    }
+
+    /// Publishes a meter's reading: W (+ = import) and Hz, and the energy counters in Wh (0 = not
+    /// accumulated). `garbage`: W "not implemented", as a meter with a broken sensor answers.
+    public mutating func publishMeter(gridW: Double, hz: Double, importedWh: Double, exportedWh: Double, garbage: Bool) {
+        guard let id = models.last?.id, SunSpec.Meter.ids.contains(id) else { return }
+        typealias M = SunSpec.Meter
+        let raw = (gridW / SunSpec.powerOfTen(wSF)).rounded()
+        self[id, M.w] = garbage || !raw.isFinite ? 0x8000 : UInt16(bitPattern: Int16(clamping: Int(max(-32767, min(32767, raw)))))
+        self[id, M.hz] = hz.isFinite ? UInt16(bitPattern: Int16(clamping: Int((hz * 100).rounded()))) : 0x8000
+        set32(id, M.totWhImp, UInt32(clamping: Int(max(0, importedWh).rounded())))
+        set32(id, M.totWhExp, UInt32(clamping: Int(max(0, exportedWh).rounded())))
     }
 
     private mutating func fillStatics(_ profile: SunSpecDeviceProfile) {

@@ -134,6 +134,16 @@ final class ScenarioRun {
             units[i] = .mapping(unit)
         }
         root["bess_units"] = .sequence(Node.Sequence(units))
+        // A site meter the plant serves (unless the scenario simulates it inside bessd).
+        if var site = root["site"]?.mapping, var meter = site["meter"]?.mapping, meter["simulated"]?.string != "true" {
+            var modbus = meter["modbus"]?.mapping ?? [:]
+            modbus["host"] = Node("127.0.0.1")
+            modbus["port"] = Node(String(freePort()))
+            modbus["unit_id"] = Node("1")
+            meter["modbus"] = .mapping(modbus)
+            site["meter"] = .mapping(meter)
+            root["site"] = .mapping(site)
+        }
         var grid = root["grid_integration"]?.mapping ?? [:]
         grid["frequency_source"] = Node("inverter")
         root["grid_integration"] = .mapping(grid)
@@ -270,8 +280,10 @@ final class ScenarioRun {
         case .override(let kw, let seconds):
             return ask(["verb": "override", "unit": unitIDs.first ?? "", "power_kw": kw, "for_s": seconds])
         case .clearOverride: return ask(["verb": "override", "unit": unitIDs.first ?? "", "clear": true])
-        case .dispatch(let kw, let seconds):
-            let command = "{\"id\":\"scenario-\(Int(t * 1000))\",\"kind\":\"power\",\"unit\":\"\(unitIDs.first ?? "")\","
+        case .dispatch(let kw, let seconds, let unit):
+            // A site dispatch names no unit: its power is the site's, shared by the allocation.
+            let target = unit == "site" ? "" : "\"unit\":\"\(unit ?? unitIDs.first ?? "")\","
+            let command = "{\"id\":\"scenario-\(Int(t * 1000))\",\"kind\":\"power\",\(target)"
                 + "\"power_kw\":\(kw),\"expires_unix\":\(Date().timeIntervalSince1970 + seconds)}"
             let answer = httpRequest("POST", "/v1/sites/HIL/commands", body: command) ?? "no answer"
             return answer.hasPrefix("HTTP/1.1 200") ? "queued at bess-aggregator" : "refused: \(answer.prefix(80))"
@@ -302,16 +314,25 @@ final class ScenarioRun {
         let unit = rig.units[0]
         var s = Sample(t: t, frequency: hz, setpointKW: unit.inverter.setpointW / 1000, powerKW: unit.inverter.powerW / 1000,
                        socPercent: unit.battery.soc * 100, reverted: unit.inverter.reverted, bessdUp: bessd?.isRunning == true)
+        s.sitePowerKW = rig.units.reduce(0.0) { $0 + $1.inverter.powerW } / 1000
+        let socs = rig.units.map { $0.battery.soc * 100 }
+        s.socSpreadPercent = (socs.max() ?? 0) - (socs.min() ?? 0)
+        if rig.meterServer != nil { s.gridKW = rig.meter.gridPowerW / 1000 }
         guard s.bessdUp, let status = try? ControlClient.request(["verb": "status"], socket: controlSocket, timeout: .seconds(1)),
               let first = (status["units"] as? [[String: Any]])?.first
         else { return s }
+        if rig.configuration.site.meter != nil,
+           let site = try? ControlClient.request(["verb": "site"], socket: controlSocket, timeout: .seconds(1)) {
+            if (site["meter"] as? [String: Any])?["stale"] as? Bool == true { s.active.append("METER_STALE") }
+            if (site["shortfall"] as? [String: Any])?["active"] as? Bool == true { s.active.append("SITE_SHORTFALL") }
+        }
         s.bessdSetpointKW = ((first["setpoint_w"] as? NSNumber)?.doubleValue ?? .nan) / 1000
         s.allowedChargeKW = ((first["allowed_charge_w"] as? NSNumber)?.doubleValue ?? .nan) / 1000
         s.allowedDischargeKW = ((first["allowed_discharge_w"] as? NSNumber)?.doubleValue ?? .nan) / 1000
         if let soc = (first["soc_percent"] as? NSNumber)?.doubleValue { s.socPercent = soc }
         s.statusOK = true
         s.state = first["state"] as? String ?? "-"
-        s.active = first["trips"] as? [String] ?? []
+        s.active += first["trips"] as? [String] ?? []
         s.latched = first["latched"] as? [String] ?? []
         return s
     }
@@ -347,11 +368,12 @@ final class ScenarioRun {
 
     func writeResults() throws(ScenarioError) {
         let base = outputDirectory + "/" + scenario.name
-        var csv = "t_s,frequency_hz,setpoint_kw,power_kw,soc_percent,bessd_setpoint_kw,allowed_charge_kw,allowed_discharge_kw,state,reverted,bessd,active,latched\n"
+        var csv = "t_s,frequency_hz,setpoint_kw,power_kw,soc_percent,bessd_setpoint_kw,allowed_charge_kw,allowed_discharge_kw,state,reverted,bessd,active,latched,grid_kw,site_power_kw,soc_spread_percent\n"
         for s in samples {
             csv += "\(fmt(s.t)),\(String(format: "%.4f", s.frequency)),\(fmt(s.setpointKW)),\(fmt(s.powerKW)),\(fmt(s.socPercent)),"
                 + "\(fmt(s.bessdSetpointKW)),\(fmt(s.allowedChargeKW)),\(fmt(s.allowedDischargeKW)),\(s.state),\(s.reverted ? 1 : 0),"
-                + "\(s.bessdUp ? 1 : 0),\(s.active.joined(separator: "|")),\(s.latched.joined(separator: "|"))\n"
+                + "\(s.bessdUp ? 1 : 0),\(s.active.joined(separator: "|")),\(s.latched.joined(separator: "|")),"
+                + "\(fmt(s.gridKW)),\(fmt(s.sitePowerKW)),\(fmt(s.socSpreadPercent))\n"
         }
         guard (try? csv.write(toFile: base + ".csv", atomically: true, encoding: .utf8)) != nil else {
             throw ScenarioError("SCENARIO_IO", "cannot write \(base).csv")
@@ -390,7 +412,7 @@ final class ScenarioRun {
         unset label
         set ylabel 'power (kW, + discharge)'
         plot '\(csv)' using 1:3 with steps lw 1.5 lc rgb '#d62728' title 'setpoint on the wire', \\
-             '' using 1:4 with lines lw 1.5 lc rgb '#2ca02c' title 'measured power'
+             '' using 1:4 with lines lw 1.5 lc rgb '#2ca02c' title 'measured power'\(siteLines(csv))
         set ylabel 'SOC (%)'
         set format x '%g'
         set xlabel 'time (s)'
@@ -413,6 +435,19 @@ final class ScenarioRun {
         guard process.terminationStatus == 0 else {
             throw ScenarioError("SCENARIO_PLOT_FAILED", "gnuplot: \(message)")
         }
+    }
+
+    /// With a site meter or several units: grid power at the connection point (+ = import) and
+    /// the units' power together on the power panel.
+    func siteLines(_ csv: String) -> String {
+        var lines = ""
+        if samples.contains(where: { $0.gridKW.isFinite }) {
+            lines += ", \\\n     '\(csv)' using 1:14 with lines lw 2 lc rgb '#ff7f0e' title 'grid power (+ import)'"
+        }
+        if unitIDs.count > 1 {
+            lines += ", \\\n     '\(csv)' using 1:15 with lines lw 1.5 dt 2 lc rgb '#17becf' title 'all units (measured)'"
+        }
+        return lines
     }
 
     // MARK: helpers

@@ -98,6 +98,37 @@ struct PeerTests {
         #expect(abs(hz - 50.02) < 1e-6)
     }
 
+    @Test("pysunspec2 scans the plant's site meter (model 203) and reads W (+ = import), Hz and both energy counters as the plant publishes them")
+    func pysunspec2ScansMeter() throws {
+        let server = try SunSpecServer(host: "127.0.0.1", port: 0, profile: .meter(model: 203, maxW: 500_000))
+        try server.start()
+        defer { server.stop() }
+        server.withImage { image, _ in
+            image.publishMeter(gridW: -123_400, hz: 49.97, importedWh: 1_234_567, exportedWh: 89_012, garbage: false)
+        }
+        let result = try Peer.run(["python3", "hil/peers/sunspec_scan.py", "127.0.0.1", String(server.port)])
+        #expect(result.status == 0)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(result.out.utf8)) as? [String: Any])
+        let chain = try #require(json["models"] as? [[String: Any]])
+        #expect(chain.compactMap { $0["id"] as? Int } == [1, 203])
+        #expect(chain.compactMap { $0["len"] as? Int } == [66, 105])
+        let meter = try #require((json["points"] as? [String: [String: Any]])?["203"])
+        func number(_ name: String) -> Double? { (meter[name] as? Double) ?? (meter[name] as? Int).map(Double.init) }
+        // W_SF 2 for a 500 kW meter (int16 holds ±30,000 counts): −123,400 W is served as −1,234 × 100.
+        #expect(number("W") == -123_400)
+        #expect(number("Hz").map { abs($0 - 49.97) < 1e-9 } == true)
+        #expect(number("TotWhImp") == 1_234_567)
+        #expect(number("TotWhExp") == 89_012)
+        // And bessd's own reader agrees with the reference client.
+        var client = try ModbusConnection(endpoint: .tcp(host: "127.0.0.1", port: server.port), unitID: 1, timeout: .seconds(2))
+        let reading = try SunSpecMeter.open(&client).read(&client)
+        #expect(reading.gridPower == Watts(-123_400) && reading.frequency == Hertz(49.97))
+        #expect(reading.importedEnergy == WattHours(1_234_567) && reading.exportedEnergy == WattHours(89_012))
+        // A broken sensor: W not implemented is a coded refusal, not a number.
+        server.withImage { image, _ in image.publishMeter(gridW: 0, hz: 50, importedWh: 0, exportedWh: 0, garbage: true) }
+        #expect(throws: SunSpecError.self) { try SunSpecMeter.open(&client).read(&client) }
+    }
+
     @Test("mbpoll reads the SunS marker and the common model from the simulator")
     func mbpoll() throws {
         let (server, _) = try runningPlant(SunSpecDeviceProfile(ratingW: 100_000))

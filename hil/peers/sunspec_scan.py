@@ -17,7 +17,7 @@ try:
         if isinstance(key, int):
             for model in models:
                 result["models"].append({"id": key, "len": model.len, "addr": model.model_addr})
-    for mid in (1, 101, 102, 103, 120, 121, 123, 124, 701, 704):
+    for mid in (1, 101, 102, 103, 120, 121, 123, 124, 201, 202, 203, 204, 701, 704):
         for model in device.models.get(mid, []):
             model.read()
             values = {}

@@ -5,6 +5,9 @@ extension SunSpec {
     /// layout up to `TotWh_SF`; offsets count from `ID`.
     public enum Meter {
         public static let ids: [UInt16] = [201, 202, 203, 204]
+        /// L of every meter model (points after `ID` and `L`).
+        public static let length: UInt16 = 105
+        public static let a = 2, aSF = 6, phV = 7, vSF = 15, event = 105
         public static let hz = 16, hzSF = 17, w = 18, wSF = 22
         public static let totWhExp = 38, totWhImp = 46, totWhSF = 54
     }
