@@ -75,6 +75,17 @@ for key, period, policy in (("step100rt", 100, "SCHED_FIFO 60"), ("step10rt", 10
         f"p50 {fmt(num(key + '_p50'))} / p99 {fmt(num(key + '_p99'))} / max {fmt(num(key + '_max'))} ms",
         f"p99 ≤ {period + 2} ms", verdict(num(key + "_p99"), period + 2, unit=" ms")))
 rows.append((
+    f"unit trip during a frequency event → another unit's larger share on its wire, 8 units at 100 ms, SCHED_FIFO 60 "
+    f"({fmt(num('trip100_n'), 0)} trips at random phase, {fmt(num('trip100_misses'), 0)} missed)",
+    f"p50 {fmt(num('trip100_p50'))} / p99 {fmt(num('trip100_p99'))} / max {fmt(num('trip100_max'))} ms",
+    "p99 ≤ 105 ms (one period + 5 ms)", verdict(num("trip100_p99"), 105, unit=" ms")))
+rows.append((
+    f"load step over the import limit at the site meter → new setpoint on the wire, 8 units at 100 ms "
+    f"({fmt(num('loadstep100_n'), 0)} steps, {fmt(num('loadstep100_misses'), 0)} missed; grid import is back under the "
+    "limit one inverter response later)",
+    f"p50 {fmt(num('loadstep100_p50'))} / p99 {fmt(num('loadstep100_p99'))} / max {fmt(num('loadstep100_max'))} ms",
+    "p99 ≤ 200 ms (3 periods less the inverter's one)", verdict(num("loadstep100_p99"), 200, unit=" ms")))
+rows.append((
     f"BMS protection frame (CAN) → zero on the wire, 100 ms ({fmt(num('alarm_n'), 0)} alarms; {r.get('alarm_where', '')})",
     f"p50 {fmt(num('alarm_p50'))} / p99 {fmt(num('alarm_p99'))} / max {fmt(num('alarm_max'))} ms",
     "p99 ≤ 105 ms", verdict(num("alarm_p99"), 105, unit=" ms")))
@@ -93,6 +104,13 @@ for units in ("1", "8", "32"):
         f"cycle compute time (CycleBody.run, {units} simulated unit(s), median of 10 × 1,000 cycles)",
         f"{fmt(num('cycle_us' + units), 2)} µs", "(reference)", "—"))
 rows.append((
+    "cycle compute time, 32 simulated units with a site meter, grid limits and peak shaving (median of 10 × 1,000 cycles)",
+    f"{fmt(num('cycle_us32site'), 2)} µs", "(reference)", "—"))
+for units in ("1", "8", "32"):
+    rows.append((
+        f"site allocation compute time (SiteAllocator.allocate, {units} unit(s), median of 10 × 10,000 calls)",
+        f"{fmt(num('allocate_us' + units), 3)} µs", "(reference)", "—"))
+rows.append((
     "malloc counter calibration: 1,000 heap arrays (proves the interposer counts)",
     f"{fmt(num('alloc_calibration'), 0)} allocations", "≥ 1,000",
     verdict(num("alloc_calibration"), 1000, lower_is_better=False)))
@@ -100,6 +118,9 @@ for units in ("1", "8", "32"):
     rows.append((
         f"heap allocations per steady-state cycle, {units} simulated unit(s) (package-benchmark, worst of 10 × 1,000 cycles)",
         fmt(num("alloc" + units), 3), "0", verdict(num("alloc" + units), 0)))
+rows.append((
+    "heap allocations per steady-state cycle, 32 simulated units with a site meter (worst of 10 × 1,000 cycles)",
+    fmt(num("alloc32site"), 3), "0", verdict(num("alloc32site"), 0)))
 rows.append(("spool append (300 B records, fsync batched)", f"{fmt(num('spool_append'), 0)} records/s", "≥ 20,000 records/s",
              verdict(num("spool_append"), 20000, lower_is_better=False, unit=" records/s")))
 backlog_s = num("backlog_seconds")

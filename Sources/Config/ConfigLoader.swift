@@ -629,6 +629,18 @@ public enum ConfigLoader {
             faults: [])
         guard let fields else { return simulation }
         simulation.initialSOCPercent = fields.double("initial_soc_percent", default: 60, range: 0...100, unit: "%")!
+        if let byUnit = fields.fields("initial_soc_percent_by_unit"), case .mapping(let mapping) = byUnit.node {
+            for (key, _) in mapping {
+                guard let id = key.string else { continue }
+                if !units.contains(id) {
+                    _ = byUnit.node(id)
+                    r.error(key, byUnit.child(id), "names no unit of bess_units", got: id)
+                    continue
+                }
+                if let soc = byUnit.double(id, range: 0...100, unit: "%") { simulation.initialSOCByUnit[id] = soc }
+            }
+            byUnit.finish()
+        }
         simulation.ambientCelsius = fields.double("ambient_c", default: 25, range: -40...60, unit: "°C")!
         simulation.frequencyProfile = fields.choice(
             "frequency_profile",
@@ -693,7 +705,7 @@ public enum ConfigLoader {
         simulation.hottestCellAbovePackK = fields.double("hottest_cell_above_pack_c", default: 2, range: 0...20, unit: "°C")!
         if let load = fields.fields("load") { simulation.load = decodeProfile(load, file: file, r) }
         if let pv = fields.fields("pv") { simulation.pv = decodeProfile(pv, file: file, r, nonNegative: true) }
-        fields.finish(known: "initial_soc_percent, ambient_c, frequency_profile, base_hz, amplitude_hz, step_period_s, seed, ramp_to_hz, ramp_start_s, ramp_duration_s, trace_file, faults, hottest_cell_above_pack_c, load, pv")
+        fields.finish(known: "initial_soc_percent, initial_soc_percent_by_unit, ambient_c, frequency_profile, base_hz, amplitude_hz, step_period_s, seed, ramp_to_hz, ramp_start_s, ramp_duration_s, trace_file, faults, hottest_cell_above_pack_c, load, pv")
         return simulation
     }
 

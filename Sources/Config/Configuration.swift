@@ -192,6 +192,11 @@ public struct SimulationConfiguration: Sendable, Equatable {
     public var faults: [FaultInjection]
     /// How much warmer the simulated hottest cell (0x373) reads than the pack (0x356), K.
     public var hottestCellAbovePackK: Double = 2
+    /// A unit's own starting SOC, by unit id (`initial_soc_percent_by_unit`); others start at
+    /// `initialSOCPercent`.
+    public var initialSOCByUnit: [String: Double] = [:]
+    /// The SOC unit `id` starts at, percent.
+    public func initialSOC(of id: String) -> Double { initialSOCByUnit[id] ?? initialSOCPercent }
     /// The site's load and PV around the simulated meter (kW).
     public var load = PowerProfile(base: 0)
     public var pv = PowerProfile(base: 0)

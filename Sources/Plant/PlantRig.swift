@@ -43,7 +43,7 @@ public final class PlantRig {
         grid = sim.gridFrequency()
         for unit in c.units {
             units.append(SimulatedUnit(capacityKWh: unit.capacityKWh, maxPowerKW: unit.maxPowerKW,
-                                       initialSOCPercent: sim.initialSOCPercent, ambientCelsius: sim.ambientCelsius,
+                                       initialSOCPercent: sim.initialSOC(of: unit.id), ambientCelsius: sim.ambientCelsius,
                                        cellsInSeries: unit.bms.cellsInSeries, hottestCellAbovePackK: sim.hottestCellAbovePackK))
             delayed.append([])
             linkDown.append(false)

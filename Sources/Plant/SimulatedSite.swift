@@ -30,7 +30,7 @@ public final class SimulatedSite: SiteIO {
         let sim = configuration.simulation
         units = configuration.units.map {
             SimulatedUnit(capacityKWh: $0.capacityKWh, maxPowerKW: $0.maxPowerKW,
-                          initialSOCPercent: sim.initialSOCPercent, ambientCelsius: sim.ambientCelsius,
+                          initialSOCPercent: sim.initialSOC(of: $0.id), ambientCelsius: sim.ambientCelsius,
                           cellsInSeries: $0.bms.cellsInSeries, hottestCellAbovePackK: sim.hottestCellAbovePackK)
         }
         grid = sim.gridFrequency()

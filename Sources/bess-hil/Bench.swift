@@ -15,7 +15,7 @@ import Synchronization
 struct BenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench", abstract: "Latency measurements against a real bessd (used by make bench).",
-        subcommands: [StepLatency.self, AlarmLatency.self])
+        subcommands: [StepLatency.self, AlarmLatency.self, TripLatency.self, LoadStepLatency.self])
 }
 
 /// Shared set-up: a one-unit plant (SunSpec inverter on loopback, optionally a Pylontech BMS on
@@ -259,6 +259,124 @@ struct AlarmLatency: ParsableCommand {
             }
         }
         try report("alarm_to_zero", latencies, misses: misses, csv: csv)
+    }
+}
+
+/// One inverter of the site reports a fault at a random instant → the timed unit's new (larger)
+/// setpoint on its wire: the site's frequency response moved to the others.
+struct TripLatency: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "trip-latency",
+        abstract: "A unit's inverter faults during a frequency event → another unit's new setpoint on its wire.")
+    @Option(help: "Trips to time.") var trips = 100
+    @Option(help: "bessd's control period, ms.") var periodMs = 100
+    @Option(help: "Units on the site (≥ 2); the second one trips, the first is timed.") var units = 8
+    @Flag(inversion: .prefixedNo, help: "Run bessd's cycle SCHED_FIFO 60.") var realtime = true
+    @Option(help: "The bessd binary (default: next to bess-hil).") var bessd: String?
+    @Option(help: "Write one latency (ms) per line here.") var csv: String?
+
+    func run() throws {
+        guard units >= 2 else { throw ValidationError("--units must be at least 2") }
+        let bessdPath = bessd ?? sibling("bessd")
+        // The fault clears at once (hold 0) and limits rise at once, so each trip starts from the
+        // same shares.
+        let bench = try WireBench(
+            periodMs: periodMs, canInterface: nil, bessdPath: bessdPath, units: units,
+            extraConfig: (realtime ? "realtime: {priority: 60}\n" : "")
+                + "interlocks: {inverter_fault: {hold_s: 0}}\nlimits: {ramp_percent_per_s: 1000}")
+        defer { bench.stop() }
+        try bench.waitReady()
+        bench.hz = 49.5  // 0.16 pu of droop on every unit: 16 kW each
+        bench.step()
+        bench.run(for: 3)
+        var latencies: [Double] = []
+        var misses = 0
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<trips {
+            bench.others[0].unit.inverter.faulted = false
+            bench.run(for: Double.random(in: 0.8...1.2, using: &generator))
+            let before = bench.lastCommanded
+            guard before > 1000 else { misses += 1; continue }
+            bench.others[0].unit.inverter.faulted = true
+            bench.step()
+            let t = MonotonicClockReading.now()
+            if let w = bench.firstWrite(after: t, timeout: 2, { $0 > before + 100 }) {
+                latencies.append(Double(w - t) / 1e6)
+            } else {
+                misses += 1
+            }
+        }
+        try report("trip_to_others", latencies, misses: misses, csv: csv)
+    }
+}
+
+/// The site's load steps above the import limit at a random instant (the meter's registers) → the
+/// timed unit's new setpoint on its wire, its share of the excess.
+struct LoadStepLatency: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "load-step-latency",
+        abstract: "A load step over the import limit at the site meter → the units' new setpoints on the wire.")
+    @Option(help: "Steps to time.") var steps = 100
+    @Option(help: "bessd's control period, ms.") var periodMs = 100
+    @Option(help: "Units on the site; the first is timed.") var units = 8
+    @Flag(inversion: .prefixedNo, help: "Run bessd's cycle SCHED_FIFO 60.") var realtime = true
+    @Option(help: "The bessd binary (default: next to bess-hil).") var bessd: String?
+    @Option(help: "Write one latency (ms) per line here.") var csv: String?
+
+    func run() throws {
+        let bessdPath = bessd ?? sibling("bessd")
+        let meter = try SunSpecServer(transport: .tcp(host: "127.0.0.1", port: 0), profile: .meter(model: 203, maxW: 2_000_000))
+        try meter.start()
+        defer { meter.stop() }
+        let limitKW = 400.0
+        let bench = try WireBench(
+            periodMs: periodMs, canInterface: nil, bessdPath: bessdPath, units: units,
+            extraConfig: (realtime ? "realtime: {priority: 60}\n" : "")
+                + "site: {meter: {modbus: {host: 127.0.0.1, port: \(meter.port), unit_id: 1, timeout_ms: 200}}, "
+                + "grid_limits: {import_max_kw: \(Int(limitKW))}}")
+        defer { bench.stop() }
+        // The connection point: a load, less what the units give (the plant's inverters follow).
+        var loadW = 300_000.0
+        let publish = {
+            let battery = bench.unit.inverter.powerW + bench.others.reduce(0.0) { $0 + $1.unit.inverter.powerW }
+            meter.withImage { image, _ in
+                image.publishMeter(gridW: loadW - battery, hz: 50, importedWh: 0, exportedWh: 0, garbage: false)
+            }
+        }
+        func run(for seconds: Double) {
+            let end = MonotonicClockReading.now() + Int64(seconds * 1e9)
+            while MonotonicClockReading.now() < end {
+                usleep(1_000)
+                bench.tick()
+                publish()
+            }
+        }
+        publish()
+        try bench.waitReady()
+        run(for: 12)  // limits ramped up
+        var latencies: [Double] = []
+        var misses = 0
+        var generator = SystemRandomNumberGenerator()
+        for i in 0..<steps {
+            // Alternately below and above the limit, at a random phase against the cycle. The
+            // connection point must have settled (and the meter's lag window passed) before a step.
+            loadW = 300_000
+            run(for: Double.random(in: 1.6...2.2, using: &generator))
+            let before = bench.lastCommanded
+            loadW = limitKW * 1000 + Double(40_000 + (i % 4) * 20_000)  // 40–100 kW over the limit
+            publish()
+            let t = MonotonicClockReading.now()
+            var written: Int64?
+            let end = t + 2_000_000_000
+            while written == nil, MonotonicClockReading.now() < end {
+                written = bench.writes.list.withLock { $0.first(where: { $0.ns >= t && $0.watts > before + 1000 })?.ns }
+                usleep(200)
+                bench.tick()
+                publish()
+            }
+            if let written { latencies.append(Double(written - t) / 1e6) } else { misses += 1 }
+        }
+        try report("load_step_to_setpoint", latencies, misses: misses, csv: csv)
     }
 }
 

@@ -41,6 +41,49 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
+    // The site with its connection point acting: a simulated meter, grid limits, peak shaving and a
+    // load that steps across the limits every 30 s (so floors, targets and blocks all move).
+    Benchmark("1000 cycles, 32 simulated units, site meter with grid limits and peak shaving") { benchmark in
+        let (body, shared) = makeCycle(units: 32, site: true)
+        let reader = Reader(shared: shared)
+        reader.start()
+        defer { reader.stop() }
+        var now = MonotonicInstant(nanoseconds: 1_000_000_000)
+        for _ in 0..<3000 {
+            now = now + .milliseconds(100)
+            body.run(now: now, lateness: 0)
+        }
+        benchmark.startMeasurement()
+        for _ in 0..<1000 {
+            now = now + .milliseconds(100)
+            body.run(now: now, lateness: 0)
+        }
+        benchmark.stopMeasurement()
+        blackHole(body.cycles)
+        precondition(body.runner.controller.connection.gridPower != nil, "the site meter never read")
+    }
+
+    // The allocation alone: 10,000 calls over units with uneven headroom and SOC.
+    for units in [1, 8, 32] {
+        Benchmark("SiteAllocator.allocate x 10000, \(units) units") { benchmark in
+            var allocator = SiteAllocator(units: units)
+            let inputs = (0..<units).map { i in
+                AllocationInput(request: Double(20_000 + 1_000 * i), allowedCharge: Double(10_000 + 7_000 * (i % 13)),
+                                allowedDischarge: Double(5_000 + 9_000 * (i % 11)), soc: Double(10 + (i * 37) % 80))
+            }
+            var shares = [Double](repeating: 0, count: units)
+            var reasons = [ShareReason](repeating: .idle, count: units)
+            benchmark.startMeasurement()
+            var delivered = 0.0
+            for k in 0..<10_000 {
+                delivered += allocator.allocate(inputs, pool: Double(k % 2 == 0 ? 1 : -1) * 40_000 * Double(units),
+                                                shares: &shares, reasons: &reasons).delivered
+            }
+            benchmark.stopMeasurement()
+            blackHole(delivered)
+        }
+    }
+
     // Calibration: proves the counter sees allocations (1,000 heap arrays must count ≥ 1,000).
     Benchmark("calibration: 1000 heap arrays") { benchmark in
         for i in 0..<1000 { blackHole(Array(repeating: i, count: 64)) }
@@ -81,7 +124,7 @@ final class Reader: @unchecked Sendable {
     }
 }
 
-func makeCycle(units: Int) -> (CycleBody, SharedState) {
+func makeCycle(units: Int, site: Bool = false) -> (CycleBody, SharedState) {
     var yaml = """
     mode: simulation
     period_ms: 100
@@ -98,6 +141,15 @@ func makeCycle(units: Int) -> (CycleBody, SharedState) {
     """
     for i in 0..<units {
         yaml += "  - {id: BENCH_\(i), campus_id: BENCH, capacity_kwh: 250, max_power_kw: 100}\n"
+    }
+    if site {
+        yaml += "site:\n  meter: {protocol: sunspec}\n"
+            + "  grid_limits: {import_max_kw: \(units * 60), export_max_kw: 0}\n"
+            + "  application: peak_shaving\n"
+            + "  peak_shaving: {import_max_kw: \(units * 40), recharge_below_kw: \(units * 20)}\n"
+        yaml = yaml.replacingOccurrences(
+            of: "simulation:\n",
+            with: "simulation:\n  load: {profile: steps, base_kw: \(units * 30), levels_kw: [\(units * 90), \(units * 10)], step_period_s: 30}\n")
     }
     let configuration = try! ConfigLoader.parse(yaml, file: "benchmark.yaml")
     let runner = try! SiteRunner.make(configuration: configuration, startedAt: MonotonicInstant(nanoseconds: 1_000_000_000)) { _ in }
