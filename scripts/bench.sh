@@ -220,26 +220,20 @@ def row(title, metric):
     scale = {"K": 1e3, "M": 1e6}
     values = [float(c[:-1]) * scale[c[-1]] if c[-1] in scale else float(c) for c in cells]
     return values, unit.group(1) if unit else ""
-for units in (1, 8, 32):
-    title = f"### 1000 cycles, {units} simulated units"
-    mallocs, _ = row(title, "Malloc (total)")
-    print(f"alloc{units}={max(mallocs) / 1000 if mallocs else float('nan'):g}")
+def median_us(title, per_call):
+    """The median wall-clock time of one benchmark's iteration, divided into `per_call` calls, µs."""
     times, unit = row(title, "Time (wall clock)")
-    if times:
-        per = {"ns": 1e-3, "μs": 1, "us": 1, "ms": 1e3, "s": 1e6}.get(unit, float("nan"))
-        print(f"cycle_us{units}={times[2] * per / 1000:.2f}")
-title = "### 1000 cycles, 32 simulated units, site meter with grid limits and peak shaving"
-mallocs, _ = row(title, "Malloc (total)")
-print(f"alloc32site={max(mallocs) / 1000 if mallocs else float('nan'):g}")
-times, unit = row(title, "Time (wall clock)")
-if times:
-    per = {"ns": 1e-3, "μs": 1, "us": 1, "ms": 1e3, "s": 1e6}.get(unit, float("nan"))
-    print(f"cycle_us32site={times[2] * per / 1000:.2f}")
+    if not times: return float("nan")
+    return times[2] * {"ns": 1e-3, "μs": 1, "us": 1, "ms": 1e3, "s": 1e6}.get(unit, float("nan")) / per_call
+def cycles(key, title):
+    mallocs, _ = row(title, "Malloc (total)")
+    print(f"alloc{key}={max(mallocs) / 1000 if mallocs else float('nan'):g}")
+    print(f"cycle_us{key}={median_us(title, 1000):.2f}")
 for units in (1, 8, 32):
-    times, unit = row(f"### SiteAllocator.allocate x 10000, {units} units", "Time (wall clock)")
-    if times:
-        per = {"ns": 1e-3, "μs": 1, "us": 1, "ms": 1e3, "s": 1e6}.get(unit, float("nan"))
-        print(f"allocate_us{units}={times[2] * per / 10000:.3f}")
+    cycles(units, f"### 1000 cycles, {units} simulated units")
+cycles("32site", "### 1000 cycles, 32 simulated units, site meter with grid limits and peak shaving")
+for units in (1, 8, 32):
+    print(f"allocate_us{units}={median_us(f'### SiteAllocator.allocate x 10000, {units} units', 10000):.3f}")
 cal, _ = row("### calibration: 1000 heap arrays", "Malloc (total)")
 print(f"alloc_calibration={min(cal) if cal else float('nan'):g}")
 PY

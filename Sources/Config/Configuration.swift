@@ -226,9 +226,9 @@ public struct PowerProfile: Sendable, Equatable {
         switch shape {
         case .steady: return baseKW
         case .steps:
-            let levels = [baseKW] + levelsKW
-            let k = Int(max(0, elapsed) / max(0.1, stepPeriodSeconds)) % levels.count
-            return levels[k]
+            // No array built here: the simulated meter asks every cycle.
+            let k = Int(max(0, elapsed) / max(0.1, stepPeriodSeconds)) % (levelsKW.count + 1)
+            return k == 0 ? baseKW : levelsKW[k - 1]
         case .trace:
             guard let first = trace.first else { return baseKW }
             return trace.last(where: { $0.seconds <= elapsed })?.kilowatts ?? first.kilowatts

@@ -18,26 +18,7 @@ let benchmarks: @Sendable () -> Void = {
     for units in [1, 8, 32] {
         Benchmark("1000 cycles, \(units) simulated units") { benchmark in
             let (body, shared) = makeCycle(units: units)
-            // A reader on another thread hammers what status, /metrics and the uplink read, copying
-            // into storage of its own under the same lock; the cycle must not copy-on-write or
-            // allocate because of it. (The reader copies into preallocated storage, so any
-            // allocation counted in the measured window is the cycle's.)
-            let reader = Reader(shared: shared)
-            reader.start()
-            defer { reader.stop() }
-            var now = MonotonicInstant(nanoseconds: 1_000_000_000)
-            for _ in 0..<3000 {
-                now = now + .milliseconds(100)
-                body.run(now: now, lateness: 0)
-            }
-            benchmark.startMeasurement()
-            for _ in 0..<1000 {
-                now = now + .milliseconds(100)
-                body.run(now: now, lateness: 0)
-            }
-            benchmark.stopMeasurement()
-            blackHole(body.cycles)
-            precondition(reader.reads.load(ordering: .relaxed) > 0, "the reader never ran")
+            measureCycles(body, shared, benchmark)
         }
     }
 
@@ -45,39 +26,30 @@ let benchmarks: @Sendable () -> Void = {
     // load that steps across the limits every 30 s (so floors, targets and blocks all move).
     Benchmark("1000 cycles, 32 simulated units, site meter with grid limits and peak shaving") { benchmark in
         let (body, shared) = makeCycle(units: 32, site: true)
-        let reader = Reader(shared: shared)
-        reader.start()
-        defer { reader.stop() }
-        var now = MonotonicInstant(nanoseconds: 1_000_000_000)
-        for _ in 0..<3000 {
-            now = now + .milliseconds(100)
-            body.run(now: now, lateness: 0)
-        }
-        benchmark.startMeasurement()
-        for _ in 0..<1000 {
-            now = now + .milliseconds(100)
-            body.run(now: now, lateness: 0)
-        }
-        benchmark.stopMeasurement()
-        blackHole(body.cycles)
-        precondition(body.runner.controller.connection.gridPower != nil, "the site meter never read")
+        measureCycles(body, shared, benchmark)
+        precondition(shared.site.gridPower.isFinite, "the site meter never read")
     }
 
     // The allocation alone: 10,000 calls over units with uneven headroom and SOC.
     for units in [1, 8, 32] {
         Benchmark("SiteAllocator.allocate x 10000, \(units) units") { benchmark in
             var allocator = SiteAllocator(units: units)
-            let inputs = (0..<units).map { i in
-                AllocationInput(request: Double(20_000 + 1_000 * i), allowedCharge: Double(10_000 + 7_000 * (i % 13)),
-                                allowedDischarge: Double(5_000 + 9_000 * (i % 11)), soc: Double(10 + (i * 37) % 80))
+            var inputs: [AllocationInput] = []
+            for i in 0..<units {
+                let request = Double(20_000 + 1_000 * i)
+                let charge = Double(10_000 + 7_000 * (i % 13))
+                let discharge = Double(5_000 + 9_000 * (i % 11))
+                let soc = Double(10 + (i * 37) % 80)
+                inputs.append(AllocationInput(request: request, allowedCharge: charge, allowedDischarge: discharge, soc: soc))
             }
             var shares = [Double](repeating: 0, count: units)
             var reasons = [ShareReason](repeating: .idle, count: units)
             benchmark.startMeasurement()
             var delivered = 0.0
             for k in 0..<10_000 {
-                delivered += allocator.allocate(inputs, pool: Double(k % 2 == 0 ? 1 : -1) * 40_000 * Double(units),
-                                                shares: &shares, reasons: &reasons).delivered
+                let sign: Double = k % 2 == 0 ? 1 : -1
+                let pool: Double = sign * 40_000 * Double(units)
+                delivered += allocator.allocate(inputs, pool: pool, shares: &shares, reasons: &reasons).delivered
             }
             benchmark.stopMeasurement()
             blackHole(delivered)
@@ -88,6 +60,29 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark("calibration: 1000 heap arrays") { benchmark in
         for i in 0..<1000 { blackHole(Array(repeating: i, count: 64)) }
     }
+}
+
+/// 3,000 cycles of warm-up, then 1,000 measured, with a reader on another thread: it hammers what
+/// status, /metrics and the uplink read, copying into storage of its own under the same lock; the
+/// cycle must not copy-on-write or allocate because of it. (The reader copies into preallocated
+/// storage, so any allocation counted in the measured window is the cycle's.)
+func measureCycles(_ body: CycleBody, _ shared: SharedState, _ benchmark: Benchmark) {
+    let reader = Reader(shared: shared)
+    reader.start()
+    defer { reader.stop() }
+    var now = MonotonicInstant(nanoseconds: 1_000_000_000)
+    for _ in 0..<3000 {
+        now = now + .milliseconds(100)
+        body.run(now: now, lateness: 0)
+    }
+    benchmark.startMeasurement()
+    for _ in 0..<1000 {
+        now = now + .milliseconds(100)
+        body.run(now: now, lateness: 0)
+    }
+    benchmark.stopMeasurement()
+    blackHole(body.cycles)
+    precondition(reader.reads.load(ordering: .relaxed) > 0, "the reader never ran")
 }
 
 /// Reads every unit's status and the cycle statistics in a loop, as fast as the lock allows.
