@@ -705,7 +705,9 @@ public enum ConfigLoader {
         simulation.hottestCellAbovePackK = fields.double("hottest_cell_above_pack_c", default: 2, range: 0...20, unit: "°C")!
         if let load = fields.fields("load") { simulation.load = decodeProfile(load, file: file, r) }
         if let pv = fields.fields("pv") { simulation.pv = decodeProfile(pv, file: file, r, nonNegative: true) }
-        fields.finish(known: "initial_soc_percent, initial_soc_percent_by_unit, ambient_c, frequency_profile, base_hz, amplitude_hz, step_period_s, seed, ramp_to_hz, ramp_start_s, ramp_duration_s, trace_file, faults, hottest_cell_above_pack_c, load, pv")
+        simulation.meterModel = fields.choice(
+            "meter_model", [("201", UInt16(201)), ("202", 202), ("203", 203), ("204", 204)], default: 203)
+        fields.finish(known: "initial_soc_percent, initial_soc_percent_by_unit, ambient_c, frequency_profile, base_hz, amplitude_hz, step_period_s, seed, ramp_to_hz, ramp_start_s, ramp_duration_s, trace_file, faults, hottest_cell_above_pack_c, load, pv, meter_model")
         return simulation
     }
 

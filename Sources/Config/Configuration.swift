@@ -200,6 +200,9 @@ public struct SimulationConfiguration: Sendable, Equatable {
     /// The site's load and PV around the simulated meter (kW).
     public var load = PowerProfile(base: 0)
     public var pv = PowerProfile(base: 0)
+    /// The SunSpec model the simulated meter serves (`meter_model`: 201 single-phase, 202 split-phase,
+    /// 203 wye or 204 delta three-phase; default 203).
+    public var meterModel: UInt16 = 203
 }
 
 /// A power profile of the simulated site (`simulation.load`, `simulation.pv`), kW.

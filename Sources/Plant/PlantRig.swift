@@ -27,8 +27,8 @@ public final class PlantRig {
     var grid: GridFrequency
     public private(set) var started: MonotonicInstant
     var last: MonotonicInstant
-    /// The site's connection-point meter, when the rig names a real one (SunSpec 203 on Modbus
-    /// TCP or RTU): it shows load − PV − Σ battery power, + = import.
+    /// The site's connection-point meter, when the rig names a real one (SunSpec 201–204 as
+    /// `simulation.meter_model` says, 203 by default, on Modbus TCP or RTU): it shows load − PV − Σ battery power, + = import.
     public private(set) var meterServer: SunSpecServer?
     /// The connection point's history (for `meter_delay`) and energy counters.
     public private(set) var meter = SimulatedMeter()
@@ -79,7 +79,7 @@ public final class PlantRig {
             let units = c.units.reduce(0.0) { $0 + $1.maxPowerKW * 1000 }
             let maxW = units + 1000 * (c.simulation.load.largestKW + c.simulation.pv.largestKW)
             do {
-                let server = try SunSpecServer(transport: Self.transport(modbus), profile: .meter(model: 203, maxW: max(1000, maxW)))
+                let server = try SunSpecServer(transport: Self.transport(modbus), profile: .meter(model: c.simulation.meterModel, maxW: max(1000, maxW)))
                 try server.start()
                 meterServer = server
             } catch {
@@ -131,7 +131,7 @@ public final class PlantRig {
         return hz
     }
 
-    /// The connection point: load − PV − Σ battery power, served as SunSpec model 203 with the
+    /// The connection point: load − PV − Σ battery power, served as the configured meter model with the
     /// meter's faults (`meter_silence`: no answers; `meter_delay`: `delay_s` late; `meter_garbage`:
     /// W not implemented) and its energy counters.
     func publishMeter(_ server: SunSpecServer, elapsed: Double, seconds: Double, hz: Double) {

@@ -64,4 +64,36 @@ struct MeterPeerTests {
         #expect(runner.controller.site.frequency == Hertz(49.98))
         #expect(runner.devicesProbed)
     }
+
+    @Test("the plant's meter serves the configured model (simulation.meter_model 201 and 204): pysunspec2 finds it and reads load − PV − battery as W",
+          arguments: [UInt16(201), 204])
+    func plantServesTheConfiguredModel(model: UInt16) throws {
+        var configuration = try ConfigLoader.parse("""
+            mode: hil
+            bess_units:
+              - {id: U1, capacity_kwh: 100, max_power_kw: 50, inverter: {simulated: true}, bms: {simulated: true}}
+            site:
+              meter: {protocol: sunspec, modbus: {host: 127.0.0.1, port: 1502, unit_id: 1}}
+            simulation:
+              meter_model: \(model)
+              load: {profile: steady, base_kw: 80}
+              pv: {profile: steady, base_kw: 30}
+            """, file: "plant-meter.yaml")
+        #expect(configuration.simulation.meterModel == model)
+        // A free port instead of the configured one.
+        configuration.site.meter?.modbus?.transport = .tcp(host: "127.0.0.1", port: 0)
+        let rig = try PlantRig(configuration: configuration, startedAt: MonotonicClock.now())
+        defer { rig.stop() }
+        _ = rig.step(now: MonotonicClock.now())
+        let server = try #require(rig.meterServer)
+        let result = try Peer.run(["python3", "hil/peers/sunspec_scan.py", "127.0.0.1", String(server.port)])
+        #expect(result.status == 0)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(result.out.utf8)) as? [String: Any])
+        let chain = try #require(json["models"] as? [[String: Any]])
+        #expect(chain.compactMap { $0["id"] as? Int } == [1, Int(model)])
+        let meter = try #require((json["points"] as? [String: [String: Any]])?[String(model)])
+        let w = (meter["W"] as? Double) ?? (meter["W"] as? Int).map(Double.init)
+        // The unit is idle (0 W): the connection point imports load − PV = 50 kW.
+        #expect(w == 50_000)
+    }
 }

@@ -98,9 +98,10 @@ struct PeerTests {
         #expect(abs(hz - 50.02) < 1e-6)
     }
 
-    @Test("pysunspec2 scans the plant's site meter (model 203) and reads W (+ = import), Hz and both energy counters as the plant publishes them")
-    func pysunspec2ScansMeter() throws {
-        let server = try SunSpecServer(host: "127.0.0.1", port: 0, profile: .meter(model: 203, maxW: 500_000))
+    @Test("pysunspec2 scans the plant's site meter (models 201 and 203) and reads W (+ = import), Hz and both energy counters as the plant publishes them",
+          arguments: [UInt16(201), 203])
+    func pysunspec2ScansMeter(model: UInt16) throws {
+        let server = try SunSpecServer(host: "127.0.0.1", port: 0, profile: .meter(model: model, maxW: 500_000))
         try server.start()
         defer { server.stop() }
         server.withImage { image, _ in
@@ -110,9 +111,9 @@ struct PeerTests {
         #expect(result.status == 0)
         let json = try #require(try JSONSerialization.jsonObject(with: Data(result.out.utf8)) as? [String: Any])
         let chain = try #require(json["models"] as? [[String: Any]])
-        #expect(chain.compactMap { $0["id"] as? Int } == [1, 203])
+        #expect(chain.compactMap { $0["id"] as? Int } == [1, Int(model)])
         #expect(chain.compactMap { $0["len"] as? Int } == [66, 105])
-        let meter = try #require((json["points"] as? [String: [String: Any]])?["203"])
+        let meter = try #require((json["points"] as? [String: [String: Any]])?[String(model)])
         func number(_ name: String) -> Double? { (meter[name] as? Double) ?? (meter[name] as? Int).map(Double.init) }
         // W_SF 2 for a 500 kW meter (int16 holds ±30,000 counts): −123,400 W is served as −1,234 × 100.
         #expect(number("W") == -123_400)

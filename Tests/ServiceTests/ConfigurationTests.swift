@@ -97,7 +97,7 @@ struct ConfigurationTests {
                     "pack_current_a:", "cell_voltage_min_v:", "cell_voltage_max_v:", "temperature_min_c:", "temperature_max_c:",
                     "charge_current_limit_a:", "discharge_current_limit_a:", "charge_enabled:", "discharge_enabled:",
                     "protections:", "alarms:", "bms_group_silence", "group:", "hottest_cell_above_pack_c:",
-                    "site:", "meter:", "import_positive:", "max_lag_s:", "grid_limits:", "import_max_kw:", "export_max_kw:",
+                    "site:", "meter:", "meter_model:", "import_positive:", "max_lag_s:", "grid_limits:", "import_max_kw:", "export_max_kw:",
                     "application:", "peak_shaving:", "recharge_below_kw:", "self_consumption:", "target_grid_kw:",
                     "soc_reserve_percent:", "imported_energy:", "exported_energy:", "load:", "pv:", "profile:", "base_kw:",
                     "levels_kw:", "meter_silence", "meter_delay", "meter_garbage"] {
@@ -231,6 +231,8 @@ struct ConfigurationTests {
                 + "  - {id: A, capacity_kwh: 10, max_power_kw: 5, bms: {simulated: true}, modbus: {host: 10.0.0.5, unit_id: 3}}\n"
                 + "  - {id: B, capacity_kwh: 10, max_power_kw: 5, bms: {simulated: true}, modbus: {host: 10.0.0.5, port: 502, unit_id: 3}}\n",
             line: 4, keyPath: "bess_units[1].modbus.unit_id", message: "is the same device as bess_units[0]"),
+        Bad(name: "a meter model that is no meter", yaml: unit + "simulation:\n  meter_model: 103\n", line: 6,
+            keyPath: "simulation.meter_model", message: "must be one of 201, 202, 203, 204"),
         Bad(name: "grid limits without a meter", yaml: unit + "site:\n  grid_limits: {import_max_kw: 100}\n", line: nil,
             keyPath: "site.grid_limits", message: "needs site.meter"),
         Bad(name: "an application without a meter", yaml: unit + "site:\n  application: self_consumption\n", line: nil,

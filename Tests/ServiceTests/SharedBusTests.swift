@@ -86,6 +86,18 @@ struct SharedBusTests {
                        period: .milliseconds(100), timeout: timeout, revertSeconds: 10) { _ in }
     }
 
+    /// A serial line in a test: socat joins two ptys, `directory/plant` for the peer and
+    /// `directory/bessd` for bessd's side.
+    func ptyPair(_ directory: String) throws -> Process {
+        let socat = Process()
+        socat.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        socat.arguments = ["socat", "pty,raw,echo=0,link=\(directory)/plant", "pty,raw,echo=0,link=\(directory)/bessd"]
+        socat.standardOutput = FileHandle.nullDevice
+        socat.standardError = FileHandle.nullDevice
+        try socat.run()
+        return socat
+    }
+
     /// The WSET line a 704 unit shows once bessd commanded `watts` (WSet_SF 0) with the revert armed.
     func wset(_ unit: Int, _ watts: Int) -> String {
         "WSET unit=\(unit) ena=1 mod=1 w=\(watts) rvrt_tms=10 rvrt=0 ena_rvrt=1"
@@ -212,12 +224,7 @@ struct SharedBusTests {
         let directory = NSTemporaryDirectory() + "bessd-rtu-units-\(getpid())-\(count)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let socat = Process()
-        socat.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        socat.arguments = ["socat", "pty,raw,echo=0,link=\(directory)/plant", "pty,raw,echo=0,link=\(directory)/bessd"]
-        socat.standardOutput = FileHandle.nullDevice
-        socat.standardError = FileHandle.nullDevice
-        try socat.run()
+        let socat = try ptyPair(directory)
         defer {
             kill(socat.processIdentifier, SIGKILL)
             socat.waitUntilExit()
@@ -247,6 +254,79 @@ struct SharedBusTests {
         let fds = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")
         let opens = fds.filter { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)")) == tty }
         #expect(opens.count == 1, "\(tty) open \(opens.count) times")
+        #expect(w.wire.connects == 1)
+    }
+
+    @Test("the site meter on an inverter's TCP endpoint or serial line: one worker, one session or one open of the tty; the meter is read every cycle and never written, the units keep their own readings and setpoints",
+          arguments: ["tcp", "rtu"])
+    func meterSharesTheInvertersEndpoint(transport: String) throws {
+        let directory = NSTemporaryDirectory() + "bessd-meter-line-\(getpid())"
+        var socat: Process?
+        if transport == "rtu" {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            socat = try ptyPair(directory)
+            #expect(waitUntil(5) { FileManager.default.fileExists(atPath: "\(directory)/bessd") })
+        }
+        defer {
+            if let socat {
+                kill(socat.processIdentifier, SIGKILL)
+                socat.waitUntilExit()
+                try? FileManager.default.removeItem(atPath: directory)
+            }
+        }
+        let peer = try UnitsPeer(["1", "2", "240:meter"], rtu: socat == nil ? nil : "\(directory)/plant")
+        defer { peer.stop() }
+        #expect(peer.ready)
+        func modbus(_ id: Int) -> String {
+            socat == nil ? "{host: 127.0.0.1, port: \(peer.port), unit_id: \(id)}"
+                : "{device: \(directory)/bessd, baud: 19200, parity: none, unit_id: \(id)}"
+        }
+        let c = try ConfigLoader.parse("""
+            mode: hil
+            bess_units:
+              - {id: A, capacity_kwh: 100, max_power_kw: 50, bms: {simulated: true}, modbus: \(modbus(1))}
+              - {id: B, capacity_kwh: 100, max_power_kw: 50, bms: {simulated: true}, modbus: \(modbus(2))}
+            site:
+              meter: {protocol: sunspec, modbus: \(modbus(240))}
+            """, file: "shared-meter.yaml")
+        let slots = c.units.map { _ in InverterSlot() }
+        let meter = InverterSlot()
+        let said = Mutex<[String]>([])
+        let workers = HardwareSite.makeWorkers(c, slots: slots, meter: meter,
+                                             phase: CyclePhase(periodNanoseconds: 100_000_000)) { line in
+            said.withLock { $0.append(line) }
+        }
+        #expect(workers.count == 1)
+        #expect(workers.first?.devices.map(\.unitID) == [1, 2, 240])
+        #expect(workers.first?.devices.map { $0.meter } == [nil, nil, .sunspec])
+        #expect(said.withLock { $0.isEmpty }, "\(said.withLock { $0 })")
+        let w = try #require(workers.first)
+        slots[0].setSetpoint(.kilowatts(11))
+        slots[1].setSetpoint(.kilowatts(-22))
+        w.start()
+        defer { w.stop() }
+        // The meter's W as it states it: 100 × 240 + 45 = 24,045 counts at W_SF 1.
+        #expect(waitUntil(10) { meter.reading?.value.activePower == Watts(240_450) })
+        #expect(meter.reading?.value.frequency == Hertz(50.01))
+        #expect(waitUntil(10) { peer.last("WSET unit=1 ") == wset(1, 11_000) })
+        #expect(waitUntil(10) { peer.last("WSET unit=2 ") == wset(2, -22_000) })
+        for (id, slot) in zip([1, 2], slots) {
+            #expect(waitUntil(5) { slot.reading?.value.activePower == Watts(Double(1000 * id + 234)) })
+        }
+        // Read every cycle: fresh readings keep coming (the meter's stamp moves on).
+        let first = try #require(meter.reading?.takenAt)
+        #expect(waitUntil(5) { (meter.reading?.takenAt).map { $0 > first } == true })
+        #expect(waitUntil(5) { (peer.last("REQUESTS unit=240 ") ?? "").contains("reads=") })
+        #expect(peer.last("REQUESTS unit=240 ")?.hasSuffix(" writes=0") == true, "\(String(describing: peer.last("REQUESTS unit=240 ")))")
+        if socat == nil {
+            #expect(peer.totalConnections == 1, "\(peer.all.filter { $0.hasPrefix("CONNECTIONS") })")
+        } else {
+            // The tty is open once in this process (bessd's side of the pty pair).
+            let tty = try FileManager.default.destinationOfSymbolicLink(atPath: "\(directory)/bessd")
+            let fds = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")
+            let opens = fds.filter { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)")) == tty }
+            #expect(opens.count == 1, "\(tty) open \(opens.count) times")
+        }
         #expect(w.wire.connects == 1)
     }
 

@@ -13,6 +13,8 @@ Options per unit:
   wsentinel       701 W is 0x8000 (not implemented)
   exception       every request to this unit is answered with exception 4 (server device failure)
   late=S          every read of this unit is answered S seconds late (the loop keeps serving others)
+  meter           a site meter instead of an inverter: "SunS", 1, 203, end, with W = 100 × unit + 45
+                  at W_SF 1 (+ = import), Hz 50.01 (Hz_SF -2), TotWhImp 7000 and TotWhExp 3000 Wh
 
 Prints "PORT <n>" (TCP) or "READY" (RTU) once serving, then, as they change:
   "CONNECTIONS active=<a> total=<t>"         TCP sessions now open / ever accepted
@@ -33,10 +35,11 @@ class Unit:
     def __init__(self, uid, options):
         self.uid = uid
         self.options = options
+        self.meter = "meter" in options
         self.control = 124 if "124" in options else 704
         words = [0x5375, 0x6E53]
         self.where = {}
-        for mid in (1, 701, 120, 121, self.control):
+        for mid in ((1, 203) if self.meter else (1, 701, 120, 121, self.control)):
             offsets, length = layout(mid)
             self.where[mid] = (BASE + len(words), offsets)
             block = [0] * (length + 2)
@@ -44,6 +47,16 @@ class Unit:
             words += block
         words += [0xFFFF, 0]
         self.words = words
+        if self.meter:
+            self.put(203, "W", 100 * uid + 45)
+            self.put(203, "W_SF", 1)
+            self.put(203, "Hz", 5001)
+            self.put(203, "Hz_SF", 0xFFFE)
+            self.put(203, "TotWhImp", 7)
+            self.put(203, "TotWhExp", 3)
+            self.put(203, "TotWh_SF", 3)
+            self.block = ModbusSequentialDataBlock(BASE + 1, list(words))
+            return
         self.put(701, "W", 0x8000 if "wsentinel" in options else 1000 * uid + 234)
         self.put(701, "W_SF", 0)
         self.put(701, "Hz", 49_876 + uid)        # Hz_SF −3
@@ -83,6 +96,8 @@ class Unit:
         return value
 
     def state(self):
+        if self.meter:
+            return "METER unit={} w={}".format(self.uid, self.get(203, "W"))
         if self.control == 704:
             values = [self.get(704, n) for n in ("WSetEna", "WSetMod", "WSet", "WSetRvrtTms", "WSetRvrt", "WSetEnaRvrt")]
             return "WSET unit={} ena={} mod={} w={} rvrt_tms={} rvrt={} ena_rvrt={}".format(self.uid, *values)
