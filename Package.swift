@@ -70,11 +70,15 @@ let package = Package(
         .target(
             name: "Plant", dependencies: ["ControlCore", "BessSystem", "Fieldbus", "CModbus", "Config", "Cycle"],
             swiftSettings: swiftSettings),
+        // The site as a SunSpec device for plant SCADA (Modbus TCP server on its own thread).
+        .target(
+            name: "Scada", dependencies: ["ControlCore", "BessSystem", "Fieldbus", "CModbus", "Config", "Cycle"],
+            swiftSettings: swiftSettings),
         // bessd as a service: lifecycle, watchdog, control socket, metrics, journal, latches, uplink recorder.
         .target(
             name: "Service",
             dependencies: [
-                "ControlCore", "BessSystem", "ControlProtocol", "Config", "Cycle", "Uplink", "CSystemd",
+                "ControlCore", "BessSystem", "ControlProtocol", "Config", "Cycle", "Uplink", "CSystemd", "Scada",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
@@ -144,6 +148,7 @@ let package = Package(
             name: "ServiceTests",
             dependencies: [
                 "Service", "Cycle", "Config", "ControlCore", "ControlProtocol", "Fieldbus", "Plant", "Uplink", "CSystemd", "BessSystem",
+                "Scada",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),

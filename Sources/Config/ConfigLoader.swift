@@ -131,7 +131,8 @@ public enum ConfigLoader {
             return parts.count == 2 && UInt16(parts[1]) != nil && parts[0].split(separator: ".").count == 4
         }, rule: "must be IPV4:PORT, e.g. 127.0.0.1:9464")
         let site = decodeSite(top.fields("site"), r, mode: mode, units: units ?? [])
-        top.finish(known: "mode, period_ms, control_socket, state_directory, bess_units, grid_integration, limits, interlocks, aggregator, simulation, realtime, metrics_listen, site")
+        let scada = decodeScada(top.fields("scada"), r)
+        top.finish(known: "mode, period_ms, control_socket, state_directory, bess_units, grid_integration, limits, interlocks, aggregator, simulation, realtime, metrics_listen, site, scada")
         if grid?.frequencySource == .meter, site.meter == nil {
             r.error(top.fields("grid_integration")?.mark("frequency_source"), "grid_integration.frequency_source",
                     "needs site.meter (the meter whose frequency it reads)", got: "meter")
@@ -156,7 +157,48 @@ public enum ConfigLoader {
             limitRampPercentPerSecond: limitRamp, scheduleRampPercentPerSecond: scheduleRamp, interlocks: interlocks,
             aggregator: aggregator, simulation: simulation, realtime: realtime, metricsListen: metrics, notices: [])
         configuration.site = site
+        configuration.scada = scada
         return configuration
+    }
+
+    /// `scada:` — the site as a SunSpec device on Modbus TCP.
+    static func decodeScada(_ fields: ConfigReader.Fields?, _ r: ConfigReader) -> ScadaConfiguration? {
+        guard let fields else { return nil }
+        var host = "127.0.0.1", port = 502
+        if let listen = fields.string("listen", pattern: { text in
+            let parts = text.split(separator: ":")
+            return parts.count == 2 && UInt16(parts[1]).map { $0 > 0 } == true && IPv4Network.parse(String(parts[0])) != nil
+        }, rule: "must be IPV4:PORT, e.g. 0.0.0.0:502") {
+            let parts = listen.split(separator: ":")
+            host = String(parts[0])
+            port = Int(parts[1]) ?? 502
+        } else if !fields.has("listen") {
+            r.error(fields.node, fields.child("listen"), "is required (IPV4:PORT, e.g. 0.0.0.0:502)")
+        }
+        let unitID = fields.int("unit_id", default: 1, range: 1...247)!
+        var allow: [IPv4Network] = []
+        if let list = fields.sequence("allow_from") {
+            for (index, node) in list.enumerated() {
+                guard let text = node.string, let network = IPv4Network(text) else {
+                    r.error(node, fields.child("allow_from[\(index)]"), "must be an IPv4 address or network (10.1.2.0/24)",
+                            got: ConfigReader.shown(node))
+                    continue
+                }
+                allow.append(network)
+            }
+        }
+        let writes = fields.bool("writes", default: false)
+        if writes {
+            r.error(fields.mark("writes"), fields.child("writes"),
+                    "is not available yet: bessd serves the site read-only (writes to model 704 are refused with exception 01)",
+                    got: "true")
+        }
+        let hold = fields.double("max_hold_s", default: 60, range: 1...3600, unit: "seconds")!
+        let idle = fields.double("idle_timeout_s", default: 60, range: 1...3600, unit: "seconds")!
+        let clients = fields.int("max_clients", default: 32, range: 1...256)!
+        fields.finish(known: "listen, unit_id, allow_from, writes, max_hold_s, idle_timeout_s, max_clients")
+        return ScadaConfiguration(host: host, port: port, unitID: unitID, allowFrom: allow, writes: writes,
+                                  maxHoldSeconds: hold, idleTimeoutSeconds: idle, maxClients: clients)
     }
 
     /// `site:` — the grid connection point: its meter, limits and application.
@@ -294,7 +336,7 @@ public enum ConfigLoader {
         if runMode == .hardware, source == .simulated {
             r.error(fields.mark("frequency_source"), fields.child("frequency_source"), Self.notInHardware, got: "simulated")
         }
-        fields.acknowledge("scada_enabled", "SCADA integration is not part of bessd; the key is ignored")
+        fields.acknowledge("scada_enabled", "the key is ignored; the scada: block serves the site to plant SCADA")
         var droop = DroopSettings.seedDefault
         if let d = fields.fields("droop_settings") {
             droop.enabled = d.bool("enabled", default: true)

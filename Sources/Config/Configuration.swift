@@ -340,6 +340,8 @@ public struct BessdConfiguration: Sendable {
     public var notices: [ConfigDiagnostic]
     /// `site:`: connection point, limits, application (empty when absent).
     public var site = SiteConfiguration()
+    /// `scada:`: the site served as a SunSpec device on Modbus TCP (nil when absent).
+    public var scada: ScadaConfiguration?
 
     /// True when the site meter is simulated inside bessd (never in hardware mode).
     public var meterSimulated: Bool {
@@ -405,4 +407,71 @@ public struct RealtimeSettings: Sendable, Equatable {
     public var lockMemory: Bool
     /// Held in /dev/cpu_dma_latency while running (nil = leave it).
     public var cpuDMALatencyMicroseconds: Int?
+}
+
+/// `scada:` — the whole site served as a SunSpec device for plant SCADA, the site EMS and the grid
+/// operator (docs/scada.md).
+public struct ScadaConfiguration: Sendable, Equatable {
+    /// Where to listen (IPv4).
+    public var host: String
+    public var port: Int
+    public var unitID: Int
+    /// Clients allowed to connect: IPv4 networks (address, prefix length). Empty: loopback only.
+    public var allowFrom: [IPv4Network]
+    /// Whether the grid operator limit and the site setpoint of model 704 may be written.
+    public var writes: Bool
+    /// The longest a write holds without a refresh, seconds.
+    public var maxHoldSeconds: Double
+    /// A connection that sends nothing for this long is closed, seconds.
+    public var idleTimeoutSeconds: Double
+    /// Connections open at once; more are closed at accept.
+    public var maxClients: Int
+
+    public init(host: String, port: Int, unitID: Int = 1, allowFrom: [IPv4Network] = [], writes: Bool = false,
+                maxHoldSeconds: Double = 60, idleTimeoutSeconds: Double = 60, maxClients: Int = 32) {
+        self.host = host
+        self.port = port
+        self.unitID = unitID
+        self.allowFrom = allowFrom
+        self.writes = writes
+        self.maxHoldSeconds = maxHoldSeconds
+        self.idleTimeoutSeconds = idleTimeoutSeconds
+        self.maxClients = maxClients
+    }
+}
+
+/// An IPv4 network: `10.1.2.0/24`, or one address (`/32`).
+public struct IPv4Network: Sendable, Equatable, CustomStringConvertible {
+    /// The address in host byte order.
+    public var address: UInt32
+    public var prefix: Int
+
+    public init?(_ text: String) {
+        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count <= 2, let address = Self.parse(String(parts[0])) else { return nil }
+        let prefix = parts.count == 2 ? Int(parts[1]) : 32
+        guard let prefix, (0...32).contains(prefix) else { return nil }
+        self.address = address & Self.mask(prefix)
+        self.prefix = prefix
+    }
+
+    static func mask(_ prefix: Int) -> UInt32 { prefix == 0 ? 0 : UInt32.max << UInt32(32 - prefix) }
+
+    /// Dotted quad to host byte order.
+    public static func parse(_ text: String) -> UInt32? {
+        let octets = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard octets.count == 4 else { return nil }
+        var value: UInt32 = 0
+        for octet in octets {
+            guard !octet.isEmpty, octet.count <= 3, let byte = UInt8(octet) else { return nil }
+            value = value << 8 | UInt32(byte)
+        }
+        return value
+    }
+
+    public func contains(_ address: UInt32) -> Bool { address & Self.mask(prefix) == self.address }
+
+    public var description: String {
+        "\(address >> 24).\(address >> 16 & 255).\(address >> 8 & 255).\(address & 255)/\(prefix)"
+    }
 }

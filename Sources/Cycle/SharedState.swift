@@ -50,6 +50,9 @@ public struct UnitStatus: Sendable, Equatable {
     public var current: Double = .nan
     public var temperatureMin: Double = .nan
     public var temperatureMax: Double = .nan
+    /// The BMS's charge and discharge current limits, A (NaN while stale).
+    public var chargeCurrentLimit: Double = .nan
+    public var dischargeCurrentLimit: Double = .nan
     public var bmsOnline = false
     public var inverterOnline = false
     /// Why the site's allocation gave the unit its setpoint, and whether it shares the site's request.
@@ -140,6 +143,18 @@ public final class SharedState: Sendable {
 
     /// A copy of the site's status.
     public var site: SiteStatus { contents.withLock { $0.site } }
+
+    /// Copies every unit's status, the site's status and the site frequency as one cycle published
+    /// them (one lock): what a reader that must never mix two cycles takes. Returns the cycle count.
+    @discardableResult
+    public func read(units out: inout [UnitStatus], site: inout SiteStatus, frequency: inout Double) -> UInt64 {
+        contents.withLock { c in
+            for i in c.units.indices where i < out.count { out[i] = c.units[i] }
+            site = c.site
+            frequency = c.stats.frequency
+            return c.stats.cycles
+        }
+    }
 
     /// A copy of the cycle statistics (its histogram allocated outside the lock).
     public var statistics: CycleStatistics {

@@ -352,6 +352,9 @@ public final class SiteRunner {
         status.current = measurements?.packCurrent.value ?? .nan
         status.temperatureMin = cells?.minTemperature.value ?? measurements?.temperature.value ?? .nan
         status.temperatureMax = cells?.maxTemperature.value ?? measurements?.temperature.value ?? .nan
+        let limits = bms.limits.fresh(at: now, maxAge: maxAge)
+        status.chargeCurrentLimit = limits?.chargeCurrentLimit.value ?? .nan
+        status.dischargeCurrentLimit = limits?.dischargeCurrentLimit.value ?? .nan
         status.bmsOnline = measurements != nil
         status.inverterOnline = inputs[i].inverter.fresh(at: now, maxAge: unit.settings.inverterStaleAfter) != nil
     }

@@ -290,19 +290,12 @@ public final class SunSpecServer: @unchecked Sendable {
             startThread()
             return
         }
-        listener = modbus_tcp_listen(context, 16)
-        guard listener >= 0 else {
+        guard let (fd, bound) = ModbusServerSocket.listen(context, port: port) else {
             throw FieldbusError(code: "MODBUS_LISTEN_FAILED",
                                 message: "cannot listen on \(host):\(port): \(SystemError.text(errno))", errno: errno)
         }
-        if port == 0 {
-            var address = sockaddr_in()
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            _ = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
-            }
-            port = Int(UInt16(bigEndian: address.sin_port))
-        }
+        listener = fd
+        port = bound
         startThread()
     }
 

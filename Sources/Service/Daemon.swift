@@ -1,6 +1,7 @@
 public import BessSystem
 public import Config
 public import Cycle
+import Scada
 public import ControlCore
 import Fieldbus
 import ControlProtocol
@@ -27,6 +28,8 @@ public final class Daemon {
     let shared: SharedState
     var cycle: CycleThread
     var server: ServiceServer?
+    /// The site as a SunSpec device for plant SCADA (`scada:`), on its own thread.
+    var scada: ScadaServer?
     var watchdog: Watchdog?
     public let logger: Logger
     let say: (String) -> Void
@@ -130,6 +133,7 @@ public final class Daemon {
         }
         cycle.start()
         startServer(configuration)
+        startScada(configuration)
         if let sender {
             do { try sender.start() } catch {
                 logger.error("uplink sender not started: \(error)", metadata: ["BESS_CODE": "\(error.code)"])
@@ -205,6 +209,8 @@ public final class Daemon {
         watchdog?.stop()
         server?.stop()
         server = nil
+        scada?.stop()
+        scada = nil
         cycle.stop()
         runner.commandSafeSetpoints()
         persistLatches()
@@ -225,6 +231,29 @@ public final class Daemon {
         case .simulation: "SIMULATION: every device simulated; no energy here is real"
         case .hil: "HIL: real and simulated devices mixed; records are marked mode hil and must not be settled as real"
         case .hardware: ""
+        }
+    }
+
+    /// Starts the SCADA server when `scada:` asks for it. A port that cannot be bound is logged and
+    /// the daemon runs on: the site's control never depends on its SCADA view.
+    func startScada(_ configuration: BessdConfiguration) {
+        guard let settings = configuration.scada else { return }
+        let description = ScadaSiteDescription(
+            siteID: configuration.aggregator?.siteID ?? configuration.units.first?.campusID ?? "site",
+            version: BessdVersion.string, mode: configuration.mode.rawValue, unitID: settings.unitID,
+            ratingsW: configuration.units.map { $0.maxPowerKW * 1000 },
+            capacitiesWh: configuration.units.map { $0.capacityKWh * 1000 }, hasMeter: configuration.site.meter != nil)
+        let logger = self.logger
+        do {
+            let server = try ScadaServer(configuration: settings, site: description, shared: shared) { code, message in
+                logger.warning("\(message)", metadata: ["BESS_CODE": "\(code)", "MESSAGE_ID": "\(MessageID.scada)"])
+            }
+            try server.start()
+            scada = server
+            logger.notice("SCADA: the site served as SunSpec on \(settings.host):\(server.port) unit \(settings.unitID), read-only",
+                          metadata: ["BESS_CODE": "SCADA_LISTENING", "MESSAGE_ID": "\(MessageID.scada)"])
+        } catch {
+            logger.error("SCADA server not started: \(error)", metadata: ["BESS_CODE": "\(error.code)"])
         }
     }
 
@@ -498,6 +527,10 @@ public final class Daemon {
         cycle.stop()
         do {
             try runner.reconfigure(new, now: MonotonicClock.now())
+            if new.scada != configuration.scada {
+                logger.notice("reload: the scada: block changed; the SCADA server keeps its settings until bessd restarts",
+                              metadata: ["BESS_CODE": "SCADA_RESTART_NEEDED", "MESSAGE_ID": "\(MessageID.reload)"])
+            }
             guarded.withLock { $0.configuration = new }
             intake.update(units: new.units.map { ($0.id, $0.maxPowerKW) })
             logger.notice("reload applied: \(configPath)", metadata: ["MESSAGE_ID": "\(MessageID.reload)"])

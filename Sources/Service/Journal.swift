@@ -119,4 +119,5 @@ public enum MessageID {
     public static let reload = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a07"
     public static let state = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a08"
     public static let lifecycle = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a09"
+    public static let scada = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a0a"
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Scans a SunSpec device with pysunspec2 (the SunSpec Alliance's reference client) and prints what
-it found as JSON: the model chain and every point value of the models bessd uses, scale factors
-applied by pysunspec2 itself. Usage: sunspec_scan.py HOST PORT [UNIT_ID]"""
+it found as JSON: the model chain and every point value of the models bessd uses or serves, scale
+factors applied by pysunspec2 itself ("points": the first instance of each model; "instances": all). Usage: sunspec_scan.py HOST PORT [UNIT_ID]"""
 import json
 import sys
 
@@ -17,7 +17,8 @@ try:
         if isinstance(key, int):
             for model in models:
                 result["models"].append({"id": key, "len": model.len, "addr": model.model_addr})
-    for mid in (1, 101, 102, 103, 120, 121, 123, 124, 201, 202, 203, 204, 701, 704):
+    result["instances"] = {}
+    for mid in (1, 101, 102, 103, 120, 121, 123, 124, 201, 202, 203, 204, 701, 702, 704, 713, 802):
         for model in device.models.get(mid, []):
             model.read()
             values = {}
@@ -25,7 +26,9 @@ try:
                 value = point.cvalue
                 if isinstance(value, (int, float, str)) or value is None:
                     values[name] = value
-            result["points"][str(mid)] = values
+            # "points" holds the first instance of each model; "instances" every one, in chain order.
+            result["points"].setdefault(str(mid), values)
+            result["instances"].setdefault(str(mid), []).append(values)
     result["models"].sort(key=lambda m: m["addr"])
     print(json.dumps(result))
 finally:

@@ -1,0 +1,249 @@
+import BessSystem
+import ControlCore
+import Foundation
+import Glibc
+@testable import Config
+@testable import Cycle
+@testable import Scada
+import Synchronization
+import Testing
+
+/// The site as a SunSpec device (issue 12, part 1): the layout comes from the standard's JSON, an
+/// independent client reads it, and what it reads is what bessctl shows.
+@Suite("SCADA: the site served as SunSpec", .serialized)
+struct ScadaTests {
+    @Test("the model tables are exactly what scripts/sunspec-codegen.py makes of pysunspec2's model JSON")
+    func tablesAreGenerated() throws {
+        let generated = try Package.tool(["python3", "scripts/sunspec-codegen.py", "-"])
+        #expect(generated.status == 0, "\(generated.err)")
+        let checkedIn = try String(contentsOf: Package.root.appendingPathComponent("Sources/Scada/SunSpecTables.swift"),
+                                   encoding: .utf8)
+        #expect(generated.out == checkedIn, "Sources/Scada/SunSpecTables.swift is stale: run scripts/sunspec-codegen.py")
+        // And the tables say what the standard says of the points bessd fills.
+        #expect(SunSpecTables.M704.length == 65 && SunSpecTables.M802.length == 62 && SunSpecTables.M713.length == 7)
+        #expect(SunSpecTables.M704.WMaxLimPct.writable && !SunSpecTables.M701.W.writable)
+    }
+
+    @Test("allow_from: networks and single addresses; an empty list means loopback only")
+    func allowFrom() throws {
+        let networks = [try #require(IPv4Network("10.20.0.0/24")), try #require(IPv4Network("192.168.1.7"))]
+        func a(_ text: String) -> UInt32 { IPv4Network.parse(text)! }
+        #expect(ScadaServer.allowed(a("10.20.0.99"), by: networks))
+        #expect(!ScadaServer.allowed(a("10.20.1.1"), by: networks))
+        #expect(ScadaServer.allowed(a("192.168.1.7"), by: networks))
+        #expect(!ScadaServer.allowed(a("192.168.1.8"), by: networks))
+        #expect(!ScadaServer.allowed(a("127.0.0.1"), by: networks))
+        #expect(ScadaServer.allowed(a("127.0.0.1"), by: []))
+        #expect(!ScadaServer.allowed(a("10.20.0.1"), by: []))
+        #expect(IPv4Network("10.0.0.0/33") == nil && IPv4Network("10.0.0") == nil && IPv4Network("10.0.0.256") == nil)
+        #expect(IPv4Network("10.1.2.3/8")?.description == "10.0.0.0/8")
+    }
+
+    /// A server on a free loopback port over a SharedState the test fills.
+    func server(_ settings: ScadaConfiguration, log: @escaping @Sendable (String, String) -> Void = { _, _ in })
+        throws -> (ScadaServer, SharedState)
+    {
+        let shared = SharedState(units: 2)
+        let site = ScadaSiteDescription(siteID: "SITE_T", version: "0.0.0", mode: "simulation", unitID: 1,
+                                        ratingsW: [100_000, 100_000], capacitiesWh: [250_000, 250_000], hasMeter: false)
+        let server = try ScadaServer(configuration: settings, site: site, shared: shared, log: log)
+        try server.start()
+        return (server, shared)
+    }
+
+    /// Connects to 127.0.0.1:`port`; returns the socket.
+    func connect(_ port: Int) -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        return fd
+    }
+
+    /// True once the peer has closed `fd` (a read returns 0) within `seconds`.
+    func closedByPeer(_ fd: Int32, within seconds: Double) -> Bool {
+        waitFor(seconds: seconds) {
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&pfd, 1, 50) > 0 else { return false }
+            var byte: UInt8 = 0
+            return recv(fd, &byte, 1, 0) == 0
+        }
+    }
+
+    @Test("a connection from outside allow_from is closed at accept and logged SCADA_PEER_REFUSED; one within it is served")
+    func refusedOutsideAllowFrom() throws {
+        let said = Mutex<[String]>([])
+        let settings = ScadaConfiguration(host: "127.0.0.1", port: 0, allowFrom: [IPv4Network("10.0.0.0/8")!])
+        let (server, _) = try server(settings) { code, _ in said.withLock { $0.append(code) } }
+        defer { server.stop() }
+        let fd = connect(server.port)
+        defer { close(fd) }
+        #expect(closedByPeer(fd, within: 5))
+        #expect(server.connectionsRefused.load(ordering: .relaxed) == 1)
+        #expect(said.withLock { $0 } == ["SCADA_PEER_REFUSED"])
+        // Loopback allowed: mbpoll reads the marker.
+        let open = ScadaConfiguration(host: "127.0.0.1", port: 0, allowFrom: [IPv4Network("127.0.0.0/8")!])
+        let (served, _) = try self.server(open)
+        defer { served.stop() }
+        let read = try Package.tool(["mbpoll", "-m", "tcp", "-p", String(served.port), "-a", "1", "-r", "40001", "-c", "2",
+                                     "-t", "4:hex", "-1", "-q", "127.0.0.1"])
+        #expect(read.out.contains("[40001]: \t0x5375") && read.out.contains("[40002]: \t0x6E53"), "\(read.out)\(read.err)")
+    }
+
+    @Test("a connection silent for idle_timeout_s is closed and logged SCADA_CLIENT_IDLE")
+    func idleClosed() throws {
+        let said = Mutex<[String]>([])
+        let settings = ScadaConfiguration(host: "127.0.0.1", port: 0, idleTimeoutSeconds: 1)
+        let (server, _) = try server(settings) { code, _ in said.withLock { $0.append(code) } }
+        defer { server.stop() }
+        let fd = connect(server.port)
+        defer { close(fd) }
+        #expect(closedByPeer(fd, within: 10))
+        #expect(server.idleClosed.load(ordering: .relaxed) == 1)
+        #expect(said.withLock { $0 } == ["SCADA_CLIENT_IDLE"])
+    }
+
+    @Test("max_clients: one connection more than allowed is closed at accept (SCADA_CLIENTS_FULL); the others stay")
+    func maxClients() throws {
+        let said = Mutex<[String]>([])
+        let settings = ScadaConfiguration(host: "127.0.0.1", port: 0, maxClients: 2)
+        let (server, _) = try server(settings) { code, _ in said.withLock { $0.append(code) } }
+        defer { server.stop() }
+        let first = connect(server.port), second = connect(server.port)
+        defer { close(first); close(second) }
+        // The third knocks once the server holds both.
+        #expect(waitFor(seconds: 5) { server.connected.load(ordering: .relaxed) == 2 })
+        let third = connect(server.port)
+        defer { close(third) }
+        #expect(closedByPeer(third, within: 5))
+        #expect(said.withLock { $0 } == ["SCADA_CLIENTS_FULL"])
+        #expect(!closedByPeer(first, within: 0.2))
+    }
+
+    @Test("pysunspec2 scans the image a cycle published: every model in order, site sums and weighted SOC, 802 per unit with alarm bits from trip codes; writes answer exception 01")
+    func imageFromPublishedState() throws {
+        let (server, shared) = try server(ScadaConfiguration(host: "127.0.0.1", port: 0))
+        defer { server.stop() }
+        shared.contents.withLock { c in
+            c.units[0].state = .running
+            c.units[0].soc = 40
+            c.units[0].soh = 98
+            c.units[0].power = 30_000
+            c.units[0].chargeCurrentLimit = 100
+            c.units[0].dischargeCurrentLimit = 120
+            c.units[1].state = .tripped
+            c.units[1].soc = 80
+            c.units[1].soh = 90
+            c.units[1].power = 0
+            c.units[1].active.insert(.overtemperature)
+            c.units[1].latched.insert(.cellOvervoltageCritical)
+            c.stats.frequency = 49.95
+            c.stats.cycles = 7
+        }
+        let result = try Package.tool(["python3", "hil/peers/sunspec_scan.py", "127.0.0.1", String(server.port)])
+        #expect(result.status == 0, "\(result.err)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(result.out.utf8)) as? [String: Any])
+        let chain = (json["models"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? Int }
+        #expect(chain == [1, 701, 702, 713, 704, 802, 802])
+        let points = try #require(json["points"] as? [String: [String: Any]])
+        let instances = try #require(json["instances"] as? [String: [[String: Any]]])
+        func n(_ model: [String: Any]?, _ name: String) -> Double? {
+            (model?[name] as? Double) ?? (model?[name] as? Int).map(Double.init)
+        }
+        #expect(points["1"]?["Mn"] as? String == "bessd" && points["1"]?["SN"] as? String == "SITE_T")
+        #expect(points["1"]?["Opt"] as? String == "simulation")
+        #expect(n(points["701"], "W") == 30_000)  // no meter: Σ units, + = export
+        #expect(n(points["701"], "Hz").map { abs($0 - 49.95) < 1e-6 } == true)
+        #expect(n(points["702"], "WMaxRtg") == 200_000)
+        #expect(n(points["713"], "WHRtg") == 500_000)
+        #expect(n(points["713"], "SoC").map { abs($0 - 60) < 1e-6 } == true)
+        #expect(n(points["713"], "WHAvail") == 300_000)
+        #expect(n(points["704"], "WMaxLimPctRvrt") == 100 && n(points["704"], "WSetEnaRvrt") == 0)
+        let batteries = instances["802"] ?? []
+        #expect(batteries.count == 2)
+        #expect(n(batteries.first, "SoC") == 40 && n(batteries.first, "State") == 3 && n(batteries.first, "AChaMax") == 100)
+        #expect(n(batteries.first, "Evt1") == 0)
+        #expect(n(batteries.last, "SoC") == 80 && n(batteries.last, "State") == 99)
+        // OVER_TEMP_ALARM (1) and OVER_VOLT_ALARM (9).
+        #expect(n(batteries.last, "Evt1") == Double(1 << 1 | 1 << 9))
+        // A write while writes are off: exception 01 (illegal function), counted and logged.
+        let base = ScadaImage.base + (ScadaImage(site: server.siteDescription).start(of: 704) ?? 0)
+        let write = try Package.tool(["mbpoll", "-m", "tcp", "-p", String(server.port), "-a", "1",
+                                      "-r", String(base + SunSpecTables.M704.WMaxLimPct.offset + 1), "-1", "-q", "127.0.0.1", "30"])
+        #expect(write.status != 0)
+        #expect((write.out + write.err).lowercased().contains("illegal function"), "\(write.out)\(write.err)")
+        #expect(server.writesRefused.load(ordering: .relaxed) == 1)
+    }
+
+    @Test("bessd serves its site: pysunspec2 reads 701 W (−grid power), Hz, 713 SoC and each unit's 802 SoC as bessctl site --json shows them; mbpoll reads the marker and 701 W; a write is refused and logged")
+    func daemonServesTheSite() throws {
+        let port = LoopbackRigTests.freePort()
+        let yaml = daemonYAML.replacingOccurrences(of: "simulation: {frequency_profile: steady, base_hz: 49.8}", with: """
+            simulation:
+              frequency_profile: steady
+              base_hz: 50.0
+              load: {base_kw: 260}
+            site:
+              meter: {protocol: sunspec}
+              application: peak_shaving
+              peak_shaving: {import_max_kw: 200}
+            scada:
+              listen: 127.0.0.1:\(port)
+              allow_from: [127.0.0.1]
+            """)
+        let daemon = try RunningDaemon(yaml: yaml)
+        // Once peak shaving has settled, the site holds still (steady load, steady frequency).
+        var site: [String: Any] = [:]
+        let settled = waitFor(seconds: 15) {
+            site = (try? daemon.request(["verb": "site"])) ?? [:]
+            return (site["grid_power_w"] as? Double).map { abs($0 - 200_000) < 1_000 } ?? false
+        }
+        #expect(settled, "site: \(site)")
+        let scan = try Package.tool(["python3", "hil/peers/sunspec_scan.py", "127.0.0.1", String(port)])
+        site = (try? daemon.request(["verb": "site"])) ?? [:]
+        #expect(scan.status == 0, "\(scan.err)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(scan.out.utf8)) as? [String: Any])
+        let points = json["points"] as? [String: [String: Any]] ?? [:]
+        let batteries = (json["instances"] as? [String: [[String: Any]]])?["802"] ?? []
+        func n(_ model: [String: Any]?, _ name: String) -> Double? {
+            (model?[name] as? Double) ?? (model?[name] as? Int).map(Double.init)
+        }
+        let grid = try #require(site["grid_power_w"] as? Double)
+        let w = try #require(n(points["701"], "W"))
+        #expect(abs(w + grid) < 1_500, "701 W \(w), grid \(grid)")
+        #expect(n(points["701"], "Hz").map { abs($0 - 50) < 0.001 } == true)
+        #expect(n(points["702"], "WMaxRtg") == 200_000)
+        let units = site["units"] as? [[String: Any]] ?? []
+        #expect(units.count == 2 && batteries.count == 2)
+        for (unit, battery) in zip(units, batteries) {
+            let soc = try #require(unit["soc_percent"] as? Double)
+            #expect(n(battery, "SoC").map { abs($0 - soc) <= 0.1 } == true, "802 \(String(describing: battery["SoC"])) vs \(soc)")
+        }
+        let mean = units.compactMap { $0["soc_percent"] as? Double }.reduce(0, +) / 2
+        #expect(n(points["713"], "SoC").map { abs($0 - mean) <= 0.1 } == true)
+        // mbpoll: the marker, and 701 W as a raw register with its scale factor.
+        let layout = ScadaImage(site: ScadaSiteDescription(siteID: "site", version: "", mode: "", unitID: 1,
+                                                           ratingsW: [100_000, 100_000], capacitiesWh: [250_000, 250_000],
+                                                           hasMeter: true))
+        let wAddress = ScadaImage.base + layout.start(of: 701)! + SunSpecTables.M701.W.offset
+        let raw = try Package.tool(["mbpoll", "-m", "tcp", "-p", String(port), "-a", "1", "-r", String(wAddress + 1), "-c", "1",
+                                    "-t", "4", "-1", "-q", "127.0.0.1"])
+        let value = raw.out.split(separator: "\n").first { $0.contains("[\(wAddress + 1)]:") }
+            .flatMap { $0.split(separator: "\t").last?.split(separator: " ").first.flatMap { Double($0) } }
+        // mbpoll prints the register unsigned first ("45506 (-20030)"): int16 by hand.
+        let signed = value.map { $0 > 32_767 ? $0 - 65_536 : $0 }
+        #expect(signed.map { abs($0 * pow(10, Double(layout.wSF)) + grid) < 1_500 } == true, "\(raw.out)")
+        let write = try Package.tool(["mbpoll", "-m", "tcp", "-p", String(port), "-a", "1", "-r", String(wAddress + 1), "-1", "-q",
+                                      "127.0.0.1", "5"])
+        #expect(write.status != 0)
+        daemon.signal(SIGTERM)
+        let end = daemon.finish()
+        #expect(end.status == 0)
+        #expect(end.text.contains("SCADA_LISTENING"))
+        #expect(end.text.contains("SCADA_WRITE_REFUSED"))
+    }
+}
