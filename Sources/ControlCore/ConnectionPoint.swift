@@ -137,6 +137,8 @@ public struct ConnectionPoint: Sendable {
     private var powers: [Double]
     private var head = 0
     private var count = 0
+    /// The last command recorded (see `update`).
+    private var lastCommanded: Double?
     private let startedAt: MonotonicInstant
 
     /// - Parameter rating: the site's total rating, W (sizes the deadband: 0.1 %, at least 100 W).
@@ -155,8 +157,18 @@ public struct ConnectionPoint: Sendable {
     }
 
     /// One cycle: records the batteries' measured power (+ = discharge, all units) and takes the
-    /// meter's reading.
-    public mutating func update(meter: Timestamped<MeterReading>?, battery: Double, now: MonotonicInstant) -> Change {
+    /// meter's reading. `commanded`: the power the units were given last cycle. When it changes it
+    /// is recorded beside the measurements: until the inverters' readings catch up, the batteries
+    /// may already run anywhere between their last reading and the new command, and a meter reading
+    /// can show that before the inverters' readings do (the HIL rig found a limit backing off from
+    /// −70 to −52.5 kW that way). Recorded only at the change, it leaves the window after
+    /// `max_lag_s`, so a unit that never follows its command cannot freeze the loop.
+    public mutating func update(meter: Timestamped<MeterReading>?, battery: Double, commanded: Double? = nil,
+                                now: MonotonicInstant) -> Change {
+        if let commanded, commanded.isFinite, commanded != lastCommanded {
+            lastCommanded = commanded
+            record(commanded, at: now)
+        }
         record(battery.isFinite ? battery : 0, at: now)
         var change = Change()
         guard settings.hasMeter else { return change }

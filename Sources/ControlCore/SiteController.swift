@@ -28,6 +28,8 @@ public final class SiteController {
     public let shortfallThreshold: Double
     /// The connection point: meter, grid limits and the site application.
     public private(set) var connection: ConnectionPoint
+    /// What every unit was given last cycle in total, W (the connection point's command history).
+    var lastCommanded: Double?
     /// The last step's site decision, layer by layer.
     public private(set) var siteDecision = SiteDecision()
     /// Energy through the connection point per block (a site with a meter): `dischargedWh` holds
@@ -163,7 +165,7 @@ public final class SiteController {
                                           SiteAllocator.magnitude(d.allowedDischarge.value))
             }
         }
-        let change = connection.update(meter: meter, battery: battery, now: now)
+        let change = connection.update(meter: meter, battery: battery, commanded: lastCommanded, now: now)
         if change.becameStale {
             events.push(ControlEvent(kind: .meterStale, unit: -1,
                                      value: meter.map { now.seconds(since: $0.takenAt) } ?? now.seconds(since: units.first?.startedAt ?? now),
@@ -208,6 +210,7 @@ public final class SiteController {
             decision.delivered += shares[index]
         }
         siteDecision = decision
+        lastCommanded = decision.delivered
         reportBinding(decision.binding, now: now)
         let missing = allocation.shortfall
         if !shortfallActive, missing > shortfallThreshold {

@@ -104,6 +104,45 @@ struct ConnectionPointTests {
         #expect(bound == 1)
     }
 
+    @Test("a meter reading newer than the inverters' readings does not back a limit off: the command just given counts as battery power until max_lag_s has passed (found on the HIL rig: −70 → −52.5 kW)")
+    func meterAheadOfInverterReadings() {
+        let settings = SiteSettings(hasMeter: true, exportMax: .zero, meterMaxLag: .seconds(1))
+        let t0 = MonotonicInstant(nanoseconds: 10_000_000_000)
+        func at(_ seconds: Double) -> MonotonicInstant { t0 + .seconds(seconds) }
+        func reading(_ kw: Double, _ seconds: Double) -> Timestamped<MeterReading> {
+            Timestamped(MeterReading(gridPower: .kilowatts(kw)), at: at(seconds))
+        }
+        for withCommand in [true, false] {
+            var point = ConnectionPoint(settings: settings, rating: 100_000, startedAt: t0)
+            // At rest, then a 70 kW PV surplus: the export ceiling goes to −70 kW at once.
+            _ = point.update(meter: reading(60, 0), battery: 0, commanded: withCommand ? 0 : nil, now: at(0))
+            _ = point.update(meter: reading(-70, 0.1), battery: 0, commanded: withCommand ? 0 : nil, now: at(0.1))
+            #expect(point.ceiling == -70_000)
+            // The units were told −70 kW. The meter already shows them at −17.5 kW (grid −52.5) while
+            // their own readings still say 0.
+            _ = point.update(meter: reading(-52.5, 0.2), battery: 0, commanded: withCommand ? -70_000 : nil, now: at(0.2))
+            if withCommand {
+                #expect(point.ceiling == -70_000)
+            } else {
+                // Without the command the loop believes the load shrank and backs off: the defect.
+                #expect(point.ceiling == -52_500)
+            }
+        }
+        // A unit that never follows its command: once max_lag_s (+ 0.2 s) has passed, measurements
+        // alone decide again, so the loop is not frozen by a command nobody carries out.
+        var point = ConnectionPoint(settings: settings, rating: 100_000, startedAt: t0)
+        _ = point.update(meter: reading(-70, 0), battery: 0, commanded: 0, now: at(0))
+        var t = 0.1
+        while t < 2.0 {
+            _ = point.update(meter: reading(-20, t), battery: -50_000, commanded: -70_000, now: at(t))
+            t += 0.1
+        }
+        // Battery −50 kW for 1.9 s, grid −20: the load is −70, the ceiling stays there, and only
+        // measured −50 kW is in the window (the command −70 recorded once, at 0.1 s, has left it).
+        #expect(point.ceiling == -70_000)
+        #expect(point.loadLow == -70_000 && point.loadHigh == -70_000)
+    }
+
     @Test("the same step with a meter later than max_lag_s (1 s late, 0 s allowed): plain meter + battery feed-forward hunts — what the window prevents, and why max_lag_s must cover the meter")
     func huntsWithoutWindow() {
         let site = Self.site(SiteSettings(hasMeter: true, importMax: .kilowatts(200), meterMaxLag: .zero))
