@@ -131,7 +131,7 @@ public enum ConfigLoader {
             return parts.count == 2 && UInt16(parts[1]) != nil && parts[0].split(separator: ".").count == 4
         }, rule: "must be IPV4:PORT, e.g. 127.0.0.1:9464")
         let site = decodeSite(top.fields("site"), r, mode: mode, units: units ?? [])
-        let scada = decodeScada(top.fields("scada"), r)
+        let scada = decodeScada(top.fields("scada"), r, units: units ?? [])
         top.finish(known: "mode, period_ms, control_socket, state_directory, bess_units, grid_integration, limits, interlocks, aggregator, simulation, realtime, metrics_listen, site, scada")
         if grid?.frequencySource == .meter, site.meter == nil {
             r.error(top.fields("grid_integration")?.mark("frequency_source"), "grid_integration.frequency_source",
@@ -162,7 +162,7 @@ public enum ConfigLoader {
     }
 
     /// `scada:` — the site as a SunSpec device on Modbus TCP.
-    static func decodeScada(_ fields: ConfigReader.Fields?, _ r: ConfigReader) -> ScadaConfiguration? {
+    static func decodeScada(_ fields: ConfigReader.Fields?, _ r: ConfigReader, units: [UnitConfiguration]) -> ScadaConfiguration? {
         guard let fields else { return nil }
         var host = "127.0.0.1", port = 502
         if let listen = fields.string("listen", pattern: { text in
@@ -196,9 +196,34 @@ public enum ConfigLoader {
         let hold = fields.double("max_hold_s", default: 60, range: 1...3600, unit: "seconds")!
         let idle = fields.double("idle_timeout_s", default: 60, range: 1...3600, unit: "seconds")!
         let clients = fields.int("max_clients", default: 32, range: 1...256)!
-        fields.finish(known: "listen, unit_id, allow_from, writes, max_hold_s, idle_timeout_s, max_clients")
-        return ScadaConfiguration(host: host, port: port, unitID: unitID, allowFrom: allow, writes: writes,
-                                  maxHoldSeconds: hold, idleTimeoutSeconds: idle, maxClients: clients)
+        var serial: SerialSettings?
+        var serialUnit = 1
+        if let line = fields.fields("serial") {
+            switch decodeModbus(line, r) {
+            case .some(let settings):
+                if case .rtu(let s) = settings.transport {
+                    serial = s
+                    serialUnit = settings.unitID
+                    if let i = units.firstIndex(where: {
+                        if case .rtu(let u)? = $0.modbus?.transport { return u.device == s.device }
+                        return false
+                    }) {
+                        r.error(line.mark("device"), line.child("device"),
+                                "is bess_units[\(i)]'s line; SCADA needs a serial line of its own", got: s.device)
+                    }
+                } else {
+                    r.error(line.mark("host"), line.child("host"), "SCADA's serial line needs device (Modbus RTU); TCP is listen")
+                }
+            case .none:
+                break
+            }
+        }
+        fields.finish(known: "listen, unit_id, allow_from, writes, max_hold_s, idle_timeout_s, max_clients, serial")
+        var scada = ScadaConfiguration(host: host, port: port, unitID: unitID, allowFrom: allow, writes: writes,
+                                       maxHoldSeconds: hold, idleTimeoutSeconds: idle, maxClients: clients)
+        scada.serial = serial
+        scada.serialUnitID = serialUnit
+        return scada
     }
 
     /// `site:` — the grid connection point: its meter, limits and application.

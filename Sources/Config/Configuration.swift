@@ -426,6 +426,10 @@ public struct ScadaConfiguration: Sendable, Equatable {
     public var idleTimeoutSeconds: Double
     /// Connections open at once; more are closed at accept.
     public var maxClients: Int
+    /// An RS-485 line of its own (`scada.serial`), served as Modbus RTU beside TCP, and the unit id
+    /// answered there.
+    public var serial: SerialSettings?
+    public var serialUnitID = 1
 
     public init(host: String, port: Int, unitID: Int = 1, allowFrom: [IPv4Network] = [], writes: Bool = false,
                 maxHoldSeconds: Double = 60, idleTimeoutSeconds: Double = 60, maxClients: Int = 32) {

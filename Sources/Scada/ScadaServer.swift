@@ -38,17 +38,33 @@ public final class ScadaServer: @unchecked Sendable {
     private var site = SiteStatus()
     private var lastCycle: UInt64 = .max
 
-    /// `log(code, message)` is called on the server thread for refusals and closures.
-    public init(configuration: ScadaConfiguration, site description: ScadaSiteDescription, shared: SharedState,
-                log: @escaping @Sendable (String, String) -> Void) throws(FieldbusError) {
+    /// The serial line served, when this server is the RTU one (`scada.serial`).
+    public let serial: SerialSettings?
+
+    /// `log(code, message)` is called on the server thread for refusals and closures. With
+    /// `serialLine`, this server answers on `configuration.serial` (Modbus RTU) instead of TCP: one
+    /// server, and one thread, per line.
+    public init(configuration: ScadaConfiguration, serialLine: Bool = false, site description: ScadaSiteDescription,
+                shared: SharedState, log: @escaping @Sendable (String, String) -> Void) throws(FieldbusError) {
         self.configuration = configuration
         self.shared = shared
         self.log = log
         port = configuration.port
         siteDescription = description
-        image = ScadaImage(site: description)
+        var site = description
+        if serialLine { site.unitID = configuration.serialUnitID }
+        image = ScadaImage(site: site)
         units = [UnitStatus](repeating: UnitStatus(), count: shared.unitCount)
-        guard let context = modbus_new_tcp(configuration.host, Int32(configuration.port)) else {
+        serial = serialLine ? configuration.serial : nil
+        let created: OpaquePointer?
+        if let line = serial {
+            created = modbus_new_rtu(line.device, Int32(line.baud), CChar(line.parity.letter.asciiValue ?? 0x4E),
+                                     Int32(line.dataBits), Int32(line.stopBits))
+            if let created { modbus_set_slave(created, Int32(configuration.serialUnitID)) }
+        } else {
+            created = modbus_new_tcp(configuration.host, Int32(configuration.port))
+        }
+        guard let context = created else {
             throw FieldbusError(code: "SCADA_SERVER_FAILED", message: "cannot create a Modbus server context", errno: errno)
         }
         self.context = context
@@ -67,8 +83,23 @@ public final class ScadaServer: @unchecked Sendable {
         modbus_free(context)
     }
 
-    /// Listens and starts the server thread.
+    /// Listens (or opens the serial line) and starts the server thread.
     public func start() throws(FieldbusError) {
+        if let line = serial {
+            guard modbus_connect(context) == 0 else {
+                throw FieldbusError(code: "SCADA_SERIAL_FAILED", message: "cannot open \(line.device): \(SystemError.text(errno))",
+                                    errno: errno)
+            }
+            if line.rs485, modbus_rtu_set_serial_mode(context, MODBUS_RTU_RS485) != 0 {
+                modbus_close(context)
+                throw FieldbusError(code: "SCADA_SERIAL_FAILED",
+                                    message: "\(line.device): RS-485 mode refused: \(SystemError.text(errno))", errno: errno)
+            }
+            // Return from a wait every 100 ms so stop() is noticed.
+            modbus_set_indication_timeout(context, 0, 100_000)
+            worker.start { [self] in serveSerial(line.device) }
+            return
+        }
         guard let (fd, bound) = ModbusServerSocket.listen(context, port: configuration.port) else {
             throw FieldbusError(code: "SCADA_LISTEN_FAILED",
                                 message: "cannot listen on \(configuration.host):\(configuration.port): \(SystemError.text(errno))",
@@ -155,6 +186,21 @@ public final class ScadaServer: @unchecked Sendable {
         connected.store(0, ordering: .relaxed)
         close(listener)
         listener = -1
+    }
+
+    /// The RTU line: one request at a time, as the bus allows.
+    private func serveSerial(_ device: String) {
+        var query = [UInt8](repeating: 0, count: 256)
+        let header = Int(modbus_get_header_length(context))
+        while worker.isRunning {
+            let count = modbus_receive(context, &query)
+            if count > 0 {
+                answer(query, count: count, header: header, peer: device)
+            } else if count < 0, errno != ETIMEDOUT {
+                modbus_flush(context)
+            }
+        }
+        modbus_close(context)
     }
 
     private func accept(into clients: inout [Client], now: Int64) {

@@ -30,6 +30,7 @@ public final class Daemon {
     var server: ServiceServer?
     /// The site as a SunSpec device for plant SCADA (`scada:`), on its own thread.
     var scada: ScadaServer?
+    var scadaSerial: ScadaServer?
     var watchdog: Watchdog?
     public let logger: Logger
     let say: (String) -> Void
@@ -211,6 +212,8 @@ public final class Daemon {
         server = nil
         scada?.stop()
         scada = nil
+        scadaSerial?.stop()
+        scadaSerial = nil
         cycle.stop()
         runner.commandSafeSetpoints()
         persistLatches()
@@ -244,16 +247,26 @@ public final class Daemon {
             ratingsW: configuration.units.map { $0.maxPowerKW * 1000 },
             capacitiesWh: configuration.units.map { $0.capacityKWh * 1000 }, hasMeter: configuration.site.meter != nil)
         let logger = self.logger
-        do {
-            let server = try ScadaServer(configuration: settings, site: description, shared: shared) { code, message in
-                logger.warning("\(message)", metadata: ["BESS_CODE": "\(code)", "MESSAGE_ID": "\(MessageID.scada)"])
+        let shared = self.shared
+        // One server per line: TCP always, RTU when scada.serial names a line of its own.
+        func serve(serialLine: Bool, on place: String, unit: Int) -> ScadaServer? {
+            do {
+                let server = try ScadaServer(configuration: settings, serialLine: serialLine, site: description, shared: shared) {
+                    code, message in
+                    logger.warning("\(message)", metadata: ["BESS_CODE": "\(code)", "MESSAGE_ID": "\(MessageID.scada)"])
+                }
+                try server.start()
+                logger.notice("SCADA: the site served as SunSpec on \(serialLine ? place : "\(settings.host):\(server.port)") unit \(unit), read-only",
+                              metadata: ["BESS_CODE": "SCADA_LISTENING", "MESSAGE_ID": "\(MessageID.scada)"])
+                return server
+            } catch {
+                logger.error("SCADA not served on \(place): \(error)", metadata: ["BESS_CODE": "\(error.code)"])
+                return nil
             }
-            try server.start()
-            scada = server
-            logger.notice("SCADA: the site served as SunSpec on \(settings.host):\(server.port) unit \(settings.unitID), read-only",
-                          metadata: ["BESS_CODE": "SCADA_LISTENING", "MESSAGE_ID": "\(MessageID.scada)"])
-        } catch {
-            logger.error("SCADA server not started: \(error)", metadata: ["BESS_CODE": "\(error.code)"])
+        }
+        scada = serve(serialLine: false, on: "\(settings.host):\(settings.port)", unit: settings.unitID)
+        if let line = settings.serial {
+            scadaSerial = serve(serialLine: true, on: "\(line.device) (Modbus RTU \(line.baud) baud)", unit: settings.serialUnitID)
         }
     }
 

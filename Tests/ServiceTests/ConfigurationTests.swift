@@ -97,7 +97,7 @@ struct ConfigurationTests {
                     "pack_current_a:", "cell_voltage_min_v:", "cell_voltage_max_v:", "temperature_min_c:", "temperature_max_c:",
                     "charge_current_limit_a:", "discharge_current_limit_a:", "charge_enabled:", "discharge_enabled:",
                     "protections:", "alarms:", "bms_group_silence", "group:", "hottest_cell_above_pack_c:",
-                    "scada:", "listen:", "allow_from:", "writes:", "max_hold_s:", "idle_timeout_s:", "max_clients:",
+                    "scada:", "listen:", "serial:", "allow_from:", "writes:", "max_hold_s:", "idle_timeout_s:", "max_clients:",
                     "site:", "meter:", "meter_model:", "import_positive:", "max_lag_s:", "grid_limits:", "import_max_kw:", "export_max_kw:",
                     "application:", "peak_shaving:", "recharge_below_kw:", "self_consumption:", "target_grid_kw:",
                     "soc_reserve_percent:", "imported_energy:", "exported_energy:", "load:", "pv:", "profile:", "base_kw:",
@@ -242,6 +242,11 @@ struct ConfigurationTests {
             line: 7, keyPath: "scada.writes", message: "is not available yet"),
         Bad(name: "SCADA unit id out of range", yaml: unit + "scada:\n  listen: 0.0.0.0:502\n  unit_id: 0\n",
             line: 7, keyPath: "scada.unit_id", message: "1"),
+        Bad(name: "SCADA's serial line on a unit's line",
+            yaml: "mode: hil\nbess_units:\n"
+                + "  - {id: A, capacity_kwh: 10, max_power_kw: 5, bms: {simulated: true}, modbus: {device: /dev/ttyBESS0, unit_id: 1}}\n"
+                + "scada:\n  listen: 0.0.0.0:502\n  serial: {device: /dev/ttyBESS0, unit_id: 2}\n",
+            line: 6, keyPath: "scada.serial.device", message: "SCADA needs a serial line of its own"),
         Bad(name: "a meter model that is no meter", yaml: unit + "simulation:\n  meter_model: 103\n", line: 6,
             keyPath: "simulation.meter_model", message: "must be one of 201, 202, 203, 204"),
         Bad(name: "grid limits without a meter", yaml: unit + "site:\n  grid_limits: {import_max_kw: 100}\n", line: nil,

@@ -179,6 +179,51 @@ struct ScadaTests {
         #expect(server.writesRefused.load(ordering: .relaxed) == 1)
     }
 
+    @Test("scada.serial: the same image on an RTU line of its own (socat pty, 19200 8N1, unit 7): pysunspec2 scans it; a write is refused with exception 01")
+    func serialLine() throws {
+        let directory = NSTemporaryDirectory() + "bessd-scada-rtu-\(getpid())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let socat = try ptyPair(directory, "bessd", "scada")
+        defer {
+            kill(socat.processIdentifier, SIGKILL)
+            socat.waitUntilExit()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        #expect(waitFor(seconds: 5) { FileManager.default.fileExists(atPath: "\(directory)/bessd") })
+        let c = try ConfigLoader.parse("""
+            bess_units:
+              - {id: A, capacity_kwh: 250, max_power_kw: 100}
+              - {id: B, capacity_kwh: 250, max_power_kw: 100}
+            scada:
+              listen: 127.0.0.1:1502
+              serial: {device: \(directory)/bessd, baud: 19200, parity: none, unit_id: 7}
+            """, file: "scada-rtu.yaml")
+        let settings = try #require(c.scada)
+        #expect(settings.serial?.baud == 19200 && settings.serialUnitID == 7)
+        let shared = SharedState(units: 2)
+        shared.contents.withLock { c in
+            c.units[0].soc = 55
+            c.units[1].soc = 65
+            c.stats.cycles = 1
+        }
+        let site = ScadaSiteDescription(siteID: "SITE_R", version: "0.0.0", mode: "simulation", unitID: 1,
+                                        ratingsW: [100_000, 100_000], capacitiesWh: [250_000, 250_000], hasMeter: false)
+        let server = try ScadaServer(configuration: settings, serialLine: true, site: site, shared: shared) { _, _ in }
+        try server.start()
+        defer { server.stop() }
+        let scan = try Package.tool(["python3", "hil/peers/sunspec_scan.py", "--rtu", "\(directory)/scada", "19200", "7"])
+        #expect(scan.status == 0, "\(scan.err)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(scan.out.utf8)) as? [String: Any])
+        #expect((json["models"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? Int } == [1, 701, 702, 713, 704, 802, 802])
+        let points = json["points"] as? [String: [String: Any]] ?? [:]
+        #expect(points["1"]?["DA"] as? Int == 7)
+        #expect((points["713"]?["SoC"] as? Double).map { abs($0 - 60) < 1e-6 } == true)
+        let write = try Package.tool(["mbpoll", "-m", "rtu", "-b", "19200", "-P", "none", "-a", "7", "-r", "40001", "-1", "-q",
+                                      "\(directory)/scada", "1"])
+        #expect((write.out + write.err).lowercased().contains("illegal function"), "\(write.out)\(write.err)")
+        #expect(server.writesRefused.load(ordering: .relaxed) == 1)
+    }
+
     @Test("bessd serves its site: pysunspec2 reads 701 W (−grid power), Hz, 713 SoC and each unit's 802 SoC as bessctl site --json shows them; mbpoll reads the marker and 701 W; a write is refused and logged")
     func daemonServesTheSite() throws {
         let port = LoopbackRigTests.freePort()

@@ -86,18 +86,6 @@ struct SharedBusTests {
                        period: .milliseconds(100), timeout: timeout, revertSeconds: 10) { _ in }
     }
 
-    /// A serial line in a test: socat joins two ptys, `directory/plant` for the peer and
-    /// `directory/bessd` for bessd's side.
-    func ptyPair(_ directory: String) throws -> Process {
-        let socat = Process()
-        socat.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        socat.arguments = ["socat", "pty,raw,echo=0,link=\(directory)/plant", "pty,raw,echo=0,link=\(directory)/bessd"]
-        socat.standardOutput = FileHandle.nullDevice
-        socat.standardError = FileHandle.nullDevice
-        try socat.run()
-        return socat
-    }
-
     /// The WSET line a 704 unit shows once bessd commanded `watts` (WSet_SF 0) with the revert armed.
     func wset(_ unit: Int, _ watts: Int) -> String {
         "WSET unit=\(unit) ena=1 mod=1 w=\(watts) rvrt_tms=10 rvrt=0 ena_rvrt=1"
@@ -224,7 +212,7 @@ struct SharedBusTests {
         let directory = NSTemporaryDirectory() + "bessd-rtu-units-\(getpid())-\(count)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let socat = try ptyPair(directory)
+        let socat = try ptyPair(directory, "plant", "bessd")
         defer {
             kill(socat.processIdentifier, SIGKILL)
             socat.waitUntilExit()
@@ -264,7 +252,7 @@ struct SharedBusTests {
         var socat: Process?
         if transport == "rtu" {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            socat = try ptyPair(directory)
+            socat = try ptyPair(directory, "plant", "bessd")
             #expect(waitUntil(5) { FileManager.default.fileExists(atPath: "\(directory)/bessd") })
         }
         defer {

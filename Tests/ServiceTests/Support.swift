@@ -68,3 +68,14 @@ extension Package {
         return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
     }
 }
+
+/// A serial line in a test: socat joins two ptys, `directory/a` and `directory/b`.
+func ptyPair(_ directory: String, _ a: String, _ b: String) throws -> Process {
+    let socat = Process()
+    socat.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    socat.arguments = ["socat", "pty,raw,echo=0,link=\(directory)/\(a)", "pty,raw,echo=0,link=\(directory)/\(b)"]
+    socat.standardOutput = FileHandle.nullDevice
+    socat.standardError = FileHandle.nullDevice
+    try socat.run()
+    return socat
+}

@@ -1,15 +1,22 @@
 #!/usr/bin/env python3
 """Scans a SunSpec device with pysunspec2 (the SunSpec Alliance's reference client) and prints what
 it found as JSON: the model chain and every point value of the models bessd uses or serves, scale
-factors applied by pysunspec2 itself ("points": the first instance of each model; "instances": all). Usage: sunspec_scan.py HOST PORT [UNIT_ID]"""
+factors applied by pysunspec2 itself ("points": the first instance of each model; "instances": all).
+Usage: sunspec_scan.py HOST PORT [UNIT_ID] | --rtu DEVICE BAUD [UNIT_ID]"""
 import json
 import sys
 
 import sunspec2.modbus.client as client
 
-host, port = sys.argv[1], int(sys.argv[2])
-unit = int(sys.argv[3]) if len(sys.argv) > 3 else 1
-device = client.SunSpecModbusClientDeviceTCP(slave_id=unit, ipaddr=host, ipport=port, timeout=5)
+if sys.argv[1] == "--rtu":
+    # --rtu DEVICE BAUD [UNIT_ID]: Modbus RTU, 8N1 (a pty refuses parity).
+    unit = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+    device = client.SunSpecModbusClientDeviceRTU(slave_id=unit, name=sys.argv[2], baudrate=int(sys.argv[3]), parity="N",
+                                                 timeout=5)
+else:
+    host, port = sys.argv[1], int(sys.argv[2])
+    unit = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+    device = client.SunSpecModbusClientDeviceTCP(slave_id=unit, ipaddr=host, ipport=port, timeout=5)
 try:
     device.scan()
     result = {"models": [], "points": {}}
