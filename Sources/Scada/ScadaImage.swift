@@ -1,5 +1,6 @@
 public import ControlCore
 public import Cycle
+import Fieldbus
 
 /// One point of a SunSpec model as the standard's JSON defines it (see SunSpecTables).
 public struct SunSpecPoint: Sendable, Equatable {
@@ -82,10 +83,10 @@ public struct ScadaImage: Sendable {
         self.site = site
         let totalW = max(1, site.ratingsW.reduce(0, +))
         var sf = 0
-        while totalW / Self.power(sf) > 30_000 && sf < 9 { sf += 1 }
+        while totalW / SunSpec.powerOfTen(sf) > 30_000 && sf < 9 { sf += 1 }
         wSF = sf
         var whsf = 0
-        while max(1, site.capacitiesWh.reduce(0, +)) / Self.power(whsf) > 60_000 && whsf < 9 { whsf += 1 }
+        while max(1, site.capacitiesWh.reduce(0, +)) / SunSpec.powerOfTen(whsf) > 60_000 && whsf < 9 { whsf += 1 }
         whSF = whsf
         words = [0x5375, 0x6E53]
         let chain: [(UInt16, UInt16, [SunSpecPoint])] =
@@ -105,12 +106,6 @@ public struct ScadaImage: Sendable {
         }
         words += [0xFFFF, 0]
         fillStatics()
-    }
-
-    static func power(_ sf: Int) -> Double {
-        var value = 1.0
-        for _ in 0..<abs(sf) { value *= 10 }
-        return sf < 0 ? 1 / value : value
     }
 
     /// Index of the `instance`-th model `id` (0 for the first).
@@ -142,7 +137,7 @@ public struct ScadaImage: Sendable {
             for r in 0..<point.size { words[start + point.offset + r] = point.sentinel(r) }
             return
         }
-        let raw = (value / Self.power(sf)).rounded()
+        let raw = (value / SunSpec.powerOfTen(sf)).rounded()
         let bounded: Double = switch point.kind {
         case .int16: max(-32_767, min(32_767, raw))
         case .uint16: max(0, min(65_534, raw))
