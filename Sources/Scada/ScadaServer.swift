@@ -32,7 +32,7 @@ public final class ScadaServer: @unchecked Sendable {
     public let idleClosed = Atomic<UInt64>(0)
     /// Connections open now.
     public let connected = Atomic<Int>(0)
-    /// What the image describes (fixed for the run).
+    /// What the image describes (fixed for the run; on the RTU line, with its unit id).
     public let siteDescription: ScadaSiteDescription
     private var units: [UnitStatus]
     private var site = SiteStatus()
@@ -50,9 +50,9 @@ public final class ScadaServer: @unchecked Sendable {
         self.shared = shared
         self.log = log
         port = configuration.port
-        siteDescription = description
         var site = description
         if serialLine { site.unitID = configuration.serialUnitID }
+        siteDescription = site
         image = ScadaImage(site: site)
         units = [UnitStatus](repeating: UnitStatus(), count: shared.unitCount)
         serial = serialLine ? configuration.serial : nil
