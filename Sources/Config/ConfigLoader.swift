@@ -188,9 +188,10 @@ public enum ConfigLoader {
             }
         }
         let writes = fields.bool("writes", default: false)
-        if writes {
+        if writes, let open = allow.first(where: { $0.prefix < 8 }) {
+            // A grid operator limit or setpoint from anywhere on the network is no interface.
             r.error(fields.mark("writes"), fields.child("writes"),
-                    "is not available yet: bessd serves the site read-only (writes to model 704 are refused with exception 01)",
+                    "needs allow_from to name the SCADA hosts: \(open) lets anyone write the site's limit and setpoint",
                     got: "true")
         }
         let hold = fields.double("max_hold_s", default: 60, range: 1...3600, unit: "seconds")!

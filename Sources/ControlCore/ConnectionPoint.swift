@@ -265,5 +265,11 @@ public struct SiteDecision: Sendable, Equatable {
     public var binding = GridLimitBinding.none
     /// What every unit was given in total.
     public var delivered = 0.0
+    /// The grid operator's cap on the units' sum in force, W (ramped; infinite when none).
+    public var operatorCap = Double.infinity
+    /// True when the grid operator's cap decided the units' power this cycle.
+    public var operatorLimited = false
+    /// The SCADA setpoint in force, W (+ = discharge).
+    public var scadaSetpoint: Double?
     public init() {}
 }

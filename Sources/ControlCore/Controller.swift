@@ -199,6 +199,9 @@ public struct UnitController: Sendable {
         self.startedAt = startedAt
     }
 
+    /// The configured rating, W (0 when not a number): how a site setpoint is shared out.
+    var ratingForShare: Double { settings.rating.value.isFinite ? max(0, settings.rating.value) : 0 }
+
     /// The energy block being accumulated now.
     public var currentEnergyBlock: EnergyBlock? { energy.current }
 
@@ -538,6 +541,10 @@ extension SiteController {
         lastStep = old.lastStep
         cycles = old.cycles
         if rocof.window == old.rocof.window { rocof = old.rocof }
+        // SCADA's commands and the relay contacts' limit are the site's, not the configuration's.
+        commands = old.commands
+        inputLimitPercent = old.inputLimitPercent
+        operatorCap = old.operatorCap
         for (i, j) in mapping.enumerated() where i < units.count {
             guard let j, j < old.units.count else { continue }
             units[i].adopt(old.units[j])

@@ -30,6 +30,12 @@ public enum ControlEventKind: UInt8, Sendable {
     case gridLimitBinding
     /// No grid limit has bound for 5 s (`unit` -1).
     case gridLimitReleased
+    /// The grid operator's limit written by SCADA reached its reversion time without a refresh
+    /// (`unit` -1, `value` the percent now in force, NaN when none).
+    case operatorLimitReverted
+    /// The site setpoint written by SCADA reached its reversion time (or its reverted value its
+    /// hold) without a refresh (`unit` -1, `value` the kW now in force, NaN when none).
+    case siteSetpointReverted
 }
 
 /// An event the cycle hands to the logging thread. Plain values only, so recording one never

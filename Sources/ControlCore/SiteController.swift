@@ -39,6 +39,16 @@ public final class SiteController {
     /// The limit reported as binding (released 5 s after it last bound).
     public private(set) var bindingReported: GridLimitBinding = .none
     var lastBound: MonotonicInstant?
+    /// What plant SCADA has written (model 704): the grid operator's percent limit and a site
+    /// setpoint. The cycle sets it from the SCADA server's record; `step` applies due reversions.
+    public var commands = SiteCommands()
+    /// The limit the relay contacts assert (`grid_operator.inputs`), percent; nil when none does.
+    public var inputLimitPercent: Double?
+    /// Σ unit ratings, W: what 702 `WMaxRtg` states and what `WMaxLimPct` is a percent of.
+    public let ratedPower: Double
+    /// The grid operator's cap on the units' summed power, W, as ramped: it falls at once and rises
+    /// at `limits.ramp_percent_per_s`; infinite when no limit stands.
+    public internal(set) var operatorCap = Double.infinity
 
     /// - Parameters:
     ///   - units: one settings value per unit, in configuration order.
@@ -65,6 +75,7 @@ public final class SiteController {
         reasons = [ShareReason](repeating: .idle, count: units.count)
         let rating = units.reduce(0.0) { $0 + ($1.rating.value.isFinite ? max(0, $1.rating.value) : 0) }
         shortfallThreshold = max(1000, rating / 100)
+        ratedPower = rating
         connection = ConnectionPoint(settings: site, rating: rating, startedAt: startedAt)
         if site.hasMeter { gridEnergy = EnergyAccumulator(unit: -1, blockLength: control.energyBlockLength) }
     }
@@ -104,10 +115,24 @@ public final class SiteController {
                 ?? (units.first.map { now.seconds(since: $0.startedAt) } ?? 0)
         }
         site = conditions
+        settleCommands(now: now)
 
+        // A SCADA setpoint stands in for the aggregator's dispatch of every unit no operator
+        // override holds, shared by rating (the pool then shares it by headroom and SOC).
+        let setpoint = commands.setpoint.active(at: now)
+        var setpointRating = 0.0
+        if setpoint != nil {
+            for index in units.indices where !Self.overridden(index < inputs.count ? inputs[index] : nil, at: now) {
+                setpointRating += units[index].ratingForShare
+            }
+        }
         let empty = UnitInputs()
         for index in units.indices {
-            let unitInputs = index < inputs.count ? inputs[index] : empty
+            var unitInputs = index < inputs.count ? inputs[index] : empty
+            if let setpoint, setpointRating > 0, !Self.overridden(unitInputs, at: now) {
+                unitInputs.dispatch = PowerCommand(power: Watts(setpoint * units[index].ratingForShare / setpointRating),
+                                                   expiresAt: now + .seconds(1))
+            }
             if let block = units[index].step(
                 unitInputs, site: conditions, control: control, now: now, elapsedSeconds: elapsed,
                 wallClock: wallClock, events: &events)
@@ -115,7 +140,7 @@ public final class SiteController {
                 if closedBlocks.count < closedBlocks.capacity { closedBlocks.append(block) }
             }
         }
-        allocate(now: now, meter: meter)
+        allocate(now: now, meter: meter, elapsed: elapsed)
         if gridEnergy != nil {
             // Only fresh meter readings count; a stale stretch shows as less coverage.
             let grid = connection.gridPower.map { Watts($0) }
@@ -133,7 +158,7 @@ public final class SiteController {
     /// the aggregator's dispatch; the site application only where no dispatch speaks. The pooled
     /// units' part is then shared by headroom and SOC, so a unit that cannot deliver hands its share
     /// to the others in this same cycle; what none can take is the shortfall.
-    func allocate(now: MonotonicInstant, meter: Timestamped<MeterReading>?) {
+    func allocate(now: MonotonicInstant, meter: Timestamped<MeterReading>?, elapsed: Double = 0) {
         var rating = 0.0
         var charge = 0.0
         var discharge = 0.0
@@ -192,15 +217,39 @@ public final class SiteController {
             pool = ceiling - held
             decision.binding = .exportLimit
         }
+        // The grid operator's limit outranks the connection point's: it bounds the units' sum in
+        // both directions, whatever the meter reads. The pool never turns against a held unit to
+        // make room; the held units are narrowed below instead.
+        let cap = updateOperatorCap(elapsed: elapsed)
+        decision.operatorCap = cap
+        decision.scadaSetpoint = setpoint(now)
+        if cap.isFinite {
+            let bounded = ControlMath.clamp(pool, min(0, -cap - held), max(0, cap - held))
+            if bounded != pool {
+                pool = bounded
+                decision.operatorLimited = true
+            }
+        }
         decision.pool = pool
         allocation = allocator.allocate(allocationInputs, pool: pool, shares: &shares, reasons: &reasons)
         // A limit the pool cannot meet narrows the held units too (an operator's override stays
-        // inside the connection point's limits).
-        let total = allocation.delivered + held
+        // inside the connection point's limits and the grid operator's).
+        var total = allocation.delivered + held
         if let floor = connection.floor, total < floor - 1 {
             narrowHeld(by: floor - total, charging: true)
         } else if let ceiling = connection.ceiling, total > ceiling + 1 {
             narrowHeld(by: total - ceiling, charging: false)
+        }
+        if cap.isFinite {
+            total = 0
+            for index in units.indices { total += shares[index] }
+            if total > cap + 1 {
+                narrowHeld(by: total - cap, charging: false)
+                decision.operatorLimited = true
+            } else if total < -cap - 1 {
+                narrowHeld(by: -cap - total, charging: true)
+                decision.operatorLimited = true
+            }
         }
         let fraction = rating > 0 ? (charge: min(1, charge / rating), discharge: min(1, discharge / rating)) : nil
         decision.delivered = 0
@@ -223,22 +272,69 @@ public final class SiteController {
         }
     }
 
-    /// Moves held units' shares toward zero by up to `amount` W in total: those charging when the
-    /// import limit needs more discharge (`charging`), those discharging when the export limit
-    /// needs less.
+    /// True when an unexpired operator override holds the unit.
+    static func overridden(_ inputs: UnitInputs?, at now: MonotonicInstant) -> Bool {
+        guard let command = inputs?.override else { return false }
+        return command.expiresAt > now && command.power.value.isFinite
+    }
+
+    /// The SCADA setpoint in force, W.
+    func setpoint(_ now: MonotonicInstant) -> Double? { commands.setpoint.active(at: now) }
+
+    /// Applies due reversions of the SCADA commands and reports them.
+    func settleCommands(now: MonotonicInstant) {
+        let before = commands
+        commands = before.settled(at: now)
+        if commands.limit != before.limit {
+            events.push(ControlEvent(kind: .operatorLimitReverted, unit: -1,
+                                     value: commands.limit.active(at: now) ?? .nan, at: now))
+        }
+        if commands.setpoint != before.setpoint {
+            events.push(ControlEvent(kind: .siteSetpointReverted, unit: -1,
+                                     value: commands.setpoint.active(at: now).map { $0 / 1000 } ?? .nan, at: now))
+        }
+    }
+
+    /// The percent limit in force: the lower of SCADA's `WMaxLimPct` and the relay contacts'.
+    public func operatorLimitPercent(at now: MonotonicInstant) -> Double? {
+        let written = commands.limit.active(at: now)
+        switch (written, inputLimitPercent) {
+        case let (a?, b?): return min(a, b)
+        case let (a?, nil): return a
+        case let (nil, b?): return b
+        case (nil, nil): return nil
+        }
+    }
+
+    /// Moves the operator cap toward the limit in force: down at once, up at the limit ramp; it
+    /// becomes infinite again once it has risen to the site's rating with no limit standing.
+    func updateOperatorCap(elapsed: Double) -> Double {
+        guard let now = lastStep else { return operatorCap }
+        let target = operatorLimitPercent(at: now).map { ratedPower * ControlMath.clamp($0, 0, 100) / 100 } ?? .infinity
+        if target <= operatorCap {
+            operatorCap = target
+        } else {
+            let dt = elapsed.isFinite ? min(max(0, elapsed), 10) : 0
+            let rise = max(0, control.limitRampPercentPerSecond) / 100 * ratedPower * dt
+            operatorCap = min(target, operatorCap + rise)
+            if !target.isFinite, operatorCap >= ratedPower { operatorCap = .infinity }
+        }
+        return operatorCap
+    }
+
+    /// Moves held units' shares toward zero by `amount` W in total, each in proportion to its
+    /// share: those charging when the import limit needs more discharge (`charging`), those
+    /// discharging when a limit needs less.
     func narrowHeld(by amount: Double, charging: Bool) {
-        var left = amount
-        for index in units.indices where left > 0 && reasons[index] == .held {
+        var eligible = 0.0
+        for index in units.indices where reasons[index] == .held {
             let share = shares[index]
-            if charging, share < 0 {
-                let take = min(-share, left)
-                shares[index] += take
-                left -= take
-            } else if !charging, share > 0 {
-                let take = min(share, left)
-                shares[index] -= take
-                left -= take
-            }
+            if charging, share < 0 { eligible -= share } else if !charging, share > 0 { eligible += share }
+        }
+        guard eligible > 0, amount > 0 else { return }
+        let keep = max(0, 1 - amount / eligible)
+        for index in units.indices where reasons[index] == .held && (charging ? shares[index] < 0 : shares[index] > 0) {
+            shares[index] *= keep
         }
     }
 

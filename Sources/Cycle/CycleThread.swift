@@ -89,6 +89,7 @@ public final class CycleBody {
     var dispatchClears: [Bool]
     var outcomes: [ResetOutcome]
     var taken: UInt64 = 0
+    var commandsTaken: UInt64 = 0
     public private(set) var cycles: UInt64 = 0
     public internal(set) var overruns: UInt64 = 0
 
@@ -113,6 +114,12 @@ public final class CycleBody {
         // Operator requests, copied out under the lock into storage allocated above.
         var pending = false
         shared.contents.withLock { c in
+            // SCADA's commands and the relay contacts' limit: plain values.
+            if c.commandsGeneration != commandsTaken {
+                commandsTaken = c.commandsGeneration
+                runner.controller.commands = c.commands
+            }
+            runner.controller.inputLimitPercent = c.inputLimitPercent
             guard c.mailbox.generation != taken else { return }
             pending = true
             taken = c.mailbox.generation
@@ -160,7 +167,7 @@ public final class CycleBody {
 
         shared.contents.withLock { c in
             for i in 0..<units { runner.fill(&c.units[i], unit: i, now: now) }
-            runner.fill(&c.site)
+            runner.fill(&c.site, now: now)
             c.stats.periodMs = runner.configuration.periodMs
             c.stats.cycles = cycles
             c.stats.overruns = overruns

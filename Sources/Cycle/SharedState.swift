@@ -23,6 +23,21 @@ public struct SiteStatus: Sendable, Equatable {
     /// Bounds of the load estimate (load − PV), W; NaN before the first fresh reading.
     public var loadLow: Double = .nan
     public var loadHigh: Double = .nan
+    /// The grid operator's limit in force, percent of the site's rating (the lower of SCADA's
+    /// `WMaxLimPct` and the relay contacts'); NaN when none stands.
+    public var operatorLimitPercent: Double = .nan
+    /// SCADA's `WMaxLimPct` in force and the seconds until it reverts (NaN, 0 when none).
+    public var scadaLimitPercent: Double = .nan
+    public var scadaLimitRemaining: Double = 0
+    /// The relay contacts' limit, percent (NaN when no contact asserts one).
+    public var inputLimitPercent: Double = .nan
+    /// The cap on the units' sum in force, W (ramped; infinite when none).
+    public var operatorCap: Double = .infinity
+    /// True when the grid operator's cap decided the units' power in the last cycle.
+    public var operatorLimited = false
+    /// SCADA's site setpoint in force, W (+ = discharge), and seconds until it reverts (NaN, 0).
+    public var scadaSetpoint: Double = .nan
+    public var scadaSetpointRemaining: Double = 0
     public init() {}
 }
 
@@ -118,6 +133,11 @@ public final class SharedState: Sendable {
         var resetOutcomes: [ResetOutcome]
         /// Incremented by the cycle each time it has applied the mailbox.
         var appliedGeneration: UInt64 = 0
+        /// What SCADA has written (model 704), and a count of the writes the cycle compares.
+        var commands = SiteCommands()
+        var commandsGeneration: UInt64 = 0
+        /// The relay contacts' limit, percent; nil when none is asserted.
+        var inputLimitPercent: Double?
     }
 
     let contents: PILock<Contents>
@@ -218,5 +238,31 @@ public final class SharedState: Sendable {
     }
 
     package var appliedGeneration: UInt64 { contents.withLock { $0.appliedGeneration } }
+
+    /// SCADA's commands as last written, with the count of writes so far (for `commit`).
+    public func commands(generation: inout UInt64) -> SiteCommands {
+        contents.withLock { c in
+            generation = c.commandsGeneration
+            return c.commands
+        }
+    }
+
+    /// SCADA's commands as last written.
+    public var commands: SiteCommands { contents.withLock { $0.commands } }
+
+    /// Stores `commands` if nothing was written since `generation` was read (two servers, TCP and
+    /// RTU, never lose each other's writes: the loser decodes again). The cycle takes them next period.
+    public func commit(_ commands: SiteCommands, ifGeneration generation: UInt64) -> Bool {
+        contents.withLock { c in
+            guard c.commandsGeneration == generation else { return false }
+            c.commands = commands
+            c.commandsGeneration &+= 1
+            return true
+        }
+    }
+
+    /// The relay contacts' limit (`grid_operator.inputs`), percent, or nil when none is asserted;
+    /// the cycle takes it next period.
+    public func setInputLimit(_ percent: Double?) { contents.withLock { $0.inputLimitPercent = percent } }
     package func resetOutcome(_ unit: Int) -> ResetOutcome { contents.withLock { $0.resetOutcomes[unit] } }
 }

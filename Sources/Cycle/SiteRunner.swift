@@ -298,9 +298,18 @@ public final class SiteRunner {
     public func setDispatch(_ command: PowerCommand?, unit: Int) { inputs[unit].dispatch = command }
 
     /// Writes the site's operator view into `status` (no allocation).
-    func fill(_ status: inout SiteStatus) {
+    func fill(_ status: inout SiteStatus, now: MonotonicInstant) {
         let c = controller.connection
         let d = controller.siteDecision
+        let commands = controller.commands
+        status.operatorLimitPercent = controller.operatorLimitPercent(at: now) ?? .nan
+        status.scadaLimitPercent = commands.limit.active(at: now) ?? .nan
+        status.scadaLimitRemaining = commands.limit.active(at: now) == nil ? 0 : commands.limit.remaining(at: now)
+        status.inputLimitPercent = controller.inputLimitPercent ?? .nan
+        status.operatorCap = d.operatorCap
+        status.operatorLimited = d.operatorLimited
+        status.scadaSetpoint = commands.setpoint.active(at: now) ?? .nan
+        status.scadaSetpointRemaining = commands.setpoint.active(at: now) == nil ? 0 : commands.setpoint.remaining(at: now)
         status.gridPower = c.gridPower ?? .nan
         status.meterStale = c.stale
         status.binding = d.binding
@@ -364,7 +373,7 @@ public final class SiteRunner {
         var statuses = [UnitStatus](repeating: UnitStatus(), count: inputs.count)
         for i in inputs.indices { fill(&statuses[i], unit: i, now: now) }
         var site = SiteStatus()
-        fill(&site)
+        fill(&site, now: now)
         return StatusText.line(configuration: configuration, units: statuses,
                                frequency: controller.site.frequency?.value ?? .nan,
                                elapsed: now.seconds(since: startedAt), busFaults: busFaults(), site: site)

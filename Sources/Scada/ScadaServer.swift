@@ -1,4 +1,5 @@
 import BessSystem
+import ControlCore
 import CModbus
 public import Config
 public import Cycle
@@ -10,8 +11,11 @@ public import Synchronization
 /// own: never the cycle's, never the watchdog's. Many clients at once; each request is answered
 /// from the image of the cycle's latest published state, rebuilt when a new cycle has published.
 ///
-/// Read-only for now: every write, and every function other than 03 (read holding registers), is
-/// answered with exception 01 (illegal function); a read outside the image with 02.
+/// Reads (function 03) are answered from the image; a read outside it with exception 02. With
+/// `scada.writes: true`, functions 06 and 16 may set the grid operator limit and the site setpoint
+/// of model 704 (`ScadaImage.writablePoints`): any other register answers 02, a value out of range
+/// 03, both with nothing applied. With writes off every write answers 01 (illegal function), as do
+/// functions bessd does not serve. Every write, accepted or refused, is logged and counted.
 ///
 /// `@unchecked Sendable`: the libmodbus context, the mapping and the image are used only by the
 /// server thread; counters are atomics.
@@ -24,10 +28,16 @@ public final class ScadaServer: @unchecked Sendable {
     private let mapping: UnsafeMutablePointer<modbus_mapping_t>
     private var listener: Int32 = -1
     private let worker = WorkerThread()
-    private let log: @Sendable (String, String) -> Void
-    /// Requests answered, writes refused, connections refused (allow_from or max_clients), closed idle.
+    private let log: @Sendable (String, String, [String: String]) -> Void
+    /// Requests answered, writes accepted and refused, connections refused (allow_from or
+    /// max_clients), closed idle.
     public let answered = Atomic<UInt64>(0)
+    public let writesAccepted = Atomic<UInt64>(0)
     public let writesRefused = Atomic<UInt64>(0)
+    /// Writes refused with exception 01, 02 and 03.
+    public let refusedIllegalFunction = Atomic<UInt64>(0)
+    public let refusedIllegalAddress = Atomic<UInt64>(0)
+    public let refusedIllegalValue = Atomic<UInt64>(0)
     public let connectionsRefused = Atomic<UInt64>(0)
     public let idleClosed = Atomic<UInt64>(0)
     /// Connections open now.
@@ -41,11 +51,12 @@ public final class ScadaServer: @unchecked Sendable {
     /// The serial line served, when this server is the RTU one (`scada.serial`).
     public let serial: SerialSettings?
 
-    /// `log(code, message)` is called on the server thread for refusals and closures. With
+    /// `log(code, message, fields)` is called on the server thread for writes, refusals and
+    /// closures (`fields`: journald BESS_* fields of a write). With
     /// `serialLine`, this server answers on `configuration.serial` (Modbus RTU) instead of TCP: one
     /// server, and one thread, per line.
     public init(configuration: ScadaConfiguration, serialLine: Bool = false, site description: ScadaSiteDescription,
-                shared: SharedState, log: @escaping @Sendable (String, String) -> Void) throws(FieldbusError) {
+                shared: SharedState, log: @escaping @Sendable (String, String, [String: String]) -> Void) throws(FieldbusError) {
         self.configuration = configuration
         self.shared = shared
         self.log = log
@@ -127,13 +138,15 @@ public final class ScadaServer: @unchecked Sendable {
         }
     }
 
-    /// Rebuilds the image when the cycle has published since the last request.
+    /// Rebuilds the image when the cycle has published since the last request (704 from SCADA's
+    /// commands as they stand now).
     private func refresh() {
         var frequency = Double.nan
         let cycle = shared.read(units: &units, site: &site, frequency: &frequency)
         guard cycle != lastCycle else { return }
         lastCycle = cycle
         image.fill(units: units, site: site, frequency: frequency)
+        image.fill(commands: shared.commands, now: MonotonicClock.now())
         copyImage()
     }
 
@@ -157,7 +170,7 @@ public final class ScadaServer: @unchecked Sendable {
             clients.removeAll { client in
                 guard now - client.lastActive > idleNs else { return false }
                 idleClosed.add(1, ordering: .relaxed)
-                log("SCADA_CLIENT_IDLE", "SCADA client \(client.peer) closed after \(configuration.idleTimeoutSeconds) s without a request")
+                log("SCADA_CLIENT_IDLE", "SCADA client \(client.peer) closed after \(configuration.idleTimeoutSeconds) s without a request", [:])
                 close(client.fd)
                 return true
             }
@@ -215,13 +228,14 @@ public final class ScadaServer: @unchecked Sendable {
         // Counted and logged before the close, so whoever sees the close sees the count.
         guard Self.allowed(host, by: configuration.allowFrom) else {
             connectionsRefused.add(1, ordering: .relaxed)
-            log("SCADA_PEER_REFUSED", "SCADA connection from \(peer) refused: not in scada.allow_from")
+            log("SCADA_PEER_REFUSED", "SCADA connection from \(peer) refused: not in scada.allow_from", ["BESS_PEER": peer])
             close(fd)
             return
         }
         guard clients.count < configuration.maxClients else {
             connectionsRefused.add(1, ordering: .relaxed)
-            log("SCADA_CLIENTS_FULL", "SCADA connection from \(peer) refused: \(configuration.maxClients) clients already connected (scada.max_clients)")
+            log("SCADA_CLIENTS_FULL", "SCADA connection from \(peer) refused: \(configuration.maxClients) clients already connected (scada.max_clients)",
+                ["BESS_PEER": peer])
             close(fd)
             return
         }
@@ -229,19 +243,98 @@ public final class ScadaServer: @unchecked Sendable {
     }
 
     private func answer(_ query: [UInt8], count: Int32, header: Int, peer: String) {
+        defer { answered.add(1, ordering: .relaxed) }
         let function = query[header]
-        guard function == 0x03 else {
-            _ = modbus_reply_exception(context, query, UInt32(MODBUS_EXCEPTION_ILLEGAL_FUNCTION))
-            if function == 0x06 || function == 0x10 || function == 0x17 {
-                writesRefused.add(1, ordering: .relaxed)
-                let address = Int(query[header + 1]) << 8 | Int(query[header + 2])
-                log("SCADA_WRITE_REFUSED", "SCADA write from \(peer) at \(address) refused with exception 01: writes are off")
+        let address = Int(query[header + 1]) << 8 | Int(query[header + 2])
+        switch function {
+        case 0x03:
+            refresh()
+            _ = modbus_reply(context, query, count, mapping)
+        case 0x06, 0x10:
+            if configuration.writes {
+                write(query, count: Int(count), header: header, peer: peer)
+            } else {
+                refuse(query, 1, peer: peer, address: address, reason: "writes are off (scada.writes: false)")
             }
-            answered.add(1, ordering: .relaxed)
-            return
+        case 0x17:
+            refuse(query, 1, peer: peer, address: address, reason: "function 23 (read/write multiple) is not served; write with 6 or 16")
+        default:
+            _ = modbus_reply_exception(context, query, UInt32(MODBUS_EXCEPTION_ILLEGAL_FUNCTION))
         }
-        refresh()
-        _ = modbus_reply(context, query, count, mapping)
-        answered.add(1, ordering: .relaxed)
+    }
+
+    /// A write (function 06 or 16): decoded against SCADA's commands as last written, applied whole
+    /// or refused whole, logged point by point.
+    private func write(_ query: [UInt8], count: Int, header: Int, peer: String) {
+        let function = query[header]
+        let address = Int(query[header + 1]) << 8 | Int(query[header + 2])
+        var values: [UInt16] = []
+        if function == 0x06 {
+            guard count >= header + 5 else { return refuse(query, 3, peer: peer, address: address, reason: "a short request") }
+            values = [UInt16(query[header + 3]) << 8 | UInt16(query[header + 4])]
+        } else {
+            let quantity = count >= header + 6 ? Int(query[header + 3]) << 8 | Int(query[header + 4]) : 0
+            let bytes = count >= header + 6 ? Int(query[header + 5]) : -1
+            guard (1...123).contains(quantity), bytes == 2 * quantity, count >= header + 6 + bytes else {
+                return refuse(query, 3, peer: peer, address: address, reason: "a request whose quantity and byte count disagree")
+            }
+            values = (0..<quantity).map { UInt16(query[header + 6 + 2 * $0]) << 8 | UInt16(query[header + 7 + 2 * $0]) }
+        }
+        let now = MonotonicClock.now()
+        // Two servers (TCP and RTU) may write at once: commit only over what was decoded against.
+        for _ in 0..<8 {
+            var generation: UInt64 = 0
+            let current = shared.commands(generation: &generation)
+            switch image.decodeWrite(address: address, values: values, commands: current, now: now) {
+            case .failure(let refusal):
+                return refuse(query, refusal.exception, peer: peer, address: address, reason: refusal.reason)
+            case .success(let accepted):
+                guard shared.commit(accepted.commands, ifGeneration: generation) else { continue }
+                image.fill(commands: accepted.commands, now: now)
+                copyImage()
+                _ = modbus_reply(context, query, Int32(count), mapping)
+                writesAccepted.add(1, ordering: .relaxed)
+                report(accepted, peer: peer, now: now)
+                return
+            }
+        }
+        refuse(query, 6, peer: peer, address: address, reason: "the commands changed under eight attempts in a row")
+    }
+
+    /// One journal line per point written: peer, point, old → new, and when the command reverts.
+    private func report(_ write: ScadaWrite, peer: String, now: MonotonicInstant) {
+        for change in write.changes {
+            let isLimit = change.point.hasPrefix("WMaxLimPct")
+            let command = isLimit ? write.commands.limit : write.commands.setpoint
+            let hold = command.remaining(at: now)
+            let unit = change.point.hasSuffix("Tms") ? " s" : change.point.contains("Ena") || change.point == "WSetMod" ? ""
+                : isLimit ? " %" : " W"
+            let revertTo = command.revertEnabled
+                ? "\(Self.number(command.revertValue))\(isLimit ? " %" : " W")" + (isLimit ? "" : " for at most \(Self.number(write.commands.maxHoldSeconds)) s")
+                : "disabled"
+            log("SCADA_WRITE",
+                "SCADA write from \(peer): \(change.point) \(Self.number(change.old)) → \(Self.number(change.new))\(unit); "
+                    + "\(isLimit ? "the grid operator limit" : "the site setpoint") reverts in \(Self.number(hold)) s without a refresh (to \(revertTo))",
+                ["BESS_PEER": peer, "BESS_POINT": change.point, "BESS_OLD": Self.number(change.old), "BESS_NEW": Self.number(change.new),
+                 "BESS_EXPIRES_S": Self.number(hold)])
+        }
+    }
+
+    private func refuse(_ query: [UInt8], _ exception: UInt8, peer: String, address: Int, reason: String) {
+        _ = modbus_reply_exception(context, query, UInt32(exception))
+        writesRefused.add(1, ordering: .relaxed)
+        switch exception {
+        case 1: refusedIllegalFunction.add(1, ordering: .relaxed)
+        case 2: refusedIllegalAddress.add(1, ordering: .relaxed)
+        case 3: refusedIllegalValue.add(1, ordering: .relaxed)
+        default: break
+        }
+        log("SCADA_WRITE_REFUSED",
+            "SCADA write from \(peer) at \(address) refused with exception \(exception < 10 ? "0" : "")\(exception): \(reason)",
+            ["BESS_PEER": peer, "BESS_REGISTER": "\(address)", "BESS_EXCEPTION": "\(exception)"])
+    }
+
+    static func number(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? "\(Int(value))" : "\((value * 1000).rounded() / 1000)"
     }
 }

@@ -241,6 +241,10 @@ public final class Daemon {
     /// the daemon runs on: the site's control never depends on its SCADA view.
     func startScada(_ configuration: BessdConfiguration) {
         guard let settings = configuration.scada else { return }
+        // Every write holds for at most max_hold_s; nothing written yet.
+        var generation: UInt64 = 0
+        _ = shared.commands(generation: &generation)
+        _ = shared.commit(SiteCommands(maxHoldSeconds: settings.maxHoldSeconds), ifGeneration: generation)
         let description = ScadaSiteDescription(
             siteID: configuration.aggregator?.siteID ?? configuration.units.first?.campusID ?? "site",
             version: BessdVersion.string, mode: configuration.mode.rawValue, unitID: settings.unitID,
@@ -252,11 +256,19 @@ public final class Daemon {
         func serve(serialLine: Bool, on place: String, unit: Int) -> ScadaServer? {
             do {
                 let server = try ScadaServer(configuration: settings, serialLine: serialLine, site: description, shared: shared) {
-                    code, message in
-                    logger.warning("\(message)", metadata: ["BESS_CODE": "\(code)", "MESSAGE_ID": "\(MessageID.scada)"])
+                    code, message, fields in
+                    var metadata: Logger.Metadata = ["BESS_CODE": "\(code)"]
+                    for (key, value) in fields { metadata[key] = "\(value)" }
+                    if code == "SCADA_WRITE" {
+                        metadata["MESSAGE_ID"] = "\(MessageID.scadaWrite)"
+                        logger.notice("\(message)", metadata: metadata)
+                    } else {
+                        metadata["MESSAGE_ID"] = "\(code == "SCADA_WRITE_REFUSED" ? MessageID.scadaWrite : MessageID.scada)"
+                        logger.warning("\(message)", metadata: metadata)
+                    }
                 }
                 try server.start()
-                logger.notice("SCADA: the site served as SunSpec on \(serialLine ? place : "\(settings.host):\(server.port)") unit \(unit), read-only",
+                logger.notice("SCADA: the site served as SunSpec on \(serialLine ? place : "\(settings.host):\(server.port)") unit \(unit), \(settings.writes ? "writes to the operator limit and setpoint of model 704 accepted" : "read-only")",
                               metadata: ["BESS_CODE": "SCADA_LISTENING", "MESSAGE_ID": "\(MessageID.scada)"])
                 return server
             } catch {
@@ -420,6 +432,28 @@ public final class Daemon {
             m.metric("bessd_site_grid_limit_binding", "gauge", "1 for the grid limit that decides the batteries' power now.",
                      [("limit=\"import\"", site.binding == .importLimit ? 1 : 0), ("limit=\"export\"", site.binding == .exportLimit ? 1 : 0)])
         }
+        m.metric("bessd_site_operator_limit_percent", "gauge",
+                 "The grid operator's limit in force, percent of the site's rating (SCADA WMaxLimPct or relay contacts; absent when none).",
+                 site.operatorLimitPercent.isFinite ? [("", site.operatorLimitPercent)] : [])
+        m.metric("bessd_site_operator_cap_watts", "gauge", "The cap on the units' summed power as ramped (absent when none).",
+                 site.operatorCap.isFinite ? [("", site.operatorCap)] : [])
+        m.metric("bessd_site_scada_setpoint_watts", "gauge", "SCADA's site setpoint in force, + = discharge (absent when none).",
+                 site.scadaSetpoint.isFinite ? [("", site.scadaSetpoint)] : [])
+        let servers = [scada, scadaSerial].compactMap { $0 }
+        if !servers.isEmpty {
+            func sum(_ counter: (ScadaServer) -> UInt64) -> Double { Double(servers.reduce(0) { $0 + counter($1) }) }
+            m.metric("bessd_scada_requests_total", "counter", "Modbus requests SCADA clients sent.",
+                     [("", sum { $0.answered.load(ordering: .relaxed) })])
+            m.metric("bessd_scada_writes_total", "counter", "SCADA writes, by result (refused: by Modbus exception).",
+                     [("result=\"accepted\"", sum { $0.writesAccepted.load(ordering: .relaxed) }),
+                      ("result=\"refused\",exception=\"01\"", sum { $0.refusedIllegalFunction.load(ordering: .relaxed) }),
+                      ("result=\"refused\",exception=\"02\"", sum { $0.refusedIllegalAddress.load(ordering: .relaxed) }),
+                      ("result=\"refused\",exception=\"03\"", sum { $0.refusedIllegalValue.load(ordering: .relaxed) })])
+            m.metric("bessd_scada_connections_refused_total", "counter", "SCADA connections closed at accept (allow_from, max_clients).",
+                     [("", sum { $0.connectionsRefused.load(ordering: .relaxed) })])
+            m.metric("bessd_scada_clients", "gauge", "SCADA connections open now.",
+                     [("", Double(servers.reduce(0) { $0 + $1.connected.load(ordering: .relaxed) }))])
+        }
         m.metric("bessd_unit_soc_percent", "gauge", "State of charge.", zip(ids, units).map { ("unit=\"\($0)\"", $1.soc) })
         m.metric("bessd_unit_active_trips", "gauge", "Interlock rules acting now.",
                  zip(ids, units).map { ("unit=\"\($0)\"", Double($1.active.count)) })
@@ -484,6 +518,12 @@ public final class Daemon {
             case .gridLimitBinding, .gridLimitReleased:
                 metadata["BESS_CODE"] = "GRID_LIMIT_BINDING"
                 metadata["BESS_LIMIT"] = "\(event.limit)"
+            case .operatorLimitReverted:
+                metadata["BESS_CODE"] = "SCADA_LIMIT_REVERTED"
+                metadata["BESS_POINT"] = "WMaxLimPct"
+            case .siteSetpointReverted:
+                metadata["BESS_CODE"] = "SCADA_SETPOINT_REVERTED"
+                metadata["BESS_POINT"] = "WSet"
             default: break
             }
             if let severity = event.severity { metadata["BESS_SEVERITY"] = "\(severity.name)" }
@@ -502,6 +542,7 @@ public final class Daemon {
             case .stateChanged: metadata["MESSAGE_ID"] = "\(MessageID.state)"
             case .commandRejected, .siteShortfall, .siteShortfallCleared, .meterStale, .meterFresh, .gridLimitBinding,
                  .gridLimitReleased: break
+            case .operatorLimitReverted, .siteSetpointReverted: metadata["MESSAGE_ID"] = "\(MessageID.scadaWrite)"
             }
             let text = EventText.line(event, unitID: id) + (repeats > 0 ? " (\(repeats) repeats suppressed)" : "")
             recorder?.record(.event(unit: id, kind: "\(event.kind)", code: event.code.map { "\($0.name)" }, message: text))
@@ -698,6 +739,7 @@ public final class Daemon {
         }
         return [
             "ok": true, "version": BessdVersion.string, "mode": configuration.mode.rawValue, "units": list,
+            "grid_operator": Self.gridOperatorObject(shared.site),
             "frequency_hz": stats.frequency.isFinite ? stats.frequency : NSNull(),
             "cycle": [
                 "period_ms": stats.periodMs, "cycles": stats.cycles, "overruns": stats.overruns,
@@ -705,6 +747,20 @@ public final class Daemon {
                 "jitter_p50_us": stats.histogram.percentile(0.5), "jitter_p99_us": stats.histogram.percentile(0.99),
                 "jitter_max_us": stats.histogram.maxMicroseconds, "realtime": stats.realtime,
             ] as [String: Any],
+        ]
+    }
+
+    /// The grid operator's limit and SCADA's setpoint in force, with when they revert (status and site).
+    static func gridOperatorObject(_ site: SiteStatus) -> [String: Any] {
+        func value(_ x: Double) -> Any { x.isFinite ? x : NSNull() }
+        return [
+            "limit_percent": value(site.operatorLimitPercent),
+            "cap_w": value(site.operatorCap), "limiting": site.operatorLimited,
+            "scada_limit": site.scadaLimitPercent.isFinite
+                ? ["percent": site.scadaLimitPercent, "remaining_s": site.scadaLimitRemaining] as [String: Any] : NSNull(),
+            "input_limit_percent": value(site.inputLimitPercent),
+            "scada_setpoint": site.scadaSetpoint.isFinite
+                ? ["power_w": site.scadaSetpoint, "remaining_s": site.scadaSetpointRemaining] as [String: Any] : NSNull(),
         ]
     }
 
@@ -769,6 +825,7 @@ public final class Daemon {
                 "binding": site.binding == .none ? NSNull() : "\(site.binding)" as Any,
             ] as [String: Any],
             "application": application,
+            "grid_operator": Self.gridOperatorObject(site),
             "decision": [
                 "requested_w": site.requested, "held_w": site.held, "application_w": site.application,
                 "pool_w": site.pool, "delivered_w": site.delivered,

@@ -25,6 +25,12 @@ public enum EventText {
                 + "(grid \(number(event.value)) kW, + = import)"
         case .gridLimitReleased:
             return "site GRID_LIMIT_BINDING cleared: the \(event.limit) limit has not bound for 5 s"
+        case .operatorLimitReverted:
+            return "site SCADA_LIMIT_REVERTED: the grid operator's limit was not refreshed; "
+                + (event.value.isFinite ? "its reversion value \(number(event.value)) % is in force" : "no limit stands, power rises at the limit ramp")
+        case .siteSetpointReverted:
+            return "site SCADA_SETPOINT_REVERTED: the site setpoint was not refreshed; "
+                + (event.value.isFinite ? "its reversion value \(number(event.value)) kW is in force" : "it has ended, dispatch decides again")
         case .raised, .cleared, .latched, .resetAccepted, .resetRefused:
             guard let code = event.code else { return "\(unitID) \(event.kind)" }
             let verb: String
@@ -82,6 +88,7 @@ public enum EventText {
             }
         case .resetRefused, .commandRejected, .siteShortfall: 4
         case .siteShortfallCleared, .meterFresh, .gridLimitBinding, .gridLimitReleased: 5
+        case .operatorLimitReverted, .siteSetpointReverted: 4
         case .meterStale: 4
         case .cleared, .resetAccepted: 5
         case .stateChanged: 6

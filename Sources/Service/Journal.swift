@@ -120,4 +120,6 @@ public enum MessageID {
     public static let state = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a08"
     public static let lifecycle = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a09"
     public static let scada = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a0a"
+    /// A SCADA write accepted (grid operator limit, site setpoint) or reverted for want of a refresh.
+    public static let scadaWrite = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a0b"
 }

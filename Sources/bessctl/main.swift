@@ -130,6 +130,7 @@ struct Status: ParsableCommand {
         print("bessd \(answer["version"] ?? "?")  mode \(answer["mode"] ?? "?")  f \(number(answer["frequency_hz"], digits: 3)) Hz  "
               + "cycle \(cycle["period_ms"] ?? "?") ms  jitter p99 \(cycle["jitter_p99_us"] ?? "?") µs  max \(cycle["jitter_max_us"] ?? "?") µs  "
               + "overruns \(cycle["overruns"] ?? "?")")
+        for line in Self.gridOperatorLines(answer["grid_operator"] as? [String: Any] ?? [:]) { print(line) }
         let header = ["UNIT", "STATE", "MODE", "SOC %", "POWER kW", "SETPOINT kW", "TRIPS"]
         var rows = [header]
         for unit in answer["units"] as? [[String: Any]] ?? [] {
@@ -146,6 +147,28 @@ struct Status: ParsableCommand {
 }
 
 extension Status {
+    /// `grid operator limit 30 % (SCADA, reverts in 8 s; relay inputs --) → cap 60.0 kW, limiting`
+    /// and `SCADA setpoint 150.0 kW (reverts in 25 s)`, when they stand.
+    static func gridOperatorLines(_ g: [String: Any]) -> [String] {
+        var lines: [String] = []
+        if let percent = g["limit_percent"] as? NSNumber {
+            let scada = g["scada_limit"] as? [String: Any]
+            var sources: [String] = []
+            if let scada {
+                sources.append("SCADA \(number(scada["percent"], digits: 0)) %, reverts in \(number(scada["remaining_s"], digits: 0)) s")
+            }
+            if let input = g["input_limit_percent"] as? NSNumber { sources.append("relay inputs \(number(input, digits: 0)) %") }
+            lines.append("grid operator limit \(number(percent, digits: 0)) % (\(sources.joined(separator: "; "))) → cap "
+                         + "\(number(g["cap_w"], scale: 1000)) kW" + (g["limiting"] as? Bool == true ? ", limiting" : ""))
+        } else if let cap = g["cap_w"] as? NSNumber {
+            lines.append("grid operator limit ended; cap rising at the limit ramp, now \(number(cap, scale: 1000)) kW")
+        }
+        if let setpoint = g["scada_setpoint"] as? [String: Any] {
+            lines.append("SCADA setpoint \(number(setpoint["power_w"], scale: 1000)) kW (reverts in \(number(setpoint["remaining_s"], digits: 0)) s)")
+        }
+        return lines
+    }
+
     /// The mode and who holds it: `standby (operator)`, `standby (aggregator until 14:05:00)`,
     /// `auto (override -20.0 kW until 14:20:00)`, `auto (dispatch 30.0 kW)`, `auto`.
     static func modeText(_ unit: [String: Any]) -> String {
@@ -207,6 +230,7 @@ struct Site: ParsableCommand {
             app += ", SOC reserve \(number(application["soc_reserve_percent"])) %"
         }
         print("app       \(app)")
+        for line in Status.gridOperatorLines(answer["grid_operator"] as? [String: Any] ?? [:]) { print("operator  \(line)") }
         print("decision  asked \(number(decision["requested_w"], scale: 1000)) kW + application \(number(decision["application_w"], scale: 1000)) kW"
               + " → pool \(number(decision["pool_w"], scale: 1000)) kW, held \(number(decision["held_w"], scale: 1000)) kW, "
               + "delivered \(number(decision["delivered_w"], scale: 1000)) kW")

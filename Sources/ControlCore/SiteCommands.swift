@@ -1,0 +1,88 @@
+/// A command written into SunSpec model 704 by plant SCADA, the site EMS or the grid operator: a
+/// value, its enable, and what it reverts to when nobody refreshes it. The same value type is the
+/// SCADA server's record of what was written and the cycle's input, so both apply a reversion by
+/// the same rule (`settled(at:)`) on the same monotonic clock; the cycle's evaluation is the one
+/// that acts on the units.
+public struct ExpiringCommand: Sendable, Equatable {
+    /// `…Ena`: the command is in force.
+    public var enabled = false
+    /// `WMaxLimPct` (percent of the site's rating) or `WSet` (W, + = discharge).
+    public var value: Double
+    /// `…EnaRvrt`: whether the reverted command is in force.
+    public var revertEnabled = false
+    /// `…Rvrt`: the value the command takes when it reverts.
+    public var revertValue: Double
+    /// `…RvrtTms` as written, seconds; 0 means the configured `max_hold_s`.
+    public var timeoutSeconds: UInt32 = 0
+    /// When the written command reverts unless refreshed; nil when nothing is pending (never
+    /// written, or already reverted for good).
+    public var expiresAt: MonotonicInstant?
+    /// True once the command has reverted (a reverted setpoint holds only for `max_hold_s`).
+    public var reverted = false
+
+    public init(value: Double, revertValue: Double) {
+        self.value = value
+        self.revertValue = revertValue
+    }
+
+    /// The value in force at `now`, or nil (disabled, or past its expiry).
+    public func active(at now: MonotonicInstant) -> Double? {
+        guard enabled, value.isFinite else { return nil }
+        if let expiresAt, now >= expiresAt { return nil }
+        return value
+    }
+
+    /// Seconds until the command reverts (0 when nothing is pending).
+    public func remaining(at now: MonotonicInstant) -> Double {
+        guard let expiresAt else { return 0 }
+        return max(0, expiresAt.seconds(since: now))
+    }
+
+    /// The command as it stands at `now`: once its time is up it takes its reversion (`…Rvrt`
+    /// and `…EnaRvrt`). `holdAfterRevert` bounds an enabled reversion: nil lets it stand until the
+    /// next write (the grid operator's fallback limit), a number of seconds ends it after that
+    /// long (a site setpoint nobody refreshes is stale, and stale commands mean zero).
+    public func settled(at now: MonotonicInstant, holdAfterRevert: Double?) -> ExpiringCommand {
+        guard let expiresAt, now >= expiresAt else { return self }
+        var next = self
+        if !reverted, revertEnabled {
+            next.enabled = true
+            next.value = revertValue
+            next.reverted = true
+            next.expiresAt = holdAfterRevert.map { expiresAt + .seconds(fromDouble: $0) }
+        } else {
+            next.enabled = false
+            if !reverted { next.value = revertValue }
+            next.reverted = true
+            next.expiresAt = nil
+        }
+        return next
+    }
+}
+
+/// What plant SCADA has commanded the site: the grid operator's percent limit (704 `WMaxLimPct…`)
+/// and a site active-power setpoint (704 `WSet…`).
+public struct SiteCommands: Sendable, Equatable {
+    /// Percent of the site's rating (Σ unit ratings); until written 100 % with reversion to 100 %.
+    public var limit = ExpiringCommand(value: 100, revertValue: 100)
+    /// Site active power, W (+ = discharge); until written disabled.
+    public var setpoint = ExpiringCommand(value: 0, revertValue: 0)
+    /// `scada.max_hold_s`: the longest a write holds without a refresh.
+    public var maxHoldSeconds: Double = 60
+
+    public init(maxHoldSeconds: Double = 60) { self.maxHoldSeconds = maxHoldSeconds }
+
+    /// Both commands with any due reversion applied. A limit's enabled reversion stands until
+    /// written again; a setpoint's for `max_hold_s`, then it disables.
+    public func settled(at now: MonotonicInstant) -> SiteCommands {
+        var next = self
+        next.limit = limit.settled(at: now, holdAfterRevert: nil)
+        next.setpoint = setpoint.settled(at: now, holdAfterRevert: maxHoldSeconds)
+        return next
+    }
+
+    /// The hold a write with reversion time `seconds` gets: the written time, or `max_hold_s` for 0.
+    public func hold(forTimeout seconds: UInt32) -> Double {
+        seconds == 0 ? maxHoldSeconds : Double(seconds)
+    }
+}

@@ -1,0 +1,173 @@
+public import ControlCore
+import Fieldbus
+
+/// A write SCADA may make, decoded and checked: which 704 points it sets and the commands it leaves.
+public struct ScadaWrite: Sendable, Equatable {
+    /// One point written: its name, the value before and after (as the model states them: percent,
+    /// W, seconds, 0/1).
+    public struct Change: Sendable, Equatable {
+        public var point: String
+        public var old: Double
+        public var new: Double
+    }
+
+    public var changes: [Change]
+    /// The commands once the write is applied (its timers started).
+    public var commands: SiteCommands
+    /// Whether the write touched the grid operator limit's points, the setpoint's, or both.
+    public var limitWritten: Bool
+    public var setpointWritten: Bool
+}
+
+/// Why a write is refused: the Modbus exception it is answered with, and a line for the log.
+public struct ScadaWriteRefusal: Error, Sendable, Equatable {
+    /// 01 illegal function, 02 illegal data address, 03 illegal data value.
+    public var exception: UInt8
+    public var reason: String
+}
+
+extension ScadaImage {
+    /// The 704 points a write may set (`scada.writes: true`); every other register answers 02.
+    public static let writablePoints: [SunSpecPoint] = [
+        T.M704.WMaxLimPctEna, T.M704.WMaxLimPct, T.M704.WMaxLimPctRvrt, T.M704.WMaxLimPctEnaRvrt, T.M704.WMaxLimPctRvrtTms,
+        T.M704.WSetEna, T.M704.WSetMod, T.M704.WSet, T.M704.WSetRvrt, T.M704.WSetEnaRvrt, T.M704.WSetRvrtTms,
+    ]
+
+    /// The site's rating, W: what `WMaxLimPct` is a percent of and the bound of `WSet`.
+    public var ratedPower: Double { site.ratingsW.reduce(0, +) }
+
+    /// Writes the 704 points from SCADA's commands as they stand at `now` (reversions applied).
+    public mutating func fill(commands raw: SiteCommands, now: MonotonicInstant) {
+        guard let m = start(of: T.M704.id) else { return }
+        let c = raw.settled(at: now)
+        set(m, T.M704.WMaxLimPctEna, c.limit.enabled ? 1 : 0)
+        set(m, T.M704.WMaxLimPct, c.limit.value, sf: 0)
+        set(m, T.M704.WMaxLimPctRvrt, c.limit.revertValue, sf: 0)
+        set(m, T.M704.WMaxLimPctEnaRvrt, c.limit.revertEnabled ? 1 : 0)
+        set(m, T.M704.WMaxLimPctRvrtTms, int: Int(c.limit.timeoutSeconds))
+        set(m, T.M704.WMaxLimPctRvrtRem, int: Int(c.limit.remaining(at: now).rounded(.up)))
+        set(m, T.M704.WSetEna, c.setpoint.enabled ? 1 : 0)
+        set(m, T.M704.WSetMod, 1)  // WATTS: the only mode served (WSetPct is not)
+        set(m, T.M704.WSet, c.setpoint.value, sf: wSF)
+        set(m, T.M704.WSetRvrt, c.setpoint.revertValue, sf: wSF)
+        set(m, T.M704.WSetEnaRvrt, c.setpoint.revertEnabled ? 1 : 0)
+        set(m, T.M704.WSetRvrtTms, int: Int(c.setpoint.timeoutSeconds))
+        set(m, T.M704.WSetRvrtRem, int: Int(c.setpoint.remaining(at: now).rounded(.up)))
+    }
+
+    /// Decodes and checks a write of `values` from register `address` (absolute, 40000-based)
+    /// against `commands`, at `now`. Refused whole (nothing applied) with 02 when any register is
+    /// not one of `writablePoints` or a 32-bit point is written in part, with 03 when a value is out
+    /// of its range.
+    public func decodeWrite(address: Int, values: [UInt16], commands current: SiteCommands, now: MonotonicInstant)
+        -> Result<ScadaWrite, ScadaWriteRefusal>
+    {
+        guard let m = start(of: T.M704.id), !values.isEmpty else {
+            return .failure(.init(exception: 2, reason: "no register written"))
+        }
+        let first = address - Self.base - m
+        let last = first + values.count - 1
+        // Every register must belong to a writable point, and every point touched be written whole.
+        var touched: [SunSpecPoint] = []
+        var offset = first
+        while offset <= last {
+            guard let point = Self.writablePoints.first(where: { offset >= $0.offset && offset < $0.offset + $0.size }) else {
+                return .failure(.init(exception: 2, reason: "register \(address + offset - first) is not a writable point "
+                    + "(writable: model 704 WMaxLimPct… and WSet…)"))
+            }
+            guard point.offset >= first, point.offset + point.size - 1 <= last else {
+                return .failure(.init(exception: 2, reason: "\(point.name) is \(point.size) registers and must be written whole"))
+            }
+            touched.append(point)
+            offset = point.offset + point.size
+        }
+        func raw(_ point: SunSpecPoint) -> Int {
+            let i = point.offset - first
+            switch point.kind {
+            case .int32: return Int(Int32(bitPattern: UInt32(values[i]) << 16 | UInt32(values[i + 1])))
+            case .uint32: return Int(UInt32(values[i]) << 16 | UInt32(values[i + 1]))
+            default: return Int(values[i])
+            }
+        }
+        var next = current.settled(at: now)
+        let before = next
+        var changes: [ScadaWrite.Change] = []
+        var limitWritten = false, setpointWritten = false
+        let rated = ratedPower
+        let wScale = SunSpec.powerOfTen(wSF)
+        for point in touched {
+            let value = raw(point)
+            func bad(_ why: String) -> Result<ScadaWrite, ScadaWriteRefusal> {
+                .failure(.init(exception: 3, reason: "\(point.name) = \(value) refused: \(why)"))
+            }
+            func flag() -> Bool? { value == 0 ? false : value == 1 ? true : nil }
+            var new = Double(value)
+            var old = 0.0
+            switch point.name {
+            case T.M704.WMaxLimPctEna.name:
+                guard let on = flag() else { return bad("0 (disabled) or 1 (enabled)") }
+                old = before.limit.enabled ? 1 : 0
+                next.limit.enabled = on
+            case T.M704.WMaxLimPct.name:
+                guard value <= 100 else { return bad("a percent from 0 to 100") }
+                old = before.limit.value
+                next.limit.value = new
+            case T.M704.WMaxLimPctRvrt.name:
+                guard value <= 100 else { return bad("a percent from 0 to 100") }
+                old = before.limit.revertValue
+                next.limit.revertValue = new
+            case T.M704.WMaxLimPctEnaRvrt.name:
+                guard let on = flag() else { return bad("0 (disabled) or 1 (enabled)") }
+                old = before.limit.revertEnabled ? 1 : 0
+                next.limit.revertEnabled = on
+            case T.M704.WMaxLimPctRvrtTms.name:
+                guard Double(value) <= current.maxHoldSeconds else {
+                    return bad("at most scada.max_hold_s = \(Int(current.maxHoldSeconds)) s (0 = max_hold_s)")
+                }
+                old = Double(before.limit.timeoutSeconds)
+                next.limit.timeoutSeconds = UInt32(value)
+            case T.M704.WSetEna.name:
+                guard let on = flag() else { return bad("0 (disabled) or 1 (enabled)") }
+                old = before.setpoint.enabled ? 1 : 0
+                next.setpoint.enabled = on
+            case T.M704.WSetMod.name:
+                guard value == 1 else { return bad("1 (WATTS) is the only mode served; WSetPct is not") }
+                old = 1
+            case T.M704.WSet.name, T.M704.WSetRvrt.name:
+                new = Double(value) * wScale
+                guard abs(new) <= rated else { return bad("beyond the site's rating of ±\(Int(rated)) W") }
+                if point.name == T.M704.WSet.name {
+                    old = before.setpoint.value
+                    next.setpoint.value = new
+                } else {
+                    old = before.setpoint.revertValue
+                    next.setpoint.revertValue = new
+                }
+            case T.M704.WSetEnaRvrt.name:
+                guard let on = flag() else { return bad("0 (disabled) or 1 (enabled)") }
+                old = before.setpoint.revertEnabled ? 1 : 0
+                next.setpoint.revertEnabled = on
+            case T.M704.WSetRvrtTms.name:
+                guard Double(value) <= current.maxHoldSeconds else {
+                    return bad("at most scada.max_hold_s = \(Int(current.maxHoldSeconds)) s (0 = max_hold_s)")
+                }
+                old = Double(before.setpoint.timeoutSeconds)
+                next.setpoint.timeoutSeconds = UInt32(value)
+            default:
+                return .failure(.init(exception: 2, reason: "\(point.name) is not writable"))
+            }
+            if point.name.hasPrefix("WMaxLimPct") { limitWritten = true } else { setpointWritten = true }
+            changes.append(.init(point: point.name, old: old, new: new))
+        }
+        // A write to a command's points refreshes it: its reversion time starts again.
+        if limitWritten {
+            next.limit.expiresAt = now + .seconds(fromDouble: next.hold(forTimeout: next.limit.timeoutSeconds))
+            next.limit.reverted = false
+        }
+        if setpointWritten {
+            next.setpoint.expiresAt = now + .seconds(fromDouble: next.hold(forTimeout: next.setpoint.timeoutSeconds))
+            next.setpoint.reverted = false
+        }
+        return .success(ScadaWrite(changes: changes, commands: next, limitWritten: limitWritten, setpointWritten: setpointWritten))
+    }
+}

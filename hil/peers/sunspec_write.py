@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""Writes SunSpec points with pysunspec2 (the SunSpec Alliance's reference client), as plant SCADA
+would: it scans the device, finds the model by id, sets the points in engineering units (pysunspec2
+applies the scale factors it read) and writes them. Points of one group are written together
+(pysunspec2 sends one request per run of adjacent points); groups are separated by "--".
+Prints one JSON result per group: {"ok": true} or {"ok": false, "error": "..."}, then the model's
+points as read back.
+Usage: sunspec_write.py HOST PORT UNIT_ID MODEL NAME=VALUE [NAME=VALUE ...] [-- NAME=VALUE ...]"""
+import json
+import sys
+
+import sunspec2.modbus.client as client
+
+host, port, unit, model_id = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+groups = [[]]
+for arg in sys.argv[5:]:
+    if arg == "--":
+        groups.append([])
+    else:
+        name, value = arg.split("=", 1)
+        groups[-1].append((name, float(value)))
+
+device = client.SunSpecModbusClientDeviceTCP(slave_id=unit, ipaddr=host, ipport=port, timeout=5)
+try:
+    device.scan()
+    model = device.models[model_id][0]
+    results = []
+    for group in groups:
+        model.read()
+        try:
+            for name, value in group:
+                point = model.points[name]
+                point.cvalue = value
+                point.dirty = True
+            if len(group) == 1:
+                model.points[group[0][0]].write()
+            else:
+                model.write()
+            results.append({"ok": True})
+        except Exception as error:  # the server's Modbus exception, as pysunspec2 reports it
+            results.append({"ok": False, "error": str(error)})
+            for name, _ in group:
+                model.points[name].dirty = False
+    model.read()
+    values = {name: point.cvalue for name, point in model.points.items()
+              if isinstance(point.cvalue, (int, float)) or point.cvalue is None}
+    print(json.dumps({"results": results, "points": values}))
+finally:
+    device.close()
