@@ -335,6 +335,7 @@ public final class ScadaServer: @unchecked Sendable {
     }
 
     static func number(_ value: Double) -> String {
-        value == value.rounded() && abs(value) < 1e15 ? "\(Int(value))" : "\((value * 1000).rounded() / 1000)"
+        let rounded = (value * 1000).rounded() / 1000
+        return rounded == rounded.rounded() && abs(rounded) < 1e15 ? "\(Int(rounded))" : "\(rounded)"
     }
 }

@@ -18,7 +18,8 @@ for arg in sys.argv[5:]:
         groups.append([])
     else:
         name, value = arg.split("=", 1)
-        groups[-1].append((name, float(value)))
+        number = float(value)
+        groups[-1].append((name, int(number) if number.is_integer() else number))
 
 device = client.SunSpecModbusClientDeviceTCP(slave_id=unit, ipaddr=host, ipport=port, timeout=5)
 try:
