@@ -342,6 +342,8 @@ public struct BessdConfiguration: Sendable {
     public var site = SiteConfiguration()
     /// `scada:`: the site served as a SunSpec device on Modbus TCP (nil when absent).
     public var scada: ScadaConfiguration?
+    /// `grid_operator.inputs`: relay contacts mapped to percent limits.
+    public var gridLimitInputs: GridLimitInputsConfiguration?
 
     /// True when the site meter is simulated inside bessd (never in hardware mode).
     public var meterSimulated: Bool {
@@ -407,6 +409,26 @@ public struct RealtimeSettings: Sendable, Equatable {
     public var lockMemory: Bool
     /// Held in /dev/cpu_dma_latency while running (nil = leave it).
     public var cpuDMALatencyMicroseconds: Int?
+}
+
+/// `grid_operator.inputs` — the grid operator's relay contacts (a ripple-control receiver) read
+/// through a Modbus I/O module: each contact asks for a percent limit while asserted.
+public struct GridLimitInputsConfiguration: Sendable, Equatable {
+    public enum Function: String, Sendable { case discreteInputs = "discrete_inputs", coils }
+    public struct Contact: Sendable, Equatable {
+        public var input: Int
+        public var limitPercent: Double
+    }
+    public var modbus: ModbusSettings
+    /// Discrete inputs (function 02) or coils (function 01).
+    public var function: Function
+    /// True: a contact is asserted when it reads 1.
+    public var activeHigh: Bool
+    public var debounceMs: Int
+    public var pollMs: Int
+    /// No answer for this long raises GRID_LIMIT_INPUT_LOST (the last limit holds).
+    public var lostAfterSeconds: Double
+    public var contacts: [Contact]
 }
 
 /// `scada:` — the whole site served as a SunSpec device for plant SCADA, the site EMS and the grid

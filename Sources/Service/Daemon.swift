@@ -31,6 +31,8 @@ public final class Daemon {
     /// The site as a SunSpec device for plant SCADA (`scada:`), on its own thread.
     var scada: ScadaServer?
     var scadaSerial: ScadaServer?
+    /// The grid operator's relay contacts (`grid_operator.inputs`), on their own thread.
+    var gridInputs: GridLimitInputReader?
     var watchdog: Watchdog?
     public let logger: Logger
     let say: (String) -> Void
@@ -135,6 +137,19 @@ public final class Daemon {
         cycle.start()
         startServer(configuration)
         startScada(configuration)
+        if let inputs = configuration.gridLimitInputs {
+            let logger = self.logger
+            let reader = GridLimitInputReader(settings: inputs, shared: shared) { code, message, error in
+                let metadata: Logger.Metadata = ["BESS_CODE": "\(code)", "MESSAGE_ID": "\(MessageID.scadaWrite)", "BESS_UNIT": "site"]
+                if error { logger.error("\(message)", metadata: metadata) } else { logger.notice("\(message)", metadata: metadata) }
+            }
+            reader.start()
+            gridInputs = reader
+            let line = "grid operator relay contacts read from \(inputs.modbus.endpoint) unit \(inputs.modbus.unitID) every \(inputs.pollMs) ms; "
+                + "until they are read the lowest limit applies (\(GridLimitInputReader.describe(reader.initialContacts)))"
+            logger.notice("\(line)",
+                          metadata: ["BESS_CODE": "GRID_LIMIT_INPUT", "MESSAGE_ID": "\(MessageID.scadaWrite)"])
+        }
         if let sender {
             do { try sender.start() } catch {
                 logger.error("uplink sender not started: \(error)", metadata: ["BESS_CODE": "\(error.code)"])
@@ -214,6 +229,8 @@ public final class Daemon {
         scada = nil
         scadaSerial?.stop()
         scadaSerial = nil
+        gridInputs?.stop()
+        gridInputs = nil
         cycle.stop()
         runner.commandSafeSetpoints()
         persistLatches()
@@ -439,6 +456,13 @@ public final class Daemon {
                  site.operatorCap.isFinite ? [("", site.operatorCap)] : [])
         m.metric("bessd_site_scada_setpoint_watts", "gauge", "SCADA's site setpoint in force, + = discharge (absent when none).",
                  site.scadaSetpoint.isFinite ? [("", site.scadaSetpoint)] : [])
+        if let reader = gridInputs {
+            m.metric("bessd_grid_limit_inputs_lost", "gauge", "1 while GRID_LIMIT_INPUT_LOST stands (the relay contacts' module does not answer).",
+                     [("", reader.lost.load(ordering: .relaxed) ? 1 : 0)])
+            m.metric("bessd_grid_limit_input_reads_total", "counter", "Readings of the relay contacts' module, by result.",
+                     [("result=\"ok\"", Double(reader.reads.load(ordering: .relaxed))),
+                      ("result=\"failed\"", Double(reader.failures.load(ordering: .relaxed)))])
+        }
         let servers = [scada, scadaSerial].compactMap { $0 }
         if !servers.isEmpty {
             func sum(_ counter: (ScadaServer) -> UInt64) -> Double { Double(servers.reduce(0) { $0 + counter($1) }) }
@@ -581,6 +605,10 @@ public final class Daemon {
         cycle.stop()
         do {
             try runner.reconfigure(new, now: MonotonicClock.now())
+            if new.gridLimitInputs != configuration.gridLimitInputs {
+                logger.notice("reload: grid_operator.inputs changed; the relay contacts' reader keeps its settings until bessd restarts",
+                              metadata: ["BESS_CODE": "GRID_LIMIT_INPUT_RESTART_NEEDED", "MESSAGE_ID": "\(MessageID.reload)"])
+            }
             if new.scada != configuration.scada {
                 logger.notice("reload: the scada: block changed; the SCADA server keeps its settings until bessd restarts",
                               metadata: ["BESS_CODE": "SCADA_RESTART_NEEDED", "MESSAGE_ID": "\(MessageID.reload)"])
@@ -739,7 +767,7 @@ public final class Daemon {
         }
         return [
             "ok": true, "version": BessdVersion.string, "mode": configuration.mode.rawValue, "units": list,
-            "grid_operator": Self.gridOperatorObject(shared.site),
+            "grid_operator": gridOperatorObject(shared.site),
             "frequency_hz": stats.frequency.isFinite ? stats.frequency : NSNull(),
             "cycle": [
                 "period_ms": stats.periodMs, "cycles": stats.cycles, "overruns": stats.overruns,
@@ -751,9 +779,11 @@ public final class Daemon {
     }
 
     /// The grid operator's limit and SCADA's setpoint in force, with when they revert (status and site).
-    static func gridOperatorObject(_ site: SiteStatus) -> [String: Any] {
+    func gridOperatorObject(_ site: SiteStatus) -> [String: Any] {
         func value(_ x: Double) -> Any { x.isFinite ? x : NSNull() }
         return [
+            "inputs": gridInputs.map { ["configured": true, "lost": $0.lost.load(ordering: .relaxed)] as [String: Any] }
+                ?? ["configured": false],
             "limit_percent": value(site.operatorLimitPercent),
             "cap_w": value(site.operatorCap), "limiting": site.operatorLimited,
             "scada_limit": site.scadaLimitPercent.isFinite
@@ -777,6 +807,10 @@ public final class Daemon {
         if site.meterStale {
             list.append(["unit": "site", "code": "METER_STALE", "latched": false,
                          "explanation": "the connection-point meter has sent no fresh reading: the site application rests and the grid limits hold their last values"])
+        }
+        if let reader = gridInputs, reader.lost.load(ordering: .relaxed) {
+            list.append(["unit": "site", "code": "GRID_LIMIT_INPUT_LOST", "latched": false,
+                         "explanation": "the I/O module of the grid operator's relay contacts does not answer: the last limit holds"])
         }
         if site.shortfallActive {
             list.append(["unit": "site", "code": "SITE_SHORTFALL", "latched": false,
@@ -825,7 +859,7 @@ public final class Daemon {
                 "binding": site.binding == .none ? NSNull() : "\(site.binding)" as Any,
             ] as [String: Any],
             "application": application,
-            "grid_operator": Self.gridOperatorObject(site),
+            "grid_operator": gridOperatorObject(site),
             "decision": [
                 "requested_w": site.requested, "held_w": site.held, "application_w": site.application,
                 "pool_w": site.pool, "delivered_w": site.delivered,

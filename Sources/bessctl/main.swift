@@ -163,6 +163,9 @@ extension Status {
         } else if let cap = g["cap_w"] as? NSNumber {
             lines.append("grid operator limit ended; cap rising at the limit ramp, now \(number(cap, scale: 1000)) kW")
         }
+        if (g["inputs"] as? [String: Any])?["lost"] as? Bool == true {
+            lines.append("GRID_LIMIT_INPUT_LOST  the relay contacts' I/O module does not answer; the last limit holds")
+        }
         if let setpoint = g["scada_setpoint"] as? [String: Any] {
             lines.append("SCADA setpoint \(number(setpoint["power_w"], scale: 1000)) kW (reverts in \(number(setpoint["remaining_s"], digits: 0)) s)")
         }

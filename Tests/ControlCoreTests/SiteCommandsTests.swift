@@ -151,3 +151,36 @@ struct SiteCommandsTests {
         #expect(ended.limit.active(at: Fixture.instant(10)) == nil && ended.limit.value == 100)
     }
 }
+
+@Suite("Relay contacts (ripple-control receiver)")
+struct RelayContactsTests {
+    static let four = [RelayContacts.Contact(input: 4, limitPercent: 0), .init(input: 5, limitPercent: 30),
+                       .init(input: 6, limitPercent: 60), .init(input: 7, limitPercent: 100)]
+
+    @Test("the lowest asserted contact's limit applies; none asserted: no limit; until read steady once the lowest configured applies; a bounce shorter than debounce changes nothing; active low inverts")
+    func contacts() {
+        var relay = RelayContacts(contacts: Self.four, activeHigh: true, debounce: .milliseconds(100))
+        #expect(relay.span.first == 4 && relay.span.count == 4)
+        #expect(relay.limitPercent == 0, "unknown counts as asserted: the most restrictive")
+        relay.update(bits: [false, false, false, false], at: Fixture.instant(0))
+        #expect(relay.limitPercent == 0, "read once, not yet steady")
+        let changed = relay.update(bits: [false, false, false, false], at: Fixture.instant(0.1))
+        #expect(changed)
+        #expect(relay.limitPercent == nil)
+        relay.update(bits: [false, true, true, false], at: Fixture.instant(0.2))
+        #expect(relay.limitPercent == nil, "not yet debounced")
+        relay.update(bits: [false, true, true, false], at: Fixture.instant(0.3))
+        #expect(relay.limitPercent == 30)
+        // A 50 ms bounce on input 4 (0 %) is ignored.
+        relay.update(bits: [true, true, true, false], at: Fixture.instant(0.35))
+        relay.update(bits: [false, true, true, false], at: Fixture.instant(0.4))
+        relay.update(bits: [false, true, true, false], at: Fixture.instant(0.6))
+        #expect(relay.limitPercent == 30)
+        relay.update(bits: [false, false, true, false], at: Fixture.instant(0.7))
+        relay.update(bits: [false, false, true, false], at: Fixture.instant(0.8))
+        #expect(relay.limitPercent == 60)
+        var low = RelayContacts(contacts: Self.four, activeHigh: false, debounce: .zero)
+        low.update(bits: [true, true, false, true], at: Fixture.instant(0))
+        #expect(low.limitPercent == 60 && low.asserted == [false, false, true, false])
+    }
+}

@@ -15,12 +15,17 @@ final class UnitsPeer: Sendable {
     private let lines = Lines()
     let port: Int
 
-    init(_ units: [String], rtu device: String? = nil, seconds: Int = 60) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    convenience init(_ units: [String], rtu device: String? = nil, seconds: Int = 60) throws {
         var arguments = ["python3", "hil/peers/pymodbus_sunspec_units.py", "--seconds", String(seconds)]
         if let device { arguments += ["--rtu", device, "--baud", "19200", "--parity", "N"] }
-        process.arguments = arguments + units
+        try self.init(arguments: arguments + units)
+    }
+
+    /// Any peer of hil/peers that prints "PORT <n>" (or "READY") once it serves.
+    init(arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = arguments
         process.currentDirectoryURL = Package.root
         let out = Pipe()
         process.standardOutput = out

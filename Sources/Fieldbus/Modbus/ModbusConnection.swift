@@ -163,6 +163,35 @@ public final class ModbusConnection: RegisterAccess {
         return values
     }
 
+    /// Reads `count` coils (function 0x01) or discrete inputs (0x02) of unit `unit` from `address`.
+    /// The corresponding C functions are `modbus_read_bits` and `modbus_read_input_bits`.
+    public func readBits(unit: Int, function: UInt8, at address: Int, count: Int) throws(ModbusError) -> [Bool] {
+        guard function == 0x01 || function == 0x02, (1...2000).contains(count), (0...65535).contains(address),
+              address + count <= 65536 else {
+            throw ModbusError(code: "MODBUS_INVALID_REQUEST", message: "read of \(count) bits at \(address) (function \(function))")
+        }
+        try prepare(unit: unit)
+        let what = "reading \(count) \(function == 0x01 ? "coils" : "discrete inputs") at \(address) of unit \(unit)"
+        let started = MonotonicClockReading.now()
+        var bits = [Bool](repeating: false, count: count)
+        if case .tcp = endpoint {
+            let reply = try exchange(unit: unit, [function, UInt8(address >> 8), UInt8(address & 0xFF), UInt8(count >> 8), UInt8(count & 0xFF)],
+                                     what)
+            let bytes = (count + 7) / 8
+            guard reply.count == 2 + bytes, Int(reply[1]) == bytes else { throw malformed(what) }
+            for i in 0..<count { bits[i] = reply[2 + i / 8] >> UInt8(i % 8) & 1 == 1 }
+        } else {
+            requestCount &+= 1
+            var raw = [UInt8](repeating: 0, count: count)
+            let result = function == 0x01 ? modbus_read_bits(context, Int32(address), Int32(count), &raw)
+                : modbus_read_input_bits(context, Int32(address), Int32(count), &raw)
+            guard result == Int32(count) else { throw failure(what) }
+            for i in 0..<count { bits[i] = raw[i] != 0 }
+        }
+        lastRoundTrip = .nanoseconds(MonotonicClockReading.now() - started)
+        return bits
+    }
+
     /// Writes holding registers (function code 0x10) to unit `unit`.
     /// The corresponding C functions are `modbus_set_slave` and `modbus_write_registers`.
     public func writeRegisters(unit: Int, at address: Int, _ values: [UInt16]) throws(ModbusError) {

@@ -1,0 +1,111 @@
+import BessSystem
+public import Config
+public import ControlCore
+import Fieldbus
+import Glibc
+public import Synchronization
+
+/// Reads the grid operator's relay contacts (`grid_operator.inputs`) from a Modbus I/O module on a
+/// thread of its own, every `poll_ms`, and hands the limit they ask for to the cycle through the
+/// shared state. The cycle applies it at once and lifts it at the limit ramp (`SiteController`).
+///
+/// A module that stops answering for `lost_after_s` raises `GRID_LIMIT_INPUT_LOST` and the last
+/// limit holds (before the first steady reading: the lowest configured limit, see `RelayContacts`).
+///
+/// `@unchecked Sendable`: the connection and the contacts' state live on the reader's thread;
+/// what others read is atomics and the shared state.
+public final class GridLimitInputReader: @unchecked Sendable {
+    public let settings: GridLimitInputsConfiguration
+    private let shared: SharedState
+    private let worker = WorkerThread()
+    private let log: @Sendable (_ code: String, _ message: String, _ error: Bool) -> Void
+    /// True while GRID_LIMIT_INPUT_LOST stands.
+    public let lost = Atomic<Bool>(false)
+    /// Readings answered and requests failed.
+    public let reads = Atomic<UInt64>(0)
+    public let failures = Atomic<UInt64>(0)
+
+    public init(settings: GridLimitInputsConfiguration, shared: SharedState,
+                log: @escaping @Sendable (_ code: String, _ message: String, _ error: Bool) -> Void) {
+        self.settings = settings
+        self.shared = shared
+        self.log = log
+    }
+
+    public var isAlive: Bool { worker.isAlive }
+
+    /// The contacts' state as configured, before any reading.
+    public var initialContacts: RelayContacts {
+        RelayContacts(contacts: settings.contacts.map { .init(input: $0.input, limitPercent: $0.limitPercent) },
+                      activeHigh: settings.activeHigh, debounce: .milliseconds(settings.debounceMs))
+    }
+
+    /// Publishes the most restrictive limit and starts reading.
+    public func start() {
+        shared.setInputLimit(initialContacts.limitPercent)
+        worker.start { [self] in run() }
+    }
+
+    public func stop() { worker.stop() }
+
+    private func run() {
+        var contacts = initialContacts
+        let span = contacts.span
+        let function: UInt8 = settings.function == .coils ? 0x01 : 0x02
+        let endpoint = settings.modbus.endpoint
+        let connection = try? ModbusConnection(endpoint: endpoint, unitID: settings.modbus.unitID,
+                                               timeout: .milliseconds(settings.modbus.timeoutMs))
+        var lastAnswer = MonotonicClock.now()
+        var lastError = ""
+        while worker.isRunning {
+            let started = MonotonicClock.now()
+            do throws(ModbusError) {
+                guard let connection else {
+                    throw ModbusError(code: "MODBUS_CONNECT_FAILED", message: "cannot create a Modbus context for \(endpoint)")
+                }
+                let bits = try connection.readBits(unit: settings.modbus.unitID, function: function, at: span.first, count: span.count)
+                let now = MonotonicClock.now()
+                reads.add(1, ordering: .relaxed)
+                lastAnswer = now
+                if lost.load(ordering: .relaxed) {
+                    lost.store(false, ordering: .relaxed)
+                    log("GRID_LIMIT_INPUT_LOST", "GRID_LIMIT_INPUT_LOST cleared: the I/O module at \(endpoint) answers again", false)
+                }
+                if contacts.update(bits: bits, at: now) {
+                    shared.setInputLimit(contacts.limitPercent)
+                    log("GRID_LIMIT_INPUT", "grid operator relay contacts: " + Self.describe(contacts), false)
+                }
+            } catch {
+                failures.add(1, ordering: .relaxed)
+                lastError = "\(error.code): \(error.message)"
+                let silent = MonotonicClock.now().seconds(since: lastAnswer)
+                if !lost.load(ordering: .relaxed), silent >= settings.lostAfterSeconds {
+                    lost.store(true, ordering: .relaxed)
+                    let held = contacts.limitPercent.map { "\(Self.number($0)) %" } ?? "none"
+                    log("GRID_LIMIT_INPUT_LOST",
+                        "GRID_LIMIT_INPUT_LOST: the I/O module at \(endpoint) has not answered for \(Self.number(silent)) s "
+                            + "(\(lastError)); the last limit holds (\(held))", true)
+                }
+                if error.isConnectionLost { connection?.close() }
+            }
+            // Sleep out the poll period in slices, so stop() is noticed.
+            let next = started + .milliseconds(settings.pollMs)
+            while worker.isRunning, MonotonicClock.now() < next {
+                MonotonicClock.sleep(until: min(next, MonotonicClock.now() + .milliseconds(50)))
+            }
+        }
+        connection?.close()
+    }
+
+    /// `limit 30 % (input 1 asserted)` or `no limit (no contact asserted)`.
+    public static func describe(_ contacts: RelayContacts) -> String {
+        let on = contacts.contacts.indices.filter { contacts.asserted[$0] == true }.map { "input \(contacts.contacts[$0].input)" }
+        guard let limit = contacts.limitPercent else { return "no limit (no contact asserted)" }
+        return "limit \(number(limit)) % (\(on.isEmpty ? "state not yet known" : on.joined(separator: ", ") + " asserted"))"
+    }
+
+    static func number(_ value: Double) -> String {
+        let rounded = (value * 10).rounded() / 10
+        return rounded == rounded.rounded() ? "\(Int(rounded))" : "\(rounded)"
+    }
+}
