@@ -112,7 +112,7 @@ let package = Package(
         .executableTarget(
             name: "bess-hil",
             dependencies: [
-                "Plant", "Cycle", "Config", "ControlCore", "ControlProtocol", "Uplink", "Fieldbus", "BessSystem",
+                "Plant", "Cycle", "Config", "ControlCore", "ControlProtocol", "Uplink", "Fieldbus", "BessSystem", "Scada",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Yams", package: "Yams"),
             ],

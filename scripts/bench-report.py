@@ -86,6 +86,31 @@ rows.append((
     f"p50 {fmt(num('loadstep100_p50'))} / p99 {fmt(num('loadstep100_p99'))} / max {fmt(num('loadstep100_max'))} ms",
     "p99 ≤ 200 ms (3 periods less the inverter's one)", verdict(num("loadstep100_p99"), 200, unit=" ms")))
 rows.append((
+    f"SCADA write (WSet, Modbus TCP to bessd's SunSpec server) → new setpoint on the inverter's wire, 8 units at 100 ms, "
+    f"SCHED_FIFO 60 ({fmt(num('scadawrite100_n'), 0)} writes at random phase, {fmt(num('scadawrite100_misses'), 0)} missed)",
+    f"p50 {fmt(num('scadawrite100_p50'))} / p99 {fmt(num('scadawrite100_p99'))} / max {fmt(num('scadawrite100_max'))} ms",
+    "p99 ≤ 105 ms (one period + 5 ms)", verdict(num("scadawrite100_p99"), 105, unit=" ms")))
+ct = num("ct100rt_p99")
+scada_target = 1.5 * ct if not math.isnan(ct) else math.nan
+overruns = num("scadaload_overruns") + num("scadaload_flat_overruns")
+scada_ok = (overruns == 0 and num("scadaload_failures") == 0 and num("scadaload_status_max_ms") < 1000
+            and not math.isnan(scada_target) and num("scadaload_p99") <= scada_target)
+rows.append((
+    f"{fmt(num('scadaload_clients'), 0)} SCADA clients reading the whole map ({fmt(num('scadaload_words'), 0)} registers, "
+    f"{fmt(num('scadaload_rate'), 0)} Hz each) for {fmt(num('scadaload_seconds'), 0)} s, 8 units on the wire at 100 ms, "
+    "SCHED_FIFO 60, status read twice a second",
+    f"{fmt(num('scadaload_maps_per_s'))} maps/s, {fmt(num('scadaload_failures'), 0)} failed; cycle: "
+    f"{fmt(num('scadaload_overruns'), 0)} overruns, lateness p99 {fmt(num('scadaload_p99'), 0)} / max {fmt(num('scadaload_max'), 0)} µs; "
+    f"slowest status {fmt(num('scadaload_status_max_ms'))} ms",
+    f"0 overruns, lateness p99 ≤ 1.5 × cyclictest ({fmt(scada_target, 0)} µs), status < 1 s",
+    "met" if scada_ok else "**missed**" if not math.isnan(overruns) else "**not measured**"))
+rows.append((
+    f"SCADA read throughput: the same {fmt(num('scadaload_clients'), 0)} clients as fast as they can, "
+    f"{fmt(num('scadaload_flat_s'), 0)} s",
+    f"{fmt(num('scadaload_flat_maps_per_s'))} maps/s ({fmt(num('scadaload_flat_maps_per_s') * num('scadaload_words') / 1000)} k registers/s); "
+    f"{fmt(num('scadaload_flat_overruns'), 0)} cycle overruns",
+    "(reference)", "—"))
+rows.append((
     f"BMS protection frame (CAN) → zero on the wire, 100 ms ({fmt(num('alarm_n'), 0)} alarms; {r.get('alarm_where', '')})",
     f"p50 {fmt(num('alarm_p50'))} / p99 {fmt(num('alarm_p99'))} / max {fmt(num('alarm_max'))} ms",
     "p99 ≤ 105 ms", verdict(num("alarm_p99"), 105, unit=" ms")))

@@ -148,6 +148,26 @@ site_latency() {  # KEY SUBCOMMAND COUNT-OPTION SUMMARY-NAME
 site_latency trip100 trip-latency trips trip_to_others
 site_latency loadstep100 load-step-latency steps load_step_to_setpoint
 
+# 2c. Plant SCADA: a WSet write on bessd's SunSpec server → the timed unit's new setpoint on its wire;
+#     20 clients reading the whole map at 10 Hz for a minute (then flat out) beside 8 units on the wire.
+echo "bench: SCADA — write → wire, and 20 clients reading the map"
+site_latency scadawrite100 scada-write-latency writes scada_write_to_setpoint
+SCADA_S=$([ -n "$QUICK" ] && echo 15 || echo 60)
+$BIN/bess-hil bench scada-read-load --clients 20 --rate 10 --seconds "$SCADA_S" --flat-out 10 --units 8 --bessd $BIN/bessd \
+  | tee "$WORK/scadaload.txt"
+python3 - "$WORK/scadaload.txt" >> "$RESULTS" <<'PY'
+import sys
+for line in open(sys.argv[1]):
+    if line.startswith("SUMMARY scada_read_load "):
+        f = dict(kv.split("=", 1) for kv in line.split()[2:])
+        keys = {"clients": "clients", "rate": "rate", "seconds": "seconds", "words": "words", "maps_per_s": "maps_per_s",
+                "failures": "failures", "overruns": "overruns", "lateness_p99_us": "p99", "lateness_max_us": "max",
+                "status_max_ms": "status_max_ms", "flat_maps_per_s": "flat_maps_per_s", "flat_overruns": "flat_overruns"}
+        for k, v in keys.items():
+            print(f"scadaload_{v}={f[k]}")
+        print("scadaload_flat_s=10")
+PY
+
 # 3. BMS protection frame on CAN → zero on the wire: needs CAN, so inside the VM (scripts/can-tests.sh's recipe).
 echo "bench: BMS alarm frame → zero on the wire (SocketCAN, in a VM)"
 ALARM_TXT=$WORK/alarm.txt

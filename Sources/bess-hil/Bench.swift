@@ -6,6 +6,7 @@ import ControlProtocol
 import Foundation
 import Glibc
 import Plant
+import Scada
 import Cycle
 import Config
 import Synchronization
@@ -15,7 +16,8 @@ import Synchronization
 struct BenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench", abstract: "Latency measurements against a real bessd (used by make bench).",
-        subcommands: [StepLatency.self, AlarmLatency.self, TripLatency.self, LoadStepLatency.self])
+        subcommands: [StepLatency.self, AlarmLatency.self, TripLatency.self, LoadStepLatency.self, ScadaWriteLatency.self,
+                      ScadaReadLoad.self])
 }
 
 /// Shared set-up: a one-unit plant (SunSpec inverter on loopback, optionally a Pylontech BMS on
@@ -378,6 +380,195 @@ struct LoadStepLatency: ParsableCommand {
         }
         try report("load_step_to_setpoint", latencies, misses: misses, csv: csv)
     }
+}
+
+/// bessd's SCADA server on a free loopback port, writes on: the `scada:` block a bench adds.
+func scadaBlock(port: Int) -> String {
+    "scada: {listen: 127.0.0.1:\(port), allow_from: [127.0.0.0/8], writes: true, max_hold_s: 600, max_clients: 64}\n"
+}
+
+/// Where model 704's points sit in bessd's image for `units` units of 100 kW.
+func scadaLayout(units: Int) -> (base: Int, wSF: Int) {
+    let image = ScadaImage(site: ScadaSiteDescription(siteID: "BENCH", version: "", mode: "", unitID: 1,
+                                                       ratingsW: [Double](repeating: 100_000, count: units),
+                                                       capacitiesWh: [Double](repeating: 250_000, count: units), hasMeter: false))
+    return (ScadaImage.base + image.start(of: 704)!, image.wSF)
+}
+
+/// A SCADA write of a new site setpoint (WSetEna, WSetMod, WSet in one request) at a random instant
+/// → the timed unit's new setpoint on its inverter's wire.
+struct ScadaWriteLatency: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "scada-write-latency",
+        abstract: "A SCADA WSet write on bessd's Modbus TCP server → the units' new setpoints on the inverters' wire.")
+    @Option(help: "Writes to time.") var writes = 100
+    @Option(help: "bessd's control period, ms.") var periodMs = 100
+    @Option(help: "Units on the site; the first is timed.") var units = 8
+    @Flag(inversion: .prefixedNo, help: "Run bessd's cycle SCHED_FIFO 60.") var realtime = true
+    @Option(help: "The bessd binary (default: next to bess-hil).") var bessd: String?
+    @Option(help: "Write one latency (ms) per line here.") var csv: String?
+
+    func run() throws {
+        let bessdPath = bessd ?? sibling("bessd")
+        let port = freeLoopbackPort()
+        // The schedule follows a command within one cycle, so what is timed is the path, not the ramp.
+        let bench = try WireBench(
+            periodMs: periodMs, canInterface: nil, bessdPath: bessdPath, units: units,
+            extraConfig: (realtime ? "realtime: {priority: 60}\n" : "") + "limits: {ramp_percent_per_s: 1000, schedule_ramp_percent_per_s: 1000}\n"
+                + scadaBlock(port: port))
+        defer { bench.stop() }
+        try bench.waitReady()
+        bench.run(for: 3)
+        let layout = scadaLayout(units: units)
+        let scada = try ModbusConnection(endpoint: .tcp(host: "127.0.0.1", port: port), unitID: 1, timeout: .seconds(1))
+        let wSet = layout.base + SunSpecTables.M704.WSetEna.offset
+        var latencies: [Double] = []
+        var misses = 0
+        var generator = SystemRandomNumberGenerator()
+        for i in 0..<writes {
+            bench.run(for: Double.random(in: 0.35...0.75, using: &generator))
+            let before = bench.lastCommanded
+            // Alternately 30 % and 60 % of the site's rating: 30 kW and 60 kW on each unit.
+            let watts = Double(units) * (i % 2 == 0 ? 60_000 : 30_000)
+            let raw = UInt32(bitPattern: Int32((watts / SunSpec.powerOfTen(layout.wSF)).rounded()))
+            let t = MonotonicClockReading.now()
+            do {
+                try scada.writeRegisters(unit: 1, at: wSet, [1, 1, UInt16(raw >> 16), UInt16(raw & 0xFFFF)])
+            } catch {
+                misses += 1
+                continue
+            }
+            if let w = bench.firstWrite(after: t, timeout: 2, { abs($0 - before) > 1000 }) {
+                latencies.append(Double(w - t) / 1e6)
+            } else {
+                misses += 1
+            }
+        }
+        scada.close()
+        try report("scada_write_to_setpoint", latencies, misses: misses, csv: csv)
+    }
+}
+
+/// 20 SCADA clients read bessd's whole SunSpec map (every model, 125 registers a request) at 10 Hz for
+/// a minute while the site runs on the wire and a reader asks for status twice a second: the
+/// cycle's overruns and lateness over the run, the slowest status answer; then the same clients as
+/// fast as they can for 10 s: maps read per second.
+struct ScadaReadLoad: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "scada-read-load", abstract: "20 SCADA clients polling the whole map: cycle health and read throughput.")
+    @Option(help: "SCADA clients.") var clients = 20
+    @Option(help: "Polls per second per client in the paced phase.") var rate = 10.0
+    @Option(help: "Seconds of the paced phase.") var seconds = 60.0
+    @Option(help: "Seconds of the flat-out phase.") var flatOut = 10.0
+    @Option(help: "bessd's control period, ms.") var periodMs = 100
+    @Option(help: "Units on the site.") var units = 8
+    @Option(help: "The bessd binary (default: next to bess-hil).") var bessd: String?
+
+    func run() throws {
+        let bessdPath = bessd ?? sibling("bessd")
+        let port = freeLoopbackPort()
+        let bench = try WireBench(periodMs: periodMs, canInterface: nil, bessdPath: bessdPath, units: units,
+                                  extraConfig: "realtime: {priority: 60}\n" + scadaBlock(port: port))
+        defer { bench.stop() }
+        try bench.waitReady()
+        bench.run(for: 3)
+        // The map's length: SunS, every model's ID + L + L registers, the end model.
+        let layout = ScadaImage(site: ScadaSiteDescription(siteID: "BENCH", version: "", mode: "", unitID: 1,
+                                                           ratingsW: [Double](repeating: 100_000, count: units),
+                                                           capacitiesWh: [Double](repeating: 250_000, count: units), hasMeter: false))
+        let words = layout.words.count
+        let socket = bench.directory + "/control.sock"
+        func status() -> [String: Any]? { try? ControlClient.request(["verb": "status"], socket: socket, timeout: .seconds(5)) }
+        final class Counters: Sendable {
+            let maps = Atomic<Int>(0)
+            let failures = Atomic<Int>(0)
+            let stop = Atomic<Bool>(false)
+            let paced = Atomic<Bool>(true)
+        }
+        let counters = Counters()
+        let pace = Int64(1e9 / rate)
+        var threads: [Thread] = []
+        for _ in 0..<clients {
+            let thread = Thread {
+                guard let client = try? ModbusConnection(endpoint: .tcp(host: "127.0.0.1", port: port), unitID: 1, timeout: .seconds(1)) else {
+                    counters.failures.add(1, ordering: .relaxed)
+                    return
+                }
+                var next = MonotonicClockReading.now() + Int64.random(in: 0..<pace)
+                while !counters.stop.load(ordering: .relaxed) {
+                    if counters.paced.load(ordering: .relaxed) {
+                        let now = MonotonicClockReading.now()
+                        if now < next { usleep(UInt32(min(50_000, (next - now) / 1000))); continue }
+                        next += pace
+                    }
+                    do {
+                        var address = ScadaImage.base
+                        while address < ScadaImage.base + words {
+                            let count = min(125, ScadaImage.base + words - address)
+                            _ = try client.readRegisters(unit: 1, at: address, count: count)
+                            address += count
+                        }
+                        counters.maps.add(1, ordering: .relaxed)
+                    } catch {
+                        counters.failures.add(1, ordering: .relaxed)
+                    }
+                }
+                client.close()
+            }
+            threads.append(thread)
+            thread.start()
+        }
+        let before = status()?["cycle"] as? [String: Any] ?? [:]
+        var slowestStatus = 0.0
+        var statusFailures = 0
+        let end = MonotonicClockReading.now() + Int64(seconds * 1e9)
+        var nextStatus = MonotonicClockReading.now()
+        while MonotonicClockReading.now() < end {
+            usleep(1_000)
+            bench.tick()
+            if MonotonicClockReading.now() >= nextStatus {
+                let t = MonotonicClockReading.now()
+                if status() == nil { statusFailures += 1 }
+                slowestStatus = max(slowestStatus, Double(MonotonicClockReading.now() - t) / 1e6)
+                nextStatus = t + 500_000_000
+            }
+        }
+        let after = status()?["cycle"] as? [String: Any] ?? [:]
+        let pacedMaps = counters.maps.load(ordering: .relaxed)
+        let pacedFailures = counters.failures.load(ordering: .relaxed)
+        counters.paced.store(false, ordering: .relaxed)
+        let flatStart = counters.maps.load(ordering: .relaxed)
+        let flatEnd = MonotonicClockReading.now() + Int64(flatOut * 1e9)
+        while MonotonicClockReading.now() < flatEnd {
+            usleep(1_000)
+            bench.tick()
+        }
+        let flatMaps = counters.maps.load(ordering: .relaxed) - flatStart
+        let afterFlat = status()?["cycle"] as? [String: Any] ?? [:]
+        counters.stop.store(true, ordering: .relaxed)
+        func n(_ d: [String: Any], _ k: String) -> Double { (d[k] as? NSNumber)?.doubleValue ?? .nan }
+        print(String(format: "SUMMARY scada_read_load clients=%d rate=%.0f seconds=%.0f words=%d maps=%d failures=%d maps_per_s=%.1f "
+                     + "overruns=%.0f late=%.0f lateness_p99_us=%.0f lateness_max_us=%.0f status_max_ms=%.1f status_failures=%d "
+                     + "flat_maps_per_s=%.1f flat_overruns=%.0f",
+                     clients, rate, seconds, words, pacedMaps, pacedFailures, Double(pacedMaps) / seconds,
+                     n(after, "overruns") - n(before, "overruns"), n(after, "late_readings") - n(before, "late_readings"),
+                     n(after, "jitter_p99_us"), n(after, "jitter_max_us"), slowestStatus, statusFailures,
+                     Double(flatMaps) / flatOut, n(afterFlat, "overruns") - n(after, "overruns")))
+    }
+}
+
+/// A free TCP port on loopback.
+func freeLoopbackPort() -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 ? getsockname(fd, $0, &length) : -1 }
+    }
+    return Int(UInt16(bigEndian: address.sin_port))
 }
 
 /// The setpoints written to the bench's inverter, with when each write was answered.
