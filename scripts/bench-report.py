@@ -87,7 +87,8 @@ rows.append((
     "p99 ≤ 200 ms (3 periods less the inverter's one)", verdict(num("loadstep100_p99"), 200, unit=" ms")))
 rows.append((
     f"SCADA write (WSet, Modbus TCP to bessd's SunSpec server) → new setpoint on the inverter's wire, 8 units at 100 ms, "
-    f"SCHED_FIFO 60 ({fmt(num('scadawrite100_n'), 0)} writes at random phase, {fmt(num('scadawrite100_misses'), 0)} missed)",
+    f"SCHED_FIFO 60 ({fmt(num('scadawrite100_n'), 0)} writes at random phase, {fmt(num('scadawrite100_misses'), 0)} missed)"
+    + (f" — measured at commit {r['scada_commit']}" if r.get("scada_commit") and r.get("scada_commit") != r.get("commit") else ""),
     f"p50 {fmt(num('scadawrite100_p50'))} / p99 {fmt(num('scadawrite100_p99'))} / max {fmt(num('scadawrite100_max'))} ms",
     "p99 ≤ 105 ms (one period + 5 ms)", verdict(num("scadawrite100_p99"), 105, unit=" ms")))
 ct = num("ct100rt_p99")
@@ -98,7 +99,8 @@ scada_ok = (overruns == 0 and num("scadaload_failures") == 0 and num("scadaload_
 rows.append((
     f"{fmt(num('scadaload_clients'), 0)} SCADA clients reading the whole map ({fmt(num('scadaload_words'), 0)} registers, "
     f"{fmt(num('scadaload_rate'), 0)} Hz each) for {fmt(num('scadaload_seconds'), 0)} s, 8 units on the wire at 100 ms, "
-    "SCHED_FIFO 60, status read twice a second",
+    "SCHED_FIFO 60, status read twice a second (lateness over bessd's whole run)"
+    + (f" — measured at commit {r['scada_commit']}" if r.get("scada_commit") and r.get("scada_commit") != r.get("commit") else ""),
     f"{fmt(num('scadaload_maps_per_s'))} maps/s, {fmt(num('scadaload_failures'), 0)} failed; cycle: "
     f"{fmt(num('scadaload_overruns'), 0)} overruns, lateness p99 {fmt(num('scadaload_p99'), 0)} / max {fmt(num('scadaload_max'), 0)} µs; "
     f"slowest status {fmt(num('scadaload_status_max_ms'))} ms",
