@@ -3,6 +3,7 @@ import ControlProtocol
 import Foundation
 import Glibc
 import Plant
+import Scada
 import Cycle
 import Config
 import Yams
@@ -26,6 +27,9 @@ struct Scenario {
             case kill
             case start
             case reload(Node)
+            /// A write to bessd's SunSpec server as plant SCADA would make it: model 704 points by
+            /// name, in engineering units (percent, W, s, 0/1), written in runs of adjacent points.
+            case scada([(point: String, value: Double)])
         }
         var at: Double
         var kind: Kind
@@ -57,7 +61,8 @@ struct Scenario {
     var expectations: [Expectation]
 
     static let numericSignals = ["setpoint_kw", "power_kw", "soc_percent", "frequency_hz", "bessd_setpoint_kw",
-                                 "allowed_charge_kw", "allowed_discharge_kw", "grid_kw", "site_power_kw", "soc_spread_percent"]
+                                 "allowed_charge_kw", "allowed_discharge_kw", "grid_kw", "site_power_kw", "soc_spread_percent",
+                                 "operator_cap_kw", "scada_setpoint_kw"]
     /// Site-level codes a scenario may expect besides the interlock codes (from `bessctl site`).
     static let siteCodes: Set = ["METER_STALE", "SITE_SHORTFALL"]
     static let flagSignals = ["state", "reverted", "bessd"]
@@ -148,14 +153,27 @@ struct Scenario {
                 kind = .start; label = "bessd started"
             } else if let reload = entry["reload"], reload.mapping != nil {
                 kind = .reload(reload); label = "reload"
+            } else if let write = entry["scada_write"]?.mapping {
+                var points: [(point: String, value: Double)] = []
+                for (key, value) in write {
+                    guard let name = key.string, SunSpecTables.M704.points.contains(where: { $0.name == name }),
+                          let number = value.float else {
+                        fail("\(here).scada_write", "\(key.string ?? "?"): must be a model 704 point with a number")
+                        continue
+                    }
+                    points.append((name, number))
+                }
+                kind = .scada(points)
+                label = "SCADA " + points.filter { !$0.point.hasSuffix("Ena") && $0.point != "WSetMod" && !$0.point.hasSuffix("Tms") }
+                    .map { "\($0.point) \($0.value.formatted(.number.grouping(.never)))" }.joined(separator: ", ")
             }
             let knownKeys: Set = ["at_s", "for_s", "over_s", "delay_s", "bms", "unit", "group", "frequency_hz", "ramp_to_hz", "fault",
                                   "reset", "mode", "override_kw", "clear_override", "dispatch_kw", "kill_bessd", "start_bessd",
-                                  "reload", "label"]
+                                  "reload", "scada_write", "label"]
             for key in keys.subtracting(knownKeys) { fail("\(here).\(key)", "unknown key") }
             guard let kind else {
                 fail(here, "names no action (frequency_hz, ramp_to_hz, fault, reset, mode, override_kw, clear_override, "
-                     + "dispatch_kw, kill_bessd, start_bessd, reload)")
+                     + "dispatch_kw, kill_bessd, start_bessd, reload, scada_write)")
                 continue
             }
             actions.append(Action(at: at, kind: kind, label: entry["label"]?.string ?? label))
@@ -279,12 +297,17 @@ struct Sample {
     /// Every unit's measured power together, and the spread of their SOC.
     var sitePowerKW = Double.nan
     var socSpreadPercent = Double.nan
+    /// The grid operator's cap on the units' sum in force and SCADA's setpoint (NaN when none).
+    var operatorCapKW = Double.nan
+    var scadaSetpointKW = Double.nan
 
     func value(_ signal: String) -> Double {
         switch signal {
         case "grid_kw": gridKW
         case "site_power_kw": sitePowerKW
         case "soc_spread_percent": socSpreadPercent
+        case "operator_cap_kw": operatorCapKW
+        case "scada_setpoint_kw": scadaSetpointKW
         case "setpoint_kw": setpointKW
         case "power_kw": powerKW
         case "soc_percent": socPercent

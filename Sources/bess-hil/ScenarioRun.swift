@@ -3,6 +3,8 @@ import ControlProtocol
 import Foundation
 import Glibc
 import Plant
+import Scada
+import Fieldbus
 import Cycle
 import Config
 import Yams
@@ -27,6 +29,9 @@ final class ScenarioRun {
     var executed: [(at: Double, label: String, outcome: String)] = []
     var unitIDs: [String] = []
     var controlSocket: String { runDirectory + "/control.sock" }
+    /// bessd's SCADA server (when the timeline writes to it) and where its model 704 sits.
+    var scadaPort = 0
+    var scadaImage: ScadaImage?
     /// Steps the plant while the runner waits (for bessd to start).
     var plantStep: () -> Void = {}
 
@@ -56,6 +61,12 @@ final class ScenarioRun {
             try prepareConfiguration()
             let plantConfiguration = try load(writeConfig("plant.yaml", offset: 0))
             unitIDs = plantConfiguration.units.map(\.id)
+            if let scada = plantConfiguration.scada {
+                scadaImage = ScadaImage(site: ScadaSiteDescription(
+                    siteID: "HIL", version: "", mode: "hil", unitID: scada.unitID,
+                    ratingsW: plantConfiguration.units.map { $0.maxPowerKW * 1000 },
+                    capacitiesWh: plantConfiguration.units.map { $0.capacityKWh * 1000 }, hasMeter: plantConfiguration.site.meter != nil))
+            }
             do {
                 built = try PlantRig(configuration: plantConfiguration, startedAt: MonotonicClock.now())
             } catch {
@@ -143,6 +154,15 @@ final class ScenarioRun {
             meter["modbus"] = .mapping(modbus)
             site["meter"] = .mapping(meter)
             root["site"] = .mapping(site)
+        }
+        // SCADA on a free loopback port, writes on, when the timeline writes to it.
+        if scenario.actions.contains(where: { if case .scada = $0.kind { true } else { false } }) {
+            scadaPort = freePort()
+            var scada = root["scada"]?.mapping ?? [:]
+            scada["listen"] = Node("127.0.0.1:\(scadaPort)")
+            scada["allow_from"] = .sequence([Node("127.0.0.1")])
+            if scada["writes"] == nil { scada["writes"] = Node("true") }
+            root["scada"] = .mapping(scada)
         }
         var grid = root["grid_integration"]?.mapping ?? [:]
         grid["frequency_source"] = Node("inverter")
@@ -299,6 +319,8 @@ final class ScenarioRun {
             } catch {
                 return "failed: \(error)"
             }
+        case .scada(let points):
+            return writeScada(points)
         case .reload(let over):
             config = Scenario.merge(config, over)
             guard let path = try? writeConfig("bessd.yaml", offset: bessdOffset), let process = bessd, process.isRunning else {
@@ -307,6 +329,32 @@ final class ScenarioRun {
             kill(process.processIdentifier, SIGHUP)
             _ = path
             return "SIGHUP sent"
+        }
+    }
+
+    /// Writes model 704 points to bessd's SCADA server, one request per run of adjacent points.
+    func writeScada(_ points: [(point: String, value: Double)]) -> String {
+        guard let image = scadaImage, let m = image.start(of: 704) else { return "failed: no scada: block" }
+        var registers: [(address: Int, words: [UInt16])] = []
+        for point in SunSpecTables.M704.points {
+            guard let value = points.first(where: { $0.point == point.name })?.value else { continue }
+            let raw = Int((value / (point.scaleFactor == "WSet_SF" ? SunSpec.powerOfTen(image.wSF) : 1)).rounded())
+            let words: [UInt16] = point.size == 2 ? [UInt16(truncatingIfNeeded: raw >> 16), UInt16(truncatingIfNeeded: raw)]
+                : [UInt16(truncatingIfNeeded: raw)]
+            let address = ScadaImage.base + m + point.offset
+            if let last = registers.last, last.address + last.words.count == address {
+                registers[registers.count - 1].words += words
+            } else {
+                registers.append((address, words))
+            }
+        }
+        do {
+            let client = try ModbusConnection(endpoint: .tcp(host: "127.0.0.1", port: scadaPort), unitID: 1, timeout: .seconds(1))
+            defer { client.close() }
+            for run in registers { try client.writeRegisters(unit: 1, at: run.address, run.words) }
+            return "ok (\(registers.count) request(s))"
+        } catch {
+            return "refused: \(error)"
         }
     }
 
@@ -331,6 +379,10 @@ final class ScenarioRun {
         s.allowedDischargeKW = ((first["allowed_discharge_w"] as? NSNumber)?.doubleValue ?? .nan) / 1000
         if let soc = (first["soc_percent"] as? NSNumber)?.doubleValue { s.socPercent = soc }
         s.statusOK = true
+        if let g = status["grid_operator"] as? [String: Any] {
+            s.operatorCapKW = ((g["cap_w"] as? NSNumber)?.doubleValue ?? .nan) / 1000
+            s.scadaSetpointKW = (((g["scada_setpoint"] as? [String: Any])?["power_w"] as? NSNumber)?.doubleValue ?? .nan) / 1000
+        }
         s.state = first["state"] as? String ?? "-"
         s.active += first["trips"] as? [String] ?? []
         s.latched = first["latched"] as? [String] ?? []
@@ -368,12 +420,12 @@ final class ScenarioRun {
 
     func writeResults() throws(ScenarioError) {
         let base = outputDirectory + "/" + scenario.name
-        var csv = "t_s,frequency_hz,setpoint_kw,power_kw,soc_percent,bessd_setpoint_kw,allowed_charge_kw,allowed_discharge_kw,state,reverted,bessd,active,latched,grid_kw,site_power_kw,soc_spread_percent\n"
+        var csv = "t_s,frequency_hz,setpoint_kw,power_kw,soc_percent,bessd_setpoint_kw,allowed_charge_kw,allowed_discharge_kw,state,reverted,bessd,active,latched,grid_kw,site_power_kw,soc_spread_percent,operator_cap_kw,scada_setpoint_kw\n"
         for s in samples {
             csv += "\(fmt(s.t)),\(String(format: "%.4f", s.frequency)),\(fmt(s.setpointKW)),\(fmt(s.powerKW)),\(fmt(s.socPercent)),"
                 + "\(fmt(s.bessdSetpointKW)),\(fmt(s.allowedChargeKW)),\(fmt(s.allowedDischargeKW)),\(s.state),\(s.reverted ? 1 : 0),"
                 + "\(s.bessdUp ? 1 : 0),\(s.active.joined(separator: "|")),\(s.latched.joined(separator: "|")),"
-                + "\(fmt(s.gridKW)),\(fmt(s.sitePowerKW)),\(fmt(s.socSpreadPercent))\n"
+                + "\(fmt(s.gridKW)),\(fmt(s.sitePowerKW)),\(fmt(s.socSpreadPercent)),\(fmt(s.operatorCapKW)),\(fmt(s.scadaSetpointKW))\n"
         }
         guard (try? csv.write(toFile: base + ".csv", atomically: true, encoding: .utf8)) != nil else {
             throw ScenarioError("SCENARIO_IO", "cannot write \(base).csv")
@@ -446,6 +498,12 @@ final class ScenarioRun {
         }
         if unitIDs.count > 1 {
             lines += ", \\\n     '\(csv)' using 1:15 with lines lw 1.5 dt 2 lc rgb '#17becf' title 'all units (measured)'"
+        }
+        if samples.contains(where: { $0.operatorCapKW.isFinite }) {
+            lines += ", \\\n     '\(csv)' using 1:($17) with lines lw 1.5 dt 3 lc rgb '#8c564b' title 'grid operator cap'"
+        }
+        if samples.contains(where: { $0.scadaSetpointKW.isFinite }) {
+            lines += ", \\\n     '\(csv)' using 1:($18) with steps lw 1 dt 4 lc rgb '#e377c2' title 'SCADA setpoint'"
         }
         return lines
     }
