@@ -231,23 +231,34 @@ struct ScadaDaemonWriteTests {
 /// I/O module — pymodbus stands in for the module.
 @Suite("Grid operator relay contacts", .serialized)
 struct GridLimitInputTests {
-    @Test("relay contacts on a pymodbus I/O module: the lowest asserted limit caps the units at once (override 2 × 100 kW → 30 % = 60 kW) and lifts at the ramp; coils read the same; a module that stops answering raises GRID_LIMIT_INPUT_LOST and the last limit holds")
+    @Test("relay contacts on a pymodbus I/O module (discrete inputs on Modbus TCP, coils on Modbus RTU over a pty): the lowest asserted limit caps the units at once (override 2 × 100 kW → 30 % = 60 kW) and lifts at the ramp; a module that stops answering raises GRID_LIMIT_INPUT_LOST and the last limit holds")
     func relayContacts() throws {
-        for function in ["discrete_inputs", "coils"] {
+        for (function, rtu) in [("discrete_inputs", false), ("coils", true)] {
             let directory = NSTemporaryDirectory() + "bessd-relay-\(getpid())-\(function)"
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(atPath: directory) }
             let state = directory + "/inputs"
             try "0000".write(toFile: state, atomically: true, encoding: .utf8)
-            let module = try UnitsPeer(arguments: ["python3", "hil/peers/pymodbus_io_module.py", state, "120"])
+            let socat = rtu ? try ptyPair(directory, "module", "bessd") : nil
+            defer {
+                if let socat {
+                    kill(socat.processIdentifier, SIGKILL)
+                    socat.waitUntilExit()
+                }
+            }
+            if rtu { #expect(waitFor(seconds: 5) { FileManager.default.fileExists(atPath: directory + "/bessd") }) }
+            let module = try UnitsPeer(arguments: ["python3", "hil/peers/pymodbus_io_module.py", state, "--seconds", "120"]
+                                       + (rtu ? ["--rtu", directory + "/module"] : []))
             defer { module.stop() }
-            #expect(module.ready && module.port > 0)
+            #expect(module.ready && (rtu || module.port > 0))
+            let line = rtu ? "{device: \(directory)/bessd, baud: 19200, parity: none, unit_id: 1, timeout_ms: 200}"
+                : "{host: 127.0.0.1, port: \(module.port), unit_id: 1, timeout_ms: 200}"
             let yaml = daemonYAML.replacingOccurrences(of: "simulation: {frequency_profile: steady, base_hz: 49.8}", with: """
                 simulation: {frequency_profile: steady, base_hz: 50.0}
                 limits: {ramp_percent_per_s: 20, schedule_ramp_percent_per_s: 100}
                 grid_operator:
                   inputs:
-                    modbus: {host: 127.0.0.1, port: \(module.port), unit_id: 1, timeout_ms: 200}
+                    modbus: \(line)
                     function: \(function)
                     debounce_ms: 100
                     poll_ms: 100
