@@ -29,6 +29,8 @@ public struct SiteStatus: Sendable, Equatable {
     /// SCADA's `WMaxLimPct` in force and the seconds until it reverts (NaN, 0 when none).
     public var scadaLimitPercent: Double = .nan
     public var scadaLimitRemaining: Double = 0
+    /// True when SCADA's limit in force is its reversion value (it holds until written again).
+    public var scadaLimitReverted = false
     /// The relay contacts' limit, percent (NaN when no contact asserts one).
     public var inputLimitPercent: Double = .nan
     /// The cap on the units' sum in force, W (ramped; infinite when none).

@@ -305,6 +305,7 @@ public final class SiteRunner {
         status.operatorLimitPercent = controller.operatorLimitPercent(at: now) ?? .nan
         status.scadaLimitPercent = commands.limit.active(at: now) ?? .nan
         status.scadaLimitRemaining = commands.limit.active(at: now) == nil ? 0 : commands.limit.remaining(at: now)
+        status.scadaLimitReverted = commands.limit.reverted && commands.limit.active(at: now) != nil
         status.inputLimitPercent = controller.inputLimitPercent ?? .nan
         status.operatorCap = d.operatorCap
         status.operatorLimited = d.operatorLimited

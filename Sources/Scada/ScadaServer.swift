@@ -301,9 +301,28 @@ public final class ScadaServer: @unchecked Sendable {
         refuse(query, 6, peer: peer, address: address, reason: "the commands changed under eight attempts in a row")
     }
 
+    /// Refreshes that changed nothing, per peer host and point: logged once a minute with how many
+    /// there were (a plant controller refreshing its setpoint every second must not flood the journal;
+    /// every write is still counted in /metrics).
+    private var quietRefreshes: [String: (logged: MonotonicInstant, count: Int)] = [:]
+
     /// One journal line per point written: peer, point, old → new, and when the command reverts.
+    /// A write of the value a point already holds is logged once a minute per peer and point.
     private func report(_ write: ScadaWrite, peer: String, now: MonotonicInstant) {
         for change in write.changes {
+            let key = "\(peer.split(separator: ":").first ?? "")|\(change.point)"
+            var repeats = 0
+            if change.old == change.new {
+                if let quiet = quietRefreshes[key], now.seconds(since: quiet.logged) < 60 {
+                    quietRefreshes[key] = (quiet.logged, quiet.count + 1)
+                    continue
+                }
+                repeats = quietRefreshes[key]?.count ?? 0
+                quietRefreshes[key] = (now, 0)
+            } else {
+                repeats = quietRefreshes[key]?.count ?? 0
+                quietRefreshes[key] = (now, 0)
+            }
             let isLimit = change.point.hasPrefix("WMaxLimPct")
             let command = isLimit ? write.commands.limit : write.commands.setpoint
             let hold = command.remaining(at: now)
@@ -314,9 +333,10 @@ public final class ScadaServer: @unchecked Sendable {
                 : "disabled"
             log("SCADA_WRITE",
                 "SCADA write from \(peer): \(change.point) \(Self.number(change.old)) → \(Self.number(change.new))\(unit); "
-                    + "\(isLimit ? "the grid operator limit" : "the site setpoint") reverts in \(Self.number(hold)) s without a refresh (to \(revertTo))",
+                    + "\(isLimit ? "the grid operator limit" : "the site setpoint") reverts in \(Self.number(hold)) s without a refresh (to \(revertTo))"
+                    + (repeats > 0 ? " (\(repeats) unchanged refreshes before this not logged)" : ""),
                 ["BESS_PEER": peer, "BESS_POINT": change.point, "BESS_OLD": Self.number(change.old), "BESS_NEW": Self.number(change.new),
-                 "BESS_EXPIRES_S": Self.number(hold)])
+                 "BESS_EXPIRES_S": Self.number(hold)].merging(repeats > 0 ? ["BESS_SUPPRESSED": "\(repeats)"] : [:]) { a, _ in a })
         }
     }
 

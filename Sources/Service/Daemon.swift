@@ -787,7 +787,8 @@ public final class Daemon {
             "limit_percent": value(site.operatorLimitPercent),
             "cap_w": value(site.operatorCap), "limiting": site.operatorLimited,
             "scada_limit": site.scadaLimitPercent.isFinite
-                ? ["percent": site.scadaLimitPercent, "remaining_s": site.scadaLimitRemaining] as [String: Any] : NSNull(),
+                ? ["percent": site.scadaLimitPercent, "remaining_s": site.scadaLimitRemaining, "reverted": site.scadaLimitReverted]
+                    as [String: Any] : NSNull(),
             "input_limit_percent": value(site.inputLimitPercent),
             "scada_setpoint": site.scadaSetpoint.isFinite
                 ? ["power_w": site.scadaSetpoint, "remaining_s": site.scadaSetpointRemaining] as [String: Any] : NSNull(),

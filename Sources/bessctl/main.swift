@@ -155,7 +155,9 @@ extension Status {
             let scada = g["scada_limit"] as? [String: Any]
             var sources: [String] = []
             if let scada {
-                sources.append("SCADA \(number(scada["percent"], digits: 0)) %, reverts in \(number(scada["remaining_s"], digits: 0)) s")
+                sources.append(scada["reverted"] as? Bool == true
+                    ? "SCADA reversion value \(number(scada["percent"], digits: 0)) %, holds until written"
+                    : "SCADA \(number(scada["percent"], digits: 0)) %, reverts in \(number(scada["remaining_s"], digits: 0)) s")
             }
             if let input = g["input_limit_percent"] as? NSNumber { sources.append("relay inputs \(number(input, digits: 0)) %") }
             lines.append("grid operator limit \(number(percent, digits: 0)) % (\(sources.joined(separator: "; "))) → cap "
