@@ -100,63 +100,48 @@ extension ScadaImage {
             func bad(_ why: String) -> Result<ScadaWrite, ScadaWriteRefusal> {
                 .failure(.init(exception: 3, reason: "\(point.name) = \(value) refused: \(why)"))
             }
-            func flag() -> Bool? { value == 0 ? false : value == 1 ? true : nil }
+            // WMaxLimPct… or WSet…, and the point's role within its command.
+            let isLimit = point.name.hasPrefix("WMaxLimPct")
+            let role = point.name.dropFirst(isLimit ? "WMaxLimPct".count : "WSet".count)
+            let was = isLimit ? before.limit : before.setpoint
+            var command = isLimit ? next.limit : next.setpoint
             var new = Double(value)
             var old = 0.0
-            switch point.name {
-            case T.M704.WMaxLimPctEna.name:
-                guard let on = flag() else { return bad("0 (disabled) or 1 (enabled)") }
-                old = before.limit.enabled ? 1 : 0
-                next.limit.enabled = on
-            case T.M704.WMaxLimPct.name:
-                guard value <= 100 else { return bad("a percent from 0 to 100") }
-                old = before.limit.value
-                next.limit.value = new
-            case T.M704.WMaxLimPctRvrt.name:
-                guard value <= 100 else { return bad("a percent from 0 to 100") }
-                old = before.limit.revertValue
-                next.limit.revertValue = new
-            case T.M704.WMaxLimPctEnaRvrt.name:
-                guard let on = flag() else { return bad("0 (disabled) or 1 (enabled)") }
-                old = before.limit.revertEnabled ? 1 : 0
-                next.limit.revertEnabled = on
-            case T.M704.WMaxLimPctRvrtTms.name:
+            switch role {
+            case "Ena", "EnaRvrt":
+                guard value == 0 || value == 1 else { return bad("0 (disabled) or 1 (enabled)") }
+                let field: WritableKeyPath<ExpiringCommand, Bool> = role == "Ena" ? \.enabled : \.revertEnabled
+                old = was[keyPath: field] ? 1 : 0
+                command[keyPath: field] = value == 1
+            case "", "Rvrt":
+                if isLimit {
+                    guard value <= 100 else { return bad("a percent from 0 to 100") }
+                } else {
+                    new = Double(value) * wScale
+                    guard abs(new) <= rated else { return bad("beyond the site's rating of ±\(Int(rated)) W") }
+                }
+                let field: WritableKeyPath<ExpiringCommand, Double> = role.isEmpty ? \.value : \.revertValue
+                old = was[keyPath: field]
+                command[keyPath: field] = new
+            case "RvrtTms":
                 guard Double(value) <= current.maxHoldSeconds else {
                     return bad("at most scada.max_hold_s = \(Int(current.maxHoldSeconds)) s (0 = max_hold_s)")
                 }
-                old = Double(before.limit.timeoutSeconds)
-                next.limit.timeoutSeconds = UInt32(value)
-            case T.M704.WSetEna.name:
-                guard let on = flag() else { return bad("0 (disabled) or 1 (enabled)") }
-                old = before.setpoint.enabled ? 1 : 0
-                next.setpoint.enabled = on
-            case T.M704.WSetMod.name:
+                old = Double(was.timeoutSeconds)
+                command.timeoutSeconds = UInt32(value)
+            case "Mod":
                 guard value == 1 else { return bad("1 (WATTS) is the only mode served; WSetPct is not") }
                 old = 1
-            case T.M704.WSet.name, T.M704.WSetRvrt.name:
-                new = Double(value) * wScale
-                guard abs(new) <= rated else { return bad("beyond the site's rating of ±\(Int(rated)) W") }
-                if point.name == T.M704.WSet.name {
-                    old = before.setpoint.value
-                    next.setpoint.value = new
-                } else {
-                    old = before.setpoint.revertValue
-                    next.setpoint.revertValue = new
-                }
-            case T.M704.WSetEnaRvrt.name:
-                guard let on = flag() else { return bad("0 (disabled) or 1 (enabled)") }
-                old = before.setpoint.revertEnabled ? 1 : 0
-                next.setpoint.revertEnabled = on
-            case T.M704.WSetRvrtTms.name:
-                guard Double(value) <= current.maxHoldSeconds else {
-                    return bad("at most scada.max_hold_s = \(Int(current.maxHoldSeconds)) s (0 = max_hold_s)")
-                }
-                old = Double(before.setpoint.timeoutSeconds)
-                next.setpoint.timeoutSeconds = UInt32(value)
             default:
                 return .failure(.init(exception: 2, reason: "\(point.name) is not writable"))
             }
-            if point.name.hasPrefix("WMaxLimPct") { limitWritten = true } else { setpointWritten = true }
+            if isLimit {
+                next.limit = command
+                limitWritten = true
+            } else {
+                next.setpoint = command
+                setpointWritten = true
+            }
             changes.append(.init(point: point.name, old: old, new: new))
         }
         // A write to a command's points refreshes it: its reversion time starts again.
