@@ -195,7 +195,7 @@ public enum ConfigLoader {
         let debounce = i.int("debounce_ms", default: 100, range: 0...10_000, unit: "milliseconds")!
         let poll = i.int("poll_ms", default: 200, range: 20...5_000, unit: "milliseconds")!
         let lost = i.double("lost_after_s", default: 3, range: 0.1...60, unit: "seconds")!
-        var contacts: [GridLimitInputsConfiguration.Contact] = []
+        var contacts: [RelayContacts.Contact] = []
         if let list = i.sequence("contacts") {
             if list.isEmpty || list.count > 4 {
                 r.error(i.mark("contacts"), i.child("contacts"), "lists one to four relay contacts", got: "\(list.count)")

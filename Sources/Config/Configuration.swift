@@ -415,10 +415,6 @@ public struct RealtimeSettings: Sendable, Equatable {
 /// through a Modbus I/O module: each contact asks for a percent limit while asserted.
 public struct GridLimitInputsConfiguration: Sendable, Equatable {
     public enum Function: String, Sendable { case discreteInputs = "discrete_inputs", coils }
-    public struct Contact: Sendable, Equatable {
-        public var input: Int
-        public var limitPercent: Double
-    }
     public var modbus: ModbusSettings
     /// Discrete inputs (function 02) or coils (function 01).
     public var function: Function
@@ -428,7 +424,8 @@ public struct GridLimitInputsConfiguration: Sendable, Equatable {
     public var pollMs: Int
     /// No answer for this long raises GRID_LIMIT_INPUT_LOST (the last limit holds).
     public var lostAfterSeconds: Double
-    public var contacts: [Contact]
+    /// Each contact's input address and the limit it asks for while asserted.
+    public var contacts: [RelayContacts.Contact]
 }
 
 /// `scada:` — the whole site served as a SunSpec device for plant SCADA, the site EMS and the grid

@@ -36,8 +36,7 @@ public final class GridLimitInputReader: @unchecked Sendable {
 
     /// The contacts' state as configured, before any reading.
     public var initialContacts: RelayContacts {
-        RelayContacts(contacts: settings.contacts.map { .init(input: $0.input, limitPercent: $0.limitPercent) },
-                      activeHigh: settings.activeHigh, debounce: .milliseconds(settings.debounceMs))
+        RelayContacts(contacts: settings.contacts, activeHigh: settings.activeHigh, debounce: .milliseconds(settings.debounceMs))
     }
 
     /// Publishes the most restrictive limit and starts reading.
