@@ -34,6 +34,19 @@ public final class Wakeup: @unchecked Sendable {
         }
     }
 
+    /// Waits for a signal until the monotonic deadline `ns` to the nanosecond (`ppoll`, no rounding
+    /// to milliseconds), without consuming it. Returns true when signalled.
+    @discardableResult
+    public func waitPrecisely(until ns: Int64) -> Bool {
+        while true {
+            let remaining = ns - SystemClock.monotonicNanoseconds()
+            if remaining <= 0 { return false }
+            let n = bessd_wait_readable(fd, remaining)
+            if n > 0 { return true }
+            if n == 0 { return false }
+        }
+    }
+
     /// Consumes pending signals; true when there was one.
     @discardableResult
     public func drain() -> Bool {

@@ -3,4 +3,17 @@
 #ifndef BESSD_CLINUX_SHIM_H
 #define BESSD_CLINUX_SHIM_H
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
+
+extern long syscall(long number, ...);
+
+/* Waits until `fd` is readable or `timeout_ns` has passed: ppoll(2) on one descriptor with the
+   thread's signal mask unchanged, through the system call itself (the C library declares ppoll only
+   under _GNU_SOURCE, and its header would bring pollfd and timespec into this module). Returns
+   > 0 when readable, 0 at the timeout, -1 with errno (EINTR) otherwise. */
+static inline int bessd_wait_readable(int fd, long long timeout_ns) {
+    struct { int fd; short events; short revents; } p = { fd, 0x001 /* POLLIN */, 0 };
+    struct { long tv_sec; long tv_nsec; } t = { (long)(timeout_ns / 1000000000LL), (long)(timeout_ns % 1000000000LL) };
+    return (int)syscall(SYS_ppoll, &p, 1UL, &t, (void *)0, 0UL);
+}
 #endif

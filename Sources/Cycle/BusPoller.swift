@@ -21,20 +21,31 @@ public final class BusPoller: @unchecked Sendable {
     let endpoints: [InverterWorker]
     let phase: CyclePhase
     let priority: Int?
+    /// True when this poller reads every real device of the site each cycle: it then tells the
+    /// cycle the moment all readings for it are in, and the cycle starts then (`CyclePhase`).
+    let startsCycles: Bool
     let log: @Sendable (String) -> Void
     private let worker = WorkerThread()
     /// The cycle's hand-over of setpoints, and workers' hand-overs of endpoints.
     private let kicked = Wakeup()
     private let adopted = Wakeup()
+    // The poller thread's own state.
+    /// True from a round's reads to its writes: endpoints are not handed back meanwhile.
+    private var holdReleases = false
+    /// Which endpoints have read in the current round.
+    private var readThisRound: [Bool] = []
 
     /// True while the poller's thread runs its loop (the watchdog checks it).
     public var isAlive: Bool { worker.isAlive }
 
-    init(endpoints: [InverterWorker], phase: CyclePhase, priority: Int?, log: @escaping @Sendable (String) -> Void) {
+    init(endpoints: [InverterWorker], phase: CyclePhase, priority: Int?, startsCycles: Bool = false,
+         log: @escaping @Sendable (String) -> Void) {
         self.endpoints = endpoints
         self.phase = phase
         self.priority = priority
+        self.startsCycles = startsCycles
         self.log = log
+        if startsCycles { phase.enableStartOnReadings() }
         for endpoint in endpoints { endpoint.poller = self }
     }
 
@@ -73,6 +84,7 @@ public final class BusPoller: @unchecked Sendable {
             }
         }
         var lanes = [Lane](repeating: Lane(), count: endpoints.count)
+        readThisRound = [Bool](repeating: false, count: endpoints.count)
         var lead = ReadLead()
         var lastKick = now()
         while worker.isRunning {
@@ -88,31 +100,51 @@ public final class BusPoller: @unchecked Sendable {
                 serve(&lanes, until: deadline) { lanes in lanes.contains(where: \.active) }
                 continue
             }
-            var readAt = deadline - lead.nanoseconds(period: period)
+            // Every endpoint with the poller: the cycle will start on this round's readings, so a
+            // longer lead costs no latency and leaves a slow round time to land.
+            let wholeSite = startsCycles && lanes.allSatisfy(\.active)
+            var readAt = deadline - lead.nanoseconds(period: period, startsOnReadings: wholeSite)
             if readAt < now() - period / 2 { readAt = now() }
             // Until the reads: hand-overs in both directions, and the answers of endpoints with more
             // requests queued. The answer to an endpoint's last write is taken when the reads start,
             // not as it arrives: one wake-up less per endpoint and cycle.
             serve(&lanes, until: readAt, lastAnswersLater: true)
+            // From the reads to the writes, an endpoint whose worker wants it back (the minute's
+            // refresh) stays: it goes back after the writes, between rounds, and misses no reading.
+            holdReleases = true
             for i in lanes.indices where lanes[i].pending != nil { answer(&lanes, i) }
             if kicked.drain() { lastKick = now() }  // a hand-over meant for an earlier cycle
             manage(&lanes)
             var reading = false
-            for i in lanes.indices where lanes[i].active && lanes[i].idle {
-                lanes[i].queue = endpoints[i].devices.indices.compactMap { d in
-                    endpoints[i].pollRequest(d).map { Job.read(device: d, address: $0.address, count: $0.count) }
-                }
-                lanes[i].next = 0
-                start(&lanes, i)
-                reading = true
-            }
-            // The reads: until every endpoint has answered (or failed), or the cycle hands over.
+            for i in lanes.indices { readThisRound[i] = false }
             var handedOver = false
-            serve(&lanes, until: deadline + period / 2, watchKick: true) { lanes in
-                if kicked.drain() { handedOver = true }
-                return handedOver || lanes.allSatisfy { !$0.active || !$0.isReading }
+            while true {
+                // Every endpoint ready to read (and one handed over while the others read) reads now.
+                var started = false
+                for i in lanes.indices where lanes[i].active && lanes[i].idle && !readThisRound[i] {
+                    lanes[i].queue = endpoints[i].devices.indices.compactMap { d in
+                        endpoints[i].pollRequest(d).map { Job.read(device: d, address: $0.address, count: $0.count) }
+                    }
+                    lanes[i].next = 0
+                    start(&lanes, i)
+                    readThisRound[i] = true
+                    reading = true
+                    started = true
+                }
+                if !started && reading { break }
+                // The reads: until every endpoint has answered (or failed), or the cycle hands over.
+                serve(&lanes, until: deadline + period / 2, watchKick: true) { lanes in
+                    if kicked.drain() { handedOver = true }
+                    return handedOver || lanes.allSatisfy { !$0.active || !$0.isReading }
+                }
+                if handedOver || !reading { break }
             }
             if reading { lead.record(readAt: readAt, done: now()) }
+            // Every endpoint read this round and none failed: the cycle may start now.
+            if startsCycles, !handedOver, readThisRound.allSatisfy({ $0 }), lanes.allSatisfy(\.active) {
+                let current = now()
+                if current < deadline { phase.readingsIn(for: deadline, at: current) }
+            }
             if !handedOver {
                 serve(&lanes, until: max(deadline, now()) + period / 2, watchKick: true) { _ in
                     if kicked.drain() { handedOver = true }
@@ -143,8 +175,12 @@ public final class BusPoller: @unchecked Sendable {
                 lanes[i].queue += jobs
                 if lanes[i].pending == nil { start(&lanes, i) }
             }
-            // Sleep at least to this cycle's deadline, so the next round reads for the next cycle.
-            if now() < deadline { serve(&lanes, until: deadline) }
+            holdReleases = false
+            // Sleep at least to this cycle's deadline, so the next round reads for the next cycle —
+            // unless the cycle handed over: it published its next deadline before it ran, so the
+            // next round can be planned now (one timer less per cycle when it started on its readings).
+            // The last writes' answers wait for the next reads: one wake-up per round, not one per endpoint.
+            if !handedOver, now() < deadline { serve(&lanes, until: deadline, lastAnswersLater: true) }
         }
         // Hand every endpoint back, taken up or not yet; a request in flight is the worker's to settle.
         for i in lanes.indices where lanes[i].active || endpoints[i].handedOver.load(ordering: .acquiring) {
@@ -159,7 +195,7 @@ public final class BusPoller: @unchecked Sendable {
                 lanes[i] = Lane()
                 lanes[i].active = true
             }
-            if lanes[i].active, lanes[i].idle, endpoints[i].wantsBack.load(ordering: .relaxed) {
+            if lanes[i].active, lanes[i].idle, !holdReleases, endpoints[i].wantsBack.load(ordering: .relaxed) {
                 release(&lanes, i, failure: nil)
             }
         }
@@ -225,7 +261,9 @@ public final class BusPoller: @unchecked Sendable {
                     continue
                 }
                 wakeAt = min(wakeAt, pending.exchange.deadline)
-                if lastAnswersLater, lanes[i].next >= lanes[i].queue.count { continue }
+                // An endpoint whose worker wants it back has its last answer taken as it comes, so it
+                // goes back (and returns) between rounds rather than at the next reads.
+                if lastAnswersLater, lanes[i].next >= lanes[i].queue.count, !endpoints[i].wantsBack.load(ordering: .relaxed) { continue }
                 fds[n] = pollfd(fd: connection.socket, events: Int16(POLLIN), revents: 0)
                 owners[n] = i
                 n += 1

@@ -6,7 +6,8 @@ import Glibc
 import Synchronization
 
 /// The control cycle on a dedicated thread, on absolute deadlines (`clock_nanosleep`,
-/// `CLOCK_MONOTONIC`, `TIMER_ABSTIME`). Each period: take operator requests, snapshot → assess →
+/// `CLOCK_MONOTONIC`, `TIMER_ABSTIME`; or `ppoll` on the poller's hand-over, timed out at the deadline,
+/// when the cycle starts as soon as its readings are in: `CyclePhase.wait`). Each period: take operator requests, snapshot → assess →
 /// control → command → account (SiteRunner.step), publish status and events, beat the heart. It
 /// never waits on I/O, never logs, and allocates nothing in a steady state.
 public final class CycleThread: @unchecked Sendable {
@@ -50,10 +51,12 @@ public final class CycleThread: @unchecked Sendable {
         var deadline = MonotonicClock.now().nanoseconds + periodNanoseconds
         runner.phase.publish(nextDeadline: deadline)
         while worker.isRunning {
-            MonotonicClock.sleep(until: MonotonicInstant(nanoseconds: deadline))
+            // The deadline, or earlier when the bus poller has every reading for this cycle.
+            let due = runner.phase.wait(until: deadline)
             let now = MonotonicClock.now()
-            let lateness = now.nanoseconds - deadline
-            if lateness > periodNanoseconds {
+            let lateness = now.nanoseconds - due.dueAt
+            if due.onReadings { body.startedOnReadings &+= 1 }
+            if now.nanoseconds - deadline > periodNanoseconds {
                 // Missed at least one deadline: count it and re-phase rather than burst.
                 body.overruns &+= 1
                 deadline = now.nanoseconds - now.nanoseconds % periodNanoseconds
@@ -92,6 +95,8 @@ public final class CycleBody {
     var commandsTaken: UInt64 = 0
     public private(set) var cycles: UInt64 = 0
     public internal(set) var overruns: UInt64 = 0
+    /// Cycles started before their deadline because every reading for them was in.
+    public internal(set) var startedOnReadings: UInt64 = 0
 
     public init(runner: SiteRunner, shared: SharedState, realtime: Bool = false) {
         self.runner = runner
@@ -172,6 +177,7 @@ public final class CycleBody {
             c.stats.cycles = cycles
             c.stats.overruns = overruns
             c.stats.lateReadings = runner.lateReadings
+            c.stats.startedOnReadings = startedOnReadings
             c.stats.lastLatenessMicroseconds = lateness / 1000
             c.stats.histogram.copy(from: histogram)
             c.stats.frequency = runner.controller.site.frequency?.value ?? .nan

@@ -200,8 +200,11 @@ public final class InverterWorker: @unchecked Sendable {
     ///     each cycle and writes the cycle's setpoints the moment the cycle hands them over, so a
     ///     change at the inverter reaches its wire within one period plus the bus time. Without it
     ///     (tests driving the runner by hand), it polls on its own period.
+    /// - Parameter staticsEvery: how often static values are re-read (a minute; tests shorten it).
     public init(endpoint: ModbusEndpoint, devices: [Device], period: Duration, timeout: Duration, revertSeconds: Int,
-                phase: CyclePhase? = nil, priority: Int? = nil, log: @escaping @Sendable (String) -> Void) {
+                phase: CyclePhase? = nil, priority: Int? = nil, staticsEvery: Duration = .seconds(60),
+                log: @escaping @Sendable (String) -> Void) {
+        self.staticsEvery = staticsEvery.nanosecondsClamped
         self.endpoint = endpoint
         self.devices = devices
         self.period = period
@@ -307,6 +310,17 @@ public final class InverterWorker: @unchecked Sendable {
                 pollerFailure = nil
                 failed(failure.index, failure.error, &states, &link)
                 lastKick = now()
+            } else if let poller, wantsBack.load(ordering: .relaxed) {
+                // Handed back for the minute's refresh of static values, right after the cycle's
+                // writes: refresh now, between rounds, and hand the endpoint over again before the
+                // next reads start, so the refresh never delays a cycle's reading.
+                refreshStatics(&states, &link)
+                wantsBack.store(false, ordering: .relaxed)
+                if canHandOver() {
+                    handedOver.store(true, ordering: .releasing)
+                    poller.adopt()
+                    continue
+                }
             }
             let cycleDeadline = phase?.nextDeadline ?? 0
             if cycleDeadline > 0 {
@@ -365,7 +379,7 @@ public final class InverterWorker: @unchecked Sendable {
     /// Waits while the poller drives the endpoint: until it hands back, or asks it to when the
     /// minute's refresh of static values comes due.
     private func awaitHandback() {
-        let due = (states.lazy.map(\.staticsAt).min() ?? 0) + Self.staticsEveryNanoseconds
+        let due = (states.lazy.map(\.staticsAt).min() ?? 0) + staticsEvery
         if now() >= due, !wantsBack.load(ordering: .relaxed) {
             wantsBack.store(true, ordering: .relaxed)
             poller?.adopt()
@@ -382,7 +396,7 @@ public final class InverterWorker: @unchecked Sendable {
         return states.allSatisfy { state in
             guard let inverter = state.inverter, inverter.pollRequest != nil else { return false }
             return !state.valueFault && state.backoffUntil <= current && state.lastWritten != nil
-                && current - state.staticsAt < Self.staticsEveryNanoseconds
+                && current - state.staticsAt < staticsEvery
         }
     }
 
@@ -477,6 +491,23 @@ public final class InverterWorker: @unchecked Sendable {
         }
     }
 
+    /// Re-reads the static values (nameplate, settings, scale factors) of every discovered device
+    /// whose minute is up.
+    private func refreshStatics(_ states: inout [DeviceState], _ link: inout Link) {
+        for index in devices.indices {
+            guard states[index].inverter != nil, now() - states[index].staticsAt >= staticsEvery,
+                  let connection = connection(&link, &states) else { continue }
+            var unit = connection.unit(devices[index].unitID)
+            do throws(SunSpecError) {
+                states[index].inverter = try states[index].inverter!.refreshed(&unit)
+                states[index].staticsAt = now()
+                refreshes.add(1, ordering: .relaxed)
+            } catch {
+                failed(index, error, &states, &link)
+            }
+        }
+    }
+
     /// Connects and discovers when needed, then reads the inverter and publishes the reading.
     private func read(_ index: Int, _ states: inout [DeviceState], _ link: inout Link) {
         let device = devices[index]
@@ -505,11 +536,12 @@ public final class InverterWorker: @unchecked Sendable {
                         + "command via \(sunspec.commandPath.rawValue)")
                 }
                 states[index].staticsAt = now()
-            } else if now() - states[index].staticsAt >= Self.staticsEveryNanoseconds {
+            } else if now() - states[index].staticsAt >= staticsEvery {
                 // Nameplate, settings and scale factors change rarely: re-read them once a minute,
                 // not every cycle.
                 states[index].inverter = try states[index].inverter!.refreshed(&unit)
                 states[index].staticsAt = now()
+                refreshes.add(1, ordering: .relaxed)
             }
             let reading = try states[index].inverter!.readStatus(&unit)
             device.slot.publish(Timestamped(reading, at: MonotonicInstant(nanoseconds: now())), roundTrip: connection.lastRoundTrip)
@@ -524,8 +556,10 @@ public final class InverterWorker: @unchecked Sendable {
         }
     }
 
-    /// How often the static values of a discovered inverter are re-read.
-    public static let staticsEveryNanoseconds: Int64 = 60_000_000_000
+    /// How often the static values of a discovered inverter are re-read (ns; a minute in bessd).
+    let staticsEvery: Int64
+    /// Refreshes of static values made so far (one per device and minute).
+    let refreshes = Atomic<Int>(0)
 
     /// How long without a hand-over from a running cycle before the worker commands zero.
     public static let stallAfterNanoseconds: Int64 = 1_000_000_000
@@ -621,37 +655,4 @@ public final class InverterWorker: @unchecked Sendable {
     }
 
     private func now() -> Int64 { MonotonicClock.now().nanoseconds }
-}
-
-/// How long before the cycle's deadline a worker starts its reads, so the reading lands before the
-/// cycle wakes: twice the worst recent time from the planned start to the last reply (the thread's
-/// own wake-up lateness and the device's answer time, which on a loaded machine is most of it), plus
-/// 0.5 ms; at least 1 ms and 5 % of the period (at 100 ms, 5 ms: a 10,000-cycle run with a 1 ms
-/// floor ran 13 of 80,000 unit-cycles on the previous reading), at most half a period. One slow round widens the lead at once; the worst
-/// decays by 1/256 a round (about 2.5 s at 10 ms), so spikes seen recently stay covered.
-struct ReadLead {
-    private(set) var worst: Int64 = 1_000_000
-
-    mutating func record(readAt: Int64, done: Int64) {
-        let took = max(0, done - readAt)
-        worst = took > worst ? took : worst - (worst - took) / 256
-    }
-
-    func nanoseconds(period: Int64) -> Int64 {
-        min(max(1_000_000, period / 20, 2 * worst + 500_000), period / 2)
-    }
-}
-
-/// The control cycle's schedule as the bus workers see it: the deadline of the next cycle.
-public final class CyclePhase: Sendable {
-    private let deadline = Atomic<Int64>(0)
-    public let periodNanoseconds: Int64
-
-    public init(periodNanoseconds: Int64) { self.periodNanoseconds = periodNanoseconds }
-
-    /// The monotonic deadline (ns) of the next cycle; 0 while no cycle thread runs.
-    public var nextDeadline: Int64 { deadline.load(ordering: .acquiring) }
-
-    /// Published by the cycle before it sleeps (0 when it stops).
-    public func publish(nextDeadline: Int64) { deadline.store(nextDeadline, ordering: .releasing) }
 }

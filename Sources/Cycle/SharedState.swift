@@ -87,6 +87,8 @@ public struct CycleStatistics: Sendable, Equatable {
     public var overruns: UInt64 = 0
     /// Unit-cycles that ran on a reading taken for an earlier cycle (the worker's read landed late).
     public var lateReadings: UInt64 = 0
+    /// Cycles the poller's readings started before their deadline.
+    public var startedOnReadings: UInt64 = 0
     public var lastLatenessMicroseconds: Int64 = 0
     public var histogram = LatencyHistogram()
     public var frequency: Double = .nan
@@ -203,6 +205,7 @@ public final class SharedState: Sendable {
             out.cycles = c.stats.cycles
             out.overruns = c.stats.overruns
             out.lateReadings = c.stats.lateReadings
+            out.startedOnReadings = c.stats.startedOnReadings
             out.lastLatenessMicroseconds = c.stats.lastLatenessMicroseconds
             out.frequency = c.stats.frequency
             out.realtime = c.stats.realtime

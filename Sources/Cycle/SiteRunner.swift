@@ -74,7 +74,10 @@ public final class HardwareSite: SiteIO {
         workers = Self.makeWorkers(configuration, slots: inverterSlots, meter: meterSlot, phase: phase, output: output)
         let tcp = workers.filter { if case .tcp = $0.endpoint { true } else { false } }
         let pollerLog = UncheckedOutput(output)
-        poller = tcp.isEmpty ? nil : BusPoller(endpoints: tcp, phase: phase, priority: configuration.realtime.map { max(1, $0.priority - 1) }) {
+        // When the poller reads every real Modbus device (no serial line), the cycle starts as
+        // soon as its readings are in; otherwise it keeps its deadline.
+        poller = tcp.isEmpty ? nil : BusPoller(endpoints: tcp, phase: phase, priority: configuration.realtime.map { max(1, $0.priority - 1) },
+                                               startsCycles: tcp.count == workers.count) {
             pollerLog.write($0)
         }
         bmsSlots = configuration.units.map { configuration.isSimulated(bmsOf: $0) ? nil : BMSSlot() }

@@ -34,6 +34,8 @@ public final class Daemon {
     /// The grid operator's relay contacts (`grid_operator.inputs`), on their own thread.
     var gridInputs: GridLimitInputReader?
     var watchdog: Watchdog?
+    /// What `run` started, stopped in reverse order.
+    let services = ServiceGroup()
     public let logger: Logger
     let say: (String) -> Void
     let started: MonotonicInstant
@@ -47,6 +49,8 @@ public final class Daemon {
         var configuration: BessdConfiguration
         /// Interlock actions logged since start, per code.
         var tripCounts: [String: Int] = [:]
+        /// The spool's refusal while it lasts (SPOOL_FULL, SPOOL_IO…), for /metrics.
+        var spoolProblem: String?
     }
     let guarded: PILock<Guarded>
     /// Delivers the spool to the aggregator.
@@ -128,32 +132,56 @@ public final class Daemon {
         defer { if realtimeFD >= 0 { close(realtimeFD) } }
         for notice in configuration.notices { logger.notice("\(notice)") }
 
-        runner.startWorkers()
-        // Ready once every device has answered or failed at least once (at most 5 s).
-        let probeEnd = MonotonicClock.now() + .seconds(5)
-        while !runner.devicesProbed, MonotonicClock.now() < probeEnd, !stopRequested.load(ordering: .relaxed) {
-            usleep(20_000)
+        // Started in this order, stopped in the reverse: the uplink flushes last, after the workers
+        // wrote zero and the latches and events of the stop are persisted and logged (ServiceGroup).
+        if let sender {
+            do throws(SpoolError) {
+                try services.add("uplink", start: { () throws(SpoolError) in try sender.start() }, stop: { [spool] in
+                    spool?.sync()
+                    sender.stop()
+                })
+            } catch {
+                logger.error("uplink sender not started: \(error)", metadata: ["BESS_CODE": "\(error.code)"])
+            }
         }
-        cycle.start()
-        startServer(configuration)
-        startScada(configuration)
+        services.add("journal", stop: { [unowned self] in
+            persistLatches()
+            logEvents(now: MonotonicClock.now())
+        })
+        services.add("bus workers", start: {
+            runner.startWorkers()
+            // Ready once every device has answered or failed at least once (at most 5 s).
+            let probeEnd = MonotonicClock.now() + .seconds(5)
+            while !runner.devicesProbed, MonotonicClock.now() < probeEnd, !stopRequested.load(ordering: .relaxed) {
+                usleep(20_000)
+            }
+        }, stop: { [runner] in runner.commandSafeSetpoints() })
+        // A reload replaces the cycle thread: stop whichever runs then.
+        services.add("cycle", start: { cycle.start() }, stop: { [unowned self] in cycle.stop() })
+        services.add("operator server", start: { startServer(configuration) }, stop: { [unowned self] in
+            server?.stop()
+            server = nil
+        })
+        if configuration.scada != nil {
+            services.add("SCADA", start: { startScada(configuration) }, stop: { [unowned self] in
+                scada?.stop()
+                scada = nil
+                scadaSerial?.stop()
+                scadaSerial = nil
+            })
+        }
         if let inputs = configuration.gridLimitInputs {
             let logger = self.logger
             let reader = GridLimitInputReader(settings: inputs, shared: shared) { code, message, error in
                 let metadata: Logger.Metadata = ["BESS_CODE": "\(code)", "MESSAGE_ID": "\(MessageID.scadaWrite)", "BESS_UNIT": "site"]
                 if error { logger.error("\(message)", metadata: metadata) } else { logger.notice("\(message)", metadata: metadata) }
             }
-            reader.start()
+            services.add("relay contacts", start: { reader.start() }, stop: { reader.stop() })
             gridInputs = reader
             let line = "grid operator relay contacts read from \(inputs.modbus.endpoint) unit \(inputs.modbus.unitID) every \(inputs.pollMs) ms; "
                 + "until they are read the lowest limit applies (\(GridLimitInputReader.describe(reader.initialContacts)))"
             logger.notice("\(line)",
                           metadata: ["BESS_CODE": "GRID_LIMIT_INPUT", "MESSAGE_ID": "\(MessageID.scadaWrite)"])
-        }
-        if let sender {
-            do { try sender.start() } catch {
-                logger.error("uplink sender not started: \(error)", metadata: ["BESS_CODE": "\(error.code)"])
-            }
         }
         // The first cycles publish before READY, so status and the watchdog see a running cycle.
         let firstCycles = MonotonicClock.now() + .seconds(2)
@@ -181,7 +209,7 @@ public final class Daemon {
                     return stats.lastLatenessMicroseconds <= Int64(stats.periodMs) * 1000
                 },
                 workersAlive: workersAlive))
-            dog.start()
+            services.add("watchdog", start: { dog.start() }, stop: { dog.stop() })
             watchdog = dog
         }
         var nextStatus = MonotonicClock.now()
@@ -203,6 +231,7 @@ public final class Daemon {
                         logger.notice("uplink spool writing again", metadata: ["BESS_CODE": "SPOOL_RECOVERED"])
                     }
                     uplinkProblem = problem
+                    guarded.withLock { $0.spoolProblem = problem }
                 }
             }
             if reloadRequested.exchange(false, ordering: .relaxed) { reload() }
@@ -219,28 +248,17 @@ public final class Daemon {
             if let end, now >= end { break }
         }
 
-        // Stop: no more watchdog or operator answers; the cycle stops; zero with the revert armed
-        // reaches every inverter and the workers stop; then the uplink flushes what it has.
+        // Stop, in the reverse of the start: watchdog → relay contacts, SCADA, operator server → the
+        // cycle stops → zero with the revert armed reaches every inverter and the workers stop →
+        // latches and events persisted and logged → the uplink flushes what it has.
         SystemdNotify.send("STOPPING=1")
-        watchdog?.stop()
-        server?.stop()
-        server = nil
-        scada?.stop()
-        scada = nil
-        scadaSerial?.stop()
-        scadaSerial = nil
-        gridInputs?.stop()
+        services.stopAll()
+        watchdog = nil
         gridInputs = nil
-        cycle.stop()
-        runner.commandSafeSetpoints()
-        persistLatches()
-        logEvents(now: MonotonicClock.now())
-        spool?.sync()
-        sender?.stop()
         let stats = shared.statistics
         let summary = "bessd stopped: \(stats.cycles) cycles, \(stats.overruns) overruns, jitter p99 "
             + "\(stats.histogram.percentile(0.99)) µs, max \(stats.histogram.maxMicroseconds) µs; "
-            + "zero setpoints written with revert armed"
+            + "zero setpoints written with revert armed; stopped in order: \(services.stoppedNames.joined(separator: " → "))"
         logger.notice("\(summary)", metadata: ["MESSAGE_ID": "\(MessageID.lifecycle)"])
         return 0
     }
@@ -428,6 +446,9 @@ public final class Daemon {
         m.metric("bessd_cycle_overruns_total", "counter", "Cycles that woke more than a period late.", [("", Double(stats.overruns))])
         m.metric("bessd_cycle_late_readings_total", "counter",
                  "Unit-cycles that ran on an inverter reading taken for an earlier cycle.", [("", Double(stats.lateReadings))])
+        m.metric("bessd_cycle_started_on_readings_total", "counter",
+                 "Cycles started before their deadline because the bus poller had every reading for them.",
+                 [("", Double(stats.startedOnReadings))])
         m.metric("bessd_cycle_period_seconds", "gauge", "Configured control period.", [("", Double(stats.periodMs) / 1000)])
         m.metric("bessd_cycle_lateness_seconds", "summary", "Wake-up lateness of the cycle.",
                  [0.5, 0.9, 0.99, 1.0].map { q in ("quantile=\"\(q)\"", Double(stats.histogram.percentile(q)) / 1e6) })
@@ -505,6 +526,10 @@ public final class Daemon {
                      [("", Double(s.next - 1 - min(s.acknowledged, s.next - 1)))])
             m.metric("bessd_spool_dropped_total", "counter", "Records dropped at the spool's bound.", [("", Double(s.dropped))])
             m.metric("bessd_spool_bytes", "gauge", "Spool size on disk.", [("", Double(s.bytes))])
+            let problem = guarded.withLock { $0.spoolProblem }
+            m.metric("bessd_spool_refusing", "gauge",
+                     "1 while the spool refuses records (labelled with the code, e.g. SPOOL_FULL), else 0.",
+                     [(problem.map { "code=\"\(MetricsText.label($0))\"" } ?? "", problem == nil ? 0 : 1)])
         }
         if let sender {
             let u = sender.stats
@@ -771,7 +796,7 @@ public final class Daemon {
             "frequency_hz": stats.frequency.isFinite ? stats.frequency : NSNull(),
             "cycle": [
                 "period_ms": stats.periodMs, "cycles": stats.cycles, "overruns": stats.overruns,
-                "late_readings": stats.lateReadings,
+                "late_readings": stats.lateReadings, "started_on_readings": stats.startedOnReadings,
                 "jitter_p50_us": stats.histogram.percentile(0.5), "jitter_p99_us": stats.histogram.percentile(0.99),
                 "jitter_max_us": stats.histogram.maxMicroseconds, "realtime": stats.realtime,
             ] as [String: Any],

@@ -52,7 +52,10 @@ struct AggregatorTests {
         }
         #expect(waitFor(seconds: 15) { d2Setpoint() > 5_000 }, "D2 at \(d2Setpoint()) W")
         daemon.signal(SIGTERM)
-        _ = daemon.finish()
+        // The uplink stops last: it flushes after the workers' zero and the journal.
+        let end = daemon.finish()
+        #expect(end.text.contains("stopped in order: operator server → cycle → bus workers → journal → uplink\n"),
+                "\(end.text.suffix(400))")
 
         let seqs = try JSONDecoder().decode([UInt64].self, from: curl(["\(base)/v1/sites/AGG_SITE/seqs"]))
         #expect(!seqs.isEmpty)

@@ -43,20 +43,35 @@ struct BusPollerTests {
         final class State: Sendable {
             let running = Atomic<Bool>(true)
             let cycles = Atomic<Int>(0)
+            /// Cycles the poller's readings started before their deadline.
+            let onReadings = Atomic<Int>(0)
+            /// Of those, the cycles in which every unit's reading was taken after the previous cycle began.
+            let onFreshReadings = Atomic<Int>(0)
         }
         let state = State()
         var thread: Thread?
         var cycles: Int { state.cycles.load(ordering: .relaxed) }
+        var onReadings: Int { state.onReadings.load(ordering: .relaxed) }
+        var onFreshReadings: Int { state.onFreshReadings.load(ordering: .relaxed) }
         init(phase: CyclePhase, slots: [InverterSlot], workers: [InverterWorker], poller: BusPoller,
              setpoint: @escaping @Sendable (Int, Int) -> Double) {
             let state = state
             thread = Thread {
                 var deadline = MonotonicClock.now().nanoseconds
                 var k = 0
+                var previous: Int64 = 0
                 while state.running.load(ordering: .relaxed) {
                     deadline += phase.periodNanoseconds
                     phase.publish(nextDeadline: deadline)
-                    MonotonicClock.sleep(until: MonotonicInstant(nanoseconds: deadline))
+                    let due = phase.wait(until: deadline)
+                    let began = MonotonicClock.now().nanoseconds
+                    if due.onReadings {
+                        state.onReadings.add(1, ordering: .relaxed)
+                        if slots.allSatisfy({ ($0.reading?.takenAt.nanoseconds ?? 0) > previous }) {
+                            state.onFreshReadings.add(1, ordering: .relaxed)
+                        }
+                    }
+                    previous = began
                     for (i, slot) in slots.enumerated() { slot.setSetpoint(Watts(setpoint(i, k))) }
                     poller.kick()
                     for w in workers where !w.handedOver.load(ordering: .relaxed) { w.kick() }
@@ -76,15 +91,16 @@ struct BusPollerTests {
         let workers: [InverterWorker]
         let poller: BusPoller
         let phase: CyclePhase
-        init(units: Int, periodMs: Int) throws {
+        init(units: Int, periodMs: Int, startsCycles: Bool = false, staticsEvery: Duration = .seconds(60)) throws {
             plant = try Plant(units: units)
             phase = CyclePhase(periodNanoseconds: Int64(periodMs) * 1_000_000)
             slots = (0..<units).map { _ in InverterSlot() }
             workers = (0..<units).map { [plant, slots, phase] i in
                 InverterWorker(endpoint: .tcp(host: "127.0.0.1", port: plant.servers[i].port), devices: [.init(unitID: 1, slot: slots[i])],
-                               period: .milliseconds(periodMs), timeout: .milliseconds(200), revertSeconds: 10, phase: phase) { _ in }
+                               period: .milliseconds(periodMs), timeout: .milliseconds(200), revertSeconds: 10, phase: phase,
+                               staticsEvery: staticsEvery) { _ in }
             }
-            poller = BusPoller(endpoints: workers, phase: phase, priority: nil) { _ in }
+            poller = BusPoller(endpoints: workers, phase: phase, priority: nil, startsCycles: startsCycles) { _ in }
         }
         func start() {
             poller.start()
@@ -96,6 +112,18 @@ struct BusPollerTests {
             for w in workers { w.stop() }
             plant.stop()
         }
+        /// Starts the site and a stand-in cycle commanding `setpoint(unit, cycle)`.
+        func run(_ setpoint: @escaping @Sendable (Int, Int) -> Double) -> Cycle {
+            start()
+            return Cycle(phase: phase, slots: slots, workers: workers, poller: poller, setpoint: setpoint)
+        }
+        /// Stops the stand-in cycle, then the site.
+        func finish(_ cycle: Cycle) {
+            cycle.stop()
+            stop()
+        }
+        /// True while the poller drives every endpoint.
+        var allHandedOver: Bool { workers.allSatisfy { $0.handedOver.load(ordering: .acquiring) } }
     }
 
     @Test("healthy endpoints are handed to the poller: one read per unit per cycle, each changed setpoint on the wire, zero at stop")
@@ -106,7 +134,7 @@ struct BusPollerTests {
         let cycle = Cycle(phase: site.phase, slots: site.slots, workers: site.workers, poller: site.poller) { i, k in
             Double(10_000 + 1000 * i + (k % 2) * 1000)
         }
-        #expect(waitFor(seconds: 10) { site.workers.allSatisfy { $0.handedOver.load(ordering: .acquiring) } })
+        #expect(waitFor(seconds: 10) { site.allHandedOver })
         for i in 0..<3 {
             #expect(waitFor(seconds: 5) { [10_000.0 + Double(1000 * i), 11_000.0 + Double(1000 * i)].contains(site.plant.last(i) ?? -1) })
         }
@@ -141,15 +169,9 @@ struct BusPollerTests {
     @Test("a silent endpoint goes back to its worker (timeout, back-off, rediscovery) while the others stay with the poller, fresh")
     func failureIsolated() throws {
         let site = try Site(units: 3, periodMs: 20)
-        site.start()
-        let cycle = Cycle(phase: site.phase, slots: site.slots, workers: site.workers, poller: site.poller) { i, _ in
-            Double(20_000 + 1000 * i)
-        }
-        defer {
-            cycle.stop()
-            site.stop()
-        }
-        #expect(waitFor(seconds: 10) { site.workers.allSatisfy { $0.handedOver.load(ordering: .acquiring) } })
+        let cycle = site.run { i, _ in Double(20_000 + 1000 * i) }
+        defer { site.finish(cycle) }
+        #expect(waitFor(seconds: 10) { site.allHandedOver })
         site.plant.servers[1].silent = true
         #expect(waitFor(seconds: 5) { site.slots[1].lastError == "MODBUS_TIMEOUT" })
         #expect(waitFor(seconds: 5) { !site.workers[1].handedOver.load(ordering: .acquiring) })
@@ -168,5 +190,95 @@ struct BusPollerTests {
         site.plant.servers[1].silent = false
         #expect(waitFor(seconds: 15) { site.workers[1].handedOver.load(ordering: .acquiring) })
         #expect(waitFor(seconds: 5) { site.plant.last(1) == 21_000 })
+    }
+
+    @Test("the whole site with the poller: each cycle starts once every reading for it is in, before its deadline; a failing endpoint puts the cycle back on its deadline")
+    func cycleStartsOnReadings() throws {
+        // A long period, so that a round of reads (well under the 100 ms lead) always lands first.
+        let site = try Site(units: 3, periodMs: 500, startsCycles: true)
+        #expect(site.phase.startsOnReadings)
+        let cycle = site.run { i, _ in Double(5_000 + 1000 * i) }
+        defer { site.finish(cycle) }
+        #expect(waitFor(seconds: 15) { site.allHandedOver })
+        // Let one whole cycle pass with every endpoint handed over, then count.
+        let c0 = cycle.cycles
+        #expect(waitFor(seconds: 5) { cycle.cycles >= c0 + 1 })
+        let c1 = cycle.cycles, r1 = cycle.onReadings, f1 = cycle.onFreshReadings
+        #expect(waitFor(seconds: 10) { cycle.cycles >= c1 + 6 })
+        let n = cycle.cycles - c1, started = cycle.onReadings - r1, fresh = cycle.onFreshReadings - f1
+        #expect(started >= n - 1, "\(started) of \(n) cycles started on their readings")
+        #expect(fresh == started, "\(fresh) of \(started) early cycles ran on readings taken for them")
+        // One endpoint silent: its reads fail, so no round is whole and every cycle keeps its deadline.
+        site.plant.servers[2].silent = true
+        #expect(waitFor(seconds: 5) { !site.workers[2].handedOver.load(ordering: .acquiring) })
+        let c2 = cycle.cycles, r2 = cycle.onReadings
+        #expect(waitFor(seconds: 10) { cycle.cycles >= c2 + 4 })
+        #expect(cycle.onReadings == r2, "a cycle started early while an endpoint was out")
+        // Back: handed over again, and cycles start on their readings again.
+        site.plant.servers[2].silent = false
+        #expect(waitFor(seconds: 20) { site.workers[2].handedOver.load(ordering: .acquiring) })
+        let r3 = cycle.onReadings
+        #expect(waitFor(seconds: 10) { cycle.onReadings >= r3 + 3 })
+    }
+}
+
+extension BusPollerTests {
+    @Test("the minute's refresh of static values runs between rounds: the endpoint goes back and returns before the next reads, so cycles keep starting on their readings")
+    func refreshBetweenRounds() throws {
+        // Statics every second instead of every minute, so a few seconds hold many refreshes.
+        let site = try Site(units: 3, periodMs: 100, startsCycles: true, staticsEvery: .seconds(1))
+        let cycle = site.run { i, _ in Double(5_000 + 1000 * i) }
+        defer { site.finish(cycle) }
+        #expect(waitFor(seconds: 15) { site.allHandedOver })
+        let c0 = cycle.cycles, r0 = cycle.onReadings, f0 = cycle.onFreshReadings
+        let refreshed0 = site.workers.map { $0.refreshes.load(ordering: .relaxed) }
+        #expect(waitFor(seconds: 20) {
+            zip(site.workers, refreshed0).allSatisfy { $0.refreshes.load(ordering: .relaxed) >= $1 + 6 }
+        })
+        let n = cycle.cycles - c0, started = cycle.onReadings - r0, fresh = cycle.onFreshReadings - f0
+        let refreshes = zip(site.workers, refreshed0).map { $0.refreshes.load(ordering: .relaxed) - $1 }.reduce(0, +)
+        // Refreshed inside the read round, every refresh costs its cycle the early start (and, at a
+        // short period, the reading): at least 6 cycles here, as the three workers come due together.
+        // Between rounds, none does; two are allowed for a round slowed by a loaded machine.
+        #expect(n - started <= 2, "\(n - started) of \(n) cycles kept their deadline across \(refreshes) refreshes")
+        #expect(fresh == started)
+        #expect(waitFor(seconds: 5) { site.allHandedOver })
+    }
+}
+
+/// The cycle's wait: the deadline, or the poller's "readings in" for exactly that deadline.
+@Suite("CyclePhase: deadline or readings")
+struct CyclePhaseTests {
+    @Test("without start-on-readings the wait is the deadline; with it, readings for this deadline end the wait at their instant, and readings for another deadline do not")
+    func wait() {
+        let plain = CyclePhase(periodNanoseconds: 100_000_000)
+        let d0 = MonotonicClock.now().nanoseconds + 20_000_000
+        plain.readingsIn(for: d0, at: d0 - 10_000_000)  // ignored: not enabled
+        let r0 = plain.wait(until: d0)
+        #expect(r0.dueAt == d0 && !r0.onReadings)
+        #expect(MonotonicClock.now().nanoseconds >= d0)
+
+        let phase = CyclePhase(periodNanoseconds: 100_000_000)
+        phase.enableStartOnReadings()
+        #expect(phase.startsOnReadings)
+        // Readings for an earlier deadline: the wait still runs to its own deadline.
+        let d1 = MonotonicClock.now().nanoseconds + 30_000_000
+        phase.readingsIn(for: d1 - 100_000_000, at: d1 - 120_000_000)
+        let r1 = phase.wait(until: d1)
+        #expect(r1.dueAt == d1 && !r1.onReadings)
+        #expect(MonotonicClock.now().nanoseconds >= d1)
+        // Readings for this deadline, given from another thread while the cycle waits a minute.
+        let d2 = MonotonicClock.now().nanoseconds + 60_000_000_000
+        let at = MonotonicClock.now().nanoseconds + 5_000_000
+        let giver = Thread { phase.readingsIn(for: d2, at: at) }
+        giver.start()
+        let r2 = phase.wait(until: d2)
+        #expect(r2.dueAt == at && r2.onReadings)
+        #expect(MonotonicClock.now().nanoseconds < d2)
+        // Readings that came in after the deadline do not start the cycle early.
+        let d3 = MonotonicClock.now().nanoseconds + 10_000_000
+        phase.readingsIn(for: d3, at: d3 + 1)
+        let r3 = phase.wait(until: d3)
+        #expect(r3.dueAt == d3 && !r3.onReadings)
     }
 }

@@ -139,7 +139,7 @@ let daemonYAML = """
 
 @Suite("bessd under a stand-in systemd", .serialized)
 struct DaemonTests {
-    @Test("READY after start, STATUS lines, WATCHDOG=1 at its cadence, STOPPING and exit 0 on SIGTERM (a stalled cycle: ServiceThreadsTests)")
+    @Test("READY after start, STATUS lines, WATCHDOG=1 at its cadence, STOPPING and exit 0 on SIGTERM, services stopped in reverse start order (a stalled cycle: ServiceThreadsTests)")
     func notifyLifecycle() throws {
         let daemon = try RunningDaemon(yaml: daemonYAML, watchdogUsec: 1_000_000)
         let first = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
@@ -153,6 +153,9 @@ struct DaemonTests {
         let (status, text) = daemon.finish()
         #expect(status == 0)
         #expect(text.contains("zero setpoints written with revert armed"))
+        // The stop order (ServiceGroup): watchdog first; the cycle, then the workers' zero; the
+        // journal; no uplink in this configuration.
+        #expect(text.contains("stopped in order: watchdog → operator server → cycle → bus workers → journal\n"), "\(text.suffix(400))")
     }
 
     @Test("bessctl against a running daemon: status, override inside the interlocks, mode, faults, bad requests")

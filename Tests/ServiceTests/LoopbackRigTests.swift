@@ -1,4 +1,5 @@
 import Foundation
+import ControlProtocol
 import Glibc
 import Testing
 
@@ -107,7 +108,12 @@ struct KillRevertTests {
         bessd.standardOutput = FileHandle.nullDevice
         bessd.standardError = FileHandle.nullDevice
         try bessd.run()
-        usleep(6_000_000)
+        // Until the inverter reports the droop power back (setpoint written, revert armed with it).
+        let socket = NSTemporaryDirectory() + "bessd-kill-\(getpid()).sock"
+        #expect(waitFor(seconds: 20) {
+            let units = (try? ControlClient.request(["verb": "status"], socket: socket))?["units"] as? [[String: Any]]
+            return ((units?.first?["power_w"] as? NSNumber)?.doubleValue ?? 0) > 3_900
+        }, "the inverter never delivered the droop power")
         kill(bessd.processIdentifier, SIGKILL)  // no chance to write a safe setpoint
         bessd.waitUntilExit()
         let lines = String(decoding: plantOut.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

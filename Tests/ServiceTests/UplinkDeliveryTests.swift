@@ -232,13 +232,23 @@ struct UplinkHardTests {
     func diskFull() throws {
         let state = NSTemporaryDirectory() + "bessd-full-\(getpid())"
         defer { try? FileManager.default.removeItem(atPath: state) }
+        let port = LoopbackRigTests.freePort()
         let daemon = try RunningDaemon(yaml: daemonYAML + """
 
             state_directory: \(state)
+            metrics_listen: 127.0.0.1:\(port)
             aggregator: {url: "http://127.0.0.1:9", interval_s: 0.1}
             """, prefix: ["/usr/bin/prlimit", "--fsize=30000", "--"])
         _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
-        usleep(3_000_000)
+        // Until the spool refuses (the 30 kB file-size limit is reached), then a second more of cycles.
+        func metrics() -> String {
+            (try? AggregatorStub.fetch("http://127.0.0.1:\(port)/metrics", body: nil)).map { String(decoding: $0, as: UTF8.self) } ?? ""
+        }
+        #expect(waitFor(seconds: 30) { metrics().contains("bessd_spool_refusing{code=\"SPOOL_FULL\"} 1") }, "\(metrics())")
+        let refusedAt = (try daemon.request(["verb": "status"])["cycle"] as? [String: Any])?["cycles"] as? Int ?? 0
+        #expect(waitFor(seconds: 10) {
+            ((try? daemon.request(["verb": "status"]))?["cycle"] as? [String: Any])?["cycles"] as? Int ?? 0 >= refusedAt + 20
+        })
         let status = try daemon.request(["verb": "status"])
         let cycle = try #require(status["cycle"] as? [String: Any])
         daemon.signal(SIGTERM)

@@ -61,7 +61,7 @@ struct WireBudgetTests {
         #expect(runner.lateReadings == 2)
     }
 
-    @Test("the read lead widens at once after a slow round, narrows slowly, and stays within 1 ms … half a period")
+    @Test("the read lead widens at once after a slow round, narrows slowly, and stays within 1 ms … half a period (80 % when the cycle starts on its readings)")
     func readLead() {
         var lead = ReadLead()
         let period: Int64 = 10_000_000
@@ -79,6 +79,9 @@ struct WireBudgetTests {
         var slow = ReadLead()
         for k in 0..<2000 { slow.record(readAt: Int64(k) * 100_000_000, done: Int64(k) * 100_000_000 + 100_000) }
         #expect(slow.nanoseconds(period: 100_000_000) == 5_000_000)
+        // When the cycle starts on its readings: 80 % of the period, however fast the rounds.
+        #expect(slow.nanoseconds(period: 100_000_000, startsOnReadings: true) == 80_000_000)
+        #expect(lead.nanoseconds(period: period, startsOnReadings: true) == 8_000_000)
     }
 
     @Test("the worker writes a setpoint only when it changes, and re-arms the revert timer every half of it")

@@ -1,0 +1,97 @@
+import BessSystem
+import Glibc
+import Synchronization
+
+/// How long before the cycle's deadline a reader (the bus poller, or a worker driving its own line)
+/// starts its reads, so the reading lands before the cycle wakes: twice the worst recent time from
+/// the planned start to the last reply (the thread's own wake-up lateness and the device's answer
+/// time, which on a loaded machine is most of it), plus 0.5 ms; at least 1 ms and `floor` of the
+/// period, at most half a period. One slow round widens the lead at once; the worst decays by 1/256
+/// a round (about 2.5 s at 10 ms), so spikes seen recently stay covered.
+///
+/// The floor: 5 % of the period when the cycle keeps its deadline whatever the readings do (at
+/// 100 ms, 5 ms: a 10,000-cycle run with a 1 ms floor ran 13 of 80,000 unit-cycles on the previous
+/// reading). When the cycle starts as soon as the readings are in (`CyclePhase.startsOnReadings`),
+/// the lead no longer adds to the time a change takes to reach the wire: the whole schedule (reads,
+/// cycle, writes) moves a lead ahead of the deadlines, and the deadline is only how long the cycle
+/// waits for a slow round. The lead is then 80 % of the period: a round may take that long and still
+/// start its cycle. The previous cycle's writes still go out a whole period (less one round) before
+/// the next reads, whatever the lead.
+struct ReadLead {
+    private(set) var worst: Int64 = 1_000_000
+
+    mutating func record(readAt: Int64, done: Int64) {
+        let took = max(0, done - readAt)
+        worst = took > worst ? took : worst - (worst - took) / 256
+    }
+
+    func nanoseconds(period: Int64, startsOnReadings: Bool = false) -> Int64 {
+        if startsOnReadings { return max(1_000_000, period * 4 / 5) }
+        return min(max(1_000_000, period / 20, 2 * worst + 500_000), period / 2)
+    }
+}
+
+/// The control cycle's schedule as the bus workers see it: the deadline of the next cycle, and —
+/// when one bus poller reads every real device of the site — the hand-back that says "the readings
+/// for that cycle are in".
+///
+/// Deadlines stay on a fixed grid (one period apart); the readers start their reads a lead before
+/// each. With `startsOnReadings`, the cycle runs at the earlier of its deadline and the moment the
+/// poller has every reading for it, so a change on the bus reaches the control law one round after
+/// the read starts instead of one lead; a round that is late changes nothing (the cycle runs at its
+/// deadline on what it has, as before).
+public final class CyclePhase: @unchecked Sendable {
+    private let deadline = Atomic<Int64>(0)
+    public let periodNanoseconds: Int64
+    private let early = Atomic<Bool>(false)
+    private let readyFor = Atomic<Int64>(0)
+    private let readyAt = Atomic<Int64>(0)
+    private let ready = Wakeup()
+
+    public init(periodNanoseconds: Int64) { self.periodNanoseconds = periodNanoseconds }
+
+    /// The monotonic deadline (ns) of the next cycle; 0 while no cycle thread runs.
+    public var nextDeadline: Int64 { deadline.load(ordering: .acquiring) }
+
+    /// Published by the cycle before it sleeps (0 when it stops).
+    public func publish(nextDeadline: Int64) { deadline.store(nextDeadline, ordering: .releasing) }
+
+    /// True when the cycle starts as soon as the readings for it are in.
+    public var startsOnReadings: Bool { early.load(ordering: .relaxed) }
+
+    /// Set once, before the cycle starts, by the site whose every per-cycle read the bus poller
+    /// makes (a site with a serial line or a register map read by its own worker keeps the deadline).
+    func enableStartOnReadings() { early.store(true, ordering: .relaxed) }
+
+    /// The poller's side: every reading for the cycle due at `deadline` came in at `at`. One eventfd
+    /// write; no allocation.
+    func readingsIn(for deadline: Int64, at: Int64) {
+        readyAt.store(at, ordering: .relaxed)
+        readyFor.store(deadline, ordering: .releasing)
+        ready.signal()
+    }
+
+    /// The cycle's side: sleeps until `deadline` or, with `startsOnReadings`, until the readings for
+    /// it are in, whichever is first. Returns the instant the cycle was due (the deadline, or when
+    /// the readings came in), from which its wake-up lateness counts, and whether the readings started it.
+    public func wait(until deadline: Int64) -> (dueAt: Int64, onReadings: Bool) {
+        guard early.load(ordering: .relaxed) else {
+            SystemClock.sleep(untilMonotonic: deadline)
+            return (deadline, false)
+        }
+        while true {
+            if readyFor.load(ordering: .acquiring) == deadline {
+                ready.drain()
+                let at = readyAt.load(ordering: .relaxed)
+                if at < deadline { return (at, true) }
+            }
+            if SystemClock.monotonicNanoseconds() >= deadline { return (deadline, false) }
+            // ppoll: its timer is cancelled when the readings come first (no stray timer interrupt,
+            // one system call a cycle). Real-time threads get no timer slack; others up to 0.1 % of
+            // the wait, and only when the cycle runs at its deadline because the readings did not come.
+            // A signal left from a round that came in after its cycle had already run is consumed
+            // here, so it cannot keep the wait spinning.
+            if ready.waitPrecisely(until: deadline) { ready.drain() }
+        }
+    }
+}
