@@ -255,15 +255,18 @@ public final class BusPoller: @unchecked Sendable {
             if watchKick { fds[n] = pollfd(fd: kicked.descriptor, events: Int16(POLLIN), revents: 0); n += 1 }
             for i in lanes.indices {
                 guard let pending = lanes[i].pending, let connection = endpoints[i].pollerConnection else { continue }
+                // A last answer left for the next reads is neither waited on nor timed out here: the
+                // gap to the next reads may be longer than the timeout (a 1 s period, a 200 ms
+                // timeout). If it never came, the next reads find it still pending and time it out
+                // then. An endpoint whose worker wants it back has its last answer taken as it comes,
+                // so it goes back (and returns) between rounds rather than at the next reads.
+                if lastAnswersLater, lanes[i].next >= lanes[i].queue.count, !endpoints[i].wantsBack.load(ordering: .relaxed) { continue }
                 if current >= pending.exchange.deadline {
                     let error = connection.expired(pending.exchange)
                     release(&lanes, i, failure: (device(pending.job), SunSpecError(code: error.code, message: error.message)))
                     continue
                 }
                 wakeAt = min(wakeAt, pending.exchange.deadline)
-                // An endpoint whose worker wants it back has its last answer taken as it comes, so it
-                // goes back (and returns) between rounds rather than at the next reads.
-                if lastAnswersLater, lanes[i].next >= lanes[i].queue.count, !endpoints[i].wantsBack.load(ordering: .relaxed) { continue }
                 fds[n] = pollfd(fd: connection.socket, events: Int16(POLLIN), revents: 0)
                 owners[n] = i
                 n += 1

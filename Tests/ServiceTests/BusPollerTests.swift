@@ -194,10 +194,12 @@ struct BusPollerTests {
 
     @Test("the whole site with the poller: each cycle starts once every reading for it is in, before its deadline; a failing endpoint puts the cycle back on its deadline")
     func cycleStartsOnReadings() throws {
-        // A long period, so that a round of reads (well under the 100 ms lead) always lands first.
+        // A long period, so that a round of reads (well under the 400 ms lead) always lands first;
+        // longer than the 200 ms timeout, and a setpoint that changes every cycle, so every cycle
+        // leaves a write's answer to be taken at the next reads.
         let site = try Site(units: 3, periodMs: 500, startsCycles: true)
         #expect(site.phase.startsOnReadings)
-        let cycle = site.run { i, _ in Double(5_000 + 1000 * i) }
+        let cycle = site.run { i, k in Double(5_000 + 1000 * i + (k % 2) * 500) }
         defer { site.finish(cycle) }
         #expect(waitFor(seconds: 15) { site.allHandedOver })
         // Let one whole cycle pass with every endpoint handed over, then count.
@@ -208,6 +210,10 @@ struct BusPollerTests {
         let n = cycle.cycles - c1, started = cycle.onReadings - r1, fresh = cycle.onFreshReadings - f1
         #expect(started >= n - 1, "\(started) of \(n) cycles started on their readings")
         #expect(fresh == started, "\(fresh) of \(started) early cycles ran on readings taken for them")
+        // A period longer than the timeout: the write answers left for the next reads never count
+        // as timeouts, and the endpoints stay with the poller.
+        #expect(site.slots.allSatisfy { $0.errors == 0 && $0.lastError == nil }, "\(site.slots.map(\.lastError))")
+        #expect(site.allHandedOver)
         // One endpoint silent: its reads fail, so no round is whole and every cycle keeps its deadline.
         site.plant.servers[2].silent = true
         #expect(waitFor(seconds: 5) { !site.workers[2].handedOver.load(ordering: .acquiring) })

@@ -85,7 +85,10 @@ struct JournaldTests {
         let reset = try Package.run("bessctl", ["reset", unit, "--socket", daemon.socket])
         #expect(reset.status == 1)
         process.waitUntilExit()
-        usleep(500_000)
+        // Until journald has the run's last line (bessd's stop line, written after every event).
+        #expect(waitFor(seconds: 10) {
+            (try? journal.query(["-t", "bessd", "MESSAGE_ID=\(MessageID.lifecycle)", "-o", "cat"]))?.contains("bessd stopped") == true
+        })
 
         // journalctl -t bessd BESS_CODE=BMS_COMM_LOST: the trip, its clear, with unit, severity and priority.
         let commLost = try journal.query(["-t", "bessd", "BESS_CODE=BMS_COMM_LOST", "BESS_UNIT=\(unit)", "-o", "json"])
