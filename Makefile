@@ -8,7 +8,7 @@ SHELL := /bin/bash
 SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 
 # Build-time packages: the three C libraries bessd links, and pkg-config to find them.
-DEBIAN_PACKAGES := pkg-config libmodbus-dev libsocketcan-dev libsystemd-dev
+DEBIAN_PACKAGES := pkg-config libmodbus-dev libsocketcan-dev libsystemd-dev libmosquitto-dev
 # Test-time peers no one here wrote: mbpoll (Modbus client), can-utils, socat (RTU pty pairs), python3-pip;
 # gnuplot renders the scenario plots.
 TEST_PACKAGES := mbpoll can-utils socat python3-pip systemd dpkg-dev gnuplot-nox

@@ -45,6 +45,9 @@ let package = Package(
         .systemLibrary(
             name: "CSystemd", pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]),
+        .systemLibrary(
+            name: "CMosquitto", pkgConfig: "libmosquitto",
+            providers: [.apt(["libmosquitto-dev"])]),
 
         // Pure control law: no I/O, no Foundation, an injected clock.
         // `rounded()` lowers to libm's round(); link libm so the library stands alone.
@@ -86,7 +89,7 @@ let package = Package(
         .target(
             name: "Uplink",
             dependencies: [
-                "ControlCore", "BessSystem",
+                "ControlCore", "BessSystem", "CMosquitto",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -152,8 +152,11 @@ public struct GridConfiguration: Sendable, Equatable {
     public var droop: DroopSettings
 }
 
-/// `aggregator`: where telemetry goes (the uplink arrives with a later issue).
+/// `aggregator`: where telemetry goes and commands come from.
 public struct AggregatorConfiguration: Sendable, Equatable {
+    /// `http` (batches POSTed, commands in the answers) or `mqtt` (MQTT 5, commands pushed).
+    public enum Transport: String, Sendable { case http, mqtt }
+    public var transport: Transport = .http
     public var url: String
     public var tokenFile: String?
     public var intervalSeconds: Double
@@ -166,6 +169,12 @@ public struct AggregatorConfiguration: Sendable, Equatable {
     public var clientKeyFile: String?
     /// Largest spool on disk, MB.
     public var spoolMaxMB: Int = 64
+    /// MQTT: user name and a file holding the password (beside or instead of a client certificate).
+    public var username: String?
+    public var passwordFile: String?
+    /// MQTT: keepalive, and how long the broker keeps the session (and commands sent to it) while the gateway is away.
+    public var keepaliveSeconds: Int = 30
+    public var sessionExpirySeconds: Int = 86_400
 }
 
 /// `simulation`: the built-in simulated site, and the plant of a HIL rig.

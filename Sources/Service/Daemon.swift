@@ -55,6 +55,8 @@ public final class Daemon {
     let guarded: PILock<Guarded>
     /// Delivers the spool to the aggregator.
     public private(set) var sender: UplinkSender?
+    /// The same over MQTT 5 (`aggregator.transport: mqtt`).
+    public private(set) var mqttSender: MQTTUplinkSender?
     /// Takes the aggregator's commands (on the sender's task).
     let intake: DispatchIntake
     /// Latched trips on disk.
@@ -91,7 +93,7 @@ public final class Daemon {
         intake = DispatchIntake(shared: shared, logger: logger,
                                 units: configuration.units.map { ($0.id, $0.maxPowerKW) })
         if let aggregator = configuration.aggregator {
-            do {
+            do throws(SpoolError) {
                 let store = try Spool(directory: configuration.stateDirectory + "/spool",
                                       maxBytes: aggregator.spoolMaxMB << 20)
                 if store.recovery.tornBytes > 0 || store.recovery.damagedSegments > 0 {
@@ -102,16 +104,36 @@ public final class Daemon {
                 spool = queue
                 recorder = UplinkRecorder(queue: queue, configuration: configuration)
                 let log = logger
-                sender = UplinkSender(
-                    settings: .init(url: aggregator.url, site: aggregator.siteID, tokenFile: aggregator.tokenFile,
-                                    caFile: aggregator.caFile, clientCertFile: aggregator.clientCertFile,
-                                    clientKeyFile: aggregator.clientKeyFile,
-                                    interval: .seconds(fromDouble: aggregator.intervalSeconds)),
-                    queue: queue,
-                    log: { message, code in
-                        if let code { log.warning("\(message)", metadata: ["BESS_CODE": "\(code)"]) } else { log.notice("\(message)") }
-                    },
-                    handleCommands: { [intake] commands in intake.apply(commands) })
+                let report: @Sendable (String, String?) -> Void = { message, code in
+                    if let code { log.warning("\(message)", metadata: ["BESS_CODE": "\(code)"]) } else { log.notice("\(message)") }
+                }
+                switch aggregator.transport {
+                case .http:
+                    sender = UplinkSender(
+                        settings: .init(url: aggregator.url, site: aggregator.siteID, tokenFile: aggregator.tokenFile,
+                                        caFile: aggregator.caFile, clientCertFile: aggregator.clientCertFile,
+                                        clientKeyFile: aggregator.clientKeyFile,
+                                        interval: .seconds(fromDouble: aggregator.intervalSeconds)),
+                        queue: queue, log: report,
+                        handleCommands: { [intake] commands in intake.apply(commands) })
+                case .mqtt:
+                    guard let url = MQTTURL(aggregator.url) else {
+                        throw SpoolError(code: "CONFIG_INVALID", message: "aggregator.url \(aggregator.url) is not an MQTT URL")
+                    }
+                    var settings = MQTTUplinkSender.Settings(
+                        url: url, site: aggregator.siteID, interval: .seconds(fromDouble: aggregator.intervalSeconds),
+                        version: BessdVersion.string, mode: configuration.mode.rawValue, units: configuration.units.map(\.id))
+                    settings.caFile = aggregator.caFile
+                    settings.clientCertFile = aggregator.clientCertFile
+                    settings.clientKeyFile = aggregator.clientKeyFile
+                    settings.username = aggregator.username
+                    settings.passwordFile = aggregator.passwordFile
+                    settings.keepaliveSeconds = Int32(aggregator.keepaliveSeconds)
+                    settings.sessionExpirySeconds = UInt32(aggregator.sessionExpirySeconds)
+                    settings.ledgerFile = configuration.stateDirectory + "/mqtt-commands.json"
+                    mqttSender = MQTTUplinkSender(settings: settings, queue: queue, log: report,
+                                                  handleCommands: { [intake] commands in intake.apply(commands) })
+                }
             } catch {
                 logger.error("uplink disabled: \(error)", metadata: ["BESS_CODE": "\(error.code)"])
             }
@@ -142,6 +164,16 @@ public final class Daemon {
                 })
             } catch {
                 logger.error("uplink sender not started: \(error)", metadata: ["BESS_CODE": "\(error.code)"])
+            }
+        }
+        if let mqttSender {
+            do throws(SpoolError) {
+                try services.add("uplink", start: { () throws(SpoolError) in try mqttSender.start() }, stop: { [spool] in
+                    spool?.sync()
+                    mqttSender.stop()
+                })
+            } catch {
+                logger.error("uplink (MQTT) not started: \(error)", metadata: ["BESS_CODE": "\(error.code)"])
             }
         }
         services.add("journal", stop: { [unowned self] in
@@ -536,6 +568,23 @@ public final class Daemon {
             m.metric("bessd_uplink_batches_total", "counter", "Batches the aggregator acknowledged.", [("", Double(u.batchesDelivered))])
             m.metric("bessd_uplink_failures_total", "counter", "Failed deliveries.", [("", Double(u.failures))])
         }
+        if let mqttSender {
+            let u = mqttSender.stats
+            m.metric("bessd_uplink_connected", "gauge", "1 while the MQTT connection to the broker is up.", [("transport=\"mqtt\"", u.connected ? 1 : 0)])
+            m.metric("bessd_uplink_connects_total", "counter", "Connections the broker accepted.", [("", Double(u.connects))])
+            m.metric("bessd_uplink_publishes_total", "counter", "Record batches published.", [("", Double(u.batchesPublished))])
+            m.metric("bessd_uplink_batches_total", "counter", "Record batches the broker acknowledged (PUBACK).", [("", Double(u.batchesAcknowledged))])
+            m.metric("bessd_uplink_failures_total", "counter", "Failed connections and refused publishes.", [("", Double(u.failures))])
+            m.metric("bessd_uplink_commands_total", "counter", "Commands received on the command topic, by outcome.",
+                     [("result=\"accepted\"", Double(u.commands - u.commandsRefused)), ("result=\"refused\"", Double(u.commandsRefused)),
+                      ("result=\"redelivered\"", Double(u.redeliveries)), ("result=\"malformed\"", Double(u.malformedCommands))])
+            if let latency = u.lastCommandLatency {
+                m.metric("bessd_uplink_command_latency_seconds", "gauge", "Last command: received → acted on and answered.", [("", latency)])
+            }
+            if let last = u.lastPubackUnix {
+                m.metric("bessd_uplink_last_puback_unixtime", "gauge", "When the broker last acknowledged a batch.", [("", last)])
+            }
+        }
         return m.text
     }
 
@@ -800,7 +849,30 @@ public final class Daemon {
                 "jitter_p50_us": stats.histogram.percentile(0.5), "jitter_p99_us": stats.histogram.percentile(0.99),
                 "jitter_max_us": stats.histogram.maxMicroseconds, "realtime": stats.realtime,
             ] as [String: Any],
+            "uplink": uplinkObject(configuration),
         ]
+    }
+
+    /// The uplink's transport, connection, last acknowledgement and backlog (bessctl status).
+    func uplinkObject(_ configuration: BessdConfiguration) -> Any {
+        guard let aggregator = configuration.aggregator else { return NSNull() }
+        var o: [String: Any] = ["transport": aggregator.transport.rawValue, "url": aggregator.url, "site": aggregator.siteID]
+        if let spool {
+            let s = spool.state
+            o["backlog_records"] = s.next - 1 - min(s.acknowledged, s.next - 1)
+            o["acknowledged_seq"] = s.acknowledged
+        }
+        if let mqttSender {
+            let u = mqttSender.stats
+            o["connected"] = u.connected
+            o["last_ack_unix"] = u.lastPubackUnix ?? NSNull()
+            o["last_error"] = u.lastError ?? NSNull()
+        } else if let sender {
+            let u = sender.stats
+            o["connected"] = u.lastError == nil && u.batchesDelivered > 0
+            o["last_error"] = u.lastError ?? NSNull()
+        }
+        return o
     }
 
     /// The grid operator's limit and SCADA's setpoint in force, with when they revert (status and site).

@@ -21,6 +21,11 @@ public final class SpoolQueue: @unchecked Sendable {
         try lock.withLock { try spool.records(after: spool.acknowledged, limit: limit) }
     }
 
+    /// Records after `seq` (the MQTT uplink publishes ahead of its acknowledgements).
+    public func records(after seq: UInt64, limit: Int) throws -> [SpoolRecord] {
+        try lock.withLock { try spool.records(after: max(seq, spool.acknowledged), limit: limit) }
+    }
+
     public func acknowledge(upTo seq: UInt64) throws { try lock.withLock { try spool.acknowledge(upTo: seq) } }
     public func sync() { lock.withLock { spool.sync() } }
     public var state: (next: UInt64, acknowledged: UInt64, dropped: UInt64, bytes: Int) {

@@ -130,6 +130,7 @@ struct Status: ParsableCommand {
         print("bessd \(answer["version"] ?? "?")  mode \(answer["mode"] ?? "?")  f \(number(answer["frequency_hz"], digits: 3)) Hz  "
               + "cycle \(cycle["period_ms"] ?? "?") ms  jitter p99 \(cycle["jitter_p99_us"] ?? "?") µs  max \(cycle["jitter_max_us"] ?? "?") µs  "
               + "overruns \(cycle["overruns"] ?? "?")")
+        if let uplink = answer["uplink"] as? [String: Any] { print(Self.uplinkLine(uplink, now: Date().timeIntervalSince1970)) }
         for line in Self.gridOperatorLines(answer["grid_operator"] as? [String: Any] ?? [:]) { print(line) }
         let header = ["UNIT", "STATE", "MODE", "SOC %", "POWER kW", "SETPOINT kW", "TRIPS"]
         var rows = [header]
@@ -147,6 +148,16 @@ struct Status: ParsableCommand {
 }
 
 extension Status {
+    /// `uplink mqtt mqtt://broker:8883 connected, last ack 1 s ago, backlog 0 records`
+    static func uplinkLine(_ u: [String: Any], now: Double) -> String {
+        var line = "uplink \(u["transport"] as? String ?? "?") \(u["url"] as? String ?? "?") "
+        line += (u["connected"] as? Bool == true) ? "connected" : "not connected"
+        if let error = u["last_error"] as? String { line += " (\(error))" }
+        if let last = u["last_ack_unix"] as? NSNumber { line += ", last ack \(Int((now - last.doubleValue).rounded())) s ago" }
+        if let backlog = u["backlog_records"] as? NSNumber { line += ", backlog \(backlog) records" }
+        return line
+    }
+
     /// `grid operator limit 30 % (SCADA, reverts in 8 s; relay inputs --) → cap 60.0 kW, limiting`
     /// and `SCADA setpoint 150.0 kW (reverts in 25 s)`, when they stand.
     static func gridOperatorLines(_ g: [String: Any]) -> [String] {

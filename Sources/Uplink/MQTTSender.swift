@@ -1,0 +1,484 @@
+import BessSystem
+import ControlCore
+import Foundation
+
+/// The site's topic tree, protocol version 1 (docs/uplink-mqtt.md).
+public struct UplinkTopics: Sendable, Equatable {
+    public let site: String
+    public init(site: String) { self.site = site }
+    var root: String { "bess/v1/\(site)" }
+    /// Record batches, QoS 1, from the spool.
+    public var records: String { "\(root)/records" }
+    /// Birth and Last Will, retained.
+    public var status: String { "\(root)/status" }
+    /// The latest availability record, retained.
+    public var availability: String { "\(root)/availability" }
+    /// Commands to the site, one per message (bessd subscribes).
+    public var commands: String { "\(root)/commands" }
+    /// bessd's answers to commands.
+    public var acks: String { "\(root)/acks" }
+
+    /// The site of a topic under `bess/v1/`, and the last level (`records`, `status`, …).
+    public static func parse(_ topic: String) -> (site: String, leaf: String)? {
+        let parts = topic.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 4, parts[0] == "bess", parts[1] == "v1", !parts[2].isEmpty else { return nil }
+        return (String(parts[2]), String(parts[3]))
+    }
+}
+
+/// The birth message and Last Will on `status` (retained).
+public struct SiteStatusMessage: Codable, Sendable, Equatable {
+    /// `online` or `offline`.
+    public var state: String
+    public var session: String
+    public var version: String?
+    public var mode: String?
+    public var units: [String]?
+    public var time: Double?
+
+    public init(state: String, session: String, version: String? = nil, mode: String? = nil, units: [String]? = nil, time: Double? = nil) {
+        self.state = state
+        self.session = session
+        self.version = version
+        self.mode = mode
+        self.units = units
+        self.time = time
+    }
+}
+
+/// Delivers the spool over MQTT 5 and takes commands pushed by the aggregator. One thread of its own
+/// owns the connection: it publishes record batches (QoS 1) and forgets a batch only after its
+/// PUBACK, keeps a birth message and Last Will on `status`, the latest availability on
+/// `availability`, and answers each command on `acks` once per id. The cycle never waits on it.
+public final class MQTTUplinkSender: Sendable {
+    public struct Settings: Sendable {
+        public var url: MQTTURL
+        public var site: String
+        public var caFile: String?
+        public var clientCertFile: String?
+        public var clientKeyFile: String?
+        public var username: String?
+        public var passwordFile: String?
+        public var keepaliveSeconds: Int32 = 30
+        /// How long the broker keeps our session (and the commands sent to it) after we drop.
+        public var sessionExpirySeconds: UInt32 = 86_400
+        /// Pause after a batch that emptied the spool.
+        public var interval: Duration
+        public var batchSize = 500
+        /// Batches published and not yet acknowledged.
+        public var window = 4
+        public var minBackoff: Duration = .seconds(1)
+        public var maxBackoff: Duration = .seconds(300)
+        /// What the birth message tells.
+        public var version: String
+        public var mode: String
+        public var units: [String]
+        /// Where the answered command ids are kept across restarts (nil: memory only).
+        public var ledgerFile: String?
+        /// The client id: one per gateway.
+        public var clientID: String
+
+        public init(url: MQTTURL, site: String, interval: Duration, version: String, mode: String, units: [String]) {
+            self.url = url
+            self.site = site
+            self.interval = interval
+            self.version = version
+            self.mode = mode
+            self.units = units
+            clientID = "bessd-\(site)"
+        }
+    }
+
+    public struct Statistics: Sendable, Equatable {
+        public var connected = false
+        public var connects: UInt64 = 0
+        public var batchesPublished: UInt64 = 0
+        public var batchesAcknowledged: UInt64 = 0
+        public var recordsAcknowledged: UInt64 = 0
+        public var failures: UInt64 = 0
+        public var lastError: String?
+        /// Highest seq whose PUBACK came back.
+        public var acknowledged: UInt64 = 0
+        public var lastPubackUnix: Double?
+        public var commands: UInt64 = 0
+        public var commandsRefused: UInt64 = 0
+        /// Commands delivered again with an id already answered (answered again, not acted on).
+        public var redeliveries: UInt64 = 0
+        public var malformedCommands: UInt64 = 0
+        /// Receipt → ack published, last command, seconds.
+        public var lastCommandLatency: Double?
+    }
+
+    let settings: Settings
+    let queue: SpoolQueue
+    let log: @Sendable (_ message: String, _ code: String?) -> Void
+    let handleCommands: @Sendable ([DispatchCommand]) -> [CommandAck]
+    let statistics = PILock(Statistics())
+    let stopping = PILock(false)
+    let finished = DispatchSemaphore(value: 0)
+    let started = PILock(false)
+    public let session: String
+
+    public init(settings: Settings, queue: SpoolQueue, log: @escaping @Sendable (String, String?) -> Void,
+                handleCommands: @escaping @Sendable ([DispatchCommand]) -> [CommandAck]) {
+        self.settings = settings
+        self.queue = queue
+        self.log = log
+        self.handleCommands = handleCommands
+        session = UUID().uuidString.lowercased()
+    }
+
+    public var stats: Statistics { statistics.withLock { $0 } }
+    public var topics: UplinkTopics { UplinkTopics(site: settings.site) }
+
+    /// Checks the TLS files and the password, then starts the connection's thread.
+    public func start() throws(SpoolError) {
+        let link: Link
+        do {
+            link = try Link(sender: self)
+        } catch {
+            throw SpoolError(code: error.code, message: error.message)
+        }
+        started.withLock { $0 = true }
+        let thread = Thread { link.run() }
+        thread.name = "bessd-mqtt"
+        thread.start()
+    }
+
+    /// Says `offline` on `status`, waits up to a second for outstanding PUBACKs, and disconnects.
+    public func stop() {
+        guard started.withLock({ $0 }) else { return }
+        stopping.withLock { $0 = true }
+        _ = finished.wait(timeout: .now() + 5)
+    }
+
+    func options() throws(UplinkError) -> MQTTConnection.Options {
+        var o = MQTTConnection.Options(url: settings.url, clientID: settings.clientID, cleanStart: false,
+                                       sessionExpirySeconds: settings.sessionExpirySeconds)
+        o.keepaliveSeconds = settings.keepaliveSeconds
+        o.caFile = settings.caFile
+        o.clientCertFile = settings.clientCertFile
+        o.clientKeyFile = settings.clientKeyFile
+        o.username = settings.username
+        if let file = settings.passwordFile {
+            guard let password = try? String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            else { throw UplinkError(code: "UPLINK_TOKEN_UNREADABLE", message: "cannot read the password from \(file)") }
+            o.password = password
+        }
+        o.will = (topics.status, Self.json(SiteStatusMessage(state: "offline", session: session)), true)
+        // A command is acknowledged to the broker only after it was acted on and its id kept.
+        o.acknowledgeAfterStore = true
+        for path in [settings.caFile, settings.clientCertFile, settings.clientKeyFile].compactMap({ $0 })
+        where !FileManager.default.isReadableFile(atPath: path) {
+            throw UplinkError(code: "UPLINK_TLS_CONFIG", message: "cannot read \(path)")
+        }
+        return o
+    }
+
+    static func json<T: Encodable>(_ value: T) -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return Array((try? encoder.encode(value)) ?? Data())
+    }
+
+    /// Everything that lives on the connection's thread.
+    final class Link: @unchecked Sendable {
+        unowned let sender: MQTTUplinkSender
+        var connection: MQTTConnection!
+        var open = false
+        var connected = false
+        var backoff: Backoff
+        var inflight: [(mid: Int32, last: UInt64, count: Int, done: Bool)] = []
+        var publishedThrough: UInt64 = 0
+        var nextPublish = ContinuousClock.now
+        var unsentAcks: [[UInt8]] = []
+        var reported: String?
+        var ledger: CommandLedger
+        var lastAvailability: [UInt8]?
+
+        init(sender: MQTTUplinkSender) throws(UplinkError) {
+            self.sender = sender
+            backoff = Backoff(firstNanoseconds: sender.settings.minBackoff.nanosecondsClamped,
+                              maximumNanoseconds: sender.settings.maxBackoff.nanosecondsClamped)
+            ledger = CommandLedger(file: sender.settings.ledgerFile)
+            let options = try sender.options()
+            connection = try MQTTConnection(options) { [unowned self] event in self.handle(event) }
+        }
+
+        var topics: UplinkTopics { sender.topics }
+
+        func run() {
+            defer { sender.finished.signal() }
+            while !sender.stopping.withLock({ $0 }) {
+                if !open {
+                    do {
+                        try connection.connect()
+                        open = true
+                    } catch {
+                        fail(error)
+                        pause()
+                        continue
+                    }
+                }
+                do {
+                    try connection.loop(timeoutMilliseconds: 50)
+                    if connected { try publishPending() }
+                } catch {
+                    dropped(error)
+                }
+            }
+            if open && connected { goOffline() }
+        }
+
+        /// A failure: counted, logged once per code, then a back-off.
+        func fail(_ error: UplinkError) {
+            sender.statistics.withLock {
+                $0.failures &+= 1
+                $0.lastError = error.code
+                $0.connected = false
+            }
+            if reported != error.code { sender.log("uplink (MQTT): \(error); retrying with back-off", error.code) }
+            reported = error.code
+        }
+
+        func dropped(_ error: UplinkError) {
+            open = false
+            connected = false
+            // Whatever was not acknowledged goes again from the spool (the aggregator keeps a seq once).
+            inflight.removeAll()
+            publishedThrough = 0
+            fail(error)
+            pause()
+        }
+
+        /// Sleeps the back-off in short steps, so a stop is not held up.
+        func pause() {
+            let end = ContinuousClock.now + .nanoseconds(backoff.next())
+            while ContinuousClock.now < end, !sender.stopping.withLock({ $0 }) { Thread.sleep(forTimeInterval: 0.05) }
+        }
+
+        func handle(_ event: MQTTConnection.Event) {
+            switch event {
+            case .connected(let reason, let present):
+                guard reason == 0 else {
+                    fail(UplinkError(code: "MQTT_REFUSED", message: "the broker refused the connection: \(MQTTConnection.reasonText(reason)) (\(reason))"))
+                    return
+                }
+                connected = true
+                backoff.reset()
+                sender.statistics.withLock {
+                    $0.connected = true
+                    $0.connects &+= 1
+                    $0.lastError = nil
+                }
+                if reported != nil || sender.stats.connects == 1 {
+                    sender.log("uplink (MQTT) connected to \(sender.settings.url.host):\(sender.settings.url.port) as \(sender.settings.clientID)"
+                               + (present ? " (session kept)" : " (new session)"), nil)
+                }
+                reported = nil
+                let birth = SiteStatusMessage(state: "online", session: sender.session, version: sender.settings.version,
+                                              mode: sender.settings.mode, units: sender.settings.units, time: Date().timeIntervalSince1970)
+                do {
+                    try connection.publish(topics.status, MQTTUplinkSender.json(birth), retain: true)
+                    try connection.subscribe(topics.commands)
+                    if let lastAvailability { try connection.publish(topics.availability, lastAvailability, retain: true) }
+                    while let ack = unsentAcks.first {
+                        try connection.publish(topics.acks, ack)
+                        unsentAcks.removeFirst()
+                    }
+                } catch {
+                    fail(error)
+                }
+            case .disconnected(let reason):
+                connected = false
+                sender.statistics.withLock { $0.connected = false }
+                if reason != 0 { fail(UplinkError(code: "MQTT_CONNECTION_LOST", message: MQTTConnection.reasonText(reason))) }
+            case .published(let mid, let reason):
+                acknowledged(mid: mid, reason: reason)
+            case .message(let topic, let payload, _, _, let expiry):
+                guard topic == topics.commands else { return }
+                command(payload, expiry: expiry)
+            case .subscribed(_, let granted):
+                if granted.contains(where: { $0 >= 128 }) {
+                    fail(UplinkError(code: "MQTT_SUBSCRIBE_REFUSED", message: "the broker refused the subscription to \(topics.commands)"))
+                }
+            }
+        }
+
+        func publishPending() throws(UplinkError) {
+            guard inflight.count < sender.settings.window, ContinuousClock.now >= nextPublish else { return }
+            let records: [SpoolRecord]
+            do {
+                records = try sender.queue.records(after: publishedThrough, limit: sender.settings.batchSize)
+            } catch {
+                fail(UplinkError(code: "SPOOL_IO", message: "\(error)"))
+                nextPublish = ContinuousClock.now + sender.settings.interval
+                return
+            }
+            guard let last = records.last else {
+                nextPublish = ContinuousClock.now + sender.settings.interval
+                return
+            }
+            var body = Array("{\"protocol_version\":\(UplinkProtocol.version),\"site\":".utf8)
+            body += MQTTUplinkSender.json(sender.settings.site)
+            body += Array(",\"acks\":[],\"records\":[".utf8)
+            for (i, record) in records.enumerated() {
+                if i > 0 { body.append(0x2C) }
+                body += record.payload
+                if Self.isAvailability(record.payload) { lastAvailability = record.payload }
+            }
+            body += Array("]}".utf8)
+            let mid = try connection.publish(topics.records, body)
+            inflight.append((mid, last.seq, records.count, false))
+            publishedThrough = last.seq
+            sender.statistics.withLock { $0.batchesPublished &+= 1 }
+            if records.contains(where: { Self.isAvailability($0.payload) }), let lastAvailability {
+                try connection.publish(topics.availability, lastAvailability, retain: true)
+            }
+            if records.count < sender.settings.batchSize { nextPublish = ContinuousClock.now + sender.settings.interval }
+        }
+
+        static func isAvailability(_ payload: [UInt8]) -> Bool {
+            // Records are written by our own encoder: `"type":"availability"` appears verbatim.
+            let needle = Array("\"type\":\"availability\"".utf8)
+            guard payload.count >= needle.count else { return false }
+            for start in 0...(payload.count - needle.count) where payload[start] == needle[0] {
+                if payload[start..<(start + needle.count)].elementsEqual(needle) { return true }
+            }
+            return false
+        }
+
+        func acknowledged(mid: Int32, reason: Int32) {
+            guard let i = inflight.firstIndex(where: { $0.mid == mid }) else { return }  // a birth, ack or earlier connection
+            guard reason < 128 else {
+                // The broker took the batch and refused it (not authorized, quota…): send it again later.
+                fail(UplinkError(code: "MQTT_PUBLISH_REFUSED", message: "the broker refused a record batch: \(MQTTConnection.reasonText(reason)) (\(reason))"))
+                inflight.removeAll()
+                publishedThrough = 0
+                nextPublish = ContinuousClock.now + .nanoseconds(backoff.next())
+                return
+            }
+            inflight[i].done = true
+            var through: UInt64 = 0
+            var records = 0
+            var batches = 0
+            while let first = inflight.first, first.done {
+                through = first.last
+                records += first.count
+                batches += 1
+                inflight.removeFirst()
+            }
+            guard through > 0 else { return }
+            do {
+                try sender.queue.acknowledge(upTo: through)
+            } catch {
+                fail(UplinkError(code: "SPOOL_IO", message: "\(error)"))
+            }
+            sender.statistics.withLock {
+                $0.batchesAcknowledged &+= UInt64(batches)
+                $0.recordsAcknowledged &+= UInt64(records)
+                $0.acknowledged = max($0.acknowledged, through)
+                $0.lastPubackUnix = Date().timeIntervalSince1970
+            }
+        }
+
+        /// One command from the command topic: validated and acted on once per id, answered on `acks`.
+        func command(_ payload: [UInt8], expiry: UInt32?) {
+            let received = ContinuousClock.now
+            let now = Date().timeIntervalSince1970
+            let ack: CommandAck
+            if payload.count > 65_536 {
+                sender.statistics.withLock { $0.malformedCommands &+= 1 }
+                sender.log("uplink (MQTT): a \(payload.count)-byte message on the command topic is not a command (limit 64 KiB); ignored",
+                           "MQTT_COMMAND_MALFORMED")
+                ack = CommandAck(id: "", accepted: false, reason: "MQTT_COMMAND_MALFORMED: larger than 64 KiB")
+            } else if let command = try? JSONDecoder().decode(DispatchCommand.self, from: Data(payload)) {
+                if let previous = ledger.answer(command.id) {
+                    sender.statistics.withLock { $0.redeliveries &+= 1 }
+                    publishAck(previous)
+                    return
+                }
+                if expiry == 0 {
+                    ack = CommandAck(id: command.id, accepted: false, reason: "MQTT_COMMAND_EXPIRED: the message expired at the broker")
+                } else {
+                    ack = sender.handleCommands([command]).first ?? CommandAck(id: command.id, accepted: false, reason: "not handled")
+                }
+                ledger.keep(ack, until: command.expiresUnix.isFinite ? min(command.expiresUnix, now + 86_400) : now + 86_400, now: now)
+                sender.statistics.withLock {
+                    $0.commands &+= 1
+                    if !ack.accepted { $0.commandsRefused &+= 1 }
+                }
+            } else {
+                let id = (try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any])?["id"] as? String ?? ""
+                sender.statistics.withLock { $0.malformedCommands &+= 1 }
+                sender.log("uplink (MQTT): a message on the command topic is not a command (id \(id.isEmpty ? "none" : id)); refused",
+                           "MQTT_COMMAND_MALFORMED")
+                ack = CommandAck(id: String(id.prefix(128)), accepted: false,
+                                 reason: "MQTT_COMMAND_MALFORMED: not a command object as the uplink OpenAPI document defines it")
+            }
+            publishAck(ack)
+            let latency = (ContinuousClock.now - received)
+            sender.statistics.withLock {
+                $0.lastCommandLatency = Double(latency.components.seconds) + Double(latency.components.attoseconds) * 1e-18
+            }
+        }
+
+        func publishAck(_ ack: CommandAck) {
+            let bytes = MQTTUplinkSender.json(ack)
+            do {
+                try connection.publish(topics.acks, bytes)
+            } catch {
+                unsentAcks.append(bytes)
+            }
+        }
+
+        /// A clean stop: the last PUBACKs (up to a second), `offline` on status, DISCONNECT.
+        func goOffline() {
+            let end = ContinuousClock.now + .seconds(1)
+            while !inflight.isEmpty, ContinuousClock.now < end {
+                do { try connection.loop(timeoutMilliseconds: 50) } catch { break }
+            }
+            let offline = SiteStatusMessage(state: "offline", session: sender.session, time: Date().timeIntervalSince1970)
+            _ = try? connection.publish(topics.status, MQTTUplinkSender.json(offline), retain: true)
+            for _ in 0..<4 { _ = try? connection.loop(timeoutMilliseconds: 20) }
+            connection.disconnect()
+            sender.statistics.withLock { $0.connected = false }
+        }
+    }
+}
+
+/// The command ids already answered, with their answers, kept until the command expires (and
+/// across restarts when a file is given), so a command delivered twice is acted on once.
+struct CommandLedger {
+    struct Entry: Codable {
+        var ack: CommandAck
+        var until: Double
+    }
+
+    let file: String?
+    var entries: [String: Entry] = [:]
+    static let limit = 10_000
+
+    init(file: String?) {
+        self.file = file
+        if let file, let data = FileManager.default.contents(atPath: file),
+           let saved = try? JSONDecoder().decode([String: Entry].self, from: data)
+        {
+            entries = saved
+        }
+    }
+
+    func answer(_ id: String) -> CommandAck? { entries[id]?.ack }
+
+    mutating func keep(_ ack: CommandAck, until: Double, now: Double) {
+        guard !ack.id.isEmpty else { return }
+        entries = entries.filter { $0.value.until > now }
+        if entries.count >= Self.limit, let oldest = entries.min(by: { $0.value.until < $1.value.until }) {
+            entries[oldest.key] = nil
+        }
+        entries[ack.id] = Entry(ack: ack, until: until)
+        guard let file, let data = try? JSONEncoder().encode(entries) else { return }
+        let temporary = file + ".tmp"
+        if FileManager.default.createFile(atPath: temporary, contents: data) { _ = rename(temporary, file) }
+    }
+}
