@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Hummingbird
 import Uplink
+import BessSystem
 
 /// The reference aggregator: what HIL rigs and small sites point bessd at.
 @main
@@ -11,13 +12,33 @@ struct BessAggregator: AsyncParsableCommand {
         abstract: "Reference aggregator: stores bessd's records (deduplicated by seq), serves a status page and /metrics, queues dispatch.")
 
     @Option(help: "HOST:PORT to listen on.") var listen = "127.0.0.1:8700"
-    @Option(help: "SQLite database file.") var database = "bess-aggregator.sqlite"
+    @Option(help: "SQLite database file, or postgres://user[:password]@host[:port]/database (shared by several instances).")
+    var database = "bess-aggregator.sqlite"
     @Option(help: "A file holding the bearer token bessd must present (none: no check).") var tokenFile: String?
+    @Option(help: "Also take records over MQTT 5 from this broker (mqtt://host:port or mqtts://…), in the shared subscription $share/bess-aggregator/bess/v1/+/records.")
+    var mqtt: String?
+    @Option(help: "This instance's name: its MQTT client id is bess-aggregator-NAME (keep it across restarts so the broker resends what it had in flight).")
+    var instance = "1"
+    @Option(help: "MQTT: CA bundle for the broker's certificate.") var mqttCaFile: String?
+    @Option(help: "MQTT: client certificate (PEM).") var mqttCertFile: String?
+    @Option(help: "MQTT: client key (PEM).") var mqttKeyFile: String?
+    @Option(help: "MQTT: user name.") var mqttUsername: String?
+    @Option(help: "MQTT: file holding the password.") var mqttPasswordFile: String?
 
     func run() async throws {
         let parts = listen.split(separator: ":")
         guard parts.count == 2, let port = Int(parts[1]) else { throw ValidationError("--listen must be HOST:PORT") }
-        let store = try Store(path: database)
+        let store: any RecordStore = database.hasPrefix("postgres://") || database.hasPrefix("postgresql://")
+            ? try await PostgresStore(url: database) : try SQLiteStore(path: database)
+        var consumer: MQTTConsumer?
+        if let mqtt {
+            guard let url = MQTTURL(mqtt) else { throw ValidationError("--mqtt must be mqtt://host[:port] or mqtts://host[:port]") }
+            let password = try mqttPasswordFile.map { try String(contentsOfFile: $0, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines) }
+            consumer = try MQTTConsumer(url: url, clientID: "bess-aggregator-\(instance)", store: store, caFile: mqttCaFile,
+                                        certFile: mqttCertFile, keyFile: mqttKeyFile, username: mqttUsername, password: password)
+            consumer?.start()
+        }
+        let pusher = consumer
         let token = try tokenFile.map { try String(contentsOfFile: $0, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines) }
         let router = Router()
         let authorized: @Sendable (Request) -> Bool = { request in
@@ -31,8 +52,8 @@ struct BessAggregator: AsyncParsableCommand {
             guard let batch = try? JSONDecoder().decode(RecordBatch.self, from: Data(buffer: body)), batch.site == site,
                   batch.protocolVersion == UplinkProtocol.version
             else { return Self.json(.badRequest, ["error": "not a protocol 1 batch for this site"]) }
-            let (_, _, highest, commands) = try store.store(site: site, batch: batch, now: Date().timeIntervalSince1970)
-            let answer = BatchResponse(ackedSeq: highest, commands: commands)
+            let result = try await store.store([(site, batch)], now: Date().timeIntervalSince1970, handOutCommands: true)
+            let answer = BatchResponse(ackedSeq: result.first?.highest ?? 0, commands: result.first?.commands ?? [])
             return Response(status: .ok, headers: [.contentType: "application/json"],
                             body: .init(byteBuffer: ByteBuffer(bytes: try JSONEncoder().encode(answer))))
         }
@@ -42,24 +63,30 @@ struct BessAggregator: AsyncParsableCommand {
             guard let command = try? JSONDecoder().decode(DispatchCommand.self, from: Data(buffer: body)) else {
                 return Self.json(.badRequest, ["error": "not a DispatchCommand"])
             }
-            try store.queue(site: context.parameters.get("site") ?? "", command: command)
-            return Self.json(.ok, ["queued": command.id])
+            let site = context.parameters.get("site") ?? ""
+            let now = Date().timeIntervalSince1970
+            // Over MQTT the command is pushed at once; over HTTP it waits for the site's next batch.
+            try await store.queue(site: site, command: command, delivered: pusher != nil, now: now)
+            pusher?.push(site: site, command: command, now: now)
+            return Self.json(.ok, ["queued": command.id, "transport": pusher == nil ? "http" : "mqtt"])
         }
         router.get("/v1/sites/:site/seqs") { _, context -> Response in
-            let seqs = try store.seqs(site: context.parameters.get("site") ?? "")
+            let seqs = try await store.seqs(site: context.parameters.get("site") ?? "")
             return Response(status: .ok, headers: [.contentType: "application/json"],
                             body: .init(byteBuffer: ByteBuffer(bytes: try JSONEncoder().encode(seqs))))
         }
         router.get("/metrics") { _, _ -> Response in
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
-                     body: .init(byteBuffer: ByteBuffer(string: try Self.metrics(store))))
+                     body: .init(byteBuffer: ByteBuffer(string: try await Self.metrics(store, consumer: pusher))))
         }
         router.get("/") { _, _ -> Response in
             Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
-                     body: .init(byteBuffer: ByteBuffer(string: try StatusPage.html(try store.summaries()))))
+                     body: .init(byteBuffer: ByteBuffer(string: try StatusPage.html(try await store.summaries(),
+                                                                                    ingest: pusher?.stats.records))))
         }
         let app = Application(router: router, configuration: .init(address: .hostname(String(parts[0]), port: port)))
-        print("bess-aggregator listening on http://\(listen) (database \(database))")
+        print("bess-aggregator listening on http://\(listen) (database \(database.hasPrefix("postgres") ? "PostgreSQL" : database))"
+              + (mqtt.map { ", MQTT \($0) as bess-aggregator-\(instance)" } ?? ""))
         try await app.runService()
     }
 
@@ -68,9 +95,9 @@ struct BessAggregator: AsyncParsableCommand {
         return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 
-    static func metrics(_ store: Store) throws -> String {
+    static func metrics(_ store: any RecordStore, consumer: MQTTConsumer?) async throws -> String {
         var lines: [String] = []
-        let sites = try store.summaries()
+        let sites = try await store.summaries()
         lines.append("# HELP bess_aggregator_records Records stored, by site.")
         lines.append("# TYPE bess_aggregator_records gauge")
         for s in sites { lines.append("bess_aggregator_records{site=\"\(s.site)\"} \(s.records)") }
@@ -79,7 +106,40 @@ struct BessAggregator: AsyncParsableCommand {
         for s in sites { lines.append("bess_aggregator_highest_seq{site=\"\(s.site)\"} \(s.highestSeq)") }
         lines.append("# HELP bess_aggregator_duplicates_total Records received again and ignored.")
         lines.append("# TYPE bess_aggregator_duplicates_total counter")
-        lines.append("bess_aggregator_duplicates_total \(try store.duplicates())")
+        lines.append("bess_aggregator_duplicates_total \(try await store.duplicates())")
+        if let consumer {
+            let c = consumer.stats
+            lines.append("# HELP bess_aggregator_mqtt_connected 1 while this instance's MQTT connection is up.")
+            lines.append("# TYPE bess_aggregator_mqtt_connected gauge")
+            lines.append("bess_aggregator_mqtt_connected \(c.connected ? 1 : 0)")
+            lines.append("# HELP bess_aggregator_mqtt_batches_total Record batches this instance stored from MQTT (then acknowledged).")
+            lines.append("# TYPE bess_aggregator_mqtt_batches_total counter")
+            lines.append("bess_aggregator_mqtt_batches_total \(c.batches)")
+            lines.append("# HELP bess_aggregator_mqtt_records_total Records in those batches.")
+            lines.append("# TYPE bess_aggregator_mqtt_records_total counter")
+            lines.append("bess_aggregator_mqtt_records_total \(c.records)")
+            lines.append("# HELP bess_aggregator_mqtt_commands_published_total Commands pushed to sites.")
+            lines.append("# TYPE bess_aggregator_mqtt_commands_published_total counter")
+            lines.append("bess_aggregator_mqtt_commands_published_total \(c.commandsPublished)")
+            lines.append("# HELP bess_aggregator_mqtt_malformed_total Messages that were not a protocol 1 batch or ack.")
+            lines.append("# TYPE bess_aggregator_mqtt_malformed_total counter")
+            lines.append("bess_aggregator_mqtt_malformed_total \(c.malformed)")
+            lines.append("# HELP bess_aggregator_store_failures_total Transactions that failed and were retried (acknowledgements held).")
+            lines.append("# TYPE bess_aggregator_store_failures_total counter")
+            lines.append("bess_aggregator_store_failures_total \(c.storeFailures)")
+        }
+        let latencies = try await store.commandLatencies().sorted()
+        if !latencies.isEmpty {
+            lines.append("# HELP bess_aggregator_command_latency_seconds Command queued → bessd's answer stored, last 1000 commands.")
+            lines.append("# TYPE bess_aggregator_command_latency_seconds summary")
+            for q in [0.5, 0.99] {
+                lines.append("bess_aggregator_command_latency_seconds{quantile=\"\(q)\"} \(latencies[min(latencies.count - 1, Int(Double(latencies.count) * q))])")
+            }
+            lines.append("bess_aggregator_command_latency_seconds_count \(latencies.count)")
+        }
+        lines.append("# HELP bess_aggregator_site_online 1 while a site's birth message stands, 0 after its Last Will (MQTT).")
+        lines.append("# TYPE bess_aggregator_site_online gauge")
+        for s in sites { if let state = s.state { lines.append("bess_aggregator_site_online{site=\"\(s.site)\"} \(state == "online" ? 1 : 0)") } }
         lines.append("# HELP bess_aggregator_unit_soc_percent Latest state of charge.")
         lines.append("# TYPE bess_aggregator_unit_soc_percent gauge")
         for s in sites {
@@ -98,49 +158,5 @@ extension Data {
     init(buffer: ByteBuffer) {
         var copy = buffer
         self.init(copy.readBytes(length: copy.readableBytes) ?? [])
-    }
-}
-
-/// The small status page: every site and unit at a glance.
-enum StatusPage {
-    static func escape(_ s: String) -> String {
-        s.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
-    }
-
-    static func html(_ sites: [Store.SiteSummary]) throws -> String {
-        var h = """
-            <!doctype html><html><head><meta charset="utf-8"><meta http-equiv="refresh" content="5">
-            <title>bess-aggregator</title><style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse;margin:.5em 0 1.5em}
-            td,th{border:1px solid #bbb;padding:.25em .6em;text-align:right}th{background:#eee}td.l{text-align:left}
-            .trip{color:#b00;font-weight:bold}</style></head><body><h1>bess-aggregator</h1>
-            """
-        if sites.isEmpty { h += "<p>No site has reported yet.</p>" }
-        let f = { (v: Double?, d: Int) -> String in v.map { String(format: "%.\(d)f", $0) } ?? "–" }
-        for site in sites {
-            let age = Date().timeIntervalSince1970 - site.lastTime
-            h += "<h2>\(escape(site.site))</h2><p>\(site.records) records, highest seq \(site.highestSeq), last \(f(age, 0)) s ago</p>"
-            h += "<table><tr><th>unit</th><th>state</th><th>SOC %</th><th>power kW</th><th>setpoint kW</th><th>allowed ± kW</th><th>trips</th></tr>"
-            for u in site.units {
-                let t = u.telemetry
-                let trips = (t?.trips ?? []).joined(separator: ", ")
-                h += "<tr><td class=l>\(escape(u.unit))</td><td class=l>\(escape(t?.state ?? "?"))</td><td>\(f(t?.socPercent, 1))</td>"
-                    + "<td>\(f(t?.powerW.map { $0 / 1000 }, 1))</td><td>\(f(t.map { $0.setpointW / 1000 }, 1))</td>"
-                    + "<td>\(f(t.map { $0.allowedChargeW / 1000 }, 0)) / \(f(t.map { $0.allowedDischargeW / 1000 }, 0))</td>"
-                    + "<td class='l\(trips.isEmpty ? "" : " trip")'>\(escape(trips.isEmpty ? "–" : trips))</td></tr>"
-            }
-            h += "</table><h3>Energy blocks</h3><table><tr><th>unit</th><th>start (UTC)</th><th>charged kWh</th><th>discharged kWh</th><th>covered</th></tr>"
-            for b in site.blocks {
-                let start = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(b.start)))
-                h += "<tr><td class=l>\(escape(b.unit))</td><td class=l>\(start)</td><td>\(f(b.charged, 3))</td><td>\(f(b.discharged, 3))</td>"
-                    + "<td>\(f(b.covered, 0)) / \(b.length) s</td></tr>"
-            }
-            h += "</table>"
-            if !site.acks.isEmpty {
-                h += "<h3>Command acknowledgements</h3><table><tr><th>id</th><th>accepted</th><th>reason</th></tr>"
-                for a in site.acks { h += "<tr><td class=l>\(escape(a.id))</td><td>\(a.accepted ? "yes" : "no")</td><td class=l>\(escape(a.reason ?? ""))</td></tr>" }
-                h += "</table>"
-            }
-        }
-        return h + "</body></html>"
     }
 }

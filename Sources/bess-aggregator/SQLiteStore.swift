@@ -2,9 +2,10 @@ import Foundation
 import GRDB
 import Uplink
 
-/// The aggregator's SQLite store (GRDB): records deduplicated by (site, seq), the latest telemetry per
-/// unit, energy blocks for settlement, queued commands and the acknowledgements bessd sent back.
-final class Store: Sendable {
+/// The aggregator's SQLite store (GRDB), the default for one instance: records deduplicated by
+/// (site, seq), the latest telemetry per unit, energy blocks for settlement, queued commands and the
+/// acknowledgements bessd sent back.
+final class SQLiteStore: RecordStore {
     let db: DatabaseQueue
 
     init(path: String) throws {
@@ -26,12 +27,24 @@ final class Store: Sendable {
                 CREATE TABLE IF NOT EXISTS acks (site TEXT NOT NULL, id TEXT NOT NULL, accepted INTEGER NOT NULL,
                     reason TEXT, time REAL NOT NULL);
                 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+                CREATE TABLE IF NOT EXISTS site_status (site TEXT PRIMARY KEY, state TEXT NOT NULL, session TEXT NOT NULL,
+                    time REAL NOT NULL);
                 """)
+            if try !Row.fetchAll(db, sql: "PRAGMA table_info(commands)").contains(where: { ($0["name"] as String) == "queued_at" }) {
+                try db.execute(sql: "ALTER TABLE commands ADD COLUMN queued_at REAL")
+            }
+        }
+    }
+
+    func store(_ batches: [(site: String, batch: RecordBatch)], now: Double, handOutCommands: Bool) async throws -> [StoreResult] {
+        try batches.map { item in
+            let (new, duplicates, highest, commands) = try store(site: item.site, batch: item.batch, now: now, handOut: handOutCommands)
+            return StoreResult(new: new, duplicates: duplicates, highest: highest, commands: commands)
         }
     }
 
     /// Stores a batch; returns (records new, duplicates, highest seq in the batch, commands to hand out).
-    func store(site: String, batch: RecordBatch, now: Double) throws -> (Int, Int, UInt64, [DispatchCommand]) {
+    func store(site: String, batch: RecordBatch, now: Double, handOut: Bool) throws -> (Int, Int, UInt64, [DispatchCommand]) {
         let encoder = JSONEncoder()
         return try db.write { db in
             var new = 0
@@ -39,7 +52,7 @@ final class Store: Sendable {
             for record in batch.records {
                 let body = String(decoding: try encoder.encode(record), as: UTF8.self)
                 try db.execute(sql: "INSERT OR IGNORE INTO records (site, seq, type, time, body) VALUES (?, ?, ?, ?, ?)",
-                               arguments: [site, Int64(record.seq), Self.type(record.body), record.time, body])
+                               arguments: [site, Int64(record.seq), recordType(record.body), record.time, body])
                 if db.changesCount == 0 {
                     duplicates += 1
                     continue
@@ -77,76 +90,96 @@ final class Store: Sendable {
                 INSERT INTO counters (name, value) VALUES ('duplicates', ?)
                 ON CONFLICT (name) DO UPDATE SET value = value + excluded.value
                 """, arguments: [duplicates])
+            let highest = batch.records.map(\.seq).max() ?? 0
+            guard handOut else { return (new, duplicates, highest, []) }
             let rows = try Row.fetchAll(db, sql: "SELECT id, body FROM commands WHERE site = ? AND delivered = 0", arguments: [site])
             let decoder = JSONDecoder()
             let commands = rows.compactMap { row -> DispatchCommand? in
                 try? decoder.decode(DispatchCommand.self, from: Data((row["body"] as String).utf8))
             }
             try db.execute(sql: "UPDATE commands SET delivered = 1 WHERE site = ? AND delivered = 0", arguments: [site])
-            let highest = batch.records.map(\.seq).max() ?? 0
             return (new, duplicates, highest, commands)
         }
     }
 
-    func queue(site: String, command: DispatchCommand) throws {
+    func queue(site: String, command: DispatchCommand, delivered: Bool, now: Double) async throws {
         let body = String(decoding: try JSONEncoder().encode(command), as: UTF8.self)
-        try db.write { db in
-            try db.execute(sql: "INSERT OR REPLACE INTO commands (id, site, body, delivered) VALUES (?, ?, ?, 0)",
-                           arguments: [command.id, site, body])
+        try await db.write { db in
+            try db.execute(sql: "INSERT OR REPLACE INTO commands (id, site, body, delivered, queued_at) VALUES (?, ?, ?, ?, ?)",
+                           arguments: [command.id, site, body, delivered ? 1 : 0, now])
         }
     }
 
-    struct SiteSummary {
-        var site: String
-        var records: Int
-        var highestSeq: Int64
-        var lastTime: Double
-        var units: [(unit: String, time: Double, telemetry: UnitTelemetry?)]
-        var blocks: [(unit: String, start: Int64, charged: Double, discharged: Double, covered: Double, length: Int64)]
-        var acks: [(id: String, accepted: Bool, reason: String?)]
+    func unanswered(site: String, now: Double) async throws -> [DispatchCommand] {
+        try await db.read { db in
+            try String.fetchAll(db, sql: """
+                SELECT body FROM commands c WHERE site = ? AND NOT EXISTS (SELECT 1 FROM acks a WHERE a.site = c.site AND a.id = c.id)
+                """, arguments: [site])
+                .compactMap { try? JSONDecoder().decode(DispatchCommand.self, from: Data($0.utf8)) }
+                .filter { $0.expiresUnix > now }
+        }
     }
 
-    func summaries() throws -> [SiteSummary] {
-        try db.read { db in
+    func record(acks: [(site: String, ack: CommandAck)], now: Double) async throws {
+        try await db.write { db in
+            for (site, ack) in acks {
+                try db.execute(sql: "INSERT INTO acks (site, id, accepted, reason, time) VALUES (?, ?, ?, ?, ?)",
+                               arguments: [site, ack.id, ack.accepted ? 1 : 0, ack.reason, now])
+            }
+        }
+    }
+
+    func setStatus(site: String, _ message: SiteStatusMessage, now: Double) async throws {
+        try await db.write { db in
+            try db.execute(sql: """
+                INSERT INTO site_status (site, state, session, time) VALUES (?, ?, ?, ?)
+                ON CONFLICT (site) DO UPDATE SET state = excluded.state, session = excluded.session, time = excluded.time
+                """, arguments: [site, message.state, message.session, now])
+        }
+    }
+
+    func commandLatencies() async throws -> [Double] {
+        try await db.read { db in
+            try Double.fetchAll(db, sql: """
+                SELECT MIN(a.time) - c.queued_at FROM commands c JOIN acks a ON a.site = c.site AND a.id = c.id
+                WHERE c.queued_at IS NOT NULL GROUP BY c.site, c.id ORDER BY MIN(a.time) DESC LIMIT 1000
+                """)
+        }
+    }
+
+    func summaries() async throws -> [SiteSummary] {
+        try await db.read { db in
             let decoder = JSONDecoder()
             return try Row.fetchAll(db, sql: "SELECT site, COUNT(*) AS n, MAX(seq) AS high, MAX(time) AS last FROM records GROUP BY site ORDER BY site")
                 .map { row in
                     let site: String = row["site"]
                     let units = try Row.fetchAll(db, sql: "SELECT unit, time, body FROM latest WHERE site = ? ORDER BY unit", arguments: [site])
-                        .map { r in (unit: r["unit"] as String, time: r["time"] as Double,
+                        .map { r in SiteSummary.UnitLatest(unit: r["unit"], time: r["time"],
                                      telemetry: try? decoder.decode(UnitTelemetry.self, from: Data((r["body"] as String).utf8))) }
                     let blocks = try Row.fetchAll(db, sql: """
                         SELECT unit, start_unix, charged_kwh, discharged_kwh, covered_s, length_s FROM energy_blocks
                         WHERE site = ? ORDER BY start_unix DESC, unit LIMIT 20
                         """, arguments: [site])
-                        .map { r in (unit: r["unit"] as String, start: r["start_unix"] as Int64, charged: r["charged_kwh"] as Double,
-                                     discharged: r["discharged_kwh"] as Double, covered: r["covered_s"] as Double,
-                                     length: r["length_s"] as Int64) }
+                        .map { r in SiteSummary.Block(unit: r["unit"], start: r["start_unix"], charged: r["charged_kwh"],
+                                     discharged: r["discharged_kwh"], covered: r["covered_s"], length: r["length_s"]) }
                     let acks = try Row.fetchAll(db, sql: "SELECT id, accepted, reason FROM acks WHERE site = ? ORDER BY time DESC LIMIT 20",
                                                 arguments: [site])
-                        .map { r in (id: r["id"] as String, accepted: (r["accepted"] as Int) == 1, reason: r["reason"] as String?) }
+                        .map { r in SiteSummary.Ack(id: r["id"], accepted: (r["accepted"] as Int) == 1, reason: r["reason"]) }
+                    let state = try String.fetchOne(db, sql: "SELECT state FROM site_status WHERE site = ?", arguments: [site])
+                    let series = try String.fetchAll(db, sql: """
+                        SELECT body FROM records WHERE site = ? AND type = 'telemetry' AND time >= ? ORDER BY seq
+                        """, arguments: [site, (row["last"] as Double) - 3600])
                     return SiteSummary(site: site, records: row["n"], highestSeq: row["high"], lastTime: row["last"], units: units,
-                                       blocks: blocks, acks: acks)
+                                       blocks: blocks, acks: acks, state: state, telemetry: series)
                 }
         }
     }
 
-    func seqs(site: String) throws -> [Int64] {
-        try db.read { db in try Int64.fetchAll(db, sql: "SELECT seq FROM records WHERE site = ? ORDER BY seq", arguments: [site]) }
+    func seqs(site: String) async throws -> [Int64] {
+        try await db.read { db in try Int64.fetchAll(db, sql: "SELECT seq FROM records WHERE site = ? ORDER BY seq", arguments: [site]) }
     }
 
-    func duplicates() throws -> Int {
-        try db.read { db in try Int.fetchOne(db, sql: "SELECT value FROM counters WHERE name = 'duplicates'") ?? 0 }
-    }
-
-    static func type(_ body: RecordBody) -> String {
-        switch body {
-        case .telemetry: "telemetry"
-        case .availability: "availability"
-        case .energyBlock: "energy_block"
-        case .gridEnergyBlock: "grid_energy_block"
-        case .event: "event"
-        case .spoolDrop: "spool_drop"
-        }
+    func duplicates() async throws -> Int {
+        try await db.read { db in try Int.fetchOne(db, sql: "SELECT value FROM counters WHERE name = 'duplicates'") ?? 0 }
     }
 }

@@ -1,0 +1,219 @@
+import BessSystem
+import Foundation
+import Glibc
+import Uplink
+
+/// The aggregator's side of the MQTT transport. Record batches arrive through the shared subscription
+/// `$share/bess-aggregator/bess/v1/+/records`, so instances split the fleet; each read is stored in one
+/// transaction and only then are its PUBACKs sent, so an instance killed before its commit leaves the
+/// messages with the broker, which sends them again. Birth and Last Will (`status`) are followed by
+/// every instance; acks are shared. Commands are pushed on the site's command topic.
+final class MQTTConsumer: @unchecked Sendable {
+    struct Statistics: Sendable {
+        var connected = false
+        var batches: UInt64 = 0
+        var records: UInt64 = 0
+        var redelivered: UInt64 = 0
+        var malformed: UInt64 = 0
+        var commandsPublished: UInt64 = 0
+        var storeFailures: UInt64 = 0
+    }
+
+    static let group = "bess-aggregator"
+    let options: MQTTConnection.Options
+    let store: any RecordStore
+    let statistics = PILock(Statistics())
+    /// Publishes (commands) from the HTTP side are handed to the connection's thread.
+    let outbox = PILock<[(topic: String, payload: [UInt8], expiry: UInt32)]>([])
+    var connection: MQTTConnection!
+    var open = false
+    var backoff = Backoff(firstNanoseconds: 500_000_000, maximumNanoseconds: 30_000_000_000)
+    var pendingBatches: [(site: String, batch: RecordBatch)] = []
+    var pendingAcks: [(site: String, ack: CommandAck)] = []
+    var pendingStatus: [(site: String, message: SiteStatusMessage)] = []
+
+    init(url: MQTTURL, clientID: String, store: any RecordStore, caFile: String?, certFile: String?, keyFile: String?,
+         username: String?, password: String?) throws(UplinkError) {
+        var o = MQTTConnection.Options(url: url, clientID: clientID, cleanStart: false, sessionExpirySeconds: 3600)
+        o.acknowledgeAfterStore = true
+        o.receiveMaximum = 1000
+        o.caFile = caFile
+        o.clientCertFile = certFile
+        o.clientKeyFile = keyFile
+        o.username = username
+        o.password = password
+        options = o
+        self.store = store
+        connection = try MQTTConnection(o) { [unowned self] event in self.handle(event) }
+    }
+
+    var stats: Statistics { statistics.withLock { $0 } }
+
+    func start() {
+        let thread = Thread { [self] in run() }
+        thread.name = "aggregator-mqtt"
+        thread.start()
+    }
+
+    /// A command to a site: published at once (QoS 1, expiring with the command).
+    func push(site: String, command: DispatchCommand, now: Double) {
+        let payload = Array((try? JSONEncoder().encode(command)) ?? Data())
+        let expiry = UInt32(max(1, min(86_400, (command.expiresUnix - now).rounded(.up))))
+        outbox.withLock { $0.append((UplinkTopics(site: site).commands, payload, expiry)) }
+    }
+
+    func run() {
+        while true {
+            if !open {
+                do {
+                    try connection.connect()
+                    open = true
+                } catch {
+                    lost("\(error)")
+                    continue
+                }
+            }
+            do {
+                try sendOutbox()
+                var poller = pollfd(fd: connection.socket, events: Int16(POLLIN), revents: 0)
+                if poll(&poller, 1, 20) > 0 {
+                    // Everything that has arrived, up to a bound, then one transaction.
+                    var reads = 0
+                    repeat {
+                        try connection.read()
+                        reads += 1
+                        poller.revents = 0
+                    } while reads < 2000 && poll(&poller, 1, 0) > 0
+                }
+                try storePending()
+                try connection.flush()
+            } catch {
+                lost("\(error)")
+            }
+        }
+    }
+
+    func lost(_ why: String) {
+        if open || statistics.withLock({ $0.connected }) {
+            FileHandle.standardError.write(Data("bess-aggregator: MQTT connection lost (\(why)); reconnecting\n".utf8))
+        }
+        open = false
+        statistics.withLock { $0.connected = false }
+        // What was read and not stored is not acknowledged: the broker sends it again.
+        pendingBatches.removeAll()
+        pendingAcks.removeAll()
+        pendingStatus.removeAll()
+        Thread.sleep(forTimeInterval: Double(backoff.next()) / 1e9)
+    }
+
+    func sendOutbox() throws(UplinkError) {
+        let items = outbox.withLock { list in
+            defer { list.removeAll() }
+            return list
+        }
+        for item in items {
+            try connection.publish(item.topic, item.payload, expirySeconds: item.expiry)
+            statistics.withLock { $0.commandsPublished &+= 1 }
+        }
+    }
+
+    /// Stores what was read, retrying while the database is away; PUBACKs wait for it.
+    func storePending() throws(UplinkError) {
+        guard !pendingBatches.isEmpty || !pendingAcks.isEmpty || !pendingStatus.isEmpty else { return }
+        let batches = pendingBatches, acks = pendingAcks, statuses = pendingStatus
+        let store = self.store
+        var attempt = Backoff(firstNanoseconds: 200_000_000, maximumNanoseconds: 5_000_000_000)
+        var onlineSites: [String] = []
+        while true {
+            let outcome = blocking { () async throws -> [String] in
+                let now = Date().timeIntervalSince1970
+                if !batches.isEmpty { _ = try await store.store(batches, now: now, handOutCommands: false) }
+                if !acks.isEmpty { try await store.record(acks: acks, now: now) }
+                var online: [String] = []
+                for (site, message) in statuses {
+                    try await store.setStatus(site: site, message, now: now)
+                    if message.state == "online" { online.append(site) }
+                }
+                return online
+            }
+            switch outcome {
+            case .success(let sites):
+                onlineSites = sites
+            case .failure(let error):
+                statistics.withLock { $0.storeFailures &+= 1 }
+                FileHandle.standardError.write(Data("bess-aggregator: storing failed (\(error)); retrying, acknowledgements held\n".utf8))
+                Thread.sleep(forTimeInterval: Double(attempt.next()) / 1e9)
+                // Keepalive cannot go out without the held PUBACKs; past the keepalive the broker drops us and resends.
+                continue
+            }
+            break
+        }
+        statistics.withLock {
+            $0.batches &+= UInt64(batches.count)
+            $0.records &+= UInt64(batches.reduce(0) { $0 + $1.batch.records.count })
+        }
+        pendingBatches.removeAll()
+        pendingAcks.removeAll()
+        pendingStatus.removeAll()
+        // A site that comes online gets its unanswered commands again (bessd acts on an id once).
+        for site in onlineSites {
+            if case .success(let commands) = blocking({ try await store.unanswered(site: site, now: Date().timeIntervalSince1970) }) {
+                for command in commands { push(site: site, command: command, now: Date().timeIntervalSince1970) }
+            }
+        }
+    }
+
+    func handle(_ event: MQTTConnection.Event) {
+        switch event {
+        case .connected(let reason, _):
+            guard reason == 0 else {
+                FileHandle.standardError.write(Data("bess-aggregator: the broker refused us: \(MQTTConnection.reasonText(reason))\n".utf8))
+                return
+            }
+            backoff.reset()
+            statistics.withLock { $0.connected = true }
+            _ = try? connection.subscribe("$share/\(Self.group)/bess/v1/+/records")
+            _ = try? connection.subscribe("$share/\(Self.group)/bess/v1/+/acks")
+            _ = try? connection.subscribe("bess/v1/+/status")
+        case .message(let topic, let payload, _, _, _):
+            guard let (site, leaf) = UplinkTopics.parse(topic) else { return }
+            switch leaf {
+            case "records":
+                guard let batch = try? JSONDecoder().decode(RecordBatch.self, from: Data(payload)), batch.site == site,
+                      batch.protocolVersion == UplinkProtocol.version
+                else {
+                    statistics.withLock { $0.malformed &+= 1 }
+                    return
+                }
+                pendingBatches.append((site, batch))
+            case "acks":
+                guard let ack = try? JSONDecoder().decode(CommandAck.self, from: Data(payload)) else {
+                    statistics.withLock { $0.malformed &+= 1 }
+                    return
+                }
+                pendingAcks.append((site, ack))
+            case "status":
+                guard let message = try? JSONDecoder().decode(SiteStatusMessage.self, from: Data(payload)) else { return }
+                pendingStatus.append((site, message))
+            default:
+                break
+            }
+        case .disconnected, .published, .subscribed:
+            break
+        }
+    }
+}
+
+/// Runs async work to its end on the calling thread (the consumer's own thread, never a cycle).
+func blocking<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) -> Result<T, any Error> {
+    let done = DispatchSemaphore(value: 0)
+    let box = PILock<Result<T, any Error>?>(nil)
+    Task {
+        let result: Result<T, any Error>
+        do { result = .success(try await work()) } catch { result = .failure(error) }
+        box.withLock { $0 = result }
+        done.signal()
+    }
+    done.wait()
+    return box.withLock { $0! }
+}

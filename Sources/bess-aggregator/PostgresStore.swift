@@ -1,0 +1,291 @@
+import Foundation
+import Logging
+import PostgresNIO
+import Uplink
+
+/// The store several aggregator instances share: PostgreSQL through postgres-nio. Every batch group
+/// is one transaction; records go in with `ON CONFLICT DO NOTHING` on (site, seq), so a record
+/// delivered twice, or to two instances, is stored once — by the database, not by an instance.
+final class PostgresStore: RecordStore {
+    let client: PostgresClient
+    let logger = Logger(label: "bess-aggregator.postgres")
+    let runner: Task<Void, Never>
+
+    /// `postgres://user[:password]@host[:port]/database`
+    init(url: String) async throws {
+        guard let parts = URLComponents(string: url), parts.scheme == "postgres" || parts.scheme == "postgresql",
+              let host = parts.host, let user = parts.user
+        else { throw StoreError("--database \(url): expected postgres://user[:password]@host[:port]/database") }
+        let database = parts.path.hasPrefix("/") ? String(parts.path.dropFirst()) : parts.path
+        var configuration = PostgresClient.Configuration(host: host, port: parts.port ?? 5432, username: user,
+                                                         password: parts.password, database: database.isEmpty ? nil : database,
+                                                         tls: .disable)
+        configuration.options.maximumConnections = 8
+        client = PostgresClient(configuration: configuration)
+        let client = self.client
+        runner = Task { await client.run() }
+        try await migrate()
+    }
+
+    deinit { runner.cancel() }
+
+    func migrate() async throws {
+        let statements: [PostgresQuery] = [
+            """
+            CREATE TABLE IF NOT EXISTS records (site TEXT NOT NULL, seq BIGINT NOT NULL, type TEXT NOT NULL,
+                time DOUBLE PRECISION NOT NULL, body TEXT NOT NULL,
+                stored_at DOUBLE PRECISION NOT NULL DEFAULT extract(epoch from clock_timestamp()), PRIMARY KEY (site, seq))
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS latest (site TEXT NOT NULL, unit TEXT NOT NULL, time DOUBLE PRECISION NOT NULL,
+                body TEXT NOT NULL, PRIMARY KEY (site, unit))
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS energy_blocks (site TEXT NOT NULL, unit TEXT NOT NULL, start_unix BIGINT NOT NULL,
+                length_s BIGINT NOT NULL, charged_kwh DOUBLE PRECISION NOT NULL, discharged_kwh DOUBLE PRECISION NOT NULL,
+                covered_s DOUBLE PRECISION NOT NULL, PRIMARY KEY (site, unit, start_unix))
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS grid_energy_blocks (site TEXT NOT NULL, start_unix BIGINT NOT NULL, length_s BIGINT NOT NULL,
+                imported_kwh DOUBLE PRECISION NOT NULL, exported_kwh DOUBLE PRECISION NOT NULL, covered_s DOUBLE PRECISION NOT NULL,
+                PRIMARY KEY (site, start_unix))
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS commands (id TEXT PRIMARY KEY, site TEXT NOT NULL, body TEXT NOT NULL,
+                delivered BOOLEAN NOT NULL DEFAULT false, queued_at DOUBLE PRECISION)
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS acks (site TEXT NOT NULL, id TEXT NOT NULL, accepted BOOLEAN NOT NULL, reason TEXT,
+                time DOUBLE PRECISION NOT NULL)
+            """,
+            "CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value BIGINT NOT NULL)",
+            """
+            CREATE TABLE IF NOT EXISTS site_status (site TEXT PRIMARY KEY, state TEXT NOT NULL, session TEXT NOT NULL,
+                time DOUBLE PRECISION NOT NULL)
+            """,
+        ]
+        let logger = self.logger
+        // Instances starting together create the schema one at a time.
+        try await client.withConnection { connection in
+            try await connection.query("SELECT pg_advisory_lock(72501)", logger: logger)
+            do {
+                for statement in statements { try await connection.query(statement, logger: logger) }
+            } catch {
+                _ = try? await connection.query("SELECT pg_advisory_unlock(72501)", logger: logger)
+                throw error
+            }
+            try await connection.query("SELECT pg_advisory_unlock(72501)", logger: logger)
+        }
+    }
+
+    func store(_ batches: [(site: String, batch: RecordBatch)], now: Double, handOutCommands: Bool) async throws -> [StoreResult] {
+        let encoder = JSONEncoder()
+        var sites: [String] = [], seqs: [Int64] = [], types: [String] = [], times: [Double] = [], bodies: [String] = []
+        var records: [String: [Int64: UplinkRecord]] = [:]
+        for (site, batch) in batches {
+            for record in batch.records {
+                sites.append(site)
+                seqs.append(Int64(record.seq))
+                types.append(recordType(record.body))
+                times.append(record.time)
+                bodies.append(String(decoding: try encoder.encode(record), as: UTF8.self))
+                records[site, default: [:]][Int64(record.seq)] = record
+            }
+        }
+        let logger = self.logger
+        let handOut = handOutCommands
+        let outcome = try await client.withTransaction(logger: logger) { connection -> ([String: Int], [String: [DispatchCommand]]) in
+            var newBySite: [String: Int] = [:]
+            var fresh: [(String, UplinkRecord)] = []
+            if !sites.isEmpty {
+                let rows = try await connection.query("""
+                    INSERT INTO records (site, seq, type, time, body)
+                    SELECT * FROM UNNEST(\(sites)::text[], \(seqs)::int8[], \(types)::text[], \(times)::float8[], \(bodies)::text[])
+                    ON CONFLICT DO NOTHING RETURNING site, seq
+                    """, logger: logger)
+                for try await (site, seq) in rows.decode((String, Int64).self) {
+                    newBySite[site, default: 0] += 1
+                    if let record = records[site]?[seq] { fresh.append((site, record)) }
+                }
+            }
+            try await Self.derive(fresh, connection: connection, logger: logger)
+            let duplicates = sites.count - newBySite.values.reduce(0, +)
+            if duplicates > 0 {
+                try await connection.query("""
+                    INSERT INTO counters (name, value) VALUES ('duplicates', \(Int64(duplicates)))
+                    ON CONFLICT (name) DO UPDATE SET value = counters.value + excluded.value
+                    """, logger: logger)
+            }
+            var commands: [String: [DispatchCommand]] = [:]
+            if handOut {
+                for site in Set(batches.map(\.site)) {
+                    let rows = try await connection.query("""
+                        UPDATE commands SET delivered = true WHERE site = \(site) AND NOT delivered RETURNING body
+                        """, logger: logger)
+                    for try await body in rows.decode(String.self) {
+                        if let c = try? JSONDecoder().decode(DispatchCommand.self, from: Data(body.utf8)) { commands[site, default: []].append(c) }
+                    }
+                }
+            }
+            return (newBySite, commands)
+        }
+        var seen: [String: Int] = [:]
+        return batches.map { site, batch in
+            // New records are told per site; the first batch of a site in the group carries the count.
+            let new = seen[site] == nil ? outcome.0[site] ?? 0 : 0
+            seen[site] = 1
+            return StoreResult(new: new, duplicates: max(0, batch.records.count - new), highest: batch.records.map(\.seq).max() ?? 0,
+                               commands: seen[site] == 1 ? outcome.1[site] ?? [] : [])
+        }
+    }
+
+    /// The latest telemetry per unit and the energy blocks, from records stored for the first time.
+    static func derive(_ fresh: [(String, UplinkRecord)], connection: PostgresConnection, logger: Logger) async throws {
+        let encoder = JSONEncoder()
+        var latest: [String: (site: String, unit: String, time: Double, body: String)] = [:]
+        var blocks: [String: (String, String, Int64, Int64, Double, Double, Double)] = [:]
+        var grid: [String: (String, Int64, Int64, Double, Double, Double)] = [:]
+        for (site, record) in fresh {
+            switch record.body {
+            case .telemetry(_, _, _, let units, _):
+                for unit in units where (latest["\(site)|\(unit.id)"]?.time ?? -.infinity) <= record.time {
+                    latest["\(site)|\(unit.id)"] = (site, unit.id, record.time, String(decoding: try encoder.encode(unit), as: UTF8.self))
+                }
+            case .energyBlock(let unit, let start, let length, let charged, let discharged, let covered):
+                blocks["\(site)|\(unit)|\(start)"] = (site, unit, start, length, charged, discharged, covered)
+            case .gridEnergyBlock(let start, let length, let imported, let exported, let covered):
+                grid["\(site)|\(start)"] = (site, start, length, imported, exported, covered)
+            default:
+                break
+            }
+        }
+        if !latest.isEmpty {
+            let rows = Array(latest.values)
+            try await connection.query("""
+                INSERT INTO latest (site, unit, time, body)
+                SELECT * FROM UNNEST(\(rows.map(\.site))::text[], \(rows.map(\.unit))::text[], \(rows.map(\.time))::float8[], \(rows.map(\.body))::text[])
+                ON CONFLICT (site, unit) DO UPDATE SET time = excluded.time, body = excluded.body WHERE excluded.time >= latest.time
+                """, logger: logger)
+        }
+        for b in blocks.values {
+            try await connection.query("""
+                INSERT INTO energy_blocks (site, unit, start_unix, length_s, charged_kwh, discharged_kwh, covered_s)
+                VALUES (\(b.0), \(b.1), \(b.2), \(b.3), \(b.4), \(b.5), \(b.6))
+                ON CONFLICT (site, unit, start_unix) DO UPDATE SET length_s = excluded.length_s, charged_kwh = excluded.charged_kwh,
+                    discharged_kwh = excluded.discharged_kwh, covered_s = excluded.covered_s
+                """, logger: logger)
+        }
+        for g in grid.values {
+            try await connection.query("""
+                INSERT INTO grid_energy_blocks (site, start_unix, length_s, imported_kwh, exported_kwh, covered_s)
+                VALUES (\(g.0), \(g.1), \(g.2), \(g.3), \(g.4), \(g.5))
+                ON CONFLICT (site, start_unix) DO UPDATE SET length_s = excluded.length_s, imported_kwh = excluded.imported_kwh,
+                    exported_kwh = excluded.exported_kwh, covered_s = excluded.covered_s
+                """, logger: logger)
+        }
+    }
+
+    func queue(site: String, command: DispatchCommand, delivered: Bool, now: Double) async throws {
+        let body = String(decoding: try JSONEncoder().encode(command), as: UTF8.self)
+        try await client.query("""
+            INSERT INTO commands (id, site, body, delivered, queued_at) VALUES (\(command.id), \(site), \(body), \(delivered), \(now))
+            ON CONFLICT (id) DO UPDATE SET site = excluded.site, body = excluded.body, delivered = excluded.delivered,
+                queued_at = excluded.queued_at
+            """, logger: logger)
+    }
+
+    func unanswered(site: String, now: Double) async throws -> [DispatchCommand] {
+        let rows = try await client.query("""
+            SELECT body FROM commands c WHERE site = \(site) AND NOT EXISTS (SELECT 1 FROM acks a WHERE a.site = c.site AND a.id = c.id)
+            """, logger: logger)
+        var list: [DispatchCommand] = []
+        for try await body in rows.decode(String.self) {
+            if let c = try? JSONDecoder().decode(DispatchCommand.self, from: Data(body.utf8)), c.expiresUnix > now { list.append(c) }
+        }
+        return list
+    }
+
+    func record(acks: [(site: String, ack: CommandAck)], now: Double) async throws {
+        guard !acks.isEmpty else { return }
+        let sites = acks.map(\.site), ids = acks.map(\.ack.id), accepted = acks.map(\.ack.accepted)
+        let reasons = acks.map { $0.ack.reason ?? "" }
+        try await client.query("""
+            INSERT INTO acks (site, id, accepted, reason, time)
+            SELECT s, i, a, NULLIF(r, ''), \(now) FROM UNNEST(\(sites)::text[], \(ids)::text[], \(accepted)::bool[], \(reasons)::text[]) AS t(s, i, a, r)
+            """, logger: logger)
+    }
+
+    func setStatus(site: String, _ message: SiteStatusMessage, now: Double) async throws {
+        try await client.query("""
+            INSERT INTO site_status (site, state, session, time) VALUES (\(site), \(message.state), \(message.session), \(now))
+            ON CONFLICT (site) DO UPDATE SET state = excluded.state, session = excluded.session, time = excluded.time
+            """, logger: logger)
+    }
+
+    func commandLatencies() async throws -> [Double] {
+        let rows = try await client.query("""
+            SELECT MIN(a.time) - c.queued_at FROM commands c JOIN acks a ON a.site = c.site AND a.id = c.id
+            WHERE c.queued_at IS NOT NULL GROUP BY c.site, c.id, c.queued_at ORDER BY MIN(a.time) DESC LIMIT 1000
+            """, logger: logger)
+        var list: [Double] = []
+        for try await value in rows.decode(Double.self) { list.append(value) }
+        return list
+    }
+
+    func summaries() async throws -> [SiteSummary] {
+        let decoder = JSONDecoder()
+        var list: [SiteSummary] = []
+        let rows = try await client.query("""
+            SELECT r.site, COUNT(*), MAX(r.seq), MAX(r.time), s.state FROM records r LEFT JOIN site_status s ON s.site = r.site
+            GROUP BY r.site, s.state ORDER BY r.site
+            """, logger: logger)
+        for try await (site, count, high, last, state) in rows.decode((String, Int64, Int64, Double, String?).self) {
+            list.append(SiteSummary(site: site, records: Int(count), highestSeq: high, lastTime: last, units: [], blocks: [], acks: [],
+                                    state: state, telemetry: []))
+        }
+        for i in list.indices {
+            let site = list[i].site
+            for try await (unit, time, body) in try await client.query("""
+                SELECT unit, time, body FROM latest WHERE site = \(site) ORDER BY unit
+                """, logger: logger).decode((String, Double, String).self) {
+                list[i].units.append(.init(unit: unit, time: time, telemetry: try? decoder.decode(UnitTelemetry.self, from: Data(body.utf8))))
+            }
+            for try await (unit, start, charged, discharged, covered, length) in try await client.query("""
+                SELECT unit, start_unix, charged_kwh, discharged_kwh, covered_s, length_s FROM energy_blocks
+                WHERE site = \(site) ORDER BY start_unix DESC, unit LIMIT 20
+                """, logger: logger).decode((String, Int64, Double, Double, Double, Int64).self) {
+                list[i].blocks.append(.init(unit: unit, start: start, charged: charged, discharged: discharged, covered: covered, length: length))
+            }
+            for try await (id, accepted, reason) in try await client.query("""
+                SELECT id, accepted, reason FROM acks WHERE site = \(site) ORDER BY time DESC LIMIT 20
+                """, logger: logger).decode((String, Bool, String?).self) {
+                list[i].acks.append(.init(id: id, accepted: accepted, reason: reason))
+            }
+            let since = list[i].lastTime - 3600
+            for try await body in try await client.query("""
+                SELECT body FROM records WHERE site = \(site) AND type = 'telemetry' AND time >= \(since) ORDER BY seq
+                """, logger: logger).decode(String.self) {
+                list[i].telemetry.append(body)
+            }
+        }
+        return list
+    }
+
+    func seqs(site: String) async throws -> [Int64] {
+        var list: [Int64] = []
+        for try await seq in try await client.query("SELECT seq FROM records WHERE site = \(site) ORDER BY seq", logger: logger)
+            .decode(Int64.self) { list.append(seq) }
+        return list
+    }
+
+    func duplicates() async throws -> Int {
+        for try await value in try await client.query("SELECT value FROM counters WHERE name = 'duplicates'", logger: logger)
+            .decode(Int64.self) { return Int(value) }
+        return 0
+    }
+}
+
+struct StoreError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import Uplink
+
+/// What one stored batch came to.
+struct StoreResult: Sendable {
+    var new: Int
+    var duplicates: Int
+    /// The highest seq in the batch (all of it is held now).
+    var highest: UInt64
+    /// Commands handed out with the answer (HTTP); empty over MQTT, where commands are pushed.
+    var commands: [DispatchCommand]
+}
+
+/// One site at a glance, for the status page and /metrics.
+struct SiteSummary: Sendable {
+    var site: String
+    var records: Int
+    var highestSeq: Int64
+    var lastTime: Double
+    var units: [UnitLatest]
+    var blocks: [Block]
+    var acks: [Ack]
+    /// `online` / `offline` from the site's birth message and Last Will (MQTT), nil over HTTP.
+    var state: String?
+    /// Telemetry records of the last hour, oldest first, as stored (JSON).
+    var telemetry: [String]
+
+    struct UnitLatest: Sendable {
+        var unit: String
+        var time: Double
+        var telemetry: UnitTelemetry?
+    }
+    struct Block: Sendable {
+        var unit: String
+        var start: Int64
+        var charged: Double
+        var discharged: Double
+        var covered: Double
+        var length: Int64
+    }
+    struct Ack: Sendable {
+        var id: String
+        var accepted: Bool
+        var reason: String?
+    }
+}
+
+/// Where the aggregator keeps what sites send: SQLite for one instance, PostgreSQL for several.
+/// Storing is idempotent on (site, seq) in the database itself, so a record delivered twice, or to
+/// two instances, is stored once.
+protocol RecordStore: Sendable {
+    /// Stores batches in one transaction.
+    func store(_ batches: [(site: String, batch: RecordBatch)], now: Double, handOutCommands: Bool) async throws -> [StoreResult]
+    func queue(site: String, command: DispatchCommand, delivered: Bool, now: Double) async throws
+    /// Commands of a site not yet answered and not expired (pushed again when the site comes online).
+    func unanswered(site: String, now: Double) async throws -> [DispatchCommand]
+    func record(acks: [(site: String, ack: CommandAck)], now: Double) async throws
+    func setStatus(site: String, _ message: SiteStatusMessage, now: Double) async throws
+    /// Queued → first answer, seconds, most recent first.
+    func commandLatencies() async throws -> [Double]
+    func summaries() async throws -> [SiteSummary]
+    func seqs(site: String) async throws -> [Int64]
+    func duplicates() async throws -> Int
+}
+
+/// The `type` of a record, as stored.
+func recordType(_ body: RecordBody) -> String {
+    switch body {
+    case .telemetry: "telemetry"
+    case .availability: "availability"
+    case .energyBlock: "energy_block"
+    case .gridEnergyBlock: "grid_energy_block"
+    case .event: "event"
+    case .spoolDrop: "spool_drop"
+    }
+}

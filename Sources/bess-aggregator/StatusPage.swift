@@ -1,0 +1,146 @@
+import Foundation
+import Uplink
+
+/// The status page: every site at a glance — online/offline from its Last Will, units, the last
+/// hour as charts drawn here as inline SVG (no script, no font fetched from elsewhere), energy
+/// blocks and command answers.
+enum StatusPage {
+    static func escape(_ s: String) -> String {
+        s.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+            .replacingOccurrences(of: "\"", with: "&quot;")
+    }
+
+    static let palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2"]
+
+    /// One series of a chart: its name and (time, value) points.
+    struct Series {
+        var name: String
+        var points: [(Double, Double)]
+        var dashed = false
+    }
+
+    /// The last hour of a site's telemetry as series: grid power, unit power and setpoints (kW), SOC (%), frequency (Hz).
+    static func series(_ telemetry: [String]) -> (power: [Series], soc: [Series], frequency: [Series]) {
+        let decoder = JSONDecoder()
+        var grid = Series(name: "grid", points: [])
+        var power: [String: Series] = [:], setpoint: [String: Series] = [:], soc: [String: Series] = [:]
+        var frequency = Series(name: "frequency", points: [])
+        var order: [String] = []
+        for body in telemetry {
+            guard let record = try? decoder.decode(UplinkRecord.self, from: Data(body.utf8)),
+                  case .telemetry(let f, _, _, let units, let site) = record.body else { continue }
+            let t = record.time
+            if let f { frequency.points.append((t, f)) }
+            if let g = site?.gridPowerW { grid.points.append((t, g / 1000)) }
+            for u in units {
+                if power[u.id] == nil {
+                    order.append(u.id)
+                    power[u.id] = Series(name: "\(u.id) power", points: [])
+                    setpoint[u.id] = Series(name: "\(u.id) setpoint", points: [], dashed: true)
+                    soc[u.id] = Series(name: "\(u.id) SOC", points: [])
+                }
+                if let p = u.powerW { power[u.id]!.points.append((t, p / 1000)) }
+                setpoint[u.id]!.points.append((t, u.setpointW / 1000))
+                if let s = u.socPercent { soc[u.id]!.points.append((t, s)) }
+            }
+        }
+        var powerSeries = grid.points.isEmpty ? [] : [grid]
+        for id in order { powerSeries += [power[id]!, setpoint[id]!] }
+        return (powerSeries, order.map { soc[$0]! }, frequency.points.isEmpty ? [] : [frequency])
+    }
+
+    /// A line chart as inline SVG. Every series carries its values in `data-values` (time,value pairs),
+    /// so what is drawn can be checked against what is stored.
+    static func chart(title: String, unit: String, _ series: [Series], width: Double = 620, height: Double = 180) -> String {
+        let all = series.flatMap(\.points)
+        guard let t0 = all.map(\.0).min(), let t1 = all.map(\.0).max(), var lo = all.map(\.1).min(), var hi = all.map(\.1).max() else {
+            return "<p class=nodata>\(escape(title)): no data in the last hour</p>"
+        }
+        if hi - lo < 1e-9 { hi += 1; lo -= 1 }
+        let pad = (hi - lo) * 0.08
+        hi += pad
+        lo -= pad
+        let left = 56.0, right = 10.0, top = 22.0, bottom = 24.0
+        let w = width - left - right, h = height - top - bottom
+        let x = { (t: Double) in left + (t1 > t0 ? (t - t0) / (t1 - t0) * w : w / 2) }
+        let y = { (v: Double) in top + (hi - v) / (hi - lo) * h }
+        let f = { (v: Double) in String(format: "%.1f", v) }
+        var svg = "<svg class=chart role=img aria-label=\"\(escape(title))\" width=\"\(Int(width))\" height=\"\(Int(height))\" "
+            + "viewBox=\"0 0 \(Int(width)) \(Int(height))\" xmlns=\"http://www.w3.org/2000/svg\">"
+        svg += "<text x=\"\(f(left))\" y=\"14\" class=title>\(escape(title)) (\(escape(unit)))</text>"
+        for i in 0...4 {
+            let v = lo + (hi - lo) * Double(i) / 4
+            svg += "<line x1=\"\(f(left))\" x2=\"\(f(left + w))\" y1=\"\(f(y(v)))\" y2=\"\(f(y(v)))\" class=grid/>"
+            svg += "<text x=\"\(f(left - 4))\" y=\"\(f(y(v) + 4))\" class=axis text-anchor=end>\(String(format: abs(hi - lo) < 2 ? "%.3f" : "%.1f", v))</text>"
+        }
+        let clock = DateFormatter()
+        clock.dateFormat = "HH:mm"
+        clock.timeZone = TimeZone(identifier: "UTC")
+        for i in 0...3 {
+            let t = t0 + (t1 - t0) * Double(i) / 3
+            svg += "<text x=\"\(f(x(t)))\" y=\"\(f(height - 6))\" class=axis text-anchor=middle>\(clock.string(from: Date(timeIntervalSince1970: t)))</text>"
+        }
+        for (i, s) in series.enumerated() where !s.points.isEmpty {
+            let colour = palette[(s.dashed ? i - 1 : i) % palette.count]
+            let path = s.points.map { "\(f(x($0.0))),\(f(y($0.1)))" }.joined(separator: " ")
+            let values = s.points.map { String(format: "%.3f,%.4f", $0.0, $0.1) }.joined(separator: " ")
+            svg += "<polyline class=series data-name=\"\(escape(s.name))\" data-values=\"\(values)\" points=\"\(path)\" fill=none "
+                + "stroke=\"\(colour)\" stroke-width=\"1.6\"\(s.dashed ? " stroke-dasharray=\"5 3\"" : "")/>"
+        }
+        svg += "</svg><div class=legend>"
+        for (i, s) in series.enumerated() where !s.points.isEmpty {
+            let colour = palette[(s.dashed ? i - 1 : i) % palette.count]
+            svg += "<span><i style=\"border-top:2px \(s.dashed ? "dashed" : "solid") \(colour)\"></i>\(escape(s.name))</span>"
+        }
+        return svg + "</div>"
+    }
+
+    static func html(_ sites: [SiteSummary], ingest: UInt64? = nil) throws -> String {
+        var h = """
+            <!doctype html><html><head><meta charset="utf-8"><meta http-equiv="refresh" content="5">
+            <title>bess-aggregator</title><style>body{font-family:sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;margin:.5em 0 1.5em}
+            td,th{border:1px solid #bbb;padding:.25em .6em;text-align:right}th{background:#eee}td.l{text-align:left}
+            .trip{color:#b00;font-weight:bold}.online{color:#080;font-weight:bold}.offline{color:#b00;font-weight:bold}
+            .charts{display:flex;flex-wrap:wrap;gap:1em}.chart text{font-size:11px;fill:#444}.chart .title{font-size:12px;font-weight:bold;fill:#222}
+            .chart .grid{stroke:#e4e4e4}.legend{font-size:12px;margin:-.2em 0 .8em 56px}.legend span{margin-right:1em}
+            .legend i{display:inline-block;width:18px;margin-right:4px;vertical-align:middle}</style></head><body><h1>bess-aggregator</h1>
+            """
+        let total = sites.reduce(0) { $0 + $1.records }
+        h += "<p>\(sites.count) sites, \(total) records stored"
+        if let ingest { h += "; this instance stored \(ingest) records from MQTT" }
+        h += "</p>"
+        if sites.isEmpty { h += "<p>No site has reported yet.</p>" }
+        let f = { (v: Double?, d: Int) -> String in v.map { String(format: "%.\(d)f", $0) } ?? "–" }
+        for site in sites {
+            let age = Date().timeIntervalSince1970 - site.lastTime
+            let state = site.state.map { " <span class=\($0 == "online" ? "online" : "offline")>\($0)</span>" } ?? ""
+            h += "<h2>\(escape(site.site))\(state)</h2><p>\(site.records) records, highest seq \(site.highestSeq), last \(f(age, 0)) s ago</p>"
+            let charts = series(site.telemetry)
+            h += "<div class=charts><div>" + chart(title: "Power, last hour", unit: "kW; setpoints dashed", charts.power) + "</div>"
+            h += "<div>" + chart(title: "State of charge", unit: "%", charts.soc) + "</div>"
+            h += "<div>" + chart(title: "Frequency", unit: "Hz", charts.frequency) + "</div></div>"
+            h += "<table><tr><th>unit</th><th>state</th><th>SOC %</th><th>power kW</th><th>setpoint kW</th><th>allowed ± kW</th><th>trips</th></tr>"
+            for u in site.units {
+                let t = u.telemetry
+                let trips = (t?.trips ?? []).joined(separator: ", ")
+                h += "<tr><td class=l>\(escape(u.unit))</td><td class=l>\(escape(t?.state ?? "?"))</td><td>\(f(t?.socPercent, 1))</td>"
+                    + "<td>\(f(t?.powerW.map { $0 / 1000 }, 1))</td><td>\(f(t.map { $0.setpointW / 1000 }, 1))</td>"
+                    + "<td>\(f(t.map { $0.allowedChargeW / 1000 }, 0)) / \(f(t.map { $0.allowedDischargeW / 1000 }, 0))</td>"
+                    + "<td class='l\(trips.isEmpty ? "" : " trip")'>\(escape(trips.isEmpty ? "–" : trips))</td></tr>"
+            }
+            h += "</table><h3>Energy blocks</h3><table><tr><th>unit</th><th>start (UTC)</th><th>charged kWh</th><th>discharged kWh</th><th>covered</th></tr>"
+            for b in site.blocks {
+                let start = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(b.start)))
+                h += "<tr><td class=l>\(escape(b.unit))</td><td class=l>\(start)</td><td>\(f(b.charged, 3))</td><td>\(f(b.discharged, 3))</td>"
+                    + "<td>\(f(b.covered, 0)) / \(b.length) s</td></tr>"
+            }
+            h += "</table>"
+            if !site.acks.isEmpty {
+                h += "<h3>Command acknowledgements</h3><table><tr><th>id</th><th>accepted</th><th>reason</th></tr>"
+                for a in site.acks { h += "<tr><td class=l>\(escape(a.id))</td><td>\(a.accepted ? "yes" : "no")</td><td class=l>\(escape(a.reason ?? ""))</td></tr>" }
+                h += "</table>"
+            }
+        }
+        return h + "</body></html>"
+    }
+}
