@@ -2,7 +2,8 @@
 # Runs a real server from Debian for a test, in the foreground (the test stops it with SIGTERM):
 #   scripts/test-server.sh postgres DIR PORT     PostgreSQL 15 on 127.0.0.1:PORT, data in DIR (made on first use),
 #                                                trust for local connections, role `bess`; as root it runs as `postgres`
-#   scripts/test-server.sh mosquitto CONF        Mosquitto with that configuration file
+#   scripts/test-server.sh mosquitto CONF [DIR]  Mosquitto with that configuration file; DIR (its
+#                                                persistence_location) is made writable for the broker
 set -euo pipefail
 case "${1:-}" in
   postgres)
@@ -21,6 +22,11 @@ case "${1:-}" in
       -c max_connections=200 -c shared_buffers=256MB
     ;;
   mosquitto)
+    if [[ -n "${3:-}" ]]; then
+      mkdir -p "$3"
+      # As root, mosquitto drops to its own user: that user writes the persistence file.
+      [[ $(id -u) -eq 0 ]] && id mosquitto >/dev/null 2>&1 && chown mosquitto "$3"
+    fi
     exec mosquitto -c "$2"
     ;;
   *)
