@@ -230,12 +230,12 @@ public final class MQTTUplinkSender: Sendable {
             if open && connected { goOffline() }
         }
 
-        /// A failure: counted, logged once per code, then a back-off.
-        func fail(_ error: UplinkError) {
+        /// A failure: counted, logged once per code (the caller backs off).
+        func fail(_ error: UplinkError, connectionDown: Bool = true) {
             sender.statistics.withLock {
                 $0.failures &+= 1
                 $0.lastError = error.code
-                $0.connected = false
+                if connectionDown { $0.connected = false }
             }
             if reported != error.code { sender.log("uplink (MQTT): \(error); retrying with back-off", error.code) }
             reported = error.code
@@ -300,7 +300,8 @@ public final class MQTTUplinkSender: Sendable {
                 command(payload, expiry: expiry)
             case .subscribed(_, let granted):
                 if granted.contains(where: { $0 >= 128 }) {
-                    fail(UplinkError(code: "MQTT_SUBSCRIBE_REFUSED", message: "the broker refused the subscription to \(topics.commands)"))
+                    fail(UplinkError(code: "MQTT_SUBSCRIBE_REFUSED", message: "the broker refused the subscription to \(topics.commands)"),
+                         connectionDown: false)
                 }
             }
         }
@@ -350,15 +351,29 @@ public final class MQTTUplinkSender: Sendable {
 
         func acknowledged(mid: Int32, reason: Int32) {
             guard let i = inflight.firstIndex(where: { $0.mid == mid }) else { return }  // a birth, ack or earlier connection
-            guard reason < 128 else {
-                // The broker took the batch and refused it (not authorized, quota…): send it again later.
-                fail(UplinkError(code: "MQTT_PUBLISH_REFUSED", message: "the broker refused a record batch: \(MQTTConnection.reasonText(reason)) (\(reason))"))
+            // 16, no matching subscribers: no aggregator (nor its persistent session) took the batch, and
+            // the broker dropped it. It stays in the spool and goes again after a back-off.
+            guard reason < 128 && reason != 16 else {
+                if reason == 16 {
+                    fail(UplinkError(code: "MQTT_NO_SUBSCRIBER", message: "no aggregator subscribes to \(topics.records); the records stay in the spool"),
+                         connectionDown: false)
+                } else {
+                    // The broker refused the batch (not authorized, quota…): send it again later.
+                    fail(UplinkError(code: "MQTT_PUBLISH_REFUSED", message: "the broker refused a record batch: \(MQTTConnection.reasonText(reason)) (\(reason))"),
+                         connectionDown: false)
+                }
                 inflight.removeAll()
                 publishedThrough = 0
                 nextPublish = ContinuousClock.now + .nanoseconds(backoff.next())
                 return
             }
             inflight[i].done = true
+            if reported != nil {
+                sender.log("uplink (MQTT) delivering again", nil)
+                reported = nil
+                sender.statistics.withLock { $0.lastError = nil }
+            }
+            backoff.reset()
             var through: UInt64 = 0
             var records = 0
             var batches = 0

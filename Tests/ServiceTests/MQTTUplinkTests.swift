@@ -3,6 +3,11 @@ import Glibc
 import Testing
 import Uplink
 
+/// The test runner's worker threads block SIGTERM and a child inherits that mask: a server or
+/// client started by a test runs with it cleared, so SIGTERM stops it cleanly.
+let withSignalsUnblocked = ["/usr/bin/python3", "-c",
+                            "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execvp(sys.argv[1], sys.argv[1:])"]
+
 /// A real server from Debian (scripts/test-server.sh) on a loopback port the test picked; stopped by the test.
 final class TestServer {
     let process = Process()
@@ -10,8 +15,8 @@ final class TestServer {
 
     init(_ arguments: [String], log: String) throws {
         self.log = log
-        process.executableURL = Package.root.appendingPathComponent("scripts/test-server.sh")
-        process.arguments = arguments
+        process.executableURL = URL(fileURLWithPath: withSignalsUnblocked[0])
+        process.arguments = Array(withSignalsUnblocked.dropFirst()) + [Package.root.appendingPathComponent("scripts/test-server.sh").path] + arguments
         FileManager.default.createFile(atPath: log, contents: nil)
         let handle = FileHandle(forWritingAtPath: log)
         process.standardOutput = handle
@@ -67,8 +72,9 @@ final class Background {
     let path: String
     init(_ arguments: [String], output: String) throws {
         path = output
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
+        process.executableURL = URL(fileURLWithPath: withSignalsUnblocked[0])
+        // Line-buffered, so what it printed can be waited for.
+        process.arguments = Array(withSignalsUnblocked.dropFirst()) + ["stdbuf", "-oL"] + arguments
         FileManager.default.createFile(atPath: output, contents: nil)
         let handle = FileHandle(forWritingAtPath: output)
         process.standardOutput = handle
@@ -78,6 +84,7 @@ final class Background {
     var text: String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
     func stop() {
         if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        if !waitFor(seconds: 15, { !process.isRunning }) { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
     }
     deinit { stop() }
@@ -210,5 +217,103 @@ struct MQTTUplinkTests {
         let stored = seqs(base, site)
         #expect(stored == Array(1...(stored.last ?? 1)), "a gap or a repeat in \(stored.count) records")
         broker.stop()
+    }
+}
+
+@Suite("The shipped broker configuration: TLS, client certificates, the ACL", .serialized)
+struct MQTTBrokerACLTests {
+    /// A CA, the broker's certificate (for 127.0.0.1) and client certificates by Common Name.
+    static func certificates(_ dir: String, clients: [String]) throws {
+        func openssl(_ arguments: [String]) throws {
+            let r = try shell(["openssl"] + arguments)
+            guard r.status == 0 else { throw Package.RunFailure(message: "openssl \(arguments.first ?? ""): \(r.out)") }
+        }
+        try openssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
+                     "-subj", "/CN=bess test fleet CA", "-keyout", dir + "/ca.key", "-out", dir + "/ca.pem"])
+        try "subjectAltName=IP:127.0.0.1\n".write(toFile: dir + "/san.ext", atomically: true, encoding: .utf8)
+        for name in ["broker"] + clients {
+            try openssl(["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                         "-subj", "/CN=\(name == "broker" ? "127.0.0.1" : name)", "-keyout", "\(dir)/\(name).key", "-out", "\(dir)/\(name).csr"])
+            try openssl(["x509", "-req", "-in", "\(dir)/\(name).csr", "-CA", dir + "/ca.pem", "-CAkey", dir + "/ca.key", "-CAcreateserial",
+                         "-days", "2", "-out", "\(dir)/\(name).pem"] + (name == "broker" ? ["-extfile", dir + "/san.ext"] : []))
+        }
+        // The broker reads them after dropping to its own user.
+        try shell(["chmod", "-R", "a+rX", dir])
+    }
+
+    @Test("a gateway holding SITE_A's certificate publishes as SITE_A, cannot publish as SITE_B nor read SITE_B's commands")
+    func siteIsolation() throws {
+        let dir = NSTemporaryDirectory() + "bess-mqtt-acl-\(getpid())"
+        try? FileManager.default.removeItem(atPath: dir)
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try Self.certificates(dir, clients: ["SITE_A", "SITE_B", "bess-aggregator"])
+        // The shipped configuration, with this test's port and files.
+        let port = LoopbackRigTests.freePort()
+        var conf = try String(contentsOf: Package.root.appendingPathComponent("config/mosquitto/bess.conf"), encoding: .utf8)
+        conf = conf.replacingOccurrences(of: "listener 8883", with: "listener \(port) 127.0.0.1")
+            .replacingOccurrences(of: "/etc/mosquitto/ca_certificates/bess-fleet-ca.pem", with: dir + "/ca.pem")
+            .replacingOccurrences(of: "/etc/mosquitto/certs/broker.pem", with: dir + "/broker.pem")
+            .replacingOccurrences(of: "/etc/mosquitto/certs/broker.key", with: dir + "/broker.key")
+            .replacingOccurrences(of: "/etc/mosquitto/bess.acl", with: dir + "/bess.acl")
+            .split(separator: "\n").filter { !$0.hasPrefix("persistence_location") }.joined(separator: "\n")
+        try FileManager.default.copyItem(atPath: Package.root.appendingPathComponent("config/mosquitto/bess.acl").path, toPath: dir + "/bess.acl")
+        try shell(["chmod", "a+r", dir + "/bess.acl"])
+        let broker = try TestServer.mosquitto(dir, conf)
+        defer { broker.stop() }
+        #expect(waitFor(seconds: 10) { LoopbackRigTests.listening(port) }, "mosquitto never listened")
+
+        let httpPort = LoopbackRigTests.freePort()
+        let aggregator = try Background([Package.executable("bess-aggregator")!.path, "--listen", "127.0.0.1:\(httpPort)",
+                                         "--database", dir + "/agg.sqlite", "--mqtt", "mqtts://127.0.0.1:\(port)",
+                                         "--mqtt-ca-file", dir + "/ca.pem", "--mqtt-cert-file", dir + "/bess-aggregator.pem",
+                                         "--mqtt-key-file", dir + "/bess-aggregator.key"], output: dir + "/aggregator.log")
+        defer { aggregator.stop() }
+        let base = "http://127.0.0.1:\(httpPort)"
+        #expect(waitFor(seconds: 30) { LoopbackRigTests.listening(httpPort) })
+        func seqs(_ site: String) -> [UInt64] {
+            let out = (try? shell(["curl", "-s", "-m", "5", "\(base)/v1/sites/\(site)/seqs"]).out) ?? ""
+            return (try? JSONDecoder().decode([UInt64].self, from: Data(out.utf8))) ?? []
+        }
+        func gateway(_ site: String, certificate: String) -> String {
+            daemonYAML + """
+
+                state_directory: @DIR@/state
+                aggregator: {transport: mqtt, url: "mqtts://127.0.0.1:\(port)", interval_s: 0.2, site_id: \(site),
+                             ca_file: \(dir)/ca.pem, client_cert_file: \(dir)/\(certificate).pem, client_key_file: \(dir)/\(certificate).key}
+                """
+        }
+        let siteA = try RunningDaemon(yaml: gateway("SITE_A", certificate: "SITE_A").replacingOccurrences(of: "@DIR@", with: dir + "/a"))
+        _ = siteA.notify.collect(seconds: 8) { $0.contains("READY=1") }
+        #expect(waitFor(seconds: 20) { seqs("SITE_A").count >= 3 }, "SITE_A's records never arrived: \(aggregator.text)")
+
+        // SITE_A's certificate, configured as SITE_B: the broker refuses its records and its subscription.
+        let impostor = try RunningDaemon(yaml: gateway("SITE_B", certificate: "SITE_A").replacingOccurrences(of: "@DIR@", with: dir + "/b"))
+        _ = impostor.notify.collect(seconds: 8) { $0.contains("READY=1") }
+        func impostorError() -> String {
+            (((try? impostor.request(["verb": "status"]))?["uplink"] as? [String: Any])?["last_error"] as? String) ?? ""
+        }
+        #expect(waitFor(seconds: 20) { impostorError() == "MQTT_PUBLISH_REFUSED" }, "last error \(impostorError())")
+        #expect(seqs("SITE_B").isEmpty, "a gateway published as another site")
+
+        // SITE_A's certificate cannot read SITE_B's commands; SITE_B's can.
+        let topic = "bess/v1/SITE_B/commands"
+        func subscriber(_ name: String) throws -> Background {
+            try Background(["mosquitto_sub", "-d", "-V", "mqttv5", "-h", "127.0.0.1", "-p", "\(port)", "--cafile", dir + "/ca.pem",
+                            "--cert", "\(dir)/\(name).pem", "--key", "\(dir)/\(name).key", "-i", "test-\(name)-reader", "-q", "1", "-t", topic],
+                           output: "\(dir)/sub-\(name).log")
+        }
+        let asA = try subscriber("SITE_A"), asB = try subscriber("SITE_B")
+        defer { asA.stop(); asB.stop() }
+        #expect(waitFor(seconds: 10) { asA.text.contains("SUBACK") && asB.text.contains("SUBACK") })
+        let command = #"{"id":"acl-1","kind":"mode","mode":"standby","expires_unix":\#(Date().timeIntervalSince1970 + 60)}"#
+        _ = try shell(["curl", "-s", "-m", "5", "-X", "POST", "--data-binary", command, "\(base)/v1/sites/SITE_B/commands"])
+        #expect(waitFor(seconds: 10) { asB.text.contains("acl-1") }, "SITE_B never got its command: \(asB.text)")
+        asA.stop()
+        #expect(!asA.text.contains("acl-1"), "SITE_A's certificate read SITE_B's command")
+        siteA.signal(SIGTERM)
+        impostor.signal(SIGTERM)
+        #expect(siteA.finish().status == 0)
+        _ = impostor.finish()
     }
 }
