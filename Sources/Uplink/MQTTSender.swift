@@ -152,6 +152,30 @@ public final class MQTTUplinkSender: Sendable {
         _ = finished.wait(timeout: .now() + 5)
     }
 
+    /// Many senders on a few threads, each thread polling its links' sockets at once: how
+    /// `bess-hil fleet` runs thousands of gateways on one machine with the same uplink code.
+    public static func startGroup(_ senders: [MQTTUplinkSender], threads: Int) throws(SpoolError) -> MQTTGroup {
+        var links: [Link] = []
+        for sender in senders {
+            do {
+                links.append(try Link(sender: sender))
+            } catch {
+                throw SpoolError(code: error.code, message: error.message)
+            }
+            sender.started.withLock { $0 = true }
+        }
+        let group = MQTTGroup()
+        let count = max(1, min(threads, links.count))
+        for t in 0..<count {
+            let share = stride(from: t, to: links.count, by: count).map { links[$0] }
+            let thread = Thread { group.drive(share) }
+            thread.name = "fleet-mqtt-\(t)"
+            thread.start()
+        }
+        group.running.withLock { $0 = count }
+        return group
+    }
+
     func options() throws(UplinkError) -> MQTTConnection.Options {
         var o = MQTTConnection.Options(url: settings.url, clientID: settings.clientID, cleanStart: false,
                                        sessionExpirySeconds: settings.sessionExpirySeconds)
@@ -195,6 +219,7 @@ public final class MQTTUplinkSender: Sendable {
         var reported: String?
         var ledger: CommandLedger
         var lastAvailability: [UInt8]?
+        var nextAttempt = ContinuousClock.now
 
         init(sender: MQTTUplinkSender) throws(UplinkError) {
             self.sender = sender
@@ -207,18 +232,18 @@ public final class MQTTUplinkSender: Sendable {
 
         var topics: UplinkTopics { sender.topics }
 
+        /// The connection's own thread (bessd): one link, libmosquitto's loop.
         func run() {
             defer { sender.finished.signal() }
             while !sender.stopping.withLock({ $0 }) {
                 if !open {
-                    do {
-                        try connection.connect()
-                        open = true
-                    } catch {
-                        fail(error)
-                        pause()
+                    let wait = nextAttempt - ContinuousClock.now
+                    if wait > .zero {
+                        Thread.sleep(forTimeInterval: min(0.05, Double(wait.components.seconds) + Double(wait.components.attoseconds) * 1e-18))
                         continue
                     }
+                    attempt()
+                    continue
                 }
                 do {
                     try connection.loop(timeoutMilliseconds: 50)
@@ -228,6 +253,31 @@ public final class MQTTUplinkSender: Sendable {
                 }
             }
             if open && connected { goOffline() }
+        }
+
+        /// Opens the connection when its back-off has passed; never sleeps.
+        func attempt() {
+            guard !open, ContinuousClock.now >= nextAttempt else { return }
+            do {
+                try connection.connect()
+                open = true
+            } catch {
+                fail(error)
+                nextAttempt = ContinuousClock.now + .nanoseconds(backoff.next())
+            }
+        }
+
+        /// After what arrived on the socket was read (`readable`): publishes and sends what is due.
+        /// Used by a thread that drives many links at once (bess-hil fleet); never sleeps.
+        func service(readable: Bool) {
+            guard open else { return }
+            do {
+                if readable { try connection.read() }
+                if connected { try publishPending() }
+                try connection.flush()
+            } catch {
+                dropped(error)
+            }
         }
 
         /// A failure: counted, logged once per code (the caller backs off).
@@ -248,13 +298,7 @@ public final class MQTTUplinkSender: Sendable {
             inflight.removeAll()
             publishedThrough = 0
             fail(error)
-            pause()
-        }
-
-        /// Sleeps the back-off in short steps, so a stop is not held up.
-        func pause() {
-            let end = ContinuousClock.now + .nanoseconds(backoff.next())
-            while ContinuousClock.now < end, !sender.stopping.withLock({ $0 }) { Thread.sleep(forTimeInterval: 0.05) }
+            nextAttempt = ContinuousClock.now + .nanoseconds(backoff.next())
         }
 
         func handle(_ event: MQTTConnection.Event) {
@@ -495,5 +539,47 @@ struct CommandLedger {
         guard let file, let data = try? JSONEncoder().encode(entries) else { return }
         let temporary = file + ".tmp"
         if FileManager.default.createFile(atPath: temporary, contents: data) { _ = rename(temporary, file) }
+    }
+}
+
+/// The threads of `MQTTUplinkSender.startGroup`.
+public final class MQTTGroup: Sendable {
+    let stopping = PILock(false)
+    let running = PILock(0)
+    let done = DispatchSemaphore(value: 0)
+
+    /// Stops every link (offline on status, DISCONNECT) and waits for the threads.
+    public func stop() {
+        stopping.withLock { $0 = true }
+        let threads = running.withLock { $0 }
+        for _ in 0..<threads { _ = done.wait(timeout: .now() + 30) }
+    }
+
+    func drive(_ links: [MQTTUplinkSender.Link]) {
+        defer { done.signal() }
+        var fds = [pollfd](repeating: pollfd(), count: links.count)
+        var attemptsFrom = 0
+        while !stopping.withLock({ $0 }) {
+            // Connection attempts are spread: a few per pass, so a fleet does not stampede the broker.
+            var attempts = 0
+            for k in 0..<links.count where attempts < 50 {
+                let link = links[(attemptsFrom + k) % links.count]
+                if !link.open && ContinuousClock.now >= link.nextAttempt {
+                    link.attempt()
+                    attempts += 1
+                }
+            }
+            attemptsFrom = (attemptsFrom + 50) % max(1, links.count)
+            for (i, link) in links.enumerated() {
+                let socket = link.open ? link.connection.socket : -1
+                fds[i] = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+            }
+            _ = poll(&fds, nfds_t(fds.count), 20)
+            for (i, link) in links.enumerated() where link.open {
+                link.service(readable: fds[i].revents != 0)
+            }
+        }
+        for link in links where link.open && link.connected { link.goOffline() }
+        for link in links { link.sender.finished.signal() }
     }
 }

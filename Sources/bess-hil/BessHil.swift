@@ -13,7 +13,8 @@ struct BessHil: ParsableCommand {
         commandName: "bess-hil",
         abstract: "Hardware-in-loop plant: simulated batteries, inverters and grid.",
         version: BessdVersion.string,
-        subcommands: [PlantCommand.self, ScenarioCommand.self, BenchCommand.self, Battery.self, Frequency.self, SpoolWriter.self])
+        subcommands: [PlantCommand.self, ScenarioCommand.self, BenchCommand.self, Battery.self, Frequency.self, SpoolWriter.self,
+                      FleetCommand.self])
 }
 
 /// Runs the battery model at a constant power and prints its trajectory as CSV.

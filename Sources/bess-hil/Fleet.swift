@@ -1,0 +1,201 @@
+import ArgumentParser
+import BessSystem
+import ControlCore
+import Foundation
+import Glibc
+import Fieldbus
+import Uplink
+
+/// N simulated gateways on one machine, each a real MQTT 5 connection with its own client id,
+/// persistent session and durable spool, delivering real record batches through bessd's uplink code
+/// (`MQTTUplinkSender`, `Spool`) and acting on the commands pushed to it.
+struct FleetCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fleet",
+        abstract: "Run N simulated gateways against an MQTT broker with bessd's uplink code; print a JSON summary at the end.")
+
+    @Option(help: "Gateways.") var sites = 100
+    @Option(help: "The broker: mqtt://host:port.") var broker: String
+    @Option(help: "Telemetry records per second per site (each site sends its batches every 1/R s).") var rateHz: Double = 1
+    @Option(help: "Battery units per site.") var units = 2
+    @Option(help: "Seconds to run.") var duration: Double = 60
+    @Option(help: "Where the sites' spools go (one directory each).") var state = "/tmp/bess-fleet"
+    @Option(help: "Site ids are PREFIX-00000 …") var prefix = "FLEET"
+    @Option(help: "Threads that drive the connections.") var threads = 4
+    @Option(help: "Seconds over which the sites first connect.") var rampS: Double = 10
+    @Option(help: "Write the summary JSON here too.") var report: String?
+
+    func validate() throws {
+        guard sites > 0, rateHz > 0, rateHz <= 100, units > 0, units <= 64, duration > 0 else {
+            throw ValidationError("sites, rate (≤ 100 Hz), units (≤ 64) and duration must be positive")
+        }
+        guard MQTTURL(broker) != nil else { throw ValidationError("--broker must be mqtt://host[:port]") }
+    }
+
+    /// What one simulated site holds: its spool and what the last command set.
+    final class Site: @unchecked Sendable {
+        let id: String
+        let queue: SpoolQueue
+        let setpointW = PILock(0.0)
+        let commands = PILock(0)
+        init(id: String, queue: SpoolQueue) {
+            self.id = id
+            self.queue = queue
+        }
+    }
+
+    func run() throws {
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        limit.rlim_cur = limit.rlim_max
+        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        signal(SIGPIPE, SIG_IGN)
+        let url = MQTTURL(broker)!
+        let unitIDs = (1...units).map { "U\($0)" }
+        let ratings = Dictionary(uniqueKeysWithValues: unitIDs.map { ($0, 100.0) })
+        var list: [Site] = []
+        var senders: [MQTTUplinkSender] = []
+        let failures = PILock(0)
+        for i in 0..<sites {
+            let id = String(format: "%@-%05d", prefix, i)
+            let spool = try Spool(directory: "\(state)/\(id)", maxBytes: 8 << 20, segmentBytes: 1 << 20)
+            let site = Site(id: id, queue: SpoolQueue(spool))
+            list.append(site)
+            var settings = MQTTUplinkSender.Settings(url: url, site: id, interval: .seconds(fromDouble: 1 / rateHz),
+                                                     version: "fleet", mode: "simulation", units: unitIDs)
+            settings.keepaliveSeconds = 60
+            // The first attempts spread over the ramp, so the broker is not hit by every site at once.
+            settings.minBackoff = .seconds(fromDouble: max(0.5, rampS / 4))
+            senders.append(MQTTUplinkSender(
+                settings: settings, queue: site.queue,
+                log: { _, code in if code != nil { failures.withLock { $0 += 1 } } },
+                handleCommands: { commands in
+                    commands.map { c in
+                        if let reason = DispatchValidator.validate(c, ratings: ratings, now: Date().timeIntervalSince1970) {
+                            return CommandAck(id: c.id, accepted: false, reason: reason)
+                        }
+                        site.setpointW.withLock { $0 = (c.powerKW ?? 0) * 1000 }
+                        site.commands.withLock { $0 += 1 }
+                        return CommandAck(id: c.id, accepted: true)
+                    }
+                }))
+        }
+        let group = try MQTTUplinkSender.startGroup(senders, threads: threads)
+        let start = Date().timeIntervalSince1970
+        let end = start + duration
+        var made: UInt64 = 0
+        var nextReport = start + 10
+        var tick = 0.0
+        FileHandle.standardError.write(Data("fleet: \(sites) sites → \(broker), \(rateHz) records/s each, \(duration) s\n".utf8))
+        while true {
+            let now = Date().timeIntervalSince1970
+            if now >= end { break }
+            // One telemetry record per site per tick, as bessd's recorder writes them.
+            for site in list {
+                let setpoint = site.setpointW.withLock { $0 }
+                let unitsJSON = "[" + unitIDs.map { id in
+                    "{\"id\":\"\(id)\",\"state\":\"running\",\"soc_percent\":60,\"soh_percent\":100,\"power_w\":\(setpoint / Double(units)),"
+                        + "\"setpoint_w\":\(setpoint / Double(units)),\"allowed_charge_w\":100000,\"allowed_discharge_w\":100000,"
+                        + "\"trips\":[],\"latched\":[],\"bms_online\":true,\"inverter_online\":true}"
+                }.joined(separator: ",") + "]"
+                _ = try? site.queue.append { seq in
+                    Array("{\"seq\":\(seq),\"time\":\(now),\"mode\":\"simulation\",\"type\":\"telemetry\",\"frequency_hz\":50,\"cycle_p99_us\":0,\"overruns\":0,\"units\":\(unitsJSON)}".utf8)
+                }
+                made += 1
+            }
+            if now >= nextReport {
+                nextReport += 10
+                let connected = senders.filter { $0.stats.connected }.count
+                let acked = senders.reduce(UInt64(0)) { $0 + $1.stats.recordsAcknowledged }
+                FileHandle.standardError.write(Data(String(format: "fleet: t=%.0f s connected %d/%d, records made %llu, acknowledged %llu\n",
+                                                           now - start, connected, sites, made, acked).utf8))
+            }
+            tick += 1
+            let next = start + tick / rateHz
+            let pause = next - Date().timeIntervalSince1970
+            if pause > 0 { Thread.sleep(forTimeInterval: pause) }
+        }
+        // A short drain: what is in flight may still be acknowledged.
+        let drainEnd = Date().timeIntervalSince1970 + 10
+        while Date().timeIntervalSince1970 < drainEnd,
+              senders.reduce(UInt64(0), { $0 + $1.stats.recordsAcknowledged }) < made {
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        for site in list { site.queue.sync() }
+        let stats = senders.map(\.stats)
+        group.stop()
+        let summary: [String: Any] = [
+            "sites": sites, "rate_hz": rateHz, "duration_s": duration,
+            "records_made": made,
+            "records_acknowledged": stats.reduce(UInt64(0)) { $0 + $1.recordsAcknowledged },
+            "batches_published": stats.reduce(UInt64(0)) { $0 + $1.batchesPublished },
+            "sites_connected_at_end": stats.filter(\.connected).count,
+            "connects": stats.reduce(UInt64(0)) { $0 + $1.connects },
+            "failures": stats.reduce(UInt64(0)) { $0 + $1.failures },
+            "commands_acted_on": list.reduce(0) { $0 + $1.commands.withLock { $0 } },
+        ]
+        let data = try JSONSerialization.data(withJSONObject: summary, options: [.sortedKeys])
+        print(String(decoding: data, as: UTF8.self))
+        if let report { try data.write(to: URL(fileURLWithPath: report)) }
+    }
+}
+
+/// A command queued at bess-aggregator (HTTP) → pushed over MQTT → bessd → the new setpoint on the
+/// inverter's wire.
+struct CommandPushLatency: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "command-push",
+        abstract: "Aggregator queues a command → new setpoint on the inverter's wire, over MQTT (bessd's uplink transport: mqtt).")
+    @Option(help: "Commands to time.") var commands = 100
+    @Option(help: "bessd's control period, ms.") var periodMs = 100
+    @Option(help: "The broker bessd and the aggregator share: mqtt://host:port.") var broker: String
+    @Option(help: "bess-aggregator's HTTP address, http://host:port.") var aggregator: String
+    @Option(help: "The bessd binary (default: next to bess-hil).") var bessd: String?
+    @Option(help: "Write one latency (ms) per line here.") var csv: String?
+
+    func run() throws {
+        let site = "PUSH_BENCH"
+        let bench = try WireBench(periodMs: periodMs, canInterface: nil, bessdPath: bessd ?? sibling("bessd"),
+                                  extraConfig: "aggregator: {transport: mqtt, url: \"\(broker)\", site_id: \(site), interval_s: 1}")
+        defer { bench.stop() }
+        try bench.waitReady()
+        bench.run(for: 3)
+        var latencies: [Double] = []
+        var misses = 0
+        for i in 0..<commands {
+            bench.run(for: Double.random(in: 0.35...0.75))
+            let before = bench.lastCommanded
+            let kw = i % 2 == 0 ? 40.0 : -40.0
+            let body = "{\"id\":\"push-\(getpid())-\(i)\",\"kind\":\"power\",\"unit\":\"BENCH_01\",\"power_kw\":\(kw),"
+                + "\"expires_unix\":\(Date().timeIntervalSince1970 + 30)}"
+            let t = MonotonicClockReading.now()
+            post("\(aggregator)/v1/sites/\(site)/commands", body)
+            if let w = bench.firstWrite(after: t, timeout: 3, { abs($0 - before) > 100 }) {
+                latencies.append(Double(w - t) / 1e6)
+            } else {
+                misses += 1
+            }
+        }
+        try report("command_push_to_setpoint", latencies, misses: misses, csv: csv)
+    }
+
+    /// A POST on a plain socket (the aggregator is on loopback); the answer is read and dropped.
+    func post(_ url: String, _ body: String) {
+        guard let u = URLComponents(string: url), let host = u.host, let port = u.port else { return }
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr(host)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { return }
+        let request = "POST \(u.path) HTTP/1.1\r\nHost: \(host)\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n"
+            + "Connection: close\r\n\r\n\(body)"
+        _ = request.withCString { send(fd, $0, strlen($0), 0) }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while recv(fd, &buffer, buffer.count, 0) > 0 {}
+    }
+}
