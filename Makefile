@@ -10,10 +10,12 @@ SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 # Build-time packages: the three C libraries bessd links, and pkg-config to find them.
 DEBIAN_PACKAGES := pkg-config libmodbus-dev libsocketcan-dev libsystemd-dev libmosquitto-dev
 # Test-time peers no one here wrote: mbpoll (Modbus client), can-utils, socat (RTU pty pairs), python3-pip;
-# gnuplot renders the scenario plots.
-TEST_PACKAGES := mbpoll can-utils socat python3-pip systemd dpkg-dev gnuplot-nox
+# gnuplot renders the scenario plots; mosquitto (+ clients), postgresql and openssl are the real broker,
+# database and certificates of the MQTT tests (started on loopback ports the tests pick, stopped by them);
+# chromium renders bess-aggregator's status page.
+TEST_PACKAGES := mbpoll can-utils socat python3-pip systemd dpkg-dev gnuplot-nox mosquitto mosquitto-clients postgresql openssl curl chromium
 
-.PHONY: all deps build sim check test config-check clean install deb bench tsan
+.PHONY: all deps build sim sim-mqtt check test config-check clean install deb bench bench-fleet tsan
 
 PREFIX ?= /usr
 DESTDIR ?=
@@ -40,6 +42,21 @@ sim: deps
 	  echo "bess-aggregator: status page http://127.0.0.1:8700/ (log /tmp/bess-aggregator.log)"; \
 	  .build/release/bessd run $(if $(DURATION),--duration $(DURATION)) $(if $(CONFIG),--config $(CONFIG))
 
+## The same against a local Mosquitto (127.0.0.1:18830) with bess-aggregator consuming over MQTT 5.
+sim-mqtt: deps
+	@scripts/ensure-debian-packages.sh mosquitto
+	$(SWIFT) build -c release --product bessd
+	$(SWIFT) build -c release --product bess-aggregator
+	@mkdir -p /tmp/bessd-sim-mqtt-broker && chmod 777 /tmp/bessd-sim-mqtt-broker; \
+	  printf 'listener 18830 127.0.0.1\nallow_anonymous true\npersistence true\npersistence_location /tmp/bessd-sim-mqtt-broker/\n' \
+	    > /tmp/bessd-sim-mqtt-broker/mosquitto.conf; \
+	  mosquitto -c /tmp/bessd-sim-mqtt-broker/mosquitto.conf > /tmp/bessd-sim-mosquitto.log 2>&1 & BROKER=$$!; \
+	  .build/release/bess-aggregator --listen 127.0.0.1:8700 --database /tmp/bessd-sim-aggregator.sqlite \
+	    --mqtt mqtt://127.0.0.1:18830 > /tmp/bess-aggregator.log 2>&1 & AGGREGATOR=$$!; \
+	  trap 'kill $$AGGREGATOR $$BROKER 2>/dev/null' EXIT INT TERM; \
+	  echo "mosquitto on 127.0.0.1:18830; bess-aggregator: status page http://127.0.0.1:8700/ (log /tmp/bess-aggregator.log)"; \
+	  .build/release/bessd run --config config/simulation-mqtt.yaml $(if $(DURATION),--duration $(DURATION))
+
 ## Every test: unit, property and integration tests; the SocketCAN suite on vcan (in a VM when this
 ## kernel has no CAN); then every shipped configuration file.
 check: deps
@@ -56,6 +73,11 @@ check: deps
 ## hil/results/benchmarks.md and its plots. About 20 minutes; BENCH_QUICK=1 for a short run.
 bench: deps
 	scripts/bench.sh
+	scripts/fleet-bench.sh
+
+## The fleet rows alone: 10,000 simulated gateways over MQTT, two aggregators, PostgreSQL (hil/results/fleet.md).
+bench-fleet: deps
+	scripts/fleet-bench.sh
 
 ## The daemon, service-thread and runtime tests under ThreadSanitizer (its own build in .build-tsan;
 ## any report fails the run, in the test process and in every bessd it starts).

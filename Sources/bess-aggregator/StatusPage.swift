@@ -54,7 +54,7 @@ enum StatusPage {
     static func chart(title: String, unit: String, _ series: [Series], width: Double = 620, height: Double = 180) -> String {
         let all = series.flatMap(\.points)
         guard let t0 = all.map(\.0).min(), let t1 = all.map(\.0).max(), var lo = all.map(\.1).min(), var hi = all.map(\.1).max() else {
-            return "<p class=nodata>\(escape(title)): no data in the last hour</p>"
+            return "<p class=\"nodata\">\(escape(title)): no data in the last hour</p>"
         }
         if hi - lo < 1e-9 { hi += 1; lo -= 1 }
         let pad = (hi - lo) * 0.08
@@ -65,26 +65,27 @@ enum StatusPage {
         let x = { (t: Double) in left + (t1 > t0 ? (t - t0) / (t1 - t0) * w : w / 2) }
         let y = { (v: Double) in top + (hi - v) / (hi - lo) * h }
         let f = { (v: Double) in String(format: "%.1f", v) }
-        var svg = "<svg class=chart role=img aria-label=\"\(escape(title))\" width=\"\(Int(width))\" height=\"\(Int(height))\" "
+        var svg = "<svg class=\"chart\" role=\"img\" aria-label=\"\(escape(title))\" width=\"\(Int(width))\" height=\"\(Int(height))\" "
             + "viewBox=\"0 0 \(Int(width)) \(Int(height))\" xmlns=\"http://www.w3.org/2000/svg\">"
-        svg += "<text x=\"\(f(left))\" y=\"14\" class=title>\(escape(title)) (\(escape(unit)))</text>"
+        svg += "<text x=\"\(f(left))\" y=\"14\" class=\"title\">\(escape(title)) (\(escape(unit)))</text>"
         for i in 0...4 {
             let v = lo + (hi - lo) * Double(i) / 4
-            svg += "<line x1=\"\(f(left))\" x2=\"\(f(left + w))\" y1=\"\(f(y(v)))\" y2=\"\(f(y(v)))\" class=grid/>"
-            svg += "<text x=\"\(f(left - 4))\" y=\"\(f(y(v) + 4))\" class=axis text-anchor=end>\(String(format: abs(hi - lo) < 2 ? "%.3f" : "%.1f", v))</text>"
+            svg += "<line x1=\"\(f(left))\" x2=\"\(f(left + w))\" y1=\"\(f(y(v)))\" y2=\"\(f(y(v)))\" class=\"grid\"/>"
+            svg += "<text x=\"\(f(left - 4))\" y=\"\(f(y(v) + 4))\" class=\"axis\" text-anchor=\"end\">\(String(format: abs(hi - lo) < 2 ? "%.3f" : "%.1f", v))</text>"
         }
         let clock = DateFormatter()
         clock.dateFormat = "HH:mm"
         clock.timeZone = TimeZone(identifier: "UTC")
         for i in 0...3 {
             let t = t0 + (t1 - t0) * Double(i) / 3
-            svg += "<text x=\"\(f(x(t)))\" y=\"\(f(height - 6))\" class=axis text-anchor=middle>\(clock.string(from: Date(timeIntervalSince1970: t)))</text>"
+            let anchor = i == 0 ? "start" : i == 3 ? "end" : "middle"
+            svg += "<text x=\"\(f(x(t)))\" y=\"\(f(height - 6))\" class=\"axis\" text-anchor=\"\(anchor)\">\(clock.string(from: Date(timeIntervalSince1970: t)))</text>"
         }
         for (i, s) in series.enumerated() where !s.points.isEmpty {
             let colour = palette[(s.dashed ? i - 1 : i) % palette.count]
             let path = s.points.map { "\(f(x($0.0))),\(f(y($0.1)))" }.joined(separator: " ")
             let values = s.points.map { String(format: "%.3f,%.4f", $0.0, $0.1) }.joined(separator: " ")
-            svg += "<polyline class=series data-name=\"\(escape(s.name))\" data-values=\"\(values)\" points=\"\(path)\" fill=none "
+            svg += "<polyline class=\"series\" data-name=\"\(escape(s.name))\" data-values=\"\(values)\" points=\"\(path)\" fill=\"none\" "
                 + "stroke=\"\(colour)\" stroke-width=\"1.6\"\(s.dashed ? " stroke-dasharray=\"5 3\"" : "")/>"
         }
         svg += "</svg><div class=legend>"

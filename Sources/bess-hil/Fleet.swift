@@ -23,6 +23,7 @@ struct FleetCommand: ParsableCommand {
     @Option(help: "Site ids are PREFIX-00000 …") var prefix = "FLEET"
     @Option(help: "Threads that drive the connections.") var threads = 4
     @Option(help: "Seconds over which the sites first connect.") var rampS: Double = 10
+    @Option(help: "Seconds to wait at the end for what is still in flight to be acknowledged.") var drainS: Double = 10
     @Option(help: "Write the summary JSON here too.") var report: String?
 
     func validate() throws {
@@ -116,7 +117,7 @@ struct FleetCommand: ParsableCommand {
             if pause > 0 { Thread.sleep(forTimeInterval: pause) }
         }
         // A short drain: what is in flight may still be acknowledged.
-        let drainEnd = Date().timeIntervalSince1970 + 10
+        let drainEnd = Date().timeIntervalSince1970 + drainS
         while Date().timeIntervalSince1970 < drainEnd,
               senders.reduce(UInt64(0), { $0 + $1.stats.recordsAcknowledged }) < made {
             Thread.sleep(forTimeInterval: 0.2)

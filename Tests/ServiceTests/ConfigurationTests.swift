@@ -101,7 +101,8 @@ struct ConfigurationTests {
                     "site:", "meter:", "meter_model:", "import_positive:", "max_lag_s:", "grid_limits:", "import_max_kw:", "export_max_kw:",
                     "application:", "peak_shaving:", "recharge_below_kw:", "self_consumption:", "target_grid_kw:",
                     "soc_reserve_percent:", "imported_energy:", "exported_energy:", "load:", "pv:", "profile:", "base_kw:",
-                    "levels_kw:", "meter_silence", "meter_delay", "meter_garbage"] {
+                    "levels_kw:", "meter_silence", "meter_delay", "meter_garbage", "transport:", "username:", "password_file:",
+                    "keepalive_s:", "session_expiry_s:"] {
             #expect(text.contains(key), "config/bessd.yaml lacks \(key)")
         }
     }
@@ -299,6 +300,16 @@ struct ConfigurationTests {
             line: nil, keyPath: "simulation.load.levels_kw", message: "is required for profile: steps"),
         Bad(name: "negative PV", yaml: unit + "simulation:\n  pv: {base_kw: -3}\n",
             line: nil, keyPath: "simulation.pv.base_kw", message: "from 0"),
+        Bad(name: "an http URL for the MQTT transport", yaml: unit + "aggregator: {transport: mqtt, url: \"https://a.example\"}\n",
+            line: nil, keyPath: "aggregator.url", message: "must be an mqtt://host[:port] or mqtts://host[:port] URL"),
+        Bad(name: "an MQTT port out of range", yaml: unit + "aggregator: {transport: mqtt, url: \"mqtt://b:70000\"}\n",
+            line: nil, keyPath: "aggregator.url", message: "mqtts://host[:port] URL"),
+        Bad(name: "an unknown transport", yaml: unit + "aggregator: {transport: amqp, url: \"https://a.example\"}\n",
+            line: nil, keyPath: "aggregator.transport", message: "must be http or mqtt"),
+        Bad(name: "an MQTT key on the HTTP transport", yaml: unit + "aggregator: {url: \"https://a.example\", keepalive_s: 30}\n",
+            line: nil, keyPath: "aggregator.keepalive_s", message: "applies to transport: mqtt only"),
+        Bad(name: "a bearer token on the MQTT transport", yaml: unit + "aggregator: {transport: mqtt, url: \"mqtt://b\", token_file: /t}\n",
+            line: nil, keyPath: "aggregator.token_file", message: "applies to transport: http only"),
         Bad(name: "YAML syntax", yaml: "bess_units: [\n", line: 2, keyPath: "", message: "YAML syntax error"),
         Bad(name: "duplicate key", yaml: unit + "period_ms: 100\nperiod_ms: 200\n", line: nil, keyPath: "",
             message: "duplicate key"),

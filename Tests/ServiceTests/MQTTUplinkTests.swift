@@ -165,9 +165,21 @@ struct MQTTUplinkTests {
         _ = daemon.finish()
         #expect(waitFor(seconds: 15) { metric("\(base)/metrics", "bess_aggregator_site_online{site=\"\(site)\"}") == 0 },
                 "no Last Will seen")
+        // While it is away: a command waits in its session at the broker; one whose MQTT 5 message
+        // expiry passes first is dropped by the broker and never acted on.
+        let commandTopic = "bess/v1/\(site)/commands"
+        let waiting = #"{"id":"mq-offline","kind":"power","unit":"D1","power_kw":15,"expires_unix":\#(Date().timeIntervalSince1970 + 120)}"#
+        let lapsing = #"{"id":"mq-lapsed","kind":"power","unit":"D1","power_kw":-15,"expires_unix":\#(Date().timeIntervalSince1970 + 120)}"#
+        #expect(try shell(["mosquitto_pub", "-p", "\(brokerPort)", "-V", "mqttv5", "-q", "1", "-t", commandTopic, "-m", waiting]).status == 0)
+        #expect(try shell(["mosquitto_pub", "-p", "\(brokerPort)", "-V", "mqttv5", "-q", "1", "-t", commandTopic,
+                           "-D", "publish", "message-expiry-interval", "1", "-m", lapsing]).status == 0)
+        let lapsedAt = Date().addingTimeInterval(1.5)
+        #expect(waitFor(seconds: 5) { Date() > lapsedAt })  // the broker's clock has passed the expiry
         daemon = try RunningDaemon(yaml: yaml)
         _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
         #expect(waitFor(seconds: 15) { metric("\(base)/metrics", "bess_aggregator_site_online{site=\"\(site)\"}") == 1 })
+        func d1Setpoint() -> Double { ((try? daemon.units())?.first?["setpoint_w"] as? NSNumber)?.doubleValue ?? 0 }
+        #expect(waitFor(seconds: 15) { d1Setpoint() > 5_000 }, "the command sent while bessd was away never arrived: D1 at \(d1Setpoint()) W")
 
         // 3. The broker restarts (persistence on): bessd sees it go, spools, reconnects, delivers.
         broker.stop()
@@ -208,6 +220,7 @@ struct MQTTUplinkTests {
         let end = daemon.finish()
         #expect(end.status == 0)
         #expect(end.text.components(separatedBy: "dispatch mq-1 applied").count == 2, "mq-1 acted on more than once")
+        #expect(!end.text.contains("mq-lapsed"), "a command whose MQTT message expiry had passed reached bessd")
         #expect(end.text.contains("MQTT_COMMAND_MALFORMED"))
         // A clean stop says offline at once (no Last Will needed).
         #expect(waitFor(seconds: 10) { metric("\(base)/metrics", "bess_aggregator_site_online{site=\"\(site)\"}") == 0 })
@@ -217,6 +230,35 @@ struct MQTTUplinkTests {
         let stored = seqs(base, site)
         #expect(stored == Array(1...(stored.last ?? 1)), "a gap or a repeat in \(stored.count) records")
         broker.stop()
+    }
+}
+
+extension MQTTUplinkTests {
+    @Test("an independent MQTT 5 peer (paho-mqtt) sees retained birth and availability, every payload valid against the uplink OpenAPI schemas, and its command answered")
+    func independentPeer() throws {
+        let dir = NSTemporaryDirectory() + "bess-mqtt-peer-\(getpid())"
+        try? FileManager.default.removeItem(atPath: dir)
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let port = LoopbackRigTests.freePort()
+        let broker = try TestServer.mosquitto(dir, "listener \(port) 127.0.0.1\nallow_anonymous true\npersistence false")
+        defer { broker.stop() }
+        #expect(waitFor(seconds: 10) { LoopbackRigTests.listening(port) })
+        let daemon = try RunningDaemon(yaml: daemonYAML + """
+
+            state_directory: \(dir)/state
+            aggregator: {transport: mqtt, url: "mqtt://127.0.0.1:\(port)", interval_s: 0.2, site_id: PEER_SITE}
+            """)
+        _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
+        // bessd has published its retained status before the peer subscribes.
+        #expect(waitFor(seconds: 10) { ((try? daemon.request(["verb": "status"]))?["uplink"] as? [String: Any])?["connected"] as? Bool == true })
+        let peer = try shell(["python3", Package.root.appendingPathComponent("hil/peers/mqtt_peer.py").path,
+                              Package.root.appendingPathComponent("docs/uplink-openapi.yaml").path, "127.0.0.1", "\(port)", "PEER_SITE"],
+                             timeout: 60)
+        #expect(peer.status == 0, "\(peer.out)")
+        #expect(peer.out.contains("\"accepted\": true"), "\(peer.out)")
+        daemon.signal(SIGTERM)
+        #expect(daemon.finish().status == 0)
     }
 }
 
