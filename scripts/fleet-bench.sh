@@ -32,6 +32,7 @@ cleanup() {
 trap cleanup EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() { for _ in $(seq 1 300); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; echo "nothing on port $1" >&2; return 1; }
+# A socket per gateway at the broker, a socket and spool files per gateway in the load generator.
 ulimit -n "$(ulimit -Hn)"
 
 PG_PORT=$(port)
@@ -59,7 +60,7 @@ start_aggregator() {  # NAME HTTP_PORT
   PIDS+=($!)
   wait_port "$2"
 }
-metric() { curl -s -m 5 "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n {print $2}'; }
+metric() { { curl -s -m 60 "http://127.0.0.1:$1/metrics" || true; } | awk -v n="$2" '$1 == n {print $2}'; }
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 # PostgreSQL is a postmaster and its children: ticks and RSS summed.
@@ -74,14 +75,31 @@ HZ=$(getconf CLK_TCK)
 
 # 1. Sustained ingest, with the command-push row measured under that load.
 echo "fleet: $SITES sites × 1 batch/s for $SECONDS_RUN s"
-"$BIN/bess-hil" fleet --sites "$SITES" --broker "mqtt://127.0.0.1:$MQ_PORT" --duration "$SECONDS_RUN" --prefix LOAD \
-  --state "$WORK/fleet" --threads 4 --ramp-s 30 --report "$DATA/fleet-sustained.json" > "$WORK/fleet.out" 2> "$WORK/fleet.err" &
-FLEET=$!
-PIDS+=($FLEET)
+# A process holds at most $(ulimit -n) descriptors, and a gateway needs about three (its spool's
+# files and its socket): the fleet is split into processes of at most 5,000 gateways.
+fleet() {  # NAME SITES SECONDS PREFIX RAMP DRAIN → FLEET_PIDS
+  local per=5000 first=0 k=0
+  FLEET_PIDS=()
+  while (( first < $2 )); do
+    local n=$(( $2 - first < per ? $2 - first : per ))
+    "$BIN/bess-hil" fleet --sites "$n" --first "$first" --broker "mqtt://127.0.0.1:$MQ_PORT" --duration "$3" --prefix "$4" \
+      --state "$WORK/fleet-$1" --threads 2 --ramp-s "$5" --drain-s "$6" --report "$WORK/$1-$k.json" \
+      > "$WORK/$1-$k.out" 2> "$WORK/$1-$k.err" &
+    FLEET_PIDS+=($!)
+    PIDS+=($!)
+    first=$(( first + n )); k=$(( k + 1 ))
+  done
+}
+# The sum of a field over a run's fleet reports.
+fleet_sum() { python3 -c "import glob, json; print(sum(json.load(open(f))['$2'] for f in glob.glob('$WORK/$1-*.json')))"; }
+fleet_ticks() { local t=0; for p in "${FLEET_PIDS[@]}"; do t=$((t + $(ticks "$p"))); done; echo $t; }
+fleet_rss() { local t=0; for p in "${FLEET_PIDS[@]}"; do t=$((t + $(rss_kb "$p"))); done; echo $t; }
+fleet_running() { for p in "${FLEET_PIDS[@]}"; do kill -0 "$p" 2>/dev/null && return 0; done; return 1; }
+fleet sustained "$SITES" "$SECONDS_RUN" LOAD 30 10
 sleep 45  # the ramp: every site connected, the first backlog delivered
 declare -A T0 R_MAX
 for name in broker a b fleet; do :; done
-T0[broker]=$(ticks "$MQ_PID"); T0[a]=$(ticks "$AGG_a"); T0[b]=$(ticks "$AGG_b"); T0[pg]=$(pg_ticks); T0[fleet]=$(ticks "$FLEET")
+T0[broker]=$(ticks "$MQ_PID"); T0[a]=$(ticks "$AGG_a"); T0[b]=$(ticks "$AGG_b"); T0[pg]=$(pg_ticks); T0[fleet]=$(fleet_ticks)
 REC_A0=$(metric "$HTTP_A" bess_aggregator_mqtt_records_total); REC_B0=$(metric "$HTTP_B" bess_aggregator_mqtt_records_total)
 W0=$(date +%s.%N)
 STEADY_FROM=$(date +%s)
@@ -92,7 +110,7 @@ sample_rss() {
   r=$(rss_kb "$AGG_a"); (( r > R_MAX[a] )) && R_MAX[a]=$r
   r=$(rss_kb "$AGG_b"); (( r > R_MAX[b] )) && R_MAX[b]=$r
   r=$(pg_rss); (( r > R_MAX[pg] )) && R_MAX[pg]=$r
-  r=$(rss_kb "$FLEET"); (( r > R_MAX[fleet] )) && R_MAX[fleet]=$r
+  r=$(fleet_rss); (( r > R_MAX[fleet] )) && R_MAX[fleet]=$r
   return 0
 }
 PUSH_AT=$(( SECONDS_RUN / 2 - 45 ))
@@ -100,12 +118,12 @@ PUSH_AT=$(( SECONDS_RUN / 2 - 45 ))
 for _ in $(seq 1 "$PUSH_AT"); do sample_rss; sleep 1; done
 "$BIN/bess-hil" bench command-push --commands "$([[ -n $QUICK ]] && echo 30 || echo 100)" --broker "mqtt://127.0.0.1:$MQ_PORT" \
   --aggregator "http://127.0.0.1:$HTTP_A" --csv "$DATA/fleet-command-push.csv" > "$WORK/push.out" 2>&1 || true
-while kill -0 "$FLEET" 2>/dev/null && (( $(date +%s) < STEADY_FROM + SECONDS_RUN - 60 )); do sample_rss; sleep 1; done
+while fleet_running && (( $(date +%s) < STEADY_FROM + SECONDS_RUN - 60 )); do sample_rss; sleep 1; done
 W1=$(date +%s.%N)
-T1_broker=$(ticks "$MQ_PID"); T1_a=$(ticks "$AGG_a"); T1_b=$(ticks "$AGG_b"); T1_pg=$(pg_ticks); T1_fleet=$(ticks "$FLEET")
+T1_broker=$(ticks "$MQ_PID"); T1_a=$(ticks "$AGG_a"); T1_b=$(ticks "$AGG_b"); T1_pg=$(pg_ticks); T1_fleet=$(fleet_ticks)
 REC_A1=$(metric "$HTTP_A" bess_aggregator_mqtt_records_total); REC_B1=$(metric "$HTTP_B" bess_aggregator_mqtt_records_total)
 STEADY_TO=$(date +%s)
-wait "$FLEET" || true
+for p in "${FLEET_PIDS[@]}"; do wait "$p" || true; done
 share() { python3 -c "print(f'{100 * ($2 - $1) / $HZ / ($W1 - $W0):.1f}')"; }
 rate() { python3 -c "print(f'{($2 - $1) / ($W1 - $W0):.0f}')"; }
 LAT=$("${PSQL[@]}" -c "SELECT round((percentile_cont(0.5) WITHIN GROUP (ORDER BY stored_at - time))::numeric * 1000, 1) || ' ' ||
@@ -114,27 +132,23 @@ LAT=$("${PSQL[@]}" -c "SELECT round((percentile_cont(0.5) WITHIN GROUP (ORDER BY
       FROM records WHERE site LIKE 'LOAD-%' AND time BETWEEN $STEADY_FROM AND $STEADY_TO")
 read -r LAT_P50 LAT_P99 LAT_MAX LAT_N <<< "$LAT"
 STORED=$("${PSQL[@]}" -c "SELECT count(*) FROM records WHERE site LIKE 'LOAD-%'")
-MADE=$(python3 -c "import json; print(json.load(open('$DATA/fleet-sustained.json'))['records_made'])")
+MADE=$(fleet_sum sustained records_made)
 PUSH=$(grep SUMMARY "$WORK/push.out" || echo "SUMMARY command_push_to_setpoint n=0 misses=0 p50_ms=nan p99_ms=nan max_ms=nan")
-cp "$WORK/fleet.err" "$DATA/fleet-sustained.log"
+cat "$WORK"/sustained-*.err > "$DATA/fleet-sustained.log"
 
 # 2. Failures: one aggregator SIGKILLed (restarted with its name 10 s later), the broker restarted,
 #    PostgreSQL restarted; every record must be stored exactly once.
 echo "fleet: $FAIL_SITES sites for $FAIL_SECONDS s with failures"
-"$BIN/bess-hil" fleet --sites "$FAIL_SITES" --broker "mqtt://127.0.0.1:$MQ_PORT" --duration "$FAIL_SECONDS" --prefix FAIL \
-  --state "$WORK/fleet-fail" --threads 4 --ramp-s 10 --drain-s 120 --report "$DATA/fleet-failures.json" \
-  > "$WORK/fail.out" 2> "$WORK/fail.err" &
-FLEET=$!
-PIDS+=($FLEET)
+fleet failures "$FAIL_SITES" "$FAIL_SECONDS" FAIL 10 120
 STEP=$(( FAIL_SECONDS / 5 ))
 sleep "$STEP"; kill -9 "$AGG_b"; echo "  aggregator b SIGKILLed"; sleep 10; start_aggregator b "$HTTP_B"
 sleep "$STEP"; kill "$MQ_PID"; wait "$MQ_PID" 2>/dev/null || true; echo "  broker stopped"; start_broker; echo "  broker started"
 sleep "$STEP"
 kill -INT "$PG_PID"; wait "$PG_PID" 2>/dev/null || true; echo "  postgresql stopped"; sleep 3; start_postgres; echo "  postgresql started"
-wait "$FLEET" || true
-cp "$WORK/fail.err" "$DATA/fleet-failures.log"
-F_MADE=$(python3 -c "import json; print(json.load(open('$DATA/fleet-failures.json'))['records_made'])")
-F_ACKED=$(python3 -c "import json; print(json.load(open('$DATA/fleet-failures.json'))['records_acknowledged'])")
+for p in "${FLEET_PIDS[@]}"; do wait "$p" || true; done
+cat "$WORK"/failures-*.err > "$DATA/fleet-failures.log"
+F_MADE=$(fleet_sum failures records_made)
+F_ACKED=$(fleet_sum failures records_acknowledged)
 # Wait (up to 2 minutes) until the aggregators have stored everything the broker acknowledged.
 for _ in $(seq 1 120); do
   F_STORED=$("${PSQL[@]}" -c "SELECT count(*) FROM records WHERE site LIKE 'FAIL-%'")

@@ -77,6 +77,8 @@ public final class MQTTUplinkSender: Sendable {
         public var ledgerFile: String?
         /// The client id: one per gateway.
         public var clientID: String
+        /// Wait this long before the first connection (a fleet spreads its first connections).
+        public var firstAttemptDelay: Duration = .zero
 
         public init(url: MQTTURL, site: String, interval: Duration, version: String, mode: String, units: [String]) {
             self.url = url
@@ -226,6 +228,7 @@ public final class MQTTUplinkSender: Sendable {
             backoff = Backoff(firstNanoseconds: sender.settings.minBackoff.nanosecondsClamped,
                               maximumNanoseconds: sender.settings.maxBackoff.nanosecondsClamped)
             ledger = CommandLedger(file: sender.settings.ledgerFile)
+            nextAttempt = ContinuousClock.now + sender.settings.firstAttemptDelay
             let options = try sender.options()
             connection = try MQTTConnection(options) { [unowned self] event in self.handle(event) }
         }

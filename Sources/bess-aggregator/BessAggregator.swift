@@ -81,7 +81,7 @@ struct BessAggregator: AsyncParsableCommand {
         }
         router.get("/") { _, _ -> Response in
             Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
-                     body: .init(byteBuffer: ByteBuffer(string: try StatusPage.html(try await store.summaries(),
+                     body: .init(byteBuffer: ByteBuffer(string: try StatusPage.html(try await store.summaries(detail: StatusPage.detailedSites),
                                                                                     ingest: pusher?.stats.records))))
         }
         let app = Application(router: router, configuration: .init(address: .hostname(String(parts[0]), port: port)))
@@ -97,7 +97,7 @@ struct BessAggregator: AsyncParsableCommand {
 
     static func metrics(_ store: any RecordStore, consumer: MQTTConsumer?) async throws -> String {
         var lines: [String] = []
-        let sites = try await store.summaries()
+        let sites = try await store.summaries(detail: 0)
         lines.append("# HELP bess_aggregator_records Records stored, by site.")
         lines.append("# TYPE bess_aggregator_records gauge")
         for s in sites { lines.append("bess_aggregator_records{site=\"\(s.site)\"} \(s.records)") }

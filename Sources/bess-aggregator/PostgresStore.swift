@@ -60,6 +60,10 @@ final class PostgresStore: RecordStore {
             """,
             "CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value BIGINT NOT NULL)",
             """
+            CREATE TABLE IF NOT EXISTS site_stats (site TEXT PRIMARY KEY, records BIGINT NOT NULL, highest_seq BIGINT NOT NULL,
+                last_time DOUBLE PRECISION NOT NULL)
+            """,
+            """
             CREATE TABLE IF NOT EXISTS site_status (site TEXT PRIMARY KEY, state TEXT NOT NULL, session TEXT NOT NULL,
                 time DOUBLE PRECISION NOT NULL)
             """,
@@ -82,20 +86,22 @@ final class PostgresStore: RecordStore {
         let encoder = JSONEncoder()
         var sites: [String] = [], seqs: [Int64] = [], types: [String] = [], times: [Double] = [], bodies: [String] = []
         var records: [String: [Int64: UplinkRecord]] = [:]
-        for (site, batch) in batches {
-            for record in batch.records {
-                sites.append(site)
-                seqs.append(Int64(record.seq))
-                types.append(recordType(record.body))
-                times.append(record.time)
-                bodies.append(String(decoding: try encoder.encode(record), as: UTF8.self))
-                records[site, default: [:]][Int64(record.seq)] = record
-            }
+        // Rows in (site, seq) order: instances storing overlapping batches lock them in one order (no deadlock).
+        let ordered = batches.flatMap { item in item.batch.records.map { (item.site, $0) } }
+            .sorted { ($0.0, $0.1.seq) < ($1.0, $1.1.seq) }
+        for (site, record) in ordered {
+            sites.append(site)
+            seqs.append(Int64(record.seq))
+            types.append(recordType(record.body))
+            times.append(record.time)
+            bodies.append(String(decoding: try encoder.encode(record), as: UTF8.self))
+            records[site, default: [:]][Int64(record.seq)] = record
         }
         let logger = self.logger
         let handOut = handOutCommands
         let outcome = try await client.withTransaction(logger: logger) { connection -> ([String: Int], [String: [DispatchCommand]]) in
             var newBySite: [String: Int] = [:]
+            var highestBySite: [String: (seq: Int64, time: Double)] = [:]
             var fresh: [(String, UplinkRecord)] = []
             if !sites.isEmpty {
                 let rows = try await connection.query("""
@@ -105,8 +111,24 @@ final class PostgresStore: RecordStore {
                     """, logger: logger)
                 for try await (site, seq) in rows.decode((String, Int64).self) {
                     newBySite[site, default: 0] += 1
-                    if let record = records[site]?[seq] { fresh.append((site, record)) }
+                    if let record = records[site]?[seq] {
+                        fresh.append((site, record))
+                        let h = highestBySite[site] ?? (0, 0)
+                        highestBySite[site] = (max(h.seq, seq), max(h.time, record.time))
+                    }
                 }
+            }
+            if !newBySite.isEmpty {
+                let statSites = newBySite.keys.sorted()
+                let counts = statSites.map { Int64(newBySite[$0] ?? 0) }
+                let highs = statSites.map { highestBySite[$0]?.seq ?? 0 }, lasts = statSites.map { highestBySite[$0]?.time ?? 0 }
+                try await connection.query("""
+                    INSERT INTO site_stats (site, records, highest_seq, last_time)
+                    SELECT * FROM UNNEST(\(statSites)::text[], \(counts)::int8[], \(highs)::int8[], \(lasts)::float8[])
+                    ON CONFLICT (site) DO UPDATE SET records = site_stats.records + excluded.records,
+                        highest_seq = GREATEST(site_stats.highest_seq, excluded.highest_seq),
+                        last_time = GREATEST(site_stats.last_time, excluded.last_time)
+                    """, logger: logger)
             }
             try await Self.derive(fresh, connection: connection, logger: logger)
             let duplicates = sites.count - newBySite.values.reduce(0, +)
@@ -160,14 +182,14 @@ final class PostgresStore: RecordStore {
             }
         }
         if !latest.isEmpty {
-            let rows = Array(latest.values)
+            let rows = latest.values.sorted { ($0.site, $0.unit) < ($1.site, $1.unit) }
             try await connection.query("""
                 INSERT INTO latest (site, unit, time, body)
                 SELECT * FROM UNNEST(\(rows.map(\.site))::text[], \(rows.map(\.unit))::text[], \(rows.map(\.time))::float8[], \(rows.map(\.body))::text[])
                 ON CONFLICT (site, unit) DO UPDATE SET time = excluded.time, body = excluded.body WHERE excluded.time >= latest.time
                 """, logger: logger)
         }
-        for b in blocks.values {
+        for b in blocks.values.sorted(by: { ($0.0, $0.1, $0.2) < ($1.0, $1.1, $1.2) }) {
             try await connection.query("""
                 INSERT INTO energy_blocks (site, unit, start_unix, length_s, charged_kwh, discharged_kwh, covered_s)
                 VALUES (\(b.0), \(b.1), \(b.2), \(b.3), \(b.4), \(b.5), \(b.6))
@@ -175,7 +197,7 @@ final class PostgresStore: RecordStore {
                     discharged_kwh = excluded.discharged_kwh, covered_s = excluded.covered_s
                 """, logger: logger)
         }
-        for g in grid.values {
+        for g in grid.values.sorted(by: { ($0.0, $0.1) < ($1.0, $1.1) }) {
             try await connection.query("""
                 INSERT INTO grid_energy_blocks (site, start_unix, length_s, imported_kwh, exported_kwh, covered_s)
                 VALUES (\(g.0), \(g.1), \(g.2), \(g.3), \(g.4), \(g.5))
@@ -232,24 +254,27 @@ final class PostgresStore: RecordStore {
         return list
     }
 
-    func summaries() async throws -> [SiteSummary] {
+    func summaries(detail: Int) async throws -> [SiteSummary] {
         let decoder = JSONDecoder()
         var list: [SiteSummary] = []
         let rows = try await client.query("""
-            SELECT r.site, COUNT(*), MAX(r.seq), MAX(r.time), s.state FROM records r LEFT JOIN site_status s ON s.site = r.site
-            GROUP BY r.site, s.state ORDER BY r.site
+            SELECT s.site, s.records, s.highest_seq, s.last_time, st.state FROM site_stats s LEFT JOIN site_status st ON st.site = s.site
+            ORDER BY s.site
             """, logger: logger)
+        var index: [String: Int] = [:]
         for try await (site, count, high, last, state) in rows.decode((String, Int64, Int64, Double, String?).self) {
+            index[site] = list.count
             list.append(SiteSummary(site: site, records: Int(count), highestSeq: high, lastTime: last, units: [], blocks: [], acks: [],
                                     state: state, telemetry: []))
         }
-        for i in list.indices {
+        for try await (site, unit, time, body) in try await client.query("""
+            SELECT site, unit, time, body FROM latest ORDER BY site, unit
+            """, logger: logger).decode((String, String, Double, String).self) {
+            guard let i = index[site] else { continue }
+            list[i].units.append(.init(unit: unit, time: time, telemetry: try? decoder.decode(UnitTelemetry.self, from: Data(body.utf8))))
+        }
+        for i in list.indices.prefix(detail) {
             let site = list[i].site
-            for try await (unit, time, body) in try await client.query("""
-                SELECT unit, time, body FROM latest WHERE site = \(site) ORDER BY unit
-                """, logger: logger).decode((String, Double, String).self) {
-                list[i].units.append(.init(unit: unit, time: time, telemetry: try? decoder.decode(UnitTelemetry.self, from: Data(body.utf8))))
-            }
             for try await (unit, start, charged, discharged, covered, length) in try await client.query("""
                 SELECT unit, start_unix, charged_kwh, discharged_kwh, covered_s, length_s FROM energy_blocks
                 WHERE site = \(site) ORDER BY start_unix DESC, unit LIMIT 20

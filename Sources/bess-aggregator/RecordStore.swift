@@ -58,7 +58,9 @@ protocol RecordStore: Sendable {
     func setStatus(site: String, _ message: SiteStatusMessage, now: Double) async throws
     /// Queued → first answer, seconds, most recent first.
     func commandLatencies() async throws -> [Double]
-    func summaries() async throws -> [SiteSummary]
+    /// Every site, with its latest unit telemetry; the first `detail` sites (by name) also with their
+    /// last hour of telemetry, energy blocks and answers (the status page), the rest without.
+    func summaries(detail: Int) async throws -> [SiteSummary]
     func seqs(site: String) async throws -> [Int64]
     func duplicates() async throws -> Int
 }

@@ -147,26 +147,27 @@ final class SQLiteStore: RecordStore {
         }
     }
 
-    func summaries() async throws -> [SiteSummary] {
+    func summaries(detail: Int) async throws -> [SiteSummary] {
         try await db.read { db in
             let decoder = JSONDecoder()
             return try Row.fetchAll(db, sql: "SELECT site, COUNT(*) AS n, MAX(seq) AS high, MAX(time) AS last FROM records GROUP BY site ORDER BY site")
-                .map { row in
+                .enumerated().map { index, row in
                     let site: String = row["site"]
+                    let detailed = index < detail
                     let units = try Row.fetchAll(db, sql: "SELECT unit, time, body FROM latest WHERE site = ? ORDER BY unit", arguments: [site])
                         .map { r in SiteSummary.UnitLatest(unit: r["unit"], time: r["time"],
                                      telemetry: try? decoder.decode(UnitTelemetry.self, from: Data((r["body"] as String).utf8))) }
-                    let blocks = try Row.fetchAll(db, sql: """
+                    let blocks = !detailed ? [] : try Row.fetchAll(db, sql: """
                         SELECT unit, start_unix, charged_kwh, discharged_kwh, covered_s, length_s FROM energy_blocks
                         WHERE site = ? ORDER BY start_unix DESC, unit LIMIT 20
                         """, arguments: [site])
                         .map { r in SiteSummary.Block(unit: r["unit"], start: r["start_unix"], charged: r["charged_kwh"],
                                      discharged: r["discharged_kwh"], covered: r["covered_s"], length: r["length_s"]) }
-                    let acks = try Row.fetchAll(db, sql: "SELECT id, accepted, reason FROM acks WHERE site = ? ORDER BY time DESC LIMIT 20",
+                    let acks = !detailed ? [] : try Row.fetchAll(db, sql: "SELECT id, accepted, reason FROM acks WHERE site = ? ORDER BY time DESC LIMIT 20",
                                                 arguments: [site])
                         .map { r in SiteSummary.Ack(id: r["id"], accepted: (r["accepted"] as Int) == 1, reason: r["reason"]) }
                     let state = try String.fetchOne(db, sql: "SELECT state FROM site_status WHERE site = ?", arguments: [site])
-                    let series = try String.fetchAll(db, sql: """
+                    let series = !detailed ? [] : try String.fetchAll(db, sql: """
                         SELECT body FROM records WHERE site = ? AND type = 'telemetry' AND time >= ? ORDER BY seq
                         """, arguments: [site, (row["last"] as Double) - 3600])
                     return SiteSummary(site: site, records: row["n"], highestSeq: row["high"], lastTime: row["last"], units: units,

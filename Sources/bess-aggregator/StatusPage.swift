@@ -10,6 +10,9 @@ enum StatusPage {
             .replacingOccurrences(of: "\"", with: "&quot;")
     }
 
+    /// Sites drawn in full (charts, units, blocks, answers); a fleet beyond them is one table.
+    static let detailedSites = 20
+
     static let palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2"]
 
     /// One series of a chart: its name and (time, value) points.
@@ -112,7 +115,17 @@ enum StatusPage {
         h += "</p>"
         if sites.isEmpty { h += "<p>No site has reported yet.</p>" }
         let f = { (v: Double?, d: Int) -> String in v.map { String(format: "%.\(d)f", $0) } ?? "–" }
-        for site in sites {
+        if sites.count > detailedSites {
+            h += "<h2>Fleet</h2><p>The first \(detailedSites) sites by name are drawn below.</p><table><tr><th>site</th><th>state</th>"
+                + "<th>records</th><th>highest seq</th><th>last seen</th></tr>"
+            let now = Date().timeIntervalSince1970
+            for site in sites {
+                h += "<tr><td class=l>\(escape(site.site))</td><td class=l>\(escape(site.state ?? "–"))</td><td>\(site.records)</td>"
+                    + "<td>\(site.highestSeq)</td><td>\(f(now - site.lastTime, 0)) s ago</td></tr>"
+            }
+            h += "</table>"
+        }
+        for site in sites.prefix(detailedSites) {
             let age = Date().timeIntervalSince1970 - site.lastTime
             let state = site.state.map { " <span class=\($0 == "online" ? "online" : "offline")>\($0)</span>" } ?? ""
             h += "<h2>\(escape(site.site))\(state)</h2><p>\(site.records) records, highest seq \(site.highestSeq), last \(f(age, 0)) s ago</p>"

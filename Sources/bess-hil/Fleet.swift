@@ -21,6 +21,7 @@ struct FleetCommand: ParsableCommand {
     @Option(help: "Seconds to run.") var duration: Double = 60
     @Option(help: "Where the sites' spools go (one directory each).") var state = "/tmp/bess-fleet"
     @Option(help: "Site ids are PREFIX-00000 …") var prefix = "FLEET"
+    @Option(help: "Number of the first site (several fleet processes share one fleet).") var first = 0
     @Option(help: "Threads that drive the connections.") var threads = 4
     @Option(help: "Seconds over which the sites first connect.") var rampS: Double = 10
     @Option(help: "Seconds to wait at the end for what is still in flight to be acknowledged.") var drainS: Double = 10
@@ -46,30 +47,47 @@ struct FleetCommand: ParsableCommand {
     }
 
     func run() throws {
+        // Each site holds its spool's files and a socket: raise the descriptor limit (root may raise
+        // the hard limit too) and refuse to start a fleet that cannot fit.
         var limit = rlimit()
         getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-        limit.rlim_cur = limit.rlim_max
-        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        let wanted = rlim_t(max(4 * sites + 1024, Int(limit.rlim_cur)))
+        var raised = rlimit(rlim_cur: max(wanted, limit.rlim_cur), rlim_max: max(wanted, limit.rlim_max))
+        if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) != 0 {
+            limit.rlim_cur = limit.rlim_max
+            setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        }
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        guard Int(limit.rlim_cur) >= 3 * sites + 256 else {
+            throw ValidationError("FLEET_FD_LIMIT: \(sites) sites need about \(3 * sites + 256) file descriptors (spool files and a socket each); "
+                                  + "the limit is \(limit.rlim_cur): raise it (ulimit -n) or run fewer sites")
+        }
         signal(SIGPIPE, SIG_IGN)
         let url = MQTTURL(broker)!
         let unitIDs = (1...units).map { "U\($0)" }
         let ratings = Dictionary(uniqueKeysWithValues: unitIDs.map { ($0, 100.0) })
         var list: [Site] = []
         var senders: [MQTTUplinkSender] = []
-        let failures = PILock(0)
+        let failures = PILock((count: 0, last: ""))
         for i in 0..<sites {
-            let id = String(format: "%@-%05d", prefix, i)
+            let id = String(format: "%@-%05d", prefix, first + i)
             let spool = try Spool(directory: "\(state)/\(id)", maxBytes: 8 << 20, segmentBytes: 1 << 20)
             let site = Site(id: id, queue: SpoolQueue(spool))
             list.append(site)
             var settings = MQTTUplinkSender.Settings(url: url, site: id, interval: .seconds(fromDouble: 1 / rateHz),
                                                      version: "fleet", mode: "simulation", units: unitIDs)
             settings.keepaliveSeconds = 60
-            // The first attempts spread over the ramp, so the broker is not hit by every site at once.
-            settings.minBackoff = .seconds(fromDouble: max(0.5, rampS / 4))
+            // The first connections spread over the ramp, so the broker is not hit by every site at once.
+            settings.firstAttemptDelay = .seconds(fromDouble: rampS * Double(i) / Double(sites))
             senders.append(MQTTUplinkSender(
                 settings: settings, queue: site.queue,
-                log: { _, code in if code != nil { failures.withLock { $0 += 1 } } },
+                log: { message, code in
+                    guard let code else { return }
+                    failures.withLock {
+                        $0.count += 1
+                        $0.last = "\(code): \(message)"
+                    }
+                },
                 handleCommands: { commands in
                     commands.map { c in
                         if let reason = DispatchValidator.validate(c, ratings: ratings, now: Date().timeIntervalSince1970) {
@@ -108,8 +126,10 @@ struct FleetCommand: ParsableCommand {
                 nextReport += 10
                 let connected = senders.filter { $0.stats.connected }.count
                 let acked = senders.reduce(UInt64(0)) { $0 + $1.stats.recordsAcknowledged }
-                FileHandle.standardError.write(Data(String(format: "fleet: t=%.0f s connected %d/%d, records made %llu, acknowledged %llu\n",
-                                                           now - start, connected, sites, made, acked).utf8))
+                let problems = failures.withLock { $0 }
+                FileHandle.standardError.write(Data(String(format: "fleet: t=%.0f s connected %d/%d, records made %llu, acknowledged %llu, problems logged %d%@\n",
+                                                           now - start, connected, sites, made, acked, problems.count,
+                                                           problems.count > 0 ? " (last: \(problems.last))" : "").utf8))
             }
             tick += 1
             let next = start + tick / rateHz
