@@ -24,6 +24,8 @@ struct FleetCommand: ParsableCommand {
     @Option(help: "Number of the first site (several fleet processes share one fleet).") var first = 0
     @Option(help: "Threads that drive the connections.") var threads = 4
     @Option(help: "Seconds over which the sites first connect.") var rampS: Double = 10
+    @Option(help: "The spools' fsync interval, s. bessd uses 1 s on its own flash; thousands of spools on one disk here would measure that disk's fsync rate, not the fleet.")
+    var spoolSyncS: Double = 60
     @Option(help: "Seconds to wait at the end for what is still in flight to be acknowledged.") var drainS: Double = 10
     @Option(help: "Write the summary JSON here too.") var report: String?
 
@@ -51,15 +53,16 @@ struct FleetCommand: ParsableCommand {
         // the hard limit too) and refuse to start a fleet that cannot fit.
         var limit = rlimit()
         getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-        let wanted = rlim_t(max(4 * sites + 1024, Int(limit.rlim_cur)))
+        // Per site: the spool's two files, the socket, libmosquitto's wake-up socket pair.
+        let wanted = rlim_t(max(5 * sites + 1024, Int(limit.rlim_cur)))
         var raised = rlimit(rlim_cur: max(wanted, limit.rlim_cur), rlim_max: max(wanted, limit.rlim_max))
         if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) != 0 {
             limit.rlim_cur = limit.rlim_max
             setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
         }
         getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-        guard Int(limit.rlim_cur) >= 3 * sites + 256 else {
-            throw ValidationError("FLEET_FD_LIMIT: \(sites) sites need about \(3 * sites + 256) file descriptors (spool files and a socket each); "
+        guard Int(limit.rlim_cur) >= 5 * sites + 256 else {
+            throw ValidationError("FLEET_FD_LIMIT: \(sites) sites need about \(5 * sites + 256) file descriptors (spool files and sockets); "
                                   + "the limit is \(limit.rlim_cur): raise it (ulimit -n) or run fewer sites")
         }
         signal(SIGPIPE, SIG_IGN)
@@ -71,7 +74,8 @@ struct FleetCommand: ParsableCommand {
         let failures = PILock((count: 0, last: ""))
         for i in 0..<sites {
             let id = String(format: "%@-%05d", prefix, first + i)
-            let spool = try Spool(directory: "\(state)/\(id)", maxBytes: 8 << 20, segmentBytes: 1 << 20)
+            let spool = try Spool(directory: "\(state)/\(id)", maxBytes: 8 << 20, segmentBytes: 1 << 20,
+                                  syncInterval: .seconds(fromDouble: spoolSyncS))
             let site = Site(id: id, queue: SpoolQueue(spool))
             list.append(site)
             var settings = MQTTUplinkSender.Settings(url: url, site: id, interval: .seconds(fromDouble: 1 / rateHz),
