@@ -19,6 +19,8 @@ struct BessAggregator: AsyncParsableCommand {
     var mqtt: String?
     @Option(help: "This instance's name: its MQTT client id is bess-aggregator-NAME (keep it across restarts so the broker resends what it had in flight).")
     var instance = "1"
+    @Option(help: "MQTT: consumer connections of this instance in the shared group (each stores and acknowledges on its own).")
+    var consumers = 4
     @Option(help: "MQTT: CA bundle for the broker's certificate.") var mqttCaFile: String?
     @Option(help: "MQTT: client certificate (PEM).") var mqttCertFile: String?
     @Option(help: "MQTT: client key (PEM).") var mqttKeyFile: String?
@@ -30,15 +32,33 @@ struct BessAggregator: AsyncParsableCommand {
         guard parts.count == 2, let port = Int(parts[1]) else { throw ValidationError("--listen must be HOST:PORT") }
         let store: any RecordStore = database.hasPrefix("postgres://") || database.hasPrefix("postgresql://")
             ? try await PostgresStore(url: database) : try SQLiteStore(path: database)
-        var consumer: MQTTConsumer?
+        var group: ConsumerGroup?
         if let mqtt {
             guard let url = MQTTURL(mqtt) else { throw ValidationError("--mqtt must be mqtt://host[:port] or mqtts://host[:port]") }
+            guard (1...64).contains(consumers) else { throw ValidationError("--consumers must be 1–64") }
             let password = try mqttPasswordFile.map { try String(contentsOfFile: $0, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines) }
-            consumer = try MQTTConsumer(url: url, clientID: "bess-aggregator-\(instance)", store: store, caFile: mqttCaFile,
-                                        certFile: mqttCertFile, keyFile: mqttKeyFile, username: mqttUsername, password: password)
-            consumer?.start()
+            var options = MQTTConnection.Options(url: url, clientID: "bess-aggregator-\(instance)-commands", cleanStart: true,
+                                                 sessionExpirySeconds: 0)
+            options.caFile = mqttCaFile
+            options.clientCertFile = mqttCertFile
+            options.clientKeyFile = mqttKeyFile
+            options.username = mqttUsername
+            options.password = password
+            let publisher = try CommandPublisher(options)
+            publisher.start()
+            var list: [MQTTConsumer] = []
+            for k in 0..<consumers {
+                // Consumer 0 keeps the instance's name as its client id (and its session across versions).
+                let id = k == 0 ? "bess-aggregator-\(instance)" : "bess-aggregator-\(instance)-\(k)"
+                let consumer = try MQTTConsumer(url: url, clientID: id, store: store, caFile: mqttCaFile, certFile: mqttCertFile,
+                                                keyFile: mqttKeyFile, username: mqttUsername, password: password,
+                                                publisher: publisher, followsStatus: k == 0)
+                consumer.start()
+                list.append(consumer)
+            }
+            group = ConsumerGroup(consumers: list, publisher: publisher)
         }
-        let pusher = consumer
+        let pusher = group
         let token = try tokenFile.map { try String(contentsOfFile: $0, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines) }
         let router = Router()
         let authorized: @Sendable (Request) -> Bool = { request in
@@ -67,7 +87,7 @@ struct BessAggregator: AsyncParsableCommand {
             let now = Date().timeIntervalSince1970
             // Over MQTT the command is pushed at once; over HTTP it waits for the site's next batch.
             try await store.queue(site: site, command: command, delivered: pusher != nil, now: now)
-            pusher?.push(site: site, command: command, now: now)
+            pusher?.publisher.push(site: site, command: command, now: now)
             return Self.json(.ok, ["queued": command.id, "transport": pusher == nil ? "http" : "mqtt"])
         }
         router.get("/v1/sites/:site/seqs") { _, context -> Response in
@@ -95,7 +115,7 @@ struct BessAggregator: AsyncParsableCommand {
         return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 
-    static func metrics(_ store: any RecordStore, consumer: MQTTConsumer?) async throws -> String {
+    static func metrics(_ store: any RecordStore, consumer: ConsumerGroup?) async throws -> String {
         var lines: [String] = []
         let sites = try await store.summaries(detail: 0)
         lines.append("# HELP bess_aggregator_records Records stored, by site.")
@@ -109,9 +129,9 @@ struct BessAggregator: AsyncParsableCommand {
         lines.append("bess_aggregator_duplicates_total \(try await store.duplicates())")
         if let consumer {
             let c = consumer.stats
-            lines.append("# HELP bess_aggregator_mqtt_connected 1 while this instance's MQTT connection is up.")
+            lines.append("# HELP bess_aggregator_mqtt_connected This instance's consumer connections that are up.")
             lines.append("# TYPE bess_aggregator_mqtt_connected gauge")
-            lines.append("bess_aggregator_mqtt_connected \(c.connected ? 1 : 0)")
+            lines.append("bess_aggregator_mqtt_connected \(consumer.connected)")
             lines.append("# HELP bess_aggregator_mqtt_batches_total Record batches this instance stored from MQTT (then acknowledged).")
             lines.append("# TYPE bess_aggregator_mqtt_batches_total counter")
             lines.append("bess_aggregator_mqtt_batches_total \(c.batches)")
@@ -120,7 +140,7 @@ struct BessAggregator: AsyncParsableCommand {
             lines.append("bess_aggregator_mqtt_records_total \(c.records)")
             lines.append("# HELP bess_aggregator_mqtt_commands_published_total Commands pushed to sites.")
             lines.append("# TYPE bess_aggregator_mqtt_commands_published_total counter")
-            lines.append("bess_aggregator_mqtt_commands_published_total \(c.commandsPublished)")
+            lines.append("bess_aggregator_mqtt_commands_published_total \(consumer.publisher.published.withLock { $0 })")
             lines.append("# HELP bess_aggregator_mqtt_malformed_total Messages that were not a protocol 1 batch or ack.")
             lines.append("# TYPE bess_aggregator_mqtt_malformed_total counter")
             lines.append("bess_aggregator_mqtt_malformed_total \(c.malformed)")
@@ -159,4 +179,25 @@ extension Data {
         var copy = buffer
         self.init(copy.readBytes(length: copy.readableBytes) ?? [])
     }
+}
+
+/// An instance's consumers and its command connection.
+final class ConsumerGroup: Sendable {
+    let consumers: [MQTTConsumer]
+    let publisher: CommandPublisher
+    init(consumers: [MQTTConsumer], publisher: CommandPublisher) {
+        self.consumers = consumers
+        self.publisher = publisher
+    }
+    /// The consumers' statistics summed.
+    var stats: MQTTConsumer.Statistics {
+        consumers.map(\.stats).reduce(into: MQTTConsumer.Statistics()) { sum, s in
+            sum.batches &+= s.batches
+            sum.records &+= s.records
+            sum.redelivered &+= s.redelivered
+            sum.malformed &+= s.malformed
+            sum.storeFailures &+= s.storeFailures
+        }
+    }
+    var connected: Int { consumers.filter { $0.stats.connected }.count }
 }

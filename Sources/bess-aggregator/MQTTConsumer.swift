@@ -15,7 +15,6 @@ final class MQTTConsumer: @unchecked Sendable {
         var records: UInt64 = 0
         var redelivered: UInt64 = 0
         var malformed: UInt64 = 0
-        var commandsPublished: UInt64 = 0
         var storeFailures: UInt64 = 0
     }
 
@@ -23,8 +22,10 @@ final class MQTTConsumer: @unchecked Sendable {
     let options: MQTTConnection.Options
     let store: any RecordStore
     let statistics = PILock(Statistics())
-    /// Publishes (commands) from the HTTP side are handed to the connection's thread.
-    let outbox = PILock<[(topic: String, payload: [UInt8], expiry: UInt32)]>([])
+    /// Commands go out on a connection of their own, so they never wait behind a commit.
+    let publisher: CommandPublisher
+    /// Only one consumer of an instance follows birth and Last Will (the others share records and acks).
+    let followsStatus: Bool
     var connection: MQTTConnection!
     var open = false
     var backoff = Backoff(firstNanoseconds: 500_000_000, maximumNanoseconds: 30_000_000_000)
@@ -33,7 +34,9 @@ final class MQTTConsumer: @unchecked Sendable {
     var pendingStatus: [(site: String, message: SiteStatusMessage)] = []
 
     init(url: MQTTURL, clientID: String, store: any RecordStore, caFile: String?, certFile: String?, keyFile: String?,
-         username: String?, password: String?) throws(UplinkError) {
+         username: String?, password: String?, publisher: CommandPublisher, followsStatus: Bool) throws(UplinkError) {
+        self.publisher = publisher
+        self.followsStatus = followsStatus
         var o = MQTTConnection.Options(url: url, clientID: clientID, cleanStart: false, sessionExpirySeconds: 3600)
         o.acknowledgeAfterStore = true
         o.receiveMaximum = 1000
@@ -55,12 +58,6 @@ final class MQTTConsumer: @unchecked Sendable {
         thread.start()
     }
 
-    /// A command to a site: published at once (QoS 1, expiring with the command).
-    func push(site: String, command: DispatchCommand, now: Double) {
-        let payload = Array((try? JSONEncoder().encode(command)) ?? Data())
-        let expiry = UInt32(max(1, min(86_400, (command.expiresUnix - now).rounded(.up))))
-        outbox.withLock { $0.append((UplinkTopics(site: site).commands, payload, expiry)) }
-    }
 
     func run() {
         while true {
@@ -74,7 +71,6 @@ final class MQTTConsumer: @unchecked Sendable {
                 }
             }
             do {
-                try sendOutbox()
                 var poller = pollfd(fd: connection.socket, events: Int16(POLLIN), revents: 0)
                 if poll(&poller, 1, 20) > 0 {
                     // Everything that has arrived, up to a bound, then one transaction.
@@ -104,17 +100,6 @@ final class MQTTConsumer: @unchecked Sendable {
         pendingAcks.removeAll()
         pendingStatus.removeAll()
         Thread.sleep(forTimeInterval: Double(backoff.next()) / 1e9)
-    }
-
-    func sendOutbox() throws(UplinkError) {
-        let items = outbox.withLock { list in
-            defer { list.removeAll() }
-            return list
-        }
-        for item in items {
-            try connection.publish(item.topic, item.payload, expirySeconds: item.expiry)
-            statistics.withLock { $0.commandsPublished &+= 1 }
-        }
     }
 
     /// Stores what was read, retrying while the database is away; PUBACKs wait for it.
@@ -158,7 +143,7 @@ final class MQTTConsumer: @unchecked Sendable {
         // A site that comes online gets its unanswered commands again (bessd acts on an id once).
         for site in onlineSites {
             if case .success(let commands) = blocking({ try await store.unanswered(site: site, now: Date().timeIntervalSince1970) }) {
-                for command in commands { push(site: site, command: command, now: Date().timeIntervalSince1970) }
+                for command in commands { publisher.push(site: site, command: command, now: Date().timeIntervalSince1970) }
             }
         }
     }
@@ -174,7 +159,7 @@ final class MQTTConsumer: @unchecked Sendable {
             statistics.withLock { $0.connected = true }
             _ = try? connection.subscribe("$share/\(Self.group)/bess/v1/+/records")
             _ = try? connection.subscribe("$share/\(Self.group)/bess/v1/+/acks")
-            _ = try? connection.subscribe("bess/v1/+/status")
+            if followsStatus { _ = try? connection.subscribe("bess/v1/+/status") }
         case .message(let topic, let payload, _, _, _):
             guard let (site, leaf) = UplinkTopics.parse(topic) else { return }
             switch leaf {
@@ -200,6 +185,73 @@ final class MQTTConsumer: @unchecked Sendable {
             }
         case .disconnected, .published, .subscribed:
             break
+        }
+    }
+}
+
+/// The aggregator's command connection: a thread of its own publishes queued commands at once
+/// (QoS 1, expiring with the command) on the site's command topic.
+final class CommandPublisher: @unchecked Sendable {
+    let outbox = PILock<[(topic: String, payload: [UInt8], expiry: UInt32)]>([])
+    let published = PILock<UInt64>(0)
+    var connection: MQTTConnection!
+    var open = false
+    var backoff = Backoff(firstNanoseconds: 500_000_000, maximumNanoseconds: 30_000_000_000)
+
+    init(_ options: MQTTConnection.Options) throws(UplinkError) {
+        var o = options
+        o.cleanStart = true
+        o.sessionExpirySeconds = 0
+        o.acknowledgeAfterStore = false
+        connection = try MQTTConnection(o) { _ in }
+    }
+
+    func start() {
+        let thread = Thread { [self] in run() }
+        thread.name = "aggregator-commands"
+        thread.start()
+    }
+
+    /// A command to a site, published as soon as the thread sees it (within 10 ms).
+    func push(site: String, command: DispatchCommand, now: Double) {
+        let payload = Array((try? JSONEncoder().encode(command)) ?? Data())
+        let expiry = UInt32(max(1, min(86_400, (command.expiresUnix - now).rounded(.up))))
+        outbox.withLock { $0.append((UplinkTopics(site: site).commands, payload, expiry)) }
+    }
+
+    func run() {
+        while true {
+            if !open {
+                do {
+                    try connection.connect()
+                    open = true
+                    backoff.reset()
+                } catch {
+                    Thread.sleep(forTimeInterval: Double(backoff.next()) / 1e9)
+                    continue
+                }
+            }
+            do {
+                let items = outbox.withLock { list in
+                    defer { list.removeAll() }
+                    return list
+                }
+                for (i, item) in items.enumerated() {
+                    do {
+                        try connection.publish(item.topic, item.payload, expirySeconds: item.expiry)
+                        published.withLock { $0 &+= 1 }
+                    } catch {
+                        // Not sent: back in the outbox, in order, for the next connection.
+                        let rest = Array(items[i...])
+                        outbox.withLock { $0.insert(contentsOf: rest, at: 0) }
+                        throw error
+                    }
+                }
+                try connection.loop(timeoutMilliseconds: 10)
+            } catch {
+                open = false
+                Thread.sleep(forTimeInterval: Double(backoff.next()) / 1e9)
+            }
         }
     }
 }
