@@ -110,7 +110,9 @@ final class MQTTConsumer: @unchecked Sendable {
         var attempt = Backoff(firstNanoseconds: 200_000_000, maximumNanoseconds: 5_000_000_000)
         var onlineSites: [String] = []
         while true {
-            let outcome = blocking { () async throws -> [String] in
+            // A database call that never returns (a pool wedged by a server restart) counts as a
+            // failure after 30 s, and the store makes its connections anew.
+            let outcome = blocking(timeout: 30) { () async throws -> [String] in
                 let now = Date().timeIntervalSince1970
                 if !batches.isEmpty { _ = try await store.store(batches, now: now, handOutCommands: false) }
                 if !acks.isEmpty { try await store.record(acks: acks, now: now) }
@@ -127,6 +129,7 @@ final class MQTTConsumer: @unchecked Sendable {
             case .failure(let error):
                 statistics.withLock { $0.storeFailures &+= 1 }
                 FileHandle.standardError.write(Data("bess-aggregator: storing failed (\(error)); retrying, acknowledgements held\n".utf8))
+                store.renew()
                 Thread.sleep(forTimeInterval: Double(attempt.next()) / 1e9)
                 // Keepalive cannot go out without the held PUBACKs; past the keepalive the broker drops us and resends.
                 continue
@@ -256,8 +259,14 @@ final class CommandPublisher: @unchecked Sendable {
     }
 }
 
-/// Runs async work to its end on the calling thread (the consumer's own thread, never a cycle).
-func blocking<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) -> Result<T, any Error> {
+struct StoreTimeout: Error, CustomStringConvertible {
+    var seconds: Double
+    var description: String { "STORE_TIMEOUT: the database did not answer within \(Int(seconds)) s" }
+}
+
+/// Runs async work on the calling thread (the consumer's own thread, never a cycle) until it ends or
+/// `timeout` seconds pass.
+func blocking<T: Sendable>(timeout: Double = .infinity, _ work: @escaping @Sendable () async throws -> T) -> Result<T, any Error> {
     let done = DispatchSemaphore(value: 0)
     let box = PILock<Result<T, any Error>?>(nil)
     Task {
@@ -266,6 +275,10 @@ func blocking<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) -> 
         box.withLock { $0 = result }
         done.signal()
     }
-    done.wait()
+    if timeout.isFinite {
+        if done.wait(timeout: .now() + timeout) == .timedOut { return .failure(StoreTimeout(seconds: timeout)) }
+    } else {
+        done.wait()
+    }
     return box.withLock { $0! }
 }

@@ -1,3 +1,4 @@
+import BessSystem
 import Foundation
 import Logging
 import PostgresNIO
@@ -7,9 +8,11 @@ import Uplink
 /// is one transaction; records go in with `ON CONFLICT DO NOTHING` on (site, seq), so a record
 /// delivered twice, or to two instances, is stored once — by the database, not by an instance.
 final class PostgresStore: RecordStore {
-    let client: PostgresClient
     let logger = Logger(label: "bess-aggregator.postgres")
-    let runner: Task<Void, Never>
+    let configuration: PostgresClient.Configuration
+    /// The client and the task that runs its pool; replaced by `renew()`.
+    let current: PILock<(client: PostgresClient, runner: Task<Void, Never>)>
+    var client: PostgresClient { current.withLock { $0.client } }
 
     /// `postgres://user[:password]@host[:port]/database`
     init(url: String) async throws {
@@ -21,13 +24,27 @@ final class PostgresStore: RecordStore {
                                                          password: parts.password, database: database.isEmpty ? nil : database,
                                                          tls: .disable)
         configuration.options.maximumConnections = 8
-        client = PostgresClient(configuration: configuration)
-        let client = self.client
-        runner = Task { await client.run() }
+        self.configuration = configuration
+        current = PILock(Self.start(configuration))
         try await migrate()
     }
 
-    deinit { runner.cancel() }
+    static func start(_ configuration: PostgresClient.Configuration) -> (client: PostgresClient, runner: Task<Void, Never>) {
+        let client = PostgresClient(configuration: configuration)
+        return (client, Task { await client.run() })
+    }
+
+    /// A fresh pool after a failure: a server restart can leave the old one waiting forever.
+    func renew() {
+        let fresh = Self.start(configuration)
+        let old = current.withLock { value in
+            defer { value = fresh }
+            return value
+        }
+        old.runner.cancel()
+    }
+
+    deinit { current.withLock { $0.runner.cancel() } }
 
     func migrate() async throws {
         let statements: [PostgresQuery] = [

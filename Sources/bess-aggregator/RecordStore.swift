@@ -63,6 +63,8 @@ protocol RecordStore: Sendable {
     func summaries(detail: Int) async throws -> [SiteSummary]
     func seqs(site: String) async throws -> [Int64]
     func duplicates() async throws -> Int
+    /// After a failure: make the database connections anew (PostgreSQL); nothing for SQLite.
+    func renew()
 }
 
 /// The `type` of a record, as stored.

@@ -180,6 +180,8 @@ final class SQLiteStore: RecordStore {
         try await db.read { db in try Int64.fetchAll(db, sql: "SELECT seq FROM records WHERE site = ? ORDER BY seq", arguments: [site]) }
     }
 
+    func renew() {}
+
     func duplicates() async throws -> Int {
         try await db.read { db in try Int.fetchOne(db, sql: "SELECT value FROM counters WHERE name = 'duplicates'") ?? 0 }
     }
