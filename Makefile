@@ -97,7 +97,8 @@ test: check
 
 ## The daemon and CLIs with the Swift runtime linked in, for gateways without a Swift toolchain.
 static: deps
-	$(SWIFT) build -c release --static-swift-stdlib --build-path .build-static
+	for p in bessd bessctl bess-hil; do \
+	  $(SWIFT) build -c release --static-swift-stdlib --build-path .build-static --product $$p || exit 1; done
 
 ## make install [PREFIX=/usr] [DESTDIR=…]: binaries, unit, udev rules, networkd file, config, docs.
 install: static
@@ -119,7 +120,7 @@ deb:
 	echo /etc/bessd/bessd.yaml > dist/deb/DEBIAN/conffiles
 	{ echo "Package: bessd"; echo "Version: $(VERSION)"; echo "Architecture: amd64"; \
 	  echo "Maintainer: bessd maintainers <maintainers@users.noreply.b-seed-3140e5a0.example>"; \
-	  echo "Depends: libc6, libgcc-s1, libstdc++6, libmodbus5, libsocketcan2, libsystemd0, adduser"; \
+	  echo "Depends: libc6, libgcc-s1, libstdc++6, libmodbus5, libsocketcan2, libsystemd0, libmosquitto1, adduser"; \
 	  echo "Recommends: can-utils"; echo "Section: misc"; echo "Priority: optional"; \
 	  echo "Installed-Size: $$(du -sk dist/deb | cut -f1)"; \
 	  echo "Description: battery energy storage edge controller"; \

@@ -18,6 +18,7 @@ done
 dpkg-deb -f "$DEB" Depends | grep -q 'libmodbus5' || fail "Depends lacks libmodbus5"
 dpkg-deb -f "$DEB" Depends | grep -q 'libsocketcan2' || fail "Depends lacks libsocketcan2"
 dpkg-deb -f "$DEB" Depends | grep -q 'libsystemd0' || fail "Depends lacks libsystemd0"
+dpkg-deb -f "$DEB" Depends | grep -q 'libmosquitto1' || fail "Depends lacks libmosquitto1"
 [[ "$(dpkg-deb --ctrl-tarfile "$DEB" | tar -xO ./conffiles)" == "/etc/bessd/bessd.yaml" ]] || fail "conffiles"
 if ldd "$ROOT/usr/bin/bessd" | grep -q libswift; then fail "bessd needs the Swift runtime"; fi
 "$ROOT/usr/bin/bessd" check-config --quiet "$ROOT/etc/bessd/bessd.yaml" || fail "shipped config invalid"
