@@ -370,18 +370,20 @@ public final class MQTTUplinkSender: Sendable {
             var body = Array("{\"protocol_version\":\(UplinkProtocol.version),\"site\":".utf8)
             body += MQTTUplinkSender.json(sender.settings.site)
             body += Array(",\"acks\":[],\"records\":[".utf8)
+            var availability: [UInt8]?
             for (i, record) in records.enumerated() {
                 if i > 0 { body.append(0x2C) }
                 body += record.payload
-                if Self.isAvailability(record.payload) { lastAvailability = record.payload }
+                if Self.isAvailability(record.payload) { availability = record.payload }
             }
             body += Array("]}".utf8)
             let mid = try connection.publish(topics.records, body)
             inflight.append((mid, last.seq, records.count, false))
             publishedThrough = last.seq
             sender.statistics.withLock { $0.batchesPublished &+= 1 }
-            if records.contains(where: { Self.isAvailability($0.payload) }), let lastAvailability {
-                try connection.publish(topics.availability, lastAvailability, retain: true)
+            if let availability {
+                lastAvailability = availability
+                try connection.publish(topics.availability, availability, retain: true)
             }
             if records.count < sender.settings.batchSize { nextPublish = ContinuousClock.now + sender.settings.interval }
         }

@@ -17,9 +17,7 @@ public final class SpoolQueue: @unchecked Sendable {
         }
     }
 
-    public func pending(limit: Int) throws -> [SpoolRecord] {
-        try lock.withLock { try spool.records(after: spool.acknowledged, limit: limit) }
-    }
+    public func pending(limit: Int) throws -> [SpoolRecord] { try records(after: 0, limit: limit) }
 
     /// Records after `seq` (the MQTT uplink publishes ahead of its acknowledgements).
     public func records(after seq: UInt64, limit: Int) throws -> [SpoolRecord] {
