@@ -107,9 +107,10 @@ let package = Package(
             swiftSettings: swiftSettings),
         .executableTarget(
             name: "bessctl",
-            // No NIO, TLS, HTTP client or YAML: a socket client, the protocol and the trip-code table.
+            // No NIO, TLS, HTTP client or YAML: a socket client, the protocol, the trip-code table, and the
+            // field-bus decoders for `bessctl probe`.
             dependencies: [
-                "ControlProtocol", "ControlCore",
+                "ControlProtocol", "ControlCore", "Fieldbus",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),

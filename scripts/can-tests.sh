@@ -29,7 +29,7 @@ STAGE=/var/lib/bessd-ci/can-$$
 rm -rf "$STAGE"
 mkdir -p "$STAGE"
 trap 'rm -rf "$STAGE"' EXIT
-cp "$BUILD/bessdPackageTests.xctest" "$BUILD/bessd" "$BUILD/bess-hil" "$STAGE/"
+cp "$BUILD/bessdPackageTests.xctest" "$BUILD/bessd" "$BUILD/bess-hil" "$BUILD/bessctl" "$STAGE/"
 cp hil/vm/can-suite.sh "$STAGE/"
 mkdir -p "$STAGE/hil/scenarios" "$STAGE/hil/rigs"
 cp hil/rigs/scenario.yaml "$STAGE/hil/rigs/"

@@ -25,7 +25,7 @@ public final class Daemon {
     public var configuration: BessdConfiguration { guarded.withLock { $0.configuration } }
     let configPath: String?
     let runner: SiteRunner
-    let shared: SharedState
+    package let shared: SharedState
     var cycle: CycleThread
     var server: ServiceServer?
     /// The site as a SunSpec device for plant SCADA (`scada:`), on its own thread.
@@ -58,7 +58,7 @@ public final class Daemon {
     /// The same over MQTT 5 (`aggregator.transport: mqtt`).
     public private(set) var mqttSender: MQTTUplinkSender?
     /// Takes the aggregator's commands (on the sender's task).
-    let intake: DispatchIntake
+    package let intake: DispatchIntake
     /// Latched trips on disk.
     let latchStore: LatchStore
     /// What the latch file holds now, per unit (code → Unix time it latched).
@@ -355,7 +355,7 @@ public final class Daemon {
             let server = try ServiceServer(
                 controlPath: configuration.controlSocket, metricsAddress: configuration.metricsListen,
                 appliedGeneration: { shared.appliedGeneration },
-                handleControl: { [unowned self] request, uid in self.handle(request, uid: uid) },
+                handleControl: { [unowned self] request, caller in self.handle(request, caller: caller) },
                 renderMetrics: { [unowned self] in self.metricsText() })
             server.start()
             self.server = server
@@ -367,7 +367,7 @@ public final class Daemon {
             {
                 guard let server = try? ServiceServer(
                     controlPath: control, metricsAddress: metrics, appliedGeneration: { shared.appliedGeneration },
-                    handleControl: { [unowned self] request, uid in self.handle(request, uid: uid) },
+                    handleControl: { [unowned self] request, caller in self.handle(request, caller: caller) },
                     renderMetrics: { [unowned self] in self.metricsText() })
                 else { continue }
                 server.start()
@@ -716,6 +716,29 @@ public final class Daemon {
 
     static func failure(_ code: String, _ message: String) -> [String: Any] { ["ok": false, "code": code, "message": message] }
 
+    /// A configuration's text fit for a support ticket: the value of any key naming a password,
+    /// token or secret (not the `…_file` keys, which hold paths) and the credentials of any URL
+    /// (`scheme://user:password@host`) become `<redacted>`.
+    static func redacted(_ text: String) -> String {
+        text.split(separator: "\n", omittingEmptySubsequences: false).map { raw -> String in
+            var line = String(raw)
+            if let scheme = line.range(of: "://"), let at = line[scheme.upperBound...].firstIndex(of: "@"),
+               !line[scheme.upperBound..<at].contains(where: { $0 == "/" || $0 == " " })
+            {
+                line.replaceSubrange(scheme.upperBound..<at, with: "<redacted>")
+            }
+            let trimmed = line.drop { $0 == " " || $0 == "-" }
+            if let colon = trimmed.firstIndex(of: ":") {
+                let key = trimmed[..<colon].lowercased()
+                let secret = ["password", "token", "secret", "passphrase"].contains { key.contains($0) } && !key.hasSuffix("_file")
+                if secret, !trimmed[trimmed.index(after: colon)...].trimmingCharacters(in: .whitespaces).isEmpty {
+                    line = String(line[..<line.index(after: colon)]) + " <redacted>"
+                }
+            }
+            return line
+        }.joined(separator: "\n")
+    }
+
     func audit(_ what: String, uid: UInt32, _ metadata: Logger.Metadata) {
         var fields = metadata
         fields["BESS_CALLER_UID"] = "\(uid)"
@@ -724,11 +747,27 @@ public final class Daemon {
 
     /// Answers one control request (on the server thread). Requests that change something go
     /// through the cycle's mailbox and are answered once the cycle has taken them.
-    func handle(_ request: [String: Any], uid: UInt32) -> ControlReply {
+    package func handle(_ request: [String: Any], caller: ControlCaller) -> ControlReply {
         let configuration = self.configuration
         let verb = request["verb"] as? String ?? ""
+        let uid = caller.uid
+        let needed = ControlCaller.needed(verb: verb)
+        guard caller.role >= needed else {
+            let what = needed == .reader ? "reading needs membership of \(ControlCaller.readerGroup) or \(ControlCaller.operatorGroup)"
+                : "acting needs membership of \(ControlCaller.operatorGroup)"
+            let name = verb.isEmpty ? "(no verb)" : String(verb.prefix(32))
+            logger.warning("bessctl (uid \(uid), pid \(caller.pid)): \(name) refused: PERMISSION_DENIED (\(what))",
+                           metadata: ["MESSAGE_ID": "\(MessageID.permission)", "BESS_CODE": "PERMISSION_DENIED",
+                                      "BESS_CALLER_UID": "\(uid)", "BESS_VERB": "\(name)"])
+            return .now(Self.failure("PERMISSION_DENIED", "uid \(uid) may not \(name): \(what)"))
+        }
         switch verb {
         case "status": return .now(statusObject(configuration))
+        case "metrics": return .now(["ok": true, "text": metricsText()])
+        case "config":
+            // The file as loaded (for `bessctl diag`), with secrets redacted.
+            let text = configPath.flatMap { try? String(contentsOfFile: $0, encoding: .utf8) } ?? EmbeddedConfiguration.simulationYAML
+            return .now(["ok": true, "path": configPath ?? "(embedded default)", "text": Self.redacted(text)])
         case "faults": return .now(faultsObject(configuration))
         case "site": return .now(siteObject(configuration))
         case "reset":
@@ -800,7 +839,7 @@ public final class Daemon {
                 return ["ok": true, "unit": unitName, "power_kw": kw, "for_s": seconds]
             }
         default:
-            return .now(Self.failure("BAD_REQUEST", "unknown verb '\(verb)'; verbs: status, faults, reset, mode, override"))
+            return .now(Self.failure("BAD_REQUEST", "unknown verb '\(verb)'; verbs: status, faults, site, config, metrics, reset, mode, override"))
         }
     }
 

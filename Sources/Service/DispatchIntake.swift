@@ -3,19 +3,19 @@ public import Config
 public import Cycle
 import ControlCore
 import Foundation
-import Logging
+package import Logging
 import Synchronization
-import Uplink
+package import Uplink
 
 /// Validates and applies the aggregator's commands through the cycle's mailbox — and so through the
 /// same arbitration and interlocks as everything else — and returns their acknowledgements. Called on
 /// the sender's task; everything it touches is behind a lock.
-final class DispatchIntake: Sendable {
+package final class DispatchIntake: Sendable {
     let shared: SharedState
     let logger: Logger
     let units: PILock<[(id: String, ratingKW: Double)]>
 
-    init(shared: SharedState, logger: Logger, units: [(String, Double)]) {
+    package init(shared: SharedState, logger: Logger, units: [(String, Double)]) {
         self.shared = shared
         self.logger = logger
         self.units = PILock(units.map { (id: $0.0, ratingKW: $0.1) })
@@ -23,7 +23,7 @@ final class DispatchIntake: Sendable {
 
     func update(units new: [(String, Double)]) { units.withLock { $0 = new.map { (id: $0.0, ratingKW: $0.1) } } }
 
-    func apply(_ commands: [DispatchCommand]) -> [CommandAck] {
+    package func apply(_ commands: [DispatchCommand]) -> [CommandAck] {
         let now = MonotonicClock.wallClock()
         let site = units.withLock { $0 }
         var ratings: [String: Double] = [:]

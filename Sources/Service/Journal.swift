@@ -122,4 +122,6 @@ public enum MessageID {
     public static let scada = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a0a"
     /// A SCADA write accepted (grid operator limit, site setpoint) or reverted for want of a refresh.
     public static let scadaWrite = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a0b"
+    /// A control-socket request refused for the caller's groups (`PERMISSION_DENIED`).
+    public static let permission = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a0c"
 }

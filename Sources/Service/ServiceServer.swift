@@ -9,7 +9,7 @@ import Glibc
 import Synchronization
 
 /// An answer to a control request: now, or once the cycle has taken the request from its mailbox.
-enum ControlReply {
+package enum ControlReply {
     case now([String: Any])
     /// Answer with `finish()` once the cycle has applied mailbox generation `generation`; refuse
     /// with `CYCLE_NOT_RUNNING` when it has not within two seconds.
@@ -43,10 +43,13 @@ final class ServiceServer: @unchecked Sendable {
         var lastActivity: MonotonicInstant
         var closeAfterWrite = false
         var waiting: (generation: UInt64, deadline: MonotonicInstant, finish: () -> [String: Any])?
+        /// Read once at accept: the kernel's credentials do not change over a connection.
+        let caller: ControlCaller?
         init(fd: Int32, kind: Kind, now: MonotonicInstant) {
             self.fd = fd
             self.kind = kind
             lastActivity = now
+            caller = kind == .control ? ControlCaller.of(socket: fd) : nil
         }
     }
 
@@ -54,18 +57,18 @@ final class ServiceServer: @unchecked Sendable {
     private var listeners: [(fd: Int32, kind: Kind)] = []
     private var connections: [Int32: Connection] = [:]
     private let controlPath: String?
-    private let handleControl: ([String: Any], UInt32) -> ControlReply
+    private let handleControl: ([String: Any], ControlCaller) -> ControlReply
     private let renderMetrics: () -> String
     private let appliedGeneration: () -> UInt64
     private let thread = WorkerThread()
     /// Connections closed for idling or to make room (tests and /metrics).
     let evicted = Atomic<UInt64>(0)
 
-    /// Opens the listeners. `controlPath` is a Unix socket (mode 0660, group `bess` when it
-    /// exists); `metricsAddress` is `IPV4:PORT`.
+    /// Opens the listeners. `controlPath` is a Unix socket (mode 0666: who may read and who may act
+    /// is decided per caller by `ControlCaller`); `metricsAddress` is `IPV4:PORT`.
     init(controlPath: String?, metricsAddress: String?, limits: Limits = Limits(),
          appliedGeneration: @escaping () -> UInt64,
-         handleControl: @escaping ([String: Any], UInt32) -> ControlReply,
+         handleControl: @escaping ([String: Any], ControlCaller) -> ControlReply,
          renderMetrics: @escaping () -> String) throws(RunError)
     {
         self.limits = limits
@@ -177,7 +180,7 @@ final class ServiceServer: @unchecked Sendable {
                 respond(connection, json: ["ok": false, "code": "BAD_REQUEST", "message": "expected one JSON object per line"])
                 continue
             }
-            switch handleControl(request, Self.peerUID(connection.fd)) {
+            switch handleControl(request, connection.caller ?? ControlCaller(uid: UInt32.max, pid: 0, role: .none)) {
             case .now(let answer): respond(connection, json: answer)
             case .afterCycle(let generation, let finish):
                 connection.waiting = (generation, now + limits.cycleWait, finish)
@@ -267,12 +270,6 @@ final class ServiceServer: @unchecked Sendable {
         return nil
     }
 
-    static func peerUID(_ fd: Int32) -> UInt32 {
-        var credentials = PeerCredentials()
-        var length = socklen_t(MemoryLayout<PeerCredentials>.size)
-        return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0 ? credentials.uid : UInt32.max
-    }
-
     static func listenUnix(_ path: String) throws(RunError) -> Int32 {
         let directory = (path as NSString).deletingLastPathComponent
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -283,8 +280,7 @@ final class ServiceServer: @unchecked Sendable {
             throw RunError(code: "CONTROL_SOCKET_FAILED", message: "cannot create \(path)")
         }
         try bindAndListen(fd, &address, code: "CONTROL_SOCKET_FAILED", name: path)
-        chmod(path, 0o660)
-        if let group = getgrnam("bess") { chown(path, uid_t.max, group.pointee.gr_gid) }
+        chmod(path, 0o666)
         return fd
     }
 

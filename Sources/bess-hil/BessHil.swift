@@ -184,6 +184,9 @@ struct ScenarioCommand: ParsableCommand {
     func run() throws {
         let say: (String) -> Void = { FileHandle.standardOutput.write(Data(($0 + "\n").utf8)) }
         var worst: Int32 = 0
+        if ScenarioRun.program("gnuplot") == nil {
+            say("NOTE gnuplot is not installed (apt-get install gnuplot-nox): verdicts and CSV only, no plots")
+        }
         for file in files {
             let scenario: Scenario
             do {
@@ -198,20 +201,25 @@ struct ScenarioCommand: ParsableCommand {
                 if worst == 0 { worst = 77 }
                 continue
             }
+            let bessdPath = bessd ?? sibling("bessd")
+            let aggregatorPath = aggregator ?? sibling("bess-aggregator")
+            if let missing = ScenarioRun.missingPrograms(for: scenario, bessdPath: bessdPath, aggregatorPath: aggregatorPath) {
+                say("ERROR \(scenario.name): \(missing)")
+                worst = max(worst == 77 ? 0 : worst, 2)
+                continue
+            }
             say("RUN  \(scenario.name) (\(Int(scenario.duration)) s): \(scenario.description)")
-            let run = ScenarioRun(scenario: scenario, outputDirectory: output,
-                                  bessdPath: bessd ?? sibling("bessd"),
-                                  aggregatorPath: aggregator ?? sibling("bess-aggregator"),
+            let run = ScenarioRun(scenario: scenario, outputDirectory: output, bessdPath: bessdPath, aggregatorPath: aggregatorPath,
                                   canInterface: canInterface, say: say)
             do {
                 let failures = try run.run()
-                let plot = "\(output)/\(scenario.name).png"
+                let plot = run.plotProblem ?? "plot \(output)/\(scenario.name).png"
                 if failures.isEmpty {
-                    say("PASS \(scenario.name): \(scenario.expectations.count) expectations met; plot \(plot)")
+                    say("PASS \(scenario.name): \(scenario.expectations.count) expectations met; \(plot)")
                     if worst == 77 { worst = 0 }
                 } else {
                     for f in failures { say("  FAIL \(f)") }
-                    say("FAIL \(scenario.name): \(failures.count) of \(scenario.expectations.count) expectations missed; plot \(plot), "
+                    say("FAIL \(scenario.name): \(failures.count) of \(scenario.expectations.count) expectations missed; \(plot), "
                         + "bessd log \(run.runDirectory)/bessd.log")
                     worst = max(worst == 77 ? 0 : worst, 1)
                 }

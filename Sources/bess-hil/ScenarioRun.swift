@@ -34,6 +34,32 @@ final class ScenarioRun {
     var scadaImage: ScadaImage?
     /// Steps the plant while the runner waits (for bessd to start).
     var plantStep: () -> Void = {}
+    /// gnuplot, found before the run; nil: the verdict stands without a picture.
+    var plotter: String? = ScenarioRun.program("gnuplot")
+    /// Why the plot was not drawn (gnuplot missing or failing), for the verdict line.
+    var plotProblem: String?
+
+    /// `name` on PATH, when it is an executable file.
+    static func program(_ name: String) -> String? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        return path.split(separator: ":").map { $0 + "/" + name }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// The programs a scenario needs, checked before the first second of it runs: a missing one
+    /// costs the verdict at once (`SCENARIO_BESSD_MISSING`, `SCENARIO_AGGREGATOR_MISSING`), not at
+    /// the end of the run.
+    static func missingPrograms(for scenario: Scenario, bessdPath: String, aggregatorPath: String) -> ScenarioError? {
+        if !FileManager.default.isExecutableFile(atPath: bessdPath) {
+            return ScenarioError("SCENARIO_BESSD_MISSING", "no bessd at \(bessdPath) (build it: swift build, or pass --bessd PATH)")
+        }
+        if scenario.actions.contains(where: { if case .dispatch = $0.kind { true } else { false } }),
+           !FileManager.default.isExecutableFile(atPath: aggregatorPath)
+        {
+            return ScenarioError("SCENARIO_AGGREGATOR_MISSING",
+                                 "this scenario dispatches and there is no bess-aggregator at \(aggregatorPath) (pass --aggregator PATH)")
+        }
+        return nil
+    }
 
     init(scenario: Scenario, outputDirectory: String, bessdPath: String, aggregatorPath: String, canInterface: String,
          say: @escaping (String) -> Void) {
@@ -430,12 +456,17 @@ final class ScenarioRun {
         guard (try? csv.write(toFile: base + ".csv", atomically: true, encoding: .utf8)) != nil else {
             throw ScenarioError("SCENARIO_IO", "cannot write \(base).csv")
         }
-        try plot(csv: base + ".csv", png: base + ".png")
+        // The verdict never depends on the picture: a plot that cannot be drawn is said, not failed.
+        guard let plotter else {
+            plotProblem = "no plot: gnuplot is not installed (apt-get install gnuplot-nox)"
+            return
+        }
+        do { try plot(csv: base + ".csv", png: base + ".png", gnuplot: plotter) } catch { plotProblem = "no plot: \(error)" }
     }
 
     /// Frequency, setpoint and measured power, SOC: three panels sharing the time axis, a dashed
     /// line at each timeline action.
-    func plot(csv: String, png: String) throws(ScenarioError) {
+    func plot(csv: String, png: String, gnuplot: String) throws(ScenarioError) {
         var marks = ""
         for (i, e) in executed.enumerated() {
             marks += "set arrow \(i + 1) from \(fmt(e.at)), graph 0 to \(fmt(e.at)), graph 1 nohead dt 3 lc rgb '#888888'\n"
@@ -474,13 +505,13 @@ final class ScenarioRun {
         let scriptPath = runDirectory + "/plot.gp"
         try? script.write(toFile: scriptPath, atomically: true, encoding: .utf8)
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/gnuplot")
+        process.executableURL = URL(fileURLWithPath: gnuplot)
         process.arguments = [scriptPath]
         let errors = Pipe()
         process.standardError = errors
         process.standardOutput = FileHandle.nullDevice
         do { try process.run() } catch {
-            throw ScenarioError("SCENARIO_PLOT_FAILED", "gnuplot not found (apt-get install gnuplot-nox): \(error)")
+            throw ScenarioError("SCENARIO_PLOT_FAILED", "cannot start \(gnuplot): \(error)")
         }
         let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()

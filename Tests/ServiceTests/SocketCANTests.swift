@@ -217,4 +217,49 @@ struct SocketCANTests {
         }
         #expect(lines.last { $0.hasPrefix("t=") }?.contains("SP +4.0kW") == true, "\(lines.suffix(3))")
     }
+
+    @Test("bessctl probe can: python-can as the BMS; values, rates and the groups missing; no frames → exit 1; no interface → exit 3")
+    func probeCAN() throws {
+        // Frames written by hand from the Pylontech LV profile (not bessd's encoder): 0x351 CVL 55.2 V,
+        // CCL 50.0 A, DCL 100.0 A; 0x355 SOC 87 %, SOH 99 %; 0x356 52.30 V, −3.0 A, 25.0 °C; 0x359 no
+        // protections; 0x35E "PYLON"; every 100 ms for 4 s. No 0x35C and no 0x373.
+        let script = """
+            import can, time
+            bus = can.Bus(interface="socketcan", channel="\(interface)", receive_own_messages=False)
+            frames = [(0x351, [0x28, 0x02, 0xF4, 0x01, 0xE8, 0x03, 0xC2, 0x01]), (0x355, [87, 0, 99, 0]),
+                      (0x356, [0x6E, 0x14, 0xE2, 0xFF, 0xFA, 0x00]), (0x359, [0, 0, 0, 0, 1, 0x50, 0x4E]),
+                      (0x35E, list(b"PYLON   "))]
+            end = time.time() + 4
+            while time.time() < end:
+                for ident, data in frames:
+                    bus.send(can.Message(arbitration_id=ident, data=data, is_extended_id=False))
+                time.sleep(0.1)
+            bus.shutdown()
+            """
+        let python = Process()
+        python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        python.arguments = ["python3", "-c", script]
+        try python.run()
+        let probe = try Package.run("bessctl", ["probe", "can", interface, "--seconds", "2"])
+        python.waitUntilExit()
+        #expect(python.terminationStatus == 0)
+        #expect(probe.status == 0, "\(probe.out)\(probe.err)")
+        #expect(probe.out.contains("limits: charge 50.0 A, discharge 100.0 A, CVL 55.2 V, DVL 45.0 V"), "\(probe.out)")
+        #expect(probe.out.contains("SOC 87.0 %, SOH 99 %"))
+        #expect(probe.out.contains("pack: 52.30 V, -3.0 A, 25.0 °C"))
+        #expect(probe.out.contains("manufacturer: PYLON, 1 modules"))
+        #expect(probe.out.contains("MISSING: BMS_GROUP_MISSING warning; cell rules inert"), "0x373 not sent")
+        #expect(probe.out.contains("MISSING: BMS_GROUP_MISSING warning; requests assumed allowed"), "0x35C not sent")
+        let limitsRow = probe.out.split(separator: "\n").first { $0.hasPrefix("0x351") }.map(String.init) ?? ""
+        let count = limitsRow.split(separator: " ", omittingEmptySubsequences: true).dropFirst(6).first.flatMap { Int($0) } ?? 0
+        #expect(count >= 10, "0x351 row: \(limitsRow)")
+        #expect(probe.out.contains("verdict: every group bessd needs is arriving"))
+
+        let silent = try Package.run("bessctl", ["probe", "can", interface, "--seconds", "0.5"])
+        #expect(silent.status == 1, "\(silent.out)")
+        #expect(silent.out.contains("MISSING: no power at all (BMS limits missing)"))
+        let none = try Package.run("bessctl", ["probe", "can", "nocan9", "--seconds", "0.5"])
+        #expect(none.status == 3, "\(none.out)")
+        #expect(none.out.contains("nocan9: CAN_INTERFACE_MISSING"), "\(none.out)")
+    }
 }

@@ -225,8 +225,10 @@ extension CANInterface {
         }
         _ = can_do_stop(name)
         guard can_set_bitrate(name, UInt32(bitrate)) == 0 else {
+            let hint = errno == EPERM
+                ? "; bms.manage_interface needs CAP_NET_ADMIN (docs/operations.md, \"CAN interface\"), or leave the interface to systemd-networkd" : ""
             return FieldbusError(code: "CAN_CONFIGURE_FAILED",
-                                 message: "\(name): cannot set bitrate \(bitrate) (\(SystemError.text(errno)))", errno: errno)
+                                 message: "\(name): cannot set bitrate \(bitrate) (\(SystemError.text(errno)))\(hint)", errno: errno)
         }
         guard can_set_restart_ms(name, UInt32(restartMs)) == 0 else {
             return FieldbusError(code: "CAN_CONFIGURE_FAILED",

@@ -9,7 +9,40 @@ struct Bessctl: ParsableCommand {
         commandName: "bessctl",
         abstract: "Operator tool for bessd.",
         version: BessdVersion.string,
-        subcommands: [Status.self, Site.self, Faults.self, Reset.self, Mode.self, Override.self, Codes.self])
+        subcommands: [Status.self, Site.self, Faults.self, Reset.self, Mode.self, Override.self, Codes.self, Probe.self, Diag.self])
+
+    /// Options that apply to every verb work where people type them: `bessctl --socket PATH status`
+    /// is `bessctl status --socket PATH`.
+    static func main() {
+        main(globalOptionsMoved(Array(CommandLine.arguments.dropFirst())))
+    }
+
+    /// Moves `--socket PATH` / `--socket=PATH` given before the verb to after it (dropped for
+    /// `codes`, which talks to no bessd).
+    static func globalOptionsMoved(_ arguments: [String]) -> [String] {
+        var before: [String] = []
+        var moved: [String] = []
+        var index = 0
+        while index < arguments.count, arguments[index].hasPrefix("-") {
+            let argument = arguments[index]
+            if argument == "--socket", index + 1 < arguments.count {
+                moved += [argument, arguments[index + 1]]
+                index += 2
+            } else if argument.hasPrefix("--socket=") {
+                moved.append(argument)
+                index += 1
+            } else {
+                before.append(argument)
+                index += 1
+            }
+        }
+        let rest = Array(arguments[index...])
+        if moved.isEmpty || rest.first == "codes" || rest.first == "probe" { return before + rest }
+        if let terminator = rest.firstIndex(of: "--") {
+            return before + rest[..<terminator] + moved + rest[terminator...]
+        }
+        return before + rest + moved
+    }
 }
 
 /// Lists every interlock code with its default rule, so a field engineer can read a trip without the docs.

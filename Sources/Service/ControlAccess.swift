@@ -1,0 +1,106 @@
+import ControlProtocol
+import Glibc
+
+/// Who is on the other end of the control socket and what they may do, from the kernel's word
+/// (SO_PEERCRED, SO_PEERGROUPS), never from the request.
+///
+/// - members of `bess` may read: status, faults, site;
+/// - members of `bess-operators`, root and bessd's own user may also act: reset, mode, override;
+/// - anyone else is refused every verb with `PERMISSION_DENIED`.
+///
+/// Membership of `bess-operators` alone is enough to act. The socket is mode 0666 so that it is:
+/// the check here is the gate, not the file's group.
+public struct ControlCaller: Sendable, Equatable {
+    public enum Role: Int, Sendable, Comparable, CustomStringConvertible {
+        case none = 0, reader, `operator`
+        public static func < (a: Role, b: Role) -> Bool { a.rawValue < b.rawValue }
+        public var description: String {
+            switch self {
+            case .none: "none"
+            case .reader: "reader"
+            case .operator: "operator"
+            }
+        }
+    }
+
+    public static let readerGroup = "bess"
+    public static let operatorGroup = "bess-operators"
+
+    public let uid: UInt32
+    public let pid: Int32
+    public let role: Role
+
+    public init(uid: UInt32, pid: Int32, role: Role) {
+        self.uid = uid
+        self.pid = pid
+        self.role = role
+    }
+
+    /// The role of a caller with `uid` whose groups (primary and supplementary) are `groups`.
+    /// `readerGID`/`operatorGID` are nil when the group does not exist on this machine.
+    public static func role(uid: UInt32, groups: [UInt32], daemonUID: UInt32, readerGID: UInt32?, operatorGID: UInt32?) -> Role {
+        if uid == 0 || uid == daemonUID { return .operator }
+        if let operatorGID, groups.contains(operatorGID) { return .operator }
+        if let readerGID, groups.contains(readerGID) { return .reader }
+        return .none
+    }
+
+    /// The role each verb needs. Verbs that only read need `reader`; everything else, including
+    /// verbs added later and unknown ones, needs `operator`.
+    public static func needed(verb: String) -> Role {
+        switch verb {
+        case "status", "faults", "site", "config", "metrics": .reader
+        default: .operator
+        }
+    }
+
+    /// The caller on a connected Unix socket. A socket whose credentials cannot be read (not a Unix
+    /// socket, or the kernel refuses) gets no role.
+    static func of(socket fd: Int32) -> ControlCaller {
+        var credentials = PeerCredentials()
+        var length = socklen_t(MemoryLayout<PeerCredentials>.size)
+        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0 else {
+            return ControlCaller(uid: UInt32.max, pid: 0, role: .none)
+        }
+        var groups = peerGroups(fd) ?? memberships(uid: credentials.uid, primary: credentials.gid)
+        groups.append(credentials.gid)
+        let role = role(uid: credentials.uid, groups: groups, daemonUID: geteuid(),
+                        readerGID: gid(named: readerGroup), operatorGID: gid(named: operatorGroup))
+        return ControlCaller(uid: credentials.uid, pid: credentials.pid, role: role)
+    }
+
+    /// SO_PEERGROUPS (Linux 4.13): the supplementary groups the peer held when it connected.
+    static func peerGroups(_ fd: Int32) -> [UInt32]? {
+        let soPeerGroups: Int32 = 59
+        var groups = [gid_t](repeating: 0, count: 64)
+        var length = socklen_t(groups.count * MemoryLayout<gid_t>.size)
+        var result = getsockopt(fd, SOL_SOCKET, soPeerGroups, &groups, &length)
+        if result != 0, errno == ERANGE {
+            groups = [gid_t](repeating: 0, count: Int(length) / MemoryLayout<gid_t>.size + 1)
+            length = socklen_t(groups.count * MemoryLayout<gid_t>.size)
+            result = getsockopt(fd, SOL_SOCKET, soPeerGroups, &groups, &length)
+        }
+        guard result == 0 else { return nil }
+        return Array(groups.prefix(Int(length) / MemoryLayout<gid_t>.size))
+    }
+
+    /// The groups /etc/group gives `uid` (for kernels without SO_PEERGROUPS).
+    static func memberships(uid: UInt32, primary: UInt32) -> [UInt32] {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard getpwuid_r(uid, &entry, &buffer, buffer.count, &result) == 0, result != nil, let name = entry.pw_name else { return [] }
+        var count: Int32 = 256
+        var groups = [gid_t](repeating: 0, count: Int(count))
+        guard getgrouplist(name, primary, &groups, &count) >= 0 else { return [] }
+        return Array(groups.prefix(Int(count)))
+    }
+
+    static func gid(named name: String) -> UInt32? {
+        var entry = group()
+        var result: UnsafeMutablePointer<group>?
+        var buffer = [CChar](repeating: 0, count: 16_384)
+        guard getgrnam_r(name, &entry, &buffer, buffer.count, &result) == 0, result != nil else { return nil }
+        return entry.gr_gid
+    }
+}

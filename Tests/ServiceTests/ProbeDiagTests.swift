@@ -1,0 +1,148 @@
+import Config
+import ControlCore
+import Fieldbus
+import Foundation
+import Plant
+@testable import Service
+import Testing
+
+/// `bessctl probe modbus` against independent SunSpec images (pymodbus, over TCP and RTU) and the
+/// plant's own; `bessctl diag` against a running bessd.
+@Suite("bessctl probe and diag", .serialized)
+struct ProbeDiagTests {
+    /// The block a probe printed, after its comment line, with the blanks filled.
+    static func pasted(_ output: String) -> String {
+        let lines = output.split(separator: "\n", omittingEmptySubsequences: false)
+        guard let start = lines.firstIndex(where: { $0.hasPrefix("# paste under") }) else { return "" }
+        return lines[(start + 1)...].joined(separator: "\n").replacingOccurrences(of: "FILL_IN", with: "100")
+    }
+
+    static func checkConfig(_ yaml: String) throws -> (status: Int32, out: String, err: String) {
+        let path = NSTemporaryDirectory() + "probe-\(UInt32.random(in: 0...UInt32.max)).yaml"
+        try yaml.write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        return try Package.run("bessd", ["check-config", path])
+    }
+
+    static let bms = "    bms:\n      interface: can_bms\n      protocol: pylontech\n"
+
+    @Test("probe modbus over TCP (pymodbus): 704, 124, a meter and a 704 without WSet_SF; each pasted block passes check-config")
+    func modbusTCP() throws {
+        let peer = try UnitsPeer(["1", "2:124", "3:meter", "4:wsetsf=none"], seconds: 60)
+        defer { peer.stop() }
+        #expect(peer.port > 0)
+        let address = "127.0.0.1:\(peer.port)"
+
+        let p704 = try Package.run("bessctl", ["probe", "modbus", address, "--unit-id", "1"])
+        #expect(p704.status == 0, "\(p704.out)\(p704.err)")
+        #expect(p704.out.contains("SunSpec at 40000: models 1 (L 66 at 40002), 701"), "\(p704.out)")
+        #expect(p704.out.contains("now: 1234 W"), "\(p704.out)")
+        #expect(p704.out.contains("control path: 704 (WSet in W)"))
+        #expect(p704.out.contains("revert timer: available"))
+        let unit = Self.pasted(p704.out)
+        #expect(unit.contains("      host: 127.0.0.1\n      port: \(peer.port)\n      unit_id: 1"), "\(unit)")
+        let check = try Self.checkConfig("mode: hardware\nbess_units:\n" + unit + "\n" + Self.bms)
+        #expect(check.status == 0, "pasted block refused: \(check.out)\(check.err)\n\(unit)")
+
+        let p124 = try Package.run("bessctl", ["probe", "modbus", address, "--unit-id", "2"])
+        #expect(p124.status == 0, "\(p124.out)\(p124.err)")
+        #expect(p124.out.contains("control path: 124 (OutWRte/InWRte in % of WChaMax)"), "\(p124.out)")
+        #expect(p124.out.contains("revert timer: available"))
+
+        let meter = try Package.run("bessctl", ["probe", "modbus", address, "--unit-id", "3"])
+        #expect(meter.status == 0, "\(meter.out)\(meter.err)")
+        #expect(meter.out.contains("meter: model 203; now ") && meter.out.contains(" W (+ = import), 50.010 Hz"), "\(meter.out)")
+        let site = Self.pasted(meter.out)
+        let withMeter = try Self.checkConfig("mode: hardware\nsite:\n" + site + "\nbess_units:\n" + unit + "\n" + Self.bms)
+        #expect(withMeter.status == 0, "pasted meter block refused: \(withMeter.out)\(withMeter.err)\n\(site)")
+
+        let noSF = try Package.run("bessctl", ["probe", "modbus", address, "--unit-id", "4"])
+        #expect(noSF.status == 1, "\(noSF.out)")
+        #expect(noSF.out.contains("control path: none ("), "\(noSF.out)")
+        #expect(!noSF.out.contains("# paste under"))
+
+        let nobody = try Package.run("bessctl", ["probe", "modbus", "127.0.0.1:1"])
+        #expect(nobody.status == 3, "\(nobody.out)")
+    }
+
+    @Test("probe modbus over RTU (pymodbus on a pty): the serial keys in the pasted block")
+    func modbusRTU() throws {
+        let directory = NSTemporaryDirectory() + "probe-rtu-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let socat = try ptyPair(directory, "gateway", "device")
+        defer { socat.terminate() }
+        #expect(waitUntil(5) { FileManager.default.fileExists(atPath: directory + "/device") })
+        let peer = try UnitsPeer(["1"], rtu: directory + "/device", seconds: 60)
+        defer { peer.stop() }
+        #expect(peer.ready)
+        let probe = try Package.run("bessctl", ["probe", "modbus", "--serial", directory + "/gateway", "--baud", "19200",
+                                                "--parity", "none", "--unit-id", "1"])
+        #expect(probe.status == 0, "\(probe.out)\(probe.err)")
+        #expect(probe.out.contains("control path: 704"))
+        #expect(Self.pasted(probe.out).contains("      device: \(directory)/gateway\n      baud: 19200\n      parity: none\n      unit_id: 1"),
+                "\(probe.out)")
+    }
+
+    @Test("probe modbus against the plant's inverter image (103 + 124)")
+    func plant() throws {
+        let server = try SunSpecServer(transport: .tcp(host: "127.0.0.1", port: 0),
+                                       profile: SunSpecDeviceProfile(measurementModel: 103, controlModel: 124, ratingW: 30_000))
+        try server.start()
+        defer { server.stop() }
+        let probe = try Package.run("bessctl", ["probe", "modbus", "127.0.0.1:\(server.port)"])
+        #expect(probe.status == 0, "\(probe.out)\(probe.err)")
+        #expect(probe.out.contains("nameplate: rated power 30000 W"), "\(probe.out)")
+        #expect(probe.out.contains("control path: 124"))
+        #expect(Self.pasted(probe.out).contains("    max_power_kw: 30\n"))
+    }
+
+    @Test("redaction: password, token and secret values and URL credentials; _file paths kept")
+    func redaction() {
+        let text = """
+            aggregator:
+              url: https://site7:hunter2@agg.example.com/v1
+              token_file: /etc/bessd/token
+              password: swordfish
+              api_token: "abc"
+              client_secret: s3
+            """
+        let out = Daemon.redacted(text)
+        for secret in ["hunter2", "site7", "swordfish", "abc", "s3"] { #expect(!out.contains(secret), "\(secret) left in:\n\(out)") }
+        #expect(out.contains("url: https://<redacted>@agg.example.com/v1"))
+        #expect(out.contains("token_file: /etc/bessd/token"))
+        #expect(out.contains("password: <redacted>"))
+    }
+
+    @Test("diag: a bundle with every part from a running bessd; with bessd stopped, the bundle says so and diag still exits 0")
+    func diag() throws {
+        let daemon = try RunningDaemon(yaml: daemonYAML)
+        _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
+        let bundle = daemon.directory + "/bundle.tar.gz"
+        let run = try Package.run("bessctl", ["diag", "--socket", daemon.socket, "--output", bundle])
+        #expect(run.status == 0, "\(run.out)\(run.err)")
+        let list = try Package.tool(["tar", "-tzf", bundle]).out
+        for file in ["status.json", "faults.json", "site.json", "config.yaml", "metrics.txt", "versions.txt", "NOTES.txt", "spool.json"] {
+            #expect(list.contains("/" + file), "\(file) missing from \(list)")
+        }
+        let extract = daemon.directory + "/extract"
+        try FileManager.default.createDirectory(atPath: extract, withIntermediateDirectories: true)
+        #expect(try Package.tool(["tar", "-xzf", bundle, "-C", extract]).status == 0)
+        let folder = try #require(try FileManager.default.contentsOfDirectory(atPath: extract).first)
+        let read = { (name: String) in (try? String(contentsOfFile: "\(extract)/\(folder)/\(name)", encoding: .utf8)) ?? "" }
+        #expect(read("config.yaml").contains("- {id: D1, capacity_kwh: 250, max_power_kw: 100}"))
+        #expect(read("metrics.txt").contains("bessd_cycle"))
+        #expect(read("status.json").contains("\"D2\""))
+        #expect(read("versions.txt").hasPrefix("bessctl "))
+        #expect(read("NOTES.txt").contains("bessctl diag at "))
+
+        daemon.signal(SIGTERM)
+        _ = daemon.finish()
+        let stopped = daemon.directory + "/stopped.tar.gz"
+        let again = try Package.run("bessctl", ["diag", "--socket", daemon.socket, "--output", stopped])
+        #expect(again.status == 0, "\(again.out)\(again.err)")
+        #expect(again.out.contains("not collected: status: bessd not reachable"), "\(again.out)")
+        let notes = try Package.tool(["tar", "-xzOf", stopped, "--wildcards", "*/NOTES.txt"]).out
+        #expect(notes.contains("- status: bessd not reachable on \(daemon.socket)"), "\(notes)")
+    }
+}
