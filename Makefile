@@ -15,7 +15,7 @@ DEBIAN_PACKAGES := pkg-config libmodbus-dev libsocketcan-dev libsystemd-dev libm
 # chromium renders bess-aggregator's status page.
 TEST_PACKAGES := mbpoll can-utils socat python3-pip systemd dpkg-dev gnuplot-nox mosquitto mosquitto-clients postgresql openssl curl chromium
 
-.PHONY: all deps build sim sim-mqtt check test config-check clean install deb bench bench-fleet tsan
+.PHONY: all deps build sim sim-mqtt check test config-check clean install deb bench bench-fleet tsan fuzz
 
 PREFIX ?= /usr
 DESTDIR ?=
@@ -78,6 +78,11 @@ bench: deps
 ## The fleet rows alone: 10,000 simulated gateways over MQTT, two aggregators, PostgreSQL (hil/results/fleet.md).
 bench-fleet: deps
 	scripts/fleet-bench.sh
+
+## Every decoder under libFuzzer + AddressSanitizer, 10^6 executions each (its own build in
+## .build-fuzz; results in hil/results/fuzz.md; docs/fuzzing.md). FUZZ_RUNS=N to change the count.
+fuzz: deps
+	scripts/fuzz.sh
 
 ## The daemon, service-thread and runtime tests under ThreadSanitizer (its own build in .build-tsan;
 ## any report fails the run, in the test process and in every bessd it starts).

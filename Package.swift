@@ -134,6 +134,16 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
+        // The decoders strangers feed, as fuzz targets (make fuzz) and as replays (the test suite).
+        .target(
+            name: "FuzzTargets",
+            dependencies: [
+                "ControlCore", "BessSystem", "Fieldbus", "Config", "Cycle", "Plant", "Scada", "Service", "Uplink",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings),
+        .systemLibrary(name: "CFuzzer", path: "Sources/CFuzzer"),
+        .executableTarget(name: "bess-fuzz", dependencies: ["FuzzTargets", "CFuzzer"], swiftSettings: swiftSettings),
         .testTarget(
             name: "ControlCoreTests",
             dependencies: [
@@ -155,7 +165,7 @@ let package = Package(
             name: "ServiceTests",
             dependencies: [
                 "Service", "Cycle", "Config", "ControlCore", "ControlProtocol", "Fieldbus", "Plant", "Uplink", "CSystemd", "BessSystem",
-                "Scada",
+                "Scada", "FuzzTargets",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),

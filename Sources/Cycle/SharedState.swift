@@ -244,6 +244,10 @@ public final class SharedState: Sendable {
 
     package var appliedGeneration: UInt64 { contents.withLock { $0.appliedGeneration } }
 
+    /// The mailbox as posted so far, not yet taken by the cycle (the fuzz harnesses check what a
+    /// request would have handed the control law).
+    package func peekMailbox() -> Mailbox { contents.withLock { $0.mailbox } }
+
     /// SCADA's commands as last written, with the count of writes so far (for `commit`).
     public func commands(generation: inout UInt64) -> SiteCommands {
         contents.withLock { c in

@@ -451,12 +451,13 @@ public final class MQTTUplinkSender: Sendable {
             let received = ContinuousClock.now
             let now = Date().timeIntervalSince1970
             let ack: CommandAck
-            if payload.count > 65_536 {
+            switch MQTTUplinkSender.decodeCommand(payload) {
+            case .malformed(let refusal):
                 sender.statistics.withLock { $0.malformedCommands &+= 1 }
-                sender.log("uplink (MQTT): a \(payload.count)-byte message on the command topic is not a command (limit 64 KiB); ignored",
-                           "MQTT_COMMAND_MALFORMED")
-                ack = CommandAck(id: "", accepted: false, reason: "MQTT_COMMAND_MALFORMED: larger than 64 KiB")
-            } else if let command = try? JSONDecoder().decode(DispatchCommand.self, from: Data(payload)) {
+                sender.log("uplink (MQTT): a \(payload.count)-byte message on the command topic is not a command "
+                           + "(id \(refusal.id.isEmpty ? "none" : refusal.id)); refused", "MQTT_COMMAND_MALFORMED")
+                ack = refusal
+            case .command(let command):
                 if let previous = ledger.answer(command.id) {
                     sender.statistics.withLock { $0.redeliveries &+= 1 }
                     publishAck(previous)
@@ -472,13 +473,6 @@ public final class MQTTUplinkSender: Sendable {
                     $0.commands &+= 1
                     if !ack.accepted { $0.commandsRefused &+= 1 }
                 }
-            } else {
-                let id = (try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any])?["id"] as? String ?? ""
-                sender.statistics.withLock { $0.malformedCommands &+= 1 }
-                sender.log("uplink (MQTT): a message on the command topic is not a command (id \(id.isEmpty ? "none" : id)); refused",
-                           "MQTT_COMMAND_MALFORMED")
-                ack = CommandAck(id: String(id.prefix(128)), accepted: false,
-                                 reason: "MQTT_COMMAND_MALFORMED: not a command object as the uplink OpenAPI document defines it")
             }
             publishAck(ack)
             let latency = (ContinuousClock.now - received)
@@ -586,5 +580,29 @@ public final class MQTTGroup: Sendable {
         }
         for link in links where link.open && link.connected { link.goOffline() }
         for link in links { link.sender.finished.signal() }
+    }
+}
+
+/// A message from the command topic, read: a command, or the refusal to answer it with.
+public enum DecodedCommand: Sendable {
+    case command(DispatchCommand)
+    case malformed(CommandAck)
+}
+
+extension MQTTUplinkSender {
+    /// The largest message the command topic takes.
+    public static let maxCommandBytes = 65_536
+
+    /// One message from the command topic: one command object as the OpenAPI document defines it,
+    /// or the refusal to publish on `acks` (`MQTT_COMMAND_MALFORMED`, with the message's `id` when
+    /// it has a readable one). Validation against the site is the intake's, after this.
+    public static func decodeCommand(_ payload: [UInt8]) -> DecodedCommand {
+        guard payload.count <= maxCommandBytes else {
+            return .malformed(CommandAck(id: "", accepted: false, reason: "MQTT_COMMAND_MALFORMED: larger than 64 KiB"))
+        }
+        if let command = try? JSONDecoder().decode(DispatchCommand.self, from: Data(payload)) { return .command(command) }
+        let id = (try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any])?["id"] as? String ?? ""
+        return .malformed(CommandAck(id: String(id.prefix(128)), accepted: false,
+                                   reason: "MQTT_COMMAND_MALFORMED: not a command object as the uplink OpenAPI document defines it"))
     }
 }

@@ -65,6 +65,10 @@ public final class Spool {
     }
     var segments: [Segment] = []
     var fd: Int32 = -1
+    /// The next append starts a segment of its own: recovery found the newest segment ending below
+    /// `nextSeq` (records or a whole segment lost after the state was saved), and a record appended
+    /// after a gap would be read as damage and cut at the next start.
+    var startsSegment = false
     var unsynced = false
     var lastSync = ContinuousClock.now
     static let header = 16
@@ -113,7 +117,10 @@ public final class Spool {
         withUnsafeBytes(of: crc.littleEndian) { frame.append(contentsOf: $0) }
         frame += seqBytes
         frame += payload
-        if segments.isEmpty || segments[segments.count - 1].bytes + frame.count > segmentBytes { try startSegment(seq) }
+        if segments.isEmpty || startsSegment || segments[segments.count - 1].bytes + frame.count > segmentBytes {
+            try startSegment(seq)
+            startsSegment = false
+        }
         try writeAll(frame)
         segments[segments.count - 1].bytes += frame.count
         segments[segments.count - 1].lastSeq = seq
@@ -247,7 +254,8 @@ public final class Spool {
             segments.append(Segment(firstSeq: first.seq, lastSeq: last.seq, bytes: validBytes, path: path))
             nextSeq = max(nextSeq, last.seq + 1)
         }
-        if let last = segments.last {
+        if let last = segments.last, last.lastSeq &+ 1 != nextSeq { startsSegment = true }
+        if let last = segments.last, !startsSegment {
             fd = open(last.path, O_WRONLY | O_APPEND | O_CLOEXEC)
             guard fd >= 0 else { throw SpoolError(code: "SPOOL_IO", message: "cannot open \(last.path)", errno: errno) }
         }

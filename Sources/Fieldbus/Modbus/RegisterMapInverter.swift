@@ -50,10 +50,12 @@ public struct MappedRegister: Sendable, Equatable {
         return value / scale
     }
 
-    /// The registers that carry `value`, or nil when it does not fit the type.
-    public func encode(_ value: Double) -> [UInt16]? {
+    /// The registers that carry `value`, or nil when it does not fit the type. `rounding` picks the
+    /// register step when `value` falls between two (a revert timeout rounds away from zero, so a
+    /// coarse register never holds less time than asked, and never 0).
+    public func encode(_ value: Double, rounding: FloatingPointRoundingRule = .toNearestOrAwayFromZero) -> [UInt16]? {
         guard scale != 0, value.isFinite else { return nil }
-        let raw = removeScale(value).rounded()
+        let raw = removeScale(value).rounded(rounding)
         let range: ClosedRange<Double> = switch type {
         case .int16: -32768...32767
         case .uint16: 0...65535
@@ -179,7 +181,9 @@ public struct RegisterMapInverter: Sendable {
     public func command(_ power: Watts, revertSeconds: Int, rearm: Bool = true, _ device: inout some RegisterAccess)
         throws(ModbusError)
     {
-        guard let revert = spec.revertTimeout.encode(Double(max(1, revertSeconds))) else {
+        // Away from zero: with a register step coarser than the timeout (scale 100 for 30 s), the
+        // nearest step would be 0, which devices read as "no revert" (found by make fuzz).
+        guard let revert = spec.revertTimeout.encode(Double(max(1, revertSeconds)), rounding: .awayFromZero) else {
             throw ModbusError(code: Self.valueInvalid, message: "revert timeout \(revertSeconds) s does not fit its register")
         }
         guard let setpoint = spec.setpoint.encode(power.value) else {

@@ -19,8 +19,8 @@ public struct SunSpecInverter: Sendable {
     /// Model 124's base for `OutWRte`/`InWRte`: `WChaMax` × 10^`WChaMax_SF`.
     public let storageRateBase: Watts?
     /// Scale factors read at discovery and at each refresh of the static values.
-    let wSetSF: Int
-    let inOutWRteSF: Int
+    package let wSetSF: Int
+    package let inOutWRteSF: Int
     /// Model 701's `W_SF` and `Hz_SF` (nil: not implemented). They sit at the far end of the model,
     /// so the poll does not read them; models 101–103 carry theirs inside the polled span.
     let measurementSF: (w: Int?, hz: Int?)

@@ -1,0 +1,60 @@
+/// The decoders strangers feed, each as a libFuzzer target (`bess-fuzz`, built by `make fuzz`) and as
+/// a replay the ordinary test suite runs over every input that ever failed (Tests/Fuzz/regressions).
+///
+/// A target returns the invariants its input broke: empty is a pass. The fuzzer aborts on any, so a
+/// crash, a sanitizer report, a hang and a broken invariant all end the run with the input saved.
+public enum FuzzTarget: String, CaseIterable, Sendable {
+    /// Pylontech/SMA CAN frame sequences, decoded and run through the control law.
+    case can
+    /// SunSpec model-chain discovery, the inverter and meter models, and the setpoint written back.
+    case sunspec
+    /// The register-map inverter: a device's words read and a setpoint written through a map.
+    case registerMap = "register-map"
+    /// The configuration loader on YAML text.
+    case config
+    /// Dispatch commands: the HTTP batch answer and the MQTT command message, validated and applied.
+    case dispatch
+    /// Control-socket requests from callers of each role.
+    case control
+    /// The spool's recovery of damaged segments, and that it then loses nothing appended.
+    case spool
+    /// The SCADA server's write handler (model 704 writes).
+    case scada
+
+    /// Runs one input; returns the invariants it broke.
+    public func run(_ bytes: [UInt8]) -> [String] {
+        var input = FuzzInput(bytes)
+        switch self {
+        case .can: return CANHarness.run(&input)
+        case .sunspec: return SunSpecHarness.run(&input)
+        case .registerMap: return RegisterMapHarness.run(&input)
+        case .config: return ConfigHarness.run(&input)
+        case .dispatch: return DispatchHarness.run(&input)
+        case .control: return ControlHarness.run(&input)
+        case .spool: return SpoolHarness.run(&input)
+        case .scada: return ScadaHarness.run(&input)
+        }
+    }
+
+    /// Starting inputs, made from the same vectors the tests use.
+    public func seeds() -> [[UInt8]] {
+        switch self {
+        case .can: CANHarness.seeds()
+        case .sunspec: SunSpecHarness.seeds()
+        case .registerMap: RegisterMapHarness.seeds()
+        case .config: ConfigHarness.seeds()
+        case .dispatch: DispatchHarness.seeds()
+        case .control: ControlHarness.seeds()
+        case .spool: SpoolHarness.seeds()
+        case .scada: ScadaHarness.seeds()
+        }
+    }
+}
+
+/// Collects broken invariants with their context.
+struct Violations {
+    var list: [String] = []
+    mutating func check(_ condition: @autoclosure () -> Bool, _ message: @autoclosure () -> String) {
+        if !condition() { list.append(message()) }
+    }
+}
