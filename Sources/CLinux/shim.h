@@ -4,6 +4,7 @@
 #define BESSD_CLINUX_SHIM_H
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
+#include <sys/timex.h>
 
 extern long syscall(long number, ...);
 
@@ -15,5 +16,15 @@ static inline int bessd_wait_readable(int fd, long long timeout_ns) {
     struct { int fd; short events; short revents; } p = { fd, 0x001 /* POLLIN */, 0 };
     struct { long tv_sec; long tv_nsec; } t = { (long)(timeout_ns / 1000000000LL), (long)(timeout_ns % 1000000000LL) };
     return (int)syscall(SYS_ppoll, &p, 1UL, &t, (void *)0, 0UL);
+}
+
+/* The kernel's NTP state, changing nothing: adjtimex(2) with modes 0. Returns 1 synchronised, 0 not
+   (TIME_ERROR or STA_UNSYNC: nothing has disciplined the clock), -1 with errno when the call is not
+   allowed (systemd's ProtectClock= refuses it with EPERM). */
+static inline int bessd_clock_synchronized(void) {
+    struct timex t = {0};
+    int state = adjtimex(&t);
+    if (state < 0) return -1;
+    return (state == TIME_ERROR || (t.status & STA_UNSYNC)) ? 0 : 1;
 }
 #endif

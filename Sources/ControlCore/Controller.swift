@@ -175,6 +175,8 @@ public struct UnitController: Sendable {
     /// Rise rate of the hottest cell (0x373).
     var cellTemperatureRise: SlopeEstimator
     var energy: EnergyAccumulator
+    /// Whether the system clock is synchronised now (set by the site each cycle; blocks say so).
+    var clockSynchronized = true
     var chargeLimit = 0.0
     var dischargeLimit = 0.0
     var schedule = 0.0
@@ -295,7 +297,7 @@ public struct UnitController: Sendable {
         decision = d
 
         // 5. Account.
-        return energy.integrate(power: inverter?.activePower, elapsedSeconds: dt, wallClock: wallClock)
+        return energy.integrate(power: inverter?.activePower, elapsedSeconds: dt, wallClock: wallClock, synchronized: clockSynchronized)
     }
 
     /// The site's allocation sets the unit's setpoint (already inside its allowed power).

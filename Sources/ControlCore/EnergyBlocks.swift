@@ -13,6 +13,24 @@ public struct EnergyBlock: Sendable, Equatable {
     public var dischargedWh: Double
     /// Seconds of the block for which a fresh power measurement was integrated.
     public var coveredSeconds: Double
+    /// Some of this block was measured while the system clock was not synchronised (`CLOCK_UNSYNCED`):
+    /// its start may not be the wall-clock time it says.
+    public var clockUnsynced = false
+    /// The wall clock stepped while this block was open (`CLOCK_STEPPED`): its energy is right, its
+    /// boundaries are where the stepped clock put them.
+    public var clockStepped = false
+
+    public init(unit: Int, startUnixSeconds: Int64, lengthSeconds: Int64, chargedWh: Double, dischargedWh: Double,
+                coveredSeconds: Double, clockUnsynced: Bool = false, clockStepped: Bool = false) {
+        self.unit = unit
+        self.startUnixSeconds = startUnixSeconds
+        self.lengthSeconds = lengthSeconds
+        self.chargedWh = chargedWh
+        self.dischargedWh = dischargedWh
+        self.coveredSeconds = coveredSeconds
+        self.clockUnsynced = clockUnsynced
+        self.clockStepped = clockStepped
+    }
 
     /// Charged energy in kWh.
     public var chargedKWh: Double { chargedWh / 1000 }
@@ -25,26 +43,55 @@ public struct EnergyBlock: Sendable, Equatable {
 /// Integrates measured power into energy blocks aligned to the wall clock.
 ///
 /// Time between samples comes from the monotonic clock; the wall clock only decides which block an
-/// interval belongs to, so an NTP step closes the current block early rather than inventing energy.
+/// interval belongs to. A step of the wall clock (more than `stepTolerance` between how far it moved
+/// and how far the monotonic clock did) never reopens or double-counts a block: forward, the open
+/// block closes and the next one opens where the clock now is; backward, the open block stays open
+/// (it is never left for one that may already have been settled) until the clock is past it again.
+/// Both blocks are marked `clockStepped`.
 public struct EnergyAccumulator: Sendable {
     public let unit: Int
     public let lengthSeconds: Int64
     public private(set) var current: EnergyBlock?
+    /// Wall-clock steps seen (either direction).
+    public private(set) var steps = 0
+    /// The wall clock at the last integration, to tell a step from time passing.
+    private var lastWallClock: Double?
+    /// A step is a disagreement of more than this between the wall clock's and the monotonic clock's
+    /// advance (NTP slews at most 0.5 ms/s; a step is what is left).
+    public static let stepTolerance = 1.0
 
     public init(unit: Int, blockLength: Duration = .seconds(900)) {
         self.unit = unit
         lengthSeconds = max(1, blockLength.components.seconds)
     }
 
-    /// Adds `power` held for the `elapsedSeconds` that end at `wallClock` (Unix seconds).
+    /// Adds `power` held for the `elapsedSeconds` that end at `wallClock` (Unix seconds), measured
+    /// with the system clock `synchronized` or not.
     /// - Returns: the block that closed during this interval, if any.
-    public mutating func integrate(power: Watts?, elapsedSeconds: Double, wallClock: Double) -> EnergyBlock? {
+    public mutating func integrate(power: Watts?, elapsedSeconds: Double, wallClock: Double, synchronized: Bool = true) -> EnergyBlock? {
         guard wallClock.isFinite, wallClock > 0, wallClock < 1e12 else { return nil }
         let dt = elapsedSeconds.isFinite ? min(max(0, elapsedSeconds), 3600) : 0
         let length = Double(lengthSeconds)
         let blockStart = Int64((wallClock / length).rounded(.down)) * lengthSeconds
+        let stepped = lastWallClock.map { abs((wallClock - $0) - dt) > Self.stepTolerance } ?? false
+        lastWallClock = wallClock
+        if stepped { steps += 1 }
+        if !synchronized { current?.clockUnsynced = true }
+        if var block = current, blockStart < block.startUnixSeconds {
+            // Backward: stay in the open block (the earlier one may already be settled).
+            if stepped { block.clockStepped = true }
+            Self.add(power, seconds: dt, to: &block)
+            current = block
+            return nil
+        }
+        if stepped, current != nil, blockStart == current!.startUnixSeconds { current!.clockStepped = true }
         var closed: EnergyBlock?
         if var block = current, block.startUnixSeconds != blockStart {
+            if stepped { block.clockStepped = true }
+            defer {
+                if stepped { current?.clockStepped = true }
+                if !synchronized { current?.clockUnsynced = true }
+            }
             // The interval [wallClock − dt, wallClock] crosses out of the current block: the part before
             // the block's end belongs to it (none when the wall clock jumped).
             let blockEnd = Double(block.startUnixSeconds + lengthSeconds)
@@ -52,7 +99,8 @@ public struct EnergyAccumulator: Sendable {
             Self.add(power, seconds: before, to: &block)
             closed = block
             current = nil
-            let after = min(dt - before, wallClock - Double(blockStart))
+            // After a step the interval has no place on the new clock: all of what is left is the new block's.
+            let after = stepped ? dt - before : min(dt - before, wallClock - Double(blockStart))
             var fresh = makeBlock(start: blockStart)
             Self.add(power, seconds: max(0, after), to: &fresh)
             current = fresh
@@ -60,6 +108,7 @@ public struct EnergyAccumulator: Sendable {
         }
         if current == nil {
             current = makeBlock(start: blockStart)
+            current!.clockUnsynced = !synchronized
             // The first interval may reach back before the block began.
             let inside = min(dt, wallClock - Double(blockStart))
             Self.add(power, seconds: inside, to: &current!)

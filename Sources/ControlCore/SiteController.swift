@@ -14,6 +14,14 @@ public final class SiteController {
     public internal(set) var cycles: UInt64 = 0
     var rocof: SlopeEstimator
     var lastStep: MonotonicInstant?
+    /// Whether the system clock is synchronised (the service reads the kernel's state; false marks
+    /// every energy block measured meanwhile `clockUnsynced`). Set before each step.
+    public var clockSynchronized = true
+    /// Steps of the wall clock against the monotonic clock seen so far (more than
+    /// `EnergyAccumulator.stepTolerance` apart in one cycle), and the size of the last one, s.
+    public private(set) var clockSteps = 0
+    public private(set) var lastClockStepSeconds = 0.0
+    private var lastClockOffset: Double?
     let droopCurve: DroopCurve
     let expectsFrequency: Bool
     var allocator: SiteAllocator
@@ -100,6 +108,12 @@ public final class SiteController {
         let elapsed = lastStep.map { now.seconds(since: $0) } ?? 0
         lastStep = now
         cycles &+= 1
+        let offset = wallClock - Double(now.nanoseconds) / 1e9
+        if let last = lastClockOffset, abs(offset - last) > EnergyAccumulator.stepTolerance {
+            clockSteps &+= 1
+            lastClockStepSeconds = offset - last
+        }
+        lastClockOffset = offset
 
         var conditions = SiteConditions()
         if let stamped = frequency {
@@ -133,6 +147,7 @@ public final class SiteController {
                 unitInputs.dispatch = PowerCommand(power: Watts(setpoint * units[index].ratingForShare / setpointRating),
                                                    expiresAt: now + .seconds(1))
             }
+            units[index].clockSynchronized = clockSynchronized
             if let block = units[index].step(
                 unitInputs, site: conditions, control: control, now: now, elapsedSeconds: elapsed,
                 wallClock: wallClock, events: &events)
@@ -144,7 +159,7 @@ public final class SiteController {
         if gridEnergy != nil {
             // Only fresh meter readings count; a stale stretch shows as less coverage.
             let grid = connection.gridPower.map { Watts($0) }
-            if let block = gridEnergy!.integrate(power: grid, elapsedSeconds: elapsed, wallClock: wallClock),
+            if let block = gridEnergy!.integrate(power: grid, elapsedSeconds: elapsed, wallClock: wallClock, synchronized: clockSynchronized),
                closedBlocks.count < closedBlocks.capacity
             {
                 closedBlocks.append(block)

@@ -125,6 +125,7 @@ public final class CycleBody {
                 runner.controller.commands = c.commands
             }
             runner.controller.inputLimitPercent = c.inputLimitPercent
+            runner.controller.clockSynchronized = c.clockSynchronized
             guard c.mailbox.generation != taken else { return }
             pending = true
             taken = c.mailbox.generation
@@ -182,6 +183,8 @@ public final class CycleBody {
             c.stats.histogram.copy(from: histogram)
             c.stats.frequency = runner.controller.site.frequency?.value ?? .nan
             c.stats.realtime = isRealtime
+            c.stats.clockSteps = runner.controller.clockSteps
+            c.stats.lastClockStepSeconds = runner.controller.lastClockStepSeconds
             runner.controller.events.drain { c.events.push($0) }
             runner.controller.drainClosedBlocks { block in
                 if c.blocks.count < c.blocks.capacity { c.blocks.append(block) }

@@ -93,6 +93,9 @@ public struct CycleStatistics: Sendable, Equatable {
     public var histogram = LatencyHistogram()
     public var frequency: Double = .nan
     public var realtime = false
+    /// Wall-clock steps the cycle has seen, and the last one's size in seconds.
+    public var clockSteps = 0
+    public var lastClockStepSeconds = 0.0
     public init() {}
 }
 
@@ -142,6 +145,8 @@ public final class SharedState: Sendable {
         var commandsGeneration: UInt64 = 0
         /// The relay contacts' limit, percent; nil when none is asserted.
         var inputLimitPercent: Double?
+        /// The system clock's synchronisation, as the service last read it.
+        var clockSynchronized = true
     }
 
     let contents: PILock<Contents>
@@ -273,5 +278,8 @@ public final class SharedState: Sendable {
     /// The relay contacts' limit (`grid_operator.inputs`), percent, or nil when none is asserted;
     /// the cycle takes it next period.
     public func setInputLimit(_ percent: Double?) { contents.withLock { $0.inputLimitPercent = percent } }
+
+    /// The service's reading of the clock's synchronisation, for the cycle's energy blocks.
+    public func setClockSynchronized(_ synchronized: Bool) { contents.withLock { $0.clockSynchronized = synchronized } }
     package func resetOutcome(_ unit: Int) -> ResetOutcome { contents.withLock { $0.resetOutcomes[unit] } }
 }

@@ -49,6 +49,8 @@ public final class Daemon {
         var configuration: BessdConfiguration
         /// Interlock actions logged since start, per code.
         var tripCounts: [String: Int] = [:]
+        /// The system clock's synchronisation as last read (every 5 s, on the service loop).
+        var clockSync = ClockSync.unknown
         /// The spool's refusal while it lasts (SPOOL_FULL, SPOOL_IO…), for /metrics.
         var spoolProblem: String?
     }
@@ -189,6 +191,9 @@ public final class Daemon {
             }
         }, stop: { [runner] in runner.commandSafeSetpoints() })
         // A reload replaces the cycle thread: stop whichever runs then.
+        // The clock's state before the first cycle, so the first energy block already knows it.
+        var reportedSteps = 0
+        checkClock(steps: &reportedSteps)
         services.add("cycle", start: { cycle.start() }, stop: { [unowned self] in cycle.stop() })
         services.add("operator server", start: { startServer(configuration) }, stop: { [unowned self] in
             server?.stop()
@@ -248,11 +253,16 @@ public final class Daemon {
         var nextNotify = MonotonicClock.now()
         let end = duration.map { started + .seconds(fromDouble: $0) }
 
+        var nextClockCheck = MonotonicClock.now() + .seconds(5)
         while !stopRequested.load(ordering: .relaxed) {
             usleep(20_000)
             let now = MonotonicClock.now()
             persistLatches()
             logEvents(now: now)
+            if now >= nextClockCheck {
+                checkClock(steps: &reportedSteps)
+                nextClockCheck = now + .seconds(5)
+            }
             if let recorder {
                 let problem = recorder.tick(now: now, units: shared.units, stats: shared.statistics, blocks: shared.takeBlocks(), site: shared.site)
                 if problem != uplinkProblem {
@@ -293,6 +303,38 @@ public final class Daemon {
             + "zero setpoints written with revert armed; stopped in order: \(services.stoppedNames.joined(separator: " → "))"
         logger.notice("\(summary)", metadata: ["MESSAGE_ID": "\(MessageID.lifecycle)"])
         return 0
+    }
+
+    /// Reads the clock's synchronisation, hands it to the cycle and the recorder, and says in the
+    /// journal when it changes and when the cycle saw the wall clock step.
+    func checkClock(steps reported: inout Int) {
+        let sync = ClockSync.read()
+        let previous = guarded.withLock { state in
+            defer { state.clockSync = sync }
+            return state.clockSync
+        }
+        let synchronized = sync.isSynchronized ?? true
+        shared.setClockSynchronized(synchronized)
+        recorder?.clockSynchronized = synchronized
+        if sync != previous {
+            switch sync {
+            case .unsynchronized(let source):
+                logger.warning("CLOCK_UNSYNCED: the system clock is not synchronised (\(source)); records and energy blocks are flagged until it is",
+                               metadata: ["BESS_CODE": "CLOCK_UNSYNCED", "MESSAGE_ID": "\(MessageID.clock)"])
+            case .synchronized(let source):
+                logger.notice("the system clock is synchronised (\(source))", metadata: ["BESS_CODE": "CLOCK_SYNCED", "MESSAGE_ID": "\(MessageID.clock)"])
+            case .unknown:
+                logger.notice("the system clock's synchronisation cannot be read (no adjtimex, no systemd-timesyncd); records are not flagged",
+                              metadata: ["BESS_CODE": "CLOCK_SYNC_UNKNOWN", "MESSAGE_ID": "\(MessageID.clock)"])
+            }
+        }
+        let stats = shared.statistics
+        if stats.clockSteps > reported {
+            let size = String(format: "%+.1f", stats.lastClockStepSeconds)
+            logger.warning("CLOCK_STEPPED: the wall clock stepped by \(size) s (\(stats.clockSteps) steps since start); open energy blocks are flagged and none is reopened",
+                           metadata: ["BESS_CODE": "CLOCK_STEPPED", "MESSAGE_ID": "\(MessageID.clock)"])
+            reported = stats.clockSteps
+        }
     }
 
     /// What the start line says of a mode that is not all real hardware.
@@ -482,6 +524,12 @@ public final class Daemon {
                  "Cycles started before their deadline because the bus poller had every reading for them.",
                  [("", Double(stats.startedOnReadings))])
         m.metric("bessd_cycle_period_seconds", "gauge", "Configured control period.", [("", Double(stats.periodMs) / 1000)])
+        let sync = guarded.withLock { $0.clockSync }
+        m.metric("bessd_clock_synchronized", "gauge",
+                 "1 while the system clock is synchronised, 0 while it is not (CLOCK_UNSYNCED: records and energy blocks are flagged), -1 unknown.",
+                 [("source=\"\(sync.source)\"", sync.isSynchronized.map { $0 ? 1 : 0 } ?? -1)])
+        m.metric("bessd_clock_steps_total", "counter", "Steps of the wall clock against the monotonic clock (CLOCK_STEPPED).",
+                 [("", Double(stats.clockSteps))])
         m.metric("bessd_cycle_lateness_seconds", "summary", "Wake-up lateness of the cycle.",
                  [0.5, 0.9, 0.99, 1.0].map { q in ("quantile=\"\(q)\"", Double(stats.histogram.percentile(q)) / 1e6) })
         let ids = configuration.units.map { MetricsText.label($0.id) }
@@ -889,7 +937,16 @@ public final class Daemon {
                 "jitter_max_us": stats.histogram.maxMicroseconds, "realtime": stats.realtime,
             ] as [String: Any],
             "uplink": uplinkObject(configuration),
+            "clock": clockObject(stats),
         ]
+    }
+
+    /// The system clock as settlement sees it (bessctl status, `CLOCK_UNSYNCED`).
+    func clockObject(_ stats: CycleStatistics) -> [String: Any] {
+        let sync = guarded.withLock { $0.clockSync }
+        return ["synchronized": sync.isSynchronized.map { $0 as Any } ?? NSNull(), "source": sync.source,
+                "code": sync.isSynchronized == false ? "CLOCK_UNSYNCED" : NSNull(),
+                "steps": stats.clockSteps, "last_step_s": stats.clockSteps > 0 ? stats.lastClockStepSeconds : NSNull()]
     }
 
     /// The uplink's transport, connection, last acknowledgement and backlog (bessctl status).

@@ -124,4 +124,6 @@ public enum MessageID {
     public static let scadaWrite = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a0b"
     /// A control-socket request refused for the caller's groups (`PERMISSION_DENIED`).
     public static let permission = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a0c"
+    /// The system clock: not synchronised (`CLOCK_UNSYNCED`), synchronised again, or stepped (`CLOCK_STEPPED`).
+    public static let clock = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a0d"
 }

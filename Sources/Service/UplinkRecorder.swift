@@ -17,6 +17,13 @@ final class UplinkRecorder {
     var reportedDrops: UInt64 = 0
     var failing: String?
     let encoder = JSONEncoder()
+    /// False while the system clock is not synchronised: every record says so (`clock`).
+    var clockSynchronized = true
+
+    /// An energy block's clock flags.
+    static func clockFlags(_ block: EnergyBlock) -> [String] {
+        (block.clockUnsynced ? ["unsynchronized"] : []) + (block.clockStepped ? ["stepped"] : [])
+    }
 
     init(queue: SpoolQueue, configuration: BessdConfiguration) {
         self.queue = queue
@@ -27,11 +34,12 @@ final class UplinkRecorder {
 
     /// Appends `body` as the next record. Returns the error code when the spool refused it.
     @discardableResult
-    func record(_ body: RecordBody) -> String? {
+    func record(_ body: RecordBody, clock flags: [String]? = nil) -> String? {
         let time = MonotonicClock.wallClock()
         let mode = configuration.mode.rawValue
+        let clock = flags ?? (clockSynchronized ? nil : ["unsynchronized"])
         do {
-            try queue.append { seq in [UInt8](try encoder.encode(UplinkRecord(seq: seq, time: time, body: body, mode: mode))) }
+            try queue.append { seq in [UInt8](try encoder.encode(UplinkRecord(seq: seq, time: time, body: body, mode: mode, clock: clock))) }
             failing = nil
             return nil
         } catch let error as SpoolError {
@@ -51,12 +59,13 @@ final class UplinkRecorder {
             // The connection point's block: imported energy is in `dischargedWh`, exported in `chargedWh`.
             problem = record(.gridEnergyBlock(startUnix: block.startUnixSeconds, lengthS: block.lengthSeconds,
                                               importedKWh: block.dischargedKWh, exportedKWh: block.chargedKWh,
-                                              coveredS: block.coveredSeconds)) ?? problem
+                                              coveredS: block.coveredSeconds), clock: Self.clockFlags(block)) ?? problem
         }
         for block in blocks where block.unit >= 0 && block.unit < configuration.units.count {
             problem = record(.energyBlock(unit: configuration.units[block.unit].id, startUnix: block.startUnixSeconds,
                                           lengthS: block.lengthSeconds, chargedKWh: block.chargedKWh,
-                                          dischargedKWh: block.dischargedKWh, coveredS: block.coveredSeconds)) ?? problem
+                                          dischargedKWh: block.dischargedKWh, coveredS: block.coveredSeconds),
+                                 clock: Self.clockFlags(block)) ?? problem
         }
         let drops = queue.state.dropped
         if drops > reportedDrops {

@@ -149,12 +149,15 @@ public struct UplinkRecord: Sendable, Equatable {
     /// from a record whose mode is not `hardware` is not real energy and must not be settled.
     /// Absent in records spooled before the field existed.
     public var mode: String?
+    /// What was wrong with the clock: `unsynchronized`, `stepped` (energy blocks); nil when nothing.
+    public var clock: [String]?
 
-    public init(seq: UInt64, time: Double, body: RecordBody, mode: String? = nil) {
+    public init(seq: UInt64, time: Double, body: RecordBody, mode: String? = nil, clock: [String]? = nil) {
         self.seq = seq
         self.time = time
         self.body = body
         self.mode = mode
+        self.clock = clock?.isEmpty == true ? nil : clock
     }
 }
 
@@ -162,7 +165,7 @@ extension UplinkRecord: Codable {
     enum Keys: String, CodingKey {
         case seq, time, type, frequencyHz = "frequency_hz", cycleP99Us = "cycle_p99_us", overruns, units, unit
         case startUnix = "start_unix", lengthS = "length_s", chargedKWh = "charged_kwh", dischargedKWh = "discharged_kwh"
-        case coveredS = "covered_s", kind, code, message, count, mode, site
+        case coveredS = "covered_s", kind, code, message, count, mode, site, clock
         case importedKWh = "imported_kwh", exportedKWh = "exported_kwh"
     }
 
@@ -171,6 +174,7 @@ extension UplinkRecord: Codable {
         try c.encode(seq, forKey: .seq)
         try c.encode(time, forKey: .time)
         try c.encodeIfPresent(mode, forKey: .mode)
+        try c.encodeIfPresent(clock, forKey: .clock)
         switch body {
         case .telemetry(let f, let p99, let overruns, let units, let site):
             try c.encode("telemetry", forKey: .type)
@@ -215,6 +219,7 @@ extension UplinkRecord: Codable {
         seq = try c.decode(UInt64.self, forKey: .seq)
         time = try c.decode(Double.self, forKey: .time)
         mode = try c.decodeIfPresent(String.self, forKey: .mode)
+        clock = try c.decodeIfPresent([String].self, forKey: .clock)
         switch try c.decode(String.self, forKey: .type) {
         case "telemetry":
             body = .telemetry(frequencyHz: try c.decodeIfPresent(Double.self, forKey: .frequencyHz),

@@ -164,6 +164,7 @@ struct Status: ParsableCommand {
               + "cycle \(cycle["period_ms"] ?? "?") ms  jitter p99 \(cycle["jitter_p99_us"] ?? "?") µs  max \(cycle["jitter_max_us"] ?? "?") µs  "
               + "overruns \(cycle["overruns"] ?? "?")")
         if let uplink = answer["uplink"] as? [String: Any] { print(Self.uplinkLine(uplink, now: Date().timeIntervalSince1970)) }
+        if let clock = answer["clock"] as? [String: Any], let line = Self.clockLine(clock) { print(line) }
         for line in Self.gridOperatorLines(answer["grid_operator"] as? [String: Any] ?? [:]) { print(line) }
         let header = ["UNIT", "STATE", "MODE", "SOC %", "POWER kW", "SETPOINT kW", "TRIPS"]
         var rows = [header]
@@ -181,6 +182,22 @@ struct Status: ParsableCommand {
 }
 
 extension Status {
+    /// `clock NOT synchronised (CLOCK_UNSYNCED, kernel): records and energy blocks are flagged`, or
+    /// nil when the clock is synchronised and never stepped (nothing to say).
+    static func clockLine(_ c: [String: Any]) -> String? {
+        let steps = c["steps"] as? Int ?? 0
+        let stepped = steps > 0
+            ? ", \(steps) step\(steps == 1 ? "" : "s") seen (CLOCK_STEPPED, last \(number(c["last_step_s"], digits: 1)) s)" : ""
+        switch c["synchronized"] as? Bool {
+        case false?:
+            return "clock NOT synchronised (CLOCK_UNSYNCED, \(c["source"] as? String ?? "?")): records and energy blocks are flagged" + stepped
+        case true?:
+            return stepped.isEmpty ? nil : "clock synchronised" + stepped
+        case nil:
+            return "clock synchronisation unknown (no adjtimex, no systemd-timesyncd)" + stepped
+        }
+    }
+
     /// `uplink mqtt mqtt://broker:8883 connected, last ack 1 s ago, backlog 0 records`
     static func uplinkLine(_ u: [String: Any], now: Double) -> String {
         var line = "uplink \(u["transport"] as? String ?? "?") \(u["url"] as? String ?? "?") "

@@ -150,14 +150,77 @@ struct EnergyBlockTests {
         #expect(accumulator.current?.dischargedWh == 0)
     }
 
-    @Test("a wall clock stepped backwards closes the block without inventing energy")
+    @Test("a wall clock stepped backwards keeps the open block (never reopens a settled one); forward closes it; energy counted once")
     func clockStep() {
         var accumulator = EnergyAccumulator(unit: 0, blockLength: .seconds(60))
         _ = accumulator.integrate(power: nil, elapsedSeconds: 0, wallClock: 1_800_000_010)
         _ = accumulator.integrate(power: .kilowatts(36), elapsedSeconds: 10, wallClock: 1_800_000_020)
-        let closed = accumulator.integrate(power: .kilowatts(36), elapsedSeconds: 1, wallClock: 1_799_990_001)
-        #expect(closed.map { abs($0.dischargedWh - 100) < 1e-9 } == true)
+        // Back 10,019 s: the block 1_799_990_000 may be settled already; the energy stays in the open block.
+        #expect(accumulator.integrate(power: .kilowatts(36), elapsedSeconds: 1, wallClock: 1_799_990_001) == nil)
+        #expect(accumulator.current?.startUnixSeconds == 1_800_000_000)
+        #expect(accumulator.current.map { abs($0.dischargedWh - 110) < 1e-9 } == true)
+        #expect(accumulator.current?.clockStepped == true)
+        #expect(accumulator.steps == 1)
+        // Forward again past the open block: it closes with all it took, once; the next opens stepped.
+        let closed = accumulator.integrate(power: .kilowatts(36), elapsedSeconds: 1, wallClock: 1_800_000_090, synchronized: false)
+        #expect(closed?.startUnixSeconds == 1_800_000_000)
+        #expect(closed.map { abs($0.dischargedWh - 110) < 1e-9 } == true)
+        #expect(closed?.clockStepped == true)
+        #expect(closed?.clockUnsynced == true)
+        #expect(accumulator.current?.startUnixSeconds == 1_800_000_060)
         #expect(accumulator.current.map { abs($0.dischargedWh - 10) < 1e-9 } == true)
+        #expect(accumulator.current?.clockStepped == true)
+        #expect(accumulator.steps == 2)
+    }
+
+    @Test("a day of random clock steps and slews: every block reported once, in order, and the energy adds up")
+    func stepsNeverDoubleCount() {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<20 {
+            var accumulator = EnergyAccumulator(unit: 0, blockLength: .seconds(900))
+            var wall = 1_800_000_000.0
+            var closed: [EnergyBlock] = []
+            var total = 0.0
+            for i in 0..<8640 {  // 10 s steps: one day
+                let dt = 10.0
+                wall += dt
+                if Int.random(in: 0..<500, using: &generator) == 0 { wall += Double.random(in: -7200...7200, using: &generator) }
+                let kw = Double(i % 7) - 3
+                if i > 0 { total += kw * 1000 * dt / 3600 }
+                if let block = accumulator.integrate(power: .kilowatts(kw), elapsedSeconds: i == 0 ? 0 : dt, wallClock: wall) {
+                    closed.append(block)
+                }
+            }
+            let starts = closed.map(\.startUnixSeconds)
+            #expect(starts == starts.sorted() && Set(starts).count == starts.count, "a block reported twice or out of order: \(starts)")
+            let counted = (closed + [accumulator.current!]).reduce(0.0) { $0 + $1.dischargedWh - $1.chargedWh }
+            #expect(abs(counted - total) < 1e-6, "counted \(counted) Wh of \(total) Wh")
+        }
+    }
+
+    @Test("the site sees a wall-clock step against the monotonic clock, and only a step")
+    func siteSeesSteps() {
+        let site = Fixture.site()
+        var wall = 1_800_000_000.0
+        for i in 1...50 {
+            wall += 0.1 + (i % 2 == 0 ? 0.0004 : -0.0004)  // slewing: not a step
+            if i == 30 { wall -= 3600 }
+            _ = Fixture.run(site, from: Double(i - 1) * 0.1, seconds: 0.1, frequency: 50, inputs: nil, wallClock: wall)
+        }
+        #expect(site.clockSteps == 1)
+        #expect(abs(site.lastClockStepSeconds + 3600) < 0.01)
+    }
+
+    @Test("blocks measured while the clock is unsynchronised say so")
+    func unsynced() {
+        var accumulator = EnergyAccumulator(unit: 0, blockLength: .seconds(60))
+        _ = accumulator.integrate(power: .kilowatts(1), elapsedSeconds: 0, wallClock: 1_800_000_000, synchronized: false)
+        #expect(accumulator.current?.clockUnsynced == true)
+        var fresh = EnergyAccumulator(unit: 0, blockLength: .seconds(60))
+        _ = fresh.integrate(power: .kilowatts(1), elapsedSeconds: 0, wallClock: 1_800_000_000)
+        let closed = fresh.integrate(power: .kilowatts(1), elapsedSeconds: 60, wallClock: 1_800_000_060)
+        #expect(closed?.clockUnsynced == false)
+        #expect(closed?.clockStepped == false)
     }
 }
 

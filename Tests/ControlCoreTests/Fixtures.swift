@@ -63,7 +63,7 @@ enum Fixture {
     @discardableResult
     static func run(
         _ site: SiteController, from start: Double = 0, seconds: Double, period: Double = 0.1,
-        frequency: Double = 50.0, inputs: ((MonotonicInstant) -> UnitInputs)? = nil
+        frequency: Double = 50.0, inputs: ((MonotonicInstant) -> UnitInputs)? = nil, wallClock: Double? = nil
     ) -> UnitDecision {
         var t = start
         let steps = Int((seconds / period).rounded())
@@ -72,7 +72,7 @@ enum Fixture {
             let now = instant(t)
             let unitInputs = inputs?(now) ?? healthyInputs(at: now)
             site.step(frequency: Timestamped(Hertz(frequency), at: now), inputs: [unitInputs], now: now,
-                      wallClock: 1_800_000_000 + t)
+                      wallClock: wallClock ?? 1_800_000_000 + t)
         }
         return site.decision(unit: 0)
     }

@@ -19,7 +19,7 @@ struct WireTests {
                                                                                          shortfallW: 12_000, meterStale: true))),
         UplinkRecord(seq: 9, time: 1_800_000_900, body: .energyBlock(unit: "U1", startUnix: 1_800_000_000, lengthS: 900,
                                                                        chargedKWh: 0, dischargedKWh: 1.0, coveredS: 900),
-                     mode: "hardware"),
+                     mode: "hardware", clock: ["unsynchronized", "stepped"]),
         UplinkRecord(seq: 10, time: 1_800_000_901, body: .event(unit: "U1", kind: "latched", code: "THERMAL_RUNAWAY",
                                                                  message: "U1 THERMAL_RUNAWAY LATCHED")),
         UplinkRecord(seq: 11, time: 1_800_000_902, body: .spoolDrop(count: 42)),
@@ -36,6 +36,10 @@ struct WireTests {
         let text = String(decoding: data, as: UTF8.self)
         #expect(text.contains("\"grid_power_w\":198500") && text.contains("\"binding_limit\":\"import\""))
         #expect(String(decoding: data, as: UTF8.self).contains("\"mode\":\"hil\""))
+        // The clock flags ride only on the record that has them.
+        #expect(back.records.map(\.clock) == [nil, nil, nil, ["unsynchronized", "stepped"], nil, nil, nil])
+        #expect(text.contains("\"clock\":[\"unsynchronized\",\"stepped\"]"))
+        #expect(UplinkRecord(seq: 1, time: 1, body: .spoolDrop(count: 1), clock: []).clock == nil)
         #expect(back.acks == Self.batch.acks)
         #expect(back.protocolVersion == 1)
     }
