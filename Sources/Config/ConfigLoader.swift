@@ -523,6 +523,7 @@ public enum ConfigLoader {
             if let modbus, let fields = modbusFields { endpoints.append((index, modbus, fields)) }
             var inverter = InverterSettings(simulated: false, protocolName: .sunspec)
             var inverterStale = 3.0
+            var inverterGrace = 30.0
             if let inv = u.fields("inverter") {
                 inverter.simulated = inv.bool("simulated", default: false)
                 if mode == .hardware, inverter.simulated {
@@ -531,6 +532,7 @@ public enum ConfigLoader {
                 inverter.protocolName = inv.choice("protocol", [("sunspec", .sunspec), ("register_map", .registerMap)],
                                                    default: .sunspec)
                 inverterStale = inv.double("stale_after_s", default: 3, range: 0.05...60, unit: "seconds")!
+                inverterGrace = inv.double("startup_grace_s", default: 30, range: 0...3600, unit: "seconds")!
                 if let map = inv.fields("register_map") {
                     inverter.registerMap = decodeRegisterMap(map, r)
                     if inverter.protocolName != .registerMap {
@@ -539,7 +541,7 @@ public enum ConfigLoader {
                 } else if inverter.protocolName == .registerMap {
                     r.error(inv.mark("protocol"), inv.child("register_map"), "is required for protocol: register_map")
                 }
-                inv.finish(known: "simulated, protocol, stale_after_s, register_map")
+                inv.finish(known: "simulated, protocol, stale_after_s, startup_grace_s, register_map")
             }
             var bms = BMSSettings(simulated: false, interface: "can0", protocolName: .pylontech, bitrate: 500_000,
                                   staleAfterSeconds: 3, cellsInSeries: 16)
@@ -554,10 +556,11 @@ public enum ConfigLoader {
                 bms.protocolName = b.choice("protocol", [("pylontech", .pylontech)], default: .pylontech)
                 bms.bitrate = b.int("bitrate", default: 500_000, range: 10_000...1_000_000, unit: "bit/s")!
                 bms.staleAfterSeconds = b.double("stale_after_s", default: 3, range: 0.1...60, unit: "seconds")!
+                bms.startupGraceSeconds = b.double("startup_grace_s", default: 30, range: 0...3600, unit: "seconds")!
                 bms.cellsInSeries = b.int("cells_in_series", default: 16, range: 1...1000)!
                 bms.manageInterface = b.bool("manage_interface", default: false)
                 bms.restartMs = b.int("restart_ms", default: 100, range: 0...60_000, unit: "milliseconds")!
-                b.finish(known: "simulated, interface, protocol, bitrate, stale_after_s, cells_in_series, manage_interface, restart_ms")
+                b.finish(known: "simulated, interface, protocol, bitrate, stale_after_s, startup_grace_s, cells_in_series, manage_interface, restart_ms")
             }
             if mode != .simulation, !inverter.simulated, modbus == nil, !u.has("modbus") {
                 r.error(node, "\(path).modbus", "is required for a real inverter in mode \(mode.rawValue)"
@@ -568,6 +571,7 @@ public enum ConfigLoader {
                 units.append(UnitConfiguration(
                     id: id, campusID: campus, capacityKWh: capacity, maxPowerKW: power, modbus: modbus,
                     inverter: inverter, bms: bms, inverterStaleAfterSeconds: inverterStale))
+                units[units.count - 1].inverterStartupGraceSeconds = inverterGrace
             }
         }
         // One serial line has one set of line settings, and one device (endpoint, unit id) one unit:

@@ -76,6 +76,9 @@ public struct BMSSettings: Sendable, Equatable {
     public var bitrate: Int
     /// BMS data older than this is stale.
     public var staleAfterSeconds: Double
+    /// How long after start the BMS may take to send its first data before BMS_COMM_LOST (power
+    /// stays zero meanwhile); from then on `staleAfterSeconds` applies.
+    public var startupGraceSeconds: Double = 30
     /// Cells in series, sizing the pack-voltage interlocks.
     public var cellsInSeries: Int
     /// When true bessd sets bitrate and restart-ms itself and brings the link up (needs
@@ -96,6 +99,8 @@ public struct UnitConfiguration: Sendable, Equatable {
     public var bms: BMSSettings
     /// Inverter data older than this is stale.
     public var inverterStaleAfterSeconds: Double
+    /// How long after start the inverter may take to answer first before INVERTER_COMM_LOST.
+    public var inverterStartupGraceSeconds: Double = 30
 }
 
 /// Where grid frequency comes from.

@@ -26,10 +26,13 @@ extension BessdConfiguration {
             let inverterStale = Duration.seconds(fromDouble: unit.inverterStaleAfterSeconds)
             let defaults = InterlockRule.defaultTable(InterlockDefaults(
                 cellsInSeries: unit.bms.cellsInSeries, bmsStaleAfter: bmsStale, inverterStaleAfter: inverterStale))
-            return UnitSettings(
+            var settings = UnitSettings(
                 rating: .kilowatts(unit.maxPowerKW), capacity: WattHours(unit.capacityKWh * 1000),
                 bmsStaleAfter: bmsStale, inverterStaleAfter: inverterStale,
                 rules: Self.apply(interlocks, to: defaults))
+            settings.bmsStartupGrace = .seconds(fromDouble: unit.bms.startupGraceSeconds)
+            settings.inverterStartupGrace = .seconds(fromDouble: unit.inverterStartupGraceSeconds)
+            return settings
         }
     }
 

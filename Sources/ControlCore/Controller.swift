@@ -41,6 +41,12 @@ public struct UnitSettings: Sendable {
     public var bmsStaleAfter: Duration
     /// The maximum age of inverter data.
     public var inverterStaleAfter: Duration
+    /// How long after start BMS data may take to arrive for the first time before its age counts
+    /// (BMS_COMM_LOST then after `bmsStaleAfter` more). Power is zero meanwhile all the same: the
+    /// unit is `starting` until the BMS is confirmed.
+    public var bmsStartupGrace: Duration = .zero
+    /// The same for the inverter's first reading (INVERTER_COMM_LOST).
+    public var inverterStartupGrace: Duration = .zero
     /// The interlock table.
     public var rules: [InterlockRule]
     /// Window for the rise rate of the pack temperature (frame 0x356, 0.1 °C resolution).
@@ -461,9 +467,10 @@ public struct UnitController: Sendable {
         metrics[.frequencyDeviation] = site.frequencyDeviation
         metrics[.rocof] = site.rocof
         metrics[.frequencyDataAge] = site.frequencyAge
-        metrics[.bmsDataAge] = max(
-            age(bms.limits?.takenAt, now), age(bms.status?.takenAt, now), age(bms.measurements?.takenAt, now))
-        metrics[.inverterDataAge] = age(inputs.inverter?.takenAt, now)
+        let bmsGrace = settings.bmsStartupGrace.secondsDouble
+        metrics[.bmsDataAge] = max(age(bms.limits?.takenAt, now, grace: bmsGrace), age(bms.status?.takenAt, now, grace: bmsGrace),
+                                   age(bms.measurements?.takenAt, now, grace: bmsGrace))
+        metrics[.inverterDataAge] = age(inputs.inverter?.takenAt, now, grace: settings.inverterStartupGrace.secondsDouble)
         // Optional groups: judged only while the required ones are fresh (else BMS_COMM_LOST speaks).
         if limits != nil, status != nil, measurements != nil {
             var missing = BMSGroups()
@@ -474,9 +481,10 @@ public struct UnitController: Sendable {
         }
     }
 
-    /// Seconds since `instant`, or since start-up for a value never received.
-    private func age(_ instant: MonotonicInstant?, _ now: MonotonicInstant) -> Double {
-        now.seconds(since: instant ?? startedAt)
+    /// Seconds since `instant`; for a value never received, since start-up less the start-up grace.
+    private func age(_ instant: MonotonicInstant?, _ now: MonotonicInstant, grace: Double = 0) -> Double {
+        guard let instant else { return max(0, now.seconds(since: startedAt) - grace) }
+        return now.seconds(since: instant)
     }
 }
 

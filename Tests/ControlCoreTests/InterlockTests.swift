@@ -202,6 +202,38 @@ struct InterlockTests {
         #expect(decision.state == .tripped)
     }
 
+    @Test("start-up grace: a BMS that takes 50 s to start is no BMS_COMM_LOST (power zero meanwhile); after it, the steady-state 3 s applies")
+    func startupGrace() {
+        var settings = UnitSettings(rating: Fixture.rating, capacity: WattHours(250_000))
+        settings.bmsStartupGrace = .seconds(60)
+        settings.inverterStartupGrace = .seconds(60)
+        let site = SiteController(control: ControlSettings(droop: Fixture.immediateDroop, limitRampPercentPerSecond: 1000,
+                                                           scheduleRampPercentPerSecond: 1000),
+                                  units: [settings], startedAt: .zero)
+        let silent: (MonotonicInstant) -> UnitInputs = { now in
+            UnitInputs(inverter: Timestamped(InverterReading(activePower: .zero, ratedPower: Fixture.rating), at: now))
+        }
+        var decision = Fixture.run(site, seconds: 50, inputs: silent)
+        #expect(!decision.activeCodes.contains(.bmsCommLost), "inside the start-up grace")
+        #expect(decision.setpoint == .zero && decision.state == .starting)
+        // The BMS starts at 50 s and talks for 10 s, then falls silent: the steady-state 3 s, not the grace.
+        decision = Fixture.run(site, from: 50, seconds: 10)
+        #expect(decision.allowedDischarge == Fixture.rating)
+        let lastBMS = Fixture.healthyBMS(at: Fixture.instant(60))
+        decision = Fixture.run(site, from: 60, seconds: 4) { now in
+            UnitInputs(bms: lastBMS, inverter: Timestamped(InverterReading(activePower: .zero, ratedPower: Fixture.rating), at: now))
+        }
+        #expect(decision.activeCodes.contains(.bmsCommLost), "3 s after the BMS fell silent, well inside 60 s")
+        #expect(decision.allowedDischarge == .zero)
+
+        // Without a BMS at all, BMS_COMM_LOST comes once the grace and the stale time have passed.
+        let never = SiteController(control: ControlSettings(droop: Fixture.immediateDroop, limitRampPercentPerSecond: 1000,
+                                                            scheduleRampPercentPerSecond: 1000),
+                                   units: [settings], startedAt: .zero)
+        #expect(!Fixture.run(never, seconds: 62.5, inputs: silent).activeCodes.contains(.bmsCommLost))
+        #expect(Fixture.run(never, from: 62.5, seconds: 1, inputs: silent).activeCodes.contains(.bmsCommLost))
+    }
+
     @Test("thermal runaway latches, requests disconnect, and only a reset clears it")
     func thermalRunaway() {
         let site = Fixture.site()

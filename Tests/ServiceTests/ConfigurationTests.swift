@@ -82,7 +82,7 @@ struct ConfigurationTests {
         for key in ["mode:", "period_ms:", "control_socket:", "state_directory:", "bess_units:", "id:", "campus_id:",
                     "capacity_kwh:", "max_power_kw:", "modbus:", "host:", "port:", "unit_id:", "timeout_ms:", "device:",
                     "baud:", "parity:", "data_bits:", "stop_bits:", "rs485:", "inverter:", "protocol:", "simulated:",
-                    "stale_after_s:", "bms:", "interface:", "bitrate:", "cells_in_series:", "manage_interface:", "restart_ms:", "grid_integration:",
+                    "stale_after_s:", "startup_grace_s:", "bms:", "interface:", "bitrate:", "cells_in_series:", "manage_interface:", "restart_ms:", "grid_integration:",
                     "frequency_source:", "scada_enabled:", "droop_settings:", "enabled:", "nominal_hz:", "deadband_hz:",
                     "droop_percent:", "droop_percent_under:", "droop_percent_over:", "reference:", "response_time_s:",
                     "limits:", "ramp_percent_per_s:", "schedule_ramp_percent_per_s:", "interlocks:", "threshold:",
@@ -330,6 +330,35 @@ struct ConfigurationTests {
                 #expect(match.description.hasPrefix("bad.yaml:"))
                 #expect(match.description.contains(": \(match.keyPath.isEmpty ? "(file)" : match.keyPath): "))
             }
+        }
+    }
+
+    @Test("start-up grace and steady-state timeout: both read, both reach the control law, both bounded")
+    func startupGrace() throws {
+        let c = try ConfigLoader.parse("""
+            mode: simulation
+            bess_units:
+              - id: U1
+                capacity_kwh: 100
+                max_power_kw: 50
+                inverter: {stale_after_s: 2, startup_grace_s: 90}
+                bms: {stale_after_s: 4, startup_grace_s: 300}
+              - {id: U2, capacity_kwh: 100, max_power_kw: 50}
+            """, file: "grace.yaml")
+        #expect(c.units[0].bms.startupGraceSeconds == 300 && c.units[0].bms.staleAfterSeconds == 4)
+        #expect(c.units[0].inverterStartupGraceSeconds == 90 && c.units[0].inverterStaleAfterSeconds == 2)
+        #expect(c.units[1].bms.startupGraceSeconds == 30 && c.units[1].inverterStartupGraceSeconds == 30)
+        let settings = c.unitSettings
+        #expect(settings[0].bmsStartupGrace == .seconds(300) && settings[0].bmsStaleAfter == .seconds(4))
+        #expect(settings[0].inverterStartupGrace == .seconds(90) && settings[0].inverterStaleAfter == .seconds(2))
+        do {
+            _ = try ConfigLoader.parse("""
+                bess_units:
+                  - {id: U1, capacity_kwh: 100, max_power_kw: 50, bms: {startup_grace_s: 7200}}
+                """, file: "grace.yaml")
+            Issue.record("a grace of 2 h was accepted")
+        } catch {
+            #expect(error.description.contains("grace.yaml:2: bess_units[0].bms.startup_grace_s:"), "\(error)")
         }
     }
 
