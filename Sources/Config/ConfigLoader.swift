@@ -35,8 +35,13 @@ public enum ConfigLoader {
         let configuration = decode(root, reader)
         if reader.hasErrors || configuration == nil {
             // Stable sort by line, so errors read top to bottom like the file.
-            let errors = reader.diagnostics.filter { $0.severity == .error }.enumerated()
+            var errors = reader.diagnostics.filter { $0.severity == .error }.enumerated()
                 .sorted { ($0.element.line ?? 0, $0.offset) < ($1.element.line ?? 0, $1.offset) }.map(\.element)
+            if errors.isEmpty {
+                // Never a refusal that says nothing: the fuzz target fails on this message too.
+                errors = [ConfigDiagnostic(code: "CONFIG_UNEXPLAINED", file: file, line: nil, keyPath: "",
+                                           message: "refused without a specific error: a bug in bessd; please report this file")]
+            }
             throw ConfigurationError(errors)
         }
         var loaded = configuration!
@@ -430,7 +435,9 @@ public enum ConfigLoader {
         -> GridConfiguration?
     {
         guard let fields else {
-            if !top.has("grid_integration") {
+            // Absent, or `grid_integration:` with no value (found by make fuzz: that refused the file
+            // printing nothing): the defaults. Any other value was reported by `fields` already.
+            if top.node("grid_integration") == nil {
                 return GridConfiguration(mode: "simulation", frequencySource: defaultFrequencySource(runMode), droop: .seedDefault)
             }
             return nil

@@ -333,6 +333,24 @@ struct ConfigurationTests {
         }
     }
 
+    @Test("every top-level key left empty means its default or is refused naming it, never a silent refusal (make fuzz found grid_integration:)")
+    func emptyKeys() {
+        let keys = ["mode", "period_ms", "control_socket", "state_directory", "grid_integration", "limits", "interlocks",
+                    "aggregator", "simulation", "realtime", "metrics_listen", "site", "scada", "grid_operator"]
+        for key in keys {
+            let yaml = "\(key):\nbess_units:\n  - {id: A, capacity_kwh: 1, max_power_kw: 1}\n"
+            do {
+                _ = try ConfigLoader.parse(yaml, file: "empty.yaml")
+            } catch {
+                #expect(!error.diagnostics.isEmpty && error.diagnostics.allSatisfy { $0.code != "CONFIG_UNEXPLAINED" },
+                        "\(key): refused with \(error.diagnostics)")
+                #expect(error.description.contains(key), "\(key): \(error)")
+            }
+        }
+        #expect((try? ConfigLoader.parse("grid_integration:\nbess_units:\n  - {id: A, capacity_kwh: 1, max_power_kw: 1}\n",
+                                         file: "empty.yaml")) != nil)
+    }
+
     @Test("start-up grace and steady-state timeout: both read, both reach the control law, both bounded")
     func startupGrace() throws {
         let c = try ConfigLoader.parse("""
