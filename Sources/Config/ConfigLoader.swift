@@ -513,7 +513,9 @@ public enum ConfigLoader {
             let path = "bess_units[\(index)]"
             guard let u = r.fields(node, path) else { continue }
             let id = u.string("id", pattern: idPattern, rule: "must be 1–64 letters, digits, '_', '-' or '.'")
-            if id == nil && !u.has("id") { r.error(node, "\(path).id", "is required") }
+            // `key:` with no value is "the default", and these have none (make fuzz found
+            // `max_power_kw:` left empty accepted as a site of 0 units).
+            if id == nil && u.node("id") == nil { r.error(u.mark("id"), "\(path).id", "is required") }
             if let id {
                 if let first = seen[id] {
                     r.error(u.mark("id"), "\(path).id", "duplicates bess_units[\(first)].id", got: "'\(id)'")
@@ -522,9 +524,9 @@ public enum ConfigLoader {
             }
             let campus = u.string("campus_id")
             let capacity = u.double("capacity_kwh", range: 0...1_000_000, exclusiveLower: true, unit: "kWh")
-            if capacity == nil && !u.has("capacity_kwh") { r.error(node, "\(path).capacity_kwh", "is required") }
+            if capacity == nil && u.node("capacity_kwh") == nil { r.error(u.mark("capacity_kwh"), "\(path).capacity_kwh", "is required") }
             let power = u.double("max_power_kw", range: 0...100_000, exclusiveLower: true, unit: "kW")
-            if power == nil && !u.has("max_power_kw") { r.error(node, "\(path).max_power_kw", "is required") }
+            if power == nil && u.node("max_power_kw") == nil { r.error(u.mark("max_power_kw"), "\(path).max_power_kw", "is required") }
             let modbusFields = u.fields("modbus")
             let modbus = modbusFields.flatMap { decodeModbus($0, r) }
             if let modbus, let fields = modbusFields { endpoints.append((index, modbus, fields)) }

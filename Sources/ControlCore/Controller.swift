@@ -181,8 +181,10 @@ public struct UnitController: Sendable {
     /// Rise rate of the hottest cell (0x373).
     var cellTemperatureRise: SlopeEstimator
     var energy: EnergyAccumulator
-    /// Whether the system clock is synchronised now (set by the site each cycle; blocks say so).
+    /// Whether the system clock is synchronised now, and whether it stepped in this cycle (set by
+    /// the site each cycle; blocks say so).
     var clockSynchronized = true
+    var clockStepped = false
     var chargeLimit = 0.0
     var dischargeLimit = 0.0
     var schedule = 0.0
@@ -303,7 +305,8 @@ public struct UnitController: Sendable {
         decision = d
 
         // 5. Account.
-        return energy.integrate(power: inverter?.activePower, elapsedSeconds: dt, wallClock: wallClock, synchronized: clockSynchronized)
+        return energy.integrate(power: inverter?.activePower, elapsedSeconds: dt, wallClock: wallClock, synchronized: clockSynchronized,
+                                stepped: clockStepped)
     }
 
     /// The site's allocation sets the unit's setpoint (already inside its allowed power).
@@ -555,6 +558,12 @@ extension SiteController {
         commands = old.commands
         inputLimitPercent = old.inputLimitPercent
         operatorCap = old.operatorCap
+        // The clock's history and the open grid block are the site's, not the configuration's.
+        clockSteps = old.clockSteps
+        lastClockStepSeconds = old.lastClockStepSeconds
+        lastClockOffset = old.lastClockOffset
+        clockSynchronized = old.clockSynchronized
+        if gridEnergy != nil, let open = old.gridEnergy, open.lengthSeconds == gridEnergy!.lengthSeconds { gridEnergy = open }
         for (i, j) in mapping.enumerated() where i < units.count {
             guard let j, j < old.units.count else { continue }
             units[i].adopt(old.units[j])

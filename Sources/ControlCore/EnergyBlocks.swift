@@ -46,8 +46,9 @@ public struct EnergyBlock: Sendable, Equatable {
 /// interval belongs to. A step of the wall clock (more than `stepTolerance` between how far it moved
 /// and how far the monotonic clock did) never reopens or double-counts a block: forward, the open
 /// block closes and the next one opens where the clock now is; backward, the open block stays open
-/// (it is never left for one that may already have been settled) until the clock is past it again.
-/// Both blocks are marked `clockStepped`.
+/// (it is never left for one that may already have been settled) for at most its length of
+/// monotonic time, and then the blocks go on along the timeline they were on, one length at a time,
+/// until the wall clock has caught up with them. Every block touched by a step is `clockStepped`.
 public struct EnergyAccumulator: Sendable {
     public let unit: Int
     public let lengthSeconds: Int64
@@ -56,6 +57,8 @@ public struct EnergyAccumulator: Sendable {
     public private(set) var steps = 0
     /// The wall clock at the last integration, to tell a step from time passing.
     private var lastWallClock: Double?
+    /// Monotonic seconds the open block has been open (what bounds a block held after a backward step).
+    private var openSeconds = 0.0
     /// A step is a disagreement of more than this between the wall clock's and the monotonic clock's
     /// advance (NTP slews at most 0.5 ms/s; a step is what is left).
     public static let stepTolerance = 1.0
@@ -68,21 +71,37 @@ public struct EnergyAccumulator: Sendable {
     /// Adds `power` held for the `elapsedSeconds` that end at `wallClock` (Unix seconds), measured
     /// with the system clock `synchronized` or not.
     /// - Returns: the block that closed during this interval, if any.
-    public mutating func integrate(power: Watts?, elapsedSeconds: Double, wallClock: Double, synchronized: Bool = true) -> EnergyBlock? {
+    ///   - stepped: whether the wall clock stepped in this interval, when the caller knows better (the
+    ///     site compares the clocks with the uncapped cycle time); detected here when nil.
+    public mutating func integrate(power: Watts?, elapsedSeconds: Double, wallClock: Double, synchronized: Bool = true,
+                                   stepped known: Bool? = nil) -> EnergyBlock? {
         guard wallClock.isFinite, wallClock > 0, wallClock < 1e12 else { return nil }
         let dt = elapsedSeconds.isFinite ? min(max(0, elapsedSeconds), 3600) : 0
         let length = Double(lengthSeconds)
         let blockStart = Int64((wallClock / length).rounded(.down)) * lengthSeconds
-        let stepped = lastWallClock.map { abs((wallClock - $0) - dt) > Self.stepTolerance } ?? false
+        let stepped = known ?? (lastWallClock.map { abs((wallClock - $0) - dt) > Self.stepTolerance } ?? false)
         lastWallClock = wallClock
         if stepped { steps += 1 }
         if !synchronized { current?.clockUnsynced = true }
         if var block = current, blockStart < block.startUnixSeconds {
-            // Backward: stay in the open block (the earlier one may already be settled).
+            // Behind the open block (a backward step): stay in it, never go back to a start the clock
+            // already passed (that block may be settled), but for no longer than its length.
             if stepped { block.clockStepped = true }
-            Self.add(power, seconds: dt, to: &block)
-            current = block
-            return nil
+            let room = max(0, length - openSeconds)
+            if dt <= room {
+                Self.add(power, seconds: dt, to: &block)
+                openSeconds += dt
+                current = block
+                return nil
+            }
+            Self.add(power, seconds: room, to: &block)
+            var next = makeBlock(start: block.startUnixSeconds + lengthSeconds)
+            next.clockStepped = true
+            next.clockUnsynced = !synchronized
+            Self.add(power, seconds: dt - room, to: &next)
+            openSeconds = dt - room
+            current = next
+            return block
         }
         if stepped, current != nil, blockStart == current!.startUnixSeconds { current!.clockStepped = true }
         var closed: EnergyBlock?
@@ -103,6 +122,7 @@ public struct EnergyAccumulator: Sendable {
             let after = stepped ? dt - before : min(dt - before, wallClock - Double(blockStart))
             var fresh = makeBlock(start: blockStart)
             Self.add(power, seconds: max(0, after), to: &fresh)
+            openSeconds = max(0, after)
             current = fresh
             return closed
         }
@@ -112,9 +132,11 @@ public struct EnergyAccumulator: Sendable {
             // The first interval may reach back before the block began.
             let inside = min(dt, wallClock - Double(blockStart))
             Self.add(power, seconds: inside, to: &current!)
+            openSeconds = max(0, inside)
             return nil
         }
         Self.add(power, seconds: dt, to: &current!)
+        openSeconds += dt
         return closed
     }
 

@@ -19,9 +19,9 @@ public final class SiteController {
     public var clockSynchronized = true
     /// Steps of the wall clock against the monotonic clock seen so far (more than
     /// `EnergyAccumulator.stepTolerance` apart in one cycle), and the size of the last one, s.
-    public private(set) var clockSteps = 0
-    public private(set) var lastClockStepSeconds = 0.0
-    private var lastClockOffset: Double?
+    public internal(set) var clockSteps = 0
+    public internal(set) var lastClockStepSeconds = 0.0
+    var lastClockOffset: Double?
     let droopCurve: DroopCurve
     let expectsFrequency: Bool
     var allocator: SiteAllocator
@@ -108,10 +108,14 @@ public final class SiteController {
         let elapsed = lastStep.map { now.seconds(since: $0) } ?? 0
         lastStep = now
         cycles &+= 1
+        // A step: the wall clock moved more than the tolerance away from the monotonic clock in one
+        // cycle, however long the cycle was (the units' energy intervals are capped; this is not).
         let offset = wallClock - Double(now.nanoseconds) / 1e9
+        var steppedNow = false
         if let last = lastClockOffset, abs(offset - last) > EnergyAccumulator.stepTolerance {
             clockSteps &+= 1
             lastClockStepSeconds = offset - last
+            steppedNow = true
         }
         lastClockOffset = offset
 
@@ -148,6 +152,7 @@ public final class SiteController {
                                                    expiresAt: now + .seconds(1))
             }
             units[index].clockSynchronized = clockSynchronized
+            units[index].clockStepped = steppedNow
             if let block = units[index].step(
                 unitInputs, site: conditions, control: control, now: now, elapsedSeconds: elapsed,
                 wallClock: wallClock, events: &events)
@@ -159,7 +164,8 @@ public final class SiteController {
         if gridEnergy != nil {
             // Only fresh meter readings count; a stale stretch shows as less coverage.
             let grid = connection.gridPower.map { Watts($0) }
-            if let block = gridEnergy!.integrate(power: grid, elapsedSeconds: elapsed, wallClock: wallClock, synchronized: clockSynchronized),
+            if let block = gridEnergy!.integrate(power: grid, elapsedSeconds: elapsed, wallClock: wallClock, synchronized: clockSynchronized,
+                                                      stepped: steppedNow),
                closedBlocks.count < closedBlocks.capacity
             {
                 closedBlocks.append(block)

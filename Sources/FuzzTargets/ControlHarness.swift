@@ -26,8 +26,6 @@ enum ControlHarness {
         }
     }()
 
-    static let readVerbs: Set = ["status", "faults", "site"]
-
     static func run(_ input: inout FuzzInput) -> [String] {
         let role: ControlCaller.Role = switch input.u8() % 3 { case 0: .none; case 1: .reader; default: .operator }
         let line = input.rest()
@@ -44,7 +42,7 @@ enum ControlHarness {
                 violations.check(!(answer["code"] as? String ?? "").isEmpty, "\(verb): refusal without a code: \(answer)")
                 violations.check(daemon.shared.peekMailbox().generation == before, "\(verb): a refusal changed the mailbox")
             }
-            if role == .none || (role == .reader && !readVerbs.contains(verb)) {
+            if role < ControlCaller.needed(verb: verb) {
                 violations.check(answer["code"] as? String == "PERMISSION_DENIED", "\(verb) by a \(role): answered \(answer)")
             }
         case .afterCycle:

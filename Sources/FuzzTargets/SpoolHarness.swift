@@ -3,10 +3,12 @@ import Uplink
 
 /// Spool segments and state as a power cut, a bad disk or a hostile hand could leave them. Invariants:
 /// the spool opens (damage is cut, never a refusal to start); what it replays is in order, each seq
-/// once, all below the next seq it hands out; a record appended after recovery is there after the
+/// once (a damaged middle segment leaves a gap), all below the next seq it hands out; a record appended after recovery is there after the
 /// next start (nothing lost).
 enum SpoolHarness {
-    static let directory = NSTemporaryDirectory() + "bess-fuzz-spool-\(getpid())"
+    /// On tmpfs when there is one: the spool fsyncs, and a disk would make this target ten times slower.
+    static let directory = (FileManager.default.fileExists(atPath: "/dev/shm") ? "/dev/shm/" : NSTemporaryDirectory())
+        + "bess-fuzz-spool-\(getpid())"
 
     static func clear() {
         try? FileManager.default.removeItem(atPath: directory)
@@ -32,8 +34,9 @@ enum SpoolHarness {
         do throws(SpoolError) {
             let spool = try Spool(directory: directory, maxBytes: 64 << 10, segmentBytes: 4096, syncInterval: .seconds(3600))
             let replay = try spool.records(after: 0, limit: 100_000)
+            // Damage in a middle segment is cut, so a gap is allowed; going back or twice is not.
             for (a, b) in zip(replay, replay.dropFirst()) {
-                violations.check(b.seq == a.seq &+ 1, "replay goes from seq \(a.seq) to \(b.seq)")
+                violations.check(b.seq > a.seq, "replay goes from seq \(a.seq) back to \(b.seq)")
             }
             let next = spool.nextSeq
             violations.check(replay.allSatisfy { $0.seq < next }, "a replayed seq is not below the next seq \(next)")

@@ -1,4 +1,5 @@
 import ControlProtocol
+import Foundation
 import Glibc
 
 /// Who is on the other end of the control socket and what they may do, from the kernel's word
@@ -64,8 +65,8 @@ public struct ControlCaller: Sendable, Equatable {
         }
         var groups = peerGroups(fd) ?? memberships(uid: credentials.uid, primary: credentials.gid)
         groups.append(credentials.gid)
-        let role = role(uid: credentials.uid, groups: groups, daemonUID: geteuid(),
-                        readerGID: gid(named: readerGroup), operatorGID: gid(named: operatorGroup))
+        let known = GroupCache.shared.gids()
+        let role = role(uid: credentials.uid, groups: groups, daemonUID: geteuid(), readerGID: known.reader, operatorGID: known.operator)
         return ControlCaller(uid: credentials.uid, pid: credentials.pid, role: role)
     }
 
@@ -102,5 +103,27 @@ public struct ControlCaller: Sendable, Equatable {
         var buffer = [CChar](repeating: 0, count: 16_384)
         guard getgrnam_r(name, &entry, &buffer, buffer.count, &result) == 0, result != nil else { return nil }
         return entry.gr_gid
+    }
+}
+
+/// The two groups' ids, looked up at most every 10 s (not at every connection: the socket is open to
+/// every local user, and each lookup may read /etc/group or ask NSS).
+final class GroupCache: @unchecked Sendable {
+    static let shared = GroupCache()
+    private let lock = NSLock()
+    private var cached: (reader: UInt32?, operator: UInt32?) = (nil, nil)
+    private var at: Double = -.infinity
+
+    func gids() -> (reader: UInt32?, operator: UInt32?) {
+        lock.lock()
+        defer { lock.unlock() }
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let seconds = Double(now.tv_sec) + Double(now.tv_nsec) * 1e-9
+        if seconds - at >= 10 {
+            cached = (ControlCaller.gid(named: ControlCaller.readerGroup), ControlCaller.gid(named: ControlCaller.operatorGroup))
+            at = seconds
+        }
+        return cached
     }
 }

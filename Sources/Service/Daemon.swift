@@ -51,6 +51,13 @@ public final class Daemon {
         var tripCounts: [String: Int] = [:]
         /// The system clock's synchronisation as last read (every 5 s, on the service loop).
         var clockSync = ClockSync.unknown
+        /// The configuration's text as it was loaded (bessctl diag), not as the file is now.
+        var configText: String?
+        /// Refusals for the caller's groups: logged at most 5 a second (the socket is open to every
+        /// local user, and a flood must not push trips out of journald's rate limit), the rest counted.
+        var refusalWindow = MonotonicInstant.zero
+        var refusalsInWindow = 0
+        var refusalsUnlogged = 0
         /// The spool's refusal while it lasts (SPOOL_FULL, SPOOL_IO…), for /metrics.
         var spoolProblem: String?
     }
@@ -78,7 +85,9 @@ public final class Daemon {
                 site: (MonotonicInstant, @escaping (String) -> Void) throws(RunError) -> SiteRunner)
         throws(RunError)
     {
-        guarded = PILock(Guarded(configuration: configuration))
+        var state = Guarded(configuration: configuration)
+        state.configText = configPath.flatMap { try? String(contentsOfFile: $0, encoding: .utf8) } ?? EmbeddedConfiguration.simulationYAML
+        guarded = PILock(state)
         self.configPath = configPath
         self.logger = logger
         self.say = say
@@ -713,6 +722,7 @@ public final class Daemon {
             return
         }
         let new: BessdConfiguration
+        let text = try? String(contentsOfFile: configPath, encoding: .utf8)
         do {
             new = try ConfigLoader.load(path: configPath)
         } catch {
@@ -735,7 +745,10 @@ public final class Daemon {
                 logger.notice("reload: the scada: block changed; the SCADA server keeps its settings until bessd restarts",
                               metadata: ["BESS_CODE": "SCADA_RESTART_NEEDED", "MESSAGE_ID": "\(MessageID.reload)"])
             }
-            guarded.withLock { $0.configuration = new }
+            guarded.withLock {
+                $0.configuration = new
+                $0.configText = text
+            }
             intake.update(units: new.units.map { ($0.id, $0.maxPowerKW) })
             logger.notice("reload applied: \(configPath)", metadata: ["MESSAGE_ID": "\(MessageID.reload)"])
         } catch {
@@ -804,9 +817,26 @@ public final class Daemon {
             let what = needed == .reader ? "reading needs membership of \(ControlCaller.readerGroup) or \(ControlCaller.operatorGroup)"
                 : "acting needs membership of \(ControlCaller.operatorGroup)"
             let name = verb.isEmpty ? "(no verb)" : String(verb.prefix(32))
-            logger.warning("bessctl (uid \(uid), pid \(caller.pid)): \(name) refused: PERMISSION_DENIED (\(what))",
-                           metadata: ["MESSAGE_ID": "\(MessageID.permission)", "BESS_CODE": "PERMISSION_DENIED",
-                                      "BESS_CALLER_UID": "\(uid)", "BESS_VERB": "\(name)"])
+            let now = MonotonicClock.now()
+            let (log, skipped) = guarded.withLock { state -> (Bool, Int) in
+                if now.seconds(since: state.refusalWindow) >= 1 {
+                    state.refusalWindow = now
+                    state.refusalsInWindow = 0
+                }
+                state.refusalsInWindow += 1
+                guard state.refusalsInWindow <= 5 else {
+                    state.refusalsUnlogged += 1
+                    return (false, 0)
+                }
+                defer { state.refusalsUnlogged = 0 }
+                return (true, state.refusalsUnlogged)
+            }
+            if log {
+                let more = skipped > 0 ? "; \(skipped) more refused and not logged before this one" : ""
+                logger.warning("bessctl (uid \(uid), pid \(caller.pid)): \(name) refused: PERMISSION_DENIED (\(what))\(more)",
+                               metadata: ["MESSAGE_ID": "\(MessageID.permission)", "BESS_CODE": "PERMISSION_DENIED",
+                                          "BESS_CALLER_UID": "\(uid)", "BESS_VERB": "\(name)"])
+            }
             return .now(Self.failure("PERMISSION_DENIED", "uid \(uid) may not \(name): \(what)"))
         }
         switch verb {
@@ -814,7 +844,7 @@ public final class Daemon {
         case "metrics": return .now(["ok": true, "text": metricsText()])
         case "config":
             // The file as loaded (for `bessctl diag`), with secrets redacted.
-            let text = configPath.flatMap { try? String(contentsOfFile: $0, encoding: .utf8) } ?? EmbeddedConfiguration.simulationYAML
+            let text = guarded.withLock { $0.configText } ?? "(not readable)"
             return .now(["ok": true, "path": configPath ?? "(embedded default)", "text": Self.redacted(text)])
         case "faults": return .now(faultsObject(configuration))
         case "site": return .now(siteObject(configuration))

@@ -173,8 +173,11 @@ public final class Spool {
     private func enforceBound() throws(SpoolError) {
         while bytesOnDisk > maxBytes, segments.count > 1 {
             let oldest = segments.removeFirst()
-            let lost = oldest.lastSeq >= oldest.firstSeq ? oldest.lastSeq - max(oldest.firstSeq, acknowledged + 1) + 1 : 0
-            if oldest.lastSeq > acknowledged { dropped &+= lost }
+            // Only records not yet acknowledged are lost (computed only then: a fully acknowledged
+            // segment would underflow).
+            if oldest.lastSeq > acknowledged, oldest.lastSeq >= oldest.firstSeq {
+                dropped &+= oldest.lastSeq - max(oldest.firstSeq, acknowledged + 1) + 1
+            }
             unlink(oldest.path)
             acknowledged = max(acknowledged, oldest.lastSeq)
             try saveState()
@@ -183,13 +186,17 @@ public final class Spool {
 
     // MARK: reading and acknowledging
 
-    /// Up to `limit` records after `seq`, in order.
+    /// Up to `limit` records after `seq`, in order, each seq once: segments that overlap (a damaged
+    /// or hand-edited spool; make fuzz found one replaying 3 then 2) give only what is past the last
+    /// record already taken.
     public func records(after seq: UInt64, limit: Int) throws(SpoolError) -> [SpoolRecord] {
         var result: [SpoolRecord] = []
-        for segment in segments where segment.lastSeq > seq && result.count < limit {
+        var floor = seq
+        for segment in segments where segment.lastSeq > floor && result.count < limit {
             let (records, _) = try Self.read(segment.path)
-            for record in records where record.seq > seq {
+            for record in records where record.seq > floor {
                 result.append(record)
+                floor = record.seq
                 if result.count == limit { break }
             }
         }
@@ -225,14 +232,19 @@ public final class Spool {
         }
     }
 
+    /// The largest seq the spool accepts (far beyond any site's lifetime at any rate), so that no
+    /// arithmetic on a seq read from disk can overflow.
+    static let maxSeq: UInt64 = 1 << 62
+
     private func loadState() throws(SpoolError) {
         guard let text = try? String(contentsOfFile: statePath, encoding: .utf8) else { return }
         let fields = text.split(separator: " ").compactMap { UInt64($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
-        if fields.count == 3 {
-            acknowledged = fields[0]
-            dropped = fields[1]
-            nextSeq = max(1, fields[2])
-        }
+        // A state that cannot be true is ignored: the segments then say where the sequence stands
+        // (records already acknowledged may be sent again; the aggregator stores each seq once).
+        guard fields.count == 3, fields[2] <= Self.maxSeq, fields[0] < max(1, fields[2]) else { return }
+        acknowledged = fields[0]
+        dropped = fields[1]
+        nextSeq = max(1, fields[2])
     }
 
     /// Reads every segment, cuts a torn or damaged tail, and continues the sequence after the last record.
@@ -247,7 +259,8 @@ public final class Spool {
                 truncate(path, off_t(validBytes))
                 if index == names.count - 1 { recovery.tornBytes += size - validBytes } else { recovery.damagedSegments += 1 }
             }
-            guard let first = records.first, let last = records.last else {
+            // A segment with nothing left, or nothing not yet acknowledged, is not kept.
+            guard let first = records.first, let last = records.last, last.seq > acknowledged else {
                 unlink(path)
                 continue
             }
@@ -277,6 +290,7 @@ public final class Spool {
             let length = Int(u32(offset))
             guard length <= maxPayload, offset + header + length <= bytes.count else { break }
             let seq = u64(offset + 8)
+            guard seq >= 1, seq < maxSeq else { break }
             let payload = Array(bytes[(offset + header)..<(offset + header + length)])
             let crc = CRC32.checksum(payload, continuing: CRC32.checksum(bytes[(offset + 8)..<(offset + 16)]))
             guard crc == u32(offset + 4), previous.map({ seq == $0 + 1 }) ?? true else { break }

@@ -17,9 +17,16 @@ struct Diag: ParsableCommand {
     func run() throws {
         let stamp = Self.stamp()
         let name = "bessd-diag-\(ProcessInfo.processInfo.hostName.split(separator: ".").first ?? "host")-\(stamp)"
-        let scratch = NSTemporaryDirectory() + "bessctl-diag-\(getpid())"
+        // The bundle holds the journal and the configuration: readable by its owner only, gathered in
+        // a directory of a name nobody can guess or take first.
+        umask(0o077)
+        var template = Array((NSTemporaryDirectory() + "bessctl-diag-XXXXXX").utf8CString)
+        guard let made = mkdtemp(&template) else {
+            FileHandle.standardError.write(Data("bessctl: DIAG_WRITE_FAILED: cannot make a temporary directory\n".utf8))
+            throw ExitCode(1)
+        }
+        let scratch = String(cString: made)
         let folder = scratch + "/" + name
-        try? FileManager.default.removeItem(atPath: scratch)
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         var notes: [String] = []
@@ -48,7 +55,7 @@ struct Diag: ParsableCommand {
             save("\(verb).json", json(answer))
             if verb == "status" {
                 versions.append("bessd \(answer["version"] as? String ?? "?") (mode \(answer["mode"] as? String ?? "?"))")
-                let uplink = answer["uplink"] ?? answer["spool"]
+                let uplink = answer["uplink"].flatMap { $0 is NSNull ? nil : $0 }
                 save("spool.json", uplink.map { json(["uplink": $0]) } ?? "{\"uplink\": null}\n")
                 if uplink == nil { notes.append("spool: bessd has no uplink configured (no spool)") }
             }

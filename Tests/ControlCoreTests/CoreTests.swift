@@ -209,6 +209,29 @@ struct EnergyBlockTests {
         }
         #expect(site.clockSteps == 1)
         #expect(abs(site.lastClockStepSeconds + 3600) < 0.01)
+        // A reload keeps the count (the journal reports only new steps).
+        let reloaded = Fixture.site()
+        reloaded.adopt(from: site, mapping: [0])
+        #expect(reloaded.clockSteps == 1)
+    }
+
+    @Test("three days back: the held block closes after its length and the blocks go on along their own timeline, once each")
+    func farBackward() {
+        var accumulator = EnergyAccumulator(unit: 0, blockLength: .seconds(900))
+        var wall = 1_800_000_000.0
+        _ = accumulator.integrate(power: nil, elapsedSeconds: 0, wallClock: wall)
+        var closed: [EnergyBlock] = []
+        for i in 1...720 {  // 2 h at 10 s; back 3 days after 10 min
+            wall += 10
+            if i == 60 { wall -= 3 * 86_400 }
+            if let block = accumulator.integrate(power: .kilowatts(36), elapsedSeconds: 10, wallClock: wall) { closed.append(block) }
+        }
+        let starts = closed.map(\.startUnixSeconds)
+        #expect(starts == (0..<closed.count).map { 1_800_000_000 + Int64($0) * 900 }, "\(starts)")
+        #expect(closed.count == 7)
+        #expect(closed.dropFirst().allSatisfy(\.clockStepped) && closed[0].clockStepped)
+        let total = (closed + [accumulator.current!]).reduce(0.0) { $0 + $1.dischargedWh }
+        #expect(abs(total - 36_000 * 7190 / 3600) < 1e-6)
     }
 
     @Test("blocks measured while the clock is unsynchronised say so")

@@ -114,8 +114,14 @@ struct ControlRolesTests {
             #expect(refused.err.contains("PERMISSION_DENIED"), "\(verb): \(refused.err)")
         }
 
+        // A flood of refusals is counted, not logged line by line (at most 5 a second).
+        for _ in 0..<25 { _ = try users.bessctl(as: "bess-t-nobody", ["faults", "--socket", daemon.socket]) }
+
         daemon.signal(SIGTERM)
         let (_, text) = daemon.finish()
+        let logged = text.components(separatedBy: "refused: PERMISSION_DENIED").count - 1
+        #expect(logged < 6 + 25, "\(logged) refusal lines for 31 refusals")
+        #expect(text.contains("more refused and not logged before this one"))
         let nobody = users.uid("bess-t-nobody")
         let reader = users.uid("bess-t-reader")
         let op = users.uid("bess-t-operator")

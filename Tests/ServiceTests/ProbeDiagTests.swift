@@ -135,6 +135,9 @@ struct ProbeDiagTests {
         #expect(read("status.json").contains("\"D2\""))
         #expect(read("versions.txt").hasPrefix("bessctl "))
         #expect(read("NOTES.txt").contains("bessctl diag at "))
+        #expect(read("NOTES.txt").contains("- spool: bessd has no uplink configured (no spool)"))
+        var info = stat()
+        #expect(stat(bundle, &info) == 0 && info.st_mode & 0o077 == 0, "the bundle is for its owner only")
 
         daemon.signal(SIGTERM)
         _ = daemon.finish()

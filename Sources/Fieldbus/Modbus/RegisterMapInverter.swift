@@ -55,7 +55,11 @@ public struct MappedRegister: Sendable, Equatable {
     /// coarse register never holds less time than asked, and never 0).
     public func encode(_ value: Double, rounding: FloatingPointRoundingRule = .toNearestOrAwayFromZero) -> [UInt16]? {
         guard scale != 0, value.isFinite else { return nil }
-        let raw = removeScale(value).rounded(rounding)
+        let exact = removeScale(value)
+        // A value one step holds exactly (21 s at 0.7) stays that step whatever the rounding rule:
+        // binary fractions leave it a hair above (30.000000000000004), which must not round away.
+        let nearest = exact.rounded()
+        let raw = abs(exact - nearest) <= 1e-9 * max(1, abs(exact)) ? nearest : exact.rounded(rounding)
         let range: ClosedRange<Double> = switch type {
         case .int16: -32768...32767
         case .uint16: 0...65535
