@@ -3,6 +3,7 @@
 # FUZZ_RUNS executions (default 1,000,000; a run ends only when the count is reached or it fails).
 #
 #   scripts/fuzz.sh [TARGET...]        targets: can sunspec register-map config dispatch control spool scada
+#   FUZZ_JOBS=N                        targets run side by side (default: one per core)
 #
 # The harnesses are Sources/FuzzTargets; they are built here with -sanitize=fuzzer,address into
 # .build-fuzz (the daemon's build never links the fuzzer). Each target starts from its seeds (made by
@@ -30,19 +31,19 @@ if ! build >"$OUT/build.log" 2>&1; then
 fi
 FUZZ=$(build --show-bin-path 2>/dev/null)/bess-fuzz
 
-ROWS=()
-FAILED=0
-for target in "${TARGETS[@]}"; do
-  corpus="$OUT/corpus-$target"
-  seeds="$OUT/seeds-$target"
-  rm -rf "$seeds"
+JOBS=${FUZZ_JOBS:-$(nproc)}
+
+# One target: its seeds, then libFuzzer until RUNS executions or the first failure; its table row
+# goes to $OUT/TARGET.row.
+fuzz_one() {
+  local target=$1 corpus="$OUT/corpus-$1" seeds="$OUT/seeds-$1" log="$OUT/$1.log" maxlen=4096
+  rm -rf "$seeds" "$OUT/$target.row"
   mkdir -p "$corpus" "$seeds"
   BESS_FUZZ_TARGET=$target BESS_FUZZ_WRITE_SEEDS=$seeds "$FUZZ" >/dev/null 2>&1
   if [[ $target == config ]]; then cp config/*.yaml "$seeds/"; cp hil/rigs/*.yaml "$seeds/"; fi
-  maxlen=4096
   [[ $target == config || $target == spool ]] && maxlen=16384
-  log="$OUT/$target.log"
   echo "fuzz: $target: $RUNS runs from $(ls "$seeds" | wc -l) seeds"
+  local start status seconds runs done_line cov ft corp verdict rate
   start=$(date +%s)
   BESS_FUZZ_TARGET=$target ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 "$FUZZ" \
     -runs="$RUNS" -timeout=1 -rss_limit_mb=4096 -max_len=$maxlen -print_final_stats=1 \
@@ -57,14 +58,26 @@ for target in "${TARGETS[@]}"; do
   verdict=pass
   if [[ $status -ne 0 ]]; then
     verdict="FAIL: $(grep -m1 -E 'BESS_FUZZ_INVARIANT|ERROR: AddressSanitizer|ERROR: libFuzzer|Fatal error|SUMMARY' "$log" | cut -c1-160)"
-    FAILED=1
   elif [[ -z $runs || $runs -lt $RUNS ]]; then
     verdict="FAIL: $runs of $RUNS runs"
-    FAILED=1
   fi
   rate=$(( ${runs:-0} / (seconds > 0 ? seconds : 1) ))
   echo "fuzz: $target: ${runs:-0} runs in ${seconds} s, cov ${cov:-?}, ft ${ft:-?}: $verdict"
-  ROWS+=("| \`$target\` | ${runs:-0} | ${cov:-?} | ${ft:-?} | ${corp:-?} | $seconds | $rate | $verdict |")
+  echo "| \`$target\` | ${runs:-0} | ${cov:-?} | ${ft:-?} | ${corp:-?} | $seconds | $rate | $verdict |" > "$OUT/$target.row"
+}
+
+# FUZZ_JOBS targets at a time (default: one per core).
+for target in "${TARGETS[@]}"; do
+  while [[ $(jobs -rp | wc -l) -ge $JOBS ]]; do wait -n; done
+  fuzz_one "$target" &
+done
+wait
+ROWS=()
+FAILED=0
+for target in "${TARGETS[@]}"; do
+  row=$(cat "$OUT/$target.row" 2>/dev/null || echo "| \`$target\` | 0 | ? | ? | ? | 0 | 0 | FAIL: no result |")
+  [[ $row == *"| pass |" ]] || FAILED=1
+  ROWS+=("$row")
 done
 
 {
@@ -72,7 +85,8 @@ done
   echo
   echo "$(date -u +%Y-%m-%d), $(git rev-parse --short HEAD 2>/dev/null), $(nproc) cores, $(swift --version 2>/dev/null | head -1)."
   echo "libFuzzer + AddressSanitizer (\`-sanitize=fuzzer,address\`, release), \`-timeout=1\` (an input over 1 s is a hang),"
-  echo "at least $RUNS executions per target. Harnesses: Sources/FuzzTargets (each states its invariants);"
+  echo "at least $RUNS executions per target, $JOBS targets side by side (executions/s is per target on a shared machine)."
+  echo "Harnesses: Sources/FuzzTargets (each states its invariants);"
   echo "how to read and rerun: docs/fuzzing.md."
   echo
   echo "| target | executions | coverage (edges) | features | corpus (inputs/bytes) | seconds | executions/s | verdict |"
