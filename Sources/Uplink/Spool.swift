@@ -275,12 +275,27 @@ public final class Spool {
         try saveState()
     }
 
+    /// A segment's bytes, read with read(2) straight into the array (no Foundation `Data` in
+    /// between: under the fuzzer's sanitizer build each `FileManager.contents` read stayed live, 2.8 GB
+    /// after 335,000 recoveries; plain reads leave nothing behind).
+    static func readFile(_ path: String) throws(SpoolError) -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw SpoolError(code: "SPOOL_IO", message: "cannot read \(path): \(SystemError.text(errno))", errno: errno) }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0, errno == EINTR { continue }
+            guard n >= 0 else { throw SpoolError(code: "SPOOL_IO", message: "cannot read \(path): \(SystemError.text(errno))", errno: errno) }
+            if n == 0 { return bytes }
+            bytes += chunk[0..<n]
+        }
+    }
+
     /// Every valid record of a segment, and how many bytes they span.
     static func read(_ path: String) throws(SpoolError) -> ([SpoolRecord], Int) {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw SpoolError(code: "SPOOL_IO", message: "cannot read \(path)")
-        }
-        let bytes = [UInt8](data)
+        let bytes = try readFile(path)
         var records: [SpoolRecord] = []
         var offset = 0
         var previous: UInt64?
