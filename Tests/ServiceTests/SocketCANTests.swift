@@ -222,14 +222,17 @@ struct SocketCANTests {
     func probeCAN() throws {
         // Frames written by hand from the Pylontech LV profile (not bessd's encoder): 0x351 CVL 55.2 V,
         // CCL 50.0 A, DCL 100.0 A; 0x355 SOC 87 %, SOH 99 %; 0x356 52.30 V, −3.0 A, 25.0 °C; 0x359 no
-        // protections; 0x35E "PYLON"; every 100 ms for 4 s. No 0x35C and no 0x373.
+        // protections; 0x35E "PYLON"; every 100 ms until stopped (at most 60 s). No 0x35C, no 0x373.
+        // Python in the emulated VM takes seconds to import python-can: the probe starts once it
+        // says it is sending.
         let script = """
-            import can, time
+            import can, sys, time
             bus = can.Bus(interface="socketcan", channel="\(interface)", receive_own_messages=False)
             frames = [(0x351, [0x28, 0x02, 0xF4, 0x01, 0xE8, 0x03, 0xC2, 0x01]), (0x355, [87, 0, 99, 0]),
                       (0x356, [0x6E, 0x14, 0xE2, 0xFF, 0xFA, 0x00]), (0x359, [0, 0, 0, 0, 1, 0x50, 0x4E]),
                       (0x35E, list(b"PYLON   "))]
-            end = time.time() + 4
+            print("SENDING", flush=True)
+            end = time.time() + 60
             while time.time() < end:
                 for ident, data in frames:
                     bus.send(can.Message(arbitration_id=ident, data=data, is_extended_id=False))
@@ -239,10 +242,19 @@ struct SocketCANTests {
         let python = Process()
         python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         python.arguments = ["python3", "-c", script]
+        let said = Pipe()
+        python.standardOutput = said
         try python.run()
+        var heard = ""
+        while !heard.contains("SENDING") {
+            let data = said.fileHandleForReading.availableData
+            if data.isEmpty { break }  // python ended without sending
+            heard += String(decoding: data, as: UTF8.self)
+        }
+        #expect(heard.contains("SENDING"), "python-can did not start: \(heard)")
         let probe = try Package.run("bessctl", ["probe", "can", interface, "--seconds", "2"])
+        python.terminate()
         python.waitUntilExit()
-        #expect(python.terminationStatus == 0)
         #expect(probe.status == 0, "\(probe.out)\(probe.err)")
         #expect(probe.out.contains("limits: charge 50.0 A, discharge 100.0 A, CVL 55.2 V, DVL 45.0 V"), "\(probe.out)")
         #expect(probe.out.contains("SOC 87.0 %, SOH 99 %"))
