@@ -1,3 +1,4 @@
+import BessSystem
 import ControlProtocol
 import Foundation
 import Glibc
@@ -117,9 +118,7 @@ final class GroupCache: @unchecked Sendable {
     func gids() -> (reader: UInt32?, operator: UInt32?) {
         lock.lock()
         defer { lock.unlock() }
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        let seconds = Double(now.tv_sec) + Double(now.tv_nsec) * 1e-9
+        let seconds = Double(SystemClock.monotonicNanoseconds()) / 1e9
         if seconds - at >= 10 {
             cached = (ControlCaller.gid(named: ControlCaller.readerGroup), ControlCaller.gid(named: ControlCaller.operatorGroup))
             at = seconds

@@ -104,7 +104,7 @@ struct ProbeModbus: ParsableCommand {
         let revert = Self.revertTimer(inverter, &unit)
         print("revert timer: \(revert ? "available" : "NOT available: bessd never commands without one")")
         guard revert else { throw ExitCode(1) }
-        let kw = inverter.ratedPower.map { String(format: "%g", ($0.value / 1000 * 1000).rounded() / 1000) } ?? "FILL_IN"
+        let kw = inverter.ratedPower.map { String(format: "%g", $0.value.rounded() / 1000) } ?? "FILL_IN"
         print("")
         print("# paste under bess_units: (choose the id; capacity_kwh is the battery's usable energy)")
         print("  - id: UNIT_\(unitID)")
