@@ -44,17 +44,7 @@ vng --run "$KERNEL" --disable-kvm --user root --memory 2G --exec "$STAGE/can-sui
   | tee "$STAGE/vm.log" | grep -v '^BEGIN_FILE\|^END_FILE\|^[A-Za-z0-9+/=]\{200,\}$' 
 set -e
 mkdir -p hil/results/scenarios
-python3 - "$STAGE/vm.log" hil/results/scenarios <<'PY'
-import base64, os, sys
-name = None
-for line in open(sys.argv[1], errors="replace"):
-    line = line.strip()
-    if line.startswith("BEGIN_FILE "):
-        name = os.path.basename(line.split(" ", 1)[1])
-    elif name and line != "END_FILE" and line:
-        open(os.path.join(sys.argv[2], name), "wb").write(base64.b64decode(line))
-        name = None
-PY
+python3 scripts/vm-files.py "$STAGE/vm.log" hil/results/scenarios
 if grep -q '^CAN_SUITE_RESULT=0$' "$STAGE/vm.log"; then
   echo "can-tests: SocketCAN suite passed in the VM"
 else

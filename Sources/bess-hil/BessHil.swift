@@ -14,7 +14,7 @@ struct BessHil: ParsableCommand {
         abstract: "Hardware-in-loop plant: simulated batteries, inverters and grid.",
         version: BessdVersion.string,
         subcommands: [PlantCommand.self, ScenarioCommand.self, BenchCommand.self, Battery.self, Frequency.self, SpoolWriter.self,
-                      FleetCommand.self])
+                      FleetCommand.self, SoakCommand.self])
 }
 
 /// Runs the battery model at a constant power and prints its trajectory as CSV.

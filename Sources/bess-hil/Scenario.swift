@@ -30,6 +30,8 @@ struct Scenario {
             /// A write to bessd's SunSpec server as plant SCADA would make it: model 704 points by
             /// name, in engineering units (percent, W, s, 0/1), written in runs of adjacent points.
             case scada([(point: String, value: Double)])
+            /// bess-aggregator stopped (SIGKILL: an uplink outage) or started again on its port and database.
+            case aggregator(running: Bool)
         }
         var at: Double
         var kind: Kind
@@ -59,6 +61,17 @@ struct Scenario {
     var config: Node
     var actions: [Action]
     var expectations: [Expectation]
+
+    /// True when the timeline needs bess-aggregator beside bessd (it dispatches, or stops and
+    /// starts the aggregator).
+    var needsAggregator: Bool {
+        actions.contains { action in
+            switch action.kind {
+            case .dispatch, .aggregator: true
+            default: false
+            }
+        }
+    }
 
     static let numericSignals = ["setpoint_kw", "power_kw", "soc_percent", "frequency_hz", "bessd_setpoint_kw",
                                  "allowed_charge_kw", "allowed_discharge_kw", "grid_kw", "site_power_kw", "soc_spread_percent",
@@ -153,6 +166,9 @@ struct Scenario {
                 kind = .start; label = "bessd started"
             } else if let reload = entry["reload"], reload.mapping != nil {
                 kind = .reload(reload); label = "reload"
+            } else if let state = entry["aggregator"]?.string {
+                guard state == "stop" || state == "start" else { fail("\(here).aggregator", "stop or start"); continue }
+                kind = .aggregator(running: state == "start"); label = "bess-aggregator \(state == "start" ? "started" : "stopped")"
             } else if let write = entry["scada_write"]?.mapping {
                 var points: [(point: String, value: Double)] = []
                 for (key, value) in write {
@@ -169,11 +185,11 @@ struct Scenario {
             }
             let knownKeys: Set = ["at_s", "for_s", "over_s", "delay_s", "bms", "unit", "group", "frequency_hz", "ramp_to_hz", "fault",
                                   "reset", "mode", "override_kw", "clear_override", "dispatch_kw", "kill_bessd", "start_bessd",
-                                  "reload", "scada_write", "label"]
+                                  "reload", "scada_write", "aggregator", "label"]
             for key in keys.subtracting(knownKeys) { fail("\(here).\(key)", "unknown key") }
             guard let kind else {
                 fail(here, "names no action (frequency_hz, ramp_to_hz, fault, reset, mode, override_kw, clear_override, "
-                     + "dispatch_kw, kill_bessd, start_bessd, reload, scada_write)")
+                     + "dispatch_kw, kill_bessd, start_bessd, reload, scada_write, aggregator)")
                 continue
             }
             actions.append(Action(at: at, kind: kind, label: entry["label"]?.string ?? label))

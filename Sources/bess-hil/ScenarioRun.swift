@@ -26,6 +26,8 @@ final class ScenarioRun {
     var bessdOffset = 0.0
     var aggregator: Process?
     var samples: [Sample] = []
+    /// Reloads bessd confirmed (its `config` answer became the file written).
+    var reloadsApplied = 0
     var executed: [(at: Double, label: String, outcome: String)] = []
     var unitIDs: [String] = []
     var controlSocket: String { runDirectory + "/control.sock" }
@@ -38,6 +40,12 @@ final class ScenarioRun {
     var plotter: String? = ScenarioRun.program("gnuplot")
     /// Why the plot was not drawn (gnuplot missing or failing), for the verdict line.
     var plotProblem: String?
+    /// Start bess-aggregator even when the timeline does not name it (the soak's uplink).
+    var wantsAggregator = false
+    /// Called every tick (50 ms) with the scenario time, after the tick's actions and sample.
+    var onTick: ((Double) -> Void)?
+    /// Called once after the last tick, bessd still running (the soak's final accounting).
+    var beforeStop: (() -> Void)?
 
     /// `name` on PATH, when it is an executable file.
     static func program(_ name: String) -> String? {
@@ -52,11 +60,10 @@ final class ScenarioRun {
         if !FileManager.default.isExecutableFile(atPath: bessdPath) {
             return ScenarioError("SCENARIO_BESSD_MISSING", "no bessd at \(bessdPath) (build it: swift build, or pass --bessd PATH)")
         }
-        if scenario.actions.contains(where: { if case .dispatch = $0.kind { true } else { false } }),
-           !FileManager.default.isExecutableFile(atPath: aggregatorPath)
+        if scenario.needsAggregator, !FileManager.default.isExecutableFile(atPath: aggregatorPath)
         {
             return ScenarioError("SCENARIO_AGGREGATOR_MISSING",
-                                 "this scenario dispatches and there is no bess-aggregator at \(aggregatorPath) (pass --aggregator PATH)")
+                                 "this scenario needs bess-aggregator and there is none at \(aggregatorPath) (pass --aggregator PATH)")
         }
         return nil
     }
@@ -101,7 +108,7 @@ final class ScenarioRun {
         }
         guard let rig = built else { throw ScenarioError("SCENARIO_PLANT_FAILED", lastError) }
         defer { rig.stop() }
-        if scenario.actions.contains(where: { if case .dispatch = $0.kind { true } else { false } }) { try startAggregator() }
+        if scenario.needsAggregator || wantsAggregator { try startAggregator() }
         // The plant serves (and steps) while bessd starts; the scenario's clock starts once bessd answers.
         plantStep = { _ = rig.step(now: MonotonicClock.now()) }
         plantStep()
@@ -131,6 +138,11 @@ final class ScenarioRun {
             }
             tickCount += 1
             if tickCount % 2 == 0 { samples.append(sample(rig, t: t, hz: hz)) }
+            onTick?(t)
+        }
+        if let beforeStop {
+            plantStep = { _ = rig.step(now: MonotonicClock.now()) }
+            beforeStop()
         }
         stopBessd()
         try writeResults()
@@ -277,19 +289,27 @@ final class ScenarioRun {
         process.waitUntilExit()
     }
 
+    /// Starts bess-aggregator on a free port, or on the port it had (a restart after an outage: same
+    /// port, same database).
     func startAggregator() throws(ScenarioError) {
-        aggregatorPort = freePort()
+        if aggregatorPort == 0 { aggregatorPort = freePort() }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: aggregatorPath)
         process.arguments = ["--listen", "127.0.0.1:\(aggregatorPort)", "--database", runDirectory + "/aggregator.sqlite"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
+        let logPath = runDirectory + "/aggregator.log"
+        if !FileManager.default.fileExists(atPath: logPath) { FileManager.default.createFile(atPath: logPath, contents: nil) }
+        let log = FileHandle(forWritingAtPath: logPath)
+        log?.seekToEndOfFile()
+        process.standardOutput = log ?? FileHandle.nullDevice
+        process.standardError = log ?? FileHandle.nullDevice
         do { try process.run() } catch { throw ScenarioError("SCENARIO_AGGREGATOR_FAILED", "cannot start \(aggregatorPath): \(error)") }
+        try? log?.close()
         aggregator = process
         let end = MonotonicClock.now() + .seconds(10)
         while MonotonicClock.now() < end {
             if httpRequest("GET", "/metrics", body: nil)?.hasPrefix("HTTP/1.1 200") == true { return }
             usleep(50_000)
+            plantStep()
         }
         throw ScenarioError("SCENARIO_AGGREGATOR_FAILED", "bess-aggregator did not answer on 127.0.0.1:\(aggregatorPort)")
     }
@@ -347,14 +367,34 @@ final class ScenarioRun {
             }
         case .scada(let points):
             return writeScada(points)
+        case .aggregator(let running):
+            if running {
+                do { try startAggregator() } catch { return "failed: \(error)" }
+                return "pid \(aggregator?.processIdentifier ?? 0) on port \(aggregatorPort)"
+            }
+            guard let process = aggregator, process.isRunning else { return "bess-aggregator was not running" }
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return "killed pid \(process.processIdentifier)"
         case .reload(let over):
             config = Scenario.merge(config, over)
             guard let path = try? writeConfig("bessd.yaml", offset: bessdOffset), let process = bessd, process.isRunning else {
                 return "failed: bessd not running"
             }
+            let written = try? String(contentsOfFile: path, encoding: .utf8)
             kill(process.processIdentifier, SIGHUP)
-            _ = path
-            return "SIGHUP sent"
+            // Applied when bessd's `config` answer is the file just written (the plant keeps serving meanwhile).
+            let end = MonotonicClock.now() + .seconds(5)
+            while MonotonicClock.now() < end {
+                if let answer = try? ControlClient.request(["verb": "config"], socket: controlSocket, timeout: .seconds(1)),
+                   answer["text"] as? String == written {
+                    reloadsApplied += 1
+                    return "SIGHUP: applied"
+                }
+                plantStep()
+                usleep(20_000)
+            }
+            return "SIGHUP sent; not applied within 5 s"
         }
     }
 
@@ -418,30 +458,30 @@ final class ScenarioRun {
     // MARK: judging and results
 
     func judge() -> [String] {
-        var failures: [String] = []
-        for (index, e) in scenario.expectations.enumerated() {
-            let label = "expect[\(index)]" + (e.why.isEmpty ? "" : " (\(e.why))")
-            switch e.window {
-            case .at(let t):
-                guard let s = samples.min(by: { abs($0.t - t) < abs($1.t - t) }), abs(s.t - t) <= 0.25 else {
-                    failures.append("\(label): no sample within 0.25 s of \(fmt(t)) s"); continue
-                }
-                if let miss = s.check(e) { failures.append("\(label) at \(fmt(s.t)) s: \(miss)") }
-            case .always(let from, let to):
-                let window = samples.filter { $0.t >= from && $0.t <= to }
-                if window.isEmpty { failures.append("\(label): no samples in \(fmt(from))–\(fmt(to)) s"); continue }
-                if let bad = window.first(where: { $0.check(e) != nil }) {
-                    failures.append("\(label) from \(fmt(from)) to \(fmt(to)) s: at \(fmt(bad.t)) s \(bad.check(e)!)")
-                }
-            case .eventually(let after, let by):
-                let window = samples.filter { $0.t >= after && $0.t <= by }
-                if !window.contains(where: { $0.check(e) == nil }) {
-                    let last = window.last.flatMap { $0.check(e) } ?? "no samples"
-                    failures.append("\(label): never between \(fmt(after)) and \(fmt(by)) s (last: \(last))")
-                }
-            }
+        scenario.expectations.enumerated().compactMap { index, e in
+            miss(e).map { "expect[\(index)]" + (e.why.isEmpty ? "" : " (\(e.why))") + $0 }
         }
-        return failures
+    }
+
+    /// How the samples miss expectation `e` (nil: met), as the text after its label.
+    func miss(_ e: Scenario.Expectation) -> String? {
+        switch e.window {
+        case .at(let t):
+            guard let s = samples.min(by: { abs($0.t - t) < abs($1.t - t) }), abs(s.t - t) <= 0.25 else {
+                return ": no sample within 0.25 s of \(fmt(t)) s"
+            }
+            return s.check(e).map { " at \(fmt(s.t)) s: \($0)" }
+        case .always(let from, let to):
+            let window = samples.filter { $0.t >= from && $0.t <= to }
+            if window.isEmpty { return ": no samples in \(fmt(from))–\(fmt(to)) s" }
+            guard let bad = window.first(where: { $0.check(e) != nil }) else { return nil }
+            return " from \(fmt(from)) to \(fmt(to)) s: at \(fmt(bad.t)) s \(bad.check(e)!)"
+        case .eventually(let after, let by):
+            let window = samples.filter { $0.t >= after && $0.t <= by }
+            if window.contains(where: { $0.check(e) == nil }) { return nil }
+            let last = window.last.flatMap { $0.check(e) } ?? "no samples"
+            return ": never between \(fmt(after)) and \(fmt(by)) s (last: \(last))"
+        }
     }
 
     func writeResults() throws(ScenarioError) {
