@@ -115,7 +115,13 @@ rows.append((
 rows.append((
     f"BMS protection frame (CAN) → zero on the wire, 100 ms ({fmt(num('alarm_n'), 0)} alarms; {r.get('alarm_where', '')})",
     f"p50 {fmt(num('alarm_p50'))} / p99 {fmt(num('alarm_p99'))} / max {fmt(num('alarm_max'))} ms",
-    "p99 ≤ 105 ms", verdict(num("alarm_p99"), 105, unit=" ms")))
+    "p99 ≤ 5 ms", verdict(num("alarm_p99"), 5, unit=" ms")))
+rows.append((
+    "Extra cycles the BMS woke: 10 s of ordinary frames at 16 kW, then per alarm (the regular schedule's lateness is the rows above)",
+    f"{fmt(num('alarm_quiet_cycles'), 0)} in the quiet 10 s; {fmt(num('alarm_extra_cycles'), 0)} for {fmt(num('alarm_count'), 0)} alarms",
+    "0 when nothing calls for less power; one per alarm",
+    "**not measured**" if math.isnan(num("alarm_quiet_cycles")) else
+    "met" if num("alarm_quiet_cycles") == 0 and num("alarm_extra_cycles") <= num("alarm_count") else "**missed**"))
 for units in ("1", "8", "32"):
     target_cpu = {"8": "≤ 1 %", "32": "≤ 1 %"}.get(units, "(reference)")
     rows.append((

@@ -41,6 +41,7 @@ if ! { [ -w /dev/kvm ] && vng --run "$KERNEL" --user root --memory 1G --exec "tr
   KVM=(--disable-kvm)
 fi
 vng --run "$KERNEL" "${KVM[@]}" --user root --memory 2G --exec "$STAGE/run.sh" > "$STAGE/vm.log" 2>&1 || true
+grep '^ALARM_CYCLES\|^ALARM_SLOW\|^ALARM_SKIP' "$STAGE/vm.log" | tr -d '\r' || true
 grep '^SUMMARY' "$STAGE/vm.log" || { tail -20 "$STAGE/vm.log"; echo "the alarm bench did not finish in the VM"; exit 1; }
 grep -q '^CAN_BENCH_RESULT=0' "$STAGE/vm.log" || { echo "the alarm bench failed in the VM"; exit 1; }
 sed -n 's/^ALARM_SAMPLE //p' "$STAGE/vm.log" | tr -d '\r' > "$CSV"

@@ -13,6 +13,11 @@ public final class BMSSlot: Sendable {
         var busOff = false
         var keepAlivesSent: UInt64 = 0
         var transmitDrops: UInt64 = 0
+        /// What the cycle commands the unit now (W, + = discharge), and the thresholds a frame is
+        /// judged by: together they say whether a frame calls for less power (`BMSAlarmWatch`).
+        var commandedW = 0.0
+        var watch: BMSAlarmWatch?
+        var alarms: UInt64 = 0
     }
     private let state = PILock(State())
 
@@ -26,6 +31,14 @@ public final class BMSSlot: Sendable {
     public var fault: String? { state.withLock { $0.fault } }
     /// Keep-alive frames (0x305) sent.
     public var keepAlivesSent: UInt64 { state.withLock { $0.keepAlivesSent } }
+    /// Frames that called for less power and woke the cycle.
+    public var alarms: UInt64 { state.withLock { $0.alarms } }
+
+    /// The cycle's side, every cycle: the setpoint it commands now (one short lock, no allocation).
+    public func setCommanded(_ setpoint: Watts) { state.withLock { $0.commandedW = setpoint.value } }
+
+    /// Judge frames by these thresholds and wake the cycle when one calls for less power (nil: never).
+    public func setWatch(_ watch: BMSAlarmWatch?) { state.withLock { $0.watch = watch } }
 
     func update(_ body: (inout State) -> Void) { state.withLock { body(&$0) } }
 }
@@ -44,12 +57,15 @@ public final class BMSWorker: @unchecked Sendable {
 
     /// Bitrate and restart-ms to set when bessd manages the interface itself.
     let management: (bitrate: Int, restartMs: Int)?
+    /// The cycle's schedule, woken when a frame calls for less power (the slot's watch says when).
+    let phase: CyclePhase?
 
-    public init(interface: String, slot: BMSSlot, manage: (bitrate: Int, restartMs: Int)? = nil,
+    public init(interface: String, slot: BMSSlot, manage: (bitrate: Int, restartMs: Int)? = nil, phase: CyclePhase? = nil,
                 log: @escaping @Sendable (String) -> Void) {
         self.interface = interface
         self.slot = slot
         management = manage
+        self.phase = phase
         self.log = log
     }
 
@@ -127,10 +143,17 @@ public final class BMSWorker: @unchecked Sendable {
                 _ = decoder.ingest(frame, at: at)
                 let snapshot = decoder.snapshot
                 let counters = decoder.counters
+                var alarm = false
                 slot.update {
+                    // A frame that calls for less power wakes the cycle now, not at its next period.
+                    if let watch = $0.watch {
+                        alarm = watch.callsForLess(before: $0.snapshot, after: snapshot, commandedW: $0.commandedW)
+                        if alarm { $0.alarms &+= 1 }
+                    }
                     $0.snapshot = snapshot
                     $0.counters = counters
                 }
+                if alarm { phase?.raiseAlarm() }
             } catch {
                 // The interface went away or down: report it and reopen with back-off.
                 slot.update { $0.fault = error.code == "CAN_RECEIVE_FAILED" ? "CAN_INTERFACE_DOWN" : error.code }

@@ -108,7 +108,23 @@ public final class BusPoller: @unchecked Sendable {
             // Until the reads: hand-overs in both directions, and the answers of endpoints with more
             // requests queued. The answer to an endpoint's last write is taken when the reads start,
             // not as it arrives: one wake-up less per endpoint and cycle.
-            serve(&lanes, until: readAt, lastAnswersLater: true)
+            if phase.alarmsEnabled {
+                // A hand-over meanwhile is an extra cycle's, woken by a BMS alarm: its setpoints go
+                // on the wire now, not after the next round's reads.
+                while worker.isRunning {
+                    var urgent = false
+                    serve(&lanes, until: readAt, watchKick: true, lastAnswersLater: true) { _ in
+                        if kicked.drain() { urgent = true }
+                        return urgent
+                    }
+                    guard urgent else { break }
+                    lastKick = now()
+                    for i in lanes.indices where lanes[i].pending != nil { answer(&lanes, i) }
+                    queueWrites(&lanes, stalled: false)
+                }
+            } else {
+                serve(&lanes, until: readAt, lastAnswersLater: true)
+            }
             // From the reads to the writes, an endpoint whose worker wants it back (the minute's
             // refresh) stays: it goes back after the writes, between rounds, and misses no reading.
             holdReleases = true
@@ -154,27 +170,7 @@ public final class BusPoller: @unchecked Sendable {
             if handedOver { lastKick = now() }
             // A cycle that stops handing over (stalled, not stopped) gets zero, revert armed.
             let stalled = now() - lastKick > max(InverterWorker.stallAfterNanoseconds, 5 * period)
-            for i in lanes.indices where lanes[i].active {
-                var jobs: [Job] = []
-                for d in endpoints[i].devices.indices {
-                    do throws(SunSpecError) {
-                        guard let plan = try endpoints[i].plannedWrites(d, stalled: stalled) else { continue }
-                        for (k, w) in plan.writes.enumerated() {
-                            jobs.append(.write(device: d, address: w.address, values: w.values,
-                                               last: k == plan.writes.count - 1 ? (plan.setpoint, plan.rearm) : nil))
-                        }
-                    } catch {
-                        // A setpoint the device cannot take: its worker replaces it by 0 W.
-                        release(&lanes, i, failure: (d, error))
-                        break
-                    }
-                }
-                guard lanes[i].active else { continue }
-                lanes[i].queue.removeFirst(min(lanes[i].next, lanes[i].queue.count))
-                lanes[i].next = 0
-                lanes[i].queue += jobs
-                if lanes[i].pending == nil { start(&lanes, i) }
-            }
+            queueWrites(&lanes, stalled: stalled)
             holdReleases = false
             // Sleep at least to this cycle's deadline, so the next round reads for the next cycle —
             // unless the cycle handed over: it published its next deadline before it ran, so the
@@ -185,6 +181,32 @@ public final class BusPoller: @unchecked Sendable {
         // Hand every endpoint back, taken up or not yet; a request in flight is the worker's to settle.
         for i in lanes.indices where lanes[i].active || endpoints[i].handedOver.load(ordering: .acquiring) {
             release(&lanes, i, failure: nil)
+        }
+    }
+
+    /// Queues on every endpoint it drives what the cycle's setpoints need written (a changed
+    /// setpoint, or the revert timer's re-arm) and starts it where the line is free.
+    private func queueWrites(_ lanes: inout [Lane], stalled: Bool) {
+        for i in lanes.indices where lanes[i].active {
+            var jobs: [Job] = []
+            for d in endpoints[i].devices.indices {
+                do throws(SunSpecError) {
+                    guard let plan = try endpoints[i].plannedWrites(d, stalled: stalled) else { continue }
+                    for (k, w) in plan.writes.enumerated() {
+                        jobs.append(.write(device: d, address: w.address, values: w.values,
+                                           last: k == plan.writes.count - 1 ? (plan.setpoint, plan.rearm) : nil))
+                    }
+                } catch {
+                    // A setpoint the device cannot take: its worker replaces it by 0 W.
+                    release(&lanes, i, failure: (d, error))
+                    break
+                }
+            }
+            guard lanes[i].active else { continue }
+            lanes[i].queue.removeFirst(min(lanes[i].next, lanes[i].queue.count))
+            lanes[i].next = 0
+            lanes[i].queue += jobs
+            if lanes[i].pending == nil { start(&lanes, i) }
         }
     }
 

@@ -47,6 +47,8 @@ public final class CyclePhase: @unchecked Sendable {
     private let readyFor = Atomic<Int64>(0)
     private let readyAt = Atomic<Int64>(0)
     private let ready = Wakeup()
+    private let alarms = Atomic<Bool>(false)
+    private let alarmRaised = Atomic<Bool>(false)
 
     public init(periodNanoseconds: Int64) { self.periodNanoseconds = periodNanoseconds }
 
@@ -63,6 +65,20 @@ public final class CyclePhase: @unchecked Sendable {
     /// makes (a site with a serial line or a register map read by its own worker keeps the deadline).
     func enableStartOnReadings() { early.store(true, ordering: .relaxed) }
 
+    /// True when a CAN worker may wake the cycle for an alarm (set once, before the cycle starts):
+    /// the cycle then waits on its wake-up even without `startsOnReadings`, and the bus workers put
+    /// an extra cycle's setpoints on the wire the moment it hands them over.
+    public var alarmsEnabled: Bool { alarms.load(ordering: .relaxed) }
+
+    func enableAlarms() { alarms.store(true, ordering: .relaxed) }
+
+    /// A BMS frame calls for less power (`BMSAlarmWatch`): wake the cycle now for an extra cycle.
+    /// One eventfd write; no allocation; from any thread.
+    public func raiseAlarm() {
+        alarmRaised.store(true, ordering: .releasing)
+        ready.signal()
+    }
+
     /// The poller's side: every reading for the cycle due at `deadline` came in at `at`. One eventfd
     /// write; no allocation.
     func readingsIn(for deadline: Int64, at: Int64) {
@@ -72,25 +88,38 @@ public final class CyclePhase: @unchecked Sendable {
     }
 
     /// The cycle's side: sleeps until `deadline` or, with `startsOnReadings`, until the readings for
-    /// it are in, whichever is first. Returns the instant the cycle was due (the deadline, or when
-    /// the readings came in), from which its wake-up lateness counts, and whether the readings started it.
-    public func wait(until deadline: Int64) -> (dueAt: Int64, onReadings: Bool) {
-        guard early.load(ordering: .relaxed) else {
+    /// it are in, whichever is first; with alarms enabled, an alarm ends the wait at once (`alarm`:
+    /// an extra cycle, the deadline stays). Returns the instant the cycle was due (the deadline, or
+    /// when the readings came in), from which its wake-up lateness counts, and whether the readings
+    /// started it.
+    public func wait(until deadline: Int64) -> (dueAt: Int64, onReadings: Bool, alarm: Bool) {
+        let early = early.load(ordering: .relaxed)
+        guard early || alarms.load(ordering: .relaxed) else {
             SystemClock.sleep(untilMonotonic: deadline)
-            return (deadline, false)
+            return (deadline, false, false)
         }
         while true {
-            if readyFor.load(ordering: .acquiring) == deadline {
+            if alarmRaised.exchange(false, ordering: .acquiringAndReleasing) {
+                return (SystemClock.monotonicNanoseconds(), false, true)
+            }
+            if early, readyFor.load(ordering: .acquiring) == deadline {
                 ready.drain()
                 let at = readyAt.load(ordering: .relaxed)
-                if at < deadline { return (at, true) }
+                if at < deadline {
+                    alarmRaised.store(false, ordering: .relaxed)  // this cycle reads the frame that raised it
+                    return (at, true, false)
+                }
             }
-            if SystemClock.monotonicNanoseconds() >= deadline { return (deadline, false) }
+            if SystemClock.monotonicNanoseconds() >= deadline {
+                alarmRaised.store(false, ordering: .relaxed)
+                return (deadline, false, false)
+            }
             // ppoll: its timer is cancelled when the readings come first (no stray timer interrupt,
             // one system call a cycle). Real-time threads get no timer slack; others up to 0.1 % of
             // the wait, and only when the cycle runs at its deadline because the readings did not come.
             // A signal left from a round that came in after its cycle had already run is consumed
-            // here, so it cannot keep the wait spinning.
+            // here, so it cannot keep the wait spinning; the flags above, not the signal, say what
+            // woke it.
             if ready.waitPrecisely(until: deadline) { ready.drain() }
         }
     }

@@ -54,6 +54,14 @@ public final class CycleThread: @unchecked Sendable {
             // The deadline, or earlier when the bus poller has every reading for this cycle.
             let due = runner.phase.wait(until: deadline)
             let now = MonotonicClock.now()
+            if due.alarm {
+                // A BMS frame calls for less power: an extra cycle now. The deadline stays where it
+                // was, and the lateness of the schedule is not this cycle's to record.
+                body.alarmCycles &+= 1
+                body.run(now: now, lateness: nil)
+                heartbeat.add(1, ordering: .relaxed)
+                continue
+            }
             let lateness = now.nanoseconds - due.dueAt
             if due.onReadings { body.startedOnReadings &+= 1 }
             if now.nanoseconds - deadline > periodNanoseconds {
@@ -97,6 +105,8 @@ public final class CycleBody {
     public internal(set) var overruns: UInt64 = 0
     /// Cycles started before their deadline because every reading for them was in.
     public internal(set) var startedOnReadings: UInt64 = 0
+    /// Extra cycles a BMS alarm woke (besides the regular ones).
+    public internal(set) var alarmCycles: UInt64 = 0
 
     public init(runner: SiteRunner, shared: SharedState, realtime: Bool = false) {
         self.runner = runner
@@ -113,9 +123,10 @@ public final class CycleBody {
         outcomes = [ResetOutcome](repeating: ResetOutcome(), count: units)
     }
 
-    /// One cycle at `now`, `lateness` ns after its deadline.
-    public func run(now: MonotonicInstant, lateness: Int64) {
-        histogram.record(microseconds: max(0, lateness) / 1000)
+    /// One cycle at `now`, `lateness` ns after its deadline; nil for an extra cycle an alarm woke
+    /// (off the schedule: no lateness recorded, no reading counted late).
+    public func run(now: MonotonicInstant, lateness: Int64?) {
+        if let lateness { histogram.record(microseconds: max(0, lateness) / 1000) }
         // Operator requests, copied out under the lock into storage allocated above.
         var pending = false
         shared.contents.withLock { c in
@@ -168,7 +179,7 @@ public final class CycleBody {
             }
         }
 
-        runner.step(now: now, wallClock: MonotonicClock.wallClock())
+        runner.step(now: now, wallClock: MonotonicClock.wallClock(), extra: lateness == nil)
         cycles &+= 1
 
         shared.contents.withLock { c in
@@ -179,7 +190,8 @@ public final class CycleBody {
             c.stats.overruns = overruns
             c.stats.lateReadings = runner.lateReadings
             c.stats.startedOnReadings = startedOnReadings
-            c.stats.lastLatenessMicroseconds = lateness / 1000
+            c.stats.alarmCycles = alarmCycles
+            if let lateness { c.stats.lastLatenessMicroseconds = lateness / 1000 }
             c.stats.histogram.copy(from: histogram)
             c.stats.frequency = runner.controller.site.frequency?.value ?? .nan
             c.stats.realtime = isRealtime

@@ -329,7 +329,7 @@ public final class InverterWorker: @unchecked Sendable {
                 let cyclePeriod = phase!.periodNanoseconds
                 var readAt = cycleDeadline - lead.nanoseconds(period: cyclePeriod)
                 if readAt < now() - cyclePeriod / 2 { readAt = now() }
-                sleep(until: readAt)
+                pause(until: readAt, lastKick: &lastKick)
                 if wake.drain() { lastKick = now() }  // kicks meant for an earlier cycle: the cycle lives
                 for index in devices.indices { read(index, &states, &link) }
                 lead.record(readAt: readAt, done: now())
@@ -346,7 +346,7 @@ public final class InverterWorker: @unchecked Sendable {
                     continue
                 }
                 // Sleep at least to this cycle's deadline, so the next round reads for the next cycle.
-                if now() < cycleDeadline { sleep(until: cycleDeadline) }
+                if now() < cycleDeadline { pause(until: cycleDeadline, lastKick: &lastKick) }
             } else {
                 lastKick = now()  // not on a cycle's schedule (yet): nothing to stall
                 for index in devices.indices {
@@ -467,6 +467,18 @@ public final class InverterWorker: @unchecked Sendable {
     }
 
     private func sleep(until ns: Int64) { SystemClock.sleep(untilMonotonic: ns) }
+
+    /// Sleeps until `ns` between rounds. With alarms enabled, a hand-over meanwhile is an extra
+    /// cycle's, woken by a BMS frame calling for less power: its setpoints are written at once.
+    private func pause(until ns: Int64, lastKick: inout Int64) {
+        guard phase?.alarmsEnabled == true else { sleep(until: ns); return }
+        while now() < ns, worker.isRunning {
+            guard wake.wait(until: ns) else { return }
+            lastKick = now()
+            for index in devices.indices { write(index, &states, &link) }
+            count(&link)
+        }
+    }
 
     /// The shared connection, opened (or re-opened after its back-off) when needed; nil while the
     /// link backs off or cannot be opened.

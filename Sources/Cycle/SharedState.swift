@@ -89,6 +89,8 @@ public struct CycleStatistics: Sendable, Equatable {
     public var lateReadings: UInt64 = 0
     /// Cycles the poller's readings started before their deadline.
     public var startedOnReadings: UInt64 = 0
+    /// Extra cycles a BMS alarm woke.
+    public var alarmCycles: UInt64 = 0
     public var lastLatenessMicroseconds: Int64 = 0
     public var histogram = LatencyHistogram()
     public var frequency: Double = .nan
@@ -211,6 +213,7 @@ public final class SharedState: Sendable {
             out.overruns = c.stats.overruns
             out.lateReadings = c.stats.lateReadings
             out.startedOnReadings = c.stats.startedOnReadings
+            out.alarmCycles = c.stats.alarmCycles
             out.lastLatenessMicroseconds = c.stats.lastLatenessMicroseconds
             out.frequency = c.stats.frequency
             out.realtime = c.stats.realtime

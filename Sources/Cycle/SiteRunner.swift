@@ -85,9 +85,13 @@ public final class HardwareSite: SiteIO {
         bmsWorkers = zip(configuration.units, bmsSlots).compactMap { unit, slot in
             slot.map {
                 BMSWorker(interface: unit.bms.interface, slot: $0,
-                          manage: unit.bms.manageInterface ? (unit.bms.bitrate, unit.bms.restartMs) : nil) { log.write($0) }
+                          manage: unit.bms.manageInterface ? (unit.bms.bitrate, unit.bms.restartMs) : nil, phase: phase) { log.write($0) }
             }
         }
+        // A BMS on CAN may wake the cycle: a frame that calls for less power is acted on as it
+        // arrives, not at the next period.
+        if !bmsWorkers.isEmpty { phase.enableAlarms() }
+        setWatches(configuration)
     }
 
     /// One worker per Modbus TCP endpoint or serial line, serving every unit id on it (the site
@@ -150,7 +154,16 @@ public final class HardwareSite: SiteIO {
         return nil
     }
 
-    public func command(unit: Int, setpoint: Watts) { inverterSlots[unit]?.setSetpoint(setpoint) }
+    public func command(unit: Int, setpoint: Watts) {
+        inverterSlots[unit]?.setSetpoint(setpoint)
+        bmsSlots[unit]?.setCommanded(setpoint)
+    }
+
+    /// Each CAN BMS judged by its unit's critical thresholds (after a reload, the new ones).
+    func setWatches(_ configuration: BessdConfiguration) {
+        let settings = configuration.unitSettings
+        for (i, slot) in bmsSlots.enumerated() { slot?.setWatch(BMSAlarmWatch(rules: settings[i].rules)) }
+    }
 
     public func sampleMeter(now: MonotonicInstant) -> Timestamped<MeterReading>? {
         guard let reading = meterSlot?.reading else { return nil }
@@ -164,7 +177,7 @@ public final class HardwareSite: SiteIO {
         for worker in workers where !worker.handedOver.load(ordering: .relaxed) { worker.kick() }
     }
 
-    public func reconfigure(_ configuration: BessdConfiguration) {}
+    public func reconfigure(_ configuration: BessdConfiguration) { setWatches(configuration) }
 
     public var devicesProbed: Bool {
         let inverters = (inverterSlots + [meterSlot]).allSatisfy { slot in slot.map { $0.reading != nil || $0.lastError != nil } ?? true }
@@ -235,15 +248,19 @@ public final class SiteRunner {
 
     /// One cycle at `now`: 1 snapshot (process image), 2–4 assess, decide, allocate (the control
     /// law), 5 command.
-    public func step(now: MonotonicInstant, wallClock: Double) {
+    /// - Parameter extra: an extra cycle an alarm woke, off the schedule: its readings are not
+    ///   counted late, and the next regular cycle's are counted against the previous regular one.
+    public func step(now: MonotonicInstant, wallClock: Double, extra: Bool = false) {
         let simulatedHz = io.sample(now: now, into: &inputs)
-        if let previousStep {
-            let horizon = now - .milliseconds(2 * configuration.periodMs)
-            for i in inputs.indices {
-                if let at = inputs[i].inverter?.takenAt, at <= previousStep, at > horizon { lateReadings &+= 1 }
+        if !extra {
+            if let previousStep {
+                let horizon = now - .milliseconds(2 * configuration.periodMs)
+                for i in inputs.indices {
+                    if let at = inputs[i].inverter?.takenAt, at <= previousStep, at > horizon { lateReadings &+= 1 }
+                }
             }
+            previousStep = now
         }
-        previousStep = now
         meter = io.sampleMeter(now: now)
         if let stamped = meter, configuration.site.meter?.importPositive == false {
             // A meter that counts export as positive: bessd's convention is + = import.

@@ -88,6 +88,7 @@ public final class SimulatedSite: SiteIO {
             hardware.command(unit: unit, setpoint: setpoint)
         } else {
             units[unit].inverter.command(setpointW: setpoint.value)
+            hardware.bmsSlots[unit]?.setCommanded(setpoint)  // a real BMS beside a simulated inverter
         }
     }
 
@@ -126,7 +127,10 @@ public final class SimulatedSite: SiteIO {
 
     public var meterSlot: InverterSlot? { hardware.meterSlot }
 
-    public func reconfigure(_ configuration: BessdConfiguration) { self.configuration = configuration }
+    public func reconfigure(_ configuration: BessdConfiguration) {
+        self.configuration = configuration
+        hardware.reconfigure(configuration)
+    }
 
     public var devicesProbed: Bool { hardware.devicesProbed }
     public func busFaults() -> [[String]] { hardware.busFaults() }

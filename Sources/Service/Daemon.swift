@@ -527,6 +527,8 @@ public final class Daemon {
                  [("version=\"\(MetricsText.label(BessdVersion.string))\",mode=\"\(configuration.mode.rawValue)\"", 1)])
         m.metric("bessd_cycles_total", "counter", "Control cycles completed.", [("", Double(stats.cycles))])
         m.metric("bessd_cycle_overruns_total", "counter", "Cycles that woke more than a period late.", [("", Double(stats.overruns))])
+        m.metric("bessd_cycle_alarm_cycles_total", "counter", "Extra cycles a BMS frame calling for less power woke.",
+                 [("", Double(stats.alarmCycles))])
         m.metric("bessd_cycle_late_readings_total", "counter",
                  "Unit-cycles that ran on an inverter reading taken for an earlier cycle.", [("", Double(stats.lateReadings))])
         m.metric("bessd_cycle_started_on_readings_total", "counter",
@@ -962,7 +964,7 @@ public final class Daemon {
             "frequency_hz": stats.frequency.isFinite ? stats.frequency : NSNull(),
             "cycle": [
                 "period_ms": stats.periodMs, "cycles": stats.cycles, "overruns": stats.overruns,
-                "late_readings": stats.lateReadings, "started_on_readings": stats.startedOnReadings,
+                "late_readings": stats.lateReadings, "started_on_readings": stats.startedOnReadings, "alarm_cycles": stats.alarmCycles,
                 "jitter_p50_us": stats.histogram.percentile(0.5), "jitter_p99_us": stats.histogram.percentile(0.99),
                 "jitter_max_us": stats.histogram.maxMicroseconds, "realtime": stats.realtime,
             ] as [String: Any],

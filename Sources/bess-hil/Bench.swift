@@ -101,10 +101,18 @@ final class WireBench {
         }
     }
 
-    func sendBMSFrames() {
-        guard let can else { return }
+    /// Sends one burst of the BMS's frames; returns the instant just before the frame `stampingBefore`
+    /// went out (or before the burst).
+    @discardableResult
+    func sendBMSFrames(stampingBefore id: UInt32? = nil) -> Int64 {
+        var stamp = MonotonicClockReading.now()
+        guard let can else { return stamp }
         while (try? can.receive(timeout: .zero)) != nil {}
-        for frame in unit.pylontechState.frames() { _ = try? can.send(frame) }
+        for frame in unit.pylontechState.frames() {
+            if frame.id == id { stamp = MonotonicClockReading.now() }
+            _ = try? can.send(frame)
+        }
+        return stamp
     }
 
     var lastStep = MonotonicClockReading.now()
@@ -243,24 +251,54 @@ struct AlarmLatency: ParsableCommand {
         bench.hz = 49.5  // 16 kW of droop response to cut
         bench.step()
         bench.run(for: 5)
+        // Extra cycles only when a frame calls for less power: none in 10 s of ordinary frames
+        // (the limits follow SOC and temperature) at 16 kW.
+        let quietBefore = alarmCycles(bench)
+        bench.run(for: 10)
+        let quiet = alarmCycles(bench) - quietBefore
         var latencies: [Double] = []
         var misses = 0
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<alarms {
             bench.unit.bmsOverride = BMSOverride()
             bench.run(for: Double.random(in: 1.5...2.5, using: &generator))
-            guard bench.lastCommanded > 1000 else { misses += 1; continue }
+            guard bench.lastCommanded > 1000 else {
+                misses += 1
+                print("ALARM_SKIP #\(latencies.count + misses): power not back before the alarm (last written \(bench.lastCommanded) W)")
+                continue
+            }
             bench.unit.bmsOverride.protections = [.overtemperature]
-            bench.sendBMSFrames()
-            let t = MonotonicClockReading.now()
+            // The clock starts as the protection frame (0x359) goes out: the frames before it in the
+            // burst are not the alarm's, and bessd may act before the burst's last frame is sent.
+            let t = bench.sendBMSFrames(stampingBefore: PylontechLV.protectionID)
             bench.nextFrames = t + 1_000_000_000
             if let w = bench.firstWrite(after: t, timeout: 2, { abs($0) < 1 }) {
                 latencies.append(Double(w - t) / 1e6)
+                if w - t > 50_000_000 { explainSlow(bench, since: t, until: w, index: latencies.count) }
             } else {
                 misses += 1
+                explainSlow(bench, since: t, until: MonotonicClockReading.now(), index: latencies.count + misses)
             }
         }
+        let extra = alarmCycles(bench) - quietBefore - quiet
         try report("alarm_to_zero", latencies, misses: misses, csv: csv)
+        print("ALARM_CYCLES quiet_10s=\(quiet) during_alarms=\(extra) alarms=\(latencies.count + misses)")
+    }
+
+    /// What the wire and bessd's log show around an alarm that took longer than 50 ms (a figure
+    /// is not enough to act on).
+    func explainSlow(_ bench: WireBench, since t: Int64, until w: Int64, index: Int) {
+        let writes = bench.writes.list.withLock { $0.filter { $0.ns >= t - 200_000_000 && $0.ns <= w } }
+        print("ALARM_SLOW #\(index) \(String(format: "%.1f", Double(w - t) / 1e6)) ms; alarm cycles \(alarmCycles(bench)); writes from 200 ms before: "
+              + writes.map { String(format: "%+.1f ms %.0f W", Double($0.ns - t) / 1e6, $0.watts) }.joined(separator: ", "))
+        let log = (try? String(contentsOfFile: bench.directory + "/bessd.log", encoding: .utf8)) ?? ""
+        for line in log.split(separator: "\n").suffix(8) { print("ALARM_SLOW   bessd: \(line)") }
+    }
+
+    /// bessd's extra cycles so far (`cycle.alarm_cycles` in its status).
+    func alarmCycles(_ bench: WireBench) -> Int {
+        let status = try? ControlClient.request(["verb": "status"], socket: bench.directory + "/control.sock", timeout: .seconds(1))
+        return ((status?["cycle"] as? [String: Any])?["alarm_cycles"] as? NSNumber)?.intValue ?? -1
     }
 }
 

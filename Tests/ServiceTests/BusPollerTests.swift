@@ -65,6 +65,9 @@ struct BusPollerTests {
                     phase.publish(nextDeadline: deadline)
                     let due = phase.wait(until: deadline)
                     let began = MonotonicClock.now().nanoseconds
+                    // As the cycle thread does: the next deadline is published before this cycle
+                    // hands over, so a worker woken by the hand-over plans for the next one.
+                    phase.publish(nextDeadline: deadline + phase.periodNanoseconds)
                     if due.onReadings {
                         state.onReadings.add(1, ordering: .relaxed)
                         if slots.allSatisfy({ ($0.reading?.takenAt.nanoseconds ?? 0) > previous }) {

@@ -1,3 +1,4 @@
+import BessSystem
 import ControlCore
 import Fieldbus
 import Foundation
@@ -75,6 +76,42 @@ struct SocketCANTests {
         try garbage.run()
         garbage.waitUntilExit()
         #expect(waitFor { slot.counters.shortFrames == 1 })
+    }
+
+    @Test("a protection frame wakes the cycle through the worker: once per edge, only while power is commanded")
+    func alarmWakesCycle() throws {
+        let slot = BMSSlot()
+        let phase = CyclePhase(periodNanoseconds: 10_000_000_000)
+        phase.enableAlarms()
+        slot.setWatch(BMSAlarmWatch())
+        slot.setCommanded(.kilowatts(20))
+        let worker = BMSWorker(interface: interface, slot: slot, phase: phase) { _ in }
+        worker.start()
+        defer { worker.stop() }
+        let sender = try CANSocket(interface: interface, filters: [(0x7FF, 0x7FF)])
+        var unit = SimulatedUnit(capacityKWh: 250, maxPowerKW: 100, initialSOCPercent: 60)
+        /// Sends the BMS's frames and waits until the worker has decoded the protection frame of this send.
+        func send() throws {
+            let before = slot.snapshot.protection?.takenAt.nanoseconds ?? 0
+            for frame in unit.pylontechState.frames() { try sender.send(frame) }
+            #expect(waitFor { (slot.snapshot.protection?.takenAt.nanoseconds ?? 0) > before })
+        }
+        try send()
+        #expect(slot.alarms == 0, "healthy frames call for nothing")
+        unit.bmsOverride.protections = [.overtemperature]
+        try send()
+        #expect(slot.alarms == 1)
+        // The cycle's wait ends at once, long before its 10 s deadline.
+        let woke = phase.wait(until: SystemClock.monotonicNanoseconds() + 10_000_000_000)
+        #expect(woke.alarm)
+        try send()
+        #expect(slot.alarms == 1, "the flag stays raised: no new edge, no extra cycle")
+        unit.bmsOverride.protections = []
+        try send()
+        slot.setCommanded(.zero)
+        unit.bmsOverride.protections = [.overtemperature]
+        try send()
+        #expect(slot.alarms == 1, "nothing commanded: nothing to cut, no extra cycle")
     }
 
     @Test("python-can exchanges frames with the BMS worker")
