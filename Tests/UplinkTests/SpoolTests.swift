@@ -28,6 +28,34 @@ struct SpoolTests {
         #expect(try spool.records(after: 990, limit: 5).map(\.seq) == [991, 992, 993, 994, 995])
     }
 
+    @Test("the uploaders' pattern — read on past the last read, acknowledge some, go back to the acknowledgement after a reconnect — returns exactly the records asked for, across segments")
+    func readsContinue() throws {
+        let dir = temporarySpoolDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let spool = try Spool(directory: dir, segmentBytes: 8192)
+        var generator = SystemRandomNumberGenerator()
+        var acknowledged: UInt64 = 0
+        var lastRead: UInt64 = 0
+        for round in 0..<600 {
+            for _ in 0..<Int.random(in: 0...12, using: &generator) { try spool.append(payload(spool.nextSeq)) }
+            let limit = Int.random(in: 1...20, using: &generator)
+            // Mostly on from the last read (HTTP after its acknowledgement, MQTT ahead of its
+            // acknowledgements); now and then back to the acknowledgement (a reconnect re-sends).
+            let after = Int.random(in: 0..<5, using: &generator) == 0 ? acknowledged : lastRead
+            let got = try spool.records(after: after, limit: limit)
+            let newest = spool.nextSeq - 1
+            let expected = after < newest ? Array((after + 1)...min(newest, after + UInt64(limit))) : []
+            #expect(got.map(\.seq) == expected, "round \(round): after \(after), limit \(limit)")
+            #expect(got.allSatisfy { $0.payload == payload($0.seq) })
+            lastRead = got.last?.seq ?? after
+            if Bool.random(using: &generator), lastRead > acknowledged {
+                acknowledged = UInt64.random(in: (acknowledged + 1)...lastRead, using: &generator)
+                try spool.acknowledge(upTo: acknowledged)
+            }
+        }
+        #expect(acknowledged > 1000, "the test went through several segments")
+    }
+
     @Test("a torn tail is detected and cut; nothing invented", arguments: [1, 5, 16, 17, 40])
     func tornTail(cut: Int) throws {
         let dir = temporarySpoolDirectory()
