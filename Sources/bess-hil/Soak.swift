@@ -101,6 +101,7 @@ struct SoakPlan {
         duration_s: \(n(seconds))
         config:
           period_ms: \(periodMs)
+          realtime: {priority: 60, lock_memory: true}   # as config/bessd.yaml ships
           site:
             meter: {protocol: sunspec, stale_after_s: 3}
         timeline:
