@@ -2,6 +2,7 @@
    does not import). Header only: nothing to link. */
 #ifndef BESSD_CLINUX_SHIM_H
 #define BESSD_CLINUX_SHIM_H
+#include <malloc.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <sys/timex.h>
@@ -26,5 +27,10 @@ static inline int bessd_clock_synchronized(void) {
     int state = adjtimex(&t);
     if (state < 0) return -1;
     return (state == TIME_ERROR || (t.status & STA_UNSYNC)) ? 0 : 1;
+}
+/* Caps glibc's malloc arenas at `count` (mallopt M_ARENA_MAX); call before threads start.
+   Returns 1 on success. */
+static inline int bessd_limit_malloc_arenas(int count) {
+    return mallopt(M_ARENA_MAX, count);
 }
 #endif
