@@ -40,7 +40,8 @@ if ! { [ -w /dev/kvm ] && vng --run "$KERNEL" --user root --memory 1G --exec "tr
   WHERE="a VM without KVM (emulated CPU, 2 vCPUs, 2 GiB)"
   KVM=(--disable-kvm)
 fi
-EXTRA=$(printf ' %q' "$@")
+EXTRA=""
+[[ $# -gt 0 ]] && EXTRA=$(printf ' %q' "$@")
 cat > "$STAGE/run.sh" <<VM
 #!/bin/sh
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp
