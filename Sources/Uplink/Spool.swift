@@ -73,6 +73,8 @@ public final class Spool {
     var lastSync = ContinuousClock.now
     /// Where the last read stopped: the segment, the last seq it returned, the byte offset after it.
     var cursor: (path: String, seq: UInt64, offset: Int)?
+    /// Where the records after a seq began at the last read: a request repeated unacknowledged.
+    var retryCursor: (path: String, seq: UInt64, offset: Int)?
     static let header = 16
     static let maxPayload = 1 << 20
 
@@ -196,15 +198,19 @@ public final class Spool {
     /// the records it just had acknowledged, so only the new end of the segment is read, not the
     /// whole segment again (a 4 MiB segment read and parsed every second held megabytes and CPU; the
     /// soak found it as RSS that grew until the segment rotated).
+    /// A retry of the same request (the uplink down, the batch not acknowledged) starts where the
+    /// previous one did (`retryCursor`), not at the segment's start.
     public func records(after seq: UInt64, limit: Int) throws(SpoolError) -> [SpoolRecord] {
         var result: [SpoolRecord] = []
         var floor = seq
         for segment in segments where segment.lastSeq > floor && result.count < limit {
-            let start = cursor.flatMap { $0.path == segment.path && $0.seq == floor ? $0.offset : nil } ?? 0
+            let known = [cursor, retryCursor].lazy.compactMap { $0 }.first { $0.path == segment.path && $0.seq == floor }
+            let start = known?.offset ?? 0
             var part = try Self.read(segment.path, from: start, after: floor, limit: limit - result.count)
             if part.records.isEmpty && start > 0 {
                 part = try Self.read(segment.path, from: 0, after: floor, limit: limit - result.count)
             }
+            if !part.records.isEmpty { retryCursor = (segment.path, floor, part.begin) }
             for record in part.records {
                 result.append(record)
                 floor = record.seq
@@ -264,19 +270,25 @@ public final class Spool {
             .filter { $0.hasPrefix("seg-") && $0.hasSuffix(".log") }.sorted()
         for (index, name) in names.enumerated() {
             let path = "\(directory)/\(name)"
-            let (records, validBytes) = try Self.read(path)
+            var first: UInt64?
+            var last: UInt64?
+            let validBytes = try Self.scan(path, from: 0) { seq, _, _ in
+                if first == nil { first = seq }
+                last = seq
+                return true
+            }
             let size = Int((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0)
             if validBytes < size {
                 truncate(path, off_t(validBytes))
                 if index == names.count - 1 { recovery.tornBytes += size - validBytes } else { recovery.damagedSegments += 1 }
             }
             // A segment with nothing left, or nothing not yet acknowledged, is not kept.
-            guard let first = records.first, let last = records.last, last.seq > acknowledged else {
+            guard let first, let last, last > acknowledged else {
                 unlink(path)
                 continue
             }
-            segments.append(Segment(firstSeq: first.seq, lastSeq: last.seq, bytes: validBytes, path: path))
-            nextSeq = max(nextSeq, last.seq + 1)
+            segments.append(Segment(firstSeq: first, lastSeq: last, bytes: validBytes, path: path))
+            nextSeq = max(nextSeq, last + 1)
         }
         if let last = segments.last, last.lastSeq &+ 1 != nextSeq { startsSegment = true }
         if let last = segments.last, !startsSegment {
@@ -286,59 +298,73 @@ public final class Spool {
         try saveState()
     }
 
-    /// A segment's bytes, read with read(2) straight into the array (no Foundation `Data` in
-    /// between: under the fuzzer's sanitizer build each `FileManager.contents` read stayed live, 2.8 GB
-    /// after 335,000 recoveries; plain reads leave nothing behind).
-    static func readFile(_ path: String, from start: Int = 0) throws(SpoolError) -> [UInt8] {
+    /// Walks the valid records of a segment from byte `start` (a record boundary), reading it 64 KiB
+    /// at a time with read(2): memory stays one chunk plus one record, whatever the segment's size
+    /// (reading a whole segment per request held up to twice its size, and at every uplink outage the
+    /// sender's retries did it again: the soak saw RSS step up at each one). `visit` gets each record's
+    /// seq, payload and the offset just past it, and returns false to stop after it. The walk ends at
+    /// the first torn, damaged or out-of-sequence record. Returns the offset just past the last record
+    /// visited (`start` when none was).
+    /// (Plain reads, no Foundation `Data`: under the fuzzer's sanitizer build each
+    /// `FileManager.contents` read stayed live, 2.8 GB after 335,000 recoveries.)
+    static func scan(_ path: String, from start: Int, _ visit: (UInt64, ArraySlice<UInt8>, Int) -> Bool) throws(SpoolError) -> Int {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw SpoolError(code: "SPOOL_IO", message: "cannot read \(path): \(SystemError.text(errno))", errno: errno) }
         defer { close(fd) }
         if start > 0, lseek(fd, off_t(start), SEEK_SET) < 0 {
             throw SpoolError(code: "SPOOL_IO", message: "cannot read \(path): \(SystemError.text(errno))", errno: errno)
         }
-        var bytes: [UInt8] = []
+        var buffer: [UInt8] = []  // bytes read and not yet walked; buffer[0] is at file offset `end`
+        buffer.reserveCapacity(2 * 65_536)
         var chunk = [UInt8](repeating: 0, count: 65_536)
+        var end = start
+        var previous: UInt64?
         while true {
+            var p = 0
+            while p + header <= buffer.count {
+                func u32(_ at: Int) -> UInt32 { (0..<4).reduce(0) { $0 | UInt32(buffer[at + $1]) << (8 * UInt32($1)) } }
+                func u64(_ at: Int) -> UInt64 { (0..<8).reduce(0) { $0 | UInt64(buffer[at + $1]) << (8 * UInt64($1)) } }
+                let length = Int(u32(p))
+                guard length <= maxPayload else { return end }
+                guard p + header + length <= buffer.count else { break }  // the rest of it is still to read
+                let seq = u64(p + 8)
+                guard seq >= 1, seq < maxSeq else { return end }
+                let payload = buffer[(p + header)..<(p + header + length)]
+                let crc = CRC32.checksum(payload, continuing: CRC32.checksum(buffer[(p + 8)..<(p + 16)]))
+                guard crc == u32(p + 4), previous.map({ seq == $0 + 1 }) ?? true else { return end }
+                previous = seq
+                p += header + length
+                end += header + length
+                guard visit(seq, payload, end) else { return end }
+            }
+            buffer.removeFirst(p)
             let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if n < 0, errno == EINTR { continue }
             guard n >= 0 else { throw SpoolError(code: "SPOOL_IO", message: "cannot read \(path): \(SystemError.text(errno))", errno: errno) }
-            if n == 0 { return bytes }
-            bytes += chunk[0..<n]
+            if n == 0 { return end }  // a torn record at the end stays unwalked
+            buffer += chunk[0..<n]
         }
-    }
-
-    /// Every valid record of a segment, and how many bytes they span.
-    static func read(_ path: String) throws(SpoolError) -> ([SpoolRecord], Int) {
-        let part = try read(path, from: 0, after: 0, limit: .max)
-        return (part.records, part.end)
     }
 
     /// The valid records of a segment from byte `start` on (a record boundary) with a seq above
     /// `floor`, at most `limit`; `end` is the byte offset just past the last record returned (past
     /// the last valid one when none is). Records at or below `floor` are checked, not copied.
+    /// `begin` is the offset of the first record returned (`end` when none is).
     static func read(_ path: String, from start: Int, after floor: UInt64, limit: Int) throws(SpoolError)
-        -> (records: [SpoolRecord], end: Int)
+        -> (records: [SpoolRecord], begin: Int, end: Int)
     {
-        let bytes = try readFile(path, from: start)
         var records: [SpoolRecord] = []
-        var offset = 0
-        var end = 0
-        var previous: UInt64?
-        while offset + header <= bytes.count, records.count < limit {
-            func u32(_ at: Int) -> UInt32 { (0..<4).reduce(0) { $0 | UInt32(bytes[at + $1]) << (8 * UInt32($1)) } }
-            func u64(_ at: Int) -> UInt64 { (0..<8).reduce(0) { $0 | UInt64(bytes[at + $1]) << (8 * UInt64($1)) } }
-            let length = Int(u32(offset))
-            guard length <= maxPayload, offset + header + length <= bytes.count else { break }
-            let seq = u64(offset + 8)
-            guard seq >= 1, seq < maxSeq else { break }
-            let payload = bytes[(offset + header)..<(offset + header + length)]
-            let crc = CRC32.checksum(payload, continuing: CRC32.checksum(bytes[(offset + 8)..<(offset + 16)]))
-            guard crc == u32(offset + 4), previous.map({ seq == $0 + 1 }) ?? true else { break }
-            if seq > floor { records.append(SpoolRecord(seq: seq, payload: Array(payload))) }
-            previous = seq
-            offset += header + length
-            if seq > floor || records.isEmpty { end = offset }
+        guard limit > 0 else { return (records, start, start) }
+        var begin = start
+        var end = start
+        _ = try scan(path, from: start) { seq, payload, next in
+            if seq > floor {
+                if records.isEmpty { begin = next - header - payload.count }
+                records.append(SpoolRecord(seq: seq, payload: Array(payload)))
+            }
+            if seq > floor || records.isEmpty { end = next }
+            return records.count < limit
         }
-        return (records, start + end)
+        return (records, records.isEmpty ? end : begin, end)
     }
 }

@@ -56,6 +56,39 @@ struct SpoolTests {
         #expect(acknowledged > 1000, "the test went through several segments")
     }
 
+    @Test("records larger than a read, and records across read boundaries, come back whole; a torn big one at the end is cut",
+          arguments: [0, 1, 70_000])
+    func largeRecords(cut: Int) throws {
+        let dir = temporarySpoolDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        // Sizes around the reader's 64 KiB chunk: below, at, across and several times over.
+        let sizes = [10, 65_520, 65_536 - 16, 65_536, 70_000, 3, 200_003, 131_072, 1, 65_535, 300_000]
+        func body(_ n: UInt64) -> [UInt8] { (0..<sizes[Int(n) - 1]).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(n)) } }
+        do {
+            let spool = try Spool(directory: dir, maxBytes: 64 << 20, segmentBytes: 8 << 20)
+            for n in 1...UInt64(sizes.count) { #expect(try spool.append(body(n)) == n) }
+        }
+        let segment = try #require(try FileManager.default.contentsOfDirectory(atPath: dir).first { $0.hasPrefix("seg-") })
+        let path = "\(dir)/\(segment)"
+        let size = try #require(FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
+        if cut > 0 { truncate(path, off_t(size - cut)) }
+        let spool = try Spool(directory: dir, maxBytes: 64 << 20, segmentBytes: 8 << 20)
+        let kept = UInt64(cut > 0 ? sizes.count - 1 : sizes.count)
+        #expect(spool.nextSeq == kept + 1)
+        #expect((spool.recovery.tornBytes > 0) == (cut > 0))
+        let all = try spool.records(after: 0, limit: 100)
+        #expect(all.map(\.seq) == Array(1...kept))
+        #expect(all.allSatisfy { $0.payload == body($0.seq) })
+        // In small steps, as the uploader reads, and again from the same point (a retry).
+        var after: UInt64 = 0
+        while after < kept {
+            let step = try spool.records(after: after, limit: 2)
+            #expect(try spool.records(after: after, limit: 2).map(\.seq) == step.map(\.seq))
+            #expect(step.first?.seq == after + 1 && step.allSatisfy { $0.payload == body($0.seq) })
+            after = step.last?.seq ?? kept
+        }
+    }
+
     @Test("a torn tail is detected and cut; nothing invented", arguments: [1, 5, 16, 17, 40])
     func tornTail(cut: Int) throws {
         let dir = temporarySpoolDirectory()
