@@ -182,6 +182,7 @@ public final class CycleBody {
         runner.step(now: now, wallClock: MonotonicClock.wallClock(), extra: lateness == nil)
         cycles &+= 1
 
+        var published = false
         shared.contents.withLock { c in
             for i in 0..<units { runner.fill(&c.units[i], unit: i, now: now) }
             runner.fill(&c.site, now: now)
@@ -197,14 +198,20 @@ public final class CycleBody {
             c.stats.realtime = isRealtime
             c.stats.clockSteps = runner.controller.clockSteps
             c.stats.lastClockStepSeconds = runner.controller.lastClockStepSeconds
-            runner.controller.events.drain { c.events.push($0) }
+            runner.controller.events.drain {
+                c.events.push($0)
+                published = true
+            }
             runner.controller.drainClosedBlocks { block in
                 if c.blocks.count < c.blocks.capacity { c.blocks.append(block) }
+                published = true
             }
             if pending {
                 for i in 0..<units where resets[i] { c.resetOutcomes[i] = outcomes[i] }
                 c.appliedGeneration = taken
             }
         }
+        // Outside the lock: the service loop wakes to log and record what was published.
+        if published { shared.serviceWakeup.signal() }
     }
 }

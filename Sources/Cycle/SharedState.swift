@@ -1,4 +1,4 @@
-import BessSystem
+public import BessSystem
 public import ControlCore
 import Synchronization
 
@@ -152,6 +152,11 @@ public final class SharedState: Sendable {
     }
 
     let contents: PILock<Contents>
+
+    /// Signalled by the cycle when it publishes events or closed energy blocks (one eventfd write,
+    /// no allocation): the service loop sleeps on it instead of polling, and logs, persists latches
+    /// and records the moment there is something to do.
+    public let serviceWakeup = Wakeup()
 
     public init(units: Int) {
         var initial = Contents(units: [UnitStatus](repeating: UnitStatus(), count: units), mailbox: Mailbox(units: units),

@@ -51,6 +51,9 @@ final class UplinkRecorder {
         }
     }
 
+    /// When the next telemetry or availability record is due (the service loop wakes for it).
+    var nextDue: MonotonicInstant { min(nextTelemetry, nextAvailability) }
+
     /// Called every service-loop round.
     func tick(now: MonotonicInstant, units: [UnitStatus], stats: CycleStatistics, blocks: [EnergyBlock],
               site: SiteStatus = SiteStatus()) -> String? {

@@ -205,3 +205,60 @@ struct LinkageTests {
         #expect(try !Self.symbols("bessd", mentioning: ["7NIOCore", "4Yams"]).isEmpty)
     }
 }
+
+@Suite("The service loop sleeps until there is work")
+struct ServiceWakeupTests {
+    @Test("the cycle wakes the service loop exactly when it publishes an event or a closed block")
+    func cycleWakes() throws {
+        let (_, shared, body, _) = try AuthorityTests.site()
+        var woken = 0, quiet = 0
+        for k in 1...200 {
+            if k == 120 { shared.post { $0.mode[0] = .standby } }  // an operator's standby: an event
+            body.run(now: MonotonicInstant(nanoseconds: Int64(k) * 100_000_000), lateness: 0)
+            let woke = shared.serviceWakeup.drain()
+            let published = !shared.takeEvents().isEmpty || !shared.takeBlocks().isEmpty
+            #expect(woke == published, "cycle \(k): woke \(woke), published \(published)")
+            if woke { woken += 1 } else { quiet += 1 }
+        }
+        // Both kinds of cycle were seen: the start's state changes and the standby woke it, the rest did not.
+        #expect(woken >= 2 && quiet >= 100, "woken \(woken), quiet \(quiet)")
+    }
+
+    @Test("SIGHUP and SIGTERM set their flag and wake the sleeper at once")
+    func signalsWake() throws {
+        var saved: [(number: Int32, action: sigaction)] = []
+        for number in [SIGINT, SIGTERM, SIGHUP] {
+            var old = sigaction()
+            sigaction(number, nil, &old)
+            saved.append((number, old))
+        }
+        defer {
+            wakeOnSignals(nil)
+            stopRequested.store(false, ordering: .relaxed)
+            reloadRequested.store(false, ordering: .relaxed)
+            for entry in saved {
+                var old = entry.action
+                sigaction(entry.number, &old, nil)
+            }
+        }
+        installStopHandlers()
+        let wakeup = Wakeup()
+        wakeOnSignals(wakeup)
+        #expect(!wakeup.drain(), "nothing pending before a signal")
+        raise(SIGHUP)  // delivered to this thread before raise returns
+        let reload = reloadRequested.load(ordering: .relaxed)
+        #expect(reload)
+        #expect(wakeup.wait(until: SystemClock.monotonicNanoseconds() + 5_000_000_000))
+        raise(SIGTERM)
+        let stop = stopRequested.load(ordering: .relaxed)
+        #expect(stop)
+        #expect(wakeup.wait(until: SystemClock.monotonicNanoseconds() + 5_000_000_000))
+        // Detached: a signal sets its flag and wakes nothing.
+        wakeOnSignals(nil)
+        stopRequested.store(false, ordering: .relaxed)
+        raise(SIGTERM)
+        let stopAgain = stopRequested.load(ordering: .relaxed)
+        #expect(stopAgain)
+        #expect(!wakeup.drain())
+    }
+}
