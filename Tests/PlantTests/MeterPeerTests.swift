@@ -55,8 +55,8 @@ struct MeterPeerTests {
         runner.startWorkers()
         defer { runner.stopWorkers() }
         // Wait for the worker's first reading (condition, bounded at 10 s).
-        let deadline = Date().addingTimeInterval(10)
-        while runner.io.meterSlot?.reading == nil, Date() < deadline { usleep(10_000) }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while runner.io.meterSlot?.reading == nil, ContinuousClock.now < deadline { usleep(10_000) }
         #expect(runner.io.meterSlot?.reading != nil, "no meter reading: \(runner.io.meterSlot?.lastError ?? "-")")
         runner.step(now: MonotonicClock.now(), wallClock: 1_800_000_000)
         #expect(runner.meter?.value.gridPower == Watts(-1234.5))

@@ -75,14 +75,6 @@ struct AggregatorTests {
     }
 
     func curl(_ arguments: [String]) throws -> Data {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["curl", "-s", "-m", "5"] + arguments
-        let out = Pipe()
-        p.standardOutput = out
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return data
+        Data(try Package.capture(URL(fileURLWithPath: "/usr/bin/env"), ["curl", "-s", "-m", "5"] + arguments, directory: nil).out.utf8)
     }
 }

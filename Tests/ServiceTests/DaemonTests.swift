@@ -1,3 +1,4 @@
+import BessSystem
 import ControlProtocol
 import Foundation
 import Glibc
@@ -32,8 +33,8 @@ final class NotifyListener {
     /// Messages received within `seconds`, stopping early once `until` accepts one.
     func collect(seconds: Double, until: ((String) -> Bool)? = nil) -> [String] {
         var messages: [String] = []
-        let end = Date().addingTimeInterval(seconds)
-        while Date() < end {
+        let end = SystemClock.monotonicNanoseconds() + Int64(seconds * 1e9)
+        while SystemClock.monotonicNanoseconds() < end {
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             guard poll(&pfd, 1, 100) > 0 else { continue }
             var buffer = [UInt8](repeating: 0, count: 4096)

@@ -1,3 +1,4 @@
+import BessSystem
 import ControlCore
 import Fieldbus
 import Foundation
@@ -33,15 +34,6 @@ struct InverterWorkerTests {
                        revertSeconds: 10, phase: phase) { _ in }
     }
 
-    func waitFor(_ seconds: Double, _ condition: () -> Bool) -> Bool {
-        let end = Date().addingTimeInterval(seconds)
-        while Date() < end {
-            if condition() { return true }
-            usleep(10_000)
-        }
-        return condition()
-    }
-
     @Test("a cycle that hands over setpoints on time is followed; one that stalls gets zero within about a second")
     func stalledCycleMeansZero() throws {
         let inverter = try Inverter()
@@ -66,16 +58,16 @@ struct InverterWorkerTests {
         cycle.start()
         w.start()
         defer { w.stop() }
-        #expect(waitFor(5) { inverter.last == 30_000 }, "writes: \(inverter.all)")
+        #expect(waitFor(seconds: 5) { inverter.last == 30_000 }, "writes: \(inverter.all)")
         // Twenty more cycles of a healthy cycle (2 s): nothing but 30 kW is written.
         let now = handedOver.load(ordering: .relaxed)
-        #expect(waitFor(5) { handedOver.load(ordering: .relaxed) >= now + 20 })
+        #expect(waitFor(seconds: 5) { handedOver.load(ordering: .relaxed) >= now + 20 })
         #expect(inverter.last == 30_000)
         // The cycle stalls: its deadline stays published, no more hand-overs.
         running.store(false, ordering: .relaxed)
-        let stalledAt = Date()
-        #expect(waitFor(4) { inverter.last == 0 }, "the worker kept \(String(describing: inverter.last)) W")
-        let after = Date().timeIntervalSince(stalledAt)
+        let stalledAt = SystemClock.monotonicNanoseconds()
+        #expect(waitFor(seconds: 4) { inverter.last == 0 }, "the worker kept \(String(describing: inverter.last)) W")
+        let after = Double(SystemClock.monotonicNanoseconds() - stalledAt) / 1e9
         #expect(after < 3, "zero came \(after) s after the stall")
     }
 }

@@ -31,16 +31,7 @@ final class TestJournal {
 
     /// Runs journalctl with `arguments` and returns its output.
     func query(_ arguments: [String]) throws -> String {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/journalctl")
-        p.arguments = ["--no-pager"] + arguments
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
+        try Package.capture(URL(fileURLWithPath: "/usr/bin/journalctl"), ["--no-pager"] + arguments, directory: nil).out
     }
 }
 

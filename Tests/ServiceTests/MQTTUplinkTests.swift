@@ -54,16 +54,9 @@ final class TestServer {
 /// Runs a command to its end; returns its exit status and output.
 @discardableResult
 func shell(_ arguments: [String], timeout: Double = 20) throws -> (status: Int32, out: String) {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    p.arguments = ["timeout", "\(Int(timeout))"] + arguments
-    let pipe = Pipe()
-    p.standardOutput = pipe
-    p.standardError = pipe
-    try p.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    return (p.terminationStatus, String(decoding: data, as: UTF8.self))
+    let result = try Package.capture(URL(fileURLWithPath: "/usr/bin/env"), ["timeout", "\(Int(timeout))"] + arguments,
+                                     directory: nil, merged: true)
+    return (result.status, result.out)
 }
 
 /// A command left running in the background, its output in a file.

@@ -22,20 +22,11 @@ struct ScenarioRunnerTests {
     }
 
     static func hil(_ arguments: [String], path: String? = nil) throws -> (status: Int32, out: String) {
-        let process = Process()
-        process.executableURL = try #require(Package.executable("bess-hil"))
-        process.arguments = ["scenario"] + arguments
-        process.currentDirectoryURL = Package.root
         var environment = ProcessInfo.processInfo.environment
         if let path { environment["PATH"] = path }
-        process.environment = environment
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = out
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let result = try Package.capture(try #require(Package.executable("bess-hil")), ["scenario"] + arguments,
+                                         environment: environment, merged: true)
+        return (result.status, result.out)
     }
 
     @Test("no bessd: refused before the scenario starts, with a code")

@@ -14,10 +14,11 @@ import Testing
 import Uplink
 
 /// Waits until `condition` holds or `seconds` pass; returns whether it held. The one place tests
-/// poll: every wait names the condition it waits for.
+/// poll: every wait names the condition it waits for. Timed on the monotonic clock: a wall clock
+/// stepped meanwhile (the CAN VM's clock is set after boot) neither ends a wait early nor stretches it.
 func waitFor(seconds: Double = 5, _ condition: () throws -> Bool) rethrows -> Bool {
-    let end = Date().addingTimeInterval(seconds)
-    while Date() < end {
+    let end = SystemClock.monotonicNanoseconds() + Int64(seconds * 1e9)
+    while SystemClock.monotonicNanoseconds() < end {
         if try condition() { return true }
         usleep(2_000)
     }
@@ -186,15 +187,8 @@ struct LinkageTests {
     /// Symbols of `program` whose mangled names mention one of `modules`.
     static func symbols(_ program: String, mentioning modules: [String]) throws -> [String] {
         let url = try #require(Package.executable(program))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/nm")
-        process.arguments = [url.path]
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+        return try Package.capture(URL(fileURLWithPath: "/usr/bin/nm"), [url.path], directory: nil).out
+            .split(separator: "\n").map(String.init)
             .filter { line in modules.contains { line.contains($0) } }
     }
 

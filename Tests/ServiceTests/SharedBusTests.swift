@@ -72,15 +72,8 @@ final class UnitsPeer: Sendable {
     }
 }
 
-/// Polls `condition` every 10 ms until it holds or `seconds` pass.
-func waitUntil(_ seconds: Double, _ condition: () -> Bool) -> Bool {
-    let end = Date().addingTimeInterval(seconds)
-    while Date() < end {
-        if condition() { return true }
-        usleep(10_000)
-    }
-    return condition()
-}
+/// Polls `condition` until it holds or `seconds` pass (`waitFor`, under the name these tests use).
+func waitUntil(_ seconds: Double, _ condition: () -> Bool) -> Bool { waitFor(seconds: seconds, condition) }
 
 @Suite("Field buses as the wire is: one context per endpoint, unit ids per request", .serialized)
 struct SharedBusTests {

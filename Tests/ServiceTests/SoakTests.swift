@@ -7,17 +7,9 @@ import Testing
 @Suite("Soak: plan and accounting")
 struct SoakTests {
     static func soak(_ arguments: [String]) throws -> (status: Int32, out: String) {
-        let process = Process()
-        process.executableURL = Package.executable("bess-hil")
-        process.arguments = ["soak", "--rig", Package.root.appendingPathComponent("hil/rigs/scenario.yaml").path] + arguments
-        process.currentDirectoryURL = Package.root
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = out
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let rig = Package.root.appendingPathComponent("hil/rigs/scenario.yaml").path
+        let result = try Package.capture(try #require(Package.executable("bess-hil")), ["soak", "--rig", rig] + arguments, merged: true)
+        return (result.status, result.out)
     }
 
     static func directory() throws -> String {

@@ -25,23 +25,43 @@ enum Package {
     /// Runs an executable of this package; returns exit status, stdout and stderr.
     static func run(_ name: String, _ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
         guard let url = executable(name) else { throw RunFailure(message: "\(name) is not built; run swift build first") }
+        // Inside the CAN test VM the source tree may be invisible: run from wherever we are.
+        let here = FileManager.default.fileExists(atPath: root.appendingPathComponent("Package.swift").path)
+        return try capture(url, arguments, directory: here ? root : nil)
+    }
+
+    /// Runs `url` with `arguments` to its end and returns its exit status and output. Both pipes are
+    /// drained at once (stderr on a thread of its own), so a child that fills one while the other is
+    /// read never stalls; `merged` sends stderr into `out`. Standard input is /dev/null.
+    static func capture(_ url: URL, _ arguments: [String], directory: URL? = root, environment: [String: String]? = nil,
+                        merged: Bool = false) throws -> (status: Int32, out: String, err: String) {
         let process = Process()
         process.executableURL = url
         process.arguments = arguments
-        // Inside the CAN test VM the source tree may be invisible: run from wherever we are.
-        if FileManager.default.fileExists(atPath: root.appendingPathComponent("Package.swift").path) {
-            process.currentDirectoryURL = root
-        }
+        if let directory { process.currentDirectoryURL = directory }
+        if let environment { process.environment = environment }
+        process.standardInput = FileHandle.nullDevice
         let out = Pipe()
-        let err = Pipe()
+        let err = merged ? out : Pipe()
         process.standardOutput = out
         process.standardError = err
         try process.run()
+        let errText = ErrText()
+        let drained = DispatchSemaphore(value: 0)
+        if !merged {
+            Thread.detachNewThread {
+                errText.data = err.fileHandleForReading.readDataToEndOfFile()
+                drained.signal()
+            }
+        }
         let outData = out.fileHandleForReading.readDataToEndOfFile()
-        let errData = err.fileHandleForReading.readDataToEndOfFile()
+        if !merged { drained.wait() }
         process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+        return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errText.data, as: UTF8.self))
     }
+
+    /// The stderr a drain thread collected (handed over through the semaphore).
+    private final class ErrText: @unchecked Sendable { var data = Data() }
 
     struct RunFailure: Error, CustomStringConvertible {
         var message: String
@@ -52,20 +72,7 @@ enum Package {
 extension Package {
     /// Runs a program found on PATH (a peer: python3, mbpoll) from the package root.
     static func tool(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        process.currentDirectoryURL = root
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        let errData = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+        try capture(URL(fileURLWithPath: "/usr/bin/env"), arguments)
     }
 }
 

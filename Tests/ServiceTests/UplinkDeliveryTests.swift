@@ -44,19 +44,11 @@ final class AggregatorStub {
 
     /// curl keeps the test free of Foundation's networking stack.
     static func fetch(_ url: String, body: Data?) throws -> Data {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         var arguments = ["curl", "-s", "-k", "-m", "5", url]
         if let body {
             arguments += ["-X", "POST", "-H", "Content-Type: application/json", "--data-binary", String(decoding: body, as: UTF8.self)]
         }
-        p.arguments = arguments
-        let pipe = Pipe()
-        p.standardOutput = pipe
-        try p.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return data
+        return Data(try Package.capture(URL(fileURLWithPath: "/usr/bin/env"), arguments, directory: nil).out.utf8)
     }
 
     /// Batches posted to the stub while it was in `mode`.
