@@ -67,12 +67,10 @@ struct Run: ParsableCommand {
     var log: String = "auto"
 
     func run() throws {
-        // Two malloc arenas, set before any thread starts. With one per thread (glibc's default),
-        // each uplink outage left its backlog's freed buffers in whichever thread's arena delivered
-        // it: the soak saw RSS rise by 0.2–3.2 MB at each outage and never fall. bessd's threads
-        // allocate little (the cycle nothing at all), so two arenas cost no contention that matters.
-        // Measured on the host, three 40 s outages (anonymous RSS at the end): +684 KiB with
-        // per-thread arenas, +316 KiB with two (part given back after each), +276 KiB with one.
+        // Two malloc arenas, set before any thread starts: with one per thread (glibc's default)
+        // freed memory stays in whichever thread's arena held it. bessd's threads allocate little
+        // (the cycle nothing at all), so two cost no contention that matters. (The soak's RSS steps
+        // at uplink outages were the spool re-reading whole segments, fixed in 8f97356, not this.)
         Memory.limitMallocArenas(2)
         let loaded: BessdConfiguration
         do {
