@@ -19,7 +19,7 @@ final class TestJournal {
         journald.standardError = FileHandle.nullDevice
         try journald.run()
         started = journald
-        for _ in 0..<100 where !JournalLogHandler.isAvailable { usleep(50_000) }
+        _ = waitFor(seconds: 5) { JournalLogHandler.isAvailable }
     }
 
     deinit {
@@ -65,12 +65,10 @@ struct JournaldTests {
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         // Wait for the latch, then reset through bessctl (refused: the pack is still heating).
-        var latched = false
-        for _ in 0..<360 where !latched {
-            usleep(50_000)
+        let latched = waitFor(seconds: 18) {
             let status = try? ControlClient.request(["verb": "status"], socket: daemon.socket)
             let units = status?["units"] as? [[String: Any]]
-            latched = (units?.first?["latched"] as? [String])?.contains("THERMAL_RUNAWAY") == true
+            return (units?.first?["latched"] as? [String])?.contains("THERMAL_RUNAWAY") == true
         }
         #expect(latched)
         let reset = try Package.run("bessctl", ["reset", unit, "--socket", daemon.socket])

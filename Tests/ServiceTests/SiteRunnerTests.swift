@@ -128,12 +128,8 @@ struct SiteRunnerTests {
         let runner = try SiteRunner.make(configuration: c, startedAt: MonotonicClock.now()) { _ in }
         runner.startWorkers()
         defer { runner.stopWorkers() }
-        var fault: String?
-        for _ in 0..<40 where fault == nil {
-            usleep(50_000)
-            fault = runner.bmsSlots[0]?.fault
-        }
-        #expect(fault == "CAN_INTERFACE_MISSING")
+        #expect(waitFor(seconds: 2) { runner.bmsSlots[0]?.fault != nil })
+        #expect(runner.bmsSlots[0]?.fault == "CAN_INTERFACE_MISSING")
         runner.step(now: MonotonicClock.now(), wallClock: MonotonicClock.wallClock())
         let d = runner.controller.decision(unit: 0)
         #expect(d.state == .starting)

@@ -17,12 +17,10 @@ let vcan = ProcessInfo.processInfo.environment["BESSD_VCAN"]
 struct SocketCANTests {
     let interface = vcan ?? "vcan0"
 
-    func waitFor(_ seconds: Double = 3, _ condition: () -> Bool) -> Bool {
-        for _ in 0..<Int(seconds * 20) {
-            if condition() { return true }
-            usleep(50_000)
-        }
-        return condition()
+    /// Waits until the plant's BMS emulator has put its first 0x351 frame on the bus (at most 15 s:
+    /// the emulated VM starts a process slowly).
+    func firstBMSFrame(_ listener: CANSocket) throws -> Bool {
+        try waitFor(seconds: 15) { try listener.receive(timeout: .milliseconds(200)) != nil }
     }
 
     @Test("the emulator's frames cross vcan, pass the filters and decode, with kernel timestamps")
@@ -59,6 +57,7 @@ struct SocketCANTests {
         let out = Pipe()
         dump.standardOutput = out
         try dump.run()
+        #expect(waitFor { slot.keepAlivesSent > 0 })  // the worker's socket is bound
         let send = Process()
         send.executableURL = URL(fileURLWithPath: "/usr/bin/cansend")
         send.arguments = [interface, "351#1402740E740ECC01"]
@@ -88,6 +87,8 @@ struct SocketCANTests {
         let worker = BMSWorker(interface: interface, slot: slot, phase: phase) { _ in }
         worker.start()
         defer { worker.stop() }
+        // Frames sent before the worker's socket is bound never reach it: its first keep-alive says it is.
+        #expect(waitFor { slot.keepAlivesSent > 0 })
         let sender = try CANSocket(interface: interface, filters: [(0x7FF, 0x7FF)])
         var unit = SimulatedUnit(capacityKWh: 250, maxPowerKW: 100, initialSOCPercent: 60)
         /// Sends the BMS's frames and waits until the worker has decoded the protection frame of this send.
@@ -169,7 +170,7 @@ struct SocketCANTests {
         #expect(["CAN_INTERFACE_DOWN", "CAN_INTERFACE_MISSING", "CAN_BUS_OFF"].contains(slot.fault ?? ""))
         ip("link", "add", "dev", name, "type", "vcan")
         ip("link", "set", name, "up")
-        #expect(waitFor(8) { slot.fault == nil })
+        #expect(waitFor(seconds: 8) { slot.fault == nil })
         // libsocketcan on a virtual interface: a coded answer, not a crash.
         if case .success = CANInterface.state(of: name) { Issue.record("vcan reported a controller state") }
     }
@@ -198,8 +199,11 @@ struct SocketCANTests {
         let plantOut = Pipe()
         plant.standardOutput = plantOut
         plant.standardError = FileHandle.nullDevice
+        let listener = try CANSocket(interface: interface, filters: [(0x351, 0x7FF)])
         try plant.run()
-        usleep(700_000)
+        // bessd starts once the plant answers Modbus and sends BMS frames, not after a guessed delay.
+        #expect(waitFor(seconds: 15) { LoopbackRigTests.listening(15602) })
+        #expect(try firstBMSFrame(listener))
         let bessd = try Package.run("bessd", ["run", "--config", path, "--duration", "11", "--status-every", "1", "--log", "stdout"])
         let plantText = String(decoding: plantOut.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         plant.waitUntilExit()
@@ -238,8 +242,9 @@ struct SocketCANTests {
         plant.arguments = ["plant", "--config", path, "--duration", "22"]
         plant.standardOutput = FileHandle.nullDevice
         plant.standardError = FileHandle.nullDevice
+        let listener = try CANSocket(interface: interface, filters: [(0x351, 0x7FF)])
         try plant.run()
-        usleep(300_000)
+        #expect(try firstBMSFrame(listener))
         let bessd = try Package.run("bessd", ["run", "--config", path, "--duration", "21", "--status-every", "1", "--log", "stdout"])
         plant.waitUntilExit()
         let lines = bessd.out.split(separator: "\n").map(String.init)
