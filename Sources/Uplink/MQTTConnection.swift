@@ -153,6 +153,10 @@ public final class MQTTConnection: @unchecked Sendable {
     /// The socket, for an owner that waits on it itself (`acknowledgeAfterStore`): -1 when closed.
     public var socket: Int32 { mosquitto_socket(handle) }
 
+    /// True when libmosquitto holds bytes it could not write yet (an owner that polls the socket
+    /// itself then waits for it to become writable).
+    public var wantsWrite: Bool { mosquitto_want_write(handle) }
+
     /// Reads what has arrived (messages arrive as events; their PUBACKs are queued, not sent).
     public func read() throws(UplinkError) {
         let rc = mosquitto_loop_read(handle, 1)

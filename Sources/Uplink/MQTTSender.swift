@@ -119,6 +119,8 @@ public final class MQTTUplinkSender: Sendable {
     let stopping = PILock(false)
     let finished = DispatchSemaphore(value: 0)
     let started = PILock(false)
+    /// Ends the connection thread's wait at stop (a sender on its own thread; a group has none).
+    let wakeup = PILock<Wakeup?>(nil)
     public let session: String
 
     public init(settings: Settings, queue: SpoolQueue, log: @escaping @Sendable (String, String?) -> Void,
@@ -142,7 +144,9 @@ public final class MQTTUplinkSender: Sendable {
             throw SpoolError(code: error.code, message: error.message)
         }
         started.withLock { $0 = true }
-        let thread = Thread { link.run() }
+        let wake = Wakeup()
+        wakeup.withLock { $0 = wake }
+        let thread = Thread { link.run(wakeup: wake) }
         thread.name = "bessd-mqtt"
         thread.start()
     }
@@ -151,6 +155,7 @@ public final class MQTTUplinkSender: Sendable {
     public func stop() {
         guard started.withLock({ $0 }) else { return }
         stopping.withLock { $0 = true }
+        wakeup.withLock { $0 }?.signal()
         _ = finished.wait(timeout: .now() + 5)
     }
 
@@ -235,27 +240,36 @@ public final class MQTTUplinkSender: Sendable {
 
         var topics: UplinkTopics { sender.topics }
 
-        /// The connection's own thread (bessd): one link, libmosquitto's loop.
-        func run() {
+        /// The connection's own thread (bessd): one link. It sleeps on its socket and `wakeup` until
+        /// something arrives, the socket can take what is queued, the next batch is due, or a second
+        /// has passed (the keepalive check): about one wake-up a second on a quiet link.
+        func run(wakeup: Wakeup) {
             defer { sender.finished.signal() }
             while !sender.stopping.withLock({ $0 }) {
                 if !open {
                     let wait = nextAttempt - ContinuousClock.now
                     if wait > .zero {
-                        Thread.sleep(forTimeInterval: min(0.05, Double(wait.components.seconds) + Double(wait.components.attoseconds) * 1e-18))
+                        wakeup.wait(until: SystemClock.monotonicNanoseconds() + wait.nanosecondsClamped)
                         continue
                     }
                     attempt()
                     continue
                 }
-                do {
-                    try connection.loop(timeoutMilliseconds: 50)
-                    if connected { try publishPending() }
-                } catch {
-                    dropped(error)
-                }
+                var fds = [pollfd(fd: connection.socket, events: Int16(POLLIN) | (connection.wantsWrite ? Int16(POLLOUT) : 0), revents: 0),
+                           pollfd(fd: wakeup.descriptor, events: Int16(POLLIN), revents: 0)]
+                _ = poll(&fds, 2, sleepMilliseconds(now: ContinuousClock.now))
+                if fds[1].revents != 0 { wakeup.drain() }
+                service(readable: fds[0].revents & Int16(POLLIN | POLLERR | POLLHUP) != 0)
             }
             if open && connected { goOffline() }
+        }
+
+        /// How long the link may sleep with nothing arriving: until its next batch is due, at most a
+        /// second (the keepalive check), rounded up to the millisecond.
+        func sleepMilliseconds(now: ContinuousClock.Instant) -> Int32 {
+            var wait = Duration.seconds(1)
+            if connected, inflight.count < sender.settings.window { wait = min(wait, max(.zero, nextPublish - now)) }
+            return Int32((wait.nanosecondsClamped + 999_999) / 1_000_000)
         }
 
         /// Opens the connection when its back-off has passed; never sleeps.
@@ -271,7 +285,8 @@ public final class MQTTUplinkSender: Sendable {
         }
 
         /// After what arrived on the socket was read (`readable`): publishes and sends what is due.
-        /// Used by a thread that drives many links at once (bess-hil fleet); never sleeps.
+        /// Used by the link's own thread (bessd) and by a thread that drives many links at once
+        /// (bess-hil fleet); never sleeps.
         func service(readable: Bool) {
             guard open else { return }
             do {
