@@ -236,19 +236,19 @@ public final class BusPoller: @unchecked Sendable {
         lanes[i].next += 1
         let unit: Int
         let request: [UInt8]
-        let what: String
+        let label: ModbusRequestLabel
         switch job {
         case .read(let d, let address, let count):
             unit = endpoints[i].devices[d].unitID
             request = ModbusConnection.readPDU(at: address, count: count)
-            what = "reading \(count) registers at \(address) of unit \(unit)"
+            label = ModbusRequestLabel(.readRegisters, unit: unit, address: address, count: count)
         case .write(let d, let address, let values, _):
             unit = endpoints[i].devices[d].unitID
             request = ModbusConnection.writePDU(at: address, values)
-            what = "writing \(values.count) registers at \(address) of unit \(unit)"
+            label = ModbusRequestLabel(.writeRegisters, unit: unit, address: address, count: values.count)
         }
         do throws(ModbusError) {
-            lanes[i].pending = (job, try connection.begin(unit: unit, request, what), request)
+            lanes[i].pending = (job, try connection.begin(unit: unit, request, label), request)
         } catch {
             release(&lanes, i, failure: (device(job), SunSpecError(code: error.code, message: error.message)))
         }
@@ -312,11 +312,11 @@ public final class BusPoller: @unchecked Sendable {
             switch pending.job {
             case .read(_, let address, let count):
                 guard let words = ModbusConnection.registers(reply, count: count) else {
-                    throw connection.malformedAnswer(pending.exchange.what)
+                    throw connection.malformedAnswer(pending.exchange)
                 }
                 try endpoints[i].pollAnswered(d, address: address, words: words)
             case .write(_, _, _, let last):
-                guard ModbusConnection.echoes(reply, pending.request) else { throw connection.malformedAnswer(pending.exchange.what) }
+                guard ModbusConnection.echoes(reply, pending.request) else { throw connection.malformedAnswer(pending.exchange) }
                 if let last { endpoints[i].written(d, setpoint: last.setpoint, rearm: last.rearm) }
             }
             start(&lanes, i)

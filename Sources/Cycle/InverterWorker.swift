@@ -257,6 +257,11 @@ public final class InverterWorker: @unchecked Sendable {
         var inverter: Driver?
         /// The setpoint last acted on (written, or refused and replaced by 0 W).
         var lastWritten: Watts?
+        /// The requests that carried `lastWritten` without the revert's re-arm: a new setpoint that
+        /// encodes to the same registers is not sent again. Nil after a refusal.
+        var lastPlain: [(address: Int, values: [UInt16])]?
+        /// The poller's plan for the round's writes, kept until they are answered.
+        var plannedPlain: [(address: Int, values: [UInt16])]?
         /// When the revert timer was last armed (revert value, enable and time written).
         var lastArmedAt: Int64 = 0
         /// When the static values (nameplate, settings, scale factors) were last read.
@@ -425,18 +430,40 @@ public final class InverterWorker: @unchecked Sendable {
     func plannedWrites(_ index: Int, stalled: Bool) throws(SunSpecError)
         -> (setpoint: Watts, rearm: Bool, writes: [(address: Int, values: [UInt16])])?
     {
-        guard let inverter = states[index].inverter else { return nil }
         let setpoint = stalled || states[index].valueFault ? .zero : devices[index].slot.setpoint
-        let rearm = states[index].lastWritten == nil || now() - states[index].lastArmedAt >= Int64(revertSeconds) * 500_000_000
-        guard rearm || states[index].lastWritten.map({ abs($0.value - setpoint.value) >= 1 }) ?? true else { return nil }
-        return (setpoint, rearm, try inverter.writes(setpoint, revertSeconds: revertSeconds, rearm: rearm))
+        guard let plan = try Self.plan(states[index], setpoint, revertSeconds: revertSeconds, now: now()) else { return nil }
+        states[index].plannedPlain = plan.plain
+        return (setpoint, plan.rearm, plan.writes)
     }
 
     /// Records that device `index`'s planned writes all went through.
     func written(_ index: Int, setpoint: Watts, rearm: Bool) {
         states[index].lastWritten = setpoint
+        states[index].lastPlain = states[index].plannedPlain
         states[index].refusalLogged = false
         if rearm { states[index].lastArmedAt = now() }
+    }
+
+    /// What writing `setpoint` to a device in `state` takes now, or nil when nothing is due: the one
+    /// rule of both write paths (the worker's own and the bus poller's). The revert timer is re-armed
+    /// (revert value, enable and time, then the setpoint) on the first write after discovery and at
+    /// least every half of its period. In between, a setpoint is written when it moved by 1 W or more
+    /// from the last one written *and* its registers changed: a device whose scale factor makes a
+    /// step of 10 or 100 W is not sent the same value again (no extra request on the bus nor write to
+    /// its memory). `plain` is the writes without the re-arm, kept to compare the next setpoint with.
+    static func plan(_ state: DeviceState, _ setpoint: Watts, revertSeconds: Int, now: Int64) throws(SunSpecError)
+        -> (rearm: Bool, writes: [(address: Int, values: [UInt16])], plain: [(address: Int, values: [UInt16])])?
+    {
+        guard let inverter = state.inverter else { return nil }
+        let rearm = state.lastWritten == nil || now - state.lastArmedAt >= Int64(revertSeconds) * 500_000_000
+        if !rearm, let last = state.lastWritten, abs(last.value - setpoint.value) < 1 { return nil }
+        let plain = try inverter.writes(setpoint, revertSeconds: revertSeconds, rearm: false)
+        guard rearm else {
+            if let sent = state.lastPlain,
+               sent.elementsEqual(plain, by: { $0.address == $1.address && $0.values == $1.values }) { return nil }
+            return (false, plain, plain)
+        }
+        return (true, try inverter.writes(setpoint, revertSeconds: revertSeconds, rearm: true), plain)
     }
 
     /// Hands the endpoint back to this worker's thread (the poller's side), with the failure that
@@ -584,16 +611,17 @@ public final class InverterWorker: @unchecked Sendable {
         guard let connection = link.connection, connection.isConnected, let inverter = states[index].inverter else { return }
         let device = devices[index]
         let setpoint = zeroInstead || states[index].valueFault ? .zero : device.slot.setpoint
-        // The revert timer is re-armed (revert value, enable, time, then the setpoint) on the first
-        // write after discovery and at least every half of its period; in between, a changed setpoint
-        // is one request and an unchanged one is not written at all.
-        let rearm = states[index].lastWritten == nil || now() - states[index].lastArmedAt >= Int64(revertSeconds) * 500_000_000
-        guard rearm || states[index].lastWritten.map({ abs($0.value - setpoint.value) >= 1 }) ?? true else { return }
         var unit = connection.unit(device.unitID)
         do throws(SunSpecError) {
-            do {
-                try inverter.command(setpoint, revertSeconds: revertSeconds, rearm: rearm, &unit)
-                if rearm { states[index].lastArmedAt = now() }
+            do throws(SunSpecError) {
+                guard let plan = try Self.plan(states[index], setpoint, revertSeconds: revertSeconds, now: now()) else { return }
+                do throws(ModbusError) {
+                    for write in plan.writes { try unit.writeRegisters(at: write.address, write.values) }
+                } catch {
+                    throw SunSpecError(wrapping: error)
+                }
+                if plan.rearm { states[index].lastArmedAt = now() }
+                states[index].lastPlain = plan.plain
             } catch where Failure(error.code) == .value && setpoint != .zero {
                 // The device cannot take this setpoint: it gets 0 W with the revert armed instead
                 // (never its previous setpoint), and the link stays up.
@@ -603,6 +631,7 @@ public final class InverterWorker: @unchecked Sendable {
                 try inverter.command(.zero, revertSeconds: revertSeconds, rearm: true, &unit)
                 states[index].lastArmedAt = now()
                 states[index].lastWritten = setpoint
+                states[index].lastPlain = nil
                 return
             }
             states[index].refusalLogged = false

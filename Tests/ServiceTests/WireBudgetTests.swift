@@ -131,4 +131,45 @@ struct WireBudgetTests {
         #expect(waitFor(seconds: 5) { writes().count >= 10 })
         #expect(writes()[7..<10].allSatisfy { $0.watts == 20_000 }, "\(writes().map(\.watts))")
     }
+
+    @Test("a setpoint that moves by less than the device's register step is not written again; one that changes the register is")
+    func writesOnlyNewRegisters() throws {
+        final class Log: Sendable { let list = Mutex<[Double]>([]) }
+        // Model 124: the rates are 0.01 % of WChaMax (InOutWRte_SF −2), so one step is 10 W at 100 kW.
+        let profile = SunSpecDeviceProfile(controlModel: 124, ratingW: 100_000)
+        let server = try SunSpecServer(transport: .tcp(host: "127.0.0.1", port: 0), profile: profile)
+        let log = Log()
+        server.writeObserver = { image, _ in
+            log.list.withLock { $0.append(SunSpecPlantLink.commandedWatts(image, profile: profile) ?? .nan) }
+        }
+        try server.start()
+        defer { server.stop() }
+        let slot = InverterSlot()
+        slot.setSetpoint(Watts(10_000))
+        // The revert timer is 60 s: no re-arm within the test.
+        let worker = InverterWorker(endpoint: .tcp(host: "127.0.0.1", port: server.port), devices: [.init(unitID: 1, slot: slot)],
+                                    period: .milliseconds(10), timeout: .milliseconds(500), revertSeconds: 60) { _ in }
+        worker.start()
+        defer { worker.stop() }
+        func writes() -> [Double] { log.list.withLock { $0 } }
+        // The first write arms the revert: the rates with the revert time, then the mode (two requests).
+        #expect(waitFor(seconds: 5) { writes().count >= 2 && slot.reading != nil })
+        #expect(writes().count == 2 && abs((writes().last ?? 0) - 10_000) < 0.01, "\(writes())")
+        // 10,004 W is 10.004 %, which is 1000 steps of 0.01 % like 10,000 W: 4 W moved, the registers
+        // did not; twenty rounds of reads and no write.
+        slot.setSetpoint(Watts(10_004))
+        var requests = worker.wire.requests
+        #expect(waitFor(seconds: 5) { worker.wire.requests >= requests + 20 })
+        #expect(writes().count == 2, "\(writes())")
+        // 10,006 W rounds to 1001 steps: written, as one request, and the device holds 10,010 W.
+        slot.setSetpoint(Watts(10_006))
+        #expect(waitFor(seconds: 5) { writes().count >= 3 })
+        requests = worker.wire.requests
+        #expect(waitFor(seconds: 5) { worker.wire.requests >= requests + 10 })
+        #expect(writes().count == 3 && abs(writes()[2] - 10_010) < 0.01, "\(writes())")
+        // Back to 10,000 W: the registers change again, so it is written.
+        slot.setSetpoint(Watts(10_000))
+        #expect(waitFor(seconds: 5) { writes().count >= 4 })
+        #expect(abs(writes()[3] - 10_000) < 0.01, "\(writes())")
+    }
 }

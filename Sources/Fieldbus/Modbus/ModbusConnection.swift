@@ -26,6 +26,32 @@ public enum ModbusEndpoint: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
+/// What a request asks, for its error messages: kept as numbers and put into words only when an
+/// error needs them (a poll round makes hundreds of requests a second; none of them formats text).
+public struct ModbusRequestLabel: Sendable, Equatable, CustomStringConvertible {
+    public enum Kind: Sendable, Equatable { case readRegisters, readCoils, readDiscreteInputs, writeRegisters }
+    public let kind: Kind
+    public let unit: Int
+    public let address: Int
+    public let count: Int
+
+    public init(_ kind: Kind, unit: Int, address: Int, count: Int) {
+        self.kind = kind
+        self.unit = unit
+        self.address = address
+        self.count = count
+    }
+
+    public var description: String {
+        switch kind {
+        case .readRegisters: "reading \(count) registers at \(address) of unit \(unit)"
+        case .readCoils: "reading \(count) coils at \(address) of unit \(unit)"
+        case .readDiscreteInputs: "reading \(count) discrete inputs at \(address) of unit \(unit)"
+        case .writeRegisters: "writing \(count) registers at \(address) of unit \(unit)"
+        }
+    }
+}
+
 /// A libmodbus client context with one owner: one per TCP endpoint or serial line, shared by every
 /// unit id on it.
 ///
@@ -150,9 +176,9 @@ public final class ModbusConnection: RegisterAccess {
         var values = [UInt16](repeating: 0, count: count)
         let started = MonotonicClockReading.now()
         if case .tcp = endpoint {
-            let what = "reading \(count) registers at \(address) of unit \(unit)"
-            let reply = try exchange(unit: unit, Self.readPDU(at: address, count: count), what)
-            guard let words = Self.registers(reply, count: count) else { throw malformed(what) }
+            let label = ModbusRequestLabel(.readRegisters, unit: unit, address: address, count: count)
+            let reply = try exchange(unit: unit, Self.readPDU(at: address, count: count), label)
+            guard let words = Self.registers(reply, count: count) else { throw malformed(label.description) }
             values = words
         } else {
             requestCount &+= 1
@@ -171,21 +197,21 @@ public final class ModbusConnection: RegisterAccess {
             throw ModbusError(code: "MODBUS_INVALID_REQUEST", message: "read of \(count) bits at \(address) (function \(function))")
         }
         try prepare(unit: unit)
-        let what = "reading \(count) \(function == 0x01 ? "coils" : "discrete inputs") at \(address) of unit \(unit)"
+        let label = ModbusRequestLabel(function == 0x01 ? .readCoils : .readDiscreteInputs, unit: unit, address: address, count: count)
         let started = MonotonicClockReading.now()
         var bits = [Bool](repeating: false, count: count)
         if case .tcp = endpoint {
             let reply = try exchange(unit: unit, [function, UInt8(address >> 8), UInt8(address & 0xFF), UInt8(count >> 8), UInt8(count & 0xFF)],
-                                     what)
+                                     label)
             let bytes = (count + 7) / 8
-            guard reply.count == 2 + bytes, Int(reply[1]) == bytes else { throw malformed(what) }
+            guard reply.count == 2 + bytes, Int(reply[1]) == bytes else { throw malformed(label.description) }
             for i in 0..<count { bits[i] = reply[2 + i / 8] >> UInt8(i % 8) & 1 == 1 }
         } else {
             requestCount &+= 1
             var raw = [UInt8](repeating: 0, count: count)
             let result = function == 0x01 ? modbus_read_bits(context, Int32(address), Int32(count), &raw)
                 : modbus_read_input_bits(context, Int32(address), Int32(count), &raw)
-            guard result == Int32(count) else { throw failure(what) }
+            guard result == Int32(count) else { throw failure(label.description) }
             for i in 0..<count { bits[i] = raw[i] != 0 }
         }
         lastRoundTrip = .nanoseconds(MonotonicClockReading.now() - started)
@@ -201,11 +227,11 @@ public final class ModbusConnection: RegisterAccess {
         try prepare(unit: unit)
         let started = MonotonicClockReading.now()
         if case .tcp = endpoint {
-            let what = "writing \(values.count) registers at \(address) of unit \(unit)"
+            let label = ModbusRequestLabel(.writeRegisters, unit: unit, address: address, count: values.count)
             let request = Self.writePDU(at: address, values)
-            let reply = try exchange(unit: unit, request, what)
+            let reply = try exchange(unit: unit, request, label)
             // The answer echoes the address and the quantity.
-            guard Self.echoes(reply, request) else { throw malformed(what) }
+            guard Self.echoes(reply, request) else { throw malformed(label.description) }
             lastRoundTrip = .nanoseconds(MonotonicClockReading.now() - started)
             return
         }
@@ -231,7 +257,8 @@ public final class ModbusConnection: RegisterAccess {
         public let unit: Int
         public let function: UInt8
         public let transaction: UInt16
-        public let what: String
+        /// What the request asks (for an error's message).
+        public let label: ModbusRequestLabel
         /// Monotonic ns by which the answer must be complete.
         public let deadline: Int64
         let started: Int64
@@ -243,9 +270,9 @@ public final class ModbusConnection: RegisterAccess {
     /// Sends one Modbus TCP request (`pdu`: function code first) on a connected, settled session,
     /// without waiting for the answer. A session that is not connected or still settling after a
     /// failure is refused (`MODBUS_CONNECTION_LOST`): that is the worker's to recover, not a poller's.
-    public func begin(unit: Int, _ pdu: [UInt8], _ what: String) throws(ModbusError) -> Pending {
+    public func begin(unit: Int, _ pdu: [UInt8], _ label: ModbusRequestLabel) throws(ModbusError) -> Pending {
         guard case .tcp = endpoint, isConnected, settleFrom == nil else {
-            throw ModbusError(code: "MODBUS_CONNECTION_LOST", message: "\(what) on \(endpoint): session not ready")
+            throw ModbusError(code: "MODBUS_CONNECTION_LOST", message: "\(label) on \(endpoint): session not ready")
         }
         let fd = modbus_get_socket(context)
         transaction &+= 1
@@ -255,8 +282,8 @@ public final class ModbusConnection: RegisterAccess {
         let started = MonotonicClockReading.now()
         requestCount &+= 1
         let sent = frame.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
-        guard sent == frame.count else { throw failure(what, errno: sent < 0 ? errno : EIO) }
-        return Pending(unit: unit, function: pdu[0], transaction: transaction, what: what,
+        guard sent == frame.count else { throw failure(label.description, errno: sent < 0 ? errno : EIO) }
+        return Pending(unit: unit, function: pdu[0], transaction: transaction, label: label,
                        deadline: started + timeoutNanoseconds, started: started)
     }
 
@@ -267,12 +294,11 @@ public final class ModbusConnection: RegisterAccess {
     /// with the same codes as libmodbus's (`ModbusError.from`).
     public func collect(_ pending: Pending, wait: Bool) throws(ModbusError) -> [UInt8]? {
         let fd = modbus_get_socket(context)
-        let what = pending.what
         while true {
             // A whole frame in the buffer: check it, or skip it when it answers another request.
             if inboundCount >= 7 {
                 let size = 6 + (Int(inbound[4]) << 8 | Int(inbound[5]))
-                guard inbound[2] == 0, inbound[3] == 0, size >= 8, size <= inbound.count else { throw malformed(what) }
+                guard inbound[2] == 0, inbound[3] == 0, size >= 8, size <= inbound.count else { throw malformed(pending.label.description) }
                 if inboundCount >= size {
                     let id = UInt16(inbound[0]) << 8 | UInt16(inbound[1])
                     if id != pending.transaction {
@@ -281,19 +307,19 @@ public final class ModbusConnection: RegisterAccess {
                         inboundCount = rest
                         continue
                     }
-                    guard inboundCount == size, Int(inbound[6]) == pending.unit & 0xFF else { throw malformed(what) }
+                    guard inboundCount == size, Int(inbound[6]) == pending.unit & 0xFF else { throw malformed(pending.label.description) }
                     inboundCount = 0
                     let function = inbound[7]
                     if function == pending.function | 0x80 {
-                        guard size >= 9 else { throw malformed(what) }
-                        throw failure(what, errno: ModbusError.enobase + Int32(inbound[8]))
+                        guard size >= 9 else { throw malformed(pending.label.description) }
+                        throw failure(pending.label.description, errno: ModbusError.enobase + Int32(inbound[8]))
                     }
-                    guard function == pending.function else { throw malformed(what) }
+                    guard function == pending.function else { throw malformed(pending.label.description) }
                     lastRoundTrip = .nanoseconds(MonotonicClockReading.now() - pending.started)
                     return Array(inbound[7..<size])
                 }
             }
-            if wait, MonotonicClockReading.now() > pending.deadline { throw failure(what, errno: ETIMEDOUT) }
+            if wait, MonotonicClockReading.now() > pending.deadline { throw failure(pending.label.description, errno: ETIMEDOUT) }
             let have = inboundCount
             let received = inbound.withUnsafeMutableBytes {
                 recv(fd, $0.baseAddress! + have, $0.count - have, wait ? 0 : Int32(MSG_DONTWAIT))
@@ -301,19 +327,19 @@ public final class ModbusConnection: RegisterAccess {
             if received > 0 {
                 inboundCount += received
             } else if received == 0 {
-                throw failure(what, errno: ECONNRESET)
+                throw failure(pending.label.description, errno: ECONNRESET)
             } else if errno == EAGAIN || errno == EWOULDBLOCK {
                 if !wait { return nil }
-                throw failure(what, errno: ETIMEDOUT)
+                throw failure(pending.label.description, errno: ETIMEDOUT)
             } else if errno != EINTR {
-                throw failure(what, errno: errno)
+                throw failure(pending.label.description, errno: errno)
             }
         }
     }
 
     /// The error for a request whose answer did not come by its deadline; the session settles
     /// before its next request, as after any timeout.
-    public func expired(_ pending: Pending) -> ModbusError { failure(pending.what, errno: ETIMEDOUT) }
+    public func expired(_ pending: Pending) -> ModbusError { failure(pending.label.description, errno: ETIMEDOUT) }
 
     /// A read-holding-registers request (0x03) and the registers of its answer.
     public static func readPDU(at address: Int, count: Int) -> [UInt8] {
@@ -340,15 +366,15 @@ public final class ModbusConnection: RegisterAccess {
     }
 
     /// One Modbus TCP request and its answer's PDU: one send and, as a rule, one receive.
-    private func exchange(unit: Int, _ pdu: [UInt8], _ what: String) throws(ModbusError) -> [UInt8] {
-        let pending = try begin(unit: unit, pdu, what)
+    private func exchange(unit: Int, _ pdu: [UInt8], _ label: ModbusRequestLabel) throws(ModbusError) -> [UInt8] {
+        let pending = try begin(unit: unit, pdu, label)
         while true {
             if let reply = try collect(pending, wait: true) { return reply }
         }
     }
 
     /// The malformed-answer error (`MODBUS_BAD_RESPONSE`); the session settles before its next request.
-    public func malformedAnswer(_ what: String) -> ModbusError { malformed(what) }
+    public func malformedAnswer(_ pending: Pending) -> ModbusError { malformed(pending.label.description) }
 
     private func malformed(_ what: String) -> ModbusError {
         failure(what, errno: ModbusError.enobase + 13)  // EMBBADDATA
