@@ -69,10 +69,10 @@ struct BessAggregator: AsyncParsableCommand {
             guard authorized(request) else { return Self.json(.unauthorized, ["error": "bad or missing token"]) }
             let site = context.parameters.get("site") ?? ""
             let body = try await request.body.collect(upTo: 32 << 20)
-            guard let batch = try? JSONDecoder().decode(RecordBatch.self, from: Data(buffer: body)), batch.site == site,
-                  batch.protocolVersion == UplinkProtocol.version
+            guard let received = try? ReceivedBatch(payload: Array(buffer: body)), received.batch.site == site,
+                  received.batch.protocolVersion == UplinkProtocol.version
             else { return Self.json(.badRequest, ["error": "not a protocol 1 batch for this site"]) }
-            let result = try await store.store([(site, batch)], now: Date().timeIntervalSince1970, handOutCommands: true)
+            let result = try await store.store([(site, received)], now: Date().timeIntervalSince1970, handOutCommands: true)
             let answer = BatchResponse(ackedSeq: result.first?.highest ?? 0, commands: result.first?.commands ?? [])
             return Response(status: .ok, headers: [.contentType: "application/json"],
                             body: .init(byteBuffer: ByteBuffer(bytes: try JSONEncoder().encode(answer))))

@@ -29,9 +29,16 @@ final class MQTTConsumer: @unchecked Sendable {
     var connection: MQTTConnection!
     var open = false
     var backoff = Backoff(firstNanoseconds: 500_000_000, maximumNanoseconds: 30_000_000_000)
-    var pendingBatches: [(site: String, batch: RecordBatch)] = []
+    var pendingBatches: [(site: String, received: ReceivedBatch)] = []
     var pendingAcks: [(site: String, ack: CommandAck)] = []
     var pendingStatus: [(site: String, message: SiteStatusMessage)] = []
+    /// When the oldest message not yet stored was read (monotonic ns); nil when nothing waits.
+    var pendingSince: Int64?
+    /// Messages are stored together once the oldest has waited this long, or `storeAt` are waiting
+    /// (the broker sends no more than that unacknowledged): one transaction per message burst cost
+    /// several times the CPU per record.
+    static let storeWindowNanoseconds: Int64 = 50_000_000
+    static let storeAt = 1000
 
     init(url: MQTTURL, clientID: String, store: any RecordStore, caFile: String?, certFile: String?, keyFile: String?,
          username: String?, password: String?, publisher: CommandPublisher, followsStatus: Bool) throws(UplinkError) {
@@ -39,7 +46,7 @@ final class MQTTConsumer: @unchecked Sendable {
         self.followsStatus = followsStatus
         var o = MQTTConnection.Options(url: url, clientID: clientID, cleanStart: false, sessionExpirySeconds: 3600)
         o.acknowledgeAfterStore = true
-        o.receiveMaximum = 1000
+        o.receiveMaximum = Int32(Self.storeAt)
         o.caFile = caFile
         o.clientCertFile = certFile
         o.clientKeyFile = keyFile
@@ -72,16 +79,26 @@ final class MQTTConsumer: @unchecked Sendable {
             }
             do {
                 var poller = pollfd(fd: connection.socket, events: Int16(POLLIN), revents: 0)
-                if poll(&poller, 1, 20) > 0 {
-                    // Everything that has arrived, up to a bound, then one transaction.
+                var timeout: Int64 = 20
+                if let since = pendingSince {
+                    timeout = min(timeout, max(0, (since + Self.storeWindowNanoseconds - SystemClock.monotonicNanoseconds()) / 1_000_000))
+                }
+                if poll(&poller, 1, Int32(timeout)) > 0 {
+                    // Everything that has arrived, up to a bound.
                     var reads = 0
                     repeat {
                         try connection.read()
                         reads += 1
                         poller.revents = 0
-                    } while reads < 2000 && poll(&poller, 1, 0) > 0
+                    } while reads < Self.storeAt && poll(&poller, 1, 0) > 0
                 }
-                try storePending()
+                let waiting = pendingBatches.count + pendingAcks.count + pendingStatus.count
+                if waiting > 0, pendingSince == nil { pendingSince = SystemClock.monotonicNanoseconds() }
+                // Then one transaction for the window's messages.
+                if let since = pendingSince,
+                   waiting >= Self.storeAt || SystemClock.monotonicNanoseconds() - since >= Self.storeWindowNanoseconds {
+                    try storePending()
+                }
                 try connection.flush()
             } catch {
                 lost("\(error)")
@@ -99,6 +116,7 @@ final class MQTTConsumer: @unchecked Sendable {
         pendingBatches.removeAll()
         pendingAcks.removeAll()
         pendingStatus.removeAll()
+        pendingSince = nil
         Thread.sleep(forTimeInterval: Double(backoff.next()) / 1e9)
     }
 
@@ -138,11 +156,12 @@ final class MQTTConsumer: @unchecked Sendable {
         }
         statistics.withLock {
             $0.batches &+= UInt64(batches.count)
-            $0.records &+= UInt64(batches.reduce(0) { $0 + $1.batch.records.count })
+            $0.records &+= UInt64(batches.reduce(0) { $0 + $1.received.batch.records.count })
         }
         pendingBatches.removeAll()
         pendingAcks.removeAll()
         pendingStatus.removeAll()
+        pendingSince = nil
         // A site that comes online gets its unanswered commands again (bessd acts on an id once).
         for site in onlineSites {
             if case .success(let commands) = blocking({ try await store.unanswered(site: site, now: Date().timeIntervalSince1970) }) {
@@ -167,13 +186,13 @@ final class MQTTConsumer: @unchecked Sendable {
             guard let (site, leaf) = UplinkTopics.parse(topic) else { return }
             switch leaf {
             case "records":
-                guard let batch = try? JSONDecoder().decode(RecordBatch.self, from: Data(payload)), batch.site == site,
-                      batch.protocolVersion == UplinkProtocol.version
+                guard let received = try? ReceivedBatch(payload: payload), received.batch.site == site,
+                      received.batch.protocolVersion == UplinkProtocol.version
                 else {
                     statistics.withLock { $0.malformed &+= 1 }
                     return
                 }
-                pendingBatches.append((site, batch))
+                pendingBatches.append((site, received))
             case "acks":
                 guard let ack = try? JSONDecoder().decode(CommandAck.self, from: Data(payload)) else {
                     statistics.withLock { $0.malformed &+= 1 }

@@ -99,27 +99,30 @@ final class PostgresStore: RecordStore {
         }
     }
 
-    func store(_ batches: [(site: String, batch: RecordBatch)], now: Double, handOutCommands: Bool) async throws -> [StoreResult] {
-        let encoder = JSONEncoder()
+    func store(_ batches: [(site: String, received: ReceivedBatch)], now: Double, handOutCommands: Bool) async throws -> [StoreResult] {
         var sites: [String] = [], seqs: [Int64] = [], types: [String] = [], times: [Double] = [], bodies: [String] = []
-        var records: [String: [Int64: UplinkRecord]] = [:]
+        var records: [String: [Int64: Received]] = [:]
         // Rows in (site, seq) order: instances storing overlapping batches lock them in one order (no deadlock).
-        let ordered = batches.flatMap { item in item.batch.records.map { (item.site, $0) } }
-            .sorted { ($0.0, $0.1.seq) < ($1.0, $1.1.seq) }
-        for (site, record) in ordered {
+        let ordered = batches.flatMap { item in
+            item.received.batch.records.indices.map { index in
+                (item.site, Received(record: item.received.batch.records[index], units: item.received.unitTexts[index]),
+                 item.received.recordTexts[index])
+            }
+        }.sorted { ($0.0, $0.1.record.seq) < ($1.0, $1.1.record.seq) }
+        for (site, received, text) in ordered {
             sites.append(site)
-            seqs.append(Int64(record.seq))
-            types.append(recordType(record.body))
-            times.append(record.time)
-            bodies.append(String(decoding: try encoder.encode(record), as: UTF8.self))
-            records[site, default: [:]][Int64(record.seq)] = record
+            seqs.append(Int64(received.record.seq))
+            types.append(recordType(received.record.body))
+            times.append(received.record.time)
+            bodies.append(text)
+            records[site, default: [:]][Int64(received.record.seq)] = received
         }
         let logger = self.logger
         let handOut = handOutCommands
         let outcome = try await client.withTransaction(logger: logger) { connection -> ([String: Int], [String: [DispatchCommand]]) in
             var newBySite: [String: Int] = [:]
             var highestBySite: [String: (seq: Int64, time: Double)] = [:]
-            var fresh: [(String, UplinkRecord)] = []
+            var fresh: [(String, Received)] = []
             if !sites.isEmpty {
                 let rows = try await connection.query("""
                     INSERT INTO records (site, seq, type, time, body)
@@ -128,10 +131,10 @@ final class PostgresStore: RecordStore {
                     """, logger: logger)
                 for try await (site, seq) in rows.decode((String, Int64).self) {
                     newBySite[site, default: 0] += 1
-                    if let record = records[site]?[seq] {
-                        fresh.append((site, record))
+                    if let received = records[site]?[seq] {
+                        fresh.append((site, received))
                         let h = highestBySite[site] ?? (0, 0)
-                        highestBySite[site] = (max(h.seq, seq), max(h.time, record.time))
+                        highestBySite[site] = (max(h.seq, seq), max(h.time, received.record.time))
                     }
                 }
             }
@@ -169,7 +172,8 @@ final class PostgresStore: RecordStore {
             return (newBySite, commands)
         }
         var seen: [String: Int] = [:]
-        return batches.map { site, batch in
+        return batches.map { site, received in
+            let batch = received.batch
             // New records are told per site; the first batch of a site in the group carries the count.
             let new = seen[site] == nil ? outcome.0[site] ?? 0 : 0
             seen[site] = 1
@@ -178,17 +182,23 @@ final class PostgresStore: RecordStore {
         }
     }
 
+    /// A record and its units' texts as they came.
+    struct Received {
+        var record: UplinkRecord
+        var units: [String]
+    }
+
     /// The latest telemetry per unit and the energy blocks, from records stored for the first time.
-    static func derive(_ fresh: [(String, UplinkRecord)], connection: PostgresConnection, logger: Logger) async throws {
-        let encoder = JSONEncoder()
+    static func derive(_ fresh: [(String, Received)], connection: PostgresConnection, logger: Logger) async throws {
         var latest: [String: (site: String, unit: String, time: Double, body: String)] = [:]
         var blocks: [String: (String, String, Int64, Int64, Double, Double, Double)] = [:]
         var grid: [String: (String, Int64, Int64, Double, Double, Double)] = [:]
-        for (site, record) in fresh {
+        for (site, received) in fresh {
+            let record = received.record
             switch record.body {
             case .telemetry(_, _, _, let units, _):
-                for unit in units where (latest["\(site)|\(unit.id)"]?.time ?? -.infinity) <= record.time {
-                    latest["\(site)|\(unit.id)"] = (site, unit.id, record.time, String(decoding: try encoder.encode(unit), as: UTF8.self))
+                for (unit, text) in zip(units, received.units) where (latest["\(site)|\(unit.id)"]?.time ?? -.infinity) <= record.time {
+                    latest["\(site)|\(unit.id)"] = (site, unit.id, record.time, text)
                 }
             case .energyBlock(let unit, let start, let length, let charged, let discharged, let covered):
                 blocks["\(site)|\(unit)|\(start)"] = (site, unit, start, length, charged, discharged, covered)

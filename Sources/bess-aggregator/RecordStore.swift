@@ -49,8 +49,9 @@ struct SiteSummary: Sendable {
 /// Storing is idempotent on (site, seq) in the database itself, so a record delivered twice, or to
 /// two instances, is stored once.
 protocol RecordStore: Sendable {
-    /// Stores batches in one transaction.
-    func store(_ batches: [(site: String, batch: RecordBatch)], now: Double, handOutCommands: Bool) async throws -> [StoreResult]
+    /// Stores batches in one transaction: each record's text as it came (`ReceivedBatch`), and the
+    /// latest telemetry per unit as its unit's text.
+    func store(_ batches: [(site: String, received: ReceivedBatch)], now: Double, handOutCommands: Bool) async throws -> [StoreResult]
     func queue(site: String, command: DispatchCommand, delivered: Bool, now: Double) async throws
     /// Commands of a site not yet answered and not expired (pushed again when the site comes online).
     func unanswered(site: String, now: Double) async throws -> [DispatchCommand]

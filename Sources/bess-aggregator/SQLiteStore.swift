@@ -36,21 +36,21 @@ final class SQLiteStore: RecordStore {
         }
     }
 
-    func store(_ batches: [(site: String, batch: RecordBatch)], now: Double, handOutCommands: Bool) async throws -> [StoreResult] {
+    func store(_ batches: [(site: String, received: ReceivedBatch)], now: Double, handOutCommands: Bool) async throws -> [StoreResult] {
         try batches.map { item in
-            let (new, duplicates, highest, commands) = try store(site: item.site, batch: item.batch, now: now, handOut: handOutCommands)
+            let (new, duplicates, highest, commands) = try store(site: item.site, received: item.received, now: now, handOut: handOutCommands)
             return StoreResult(new: new, duplicates: duplicates, highest: highest, commands: commands)
         }
     }
 
     /// Stores a batch; returns (records new, duplicates, highest seq in the batch, commands to hand out).
-    func store(site: String, batch: RecordBatch, now: Double, handOut: Bool) throws -> (Int, Int, UInt64, [DispatchCommand]) {
-        let encoder = JSONEncoder()
+    func store(site: String, received: ReceivedBatch, now: Double, handOut: Bool) throws -> (Int, Int, UInt64, [DispatchCommand]) {
+        let batch = received.batch
         return try db.write { db in
             var new = 0
             var duplicates = 0
-            for record in batch.records {
-                let body = String(decoding: try encoder.encode(record), as: UTF8.self)
+            for (index, record) in batch.records.enumerated() {
+                let body = received.recordTexts[index]
                 try db.execute(sql: "INSERT OR IGNORE INTO records (site, seq, type, time, body) VALUES (?, ?, ?, ?, ?)",
                                arguments: [site, Int64(record.seq), recordType(record.body), record.time, body])
                 if db.changesCount == 0 {
@@ -60,8 +60,7 @@ final class SQLiteStore: RecordStore {
                 new += 1
                 switch record.body {
                 case .telemetry(_, _, _, let units, _):
-                    for unit in units {
-                        let unitBody = String(decoding: try encoder.encode(unit), as: UTF8.self)
+                    for (unit, unitBody) in zip(units, received.unitTexts[index]) {
                         try db.execute(sql: """
                             INSERT INTO latest (site, unit, time, body) VALUES (?, ?, ?, ?)
                             ON CONFLICT (site, unit) DO UPDATE SET time = excluded.time, body = excluded.body
