@@ -99,7 +99,9 @@ final class MQTTConsumer: @unchecked Sendable {
                    waiting >= Self.storeAt || SystemClock.monotonicNanoseconds() - since >= Self.storeWindowNanoseconds {
                     try storePending()
                 }
-                try connection.flush()
+                // A flush sends every PUBACK libmosquitto has queued: only once what was read is
+                // stored, or a crash or a lost connection in the window loses what was acknowledged.
+                if pendingSince == nil { try connection.flush() }
             } catch {
                 lost("\(error)")
             }

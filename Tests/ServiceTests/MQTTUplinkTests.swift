@@ -232,6 +232,56 @@ struct MQTTUplinkTests {
 }
 
 extension MQTTUplinkTests {
+    @Test("an aggregator SIGKILLed while its database is away loses nothing it had read: no PUBACK leaves before the commit")
+    func noAcknowledgementBeforeTheCommit() throws {
+        let dir = NSTemporaryDirectory() + "bess-mqtt-commit-\(getpid())"
+        try? FileManager.default.removeItem(atPath: dir)
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let pgPort = LoopbackRigTests.freePort()
+        var postgres = try TestServer(["postgres", dir + "/pg", "\(pgPort)"], log: dir + "/postgres.log")
+        defer { postgres.stop() }
+        let brokerPort = LoopbackRigTests.freePort()
+        let broker = try TestServer.mosquitto(dir, "listener \(brokerPort) 127.0.0.1\nallow_anonymous true\npersistence true")
+        defer { broker.stop() }
+        #expect(waitFor(seconds: 10) { LoopbackRigTests.listening(brokerPort) }, "mosquitto never listened")
+        #expect(waitFor(seconds: 20) { LoopbackRigTests.listening(pgPort) }, "postgres never listened")
+        let httpPort = LoopbackRigTests.freePort()
+        let base = "http://127.0.0.1:\(httpPort)"
+        func startAggregator(_ log: String) throws -> Background {
+            try Background([Package.executable("bess-aggregator")!.path, "--listen", "127.0.0.1:\(httpPort)",
+                            "--database", "postgres://bess@127.0.0.1:\(pgPort)/postgres",
+                            "--mqtt", "mqtt://127.0.0.1:\(brokerPort)", "--instance", "commit", "--consumers", "1"],
+                           output: dir + "/" + log)
+        }
+        var aggregator = try startAggregator("aggregator-1.log")
+        #expect(waitFor(seconds: 30) { LoopbackRigTests.listening(httpPort) }, "bess-aggregator never listened: \(aggregator.text)")
+        #expect(waitFor(seconds: 10) { metric("\(base)/metrics", "bess_aggregator_mqtt_connected") == 1 })
+
+        // The database goes away; twenty batches arrive and are read, and their store fails.
+        postgres.stop()
+        let site = "COMMIT_SITE"
+        for seq in UInt64(1)...20 {
+            let batch = RecordBatch(site: site, records: [UplinkRecord(seq: seq, time: Date().timeIntervalSince1970,
+                                                                       body: .spoolDrop(count: 0))], acks: [])
+            let payload = String(decoding: try JSONEncoder().encode(batch), as: UTF8.self)
+            #expect(try shell(["mosquitto_pub", "-p", "\(brokerPort)", "-V", "mqttv5", "-q", "1", "-t", "bess/v1/\(site)/records",
+                               "-m", payload]).status == 0)
+        }
+        #expect(waitFor(seconds: 60) { aggregator.text.contains("storing failed") }, "\(aggregator.text)")
+        kill(aggregator.process.processIdentifier, SIGKILL)
+        aggregator.stop()
+
+        // Back with the database and the same session: the broker sends again what was never acknowledged.
+        postgres = try TestServer(["postgres", dir + "/pg", "\(pgPort)"], log: dir + "/postgres-2.log")
+        #expect(waitFor(seconds: 20) { LoopbackRigTests.listening(pgPort) }, "postgres never listened again")
+        aggregator = try startAggregator("aggregator-2.log")
+        defer { aggregator.stop() }
+        #expect(waitFor(seconds: 30) { LoopbackRigTests.listening(httpPort) }, "bess-aggregator never listened: \(aggregator.text)")
+        #expect(waitFor(seconds: 30) { seqs(base, site).count == 20 }, "stored: \(seqs(base, site))")
+        #expect(seqs(base, site) == Array(1...20))
+    }
+
     @Test("an independent MQTT 5 peer (paho-mqtt) sees retained birth and availability, every payload valid against the uplink OpenAPI schemas, and its command answered")
     func independentPeer() throws {
         let dir = NSTemporaryDirectory() + "bess-mqtt-peer-\(getpid())"
