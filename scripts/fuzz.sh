@@ -2,7 +2,7 @@
 # make fuzz: every decoder strangers feed, under libFuzzer with AddressSanitizer, each for at least
 # FUZZ_RUNS executions (default 1,000,000; a run ends only when the count is reached or it fails).
 #
-#   scripts/fuzz.sh [TARGET...]        targets: can sunspec register-map config dispatch control spool scada
+#   scripts/fuzz.sh [TARGET...]        targets: can sunspec register-map config dispatch control spool scada uplink-batch
 #   FUZZ_JOBS=N                        targets run side by side (default: one per core)
 #
 # The harnesses are Sources/FuzzTargets; they are built here with -sanitize=fuzzer,address into
@@ -16,7 +16,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${FUZZ_RUNS:-1000000}
 TARGETS=("$@")
-[[ ${#TARGETS[@]} -gt 0 ]] || TARGETS=(can sunspec register-map config dispatch control spool scada)
+[[ ${#TARGETS[@]} -gt 0 ]] || TARGETS=(can sunspec register-map config dispatch control spool scada uplink-batch)
 OUT=.build-fuzz/work
 mkdir -p "$OUT" .build-fuzz/artifacts hil/results
 

@@ -20,6 +20,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case spool
     /// The SCADA server's write handler (model 704 writes).
     case scada
+    /// A record batch as the aggregator receives it: the direct reader against JSONDecoder.
+    case uplinkBatch = "uplink-batch"
 
     /// Runs one input; returns the invariants it broke.
     public func run(_ bytes: [UInt8]) -> [String] {
@@ -33,6 +35,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .control: return ControlHarness.run(&input)
         case .spool: return SpoolHarness.run(&input)
         case .scada: return ScadaHarness.run(&input)
+        case .uplinkBatch: return UplinkBatchHarness.run(&input)
         }
     }
 
@@ -47,6 +50,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .control: ControlHarness.seeds()
         case .spool: SpoolHarness.seeds()
         case .scada: ScadaHarness.seeds()
+        case .uplinkBatch: UplinkBatchHarness.seeds()
         }
     }
 }

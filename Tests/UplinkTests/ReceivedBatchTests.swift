@@ -25,12 +25,77 @@ struct ReceivedBatchTests {
         }
     }
 
+    /// What was read is what `JSONDecoder` decodes from the same bytes.
+    static func sameAsDecoder(_ received: ReceivedBatch, _ payload: [UInt8]) throws {
+        let reference = try JSONDecoder().decode(RecordBatch.self, from: Data(payload))
+        #expect(received.batch.records == reference.records)
+        #expect(received.batch.acks == reference.acks)
+        #expect(received.batch.site == reference.site)
+        #expect(received.batch.protocolVersion == reference.protocolVersion)
+        // Bit for bit, so a rounding difference in a number cannot hide behind ==.
+        #expect(received.recordTexts.count == reference.records.count)
+        for (a, b) in zip(received.batch.records, reference.records) where a.time.bitPattern != b.time.bitPattern {
+            Issue.record("time \(a.time) read, \(b.time) decoded")
+        }
+    }
+
+    @Test("read directly, as JSONDecoder decodes: nulls, an empty clock list, numbers at the edges, escapes")
+    func sameAsJSONDecoder() throws {
+        let payload = Self.bytes(#"""
+            {"protocol_version":1,"site":"S\u00e9\n","acks":[{"id":"a","accepted":true,"reason":null},{"id":"b","accepted":false}],
+             "records":[
+              {"seq":18446744073709551615,"time":1.7976931348623157e308,"type":"telemetry","frequency_hz":null,"cycle_p99_us":-9223372036854775808,
+               "overruns":0,"units":[],"site":null,"mode":null,"clock":[]},
+              {"seq":0,"time":5e-324,"type":"telemetry","frequency_hz":49.999999999999999999,"cycle_p99_us":9223372036854775807,"overruns":1,
+               "units":[{"id":"U\/1","state":"x","soc_percent":null,"setpoint_w":-0,"allowed_charge_w":1E2,"allowed_discharge_w":0.1,
+                         "trips":["A","B"],"latched":[],"bms_online":false,"inverter_online":true,"power_w":123456789012345678901234567890}],
+               "site":{"grid_power_w":null,"binding_limit":"import","shortfall_w":2.2250738585072011e-308,"meter_stale":true}},
+              {"seq":5,"time":0,"type":"availability","units":[{"id":"U1","charge_power_w":1,"discharge_power_w":2,"charge_energy_wh":3,
+               "discharge_energy_wh":4}],"site":{"up_w":1,"down_w":2}},
+              {"seq":6,"time":1,"type":"event","unit":null,"kind":"k","message":"\"quoted\" \\ \t\u0000\u20ac"},
+              {"seq":7,"time":1,"type":"energy_block","unit":"U1","start_unix":-5,"length_s":900,"charged_kwh":0,"discharged_kwh":1,"covered_s":900,
+               "clock":["stepped"]},
+              {"seq":8,"time":1,"type":"grid_energy_block","start_unix":0,"length_s":900,"imported_kwh":1,"exported_kwh":2,"covered_s":3},
+              {"seq":9,"time":1,"type":"spool_drop","count":3}
+             ]}
+            """#)
+        let received = try ReceivedBatch(payload: payload)
+        #expect(received.cut)
+        #expect(received.batch.records[0].clock == [], "an empty clock list is kept as decoded")
+        try Self.sameAsDecoder(received, payload)
+        try Self.textsAgree(received)
+    }
+
+    @Test("numbers written many ways round the same as JSONDecoder, bit for bit")
+    func numbers() throws {
+        var generator = SystemRandomNumberGenerator()
+        var direct = 0
+        for _ in 0..<5000 {
+            // Zeros often, so zero, underflow and leading-zero forms come up.
+            let digits = String((0..<Int.random(in: 1...25, using: &generator)).map { _ in "00000123456789".randomElement(using: &generator)! })
+            let lead = digits.count > 1 && digits.first == "0" ? "1" + digits.dropFirst() : digits
+            var text = (Bool.random(using: &generator) ? "-" : "") + lead
+            if Bool.random(using: &generator) { text += "." + String(digits.reversed()) }
+            if Bool.random(using: &generator) { text += "e" + (Bool.random(using: &generator) ? "-" : "") + "\(Int.random(in: 0...330, using: &generator))" }
+            let payload = Self.bytes(#"{"protocol_version":1,"site":"S","acks":[],"records":[{"seq":1,"type":"spool_drop","count":1,"time":"# + text + "}]}")
+            guard let reference = try? JSONDecoder().decode(RecordBatch.self, from: Data(payload)) else {
+                #expect((try? ReceivedBatch(payload: payload)) == nil, "\(text)")
+                continue
+            }
+            let received = try ReceivedBatch(payload: payload)
+            if received.cut { direct += 1 }
+            #expect(received.batch.records[0].time.bitPattern == reference.records[0].time.bitPattern, "\(text)")
+        }
+        #expect(direct > 2500)
+    }
+
     @Test("a batch as bessd sends it: texts are the payload's own bytes and say what was decoded")
     func cutFromPayload() throws {
         let payload = Array(try JSONEncoder().encode(WireTests.batch))
         let received = try ReceivedBatch(payload: payload)
         #expect(received.cut)
         #expect(received.batch.records == WireTests.batch.records)
+        #expect(received.batch.acks == WireTests.batch.acks)
         let text = String(decoding: payload, as: UTF8.self)
         for record in received.recordTexts { #expect(text.contains(record)) }
         #expect(received.unitTexts[0].count == 1 && text.contains(received.unitTexts[0][0]))
@@ -56,7 +121,7 @@ struct ReceivedBatchTests {
         try Self.textsAgree(received)
     }
 
-    @Test("a key written twice or escaped in any object: the texts are made by encoding what was decoded",
+    @Test("what the direct reader does not take (a key written twice or escaped, an escaped surrogate) is decoded by JSONDecoder, its texts made by encoding",
           arguments: [
               // The decoder takes one of the two; a cut text could say the other.
               #"{"protocol_version":1,"site":"S","records":[{"seq":1,"seq":2,"time":1,"type":"spool_drop","count":1}],"acks":[]}"#,
@@ -64,6 +129,8 @@ struct ReceivedBatchTests {
               #"{"protocol_version":1,"site":"S","records":[{"seq":1,"time":1,"type":"telemetry","cycle_p99_us":1,"overruns":0,"units":[{"id":"U1","id":"U2","state":"s","setpoint_w":0,"allowed_charge_w":1,"allowed_discharge_w":1,"trips":[],"latched":[],"bms_online":true,"inverter_online":true}]}],"acks":[]}"#,
               // "s\u0065q" is "seq" to the decoder, not to a byte comparison.
               #"{"protocol_version":1,"site":"S","records":[{"seq":1,"s\u0065q":2,"time":1,"type":"spool_drop","count":1}],"acks":[]}"#,
+              // A battery emoji written as a surrogate pair.
+              #"{"protocol_version":1,"site":"S","records":[{"seq":1,"time":1,"type":"event","kind":"k","message":"\ud83d\udd0b"}],"acks":[]}"#,
           ])
     func refusedToCut(payload: String) throws {
         let received = try ReceivedBatch(payload: Self.bytes(payload))
@@ -104,9 +171,14 @@ struct ReceivedBatchTests {
             default:
                 bytes = (0..<Int.random(in: 0..<64, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
             }
-            guard let received = try? ReceivedBatch(payload: bytes) else { continue }
+            let reference = try? JSONDecoder().decode(RecordBatch.self, from: Data(bytes))
+            guard let received = try? ReceivedBatch(payload: bytes) else {
+                #expect(reference == nil, "JSONDecoder took a payload ReceivedBatch refused")
+                continue
+            }
             decoded += 1
             if received.cut { cut += 1 }
+            try Self.sameAsDecoder(received, bytes)
             try Self.textsAgree(received)
         }
         // The flips leave some payloads decodable (a digit for a digit, a space for a space).
