@@ -16,6 +16,8 @@ struct BatchReader {
     var keys: [Range<Int>] = []
 
     static let maximumDepth = 64
+    /// Keys in one object (a batch's objects have at most 20).
+    static let maximumKeys = 64
 
     init(_ bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
@@ -303,6 +305,8 @@ struct BatchReader {
         while true {
             space()
             guard let key = plainKey() else { return false }
+            // The check for a repeated key is quadratic: a wide object goes to JSONDecoder (linear).
+            guard keys.count - mark < Self.maximumKeys else { return false }
             for earlier in keys[mark...] where same(earlier, key) { return false }
             keys.append(key)
             space()
@@ -470,11 +474,16 @@ struct BatchReader {
     /// A number as a Double, correctly rounded (strtod in the C locale); nil beyond Double's range.
     mutating func double() -> Double? {
         guard let span = number(), span.count < 64 else { return nil }
-        let value = withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { buffer -> Double in
+        let parsed = withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { buffer -> (Double, Int) in
             for k in 0..<span.count { buffer[k] = CChar(bitPattern: bytes[span.lowerBound + k]) }
             buffer[span.count] = 0
-            return strtod(buffer.baseAddress!, nil)
+            var end: UnsafeMutablePointer<CChar>?
+            let value = strtod(buffer.baseAddress!, &end)
+            return (value, end.map { $0 - buffer.baseAddress! } ?? 0)
         }
+        // strtod follows the process's locale: a decimal comma would stop it short of the span.
+        guard parsed.1 == span.count else { return nil }
+        let value = parsed.0
         guard value.isFinite else { return nil }
         if value == 0 {
             // Underflow to zero (`1e-400`) and zero with an exponent (`0e5`) are left to JSONDecoder,

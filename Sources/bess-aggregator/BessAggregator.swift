@@ -72,6 +72,7 @@ struct BessAggregator: AsyncParsableCommand {
             guard let received = try? ReceivedBatch(payload: Array(buffer: body)), received.batch.site == site,
                   received.batch.protocolVersion == UplinkProtocol.version
             else { return Self.json(.badRequest, ["error": "not a protocol 1 batch for this site"]) }
+            if let why = unstorable(received.batch) { return Self.json(.badRequest, ["error": "BATCH_UNSTORABLE: \(why)"]) }
             let result = try await store.store([(site, received)], now: Date().timeIntervalSince1970, handOutCommands: true)
             let answer = BatchResponse(ackedSeq: result.first?.highest ?? 0, commands: result.first?.commands ?? [])
             return Response(status: .ok, headers: [.contentType: "application/json"],
@@ -141,7 +142,7 @@ struct BessAggregator: AsyncParsableCommand {
             lines.append("# HELP bess_aggregator_mqtt_commands_published_total Commands pushed to sites.")
             lines.append("# TYPE bess_aggregator_mqtt_commands_published_total counter")
             lines.append("bess_aggregator_mqtt_commands_published_total \(consumer.publisher.published.withLock { $0 })")
-            lines.append("# HELP bess_aggregator_mqtt_malformed_total Messages that were not a protocol 1 batch or ack.")
+            lines.append("# HELP bess_aggregator_mqtt_malformed_total Messages refused: not a protocol 1 batch, answer or status, or not storable (a seq beyond 2^63 − 1, a NUL in a stored text).")
             lines.append("# TYPE bess_aggregator_mqtt_malformed_total counter")
             lines.append("bess_aggregator_mqtt_malformed_total \(c.malformed)")
             lines.append("# HELP bess_aggregator_store_failures_total Transactions that failed and were retried (acknowledgements held).")

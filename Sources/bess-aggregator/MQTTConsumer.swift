@@ -185,24 +185,34 @@ final class MQTTConsumer: @unchecked Sendable {
             _ = try? connection.subscribe("$share/\(Self.group)/bess/v1/+/acks")
             if followsStatus { _ = try? connection.subscribe("bess/v1/+/status") }
         case .message(let topic, let payload, _, _, _):
-            guard let (site, leaf) = UplinkTopics.parse(topic) else { return }
+            guard let (site, leaf) = UplinkTopics.parse(topic) else {
+                statistics.withLock { $0.malformed &+= 1 }
+                return
+            }
             switch leaf {
             case "records":
                 guard let received = try? ReceivedBatch(payload: payload), received.batch.site == site,
-                      received.batch.protocolVersion == UplinkProtocol.version
+                      received.batch.protocolVersion == UplinkProtocol.version, unstorable(received.batch) == nil
                 else {
                     statistics.withLock { $0.malformed &+= 1 }
                     return
                 }
                 pendingBatches.append((site, received))
             case "acks":
-                guard let ack = try? JSONDecoder().decode(CommandAck.self, from: Data(payload)) else {
+                guard let ack = try? JSONDecoder().decode(CommandAck.self, from: Data(payload)),
+                      unstorable(RecordBatch(site: site, records: [], acks: [ack])) == nil
+                else {
                     statistics.withLock { $0.malformed &+= 1 }
                     return
                 }
                 pendingAcks.append((site, ack))
             case "status":
-                guard let message = try? JSONDecoder().decode(SiteStatusMessage.self, from: Data(payload)) else { return }
+                guard let message = try? JSONDecoder().decode(SiteStatusMessage.self, from: Data(payload)),
+                      !message.state.utf8.contains(0), !message.session.utf8.contains(0)
+                else {
+                    statistics.withLock { $0.malformed &+= 1 }
+                    return
+                }
                 pendingStatus.append((site, message))
             default:
                 break

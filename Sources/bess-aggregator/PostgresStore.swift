@@ -101,27 +101,38 @@ final class PostgresStore: RecordStore {
 
     func store(_ batches: [(site: String, received: ReceivedBatch)], now: Double, handOutCommands: Bool) async throws -> [StoreResult] {
         var sites: [String] = [], seqs: [Int64] = [], types: [String] = [], times: [Double] = [], bodies: [String] = []
-        var records: [String: [Int64: Received]] = [:]
-        // Rows in (site, seq) order: instances storing overlapping batches lock them in one order (no deadlock).
-        let ordered = batches.flatMap { item in
-            item.received.batch.records.indices.map { index in
-                (item.site, Received(record: item.received.batch.records[index], units: item.received.unitTexts[index]),
-                 item.received.recordTexts[index])
+        var records: [ExactText: [Int64: Received]] = [:]
+        // A (site, seq) that comes twice in one window is stored once, as it came first (as SQLite
+        // does): its text, its columns and what is derived from it are then all one record's.
+        var items: [(String, Received, String)] = []
+        var seen = Set<SiteSeq>()
+        var repeated = 0
+        for item in batches {
+            for index in item.received.batch.records.indices {
+                let record = item.received.batch.records[index]
+                guard seen.insert(SiteSeq(site: ExactText(item.site), seq: record.seq)).inserted else {
+                    repeated += 1
+                    continue
+                }
+                items.append((item.site, Received(record: record, units: item.received.unitTexts[index]), item.received.recordTexts[index]))
             }
-        }.sorted { ($0.0, $0.1.record.seq) < ($1.0, $1.1.record.seq) }
+        }
+        // Rows in (site, seq) order: instances storing overlapping batches lock them in one order (no deadlock).
+        let ordered = items.sorted { ($0.0, $0.1.record.seq) < ($1.0, $1.1.record.seq) }
         for (site, received, text) in ordered {
             sites.append(site)
             seqs.append(Int64(received.record.seq))
             types.append(recordType(received.record.body))
             times.append(received.record.time)
             bodies.append(text)
-            records[site, default: [:]][Int64(received.record.seq)] = received
+            records[ExactText(site), default: [:]][Int64(received.record.seq)] = received
         }
+        let acks = batches.flatMap { item in item.received.batch.acks.map { (site: item.site, ack: $0) } }
         let logger = self.logger
         let handOut = handOutCommands
-        let outcome = try await client.withTransaction(logger: logger) { connection -> ([String: Int], [String: [DispatchCommand]]) in
-            var newBySite: [String: Int] = [:]
-            var highestBySite: [String: (seq: Int64, time: Double)] = [:]
+        let outcome = try await client.withTransaction(logger: logger) { connection -> ([ExactText: Int], [String: [DispatchCommand]]) in
+            var newBySite: [ExactText: Int] = [:]
+            var highestBySite: [ExactText: (seq: Int64, time: Double)] = [:]
             var fresh: [(String, Received)] = []
             if !sites.isEmpty {
                 let rows = try await connection.query("""
@@ -130,18 +141,20 @@ final class PostgresStore: RecordStore {
                     ON CONFLICT DO NOTHING RETURNING site, seq
                     """, logger: logger)
                 for try await (site, seq) in rows.decode((String, Int64).self) {
-                    newBySite[site, default: 0] += 1
-                    if let received = records[site]?[seq] {
+                    let key = ExactText(site)
+                    newBySite[key, default: 0] += 1
+                    if let received = records[key]?[seq] {
                         fresh.append((site, received))
-                        let h = highestBySite[site] ?? (0, 0)
-                        highestBySite[site] = (max(h.seq, seq), max(h.time, received.record.time))
+                        let h = highestBySite[key] ?? (0, 0)
+                        highestBySite[key] = (max(h.seq, seq), max(h.time, received.record.time))
                     }
                 }
             }
             if !newBySite.isEmpty {
-                let statSites = newBySite.keys.sorted()
-                let counts = statSites.map { Int64(newBySite[$0] ?? 0) }
-                let highs = statSites.map { highestBySite[$0]?.seq ?? 0 }, lasts = statSites.map { highestBySite[$0]?.time ?? 0 }
+                let statKeys = newBySite.keys.sorted { $0.text < $1.text }
+                let statSites = statKeys.map(\.text)
+                let counts = statKeys.map { Int64(newBySite[$0] ?? 0) }
+                let highs = statKeys.map { highestBySite[$0]?.seq ?? 0 }, lasts = statKeys.map { highestBySite[$0]?.time ?? 0 }
                 try await connection.query("""
                     INSERT INTO site_stats (site, records, highest_seq, last_time)
                     SELECT * FROM UNNEST(\(statSites)::text[], \(counts)::int8[], \(highs)::int8[], \(lasts)::float8[])
@@ -151,7 +164,8 @@ final class PostgresStore: RecordStore {
                     """, logger: logger)
             }
             try await Self.derive(fresh, connection: connection, logger: logger)
-            let duplicates = sites.count - newBySite.values.reduce(0, +)
+            if !acks.isEmpty { try await Self.record(acks: acks, now: now, connection: connection, logger: logger) }
+            let duplicates = sites.count - newBySite.values.reduce(0, +) + repeated
             if duplicates > 0 {
                 try await connection.query("""
                     INSERT INTO counters (name, value) VALUES ('duplicates', \(Int64(duplicates)))
@@ -171,14 +185,15 @@ final class PostgresStore: RecordStore {
             }
             return (newBySite, commands)
         }
-        var seen: [String: Int] = [:]
+        var told = Set<String>()
         return batches.map { site, received in
             let batch = received.batch
-            // New records are told per site; the first batch of a site in the group carries the count.
-            let new = seen[site] == nil ? outcome.0[site] ?? 0 : 0
-            seen[site] = 1
+            // New records and handed-out commands are told per site: the first batch of a site in the
+            // group carries them, so no command goes out twice.
+            let first = told.insert(site).inserted
+            let new = first ? outcome.0[ExactText(site)] ?? 0 : 0
             return StoreResult(new: new, duplicates: max(0, batch.records.count - new), highest: batch.records.map(\.seq).max() ?? 0,
-                               commands: seen[site] == 1 ? outcome.1[site] ?? [] : [])
+                               commands: first ? outcome.1[site] ?? [] : [])
         }
     }
 
@@ -190,20 +205,23 @@ final class PostgresStore: RecordStore {
 
     /// The latest telemetry per unit and the energy blocks, from records stored for the first time.
     static func derive(_ fresh: [(String, Received)], connection: PostgresConnection, logger: Logger) async throws {
-        var latest: [String: (site: String, unit: String, time: Double, body: String)] = [:]
-        var blocks: [String: (String, String, Int64, Int64, Double, Double, Double)] = [:]
-        var grid: [String: (String, Int64, Int64, Double, Double, Double)] = [:]
+        // Keyed by the texts themselves, byte for byte (a key joined with "|" would make site "S|a",
+        // unit "1" and site "S", unit "a|1" one row).
+        var latest: [[ExactText]: (site: String, unit: String, time: Double, body: String)] = [:]
+        var blocks: [BlockKey: (String, String, Int64, Int64, Double, Double, Double)] = [:]
+        var grid: [SiteSeq: (String, Int64, Int64, Double, Double, Double)] = [:]
         for (site, received) in fresh {
             let record = received.record
             switch record.body {
             case .telemetry(_, _, _, let units, _):
-                for (unit, text) in zip(units, received.units) where (latest["\(site)|\(unit.id)"]?.time ?? -.infinity) <= record.time {
-                    latest["\(site)|\(unit.id)"] = (site, unit.id, record.time, text)
+                for (unit, text) in zip(units, received.units) {
+                    let key = [ExactText(site), ExactText(unit.id)]
+                    if (latest[key]?.time ?? -.infinity) <= record.time { latest[key] = (site, unit.id, record.time, text) }
                 }
             case .energyBlock(let unit, let start, let length, let charged, let discharged, let covered):
-                blocks["\(site)|\(unit)|\(start)"] = (site, unit, start, length, charged, discharged, covered)
+                blocks[BlockKey(site: ExactText(site), unit: ExactText(unit), start: start)] = (site, unit, start, length, charged, discharged, covered)
             case .gridEnergyBlock(let start, let length, let imported, let exported, let covered):
-                grid["\(site)|\(start)"] = (site, start, length, imported, exported, covered)
+                grid[SiteSeq(site: ExactText(site), seq: UInt64(bitPattern: start))] = (site, start, length, imported, exported, covered)
             default:
                 break
             }
@@ -256,9 +274,14 @@ final class PostgresStore: RecordStore {
 
     func record(acks: [(site: String, ack: CommandAck)], now: Double) async throws {
         guard !acks.isEmpty else { return }
+        let logger = self.logger
+        try await client.withConnection { connection in try await Self.record(acks: acks, now: now, connection: connection, logger: logger) }
+    }
+
+    static func record(acks: [(site: String, ack: CommandAck)], now: Double, connection: PostgresConnection, logger: Logger) async throws {
         let sites = acks.map(\.site), ids = acks.map(\.ack.id), accepted = acks.map(\.ack.accepted)
         let reasons = acks.map { $0.ack.reason ?? "" }
-        try await client.query("""
+        try await connection.query("""
             INSERT INTO acks (site, id, accepted, reason, time)
             SELECT s, i, a, NULLIF(r, ''), \(now) FROM UNNEST(\(sites)::text[], \(ids)::text[], \(accepted)::bool[], \(reasons)::text[]) AS t(s, i, a, r)
             """, logger: logger)
@@ -340,4 +363,27 @@ final class PostgresStore: RecordStore {
 struct StoreError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
+}
+
+/// A string compared and hashed byte for byte, as PostgreSQL compares text: Swift's `==` takes two
+/// canonically equivalent spellings (é as one scalar or as e and an accent) for one string.
+struct ExactText: Hashable, Sendable {
+    let text: String
+    init(_ text: String) { self.text = text }
+    static func == (a: Self, b: Self) -> Bool { a.text.utf8.elementsEqual(b.text.utf8) }
+    func hash(into hasher: inout Hasher) {
+        for byte in text.utf8 { hasher.combine(byte) }
+        hasher.combine(0xFF as UInt8)
+    }
+}
+
+struct SiteSeq: Hashable, Sendable {
+    let site: ExactText
+    let seq: UInt64
+}
+
+struct BlockKey: Hashable, Sendable {
+    let site: ExactText
+    let unit: ExactText
+    let start: Int64
 }

@@ -79,3 +79,25 @@ func recordType(_ body: RecordBody) -> String {
     case .spoolDrop: "spool_drop"
     }
 }
+
+/// Why a decoded batch cannot be stored, or nil. A seq beyond BIGINT and a NUL in a text the store
+/// keeps in a column (PostgreSQL's text cannot hold one) would fail every store attempt, and a
+/// consumer retries a failed store with its PUBACKs held: such a batch is refused as malformed
+/// instead, so it never wedges an instance (nor, redelivered, the next).
+func unstorable(_ batch: RecordBatch) -> String? {
+    func hasNUL(_ text: String) -> Bool { text.utf8.contains(0) }
+    if hasNUL(batch.site) { return "the site holds NUL" }
+    for record in batch.records {
+        if record.seq > UInt64(Int64.max) { return "seq \(record.seq) beyond 2^63 − 1" }
+        switch record.body {
+        case .telemetry(_, _, _, let units, _):
+            if units.contains(where: { hasNUL($0.id) }) { return "a unit id holds NUL" }
+        case .energyBlock(let unit, _, _, _, _, _):
+            if hasNUL(unit) { return "an energy block's unit holds NUL" }
+        default:
+            break
+        }
+    }
+    if batch.acks.contains(where: { hasNUL($0.id) || hasNUL($0.reason ?? "") }) { return "an answer holds NUL" }
+    return nil
+}

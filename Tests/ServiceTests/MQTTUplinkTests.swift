@@ -280,6 +280,25 @@ extension MQTTUplinkTests {
         #expect(waitFor(seconds: 30) { LoopbackRigTests.listening(httpPort) }, "bess-aggregator never listened: \(aggregator.text)")
         #expect(waitFor(seconds: 30) { seqs(base, site).count == 20 }, "stored: \(seqs(base, site))")
         #expect(seqs(base, site) == Array(1...20))
+
+        // Batches no store can take (a seq beyond BIGINT, a NUL in a unit id) are refused as
+        // malformed, not retried forever with their PUBACKs held; the instance goes on storing.
+        func publish(_ payload: String) throws {
+            #expect(try shell(["mosquitto_pub", "-p", "\(brokerPort)", "-V", "mqttv5", "-q", "1", "-t", "bess/v1/\(site)/records",
+                               "-m", payload]).status == 0)
+        }
+        let malformed = metric("\(base)/metrics", "bess_aggregator_mqtt_malformed_total") ?? 0
+        let head = #"{"protocol_version":1,"site":"COMMIT_SITE","acks":[],"records":["#
+        try publish(head + #"{"seq":9223372036854775808,"time":1,"type":"spool_drop","count":0}]}"#)
+        try publish(head + #"{"seq":30,"time":1,"type":"telemetry","cycle_p99_us":0,"overruns":0,"units":[{"id":"U\u0000","state":"s","#
+                    + #""setpoint_w":0,"allowed_charge_w":1,"allowed_discharge_w":1,"trips":[],"latched":[],"bms_online":true,"inverter_online":true}]}]}"#)
+        #expect(waitFor(seconds: 10) { metric("\(base)/metrics", "bess_aggregator_mqtt_malformed_total") == malformed + 2 })
+        // One seq twice in a batch: stored once, as it came first, its type column and text alike.
+        try publish(head + #"{"seq":21,"time":1,"type":"event","kind":"first","message":"a"},{"seq":21,"time":2,"type":"spool_drop","count":5}]}"#)
+        #expect(waitFor(seconds: 10) { seqs(base, site) == Array(1...21) }, "stored: \(seqs(base, site))")
+        let row = try shell(["psql", "-h", "127.0.0.1", "-p", "\(pgPort)", "-U", "bess", "-d", "postgres", "-Atc",
+                             "SELECT type || ' ' || body FROM records WHERE site = '\(site)' AND seq = 21"]).out
+        #expect(row.hasPrefix("event {") && row.contains("\"first\""), "\(row)")
     }
 
     @Test("an independent MQTT 5 peer (paho-mqtt) sees retained birth and availability, every payload valid against the uplink OpenAPI schemas, and its command answered")

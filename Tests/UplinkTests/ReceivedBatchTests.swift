@@ -138,6 +138,17 @@ struct ReceivedBatchTests {
         try Self.textsAgree(received)
     }
 
+    @Test("an object with more keys than any batch has goes to JSONDecoder: the reader's repeated-key check is quadratic")
+    func wideObject() throws {
+        let keys = (0..<300).map { #""k\#($0)":\#($0)"# }.joined(separator: ",")
+        let payload = Self.bytes(#"{"protocol_version":1,"site":"S","acks":[],"records":[{"seq":1,"time":1,"type":"spool_drop","count":1,"extra":{"#
+                                 + keys + "}}]}")
+        let received = try ReceivedBatch(payload: payload)
+        #expect(!received.cut)
+        #expect(received.batch.records == [UplinkRecord(seq: 1, time: 1, body: .spoolDrop(count: 1))])
+        try Self.sameAsDecoder(received, payload)
+    }
+
     @Test("strings holding brackets, quotes and escapes do not move the cut")
     func awkwardStrings() throws {
         let batch = RecordBatch(site: "S", records: [
