@@ -61,8 +61,9 @@ start_aggregator() {  # NAME HTTP_PORT
   wait_port "$2"
 }
 metric() { { curl -s -m 60 "http://127.0.0.1:$1/metrics" || true; } | awk -v n="$2" '$1 == n {print $2}'; }
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
-rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+# Always a number: a process that is gone (or exits while read) counts 0.
+ticks() { local v; v=$(awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null); echo "${v:-0}"; }
+rss_kb() { local v; v=$(awk '/VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null); echo "${v:-0}"; }
 # PostgreSQL is a postmaster and its children: ticks and RSS summed.
 pg_ticks() { local t=0; for p in $(pgrep -f "postgres" -u postgres); do t=$((t + $(ticks "$p"))); done; echo $t; }
 pg_rss() { local t=0; for p in $(pgrep -u postgres); do t=$((t + $(rss_kb "$p"))); done; echo $t; }
