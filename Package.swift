@@ -90,7 +90,7 @@ let package = Package(
         .target(
             name: "Uplink",
             dependencies: [
-                "ControlCore", "BessSystem", "CMosquitto",
+                "ControlCore", "BessSystem", "CLinux", "CMosquitto",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

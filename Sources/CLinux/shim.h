@@ -3,6 +3,7 @@
 #ifndef BESSD_CLINUX_SHIM_H
 #define BESSD_CLINUX_SHIM_H
 #include <malloc.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <sys/timex.h>

@@ -329,6 +329,73 @@ extension MQTTUplinkTests {
     }
 }
 
+@Suite("MQTT uplink: many links on a few threads (bess-hil fleet)", .serialized)
+struct MQTTGroupTests {
+    @Test("60 links on 2 threads deliver every record; after a broker restart each link's new socket is followed and the rest arrives")
+    func groupAcrossRestart() throws {
+        let dir = NSTemporaryDirectory() + "bess-mqtt-group-\(getpid())"
+        try? FileManager.default.removeItem(atPath: dir)
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let port = LoopbackRigTests.freePort()
+        let conf = "listener \(port) 127.0.0.1\nallow_anonymous true\npersistence false"
+        var broker = try TestServer.mosquitto(dir, conf)
+        defer { broker.stop() }
+        #expect(waitFor(seconds: 10) { LoopbackRigTests.listening(port) })
+        // An independent subscriber (mosquitto_sub), so the broker has someone to hand batches to; it
+        // subscribes again after the restart by itself.
+        let subscriber = try Background(["mosquitto_sub", "-h", "127.0.0.1", "-p", "\(port)", "-V", "mqttv5", "-q", "1",
+                                         "-t", "bess/v1/+/records", "-F", "%t %p"], output: dir + "/sub.out")
+        defer { subscriber.stop() }
+        let url = try #require(MQTTURL("mqtt://127.0.0.1:\(port)"))
+        let count = 60
+        var queues: [SpoolQueue] = []
+        var senders: [MQTTUplinkSender] = []
+        for i in 0..<count {
+            let queue = SpoolQueue(try Spool(directory: "\(dir)/G\(i)", maxBytes: 1 << 20, segmentBytes: 64 << 10))
+            var settings = MQTTUplinkSender.Settings(url: url, site: "G\(i)", interval: .milliseconds(100), version: "test",
+                                                     mode: "simulation", units: ["U1"])
+            settings.minBackoff = .milliseconds(100)
+            settings.maxBackoff = .milliseconds(500)
+            queues.append(queue)
+            senders.append(MQTTUplinkSender(settings: settings, queue: queue, log: { _, _ in }, handleCommands: { _ in [] }))
+        }
+        func append(_ n: Int) {
+            for queue in queues {
+                for _ in 0..<n {
+                    _ = try? queue.append { seq in Array("{\"seq\":\(seq),\"time\":1,\"mode\":\"simulation\",\"type\":\"telemetry\",\"frequency_hz\":50,\"cycle_p99_us\":0,\"overruns\":0,\"units\":[]}".utf8) }
+                }
+            }
+        }
+        // The subscriber is there before the first batch.
+        #expect(waitFor(seconds: 10) { (try? shell(["mosquitto_pub", "-h", "127.0.0.1", "-p", "\(port)", "-V", "mqttv5", "-q", "1",
+                                                     "-t", "bess/v1/PROBE/records", "-m", "{}"]))?.status == 0 && subscriber.text.contains("PROBE") })
+        let group = try MQTTUplinkSender.startGroup(senders, threads: 2)
+        append(5)
+        let first = waitFor(seconds: 30) { senders.allSatisfy { $0.stats.recordsAcknowledged >= 5 } }
+        #expect(first, "acknowledged: \(senders.map(\.stats.recordsAcknowledged))")
+        broker.stop()
+        #expect(waitFor(seconds: 10) { senders.allSatisfy { !$0.stats.connected } })
+        append(5)
+        broker = try TestServer.mosquitto(dir, conf)
+        let second = waitFor(seconds: 60) { senders.allSatisfy { $0.stats.recordsAcknowledged >= 10 } }
+        #expect(second, "acknowledged: \(senders.map(\.stats.recordsAcknowledged))")
+        #expect(senders.allSatisfy { $0.stats.connects >= 2 })
+        group.stop()
+        // What the subscriber received: every site's seq 1…10 at least once (a batch whose PUBACK was
+        // lost with the broker goes again).
+        var seen: [String: Set<UInt64>] = [:]
+        for line in subscriber.text.split(separator: "\n") {
+            guard let space = line.firstIndex(of: " "), let site = UplinkTopics.parse(String(line[..<space]))?.site,
+                  let received = try? ReceivedBatch(payload: Array(line[line.index(after: space)...].utf8)) else { continue }
+            seen[site, default: []].formUnion(received.batch.records.map(\.seq))
+        }
+        for i in 0..<count {
+            #expect(seen["G\(i)"] == Set(1...10), "G\(i): \(seen["G\(i)"].map { $0.sorted() } ?? [])")
+        }
+    }
+}
+
 @Suite("The shipped broker configuration: TLS, client certificates, the ACL", .serialized)
 struct MQTTBrokerACLTests {
     /// A CA, the broker's certificate (for 127.0.0.1) and client certificates by Common Name.
