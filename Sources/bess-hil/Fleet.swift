@@ -24,8 +24,8 @@ struct FleetCommand: ParsableCommand {
     @Option(help: "Number of the first site (several fleet processes share one fleet).") var first = 0
     @Option(help: "Threads that drive the connections.") var threads = 4
     @Option(help: "Seconds over which the sites first connect.") var rampS: Double = 10
-    @Option(help: "The spools' fsync interval, s. bessd uses 1 s on its own flash; thousands of spools on one disk here would measure that disk's fsync rate, not the fleet.")
-    var spoolSyncS: Double = 60
+    @Option(help: "The spools' fsync interval, s (bessd's is 1 s). Thousands of spools on one disk measure that disk's fsync rate, not the fleet: put --state on tmpfs (scripts/fleet-bench.sh uses /dev/shm) or raise this.")
+    var spoolSyncS: Double = 1
     @Option(help: "Seconds to wait at the end for what is still in flight to be acknowledged.") var drainS: Double = 10
     @Option(help: "Write the summary JSON here too.") var report: String?
 
@@ -109,20 +109,27 @@ struct FleetCommand: ParsableCommand {
         var made: UInt64 = 0
         var nextReport = start + 10
         var tick = 0.0
+        var unitsJSON = [(setpoint: Double, text: [UInt8])](repeating: (.nan, []), count: list.count)
         FileHandle.standardError.write(Data("fleet: \(sites) sites → \(broker), \(rateHz) records/s each, \(duration) s\n".utf8))
         while true {
             let now = Date().timeIntervalSince1970
             if now >= end { break }
             // One telemetry record per site per tick, as bessd's recorder writes them.
-            for site in list {
+            // The units' part changes only with a command: made again only then (the generator's own
+            // CPU is taken from the same two cores as the fleet it measures).
+            for (i, site) in list.enumerated() {
                 let setpoint = site.setpointW.withLock { $0 }
-                let unitsJSON = "[" + unitIDs.map { id in
-                    "{\"id\":\"\(id)\",\"state\":\"running\",\"soc_percent\":60,\"soh_percent\":100,\"power_w\":\(setpoint / Double(units)),"
-                        + "\"setpoint_w\":\(setpoint / Double(units)),\"allowed_charge_w\":100000,\"allowed_discharge_w\":100000,"
-                        + "\"trips\":[],\"latched\":[],\"bms_online\":true,\"inverter_online\":true}"
-                }.joined(separator: ",") + "]"
+                if unitsJSON[i].setpoint != setpoint {
+                    unitsJSON[i] = (setpoint, Array(("[" + unitIDs.map { id in
+                        "{\"id\":\"\(id)\",\"state\":\"running\",\"soc_percent\":60,\"soh_percent\":100,\"power_w\":\(setpoint / Double(units)),"
+                            + "\"setpoint_w\":\(setpoint / Double(units)),\"allowed_charge_w\":100000,\"allowed_discharge_w\":100000,"
+                            + "\"trips\":[],\"latched\":[],\"bms_online\":true,\"inverter_online\":true}"
+                    }.joined(separator: ",") + "]").utf8))
+                }
+                let tail = unitsJSON[i].text
                 _ = try? site.queue.append { seq in
-                    Array("{\"seq\":\(seq),\"time\":\(now),\"mode\":\"simulation\",\"type\":\"telemetry\",\"frequency_hz\":50,\"cycle_p99_us\":0,\"overruns\":0,\"units\":\(unitsJSON)}".utf8)
+                    Array("{\"seq\":\(seq),\"time\":\(now),\"mode\":\"simulation\",\"type\":\"telemetry\",\"frequency_hz\":50,\"cycle_p99_us\":0,\"overruns\":0,\"units\":".utf8)
+                        + tail + [0x7D]
                 }
                 made += 1
             }
