@@ -276,6 +276,10 @@ public final class Daemon {
             shared.serviceWakeup.wait(until: due.nanoseconds)
             if stopRequested.load(ordering: .relaxed) { break }
             let now = MonotonicClock.now()
+            // This round's records (its events, telemetry, availability) become visible to the
+            // uplink together, so they go in one batch.
+            let round = recorder?.queue
+            round?.beginRound()
             persistLatches()
             logEvents(now: now)
             if now >= nextClockCheck {
@@ -295,6 +299,7 @@ public final class Daemon {
                     guarded.withLock { $0.spoolProblem = problem }
                 }
             }
+            round?.endRound()
             if reloadRequested.exchange(false, ordering: .relaxed) { reload() }
             if statusEvery > 0, now >= nextStatus {
                 say(StatusText.line(configuration: self.configuration, units: shared.units, frequency: shared.statistics.frequency,

@@ -63,7 +63,10 @@ public final class MQTTUplinkSender: Sendable {
         public var keepaliveSeconds: Int32 = 30
         /// How long the broker keeps our session (and the commands sent to it) after we drop.
         public var sessionExpirySeconds: UInt32 = 86_400
-        /// Pause after a batch that emptied the spool.
+        /// The batch rate: on average at most one batch per interval (full batches of a backlog go
+        /// back to back). A record is published as soon as it is written when the rate allows: the
+        /// limit is a budget (at most two batches in one interval), not a timer, so a record written
+        /// once an interval never waits for the sender's phase.
         public var interval: Duration
         public var batchSize = 500
         /// Batches published and not yet acknowledged.
@@ -147,6 +150,7 @@ public final class MQTTUplinkSender: Sendable {
         started.withLock { $0 = true }
         let wake = Wakeup()
         wakeup.withLock { $0 = wake }
+        queue.onAppend { wake.signal() }
         let thread = Thread { link.run(wakeup: wake) }
         thread.name = "bessd-mqtt"
         thread.start()
@@ -158,6 +162,7 @@ public final class MQTTUplinkSender: Sendable {
         stopping.withLock { $0 = true }
         wakeup.withLock { $0 }?.signal()
         _ = finished.wait(timeout: .now() + 5)
+        queue.onAppend(nil)
     }
 
     /// Many senders on a few threads, each thread polling its links' sockets at once: how
@@ -223,6 +228,7 @@ public final class MQTTUplinkSender: Sendable {
         var inflight: [(mid: Int32, last: UInt64, count: Int, done: Bool)] = []
         var publishedThrough: UInt64 = 0
         var nextPublish = ContinuousClock.now
+        var pacer: BatchPacer
         var unsentAcks: [[UInt8]] = []
         var reported: String?
         var ledger: CommandLedger
@@ -234,6 +240,7 @@ public final class MQTTUplinkSender: Sendable {
             backoff = Backoff(firstNanoseconds: sender.settings.minBackoff.nanosecondsClamped,
                               maximumNanoseconds: sender.settings.maxBackoff.nanosecondsClamped)
             ledger = CommandLedger(file: sender.settings.ledgerFile)
+            pacer = BatchPacer(interval: sender.settings.interval, now: ContinuousClock.now)
             nextAttempt = ContinuousClock.now + sender.settings.firstAttemptDelay
             let options = try sender.options()
             connection = try MQTTConnection(options) { [unowned self] event in self.handle(event) }
@@ -269,7 +276,9 @@ public final class MQTTUplinkSender: Sendable {
         /// second (the keepalive check), rounded up to the millisecond.
         func sleepMilliseconds(now: ContinuousClock.Instant) -> Int32 {
             var wait = Duration.seconds(1)
-            if connected, inflight.count < sender.settings.window { wait = min(wait, max(.zero, nextPublish - now)) }
+            if connected, inflight.count < sender.settings.window, sender.queue.newest > publishedThrough {
+                wait = min(wait, max(.zero, nextPublish - now))
+            }
             return Int32((wait.nanosecondsClamped + 999_999) / 1_000_000)
         }
 
@@ -370,7 +379,10 @@ public final class MQTTUplinkSender: Sendable {
         }
 
         func publishPending() throws(UplinkError) {
-            guard inflight.count < sender.settings.window, ContinuousClock.now >= nextPublish else { return }
+            // Nothing new since the last batch: nothing to read (an atomic load, no lock); the append
+            // wakes this link's thread (bessd) or its group's next sweep (10 ms) finds it.
+            let newest = sender.queue.newest
+            guard inflight.count < sender.settings.window, newest > publishedThrough, ContinuousClock.now >= nextPublish else { return }
             let records: [SpoolRecord]
             do {
                 records = try sender.queue.records(after: publishedThrough, limit: sender.settings.batchSize)
@@ -380,7 +392,8 @@ public final class MQTTUplinkSender: Sendable {
                 return
             }
             guard let last = records.last else {
-                nextPublish = ContinuousClock.now + sender.settings.interval
+                // Everything up to `newest` is acknowledged already.
+                publishedThrough = max(publishedThrough, newest)
                 return
             }
             var body = Array("{\"protocol_version\":\(UplinkProtocol.version),\"site\":".utf8)
@@ -401,7 +414,7 @@ public final class MQTTUplinkSender: Sendable {
                 lastAvailability = availability
                 try connection.publish(topics.availability, availability, retain: true)
             }
-            if records.count < sender.settings.batchSize { nextPublish = ContinuousClock.now + sender.settings.interval }
+            if records.count < sender.settings.batchSize { nextPublish = max(nextPublish, pacer.sent(at: ContinuousClock.now)) }
         }
 
         static func isAvailability(_ payload: [UInt8]) -> Bool {
@@ -573,9 +586,9 @@ public final class MQTTGroup: Sendable {
     /// Drives many links on one thread (bess-hil fleet). Work follows events, not the number of
     /// links: an epoll set wakes the thread for the sockets with something to read (or, while
     /// libmosquitto holds bytes it could not write, room to write), and a sweep every 10 ms services
-    /// only the links with a batch due or their once-a-second keepalive check. (A pass over every
-    /// link on every wake-up cost O(links) per arriving PUBACK: at 1,500 links a thread the threads
-    /// fell seconds behind their own sites.)
+    /// only the links with something new to send whose budget allows a batch, or their once-a-second
+    /// keepalive check. (A pass over every link on every wake-up cost O(links) per arriving PUBACK:
+    /// at 1,500 links a thread the threads fell seconds behind their own sites.)
     func drive(_ links: [MQTTUplinkSender.Link]) {
         defer { done.signal() }
         let sweep = Duration.milliseconds(10)
@@ -648,7 +661,8 @@ public final class MQTTGroup: Sendable {
             }
             attemptsFrom = (attemptsFrom + 50) % max(1, links.count)
             for (i, link) in links.enumerated() where link.open {
-                let due = link.connected && now >= link.nextPublish && link.inflight.count < link.sender.settings.window
+                let due = link.connected && link.sender.queue.newest > link.publishedThrough && now >= link.nextPublish
+                    && link.inflight.count < link.sender.settings.window
                 guard due || now >= nextMisc[i] else { continue }
                 if now >= nextMisc[i] { nextMisc[i] = now + .seconds(1) }
                 link.service(readable: false)
@@ -681,5 +695,26 @@ extension MQTTUplinkSender {
         let id = (try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any])?["id"] as? String ?? ""
         return .malformed(CommandAck(id: String(id.prefix(128)), accepted: false,
                                    reason: "MQTT_COMMAND_MALFORMED: not a command object as the uplink OpenAPI document defines it"))
+    }
+}
+
+/// The batch rate budget of the MQTT uplink (the generic cell rate algorithm): on average one batch
+/// per interval, at most two within one interval. A budget rather than a timer: a record written once
+/// an interval goes out when it is written, whatever the phase between the writer and the sender,
+/// and the phase does not drift.
+struct BatchPacer {
+    let interval: Duration
+    /// The theoretical time of the next batch: a batch may go from `paced - interval` on.
+    private var paced: ContinuousClock.Instant
+
+    init(interval: Duration, now: ContinuousClock.Instant) {
+        self.interval = interval
+        paced = now
+    }
+
+    /// A batch went at `now`; returns the earliest instant the next may go.
+    mutating func sent(at now: ContinuousClock.Instant) -> ContinuousClock.Instant {
+        paced = max(paced, now) + interval
+        return paced - interval
     }
 }

@@ -5,23 +5,68 @@ import Synchronization
 public final class SpoolQueue: @unchecked Sendable {
     private let lock = NSLock()
     private let spool: Spool
+    /// The highest seq a sender may see: the last record appended, except inside a round, whose
+    /// records become visible together at its end. Read without the lock, as often as a sender likes.
+    private let newestSeq: Atomic<UInt64>
+    /// Rounds open (under `lock`).
+    private var roundsOpen = 0
+    /// Told after records became visible (outside the lock): the MQTT sender's own thread is woken
+    /// by it, so a record goes out as soon as it is written instead of at the sender's next poll.
+    private let appended = Mutex<(@Sendable () -> Void)?>(nil)
 
-    public init(_ spool: Spool) { self.spool = spool }
+    public init(_ spool: Spool) {
+        self.spool = spool
+        newestSeq = Atomic(spool.nextSeq &- 1)
+    }
 
     /// Appends the record `make` builds for the seq it will get.
     @discardableResult
     public func append(_ make: (UInt64) throws -> [UInt8]) throws -> UInt64 {
-        try lock.withLock {
+        let (seq, visible) = try lock.withLock {
             let payload = try make(spool.nextSeq)
-            return try spool.append(payload)
+            let seq = try spool.append(payload)
+            guard roundsOpen == 0 else { return (seq, false) }
+            newestSeq.store(seq, ordering: .releasing)
+            return (seq, true)
         }
+        if visible { appended.withLock { $0 }?() }
+        return seq
     }
+
+    /// Opens a round: what is appended until `endRound` becomes visible to the sender at once, so
+    /// that one service round's records (events, telemetry, availability) go in one batch and a
+    /// sender that looks between two appends does not send half of them.
+    public func beginRound() { lock.withLock { roundsOpen += 1 } }
+
+    /// Closes a round; the last one open makes its records visible and wakes the sender.
+    public func endRound() {
+        let visible = lock.withLock { () -> Bool in
+            roundsOpen = max(0, roundsOpen - 1)
+            let newest = spool.nextSeq &- 1
+            guard roundsOpen == 0, newest != newestSeq.load(ordering: .relaxed) else { return false }
+            newestSeq.store(newest, ordering: .releasing)
+            return true
+        }
+        if visible { appended.withLock { $0 }?() }
+    }
+
+    /// The highest seq a sender may see (0 when nothing ever was).
+    public var newest: UInt64 { newestSeq.load(ordering: .acquiring) }
+
+    /// Sets what to call after each append.
+    public func onAppend(_ call: (@Sendable () -> Void)?) { appended.withLock { $0 = call } }
 
     public func pending(limit: Int) throws -> [SpoolRecord] { try records(after: 0, limit: limit) }
 
     /// Records after `seq` (the MQTT uplink publishes ahead of its acknowledgements).
     public func records(after seq: UInt64, limit: Int) throws -> [SpoolRecord] {
-        try lock.withLock { try spool.records(after: max(seq, spool.acknowledged), limit: limit) }
+        try lock.withLock {
+            let visible = newestSeq.load(ordering: .relaxed)
+            let records = try spool.records(after: max(seq, spool.acknowledged), limit: limit)
+            // A round still open: its records wait for its end.
+            guard let last = records.last, last.seq > visible else { return records }
+            return records.filter { $0.seq <= visible }
+        }
     }
 
     public func acknowledge(upTo seq: UInt64) throws { try lock.withLock { try spool.acknowledge(upTo: seq) } }

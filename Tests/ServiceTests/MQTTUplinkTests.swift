@@ -232,6 +232,42 @@ struct MQTTUplinkTests {
 }
 
 extension MQTTUplinkTests {
+    @Test("a record written after the last batch goes as soon as it is written, not a send interval later")
+    func publishedWhenWritten() throws {
+        let dir = NSTemporaryDirectory() + "bess-mqtt-paced-\(getpid())"
+        try? FileManager.default.removeItem(atPath: dir)
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let port = LoopbackRigTests.freePort()
+        let broker = try TestServer.mosquitto(dir, "listener \(port) 127.0.0.1\nallow_anonymous true")
+        defer { broker.stop() }
+        #expect(waitFor(seconds: 10) { LoopbackRigTests.listening(port) }, "mosquitto never listened")
+        // A subscriber stands in for the aggregator (without one, the broker answers "no matching subscribers").
+        let subscriber = try Background(["mosquitto_sub", "-h", "127.0.0.1", "-p", "\(port)", "-V", "mqttv5", "-d",
+                                         "-t", "bess/v1/PACE/records"], output: dir + "/sub.txt")
+        defer { subscriber.stop() }
+        #expect(waitFor(seconds: 20) { subscriber.text.contains("SUBACK") })
+        let spool = try Spool(directory: dir + "/spool")
+        let queue = SpoolQueue(spool)
+        func record(_ seq: UInt64) -> [UInt8] {
+            Array("{\"seq\":\(seq),\"time\":1,\"mode\":\"simulation\",\"type\":\"event\",\"event\":\"paced-\(seq)\"}".utf8)
+        }
+        try queue.append(record)
+        // An interval no test would wait for: before the rate budget, the sender's next batch was due an
+        // interval after the last one (and after every look at an empty spool).
+        let settings = MQTTUplinkSender.Settings(url: MQTTURL("mqtt://127.0.0.1:\(port)")!, site: "PACE", interval: .seconds(3600),
+                                                 version: "test", mode: "simulation", units: ["U1"])
+        let sender = MQTTUplinkSender(settings: settings, queue: queue, log: { _, _ in }, handleCommands: { _ in [] })
+        try sender.start()
+        defer { sender.stop() }
+        #expect(waitFor(seconds: 20) { sender.stats.acknowledged == 1 })
+        #expect(subscriber.text.contains("paced-1"))
+        try queue.append(record)
+        #expect(waitFor(seconds: 20) { sender.stats.acknowledged == 2 })
+        #expect(subscriber.text.contains("paced-2"))
+        #expect(sender.stats.batchesPublished == 2)
+    }
+
     @Test("an aggregator SIGKILLed while its database is away loses nothing it had read: no PUBACK leaves before the commit")
     func noAcknowledgementBeforeTheCommit() throws {
         let dir = NSTemporaryDirectory() + "bess-mqtt-commit-\(getpid())"
