@@ -3,7 +3,6 @@
 #ifndef BESSD_CLINUX_SHIM_H
 #define BESSD_CLINUX_SHIM_H
 #include <malloc.h>
-#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <sys/timex.h>
@@ -34,4 +33,27 @@ static inline int bessd_clock_synchronized(void) {
 static inline int bessd_limit_malloc_arenas(int count) {
     return mallopt(M_ARENA_MAX, count);
 }
+/* epoll(7) through the system calls themselves: <sys/epoll.h> brings <sys/types.h> and the pthread
+   types into this module, and a module that uses those types without importing this one then no
+   longer builds (MemberImportVisibility). The event's layout is the kernel's: packed on x86_64. */
+struct bessd_epoll_event {
+    unsigned int events;
+    unsigned long long data;
+}
+#if defined(__x86_64__)
+__attribute__((packed))
+#endif
+;
+static inline int bessd_epoll_create(void) {
+    return (int)syscall(SYS_epoll_create1, 02000000 /* EPOLL_CLOEXEC */);
+}
+/* op: 1 add, 2 delete, 3 modify. */
+static inline int bessd_epoll_ctl(int epoll, int op, int fd, struct bessd_epoll_event *event) {
+    return (int)syscall(SYS_epoll_ctl, epoll, op, fd, event);
+}
+/* epoll_pwait with no signal mask: the call every architecture has. */
+static inline int bessd_epoll_wait(int epoll, struct bessd_epoll_event *events, int capacity, int timeout_ms) {
+    return (int)syscall(SYS_epoll_pwait, epoll, events, capacity, timeout_ms, (void *)0, 8UL);
+}
+
 #endif

@@ -592,7 +592,7 @@ public final class MQTTGroup: Sendable {
     func drive(_ links: [MQTTUplinkSender.Link]) {
         defer { done.signal() }
         let sweep = Duration.milliseconds(10)
-        let epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
+        let epoll = bessd_epoll_create()
         guard epoll >= 0 else {
             for link in links {
                 link.fail(UplinkError(code: "MQTT_EPOLL", message: "epoll_create1 failed (errno \(errno))"))
@@ -605,43 +605,44 @@ public final class MQTTGroup: Sendable {
         // its number may come back as another link's socket.
         var owner: [Int32: Int] = [:]
         var registered = [(socket: Int32, events: UInt32)](repeating: (-1, 0), count: links.count)
-        let readable = EPOLLIN.rawValue | EPOLLERR.rawValue | EPOLLHUP.rawValue
+        // epoll(7)'s event bits and operations.
+        let (pollIn, pollOut, pollErr, pollHup): (UInt32, UInt32, UInt32, UInt32) = (0x001, 0x004, 0x008, 0x010)
+        let (add, delete, modify): (Int32, Int32, Int32) = (1, 2, 3)
+        let readable = pollIn | pollErr | pollHup
         func track(_ i: Int) {
             let link = links[i]
             let socket = link.open ? link.connection.socket : -1
-            let wanted = socket < 0 ? 0 : readable | (link.connection.wantsWrite ? EPOLLOUT.rawValue : 0)
+            let wanted = socket < 0 ? 0 : readable | (link.connection.wantsWrite ? pollOut : 0)
             guard socket != registered[i].socket || wanted != registered[i].events else { return }
-            var event = epoll_event()
-            event.events = wanted
-            event.data.u64 = UInt64(i)
+            var event = bessd_epoll_event(events: wanted, data: UInt64(i))
             if socket == registered[i].socket {
-                _ = epoll_ctl(epoll, EPOLL_CTL_MOD, socket, &event)
+                _ = bessd_epoll_ctl(epoll, modify, socket, &event)
                 registered[i].events = wanted
                 return
             }
             let old = registered[i].socket
             if old >= 0, owner[old] == i {
-                _ = epoll_ctl(epoll, EPOLL_CTL_DEL, old, &event)
+                _ = bessd_epoll_ctl(epoll, delete, old, &event)
                 owner[old] = nil
             }
             registered[i] = (-1, 0)
             guard socket >= 0 else { return }
-            if epoll_ctl(epoll, EPOLL_CTL_ADD, socket, &event) != 0 && errno == EEXIST {
-                _ = epoll_ctl(epoll, EPOLL_CTL_MOD, socket, &event)
+            if bessd_epoll_ctl(epoll, add, socket, &event) != 0 && errno == EEXIST {
+                _ = bessd_epoll_ctl(epoll, modify, socket, &event)
             }
             if let previous = owner[socket], previous != i { registered[previous] = (-1, 0) }
             owner[socket] = i
             registered[i] = (socket, wanted)
         }
-        var events = [epoll_event](repeating: epoll_event(), count: 256)
+        var events = [bessd_epoll_event](repeating: bessd_epoll_event(), count: 256)
         var nextMisc = [ContinuousClock.Instant](repeating: .now, count: links.count)
         var nextSweep = ContinuousClock.now
         var attemptsFrom = 0
         while !stopping.withLock({ $0 }) {
             let wait = max(0, min((nextSweep - ContinuousClock.now).nanosecondsClamped, sweep.nanosecondsClamped) / 1_000_000)
-            let ready = events.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, Int32($0.count), Int32(wait)) }
+            let ready = events.withUnsafeMutableBufferPointer { bessd_epoll_wait(epoll, $0.baseAddress, Int32($0.count), Int32(wait)) }
             for k in 0..<max(0, Int(ready)) {
-                let i = Int(events[k].data.u64)
+                let i = Int(events[k].data)
                 guard i < links.count, links[i].open else { continue }
                 links[i].service(readable: events[k].events & readable != 0)
                 track(i)
