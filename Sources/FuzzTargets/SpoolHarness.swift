@@ -19,7 +19,8 @@ enum SpoolHarness {
         clear()
         let shape = input.u8()
         if shape & 4 != 0 {
-            let state = input.take(Int(input.u8()))
+            // Bit 3: a state file longer than 255 bytes (two slots 4 KiB apart).
+            let state = input.take(shape & 8 != 0 ? Int(input.u16()) : Int(input.u8()))
             _ = FileManager.default.createFile(atPath: directory + "/state", contents: Data(state))
         }
         let count = Int(shape & 3) + 1
@@ -73,8 +74,12 @@ enum SpoolHarness {
         let state = FileManager.default.contents(atPath: directory + "/state").map { [UInt8]($0) } ?? []
         guard !segments.isEmpty else { return [] }
         func compose(_ parts: [[UInt8]], state: [UInt8]?) -> [UInt8] {
-            var bytes: [UInt8] = [UInt8(parts.count - 1) | (state == nil ? 0 : 4)]
-            if let state { bytes += [UInt8(state.count)] + state }
+            let long = (state?.count ?? 0) > 255
+            var bytes: [UInt8] = [UInt8(parts.count - 1) | (state == nil ? 0 : 4) | (long ? 8 : 0)]
+            if let state {
+                bytes += long ? [UInt8(state.count >> 8), UInt8(state.count & 0xFF)] : [UInt8(state.count)]
+                bytes += state
+            }
             for (i, part) in parts.enumerated() {
                 if i < parts.count - 1 { bytes += [UInt8(part.count >> 8), UInt8(part.count & 0xFF)] }
                 bytes += part
@@ -86,6 +91,8 @@ enum SpoolHarness {
         var torn = segments[0]
         torn.removeLast(7)
         seeds.append(compose([torn], state: state))
+        // The older text form of the state file, which a spool written before the slots still has.
+        seeds.append(compose(Array(segments.prefix(2)), state: Array("12 0 41\n".utf8)))
         clear()
         return seeds
     }

@@ -261,10 +261,11 @@ extension MQTTUplinkTests {
         try sender.start()
         defer { sender.stop() }
         #expect(waitFor(seconds: 20) { sender.stats.acknowledged == 1 })
-        #expect(subscriber.text.contains("paced-1"))
+        // The PUBACK can reach the sender before the subscriber has printed what the broker forwarded.
+        #expect(waitFor(seconds: 20) { subscriber.text.contains("paced-1") })
         try queue.append(record)
         #expect(waitFor(seconds: 20) { sender.stats.acknowledged == 2 })
-        #expect(subscriber.text.contains("paced-2"))
+        #expect(waitFor(seconds: 20) { subscriber.text.contains("paced-2") })
         #expect(sender.stats.batchesPublished == 2)
     }
 

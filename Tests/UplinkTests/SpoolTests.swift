@@ -161,6 +161,116 @@ struct SpoolTests {
         #expect(try spool.records(after: spool.acknowledged, limit: 100).map(\.seq) == Array(251...300))
     }
 
+    @Test("an acknowledgement is saved in place: the state file keeps its inode, and a reopen finds the newest")
+    func stateInPlace() throws {
+        let dir = temporarySpoolDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        func inode() -> UInt64 {
+            var info = stat()
+            return stat(dir + "/state", &info) == 0 ? UInt64(info.st_ino) : 0
+        }
+        do {
+            let spool = try Spool(directory: dir, segmentBytes: 2048)
+            for n in 1...100 as ClosedRange<UInt64> { try spool.append(payload(n)) }
+            let opened = inode()
+            #expect(opened != 0)
+            for ack in stride(from: 5, through: 95, by: 5) { try spool.acknowledge(upTo: UInt64(ack)) }
+            // A temporary file renamed over it per acknowledgement (the older way) changes the inode.
+            #expect(inode() == opened)
+        }
+        let spool = try Spool(directory: dir, segmentBytes: 2048)
+        #expect(spool.acknowledged == 95)
+        #expect(try spool.records(after: spool.acknowledged, limit: 10).map(\.seq) == Array(96...100))
+    }
+
+    @Test("the segment being read is let go when it is deleted: no descriptor holds a deleted segment")
+    func readerLetsGo() throws {
+        let dir = temporarySpoolDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        func held() -> [String] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).compactMap {
+                try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0)
+            }.filter { $0.hasPrefix(dir) }
+        }
+        // Acknowledged: the segment just read is deleted by the acknowledgement of its last record.
+        let spool = try Spool(directory: dir, maxBytes: 6144, segmentBytes: 2048)
+        for n in 1...60 as ClosedRange<UInt64> { try spool.append(payload(n)) }
+        var after: UInt64 = 0
+        var deletions = 0
+        while after < 60 {
+            let batch = try spool.records(after: after, limit: 3)
+            #expect(batch.first?.seq == after + 1)
+            after = try #require(batch.last?.seq)
+            let before = spool.bytesOnDisk
+            try spool.acknowledge(upTo: after)
+            if spool.bytesOnDisk < before { deletions += 1 }
+            #expect(held().allSatisfy { !$0.hasSuffix("(deleted)") }, "after acknowledging \(after): \(held())")
+        }
+        #expect(deletions >= 1)
+        // Dropped by the bound: the segment being read is the oldest and goes first.
+        #expect(try spool.records(after: after, limit: 1).isEmpty)
+        for n in 61...70 as ClosedRange<UInt64> { try spool.append(payload(n)) }
+        #expect(try spool.records(after: after, limit: 1).first?.seq == 61)
+        for n in 71...400 as ClosedRange<UInt64> { try spool.append(payload(n)) }
+        #expect(spool.dropped > 0)
+        #expect(held().allSatisfy { !$0.hasSuffix("(deleted)") }, "after the bound dropped segments: \(held())")
+    }
+
+    @Test("a torn newest state slot leaves the one before it; both torn, the segments decide")
+    func tornStateSlot() throws {
+        let dir = temporarySpoolDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        do {
+            let spool = try Spool(directory: dir, segmentBytes: 1 << 20)
+            for n in 1...60 as ClosedRange<UInt64> { try spool.append(payload(n)) }
+            try spool.acknowledge(upTo: 30)
+            try spool.acknowledge(upTo: 40)
+        }
+        var bytes = try #require(FileManager.default.contents(atPath: dir + "/state").map { [UInt8]($0) })
+        #expect(bytes.count == 4096 + 44)
+        // Which slot is newer: the one whose generation (bytes 4..<12) is larger.
+        func generation(_ at: Int) -> UInt64 { (0..<8).reduce(0) { $0 | UInt64(bytes[at + 4 + $1]) << (8 * UInt64($1)) } }
+        let newest = generation(0) > generation(4096) ? 0 : 4096
+        bytes[newest + 20] ^= 0xFF  // inside `acknowledged`: its CRC no longer matches
+        #expect(FileManager.default.createFile(atPath: dir + "/state", contents: Data(bytes)))
+        do {
+            let spool = try Spool(directory: dir, segmentBytes: 1 << 20)
+            #expect(spool.acknowledged == 30, "the slot written before the torn one")
+            #expect(spool.nextSeq == 61)
+        }
+        // Both slots unreadable: the state is ignored and the segments say where the sequence stands.
+        let garbage = [UInt8](repeating: 0xA5, count: 4096 + 44)
+        #expect(FileManager.default.createFile(atPath: dir + "/state", contents: Data(garbage)))
+        let spool = try Spool(directory: dir, segmentBytes: 1 << 20)
+        #expect(spool.acknowledged == 0)
+        #expect(spool.nextSeq == 61)
+        #expect(try spool.records(after: 0, limit: 100).map(\.seq) == Array(1...60))
+    }
+
+    @Test("a state file in the older text form is read, then replaced by the slotted form")
+    func textState() throws {
+        let dir = temporarySpoolDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        do {
+            let spool = try Spool(directory: dir, segmentBytes: 1 << 20)
+            for n in 1...50 as ClosedRange<UInt64> { try spool.append(payload(n)) }
+        }
+        // What a spool written before the slots left: `acknowledged dropped nextSeq`.
+        #expect(FileManager.default.createFile(atPath: dir + "/state", contents: Data("42 7 51\n".utf8)))
+        do {
+            let spool = try Spool(directory: dir, segmentBytes: 1 << 20)
+            #expect(spool.acknowledged == 42)
+            #expect(spool.dropped == 7)
+            #expect(spool.nextSeq == 51)
+            #expect(try spool.records(after: spool.acknowledged, limit: 100).map(\.seq) == Array(43...50))
+        }
+        let size = (try FileManager.default.attributesOfItem(atPath: dir + "/state")[.size] as? NSNumber)?.intValue
+        #expect(size == 4096 + 44)
+        let spool = try Spool(directory: dir, segmentBytes: 1 << 20)
+        #expect(spool.acknowledged == 42)
+        #expect(spool.dropped == 7)
+    }
+
     @Test("fsync is batched: many records, few syncs")
     func batchedSync() throws {
         let dir = temporarySpoolDirectory()
