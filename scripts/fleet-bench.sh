@@ -6,6 +6,7 @@
 #   FLEET_FAIL_SITES=2000 FLEET_FAIL_SECONDS=180   the run with an aggregator SIGKILLed, the broker
 #                                                  and PostgreSQL restarted
 #   BENCH_QUICK=1                         1000 sites for 60 s, failures at 15/30/45 s of 75 s
+#   FLEET_ALIGNED=1                       every gateway writes at the same instant of the second (the worst burst)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -78,8 +79,11 @@ HZ=$(getconf CLK_TCK)
 
 # 1. Sustained ingest, with the command-push row measured under that load.
 echo "fleet: $SITES sites × 1 batch/s for $SECONDS_RUN s"
-# A process holds at most $(ulimit -n) descriptors, and a gateway needs five (its spool's two
+# A process holds at most $(ulimit -n) descriptors, and a gateway needs six (its spool's three
 # files, its socket and libmosquitto's wake-up socket pair): processes of at most 3,000 gateways.
+# Each gateway writes its record at its own phase of the second, as gateways that started at
+# different times do; FLEET_ALIGNED=1 puts them all at the same instant (the worst burst).
+ALIGNED=(); [[ -n ${FLEET_ALIGNED:-} ]] && ALIGNED=(--aligned)
 fleet() {  # NAME SITES SECONDS PREFIX RAMP DRAIN → FLEET_PIDS
   local per=3000 first=0 k=0
   FLEET_PIDS=()
@@ -87,7 +91,7 @@ fleet() {  # NAME SITES SECONDS PREFIX RAMP DRAIN → FLEET_PIDS
     local n=$(( $2 - first < per ? $2 - first : per ))
     "$BIN/bess-hil" fleet --sites "$n" --first "$first" --broker "mqtt://127.0.0.1:$MQ_PORT" --duration "$3" --prefix "$4" \
       --state "$SPOOLS/fleet-$1" --spool-sync-s 1 --threads 2 --ramp-s "$5" --drain-s "$6" --report "$WORK/$1-$k.json" \
-      > "$WORK/$1-$k.out" 2> "$WORK/$1-$k.err" &
+      "${ALIGNED[@]}" > "$WORK/$1-$k.out" 2> "$WORK/$1-$k.err" &
     FLEET_PIDS+=($!)
     PIDS+=($!)
     first=$(( first + n )); k=$(( k + 1 ))
@@ -189,8 +193,9 @@ session and durable spool, publishing through bessd's uplink code (\`MQTTUplinkS
 from real processes on the wire, not a simulated shortcut; the load generator shares the two cores.
 One difference from the field: the gateways' spools live in memory (tmpfs under /dev/shm). Each
 makes bessd's calls as on a gateway (a record written at once, fsync every second, the state file
-written, fsynced and renamed on every PUBACK), but ten thousand spools on this one disk would
+written in place and fdatasynced on every PUBACK), but ten thousand spools on this one disk would
 measure the disk's fsync rate (about 3,000/s here), not the fleet; each gateway has its own flash.
+$([[ -n ${FLEET_ALIGNED:-} ]] && echo "Every gateway writes its record at the same instant of each second (FLEET_ALIGNED=1: the worst burst)." || echo "Each gateway writes its record at its own phase of the second, spread evenly, as gateways that started at different times do (FLEET_ALIGNED=1 for all at once).")
 
 ## Sustained ingest: $SITES sites × 1 batch/s, $SECONDS_RUN s (steady window $(python3 -c "print(round($W1 - $W0))") s after a 45 s ramp)
 

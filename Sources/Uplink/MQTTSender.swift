@@ -165,7 +165,7 @@ public final class MQTTUplinkSender: Sendable {
         queue.onAppend(nil)
     }
 
-    /// Many senders on a few threads, each thread polling its links' sockets at once: how
+    /// Many senders on a few threads, each thread driving its links from one epoll set (`MQTTGroup.drive`): how
     /// `bess-hil fleet` runs thousands of gateways on one machine with the same uplink code.
     public static func startGroup(_ senders: [MQTTUplinkSender], threads: Int) throws(SpoolError) -> MQTTGroup {
         var links: [Link] = []

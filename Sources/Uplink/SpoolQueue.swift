@@ -53,7 +53,8 @@ public final class SpoolQueue: @unchecked Sendable {
     /// The highest seq a sender may see (0 when nothing ever was).
     public var newest: UInt64 { newestSeq.load(ordering: .acquiring) }
 
-    /// Sets what to call after each append.
+    /// Sets what to call when appended records become visible to the sender (after an append outside
+    /// a round, or at the end of the last round open).
     public func onAppend(_ call: (@Sendable () -> Void)?) { appended.withLock { $0 = call } }
 
     public func pending(limit: Int) throws -> [SpoolRecord] { try records(after: 0, limit: limit) }

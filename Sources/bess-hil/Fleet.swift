@@ -28,6 +28,8 @@ struct FleetCommand: ParsableCommand {
     var spoolSyncS: Double = 1
     @Option(help: "Seconds to wait at the end for what is still in flight to be acknowledged.") var drainS: Double = 10
     @Option(help: "Write the summary JSON here too.") var report: String?
+    @Flag(help: "Every site writes its record at the same instant of each period (a fleet in lock-step, the worst burst). By default each site has its own phase, spread evenly over the period, as gateways that started at different times do (bessd's recorder runs on its own monotonic clock).")
+    var aligned = false
 
     func validate() throws {
         guard sites > 0, rateHz > 0, rateHz <= 100, units > 0, units <= 64, duration > 0 else {
@@ -53,16 +55,17 @@ struct FleetCommand: ParsableCommand {
         // the hard limit too) and refuse to start a fleet that cannot fit.
         var limit = rlimit()
         getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-        // Per site: the spool's two files, the socket, libmosquitto's wake-up socket pair.
-        let wanted = rlim_t(max(5 * sites + 1024, Int(limit.rlim_cur)))
+        // Per site: the spool's three files (the segment written, the segment read, the state), the
+        // socket, libmosquitto's wake-up socket pair.
+        let wanted = rlim_t(max(6 * sites + 1024, Int(limit.rlim_cur)))
         var raised = rlimit(rlim_cur: max(wanted, limit.rlim_cur), rlim_max: max(wanted, limit.rlim_max))
         if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) != 0 {
             limit.rlim_cur = limit.rlim_max
             setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
         }
         getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-        guard Int(limit.rlim_cur) >= 5 * sites + 256 else {
-            throw ValidationError("FLEET_FD_LIMIT: \(sites) sites need about \(5 * sites + 256) file descriptors (spool files and sockets); "
+        guard Int(limit.rlim_cur) >= 6 * sites + 256 else {
+            throw ValidationError("FLEET_FD_LIMIT: \(sites) sites need about \(6 * sites + 256) file descriptors (spool files and sockets); "
                                   + "the limit is \(limit.rlim_cur): raise it (ulimit -n) or run fewer sites")
         }
         signal(SIGPIPE, SIG_IGN)
@@ -108,7 +111,10 @@ struct FleetCommand: ParsableCommand {
         let end = start + duration
         var made: UInt64 = 0
         var nextReport = start + 10
-        var tick = 0.0
+        // The period is cut into slots; a site writes in its own slot of every period (all in slot 0
+        // when aligned). 100 slots: 10 ms apart at 1 Hz.
+        let slots = aligned ? 1 : max(1, min(100, list.count))
+        var slot = 0
         var unitsJSON = [(setpoint: Double, text: [UInt8])](repeating: (.nan, []), count: list.count)
         FileHandle.standardError.write(Data("fleet: \(sites) sites → \(broker), \(rateHz) records/s each, \(duration) s\n".utf8))
         while true {
@@ -117,7 +123,9 @@ struct FleetCommand: ParsableCommand {
             // One telemetry record per site per tick, as bessd's recorder writes them.
             // The units' part changes only with a command: made again only then (the generator's own
             // CPU is taken from the same two cores as the fleet it measures).
-            for (i, site) in list.enumerated() {
+            let part = slot % slots
+            for i in (part * list.count / slots)..<((part + 1) * list.count / slots) {
+                let site = list[i]
                 let setpoint = site.setpointW.withLock { $0 }
                 if unitsJSON[i].setpoint != setpoint {
                     unitsJSON[i] = (setpoint, Array(("[" + unitIDs.map { id in
@@ -142,8 +150,8 @@ struct FleetCommand: ParsableCommand {
                                                            now - start, connected, sites, made, acked, problems.count,
                                                            problems.count > 0 ? " (last: \(problems.last))" : "").utf8))
             }
-            tick += 1
-            let next = start + tick / rateHz
+            slot += 1
+            let next = start + Double(slot) / Double(slots) / rateHz
             let pause = next - Date().timeIntervalSince1970
             if pause > 0 { Thread.sleep(forTimeInterval: pause) }
         }
