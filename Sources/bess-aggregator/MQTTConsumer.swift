@@ -136,12 +136,11 @@ final class MQTTConsumer: @unchecked Sendable {
                 let now = Date().timeIntervalSince1970
                 if !batches.isEmpty { _ = try await store.store(batches, now: now, handOutCommands: false) }
                 if !acks.isEmpty { try await store.record(acks: acks, now: now) }
-                var online: [String] = []
-                for (site, message) in statuses {
-                    try await store.setStatus(site: site, message, now: now)
-                    if message.state == "online" { online.append(site) }
-                }
-                return online
+                // One statement for the window's statuses (a broker restart brings thousands at once;
+                // a query each held this consumer's records for seconds).
+                try await store.setStatuses(statuses, now: now)
+                var seen = Set<String>()
+                return statuses.compactMap { $0.message.state == "online" && seen.insert($0.site).inserted ? $0.site : nil }
             }
             switch outcome {
             case .success(let sites):
@@ -164,10 +163,13 @@ final class MQTTConsumer: @unchecked Sendable {
         pendingAcks.removeAll()
         pendingStatus.removeAll()
         pendingSince = nil
-        // A site that comes online gets its unanswered commands again (bessd acts on an id once).
-        for site in onlineSites {
-            if case .success(let commands) = blocking({ try await store.unanswered(site: site, now: Date().timeIntervalSince1970) }) {
-                for command in commands { publisher.push(site: site, command: command, now: Date().timeIntervalSince1970) }
+        // A site that comes online gets its unanswered commands again (bessd acts on an id once):
+        // looked up for all of the window's sites at once.
+        let online = onlineSites
+        if !online.isEmpty,
+           case .success(let bySite) = blocking({ try await store.unanswered(sites: online, now: Date().timeIntervalSince1970) }) {
+            for site in online {
+                for command in bySite[site] ?? [] { publisher.push(site: site, command: command, now: Date().timeIntervalSince1970) }
             }
         }
     }

@@ -84,6 +84,10 @@ final class PostgresStore: RecordStore {
             CREATE TABLE IF NOT EXISTS site_status (site TEXT PRIMARY KEY, state TEXT NOT NULL, session TEXT NOT NULL,
                 time DOUBLE PRECISION NOT NULL)
             """,
+            // A site's unanswered commands are looked up each time it comes online: without these
+            // the lookup reads every command and answer ever stored.
+            "CREATE INDEX IF NOT EXISTS commands_by_site ON commands (site)",
+            "CREATE INDEX IF NOT EXISTS acks_by_command ON acks (site, id)",
         ]
         let logger = self.logger
         // Instances starting together create the schema one at a time.
@@ -261,15 +265,19 @@ final class PostgresStore: RecordStore {
             """, logger: logger)
     }
 
-    func unanswered(site: String, now: Double) async throws -> [DispatchCommand] {
+    func unanswered(sites: [String], now: Double) async throws -> [String: [DispatchCommand]] {
+        guard !sites.isEmpty else { return [:] }
         let rows = try await client.query("""
-            SELECT body FROM commands c WHERE site = \(site) AND NOT EXISTS (SELECT 1 FROM acks a WHERE a.site = c.site AND a.id = c.id)
+            SELECT site, body FROM commands c WHERE site = ANY(\(sites)::text[])
+                AND NOT EXISTS (SELECT 1 FROM acks a WHERE a.site = c.site AND a.id = c.id)
             """, logger: logger)
-        var list: [DispatchCommand] = []
-        for try await body in rows.decode(String.self) {
-            if let c = try? JSONDecoder().decode(DispatchCommand.self, from: Data(body.utf8)), c.expiresUnix > now { list.append(c) }
+        var bySite: [String: [DispatchCommand]] = [:]
+        for try await (site, body) in rows.decode((String, String).self) {
+            if let c = try? JSONDecoder().decode(DispatchCommand.self, from: Data(body.utf8)), c.expiresUnix > now {
+                bySite[site, default: []].append(c)
+            }
         }
-        return list
+        return bySite
     }
 
     func record(acks: [(site: String, ack: CommandAck)], now: Double) async throws {
@@ -287,9 +295,13 @@ final class PostgresStore: RecordStore {
             """, logger: logger)
     }
 
-    func setStatus(site: String, _ message: SiteStatusMessage, now: Double) async throws {
+    func setStatuses(_ statuses: [(site: String, message: SiteStatusMessage)], now: Double) async throws {
+        let rows = lastStatuses(statuses)
+        guard !rows.isEmpty else { return }
         try await client.query("""
-            INSERT INTO site_status (site, state, session, time) VALUES (\(site), \(message.state), \(message.session), \(now))
+            INSERT INTO site_status (site, state, session, time)
+            SELECT s, st, se, \(now) FROM UNNEST(\(rows.map(\.site))::text[], \(rows.map(\.message.state))::text[],
+                \(rows.map(\.message.session))::text[]) AS t(s, st, se)
             ON CONFLICT (site) DO UPDATE SET state = excluded.state, session = excluded.session, time = excluded.time
             """, logger: logger)
     }

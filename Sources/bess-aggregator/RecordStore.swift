@@ -53,10 +53,13 @@ protocol RecordStore: Sendable {
     /// latest telemetry per unit as its unit's text.
     func store(_ batches: [(site: String, received: ReceivedBatch)], now: Double, handOutCommands: Bool) async throws -> [StoreResult]
     func queue(site: String, command: DispatchCommand, delivered: Bool, now: Double) async throws
-    /// Commands of a site not yet answered and not expired (pushed again when the site comes online).
-    func unanswered(site: String, now: Double) async throws -> [DispatchCommand]
+    /// Commands of these sites not yet answered and not expired (pushed again when a site comes
+    /// online), by site, in one query: when a broker restarts, thousands of sites come online in one
+    /// store window.
+    func unanswered(sites: [String], now: Double) async throws -> [String: [DispatchCommand]]
     func record(acks: [(site: String, ack: CommandAck)], now: Double) async throws
-    func setStatus(site: String, _ message: SiteStatusMessage, now: Double) async throws
+    /// Each site's status as its last message in `statuses` says (in arrival order), in one statement.
+    func setStatuses(_ statuses: [(site: String, message: SiteStatusMessage)], now: Double) async throws
     /// Queued → first answer, seconds, most recent first.
     func commandLatencies() async throws -> [Double]
     /// Every site, with its latest unit telemetry; the first `detail` sites (by name) also with their
@@ -100,4 +103,12 @@ func unstorable(_ batch: RecordBatch) -> String? {
     }
     if batch.acks.contains(where: { hasNUL($0.id) || hasNUL($0.reason ?? "") }) { return "an answer holds NUL" }
     return nil
+}
+
+/// The last status message of each site, in site order (a fixed order, so that instances storing
+/// overlapping sets lock the rows in one order).
+func lastStatuses(_ statuses: [(site: String, message: SiteStatusMessage)]) -> [(site: String, message: SiteStatusMessage)] {
+    var last: [String: SiteStatusMessage] = [:]
+    for (site, message) in statuses { last[site] = message }
+    return last.keys.sorted().map { ($0, last[$0]!) }
 }

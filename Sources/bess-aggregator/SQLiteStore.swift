@@ -29,6 +29,8 @@ final class SQLiteStore: RecordStore {
                 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
                 CREATE TABLE IF NOT EXISTS site_status (site TEXT PRIMARY KEY, state TEXT NOT NULL, session TEXT NOT NULL,
                     time REAL NOT NULL);
+                CREATE INDEX IF NOT EXISTS commands_by_site ON commands (site);
+                CREATE INDEX IF NOT EXISTS acks_by_command ON acks (site, id);
                 """)
             if try !Row.fetchAll(db, sql: "PRAGMA table_info(commands)").contains(where: { ($0["name"] as String) == "queued_at" }) {
                 try db.execute(sql: "ALTER TABLE commands ADD COLUMN queued_at REAL")
@@ -109,13 +111,18 @@ final class SQLiteStore: RecordStore {
         }
     }
 
-    func unanswered(site: String, now: Double) async throws -> [DispatchCommand] {
+    func unanswered(sites: [String], now: Double) async throws -> [String: [DispatchCommand]] {
         try await db.read { db in
-            try String.fetchAll(db, sql: """
-                SELECT body FROM commands c WHERE site = ? AND NOT EXISTS (SELECT 1 FROM acks a WHERE a.site = c.site AND a.id = c.id)
-                """, arguments: [site])
-                .compactMap { try? JSONDecoder().decode(DispatchCommand.self, from: Data($0.utf8)) }
-                .filter { $0.expiresUnix > now }
+            var bySite: [String: [DispatchCommand]] = [:]
+            for site in Set(sites) {
+                let list = try String.fetchAll(db, sql: """
+                    SELECT body FROM commands c WHERE site = ? AND NOT EXISTS (SELECT 1 FROM acks a WHERE a.site = c.site AND a.id = c.id)
+                    """, arguments: [site])
+                    .compactMap { try? JSONDecoder().decode(DispatchCommand.self, from: Data($0.utf8)) }
+                    .filter { $0.expiresUnix > now }
+                if !list.isEmpty { bySite[site] = list }
+            }
+            return bySite
         }
     }
 
@@ -128,12 +135,16 @@ final class SQLiteStore: RecordStore {
         }
     }
 
-    func setStatus(site: String, _ message: SiteStatusMessage, now: Double) async throws {
+    func setStatuses(_ statuses: [(site: String, message: SiteStatusMessage)], now: Double) async throws {
+        let rows = lastStatuses(statuses)
+        guard !rows.isEmpty else { return }
         try await db.write { db in
-            try db.execute(sql: """
-                INSERT INTO site_status (site, state, session, time) VALUES (?, ?, ?, ?)
-                ON CONFLICT (site) DO UPDATE SET state = excluded.state, session = excluded.session, time = excluded.time
-                """, arguments: [site, message.state, message.session, now])
+            for (site, message) in rows {
+                try db.execute(sql: """
+                    INSERT INTO site_status (site, state, session, time) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (site) DO UPDATE SET state = excluded.state, session = excluded.session, time = excluded.time
+                    """, arguments: [site, message.state, message.session, now])
+            }
         }
     }
 

@@ -231,6 +231,43 @@ struct MQTTUplinkTests {
     }
 }
 
+/// PostgreSQL, a Mosquitto with persistence, and bess-aggregator (one instance, one consumer)
+/// started against them on demand; `stop` stops both and removes the directory.
+final class AggregatorRig {
+    let dir: String
+    var postgres: TestServer
+    let broker: TestServer
+    let pgPort: Int, brokerPort: Int, httpPort: Int
+    let instance: String
+    var base: String { "http://127.0.0.1:\(httpPort)" }
+
+    init(_ instance: String) throws {
+        self.instance = instance
+        dir = NSTemporaryDirectory() + "bess-mqtt-\(instance)-\(getpid())"
+        try? FileManager.default.removeItem(atPath: dir)
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        (postgres, pgPort) = try TestServer.postgres(dir)
+        brokerPort = LoopbackRigTests.freePort()
+        broker = try TestServer.mosquitto(dir, "listener \(brokerPort) 127.0.0.1\nallow_anonymous true\npersistence true")
+        httpPort = LoopbackRigTests.freePort()
+        #expect(waitFor(seconds: 10) { LoopbackRigTests.listening(self.brokerPort) }, "mosquitto never listened")
+        #expect(waitFor(seconds: 20) { LoopbackRigTests.listening(self.pgPort) }, "postgres never listened")
+    }
+
+    func startAggregator(_ log: String) throws -> Background {
+        try Background([Package.executable("bess-aggregator")!.path, "--listen", "127.0.0.1:\(httpPort)",
+                        "--database", "postgres://bess@127.0.0.1:\(pgPort)/postgres",
+                        "--mqtt", "mqtt://127.0.0.1:\(brokerPort)", "--instance", instance, "--consumers", "1"],
+                       output: dir + "/" + log)
+    }
+
+    func stop() {
+        broker.stop()
+        postgres.stop()
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+}
+
 extension MQTTUplinkTests {
     @Test("a record written after the last batch goes as soon as it is written, not a send interval later")
     func publishedWhenWritten() throws {
@@ -269,34 +306,54 @@ extension MQTTUplinkTests {
         #expect(sender.stats.batchesPublished == 2)
     }
 
+    @Test("a reconnect storm: thirty sites' retained births reach the aggregator at once; every status is stored and each site's unanswered command is pushed again")
+    func reconnectStorm() throws {
+        let rig = try AggregatorRig("storm")
+        defer { rig.stop() }
+        let base = rig.base
+        var aggregator = try rig.startAggregator("aggregator-1.log")
+        #expect(waitFor(seconds: 30) { LoopbackRigTests.listening(rig.httpPort) }, "bess-aggregator never listened: \(aggregator.text)")
+        #expect(waitFor(seconds: 10) { metric("\(base)/metrics", "bess_aggregator_mqtt_connected") == 1 })
+
+        // A command for each of thirty sites that are offline: the push goes to no one.
+        let sites = (0..<30).map { String(format: "STORM-%02d", $0) }
+        let expires = Int(Date().timeIntervalSince1970) + 600
+        for site in sites {
+            let command = #"{"id":"storm-\#(site)","kind":"power","unit":"U1","power_kw":5,"expires_unix":\#(expires)}"#
+            let answer = try shell(["curl", "-s", "-m", "10", "-X", "POST", "--data-binary", command, "\(base)/v1/sites/\(site)/commands"])
+            #expect(answer.out.contains("storm-\(site)"), "\(answer.out)")
+        }
+        aggregator.stop()
+        // The sites come back while the aggregator is away: their births are retained, so the next
+        // instance gets all thirty the moment it subscribes.
+        for site in sites {
+            #expect(try shell(["mosquitto_pub", "-p", "\(rig.brokerPort)", "-V", "mqttv5", "-q", "1", "-r", "-t", "bess/v1/\(site)/status",
+                               "-m", #"{"state":"online","session":"s-\#(site)"}"#]).status == 0)
+        }
+        let subscriber = try Background(["mosquitto_sub", "-h", "127.0.0.1", "-p", "\(rig.brokerPort)", "-V", "mqttv5", "-d", "-v",
+                                         "-t", "bess/v1/+/commands"], output: rig.dir + "/sub.txt")
+        defer { subscriber.stop() }
+        #expect(waitFor(seconds: 20) { subscriber.text.contains("SUBACK") })
+        aggregator = try rig.startAggregator("aggregator-2.log")
+        defer { aggregator.stop() }
+        #expect(waitFor(seconds: 30) { sites.allSatisfy { subscriber.text.contains("\"storm-\($0)\"") } },
+                "pushed again: \(sites.filter { subscriber.text.contains("\"storm-\($0)\"") }.count) of 30; \(aggregator.text)")
+        let online = try shell(["psql", "-h", "127.0.0.1", "-p", "\(rig.pgPort)", "-U", "bess", "-d", "postgres", "-Atc",
+                                "SELECT count(*) FROM site_status WHERE site LIKE 'STORM-%' AND state = 'online'"]).out
+        #expect(online.trimmingCharacters(in: .whitespacesAndNewlines) == "30", "\(online)")
+    }
+
     @Test("an aggregator SIGKILLed while its database is away loses nothing it had read: no PUBACK leaves before the commit")
     func noAcknowledgementBeforeTheCommit() throws {
-        let dir = NSTemporaryDirectory() + "bess-mqtt-commit-\(getpid())"
-        try? FileManager.default.removeItem(atPath: dir)
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let pgPort = LoopbackRigTests.freePort()
-        var postgres = try TestServer(["postgres", dir + "/pg", "\(pgPort)"], log: dir + "/postgres.log")
-        defer { postgres.stop() }
-        let brokerPort = LoopbackRigTests.freePort()
-        let broker = try TestServer.mosquitto(dir, "listener \(brokerPort) 127.0.0.1\nallow_anonymous true\npersistence true")
-        defer { broker.stop() }
-        #expect(waitFor(seconds: 10) { LoopbackRigTests.listening(brokerPort) }, "mosquitto never listened")
-        #expect(waitFor(seconds: 20) { LoopbackRigTests.listening(pgPort) }, "postgres never listened")
-        let httpPort = LoopbackRigTests.freePort()
-        let base = "http://127.0.0.1:\(httpPort)"
-        func startAggregator(_ log: String) throws -> Background {
-            try Background([Package.executable("bess-aggregator")!.path, "--listen", "127.0.0.1:\(httpPort)",
-                            "--database", "postgres://bess@127.0.0.1:\(pgPort)/postgres",
-                            "--mqtt", "mqtt://127.0.0.1:\(brokerPort)", "--instance", "commit", "--consumers", "1"],
-                           output: dir + "/" + log)
-        }
-        var aggregator = try startAggregator("aggregator-1.log")
+        let rig = try AggregatorRig("commit")
+        defer { rig.stop() }
+        let (base, brokerPort, httpPort, pgPort) = (rig.base, rig.brokerPort, rig.httpPort, rig.pgPort)
+        var aggregator = try rig.startAggregator("aggregator-1.log")
         #expect(waitFor(seconds: 30) { LoopbackRigTests.listening(httpPort) }, "bess-aggregator never listened: \(aggregator.text)")
         #expect(waitFor(seconds: 10) { metric("\(base)/metrics", "bess_aggregator_mqtt_connected") == 1 })
 
         // The database goes away; twenty batches arrive and are read, and their store fails.
-        postgres.stop()
+        rig.postgres.stop()
         let site = "COMMIT_SITE"
         for seq in UInt64(1)...20 {
             let batch = RecordBatch(site: site, records: [UplinkRecord(seq: seq, time: Date().timeIntervalSince1970,
@@ -310,9 +367,9 @@ extension MQTTUplinkTests {
         aggregator.stop()
 
         // Back with the database and the same session: the broker sends again what was never acknowledged.
-        postgres = try TestServer(["postgres", dir + "/pg", "\(pgPort)"], log: dir + "/postgres-2.log")
+        rig.postgres = try TestServer(["postgres", rig.dir + "/pg", "\(pgPort)"], log: rig.dir + "/postgres-2.log")
         #expect(waitFor(seconds: 20) { LoopbackRigTests.listening(pgPort) }, "postgres never listened again")
-        aggregator = try startAggregator("aggregator-2.log")
+        aggregator = try rig.startAggregator("aggregator-2.log")
         defer { aggregator.stop() }
         #expect(waitFor(seconds: 30) { LoopbackRigTests.listening(httpPort) }, "bess-aggregator never listened: \(aggregator.text)")
         #expect(waitFor(seconds: 30) { seqs(base, site).count == 20 }, "stored: \(seqs(base, site))")
