@@ -103,6 +103,11 @@ fleet_ticks() { local t=0; for p in "${FLEET_PIDS[@]}"; do t=$((t + $(ticks "$p"
 fleet_rss() { local t=0; for p in "${FLEET_PIDS[@]}"; do t=$((t + $(rss_kb "$p"))); done; echo $t; }
 fleet_running() { for p in "${FLEET_PIDS[@]}"; do kill -0 "$p" 2>/dev/null && return 0; done; return 1; }
 fleet sustained "$SITES" "$SECONDS_RUN" LOAD 30 10
+# Messages in the broker's store (queued for the aggregators, plus the retained ones), as the broker
+# reports it every 10 s: where a backlog builds and how long it lasts.
+mosquitto_sub -h 127.0.0.1 -p "$MQ_PORT" -t '$SYS/broker/store/messages/count' -F '%U %p' > "$DATA/fleet-broker-store.txt" 2>/dev/null &
+STORE_PID=$!
+PIDS+=($STORE_PID)
 sleep 45  # the ramp: every site connected, the first backlog delivered
 declare -A T0 R_MAX
 for name in broker a b fleet; do :; done
@@ -142,6 +147,13 @@ LAT=$("${PSQL[@]}" -c "SELECT round((percentile_cont(0.5) WITHIN GROUP (ORDER BY
         round(max(stored_at - time)::numeric * 1000, 1) || ' ' || count(*)
       FROM records WHERE site LIKE 'LOAD-%' AND time BETWEEN $STEADY_FROM AND $STEADY_TO")
 read -r LAT_P50 LAT_P99 LAT_MAX LAT_N <<< "$LAT"
+kill "$STORE_PID" 2>/dev/null || true
+# Per second of record time in the steady window: records, p50 and max of record → commit.
+"${PSQL[@]}" -c "COPY (SELECT floor(time)::bigint - $STEADY_FROM AS second, count(*) AS records,
+        round((percentile_cont(0.5) WITHIN GROUP (ORDER BY stored_at - time))::numeric * 1000, 1) AS p50_ms,
+        round(max(stored_at - time)::numeric * 1000, 1) AS max_ms
+      FROM records WHERE site LIKE 'LOAD-%' AND time BETWEEN $STEADY_FROM AND $STEADY_TO GROUP BY 1 ORDER BY 1)
+      TO STDOUT WITH CSV HEADER" > "$DATA/fleet-latency.csv"
 STORED=$("${PSQL[@]}" -c "SELECT count(*) FROM records WHERE site LIKE 'LOAD-%'")
 MADE=$(fleet_sum sustained records_made)
 PUSH=$(grep SUMMARY "$WORK/push.out" || echo "SUMMARY command_push_to_setpoint n=0 misses=0 p50_ms=nan p99_ms=nan max_ms=nan")
