@@ -148,6 +148,8 @@ LAT=$("${PSQL[@]}" -c "SELECT round((percentile_cont(0.5) WITHIN GROUP (ORDER BY
       FROM records WHERE site LIKE 'LOAD-%' AND time BETWEEN $STEADY_FROM AND $STEADY_TO")
 read -r LAT_P50 LAT_P99 LAT_MAX LAT_N <<< "$LAT"
 kill "$STORE_PID" 2>/dev/null || true
+# What the aggregators said in the sustained run (lost connections, failed stores), if anything.
+cat "$WORK"/aggregator-*.log > "$DATA/fleet-aggregators.log" 2>/dev/null || true
 # Per second of record time in the steady window: records, p50 and max of record → commit.
 "${PSQL[@]}" -c "COPY (SELECT floor(time)::bigint - $STEADY_FROM AS second, count(*) AS records,
         round((percentile_cont(0.5) WITHIN GROUP (ORDER BY stored_at - time))::numeric * 1000, 1) AS p50_ms,
