@@ -14,6 +14,13 @@ public struct SpoolError: Error, Sendable, Equatable, CustomStringConvertible {
         self.errno = errno
     }
     public var description: String { "\(code): \(message)" }
+
+    /// A failed call on the spool's files: `SPOOL_FULL` when the filesystem or a quota is full,
+    /// `SPOOL_IO` otherwise; the message is `what` and the system's text for `e`.
+    static func failed(_ what: String, errno e: Int32) -> SpoolError {
+        SpoolError(code: e == ENOSPC || e == EDQUOT || e == EFBIG ? "SPOOL_FULL" : "SPOOL_IO",
+                   message: "\(what): \(SystemError.text(e))", errno: e)
+    }
 }
 
 /// One stored record.
@@ -158,8 +165,7 @@ public final class Spool {
                 // Leave no half record behind: cut back to where this record began.
                 let end = lseek(fd, 0, SEEK_END)
                 ftruncate(fd, end - off_t(offset))
-                throw SpoolError(code: e == ENOSPC || e == EDQUOT || e == EFBIG ? "SPOOL_FULL" : "SPOOL_IO",
-                                 message: "writing the spool: \(SystemError.text(e))", errno: e)
+                throw SpoolError.failed("writing the spool", errno: e)
             }
             offset += n
         }
@@ -170,10 +176,7 @@ public final class Spool {
         if fd >= 0 { close(fd) }
         let path = "\(directory)/seg-\(String(format: "%020llu", firstSeq)).log"
         fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o640)
-        guard fd >= 0 else {
-            throw SpoolError(code: errno == ENOSPC ? "SPOOL_FULL" : "SPOOL_IO",
-                             message: "cannot create \(path): \(SystemError.text(errno))", errno: errno)
-        }
+        guard fd >= 0 else { throw SpoolError.failed("cannot create \(path)", errno: errno) }
         segments.append(Segment(firstSeq: firstSeq, lastSeq: firstSeq - 1, bytes: 0, path: path))
     }
 
@@ -290,12 +293,17 @@ public final class Spool {
         return bytes
     }
 
+    /// The little-endian integer `at` bytes into `bytes`.
+    static func littleEndian<T: FixedWidthInteger>(_ bytes: ArraySlice<UInt8>, at: Int) -> T {
+        (0..<(T.bitWidth / 8)).reduce(T.zero) { $0 | T(bytes[bytes.startIndex + at + $1]) << (8 * $1) }
+    }
+
     /// A slot's `(generation, acknowledged, dropped, nextSeq)`, or nil when its magic or CRC is wrong.
     static func parseStateSlot(_ bytes: ArraySlice<UInt8>) -> (UInt64, UInt64, UInt64, UInt64)? {
         guard bytes.count >= stateSlotBytes else { return nil }
         let base = bytes.startIndex
-        func u32(_ at: Int) -> UInt32 { (0..<4).reduce(0) { $0 | UInt32(bytes[base + at + $1]) << (8 * UInt32($1)) } }
-        func u64(_ at: Int) -> UInt64 { (0..<8).reduce(0) { $0 | UInt64(bytes[base + at + $1]) << (8 * UInt64($1)) } }
+        func u32(_ at: Int) -> UInt32 { littleEndian(bytes, at: at) }
+        func u64(_ at: Int) -> UInt64 { littleEndian(bytes, at: at) }
         guard u32(0) == stateMagic, u32(36) == CRC32.checksum(bytes[base..<(base + 36)]) else { return nil }
         return (u64(4), u64(12), u64(20), u64(28))
     }
@@ -307,11 +315,7 @@ public final class Spool {
         let slot = Self.stateSlot(generation: generation, acknowledged: acknowledged, dropped: dropped, nextSeq: nextSeq)
         let offset = off_t(Int(generation & 1) * Self.stateSlotStride)
         let written = slot.withUnsafeBytes { pwrite(stateFD, $0.baseAddress, $0.count, offset) }
-        guard written == slot.count, fdatasync(stateFD) == 0 else {
-            let e = errno
-            throw SpoolError(code: e == ENOSPC ? "SPOOL_FULL" : "SPOOL_IO",
-                             message: "cannot save the spool state: \(SystemError.text(e))", errno: e)
-        }
+        guard written == slot.count, fdatasync(stateFD) == 0 else { throw SpoolError.failed("cannot save the spool state", errno: errno) }
         stateGeneration = generation
     }
 
@@ -327,10 +331,7 @@ public final class Spool {
         file.replaceSubrange(at..<(at + slot.count), with: slot)
         let temporary = statePath + ".tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o640)
-        guard fd >= 0 else {
-            let e = errno
-            throw SpoolError(code: e == ENOSPC ? "SPOOL_FULL" : "SPOOL_IO", message: "cannot write \(temporary): \(SystemError.text(e))", errno: e)
-        }
+        guard fd >= 0 else { throw SpoolError.failed("cannot write \(temporary)", errno: errno) }
         let written = file.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         let e = errno
         fsync(fd)
@@ -338,8 +339,7 @@ public final class Spool {
         guard written == file.count, rename(temporary, statePath) == 0 else {
             let code = written == file.count ? errno : e
             unlink(temporary)
-            throw SpoolError(code: code == ENOSPC ? "SPOOL_FULL" : "SPOOL_IO",
-                             message: "cannot save the spool state: \(SystemError.text(code))", errno: code)
+            throw SpoolError.failed("cannot save the spool state", errno: code)
         }
         stateGeneration = generation
         stateFD = open(statePath, O_WRONLY | O_CLOEXEC)
@@ -452,8 +452,8 @@ public final class Spool {
         while true {
             var p = 0
             while p + header <= buffer.count {
-                func u32(_ at: Int) -> UInt32 { (0..<4).reduce(0) { $0 | UInt32(buffer[at + $1]) << (8 * UInt32($1)) } }
-                func u64(_ at: Int) -> UInt64 { (0..<8).reduce(0) { $0 | UInt64(buffer[at + $1]) << (8 * UInt64($1)) } }
+                func u32(_ at: Int) -> UInt32 { littleEndian(buffer[...], at: at) }
+                func u64(_ at: Int) -> UInt64 { littleEndian(buffer[...], at: at) }
                 let length = Int(u32(p))
                 guard length <= maxPayload else { return end }
                 guard p + header + length <= buffer.count else { break }  // the rest of it is still to read
