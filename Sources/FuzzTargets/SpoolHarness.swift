@@ -41,6 +41,16 @@ enum SpoolHarness {
             }
             let next = spool.nextSeq
             violations.check(replay.allSatisfy { $0.seq < next }, "a replayed seq is not below the next seq \(next)")
+            // A spool whose records reach the end of the sequence refuses further ones, coded.
+            if next >= Spool.maxSeq {
+                do throws(SpoolError) {
+                    _ = try spool.append(payload)
+                    violations.check(false, "a record appended at seq \(next), past the end of the sequence")
+                } catch {
+                    violations.check(error.code == "SPOOL_SEQ_EXHAUSTED", "at the end of the sequence: \(error)")
+                }
+                return violations.list
+            }
             appended = try spool.append(payload)
             violations.check(appended == next, "appended as \(appended), next seq was \(next)")
         } catch {

@@ -4,7 +4,8 @@ import Glibc
 
 /// Why the spool could not do something.
 public struct SpoolError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// `SPOOL_IO`, `SPOOL_FULL` (the disk, not the bound), `SPOOL_RECORD_TOO_LARGE`.
+    /// `SPOOL_IO`, `SPOOL_FULL` (the disk, not the bound), `SPOOL_RECORD_TOO_LARGE`,
+    /// `SPOOL_SEQ_EXHAUSTED` (a seq at `Spool.maxSeq`: only a damaged or hand-made state gets there).
     public var code: String
     public var message: String
     public var errno: Int32
@@ -63,6 +64,11 @@ public final class Spool {
     public private(set) var dropped: UInt64 = 0
     /// fsync calls made (flash wear is proportional to this, not to records).
     public private(set) var syncs: UInt64 = 0
+    /// Every record up to this seq is on the disk (fsynced), not only in the kernel's cache. A record
+    /// leaves the gateway only once it is (`SpoolQueue.records`): one sent before its fsync and lost
+    /// in a power cut would hand its seq to the next record written after the restart, and the
+    /// aggregator, which keeps the first record it got for a seq, would drop that one as a duplicate.
+    public private(set) var durableThrough: UInt64 = 0
 
     struct Segment {
         var firstSeq: UInt64
@@ -123,6 +129,9 @@ public final class Spool {
             throw SpoolError(code: "SPOOL_RECORD_TOO_LARGE", message: "a record of \(payload.count) bytes")
         }
         let seq = nextSeq
+        guard seq < Self.maxSeq else {
+            throw SpoolError(code: "SPOOL_SEQ_EXHAUSTED", message: "the sequence reached \(seq); the spool's state is damaged")
+        }
         var frame = [UInt8]()
         frame.reserveCapacity(Self.header + payload.count)
         var seqBytes = [UInt8]()
@@ -147,21 +156,41 @@ public final class Spool {
     }
 
     /// fsyncs what was written since the last sync (at most once per `syncInterval` from `append`).
-    public func sync() {
-        guard unsynced, fd >= 0 else { return }
-        fsync(fd)
+    /// A refusal is seen by the next `syncNow`.
+    public func sync() { try? syncNow() }
+
+    /// fsyncs what was written since the last sync, now; throws when the disk refuses (the records
+    /// are then not counted durable, and the next call tries again).
+    public func syncNow() throws(SpoolError) {
+        guard unsynced, fd >= 0 else {
+            durableThrough = nextSeq &- 1
+            return
+        }
+        let through = nextSeq &- 1
         syncs &+= 1
-        unsynced = false
         lastSync = ContinuousClock.now
+        guard fsync(fd) == 0 else { throw SpoolError.failed("syncing the spool", errno: errno) }
+        unsynced = false
+        durableThrough = through
+    }
+
+    /// fsyncs the spool's directory, so that a file created or renamed in it survives a power cut
+    /// (fsync of a file does not make its name durable).
+    private func syncDirectory() throws(SpoolError) {
+        let dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard dfd >= 0 else { throw SpoolError.failed("cannot open \(directory)", errno: errno) }
+        defer { close(dfd) }
+        guard fsync(dfd) == 0 else { throw SpoolError.failed("syncing \(directory)", errno: errno) }
     }
 
     private func writeAll(_ bytes: [UInt8]) throws(SpoolError) {
         var offset = 0
         while offset < bytes.count {
             let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                let e = errno
+            if n <= 0 {
+                if n < 0, errno == EINTR { continue }
+                // A short write that wrote nothing sets no errno: the disk is full.
+                let e = n < 0 ? errno : ENOSPC
                 // Leave no half record behind: cut back to where this record began.
                 let end = lseek(fd, 0, SEEK_END)
                 ftruncate(fd, end - off_t(offset))
@@ -172,12 +201,15 @@ public final class Spool {
     }
 
     private func startSegment(_ firstSeq: UInt64) throws(SpoolError) {
-        sync()
+        // The segment that ends is on the disk before the next begins (only the newest one is
+        // synced later), and the new one's name is too.
+        try syncNow()
         if fd >= 0 { close(fd) }
         let path = "\(directory)/seg-\(String(format: "%020llu", firstSeq)).log"
         fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o640)
         guard fd >= 0 else { throw SpoolError.failed("cannot create \(path)", errno: errno) }
         segments.append(Segment(firstSeq: firstSeq, lastSeq: firstSeq - 1, bytes: 0, path: path))
+        try syncDirectory()
     }
 
     /// Drops the oldest segments (acknowledged or not) while the spool is over its bound.
@@ -315,7 +347,8 @@ public final class Spool {
         let slot = Self.stateSlot(generation: generation, acknowledged: acknowledged, dropped: dropped, nextSeq: nextSeq)
         let offset = off_t(Int(generation & 1) * Self.stateSlotStride)
         let written = slot.withUnsafeBytes { pwrite(stateFD, $0.baseAddress, $0.count, offset) }
-        guard written == slot.count, fdatasync(stateFD) == 0 else { throw SpoolError.failed("cannot save the spool state", errno: errno) }
+        guard written == slot.count else { throw SpoolError.failed("cannot save the spool state", errno: written < 0 ? errno : ENOSPC) }
+        guard fdatasync(stateFD) == 0 else { throw SpoolError.failed("cannot save the spool state", errno: errno) }
         stateGeneration = generation
     }
 
@@ -333,14 +366,16 @@ public final class Spool {
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o640)
         guard fd >= 0 else { throw SpoolError.failed("cannot write \(temporary)", errno: errno) }
         let written = file.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        let e = errno
-        fsync(fd)
+        var e = written < 0 ? errno : ENOSPC  // a short write sets no errno: the disk is full
+        let synced = written == file.count && fsync(fd) == 0
+        if written == file.count { e = errno }
         close(fd)
-        guard written == file.count, rename(temporary, statePath) == 0 else {
-            let code = written == file.count ? errno : e
+        guard synced, rename(temporary, statePath) == 0 else {
+            let code = synced ? errno : e
             unlink(temporary)
             throw SpoolError.failed("cannot save the spool state", errno: code)
         }
+        try syncDirectory()
         stateGeneration = generation
         stateFD = open(statePath, O_WRONLY | O_CLOEXEC)
         guard stateFD >= 0 else {
@@ -351,7 +386,7 @@ public final class Spool {
 
     /// The largest seq the spool accepts (far beyond any site's lifetime at any rate), so that no
     /// arithmetic on a seq read from disk can overflow.
-    static let maxSeq: UInt64 = 1 << 62
+    public static let maxSeq: UInt64 = 1 << 62
 
     private func loadState() throws(SpoolError) {
         let fd = open(statePath, O_RDONLY | O_CLOEXEC)
@@ -376,7 +411,7 @@ public final class Spool {
     /// cannot be true is ignored (nil): the segments then say where the sequence stands (records
     /// already acknowledged may be sent again; the aggregator stores each seq once).
     static func parseState(_ bytes: ArraySlice<UInt8>) -> (generation: UInt64, acknowledged: UInt64, dropped: UInt64, nextSeq: UInt64)? {
-        func plausible(_ acknowledged: UInt64, _ nextSeq: UInt64) -> Bool { nextSeq <= maxSeq && acknowledged < max(1, nextSeq) }
+        func plausible(_ acknowledged: UInt64, _ nextSeq: UInt64) -> Bool { nextSeq < maxSeq && acknowledged < max(1, nextSeq) }
         if let first = bytes.first, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) {
             guard let text = String(validating: bytes, as: UTF8.self) else { return nil }
             let fields = text.split(separator: " ").compactMap { UInt64($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
@@ -410,20 +445,42 @@ public final class Spool {
                 truncate(path, off_t(validBytes))
                 if index == names.count - 1 { recovery.tornBytes += size - validBytes } else { recovery.damagedSegments += 1 }
             }
-            // A segment with nothing left, or nothing not yet acknowledged, is not kept.
-            guard let first, let last, last > acknowledged else {
+            let newest = index == names.count - 1
+            // A segment with nothing left is not kept, but its name still says where the sequence
+            // stood; nor is one whose records were all acknowledged, except the newest: with the
+            // state file lost or damaged, it is what keeps the sequence from starting again at 1
+            // (the aggregator keeps the first record it got for a seq and would drop the new ones).
+            guard let first, let last else {
+                if let named = Self.firstSeq(name), named < Self.maxSeq { nextSeq = max(nextSeq, named) }
+                unlink(path)
+                continue
+            }
+            guard last > acknowledged || newest else {
                 unlink(path)
                 continue
             }
             segments.append(Segment(firstSeq: first, lastSeq: last, bytes: validBytes, path: path))
             nextSeq = max(nextSeq, last + 1)
+            // What a SIGKILL left in the kernel's cache goes to the disk before any of it is sent.
+            let kept = open(path, O_RDONLY | O_CLOEXEC)
+            if kept >= 0 {
+                defer { close(kept) }
+                guard fsync(kept) == 0 else { throw SpoolError.failed("syncing \(path)", errno: errno) }
+            }
         }
         if let last = segments.last, last.lastSeq &+ 1 != nextSeq { startsSegment = true }
         if let last = segments.last, !startsSegment {
             fd = open(last.path, O_WRONLY | O_APPEND | O_CLOEXEC)
             guard fd >= 0 else { throw SpoolError(code: "SPOOL_IO", message: "cannot open \(last.path)", errno: errno) }
         }
+        durableThrough = nextSeq &- 1
         try writeStateFile()
+    }
+
+    /// The first seq a segment's file name gives (`seg-<20 digits>.log`), or nil.
+    static func firstSeq(_ name: String) -> UInt64? {
+        guard name.hasPrefix("seg-"), name.hasSuffix(".log") else { return nil }
+        return UInt64(name.dropFirst(4).dropLast(4))
     }
 
     /// Walks the valid records of a segment from byte `start` (a record boundary), reading it at most 64 KiB

@@ -59,14 +59,21 @@ public final class SpoolQueue: @unchecked Sendable {
 
     public func pending(limit: Int) throws -> [SpoolRecord] { try records(after: 0, limit: limit) }
 
-    /// Records after `seq` (the MQTT uplink publishes ahead of its acknowledgements).
+    /// Records after `seq` (the MQTT uplink publishes ahead of its acknowledgements), each on the
+    /// disk before it is returned: what this gives leaves the gateway, and a record sent before its
+    /// fsync and lost in a power cut would hand its seq to a new record after the restart, which the
+    /// aggregator (keeping the first record of a seq) would drop. At most one fsync per call.
     public func records(after seq: UInt64, limit: Int) throws -> [SpoolRecord] {
         try lock.withLock {
             let visible = newestSeq.load(ordering: .relaxed)
-            let records = try spool.records(after: max(seq, spool.acknowledged), limit: limit)
-            // A round still open: its records wait for its end.
-            guard let last = records.last, last.seq > visible else { return records }
-            return records.filter { $0.seq <= visible }
+            let floor = max(seq, spool.acknowledged)
+            guard visible > floor, limit > 0 else { return [] }
+            // No further than the visible end: a round still open keeps its records until its end,
+            // and a read that stops there continues there next time.
+            var records = try spool.records(after: floor, limit: min(limit, Int(clamping: visible - floor)))
+            if let last = records.last, last.seq > visible { records = records.filter { $0.seq <= visible } }
+            if let last = records.last, last.seq > spool.durableThrough { try spool.syncNow() }
+            return records
         }
     }
 

@@ -271,6 +271,84 @@ struct SpoolTests {
         #expect(spool.dropped == 7)
     }
 
+    @Test("a record leaves the spool for the uplink only once it is on the disk: a power cut after a send never hands its seq to a new record")
+    func durableBeforeSent() throws {
+        let dir = temporarySpoolDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let segment: String
+        let sentBytes: Int
+        do {
+            // No fsync of its own for an hour: only the send makes one.
+            let spool = try Spool(directory: dir, syncInterval: .seconds(3600))
+            let queue = SpoolQueue(spool)
+            for n in 1...3 as ClosedRange<UInt64> { try queue.append { _ in payload(n) } }
+            let syncs = spool.syncs
+            let sent = try queue.records(after: 0, limit: 10)
+            #expect(sent.map(\.seq) == [1, 2, 3])
+            #expect(spool.syncs == syncs + 1, "the records went out before their fsync")
+            #expect(spool.durableThrough == 3)
+            // Nothing new: no second fsync.
+            _ = try queue.records(after: 0, limit: 10)
+            #expect(spool.syncs == syncs + 1)
+            segment = try #require(try FileManager.default.contentsOfDirectory(atPath: dir).first { $0.hasPrefix("seg-") })
+            sentBytes = (try FileManager.default.attributesOfItem(atPath: dir + "/" + segment)[.size] as? NSNumber)?.intValue ?? 0
+            // Two more records, written but neither synced nor sent.
+            try queue.append { _ in payload(4) }
+            try queue.append { _ in payload(5) }
+        }
+        // The power cut: what was not fsynced is gone (the page cache's tail of the segment).
+        #expect(truncate(dir + "/" + segment, off_t(sentBytes)) == 0)
+        let spool = try Spool(directory: dir, syncInterval: .seconds(3600))
+        #expect(try spool.records(after: 0, limit: 10).map(\.seq) == [1, 2, 3], "what was sent survived")
+        #expect(try spool.append(payload(4)) == 4, "the unsent seqs are the only ones written again")
+    }
+
+    @Test("the sequence survives a lost or unreadable state file once every record was acknowledged: the newest segment is kept")
+    func sequenceWithoutState() throws {
+        let dir = temporarySpoolDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        do {
+            let spool = try Spool(directory: dir, segmentBytes: 2048)
+            for n in 1...100 as ClosedRange<UInt64> { try spool.append(payload(n)) }
+            try spool.acknowledge(upTo: 100)
+        }
+        // A restart with everything acknowledged, then the state file is lost.
+        do { _ = try Spool(directory: dir, segmentBytes: 2048) }
+        #expect(unlink(dir + "/state") == 0)
+        do {
+            let spool = try Spool(directory: dir, segmentBytes: 2048)
+            #expect(spool.nextSeq == 101, "the sequence started again below what the aggregator holds")
+            #expect(try spool.records(after: 100, limit: 10).isEmpty)
+            #expect(try spool.append(payload(101)) == 101)
+        }
+        // Unreadable rather than missing: the same.
+        #expect(FileManager.default.createFile(atPath: dir + "/state", contents: Data([UInt8](repeating: 0x5A, count: 100))))
+        let spool = try Spool(directory: dir, segmentBytes: 2048)
+        #expect(spool.nextSeq == 102)
+    }
+
+    @Test("a state at the end of the sequence is not believed, and the last seq is refused, coded")
+    func sequenceEnd() throws {
+        let dir = temporarySpoolDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        // At the end itself: ignored (nothing after it could be read back), the segments decide.
+        #expect(FileManager.default.createFile(atPath: dir + "/state", contents: Data("0 0 \(Spool.maxSeq)\n".utf8)))
+        do {
+            let spool = try Spool(directory: dir)
+            #expect(spool.nextSeq == 1)
+        }
+        try FileManager.default.removeItem(atPath: dir)
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        #expect(FileManager.default.createFile(atPath: dir + "/state", contents: Data("0 0 \(Spool.maxSeq - 1)\n".utf8)))
+        let spool = try Spool(directory: dir)
+        #expect(try spool.append(payload(1)) == Spool.maxSeq - 1)
+        #expect(try spool.records(after: 0, limit: 10).map(\.seq) == [Spool.maxSeq - 1])
+        #expect(throws: SpoolError(code: "SPOOL_SEQ_EXHAUSTED", message: "the sequence reached \(Spool.maxSeq); the spool's state is damaged")) {
+            try spool.append(payload(2))
+        }
+    }
+
     @Test("fsync is batched: many records, few syncs")
     func batchedSync() throws {
         let dir = temporarySpoolDirectory()
