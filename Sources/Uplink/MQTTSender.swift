@@ -387,7 +387,8 @@ public final class MQTTUplinkSender: Sendable {
             do {
                 records = try sender.queue.records(after: publishedThrough, limit: sender.settings.batchSize)
             } catch {
-                fail(UplinkError(code: "SPOOL_IO", message: "\(error)"))
+                // The spool's own code (SPOOL_FULL, SPOOL_IO…); the broker's link is still up.
+                fail(UplinkError(code: (error as? SpoolError)?.code ?? "SPOOL_IO", message: "\(error)"), connectionDown: false)
                 nextPublish = ContinuousClock.now + sender.settings.interval
                 return
             }
@@ -465,7 +466,7 @@ public final class MQTTUplinkSender: Sendable {
             do {
                 try sender.queue.acknowledge(upTo: through)
             } catch {
-                fail(UplinkError(code: "SPOOL_IO", message: "\(error)"))
+                fail(UplinkError(code: (error as? SpoolError)?.code ?? "SPOOL_IO", message: "\(error)"), connectionDown: false)
             }
             sender.statistics.withLock {
                 $0.batchesAcknowledged &+= UInt64(batches)
@@ -627,8 +628,10 @@ public final class MQTTGroup: Sendable {
             }
             registered[i] = (-1, 0)
             guard socket >= 0 else { return }
-            if bessd_epoll_ctl(epoll, add, socket, &event) != 0 && errno == EEXIST {
-                _ = bessd_epoll_ctl(epoll, modify, socket, &event)
+            if bessd_epoll_ctl(epoll, add, socket, &event) != 0 {
+                // Not in the set (ENOMEM; ENOSPC: fs.epoll.max_user_watches): left unregistered, read
+                // by the sweep and added again there, never taken as watched.
+                guard errno == EEXIST, bessd_epoll_ctl(epoll, modify, socket, &event) == 0 else { return }
             }
             if let previous = owner[socket], previous != i { registered[previous] = (-1, 0) }
             owner[socket] = i
@@ -639,7 +642,8 @@ public final class MQTTGroup: Sendable {
         var nextSweep = ContinuousClock.now
         var attemptsFrom = 0
         while !stopping.withLock({ $0 }) {
-            let wait = max(0, min((nextSweep - ContinuousClock.now).nanosecondsClamped, sweep.nanosecondsClamped) / 1_000_000)
+            // Rounded up: rounded down, the last millisecond before a sweep was a busy loop of zero waits.
+            let wait = max(0, (min((nextSweep - ContinuousClock.now).nanosecondsClamped, sweep.nanosecondsClamped) + 999_999) / 1_000_000)
             let ready = events.withUnsafeMutableBufferPointer { bessd_epoll_wait(epoll, $0.baseAddress, Int32($0.count), Int32(wait)) }
             for k in 0..<max(0, Int(ready)) {
                 let i = Int(events[k].data)
@@ -664,9 +668,12 @@ public final class MQTTGroup: Sendable {
             for (i, link) in links.enumerated() where link.open {
                 let due = link.connected && link.sender.queue.newest > link.publishedThrough && now >= link.nextPublish
                     && link.inflight.count < link.sender.settings.window
-                guard due || now >= nextMisc[i] else { continue }
+                // A socket epoll refused to watch is read here, every sweep, until it is watched.
+                let socket = link.connection.socket
+                let unwatched = socket >= 0 && registered[i].socket != socket
+                guard due || unwatched || now >= nextMisc[i] else { continue }
                 if now >= nextMisc[i] { nextMisc[i] = now + .seconds(1) }
-                link.service(readable: false)
+                link.service(readable: unwatched)
                 track(i)
             }
         }

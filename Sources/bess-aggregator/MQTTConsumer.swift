@@ -139,8 +139,8 @@ final class MQTTConsumer: @unchecked Sendable {
                 // One statement for the window's statuses (a broker restart brings thousands at once;
                 // a query each held this consumer's records for seconds).
                 try await store.setStatuses(statuses, now: now)
-                var seen = Set<String>()
-                return statuses.compactMap { $0.message.state == "online" && seen.insert($0.site).inserted ? $0.site : nil }
+                var seen = Set<ExactText>()
+                return statuses.compactMap { $0.message.state == "online" && seen.insert(ExactText($0.site)).inserted ? $0.site : nil }
             }
             switch outcome {
             case .success(let sites):
@@ -166,11 +166,17 @@ final class MQTTConsumer: @unchecked Sendable {
         // A site that comes online gets its unanswered commands again (bessd acts on an id once):
         // looked up for all of the window's sites at once.
         let online = onlineSites
-        if !online.isEmpty,
-           case .success(let bySite) = blocking({ try await store.unanswered(sites: online, now: Date().timeIntervalSince1970) }) {
+        guard !online.isEmpty else { return }
+        // Bounded like the store: a wedged pool must not hold this consumer (and its PUBACKs).
+        switch blocking(timeout: 30, { try await store.unanswered(sites: online, now: Date().timeIntervalSince1970) }) {
+        case .success(let bySite):
             for site in online {
-                for command in bySite[site] ?? [] { publisher.push(site: site, command: command, now: Date().timeIntervalSince1970) }
+                for command in bySite[ExactText(site)] ?? [] { publisher.push(site: site, command: command, now: Date().timeIntervalSince1970) }
             }
+        case .failure(let error):
+            // The records are stored; these sites' unanswered commands wait for their next birth.
+            FileHandle.standardError.write(Data(
+                "bess-aggregator: looking up the unanswered commands of \(online.count) sites that came online failed (\(error)); they are pushed at their next connect\n".utf8))
         }
     }
 

@@ -265,16 +265,17 @@ final class PostgresStore: RecordStore {
             """, logger: logger)
     }
 
-    func unanswered(sites: [String], now: Double) async throws -> [String: [DispatchCommand]] {
+    func unanswered(sites: [String], now: Double) async throws -> [ExactText: [DispatchCommand]] {
         guard !sites.isEmpty else { return [:] }
         let rows = try await client.query("""
             SELECT site, body FROM commands c WHERE site = ANY(\(sites)::text[])
                 AND NOT EXISTS (SELECT 1 FROM acks a WHERE a.site = c.site AND a.id = c.id)
+                ORDER BY queued_at NULLS FIRST, id
             """, logger: logger)
-        var bySite: [String: [DispatchCommand]] = [:]
+        var bySite: [ExactText: [DispatchCommand]] = [:]
         for try await (site, body) in rows.decode((String, String).self) {
             if let c = try? JSONDecoder().decode(DispatchCommand.self, from: Data(body.utf8)), c.expiresUnix > now {
-                bySite[site, default: []].append(c)
+                bySite[ExactText(site), default: []].append(c)
             }
         }
         return bySite
@@ -375,18 +376,6 @@ final class PostgresStore: RecordStore {
 struct StoreError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
-}
-
-/// A string compared and hashed byte for byte, as PostgreSQL compares text: Swift's `==` takes two
-/// canonically equivalent spellings (é as one scalar or as e and an accent) for one string.
-struct ExactText: Hashable, Sendable {
-    let text: String
-    init(_ text: String) { self.text = text }
-    static func == (a: Self, b: Self) -> Bool { a.text.utf8.elementsEqual(b.text.utf8) }
-    func hash(into hasher: inout Hasher) {
-        for byte in text.utf8 { hasher.combine(byte) }
-        hasher.combine(0xFF as UInt8)
-    }
 }
 
 struct SiteSeq: Hashable, Sendable {

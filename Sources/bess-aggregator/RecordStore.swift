@@ -54,9 +54,10 @@ protocol RecordStore: Sendable {
     func store(_ batches: [(site: String, received: ReceivedBatch)], now: Double, handOutCommands: Bool) async throws -> [StoreResult]
     func queue(site: String, command: DispatchCommand, delivered: Bool, now: Double) async throws
     /// Commands of these sites not yet answered and not expired (pushed again when a site comes
-    /// online), by site, in one query: when a broker restarts, thousands of sites come online in one
-    /// store window.
-    func unanswered(sites: [String], now: Double) async throws -> [String: [DispatchCommand]]
+    /// online), by site (compared byte for byte, as the database does) and in the order they were
+    /// queued, so that a site gets an older setpoint before a newer one; in one query: when a broker
+    /// restarts, thousands of sites come online in one store window.
+    func unanswered(sites: [String], now: Double) async throws -> [ExactText: [DispatchCommand]]
     func record(acks: [(site: String, ack: CommandAck)], now: Double) async throws
     /// Each site's status as its last message in `statuses` says (in arrival order), in one statement.
     func setStatuses(_ statuses: [(site: String, message: SiteStatusMessage)], now: Double) async throws
@@ -107,8 +108,22 @@ func unstorable(_ batch: RecordBatch) -> String? {
 
 /// The last status message of each site, in site order (a fixed order, so that instances storing
 /// overlapping sets lock the rows in one order).
+/// Sites are told apart byte for byte: by Swift's `==`, "SITE-\u{212A}1" (a Kelvin sign) is the site
+/// "SITE-K1", and a gateway allowed that topic would overwrite the other's status.
 func lastStatuses(_ statuses: [(site: String, message: SiteStatusMessage)]) -> [(site: String, message: SiteStatusMessage)] {
-    var last: [String: SiteStatusMessage] = [:]
-    for (site, message) in statuses { last[site] = message }
-    return last.keys.sorted().map { ($0, last[$0]!) }
+    var last: [ExactText: SiteStatusMessage] = [:]
+    for (site, message) in statuses { last[ExactText(site)] = message }
+    return last.keys.sorted { $0.text.utf8.lexicographicallyPrecedes($1.text.utf8) }.map { ($0.text, last[$0]!) }
+}
+
+/// A string compared and hashed byte for byte, as PostgreSQL and SQLite compare text: Swift's `==`
+/// takes two canonically equivalent spellings (é as one scalar or as e and an accent) for one string.
+struct ExactText: Hashable, Sendable {
+    let text: String
+    init(_ text: String) { self.text = text }
+    static func == (a: Self, b: Self) -> Bool { a.text.utf8.elementsEqual(b.text.utf8) }
+    func hash(into hasher: inout Hasher) {
+        for byte in text.utf8 { hasher.combine(byte) }
+        hasher.combine(0xFF as UInt8)
+    }
 }

@@ -111,13 +111,14 @@ final class SQLiteStore: RecordStore {
         }
     }
 
-    func unanswered(sites: [String], now: Double) async throws -> [String: [DispatchCommand]] {
+    func unanswered(sites: [String], now: Double) async throws -> [ExactText: [DispatchCommand]] {
         try await db.read { db in
-            var bySite: [String: [DispatchCommand]] = [:]
-            for site in Set(sites) {
+            var bySite: [ExactText: [DispatchCommand]] = [:]
+            for site in Set(sites.map(ExactText.init)) {
                 let list = try String.fetchAll(db, sql: """
                     SELECT body FROM commands c WHERE site = ? AND NOT EXISTS (SELECT 1 FROM acks a WHERE a.site = c.site AND a.id = c.id)
-                    """, arguments: [site])
+                    ORDER BY queued_at, rowid
+                    """, arguments: [site.text])
                     .compactMap { try? JSONDecoder().decode(DispatchCommand.self, from: Data($0.utf8)) }
                     .filter { $0.expiresUnix > now }
                 if !list.isEmpty { bySite[site] = list }

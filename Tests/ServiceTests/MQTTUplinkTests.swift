@@ -315,18 +315,25 @@ extension MQTTUplinkTests {
         #expect(waitFor(seconds: 30) { LoopbackRigTests.listening(rig.httpPort) }, "bess-aggregator never listened: \(aggregator.text)")
         #expect(waitFor(seconds: 10) { metric("\(base)/metrics", "bess_aggregator_mqtt_connected") == 1 })
 
-        // A command for each of thirty sites that are offline: the push goes to no one.
+        // A command for each of thirty sites that are offline: the push goes to no one. The first
+        // three get a second one, queued after it, which must reach them after it.
         let sites = (0..<30).map { String(format: "STORM-%02d", $0) }
         let expires = Int(Date().timeIntervalSince1970) + 600
-        for site in sites {
-            let command = #"{"id":"storm-\#(site)","kind":"power","unit":"U1","power_kw":5,"expires_unix":\#(expires)}"#
+        func queue(_ id: String, _ site: String, kw: Int) throws {
+            let command = #"{"id":"\#(id)","kind":"power","unit":"U1","power_kw":\#(kw),"expires_unix":\#(expires)}"#
             let answer = try shell(["curl", "-s", "-m", "10", "-X", "POST", "--data-binary", command, "\(base)/v1/sites/\(site)/commands"])
-            #expect(answer.out.contains("storm-\(site)"), "\(answer.out)")
+            #expect(answer.out.contains(id), "\(answer.out)")
         }
+        for site in sites { try queue("storm-\(site)", site, kw: 5) }
+        for site in sites.prefix(3) { try queue("later-\(site)", site, kw: 7) }
+        // A site whose name is another's by Swift's `==` but not byte for byte (a Kelvin sign for the
+        // K) is a site of its own: its own status row, and none of the other's commands.
+        let real = "STORM-K1", lookalike = "STORM-\u{212A}1"
+        try queue("storm-\(real)", real, kw: 5)
         aggregator.stop()
         // The sites come back while the aggregator is away: their births are retained, so the next
-        // instance gets all thirty the moment it subscribes.
-        for site in sites {
+        // instance gets all of them the moment it subscribes.
+        for site in sites + [real, lookalike] {
             #expect(try shell(["mosquitto_pub", "-p", "\(rig.brokerPort)", "-V", "mqttv5", "-q", "1", "-r", "-t", "bess/v1/\(site)/status",
                                "-m", #"{"state":"online","session":"s-\#(site)"}"#]).status == 0)
         }
@@ -338,9 +345,19 @@ extension MQTTUplinkTests {
         defer { aggregator.stop() }
         #expect(waitFor(seconds: 30) { sites.allSatisfy { subscriber.text.contains("\"storm-\($0)\"") } },
                 "pushed again: \(sites.filter { subscriber.text.contains("\"storm-\($0)\"") }.count) of 30; \(aggregator.text)")
+        #expect(waitFor(seconds: 30) { sites.prefix(3).allSatisfy { subscriber.text.contains("\"later-\($0)\"") } && subscriber.text.contains("\"storm-\(real)\"") })
+        // In the order queued: an older setpoint never lands after a newer one.
+        for site in sites.prefix(3) {
+            let text = subscriber.text
+            let first = try #require(text.range(of: "\"storm-\(site)\"")), second = try #require(text.range(of: "\"later-\(site)\""))
+            #expect(first.lowerBound < second.lowerBound, "\(site): \(text)")
+        }
+        let lines = subscriber.text.split(separator: "\n")
+        #expect(lines.contains { $0.hasPrefix("bess/v1/\(real)/commands ") && $0.contains("storm-\(real)") })
+        #expect(!lines.contains { $0.utf8.starts(with: "bess/v1/\(lookalike)/".utf8) }, "the look-alike site got a command: \(subscriber.text)")
         let online = try shell(["psql", "-h", "127.0.0.1", "-p", "\(rig.pgPort)", "-U", "bess", "-d", "postgres", "-Atc",
                                 "SELECT count(*) FROM site_status WHERE site LIKE 'STORM-%' AND state = 'online'"]).out
-        #expect(online.trimmingCharacters(in: .whitespacesAndNewlines) == "30", "\(online)")
+        #expect(online.trimmingCharacters(in: .whitespacesAndNewlines) == "32", "30 sites, the real one and its look-alike: \(online)")
     }
 
     @Test("an aggregator SIGKILLed while its database is away loses nothing it had read: no PUBACK leaves before the commit")
