@@ -113,9 +113,14 @@ rows.append((
     f"{fmt(num('scadaload_flat_overruns'), 0)} cycle overruns",
     "(reference)", "—"))
 rows.append((
-    f"BMS protection frame (CAN) → zero on the wire, 100 ms ({fmt(num('alarm_n'), 0)} alarms; {r.get('alarm_where', '')})",
+    f"BMS protection frame (CAN) → zero on the wire, 100 ms, no real-time priority ({fmt(num('alarm_n'), 0)} alarms; {r.get('alarm_where', '')})",
     f"p50 {fmt(num('alarm_p50'))} / p99 {fmt(num('alarm_p99'))} / max {fmt(num('alarm_max'))} ms",
     "p99 ≤ 5 ms", verdict(num("alarm_p99"), 5, unit=" ms")))
+rows.append((
+    f"BMS protection frame (CAN) → zero on the wire, 100 ms, `realtime: {{priority: 60}}` as config/gateway.yaml "
+    f"({fmt(num('alarm_fifo_n'), 0)} alarms; {r.get('alarm_where', '')})",
+    f"p50 {fmt(num('alarm_fifo_p50'))} / p99 {fmt(num('alarm_fifo_p99'))} / max {fmt(num('alarm_fifo_max'))} ms",
+    "p99 ≤ 5 ms", verdict(num("alarm_fifo_p99"), 5, unit=" ms")))
 rows.append((
     "Extra cycles the BMS woke: 10 s of ordinary frames at 16 kW, then per alarm (the regular schedule's lateness is the rows above)",
     f"{fmt(num('alarm_quiet_cycles'), 0)} in the quiet 10 s; {fmt(num('alarm_extra_cycles'), 0)} for {fmt(num('alarm_count'), 0)} alarms",

@@ -59,13 +59,18 @@ public final class BMSWorker: @unchecked Sendable {
     let management: (bitrate: Int, restartMs: Int)?
     /// The cycle's schedule, woken when a frame calls for less power (the slot's watch says when).
     let phase: CyclePhase?
+    /// SCHED_FIFO priority for the worker's thread (below the cycle's, as the bus workers'), or nil
+    /// for the default policy. The worker is the first step of the alarm path (a protection frame →
+    /// an extra cycle → zero on the wire): under the default policy any busy thread could hold it.
+    let priority: Int?
 
     public init(interface: String, slot: BMSSlot, manage: (bitrate: Int, restartMs: Int)? = nil, phase: CyclePhase? = nil,
-                log: @escaping @Sendable (String) -> Void) {
+                priority: Int? = nil, log: @escaping @Sendable (String) -> Void) {
         self.interface = interface
         self.slot = slot
         management = manage
         self.phase = phase
+        self.priority = priority
         self.log = log
     }
 
@@ -78,6 +83,12 @@ public final class BMSWorker: @unchecked Sendable {
     }
 
     private func loop() {
+        if let priority {
+            var parameters = sched_param(sched_priority: Int32(priority))
+            if pthread_setschedparam(pthread_self(), SCHED_FIFO, &parameters) != 0 {
+                log("\(interface): REALTIME_DEGRADED: SCHED_FIFO \(priority) refused for the CAN worker; it runs SCHED_OTHER")
+            }
+        }
         var decoder = PylontechDecoder()
         var socket: CANSocket?
         var backoff = Backoff(firstNanoseconds: 250_000_000, maximumNanoseconds: 5_000_000_000)

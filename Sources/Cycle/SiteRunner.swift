@@ -85,7 +85,8 @@ public final class HardwareSite: SiteIO {
         bmsWorkers = zip(configuration.units, bmsSlots).compactMap { unit, slot in
             slot.map {
                 BMSWorker(interface: unit.bms.interface, slot: $0,
-                          manage: unit.bms.manageInterface ? (unit.bms.bitrate, unit.bms.restartMs) : nil, phase: phase) { log.write($0) }
+                          manage: unit.bms.manageInterface ? (unit.bms.bitrate, unit.bms.restartMs) : nil, phase: phase,
+                          priority: configuration.realtime.map { max(1, $0.priority - 1) }) { log.write($0) }
             }
         }
         // A BMS on CAN may wake the cycle: a frame that calls for less power is acted on as it

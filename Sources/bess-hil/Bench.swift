@@ -240,11 +240,14 @@ struct AlarmLatency: ParsableCommand {
     @Option(help: "CAN interface.") var canInterface = "vcan0"
     @Option(help: "The bessd binary (default: next to bess-hil).") var bessd: String?
     @Option(help: "Write one latency (ms) per line here.") var csv: String?
+    @Option(help: "bessd's realtime.priority (SCHED_FIFO for its cycle, one below for its bus and CAN workers, as config/gateway.yaml); 0: the default policy.")
+    var realtimePriority = 0
 
     func run() throws {
         let bessdPath = bessd ?? sibling("bessd")
         let bench = try WireBench(periodMs: periodMs, canInterface: canInterface, bessdPath: bessdPath,
-                                  extraConfig: "interlocks: {bms_protection: {hold_s: 0}}\nlimits: {ramp_percent_per_s: 100}")
+                                  extraConfig: "interlocks: {bms_protection: {hold_s: 0}}\nlimits: {ramp_percent_per_s: 100}"
+                                      + (realtimePriority > 0 ? "\nrealtime: {priority: \(realtimePriority)}" : ""))
         defer { bench.stop() }
         bench.sendBMSFrames()
         try bench.waitReady()
@@ -281,7 +284,7 @@ struct AlarmLatency: ParsableCommand {
             }
         }
         let extra = alarmCycles(bench) - quietBefore - quiet
-        try report("alarm_to_zero", latencies, misses: misses, csv: csv)
+        try report(realtimePriority > 0 ? "alarm_to_zero_fifo" : "alarm_to_zero", latencies, misses: misses, csv: csv)
         print("ALARM_CYCLES quiet_10s=\(quiet) during_alarms=\(extra) alarms=\(latencies.count + misses)")
     }
 

@@ -162,6 +162,42 @@ struct ServiceThreadsTests {
         for signal in 1..<32 { #expect(sigismember(&before, Int32(signal)) == sigismember(&after, Int32(signal))) }
     }
 
+    @Test("under realtime the CAN worker runs SCHED_FIFO one below the cycle, as the bus workers do: it is the first step of the alarm path")
+    func canWorkerRealtime() throws {
+        let yaml = """
+            mode: hardware
+            realtime: {priority: 30}
+            bess_units:
+              - id: U1
+                capacity_kwh: 100
+                max_power_kw: 50
+                modbus: {host: 127.0.0.1, port: 1, unit_id: 1}
+                inverter: {protocol: sunspec}
+                bms: {interface: bessdnone0}
+            """
+        let c = try ConfigLoader.parse(yaml, file: "realtime.yaml")
+        let site = try HardwareSite(configuration: c, phase: CyclePhase(periodNanoseconds: 100_000_000)) { _ in }
+        #expect(site.bmsWorkers.map(\.priority) == [29])
+        // The thread itself: its policy and priority as the kernel reports them (stat fields 41 and 40).
+        func fifo(_ priority: Int) -> Int {
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+            return tasks.filter { task in
+                guard let stat = try? String(contentsOfFile: "/proc/self/task/\(task)/stat", encoding: .utf8),
+                      let close = stat.lastIndex(of: ")") else { return false }
+                let fields = stat[stat.index(after: close)...].split(separator: " ")
+                return fields.count > 38 && fields[38] == "1" && fields[37] == "\(priority)"
+            }.count
+        }
+        let before = fifo(17)
+        let refused = Mutex<[String]>([])
+        let worker = BMSWorker(interface: "bessdnone0", slot: BMSSlot(), priority: 17) { line in refused.withLock { $0.append(line) } }
+        worker.start()
+        defer { worker.stop() }
+        // As root it runs SCHED_FIFO; without the right to, it says so (REALTIME_DEGRADED).
+        #expect(waitFor { fifo(17) == before + 1 || (getuid() != 0 && refused.withLock { $0.contains { $0.contains("REALTIME_DEGRADED") } }) },
+                "no thread runs SCHED_FIFO 17: \(refused.withLock { $0 })")
+    }
+
     @Test("a status reader copies out: the cycle's storage is never shared, so running it allocates nothing new")
     func readersCopyOut() throws {
         let c = try ConfigLoader.parse(EmbeddedConfiguration.simulationYAML, file: "embedded")
