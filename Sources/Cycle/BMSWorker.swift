@@ -83,12 +83,7 @@ public final class BMSWorker: @unchecked Sendable {
     }
 
     private func loop() {
-        if let priority {
-            var parameters = sched_param(sched_priority: Int32(priority))
-            if pthread_setschedparam(pthread_self(), SCHED_FIFO, &parameters) != 0 {
-                log("\(interface): REALTIME_DEGRADED: SCHED_FIFO \(priority) refused for the CAN worker; it runs SCHED_OTHER")
-            }
-        }
+        if let priority, let notice = Realtime.fifo(priority, for: "the CAN worker") { log("\(interface): \(notice)") }
         var decoder = PylontechDecoder()
         var socket: CANSocket?
         var backoff = Backoff(firstNanoseconds: 250_000_000, maximumNanoseconds: 5_000_000_000)

@@ -77,12 +77,7 @@ public final class BusPoller: @unchecked Sendable {
     }
 
     private func loop() {
-        if let priority {
-            var parameters = sched_param(sched_priority: Int32(priority))
-            if pthread_setschedparam(pthread_self(), SCHED_FIFO, &parameters) != 0 {
-                log("bus poller: REALTIME_DEGRADED: SCHED_FIFO \(priority) refused; it runs SCHED_OTHER")
-            }
-        }
+        if let priority, let notice = Realtime.fifo(priority, for: "the bus poller") { log("bus poller: \(notice)") }
         var lanes = [Lane](repeating: Lane(), count: endpoints.count)
         readThisRound = [Bool](repeating: false, count: endpoints.count)
         var lead = ReadLead()

@@ -290,12 +290,7 @@ public final class InverterWorker: @unchecked Sendable {
     }
 
     private func loop() {
-        if let priority {
-            var parameters = sched_param(sched_priority: Int32(priority))
-            if pthread_setschedparam(pthread_self(), SCHED_FIFO, &parameters) != 0 {
-                log("\(endpoint): REALTIME_DEGRADED: SCHED_FIFO \(priority) refused for the bus worker; it runs SCHED_OTHER")
-            }
-        }
+        if let priority, let notice = Realtime.fifo(priority, for: "the bus worker") { log("\(endpoint): \(notice)") }
         states = devices.map { _ in DeviceState() }
         link = Link()
         let periodNs = max(10_000_000, period.nanosecondsClamped)

@@ -29,13 +29,20 @@ package enum Realtime {
         return (notices, fd)
     }
 
-    /// Makes the calling thread SCHED_FIFO at `priority`; returns a notice when not permitted.
+    /// Makes the calling thread (the cycle) SCHED_FIFO at `priority`; returns a notice when not permitted.
     package static func applyToCurrentThread(_ settings: RealtimeSettings) -> String? {
-        var parameters = sched_param(sched_priority: Int32(settings.priority))
+        fifo(settings.priority, for: "the cycle")
+    }
+
+    /// Makes the calling thread SCHED_FIFO at `priority`; returns a notice naming `thread` when not
+    /// permitted (it then runs SCHED_OTHER). The cycle, the bus poller, the bus workers and the CAN
+    /// workers each call it at the start of their loop.
+    package static func fifo(_ priority: Int, for thread: String) -> String? {
+        var parameters = sched_param(sched_priority: Int32(priority))
         let result = pthread_setschedparam(pthread_self(), SCHED_FIFO, &parameters)
         guard result == 0 else {
-            return "REALTIME_DEGRADED: SCHED_FIFO \(settings.priority) refused (\(SystemError.text(result))); "
-                + "the cycle runs SCHED_OTHER (grant CAP_SYS_NICE or LimitRTPRIO)"
+            return "REALTIME_DEGRADED: SCHED_FIFO \(priority) refused (\(SystemError.text(result))); "
+                + "\(thread) runs SCHED_OTHER (grant CAP_SYS_NICE or LimitRTPRIO)"
         }
         return nil
     }

@@ -388,7 +388,7 @@ public final class MQTTUplinkSender: Sendable {
                 records = try sender.queue.records(after: publishedThrough, limit: sender.settings.batchSize)
             } catch {
                 // The spool's own code (SPOOL_FULL, SPOOL_IO…); the broker's link is still up.
-                fail(UplinkError(code: (error as? SpoolError)?.code ?? "SPOOL_IO", message: "\(error)"), connectionDown: false)
+                fail(UplinkError(code: error.code, message: error.message), connectionDown: false)
                 nextPublish = ContinuousClock.now + sender.settings.interval
                 return
             }
@@ -466,7 +466,7 @@ public final class MQTTUplinkSender: Sendable {
             do {
                 try sender.queue.acknowledge(upTo: through)
             } catch {
-                fail(UplinkError(code: (error as? SpoolError)?.code ?? "SPOOL_IO", message: "\(error)"), connectionDown: false)
+                fail(UplinkError(code: error.code, message: error.message), connectionDown: false)
             }
             sender.statistics.withLock {
                 $0.batchesAcknowledged &+= UInt64(batches)

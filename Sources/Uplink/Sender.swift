@@ -112,7 +112,7 @@ public final class UplinkSender: Sendable {
             do {
                 records = try queue.pending(limit: settings.batchSize)
             } catch {
-                log("uplink cannot read the spool: \(error)", (error as? SpoolError)?.code ?? "SPOOL_IO")
+                log("uplink cannot read the spool: \(error)", error.code)
                 try? await Task.sleep(for: settings.interval)
                 continue
             }

@@ -366,14 +366,14 @@ public final class Spool {
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o640)
         guard fd >= 0 else { throw SpoolError.failed("cannot write \(temporary)", errno: errno) }
         let written = file.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        var e = written < 0 ? errno : ENOSPC  // a short write sets no errno: the disk is full
-        let synced = written == file.count && fsync(fd) == 0
-        if written == file.count { e = errno }
+        // The first call that fails names the error; a short write sets no errno: the disk is full.
+        var failure: Int32? = written == file.count ? nil : written < 0 ? errno : ENOSPC
+        if failure == nil, fsync(fd) != 0 { failure = errno }
         close(fd)
-        guard synced, rename(temporary, statePath) == 0 else {
-            let code = synced ? errno : e
+        if failure == nil, rename(temporary, statePath) != 0 { failure = errno }
+        if let failure {
             unlink(temporary)
-            throw SpoolError.failed("cannot save the spool state", errno: code)
+            throw SpoolError.failed("cannot save the spool state", errno: failure)
         }
         try syncDirectory()
         stateGeneration = generation

@@ -57,27 +57,31 @@ public final class SpoolQueue: @unchecked Sendable {
     /// a round, or at the end of the last round open).
     public func onAppend(_ call: (@Sendable () -> Void)?) { appended.withLock { $0 = call } }
 
-    public func pending(limit: Int) throws -> [SpoolRecord] { try records(after: 0, limit: limit) }
+    public func pending(limit: Int) throws(SpoolError) -> [SpoolRecord] { try records(after: 0, limit: limit) }
 
     /// Records after `seq` (the MQTT uplink publishes ahead of its acknowledgements), each on the
     /// disk before it is returned: what this gives leaves the gateway, and a record sent before its
     /// fsync and lost in a power cut would hand its seq to a new record after the restart, which the
     /// aggregator (keeping the first record of a seq) would drop. At most one fsync per call.
-    public func records(after seq: UInt64, limit: Int) throws -> [SpoolRecord] {
-        try lock.withLock {
-            let visible = newestSeq.load(ordering: .relaxed)
-            let floor = max(seq, spool.acknowledged)
-            guard visible > floor, limit > 0 else { return [] }
-            // No further than the visible end: a round still open keeps its records until its end,
-            // and a read that stops there continues there next time.
-            var records = try spool.records(after: floor, limit: min(limit, Int(clamping: visible - floor)))
-            if let last = records.last, last.seq > visible { records = records.filter { $0.seq <= visible } }
-            if let last = records.last, last.seq > spool.durableThrough { try spool.syncNow() }
-            return records
-        }
+    public func records(after seq: UInt64, limit: Int) throws(SpoolError) -> [SpoolRecord] {
+        lock.lock()
+        defer { lock.unlock() }
+        let visible = newestSeq.load(ordering: .relaxed)
+        let floor = max(seq, spool.acknowledged)
+        guard visible > floor, limit > 0 else { return [] }
+        // No further than the visible end: a round still open keeps its records until its end,
+        // and a read that stops there continues there next time.
+        var records = try spool.records(after: floor, limit: min(limit, Int(clamping: visible - floor)))
+        if let last = records.last, last.seq > visible { records = records.filter { $0.seq <= visible } }
+        if let last = records.last, last.seq > spool.durableThrough { try spool.syncNow() }
+        return records
     }
 
-    public func acknowledge(upTo seq: UInt64) throws { try lock.withLock { try spool.acknowledge(upTo: seq) } }
+    public func acknowledge(upTo seq: UInt64) throws(SpoolError) {
+        lock.lock()
+        defer { lock.unlock() }
+        try spool.acknowledge(upTo: seq)
+    }
     public func sync() { lock.withLock { spool.sync() } }
     public var state: (next: UInt64, acknowledged: UInt64, dropped: UInt64, bytes: Int) {
         lock.withLock { (spool.nextSeq, spool.acknowledged, spool.dropped, spool.bytesOnDisk) }
