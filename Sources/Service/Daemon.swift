@@ -44,6 +44,8 @@ public final class Daemon {
     public private(set) var spool: SpoolQueue?
     var recorder: UplinkRecorder?
     var uplinkProblem: String?
+    /// The code of the spool's last failure to save its state (`SpoolQueue.stateFailure`), as logged.
+    var spoolStateProblem: String?
     /// State the main thread writes and the server thread reads.
     struct Guarded {
         var configuration: BessdConfiguration
@@ -297,6 +299,18 @@ public final class Daemon {
                     }
                     uplinkProblem = problem
                     guarded.withLock { $0.spoolProblem = problem }
+                }
+                // The bound dropped old segments but the state file could not be saved: the record
+                // is stored, so this is not a refusal; it is a disk the operator must look at.
+                let stateFailure = recorder.queue.stateFailure
+                if stateFailure?.code != spoolStateProblem {
+                    if let stateFailure {
+                        logger.error("uplink spool cannot save its state: \(stateFailure); records are kept and sent, but a restart before it saves again forgets the records the bound dropped and may send delivered ones again",
+                                     metadata: ["BESS_CODE": "\(stateFailure.code)"])
+                    } else {
+                        logger.notice("uplink spool state saved again", metadata: ["BESS_CODE": "SPOOL_STATE_SAVED"])
+                    }
+                    spoolStateProblem = stateFailure?.code
                 }
             }
             round?.endRound()

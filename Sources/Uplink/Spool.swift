@@ -62,6 +62,11 @@ public final class Spool {
     public private(set) var acknowledged: UInt64 = 0
     /// Records dropped because the bound was reached, since the spool was created.
     public private(set) var dropped: UInt64 = 0
+    /// Why the state could not be saved after the bound dropped segments (nil once a save succeeds).
+    /// The record being appended was stored all the same; what the state file lacks (the drop's count,
+    /// the new floor) is saved again at the next append or acknowledgement. Until then a restart
+    /// forgets the drop's count and may send delivered records again (the aggregator keeps one per seq).
+    public private(set) var stateFailure: SpoolError?
     /// fsync calls made (flash wear is proportional to this, not to records).
     public private(set) var syncs: UInt64 = 0
     /// Every record up to this seq is on the disk (fsynced), not only in the kernel's cache. A record
@@ -150,7 +155,8 @@ public final class Spool {
         segments[segments.count - 1].lastSeq = seq
         nextSeq = seq + 1
         unsynced = true
-        try enforceBound()
+        // The record is stored from here on: nothing below may report it lost.
+        enforceBound()
         if ContinuousClock.now - lastSync >= syncInterval { sync() }
         return seq
     }
@@ -212,8 +218,11 @@ public final class Spool {
         try syncDirectory()
     }
 
-    /// Drops the oldest segments (acknowledged or not) while the spool is over its bound.
-    private func enforceBound() throws(SpoolError) {
+    /// Drops the oldest segments (acknowledged or not) while the spool is over its bound, then saves
+    /// the state once (and again at every append while an earlier save failed). A save that fails is
+    /// kept in `stateFailure`, not thrown: the append that got here has stored its record.
+    private func enforceBound() {
+        var droppedAny = false
         while bytesOnDisk > maxBytes, segments.count > 1 {
             let oldest = segments.removeFirst()
             // Only records not yet acknowledged are lost (computed only then: a fully acknowledged
@@ -223,8 +232,10 @@ public final class Spool {
             }
             delete(oldest)
             acknowledged = max(acknowledged, oldest.lastSeq)
-            try saveState()
+            droppedAny = true
         }
+        guard droppedAny || stateFailure != nil else { return }
+        do throws(SpoolError) { try saveState() } catch { stateFailure = error }
     }
 
     // MARK: reading and acknowledging
@@ -350,6 +361,7 @@ public final class Spool {
         guard written == slot.count else { throw SpoolError.failed("cannot save the spool state", errno: written < 0 ? errno : ENOSPC) }
         guard fdatasync(stateFD) == 0 else { throw SpoolError.failed("cannot save the spool state", errno: errno) }
         stateGeneration = generation
+        stateFailure = nil
     }
 
     /// Writes the whole state file (the current state in one slot, the other empty) to a temporary
@@ -382,6 +394,7 @@ public final class Spool {
             let e = errno
             throw SpoolError(code: "SPOOL_IO", message: "cannot open \(statePath): \(SystemError.text(e))", errno: e)
         }
+        stateFailure = nil
     }
 
     /// The largest seq the spool accepts (far beyond any site's lifetime at any rate), so that no

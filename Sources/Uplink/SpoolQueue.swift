@@ -83,6 +83,9 @@ public final class SpoolQueue: @unchecked Sendable {
         try spool.acknowledge(upTo: seq)
     }
     public func sync() { lock.withLock { spool.sync() } }
+    /// Why the spool's state could not be saved after the bound dropped segments (`Spool.stateFailure`).
+    public var stateFailure: SpoolError? { lock.withLock { spool.stateFailure } }
+
     public var state: (next: UInt64, acknowledged: UInt64, dropped: UInt64, bytes: Int) {
         lock.withLock { (spool.nextSeq, spool.acknowledged, spool.dropped, spool.bytesOnDisk) }
     }

@@ -144,6 +144,42 @@ struct SpoolTests {
         #expect(reopened.dropped == spool.dropped)
     }
 
+    @Test("a state save that fails while the bound drops segments leaves the record stored, not reported lost; the next append saves it")
+    func boundStateFailure() throws {
+        let dir = temporarySpoolDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let spool = try Spool(directory: dir, maxBytes: 6144, segmentBytes: 2048)
+        // The state file's descriptor, swapped for a read-only one: the next save fails (EBADF).
+        let statePath = dir + "/state"
+        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        let stateFD = fds.compactMap(Int32.init).first {
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)")) == statePath
+        }
+        let fd = try #require(stateFD, "the spool keeps its state file open")
+        let saved = dup(fd)
+        let readOnly = open("/dev/null", O_RDONLY)
+        #expect(dup2(readOnly, fd) == fd)
+        close(readOnly)
+        var n: UInt64 = 0
+        while spool.dropped == 0 && n < 1000 {
+            n += 1
+            #expect(try spool.append(payload(n)) == n)
+        }
+        #expect(spool.dropped > 0)
+        #expect(spool.stateFailure?.code == "SPOOL_IO")
+        let kept = try spool.records(after: spool.acknowledged, limit: 1000).map(\.seq)
+        #expect(kept.last == n, "the record whose append dropped a segment is stored")
+        // The disk takes writes again: the next append saves the state.
+        #expect(dup2(saved, fd) == fd)
+        close(saved)
+        n += 1
+        #expect(try spool.append(payload(n)) == n)
+        #expect(spool.stateFailure == nil)
+        let reopened = try Spool(directory: dir, maxBytes: 6144, segmentBytes: 2048)
+        #expect(reopened.dropped == spool.dropped)
+        #expect(reopened.nextSeq == n + 1)
+    }
+
     @Test("acknowledged segments are deleted; the acknowledgement survives reopening")
     func acknowledge() throws {
         let dir = temporarySpoolDirectory()
