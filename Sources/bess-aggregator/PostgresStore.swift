@@ -84,10 +84,16 @@ final class PostgresStore: RecordStore {
             CREATE TABLE IF NOT EXISTS site_status (site TEXT PRIMARY KEY, state TEXT NOT NULL, session TEXT NOT NULL,
                 time DOUBLE PRECISION NOT NULL)
             """,
-            // A site's unanswered commands are looked up each time it comes online: without these
-            // the lookup reads every command and answer ever stored.
-            "CREATE INDEX IF NOT EXISTS commands_by_site ON commands (site)",
-            "CREATE INDEX IF NOT EXISTS acks_by_command ON acks (site, id)",
+        ]
+        // A site's unanswered commands are looked up each time it comes online: without these the
+        // lookup reads every command and answer ever stored. Built CONCURRENTLY: the first start of
+        // a version that adds one to a store with millions of rows does not hold the other
+        // instances' writes to that table while it builds. A build cut short (the instance killed
+        // meanwhile) leaves the index INVALID, which IF NOT EXISTS would keep for good: such an
+        // index is dropped and built again.
+        let indexes = [
+            ("commands_by_site", "commands (site)"),
+            ("acks_by_command", "acks (site, id)"),
         ]
         let logger = self.logger
         // Instances starting together create the schema one at a time.
@@ -95,6 +101,21 @@ final class PostgresStore: RecordStore {
             try await connection.query("SELECT pg_advisory_lock(72501)", logger: logger)
             do {
                 for statement in statements { try await connection.query(statement, logger: logger) }
+                for (name, columns) in indexes {
+                    let invalid = try await connection.query(
+                        """
+                        SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+                        WHERE c.relname = \(name) AND pg_table_is_visible(c.oid) AND NOT i.indisvalid
+                        """, logger: logger)
+                    var rebuild = false
+                    for try await _ in invalid { rebuild = true }
+                    if rebuild {
+                        logger.warning("index \(name) is invalid (a build was cut short): building it again")
+                        try await connection.query(PostgresQuery(unsafeSQL: "DROP INDEX CONCURRENTLY IF EXISTS \(name)"), logger: logger)
+                    }
+                    try await connection.query(PostgresQuery(unsafeSQL: "CREATE INDEX CONCURRENTLY IF NOT EXISTS \(name) ON \(columns)"),
+                                               logger: logger)
+                }
             } catch {
                 _ = try? await connection.query("SELECT pg_advisory_unlock(72501)", logger: logger)
                 throw error
