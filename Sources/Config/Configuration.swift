@@ -423,6 +423,9 @@ public struct RealtimeSettings: Sendable, Equatable {
     public var lockMemory: Bool
     /// Held in /dev/cpu_dma_latency while running (nil = leave it).
     public var cpuDMALatencyMicroseconds: Int?
+    /// SCHED_FIFO priority of the threads that feed the cycle (bus poller, bus and CAN workers): one
+    /// below the cycle's, so they never preempt it.
+    public var workerPriority: Int { max(1, priority - 1) }
 }
 
 /// `grid_operator.inputs` — the grid operator's relay contacts (a ripple-control receiver) read

@@ -76,7 +76,7 @@ public final class HardwareSite: SiteIO {
         let pollerLog = UncheckedOutput(output)
         // When the poller reads every real Modbus device (no serial line), the cycle starts as
         // soon as its readings are in; otherwise it keeps its deadline.
-        poller = tcp.isEmpty ? nil : BusPoller(endpoints: tcp, phase: phase, priority: configuration.realtime.map { max(1, $0.priority - 1) },
+        poller = tcp.isEmpty ? nil : BusPoller(endpoints: tcp, phase: phase, priority: configuration.realtime?.workerPriority,
                                                startsCycles: tcp.count == workers.count) {
             pollerLog.write($0)
         }
@@ -86,7 +86,7 @@ public final class HardwareSite: SiteIO {
             slot.map {
                 BMSWorker(interface: unit.bms.interface, slot: $0,
                           manage: unit.bms.manageInterface ? (unit.bms.bitrate, unit.bms.restartMs) : nil, phase: phase,
-                          priority: configuration.realtime.map { max(1, $0.priority - 1) }) { log.write($0) }
+                          priority: configuration.realtime?.workerPriority) { log.write($0) }
             }
         }
         // A BMS on CAN may wake the cycle: a frame that calls for less power is acted on as it
@@ -129,7 +129,7 @@ public final class HardwareSite: SiteIO {
         return groups.map { endpoint, timeoutMs, devices in
             InverterWorker(endpoint: endpoint, devices: devices, period: .milliseconds(c.periodMs),
                            timeout: .milliseconds(timeoutMs), revertSeconds: 10, phase: phase,
-                           priority: c.realtime.map { max(1, $0.priority - 1) }) { log.write($0) }
+                           priority: c.realtime?.workerPriority) { log.write($0) }
         }
     }
 
