@@ -139,6 +139,7 @@ public final class ModbusConnection: RegisterAccess {
         }
         isConnected = true
         connectCount &+= 1
+        lastSentAt = 0
         settleFrom = nil
         inboundCount = 0
     }
@@ -251,6 +252,11 @@ public final class ModbusConnection: RegisterAccess {
     /// it holds bytes not yet consumed.
     private var inbound = [UInt8](repeating: 0, count: 7 + 253)
     private var inboundCount = 0
+    /// When the last TCP request was sent (monotonic ns).
+    private var lastSentAt: Int64 = 0
+    /// Half of Linux's shortest delayed-ACK timeout (TCP_DELACK_MIN, 40 ms): a request sent sooner
+    /// than this after the previous one finds the socket still holding its ACKs.
+    static let delayedAckFloor: Int64 = 20_000_000
 
     /// A Modbus TCP request on the wire whose answer has not been taken yet.
     public struct Pending: Sendable {
@@ -281,6 +287,16 @@ public final class ModbusConnection: RegisterAccess {
                               UInt8(truncatingIfNeeded: unit)] + pdu
         let started = MonotonicClockReading.now()
         requestCount &+= 1
+        // After an idle gap Linux acknowledges the answer to come with a segment of its own (its
+        // delayed-ACK timer fired in the gap and took the socket out of the mode that holds ACKs
+        // for the next request). Asking for held ACKs again puts the acknowledgement on the next
+        // request instead: one packet less per exchange for both ends (at 100 ms, half the ACKs).
+        // A gap under `delayedAckFloor` never lets the timer fire, so a 10 ms cycle makes no call.
+        if started - lastSentAt >= Self.delayedAckFloor {
+            var held: Int32 = 0
+            _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_QUICKACK, &held, socklen_t(4))
+        }
+        lastSentAt = started
         let sent = frame.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
         guard sent == frame.count else { throw failure(label.description, errno: sent < 0 ? errno : EIO) }
         return Pending(unit: unit, function: pdu[0], transaction: transaction, label: label,
