@@ -98,12 +98,15 @@ public final class CyclePhase: @unchecked Sendable {
             SystemClock.sleep(untilMonotonic: deadline)
             return (deadline, false, false)
         }
+        // True right after the wait below consumed a signal: the readings' check then has nothing
+        // left to consume (a read of an empty eventfd is a system call a cycle for nothing).
+        var drained = false
         while true {
             if alarmRaised.exchange(false, ordering: .acquiringAndReleasing) {
                 return (SystemClock.monotonicNanoseconds(), false, true)
             }
             if early, readyFor.load(ordering: .acquiring) == deadline {
-                ready.drain()
+                if !drained { ready.drain() }
                 let at = readyAt.load(ordering: .relaxed)
                 if at < deadline {
                     alarmRaised.store(false, ordering: .relaxed)  // this cycle reads the frame that raised it
@@ -120,7 +123,7 @@ public final class CyclePhase: @unchecked Sendable {
             // A signal left from a round that came in after its cycle had already run is consumed
             // here, so it cannot keep the wait spinning; the flags above, not the signal, say what
             // woke it.
-            if ready.waitPrecisely(until: deadline) { ready.drain() }
+            drained = ready.waitPrecisely(until: deadline) && ready.drain()
         }
     }
 }
