@@ -103,7 +103,8 @@ struct BusPollerTests {
                                period: .milliseconds(periodMs), timeout: .milliseconds(200), revertSeconds: 10, phase: phase,
                                staticsEvery: staticsEvery) { _ in }
             }
-            poller = BusPoller(endpoints: workers, phase: phase, priority: nil, startsCycles: startsCycles) { _ in }
+            poller = BusPoller(endpoints: workers, phase: phase, priority: nil, startsCycles: startsCycles,
+                               takesAnswersTogether: true) { _ in }
         }
         func start() {
             poller.start()
@@ -252,6 +253,37 @@ extension BusPollerTests {
         #expect(n - started <= 2, "\(n - started) of \(n) cycles kept their deadline across \(refreshes) refreshes")
         #expect(fresh == started)
         #expect(waitFor(seconds: 5) { site.allHandedOver })
+    }
+}
+
+extension BusPollerTests {
+    @Test("an endpoint slower than its round holds back no other answer past the cycle's deadline, however many rounds it stays slow")
+    func slowLastEndpoint() throws {
+        // Of the answers nothing else waits on, the poller watches only the last request sent
+        // (endpoint 2, the last read of each round) and takes the others when it comes; each other
+        // waits unwatched at most twice its last round trip plus 0.5 ms, and never past a margin
+        // before the deadline (10 ms at 200 ms). Endpoint 2 answers 150 ms late, under the 200 ms
+        // timeout, so it stays with the poller; the reads start 100 ms before the deadline (half a
+        // period). Held until endpoint 2 answers, the others' readings would take 150 ms and miss
+        // their cycle; taken by the margin, under 90 ms.
+        let site = try Site(units: 3, periodMs: 200)
+        site.plant.servers[2].responseDelaySeconds = 0.15
+        let cycle = site.run { i, _ in Double(5_000 + 1000 * i) }
+        defer { site.finish(cycle) }
+        #expect(waitFor(seconds: 30) { site.allHandedOver })
+        // Rounds enough for a wait that grows with each round trip to reach endpoint 2's answer.
+        let c0 = cycle.cycles
+        #expect(waitFor(seconds: 10) { cycle.cycles >= c0 + 12 })
+        for _ in 0..<5 {
+            let taken = site.slots.map { $0.reading?.takenAt.nanoseconds ?? 0 }
+            #expect(waitFor(seconds: 5) { zip(site.slots, taken).allSatisfy { ($0.reading?.takenAt.nanoseconds ?? 0) > $1 } })
+            #expect(site.allHandedOver)
+            #expect(site.slots[2].roundTrip >= .milliseconds(150), "endpoint 2: \(site.slots[2].roundTrip)")
+            for i in 0..<2 {
+                #expect(site.slots[i].roundTrip < .milliseconds(120), "endpoint \(i): \(site.slots[i].roundTrip)")
+            }
+        }
+        #expect(site.slots.allSatisfy { $0.errors == 0 }, "\(site.slots.map(\.lastError))")
     }
 }
 
