@@ -88,8 +88,7 @@ public final class BusPoller: @unchecked Sendable {
         var queue: [Job] = []
         var next = 0
         var pending: (job: Job, exchange: ModbusConnection.Pending, request: [UInt8])?
-        /// When the request in flight went out, and how long this endpoint's last answer took (ns).
-        var sentAt: Int64 = 0
+        /// How long this endpoint's last answer took (ns).
         var roundTrip: Int64 = 0
         var idle: Bool { pending == nil && next >= queue.count }
         /// True while the request in flight is a read and the last one queued: nothing else on this
@@ -102,6 +101,8 @@ public final class BusPoller: @unchecked Sendable {
         /// Until when the answer of a last read may wait unwatched: twice the endpoint's last round
         /// trip and half a millisecond past its sending.
         var unwatchedUntil: Int64 { sentAt + 2 * roundTrip + 500_000 }
+        /// When the request in flight went out (monotonic ns; the connection's own stamp).
+        var sentAt: Int64 { pending?.exchange.started ?? 0 }
     }
 
     private func loop() {
@@ -284,7 +285,6 @@ public final class BusPoller: @unchecked Sendable {
         }
         do throws(ModbusError) {
             lanes[i].pending = (job, try connection.begin(unit: unit, request, label), request)
-            lanes[i].sentAt = now()
         } catch {
             release(&lanes, i, failure: (device(job), SunSpecError(code: error.code, message: error.message)))
         }
@@ -386,7 +386,7 @@ public final class BusPoller: @unchecked Sendable {
         do {
             guard let reply = try connection.collect(pending.exchange, wait: false) else { return }
             lanes[i].pending = nil
-            lanes[i].roundTrip = now() - lanes[i].sentAt
+            lanes[i].roundTrip = now() - pending.exchange.started
             switch pending.job {
             case .read(_, let address, let count):
                 guard let words = ModbusConnection.registers(reply, count: count) else {

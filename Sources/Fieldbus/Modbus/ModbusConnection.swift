@@ -267,7 +267,8 @@ public final class ModbusConnection: RegisterAccess {
         public let label: ModbusRequestLabel
         /// Monotonic ns by which the answer must be complete.
         public let deadline: Int64
-        let started: Int64
+        /// Monotonic ns at which the request went out.
+        public let started: Int64
     }
 
     /// The socket of a connected TCP context (for poll), or -1.
