@@ -128,6 +128,11 @@ public struct SlopeEstimator: Sendable {
     private var values: [Double]
     private var head = 0
     private var count = 0
+    /// The least-squares fit of the samples as they stand, refreshed whenever a sample is added or
+    /// dropped. It depends on the samples only (the window ends at the newest one); `now` decides
+    /// no more than whether the fit is still current, so the cycle asks for it without redoing
+    /// the sums (at a 10 ms cycle a sample is added once every window/32, not once a cycle).
+    private var fitted: Double?
     /// The window the slope is taken over.
     public let window: Duration
 
@@ -147,7 +152,7 @@ public struct SlopeEstimator: Sendable {
     /// measurement seen again by a later cycle). Non-finite values reset the estimator.
     public mutating func add(_ value: Double, at: MonotonicInstant) {
         guard value.isFinite else {
-            count = 0
+            reset()
             return
         }
         if count > 0 {
@@ -165,10 +170,14 @@ public struct SlopeEstimator: Sendable {
         times[slot] = at.nanoseconds
         values[slot] = value
         count += 1
+        fitted = fit()
     }
 
     /// Forgets every sample.
-    public mutating func reset() { count = 0 }
+    public mutating func reset() {
+        count = 0
+        fitted = nil
+    }
 
     /// The slope in units per second at `now`, or `nil` when the samples inside the window span less
     /// than half of it (not enough history yet, or the signal went stale).
@@ -201,9 +210,17 @@ public struct SlopeEstimator: Sendable {
     /// most 1.5·h/T (at the window's middle), and by less the nearer the step is to an end.
     public func leastSquaresSlope(at now: MonotonicInstant) -> Double? {
         guard count >= 2 else { return nil }
+        let newestTime = times[(head + count - 1) % times.count]
+        guard now.nanoseconds - newestTime <= window.nanosecondsClamped else { return nil }
+        return fitted
+    }
+
+    /// The least-squares slope of the samples inside the window ending at the newest one, or `nil`
+    /// when they are fewer than two or span less than half the window.
+    private func fit() -> Double? {
+        guard count >= 2 else { return nil }
         let windowNs = window.nanosecondsClamped
         let newestTime = times[(head + count - 1) % times.count]
-        guard now.nanoseconds - newestTime <= windowNs else { return nil }
         var first = 0
         while first < count, newestTime - times[(head + first) % times.count] > windowNs { first += 1 }
         let n = count - first

@@ -129,4 +129,56 @@ struct ThermalRateTests {
         stepped.add(31, at: Fixture.instant(11))
         #expect(stepped.leastSquaresSlope(at: Fixture.instant(11)) == nil)
     }
+
+    /// The estimator keeps its fit between samples and the cycle only asks whether it is current;
+    /// this replays a rough signal against a fit recomputed from scratch at every query.
+    @Test("the kept fit equals one recomputed from the samples at every query (bursts, gaps, resets, a full ring)")
+    func keptFitMatchesRecomputed() {
+        let window: Int64 = 4_000_000_000, capacity = 64
+        let spacing = window / Int64(capacity / 2)
+        var estimator = SlopeEstimator(window: .nanoseconds(window), capacity: capacity)
+        var kept: [(t: Int64, v: Double)] = []  // what the estimator should hold, oldest first
+        var generator = SystemRandomNumberGenerator()
+        var t: Int64 = 0
+        var queries = 0, fits = 0
+        for step in 0..<6_000 {
+            // Mostly 10 ms apart (faster than the spacing), now and then a gap past the window.
+            t += step % 997 == 996 ? window + 1 : Int64.random(in: 5_000_000...40_000_000, using: &generator)
+            let value: Double = step % 1_499 == 1_498 ? .nan : 25 + Double(step) * 0.01 + Double.random(in: -1...1, using: &generator)
+            estimator.add(value, at: MonotonicInstant(nanoseconds: t))
+            if !value.isFinite {
+                kept.removeAll()
+            } else if kept.isEmpty || t - kept[kept.count - 1].t >= spacing {
+                if kept.count == capacity { kept.removeFirst() }
+                kept.append((t, value))
+            }
+            for lag: Int64 in [0, 3_000_000, window / 2, window + 1] {
+                let now = MonotonicInstant(nanoseconds: t + lag)
+                let expected = Self.recomputed(kept, window: window, now: t + lag)
+                let got = estimator.leastSquaresSlope(at: now)
+                queries += 1
+                if expected != nil { fits += 1 }
+                #expect(got == expected, "step \(step) lag \(lag): \(String(describing: got)) vs \(String(describing: expected))")
+                if got != expected { return }
+            }
+        }
+        #expect(fits > queries / 4)  // most queries have a fit to compare, not only nil against nil
+    }
+
+    /// Least squares over the samples inside the window ending at the newest, the way the
+    /// estimator documents it, from the list as it stands.
+    static func recomputed(_ samples: [(t: Int64, v: Double)], window: Int64, now: Int64) -> Double? {
+        guard samples.count >= 2, let newest = samples.last?.t, now - newest <= window else { return nil }
+        let inside = samples.filter { newest - $0.t <= window }
+        guard inside.count >= 2, (newest - inside[0].t) * 2 >= window else { return nil }
+        let ts = inside.map { Double($0.t - newest) * 1e-9 }
+        let meanT = ts.reduce(0, +) / Double(inside.count)
+        let meanV = inside.reduce(0) { $0 + $1.v } / Double(inside.count)
+        var covariance = 0.0, variance = 0.0
+        for (i, sample) in inside.enumerated() {
+            covariance += (ts[i] - meanT) * (sample.v - meanV)
+            variance += (ts[i] - meanT) * (ts[i] - meanT)
+        }
+        return variance > 0 ? covariance / variance : nil
+    }
 }
