@@ -138,7 +138,7 @@ let package = Package(
         .target(
             name: "FuzzTargets",
             dependencies: [
-                "ControlCore", "BessSystem", "Fieldbus", "Config", "Cycle", "Plant", "Scada", "Service", "Uplink",
+                "ControlCore", "ControlProtocol", "BessSystem", "Fieldbus", "Config", "Cycle", "Plant", "Scada", "Service", "Uplink",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),

@@ -23,6 +23,15 @@ public enum JSONText {
         return write(object, &out) ? out : nil
     }
 
+    /// `object` as the one line a control-socket answer is: this writer's text, or Foundation's
+    /// for a value this writer does not know (`{}` if neither can write it), then a newline.
+    public static func line(_ object: [String: Any]) -> [UInt8] {
+        var bytes = encode(object)
+            ?? Array((try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8))
+        bytes.append(0x0A)
+        return bytes
+    }
+
     private static func write(_ value: Any, _ out: inout [UInt8]) -> Bool {
         // Exact types first: a cast would also accept an NSNumber as a Double or a Bool.
         let type = Swift.type(of: value)

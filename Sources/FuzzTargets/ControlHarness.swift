@@ -1,6 +1,7 @@
 import BessSystem
 import Config
 import ControlCore
+import ControlProtocol
 import Cycle
 import Foundation
 import Logging
@@ -36,7 +37,11 @@ enum ControlHarness {
         let reply = daemon.handle(request, caller: ControlCaller(uid: 4242, pid: 1, role: role))
         switch reply {
         case .now(let answer):
-            violations.check(JSONSerialization.isValidJSONObject(answer), "\(verb): answer is not JSON: \(answer)")
+            // The line the socket would send, through the writer the service thread uses.
+            let sent = JSONText.line(answer)
+            let parsed = (try? JSONSerialization.jsonObject(with: Data(sent.dropLast()))) as? [String: Any]
+            violations.check(sent.last == 0x0A && sent.firstIndex(of: 0x0A) == sent.count - 1, "\(verb): answer is not one line")
+            violations.check(parsed?["ok"] is Bool, "\(verb): answer is not JSON with ok: \(answer)")
             violations.check(answer["ok"] is Bool, "\(verb): answer without ok")
             if answer["ok"] as? Bool != true {
                 violations.check(!(answer["code"] as? String ?? "").isEmpty, "\(verb): refusal without a code: \(answer)")

@@ -138,7 +138,7 @@ struct ThermalRateTests {
         let spacing = window / Int64(capacity / 2)
         var estimator = SlopeEstimator(window: .nanoseconds(window), capacity: capacity)
         var kept: [(t: Int64, v: Double)] = []  // what the estimator should hold, oldest first
-        var generator = SystemRandomNumberGenerator()
+        var generator = SplitMix(state: 0xB355_D5EE)  // seeded: a failure replays
         var t: Int64 = 0
         var queries = 0, fits = 0
         for step in 0..<6_000 {

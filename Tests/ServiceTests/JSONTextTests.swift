@@ -64,4 +64,14 @@ struct JSONTextTests {
         #expect(JSONText.encode(["f": Float(1)]) == nil)
         #expect(JSONText.encode(["ok": true]) != nil)
     }
+
+    @Test("the socket's line: one newline at the end, Foundation's text when the writer declines")
+    func line() throws {
+        let own = JSONText.line(["ok": true, "n": 3])
+        #expect(String(decoding: own, as: UTF8.self) == "{\"n\":3,\"ok\":true}\n")
+        let fallback = JSONText.line(["ok": true, "n": NSNumber(value: 3)])
+        #expect(fallback.last == 0x0A && fallback.firstIndex(of: 0x0A) == fallback.count - 1)
+        let parsed = try #require(try JSONSerialization.jsonObject(with: Data(fallback.dropLast())) as? [String: Any])
+        #expect(parsed["n"] as? Int == 3 && parsed["ok"] as? Bool == true)
+    }
 }
