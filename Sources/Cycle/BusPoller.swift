@@ -171,8 +171,11 @@ public final class BusPoller: @unchecked Sendable {
                 // Every endpoint ready to read (and one handed over while the others read) reads now.
                 var started = false
                 for i in lanes.indices where lanes[i].active && lanes[i].idle && !readThisRound[i] {
-                    lanes[i].queue = endpoints[i].devices.indices.compactMap { d in
-                        endpoints[i].pollRequest(d).map { Job.read(device: d, address: $0.address, count: $0.count) }
+                    // The lane is idle: its queue is refilled in place (no allocation per round).
+                    lanes[i].queue.removeAll(keepingCapacity: true)
+                    for d in endpoints[i].devices.indices {
+                        guard let read = endpoints[i].pollRequest(d) else { continue }
+                        lanes[i].queue.append(.read(device: d, address: read.address, count: read.count))
                     }
                     lanes[i].next = 0
                     start(&lanes, i)
@@ -224,13 +227,16 @@ public final class BusPoller: @unchecked Sendable {
     /// setpoint, or the revert timer's re-arm) and starts it where the line is free.
     private func queueWrites(_ lanes: inout [Lane], stalled: Bool) {
         for i in lanes.indices where lanes[i].active {
-            var jobs: [Job] = []
+            // The writes go on the lane's own queue, behind what it still has to send (no
+            // allocation per round); a failure hands the endpoint back and empties the lane.
+            lanes[i].queue.removeFirst(min(lanes[i].next, lanes[i].queue.count))
+            lanes[i].next = 0
             for d in endpoints[i].devices.indices {
                 do throws(SunSpecError) {
                     guard let plan = try endpoints[i].plannedWrites(d, stalled: stalled) else { continue }
                     for (k, w) in plan.writes.enumerated() {
-                        jobs.append(.write(device: d, address: w.address, values: w.values,
-                                           last: k == plan.writes.count - 1 ? (plan.setpoint, plan.rearm) : nil))
+                        lanes[i].queue.append(.write(device: d, address: w.address, values: w.values,
+                                                     last: k == plan.writes.count - 1 ? (plan.setpoint, plan.rearm) : nil))
                     }
                 } catch {
                     // A setpoint the device cannot take: its worker replaces it by 0 W.
@@ -239,9 +245,6 @@ public final class BusPoller: @unchecked Sendable {
                 }
             }
             guard lanes[i].active else { continue }
-            lanes[i].queue.removeFirst(min(lanes[i].next, lanes[i].queue.count))
-            lanes[i].next = 0
-            lanes[i].queue += jobs
             if lanes[i].pending == nil { start(&lanes, i) }
         }
     }

@@ -252,6 +252,8 @@ public final class ModbusConnection: RegisterAccess {
     /// it holds bytes not yet consumed.
     private var inbound = [UInt8](repeating: 0, count: 7 + 253)
     private var inboundCount = 0
+    /// Send buffer for TCP requests (`begin`), the same size.
+    private var outbound = [UInt8](repeating: 0, count: 7 + 253)
     /// When the last TCP request was sent (monotonic ns).
     private var lastSentAt: Int64 = 0
     /// Half of Linux's shortest delayed-ACK timeout (TCP_DELACK_MIN, 40 ms): a request sent sooner
@@ -281,11 +283,22 @@ public final class ModbusConnection: RegisterAccess {
         guard case .tcp = endpoint, isConnected, settleFrom == nil else {
             throw ModbusError(code: "MODBUS_CONNECTION_LOST", message: "\(label) on \(endpoint): session not ready")
         }
+        guard (1...253).contains(pdu.count) else {
+            throw ModbusError(code: "MODBUS_INVALID_REQUEST", message: "\(label) on \(endpoint): a PDU of \(pdu.count) bytes")
+        }
         let fd = modbus_get_socket(context)
         transaction &+= 1
+        // The frame is built in the connection's own send buffer: no allocation per request.
         let length = pdu.count + 1
-        let frame: [UInt8] = [UInt8(transaction >> 8), UInt8(transaction & 0xFF), 0, 0, UInt8(length >> 8), UInt8(length & 0xFF),
-                              UInt8(truncatingIfNeeded: unit)] + pdu
+        outbound[0] = UInt8(transaction >> 8)
+        outbound[1] = UInt8(transaction & 0xFF)
+        outbound[2] = 0
+        outbound[3] = 0
+        outbound[4] = UInt8(length >> 8)
+        outbound[5] = UInt8(length & 0xFF)
+        outbound[6] = UInt8(truncatingIfNeeded: unit)
+        for k in pdu.indices { outbound[7 + k] = pdu[k] }
+        let size = 7 + pdu.count
         let started = MonotonicClockReading.now()
         requestCount &+= 1
         // After an idle gap Linux acknowledges the answer to come with a segment of its own (its
@@ -298,8 +311,8 @@ public final class ModbusConnection: RegisterAccess {
             _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_QUICKACK, &held, socklen_t(4))
         }
         lastSentAt = started
-        let sent = frame.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
-        guard sent == frame.count else { throw failure(label.description, errno: sent < 0 ? errno : EIO) }
+        let sent = outbound.withUnsafeBytes { send(fd, $0.baseAddress, size, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+        guard sent == size else { throw failure(label.description, errno: sent < 0 ? errno : EIO) }
         return Pending(unit: unit, function: pdu[0], transaction: transaction, label: label,
                        deadline: started + timeoutNanoseconds, started: started)
     }
@@ -371,9 +384,18 @@ public final class ModbusConnection: RegisterAccess {
 
     /// A write-multiple-registers request (0x10).
     public static func writePDU(at address: Int, _ values: [UInt16]) -> [UInt8] {
-        var request: [UInt8] = [0x10, UInt8(address >> 8), UInt8(address & 0xFF), 0, UInt8(values.count), UInt8(2 * values.count)]
+        var request: [UInt8] = []
         request.reserveCapacity(6 + 2 * values.count)
-        for value in values { request += [UInt8(value >> 8), UInt8(value & 0xFF)] }
+        request.append(0x10)
+        request.append(UInt8(address >> 8))
+        request.append(UInt8(address & 0xFF))
+        request.append(0)
+        request.append(UInt8(values.count))
+        request.append(UInt8(2 * values.count))
+        for value in values {
+            request.append(UInt8(value >> 8))
+            request.append(UInt8(value & 0xFF))
+        }
         return request
     }
 

@@ -1,0 +1,65 @@
+import Fieldbus
+import Plant
+import Testing
+
+/// bessd's own Modbus TCP framing (`ModbusConnection.begin`/`collect`, what the bus poller sends),
+/// against the plant's libmodbus server: frames of different sizes built one after another in the
+/// connection's reused send buffer, and a PDU no frame can carry.
+@Suite("Modbus TCP framing")
+struct ModbusFramingTests {
+    private func connected() throws -> (SunSpecServer, ModbusConnection) {
+        let server = try SunSpecServer(host: "127.0.0.1", port: 0,
+                                       profile: SunSpecDeviceProfile(measurementModel: 701, controlModel: 704, ratingW: 100_000))
+        try server.start()
+        let connection = try ModbusConnection(endpoint: .tcp(host: "127.0.0.1", port: server.port), timeout: .seconds(2))
+        var device = connection.unit(1)
+        _ = try SunSpecInverter.open(&device)  // connects and settles the session
+        return (server, connection)
+    }
+
+    private func answer(_ connection: ModbusConnection, _ pdu: [UInt8], _ label: ModbusRequestLabel) throws -> [UInt8] {
+        let pending = try connection.begin(unit: 1, pdu, label)
+        while true {
+            if let reply = try connection.collect(pending, wait: true) { return reply }
+        }
+    }
+
+    @Test("a long write, then a short read, then a long read: each frame is whole, none carries the last one's bytes")
+    func framesOfEverySizeInTurn() throws {
+        let (server, connection) = try connected()
+        defer { server.stop() }
+        let base = SunSpecImage.base
+        // The common model's manufacturer and model strings (32 registers), read and written back as they are.
+        let long = ModbusConnection.readPDU(at: base + 4, count: 32)
+        let words = try #require(ModbusConnection.registers(
+            try answer(connection, long, ModbusRequestLabel(.readRegisters, unit: 1, address: base + 4, count: 32)), count: 32))
+        let write = ModbusConnection.writePDU(at: base + 4, words)
+        #expect(write.count == 6 + 64)
+        let echo = try answer(connection, write, ModbusRequestLabel(.writeRegisters, unit: 1, address: base + 4, count: 32))
+        #expect(ModbusConnection.echoes(echo, write))
+        // Two registers after a 77-byte frame: "SunS".
+        let marker = try answer(connection, ModbusConnection.readPDU(at: base, count: 2),
+                                ModbusRequestLabel(.readRegisters, unit: 1, address: base, count: 2))
+        #expect(ModbusConnection.registers(marker, count: 2) == [0x5375, 0x6E53])
+        let again = try answer(connection, long, ModbusRequestLabel(.readRegisters, unit: 1, address: base + 4, count: 32))
+        #expect(ModbusConnection.registers(again, count: 32) == words)
+    }
+
+    @Test("a PDU longer than a Modbus frame can carry, or empty, is refused with MODBUS_INVALID_REQUEST before anything is sent")
+    func oversizedPDURefused() throws {
+        let (server, connection) = try connected()
+        defer { server.stop() }
+        let sent = connection.requestCount
+        for size in [0, 254, 300] {
+            let pdu = [UInt8](repeating: 0x10, count: size)
+            #expect {
+                _ = try connection.begin(unit: 1, pdu, ModbusRequestLabel(.writeRegisters, unit: 1, address: 0, count: 0))
+            } throws: { ($0 as? ModbusError)?.code == "MODBUS_INVALID_REQUEST" }
+        }
+        #expect(connection.requestCount == sent)
+        // The session is untouched: the next request is answered.
+        let marker = try answer(connection, ModbusConnection.readPDU(at: SunSpecImage.base, count: 2),
+                                ModbusRequestLabel(.readRegisters, unit: 1, address: SunSpecImage.base, count: 2))
+        #expect(ModbusConnection.registers(marker, count: 2) == [0x5375, 0x6E53])
+    }
+}
