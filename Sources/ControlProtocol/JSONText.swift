@@ -53,14 +53,6 @@ public enum JSONText {
             out.append(contentsOf: String(value as! Int32).utf8)
         } else if type == UInt32.self {
             out.append(contentsOf: String(value as! UInt32).utf8)
-        } else if type == [String].self {
-            let strings = value as! [String]
-            out.append(UInt8(ascii: "["))
-            for (i, s) in strings.enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                string(s, &out)
-            }
-            out.append(UInt8(ascii: "]"))
         } else if let object = value as? [String: Any] {
             // Containers by cast (any element type): their elements are dispatched by exact type.
             out.append(UInt8(ascii: "{"))
@@ -104,8 +96,7 @@ public enum JSONText {
         out.append(UInt8(ascii: "\""))
         for byte in s.utf8 {
             switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), byte])
             case 0x0A: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
             case 0x0D: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
             case 0x09: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])

@@ -248,12 +248,15 @@ public final class ModbusConnection: RegisterAccess {
 
     /// The transaction id of the next TCP request.
     private var transaction: UInt16 = 0
-    /// Receive buffer for TCP answers (an MBAP header and at most 253 bytes of PDU) and how much of
-    /// it holds bytes not yet consumed.
-    private var inbound = [UInt8](repeating: 0, count: 7 + 253)
+    /// The longest PDU a Modbus frame carries (the 256-byte serial frame less address and CRC; TCP
+    /// keeps the same limit).
+    static let maxPDU = 253
+    /// Receive buffer for TCP answers (an MBAP header and at most `maxPDU` bytes of PDU) and how
+    /// much of it holds bytes not yet consumed.
+    private var inbound = [UInt8](repeating: 0, count: 7 + maxPDU)
     private var inboundCount = 0
     /// Send buffer for TCP requests (`begin`), the same size.
-    private var outbound = [UInt8](repeating: 0, count: 7 + 253)
+    private var outbound = [UInt8](repeating: 0, count: 7 + maxPDU)
     /// When the last TCP request was sent (monotonic ns).
     private var lastSentAt: Int64 = 0
     /// Half of Linux's shortest delayed-ACK timeout (TCP_DELACK_MIN, 40 ms): a request sent sooner
@@ -283,7 +286,7 @@ public final class ModbusConnection: RegisterAccess {
         guard case .tcp = endpoint, isConnected, settleFrom == nil else {
             throw ModbusError(code: "MODBUS_CONNECTION_LOST", message: "\(label) on \(endpoint): session not ready")
         }
-        guard (1...253).contains(pdu.count) else {
+        guard (1...Self.maxPDU).contains(pdu.count) else {
             throw ModbusError(code: "MODBUS_INVALID_REQUEST", message: "\(label) on \(endpoint): a PDU of \(pdu.count) bytes")
         }
         let fd = modbus_get_socket(context)
