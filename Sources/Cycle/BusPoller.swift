@@ -82,12 +82,19 @@ public final class BusPoller: @unchecked Sendable {
         case write(device: Int, address: Int, values: [UInt16], last: (setpoint: Watts, rearm: Bool)?)
     }
 
+    /// The request in flight on an endpoint: what it asks, without the values it wrote (plain
+    /// numbers, so looking at it or copying it retains nothing).
+    enum Flight {
+        case read(device: Int, address: Int, count: Int)
+        case write(device: Int, address: Int, count: Int, last: (setpoint: Watts, rearm: Bool)?)
+    }
+
     /// What the poller holds for one endpoint it drives.
     struct Lane {
         var active = false
         var queue: [Job] = []
         var next = 0
-        var pending: (job: Job, exchange: ModbusConnection.Pending, request: [UInt8])?
+        var pending: (flight: Flight, exchange: ModbusConnection.Pending)?
         /// How long this endpoint's last answer took (ns).
         var roundTrip: Int64 = 0
         var idle: Bool { pending == nil && next >= queue.count }
@@ -95,7 +102,7 @@ public final class BusPoller: @unchecked Sendable {
         /// endpoint waits for its answer, so the answer may be taken together with others (`serve`).
         /// A write's answer is taken as it comes: the endpoint's read for the round waits on it.
         var onLastRead: Bool {
-            guard let pending, next >= queue.count, case .read = pending.job else { return false }
+            guard let pending, next >= queue.count, case .read = pending.flight else { return false }
             return true
         }
         /// Until when the answer of a last read may wait unwatched: twice the endpoint's last round
@@ -271,30 +278,32 @@ public final class BusPoller: @unchecked Sendable {
     private func start(_ lanes: inout [Lane], _ i: Int) {
         guard lanes[i].active, lanes[i].pending == nil, lanes[i].next < lanes[i].queue.count,
               let connection = endpoints[i].pollerConnection else { return }
-        let job = lanes[i].queue[lanes[i].next]
+        let n = lanes[i].next
         lanes[i].next += 1
-        let unit: Int
-        let request: [UInt8]
-        let label: ModbusRequestLabel
-        switch job {
-        case .read(let d, let address, let count):
-            unit = endpoints[i].devices[d].unitID
-            request = ModbusConnection.readPDU(at: address, count: count)
-            label = ModbusRequestLabel(.readRegisters, unit: unit, address: address, count: count)
-        case .write(let d, let address, let values, _):
-            unit = endpoints[i].devices[d].unitID
-            request = ModbusConnection.writePDU(at: address, values)
-            label = ModbusRequestLabel(.writeRegisters, unit: unit, address: address, count: values.count)
-        }
+        let flight: Flight
         do throws(ModbusError) {
-            lanes[i].pending = (job, try connection.begin(unit: unit, request, label), request)
+            // Each request's frame is built straight into the connection's send buffer.
+            switch lanes[i].queue[n] {
+            case .read(let d, let address, let count):
+                flight = .read(device: d, address: address, count: count)
+                lanes[i].pending = (flight, try connection.beginRead(unit: endpoints[i].devices[d].unitID, at: address, count: count))
+            case .write(let d, let address, let values, let last):
+                flight = .write(device: d, address: address, count: values.count, last: last)
+                lanes[i].pending = (flight, try connection.beginWrite(unit: endpoints[i].devices[d].unitID, at: address, values))
+            }
         } catch {
-            release(&lanes, i, failure: (device(job), SunSpecError(code: error.code, message: error.message)))
+            release(&lanes, i, failure: (device(lanes[i].queue[n]), SunSpecError(code: error.code, message: error.message)))
         }
     }
 
     private func device(_ job: Job) -> Int {
         switch job {
+        case .read(let d, _, _), .write(let d, _, _, _): d
+        }
+    }
+
+    private func device(_ flight: Flight) -> Int {
+        switch flight {
         case .read(let d, _, _), .write(let d, _, _, _): d
         }
     }
@@ -348,7 +357,7 @@ public final class BusPoller: @unchecked Sendable {
                 if later(i) { continue }
                 if current >= pending.exchange.deadline {
                     let error = connection.expired(pending.exchange)
-                    release(&lanes, i, failure: (device(pending.job), SunSpecError(code: error.code, message: error.message)))
+                    release(&lanes, i, failure: (device(pending.flight), SunSpecError(code: error.code, message: error.message)))
                     continue
                 }
                 wakeAt = min(wakeAt, pending.exchange.deadline)
@@ -385,19 +394,19 @@ public final class BusPoller: @unchecked Sendable {
     /// Takes what arrived for endpoint `i`'s request in flight.
     private func answer(_ lanes: inout [Lane], _ i: Int) {
         guard i >= 0, let pending = lanes[i].pending, let connection = endpoints[i].pollerConnection else { return }
-        let d = device(pending.job)
+        let d = device(pending.flight)
         do {
             guard let reply = try connection.collect(pending.exchange, wait: false) else { return }
             lanes[i].pending = nil
             lanes[i].roundTrip = now() - pending.exchange.started
-            switch pending.job {
+            switch pending.flight {
             case .read(_, let address, let count):
                 guard let words = ModbusConnection.registers(reply, count: count) else {
                     throw connection.malformedAnswer(pending.exchange)
                 }
                 try endpoints[i].pollAnswered(d, address: address, words: words)
-            case .write(_, _, _, let last):
-                guard ModbusConnection.echoes(reply, pending.request) else { throw connection.malformedAnswer(pending.exchange) }
+            case .write(_, let address, let count, let last):
+                guard ModbusConnection.echoes(reply, address: address, count: count) else { throw connection.malformedAnswer(pending.exchange) }
                 if let last { endpoints[i].written(d, setpoint: last.setpoint, rearm: last.rearm) }
             }
             start(&lanes, i)
@@ -417,7 +426,7 @@ public final class BusPoller: @unchecked Sendable {
 extension BusPoller.Lane {
     /// True while a read of this round is queued or in flight.
     var isReading: Bool {
-        if let pending, case .read = pending.job { return true }
+        if let pending, case .read = pending.flight { return true }
         return queue[next...].contains { if case .read = $0 { true } else { false } }
     }
 }

@@ -254,7 +254,10 @@ public final class InverterWorker: @unchecked Sendable {
     var pollerFailure: (index: Int, error: SunSpecError)?
 
     struct DeviceState {
-        var inverter: Driver?
+        var inverter: Driver? { didSet { pollRequest = inverter?.pollRequest } }
+        /// The inverter's poll request, kept with it: the poller asks for it every round, and
+        /// asking the driver each time copies it (a retain per reference it holds).
+        private(set) var pollRequest: (address: Int, count: Int)?
         /// The setpoint last acted on (written, or refused and replaced by 0 W).
         var lastWritten: Watts?
         /// The requests that carried `lastWritten` without the revert's re-arm: a new setpoint that
@@ -394,7 +397,7 @@ public final class InverterWorker: @unchecked Sendable {
         guard let connection = link.connection, connection.isConnected, connection.socket >= 0 else { return false }
         let current = now()
         return states.allSatisfy { state in
-            guard let inverter = state.inverter, inverter.pollRequest != nil else { return false }
+            guard state.pollRequest != nil else { return false }
             return !state.valueFault && state.backoffUntil <= current && state.lastWritten != nil
                 && current - state.staticsAt < staticsEvery
         }
@@ -406,15 +409,16 @@ public final class InverterWorker: @unchecked Sendable {
     var pollerConnection: ModbusConnection? { link.connection }
 
     /// The poll request of device `index`.
-    func pollRequest(_ index: Int) -> (address: Int, count: Int)? { states[index].inverter?.pollRequest }
+    func pollRequest(_ index: Int) -> (address: Int, count: Int)? { states[index].pollRequest }
 
     /// Decodes device `index`'s poll answer and publishes the reading.
     func pollAnswered(_ index: Int, address: Int, words: [UInt16]) throws(SunSpecError) {
-        guard let inverter = states[index].inverter else {
+        guard states[index].inverter != nil else {
             throw SunSpecError(code: "SUNSPEC_MODEL_MISSING", message: "unit id \(devices[index].unitID) not discovered")
         }
         var block = PrefetchedRegisters(address: address, words: words)
-        let reading = try inverter.readStatus(&block)
+        // Read in place: binding the driver to a local would copy it every answer.
+        let reading = try states[index].inverter!.readStatus(&block)
         let roundTrip = link.connection?.lastRoundTrip ?? .zero
         devices[index].slot.publish(Timestamped(reading, at: MonotonicInstant(nanoseconds: now())), roundTrip: roundTrip)
         link.silentInARow = 0
@@ -426,7 +430,7 @@ public final class InverterWorker: @unchecked Sendable {
         -> (setpoint: Watts, rearm: Bool, writes: [(address: Int, values: [UInt16])])?
     {
         let setpoint = stalled || states[index].valueFault ? .zero : devices[index].slot.setpoint
-        guard let plan = try Self.plan(states[index], setpoint, revertSeconds: revertSeconds, now: now()) else { return nil }
+        guard let plan = try Self.plan(&states[index], setpoint, revertSeconds: revertSeconds, now: now()) else { return nil }
         states[index].plannedPlain = plan.plain
         return (setpoint, plan.rearm, plan.writes)
     }
@@ -446,19 +450,22 @@ public final class InverterWorker: @unchecked Sendable {
     /// from the last one written *and* its registers changed: a device whose scale factor makes a
     /// step of 10 or 100 W is not sent the same value again (no extra request on the bus nor write to
     /// its memory). `plain` is the writes without the re-arm, kept to compare the next setpoint with.
-    static func plan(_ state: DeviceState, _ setpoint: Watts, revertSeconds: Int, now: Int64) throws(SunSpecError)
+    /// `state` is only read: it is `inout` so that the caller's element is used in place, not
+    /// copied (a copy retains every reference a device's state holds, each device and cycle).
+    static func plan(_ state: inout DeviceState, _ setpoint: Watts, revertSeconds: Int, now: Int64) throws(SunSpecError)
         -> (rearm: Bool, writes: [(address: Int, values: [UInt16])], plain: [(address: Int, values: [UInt16])])?
     {
-        guard let inverter = state.inverter else { return nil }
+        guard state.inverter != nil else { return nil }
         let rearm = state.lastWritten == nil || now - state.lastArmedAt >= Int64(revertSeconds) * 500_000_000
         if !rearm, let last = state.lastWritten, abs(last.value - setpoint.value) < 1 { return nil }
-        let plain = try inverter.writes(setpoint, revertSeconds: revertSeconds, rearm: false)
+        // The driver is used in place (a local would be a copy of it each cycle).
+        let plain = try state.inverter!.writes(setpoint, revertSeconds: revertSeconds, rearm: false)
         guard rearm else {
             if let sent = state.lastPlain,
                sent.elementsEqual(plain, by: { $0.address == $1.address && $0.values == $1.values }) { return nil }
             return (false, plain, plain)
         }
-        return (true, try inverter.writes(setpoint, revertSeconds: revertSeconds, rearm: true), plain)
+        return (true, try state.inverter!.writes(setpoint, revertSeconds: revertSeconds, rearm: true), plain)
     }
 
     /// Hands the endpoint back to this worker's thread (the poller's side), with the failure that
@@ -609,7 +616,7 @@ public final class InverterWorker: @unchecked Sendable {
         var unit = connection.unit(device.unitID)
         do throws(SunSpecError) {
             do throws(SunSpecError) {
-                guard let plan = try Self.plan(states[index], setpoint, revertSeconds: revertSeconds, now: now()) else { return }
+                guard let plan = try Self.plan(&states[index], setpoint, revertSeconds: revertSeconds, now: now()) else { return }
                 do throws(ModbusError) {
                     for write in plan.writes { try unit.writeRegisters(at: write.address, write.values) }
                 } catch {

@@ -373,9 +373,10 @@ public final class SiteRunner {
             status.overrideRemaining = 0
         }
         if let d = inputs[i].dispatch, d.expiresAt > now { status.dispatchW = d.power.value } else { status.dispatchW = nil }
-        let unit = controller.units[i]
+        // The unit's settings are read in place: a copy of the unit's controller would retain
+        // every reference it holds, for each unit and cycle.
         let bms = inputs[i].bms
-        let maxAge = unit.settings.bmsStaleAfter
+        let maxAge = controller.units[i].settings.bmsStaleAfter
         let measurements = bms.measurements.fresh(at: now, maxAge: maxAge)
         let cells = bms.cells.fresh(at: now, maxAge: maxAge)
         status.soh = bms.status.fresh(at: now, maxAge: maxAge)?.soh?.value ?? .nan
@@ -387,7 +388,7 @@ public final class SiteRunner {
         status.chargeCurrentLimit = limits?.chargeCurrentLimit.value ?? .nan
         status.dischargeCurrentLimit = limits?.dischargeCurrentLimit.value ?? .nan
         status.bmsOnline = measurements != nil
-        status.inverterOnline = inputs[i].inverter.fresh(at: now, maxAge: unit.settings.inverterStaleAfter) != nil
+        status.inverterOnline = inputs[i].inverter.fresh(at: now, maxAge: controller.units[i].settings.inverterStaleAfter) != nil
     }
 
     /// One status line: time, frequency, and per unit state, SOC, power, setpoint and active codes.

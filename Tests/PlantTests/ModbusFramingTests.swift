@@ -18,10 +18,7 @@ struct ModbusFramingTests {
     }
 
     private func answer(_ connection: ModbusConnection, _ pdu: [UInt8], _ label: ModbusRequestLabel) throws -> [UInt8] {
-        let pending = try connection.begin(unit: 1, pdu, label)
-        while true {
-            if let reply = try connection.collect(pending, wait: true) { return reply }
-        }
+        try collected(connection, try connection.begin(unit: 1, pdu, label))
     }
 
     @Test("a long write, then a short read, then a long read: each frame is whole, none carries the last one's bytes")
@@ -60,6 +57,52 @@ struct ModbusFramingTests {
         // The session is untouched: the next request is answered.
         let marker = try answer(connection, ModbusConnection.readPDU(at: SunSpecImage.base, count: 2),
                                 ModbusRequestLabel(.readRegisters, unit: 1, address: SunSpecImage.base, count: 2))
+        #expect(ModbusConnection.registers(marker, count: 2) == [0x5375, 0x6E53])
+    }
+
+    private func collected(_ connection: ModbusConnection, _ pending: ModbusConnection.Pending) throws -> [UInt8] {
+        while true {
+            if let reply = try connection.collect(pending, wait: true) { return reply }
+        }
+    }
+
+    @Test("reads and writes framed in place (beginRead, beginWrite) are answered as the array-built ones, and the write's echo is checked by address and count")
+    func inPlaceFrames() throws {
+        let (server, connection) = try connected()
+        defer { server.stop() }
+        let base = SunSpecImage.base
+        let long = try collected(connection, try connection.beginRead(unit: 1, at: base + 4, count: 32))
+        let words = try #require(ModbusConnection.registers(long, count: 32))
+        // The same registers through the array-built PDU: the in-place frame asked for the same thing.
+        let reference = try answer(connection, ModbusConnection.readPDU(at: base + 4, count: 32),
+                                   ModbusRequestLabel(.readRegisters, unit: 1, address: base + 4, count: 32))
+        #expect(long == reference)
+        // Written back as they are, framed in place: the server echoes address and count.
+        let echo = try collected(connection, try connection.beginWrite(unit: 1, at: base + 4, words))
+        #expect(ModbusConnection.echoes(echo, address: base + 4, count: 32))
+        #expect(!ModbusConnection.echoes(echo, address: base + 5, count: 32))
+        #expect(!ModbusConnection.echoes(echo, address: base + 4, count: 31))
+        #expect(echo == ModbusConnection.writePDU(at: base + 4, words).prefix(5).map { $0 })
+        // A short read after the long write: "SunS", nothing left over from the last frame.
+        let marker = try collected(connection, try connection.beginRead(unit: 1, at: base, count: 2))
+        #expect(ModbusConnection.registers(marker, count: 2) == [0x5375, 0x6E53])
+    }
+
+    @Test("a read or write outside the protocol's bounds (address past 0xFFFF, 0 or too many registers) is refused with MODBUS_INVALID_REQUEST before anything is sent")
+    func inPlaceFramesBounded() throws {
+        let (server, connection) = try connected()
+        defer { server.stop() }
+        let sent = connection.requestCount
+        let refused = { (error: any Error) in (error as? ModbusError)?.code == "MODBUS_INVALID_REQUEST" }
+        for (address, count) in [(0x1_0000, 2), (-1, 2), (0, 0), (0, 126)] {
+            #expect { _ = try connection.beginRead(unit: 1, at: address, count: count) } throws: { refused($0) }
+        }
+        for (address, count) in [(0x1_0000, 1), (0, 0), (0, 124)] {
+            let values = [UInt16](repeating: 0, count: count)
+            #expect { _ = try connection.beginWrite(unit: 1, at: address, values) } throws: { refused($0) }
+        }
+        #expect(connection.requestCount == sent)
+        let marker = try collected(connection, try connection.beginRead(unit: 1, at: SunSpecImage.base, count: 2))
         #expect(ModbusConnection.registers(marker, count: 2) == [0x5375, 0x6E53])
     }
 }

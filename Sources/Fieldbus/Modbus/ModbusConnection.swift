@@ -283,16 +283,64 @@ public final class ModbusConnection: RegisterAccess {
     /// without waiting for the answer. A session that is not connected or still settling after a
     /// failure is refused (`MODBUS_CONNECTION_LOST`): that is the worker's to recover, not a poller's.
     public func begin(unit: Int, _ pdu: [UInt8], _ label: ModbusRequestLabel) throws(ModbusError) -> Pending {
+        try begin(unit: unit, size: pdu.count, label) { frame in
+            for k in pdu.indices { frame[7 + k] = pdu[k] }
+        }
+    }
+
+    /// Sends a read-holding-registers request (0x03) like `begin`, its PDU written straight into
+    /// the send buffer (no array per request).
+    public func beginRead(unit: Int, at address: Int, count: Int) throws(ModbusError) -> Pending {
+        let label = ModbusRequestLabel(.readRegisters, unit: unit, address: address, count: count)
+        // The protocol's bounds: a 16-bit address, 1 to 125 registers (the most an answer carries).
+        guard (0...0xFFFF).contains(address), (1...125).contains(count) else {
+            throw ModbusError(code: "MODBUS_INVALID_REQUEST", message: "\(label) on \(endpoint): outside the protocol's bounds")
+        }
+        return try begin(unit: unit, size: 5, label) { frame in
+            frame[7] = 0x03
+            frame[8] = UInt8(truncatingIfNeeded: address >> 8)
+            frame[9] = UInt8(truncatingIfNeeded: address)
+            frame[10] = UInt8(truncatingIfNeeded: count >> 8)
+            frame[11] = UInt8(truncatingIfNeeded: count)
+        }
+    }
+
+    /// Sends a write-multiple-registers request (0x10) like `begin`, its PDU written straight into
+    /// the send buffer (no array per request).
+    public func beginWrite(unit: Int, at address: Int, _ values: [UInt16]) throws(ModbusError) -> Pending {
+        let label = ModbusRequestLabel(.writeRegisters, unit: unit, address: address, count: values.count)
+        // The protocol's bounds: a 16-bit address, 1 to 123 registers (the most a request carries).
+        guard (0...0xFFFF).contains(address), (1...123).contains(values.count) else {
+            throw ModbusError(code: "MODBUS_INVALID_REQUEST", message: "\(label) on \(endpoint): outside the protocol's bounds")
+        }
+        return try begin(unit: unit, size: 6 + 2 * values.count, label) { frame in
+            frame[7] = 0x10
+            frame[8] = UInt8(truncatingIfNeeded: address >> 8)
+            frame[9] = UInt8(truncatingIfNeeded: address)
+            frame[10] = UInt8(truncatingIfNeeded: values.count >> 8)
+            frame[11] = UInt8(truncatingIfNeeded: values.count)
+            frame[12] = UInt8(truncatingIfNeeded: 2 * values.count)
+            for (k, value) in values.enumerated() {
+                frame[13 + 2 * k] = UInt8(value >> 8)
+                frame[14 + 2 * k] = UInt8(value & 0xFF)
+            }
+        }
+    }
+
+    /// The frame of every request: MBAP header, then the PDU of `size` bytes that `pdu` writes
+    /// from index 7 of the connection's own send buffer (no allocation per request).
+    private func begin(unit: Int, size pduSize: Int, _ label: ModbusRequestLabel,
+                       _ pdu: (inout [UInt8]) -> Void) throws(ModbusError) -> Pending {
         guard case .tcp = endpoint, isConnected, settleFrom == nil else {
             throw ModbusError(code: "MODBUS_CONNECTION_LOST", message: "\(label) on \(endpoint): session not ready")
         }
-        guard (1...Self.maxPDU).contains(pdu.count) else {
-            throw ModbusError(code: "MODBUS_INVALID_REQUEST", message: "\(label) on \(endpoint): a PDU of \(pdu.count) bytes")
+        guard (1...Self.maxPDU).contains(pduSize) else {
+            throw ModbusError(code: "MODBUS_INVALID_REQUEST", message: "\(label) on \(endpoint): a PDU of \(pduSize) bytes")
         }
         let fd = modbus_get_socket(context)
         transaction &+= 1
         // The frame is built in the connection's own send buffer: no allocation per request.
-        let length = pdu.count + 1
+        let length = pduSize + 1
         outbound[0] = UInt8(transaction >> 8)
         outbound[1] = UInt8(transaction & 0xFF)
         outbound[2] = 0
@@ -300,8 +348,8 @@ public final class ModbusConnection: RegisterAccess {
         outbound[4] = UInt8(length >> 8)
         outbound[5] = UInt8(length & 0xFF)
         outbound[6] = UInt8(truncatingIfNeeded: unit)
-        for k in pdu.indices { outbound[7 + k] = pdu[k] }
-        let size = 7 + pdu.count
+        pdu(&outbound)
+        let size = 7 + pduSize
         let started = MonotonicClockReading.now()
         requestCount &+= 1
         // After an idle gap Linux acknowledges the answer to come with a segment of its own (its
@@ -316,7 +364,7 @@ public final class ModbusConnection: RegisterAccess {
         lastSentAt = started
         let sent = outbound.withUnsafeBytes { send(fd, $0.baseAddress, size, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
         guard sent == size else { throw failure(label.description, errno: sent < 0 ? errno : EIO) }
-        return Pending(unit: unit, function: pdu[0], transaction: transaction, label: label,
+        return Pending(unit: unit, function: outbound[7], transaction: transaction, label: label,
                        deadline: started + timeoutNanoseconds, started: started)
     }
 
@@ -405,6 +453,11 @@ public final class ModbusConnection: RegisterAccess {
     /// True when a 0x10 answer echoes the request's address and quantity.
     public static func echoes(_ reply: [UInt8], _ request: [UInt8]) -> Bool {
         reply.count == 5 && reply[1...4].elementsEqual(request[1...4])
+    }
+
+    /// True when `reply` is the echo of a 0x10 request writing `count` registers at `address`.
+    public static func echoes(_ reply: [UInt8], address: Int, count: Int) -> Bool {
+        reply.count == 5 && Int(reply[1]) << 8 | Int(reply[2]) == address && Int(reply[3]) << 8 | Int(reply[4]) == count
     }
 
     /// One Modbus TCP request and its answer's PDU: one send and, as a rule, one receive.
