@@ -280,16 +280,15 @@ public final class BusPoller: @unchecked Sendable {
               let connection = endpoints[i].pollerConnection else { return }
         let n = lanes[i].next
         lanes[i].next += 1
-        let flight: Flight
         do throws(ModbusError) {
             // Each request's frame is built straight into the connection's send buffer.
             switch lanes[i].queue[n] {
             case .read(let d, let address, let count):
-                flight = .read(device: d, address: address, count: count)
-                lanes[i].pending = (flight, try connection.beginRead(unit: endpoints[i].devices[d].unitID, at: address, count: count))
+                lanes[i].pending = (.read(device: d, address: address, count: count),
+                                    try connection.beginRead(unit: endpoints[i].devices[d].unitID, at: address, count: count))
             case .write(let d, let address, let values, let last):
-                flight = .write(device: d, address: address, count: values.count, last: last)
-                lanes[i].pending = (flight, try connection.beginWrite(unit: endpoints[i].devices[d].unitID, at: address, values))
+                lanes[i].pending = (.write(device: d, address: address, count: values.count, last: last),
+                                    try connection.beginWrite(unit: endpoints[i].devices[d].unitID, at: address, values))
             }
         } catch {
             release(&lanes, i, failure: (device(lanes[i].queue[n]), SunSpecError(code: error.code, message: error.message)))

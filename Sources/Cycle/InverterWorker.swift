@@ -413,12 +413,11 @@ public final class InverterWorker: @unchecked Sendable {
 
     /// Decodes device `index`'s poll answer and publishes the reading.
     func pollAnswered(_ index: Int, address: Int, words: [UInt16]) throws(SunSpecError) {
-        guard states[index].inverter != nil else {
+        guard let inverter = states[index].inverter else {
             throw SunSpecError(code: "SUNSPEC_MODEL_MISSING", message: "unit id \(devices[index].unitID) not discovered")
         }
         var block = PrefetchedRegisters(address: address, words: words)
-        // Read in place: binding the driver to a local would copy it every answer.
-        let reading = try states[index].inverter!.readStatus(&block)
+        let reading = try inverter.readStatus(&block)
         let roundTrip = link.connection?.lastRoundTrip ?? .zero
         devices[index].slot.publish(Timestamped(reading, at: MonotonicInstant(nanoseconds: now())), roundTrip: roundTrip)
         link.silentInARow = 0

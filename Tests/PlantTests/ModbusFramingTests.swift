@@ -17,6 +17,19 @@ struct ModbusFramingTests {
         return (server, connection)
     }
 
+    /// The test's own encoding of the two requests (Modbus Application Protocol 1.1b3, 6.3 and
+    /// 6.12), written apart from the connection's.
+    private static func readPDU(at address: Int, count: Int) -> [UInt8] {
+        [0x03, UInt8(address >> 8), UInt8(address & 0xFF), UInt8(count >> 8), UInt8(count & 0xFF)]
+    }
+
+    private static func writePDU(at address: Int, _ values: [UInt16]) -> [UInt8] {
+        var pdu: [UInt8] = [0x10, UInt8(address >> 8), UInt8(address & 0xFF), UInt8(values.count >> 8),
+                            UInt8(values.count & 0xFF), UInt8(2 * values.count)]
+        for value in values { pdu += [UInt8(value >> 8), UInt8(value & 0xFF)] }
+        return pdu
+    }
+
     private func answer(_ connection: ModbusConnection, _ pdu: [UInt8], _ label: ModbusRequestLabel) throws -> [UInt8] {
         try collected(connection, try connection.begin(unit: 1, pdu, label))
     }
@@ -27,15 +40,17 @@ struct ModbusFramingTests {
         defer { server.stop() }
         let base = SunSpecImage.base
         // The common model's manufacturer and model strings (32 registers), read and written back as they are.
-        let long = ModbusConnection.readPDU(at: base + 4, count: 32)
+        let long = Self.readPDU(at: base + 4, count: 32)
         let words = try #require(ModbusConnection.registers(
             try answer(connection, long, ModbusRequestLabel(.readRegisters, unit: 1, address: base + 4, count: 32)), count: 32))
-        let write = ModbusConnection.writePDU(at: base + 4, words)
+        let write = Self.writePDU(at: base + 4, words)
         #expect(write.count == 6 + 64)
         let echo = try answer(connection, write, ModbusRequestLabel(.writeRegisters, unit: 1, address: base + 4, count: 32))
-        #expect(ModbusConnection.echoes(echo, write))
+        // A 0x10 answer echoes the request's function, address and quantity: its first 5 bytes.
+        #expect(echo == Array(write.prefix(5)))
+        #expect(ModbusConnection.echoes(echo, address: base + 4, count: 32))
         // Two registers after a 77-byte frame: "SunS".
-        let marker = try answer(connection, ModbusConnection.readPDU(at: base, count: 2),
+        let marker = try answer(connection, Self.readPDU(at: base, count: 2),
                                 ModbusRequestLabel(.readRegisters, unit: 1, address: base, count: 2))
         #expect(ModbusConnection.registers(marker, count: 2) == [0x5375, 0x6E53])
         let again = try answer(connection, long, ModbusRequestLabel(.readRegisters, unit: 1, address: base + 4, count: 32))
@@ -55,7 +70,7 @@ struct ModbusFramingTests {
         }
         #expect(connection.requestCount == sent)
         // The session is untouched: the next request is answered.
-        let marker = try answer(connection, ModbusConnection.readPDU(at: SunSpecImage.base, count: 2),
+        let marker = try answer(connection, Self.readPDU(at: SunSpecImage.base, count: 2),
                                 ModbusRequestLabel(.readRegisters, unit: 1, address: SunSpecImage.base, count: 2))
         #expect(ModbusConnection.registers(marker, count: 2) == [0x5375, 0x6E53])
     }
@@ -74,7 +89,7 @@ struct ModbusFramingTests {
         let long = try collected(connection, try connection.beginRead(unit: 1, at: base + 4, count: 32))
         let words = try #require(ModbusConnection.registers(long, count: 32))
         // The same registers through the array-built PDU: the in-place frame asked for the same thing.
-        let reference = try answer(connection, ModbusConnection.readPDU(at: base + 4, count: 32),
+        let reference = try answer(connection, Self.readPDU(at: base + 4, count: 32),
                                    ModbusRequestLabel(.readRegisters, unit: 1, address: base + 4, count: 32))
         #expect(long == reference)
         // Written back as they are, framed in place: the server echoes address and count.
@@ -82,22 +97,22 @@ struct ModbusFramingTests {
         #expect(ModbusConnection.echoes(echo, address: base + 4, count: 32))
         #expect(!ModbusConnection.echoes(echo, address: base + 5, count: 32))
         #expect(!ModbusConnection.echoes(echo, address: base + 4, count: 31))
-        #expect(echo == ModbusConnection.writePDU(at: base + 4, words).prefix(5).map { $0 })
+        #expect(echo == Array(Self.writePDU(at: base + 4, words).prefix(5)))
         // A short read after the long write: "SunS", nothing left over from the last frame.
         let marker = try collected(connection, try connection.beginRead(unit: 1, at: base, count: 2))
         #expect(ModbusConnection.registers(marker, count: 2) == [0x5375, 0x6E53])
     }
 
-    @Test("a read or write outside the protocol's bounds (address past 0xFFFF, 0 or too many registers) is refused with MODBUS_INVALID_REQUEST before anything is sent")
+    @Test("a read or write outside the protocol's bounds (registers past 0xFFFF, 0 or too many registers) is refused with MODBUS_INVALID_REQUEST before anything is sent")
     func inPlaceFramesBounded() throws {
         let (server, connection) = try connected()
         defer { server.stop() }
         let sent = connection.requestCount
         let refused = { (error: any Error) in (error as? ModbusError)?.code == "MODBUS_INVALID_REQUEST" }
-        for (address, count) in [(0x1_0000, 2), (-1, 2), (0, 0), (0, 126)] {
+        for (address, count) in [(0x1_0000, 2), (-1, 2), (0, 0), (0, 126), (0xFFFF, 2)] {
             #expect { _ = try connection.beginRead(unit: 1, at: address, count: count) } throws: { refused($0) }
         }
-        for (address, count) in [(0x1_0000, 1), (0, 0), (0, 124)] {
+        for (address, count) in [(0x1_0000, 1), (0, 0), (0, 124), (0xFFFF, 2)] {
             let values = [UInt16](repeating: 0, count: count)
             #expect { _ = try connection.beginWrite(unit: 1, at: address, values) } throws: { refused($0) }
         }

@@ -170,16 +170,14 @@ public final class ModbusConnection: RegisterAccess {
     /// Reads holding registers (function code 0x03) from unit `unit`.
     /// The corresponding C functions are `modbus_set_slave` and `modbus_read_registers`.
     public func readRegisters(unit: Int, at address: Int, count: Int) throws(ModbusError) -> [UInt16] {
-        guard (1...125).contains(count), (0...65535).contains(address), address + count <= 65536 else {
-            throw ModbusError(code: "MODBUS_INVALID_REQUEST", message: "read of \(count) registers at \(address)")
-        }
+        try Self.checkRead(at: address, count: count)
         try prepare(unit: unit)
         var values = [UInt16](repeating: 0, count: count)
         let started = MonotonicClockReading.now()
         if case .tcp = endpoint {
-            let label = ModbusRequestLabel(.readRegisters, unit: unit, address: address, count: count)
-            let reply = try exchange(unit: unit, Self.readPDU(at: address, count: count), label)
-            guard let words = Self.registers(reply, count: count) else { throw malformed(label.description) }
+            let pending = try frameRead(unit: unit, at: address, count: count)
+            let reply = try exchange(pending)
+            guard let words = Self.registers(reply, count: count) else { throw malformed(pending.label.description) }
             values = words
         } else {
             requestCount &+= 1
@@ -202,8 +200,8 @@ public final class ModbusConnection: RegisterAccess {
         let started = MonotonicClockReading.now()
         var bits = [Bool](repeating: false, count: count)
         if case .tcp = endpoint {
-            let reply = try exchange(unit: unit, [function, UInt8(address >> 8), UInt8(address & 0xFF), UInt8(count >> 8), UInt8(count & 0xFF)],
-                                     label)
+            let reply = try exchange(try begin(unit: unit, [function, UInt8(address >> 8), UInt8(address & 0xFF), UInt8(count >> 8), UInt8(count & 0xFF)],
+                                               label))
             let bytes = (count + 7) / 8
             guard reply.count == 2 + bytes, Int(reply[1]) == bytes else { throw malformed(label.description) }
             for i in 0..<count { bits[i] = reply[2 + i / 8] >> UInt8(i % 8) & 1 == 1 }
@@ -222,17 +220,14 @@ public final class ModbusConnection: RegisterAccess {
     /// Writes holding registers (function code 0x10) to unit `unit`.
     /// The corresponding C functions are `modbus_set_slave` and `modbus_write_registers`.
     public func writeRegisters(unit: Int, at address: Int, _ values: [UInt16]) throws(ModbusError) {
-        guard (1...123).contains(values.count), (0...65535).contains(address), address + values.count <= 65536 else {
-            throw ModbusError(code: "MODBUS_INVALID_REQUEST", message: "write of \(values.count) registers at \(address)")
-        }
+        try Self.checkWrite(at: address, count: values.count)
         try prepare(unit: unit)
         let started = MonotonicClockReading.now()
         if case .tcp = endpoint {
-            let label = ModbusRequestLabel(.writeRegisters, unit: unit, address: address, count: values.count)
-            let request = Self.writePDU(at: address, values)
-            let reply = try exchange(unit: unit, request, label)
+            let pending = try frameWrite(unit: unit, at: address, values)
+            let reply = try exchange(pending)
             // The answer echoes the address and the quantity.
-            guard Self.echoes(reply, request) else { throw malformed(label.description) }
+            guard Self.echoes(reply, address: address, count: values.count) else { throw malformed(pending.label.description) }
             lastRoundTrip = .nanoseconds(MonotonicClockReading.now() - started)
             return
         }
@@ -291,12 +286,36 @@ public final class ModbusConnection: RegisterAccess {
     /// Sends a read-holding-registers request (0x03) like `begin`, its PDU written straight into
     /// the send buffer (no array per request).
     public func beginRead(unit: Int, at address: Int, count: Int) throws(ModbusError) -> Pending {
-        let label = ModbusRequestLabel(.readRegisters, unit: unit, address: address, count: count)
-        // The protocol's bounds: a 16-bit address, 1 to 125 registers (the most an answer carries).
-        guard (0...0xFFFF).contains(address), (1...125).contains(count) else {
-            throw ModbusError(code: "MODBUS_INVALID_REQUEST", message: "\(label) on \(endpoint): outside the protocol's bounds")
+        try Self.checkRead(at: address, count: count)
+        return try frameRead(unit: unit, at: address, count: count)
+    }
+
+    /// Sends a write-multiple-registers request (0x10) like `begin`, its PDU written straight into
+    /// the send buffer (no array per request).
+    public func beginWrite(unit: Int, at address: Int, _ values: [UInt16]) throws(ModbusError) -> Pending {
+        try Self.checkWrite(at: address, count: values.count)
+        return try frameWrite(unit: unit, at: address, values)
+    }
+
+    /// The protocol's bounds of a register read: 1 to 125 registers (the most an answer carries),
+    /// all inside the 16-bit address space.
+    private static func checkRead(at address: Int, count: Int) throws(ModbusError) {
+        guard (1...125).contains(count), (0...65535).contains(address), address + count <= 65536 else {
+            throw ModbusError(code: "MODBUS_INVALID_REQUEST", message: "read of \(count) registers at \(address)")
         }
-        return try begin(unit: unit, size: 5, label) { frame in
+    }
+
+    /// The protocol's bounds of a register write: 1 to 123 registers (the most a request carries),
+    /// all inside the 16-bit address space.
+    private static func checkWrite(at address: Int, count: Int) throws(ModbusError) {
+        guard (1...123).contains(count), (0...65535).contains(address), address + count <= 65536 else {
+            throw ModbusError(code: "MODBUS_INVALID_REQUEST", message: "write of \(count) registers at \(address)")
+        }
+    }
+
+    /// Sends a 0x03 request whose bounds were checked.
+    private func frameRead(unit: Int, at address: Int, count: Int) throws(ModbusError) -> Pending {
+        try begin(unit: unit, size: 5, ModbusRequestLabel(.readRegisters, unit: unit, address: address, count: count)) { frame in
             frame[7] = 0x03
             frame[8] = UInt8(truncatingIfNeeded: address >> 8)
             frame[9] = UInt8(truncatingIfNeeded: address)
@@ -305,14 +324,9 @@ public final class ModbusConnection: RegisterAccess {
         }
     }
 
-    /// Sends a write-multiple-registers request (0x10) like `begin`, its PDU written straight into
-    /// the send buffer (no array per request).
-    public func beginWrite(unit: Int, at address: Int, _ values: [UInt16]) throws(ModbusError) -> Pending {
+    /// Sends a 0x10 request whose bounds were checked.
+    private func frameWrite(unit: Int, at address: Int, _ values: [UInt16]) throws(ModbusError) -> Pending {
         let label = ModbusRequestLabel(.writeRegisters, unit: unit, address: address, count: values.count)
-        // The protocol's bounds: a 16-bit address, 1 to 123 registers (the most a request carries).
-        guard (0...0xFFFF).contains(address), (1...123).contains(values.count) else {
-            throw ModbusError(code: "MODBUS_INVALID_REQUEST", message: "\(label) on \(endpoint): outside the protocol's bounds")
-        }
         return try begin(unit: unit, size: 6 + 2 * values.count, label) { frame in
             frame[7] = 0x10
             frame[8] = UInt8(truncatingIfNeeded: address >> 8)
@@ -422,37 +436,10 @@ public final class ModbusConnection: RegisterAccess {
     /// before its next request, as after any timeout.
     public func expired(_ pending: Pending) -> ModbusError { failure(pending.label.description, errno: ETIMEDOUT) }
 
-    /// A read-holding-registers request (0x03) and the registers of its answer.
-    public static func readPDU(at address: Int, count: Int) -> [UInt8] {
-        [0x03, UInt8(address >> 8), UInt8(address & 0xFF), 0, UInt8(count)]
-    }
-
     /// The registers of a 0x03 answer, or nil when its length does not match `count`.
     public static func registers(_ reply: [UInt8], count: Int) -> [UInt16]? {
         guard reply.count == 2 + 2 * count, Int(reply[1]) == 2 * count else { return nil }
         return (0..<count).map { UInt16(reply[2 + 2 * $0]) << 8 | UInt16(reply[3 + 2 * $0]) }
-    }
-
-    /// A write-multiple-registers request (0x10).
-    public static func writePDU(at address: Int, _ values: [UInt16]) -> [UInt8] {
-        var request: [UInt8] = []
-        request.reserveCapacity(6 + 2 * values.count)
-        request.append(0x10)
-        request.append(UInt8(address >> 8))
-        request.append(UInt8(address & 0xFF))
-        request.append(0)
-        request.append(UInt8(values.count))
-        request.append(UInt8(2 * values.count))
-        for value in values {
-            request.append(UInt8(value >> 8))
-            request.append(UInt8(value & 0xFF))
-        }
-        return request
-    }
-
-    /// True when a 0x10 answer echoes the request's address and quantity.
-    public static func echoes(_ reply: [UInt8], _ request: [UInt8]) -> Bool {
-        reply.count == 5 && reply[1...4].elementsEqual(request[1...4])
     }
 
     /// True when `reply` is the echo of a 0x10 request writing `count` registers at `address`.
@@ -460,9 +447,8 @@ public final class ModbusConnection: RegisterAccess {
         reply.count == 5 && Int(reply[1]) << 8 | Int(reply[2]) == address && Int(reply[3]) << 8 | Int(reply[4]) == count
     }
 
-    /// One Modbus TCP request and its answer's PDU: one send and, as a rule, one receive.
-    private func exchange(unit: Int, _ pdu: [UInt8], _ label: ModbusRequestLabel) throws(ModbusError) -> [UInt8] {
-        let pending = try begin(unit: unit, pdu, label)
+    /// Waits for the answer's PDU of a request just sent: as a rule, one receive.
+    private func exchange(_ pending: Pending) throws(ModbusError) -> [UInt8] {
         while true {
             if let reply = try collect(pending, wait: true) { return reply }
         }
