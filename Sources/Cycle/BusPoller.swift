@@ -32,8 +32,6 @@ public final class BusPoller: @unchecked Sendable {
     // The poller thread's own state.
     /// True from a round's reads to its writes: endpoints are not handed back meanwhile.
     private var holdReleases = false
-    /// Which endpoints have read in the current round.
-    private var readThisRound: [Bool] = []
     /// Whether the reads' answers are taken together (`serve`'s `takeBy`); nil: only when the
     /// poller runs with real-time priority. With it, the poller preempts whatever runs at every
     /// answer (7.2 polls a cycle at 8 endpoints and 10 ms); without it, the scheduler already lets
@@ -46,6 +44,8 @@ public final class BusPoller: @unchecked Sendable {
     /// `serve`'s poll set and which endpoint each entry belongs to (kept: no allocation per call).
     private var fds: [pollfd] = []
     private var owners: [Int] = []
+    /// The registers of the read answer being taken (kept: filled in place, no allocation per answer).
+    private var words: [UInt16] = []
 
     /// True while the poller's thread runs its loop (the watchdog checks it).
     public var isAlive: Bool { worker.isAlive }
@@ -121,9 +121,11 @@ public final class BusPoller: @unchecked Sendable {
         }
         let together = takesAnswersTogether ?? realtime
         var lanes = [Lane](repeating: Lane(), count: endpoints.count)
-        readThisRound = [Bool](repeating: false, count: endpoints.count)
+        // Which endpoints have read in the current round.
+        var readThisRound = [Bool](repeating: false, count: endpoints.count)
         fds = [pollfd](repeating: pollfd(), count: endpoints.count + 2)
         owners = [Int](repeating: -1, count: endpoints.count + 2)
+        words.reserveCapacity(125)
         var lead = ReadLead()
         var lastKick = now()
         while worker.isRunning {
@@ -134,14 +136,14 @@ public final class BusPoller: @unchecked Sendable {
                 continue
             }
             manage(&lanes)
-            guard lanes.contains(where: \.active) else {
+            guard Self.anyActive(lanes) else {
                 // Nothing handed over: wait for a hand-over, not for the cycle.
-                serve(&lanes, until: deadline) { lanes in lanes.contains(where: \.active) }
+                serve(&lanes, until: deadline) { lanes in Self.anyActive(lanes) }
                 continue
             }
             // Every endpoint with the poller: the cycle will start on this round's readings, so a
             // longer lead costs no latency and leaves a slow round time to land.
-            let wholeSite = startsCycles && lanes.allSatisfy(\.active)
+            let wholeSite = startsCycles && Self.allActive(lanes)
             var readAt = deadline - lead.nanoseconds(period: period, startsOnReadings: wholeSite)
             if readAt < now() - period / 2 { readAt = now() }
             // Until the reads: hand-overs in both directions, and the answers of endpoints with more
@@ -180,8 +182,9 @@ public final class BusPoller: @unchecked Sendable {
                 for i in lanes.indices where lanes[i].active && lanes[i].idle && !readThisRound[i] {
                     // The lane is idle: its queue is refilled in place (no allocation per round).
                     lanes[i].queue.removeAll(keepingCapacity: true)
-                    for d in endpoints[i].devices.indices {
-                        guard let read = endpoints[i].pollRequest(d) else { continue }
+                    let endpoint = endpoints[i]
+                    for d in endpoint.devices.indices {
+                        guard let read = endpoint.pollRequest(d) else { continue }
                         lanes[i].queue.append(.read(device: d, address: read.address, count: read.count))
                     }
                     lanes[i].next = 0
@@ -197,13 +200,13 @@ public final class BusPoller: @unchecked Sendable {
                 serve(&lanes, until: deadline + period / 2, watchKick: true,
                       takeBy: together ? deadline - max(2_000_000, period / 20) : 0) { lanes in
                     if takeKick() { handedOver = true }
-                    return handedOver || lanes.allSatisfy { !$0.active || !$0.isReading }
+                    return handedOver || Self.noneReading(lanes)
                 }
                 if handedOver || !reading { break }
             }
             if reading { lead.record(readAt: readAt, done: now()) }
             // Every endpoint read this round and none failed: the cycle may start now.
-            if startsCycles, !handedOver, readThisRound.allSatisfy({ $0 }), lanes.allSatisfy(\.active) {
+            if startsCycles, !handedOver, !readThisRound.contains(false), Self.allActive(lanes) {
                 let current = now()
                 if current < deadline { phase.readingsIn(for: deadline, at: current) }
             }
@@ -276,8 +279,9 @@ public final class BusPoller: @unchecked Sendable {
 
     /// Sends the next request of endpoint `i`'s queue, if any.
     private func start(_ lanes: inout [Lane], _ i: Int) {
+        let endpoint = endpoints[i]
         guard lanes[i].active, lanes[i].pending == nil, lanes[i].next < lanes[i].queue.count,
-              let connection = endpoints[i].pollerConnection else { return }
+              let connection = endpoint.pollerConnection else { return }
         let n = lanes[i].next
         lanes[i].next += 1
         do throws(ModbusError) {
@@ -285,10 +289,10 @@ public final class BusPoller: @unchecked Sendable {
             switch lanes[i].queue[n] {
             case .read(let d, let address, let count):
                 lanes[i].pending = (.read(device: d, address: address, count: count),
-                                    try connection.beginRead(unit: endpoints[i].devices[d].unitID, at: address, count: count))
+                                    try connection.beginRead(unit: endpoint.devices[d].unitID, at: address, count: count))
             case .write(let d, let address, let values, let last):
                 lanes[i].pending = (.write(device: d, address: address, count: values.count, last: last),
-                                    try connection.beginWrite(unit: endpoints[i].devices[d].unitID, at: address, values))
+                                    try connection.beginWrite(unit: endpoint.devices[d].unitID, at: address, values))
             }
         } catch {
             release(&lanes, i, failure: (device(lanes[i].queue[n]), SunSpecError(code: error.code, message: error.message)))
@@ -392,24 +396,28 @@ public final class BusPoller: @unchecked Sendable {
 
     /// Takes what arrived for endpoint `i`'s request in flight.
     private func answer(_ lanes: inout [Lane], _ i: Int) {
-        guard i >= 0, let pending = lanes[i].pending, let connection = endpoints[i].pollerConnection else { return }
+        guard i >= 0, let pending = lanes[i].pending else { return }
+        let endpoint = endpoints[i]
+        guard let connection = endpoint.pollerConnection else { return }
         let d = device(pending.flight)
         do {
-            guard let reply = try connection.collect(pending.exchange, wait: false) else { return }
+            // The answer is decoded where it arrived: a read's registers into the poller's own
+            // array, a write's echo checked in the receive buffer.
+            let complete = switch pending.flight {
+            case .read(_, _, let count): try connection.collectRegisters(pending.exchange, count: count, into: &words)
+            case .write(_, let address, let count, _): try connection.collectEcho(pending.exchange, address: address, count: count)
+            }
+            guard complete else { return }
             lanes[i].pending = nil
             lanes[i].roundTrip = now() - pending.exchange.started
             switch pending.flight {
-            case .read(_, let address, let count):
-                guard let words = ModbusConnection.registers(reply, count: count) else {
-                    throw connection.malformedAnswer(pending.exchange)
-                }
-                try endpoints[i].pollAnswered(d, address: address, words: words)
-            case .write(_, let address, let count, let last):
-                guard ModbusConnection.echoes(reply, address: address, count: count) else { throw connection.malformedAnswer(pending.exchange) }
-                if let last { endpoints[i].written(d, setpoint: last.setpoint, rearm: last.rearm) }
+            case .read(_, let address, _):
+                try endpoint.pollAnswered(d, address: address, words: words)
+            case .write(_, _, _, let last):
+                if let last { endpoint.written(d, setpoint: last.setpoint, rearm: last.rearm) }
             }
             start(&lanes, i)
-            if lanes[i].idle { endpoints[i].countRequests() }
+            if lanes[i].idle { endpoint.countRequests() }
         } catch let error as ModbusError {
             release(&lanes, i, failure: (d, SunSpecError(code: error.code, message: error.message)))
         } catch let error as SunSpecError {
@@ -420,12 +428,34 @@ public final class BusPoller: @unchecked Sendable {
     }
 
     private func now() -> Int64 { MonotonicClock.now().nanoseconds }
+
+    // Questions over every lane, asked at each wake-up of a round. Index loops: a sequence
+    // algorithm's iterator would hand each lane over as a copy (a retain of its queue, per lane).
+    private static func anyActive(_ lanes: borrowing [Lane]) -> Bool {
+        for i in lanes.indices where lanes[i].active { return true }
+        return false
+    }
+
+    private static func allActive(_ lanes: borrowing [Lane]) -> Bool {
+        for i in lanes.indices where !lanes[i].active { return false }
+        return true
+    }
+
+    private static func noneReading(_ lanes: borrowing [Lane]) -> Bool {
+        for i in lanes.indices where lanes[i].active && lanes[i].isReading { return false }
+        return true
+    }
 }
 
 extension BusPoller.Lane {
     /// True while a read of this round is queued or in flight.
     var isReading: Bool {
         if let pending, case .read = pending.flight { return true }
-        return queue[next...].contains { if case .read = $0 { true } else { false } }
+        var k = next
+        while k < queue.count {
+            if case .read = queue[k] { return true }
+            k += 1
+        }
+        return false
     }
 }

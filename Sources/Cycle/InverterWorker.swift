@@ -437,7 +437,7 @@ public final class InverterWorker: @unchecked Sendable {
     /// Records that device `index`'s planned writes all went through.
     func written(_ index: Int, setpoint: Watts, rearm: Bool) {
         states[index].lastWritten = setpoint
-        states[index].lastPlain = states[index].plannedPlain
+        states[index].lastPlain = states[index].plannedPlain.take()  // moved, not copied
         states[index].refusalLogged = false
         if rearm { states[index].lastArmedAt = now() }
     }

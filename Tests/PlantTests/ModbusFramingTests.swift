@@ -1,4 +1,5 @@
 import Fieldbus
+import Glibc
 import Plant
 import Testing
 
@@ -119,5 +120,47 @@ struct ModbusFramingTests {
         #expect(connection.requestCount == sent)
         let marker = try collected(connection, try connection.beginRead(unit: 1, at: SunSpecImage.base, count: 2))
         #expect(ModbusConnection.registers(marker, count: 2) == [0x5375, 0x6E53])
+    }
+
+    /// Waits (poll on the connection's socket, 2 s at most) until `take` says the answer is in.
+    private func takenInPlace(_ connection: ModbusConnection, _ take: () throws -> Bool) throws -> Bool {
+        for _ in 0..<200 {
+            if try take() { return true }
+            var fd = pollfd(fd: connection.socket, events: Int16(POLLIN), revents: 0)
+            _ = poll(&fd, 1, 10)
+        }
+        return false
+    }
+
+    @Test("answers taken in place (collectRegisters, collectEcho): the same registers as the array path, and a length or echo that does not match is MODBUS_BAD_RESPONSE")
+    func answersTakenInPlace() throws {
+        let (server, connection) = try connected()
+        defer { server.stop() }
+        let base = SunSpecImage.base
+        let reference = try #require(ModbusConnection.registers(
+            try collected(connection, try connection.beginRead(unit: 1, at: base + 4, count: 32)), count: 32))
+        // The array is refilled: what it held before is replaced, not appended to.
+        var words: [UInt16] = [1, 2, 3]
+        let read = try connection.beginRead(unit: 1, at: base + 4, count: 32)
+        #expect(try takenInPlace(connection) { try connection.collectRegisters(read, count: 32, into: &words) })
+        #expect(words == reference)
+        // A short read after the long one, into the same array: "SunS" and nothing else.
+        let marker = try connection.beginRead(unit: 1, at: base, count: 2)
+        #expect(try takenInPlace(connection) { try connection.collectRegisters(marker, count: 2, into: &words) })
+        #expect(words == [0x5375, 0x6E53])
+        let write = try connection.beginWrite(unit: 1, at: base + 4, reference)
+        #expect(try takenInPlace(connection) { try connection.collectEcho(write, address: base + 4, count: 32) })
+
+        let bad = { (error: any Error) in (error as? ModbusError)?.code == "MODBUS_BAD_RESPONSE" }
+        // An answer of 2 registers taken as if 3 were asked: refused, the array left as it was.
+        let short = try connection.beginRead(unit: 1, at: base, count: 2)
+        #expect { _ = try self.takenInPlace(connection) { try connection.collectRegisters(short, count: 3, into: &words) } } throws: { bad($0) }
+        #expect(words == [0x5375, 0x6E53])
+        // The session settles after a malformed answer (the worker's path does it before its next
+        // request), then serves the next request.
+        #expect(try connection.readRegisters(unit: 1, at: base, count: 2) == [0x5375, 0x6E53])
+        // A write's echo checked against another address: refused.
+        let other = try connection.beginWrite(unit: 1, at: base + 4, reference)
+        #expect { _ = try self.takenInPlace(connection) { try connection.collectEcho(other, address: base + 5, count: 32) } } throws: { bad($0) }
     }
 }

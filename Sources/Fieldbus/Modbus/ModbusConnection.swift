@@ -101,6 +101,10 @@ public final class ModbusConnection: RegisterAccess {
             throw ModbusError.from(errno: errno, doing: "creating a Modbus context for \(endpoint)")
         }
         context = created
+        inbound = .allocate(capacity: Self.frameCapacity)
+        inbound.initialize(repeating: 0, count: Self.frameCapacity)
+        outbound = .allocate(capacity: Self.frameCapacity)
+        outbound.initialize(repeating: 0, count: Self.frameCapacity)
         let micros = max(1000, timeout.nanosecondsClamped / 1000)
         timeoutNanoseconds = micros * 1000
         modbus_set_response_timeout(context, UInt32(micros / 1_000_000), UInt32(micros % 1_000_000))
@@ -110,6 +114,8 @@ public final class ModbusConnection: RegisterAccess {
     deinit {
         if isConnected { modbus_close(context) }
         modbus_free(context)
+        inbound.deallocate()
+        outbound.deallocate()
     }
 
     /// Opens the TCP connection or the serial line.
@@ -176,9 +182,7 @@ public final class ModbusConnection: RegisterAccess {
         let started = MonotonicClockReading.now()
         if case .tcp = endpoint {
             let pending = try frameRead(unit: unit, at: address, count: count)
-            let reply = try exchange(pending)
-            guard let words = Self.registers(reply, count: count) else { throw malformed(pending.label.description) }
-            values = words
+            guard Self.decode(try exchange(pending), count: count, into: &values) else { throw malformed(pending.label.description) }
         } else {
             requestCount &+= 1
             let result = modbus_read_registers(context, Int32(address), Int32(count), &values)
@@ -246,12 +250,16 @@ public final class ModbusConnection: RegisterAccess {
     /// The longest PDU a Modbus frame carries (the 256-byte serial frame less address and CRC; TCP
     /// keeps the same limit).
     static let maxPDU = 253
-    /// Receive buffer for TCP answers (an MBAP header and at most `maxPDU` bytes of PDU) and how
-    /// much of it holds bytes not yet consumed.
-    private var inbound = [UInt8](repeating: 0, count: 7 + maxPDU)
+    /// An MBAP header and the longest PDU.
+    static let frameCapacity = 7 + maxPDU
+    /// Receive buffer for TCP answers (`frameCapacity` bytes) and how much of it holds bytes not
+    /// yet consumed. Owned by the connection (allocated once, freed in `deinit`): reading and
+    /// writing it needs neither a uniqueness check nor an exclusivity check per byte, as an array
+    /// property would.
+    private let inbound: UnsafeMutablePointer<UInt8>
     private var inboundCount = 0
-    /// Send buffer for TCP requests (`begin`), the same size.
-    private var outbound = [UInt8](repeating: 0, count: 7 + maxPDU)
+    /// Send buffer for TCP requests (`begin`), the same size and kind.
+    private let outbound: UnsafeMutablePointer<UInt8>
     /// When the last TCP request was sent (monotonic ns).
     private var lastSentAt: Int64 = 0
     /// Half of Linux's shortest delayed-ACK timeout (TCP_DELACK_MIN, 40 ms): a request sent sooner
@@ -344,7 +352,7 @@ public final class ModbusConnection: RegisterAccess {
     /// The frame of every request: MBAP header, then the PDU of `size` bytes that `pdu` writes
     /// from index 7 of the connection's own send buffer (no allocation per request).
     private func begin(unit: Int, size pduSize: Int, _ label: ModbusRequestLabel,
-                       _ pdu: (inout [UInt8]) -> Void) throws(ModbusError) -> Pending {
+                       _ pdu: (UnsafeMutablePointer<UInt8>) -> Void) throws(ModbusError) -> Pending {
         guard case .tcp = endpoint, isConnected, settleFrom == nil else {
             throw ModbusError(code: "MODBUS_CONNECTION_LOST", message: "\(label) on \(endpoint): session not ready")
         }
@@ -362,7 +370,7 @@ public final class ModbusConnection: RegisterAccess {
         outbound[4] = UInt8(length >> 8)
         outbound[5] = UInt8(length & 0xFF)
         outbound[6] = UInt8(truncatingIfNeeded: unit)
-        pdu(&outbound)
+        pdu(outbound)
         let size = 7 + pduSize
         let started = MonotonicClockReading.now()
         requestCount &+= 1
@@ -376,7 +384,7 @@ public final class ModbusConnection: RegisterAccess {
             _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_QUICKACK, &held, socklen_t(4))
         }
         lastSentAt = started
-        let sent = outbound.withUnsafeBytes { send(fd, $0.baseAddress, size, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+        let sent = send(fd, outbound, size, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
         guard sent == size else { throw failure(label.description, errno: sent < 0 ? errno : EIO) }
         return Pending(unit: unit, function: outbound[7], transaction: transaction, label: label,
                        deadline: started + timeoutNanoseconds, started: started)
@@ -388,17 +396,43 @@ public final class ModbusConnection: RegisterAccess {
     /// skipped; an exception answer, a wrong unit or function, a short or overlong frame are errors
     /// with the same codes as libmodbus's (`ModbusError.from`).
     public func collect(_ pending: Pending, wait: Bool) throws(ModbusError) -> [UInt8]? {
+        guard let pdu = try receive(pending, wait: wait) else { return nil }
+        return Array(pdu)
+    }
+
+    /// Takes what has arrived for the 0x03 request `pending` like `collect(_:wait:)`, without
+    /// waiting: true once the answer is complete, its `count` registers then in `words` (replaced,
+    /// in the array's own storage: no allocation when it has the capacity). An answer whose length
+    /// does not match `count` is `MODBUS_BAD_RESPONSE`.
+    public func collectRegisters(_ pending: Pending, count: Int, into words: inout [UInt16]) throws(ModbusError) -> Bool {
+        guard let pdu = try receive(pending, wait: false) else { return false }
+        guard Self.decode(pdu, count: count, into: &words) else { throw malformed(pending.label.description) }
+        return true
+    }
+
+    /// Takes what has arrived for the 0x10 request `pending` like `collect(_:wait:)`, without
+    /// waiting: true once the answer is complete and echoes `address` and `count`; any other
+    /// answer is `MODBUS_BAD_RESPONSE`.
+    public func collectEcho(_ pending: Pending, address: Int, count: Int) throws(ModbusError) -> Bool {
+        guard let pdu = try receive(pending, wait: false) else { return false }
+        guard Self.echoes(pdu, address: address, count: count) else { throw malformed(pending.label.description) }
+        return true
+    }
+
+    /// `collect`'s work: the answer's PDU where it lies in the receive buffer (valid until the
+    /// connection's next receive), or nil while incomplete.
+    private func receive(_ pending: Pending, wait: Bool) throws(ModbusError) -> UnsafeBufferPointer<UInt8>? {
         let fd = modbus_get_socket(context)
         while true {
             // A whole frame in the buffer: check it, or skip it when it answers another request.
             if inboundCount >= 7 {
                 let size = 6 + (Int(inbound[4]) << 8 | Int(inbound[5]))
-                guard inbound[2] == 0, inbound[3] == 0, size >= 8, size <= inbound.count else { throw malformed(pending.label.description) }
+                guard inbound[2] == 0, inbound[3] == 0, size >= 8, size <= Self.frameCapacity else { throw malformed(pending.label.description) }
                 if inboundCount >= size {
                     let id = UInt16(inbound[0]) << 8 | UInt16(inbound[1])
                     if id != pending.transaction {
                         let rest = inboundCount - size
-                        inbound.withUnsafeMutableBufferPointer { b in _ = memmove(b.baseAddress!, b.baseAddress! + size, rest) }
+                        _ = memmove(inbound, inbound + size, rest)
                         inboundCount = rest
                         continue
                     }
@@ -411,14 +445,11 @@ public final class ModbusConnection: RegisterAccess {
                     }
                     guard function == pending.function else { throw malformed(pending.label.description) }
                     lastRoundTrip = .nanoseconds(MonotonicClockReading.now() - pending.started)
-                    return Array(inbound[7..<size])
+                    return UnsafeBufferPointer(start: inbound + 7, count: size - 7)
                 }
             }
             if wait, MonotonicClockReading.now() > pending.deadline { throw failure(pending.label.description, errno: ETIMEDOUT) }
-            let have = inboundCount
-            let received = inbound.withUnsafeMutableBytes {
-                recv(fd, $0.baseAddress! + have, $0.count - have, wait ? 0 : Int32(MSG_DONTWAIT))
-            }
+            let received = recv(fd, inbound + inboundCount, Self.frameCapacity - inboundCount, wait ? 0 : Int32(MSG_DONTWAIT))
             if received > 0 {
                 inboundCount += received
             } else if received == 0 {
@@ -438,19 +469,34 @@ public final class ModbusConnection: RegisterAccess {
 
     /// The registers of a 0x03 answer, or nil when its length does not match `count`.
     public static func registers(_ reply: [UInt8], count: Int) -> [UInt16]? {
-        guard reply.count == 2 + 2 * count, Int(reply[1]) == 2 * count else { return nil }
-        return (0..<count).map { UInt16(reply[2 + 2 * $0]) << 8 | UInt16(reply[3 + 2 * $0]) }
+        var words: [UInt16] = []
+        return reply.withUnsafeBufferPointer { decode($0, count: count, into: &words) } ? words : nil
     }
 
     /// True when `reply` is the echo of a 0x10 request writing `count` registers at `address`.
     public static func echoes(_ reply: [UInt8], address: Int, count: Int) -> Bool {
-        reply.count == 5 && Int(reply[1]) << 8 | Int(reply[2]) == address && Int(reply[3]) << 8 | Int(reply[4]) == count
+        reply.withUnsafeBufferPointer { echoes($0, address: address, count: count) }
     }
 
-    /// Waits for the answer's PDU of a request just sent: as a rule, one receive.
-    private func exchange(_ pending: Pending) throws(ModbusError) -> [UInt8] {
+    /// The one decoder of a 0x03 answer's PDU: its `count` registers replace `words`' contents;
+    /// false (and `words` untouched) when the PDU's length does not match `count`.
+    private static func decode(_ pdu: UnsafeBufferPointer<UInt8>, count: Int, into words: inout [UInt16]) -> Bool {
+        guard pdu.count == 2 + 2 * count, Int(pdu[1]) == 2 * count else { return false }
+        words.removeAll(keepingCapacity: true)
+        for k in 0..<count { words.append(UInt16(pdu[2 + 2 * k]) << 8 | UInt16(pdu[3 + 2 * k])) }
+        return true
+    }
+
+    /// The one check of a 0x10 answer's PDU: it echoes the request's address and quantity.
+    private static func echoes(_ pdu: UnsafeBufferPointer<UInt8>, address: Int, count: Int) -> Bool {
+        pdu.count == 5 && Int(pdu[1]) << 8 | Int(pdu[2]) == address && Int(pdu[3]) << 8 | Int(pdu[4]) == count
+    }
+
+    /// Waits for the answer's PDU of a request just sent (as a rule, one receive); it lies in the
+    /// receive buffer until the next receive.
+    private func exchange(_ pending: Pending) throws(ModbusError) -> UnsafeBufferPointer<UInt8> {
         while true {
-            if let reply = try collect(pending, wait: true) { return reply }
+            if let pdu = try receive(pending, wait: true) { return pdu }
         }
     }
 

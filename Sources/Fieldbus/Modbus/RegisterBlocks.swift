@@ -15,6 +15,8 @@ public struct PrefetchedRegisters: RegisterAccess {
         guard start >= 0, count >= 0, start + count <= words.count else {
             throw ModbusError(code: "MODBUS_INVALID_REQUEST", message: "read of \(count) registers at \(address) outside the block read")
         }
+        // The whole block (a poll answer read as it was asked): shared, not copied.
+        if start == 0, count == words.count { return words }
         return Array(words[start..<(start + count)])
     }
 

@@ -106,8 +106,13 @@ public struct SunSpecInverter: Sendable {
                 throw SunSpecError(code: "MODBUS_BAD_RESPONSE",
                                    message: "model \(measurement.id): \(words.count) registers for \(span.count)")
             }
-            // Offsets count from ID: pad the registers before the span so the point offsets apply.
-            block = SunSpecBlock(model: measurement, words: [UInt16](repeating: 0, count: span.lowerBound) + words)
+            // Offsets count from ID: pad the registers before the span so the point offsets apply
+            // (one array, built to its size).
+            var padded = [UInt16]()
+            padded.reserveCapacity(span.upperBound + 1)
+            padded.append(contentsOf: repeatElement(0, count: span.lowerBound))
+            padded.append(contentsOf: words)
+            block = SunSpecBlock(model: measurement, words: padded)
         } catch {
             throw SunSpecError(wrapping: error)
         }
