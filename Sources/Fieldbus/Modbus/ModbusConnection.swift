@@ -500,9 +500,6 @@ public final class ModbusConnection: RegisterAccess {
         }
     }
 
-    /// The malformed-answer error (`MODBUS_BAD_RESPONSE`); the session settles before its next request.
-    public func malformedAnswer(_ pending: Pending) -> ModbusError { malformed(pending.label.description) }
-
     private func malformed(_ what: String) -> ModbusError {
         failure(what, errno: ModbusError.enobase + 13)  // EMBBADDATA
     }
