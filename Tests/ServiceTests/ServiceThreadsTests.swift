@@ -291,4 +291,39 @@ struct ServiceWakeupTests {
         #expect(stopAgain)
         #expect(!wakeup.drain())
     }
+
+    @Test("the control server sleeps until a client, its idle timeout or stop() wakes it: no fixed tick")
+    func serverSleeps() throws {
+        let path = NSTemporaryDirectory() + "bessd-server-\(getpid()).sock"
+        var limits = ServiceServer.Limits()
+        limits.idleTimeout = .seconds(1)
+        let server = try ServiceServer(controlPath: path, metricsAddress: nil, limits: limits, appliedGeneration: { 0 },
+                                       handleControl: { _, _ in .now(["ok": true]) }, renderMetrics: { "" })
+        server.start()
+        // A client that says nothing is closed at its idle timeout: the peer reads end of file.
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { b in for (i, c) in path.utf8.enumerated() { b[i] = c } }
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        #expect(rc == 0)
+        #expect(waitFor(seconds: 5) { server.evicted.load(ordering: .relaxed) == 1 }, "the idle client was not closed")
+        var byte: UInt8 = 0
+        #expect(recv(fd, &byte, 1, 0) == 0, "the client did not see its connection closed")
+        // The second it idled cost a handful of wake-ups (the accept, the timeout, a rounding
+        // early), not one every 100 ms as the loop's old fixed tick did (at least 10).
+        let woken = server.wakeups.load(ordering: .relaxed)
+        #expect(woken >= 2 && woken <= 5, "wake-ups: \(woken)")
+        // Nothing open: the loop sleeps without a timeout, and stop() still ends it.
+        let stopped = Atomic<Bool>(false)
+        let stopper = Thread {
+            server.stop()
+            stopped.store(true, ordering: .releasing)
+        }
+        stopper.start()
+        #expect(waitFor(seconds: 5) { stopped.load(ordering: .acquiring) }, "stop() did not end the loop's wait")
+    }
 }
