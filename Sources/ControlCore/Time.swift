@@ -36,11 +36,20 @@ public struct MonotonicInstant: Comparable, Hashable, Sendable, CustomStringConv
 
 extension Duration {
     /// The duration in nanoseconds, clamped to the range of `Int64`.
+    /// Truncated toward zero; `.max`/`.min` from ±9,223,372,036 s on.
+    ///
+    /// One 128-by-64-bit division of the magnitude, not `components`' two 128-bit divisions: the
+    /// cycle asks for it in every staleness check, several times per unit and cycle.
     @inlinable public var nanosecondsClamped: Int64 {
-        let (seconds, attoseconds) = components
-        if seconds >= 9_223_372_036 { return .max }
-        if seconds <= -9_223_372_036 { return .min }
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        let total = attoseconds
+        let negative = total < 0
+        let magnitude = negative ? 0 &- total : total  // Int128.min stays negative: its high word clamps
+        let high = UInt64(truncatingIfNeeded: magnitude >> 64)
+        // A quotient of 2^64 ns or more is far past the clamp (and would not fit the division).
+        guard high < 1_000_000_000 else { return negative ? .min : .max }
+        let ns = UInt64(1_000_000_000).dividingFullWidth((high: high, low: UInt64(truncatingIfNeeded: magnitude))).quotient
+        guard ns < 9_223_372_036_000_000_000 else { return negative ? .min : .max }
+        return negative ? -Int64(ns) : Int64(ns)
     }
 
     /// The duration as floating-point seconds.

@@ -8,6 +8,9 @@ public import Cycle
 /// real inverter integrates the power that inverter measured. Only `bessd`'s composition root
 /// creates one, and only when the configuration simulates something.
 public final class SimulatedSite: SiteIO {
+    /// How old an inverter's measured power may be for the simulated BMS to integrate it (a
+    /// constant: a `Duration` built from an integer is a 128-bit multiplication, per unit and cycle).
+    static let measuredMaxAge = Duration.seconds(3)
     public private(set) var configuration: BessdConfiguration
     /// Every unit's models (used for the units whose devices are simulated).
     public private(set) var units: [SimulatedUnit]
@@ -68,7 +71,7 @@ public final class SimulatedSite: SiteIO {
         for i in units.indices {
             if hardware.inverterSlots[i] != nil {
                 // A real inverter: the simulated BMS integrates what it measured.
-                if let measured = inputs[i].inverter?.value(at: now, maxAge: .seconds(3)) {
+                if let measured = inputs[i].inverter?.value(at: now, maxAge: Self.measuredMaxAge) {
                     units[i].stepBattery(measuredACPowerW: measured.activePower.value, seconds: dt)
                 }
             } else {
@@ -101,7 +104,7 @@ public final class SimulatedSite: SiteIO {
         var battery = 0.0
         for i in units.indices {
             if hardware.inverterSlots[i] != nil {
-                battery += inputs[i].inverter?.value(at: now, maxAge: .seconds(3))?.activePower.value ?? 0
+                battery += inputs[i].inverter?.value(at: now, maxAge: Self.measuredMaxAge)?.activePower.value ?? 0
             } else {
                 battery += units[i].inverter.powerW
             }

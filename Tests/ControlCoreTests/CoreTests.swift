@@ -27,6 +27,39 @@ struct CoreTests {
         #expect(Duration.seconds(fromDouble: 1.5) == .milliseconds(1500))
     }
 
+    @Test("a duration in nanoseconds: truncated toward zero, clamped from ±9,223,372,036 s, as its components give it")
+    func durationNanoseconds() {
+        // The definition by components (two 128-bit divisions), which the fast path must match.
+        func reference(_ d: Duration) -> Int64 {
+            let (seconds, attoseconds) = d.components
+            if seconds >= 9_223_372_036 { return .max }
+            if seconds <= -9_223_372_036 { return .min }
+            return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        }
+        var cases: [Duration] = [
+            .zero, .nanoseconds(1), .nanoseconds(-1), .milliseconds(100), .seconds(3), .seconds(-3), .seconds(900),
+            .seconds(9_223_372_035), .seconds(9_223_372_036), .seconds(-9_223_372_035), .seconds(-9_223_372_036),
+            .nanoseconds(Int64.max), .nanoseconds(Int64.min), .seconds(Int64.max), .seconds(Int64.min),
+            Duration(attoseconds: 999_999_999), Duration(attoseconds: -999_999_999),
+            Duration(attoseconds: 1_000_000_001), Duration(attoseconds: -1_000_000_001),
+            Duration(attoseconds: Int128(1) << 64), Duration(attoseconds: -(Int128(1) << 64)),
+        ]
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        for _ in 0..<2_000 {  // attoseconds of every magnitude up to 2^100, either sign
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let bits = Int(state >> 57) % 101
+            let magnitude = (Int128(state >> 1) << 40 | Int128(state & 0xFF_FFFF_FFFF)) >> (103 - bits)
+            cases.append(Duration(attoseconds: state & 1 == 0 ? magnitude : -magnitude))
+        }
+        for d in cases {
+            #expect(d.nanosecondsClamped == reference(d), "\(d.attoseconds) as")
+        }
+        // Beyond what `components` can give in seconds: clamped all the same.
+        #expect(Duration(attoseconds: Int128.max).nanosecondsClamped == .max)
+        #expect(Duration(attoseconds: Int128.min).nanosecondsClamped == .min)
+        #expect(Duration(attoseconds: Int128.min + 1).nanosecondsClamped == .min)
+    }
+
     @Test("exp matches known values")
     func exponential() {
         let known: [(Double, Double)] = [
