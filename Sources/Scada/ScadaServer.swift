@@ -28,6 +28,11 @@ public final class ScadaServer: @unchecked Sendable {
     private let mapping: UnsafeMutablePointer<modbus_mapping_t>
     private var listener: Int32 = -1
     private let worker = WorkerThread()
+    /// Ends the server's wait at `stop()`: the thread sleeps until a client speaks, the first
+    /// client's idle timeout or `stop()`, not on a fixed tick.
+    private let stopWakeup = Wakeup()
+    /// Times the server's wait returned (tests: an idle server does not tick).
+    let wakeups = Atomic<UInt64>(0)
     private let log: @Sendable (String, String, [String: String]) -> Void
     /// Requests answered, writes accepted and refused, connections refused (allow_from or
     /// max_clients), closed idle.
@@ -106,8 +111,9 @@ public final class ScadaServer: @unchecked Sendable {
                 throw FieldbusError(code: "SCADA_SERIAL_FAILED",
                                     message: "\(line.device): RS-485 mode refused: \(SystemError.text(errno))", errno: errno)
             }
-            // Return from a wait every 100 ms so stop() is noticed.
-            modbus_set_indication_timeout(context, 0, 100_000)
+            // The thread waits for the line's first byte in poll (beside stop()'s eventfd); once a
+            // byte is there, the rest of a request has a second to arrive.
+            modbus_set_indication_timeout(context, 1, 0)
             worker.start { [self] in serveSerial(line.device) }
             return
         }
@@ -122,7 +128,7 @@ public final class ScadaServer: @unchecked Sendable {
     }
 
     public func stop() {
-        worker.stop()
+        worker.stop { [stopWakeup] in stopWakeup.signal() }
     }
 
     /// True when `address` (host byte order) may connect: an `allow_from` network holds it, or
@@ -158,13 +164,20 @@ public final class ScadaServer: @unchecked Sendable {
 
     private func serve() {
         var clients: [Client] = []
+        var fds: [pollfd] = []
+        fds.reserveCapacity(configuration.maxClients + 2)
         var query = [UInt8](repeating: 0, count: 260)
         let header = Int(modbus_get_header_length(context))
         let idleNs = Int64(configuration.idleTimeoutSeconds * 1e9)
         while worker.isRunning {
-            var fds = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0)]
-            fds += clients.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
-            let ready = poll(&fds, nfds_t(fds.count), 100)
+            fds.removeAll(keepingCapacity: true)
+            fds.append(pollfd(fd: stopWakeup.descriptor, events: Int16(POLLIN), revents: 0))
+            fds.append(pollfd(fd: listener, events: Int16(POLLIN), revents: 0))
+            for client in clients { fds.append(pollfd(fd: client.fd, events: Int16(POLLIN), revents: 0)) }
+            let ready = poll(&fds, nfds_t(fds.count), Self.pollTimeout(clients.lazy.map(\.lastActive), idleNs: idleNs,
+                                                                        now: MonotonicClockReading.now()))
+            wakeups.add(1, ordering: .relaxed)
+            if fds[0].revents != 0 { stopWakeup.drain() }
             let now = MonotonicClockReading.now()
             // Idle connections close whether or not anything else happened.
             clients.removeAll { client in
@@ -176,9 +189,9 @@ public final class ScadaServer: @unchecked Sendable {
             }
             connected.store(clients.count, ordering: .relaxed)
             if ready <= 0 { continue }
-            if fds[0].revents & Int16(POLLIN) != 0 { accept(into: &clients, now: now) }
+            if fds[1].revents & Int16(POLLIN) != 0 { accept(into: &clients, now: now) }
             var closed: [Int32] = []
-            for entry in fds.dropFirst() where entry.revents != 0 {
+            for entry in fds.dropFirst(2) where entry.revents != 0 {
                 guard let index = clients.firstIndex(where: { $0.fd == entry.fd }) else { continue }
                 modbus_set_socket(context, entry.fd)
                 let count = modbus_receive(context, &query)
@@ -201,16 +214,40 @@ public final class ScadaServer: @unchecked Sendable {
         listener = -1
     }
 
-    /// The RTU line: one request at a time, as the bus allows.
+    /// How long the server's poll may sleep (ms; -1: until a client, a connection or `stop()` wakes
+    /// it): until the first client's idle timeout runs out, rounded up and 1 ms past so the check
+    /// that follows finds it run out; at most a minute. Nothing else in the server keeps time (a
+    /// command's hold expires in the cycle, not here).
+    static func pollTimeout(_ lastActive: some Sequence<Int64>, idleNs: Int64, now: Int64) -> Int32 {
+        guard let oldest = lastActive.min() else { return -1 }
+        let left = max(0, oldest + idleNs - now)
+        return Int32(min(left / 1_000_000 + 2, 60_000))
+    }
+
+    /// The RTU line: one request at a time, as the bus allows. The thread sleeps in poll on the line
+    /// and `stop()`'s eventfd; a request is read once its first byte is there.
     private func serveSerial(_ device: String) {
         var query = [UInt8](repeating: 0, count: 256)
         let header = Int(modbus_get_header_length(context))
+        let line = modbus_get_socket(context)
         while worker.isRunning {
+            var fds = (pollfd(fd: stopWakeup.descriptor, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: line, events: Int16(POLLIN), revents: 0))
+            let ready = withUnsafeMutableBytes(of: &fds) {
+                poll($0.baseAddress!.assumingMemoryBound(to: pollfd.self), 2, -1)
+            }
+            wakeups.add(1, ordering: .relaxed)
+            if fds.0.revents != 0 { stopWakeup.drain() }
+            guard ready > 0, fds.1.revents != 0, worker.isRunning else { continue }
             let count = modbus_receive(context, &query)
             if count > 0 {
                 answer(query, count: count, header: header, peer: device)
             } else if count < 0, errno != ETIMEDOUT {
                 modbus_flush(context)
+                // A line in error (a hang-up) stays readable: do not spin on it.
+                if fds.1.revents & Int16(POLLHUP | POLLERR) != 0 {
+                    stopWakeup.wait(until: SystemClock.monotonicNanoseconds() + 100_000_000)
+                }
             }
         }
         modbus_close(context)

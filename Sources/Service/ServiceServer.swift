@@ -92,7 +92,7 @@ final class ServiceServer: @unchecked Sendable {
     }
 
     deinit {
-        thread.stop { [stopWakeup] in stopWakeup.signal() }
+        stop()
         for fd in connections.keys { close(fd) }
         for listener in listeners { close(listener.fd) }
         if let controlPath { unlink(controlPath) }

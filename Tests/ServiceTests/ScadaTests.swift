@@ -107,6 +107,26 @@ struct ScadaTests {
         #expect(said.withLock { $0 } == ["SCADA_CLIENT_IDLE"])
     }
 
+    @Test("the server sleeps until a client, its idle timeout or stop() wakes it: no fixed tick")
+    func serverSleeps() throws {
+        let settings = ScadaConfiguration(host: "127.0.0.1", port: 0, idleTimeoutSeconds: 1)
+        let (server, _) = try server(settings)
+        let fd = connect(server.port)
+        defer { close(fd) }
+        #expect(closedByPeer(fd, within: 10))
+        #expect(server.idleClosed.load(ordering: .relaxed) == 1)
+        // The second the client idled cost a handful of wake-ups (the accept, the timeout), not one
+        // every 100 ms as the server's old fixed poll did (at least 10).
+        let woken = server.wakeups.load(ordering: .relaxed)
+        #expect(woken >= 2 && woken <= 5, "wake-ups: \(woken)")
+        #expect(ScadaServer.pollTimeout([Int64](), idleNs: 1_000_000_000, now: 0) == -1)
+        #expect(ScadaServer.pollTimeout([0, 500_000_000], idleNs: 1_000_000_000, now: 250_000_000) == 752)
+        #expect(ScadaServer.pollTimeout([0], idleNs: 1_000_000_000, now: 2_000_000_000) == 2)
+        #expect(ScadaServer.pollTimeout([0], idleNs: 3_600_000_000_000, now: 0) == 60_000)
+        // No client: the server waits without a timeout, and stop() still ends it.
+        #expect(returns(within: 5) { server.stop() }, "stop() did not end the server's wait")
+    }
+
     @Test("max_clients: one connection more than allowed is closed at accept (SCADA_CLIENTS_FULL); the others stay")
     func maxClients() throws {
         let said = Mutex<[String]>([])
@@ -222,6 +242,11 @@ struct ScadaTests {
                                       "\(directory)/scada", "1"])
         #expect((write.out + write.err).lowercased().contains("illegal function"), "\(write.out)\(write.err)")
         #expect(server.writesRefused.load(ordering: .relaxed) == 1)
+        // The line's thread wakes once per request it reads and once for stop() (it sleeps on the
+        // line with no timeout): a line in error or a stray wake-up would show as more.
+        server.stop()
+        let answered = server.answered.load(ordering: .relaxed), woken = server.wakeups.load(ordering: .relaxed)
+        #expect(answered > 0 && woken <= answered + 2, "wake-ups \(woken) for \(answered) requests")
     }
 
     @Test("bessd serves its site: pysunspec2 reads 701 W (−grid power), Hz, 713 SoC and each unit's 802 SoC as bessctl site --json shows them; mbpoll reads the marker and 701 W; a write is refused and logged")

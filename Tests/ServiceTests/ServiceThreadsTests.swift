@@ -25,6 +25,18 @@ func waitFor(seconds: Double = 5, _ condition: () throws -> Bool) rethrows -> Bo
     return try condition()
 }
 
+/// Runs `work` on a thread of its own and waits until it returned or `seconds` pass; returns whether
+/// it returned (a `stop()` that must end a wait with no timeout).
+func returns(within seconds: Double = 5, _ work: @escaping @Sendable () -> Void) -> Bool {
+    let done = Atomic<Bool>(false)
+    let thread = Thread {
+        work()
+        done.store(true, ordering: .releasing)
+    }
+    thread.start()
+    return waitFor(seconds: seconds) { done.load(ordering: .acquiring) }
+}
+
 @Suite("Operator and aggregator through the mailbox and the cycle")
 struct AuthorityTests {
     static func site() throws -> (SiteRunner, SharedState, CycleBody, DispatchIntake) {
@@ -318,12 +330,6 @@ struct ServiceWakeupTests {
         let woken = server.wakeups.load(ordering: .relaxed)
         #expect(woken >= 2 && woken <= 5, "wake-ups: \(woken)")
         // Nothing open: the loop sleeps without a timeout, and stop() still ends it.
-        let stopped = Atomic<Bool>(false)
-        let stopper = Thread {
-            server.stop()
-            stopped.store(true, ordering: .releasing)
-        }
-        stopper.start()
-        #expect(waitFor(seconds: 5) { stopped.load(ordering: .acquiring) }, "stop() did not end the loop's wait")
+        #expect(returns(within: 5) { server.stop() }, "stop() did not end the loop's wait")
     }
 }
