@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make bench: measures bessd against the targets and against what this machine allows, and writes
 # hil/results/benchmarks.md (the table), hil/results/*.png (plots) and hil/results/bench-data/ (raw).
-#   scripts/bench.sh            everything (about 15 minutes on 2 cores, plus the first release build)
+#   scripts/bench.sh            everything (about 50 minutes on 2 cores, plus the release build)
 #   BENCH_QUICK=1 scripts/bench.sh   shorter runs (fewer samples; for trying the script)
 # Numbers live here, never in timed tests. Each measurement is independent: one that cannot run
 # (no real-time priority, no VM for CAN) says so in the table instead of failing the others.
