@@ -19,6 +19,16 @@ public enum SystemClock {
         while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
     }
 
+    /// A `poll` timeout (ms) that sleeps until the monotonic instant `deadline` (ns): rounded up and
+    /// 1 ms past, so the check after the wake-up finds the deadline passed; 0 once it has; at most a
+    /// minute; -1 (no timeout) without a deadline.
+    public static func pollTimeout(untilMonotonic deadline: Int64?, now: Int64 = monotonicNanoseconds()) -> Int32 {
+        guard let deadline else { return -1 }
+        let left = deadline - now
+        if left <= 0 { return 0 }
+        return Int32(min((left + 999_999) / 1_000_000 + 1, 60_000))
+    }
+
     /// Unix time in seconds (UTC), for energy blocks and logs.
     public static func wallClockSeconds() -> Double {
         var ts = timespec()

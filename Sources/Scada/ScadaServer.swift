@@ -215,13 +215,10 @@ public final class ScadaServer: @unchecked Sendable {
     }
 
     /// How long the server's poll may sleep (ms; -1: until a client, a connection or `stop()` wakes
-    /// it): until the first client's idle timeout runs out, rounded up and 1 ms past so the check
-    /// that follows finds it run out; at most a minute. Nothing else in the server keeps time (a
+    /// it): until the first client's idle timeout runs out. Nothing else in the server keeps time (a
     /// command's hold expires in the cycle, not here).
     static func pollTimeout(_ lastActive: some Sequence<Int64>, idleNs: Int64, now: Int64) -> Int32 {
-        guard let oldest = lastActive.min() else { return -1 }
-        let left = max(0, oldest + idleNs - now)
-        return Int32(min(left / 1_000_000 + 2, 60_000))
+        SystemClock.pollTimeout(untilMonotonic: lastActive.min().map { $0 + idleNs }, now: now)
     }
 
     /// The RTU line: one request at a time, as the bus allows. The thread sleeps in poll on the line

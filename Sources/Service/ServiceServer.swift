@@ -141,15 +141,13 @@ final class ServiceServer: @unchecked Sendable {
     /// until a client connects: it used to wake every 100 ms, which at 32 units and 100 ms was
     /// 4 % of bessd's CPU.
     private func pollTimeout(now: MonotonicInstant) -> Int32 {
-        var earliest: Double?
+        var oldest: Int64?
         for connection in connections.values {
             if connection.waiting != nil { return 5 }
-            let left = limits.idleTimeout.secondsDouble - now.seconds(since: connection.lastActivity)
-            earliest = min(earliest ?? left, left)
+            oldest = min(oldest ?? .max, connection.lastActivity.nanoseconds)
         }
-        guard let earliest else { return -1 }
-        // Rounded up (and 1 ms past), so the idle check that follows finds the timeout run out.
-        return Int32(max(0, min((earliest * 1000).rounded(.up) + 1, 60_000)))
+        return SystemClock.pollTimeout(untilMonotonic: oldest.map { $0 + limits.idleTimeout.nanosecondsClamped },
+                                       now: now.nanoseconds)
     }
 
     private func accept(on listener: Int32, kind: Kind, now: MonotonicInstant) {
