@@ -2,6 +2,7 @@
    does not import). Header only: nothing to link. */
 #ifndef BESSD_CLINUX_SHIM_H
 #define BESSD_CLINUX_SHIM_H
+#include <errno.h>
 #include <malloc.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
@@ -54,6 +55,29 @@ static inline int bessd_epoll_ctl(int epoll, int op, int fd, struct bessd_epoll_
 /* epoll_pwait with no signal mask: the call every architecture has. */
 static inline int bessd_epoll_wait(int epoll, struct bessd_epoll_event *events, int capacity, int timeout_ms) {
     return (int)syscall(SYS_epoll_pwait, epoll, events, capacity, timeout_ms, (void *)0, 8UL);
+}
+
+/* The calling thread's CPU affinity, CPUs 0-1023 as 16 64-bit words (sched_getaffinity(2) and
+   sched_setaffinity(2) through the system calls: the C library declares them only under _GNU_SOURCE).
+   Returns 0, or -1 with errno. */
+static inline int bessd_thread_affinity(unsigned long long mask[16]) {
+    for (int i = 0; i < 16; i++) mask[i] = 0;
+    return syscall(SYS_sched_getaffinity, 0, 128UL, mask) < 0 ? -1 : 0;
+}
+/* Pins the calling thread to `cpu` (0-1023). Returns 0, or -1 with errno (EINVAL: not a CPU this
+   process may use). */
+static inline int bessd_pin_thread(int cpu) {
+    unsigned long long mask[16] = {0};
+    if (cpu < 0 || cpu >= 1024) { errno = EINVAL; return -1; }
+    mask[cpu / 64] = 1ULL << (cpu % 64);
+    return (int)syscall(SYS_sched_setaffinity, 0, 128UL, mask);
+}
+/* The calling thread's id (gettid(2)), as /proc/PID/task/TID names it. */
+static inline int bessd_thread_id(void) { return (int)syscall(SYS_gettid); }
+/* Names the calling thread (prctl PR_SET_NAME: at most 15 bytes show, in ps -L, top -H and
+   /proc/PID/task/TID/comm). */
+static inline int bessd_name_thread(const char *name) {
+    return (int)syscall(SYS_prctl, 15 /* PR_SET_NAME */, name, 0UL, 0UL, 0UL);
 }
 
 #endif

@@ -145,9 +145,10 @@ public enum ConfigLoader {
             let priority = rt.int("priority", default: 60, range: 1...99)!
             let lock = rt.bool("lock_memory", default: true)
             let latency = rt.int("cpu_dma_latency_us", range: 0...10_000, unit: "µs")
-            rt.finish(known: "priority, lock_memory, cpu_dma_latency_us")
+            let cpu = decodeCPU(rt, r)
+            rt.finish(known: "priority, lock_memory, cpu_dma_latency_us, cpu")
             realtime = RealtimeSettings(priority: priority, lockMemory: lock,
-                                        cpuDMALatencyMicroseconds: rt.has("cpu_dma_latency_us") ? latency : 0)
+                                        cpuDMALatencyMicroseconds: rt.has("cpu_dma_latency_us") ? latency : 0, cpu: cpu)
         }
         let metrics = top.string("metrics_listen", pattern: { text in
             let parts = text.split(separator: ":")
@@ -417,6 +418,35 @@ public enum ConfigLoader {
     }
 
     /// `mode:` — simulation, hil or hardware. The seed's names for mixed rigs mean `hil`.
+    /// `realtime.cpu`: a CPU number this machine has, `last` (the default) or `none`.
+    static func decodeCPU(_ rt: ConfigReader.Fields, _ r: ConfigReader) -> RealtimeSettings.CPU {
+        guard let node = rt.node("cpu") else { return .last }
+        let machine = CurrentThread.machineCPUs
+        if case .scalar(let scalar) = node {
+            switch scalar.string.lowercased() {
+            case "last": return .last
+            case "none": return .none
+            default: break
+            }
+            if let number = node.int, number >= 0 {
+                if let problem = cpuProblem(number, machineCPUs: machine) {
+                    r.error(node, rt.child("cpu"), problem, got: ConfigReader.shown(node))
+                    return .last
+                }
+                return .index(number)
+            }
+        }
+        r.error(node, rt.child("cpu"), "must be a CPU number (\(cpuList(machine)) here), last or none", got: ConfigReader.shown(node))
+        return .last
+    }
+
+    /// Why CPU `number` cannot be used on a machine of `machineCPUs`, or nil.
+    static func cpuProblem(_ number: Int, machineCPUs: Int) -> String? {
+        number < machineCPUs ? nil : "CPU \(number) does not exist: this machine has \(cpuList(machineCPUs))"
+    }
+
+    static func cpuList(_ machineCPUs: Int) -> String { machineCPUs == 1 ? "CPU 0" : "CPUs 0–\(machineCPUs - 1)" }
+
     static func decodeMode(_ top: ConfigReader.Fields, _ r: ConfigReader) -> RunMode {
         let aliases = ["hardware-in-loop", "hardware_in_loop", "grid-connected-simulation", "grid_connected_simulation"]
         if let name = top.node("mode")?.scalar?.string, aliases.contains(name) {

@@ -54,23 +54,25 @@ public final class BMSWorker: @unchecked Sendable {
 
     /// True while the worker's thread runs its loop (the watchdog checks it).
     public var isAlive: Bool { worker.isAlive }
+    /// The thread's kernel id once it runs (tests read its affinity and policy from /proc).
+    var threadID: Int32 { worker.threadID }
 
     /// Bitrate and restart-ms to set when bessd manages the interface itself.
     let management: (bitrate: Int, restartMs: Int)?
     /// The cycle's schedule, woken when a frame calls for less power (the slot's watch says when).
     let phase: CyclePhase?
-    /// SCHED_FIFO priority for the worker's thread (below the cycle's, as the bus workers'), or nil
-    /// for the default policy. The worker is the first step of the alarm path (a protection frame →
+    /// SCHED_FIFO priority (below the cycle's, as the bus workers') and CPU of the worker's thread, or
+    /// nil for the default policy. The worker is the first step of the alarm path (a protection frame →
     /// an extra cycle → zero on the wire): under the default policy any busy thread could hold it.
-    let priority: Int?
+    let realtime: RealtimeThread?
 
     public init(interface: String, slot: BMSSlot, manage: (bitrate: Int, restartMs: Int)? = nil, phase: CyclePhase? = nil,
-                priority: Int? = nil, log: @escaping @Sendable (String) -> Void) {
+                realtime: RealtimeThread? = nil, log: @escaping @Sendable (String) -> Void) {
         self.interface = interface
         self.slot = slot
         management = manage
         self.phase = phase
-        self.priority = priority
+        self.realtime = realtime
         self.log = log
     }
 
@@ -83,7 +85,8 @@ public final class BMSWorker: @unchecked Sendable {
     }
 
     private func loop() {
-        if let priority, let notice = Realtime.fifo(priority, for: "the CAN worker") { log("\(interface): \(notice)") }
+        CurrentThread.name("bessd-can")
+        if let realtime { for notice in Realtime.enter(realtime, as: "the CAN worker") { log("\(interface): \(notice)") } }
         var decoder = PylontechDecoder()
         var socket: CANSocket?
         var backoff = Backoff(firstNanoseconds: 250_000_000, maximumNanoseconds: 5_000_000_000)

@@ -20,7 +20,8 @@ import Synchronization
 public final class BusPoller: @unchecked Sendable {
     let endpoints: [InverterWorker]
     let phase: CyclePhase
-    let priority: Int?
+    /// SCHED_FIFO priority and CPU of the poller's thread (the workers'), or nil for the default policy.
+    let realtime: RealtimeThread?
     /// True when this poller reads every real device of the site each cycle: it then tells the
     /// cycle the moment all readings for it are in, and the cycle starts then (`CyclePhase`).
     let startsCycles: Bool
@@ -49,15 +50,17 @@ public final class BusPoller: @unchecked Sendable {
 
     /// True while the poller's thread runs its loop (the watchdog checks it).
     public var isAlive: Bool { worker.isAlive }
+    /// The thread's kernel id once it runs (tests read its affinity and policy from /proc).
+    var threadID: Int32 { worker.threadID }
 
     /// - Parameter takesAnswersTogether: nil (bessd) when the poller runs with real-time priority;
     ///   tests set it either way.
-    init(endpoints: [InverterWorker], phase: CyclePhase, priority: Int?, startsCycles: Bool = false,
+    init(endpoints: [InverterWorker], phase: CyclePhase, realtime: RealtimeThread?, startsCycles: Bool = false,
          takesAnswersTogether: Bool? = nil, log: @escaping @Sendable (String) -> Void) {
         self.endpoints = endpoints
         self.takesAnswersTogether = takesAnswersTogether
         self.phase = phase
-        self.priority = priority
+        self.realtime = realtime
         self.startsCycles = startsCycles
         self.log = log
         if startsCycles { phase.enableStartOnReadings() }
@@ -113,13 +116,14 @@ public final class BusPoller: @unchecked Sendable {
     }
 
     private func loop() {
-        var realtime = false
-        if let priority {
-            let notice = Realtime.fifo(priority, for: "the bus poller")
-            if let notice { log("bus poller: \(notice)") }
-            realtime = notice == nil
+        CurrentThread.name("bessd-poller")
+        var isRealtime = false
+        if let realtime {
+            let notices = Realtime.enter(realtime, as: "the bus poller")
+            for notice in notices { log("bus poller: \(notice)") }
+            isRealtime = !notices.contains { $0.contains("SCHED_FIFO") }
         }
-        let together = takesAnswersTogether ?? realtime
+        let together = takesAnswersTogether ?? isRealtime
         var lanes = [Lane](repeating: Lane(), count: endpoints.count)
         // Which endpoints have read in the current round.
         var readThisRound = [Bool](repeating: false, count: endpoints.count)

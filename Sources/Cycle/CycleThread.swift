@@ -14,38 +14,52 @@ public final class CycleThread: @unchecked Sendable {
     let runner: SiteRunner
     public let shared: SharedState
     let periodNanoseconds: Int64
-    let realtime: RealtimeSettings?
+    /// The cycle's priority and CPU (`Realtime.placement`), nil without `realtime:`.
+    let realtime: RealtimeThread?
     private let worker = WorkerThread()
     let heartbeat = Atomic<UInt64>(0)
 
     /// Cycles completed (the watchdog's heartbeat).
     public var cyclesCompleted: UInt64 { heartbeat.load(ordering: .relaxed) }
     /// Notices from applying the real-time settings on the thread itself.
-    private let threadNotice = PILock<String?>(nil)
+    private let threadNotices = PILock<[String]>([])
 
-    public init(runner: SiteRunner, shared: SharedState) {
+    /// - Parameter replacing: the cycle this one replaces after a reload: its priority and CPU
+    ///   stay, as the bus and CAN workers' do (they change at a restart).
+    public init(runner: SiteRunner, shared: SharedState, replacing previous: CycleThread? = nil) {
         self.runner = runner
         self.shared = shared
         periodNanoseconds = Int64(runner.configuration.periodMs) * 1_000_000
-        realtime = runner.configuration.realtime
+        realtime = previous.map(\.realtime) ?? runner.configuration.realtime.map { Realtime.placement($0).cycle }
     }
 
-    /// The notice from making the thread real-time, if it was refused.
-    public var realtimeNotice: String? { threadNotice.withLock { $0 } }
+    /// The notices from making the thread real-time, for each part that was refused.
+    public var realtimeNotices: [String] { threadNotices.withLock { $0 } }
+    /// Where the cycle and its workers run, for the log; nil without `realtime:`.
+    public var realtimePlacement: String? {
+        realtime.map {
+            "the cycle SCHED_FIFO \($0.priority), its bus and CAN workers \(max(1, $0.priority - 1)), "
+                + ($0.cpu.map { "all on CPU \($0)" } ?? "not pinned (realtime.cpu: none)")
+        }
+    }
 
     public func start() {
         worker.start(prefaultedStackBytes: realtime == nil ? nil : 512 * 1024) { [self] in loop() }
     }
 
+    /// The thread's kernel id once it runs (tests read its affinity and policy from /proc).
+    var threadID: Int32 { worker.threadID }
+
     /// Stops after the current cycle.
     public func stop() { worker.stop() }
 
     private func loop() {
+        CurrentThread.name("bessd-cycle")
         var isRealtime = false
         if let realtime {
-            let notice = Realtime.applyToCurrentThread(realtime)
-            threadNotice.withLock { $0 = notice }
-            isRealtime = notice == nil
+            let notices = Realtime.enter(realtime, as: "the cycle")
+            threadNotices.withLock { $0 = notices }
+            isRealtime = !notices.contains { $0.contains("SCHED_FIFO") }
         }
         let body = CycleBody(runner: runner, shared: shared, realtime: isRealtime)
         var deadline = MonotonicClock.now().nanoseconds + periodNanoseconds

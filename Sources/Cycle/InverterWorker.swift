@@ -171,13 +171,15 @@ public final class InverterWorker: @unchecked Sendable {
     let timeout: Duration
     let revertSeconds: Int
     let phase: CyclePhase?
-    /// SCHED_FIFO priority for the worker's thread (below the cycle's), or nil for the default policy.
-    let priority: Int?
+    /// SCHED_FIFO priority (below the cycle's) and CPU of the worker's thread, or nil for the default policy.
+    let realtime: RealtimeThread?
     let log: @Sendable (String) -> Void
     private let worker = WorkerThread()
 
     /// True while the worker's thread runs its loop (the watchdog checks it).
     public var isAlive: Bool { worker.isAlive }
+    /// The thread's kernel id once it runs (tests read its affinity and policy from /proc).
+    var threadID: Int32 { worker.threadID }
     private let wake = Wakeup()
     private let counters = PILock(Counters())
 
@@ -202,7 +204,7 @@ public final class InverterWorker: @unchecked Sendable {
     ///     (tests driving the runner by hand), it polls on its own period.
     /// - Parameter staticsEvery: how often static values are re-read (a minute; tests shorten it).
     public init(endpoint: ModbusEndpoint, devices: [Device], period: Duration, timeout: Duration, revertSeconds: Int,
-                phase: CyclePhase? = nil, priority: Int? = nil, staticsEvery: Duration = .seconds(60),
+                phase: CyclePhase? = nil, realtime: RealtimeThread? = nil, staticsEvery: Duration = .seconds(60),
                 log: @escaping @Sendable (String) -> Void) {
         self.staticsEvery = staticsEvery.nanosecondsClamped
         self.endpoint = endpoint
@@ -211,7 +213,7 @@ public final class InverterWorker: @unchecked Sendable {
         self.timeout = timeout
         self.revertSeconds = revertSeconds
         self.phase = phase
-        self.priority = priority
+        self.realtime = realtime
         self.log = log
     }
 
@@ -293,7 +295,8 @@ public final class InverterWorker: @unchecked Sendable {
     }
 
     private func loop() {
-        if let priority, let notice = Realtime.fifo(priority, for: "the bus worker") { log("\(endpoint): \(notice)") }
+        CurrentThread.name("bessd-bus")
+        if let realtime { for notice in Realtime.enter(realtime, as: "the bus worker") { log("\(endpoint): \(notice)") } }
         states = devices.map { _ in DeviceState() }
         link = Link()
         let periodNs = max(10_000_000, period.nanosecondsClamped)

@@ -29,14 +29,38 @@ package enum Realtime {
         return (notices, fd)
     }
 
-    /// Makes the calling thread (the cycle) SCHED_FIFO at `priority`; returns a notice when not permitted.
-    package static func applyToCurrentThread(_ settings: RealtimeSettings) -> String? {
-        fifo(settings.priority, for: "the cycle")
+    /// Where the cycle and the threads that feed it run: the cycle at `priority`, the bus poller, bus
+    /// workers and CAN workers one below it, all on one CPU (`realtime.cpu`; nil: not pinned).
+    /// Resolved once, from the calling thread's affinity (the process's, before any thread pins
+    /// itself), so every thread gets the same CPU.
+    /// - Parameter allowed: the CPUs this process may run on (nil: ask the kernel).
+    package static func placement(_ settings: RealtimeSettings, allowed: [Int]? = nil)
+        -> (cycle: RealtimeThread, workers: RealtimeThread)
+    {
+        let cpu: Int?
+        switch settings.cpu {
+        case .none: cpu = nil
+        case .index(let index): cpu = index
+        case .last: cpu = (allowed ?? CurrentThread.allowedCPUs()).last
+        }
+        return (RealtimeThread(priority: settings.priority, cpu: cpu),
+                RealtimeThread(priority: settings.workerPriority, cpu: cpu))
+    }
+
+    /// Makes the calling thread SCHED_FIFO at its priority and pins it to its CPU; returns a notice
+    /// naming `thread` for each part that was refused (the thread then runs without it).
+    package static func enter(_ placement: RealtimeThread, as thread: String) -> [String] {
+        var notices: [String] = []
+        if let notice = fifo(placement.priority, for: thread) { notices.append(notice) }
+        if let cpu = placement.cpu, let error = CurrentThread.pin(toCPU: cpu) {
+            notices.append("REALTIME_DEGRADED: cannot pin \(thread) to CPU \(cpu) (\(SystemError.text(error))); it runs on "
+                           + "CPUs \(CurrentThread.allowedCPUs().map(String.init).joined(separator: ","))")
+        }
+        return notices
     }
 
     /// Makes the calling thread SCHED_FIFO at `priority`; returns a notice naming `thread` when not
-    /// permitted (it then runs SCHED_OTHER). The cycle, the bus poller, the bus workers and the CAN
-    /// workers each call it at the start of their loop.
+    /// permitted (it then runs SCHED_OTHER).
     package static func fifo(_ priority: Int, for thread: String) -> String? {
         var parameters = sched_param(sched_priority: Int32(priority))
         let result = pthread_setschedparam(pthread_self(), SCHED_FIFO, &parameters)
@@ -45,5 +69,15 @@ package enum Realtime {
                 + "\(thread) runs SCHED_OTHER (grant CAP_SYS_NICE or LimitRTPRIO)"
         }
         return nil
+    }
+}
+
+/// A real-time thread's place: its SCHED_FIFO priority and the CPU it is pinned to (nil: any).
+public struct RealtimeThread: Sendable, Equatable {
+    public var priority: Int
+    public var cpu: Int?
+    public init(priority: Int, cpu: Int? = nil) {
+        self.priority = priority
+        self.cpu = cpu
     }
 }

@@ -71,12 +71,14 @@ public final class HardwareSite: SiteIO {
         }
         inverterSlots = configuration.units.map { configuration.isSimulated(inverterOf: $0) ? nil : InverterSlot() }
         meterSlot = configuration.site.meter != nil && !configuration.meterSimulated ? InverterSlot() : nil
-        workers = Self.makeWorkers(configuration, slots: inverterSlots, meter: meterSlot, phase: phase, output: output)
+        let placement = configuration.realtime.map { Realtime.placement($0) }
+        workers = Self.makeWorkers(configuration, slots: inverterSlots, meter: meterSlot, phase: phase,
+                                   realtime: placement?.workers, output: output)
         let tcp = workers.filter { if case .tcp = $0.endpoint { true } else { false } }
         let pollerLog = UncheckedOutput(output)
         // When the poller reads every real Modbus device (no serial line), the cycle starts as
         // soon as its readings are in; otherwise it keeps its deadline.
-        poller = tcp.isEmpty ? nil : BusPoller(endpoints: tcp, phase: phase, priority: configuration.realtime?.workerPriority,
+        poller = tcp.isEmpty ? nil : BusPoller(endpoints: tcp, phase: phase, realtime: placement?.workers,
                                                startsCycles: tcp.count == workers.count) {
             pollerLog.write($0)
         }
@@ -86,7 +88,7 @@ public final class HardwareSite: SiteIO {
             slot.map {
                 BMSWorker(interface: unit.bms.interface, slot: $0,
                           manage: unit.bms.manageInterface ? (unit.bms.bitrate, unit.bms.restartMs) : nil, phase: phase,
-                          priority: configuration.realtime?.workerPriority) { log.write($0) }
+                          realtime: placement?.workers) { log.write($0) }
             }
         }
         // A BMS on CAN may wake the cycle: a frame that calls for less power is acted on as it
@@ -98,7 +100,7 @@ public final class HardwareSite: SiteIO {
     /// One worker per Modbus TCP endpoint or serial line, serving every unit id on it (the site
     /// meter's too, when it shares one).
     static func makeWorkers(_ c: BessdConfiguration, slots: [InverterSlot?], meter: InverterSlot? = nil, phase: CyclePhase,
-                            output: @escaping (String) -> Void)
+                            realtime: RealtimeThread? = nil, output: @escaping (String) -> Void)
         -> [InverterWorker]
     {
         var groups: [(ModbusEndpoint, Int, [InverterWorker.Device])] = []
@@ -129,7 +131,7 @@ public final class HardwareSite: SiteIO {
         return groups.map { endpoint, timeoutMs, devices in
             InverterWorker(endpoint: endpoint, devices: devices, period: .milliseconds(c.periodMs),
                            timeout: .milliseconds(timeoutMs), revertSeconds: 10, phase: phase,
-                           priority: c.realtime?.workerPriority) { log.write($0) }
+                           realtime: realtime) { log.write($0) }
         }
     }
 

@@ -1,3 +1,4 @@
+import BessSystem
 import Glibc
 import Synchronization
 
@@ -12,6 +13,7 @@ import Synchronization
 public final class WorkerThread: @unchecked Sendable {
     private let running = Atomic<Bool>(false)
     private let inBody = Atomic<Bool>(false)
+    private let kernelID = Atomic<Int32>(0)
     private var thread: pthread_t?
 
     public init() {}
@@ -23,12 +25,18 @@ public final class WorkerThread: @unchecked Sendable {
     /// reads it: a bus worker whose loop has ended is a dead worker.
     public var isAlive: Bool { inBody.load(ordering: .acquiring) }
 
+    /// The thread's kernel id (/proc/PID/task/TID) once its body runs; 0 before.
+    public var threadID: Int32 { kernelID.load(ordering: .acquiring) }
+
     /// Runs `body` on a new thread. With `prefaultedStackBytes`, the thread runs on a stack of that
     /// size that is mapped, touched and (where permitted) locked before it starts, so the cycle never
     /// takes a page fault on its stack.
     public func start(prefaultedStackBytes: Int? = nil, _ body: @escaping @Sendable () -> Void) {
         running.store(true, ordering: .relaxed)
-        let box = Unmanaged.passRetained(Box(body) { [self] in inBody.store(false, ordering: .releasing) })
+        let box = Unmanaged.passRetained(Box({ [self] in
+            kernelID.store(CurrentThread.id, ordering: .releasing)
+            body()
+        }) { [self] in inBody.store(false, ordering: .releasing) })
         var tid = pthread_t()
         var attributes = pthread_attr_t()
         pthread_attr_init(&attributes)

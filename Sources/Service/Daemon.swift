@@ -234,7 +234,10 @@ public final class Daemon {
         // The first cycles publish before READY, so status and the watchdog see a running cycle.
         let firstCycles = MonotonicClock.now() + .seconds(2)
         while cycle.cyclesCompleted < 2, MonotonicClock.now() < firstCycles { usleep(5_000) }
-        if let notice = cycle.realtimeNotice { logger.warning("\(notice)", metadata: ["BESS_CODE": "REALTIME_DEGRADED"]) }
+        for notice in cycle.realtimeNotices { logger.warning("\(notice)", metadata: ["BESS_CODE": "REALTIME_DEGRADED"]) }
+        if let placement = cycle.realtimePlacement {
+            logger.notice("real-time: \(placement)")
+        }
         let startLine = "bessd \(BessdVersion.string) started: mode \(configuration.mode.rawValue), "
             + "\(configuration.units.count) unit(s), period \(configuration.periodMs) ms"
             + (configuration.mode == .hardware ? "" : " — \(Self.simulationWarning(configuration.mode))")
@@ -772,6 +775,10 @@ public final class Daemon {
                 logger.notice("reload: grid_operator.inputs changed; the relay contacts' reader keeps its settings until bessd restarts",
                               metadata: ["BESS_CODE": "GRID_LIMIT_INPUT_RESTART_NEEDED", "MESSAGE_ID": "\(MessageID.reload)"])
             }
+            if new.realtime != configuration.realtime {
+                logger.notice("reload: the realtime: block changed; the cycle and its bus and CAN workers keep their priority and CPU until bessd restarts",
+                              metadata: ["BESS_CODE": "REALTIME_RESTART_NEEDED", "MESSAGE_ID": "\(MessageID.reload)"])
+            }
             if new.scada != configuration.scada {
                 logger.notice("reload: the scada: block changed; the SCADA server keeps its settings until bessd restarts",
                               metadata: ["BESS_CODE": "SCADA_RESTART_NEEDED", "MESSAGE_ID": "\(MessageID.reload)"])
@@ -785,7 +792,7 @@ public final class Daemon {
         } catch {
             logger.error("reload refused: \(error)", metadata: ["BESS_CODE": "\(error.code)", "MESSAGE_ID": "\(MessageID.reload)"])
         }
-        cycle = CycleThread(runner: runner, shared: shared)
+        cycle = CycleThread(runner: runner, shared: shared, replacing: cycle)
         cycle.start()
     }
 

@@ -90,7 +90,7 @@ struct AlarmPathTests {
         let worker = InverterWorker(endpoint: .tcp(host: "127.0.0.1", port: plant.servers[0].port), devices: [.init(unitID: 1, slot: slot)],
                                     period: .milliseconds(2000), timeout: .milliseconds(200), revertSeconds: 10, phase: phase) { _ in }
         // No poller: the worker drives its endpoint itself, aligned to the cycle.
-        let idle = BusPoller(endpoints: [], phase: phase, priority: nil) { _ in }
+        let idle = BusPoller(endpoints: [], phase: phase, realtime: nil) { _ in }
         worker.start()
         let target = Target()
         let cycle = BusPollerTests.Cycle(phase: phase, slots: [slot], workers: [worker], poller: idle) { _, k in target.watts(k) }

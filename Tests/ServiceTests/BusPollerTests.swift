@@ -103,7 +103,7 @@ struct BusPollerTests {
                                period: .milliseconds(periodMs), timeout: .milliseconds(200), revertSeconds: 10, phase: phase,
                                staticsEvery: staticsEvery) { _ in }
             }
-            poller = BusPoller(endpoints: workers, phase: phase, priority: nil, startsCycles: startsCycles,
+            poller = BusPoller(endpoints: workers, phase: phase, realtime: nil, startsCycles: startsCycles,
                                takesAnswersTogether: true) { _ in }
         }
         func start() {

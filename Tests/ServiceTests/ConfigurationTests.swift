@@ -1,3 +1,4 @@
+import BessSystem
 import ControlCore
 import Fieldbus
 import Foundation
@@ -92,7 +93,7 @@ struct ConfigurationTests {
                     "ramp_to_hz:", "ramp_start_s:", "ramp_duration_s:", "trace_file:", "faults:", "kind:", "unit:",
                     "at_s:", "duration_s:", "delay_s:", "register_map:", "revert_timeout:", "setpoint:", "fault_values:",
                     "enable_value:", "rating_kw:", "word_order", "address:", "type:", "scale:", "realtime:", "priority:",
-                    "lock_memory:", "cpu_dma_latency_us:", "site_id:", "ca_file:", "client_cert_file:", "client_key_file:",
+                    "lock_memory:", "cpu_dma_latency_us:", "cpu:", "site_id:", "ca_file:", "client_cert_file:", "client_key_file:",
                     "spool_max_mb:", "metrics_listen:", "bms_values", "frequency_loss", "soc_percent:", "pack_voltage_v:",
                     "pack_current_a:", "cell_voltage_min_v:", "cell_voltage_max_v:", "temperature_min_c:", "temperature_max_c:",
                     "charge_current_limit_a:", "discharge_current_limit_a:", "charge_enabled:", "discharge_enabled:",
@@ -319,9 +320,40 @@ struct ConfigurationTests {
         Bad(name: "YAML syntax", yaml: "bess_units: [\n", line: 2, keyPath: "", message: "YAML syntax error"),
         Bad(name: "duplicate key", yaml: unit + "period_ms: 100\nperiod_ms: 200\n", line: nil, keyPath: "",
             message: "duplicate key"),
+        Bad(name: "a real-time CPU the machine lacks (any machine: the kernel's mask ends at 1023)",
+            yaml: unit + "realtime:\n  cpu: 1024\n", line: 6, keyPath: "realtime.cpu", message: "CPU 1024 does not exist: this machine has CPU"),
+        Bad(name: "a real-time CPU as a word", yaml: unit + "realtime: {cpu: first}\n", line: 5, keyPath: "realtime.cpu",
+            message: "must be a CPU number"),
+        Bad(name: "a negative real-time CPU", yaml: unit + "realtime: {cpu: -1}\n", line: 5, keyPath: "realtime.cpu",
+            message: "must be a CPU number"),
         Bad(name: "a list where a mapping belongs", yaml: "- a\n- b\n", line: 1, keyPath: "", message: "expected a mapping"),
         Bad(name: "empty file", yaml: "", line: 1, keyPath: "", message: "empty"),
     ]
+
+    @Test("realtime.cpu: last by default, a number, none; a CPU this machine lacks is named with the CPUs it has")
+    func realtimeCPU() throws {
+        let base = Self.unit + "realtime:\n  priority: 50\n"
+        #expect(try ConfigLoader.parse(base, file: "rt.yaml").realtime?.cpu == .last)
+        #expect(try ConfigLoader.parse(base + "  cpu: last\n", file: "rt.yaml").realtime?.cpu == .last)
+        #expect(try ConfigLoader.parse(base + "  cpu: none\n", file: "rt.yaml").realtime?.cpu == RealtimeSettings.CPU.none)
+        #expect(try ConfigLoader.parse(base + "  cpu: 0\n", file: "rt.yaml").realtime?.cpu == .index(0))
+        #expect(try ConfigLoader.parse(Self.unit + "realtime: {priority: 50}\n", file: "rt.yaml").realtime?.cpu == .last)
+        let machine = CurrentThread.machineCPUs
+        do {
+            _ = try ConfigLoader.parse(base + "  cpu: \(machine)\n", file: "rt.yaml")
+            Issue.record("accepted CPU \(machine) on a machine of \(machine)")
+        } catch {
+            let text = machine == 1 ? "CPU 0" : "CPUs 0–\(machine - 1)"
+            #expect(error.diagnostics.contains {
+                $0.line == 7 && $0.keyPath == "realtime.cpu" && $0.message == "CPU \(machine) does not exist: this machine has \(text)"
+            }, "\(error)")
+        }
+        // The rule itself, for machines of one and of four CPUs.
+        #expect(ConfigLoader.cpuProblem(0, machineCPUs: 1) == nil)
+        #expect(ConfigLoader.cpuProblem(1, machineCPUs: 1) == "CPU 1 does not exist: this machine has CPU 0")
+        #expect(ConfigLoader.cpuProblem(3, machineCPUs: 4) == nil)
+        #expect(ConfigLoader.cpuProblem(4, machineCPUs: 4) == "CPU 4 does not exist: this machine has CPUs 0–3")
+    }
 
     @Test("bad files are refused with FILE:LINE: key.path: message (got X)", arguments: badCases)
     func refused(bad: Bad) {

@@ -247,6 +247,47 @@ struct DaemonTests {
         #expect(text.contains("the running configuration stays"))
     }
 
+    @Test("realtime: the journal says where the cycle runs; a reload that changes realtime.cpu keeps the cycle on its CPU until a restart (REALTIME_RESTART_NEEDED)",
+          .enabled(if: CurrentThread.allowedCPUs().count >= 2, "needs two CPUs to see a move"))
+    func realtimeReload() throws {
+        let allowed = CurrentThread.allowedCPUs()
+        let first = allowed.first!
+        let yaml = daemonYAML + "\nrealtime: {priority: 20, lock_memory: false, cpu: \(first)}\n"
+        let daemon = try RunningDaemon(yaml: yaml)
+        _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
+        // The kernel's view: the CPUs of the daemon's thread named bessd-cycle (a new one after a reload).
+        let pid = daemon.process.processIdentifier
+        func cycleCPUs() -> String? {
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+            for task in tasks {
+                guard let comm = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8),
+                      comm.trimmingCharacters(in: .whitespacesAndNewlines) == "bessd-cycle",
+                      let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8),
+                      let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Cpus_allowed_list:") })
+                else { continue }
+                return line.dropFirst("Cpus_allowed_list:".count).trimmingCharacters(in: .whitespaces)
+            }
+            return nil
+        }
+        #expect(waitFor { cycleCPUs() == "\(first)" }, "\(cycleCPUs() ?? "no bessd-cycle thread")")
+        func cycles() -> Int { (((try? daemon.request(["verb": "status"]))?["cycle"] as? [String: Any])?["cycles"] as? NSNumber)?.intValue ?? 0 }
+        let cyclesBefore = cycles()
+        // Unpinned in the new file: the running cycle must not move (its workers could not).
+        try yaml.replacingOccurrences(of: "@SOCKET@", with: daemon.socket).replacingOccurrences(of: "cpu: \(first)", with: "cpu: none")
+            .write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        daemon.signal(SIGHUP)
+        _ = daemon.notify.collect(seconds: 5) { $0.hasPrefix("READY=1") }
+        // The replacing cycle runs (more cycles) and is where the first one was.
+        #expect(waitFor { cycles() > cyclesBefore + 5 })
+        #expect(cycleCPUs() == "\(first)")
+        daemon.signal(SIGTERM)
+        let (code, text) = daemon.finish()
+        #expect(code == 0)
+        #expect(text.contains("real-time: the cycle SCHED_FIFO 20, its bus and CAN workers 19, all on CPU \(first)"), "\(text.prefix(2000))")
+        #expect(text.contains("reload: the realtime: block changed; the cycle and its bus and CAN workers keep their priority and CPU until bessd restarts"))
+        #expect(text.contains("reload applied"))
+    }
+
     @Test("a 10 ms period runs: cycles counted, lateness measured, no overrun storm")
     func tenMilliseconds() throws {
         let daemon = try RunningDaemon(yaml: daemonYAML.replacingOccurrences(of: "period_ms: 50", with: "period_ms: 10"))

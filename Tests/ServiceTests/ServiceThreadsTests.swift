@@ -174,22 +174,20 @@ struct ServiceThreadsTests {
         for signal in 1..<32 { #expect(sigismember(&before, Int32(signal)) == sigismember(&after, Int32(signal))) }
     }
 
+    /// A hardware site of `units` units, each with its inverter on a port of loopback nobody serves
+    /// (its own endpoint, so its own bus worker) and its BMS on a CAN interface that does not exist.
+    static func realtimeSite(_ realtime: String, units: Int) -> String {
+        "mode: hardware\nrealtime: \(realtime)\nbess_units:\n" + (1...units).map { i in
+            "  - {id: U\(i), capacity_kwh: 100, max_power_kw: 50, modbus: {host: 127.0.0.1, port: \(i), unit_id: 1}, "
+                + "inverter: {protocol: sunspec}, bms: {interface: bessdnone\(i - 1)}}\n"
+        }.joined()
+    }
+
     @Test("under realtime the CAN worker runs SCHED_FIFO one below the cycle, as the bus workers do: it is the first step of the alarm path")
     func canWorkerRealtime() throws {
-        let yaml = """
-            mode: hardware
-            realtime: {priority: 30}
-            bess_units:
-              - id: U1
-                capacity_kwh: 100
-                max_power_kw: 50
-                modbus: {host: 127.0.0.1, port: 1, unit_id: 1}
-                inverter: {protocol: sunspec}
-                bms: {interface: bessdnone0}
-            """
-        let c = try ConfigLoader.parse(yaml, file: "realtime.yaml")
+        let c = try ConfigLoader.parse(Self.realtimeSite("{priority: 30}", units: 1), file: "realtime.yaml")
         let site = try HardwareSite(configuration: c, phase: CyclePhase(periodNanoseconds: 100_000_000)) { _ in }
-        #expect(site.bmsWorkers.map(\.priority) == [29])
+        #expect(site.bmsWorkers.map(\.realtime) == [RealtimeThread(priority: 29, cpu: CurrentThread.allowedCPUs().last)])
         // The thread itself: its policy and priority as the kernel reports them (stat fields 41 and 40).
         func fifo(_ priority: Int) -> Int {
             let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
@@ -202,12 +200,65 @@ struct ServiceThreadsTests {
         }
         let before = fifo(17)
         let refused = Mutex<[String]>([])
-        let worker = BMSWorker(interface: "bessdnone0", slot: BMSSlot(), priority: 17) { line in refused.withLock { $0.append(line) } }
+        let worker = BMSWorker(interface: "bessdnone0", slot: BMSSlot(), realtime: RealtimeThread(priority: 17)) { line in refused.withLock { $0.append(line) } }
         worker.start()
         defer { worker.stop() }
         // As root it runs SCHED_FIFO; without the right to, it says so (REALTIME_DEGRADED).
         #expect(waitFor { fifo(17) == before + 1 || (getuid() != 0 && refused.withLock { $0.contains { $0.contains("REALTIME_DEGRADED") } }) },
                 "no thread runs SCHED_FIFO 17: \(refused.withLock { $0 })")
+    }
+
+    /// The kernel's view of thread `tid` of this process: the CPUs it may run on (`Cpus_allowed_list`)
+    /// and its name.
+    static func kernelThread(_ tid: Int32) -> (cpus: String, name: String)? {
+        guard tid > 0, let status = try? String(contentsOfFile: "/proc/self/task/\(tid)/status", encoding: .utf8),
+              let name = try? String(contentsOfFile: "/proc/self/task/\(tid)/comm", encoding: .utf8) else { return nil }
+        let line = status.split(separator: "\n").first { $0.hasPrefix("Cpus_allowed_list:") }
+        return line.map { ($0.dropFirst("Cpus_allowed_list:".count).trimmingCharacters(in: .whitespaces),
+                           name.trimmingCharacters(in: .whitespacesAndNewlines)) }
+    }
+
+    @Test("under realtime the cycle, the bus poller, both bus workers and both CAN workers run on one CPU, the same for all: the last by default, realtime.cpu's otherwise, unpinned with none")
+    func realtimeThreadsShareOneCPU() throws {
+        let allowed = CurrentThread.allowedCPUs()
+        let everyCPU = Self.kernelThread(CurrentThread.id)!.cpus
+        try #require(!allowed.isEmpty)
+        // The default (the last CPU), the first CPU named (another CPU on a machine of two or more),
+        // and none (each thread keeps the process's CPUs).
+        for (key, expected) in [("", "\(allowed.last!)"), (", cpu: \(allowed.first!)", "\(allowed.first!)"), (", cpu: none", everyCPU)] {
+            let c = try ConfigLoader.parse(Self.realtimeSite("{priority: 30\(key)}", units: 2), file: "pinned.yaml")
+            let runner = try SiteRunner.hardware(configuration: c, startedAt: MonotonicClock.now()) { _ in }
+            let site = try #require(runner.io as? HardwareSite)
+            let cycle = CycleThread(runner: runner, shared: SharedState(units: 2))
+            runner.startWorkers()
+            cycle.start()
+            defer {
+                cycle.stop()
+                runner.stopWorkers()
+            }
+            let threads: [(role: String, id: () -> Int32)] = [("bessd-cycle", { cycle.threadID }),
+                                                             ("bessd-poller", { site.poller?.threadID ?? 0 })]
+                + site.workers.map { worker in ("bessd-bus", { worker.threadID }) }
+                + site.bmsWorkers.map { worker in ("bessd-can", { worker.threadID }) }
+            #expect(threads.count == 6)
+            // Each thread pins itself as its loop starts: wait until all six show the CPU.
+            let seen = { threads.map { Self.kernelThread($0.id()) } }
+            #expect(waitFor { seen().allSatisfy { $0?.cpus == expected } },
+                    "realtime\(key): \(seen().map { $0.map { "\($0.name) on \($0.cpus)" } ?? "not running" }) (expected \(expected))")
+            #expect(seen().map { $0?.name } == threads.map(\.role))
+            #expect(cycle.realtimePlacement?.hasSuffix(key.contains("none") ? "not pinned (realtime.cpu: none)" : "all on CPU \(expected)") == true)
+        }
+        // The thread that started them all is not pinned.
+        #expect(Self.kernelThread(CurrentThread.id)?.cpus == everyCPU)
+        // A CPU the kernel refuses: the thread says so and keeps running where it may.
+        let notices = Mutex<[String]?>(nil)
+        let probe = WorkerThread()
+        probe.start { notices.withLock { $0 = Realtime.enter(RealtimeThread(priority: 5, cpu: 1023), as: "the probe") } }
+        #expect(waitFor { notices.withLock { $0 } != nil })
+        probe.stop()
+        let pinNotices = (notices.withLock { $0 } ?? []).filter { $0.contains("pin") }
+        #expect(pinNotices == ["REALTIME_DEGRADED: cannot pin the probe to CPU 1023 (Invalid argument); it runs on CPUs "
+                               + allowed.map(String.init).joined(separator: ",")], "\(pinNotices)")
     }
 
     @Test("a status reader copies out: the cycle's storage is never shared, so running it allocates nothing new")
