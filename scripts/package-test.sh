@@ -37,7 +37,9 @@ expand() {
 }
 FILTERS=$(grep '^SystemCallFilter=' "$UNIT" | sed 's/^SystemCallFilter=//')
 for group in $(tr ' ~' '\n\n' <<<"$FILTERS" | grep '^@' | sort -u); do
-  declare "GROUP_${group//[@-]/_}=$(expand "$group" | tr '\n' ' ')"
+  members=$(expand "$group" | tr '\n' ' ')
+  [[ -n "${members// /}" ]] || fail "systemd-analyze syscall-filter $group lists nothing"
+  declare "GROUP_${group//[@-]/_}=$members"
 done
 passes() {
   local call=$1 verdict=0 line deny item members
@@ -51,10 +53,12 @@ passes() {
   done <<<"$FILTERS"
   (( verdict ))
 }
-for call in sched_setscheduler sched_setaffinity sched_getaffinity mlockall prctl gettid; do
+for call in sched_setscheduler sched_setaffinity sched_getaffinity mlock mlockall prctl gettid; do
   passes "$call" || fail "the unit's SystemCallFilter refuses $call"
 done
+# The check itself: a call the unit never allows, and one that only a denied group holds.
 if passes reboot; then fail "the filter check is broken: it lets reboot through"; fi
+if passes nice; then fail "the filter check is broken: it lets nice (@resources) through"; fi
 EXPOSURE=$(systemd-analyze security --offline=true "$UNIT" 2>/dev/null | sed -n 's/.*Overall exposure level for bessd.service: \([0-9.]*\).*/\1/p')
 awk -v e="$EXPOSURE" 'BEGIN { exit !(e != "" && e <= 2.0) }' || fail "exposure $EXPOSURE above 2.0"
 echo "package: $(basename "$DEB") OK ($(du -h "$DEB" | cut -f1)); unit verified; systemd-analyze security exposure $EXPOSURE"

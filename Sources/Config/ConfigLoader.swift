@@ -417,7 +417,6 @@ public enum ConfigLoader {
         return site
     }
 
-    /// `mode:` — simulation, hil or hardware. The seed's names for mixed rigs mean `hil`.
     /// `realtime.cpu`: a CPU number this machine has, `last` (the default) or `none`.
     static func decodeCPU(_ rt: ConfigReader.Fields, _ r: ConfigReader) -> RealtimeSettings.CPU {
         guard let node = rt.node("cpu") else { return .last }
@@ -442,10 +441,13 @@ public enum ConfigLoader {
 
     /// Why CPU `number` cannot be used on a machine of `machineCPUs`, or nil.
     static func cpuProblem(_ number: Int, machineCPUs: Int) -> String? {
-        number < machineCPUs ? nil : "CPU \(number) does not exist: this machine has \(cpuList(machineCPUs))"
+        // The pin's mask holds CPUs 0–1023 (the C library's CPU_SETSIZE).
+        number < min(machineCPUs, 1024) ? nil : "CPU \(number) does not exist: this machine has \(cpuList(min(machineCPUs, 1024)))"
     }
 
     static func cpuList(_ machineCPUs: Int) -> String { machineCPUs == 1 ? "CPU 0" : "CPUs 0–\(machineCPUs - 1)" }
+
+    /// `mode:` — simulation, hil or hardware. The seed's names for mixed rigs mean `hil`.
 
     static func decodeMode(_ top: ConfigReader.Fields, _ r: ConfigReader) -> RunMode {
         let aliases = ["hardware-in-loop", "hardware_in_loop", "grid-connected-simulation", "grid_connected_simulation"]

@@ -30,16 +30,25 @@ public final class CycleThread: @unchecked Sendable {
         self.runner = runner
         self.shared = shared
         periodNanoseconds = Int64(runner.configuration.periodMs) * 1_000_000
-        realtime = previous.map(\.realtime) ?? runner.configuration.realtime.map { Realtime.placement($0).cycle }
+        if let previous {
+            realtime = previous.realtime
+        } else if let settings = runner.configuration.realtime {
+            let placement = Realtime.placement(settings)
+            realtime = placement.cycle
+            if let notice = placement.notice { threadNotices.withLock { $0 = [notice] } }
+        } else {
+            realtime = nil
+        }
     }
 
-    /// The notices from making the thread real-time, for each part that was refused.
+    /// The notices from placing the thread (a `realtime.cpu` outside bessd's CPUs) and making it
+    /// real-time, for each part that was refused.
     public var realtimeNotices: [String] { threadNotices.withLock { $0 } }
     /// Where the cycle and its workers run, for the log; nil without `realtime:`.
     public var realtimePlacement: String? {
         realtime.map {
             "the cycle SCHED_FIFO \($0.priority), its bus and CAN workers \(max(1, $0.priority - 1)), "
-                + ($0.cpu.map { "all on CPU \($0)" } ?? "not pinned (realtime.cpu: none)")
+                + ($0.cpu.map { "all on CPU \($0)" } ?? "not pinned")
         }
     }
 
@@ -58,7 +67,7 @@ public final class CycleThread: @unchecked Sendable {
         var isRealtime = false
         if let realtime {
             let notices = Realtime.enter(realtime, as: "the cycle")
-            threadNotices.withLock { $0 = notices }
+            threadNotices.withLock { $0 += notices }
             isRealtime = !notices.contains { $0.contains("SCHED_FIFO") }
         }
         let body = CycleBody(runner: runner, shared: shared, realtime: isRealtime)

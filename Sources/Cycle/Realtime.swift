@@ -29,22 +29,36 @@ package enum Realtime {
         return (notices, fd)
     }
 
+    /// The CPUs bessd was started on (the unit's `CPUAffinity=`, `taskset`), read once, at the first
+    /// placement: on the main thread, before any thread pins itself.
+    static let startCPUs = CurrentThread.allowedCPUs()
+
     /// Where the cycle and the threads that feed it run: the cycle at `priority`, the bus poller, bus
-    /// workers and CAN workers one below it, all on one CPU (`realtime.cpu`; nil: not pinned).
-    /// Resolved once, from the calling thread's affinity (the process's, before any thread pins
-    /// itself), so every thread gets the same CPU.
-    /// - Parameter allowed: the CPUs this process may run on (nil: ask the kernel).
+    /// workers and CAN workers one below it, all on one CPU (`realtime.cpu`; nil: not pinned). The
+    /// CPU is one of those bessd was started on: `last` is the highest of them, and a number outside
+    /// them gives way to it with a notice (a thread may pin itself to any CPU of its cgroup, so
+    /// without this `cpu: 3` would leave a `CPUAffinity=0-1` behind).
+    /// - Parameter allowed: the CPUs bessd was started on (nil: `startCPUs`).
     package static func placement(_ settings: RealtimeSettings, allowed: [Int]? = nil)
-        -> (cycle: RealtimeThread, workers: RealtimeThread)
+        -> (cycle: RealtimeThread, workers: RealtimeThread, notice: String?)
     {
-        let cpu: Int?
+        let allowed = allowed ?? startCPUs
+        var cpu: Int?
+        var notice: String?
         switch settings.cpu {
         case .none: cpu = nil
-        case .index(let index): cpu = index
-        case .last: cpu = (allowed ?? CurrentThread.allowedCPUs()).last
+        case .last: cpu = allowed.last
+        case .index(let index):
+            cpu = index
+            if !allowed.isEmpty, !allowed.contains(index) {
+                cpu = allowed.last
+                notice = "REALTIME_DEGRADED: realtime.cpu \(index) is not one of the CPUs bessd was started on "
+                    + "(\(allowed.map(String.init).joined(separator: ",")): CPUAffinity= or taskset); "
+                    + "the cycle and its workers run on CPU \(allowed.last!)"
+            }
         }
         return (RealtimeThread(priority: settings.priority, cpu: cpu),
-                RealtimeThread(priority: settings.workerPriority, cpu: cpu))
+                RealtimeThread(priority: settings.workerPriority, cpu: cpu), notice)
     }
 
     /// Makes the calling thread SCHED_FIFO at its priority and pins it to its CPU; returns a notice

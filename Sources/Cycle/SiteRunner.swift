@@ -71,6 +71,7 @@ public final class HardwareSite: SiteIO {
         }
         inverterSlots = configuration.units.map { configuration.isSimulated(inverterOf: $0) ? nil : InverterSlot() }
         meterSlot = configuration.site.meter != nil && !configuration.meterSimulated ? InverterSlot() : nil
+        // The same CPU as the cycle's (`Realtime.placement`); the cycle reports a notice it gives.
         let placement = configuration.realtime.map { Realtime.placement($0) }
         workers = Self.makeWorkers(configuration, slots: inverterSlots, meter: meterSlot, phase: phase,
                                    realtime: placement?.workers, output: output)

@@ -39,6 +39,8 @@ public final class Daemon {
     public let logger: Logger
     let say: (String) -> Void
     let started: MonotonicInstant
+    /// The `realtime:` block the threads were started with: a reload cannot move them.
+    let startedRealtime: RealtimeSettings?
     var suppressed: [String: (last: MonotonicInstant, count: Int)] = [:]
     /// The uplink's spool and recorder, when an aggregator is configured.
     public private(set) var spool: SpoolQueue?
@@ -94,8 +96,16 @@ public final class Daemon {
         self.logger = logger
         self.say = say
         started = MonotonicClock.now()
+        startedRealtime = configuration.realtime
         let log = logger
-        runner = try site(started) { line in log.notice("\(line)") }
+        runner = try site(started) { line in
+            // A worker that could not take its priority or CPU says so once, as it starts.
+            if line.contains("REALTIME_DEGRADED") {
+                log.warning("\(line)", metadata: ["BESS_CODE": "REALTIME_DEGRADED"])
+            } else {
+                log.notice("\(line)")
+            }
+        }
         shared = SharedState(units: configuration.units.count)
         // Latches from earlier runs are restored before any worker or cycle starts, so the first
         // setpoint ever written already honours them.
@@ -236,7 +246,7 @@ public final class Daemon {
         while cycle.cyclesCompleted < 2, MonotonicClock.now() < firstCycles { usleep(5_000) }
         for notice in cycle.realtimeNotices { logger.warning("\(notice)", metadata: ["BESS_CODE": "REALTIME_DEGRADED"]) }
         if let placement = cycle.realtimePlacement {
-            logger.notice("real-time: \(placement)")
+            logger.notice("real-time: \(placement)\(cycle.realtimeNotices.isEmpty ? "" : ", except as REALTIME_DEGRADED says")")
         }
         let startLine = "bessd \(BessdVersion.string) started: mode \(configuration.mode.rawValue), "
             + "\(configuration.units.count) unit(s), period \(configuration.periodMs) ms"
@@ -775,7 +785,7 @@ public final class Daemon {
                 logger.notice("reload: grid_operator.inputs changed; the relay contacts' reader keeps its settings until bessd restarts",
                               metadata: ["BESS_CODE": "GRID_LIMIT_INPUT_RESTART_NEEDED", "MESSAGE_ID": "\(MessageID.reload)"])
             }
-            if new.realtime != configuration.realtime {
+            if new.realtime != startedRealtime {
                 logger.notice("reload: the realtime: block changed; the cycle and its bus and CAN workers keep their priority and CPU until bessd restarts",
                               metadata: ["BESS_CODE": "REALTIME_RESTART_NEEDED", "MESSAGE_ID": "\(MessageID.reload)"])
             }

@@ -320,7 +320,7 @@ struct ConfigurationTests {
         Bad(name: "YAML syntax", yaml: "bess_units: [\n", line: 2, keyPath: "", message: "YAML syntax error"),
         Bad(name: "duplicate key", yaml: unit + "period_ms: 100\nperiod_ms: 200\n", line: nil, keyPath: "",
             message: "duplicate key"),
-        Bad(name: "a real-time CPU the machine lacks (any machine: the kernel's mask ends at 1023)",
+        Bad(name: "a real-time CPU the machine lacks (any machine: the pin's mask ends at 1023)",
             yaml: unit + "realtime:\n  cpu: 1024\n", line: 6, keyPath: "realtime.cpu", message: "CPU 1024 does not exist: this machine has CPU"),
         Bad(name: "a real-time CPU as a word", yaml: unit + "realtime: {cpu: first}\n", line: 5, keyPath: "realtime.cpu",
             message: "must be a CPU number"),
