@@ -448,7 +448,6 @@ public enum ConfigLoader {
     static func cpuList(_ machineCPUs: Int) -> String { machineCPUs == 1 ? "CPU 0" : "CPUs 0–\(machineCPUs - 1)" }
 
     /// `mode:` — simulation, hil or hardware. The seed's names for mixed rigs mean `hil`.
-
     static func decodeMode(_ top: ConfigReader.Fields, _ r: ConfigReader) -> RunMode {
         let aliases = ["hardware-in-loop", "hardware_in_loop", "grid-connected-simulation", "grid_connected_simulation"]
         if let name = top.node("mode")?.scalar?.string, aliases.contains(name) {

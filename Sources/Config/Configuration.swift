@@ -445,7 +445,8 @@ public struct RealtimeSettings: Sendable, Equatable {
     }
     /// SCHED_FIFO priority of the threads that feed the cycle (bus poller, bus and CAN workers): one
     /// below the cycle's, so they never preempt it.
-    public var workerPriority: Int { max(1, priority - 1) }
+    public var workerPriority: Int { Self.workerPriority(below: priority) }
+    public static func workerPriority(below cycle: Int) -> Int { max(1, cycle - 1) }
 }
 
 /// `grid_operator.inputs` — the grid operator's relay contacts (a ripple-control receiver) read

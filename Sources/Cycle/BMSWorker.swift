@@ -77,7 +77,7 @@ public final class BMSWorker: @unchecked Sendable {
     }
 
     public func start() {
-        worker.start { [self] in loop() }
+        worker.start(name: "bessd-can") { [self] in loop() }
     }
 
     public func stop() {
@@ -85,8 +85,7 @@ public final class BMSWorker: @unchecked Sendable {
     }
 
     private func loop() {
-        CurrentThread.name("bessd-can")
-        if let realtime { for notice in Realtime.enter(realtime, as: "the CAN worker") { log("\(interface): \(notice)") } }
+        if let realtime { for notice in Realtime.enter(realtime, as: "the CAN worker").notices { log("\(interface): \(notice)") } }
         var decoder = PylontechDecoder()
         var socket: CANSocket?
         var backoff = Backoff(firstNanoseconds: 250_000_000, maximumNanoseconds: 5_000_000_000)

@@ -67,7 +67,7 @@ public final class BusPoller: @unchecked Sendable {
         for endpoint in endpoints { endpoint.poller = self }
     }
 
-    public func start() { worker.start { [self] in loop() } }
+    public func start() { worker.start(name: "bessd-poller") { [self] in loop() } }
 
     /// Stops the poller; every endpoint it drives is handed back to its worker (which writes the
     /// safe zero when it stops).
@@ -116,12 +116,11 @@ public final class BusPoller: @unchecked Sendable {
     }
 
     private func loop() {
-        CurrentThread.name("bessd-poller")
         var isRealtime = false
         if let realtime {
-            let notices = Realtime.enter(realtime, as: "the bus poller")
-            for notice in notices { log("bus poller: \(notice)") }
-            isRealtime = !notices.contains { $0.contains("SCHED_FIFO") }
+            let entered = Realtime.enter(realtime, as: "the bus poller")
+            for notice in entered.notices { log("bus poller: \(notice)") }
+            isRealtime = entered.isFIFO
         }
         let together = takesAnswersTogether ?? isRealtime
         var lanes = [Lane](repeating: Lane(), count: endpoints.count)

@@ -47,13 +47,13 @@ public final class CycleThread: @unchecked Sendable {
     /// Where the cycle and its workers run, for the log; nil without `realtime:`.
     public var realtimePlacement: String? {
         realtime.map {
-            "the cycle SCHED_FIFO \($0.priority), its bus and CAN workers \(max(1, $0.priority - 1)), "
+            "the cycle SCHED_FIFO \($0.priority), its bus and CAN workers \(RealtimeSettings.workerPriority(below: $0.priority)), "
                 + ($0.cpu.map { "all on CPU \($0)" } ?? "not pinned")
         }
     }
 
     public func start() {
-        worker.start(prefaultedStackBytes: realtime == nil ? nil : 512 * 1024) { [self] in loop() }
+        worker.start(name: "bessd-cycle", prefaultedStackBytes: realtime == nil ? nil : 512 * 1024) { [self] in loop() }
     }
 
     /// The thread's kernel id once it runs (tests read its affinity and policy from /proc).
@@ -63,12 +63,11 @@ public final class CycleThread: @unchecked Sendable {
     public func stop() { worker.stop() }
 
     private func loop() {
-        CurrentThread.name("bessd-cycle")
         var isRealtime = false
         if let realtime {
-            let notices = Realtime.enter(realtime, as: "the cycle")
-            threadNotices.withLock { $0 += notices }
-            isRealtime = !notices.contains { $0.contains("SCHED_FIFO") }
+            let entered = Realtime.enter(realtime, as: "the cycle")
+            threadNotices.withLock { $0 += entered.notices }
+            isRealtime = entered.isFIFO
         }
         let body = CycleBody(runner: runner, shared: shared, realtime: isRealtime)
         var deadline = MonotonicClock.now().nanoseconds + periodNanoseconds

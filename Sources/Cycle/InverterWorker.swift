@@ -218,7 +218,7 @@ public final class InverterWorker: @unchecked Sendable {
     }
 
     public func start() {
-        worker.start { [self] in loop() }
+        worker.start(name: "bessd-bus") { [self] in loop() }
     }
 
     /// Stops the worker after writing a zero setpoint to every inverter (revert armed).
@@ -295,8 +295,7 @@ public final class InverterWorker: @unchecked Sendable {
     }
 
     private func loop() {
-        CurrentThread.name("bessd-bus")
-        if let realtime { for notice in Realtime.enter(realtime, as: "the bus worker") { log("\(endpoint): \(notice)") } }
+        if let realtime { for notice in Realtime.enter(realtime, as: "the bus worker").notices { log("\(endpoint): \(notice)") } }
         states = devices.map { _ in DeviceState() }
         link = Link()
         let periodNs = max(10_000_000, period.nanosecondsClamped)

@@ -61,16 +61,18 @@ package enum Realtime {
                 RealtimeThread(priority: settings.workerPriority, cpu: cpu), notice)
     }
 
-    /// Makes the calling thread SCHED_FIFO at its priority and pins it to its CPU; returns a notice
-    /// naming `thread` for each part that was refused (the thread then runs without it).
-    package static func enter(_ placement: RealtimeThread, as thread: String) -> [String] {
+    /// Makes the calling thread SCHED_FIFO at its priority and pins it to its CPU. Returns whether it
+    /// runs SCHED_FIFO, and a notice naming `thread` for each part that was refused (the thread then
+    /// runs without it).
+    package static func enter(_ placement: RealtimeThread, as thread: String) -> (isFIFO: Bool, notices: [String]) {
         var notices: [String] = []
-        if let notice = fifo(placement.priority, for: thread) { notices.append(notice) }
+        let refused = fifo(placement.priority, for: thread)
+        if let refused { notices.append(refused) }
         if let cpu = placement.cpu, let error = CurrentThread.pin(toCPU: cpu) {
             notices.append("REALTIME_DEGRADED: cannot pin \(thread) to CPU \(cpu) (\(SystemError.text(error))); it runs on "
                            + "CPUs \(CurrentThread.allowedCPUs().map(String.init).joined(separator: ","))")
         }
-        return notices
+        return (refused == nil, notices)
     }
 
     /// Makes the calling thread SCHED_FIFO at `priority`; returns a notice naming `thread` when not

@@ -28,12 +28,14 @@ public final class WorkerThread: @unchecked Sendable {
     /// The thread's kernel id (/proc/PID/task/TID) once its body runs; 0 before.
     public var threadID: Int32 { kernelID.load(ordering: .acquiring) }
 
-    /// Runs `body` on a new thread. With `prefaultedStackBytes`, the thread runs on a stack of that
-    /// size that is mapped, touched and (where permitted) locked before it starts, so the cycle never
-    /// takes a page fault on its stack.
-    public func start(prefaultedStackBytes: Int? = nil, _ body: @escaping @Sendable () -> Void) {
+    /// Runs `body` on a new thread, named `name` (`ps -L`, `top -H`; at most 15 bytes) before its
+    /// id is published. With `prefaultedStackBytes`, the thread runs on a stack of that size that is
+    /// mapped, touched and (where permitted) locked before it starts, so the cycle never takes a page
+    /// fault on its stack.
+    public func start(name: String? = nil, prefaultedStackBytes: Int? = nil, _ body: @escaping @Sendable () -> Void) {
         running.store(true, ordering: .relaxed)
         let box = Unmanaged.passRetained(Box({ [self] in
+            if let name { CurrentThread.name(name) }
             kernelID.store(CurrentThread.id, ordering: .releasing)
             body()
         }) { [self] in inBody.store(false, ordering: .releasing) })

@@ -266,7 +266,7 @@ struct ServiceThreadsTests {
                 + site.workers.map { worker in ("bessd-bus", { worker.threadID }) }
                 + site.bmsWorkers.map { worker in ("bessd-can", { worker.threadID }) }
             #expect(threads.count == 6)
-            // Each thread names and pins itself as its loop starts: wait until all six show both.
+            // Each thread is named as it starts and pins itself as its loop starts: wait until all six show both.
             let seen = { threads.map { Self.kernelThread($0.id()) } }
             #expect(waitFor { seen().map { $0?.name } == threads.map(\.role) && seen().allSatisfy { $0?.cpus == expected } },
                     "realtime\(key): \(seen().map { $0.map { "\($0.name) on \($0.cpus)" } ?? "not running" }) (expected \(expected))")
@@ -277,7 +277,7 @@ struct ServiceThreadsTests {
         // A CPU the kernel refuses: the thread says so and keeps running where it may.
         let notices = Mutex<[String]?>(nil)
         let probe = WorkerThread()
-        probe.start { notices.withLock { $0 = Realtime.enter(RealtimeThread(priority: 5, cpu: 1023), as: "the probe") } }
+        probe.start { notices.withLock { $0 = Realtime.enter(RealtimeThread(priority: 5, cpu: 1023), as: "the probe").notices } }
         #expect(waitFor { notices.withLock { $0 } != nil })
         probe.stop()
         let pinNotices = (notices.withLock { $0 } ?? []).filter { $0.contains("pin") }
