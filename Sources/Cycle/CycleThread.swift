@@ -1,5 +1,5 @@
 import BessSystem
-public import Config
+import Config
 public import ControlCore
 import Fieldbus
 import Glibc

@@ -804,6 +804,13 @@ public final class Daemon {
         }
         cycle = CycleThread(runner: runner, shared: shared, replacing: cycle)
         cycle.start()
+        // The new cycle thread takes its priority and CPU as it starts; a part refused now (a
+        // tightened LimitRTPRIO, a CPU taken away) reaches the journal as it does at start.
+        let firstCycle = MonotonicClock.now() + .seconds(2)
+        while cycle.cyclesCompleted < 1, MonotonicClock.now() < firstCycle { usleep(5_000) }
+        for notice in cycle.realtimeNotices {
+            logger.warning("reload: \(notice)", metadata: ["BESS_CODE": "REALTIME_DEGRADED", "MESSAGE_ID": "\(MessageID.reload)"])
+        }
     }
 
     // MARK: control socket

@@ -288,6 +288,32 @@ struct DaemonTests {
         #expect(text.contains("reload applied"))
     }
 
+    @Test("a reload whose new cycle thread is refused SCHED_FIFO says so in the journal (REALTIME_DEGRADED), as a start does",
+          .enabled(if: getuid() == 0 && geteuid() == 0, "drops CAP_SYS_NICE with setpriv"))
+    func realtimeRefusedOnReload() throws {
+        // Without CAP_SYS_NICE (and with this machine's RLIMIT_RTPRIO of 0) SCHED_FIFO is refused, to
+        // the first cycle thread and to the one a reload starts.
+        let yaml = daemonYAML + "\nrealtime: {priority: 20, lock_memory: false, cpu: none}\n"
+        let daemon = try RunningDaemon(yaml: yaml, prefix: ["/usr/bin/prlimit", "--rtprio=0", "--",
+                                                            "/usr/bin/setpriv", "--inh-caps=-sys_nice", "--bounding-set=-sys_nice", "--"])
+        _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
+        func cycles() -> Int { (((try? daemon.request(["verb": "status"]))?["cycle"] as? [String: Any])?["cycles"] as? NSNumber)?.intValue ?? 0 }
+        let before = cycles()
+        daemon.signal(SIGHUP)
+        _ = daemon.notify.collect(seconds: 5) { $0.hasPrefix("READY=1") }
+        #expect(waitFor { cycles() > before + 5 })
+        daemon.signal(SIGTERM)
+        let (code, text) = daemon.finish()
+        #expect(code == 0)
+        let refusal = "REALTIME_DEGRADED: SCHED_FIFO 20 refused (Operation not permitted); the cycle runs SCHED_OTHER"
+        let reloadAt = try #require(text.range(of: "reload applied"), "\(text.suffix(2000))")
+        // At start, as before.
+        #expect(text[..<reloadAt.lowerBound].contains(refusal), "\(text.prefix(3000))")
+        #expect(text.contains("real-time: the cycle SCHED_FIFO 20, its bus and CAN workers 19, not pinned, except as REALTIME_DEGRADED says"))
+        // After the reload, the replacing cycle thread's own refusal: before, the journal said nothing.
+        #expect(text[reloadAt.upperBound...].contains("reload: " + refusal), "\(text.suffix(2000))")
+    }
+
     @Test("a 10 ms period runs: cycles counted, lateness measured, no overrun storm")
     func tenMilliseconds() throws {
         let daemon = try RunningDaemon(yaml: daemonYAML.replacingOccurrences(of: "period_ms: 50", with: "period_ms: 10"))
