@@ -21,6 +21,13 @@ public final class CycleThread: @unchecked Sendable {
 
     /// Cycles completed (the watchdog's heartbeat).
     public var cyclesCompleted: UInt64 { heartbeat.load(ordering: .relaxed) }
+
+    /// Waits (polling every 5 ms, off the cycle) until `count` cycles have completed or `limit`
+    /// has passed: by then the thread has applied its real-time settings (`realtimeNotices`).
+    public func awaitCycles(_ count: UInt64, within limit: Duration) {
+        let end = MonotonicClock.now() + limit
+        while cyclesCompleted < count, MonotonicClock.now() < end { usleep(5_000) }
+    }
     /// Notices from applying the real-time settings on the thread itself.
     private let threadNotices = PILock<[String]>([])
 

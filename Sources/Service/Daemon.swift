@@ -242,8 +242,7 @@ public final class Daemon {
                           metadata: ["BESS_CODE": "GRID_LIMIT_INPUT", "MESSAGE_ID": "\(MessageID.scadaWrite)"])
         }
         // The first cycles publish before READY, so status and the watchdog see a running cycle.
-        let firstCycles = MonotonicClock.now() + .seconds(2)
-        while cycle.cyclesCompleted < 2, MonotonicClock.now() < firstCycles { usleep(5_000) }
+        cycle.awaitCycles(2, within: .seconds(2))
         for notice in cycle.realtimeNotices { logger.warning("\(notice)", metadata: ["BESS_CODE": "REALTIME_DEGRADED"]) }
         if let placement = cycle.realtimePlacement {
             logger.notice("real-time: \(placement)\(cycle.realtimeNotices.isEmpty ? "" : ", except as REALTIME_DEGRADED says")")
@@ -806,8 +805,7 @@ public final class Daemon {
         cycle.start()
         // The new cycle thread takes its priority and CPU as it starts; a part refused now (a
         // tightened LimitRTPRIO, a CPU taken away) reaches the journal as it does at start.
-        let firstCycle = MonotonicClock.now() + .seconds(2)
-        while cycle.cyclesCompleted < 1, MonotonicClock.now() < firstCycle { usleep(5_000) }
+        cycle.awaitCycles(1, within: .seconds(2))
         for notice in cycle.realtimeNotices {
             logger.warning("reload: \(notice)", metadata: ["BESS_CODE": "REALTIME_DEGRADED", "MESSAGE_ID": "\(MessageID.reload)"])
         }

@@ -291,8 +291,8 @@ struct DaemonTests {
     @Test("a reload whose new cycle thread is refused SCHED_FIFO says so in the journal (REALTIME_DEGRADED), as a start does",
           .enabled(if: getuid() == 0 && geteuid() == 0, "drops CAP_SYS_NICE with setpriv"))
     func realtimeRefusedOnReload() throws {
-        // Without CAP_SYS_NICE (and with this machine's RLIMIT_RTPRIO of 0) SCHED_FIFO is refused, to
-        // the first cycle thread and to the one a reload starts.
+        // Without CAP_SYS_NICE and with RLIMIT_RTPRIO 0, SCHED_FIFO is refused to the first cycle
+        // thread and to the one a reload starts.
         let yaml = daemonYAML + "\nrealtime: {priority: 20, lock_memory: false, cpu: none}\n"
         let daemon = try RunningDaemon(yaml: yaml, prefix: ["/usr/bin/prlimit", "--rtprio=0", "--",
                                                             "/usr/bin/setpriv", "--inh-caps=-sys_nice", "--bounding-set=-sys_nice", "--"])
