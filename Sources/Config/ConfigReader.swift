@@ -1,3 +1,4 @@
+import BessSystem
 internal import Yams
 
 /// Walks a YAML node tree, collecting every error instead of stopping at the first, and tracks which
@@ -21,7 +22,9 @@ final class ConfigReader {
 
     static func shown(_ node: Node) -> String {
         switch node {
-        case .scalar(let scalar): return scalar.string.isEmpty ? "an empty value" : "'\(scalar.string)'"
+        // A value quoted in an error reaches the terminal and, on a reload, the journal: a URL's
+        // credentials are not repeated there.
+        case .scalar(let scalar): return scalar.string.isEmpty ? "an empty value" : "'\(Redaction.urlCredentials(in: scalar.string))'"
         case .mapping: return "a mapping"
         case .sequence: return "a list"
         case .alias: return "an alias"

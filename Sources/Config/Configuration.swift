@@ -1,3 +1,4 @@
+import BessSystem
 public import ControlCore
 public import Fieldbus
 
@@ -162,7 +163,11 @@ public struct AggregatorConfiguration: Sendable, Equatable {
     /// `http` (batches POSTed, commands in the answers) or `mqtt` (MQTT 5, commands pushed).
     public enum Transport: String, Sendable { case http, mqtt }
     public var transport: Transport = .http
+    /// The aggregator's URL as configured, credentials included: for the connection only. Every
+    /// output (status, the support bundle, the journal) shows `shownURL`.
     public var url: String
+    /// `url` with any credentials replaced by `<redacted>`.
+    public var shownURL: String { Redaction.urlCredentials(in: url) }
     public var tokenFile: String?
     public var intervalSeconds: Double
     /// The site's name in the uplink (default: the first unit's campus_id).

@@ -473,7 +473,8 @@ public struct UnitController: Sendable {
         let bmsGrace = settings.bmsStartupGrace.secondsDouble
         metrics[.bmsDataAge] = max(age(bms.limits?.takenAt, now, grace: bmsGrace), age(bms.status?.takenAt, now, grace: bmsGrace),
                                    age(bms.measurements?.takenAt, now, grace: bmsGrace))
-        metrics[.inverterDataAge] = age(inputs.inverter?.takenAt, now, grace: settings.inverterStartupGrace.secondsDouble)
+        metrics[.inverterDataAge] = age(inputs.inverter?.takenAt, now,
+                                        grace: inputs.inverterUnreachable ? 0 : settings.inverterStartupGrace.secondsDouble)
         // Optional groups: judged only while the required ones are fresh (else BMS_COMM_LOST speaks).
         if limits != nil, status != nil, measurements != nil {
             var missing = BMSGroups()

@@ -195,13 +195,16 @@ public final class SiteController {
                 pooled: d.pooled, request: d.request.value, allowedCharge: d.allowedCharge.value,
                 allowedDischarge: d.allowedDischarge.value, soc: d.soc?.value)
             if let power = d.measuredPower?.value, power.isFinite { battery += power }
+            // Any dispatch in force rests the application, a dispatch for one unit (held) too: an
+            // application that steered the other units against it would cancel at the connection point
+            // what the aggregator bought (docs/design/0007-dispatch-rests-the-application.md).
+            dispatched = dispatched || d.dispatched
             if d.pooled {
                 let capability = units[index].capability
                 rating += capability.rating
                 charge += capability.charge.isFinite ? max(0, capability.charge) : 0
                 discharge += capability.discharge.isFinite ? max(0, capability.discharge) : 0
                 requested += SiteAllocator.finite(d.request.value)
-                dispatched = dispatched || d.dispatched
                 if let soc = d.soc?.value, soc.isFinite, soc > reserve {
                     reserveDischarge += SiteAllocator.magnitude(d.allowedDischarge.value)
                 }

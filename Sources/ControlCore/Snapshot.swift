@@ -258,3 +258,7 @@ public struct UnitInputs: Sendable {
         self.override = override
     }
 }
+    /// The inverter's link or device failed before it ever answered (a wrong address, a refused
+    /// connection): its start-up grace ends at once, so the unit shows the fault instead of
+    /// `running` for the rest of the grace.
+    public var inverterUnreachable = false

@@ -25,7 +25,7 @@ public final class BusPoller: @unchecked Sendable {
     /// True when this poller reads every real device of the site each cycle: it then tells the
     /// cycle the moment all readings for it are in, and the cycle starts then (`CyclePhase`).
     let startsCycles: Bool
-    let log: @Sendable (String) -> Void
+    let log: @Sendable (DeviceNotice) -> Void
     private let worker = WorkerThread()
     /// The cycle's hand-over of setpoints, and workers' hand-overs of endpoints.
     private let kicked = Wakeup()
@@ -56,7 +56,7 @@ public final class BusPoller: @unchecked Sendable {
     /// - Parameter takesAnswersTogether: nil (bessd) when the poller runs with real-time priority;
     ///   tests set it either way.
     init(endpoints: [InverterWorker], phase: CyclePhase, realtime: RealtimeThread?, startsCycles: Bool = false,
-         takesAnswersTogether: Bool? = nil, log: @escaping @Sendable (String) -> Void) {
+         takesAnswersTogether: Bool? = nil, log: @escaping @Sendable (DeviceNotice) -> Void) {
         self.endpoints = endpoints
         self.takesAnswersTogether = takesAnswersTogether
         self.phase = phase
@@ -119,7 +119,7 @@ public final class BusPoller: @unchecked Sendable {
         var isRealtime = false
         if let realtime {
             let entered = Realtime.enter(realtime, as: "the bus poller")
-            for notice in entered.notices { log("bus poller: \(notice)") }
+            for notice in entered.notices { log(DeviceNotice("bus poller: \(notice)", severity: .warning, code: "REALTIME_DEGRADED")) }
             isRealtime = entered.isFIFO
         }
         let together = takesAnswersTogether ?? isRealtime

@@ -60,8 +60,13 @@ public final class InverterWorker: @unchecked Sendable {
         /// Set for the site's connection-point meter: read every cycle, never written. Its reading's
         /// `activePower` is the meter's W as the meter states it, and `frequency` its Hz.
         public var meter: MeterDriver?
-        public init(unitID: Int, slot: InverterSlot, registerMap: RegisterMapSpec? = nil, meter: MeterDriver? = nil) {
+        /// Whose device this is, as the journal names it: the unit's configured id, or `site` for
+        /// the connection-point meter (`BESS_UNIT`).
+        public var name: String
+        public init(unitID: Int, slot: InverterSlot, registerMap: RegisterMapSpec? = nil, meter: MeterDriver? = nil,
+                    name: String = "") {
             self.unitID = unitID
+            self.name = name
             self.slot = slot
             self.registerMap = registerMap
             self.meter = meter
@@ -173,7 +178,7 @@ public final class InverterWorker: @unchecked Sendable {
     let phase: CyclePhase?
     /// SCHED_FIFO priority (below the cycle's) and CPU of the worker's thread, or nil for the default policy.
     let realtime: RealtimeThread?
-    let log: @Sendable (String) -> Void
+    let log: @Sendable (DeviceNotice) -> Void
     private let worker = WorkerThread()
 
     /// True while the worker's thread runs its loop (the watchdog checks it).
@@ -205,7 +210,7 @@ public final class InverterWorker: @unchecked Sendable {
     /// - Parameter staticsEvery: how often static values are re-read (a minute; tests shorten it).
     public init(endpoint: ModbusEndpoint, devices: [Device], period: Duration, timeout: Duration, revertSeconds: Int,
                 phase: CyclePhase? = nil, realtime: RealtimeThread? = nil, staticsEvery: Duration = .seconds(60),
-                log: @escaping @Sendable (String) -> Void) {
+                log: @escaping @Sendable (DeviceNotice) -> Void) {
         self.staticsEvery = staticsEvery.nanosecondsClamped
         self.endpoint = endpoint
         self.devices = devices
@@ -295,7 +300,11 @@ public final class InverterWorker: @unchecked Sendable {
     }
 
     private func loop() {
-        if let realtime { for notice in Realtime.enter(realtime, as: "the bus worker").notices { log("\(endpoint): \(notice)") } }
+        if let realtime {
+            for notice in Realtime.enter(realtime, as: "the bus worker").notices {
+                log(DeviceNotice("\(endpoint): \(notice)", severity: .warning, code: "REALTIME_DEGRADED"))
+            }
+        }
         states = devices.map { _ in DeviceState() }
         link = Link()
         let periodNs = max(10_000_000, period.nanosecondsClamped)
@@ -371,15 +380,29 @@ public final class InverterWorker: @unchecked Sendable {
             if let poller, !poller.isAlive { handedOver.store(false, ordering: .releasing); break }
             handback.wait(until: now() + 100_000_000)
         }
-        if let connection = link.connection {
-            for index in devices.indices {
-                guard let inverter = states[index].inverter else { continue }
-                var unit = connection.unit(devices[index].unitID)
-                try? inverter.command(.zero, revertSeconds: revertSeconds, rearm: true, &unit)
+        var unconfirmed: [String] = []
+        for index in devices.indices where devices[index].meter == nil {
+            // Only a write the device acknowledged counts: no link, a device never discovered or a
+            // refused write leaves the inverter on its own revert timer, and the stop line says so.
+            guard let connection = link.connection, connection.isConnected, let inverter = states[index].inverter else {
+                unconfirmed.append(devices[index].name)
+                continue
             }
-            connection.close()
+            var unit = connection.unit(devices[index].unitID)
+            do throws(SunSpecError) {
+                try inverter.command(.zero, revertSeconds: revertSeconds, rearm: true, &unit)
+            } catch {
+                unconfirmed.append(devices[index].name)
+            }
         }
+        link.connection?.close()
+        stopOutcome.withLock { $0 = unconfirmed }
     }
+
+    /// After `stop()`: the units whose inverter did not acknowledge the safe zero (unreachable, never
+    /// discovered, or refused), so they rest on their own revert timer; empty when every one did.
+    public var unconfirmedStops: [String] { stopOutcome.withLock { $0 } }
+    private let stopOutcome = PILock<[String]>([])
 
     /// Waits while the poller drives the endpoint: until it hands back, or asks it to when the
     /// minute's refresh of static values comes due.
@@ -563,19 +586,19 @@ public final class InverterWorker: @unchecked Sendable {
                     case .sunspec:
                         let found = try SunSpecMeter.open(&unit)
                         states[index].inverter = .meter(found)
-                        log("unit id \(device.unitID) on \(endpoint): SunSpec meter, model \(found.model.id)")
+                        log("unit id \(device.unitID) on \(endpoint): SunSpec meter, model \(found.model.id)", about: device)
                     case .registerMap(let map):
                         states[index].inverter = .meterMap(map)
-                        log("unit id \(device.unitID) on \(endpoint): meter by register map, power at \(map.power.address)")
+                        log("unit id \(device.unitID) on \(endpoint): meter by register map, power at \(map.power.address)", about: device)
                     }
                 } else if let map = device.registerMap {
                     states[index].inverter = .registerMap(RegisterMapInverter(spec: map))
-                    log("unit id \(device.unitID) on \(endpoint): register map, setpoint at \(map.setpoint.address)")
+                    log("unit id \(device.unitID) on \(endpoint): register map, setpoint at \(map.setpoint.address)", about: device)
                 } else {
                     let sunspec = try SunSpecInverter.open(&unit)
                     states[index].inverter = .sunspec(sunspec)
                     log("unit id \(device.unitID) on \(endpoint): SunSpec models \(sunspec.map.models.map(\.id)), "
-                        + "command via \(sunspec.commandPath.rawValue)")
+                        + "command via \(sunspec.commandPath.rawValue)", about: device)
                 }
                 states[index].staticsAt = now()
             } else if now() - states[index].staticsAt >= staticsEvery {
@@ -589,7 +612,9 @@ public final class InverterWorker: @unchecked Sendable {
             device.slot.publish(Timestamped(reading, at: MonotonicInstant(nanoseconds: now())), roundTrip: connection.lastRoundTrip)
             link.silentInARow = 0
             link.backoff.reset()
-            if states[index].valueFault || states[index].logged { log("unit id \(device.unitID) on \(endpoint): answering again") }
+            if states[index].valueFault || states[index].logged {
+                log(DeviceNotice("unit id \(device.unitID) on \(endpoint): answering again", code: "DEVICE_ANSWERING", units: [device.name]))
+            }
             states[index].valueFault = false
             states[index].logged = false
             states[index].backoff.reset()
@@ -629,7 +654,7 @@ public final class InverterWorker: @unchecked Sendable {
                 // The device cannot take this setpoint: it gets 0 W with the revert armed instead
                 // (never its previous setpoint), and the link stays up.
                 device.slot.fail(error.code)
-                if !states[index].refusalLogged { log("unit id \(device.unitID) on \(endpoint): \(error); commanding 0 W") }
+                if !states[index].refusalLogged { warn("unit id \(device.unitID) on \(endpoint): \(error); commanding 0 W", error, [device.name]) }
                 states[index].refusalLogged = true
                 try inverter.command(.zero, revertSeconds: revertSeconds, rearm: true, &unit)
                 states[index].lastArmedAt = now()
@@ -661,12 +686,12 @@ public final class InverterWorker: @unchecked Sendable {
             linkFailed(error, &link, &states)
         case .value:
             device.slot.fail(error.code)
-            if !states[index].logged { log("unit id \(device.unitID) on \(endpoint): \(error); commanding 0 W, link kept") }
+            if !states[index].logged { warn("unit id \(device.unitID) on \(endpoint): \(error); commanding 0 W, link kept", error, [device.name]) }
             states[index].logged = true
             states[index].valueFault = true
         case .unit:
             device.slot.fail(error.code)
-            if !states[index].logged { log("unit id \(device.unitID) on \(endpoint): \(error)") }
+            if !states[index].logged { warn("unit id \(device.unitID) on \(endpoint): \(error)", error, [device.name]) }
             states[index].logged = true
             // Rediscover this unit after a pause that doubles up to 10 s, with jitter; the
             // connection and the other units on it carry on.
@@ -679,7 +704,12 @@ public final class InverterWorker: @unchecked Sendable {
 
     /// Closes the shared connection; every unit on it is rediscovered once it is back.
     private func linkFailed(_ error: SunSpecError, _ link: inout Link, _ states: inout [DeviceState]) {
-        if link.backoff.isFirst { log("\(endpoint): \(error); reconnecting") }
+        // Once per outage, naming every unit behind the link: their inverters get nothing from bessd
+        // until it is back ("answering again" says so, per unit).
+        if link.backoff.isFirst {
+            warn("\(endpoint): \(error); reconnecting (units \(devices.map(\.name).joined(separator: ", ")) get no setpoint meanwhile)",
+                 error, devices.map(\.name))
+        }
         if let connection = link.connection {
             count(&link)
             connection.close()
@@ -692,6 +722,7 @@ public final class InverterWorker: @unchecked Sendable {
             states[index].valueFault = false
             states[index].backoffUntil = 0
             states[index].backoff.reset()
+            states[index].logged = true
         }
         // Reconnect after a pause that doubles up to 10 s, with jitter, so a fleet does not hammer a
         // recovering device in step.
@@ -699,4 +730,12 @@ public final class InverterWorker: @unchecked Sendable {
     }
 
     private func now() -> Int64 { MonotonicClock.now().nanoseconds }
+
+    /// A plain notice about one device.
+    private func log(_ text: String, about device: Device) { log(DeviceNotice(text, units: [device.name])) }
+
+    /// A device's or link's failure, with its code, for `units`.
+    private func warn(_ text: String, _ error: SunSpecError, _ units: [String]) {
+        log(DeviceNotice(text, severity: .warning, code: error.code, units: units))
+    }
 }

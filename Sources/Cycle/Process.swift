@@ -68,11 +68,3 @@ public func signed(_ value: Double) -> String {
     let text = fixed(value, 1)
     return text.hasPrefix("-") || text == "0.0" ? text : "+" + text
 }
-
-/// Lets a worker thread write lines through the runner's output closure; lines are written whole.
-public final class UncheckedOutput: @unchecked Sendable {
-    let output: (String) -> Void
-    let lock = PILock<Void>(())
-    public init(_ output: @escaping (String) -> Void) { self.output = output }
-    public func write(_ line: String) { lock.withLock { _ in output(line) } }
-}

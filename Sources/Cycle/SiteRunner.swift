@@ -17,6 +17,8 @@ public protocol SiteIO: AnyObject {
     func start()
     /// Commands zero power to every inverter (revert armed) and stops the workers.
     func stop()
+    /// After `stop()`: the units whose real inverter did not acknowledge the zero (a simulated one always does).
+    var unconfirmedStops: [String] { get }
     /// Writes every unit's latest inverter reading and BMS snapshot, with the instants they were
     /// measured, into `inputs`. Returns the grid frequency when it is simulated, else nil.
     func sample(now: MonotonicInstant, into inputs: inout [UnitInputs]) -> Timestamped<Hertz>?
@@ -62,7 +64,7 @@ public final class HardwareSite: SiteIO {
 
     /// - Parameter only: when true (the default), every device must be real; `SimulatedSite`
     ///   passes false and serves the simulated ones itself.
-    public init(configuration: BessdConfiguration, phase: CyclePhase, only: Bool = true, output: @escaping (String) -> Void)
+    public init(configuration: BessdConfiguration, phase: CyclePhase, only: Bool = true, output: @escaping (DeviceNotice) -> Void)
         throws(RunError)
     {
         if only, configuration.usesSimulation {
@@ -89,7 +91,12 @@ public final class HardwareSite: SiteIO {
             slot.map {
                 BMSWorker(interface: unit.bms.interface, slot: $0,
                           manage: unit.bms.manageInterface ? (unit.bms.bitrate, unit.bms.restartMs) : nil, phase: phase,
-                          realtime: placement?.workers) { log.write($0) }
+                          realtime: placement?.workers) { line in
+                    // The CAN worker's lines are text; a refused priority or CPU is a warning, as elsewhere.
+                    let degraded = line.contains("REALTIME_DEGRADED")
+                    log.write(DeviceNotice(line, severity: degraded ? .warning : .notice, code: degraded ? "REALTIME_DEGRADED" : nil,
+                                           units: [unit.id]))
+                }
             }
         }
         // A BMS on CAN may wake the cycle: a frame that calls for less power is acted on as it
@@ -101,7 +108,7 @@ public final class HardwareSite: SiteIO {
     /// One worker per Modbus TCP endpoint or serial line, serving every unit id on it (the site
     /// meter's too, when it shares one).
     static func makeWorkers(_ c: BessdConfiguration, slots: [InverterSlot?], meter: InverterSlot? = nil, phase: CyclePhase,
-                            realtime: RealtimeThread? = nil, output: @escaping (String) -> Void)
+                            realtime: RealtimeThread? = nil, output: @escaping (DeviceNotice) -> Void)
         -> [InverterWorker]
     {
         var groups: [(ModbusEndpoint, Int, [InverterWorker.Device])] = []
@@ -109,19 +116,20 @@ public final class HardwareSite: SiteIO {
         for (index, unit) in c.units.enumerated() {
             guard let slot = slots[index], let modbus = unit.modbus else { continue }
             devices.append(("bess_units[\(index)]", modbus,
-                            InverterWorker.Device(unitID: modbus.unitID, slot: slot, registerMap: unit.inverter.registerMap)))
+                            InverterWorker.Device(unitID: modbus.unitID, slot: slot, registerMap: unit.inverter.registerMap,
+                                                  name: unit.id)))
         }
         if let meter, let settings = c.site.meter, let modbus = settings.modbus {
             let driver: InverterWorker.MeterDriver = settings.registerMap.map { .registerMap($0) } ?? .sunspec
-            devices.append(("site.meter", modbus, InverterWorker.Device(unitID: modbus.unitID, slot: meter, meter: driver)))
+            devices.append(("site.meter", modbus, InverterWorker.Device(unitID: modbus.unitID, slot: meter, meter: driver, name: "site")))
         }
         for (name, modbus, device) in devices {
             let endpoint = modbus.endpoint
             // One worker, so one context, per TCP endpoint and per serial line.
             if let i = groups.firstIndex(where: { $0.0.line == endpoint.line }) {
                 if groups[i].0 != endpoint {
-                    output("bessd: warning: \(name) names \(endpoint), but \(groups[i].0) is already on that line; "
-                           + "using \(groups[i].0)")
+                    output(DeviceNotice("bessd: warning: \(name) names \(endpoint), but \(groups[i].0) is already on that line; "
+                                        + "using \(groups[i].0)", severity: .warning, units: [device.name]))
                 }
                 groups[i].2.append(device)
             } else {
@@ -142,6 +150,9 @@ public final class HardwareSite: SiteIO {
         for worker in bmsWorkers { worker.start() }
     }
 
+    /// The units whose inverter did not acknowledge the safe zero at `stop()`.
+    public var unconfirmedStops: [String] { workers.flatMap(\.unconfirmedStops) }
+
     public func stop() {
         for slot in inverterSlots { slot?.setSetpoint(.zero) }
         // The poller first: it hands every endpoint back, and each worker writes its safe zero.
@@ -152,7 +163,11 @@ public final class HardwareSite: SiteIO {
 
     public func sample(now: MonotonicInstant, into inputs: inout [UnitInputs]) -> Timestamped<Hertz>? {
         for i in inputs.indices {
-            if let slot = inverterSlots[i] { inputs[i].inverter = slot.reading }
+            if let slot = inverterSlots[i] {
+                let reading = slot.reading
+                inputs[i].inverter = reading
+                inputs[i].inverterUnreachable = reading == nil && slot.lastError != nil
+            }
             if let slot = bmsSlots[i] { inputs[i].bms = slot.snapshot }
         }
         return nil
@@ -237,7 +252,7 @@ public final class SiteRunner {
 
     /// A site of real devices only (mode hardware, or hil with nothing simulated).
     public static func hardware(configuration: BessdConfiguration, startedAt: MonotonicInstant,
-                                output: @escaping (String) -> Void) throws(RunError) -> SiteRunner
+                                output: @escaping (DeviceNotice) -> Void) throws(RunError) -> SiteRunner
     {
         let phase = CyclePhase(periodNanoseconds: Int64(configuration.periodMs) * 1_000_000)
         let io = try HardwareSite(configuration: configuration, phase: phase, output: output)
@@ -285,7 +300,13 @@ public final class SiteRunner {
     }
 
     /// Writes zero power to every inverter (what a clean stop does) and stops the workers.
-    public func commandSafeSetpoints() { io.stop() }
+    /// Stops the devices after writing zero with the revert armed to every inverter; returns the
+    /// units whose inverter did not acknowledge it (they rest on their own revert timer).
+    @discardableResult
+    public func commandSafeSetpoints() -> [String] {
+        io.stop()
+        return io.unconfirmedStops
+    }
 
     /// Applies a reloaded configuration while the cycle is paused. The units and their devices must
     /// be the same (ids, order, Modbus and CAN settings); control settings, interlocks, droop, limits and

@@ -25,7 +25,7 @@ public final class SimulatedSite: SiteIO {
     var meterReading: Timestamped<MeterReading>?
 
     public init(configuration: BessdConfiguration, phase: CyclePhase, startedAt: MonotonicInstant,
-                output: @escaping (String) -> Void) throws(RunError)
+                output: @escaping (DeviceNotice) -> Void) throws(RunError)
     {
         self.configuration = configuration
         self.startedAt = startedAt
@@ -53,6 +53,9 @@ public final class SimulatedSite: SiteIO {
         for i in units.indices { units[i].inverter.command(setpointW: 0) }
         hardware.stop()
     }
+
+    /// The real inverters that did not acknowledge the zero (a simulated one always does).
+    public var unconfirmedStops: [String] { hardware.unconfirmedStops }
 
     /// Advances the models to `now`, applies the fault schedule, and samples real and simulated
     /// devices alike.
@@ -147,7 +150,7 @@ extension SiteRunner {
     /// composition root (bessd) and tests call this; a configuration that simulates nothing gets
     /// the plain hardware site.
     public static func make(configuration: BessdConfiguration, startedAt: MonotonicInstant,
-                            output: @escaping (String) -> Void) throws(RunError) -> SiteRunner
+                            output: @escaping (DeviceNotice) -> Void) throws(RunError) -> SiteRunner
     {
         guard configuration.usesSimulation else {
             return try hardware(configuration: configuration, startedAt: startedAt, output: output)

@@ -78,6 +78,10 @@ public final class Daemon {
     var persistedLatches: [TripCodeSet]
     var latchSince: [[TripCode: Double]]
     var latchWriteFailing = false
+    /// The units whose inverter did not acknowledge the zero written at stop (the stop line names them).
+    var unconfirmedStops: [String] = []
+    /// The state directory's lock: held from before anything there is opened until the process ends.
+    let ownership: SiteOwnership
 
     /// - Parameters:
     ///   - configPath: the file a SIGHUP reloads (nil for the embedded default).
@@ -86,9 +90,13 @@ public final class Daemon {
     ///     messages go. The composition root (bessd's main) decides whether it is simulated; this
     ///     module never sees the simulator.
     public init(configuration: BessdConfiguration, configPath: String?, logger: Logger, say: @escaping (String) -> Void,
-                site: (MonotonicInstant, @escaping (String) -> Void) throws(RunError) -> SiteRunner)
+                site: (MonotonicInstant, @escaping (DeviceNotice) -> Void) throws(RunError) -> SiteRunner)
         throws(RunError)
     {
+        // One bessd per site: the lock comes before the latches, the spool or any device is touched,
+        // and a control socket another bessd answers on is not taken over.
+        ownership = try SiteOwnership(stateDirectory: configuration.stateDirectory)
+        try SiteOwnership.claimControlSocket(configuration.controlSocket)
         var state = Guarded(configuration: configuration)
         state.configText = configPath.flatMap { try? String(contentsOfFile: $0, encoding: .utf8) } ?? EmbeddedConfiguration.simulationYAML
         guarded = PILock(state)
@@ -98,14 +106,7 @@ public final class Daemon {
         started = MonotonicClock.now()
         startedRealtime = configuration.realtime
         let log = logger
-        runner = try site(started) { line in
-            // A worker that could not take its priority or CPU says so once, as it starts.
-            if line.contains("REALTIME_DEGRADED") {
-                log.warning("\(line)", metadata: ["BESS_CODE": "REALTIME_DEGRADED"])
-            } else {
-                log.notice("\(line)")
-            }
-        }
+        runner = try site(started) { notice in Self.journal(notice, log) }
         shared = SharedState(units: configuration.units.count)
         // Latches from earlier runs are restored before any worker or cycle starts, so the first
         // setpoint ever written already honours them.
@@ -127,7 +128,9 @@ public final class Daemon {
                 spool = queue
                 recorder = UplinkRecorder(queue: queue, configuration: configuration)
                 let log = logger
-                let report: @Sendable (String, String?) -> Void = { message, code in
+                let report: @Sendable (String, String?) -> Void = { text, code in
+                    // An HTTP client's error may quote the URL it was given, credentials and all.
+                    let message = Redaction.urlCredentials(in: text)
                     if let code { log.warning("\(message)", metadata: ["BESS_CODE": "\(code)"]) } else { log.notice("\(message)") }
                 }
                 switch aggregator.transport {
@@ -141,7 +144,7 @@ public final class Daemon {
                         handleCommands: { [intake] commands in intake.apply(commands) })
                 case .mqtt:
                     guard let url = MQTTURL(aggregator.url) else {
-                        throw SpoolError(code: "CONFIG_INVALID", message: "aggregator.url \(aggregator.url) is not an MQTT URL")
+                        throw SpoolError(code: "CONFIG_INVALID", message: "aggregator.url \(aggregator.shownURL) is not an MQTT URL")
                     }
                     var settings = MQTTUplinkSender.Settings(
                         url: url, site: aggregator.siteID, interval: .seconds(fromDouble: aggregator.intervalSeconds),
@@ -162,6 +165,20 @@ public final class Daemon {
             }
         }
         restoreLatches(configuration)
+    }
+
+    /// A bus worker's notice as a journal entry: its code in `BESS_CODE`, the units it concerns in
+    /// `BESS_UNIT` (one field per unit), `MESSAGE_ID` of device events, a failure at warning.
+    static func journal(_ notice: DeviceNotice, _ log: Logger) {
+        var metadata: Logger.Metadata = ["MESSAGE_ID": "\(MessageID.device)"]
+        if let code = notice.code { metadata["BESS_CODE"] = "\(code)" }
+        let units = notice.units.filter { !$0.isEmpty }
+        if units.count == 1 { metadata["BESS_UNIT"] = "\(units[0])" }
+        if units.count > 1 { metadata["BESS_UNIT"] = .array(units.map { "\($0)" }) }
+        switch notice.severity {
+        case .notice: log.notice("\(notice.text)", metadata: metadata)
+        case .warning: log.warning("\(notice.text)", metadata: metadata)
+        }
     }
 
     /// Runs until SIGTERM/SIGINT or `duration`; returns the exit status.
@@ -210,7 +227,7 @@ public final class Daemon {
             while !runner.devicesProbed, MonotonicClock.now() < probeEnd, !stopRequested.load(ordering: .relaxed) {
                 usleep(20_000)
             }
-        }, stop: { [runner] in runner.commandSafeSetpoints() })
+        }, stop: { [unowned self] in unconfirmedStops = runner.commandSafeSetpoints() })
         // A reload replaces the cycle thread: stop whichever runs then.
         // The clock's state before the first cycle, so the first energy block already knows it.
         var reportedSteps = 0
@@ -350,9 +367,25 @@ public final class Daemon {
         let stats = shared.statistics
         let summary = "bessd stopped: \(stats.cycles) cycles, \(stats.overruns) overruns, jitter p99 "
             + "\(stats.histogram.percentile(0.99)) µs, max \(stats.histogram.maxMicroseconds) µs; "
-            + "zero setpoints written with revert armed; stopped in order: \(services.stoppedNames.joined(separator: " → "))"
-        logger.notice("\(summary)", metadata: ["MESSAGE_ID": "\(MessageID.lifecycle)"])
+            + Self.stopOutcome(unconfirmed: unconfirmedStops, units: configuration.units.count)
+            + "; stopped in order: \(services.stoppedNames.joined(separator: " → "))"
+        if unconfirmedStops.isEmpty {
+            logger.notice("\(summary)", metadata: ["MESSAGE_ID": "\(MessageID.lifecycle)"])
+        } else {
+            logger.warning("\(summary)", metadata: ["MESSAGE_ID": "\(MessageID.lifecycle)", "BESS_CODE": "STOP_ZERO_UNCONFIRMED",
+                                                   "BESS_UNIT": .array(unconfirmedStops.map { "\($0)" })])
+        }
         return 0
+    }
+
+    /// What the stop line says of the safe zero: written to every inverter, or which did not take it.
+    static func stopOutcome(unconfirmed: [String], units: Int) -> String {
+        guard !unconfirmed.isEmpty else { return "zero setpoints written with revert armed" }
+        let list = unconfirmed.joined(separator: ", ")
+        let reached = units - unconfirmed.count
+        return "STOP_ZERO_UNCONFIRMED: the zero setpoint was not acknowledged by \(list) (unreachable or refused); "
+            + "any setpoint bessd wrote to \(unconfirmed.count == 1 ? "it" : "them") before ends with the inverter's revert timer"
+            + (reached > 0 ? "; zero written with revert armed to the other \(reached)" : "")
     }
 
     /// Reads the clock's synchronisation, hands it to the cycle and the recorder, and says in the
@@ -738,8 +771,9 @@ public final class Daemon {
             case .cleared: metadata["MESSAGE_ID"] = "\(MessageID.clear)"
             case .resetAccepted, .resetRefused: metadata["MESSAGE_ID"] = "\(MessageID.reset)"
             case .stateChanged: metadata["MESSAGE_ID"] = "\(MessageID.state)"
-            case .commandRejected, .siteShortfall, .siteShortfallCleared, .meterStale, .meterFresh, .gridLimitBinding,
-                 .gridLimitReleased: break
+            case .siteShortfall, .siteShortfallCleared, .meterStale, .meterFresh, .gridLimitBinding, .gridLimitReleased:
+                metadata["MESSAGE_ID"] = "\(MessageID.site)"
+            case .commandRejected: metadata["MESSAGE_ID"] = "\(MessageID.commandRejected)"
             case .operatorLimitReverted, .siteSetpointReverted: metadata["MESSAGE_ID"] = "\(MessageID.scadaWrite)"
             }
             let text = EventText.line(event, unitID: id) + (repeats > 0 ? " (\(repeats) repeats suppressed)" : "")
@@ -788,6 +822,10 @@ public final class Daemon {
                 logger.notice("reload: the realtime: block changed; the cycle and its bus and CAN workers keep their priority and CPU until bessd restarts",
                               metadata: ["BESS_CODE": "REALTIME_RESTART_NEEDED", "MESSAGE_ID": "\(MessageID.reload)"])
             }
+            if new.stateDirectory != configuration.stateDirectory || new.controlSocket != configuration.controlSocket {
+                logger.notice("reload: state_directory or control_socket changed; bessd keeps its lock, latches, spool and socket where they are until it restarts",
+                              metadata: ["BESS_CODE": "STATE_DIRECTORY_RESTART_NEEDED", "MESSAGE_ID": "\(MessageID.reload)"])
+            }
             if new.scada != configuration.scada {
                 logger.notice("reload: the scada: block changed; the SCADA server keeps its settings until bessd restarts",
                               metadata: ["BESS_CODE": "SCADA_RESTART_NEEDED", "MESSAGE_ID": "\(MessageID.reload)"])
@@ -830,28 +868,8 @@ public final class Daemon {
 
     static func failure(_ code: String, _ message: String) -> [String: Any] { ["ok": false, "code": code, "message": message] }
 
-    /// A configuration's text fit for a support ticket: the value of any key naming a password,
-    /// token or secret (not the `…_file` keys, which hold paths) and the credentials of any URL
-    /// (`scheme://user:password@host`) become `<redacted>`.
-    static func redacted(_ text: String) -> String {
-        text.split(separator: "\n", omittingEmptySubsequences: false).map { raw -> String in
-            var line = String(raw)
-            if let scheme = line.range(of: "://"), let at = line[scheme.upperBound...].firstIndex(of: "@"),
-               !line[scheme.upperBound..<at].contains(where: { $0 == "/" || $0 == " " })
-            {
-                line.replaceSubrange(scheme.upperBound..<at, with: "<redacted>")
-            }
-            let trimmed = line.drop { $0 == " " || $0 == "-" }
-            if let colon = trimmed.firstIndex(of: ":") {
-                let key = trimmed[..<colon].lowercased()
-                let secret = ["password", "token", "secret", "passphrase"].contains { key.contains($0) } && !key.hasSuffix("_file")
-                if secret, !trimmed[trimmed.index(after: colon)...].trimmingCharacters(in: .whitespaces).isEmpty {
-                    line = String(line[..<line.index(after: colon)]) + " <redacted>"
-                }
-            }
-            return line
-        }.joined(separator: "\n")
-    }
+    /// A configuration's text fit for a support ticket (`Redaction.configurationText`).
+    static func redacted(_ text: String) -> String { Redaction.configurationText(text) }
 
     func audit(_ what: String, uid: UInt32, _ metadata: Logger.Metadata) {
         var fields = metadata
@@ -919,7 +937,8 @@ public final class Daemon {
                     refused += outcome.refused.map { "\(configuration.units[i].id):\($0.name)" }
                 }
                 audit("reset \(name): cleared \(cleared), refused \(refused)", uid: uid,
-                      ["MESSAGE_ID": "\(MessageID.reset)", "BESS_UNIT": "\(indices.count == 1 ? name : "*")"])
+                      ["MESSAGE_ID": "\(MessageID.reset)",
+                       "BESS_UNIT": indices.count == 1 ? "\(name)" : .array(indices.map { "\(configuration.units[$0].id)" })])
                 return ["ok": true, "cleared": cleared, "refused": refused]
             }
         case "mode":
@@ -937,10 +956,21 @@ public final class Daemon {
                 generation = shared.post { $0.mode[i] = mode }
                 name = configuration.units[i].id
             }
+            let indices: [Int] = if case .unit(let i) = target { [i] } else { Array(configuration.units.indices) }
             return .afterCycle(generation: generation) { [self] in
-                audit("mode \(mode.rawValue) for \(name) (operator)", uid: uid,
-                      ["MESSAGE_ID": "\(MessageID.mode)", "BESS_MODE": "\(mode.rawValue)"])
-                return ["ok": true, "mode": mode.rawValue]
+                // What the cycle made of it: `auto` lifts only the hold it names, so a unit another
+                // hold keeps in standby (its own operator standby, the site's, the aggregator's) is named.
+                let units = shared.units
+                let held: [[String: Any]] = mode == .standby ? [] : indices.compactMap { i in
+                    guard i < units.count, units[i].mode == .standby, let by = Self.heldBy(units[i]) else { return nil }
+                    return ["unit": configuration.units[i].id, "held_by": by.who]
+                }
+                let ids = indices.map { configuration.units[$0].id }
+                audit("mode \(mode.rawValue) for \(name) (operator)"
+                        + (held.isEmpty ? "" : "; still in standby: " + held.map { "\($0["unit"]!) (\($0["held_by"]!))" }.joined(separator: ", ")),
+                      uid: uid, ["MESSAGE_ID": "\(MessageID.mode)", "BESS_MODE": "\(mode.rawValue)",
+                                 "BESS_UNIT": ids.count == 1 ? "\(ids[0])" : .array(ids.map { "\($0)" })])
+                return ["ok": true, "mode": mode.rawValue, "units": ids, "still_standby": held]
             }
         case "override":
             guard case .unit(let index)? = target(request, configuration), request["unit"] != nil else {
@@ -1035,7 +1065,7 @@ public final class Daemon {
     /// The uplink's transport, connection, last acknowledgement and backlog (bessctl status).
     func uplinkObject(_ configuration: BessdConfiguration) -> Any {
         guard let aggregator = configuration.aggregator else { return NSNull() }
-        var o: [String: Any] = ["transport": aggregator.transport.rawValue, "url": aggregator.url, "site": aggregator.siteID]
+        var o: [String: Any] = ["transport": aggregator.transport.rawValue, "url": aggregator.shownURL, "site": aggregator.siteID]
         if let spool {
             let s = spool.state
             o["backlog_records"] = s.next - 1 - min(s.acknowledged, s.next - 1)

@@ -52,7 +52,12 @@ public struct JournalLogHandler: LogHandler {
         if let extra = event.metadata { merged.merge(extra) { $1 } }
         for (key, value) in merged {
             guard let name = Self.fieldName(key), !["MESSAGE", "PRIORITY", "SYSLOG_IDENTIFIER"].contains(name) else { continue }
-            fields.append("\(name)=\(value)")
+            // A list becomes the field repeated (`BESS_UNIT=D1`, `BESS_UNIT=D2`): journalctl matches either.
+            if case .array(let values) = value {
+                for item in values { fields.append("\(name)=\(item)") }
+            } else {
+                fields.append("\(name)=\(value)")
+            }
         }
         Self.send(fields)
     }
@@ -127,3 +132,9 @@ public enum MessageID {
     /// The system clock: not synchronised (`CLOCK_UNSYNCED`), synchronised again, or stepped (`CLOCK_STEPPED`).
     public static let clock = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a0d"
 }
+    /// A bus device or link: failed (`MODBUS_CONNECT_FAILED`, `MODBUS_TIMEOUT`…, warning), discovered or answering again.
+    public static let device = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a0e"
+    /// A condition of the site as a whole, raised or cleared: `SITE_SHORTFALL`, `METER_STALE`, `GRID_LIMIT_BINDING`.
+    public static let site = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a0f"
+    /// A dispatch or override the cycle ignored: its power was not a finite number.
+    public static let commandRejected = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a10"

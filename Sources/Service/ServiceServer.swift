@@ -82,11 +82,15 @@ final class ServiceServer: @unchecked Sendable {
         self.renderMetrics = renderMetrics
         self.appliedGeneration = appliedGeneration
         do {
-            if let controlPath { listeners.append((try Self.listenUnix(controlPath), .control)) }
+            if let controlPath {
+                let fd = try Self.listenUnix(controlPath)
+                listeners.append((fd, .control))
+                controlFile = Self.fileIdentity(controlPath)
+            }
             if let metricsAddress { listeners.append((try Self.listenTCP(metricsAddress), .metrics)) }
         } catch {
             for listener in listeners { close(listener.fd) }
-            if let controlPath { unlink(controlPath) }
+            removeControlSocket()
             throw error
         }
     }
@@ -95,7 +99,23 @@ final class ServiceServer: @unchecked Sendable {
         stop()
         for fd in connections.keys { close(fd) }
         for listener in listeners { close(listener.fd) }
-        if let controlPath { unlink(controlPath) }
+        removeControlSocket()
+    }
+
+    /// The device and inode of the socket file this server bound, so that it removes only its own:
+    /// a socket file another process bound at the same path since is left alone.
+    private var controlFile: (device: UInt64, inode: UInt64)?
+
+    static func fileIdentity(_ path: String) -> (device: UInt64, inode: UInt64)? {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return nil }
+        return (UInt64(info.st_dev), UInt64(info.st_ino))
+    }
+
+    private func removeControlSocket() {
+        guard let controlPath, let mine = controlFile, let now = Self.fileIdentity(controlPath),
+              now.device == mine.device, now.inode == mine.inode else { return }
+        unlink(controlPath)
     }
 
     /// Which listeners opened.
@@ -293,6 +313,8 @@ final class ServiceServer: @unchecked Sendable {
     static func listenUnix(_ path: String) throws(RunError) -> Int32 {
         let directory = (path as NSString).deletingLastPathComponent
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        // A live process's socket is never taken over; a stale file is replaced.
+        try SiteOwnership.claimControlSocket(path)
         unlink(path)
         let fd = socket(AF_UNIX, Self.streamSocketFlags, 0)
         guard fd >= 0, var address = unixAddress(path) else {

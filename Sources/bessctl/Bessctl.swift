@@ -364,8 +364,27 @@ struct Mode: ParsableCommand {
     func run() throws {
         var request: [String: Any] = ["verb": "mode", "mode": mode]
         if let unit { request["unit"] = unit }
-        _ = try connection.send(request)
-        print("mode \(mode)\(unit.map { " on \($0)" } ?? " on every unit")")
+        let answer = try connection.send(request)
+        let held = answer["still_standby"] as? [[String: Any]] ?? []
+        print(Self.reply(mode: mode, unit: unit, stillStandby: held.map { ($0["unit"] as? String ?? "?", $0["held_by"] as? String ?? "?") }))
+    }
+
+    /// What happened, not what was asked: `auto` lifts only the standby it names, so a unit that
+    /// another hold keeps in standby is named with that hold and how to lift it.
+    static func reply(mode: String, unit: String?, stillStandby: [(unit: String, by: String)]) -> String {
+        var line = unit.map { "mode \(mode) on \($0)" } ?? (mode == "auto" ? "site standby lifted" : "mode standby on every unit")
+        guard !stillStandby.isEmpty else { return line + (unit == nil && mode == "auto" ? ": every unit in auto" : "") }
+        line += "; still in standby:"
+        for (id, by) in stillStandby {
+            let why = switch by {
+            case "operator": "its own operator standby (bessctl mode auto --unit \(id) lifts it)"
+            case "operator_site": "the site's operator standby (bessctl mode auto lifts it)"
+            case "aggregator", "aggregator_emergency_stop": "the aggregator's \(by == "aggregator" ? "standby" : "emergency stop") until it ends or the aggregator lifts it"
+            default: by
+            }
+            line += "\n  \(id): \(why)"
+        }
+        return line
     }
 }
 

@@ -263,6 +263,30 @@ struct ConnectionPointTests {
         #expect(site.siteDecision.binding == .importLimit)
     }
 
+    @Test("a dispatch for one unit rests the application too: the other units do not charge against it, so the connection point moves by the dispatch (issue 44: it moved by about 0)")
+    func unitDispatchRestsApplication() {
+        let settings = SiteSettings(hasMeter: true, application: .selfConsumption(targetGrid: .zero))
+        let site = Self.site(settings)
+        var plant = MeteredSite(units: 3) { _ in 30_000 }
+        plant.run(site, from: 0, seconds: 15)
+        #expect(site.siteDecision.applicationActive)
+        #expect(abs(plant.grids.last?.w ?? 1e9) <= 3_000)  // self-consumption covers the 30 kW load
+        let before = plant.grids.last?.w ?? 0
+        // The aggregator dispatches unit 0 alone to discharge 60 kW.
+        plant.run(site, from: 15, seconds: 20) { i, inputs, _ in
+            if i == 0 { inputs.dispatch = PowerCommand(power: .kilowatts(60), expiresAt: Fixture.instant(1000), pinned: true) }
+        }
+        #expect(!site.siteDecision.applicationActive)
+        #expect(abs(plant.battery[0] - 60_000) <= 3_000, "\(plant.battery)")
+        #expect(abs(plant.battery[1]) <= 1_000 && abs(plant.battery[2]) <= 1_000, "the others charged against the dispatch: \(plant.battery)")
+        // Export grows by the dispatch less the load the application had been covering.
+        #expect(abs((plant.grids.last?.w ?? 0) - (before - 30_000)) <= 3_000, "\(plant.grids.last?.w ?? 0)")
+        // The dispatch ends: the application takes the site back.
+        plant.run(site, from: 35, seconds: 20)
+        #expect(site.siteDecision.applicationActive)
+        #expect(abs(plant.grids.last?.w ?? 1e9) <= 3_000)
+    }
+
     @Test("METER_STALE: the application contributes nothing, the limit holds its last value; cleared on the first fresh reading")
     func meterStale() {
         let settings = SiteSettings(hasMeter: true, importMax: .kilowatts(200),

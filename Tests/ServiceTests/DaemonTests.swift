@@ -90,6 +90,19 @@ final class RunningDaemon {
 
     func signal(_ number: Int32) { kill(process.processIdentifier, number) }
 
+    /// Stops this daemon (it logs to stdout) and runs bessd on the same configuration logging to the
+    /// journal for at most `seconds`: for tests that read what journalctl finds.
+    func rerunLoggingToJournal(seconds: Int) throws -> Process {
+        signal(SIGKILL)
+        _ = finish()
+        let journaled = Process()
+        journaled.executableURL = Package.executable("bessd")
+        journaled.arguments = ["run", "--config", configPath, "--status-every", "0", "--log", "journal", "--duration", "\(seconds)"]
+        journaled.standardOutput = FileHandle.nullDevice
+        try journaled.run()
+        return journaled
+    }
+
     /// Waits for exit and returns the status and everything it printed.
     func finish() -> (status: Int32, text: String) {
         let data = output.fileHandleForReading.readDataToEndOfFile()

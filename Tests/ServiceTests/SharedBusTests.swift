@@ -279,8 +279,8 @@ struct SharedBusTests {
         let meter = InverterSlot()
         let said = Mutex<[String]>([])
         let workers = HardwareSite.makeWorkers(c, slots: slots, meter: meter,
-                                             phase: CyclePhase(periodNanoseconds: 100_000_000)) { line in
-            said.withLock { $0.append(line) }
+                                             phase: CyclePhase(periodNanoseconds: 100_000_000)) { notice in
+            said.withLock { $0.append(notice.severity == .warning ? "warning: \(notice.text)" : notice.text) }
         }
         #expect(workers.count == 1)
         #expect(workers.first?.devices.map(\.unitID) == [1, 2, 240])
@@ -337,8 +337,8 @@ struct SharedBusTests {
         }
         let said = Mutex<[String]>([])
         let workers = HardwareSite.makeWorkers(c, slots: c.units.map { _ in InverterSlot() },
-                                             phase: CyclePhase(periodNanoseconds: 100_000_000)) { line in
-            said.withLock { $0.append(line) }
+                                             phase: CyclePhase(periodNanoseconds: 100_000_000)) { notice in
+            said.withLock { $0.append(notice.severity == .warning ? "warning: \(notice.text)" : notice.text) }
         }
         #expect(workers.count == 2)
         #expect(workers.map { $0.devices.map(\.unitID) } == [[1, 2], [3, 4]])

@@ -17,6 +17,7 @@ struct WireBudgetTests {
         init(units: Int) { takenAt = [MonotonicInstant?](repeating: nil, count: units) }
         func start() {}
         func stop() {}
+        var unconfirmedStops: [String] { [] }
         func sample(now: MonotonicInstant, into inputs: inout [UnitInputs]) -> Timestamped<Hertz>? {
             for i in inputs.indices {
                 inputs[i].inverter = takenAt[i].map {
