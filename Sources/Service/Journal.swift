@@ -92,7 +92,55 @@ public struct JournalLogHandler: LogHandler {
     }
 }
 
-/// The fallback when no journal listens: one line per entry to a stream, fields appended.
+/// Where `bessd run --log` sends log entries.
+public enum LogTarget: String, CaseIterable, Sendable {
+    /// The journal when one listens, else stderr; stderr too when it is a terminal.
+    case auto
+    /// The journal only.
+    case journal
+    /// Standard error only, one line per entry.
+    case stderr
+    /// Standard output only, one line per entry.
+    case stdout
+
+    /// A stream an entry is written to.
+    public enum Sink: Sendable, Equatable {
+        case journal, stderr, stdout
+    }
+
+    /// The streams entries go to. `auto` writes to the journal when one listens and, when standard
+    /// error is a terminal, to it as well: a person who runs bessd by hand sees every trip, clear and
+    /// state change as it happens while the journal keeps them too. Under systemd standard error is
+    /// the journal's own stream, never a terminal, so nothing is written twice.
+    public func sinks(journalListening: Bool, stderrIsTerminal: Bool) -> [Sink] {
+        switch self {
+        case .auto:
+            guard journalListening else { return [.stderr] }
+            return stderrIsTerminal ? [.journal, .stderr] : [.journal]
+        case .journal: return [.journal]
+        case .stderr: return [.stderr]
+        case .stdout: return [.stdout]
+        }
+    }
+
+    /// One handler writing to every sink: the journal under `identifier`, line streams through
+    /// `stdout` and `stderr`.
+    public static func handler(for sinks: [Sink], identifier: String, stdout: @escaping @Sendable (String) -> Void,
+                               stderr: @escaping @Sendable (String) -> Void) -> any LogHandler {
+        let handlers: [any LogHandler] = sinks.map { sink in
+            switch sink {
+            case .journal: JournalLogHandler(identifier: identifier)
+            case .stderr: LineLogHandler(write: stderr)
+            case .stdout: LineLogHandler(write: stdout)
+            }
+        }
+        return handlers.count == 1 ? handlers[0] : MultiplexLogHandler(handlers)
+    }
+}
+
+/// One line per entry to a stream: the message, then the fields the journal would carry, by the
+/// journal's names (`MESSAGE_ID`, `PRIORITY` and every metadata key), sorted:
+/// `D1 BMS_COMM_LOST …  [BESS_CODE=BMS_COMM_LOST BESS_UNIT=D1 MESSAGE_ID=… PRIORITY=3]`.
 public struct LineLogHandler: LogHandler {
     public var metadata: Logger.Metadata = [:]
     public var logLevel: Logger.Level = .info
@@ -108,8 +156,13 @@ public struct LineLogHandler: LogHandler {
     public func log(event: LogEvent) {
         var merged = metadata
         if let extra = event.metadata { merged.merge(extra) { $1 } }
-        let fields = merged.keys.sorted().filter { $0 != "MESSAGE_ID" }.map { "\($0)=\(merged[$0]!)" }
-        write(fields.isEmpty ? "\(event.message)" : "\(event.message)  [\(fields.joined(separator: " "))]")
+        var fields = ["PRIORITY": "\(JournalLogHandler.priority(event.level))"]
+        for (key, value) in merged {
+            guard let name = JournalLogHandler.fieldName(key), !["MESSAGE", "PRIORITY", "SYSLOG_IDENTIFIER"].contains(name) else { continue }
+            if case .array(let values) = value { fields[name] = values.map { "\($0)" }.joined(separator: ",") } else { fields[name] = "\(value)" }
+        }
+        let text = fields.keys.sorted().map { "\($0)=\(fields[$0]!)" }.joined(separator: " ")
+        write("\(event.message)  [\(text)]")
     }
 }
 
@@ -131,10 +184,10 @@ public enum MessageID {
     public static let permission = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a0c"
     /// The system clock: not synchronised (`CLOCK_UNSYNCED`), synchronised again, or stepped (`CLOCK_STEPPED`).
     public static let clock = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a0d"
-}
     /// A bus device or link: failed (`MODBUS_CONNECT_FAILED`, `MODBUS_TIMEOUT`…, warning), discovered or answering again.
     public static let device = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a0e"
     /// A condition of the site as a whole, raised or cleared: `SITE_SHORTFALL`, `METER_STALE`, `GRID_LIMIT_BINDING`.
     public static let site = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a0f"
     /// A dispatch or override the cycle ignored: its power was not a finite number.
     public static let commandRejected = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a10"
+}

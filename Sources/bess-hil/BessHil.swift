@@ -90,7 +90,10 @@ struct PlantCommand: ParsableCommand {
         commandName: "plant",
         abstract: "Serve every device of a rig file on the wire (SunSpec inverters on Modbus TCP/RTU) until Ctrl-C.")
 
-    @Option(help: "The rig: a bessd configuration in mode: hardware (e.g. hil/rigs/loopback.yaml).")
+    @Option(help: ArgumentHelp(
+        "The rig: a bessd configuration in mode: hil (e.g. hil/rigs/loopback.yaml).",
+        discussion: "The plant serves every device the file does not mark simulated: true and plays the simulation.faults "
+            + "that act on them; mode: hardware refuses faults and simulated devices, so a rig is mode: hil."))
     var config: String
 
     @Option(help: "Stop after this many seconds.")

@@ -17,8 +17,7 @@ struct Bessctl: ParsableCommand {
         main(globalOptionsMoved(Array(CommandLine.arguments.dropFirst())))
     }
 
-    /// Moves `--socket PATH` / `--socket=PATH` given before the verb to after it (dropped for
-    /// `codes`, which talks to no bessd).
+    /// Moves `--socket PATH` / `--socket=PATH` given before the verb to after it.
     static func globalOptionsMoved(_ arguments: [String]) -> [String] {
         var before: [String] = []
         var moved: [String] = []
@@ -37,7 +36,7 @@ struct Bessctl: ParsableCommand {
             }
         }
         let rest = Array(arguments[index...])
-        if moved.isEmpty || rest.first == "codes" || rest.first == "probe" { return before + rest }
+        if moved.isEmpty { return before + rest }
         if let terminator = rest.firstIndex(of: "--") {
             return before + rest[..<terminator] + moved + rest[terminator...]
         }
@@ -54,6 +53,8 @@ struct Codes: ParsableCommand {
 
     @Flag(help: "Print the table as Markdown (docs/interlocks.md is made from it).")
     var markdown = false
+
+    @OptionGroup var connection: IgnoredSocketOption
 
     func run() throws {
         var rules = InterlockRule.defaultTable()
@@ -126,6 +127,13 @@ struct SocketOption: ParsableArguments {
         }
         return answer
     }
+}
+
+/// `--socket PATH` on a verb that talks to no bessd (`codes`, `probe`): accepted, so every verb takes
+/// it in the same places, and unused.
+struct IgnoredSocketOption: ParsableArguments {
+    @Option(name: .long, help: "Accepted as on every verb; this one does not talk to bessd.")
+    var socket: String?
 }
 
 func number(_ value: Any?, scale: Double = 1, digits: Int = 1) -> String {

@@ -25,6 +25,7 @@ struct ProbeModbus: ParsableCommand {
     @Option(help: "RTU baud rate.") var baud = 9600
     @Option(help: "RTU parity: none, even or odd.") var parity = "even"
     @Option(name: .customLong("timeout-ms"), help: "Per-request timeout.") var timeoutMs = 1000
+    @OptionGroup var connection: IgnoredSocketOption
 
     func endpoint() throws -> (ModbusEndpoint, [String]) {
         if let serial {
@@ -55,6 +56,7 @@ struct ProbeModbus: ParsableCommand {
             try connection.connect()
         } catch {
             print("\(endpoint) unit \(unitID): \(error)")
+            print(Self.noAnswerAdvice(endpoint, unitID: unitID, connected: false))
             throw ExitCode(3)
         }
         defer { connection.close() }
@@ -64,10 +66,15 @@ struct ProbeModbus: ParsableCommand {
         do {
             map = try SunSpec.discover(&unit)
         } catch {
+            // Nothing answered: a wrong address, port, unit id or line, not a device without SunSpec.
+            if ["MODBUS_TIMEOUT", "MODBUS_CONNECTION_LOST", "MODBUS_IO"].contains(error.code) {
+                print("no answer: \(error)")
+                print(Self.noAnswerAdvice(endpoint, unitID: unitID, connected: true))
+                throw ExitCode(3)
+            }
             print("SunSpec: none (\(error))")
             print("bessd cannot drive it as SunSpec; if it has a register map, use inverter.protocol: register_map (config/bessd.yaml)")
-            let silent = ["MODBUS_TIMEOUT", "MODBUS_CONNECTION_LOST", "MODBUS_IO"].contains(error.code)
-            throw ExitCode(silent ? 3 : 1)
+            throw ExitCode(1)
         }
         print("SunSpec at \(map.base): models " + map.models.map { "\($0.id) (L \($0.length) at \($0.address))" }.joined(separator: ", "))
         if let common = map.first(SunSpec.Common.id), let block = try? SunSpec.read(common, from: &unit) {
@@ -132,6 +139,25 @@ struct ProbeModbus: ParsableCommand {
         for line in modbusBlock { print("    " + line) }
     }
 
+    /// What to check when a device gives no answer at all (`connected`: the TCP session or the
+    /// serial device opened, but no reply came).
+    static func noAnswerAdvice(_ endpoint: ModbusEndpoint, unitID: Int, connected: Bool) -> String {
+        switch endpoint {
+        case .tcp(let host, let port):
+            if !connected {
+                return "nothing accepted a connection at \(host):\(port): check the address and the port (502 unless the device "
+                    + "says otherwise), that the device is powered and on this network, and any firewall between"
+            }
+            return "\(host):\(port) accepted the connection but nothing answered for unit id \(unitID): check the unit id "
+                + "(--unit-id; a gateway answers only for the devices behind it), that this is the device's Modbus TCP port, "
+                + "and for a slow device a longer --timeout-ms"
+        case .rtu(let device, _, _, _, _, _):
+            if !connected { return "cannot open \(device): check the serial device's path and that nothing else holds it" }
+            return "nothing answered on \(device) for unit id \(unitID): check the unit id (--unit-id), the baud rate and "
+                + "parity (--baud, --parity) against the device's settings, and the wiring (A/B swapped, termination, ground)"
+        }
+    }
+
     /// Whether the device implements the revert bessd arms with every command.
     static func revertTimer(_ inverter: SunSpecInverter, _ unit: inout ModbusUnit) -> Bool {
         let model = inverter.commandModel.address
@@ -170,6 +196,7 @@ struct ProbeCAN: ParsableCommand {
     @Option(help: "How long to listen.") var seconds: Double = 5
     @Option(name: .customLong("protocol"), help: "BMS profile: pylontech (Pylontech LV / SMA Sunny Island).")
     var profile = "pylontech"
+    @OptionGroup var connection: IgnoredSocketOption
 
     /// The groups of the profile: identifier, what it carries, and what bessd does without it.
     static let groups: [(id: UInt32, name: String, without: String)] = [

@@ -63,8 +63,17 @@ struct Run: ParsableCommand {
     @Option(name: .long, help: "Seconds between live status lines on stdout; 0 for none (as under systemd).")
     var statusEvery: Double = 1
 
-    @Option(name: .long, help: "Where log entries go: auto (journald when it listens, else stderr), journal, stderr, stdout.")
+    @Option(name: .long, help: ArgumentHelp(
+        "Where log entries go: auto, journal, stderr or stdout.",
+        discussion: "auto: the journal when journald listens, else stderr; and stderr as well when it is a terminal, "
+            + "so trips, clears and state changes show as they happen."))
     var log: String = "auto"
+
+    func validate() throws {
+        guard LogTarget(rawValue: log) != nil else {
+            throw ValidationError("--log must be auto, journal, stderr or stdout (got '\(log)')")
+        }
+    }
 
     func run() throws {
         // Two malloc arenas, set before any thread starts: with one per thread (glibc's default)
@@ -83,10 +92,11 @@ struct Run: ParsableCommand {
             for diagnostic in error.diagnostics { FileHandle.standardError.write(Data("\(diagnostic)\n".utf8)) }
             throw ExitCode(ExitStatus.invalidConfiguration)
         }
-        let useJournal = log == "journal" || (log == "auto" && JournalLogHandler.isAvailable)
-        let logger = Logger(label: "bessd") { _ -> any LogHandler in
-            if useJournal { return JournalLogHandler(identifier: "bessd") }
-            return LineLogHandler(write: log == "stdout" ? say : sayError)
+        let target = LogTarget(rawValue: log) ?? .auto
+        let sinks = target.sinks(journalListening: target == .auto && JournalLogHandler.isAvailable,
+                                 stderrIsTerminal: isatty(STDERR_FILENO) == 1)
+        let logger = Logger(label: "bessd") { _ in
+            LogTarget.handler(for: sinks, identifier: "bessd", stdout: say, stderr: sayError)
         }
         let daemon: Daemon
         do {

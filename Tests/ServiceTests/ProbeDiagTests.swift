@@ -2,6 +2,7 @@ import Config
 import ControlCore
 import Fieldbus
 import Foundation
+import Glibc
 import Plant
 @testable import Service
 import Testing
@@ -95,6 +96,63 @@ struct ProbeDiagTests {
         #expect(probe.out.contains("nameplate: rated power 30000 W"), "\(probe.out)")
         #expect(probe.out.contains("control path: 124"))
         #expect(Self.pasted(probe.out).contains("    max_power_kw: 30\n"))
+    }
+
+    @Test("--socket before or after the verb: codes and probe take it as every verb does (they talk to no bessd)")
+    func socketAfterEveryVerb() throws {
+        for arguments in [["codes", "--socket", "/tmp/bessctl-none.sock", "THERMAL_RUNAWAY"],
+                          ["codes", "THERMAL_RUNAWAY", "--socket=/tmp/bessctl-none.sock"],
+                          ["--socket", "/tmp/bessctl-none.sock", "codes", "THERMAL_RUNAWAY"],
+                          ["codes", "THERMAL_RUNAWAY", "--markdown", "--socket", "/tmp/bessctl-none.sock"]] {
+            let codes = try Package.run("bessctl", arguments)
+            #expect(codes.status == 0, "\(arguments): \(codes.err)")
+            #expect(codes.out.contains("THERMAL_RUNAWAY"), "\(arguments): \(codes.out)")
+        }
+        let server = try SunSpecServer(transport: .tcp(host: "127.0.0.1", port: 0),
+                                       profile: SunSpecDeviceProfile(measurementModel: 103, controlModel: 124, ratingW: 30_000))
+        try server.start()
+        defer { server.stop() }
+        for arguments in [["probe", "modbus", "--socket", "/tmp/bessctl-none.sock", "127.0.0.1:\(server.port)"],
+                          ["probe", "modbus", "127.0.0.1:\(server.port)", "--socket=/tmp/bessctl-none.sock"],
+                          ["--socket", "/tmp/bessctl-none.sock", "probe", "modbus", "127.0.0.1:\(server.port)"]] {
+            let probe = try Package.run("bessctl", arguments)
+            #expect(probe.status == 0, "\(arguments): \(probe.out)\(probe.err)")
+            #expect(probe.out.contains("control path: 124"), "\(arguments): \(probe.out)")
+        }
+        // probe can parses it too: the answer is about the interface, not the command line (exit 3, not 64).
+        let can = try Package.run("bessctl", ["probe", "can", "nosuchcan9", "--seconds", "0.1", "--socket", "/tmp/bessctl-none.sock"])
+        #expect(can.status == 3, "\(can.out)\(can.err)")
+    }
+
+    @Test("probe modbus where nothing answers: exit 3 and what to check (address, port, unit id), never a register map")
+    func silentDevice() throws {
+        // A listener that accepts connections (the kernel completes them) and never answers a request.
+        var listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #expect(listener >= 0)
+        defer { if listener >= 0 { close(listener) } }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0 }
+        }
+        #expect(bound && listen(listener, 8) == 0)
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        let silent = try Package.run("bessctl", ["probe", "modbus", "127.0.0.1:\(port)", "--unit-id", "7", "--timeout-ms", "200"])
+        #expect(silent.status == 3, "\(silent.out)")
+        #expect(silent.out.contains("no answer: MODBUS_TIMEOUT"), "\(silent.out)")
+        #expect(silent.out.contains("nothing answered for unit id 7: check the unit id"), "\(silent.out)")
+        #expect(!silent.out.contains("register map") && !silent.out.contains("register_map"), "\(silent.out)")
+
+        // Nothing listening at all: the address and port to check.
+        close(listener)
+        listener = -1
+        let refused = try Package.run("bessctl", ["probe", "modbus", "127.0.0.1:\(port)", "--timeout-ms", "200"])
+        #expect(refused.status == 3, "\(refused.out)")
+        #expect(refused.out.contains("check the address and the port"), "\(refused.out)")
+        #expect(!refused.out.contains("register map") && !refused.out.contains("register_map"), "\(refused.out)")
     }
 
     @Test("redaction: password, token and secret values and URL credentials; _file paths kept")
