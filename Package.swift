@@ -158,7 +158,8 @@ let package = Package(
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             swiftSettings: swiftSettings),
-        .testTarget(name: "UplinkTests", dependencies: ["Uplink", "ControlCore"], swiftSettings: swiftSettings),
+        .testTarget(name: "UplinkTests", dependencies: ["Uplink", "ControlCore", "BessSystem"], swiftSettings: swiftSettings),
+        .testTarget(name: "BessSystemTests", dependencies: ["BessSystem"], swiftSettings: swiftSettings),
         .testTarget(name: "PlantTests", dependencies: ["Plant", "ControlCore", "Fieldbus", "Config", "Cycle"], swiftSettings: swiftSettings),
         // Configuration, the cycle, the simulated site and the daemon, in and out of process.
         .testTarget(

@@ -88,7 +88,7 @@ public final class PlantRig {
             }
         }
         if servers.allSatisfy({ $0 == nil }) && canSockets.allSatisfy({ $0 == nil }) && meterServer == nil {
-            throw RunError(code: "RIG_EMPTY", message: "the rig has no device for the plant to serve (mode: hardware with a modbus endpoint)")
+            throw RunError(code: "RIG_EMPTY", message: "the rig has no device for the plant to serve (mode: hil with a modbus endpoint)")
         }
     }
 

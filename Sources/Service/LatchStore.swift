@@ -91,36 +91,10 @@ public final class LatchStore {
         if mkdir(directory, 0o750) != 0, errno != EEXIST {
             throw LatchStoreError("cannot create \(directory): \(SystemError.text(errno))")
         }
-        let temporary = path + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o640)
-        guard fd >= 0 else { throw LatchStoreError("cannot write \(temporary): \(SystemError.text(errno))") }
-        var written = 0
-        let ok = data.withUnsafeBytes { bytes -> Bool in
-            while written < bytes.count {
-                let n = write(fd, bytes.baseAddress! + written, bytes.count - written)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    return false
-                }
-                written += n
-            }
-            return fsync(fd) == 0
-        }
-        let writeErrno = errno
-        close(fd)
-        guard ok else {
-            unlink(temporary)
-            throw LatchStoreError("cannot write \(temporary): \(SystemError.text(writeErrno))")
-        }
-        guard rename(temporary, path) == 0 else {
-            let reason = SystemError.text(errno)
-            unlink(temporary)
-            throw LatchStoreError("cannot replace \(path): \(reason)")
-        }
-        let directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if directoryFD >= 0 {
-            fsync(directoryFD)
-            close(directoryFD)
+        do throws(SystemCallError) {
+            try AtomicFile.write(Array(data), to: path)
+        } catch {
+            throw LatchStoreError("cannot save the latches: \(error)")
         }
     }
 

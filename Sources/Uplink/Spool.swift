@@ -183,10 +183,11 @@ public final class Spool {
     /// fsyncs the spool's directory, so that a file created or renamed in it survives a power cut
     /// (fsync of a file does not make its name durable).
     private func syncDirectory() throws(SpoolError) {
-        let dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard dfd >= 0 else { throw SpoolError.failed("cannot open \(directory)", errno: errno) }
-        defer { close(dfd) }
-        guard fsync(dfd) == 0 else { throw SpoolError.failed("syncing \(directory)", errno: errno) }
+        do throws(SystemCallError) {
+            try AtomicFile.syncDirectory(of: directory + "/.")
+        } catch {
+            throw SpoolError.failed("syncing \(directory)", errno: error.errno)
+        }
     }
 
     private func writeAll(_ bytes: [UInt8]) throws(SpoolError) {
@@ -374,20 +375,11 @@ public final class Spool {
         let slot = Self.stateSlot(generation: generation, acknowledged: acknowledged, dropped: dropped, nextSeq: nextSeq)
         let at = Int(generation & 1) * Self.stateSlotStride
         file.replaceSubrange(at..<(at + slot.count), with: slot)
-        let temporary = statePath + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o640)
-        guard fd >= 0 else { throw SpoolError.failed("cannot write \(temporary)", errno: errno) }
-        let written = file.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        // The first call that fails names the error; a short write sets no errno: the disk is full.
-        var failure: Int32? = written == file.count ? nil : written < 0 ? errno : ENOSPC
-        if failure == nil, fsync(fd) != 0 { failure = errno }
-        close(fd)
-        if failure == nil, rename(temporary, statePath) != 0 { failure = errno }
-        if let failure {
-            unlink(temporary)
-            throw SpoolError.failed("cannot save the spool state", errno: failure)
+        do throws(SystemCallError) {
+            try AtomicFile.write(file, to: statePath)
+        } catch {
+            throw SpoolError.failed("cannot save the spool state (\(error.call))", errno: error.errno)
         }
-        try syncDirectory()
         stateGeneration = generation
         stateFD = open(statePath, O_WRONLY | O_CLOEXEC)
         guard stateFD >= 0 else {
