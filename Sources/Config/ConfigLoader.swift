@@ -22,11 +22,14 @@ public enum ConfigLoader {
 
     /// Parses configuration text; `file` names it in diagnostics.
     public static func parse(_ text: String, file: String) throws(ConfigurationError) -> BessdConfiguration {
+        // Found before libyaml, which refuses such a file without saying where.
+        let control = ConfigSyntax.controlCharacters(in: text, file: file)
+        if !control.isEmpty { throw ConfigurationError(control) }
         let root: Node?
         do {
             root = try Yams.compose(yaml: text)
         } catch {
-            throw ConfigurationError([syntaxDiagnostic(error, file: file)])
+            throw ConfigurationError([ConfigSyntax.diagnostic(error, text: text, file: file)])
         }
         guard let root else {
             throw ConfigurationError([ConfigDiagnostic(file: file, line: 1, keyPath: "", message: "the file is empty")])
@@ -47,27 +50,6 @@ public enum ConfigLoader {
         var loaded = configuration!
         loaded.notices = reader.diagnostics.filter { $0.severity == .notice }
         return loaded
-    }
-
-    static func syntaxDiagnostic(_ error: any Error, file: String) -> ConfigDiagnostic {
-        var line: Int?
-        var problem = "\(error)"
-        if let yamlError = error as? YamlError {
-            switch yamlError {
-            case .scanner(_, let p, let mark, _), .parser(_, let p, let mark, _), .composer(_, let p, let mark, _):
-                line = mark.line
-                problem = p
-            case .duplicatedKeysInMapping(let duplicates, let context):
-                line = context.mark.line
-                problem = "duplicate key \(duplicates.joined(separator: ", "))"
-            case .reader(let p, _, _, _):
-                problem = p
-            default:
-                break
-            }
-        }
-        return ConfigDiagnostic(code: "CONFIG_SYNTAX", file: file, line: line, keyPath: "",
-                                message: "YAML syntax error: \(problem)")
     }
 
     static func idPattern(_ text: String) -> Bool {
@@ -102,8 +84,8 @@ public enum ConfigLoader {
             let transportName = fields.string("transport", pattern: { $0 == "http" || $0 == "mqtt" }, rule: "must be http or mqtt")
             let transport = AggregatorConfiguration.Transport(rawValue: transportName ?? "http") ?? .http
             let url = transport == .http
-                ? fields.string("url", pattern: { $0.hasPrefix("https://") || $0.hasPrefix("http://") },
-                                rule: "must be an http:// or https:// URL (transport: http)")
+                ? fields.string("url", pattern: { ($0.hasPrefix("https://") || $0.hasPrefix("http://")) && HostAddress.urlHasValidHost($0) },
+                                rule: "must be an http:// or https:// URL with a valid host (transport: http)")
                 : fields.string("url", pattern: { ($0.hasPrefix("mqtt://") || $0.hasPrefix("mqtts://")) && MQTTAddress.valid($0) },
                                 rule: "must be an mqtt://host[:port] or mqtts://host[:port] URL (transport: mqtt)")
             if url == nil, !fields.has("url") { r.error(fields.node, fields.child("url"), "is required") }
@@ -152,7 +134,7 @@ public enum ConfigLoader {
         }
         let metrics = top.string("metrics_listen", pattern: { text in
             let parts = text.split(separator: ":")
-            return parts.count == 2 && UInt16(parts[1]) != nil && parts[0].split(separator: ".").count == 4
+            return parts.count == 2 && UInt16(parts[1]) != nil && IPv4Network.parse(String(parts[0])) != nil
         }, rule: "must be IPV4:PORT, e.g. 127.0.0.1:9464")
         let site = decodeSite(top.fields("site"), r, mode: mode, units: units ?? [])
         let scada = decodeScada(top.fields("scada"), r, units: units ?? [])
@@ -174,7 +156,8 @@ public enum ConfigLoader {
             a.siteID = units.first?.campusID.flatMap { idPattern($0) ? $0 : nil } ?? "site"
             aggregator = a
         }
-        if grid.frequencySource == .inverter, units.isEmpty {
+        // An empty list, or one whose every unit was refused, has its own errors already.
+        if grid.frequencySource == .inverter, units.isEmpty, !r.hasErrors {
             r.error(top.mark("grid_integration"), "grid_integration.frequency_source", "needs at least one unit")
         }
         var configuration = BessdConfiguration(
@@ -700,7 +683,12 @@ public enum ConfigLoader {
     }
 
     static func decodeModbus(_ m: ConfigReader.Fields, _ r: ConfigReader) -> ModbusSettings? {
-        let host = m.string("host", pattern: { !$0.isEmpty && !$0.contains(" ") }, rule: "must be a host name or address")
+        var host = m.string("host")
+        if let text = host, let problem = HostAddress.problem(text) {
+            r.error(m.mark("host"), m.child("host"), "\(HostAddress.rule); this \(problem)",
+                    got: m.mark("host").map(ConfigReader.shown))
+            host = nil
+        }
         let device = m.string("device", pattern: { $0.hasPrefix("/dev/") || $0.hasPrefix("/") },
                               rule: "must be an absolute device path such as /dev/ttyUSB0")
         let port = m.int("port", default: 502, range: 1...65535)!
@@ -1017,10 +1005,11 @@ public enum ConfigLoader {
     }
 }
 
-/// The shape of an MQTT broker URL: `mqtt[s]://host[:port]`, a port in 1–65535.
+/// The shape of an MQTT broker URL: `mqtt[s]://host[:port]`, a host by `HostAddress`'s rule and a
+/// port in 1–65535.
 enum MQTTAddress {
     static func valid(_ url: String) -> Bool {
-        guard let scheme = url.range(of: "://") else { return false }
+        guard HostAddress.urlHasValidHost(url), let scheme = url.range(of: "://") else { return false }
         let rest = url[scheme.upperBound...].split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
         guard !rest.isEmpty else { return false }
         if let colon = rest.lastIndex(of: ":"), !rest.hasSuffix("]") {

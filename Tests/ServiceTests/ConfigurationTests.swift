@@ -318,8 +318,8 @@ struct ConfigurationTests {
         Bad(name: "a bearer token on the MQTT transport", yaml: unit + "aggregator: {transport: mqtt, url: \"mqtt://b\", token_file: /t}\n",
             line: nil, keyPath: "aggregator.token_file", message: "applies to transport: http only"),
         Bad(name: "YAML syntax", yaml: "bess_units: [\n", line: 2, keyPath: "", message: "YAML syntax error"),
-        Bad(name: "duplicate key", yaml: unit + "period_ms: 100\nperiod_ms: 200\n", line: nil, keyPath: "",
-            message: "duplicate key"),
+        Bad(name: "duplicate key", yaml: unit + "period_ms: 100\nperiod_ms: 200\n", line: 6, keyPath: "",
+            message: "duplicate key 'period_ms' (first at line 5)"),
         Bad(name: "a real-time CPU the machine lacks (any machine: the pin's mask ends at 1023)",
             yaml: unit + "realtime:\n  cpu: 1024\n", line: 6, keyPath: "realtime.cpu", message: "CPU 1024 does not exist: this machine has CPU"),
         Bad(name: "a real-time CPU as a word", yaml: unit + "realtime: {cpu: first}\n", line: 5, keyPath: "realtime.cpu",
@@ -329,6 +329,125 @@ struct ConfigurationTests {
         Bad(name: "a list where a mapping belongs", yaml: "- a\n- b\n", line: 1, keyPath: "", message: "expected a mapping"),
         Bad(name: "empty file", yaml: "", line: 1, keyPath: "", message: "empty"),
     ]
+
+    /// A file with one mistake, the line (and column) where it is, and the error's code.
+    struct Located: Sendable, CustomTestStringConvertible {
+        let name: String
+        let yaml: String
+        let line: Int
+        let code: String
+        let message: String
+        var column: Int? = nil
+        var testDescription: String { name }
+    }
+
+    /// A site in mode hardware whose indentation steps by two, as config/bessd.yaml's does.
+    static let site = """
+        mode: hardware
+        bess_units:
+          - id: U1
+            capacity_kwh: 250
+            max_power_kw: 100
+            modbus:
+              host: 10.0.0.1
+              port: 502
+        grid_integration:
+          droop_settings:
+            droop_percent: 5
+
+        """
+
+    /// `site` with line `number` (1-based) replaced by `text`.
+    static func site(line number: Int, _ text: String) -> String {
+        var lines = site.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        lines[number - 1] = text
+        return lines.joined(separator: "\n")
+    }
+
+    static let locatedCases: [Located] = [
+        Located(name: "a key without its colon, a key following", yaml: site(line: 4, "    capacity_kwh 250"), line: 4,
+                code: "CONFIG_SYNTAX", message: "a key without its ':'"),
+        Located(name: "a key without its colon, a comment and a blank line following",
+                yaml: "mode: hil\nperiod_ms 100\n\n# the units\nbess_units: []\n", line: 2,
+                code: "CONFIG_SYNTAX", message: "a key without its ':'"),
+        Located(name: "a key without its colon over a key of the same indentation", yaml: site(line: 1, "mode hardware"),
+                line: 1, code: "CONFIG_SYNTAX", message: "a key without its ':'"),
+        Located(name: "a parent key without its colon", yaml: site(line: 9, "grid_integration"), line: 9,
+                code: "CONFIG_SYNTAX", message: "a key without its ':'"),
+        Located(name: "a block's first line indented one too deep", yaml: site(line: 7, "       host: 10.0.0.1"), line: 7,
+                code: "CONFIG_SYNTAX", message: "indented unlike the lines of its block"),
+        Located(name: "a block's first line indented one too shallow", yaml: site(line: 7, "     host: 10.0.0.1"), line: 7,
+                code: "CONFIG_SYNTAX", message: "indented unlike the lines of its block"),
+        Located(name: "a list item indented one too deep", yaml: site(line: 3, "   - id: U1"), line: 3,
+                code: "CONFIG_SYNTAX", message: "indented unlike the lines of its block"),
+        Located(name: "the first line of the file indented", yaml: site(line: 1, " mode: hardware"), line: 1,
+                code: "CONFIG_SYNTAX", message: "indented unlike the lines of its block"),
+        Located(name: "a later line of a block indented too shallow", yaml: site(line: 8, "     port: 502"), line: 8,
+                code: "CONFIG_SYNTAX", message: "did not find expected key"),
+        Located(name: "a line indented too deep under a value", yaml: site(line: 5, "      max_power_kw: 100"), line: 5,
+                code: "CONFIG_SYNTAX", message: "check this line's indentation"),
+        Located(name: "a duplicate key, at its second occurrence", yaml: site + "period_ms: 100\nmode: hil\n", line: 13,
+                code: "CONFIG_SYNTAX", message: "duplicate key 'mode' (first at line 1)"),
+        Located(name: "a duplicate key in a unit, beside another duplicate",
+                yaml: site(line: 5, "    max_power_kw: 100\n    capacity_kwh: 200\n    id: U2"), line: 6,
+                code: "CONFIG_SYNTAX", message: "duplicate key 'capacity_kwh' (first at line 4)"),
+        Located(name: "a duplicate key three times", yaml: "period_ms: 100\nperiod_ms: 200\nperiod_ms: 300\n", line: 2,
+                code: "CONFIG_SYNTAX", message: "duplicate key 'period_ms' (first at line 1)"),
+        Located(name: "a duplicate key in a flow mapping", yaml: site(line: 8, "      port: 502\n      rs: {a: 1,\n        a: 2}"),
+                line: 10, code: "CONFIG_SYNTAX", message: "duplicate key 'a'"),
+        Located(name: "an escape sequence pasted from a terminal", yaml: site(line: 7, "      host: 10.0.0.1\u{1B}[A"), line: 7,
+                code: "CONFIG_SYNTAX", message: "control character U+001B at column 21", column: 21),
+        Located(name: "a NUL after CRLF line ends", yaml: "mode: hil\r\nperiod_ms: 1\u{0}00\r\n", line: 2,
+                code: "CONFIG_SYNTAX", message: "control character U+0000 at column 13", column: 13),
+        Located(name: "one bad unit in a one-unit file, and nothing else", yaml: site(line: 4, "    capacity_kwh: -1"), line: 4,
+                code: "CONFIG_INVALID", message: "bess_units[0].capacity_kwh: must be greater than 0"),
+        Located(name: "an inverter host with an octet above 255", yaml: site(line: 7, "      host: 192.168.1.300"), line: 7,
+                code: "CONFIG_INVALID", message: "bess_units[0].modbus.host: must be an IPv4 address, an IPv6 address or a host name; this is not an IPv4 address: 300 is above 255"),
+        Located(name: "an inverter host of three numbers", yaml: site(line: 7, "      host: 10.0.1"), line: 7,
+                code: "CONFIG_INVALID", message: "3 numbers where it has 4"),
+        Located(name: "an inverter host that is no name", yaml: site(line: 7, "      host: inverter_1.site"), line: 7,
+                code: "CONFIG_INVALID", message: "may hold only letters, digits"),
+        Located(name: "an inverter host that is no IPv6 address", yaml: site(line: 7, "      host: \"fe80::1::2\""), line: 7,
+                code: "CONFIG_INVALID", message: "is not an IPv6 address"),
+        Located(name: "a meter host with an octet above 255",
+                yaml: site + "site:\n  meter:\n    protocol: sunspec\n    modbus: {host: 10.0.0.256, unit_id: 2}\n", line: 15,
+                code: "CONFIG_INVALID", message: "site.meter.modbus.host: must be an IPv4 address"),
+        Located(name: "an aggregator URL whose host has an octet above 255",
+                yaml: site + "aggregator:\n  url: http://10.1.2.300:8700\n", line: 13,
+                code: "CONFIG_INVALID", message: "aggregator.url: must be an http:// or https:// URL with a valid host"),
+        Located(name: "an MQTT broker whose host has an octet above 255",
+                yaml: site + "aggregator:\n  transport: mqtt\n  url: mqtts://10.1.2.300:8883\n", line: 14,
+                code: "CONFIG_INVALID", message: "aggregator.url: must be an mqtt://host[:port]"),
+        Located(name: "metrics on an address with an octet above 255", yaml: site + "metrics_listen: 127.0.0.300:9464\n", line: 12,
+                code: "CONFIG_INVALID", message: "metrics_listen: must be IPV4:PORT"),
+    ]
+
+    @Test("every error names the line of the mistake, YAML syntax included, and nothing else", arguments: locatedCases)
+    func located(bad: Located) {
+        do {
+            _ = try ConfigLoader.parse(bad.yaml, file: "site.yaml")
+            Issue.record("accepted a bad file")
+        } catch {
+            #expect(error.diagnostics.count == 1, "diagnostics were:\n\(error)")
+            let first = error.diagnostics.first
+            #expect(first?.line == bad.line, "\(error)")
+            #expect(first?.code == bad.code, "\(error)")
+            #expect(first?.description.contains(bad.message) == true, "\(error)")
+            #expect(first?.description.hasPrefix("site.yaml:\(bad.line): ") == true, "\(error)")
+            if let column = bad.column { #expect(first?.message.contains("at column \(column) ") == true, "\(error)") }
+        }
+    }
+
+    @Test("hosts: IPv4 and IPv6 literals and RFC 1123 names are accepted wherever a host is taken",
+          arguments: ["192.168.1.30", "inverter-1.site.local", "::1", "fe80::1", "fe80::1%eth0", "localhost",
+                      "255.255.255.255", "a.example.", "10.0.0.1a"])
+    func hostAccepted(host: String) throws {
+        let url = host.contains(":") ? "[\(host)]" : host
+        let c = try ConfigLoader.parse(Self.site(line: 7, "      host: \(host)")
+                                       + "aggregator:\n  transport: mqtt\n  url: mqtt://\(url):1883\n", file: "site.yaml")
+        let expected = host
+        #expect(c.units[0].modbus?.transport == .tcp(host: expected, port: 502))
+    }
 
     @Test("realtime.cpu: last by default, a number, none; a CPU this machine lacks is named with the CPUs it has")
     func realtimeCPU() throws {
