@@ -44,6 +44,17 @@ struct PylontechTests {
         #expect(d.ingest(frame("355#65006300"), at: t) == .invalidValue)  // SOC 101 %
     }
 
+    @Test("0x355 padded with zeros to 8 bytes (bytes 4–7 empty in the specification) reads the whole-percent SOC, not 0 %")
+    func paddedStatus() {
+        var d = PylontechDecoder()
+        #expect(d.ingest(frame("355#5700630000000000"), at: t) == nil)
+        #expect(d.snapshot.status?.value.soc == Percent(87))
+        #expect(d.ingest(frame("355#0000630000000000"), at: t) == nil)  // empty and padded: 0 % either way
+        #expect(d.snapshot.status?.value.soc == Percent(0))
+        #expect(d.ingest(frame("355#570063002E220000"), at: t) == nil)  // 87 % with 87.50 %: within 1 %, the finer
+        #expect(d.snapshot.status?.value.soc == Percent(87.5))
+    }
+
     @Test("0x359 protection and alarm bits, system error at bit 3 or bit 7")
     func protection() {
         var d = PylontechDecoder()

@@ -6,7 +6,7 @@ public import ControlCore
 /// | ID | Content |
 /// |---|---|
 /// | 0x351 | charge voltage limit (U16 0.1 V), charge / discharge current limit (S16 0.1 A), discharge voltage limit (U16 0.1 V, optional) |
-/// | 0x355 | SOC (U16 %), SOH (U16 %), high-resolution SOC (U16 0.01 %, optional) |
+/// | 0x355 | SOC (U16 %), SOH (U16 %), high-resolution SOC (U16 0.01 %, optional, used within 1 % of SOC) |
 /// | 0x356 | voltage (S16 0.01 V), current (S16 0.1 A, + = charging), temperature (S16 0.1 °C) |
 /// | 0x359 | protection bytes 0–1, alarm bytes 2–3, module count, "PN" |
 /// | 0x35C | request flags: b7 charge enable, b6 discharge enable, b5/b4 force charge, b3 full charge |
@@ -99,9 +99,14 @@ public struct PylontechDecoder: BMSDecoder {
             let soc = f.uint16LE(0), soh = f.uint16LE(2)
             guard soc <= 100 else { return .invalidValue }
             var socValue = Double(soc)
+            // Bytes 4–5 are empty in the Pylontech specification (SMA's high-resolution SOC): a BMS that
+            // pads the frame with zeros must not read as empty, so the finer value is used only where
+            // it agrees with the whole-percent one.
             if f.length >= 6 {
                 let hires = f.uint16LE(4)
-                if hires != PylontechLV.invalidUnsigned, hires <= 10_000 { socValue = Double(hires) / 100 }
+                if hires != PylontechLV.invalidUnsigned, hires <= 10_000, abs(Double(hires) / 100 - socValue) <= 1 {
+                    socValue = Double(hires) / 100
+                }
             }
             snapshot.status = Timestamped(BMSStatus(
                 soc: Percent(socValue), soh: soh <= 100 ? Percent(Double(soh)) : nil), at: t)
