@@ -475,13 +475,15 @@ public struct UnitController: Sendable {
                                    age(bms.measurements?.takenAt, now, grace: bmsGrace))
         metrics[.inverterDataAge] = age(inputs.inverter?.takenAt, now,
                                         grace: inputs.inverterUnreachable ? 0 : settings.inverterStartupGrace.secondsDouble)
-        // Optional groups: judged only while the required ones are fresh (else BMS_COMM_LOST speaks).
+        // Optional groups: judged only while the required ones are fresh (else BMS_COMM_LOST speaks),
+        // and only those the BMS is expected to send: an extension its protocol does not define (0x373
+        // of a genuine Pylontech) is missing only once it has been seen.
         if limits != nil, status != nil, measurements != nil {
             var missing = BMSGroups()
             if cells == nil { missing.insert(.cells) }
             if bms.protection.fresh(at: now, maxAge: settings.bmsStaleAfter) == nil { missing.insert(.protection) }
             if bms.requests.fresh(at: now, maxAge: settings.bmsStaleAfter) == nil { missing.insert(.requests) }
-            metrics[.bmsGroupsMissing] = Double(missing.rawValue)
+            metrics[.bmsGroupsMissing] = Double(missing.intersection(bms.expectedGroups).rawValue)
         }
     }
 

@@ -32,7 +32,8 @@ public enum InterlockMetric: UInt8, Sendable, CaseIterable {
     /// Age of the grid frequency, seconds.
     case frequencyDataAge
     /// Optional BMS groups missing or stale while the required ones are fresh, as a `BMSGroups`
-    /// bit mask (0 = none missing); unknown while the BMS is not communicating.
+    /// bit mask (0 = none missing), counting only the groups the BMS is expected to send
+    /// (`BMSSnapshot.expectedGroups`); unknown while the BMS is not communicating.
     case bmsGroupsMissing
 
     /// The unit the metric is expressed in, for messages.

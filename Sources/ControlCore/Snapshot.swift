@@ -101,10 +101,14 @@ public struct BMSRequests: Sendable, Equatable {
 
 /// The BMS frame groups the control law can live without, yet whose rules are inert without them:
 /// a bit mask (the value of the `bmsGroupsMissing` metric).
+///
+/// Which of them a BMS is expected to send is `BMSSnapshot.expectedGroups`: the groups its protocol
+/// defines, and any extension it has been seen to send.
 public struct BMSGroups: OptionSet, Sendable, Hashable {
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
-    /// Cell extremes (frame 0x373): cell-voltage rules, the hottest cell. A genuine Pylontech sends none.
+    /// Cell extremes (frame 0x373, a Victron extension of the Pylontech profile): cell-voltage rules,
+    /// the hottest cell. A genuine Pylontech sends none.
     public static let cells = BMSGroups(rawValue: 1 << 0)
     /// Protection and alarm flags (frame 0x359).
     public static let protection = BMSGroups(rawValue: 1 << 1)
@@ -123,6 +127,17 @@ public struct BMSGroups: OptionSet, Sendable, Hashable {
         default: nil
         }
     }
+
+    /// Each group in the set, one bit each, in bit order.
+    public var members: [BMSGroups] {
+        (0..<UInt8.bitWidth).map { BMSGroups(rawValue: 1 << $0) }.filter { contains($0) }
+    }
+
+    /// The groups' names, e.g. `0x373 cells, 0x35C requests` (an unnamed bit as `group bit N`).
+    public var list: String {
+        members.map { group in group.name.map { "\($0)" } ?? "group bit \(group.rawValue.trailingZeroBitCount)" }
+            .joined(separator: ", ")
+    }
 }
 
 /// Everything known about one BMS, each group stamped with when it was measured.
@@ -135,10 +150,16 @@ public struct BMSSnapshot: Sendable {
     public var cells: Timestamped<CellStatistics>?
     public var protection: Timestamped<BMSProtectionState>?
     public var requests: Timestamped<BMSRequests>?
+    /// The optional groups this BMS is expected to send, so missing when absent or stale: those its
+    /// protocol defines, and each extension it has sent on this link (its decoder adds it at the
+    /// first frame). A group outside it is "not sent by this BMS", no warning. Every group unless the
+    /// source says otherwise.
+    public var expectedGroups: BMSGroups
     public init(
         limits: Timestamped<BMSLimits>? = nil, status: Timestamped<BMSStatus>? = nil,
         measurements: Timestamped<BMSMeasurements>? = nil, cells: Timestamped<CellStatistics>? = nil,
-        protection: Timestamped<BMSProtectionState>? = nil, requests: Timestamped<BMSRequests>? = nil
+        protection: Timestamped<BMSProtectionState>? = nil, requests: Timestamped<BMSRequests>? = nil,
+        expectedGroups: BMSGroups = .all
     ) {
         self.limits = limits
         self.status = status
@@ -146,6 +167,7 @@ public struct BMSSnapshot: Sendable {
         self.cells = cells
         self.protection = protection
         self.requests = requests
+        self.expectedGroups = expectedGroups
     }
 
     /// The newest instant any group was measured.
@@ -244,6 +266,10 @@ public struct ModeHolds: Sendable, Equatable {
 public struct UnitInputs: Sendable {
     public var bms: BMSSnapshot
     public var inverter: Timestamped<InverterReading>?
+    /// The inverter's link or device failed before it ever answered (a wrong address, a refused
+    /// connection): its start-up grace ends at once, so the unit shows the fault instead of
+    /// `running` for the rest of the grace.
+    public var inverterUnreachable = false
     /// Aggregator dispatch, if any.
     public var dispatch: PowerCommand?
     /// Operator override (outranks dispatch; still inside every interlock).
@@ -258,7 +284,3 @@ public struct UnitInputs: Sendable {
         self.override = override
     }
 }
-    /// The inverter's link or device failed before it ever answered (a wrong address, a refused
-    /// connection): its start-up grace ends at once, so the unit shows the fault instead of
-    /// `running` for the rest of the grace.
-    public var inverterUnreachable = false

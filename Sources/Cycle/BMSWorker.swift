@@ -45,7 +45,8 @@ public final class BMSSlot: Sendable {
 
 /// Owns one CAN interface: receives the BMS's frames through the protocol decoder, publishes the
 /// snapshot, sends the 0x305 keep-alive every second, watches error frames for bus-off, and reopens
-/// the interface with back-off when it disappears. Runs on its own thread.
+/// the interface with back-off when it disappears. Says once (not a fault) which protocol extensions
+/// the BMS does not send (`UnsentExtensionNotice`). Runs on its own thread.
 public final class BMSWorker: @unchecked Sendable {
     public let interface: String
     public let slot: BMSSlot
@@ -86,7 +87,10 @@ public final class BMSWorker: @unchecked Sendable {
 
     private func loop() {
         if let realtime { for notice in Realtime.enter(realtime, as: "the CAN worker").notices { log("\(interface): \(notice)") } }
+        // One decoder for the worker's life: an extension it has seen stays expected across a reopened
+        // interface (the same BMS); a restart of bessd starts over.
         var decoder = PylontechDecoder()
+        var unsentNotice = UnsentExtensionNotice(extensions: PylontechDecoder.extensionGroups)
         var socket: CANSocket?
         var backoff = Backoff(firstNanoseconds: 250_000_000, maximumNanoseconds: 5_000_000_000)
         var retryAt: Int64 = 0
@@ -162,6 +166,7 @@ public final class BMSWorker: @unchecked Sendable {
                     $0.counters = counters
                 }
                 if alarm { phase?.raiseAlarm() }
+                if let line = unsentNotice.check(snapshot, at: at) { log("\(interface): \(line)") }
             } catch {
                 // The interface went away or down: report it and reopen with back-off.
                 slot.update { $0.fault = error.code == "CAN_RECEIVE_FAILED" ? "CAN_INTERFACE_DOWN" : error.code }

@@ -11,8 +11,9 @@ public struct SimulatedUnit: Sendable {
     public var bmsSilent = false
     /// Values the BMS reports instead of the model's (fault injection: `bms_values`).
     public var bmsOverride = BMSOverride()
-    /// Optional BMS groups the simulated BMS does not send (fault injection: `bms_group_silence`;
-    /// a genuine Pylontech sends no 0x373 at all).
+    /// Optional BMS groups the simulated BMS does not send (fault injection: `bms_group_silence`).
+    /// The simulated BMS is one that sends every group, 0x373 included, so a silenced group is one
+    /// that stopped: expected, and `BMS_GROUP_MISSING` when absent (`BMSSnapshot.expectedGroups`).
     public var silentGroups = BMSGroups()
 
     public init(battery: BatteryModel, inverter: SimulatedInverter) {
@@ -47,9 +48,10 @@ public struct SimulatedUnit: Sendable {
         battery.step(dcPowerW: dc, seconds: seconds)
     }
 
-    /// What the BMS reports, stamped at `now`; a group in `silentGroups` is absent.
+    /// What the BMS reports, stamped at `now`; a group in `silentGroups` is absent, yet expected.
     public func bmsSnapshot(at now: MonotonicInstant) -> BMSSnapshot {
         var snapshot = everyGroup(at: now)
+        snapshot.expectedGroups = .all
         if silentGroups.contains(.cells) { snapshot.cells = nil }
         if silentGroups.contains(.protection) { snapshot.protection = nil }
         if silentGroups.contains(.requests) { snapshot.requests = nil }

@@ -198,15 +198,17 @@ struct ProbeCAN: ParsableCommand {
     var profile = "pylontech"
     @OptionGroup var connection: IgnoredSocketOption
 
-    /// The groups of the profile: identifier, what it carries, and what bessd does without it.
-    static let groups: [(id: UInt32, name: String, without: String)] = [
-        (0x351, "limits (CVL, CCL, DCL, DVL)", "no power at all (BMS limits missing)"),
-        (0x355, "SOC, SOH", "no power (BMS_COMM_LOST)"),
-        (0x356, "pack V, I, T", "no power (BMS_COMM_LOST)"),
-        (0x359, "protections, alarms", "no power (BMS_COMM_LOST)"),
-        (0x35C, "charge/discharge requests", "BMS_GROUP_MISSING warning; requests assumed allowed"),
-        (0x35E, "manufacturer", "nothing (name only)"),
-        (0x373, "cell extremes", "BMS_GROUP_MISSING warning; cell rules inert"),
+    /// The groups of the profile: identifier, what it carries, what bessd does without it, and
+    /// whether it is an extension the specification does not define (absent is then no fault:
+    /// `PylontechDecoder.extensionGroups`).
+    static let groups: [(id: UInt32, name: String, without: String, isExtension: Bool)] = [
+        (0x351, "limits (CVL, CCL, DCL, DVL)", "no power at all (BMS limits missing)", false),
+        (0x355, "SOC, SOH", "no power (BMS_COMM_LOST)", false),
+        (0x356, "pack V, I, T", "no power (BMS_COMM_LOST)", false),
+        (0x359, "protections, alarms", "no power (BMS_COMM_LOST)", false),
+        (0x35C, "charge/discharge requests", "BMS_GROUP_MISSING warning; requests assumed allowed", false),
+        (0x35E, "manufacturer", "nothing (name only)", false),
+        (0x373, "cell extremes (extension)", "cell rules inert; no warning unless it starts and stops", true),
     ]
 
     static func names(_ conditions: BMSConditions) -> String {
@@ -264,7 +266,7 @@ struct ProbeCAN: ParsableCommand {
         for group in Self.groups {
             let n = counts[group.id] ?? 0
             rows.append([String(format: "0x%03X", group.id), group.name, "\(n)", String(format: "%.1f/s", Double(n) / max(elapsed, 1e-9)),
-                         n == 0 ? "MISSING: " + group.without : "-"])
+                         n == 0 ? (group.isExtension ? "not sent: " : "MISSING: ") + group.without : "-"])
             if n == 0, group.id <= 0x359 { missingNeeded = true }
         }
         for (id, n) in counts.sorted(by: { $0.key < $1.key }) where !Self.groups.contains(where: { $0.id == id }) {
@@ -288,6 +290,8 @@ struct ProbeCAN: ParsableCommand {
         if let c = s.cells?.value {
             print(String(format: "cells: %.3f–%.3f V, %.1f–%.1f °C", c.minCellVoltage.value, c.maxCellVoltage.value,
                          c.minTemperature.value, c.maxTemperature.value))
+        } else if !s.expectedGroups.contains(.cells) {
+            print("cells: not sent by this BMS (0x373 is an extension of the profile): cell rules inert, temperatures from 0x356")
         }
         if let p = s.protection?.value {
             print("protections: \(Self.names(p.protections)); alarms: \(Self.names(p.alarms))")

@@ -19,12 +19,29 @@ struct BMSGroupTests {
         return raised
     }
 
-    @Test("a genuine Pylontech (no 0x373): a warning naming the cells group after 5 s, and full power")
+    @Test("a genuine Pylontech (no 0x373, not among the groups it is expected to send): no warning, full power")
     func pylontechWithoutCells() {
+        let site = Fixture.site()
+        let pylontech = Self.dispatch30 { now in
+            var bms = Fixture.healthyBMS(at: now)
+            bms.cells = nil
+            bms.expectedGroups = [.protection, .requests]  // what the Pylontech decoder declares
+            return bms
+        }
+        let d = Fixture.run(site, seconds: 60, inputs: pylontech)
+        #expect(!d.activeCodes.contains(.bmsGroupMissing))
+        #expect(Self.raisedEvents(site).isEmpty)
+        #expect(d.state == .running && abs(d.setpoint.kilowatts - 30) < 1e-6)
+    }
+
+    @Test("an expected group never received: a warning naming it after 5 s, and full power; an unexpected one is ignored")
+    func expectedCellsNeverSent() {
         let site = Fixture.site()
         let noCells = Self.dispatch30 { now in
             var bms = Fixture.healthyBMS(at: now)
             bms.cells = nil
+            bms.requests = nil
+            bms.expectedGroups = [.protection, .cells]  // 0x35C absent too, but not expected
             return bms
         }
         var d = Fixture.run(site, seconds: 4.5, inputs: noCells)
@@ -43,6 +60,39 @@ struct BMSGroupTests {
         d = Fixture.run(site, from: 5.5, seconds: 0.2)
         #expect(!d.activeCodes.contains(.bmsGroupMissing))
         #expect(Self.raisedEvents(site).contains { $0.kind == .cleared })
+    }
+
+    @Test("an extension seen, then silent: the warning names it after 5 s, as for a defined group")
+    func extensionSeenThenSilent() {
+        let site = Fixture.site()
+        let pylontech: BMSGroups = [.protection, .requests]
+        // 0x373 arrives for 10 s (so the decoder expects it), then stops; its last value stays.
+        let sent = Self.dispatch30 { now in
+            var bms = Fixture.healthyBMS(at: now)
+            bms.expectedGroups = pylontech.union(.cells)
+            return bms
+        }
+        #expect(!Fixture.run(site, seconds: 10, inputs: sent).activeCodes.contains(.bmsGroupMissing))
+        let stopped = Self.dispatch30 { now in
+            var bms = Fixture.healthyBMS(at: now)
+            bms.cells = Fixture.healthyBMS(at: Fixture.instant(10)).cells
+            bms.expectedGroups = pylontech.union(.cells)
+            return bms
+        }
+        var d = Fixture.run(site, from: 10, seconds: 7.5, inputs: stopped)  // stale at 13 s, +5 s delay
+        #expect(!d.activeCodes.contains(.bmsGroupMissing))
+        d = Fixture.run(site, from: 17.5, seconds: 1, inputs: stopped)
+        #expect(d.activeCodes.contains(.bmsGroupMissing))
+        #expect(d.state == .running && abs(d.setpoint.kilowatts - 30) < 1e-6)
+        #expect(Self.raisedEvents(site).first { $0.kind == .raised }?.value == Double(BMSGroups.cells.rawValue))
+    }
+
+    @Test("group lists name each member in bit order")
+    func groupList() {
+        #expect(BMSGroups([.requests, .cells]).list == "0x373 cells, 0x35C requests")
+        #expect(BMSGroups([.requests, .cells]).members == [.cells, .requests])
+        #expect(BMSGroups(rawValue: 1 << 5).list == "group bit 5")
+        #expect(BMSGroups().list == "")
     }
 
     @Test("0x359 and 0x35C going stale while the rest is fresh: the mask names both")

@@ -126,6 +126,114 @@ struct PylontechTests {
         #expect(d.counters.accepted == 7)
     }
 
+    /// One transmission of a BMS as the V1.2 specification defines it (pylontech-lv-can-v1.2.pdf),
+    /// written by hand from its tables, not by bessd's encoder: 0x351 CVL 53.2 V, CCL 50.0 A, DCL
+    /// 100.0 A (bytes 6–7 empty); 0x355 SOC 87 %, SOH 99 %; 0x356 52.30 V, −3.0 A, 25.0 °C; 0x359 no
+    /// protections or alarms, 1 module, "PN"; 0x35C charge and discharge enabled; 0x35E "PYLON".
+    /// No 0x373: the specification has none.
+    static let specificationFrames = [
+        "351#1402F401E8030000", "355#57006300", "356#6E14E2FFFA00", "359#0000000001504E", "35C#C000",
+        "35E#50594C4F4E202020",
+    ]
+
+    /// Drives a one-unit controller (100 kW, 30 kW dispatched) from a decoder fed `frames` once a
+    /// second (the specification's cycle), stepping every 100 ms from `start` for `seconds`.
+    @discardableResult
+    func drive(_ site: SiteController, _ decoder: inout PylontechDecoder, frames: [String], from start: Double,
+               seconds: Double) -> UnitDecision {
+        for step in 1...Int((seconds * 10).rounded()) {
+            let tenths = Int((start * 10).rounded()) + step
+            let now = MonotonicInstant(nanoseconds: Int64(tenths) * 100_000_000)
+            if tenths % 10 == 0 {
+                for text in frames { #expect(decoder.ingest(frame(text), at: now) == nil, "\(text)") }
+            }
+            var inputs = UnitInputs(bms: decoder.snapshot,
+                                    inverter: Timestamped(InverterReading(activePower: .zero, ratedPower: .kilowatts(100)), at: now))
+            inputs.dispatch = PowerCommand(power: .kilowatts(30), expiresAt: MonotonicInstant(nanoseconds: 1_000_000_000_000))
+            site.step(frequency: Timestamped(Hertz(50), at: now), inputs: [inputs], now: now, wallClock: 1_800_000_000 + Double(tenths) / 10)
+        }
+        return site.decision(unit: 0)
+    }
+
+    static func site() -> SiteController {
+        SiteController(control: ControlSettings(limitRampPercentPerSecond: 1000, scheduleRampPercentPerSecond: 1000),
+                       units: [UnitSettings(rating: .kilowatts(100), capacity: WattHours(250_000))], startedAt: .zero)
+    }
+
+    @Test("the decoder expects 0x359 and 0x35C from the start, 0x373 only once the BMS sends it (valid or not)")
+    func expectedGroups() {
+        #expect(PylontechDecoder.definedGroups == [.protection, .requests])
+        #expect(PylontechDecoder.extensionGroups == [.cells])
+        var d = PylontechDecoder()
+        #expect(d.snapshot.expectedGroups == [.protection, .requests])
+        for text in Self.specificationFrames { _ = d.ingest(frame(text), at: t) }
+        #expect(d.snapshot.expectedGroups == [.protection, .requests])
+        #expect(d.ingest(CANFrame(id: 0x373, bytes: [0, 0, 0, 0, 0, 0, 0, 0], isExtended: true), at: t) == .wrongKind)
+        #expect(!d.snapshot.expectedGroups.contains(.cells), "an extended frame is not this protocol's 0x373")
+        #expect(d.ingest(frame("373#D00CEE0C"), at: t) == .shortFrame)
+        #expect(d.snapshot.expectedGroups == .all, "a BMS that sends 0x373, even unreadable, is expected to go on")
+        #expect(d.snapshot.cells == nil)
+    }
+
+    @Test("a BMS sending exactly the specification's frames: no BMS_GROUP_MISSING in 60 s; 0x35C stopping raises it")
+    func specificationBMS() {
+        let site = Self.site()
+        var d = PylontechDecoder()
+        var decision = drive(site, &d, frames: Self.specificationFrames, from: 0, seconds: 60)
+        // 30 kW dispatched, capped by the BMS's 100 A at 52.3 V.
+        #expect(decision.state == .running && decision.setpoint.kilowatts > 5 && decision.setpoint.kilowatts <= 5.23)
+        #expect(decision.activeCodes.isEmpty, "\(decision.activeCodes)")
+        var raised: [ControlEvent] = []
+        site.events.drain { if $0.code == .bmsGroupMissing { raised.append($0) } }
+        #expect(raised.isEmpty)
+        // 0x35C is in the specification: its silence is missing (stale after 3 s, then the 5 s delay).
+        decision = drive(site, &d, frames: Self.specificationFrames.filter { !$0.hasPrefix("35C") }, from: 60, seconds: 10)
+        #expect(decision.activeCodes.contains(.bmsGroupMissing))
+        site.events.drain { if $0.code == .bmsGroupMissing { raised.append($0) } }
+        #expect(raised.first { $0.kind == .raised }?.value == Double(BMSGroups.requests.rawValue))
+    }
+
+    @Test("a BMS that sent 0x373 and stops: BMS_GROUP_MISSING names the cells group")
+    func extensionStops() {
+        let site = Self.site()
+        var d = PylontechDecoder()
+        let withCells = Self.specificationFrames + ["373#D00CEE0C2A012C01"]
+        let before = drive(site, &d, frames: withCells, from: 0, seconds: 20)
+        #expect(before.activeCodes.isEmpty)
+        let decision = drive(site, &d, frames: Self.specificationFrames, from: 20, seconds: 10)
+        #expect(decision.activeCodes.contains(.bmsGroupMissing))
+        #expect(decision.state == .running && decision.setpoint == before.setpoint && before.setpoint > .zero, "a warning only")
+        var raised: [ControlEvent] = []
+        site.events.drain { if $0.code == .bmsGroupMissing, $0.kind == .raised { raised.append($0) } }
+        #expect(raised.map(\.value) == [Double(BMSGroups.cells.rawValue)])
+    }
+
+    @Test("the notice of an unsent extension: once, 10 s after the first frame; again when it arrives")
+    func unsentExtensionNotice() {
+        var notice = UnsentExtensionNotice(extensions: PylontechDecoder.extensionGroups)
+        var d = PylontechDecoder()
+        #expect(notice.check(d.snapshot, at: t) == nil, "nothing received yet")
+        var lines: [String] = []
+        for second in 0...30 {
+            let now = t + .seconds(second)
+            for text in Self.specificationFrames { _ = d.ingest(frame(text), at: now) }
+            if second == 25 { _ = d.ingest(frame("373#D00CEE0C2A012C01"), at: now) }
+            if let line = notice.check(d.snapshot, at: now) { lines.append("\(second): \(line)") }
+        }
+        #expect(lines == [
+            "10: the BMS sends no 0x373 cells (not defined by its protocol, not a fault): cell-voltage rules inert, "
+                + "temperatures from 0x356; no BMS_GROUP_MISSING for it unless it starts and stops",
+            "25: the BMS now sends 0x373 cells: its rules act; it is watched for BMS_GROUP_MISSING from now on",
+        ])
+        // A BMS with the extension from the start: nothing to say.
+        var quiet = UnsentExtensionNotice(extensions: PylontechDecoder.extensionGroups)
+        var e = PylontechDecoder()
+        for second in 0...30 {
+            for text in Self.specificationFrames + ["373#D00CEE0C2A012C01"] { _ = e.ingest(frame(text), at: t + .seconds(second)) }
+            #expect(quiet.check(e.snapshot, at: t + .seconds(second)) == nil)
+        }
+    }
+
     @Test("candump text round-trips")
     func candumpText() {
         #expect(frame("351#1402740E740ECC01").description == "351#1402740E740ECC01")

@@ -302,7 +302,9 @@ struct SocketCANTests {
         #expect(probe.out.contains("SOC 87.0 %, SOH 99 %"))
         #expect(probe.out.contains("pack: 52.30 V, -3.0 A, 25.0 °C"))
         #expect(probe.out.contains("manufacturer: PYLON, 1 modules"))
-        #expect(probe.out.contains("MISSING: BMS_GROUP_MISSING warning; cell rules inert"), "0x373 not sent")
+        #expect(probe.out.contains("not sent: cell rules inert; no warning unless it starts and stops"), "0x373 not sent")
+        #expect(!probe.out.contains("MISSING: BMS_GROUP_MISSING warning; cell rules inert"), "0x373 is no fault")
+        #expect(probe.out.contains("cells: not sent by this BMS (0x373 is an extension of the profile)"), "\(probe.out)")
         #expect(probe.out.contains("MISSING: BMS_GROUP_MISSING warning; requests assumed allowed"), "0x35C not sent")
         let limitsRow = probe.out.split(separator: "\n").first { $0.hasPrefix("0x351") }.map(String.init) ?? ""
         let count = limitsRow.split(separator: " ", omittingEmptySubsequences: true).dropFirst(6).first.flatMap { Int($0) } ?? 0
@@ -315,5 +317,96 @@ struct SocketCANTests {
         let none = try Package.run("bessctl", ["probe", "can", "nocan9", "--seconds", "0.5"])
         #expect(none.status == 3, "\(none.out)")
         #expect(none.out.contains("nocan9: CAN_INTERFACE_MISSING"), "\(none.out)")
+    }
+    @Test("a BMS sending exactly the Pylontech specification's frames (python-can, no 0x373): bessd runs without BMS_GROUP_MISSING; 0x35C stopping raises it, 0x356 stopping trips BMS_COMM_LOST")
+    func specificationBMS() throws {
+        // Frames written by hand from pylontech-lv-can-v1.2.pdf, once a second as it specifies: 0x351
+        // CVL 53.2 V, CCL 50.0 A, DCL 100.0 A; 0x355 SOC 87 %, SOH 99 %; 0x356 52.30 V, −3.0 A,
+        // 25.0 °C; 0x359 nothing raised, 1 module, "PN"; 0x35C charge and discharge enabled; 0x35E
+        // "PYLON". "drop 35C" on its standard input stops that frame; end of input stops it all.
+        let script = """
+            import can, select, sys, time
+            bus = can.Bus(interface="socketcan", channel="\(interface)", receive_own_messages=False)
+            frames = {0x351: [0x14, 0x02, 0xF4, 0x01, 0xE8, 0x03, 0x00, 0x00], 0x355: [87, 0, 99, 0],
+                      0x356: [0x6E, 0x14, 0xE2, 0xFF, 0xFA, 0x00], 0x359: [0, 0, 0, 0, 1, 0x50, 0x4E],
+                      0x35C: [0xC0, 0x00], 0x35E: list(b"PYLON   ")}
+            print("SENDING", flush=True)
+            end = time.time() + 300
+            while time.time() < end:
+                for ident, data in frames.items():
+                    bus.send(can.Message(arbitration_id=ident, data=data, is_extended_id=False))
+                ready, _, _ = select.select([sys.stdin], [], [], 1.0)
+                if ready:
+                    line = sys.stdin.readline()
+                    if not line:
+                        break
+                    frames.pop(int(line.split()[1], 16), None)
+            bus.shutdown()
+            """
+        let python = Process()
+        python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        python.arguments = ["python3", "-c", script]
+        let said = Pipe(), commands = Pipe()
+        python.standardOutput = said
+        python.standardInput = commands
+        try python.run()
+        defer {
+            try? commands.fileHandleForWriting.close()
+            python.waitUntilExit()
+        }
+        var heard = ""
+        while !heard.contains("SENDING") {
+            let data = said.fileHandleForReading.availableData
+            if data.isEmpty { break }
+            heard += String(decoding: data, as: UTF8.self)
+        }
+        try #require(heard.contains("SENDING"), "python-can did not start: \(heard)")
+        let daemon = try RunningDaemon(yaml: """
+            mode: hil
+            period_ms: 100
+            control_socket: @SOCKET@
+            bess_units:
+              - id: PYL_01
+                capacity_kwh: 250
+                max_power_kw: 100
+                inverter: {simulated: true}
+                bms: {interface: \(interface), protocol: pylontech}
+            simulation: {frequency_profile: steady, base_hz: 50}
+            """)
+        defer { if daemon.process.isRunning { daemon.signal(SIGTERM) } }
+        func status() -> (trips: [String], state: String, cycles: Int) {
+            let answer = (try? daemon.request(["verb": "status"])) ?? [:]
+            let unit = (answer["units"] as? [[String: Any]])?.first ?? [:]
+            let cycles = ((answer["cycle"] as? [String: Any])?["cycles"] as? NSNumber)?.intValue ?? 0
+            return (unit["trips"] as? [String] ?? [], unit["state"] as? String ?? "", cycles)
+        }
+        // Running on the BMS's frames, then 200 cycles (20 s, four times the warning's 5 s delay and
+        // past the notice's 10 s) with every status free of BMS_GROUP_MISSING.
+        var last = status()
+        #expect(waitFor(seconds: 30) { last = status(); return last.state == "running" }, "\(last)")
+        let target = last.cycles + 200
+        var warned: [String] = []
+        #expect(waitFor(seconds: 90) {
+            last = status()
+            if last.trips.contains("BMS_GROUP_MISSING") { warned.append("\(last)") }
+            return last.cycles >= target
+        }, "\(last)")
+        #expect(warned.isEmpty, "\(warned)")
+        #expect(last.state == "running" && last.trips.isEmpty, "\(last)")
+        // 0x35C is in the specification: its silence is missing (stale after 3 s, then 5 s).
+        commands.fileHandleForWriting.write(Data("drop 35C\n".utf8))
+        #expect(waitFor(seconds: 40) { last = status(); return last.trips.contains("BMS_GROUP_MISSING") }, "\(last)")
+        #expect(last.state == "running", "a warning only: \(last)")
+        // 0x356 is required: its silence stops power (BMS_COMM_LOST), as before.
+        commands.fileHandleForWriting.write(Data("drop 356\n".utf8))
+        #expect(waitFor(seconds: 40) { last = status(); return last.trips.contains("BMS_COMM_LOST") }, "\(last)")
+        daemon.signal(SIGTERM)
+        let (exit, text) = daemon.finish()
+        #expect(exit == 0, "\(text.suffix(600))")
+        #expect(text.contains("\(interface): the BMS sends no 0x373 cells (not defined by its protocol, not a fault)"),
+                "\(text.suffix(1500))")
+        // The one BMS_GROUP_MISSING names 0x35C, never the cells this BMS does not send.
+        #expect(text.contains("missing: 0x35C requests"), "\(text.suffix(1500))")
+        #expect(!text.contains("0x373 cells, ") && !text.contains("missing: 0x373"), "\(text.suffix(1500))")
     }
 }

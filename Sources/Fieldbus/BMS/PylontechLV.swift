@@ -13,6 +13,8 @@ public import ControlCore
 /// | 0x35E | manufacturer name (ASCII) |
 /// | 0x373 | Victron extension: min/max cell voltage (U16 mV), min/max cell temperature (U16 K) |
 /// | 0x305 | inverter → BMS keep-alive, all zeros, every second |
+///
+/// 0x373 is not in the specification: `PylontechDecoder` expects it only once the BMS has sent it.
 public enum PylontechLV {
     public static let limitsID: UInt32 = 0x351
     public static let statusID: UInt32 = 0x355
@@ -64,7 +66,12 @@ public enum PylontechLV {
 
 /// Decoder of the Pylontech LV profile.
 public struct PylontechDecoder: BMSDecoder {
-    public private(set) var snapshot = BMSSnapshot()
+    /// 0x359 protections and 0x35C requests: both in the V1.2 specification.
+    public static let definedGroups: BMSGroups = [.protection, .requests]
+    /// 0x373 cell extremes: a Victron extension that a genuine Pylontech never sends.
+    public static let extensionGroups: BMSGroups = [.cells]
+
+    public private(set) var snapshot = BMSSnapshot(expectedGroups: definedGroups)
     public private(set) var counters = DecoderCounters()
     /// The BMS's name from 0x35E, if sent.
     public private(set) var manufacturer: String?
@@ -138,6 +145,8 @@ public struct PylontechDecoder: BMSDecoder {
             guard bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return .invalidValue }
             manufacturer = String(decoding: bytes, as: UTF8.self).trimmingSpaces()
         case PylontechLV.cellsID:
+            // The BMS sends the extension, valid or not: from now on its absence is missing.
+            snapshot.expectedGroups.insert(.cells)
             guard f.length >= 8 else { return .shortFrame }
             let vMin = f.uint16LE(0), vMax = f.uint16LE(2), tMin = f.uint16LE(4), tMax = f.uint16LE(6)
             guard vMin <= vMax, vMax < 10_000, tMin <= tMax, tMin > 173, tMax < 473 else { return .invalidValue }
