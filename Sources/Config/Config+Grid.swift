@@ -1,0 +1,77 @@
+import ControlCore
+internal import Yams
+
+extension GridConfiguration {
+    /// The frequency source a mode uses when the file names none: only `simulation` simulates it.
+    static func defaultFrequencySource(_ mode: RunMode) -> FrequencySource {
+        mode == .simulation ? .simulated : .inverter
+    }
+
+    /// `grid_integration:` — the frequency source and the droop response (absent: the defaults).
+    static func decode(_ fields: ConfigReader.Fields?, _ r: ConfigReader, _ top: ConfigReader.Fields, mode runMode: RunMode)
+        -> GridConfiguration?
+    {
+        guard let fields else {
+            // Absent, or `grid_integration:` with no value (found by make fuzz: that refused the file
+            // printing nothing): the defaults. Any other value was reported by `fields` already.
+            if top.node("grid_integration") == nil {
+                return GridConfiguration(mode: "simulation", frequencySource: defaultFrequencySource(runMode), droop: .seedDefault)
+            }
+            return nil
+        }
+        let mode = fields.choice("mode", [("simulation", "simulation"), ("posoco", "posoco"), ("pmu", "pmu")],
+                                 default: "simulation")
+        if mode != "simulation" {
+            r.notice(fields.mark("mode"), fields.child("mode"),
+                     "'\(mode)' frequency feeds are not part of bessd; frequency comes from frequency_source")
+        }
+        let source = fields.choice("frequency_source", [("simulated", FrequencySource.simulated), ("inverter", .inverter),
+                                                        ("meter", .meter)],
+                                   default: defaultFrequencySource(runMode))
+        if runMode == .hardware, source == .simulated {
+            r.error(fields.mark("frequency_source"), fields.child("frequency_source"), ConfigLoader.notInHardware, got: "simulated")
+        }
+        fields.acknowledge("scada_enabled", "the key is ignored; the scada: block serves the site to plant SCADA")
+        let droop = fields.fields("droop_settings").map { DroopSettings.decode($0, r) } ?? .seedDefault
+        fields.finish(known: "mode, frequency_source, scada_enabled, droop_settings")
+        return GridConfiguration(mode: mode, frequencySource: source, droop: droop)
+    }
+}
+
+extension DroopSettings {
+    /// `grid_integration.droop_settings:` — the frequency response: nominal, deadband, droops, reference.
+    static func decode(_ d: ConfigReader.Fields, _ r: ConfigReader) -> DroopSettings {
+        var droop = DroopSettings.seedDefault
+        droop.enabled = d.bool("enabled", default: true)
+        droop.nominal = Hertz(d.choice("nominal_hz", [("50", 50.0), ("60", 60.0)], default: 50))
+        if let band = d.sequence("deadband_hz") {
+            let values = band.map { $0.int.map(Double.init) ?? $0.float }
+            if values.count != 2 || values.contains(where: { $0 == nil }) {
+                r.error(d.mark("deadband_hz"), d.child("deadband_hz"), "expected two numbers [low, high] in Hz",
+                        got: "[" + band.map { $0.scalar?.string ?? "?" }.joined(separator: ", ") + "]")
+            } else {
+                let low = values[0]!, high = values[1]!
+                let nominal = droop.nominal.value
+                if !(low <= high) {
+                    r.error(d.mark("deadband_hz"), d.child("deadband_hz"), "low edge must not be above the high edge",
+                            got: "[\(format(low)), \(format(high))]")
+                } else if !(low <= nominal && nominal <= high) || nominal - low > 1 || high - nominal > 1 {
+                    r.error(d.mark("deadband_hz"), d.child("deadband_hz"),
+                            "must contain the nominal \(format(nominal)) Hz and lie within 1 Hz of it",
+                            got: "[\(format(low)), \(format(high))]")
+                } else {
+                    droop.deadbandLow = Hertz(low)
+                    droop.deadbandHigh = Hertz(high)
+                }
+            }
+        }
+        let both = d.double("droop_percent", default: 5, range: 0...100, exclusiveLower: true, unit: "%")!
+        droop.droopUnderPercent = d.double("droop_percent_under", default: both, range: 0...100, exclusiveLower: true, unit: "%")!
+        droop.droopOverPercent = d.double("droop_percent_over", default: both, range: 0...100, exclusiveLower: true, unit: "%")!
+        droop.reference = d.choice("reference", [("edge", DroopReference.edge), ("nominal", .nominal)], default: .edge)
+        let response = d.double("response_time_s", default: 5, range: 0...600, unit: "seconds")!
+        droop.responseTime = .seconds(fromDouble: response)
+        d.finish(known: "enabled, nominal_hz, deadband_hz, droop_percent, droop_percent_under, droop_percent_over, reference, response_time_s")
+        return droop
+    }
+}

@@ -1,0 +1,153 @@
+import Fieldbus
+internal import Yams
+
+extension UnitConfiguration {
+    /// `bess_units:` — one entry per battery unit, then the checks across units: one set of settings per
+    /// serial line, one unit per device, one BMS per CAN interface.
+    static func decodeList(_ top: ConfigReader.Fields, _ r: ConfigReader, mode: RunMode) -> [UnitConfiguration]? {
+        guard let list = top.sequence("bess_units") else {
+            if !top.has("bess_units") {
+                r.error(top.node, "bess_units", "is required: list at least one unit")
+            } else if top.mark("bess_units").map({ if case .scalar = $0 { true } else { false } }) ?? false {
+                // `bess_units:` with nothing after it, or `~`.
+                r.error(top.mark("bess_units"), "bess_units", "list at least one unit", got: "an empty value")
+            }
+            return nil
+        }
+        if list.isEmpty { r.error(top.mark("bess_units"), "bess_units", "list at least one unit", got: "[]") }
+        var units: [UnitConfiguration] = []
+        var seen: [String: Int] = [:]
+        var endpoints: [(index: Int, settings: ModbusSettings, fields: ConfigReader.Fields)] = []
+        for (index, node) in list.enumerated() {
+            let path = "bess_units[\(index)]"
+            guard let u = r.fields(node, path) else { continue }
+            let id = u.string("id", pattern: ConfigLoader.idPattern, rule: "must be 1–64 letters, digits, '_', '-' or '.'")
+            // `key:` with no value is "the default", and these have none (make fuzz found
+            // `max_power_kw:` left empty accepted as a site of 0 units).
+            if id == nil && u.node("id") == nil { r.error(u.mark("id"), "\(path).id", "is required") }
+            if let id {
+                if let first = seen[id] {
+                    r.error(u.mark("id"), "\(path).id", "duplicates bess_units[\(first)].id", got: "'\(id)'")
+                }
+                seen[id] = index
+            }
+            let campus = u.string("campus_id")
+            let capacity = u.double("capacity_kwh", range: 0...1_000_000, exclusiveLower: true, unit: "kWh")
+            if capacity == nil && u.node("capacity_kwh") == nil { r.error(u.mark("capacity_kwh"), "\(path).capacity_kwh", "is required") }
+            let power = u.double("max_power_kw", range: 0...100_000, exclusiveLower: true, unit: "kW")
+            if power == nil && u.node("max_power_kw") == nil { r.error(u.mark("max_power_kw"), "\(path).max_power_kw", "is required") }
+            let modbusFields = u.fields("modbus")
+            let modbus = modbusFields.flatMap { ModbusSettings.decode($0, r) }
+            if let modbus, let fields = modbusFields { endpoints.append((index, modbus, fields)) }
+            var inverter = InverterSettings(simulated: false, protocolName: .sunspec)
+            var inverterStale = 3.0
+            var inverterGrace = 30.0
+            if let inv = u.fields("inverter") {
+                (inverter, inverterStale, inverterGrace) = InverterSettings.decode(inv, r, mode: mode)
+            }
+            let bms = u.fields("bms").map { BMSSettings.decode($0, r, mode: mode) } ?? BMSSettings.unitDefault
+            if mode != .simulation, !inverter.simulated, modbus == nil, !u.has("modbus") {
+                r.error(node, "\(path).modbus", "is required for a real inverter in mode \(mode.rawValue)"
+                        + (mode == .hil ? " (or set inverter.simulated: true)" : ""))
+            }
+            u.finish(known: "id, campus_id, capacity_kwh, max_power_kw, modbus, inverter, bms")
+            if let id, let capacity, let power {
+                units.append(UnitConfiguration(
+                    id: id, campusID: campus, capacityKWh: capacity, maxPowerKW: power, modbus: modbus,
+                    inverter: inverter, bms: bms, inverterStaleAfterSeconds: inverterStale))
+                units[units.count - 1].inverterStartupGraceSeconds = inverterGrace
+            }
+        }
+        // One serial line has one set of line settings, and one device (endpoint, unit id) one unit:
+        // two units commanding the same inverter would fight over its setpoint.
+        for (k, b) in endpoints.enumerated() {
+            for a in endpoints[..<k] {
+                switch (a.settings.transport, b.settings.transport) {
+                case (.rtu(let x), .rtu(let y)) where x.device == y.device && x != y:
+                    r.error(b.fields.mark("device"), b.fields.child("device"),
+                            "shares \(y.device) with bess_units[\(a.index)], whose line settings differ "
+                            + "(\(x.baud) \(x.dataBits)\(x.parity.rawValue.prefix(1).uppercased())\(x.stopBits)\(x.rs485 ? " rs485" : "")); "
+                            + "one serial line has one set of settings",
+                            got: "\(y.baud) \(y.dataBits)\(y.parity.rawValue.prefix(1).uppercased())\(y.stopBits)\(y.rs485 ? " rs485" : "")")
+                default: break
+                }
+                let sameLine: Bool
+                switch (a.settings.transport, b.settings.transport) {
+                case (.rtu(let x), .rtu(let y)): sameLine = x.device == y.device
+                case (.tcp(let h1, let p1), .tcp(let h2, let p2)): sameLine = h1 == h2 && p1 == p2
+                default: sameLine = false
+                }
+                if sameLine, a.settings.unitID == b.settings.unitID {
+                    r.error(b.fields.mark("unit_id"), b.fields.child("unit_id"),
+                            "is the same device as bess_units[\(a.index)] (same endpoint and unit id); each unit needs its own inverter",
+                            got: String(b.settings.unitID))
+                }
+            }
+        }
+        // One BMS per CAN interface: the profile's frame IDs cannot tell two apart.
+        var interfaces: [String: String] = [:]
+        for unit in units where !(mode == .simulation || unit.bms.simulated) {
+            if let other = interfaces[unit.bms.interface] {
+                r.error(top.mark("bess_units"), "bess_units", "units \(other) and \(unit.id) share CAN interface "
+                        + "\(unit.bms.interface); each BMS needs its own", got: unit.bms.interface)
+            }
+            interfaces[unit.bms.interface] = unit.id
+        }
+        return units
+    }
+}
+
+extension InverterSettings {
+    /// A unit's `inverter:` — simulated or real, its protocol and, for `register_map`, the map; with the
+    /// unit's stale and start-up grace times, which `UnitConfiguration` keeps.
+    static func decode(_ inv: ConfigReader.Fields, _ r: ConfigReader, mode: RunMode)
+        -> (settings: InverterSettings, staleAfterSeconds: Double, startupGraceSeconds: Double)
+    {
+        var inverter = InverterSettings(simulated: false, protocolName: .sunspec)
+        inverter.simulated = inv.bool("simulated", default: false)
+        if mode == .hardware, inverter.simulated {
+            r.error(inv.mark("simulated"), inv.child("simulated"), ConfigLoader.notInHardware, got: "true")
+        }
+        inverter.protocolName = inv.choice("protocol", [("sunspec", .sunspec), ("register_map", .registerMap)],
+                                           default: .sunspec)
+        let stale = inv.double("stale_after_s", default: 3, range: 0.05...60, unit: "seconds")!
+        let grace = inv.double("startup_grace_s", default: 30, range: 0...3600, unit: "seconds")!
+        if let map = inv.fields("register_map") {
+            inverter.registerMap = RegisterMapSpec.decode(map, r)
+            if inverter.protocolName != .registerMap {
+                r.error(inv.mark("register_map"), inv.child("register_map"), "needs protocol: register_map")
+            }
+        } else if inverter.protocolName == .registerMap {
+            r.error(inv.mark("protocol"), inv.child("register_map"), "is required for protocol: register_map")
+        }
+        inv.finish(known: "simulated, protocol, stale_after_s, startup_grace_s, register_map")
+        return (inverter, stale, grace)
+    }
+}
+
+extension BMSSettings {
+    /// A unit's BMS when its `bms:` block is left out: a Pylontech pack of 16 cells on can0 at 500 kbit/s.
+    static let unitDefault = BMSSettings(simulated: false, interface: "can0", protocolName: .pylontech, bitrate: 500_000,
+                                         staleAfterSeconds: 3, cellsInSeries: 16)
+
+    /// A unit's `bms:` — simulated or on a CAN interface, its protocol, bit rate and timing.
+    static func decode(_ b: ConfigReader.Fields, _ r: ConfigReader, mode: RunMode) -> BMSSettings {
+        var bms = unitDefault
+        bms.simulated = b.bool("simulated", default: false)
+        if mode == .hardware, bms.simulated {
+            r.error(b.mark("simulated"), b.child("simulated"), ConfigLoader.notInHardware, got: "true")
+        }
+        bms.interface = b.string("interface", default: "can0",
+                                 pattern: { !$0.isEmpty && $0.utf8.count <= 15 && !$0.contains("/") && !$0.contains(" ") },
+                                 rule: "must be a network interface name of at most 15 characters")!
+        bms.protocolName = b.choice("protocol", [("pylontech", .pylontech)], default: .pylontech)
+        bms.bitrate = b.int("bitrate", default: 500_000, range: 10_000...1_000_000, unit: "bit/s")!
+        bms.staleAfterSeconds = b.double("stale_after_s", default: 3, range: 0.1...60, unit: "seconds")!
+        bms.startupGraceSeconds = b.double("startup_grace_s", default: 30, range: 0...3600, unit: "seconds")!
+        bms.cellsInSeries = b.int("cells_in_series", default: 16, range: 1...1000)!
+        bms.manageInterface = b.bool("manage_interface", default: false)
+        bms.restartMs = b.int("restart_ms", default: 100, range: 0...60_000, unit: "milliseconds")!
+        b.finish(known: "simulated, interface, protocol, bitrate, stale_after_s, startup_grace_s, cells_in_series, manage_interface, restart_ms")
+        return bms
+    }
+}
