@@ -245,7 +245,7 @@ public final class BusPoller: @unchecked Sendable {
             lanes[i].queue.removeFirst(min(lanes[i].next, lanes[i].queue.count))
             lanes[i].next = 0
             for d in endpoints[i].devices.indices {
-                do throws(SunSpecError) {
+                do throws(DeviceError) {
                     guard let plan = try endpoints[i].plannedWrites(d, stalled: stalled) else { continue }
                     for (k, w) in plan.writes.enumerated() {
                         lanes[i].queue.append(.write(device: d, address: w.address, values: w.values,
@@ -275,7 +275,7 @@ public final class BusPoller: @unchecked Sendable {
         }
     }
 
-    private func release(_ lanes: inout [Lane], _ i: Int, failure: (index: Int, error: SunSpecError)?) {
+    private func release(_ lanes: inout [Lane], _ i: Int, failure: (index: Int, error: DeviceError)?) {
         lanes[i] = Lane()
         endpoints[i].handBack(failure: failure)
     }
@@ -287,7 +287,7 @@ public final class BusPoller: @unchecked Sendable {
               let connection = endpoint.pollerConnection else { return }
         let n = lanes[i].next
         lanes[i].next += 1
-        do throws(ModbusError) {
+        do throws(DeviceError) {
             // Each request's frame is built straight into the connection's send buffer.
             switch lanes[i].queue[n] {
             case .read(let d, let address, let count):
@@ -298,7 +298,7 @@ public final class BusPoller: @unchecked Sendable {
                                     try connection.beginWrite(unit: endpoint.devices[d].unitID, at: address, values))
             }
         } catch {
-            release(&lanes, i, failure: (device(lanes[i].queue[n]), SunSpecError(code: error.code, message: error.message)))
+            release(&lanes, i, failure: (device(lanes[i].queue[n]), error))
         }
     }
 
@@ -363,7 +363,7 @@ public final class BusPoller: @unchecked Sendable {
                 if later(i) { continue }
                 if current >= pending.exchange.deadline {
                     let error = connection.expired(pending.exchange)
-                    release(&lanes, i, failure: (device(pending.flight), SunSpecError(code: error.code, message: error.message)))
+                    release(&lanes, i, failure: (device(pending.flight), error))
                     continue
                 }
                 wakeAt = min(wakeAt, pending.exchange.deadline)
@@ -421,12 +421,12 @@ public final class BusPoller: @unchecked Sendable {
             }
             start(&lanes, i)
             if lanes[i].idle { endpoint.countRequests() }
-        } catch let error as ModbusError {
-            release(&lanes, i, failure: (d, SunSpecError(code: error.code, message: error.message)))
-        } catch let error as SunSpecError {
+        } catch let error as DeviceError {
+            release(&lanes, i, failure: (d, error))
+        } catch let error as DeviceError {
             release(&lanes, i, failure: (d, error))
         } catch {
-            release(&lanes, i, failure: (d, SunSpecError(code: "MODBUS_IO", message: "\(error)")))
+            release(&lanes, i, failure: (d, DeviceError(.io, message: "\(error)")))
         }
     }
 

@@ -58,9 +58,9 @@ public final class GridLimitInputReader: @unchecked Sendable {
         var lastError = ""
         while worker.isRunning {
             let started = MonotonicClock.now()
-            do throws(ModbusError) {
+            do throws(DeviceError) {
                 guard let connection else {
-                    throw ModbusError(code: "MODBUS_CONNECT_FAILED", message: "cannot create a Modbus context for \(endpoint)")
+                    throw DeviceError(.connectFailed, message: "cannot create a Modbus context for \(endpoint)")
                 }
                 let bits = try connection.readBits(unit: settings.modbus.unitID, function: function, at: span.first, count: span.count)
                 let now = MonotonicClock.now()

@@ -88,11 +88,10 @@ public final class InverterWorker: @unchecked Sendable {
         case meter(SunSpecMeter)
         case meterMap(MeterRegisterMap)
 
-        func readStatus(_ c: inout some RegisterAccess) throws(SunSpecError) -> InverterReading {
+        func readStatus(_ c: inout some RegisterAccess) throws(DeviceError) -> InverterReading {
             switch self {
             case .sunspec(let inverter): return try inverter.readStatus(&c)
-            case .registerMap(let inverter):
-                do { return try inverter.readStatus(&c) } catch { throw SunSpecError(code: error.code, message: error.message) }
+            case .registerMap(let inverter): return try inverter.readStatus(&c)
             case .meter(let meter): return Self.carried(try meter.read(&c))
             case .meterMap(let map): return Self.carried(try map.read(&c))
             }
@@ -104,13 +103,10 @@ public final class InverterWorker: @unchecked Sendable {
         }
 
         /// Writes the setpoint (a meter takes none: nothing is written).
-        func command(_ power: Watts, revertSeconds: Int, rearm: Bool = true, _ c: inout some RegisterAccess) throws(SunSpecError) {
+        func command(_ power: Watts, revertSeconds: Int, rearm: Bool = true, _ c: inout some RegisterAccess) throws(DeviceError) {
             switch self {
             case .sunspec(let inverter): try inverter.command(power, revertSeconds: revertSeconds, rearm: rearm, &c)
-            case .registerMap(let inverter):
-                do { try inverter.command(power, revertSeconds: revertSeconds, rearm: rearm, &c) } catch {
-                    throw SunSpecError(code: error.code, message: error.message)
-                }
+            case .registerMap(let inverter): try inverter.command(power, revertSeconds: revertSeconds, rearm: rearm, &c)
             case .meter, .meterMap: return
             }
         }
@@ -118,7 +114,7 @@ public final class InverterWorker: @unchecked Sendable {
         /// Re-reads the static values (nameplate, settings, scale factors) of a discovered device;
         /// the model chain is not walked again. A register map and a meter (its scale factors are
         /// in the polled span) have none.
-        func refreshed(_ c: inout ModbusUnit) throws(SunSpecError) -> Driver {
+        func refreshed(_ c: inout ModbusUnit) throws(DeviceError) -> Driver {
             switch self {
             case .sunspec(let inverter): return .sunspec(try SunSpecInverter.open(&c, map: inverter.map))
             case .registerMap, .meter, .meterMap: return self
@@ -142,7 +138,7 @@ public final class InverterWorker: @unchecked Sendable {
         }
 
         /// The write requests a command makes, in order, without sending them.
-        func writes(_ power: Watts, revertSeconds: Int, rearm: Bool) throws(SunSpecError) -> [(address: Int, values: [UInt16])] {
+        func writes(_ power: Watts, revertSeconds: Int, rearm: Bool) throws(DeviceError) -> [(address: Int, values: [UInt16])] {
             var recorded = RecordedWrites()
             try command(power, revertSeconds: revertSeconds, rearm: rearm, &recorded)
             return recorded.writes
@@ -161,11 +157,11 @@ public final class InverterWorker: @unchecked Sendable {
         /// not fit its register): command 0 W with the revert armed, keep link and discovery.
         case value
 
-        init(_ code: String) {
-            switch code {
-            case "MODBUS_CONNECTION_LOST", "MODBUS_CONNECT_FAILED", "MODBUS_IO": self = .link
-            case "SUNSPEC_VALUE_INVALID", RegisterMapInverter.valueInvalid: self = .value
-            default: self = .unit
+        init(_ kind: DeviceError.Kind) {
+            switch kind {
+            case .linkLost: self = .link
+            case .valueInvalid: self = .value
+            case .timeout, .deviceRefused: self = .unit
             }
         }
     }
@@ -258,7 +254,7 @@ public final class InverterWorker: @unchecked Sendable {
     var states: [DeviceState] = []
     var link = Link()
     /// The failure that made the poller hand back, for this thread to act on.
-    var pollerFailure: (index: Int, error: SunSpecError)?
+    var pollerFailure: (index: Int, error: DeviceError)?
 
     struct DeviceState {
         var inverter: Driver? { didSet { pollRequest = inverter?.pollRequest } }
@@ -389,7 +385,7 @@ public final class InverterWorker: @unchecked Sendable {
                 continue
             }
             var unit = connection.unit(devices[index].unitID)
-            do throws(SunSpecError) {
+            do throws(DeviceError) {
                 try inverter.command(.zero, revertSeconds: revertSeconds, rearm: true, &unit)
             } catch {
                 unconfirmed.append(devices[index].name)
@@ -437,9 +433,9 @@ public final class InverterWorker: @unchecked Sendable {
     func pollRequest(_ index: Int) -> (address: Int, count: Int)? { states[index].pollRequest }
 
     /// Decodes device `index`'s poll answer and publishes the reading.
-    func pollAnswered(_ index: Int, address: Int, words: [UInt16]) throws(SunSpecError) {
+    func pollAnswered(_ index: Int, address: Int, words: [UInt16]) throws(DeviceError) {
         guard let inverter = states[index].inverter else {
-            throw SunSpecError(code: "SUNSPEC_MODEL_MISSING", message: "unit id \(devices[index].unitID) not discovered")
+            throw DeviceError(.sunspecModelMissing, message: "unit id \(devices[index].unitID) not discovered")
         }
         var block = PrefetchedRegisters(address: address, words: words)
         let reading = try inverter.readStatus(&block)
@@ -450,7 +446,7 @@ public final class InverterWorker: @unchecked Sendable {
 
     /// What device `index` needs written this cycle (nil: nothing), by the same rule as the worker's
     /// own `write`: a changed setpoint, or a re-arm of the revert timer at half its period.
-    func plannedWrites(_ index: Int, stalled: Bool) throws(SunSpecError)
+    func plannedWrites(_ index: Int, stalled: Bool) throws(DeviceError)
         -> (setpoint: Watts, rearm: Bool, writes: [(address: Int, values: [UInt16])])?
     {
         let setpoint = stalled || states[index].valueFault ? .zero : devices[index].slot.setpoint
@@ -476,7 +472,7 @@ public final class InverterWorker: @unchecked Sendable {
     /// its memory). `plain` is the writes without the re-arm, kept to compare the next setpoint with.
     /// `state` is only read: it is `inout` so that the caller's element is used in place, not
     /// copied (a copy retains every reference a device's state holds, each device and cycle).
-    static func plan(_ state: inout DeviceState, _ setpoint: Watts, revertSeconds: Int, now: Int64) throws(SunSpecError)
+    static func plan(_ state: inout DeviceState, _ setpoint: Watts, revertSeconds: Int, now: Int64) throws(DeviceError)
         -> (rearm: Bool, writes: [(address: Int, values: [UInt16])], plain: [(address: Int, values: [UInt16])])?
     {
         guard state.inverter != nil else { return nil }
@@ -494,7 +490,7 @@ public final class InverterWorker: @unchecked Sendable {
 
     /// Hands the endpoint back to this worker's thread (the poller's side), with the failure that
     /// made it, if any.
-    func handBack(failure: (index: Int, error: SunSpecError)?) {
+    func handBack(failure: (index: Int, error: DeviceError)?) {
         count(&link)
         pollerFailure = failure
         handedOver.store(false, ordering: .releasing)
@@ -538,7 +534,7 @@ public final class InverterWorker: @unchecked Sendable {
     private func connection(_ link: inout Link, _ states: inout [DeviceState]) -> ModbusConnection? {
         if let connection = link.connection, connection.isConnected { return connection }
         if now() < link.backoffUntil { return nil }
-        do throws(ModbusError) {
+        do throws(DeviceError) {
             let connection: ModbusConnection
             if let existing = link.connection {
                 connection = existing
@@ -551,7 +547,7 @@ public final class InverterWorker: @unchecked Sendable {
             try connection.connect()
             return connection
         } catch {
-            linkFailed(SunSpecError(code: error.code, message: error.message), &link, &states)
+            linkFailed(error, &link, &states)
             return nil
         }
     }
@@ -563,7 +559,7 @@ public final class InverterWorker: @unchecked Sendable {
             guard states[index].inverter != nil, now() - states[index].staticsAt >= staticsEvery,
                   let connection = connection(&link, &states) else { continue }
             var unit = connection.unit(devices[index].unitID)
-            do throws(SunSpecError) {
+            do throws(DeviceError) {
                 states[index].inverter = try states[index].inverter!.refreshed(&unit)
                 states[index].staticsAt = now()
                 refreshes.add(1, ordering: .relaxed)
@@ -579,7 +575,7 @@ public final class InverterWorker: @unchecked Sendable {
         if now() < states[index].backoffUntil { return }
         guard let connection = connection(&link, &states) else { return }
         var unit = connection.unit(device.unitID)
-        do throws(SunSpecError) {
+        do throws(DeviceError) {
             if states[index].inverter == nil {
                 if let meter = device.meter {
                     switch meter {
@@ -640,20 +636,20 @@ public final class InverterWorker: @unchecked Sendable {
         let device = devices[index]
         let setpoint = zeroInstead || states[index].valueFault ? .zero : device.slot.setpoint
         var unit = connection.unit(device.unitID)
-        do throws(SunSpecError) {
-            do throws(SunSpecError) {
+        do throws(DeviceError) {
+            do throws(DeviceError) {
                 guard let plan = try Self.plan(&states[index], setpoint, revertSeconds: revertSeconds, now: now()) else { return }
-                do throws(ModbusError) {
+                do throws(DeviceError) {
                     for write in plan.writes { try unit.writeRegisters(at: write.address, write.values) }
                 } catch {
-                    throw SunSpecError(wrapping: error)
+                    throw error
                 }
                 if plan.rearm { states[index].lastArmedAt = now() }
                 states[index].lastPlain = plan.plain
-            } catch where Failure(error.code) == .value && setpoint != .zero {
+            } catch where Failure(error.kind) == .value && setpoint != .zero {
                 // The device cannot take this setpoint: it gets 0 W with the revert armed instead
                 // (never its previous setpoint), and the link stays up.
-                device.slot.fail(error.code)
+                device.slot.fail("\(error.code)")
                 if !states[index].refusalLogged { warn("unit id \(device.unitID) on \(endpoint): \(error); commanding 0 W", error, [device.name]) }
                 states[index].refusalLogged = true
                 try inverter.command(.zero, revertSeconds: revertSeconds, rearm: true, &unit)
@@ -669,12 +665,12 @@ public final class InverterWorker: @unchecked Sendable {
         }
     }
 
-    private func failed(_ index: Int, _ error: SunSpecError, _ states: inout [DeviceState], _ link: inout Link) {
+    private func failed(_ index: Int, _ error: DeviceError, _ states: inout [DeviceState], _ link: inout Link) {
         let device = devices[index]
-        var kind = Failure(error.code)
+        var kind = Failure(error.kind)
         // A refusal at discovery (no WSet_SF, no WChaMax…) is the unit's, not a value to zero.
         if kind == .value, states[index].inverter == nil { kind = .unit }
-        if error.code == "MODBUS_TIMEOUT" {
+        if error.code == .timeout {
             link.silentInARow += 1
             // Every unit on the connection silent in turn: the connection is suspect.
             if link.silentInARow >= max(1, devices.count) { kind = .link }
@@ -685,12 +681,12 @@ public final class InverterWorker: @unchecked Sendable {
         case .link:
             linkFailed(error, &link, &states)
         case .value:
-            device.slot.fail(error.code)
+            device.slot.fail("\(error.code)")
             if !states[index].logged { warn("unit id \(device.unitID) on \(endpoint): \(error); commanding 0 W, link kept", error, [device.name]) }
             states[index].logged = true
             states[index].valueFault = true
         case .unit:
-            device.slot.fail(error.code)
+            device.slot.fail("\(error.code)")
             if !states[index].logged { warn("unit id \(device.unitID) on \(endpoint): \(error)", error, [device.name]) }
             states[index].logged = true
             // Rediscover this unit after a pause that doubles up to 10 s, with jitter; the
@@ -703,7 +699,7 @@ public final class InverterWorker: @unchecked Sendable {
     }
 
     /// Closes the shared connection; every unit on it is rediscovered once it is back.
-    private func linkFailed(_ error: SunSpecError, _ link: inout Link, _ states: inout [DeviceState]) {
+    private func linkFailed(_ error: DeviceError, _ link: inout Link, _ states: inout [DeviceState]) {
         // Once per outage, naming every unit behind the link: their inverters get nothing from bessd
         // until it is back ("answering again" says so, per unit).
         if link.backoff.isFirst {
@@ -716,7 +712,7 @@ public final class InverterWorker: @unchecked Sendable {
         }
         link.silentInARow = 0
         for index in devices.indices {
-            devices[index].slot.fail(error.code)
+            devices[index].slot.fail("\(error.code)")
             states[index].inverter = nil
             states[index].lastWritten = nil
             states[index].valueFault = false
@@ -735,7 +731,7 @@ public final class InverterWorker: @unchecked Sendable {
     private func log(_ text: String, about device: Device) { log(DeviceNotice(text, units: [device.name])) }
 
     /// A device's or link's failure, with its code, for `units`.
-    private func warn(_ text: String, _ error: SunSpecError, _ units: [String]) {
-        log(DeviceNotice(text, severity: .warning, code: error.code, units: units))
+    private func warn(_ text: String, _ error: DeviceError, _ units: [String]) {
+        log(DeviceNotice(text, severity: .warning, code: "\(error.code)", units: units))
     }
 }

@@ -9,15 +9,15 @@ struct FuzzDevice: RegisterAccess {
     var words: [UInt16]
     var writes: [(address: Int, values: [UInt16])] = []
 
-    mutating func readRegisters(at address: Int, count: Int) throws(ModbusError) -> [UInt16] {
+    mutating func readRegisters(at address: Int, count: Int) throws(DeviceError) -> [UInt16] {
         guard count > 0, count <= 125, address >= base, address - base + count <= words.count else {
-            throw ModbusError(code: "MODBUS_ILLEGAL_ADDRESS", message: "illegal data address \(address)+\(count)")
+            throw DeviceError(.exception(2), message: "illegal data address \(address)+\(count)")
         }
         return Array(words[(address - base)..<(address - base + count)])
     }
 
-    mutating func writeRegisters(at address: Int, _ values: [UInt16]) throws(ModbusError) {
-        guard !values.isEmpty, values.count <= 123 else { throw ModbusError(code: "MODBUS_BAD_REQUEST", message: "\(values.count) registers") }
+    mutating func writeRegisters(at address: Int, _ values: [UInt16]) throws(DeviceError) {
+        guard !values.isEmpty, values.count <= 123 else { throw DeviceError(.invalidRequest, message: "\(values.count) registers") }
         writes.append((address, values))
     }
 }
@@ -46,7 +46,7 @@ enum SunSpecHarness {
         let rating = inverter.ratedPower.map { abs($0.value) } ?? 10_000
         for request in [0, rating / 3, -rating / 2, rating, -rating, 1, -1] {
             device.writes.removeAll()
-            do throws(SunSpecError) {
+            do throws(DeviceError) {
                 try inverter.command(Watts(request), revertSeconds: 30, rearm: true, &device)
             } catch {
                 violations.check(device.writes.allSatisfy { $0.address != setpointAddress(inverter) },

@@ -67,7 +67,7 @@ struct ProbeModbus: ParsableCommand {
             map = try SunSpec.discover(&unit)
         } catch {
             // Nothing answered: a wrong address, port, unit id or line, not a device without SunSpec.
-            if ["MODBUS_TIMEOUT", "MODBUS_CONNECTION_LOST", "MODBUS_IO"].contains(error.code) {
+            if error.kind == .timeout || error.kind == .linkLost {
                 print("no answer: \(error)")
                 print(Self.noAnswerAdvice(endpoint, unitID: unitID, connected: true))
                 throw ExitCode(3)

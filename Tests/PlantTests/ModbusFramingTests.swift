@@ -67,7 +67,7 @@ struct ModbusFramingTests {
             let pdu = [UInt8](repeating: 0x10, count: size)
             #expect {
                 _ = try connection.begin(unit: 1, pdu, ModbusRequestLabel(.writeRegisters, unit: 1, address: 0, count: 0))
-            } throws: { ($0 as? ModbusError)?.code == "MODBUS_INVALID_REQUEST" }
+            } throws: { ($0 as? DeviceError)?.code.description == "MODBUS_INVALID_REQUEST" }
         }
         #expect(connection.requestCount == sent)
         // The session is untouched: the next request is answered.
@@ -109,7 +109,7 @@ struct ModbusFramingTests {
         let (server, connection) = try connected()
         defer { server.stop() }
         let sent = connection.requestCount
-        let refused = { (error: any Error) in (error as? ModbusError)?.code == "MODBUS_INVALID_REQUEST" }
+        let refused = { (error: any Error) in (error as? DeviceError)?.code.description == "MODBUS_INVALID_REQUEST" }
         for (address, count) in [(0x1_0000, 2), (-1, 2), (0, 0), (0, 126), (0xFFFF, 2)] {
             #expect { _ = try connection.beginRead(unit: 1, at: address, count: count) } throws: { refused($0) }
         }
@@ -151,7 +151,7 @@ struct ModbusFramingTests {
         let write = try connection.beginWrite(unit: 1, at: base + 4, reference)
         #expect(try takenInPlace(connection) { try connection.collectEcho(write, address: base + 4, count: 32) })
 
-        let bad = { (error: any Error) in (error as? ModbusError)?.code == "MODBUS_BAD_RESPONSE" }
+        let bad = { (error: any Error) in (error as? DeviceError)?.code.description == "MODBUS_BAD_RESPONSE" }
         // An answer of 2 registers taken as if 3 were asked: refused, the array left as it was.
         let short = try connection.beginRead(unit: 1, at: base, count: 2)
         #expect { _ = try self.takenInPlace(connection) { try connection.collectRegisters(short, count: 3, into: &words) } } throws: { bad($0) }

@@ -87,7 +87,7 @@ public final class ModbusConnection: RegisterAccess {
 
     /// Creates the context (no I/O yet).
     /// The corresponding C functions are `modbus_new_tcp_pi` and `modbus_new_rtu`.
-    public init(endpoint: ModbusEndpoint, unitID: Int = 1, timeout: Duration) throws(ModbusError) {
+    public init(endpoint: ModbusEndpoint, unitID: Int = 1, timeout: Duration) throws(DeviceError) {
         self.endpoint = endpoint
         self.unitID = unitID
         let created: OpaquePointer?
@@ -98,7 +98,7 @@ public final class ModbusConnection: RegisterAccess {
             created = modbus_new_rtu(device, Int32(baud), CChar(parity.asciiValue ?? 0x4E), Int32(dataBits), Int32(stopBits))
         }
         guard let created else {
-            throw ModbusError.from(errno: errno, doing: "creating a Modbus context for \(endpoint)")
+            throw DeviceError.modbus(errno: errno, doing: "creating a Modbus context for \(endpoint)")
         }
         context = created
         inbound = .allocate(capacity: Self.frameCapacity)
@@ -120,15 +120,15 @@ public final class ModbusConnection: RegisterAccess {
 
     /// Opens the TCP connection or the serial line.
     /// The corresponding C function is `modbus_connect`.
-    public func connect() throws(ModbusError) {
+    public func connect() throws(DeviceError) {
         if isConnected { return }
         guard modbus_connect(context) == 0 else {
-            let error = ModbusError.from(errno: errno, doing: "connecting to \(endpoint)")
-            throw ModbusError(code: "MODBUS_CONNECT_FAILED", message: error.message, errno: error.errno)
+            let error = DeviceError.modbus(errno: errno, doing: "connecting to \(endpoint)")
+            throw DeviceError(.connectFailed, message: error.message, errno: error.errno)
         }
         if case .rtu(_, _, _, _, _, true) = endpoint {
             if modbus_rtu_set_serial_mode(context, MODBUS_RTU_RS485) != 0 {
-                let error = ModbusError.from(errno: errno, doing: "switching \(endpoint) to RS-485 mode")
+                let error = DeviceError.modbus(errno: errno, doing: "switching \(endpoint) to RS-485 mode")
                 modbus_close(context)
                 throw error
             }
@@ -163,19 +163,19 @@ public final class ModbusConnection: RegisterAccess {
 
     /// Reads holding registers (function code 0x03) from `unitID`.
     /// The corresponding C function is `modbus_read_registers`.
-    public func readRegisters(at address: Int, count: Int) throws(ModbusError) -> [UInt16] {
+    public func readRegisters(at address: Int, count: Int) throws(DeviceError) -> [UInt16] {
         try readRegisters(unit: unitID, at: address, count: count)
     }
 
     /// Writes holding registers (function code 0x10) to `unitID`.
     /// The corresponding C function is `modbus_write_registers`.
-    public func writeRegisters(at address: Int, _ values: [UInt16]) throws(ModbusError) {
+    public func writeRegisters(at address: Int, _ values: [UInt16]) throws(DeviceError) {
         try writeRegisters(unit: unitID, at: address, values)
     }
 
     /// Reads holding registers (function code 0x03) from unit `unit`.
     /// The corresponding C functions are `modbus_set_slave` and `modbus_read_registers`.
-    public func readRegisters(unit: Int, at address: Int, count: Int) throws(ModbusError) -> [UInt16] {
+    public func readRegisters(unit: Int, at address: Int, count: Int) throws(DeviceError) -> [UInt16] {
         try Self.checkRead(at: address, count: count)
         try prepare(unit: unit)
         var values = [UInt16](repeating: 0, count: count)
@@ -194,10 +194,10 @@ public final class ModbusConnection: RegisterAccess {
 
     /// Reads `count` coils (function 0x01) or discrete inputs (0x02) of unit `unit` from `address`.
     /// The corresponding C functions are `modbus_read_bits` and `modbus_read_input_bits`.
-    public func readBits(unit: Int, function: UInt8, at address: Int, count: Int) throws(ModbusError) -> [Bool] {
+    public func readBits(unit: Int, function: UInt8, at address: Int, count: Int) throws(DeviceError) -> [Bool] {
         guard function == 0x01 || function == 0x02, (1...2000).contains(count), (0...65535).contains(address),
               address + count <= 65536 else {
-            throw ModbusError(code: "MODBUS_INVALID_REQUEST", message: "read of \(count) bits at \(address) (function \(function))")
+            throw DeviceError(.invalidRequest, message: "read of \(count) bits at \(address) (function \(function))")
         }
         try prepare(unit: unit)
         let label = ModbusRequestLabel(function == 0x01 ? .readCoils : .readDiscreteInputs, unit: unit, address: address, count: count)
@@ -223,7 +223,7 @@ public final class ModbusConnection: RegisterAccess {
 
     /// Writes holding registers (function code 0x10) to unit `unit`.
     /// The corresponding C functions are `modbus_set_slave` and `modbus_write_registers`.
-    public func writeRegisters(unit: Int, at address: Int, _ values: [UInt16]) throws(ModbusError) {
+    public func writeRegisters(unit: Int, at address: Int, _ values: [UInt16]) throws(DeviceError) {
         try Self.checkWrite(at: address, count: values.count)
         try prepare(unit: unit)
         let started = MonotonicClockReading.now()
@@ -285,7 +285,7 @@ public final class ModbusConnection: RegisterAccess {
     /// Sends one Modbus TCP request (`pdu`: function code first) on a connected, settled session,
     /// without waiting for the answer. A session that is not connected or still settling after a
     /// failure is refused (`MODBUS_CONNECTION_LOST`): that is the worker's to recover, not a poller's.
-    public func begin(unit: Int, _ pdu: [UInt8], _ label: ModbusRequestLabel) throws(ModbusError) -> Pending {
+    public func begin(unit: Int, _ pdu: [UInt8], _ label: ModbusRequestLabel) throws(DeviceError) -> Pending {
         try begin(unit: unit, size: pdu.count, label) { frame in
             for k in pdu.indices { frame[7 + k] = pdu[k] }
         }
@@ -293,36 +293,36 @@ public final class ModbusConnection: RegisterAccess {
 
     /// Sends a read-holding-registers request (0x03) like `begin`, its PDU written straight into
     /// the send buffer (no array per request).
-    public func beginRead(unit: Int, at address: Int, count: Int) throws(ModbusError) -> Pending {
+    public func beginRead(unit: Int, at address: Int, count: Int) throws(DeviceError) -> Pending {
         try Self.checkRead(at: address, count: count)
         return try frameRead(unit: unit, at: address, count: count)
     }
 
     /// Sends a write-multiple-registers request (0x10) like `begin`, its PDU written straight into
     /// the send buffer (no array per request).
-    public func beginWrite(unit: Int, at address: Int, _ values: [UInt16]) throws(ModbusError) -> Pending {
+    public func beginWrite(unit: Int, at address: Int, _ values: [UInt16]) throws(DeviceError) -> Pending {
         try Self.checkWrite(at: address, count: values.count)
         return try frameWrite(unit: unit, at: address, values)
     }
 
     /// The protocol's bounds of a register read: 1 to 125 registers (the most an answer carries),
     /// all inside the 16-bit address space.
-    private static func checkRead(at address: Int, count: Int) throws(ModbusError) {
+    private static func checkRead(at address: Int, count: Int) throws(DeviceError) {
         guard (1...125).contains(count), (0...65535).contains(address), address + count <= 65536 else {
-            throw ModbusError(code: "MODBUS_INVALID_REQUEST", message: "read of \(count) registers at \(address)")
+            throw DeviceError(.invalidRequest, message: "read of \(count) registers at \(address)")
         }
     }
 
     /// The protocol's bounds of a register write: 1 to 123 registers (the most a request carries),
     /// all inside the 16-bit address space.
-    private static func checkWrite(at address: Int, count: Int) throws(ModbusError) {
+    private static func checkWrite(at address: Int, count: Int) throws(DeviceError) {
         guard (1...123).contains(count), (0...65535).contains(address), address + count <= 65536 else {
-            throw ModbusError(code: "MODBUS_INVALID_REQUEST", message: "write of \(count) registers at \(address)")
+            throw DeviceError(.invalidRequest, message: "write of \(count) registers at \(address)")
         }
     }
 
     /// Sends a 0x03 request whose bounds were checked.
-    private func frameRead(unit: Int, at address: Int, count: Int) throws(ModbusError) -> Pending {
+    private func frameRead(unit: Int, at address: Int, count: Int) throws(DeviceError) -> Pending {
         try begin(unit: unit, size: 5, ModbusRequestLabel(.readRegisters, unit: unit, address: address, count: count)) { frame in
             frame[7] = 0x03
             frame[8] = UInt8(truncatingIfNeeded: address >> 8)
@@ -333,7 +333,7 @@ public final class ModbusConnection: RegisterAccess {
     }
 
     /// Sends a 0x10 request whose bounds were checked.
-    private func frameWrite(unit: Int, at address: Int, _ values: [UInt16]) throws(ModbusError) -> Pending {
+    private func frameWrite(unit: Int, at address: Int, _ values: [UInt16]) throws(DeviceError) -> Pending {
         let label = ModbusRequestLabel(.writeRegisters, unit: unit, address: address, count: values.count)
         return try begin(unit: unit, size: 6 + 2 * values.count, label) { frame in
             frame[7] = 0x10
@@ -352,12 +352,12 @@ public final class ModbusConnection: RegisterAccess {
     /// The frame of every request: MBAP header, then the PDU of `size` bytes that `pdu` writes
     /// from index 7 of the connection's own send buffer (no allocation per request).
     private func begin(unit: Int, size pduSize: Int, _ label: ModbusRequestLabel,
-                       _ pdu: (UnsafeMutablePointer<UInt8>) -> Void) throws(ModbusError) -> Pending {
+                       _ pdu: (UnsafeMutablePointer<UInt8>) -> Void) throws(DeviceError) -> Pending {
         guard case .tcp = endpoint, isConnected, settleFrom == nil else {
-            throw ModbusError(code: "MODBUS_CONNECTION_LOST", message: "\(label) on \(endpoint): session not ready")
+            throw DeviceError(.connectionLost, message: "\(label) on \(endpoint): session not ready")
         }
         guard (1...Self.maxPDU).contains(pduSize) else {
-            throw ModbusError(code: "MODBUS_INVALID_REQUEST", message: "\(label) on \(endpoint): a PDU of \(pduSize) bytes")
+            throw DeviceError(.invalidRequest, message: "\(label) on \(endpoint): a PDU of \(pduSize) bytes")
         }
         let fd = modbus_get_socket(context)
         transaction &+= 1
@@ -394,8 +394,8 @@ public final class ModbusConnection: RegisterAccess {
     /// nil while incomplete. With `wait`, blocks until the answer is complete or the receive timeout
     /// runs out. An answer with another transaction id (a late reply to an earlier request) is
     /// skipped; an exception answer, a wrong unit or function, a short or overlong frame are errors
-    /// with the same codes as libmodbus's (`ModbusError.from`).
-    public func collect(_ pending: Pending, wait: Bool) throws(ModbusError) -> [UInt8]? {
+    /// with the same codes as libmodbus's (`DeviceError.from`).
+    public func collect(_ pending: Pending, wait: Bool) throws(DeviceError) -> [UInt8]? {
         guard let pdu = try receive(pending, wait: wait) else { return nil }
         return Array(pdu)
     }
@@ -404,7 +404,7 @@ public final class ModbusConnection: RegisterAccess {
     /// waiting: true once the answer is complete, its `count` registers then in `words` (replaced,
     /// in the array's own storage: no allocation when it has the capacity). An answer whose length
     /// does not match `count` is `MODBUS_BAD_RESPONSE`.
-    public func collectRegisters(_ pending: Pending, count: Int, into words: inout [UInt16]) throws(ModbusError) -> Bool {
+    public func collectRegisters(_ pending: Pending, count: Int, into words: inout [UInt16]) throws(DeviceError) -> Bool {
         guard let pdu = try receive(pending, wait: false) else { return false }
         guard Self.decode(pdu, count: count, into: &words) else { throw malformed(pending.label.description) }
         return true
@@ -413,7 +413,7 @@ public final class ModbusConnection: RegisterAccess {
     /// Takes what has arrived for the 0x10 request `pending` like `collect(_:wait:)`, without
     /// waiting: true once the answer is complete and echoes `address` and `count`; any other
     /// answer is `MODBUS_BAD_RESPONSE`.
-    public func collectEcho(_ pending: Pending, address: Int, count: Int) throws(ModbusError) -> Bool {
+    public func collectEcho(_ pending: Pending, address: Int, count: Int) throws(DeviceError) -> Bool {
         guard let pdu = try receive(pending, wait: false) else { return false }
         guard Self.echoes(pdu, address: address, count: count) else { throw malformed(pending.label.description) }
         return true
@@ -421,7 +421,7 @@ public final class ModbusConnection: RegisterAccess {
 
     /// `collect`'s work: the answer's PDU where it lies in the receive buffer (valid until the
     /// connection's next receive), or nil while incomplete.
-    private func receive(_ pending: Pending, wait: Bool) throws(ModbusError) -> UnsafeBufferPointer<UInt8>? {
+    private func receive(_ pending: Pending, wait: Bool) throws(DeviceError) -> UnsafeBufferPointer<UInt8>? {
         let fd = modbus_get_socket(context)
         while true {
             // A whole frame in the buffer: check it, or skip it when it answers another request.
@@ -441,7 +441,7 @@ public final class ModbusConnection: RegisterAccess {
                     let function = inbound[7]
                     if function == pending.function | 0x80 {
                         guard size >= 9 else { throw malformed(pending.label.description) }
-                        throw failure(pending.label.description, errno: ModbusError.enobase + Int32(inbound[8]))
+                        throw failure(pending.label.description, errno: DeviceError.enobase + Int32(inbound[8]))
                     }
                     guard function == pending.function else { throw malformed(pending.label.description) }
                     lastRoundTrip = .nanoseconds(MonotonicClockReading.now() - pending.started)
@@ -465,7 +465,7 @@ public final class ModbusConnection: RegisterAccess {
 
     /// The error for a request whose answer did not come by its deadline; the session settles
     /// before its next request, as after any timeout.
-    public func expired(_ pending: Pending) -> ModbusError { failure(pending.label.description, errno: ETIMEDOUT) }
+    public func expired(_ pending: Pending) -> DeviceError { failure(pending.label.description, errno: ETIMEDOUT) }
 
     /// The registers of a 0x03 answer, or nil when its length does not match `count`.
     public static func registers(_ reply: [UInt8], count: Int) -> [UInt16]? {
@@ -494,22 +494,22 @@ public final class ModbusConnection: RegisterAccess {
 
     /// Waits for the answer's PDU of a request just sent (as a rule, one receive); it lies in the
     /// receive buffer until the next receive.
-    private func exchange(_ pending: Pending) throws(ModbusError) -> UnsafeBufferPointer<UInt8> {
+    private func exchange(_ pending: Pending) throws(DeviceError) -> UnsafeBufferPointer<UInt8> {
         while true {
             if let pdu = try receive(pending, wait: true) { return pdu }
         }
     }
 
-    private func malformed(_ what: String) -> ModbusError {
-        failure(what, errno: ModbusError.enobase + 13)  // EMBBADDATA
+    private func malformed(_ what: String) -> DeviceError {
+        failure(what, errno: DeviceError.enobase + 13)  // EMBBADDATA
     }
 
     /// Connects if needed, lets a late reply drain, and addresses `unit`.
-    private func prepare(unit: Int) throws(ModbusError) {
+    private func prepare(unit: Int) throws(DeviceError) {
         if selectedUnit != Int32(clamping: unit) {
             // libmodbus takes 0…255 on TCP and 0…247 on RTU.
             guard (0...255).contains(unit), modbus_set_slave(context, Int32(unit)) == 0 else {
-                throw ModbusError(code: "MODBUS_INVALID_REQUEST", message: "unit id \(unit) is not valid on \(endpoint)")
+                throw DeviceError(.invalidRequest, message: "unit id \(unit) is not valid on \(endpoint)")
             }
             selectedUnit = Int32(unit)
         }
@@ -542,12 +542,12 @@ public final class ModbusConnection: RegisterAccess {
         }
     }
 
-    private func failure(_ what: String, errno code: Int32 = errno) -> ModbusError {
+    private func failure(_ what: String, errno code: Int32 = errno) -> DeviceError {
         inboundCount = 0
-        let error = ModbusError.from(errno: code, doing: "\(what) on \(endpoint)")
+        let error = DeviceError.modbus(errno: code, doing: "\(what) on \(endpoint)")
         if error.isConnectionLost {
             close()
-        } else if error.code == "MODBUS_TIMEOUT" || error.code == "MODBUS_BAD_RESPONSE" {
+        } else if error.code == .timeout || error.code == .badResponse {
             // The stream may hold, or still receive, an answer meant for this request: start clean.
             modbus_flush(context)
             settleFrom = MonotonicClockReading.now()
@@ -566,11 +566,11 @@ public struct ModbusUnit: RegisterAccess {
         self.id = id
     }
 
-    public mutating func readRegisters(at address: Int, count: Int) throws(ModbusError) -> [UInt16] {
+    public mutating func readRegisters(at address: Int, count: Int) throws(DeviceError) -> [UInt16] {
         try connection.readRegisters(unit: id, at: address, count: count)
     }
 
-    public mutating func writeRegisters(at address: Int, _ values: [UInt16]) throws(ModbusError) {
+    public mutating func writeRegisters(at address: Int, _ values: [UInt16]) throws(DeviceError) {
         try connection.writeRegisters(unit: id, at: address, values)
     }
 }

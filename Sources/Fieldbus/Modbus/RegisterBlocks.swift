@@ -10,18 +10,18 @@ public struct PrefetchedRegisters: RegisterAccess {
         self.words = words
     }
 
-    public mutating func readRegisters(at address: Int, count: Int) throws(ModbusError) -> [UInt16] {
+    public mutating func readRegisters(at address: Int, count: Int) throws(DeviceError) -> [UInt16] {
         let start = address - self.address
         guard start >= 0, count >= 0, start + count <= words.count else {
-            throw ModbusError(code: "MODBUS_INVALID_REQUEST", message: "read of \(count) registers at \(address) outside the block read")
+            throw DeviceError(.invalidRequest, message: "read of \(count) registers at \(address) outside the block read")
         }
         // The whole block (a poll answer read as it was asked): shared, not copied.
         if start == 0, count == words.count { return words }
         return Array(words[start..<(start + count)])
     }
 
-    public mutating func writeRegisters(at address: Int, _ values: [UInt16]) throws(ModbusError) {
-        throw ModbusError(code: "MODBUS_INVALID_REQUEST", message: "write to registers already read")
+    public mutating func writeRegisters(at address: Int, _ values: [UInt16]) throws(DeviceError) {
+        throw DeviceError(.invalidRequest, message: "write to registers already read")
     }
 }
 
@@ -32,11 +32,11 @@ public struct RecordedWrites: RegisterAccess {
 
     public init() {}
 
-    public mutating func readRegisters(at address: Int, count: Int) throws(ModbusError) -> [UInt16] {
-        throw ModbusError(code: "MODBUS_INVALID_REQUEST", message: "a command that reads cannot be recorded")
+    public mutating func readRegisters(at address: Int, count: Int) throws(DeviceError) -> [UInt16] {
+        throw DeviceError(.invalidRequest, message: "a command that reads cannot be recorded")
     }
 
-    public mutating func writeRegisters(at address: Int, _ values: [UInt16]) throws(ModbusError) {
+    public mutating func writeRegisters(at address: Int, _ values: [UInt16]) throws(DeviceError) {
         writes.append((address, values))
     }
 }

@@ -118,19 +118,19 @@ public struct RegisterMapSpec: Sendable, Equatable {
 struct MappedRegisters {
     let block: (base: Int, words: [UInt16])?
 
-    init(span: ClosedRange<Int>?, _ device: inout some RegisterAccess) throws(ModbusError) {
+    init(span: ClosedRange<Int>?, _ device: inout some RegisterAccess) throws(DeviceError) {
         guard let span else {
             block = nil
             return
         }
         let words = try device.readRegisters(at: span.lowerBound, count: span.count)
         guard words.count == span.count else {
-            throw ModbusError(code: "MODBUS_BAD_RESPONSE", message: "\(words.count) registers for \(span.count) at \(span.lowerBound)")
+            throw DeviceError(.badResponse, message: "\(words.count) registers for \(span.count) at \(span.lowerBound)")
         }
         block = (span.lowerBound, words)
     }
 
-    func value(_ register: MappedRegister, _ device: inout some RegisterAccess) throws(ModbusError) -> Double? {
+    func value(_ register: MappedRegister, _ device: inout some RegisterAccess) throws(DeviceError) -> Double? {
         guard let block else { return register.decode(try device.readRegisters(at: register.address, count: register.count)) }
         let start = register.address - block.base
         return register.decode(Array(block.words[start..<(start + register.count)]))
@@ -143,10 +143,7 @@ public struct RegisterMapInverter: Sendable {
 
     public init(spec: RegisterMapSpec) { self.spec = spec }
 
-    /// The code of a value the map cannot carry (a setpoint or revert time outside its register).
-    public static let valueInvalid = "REGISTER_VALUE_INVALID"
-
-    func read(_ register: MappedRegister, _ device: inout some RegisterAccess) throws(ModbusError) -> Double? {
+    func read(_ register: MappedRegister, _ device: inout some RegisterAccess) throws(DeviceError) -> Double? {
         register.decode(try device.readRegisters(at: register.address, count: register.count))
     }
 
@@ -160,15 +157,15 @@ public struct RegisterMapInverter: Sendable {
     }
 
     /// Reads power, frequency and fault state: one request when they fit one (`pollSpan`).
-    public func readStatus(_ device: inout some RegisterAccess) throws(ModbusError) -> InverterReading {
+    public func readStatus(_ device: inout some RegisterAccess) throws(DeviceError) -> InverterReading {
         let block = try MappedRegisters(span: pollSpan, &device)
-        func value(_ register: MappedRegister, _ device: inout some RegisterAccess) throws(ModbusError) -> Double? {
+        func value(_ register: MappedRegister, _ device: inout some RegisterAccess) throws(DeviceError) -> Double? {
             try block.value(register, &device)
         }
         guard let power = try value(spec.power, &device) else {
-            throw ModbusError(code: "MODBUS_BAD_RESPONSE", message: "power register \(spec.power.address) unreadable")
+            throw DeviceError(.badResponse, message: "power register \(spec.power.address) unreadable")
         }
-        let frequency = try spec.frequency.flatMap { register throws(ModbusError) in try value(register, &device) }
+        let frequency = try spec.frequency.flatMap { register throws(DeviceError) in try value(register, &device) }
         var faulted = false
         var bits: UInt32 = 0
         if let register = spec.fault, let value = try value(register, &device) {
@@ -183,15 +180,15 @@ public struct RegisterMapInverter: Sendable {
     /// Writes the revert timeout, the enable value and the setpoint, in that order; without `rearm`
     /// (a changed setpoint between refreshes of the revert timer) only the setpoint.
     public func command(_ power: Watts, revertSeconds: Int, rearm: Bool = true, _ device: inout some RegisterAccess)
-        throws(ModbusError)
+        throws(DeviceError)
     {
         // Away from zero: with a register step coarser than the timeout (scale 100 for 30 s), the
         // nearest step would be 0, which devices read as "no revert" (found by make fuzz).
         guard let revert = spec.revertTimeout.encode(Double(max(1, revertSeconds)), rounding: .awayFromZero) else {
-            throw ModbusError(code: Self.valueInvalid, message: "revert timeout \(revertSeconds) s does not fit its register")
+            throw DeviceError(.registerValueInvalid, message: "revert timeout \(revertSeconds) s does not fit its register")
         }
         guard let setpoint = spec.setpoint.encode(power.value) else {
-            throw ModbusError(code: Self.valueInvalid, message: "setpoint \(power) does not fit its register")
+            throw DeviceError(.registerValueInvalid, message: "setpoint \(power) does not fit its register")
         }
         if rearm {
             try device.writeRegisters(at: spec.revertTimeout.address, revert)

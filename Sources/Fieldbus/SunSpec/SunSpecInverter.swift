@@ -37,16 +37,16 @@ public struct SunSpecInverter: Sendable {
     /// Discovers the device and reads its static values and scale factors. With `map` (a device
     /// already discovered), the model chain is not walked again: only the static values and scale
     /// factors are re-read, as the worker does every minute.
-    public static func open(_ device: inout some RegisterAccess, map known: SunSpecMap? = nil) throws(SunSpecError)
+    public static func open(_ device: inout some RegisterAccess, map known: SunSpecMap? = nil) throws(DeviceError)
         -> SunSpecInverter
     {
         let map: SunSpecMap
         if let known { map = known } else { map = try SunSpec.discover(&device) }
         guard let measurement = map.first(SunSpec.Measurement.id) ?? map.first(of: SunSpec.Inverter.ids) else {
-            throw SunSpecError(code: "SUNSPEC_MODEL_MISSING", message: "no measurement model (701, 101, 102 or 103)")
+            throw DeviceError(.sunspecModelMissing, message: "no measurement model (701, 101, 102 or 103)")
         }
         var rated: Watts?
-        do {
+        do throws(DeviceError) {
             var measurementSF: (w: Int?, hz: Int?) = (nil, nil)
             if measurement.id == Measurement.id {
                 // Hz_SF and W_SF are adjacent (115, 116): one request.
@@ -68,7 +68,7 @@ public struct SunSpecInverter: Sendable {
                 let block = try SunSpec.read(controls, from: &device)
                 // Without WSet_SF the meaning of WSet is unknown: refuse rather than guess 10^0.
                 guard let sf = block.scaleFactor(SunSpec.ACControls.wSetSF) else {
-                    throw SunSpecError(code: "SUNSPEC_VALUE_INVALID", message: "model 704 WSet_SF is not implemented")
+                    throw DeviceError(.sunspecValueInvalid, message: "model 704 WSet_SF is not implemented")
                 }
                 return SunSpecInverter(
                     map: map, measurement: measurement, commandPath: .acControls704, commandModel: controls,
@@ -78,12 +78,12 @@ public struct SunSpecInverter: Sendable {
                 typealias S = SunSpec.Storage
                 let block = try SunSpec.read(storage, from: &device)
                 guard let sf = block.scaleFactor(S.inOutWRteSF) else {
-                    throw SunSpecError(code: "SUNSPEC_VALUE_INVALID", message: "model 124 InOutWRte_SF is not implemented")
+                    throw DeviceError(.sunspecValueInvalid, message: "model 124 InOutWRte_SF is not implemented")
                 }
                 // OutWRte and InWRte are percent of the maximum charge rate WChaMax (model notes:
                 // "% WChaMax"; OutWRte's "% WDisChaMax" names a point 124 does not have), not of WMax.
                 guard let base = block.scaled(block.uint16(S.wChaMax).map(Int64.init), sf: S.wChaMaxSF), base > 0 else {
-                    throw SunSpecError(code: "SUNSPEC_VALUE_INVALID",
+                    throw DeviceError(.sunspecValueInvalid,
                                        message: "model 124 rates are % of WChaMax, but WChaMax or WChaMax_SF is not implemented or 0")
                 }
                 return SunSpecInverter(
@@ -91,19 +91,19 @@ public struct SunSpecInverter: Sendable {
                     ratedPower: rated, storageRateBase: Watts(base), wSetSF: 0, inOutWRteSF: sf, measurementSF: measurementSF)
             }
         } catch {
-            throw SunSpecError(wrapping: error)
+            throw error
         }
-        throw SunSpecError(code: "SUNSPEC_MODEL_MISSING", message: "no active-power control model (704 or 124)")
+        throw DeviceError(.sunspecModelMissing, message: "no active-power control model (704 or 124)")
     }
 
     /// Reads power, frequency and fault state: one request of `pollSpan` registers.
-    public func readStatus(_ device: inout some RegisterAccess) throws(SunSpecError) -> InverterReading {
+    public func readStatus(_ device: inout some RegisterAccess) throws(DeviceError) -> InverterReading {
         let span = Self.pollSpan(measurement.id)
         let block: SunSpecBlock
-        do {
+        do throws(DeviceError) {
             let words = try device.readRegisters(at: measurement.address + span.lowerBound, count: span.count)
             guard words.count == span.count else {
-                throw SunSpecError(code: "MODBUS_BAD_RESPONSE",
+                throw DeviceError(.badResponse,
                                    message: "model \(measurement.id): \(words.count) registers for \(span.count)")
             }
             // Offsets count from ID: pad the registers before the span so the point offsets apply
@@ -114,7 +114,7 @@ public struct SunSpecInverter: Sendable {
             padded.append(contentsOf: words)
             block = SunSpecBlock(model: measurement, words: padded)
         } catch {
-            throw SunSpecError(wrapping: error)
+            throw error
         }
         let power: Double?
         let frequency: Double?
@@ -132,7 +132,7 @@ public struct SunSpecInverter: Sendable {
             faultBits = block.bitfield32(Inverter.event1) ?? 0
         }
         guard let power else {
-            throw SunSpecError(code: "SUNSPEC_VALUE_INVALID", message: "model \(measurement.id) W or W_SF is not implemented")
+            throw DeviceError(.sunspecValueInvalid, message: "model \(measurement.id) W or W_SF is not implemented")
         }
         return InverterReading(activePower: Watts(power), ratedPower: ratedPower, faulted: faulted, faultBits: faultBits,
                                frequency: frequency.map(Hertz.init))
@@ -142,15 +142,15 @@ public struct SunSpecInverter: Sendable {
     /// and every refresh of the revert timer) the revert value and the timer are written before it;
     /// without, only the setpoint (one request): the timer stays armed from the last rearm.
     public func command(_ power: Watts, revertSeconds: Int, rearm: Bool = true, _ device: inout some RegisterAccess)
-        throws(SunSpecError)
+        throws(DeviceError)
     {
         let revert = UInt32(clamping: max(1, revertSeconds))
-        do {
+        do throws(DeviceError) {
             switch commandPath {
             case .acControls704:
                 typealias C = SunSpec.ACControls
                 guard let raw = SunSpec.raw(power.value, sf: wSetSF, range: Int64(Int32.min + 1)...Int64(Int32.max)) else {
-                    throw SunSpecError(code: "SUNSPEC_VALUE_INVALID", message: "setpoint \(power) does not fit WSet at SF \(wSetSF)")
+                    throw DeviceError(.sunspecValueInvalid, message: "setpoint \(power) does not fit WSet at SF \(wSetSF)")
                 }
                 let wset = UInt32(bitPattern: Int32(raw))
                 // The revert value (0 W) first, then the revert armed (enable, time), then the
@@ -167,7 +167,7 @@ public struct SunSpecInverter: Sendable {
                 let base = storageRateBase?.value ?? 0
                 let percent = base > 0 ? min(max(power.value / base * 100, -100), 100) : 0
                 guard let raw = SunSpec.raw(abs(percent), sf: inOutWRteSF, range: 0...Int64(Int16.max)) else {
-                    throw SunSpecError(code: "SUNSPEC_VALUE_INVALID", message: "rate \(percent) % does not fit at SF \(inOutWRteSF)")
+                    throw DeviceError(.sunspecValueInvalid, message: "rate \(percent) % does not fit at SF \(inOutWRteSF)")
                 }
                 let positive = UInt16(raw)
                 let negative = UInt16(bitPattern: -Int16(raw))
@@ -177,7 +177,7 @@ public struct SunSpecInverter: Sendable {
                 if rearm { try device.writeRegisters(at: commandModel.address + S.storCtlMod, [S.modeCharge | S.modeDischarge]) }
             }
         } catch {
-            throw SunSpecError(wrapping: error)
+            throw error
         }
     }
 }

@@ -27,37 +27,37 @@ public struct SunSpecMeter: Sendable {
     public static let pollSpan = M.hz...M.totWhSF
 
     /// Discovers the device (or takes a known map) and finds its meter model.
-    public static func open(_ device: inout some RegisterAccess, map known: SunSpecMap? = nil) throws(SunSpecError) -> SunSpecMeter {
+    public static func open(_ device: inout some RegisterAccess, map known: SunSpecMap? = nil) throws(DeviceError) -> SunSpecMeter {
         let map: SunSpecMap
         if let known { map = known } else { map = try SunSpec.discover(&device) }
         guard let model = map.first(of: M.ids) else {
-            throw SunSpecError(code: "SUNSPEC_MODEL_MISSING", message: "no meter model (201, 202, 203 or 204)")
+            throw DeviceError(.sunspecModelMissing, message: "no meter model (201, 202, 203 or 204)")
         }
         guard Int(model.length) + 2 > M.totWhSF else {
-            throw SunSpecError(code: "SUNSPEC_MODEL_MISSING", message: "model \(model.id) is \(model.length) registers long; too short for a meter")
+            throw DeviceError(.sunspecModelMissing, message: "model \(model.id) is \(model.length) registers long; too short for a meter")
         }
         return SunSpecMeter(map: map, model: model)
     }
 
     /// Reads W, Hz and the energy registers in one request.
-    public func read(_ device: inout some RegisterAccess) throws(SunSpecError) -> MeterReading {
+    public func read(_ device: inout some RegisterAccess) throws(DeviceError) -> MeterReading {
         let span = Self.pollSpan
         let words: [UInt16]
         do {
             words = try device.readRegisters(at: model.address + span.lowerBound, count: span.count)
         } catch {
-            throw SunSpecError(code: error.code, message: error.message)
+            throw error
         }
         guard words.count == span.count else {
-            throw SunSpecError(code: "MODBUS_BAD_RESPONSE", message: "model \(model.id): \(words.count) registers for \(span.count)")
+            throw DeviceError(.badResponse, message: "model \(model.id): \(words.count) registers for \(span.count)")
         }
         return try Self.decode(SunSpecBlock(model: model, words: [UInt16](repeating: 0, count: span.lowerBound) + words))
     }
 
     /// Decodes a block holding the model's registers from `ID` to at least `TotWh_SF`.
-    public static func decode(_ block: SunSpecBlock) throws(SunSpecError) -> MeterReading {
+    public static func decode(_ block: SunSpecBlock) throws(DeviceError) -> MeterReading {
         guard let power = block.scaled(block.int16(M.w).map(Int64.init), sf: M.wSF), power.isFinite else {
-            throw SunSpecError(code: "SUNSPEC_VALUE_INVALID", message: "meter model \(block.model.id): W or W_SF is not implemented")
+            throw DeviceError(.sunspecValueInvalid, message: "meter model \(block.model.id): W or W_SF is not implemented")
         }
         let hz = block.scaled(block.int16(M.hz).map(Int64.init), sf: M.hzSF).flatMap { $0 > 0 ? Hertz($0) : nil }
         // acc32: 0 means "not accumulated".
@@ -95,22 +95,22 @@ public struct MeterRegisterMap: Sendable, Equatable {
     }
 
     /// Reads the meter: one request when the registers fit one.
-    public func read(_ device: inout some RegisterAccess) throws(SunSpecError) -> MeterReading {
-        do {
+    public func read(_ device: inout some RegisterAccess) throws(DeviceError) -> MeterReading {
+        do throws(DeviceError) {
             let block = try MappedRegisters(span: pollSpan, &device)
-            func value(_ register: MappedRegister?, _ device: inout some RegisterAccess) throws(ModbusError) -> Double? {
+            func value(_ register: MappedRegister?, _ device: inout some RegisterAccess) throws(DeviceError) -> Double? {
                 guard let register else { return nil }
                 return try block.value(register, &device)
             }
             guard let power = try value(power, &device), power.isFinite else {
-                throw SunSpecError(code: "SUNSPEC_VALUE_INVALID", message: "meter power register \(self.power.address) unreadable")
+                throw DeviceError(.sunspecValueInvalid, message: "meter power register \(self.power.address) unreadable")
             }
             let hz = try value(frequency, &device).flatMap { $0 > 0 && $0.isFinite ? Hertz($0) : nil }
             let imported = try value(importedEnergy, &device).map(WattHours.init)
             let exported = try value(exportedEnergy, &device).map(WattHours.init)
             return MeterReading(gridPower: Watts(power), frequency: hz, importedEnergy: imported, exportedEnergy: exported)
         } catch {
-            throw SunSpecError(wrapping: error)
+            throw error
         }
     }
 }

@@ -78,29 +78,6 @@ public enum SunSpec {
     }
 }
 
-/// Why a SunSpec device could not be used.
-public struct SunSpecError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// `SUNSPEC_NOT_FOUND`, `SUNSPEC_CHAIN_BROKEN`, `SUNSPEC_MODEL_MISSING`, `SUNSPEC_VALUE_INVALID`, or a
-    /// Modbus code when the bus failed.
-    public var code: String
-    public var message: String
-    public init(code: String, message: String) {
-        self.code = code
-        self.message = message
-    }
-    public var description: String { "\(code): \(message)" }
-
-    /// Any failure of a SunSpec exchange as a SunSpec error: a bus failure keeps its Modbus code,
-    /// anything else unexpected is `SUNSPEC_VALUE_INVALID`.
-    public init(wrapping error: any Error) {
-        switch error {
-        case let error as SunSpecError: self = error
-        case let error as ModbusError: self.init(code: error.code, message: error.message)
-        default: self.init(code: "SUNSPEC_VALUE_INVALID", message: "\(error)")
-        }
-    }
-}
-
 /// One model found on the device.
 public struct SunSpecModelLocation: Sendable, Equatable {
     public var id: UInt16
@@ -127,16 +104,16 @@ public struct SunSpecMap: Sendable, Equatable {
 /// Reads and writes holding registers: a Modbus connection, or a fake in tests.
 public protocol RegisterAccess {
     /// Reads `count` (≤ 125) holding registers from `address`.
-    mutating func readRegisters(at address: Int, count: Int) throws(ModbusError) -> [UInt16]
+    mutating func readRegisters(at address: Int, count: Int) throws(DeviceError) -> [UInt16]
     /// Writes `values` (≤ 123) to holding registers from `address`.
-    mutating func writeRegisters(at address: Int, _ values: [UInt16]) throws(ModbusError)
+    mutating func writeRegisters(at address: Int, _ values: [UInt16]) throws(DeviceError)
 }
 
 extension SunSpec {
     /// Finds "SunS" at 40000, 0 or 50000 and walks the model chain by each model's length.
-    public static func discover(_ device: inout some RegisterAccess) throws(SunSpecError) -> SunSpecMap {
+    public static func discover(_ device: inout some RegisterAccess) throws(DeviceError) -> SunSpecMap {
         var base: Int?
-        var lastError: ModbusError?
+        var lastError: DeviceError?
         var answered = false
         for candidate in baseAddresses {
             do {
@@ -149,18 +126,18 @@ extension SunSpec {
             } catch {
                 lastError = error
                 // "Illegal data address" is an answer: nothing at that address.
-                if error.code == "MODBUS_EXCEPTION_2" { answered = true }
+                if error.code == .exception(2) { answered = true }
                 // No answer at all: asking at other addresses only costs more timeouts on the bus.
-                if error.isConnectionLost || error.code == "MODBUS_TIMEOUT" { break }
+                if error.isConnectionLost || error.code == .timeout { break }
             }
         }
         guard let base else {
             // Nothing but failures (a dead unit, or one that answers every request with an exception):
             // report the bus's own code, not "no SunSpec here".
             if let lastError, lastError.isConnectionLost || !answered {
-                throw SunSpecError(code: lastError.code, message: lastError.message)
+                throw lastError
             }
-            throw SunSpecError(code: "SUNSPEC_NOT_FOUND", message: "no SunS marker at 40000, 0 or 50000")
+            throw DeviceError(.sunspecNotFound, message: "no SunS marker at 40000, 0 or 50000")
         }
         var models: [SunSpecModelLocation] = []
         var address = base + 2
@@ -170,28 +147,28 @@ extension SunSpec {
             do {
                 id = try device.readRegisters(at: address, count: 1).first ?? endModelID
             } catch {
-                throw SunSpecError(code: error.code, message: "reading model ID at \(address): \(error.message)")
+                throw DeviceError(error.code, message: "reading model ID at \(address): \(error.message)")
             }
             if id == endModelID || id == 0 { return SunSpecMap(base: base, models: models) }
             let length: UInt16
             do {
                 length = try device.readRegisters(at: address + 1, count: 1).first ?? 0
             } catch {
-                throw SunSpecError(code: error.code, message: "reading model \(id) length at \(address + 1): \(error.message)")
+                throw DeviceError(error.code, message: "reading model \(id) length at \(address + 1): \(error.message)")
             }
             guard address + 2 + Int(length) <= 65535 else {
-                throw SunSpecError(code: "SUNSPEC_CHAIN_BROKEN",
+                throw DeviceError(.sunspecChainBroken,
                                    message: "model \(id) at \(address) with length \(length) runs past the register space")
             }
             models.append(SunSpecModelLocation(id: id, length: length, address: address))
             address += 2 + Int(length)
         }
-        throw SunSpecError(code: "SUNSPEC_CHAIN_BROKEN", message: "more than 64 models without an end model")
+        throw DeviceError(.sunspecChainBroken, message: "more than 64 models without an end model")
     }
 
     /// Reads a whole model (ID and L included) in blocks of at most 125 registers.
     public static func read(_ model: SunSpecModelLocation, from device: inout some RegisterAccess)
-        throws(ModbusError) -> SunSpecBlock
+        throws(DeviceError) -> SunSpecBlock
     {
         var words: [UInt16] = []
         let total = Int(model.length) + 2
