@@ -126,7 +126,7 @@ let package = Package(
         .executableTarget(
             name: "bess-aggregator",
             dependencies: [
-                "Uplink", "BessSystem",
+                "Uplink", "BessSystem", "ControlProtocol",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),

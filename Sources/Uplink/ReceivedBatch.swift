@@ -1,3 +1,5 @@
+public import BessSystem
+import ControlCore
 import Foundation
 
 /// A record batch as it arrived: decoded, and with each record's JSON text (and each telemetry
@@ -55,5 +57,99 @@ public struct ReceivedBatch: Sendable {
             }
         }
         return (records, units)
+    }
+}
+
+/// Why the aggregator refuses what a gateway sent: a stable code (`SITE_ID_INVALID`,
+/// `UNIT_ID_INVALID`, `UNIT_STATE_INVALID`, `TRIP_CODE_INVALID`, `STATUS_STATE_INVALID`,
+/// `STATUS_SESSION_INVALID`) and a sentence. Whatever of the gateway's text the sentence quotes is
+/// escaped and cut short (`IngestRules.quoted`), so the sentence is safe in a log line or an answer.
+public typealias IngestRefusal = BessError
+
+/// What the aggregator takes from a gateway: everything a gateway sends is untrusted, and what bessd
+/// itself would never send is refused at ingest, before it is stored. Site and unit ids keep the rule
+/// bessd's configuration holds them to (`IdentifierRule`), a unit's state is one of bessd's unit
+/// states, trips and latches and an event's code are names from the trip table, and a site's status
+/// is `online` or `offline` with a session id that keeps the id rule (bessd's is a UUID). Free texts
+/// (an event's message, an answer's reason) are kept, and escaped wherever they are shown.
+public enum IngestRules {
+    /// A site id, from a topic, a URL or a batch.
+    public static func check(site: String) -> IngestRefusal? {
+        IdentifierRule.accepts(site) ? nil
+            : IngestRefusal(code: "SITE_ID_INVALID", message: "site id \(quoted(site)) is not \(IdentifierRule.text)")
+    }
+
+    /// A batch: its site, and its records' unit ids, unit states and codes (that the batch's site is
+    /// the one it came for, by topic or URL, is its caller's check).
+    public static func check(_ batch: RecordBatch) -> IngestRefusal? {
+        if let refusal = check(site: batch.site) { return refusal }
+        for record in batch.records {
+            switch record.body {
+            case .telemetry(_, _, _, let units, _):
+                for unit in units {
+                    if let refusal = check(unit: unit.id, seq: record.seq) { return refusal }
+                    guard UnitState.allCases.contains(where: { $0.description == unit.state }) else {
+                        return IngestRefusal(code: "UNIT_STATE_INVALID", message: "record \(record.seq): unit \(unit.id)'s state "
+                                             + "\(quoted(unit.state)) is not one of \(UnitState.allCases.map(\.description).joined(separator: ", "))")
+                    }
+                    for code in unit.trips + unit.latched {
+                        if let refusal = check(code: code, seq: record.seq) { return refusal }
+                    }
+                }
+            case .availability(let units, _):
+                for unit in units {
+                    if let refusal = check(unit: unit.id, seq: record.seq) { return refusal }
+                }
+            case .energyBlock(let unit, _, _, _, _, _):
+                if let refusal = check(unit: unit, seq: record.seq) { return refusal }
+            case .event(let unit, _, let code, _):
+                if let unit, let refusal = check(unit: unit, seq: record.seq) { return refusal }
+                if let code, let refusal = check(code: code, seq: record.seq) { return refusal }
+            case .gridEnergyBlock, .spoolDrop:
+                break
+            }
+        }
+        return nil
+    }
+
+    /// A site's birth or Last Will.
+    public static func check(status: SiteStatusMessage) -> IngestRefusal? {
+        guard status.state == "online" || status.state == "offline" else {
+            return IngestRefusal(code: "STATUS_STATE_INVALID", message: "status state \(quoted(status.state)) is not online or offline")
+        }
+        guard IdentifierRule.accepts(status.session) else {
+            return IngestRefusal(code: "STATUS_SESSION_INVALID", message: "session \(quoted(status.session)) is not \(IdentifierRule.text)")
+        }
+        return nil
+    }
+
+    static func check(unit: String, seq: UInt64) -> IngestRefusal? {
+        IdentifierRule.accepts(unit) ? nil
+            : IngestRefusal(code: "UNIT_ID_INVALID", message: "record \(seq): unit id \(quoted(unit)) is not \(IdentifierRule.text)")
+    }
+
+    static func check(code: String, seq: UInt64) -> IngestRefusal? {
+        // As bessd writes them: the trip table's names, upper case.
+        TripCode(name: code).map { "\($0.name)" == code } == true ? nil
+            : IngestRefusal(code: "TRIP_CODE_INVALID", message: "record \(seq): \(quoted(code)) is not a code of the trip table")
+    }
+
+    /// A peer's text for a log line or an answer: in quotes, printable ASCII as it is (`"` and `\`
+    /// escaped), every other character as `\u{…}`, and cut after `limit` characters.
+    public static func quoted(_ text: String, limit: Int = 48) -> String {
+        var out = "\""
+        for (index, scalar) in text.unicodeScalars.enumerated() {
+            if index == limit {
+                out += "…"
+                break
+            }
+            switch scalar.value {
+            case 0x22: out += "\\\""
+            case 0x5C: out += "\\\\"
+            case 0x20...0x7E: out.unicodeScalars.append(scalar)
+            default: out += "\\u{\(String(scalar.value, radix: 16))}"
+            }
+        }
+        return out + "\""
     }
 }

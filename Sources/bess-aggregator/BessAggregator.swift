@@ -1,4 +1,5 @@
 import ArgumentParser
+import ControlProtocol
 import Foundation
 import Hummingbird
 import Uplink
@@ -9,7 +10,8 @@ import BessSystem
 struct BessAggregator: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bess-aggregator",
-        abstract: "Reference aggregator: stores bessd's records (deduplicated by seq), serves a status page and /metrics, queues dispatch.")
+        abstract: "Reference aggregator: stores bessd's records (deduplicated by seq), serves a status page and /metrics, queues dispatch.",
+        version: BessdVersion.string)
 
     @Option(help: "HOST:PORT to listen on.") var listen = "127.0.0.1:8700"
     @Option(help: "SQLite database file, or postgres://user[:password]@host[:port]/database (shared by several instances).")
@@ -68,11 +70,16 @@ struct BessAggregator: AsyncParsableCommand {
         router.post("/v1/sites/:site/records") { request, context -> Response in
             guard authorized(request) else { return Self.json(.unauthorized, ["error": "bad or missing token"]) }
             let site = context.parameters.get("site") ?? ""
+            if let refusal = IngestRules.check(site: site) { return Self.refused(refusal) }
             let body = try await request.body.collect(upTo: 32 << 20)
             guard let received = try? ReceivedBatch(payload: Array(buffer: body)), received.batch.site == site,
                   received.batch.protocolVersion == UplinkProtocol.version
-            else { return Self.json(.badRequest, ["error": "not a protocol 1 batch for this site"]) }
-            if let why = unstorable(received.batch) { return Self.json(.badRequest, ["error": "BATCH_UNSTORABLE: \(why)"]) }
+            else { return Self.json(.badRequest, ["error": "BATCH_MALFORMED: not a protocol 1 batch for this site", "code": "BATCH_MALFORMED"]) }
+            if let why = unstorable(received.batch) {
+                return Self.json(.badRequest, ["error": "BATCH_UNSTORABLE: \(why)", "code": "BATCH_UNSTORABLE"])
+            }
+            // Nothing of a batch is stored when any of it is refused.
+            if let refusal = IngestRules.check(received.batch) { return Self.refused(refusal) }
             let result = try await store.store([(site, received)], now: Date().timeIntervalSince1970, handOutCommands: true)
             let answer = BatchResponse(ackedSeq: result.first?.highest ?? 0, commands: result.first?.commands ?? [])
             return Response(status: .ok, headers: [.contentType: "application/json"],
@@ -85,6 +92,7 @@ struct BessAggregator: AsyncParsableCommand {
                 return Self.json(.badRequest, ["error": "not a DispatchCommand"])
             }
             let site = context.parameters.get("site") ?? ""
+            if let refusal = IngestRules.check(site: site) { return Self.refused(refusal) }
             let now = Date().timeIntervalSince1970
             // Over MQTT the command is pushed at once; over HTTP it waits for the site's next batch.
             try await store.queue(site: site, command: command, delivered: pusher != nil, now: now)
@@ -92,7 +100,9 @@ struct BessAggregator: AsyncParsableCommand {
             return Self.json(.ok, ["queued": command.id, "transport": pusher == nil ? "http" : "mqtt"])
         }
         router.get("/v1/sites/:site/seqs") { _, context -> Response in
-            let seqs = try await store.seqs(site: context.parameters.get("site") ?? "")
+            let site = context.parameters.get("site") ?? ""
+            if let refusal = IngestRules.check(site: site) { return Self.refused(refusal) }
+            let seqs = try await store.seqs(site: site)
             return Response(status: .ok, headers: [.contentType: "application/json"],
                             body: .init(byteBuffer: ByteBuffer(bytes: try JSONEncoder().encode(seqs))))
         }
@@ -101,14 +111,27 @@ struct BessAggregator: AsyncParsableCommand {
                      body: .init(byteBuffer: ByteBuffer(string: try await Self.metrics(store, consumer: pusher))))
         }
         router.get("/") { _, _ -> Response in
-            Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
+            Response(status: .ok, headers: Self.pageHeaders("text/html; charset=utf-8"),
                      body: .init(byteBuffer: ByteBuffer(string: try StatusPage.html(try await store.summaries(detail: StatusPage.detailedSites),
                                                                                     ingest: pusher?.stats.records))))
+        }
+        router.get(RouterPath(StatusPage.stylesheetPath)) { _, _ -> Response in
+            Response(status: .ok, headers: Self.pageHeaders("text/css; charset=utf-8"), body: .init(byteBuffer: ByteBuffer(string: StatusPage.stylesheet)))
         }
         let app = Application(router: router, configuration: .init(address: .hostname(String(parts[0]), port: port)))
         print("bess-aggregator listening on http://\(listen) (database \(database.hasPrefix("postgres") ? "PostgreSQL" : database))"
               + (mqtt.map { ", MQTT \($0) as bess-aggregator-\(instance)" } ?? ""))
         try await app.runService()
+    }
+
+    /// The status page's headers: its type, its Content-Security-Policy, and no guessing at types.
+    static func pageHeaders(_ type: String) -> HTTPFields {
+        [.contentType: type, .contentSecurityPolicy: StatusPage.contentSecurityPolicy, .xContentTypeOptions: "nosniff"]
+    }
+
+    /// A refused message: 422 with its code (`{"code": …, "error": "CODE: …"}`), nothing stored.
+    static func refused(_ refusal: IngestRefusal) -> Response {
+        json(.unprocessableContent, ["error": refusal.description, "code": refusal.code])
     }
 
     static func json(_ status: HTTPResponse.Status, _ object: [String: String]) -> Response {
@@ -142,7 +165,7 @@ struct BessAggregator: AsyncParsableCommand {
             lines.append("# HELP bess_aggregator_mqtt_commands_published_total Commands pushed to sites.")
             lines.append("# TYPE bess_aggregator_mqtt_commands_published_total counter")
             lines.append("bess_aggregator_mqtt_commands_published_total \(consumer.publisher.published.withLock { $0 })")
-            lines.append("# HELP bess_aggregator_mqtt_malformed_total Messages refused: not a protocol 1 batch, answer or status, or not storable (a seq beyond 2^63 − 1, a NUL in a stored text).")
+            lines.append("# HELP bess_aggregator_mqtt_malformed_total Messages refused: not a protocol 1 batch, answer or status, not storable (a seq beyond 2^63 − 1, a NUL in a stored text), or refused at ingest (an id, unit state, trip code or status bessd would not send).")
             lines.append("# TYPE bess_aggregator_mqtt_malformed_total counter")
             lines.append("bess_aggregator_mqtt_malformed_total \(c.malformed)")
             lines.append("# HELP bess_aggregator_store_failures_total Transactions that failed and were retried (acknowledgements held).")

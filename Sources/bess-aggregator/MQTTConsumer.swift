@@ -14,6 +14,7 @@ final class MQTTConsumer: @unchecked Sendable {
         var batches: UInt64 = 0
         var records: UInt64 = 0
         var redelivered: UInt64 = 0
+        /// Messages refused: not decodable, not storable, or refused at ingest (`IngestRules`).
         var malformed: UInt64 = 0
         var storeFailures: UInt64 = 0
     }
@@ -39,6 +40,9 @@ final class MQTTConsumer: @unchecked Sendable {
     /// several times the CPU per record.
     static let storeWindowNanoseconds: Int64 = 50_000_000
     static let storeAt = 1000
+    /// When a refusal was last logged (monotonic ns), and how many were refused since without a line.
+    var lastRefusalLogged: Int64 = .min / 2
+    var refusalsNotLogged = 0
 
     init(url: MQTTURL, clientID: String, store: any RecordStore, caFile: String?, certFile: String?, keyFile: String?,
          username: String?, password: String?, publisher: CommandPublisher, followsStatus: Bool) throws(UplinkError) {
@@ -197,12 +201,20 @@ final class MQTTConsumer: @unchecked Sendable {
                 statistics.withLock { $0.malformed &+= 1 }
                 return
             }
+            if let refusal = IngestRules.check(site: site) {
+                refuse(refusal, leaf: leaf)
+                return
+            }
             switch leaf {
             case "records":
                 guard let received = try? ReceivedBatch(payload: payload), received.batch.site == site,
                       received.batch.protocolVersion == UplinkProtocol.version, unstorable(received.batch) == nil
                 else {
                     statistics.withLock { $0.malformed &+= 1 }
+                    return
+                }
+                if let refusal = IngestRules.check(received.batch) {
+                    refuse(refusal, leaf: leaf, site: site)
                     return
                 }
                 pendingBatches.append((site, received))
@@ -215,10 +227,12 @@ final class MQTTConsumer: @unchecked Sendable {
                 }
                 pendingAcks.append((site, ack))
             case "status":
-                guard let message = try? JSONDecoder().decode(SiteStatusMessage.self, from: Data(payload)),
-                      !message.state.utf8.contains(0), !message.session.utf8.contains(0)
-                else {
+                guard let message = try? JSONDecoder().decode(SiteStatusMessage.self, from: Data(payload)) else {
                     statistics.withLock { $0.malformed &+= 1 }
+                    return
+                }
+                if let refusal = IngestRules.check(status: message) {
+                    refuse(refusal, leaf: leaf, site: site)
                     return
                 }
                 pendingStatus.append((site, message))
@@ -228,6 +242,26 @@ final class MQTTConsumer: @unchecked Sendable {
         case .disconnected, .published, .subscribed:
             break
         }
+    }
+}
+
+extension MQTTConsumer {
+    /// A message refused at ingest: counted as malformed and logged with its code (the gateway's
+    /// texts in the line are escaped and cut short by `IngestRules`); nothing of it is stored, and
+    /// its PUBACK goes out with the window's, so the broker does not send it again.
+    /// At most one line a second: a gateway that keeps sending what is refused does not flood the log.
+    func refuse(_ refusal: IngestRefusal, leaf: String, site: String? = nil) {
+        statistics.withLock { $0.malformed &+= 1 }
+        let now = SystemClock.monotonicNanoseconds()
+        guard now - lastRefusalLogged >= 1_000_000_000 else {
+            refusalsNotLogged += 1
+            return
+        }
+        let from = site.map { "site \($0)" } ?? "a gateway"
+        let more = refusalsNotLogged > 0 ? " (\(refusalsNotLogged) more refused since the last line)" : ""
+        lastRefusalLogged = now
+        refusalsNotLogged = 0
+        FileHandle.standardError.write(Data("bess-aggregator: refused \(IngestRules.quoted(leaf, limit: 16)) from \(from): \(refusal)\(more)\n".utf8))
     }
 }
 

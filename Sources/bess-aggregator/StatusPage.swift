@@ -4,11 +4,35 @@ import Uplink
 /// The status page: every site at a glance — online/offline from its Last Will, units, the last
 /// hour as charts drawn here as inline SVG (no script, no font fetched from elsewhere), energy
 /// blocks and command answers.
+///
+/// Every text a gateway sent is escaped where it is written into the page, and the page is served
+/// with `contentSecurityPolicy`: no script runs and no inline style applies, whatever a stored text
+/// holds; the page's one stylesheet is `stylesheet`, served from `/status.css`.
 enum StatusPage {
+    /// A text as HTML (element content or a quoted attribute value).
     static func escape(_ s: String) -> String {
         s.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
-            .replacingOccurrences(of: "\"", with: "&quot;")
+            .replacingOccurrences(of: "\"", with: "&quot;").replacingOccurrences(of: "'", with: "&#39;")
     }
+
+    /// Sent with the page: nothing but the page's own stylesheet is fetched or applied; no script,
+    /// no inline style or event handler, no frame, no form, no base URL.
+    static let contentSecurityPolicy =
+        "default-src 'none'; script-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+    /// Where the page's stylesheet is served.
+    static let stylesheetPath = "/status.css"
+
+    /// The page's stylesheet (served from `stylesheetPath`: the policy admits no inline style).
+    static let stylesheet = """
+        body{font-family:sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;margin:.5em 0 1.5em}
+        td,th{border:1px solid #bbb;padding:.25em .6em;text-align:right}th{background:#eee}td.l{text-align:left}
+        .trip{color:#b00;font-weight:bold}.online{color:#080;font-weight:bold}.offline{color:#b00;font-weight:bold}
+        .charts{display:flex;flex-wrap:wrap;gap:1em}.chart text{font-size:11px;fill:#444}.chart .title{font-size:12px;font-weight:bold;fill:#222}
+        .chart .grid{stroke:#e4e4e4}.legend{font-size:12px;margin:-.2em 0 .8em 56px}.legend span{margin-right:1em}
+        .legend i{display:inline-block;width:18px;margin-right:4px;vertical-align:middle;border-top:2px solid}.legend i.dashed{border-top-style:dashed}
+
+        """ + palette.enumerated().map { ".legend i.c\($0.offset){border-top-color:\($0.element)}" }.joined(separator: "\n") + "\n"
 
     /// Sites drawn in full (charts, units, blocks, answers); a fleet beyond them is one table.
     static let detailedSites = 20
@@ -93,8 +117,8 @@ enum StatusPage {
         }
         svg += "</svg><div class=legend>"
         for (i, s) in series.enumerated() where !s.points.isEmpty {
-            let colour = palette[(s.dashed ? i - 1 : i) % palette.count]
-            svg += "<span><i style=\"border-top:2px \(s.dashed ? "dashed" : "solid") \(colour)\"></i>\(escape(s.name))</span>"
+            let colourIndex = (s.dashed ? i - 1 : i) % palette.count
+            svg += "<span><i class=\"c\(colourIndex)\(s.dashed ? " dashed" : "")\"></i>\(escape(s.name))</span>"
         }
         return svg + "</div>"
     }
@@ -102,12 +126,7 @@ enum StatusPage {
     static func html(_ sites: [SiteSummary], ingest: UInt64? = nil) throws -> String {
         var h = """
             <!doctype html><html><head><meta charset="utf-8"><meta http-equiv="refresh" content="5">
-            <title>bess-aggregator</title><style>body{font-family:sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;margin:.5em 0 1.5em}
-            td,th{border:1px solid #bbb;padding:.25em .6em;text-align:right}th{background:#eee}td.l{text-align:left}
-            .trip{color:#b00;font-weight:bold}.online{color:#080;font-weight:bold}.offline{color:#b00;font-weight:bold}
-            .charts{display:flex;flex-wrap:wrap;gap:1em}.chart text{font-size:11px;fill:#444}.chart .title{font-size:12px;font-weight:bold;fill:#222}
-            .chart .grid{stroke:#e4e4e4}.legend{font-size:12px;margin:-.2em 0 .8em 56px}.legend span{margin-right:1em}
-            .legend i{display:inline-block;width:18px;margin-right:4px;vertical-align:middle}</style></head><body><h1>bess-aggregator</h1>
+            <title>bess-aggregator</title><link rel="stylesheet" href="\(stylesheetPath)"></head><body><h1>bess-aggregator</h1>
             """
         let total = sites.reduce(0) { $0 + $1.records }
         h += "<p>\(sites.count) sites, \(total) records stored"
@@ -127,7 +146,8 @@ enum StatusPage {
         }
         for site in sites.prefix(detailedSites) {
             let age = Date().timeIntervalSince1970 - site.lastTime
-            let state = site.state.map { " <span class=\($0 == "online" ? "online" : "offline")>\($0)</span>" } ?? ""
+            // Ingest takes only online and offline; a state stored before that is shown escaped, as offline.
+            let state = site.state.map { " <span class=\($0 == "online" ? "online" : "offline")>\(escape($0))</span>" } ?? ""
             h += "<h2>\(escape(site.site))\(state)</h2><p>\(site.records) records, highest seq \(site.highestSeq), last \(f(age, 0)) s ago</p>"
             let charts = series(site.telemetry)
             h += "<div class=charts><div>" + chart(title: "Power, last hour", unit: "kW; setpoints dashed", charts.power) + "</div>"

@@ -75,4 +75,118 @@ struct AggregatorPageTests {
             try FileManager.default.copyItem(atPath: png, toPath: keep)
         }
     }
+
+    /// A batch with one telemetry record whose unit has these id, state and trips (JSON-quoted here).
+    static func unitBatch(site: String, seq: Int, unit: String, state: String = "running", trips: [String] = []) -> String {
+        func quoted(_ text: String) -> String { String(decoding: try! JSONEncoder().encode(text), as: UTF8.self) }
+        let record = "{\"seq\":\(seq),\"time\":\(Date().timeIntervalSince1970),\"type\":\"telemetry\",\"cycle_p99_us\":100,\"overruns\":0,"
+            + "\"units\":[{\"id\":\(quoted(unit)),\"state\":\(quoted(state)),\"setpoint_w\":0,\"allowed_charge_w\":1,\"allowed_discharge_w\":1,"
+            + "\"trips\":[\(trips.map(quoted).joined(separator: ","))],\"latched\":[],\"bms_online\":true,\"inverter_online\":true}]}"
+        return "{\"protocol_version\":1,\"site\":\(quoted(site)),\"acks\":[],\"records\":[\(record)]}"
+    }
+
+    @Test("a hostile gateway's markup (state, session, site, unit ids, trips, codes; over MQTT and HTTP) is refused with a code or shown escaped: Chromium's DOM holds none of its elements, and the page's policy runs no inline script")
+    func hostileGateway() throws {
+        let dir = NSTemporaryDirectory() + "bess-aggregator-hostile-\(getpid())"
+        try? FileManager.default.removeItem(atPath: dir)
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let brokerPort = LoopbackRigTests.freePort()
+        let broker = try TestServer.mosquitto(dir, "listener \(brokerPort) 127.0.0.1\nallow_anonymous true\npersistence false")
+        defer { broker.stop() }
+        #expect(waitFor(seconds: 10) { LoopbackRigTests.listening(brokerPort) }, "mosquitto never listened")
+        let port = LoopbackRigTests.freePort()
+        let aggregator = try Background([Package.executable("bess-aggregator")!.path, "--listen", "127.0.0.1:\(port)",
+                                         "--database", dir + "/agg.sqlite", "--mqtt", "mqtt://127.0.0.1:\(brokerPort)", "--consumers", "1"],
+                                        output: dir + "/aggregator.log")
+        defer { aggregator.stop() }
+        #expect(waitFor(seconds: 30) { LoopbackRigTests.listening(port) }, "\(aggregator.text)")
+        #expect(waitFor(seconds: 20) { metric(port, "bess_aggregator_mqtt_connected") == 1 }, "\(aggregator.text)")
+        let base = "http://127.0.0.1:\(port)"
+        func publish(_ topic: String, _ payload: String) throws {
+            #expect(try shell(["mosquitto_pub", "-p", "\(brokerPort)", "-V", "mqttv5", "-q", "1", "-t", topic, "-m", payload]).status == 0)
+        }
+        func post(_ site: String, _ body: String) throws -> (status: String, body: String) {
+            try body.write(toFile: dir + "/body.json", atomically: true, encoding: .utf8)
+            let out = try shell(["curl", "-s", "-m", "10", "-w", "\n%{http_code}", "-X", "POST", "--data-binary", "@\(dir)/body.json",
+                                 "\(base)/v1/sites/\(site)/records"]).out
+            let lines = out.split(separator: "\n", omittingEmptySubsequences: false)
+            return (String(lines.last ?? ""), lines.dropLast().joined(separator: "\n"))
+        }
+        // Each planted element has an id of its own, so the DOM says which one got through.
+        func img(_ id: String) -> String { "<img id=planted-\(id) src=x onerror=\"document.title='pwned'\">" }
+
+        // The gateway's honest part: telemetry over HTTP, then its birth over MQTT; and an honest
+        // neighbour, whose Last Will comes last and shows when everything before it has been handled.
+        let site = "GW_HOSTILE", neighbour = "GW_HONEST"
+        for name in [site, neighbour] {
+            #expect(try post(name, Self.batch(site: name, count: 30, soc: { 50 + Double($0) }, power: { Double($0) * 100 },
+                                             now: Date().timeIntervalSince1970)).status == "200")
+        }
+        try publish("bess/v1/\(site)/status", #"{"state":"online","session":"s-1"}"#)
+
+        // Over HTTP: each refused with 422 and its code, nothing of the batch stored.
+        let seqsBefore = try shell(["curl", "-s", "-m", "5", "\(base)/v1/sites/\(site)/seqs"]).out
+        for (body, code) in [
+            (Self.unitBatch(site: site, seq: 100, unit: img("http-unit")), "UNIT_ID_INVALID"),
+            (Self.unitBatch(site: site, seq: 101, unit: "U1", state: img("http-state")), "UNIT_STATE_INVALID"),
+            (Self.unitBatch(site: site, seq: 102, unit: "U1", trips: [img("http-trip")]), "TRIP_CODE_INVALID"),
+            (#"{"protocol_version":1,"site":"GW_HOSTILE","acks":[],"records":[{"seq":103,"time":1,"type":"event","unit":"U1","kind":"raised","#
+                + #""code":"<img id=planted-http-code src=x>","message":"m"}]}"#, "TRIP_CODE_INVALID"),
+        ] {
+            let answer = try post(site, body)
+            #expect(answer.status == "422" && answer.body.contains("\"code\":\"\(code)\""), "\(code): \(answer)")
+        }
+        let hostileSite = "%3Cimg%20id%3Dplanted-http-site%20src%3Dx%3E"
+        let siteAnswer = try post(hostileSite, Self.unitBatch(site: "<img id=planted-http-site src=x>", seq: 1, unit: "U1"))
+        #expect(siteAnswer.status == "422" && siteAnswer.body.contains("SITE_ID_INVALID"), "\(siteAnswer)")
+        #expect(try shell(["curl", "-s", "-m", "5", "\(base)/v1/sites/\(site)/seqs"]).out == seqsBefore, "a refused batch was stored")
+
+        // Over MQTT: refused (counted, and logged with the code and the text escaped), nothing stored.
+        try publish("bess/v1/\(site)/status", "{\"state\":\"\(img("mqtt-state").replacingOccurrences(of: "\"", with: "\\\""))\",\"session\":\"s\"}")
+        try publish("bess/v1/GW_OTHER/status", "{\"state\":\"offline\",\"session\":\"<b id=planted-mqtt-session>\"}")
+        try publish("bess/v1/<img id=planted-mqtt-site src=x>/status", #"{"state":"online","session":"s"}"#)
+        try publish("bess/v1/\(site)/records", Self.unitBatch(site: site, seq: 200, unit: img("mqtt-unit")))
+        try publish("bess/v1/\(site)/records", Self.unitBatch(site: site, seq: 201, unit: "U1", trips: ["<b id=planted-mqtt-trip>"]))
+        #expect(waitFor(seconds: 20) { metric(port, "bess_aggregator_mqtt_malformed_total") == 5 },
+                "refused: \(String(describing: metric(port, "bess_aggregator_mqtt_malformed_total"))); \(aggregator.text)")
+        // Free texts are kept and shown escaped: an answer's id and reason.
+        try publish("bess/v1/\(site)/acks", "{\"id\":\"<b id=planted-ack-id>\",\"accepted\":false,\"reason\":\"<img id=planted-ack-reason src=x>\"}")
+        // The last word is the neighbour's honest Last Will.
+        try publish("bess/v1/\(neighbour)/status", #"{"state":"offline","session":"s-2"}"#)
+        let offline = "<h2>\(neighbour) <span class=\"offline\">offline</span></h2>"
+        #expect(waitFor(seconds: 20) {
+            let page = (try? shell(["curl", "-s", "-m", "5", "\(base)/"]).out) ?? ""
+            return page.contains(offline.replacingOccurrences(of: "\"", with: "")) && page.contains("planted-ack-reason")
+        }, "\(aggregator.text)")
+        // The first refusal is logged with its code (the others within the second are counted, not logged).
+        #expect(aggregator.text.contains("refused \"status\" from site GW_HOSTILE: STATUS_STATE_INVALID: status state \"<img"),
+                "\(aggregator.text)")
+        #expect(!aggregator.text.contains("<img id=planted-mqtt-state src=x onerror=\"") && !aggregator.text.contains("\u{1b}"),
+                "a refusal's log line quotes the gateway's text escaped and cut short: \(aggregator.text)")
+
+        let chromium = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1400,1200",
+                        "--user-data-dir=\(dir)/chromium"]
+        let dom = try shell(chromium + ["--dump-dom", "\(base)/"], timeout: 60).out
+        // The hostile site's status is still its honest birth: every status after it was refused.
+        #expect(dom.contains(offline) && dom.contains("<h2>\(site) <span class=\"online\">online</span></h2>"), "\(dom.prefix(3000))")
+        // Nothing planted became an element; the answer's texts are there, as text.
+        #expect(!dom.contains("<img") && !dom.contains("id=\"planted") && !dom.contains("<b id"), "\(dom)")
+        #expect(dom.contains("<title>bess-aggregator</title>"), "a planted handler ran: \(dom.prefix(300))")
+        #expect(dom.contains("&lt;img id=planted-ack-reason src=x&gt;") && dom.contains("&lt;b id=planted-ack-id&gt;"), "\(dom)")
+        #expect(dom.contains("<svg class=\"chart\""), "the charts are drawn")
+
+        // The page's policy: no script at all, no inline script or style.
+        let headers = try shell(["curl", "-s", "-m", "5", "-D", "-", "-o", "/dev/null", "\(base)/"]).out.lowercased()
+        let policy = headers.split(separator: "\r\n").first { $0.hasPrefix("content-security-policy:") }.map(String.init) ?? ""
+        #expect(policy.contains("script-src 'none'") && policy.contains("default-src 'none'") && !policy.contains("unsafe-inline"), "\(headers)")
+        // The stylesheet it allows is the page's own, and Chromium applies it: "offline" is drawn in the page's red.
+        let css = try shell(["curl", "-s", "-m", "5", "-w", "\n%{http_code} %{content_type}", "\(base)/status.css"]).out
+        #expect(css.contains(".offline{color:#b00") && css.hasSuffix("200 text/css; charset=utf-8"), "\(css.suffix(200))")
+        let png = dir + "/hostile.png"
+        _ = try shell(chromium + ["--screenshot=\(png)", "\(base)/"], timeout: 60)
+        let red = try shell(["python3", Package.root.appendingPathComponent("hil/peers/png_colours.py").path, png, "bb0000"], timeout: 120).out
+        let redPixels = Int(red.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 0
+        #expect(redPixels > 20, "the stylesheet was not applied: \(red)")
+    }
 }

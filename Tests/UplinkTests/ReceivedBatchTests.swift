@@ -196,4 +196,63 @@ struct ReceivedBatchTests {
         #expect(decoded > 0)
         #expect(cut > 0)
     }
+
+    /// A telemetry unit as bessd sends it, with one field changed by `change`.
+    static func unit(_ change: (inout UnitTelemetry) -> Void = { _ in }) -> UnitTelemetry {
+        var unit = UnitTelemetry(id: "U-1.a_b", state: "limited", socPercent: 50, sohPercent: nil, powerW: 0, setpointW: 0, voltageV: nil,
+                                 currentA: nil, temperatureMinC: nil, temperatureMaxC: nil, allowedChargeW: 1, allowedDischargeW: 1,
+                                 trips: ["SOC_HIGH"], latched: ["THERMAL_RUNAWAY"], bmsOnline: true, inverterOnline: true)
+        change(&unit)
+        return unit
+    }
+
+    @Test("ingest takes what bessd sends and refuses, with a code, ids, states and codes bessd never sends")
+    func ingestRules() throws {
+        func batch(site: String = "SITE_1", _ bodies: [RecordBody]) -> RecordBatch {
+            RecordBatch(site: site, records: bodies.enumerated().map { UplinkRecord(seq: UInt64($0.offset + 1), time: 1, body: $0.element) }, acks: [])
+        }
+        let telemetry = { (unit: UnitTelemetry) in RecordBody.telemetry(frequencyHz: 50, cycleP99Us: 1, overruns: 0, units: [unit]) }
+        let good = batch([
+            telemetry(Self.unit()),
+            .availability(units: [UnitAvailability(id: "U2", chargePowerW: 1, dischargePowerW: 1, chargeEnergyWh: 1, dischargeEnergyWh: 1)]),
+            .energyBlock(unit: "U2", startUnix: 0, lengthS: 900, chargedKWh: 0, dischargedKWh: 0, coveredS: 900),
+            .event(unit: "site", kind: "raised", code: "GRID_ROCOF", message: "<b>free text is kept</b>"),
+            .event(unit: nil, kind: "siteShortfall", code: nil, message: "m"),
+            .spoolDrop(count: 1),
+        ])
+        #expect(IngestRules.check(good) == nil)
+        #expect(IngestRules.check(status: SiteStatusMessage(state: "online", session: UUID().uuidString.lowercased())) == nil)
+        #expect(IngestRules.check(status: SiteStatusMessage(state: "offline", session: "s-1")) == nil)
+
+        let hostile = "<img src=x onerror=alert(1)>"
+        let cases: [(RecordBatch, String)] = [
+            (batch(site: hostile, []), "SITE_ID_INVALID"),
+            (batch(site: "", []), "SITE_ID_INVALID"),
+            (batch(site: String(repeating: "s", count: 65), []), "SITE_ID_INVALID"),
+            (batch(site: "SITE-\u{212A}1", []), "SITE_ID_INVALID"),
+            (batch([telemetry(Self.unit { $0.id = hostile })]), "UNIT_ID_INVALID"),
+            (batch([telemetry(Self.unit { $0.state = hostile })]), "UNIT_STATE_INVALID"),
+            (batch([telemetry(Self.unit { $0.trips = [hostile] })]), "TRIP_CODE_INVALID"),
+            (batch([telemetry(Self.unit { $0.latched = ["thermal_runaway"] })]), "TRIP_CODE_INVALID"),
+            (batch([.availability(units: [UnitAvailability(id: "U 1", chargePowerW: 1, dischargePowerW: 1, chargeEnergyWh: 1,
+                                                           dischargeEnergyWh: 1)])]), "UNIT_ID_INVALID"),
+            (batch([.energyBlock(unit: hostile, startUnix: 0, lengthS: 1, chargedKWh: 0, dischargedKWh: 0, coveredS: 0)]), "UNIT_ID_INVALID"),
+            (batch([.event(unit: hostile, kind: "raised", code: nil, message: "m")]), "UNIT_ID_INVALID"),
+            (batch([.event(unit: "U1", kind: "raised", code: hostile, message: "m")]), "TRIP_CODE_INVALID"),
+        ]
+        // "CODE: sentence" (a BessError).
+        func text(_ refusal: IngestRefusal?) -> String { refusal.map { String(describing: $0) } ?? "accepted" }
+        for (refused, code) in cases {
+            let refusal = text(IngestRules.check(refused))
+            #expect(refusal.hasPrefix(code + ": "), "\(refused.site): \(refusal)")
+            // The refusal quotes the peer's text escaped and cut short: no control character, a bounded line.
+            #expect(!refusal.unicodeScalars.contains { $0.value < 0x20 || $0.value >= 0x7F && $0 != "…" && $0 != "–" } && refusal.count < 200,
+                    "\(refusal)")
+        }
+        #expect(text(IngestRules.check(status: SiteStatusMessage(state: hostile, session: "s"))).hasPrefix("STATUS_STATE_INVALID: "))
+        #expect(text(IngestRules.check(status: SiteStatusMessage(state: "Online", session: "s"))).hasPrefix("STATUS_STATE_INVALID: "))
+        #expect(text(IngestRules.check(status: SiteStatusMessage(state: "online", session: hostile))).hasPrefix("STATUS_SESSION_INVALID: "))
+        #expect(IngestRules.quoted("a\"b\\c\n\u{1B}[31m<é>") == #""a\"b\\c\u{a}\u{1b}[31m<\u{e9}>""#)
+        #expect(IngestRules.quoted(String(repeating: "x", count: 100), limit: 4) == "\"xxxx…\"")
+    }
 }
