@@ -53,7 +53,8 @@ let package = Package(
         // Pure control law: no I/O, no Foundation, an injected clock.
         // `rounded()` lowers to libm's round(); link libm so the library stands alone.
         .target(name: "ControlCore", swiftSettings: swiftSettings, linkerSettings: [.linkedLibrary("m")]),
-        // System primitives outside the three C libraries: the priority-inheriting lock.
+        // System primitives outside the three C libraries: system calls, clocks, the priority-inheriting
+        // lock, and every thread (worker threads, real-time placement, names and CPU pins).
         // Linux headers the Glibc module leaves out (eventfd); header only.
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
         .target(name: "BessSystem", dependencies: ["CLinux"], swiftSettings: swiftSettings),
@@ -82,7 +83,7 @@ let package = Package(
         .target(
             name: "Service",
             dependencies: [
-                "ControlCore", "BessSystem", "ControlProtocol", "Config", "Cycle", "Uplink", "CSystemd", "Scada",
+                "ControlCore", "BessSystem", "ControlProtocol", "Config", "Cycle", "Fieldbus", "Uplink", "CSystemd", "Scada",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),

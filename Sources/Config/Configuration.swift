@@ -1,4 +1,4 @@
-import BessSystem
+public import BessSystem
 public import ControlCore
 public import Fieldbus
 
@@ -418,40 +418,6 @@ public struct BMSOverride: Sendable, Equatable {
     public var dischargeEnabled: Bool?
     public init() {}
     public var isEmpty: Bool { self == BMSOverride() }
-}
-
-/// `realtime:` in the configuration.
-public struct RealtimeSettings: Sendable, Equatable {
-    /// SCHED_FIFO priority of the cycle thread, 1–99.
-    public var priority: Int
-    /// mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT).
-    public var lockMemory: Bool
-    /// Held in /dev/cpu_dma_latency while running (nil = leave it).
-    public var cpuDMALatencyMicroseconds: Int?
-    /// The CPU the cycle and the threads that feed it (bus poller, bus and CAN workers) are pinned to.
-    public var cpu: CPU = .last
-
-    /// `realtime.cpu`: on one CPU the poller's hand-over wakes the cycle without an inter-processor
-    /// interrupt.
-    public enum CPU: Sendable, Equatable {
-        /// The highest-numbered CPU bessd may run on (the default: CPU 0 takes most interrupts).
-        case last
-        /// This CPU.
-        case index(Int)
-        /// Not pinned: the scheduler places each thread.
-        case none
-    }
-
-    public init(priority: Int, lockMemory: Bool, cpuDMALatencyMicroseconds: Int? = nil, cpu: CPU = .last) {
-        self.priority = priority
-        self.lockMemory = lockMemory
-        self.cpuDMALatencyMicroseconds = cpuDMALatencyMicroseconds
-        self.cpu = cpu
-    }
-    /// SCHED_FIFO priority of the threads that feed the cycle (bus poller, bus and CAN workers): one
-    /// below the cycle's, so they never preempt it.
-    public var workerPriority: Int { Self.workerPriority(below: priority) }
-    public static func workerPriority(below cycle: Int) -> Int { max(1, cycle - 1) }
 }
 
 /// `grid_operator.inputs` — the grid operator's relay contacts (a ripple-control receiver) read

@@ -1,7 +1,6 @@
 import BessSystem
 import Config
 public import ControlCore
-import Fieldbus
 import Glibc
 import Synchronization
 

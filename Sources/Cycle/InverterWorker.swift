@@ -1,4 +1,4 @@
-import BessSystem
+public import BessSystem
 public import ControlCore
 public import Fieldbus
 import Glibc

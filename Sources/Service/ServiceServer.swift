@@ -2,7 +2,6 @@ import BessSystem
 public import Config
 public import Cycle
 import ControlCore
-import Fieldbus
 import ControlProtocol
 import Foundation
 import Glibc

@@ -1,7 +1,7 @@
+import BessSystem
 public import Config
 public import Cycle
 import ControlCore
-import Fieldbus
 import Glibc
 import Synchronization
 

@@ -1,4 +1,3 @@
-import BessSystem
 import Glibc
 import Synchronization
 
