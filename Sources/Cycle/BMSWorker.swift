@@ -13,9 +13,8 @@ public final class BMSSlot: Sendable {
         var busOff = false
         var keepAlivesSent: UInt64 = 0
         var transmitDrops: UInt64 = 0
-        /// What the cycle commands the unit now (W, + = discharge), and the thresholds a frame is
-        /// judged by: together they say whether a frame calls for less power (`BMSAlarmWatch`).
-        var commandedW = 0.0
+        /// The thresholds a frame is judged by, from the unit's interlock table: whether it calls
+        /// for less power and so wakes the cycle (`BMSAlarmWatch`).
         var watch: BMSAlarmWatch?
         var alarms: UInt64 = 0
     }
@@ -33,9 +32,6 @@ public final class BMSSlot: Sendable {
     public var keepAlivesSent: UInt64 { state.withLock { $0.keepAlivesSent } }
     /// Frames that called for less power and woke the cycle.
     public var alarms: UInt64 { state.withLock { $0.alarms } }
-
-    /// The cycle's side, every cycle: the setpoint it commands now (one short lock, no allocation).
-    public func setCommanded(_ setpoint: Watts) { state.withLock { $0.commandedW = setpoint.value } }
 
     /// Judge frames by these thresholds and wake the cycle when one calls for less power (nil: never).
     public func setWatch(_ watch: BMSAlarmWatch?) { state.withLock { $0.watch = watch } }
@@ -144,7 +140,7 @@ public final class BMSWorker: @unchecked Sendable {
                         if report.restarted || report.backToActive { $0.busOff = false; $0.fault = nil }
                     }
                     if report.busOff {
-                        log("\(interface): CAN_BUS_OFF: the controller left the bus")
+                        log("\(interface): \(FieldbusError.Code.busOff): the controller left the bus")
                         // With automatic restart off, a managed interface is restarted here.
                         if let management, management.restartMs == 0 {
                             if let error = CANInterface.restart(interface) { log("\(interface): \(error)") }

@@ -175,7 +175,6 @@ public final class HardwareSite: SiteIO {
 
     public func command(unit: Int, setpoint: Watts) {
         inverterSlots[unit]?.setSetpoint(setpoint)
-        bmsSlots[unit]?.setCommanded(setpoint)
     }
 
     /// Each CAN BMS judged by its unit's critical thresholds (after a reload, the new ones).

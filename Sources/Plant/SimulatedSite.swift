@@ -94,7 +94,6 @@ public final class SimulatedSite: SiteIO {
             hardware.command(unit: unit, setpoint: setpoint)
         } else {
             units[unit].inverter.command(setpointW: setpoint.value)
-            hardware.bmsSlots[unit]?.setCommanded(setpoint)  // a real BMS beside a simulated inverter
         }
     }
 
