@@ -1,6 +1,7 @@
 public import BessSystem
 import ControlCore
 import Foundation
+public import Uplink
 
 /// A record batch as it arrived: decoded, and with each record's JSON text (and each telemetry
 /// record's unit texts) cut from the payload. The aggregator stores those texts as the site sent

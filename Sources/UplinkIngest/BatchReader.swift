@@ -1,4 +1,5 @@
 import Glibc
+import Uplink
 
 /// Reads a record batch straight from its bytes, noting where each record and each telemetry unit
 /// starts and ends, without Codable's generic machinery (which was a third of an aggregator's CPU).
