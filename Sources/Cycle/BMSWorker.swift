@@ -91,7 +91,7 @@ public final class BMSWorker: @unchecked Sendable {
         var backoff = Backoff(firstNanoseconds: 250_000_000, maximumNanoseconds: 5_000_000_000)
         var retryAt: Int64 = 0
         var nextKeepAlive: Int64 = 0
-        var reported: String?
+        var reported: FieldbusError.Code?
         while worker.isRunning {
             let now = MonotonicClock.now().nanoseconds
             if socket == nil {
@@ -99,10 +99,12 @@ public final class BMSWorker: @unchecked Sendable {
                     usleep(50_000)
                     continue
                 }
-                if let management, let error = CANInterface.configure(
-                    interface, bitrate: management.bitrate, restartMs: management.restartMs)
-                {
-                    if reported != error.code { log("\(interface): \(error)") }
+                if let management {
+                    do {
+                        try CANInterface.configure(interface, bitrate: management.bitrate, restartMs: management.restartMs)
+                    } catch {
+                        if reported != error.code { log("\(interface): \(error)") }
+                    }
                 }
                 do {
                     socket = try CANSocket(interface: interface, filters: PylontechLV.receiveFilters)
@@ -111,7 +113,7 @@ public final class BMSWorker: @unchecked Sendable {
                     if reported != nil { log("\(interface): CAN interface back") }
                     reported = nil
                 } catch {
-                    slot.update { $0.fault = error.code }
+                    slot.update { $0.fault = error.code.description }
                     if reported != error.code { log("\(interface): \(error)") }
                     reported = error.code
                     retryAt = now + backoff.next()
@@ -126,7 +128,7 @@ public final class BMSWorker: @unchecked Sendable {
                 } catch {
                     slot.update {
                         $0.transmitDrops = can.transmitDrops
-                        if error.code == "CAN_BUS_OFF" { $0.fault = error.code }
+                        if error.code == .busOff { $0.fault = error.code.description }
                     }
                 }
                 nextKeepAlive = now + 1_000_000_000
@@ -136,14 +138,14 @@ public final class BMSWorker: @unchecked Sendable {
                 let at = Self.monotonic(fromRealtime: stamp)
                 if let report = CANErrorReport(frame) {
                     slot.update {
-                        if report.busOff { $0.busOff = true; $0.fault = "CAN_BUS_OFF" }
+                        if report.busOff { $0.busOff = true; $0.fault = FieldbusError.Code.busOff.description }
                         if report.restarted || report.backToActive { $0.busOff = false; $0.fault = nil }
                     }
                     if report.busOff {
                         log("\(interface): \(FieldbusError.Code.busOff): the controller left the bus")
                         // With automatic restart off, a managed interface is restarted here.
                         if let management, management.restartMs == 0 {
-                            if let error = CANInterface.restart(interface) { log("\(interface): \(error)") }
+                            do { try CANInterface.restart(interface) } catch { log("\(interface): \(error)") }
                         }
                     }
                     continue
@@ -165,7 +167,8 @@ public final class BMSWorker: @unchecked Sendable {
                 if let line = unsentNotice.check(snapshot, at: at) { log("\(interface): \(line)") }
             } catch {
                 // The interface went away or down: report it and reopen with back-off.
-                slot.update { $0.fault = error.code == "CAN_RECEIVE_FAILED" ? "CAN_INTERFACE_DOWN" : error.code }
+                let fault = error.code == .receiveFailed ? FieldbusError.Code.interfaceDown : error.code
+                slot.update { $0.fault = fault.description }
                 log("\(interface): \(error)")
                 socket = nil
                 retryAt = MonotonicClock.now().nanoseconds + backoff.next()

@@ -19,22 +19,21 @@ public enum CANBusState: Int32, Sendable, CustomStringConvertible {
 
 /// Read-only queries of a SocketCAN interface through libsocketcan.
 public enum CANInterface {
-    /// The controller state of interface `name`.
+    /// The controller state of interface `name`; throws `CAN_INTERFACE_MISSING`, `CAN_INTERFACE_NOT_CAN`
+    /// (a virtual interface, or netlink not allowed) or `CAN_STATE_UNKNOWN`.
     /// The corresponding C function is `can_get_state`.
-    public static func state(of name: String) -> Result<CANBusState, FieldbusError> {
+    public static func state(of name: String) throws(FieldbusError) -> CANBusState {
         guard if_nametoindex(name) != 0 else {
-            return .failure(FieldbusError(code: "CAN_INTERFACE_MISSING",
-                                          message: "no network interface named \(name)", errno: ENODEV))
+            throw FieldbusError(.interfaceMissing, message: "no network interface named \(name)", errno: ENODEV)
         }
         var raw: Int32 = 0
         guard can_get_state(name, &raw) == 0 else {
-            return .failure(FieldbusError(code: "CAN_INTERFACE_NOT_CAN",
-                                          message: "\(name) is not a CAN interface (or its state cannot be read)",
-                                          errno: errno))
+            throw FieldbusError(.interfaceNotCAN, message: "\(name) is not a CAN interface (or its state cannot be read)",
+                                errno: errno)
         }
         guard let state = CANBusState(rawValue: raw) else {
-            return .failure(FieldbusError(code: "CAN_STATE_UNKNOWN", message: "\(name) reports state \(raw)"))
+            throw FieldbusError(.stateUnknown, message: "\(name) reports state \(raw)")
         }
-        return .success(state)
+        return state
     }
 }

@@ -57,7 +57,7 @@ public final class PlantRig {
                     canSockets.append(try CANSocket(interface: unit.bms.interface, filters: [(PylontechLV.keepAliveID, 0x7FF)]))
                 } catch {
                     stop()
-                    throw RunError(code: error.code, message: "unit \(unit.id) BMS: \(error.message)")
+                    throw RunError(code: error.code.description, message: "unit \(unit.id) BMS: \(error.message)")
                 }
             }
             // The plant serves SunSpec inverters; a register-map inverter is the rig's own hardware.
@@ -71,7 +71,7 @@ public final class PlantRig {
                 servers.append(server)
             } catch {
                 stop()
-                throw RunError(code: error.code, message: "unit \(unit.id): \(error.message)")
+                throw RunError(code: error.code.description, message: "unit \(unit.id): \(error.message)")
             }
         }
         if let settings = c.site.meter, !c.meterSimulated, settings.protocolName == .sunspec, let modbus = settings.modbus {
@@ -84,7 +84,7 @@ public final class PlantRig {
                 meterServer = server
             } catch {
                 stop()
-                throw RunError(code: error.code, message: "site meter: \(error.message)")
+                throw RunError(code: error.code.description, message: "site meter: \(error.message)")
             }
         }
         if servers.allSatisfy({ $0 == nil }) && canSockets.allSatisfy({ $0 == nil }) && meterServer == nil {

@@ -259,14 +259,14 @@ public final class SunSpecServer: @unchecked Sendable {
             if let created { modbus_set_slave(created, Int32(unitID)) }
         }
         guard let context = created else {
-            throw FieldbusError(code: "MODBUS_SERVER_FAILED", message: "cannot create a server context for \(transport)",
+            throw FieldbusError(.modbusServerFailed, message: "cannot create a server context for \(transport)",
                                 errno: errno)
         }
         self.context = context
         guard let mapping = modbus_mapping_new_start_address(0, 0, 0, 0, UInt32(SunSpecImage.base),
                                                              UInt32(image.words.count), 0, 0) else {
             modbus_free(context)
-            throw FieldbusError(code: "MODBUS_SERVER_FAILED", message: "cannot allocate the register map", errno: errno)
+            throw FieldbusError(.modbusServerFailed, message: "cannot allocate the register map", errno: errno)
         }
         self.mapping = mapping
         copyImageToMapping()
@@ -282,7 +282,7 @@ public final class SunSpecServer: @unchecked Sendable {
     public func start() throws(FieldbusError) {
         if case .rtu(let device, _, _, _, _, _) = transport {
             guard modbus_connect(context) == 0 else {
-                throw FieldbusError(code: "MODBUS_SERIAL_FAILED",
+                throw FieldbusError(.modbusSerialFailed,
                                     message: "cannot open \(device): \(SystemError.text(errno))", errno: errno)
             }
             // Return from a wait every 100 ms so stop() is noticed.
@@ -291,7 +291,7 @@ public final class SunSpecServer: @unchecked Sendable {
             return
         }
         guard let (fd, bound) = ModbusServerSocket.listen(context, port: port) else {
-            throw FieldbusError(code: "MODBUS_LISTEN_FAILED",
+            throw FieldbusError(.modbusListenFailed,
                                 message: "cannot listen on \(host):\(port): \(SystemError.text(errno))", errno: errno)
         }
         listener = fd

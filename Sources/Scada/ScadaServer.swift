@@ -81,13 +81,13 @@ public final class ScadaServer: @unchecked Sendable {
             created = modbus_new_tcp(configuration.host, Int32(configuration.port))
         }
         guard let context = created else {
-            throw FieldbusError(code: "SCADA_SERVER_FAILED", message: "cannot create a Modbus server context", errno: errno)
+            throw FieldbusError(.scadaServerFailed, message: "cannot create a Modbus server context", errno: errno)
         }
         self.context = context
         guard let mapping = modbus_mapping_new_start_address(0, 0, 0, 0, UInt32(ScadaImage.base), UInt32(image.words.count),
                                                              0, 0) else {
             modbus_free(context)
-            throw FieldbusError(code: "SCADA_SERVER_FAILED", message: "cannot allocate the register map", errno: errno)
+            throw FieldbusError(.scadaServerFailed, message: "cannot allocate the register map", errno: errno)
         }
         self.mapping = mapping
         copyImage()
@@ -103,12 +103,12 @@ public final class ScadaServer: @unchecked Sendable {
     public func start() throws(FieldbusError) {
         if let line = serial {
             guard modbus_connect(context) == 0 else {
-                throw FieldbusError(code: "SCADA_SERIAL_FAILED", message: "cannot open \(line.device): \(SystemError.text(errno))",
+                throw FieldbusError(.scadaSerialFailed, message: "cannot open \(line.device): \(SystemError.text(errno))",
                                     errno: errno)
             }
             if line.rs485, modbus_rtu_set_serial_mode(context, MODBUS_RTU_RS485) != 0 {
                 modbus_close(context)
-                throw FieldbusError(code: "SCADA_SERIAL_FAILED",
+                throw FieldbusError(.scadaSerialFailed,
                                     message: "\(line.device): RS-485 mode refused: \(SystemError.text(errno))", errno: errno)
             }
             // The thread waits for the line's first byte in poll (beside stop()'s eventfd); once a
@@ -118,7 +118,7 @@ public final class ScadaServer: @unchecked Sendable {
             return
         }
         guard let (fd, bound) = ModbusServerSocket.listen(context, port: configuration.port) else {
-            throw FieldbusError(code: "SCADA_LISTEN_FAILED",
+            throw FieldbusError(.scadaListenFailed,
                                 message: "cannot listen on \(configuration.host):\(configuration.port): \(SystemError.text(errno))",
                                 errno: errno)
         }

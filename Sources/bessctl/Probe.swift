@@ -231,9 +231,10 @@ struct ProbeCAN: ParsableCommand {
             print("\(interface): \(error)")
             throw ExitCode(3)
         }
-        switch CANInterface.state(of: interface) {
-        case .success(let state): print("\(interface): controller \(state)")
-        case .failure: print("\(interface): no controller state (a virtual interface, or netlink not allowed)")
+        do {
+            print("\(interface): controller \(try CANInterface.state(of: interface))")
+        } catch {
+            print("\(interface): no controller state (a virtual interface, or netlink not allowed)")
         }
         var decoder = PylontechDecoder()
         var counts: [UInt32: Int] = [:]

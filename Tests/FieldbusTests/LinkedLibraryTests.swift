@@ -71,13 +71,15 @@ struct LinkedLibraryTests {
 
     @Test("libsocketcan: a missing interface and a non-CAN interface are coded errors, not crashes")
     func socketcanErrors() {
-        switch CANInterface.state(of: "bessd-none0") {
-        case .success: Issue.record("a missing interface reported a state")
-        case .failure(let error): #expect(error.code == "CAN_INTERFACE_MISSING")
+        #expect(throws: FieldbusError(.interfaceMissing, message: "no network interface named bessd-none0", errno: ENODEV)) {
+            _ = try CANInterface.state(of: "bessd-none0")
         }
-        switch CANInterface.state(of: "lo") {
-        case .success: Issue.record("loopback reported a CAN state")
-        case .failure(let error): #expect(error.code == "CAN_INTERFACE_NOT_CAN")
+        do {
+            let state = try CANInterface.state(of: "lo")
+            Issue.record("loopback reported a CAN state: \(state)")
+        } catch {
+            #expect(error.code.description == "CAN_INTERFACE_NOT_CAN")
+            #expect(error.kind == .setup)
         }
     }
 

@@ -285,7 +285,8 @@ struct CANErrorFrameTests {
         do {
             _ = try CANSocket(interface: "bessd-none0", filters: [])
         } catch {
-            #expect(error.code == "CAN_INTERFACE_MISSING")
+            #expect(error.code.description == "CAN_INTERFACE_MISSING")
+            #expect(error.kind == .linkLost)
         }
     }
 }

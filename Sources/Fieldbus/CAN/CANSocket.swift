@@ -62,11 +62,11 @@ public final class CANSocket {
         self.interface = interface
         let index = if_nametoindex(interface)
         guard index != 0 else {
-            throw FieldbusError(code: "CAN_INTERFACE_MISSING", message: "no network interface named \(interface)", errno: ENODEV)
+            throw FieldbusError(.interfaceMissing, message: "no network interface named \(interface)", errno: ENODEV)
         }
         fd = socket(PF_CAN, Int32(SOCK_RAW.rawValue), CAN_RAW)
         guard fd >= 0 else {
-            throw FieldbusError(code: "CAN_SOCKET_FAILED", message: "cannot open a CAN socket: \(SystemError.text(errno))",
+            throw FieldbusError(.socketFailed, message: "cannot open a CAN socket: \(SystemError.text(errno))",
                                 errno: errno)
         }
         // Standard data frames only: the EFF and RTR bits must be clear.
@@ -83,7 +83,7 @@ public final class CANSocket {
         guard ok else {
             let e = errno
             close(fd)
-            throw FieldbusError(code: "CAN_SOCKET_FAILED", message: "cannot set CAN socket options: \(SystemError.text(e))",
+            throw FieldbusError(.socketFailed, message: "cannot set CAN socket options: \(SystemError.text(e))",
                                 errno: e)
         }
         var address = sockaddr_can()
@@ -95,7 +95,7 @@ public final class CANSocket {
         guard bound == 0 else {
             let e = errno
             close(fd)
-            throw FieldbusError(code: "CAN_BIND_FAILED", message: "cannot bind to \(interface): \(SystemError.text(e))",
+            throw FieldbusError(.bindFailed, message: "cannot bind to \(interface): \(SystemError.text(e))",
                                 errno: e)
         }
     }
@@ -116,12 +116,12 @@ public final class CANSocket {
             let e = errno
             if e == ENOBUFS || e == EAGAIN {
                 transmitDrops &+= 1
-                throw FieldbusError(code: "CAN_TX_QUEUE_FULL", message: "\(interface): transmit queue full; frame dropped", errno: e)
+                throw FieldbusError(.transmitQueueFull, message: "\(interface): transmit queue full; frame dropped", errno: e)
             }
             if e == ENETDOWN {
-                throw FieldbusError(code: "CAN_BUS_OFF", message: "\(interface) is down or bus-off", errno: e)
+                throw FieldbusError(.busOff, message: "\(interface) is down or bus-off", errno: e)
             }
-            throw FieldbusError(code: "CAN_SEND_FAILED", message: "\(interface): \(SystemError.text(e))", errno: e)
+            throw FieldbusError(.sendFailed, message: "\(interface): \(SystemError.text(e))", errno: e)
         }
     }
 
@@ -134,7 +134,7 @@ public final class CANSocket {
         if ready == 0 { return nil }
         if ready < 0 {
             if errno == EINTR { return nil }
-            throw FieldbusError(code: "CAN_RECEIVE_FAILED", message: "\(interface): \(SystemError.text(errno))", errno: errno)
+            throw FieldbusError(.receiveFailed, message: "\(interface): \(SystemError.text(errno))", errno: errno)
         }
         var raw = can_frame()
         var control = [UInt8](repeating: 0, count: 64)
@@ -165,10 +165,10 @@ public final class CANSocket {
         guard received == MemoryLayout<can_frame>.size else {
             if received < 0, errno == EAGAIN || errno == EINTR { return nil }
             if received < 0 {
-                throw FieldbusError(code: "CAN_RECEIVE_FAILED", message: "\(interface): \(SystemError.text(errno))",
+                throw FieldbusError(.receiveFailed, message: "\(interface): \(SystemError.text(errno))",
                                     errno: errno)
             }
-            throw FieldbusError(code: "CAN_FRAME_SHORT", message: "\(interface): short read of \(received) bytes")
+            throw FieldbusError(.frameShort, message: "\(interface): short read of \(received) bytes")
         }
         let id = raw.can_id
         let isError = id & CAN_ERR_FLAG != 0
@@ -192,52 +192,46 @@ extension CANInterface {
         public var restarts: Int
     }
 
-    /// State, error counters and bus-off/restart counts of `name`.
+    /// State, error counters and bus-off/restart counts of `name`; throws as `state(of:)`.
     /// The corresponding C functions are `can_get_state`, `can_get_berr_counter`, `can_get_device_stats`.
-    public static func health(of name: String) -> Result<Health, FieldbusError> {
-        switch state(of: name) {
-        case .failure(let error): return .failure(error)
-        case .success(let state):
-            var counter = can_berr_counter()
-            var stats = can_device_stats()
-            _ = can_get_berr_counter(name, &counter)
-            _ = can_get_device_stats(name, &stats)
-            return .success(Health(state: state, transmitErrors: Int(counter.txerr), receiveErrors: Int(counter.rxerr),
-                                   busOffCount: Int(stats.bus_off), restarts: Int(stats.restarts)))
-        }
+    public static func health(of name: String) throws(FieldbusError) -> Health {
+        let state = try state(of: name)
+        var counter = can_berr_counter()
+        var stats = can_device_stats()
+        _ = can_get_berr_counter(name, &counter)
+        _ = can_get_device_stats(name, &stats)
+        return Health(state: state, transmitErrors: Int(counter.txerr), receiveErrors: Int(counter.rxerr),
+                      busOffCount: Int(stats.bus_off), restarts: Int(stats.restarts))
     }
 
-    /// Restarts a controller that is bus-off (only when restart-ms is 0).
+    /// Restarts a controller that is bus-off (only when restart-ms is 0); throws `CAN_RESTART_FAILED`.
     /// The corresponding C function is `can_do_restart`.
-    public static func restart(_ name: String) -> FieldbusError? {
+    public static func restart(_ name: String) throws(FieldbusError) {
         guard can_do_restart(name) == 0 else {
-            return FieldbusError(code: "CAN_RESTART_FAILED", message: "\(name): cannot restart (\(SystemError.text(errno)))",
-                                 errno: errno)
+            throw FieldbusError(.restartFailed, message: "\(name): cannot restart (\(SystemError.text(errno)))", errno: errno)
         }
-        return nil
     }
 
-    /// Sets bitrate and automatic bus-off restart, then brings the link up (needs CAP_NET_ADMIN).
+    /// Sets bitrate and automatic bus-off restart, then brings the link up (needs CAP_NET_ADMIN); throws
+    /// `CAN_INTERFACE_MISSING` or `CAN_CONFIGURE_FAILED`.
     /// The corresponding C functions are `can_do_stop`, `can_set_bitrate`, `can_set_restart_ms`, `can_do_start`.
-    public static func configure(_ name: String, bitrate: Int, restartMs: Int) -> FieldbusError? {
+    public static func configure(_ name: String, bitrate: Int, restartMs: Int) throws(FieldbusError) {
         guard if_nametoindex(name) != 0 else {
-            return FieldbusError(code: "CAN_INTERFACE_MISSING", message: "no network interface named \(name)", errno: ENODEV)
+            throw FieldbusError(.interfaceMissing, message: "no network interface named \(name)", errno: ENODEV)
         }
         _ = can_do_stop(name)
         guard can_set_bitrate(name, UInt32(bitrate)) == 0 else {
             let hint = errno == EPERM
                 ? "; bms.manage_interface needs CAP_NET_ADMIN (docs/operations.md, \"CAN interface\"), or leave the interface to systemd-networkd" : ""
-            return FieldbusError(code: "CAN_CONFIGURE_FAILED",
-                                 message: "\(name): cannot set bitrate \(bitrate) (\(SystemError.text(errno)))\(hint)", errno: errno)
+            throw FieldbusError(.configureFailed,
+                                message: "\(name): cannot set bitrate \(bitrate) (\(SystemError.text(errno)))\(hint)", errno: errno)
         }
         guard can_set_restart_ms(name, UInt32(restartMs)) == 0 else {
-            return FieldbusError(code: "CAN_CONFIGURE_FAILED",
-                                 message: "\(name): cannot set restart-ms \(restartMs) (\(SystemError.text(errno)))", errno: errno)
+            throw FieldbusError(.configureFailed,
+                                message: "\(name): cannot set restart-ms \(restartMs) (\(SystemError.text(errno)))", errno: errno)
         }
         guard can_do_start(name) == 0 else {
-            return FieldbusError(code: "CAN_CONFIGURE_FAILED", message: "\(name): cannot start (\(SystemError.text(errno)))",
-                                 errno: errno)
+            throw FieldbusError(.configureFailed, message: "\(name): cannot start (\(SystemError.text(errno)))", errno: errno)
         }
-        return nil
     }
 }
