@@ -47,7 +47,7 @@ enum SpoolHarness {
                     _ = try spool.append(payload)
                     violations.check(false, "a record appended at seq \(next), past the end of the sequence")
                 } catch {
-                    violations.check(error.code == "SPOOL_SEQ_EXHAUSTED", "at the end of the sequence: \(error)")
+                    violations.check(error.code == .sequenceExhausted, "at the end of the sequence: \(error)")
                 }
                 return violations.list
             }

@@ -47,7 +47,7 @@ public final class Daemon {
     var recorder: UplinkRecorder?
     var uplinkProblem: String?
     /// The code of the spool's last failure to save its state (`SpoolQueue.stateFailure`), as logged.
-    var spoolStateProblem: String?
+    var spoolStateProblem: SpoolError.Code?
     /// State the main thread writes and the server thread reads.
     struct Guarded {
         var configuration: BessdConfiguration
@@ -144,7 +144,9 @@ public final class Daemon {
                         handleCommands: { [intake] commands in intake.apply(commands) })
                 case .mqtt:
                     guard let url = MQTTURL(aggregator.url) else {
-                        throw SpoolError(code: "CONFIG_INVALID", message: "aggregator.url \(aggregator.shownURL) is not an MQTT URL")
+                        let error = UplinkError(.configInvalid, message: "aggregator.url \(aggregator.shownURL) is not an MQTT URL")
+                        logger.error("uplink disabled: \(error)", metadata: ["BESS_CODE": "\(error.code)"])
+                        break
                     }
                     var settings = MQTTUplinkSender.Settings(
                         url: url, site: aggregator.siteID, interval: .seconds(fromDouble: aggregator.intervalSeconds),
@@ -197,8 +199,8 @@ public final class Daemon {
         // Started in this order, stopped in the reverse: the uplink flushes last, after the workers
         // wrote zero and the latches and events of the stop are persisted and logged (ServiceGroup).
         if let sender {
-            do throws(SpoolError) {
-                try services.add("uplink", start: { () throws(SpoolError) in try sender.start() }, stop: { [spool] in
+            do throws(UplinkError) {
+                try services.add("uplink", start: { () throws(UplinkError) in try sender.start() }, stop: { [spool] in
                     spool?.sync()
                     sender.stop()
                 })
@@ -207,8 +209,8 @@ public final class Daemon {
             }
         }
         if let mqttSender {
-            do throws(SpoolError) {
-                try services.add("uplink", start: { () throws(SpoolError) in try mqttSender.start() }, stop: { [spool] in
+            do throws(UplinkError) {
+                try services.add("uplink", start: { () throws(UplinkError) in try mqttSender.start() }, stop: { [spool] in
                     spool?.sync()
                     mqttSender.stop()
                 })

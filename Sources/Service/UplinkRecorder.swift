@@ -43,8 +43,8 @@ final class UplinkRecorder {
             failing = nil
             return nil
         } catch let error as SpoolError {
-            failing = error.code
-            return error.code
+            failing = error.code.description
+            return error.code.description
         } catch {
             failing = "SPOOL_IO"
             return "SPOOL_IO"

@@ -57,7 +57,7 @@ public final class MQTTConnection: @unchecked Sendable {
         _ = Self.library
         self.options = options
         guard let handle = mosquitto_new(options.clientID, options.cleanStart, nil) else {
-            throw UplinkError(code: "MQTT_CLIENT", message: "libmosquitto could not make a client (\(String(cString: strerror(errno))))")
+            throw UplinkError(.mqttClient, message: "libmosquitto could not make a client (\(String(cString: strerror(errno))))")
         }
         self.handle = handle
         self.onEvent = onEvent
@@ -105,11 +105,11 @@ public final class MQTTConnection: @unchecked Sendable {
             let rc = will.payload.withUnsafeBytes { bytes in
                 mosquitto_will_set_v5(handle, will.topic, Int32(bytes.count), bytes.baseAddress, 1, will.retain, nil)
             }
-            guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw Self.error("MQTT_WILL", rc) }
+            guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw Self.error(.mqttWill, rc) }
         }
         if let username = options.username {
             let rc = mosquitto_username_pw_set(handle, username, options.password)
-            guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw Self.error("MQTT_CREDENTIALS", rc) }
+            guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw Self.error(.mqttCredentials, rc) }
         }
         if options.url.tls {
             var rc: Int32
@@ -121,12 +121,12 @@ public final class MQTTConnection: @unchecked Sendable {
             } else {
                 rc = mosquitto_tls_set(handle, options.caFile, nil, options.clientCertFile, options.clientKeyFile, nil)
             }
-            guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw Self.error("UPLINK_TLS_CONFIG", rc) }
+            guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw Self.error(.tlsConfig, rc) }
         }
     }
 
-    static func error(_ code: String, _ rc: Int32) -> UplinkError {
-        UplinkError(code: code, message: String(cString: mosquitto_strerror(rc)))
+    static func error(_ code: UplinkError.Code, _ rc: Int32) -> UplinkError {
+        UplinkError(code, message: String(cString: mosquitto_strerror(rc)))
     }
 
     /// Opens the TCP (and TLS) connection and sends CONNECT; the answer arrives as `.connected` in `loop`.
@@ -139,7 +139,7 @@ public final class MQTTConnection: @unchecked Sendable {
         let rc = mosquitto_connect_bind_v5(handle, options.url.host, options.url.port, options.keepaliveSeconds, nil, properties)
         guard rc == MOSQ_ERR_SUCCESS.rawValue else {
             let detail = rc == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : String(cString: mosquitto_strerror(rc))
-            throw UplinkError(code: "MQTT_UNREACHABLE", message: "\(options.url.host):\(options.url.port): \(detail)")
+            throw UplinkError(.mqttUnreachable, message: "\(options.url.host):\(options.url.port): \(detail)")
         }
     }
 
@@ -147,7 +147,7 @@ public final class MQTTConnection: @unchecked Sendable {
     /// from inside. Throws when the connection is gone.
     public func loop(timeoutMilliseconds: Int32) throws(UplinkError) {
         let rc = mosquitto_loop(handle, timeoutMilliseconds, 1)
-        guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw Self.error("MQTT_CONNECTION_LOST", rc) }
+        guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw Self.error(.mqttConnectionLost, rc) }
     }
 
     /// The socket, for an owner that waits on it itself (`acknowledgeAfterStore`): -1 when closed.
@@ -160,7 +160,7 @@ public final class MQTTConnection: @unchecked Sendable {
     /// Reads what has arrived (messages arrive as events; their PUBACKs are queued, not sent).
     public func read() throws(UplinkError) {
         let rc = mosquitto_loop_read(handle, 1)
-        guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw Self.error("MQTT_CONNECTION_LOST", rc) }
+        guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw Self.error(.mqttConnectionLost, rc) }
     }
 
     /// Sends what is queued (PUBACKs included) and keeps the connection alive.
@@ -168,7 +168,7 @@ public final class MQTTConnection: @unchecked Sendable {
         var rc = MOSQ_ERR_SUCCESS.rawValue
         if mosquitto_want_write(handle) { rc = mosquitto_loop_write(handle, 1) }
         if rc == MOSQ_ERR_SUCCESS.rawValue { rc = mosquitto_loop_misc(handle) }
-        guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw Self.error("MQTT_CONNECTION_LOST", rc) }
+        guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw Self.error(.mqttConnectionLost, rc) }
     }
 
     /// Publishes; returns the message id (its PUBACK arrives as `.published` for QoS 1).
@@ -184,7 +184,7 @@ public final class MQTTConnection: @unchecked Sendable {
         let rc = payload.withUnsafeBytes { bytes in
             mosquitto_publish_v5(handle, &mid, topic, Int32(bytes.count), bytes.baseAddress, qos, retain, properties)
         }
-        guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw Self.error("MQTT_PUBLISH", rc) }
+        guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw Self.error(.mqttPublish, rc) }
         return mid
     }
 
@@ -192,7 +192,7 @@ public final class MQTTConnection: @unchecked Sendable {
     public func subscribe(_ pattern: String, qos: Int32 = 1) throws(UplinkError) -> Int32 {
         var mid: Int32 = 0
         let rc = mosquitto_subscribe_v5(handle, &mid, pattern, qos, 0, nil)
-        guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw Self.error("MQTT_SUBSCRIBE", rc) }
+        guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw Self.error(.mqttSubscribe, rc) }
         return mid
     }
 

@@ -140,13 +140,8 @@ public final class MQTTUplinkSender: Sendable {
     public var topics: UplinkTopics { UplinkTopics(site: settings.site) }
 
     /// Checks the TLS files and the password, then starts the connection's thread.
-    public func start() throws(SpoolError) {
-        let link: Link
-        do {
-            link = try Link(sender: self)
-        } catch {
-            throw SpoolError(code: error.code, message: error.message)
-        }
+    public func start() throws(UplinkError) {
+        let link = try Link(sender: self)
         started.withLock { $0 = true }
         let wake = Wakeup()
         wakeup.withLock { $0 = wake }
@@ -167,14 +162,10 @@ public final class MQTTUplinkSender: Sendable {
 
     /// Many senders on a few threads, each thread driving its links from one epoll set (`MQTTGroup.drive`): how
     /// `bess-hil fleet` runs thousands of gateways on one machine with the same uplink code.
-    public static func startGroup(_ senders: [MQTTUplinkSender], threads: Int) throws(SpoolError) -> MQTTGroup {
+    public static func startGroup(_ senders: [MQTTUplinkSender], threads: Int) throws(UplinkError) -> MQTTGroup {
         var links: [Link] = []
         for sender in senders {
-            do {
-                links.append(try Link(sender: sender))
-            } catch {
-                throw SpoolError(code: error.code, message: error.message)
-            }
+            links.append(try Link(sender: sender))
             sender.started.withLock { $0 = true }
         }
         let group = MQTTGroup()
@@ -199,7 +190,7 @@ public final class MQTTUplinkSender: Sendable {
         o.username = settings.username
         if let file = settings.passwordFile {
             guard let password = try? String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-            else { throw UplinkError(code: "UPLINK_TOKEN_UNREADABLE", message: "cannot read the password from \(file)") }
+            else { throw UplinkError(.tokenUnreadable, message: "cannot read the password from \(file)") }
             o.password = password
         }
         o.will = (topics.status, Self.json(SiteStatusMessage(state: "offline", session: session)), true)
@@ -207,7 +198,7 @@ public final class MQTTUplinkSender: Sendable {
         o.acknowledgeAfterStore = true
         for path in [settings.caFile, settings.clientCertFile, settings.clientKeyFile].compactMap({ $0 })
         where !FileManager.default.isReadableFile(atPath: path) {
-            throw UplinkError(code: "UPLINK_TLS_CONFIG", message: "cannot read \(path)")
+            throw UplinkError(.tlsConfig, message: "cannot read \(path)")
         }
         return o
     }
@@ -230,7 +221,7 @@ public final class MQTTUplinkSender: Sendable {
         var nextPublish = ContinuousClock.now
         var pacer: BatchPacer
         var unsentAcks: [[UInt8]] = []
-        var reported: String?
+        var reported: UplinkError.Code?
         var ledger: CommandLedger
         var lastAvailability: [UInt8]?
         var nextAttempt = ContinuousClock.now
@@ -313,10 +304,10 @@ public final class MQTTUplinkSender: Sendable {
         func fail(_ error: UplinkError, connectionDown: Bool = true) {
             sender.statistics.withLock {
                 $0.failures &+= 1
-                $0.lastError = error.code
+                $0.lastError = error.code.description
                 if connectionDown { $0.connected = false }
             }
-            if reported != error.code { sender.log("uplink (MQTT): \(error); retrying with back-off", error.code) }
+            if reported != error.code { sender.log("uplink (MQTT): \(error); retrying with back-off", error.code.description) }
             reported = error.code
         }
 
@@ -334,7 +325,7 @@ public final class MQTTUplinkSender: Sendable {
             switch event {
             case .connected(let reason, let present):
                 guard reason == 0 else {
-                    fail(UplinkError(code: "MQTT_REFUSED", message: "the broker refused the connection: \(MQTTConnection.reasonText(reason)) (\(reason))"))
+                    fail(UplinkError(.mqttRefused, message: "the broker refused the connection: \(MQTTConnection.reasonText(reason)) (\(reason))"))
                     return
                 }
                 connected = true
@@ -365,7 +356,7 @@ public final class MQTTUplinkSender: Sendable {
             case .disconnected(let reason):
                 connected = false
                 sender.statistics.withLock { $0.connected = false }
-                if reason != 0 { fail(UplinkError(code: "MQTT_CONNECTION_LOST", message: MQTTConnection.reasonText(reason))) }
+                if reason != 0 { fail(UplinkError(.mqttConnectionLost, message: MQTTConnection.reasonText(reason))) }
             case .published(let mid, let reason):
                 acknowledged(mid: mid, reason: reason)
             case .message(let topic, let payload, _, _, let expiry):
@@ -373,7 +364,7 @@ public final class MQTTUplinkSender: Sendable {
                 command(payload, expiry: expiry)
             case .subscribed(_, let granted):
                 if granted.contains(where: { $0 >= 128 }) {
-                    fail(UplinkError(code: "MQTT_SUBSCRIBE_REFUSED", message: "the broker refused the subscription to \(topics.commands)"),
+                    fail(UplinkError(.mqttSubscribeRefused, message: "the broker refused the subscription to \(topics.commands)"),
                          connectionDown: false)
                 }
             }
@@ -389,7 +380,7 @@ public final class MQTTUplinkSender: Sendable {
                 records = try sender.queue.records(after: publishedThrough, limit: sender.settings.batchSize)
             } catch {
                 // The spool's own code (SPOOL_FULL, SPOOL_IO…); the broker's link is still up.
-                fail(UplinkError(code: error.code, message: error.message), connectionDown: false)
+                fail(UplinkError(spool: error), connectionDown: false)
                 nextPublish = ContinuousClock.now + sender.settings.interval
                 return
             }
@@ -435,11 +426,11 @@ public final class MQTTUplinkSender: Sendable {
             // the broker dropped it. It stays in the spool and goes again after a back-off.
             guard reason < 128 && reason != 16 else {
                 if reason == 16 {
-                    fail(UplinkError(code: "MQTT_NO_SUBSCRIBER", message: "no aggregator subscribes to \(topics.records); the records stay in the spool"),
+                    fail(UplinkError(.mqttNoSubscriber, message: "no aggregator subscribes to \(topics.records); the records stay in the spool"),
                          connectionDown: false)
                 } else {
                     // The broker refused the batch (not authorized, quota…): send it again later.
-                    fail(UplinkError(code: "MQTT_PUBLISH_REFUSED", message: "the broker refused a record batch: \(MQTTConnection.reasonText(reason)) (\(reason))"),
+                    fail(UplinkError(.mqttPublishRefused, message: "the broker refused a record batch: \(MQTTConnection.reasonText(reason)) (\(reason))"),
                          connectionDown: false)
                 }
                 inflight.removeAll()
@@ -467,7 +458,7 @@ public final class MQTTUplinkSender: Sendable {
             do {
                 try sender.queue.acknowledge(upTo: through)
             } catch {
-                fail(UplinkError(code: error.code, message: error.message), connectionDown: false)
+                fail(UplinkError(spool: error), connectionDown: false)
             }
             sender.statistics.withLock {
                 $0.batchesAcknowledged &+= UInt64(batches)
@@ -705,7 +696,7 @@ public final class MQTTGroup: Sendable {
         let epoll = bessd_epoll_create()
         guard epoll >= 0 else {
             for link in links {
-                link.fail(UplinkError(code: "MQTT_EPOLL", message: "epoll_create1 failed (errno \(errno))"))
+                link.fail(UplinkError(.mqttEpoll, message: "epoll_create1 failed (errno \(errno))"))
                 link.sender.finished.signal()
             }
             return

@@ -65,12 +65,12 @@ public final class UplinkSender: Sendable {
 
     public var stats: Statistics { statistics.withLock { $0 } }
 
-    public func start() throws(SpoolError) {
+    public func start() throws(UplinkError) {
         let client: HTTPClient
         do {
             client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: try configuration())
         } catch {
-            throw SpoolError(code: "UPLINK_TLS_CONFIG", message: "\(error)")
+            throw UplinkError(.tlsConfig, message: "\(error)")
         }
         task.withLock { $0 = Task.detached { [self] in await self.run(client) } }
     }
@@ -106,13 +106,13 @@ public final class UplinkSender: Sendable {
         var backoff = Backoff(firstNanoseconds: settings.minBackoff.nanosecondsClamped,
                               maximumNanoseconds: settings.maxBackoff.nanosecondsClamped)
         var acks: [CommandAck] = []
-        var reported: String?
+        var reported: UplinkError.Code?
         while !Task.isCancelled {
             let records: [SpoolRecord]
             do {
                 records = try queue.pending(limit: settings.batchSize)
             } catch {
-                log("uplink cannot read the spool: \(error)", error.code)
+                log("uplink cannot read the spool: \(error)", error.code.description)
                 try? await Task.sleep(for: settings.interval)
                 continue
             }
@@ -137,12 +137,12 @@ public final class UplinkSender: Sendable {
                 if records.count < settings.batchSize && acks.isEmpty { try? await Task.sleep(for: settings.interval) }
             } catch {
                 if Task.isCancelled || error is CancellationError { break }  // stopping, not failing
-                let code = (error as? UplinkError)?.code ?? "UPLINK_UNREACHABLE"
+                let code = (error as? UplinkError)?.code ?? .unreachable
                 statistics.withLock {
                     $0.failures &+= 1
-                    $0.lastError = code
+                    $0.lastError = code.description
                 }
-                if reported != code { log("uplink: \(error); retrying with back-off", code) }
+                if reported != code { log("uplink: \(error); retrying with back-off", code.description) }
                 reported = code
                 // The current back-off plus up to a quarter, chosen at random; it doubles to the maximum.
                 try? await Task.sleep(for: .nanoseconds(backoff.next()))
@@ -173,14 +173,14 @@ public final class UplinkSender: Sendable {
         if let tokenFile = settings.tokenFile {
             guard let token = try? String(contentsOfFile: tokenFile, encoding: .utf8)
                 .trimmingCharacters(in: .whitespacesAndNewlines), !token.isEmpty
-            else { throw UplinkError(code: "UPLINK_TOKEN_UNREADABLE", message: "cannot read the token from \(tokenFile)") }
+            else { throw UplinkError(.tokenUnreadable, message: "cannot read the token from \(tokenFile)") }
             request.headers.add(name: "Authorization", value: "Bearer \(token)")
         }
         request.body = .bytes(ByteBuffer(bytes: body))
         let response = try await client.execute(request, timeout: .seconds(settings.timeout.components.seconds))
         var buffer = try await response.body.collect(upTo: 4 << 20)
         guard (200..<300).contains(Int(response.status.code)) else {
-            throw UplinkError(code: "UPLINK_HTTP_\(response.status.code)", message: "aggregator answered \(response.status.code)")
+            throw UplinkError(.http(Int(response.status.code)), message: "aggregator answered \(response.status.code)")
         }
         let lastSent = records.last?.seq ?? 0
         let bytes = buffer.readBytes(length: buffer.readableBytes) ?? []
@@ -194,9 +194,137 @@ public final class UplinkSender: Sendable {
     }
 }
 
-/// A delivery failure with a stable code.
-public struct UplinkError: Error, CustomStringConvertible {
-    public var code: String
+/// A failure to deliver to the aggregator (HTTP or MQTT), or to set the delivery up.
+///
+/// The code is typed (`UplinkError.Code.mqttUnreachable`); the journal (`BESS_CODE=`), `bessctl status`
+/// (`last_error`) and the control socket print its stable name (`MQTT_UNREACHABLE`), which operators'
+/// recipes read. What the caller does about it follows from the code's `kind`.
+public struct UplinkError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What a failure says about the delivery, and so what the sender does next.
+    public enum Kind: Sendable, Equatable {
+        /// The connection is gone or could not be made: reconnect with back-off.
+        case linkLost
+        /// The aggregator or the broker answered, and refused (a status, a reason code, no subscriber).
+        case refused
+        /// Settings or files bessd was given cannot be used (a URL, TLS files, a token or password).
+        case config
+        /// The spool could not give or take records (`SpoolError.Kind` says how); the link is up.
+        case spool(SpoolError.Kind)
+        /// The host could not provide what the link needs (a client, an epoll set).
+        case system
+    }
+
+    /// A stable code: a struct over a private enum, so the set is closed and matched by value,
+    /// never by text.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Value: Hashable, Sendable {
+            case configInvalid, tlsConfig, tokenUnreadable, unreachable, http(Int)
+            case mqttClient, mqttWill, mqttCredentials, mqttUnreachable, mqttConnectionLost, mqttPublish, mqttSubscribe
+            case mqttRefused, mqttSubscribeRefused, mqttPublishRefused, mqttNoSubscriber, mqttEpoll
+            case spool(SpoolError.Code)
+        }
+
+        private let value: Value
+        private init(_ value: Value) { self.value = value }
+
+        /// `CONFIG_INVALID`: the `aggregator:` settings cannot be used (a URL of the wrong scheme).
+        public static let configInvalid = Code(.configInvalid)
+        /// `UPLINK_TLS_CONFIG`: a CA, certificate or key file cannot be read or used.
+        public static let tlsConfig = Code(.tlsConfig)
+        /// `UPLINK_TOKEN_UNREADABLE`: the token (HTTP) or password (MQTT) file cannot be read.
+        public static let tokenUnreadable = Code(.tokenUnreadable)
+        /// `UPLINK_UNREACHABLE`: the aggregator's HTTP endpoint could not be reached.
+        public static let unreachable = Code(.unreachable)
+        /// `MQTT_CLIENT`: libmosquitto could not make a client.
+        public static let mqttClient = Code(.mqttClient)
+        /// `MQTT_WILL`: the last will could not be set.
+        public static let mqttWill = Code(.mqttWill)
+        /// `MQTT_CREDENTIALS`: the username and password could not be set.
+        public static let mqttCredentials = Code(.mqttCredentials)
+        /// `MQTT_UNREACHABLE`: the broker could not be reached.
+        public static let mqttUnreachable = Code(.mqttUnreachable)
+        /// `MQTT_CONNECTION_LOST`: the connection to the broker ended.
+        public static let mqttConnectionLost = Code(.mqttConnectionLost)
+        /// `MQTT_PUBLISH`: a message could not be handed to the connection.
+        public static let mqttPublish = Code(.mqttPublish)
+        /// `MQTT_SUBSCRIBE`: a subscription could not be handed to the connection.
+        public static let mqttSubscribe = Code(.mqttSubscribe)
+        /// `MQTT_REFUSED`: the broker refused the connection (CONNACK reason code).
+        public static let mqttRefused = Code(.mqttRefused)
+        /// `MQTT_SUBSCRIBE_REFUSED`: the broker refused the subscription to the command topic.
+        public static let mqttSubscribeRefused = Code(.mqttSubscribeRefused)
+        /// `MQTT_PUBLISH_REFUSED`: the broker refused a record batch (PUBACK reason code).
+        public static let mqttPublishRefused = Code(.mqttPublishRefused)
+        /// `MQTT_NO_SUBSCRIBER`: no aggregator subscribes to the records topic; the batch stays in the spool.
+        public static let mqttNoSubscriber = Code(.mqttNoSubscriber)
+        /// `MQTT_EPOLL`: a fleet thread could not make its epoll set.
+        public static let mqttEpoll = Code(.mqttEpoll)
+        /// `UPLINK_HTTP_<status>`: the aggregator answered with a status other than 2xx.
+        public static func http(_ status: Int) -> Code { Code(.http(status)) }
+        /// The spool's own code (`SPOOL_FULL`, `SPOOL_IO`…), printed as the spool prints it.
+        public static func spool(_ code: SpoolError.Code) -> Code { Code(.spool(code)) }
+
+        /// The aggregator's HTTP status, for `UPLINK_HTTP_<status>`.
+        public var httpStatus: Int? {
+            if case .http(let status) = value { return status }
+            return nil
+        }
+
+        /// The spool's code, when the spool failed.
+        public var spoolCode: SpoolError.Code? {
+            if case .spool(let code) = value { return code }
+            return nil
+        }
+
+        /// What the failure says about the delivery.
+        public var kind: Kind {
+            switch value {
+            case .unreachable, .mqttUnreachable, .mqttConnectionLost, .mqttPublish, .mqttSubscribe: .linkLost
+            case .http, .mqttRefused, .mqttSubscribeRefused, .mqttPublishRefused, .mqttNoSubscriber: .refused
+            case .configInvalid, .tlsConfig, .tokenUnreadable, .mqttWill, .mqttCredentials: .config
+            case .mqttClient, .mqttEpoll: .system
+            case .spool(let code): .spool(code.kind)
+            }
+        }
+
+        /// The stable name the journal and the control socket print.
+        public var description: String {
+            switch value {
+            case .configInvalid: "CONFIG_INVALID"
+            case .tlsConfig: "UPLINK_TLS_CONFIG"
+            case .tokenUnreadable: "UPLINK_TOKEN_UNREADABLE"
+            case .unreachable: "UPLINK_UNREACHABLE"
+            case .http(let status): "UPLINK_HTTP_\(status)"
+            case .mqttClient: "MQTT_CLIENT"
+            case .mqttWill: "MQTT_WILL"
+            case .mqttCredentials: "MQTT_CREDENTIALS"
+            case .mqttUnreachable: "MQTT_UNREACHABLE"
+            case .mqttConnectionLost: "MQTT_CONNECTION_LOST"
+            case .mqttPublish: "MQTT_PUBLISH"
+            case .mqttSubscribe: "MQTT_SUBSCRIBE"
+            case .mqttRefused: "MQTT_REFUSED"
+            case .mqttSubscribeRefused: "MQTT_SUBSCRIBE_REFUSED"
+            case .mqttPublishRefused: "MQTT_PUBLISH_REFUSED"
+            case .mqttNoSubscriber: "MQTT_NO_SUBSCRIBER"
+            case .mqttEpoll: "MQTT_EPOLL"
+            case .spool(let code): code.description
+            }
+        }
+    }
+
+    public var code: Code
     public var message: String
+
+    public init(_ code: Code, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// The spool's failure as the sender reports it: its code and message unchanged.
+    public init(spool error: SpoolError) {
+        self.init(.spool(error.code), message: error.message)
+    }
+
+    public var kind: Kind { code.kind }
     public var description: String { "\(code): \(message)" }
 }

@@ -3,24 +3,78 @@ import Foundation
 import Glibc
 
 /// Why the spool could not do something.
+///
+/// The code is typed (`SpoolError.Code.full`); the journal (`BESS_CODE=`), `/metrics` and the control
+/// socket print its stable name (`SPOOL_FULL`), which operators' recipes read. What the caller does
+/// about it follows from the code's `kind`.
 public struct SpoolError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// `SPOOL_IO`, `SPOOL_FULL` (the disk, not the bound), `SPOOL_RECORD_TOO_LARGE`,
-    /// `SPOOL_SEQ_EXHAUSTED` (a seq at `Spool.maxSeq`: only a damaged or hand-made state gets there).
-    public var code: String
+    /// What a failure says about the spool's storage.
+    public enum Kind: Sendable, Equatable {
+        /// The filesystem or a quota is full: records are lost until space comes back.
+        case storageFull
+        /// Any other failure of the spool's files.
+        case io
+        /// A record or a state the spool cannot store: too large, or a sequence at its end.
+        case valueInvalid
+    }
+
+    /// A stable code: a struct over a private enum, so the set is closed and matched by value,
+    /// never by text.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Value: Hashable, Sendable {
+            case io, full, recordTooLarge, sequenceExhausted
+        }
+
+        private let value: Value
+        private init(_ value: Value) { self.value = value }
+
+        /// `SPOOL_IO`: a call on the spool's files failed.
+        public static let io = Code(.io)
+        /// `SPOOL_FULL`: the filesystem or a quota is full (the disk, not the spool's bound).
+        public static let full = Code(.full)
+        /// `SPOOL_RECORD_TOO_LARGE`: a record larger than `Spool.maxPayload`.
+        public static let recordTooLarge = Code(.recordTooLarge)
+        /// `SPOOL_SEQ_EXHAUSTED`: a seq at `Spool.maxSeq` (only a damaged or hand-made state gets there).
+        public static let sequenceExhausted = Code(.sequenceExhausted)
+
+        /// What the failure says about the spool's storage.
+        public var kind: Kind {
+            switch value {
+            case .io: .io
+            case .full: .storageFull
+            case .recordTooLarge, .sequenceExhausted: .valueInvalid
+            }
+        }
+
+        /// The stable name the journal and the control socket print.
+        public var description: String {
+            switch value {
+            case .io: "SPOOL_IO"
+            case .full: "SPOOL_FULL"
+            case .recordTooLarge: "SPOOL_RECORD_TOO_LARGE"
+            case .sequenceExhausted: "SPOOL_SEQ_EXHAUSTED"
+            }
+        }
+    }
+
+    public var code: Code
     public var message: String
+    /// The errno behind it, 0 when there is none.
     public var errno: Int32
-    public init(code: String, message: String, errno: Int32 = 0) {
+
+    public init(_ code: Code, message: String, errno: Int32 = 0) {
         self.code = code
         self.message = message
         self.errno = errno
     }
+
+    public var kind: Kind { code.kind }
     public var description: String { "\(code): \(message)" }
 
-    /// A failed call on the spool's files: `SPOOL_FULL` when the filesystem or a quota is full,
-    /// `SPOOL_IO` otherwise; the message is `what` and the system's text for `e`.
+    /// A failed call on the spool's files: `SPOOL_FULL` when the filesystem or a quota is full
+    /// (ENOSPC, EDQUOT, EFBIG), `SPOOL_IO` otherwise; the message is `what` and the system's text for `e`.
     static func failed(_ what: String, errno e: Int32) -> SpoolError {
-        SpoolError(code: e == ENOSPC || e == EDQUOT || e == EFBIG ? "SPOOL_FULL" : "SPOOL_IO",
-                   message: "\(what): \(SystemError.text(e))", errno: e)
+        SpoolError(e == ENOSPC || e == EDQUOT || e == EFBIG ? .full : .io, message: "\(what): \(SystemError.text(e))", errno: e)
     }
 }
 
@@ -107,7 +161,7 @@ public final class Spool {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         } catch {
-            throw SpoolError(code: "SPOOL_IO", message: "cannot create \(directory): \(error.localizedDescription)")
+            throw SpoolError(.io, message: "cannot create \(directory): \(error.localizedDescription)")
         }
         try loadState()
         try recover()
@@ -131,11 +185,11 @@ public final class Spool {
     @discardableResult
     public func append(_ payload: [UInt8]) throws(SpoolError) -> UInt64 {
         guard payload.count <= Self.maxPayload else {
-            throw SpoolError(code: "SPOOL_RECORD_TOO_LARGE", message: "a record of \(payload.count) bytes")
+            throw SpoolError(.recordTooLarge, message: "a record of \(payload.count) bytes")
         }
         let seq = nextSeq
         guard seq < Self.maxSeq else {
-            throw SpoolError(code: "SPOOL_SEQ_EXHAUSTED", message: "the sequence reached \(seq); the spool's state is damaged")
+            throw SpoolError(.sequenceExhausted, message: "the sequence reached \(seq); the spool's state is damaged")
         }
         var frame = [UInt8]()
         frame.reserveCapacity(Self.header + payload.count)
@@ -279,7 +333,7 @@ public final class Spool {
         if let reading, reading.path == path { return reading.fd }
         closeReader()
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw SpoolError(code: "SPOOL_IO", message: "cannot read \(path): \(SystemError.text(errno))", errno: errno) }
+        guard fd >= 0 else { throw SpoolError(.io, message: "cannot read \(path): \(SystemError.text(errno))", errno: errno) }
         reading = (path, fd)
         return fd
     }
@@ -384,7 +438,7 @@ public final class Spool {
         stateFD = open(statePath, O_WRONLY | O_CLOEXEC)
         guard stateFD >= 0 else {
             let e = errno
-            throw SpoolError(code: "SPOOL_IO", message: "cannot open \(statePath): \(SystemError.text(e))", errno: e)
+            throw SpoolError(.io, message: "cannot open \(statePath): \(SystemError.text(e))", errno: e)
         }
         stateFailure = nil
     }
@@ -476,7 +530,7 @@ public final class Spool {
         if let last = segments.last, last.lastSeq &+ 1 != nextSeq { startsSegment = true }
         if let last = segments.last, !startsSegment {
             fd = open(last.path, O_WRONLY | O_APPEND | O_CLOEXEC)
-            guard fd >= 0 else { throw SpoolError(code: "SPOOL_IO", message: "cannot open \(last.path)", errno: errno) }
+            guard fd >= 0 else { throw SpoolError(.io, message: "cannot open \(last.path)", errno: errno) }
         }
         durableThrough = nextSeq &- 1
         try writeStateFile()
@@ -504,7 +558,7 @@ public final class Spool {
     static func scan(_ path: String, open given: Int32? = nil, from start: Int,
                      _ visit: (UInt64, ArraySlice<UInt8>, Int) -> Bool) throws(SpoolError) -> Int {
         let fd = given ?? open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw SpoolError(code: "SPOOL_IO", message: "cannot read \(path): \(SystemError.text(errno))", errno: errno) }
+        guard fd >= 0 else { throw SpoolError(.io, message: "cannot read \(path): \(SystemError.text(errno))", errno: errno) }
         defer { if given == nil { close(fd) } }
         var buffer: [UInt8] = []  // bytes read and not yet walked; buffer[0] is at file offset `end`
         var chunk = [UInt8](repeating: 0, count: 4096)
@@ -532,7 +586,7 @@ public final class Spool {
             buffer.removeFirst(p)
             let n = chunk.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(readAt)) }
             if n < 0, errno == EINTR { continue }
-            guard n >= 0 else { throw SpoolError(code: "SPOOL_IO", message: "cannot read \(path): \(SystemError.text(errno))", errno: errno) }
+            guard n >= 0 else { throw SpoolError(.io, message: "cannot read \(path): \(SystemError.text(errno))", errno: errno) }
             if n == 0 { return end }  // a torn record at the end stays unwalked
             readAt += n
             buffer += chunk[0..<n]

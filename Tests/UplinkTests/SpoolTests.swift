@@ -166,7 +166,7 @@ struct SpoolTests {
             #expect(try spool.append(payload(n)) == n)
         }
         #expect(spool.dropped > 0)
-        #expect(spool.stateFailure?.code == "SPOOL_IO")
+        #expect(spool.stateFailure?.code.description == "SPOOL_IO")
         let kept = try spool.records(after: spool.acknowledged, limit: 1000).map(\.seq)
         #expect(kept.last == n, "the record whose append dropped a segment is stored")
         // The disk takes writes again: the next append saves the state.
@@ -380,7 +380,7 @@ struct SpoolTests {
         let spool = try Spool(directory: dir)
         #expect(try spool.append(payload(1)) == Spool.maxSeq - 1)
         #expect(try spool.records(after: 0, limit: 10).map(\.seq) == [Spool.maxSeq - 1])
-        #expect(throws: SpoolError(code: "SPOOL_SEQ_EXHAUSTED", message: "the sequence reached \(Spool.maxSeq); the spool's state is damaged")) {
+        #expect(throws: SpoolError(.sequenceExhausted, message: "the sequence reached \(Spool.maxSeq); the spool's state is damaged")) {
             try spool.append(payload(2))
         }
     }
@@ -401,7 +401,7 @@ struct SpoolTests {
         let dir = temporarySpoolDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let spool = try Spool(directory: dir)
-        #expect(throws: SpoolError(code: "SPOOL_RECORD_TOO_LARGE", message: "a record of 2000000 bytes")) {
+        #expect(throws: SpoolError(.recordTooLarge, message: "a record of 2000000 bytes")) {
             try spool.append([UInt8](repeating: 0, count: 2_000_000))
         }
     }
