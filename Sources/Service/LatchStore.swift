@@ -86,15 +86,15 @@ public final class LatchStore {
         }
         let object: [String: Any] = ["format": "bessd-latches", "version": 1, "units": units]
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else {
-            throw LatchStoreError("cannot encode the latch state")
+            throw LatchStoreError(.stateUnwritable, message: "cannot encode the latch state")
         }
         if mkdir(directory, 0o750) != 0, errno != EEXIST {
-            throw LatchStoreError("cannot create \(directory): \(SystemError.text(errno))")
+            throw LatchStoreError(.stateUnwritable, message: "cannot create \(directory): \(SystemError.text(errno))")
         }
         do throws(SystemCallError) {
             try AtomicFile.write(Array(data), to: path)
         } catch {
-            throw LatchStoreError("cannot save the latches: \(error)")
+            throw LatchStoreError(.stateUnwritable, message: "cannot save the latches: \(error)")
         }
     }
 
@@ -105,10 +105,54 @@ public final class LatchStore {
     }
 }
 
-/// Why the latch state could not be written (`LATCH_STATE_UNWRITABLE`).
-public struct LatchStoreError: Error, CustomStringConvertible {
-    public let code = "LATCH_STATE_UNWRITABLE"
+/// Why the latch state could not be written.
+///
+/// The code is typed (`LatchStoreError.Code.stateUnwritable`); the journal (`BESS_CODE=`) prints its
+/// stable name (`LATCH_STATE_UNWRITABLE`), which operators' recipes read.
+public struct LatchStoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What a failure says about the latch file.
+    public enum Kind: Sendable, Equatable {
+        /// The state directory did not take the file (full, read-only, not permitted): latches hold
+        /// while bessd runs but would not survive a restart.
+        case io
+    }
+
+    /// A stable code: a struct over a private enum, so the set is closed and matched by value,
+    /// never by text.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Value: Hashable, Sendable {
+            case stateUnwritable
+        }
+
+        private let value: Value
+        private init(_ value: Value) { self.value = value }
+
+        /// `LATCH_STATE_UNWRITABLE`: the latch state could not be encoded or written.
+        public static let stateUnwritable = Code(.stateUnwritable)
+
+        /// What the failure says about the latch file.
+        public var kind: Kind {
+            switch value {
+            case .stateUnwritable: .io
+            }
+        }
+
+        /// The stable name the journal prints.
+        public var description: String {
+            switch value {
+            case .stateUnwritable: "LATCH_STATE_UNWRITABLE"
+            }
+        }
+    }
+
+    public var code: Code
     public var message: String
-    init(_ message: String) { self.message = message }
+
+    public init(_ code: Code, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var kind: Kind { code.kind }
     public var description: String { "\(code): \(message)" }
 }
