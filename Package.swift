@@ -98,6 +98,8 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: swiftSettings),
+        // The aggregator's side of the uplink: reading and checking the batches gateways send.
+        .target(name: "UplinkIngest", dependencies: ["Uplink", "ControlCore", "BessSystem"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "bessd",
             dependencies: [
@@ -127,7 +129,7 @@ let package = Package(
         .executableTarget(
             name: "bess-aggregator",
             dependencies: [
-                "Uplink", "BessSystem", "ControlProtocol",
+                "Uplink", "UplinkIngest", "BessSystem", "ControlProtocol",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -139,7 +141,7 @@ let package = Package(
         .target(
             name: "FuzzTargets",
             dependencies: [
-                "ControlCore", "ControlProtocol", "BessSystem", "Fieldbus", "Config", "Cycle", "Plant", "Scada", "Service", "Uplink",
+                "ControlCore", "ControlProtocol", "BessSystem", "Fieldbus", "Config", "Cycle", "Plant", "Scada", "Service", "Uplink", "UplinkIngest",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
@@ -159,14 +161,14 @@ let package = Package(
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             swiftSettings: swiftSettings),
-        .testTarget(name: "UplinkTests", dependencies: ["Uplink", "ControlCore", "BessSystem"], swiftSettings: swiftSettings),
+        .testTarget(name: "UplinkTests", dependencies: ["Uplink", "UplinkIngest", "ControlCore", "BessSystem"], swiftSettings: swiftSettings),
         .testTarget(name: "BessSystemTests", dependencies: ["BessSystem"], swiftSettings: swiftSettings),
         .testTarget(name: "PlantTests", dependencies: ["Plant", "ControlCore", "Fieldbus", "Config", "Cycle"], swiftSettings: swiftSettings),
         // Configuration, the cycle, the simulated site and the daemon, in and out of process.
         .testTarget(
             name: "ServiceTests",
             dependencies: [
-                "Service", "Cycle", "Config", "ControlCore", "ControlProtocol", "Fieldbus", "Plant", "Uplink", "CSystemd", "BessSystem",
+                "Service", "Cycle", "Config", "ControlCore", "ControlProtocol", "Fieldbus", "Plant", "Uplink", "UplinkIngest", "CSystemd", "BessSystem",
                 "Scada", "FuzzTargets",
                 .product(name: "Logging", package: "swift-log"),
             ],

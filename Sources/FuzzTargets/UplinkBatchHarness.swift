@@ -1,5 +1,6 @@
 import Foundation
 import Uplink
+import UplinkIngest
 
 /// A record batch as an aggregator receives it from a site (MQTT or HTTP). Invariants: the direct
 /// reader and `JSONDecoder` agree on whether it is a batch, and on every value in it (a record's time

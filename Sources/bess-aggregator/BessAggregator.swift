@@ -3,6 +3,7 @@ import ControlProtocol
 import Foundation
 import Hummingbird
 import Uplink
+import UplinkIngest
 import BessSystem
 
 /// The reference aggregator: what HIL rigs and small sites point bessd at.

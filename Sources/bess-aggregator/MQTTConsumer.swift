@@ -2,6 +2,7 @@ import BessSystem
 import Foundation
 import Glibc
 import Uplink
+import UplinkIngest
 
 /// The aggregator's side of the MQTT transport. Record batches arrive through the shared subscription
 /// `$share/bess-aggregator/bess/v1/+/records`, so instances split the fleet; each read is stored in one

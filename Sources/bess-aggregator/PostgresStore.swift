@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import PostgresNIO
 import Uplink
+import UplinkIngest
 
 /// The store several aggregator instances share: PostgreSQL through postgres-nio. Every batch group
 /// is one transaction; records go in with `ON CONFLICT DO NOTHING` on (site, seq), so a record

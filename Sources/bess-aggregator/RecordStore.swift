@@ -1,5 +1,6 @@
 import Foundation
 import Uplink
+import UplinkIngest
 
 /// What one stored batch came to.
 struct StoreResult: Sendable {

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Uplink
+import UplinkIngest
 
 /// The aggregator's SQLite store (GRDB), the default for one instance: records deduplicated by
 /// (site, seq), the latest telemetry per unit, energy blocks for settlement, queued commands and the

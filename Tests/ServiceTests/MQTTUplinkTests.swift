@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 import Uplink
+import UplinkIngest
 
 /// The test runner's worker threads block SIGTERM and a child inherits that mask: a server or
 /// client started by a test runs with it cleared, so SIGTERM stops it cleanly.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Uplink
+import UplinkIngest
 
 @Suite("Batches as received: each record's text cut from the payload")
 struct ReceivedBatchTests {
