@@ -157,7 +157,7 @@ public final class BMSWorker: @unchecked Sendable {
                 slot.update {
                     // A frame that calls for less power wakes the cycle now, not at its next period.
                     if let watch = $0.watch {
-                        alarm = watch.callsForLess(before: $0.snapshot, after: snapshot, commandedW: $0.commandedW)
+                        alarm = watch.callsForLess(before: $0.snapshot, after: snapshot)
                         if alarm { $0.alarms &+= 1 }
                     }
                     $0.snapshot = snapshot
