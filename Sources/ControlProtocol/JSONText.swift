@@ -3,11 +3,11 @@ import Foundation
 /// Compact JSON written straight to bytes from the `[String: Any]` trees bessd answers with.
 ///
 /// The control socket answers `bessctl status` (and every reader polling it) from the service
-/// thread. With Foundation's `JSONSerialization` one 8-unit status answer (2.3 kB) cost that
-/// thread 1.1 ms of CPU, most of it in dynamic casts and in sorting keys by locale-aware
-/// collation; with this writer, which dispatches on each value's exact type and sorts keys by code
-/// point, the whole request costs 0.05 ms. Keys are in code-point order; Foundation's collation
-/// orders differently only keys that differ in letter case or in the length of a number.
+/// thread. Foundation's `JSONSerialization` spends most of that thread's time on an answer in
+/// dynamic casts and in sorting keys by locale-aware collation; this writer dispatches on each
+/// value's exact type and sorts keys by code point (the costs of both: hil/results/README.md,
+/// "Figures behind the code"). Keys are in code-point order; Foundation's collation orders
+/// differently only keys that differ in letter case or in the length of a number.
 ///
 /// It knows the types the answers are built from: `String`, `Double`, `Int`, `Int64`, `UInt64`,
 /// `Int32`, `UInt32`, `Bool`, `NSNull`, arrays and string-keyed dictionaries of those. A

@@ -35,12 +35,12 @@ public final class BusPoller: @unchecked Sendable {
     private var holdReleases = false
     /// Whether the reads' answers are taken together (`serve`'s `takeBy`); nil: only when the
     /// poller runs with real-time priority. With it, the poller preempts whatever runs at every
-    /// answer (7.2 polls a cycle at 8 endpoints and 10 ms); without it, the scheduler already lets
-    /// answers gather between wake-ups (3.6 polls a cycle), and taking them together saved no CPU.
+    /// answer; without it, the scheduler already lets answers gather between wake-ups, and taking
+    /// them together saved no CPU (the counts: hil/results/README.md, "Figures behind the code").
     let takesAnswersTogether: Bool?
     /// Set when a `serve` poll saw the cycle's hand-over; `takeKick()` consumes it. Looking at the
-    /// eventfd only then spares a read that finds it empty at every other wake-up of a round (four
-    /// a cycle at 10 ms, each a system call).
+    /// eventfd only then spares a read that finds it empty at every other wake-up of a round, each
+    /// a system call.
     private var kickSeen = false
     /// `serve`'s poll set and which endpoint each entry belongs to (kept: no allocation per call).
     private var fds: [pollfd] = []
@@ -324,8 +324,8 @@ public final class BusPoller: @unchecked Sendable {
     /// other that has arrived too. Each other waits unwatched at most twice its endpoint's last
     /// round trip plus 0.5 ms after it was sent (rounded up to the millisecond), and never past
     /// `takeBy`, so an endpoint slower than usual (or silent) never makes the others' readings miss
-    /// their cycle. With real-time priority the poller otherwise wakes for every answer: 23 times a
-    /// cycle at 32 endpoints instead of about 8, each wake-up a poll over every socket.
+    /// their cycle. With real-time priority the poller otherwise wakes for every answer, each
+    /// wake-up a poll over every socket (the counts: hil/results/README.md).
     private func serve(_ lanes: inout [Lane], until end: Int64, watchKick: Bool = false, lastAnswersLater: Bool = false,
                        takeBy: Int64 = 0, done: (borrowing [Lane]) -> Bool = { _ in false }) {
         var sweep = false

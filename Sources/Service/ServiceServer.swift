@@ -157,8 +157,8 @@ final class ServiceServer: @unchecked Sendable {
     /// How long the loop's poll may sleep (ms, -1: until a descriptor or `stop()` wakes it): 5 ms
     /// while an answer waits for the cycle to take its request, else until the first open
     /// connection's idle timeout. With no connection open nothing is due, so the thread sleeps
-    /// until a client connects: it used to wake every 100 ms, which at 32 units and 100 ms was
-    /// 4 % of bessd's CPU.
+    /// until a client connects: waking on a fixed tick with nobody connected costs CPU for nothing
+    /// (hil/results/README.md, "Figures behind the code").
     private func pollTimeout(now: MonotonicInstant) -> Int32 {
         var oldest: Int64?
         for connection in connections.values {
@@ -268,8 +268,8 @@ final class ServiceServer: @unchecked Sendable {
     }
 
     private func respond(_ connection: Connection, json: [String: Any], close: Bool = false) {
-        // JSONText: a status request costs this thread 0.05 ms instead of 1.1 ms with
-        // JSONSerialization, which stays for a value JSONText does not know.
+        // JSONText, far cheaper for this thread than JSONSerialization, which stays for a value
+        // JSONText does not know.
         connection.output += JSONText.line(json)
         if close { connection.closeAfterWrite = true }
         flush(connection)

@@ -301,8 +301,8 @@ public final class Spool {
     ///
     /// A read continues where the previous one stopped (`cursor`): the uploader asks for what follows
     /// the records it just had acknowledged, so only the new end of the segment is read, not the
-    /// whole segment again (a 4 MiB segment read and parsed every second held megabytes and CPU; the
-    /// soak found it as RSS that grew until the segment rotated).
+    /// whole segment again (reading and parsing a whole segment at every upload holds megabytes and
+    /// CPU; hil/results/README.md, "Figures behind the code").
     /// A retry of the same request (the uplink down, the batch not acknowledged) starts where the
     /// previous one did (`retryCursor`), not at the segment's start.
     public func records(after seq: UInt64, limit: Int) throws(SpoolError) -> [SpoolRecord] {

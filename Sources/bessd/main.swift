@@ -78,8 +78,7 @@ struct Run: ParsableCommand {
     func run() throws {
         // Two malloc arenas, set before any thread starts: with one per thread (glibc's default)
         // freed memory stays in whichever thread's arena held it. bessd's threads allocate little
-        // (the cycle nothing at all), so two cost no contention that matters. (The soak's RSS steps
-        // at uplink outages were the spool re-reading whole segments, fixed in 8f97356, not this.)
+        // (the cycle nothing at all), so two cost no contention that matters.
         Memory.limitMallocArenas(2)
         let loaded: BessdConfiguration
         do {
