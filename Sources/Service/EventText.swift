@@ -77,21 +77,9 @@ public enum EventText {
         return "\(rounded)"
     }
 
-    /// Severity of an event for logs: 2 critical, 3 error, 4 warning, 5 notice, 6 info.
+    /// Severity of an event for logs: 2 critical, 3 error, 4 warning, 5 notice, 6 info (the journal's
+    /// table, `EventJournal.entry(for:)`).
     public static func priority(_ event: ControlEvent) -> Int {
-        switch event.kind {
-        case .latched: 2
-        case .raised:
-            switch event.severity {
-            case .warn?, .derate?: 4
-            default: 3
-            }
-        case .resetRefused, .commandRejected, .siteShortfall: 4
-        case .siteShortfallCleared, .meterFresh, .gridLimitBinding, .gridLimitReleased: 5
-        case .operatorLimitReverted, .siteSetpointReverted: 4
-        case .meterStale: 4
-        case .cleared, .resetAccepted: 5
-        case .stateChanged: 6
-        }
+        EventJournal.entry(for: event).priority
     }
 }

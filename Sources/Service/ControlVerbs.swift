@@ -1,0 +1,178 @@
+import BessSystem
+import Config
+import ControlCore
+import ControlProtocol
+import Cycle
+import Foundation
+import Logging
+
+/// The control socket's verbs: who may call which (`ControlCaller.needed(verb:)`, refusals logged
+/// at most 5 a second), the reading verbs answered at once, and the acting verbs (reset, mode,
+/// override) posted to the cycle's mailbox and answered once the cycle has taken them, with an
+/// audit line naming the caller.
+extension Daemon {
+    /// The unit a request names: `.site` when it names none, `.unit(i)` for a configured id. Any
+    /// other value (a number, an unknown id, an empty string) is refused as UNKNOWN_UNIT: a request
+    /// for a unit that does not exist never acts on every unit.
+    enum Target { case site, unit(Int) }
+
+    func target(_ request: [String: Any], _ configuration: BessdConfiguration) -> Target? {
+        guard let value = request["unit"], !(value is NSNull) else { return .site }
+        guard let name = value as? String, let index = configuration.units.firstIndex(where: { $0.id == name }) else { return nil }
+        return .unit(index)
+    }
+
+    static func unknownUnit(_ request: [String: Any]) -> ControlReply {
+        .now(failure("UNKNOWN_UNIT", "no unit \(request["unit"].map { "\($0)" } ?? "") in this configuration; bessctl status lists the units"))
+    }
+
+    static func failure(_ code: String, _ message: String) -> [String: Any] { ["ok": false, "code": code, "message": message] }
+
+    /// A configuration's text fit for a support ticket (`Redaction.configurationText`).
+    static func redacted(_ text: String) -> String { Redaction.configurationText(text) }
+
+    func audit(_ what: String, uid: UInt32, _ metadata: Logger.Metadata) {
+        var fields = metadata
+        fields["BESS_CALLER_UID"] = "\(uid)"
+        logger.notice("bessctl (uid \(uid)): \(what)", metadata: fields)
+    }
+
+    /// Answers one control request (on the server thread). Requests that change something go
+    /// through the cycle's mailbox and are answered once the cycle has taken them.
+    package func handle(_ request: [String: Any], caller: ControlCaller) -> ControlReply {
+        let configuration = self.configuration
+        let verb = request["verb"] as? String ?? ""
+        let uid = caller.uid
+        let needed = ControlCaller.needed(verb: verb)
+        guard caller.role >= needed else {
+            let what = needed == .reader ? "reading needs membership of \(ControlCaller.readerGroup) or \(ControlCaller.operatorGroup)"
+                : "acting needs membership of \(ControlCaller.operatorGroup)"
+            let name = verb.isEmpty ? "(no verb)" : String(verb.prefix(32))
+            let now = MonotonicClock.now()
+            let (log, skipped) = guarded.withLock { $0.refusals.admit(now: now) }
+            if log {
+                let more = skipped > 0 ? "; \(skipped) more refused and not logged before this one" : ""
+                logger.warning("bessctl (uid \(uid), pid \(caller.pid)): \(name) refused: PERMISSION_DENIED (\(what))\(more)",
+                               metadata: ["MESSAGE_ID": "\(MessageID.permission)", "BESS_CODE": "PERMISSION_DENIED",
+                                          "BESS_CALLER_UID": "\(uid)", "BESS_VERB": "\(name)"])
+            }
+            return .now(Self.failure("PERMISSION_DENIED", "uid \(uid) may not \(name): \(what)"))
+        }
+        switch verb {
+        case "status": return .now(statusObject(configuration))
+        case "metrics": return .now(["ok": true, "text": metricsText()])
+        case "config":
+            // The file as loaded (for `bessctl diag`), with secrets redacted.
+            let text = guarded.withLock { $0.configText } ?? "(not readable)"
+            return .now(["ok": true, "path": configPath ?? "(embedded default)", "text": Self.redacted(text)])
+        case "faults": return .now(faultsObject(configuration))
+        case "site": return .now(siteObject(configuration))
+        case "reset":
+            guard let target = target(request, configuration) else { return Self.unknownUnit(request) }
+            let indices: [Int]
+            let name: String
+            switch target {
+            case .site: (indices, name) = (Array(configuration.units.indices), "all units")
+            case .unit(let i): (indices, name) = ([i], configuration.units[i].id)
+            }
+            let generation = shared.post { mailbox in for i in indices { mailbox.reset[i] = true } }
+            return .afterCycle(generation: generation) { [self] in
+                var cleared: [String] = []
+                var refused: [String] = []
+                for i in indices {
+                    let outcome = shared.resetOutcome(i)
+                    cleared += outcome.cleared.map { "\(configuration.units[i].id):\($0.name)" }
+                    refused += outcome.refused.map { "\(configuration.units[i].id):\($0.name)" }
+                }
+                audit("reset \(name): cleared \(cleared), refused \(refused)", uid: uid,
+                      ["MESSAGE_ID": "\(MessageID.reset)",
+                       "BESS_UNIT": indices.count == 1 ? "\(name)" : .array(indices.map { "\(configuration.units[$0].id)" })])
+                return ["ok": true, "cleared": cleared, "refused": refused]
+            }
+        case "mode":
+            guard let text = request["mode"] as? String, let mode = OperatingMode(rawValue: text) else {
+                return .now(Self.failure("BAD_REQUEST", "mode must be auto or standby"))
+            }
+            guard let target = target(request, configuration) else { return Self.unknownUnit(request) }
+            let generation: UInt64
+            let name: String
+            switch target {
+            case .site:
+                generation = shared.post { $0.siteMode = mode }
+                name = "the site"
+            case .unit(let i):
+                generation = shared.post { $0.mode[i] = mode }
+                name = configuration.units[i].id
+            }
+            let indices: [Int] = if case .unit(let i) = target { [i] } else { Array(configuration.units.indices) }
+            return .afterCycle(generation: generation) { [self] in
+                // What the cycle made of it: `auto` lifts only the hold it names, so a unit another
+                // hold keeps in standby (its own operator standby, the site's, the aggregator's) is named.
+                let units = shared.units
+                let held: [[String: Any]] = mode == .standby ? [] : indices.compactMap { i in
+                    guard i < units.count, units[i].mode == .standby, let by = Self.heldBy(units[i]) else { return nil }
+                    return ["unit": configuration.units[i].id, "held_by": by.who]
+                }
+                let ids = indices.map { configuration.units[$0].id }
+                audit("mode \(mode.rawValue) for \(name) (operator)"
+                        + (held.isEmpty ? "" : "; still in standby: " + held.map { "\($0["unit"]!) (\($0["held_by"]!))" }.joined(separator: ", ")),
+                      uid: uid, ["MESSAGE_ID": "\(MessageID.mode)", "BESS_MODE": "\(mode.rawValue)",
+                                 "BESS_UNIT": ids.count == 1 ? "\(ids[0])" : .array(ids.map { "\($0)" })])
+                return ["ok": true, "mode": mode.rawValue, "units": ids, "still_standby": held]
+            }
+        case "override":
+            guard case .unit(let index)? = target(request, configuration), request["unit"] != nil else {
+                return request["unit"] == nil
+                    ? .now(Self.failure("UNKNOWN_UNIT", "override needs --unit with a configured unit id")) : Self.unknownUnit(request)
+            }
+            let unitName = configuration.units[index].id
+            if request["clear"] as? Bool == true {
+                return .afterCycle(generation: shared.post { $0.clearOverride[index] = true }) { [self] in
+                    audit("override cleared on \(unitName)", uid: uid, ["MESSAGE_ID": "\(MessageID.override)", "BESS_UNIT": "\(unitName)"])
+                    return ["ok": true]
+                }
+            }
+            guard let kw = (request["power_kw"] as? NSNumber)?.doubleValue, kw.isFinite else {
+                return .now(Self.failure("BAD_REQUEST", "power_kw must be a number"))
+            }
+            let rating = configuration.units[index].maxPowerKW
+            guard abs(kw) <= rating else {
+                return .now(Self.failure("BAD_REQUEST", "power_kw \(kw) is beyond the unit's rating ±\(rating) kW"))
+            }
+            guard let seconds = (request["for_s"] as? NSNumber)?.doubleValue, seconds >= 1, seconds <= 86_400 else {
+                return .now(Self.failure("BAD_REQUEST", "an override needs an expiry: for_s from 1 to 86400 seconds"))
+            }
+            return .afterCycle(generation: shared.post { $0.override[index] = (Watts.kilowatts(kw), seconds) }) { [self] in
+                audit("override \(unitName) to \(kw) kW for \(Int(seconds)) s (still inside every interlock)", uid: uid,
+                      ["MESSAGE_ID": "\(MessageID.override)", "BESS_UNIT": "\(unitName)", "BESS_SETPOINT_W": "\(kw * 1000)"])
+                return ["ok": true, "unit": unitName, "power_kw": kw, "for_s": seconds]
+            }
+        default:
+            return .now(Self.failure("BAD_REQUEST", "unknown verb '\(verb)'; verbs: status, faults, site, config, metrics, reset, mode, override"))
+        }
+    }
+}
+
+/// Refusals for the caller's groups are logged at most 5 a second (the socket is open to every
+/// local user, and a flood must not push trips out of journald's rate limit); the rest are counted
+/// and the next line logged says how many were not.
+struct RefusalBudget {
+    private var window = MonotonicInstant.zero
+    private var inWindow = 0
+    private var unlogged = 0
+
+    /// Whether this refusal is logged, and how many were not since the last one that was.
+    mutating func admit(now: MonotonicInstant) -> (log: Bool, skipped: Int) {
+        if now.seconds(since: window) >= 1 {
+            window = now
+            inWindow = 0
+        }
+        inWindow += 1
+        guard inWindow <= 5 else {
+            unlogged += 1
+            return (false, 0)
+        }
+        defer { unlogged = 0 }
+        return (true, unlogged)
+    }
+}

@@ -1,0 +1,103 @@
+import BessSystem
+import Config
+import ControlCore
+import Cycle
+import Logging
+import Uplink
+
+/// The cycle's events as journal entries and uplink records. Which `MESSAGE_ID`, priority,
+/// `BESS_CODE` and extra fields an event gets is one table (`entry(for:)`); the same event of the
+/// same unit within 10 s is counted, not repeated (latches and resets are never held back).
+final class EventJournal {
+    /// How one kind of event is journalled.
+    struct Entry: Equatable {
+        /// `MESSAGE_ID` (journalctl's catalogue key).
+        var messageID: String
+        /// Syslog priority: 2 critical, 3 error, 4 warning, 5 notice, 6 info.
+        var priority: Int
+        /// `BESS_CODE` for an event of the site that carries no trip code.
+        var code: String? = nil
+        /// `BESS_POINT`: the SCADA point whose write reverted.
+        var point: String? = nil
+        /// `BESS_LIMIT`: which grid limit (import, export) binds or is released.
+        var namesLimit = false
+    }
+
+    /// The table from an event to its journal entry.
+    static func entry(for event: ControlEvent) -> Entry {
+        switch event.kind {
+        case .raised:
+            let priority = switch event.severity { case .warn?, .derate?: 4; default: 3 }
+            return Entry(messageID: MessageID.trip, priority: priority)
+        case .latched: return Entry(messageID: MessageID.latch, priority: 2)
+        case .cleared: return Entry(messageID: MessageID.clear, priority: 5)
+        case .resetAccepted: return Entry(messageID: MessageID.reset, priority: 5)
+        case .resetRefused: return Entry(messageID: MessageID.reset, priority: 4)
+        case .stateChanged: return Entry(messageID: MessageID.state, priority: 6)
+        case .commandRejected: return Entry(messageID: MessageID.commandRejected, priority: 4)
+        case .siteShortfall: return Entry(messageID: MessageID.site, priority: 4, code: "SITE_SHORTFALL")
+        case .siteShortfallCleared: return Entry(messageID: MessageID.site, priority: 5, code: "SITE_SHORTFALL")
+        case .meterStale: return Entry(messageID: MessageID.site, priority: 4, code: "METER_STALE")
+        case .meterFresh: return Entry(messageID: MessageID.site, priority: 5, code: "METER_STALE")
+        case .gridLimitBinding, .gridLimitReleased:
+            return Entry(messageID: MessageID.site, priority: 5, code: "GRID_LIMIT_BINDING", namesLimit: true)
+        case .operatorLimitReverted:
+            return Entry(messageID: MessageID.scadaWrite, priority: 4, code: "SCADA_LIMIT_REVERTED", point: "WMaxLimPct")
+        case .siteSetpointReverted:
+            return Entry(messageID: MessageID.scadaWrite, priority: 4, code: "SCADA_SETPOINT_REVERTED", point: "WSet")
+        }
+    }
+
+    private let logger: Logger
+    /// The last time each unit|kind|code|state was logged, and how often it came since.
+    private var suppressed: [String: (last: MonotonicInstant, count: Int)] = [:]
+    /// Interlock actions logged since start, per code (written here, read by /metrics).
+    private let tripCounts = PILock<[String: Int]>([:])
+
+    init(logger: Logger) { self.logger = logger }
+
+    /// Logs `events` (taken from the cycle this round) and records them for the uplink.
+    func log(_ events: [ControlEvent], now: MonotonicInstant, configuration: BessdConfiguration, recorder: UplinkRecorder?) {
+        for event in events {
+            let id = event.unit < 0 ? "site"
+                : event.unit < configuration.units.count ? configuration.units[event.unit].id : "unit\(event.unit)"
+            let key = "\(id)|\(event.kind)|\(event.code.map { "\($0.name)" } ?? "")|\(event.state.map { "\($0)" } ?? "")"
+            let mayRepeat = event.kind == .latched || event.kind == .resetAccepted || event.kind == .resetRefused
+            if !mayRepeat, let previous = suppressed[key], now.seconds(since: previous.last) < 10 {
+                suppressed[key] = (previous.last, previous.count + 1)
+                continue
+            }
+            let repeats = suppressed[key]?.count ?? 0
+            suppressed[key] = (now, 0)
+            let entry = Self.entry(for: event)
+            var metadata: Logger.Metadata = ["BESS_UNIT": "\(id)", "BESS_EVENT": "\(event.kind)", "MESSAGE_ID": "\(entry.messageID)"]
+            if let code = entry.code ?? event.code.map({ "\($0.name)" }) { metadata["BESS_CODE"] = "\(code)" }
+            if let point = entry.point { metadata["BESS_POINT"] = "\(point)" }
+            if entry.namesLimit { metadata["BESS_LIMIT"] = "\(event.limit)" }
+            if let severity = event.severity { metadata["BESS_SEVERITY"] = "\(severity.name)" }
+            if event.value.isFinite { metadata["BESS_VALUE"] = "\(event.value)" }
+            if event.threshold.isFinite { metadata["BESS_THRESHOLD"] = "\(event.threshold)" }
+            if let state = event.state { metadata["BESS_STATE"] = "\(state)" }
+            if repeats > 0 { metadata["BESS_SUPPRESSED"] = "\(repeats)" }
+            if event.kind == .raised || event.kind == .latched, let code = event.code {
+                tripCounts.withLock { $0["\(code.name)", default: 0] += 1 }
+            }
+            let text = EventText.line(event, unitID: id) + (repeats > 0 ? " (\(repeats) repeats suppressed)" : "")
+            recorder?.record(.event(unit: id, kind: "\(event.kind)", code: event.code.map { "\($0.name)" }, message: text))
+            switch entry.priority {
+            case 2: logger.critical("\(text)", metadata: metadata)
+            case 3: logger.error("\(text)", metadata: metadata)
+            case 4: logger.warning("\(text)", metadata: metadata)
+            case 5: logger.notice("\(text)", metadata: metadata)
+            default: logger.info("\(text)", metadata: metadata)
+            }
+        }
+    }
+
+    /// `bessd_interlock_actions_total`: interlock actions logged since start, by code.
+    func metrics(into m: inout MetricsText) {
+        let counts = tripCounts.withLock { $0 }
+        m.metric("bessd_interlock_actions_total", "counter", "Interlock actions logged since start, by code.",
+                 counts.sorted { $0.key < $1.key }.map { ("code=\"\($0.key)\"", Double($0.value)) })
+    }
+}

@@ -1,0 +1,114 @@
+import BessSystem
+import ControlCore
+import Cycle
+import Foundation
+import Glibc
+import Logging
+
+/// Latched trips across restarts: restores the latch file into the controller before the first
+/// cycle, and writes it again whenever a unit's latched codes change (on the service thread, after
+/// the cycle has published). A file that cannot be read latches every unit it concerns with
+/// `LATCH_STATE_CORRUPT`; a file that cannot be written is said once, and again when it can.
+struct LatchKeeper {
+    let store: LatchStore
+    private let logger: Logger
+    /// What the latch file holds now, per unit.
+    private var persisted: [TripCodeSet]
+    /// When each latched code latched (Unix time), per unit.
+    private var since: [[TripCode: Double]]
+    private var writeFailing = false
+
+    init(stateDirectory: String, units: Int, logger: Logger) {
+        store = LatchStore(stateDirectory: stateDirectory)
+        self.logger = logger
+        persisted = [TripCodeSet](repeating: TripCodeSet(), count: units)
+        since = [[TripCode: Double]](repeating: [:], count: units)
+    }
+
+    /// Reads the latch file and hands each unit's latches to `restore` (before the first cycle).
+    mutating func restore(unitIDs ids: [String], into restore: (TripCodeSet, Int) -> Void) {
+        switch store.load() {
+        case .firstStart:
+            return
+        case .corrupt(let reason):
+            logger.critical("latch state unreadable (\(reason)); every unit starts latched with LATCH_STATE_CORRUPT until an operator checks it and runs bessctl reset",
+                            metadata: ["BESS_CODE": "LATCH_STATE_CORRUPT", "MESSAGE_ID": "\(MessageID.latch)"])
+            for i in ids.indices { take([.latchStateCorrupt: MonotonicClock.wallClock()], unit: i, restore) }
+        case .latches(let latches, let damaged):
+            for (i, id) in ids.enumerated() {
+                var codes = latches[id] ?? [:]
+                if damaged.contains(id) {
+                    codes[.latchStateCorrupt] = MonotonicClock.wallClock()
+                    logger.critical("latch state of \(id) unreadable; it starts latched with LATCH_STATE_CORRUPT",
+                                    metadata: ["BESS_CODE": "LATCH_STATE_CORRUPT", "BESS_UNIT": "\(id)", "MESSAGE_ID": "\(MessageID.latch)"])
+                }
+                guard !codes.isEmpty else { continue }
+                take(codes, unit: i, restore)
+                for (code, since) in codes.sorted(by: { $0.key.rawValue < $1.key.rawValue }) where code != .latchStateCorrupt {
+                    logger.warning("\(id) \(code.name) still latched from an earlier run (since \(Self.utc(since))); bessctl reset \(id) once the cause is cleared",
+                                   metadata: ["BESS_CODE": "\(code.name)", "BESS_UNIT": "\(id)", "BESS_EVENT": "restored",
+                                              "MESSAGE_ID": "\(MessageID.latch)"])
+                }
+            }
+            for id in latches.keys where !ids.contains(id) && !(latches[id] ?? [:]).isEmpty {
+                logger.warning("latch file names unit \(id), which this configuration lacks; its latches are kept in the file",
+                               metadata: ["BESS_CODE": "LATCH_STATE_ORPHANED", "BESS_UNIT": "\(id)"])
+            }
+        }
+    }
+
+    private mutating func take(_ codes: [TripCode: Double], unit i: Int, _ restore: (TripCodeSet, Int) -> Void) {
+        var set = TripCodeSet()
+        for code in codes.keys { set.insert(code) }
+        restore(set, i)
+        persisted[i] = set
+        since[i] = codes
+    }
+
+    /// Writes the latch file when any unit's latched codes changed since the last write. Runs on the
+    /// main thread after every cycle has published (never before the first one, which would read
+    /// the empty start-up status as "nothing latched").
+    mutating func persist(_ shared: SharedState, unitIDs: () -> [String]) {
+        guard shared.statistics.cycles > 0 else { return }
+        let units = shared.units
+        var changed = false
+        for i in units.indices where i < persisted.count && units[i].latched != persisted[i] {
+            changed = true
+        }
+        guard changed || writeFailing else { return }
+        let ids = unitIDs()
+        let now = MonotonicClock.wallClock()
+        var next = since
+        for i in units.indices where i < next.count {
+            var codes: [TripCode: Double] = [:]
+            for code in units[i].latched { codes[code] = since[i][code] ?? now }
+            next[i] = codes
+        }
+        var file: [String: LatchStore.UnitLatches] = [:]
+        for (i, id) in ids.enumerated() where i < next.count { file[id] = next[i] }
+        do {
+            try store.save(file)
+            since = next
+            for i in units.indices where i < persisted.count { persisted[i] = units[i].latched }
+            if writeFailing {
+                logger.notice("latch state written again to \(store.path)", metadata: ["BESS_CODE": "LATCH_STATE_WRITTEN"])
+            }
+            writeFailing = false
+        } catch {
+            if !writeFailing {
+                logger.critical("\(error); latches hold while bessd runs but would not survive a restart",
+                                metadata: ["BESS_CODE": "\(error.code)"])
+            }
+            writeFailing = true
+        }
+    }
+
+    /// `2026-11-27T08:00:00Z` for a Unix time.
+    static func utc(_ unix: Double) -> String {
+        var t = time_t(unix)
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        return String(format: "%04d-%02d-%02dT%02d:%02d:%02dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
+                      Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
+    }
+}

@@ -1,0 +1,129 @@
+import BessSystem
+import Config
+import ControlCore
+import ControlProtocol
+import Cycle
+import Fieldbus
+import Scada
+import Synchronization
+
+/// The Prometheus text for `GET /metrics` (and `bessctl metrics`): the cycle's own lines, then each
+/// component's (the clock watch, the site, the relay contacts, SCADA, the units, the event journal,
+/// the bus and CAN workers, the uplink), in that order.
+extension Daemon {
+    func metricsText() -> String {
+        let stats = shared.statistics
+        let units = shared.units
+        let configuration = self.configuration
+        var m = MetricsText()
+        m.metric("bessd_info", "gauge", "1, labelled with the version and the run mode (simulation, hil, hardware).",
+                 [("version=\"\(MetricsText.label(BessdVersion.string))\",mode=\"\(configuration.mode.rawValue)\"", 1)])
+        Self.cycleMetrics(into: &m, stats)
+        clock.metrics(into: &m, stats: stats)
+        m.metric("bessd_cycle_lateness_seconds", "summary", "Wake-up lateness of the cycle.",
+                 [0.5, 0.9, 0.99, 1.0].map { q in ("quantile=\"\(q)\"", Double(stats.histogram.percentile(q)) / 1e6) })
+        let ids = configuration.units.map { MetricsText.label($0.id) }
+        m.metric("bessd_unit_setpoint_watts", "gauge", "Setpoint written, + = discharge.",
+                 zip(ids, units).map { ("unit=\"\($0)\"", $1.setpoint) })
+        m.metric("bessd_unit_power_watts", "gauge", "Measured power, + = discharge.", zip(ids, units).map { ("unit=\"\($0)\"", $1.power) })
+        m.metric("bessd_unit_allocation_watts", "gauge",
+                 "The unit's share of the site's decision, + = discharge, labelled with why (headroom, full, held, idle).",
+                 zip(ids, units).map { ("unit=\"\($0)\",share=\"\($1.share)\"", $1.setpoint) })
+        Self.siteMetrics(into: &m, shared.site, hasMeter: configuration.site.meter != nil)
+        gridInputs?.metrics(into: &m)
+        ScadaServer.metrics(into: &m, [scada, scadaSerial].compactMap { $0 })
+        m.metric("bessd_unit_soc_percent", "gauge", "State of charge.", zip(ids, units).map { ("unit=\"\($0)\"", $1.soc) })
+        m.metric("bessd_unit_active_trips", "gauge", "Interlock rules acting now.",
+                 zip(ids, units).map { ("unit=\"\($0)\"", Double($1.active.count)) })
+        m.metric("bessd_unit_state", "gauge", "1 for the unit's state.",
+                 zip(ids, units).map { ("unit=\"\($0)\",state=\"\($1.state)\"", 1) })
+        journal.metrics(into: &m)
+        Self.busMetrics(into: &m, runner, ids: ids)
+        uplink?.metrics(into: &m)
+        return m.text
+    }
+
+    /// The cycle's counters.
+    static func cycleMetrics(into m: inout MetricsText, _ stats: CycleStatistics) {
+        m.metric("bessd_cycles_total", "counter", "Control cycles completed (scheduled and alarm-woken; see bessd_cycle_alarm_cycles_total).", [("", Double(stats.cycles))])
+        m.metric("bessd_cycle_overruns_total", "counter", "Cycles that woke more than a period late.", [("", Double(stats.overruns))])
+        m.metric("bessd_cycle_alarm_cycles_total", "counter", "Extra cycles a BMS frame calling for less power woke.",
+                 [("", Double(stats.alarmCycles))])
+        m.metric("bessd_cycle_late_readings_total", "counter",
+                 "Unit-cycles that ran on an inverter reading taken for an earlier cycle.", [("", Double(stats.lateReadings))])
+        m.metric("bessd_cycle_started_on_readings_total", "counter",
+                 "Cycles started before their deadline because the bus poller had every reading for them.",
+                 [("", Double(stats.startedOnReadings))])
+        m.metric("bessd_cycle_period_seconds", "gauge", "Configured control period.", [("", Double(stats.periodMs) / 1000)])
+    }
+
+    /// The connection point: shortfall, meter, grid limits, the operator's limit and SCADA's setpoint.
+    static func siteMetrics(into m: inout MetricsText, _ site: SiteStatus, hasMeter: Bool) {
+        m.metric("bessd_site_shortfall_watts", "gauge", "What the units cannot deliver of the site's request (SITE_SHORTFALL while above its threshold).",
+                 [("", site.shortfall)])
+        if hasMeter {
+            m.metric("bessd_site_grid_power_watts", "gauge", "Power at the grid connection point, + = import (absent while METER_STALE).",
+                     [("", site.gridPower)])
+            m.metric("bessd_site_meter_stale", "gauge", "1 while the connection-point meter is stale (METER_STALE).",
+                     [("", site.meterStale ? 1 : 0)])
+            m.metric("bessd_site_grid_limit_binding", "gauge", "1 for the grid limit that decides the batteries' power now.",
+                     [("limit=\"import\"", site.binding == .importLimit ? 1 : 0), ("limit=\"export\"", site.binding == .exportLimit ? 1 : 0)])
+        }
+        m.metric("bessd_site_operator_limit_percent", "gauge",
+                 "The grid operator's limit in force, percent of the site's rating (SCADA WMaxLimPct or relay contacts; absent when none).",
+                 site.operatorLimitPercent.isFinite ? [("", site.operatorLimitPercent)] : [])
+        m.metric("bessd_site_operator_cap_watts", "gauge", "The cap on the units' summed power as ramped (absent when none).",
+                 site.operatorCap.isFinite ? [("", site.operatorCap)] : [])
+        m.metric("bessd_site_scada_setpoint_watts", "gauge", "SCADA's site setpoint in force, + = discharge (absent when none).",
+                 site.scadaSetpoint.isFinite ? [("", site.scadaSetpoint)] : [])
+    }
+
+    /// The bus workers' Modbus round trips and errors, and the CAN workers' frame counts.
+    static func busMetrics(into m: inout MetricsText, _ runner: SiteRunner, ids: [String]) {
+        let slots = runner.slots
+        m.metric("bessd_inverter_round_trip_seconds", "gauge", "Last Modbus round trip.",
+                 zip(ids, slots).compactMap { id, slot in slot.map { ("unit=\"\(id)\"", $0.roundTrip.secondsDouble) } })
+        m.metric("bessd_inverter_errors_total", "counter", "Failed Modbus exchanges.",
+                 zip(ids, slots).compactMap { id, slot in slot.map { ("unit=\"\(id)\"", Double($0.errors)) } })
+        var frames: [(String, Double)] = []
+        for (id, slot) in zip(ids, runner.bmsSlots) {
+            guard let c = slot?.counters else { continue }
+            frames += [("unit=\"\(id)\",result=\"accepted\"", Double(c.accepted)), ("unit=\"\(id)\",result=\"short\"", Double(c.shortFrames)),
+                       ("unit=\"\(id)\",result=\"invalid\"", Double(c.invalidValues)),
+                       ("unit=\"\(id)\",result=\"wrong_kind\"", Double(c.wrongKind)),
+                       ("unit=\"\(id)\",result=\"unknown_id\"", Double(c.unknownIDs))]
+        }
+        m.metric("bessd_bms_frames_total", "counter", "CAN frames from the BMS, by what the decoder did.", frames)
+    }
+}
+
+extension GridLimitInputReader {
+    /// Whether the relay contacts' module answers, and its readings by result.
+    func metrics(into m: inout MetricsText) {
+        m.metric("bessd_grid_limit_inputs_lost", "gauge", "1 while GRID_LIMIT_INPUT_LOST stands (the relay contacts' module does not answer).",
+                 [("", lost.load(ordering: .relaxed) ? 1 : 0)])
+        m.metric("bessd_grid_limit_input_reads_total", "counter", "Readings of the relay contacts' module, by result.",
+                 [("result=\"ok\"", Double(reads.load(ordering: .relaxed))),
+                  ("result=\"failed\"", Double(failures.load(ordering: .relaxed)))])
+    }
+}
+
+extension ScadaServer {
+    /// SCADA's requests, writes by result, refused connections and open clients, summed over `servers`
+    /// (TCP and RTU); nothing when SCADA is not served.
+    static func metrics(into m: inout MetricsText, _ servers: [ScadaServer]) {
+        guard !servers.isEmpty else { return }
+        func sum(_ counter: (ScadaServer) -> UInt64) -> Double { Double(servers.reduce(0) { $0 + counter($1) }) }
+        m.metric("bessd_scada_requests_total", "counter", "Modbus requests SCADA clients sent.",
+                 [("", sum { $0.answered.load(ordering: .relaxed) })])
+        m.metric("bessd_scada_writes_total", "counter", "SCADA writes, by result (refused: by Modbus exception).",
+                 [("result=\"accepted\"", sum { $0.writesAccepted.load(ordering: .relaxed) }),
+                  ("result=\"refused\",exception=\"01\"", sum { $0.refusedIllegalFunction.load(ordering: .relaxed) }),
+                  ("result=\"refused\",exception=\"02\"", sum { $0.refusedIllegalAddress.load(ordering: .relaxed) }),
+                  ("result=\"refused\",exception=\"03\"", sum { $0.refusedIllegalValue.load(ordering: .relaxed) })])
+        m.metric("bessd_scada_connections_refused_total", "counter", "SCADA connections closed at accept (allow_from, max_clients).",
+                 [("", sum { $0.connectionsRefused.load(ordering: .relaxed) })])
+        m.metric("bessd_scada_clients", "gauge", "SCADA connections open now.",
+                 [("", Double(servers.reduce(0) { $0 + $1.connected.load(ordering: .relaxed) }))])
+    }
+}

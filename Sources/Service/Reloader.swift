@@ -1,0 +1,69 @@
+import BessSystem
+import Config
+import Cycle
+import Foundation
+import Logging
+
+/// SIGHUP: the configuration file read again and applied between two cycles. A file with errors
+/// is refused with each error logged and the running configuration stays; what a reload cannot
+/// move (relay contacts, realtime, state directory, control socket, SCADA) is said to need a restart.
+extension Daemon {
+    func reload() {
+        SystemdNotify.send("RELOADING=1")
+        defer { SystemdNotify.send("READY=1") }
+        guard let configPath else {
+            logger.notice("reload: running the embedded configuration; nothing to reload",
+                          metadata: ["MESSAGE_ID": "\(MessageID.reload)"])
+            return
+        }
+        let new: BessdConfiguration
+        let text = try? String(contentsOfFile: configPath, encoding: .utf8)
+        do {
+            new = try ConfigLoader.load(path: configPath)
+        } catch {
+            for diagnostic in error.diagnostics {
+                logger.error("reload refused: \(diagnostic)", metadata: ["BESS_CODE": "\(diagnostic.code)",
+                                                                         "MESSAGE_ID": "\(MessageID.reload)"])
+            }
+            logger.error("reload refused: \(error.diagnostics.count) error(s) in \(configPath); the running configuration stays",
+                         metadata: ["BESS_CODE": "RELOAD_REFUSED", "MESSAGE_ID": "\(MessageID.reload)"])
+            return
+        }
+        cycle.stop()
+        do {
+            try runner.reconfigure(new, now: MonotonicClock.now())
+            if new.gridLimitInputs != configuration.gridLimitInputs {
+                logger.notice("reload: grid_operator.inputs changed; the relay contacts' reader keeps its settings until bessd restarts",
+                              metadata: ["BESS_CODE": "GRID_LIMIT_INPUT_RESTART_NEEDED", "MESSAGE_ID": "\(MessageID.reload)"])
+            }
+            if new.realtime != startedRealtime {
+                logger.notice("reload: the realtime: block changed; the cycle and its bus and CAN workers keep their priority and CPU until bessd restarts",
+                              metadata: ["BESS_CODE": "REALTIME_RESTART_NEEDED", "MESSAGE_ID": "\(MessageID.reload)"])
+            }
+            if new.stateDirectory != configuration.stateDirectory || new.controlSocket != configuration.controlSocket {
+                logger.notice("reload: state_directory or control_socket changed; bessd keeps its lock, latches, spool and socket where they are until it restarts",
+                              metadata: ["BESS_CODE": "STATE_DIRECTORY_RESTART_NEEDED", "MESSAGE_ID": "\(MessageID.reload)"])
+            }
+            if new.scada != configuration.scada {
+                logger.notice("reload: the scada: block changed; the SCADA server keeps its settings until bessd restarts",
+                              metadata: ["BESS_CODE": "SCADA_RESTART_NEEDED", "MESSAGE_ID": "\(MessageID.reload)"])
+            }
+            guarded.withLock {
+                $0.configuration = new
+                $0.configText = text
+            }
+            intake.update(units: new.units.map { ($0.id, $0.maxPowerKW) })
+            logger.notice("reload applied: \(configPath)", metadata: ["MESSAGE_ID": "\(MessageID.reload)"])
+        } catch {
+            logger.error("reload refused: \(error)", metadata: ["BESS_CODE": "\(error.code)", "MESSAGE_ID": "\(MessageID.reload)"])
+        }
+        cycle = CycleThread(runner: runner, shared: shared, replacing: cycle)
+        cycle.start()
+        // The new cycle thread takes its priority and CPU as it starts; a part refused now (a
+        // tightened LimitRTPRIO, a CPU taken away) reaches the journal as it does at start.
+        cycle.awaitCycles(1, within: .seconds(2))
+        for notice in cycle.realtimeNotices {
+            logger.warning("reload: \(notice)", metadata: ["BESS_CODE": "REALTIME_DEGRADED", "MESSAGE_ID": "\(MessageID.reload)"])
+        }
+    }
+}

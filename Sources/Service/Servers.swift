@@ -1,0 +1,87 @@
+import BessSystem
+import Config
+import ControlProtocol
+import Cycle
+import Fieldbus
+import ControlCore
+import Logging
+import Scada
+
+/// The servers operators and plant SCADA talk to: the control socket and /metrics on one thread
+/// (`ServiceServer`), and the site as a SunSpec device on TCP and, when `scada.serial` names one, an
+/// RS-485 line (`ScadaServer`). A listener that cannot open is logged and the daemon runs on: the
+/// site's control never depends on them.
+extension Daemon {
+    /// Starts the SCADA server when `scada:` asks for it. A port that cannot be bound is logged and
+    /// the daemon runs on: the site's control never depends on its SCADA view.
+    func startScada(_ configuration: BessdConfiguration) {
+        guard let settings = configuration.scada else { return }
+        // Every write holds for at most max_hold_s; nothing written yet.
+        var generation: UInt64 = 0
+        _ = shared.commands(generation: &generation)
+        _ = shared.commit(SiteCommands(maxHoldSeconds: settings.maxHoldSeconds), ifGeneration: generation)
+        let description = ScadaSiteDescription(
+            siteID: configuration.aggregator?.siteID ?? configuration.units.first?.campusID ?? "site",
+            version: BessdVersion.string, mode: configuration.mode.rawValue, unitID: settings.unitID,
+            ratingsW: configuration.units.map { $0.maxPowerKW * 1000 },
+            capacitiesWh: configuration.units.map { $0.capacityKWh * 1000 }, hasMeter: configuration.site.meter != nil)
+        let logger = self.logger
+        let shared = self.shared
+        // One server per line: TCP always, RTU when scada.serial names a line of its own.
+        func serve(serialLine: Bool, on place: String, unit: Int) -> ScadaServer? {
+            do {
+                let server = try ScadaServer(configuration: settings, serialLine: serialLine, site: description, shared: shared) {
+                    code, message, fields in
+                    var metadata: Logger.Metadata = ["BESS_CODE": "\(code)"]
+                    for (key, value) in fields { metadata[key] = "\(value)" }
+                    if code == "SCADA_WRITE" {
+                        metadata["MESSAGE_ID"] = "\(MessageID.scadaWrite)"
+                        logger.notice("\(message)", metadata: metadata)
+                    } else {
+                        metadata["MESSAGE_ID"] = "\(code == "SCADA_WRITE_REFUSED" ? MessageID.scadaWrite : MessageID.scada)"
+                        logger.warning("\(message)", metadata: metadata)
+                    }
+                }
+                try server.start()
+                logger.notice("SCADA: the site served as SunSpec on \(serialLine ? place : "\(settings.host):\(server.port)") unit \(unit), \(settings.writes ? "writes to the operator limit and setpoint of model 704 accepted" : "read-only")",
+                              metadata: ["BESS_CODE": "SCADA_LISTENING", "MESSAGE_ID": "\(MessageID.scada)"])
+                return server
+            } catch {
+                logger.error("SCADA not served on \(place): \(error)", metadata: ["BESS_CODE": "\(error.code)"])
+                return nil
+            }
+        }
+        scada = serve(serialLine: false, on: "\(settings.host):\(settings.port)", unit: settings.unitID)
+        if let line = settings.serial {
+            scadaSerial = serve(serialLine: true, on: "\(line.device) (Modbus RTU \(line.baud) baud)", unit: settings.serialUnitID)
+        }
+    }
+
+    func startServer(_ configuration: BessdConfiguration) {
+        let shared = self.shared
+        do {
+            let server = try ServiceServer(
+                controlPath: configuration.controlSocket, metricsAddress: configuration.metricsListen,
+                appliedGeneration: { shared.appliedGeneration },
+                handleControl: { [unowned self] request, caller in self.handle(request, caller: caller) },
+                renderMetrics: { [unowned self] in self.metricsText() })
+            server.start()
+            self.server = server
+        } catch {
+            // One listener failing must not cost the other: try each alone.
+            logger.warning("\(error)", metadata: ["BESS_CODE": "\(error.code)"])
+            for (control, metrics) in [(configuration.controlSocket, nil), (nil, configuration.metricsListen)] as [(String?, String?)]
+                where control != nil || metrics != nil
+            {
+                guard let server = try? ServiceServer(
+                    controlPath: control, metricsAddress: metrics, appliedGeneration: { shared.appliedGeneration },
+                    handleControl: { [unowned self] request, caller in self.handle(request, caller: caller) },
+                    renderMetrics: { [unowned self] in self.metricsText() })
+                else { continue }
+                server.start()
+                self.server = server
+                break
+            }
+        }
+    }
+}
