@@ -1,8 +1,14 @@
-import Foundation
 import Fieldbus
+import Foundation
 internal import Yams
 
 extension AggregatorConfiguration {
+    /// The keys of `aggregator`.
+    static let keys = ConfigKeys("aggregator", [
+        "transport", "url", "token_file", "interval_s", "site_id", "ca_file", "client_cert_file", "client_key_file",
+        "spool_max_mb", "username", "password_file", "keepalive_s", "session_expiry_s",
+    ])
+
     /// `aggregator:` — where the uplink sends the site's records: HTTP or an MQTT broker.
     static func decode(_ fields: ConfigReader.Fields, _ r: ConfigReader) -> AggregatorConfiguration {
         let transportName = fields.string("transport", pattern: { $0 == "http" || $0 == "mqtt" }, rule: "must be http or mqtt")
@@ -35,7 +41,7 @@ extension AggregatorConfiguration {
         } else if fields.has("token_file") {
             r.error(fields.node, fields.child("token_file"), "applies to transport: http only (MQTT uses username + password_file or a client certificate)")
         }
-        fields.finish(known: "transport, url, token_file, interval_s, site_id, ca_file, client_cert_file, client_key_file, spool_max_mb, username, password_file, keepalive_s, session_expiry_s")
+        fields.finish(Self.keys)
         return AggregatorConfiguration(transport: transport, url: url ?? "", tokenFile: token, intervalSeconds: interval,
                                        siteID: site ?? "", caFile: ca, clientCertFile: cert, clientKeyFile: key,
                                        spoolMaxMB: spoolMB, username: username, passwordFile: password,

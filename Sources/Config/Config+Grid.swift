@@ -2,6 +2,11 @@ import ControlCore
 internal import Yams
 
 extension GridConfiguration {
+    /// The keys of `grid_integration`.
+    static let keys = ConfigKeys("grid_integration", [
+        "mode", "frequency_source", "scada_enabled", "droop_settings",
+    ])
+
     /// The frequency source a mode uses when the file names none: only `simulation` simulates it.
     static func defaultFrequencySource(_ mode: RunMode) -> FrequencySource {
         mode == .simulation ? .simulated : .inverter
@@ -33,12 +38,18 @@ extension GridConfiguration {
         }
         fields.acknowledge("scada_enabled", "the key is ignored; the scada: block serves the site to plant SCADA")
         let droop = fields.fields("droop_settings").map { DroopSettings.decode($0, r) } ?? .seedDefault
-        fields.finish(known: "mode, frequency_source, scada_enabled, droop_settings")
+        fields.finish(Self.keys)
         return GridConfiguration(mode: mode, frequencySource: source, droop: droop)
     }
 }
 
 extension DroopSettings {
+    /// The keys of `grid_integration.droop_settings`.
+    static let keys = ConfigKeys("grid_integration.droop_settings", [
+        "enabled", "nominal_hz", "deadband_hz", "droop_percent", "droop_percent_under", "droop_percent_over",
+        "reference", "response_time_s",
+    ])
+
     /// `grid_integration.droop_settings:` — the frequency response: nominal, deadband, droops, reference.
     static func decode(_ d: ConfigReader.Fields, _ r: ConfigReader) -> DroopSettings {
         var droop = DroopSettings.seedDefault
@@ -71,7 +82,7 @@ extension DroopSettings {
         droop.reference = d.choice("reference", [("edge", DroopReference.edge), ("nominal", .nominal)], default: .edge)
         let response = d.double("response_time_s", default: 5, range: 0...600, unit: "seconds")!
         droop.responseTime = .seconds(fromDouble: response)
-        d.finish(known: "enabled, nominal_hz, deadband_hz, droop_percent, droop_percent_under, droop_percent_over, reference, response_time_s")
+        d.finish(Self.keys)
         return droop
     }
 }

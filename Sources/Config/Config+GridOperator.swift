@@ -2,11 +2,26 @@ import ControlCore
 internal import Yams
 
 extension GridLimitInputsConfiguration {
+    /// The keys of `grid_operator`.
+    static let operatorKeys = ConfigKeys("grid_operator", [
+        "inputs",
+    ])
+
+    /// The keys of `grid_operator.inputs.contacts[]`.
+    static let contactKeys = ConfigKeys("grid_operator.inputs.contacts[]", [
+        "input", "limit_percent",
+    ])
+
+    /// The keys of `grid_operator.inputs`.
+    static let keys = ConfigKeys("grid_operator.inputs", [
+        "modbus", "function", "active", "debounce_ms", "poll_ms", "lost_after_s", "contacts",
+    ])
+
     /// `grid_operator:` — the grid operator's relay contacts through a Modbus I/O module.
     static func decode(_ fields: ConfigReader.Fields?, _ r: ConfigReader, units: [UnitConfiguration],
                                    site: SiteConfiguration, scada: ScadaConfiguration?) -> GridLimitInputsConfiguration? {
         guard let fields else { return nil }
-        defer { fields.finish(known: "inputs") }
+        defer { fields.finish(Self.operatorKeys) }
         guard let i = fields.fields("inputs") else {
             if !fields.has("inputs") { r.error(fields.node, fields.child("inputs"), "is required (the relay contacts and their module)") }
             return nil
@@ -46,7 +61,7 @@ extension GridLimitInputsConfiguration {
                 if input == nil, !c.has("input") { r.error(node, c.child("input"), "is required (the input or coil address on the module)") }
                 let limit = c.double("limit_percent", range: 0...100, unit: "%")
                 if limit == nil, !c.has("limit_percent") { r.error(node, c.child("limit_percent"), "is required (0–100)") }
-                c.finish(known: "input, limit_percent")
+                c.finish(Self.contactKeys)
                 if let input {
                     if let first = seen[input] {
                         r.error(c.mark("input"), c.child("input"), "is contacts[\(first)]'s input too", got: String(input))
@@ -61,7 +76,7 @@ extension GridLimitInputsConfiguration {
         } else if !i.has("contacts") {
             r.error(i.node, i.child("contacts"), "is required: one to four {input, limit_percent}")
         }
-        i.finish(known: "modbus, function, active, debounce_ms, poll_ms, lost_after_s, contacts")
+        i.finish(Self.keys)
         guard let modbus, !contacts.isEmpty else { return nil }
         return GridLimitInputsConfiguration(modbus: modbus, function: function, activeHigh: active, debounceMs: debounce,
                                             pollMs: poll, lostAfterSeconds: lost, contacts: contacts)

@@ -2,6 +2,11 @@ import ControlCore
 internal import Yams
 
 extension InterlockOverride {
+    /// The keys of `interlocks.CODE`.
+    static let keys = ConfigKeys("interlocks.CODE", [
+        "enabled", "threshold", "hysteresis", "delay_s", "hold_s", "severity", "derate_start", "direction",
+    ])
+
     /// `interlocks:` — overrides of the rule table, keyed by trip code; a latch stays a latch.
     static func decodeTable(_ fields: ConfigReader.Fields?, _ r: ConfigReader) -> [TripCode: InterlockOverride] {
         guard let fields, case .mapping(let mapping) = fields.node else { return [:] }
@@ -58,7 +63,7 @@ extension InterlockOverride {
                         "cannot be lowered: \(code.name) is a safety latch that only an operator reset clears",
                         got: severity)
             }
-            o.finish(known: "enabled, threshold, hysteresis, delay_s, hold_s, severity, derate_start, direction")
+            o.finish(Self.keys)
             result[code] = entry
         }
         return result

@@ -3,6 +3,11 @@ import Fieldbus
 internal import Yams
 
 extension MappedRegister {
+    /// The keys of a register of a register_map (power, setpoint, …).
+    static let keys = ConfigKeys("a register of a register_map (power, setpoint, …)", [
+        "address", "type", "scale", "word_order",
+    ])
+
     /// A register of a map (`power:`, `setpoint:`, …): address, type, scale and word order; `required`
     /// reports its absence.
     static func decode(_ parent: ConfigReader.Fields, _ key: String, _ r: ConfigReader, required: Bool)
@@ -18,7 +23,7 @@ extension MappedRegister {
         let scale = f.double("scale", default: 1)!
         if scale == 0 { r.error(f.mark("scale"), f.child("scale"), "must not be 0", got: "0") }
         let order = f.choice("word_order", [("high_first", false), ("low_first", true)], default: false)
-        f.finish(known: "address, type, scale, word_order")
+        f.finish(Self.keys)
         guard let address, scale != 0 else { return nil }
         if address + (type == .int16 || type == .uint16 ? 1 : 2) > 65536 {
             r.error(f.mark("address"), f.child("address"), "the value runs past register 65535", got: String(address))
@@ -29,6 +34,12 @@ extension MappedRegister {
 }
 
 extension RegisterMapSpec {
+    /// The keys of `bess_units[].inverter.register_map`.
+    static let keys = ConfigKeys("bess_units[].inverter.register_map", [
+        "power", "frequency", "fault", "fault_values", "setpoint", "revert_timeout", "enable", "enable_value",
+        "rating_kw",
+    ])
+
     /// An inverter's `register_map:` — the registers of an inverter that does not speak SunSpec; power,
     /// setpoint and the revert timer are required.
     static func decode(_ m: ConfigReader.Fields, _ r: ConfigReader) -> RegisterMapSpec? {
@@ -49,7 +60,7 @@ extension RegisterMapSpec {
         let enable = MappedRegister.decode(m, "enable", r, required: false)
         let enableValue = m.double("enable_value", default: 1)!
         let rating = m.double("rating_kw", range: 0...100_000, exclusiveLower: true, unit: "kW")
-        m.finish(known: "power, frequency, fault, fault_values, setpoint, revert_timeout, enable, enable_value, rating_kw")
+        m.finish(Self.keys)
         guard let power, let setpoint, let revert else { return nil }
         return RegisterMapSpec(power: power, frequency: frequency, fault: fault, faultValues: faultValues, setpoint: setpoint,
                                revertTimeout: revert, enable: enable, enableValue: enableValue,
@@ -58,6 +69,11 @@ extension RegisterMapSpec {
 }
 
 extension ModbusSettings {
+    /// The keys of modbus (bess_units[].modbus, site.meter.modbus, scada.serial, grid_operator.inputs.modbus).
+    static let keys = ConfigKeys("modbus (bess_units[].modbus, site.meter.modbus, scada.serial, grid_operator.inputs.modbus)", [
+        "host", "port", "device", "baud", "parity", "data_bits", "stop_bits", "rs485", "unit_id", "timeout_ms",
+    ])
+
     /// A `modbus:` endpoint: `host` (Modbus TCP) or `device` (Modbus RTU with its line settings), unit id and timeout.
     static func decode(_ m: ConfigReader.Fields, _ r: ConfigReader) -> ModbusSettings? {
         var host = m.string("host")
@@ -100,7 +116,7 @@ extension ModbusSettings {
             r.error(m.node, m.path, "needs host (Modbus TCP) or device (Modbus RTU)")
         }
         let unitID = m.int("unit_id", default: 1, range: unitRange)!
-        m.finish(known: "host, port, device, baud, parity, data_bits, stop_bits, rs485, unit_id, timeout_ms")
+        m.finish(Self.keys)
         return transport.map { ModbusSettings(transport: $0, unitID: unitID, timeoutMs: timeout) }
     }
 }

@@ -2,13 +2,18 @@ import BessSystem
 internal import Yams
 
 extension RealtimeSettings {
+    /// The keys of `realtime`.
+    static let keys = ConfigKeys("realtime", [
+        "priority", "lock_memory", "cpu_dma_latency_us", "cpu",
+    ])
+
     /// `realtime:` — SCHED_FIFO priority, memory locking, the DMA latency held and the CPU pin.
     static func decode(_ rt: ConfigReader.Fields, _ r: ConfigReader) -> RealtimeSettings {
         let priority = rt.int("priority", default: 60, range: 1...99)!
         let lock = rt.bool("lock_memory", default: true)
         let latency = rt.int("cpu_dma_latency_us", range: 0...10_000, unit: "µs")
         let cpu = decodeCPU(rt, r)
-        rt.finish(known: "priority, lock_memory, cpu_dma_latency_us, cpu")
+        rt.finish(Self.keys)
         return RealtimeSettings(priority: priority, lockMemory: lock,
                                 cpuDMALatencyMicroseconds: rt.has("cpu_dma_latency_us") ? latency : 0, cpu: cpu)
     }

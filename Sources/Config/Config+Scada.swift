@@ -2,6 +2,11 @@ import ControlCore
 internal import Yams
 
 extension ScadaConfiguration {
+    /// The keys of `scada`.
+    static let keys = ConfigKeys("scada", [
+        "listen", "unit_id", "allow_from", "writes", "max_hold_s", "idle_timeout_s", "max_clients", "serial",
+    ])
+
     /// `scada:` — the site as a SunSpec device on Modbus TCP.
     static func decode(_ fields: ConfigReader.Fields?, _ r: ConfigReader, units: [UnitConfiguration]) -> ScadaConfiguration? {
         guard let fields else { return nil }
@@ -60,7 +65,7 @@ extension ScadaConfiguration {
                 break
             }
         }
-        fields.finish(known: "listen, unit_id, allow_from, writes, max_hold_s, idle_timeout_s, max_clients, serial")
+        fields.finish(Self.keys)
         var scada = ScadaConfiguration(host: host, port: port, unitID: unitID, allowFrom: allow, writes: writes,
                                        maxHoldSeconds: hold, idleTimeoutSeconds: idle, maxClients: clients)
         scada.serial = serial

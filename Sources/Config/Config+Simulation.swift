@@ -3,6 +3,13 @@ import Foundation
 internal import Yams
 
 extension SimulationConfiguration {
+    /// The keys of `simulation`.
+    static let keys = ConfigKeys("simulation", [
+        "initial_soc_percent", "initial_soc_percent_by_unit", "ambient_c", "frequency_profile", "base_hz",
+        "amplitude_hz", "step_period_s", "seed", "ramp_to_hz", "ramp_start_s", "ramp_duration_s", "trace_file",
+        "faults", "hottest_cell_above_pack_c", "load", "pv", "meter_model",
+    ])
+
     /// `simulation:` — the simulated site: state of charge, frequency profile, faults, load, PV and meter.
     static func decode(_ fields: ConfigReader.Fields?, _ nominal: Double, units: [String], file: String,
                        _ r: ConfigReader) -> SimulationConfiguration {
@@ -55,13 +62,18 @@ extension SimulationConfiguration {
         if let pv = fields.fields("pv") { simulation.pv = PowerProfile.decode(pv, file: file, r, nonNegative: true) }
         simulation.meterModel = fields.choice(
             "meter_model", [("201", UInt16(201)), ("202", 202), ("203", 203), ("204", 204)], default: 203)
-        fields.finish(known: "initial_soc_percent, initial_soc_percent_by_unit, ambient_c, frequency_profile, base_hz, amplitude_hz, step_period_s, seed, ramp_to_hz, ramp_start_s, ramp_duration_s, trace_file, faults, hottest_cell_above_pack_c, load, pv, meter_model")
+        fields.finish(Self.keys)
         return simulation
     }
 
 }
 
 extension PowerProfile {
+    /// The keys of `simulation.load, simulation.pv`.
+    static let keys = ConfigKeys("simulation.load, simulation.pv", [
+        "profile", "base_kw", "levels_kw", "step_period_s", "trace_file",
+    ])
+
     /// `simulation.load` / `simulation.pv`: steady, steps or a `seconds,kw` trace.
     static func decode(_ f: ConfigReader.Fields, file: String, _ r: ConfigReader, nonNegative: Bool = false) -> PowerProfile {
         let range: ClosedRange<Double> = nonNegative ? 0...1_000_000 : -1_000_000...1_000_000
@@ -91,13 +103,20 @@ extension PowerProfile {
             r.error(f.mark("profile"), f.child("trace_file"), "is required for profile: trace")
         default: break
         }
-        f.finish(known: "profile, base_kw, levels_kw, step_period_s, trace_file")
+        f.finish(Self.keys)
         return profile
     }
 
 }
 
 extension BMSOverride {
+    /// The keys of `simulation.faults[].bms` (a `bms_values` fault), each optional.
+    static let keys = ConfigKeys("simulation.faults[].bms", [
+        "soc_percent", "pack_voltage_v", "pack_current_a", "cell_voltage_min_v", "cell_voltage_max_v",
+        "temperature_min_c", "temperature_max_c", "charge_current_limit_a", "discharge_current_limit_a",
+        "charge_enabled", "discharge_enabled", "protections", "alarms",
+    ])
+
     /// The names of the BMS conditions a `bms_values` fault can raise.
     static let conditionNames: [(String, BMSConditions)] = [
         ("cell_overvoltage", .cellOvervoltage), ("cell_undervoltage", .cellUndervoltage),
@@ -133,16 +152,20 @@ extension BMSOverride {
             }
             if key == "protections" { o.protections = set } else { o.alarms = set }
         }
-        let known = "soc_percent, pack_voltage_v, pack_current_a, cell_voltage_min_v, cell_voltage_max_v, temperature_min_c, temperature_max_c, charge_current_limit_a, discharge_current_limit_a, charge_enabled, discharge_enabled, protections, alarms"
-        if !known.split(separator: ",").contains(where: { b.has($0.trimmingCharacters(in: .whitespaces)) }) {
-            r.error(b.mark(""), b.path, "names no value to report; known: \(known)")
+        if !keys.names.contains(where: b.has) {
+            r.error(b.mark(""), b.path, "names no value to report; known: \(keys.list)")
         }
-        b.finish(known: known)
+        b.finish(Self.keys)
         return o
     }
 }
 
 extension FaultInjection {
+    /// The keys of `simulation.faults[]`.
+    static let keys = ConfigKeys("simulation.faults[]", [
+        "kind", "unit", "at_s", "duration_s", "delay_s", "bms", "group",
+    ])
+
     /// One entry of `simulation.faults:` — its kind, unit, window and the values its kind needs; nil without a kind.
     static func decode(_ f: ConfigReader.Fields, node: Node, path: String, units: [String], _ r: ConfigReader) -> FaultInjection? {
         let kinds = FaultInjection.Kind.allCases.map { ($0.rawValue, Optional($0)) }
@@ -178,7 +201,7 @@ extension FaultInjection {
         } else if f.has("group") {
             r.error(f.mark("group"), "\(path).group", "applies only to kind: bms_group_silence")
         }
-        f.finish(known: "kind, unit, at_s, duration_s, delay_s, bms, group")
+        f.finish(Self.keys)
         guard let kind else { return nil }
         return FaultInjection(kind: kind, unit: unit, atSeconds: at, durationSeconds: duration,
                               delaySeconds: delay, bmsValues: values, silencedGroups: groups)

@@ -1,8 +1,28 @@
 import ControlCore
-internal import Yams
 import Fieldbus
+internal import Yams
 
 extension SiteConfiguration {
+    /// The keys of `site.grid_limits`.
+    static let gridLimitsKeys = ConfigKeys("site.grid_limits", [
+        "import_max_kw", "export_max_kw",
+    ])
+
+    /// The keys of `site.peak_shaving`.
+    static let peakShavingKeys = ConfigKeys("site.peak_shaving", [
+        "import_max_kw", "recharge_below_kw",
+    ])
+
+    /// The keys of `site.self_consumption`.
+    static let selfConsumptionKeys = ConfigKeys("site.self_consumption", [
+        "target_grid_kw",
+    ])
+
+    /// The keys of `site`.
+    static let keys = ConfigKeys("site", [
+        "meter", "grid_limits", "application", "peak_shaving", "self_consumption", "soc_reserve_percent",
+    ])
+
     /// `site:` — the grid connection point: its meter, limits and application.
     static func decode(_ fields: ConfigReader.Fields?, _ r: ConfigReader, mode: RunMode, units: [UnitConfiguration])
         -> SiteConfiguration
@@ -13,7 +33,7 @@ extension SiteConfiguration {
         if let limits = fields.fields("grid_limits") {
             site.importMaxKW = limits.double("import_max_kw", range: 0...1_000_000, unit: "kW")
             site.exportMaxKW = limits.double("export_max_kw", range: 0...1_000_000, unit: "kW")
-            limits.finish(known: "import_max_kw, export_max_kw")
+            limits.finish(Self.gridLimitsKeys)
             if site.meter == nil { r.error(fields.mark("grid_limits"), fields.child("grid_limits"), "needs site.meter (limits are held at the meter)") }
         }
         let application = fields.choice("application", [("none", "none"), ("peak_shaving", "peak_shaving"),
@@ -42,8 +62,8 @@ extension SiteConfiguration {
             site.application = .selfConsumption(targetGrid: .kilowatts(target))
         default: break
         }
-        peak?.finish(known: "import_max_kw, recharge_below_kw")
-        selfConsumption?.finish(known: "target_grid_kw")
+        peak?.finish(Self.peakShavingKeys)
+        selfConsumption?.finish(Self.selfConsumptionKeys)
         if application != "peak_shaving", let peak {
             r.error(peak.node, fields.child("peak_shaving"), "applies only to application: peak_shaving", got: "application: \(application)")
         }
@@ -56,12 +76,17 @@ extension SiteConfiguration {
                     got: application)
         }
         site.socReservePercent = fields.double("soc_reserve_percent", default: 0, range: 0...100, unit: "%")!
-        fields.finish(known: "meter, grid_limits, application, peak_shaving, self_consumption, soc_reserve_percent")
+        fields.finish(Self.keys)
         return site
     }
 }
 
 extension MeterConfiguration {
+    /// The keys of `site.meter`.
+    static let keys = ConfigKeys("site.meter", [
+        "simulated", "modbus", "protocol", "register_map", "import_positive", "stale_after_s", "max_lag_s",
+    ])
+
     /// `site.meter:` — the grid meter: simulated or on Modbus, SunSpec or a register map, its sign and timing.
     static func decode(_ m: ConfigReader.Fields, _ r: ConfigReader, mode: RunMode, units: [UnitConfiguration]) -> MeterConfiguration {
         let simulated = m.bool("simulated", default: false)
@@ -84,7 +109,7 @@ extension MeterConfiguration {
         let importPositive = m.bool("import_positive", default: true)
         let stale = m.double("stale_after_s", default: 3, range: 0.05...60, unit: "seconds")!
         let lag = m.double("max_lag_s", default: 1, range: 0...10, unit: "seconds")!
-        m.finish(known: "simulated, modbus, protocol, register_map, import_positive, stale_after_s, max_lag_s")
+        m.finish(Self.keys)
         let real = mode == .hardware || (mode == .hil && !simulated)
         if real, modbus == nil, !m.has("modbus") {
             r.error(m.node, m.child("modbus"), "is required for a real meter in mode \(mode.rawValue)"
@@ -104,13 +129,18 @@ extension MeterConfiguration {
 }
 
 extension MeterRegisterMap {
+    /// The keys of `site.meter.register_map`.
+    static let keys = ConfigKeys("site.meter.register_map", [
+        "power", "frequency", "imported_energy", "exported_energy",
+    ])
+
     /// `site.meter.register_map:` — the registers of a meter that does not speak SunSpec; power is required.
     static func decode(_ mapFields: ConfigReader.Fields, _ r: ConfigReader) -> MeterRegisterMap? {
         let power = MappedRegister.decode(mapFields, "power", r, required: true)
         let frequency = MappedRegister.decode(mapFields, "frequency", r, required: false)
         let imported = MappedRegister.decode(mapFields, "imported_energy", r, required: false)
         let exported = MappedRegister.decode(mapFields, "exported_energy", r, required: false)
-        mapFields.finish(known: "power, frequency, imported_energy, exported_energy")
+        mapFields.finish(Self.keys)
         return power.map { MeterRegisterMap(power: $0, frequency: frequency, importedEnergy: imported, exportedEnergy: exported) }
     }
 }

@@ -2,6 +2,11 @@ import Fieldbus
 internal import Yams
 
 extension UnitConfiguration {
+    /// The keys of `bess_units[]`.
+    static let keys = ConfigKeys("bess_units[]", [
+        "id", "campus_id", "capacity_kwh", "max_power_kw", "modbus", "inverter", "bms",
+    ])
+
     /// `bess_units:` — one entry per battery unit, then the checks across units: one set of settings per
     /// serial line, one unit per device, one BMS per CAN interface.
     static func decodeList(_ top: ConfigReader.Fields, _ r: ConfigReader, mode: RunMode) -> [UnitConfiguration]? {
@@ -50,7 +55,7 @@ extension UnitConfiguration {
                 r.error(node, "\(path).modbus", "is required for a real inverter in mode \(mode.rawValue)"
                         + (mode == .hil ? " (or set inverter.simulated: true)" : ""))
             }
-            u.finish(known: "id, campus_id, capacity_kwh, max_power_kw, modbus, inverter, bms")
+            u.finish(Self.keys)
             if let id, let capacity, let power {
                 units.append(UnitConfiguration(
                     id: id, campusID: campus, capacityKWh: capacity, maxPowerKW: power, modbus: modbus,
@@ -98,6 +103,11 @@ extension UnitConfiguration {
 }
 
 extension InverterSettings {
+    /// The keys of `bess_units[].inverter`.
+    static let keys = ConfigKeys("bess_units[].inverter", [
+        "simulated", "protocol", "stale_after_s", "startup_grace_s", "register_map",
+    ])
+
     /// A unit's `inverter:` — simulated or real, its protocol and, for `register_map`, the map; with the
     /// unit's stale and start-up grace times, which `UnitConfiguration` keeps.
     static func decode(_ inv: ConfigReader.Fields, _ r: ConfigReader, mode: RunMode)
@@ -120,12 +130,18 @@ extension InverterSettings {
         } else if inverter.protocolName == .registerMap {
             r.error(inv.mark("protocol"), inv.child("register_map"), "is required for protocol: register_map")
         }
-        inv.finish(known: "simulated, protocol, stale_after_s, startup_grace_s, register_map")
+        inv.finish(Self.keys)
         return (inverter, stale, grace)
     }
 }
 
 extension BMSSettings {
+    /// The keys of `bess_units[].bms`.
+    static let keys = ConfigKeys("bess_units[].bms", [
+        "simulated", "interface", "protocol", "bitrate", "stale_after_s", "startup_grace_s", "cells_in_series",
+        "manage_interface", "restart_ms",
+    ])
+
     /// A unit's BMS when its `bms:` block is left out: a Pylontech pack of 16 cells on can0 at 500 kbit/s.
     static let unitDefault = BMSSettings(simulated: false, interface: "can0", protocolName: .pylontech, bitrate: 500_000,
                                          staleAfterSeconds: 3, cellsInSeries: 16)
@@ -147,7 +163,7 @@ extension BMSSettings {
         bms.cellsInSeries = b.int("cells_in_series", default: 16, range: 1...1000)!
         bms.manageInterface = b.bool("manage_interface", default: false)
         bms.restartMs = b.int("restart_ms", default: 100, range: 0...60_000, unit: "milliseconds")!
-        b.finish(known: "simulated, interface, protocol, bitrate, stale_after_s, startup_grace_s, cells_in_series, manage_interface, restart_ms")
+        b.finish(Self.keys)
         return bms
     }
 }

@@ -6,6 +6,17 @@ internal import Yams
 
 /// Loads and validates a bessd configuration.
 public enum ConfigLoader {
+    /// The top-level keys.
+    static let topLevelKeys = ConfigKeys("(top level)", [
+        "mode", "period_ms", "control_socket", "state_directory", "bess_units", "grid_integration", "limits",
+        "interlocks", "aggregator", "simulation", "realtime", "metrics_listen", "site", "scada", "grid_operator",
+    ])
+
+    /// The keys of `limits`.
+    static let limitsKeys = ConfigKeys("limits", [
+        "ramp_percent_per_s", "schedule_ramp_percent_per_s",
+    ])
+
     /// Loads the file at `path`.
     public static func load(path: String) throws(ConfigurationError) -> BessdConfiguration {
         guard let data = FileManager.default.contents(atPath: path) else {
@@ -52,6 +63,15 @@ public enum ConfigLoader {
         return loaded
     }
 
+    /// The keys each section's decoder asked for while reading `text`, by `ConfigKeys.section`, whether
+    /// the file was valid or not: the tests hold them to the keys each section declares.
+    static func keysRead(_ text: String, file: String) -> [String: Set<String>] {
+        guard let root = try? Yams.compose(yaml: text) else { return [:] }
+        let reader = ConfigReader(file: file)
+        _ = decode(root, reader)
+        return reader.keysRead
+    }
+
     static func idPattern(_ text: String) -> Bool { IdentifierRule.accepts(text) }
 
     /// The whole file: the top-level keys, each section by its own decoder, then the checks across sections.
@@ -72,7 +92,7 @@ public enum ConfigLoader {
             limitRamp = limits.double("ramp_percent_per_s", default: 10, range: 0...1000, exclusiveLower: true, unit: "%/s")!
             scheduleRamp = limits.double("schedule_ramp_percent_per_s", default: 10, range: 0...1000,
                                          exclusiveLower: true, unit: "%/s")!
-            limits.finish(known: "ramp_percent_per_s, schedule_ramp_percent_per_s")
+            limits.finish(Self.limitsKeys)
         }
         let interlocks = InterlockOverride.decodeTable(top.fields("interlocks"), r)
         var aggregator = top.fields("aggregator").map { AggregatorConfiguration.decode($0, r) }
@@ -89,7 +109,7 @@ public enum ConfigLoader {
         let site = SiteConfiguration.decode(top.fields("site"), r, mode: mode, units: units ?? [])
         let scada = ScadaConfiguration.decode(top.fields("scada"), r, units: units ?? [])
         let inputs = GridLimitInputsConfiguration.decode(top.fields("grid_operator"), r, units: units ?? [], site: site, scada: scada)
-        top.finish(known: "mode, period_ms, control_socket, state_directory, bess_units, grid_integration, limits, interlocks, aggregator, simulation, realtime, metrics_listen, site, scada, grid_operator")
+        top.finish(Self.topLevelKeys)
         if grid?.frequencySource == .meter, site.meter == nil {
             r.error(top.fields("grid_integration")?.mark("frequency_source"), "grid_integration.frequency_source",
                     "needs site.meter (the meter whose frequency it reads)", got: "meter")

@@ -6,6 +6,9 @@ internal import Yams
 final class ConfigReader {
     let file: String
     private(set) var diagnostics: [ConfigDiagnostic] = []
+    /// The keys each section's decoder asked for, present in the file or not, by `ConfigKeys.section`:
+    /// the tests hold them to the keys the section declares.
+    fileprivate(set) var keysRead: [String: Set<String>] = [:]
 
     init(file: String) { self.file = file }
 
@@ -31,7 +34,7 @@ final class ConfigReader {
         }
     }
 
-    /// A mapping's keys, read one by one; `finish()` reports the keys nobody asked for.
+    /// A mapping's keys, read one by one; `finish(_:)` reports the keys nobody asked for.
     final class Fields {
         let reader: ConfigReader
         let node: Node
@@ -76,10 +79,19 @@ final class ConfigReader {
             }
         }
 
-        /// Reports every key that was never read.
-        func finish(known: String? = nil) {
+        /// Reports every key that was never read as unknown, listing the section's keys, and adds the
+        /// keys read to the reader's `keysRead`.
+        func finish(_ keys: ConfigKeys) {
+            reader.keysRead[keys.section, default: []].formUnion(used)
+            reportUnread(hint: "; known keys: \(keys.list)")
+        }
+
+        /// Reports every key that was never read, for a mapping whose keys are names given elsewhere
+        /// in the file (unit ids).
+        func finish() { reportUnread(hint: "") }
+
+        private func reportUnread(hint: String) {
             for pair in pairs where !used.contains(pair.key) {
-                let hint = known.map { "; known keys: \($0)" } ?? ""
                 reader.error(pair.keyNode, child(pair.key), "unknown key\(hint)")
             }
         }
