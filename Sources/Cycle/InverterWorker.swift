@@ -71,6 +71,16 @@ public final class InverterWorker: @unchecked Sendable {
             self.registerMap = registerMap
             self.meter = meter
         }
+
+        /// What the configuration says the device is (discovery turns it into a `ModbusDevice`).
+        public var kind: ModbusDevice.Kind {
+            switch (meter, registerMap) {
+            case (.sunspec?, _): .sunspecMeter
+            case (.registerMap(let map)?, _): .meterMap(map)
+            case (nil, let spec?): .registerMapInverter(spec)
+            case (nil, nil): .sunspecInverter
+            }
+        }
     }
 
     /// How a meter on the wire is read.
@@ -79,70 +89,6 @@ public final class InverterWorker: @unchecked Sendable {
         case sunspec
         /// A configured register map.
         case registerMap(MeterRegisterMap)
-    }
-
-    /// How one inverter is read and commanded.
-    enum Driver {
-        case sunspec(SunSpecInverter)
-        case registerMap(RegisterMapInverter)
-        case meter(SunSpecMeter)
-        case meterMap(MeterRegisterMap)
-
-        func readStatus(_ c: inout some RegisterAccess) throws(DeviceError) -> InverterReading {
-            switch self {
-            case .sunspec(let inverter): return try inverter.readStatus(&c)
-            case .registerMap(let inverter): return try inverter.readStatus(&c)
-            case .meter(let meter): return Self.carried(try meter.read(&c))
-            case .meterMap(let map): return Self.carried(try map.read(&c))
-            }
-        }
-
-        /// A meter's reading in the slot's shape: W as the meter states it, and its Hz.
-        static func carried(_ reading: MeterReading) -> InverterReading {
-            InverterReading(activePower: reading.gridPower, frequency: reading.frequency)
-        }
-
-        /// Writes the setpoint (a meter takes none: nothing is written).
-        func command(_ power: Watts, revertSeconds: Int, rearm: Bool = true, _ c: inout some RegisterAccess) throws(DeviceError) {
-            switch self {
-            case .sunspec(let inverter): try inverter.command(power, revertSeconds: revertSeconds, rearm: rearm, &c)
-            case .registerMap(let inverter): try inverter.command(power, revertSeconds: revertSeconds, rearm: rearm, &c)
-            case .meter, .meterMap: return
-            }
-        }
-
-        /// Re-reads the static values (nameplate, settings, scale factors) of a discovered device;
-        /// the model chain is not walked again. A register map and a meter (its scale factors are
-        /// in the polled span) have none.
-        func refreshed(_ c: inout ModbusUnit) throws(DeviceError) -> Driver {
-            switch self {
-            case .sunspec(let inverter): return .sunspec(try SunSpecInverter.open(&c, map: inverter.map))
-            case .registerMap, .meter, .meterMap: return self
-            }
-        }
-
-        /// The one request a poll takes, or nil when the device needs several (a register map whose
-        /// registers lie far apart): such a device stays with its worker's own thread.
-        var pollRequest: (address: Int, count: Int)? {
-            switch self {
-            case .sunspec(let inverter):
-                let span = SunSpecInverter.pollSpan(inverter.measurement.id)
-                return (inverter.measurement.address + span.lowerBound, span.count)
-            case .registerMap(let inverter):
-                return inverter.pollSpan.map { ($0.lowerBound, $0.count) }
-            case .meter(let meter):
-                return (meter.model.address + SunSpecMeter.pollSpan.lowerBound, SunSpecMeter.pollSpan.count)
-            case .meterMap(let map):
-                return map.pollSpan.map { ($0.lowerBound, $0.count) }
-            }
-        }
-
-        /// The write requests a command makes, in order, without sending them.
-        func writes(_ power: Watts, revertSeconds: Int, rearm: Bool) throws(DeviceError) -> [(address: Int, values: [UInt16])] {
-            var recorded = RecordedWrites()
-            try command(power, revertSeconds: revertSeconds, rearm: rearm, &recorded)
-            return recorded.writes
-        }
     }
 
     /// What a failure says about the wire, and so what the worker does next.
@@ -257,7 +203,7 @@ public final class InverterWorker: @unchecked Sendable {
     var pollerFailure: (index: Int, error: DeviceError)?
 
     struct DeviceState {
-        var inverter: Driver? { didSet { pollRequest = inverter?.pollRequest } }
+        var inverter: ModbusDevice? { didSet { pollRequest = inverter?.pollRequest } }
         /// The inverter's poll request, kept with it: the poller asks for it every round, and
         /// asking the driver each time copies it (a retain per reference it holds).
         private(set) var pollRequest: (address: Int, count: Int)?
@@ -577,25 +523,9 @@ public final class InverterWorker: @unchecked Sendable {
         var unit = connection.unit(device.unitID)
         do throws(DeviceError) {
             if states[index].inverter == nil {
-                if let meter = device.meter {
-                    switch meter {
-                    case .sunspec:
-                        let found = try SunSpecMeter.open(&unit)
-                        states[index].inverter = .meter(found)
-                        log("unit id \(device.unitID) on \(endpoint): SunSpec meter, model \(found.model.id)", about: device)
-                    case .registerMap(let map):
-                        states[index].inverter = .meterMap(map)
-                        log("unit id \(device.unitID) on \(endpoint): meter by register map, power at \(map.power.address)", about: device)
-                    }
-                } else if let map = device.registerMap {
-                    states[index].inverter = .registerMap(RegisterMapInverter(spec: map))
-                    log("unit id \(device.unitID) on \(endpoint): register map, setpoint at \(map.setpoint.address)", about: device)
-                } else {
-                    let sunspec = try SunSpecInverter.open(&unit)
-                    states[index].inverter = .sunspec(sunspec)
-                    log("unit id \(device.unitID) on \(endpoint): SunSpec models \(sunspec.map.models.map(\.id)), "
-                        + "command via \(sunspec.commandPath.rawValue)", about: device)
-                }
+                let discovered = try ModbusDevice.discover(device.kind, &unit)
+                states[index].inverter = discovered.device
+                log("unit id \(device.unitID) on \(endpoint): \(discovered.found)", about: device)
                 states[index].staticsAt = now()
             } else if now() - states[index].staticsAt >= staticsEvery {
                 // Nameplate, settings and scale factors change rarely: re-read them once a minute,

@@ -1,0 +1,97 @@
+public import ControlCore
+
+/// A device on a Modbus link as bessd drives it, whatever its protocol: a SunSpec inverter, an
+/// inverter by register map, a SunSpec meter or a meter by register map. The protocol dispatch lives
+/// here, beside the protocols; the bus worker only says which device to drive and when.
+public enum ModbusDevice: Sendable {
+    case sunspec(SunSpecInverter)
+    case registerMap(RegisterMapInverter)
+    case meter(SunSpecMeter)
+    case meterMap(MeterRegisterMap)
+
+    /// What the configuration says a device is, before it has been discovered.
+    public enum Kind: Sendable, Equatable {
+        /// A SunSpec inverter (704 or 124), found by walking its model chain.
+        case sunspecInverter
+        /// An inverter driven through a configured register map.
+        case registerMapInverter(RegisterMapSpec)
+        /// A SunSpec meter (models 201–204), found by walking its model chain.
+        case sunspecMeter
+        /// A meter read through a configured register map.
+        case meterMap(MeterRegisterMap)
+    }
+
+    /// Discovers the device (walks a SunSpec chain; a register map needs no request) and says what
+    /// was found, in a line for the journal.
+    public static func discover(_ kind: Kind, _ unit: inout ModbusUnit) throws(DeviceError) -> (device: ModbusDevice, found: String) {
+        switch kind {
+        case .sunspecMeter:
+            let meter = try SunSpecMeter.open(&unit)
+            return (.meter(meter), "SunSpec meter, model \(meter.model.id)")
+        case .meterMap(let map):
+            return (.meterMap(map), "meter by register map, power at \(map.power.address)")
+        case .registerMapInverter(let spec):
+            return (.registerMap(RegisterMapInverter(spec: spec)), "register map, setpoint at \(spec.setpoint.address)")
+        case .sunspecInverter:
+            let inverter = try SunSpecInverter.open(&unit)
+            return (.sunspec(inverter), "SunSpec models \(inverter.map.models.map(\.id)), command via \(inverter.commandPath.rawValue)")
+        }
+    }
+
+    /// Reads power, frequency and fault state (a meter: W as the meter states it, and its Hz).
+    public func readStatus(_ c: inout some RegisterAccess) throws(DeviceError) -> InverterReading {
+        switch self {
+        case .sunspec(let inverter): return try inverter.readStatus(&c)
+        case .registerMap(let inverter): return try inverter.readStatus(&c)
+        case .meter(let meter): return Self.carried(try meter.read(&c))
+        case .meterMap(let map): return Self.carried(try map.read(&c))
+        }
+    }
+
+    /// A meter's reading in an inverter reading's shape: W as the meter states it, and its Hz.
+    static func carried(_ reading: MeterReading) -> InverterReading {
+        InverterReading(activePower: reading.gridPower, frequency: reading.frequency)
+    }
+
+    /// Writes the setpoint with the revert timer (a meter takes none: nothing is written).
+    public func command(_ power: Watts, revertSeconds: Int, rearm: Bool = true, _ c: inout some RegisterAccess) throws(DeviceError) {
+        switch self {
+        case .sunspec(let inverter): try inverter.command(power, revertSeconds: revertSeconds, rearm: rearm, &c)
+        case .registerMap(let inverter): try inverter.command(power, revertSeconds: revertSeconds, rearm: rearm, &c)
+        case .meter, .meterMap: return
+        }
+    }
+
+    /// Re-reads the static values (nameplate, settings, scale factors) of a discovered device; the
+    /// model chain is not walked again. A register map and a meter (its scale factors are in the
+    /// polled span) have none.
+    public func refreshed(_ c: inout ModbusUnit) throws(DeviceError) -> ModbusDevice {
+        switch self {
+        case .sunspec(let inverter): return .sunspec(try SunSpecInverter.open(&c, map: inverter.map))
+        case .registerMap, .meter, .meterMap: return self
+        }
+    }
+
+    /// The one request a poll takes, or nil when the device needs several (a register map whose
+    /// registers lie far apart).
+    public var pollRequest: (address: Int, count: Int)? {
+        switch self {
+        case .sunspec(let inverter):
+            let span = SunSpecInverter.pollSpan(inverter.measurement.id)
+            return (inverter.measurement.address + span.lowerBound, span.count)
+        case .registerMap(let inverter):
+            return inverter.pollSpan.map { ($0.lowerBound, $0.count) }
+        case .meter(let meter):
+            return (meter.model.address + SunSpecMeter.pollSpan.lowerBound, SunSpecMeter.pollSpan.count)
+        case .meterMap(let map):
+            return map.pollSpan.map { ($0.lowerBound, $0.count) }
+        }
+    }
+
+    /// The write requests a command makes, in order, without sending them (the write plan's input).
+    public func writes(_ power: Watts, revertSeconds: Int, rearm: Bool) throws(DeviceError) -> [(address: Int, values: [UInt16])] {
+        var recorded = RecordedWrites()
+        try command(power, revertSeconds: revertSeconds, rearm: rearm, &recorded)
+        return recorded.writes
+    }
+}
