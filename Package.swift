@@ -91,7 +91,7 @@ let package = Package(
         .target(
             name: "Uplink",
             dependencies: [
-                "ControlCore", "BessSystem", "CLinux", "CMosquitto",
+                "ControlCore", "BessSystem", "CMosquitto",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -120,7 +120,7 @@ let package = Package(
         .executableTarget(
             name: "bess-hil",
             dependencies: [
-                "Plant", "Cycle", "Config", "ControlCore", "ControlProtocol", "Uplink", "Fieldbus", "BessSystem", "Scada",
+                "Plant", "Cycle", "Config", "ControlCore", "ControlProtocol", "Uplink", "Fieldbus", "BessSystem", "CLinux", "Scada",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Yams", package: "Yams"),
             ],
@@ -169,7 +169,7 @@ let package = Package(
             name: "ServiceTests",
             dependencies: [
                 "Service", "Cycle", "Config", "ControlCore", "ControlProtocol", "Fieldbus", "Plant", "Uplink", "UplinkIngest", "CSystemd", "BessSystem",
-                "Scada", "FuzzTargets",
+                "Scada", "FuzzTargets", "bess-hil",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 import Uplink
+@testable import bess_hil
 import UplinkIngest
 
 /// The test runner's worker threads block SIGTERM and a child inherits that mask: a server or
