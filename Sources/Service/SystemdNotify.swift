@@ -1,5 +1,3 @@
-public import Config
-public import Cycle
 import CSystemd
 import Glibc
 

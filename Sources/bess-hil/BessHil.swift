@@ -1,5 +1,6 @@
 import ArgumentParser
 import ControlProtocol
+import BessSystem
 import Foundation
 import Plant
 import Cycle

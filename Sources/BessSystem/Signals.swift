@@ -1,10 +1,11 @@
-public import BessSystem
 import Glibc
 public import Synchronization
 
+// The process's signals: SIGINT and SIGTERM stop, SIGHUP reloads, SIGXFSZ is ignored. Every worker
+// thread blocks them all (`WorkerThread`), so they reach the main thread only.
+
 /// Set by SIGINT/SIGTERM; the run loop stops at the next cycle.
 public let stopRequested = Atomic<Bool>(false)
-
 
 /// Set by SIGHUP; the service loop reloads the configuration.
 public let reloadRequested = Atomic<Bool>(false)
@@ -48,23 +49,4 @@ public func installStopHandlers() {
     sigemptyset(&set)
     for number in [SIGINT, SIGTERM, SIGHUP] { sigaddset(&set, number) }
     pthread_sigmask(SIG_UNBLOCK, &set, nil)
-}
-
-/// Why a run could not start (or a device could not be opened).
-public typealias RunError = BessError
-
-public func fixed(_ value: Double, _ digits: Int) -> String {
-    guard value.isFinite else { return "--" }
-    var scale = 1.0
-    for _ in 0..<digits { scale *= 10 }
-    let scaled = (abs(value) * scale).rounded()
-    let whole = Int64(scaled / scale)
-    var fraction = String(Int64(scaled) - whole * Int64(scale))
-    while fraction.count < digits { fraction = "0" + fraction }
-    return (value < 0 && scaled != 0 ? "-" : "") + String(whole) + (digits > 0 ? "." + fraction : "")
-}
-
-public func signed(_ value: Double) -> String {
-    let text = fixed(value, 1)
-    return text.hasPrefix("-") || text == "0.0" ? text : "+" + text
 }
