@@ -20,7 +20,7 @@ let package = Package(
         .library(name: "ControlCore", targets: ["ControlCore"]),
         // For the nested benchmark package (Benchmarks/Package.swift).
         .library(name: "Cycle", targets: ["Cycle"]),
-        .library(name: "Plant", targets: ["Plant"]),
+        .library(name: "Simulation", targets: ["Simulation"]),
         .library(name: "Config", targets: ["Config"]),
     ],
     dependencies: [
@@ -71,9 +71,13 @@ let package = Package(
             swiftSettings: swiftSettings),
         // The real-time cycle and the bus workers behind the SiteIO seam; never imports the simulator.
         .target(name: "Cycle", dependencies: ["ControlCore", "BessSystem", "Fieldbus", "Config"], swiftSettings: swiftSettings),
-        // The simulator: battery, inverter and grid models, the HIL plant, and SimulatedSite (a SiteIO).
+        // The simulated site bessd injects in modes simulation and hil: battery, inverter, meter and grid
+        // models, fault schedules, and SimulatedSite (a SiteIO).
+        .target(name: "Simulation", dependencies: ["ControlCore", "Fieldbus", "Config", "Cycle"], swiftSettings: swiftSettings),
+        // The plant only bess-hil serves: SunSpec devices on Modbus TCP/RTU (a libmodbus server) and the rig
+        // that drives them from the simulation.
         .target(
-            name: "Plant", dependencies: ["ControlCore", "BessSystem", "Fieldbus", "CModbus", "Config", "Cycle"],
+            name: "HILPlant", dependencies: ["Simulation", "ControlCore", "BessSystem", "Fieldbus", "CModbus", "Config", "Cycle"],
             swiftSettings: swiftSettings),
         // The site as a SunSpec device for plant SCADA (Modbus TCP server on its own thread).
         .target(
@@ -103,7 +107,7 @@ let package = Package(
         .executableTarget(
             name: "bessd",
             dependencies: [
-                "Service", "Cycle", "Config", "Plant", "ControlCore", "ControlProtocol",
+                "Service", "Cycle", "Config", "Simulation", "ControlCore", "ControlProtocol",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -120,7 +124,7 @@ let package = Package(
         .executableTarget(
             name: "bess-hil",
             dependencies: [
-                "Plant", "Cycle", "Config", "ControlCore", "ControlProtocol", "Uplink", "Fieldbus", "BessSystem", "CLinux", "Scada",
+                "Simulation", "HILPlant", "Cycle", "Config", "ControlCore", "ControlProtocol", "Uplink", "Fieldbus", "BessSystem", "CLinux", "Scada",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Yams", package: "Yams"),
             ],
@@ -141,7 +145,7 @@ let package = Package(
         .target(
             name: "FuzzTargets",
             dependencies: [
-                "ControlCore", "ControlProtocol", "BessSystem", "Fieldbus", "Config", "Cycle", "Plant", "Scada", "Service", "Uplink", "UplinkIngest",
+                "ControlCore", "ControlProtocol", "BessSystem", "Fieldbus", "Config", "Cycle", "Simulation", "HILPlant", "Scada", "Service", "Uplink", "UplinkIngest",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
@@ -163,12 +167,12 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(name: "UplinkTests", dependencies: ["Uplink", "UplinkIngest", "ControlCore", "BessSystem"], swiftSettings: swiftSettings),
         .testTarget(name: "BessSystemTests", dependencies: ["BessSystem"], swiftSettings: swiftSettings),
-        .testTarget(name: "PlantTests", dependencies: ["Plant", "ControlCore", "Fieldbus", "Config", "Cycle"], swiftSettings: swiftSettings),
+        .testTarget(name: "PlantTests", dependencies: ["Simulation", "HILPlant", "ControlCore", "Fieldbus", "Config", "Cycle"], swiftSettings: swiftSettings),
         // Configuration, the cycle, the simulated site and the daemon, in and out of process.
         .testTarget(
             name: "ServiceTests",
             dependencies: [
-                "Service", "Cycle", "Config", "ControlCore", "ControlProtocol", "Fieldbus", "Plant", "Uplink", "UplinkIngest", "CSystemd", "BessSystem",
+                "Service", "Cycle", "Config", "ControlCore", "ControlProtocol", "Fieldbus", "Simulation", "HILPlant", "Uplink", "UplinkIngest", "CSystemd", "BessSystem",
                 "Scada", "FuzzTargets", "bess-hil",
                 .product(name: "Logging", package: "swift-log"),
             ],

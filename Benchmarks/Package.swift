@@ -17,7 +17,7 @@ let package = Package(
             dependencies: [
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "Cycle", package: "main"),
-                .product(name: "Plant", package: "main"),
+                .product(name: "Simulation", package: "main"),
                 .product(name: "Config", package: "main"),
                 .product(name: "ControlCore", package: "main"),
             ],

@@ -5,7 +5,7 @@ import ControlProtocol
 import Cycle
 import Foundation
 import Logging
-import Plant
+import Simulation
 import Service
 
 /// Control-socket request lines from callers of each role, answered by a real (not started) daemon on

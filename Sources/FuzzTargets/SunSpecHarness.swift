@@ -1,6 +1,6 @@
 import ControlCore
 import Fieldbus
-import Plant
+import HILPlant
 
 /// A register image a device might hold, from 40000: what any register read returns, and where every
 /// write goes (recorded).

@@ -5,7 +5,8 @@ import Fieldbus
 import ControlProtocol
 import Foundation
 import Glibc
-import Plant
+import Simulation
+import HILPlant
 import Scada
 import Cycle
 import Config

@@ -2,7 +2,8 @@ import ArgumentParser
 import ControlProtocol
 import BessSystem
 import Foundation
-import Plant
+import Simulation
+import HILPlant
 import Cycle
 import Config
 import Uplink

@@ -2,7 +2,6 @@ import ControlCore
 import ControlProtocol
 import Foundation
 import Glibc
-import Plant
 import Scada
 import Cycle
 import Config

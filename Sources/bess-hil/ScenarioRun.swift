@@ -2,7 +2,8 @@ import ControlCore
 import ControlProtocol
 import Foundation
 import Glibc
-import Plant
+import Simulation
+import HILPlant
 import Scada
 import Fieldbus
 import Cycle

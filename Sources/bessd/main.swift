@@ -6,7 +6,7 @@ import BessSystem
 import Logging
 import Config
 import Cycle
-import Plant
+import Simulation
 import Service
 
 @main

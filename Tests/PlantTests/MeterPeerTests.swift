@@ -3,7 +3,8 @@ import Config
 import Cycle
 import Fieldbus
 import Foundation
-import Plant
+import Simulation
+import HILPlant
 import Testing
 
 /// The site meter against an independent SunSpec image: pymodbus serving model 203 laid out from

@@ -1,6 +1,6 @@
 import Fieldbus
 import Glibc
-import Plant
+import HILPlant
 import Testing
 
 /// bessd's own Modbus TCP framing (`ModbusConnection.begin`/`collect`, what the bus poller sends),

@@ -1,7 +1,8 @@
 import ControlCore
 import Fieldbus
 import Foundation
-import Plant
+import Simulation
+import HILPlant
 import Testing
 
 /// Runs a program (found on PATH) and collects its output.

@@ -1,5 +1,5 @@
 import ControlCore
-import Plant
+import Simulation
 import Testing
 
 @Suite("Plant models")

@@ -1,7 +1,8 @@
 import ControlCore
 import Fieldbus
 import Foundation
-import Plant
+import Simulation
+import HILPlant
 import Testing
 
 /// Modbus RTU over a socat pty pair: the simulator on one end, bessd's client on the other.

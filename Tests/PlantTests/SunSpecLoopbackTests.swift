@@ -1,6 +1,7 @@
 import ControlCore
 import Fieldbus
-import Plant
+import Simulation
+import HILPlant
 import Testing
 
 /// bessd's SunSpec client against the HIL plant's SunSpec server, over Modbus TCP on loopback.

@@ -2,7 +2,7 @@ import BessSystem
 import ControlCore
 import Fieldbus
 import Foundation
-import Plant
+import HILPlant
 @testable import Cycle
 import Synchronization
 import Testing

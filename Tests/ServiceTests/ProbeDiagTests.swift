@@ -3,7 +3,7 @@ import ControlCore
 import Fieldbus
 import Foundation
 import Glibc
-import Plant
+import HILPlant
 @testable import Service
 import Testing
 

@@ -1,5 +1,5 @@
 import BessSystem
-import Plant
+import Simulation
 import ControlCore
 import Fieldbus
 import ControlProtocol
@@ -317,9 +317,17 @@ struct LinkageTests {
 
     @Test("bessctl links no NIO, TLS, HTTP client, YAML or daemon code; bessd does (the check can see them)")
     func bessctlIsSmall() throws {
-        let heavy = ["7NIOCore", "6NIOSSL", "15AsyncHTTPClient", "4Yams", "7Service", "5Cycle", "6Config", "5Plant", "6Uplink"]
+        let heavy = ["7NIOCore", "6NIOSSL", "15AsyncHTTPClient", "4Yams", "7Service", "5Cycle", "6Config", "10Simulation", "8HILPlant", "6Uplink"]
         #expect(try Self.symbols("bessctl", mentioning: heavy).isEmpty)
         #expect(try !Self.symbols("bessd", mentioning: ["7NIOCore", "4Yams"]).isEmpty)
+    }
+
+    @Test("bessd links the simulated site but not the HIL plant's SunSpec server; bess-hil does")
+    func bessdShipsNoPlant() throws {
+        let plant = ["8HILPlant", "13SunSpecServer"]
+        #expect(try Self.symbols("bessd", mentioning: plant).isEmpty)
+        #expect(try !Self.symbols("bessd", mentioning: ["10Simulation"]).isEmpty)
+        #expect(try !Self.symbols("bess-hil", mentioning: plant).isEmpty)
     }
 }
 

@@ -1,7 +1,6 @@
 import ControlCore
 import Fieldbus
 import Foundation
-import Plant
 @testable import Cycle
 import Config
 import Synchronization

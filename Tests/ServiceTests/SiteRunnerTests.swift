@@ -1,5 +1,5 @@
 import ControlCore
-import Plant
+import Simulation
 @testable import Service
 @testable import Cycle
 @testable import Config

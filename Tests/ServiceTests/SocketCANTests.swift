@@ -3,7 +3,7 @@ import ControlCore
 import Fieldbus
 import Foundation
 import Glibc
-import Plant
+import Simulation
 @testable import Service
 @testable import Cycle
 @testable import Config

@@ -1,7 +1,8 @@
 import ControlCore
 import Fieldbus
 import Foundation
-import Plant
+import Simulation
+import HILPlant
 import Testing
 
 /// What bessd's Modbus TCP session puts on the wire besides its requests.

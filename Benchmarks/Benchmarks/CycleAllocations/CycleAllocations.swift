@@ -1,7 +1,7 @@
 import Benchmark
 import ControlCore
 import Glibc
-import Plant
+import Simulation
 import Cycle
 import Config
 import Synchronization

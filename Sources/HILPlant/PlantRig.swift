@@ -1,3 +1,4 @@
+public import Simulation
 public import BessSystem
 public import ControlCore
 import Fieldbus

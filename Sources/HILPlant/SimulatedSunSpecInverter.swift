@@ -1,3 +1,4 @@
+public import Simulation
 import Fieldbus
 
 /// Ties a simulated unit's inverter to the SunSpec register image a `SunSpecServer` serves: applies
