@@ -10,9 +10,28 @@ public typealias ControlError = BessError
 /// client side, for bessctl, bess-hil and tests; it links nothing of the daemon.
 public enum ControlClient {
     /// Sends one request and waits for its answer.
+    public static func request(_ request: ControlRequest, socket path: String, timeout: Duration = .seconds(5))
+        throws(ControlError) -> [String: Any]
+    {
+        guard let data = try? JSONEncoder().encode(request) else {
+            throw ControlError(code: "BAD_REQUEST", message: "request is not JSON")
+        }
+        return try exchange(data, socket: path, timeout: timeout)
+    }
+
+    /// Sends one request written as a JSON object (tests and tools that send what no verb would,
+    /// such as a wrong type or an unknown verb) and waits for its answer.
     public static func request(_ object: [String: Any], socket path: String, timeout: Duration = .seconds(5))
         throws(ControlError) -> [String: Any]
     {
+        guard let data = try? JSONSerialization.data(withJSONObject: object) else {
+            throw ControlError(code: "BAD_REQUEST", message: "request is not JSON")
+        }
+        return try exchange(data, socket: path, timeout: timeout)
+    }
+
+    /// Writes `request` as one line and reads one line back: the answer, a JSON object.
+    private static func exchange(_ request: Data, socket path: String, timeout: Duration) throws(ControlError) -> [String: Any] {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         guard fd >= 0, var address = unixAddress(path) else {
@@ -28,9 +47,7 @@ public enum ControlClient {
         let micros = max(1000, timeout.components.seconds * 1_000_000 + timeout.components.attoseconds / 1_000_000_000_000)
         var tv = timeval(tv_sec: Int(micros / 1_000_000), tv_usec: Int(micros % 1_000_000))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        guard var data = try? JSONSerialization.data(withJSONObject: object) else {
-            throw ControlError(code: "BAD_REQUEST", message: "request is not JSON")
-        }
+        var data = request
         data.append(0x0A)
         _ = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         var received: [UInt8] = []

@@ -30,8 +30,9 @@ enum ControlHarness {
     static func run(_ input: inout FuzzInput) -> [String] {
         let role: ControlCaller.Role = switch input.u8() % 3 { case 0: .none; case 1: .reader; default: .operator }
         let line = input.rest()
-        guard let request = (try? JSONSerialization.jsonObject(with: Data(line))) as? [String: Any] else { return [] }
-        let verb = request["verb"] as? String ?? ""
+        // As the socket reads it (ServiceServer): a line that is not a JSON object is refused there.
+        guard let request = try? JSONDecoder().decode(ControlRequest.self, from: Data(line)) else { return [] }
+        let verb = request.verb.name
         var violations = Violations()
         let before = daemon.shared.peekMailbox().generation
         let reply = daemon.handle(request, caller: ControlCaller(uid: 4242, pid: 1, role: role))

@@ -1,5 +1,5 @@
 import BessSystem
-import ControlProtocol
+public import ControlProtocol
 import Foundation
 import Glibc
 
@@ -49,12 +49,10 @@ public struct ControlCaller: Sendable, Equatable {
 
     /// The role each verb needs. Verbs that only read need `reader`; everything else, including
     /// verbs added later and unknown ones, needs `operator`.
-    public static func needed(verb: String) -> Role {
-        switch verb {
-        case "status", "faults", "site", "config", "metrics": .reader
-        default: .operator
-        }
-    }
+    public static func needed(verb: String) -> Role { needed(ControlVerb(verb)) }
+
+    /// The role `verb` needs: `reader` for a verb that only reads (`ControlVerb.onlyReads`).
+    public static func needed(_ verb: ControlVerb) -> Role { verb.onlyReads ? .reader : .operator }
 
     /// The caller on a connected Unix socket. A socket whose credentials cannot be read (not a Unix
     /// socket, or the kernel refuses) gets no role.

@@ -1,7 +1,7 @@
 import BessSystem
 import Config
 import ControlCore
-import ControlProtocol
+package import ControlProtocol
 import Cycle
 import Foundation
 import Logging
@@ -16,17 +16,22 @@ extension Daemon {
     /// for a unit that does not exist never acts on every unit.
     enum Target { case site, unit(Int) }
 
-    func target(_ request: [String: Any], _ configuration: BessdConfiguration) -> Target? {
-        guard let value = request["unit"], !(value is NSNull) else { return .site }
-        guard let name = value as? String, let index = configuration.units.firstIndex(where: { $0.id == name }) else { return nil }
+    func target(_ request: ControlRequest, _ configuration: BessdConfiguration) -> Target? {
+        guard let unit = request.unit else { return .site }
+        guard case .name(let name) = unit, let index = configuration.units.firstIndex(where: { $0.id == name }) else { return nil }
         return .unit(index)
     }
 
-    static func unknownUnit(_ request: [String: Any]) -> ControlReply {
-        .now(failure("UNKNOWN_UNIT", "no unit \(request["unit"].map { "\($0)" } ?? "") in this configuration; bessctl status lists the units"))
+    static func unknownUnit(_ request: ControlRequest) -> ControlReply {
+        let named = switch request.unit {
+        case .name(let name)?: name
+        case .notAName(let text)?: text
+        case nil: ""
+        }
+        return .now(failure("UNKNOWN_UNIT", "no unit \(named) in this configuration; bessctl status lists the units"))
     }
 
-    static func failure(_ code: String, _ message: String) -> [String: Any] { ["ok": false, "code": code, "message": message] }
+    static func failure(_ code: String, _ message: String) -> [String: Any] { ControlFailure(code, message).json }
 
     /// A configuration's text fit for a support ticket (`Redaction.configurationText`).
     static func redacted(_ text: String) -> String { Redaction.configurationText(text) }
@@ -39,11 +44,11 @@ extension Daemon {
 
     /// Answers one control request (on the server thread). Requests that change something go
     /// through the cycle's mailbox and are answered once the cycle has taken them.
-    package func handle(_ request: [String: Any], caller: ControlCaller) -> ControlReply {
+    package func handle(_ request: ControlRequest, caller: ControlCaller) -> ControlReply {
         let configuration = self.configuration
-        let verb = request["verb"] as? String ?? ""
+        let verb = request.verb.name
         let uid = caller.uid
-        let needed = ControlCaller.needed(verb: verb)
+        let needed = ControlCaller.needed(request.verb)
         guard caller.role >= needed else {
             let what = needed == .reader ? "reading needs membership of \(ControlCaller.readerGroup) or \(ControlCaller.operatorGroup)"
                 : "acting needs membership of \(ControlCaller.operatorGroup)"
@@ -58,16 +63,16 @@ extension Daemon {
             }
             return .now(Self.failure("PERMISSION_DENIED", "uid \(uid) may not \(name): \(what)"))
         }
-        switch verb {
-        case "status": return .now(statusObject(configuration))
-        case "metrics": return .now(["ok": true, "text": metricsText()])
-        case "config":
+        switch request.verb {
+        case .status: return .now(statusObject(configuration))
+        case .metrics: return .now(["ok": true, "text": metricsText()])
+        case .config:
             // The file as loaded (for `bessctl diag`), with secrets redacted.
             let text = guarded.withLock { $0.configText } ?? "(not readable)"
             return .now(["ok": true, "path": configPath ?? "(embedded default)", "text": Self.redacted(text)])
-        case "faults": return .now(faultsObject(configuration))
-        case "site": return .now(siteObject(configuration))
-        case "reset":
+        case .faults: return .now(faultsObject(configuration))
+        case .site: return .now(siteObject(configuration))
+        case .reset:
             guard let target = target(request, configuration) else { return Self.unknownUnit(request) }
             let indices: [Int]
             let name: String
@@ -89,8 +94,8 @@ extension Daemon {
                        "BESS_UNIT": indices.count == 1 ? "\(name)" : .array(indices.map { "\(configuration.units[$0].id)" })])
                 return ["ok": true, "cleared": cleared, "refused": refused]
             }
-        case "mode":
-            guard let text = request["mode"] as? String, let mode = OperatingMode(rawValue: text) else {
+        case .mode:
+            guard let text = request.mode, let mode = OperatingMode(rawValue: text) else {
                 return .now(Self.failure("BAD_REQUEST", "mode must be auto or standby"))
             }
             guard let target = target(request, configuration) else { return Self.unknownUnit(request) }
@@ -120,26 +125,26 @@ extension Daemon {
                                  "BESS_UNIT": ids.count == 1 ? "\(ids[0])" : .array(ids.map { "\($0)" })])
                 return ["ok": true, "mode": mode.rawValue, "units": ids, "still_standby": held]
             }
-        case "override":
-            guard case .unit(let index)? = target(request, configuration), request["unit"] != nil else {
-                return request["unit"] == nil
+        case .override:
+            guard case .unit(let index)? = target(request, configuration), request.unit != nil else {
+                return request.unit == nil
                     ? .now(Self.failure("UNKNOWN_UNIT", "override needs --unit with a configured unit id")) : Self.unknownUnit(request)
             }
             let unitName = configuration.units[index].id
-            if request["clear"] as? Bool == true {
+            if request.clear {
                 return .afterCycle(generation: shared.post { $0.clearOverride[index] = true }) { [self] in
                     audit("override cleared on \(unitName)", uid: uid, ["MESSAGE_ID": "\(MessageID.override)", "BESS_UNIT": "\(unitName)"])
                     return ["ok": true]
                 }
             }
-            guard let kw = (request["power_kw"] as? NSNumber)?.doubleValue, kw.isFinite else {
+            guard let kw = request.powerKW, kw.isFinite else {
                 return .now(Self.failure("BAD_REQUEST", "power_kw must be a number"))
             }
             let rating = configuration.units[index].maxPowerKW
             guard abs(kw) <= rating else {
                 return .now(Self.failure("BAD_REQUEST", "power_kw \(kw) is beyond the unit's rating ±\(rating) kW"))
             }
-            guard let seconds = (request["for_s"] as? NSNumber)?.doubleValue, seconds >= 1, seconds <= 86_400 else {
+            guard let seconds = request.forSeconds, seconds >= 1, seconds <= 86_400 else {
                 return .now(Self.failure("BAD_REQUEST", "an override needs an expiry: for_s from 1 to 86400 seconds"))
             }
             return .afterCycle(generation: shared.post { $0.override[index] = (Watts.kilowatts(kw), seconds) }) { [self] in
@@ -147,8 +152,9 @@ extension Daemon {
                       ["MESSAGE_ID": "\(MessageID.override)", "BESS_UNIT": "\(unitName)", "BESS_SETPOINT_W": "\(kw * 1000)"])
                 return ["ok": true, "unit": unitName, "power_kw": kw, "for_s": seconds]
             }
-        default:
-            return .now(Self.failure("BAD_REQUEST", "unknown verb '\(verb)'; verbs: status, faults, site, config, metrics, reset, mode, override"))
+        case .unknown:
+            let verbs = ControlVerb.known.map(\.name).joined(separator: ", ")
+            return .now(Self.failure("BAD_REQUEST", "unknown verb '\(verb)'; verbs: \(verbs)"))
         }
     }
 }

@@ -22,7 +22,7 @@ public import Logging
 ///   (EventJournal), watches the clock (ClockWatch), feeds the uplink (UplinkService) and reloads
 ///   (Reloader).
 /// Start order: latches restored → uplink → workers → cycle → server → SCADA → relay contacts →
-/// watchdog → READY. Stop order: the reverse (`ServiceGroup`): the watchdog and servers stop → the
+/// READY → watchdog. Stop order: the reverse (`ServiceGroup`): the watchdog and servers stop → the
 /// cycle stops → every inverter gets zero with its revert armed and the workers stop → latches and
 /// events persisted and logged → the uplink flushes.
 public final class Daemon {

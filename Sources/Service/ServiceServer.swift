@@ -56,7 +56,7 @@ final class ServiceServer: @unchecked Sendable {
     private var listeners: [(fd: Int32, kind: Kind)] = []
     private var connections: [Int32: Connection] = [:]
     private let controlPath: String?
-    private let handleControl: ([String: Any], ControlCaller) -> ControlReply
+    private let handleControl: (ControlRequest, ControlCaller) -> ControlReply
     private let renderMetrics: () -> String
     private let appliedGeneration: () -> UInt64
     private let thread = WorkerThread()
@@ -72,7 +72,7 @@ final class ServiceServer: @unchecked Sendable {
     /// is decided per caller by `ControlCaller`); `metricsAddress` is `IPV4:PORT`.
     init(controlPath: String?, metricsAddress: String?, limits: Limits = Limits(),
          appliedGeneration: @escaping () -> UInt64,
-         handleControl: @escaping ([String: Any], ControlCaller) -> ControlReply,
+         handleControl: @escaping (ControlRequest, ControlCaller) -> ControlReply,
          renderMetrics: @escaping () -> String) throws(RunError)
     {
         self.limits = limits
@@ -215,7 +215,7 @@ final class ServiceServer: @unchecked Sendable {
         while connection.waiting == nil, let newline = connection.input.firstIndex(of: 0x0A) {
             let line = Array(connection.input[..<newline])
             connection.input.removeSubrange(...newline)
-            guard let request = (try? JSONSerialization.jsonObject(with: Data(line))) as? [String: Any] else {
+            guard let request = try? Self.decoder.decode(ControlRequest.self, from: Data(line)) else {
                 respond(connection, json: ["ok": false, "code": "BAD_REQUEST", "message": "expected one JSON object per line"])
                 continue
             }
@@ -226,6 +226,9 @@ final class ServiceServer: @unchecked Sendable {
             }
         }
     }
+
+    /// Reads request lines (one per connection at a time, on this thread only).
+    private static let decoder = JSONDecoder()
 
     private func serveMetrics(_ connection: Connection) {
         guard let end = Self.headerEnd(connection.input) else { return }

@@ -112,7 +112,7 @@ struct SocketOption: ParsableArguments {
     var socket: String = "/run/bessd/control.sock"
 
     /// Sends a request; prints bessd's error and exits non-zero when it refuses.
-    func send(_ request: [String: Any]) throws -> [String: Any] {
+    func send(_ request: ControlRequest) throws -> [String: Any] {
         let answer: [String: Any]
         do {
             answer = try ControlClient.request(request, socket: socket)
@@ -162,7 +162,7 @@ struct Status: ParsableCommand {
     @Flag(help: "Print bessd's answer as JSON.") var json = false
 
     func run() throws {
-        let answer = try connection.send(["verb": "status"])
+        let answer = try connection.send(ControlRequest(.status))
         if json {
             print(bessctl.json(answer))
             return
@@ -280,7 +280,7 @@ struct Site: ParsableCommand {
     @Flag(help: "Print bessd's answer as JSON (grid_power_w: + = import).") var json = false
 
     func run() throws {
-        let answer = try connection.send(["verb": "site"])
+        let answer = try connection.send(ControlRequest(.site))
         if json {
             print(bessctl.json(answer))
             return
@@ -327,7 +327,7 @@ struct Faults: ParsableCommand {
     @OptionGroup var connection: SocketOption
 
     func run() throws {
-        let faults = try connection.send(["verb": "faults"])["faults"] as? [[String: Any]] ?? []
+        let faults = try connection.send(ControlRequest(.faults))["faults"] as? [[String: Any]] ?? []
         if faults.isEmpty {
             print("no active faults")
             return
@@ -346,9 +346,7 @@ struct Reset: ParsableCommand {
     @Argument(help: "The unit id (default: every unit).") var unit: String?
 
     func run() throws {
-        var request: [String: Any] = ["verb": "reset"]
-        if let unit { request["unit"] = unit }
-        let answer = try connection.send(request)
+        let answer = try connection.send(ControlRequest(.reset, unit: unit))
         let cleared = answer["cleared"] as? [String] ?? []
         let refused = answer["refused"] as? [String] ?? []
         print("cleared: \(cleared.isEmpty ? "none" : cleared.joined(separator: ", "))")
@@ -370,9 +368,7 @@ struct Mode: ParsableCommand {
     }
 
     func run() throws {
-        var request: [String: Any] = ["verb": "mode", "mode": mode]
-        if let unit { request["unit"] = unit }
-        let answer = try connection.send(request)
+        let answer = try connection.send(ControlRequest(.mode, unit: unit, mode: mode))
         let held = answer["still_standby"] as? [[String: Any]] ?? []
         print(Self.reply(mode: mode, unit: unit, stillStandby: held.map { ($0["unit"] as? String ?? "?", $0["held_by"] as? String ?? "?") }))
     }
@@ -421,12 +417,12 @@ struct Override: ParsableCommand {
 
     func run() throws {
         if clear {
-            _ = try connection.send(["verb": "override", "unit": unit, "clear": true])
+            _ = try connection.send(ControlRequest(.override, unit: unit, clear: true))
             print("override on \(unit) cleared")
             return
         }
         let seconds = Self.seconds(duration ?? "") ?? 0
-        _ = try connection.send(["verb": "override", "unit": unit, "power_kw": powerKw ?? 0, "for_s": seconds])
+        _ = try connection.send(ControlRequest(.override, unit: unit, powerKW: powerKw ?? 0, forSeconds: seconds))
         print("override on \(unit): \(powerKw ?? 0) kW for \(Int(seconds)) s (interlocks still apply)")
     }
 }

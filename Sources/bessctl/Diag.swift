@@ -35,9 +35,9 @@ struct Diag: ParsableCommand {
         func save(_ file: String, _ text: String) {
             if FileManager.default.createFile(atPath: folder + "/" + file, contents: Data(text.utf8)) { collected.append(file) }
         }
-        func ask(_ verb: String) -> [String: Any]? {
+        func ask(_ verb: ControlVerb) -> [String: Any]? {
             do {
-                let answer = try ControlClient.request(["verb": verb], socket: connection.socket)
+                let answer = try ControlClient.request(ControlRequest(verb), socket: connection.socket)
                 guard answer["ok"] as? Bool == true else {
                     notes.append("\(verb): bessd refused: \(answer["code"] as? String ?? "ERROR"): \(answer["message"] as? String ?? "")")
                     return nil
@@ -50,20 +50,20 @@ struct Diag: ParsableCommand {
         }
 
         var versions = ["bessctl \(BessdVersion.string)"]
-        for verb in ["status", "faults", "site"] {
+        for verb: ControlVerb in [.status, .faults, .site] {
             guard let answer = ask(verb) else { continue }
             save("\(verb).json", json(answer))
-            if verb == "status" {
+            if verb == .status {
                 versions.append("bessd \(answer["version"] as? String ?? "?") (mode \(answer["mode"] as? String ?? "?"))")
                 let uplink = answer["uplink"].flatMap { $0 is NSNull ? nil : $0 }
                 save("spool.json", uplink.map { json(["uplink": $0]) } ?? "{\"uplink\": null}\n")
                 if uplink == nil { notes.append("spool: bessd has no uplink configured (no spool)") }
             }
         }
-        if let config = ask("config") {
+        if let config = ask(.config) {
             save("config.yaml", "# \(config["path"] as? String ?? "?") as bessd loaded it; secrets redacted\n" + (config["text"] as? String ?? ""))
         }
-        if let metrics = ask("metrics") { save("metrics.txt", metrics["text"] as? String ?? "") }
+        if let metrics = ask(.metrics) { save("metrics.txt", metrics["text"] as? String ?? "") }
 
         let journal = Self.command(["journalctl", "-u", "bessd", "-n", String(journalLines), "--no-pager", "-o", "short-iso-precise"])
         if let text = journal.out, journal.status == 0, !text.contains("-- No entries --"), !text.isEmpty {

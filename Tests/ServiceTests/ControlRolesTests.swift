@@ -1,3 +1,4 @@
+import ControlProtocol
 import Foundation
 import Glibc
 @testable import Service
@@ -130,5 +131,29 @@ struct ControlRolesTests {
         #expect(text.contains("bessctl (uid \(reader), pid"))
         #expect(text.contains("): mode refused: PERMISSION_DENIED (acting needs membership of bess-operators)"))
         #expect(text.contains("bessctl (uid \(op)): mode standby for D2"), "the operator's act is audited with its uid")
+    }
+
+    @Test("typed requests: bessctl's requests carry the keys the socket reads; a field of the wrong type reads as absent")
+    func typedRequests() throws {
+        func wire(_ request: ControlRequest) throws -> [String: Any] {
+            try #require(JSONSerialization.jsonObject(with: JSONEncoder().encode(request)) as? [String: Any])
+        }
+        let override = try wire(ControlRequest(.override, unit: "U1", powerKW: -20, forSeconds: 900))
+        #expect(override["verb"] as? String == "override" && override["unit"] as? String == "U1")
+        #expect((override["power_kw"] as? NSNumber)?.doubleValue == -20 && (override["for_s"] as? NSNumber)?.doubleValue == 900)
+        #expect(try wire(ControlRequest(.override, unit: "U1", clear: true))["clear"] as? Bool == true)
+        #expect(try wire(ControlRequest(.reset)).keys.sorted() == ["verb"])
+        func read(_ line: String) throws -> ControlRequest { try JSONDecoder().decode(ControlRequest.self, from: Data(line.utf8)) }
+        #expect(try read(#"{"verb": "mode", "mode": 5, "unit": null}"#) == ControlRequest(.mode))
+        #expect(try read(#"{"verb": 1}"#).verb == .unknown(""))
+        #expect(try read(#"{"verb": "reboot"}"#).verb == .unknown("reboot"))
+        #expect(try read(#"{"verb": "reset", "unit": -1}"#).unit == .notAName("-1"))
+        #expect(try read(#"{"verb": "reset", "unit": true}"#).unit == .notAName("true"))
+        #expect(try read(#"{"verb": "override", "unit": "U1", "clear": 1, "power_kw": "5"}"#).clear)
+        #expect(try read(#"{"verb": "override", "unit": "U1", "power_kw": "5"}"#).powerKW == nil)
+        #expect((try? read("[1]")) == nil)
+        // Roles: what only reads needs a reader; every other verb, unknown ones included, an operator.
+        #expect(ControlVerb.known.filter(\.onlyReads).map(\.name) == ["status", "faults", "site", "config", "metrics"])
+        #expect(ControlCaller.needed(.unknown("reboot")) == .operator && ControlCaller.needed(verb: "status") == .reader)
     }
 }

@@ -1,0 +1,152 @@
+/// The verbs of the control socket. An unknown verb is kept as `.unknown` so that bessd can name
+/// it in its refusal (`BAD_REQUEST`) and ask the operator's role for it.
+public enum ControlVerb: Hashable, Sendable, CustomStringConvertible {
+    case status, faults, site, config, metrics, reset, mode, override
+    /// A verb this version does not know (or none: the empty string).
+    case unknown(String)
+
+    /// Every verb bessd answers, in the order its refusal lists them.
+    public static let known: [ControlVerb] = [.status, .faults, .site, .config, .metrics, .reset, .mode, .override]
+
+    public init(_ name: String) {
+        self = Self.known.first { $0.name == name } ?? .unknown(name)
+    }
+
+    /// The verb as it is written on the wire.
+    public var name: String {
+        switch self {
+        case .status: "status"
+        case .faults: "faults"
+        case .site: "site"
+        case .config: "config"
+        case .metrics: "metrics"
+        case .reset: "reset"
+        case .mode: "mode"
+        case .override: "override"
+        case .unknown(let name): name
+        }
+    }
+
+    public var description: String { name }
+
+    /// Whether the verb only reads: a reader may call it. Everything else, unknown verbs included,
+    /// needs an operator.
+    public var onlyReads: Bool {
+        switch self {
+        case .status, .faults, .site, .config, .metrics: true
+        case .reset, .mode, .override, .unknown: false
+        }
+    }
+}
+
+/// The unit a request names, as sent: none (the site), a name, or a value that cannot name a unit
+/// (a number, a boolean, an array…), kept as text so that the refusal can quote it.
+public enum UnitSelector: Hashable, Sendable {
+    case name(String)
+    case notAName(String)
+}
+
+/// One control request: `{"verb": "override", "unit": "U1", "power_kw": -20, "for_s": 900}` on the
+/// wire, one JSON object per line. Decoding is lenient per field, as the socket has always been: a
+/// field of the wrong type reads as absent (and the verb then refuses it with its own message), so a
+/// request decodes whenever it is a JSON object.
+public struct ControlRequest: Codable, Hashable, Sendable {
+    public var verb: ControlVerb
+    /// `unit`: nil when the request names none (or `null`).
+    public var unit: UnitSelector?
+    /// `mode`: `auto` or `standby` (verb `mode`).
+    public var mode: String?
+    /// `clear`: end the override (verb `override`).
+    public var clear: Bool
+    /// `power_kw`: the override's power, + = discharge.
+    public var powerKW: Double?
+    /// `for_s`: the override's expiry.
+    public var forSeconds: Double?
+
+    public init(_ verb: ControlVerb, unit: String? = nil, mode: String? = nil, clear: Bool = false,
+                powerKW: Double? = nil, forSeconds: Double? = nil) {
+        self.verb = verb
+        self.unit = unit.map { .name($0) }
+        self.mode = mode
+        self.clear = clear
+        self.powerKW = powerKW
+        self.forSeconds = forSeconds
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case verb, unit, mode, clear
+        case powerKW = "power_kw"
+        case forSeconds = "for_s"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        verb = ControlVerb((try? c.decodeIfPresent(String.self, forKey: .verb)) ?? "")
+        if let name = try? c.decodeIfPresent(String.self, forKey: .unit) {
+            unit = .name(name)
+        } else if !c.contains(.unit) || ((try? c.decodeNil(forKey: .unit)) ?? false) {
+            unit = nil
+        } else if let flag = try? c.decode(Bool.self, forKey: .unit) {
+            unit = .notAName("\(flag)")
+        } else if let number = try? c.decode(Double.self, forKey: .unit) {
+            unit = .notAName(Self.text(number))
+        } else {
+            unit = .notAName("(not a unit id)")
+        }
+        mode = try? c.decodeIfPresent(String.self, forKey: .mode)
+        clear = Self.flag(c, .clear) ?? false
+        powerKW = Self.number(c, .powerKW)
+        forSeconds = Self.number(c, .forSeconds)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(verb.name, forKey: .verb)
+        switch unit {
+        case .name(let name)?: try c.encode(name, forKey: .unit)
+        case .notAName(let text)?: try c.encode(text, forKey: .unit)
+        case nil: break
+        }
+        try c.encodeIfPresent(mode, forKey: .mode)
+        if clear { try c.encode(true, forKey: .clear) }
+        try c.encodeIfPresent(powerKW, forKey: .powerKW)
+        try c.encodeIfPresent(forSeconds, forKey: .forSeconds)
+    }
+
+    /// A number, or a boolean read as 1 or 0 (as a JSON object's `NSNumber` always was).
+    private static func number(_ c: KeyedDecodingContainer<CodingKeys>, _ key: CodingKeys) -> Double? {
+        if let x = try? c.decodeIfPresent(Double.self, forKey: key) { return x }
+        if let b = try? c.decodeIfPresent(Bool.self, forKey: key) { return b ? 1 : 0 }
+        return nil
+    }
+
+    /// A boolean, or the number 1 or 0 read as one.
+    private static func flag(_ c: KeyedDecodingContainer<CodingKeys>, _ key: CodingKeys) -> Bool? {
+        if let b = try? c.decodeIfPresent(Bool.self, forKey: key) { return b }
+        if let x = try? c.decodeIfPresent(Double.self, forKey: key), x == 0 || x == 1 { return x == 1 }
+        return nil
+    }
+
+    private static func text(_ x: Double) -> String {
+        x == x.rounded() && abs(x) < 1e15 ? String(Int64(x)) : "\(x)"
+    }
+}
+
+/// A refusal on the wire: `{"ok": false, "code": "UNKNOWN_UNIT", "message": "…"}`. The codes are
+/// stable (operators' scripts match them); the message is for a person.
+public struct ControlFailure: Error, Codable, Hashable, Sendable, CustomStringConvertible {
+    public var code: String
+    public var message: String
+
+    public init(_ code: String, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code): \(message)" }
+}
+
+extension ControlFailure {
+    /// The refusal as the socket writes it (`JSONText`).
+    public var json: [String: Any] { ["ok": false, "code": code, "message": message] }
+}
