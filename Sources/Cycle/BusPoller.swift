@@ -12,13 +12,13 @@ import Synchronization
 /// run side by side. A cycle thus costs a handful of wake-ups for the whole site instead of three or
 /// four per endpoint, which on a virtual machine is most of the CPU a bus costs.
 ///
-/// Endpoints are handed to it by their `InverterWorker` once connected, discovered and answering,
+/// Endpoints are handed to it by their `EndpointWorker` once connected, discovered and answering,
 /// and handed back at the first failure (with its error, which the worker acts on exactly as if it
 /// had met it itself), when the worker's minute's refresh of static values comes due, and at stop.
 /// A dead endpoint only ever costs its own request's timeout: the poller never waits on one
 /// endpoint while another has work.
 public final class BusPoller: @unchecked Sendable {
-    let endpoints: [InverterWorker]
+    let endpoints: [EndpointWorker]
     let phase: CyclePhase
     /// SCHED_FIFO priority and CPU of the poller's thread (the workers'), or nil for the default policy.
     let realtime: RealtimeThread?
@@ -55,7 +55,7 @@ public final class BusPoller: @unchecked Sendable {
 
     /// - Parameter takesAnswersTogether: nil (bessd) when the poller runs with real-time priority;
     ///   tests set it either way.
-    init(endpoints: [InverterWorker], phase: CyclePhase, realtime: RealtimeThread?, startsCycles: Bool = false,
+    init(endpoints: [EndpointWorker], phase: CyclePhase, realtime: RealtimeThread?, startsCycles: Bool = false,
          takesAnswersTogether: Bool? = nil, log: @escaping @Sendable (DeviceNotice) -> Void) {
         self.endpoints = endpoints
         self.takesAnswersTogether = takesAnswersTogether
@@ -221,7 +221,7 @@ public final class BusPoller: @unchecked Sendable {
             }
             if handedOver { lastKick = now() }
             // A cycle that stops handing over (stalled, not stopped) gets zero, revert armed.
-            let stalled = now() - lastKick > max(InverterWorker.stallAfterNanoseconds, 5 * period)
+            let stalled = now() - lastKick > max(EndpointWorker.stallAfterNanoseconds, 5 * period)
             queueWrites(&lanes, stalled: stalled)
             holdReleases = false
             // Sleep at least to this cycle's deadline, so the next round reads for the next cycle —

@@ -35,29 +35,29 @@ public protocol SiteIO: AnyObject {
     /// True while every bus worker's thread runs, callable from any thread.
     var workersAliveCheck: @Sendable () -> Bool { get }
     /// The worker slot of each unit whose inverter is real (metrics).
-    var inverterSlots: [InverterSlot?] { get }
+    var inverterSlots: [DeviceSlot?] { get }
     /// The CAN slot of each unit whose BMS is real (metrics).
     var bmsSlots: [BMSSlot?] { get }
     /// The connection-point meter's latest reading (as the meter states it), if the site has one.
     func sampleMeter(now: MonotonicInstant) -> Timestamped<MeterReading>?
     /// The worker slot of a real site meter.
-    var meterSlot: InverterSlot? { get }
+    var meterSlot: DeviceSlot? { get }
 }
 
 extension SiteIO {
     /// A site without a meter.
     public func sampleMeter(now: MonotonicInstant) -> Timestamped<MeterReading>? { nil }
-    public var meterSlot: InverterSlot? { nil }
+    public var meterSlot: DeviceSlot? { nil }
 }
 
-/// Real devices only: one inverter worker per Modbus endpoint or serial line, one BMS worker per
+/// Real devices only: one endpoint worker per Modbus endpoint or serial line, one BMS worker per
 /// CAN interface. A configuration that asks for any simulated input is refused
 /// (`SIMULATION_REQUIRED`): hardware never runs on a simulated input.
 public final class HardwareSite: SiteIO {
-    public let inverterSlots: [InverterSlot?]
+    public let inverterSlots: [DeviceSlot?]
     public let bmsSlots: [BMSSlot?]
-    public let meterSlot: InverterSlot?
-    let workers: [InverterWorker]
+    public let meterSlot: DeviceSlot?
+    let workers: [EndpointWorker]
     let bmsWorkers: [BMSWorker]
     /// Drives the per-cycle exchanges of every healthy Modbus TCP endpoint from one thread.
     let poller: BusPoller?
@@ -71,8 +71,8 @@ public final class HardwareSite: SiteIO {
             throw RunError(code: "SIMULATION_REQUIRED",
                            message: "the configuration simulates a device or the frequency; that needs the simulated site (mode \(configuration.mode.rawValue))")
         }
-        inverterSlots = configuration.units.map { configuration.isSimulated(inverterOf: $0) ? nil : InverterSlot() }
-        meterSlot = configuration.site.meter != nil && !configuration.meterSimulated ? InverterSlot() : nil
+        inverterSlots = configuration.units.map { configuration.isSimulated(inverterOf: $0) ? nil : DeviceSlot() }
+        meterSlot = configuration.site.meter != nil && !configuration.meterSimulated ? DeviceSlot() : nil
         // The same CPU as the cycle's (`Realtime.placement`); the cycle reports a notice it gives.
         let placement = configuration.realtime.map { Realtime.placement($0) }
         workers = Self.makeWorkers(configuration, slots: inverterSlots, meter: meterSlot, phase: phase,
@@ -107,21 +107,21 @@ public final class HardwareSite: SiteIO {
 
     /// One worker per Modbus TCP endpoint or serial line, serving every unit id on it (the site
     /// meter's too, when it shares one).
-    static func makeWorkers(_ c: BessdConfiguration, slots: [InverterSlot?], meter: InverterSlot? = nil, phase: CyclePhase,
+    static func makeWorkers(_ c: BessdConfiguration, slots: [DeviceSlot?], meter: DeviceSlot? = nil, phase: CyclePhase,
                             realtime: RealtimeThread? = nil, output: @escaping (DeviceNotice) -> Void)
-        -> [InverterWorker]
+        -> [EndpointWorker]
     {
-        var groups: [(ModbusEndpoint, Int, [InverterWorker.Device])] = []
-        var devices: [(name: String, modbus: ModbusSettings, device: InverterWorker.Device)] = []
+        var groups: [(ModbusEndpoint, Int, [EndpointWorker.Device])] = []
+        var devices: [(name: String, modbus: ModbusSettings, device: EndpointWorker.Device)] = []
         for (index, unit) in c.units.enumerated() {
             guard let slot = slots[index], let modbus = unit.modbus else { continue }
             devices.append(("bess_units[\(index)]", modbus,
-                            InverterWorker.Device(unitID: modbus.unitID, slot: slot, registerMap: unit.inverter.registerMap,
+                            EndpointWorker.Device(unitID: modbus.unitID, slot: slot, registerMap: unit.inverter.registerMap,
                                                   name: unit.id)))
         }
         if let meter, let settings = c.site.meter, let modbus = settings.modbus {
-            let driver: InverterWorker.MeterDriver = settings.registerMap.map { .registerMap($0) } ?? .sunspec
-            devices.append(("site.meter", modbus, InverterWorker.Device(unitID: modbus.unitID, slot: meter, meter: driver, name: "site")))
+            let driver: EndpointWorker.MeterDriver = settings.registerMap.map { .registerMap($0) } ?? .sunspec
+            devices.append(("site.meter", modbus, EndpointWorker.Device(unitID: modbus.unitID, slot: meter, meter: driver, name: "site")))
         }
         for (name, modbus, device) in devices {
             let endpoint = modbus.endpoint
@@ -138,7 +138,7 @@ public final class HardwareSite: SiteIO {
         }
         let log = UncheckedOutput(output)
         return groups.map { endpoint, timeoutMs, devices in
-            InverterWorker(endpoint: endpoint, devices: devices, period: .milliseconds(c.periodMs),
+            EndpointWorker(endpoint: endpoint, devices: devices, period: .milliseconds(c.periodMs),
                            timeout: .milliseconds(timeoutMs), revertSeconds: 10, phase: phase,
                            realtime: realtime) { log.write($0) }
         }
@@ -227,7 +227,7 @@ public final class SiteRunner {
     /// Storage for the site frequency's median (one slot per unit, allocated once).
     var frequencyScratch: [Timestamped<Hertz>]
     let startedAt: MonotonicInstant
-    /// The cycle's schedule, shared with the inverter workers (CycleThread publishes it).
+    /// The cycle's schedule, shared with the endpoint workers (CycleThread publishes it).
     public let phase: CyclePhase
     /// Unit-cycles that ran on an inverter reading taken before the previous cycle began: the
     /// worker's read for this cycle landed after it woke (a lost period). A reading more than two
@@ -432,7 +432,7 @@ public final class SiteRunner {
     /// Bus faults per unit, for the status line (any thread).
     public func busFaults() -> [[String]] { io.busFaults() }
     /// The worker slot of each unit whose inverter is real.
-    public var slots: [InverterSlot?] { io.inverterSlots }
+    public var slots: [DeviceSlot?] { io.inverterSlots }
     /// The CAN slot of each unit whose BMS is real.
     public var bmsSlots: [BMSSlot?] { io.bmsSlots }
 }

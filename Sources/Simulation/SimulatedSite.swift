@@ -130,7 +130,7 @@ public final class SimulatedSite: SiteIO {
         configuration.meterSimulated ? meterReading : hardware.sampleMeter(now: now)
     }
 
-    public var meterSlot: InverterSlot? { hardware.meterSlot }
+    public var meterSlot: DeviceSlot? { hardware.meterSlot }
 
     public func reconfigure(_ configuration: BessdConfiguration) {
         self.configuration = configuration
@@ -140,7 +140,7 @@ public final class SimulatedSite: SiteIO {
     public var devicesProbed: Bool { hardware.devicesProbed }
     public func busFaults() -> [[String]] { hardware.busFaults() }
     public var workersAliveCheck: @Sendable () -> Bool { hardware.workersAliveCheck }
-    public var inverterSlots: [InverterSlot?] { hardware.inverterSlots }
+    public var inverterSlots: [DeviceSlot?] { hardware.inverterSlots }
     public var bmsSlots: [BMSSlot?] { hardware.bmsSlots }
 }
 

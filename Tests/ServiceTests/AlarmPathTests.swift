@@ -86,8 +86,8 @@ struct AlarmPathTests {
         defer { plant.stop() }
         let phase = CyclePhase(periodNanoseconds: 2_000_000_000)
         phase.enableAlarms()
-        let slot = InverterSlot()
-        let worker = InverterWorker(endpoint: .tcp(host: "127.0.0.1", port: plant.servers[0].port), devices: [.init(unitID: 1, slot: slot)],
+        let slot = DeviceSlot()
+        let worker = EndpointWorker(endpoint: .tcp(host: "127.0.0.1", port: plant.servers[0].port), devices: [.init(unitID: 1, slot: slot)],
                                     period: .milliseconds(2000), timeout: .milliseconds(200), revertSeconds: 10, phase: phase) { _ in }
         // No poller: the worker drives its endpoint itself, aligned to the cycle.
         let idle = BusPoller(endpoints: [], phase: phase, realtime: nil) { _ in }

@@ -53,7 +53,7 @@ struct BusPollerTests {
         var cycles: Int { state.cycles.load(ordering: .relaxed) }
         var onReadings: Int { state.onReadings.load(ordering: .relaxed) }
         var onFreshReadings: Int { state.onFreshReadings.load(ordering: .relaxed) }
-        init(phase: CyclePhase, slots: [InverterSlot], workers: [InverterWorker], poller: BusPoller,
+        init(phase: CyclePhase, slots: [DeviceSlot], workers: [EndpointWorker], poller: BusPoller,
              setpoint: @escaping @Sendable (Int, Int) -> Double) {
             let state = state
             thread = Thread {
@@ -90,16 +90,16 @@ struct BusPollerTests {
 
     struct Site {
         let plant: Plant
-        let slots: [InverterSlot]
-        let workers: [InverterWorker]
+        let slots: [DeviceSlot]
+        let workers: [EndpointWorker]
         let poller: BusPoller
         let phase: CyclePhase
         init(units: Int, periodMs: Int, startsCycles: Bool = false, staticsEvery: Duration = .seconds(60)) throws {
             plant = try Plant(units: units)
             phase = CyclePhase(periodNanoseconds: Int64(periodMs) * 1_000_000)
-            slots = (0..<units).map { _ in InverterSlot() }
+            slots = (0..<units).map { _ in DeviceSlot() }
             workers = (0..<units).map { [plant, slots, phase] i in
-                InverterWorker(endpoint: .tcp(host: "127.0.0.1", port: plant.servers[i].port), devices: [.init(unitID: 1, slot: slots[i])],
+                EndpointWorker(endpoint: .tcp(host: "127.0.0.1", port: plant.servers[i].port), devices: [.init(unitID: 1, slot: slots[i])],
                                period: .milliseconds(periodMs), timeout: .milliseconds(200), revertSeconds: 10, phase: phase,
                                staticsEvery: staticsEvery) { _ in }
             }

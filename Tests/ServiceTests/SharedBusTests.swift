@@ -76,10 +76,10 @@ func waitUntil(_ seconds: Double, _ condition: () -> Bool) -> Bool { waitFor(sec
 
 @Suite("Field buses as the wire is: one context per endpoint, unit ids per request", .serialized)
 struct SharedBusTests {
-    func worker(_ endpoint: ModbusEndpoint, _ slots: [(Int, InverterSlot)], timeout: Duration = .milliseconds(500))
-        -> InverterWorker
+    func worker(_ endpoint: ModbusEndpoint, _ slots: [(Int, DeviceSlot)], timeout: Duration = .milliseconds(500))
+        -> EndpointWorker
     {
-        InverterWorker(endpoint: endpoint, devices: slots.map { .init(unitID: $0.0, slot: $0.1) },
+        EndpointWorker(endpoint: endpoint, devices: slots.map { .init(unitID: $0.0, slot: $0.1) },
                        period: .milliseconds(100), timeout: timeout, revertSeconds: 10) { _ in }
     }
 
@@ -95,7 +95,7 @@ struct SharedBusTests {
         let peer = try UnitsPeer(ids.map(String.init))
         defer { peer.stop() }
         #expect(peer.ready)
-        let slots = ids.map { ($0, InverterSlot()) }
+        let slots = ids.map { ($0, DeviceSlot()) }
         for (id, slot) in slots { slot.setSetpoint(Watts(Double(id * 11_000))) }
         let w = worker(.tcp(host: "127.0.0.1", port: peer.port), slots)
         w.start()
@@ -118,7 +118,7 @@ struct SharedBusTests {
     func exceptionUnit() throws {
         let peer = try UnitsPeer(["1", "2:exception", "3"])
         defer { peer.stop() }
-        let slots = [1, 2, 3].map { ($0, InverterSlot()) }
+        let slots = [1, 2, 3].map { ($0, DeviceSlot()) }
         for (id, slot) in slots { slot.setSetpoint(Watts(Double(id * 1000))) }
         let w = worker(.tcp(host: "127.0.0.1", port: peer.port), slots)
         w.start()
@@ -141,7 +141,7 @@ struct SharedBusTests {
         // Unit 2 answers 0.45 s late; bessd gives up after 0.3 s and moves on to unit 3 and 1.
         let peer = try UnitsPeer(["1", "2:late=0.45", "3"])
         defer { peer.stop() }
-        let slots = [1, 2, 3].map { ($0, InverterSlot()) }
+        let slots = [1, 2, 3].map { ($0, DeviceSlot()) }
         let w = worker(.tcp(host: "127.0.0.1", port: peer.port), slots, timeout: .milliseconds(300))
         w.start()
         defer { w.stop() }
@@ -161,7 +161,7 @@ struct SharedBusTests {
     func notImplementedPower() throws {
         let peer = try UnitsPeer(["1", "2:wsentinel"])
         defer { peer.stop() }
-        let slots = [1, 2].map { ($0, InverterSlot()) }
+        let slots = [1, 2].map { ($0, DeviceSlot()) }
         slots[0].1.setSetpoint(.kilowatts(10))
         slots[1].1.setSetpoint(.kilowatts(20))
         let w = worker(.tcp(host: "127.0.0.1", port: peer.port), slots)
@@ -183,7 +183,7 @@ struct SharedBusTests {
         // WSet_SF −5: an int32 WSet carries at most 21,474.83647 W.
         let peer = try UnitsPeer(["1", "2:wsetsf=-5"])
         defer { peer.stop() }
-        let slots = [1, 2].map { ($0, InverterSlot()) }
+        let slots = [1, 2].map { ($0, DeviceSlot()) }
         slots[0].1.setSetpoint(.kilowatts(5))
         slots[1].1.setSetpoint(.kilowatts(15))
         let w = worker(.tcp(host: "127.0.0.1", port: peer.port), slots)
@@ -221,7 +221,7 @@ struct SharedBusTests {
         let peer = try UnitsPeer(units, rtu: "\(directory)/plant")
         defer { peer.stop() }
         #expect(peer.ready)
-        let slots = (1...count).map { ($0, InverterSlot()) }
+        let slots = (1...count).map { ($0, DeviceSlot()) }
         for (id, slot) in slots { slot.setSetpoint(Watts(Double(-id * 2000))) }
         let w = worker(.rtu(device: "\(directory)/bessd", baud: 19200, parity: "N", dataBits: 8, stopBits: 1, rs485: false),
                        slots, timeout: .milliseconds(500))
@@ -274,8 +274,8 @@ struct SharedBusTests {
             site:
               meter: {protocol: sunspec, modbus: \(modbus(240))}
             """, file: "shared-meter.yaml")
-        let slots = c.units.map { _ in InverterSlot() }
-        let meter = InverterSlot()
+        let slots = c.units.map { _ in DeviceSlot() }
+        let meter = DeviceSlot()
         let said = Mutex<[String]>([])
         let workers = HardwareSite.makeWorkers(c, slots: slots, meter: meter,
                                              phase: CyclePhase(periodNanoseconds: 100_000_000)) { notice in
@@ -335,7 +335,7 @@ struct SharedBusTests {
             c.units[1].modbus?.transport = .rtu(serial)
         }
         let said = Mutex<[String]>([])
-        let workers = HardwareSite.makeWorkers(c, slots: c.units.map { _ in InverterSlot() },
+        let workers = HardwareSite.makeWorkers(c, slots: c.units.map { _ in DeviceSlot() },
                                              phase: CyclePhase(periodNanoseconds: 100_000_000)) { notice in
             said.withLock { $0.append(notice.severity == .warning ? "warning: \(notice.text)" : notice.text) }
         }

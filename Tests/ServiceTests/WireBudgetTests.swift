@@ -33,7 +33,7 @@ struct WireBudgetTests {
         var devicesProbed: Bool { true }
         func busFaults() -> [[String]] { takenAt.map { _ in [] } }
         var workersAliveCheck: @Sendable () -> Bool { { true } }
-        var inverterSlots: [InverterSlot?] { takenAt.map { _ in nil } }
+        var inverterSlots: [DeviceSlot?] { takenAt.map { _ in nil } }
         var bmsSlots: [BMSSlot?] { takenAt.map { _ in nil } }
     }
 
@@ -97,10 +97,10 @@ struct WireBudgetTests {
         }
         try server.start()
         defer { server.stop() }
-        let slot = InverterSlot()
+        let slot = DeviceSlot()
         slot.setSetpoint(.kilowatts(10))
         // Polls every 10 ms on its own (no cycle); the revert timer is 2 s, so it is re-armed every 1 s.
-        let worker = InverterWorker(endpoint: .tcp(host: "127.0.0.1", port: server.port), devices: [.init(unitID: 1, slot: slot)],
+        let worker = EndpointWorker(endpoint: .tcp(host: "127.0.0.1", port: server.port), devices: [.init(unitID: 1, slot: slot)],
                                     period: .milliseconds(10), timeout: .milliseconds(500), revertSeconds: 2) { _ in }
         worker.start()
         defer { worker.stop() }
@@ -145,10 +145,10 @@ struct WireBudgetTests {
         }
         try server.start()
         defer { server.stop() }
-        let slot = InverterSlot()
+        let slot = DeviceSlot()
         slot.setSetpoint(Watts(10_000))
         // The revert timer is 60 s: no re-arm within the test.
-        let worker = InverterWorker(endpoint: .tcp(host: "127.0.0.1", port: server.port), devices: [.init(unitID: 1, slot: slot)],
+        let worker = EndpointWorker(endpoint: .tcp(host: "127.0.0.1", port: server.port), devices: [.init(unitID: 1, slot: slot)],
                                     period: .milliseconds(10), timeout: .milliseconds(500), revertSeconds: 60) { _ in }
         worker.start()
         defer { worker.stop() }

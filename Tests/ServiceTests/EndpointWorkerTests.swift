@@ -10,7 +10,7 @@ import Synchronization
 import Testing
 
 @Suite("Inverter worker on the cycle's schedule", .serialized)
-struct InverterWorkerTests {
+struct EndpointWorkerTests {
     /// A SunSpec inverter on loopback whose written setpoints are recorded as they arrive.
     final class Inverter: Sendable {
         final class Log: Sendable { let list = Mutex<[Double]>([]) }
@@ -28,8 +28,8 @@ struct InverterWorkerTests {
         var all: [Double] { log.list.withLock { $0 } }
     }
 
-    func worker(_ inverter: Inverter, slot: InverterSlot, phase: CyclePhase) -> InverterWorker {
-        InverterWorker(endpoint: .tcp(host: "127.0.0.1", port: inverter.server.port),
+    func worker(_ inverter: Inverter, slot: DeviceSlot, phase: CyclePhase) -> EndpointWorker {
+        EndpointWorker(endpoint: .tcp(host: "127.0.0.1", port: inverter.server.port),
                        devices: [.init(unitID: 1, slot: slot)], period: .milliseconds(100), timeout: .milliseconds(500),
                        revertSeconds: 10, phase: phase) { _ in }
     }
@@ -38,7 +38,7 @@ struct InverterWorkerTests {
     func stalledCycleMeansZero() throws {
         let inverter = try Inverter()
         defer { inverter.server.stop() }
-        let slot = InverterSlot()
+        let slot = DeviceSlot()
         let phase = CyclePhase(periodNanoseconds: 100_000_000)
         let w = worker(inverter, slot: slot, phase: phase)
         // A stand-in cycle: publishes its deadlines and kicks after each, commanding 30 kW.

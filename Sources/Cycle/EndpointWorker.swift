@@ -4,9 +4,10 @@ public import Fieldbus
 import Glibc
 import Synchronization
 
-/// What the cycle and a bus worker exchange for one inverter: the latest reading (stamped when it
-/// was read) and the latest setpoint. The cycle only ever holds the lock for a copy.
-public final class InverterSlot: Sendable {
+/// What the cycle and a bus worker exchange for one device on a Modbus link (a unit's inverter, or
+/// the site's meter): the latest reading (stamped when it was read) and the latest setpoint (a meter
+/// is never written). The cycle only ever holds the lock for a copy.
+public final class DeviceSlot: Sendable {
     struct State {
         var reading: Timestamped<InverterReading>?
         var setpoint: Watts = .zero
@@ -48,13 +49,14 @@ public final class InverterSlot: Sendable {
     var setpoint: Watts { state.withLock { $0.setpoint } }
 }
 
-/// Owns one Modbus connection (a TCP endpoint, or a serial line shared by its unit ids) and every
-/// SunSpec inverter on it: discovers them, polls them, writes their setpoints with the revert timer
-/// armed, and reconnects with back-off. Runs on its own thread; never blocks the cycle.
-public final class InverterWorker: @unchecked Sendable {
+/// Owns one Modbus endpoint (a TCP endpoint, or a serial line shared by its unit ids) and every
+/// device on it, inverters and the site meter: discovers them, polls them, writes the inverters'
+/// setpoints with the revert timer armed, and reconnects with back-off. Runs on its own thread;
+/// never blocks the cycle.
+public final class EndpointWorker: @unchecked Sendable {
     public struct Device: Sendable {
         public var unitID: Int
-        public var slot: InverterSlot
+        public var slot: DeviceSlot
         /// nil for SunSpec (discovered); a register map for other inverters.
         public var registerMap: RegisterMapSpec?
         /// Set for the site's connection-point meter: read every cycle, never written. Its reading's
@@ -63,7 +65,7 @@ public final class InverterWorker: @unchecked Sendable {
         /// Whose device this is, as the journal names it: the unit's configured id, or `site` for
         /// the connection-point meter (`BESS_UNIT`).
         public var name: String
-        public init(unitID: Int, slot: InverterSlot, registerMap: RegisterMapSpec? = nil, meter: MeterDriver? = nil,
+        public init(unitID: Int, slot: DeviceSlot, registerMap: RegisterMapSpec? = nil, meter: MeterDriver? = nil,
                     name: String = "") {
             self.unitID = unitID
             self.name = name
