@@ -181,23 +181,8 @@ struct ArchitectureDocTests {
 
     /// The first `needle` outside strings and outside nested brackets of `body`.
     private static func find(_ needle: [Unicode.Scalar], in body: [Unicode.Scalar]) -> Int? {
-        var depth = 0
-        var index = 0
-        while index < body.count {
-            switch body[index] {
-            case "\"":
-                index = Self.endOfString(body, from: index)
-                continue
-            case "(", "[":
-                depth += 1
-            case ")", "]":
-                depth -= 1
-            default:
-                if depth == 0, Self.matches(body, needle, at: index) { return index }
-            }
-            index += 1
-        }
-        return nil
+        let at = Self.scan(body, from: 0) { index, depth in depth == 0 && Self.matches(body, needle, at: index) }
+        return at < body.count ? at : nil
     }
 
     private static func matches(_ text: [Unicode.Scalar], _ needle: [Unicode.Scalar], at index: Int) -> Bool {
@@ -215,21 +200,26 @@ struct ArchitectureDocTests {
 
     /// The index of the bracket that closes the one at `open` (or the end of the text).
     private static func closing(_ text: [Unicode.Scalar], from open: Int) -> Int {
+        Self.scan(text, from: open) { index, depth in depth == 0 && (text[index] == ")" || text[index] == "]") }
+    }
+
+    /// Walks `text` from `start`, string literals skipped whole, and returns the first index at which
+    /// `stop` (given the index and the bracket depth counted from `start`, that index's bracket
+    /// included) says so, or the end of the text.
+    private static func scan(_ text: [Unicode.Scalar], from start: Int, _ stop: (Int, Int) -> Bool) -> Int {
         var depth = 0
-        var index = open
+        var index = start
         while index < text.count {
-            switch text[index] {
-            case "\"":
+            if text[index] == "\"" {
                 index = Self.endOfString(text, from: index)
                 continue
-            case "(", "[":
-                depth += 1
-            case ")", "]":
-                depth -= 1
-                if depth == 0 { return index }
-            default:
-                break
             }
+            switch text[index] {
+            case "(", "[": depth += 1
+            case ")", "]": depth -= 1
+            default: break
+            }
+            if stop(index, depth) { return index }
             index += 1
         }
         return text.count
