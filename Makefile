@@ -122,7 +122,8 @@ install: static
 	install -m 0644 systemd/80-can-bms.network $(DESTDIR)$(PREFIX)/lib/systemd/network/
 	install -m 0644 udev/80-bess-can.rules udev/80-bess-rs485.rules $(DESTDIR)$(PREFIX)/lib/udev/rules.d/
 	test -e $(DESTDIR)$(SYSCONFDIR)/bessd/bessd.yaml || install -m 0640 config/gateway.yaml $(DESTDIR)$(SYSCONFDIR)/bessd/bessd.yaml
-	install -m 0644 README.md config/bessd.yaml docs/operations.md docs/interlocks.md docs/sunspec.md $(DESTDIR)$(PREFIX)/share/doc/bessd/
+	install -m 0644 README.md CHANGELOG.md config/bessd.yaml docs/operations.md docs/interlocks.md docs/control.md \
+	  docs/sunspec.md docs/scada.md docs/uplink.md docs/uplink-mqtt.md $(DESTDIR)$(PREFIX)/share/doc/bessd/
 
 ## make deb: dist/bessd_VERSION_amd64.deb (Debian 12 gateways).
 deb:
