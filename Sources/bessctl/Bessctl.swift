@@ -17,25 +17,34 @@ struct Bessctl: ParsableCommand {
         main(globalOptionsMoved(Array(CommandLine.arguments.dropFirst())))
     }
 
-    /// Moves `--socket PATH` / `--socket=PATH` given before the verb to after it.
+    /// Moves `--socket PATH` / `--socket=PATH` given before the verb (or, for `probe`, between the
+    /// verb and its subcommand) to the end, where every verb takes it.
     static func globalOptionsMoved(_ arguments: [String]) -> [String] {
-        var before: [String] = []
         var moved: [String] = []
-        var index = 0
-        while index < arguments.count, arguments[index].hasPrefix("-") {
-            let argument = arguments[index]
-            if argument == "--socket", index + 1 < arguments.count {
-                moved += [argument, arguments[index + 1]]
-                index += 2
-            } else if argument.hasPrefix("--socket=") {
-                moved.append(argument)
-                index += 1
-            } else {
-                before.append(argument)
-                index += 1
+        /// Takes the `--socket` options at the front of `arguments` (other options stay, in order).
+        func takeSockets(_ arguments: ArraySlice<String>) -> (kept: [String], rest: ArraySlice<String>) {
+            var kept: [String] = []
+            var rest = arguments
+            while let argument = rest.first, argument.hasPrefix("-"), argument != "--" {
+                if argument == "--socket", rest.count > 1 {
+                    moved += [argument, rest[rest.startIndex + 1]]
+                    rest = rest.dropFirst(2)
+                } else if argument.hasPrefix("--socket=") {
+                    moved.append(argument)
+                    rest = rest.dropFirst()
+                } else {
+                    kept.append(argument)
+                    rest = rest.dropFirst()
+                }
             }
+            return (kept, rest)
         }
-        let rest = Array(arguments[index...])
+        let (before, afterOptions) = takeSockets(arguments[...])
+        var rest = Array(afterOptions)
+        if rest.first == "probe" {
+            let (kept, tail) = takeSockets(rest.dropFirst())
+            rest = ["probe"] + kept + Array(tail)
+        }
         if moved.isEmpty { return before + rest }
         if let terminator = rest.firstIndex(of: "--") {
             return before + rest[..<terminator] + moved + rest[terminator...]

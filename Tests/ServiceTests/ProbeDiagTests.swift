@@ -114,7 +114,8 @@ struct ProbeDiagTests {
         defer { server.stop() }
         for arguments in [["probe", "modbus", "--socket", "/tmp/bessctl-none.sock", "127.0.0.1:\(server.port)"],
                           ["probe", "modbus", "127.0.0.1:\(server.port)", "--socket=/tmp/bessctl-none.sock"],
-                          ["--socket", "/tmp/bessctl-none.sock", "probe", "modbus", "127.0.0.1:\(server.port)"]] {
+                          ["--socket", "/tmp/bessctl-none.sock", "probe", "modbus", "127.0.0.1:\(server.port)"],
+                          ["probe", "--socket", "/tmp/bessctl-none.sock", "modbus", "127.0.0.1:\(server.port)"]] {
             let probe = try Package.run("bessctl", arguments)
             #expect(probe.status == 0, "\(arguments): \(probe.out)\(probe.err)")
             #expect(probe.out.contains("control path: 124"), "\(arguments): \(probe.out)")
