@@ -33,7 +33,7 @@ public final class ScadaServer: @unchecked Sendable {
     private let stopWakeup = Wakeup()
     /// Times the server's wait returned (tests: an idle server does not tick).
     let wakeups = Atomic<UInt64>(0)
-    private let log: @Sendable (String, String, [String: String]) -> Void
+    private let log: @Sendable (ScadaEventCode, String, [String: String]) -> Void
     /// Requests answered, writes accepted and refused, connections refused (allow_from or
     /// max_clients), closed idle.
     public let answered = Atomic<UInt64>(0)
@@ -61,7 +61,7 @@ public final class ScadaServer: @unchecked Sendable {
     /// `serialLine`, this server answers on `configuration.serial` (Modbus RTU) instead of TCP: one
     /// server, and one thread, per line.
     public init(configuration: ScadaConfiguration, serialLine: Bool = false, site description: ScadaSiteDescription,
-                shared: SharedState, log: @escaping @Sendable (String, String, [String: String]) -> Void) throws(FieldbusError) {
+                shared: SharedState, log: @escaping @Sendable (ScadaEventCode, String, [String: String]) -> Void) throws(FieldbusError) {
         self.configuration = configuration
         self.shared = shared
         self.log = log
@@ -183,7 +183,7 @@ public final class ScadaServer: @unchecked Sendable {
             clients.removeAll { client in
                 guard now - client.lastActive > idleNs else { return false }
                 idleClosed.add(1, ordering: .relaxed)
-                log("SCADA_CLIENT_IDLE", "SCADA client \(client.peer) closed after \(configuration.idleTimeoutSeconds) s without a request", [:])
+                log(.clientIdle, "SCADA client \(client.peer) closed after \(configuration.idleTimeoutSeconds) s without a request", [:])
                 close(client.fd)
                 return true
             }
@@ -262,13 +262,13 @@ public final class ScadaServer: @unchecked Sendable {
         // Counted and logged before the close, so whoever sees the close sees the count.
         guard Self.allowed(host, by: configuration.allowFrom) else {
             connectionsRefused.add(1, ordering: .relaxed)
-            log("SCADA_PEER_REFUSED", "SCADA connection from \(peer) refused: not in scada.allow_from", ["BESS_PEER": peer])
+            log(.peerRefused, "SCADA connection from \(peer) refused: not in scada.allow_from", ["BESS_PEER": peer])
             close(fd)
             return
         }
         guard clients.count < configuration.maxClients else {
             connectionsRefused.add(1, ordering: .relaxed)
-            log("SCADA_CLIENTS_FULL", "SCADA connection from \(peer) refused: \(configuration.maxClients) clients already connected (scada.max_clients)",
+            log(.clientsFull, "SCADA connection from \(peer) refused: \(configuration.maxClients) clients already connected (scada.max_clients)",
                 ["BESS_PEER": peer])
             close(fd)
             return
@@ -365,7 +365,7 @@ public final class ScadaServer: @unchecked Sendable {
             let revertTo = command.revertEnabled
                 ? "\(Self.number(command.revertValue))\(isLimit ? " %" : " W")" + (isLimit ? "" : " for at most \(Self.number(write.commands.maxHoldSeconds)) s")
                 : "disabled"
-            log("SCADA_WRITE",
+            log(.write,
                 "SCADA write from \(peer): \(change.point) \(Self.number(change.old)) → \(Self.number(change.new))\(unit); "
                     + "\(isLimit ? "the grid operator limit" : "the site setpoint") reverts in \(Self.number(hold)) s without a refresh (to \(revertTo))"
                     + (repeats > 0 ? " (\(repeats) unchanged refreshes before this not logged)" : ""),
@@ -383,7 +383,7 @@ public final class ScadaServer: @unchecked Sendable {
         case 3: refusedIllegalValue.add(1, ordering: .relaxed)
         default: break
         }
-        log("SCADA_WRITE_REFUSED",
+        log(.writeRefused,
             "SCADA write from \(peer) at \(address) refused with exception \(exception < 10 ? "0" : "")\(exception): \(reason)",
             ["BESS_PEER": peer, "BESS_REGISTER": "\(address)", "BESS_EXCEPTION": "\(exception)"])
     }

@@ -34,11 +34,10 @@ extension Daemon {
                     code, message, fields in
                     var metadata: Logger.Metadata = ["BESS_CODE": "\(code)"]
                     for (key, value) in fields { metadata[key] = "\(value)" }
-                    if code == "SCADA_WRITE" {
-                        metadata["MESSAGE_ID"] = "\(MessageID.scadaWrite)"
+                    metadata["MESSAGE_ID"] = "\(code.isWrite ? MessageID.scadaWrite : MessageID.scada)"
+                    if code.isNotice {
                         logger.notice("\(message)", metadata: metadata)
                     } else {
-                        metadata["MESSAGE_ID"] = "\(code == "SCADA_WRITE_REFUSED" ? MessageID.scadaWrite : MessageID.scada)"
                         logger.warning("\(message)", metadata: metadata)
                     }
                 }

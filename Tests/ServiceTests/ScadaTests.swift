@@ -40,7 +40,7 @@ struct ScadaTests {
     }
 
     /// A server on a free loopback port over a SharedState the test fills.
-    func server(_ settings: ScadaConfiguration, log: @escaping @Sendable (String, String, [String: String]) -> Void = { _, _, _ in })
+    func server(_ settings: ScadaConfiguration, log: @escaping @Sendable (ScadaEventCode, String, [String: String]) -> Void = { _, _, _ in })
         throws -> (ScadaServer, SharedState)
     {
         let shared = SharedState(units: 2)
@@ -78,7 +78,7 @@ struct ScadaTests {
     func refusedOutsideAllowFrom() throws {
         let said = Mutex<[String]>([])
         let settings = ScadaConfiguration(host: "127.0.0.1", port: 0, allowFrom: [IPv4Network("10.0.0.0/8")!])
-        let (server, _) = try server(settings) { code, _, _ in said.withLock { $0.append(code) } }
+        let (server, _) = try server(settings) { code, _, _ in said.withLock { $0.append("\(code)") } }
         defer { server.stop() }
         let fd = connect(server.port)
         defer { close(fd) }
@@ -98,7 +98,7 @@ struct ScadaTests {
     func idleClosed() throws {
         let said = Mutex<[String]>([])
         let settings = ScadaConfiguration(host: "127.0.0.1", port: 0, idleTimeoutSeconds: 1)
-        let (server, _) = try server(settings) { code, _, _ in said.withLock { $0.append(code) } }
+        let (server, _) = try server(settings) { code, _, _ in said.withLock { $0.append("\(code)") } }
         defer { server.stop() }
         let fd = connect(server.port)
         defer { close(fd) }
@@ -132,7 +132,7 @@ struct ScadaTests {
     func maxClients() throws {
         let said = Mutex<[String]>([])
         let settings = ScadaConfiguration(host: "127.0.0.1", port: 0, maxClients: 2)
-        let (server, _) = try server(settings) { code, _, _ in said.withLock { $0.append(code) } }
+        let (server, _) = try server(settings) { code, _, _ in said.withLock { $0.append("\(code)") } }
         defer { server.stop() }
         let first = connect(server.port), second = connect(server.port)
         defer { close(first); close(second) }

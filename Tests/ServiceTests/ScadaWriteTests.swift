@@ -74,7 +74,7 @@ struct ScadaWriteTests {
         _ = shared.commands(generation: &generation)
         _ = shared.commit(SiteCommands(maxHoldSeconds: settings.maxHoldSeconds), ifGeneration: generation)
         let server = try ScadaServer(configuration: settings, site: Self.site, shared: shared) { code, _, fields in
-            said.entries.withLock { $0.append((code, fields)) }
+            said.entries.withLock { $0.append(("\(code)", fields)) }
         }
         try server.start()
         return (server, shared)
