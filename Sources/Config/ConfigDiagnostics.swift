@@ -4,9 +4,36 @@
 /// errors use, so an editor can jump to it and a field engineer sees the key and the bad value.
 public struct ConfigDiagnostic: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Severity: String, Sendable { case error, notice }
-    /// Stable error code for logs: `CONFIG_INVALID`, `CONFIG_SYNTAX`, `CONFIG_UNREADABLE` or
-    /// `CONFIG_NOTICE`.
-    public var code: String
+
+    /// A stable code for logs and scripts (`BESS_CODE=`): a struct over a private enum, matched by
+    /// value; its description is the name printed.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Value: Hashable, Sendable { case invalid, syntax, unreadable, notice, unexplained }
+        private let value: Value
+        private init(_ value: Value) { self.value = value }
+        /// `CONFIG_INVALID`: a value, key or combination the configuration does not allow.
+        public static let invalid = Code(.invalid)
+        /// `CONFIG_SYNTAX`: the file is not well-formed YAML.
+        public static let syntax = Code(.syntax)
+        /// `CONFIG_UNREADABLE`: the file cannot be read, or is not UTF-8 text.
+        public static let unreadable = Code(.unreadable)
+        /// `CONFIG_NOTICE`: worth knowing, not an error.
+        public static let notice = Code(.notice)
+        /// `CONFIG_UNEXPLAINED`: the loader refused the file without saying why (a bug in bessd).
+        public static let unexplained = Code(.unexplained)
+
+        public var description: String {
+            switch value {
+            case .invalid: "CONFIG_INVALID"
+            case .syntax: "CONFIG_SYNTAX"
+            case .unreadable: "CONFIG_UNREADABLE"
+            case .notice: "CONFIG_NOTICE"
+            case .unexplained: "CONFIG_UNEXPLAINED"
+            }
+        }
+    }
+
+    public var code: Code
     public var severity: Severity
     public var file: String
     /// 1-based line, when known.
@@ -18,7 +45,7 @@ public struct ConfigDiagnostic: Error, Sendable, Equatable, CustomStringConverti
     public var got: String?
 
     public init(
-        code: String = "CONFIG_INVALID", severity: Severity = .error, file: String, line: Int?, keyPath: String,
+        code: Code = .invalid, severity: Severity = .error, file: String, line: Int?, keyPath: String,
         message: String, got: String? = nil
     ) {
         self.code = code

@@ -22,11 +22,11 @@ public enum ConfigLoader {
         guard let data = FileManager.default.contents(atPath: path) else {
             let reason = access(path, R_OK) == 0 ? "not a readable file" : SystemError.text(errno)
             throw ConfigurationError([ConfigDiagnostic(
-                code: "CONFIG_UNREADABLE", file: path, line: nil, keyPath: "", message: "cannot read the file: \(reason)")])
+                code: .unreadable, file: path, line: nil, keyPath: "", message: "cannot read the file: \(reason)")])
         }
         guard let text = String(data: data, encoding: .utf8) else {
             throw ConfigurationError([ConfigDiagnostic(
-                code: "CONFIG_UNREADABLE", file: path, line: nil, keyPath: "", message: "the file is not UTF-8 text")])
+                code: .unreadable, file: path, line: nil, keyPath: "", message: "the file is not UTF-8 text")])
         }
         return try parse(text, file: path)
     }
@@ -53,7 +53,7 @@ public enum ConfigLoader {
                 .sorted { ($0.element.line ?? 0, $0.offset) < ($1.element.line ?? 0, $1.offset) }.map(\.element)
             if errors.isEmpty {
                 // Never a refusal that says nothing: the fuzz target fails on this message too.
-                errors = [ConfigDiagnostic(code: "CONFIG_UNEXPLAINED", file: file, line: nil, keyPath: "",
+                errors = [ConfigDiagnostic(code: .unexplained, file: file, line: nil, keyPath: "",
                                            message: "refused without a specific error: a bug in bessd; please report this file")]
             }
             throw ConfigurationError(errors)

@@ -19,7 +19,7 @@ final class ConfigReader {
     }
 
     func notice(_ node: Node?, _ path: String, _ message: String) {
-        diagnostics.append(ConfigDiagnostic(code: "CONFIG_NOTICE", severity: .notice, file: file,
+        diagnostics.append(ConfigDiagnostic(code: .notice, severity: .notice, file: file,
                                             line: node?.mark?.line, keyPath: path, message: message))
     }
 

@@ -27,7 +27,7 @@ enum ConfigSyntax {
                 let hex = String(scalar.value, radix: 16, uppercase: true)
                 let code = "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
                 found.append(ConfigDiagnostic(
-                    code: "CONFIG_SYNTAX", file: file, line: line, keyPath: "",
+                    code: .syntax, file: file, line: line, keyPath: "",
                     message: "YAML syntax error: control character \(code) at column \(column) is not allowed "
                         + "(pasted from a terminal? delete it)"))
                 if found.count == limit { break }
@@ -87,7 +87,7 @@ enum ConfigSyntax {
                 break
             }
         }
-        return ConfigDiagnostic(code: "CONFIG_SYNTAX", file: file, line: line, keyPath: "",
+        return ConfigDiagnostic(code: .syntax, file: file, line: line, keyPath: "",
                                 message: "YAML syntax error: \(problem)")
     }
 

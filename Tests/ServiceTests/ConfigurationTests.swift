@@ -416,7 +416,7 @@ struct ConfigurationTests {
             #expect(error.diagnostics.count == 1, "diagnostics were:\n\(error)")
             let first = error.diagnostics.first
             #expect(first?.line == bad.line, "\(error)")
-            #expect(first?.code == bad.code, "\(error)")
+            #expect(first.map { "\($0.code)" } == bad.code, "\(error)")
             #expect(first?.description.contains(bad.message) == true, "\(error)")
             #expect(first?.description.hasPrefix("site.yaml:\(bad.line): ") == true, "\(error)")
             if let column = bad.column { #expect(first?.message.contains("at column \(column) ") == true, "\(error)") }
@@ -484,7 +484,7 @@ struct ConfigurationTests {
             do {
                 _ = try ConfigLoader.parse(yaml, file: "empty.yaml")
             } catch {
-                #expect(!error.diagnostics.isEmpty && error.diagnostics.allSatisfy { $0.code != "CONFIG_UNEXPLAINED" },
+                #expect(!error.diagnostics.isEmpty && error.diagnostics.allSatisfy { $0.code != .unexplained },
                         "\(key): refused with \(error.diagnostics)")
                 #expect(error.description.contains(key), "\(key): \(error)")
             }
