@@ -67,7 +67,9 @@ public final class SiteOwnership {
     /// - Throws: `CONTROL_SOCKET_IN_USE` naming the PID that listens there, when the kernel says.
     public static func claimControlSocket(_ path: String) throws(RunError) {
         guard var address = unixAddress(path) else { return }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        // SOCK_STREAM | SOCK_CLOEXEC written out (1, 0o2000000): a release build does not see Glibc's
+        // SOCK_* constants (as ServiceServer.streamSocketFlags says).
+        let fd = socket(AF_UNIX, 1 | 0o2000000, 0)
         guard fd >= 0 else { return }
         defer { close(fd) }
         let connected = withUnsafePointer(to: &address) {
