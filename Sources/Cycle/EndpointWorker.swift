@@ -23,6 +23,11 @@ public final class DeviceSlot: Sendable {
     public var reading: Timestamped<InverterReading>? { state.withLock { $0.reading } }
     /// The code of the last failure, if the last exchange failed.
     public var lastError: String? { state.withLock { $0.lastError } }
+    /// The latest reading and whether the device failed before it ever answered, in one lock (the
+    /// cycle's side, every cycle: no second lock, no copy of the error text).
+    public var sample: (reading: Timestamped<InverterReading>?, neverAnswered: Bool) {
+        state.withLock { ($0.reading, $0.reading == nil && $0.lastError != nil) }
+    }
     /// Failed exchanges so far.
     public var errors: UInt64 { state.withLock { $0.errors } }
     /// Round-trip time of the last successful request.

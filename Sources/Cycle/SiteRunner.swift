@@ -164,9 +164,9 @@ public final class HardwareSite: SiteIO {
     public func sample(now: MonotonicInstant, into inputs: inout [UnitInputs]) -> Timestamped<Hertz>? {
         for i in inputs.indices {
             if let slot = inverterSlots[i] {
-                let reading = slot.reading
-                inputs[i].inverter = reading
-                inputs[i].inverterUnreachable = reading == nil && slot.lastError != nil
+                let sample = slot.sample
+                inputs[i].inverter = sample.reading
+                inputs[i].inverterUnreachable = sample.neverAnswered
             }
             if let slot = bmsSlots[i] { inputs[i].bms = slot.snapshot }
         }
