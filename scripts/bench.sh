@@ -143,6 +143,13 @@ step step10rt 10
 step step10nort 10 --no-realtime
 cp "$DATA/step100rt.csv" "$DATA/step-latency.csv" 2>/dev/null || true
 
+# 2a. The same step against an independent peer: 8 SunSpec inverters served by pymodbus, each on its
+#     own port, bessd (SCHED_FIFO 60) and the naive pymodbus loop a user would write back to back, at
+#     10 ms and 100 ms; the peer stamps the step and the first write reflecting it
+#     (scripts/step-wire-bench.sh, which also runs alone and on two binaries interleaved).
+echo "bench: frequency step → setpoint on the wire against pymodbus, bessd beside the naive loop"
+RESULTS="$ROOT/$RESULTS" DATA="$ROOT/$DATA" BESSD="$ROOT/$BIN/bessd" PERIODS="10 100" STEPS="$STEPS" scripts/step-wire-bench.sh
+
 # 2b. The site: one unit's inverter faults during a frequency event → the timed unit's larger share on
 #     its wire; the load steps over a 400 kW import limit at the site meter → the timed unit's new
 #     setpoint. 8 units at 100 ms, SCHED_FIFO 60, each inverter (and the meter) on its own port.
