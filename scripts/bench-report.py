@@ -279,16 +279,4 @@ set title 'resident memory (peak)'
 plot '{data}/resources.dat' using 4:xtic(1) notitle lc rgb '#31a354'
 unset multiplot
 """)
-# The README shows the latest table between its markers.
-readme_path = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "README.md"))
-if os.path.exists(readme_path):
-    readme = open(readme_path).read()
-    start, end = "<!-- benchmarks -->", "<!-- end of benchmarks -->"
-    if start in readme and end in readme:
-        block = "\n".join([start, md[2], ""] + md[6:8 + len(rows)] + ["",
-                 "![lateness beside cyclictest](hil/results/jitter.png)",
-                 "![latency on the wire](hil/results/latency.png)", end])
-        head, rest = readme.split(start, 1)
-        readme = head + block + rest.split(end, 1)[1]
-        open(readme_path, "w").write(readme)
 print("\n".join(md[:8 + len(rows)]))
