@@ -167,13 +167,28 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(name: "UplinkTests", dependencies: ["Uplink", "UplinkIngest", "ControlCore", "BessSystem"], swiftSettings: swiftSettings),
         .testTarget(name: "BessSystemTests", dependencies: ["BessSystem"], swiftSettings: swiftSettings),
-        .testTarget(name: "PlantTests", dependencies: ["Simulation", "HILPlant", "ControlCore", "Fieldbus", "Config", "Cycle"], swiftSettings: swiftSettings),
-        // Configuration, the cycle, the simulated site and the daemon, in and out of process.
+        .testTarget(
+            name: "PlantTests", dependencies: ["Simulation", "HILPlant", "ControlCore", "Fieldbus", "Config", "Cycle", "TestSupport"],
+            swiftSettings: swiftSettings),
+        // What every test target that runs a process or waits shares: the package's paths, running its
+        // executables and peers, waiting on a condition, loopback ports.
+        .target(name: "TestSupport", dependencies: ["BessSystem"], path: "Tests/TestSupport", swiftSettings: swiftSettings),
+        .testTarget(
+            name: "ConfigTests", dependencies: ["Config", "ControlCore", "BessSystem", "Fieldbus", "TestSupport"],
+            swiftSettings: swiftSettings),
+        // The cycle, its poller and workers against SunSpec peers (the HIL plant's server among them).
+        .testTarget(
+            name: "CycleTests", dependencies: ["Cycle", "Config", "ControlCore", "Fieldbus", "BessSystem", "HILPlant", "TestSupport"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "ScadaTests", dependencies: ["Scada", "Cycle", "Config", "ControlCore", "BessSystem", "TestSupport"],
+            swiftSettings: swiftSettings),
+        // The service and the daemon, in and out of process; the programs end to end.
         .testTarget(
             name: "ServiceTests",
             dependencies: [
                 "Service", "Cycle", "Config", "ControlCore", "ControlProtocol", "Fieldbus", "Simulation", "HILPlant", "Uplink", "UplinkIngest", "CSystemd", "BessSystem",
-                "Scada", "FuzzTargets", "bess-hil",
+                "Scada", "FuzzTargets", "bess-hil", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// bess-aggregator's status page in a real browser (headless Chromium from Debian).
@@ -26,11 +27,11 @@ struct AggregatorPageTests {
         try? FileManager.default.removeItem(atPath: dir)
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let port = LoopbackRigTests.freePort()
+        let port = Loopback.freePort()
         let aggregator = try Background([Package.executable("bess-aggregator")!.path, "--listen", "127.0.0.1:\(port)",
                                          "--database", dir + "/agg.sqlite"], output: dir + "/aggregator.log")
         defer { aggregator.stop() }
-        #expect(waitFor(seconds: 30) { LoopbackRigTests.listening(port) })
+        #expect(waitFor(seconds: 30) { Loopback.listening(port) })
         let base = "http://127.0.0.1:\(port)"
         let now = Date().timeIntervalSince1970
         let siteA = Self.batch(site: "PAGE_A", count: 120, soc: { 40 + Double($0) * 0.25 }, power: { Double($0 % 40) * 1000 - 20_000 }, now: now)
@@ -91,16 +92,16 @@ struct AggregatorPageTests {
         try? FileManager.default.removeItem(atPath: dir)
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let brokerPort = LoopbackRigTests.freePort()
+        let brokerPort = Loopback.freePort()
         let broker = try TestServer.mosquitto(dir, "listener \(brokerPort) 127.0.0.1\nallow_anonymous true\npersistence false")
         defer { broker.stop() }
-        #expect(waitFor(seconds: 10) { LoopbackRigTests.listening(brokerPort) }, "mosquitto never listened")
-        let port = LoopbackRigTests.freePort()
+        #expect(waitFor(seconds: 10) { Loopback.listening(brokerPort) }, "mosquitto never listened")
+        let port = Loopback.freePort()
         let aggregator = try Background([Package.executable("bess-aggregator")!.path, "--listen", "127.0.0.1:\(port)",
                                          "--database", dir + "/agg.sqlite", "--mqtt", "mqtt://127.0.0.1:\(brokerPort)", "--consumers", "1"],
                                         output: dir + "/aggregator.log")
         defer { aggregator.stop() }
-        #expect(waitFor(seconds: 30) { LoopbackRigTests.listening(port) }, "\(aggregator.text)")
+        #expect(waitFor(seconds: 30) { Loopback.listening(port) }, "\(aggregator.text)")
         #expect(waitFor(seconds: 20) { metric(port, "bess_aggregator_mqtt_connected") == 1 }, "\(aggregator.text)")
         let base = "http://127.0.0.1:\(port)"
         func publish(_ topic: String, _ payload: String) throws {

@@ -3,6 +3,7 @@ import Glibc
 @testable import Service
 @testable import Cycle
 @testable import Config
+import TestSupport
 import Testing
 import Uplink
 
@@ -14,7 +15,7 @@ struct AggregatorTests {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try "t0ken\n".write(toFile: dir + "/token", atomically: true, encoding: .utf8)
-        let port = LoopbackRigTests.freePort()
+        let port = Loopback.freePort()
         let aggregator = Process()
         aggregator.executableURL = Package.executable("bess-aggregator")
         aggregator.arguments = ["--listen", "127.0.0.1:\(port)", "--database", dir + "/agg.sqlite", "--token-file", dir + "/token"]
@@ -25,7 +26,7 @@ struct AggregatorTests {
             kill(aggregator.processIdentifier, SIGTERM)
             aggregator.waitUntilExit()
         }
-        #expect(waitFor(seconds: 10) { LoopbackRigTests.listening(port) }, "bess-aggregator never listened")
+        #expect(waitFor(seconds: 10) { Loopback.listening(port) }, "bess-aggregator never listened")
         let base = "http://127.0.0.1:\(port)"
         let yaml = daemonYAML.replacingOccurrences(of: "base_hz: 49.8", with: "base_hz: 50.0") + """
 

@@ -4,6 +4,7 @@ import Cycle
 import Foundation
 @testable import Service
 import BessSystem
+import TestSupport
 import Testing
 import Uplink
 

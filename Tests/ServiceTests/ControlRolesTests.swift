@@ -2,6 +2,7 @@ import ControlProtocol
 import Foundation
 import Glibc
 @testable import Service
+import TestSupport
 import Testing
 
 /// Who may do what on the control socket: `bess` reads, `bess-operators` (alone) acts, anyone

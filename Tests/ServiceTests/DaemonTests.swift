@@ -5,6 +5,7 @@ import Glibc
 @testable import Service
 @testable import Cycle
 @testable import Config
+import TestSupport
 import Testing
 import Uplink
 

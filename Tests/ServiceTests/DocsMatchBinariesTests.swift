@@ -3,6 +3,7 @@ import ControlCore
 import Foundation
 import Glibc
 @testable import Service
+import TestSupport
 import Testing
 
 /// What README.md, docs/operations.md, hil/README.md and config/bessd.yaml promise, held against the

@@ -3,6 +3,7 @@ import ControlProtocol
 import Foundation
 import Glibc
 @testable import Service
+import TestSupport
 import Testing
 
 /// What a field engineer hit following the docs (issue 44): two controllers on one site, a secret

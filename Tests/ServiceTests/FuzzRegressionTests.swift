@@ -1,5 +1,6 @@
 import Foundation
 import FuzzTargets
+import TestSupport
 import Testing
 
 /// The fuzz harnesses in the ordinary suite: every target's seeds and every input that once broke a

@@ -4,6 +4,7 @@ import Glibc
 @testable import Service
 @testable import Cycle
 @testable import Config
+import TestSupport
 import Testing
 
 /// A systemd-journald for the test: the one already listening, or one started standalone (as root)

@@ -1,44 +1,16 @@
 import Foundation
 import ControlProtocol
 import Glibc
+import TestSupport
 import Testing
 
 /// `bess-hil plant` and `bessd run` on the same rig file form a complete rig on one machine.
 @Suite("Loopback rig, end to end", .serialized)
 struct LoopbackRigTests {
-    static func freePort() -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { p -> Int32 in
-                _ = bind(fd, p, length)
-                return getsockname(fd, p, &length)
-            }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    /// True once something accepts TCP connections on 127.0.0.1:`port`.
-    static func listening(_ port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(port).bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        } == 0
-    }
-
     @Test("the unit follows droop on the wire, and bessd's stop leaves the inverter at zero")
     func rig() throws {
         let template = try String(contentsOf: Package.root.appendingPathComponent("hil/rigs/loopback.yaml"), encoding: .utf8)
-        let port = Self.freePort()
+        let port = Loopback.freePort()
         // Same rig, a free port, and the first frequency step (to 49.8 Hz) after 5 s instead of 20 s.
         let rig = template.replacingOccurrences(of: "port: 15502", with: "port: \(port)")
             .replacingOccurrences(of: "step_period_s: 20", with: "step_period_s: 5")
@@ -53,7 +25,7 @@ struct LoopbackRigTests {
         plant.standardOutput = plantOut
         plant.standardError = FileHandle.nullDevice
         try plant.run()
-        #expect(waitFor { Self.listening(port) }, "the plant never listened")
+        #expect(waitFor { Loopback.listening(port) }, "the plant never listened")
         let bessd = try Package.run("bessd", ["run", "--config", path, "--duration", "12", "--status-every", "0.5", "--log", "stdout"])
         let plantText = String(decoding: plantOut.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         plant.waitUntilExit()
@@ -75,7 +47,7 @@ struct LoopbackRigTests {
 struct KillRevertTests {
     @Test("after SIGKILL the simulated inverter holds the last setpoint only until its revert timer runs out")
     func killRevert() throws {
-        let port = LoopbackRigTests.freePort()
+        let port = Loopback.freePort()
         let rig = """
             mode: hil
             period_ms: 100
@@ -101,7 +73,7 @@ struct KillRevertTests {
         plant.standardOutput = plantOut
         plant.standardError = FileHandle.nullDevice
         try plant.run()
-        #expect(waitFor { LoopbackRigTests.listening(port) }, "the plant never listened")
+        #expect(waitFor { Loopback.listening(port) }, "the plant never listened")
         let bessd = Process()
         bessd.executableURL = Package.executable("bessd")
         bessd.arguments = ["run", "--config", path, "--status-every", "0", "--log", "stdout"]

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 import Uplink
 @testable import bess_hil
@@ -37,7 +38,7 @@ final class TestServer {
     deinit { stop() }
 
     static func postgres(_ directory: String) throws -> (TestServer, Int) {
-        let port = LoopbackRigTests.freePort()
+        let port = Loopback.freePort()
         let server = try TestServer(["postgres", directory + "/pg", "\(port)"], log: directory + "/postgres.log")
         return (server, port)
     }
@@ -119,13 +120,13 @@ struct MQTTUplinkTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let (postgres, pgPort) = try TestServer.postgres(dir)
         defer { postgres.stop() }
-        let brokerPort = LoopbackRigTests.freePort()
+        let brokerPort = Loopback.freePort()
         let brokerConfig = """
             listener \(brokerPort) 127.0.0.1
             allow_anonymous true
             persistence true
             """
-        let metricsPort = LoopbackRigTests.freePort()
+        let metricsPort = Loopback.freePort()
         let site = "MQ_SITE"
         let yaml = daemonYAML.replacingOccurrences(of: "base_hz: 49.8", with: "base_hz: 50.0") + """
 
@@ -141,16 +142,16 @@ struct MQTTUplinkTests {
         #expect(uplink(daemon)["last_error"] as? String == "MQTT_UNREACHABLE", "\(uplink(daemon))")
 
         var broker = try TestServer.mosquitto(dir, brokerConfig)
-        #expect(waitFor(seconds: 10) { LoopbackRigTests.listening(brokerPort) }, "mosquitto never listened")
-        #expect(waitFor(seconds: 20) { LoopbackRigTests.listening(pgPort) }, "postgres never listened")
-        let httpPort = LoopbackRigTests.freePort()
+        #expect(waitFor(seconds: 10) { Loopback.listening(brokerPort) }, "mosquitto never listened")
+        #expect(waitFor(seconds: 20) { Loopback.listening(pgPort) }, "postgres never listened")
+        let httpPort = Loopback.freePort()
         let aggregator = try Background([Package.executable("bess-aggregator")!.path, "--listen", "127.0.0.1:\(httpPort)",
                                          "--database", "postgres://bess@127.0.0.1:\(pgPort)/postgres",
                                          "--mqtt", "mqtt://127.0.0.1:\(brokerPort)", "--instance", "t1"],
                                         output: dir + "/aggregator.log")
         defer { aggregator.stop() }
         let base = "http://127.0.0.1:\(httpPort)"
-        #expect(waitFor(seconds: 30) { LoopbackRigTests.listening(httpPort) }, "bess-aggregator never listened: \(aggregator.text)")
+        #expect(waitFor(seconds: 30) { Loopback.listening(httpPort) }, "bess-aggregator never listened: \(aggregator.text)")
         #expect(waitFor(seconds: 20) { seqs(base, site).count >= 5 }, "\(aggregator.text)")
         #expect(seqs(base, site).first == 1, "the records spooled while the broker was away come first")
         #expect(waitFor(seconds: 10) { metric("\(base)/metrics", "bess_aggregator_site_online{site=\"\(site)\"}") == 1 })
@@ -249,11 +250,11 @@ final class AggregatorRig {
         try? FileManager.default.removeItem(atPath: dir)
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         (postgres, pgPort) = try TestServer.postgres(dir)
-        brokerPort = LoopbackRigTests.freePort()
+        brokerPort = Loopback.freePort()
         broker = try TestServer.mosquitto(dir, "listener \(brokerPort) 127.0.0.1\nallow_anonymous true\npersistence true")
-        httpPort = LoopbackRigTests.freePort()
-        #expect(waitFor(seconds: 10) { LoopbackRigTests.listening(self.brokerPort) }, "mosquitto never listened")
-        #expect(waitFor(seconds: 20) { LoopbackRigTests.listening(self.pgPort) }, "postgres never listened")
+        httpPort = Loopback.freePort()
+        #expect(waitFor(seconds: 10) { Loopback.listening(self.brokerPort) }, "mosquitto never listened")
+        #expect(waitFor(seconds: 20) { Loopback.listening(self.pgPort) }, "postgres never listened")
     }
 
     func startAggregator(_ log: String) throws -> Background {
@@ -277,10 +278,10 @@ extension MQTTUplinkTests {
         try? FileManager.default.removeItem(atPath: dir)
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let port = LoopbackRigTests.freePort()
+        let port = Loopback.freePort()
         let broker = try TestServer.mosquitto(dir, "listener \(port) 127.0.0.1\nallow_anonymous true")
         defer { broker.stop() }
-        #expect(waitFor(seconds: 10) { LoopbackRigTests.listening(port) }, "mosquitto never listened")
+        #expect(waitFor(seconds: 10) { Loopback.listening(port) }, "mosquitto never listened")
         // A subscriber stands in for the aggregator (without one, the broker answers "no matching subscribers").
         let subscriber = try Background(["mosquitto_sub", "-h", "127.0.0.1", "-p", "\(port)", "-V", "mqttv5", "-d",
                                          "-t", "bess/v1/PACE/records"], output: dir + "/sub.txt")
@@ -314,7 +315,7 @@ extension MQTTUplinkTests {
         defer { rig.stop() }
         let base = rig.base
         var aggregator = try rig.startAggregator("aggregator-1.log")
-        #expect(waitFor(seconds: 30) { LoopbackRigTests.listening(rig.httpPort) }, "bess-aggregator never listened: \(aggregator.text)")
+        #expect(waitFor(seconds: 30) { Loopback.listening(rig.httpPort) }, "bess-aggregator never listened: \(aggregator.text)")
         #expect(waitFor(seconds: 10) { metric("\(base)/metrics", "bess_aggregator_mqtt_connected") == 1 })
 
         // A command for each of thirty sites that are offline: the push goes to no one. The first
@@ -381,7 +382,7 @@ extension MQTTUplinkTests {
         defer { rig.stop() }
         let (base, brokerPort, httpPort, pgPort) = (rig.base, rig.brokerPort, rig.httpPort, rig.pgPort)
         var aggregator = try rig.startAggregator("aggregator-1.log")
-        #expect(waitFor(seconds: 30) { LoopbackRigTests.listening(httpPort) }, "bess-aggregator never listened: \(aggregator.text)")
+        #expect(waitFor(seconds: 30) { Loopback.listening(httpPort) }, "bess-aggregator never listened: \(aggregator.text)")
         #expect(waitFor(seconds: 10) { metric("\(base)/metrics", "bess_aggregator_mqtt_connected") == 1 })
 
         // The database goes away; twenty batches arrive and are read, and their store fails.
@@ -400,10 +401,10 @@ extension MQTTUplinkTests {
 
         // Back with the database and the same session: the broker sends again what was never acknowledged.
         rig.postgres = try TestServer(["postgres", rig.dir + "/pg", "\(pgPort)"], log: rig.dir + "/postgres-2.log")
-        #expect(waitFor(seconds: 20) { LoopbackRigTests.listening(pgPort) }, "postgres never listened again")
+        #expect(waitFor(seconds: 20) { Loopback.listening(pgPort) }, "postgres never listened again")
         aggregator = try rig.startAggregator("aggregator-2.log")
         defer { aggregator.stop() }
-        #expect(waitFor(seconds: 30) { LoopbackRigTests.listening(httpPort) }, "bess-aggregator never listened: \(aggregator.text)")
+        #expect(waitFor(seconds: 30) { Loopback.listening(httpPort) }, "bess-aggregator never listened: \(aggregator.text)")
         #expect(waitFor(seconds: 30) { seqs(base, site).count == 20 }, "stored: \(seqs(base, site))")
         #expect(seqs(base, site) == Array(1...20))
 
@@ -433,10 +434,10 @@ extension MQTTUplinkTests {
         try? FileManager.default.removeItem(atPath: dir)
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let port = LoopbackRigTests.freePort()
+        let port = Loopback.freePort()
         let broker = try TestServer.mosquitto(dir, "listener \(port) 127.0.0.1\nallow_anonymous true\npersistence false")
         defer { broker.stop() }
-        #expect(waitFor(seconds: 10) { LoopbackRigTests.listening(port) })
+        #expect(waitFor(seconds: 10) { Loopback.listening(port) })
         let daemon = try RunningDaemon(yaml: daemonYAML + """
 
             state_directory: \(dir)/state
@@ -463,11 +464,11 @@ struct MQTTGroupTests {
         try? FileManager.default.removeItem(atPath: dir)
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let port = LoopbackRigTests.freePort()
+        let port = Loopback.freePort()
         let conf = "listener \(port) 127.0.0.1\nallow_anonymous true\npersistence false"
         var broker = try TestServer.mosquitto(dir, conf)
         defer { broker.stop() }
-        #expect(waitFor(seconds: 10) { LoopbackRigTests.listening(port) })
+        #expect(waitFor(seconds: 10) { Loopback.listening(port) })
         // An independent subscriber (mosquitto_sub), so the broker has someone to hand batches to; it
         // subscribes again after the restart by itself.
         let subscriber = try Background(["mosquitto_sub", "-h", "127.0.0.1", "-p", "\(port)", "-V", "mqttv5", "-q", "1",
@@ -551,7 +552,7 @@ struct MQTTBrokerACLTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try Self.certificates(dir, clients: ["SITE_A", "SITE_B", "bess-aggregator"])
         // The shipped configuration, with this test's port and files.
-        let port = LoopbackRigTests.freePort()
+        let port = Loopback.freePort()
         var conf = try String(contentsOf: Package.root.appendingPathComponent("config/mosquitto/bess.conf"), encoding: .utf8)
         conf = conf.replacingOccurrences(of: "listener 8883", with: "listener \(port) 127.0.0.1")
             .replacingOccurrences(of: "/etc/mosquitto/ca_certificates/bess-fleet-ca.pem", with: dir + "/ca.pem")
@@ -563,16 +564,16 @@ struct MQTTBrokerACLTests {
         try shell(["chmod", "a+r", dir + "/bess.acl"])
         let broker = try TestServer.mosquitto(dir, conf)
         defer { broker.stop() }
-        #expect(waitFor(seconds: 10) { LoopbackRigTests.listening(port) }, "mosquitto never listened")
+        #expect(waitFor(seconds: 10) { Loopback.listening(port) }, "mosquitto never listened")
 
-        let httpPort = LoopbackRigTests.freePort()
+        let httpPort = Loopback.freePort()
         let aggregator = try Background([Package.executable("bess-aggregator")!.path, "--listen", "127.0.0.1:\(httpPort)",
                                          "--database", dir + "/agg.sqlite", "--mqtt", "mqtts://127.0.0.1:\(port)",
                                          "--mqtt-ca-file", dir + "/ca.pem", "--mqtt-cert-file", dir + "/bess-aggregator.pem",
                                          "--mqtt-key-file", dir + "/bess-aggregator.key"], output: dir + "/aggregator.log")
         defer { aggregator.stop() }
         let base = "http://127.0.0.1:\(httpPort)"
-        #expect(waitFor(seconds: 30) { LoopbackRigTests.listening(httpPort) })
+        #expect(waitFor(seconds: 30) { Loopback.listening(httpPort) })
         func seqs(_ site: String) -> [UInt64] {
             let out = (try? shell(["curl", "-s", "-m", "5", "\(base)/v1/sites/\(site)/seqs"]).out) ?? ""
             return (try? JSONDecoder().decode([UInt64].self, from: Data(out.utf8))) ?? []

@@ -5,6 +5,7 @@ import Foundation
 import Glibc
 import HILPlant
 @testable import Service
+import TestSupport
 import Testing
 
 /// `bessctl probe modbus` against independent SunSpec images (pymodbus, over TCP and RTU) and the
@@ -73,7 +74,7 @@ struct ProbeDiagTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let socat = try ptyPair(directory, "gateway", "device")
         defer { socat.terminate() }
-        #expect(waitUntil(5) { FileManager.default.fileExists(atPath: directory + "/device") })
+        #expect(waitFor(seconds: 5) { FileManager.default.fileExists(atPath: directory + "/device") })
         let peer = try UnitsPeer(["1"], rtu: directory + "/device", seconds: 60)
         defer { peer.stop() }
         #expect(peer.ready)

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `bess-hil scenario` checks what it needs before the run: a missing bessd fails at once, and a

@@ -10,32 +10,9 @@ import Logging
 @testable import Cycle
 @testable import Config
 import Synchronization
+import TestSupport
 import Testing
 import Uplink
-
-/// Waits until `condition` holds or `seconds` pass; returns whether it held. The one place tests
-/// poll: every wait names the condition it waits for. Timed on the monotonic clock: a wall clock
-/// stepped meanwhile (the CAN VM's clock is set after boot) neither ends a wait early nor stretches it.
-func waitFor(seconds: Double = 5, _ condition: () throws -> Bool) rethrows -> Bool {
-    let end = SystemClock.monotonicNanoseconds() + Int64(seconds * 1e9)
-    while SystemClock.monotonicNanoseconds() < end {
-        if try condition() { return true }
-        usleep(2_000)
-    }
-    return try condition()
-}
-
-/// Runs `work` on a thread of its own and waits until it returned or `seconds` pass; returns whether
-/// it returned (a `stop()` that must end a wait with no timeout).
-func returns(within seconds: Double = 5, _ work: @escaping @Sendable () -> Void) -> Bool {
-    let done = Atomic<Bool>(false)
-    let thread = Thread {
-        work()
-        done.store(true, ordering: .releasing)
-    }
-    thread.start()
-    return waitFor(seconds: seconds) { done.load(ordering: .acquiring) }
-}
 
 @Suite("Operator and aggregator through the mailbox and the cycle")
 struct AuthorityTests {

@@ -5,6 +5,7 @@ import Simulation
 @testable import Config
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 @Suite("Simulated site")

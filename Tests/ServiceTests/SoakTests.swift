@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `bess-hil soak` (make soak): its plan covers every fault kind, and its accounting — reloads

@@ -7,6 +7,7 @@ import Simulation
 @testable import Service
 @testable import Cycle
 @testable import Config
+import TestSupport
 import Testing
 
 /// The virtual CAN interface these tests use, set by scripts/can-tests.sh (inside the VM when this
@@ -201,7 +202,7 @@ struct SocketCANTests {
         let listener = try CANSocket(interface: interface, filters: [(0x351, 0x7FF)])
         try plant.run()
         // bessd starts once the plant answers Modbus and sends BMS frames, not after a guessed delay.
-        #expect(waitFor(seconds: 15) { LoopbackRigTests.listening(15602) })
+        #expect(waitFor(seconds: 15) { Loopback.listening(15602) })
         #expect(try firstBMSFrame(listener))
         let bessd = try Package.run("bessd", ["run", "--config", path, "--duration", "11", "--status-every", "1", "--log", "stdout"])
         let plantText = String(decoding: plantOut.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

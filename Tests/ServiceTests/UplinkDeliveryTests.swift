@@ -4,6 +4,7 @@ import Glibc
 @testable import Service
 @testable import Cycle
 @testable import Config
+import TestSupport
 import Testing
 import Uplink
 
@@ -166,7 +167,7 @@ struct UplinkHardTests {
         let other = try Self.makeCertificates(in: dir, name: "other")
         // The aggregator presents a certificate from "other"; bessd trusts only "good" at first.
         let stub = try AggregatorStub(seconds: 60, tls: (other.cert, other.key))
-        let port = LoopbackRigTests.freePort()
+        let port = Loopback.freePort()
         let yaml = { (ca: String) in daemonYAML + """
 
             metrics_listen: 127.0.0.1:\(port)
@@ -197,7 +198,7 @@ struct UplinkHardTests {
         let state = NSTemporaryDirectory() + "bessd-slow-\(getpid())"
         defer { try? FileManager.default.removeItem(atPath: state) }
         try stub.admin("/admin/mode", ["mode": "slow"])
-        let port = LoopbackRigTests.freePort()
+        let port = Loopback.freePort()
         let daemon = try RunningDaemon(yaml: daemonYAML + """
 
             metrics_listen: 127.0.0.1:\(port)
@@ -224,7 +225,7 @@ struct UplinkHardTests {
     func diskFull() throws {
         let state = NSTemporaryDirectory() + "bessd-full-\(getpid())"
         defer { try? FileManager.default.removeItem(atPath: state) }
-        let port = LoopbackRigTests.freePort()
+        let port = Loopback.freePort()
         let daemon = try RunningDaemon(yaml: daemonYAML + """
 
             state_directory: \(state)
@@ -257,7 +258,7 @@ struct UplinkHardTests {
 struct MetricsTests {
     @Test("GET /metrics answers well-formed Prometheus text with cycle, unit and spool metrics")
     func scrape() throws {
-        let port = LoopbackRigTests.freePort()
+        let port = Loopback.freePort()
         let state = NSTemporaryDirectory() + "bessd-metrics-\(getpid())"
         defer { try? FileManager.default.removeItem(atPath: state) }
         let yaml = daemonYAML + """
@@ -288,7 +289,7 @@ struct MetricsTests {
 
     @Test("mode hil is named everywhere: the start line, status, /metrics and every uplink record")
     func hilNamed() throws {
-        let port = LoopbackRigTests.freePort()
+        let port = Loopback.freePort()
         let yaml = daemonYAML.replacingOccurrences(of: "mode: simulation", with: "mode: hil")
             .replacingOccurrences(of: "max_power_kw: 100}", with: "max_power_kw: 100, inverter: {simulated: true}, bms: {simulated: true}}") + """
 

@@ -5,6 +5,7 @@ import Foundation
 import HILPlant
 @testable import Cycle
 import Synchronization
+import TestSupport
 import Testing
 
 /// A BMS frame that calls for less power is acted on as it arrives: it ends the cycle's wait at once

@@ -6,132 +6,84 @@ import Glibc
 @testable import Cycle
 @testable import Scada
 import Synchronization
+import TestSupport
 import Testing
 
-/// SCADA writes (issue 12, part 2): only the grid operator limit and the site setpoint of model
-/// 704, inside the interlocks, expiring unless refreshed, every one logged.
-@Suite("SCADA: writes to model 704", .serialized)
-struct ScadaWriteTests {
-    static let site = ScadaSiteDescription(siteID: "SITE_W", version: "0.0.0", mode: "simulation", unitID: 1,
-                                           ratingsW: [100_000, 100_000], capacitiesWh: [250_000, 250_000], hasMeter: false)
-    typealias M = SunSpecTables.M704
-
-    /// The absolute register of a 704 point.
-    static func address(_ point: SunSpecPoint) -> Int {
-        ScadaImage.base + ScadaImage(site: site).start(of: 704)! + point.offset
+/// SCADA in a running bessd: what a plant controller reads of the site, and what its writes do.
+/// The server alone is tested in ScadaTests.
+@Suite("SCADA: a running bessd serves its site", .serialized)
+struct ScadaDaemonTests {
+    /// The register layout bessd serves for the two 100 kW units of `daemonYAML`.
+    static func layout(hasMeter: Bool) -> ScadaImage {
+        ScadaImage(site: ScadaSiteDescription(siteID: "site", version: "", mode: "", unitID: 1,
+                                              ratingsW: [100_000, 100_000], capacitiesWh: [250_000, 250_000],
+                                              hasMeter: hasMeter))
     }
 
-    @Test("decoding: a write is applied whole or refused whole — 02 for a register that is not writable or half a 32-bit point, 03 for a value out of range; a write starts its reversion time (RvrtTms, or max_hold_s for 0)")
-    func decode() throws {
-        let image = ScadaImage(site: Self.site)
-        let now = MonotonicInstant(nanoseconds: 5_000_000_000)
-        let commands = SiteCommands(maxHoldSeconds: 60)
-        func write(_ point: SunSpecPoint, _ values: [UInt16]) -> Result<ScadaWrite, ScadaWriteRefusal> {
-            image.decodeWrite(address: Self.address(point), values: values, commands: commands, now: now)
+    @Test("bessd serves its site: pysunspec2 reads 701 W (−grid power), Hz, 713 SoC and each unit's 802 SoC as bessctl site --json shows them; mbpoll reads the marker and 701 W; a write is refused and logged")
+    func daemonServesTheSite() throws {
+        let port = Loopback.freePort()
+        let yaml = daemonYAML.replacingOccurrences(of: "simulation: {frequency_profile: steady, base_hz: 49.8}", with: """
+            simulation:
+              frequency_profile: steady
+              base_hz: 50.0
+              load: {base_kw: 260}
+            site:
+              meter: {protocol: sunspec}
+              application: peak_shaving
+              peak_shaving: {import_max_kw: 200}
+            scada:
+              listen: 127.0.0.1:\(port)
+              allow_from: [127.0.0.1]
+            """)
+        let daemon = try RunningDaemon(yaml: yaml)
+        // Once peak shaving has settled, the site holds still (steady load, steady frequency).
+        var site: [String: Any] = [:]
+        let settled = waitFor(seconds: 15) {
+            site = (try? daemon.request(["verb": "site"])) ?? [:]
+            return (site["grid_power_w"] as? Double).map { abs($0 - 200_000) < 1_000 } ?? false
         }
-        func exception(_ result: Result<ScadaWrite, ScadaWriteRefusal>) -> UInt8? {
-            if case .failure(let refusal) = result { return refusal.exception }
-            return nil
+        #expect(settled, "site: \(site)")
+        let scan = try Package.tool(["python3", "hil/peers/sunspec_scan.py", "127.0.0.1", String(port)])
+        site = (try? daemon.request(["verb": "site"])) ?? [:]
+        #expect(scan.status == 0, "\(scan.err)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(scan.out.utf8)) as? [String: Any])
+        let points = json["points"] as? [String: [String: Any]] ?? [:]
+        let batteries = (json["instances"] as? [String: [[String: Any]]])?["802"] ?? []
+        func n(_ model: [String: Any]?, _ name: String) -> Double? {
+            (model?[name] as? Double) ?? (model?[name] as? Int).map(Double.init)
         }
-        // WMaxLimPctEna and WMaxLimPct in one request.
-        let limit = try write(M.WMaxLimPctEna, [1, 30]).get()
-        #expect(limit.commands.limit.active(at: now) == 30 && limit.limitWritten && !limit.setpointWritten)
-        #expect(abs(limit.commands.limit.remaining(at: now) - 60) < 1e-6, "RvrtTms 0: max_hold_s")
-        #expect(limit.changes == [.init(point: "WMaxLimPctEna", old: 0, new: 1), .init(point: "WMaxLimPct", old: 100, new: 30)])
-        let timed = try write(M.WMaxLimPctRvrtTms, [0, 10]).get()
-        #expect(abs(timed.commands.limit.remaining(at: now) - 10) < 1e-6)
-        // WSet at W_SF (200 kW of ratings → SF 1): 15,000 × 10 = 150 kW.
-        let wsf = image.wSF
-        let raw = UInt32(bitPattern: Int32(-150_000 / Int(pow(10, Double(wsf)))))
-        let setpoint = try write(M.WSetEna, [1, 1, UInt16(raw >> 16), UInt16(raw & 0xFFFF)]).get()
-        #expect(setpoint.commands.setpoint.active(at: now) == -150_000)
-        // Refusals.
-        #expect(exception(write(M.WMaxLimPctRvrtRem, [0, 5])) == 2, "read-only point")
-        #expect(exception(write(M.VarSetEna, [1])) == 2, "a point bessd does not take")
-        #expect(exception(write(M.WSetPct, [50])) == 2, "WSetPct is not served")
-        #expect(exception(write(M.WSet, [0])) == 2, "half of WSet")
-        #expect(exception(write(M.WMaxLimPctRvrtTms, [0, 10, 0])) == 2, "runs on into WMaxLimPctRvrtRem")
-        #expect(exception(write(M.WMaxLimPct, [101])) == 3)
-        #expect(exception(write(M.WMaxLimPctEna, [2])) == 3)
-        #expect(exception(write(M.WMaxLimPctRvrtTms, [0, 61])) == 3, "beyond max_hold_s")
-        #expect(exception(write(M.WSetMod, [0])) == 3, "percent mode is not served")
-        let beyond = UInt32(bitPattern: Int32(250_000 / Int(pow(10, Double(wsf)))))
-        #expect(exception(write(M.WSet, [UInt16(beyond >> 16), UInt16(beyond & 0xFFFF)])) == 3, "beyond Σ ratings")
-        // A refused register in a request refuses it all, the good part too.
-        #expect(exception(write(M.WMaxLimPctEna, [1, 30, 100, 0, 0, 10, 0])) == 2)
-    }
-
-    /// What the server logged: code and fields.
-    final class Said: Sendable {
-        let entries = Mutex<[(String, [String: String])]>([])
-        func withLock<R>(_ body: ([(String, [String: String])]) -> R) -> R { entries.withLock { body($0) } }
-    }
-
-    /// A server with writes on, on a free loopback port, over a SharedState the test owns.
-    func server(_ settings: ScadaConfiguration, said: Said) throws -> (ScadaServer, SharedState) {
-        let shared = SharedState(units: 2)
-        var generation: UInt64 = 0
-        _ = shared.commands(generation: &generation)
-        _ = shared.commit(SiteCommands(maxHoldSeconds: settings.maxHoldSeconds), ifGeneration: generation)
-        let server = try ScadaServer(configuration: settings, site: Self.site, shared: shared) { code, _, fields in
-            said.entries.withLock { $0.append(("\(code)", fields)) }
+        let grid = try #require(site["grid_power_w"] as? Double)
+        let w = try #require(n(points["701"], "W"))
+        #expect(abs(w + grid) < 1_500, "701 W \(w), grid \(grid)")
+        #expect(n(points["701"], "Hz").map { abs($0 - 50) < 0.001 } == true)
+        #expect(n(points["702"], "WMaxRtg") == 200_000)
+        let units = site["units"] as? [[String: Any]] ?? []
+        #expect(units.count == 2 && batteries.count == 2)
+        for (unit, battery) in zip(units, batteries) {
+            let soc = try #require(unit["soc_percent"] as? Double)
+            #expect(n(battery, "SoC").map { abs($0 - soc) <= 0.1 } == true, "802 \(String(describing: battery["SoC"])) vs \(soc)")
         }
-        try server.start()
-        return (server, shared)
-    }
-
-    func pysunspec2(_ port: Int, _ args: [String]) throws -> [String: Any] {
-        let run = try Package.tool(["python3", "hil/peers/sunspec_write.py", "127.0.0.1", String(port), "1", "704"] + args)
-        #expect(run.status == 0, "\(run.err)")
-        return (try? JSONSerialization.jsonObject(with: Data(run.out.utf8)) as? [String: Any]) ?? [:]
-    }
-
-    @Test("pysunspec2 writes WMaxLimPct 30 % with RvrtTms 10 and a WSet: the commands the cycle takes, read back with RvrtRem; a read-only point answers 02, 150 % answers 03 — each logged with peer, point, old → new and expiry")
-    func pysunspec2Writes() throws {
-        let said = Said()
-        let (server, shared) = try server(ScadaConfiguration(host: "127.0.0.1", port: 0, writes: true), said: said)
-        defer { server.stop() }
-        let answer = try pysunspec2(server.port, ["WMaxLimPctEna=1", "WMaxLimPct=30", "--", "WMaxLimPctRvrtTms=10", "--",
-                                                   "WSetEna=1", "WSetMod=1", "WSet=-120000", "--", "WMaxLimPctRvrtRem=5", "--",
-                                                   "WMaxLimPct=150", "--", "WMaxLimPct=30", "--", "WMaxLimPct=30"])
-        let results = answer["results"] as? [[String: Any]] ?? []
-        #expect(results.map { $0["ok"] as? Bool } == [true, true, true, false, false, true, true], "\(results)")
-        let errors = results.compactMap { $0["error"] as? String }.joined(separator: " | ")
-        #expect(errors.contains("exception: 2") && errors.contains("exception: 3"), "\(errors)")
-        let commands = shared.commands
-        let now = MonotonicClock.now()
-        #expect(commands.limit.active(at: now) == 30)
-        #expect(commands.limit.remaining(at: now) > 8 && commands.limit.remaining(at: now) <= 10)
-        #expect(commands.setpoint.active(at: now) == -120_000)
-        let points = answer["points"] as? [String: Any] ?? [:]
-        #expect((points["WMaxLimPct"] as? NSNumber)?.doubleValue == 30)
-        #expect((points["WMaxLimPctRvrtTms"] as? NSNumber)?.doubleValue == 10)
-        #expect(((points["WMaxLimPctRvrtRem"] as? NSNumber)?.doubleValue).map { $0 > 0 && $0 <= 10 } == true, "\(points)")
-        #expect((points["WSet"] as? NSNumber)?.doubleValue == -120_000)
-        // Two refreshes of WMaxLimPct with the value it holds: counted, not logged (once a minute).
-        #expect(server.writesAccepted.load(ordering: .relaxed) == 5)
-        #expect(server.refusedIllegalAddress.load(ordering: .relaxed) == 1 && server.refusedIllegalValue.load(ordering: .relaxed) == 1)
-        let log = said.withLock { $0 }
-        let pct = log.first { $0.0 == "SCADA_WRITE" && $0.1["BESS_POINT"] == "WMaxLimPct" }
-        #expect(pct?.1["BESS_OLD"] == "100" && pct?.1["BESS_NEW"] == "30" && pct?.1["BESS_PEER"]?.hasPrefix("127.0.0.1:") == true)
-        #expect(pct?.1["BESS_EXPIRES_S"] == "60", "the first write, before RvrtTms, holds max_hold_s")
-        #expect(log.filter { $0.0 == "SCADA_WRITE" && $0.1["BESS_POINT"] == "WMaxLimPct" }.count == 1)
-        let tms = log.first { $0.1["BESS_POINT"] == "WMaxLimPctRvrtTms" }
-        #expect(tms?.1["BESS_EXPIRES_S"] == "10")
-        #expect(log.filter { $0.0 == "SCADA_WRITE_REFUSED" }.map { $0.1["BESS_EXCEPTION"] } == ["2", "3"])
-    }
-
-    @Test("writes: false answers every write 01 and changes nothing")
-    func writesOff() throws {
-        let said = Said()
-        let (server, shared) = try server(ScadaConfiguration(host: "127.0.0.1", port: 0), said: said)
-        defer { server.stop() }
-        let answer = try pysunspec2(server.port, ["WMaxLimPctEna=1", "WMaxLimPct=30"])
-        let results = answer["results"] as? [[String: Any]] ?? []
-        #expect(results.map { $0["ok"] as? Bool } == [false])
-        #expect(shared.commands.limit.active(at: MonotonicClock.now()) == nil)
-        #expect(server.refusedIllegalFunction.load(ordering: .relaxed) == 1)
-        #expect(said.withLock { $0.map(\.0) } == ["SCADA_WRITE_REFUSED"])
+        let mean = units.compactMap { $0["soc_percent"] as? Double }.reduce(0, +) / 2
+        #expect(n(points["713"], "SoC").map { abs($0 - mean) <= 0.1 } == true)
+        // mbpoll: the marker, and 701 W as a raw register with its scale factor.
+        let layout = Self.layout(hasMeter: true)
+        let wAddress = ScadaImage.base + layout.start(of: 701)! + SunSpecTables.M701.W.offset
+        let raw = try Package.tool(["mbpoll", "-m", "tcp", "-p", String(port), "-a", "1", "-r", String(wAddress + 1), "-c", "1",
+                                    "-t", "4", "-1", "-q", "127.0.0.1"])
+        let value = raw.out.split(separator: "\n").first { $0.contains("[\(wAddress + 1)]:") }
+            .flatMap { $0.split(separator: "\t").last?.split(separator: " ").first.flatMap { Double($0) } }
+        // mbpoll prints the register unsigned first ("45506 (-20030)"): int16 by hand.
+        let signed = value.map { $0 > 32_767 ? $0 - 65_536 : $0 }
+        #expect(signed.map { abs($0 * pow(10, Double(layout.wSF)) + grid) < 1_500 } == true, "\(raw.out)")
+        let write = try Package.tool(["mbpoll", "-m", "tcp", "-p", String(port), "-a", "1", "-r", String(wAddress + 1), "-1", "-q",
+                                      "127.0.0.1", "5"])
+        #expect(write.status != 0)
+        daemon.signal(SIGTERM)
+        let end = daemon.finish()
+        #expect(end.status == 0)
+        #expect(end.text.contains("SCADA_LISTENING"))
+        #expect(end.text.contains("SCADA_WRITE_REFUSED"))
     }
 }
 
@@ -146,7 +98,7 @@ struct ScadaDaemonWriteTests {
 
     @Test("a SCADA setpoint of 200 kW moves both units; WMaxLimPct 30 % with RvrtTms 10 caps them at 60 kW at once and lifts at the ramp after 10 s without a refresh; the setpoint ends at its RvrtTms; a peer outside allow_from is refused; bessctl status shows both")
     func writesDriveTheSite() throws {
-        let port = LoopbackRigTests.freePort()
+        let port = Loopback.freePort()
         let yaml = daemonYAML.replacingOccurrences(of: "simulation: {frequency_profile: steady, base_hz: 49.8}", with: """
             simulation: {frequency_profile: steady, base_hz: 50.0}
             limits: {ramp_percent_per_s: 20, schedule_ramp_percent_per_s: 100}
@@ -201,7 +153,7 @@ struct ScadaDaemonWriteTests {
             c = ModbusTcpClient("127.0.0.1", port=\(port), source_address=("127.0.0.2", 0), timeout=2, retries=0)
             c.connect()
             try:
-                r = c.write_register(\(ScadaWriteTests.address(ScadaWriteTests.M.WMaxLimPct)), 10, slave=1)
+                r = c.write_register(\(ScadaImage.base + ScadaDaemonTests.layout(hasMeter: false).start(of: 704)! + SunSpecTables.M704.WMaxLimPct.offset), 10, slave=1)
                 print("answered", r)
             except Exception as e:
                 print("refused", e)

@@ -5,6 +5,7 @@ import Foundation
 import HILPlant
 @testable import Cycle
 import Synchronization
+import TestSupport
 import Testing
 
 /// One thread drives the per-cycle exchanges of every healthy Modbus TCP endpoint; each worker keeps

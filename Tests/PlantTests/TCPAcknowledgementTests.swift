@@ -3,6 +3,7 @@ import Fieldbus
 import Foundation
 import Simulation
 import HILPlant
+import TestSupport
 import Testing
 
 /// What bessd's Modbus TCP session puts on the wire besides its requests.

@@ -4,75 +4,8 @@ import Foundation
 @testable import Cycle
 import Config
 import Synchronization
+import TestSupport
 import Testing
-
-/// `hil/peers/pymodbus_sunspec_units.py`: several SunSpec inverters behind one pymodbus endpoint
-/// (TCP, or RTU on a pty), each unit id with its own image. Its output is collected line by line.
-final class UnitsPeer: Sendable {
-    let process: Process
-    final class Lines: Sendable { let list = Mutex<[String]>([]) }
-    private let lines = Lines()
-    let port: Int
-
-    convenience init(_ units: [String], rtu device: String? = nil, seconds: Int = 60) throws {
-        var arguments = ["python3", "hil/peers/pymodbus_sunspec_units.py", "--seconds", String(seconds)]
-        if let device { arguments += ["--rtu", device, "--baud", "19200", "--parity", "N"] }
-        try self.init(arguments: arguments + units)
-    }
-
-    /// Any peer of hil/peers that prints "PORT <n>" (or "READY") once it serves.
-    init(arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        process.currentDirectoryURL = Package.root
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        self.process = process
-        let lines = self.lines
-        Thread {
-            var buffer = ""
-            while true {
-                let data = out.fileHandleForReading.availableData
-                if data.isEmpty { return }
-                buffer += String(decoding: data, as: UTF8.self)
-                while let newline = buffer.firstIndex(of: "\n") {
-                    let line = String(buffer[..<newline])
-                    buffer.removeSubrange(...newline)
-                    lines.list.withLock { $0.append(line) }
-                }
-            }
-        }.start()
-        var first: String?
-        _ = waitUntil(20) {
-            first = lines.list.withLock { $0.first { $0.hasPrefix("PORT ") || $0 == "READY" } }
-            return first != nil
-        }
-        port = first.flatMap { Int($0.dropFirst(5)) } ?? 0
-    }
-
-    func stop() {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-    }
-
-    var all: [String] { lines.list.withLock { $0 } }
-    var ready: Bool { all.contains { $0.hasPrefix("PORT ") || $0 == "READY" } }
-    /// The last line starting with `prefix`.
-    func last(_ prefix: String) -> String? { all.last { $0.hasPrefix(prefix) } }
-    /// TCP sessions ever accepted (the last CONNECTIONS line).
-    var totalConnections: Int? {
-        last("CONNECTIONS").flatMap { $0.split(separator: "=").last.flatMap { Int($0) } }
-    }
-}
-
-/// Polls `condition` until it holds or `seconds` pass (`waitFor`, under the name these tests use).
-func waitUntil(_ seconds: Double, _ condition: () -> Bool) -> Bool { waitFor(seconds: seconds, condition) }
 
 @Suite("Field buses as the wire is: one context per endpoint, unit ids per request", .serialized)
 struct SharedBusTests {
@@ -101,14 +34,14 @@ struct SharedBusTests {
         w.start()
         defer { w.stop() }
         for (id, slot) in slots {
-            #expect(waitUntil(10) { peer.last("WSET unit=\(id) ") == wset(id, id * 11_000) },
+            #expect(waitFor(seconds: 10) { peer.last("WSET unit=\(id) ") == wset(id, id * 11_000) },
                     "unit \(id): \(String(describing: peer.last("WSET unit=\(id) ")))")
-            #expect(waitUntil(5) { slot.reading?.value.activePower == Watts(Double(1000 * id + 234)) })
+            #expect(waitFor(seconds: 5) { slot.reading?.value.activePower == Watts(Double(1000 * id + 234)) })
             #expect(slot.reading?.value.frequency == Hertz(Double(49_876 + id) / 1000))
         }
         // A new setpoint for one unit reaches that unit only.
         slots[0].1.setSetpoint(.kilowatts(-7))
-        #expect(waitUntil(5) { peer.last("WSET unit=1 ") == wset(1, -7000) })
+        #expect(waitFor(seconds: 5) { peer.last("WSET unit=1 ") == wset(1, -7000) })
         for (id, _) in slots.dropFirst() { #expect(peer.last("WSET unit=\(id) ") == wset(id, id * 11_000)) }
         #expect(peer.totalConnections == 1, "\(peer.all.filter { $0.hasPrefix("CONNECTIONS") })")
         #expect(w.wire.connects == 1)
@@ -123,13 +56,13 @@ struct SharedBusTests {
         let w = worker(.tcp(host: "127.0.0.1", port: peer.port), slots)
         w.start()
         defer { w.stop() }
-        #expect(waitUntil(10) { peer.last("WSET unit=1 ") == wset(1, 1000) && peer.last("WSET unit=3 ") == wset(3, 3000) })
-        #expect(waitUntil(5) { slots[1].1.errors >= 2 })
+        #expect(waitFor(seconds: 10) { peer.last("WSET unit=1 ") == wset(1, 1000) && peer.last("WSET unit=3 ") == wset(3, 3000) })
+        #expect(waitFor(seconds: 5) { slots[1].1.errors >= 2 })
         #expect(slots[1].1.lastError == "MODBUS_EXCEPTION_4")
         #expect(slots[1].1.reading == nil)
         // Units 1 and 3 keep reading fresh values while unit 2 keeps failing.
         let before = slots[0].1.reading?.takenAt
-        #expect(waitUntil(5) { slots[0].1.reading?.takenAt != before && slots[1].1.errors >= 4 })
+        #expect(waitFor(seconds: 5) { slots[0].1.reading?.takenAt != before && slots[1].1.errors >= 4 })
         #expect(slots[0].1.errors == 0 && slots[2].1.errors == 0)
         #expect(slots[2].1.reading?.value.activePower == Watts(3234))
         #expect(peer.totalConnections == 1)
@@ -146,7 +79,7 @@ struct SharedBusTests {
         w.start()
         defer { w.stop() }
         // Several rounds in which unit 2 timed out (it backs off 0.5, 1, 2 s between tries).
-        #expect(waitUntil(15) { slots[1].1.errors >= 3 })
+        #expect(waitFor(seconds: 15) { slots[1].1.errors >= 3 })
         #expect(slots[1].1.lastError == "MODBUS_TIMEOUT")
         // Units 1 and 3 never failed (a late frame would be a transaction-id mismatch) and read
         // their own values.
@@ -167,9 +100,9 @@ struct SharedBusTests {
         let w = worker(.tcp(host: "127.0.0.1", port: peer.port), slots)
         w.start()
         defer { w.stop() }
-        #expect(waitUntil(10) { peer.last("WSET unit=2 ") == wset(2, 0) }, "\(String(describing: peer.last("WSET unit=2 ")))")
-        #expect(waitUntil(5) { peer.last("WSET unit=1 ") == wset(1, 10_000) })
-        #expect(waitUntil(5) { slots[1].1.errors >= 5 })
+        #expect(waitFor(seconds: 10) { peer.last("WSET unit=2 ") == wset(2, 0) }, "\(String(describing: peer.last("WSET unit=2 ")))")
+        #expect(waitFor(seconds: 5) { peer.last("WSET unit=1 ") == wset(1, 10_000) })
+        #expect(waitFor(seconds: 5) { slots[1].1.errors >= 5 })
         #expect(slots[1].1.lastError == "SUNSPEC_VALUE_INVALID")
         #expect(slots[1].1.reading == nil)
         // Never the 20 kW it was asked for, and no reconnect.
@@ -189,15 +122,15 @@ struct SharedBusTests {
         let w = worker(.tcp(host: "127.0.0.1", port: peer.port), slots)
         w.start()
         defer { w.stop() }
-        #expect(waitUntil(10) { peer.last("WSET unit=2 ") == wset(2, 1_500_000_000) })
+        #expect(waitFor(seconds: 10) { peer.last("WSET unit=2 ") == wset(2, 1_500_000_000) })
         slots[1].1.setSetpoint(.kilowatts(30))
-        #expect(waitUntil(5) { peer.last("WSET unit=2 ") == wset(2, 0) }, "\(String(describing: peer.last("WSET unit=2 ")))")
+        #expect(waitFor(seconds: 5) { peer.last("WSET unit=2 ") == wset(2, 0) }, "\(String(describing: peer.last("WSET unit=2 ")))")
         #expect(slots[1].1.lastError == "SUNSPEC_VALUE_INVALID" || slots[1].1.errors >= 1)
         // The link and the discovery stay: readings keep coming, no reconnect.
         let before = slots[1].1.reading?.takenAt
-        #expect(waitUntil(5) { slots[1].1.reading?.takenAt != before })
+        #expect(waitFor(seconds: 5) { slots[1].1.reading?.takenAt != before })
         slots[1].1.setSetpoint(.kilowatts(-2))
-        #expect(waitUntil(5) { peer.last("WSET unit=2 ") == wset(2, -200_000_000) })
+        #expect(waitFor(seconds: 5) { peer.last("WSET unit=2 ") == wset(2, -200_000_000) })
         #expect(peer.last("WSET unit=1 ") == wset(1, 5000))
         #expect(peer.totalConnections == 1)
         #expect(w.wire.connects == 1)
@@ -214,7 +147,7 @@ struct SharedBusTests {
             kill(socat.processIdentifier, SIGKILL)
             socat.waitUntilExit()
         }
-        #expect(waitUntil(5) { FileManager.default.fileExists(atPath: "\(directory)/bessd") })
+        #expect(waitFor(seconds: 5) { FileManager.default.fileExists(atPath: "\(directory)/bessd") })
         // The last unit answers exceptions: the line and the other units carry on.
         var units = (1...count).map(String.init)
         units[count - 1] += ":exception"
@@ -228,12 +161,12 @@ struct SharedBusTests {
         w.start()
         defer { w.stop() }
         for (id, slot) in slots.dropLast() {
-            #expect(waitUntil(15) { peer.last("WSET unit=\(id) ") == wset(id, -id * 2000) },
+            #expect(waitFor(seconds: 15) { peer.last("WSET unit=\(id) ") == wset(id, -id * 2000) },
                     "unit \(id): \(String(describing: peer.last("WSET unit=\(id) ")))")
-            #expect(waitUntil(5) { slot.reading?.value.activePower == Watts(Double(1000 * id + 234)) })
+            #expect(waitFor(seconds: 5) { slot.reading?.value.activePower == Watts(Double(1000 * id + 234)) })
             #expect(slot.errors == 0)
         }
-        #expect(waitUntil(5) { slots[count - 1].1.lastError == "MODBUS_EXCEPTION_4" })
+        #expect(waitFor(seconds: 5) { slots[count - 1].1.lastError == "MODBUS_EXCEPTION_4" })
         // The tty is open once in this process (bessd's side of the pty pair).
         let tty = try FileManager.default.destinationOfSymbolicLink(atPath: "\(directory)/bessd")
         let fds = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")
@@ -250,7 +183,7 @@ struct SharedBusTests {
         if transport == "rtu" {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             socat = try ptyPair(directory, "plant", "bessd")
-            #expect(waitUntil(5) { FileManager.default.fileExists(atPath: "\(directory)/bessd") })
+            #expect(waitFor(seconds: 5) { FileManager.default.fileExists(atPath: "\(directory)/bessd") })
         }
         defer {
             if let socat {
@@ -291,17 +224,17 @@ struct SharedBusTests {
         w.start()
         defer { w.stop() }
         // The meter's W as it states it: 100 × 240 + 45 = 24,045 counts at W_SF 1.
-        #expect(waitUntil(10) { meter.reading?.value.activePower == Watts(240_450) })
+        #expect(waitFor(seconds: 10) { meter.reading?.value.activePower == Watts(240_450) })
         #expect(meter.reading?.value.frequency == Hertz(50.01))
-        #expect(waitUntil(10) { peer.last("WSET unit=1 ") == wset(1, 11_000) })
-        #expect(waitUntil(10) { peer.last("WSET unit=2 ") == wset(2, -22_000) })
+        #expect(waitFor(seconds: 10) { peer.last("WSET unit=1 ") == wset(1, 11_000) })
+        #expect(waitFor(seconds: 10) { peer.last("WSET unit=2 ") == wset(2, -22_000) })
         for (id, slot) in zip([1, 2], slots) {
-            #expect(waitUntil(5) { slot.reading?.value.activePower == Watts(Double(1000 * id + 234)) })
+            #expect(waitFor(seconds: 5) { slot.reading?.value.activePower == Watts(Double(1000 * id + 234)) })
         }
         // Read every cycle: fresh readings keep coming (the meter's stamp moves on).
         let first = try #require(meter.reading?.takenAt)
-        #expect(waitUntil(5) { (meter.reading?.takenAt).map { $0 > first } == true })
-        #expect(waitUntil(5) { (peer.last("REQUESTS unit=240 ") ?? "").contains("reads=") })
+        #expect(waitFor(seconds: 5) { (meter.reading?.takenAt).map { $0 > first } == true })
+        #expect(waitFor(seconds: 5) { (peer.last("REQUESTS unit=240 ") ?? "").contains("reads=") })
         #expect(peer.last("REQUESTS unit=240 ")?.hasSuffix(" writes=0") == true, "\(String(describing: peer.last("REQUESTS unit=240 ")))")
         if socat == nil {
             #expect(peer.totalConnections == 1, "\(peer.all.filter { $0.hasPrefix("CONNECTIONS") })")

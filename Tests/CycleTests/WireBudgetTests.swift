@@ -6,6 +6,7 @@ import HILPlant
 @testable import Cycle
 @testable import Config
 import Synchronization
+import TestSupport
 import Testing
 
 /// What each cycle costs on the wire, and whether each cycle runs on the reading taken for it.

@@ -7,6 +7,7 @@ import HILPlant
 @testable import Cycle
 @testable import Config
 import Synchronization
+import TestSupport
 import Testing
 
 @Suite("Inverter worker on the cycle's schedule", .serialized)

@@ -1,9 +1,9 @@
-import Foundation
+public import Foundation
 
-/// Paths of the package under test.
-enum Package {
+/// Paths of the package under test, and the processes tests run (shared by every test target).
+public enum Package {
     /// The package root (the directory holding Package.swift).
-    static let root: URL = {
+    public static let root: URL = {
         var url = URL(fileURLWithPath: #filePath)
         while url.path != "/" {
             url.deleteLastPathComponent()
@@ -13,7 +13,7 @@ enum Package {
     }()
 
     /// A built executable of this package (built beside the test bundle).
-    static func executable(_ name: String) -> URL? {
+    public static func executable(_ name: String) -> URL? {
         var candidates: [URL] = []
         if let first = CommandLine.arguments.first {
             candidates.append(URL(fileURLWithPath: first).deletingLastPathComponent().appendingPathComponent(name))
@@ -23,7 +23,7 @@ enum Package {
     }
 
     /// Runs an executable of this package; returns exit status, stdout and stderr.
-    static func run(_ name: String, _ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
+    public static func run(_ name: String, _ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
         guard let url = executable(name) else { throw RunFailure(message: "\(name) is not built; run swift build first") }
         // Inside the CAN test VM the source tree may be invisible: run from wherever we are.
         let here = FileManager.default.fileExists(atPath: root.appendingPathComponent("Package.swift").path)
@@ -33,7 +33,7 @@ enum Package {
     /// Runs `url` with `arguments` to its end and returns its exit status and output. Both pipes are
     /// drained at once (stderr on a thread of its own), so a child that fills one while the other is
     /// read never stalls; `merged` sends stderr into `out`. Standard input is /dev/null.
-    static func capture(_ url: URL, _ arguments: [String], directory: URL? = root, environment: [String: String]? = nil,
+    public static func capture(_ url: URL, _ arguments: [String], directory: URL? = root, environment: [String: String]? = nil,
                         merged: Bool = false) throws -> (status: Int32, out: String, err: String) {
         let process = Process()
         process.executableURL = url
@@ -63,21 +63,23 @@ enum Package {
     /// The stderr a drain thread collected (handed over through the semaphore).
     private final class ErrText: @unchecked Sendable { var data = Data() }
 
-    struct RunFailure: Error, CustomStringConvertible {
-        var message: String
-        var description: String { message }
+    /// An executable of this package that is not built.
+    public struct RunFailure: Error, CustomStringConvertible {
+        public var message: String
+        public var description: String { message }
+        public init(message: String) { self.message = message }
     }
 }
 
 extension Package {
     /// Runs a program found on PATH (a peer: python3, mbpoll) from the package root.
-    static func tool(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
+    public static func tool(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
         try capture(URL(fileURLWithPath: "/usr/bin/env"), arguments)
     }
 }
 
 /// A serial line in a test: socat joins two ptys, `directory/a` and `directory/b`.
-func ptyPair(_ directory: String, _ a: String, _ b: String) throws -> Process {
+public func ptyPair(_ directory: String, _ a: String, _ b: String) throws -> Process {
     let socat = Process()
     socat.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     socat.arguments = ["socat", "pty,raw,echo=0,link=\(directory)/\(a)", "pty,raw,echo=0,link=\(directory)/\(b)"]

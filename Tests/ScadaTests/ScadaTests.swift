@@ -6,6 +6,7 @@ import Glibc
 @testable import Cycle
 @testable import Scada
 import Synchronization
+import TestSupport
 import Testing
 
 /// The site as a SunSpec device (issue 12, part 1): the layout comes from the standard's JSON, an
@@ -248,73 +249,5 @@ struct ScadaTests {
         server.stop()
         let answered = server.answered.load(ordering: .relaxed), woken = server.wakeups.load(ordering: .relaxed)
         #expect(answered > 0 && woken <= answered + 2, "wake-ups \(woken) for \(answered) requests")
-    }
-
-    @Test("bessd serves its site: pysunspec2 reads 701 W (−grid power), Hz, 713 SoC and each unit's 802 SoC as bessctl site --json shows them; mbpoll reads the marker and 701 W; a write is refused and logged")
-    func daemonServesTheSite() throws {
-        let port = LoopbackRigTests.freePort()
-        let yaml = daemonYAML.replacingOccurrences(of: "simulation: {frequency_profile: steady, base_hz: 49.8}", with: """
-            simulation:
-              frequency_profile: steady
-              base_hz: 50.0
-              load: {base_kw: 260}
-            site:
-              meter: {protocol: sunspec}
-              application: peak_shaving
-              peak_shaving: {import_max_kw: 200}
-            scada:
-              listen: 127.0.0.1:\(port)
-              allow_from: [127.0.0.1]
-            """)
-        let daemon = try RunningDaemon(yaml: yaml)
-        // Once peak shaving has settled, the site holds still (steady load, steady frequency).
-        var site: [String: Any] = [:]
-        let settled = waitFor(seconds: 15) {
-            site = (try? daemon.request(["verb": "site"])) ?? [:]
-            return (site["grid_power_w"] as? Double).map { abs($0 - 200_000) < 1_000 } ?? false
-        }
-        #expect(settled, "site: \(site)")
-        let scan = try Package.tool(["python3", "hil/peers/sunspec_scan.py", "127.0.0.1", String(port)])
-        site = (try? daemon.request(["verb": "site"])) ?? [:]
-        #expect(scan.status == 0, "\(scan.err)")
-        let json = try #require(try JSONSerialization.jsonObject(with: Data(scan.out.utf8)) as? [String: Any])
-        let points = json["points"] as? [String: [String: Any]] ?? [:]
-        let batteries = (json["instances"] as? [String: [[String: Any]]])?["802"] ?? []
-        func n(_ model: [String: Any]?, _ name: String) -> Double? {
-            (model?[name] as? Double) ?? (model?[name] as? Int).map(Double.init)
-        }
-        let grid = try #require(site["grid_power_w"] as? Double)
-        let w = try #require(n(points["701"], "W"))
-        #expect(abs(w + grid) < 1_500, "701 W \(w), grid \(grid)")
-        #expect(n(points["701"], "Hz").map { abs($0 - 50) < 0.001 } == true)
-        #expect(n(points["702"], "WMaxRtg") == 200_000)
-        let units = site["units"] as? [[String: Any]] ?? []
-        #expect(units.count == 2 && batteries.count == 2)
-        for (unit, battery) in zip(units, batteries) {
-            let soc = try #require(unit["soc_percent"] as? Double)
-            #expect(n(battery, "SoC").map { abs($0 - soc) <= 0.1 } == true, "802 \(String(describing: battery["SoC"])) vs \(soc)")
-        }
-        let mean = units.compactMap { $0["soc_percent"] as? Double }.reduce(0, +) / 2
-        #expect(n(points["713"], "SoC").map { abs($0 - mean) <= 0.1 } == true)
-        // mbpoll: the marker, and 701 W as a raw register with its scale factor.
-        let layout = ScadaImage(site: ScadaSiteDescription(siteID: "site", version: "", mode: "", unitID: 1,
-                                                           ratingsW: [100_000, 100_000], capacitiesWh: [250_000, 250_000],
-                                                           hasMeter: true))
-        let wAddress = ScadaImage.base + layout.start(of: 701)! + SunSpecTables.M701.W.offset
-        let raw = try Package.tool(["mbpoll", "-m", "tcp", "-p", String(port), "-a", "1", "-r", String(wAddress + 1), "-c", "1",
-                                    "-t", "4", "-1", "-q", "127.0.0.1"])
-        let value = raw.out.split(separator: "\n").first { $0.contains("[\(wAddress + 1)]:") }
-            .flatMap { $0.split(separator: "\t").last?.split(separator: " ").first.flatMap { Double($0) } }
-        // mbpoll prints the register unsigned first ("45506 (-20030)"): int16 by hand.
-        let signed = value.map { $0 > 32_767 ? $0 - 65_536 : $0 }
-        #expect(signed.map { abs($0 * pow(10, Double(layout.wSF)) + grid) < 1_500 } == true, "\(raw.out)")
-        let write = try Package.tool(["mbpoll", "-m", "tcp", "-p", String(port), "-a", "1", "-r", String(wAddress + 1), "-1", "-q",
-                                      "127.0.0.1", "5"])
-        #expect(write.status != 0)
-        daemon.signal(SIGTERM)
-        let end = daemon.finish()
-        #expect(end.status == 0)
-        #expect(end.text.contains("SCADA_LISTENING"))
-        #expect(end.text.contains("SCADA_WRITE_REFUSED"))
     }
 }
