@@ -7,34 +7,50 @@ Each inverter: "SunS", 1, 701, 120, 121, 704, end. 701 Hz (Hz_SF −3) is the gr
 unit measures; 120 WRtg is 100 kW; 704 WSet_SF is 0; 701 W (W_SF 1) follows the last WSet written.
 
 Once every unit has had a WSet write (the controller is up) and the warm-up has passed, the peer
-moves every unit's Hz at once, alternately to --low-hz and back to --high-hz, at random instants
-(--gap seconds apart), --steps times. For each step it stamps (time.monotonic_ns, CLOCK_MONOTONIC):
+moves every unit's Hz at once, alternately to --low-hz and back to --high-hz, --steps times, --gap
+seconds apart and then at a phase of unit 1's read interval: the phases are spread evenly over the
+interval ((k + ½)/n, in random order), so the wait for the next read is uniform by construction
+(--phase random: at random instants instead). The steps run on a thread of their own, one SCHED_FIFO
+priority above the serving thread when the peer runs SCHED_FIFO. For each step it stamps
+(time.monotonic_ns, CLOCK_MONOTONIC):
   step     the instant the registers changed;
   write    per unit, the arrival of its first WSet write that reflects the step (a value more than
            100 W from what that unit was last written before the step);
-  read     per unit, the arrival of its first read of Hz served after the step (the sample that saw it);
+  read     the arrival of unit 1's first read of Hz served after the step (the sample that saw it),
+           or of any unit's first when unit 1 was written before its own (a decision on the others');
   last     when the last read of Hz (any unit) served after the step and before a unit's write was
            answered: what the decision for that write waited for.
-Arrival is when pymodbus's protocol received the bytes (its callback_data), before it decodes them.
+Arrival is when the kernel received the request on lo (a packet socket with SO_TIMESTAMPNS; needs
+CAP_NET_RAW), and the last answer when the kernel received it back; without the packet socket
+(--stamps peer, or not permitted) arrival is when pymodbus's protocol got the bytes (its
+callback_data), which waits for the peer's process to be scheduled. Each step's line in --events
+says which (stamps) and how much later the peer's process saw unit 1's write (peer_lag_us).
 The headline is unit 1's write, as `bess-hil bench step-latency` times its first unit; the first and
 the last unit to write are reported beside it.
 
 Prints "PORTS <p1> <p2> ..." once serving, then at the end
   "SUMMARY step_to_wire n=<> misses=<> p50_ms=<> p99_ms=<> max_ms=<>"   unit 1
   "UNITS first_unit|all_units n=<> p50_ms=<> p99_ms=<> max_ms=<>"        the first / last unit to write
-  "STAGES step_to_read|read_to_last_answer|last_answer_to_write n=<> p50_ms=<> ..."  unit 1's way
+  "STAGES step_to_read|read_to_last_answer|last_answer_to_write|read_to_write n=<> p50_ms=<> ..."
+                                                   unit 1's way (read_to_write: all after the sample)
+  "PHASE spread steps late p50_ms=<> p99_ms=<> max_ms=<>"   how far after its planned instant each step came
   "READS timed_unit_first_read_decided=<k>/<n>"  steps whose write followed unit 1's first read after it
 and writes one line per step to --csv (unit 1's step→write, ms) and to --events (every stage, µs);
 --trace FILE also records every request and step (for looking closer at where the time goes).
 Exits 0 when every step was answered, 1 when some were missed, 2 when no controller came.
 
-Usage: pymodbus_sunspec_step.py [--units 8] [--steps 300] [--gap 0.35:0.75] [--warmup 3]
-                                [--csv FILE] [--events FILE] [--wait 60]
+Usage: pymodbus_sunspec_step.py [--units 8] [--steps 300] [--gap 0.35:0.75] [--phase spread|random]
+                                [--stamps wire|peer] [--warmup 3] [--csv FILE] [--events FILE]
+                                [--trace FILE] [--wait 60]
 """
 import argparse
 import asyncio
+import collections
 import math
+import os
 import random
+import socket
+import struct
 import sys
 import threading
 import time
@@ -69,6 +85,9 @@ class Unit:
         self.w_at = self.address(701, "W")
         self.wset_at = self.address(704, "WSet")
         self.received_ns = 0          # when the request being served arrived (one in flight per connection)
+        self.tid = 0                  # its MBAP transaction id (to find it on the wire)
+        self.port = 0
+        self.hz_reads = collections.deque(maxlen=33)  # arrivals of the last reads of Hz (the phase's grid)
         self.setpoint = None          # the last WSet written, W
         self.set_hz(50.0)
 
@@ -93,22 +112,31 @@ class Bench:
         # change under this lock.
         self.lock = threading.Lock()
         self.trace = None             # a file: every request, for looking closer (--trace)
+        self.wire = None              # the kernel's stamps (Wire), when permitted
 
     def read_served(self, unit, address, count, arrived, served):
         if self.trace:
             self.trace.write(f"R,{unit.index},{arrived},{served},{address},{count}\n")
+        if not (address <= unit.hz_at and unit.hz_at + 1 < address + count):
+            return
+        unit.hz_reads.append(arrived)
         step = self.step
-        if step is None or not (address <= unit.hz_at and unit.hz_at + 1 < address + count):
+        if step is None:
             return
         u = unit.index
         if u not in step["write"]:
             step["reads"][u] = step["reads"].get(u, 0) + 1
-            step["read"].setdefault(u, arrived)
-        step["last"] = served
+            if u not in step["read"]:
+                step["read"][u], step["read_key"][u] = arrived, (unit.port, unit.tid)
+        if step["first_read"] is None and not step["write"]:
+            step["first_read"] = (arrived, (unit.port, unit.tid))
+        step["last"], step["last_key"] = served, (unit.port, unit.tid)
 
     def write_served(self, unit, address, values, arrived):
         first, last = address, address + len(values) - 1
         if not (first <= unit.wset_at and unit.wset_at + 1 <= last):
+            if self.trace:
+                self.trace.write(f"W,{unit.index},{arrived},{time.monotonic_ns()},{address},\n")
             return
         hi, lo = values[unit.wset_at - first], values[unit.wset_at + 1 - first]
         watts = (hi << 16) | lo
@@ -119,27 +147,45 @@ class Bench:
         if step is not None and u not in step["write"]:
             before = step["before"].get(u)
             if before is None or abs(watts - before) > REFLECTS_W:
-                step["write"][u] = arrived
+                step["write"][u], step["write_key"][u] = arrived, (unit.port, unit.tid)
                 step["last_before_write"][u] = step["last"]
+                step["last_key_before_write"][u] = step["last_key"]
                 if len(step["write"]) == len(self.units):
                     self.answered.set()
         unit.setpoint = watts
         w = max(-32768, min(32767, round(watts / 10)))
         unit.block.setValues(unit.w_at + 1, [w & 0xFFFF])
 
-    def move(self, hz):
-        """Moves every unit's Hz at once; returns the step's record."""
+    def move(self, hz, planned=None):
+        """Moves every unit's Hz at once (planned for the instant `planned`, ns); returns the step's record."""
         with self.lock:
             self.answered.clear()
             step = {"hz": hz, "before": {u.index: u.setpoint for u in self.units}, "read": {}, "reads": {},
-                    "last": None, "write": {}, "last_before_write": {}}
+                    "last": None, "write": {}, "last_before_write": {}, "read_key": {}, "last_key": None,
+                    "write_key": {}, "last_key_before_write": {}, "first_read": None}
             for unit in self.units:
                 unit.set_hz(hz)
             step["t"] = time.monotonic_ns()
+            step["late"] = None if planned is None else step["t"] - planned
             if self.trace:
                 self.trace.write(f"S,0,{step['t']},{step['t']},0,{hz}\n")
             self.step = step
         return step
+
+    def instant(self, unit, phase):
+        """The next instant (ns) at `phase` (0–1) of the unit's read interval after its last read of Hz:
+        the interval is the median of its recent ones, so a loop slower than its period is spread over
+        the interval it really keeps. None until it has read a few times."""
+        with self.lock:
+            reads = list(unit.hz_reads)
+        if len(reads) < 3:
+            return None
+        gaps = sorted(b - a for a, b in zip(reads, reads[1:]))
+        interval = gaps[len(gaps) // 2]
+        at, soon = reads[-1] + round(phase * interval), time.monotonic_ns() + 200_000
+        if interval > 0 and at < soon:
+            at += -(-(soon - at) // interval) * interval
+        return at
 
     def settle(self):
         """Ends the step being timed."""
@@ -175,7 +221,52 @@ def _stamped_callback_data(self, data, addr=()):
     unit = getattr(self.server, "bench_unit", None)
     if unit is not None:
         unit.received_ns = time.monotonic_ns()
+        unit.tid = int.from_bytes(bytes(data[:2]), "big")
     return _callback_data(self, data, addr)
+
+
+class Wire:
+    """Every Modbus TCP frame to and from the peer's ports as the kernel saw it: a packet socket on
+    lo with the kernel's receive stamps (SO_TIMESTAMPNS, CLOCK_REALTIME, turned into monotonic). The
+    peer's own stamps wait for the peer to be scheduled; these do not. Needs CAP_NET_RAW."""
+
+    SO_TIMESTAMPNS = 35
+    PACKET_OUTGOING = 4
+
+    def __init__(self, ports):
+        self.ports = set(ports)
+        self.stamps = {}              # (port, transaction id, "q" request | "a" answer) → monotonic ns
+        self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+        self.sock.bind(("lo", 0))
+        self.sock.setsockopt(socket.SOL_SOCKET, self.SO_TIMESTAMPNS, 1)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+        self.offset = min(time.time_ns() - time.monotonic_ns() for _ in range(5))
+        threading.Thread(target=self.run, daemon=True).start()
+
+    def run(self):
+        while True:
+            data, ancillary, _, address = self.sock.recvmsg(2048, 64)
+            if address[2] == self.PACKET_OUTGOING or len(data) < 14 + 20 + 20 + 8:
+                continue  # lo shows each frame twice: keep the receiving side's
+            ihl = (data[14] & 0x0F) * 4
+            if data[12:14] != b"\x08\x00" or data[23] != 6:
+                continue
+            tcp = 14 + ihl
+            sport, dport = struct.unpack_from("!HH", data, tcp)
+            payload = tcp + (data[tcp + 12] >> 4) * 4
+            if len(data) < payload + 8:
+                continue
+            tid = struct.unpack_from("!H", data, payload)[0]
+            key = (dport, tid, "q") if dport in self.ports else (sport, tid, "a") if sport in self.ports else None
+            if key is None:
+                continue
+            for level, kind, value in ancillary:
+                if level == socket.SOL_SOCKET and kind == self.SO_TIMESTAMPNS:
+                    sec, nsec = struct.unpack("qq", value[:16])
+                    self.stamps[key] = sec * 1_000_000_000 + nsec - self.offset
+
+    def at(self, key, kind):
+        return None if key is None else self.stamps.get((key[0], key[1], kind))
 
 
 ModbusServerRequestHandler.callback_data = _stamped_callback_data
@@ -197,27 +288,68 @@ def steps(bench, units, args):
     low, high = args.gap
     timed = units[0].index
     samples = {"timed": [], "first": [], "all": []}
-    stages = {"step_to_read": [], "read_to_last_answer": [], "last_answer_to_write": []}
+    stages = {"step_to_read": [], "read_to_last_answer": [], "last_answer_to_write": [], "read_to_write": []}
     rounds = []
     misses = 0
+    # Where in the timed unit's read interval each step falls: spread evenly (k + ½)/n over it, in
+    # random order, so the sampling wait is uniform by construction and the median does not wander
+    # by chance (the median of 300 random phases of 100 ms has a standard deviation near 3 ms);
+    # or at random instants (--phase random), as bess-hil step-latency does.
+    phases = [(k + 0.5) / args.steps for k in range(args.steps)]
+    random.shuffle(phases)
+    # One priority above the serving thread when the peer runs SCHED_FIFO: a step due while the
+    # peer serves a round would otherwise wait for the round (about 1 ms), and fewer steps would
+    # land there than elsewhere. How late each step was is reported.
+    try:
+        if os.sched_getscheduler(0) == os.SCHED_FIFO:
+            os.sched_setparam(0, os.sched_param(os.sched_getparam(0).sched_priority + 1))
+    except OSError:
+        pass
+    late = []
     events = open(args.events, "w") if args.events else None
     if events:
         events.write("step,hz,timed_step_to_read_us,timed_read_to_last_us,timed_last_to_write_us,timed_step_to_write_us,"
-                     "timed_reads,first_unit,first_step_to_write_us,all_step_to_write_us\n")
+                     "timed_reads,first_unit,first_step_to_write_us,all_step_to_write_us,phase,step_late_us,stamps,"
+                     "peer_lag_us\n")
     for i in range(args.steps):
         time.sleep(random.uniform(low, high))
-        step = bench.move(args.low_hz if i % 2 == 0 else args.high_hz)
+        at = bench.instant(units[0], phases[i]) if args.phase == "spread" else None
+        if at is not None:
+            time.sleep(max(0, at - time.monotonic_ns()) / 1e9)
+        step = bench.move(args.low_hz if i % 2 == 0 else args.high_hz, planned=at)
+        if step["late"] is not None:
+            late.append(step["late"] / 1e6)
         bench.answered.wait(timeout=args.timeout)
         bench.settle()
         t, writes = step["t"], step["write"]
+        # The sample that saw the step: unit 1's own first read after it, or, when the write came
+        # before that read (a controller that decided on the other units' readings), the first read
+        # of any unit after the step.
+        read_at, read_key = step["read"].get(timed), step["read_key"].get(timed)
+        if timed in writes and (read_at is None or read_at > writes[timed]) and step["first_read"] is not None:
+            read_at, read_key = step["first_read"]
+        last_at, last_key = step["last_before_write"].get(timed), step["last_key_before_write"].get(timed)
+        # On the wire: the same requests as the kernel received them (when the peer may sniff).
+        stamps, peer_lag = "peer", None
+        if bench.wire is not None and timed in writes:
+            time.sleep(0.01)  # the packet socket's thread catches up
+            wire = bench.wire
+            seen = {u: wire.at(step["write_key"][u], "q") for u in writes}
+            if all(v is not None for v in seen.values()):
+                peer_lag = writes[timed] - seen[timed]
+                writes, stamps = seen, "wire"
+                read_at = wire.at(read_key, "q") or read_at
+                last_at = wire.at(last_key, "a") or last_at
 
         def us(a, b):
             return "" if a is None or b is None else f"{(b - a) / 1e3:.1f}"
 
+        late_us = "" if step["late"] is None else f"{step['late'] / 1e3:.1f}"
+
         if timed not in writes:
             misses += 1
             if events:
-                events.write(f"{i},{step['hz']},,,,,{step['reads'].get(timed, 0)},,,\n")
+                events.write(f"{i},{step['hz']},,,,,{step['reads'].get(timed, 0)},,,,{phases[i]:.4f},{late_us},,\n")
             continue
         w = writes[timed]
         samples["timed"].append((w - t) / 1e6)
@@ -228,15 +360,17 @@ def steps(bench, units, args):
             samples["all"].append((whole - t) / 1e6)
         # The timed unit's way: its first read after the step (the sample that saw it), the last read
         # of any unit answered before its write (what the decision waited for), its write.
-        read, last = step["read"].get(timed), step["last_before_write"].get(timed)
+        read, last = read_at, last_at
         if read is not None and last is not None and read <= w:
             stages["step_to_read"].append((read - t) / 1e6)
             stages["read_to_last_answer"].append((last - read) / 1e6)
             stages["last_answer_to_write"].append((w - last) / 1e6)
+            stages["read_to_write"].append((w - read) / 1e6)
         rounds.append(step["reads"].get(timed, 0))
         if events:
             events.write(f"{i},{step['hz']},{us(t, read)},{us(read, last)},{us(last, w)},{us(t, w)},"
-                         f"{step['reads'].get(timed, 0)},{first_unit},{us(t, writes[first_unit])},{us(t, whole)}\n")
+                         f"{step['reads'].get(timed, 0)},{first_unit},{us(t, writes[first_unit])},{us(t, whole)},"
+                         f"{phases[i]:.4f},{late_us},{stamps},{'' if peer_lag is None else f'{peer_lag / 1e3:.1f}'}\n")
     if events:
         events.close()
     if args.csv:
@@ -252,6 +386,9 @@ def steps(bench, units, args):
     for name, values in stages.items():
         a, b, c = quantiles(values)
         print(f"STAGES {name} n={len(values)} p50_ms={a:.2f} p99_ms={b:.2f} max_ms={c:.2f}", flush=True)
+    if late:
+        a, b, c = quantiles(late)
+        print(f"PHASE spread steps late p50_ms={a:.3f} p99_ms={b:.3f} max_ms={c:.3f}", flush=True)
     if rounds:
         once = sum(1 for r in rounds if r == 1)
         print(f"READS timed_unit_first_read_decided={once}/{len(rounds)}", flush=True)
@@ -269,8 +406,14 @@ async def run(args):
         context = ModbusServerContext(slaves=Store(unit, bench), single=True)
         server = ModbusTcpServer(context, framer=ModbusSocketFramer, address=("127.0.0.1", port))
         server.bench_unit = unit
+        unit.port = port
         await server.listen()
         servers.append((server, port))
+    if args.stamps == "wire":
+        try:
+            bench.wire = Wire([p for _, p in servers])
+        except OSError as error:
+            print(f"no wire stamps ({error}): the peer's own stamps are used", file=sys.stderr, flush=True)
     print("PORTS " + " ".join(str(p) for _, p in servers), flush=True)
 
     deadline = time.monotonic() + args.wait
@@ -306,6 +449,11 @@ def main():
     parser.add_argument("--high-hz", type=float, default=50.0)
     parser.add_argument("--timeout", type=float, default=2, help="seconds a step may take before it counts as missed")
     parser.add_argument("--wait", type=float, default=60, help="seconds to wait for the controller's first writes")
+    parser.add_argument("--phase", choices=("spread", "random"), default="spread",
+                        help="steps spread evenly over the timed unit's read interval, or at random instants")
+    parser.add_argument("--stamps", choices=("wire", "peer"), default="wire",
+                        help="arrivals as the kernel received them (a packet socket on lo; needs CAP_NET_RAW), "
+                             "or as the peer's process saw them")
     parser.add_argument("--csv")
     parser.add_argument("--events")
     parser.add_argument("--trace", help="write every request here (kind R/W/S, unit, arrived and served ns, ...)")
