@@ -93,7 +93,7 @@ fuzz: deps
 
 ## The daemon, service-thread and runtime tests under ThreadSanitizer (its own build in .build-tsan;
 ## any report fails the run, in the test process and in every bessd it starts).
-TSAN_TESTS := DaemonTests|ServiceThreadsTests|AuthorityTests|SiteRunnerTests|InverterWorker|SystemdNotify|MetricsTests
+TSAN_TESTS := DaemonTests|ServiceThreadsTests|AuthorityTests|SiteRunnerTests|EndpointWorkerTests|SystemdNotify|MetricsTests
 tsan: deps
 	@scripts/ensure-debian-packages.sh $(TEST_PACKAGES)
 	@scripts/ensure-python-peers.sh
