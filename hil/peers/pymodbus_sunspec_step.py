@@ -116,7 +116,7 @@ class Bench:
 
     def read_served(self, unit, address, count, arrived, served):
         if self.trace:
-            self.trace.write(f"R,{unit.index},{arrived},{served},{address},{count}\n")
+            self.trace.write(f"R,{unit.index},{arrived},{served},{address},{count},{unit.port},{unit.tid}\n")
         if not (address <= unit.hz_at and unit.hz_at + 1 < address + count):
             return
         unit.hz_reads.append(arrived)
@@ -136,14 +136,14 @@ class Bench:
         first, last = address, address + len(values) - 1
         if not (first <= unit.wset_at and unit.wset_at + 1 <= last):
             if self.trace:
-                self.trace.write(f"W,{unit.index},{arrived},{time.monotonic_ns()},{address},\n")
+                self.trace.write(f"W,{unit.index},{arrived},{time.monotonic_ns()},{address},,{unit.port},{unit.tid}\n")
             return
         hi, lo = values[unit.wset_at - first], values[unit.wset_at + 1 - first]
         watts = (hi << 16) | lo
         watts = watts - (1 << 32) if watts >= 1 << 31 else watts
         step, u = self.step, unit.index
         if self.trace:
-            self.trace.write(f"W,{u},{arrived},{time.monotonic_ns()},{address},{watts}\n")
+            self.trace.write(f"W,{u},{arrived},{time.monotonic_ns()},{address},{watts},{unit.port},{unit.tid}\n")
         if step is not None and u not in step["write"]:
             before = step["before"].get(u)
             if before is None or abs(watts - before) > REFLECTS_W:
@@ -168,7 +168,7 @@ class Bench:
             step["t"] = time.monotonic_ns()
             step["late"] = None if planned is None else step["t"] - planned
             if self.trace:
-                self.trace.write(f"S,0,{step['t']},{step['t']},0,{hz}\n")
+                self.trace.write(f"S,0,{step['t']},{step['t']},0,{hz},,\n")
             self.step = step
         return step
 
@@ -284,7 +284,7 @@ def quantiles(values):
 
 
 def steps(bench, units, args):
-    """Runs the steps (on a thread of its own) and prints what they measured."""
+    """Runs the steps (on a thread of its own), prints what they measured; returns the steps missed."""
     low, high = args.gap
     timed = units[0].index
     samples = {"timed": [], "first": [], "all": []}
@@ -392,6 +392,7 @@ def steps(bench, units, args):
     if rounds:
         once = sum(1 for r in rounds if r == 1)
         print(f"READS timed_unit_first_read_decided={once}/{len(rounds)}", flush=True)
+    return misses
 
 
 async def run(args):
@@ -399,7 +400,7 @@ async def run(args):
     bench = Bench(units)
     if args.trace:
         bench.trace = open(args.trace, "w")
-        bench.trace.write("kind,unit,arrived_ns,served_ns,address,count_or_watts\n")
+        bench.trace.write("kind,unit,arrived_ns,served_ns,address,count_or_watts,port,tid\n")
     servers = []
     for unit in units:
         port = free_port()
@@ -428,9 +429,16 @@ async def run(args):
     # A short switch interval: the step thread gets the interpreter within 0.2 ms of its instant
     # even while the event loop serves.
     sys.setswitchinterval(0.0002)
-    await asyncio.to_thread(steps, bench, units, args)
+    misses = await asyncio.to_thread(steps, bench, units, args)
     for server, _ in servers:
         await server.shutdown()
+    if bench.trace:
+        # The kernel's stamps of every frame, for step_trace_stages.py: q the request, a the answer.
+        with bench.lock:
+            unit_of = {u.port: u.index for u in units}
+            for (port, tid, kind), ns in list(bench.wire.stamps.items()) if bench.wire else []:
+                bench.trace.write(f"{kind},{unit_of[port]},{ns},{ns},,,{port},{tid}\n")
+            bench.trace.close()
     return 0 if misses == 0 else 1
 
 

@@ -9,7 +9,8 @@ first reflecting write (the last read of each unit served after the step and bef
   first → last write          until every unit's reflecting write had arrived
   other writes before unit 1  writes that did not carry WSet (revert re-arms) between step and unit 1's write
 Meaningful for a controller that reads every unit before it decides (bessd); for the naive loop only
-"last answer → first write" is (its round is one unit).
+"last answer → first write" is (its round is one unit). Arrivals and answers are the kernel's stamps
+when the trace has them (rows q and a), else the peer's.
 
 Usage: step_trace_stages.py TRACE.csv ...
 """
@@ -26,6 +27,14 @@ def q(values, f):
 
 def stages(path):
     rows = list(csv.DictReader(open(path)))
+    # With the kernel's stamps in the trace (rows q and a), requests and answers are timed by them.
+    wire = {(r["port"], r["tid"], r["kind"]): r["arrived_ns"] for r in rows if r["kind"] in ("q", "a")}
+    rows = [r for r in rows if r["kind"] not in ("q", "a")]
+    for r in rows:
+        if r["kind"] in ("R", "W") and r.get("port"):
+            r["arrived_ns"] = wire.get((r["port"], r["tid"], "q"), r["arrived_ns"])
+            if r["kind"] == "R":
+                r["served_ns"] = wire.get((r["port"], r["tid"], "a"), r["served_ns"])
     units = {r["unit"] for r in rows if r["kind"] == "R"}
     last_setpoint, out = {}, {k: [] for k in (
         "step → round start", "round arrival spread", "round start → last answer", "last answer → first write",
@@ -68,7 +77,7 @@ def stages(path):
         out["first → last write"].append(ms(first, max(writes.values())))
         out["step → unit 1 write"].append(ms(t, unit1))
         out["other writes before unit 1"].append(others)
-    print(f"{path}: {len(out['step → unit 1 write'])} steps (ms)")
+    print(f"{path}: {len(out['step → unit 1 write'])} steps (ms; {'the kernel' if wire else 'the peer'}'s stamps)")
     for name, v in out.items():
         print(f"  {name:28} p50 {q(v, .5):8.3f}  p90 {q(v, .9):8.3f}  p99 {q(v, .99):8.3f}  max {max(v, default=math.nan):8.3f}"
               f"  mean {statistics.mean(v) if v else math.nan:8.3f}")
