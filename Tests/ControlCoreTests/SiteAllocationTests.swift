@@ -94,31 +94,30 @@ struct SiteAllocationTests {
         #expect(result.shortfall < 1e-6)
     }
 
-    @Test("SOC weight: discharge takes more from the fuller unit, charge puts more into the emptier one; the spread shrinks over a long discharge and a long charge")
-    func socBalancing() {
+    @Test("SOC weight: discharge takes more from the fuller unit, charge puts more into the emptier one; the spread shrinks over a long discharge and a long charge",
+          arguments: [1.0, -1.0])
+    func socBalancing(direction: Double) {
         let capacity = 250_000.0  // Wh each
-        for direction in [1.0, -1.0] {
-            var soc = [30.0, 70.0]
-            let startSpread = soc[1] - soc[0]
-            var spread = startSpread
-            // Two hours at 80 kW of the site's 200 kW, one-minute steps, stopping before either
-            // unit reaches an end.
-            for _ in 0..<120 {
-                let units = soc.map {
-                    AllocationInput(request: direction * 40_000, allowedCharge: $0 < 100 ? 100_000 : 0,
-                                    allowedDischarge: $0 > 0 ? 100_000 : 0, soc: $0)
-                }
-                let (shares, _, result) = Self.allocate(units)
-                #expect(abs(result.delivered - direction * 80_000) < 1e-6)
-                if direction > 0 { #expect(shares[1] > shares[0]) } else { #expect(shares[0] < shares[1]) }
-                for i in soc.indices { soc[i] -= shares[i] / 60 / capacity * 100 }
-                let now = abs(soc[1] - soc[0])
-                #expect(now <= spread + 1e-9, "the spread grew: \(spread) → \(now)")
-                spread = now
-                if soc.contains(where: { $0 < 5 || $0 > 95 }) { break }
+        var soc = [30.0, 70.0]
+        let startSpread = soc[1] - soc[0]
+        var spread = startSpread
+        // Two hours at 80 kW of the site's 200 kW, one-minute steps, stopping before either
+        // unit reaches an end.
+        for _ in 0..<120 {
+            let units = soc.map {
+                AllocationInput(request: direction * 40_000, allowedCharge: $0 < 100 ? 100_000 : 0,
+                                allowedDischarge: $0 > 0 ? 100_000 : 0, soc: $0)
             }
-            #expect(spread < startSpread / 2, "direction \(direction): spread \(startSpread) → \(spread)")
+            let (shares, _, result) = Self.allocate(units)
+            #expect(abs(result.delivered - direction * 80_000) < 1e-6)
+            if direction > 0 { #expect(shares[1] > shares[0]) } else { #expect(shares[0] < shares[1]) }
+            for i in soc.indices { soc[i] -= shares[i] / 60 / capacity * 100 }
+            let now = abs(soc[1] - soc[0])
+            #expect(now <= spread + 1e-9, "the spread grew: \(spread) → \(now)")
+            spread = now
+            if soc.contains(where: { $0 < 5 || $0 > 95 }) { break }
         }
+        #expect(spread < startSpread / 2, "direction \(direction): spread \(startSpread) → \(spread)")
     }
 
     // MARK: the site controller
@@ -204,22 +203,20 @@ struct SiteAllocationTests {
         #expect(site.decision(unit: 2).share == .headroom)
     }
 
-    @Test("the BMS's SOC steers the shares: the fuller unit gives more, the emptier one takes more")
-    func socFromBMS() {
+    @Test("the BMS's SOC steers the shares: the fuller unit gives more, the emptier one takes more", arguments: [40.0, -40.0])
+    func socFromBMS(kw: Double) {
         let site = Self.site(units: 2)
         let socs = [30.0, 70.0]
-        for kw in [40.0, -40.0] {
-            Self.run(site, from: kw > 0 ? 0 : 3, seconds: 3) { unit, now in
-                var inputs = Fixture.healthyInputs(at: now)
-                inputs.bms = Fixture.healthyBMS(at: now, soc: socs[unit])
-                inputs.dispatch = PowerCommand(power: .kilowatts(kw), expiresAt: Fixture.instant(1000))
-                return inputs
-            }
-            let a = site.decision(unit: 0).setpoint.kilowatts, b = site.decision(unit: 1).setpoint.kilowatts
-            #expect(abs(a + b - 2 * kw) < 1e-6)
-            // Weights 0.3 : 0.7 discharging, 0.7 : 0.3 charging.
-            if kw > 0 { #expect(abs(a - 24) < 1e-6 && abs(b - 56) < 1e-6, "\(a) \(b)") } else { #expect(abs(a + 56) < 1e-6 && abs(b + 24) < 1e-6, "\(a) \(b)") }
+        Self.run(site, from: 0, seconds: 3) { unit, now in
+            var inputs = Fixture.healthyInputs(at: now)
+            inputs.bms = Fixture.healthyBMS(at: now, soc: socs[unit])
+            inputs.dispatch = PowerCommand(power: .kilowatts(kw), expiresAt: Fixture.instant(1000))
+            return inputs
         }
+        let a = site.decision(unit: 0).setpoint.kilowatts, b = site.decision(unit: 1).setpoint.kilowatts
+        #expect(abs(a + b - 2 * kw) < 1e-6)
+        // Weights 0.3 : 0.7 discharging, 0.7 : 0.3 charging.
+        if kw > 0 { #expect(abs(a - 24) < 1e-6 && abs(b - 56) < 1e-6, "\(a) \(b)") } else { #expect(abs(a + 56) < 1e-6 && abs(b + 24) < 1e-6, "\(a) \(b)") }
     }
 
     @Test("SITE_SHORTFALL: raised with the kW missing when the units cannot deliver the site's request, cleared when they can")

@@ -7,14 +7,17 @@ struct DeviceErrorTests {
     /// libmodbus's MODBUS_ENOBASE.
     static let enobase: Int32 = 112_345_678
 
-    @Test("a late reply refused by libmodbus (another transaction or unit id) is a malformed answer, not an exception")
-    func lateReplies() {
-        // EMBBADDATA (TCP: another transaction id) and EMBBADSLAVE (RTU: another unit answered).
-        for value in [Self.enobase + 13, Self.enobase + 17] {
-            #expect(DeviceError.modbus(errno: value, doing: "reading").code.description == "MODBUS_BAD_RESPONSE")
-        }
-        #expect(DeviceError.modbus(errno: Self.enobase + 4, doing: "reading").code.description == "MODBUS_EXCEPTION_4")
-        #expect(DeviceError.modbus(errno: ETIMEDOUT, doing: "reading").code.description == "MODBUS_TIMEOUT")
+    /// libmodbus's errno and the code it becomes. EMBBADDATA (TCP: another transaction id) and
+    /// EMBBADSLAVE (RTU: another unit answered) are late replies; exception 4 and a timeout for contrast.
+    static let codes: [(errno: Int32, code: String)] = [
+        (enobase + 13, "MODBUS_BAD_RESPONSE"), (enobase + 17, "MODBUS_BAD_RESPONSE"),
+        (enobase + 4, "MODBUS_EXCEPTION_4"), (ETIMEDOUT, "MODBUS_TIMEOUT"),
+    ]
+
+    @Test("a late reply refused by libmodbus (another transaction or unit id) is a malformed answer, not an exception",
+          arguments: codes)
+    func lateReplies(errno: Int32, code: String) {
+        #expect(DeviceError.modbus(errno: errno, doing: "reading").code.description == code)
     }
 }
 
