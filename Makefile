@@ -86,8 +86,9 @@ soak: deps
 bench-fleet: deps
 	scripts/fleet-bench.sh
 
-## Every decoder under libFuzzer + AddressSanitizer, 10^6 executions each (its own build in
-## .build-fuzz; results in hil/results/fuzz.md; docs/fuzzing.md). FUZZ_RUNS=N to change the count.
+## Every decoder under libFuzzer + AddressSanitizer, 10^6 executions each (Fuzz/, targets only with
+## BESS_FUZZ set; its own build in .build-fuzz; results in hil/results/fuzz.md; docs/fuzzing.md).
+## FUZZ_RUNS=N to change the count.
 fuzz: deps
 	scripts/fuzz.sh
 

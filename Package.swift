@@ -141,16 +141,6 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
-        // The decoders strangers feed, as fuzz targets (make fuzz) and as replays (the test suite).
-        .target(
-            name: "FuzzTargets",
-            dependencies: [
-                "ControlCore", "ControlProtocol", "BessSystem", "Fieldbus", "Config", "Cycle", "Simulation", "HILPlant", "Scada", "Service", "Uplink", "UplinkIngest",
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: swiftSettings),
-        .systemLibrary(name: "CFuzzer", path: "Sources/CFuzzer"),
-        .executableTarget(name: "bess-fuzz", dependencies: ["FuzzTargets", "CFuzzer"], swiftSettings: swiftSettings),
         .testTarget(
             name: "ControlCoreTests",
             dependencies: [
@@ -188,9 +178,37 @@ let package = Package(
             name: "ServiceTests",
             dependencies: [
                 "Service", "Cycle", "Config", "ControlCore", "ControlProtocol", "Fieldbus", "Simulation", "HILPlant", "Uplink", "UplinkIngest", "CSystemd", "BessSystem",
-                "Scada", "FuzzTargets", "bess-hil", "TestSupport",
+                "Scada", "bess-hil", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings),
+        // The fuzz harnesses (Fuzz/FuzzTargets, through the link Tests/FuzzTests/Harnesses) over every
+        // target's seeds and Tests/FuzzRegressions: the same code make fuzz runs under libFuzzer.
+        .testTarget(
+            name: "FuzzTests",
+            dependencies: [
+                "ControlCore", "ControlProtocol", "BessSystem", "Fieldbus", "Config", "Cycle", "Simulation", "HILPlant", "Scada", "Service", "Uplink", "UplinkIngest",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
     ]
 )
+
+// The fuzz harnesses as libFuzzer targets (Fuzz/; docs/fuzzing.md): targets only when BESS_FUZZ is
+// set, as make fuzz sets it for its own build in .build-fuzz, so `swift build` never compiles them.
+// They stay in this package because they use its `package` API (the daemon's shared state, the
+// control verbs, the dispatch intake).
+if Context.environment["BESS_FUZZ"] != nil {
+    package.targets += [
+        .target(
+            name: "FuzzTargets",
+            dependencies: [
+                "ControlCore", "ControlProtocol", "BessSystem", "Fieldbus", "Config", "Cycle", "Simulation", "HILPlant", "Scada", "Service", "Uplink", "UplinkIngest",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Fuzz/FuzzTargets",
+            swiftSettings: swiftSettings),
+        .systemLibrary(name: "CFuzzer", path: "Fuzz/CFuzzer"),
+        .executableTarget(name: "bess-fuzz", dependencies: ["FuzzTargets", "CFuzzer"], path: "Fuzz/bess-fuzz", swiftSettings: swiftSettings),
+    ]
+}

@@ -5,8 +5,9 @@
 #   scripts/fuzz.sh [TARGET...]        targets: can sunspec register-map config dispatch control spool scada uplink-batch
 #   FUZZ_JOBS=N                        targets run side by side (default: one per core)
 #
-# The harnesses are Sources/FuzzTargets; they are built here with -sanitize=fuzzer,address into
-# .build-fuzz (the daemon's build never links the fuzzer). Each target starts from its seeds (made by
+# The harnesses are Fuzz/FuzzTargets: targets of Package.swift only when BESS_FUZZ is set, as here, so
+# `swift build` never compiles them. They are built here with -sanitize=fuzzer,address into .build-fuzz
+# (the daemon's build never links the fuzzer). Each target starts from its seeds (made by
 # the harness from the same vectors the tests use; config also from config/*.yaml and hil/rigs/*.yaml)
 # and fails on a crash, a sanitizer report, an input running over 1 s, or a broken invariant (an
 # out-of-range setpoint, a config accepted that check-config's rules refuse, a lost spool record…).
@@ -21,6 +22,7 @@ OUT=.build-fuzz/work
 mkdir -p "$OUT" .build-fuzz/artifacts hil/results
 
 echo "fuzz: building bess-fuzz with -sanitize=fuzzer,address (release, .build-fuzz)"
+export BESS_FUZZ=1
 build() { swift build -c release --build-path .build-fuzz --product bess-fuzz -Xswiftc -sanitize=fuzzer,address -Xswiftc -DBESS_FUZZ "$@"; }
 if ! build >"$OUT/build.log" 2>&1; then
   # Debian 12's gold stops on the sanitizer build ("internal error in format_file_lineno") and SwiftPM
@@ -86,7 +88,7 @@ done
   echo "$(date -u +%Y-%m-%d), $(git rev-parse --short HEAD 2>/dev/null), $(nproc) cores, $(swift --version 2>/dev/null | head -1)."
   echo "libFuzzer + AddressSanitizer (\`-sanitize=fuzzer,address\`, release), \`-timeout=1\` (an input over 1 s is a hang),"
   echo "at least $RUNS executions per target, $JOBS targets side by side (executions/s is per target on a shared machine)."
-  echo "Harnesses: Sources/FuzzTargets (each states its invariants);"
+  echo "Harnesses: Fuzz/FuzzTargets (each states its invariants);"
   echo "how to read and rerun: docs/fuzzing.md."
   echo
   echo "| target | executions | coverage (edges) | features | corpus (inputs/bytes) | seconds | executions/s | verdict |"

@@ -1,13 +1,15 @@
 import Foundation
-import FuzzTargets
-import TestSupport
 import Testing
 
 /// The fuzz harnesses in the ordinary suite: every target's seeds and every input that once broke a
-/// harness (Tests/FuzzRegressions/TARGET/) run through the same invariants `make fuzz` checks.
+/// harness (Tests/FuzzRegressions/TARGET/) run through the same invariants `make fuzz` checks. The
+/// harnesses are compiled into this target from Fuzz/FuzzTargets (the `Harnesses` link), so
+/// the replay and the fuzzer run the same code.
 @Suite("Fuzz regressions")
 struct FuzzRegressionTests {
-    static let directory = Package.root.appendingPathComponent("Tests/FuzzRegressions").path
+    /// Tests/FuzzRegressions, found from this file (Tests/FuzzTests/FuzzRegressionTests.swift).
+    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("FuzzRegressions").path
 
     @Test("every target's seeds break no invariant", arguments: FuzzTarget.allCases)
     func seeds(_ target: FuzzTarget) {

@@ -1,5 +1,6 @@
-/// The decoders strangers feed, each as a libFuzzer target (`bess-fuzz`, built by `make fuzz`) and as
-/// a replay the ordinary test suite runs over every input that ever failed (Tests/Fuzz/regressions).
+/// The decoders strangers feed, each as a libFuzzer target (`bess-fuzz`, built by `make fuzz` with
+/// BESS_FUZZ set) and as a replay the ordinary test suite runs over every seed and every input that
+/// ever failed (FuzzTests, which compiles these files, over Tests/FuzzRegressions).
 ///
 /// A target returns the invariants its input broke: empty is a pass. The fuzzer aborts on any, so a
 /// crash, a sanitizer report, a hang and a broken invariant all end the run with the input saved.

@@ -1,9 +1,10 @@
-// bess-fuzz: the decoders' libFuzzer targets (Sources/FuzzTargets).
+// bess-fuzz: the decoders' libFuzzer targets (Fuzz/FuzzTargets), a target only when BESS_FUZZ is set.
 //
 // Built by `make fuzz` (scripts/fuzz.sh) with `-sanitize=fuzzer,address -D BESS_FUZZ` in a build folder
-// of its own (.build-fuzz): there `main` hands over to libFuzzer's driver, the target is named by BESS_FUZZ_TARGET,
-// and BESS_FUZZ_WRITE_SEEDS=DIR writes the target's seeds into DIR and exits. In the ordinary build it
-// is a replay tool: `bess-fuzz TARGET FILE...` runs each file through the target and exits 1 when any
+// of its own (.build-fuzz): there `main` hands over to libFuzzer's driver, the target is named by
+// BESS_FUZZ_TARGET, and BESS_FUZZ_WRITE_SEEDS=DIR writes the target's seeds into DIR and exits. Built
+// without the flag (`BESS_FUZZ=1 swift build --build-path .build-replay --product bess-fuzz`) it is a
+// replay tool: `bess-fuzz TARGET FILE...` runs each file through the target and exits 1 when any
 // breaks an invariant (how a crash file from a fuzz run is checked after the fix).
 import FuzzTargets
 import Foundation
