@@ -185,13 +185,9 @@ public struct SunSpecImage: Sendable {
 /// `@unchecked Sendable`: the register mapping is touched only under `lock`; the libmodbus server
 /// context is used only by the server thread.
 public final class SunSpecServer: @unchecked Sendable {
-    /// Where the server listens.
-    public enum Transport: Sendable, Equatable {
-        /// Modbus TCP; port 0 picks a free port (read `port` after `start()`).
-        case tcp(host: String, port: Int)
-        /// Modbus RTU on a serial device (or one end of a pty pair), answering `unitID`.
-        case rtu(device: String, baud: Int, parity: Character, dataBits: Int, stopBits: Int, unitID: Int)
-    }
+    /// Where the server listens: Modbus TCP (port 0 picks a free port; read `port` after `start()`),
+    /// or Modbus RTU on a serial device (or one end of a pty pair), answering its unit id.
+    public typealias Transport = ModbusServerContext.Endpoint
 
     public let transport: Transport
     public var host: String { if case .tcp(let host, _) = transport { host } else { "" } }
@@ -199,8 +195,9 @@ public final class SunSpecServer: @unchecked Sendable {
     public let profile: SunSpecDeviceProfile
     private let lock = PILock<Void>(())
     private var image: SunSpecImage
-    private let mapping: UnsafeMutablePointer<modbus_mapping_t>
-    private let context: OpaquePointer
+    /// The libmodbus context and register mapping (the mapping only under `lock`).
+    private let server: ModbusServerContext
+    private var context: OpaquePointer { server.context }
     private var listener: Int32 = -1
     private let worker = WorkerThread()
     /// Model offsets written by clients since the last `takeWrites()`.
@@ -232,10 +229,10 @@ public final class SunSpecServer: @unchecked Sendable {
         let delay = delayMicroseconds.load(ordering: .relaxed)
         if delay > 0 { usleep(UInt32(delay)) }
         lock.withLock { _ in
-            copyImageToMapping()
-            _ = modbus_reply(context, query, count, mapping)
+            server.load(image.words)
+            server.reply(query, length: count)
             let wrote = recordWrite(query, headerLength: headerLength)
-            copyMappingToImage()
+            server.store(into: &image.words)
             requests &+= 1
             if wrote, let observer = writeObserver { observer(image, MonotonicClockReading.now()) }
         }
@@ -249,33 +246,15 @@ public final class SunSpecServer: @unchecked Sendable {
         self.transport = transport
         self.profile = profile
         image = SunSpecImage(profile: profile)
-        let created: OpaquePointer?
-        switch transport {
-        case .tcp(let host, let port):
-            self.port = port
-            created = modbus_new_tcp(host, Int32(port))
-        case .rtu(let device, let baud, let parity, let dataBits, let stopBits, let unitID):
-            created = modbus_new_rtu(device, Int32(baud), CChar(parity.asciiValue ?? 0x4E), Int32(dataBits), Int32(stopBits))
-            if let created { modbus_set_slave(created, Int32(unitID)) }
-        }
-        guard let context = created else {
-            throw FieldbusError(.modbusServerFailed, message: "cannot create a server context for \(transport)",
-                                errno: errno)
-        }
-        self.context = context
-        guard let mapping = modbus_mapping_new_start_address(0, 0, 0, 0, UInt32(SunSpecImage.base),
-                                                             UInt32(image.words.count), 0, 0) else {
-            modbus_free(context)
-            throw FieldbusError(.modbusServerFailed, message: "cannot allocate the register map", errno: errno)
-        }
-        self.mapping = mapping
-        copyImageToMapping()
+        if case .tcp(_, let port) = transport { self.port = port }
+        server = try ModbusServerContext(transport, holdingRegistersFrom: SunSpecImage.base, count: image.words.count,
+                                         failure: .modbusServerFailed)
+        server.load(image.words)
     }
 
+    /// Stops the thread before the context it uses is freed.
     deinit {
         stop()
-        modbus_mapping_free(mapping)
-        modbus_free(context)
     }
 
     /// Starts listening and serving on a thread of its own.
@@ -367,16 +346,6 @@ public final class SunSpecServer: @unchecked Sendable {
         let count = function == 0x06 ? 1 : Int(query[headerLength + 3]) << 8 | Int(query[headerLength + 4])
         for a in address..<address + count { written.insert(a) }
         return true
-    }
-
-    private func copyImageToMapping() {
-        image.words.withUnsafeBufferPointer { source in
-            mapping.pointee.tab_registers.update(from: source.baseAddress!, count: source.count)
-        }
-    }
-
-    private func copyMappingToImage() {
-        for i in image.words.indices { image.words[i] = mapping.pointee.tab_registers[i] }
     }
 
     /// Runs `body` on the register image under the lock (the plant's side).

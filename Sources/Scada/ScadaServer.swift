@@ -24,8 +24,9 @@ public final class ScadaServer: @unchecked Sendable {
     public private(set) var port: Int
     private let shared: SharedState
     private var image: ScadaImage
-    private let context: OpaquePointer
-    private let mapping: UnsafeMutablePointer<modbus_mapping_t>
+    /// The libmodbus context and the register mapping the image is copied into.
+    private let server: ModbusServerContext
+    private var context: OpaquePointer { server.context }
     private var listener: Int32 = -1
     private let worker = WorkerThread()
     /// Ends the server's wait at `stop()`: the thread sleeps until a client speaks, the first
@@ -72,31 +73,20 @@ public final class ScadaServer: @unchecked Sendable {
         image = ScadaImage(site: site)
         units = [UnitStatus](repeating: UnitStatus(), count: shared.unitCount)
         serial = serialLine ? configuration.serial : nil
-        let created: OpaquePointer?
-        if let line = serial {
-            created = modbus_new_rtu(line.device, Int32(line.baud), CChar(line.parity.letter.asciiValue ?? 0x4E),
-                                     Int32(line.dataBits), Int32(line.stopBits))
-            if let created { modbus_set_slave(created, Int32(configuration.serialUnitID)) }
+        let endpoint: ModbusServerContext.Endpoint = if let line = serial {
+            .rtu(device: line.device, baud: line.baud, parity: line.parity.letter, dataBits: line.dataBits,
+                 stopBits: line.stopBits, unitID: configuration.serialUnitID)
         } else {
-            created = modbus_new_tcp(configuration.host, Int32(configuration.port))
+            .tcp(host: configuration.host, port: configuration.port)
         }
-        guard let context = created else {
-            throw FieldbusError(.scadaServerFailed, message: "cannot create a Modbus server context", errno: errno)
-        }
-        self.context = context
-        guard let mapping = modbus_mapping_new_start_address(0, 0, 0, 0, UInt32(ScadaImage.base), UInt32(image.words.count),
-                                                             0, 0) else {
-            modbus_free(context)
-            throw FieldbusError(.scadaServerFailed, message: "cannot allocate the register map", errno: errno)
-        }
-        self.mapping = mapping
+        server = try ModbusServerContext(endpoint, holdingRegistersFrom: ScadaImage.base, count: image.words.count,
+                                         failure: .scadaServerFailed)
         copyImage()
     }
 
+    /// Stops the thread before the context it uses is freed.
     deinit {
         stop()
-        modbus_mapping_free(mapping)
-        modbus_free(context)
     }
 
     /// Listens (or opens the serial line) and starts the server thread.
@@ -139,9 +129,7 @@ public final class ScadaServer: @unchecked Sendable {
     }
 
     private func copyImage() {
-        image.words.withUnsafeBufferPointer { source in
-            mapping.pointee.tab_registers.update(from: source.baseAddress!, count: source.count)
-        }
+        server.load(image.words)
     }
 
     /// Rebuilds the image when the cycle has published since the last request (704 from SCADA's
@@ -283,7 +271,7 @@ public final class ScadaServer: @unchecked Sendable {
         switch function {
         case 0x03:
             refresh()
-            _ = modbus_reply(context, query, count, mapping)
+            server.reply(query, length: count)
         case 0x06, 0x10:
             if configuration.writes {
                 write(query, count: Int(count), header: header, peer: peer)
@@ -326,7 +314,7 @@ public final class ScadaServer: @unchecked Sendable {
                 guard shared.commit(accepted.commands, ifGeneration: generation) else { continue }
                 image.fill(commands: accepted.commands, now: now)
                 copyImage()
-                _ = modbus_reply(context, query, Int32(count), mapping)
+                server.reply(query, length: Int32(count))
                 writesAccepted.add(1, ordering: .relaxed)
                 report(accepted, peer: peer, now: now)
                 return

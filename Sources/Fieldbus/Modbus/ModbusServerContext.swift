@@ -1,0 +1,74 @@
+import CModbus
+import Glibc
+
+/// A libmodbus server's context and its register mapping, owned together: one block of holding
+/// registers from `base`, the rest of the Modbus data model empty. What bessd's SCADA server and the
+/// HIL plant's simulated SunSpec devices both serve from.
+///
+/// `~Copyable`: the context and mapping are freed exactly once, when the owner lets go. The owner
+/// keeps it to one thread at a time (libmodbus contexts are not thread-safe).
+public struct ModbusServerContext: ~Copyable {
+    /// Where a server answers.
+    public enum Endpoint: Sendable, Equatable {
+        /// Modbus TCP on `host:port` (listen with `ModbusServerSocket.listen`).
+        case tcp(host: String, port: Int)
+        /// Modbus RTU on a serial device, answering `unitID` (open with `modbus_connect`).
+        case rtu(device: String, baud: Int, parity: Character, dataBits: Int, stopBits: Int, unitID: Int)
+    }
+
+    /// The libmodbus context, for the server's receive, reply and connection calls.
+    public let context: OpaquePointer
+    private let mapping: UnsafeMutablePointer<modbus_mapping_t>
+    /// How many holding registers are served (from the base address given at creation).
+    public let count: Int
+
+    /// Creates the context for `endpoint` and a mapping of `count` holding registers from `base`
+    /// (zeroed). Throws `failure` with errno when libmodbus cannot create either.
+    public init(_ endpoint: Endpoint, holdingRegistersFrom base: Int, count: Int,
+                failure: FieldbusError.Code) throws(FieldbusError) {
+        let created: OpaquePointer?
+        switch endpoint {
+        case .tcp(let host, let port):
+            created = modbus_new_tcp(host, Int32(port))
+        case .rtu(let device, let baud, let parity, let dataBits, let stopBits, let unitID):
+            created = modbus_new_rtu(device, Int32(baud), CChar(parity.asciiValue ?? 0x4E), Int32(dataBits), Int32(stopBits))
+            if let created { modbus_set_slave(created, Int32(unitID)) }
+        }
+        guard let context = created else {
+            throw FieldbusError(failure, message: "cannot create a Modbus server context for \(endpoint)", errno: errno)
+        }
+        guard let mapping = modbus_mapping_new_start_address(0, 0, 0, 0, UInt32(base), UInt32(count), 0, 0) else {
+            let error = errno
+            modbus_free(context)
+            throw FieldbusError(failure, message: "cannot allocate the register map", errno: error)
+        }
+        self.context = context
+        self.mapping = mapping
+        self.count = count
+    }
+
+    deinit {
+        modbus_mapping_free(mapping)
+        modbus_free(context)
+    }
+
+    /// Copies `words` into the served registers, the first at the base address (at most `count`).
+    public func load(_ words: [UInt16]) {
+        words.withUnsafeBufferPointer { source in
+            guard let start = source.baseAddress else { return }
+            mapping.pointee.tab_registers.update(from: start, count: min(source.count, count))
+        }
+    }
+
+    /// Copies the served registers (as the last write left them) back into `words`.
+    public func store(into words: inout [UInt16]) {
+        for i in words.indices.prefix(count) { words[i] = mapping.pointee.tab_registers[i] }
+    }
+
+    /// Answers `query` (`length` bytes, as `modbus_receive` returned it) from the mapping: reads from
+    /// it, writes into it. Returns what `modbus_reply` returns.
+    @discardableResult
+    public func reply(_ query: [UInt8], length: Int32) -> Int32 {
+        modbus_reply(context, query, length, mapping)
+    }
+}

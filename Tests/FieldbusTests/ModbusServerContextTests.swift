@@ -1,0 +1,69 @@
+import CModbus
+import Fieldbus
+import Foundation
+import Glibc
+import Testing
+
+/// The libmodbus server context and mapping that the SCADA server and the HIL plant's devices share.
+@Suite("ModbusServerContext")
+struct ModbusServerContextTests {
+    /// Holds the context for the server thread (a test stands in for the one owner).
+    final class Served: @unchecked Sendable {
+        let server: ModbusServerContext
+        init(_ server: consuming ModbusServerContext) { self.server = server }
+    }
+
+    @Test("a TCP client reads what was loaded at the base, and its write is what store gives back")
+    func servesLoadedRegisters() throws {
+        let served = Served(try ModbusServerContext(.tcp(host: "127.0.0.1", port: 0), holdingRegistersFrom: 40000, count: 4,
+                                                    failure: .modbusServerFailed))
+        served.server.load([0x5375, 0x6E53, 1, 66])
+        let (listener, port) = try #require(ModbusServerSocket.listen(served.server.context, port: 0, backlog: 1))
+        defer { close(listener) }
+        #expect(port > 0)
+        let finished = DispatchSemaphore(value: 0)
+        Thread {
+            defer { finished.signal() }
+            var socket = listener
+            guard modbus_tcp_accept(served.server.context, &socket) >= 0 else { return }
+            var query = [UInt8](repeating: 0, count: 260)
+            while true {
+                let count = modbus_receive(served.server.context, &query)
+                if count <= 0 { break }
+                served.server.reply(query, length: count)
+            }
+            close(socket)
+        }.start()
+
+        let client = try #require(modbus_new_tcp("127.0.0.1", Int32(port)))
+        defer { modbus_free(client) }
+        modbus_set_response_timeout(client, 2, 0)
+        #expect(modbus_connect(client) == 0)
+        var registers = [UInt16](repeating: 0, count: 4)
+        #expect(modbus_read_registers(client, 40000, 4, &registers) == 4)
+        #expect(registers == [0x5375, 0x6E53, 1, 66])
+        #expect(modbus_write_register(client, 40003, 704) == 1)
+        // Outside the block: a Modbus exception (illegal data address), the mapping untouched.
+        var outside = [UInt16](repeating: 0, count: 1)
+        #expect(modbus_read_registers(client, 40004, 1, &outside) == -1)
+        modbus_close(client)
+        #expect(finished.wait(timeout: .now() + 5) == .success)
+
+        var words = [UInt16](repeating: 0, count: 4)
+        served.server.store(into: &words)
+        #expect(words == [0x5375, 0x6E53, 1, 704])
+    }
+
+    @Test("a context libmodbus refuses is the caller's coded error, with errno")
+    func refusedContext() {
+        // libmodbus refuses an RTU context with no device name (EINVAL) before opening anything.
+        do {
+            _ = try ModbusServerContext(.rtu(device: "", baud: 9600, parity: "N", dataBits: 8, stopBits: 1, unitID: 1),
+                                        holdingRegistersFrom: 40000, count: 4, failure: .scadaServerFailed)
+            Issue.record("libmodbus made a context for no device")
+        } catch {
+            #expect(error.code == .scadaServerFailed)
+            #expect(error.errno == EINVAL)
+        }
+    }
+}
