@@ -163,15 +163,17 @@ public struct UnitController: Sendable {
     public let index: Int
     public let settings: UnitSettings
     public private(set) var interlocks: InterlockEngine
-    public internal(set) var state: UnitState = .starting
-    public internal(set) var bmsConfirmed = false
-    public internal(set) var decision = UnitDecision()
+    /// What the unit has become by running that no setting shapes: a reload carries it whole.
+    var running = UnitRunningState()
+    public internal(set) var state: UnitState { get { running.state } set { running.state = newValue } }
+    public internal(set) var bmsConfirmed: Bool { get { running.bmsConfirmed } set { running.bmsConfirmed = newValue } }
+    public internal(set) var decision: UnitDecision { get { running.decision } set { running.decision = newValue } }
     /// Who holds the unit in standby (operator, site operator, aggregator).
-    public var holds = ModeHolds()
+    public var holds: ModeHolds { get { running.holds } set { running.holds = newValue } }
     /// The effective mode of the last step: standby while any party asks for it.
-    public internal(set) var mode: OperatingMode = .auto
+    public internal(set) var mode: OperatingMode { get { running.mode } set { running.mode = newValue } }
     /// Commands ignored because they were not finite numbers.
-    public internal(set) var rejectedCommands: UInt64 = 0
+    public internal(set) var rejectedCommands: UInt64 { get { running.rejectedCommands } set { running.rejectedCommands = newValue } }
 
     var droop: DroopController
     var metrics = MetricFrame()
@@ -185,10 +187,6 @@ public struct UnitController: Sendable {
     /// the site each cycle; blocks say so).
     var clockSynchronized = true
     var clockStepped = false
-    var chargeLimit = 0.0
-    var dischargeLimit = 0.0
-    var schedule = 0.0
-    var rejecting = false
     /// Set by the site before each step: the pooled units' allowed power over their rating (last
     /// cycle), which bounds this unit's frequency response so the pool's total never winds past what
     /// the pool can deliver. Nil: the unit's own allowed power bounds it.
@@ -256,13 +254,13 @@ public struct UnitController: Sendable {
             inverterFresh: inverter != nil, verdict: verdict)
         capability = (chargeTarget, dischargeTarget, rating)
         let rise = max(0, control.limitRampPercentPerSecond) / 100 * rating * dt
-        let chargeRamped = Self.rampLimit(&chargeLimit, toward: chargeTarget, rise: rise)
-        let dischargeRamped = Self.rampLimit(&dischargeLimit, toward: dischargeTarget, rise: rise)
+        let chargeRamped = Self.rampLimit(&running.chargeLimit, toward: chargeTarget, rise: rise)
+        let dischargeRamped = Self.rampLimit(&running.dischargeLimit, toward: dischargeTarget, rise: rise)
 
         let command = activeCommand(inputs, now: now, events: &events)
         let step = max(0, control.scheduleRampPercentPerSecond) / 100 * rating * dt
-        schedule += ControlMath.clamp(command - schedule, -step, step)
-        if !schedule.isFinite { schedule = 0 }
+        running.schedule += ControlMath.clamp(command - running.schedule, -step, step)
+        if !running.schedule.isFinite { running.schedule = 0 }
 
         // An operator override acts at once even during a frequency event; dispatch waits for the
         // event to end (IEEE 1547's latched pre-disturbance power).
@@ -274,15 +272,15 @@ public struct UnitController: Sendable {
         let chargeBound = pinned ? chargeTarget : (poolFraction.map { rating * $0.charge } ?? chargeTarget)
         let dischargeBound = pinned ? dischargeTarget : (poolFraction.map { rating * $0.discharge } ?? dischargeTarget)
         let (base, droopPower) = droop.step(
-            frequency: site.frequency, schedule: Watts(schedule), rating: Watts(rating),
+            frequency: site.frequency, schedule: Watts(running.schedule), rating: Watts(rating),
             allowedCharge: Watts(Self.windupBound(chargeBound, rating: rating)),
             allowedDischarge: Watts(Self.windupBound(dischargeBound, rating: rating)), elapsedSeconds: dt,
             followSchedule: overriding)
         // The schedule stays where the base is: held at the latched pre-disturbance power during an
         // event, so that when the event ends it ramps from there to the command instead of jumping.
-        schedule = base.value
+        running.schedule = base.value
         let request = base.value + droopPower.value
-        let setpoint = ControlMath.clamp(request, -chargeLimit, dischargeLimit)
+        let setpoint = ControlMath.clamp(request, -running.chargeLimit, running.dischargeLimit)
 
         var d = UnitDecision()
         d.state = state
@@ -290,8 +288,8 @@ public struct UnitController: Sendable {
         d.request = Watts(request.isFinite ? request : 0)
         d.base = base
         d.droop = droopPower
-        d.allowedCharge = Watts(chargeLimit)
-        d.allowedDischarge = Watts(dischargeLimit)
+        d.allowedCharge = Watts(running.chargeLimit)
+        d.allowedDischarge = Watts(running.dischargeLimit)
         d.chargeLimitedBy = chargeRamped ? .ramp : chargeReason
         d.dischargeLimitedBy = dischargeRamped ? .ramp : dischargeReason
         d.activeCodes = verdict.active
@@ -400,9 +398,9 @@ public struct UnitController: Sendable {
         }
         if rejectedNow {
             rejectedCommands &+= 1
-            if !rejecting { events.push(ControlEvent(kind: .commandRejected, unit: index, at: now)) }
+            if !running.rejecting { events.push(ControlEvent(kind: .commandRejected, unit: index, at: now)) }
         }
-        rejecting = rejectedNow
+        running.rejecting = rejectedNow
         return chosen ?? 0
     }
 
@@ -494,22 +492,48 @@ public struct UnitController: Sendable {
     }
 }
 
+/// A unit's running state that no setting shapes: its state machine, holds, ramps and last
+/// decision. `UnitController.adopt` carries it whole across a configuration reload.
+struct UnitRunningState: Sendable {
+    var state: UnitState = .starting
+    var bmsConfirmed = false
+    var decision = UnitDecision()
+    var holds = ModeHolds()
+    var mode: OperatingMode = .auto
+    var rejectedCommands: UInt64 = 0
+    /// Whether the last step rejected a command (an event is logged on the first of a run).
+    var rejecting = false
+    /// The allowed charge and discharge power as ramped, W.
+    var chargeLimit = 0.0
+    var dischargeLimit = 0.0
+    /// The schedule as ramped, W.
+    var schedule = 0.0
+}
+
+/// The site's running state that no setting shapes, carried whole across a reload by
+/// `SiteController.adopt`: time goes on from the old controller's last step (so ramps do not see one
+/// long step), and SCADA's commands, the relay contacts' limit, the operator cap as ramped and the
+/// clock's history are the site's, not the configuration's.
+struct SiteRunningState: Sendable {
+    var lastStep: MonotonicInstant?
+    var cycles: UInt64 = 0
+    var commands = SiteCommands()
+    var inputLimitPercent: Double?
+    var operatorCap = Double.infinity
+    var clockSynchronized = true
+    var clockSteps = 0
+    var lastClockStepSeconds = 0.0
+    var lastClockOffset: Double?
+}
+
 extension UnitController {
     /// Takes over the running state of `other` (the same unit under its previous settings) after a
     /// configuration reload: ramps, schedule, droop, energy block, state, mode and every rule state
     /// whose code both tables have. Latched rules stay latched whatever the new table says; only an
     /// operator reset clears them.
     public mutating func adopt(_ other: UnitController) {
-        state = other.state
-        bmsConfirmed = other.bmsConfirmed
-        mode = other.mode
-        holds = other.holds
-        rejectedCommands = other.rejectedCommands
-        rejecting = other.rejecting
-        chargeLimit = other.chargeLimit
-        dischargeLimit = other.dischargeLimit
-        schedule = other.schedule
-        decision = other.decision
+        running = other.running
+        // What follows is shaped by settings: carried where the new settings keep its shape.
         droop.adopt(other.droop)
         if packTemperatureRise.window == other.packTemperatureRise.window {
             packTemperatureRise = other.packTemperatureRise
@@ -553,19 +577,9 @@ extension InterlockEngine {
 extension SiteController {
     /// Takes over every unit's running state from `old`; `mapping[i]` is unit i's index in `old`.
     public func adopt(from old: SiteController, mapping: [Int?]) {
-        // Time goes on from the old controller's last step, so ramps do not see one long step.
-        lastStep = old.lastStep
-        cycles = old.cycles
+        running = old.running
+        // What follows is shaped by settings: carried where the new settings keep its shape.
         if rocof.window == old.rocof.window { rocof = old.rocof }
-        // SCADA's commands and the relay contacts' limit are the site's, not the configuration's.
-        commands = old.commands
-        inputLimitPercent = old.inputLimitPercent
-        operatorCap = old.operatorCap
-        // The clock's history and the open grid block are the site's, not the configuration's.
-        clockSteps = old.clockSteps
-        lastClockStepSeconds = old.lastClockStepSeconds
-        lastClockOffset = old.lastClockOffset
-        clockSynchronized = old.clockSynchronized
         if gridEnergy != nil, let open = old.gridEnergy, open.lengthSeconds == gridEnergy!.lengthSeconds { gridEnergy = open }
         for (i, j) in mapping.enumerated() where i < units.count {
             guard let j, j < old.units.count else { continue }

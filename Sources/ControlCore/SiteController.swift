@@ -10,18 +10,23 @@ public final class SiteController {
     /// Energy blocks closed by recent steps; drain after each step.
     public private(set) var closedBlocks: [EnergyBlock]
     public private(set) var site = SiteConditions()
+    /// What the site has become by running that no setting shapes: a reload carries it whole.
+    var running: SiteRunningState
     /// Steps taken.
-    public internal(set) var cycles: UInt64 = 0
+    public internal(set) var cycles: UInt64 { get { running.cycles } set { running.cycles = newValue } }
     var rocof: SlopeEstimator
-    var lastStep: MonotonicInstant?
+    var lastStep: MonotonicInstant? { get { running.lastStep } set { running.lastStep = newValue } }
     /// Whether the system clock is synchronised (the service reads the kernel's state; false marks
     /// every energy block measured meanwhile `clockUnsynced`). Set before each step.
-    public var clockSynchronized = true
+    public var clockSynchronized: Bool { get { running.clockSynchronized } set { running.clockSynchronized = newValue } }
     /// Steps of the wall clock against the monotonic clock seen so far (more than
     /// `EnergyAccumulator.stepTolerance` apart in one cycle), and the size of the last one, s.
-    public internal(set) var clockSteps = 0
-    public internal(set) var lastClockStepSeconds = 0.0
-    var lastClockOffset: Double?
+    public internal(set) var clockSteps: Int { get { running.clockSteps } set { running.clockSteps = newValue } }
+    public internal(set) var lastClockStepSeconds: Double {
+        get { running.lastClockStepSeconds }
+        set { running.lastClockStepSeconds = newValue }
+    }
+    var lastClockOffset: Double? { get { running.lastClockOffset } set { running.lastClockOffset = newValue } }
     let droopCurve: DroopCurve
     let expectsFrequency: Bool
     var allocator: SiteAllocator
@@ -49,14 +54,14 @@ public final class SiteController {
     var lastBound: MonotonicInstant?
     /// What plant SCADA has written (model 704): the grid operator's percent limit and a site
     /// setpoint. The cycle sets it from the SCADA server's record; `step` applies due reversions.
-    public var commands = SiteCommands()
+    public var commands: SiteCommands { get { running.commands } set { running.commands = newValue } }
     /// The limit the relay contacts assert (`grid_operator.inputs`), percent; nil when none does.
-    public var inputLimitPercent: Double?
+    public var inputLimitPercent: Double? { get { running.inputLimitPercent } set { running.inputLimitPercent = newValue } }
     /// Σ unit ratings, W: what 702 `WMaxRtg` states and what `WMaxLimPct` is a percent of.
     public let ratedPower: Double
     /// The grid operator's cap on the units' summed power, W, as ramped: it falls at once and rises
     /// at `limits.ramp_percent_per_s`; infinite when no limit stands.
-    public internal(set) var operatorCap = Double.infinity
+    public internal(set) var operatorCap: Double { get { running.operatorCap } set { running.operatorCap = newValue } }
 
     /// - Parameters:
     ///   - units: one settings value per unit, in configuration order.
@@ -66,6 +71,7 @@ public final class SiteController {
         expectsFrequency: Bool = true, eventCapacity: Int = 1024, site: SiteSettings = .none
     ) {
         self.control = control
+        running = SiteRunningState(lastStep: startedAt)
         self.units = units.enumerated().map {
             UnitController(index: $0.offset, settings: $0.element, control: control, startedAt: startedAt)
         }
@@ -75,7 +81,6 @@ public final class SiteController {
         rocof = SlopeEstimator(window: control.rocofWindow)
         droopCurve = DroopCurve(control.droop)
         self.expectsFrequency = expectsFrequency
-        lastStep = startedAt
         allocator = SiteAllocator(units: units.count)
         allocationInputs = [AllocationInput](
             repeating: AllocationInput(request: 0, allowedCharge: 0, allowedDischarge: 0), count: units.count)
