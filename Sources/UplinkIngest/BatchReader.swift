@@ -39,28 +39,16 @@ struct BatchReader {
             if r.key(key, is: "protocol_version") { return r.read(&version) { $0.int64() } }
             if r.key(key, is: "site") { return r.read(&site) { $0.string() } }
             if r.key(key, is: "records") {
-                var list: [UplinkRecord] = []
-                let ok = r.array(depth: 1) { r in
-                    r.space()
-                    let start = r.i
-                    guard let (record, units) = r.record(depth: 2) else { return false }
-                    list.append(record)
-                    recordSpans.append(start..<r.i)
+                records = r.list(depth: 1, spans: &recordSpans) { r in
+                    guard let (record, units) = r.record(depth: 2) else { return nil }
                     unitSpans.append(units)
-                    return true
+                    return record
                 }
-                records = list
-                return ok
+                return records != nil
             }
             if r.key(key, is: "acks") {
-                var list: [CommandAck] = []
-                let ok = r.array(depth: 1) { r in
-                    guard let ack = r.ack(depth: 2) else { return false }
-                    list.append(ack)
-                    return true
-                }
-                acks = list
-                return ok
+                acks = r.list(depth: 1) { $0.ack(depth: 2) }
+                return acks != nil
             }
             return r.skip(depth: 1)
         }
@@ -117,41 +105,20 @@ struct BatchReader {
         let body: RecordBody
         switch type {
         case "telemetry":
-            guard let p99, let overruns, let unitsAt else { return nil }
-            i = unitsAt
-            var units: [UnitTelemetry] = []
-            let listed = array(depth: depth + 1) { r in
-                r.space()
-                let from = r.i
-                guard let unit = r.unitTelemetry(depth: depth + 2) else { return false }
-                units.append(unit)
-                unitSpans.append(from..<r.i)
-                return true
-            }
-            guard listed else { return nil }
-            var site: SiteTelemetry?
-            if let siteAt {
-                i = siteAt
-                guard let value = orNull({ $0.siteTelemetry(depth: depth + 1) }) else { return nil }
-                site = value
-            }
+            guard let p99, let overruns, let unitsAt,
+                  let (units, site) = unitsAndSite(
+                      at: unitsAt, siteAt,
+                      units: { $0.list(depth: depth + 1, spans: &unitSpans) { $0.unitTelemetry(depth: depth + 2) } },
+                      site: { $0.siteTelemetry(depth: depth + 1) })
+            else { return nil }
             body = .telemetry(frequencyHz: frequency ?? nil, cycleP99Us: p99, overruns: overruns, units: units, site: site)
         case "availability":
-            guard let unitsAt else { return nil }
-            i = unitsAt
-            var units: [UnitAvailability] = []
-            let listed = array(depth: depth + 1) { r in
-                guard let unit = r.unitAvailability(depth: depth + 2) else { return false }
-                units.append(unit)
-                return true
-            }
-            guard listed else { return nil }
-            var site: SiteAvailability?
-            if let siteAt {
-                i = siteAt
-                guard let value = orNull({ $0.siteAvailability(depth: depth + 1) }) else { return nil }
-                site = value
-            }
+            guard let unitsAt,
+                  let (units, site) = unitsAndSite(
+                      at: unitsAt, siteAt,
+                      units: { $0.list(depth: depth + 1) { $0.unitAvailability(depth: depth + 2) } },
+                      site: { $0.siteAvailability(depth: depth + 1) })
+            else { return nil }
             body = .availability(units: units, site: site)
         case "energy_block":
             guard let unit = unit ?? nil, let start, let length, let charged, let discharged, let covered else { return nil }
@@ -173,6 +140,20 @@ struct BatchReader {
         // As decoded: an empty list stays an empty list (the initializer would make it nil).
         record.clock = clock ?? nil
         return (record, unitSpans)
+    }
+
+    /// A record's units and site, read from where its key scan found them (a record's type, which says
+    /// how to read them, may come after them): the list at `unitsAt`, and the site at `siteAt`, nil
+    /// when absent or null.
+    mutating func unitsAndSite<Unit, Site>(
+        at unitsAt: Int, _ siteAt: Int?, units: (inout BatchReader) -> [Unit]?, site: (inout BatchReader) -> Site?
+    ) -> (units: [Unit], site: Site?)? {
+        i = unitsAt
+        guard let list = units(&self) else { return nil }
+        guard let siteAt else { return (list, nil) }
+        i = siteAt
+        guard let value = orNull(site) else { return nil }
+        return (list, value)
     }
 
     mutating func unitTelemetry(depth: Int) -> UnitTelemetry? {
@@ -265,14 +246,28 @@ struct BatchReader {
         return target != nil
     }
 
-    mutating func strings() -> [String]? {
-        var list: [String] = []
-        let ok = array(depth: 1) { r in
-            guard let text = r.string() else { return false }
-            list.append(text)
+    mutating func strings() -> [String]? { list(depth: 1) { $0.string() } }
+
+    /// An array whose every element `element` reads; nil when one does not.
+    mutating func list<Element>(depth: Int, _ element: (inout BatchReader) -> Element?) -> [Element]? {
+        var list: [Element] = []
+        let ok = array(depth: depth) { r in
+            guard let value = element(&r) else { return false }
+            list.append(value)
             return true
         }
         return ok ? list : nil
+    }
+
+    /// As `list`, noting in `spans` where each element's text starts and ends.
+    mutating func list<Element>(depth: Int, spans: inout [Range<Int>], _ element: (inout BatchReader) -> Element?) -> [Element]? {
+        list(depth: depth) { r in
+            r.space()
+            let from = r.i
+            guard let value = element(&r) else { return nil }
+            spans.append(from..<r.i)
+            return value
+        }
     }
 
     /// A field that may be null (or absent): `.some(nil)` for null.
@@ -293,58 +288,47 @@ struct BatchReader {
 
     /// An object; `member` gets each key's span, positioned at its value, and must consume the value.
     mutating func object(depth: Int, member: (inout BatchReader, Range<Int>) -> Bool) -> Bool {
-        space()
-        guard depth < Self.maximumDepth, at(UInt8(ascii: "{")) else { return false }
-        i += 1
         let mark = keys.count
         defer { keys.removeSubrange(mark...) }
-        space()
-        if at(UInt8(ascii: "}")) {
-            i += 1
-            return true
-        }
-        while true {
-            space()
-            guard let key = plainKey() else { return false }
+        return items(depth: depth, open: UInt8(ascii: "{"), close: UInt8(ascii: "}")) { r in
+            guard let key = r.plainKey() else { return false }
             // The check for a repeated key is quadratic: a wide object goes to JSONDecoder (linear).
-            guard keys.count - mark < Self.maximumKeys else { return false }
-            for earlier in keys[mark...] where same(earlier, key) { return false }
-            keys.append(key)
-            space()
-            guard at(UInt8(ascii: ":")) else { return false }
-            i += 1
-            space()
-            guard member(&self, key) else { return false }
-            space()
-            if at(UInt8(ascii: ",")) {
-                i += 1
-                continue
-            }
-            guard at(UInt8(ascii: "}")) else { return false }
-            i += 1
-            return true
+            guard r.keys.count - mark < Self.maximumKeys else { return false }
+            for earlier in r.keys[mark...] where r.same(earlier, key) { return false }
+            r.keys.append(key)
+            r.space()
+            guard r.at(UInt8(ascii: ":")) else { return false }
+            r.i += 1
+            r.space()
+            return member(&r, key)
         }
     }
 
     /// An array; `element` must consume each element.
     mutating func array(depth: Int, element: (inout BatchReader) -> Bool) -> Bool {
+        items(depth: depth, open: UInt8(ascii: "["), close: UInt8(ascii: "]"), item: element)
+    }
+
+    /// `open`, items separated by commas, `close`: an object's members or an array's elements.
+    /// `item` must consume each.
+    private mutating func items(depth: Int, open: UInt8, close: UInt8, item: (inout BatchReader) -> Bool) -> Bool {
         space()
-        guard depth < Self.maximumDepth, at(UInt8(ascii: "[")) else { return false }
+        guard depth < Self.maximumDepth, at(open) else { return false }
         i += 1
         space()
-        if at(UInt8(ascii: "]")) {
+        if at(close) {
             i += 1
             return true
         }
         while true {
             space()
-            guard element(&self) else { return false }
+            guard item(&self) else { return false }
             space()
             if at(UInt8(ascii: ",")) {
                 i += 1
                 continue
             }
-            guard at(UInt8(ascii: "]")) else { return false }
+            guard at(close) else { return false }
             i += 1
             return true
         }
