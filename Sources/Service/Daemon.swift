@@ -72,10 +72,8 @@ public final class Daemon {
 
     /// The uplink's spool, when an aggregator is configured.
     public var spool: SpoolQueue? { uplink?.spool }
-    /// Delivers the spool to the aggregator.
-    public var sender: UplinkSender? { uplink?.sender }
-    /// The same over MQTT 5 (`aggregator.transport: mqtt`).
-    public var mqttSender: MQTTUplinkSender? { uplink?.mqttSender }
+    /// Delivers the spool to the aggregator (HTTP or MQTT 5, `aggregator.transport`).
+    public var uplinkTransport: (any UplinkTransport)? { uplink?.transport }
     /// The cycle's statistics (tests and status).
     public var statistics: CycleStatistics { shared.statistics }
 
@@ -195,35 +193,12 @@ public final class Daemon {
     func start(_ configuration: BessdConfiguration) {
         // Started in this order, stopped in the reverse: the uplink flushes last, after the workers
         // wrote zero and the latches and events of the stop are persisted and logged (ServiceGroup).
-        uplink?.register(in: services)
-        services.add("journal", stop: { [unowned self] in
-            persistLatches()
-            logEvents(now: MonotonicClock.now())
-        })
-        services.add("bus workers", start: {
-            runner.startWorkers()
-            // Ready once every device has answered or failed at least once (at most 5 s).
-            let probeEnd = MonotonicClock.now() + .seconds(5)
-            while !runner.devicesProbed, MonotonicClock.now() < probeEnd, !stopRequested.load(ordering: .relaxed) {
-                usleep(20_000)
-            }
-        }, stop: { [unowned self] in unconfirmedStops = runner.commandSafeSetpoints() })
+        let uplinkFirst: [any DaemonService] = uplink.map { [$0] } ?? []
+        services.start(uplinkFirst + [JournalFlush(self), BusWorkers(self)])
         // The clock's state before the first cycle, so the first energy block already knows it.
         clock.check(shared, recorder: uplink?.recorder)
-        // A reload replaces the cycle thread: stop whichever runs then.
-        services.add("cycle", start: { cycle.start() }, stop: { [unowned self] in cycle.stop() })
-        services.add("operator server", start: { startServer(configuration) }, stop: { [unowned self] in
-            server?.stop()
-            server = nil
-        })
-        if configuration.scada != nil {
-            services.add("SCADA", start: { startScada(configuration) }, stop: { [unowned self] in
-                scada?.stop()
-                scada = nil
-                scadaSerial?.stop()
-                scadaSerial = nil
-            })
-        }
+        let scadaLast: [any DaemonService] = configuration.scada == nil ? [] : [ScadaService(self)]
+        services.start([CycleService(self), OperatorServer(self)] + scadaLast)
         if let inputs = configuration.gridLimitInputs { startGridInputs(inputs) }
         // The first cycles publish before READY, so status and the watchdog see a running cycle.
         cycle.awaitCycles(2, within: .seconds(2))
@@ -247,7 +222,7 @@ public final class Daemon {
             let metadata: Logger.Metadata = ["BESS_CODE": "\(code)", "MESSAGE_ID": "\(MessageID.scadaWrite)", "BESS_UNIT": "site"]
             if error { logger.error("\(message)", metadata: metadata) } else { logger.notice("\(message)", metadata: metadata) }
         }
-        services.add("relay contacts", start: { reader.start() }, stop: { reader.stop() })
+        services.start([reader])
         gridInputs = reader
         let line = "grid operator relay contacts read from \(inputs.modbus.endpoint) unit \(inputs.modbus.unitID) every \(inputs.pollMs) ms; "
             + "until they are read the lowest limit applies (\(GridLimitInputReader.describe(reader.initialContacts)))"
@@ -271,7 +246,7 @@ public final class Daemon {
                 return stats.lastLatenessMicroseconds <= Int64(stats.periodMs) * 1000
             },
             workersAlive: runner.workersAliveCheck))
-        services.add("watchdog", start: { dog.start() }, stop: { dog.stop() })
+        services.start([dog])
         watchdog = dog
     }
 

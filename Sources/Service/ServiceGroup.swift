@@ -1,18 +1,26 @@
-/// The daemon's long-running parts with one explicit start and stop order, as swift-service-lifecycle's
-/// `ServiceGroup` orders async services: started in the order they are added, stopped in the reverse
-/// order, each stop run once. bessd's services are threads with synchronous `start`/`stop`, so this is
-/// the order only, not the task tree.
+/// One of the daemon's long-running parts: a name for the stop line, an explicit start and stop.
+/// bessd's services are threads (or a sender's task) with synchronous `start`/`stop`.
+protocol DaemonService: AnyObject {
+    /// How the stop line names it (`uplink`, `bus workers`, `cycle`…).
+    var name: String { get }
+    /// Starts it. A service that cannot start throws (after logging why, with its code): the daemon
+    /// runs on without it, and it is not stopped.
+    func start() throws
+    /// Stops it; called once, in the reverse of the start order.
+    func stop()
+}
+
+/// The daemon's services with one explicit start and stop order, as swift-service-lifecycle's
+/// `ServiceGroup` orders async services: started in the order they are given, stopped in the
+/// reverse order, each stop run once. bessd's services are threads with synchronous `start`/`stop`,
+/// so this is the order only, not the task tree.
 ///
-/// The daemon adds, in this order: uplink → journal flush → bus workers → cycle → operator server
+/// The daemon starts, in this order: uplink → journal flush → bus workers → cycle → operator server
 /// → SCADA → relay contacts → watchdog. Stopping therefore runs: the watchdog stops; nothing new
 /// comes from SCADA, the contacts or operators; the cycle stops; the bus workers write zero with the
 /// revert armed and stop; latches and events are persisted and logged; the uplink flushes what it has.
 final class ServiceGroup {
-    private struct Running {
-        let name: String
-        let stop: () -> Void
-    }
-    private var running: [Running] = []
+    private var running: [any DaemonService] = []
     private var stopped: [String] = []
 
     /// Names of the running services, in start order.
@@ -20,17 +28,21 @@ final class ServiceGroup {
     /// Names of the services stopped so far, in stop order.
     var stoppedNames: [String] { stopped }
 
-    /// Runs `start` now and keeps `stop` for `stopAll`, which runs it before the stop of every service
-    /// added earlier. A service whose start throws is not added (its stop never runs) and the error
-    /// propagates.
-    func add<E: Error>(_ name: String, start: () throws(E) -> Void, stop: @escaping () -> Void) throws(E) {
-        try start()
-        running.append(Running(name: name, stop: stop))
-    }
+    /// Names of the services whose start threw (they logged why), in start order.
+    private(set) var failedNames: [String] = []
 
-    /// Adds a service with nothing to start, only a stop at its place in the order.
-    func add(_ name: String, stop: @escaping () -> Void) {
-        running.append(Running(name: name, stop: stop))
+    /// Starts `services` now, in their order, and keeps each for `stopAll`, which stops it before
+    /// every service started earlier. A service whose start throws has logged why: it is not kept
+    /// (its stop never runs) and the next one starts.
+    func start(_ services: [any DaemonService]) {
+        for service in services {
+            do {
+                try service.start()
+                running.append(service)
+            } catch {
+                failedNames.append(service.name)
+            }
+        }
     }
 
     /// Stops every running service, the last started first; `each` hears each name before its stop runs.

@@ -77,15 +77,11 @@ extension Daemon {
             o["backlog_records"] = s.next - 1 - min(s.acknowledged, s.next - 1)
             o["acknowledged_seq"] = s.acknowledged
         }
-        if let mqttSender = uplink?.mqttSender {
-            let u = mqttSender.stats
-            o["connected"] = u.connected
-            o["last_ack_unix"] = u.lastPubackUnix ?? NSNull()
-            o["last_error"] = u.lastError ?? NSNull()
-        } else if let sender = uplink?.sender {
-            let u = sender.stats
-            o["connected"] = u.lastError == nil && u.batchesDelivered > 0
-            o["last_error"] = u.lastError ?? NSNull()
+        if let transport = uplink?.transport {
+            let link = transport.link
+            o["connected"] = link.connected
+            if transport is MQTTUplinkSender { o["last_ack_unix"] = link.lastAckUnix ?? NSNull() }
+            o["last_error"] = link.lastError ?? NSNull()
         }
         return o
     }

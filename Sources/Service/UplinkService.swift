@@ -8,15 +8,14 @@ import Logging
 import Uplink
 
 /// The uplink to the aggregator (`aggregator:`): the spool on disk, the recorder that fills it each
-/// round of the service loop, and the sender (HTTP or MQTT 5) that delivers it and takes the
+/// round of the service loop, and the transport (HTTP or MQTT 5) that delivers it and takes the
 /// aggregator's commands. Started first and stopped last, so it flushes what the stop logged.
-final class UplinkService {
+final class UplinkService: DaemonService {
+    let name = "uplink"
     let spool: SpoolQueue
     let recorder: UplinkRecorder
-    /// Delivers the spool over HTTP (`aggregator.transport: http`).
-    let sender: UplinkSender?
-    /// The same over MQTT 5 (`aggregator.transport: mqtt`).
-    let mqttSender: MQTTUplinkSender?
+    /// Delivers the spool (`aggregator.transport`); nil when it could not be built.
+    let transport: (any UplinkTransport)?
     private let logger: Logger
     /// The spool's refusal while it lasts (SPOOL_FULL, SPOOL_IO…), as logged (service thread).
     private var problem: String?
@@ -25,11 +24,10 @@ final class UplinkService {
     /// The code of the spool's last failure to save its state (`SpoolQueue.stateFailure`), as logged.
     private var stateProblem: SpoolError.Code?
 
-    private init(spool: SpoolQueue, recorder: UplinkRecorder, sender: UplinkSender?, mqttSender: MQTTUplinkSender?, logger: Logger) {
+    private init(spool: SpoolQueue, recorder: UplinkRecorder, transport: (any UplinkTransport)?, logger: Logger) {
         self.spool = spool
         self.recorder = recorder
-        self.sender = sender
-        self.mqttSender = mqttSender
+        self.transport = transport
         self.logger = logger
     }
 
@@ -57,6 +55,7 @@ final class UplinkService {
             let message = Redaction.urlCredentials(in: text)
             if let code { logger.warning("\(message)", metadata: ["BESS_CODE": "\(code)"]) } else { logger.notice("\(message)") }
         }
+        let commands: @Sendable ([DispatchCommand]) -> [CommandAck] = { [intake] commands in intake.apply(commands) }
         switch aggregator.transport {
         case .http:
             let sender = UplinkSender(
@@ -64,14 +63,13 @@ final class UplinkService {
                                 caFile: aggregator.caFile, clientCertFile: aggregator.clientCertFile,
                                 clientKeyFile: aggregator.clientKeyFile,
                                 interval: .seconds(fromDouble: aggregator.intervalSeconds)),
-                queue: queue, log: report,
-                handleCommands: { [intake] commands in intake.apply(commands) })
-            return UplinkService(spool: queue, recorder: recorder, sender: sender, mqttSender: nil, logger: logger)
+                queue: queue, log: report, handleCommands: commands)
+            return UplinkService(spool: queue, recorder: recorder, transport: sender, logger: logger)
         case .mqtt:
             guard let url = MQTTURL(aggregator.url) else {
                 let error = UplinkError(.configInvalid, message: "aggregator.url \(aggregator.shownURL) is not an MQTT URL")
                 logger.error("uplink disabled: \(error)", metadata: ["BESS_CODE": "\(error.code)"])
-                return UplinkService(spool: queue, recorder: recorder, sender: nil, mqttSender: nil, logger: logger)
+                return UplinkService(spool: queue, recorder: recorder, transport: nil, logger: logger)
             }
             var settings = MQTTUplinkSender.Settings(
                 url: url, site: aggregator.siteID, interval: .seconds(fromDouble: aggregator.intervalSeconds),
@@ -84,32 +82,28 @@ final class UplinkService {
             settings.keepaliveSeconds = Int32(aggregator.keepaliveSeconds)
             settings.sessionExpirySeconds = UInt32(aggregator.sessionExpirySeconds)
             settings.ledgerFile = configuration.stateDirectory + "/mqtt-commands.json"
-            let sender = MQTTUplinkSender(settings: settings, queue: queue, log: report,
-                                          handleCommands: { [intake] commands in intake.apply(commands) })
-            return UplinkService(spool: queue, recorder: recorder, sender: nil, mqttSender: sender, logger: logger)
+            let sender = MQTTUplinkSender(settings: settings, queue: queue, log: report, handleCommands: commands)
+            return UplinkService(spool: queue, recorder: recorder, transport: sender, logger: logger)
         }
     }
 
-    /// Starts the sender as the first service: its stop (the last) saves the spool and flushes.
-    func register(in services: ServiceGroup) {
-        if let sender {
-            add(to: services, start: sender.start, stop: sender.stop, refusal: "uplink sender not started") { "\($0.code)" }
-        }
-        if let mqttSender {
-            add(to: services, start: mqttSender.start, stop: mqttSender.stop, refusal: "uplink (MQTT) not started") { "\($0.code)" }
-        }
-    }
-
-    private func add<E: Error>(to services: ServiceGroup, start: () throws(E) -> Void, stop: @escaping () -> Void, refusal: String,
-                               code: (E) -> String) {
-        do throws(E) {
-            try services.add("uplink", start: start, stop: { [spool] in
-                spool.sync()
-                stop()
-            })
+    /// Starts the transport as the first service: its stop (the last) saves the spool and flushes.
+    /// A transport that cannot start is logged and the daemon runs on with the spool recording;
+    /// without a transport (its URL was refused, and logged, at `make`) there is nothing to start.
+    func start() throws(UplinkError) {
+        guard let transport else { throw UplinkError(.configInvalid, message: "no transport") }
+        do throws(UplinkError) {
+            try transport.start()
         } catch {
-            logger.error("\(refusal): \(error)", metadata: ["BESS_CODE": "\(code(error))"])
+            let what = transport is MQTTUplinkSender ? "uplink (MQTT) not started" : "uplink sender not started"
+            logger.error("\(what): \(error)", metadata: ["BESS_CODE": "\(error.code)"])
+            throw error
         }
+    }
+
+    func stop() {
+        spool.sync()
+        transport?.stop()
     }
 
     /// The refusal /metrics shows (`bessd_spool_refusing`).
@@ -154,12 +148,12 @@ final class UplinkService {
         m.metric("bessd_spool_refusing", "gauge",
                  "1 while the spool refuses records (labelled with the code, e.g. SPOOL_FULL), else 0.",
                  [(problem.map { "code=\"\(MetricsText.label($0))\"" } ?? "", problem == nil ? 0 : 1)])
-        if let sender {
+        if let sender = transport as? UplinkSender {
             let u = sender.stats
             m.metric("bessd_uplink_batches_total", "counter", "Batches the aggregator acknowledged.", [("", Double(u.batchesDelivered))])
             m.metric("bessd_uplink_failures_total", "counter", "Failed deliveries.", [("", Double(u.failures))])
         }
-        if let mqttSender {
+        if let mqttSender = transport as? MQTTUplinkSender {
             let u = mqttSender.stats
             m.metric("bessd_uplink_connected", "gauge", "1 while the MQTT connection to the broker is up.", [("transport=\"mqtt\"", u.connected ? 1 : 0)])
             m.metric("bessd_uplink_connects_total", "counter", "Connections the broker accepted.", [("", Double(u.connects))])

@@ -50,7 +50,7 @@ public struct SiteStatusMessage: Codable, Sendable, Equatable {
 /// owns the connection: it publishes record batches (QoS 1) and forgets a batch only after its
 /// PUBACK, keeps a birth message and Last Will on `status`, the latest availability on
 /// `availability`, and answers each command on `acks` once per id. The cycle never waits on it.
-public final class MQTTUplinkSender: Sendable {
+public final class MQTTUplinkSender: UplinkTransport {
     public struct Settings: Sendable {
         public var url: MQTTURL
         public var site: String
@@ -136,6 +136,13 @@ public final class MQTTUplinkSender: Sendable {
     }
 
     public var stats: Statistics { statistics.withLock { $0 } }
+
+    /// The broker connection, its last PUBACK and last failure.
+    public var link: UplinkLink {
+        let s = stats
+        return UplinkLink(connected: s.connected, lastAckUnix: s.lastPubackUnix, lastError: s.lastError)
+    }
+
     public var topics: UplinkTopics { UplinkTopics(site: settings.site) }
 
     /// Checks the TLS files and the password, then starts the connection's thread.

@@ -12,7 +12,7 @@ import Synchronization
 /// optional client certificate, and exponential back-off with full jitter after a failure so a fleet
 /// does not stampede a recovering aggregator. Memory is bounded by the batch size. Runs on its own
 /// task; the cycle never waits for it.
-public final class UplinkSender: Sendable {
+public final class UplinkSender: UplinkTransport {
     public struct Settings: Sendable {
         public var url: String
         public var site: String
@@ -64,6 +64,12 @@ public final class UplinkSender: Sendable {
     }
 
     public var stats: Statistics { statistics.withLock { $0 } }
+
+    /// Connected once a batch went through and nothing failed since.
+    public var link: UplinkLink {
+        let s = stats
+        return UplinkLink(connected: s.lastError == nil && s.batchesDelivered > 0, lastError: s.lastError)
+    }
 
     public func start() throws(UplinkError) {
         let client: HTTPClient

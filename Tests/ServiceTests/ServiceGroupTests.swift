@@ -5,23 +5,38 @@ import Testing
 struct ServiceGroupTests {
     struct Refused: Error {}
 
+    /// A service that writes what happens to it into a shared log.
+    final class Probe: DaemonService {
+        let name: String
+        let refuses: Bool
+        let log: Log
+        init(_ name: String, refuses: Bool = false, _ log: Log) {
+            self.name = name
+            self.refuses = refuses
+            self.log = log
+        }
+        func start() throws {
+            if refuses { throw Refused() }
+            log.events.append("start \(name)")
+        }
+        func stop() { log.events.append("stop \(name)") }
+    }
+
+    final class Log { var events: [String] = [] }
+
     @Test("services stop in the reverse of their start, each once; one whose start throws is never stopped")
     func order() {
         let group = ServiceGroup()
-        var events: [String] = []
-        group.add("uplink", start: { events.append("start uplink") }, stop: { events.append("stop uplink") })
-        group.add("journal", stop: { events.append("stop journal") })
-        group.add("bus workers", start: { events.append("start workers") }, stop: { events.append("stop workers") })
-        #expect(throws: Refused.self) {
-            try group.add("broken", start: { () throws(Refused) in throw Refused() }, stop: { events.append("stop broken") })
-        }
-        group.add("cycle", start: { events.append("start cycle") }, stop: { events.append("stop cycle") })
+        let log = Log()
+        group.start([Probe("uplink", log), Probe("journal", log), Probe("bus workers", log)])
+        group.start([Probe("broken", refuses: true, log), Probe("cycle", log)])
         #expect(group.names == ["uplink", "journal", "bus workers", "cycle"])
+        #expect(group.failedNames == ["broken"])
         var heard: [String] = []
         group.stopAll { heard.append($0) }
         group.stopAll { heard.append($0) }  // a second stop stops nothing
-        #expect(events == ["start uplink", "start workers", "start cycle",
-                           "stop cycle", "stop workers", "stop journal", "stop uplink"])
+        #expect(log.events == ["start uplink", "start journal", "start bus workers", "start cycle",
+                               "stop cycle", "stop bus workers", "stop journal", "stop uplink"])
         #expect(heard == ["cycle", "bus workers", "journal", "uplink"])
         #expect(group.stoppedNames == heard)
         #expect(group.names.isEmpty)

@@ -1,0 +1,82 @@
+import BessSystem
+import ControlCore
+import Cycle
+import Foundation
+import Scada
+import Synchronization
+
+// The daemon's services that are not a type of their own elsewhere: each names what it starts and
+// stops, in the order `Daemon.start` lists them.
+
+/// Nothing to start; at stop, latches persisted and the stop's events logged (after the workers'
+/// zero, before the uplink flushes).
+final class JournalFlush: DaemonService {
+    let name = "journal"
+    private unowned let daemon: Daemon
+    init(_ daemon: Daemon) { self.daemon = daemon }
+    func start() {}
+    func stop() {
+        daemon.persistLatches()
+        daemon.logEvents(now: MonotonicClock.now())
+    }
+}
+
+/// The bus and CAN workers: started and given up to 5 s for every device to answer or fail once;
+/// stopped by writing zero with the revert armed to every inverter (the stop line names those that
+/// did not take it).
+final class BusWorkers: DaemonService {
+    let name = "bus workers"
+    private unowned let daemon: Daemon
+    init(_ daemon: Daemon) { self.daemon = daemon }
+    func start() {
+        daemon.runner.startWorkers()
+        let probeEnd = MonotonicClock.now() + .seconds(5)
+        while !daemon.runner.devicesProbed, MonotonicClock.now() < probeEnd, !stopRequested.load(ordering: .relaxed) {
+            usleep(20_000)
+        }
+    }
+    func stop() { daemon.unconfirmedStops = daemon.runner.commandSafeSetpoints() }
+}
+
+/// The cycle thread. A reload replaces it: whichever runs is the one stopped.
+final class CycleService: DaemonService {
+    let name = "cycle"
+    private unowned let daemon: Daemon
+    init(_ daemon: Daemon) { self.daemon = daemon }
+    func start() { daemon.cycle.start() }
+    func stop() { daemon.cycle.stop() }
+}
+
+/// The control socket and /metrics (`ServiceServer`).
+final class OperatorServer: DaemonService {
+    let name = "operator server"
+    private unowned let daemon: Daemon
+    init(_ daemon: Daemon) { self.daemon = daemon }
+    func start() { daemon.startServer(daemon.configuration) }
+    func stop() {
+        daemon.server?.stop()
+        daemon.server = nil
+    }
+}
+
+/// The site as a SunSpec device for plant SCADA, on TCP and its RS-485 line.
+final class ScadaService: DaemonService {
+    let name = "SCADA"
+    private unowned let daemon: Daemon
+    init(_ daemon: Daemon) { self.daemon = daemon }
+    func start() { daemon.startScada(daemon.configuration) }
+    func stop() {
+        daemon.scada?.stop()
+        daemon.scada = nil
+        daemon.scadaSerial?.stop()
+        daemon.scadaSerial = nil
+    }
+}
+
+extension GridLimitInputReader: DaemonService {
+    var name: String { "relay contacts" }
+}
+
+extension Watchdog: DaemonService {
+    var name: String { "watchdog" }
+}
