@@ -39,17 +39,16 @@ enum ControlHarness {
         switch reply {
         case .now(let answer):
             // The line the socket would send, through the writer the service thread uses.
-            let sent = JSONText.line(answer)
-            let parsed = (try? JSONSerialization.jsonObject(with: Data(sent.dropLast()))) as? [String: Any]
+            let sent = answer.line
+            let outcome = try? JSONDecoder().decode(ControlOutcome.self, from: Data(sent.dropLast()))
             violations.check(sent.last == 0x0A && sent.firstIndex(of: 0x0A) == sent.count - 1, "\(verb): answer is not one line")
-            violations.check(parsed?["ok"] is Bool, "\(verb): answer is not JSON with ok: \(answer)")
-            violations.check(answer["ok"] is Bool, "\(verb): answer without ok")
-            if answer["ok"] as? Bool != true {
-                violations.check(!(answer["code"] as? String ?? "").isEmpty, "\(verb): refusal without a code: \(answer)")
+            violations.check(outcome?.ok != nil, "\(verb): answer is not JSON with ok: \(answer)")
+            if outcome?.ok != true {
+                violations.check(!(outcome?.code ?? "").isEmpty, "\(verb): refusal without a code: \(answer)")
                 violations.check(daemon.shared.peekMailbox().generation == before, "\(verb): a refusal changed the mailbox")
             }
-            if role < ControlCaller.needed(verb: verb) {
-                violations.check(answer["code"] as? String == "PERMISSION_DENIED", "\(verb) by a \(role): answered \(answer)")
+            if role < ControlCaller.needed(request.verb) {
+                violations.check(outcome?.code == "PERMISSION_DENIED", "\(verb) by a \(role): answered \(answer)")
             }
         case .afterCycle:
             violations.check(role == .operator, "\(verb) by a \(role) reached the cycle")

@@ -146,7 +146,13 @@ public struct ControlFailure: Error, Codable, Hashable, Sendable, CustomStringCo
     public var description: String { "\(code): \(message)" }
 }
 
-extension ControlFailure {
-    /// The refusal as the socket writes it (`JSONText`).
-    public var json: [String: Any] { ["ok": false, "code": code, "message": message] }
+extension ControlFailure: ControlReply {
+    /// `{"code": …, "message": …, "ok": false}`.
+    public func write(to json: inout JSONText) {
+        json.beginObject()
+        json.field(CodingKeys.code, code)
+        json.field(CodingKeys.message, message)
+        json.field("ok", false)
+        json.endObject()
+    }
 }

@@ -22,7 +22,7 @@ extension Daemon {
         return .unit(index)
     }
 
-    static func unknownUnit(_ request: ControlRequest) -> ControlReply {
+    static func unknownUnit(_ request: ControlRequest) -> ControlResponse {
         let named = switch request.unit {
         case .name(let name)?: name
         case .notAName(let text)?: text
@@ -31,7 +31,7 @@ extension Daemon {
         return .now(failure("UNKNOWN_UNIT", "no unit \(named) in this configuration; bessctl status lists the units"))
     }
 
-    static func failure(_ code: String, _ message: String) -> [String: Any] { ControlFailure(code, message).json }
+    static func failure(_ code: String, _ message: String) -> ControlFailure { ControlFailure(code, message) }
 
     /// A configuration's text fit for a support ticket (`Redaction.configurationText`).
     static func redacted(_ text: String) -> String { Redaction.configurationText(text) }
@@ -44,7 +44,7 @@ extension Daemon {
 
     /// Answers one control request (on the server thread). Requests that change something go
     /// through the cycle's mailbox and are answered once the cycle has taken them.
-    package func handle(_ request: ControlRequest, caller: ControlCaller) -> ControlReply {
+    package func handle(_ request: ControlRequest, caller: ControlCaller) -> ControlResponse {
         let configuration = self.configuration
         let verb = request.verb.name
         let uid = caller.uid
@@ -64,14 +64,14 @@ extension Daemon {
             return .now(Self.failure("PERMISSION_DENIED", "uid \(uid) may not \(name): \(what)"))
         }
         switch request.verb {
-        case .status: return .now(statusObject(configuration))
-        case .metrics: return .now(["ok": true, "text": metricsText()])
+        case .status: return .now(statusReply(configuration))
+        case .metrics: return .now(MetricsReply(text: metricsText()))
         case .config:
             // The file as loaded (for `bessctl diag`), with secrets redacted.
             let text = guarded.withLock { $0.configText } ?? "(not readable)"
-            return .now(["ok": true, "path": configPath ?? "(embedded default)", "text": Self.redacted(text)])
-        case .faults: return .now(faultsObject(configuration))
-        case .site: return .now(siteObject(configuration))
+            return .now(ConfigReply(path: configPath ?? "(embedded default)", text: Self.redacted(text)))
+        case .faults: return .now(faultsReply(configuration))
+        case .site: return .now(siteReply(configuration))
         case .reset:
             guard let target = target(request, configuration) else { return Self.unknownUnit(request) }
             let indices: [Int]
@@ -92,7 +92,7 @@ extension Daemon {
                 audit("reset \(name): cleared \(cleared), refused \(refused)", uid: uid,
                       ["MESSAGE_ID": "\(MessageID.reset)",
                        "BESS_UNIT": indices.count == 1 ? "\(name)" : .array(indices.map { "\(configuration.units[$0].id)" })])
-                return ["ok": true, "cleared": cleared, "refused": refused]
+                return ResetReply(cleared: cleared, refused: refused)
             }
         case .mode:
             guard let text = request.mode, let mode = OperatingMode(rawValue: text) else {
@@ -114,16 +114,16 @@ extension Daemon {
                 // What the cycle made of it: `auto` lifts only the hold it names, so a unit another
                 // hold keeps in standby (its own operator standby, the site's, the aggregator's) is named.
                 let units = shared.units
-                let held: [[String: Any]] = mode == .standby ? [] : indices.compactMap { i in
+                let held: [StandbyHold] = mode == .standby ? [] : indices.compactMap { i in
                     guard i < units.count, units[i].mode == .standby, let by = Self.heldBy(units[i]) else { return nil }
-                    return ["unit": configuration.units[i].id, "held_by": by.who]
+                    return StandbyHold(unit: configuration.units[i].id, heldBy: by.who)
                 }
                 let ids = indices.map { configuration.units[$0].id }
                 audit("mode \(mode.rawValue) for \(name) (operator)"
-                        + (held.isEmpty ? "" : "; still in standby: " + held.map { "\($0["unit"]!) (\($0["held_by"]!))" }.joined(separator: ", ")),
+                        + (held.isEmpty ? "" : "; still in standby: " + held.map { "\($0.unit) (\($0.heldBy))" }.joined(separator: ", ")),
                       uid: uid, ["MESSAGE_ID": "\(MessageID.mode)", "BESS_MODE": "\(mode.rawValue)",
                                  "BESS_UNIT": ids.count == 1 ? "\(ids[0])" : .array(ids.map { "\($0)" })])
-                return ["ok": true, "mode": mode.rawValue, "units": ids, "still_standby": held]
+                return ModeReply(mode: mode.rawValue, units: ids, stillStandby: held)
             }
         case .override:
             guard case .unit(let index)? = target(request, configuration), request.unit != nil else {
@@ -134,7 +134,7 @@ extension Daemon {
             if request.clear {
                 return .afterCycle(generation: shared.post { $0.clearOverride[index] = true }) { [self] in
                     audit("override cleared on \(unitName)", uid: uid, ["MESSAGE_ID": "\(MessageID.override)", "BESS_UNIT": "\(unitName)"])
-                    return ["ok": true]
+                    return OverrideReply()
                 }
             }
             guard let kw = request.powerKW, kw.isFinite else {
@@ -150,7 +150,7 @@ extension Daemon {
             return .afterCycle(generation: shared.post { $0.override[index] = (Watts.kilowatts(kw), seconds) }) { [self] in
                 audit("override \(unitName) to \(kw) kW for \(Int(seconds)) s (still inside every interlock)", uid: uid,
                       ["MESSAGE_ID": "\(MessageID.override)", "BESS_UNIT": "\(unitName)", "BESS_SETPOINT_W": "\(kw * 1000)"])
-                return ["ok": true, "unit": unitName, "power_kw": kw, "for_s": seconds]
+                return OverrideReply(unit: unitName, powerKW: kw, forS: seconds)
             }
         case .unknown:
             let verbs = ControlVerb.known.map(\.name).joined(separator: ", ")

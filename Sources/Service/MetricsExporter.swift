@@ -9,7 +9,7 @@ import Synchronization
 
 /// The Prometheus text for `GET /metrics` (and `bessctl metrics`): the cycle's own lines, then each
 /// component's (the clock watch, the site, the relay contacts, SCADA, the units, the event journal,
-/// the bus and CAN workers, the uplink), in that order.
+/// the bus and CAN workers, the uplink, the control socket's answers), in that order.
 extension Daemon {
     func metricsText() -> String {
         let stats = shared.statistics
@@ -40,6 +40,7 @@ extension Daemon {
         journal.metrics(into: &m)
         Self.busMetrics(into: &m, runner, ids: ids)
         uplink?.metrics(into: &m)
+        server?.answerCosts.metrics(into: &m)
         return m.text
     }
 

@@ -2,17 +2,17 @@ import BessSystem
 public import Config
 public import Cycle
 import ControlCore
-import ControlProtocol
+package import ControlProtocol
 import Foundation
 import Glibc
 import Synchronization
 
 /// An answer to a control request: now, or once the cycle has taken the request from its mailbox.
-package enum ControlReply {
-    case now([String: Any])
+package enum ControlResponse {
+    case now(any ControlReply)
     /// Answer with `finish()` once the cycle has applied mailbox generation `generation`; refuse
     /// with `CYCLE_NOT_RUNNING` when it has not within two seconds.
-    case afterCycle(generation: UInt64, finish: () -> [String: Any])
+    case afterCycle(generation: UInt64, finish: () -> any ControlReply)
 }
 
 /// The control socket (bessctl) and `metrics_listen` (Prometheus), served from one thread of their
@@ -41,7 +41,7 @@ final class ServiceServer: @unchecked Sendable {
         var output: [UInt8] = []
         var lastActivity: MonotonicInstant
         var closeAfterWrite = false
-        var waiting: (generation: UInt64, deadline: MonotonicInstant, finish: () -> [String: Any])?
+        var waiting: (generation: UInt64, deadline: MonotonicInstant, verb: ControlVerb, finish: () -> any ControlReply)?
         /// Read once at accept: the kernel's credentials do not change over a connection.
         let caller: ControlCaller?
         init(fd: Int32, kind: Kind, now: MonotonicInstant) {
@@ -56,7 +56,7 @@ final class ServiceServer: @unchecked Sendable {
     private var listeners: [(fd: Int32, kind: Kind)] = []
     private var connections: [Int32: Connection] = [:]
     private let controlPath: String?
-    private let handleControl: (ControlRequest, ControlCaller) -> ControlReply
+    private let handleControl: (ControlRequest, ControlCaller) -> ControlResponse
     private let renderMetrics: () -> String
     private let appliedGeneration: () -> UInt64
     private let thread = WorkerThread()
@@ -67,12 +67,14 @@ final class ServiceServer: @unchecked Sendable {
     let wakeups = Atomic<UInt64>(0)
     /// Connections closed for idling or to make room (tests and /metrics).
     let evicted = Atomic<UInt64>(0)
+    /// This thread's CPU time answering control requests, per verb (/metrics).
+    let answerCosts = AnswerCosts()
 
     /// Opens the listeners. `controlPath` is a Unix socket (mode 0666: who may read and who may act
     /// is decided per caller by `ControlCaller`); `metricsAddress` is `IPV4:PORT`.
     init(controlPath: String?, metricsAddress: String?, limits: Limits = Limits(),
          appliedGeneration: @escaping () -> UInt64,
-         handleControl: @escaping (ControlRequest, ControlCaller) -> ControlReply,
+         handleControl: @escaping (ControlRequest, ControlCaller) -> ControlResponse,
          renderMetrics: @escaping () -> String) throws(RunError)
     {
         self.limits = limits
@@ -200,7 +202,7 @@ final class ServiceServer: @unchecked Sendable {
             connection.lastActivity = now
             if connection.input.count > limits.maxRequestBytes {
                 connection.input.removeAll()
-                respond(connection, json: ["ok": false, "code": "BAD_REQUEST", "message": "request too large"], close: true)
+                respond(connection, ControlFailure("BAD_REQUEST", "request too large"), close: true)
                 return
             }
         }
@@ -213,16 +215,23 @@ final class ServiceServer: @unchecked Sendable {
     private func serveControl(_ connection: Connection, now: MonotonicInstant) {
         // One request at a time per connection: the next line waits for the answer to this one.
         while connection.waiting == nil, let newline = connection.input.firstIndex(of: 0x0A) {
+            let started = AnswerCosts.threadCPUNanoseconds()
             let line = Array(connection.input[..<newline])
             connection.input.removeSubrange(...newline)
             guard let request = try? Self.decoder.decode(ControlRequest.self, from: Data(line)) else {
-                respond(connection, json: ["ok": false, "code": "BAD_REQUEST", "message": "expected one JSON object per line"])
+                respond(connection, ControlFailure("BAD_REQUEST", "expected one JSON object per line"))
+                answerCosts.record(nil, since: started)
                 continue
             }
             switch handleControl(request, connection.caller ?? ControlCaller(uid: UInt32.max, pid: 0, role: .none)) {
-            case .now(let answer): respond(connection, json: answer)
+            case .now(let answer):
+                // Measured to the answer's bytes in the buffer; the send is the kernel's.
+                connection.output += answer.line
+                answerCosts.record(request.verb, since: started)
+                flush(connection)
             case .afterCycle(let generation, let finish):
-                connection.waiting = (generation, now + limits.cycleWait, finish)
+                connection.waiting = (generation, now + limits.cycleWait, request.verb, finish)
+                answerCosts.record(request.verb, since: started)
             }
         }
     }
@@ -249,11 +258,14 @@ final class ServiceServer: @unchecked Sendable {
             guard let waiting = connection.waiting else { continue }
             if applied >= waiting.generation {
                 connection.waiting = nil
-                respond(connection, json: waiting.finish())
+                let started = AnswerCosts.threadCPUNanoseconds()
+                connection.output += waiting.finish().line
+                answerCosts.record(waiting.verb, since: started, finishing: true)
+                flush(connection)
             } else if now >= waiting.deadline {
                 connection.waiting = nil
-                respond(connection, json: ["ok": false, "code": "CYCLE_NOT_RUNNING",
-                                           "message": "the control cycle did not take the request within 2 s; nothing was changed"])
+                respond(connection, ControlFailure("CYCLE_NOT_RUNNING",
+                                                   "the control cycle did not take the request within 2 s; nothing was changed"))
             } else {
                 continue
             }
@@ -270,10 +282,8 @@ final class ServiceServer: @unchecked Sendable {
         }
     }
 
-    private func respond(_ connection: Connection, json: [String: Any], close: Bool = false) {
-        // JSONText, far cheaper for this thread than JSONSerialization, which stays for a value
-        // JSONText does not know.
-        connection.output += JSONText.line(json)
+    private func respond(_ connection: Connection, _ reply: some ControlReply, close: Bool = false) {
+        connection.output += reply.line
         if close { connection.closeAfterWrite = true }
         flush(connection)
     }

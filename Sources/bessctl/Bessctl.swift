@@ -121,20 +121,35 @@ struct SocketOption: ParsableArguments {
     var socket: String = "/run/bessd/control.sock"
 
     /// Sends a request; prints bessd's error and exits non-zero when it refuses.
-    func send(_ request: ControlRequest) throws -> [String: Any] {
-        let answer: [String: Any]
+    func send(_ request: ControlRequest) throws -> ControlAnswer {
+        let answer: ControlAnswer
         do {
-            answer = try ControlClient.request(request, socket: socket)
+            answer = try ControlClient.answer(request, socket: socket)
         } catch {
             FileHandle.standardError.write(Data("bessctl: \(error)\n".utf8))
             throw ExitCode(3)
         }
-        guard answer["ok"] as? Bool == true else {
-            let code = answer["code"] as? String ?? "ERROR"
-            FileHandle.standardError.write(Data("bessctl: \(code): \(answer["message"] as? String ?? "refused")\n".utf8))
+        if let refusal = answer.refusal {
+            FileHandle.standardError.write(Data("bessctl: \(refusal.code): \(refusal.message)\n".utf8))
             throw ExitCode(2)
         }
         return answer
+    }
+
+    /// Sends a request and decodes its reply; exits non-zero when bessd refuses or answers
+    /// something else.
+    func send<R: ControlReply>(_ request: ControlRequest, expecting type: R.Type) throws -> R {
+        try decode(send(request), as: type)
+    }
+
+    /// The answer as a reply of `type`; says so and exits non-zero when it is not one.
+    func decode<R: ControlReply>(_ answer: ControlAnswer, as type: R.Type) throws -> R {
+        do {
+            return try answer.reply(as: type)
+        } catch {
+            FileHandle.standardError.write(Data("bessctl: \(error)\n".utf8))
+            throw ExitCode(3)
+        }
     }
 }
 
@@ -145,13 +160,17 @@ struct IgnoredSocketOption: ParsableArguments {
     var socket: String?
 }
 
-func number(_ value: Any?, scale: Double = 1, digits: Int = 1) -> String {
-    guard let n = (value as? NSNumber)?.doubleValue, n.isFinite else { return "--" }
-    return String(format: "%.\(digits)f", n / scale)
+func number(_ value: Double?, scale: Double = 1, digits: Int = 1) -> String {
+    guard let value, value.isFinite else { return "--" }
+    return String(format: "%.\(digits)f", value / scale)
 }
 
-func json(_ object: [String: Any]) -> String {
-    let data = (try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])) ?? Data()
+/// bessd's answer as the JSON bessctl prints (`--json`, diag's files): the line it sent,
+/// indented, keys sorted. The one place bessctl reads an answer as an untyped tree (a JSON edge).
+func json(_ line: [UInt8]) -> String {
+    guard let tree = try? JSONSerialization.jsonObject(with: Data(line)),
+          let data = try? JSONSerialization.data(withJSONObject: tree, options: [.prettyPrinted, .sortedKeys])
+    else { return String(decoding: line, as: UTF8.self) }
     return String(decoding: data, as: UTF8.self)
 }
 
@@ -173,25 +192,23 @@ struct Status: ParsableCommand {
     func run() throws {
         let answer = try connection.send(ControlRequest(.status))
         if json {
-            print(bessctl.json(answer))
+            print(bessctl.json(answer.bytes))
             return
         }
-        let cycle = answer["cycle"] as? [String: Any] ?? [:]
-        print("bessd \(answer["version"] ?? "?")  mode \(answer["mode"] ?? "?")  f \(number(answer["frequency_hz"], digits: 3)) Hz  "
-              + "cycle \(cycle["period_ms"] ?? "?") ms  jitter p99 \(cycle["jitter_p99_us"] ?? "?") µs  max \(cycle["jitter_max_us"] ?? "?") µs  "
-              + "overruns \(cycle["overruns"] ?? "?")")
-        if let uplink = answer["uplink"] as? [String: Any] { print(Self.uplinkLine(uplink, now: Date().timeIntervalSince1970)) }
-        if let clock = answer["clock"] as? [String: Any], let line = Self.clockLine(clock) { print(line) }
-        for line in Self.gridOperatorLines(answer["grid_operator"] as? [String: Any] ?? [:]) { print(line) }
+        let status = try connection.decode(answer, as: StatusReply.self)
+        let cycle = status.cycle
+        print("bessd \(status.version)  mode \(status.mode)  f \(number(status.frequencyHz, digits: 3)) Hz  "
+              + "cycle \(cycle.periodMs) ms  jitter p99 \(cycle.jitterP99Us) µs  max \(cycle.jitterMaxUs) µs  "
+              + "overruns \(cycle.overruns)")
+        if let uplink = status.uplink { print(Self.uplinkLine(uplink, now: Date().timeIntervalSince1970)) }
+        if let line = Self.clockLine(status.clock) { print(line) }
+        for line in Self.gridOperatorLines(status.gridOperator) { print(line) }
         let header = ["UNIT", "STATE", "MODE", "SOC %", "POWER kW", "SETPOINT kW", "TRIPS"]
         var rows = [header]
-        for unit in answer["units"] as? [[String: Any]] ?? [] {
-            let trips = (unit["trips"] as? [String] ?? []).map { code in
-                (unit["latched"] as? [String] ?? []).contains(code) ? code + " (latched)" : code
-            }
-            let mode = Self.modeText(unit)
-            rows.append([unit["id"] as? String ?? "?", unit["state"] as? String ?? "?", mode, number(unit["soc_percent"]),
-                         number(unit["power_w"], scale: 1000), number(unit["setpoint_w"], scale: 1000),
+        for unit in status.units {
+            let trips = unit.trips.map { code in unit.latched.contains(code) ? code + " (latched)" : code }
+            rows.append([unit.id, unit.state, Self.modeText(unit), number(unit.socPercent),
+                         number(unit.powerW, scale: 1000), number(unit.setpointW, scale: 1000),
                          trips.isEmpty ? "-" : trips.joined(separator: ", ")])
         }
         printTable(rows)
@@ -201,13 +218,13 @@ struct Status: ParsableCommand {
 extension Status {
     /// `clock NOT synchronised (CLOCK_UNSYNCED, kernel): records and energy blocks are flagged`, or
     /// nil when the clock is synchronised and never stepped (nothing to say).
-    static func clockLine(_ c: [String: Any]) -> String? {
-        let steps = c["steps"] as? Int ?? 0
+    static func clockLine(_ c: ClockReply) -> String? {
+        let steps = c.steps
         let stepped = steps > 0
-            ? ", \(steps) step\(steps == 1 ? "" : "s") seen (CLOCK_STEPPED, last \(number(c["last_step_s"], digits: 1)) s)" : ""
-        switch c["synchronized"] as? Bool {
+            ? ", \(steps) step\(steps == 1 ? "" : "s") seen (CLOCK_STEPPED, last \(number(c.lastStepS, digits: 1)) s)" : ""
+        switch c.synchronized {
         case false?:
-            return "clock NOT synchronised (CLOCK_UNSYNCED, \(c["source"] as? String ?? "?")): records and energy blocks are flagged" + stepped
+            return "clock NOT synchronised (CLOCK_UNSYNCED, \(c.source)): records and energy blocks are flagged" + stepped
         case true?:
             return stepped.isEmpty ? nil : "clock synchronised" + stepped
         case nil:
@@ -216,58 +233,55 @@ extension Status {
     }
 
     /// `uplink mqtt mqtt://broker:8883 connected, last ack 1 s ago, backlog 0 records`
-    static func uplinkLine(_ u: [String: Any], now: Double) -> String {
-        var line = "uplink \(u["transport"] as? String ?? "?") \(u["url"] as? String ?? "?") "
-        line += (u["connected"] as? Bool == true) ? "connected" : "not connected"
-        if let error = u["last_error"] as? String { line += " (\(error))" }
-        if let last = u["last_ack_unix"] as? NSNumber { line += ", last ack \(Int((now - last.doubleValue).rounded())) s ago" }
-        if let backlog = u["backlog_records"] as? NSNumber { line += ", backlog \(backlog) records" }
+    static func uplinkLine(_ u: UplinkReply, now: Double) -> String {
+        var line = "uplink \(u.transport) \(u.url) "
+        line += u.connected == true ? "connected" : "not connected"
+        if let error = u.lastError { line += " (\(error))" }
+        if let last = u.lastAckUnix { line += ", last ack \(Int((now - last).rounded())) s ago" }
+        if let backlog = u.backlogRecords { line += ", backlog \(backlog) records" }
         return line
     }
 
     /// `grid operator limit 30 % (SCADA, reverts in 8 s; relay inputs --) → cap 60.0 kW, limiting`
     /// and `SCADA setpoint 150.0 kW (reverts in 25 s)`, when they stand.
-    static func gridOperatorLines(_ g: [String: Any]) -> [String] {
+    static func gridOperatorLines(_ g: GridOperatorReply) -> [String] {
         var lines: [String] = []
-        if let percent = g["limit_percent"] as? NSNumber {
-            let scada = g["scada_limit"] as? [String: Any]
+        if let percent = g.limitPercent {
             var sources: [String] = []
-            if let scada {
-                sources.append(scada["reverted"] as? Bool == true
-                    ? "SCADA reversion value \(number(scada["percent"], digits: 0)) %, holds until written"
-                    : "SCADA \(number(scada["percent"], digits: 0)) %, reverts in \(number(scada["remaining_s"], digits: 0)) s")
+            if let scada = g.scadaLimit {
+                sources.append(scada.reverted
+                    ? "SCADA reversion value \(number(scada.percent, digits: 0)) %, holds until written"
+                    : "SCADA \(number(scada.percent, digits: 0)) %, reverts in \(number(scada.remainingS, digits: 0)) s")
             }
-            if let input = g["input_limit_percent"] as? NSNumber { sources.append("relay inputs \(number(input, digits: 0)) %") }
+            if let input = g.inputLimitPercent { sources.append("relay inputs \(number(input, digits: 0)) %") }
             lines.append("grid operator limit \(number(percent, digits: 0)) % (\(sources.joined(separator: "; "))) → cap "
-                         + "\(number(g["cap_w"], scale: 1000)) kW" + (g["limiting"] as? Bool == true ? ", limiting" : ""))
-        } else if let cap = g["cap_w"] as? NSNumber {
+                         + "\(number(g.capW, scale: 1000)) kW" + (g.limiting ? ", limiting" : ""))
+        } else if let cap = g.capW {
             lines.append("grid operator limit ended; cap rising at the limit ramp, now \(number(cap, scale: 1000)) kW")
         }
-        if (g["inputs"] as? [String: Any])?["lost"] as? Bool == true {
+        if g.inputs.lost == true {
             lines.append("GRID_LIMIT_INPUT_LOST  the relay contacts' I/O module does not answer; the last limit holds")
         }
-        if let setpoint = g["scada_setpoint"] as? [String: Any] {
-            lines.append("SCADA setpoint \(number(setpoint["power_w"], scale: 1000)) kW (reverts in \(number(setpoint["remaining_s"], digits: 0)) s)")
+        if let setpoint = g.scadaSetpoint {
+            lines.append("SCADA setpoint \(number(setpoint.powerW, scale: 1000)) kW (reverts in \(number(setpoint.remainingS, digits: 0)) s)")
         }
         return lines
     }
 
     /// The mode and who holds it: `standby (operator)`, `standby (aggregator until 14:05:00)`,
     /// `auto (override -20.0 kW until 14:20:00)`, `auto (dispatch 30.0 kW)`, `auto`.
-    static func modeText(_ unit: [String: Any]) -> String {
-        let mode = unit["mode"] as? String ?? "?"
-        let until = (unit["held_until_unix"] as? NSNumber).map { " until " + clock($0.doubleValue) } ?? ""
-        switch unit["held_by"] as? String {
+    static func modeText(_ unit: UnitReply) -> String {
+        let mode = unit.mode
+        let until = unit.heldUntilUnix.map { " until " + clock($0) } ?? ""
+        switch unit.heldBy {
         case "operator": return "\(mode) (operator)"
         case "operator_site": return "\(mode) (operator, whole site)"
         case "aggregator": return "\(mode) (aggregator\(until))"
         case "aggregator_emergency_stop": return "\(mode) (aggregator emergency stop\(until))"
         case "override":
-            let o = unit["override"] as? [String: Any] ?? [:]
-            return "\(mode) (override \(number(o["power_w"], scale: 1000)) kW\(until))"
+            return "\(mode) (override \(number(unit.override?.powerW, scale: 1000)) kW\(until))"
         case "dispatch":
-            let d = unit["dispatch"] as? [String: Any] ?? [:]
-            return "\(mode) (dispatch \(number(d["power_w"], scale: 1000)) kW)"
+            return "\(mode) (dispatch \(number(unit.dispatch?.powerW, scale: 1000)) kW)"
         default: return mode
         }
     }
@@ -291,41 +305,37 @@ struct Site: ParsableCommand {
     func run() throws {
         let answer = try connection.send(ControlRequest(.site))
         if json {
-            print(bessctl.json(answer))
+            print(bessctl.json(answer.bytes))
             return
         }
-        let meter = answer["meter"] as? [String: Any] ?? [:]
-        let limits = answer["limits"] as? [String: Any] ?? [:]
-        let application = answer["application"] as? [String: Any] ?? [:]
-        let decision = answer["decision"] as? [String: Any] ?? [:]
-        let shortfall = answer["shortfall"] as? [String: Any] ?? [:]
+        let site = try connection.decode(answer, as: SiteReply.self)
+        let decision = site.decision
         var grid = "no meter"
-        if meter["configured"] as? Bool == true {
-            grid = meter["stale"] as? Bool == true ? "-- (METER_STALE)" : "\(number(answer["grid_power_w"], scale: 1000)) kW (+ = import)"
+        if site.meter.configured {
+            grid = site.meter.stale == true ? "-- (METER_STALE)" : "\(number(site.gridPowerW, scale: 1000)) kW (+ = import)"
         }
         print("grid      \(grid)")
-        let binding = limits["binding"] as? String
-        print("limits    import \(number(limits["import_max_w"], scale: 1000)) kW, export \(number(limits["export_max_w"], scale: 1000)) kW"
-              + (binding.map { ", \($0) limit binding" } ?? ""))
-        var app = "\(application["name"] ?? "none")"
+        print("limits    import \(number(site.limits.importMaxW, scale: 1000)) kW, export \(number(site.limits.exportMaxW, scale: 1000)) kW"
+              + (site.limits.binding.map { ", \($0) limit binding" } ?? ""))
+        let application = site.application
+        var app = application.name
         if app != "none" {
-            app += application["active"] as? Bool == true ? ", active, target \(number(application["target_w"], scale: 1000)) kW" : ", resting"
-            app += ", SOC reserve \(number(application["soc_reserve_percent"])) %"
+            app += application.active ? ", active, target \(number(application.targetW, scale: 1000)) kW" : ", resting"
+            app += ", SOC reserve \(number(application.socReservePercent)) %"
         }
         print("app       \(app)")
-        for line in Status.gridOperatorLines(answer["grid_operator"] as? [String: Any] ?? [:]) { print("operator  \(line)") }
-        print("decision  asked \(number(decision["requested_w"], scale: 1000)) kW + application \(number(decision["application_w"], scale: 1000)) kW"
-              + " → pool \(number(decision["pool_w"], scale: 1000)) kW, held \(number(decision["held_w"], scale: 1000)) kW, "
-              + "delivered \(number(decision["delivered_w"], scale: 1000)) kW")
-        if shortfall["active"] as? Bool == true {
-            print("SITE_SHORTFALL  \(number(shortfall["missing_w"], scale: 1000)) kW the units cannot deliver")
+        for line in Status.gridOperatorLines(site.gridOperator) { print("operator  \(line)") }
+        print("decision  asked \(number(decision.requestedW, scale: 1000)) kW + application \(number(decision.applicationW, scale: 1000)) kW"
+              + " → pool \(number(decision.poolW, scale: 1000)) kW, held \(number(decision.heldW, scale: 1000)) kW, "
+              + "delivered \(number(decision.deliveredW, scale: 1000)) kW")
+        if site.shortfall.active {
+            print("SITE_SHORTFALL  \(number(site.shortfall.missingW, scale: 1000)) kW the units cannot deliver")
         }
         let header = ["UNIT", "SHARE", "WHY", "SOC %", "ALLOWED −/+ kW"]
         var rows = [header]
-        for unit in answer["units"] as? [[String: Any]] ?? [] {
-            rows.append([unit["id"] as? String ?? "?", number(unit["setpoint_w"], scale: 1000), unit["share"] as? String ?? "?",
-                         number(unit["soc_percent"]),
-                         "\(number(unit["allowed_charge_w"], scale: 1000)) / \(number(unit["allowed_discharge_w"], scale: 1000))"])
+        for unit in site.units {
+            rows.append([unit.id, number(unit.setpointW, scale: 1000), unit.share, number(unit.socPercent),
+                         "\(number(unit.allowedChargeW, scale: 1000)) / \(number(unit.allowedDischargeW, scale: 1000))"])
         }
         printTable(rows)
     }
@@ -336,14 +346,14 @@ struct Faults: ParsableCommand {
     @OptionGroup var connection: SocketOption
 
     func run() throws {
-        let faults = try connection.send(ControlRequest(.faults))["faults"] as? [[String: Any]] ?? []
+        let faults = try connection.send(ControlRequest(.faults), expecting: FaultsReply.self).faults
         if faults.isEmpty {
             print("no active faults")
             return
         }
         for fault in faults {
-            let latched = fault["latched"] as? Bool == true ? " LATCHED (bessctl reset)" : ""
-            print("\(fault["unit"] ?? "?")  \(fault["code"] ?? "?")\(latched)\n    \(fault["explanation"] ?? "")")
+            let latched = fault.latched ? " LATCHED (bessctl reset)" : ""
+            print("\(fault.unit)  \(fault.code)\(latched)\n    \(fault.explanation)")
         }
     }
 }
@@ -355,9 +365,9 @@ struct Reset: ParsableCommand {
     @Argument(help: "The unit id (default: every unit).") var unit: String?
 
     func run() throws {
-        let answer = try connection.send(ControlRequest(.reset, unit: unit))
-        let cleared = answer["cleared"] as? [String] ?? []
-        let refused = answer["refused"] as? [String] ?? []
+        let answer = try connection.send(ControlRequest(.reset, unit: unit), expecting: ResetReply.self)
+        let cleared = answer.cleared
+        let refused = answer.refused
         print("cleared: \(cleared.isEmpty ? "none" : cleared.joined(separator: ", "))")
         if !refused.isEmpty {
             print("still latched (condition present or unknown): \(refused.joined(separator: ", "))")
@@ -377,9 +387,8 @@ struct Mode: ParsableCommand {
     }
 
     func run() throws {
-        let answer = try connection.send(ControlRequest(.mode, unit: unit, mode: mode))
-        let held = answer["still_standby"] as? [[String: Any]] ?? []
-        print(Self.reply(mode: mode, unit: unit, stillStandby: held.map { ($0["unit"] as? String ?? "?", $0["held_by"] as? String ?? "?") }))
+        let answer = try connection.send(ControlRequest(.mode, unit: unit, mode: mode), expecting: ModeReply.self)
+        print(Self.reply(mode: mode, unit: unit, stillStandby: answer.stillStandby.map { ($0.unit, $0.heldBy) }))
     }
 
     /// What happened, not what was asked: `auto` lifts only the standby it names, so a unit that

@@ -35,11 +35,11 @@ struct Diag: ParsableCommand {
         func save(_ file: String, _ text: String) {
             if FileManager.default.createFile(atPath: folder + "/" + file, contents: Data(text.utf8)) { collected.append(file) }
         }
-        func ask(_ verb: ControlVerb) -> [String: Any]? {
+        func ask(_ verb: ControlVerb) -> ControlAnswer? {
             do {
-                let answer = try ControlClient.request(ControlRequest(verb), socket: connection.socket)
-                guard answer["ok"] as? Bool == true else {
-                    notes.append("\(verb): bessd refused: \(answer["code"] as? String ?? "ERROR"): \(answer["message"] as? String ?? "")")
+                let answer = try ControlClient.answer(ControlRequest(verb), socket: connection.socket)
+                if let refusal = answer.refusal {
+                    notes.append("\(verb): bessd refused: \(refusal.code): \(refusal.message)")
                     return nil
                 }
                 return answer
@@ -48,22 +48,39 @@ struct Diag: ParsableCommand {
                 return nil
             }
         }
+        func reply<R: ControlReply>(_ verb: ControlVerb, as type: R.Type) -> R? {
+            guard let answer = ask(verb) else { return nil }
+            do {
+                return try answer.reply(as: type)
+            } catch {
+                notes.append("\(verb): \(error)")
+                return nil
+            }
+        }
 
         var versions = ["bessctl \(BessdVersion.string)"]
         for verb: ControlVerb in [.status, .faults, .site] {
             guard let answer = ask(verb) else { continue }
-            save("\(verb).json", json(answer))
+            save("\(verb).json", json(answer.bytes))
             if verb == .status {
-                versions.append("bessd \(answer["version"] as? String ?? "?") (mode \(answer["mode"] as? String ?? "?"))")
-                let uplink = answer["uplink"].flatMap { $0 is NSNull ? nil : $0 }
-                save("spool.json", uplink.map { json(["uplink": $0]) } ?? "{\"uplink\": null}\n")
-                if uplink == nil { notes.append("spool: bessd has no uplink configured (no spool)") }
+                let status = try? answer.reply(as: StatusReply.self)
+                versions.append("bessd \(status?.version ?? "?") (mode \(status?.mode ?? "?"))")
+                if let uplink = status?.uplink {
+                    var text = JSONText()
+                    text.beginObject()
+                    text.field("uplink", uplink)
+                    text.endObject()
+                    save("spool.json", json(text.bytes))
+                } else {
+                    save("spool.json", "{\"uplink\": null}\n")
+                    notes.append("spool: bessd has no uplink configured (no spool)")
+                }
             }
         }
-        if let config = ask(.config) {
-            save("config.yaml", "# \(config["path"] as? String ?? "?") as bessd loaded it; secrets redacted\n" + (config["text"] as? String ?? ""))
+        if let config = reply(.config, as: ConfigReply.self) {
+            save("config.yaml", "# \(config.path) as bessd loaded it; secrets redacted\n" + config.text)
         }
-        if let metrics = ask(.metrics) { save("metrics.txt", metrics["text"] as? String ?? "") }
+        if let metrics = reply(.metrics, as: MetricsReply.self) { save("metrics.txt", metrics.text) }
 
         let journal = Self.command(["journalctl", "-u", "bessd", "-n", String(journalLines), "--no-pager", "-o", "short-iso-precise"])
         if let text = journal.out, journal.status == 0, !text.contains("-- No entries --"), !text.isEmpty {

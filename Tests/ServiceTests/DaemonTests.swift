@@ -229,6 +229,41 @@ struct DaemonTests {
         #expect(missing.err.contains("CONTROL_SOCKET_UNREACHABLE"))
     }
 
+    @Test("typed replies: what bessd writes for each verb decodes as its reply; /metrics counts the answers and their cost")
+    func typedReplies() throws {
+        let daemon = try RunningDaemon(yaml: daemonYAML)
+        _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
+        func ask<R: ControlReply>(_ request: ControlRequest, _ type: R.Type) throws -> R {
+            let answer = try ControlClient.answer(request, socket: daemon.socket)
+            #expect(answer.refusal == nil, "\(request.verb): \(String(decoding: answer.bytes, as: UTF8.self))")
+            #expect(JSONTextTests.keysInOrder(answer.bytes), "\(request.verb): keys out of order")
+            return try answer.reply(as: type)
+        }
+        let status = try ask(ControlRequest(.status), StatusReply.self)
+        #expect(status.units.map(\.id) == ["D1", "D2"])
+        #expect(status.cycle.periodMs == 50 && status.uplink == nil && status.mode == "simulation")
+        #expect(try ask(ControlRequest(.faults), FaultsReply.self).faults.isEmpty)
+        let site = try ask(ControlRequest(.site), SiteReply.self)
+        #expect(site.units.map(\.id) == ["D1", "D2"] && !site.meter.configured)
+        #expect(try ask(ControlRequest(.config), ConfigReply.self).text.contains("id: D2"))
+        #expect(try ask(ControlRequest(.mode, unit: "D2", mode: "standby"), ModeReply.self).units == ["D2"])
+        #expect(try ask(ControlRequest(.mode, unit: "D2", mode: "auto"), ModeReply.self).stillStandby.isEmpty)
+        let override = try ask(ControlRequest(.override, unit: "D1", powerKW: -10, forSeconds: 60), OverrideReply.self)
+        #expect(override.unit == "D1" && override.powerKW == -10 && override.forS == 60)
+        #expect(try ask(ControlRequest(.override, unit: "D1", clear: true), OverrideReply.self).unit == nil)
+        #expect(try ask(ControlRequest(.reset), ResetReply.self).refused.isEmpty)
+        let refused = try ControlClient.answer(ControlRequest(.reset, unit: "D9"), socket: daemon.socket)
+        #expect(refused.refusal?.code == "UNKNOWN_UNIT")
+        let metrics = try ask(ControlRequest(.metrics), MetricsReply.self).text
+        #expect(metrics.contains("bessd_control_answers_total{verb=\"status\"} 1.0"), "\(metrics.suffix(1500))")
+        #expect(metrics.contains("bessd_control_answers_total{verb=\"mode\"} 2.0"))
+        let cost = metrics.split(separator: "\n").first { $0.hasPrefix("bessd_control_answer_cpu_seconds_total{verb=\"status\"} ") }
+        let seconds = cost.flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
+        #expect(seconds > 0, "the status answer's CPU time is measured: \(cost ?? "absent")")
+        daemon.signal(SIGTERM)
+        _ = daemon.finish()
+    }
+
     @Test("SIGHUP: a good file is applied, a bad one refused with its errors while the old one keeps running")
     func reload() throws {
         let daemon = try RunningDaemon(yaml: daemonYAML)

@@ -370,7 +370,7 @@ struct ServiceWakeupTests {
         var limits = ServiceServer.Limits()
         limits.idleTimeout = .seconds(1)
         let server = try ServiceServer(controlPath: path, metricsAddress: nil, limits: limits, appliedGeneration: { 0 },
-                                       handleControl: { _, _ in .now(["ok": true]) }, renderMetrics: { "" })
+                                       handleControl: { _, _ in .now(MetricsReply(text: "")) }, renderMetrics: { "" })
         server.start()
         // A client that says nothing is closed at its idle timeout: the peer reads end of file.
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)

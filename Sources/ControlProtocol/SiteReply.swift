@@ -1,0 +1,257 @@
+/// `site`: the connection point, its limits and which binds, the application, the decision layer by
+/// layer, each unit's share and why.
+public struct SiteReply: ControlReply, Equatable {
+    public var application: ApplicationReply
+    public var decision: DecisionReply
+    public var gridOperator: GridOperatorReply
+    /// + = import; nil while the meter is stale or absent.
+    public var gridPowerW: Double?
+    public var limits: LimitsReply
+    public var loadEstimateW: RangeReply
+    public var meter: MeterReply
+    public var mode: String
+    public var shortfall: ShortfallReply
+    public var units: [SiteUnitReply]
+
+    public init(mode: String, gridPowerW: Double?, meter: MeterReply, limits: LimitsReply, application: ApplicationReply,
+                gridOperator: GridOperatorReply, decision: DecisionReply, loadEstimateW: RangeReply, shortfall: ShortfallReply,
+                units: [SiteUnitReply]) {
+        self.mode = mode
+        self.gridPowerW = gridPowerW
+        self.meter = meter
+        self.limits = limits
+        self.application = application
+        self.gridOperator = gridOperator
+        self.decision = decision
+        self.loadEstimateW = loadEstimateW
+        self.shortfall = shortfall
+        self.units = units
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case application, decision, limits, meter, mode, shortfall, units
+        case gridOperator = "grid_operator", gridPowerW = "grid_power_w", loadEstimateW = "load_estimate_w"
+    }
+
+    public func write(to json: inout JSONText) {
+        json.beginObject()
+        json.field(CodingKeys.application, application)
+        json.field(CodingKeys.decision, decision)
+        json.field(CodingKeys.gridOperator, gridOperator)
+        json.field(CodingKeys.gridPowerW, gridPowerW)
+        json.field(CodingKeys.limits, limits)
+        json.field(CodingKeys.loadEstimateW, loadEstimateW)
+        json.field(CodingKeys.meter, meter)
+        json.field(CodingKeys.mode, mode)
+        json.field(okKey, true)
+        json.field(CodingKeys.shortfall, shortfall)
+        json.field(CodingKeys.units, units)
+        json.endObject()
+    }
+}
+
+/// The site application (`none`, peak shaving, self-consumption) and its target.
+public struct ApplicationReply: Codable, Sendable, Equatable, JSONWritable {
+    public var active: Bool
+    /// Peak shaving's import bound (absent for other applications).
+    public var importMaxW: Double?
+    public var name: String
+    /// Peak shaving's recharge bound, null when none (written only with `importMaxW`).
+    public var rechargeBelowW: Double?
+    public var socReservePercent: Double?
+    /// Self-consumption's grid target (absent for other applications).
+    public var targetGridW: Double?
+    public var targetW: Double?
+
+    public init(name: String, active: Bool, targetW: Double?, socReservePercent: Double?, importMaxW: Double? = nil,
+                rechargeBelowW: Double? = nil, targetGridW: Double? = nil) {
+        self.name = name
+        self.active = active
+        self.targetW = targetW
+        self.socReservePercent = socReservePercent
+        self.importMaxW = importMaxW
+        self.rechargeBelowW = rechargeBelowW
+        self.targetGridW = targetGridW
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case active, name
+        case importMaxW = "import_max_w", rechargeBelowW = "recharge_below_w", socReservePercent = "soc_reserve_percent"
+        case targetGridW = "target_grid_w", targetW = "target_w"
+    }
+
+    public func write(to json: inout JSONText) {
+        json.beginObject()
+        json.field(CodingKeys.active, active)
+        json.field(CodingKeys.importMaxW, ifPresent: importMaxW)
+        json.field(CodingKeys.name, name)
+        if importMaxW != nil { json.field(CodingKeys.rechargeBelowW, rechargeBelowW) }
+        json.field(CodingKeys.socReservePercent, socReservePercent)
+        json.field(CodingKeys.targetGridW, ifPresent: targetGridW)
+        json.field(CodingKeys.targetW, targetW)
+        json.endObject()
+    }
+}
+
+/// The site's decision layer by layer, W.
+public struct DecisionReply: Codable, Sendable, Equatable, JSONWritable {
+    public var applicationW: Double?
+    public var deliveredW: Double?
+    public var heldW: Double?
+    public var poolW: Double?
+    public var requestedW: Double?
+
+    public init(requestedW: Double?, heldW: Double?, applicationW: Double?, poolW: Double?, deliveredW: Double?) {
+        self.requestedW = requestedW
+        self.heldW = heldW
+        self.applicationW = applicationW
+        self.poolW = poolW
+        self.deliveredW = deliveredW
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case applicationW = "application_w", deliveredW = "delivered_w", heldW = "held_w", poolW = "pool_w"
+        case requestedW = "requested_w"
+    }
+
+    public func write(to json: inout JSONText) {
+        json.beginObject()
+        json.field(CodingKeys.applicationW, applicationW)
+        json.field(CodingKeys.deliveredW, deliveredW)
+        json.field(CodingKeys.heldW, heldW)
+        json.field(CodingKeys.poolW, poolW)
+        json.field(CodingKeys.requestedW, requestedW)
+        json.endObject()
+    }
+}
+
+/// The connection point's import and export bounds and which binds now (null: none).
+public struct LimitsReply: Codable, Sendable, Equatable, JSONWritable {
+    public var binding: String?
+    public var exportMaxW: Double?
+    public var importMaxW: Double?
+    public init(importMaxW: Double?, exportMaxW: Double?, binding: String?) {
+        self.importMaxW = importMaxW
+        self.exportMaxW = exportMaxW
+        self.binding = binding
+    }
+    enum CodingKeys: String, CodingKey { case binding, exportMaxW = "export_max_w", importMaxW = "import_max_w" }
+    public func write(to json: inout JSONText) {
+        json.beginObject()
+        json.field(CodingKeys.binding, binding)
+        json.field(CodingKeys.exportMaxW, exportMaxW)
+        json.field(CodingKeys.importMaxW, importMaxW)
+        json.endObject()
+    }
+}
+
+/// `{"high": …, "low": …}` (the load estimate's bounds, W).
+public struct RangeReply: Codable, Sendable, Equatable, JSONWritable {
+    public var high: Double?
+    public var low: Double?
+    public init(low: Double?, high: Double?) {
+        self.low = low
+        self.high = high
+    }
+    public func write(to json: inout JSONText) {
+        json.beginObject()
+        json.field(CodingKeys.high, high)
+        json.field(CodingKeys.low, low)
+        json.endObject()
+    }
+}
+
+/// The connection-point meter: `{"configured": false}`, or its protocol, staleness and bounds.
+public struct MeterReply: Codable, Sendable, Equatable, JSONWritable {
+    public var configured: Bool
+    public var maxLagS: Double?
+    public var `protocol`: String?
+    public var simulated: Bool?
+    public var stale: Bool?
+    public var staleAfterS: Double?
+
+    public init(configured: Bool, stale: Bool? = nil, protocol: String? = nil, simulated: Bool? = nil, staleAfterS: Double? = nil,
+                maxLagS: Double? = nil) {
+        self.configured = configured
+        self.stale = stale
+        self.protocol = `protocol`
+        self.simulated = simulated
+        self.staleAfterS = staleAfterS
+        self.maxLagS = maxLagS
+    }
+
+    enum CodingKeys: String, CodingKey { case configured, `protocol`, simulated, stale, maxLagS = "max_lag_s", staleAfterS = "stale_after_s" }
+
+    public func write(to json: inout JSONText) {
+        json.beginObject()
+        json.field(CodingKeys.configured, configured)
+        json.field(CodingKeys.maxLagS, ifPresent: maxLagS)
+        json.field(CodingKeys.protocol, ifPresent: `protocol`)
+        json.field(CodingKeys.simulated, ifPresent: simulated)
+        json.field(CodingKeys.stale, ifPresent: stale)
+        json.field(CodingKeys.staleAfterS, ifPresent: staleAfterS)
+        json.endObject()
+    }
+}
+
+/// `SITE_SHORTFALL`: whether it stands and what the units cannot deliver, W.
+public struct ShortfallReply: Codable, Sendable, Equatable, JSONWritable {
+    public var active: Bool
+    public var missingW: Double?
+    public init(active: Bool, missingW: Double?) {
+        self.active = active
+        self.missingW = missingW
+    }
+    enum CodingKeys: String, CodingKey { case active, missingW = "missing_w" }
+    public func write(to json: inout JSONText) {
+        json.beginObject()
+        json.field(CodingKeys.active, active)
+        json.field(CodingKeys.missingW, missingW)
+        json.endObject()
+    }
+}
+
+/// One unit in `site`: its share of the site's decision and why.
+public struct SiteUnitReply: Codable, Sendable, Equatable, JSONWritable {
+    public var allowedChargeW: Double?
+    public var allowedDischargeW: Double?
+    public var id: String
+    public var pooled: Bool
+    public var powerW: Double?
+    public var setpointW: Double?
+    /// Why the allocation gave it its setpoint: `headroom`, `full`, `held`, `idle`.
+    public var share: String
+    public var socPercent: Double?
+
+    public init(id: String, share: String, pooled: Bool, setpointW: Double?, powerW: Double?, socPercent: Double?,
+                allowedChargeW: Double?, allowedDischargeW: Double?) {
+        self.id = id
+        self.share = share
+        self.pooled = pooled
+        self.setpointW = setpointW
+        self.powerW = powerW
+        self.socPercent = socPercent
+        self.allowedChargeW = allowedChargeW
+        self.allowedDischargeW = allowedDischargeW
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, pooled, share
+        case allowedChargeW = "allowed_charge_w", allowedDischargeW = "allowed_discharge_w", powerW = "power_w"
+        case setpointW = "setpoint_w", socPercent = "soc_percent"
+    }
+
+    public func write(to json: inout JSONText) {
+        json.beginObject()
+        json.field(CodingKeys.allowedChargeW, allowedChargeW)
+        json.field(CodingKeys.allowedDischargeW, allowedDischargeW)
+        json.field(CodingKeys.id, id)
+        json.field(CodingKeys.pooled, pooled)
+        json.field(CodingKeys.powerW, powerW)
+        json.field(CodingKeys.setpointW, setpointW)
+        json.field(CodingKeys.share, share)
+        json.field(CodingKeys.socPercent, socPercent)
+        json.endObject()
+    }
+}
+
