@@ -91,6 +91,20 @@ jitter() {  # PERIOD_MS SECONDS rt|nort
   # busy the host was (bessd's figure moves with it: 2.7–4.2 % for one build on this VM).
   put "plant$period${rt}_cpu" "$(python3 -c "print(f'{($q1 - $q0) / $NS / ($s1 - $s0) * 100:.3f}')")"
   $BIN/bessctl status --json --socket "$WORK/$name.sock" > "$DATA/bessd-status-$period-$rt.json"
+  # What the reader's status requests cost bessd's service thread (its own CPU time per answer).
+  $BIN/bessctl metrics --socket "$WORK/$name.sock" > "$DATA/bessd-metrics-$period-$rt.txt" 2>&1
+  python3 - "$DATA/bessd-metrics-$period-$rt.txt" "$period$rt" >> "$RESULTS" <<'PY'
+import re, sys
+v = {}
+for line in open(sys.argv[1]):
+    m = re.match(r'(bessd_control_answers?_\w+)\{verb="status"\} ([0-9.eE+-]+)', line)
+    if m: v[m.group(1)] = float(m.group(2))
+n = v.get("bessd_control_answers_total", 0)
+if n:
+    print(f"status{sys.argv[2]}_n={n:.0f}")
+    print(f"status{sys.argv[2]}_mean_us={v.get('bessd_control_answer_cpu_seconds_total', 0) / n * 1e6:.1f}")
+    print(f"status{sys.argv[2]}_max_us={v.get('bessd_control_answer_cpu_seconds_max', 0) * 1e6:.1f}")
+PY
   kill -TERM $bessd; wait $bessd; kill $reader 2>/dev/null; kill -TERM $plant; wait $plant 2>/dev/null
   python3 - "$DATA/cyclictest-$period-$rt.txt" "$DATA/bessd-status-$period-$rt-before.json" "$DATA/bessd-status-$period-$rt.json" \
     "$period$rt" "$(python3 -c "print(f'{($t1 - $t0) / $NS / ($s1 - $s0) * 100:.3f}')")" >> "$RESULTS" <<'PY'
