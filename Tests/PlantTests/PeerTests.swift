@@ -3,24 +3,16 @@ import Fieldbus
 import Foundation
 import Simulation
 import HILPlant
+import TestSupport
 import Testing
 
 /// Runs a program (found on PATH) and collects its output.
 enum Peer {
-    static let root: URL = {
-        var url = URL(fileURLWithPath: #filePath)
-        while url.path != "/" {
-            url.deleteLastPathComponent()
-            if FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) { return url }
-        }
-        return URL(fileURLWithPath: ".")
-    }()
-
     static func start(_ arguments: [String]) throws -> (Process, Pipe) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = arguments
-        process.currentDirectoryURL = root
+        process.currentDirectoryURL = Package.root
         let out = Pipe()
         process.standardOutput = out
         // Not the test's own stderr: a child that outlives the test must not hold the runner's pipe.

@@ -185,80 +185,79 @@ struct ScadaDaemonWriteTests {
 /// I/O module — pymodbus stands in for the module.
 @Suite("Grid operator relay contacts", .serialized)
 struct GridLimitInputTests {
-    @Test("relay contacts on a pymodbus I/O module (discrete inputs on Modbus TCP, coils on Modbus RTU over a pty): the lowest asserted limit caps the units at once (override 2 × 100 kW → 30 % = 60 kW) and lifts at the ramp; a module that stops answering raises GRID_LIMIT_INPUT_LOST and the last limit holds")
-    func relayContacts() throws {
-        for (function, rtu) in [("discrete_inputs", false), ("coils", true)] {
-            let directory = NSTemporaryDirectory() + "bessd-relay-\(getpid())-\(function)"
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(atPath: directory) }
-            let state = directory + "/inputs"
-            try "0000".write(toFile: state, atomically: true, encoding: .utf8)
-            let socat = rtu ? try ptyPair(directory, "module", "bessd") : nil
-            defer {
-                if let socat {
-                    kill(socat.processIdentifier, SIGKILL)
-                    socat.waitUntilExit()
-                }
+    @Test("relay contacts on a pymodbus I/O module (discrete inputs on Modbus TCP, coils on Modbus RTU over a pty): the lowest asserted limit caps the units at once (override 2 × 100 kW → 30 % = 60 kW) and lifts at the ramp; a module that stops answering raises GRID_LIMIT_INPUT_LOST and the last limit holds",
+          arguments: [("discrete_inputs", false), ("coils", true)])
+    func relayContacts(function: String, rtu: Bool) throws {
+        let directory = NSTemporaryDirectory() + "bessd-relay-\(getpid())-\(function)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let state = directory + "/inputs"
+        try "0000".write(toFile: state, atomically: true, encoding: .utf8)
+        let socat = rtu ? try ptyPair(directory, "module", "bessd") : nil
+        defer {
+            if let socat {
+                kill(socat.processIdentifier, SIGKILL)
+                socat.waitUntilExit()
             }
-            if rtu { #expect(waitFor(seconds: 5) { FileManager.default.fileExists(atPath: directory + "/bessd") }) }
-            let module = try UnitsPeer(arguments: ["python3", "hil/peers/pymodbus_io_module.py", state, "--seconds", "120"]
-                                       + (rtu ? ["--rtu", directory + "/module"] : []))
-            defer { module.stop() }
-            #expect(module.ready && (rtu || module.port > 0))
-            let line = rtu ? "{device: \(directory)/bessd, baud: 19200, parity: none, unit_id: 1, timeout_ms: 200}"
-                : "{host: 127.0.0.1, port: \(module.port), unit_id: 1, timeout_ms: 200}"
-            let yaml = daemonYAML.replacingOccurrences(of: "simulation: {frequency_profile: steady, base_hz: 49.8}", with: """
-                simulation: {frequency_profile: steady, base_hz: 50.0}
-                limits: {ramp_percent_per_s: 20, schedule_ramp_percent_per_s: 100}
-                grid_operator:
-                  inputs:
-                    modbus: \(line)
-                    function: \(function)
-                    debounce_ms: 100
-                    poll_ms: 100
-                    lost_after_s: 1
-                    contacts:
-                      - {input: 0, limit_percent: 0}
-                      - {input: 1, limit_percent: 30}
-                      - {input: 2, limit_percent: 60}
-                      - {input: 3, limit_percent: 100}
-                """)
-            let daemon = try RunningDaemon(yaml: yaml)
-            _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
-            func view() -> (sum: Double, limit: Double?, lost: Bool) {
-                let (sum, status) = ScadaDaemonWriteTests.setpoints(daemon)
-                let g = status["grid_operator"] as? [String: Any] ?? [:]
-                return (sum, (g["limit_percent"] as? NSNumber)?.doubleValue, (g["inputs"] as? [String: Any])?["lost"] as? Bool ?? false)
-            }
-            for unit in ["D1", "D2"] {
-                let run = try Package.run("bessctl", ["override", "--socket", daemon.socket, "--unit", unit, "--power-kw", "100", "--for", "5m"])
-                #expect(run.status == 0, "\(run.err)")
-            }
-            var last = view()
-            #expect(waitFor(seconds: 15) { last = view(); return last.sum > 195_000 && last.limit == nil }, "\(last)")
-            // Contacts 1 and 2 close: 30 % (the lower) applies.
-            try "0110".write(toFile: state, atomically: true, encoding: .utf8)
-            #expect(waitFor(seconds: 3) { last = view(); return last.limit == 30 }, "\(last)")
-            #expect(waitFor(seconds: 1) { last = view(); return last.sum <= 60_001 }, "\(last)")
-            // Contact 1 opens: 60 %, reached at the ramp (20 %/s of 200 kW: 40 kW/s), not at once.
-            try "0010".write(toFile: state, atomically: true, encoding: .utf8)
-            #expect(waitFor(seconds: 3) { last = view(); return last.limit == 60 }, "\(last)")
-            let right = view().sum
-            #expect(right < 115_000, "\(right) W just after the limit rose")
-            #expect(waitFor(seconds: 3) { last = view(); return abs(last.sum - 120_000) < 1 }, "\(last)")
-            // The module goes silent: GRID_LIMIT_INPUT_LOST, and 60 % holds.
-            module.stop()
-            #expect(waitFor(seconds: 5) { last = view(); return last.lost }, "\(last)")
-            #expect(last.limit == 60 && abs(last.sum - 120_000) < 1)
-            let faults = try Package.run("bessctl", ["faults", "--socket", daemon.socket])
-            #expect(faults.out.contains("GRID_LIMIT_INPUT_LOST"), "\(faults.out)")
-            let table = try Package.run("bessctl", ["status", "--socket", daemon.socket])
-            #expect(table.out.contains("grid operator limit 60 % (relay inputs 60 %)"), "\(table.out)")
-            daemon.signal(SIGTERM)
-            let end = daemon.finish()
-            #expect(end.status == 0)
-            #expect(end.text.contains("limit 30 % (input 1, input 2 asserted)") && end.text.contains("GRID_LIMIT_INPUT_LOST: the I/O module"),
-                    "\(end.text.suffix(3000))")
         }
+        if rtu { #expect(waitFor(seconds: 5) { FileManager.default.fileExists(atPath: directory + "/bessd") }) }
+        let module = try UnitsPeer(arguments: ["python3", "hil/peers/pymodbus_io_module.py", state, "--seconds", "120"]
+                                   + (rtu ? ["--rtu", directory + "/module"] : []))
+        defer { module.stop() }
+        #expect(module.ready && (rtu || module.port > 0))
+        let line = rtu ? "{device: \(directory)/bessd, baud: 19200, parity: none, unit_id: 1, timeout_ms: 200}"
+            : "{host: 127.0.0.1, port: \(module.port), unit_id: 1, timeout_ms: 200}"
+        let yaml = daemonYAML.replacingOccurrences(of: "simulation: {frequency_profile: steady, base_hz: 49.8}", with: """
+            simulation: {frequency_profile: steady, base_hz: 50.0}
+            limits: {ramp_percent_per_s: 20, schedule_ramp_percent_per_s: 100}
+            grid_operator:
+              inputs:
+                modbus: \(line)
+                function: \(function)
+                debounce_ms: 100
+                poll_ms: 100
+                lost_after_s: 1
+                contacts:
+                  - {input: 0, limit_percent: 0}
+                  - {input: 1, limit_percent: 30}
+                  - {input: 2, limit_percent: 60}
+                  - {input: 3, limit_percent: 100}
+            """)
+        let daemon = try RunningDaemon(yaml: yaml)
+        _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
+        func view() -> (sum: Double, limit: Double?, lost: Bool) {
+            let (sum, status) = ScadaDaemonWriteTests.setpoints(daemon)
+            let g = status["grid_operator"] as? [String: Any] ?? [:]
+            return (sum, (g["limit_percent"] as? NSNumber)?.doubleValue, (g["inputs"] as? [String: Any])?["lost"] as? Bool ?? false)
+        }
+        for unit in ["D1", "D2"] {
+            let run = try Package.run("bessctl", ["override", "--socket", daemon.socket, "--unit", unit, "--power-kw", "100", "--for", "5m"])
+            #expect(run.status == 0, "\(run.err)")
+        }
+        var last = view()
+        #expect(waitFor(seconds: 15) { last = view(); return last.sum > 195_000 && last.limit == nil }, "\(last)")
+        // Contacts 1 and 2 close: 30 % (the lower) applies.
+        try "0110".write(toFile: state, atomically: true, encoding: .utf8)
+        #expect(waitFor(seconds: 3) { last = view(); return last.limit == 30 }, "\(last)")
+        #expect(waitFor(seconds: 1) { last = view(); return last.sum <= 60_001 }, "\(last)")
+        // Contact 1 opens: 60 %, reached at the ramp (20 %/s of 200 kW: 40 kW/s), not at once.
+        try "0010".write(toFile: state, atomically: true, encoding: .utf8)
+        #expect(waitFor(seconds: 3) { last = view(); return last.limit == 60 }, "\(last)")
+        let right = view().sum
+        #expect(right < 115_000, "\(right) W just after the limit rose")
+        #expect(waitFor(seconds: 3) { last = view(); return abs(last.sum - 120_000) < 1 }, "\(last)")
+        // The module goes silent: GRID_LIMIT_INPUT_LOST, and 60 % holds.
+        module.stop()
+        #expect(waitFor(seconds: 5) { last = view(); return last.lost }, "\(last)")
+        #expect(last.limit == 60 && abs(last.sum - 120_000) < 1)
+        let faults = try Package.run("bessctl", ["faults", "--socket", daemon.socket])
+        #expect(faults.out.contains("GRID_LIMIT_INPUT_LOST"), "\(faults.out)")
+        let table = try Package.run("bessctl", ["status", "--socket", daemon.socket])
+        #expect(table.out.contains("grid operator limit 60 % (relay inputs 60 %)"), "\(table.out)")
+        daemon.signal(SIGTERM)
+        let end = daemon.finish()
+        #expect(end.status == 0)
+        #expect(end.text.contains("limit 30 % (input 1, input 2 asserted)") && end.text.contains("GRID_LIMIT_INPUT_LOST: the I/O module"),
+                "\(end.text.suffix(3000))")
     }
 }
