@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates Sources/Config/EmbeddedConfiguration.swift from config/simulation.yaml.
-# A test (ServiceTests) fails when the two differ, so run this after editing the YAML.
+# A test (ConfigTests) fails when the two differ, so run this after editing the YAML.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 {
