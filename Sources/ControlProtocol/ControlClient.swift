@@ -9,56 +9,43 @@ public typealias ControlError = BessError
 /// The control protocol: one JSON object per line each way over bessd's Unix stream socket. The
 /// client side, for bessctl, bess-hil and tests; it links nothing of the daemon.
 public enum ControlClient {
-    /// Sends one request and waits for its answer: a reply to decode (`ControlAnswer.reply(as:)`)
-    /// or bessd's refusal.
-    public static func answer(_ request: ControlRequest, socket path: String, timeout: Duration = .seconds(5))
-        throws(ControlError) -> ControlAnswer
+    /// Sends one request and waits for its answer.
+    public static func request(_ request: ControlRequest, socket path: String, timeout: Duration = .seconds(5))
+        throws(ControlError) -> [String: Any]
     {
         guard let data = try? JSONEncoder().encode(request) else {
-            throw ControlError(code: "BAD_REQUEST", message: "request is not JSON")
+            throw ControlError(.badRequest, message: "request is not JSON")
         }
-        let line = try exchange(Array(data), socket: path, timeout: timeout)
-        guard let outcome = try? JSONDecoder().decode(ControlOutcome.self, from: Data(line)) else {
-            throw ControlError(code: "CONTROL_NO_ANSWER", message: "bessd did not answer in time")
-        }
-        let refusal = outcome.ok == true
-            ? nil : ControlFailure(outcome.code ?? "ERROR", outcome.message ?? "refused")
-        return ControlAnswer(bytes: line, refusal: refusal)
+        return try exchange(data, socket: path, timeout: timeout)
     }
 
-    /// A JSON edge for tools that read any key of any answer (bess-hil's benchmarks and scenarios,
-    /// tests): the request written as a JSON object, the answer parsed by Foundation.
+    /// Sends one request written as a JSON object (tests and tools that send what no verb would,
+    /// such as a wrong type or an unknown verb) and waits for its answer.
     public static func request(_ object: [String: Any], socket path: String, timeout: Duration = .seconds(5))
         throws(ControlError) -> [String: Any]
     {
         guard let data = try? JSONSerialization.data(withJSONObject: object) else {
-            throw ControlError(code: "BAD_REQUEST", message: "request is not JSON")
+            throw ControlError(.badRequest, message: "request is not JSON")
         }
-        let line = try exchange(Array(data), socket: path, timeout: timeout)
-        guard let answer = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any] else {
-            throw ControlError(code: "CONTROL_NO_ANSWER", message: "bessd did not answer in time")
-        }
-        return answer
+        return try exchange(data, socket: path, timeout: timeout)
     }
 
-    /// Writes `request` as one line and reads one line back (without its newline).
-    private static func exchange(_ request: [UInt8], socket path: String, timeout: Duration) throws(ControlError) -> [UInt8] {
+    /// Writes `request` as one line and reads one line back: the answer, a JSON object.
+    private static func exchange(_ request: Data, socket path: String, timeout: Duration) throws(ControlError) -> [String: Any] {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
-        guard fd >= 0, var address = unixAddress(path) else {
-            throw ControlError(code: "CONTROL_SOCKET_FAILED", message: "bad socket path \(path)")
+        guard fd >= 0, let address = UnixSocketAddress(path: path) else {
+            throw ControlError(.controlSocketFailed, message: "bad socket path \(path)")
         }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard connected == 0 else {
-            throw ControlError(code: "CONTROL_SOCKET_UNREACHABLE",
+        guard address.connect(fd) == 0 else {
+            throw ControlError(.controlSocketUnreachable,
                            message: "cannot connect to \(path): \(SystemError.text(errno)) (is bessd running? --socket PATH)")
         }
         let micros = max(1000, timeout.components.seconds * 1_000_000 + timeout.components.attoseconds / 1_000_000_000_000)
         var tv = timeval(tv_sec: Int(micros / 1_000_000), tv_usec: Int(micros % 1_000_000))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        let data = request + [0x0A]
+        var data = request
+        data.append(0x0A)
         _ = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         var received: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
@@ -67,27 +54,12 @@ public enum ControlClient {
             if count <= 0 { break }
             received += chunk.prefix(count)
         }
-        guard let end = received.firstIndex(of: 0x0A) else {
-            throw ControlError(code: "CONTROL_NO_ANSWER", message: "bessd did not answer in time")
+        guard let end = received.firstIndex(of: 0x0A),
+              let answer = try? JSONSerialization.jsonObject(with: Data(received[..<end])) as? [String: Any]
+        else {
+            throw ControlError(.controlNoAnswer, message: "bessd did not answer in time")
         }
-        return Array(received[..<end])
-    }
-}
-
-/// One answer from bessd: its line as received, and its refusal when it refused.
-public struct ControlAnswer: Sendable {
-    /// The answer's JSON line, without its newline (`bessctl status --json` prints it).
-    public let bytes: [UInt8]
-    /// bessd's refusal (`"ok": false`), nil when it answered.
-    public let refusal: ControlFailure?
-
-    /// The answer decoded as `type`; `CONTROL_NO_ANSWER` when it is not one (a bessd of another version).
-    public func reply<R: ControlReply>(as type: R.Type) throws(ControlError) -> R {
-        do {
-            return try JSONDecoder().decode(type, from: Data(bytes))
-        } catch {
-            throw ControlError(code: "CONTROL_NO_ANSWER", message: "bessd's answer is not a \(type): \(error)")
-        }
+        return answer
     }
 }
 
@@ -97,15 +69,4 @@ public struct PeerCredentials {
     public var uid: UInt32 = 0
     public var gid: UInt32 = 0
     public init() {}
-}
-
-/// A `sockaddr_un` for `path`, or nil when the path does not fit (108 bytes with its terminator).
-/// The one home of this helper: the control socket, its client and the journal socket use it.
-public func unixAddress(_ path: String) -> sockaddr_un? {
-    var address = sockaddr_un()
-    address.sun_family = sa_family_t(AF_UNIX)
-    let bytes = Array(path.utf8)
-    guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return nil }
-    withUnsafeMutableBytes(of: &address.sun_path) { buffer in for (i, b) in bytes.enumerated() { buffer[i] = b } }
-    return address
 }

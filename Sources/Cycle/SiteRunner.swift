@@ -68,7 +68,7 @@ public final class HardwareSite: SiteIO {
         throws(RunError)
     {
         if only, configuration.usesSimulation {
-            throw RunError(code: "SIMULATION_REQUIRED",
+            throw RunError(.simulationRequired,
                            message: "the configuration simulates a device or the frequency; that needs the simulated site (mode \(configuration.mode.rawValue))")
         }
         inverterSlots = configuration.units.map { configuration.isSimulated(inverterOf: $0) ? nil : DeviceSlot() }
@@ -313,18 +313,18 @@ public final class SiteRunner {
     public func reconfigure(_ new: BessdConfiguration, now: MonotonicInstant) throws(RunError) {
         let old = configuration
         guard new.units.map(\.id) == old.units.map(\.id) else {
-            throw RunError(code: "RELOAD_REFUSED", message: "the units changed; restart bessd to apply a new unit list")
+            throw RunError(.reloadRefused, message: "the units changed; restart bessd to apply a new unit list")
         }
         for (a, b) in zip(old.units, new.units) where a.modbus != b.modbus || a.bms != b.bms || a.inverter != b.inverter
             || old.isSimulated(inverterOf: a) != new.isSimulated(inverterOf: b) || old.isSimulated(bmsOf: a) != new.isSimulated(bmsOf: b)
         {
-            throw RunError(code: "RELOAD_REFUSED", message: "unit \(a.id): its devices changed; restart bessd to apply")
+            throw RunError(.reloadRefused, message: "unit \(a.id): its devices changed; restart bessd to apply")
         }
         guard new.mode == old.mode, new.grid.frequencySource == old.grid.frequencySource else {
-            throw RunError(code: "RELOAD_REFUSED", message: "mode or frequency_source changed; restart bessd to apply")
+            throw RunError(.reloadRefused, message: "mode or frequency_source changed; restart bessd to apply")
         }
         guard new.site.meter == old.site.meter else {
-            throw RunError(code: "RELOAD_REFUSED", message: "site.meter changed; restart bessd to apply")
+            throw RunError(.reloadRefused, message: "site.meter changed; restart bessd to apply")
         }
         let fresh = SiteController(control: new.controlSettings, units: new.unitSettings, startedAt: startedAt,
                                    expectsFrequency: true, site: new.siteSettings)

@@ -1,5 +1,5 @@
 public import Simulation
-public import BessSystem
+import BessSystem
 public import ControlCore
 import Fieldbus
 import Foundation
@@ -58,7 +58,7 @@ public final class PlantRig {
                     canSockets.append(try CANSocket(interface: unit.bms.interface, filters: [(PylontechLV.keepAliveID, 0x7FF)]))
                 } catch {
                     stop()
-                    throw RunError(code: error.code.description, message: "unit \(unit.id) BMS: \(error.message)")
+                    throw RunError(error, context: "unit \(unit.id) BMS")
                 }
             }
             // The plant serves SunSpec inverters; a register-map inverter is the rig's own hardware.
@@ -72,7 +72,7 @@ public final class PlantRig {
                 servers.append(server)
             } catch {
                 stop()
-                throw RunError(code: error.code.description, message: "unit \(unit.id): \(error.message)")
+                throw RunError(error, context: "unit \(unit.id)")
             }
         }
         if let settings = c.site.meter, !c.meterSimulated, settings.protocolName == .sunspec, let modbus = settings.modbus {
@@ -85,11 +85,11 @@ public final class PlantRig {
                 meterServer = server
             } catch {
                 stop()
-                throw RunError(code: error.code.description, message: "site meter: \(error.message)")
+                throw RunError(error, context: "site meter")
             }
         }
         if servers.allSatisfy({ $0 == nil }) && canSockets.allSatisfy({ $0 == nil }) && meterServer == nil {
-            throw RunError(code: "RIG_EMPTY", message: "the rig has no device for the plant to serve (mode: hil with a modbus endpoint)")
+            throw RunError(.rigEmpty, message: "the rig has no device for the plant to serve (mode: hil with a modbus endpoint)")
         }
     }
 

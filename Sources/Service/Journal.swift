@@ -1,5 +1,6 @@
 public import Config
 public import Cycle
+import BessSystem
 import CSystemd
 import ControlProtocol
 import Foundation
@@ -85,10 +86,7 @@ public struct JournalLogHandler: LogHandler {
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
-        guard var address = unixAddress("/run/systemd/journal/socket") else { return false }
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        } == 0
+        return UnixSocketAddress(path: "/run/systemd/journal/socket")?.connect(fd) == 0
     }
 }
 

@@ -329,11 +329,11 @@ final class ServiceServer: @unchecked Sendable {
         try SiteOwnership.claimControlSocket(path)
         unlink(path)
         let fd = socket(AF_UNIX, Self.streamSocketFlags, 0)
-        guard fd >= 0, var address = unixAddress(path) else {
+        guard fd >= 0, var address = UnixSocketAddress(path: path)?.storage else {
             if fd >= 0 { close(fd) }
-            throw RunError(code: "CONTROL_SOCKET_FAILED", message: "cannot create \(path)")
+            throw RunError(.controlSocketFailed, message: "cannot create \(path)")
         }
-        try bindAndListen(fd, &address, code: "CONTROL_SOCKET_FAILED", name: path)
+        try bindAndListen(fd, &address, code: .controlSocketFailed, name: path)
         chmod(path, 0o666)
         return fd
     }
@@ -341,32 +341,32 @@ final class ServiceServer: @unchecked Sendable {
     static func listenTCP(_ text: String) throws(RunError) -> Int32 {
         let parts = text.split(separator: ":")
         guard parts.count == 2, let port = UInt16(parts[1]) else {
-            throw RunError(code: "METRICS_LISTEN_FAILED", message: "metrics_listen must be HOST:PORT (got \(text))")
+            throw RunError(.metricsListenFailed, message: "metrics_listen must be HOST:PORT (got \(text))")
         }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
         guard inet_pton(AF_INET, String(parts[0]), &address.sin_addr) == 1 else {
-            throw RunError(code: "METRICS_LISTEN_FAILED", message: "metrics_listen host must be an IPv4 address (got \(parts[0]))")
+            throw RunError(.metricsListenFailed, message: "metrics_listen host must be an IPv4 address (got \(parts[0]))")
         }
         let fd = socket(AF_INET, Self.streamSocketFlags, 0)
-        guard fd >= 0 else { throw RunError(code: "METRICS_LISTEN_FAILED", message: "cannot create a socket") }
+        guard fd >= 0 else { throw RunError(.metricsListenFailed, message: "cannot create a socket") }
         var on: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
-        try bindAndListen(fd, &address, code: "METRICS_LISTEN_FAILED", name: text)
+        try bindAndListen(fd, &address, code: .metricsListenFailed, name: text)
         return fd
     }
 
     /// Binds `fd` to `address` (a `sockaddr_un` or `sockaddr_in`) and listens; closes `fd` and
     /// throws `code` when either fails.
-    static func bindAndListen<Address>(_ fd: Int32, _ address: inout Address, code: String, name: String) throws(RunError) {
+    static func bindAndListen<Address>(_ fd: Int32, _ address: inout Address, code: RunError.Code, name: String) throws(RunError) {
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<Address>.size)) }
         }
         guard bound == 0, listen(fd, 128) == 0 else {
             let reason = SystemError.text(errno)
             close(fd)
-            throw RunError(code: code, message: "cannot listen on \(name): \(reason)")
+            throw RunError(code, message: "cannot listen on \(name): \(reason)")
         }
     }
 }

@@ -26,11 +26,11 @@ public final class SiteOwnership {
             try FileManager.default.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true,
                                                     attributes: [.posixPermissions: 0o750])
         } catch {
-            throw RunError(code: "STATE_DIRECTORY_FAILED", message: "cannot create state_directory \(stateDirectory): \(error.localizedDescription)")
+            throw RunError(.stateDirectoryFailed, message: "cannot create state_directory \(stateDirectory): \(error.localizedDescription)")
         }
         let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o640)
         guard fd >= 0 else {
-            throw RunError(code: "STATE_DIRECTORY_FAILED", message: "cannot open \(lockPath): \(SystemError.text(errno))")
+            throw RunError(.stateDirectoryFailed, message: "cannot open \(lockPath): \(SystemError.text(errno))")
         }
         // The corresponding C function is `flock`; retried on EINTR only.
         var result: Int32
@@ -40,9 +40,9 @@ public final class SiteOwnership {
             let owner = Self.recordedOwner(fd)
             close(fd)
             guard failure == EWOULDBLOCK else {
-                throw RunError(code: "STATE_DIRECTORY_FAILED", message: "cannot lock \(lockPath): \(SystemError.text(failure))")
+                throw RunError(.stateDirectoryFailed, message: "cannot lock \(lockPath): \(SystemError.text(failure))")
             }
-            throw RunError(code: "ALREADY_RUNNING",
+            throw RunError(.alreadyRunning,
                            message: "another bessd\(owner.map { " (pid \($0))" } ?? "") already controls this site: it holds \(lockPath). "
                                + "One bessd per state_directory; stop that one first (systemctl stop bessd), or read it with bessctl status")
         }
@@ -66,20 +66,17 @@ public final class SiteOwnership {
     /// that is gone (nothing accepts on it) is stale and may be replaced.
     /// - Throws: `CONTROL_SOCKET_IN_USE` naming the PID that listens there, when the kernel says.
     public static func claimControlSocket(_ path: String) throws(RunError) {
-        guard var address = unixAddress(path) else { return }
+        guard let address = UnixSocketAddress(path: path) else { return }
         // SOCK_STREAM | SOCK_CLOEXEC written out (1, 0o2000000): a release build does not see Glibc's
         // SOCK_* constants (as ServiceServer.streamSocketFlags says).
         let fd = socket(AF_UNIX, 1 | 0o2000000, 0)
         guard fd >= 0 else { return }
         defer { close(fd) }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard connected == 0 else { return }  // ENOENT: none; ECONNREFUSED: stale
+        guard address.connect(fd) == 0 else { return }  // ENOENT: none; ECONNREFUSED: stale
         var credentials = PeerCredentials()
         var length = socklen_t(MemoryLayout<PeerCredentials>.size)
         let owner = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0 ? " (pid \(credentials.pid))" : ""
-        throw RunError(code: "CONTROL_SOCKET_IN_USE",
+        throw RunError(.controlSocketInUse,
                        message: "control socket \(path) belongs to a running process\(owner); another bessd controls a site through it. "
                            + "Give this configuration its own control_socket, or stop that one first")
     }

@@ -1,3 +1,4 @@
+import BessSystem
 import CSystemd
 import Glibc
 
@@ -10,22 +11,13 @@ public enum SystemdNotify {
     @discardableResult
     public static func send(_ assignments: String) -> Bool {
         guard let path = getenv("NOTIFY_SOCKET").map({ String(cString: $0) }), !path.isEmpty else { return false }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        var bytes = Array(path.utf8)
-        let abstract = bytes.first == UInt8(ascii: "@")
-        if abstract { bytes[0] = 0 }  // abstract namespace
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return false }
-        withUnsafeMutableBytes(of: &address.sun_path) { b in for (i, c) in bytes.enumerated() { b[i] = c } }
-        let length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count + (abstract ? 0 : 1))
+        guard let address = UnixSocketAddress(path: path, abstractWhenAt: true) else { return false }
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
         let message = Array(assignments.utf8)
-        let sent = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { addr in
-                message.withUnsafeBytes { sendto(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL), addr, length) }
-            }
+        let sent = address.withSockaddr { addr, length in
+            message.withUnsafeBytes { sendto(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL), addr, length) }
         }
         return sent == message.count
     }

@@ -1,3 +1,4 @@
+import BessSystem
 import CMosquitto
 import Foundation
 
@@ -57,7 +58,7 @@ public final class MQTTConnection: @unchecked Sendable {
         _ = Self.library
         self.options = options
         guard let handle = mosquitto_new(options.clientID, options.cleanStart, nil) else {
-            throw UplinkError(.mqttClient, message: "libmosquitto could not make a client (\(String(cString: strerror(errno))))")
+            throw UplinkError(.mqttClient, message: "libmosquitto could not make a client (\(SystemError.text(errno)))")
         }
         self.handle = handle
         self.onEvent = onEvent
@@ -138,7 +139,7 @@ public final class MQTTConnection: @unchecked Sendable {
         }
         let rc = mosquitto_connect_bind_v5(handle, options.url.host, options.url.port, options.keepaliveSeconds, nil, properties)
         guard rc == MOSQ_ERR_SUCCESS.rawValue else {
-            let detail = rc == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : String(cString: mosquitto_strerror(rc))
+            let detail = rc == MOSQ_ERR_ERRNO.rawValue ? SystemError.text(errno) : String(cString: mosquitto_strerror(rc))
             throw UplinkError(.mqttUnreachable, message: "\(options.url.host):\(options.url.port): \(detail)")
         }
     }

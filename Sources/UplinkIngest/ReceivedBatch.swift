@@ -1,4 +1,4 @@
-public import BessSystem
+import BessSystem
 import ControlCore
 import Foundation
 public import Uplink
@@ -61,11 +61,55 @@ public struct ReceivedBatch: Sendable {
     }
 }
 
-/// Why the aggregator refuses what a gateway sent: a stable code (`SITE_ID_INVALID`,
-/// `UNIT_ID_INVALID`, `UNIT_STATE_INVALID`, `TRIP_CODE_INVALID`, `STATUS_STATE_INVALID`,
-/// `STATUS_SESSION_INVALID`) and a sentence. Whatever of the gateway's text the sentence quotes is
-/// escaped and cut short (`IngestRules.quoted`), so the sentence is safe in a log line or an answer.
-public typealias IngestRefusal = BessError
+/// Why the aggregator refuses what a gateway sent: a typed code and a sentence. Whatever of the
+/// gateway's text the sentence quotes is escaped and cut short (`IngestRules.quoted`), so the
+/// sentence is safe in a log line or an answer.
+public struct IngestRefusal: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A stable code: a struct over a private enum, so the set is closed and matched by value,
+    /// never by text. Its `description` is the name the aggregator answers and logs.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Value: Hashable, Sendable {
+            case siteIDInvalid, unitIDInvalid, unitStateInvalid, tripCodeInvalid, statusStateInvalid, statusSessionInvalid
+        }
+
+        private let value: Value
+        private init(_ value: Value) { self.value = value }
+
+        /// `SITE_ID_INVALID`: a site id that is not an id bessd's configuration allows.
+        public static let siteIDInvalid = Code(.siteIDInvalid)
+        /// `UNIT_ID_INVALID`: a record's unit id breaks the id rule.
+        public static let unitIDInvalid = Code(.unitIDInvalid)
+        /// `UNIT_STATE_INVALID`: a unit state bessd does not have.
+        public static let unitStateInvalid = Code(.unitStateInvalid)
+        /// `TRIP_CODE_INVALID`: a trip, latch or event code that is not in the trip table.
+        public static let tripCodeInvalid = Code(.tripCodeInvalid)
+        /// `STATUS_STATE_INVALID`: a site status that is neither online nor offline.
+        public static let statusStateInvalid = Code(.statusStateInvalid)
+        /// `STATUS_SESSION_INVALID`: a status's session id breaks the id rule.
+        public static let statusSessionInvalid = Code(.statusSessionInvalid)
+
+        public var description: String {
+            switch value {
+            case .siteIDInvalid: "SITE_ID_INVALID"
+            case .unitIDInvalid: "UNIT_ID_INVALID"
+            case .unitStateInvalid: "UNIT_STATE_INVALID"
+            case .tripCodeInvalid: "TRIP_CODE_INVALID"
+            case .statusStateInvalid: "STATUS_STATE_INVALID"
+            case .statusSessionInvalid: "STATUS_SESSION_INVALID"
+            }
+        }
+    }
+
+    public var code: Code
+    public var message: String
+
+    public init(_ code: Code, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code): \(message)" }
+}
 
 /// What the aggregator takes from a gateway: everything a gateway sends is untrusted, and what bessd
 /// itself would never send is refused at ingest, before it is stored. Site and unit ids keep the rule
@@ -77,7 +121,7 @@ public enum IngestRules {
     /// A site id, from a topic, a URL or a batch.
     public static func check(site: String) -> IngestRefusal? {
         IdentifierRule.accepts(site) ? nil
-            : IngestRefusal(code: "SITE_ID_INVALID", message: "site id \(quoted(site)) is not \(IdentifierRule.text)")
+            : IngestRefusal(.siteIDInvalid, message: "site id \(quoted(site)) is not \(IdentifierRule.text)")
     }
 
     /// A batch: its site, and its records' unit ids, unit states and codes (that the batch's site is
@@ -90,7 +134,7 @@ public enum IngestRules {
                 for unit in units {
                     if let refusal = check(unit: unit.id, seq: record.seq) { return refusal }
                     guard UnitState.allCases.contains(where: { $0.description == unit.state }) else {
-                        return IngestRefusal(code: "UNIT_STATE_INVALID", message: "record \(record.seq): unit \(unit.id)'s state "
+                        return IngestRefusal(.unitStateInvalid, message: "record \(record.seq): unit \(unit.id)'s state "
                                              + "\(quoted(unit.state)) is not one of \(UnitState.allCases.map(\.description).joined(separator: ", "))")
                     }
                     for code in unit.trips + unit.latched {
@@ -116,23 +160,23 @@ public enum IngestRules {
     /// A site's birth or Last Will.
     public static func check(status: SiteStatusMessage) -> IngestRefusal? {
         guard status.state == "online" || status.state == "offline" else {
-            return IngestRefusal(code: "STATUS_STATE_INVALID", message: "status state \(quoted(status.state)) is not online or offline")
+            return IngestRefusal(.statusStateInvalid, message: "status state \(quoted(status.state)) is not online or offline")
         }
         guard IdentifierRule.accepts(status.session) else {
-            return IngestRefusal(code: "STATUS_SESSION_INVALID", message: "session \(quoted(status.session)) is not \(IdentifierRule.text)")
+            return IngestRefusal(.statusSessionInvalid, message: "session \(quoted(status.session)) is not \(IdentifierRule.text)")
         }
         return nil
     }
 
     static func check(unit: String, seq: UInt64) -> IngestRefusal? {
         IdentifierRule.accepts(unit) ? nil
-            : IngestRefusal(code: "UNIT_ID_INVALID", message: "record \(seq): unit id \(quoted(unit)) is not \(IdentifierRule.text)")
+            : IngestRefusal(.unitIDInvalid, message: "record \(seq): unit id \(quoted(unit)) is not \(IdentifierRule.text)")
     }
 
     static func check(code: String, seq: UInt64) -> IngestRefusal? {
         // As bessd writes them: the trip table's names, upper case.
         TripCode(name: code).map { "\($0.name)" == code } == true ? nil
-            : IngestRefusal(code: "TRIP_CODE_INVALID", message: "record \(seq): \(quoted(code)) is not a code of the trip table")
+            : IngestRefusal(.tripCodeInvalid, message: "record \(seq): \(quoted(code)) is not a code of the trip table")
     }
 
     /// A peer's text for a log line or an answer: in quotes, printable ASCII as it is (`"` and `\`

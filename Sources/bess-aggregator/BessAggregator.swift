@@ -132,7 +132,7 @@ struct BessAggregator: AsyncParsableCommand {
 
     /// A refused message: 422 with its code (`{"code": …, "error": "CODE: …"}`), nothing stored.
     static func refused(_ refusal: IngestRefusal) -> Response {
-        json(.unprocessableContent, ["error": refusal.description, "code": refusal.code])
+        json(.unprocessableContent, ["error": refusal.description, "code": "\(refusal.code)"])
     }
 
     static func json(_ status: HTTPResponse.Status, _ object: [String: String]) -> Response {

@@ -83,16 +83,16 @@ struct Scenario {
     /// Reads and checks a scenario file; every problem is reported as `FILE: path: problem`.
     static func load(_ path: String) throws(ScenarioError) -> Scenario {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-            throw ScenarioError("SCENARIO_UNREADABLE", "\(path): cannot read the file")
+            throw ScenarioError(.unreadable, "\(path): cannot read the file")
         }
         let root: Node
         do {
             guard let node = try Yams.compose(yaml: text), node.mapping != nil else {
-                throw ScenarioError("SCENARIO_INVALID", "\(path): not a YAML mapping")
+                throw ScenarioError(.invalid, "\(path): not a YAML mapping")
             }
             root = node
         } catch let e as ScenarioError { throw e } catch {
-            throw ScenarioError("SCENARIO_INVALID", "\(path): \(error)")
+            throw ScenarioError(.invalid, "\(path): \(error)")
         }
         var problems: [String] = []
         func fail(_ where_: String, _ message: String) { problems.append("\(path): \(where_): \(message)") }
@@ -240,7 +240,7 @@ struct Scenario {
             expectations.append(e)
         }
         if expectations.isEmpty { fail("expect", "is required: a scenario must be able to fail") }
-        if !problems.isEmpty { throw ScenarioError("SCENARIO_INVALID", problems.joined(separator: "\n")) }
+        if !problems.isEmpty { throw ScenarioError(.invalid, problems.joined(separator: "\n")) }
         return Scenario(name: name, description: root["description"]?.string ?? "", requiresCAN: requires.contains("can"),
                         duration: duration, startHz: root["start_hz"]?.float ?? 50, config: config, actions: actions,
                         expectations: expectations)
@@ -280,13 +280,63 @@ struct Scenario {
     }
 }
 
+/// Why a scenario could not be run or judged: a typed code and a sentence. `bess-hil scenario`
+/// prints it as `CODE: sentence`.
 struct ScenarioError: Error, CustomStringConvertible {
-    var code: String
+    /// A stable code: a struct over a private enum, matched by value, printed by its name.
+    struct Code: Hashable, CustomStringConvertible {
+        private enum Value: Hashable {
+            case invalid, unreadable, io, configInvalid, bessdMissing, bessdFailed, aggregatorMissing, aggregatorFailed, plantFailed, plotFailed
+        }
+
+        private let value: Value
+        private init(_ value: Value) { self.value = value }
+
+        /// `SCENARIO_INVALID`: the scenario file breaks a rule of its format.
+        static let invalid = Code(.invalid)
+        /// `SCENARIO_UNREADABLE`: the scenario file cannot be read.
+        static let unreadable = Code(.unreadable)
+        /// `SCENARIO_IO`: a run or result file cannot be written.
+        static let io = Code(.io)
+        /// `SCENARIO_CONFIG_INVALID`: the scenario's bessd configuration is refused.
+        static let configInvalid = Code(.configInvalid)
+        /// `SCENARIO_BESSD_MISSING`: the bessd binary is not there.
+        static let bessdMissing = Code(.bessdMissing)
+        /// `SCENARIO_BESSD_FAILED`: bessd did not start or answer.
+        static let bessdFailed = Code(.bessdFailed)
+        /// `SCENARIO_AGGREGATOR_MISSING`: the bess-aggregator binary is not there.
+        static let aggregatorMissing = Code(.aggregatorMissing)
+        /// `SCENARIO_AGGREGATOR_FAILED`: bess-aggregator did not start or answer.
+        static let aggregatorFailed = Code(.aggregatorFailed)
+        /// `SCENARIO_PLANT_FAILED`: the plant could not serve the rig.
+        static let plantFailed = Code(.plantFailed)
+        /// `SCENARIO_PLOT_FAILED`: gnuplot could not draw the plot.
+        static let plotFailed = Code(.plotFailed)
+
+        var description: String {
+            switch value {
+            case .invalid: "SCENARIO_INVALID"
+            case .unreadable: "SCENARIO_UNREADABLE"
+            case .io: "SCENARIO_IO"
+            case .configInvalid: "SCENARIO_CONFIG_INVALID"
+            case .bessdMissing: "SCENARIO_BESSD_MISSING"
+            case .bessdFailed: "SCENARIO_BESSD_FAILED"
+            case .aggregatorMissing: "SCENARIO_AGGREGATOR_MISSING"
+            case .aggregatorFailed: "SCENARIO_AGGREGATOR_FAILED"
+            case .plantFailed: "SCENARIO_PLANT_FAILED"
+            case .plotFailed: "SCENARIO_PLOT_FAILED"
+            }
+        }
+    }
+
+    var code: Code
     var message: String
-    init(_ code: String, _ message: String) {
+
+    init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
+
     var description: String { "\(code): \(message)" }
 }
 

@@ -59,11 +59,11 @@ final class ScenarioRun {
     /// the end of the run.
     static func missingPrograms(for scenario: Scenario, bessdPath: String, aggregatorPath: String) -> ScenarioError? {
         if !FileManager.default.isExecutableFile(atPath: bessdPath) {
-            return ScenarioError("SCENARIO_BESSD_MISSING", "no bessd at \(bessdPath) (build it: swift build, or pass --bessd PATH)")
+            return ScenarioError(.bessdMissing, "no bessd at \(bessdPath) (build it: swift build, or pass --bessd PATH)")
         }
         if scenario.needsAggregator, !FileManager.default.isExecutableFile(atPath: aggregatorPath)
         {
-            return ScenarioError("SCENARIO_AGGREGATOR_MISSING",
+            return ScenarioError(.aggregatorMissing,
                                  "this scenario needs bess-aggregator and there is none at \(aggregatorPath) (pass --aggregator PATH)")
         }
         return nil
@@ -107,7 +107,7 @@ final class ScenarioRun {
                 lastError = "\(error)"
             }
         }
-        guard let rig = built else { throw ScenarioError("SCENARIO_PLANT_FAILED", lastError) }
+        guard let rig = built else { throw ScenarioError(.plantFailed, lastError) }
         defer { rig.stop() }
         if scenario.needsAggregator || wantsAggregator { try startAggregator() }
         // The plant serves (and steps) while bessd starts; the scenario's clock starts once bessd answers.
@@ -158,7 +158,7 @@ final class ScenarioRun {
         let trace = scenario.frequencyTrace.map { "\($0.0),\($0.1)" }.joined(separator: "\n")
         let tracePath = runDirectory + "/frequency.csv"
         guard (try? ("seconds,hz\n" + trace + "\n").write(toFile: tracePath, atomically: true, encoding: .utf8)) != nil else {
-            throw ScenarioError("SCENARIO_IO", "cannot write \(tracePath)")
+            throw ScenarioError(.io, "cannot write \(tracePath)")
         }
         var root = config.mapping ?? [:]
         root["mode"] = Node("hil")  // scenarios inject faults and may simulate the BMS
@@ -239,7 +239,7 @@ final class ScenarioRun {
         let path = runDirectory + "/" + name
         guard let text = try? Yams.serialize(node: .mapping(root)),
               (try? text.write(toFile: path, atomically: true, encoding: .utf8)) != nil
-        else { throw ScenarioError("SCENARIO_IO", "cannot write \(path)") }
+        else { throw ScenarioError(.io, "cannot write \(path)") }
         return path
     }
 
@@ -247,7 +247,7 @@ final class ScenarioRun {
         do {
             return try ConfigLoader.load(path: path)
         } catch {
-            throw ScenarioError("SCENARIO_CONFIG_INVALID",
+            throw ScenarioError(.configInvalid,
                                 "the scenario's bessd configuration is refused:\n" + error.diagnostics.map { "  \($0)" }.joined(separator: "\n"))
         }
     }
@@ -267,7 +267,7 @@ final class ScenarioRun {
         process.standardOutput = log ?? FileHandle.nullDevice
         process.standardError = log ?? FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
-        do { try process.run() } catch { throw ScenarioError("SCENARIO_BESSD_FAILED", "cannot start \(bessdPath): \(error)") }
+        do { try process.run() } catch { throw ScenarioError(.bessdFailed, "cannot start \(bessdPath): \(error)") }
         try? log?.close()  // the child has its own copy
         bessd = process
         // Ready when its control socket answers (it answers once every device was probed).
@@ -278,7 +278,7 @@ final class ScenarioRun {
             usleep(20_000)
             plantStep()
         }
-        throw ScenarioError("SCENARIO_BESSD_FAILED", "bessd did not answer on \(controlSocket); its log:\n" + tail(runDirectory + "/bessd.log"))
+        throw ScenarioError(.bessdFailed, "bessd did not answer on \(controlSocket); its log:\n" + tail(runDirectory + "/bessd.log"))
     }
 
     func stopBessd() {
@@ -303,7 +303,7 @@ final class ScenarioRun {
         log?.seekToEndOfFile()
         process.standardOutput = log ?? FileHandle.nullDevice
         process.standardError = log ?? FileHandle.nullDevice
-        do { try process.run() } catch { throw ScenarioError("SCENARIO_AGGREGATOR_FAILED", "cannot start \(aggregatorPath): \(error)") }
+        do { try process.run() } catch { throw ScenarioError(.aggregatorFailed, "cannot start \(aggregatorPath): \(error)") }
         try? log?.close()
         aggregator = process
         let end = MonotonicClock.now() + .seconds(10)
@@ -312,7 +312,7 @@ final class ScenarioRun {
             usleep(50_000)
             plantStep()
         }
-        throw ScenarioError("SCENARIO_AGGREGATOR_FAILED", "bess-aggregator did not answer on 127.0.0.1:\(aggregatorPort)")
+        throw ScenarioError(.aggregatorFailed, "bess-aggregator did not answer on 127.0.0.1:\(aggregatorPort)")
     }
 
     func cleanUp() {
@@ -495,7 +495,7 @@ final class ScenarioRun {
                 + "\(fmt(s.gridKW)),\(fmt(s.sitePowerKW)),\(fmt(s.socSpreadPercent)),\(fmt(s.operatorCapKW)),\(fmt(s.scadaSetpointKW))\n"
         }
         guard (try? csv.write(toFile: base + ".csv", atomically: true, encoding: .utf8)) != nil else {
-            throw ScenarioError("SCENARIO_IO", "cannot write \(base).csv")
+            throw ScenarioError(.io, "cannot write \(base).csv")
         }
         // The verdict never depends on the picture: a plot that cannot be drawn is said, not failed.
         guard let plotter else {
@@ -552,12 +552,12 @@ final class ScenarioRun {
         process.standardError = errors
         process.standardOutput = FileHandle.nullDevice
         do { try process.run() } catch {
-            throw ScenarioError("SCENARIO_PLOT_FAILED", "cannot start \(gnuplot): \(error)")
+            throw ScenarioError(.plotFailed, "cannot start \(gnuplot): \(error)")
         }
         let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
-            throw ScenarioError("SCENARIO_PLOT_FAILED", "gnuplot: \(message)")
+            throw ScenarioError(.plotFailed, "gnuplot: \(message)")
         }
     }
 
