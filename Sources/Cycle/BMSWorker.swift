@@ -46,7 +46,9 @@ public final class BMSSlot: Sendable {
 public final class BMSWorker: @unchecked Sendable {
     public let interface: String
     public let slot: BMSSlot
-    let log: @Sendable (String) -> Void
+    /// The battery units the notices concern (`BESS_UNIT`).
+    public let units: [String]
+    let log: @Sendable (DeviceNotice) -> Void
     private let worker = WorkerThread()
 
     /// True while the worker's thread runs its loop (the watchdog checks it).
@@ -63,10 +65,14 @@ public final class BMSWorker: @unchecked Sendable {
     /// an extra cycle → zero on the wire): under the default policy any busy thread could hold it.
     let realtime: RealtimeThread?
 
-    public init(interface: String, slot: BMSSlot, manage: (bitrate: Int, restartMs: Int)? = nil, phase: CyclePhase? = nil,
-                realtime: RealtimeThread? = nil, log: @escaping @Sendable (String) -> Void) {
+    /// - Parameter log: receives the worker's notices: a failure of the interface as a warning with
+    ///   its code (`CAN_BUS_OFF`), a refused priority or CPU as `REALTIME_DEGRADED`, the rest as
+    ///   plain notices; each about `units`.
+    public init(interface: String, slot: BMSSlot, units: [String] = [], manage: (bitrate: Int, restartMs: Int)? = nil,
+                phase: CyclePhase? = nil, realtime: RealtimeThread? = nil, log: @escaping @Sendable (DeviceNotice) -> Void) {
         self.interface = interface
         self.slot = slot
+        self.units = units
         management = manage
         self.phase = phase
         self.realtime = realtime
@@ -81,8 +87,20 @@ public final class BMSWorker: @unchecked Sendable {
         worker.stop()
     }
 
+    /// A plain line about the interface.
+    private func note(_ text: String) { log(DeviceNotice("\(interface): \(text)", units: units)) }
+
+    /// A failure of the interface: a warning with its code.
+    private func warn(_ error: FieldbusError) {
+        log(DeviceNotice("\(interface): \(error)", severity: .warning, code: "\(error.code)", units: units))
+    }
+
     private func loop() {
-        if let realtime { for notice in Realtime.enter(realtime, as: "the CAN worker").notices { log("\(interface): \(notice)") } }
+        if let realtime {
+            for notice in Realtime.enter(realtime, as: "the CAN worker").notices {
+                log(DeviceNotice("\(interface): \(notice)", severity: .warning, code: "REALTIME_DEGRADED", units: units))
+            }
+        }
         // One decoder for the worker's life: an extension it has seen stays expected across a reopened
         // interface (the same BMS); a restart of bessd starts over.
         var decoder = PylontechDecoder()
@@ -103,18 +121,18 @@ public final class BMSWorker: @unchecked Sendable {
                     do {
                         try CANInterface.configure(interface, bitrate: management.bitrate, restartMs: management.restartMs)
                     } catch {
-                        if reported != error.code { log("\(interface): \(error)") }
+                        if reported != error.code { warn(error) }
                     }
                 }
                 do {
                     socket = try CANSocket(interface: interface, filters: PylontechLV.receiveFilters)
                     backoff.reset()
                     slot.update { $0.fault = nil }
-                    if reported != nil { log("\(interface): CAN interface back") }
+                    if reported != nil { note("CAN interface back") }
                     reported = nil
                 } catch {
                     slot.update { $0.fault = error.code.description }
-                    if reported != error.code { log("\(interface): \(error)") }
+                    if reported != error.code { warn(error) }
                     reported = error.code
                     retryAt = now + backoff.next()
                     continue
@@ -142,10 +160,10 @@ public final class BMSWorker: @unchecked Sendable {
                         if report.restarted || report.backToActive { $0.busOff = false; $0.fault = nil }
                     }
                     if report.busOff {
-                        log("\(interface): \(FieldbusError.Code.busOff): the controller left the bus")
+                        warn(FieldbusError(.busOff, message: "the controller left the bus"))
                         // With automatic restart off, a managed interface is restarted here.
                         if let management, management.restartMs == 0 {
-                            do { try CANInterface.restart(interface) } catch { log("\(interface): \(error)") }
+                            do { try CANInterface.restart(interface) } catch { warn(error) }
                         }
                     }
                     continue
@@ -164,12 +182,12 @@ public final class BMSWorker: @unchecked Sendable {
                     $0.counters = counters
                 }
                 if alarm { phase?.raiseAlarm() }
-                if let line = unsentNotice.check(snapshot, at: at) { log("\(interface): \(line)") }
+                if let line = unsentNotice.check(snapshot, at: at) { note(line) }
             } catch {
                 // The interface went away or down: report it and reopen with back-off.
                 let fault = error.code == .receiveFailed ? FieldbusError.Code.interfaceDown : error.code
                 slot.update { $0.fault = fault.description }
-                log("\(interface): \(error)")
+                warn(error)
                 socket = nil
                 retryAt = MonotonicClock.now().nanoseconds + backoff.next()
             }

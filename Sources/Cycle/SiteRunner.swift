@@ -89,14 +89,9 @@ public final class HardwareSite: SiteIO {
         let log = UncheckedOutput(output)
         bmsWorkers = zip(configuration.units, bmsSlots).compactMap { unit, slot in
             slot.map {
-                BMSWorker(interface: unit.bms.interface, slot: $0,
+                BMSWorker(interface: unit.bms.interface, slot: $0, units: [unit.id],
                           manage: unit.bms.manageInterface ? (unit.bms.bitrate, unit.bms.restartMs) : nil, phase: phase,
-                          realtime: placement?.workers) { line in
-                    // The CAN worker's lines are text; a refused priority or CPU is a warning, as elsewhere.
-                    let degraded = line.contains("REALTIME_DEGRADED")
-                    log.write(DeviceNotice(line, severity: degraded ? .warning : .notice, code: degraded ? "REALTIME_DEGRADED" : nil,
-                                           units: [unit.id]))
-                }
+                          realtime: placement?.workers) { log.write($0) }
             }
         }
         // A BMS on CAN may wake the cycle: a frame that calls for less power is acted on as it

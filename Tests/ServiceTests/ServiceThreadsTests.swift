@@ -176,12 +176,12 @@ struct ServiceThreadsTests {
             }.count
         }
         let before = fifo(17)
-        let refused = Mutex<[String]>([])
-        let worker = BMSWorker(interface: "bessdnone0", slot: BMSSlot(), realtime: RealtimeThread(priority: 17)) { line in refused.withLock { $0.append(line) } }
+        let refused = Mutex<[DeviceNotice]>([])
+        let worker = BMSWorker(interface: "bessdnone0", slot: BMSSlot(), realtime: RealtimeThread(priority: 17)) { notice in refused.withLock { $0.append(notice) } }
         worker.start()
         defer { worker.stop() }
         // As root it runs SCHED_FIFO; without the right to, it says so (REALTIME_DEGRADED).
-        #expect(waitFor { fifo(17) == before + 1 || (getuid() != 0 && refused.withLock { $0.contains { $0.contains("REALTIME_DEGRADED") } }) },
+        #expect(waitFor { fifo(17) == before + 1 || (getuid() != 0 && refused.withLock { $0.contains { $0.code == "REALTIME_DEGRADED" && $0.severity == .warning } }) },
                 "no thread runs SCHED_FIFO 17: \(refused.withLock { $0 })")
     }
 

@@ -1,3 +1,4 @@
+import BessSystem
 import ControlCore
 import Simulation
 @testable import Service
@@ -119,13 +120,18 @@ struct SiteRunnerTests {
         #expect(lines.contains { $0.hasPrefix("BESS_SIM_01 BMS_COMM_LOST tripped: no fresh data from the BMS") })
     }
 
-    @Test("a real BMS whose CAN interface is missing is a coded fault and zero power, not a crash")
-    func missingCANInterface() throws {
-        let c = try ConfigLoader.parse("""
+    /// One unit whose BMS is real, on a CAN interface that does not exist.
+    static func missingCANSite() throws -> BessdConfiguration {
+        try ConfigLoader.parse("""
             mode: hil
             bess_units:
               - {id: U1, capacity_kwh: 10, max_power_kw: 5, inverter: {simulated: true}, bms: {interface: bessd-none0}}
             """, file: "hw.yaml")
+    }
+
+    @Test("a real BMS whose CAN interface is missing is a coded fault and zero power, not a crash")
+    func missingCANInterface() throws {
+        let c = try Self.missingCANSite()
         let runner = try SiteRunner.make(configuration: c, startedAt: MonotonicClock.now()) { _ in }
         runner.startWorkers()
         defer { runner.stopWorkers() }
@@ -136,6 +142,22 @@ struct SiteRunnerTests {
         #expect(d.state == .starting)
         #expect(d.setpoint == .zero)
         #expect(runner.statusLine(now: MonotonicClock.now()).contains("CAN_INTERFACE_MISSING"))
+    }
+
+    @Test("the CAN worker's failure reaches the journal coded: a warning, its code, its unit")
+    func canNoticeCoded() throws {
+        let c = try Self.missingCANSite()
+        let notices = PILock<[DeviceNotice]>([])
+        let runner = try SiteRunner.make(configuration: c, startedAt: MonotonicClock.now()) { notice in
+            notices.withLock { $0.append(notice) }
+        }
+        runner.startWorkers()
+        defer { runner.stopWorkers() }
+        #expect(waitFor(seconds: 2) { notices.withLock { $0.contains { $0.code == "CAN_INTERFACE_MISSING" } } })
+        let notice = notices.withLock { $0.first { $0.code == "CAN_INTERFACE_MISSING" } }
+        #expect(notice?.severity == .warning)
+        #expect(notice?.units == ["U1"])
+        #expect(notice?.text.hasPrefix("bessd-none0: CAN_INTERFACE_MISSING") == true, "\(String(describing: notice))")
     }
 
     @Test("two real BMS on one CAN interface are refused in the configuration")
