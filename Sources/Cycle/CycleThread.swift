@@ -118,16 +118,11 @@ public final class CycleBody {
     let units: Int
     let isRealtime: Bool
     var histogram = LatencyHistogram()
-    var modes: [OperatingMode?]
-    var siteMode: OperatingMode?
-    var remoteModes: [(mode: OperatingMode, seconds: Double, emergency: Bool)?]
-    var overrides: [(power: Watts, seconds: Double)?]
-    var clears: [Bool]
-    var resets: [Bool]
-    var dispatches: [(power: Watts, seconds: Double, pinned: Bool)?]
-    var dispatchClears: [Bool]
+    /// The mailbox the cycle took last: swapped with the shared one under the lock when it holds
+    /// new requests, applied outside it, then cleared in place for the next swap (both mailboxes
+    /// are allocated once, at start).
+    var taken: Mailbox
     var outcomes: [ResetOutcome]
-    var taken: UInt64 = 0
     var commandsTaken: UInt64 = 0
     public private(set) var cycles: UInt64 = 0
     public internal(set) var overruns: UInt64 = 0
@@ -141,13 +136,7 @@ public final class CycleBody {
         self.shared = shared
         isRealtime = realtime
         units = runner.configuration.units.count
-        modes = [OperatingMode?](repeating: nil, count: units)
-        remoteModes = [(mode: OperatingMode, seconds: Double, emergency: Bool)?](repeating: nil, count: units)
-        overrides = [(power: Watts, seconds: Double)?](repeating: nil, count: units)
-        clears = [Bool](repeating: false, count: units)
-        resets = [Bool](repeating: false, count: units)
-        dispatches = [(power: Watts, seconds: Double, pinned: Bool)?](repeating: nil, count: units)
-        dispatchClears = [Bool](repeating: false, count: units)
+        taken = Mailbox(units: units)
         outcomes = [ResetOutcome](repeating: ResetOutcome(), count: units)
     }
 
@@ -155,7 +144,7 @@ public final class CycleBody {
     /// (off the schedule: no lateness recorded, no reading counted late).
     public func run(now: MonotonicInstant, lateness: Int64?) {
         if let lateness { histogram.record(microseconds: max(0, lateness) / 1000) }
-        // Operator requests, copied out under the lock into storage allocated above.
+        // Operator requests: the shared mailbox is swapped for the cleared one under the lock.
         var pending = false
         shared.contents.withLock { c in
             // SCADA's commands and the relay contacts' limit: plain values.
@@ -165,45 +154,29 @@ public final class CycleBody {
             }
             runner.controller.inputLimitPercent = c.inputLimitPercent
             runner.controller.clockSynchronized = c.clockSynchronized
-            guard c.mailbox.generation != taken else { return }
+            guard c.mailbox.generation != taken.generation else { return }
             pending = true
-            taken = c.mailbox.generation
-            siteMode = c.mailbox.siteMode
-            c.mailbox.siteMode = nil
-            for i in 0..<units {
-                remoteModes[i] = c.mailbox.remoteMode[i]
-                c.mailbox.remoteMode[i] = nil
-                modes[i] = c.mailbox.mode[i]
-                overrides[i] = c.mailbox.override[i]
-                clears[i] = c.mailbox.clearOverride[i]
-                resets[i] = c.mailbox.reset[i]
-                dispatches[i] = c.mailbox.dispatch[i]
-                dispatchClears[i] = c.mailbox.clearDispatch[i]
-                c.mailbox.dispatch[i] = nil
-                c.mailbox.clearDispatch[i] = false
-                c.mailbox.mode[i] = nil
-                c.mailbox.override[i] = nil
-                c.mailbox.clearOverride[i] = false
-                c.mailbox.reset[i] = false
-            }
+            // The cleared mailbox goes back for the next requests, with the generation carried on.
+            taken.generation = c.mailbox.generation
+            swap(&c.mailbox, &taken)
         }
         if pending {
-            if let siteMode { runner.controller.setOperatorMode(siteMode) }
+            if let siteMode = taken.siteMode { runner.controller.setOperatorMode(siteMode) }
             for i in 0..<units {
-                if let mode = modes[i] { runner.controller.setOperatorMode(mode, unit: i) }
-                if let r = remoteModes[i] {
+                if let mode = taken.mode[i] { runner.controller.setOperatorMode(mode, unit: i) }
+                if let r = taken.remoteMode[i] {
                     runner.controller.setRemoteMode(r.mode, until: now + .seconds(fromDouble: r.seconds), emergency: r.emergency, unit: i)
                 }
-                if let o = overrides[i] {
+                if let o = taken.override[i] {
                     runner.setOverride(PowerCommand(power: o.power, expiresAt: now + .seconds(fromDouble: o.seconds)), unit: i)
                 }
-                if clears[i] { runner.setOverride(nil, unit: i) }
-                if let d = dispatches[i] {
+                if taken.clearOverride[i] { runner.setOverride(nil, unit: i) }
+                if let d = taken.dispatch[i] {
                     runner.setDispatch(PowerCommand(power: d.power, expiresAt: now + .seconds(fromDouble: d.seconds), pinned: d.pinned), unit: i)
                 }
-                if dispatchClears[i] { runner.setDispatch(nil, unit: i) }
+                if taken.clearDispatch[i] { runner.setDispatch(nil, unit: i) }
                 // A reset is an operator action, not the steady state: its small result array may allocate.
-                if resets[i] { outcomes[i] = runner.controller.reset(unit: i, now: now).first?.outcome ?? ResetOutcome() }
+                if taken.reset[i] { outcomes[i] = runner.controller.reset(unit: i, now: now).first?.outcome ?? ResetOutcome() }
             }
         }
 
@@ -235,11 +208,29 @@ public final class CycleBody {
                 published = true
             }
             if pending {
-                for i in 0..<units where resets[i] { c.resetOutcomes[i] = outcomes[i] }
-                c.appliedGeneration = taken
+                for i in 0..<units where taken.reset[i] { c.resetOutcomes[i] = outcomes[i] }
+                c.appliedGeneration = taken.generation
             }
         }
+        if pending { taken.clear() }
         // Outside the lock: the service loop wakes to log and record what was published.
         if published { shared.serviceWakeup.signal() }
+    }
+}
+
+extension Mailbox {
+    /// Empties every request in place, keeping the arrays' storage and the generation: what the
+    /// cycle does to the mailbox it has applied before it swaps it back.
+    mutating func clear() {
+        siteMode = nil
+        for i in mode.indices {
+            mode[i] = nil
+            remoteMode[i] = nil
+            override[i] = nil
+            clearOverride[i] = false
+            reset[i] = false
+            dispatch[i] = nil
+            clearDispatch[i] = false
+        }
     }
 }

@@ -60,6 +60,31 @@ struct AuthorityTests {
         #expect(Daemon.heldBy(shared.units[0]) == nil)
     }
 
+    @Test("the cycle takes the mailbox whole, once: applied, emptied, and the next request starts clean")
+    func mailboxSwap() throws {
+        let (_, shared, body, _) = try Self.site()
+        Self.run(body, from: 0, seconds: 1)
+        let first = shared.post {
+            $0.mode[0] = .standby
+            $0.override[1] = (Watts.kilowatts(20), 60)
+        }
+        Self.run(body, from: 1, seconds: 0.1)
+        #expect(shared.units[0].mode == .standby)
+        #expect(shared.units[1].overrideW == 20_000)
+        #expect(shared.contents.withLock { $0.appliedGeneration } == first)
+        // What the cycle took is gone from the shared mailbox: nothing is applied twice.
+        let left = shared.peekMailbox()
+        #expect(left.mode.allSatisfy { $0 == nil } && left.override.allSatisfy { $0 == nil } && left.generation == first)
+        // The next request lands in the mailbox the cycle cleared and gave back.
+        let second = shared.post { $0.mode[0] = .auto }
+        #expect(second == first + 1)
+        #expect(shared.peekMailbox().override.allSatisfy { $0 == nil })
+        Self.run(body, from: 1.1, seconds: 0.1)
+        #expect(shared.units[0].mode == .auto)
+        #expect(shared.units[1].overrideW == 20_000)
+        #expect(shared.contents.withLock { $0.appliedGeneration } == second)
+    }
+
     @Test("an aggregator standby is shown with its end and lapses by itself")
     func remoteStandbyLapses() throws {
         let (runner, shared, body, intake) = try Self.site()
