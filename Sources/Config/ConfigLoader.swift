@@ -31,6 +31,20 @@ public enum ConfigLoader {
         return try parse(text, file: path)
     }
 
+    /// Loads the file at `path`, or the embedded simulated site when `path` is nil. When the
+    /// configuration is invalid, writes each diagnostic (`FILE:LINE: key.path: problem`) to standard
+    /// error, one a line, and returns nil: the one place bessd and bess-hil turn a configuration
+    /// error into lines for a person (each then exits 1).
+    public static func loadReporting(path: String?) -> BessdConfiguration? {
+        do {
+            if let path { return try load(path: path) }
+            return try parse(EmbeddedConfiguration.simulationYAML, file: "<embedded simulation.yaml>")
+        } catch {
+            for diagnostic in error.diagnostics { FileHandle.standardError.write(Data("\(diagnostic)\n".utf8)) }
+            return nil
+        }
+    }
+
     /// Parses configuration text; `file` names it in diagnostics.
     public static func parse(_ text: String, file: String) throws(ConfigurationError) -> BessdConfiguration {
         // Found before libyaml, which refuses such a file without saying where.

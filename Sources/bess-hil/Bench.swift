@@ -199,15 +199,14 @@ struct StepLatency: ParsableCommand {
         commandName: "step-latency",
         abstract: "Frequency step at the plant's registers → new setpoint on the inverter's wire (response time 0).")
     @Option(help: "Steps to time.") var steps = 200
-    @Option(help: "bessd's control period, ms.") var periodMs = 100
+    @OptionGroup var bessd: BenchBessdOptions
     @Option(help: "Units on the site, each with its own inverter on its own port; the first is timed.") var units = 1
     @Flag(inversion: .prefixedNo, help: "Run bessd's cycle SCHED_FIFO 60.") var realtime = true
-    @Option(help: "The bessd binary (default: next to bess-hil).") var bessd: String?
     @Option(help: "Write one latency (ms) per line here.") var csv: String?
 
     func run() throws {
-        let bessdPath = bessd ?? sibling("bessd")
-        let bench = try WireBench(periodMs: periodMs, canInterface: nil, bessdPath: bessdPath, units: units,
+        let bessdPath = bessd.path
+        let bench = try WireBench(periodMs: bessd.periodMs, canInterface: nil, bessdPath: bessdPath, units: units,
                                   extraConfig: realtime ? "realtime: {priority: 60}" : "")
         defer { bench.stop() }
         try bench.waitReady()
@@ -237,16 +236,15 @@ struct AlarmLatency: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "alarm-latency", abstract: "BMS protection frame on CAN → zero setpoint on the inverter's wire.")
     @Option(help: "Alarms to time.") var alarms = 40
-    @Option(help: "bessd's control period, ms.") var periodMs = 100
+    @OptionGroup var bessd: BenchBessdOptions
     @Option(help: "CAN interface.") var canInterface = "vcan0"
-    @Option(help: "The bessd binary (default: next to bess-hil).") var bessd: String?
     @Option(help: "Write one latency (ms) per line here.") var csv: String?
     @Option(help: "bessd's realtime.priority (SCHED_FIFO for its cycle, one below for its bus and CAN workers, as config/gateway.yaml); 0: the default policy.")
     var realtimePriority = 0
 
     func run() throws {
-        let bessdPath = bessd ?? sibling("bessd")
-        let bench = try WireBench(periodMs: periodMs, canInterface: canInterface, bessdPath: bessdPath,
+        let bessdPath = bessd.path
+        let bench = try WireBench(periodMs: bessd.periodMs, canInterface: canInterface, bessdPath: bessdPath,
                                   extraConfig: "interlocks: {bms_protection: {hold_s: 0}}\nlimits: {ramp_percent_per_s: 100}"
                                       + (realtimePriority > 0 ? "\nrealtime: {priority: \(realtimePriority)}" : ""))
         defer { bench.stop() }
@@ -313,19 +311,18 @@ struct TripLatency: ParsableCommand {
         commandName: "trip-latency",
         abstract: "A unit's inverter faults during a frequency event → another unit's new setpoint on its wire.")
     @Option(help: "Trips to time.") var trips = 100
-    @Option(help: "bessd's control period, ms.") var periodMs = 100
+    @OptionGroup var bessd: BenchBessdOptions
     @Option(help: "Units on the site (≥ 2); the second one trips, the first is timed.") var units = 8
     @Flag(inversion: .prefixedNo, help: "Run bessd's cycle SCHED_FIFO 60.") var realtime = true
-    @Option(help: "The bessd binary (default: next to bess-hil).") var bessd: String?
     @Option(help: "Write one latency (ms) per line here.") var csv: String?
 
     func run() throws {
         guard units >= 2 else { throw ValidationError("--units must be at least 2") }
-        let bessdPath = bessd ?? sibling("bessd")
+        let bessdPath = bessd.path
         // The fault clears at once (hold 0) and limits rise at once, so each trip starts from the
         // same shares.
         let bench = try WireBench(
-            periodMs: periodMs, canInterface: nil, bessdPath: bessdPath, units: units,
+            periodMs: bessd.periodMs, canInterface: nil, bessdPath: bessdPath, units: units,
             extraConfig: (realtime ? "realtime: {priority: 60}\n" : "")
                 + "interlocks: {inverter_fault: {hold_s: 0}}\nlimits: {ramp_percent_per_s: 1000}")
         defer { bench.stop() }
@@ -361,20 +358,19 @@ struct LoadStepLatency: ParsableCommand {
         commandName: "load-step-latency",
         abstract: "A load step over the import limit at the site meter → the units' new setpoints on the wire.")
     @Option(help: "Steps to time.") var steps = 100
-    @Option(help: "bessd's control period, ms.") var periodMs = 100
+    @OptionGroup var bessd: BenchBessdOptions
     @Option(help: "Units on the site; the first is timed.") var units = 8
     @Flag(inversion: .prefixedNo, help: "Run bessd's cycle SCHED_FIFO 60.") var realtime = true
-    @Option(help: "The bessd binary (default: next to bess-hil).") var bessd: String?
     @Option(help: "Write one latency (ms) per line here.") var csv: String?
 
     func run() throws {
-        let bessdPath = bessd ?? sibling("bessd")
+        let bessdPath = bessd.path
         let meter = try SunSpecServer(transport: .tcp(host: "127.0.0.1", port: 0), profile: .meter(model: 203, maxW: 2_000_000))
         try meter.start()
         defer { meter.stop() }
         let limitKW = 400.0
         let bench = try WireBench(
-            periodMs: periodMs, canInterface: nil, bessdPath: bessdPath, units: units,
+            periodMs: bessd.periodMs, canInterface: nil, bessdPath: bessdPath, units: units,
             extraConfig: (realtime ? "realtime: {priority: 60}\n" : "")
                 + "site: {meter: {modbus: {host: 127.0.0.1, port: \(meter.port), unit_id: 1, timeout_ms: 200}}, "
                 + "grid_limits: {import_max_kw: \(Int(limitKW))}}")
@@ -444,18 +440,17 @@ struct ScadaWriteLatency: ParsableCommand {
         commandName: "scada-write-latency",
         abstract: "A SCADA WSet write on bessd's Modbus TCP server → the units' new setpoints on the inverters' wire.")
     @Option(help: "Writes to time.") var writes = 100
-    @Option(help: "bessd's control period, ms.") var periodMs = 100
+    @OptionGroup var bessd: BenchBessdOptions
     @Option(help: "Units on the site; the first is timed.") var units = 8
     @Flag(inversion: .prefixedNo, help: "Run bessd's cycle SCHED_FIFO 60.") var realtime = true
-    @Option(help: "The bessd binary (default: next to bess-hil).") var bessd: String?
     @Option(help: "Write one latency (ms) per line here.") var csv: String?
 
     func run() throws {
-        let bessdPath = bessd ?? sibling("bessd")
+        let bessdPath = bessd.path
         let port = freeLoopbackPort()
         // The schedule follows a command within one cycle, so what is timed is the path, not the ramp.
         let bench = try WireBench(
-            periodMs: periodMs, canInterface: nil, bessdPath: bessdPath, units: units,
+            periodMs: bessd.periodMs, canInterface: nil, bessdPath: bessdPath, units: units,
             extraConfig: (realtime ? "realtime: {priority: 60}\n" : "") + "limits: {ramp_percent_per_s: 1000, schedule_ramp_percent_per_s: 1000}\n"
                 + scadaBlock(port: port))
         defer { bench.stop() }
@@ -502,14 +497,13 @@ struct ScadaReadLoad: ParsableCommand {
     @Option(help: "Polls per second per client in the paced phase.") var rate = 10.0
     @Option(help: "Seconds of the paced phase.") var seconds = 60.0
     @Option(help: "Seconds of the flat-out phase.") var flatOut = 10.0
-    @Option(help: "bessd's control period, ms.") var periodMs = 100
+    @OptionGroup var bessd: BenchBessdOptions
     @Option(help: "Units on the site.") var units = 8
-    @Option(help: "The bessd binary (default: next to bess-hil).") var bessd: String?
 
     func run() throws {
-        let bessdPath = bessd ?? sibling("bessd")
+        let bessdPath = bessd.path
         let port = freeLoopbackPort()
-        let bench = try WireBench(periodMs: periodMs, canInterface: nil, bessdPath: bessdPath, units: units,
+        let bench = try WireBench(periodMs: bessd.periodMs, canInterface: nil, bessdPath: bessdPath, units: units,
                                   extraConfig: "realtime: {priority: 60}\n" + scadaBlock(port: port))
         defer { bench.stop() }
         try bench.waitReady()

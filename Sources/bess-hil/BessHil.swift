@@ -102,13 +102,7 @@ struct PlantCommand: ParsableCommand {
     var duration: Double?
 
     func run() throws {
-        let loaded: BessdConfiguration
-        do {
-            loaded = try ConfigLoader.load(path: config)
-        } catch {
-            for d in error.diagnostics { FileHandle.standardError.write(Data("\(d)\n".utf8)) }
-            throw ExitCode(1)
-        }
+        guard let loaded = ConfigLoader.loadReporting(path: config) else { throw ExitCode(1) }
         let rig: PlantRig
         do {
             rig = try PlantRig(configuration: loaded, startedAt: MonotonicClock.now())
@@ -182,9 +176,7 @@ struct ScenarioCommand: ParsableCommand {
 
     @Argument(help: "Scenario files.") var files: [String]
     @Option(help: "Where the CSV and PNG go.") var output = "hil/results/scenarios"
-    @Option(help: "The bessd binary (default: next to bess-hil).") var bessd: String?
-    @Option(help: "The bess-aggregator binary, for scenarios that dispatch (default: next to bess-hil).") var aggregator: String?
-    @Option(help: "The CAN interface of scenarios that need one.") var canInterface = "vcan0"
+    @OptionGroup var programs: ScenarioPrograms
 
     func run() throws {
         let say: (String) -> Void = { FileHandle.standardOutput.write(Data(($0 + "\n").utf8)) }
@@ -201,13 +193,13 @@ struct ScenarioCommand: ParsableCommand {
                 worst = max(worst, 2)
                 continue
             }
-            if scenario.requiresCAN && !FileManager.default.fileExists(atPath: "/sys/class/net/\(canInterface)") {
-                say("SKIP \(scenario.name): needs the CAN interface \(canInterface) (scripts/can-tests.sh runs it in a VM)")
+            if scenario.requiresCAN && !FileManager.default.fileExists(atPath: "/sys/class/net/\(programs.canInterface)") {
+                say("SKIP \(scenario.name): needs the CAN interface \(programs.canInterface) (scripts/can-tests.sh runs it in a VM)")
                 if worst == 0 { worst = 77 }
                 continue
             }
-            let bessdPath = bessd ?? sibling("bessd")
-            let aggregatorPath = aggregator ?? sibling("bess-aggregator")
+            let bessdPath = programs.bessdPath
+            let aggregatorPath = programs.aggregatorPath
             if let missing = ScenarioRun.missingPrograms(for: scenario, bessdPath: bessdPath, aggregatorPath: aggregatorPath) {
                 say("ERROR \(scenario.name): \(missing)")
                 worst = max(worst == 77 ? 0 : worst, 2)
@@ -215,7 +207,7 @@ struct ScenarioCommand: ParsableCommand {
             }
             say("RUN  \(scenario.name) (\(Int(scenario.duration)) s): \(scenario.description)")
             let run = ScenarioRun(scenario: scenario, outputDirectory: output, bessdPath: bessdPath, aggregatorPath: aggregatorPath,
-                                  canInterface: canInterface, say: say)
+                                  canInterface: programs.canInterface, say: say)
             do {
                 let failures = try run.run()
                 let plot = run.plotProblem ?? "plot \(output)/\(scenario.name).png"

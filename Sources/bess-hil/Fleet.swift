@@ -187,15 +187,14 @@ struct CommandPushLatency: ParsableCommand {
         commandName: "command-push",
         abstract: "Aggregator queues a command → new setpoint on the inverter's wire, over MQTT (bessd's uplink transport: mqtt).")
     @Option(help: "Commands to time.") var commands = 100
-    @Option(help: "bessd's control period, ms.") var periodMs = 100
+    @OptionGroup var bessd: BenchBessdOptions
     @Option(help: "The broker bessd and the aggregator share: mqtt://host:port.") var broker: String
     @Option(help: "bess-aggregator's HTTP address, http://host:port.") var aggregator: String
-    @Option(help: "The bessd binary (default: next to bess-hil).") var bessd: String?
     @Option(help: "Write one latency (ms) per line here.") var csv: String?
 
     func run() throws {
         let site = "PUSH_BENCH"
-        let bench = try WireBench(periodMs: periodMs, canInterface: nil, bessdPath: bessd ?? sibling("bessd"),
+        let bench = try WireBench(periodMs: bessd.periodMs, canInterface: nil, bessdPath: bessd.path,
                                   extraConfig: "aggregator: {transport: mqtt, url: \"\(broker)\", site_id: \(site), interval_s: 1}")
         defer { bench.stop() }
         try bench.waitReady()

@@ -199,9 +199,7 @@ struct SoakCommand: ParsableCommand {
     @Option(help: "Seconds of warm-up before resources are judged (default: a sixth of the run).") var warmUp: Double?
     @Option(help: "The rig (a bessd configuration) the soak starts from.") var rig = "hil/rigs/scenario.yaml"
     @Option(help: "Where soak.md, soak.yaml and the CSV files go.") var output = "hil/results"
-    @Option(help: "The bessd binary (default: next to bess-hil).") var bessd: String?
-    @Option(help: "The bess-aggregator binary (default: next to bess-hil).") var aggregator: String?
-    @Option(help: "The CAN interface the plant's BMS sends on.") var canInterface = "vcan0"
+    @OptionGroup var programs: ScenarioPrograms
     @Option(help: "Where it ran, for the report (e.g. \"VM without KVM\").") var machine = "this machine"
     @Flag(help: "Write soak.yaml, check that it loads, and stop.") var planOnly = false
     @Flag(help: "No CAN: bessd simulates the BMS, and the four kinds only a BMS on the wire shows are left out (the verdict then fails on coverage).")
@@ -228,17 +226,17 @@ struct SoakCommand: ParsableCommand {
         say("soak: \(events.count) faults (\(kinds.count) of \(FaultInjection.Kind.allCases.count) kinds), \(plan.reloads.count) reloads, "
             + "\(plan.outages.count) uplink outages, \(scenario.expectations.count) expectations: \(scenarioPath)")
         if planOnly { return }
-        guard !scenario.requiresCAN || FileManager.default.fileExists(atPath: "/sys/class/net/\(canInterface)") else {
-            say("ERROR soak: needs the CAN interface \(canInterface) (make soak runs it in a VM when this kernel has no vcan)")
+        guard !scenario.requiresCAN || FileManager.default.fileExists(atPath: "/sys/class/net/\(programs.canInterface)") else {
+            say("ERROR soak: needs the CAN interface \(programs.canInterface) (make soak runs it in a VM when this kernel has no vcan)")
             throw ExitCode(2)
         }
-        let bessdPath = bessd ?? sibling("bessd"), aggregatorPath = aggregator ?? sibling("bess-aggregator")
+        let bessdPath = programs.bessdPath, aggregatorPath = programs.aggregatorPath
         if let missing = ScenarioRun.missingPrograms(for: scenario, bessdPath: bessdPath, aggregatorPath: aggregatorPath) {
             say("ERROR soak: \(missing)")
             throw ExitCode(2)
         }
         let run = ScenarioRun(scenario: scenario, outputDirectory: output, bessdPath: bessdPath, aggregatorPath: aggregatorPath,
-                              canInterface: canInterface, say: say)
+                              canInterface: programs.canInterface, say: say)
         run.wantsAggregator = true
         var measured: [SoakSample] = []
         var nextSample = 0.0

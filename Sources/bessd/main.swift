@@ -37,15 +37,10 @@ struct CheckConfig: ParsableCommand {
     var quiet = false
 
     func run() throws {
-        do {
-            let loaded = try ConfigLoader.load(path: file)
-            for notice in loaded.notices { print("notice: \(notice)") }
-            if !quiet {
-                print("\(file): OK (\(loaded.mode.rawValue), \(loaded.units.count) unit\(loaded.units.count == 1 ? "" : "s"), period \(loaded.periodMs) ms)")
-            }
-        } catch {
-            for diagnostic in error.diagnostics { FileHandle.standardError.write(Data("\(diagnostic)\n".utf8)) }
-            throw ExitCode(ExitStatus.invalidConfiguration)
+        guard let loaded = ConfigLoader.loadReporting(path: file) else { throw ExitCode(ExitStatus.invalidConfiguration) }
+        for notice in loaded.notices { print("notice: \(notice)") }
+        if !quiet {
+            print("\(file): OK (\(loaded.mode.rawValue), \(loaded.units.count) unit\(loaded.units.count == 1 ? "" : "s"), period \(loaded.periodMs) ms)")
         }
     }
 }
@@ -80,17 +75,7 @@ struct Run: ParsableCommand {
         // freed memory stays in whichever thread's arena held it. bessd's threads allocate little
         // (the cycle nothing at all), so two cost no contention that matters.
         Memory.limitMallocArenas(2)
-        let loaded: BessdConfiguration
-        do {
-            if let config {
-                loaded = try ConfigLoader.load(path: config)
-            } else {
-                loaded = try ConfigLoader.parse(EmbeddedConfiguration.simulationYAML, file: "<embedded simulation.yaml>")
-            }
-        } catch {
-            for diagnostic in error.diagnostics { FileHandle.standardError.write(Data("\(diagnostic)\n".utf8)) }
-            throw ExitCode(ExitStatus.invalidConfiguration)
-        }
+        guard let loaded = ConfigLoader.loadReporting(path: config) else { throw ExitCode(ExitStatus.invalidConfiguration) }
         let target = LogTarget(rawValue: log) ?? .auto
         let sinks = target.sinks(journalListening: target == .auto && JournalLogHandler.isAvailable,
                                  stderrIsTerminal: isatty(STDERR_FILENO) == 1)
