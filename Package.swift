@@ -67,10 +67,11 @@ let package = Package(
         // Configuration: the YAML schema, its diagnostics and the mapping to control settings (the only Yams user).
         .target(
             name: "Config",
-            dependencies: ["ControlCore", "BessSystem", "Fieldbus", .product(name: "Yams", package: "Yams")],
+            dependencies: ["ControlCore", "BessSystem", "Fieldbus", "Cycle", .product(name: "Yams", package: "Yams")],
             swiftSettings: swiftSettings),
-        // The real-time cycle and the bus workers behind the SiteIO seam; never imports the simulator.
-        .target(name: "Cycle", dependencies: ["ControlCore", "BessSystem", "Fieldbus", "Config"], swiftSettings: swiftSettings),
+        // The real-time cycle and the bus workers behind the SiteIO seam; never imports the simulator,
+        // nor Config: it defines the settings it runs on (CycleSettings), and Config maps the YAML into them.
+        .target(name: "Cycle", dependencies: ["ControlCore", "BessSystem", "Fieldbus"], swiftSettings: swiftSettings),
         // The simulated site bessd injects in modes simulation and hil: battery, inverter, meter and grid
         // models, fault schedules, and SimulatedSite (a SiteIO).
         .target(name: "Simulation", dependencies: ["ControlCore", "Fieldbus", "Config", "Cycle"], swiftSettings: swiftSettings),

@@ -1,3 +1,4 @@
+import Cycle
 import ControlCore
 internal import Yams
 
@@ -78,7 +79,7 @@ extension GridLimitInputsConfiguration {
         }
         i.finish(Self.keys)
         guard let modbus, !contacts.isEmpty else { return nil }
-        return GridLimitInputsConfiguration(modbus: modbus, function: function, activeHigh: active, debounceMs: debounce,
-                                            pollMs: poll, lostAfterSeconds: lost, contacts: contacts)
+        return GridLimitInputsConfiguration(modbus: modbus, function: function, activeHigh: active, debounce: .milliseconds(debounce),
+                                            poll: .milliseconds(poll), lostAfter: .seconds(fromDouble: lost), contacts: contacts)
     }
 }

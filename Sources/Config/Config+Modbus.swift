@@ -1,3 +1,4 @@
+import Cycle
 import ControlCore
 import Fieldbus
 internal import Yams
@@ -117,6 +118,6 @@ extension ModbusSettings {
         }
         let unitID = m.int("unit_id", default: 1, range: unitRange)!
         m.finish(Self.keys)
-        return transport.map { ModbusSettings(transport: $0, unitID: unitID, timeoutMs: timeout) }
+        return transport.map { ModbusSettings(transport: $0, unitID: unitID, timeout: .milliseconds(timeout)) }
     }
 }

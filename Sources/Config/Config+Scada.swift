@@ -1,3 +1,4 @@
+import Cycle
 import ControlCore
 internal import Yams
 

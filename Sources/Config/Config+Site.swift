@@ -1,3 +1,4 @@
+import Cycle
 import ControlCore
 import Fieldbus
 internal import Yams
@@ -124,7 +125,8 @@ extension MeterConfiguration {
             }
         }
         return MeterConfiguration(simulated: simulated, modbus: modbus, protocolName: protocolName, registerMap: map,
-                                  importPositive: importPositive, staleAfterSeconds: stale, maxLagSeconds: lag)
+                                  importPositive: importPositive, staleAfter: .seconds(fromDouble: stale),
+                                  maxLag: .seconds(fromDouble: lag))
     }
 }
 

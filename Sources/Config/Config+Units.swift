@@ -1,3 +1,5 @@
+import ControlCore
+import Cycle
 import Fieldbus
 internal import Yams
 
@@ -144,7 +146,7 @@ extension BMSSettings {
 
     /// A unit's BMS when its `bms:` block is left out: a Pylontech pack of 16 cells on can0 at 500 kbit/s.
     static let unitDefault = BMSSettings(simulated: false, interface: "can0", protocolName: .pylontech, bitrate: 500_000,
-                                         staleAfterSeconds: 3, cellsInSeries: 16)
+                                         staleAfter: .seconds(3), cellsInSeries: 16)
 
     /// A unit's `bms:` — simulated or on a CAN interface, its protocol, bit rate and timing.
     static func decode(_ b: ConfigReader.Fields, _ r: ConfigReader, mode: RunMode) -> BMSSettings {
@@ -158,11 +160,11 @@ extension BMSSettings {
                                  rule: "must be a network interface name of at most 15 characters")!
         bms.protocolName = b.choice("protocol", [("pylontech", .pylontech)], default: .pylontech)
         bms.bitrate = b.int("bitrate", default: 500_000, range: 10_000...1_000_000, unit: "bit/s")!
-        bms.staleAfterSeconds = b.double("stale_after_s", default: 3, range: 0.1...60, unit: "seconds")!
-        bms.startupGraceSeconds = b.double("startup_grace_s", default: 30, range: 0...3600, unit: "seconds")!
+        bms.staleAfter = .seconds(fromDouble: b.double("stale_after_s", default: 3, range: 0.1...60, unit: "seconds")!)
+        bms.startupGrace = .seconds(fromDouble: b.double("startup_grace_s", default: 30, range: 0...3600, unit: "seconds")!)
         bms.cellsInSeries = b.int("cells_in_series", default: 16, range: 1...1000)!
         bms.manageInterface = b.bool("manage_interface", default: false)
-        bms.restartMs = b.int("restart_ms", default: 100, range: 0...60_000, unit: "milliseconds")!
+        bms.restartAfter = .milliseconds(b.int("restart_ms", default: 100, range: 0...60_000, unit: "milliseconds")!)
         b.finish(Self.keys)
         return bms
     }

@@ -1,3 +1,4 @@
+import Cycle
 import BessSystem
 import ControlCore
 import Fieldbus

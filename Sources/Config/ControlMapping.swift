@@ -1,3 +1,4 @@
+import Cycle
 public import ControlCore
 
 extension BessdConfiguration {
@@ -15,14 +16,14 @@ extension BessdConfiguration {
             hasMeter: site.meter != nil, importMax: site.importMaxKW.map { .kilowatts($0) },
             exportMax: site.exportMaxKW.map { .kilowatts($0) }, application: site.application,
             socReservePercent: site.socReservePercent,
-            meterStaleAfter: .seconds(fromDouble: site.meter?.staleAfterSeconds ?? 3),
-            meterMaxLag: .seconds(fromDouble: site.meter?.maxLagSeconds ?? 1))
+            meterStaleAfter: site.meter?.staleAfter ?? .seconds(3),
+            meterMaxLag: site.meter?.maxLag ?? .seconds(1))
     }
 
     /// Per-unit control settings, with the interlock table overridden from `interlocks:`.
     public var unitSettings: [UnitSettings] {
         units.map { unit in
-            let bmsStale = Duration.seconds(fromDouble: unit.bms.staleAfterSeconds)
+            let bmsStale = unit.bms.staleAfter
             let inverterStale = Duration.seconds(fromDouble: unit.inverterStaleAfterSeconds)
             let defaults = InterlockRule.defaultTable(InterlockDefaults(
                 cellsInSeries: unit.bms.cellsInSeries, bmsStaleAfter: bmsStale, inverterStaleAfter: inverterStale))
@@ -30,7 +31,7 @@ extension BessdConfiguration {
                 rating: .kilowatts(unit.maxPowerKW), capacity: WattHours(unit.capacityKWh * 1000),
                 bmsStaleAfter: bmsStale, inverterStaleAfter: inverterStale,
                 rules: Self.apply(interlocks, to: defaults))
-            settings.bmsStartupGrace = .seconds(fromDouble: unit.bms.startupGraceSeconds)
+            settings.bmsStartupGrace = unit.bms.startupGrace
             settings.inverterStartupGrace = .seconds(fromDouble: unit.inverterStartupGraceSeconds)
             return settings
         }

@@ -1,5 +1,4 @@
 import BessSystem
-import Config
 public import ControlCore
 import Glibc
 import Synchronization
@@ -35,10 +34,10 @@ public final class CycleThread: @unchecked Sendable {
     public init(runner: SiteRunner, shared: SharedState, replacing previous: CycleThread? = nil) {
         self.runner = runner
         self.shared = shared
-        periodNanoseconds = Int64(runner.configuration.periodMs) * 1_000_000
+        periodNanoseconds = runner.settings.period.nanosecondsClamped
         if let previous {
             realtime = previous.realtime
-        } else if let settings = runner.configuration.realtime {
+        } else if let settings = runner.settings.realtime {
             let placement = Realtime.placement(settings)
             realtime = placement.cycle
             if let notice = placement.notice { threadNotices.withLock { $0 = [notice] } }
@@ -116,6 +115,8 @@ public final class CycleBody {
     let runner: SiteRunner
     let shared: SharedState
     let units: Int
+    /// The period, ms, as the statistics show it.
+    let periodMs: Int
     let isRealtime: Bool
     var histogram = LatencyHistogram()
     /// The mailbox the cycle took last: swapped with the shared one under the lock when it holds
@@ -135,7 +136,8 @@ public final class CycleBody {
         self.runner = runner
         self.shared = shared
         isRealtime = realtime
-        units = runner.configuration.units.count
+        units = runner.settings.devices.count
+        periodMs = runner.settings.periodMilliseconds
         taken = Mailbox(units: units)
         outcomes = [ResetOutcome](repeating: ResetOutcome(), count: units)
     }
@@ -187,7 +189,7 @@ public final class CycleBody {
         shared.contents.withLock { c in
             for i in 0..<units { runner.fill(&c.units[i], unit: i, now: now) }
             runner.fill(&c.site, now: now)
-            c.stats.periodMs = runner.configuration.periodMs
+            c.stats.periodMs = periodMs
             c.stats.cycles = cycles
             c.stats.overruns = overruns
             c.stats.lateReadings = runner.lateReadings

@@ -1,5 +1,4 @@
 import BessSystem
-public import Config
 public import ControlCore
 import Fieldbus
 import Glibc
@@ -36,7 +35,7 @@ public final class GridLimitInputReader: @unchecked Sendable {
 
     /// The contacts' state as configured, before any reading.
     public var initialContacts: RelayContacts {
-        RelayContacts(contacts: settings.contacts, activeHigh: settings.activeHigh, debounce: .milliseconds(settings.debounceMs))
+        RelayContacts(contacts: settings.contacts, activeHigh: settings.activeHigh, debounce: settings.debounce)
     }
 
     /// Publishes the most restrictive limit and starts reading.
@@ -53,7 +52,7 @@ public final class GridLimitInputReader: @unchecked Sendable {
         let function: UInt8 = settings.function == .coils ? 0x01 : 0x02
         let endpoint = settings.modbus.endpoint
         let connection = try? ModbusConnection(endpoint: endpoint, unitID: settings.modbus.unitID,
-                                               timeout: .milliseconds(settings.modbus.timeoutMs))
+                                               timeout: settings.modbus.timeout)
         var lastAnswer = MonotonicClock.now()
         var lastError = ""
         while worker.isRunning {
@@ -78,7 +77,7 @@ public final class GridLimitInputReader: @unchecked Sendable {
                 failures.add(1, ordering: .relaxed)
                 lastError = "\(error.code): \(error.message)"
                 let silent = MonotonicClock.now().seconds(since: lastAnswer)
-                if !lost.load(ordering: .relaxed), silent >= settings.lostAfterSeconds {
+                if !lost.load(ordering: .relaxed), silent >= settings.lostAfter.secondsDouble {
                     lost.store(true, ordering: .relaxed)
                     let held = contacts.limitPercent.map { "\(Self.number($0)) %" } ?? "none"
                     log("GRID_LIMIT_INPUT_LOST",
@@ -88,7 +87,7 @@ public final class GridLimitInputReader: @unchecked Sendable {
                 if error.isConnectionLost { connection?.close() }
             }
             // Sleep out the poll period in slices, so stop() is noticed.
-            let next = started + .milliseconds(settings.pollMs)
+            let next = started + settings.poll
             while worker.isRunning, MonotonicClock.now() < next {
                 MonotonicClock.sleep(until: min(next, MonotonicClock.now() + .milliseconds(50)))
             }

@@ -1,6 +1,5 @@
 public import BessSystem
 public import ControlCore
-public import Config
 import Fieldbus
 import Glibc
 import Synchronization
@@ -26,8 +25,8 @@ public protocol SiteIO: AnyObject {
     func command(unit: Int, setpoint: Watts)
     /// Every unit has its setpoint: real workers write now.
     func commandsIssued()
-    /// Takes a reloaded configuration (devices unchanged; simulation settings may change).
-    func reconfigure(_ configuration: BessdConfiguration)
+    /// Takes reloaded settings (devices unchanged; control settings and interlocks may change).
+    func reconfigure(_ settings: CycleSettings)
     /// True once every real device has answered or failed at least once.
     var devicesProbed: Bool { get }
     /// Bus faults per unit (CAN interface, Modbus), for the status line; any thread may call it.
@@ -64,18 +63,18 @@ public final class HardwareSite: SiteIO {
 
     /// - Parameter only: when true (the default), every device must be real; `SimulatedSite`
     ///   passes false and serves the simulated ones itself.
-    public init(configuration: BessdConfiguration, phase: CyclePhase, only: Bool = true, output: @escaping (DeviceNotice) -> Void)
+    public init(settings: CycleSettings, phase: CyclePhase, only: Bool = true, output: @escaping (DeviceNotice) -> Void)
         throws(RunError)
     {
-        if only, configuration.usesSimulation {
+        if only, settings.usesSimulation {
             throw RunError(.simulationRequired,
-                           message: "the configuration simulates a device or the frequency; that needs the simulated site (mode \(configuration.mode.rawValue))")
+                           message: "the configuration simulates a device or the frequency; that needs the simulated site (mode \(settings.mode.rawValue))")
         }
-        inverterSlots = configuration.units.map { configuration.isSimulated(inverterOf: $0) ? nil : DeviceSlot() }
-        meterSlot = configuration.site.meter != nil && !configuration.meterSimulated ? DeviceSlot() : nil
+        inverterSlots = settings.devices.map { $0.inverterSimulated ? nil : DeviceSlot() }
+        meterSlot = settings.meter != nil && !settings.meterSimulated ? DeviceSlot() : nil
         // The same CPU as the cycle's (`Realtime.placement`); the cycle reports a notice it gives.
-        let placement = configuration.realtime.map { Realtime.placement($0) }
-        workers = Self.makeWorkers(configuration, slots: inverterSlots, meter: meterSlot, phase: phase,
+        let placement = settings.realtime.map { Realtime.placement($0) }
+        workers = Self.makeWorkers(settings, slots: inverterSlots, meter: meterSlot, phase: phase,
                                    realtime: placement?.workers, output: output)
         let tcp = workers.filter { if case .tcp = $0.endpoint { true } else { false } }
         let pollerLog = UncheckedOutput(output)
@@ -85,36 +84,39 @@ public final class HardwareSite: SiteIO {
                                                startsCycles: tcp.count == workers.count) {
             pollerLog.write($0)
         }
-        bmsSlots = configuration.units.map { configuration.isSimulated(bmsOf: $0) ? nil : BMSSlot() }
+        bmsSlots = settings.devices.map { $0.bmsSimulated ? nil : BMSSlot() }
         let log = UncheckedOutput(output)
-        bmsWorkers = zip(configuration.units, bmsSlots).compactMap { unit, slot in
+        bmsWorkers = zip(settings.devices, bmsSlots).compactMap { unit, slot in
             slot.map {
                 BMSWorker(interface: unit.bms.interface, slot: $0, units: [unit.id],
-                          manage: unit.bms.manageInterface ? (unit.bms.bitrate, unit.bms.restartMs) : nil, phase: phase,
+                          manage: unit.bms.manageInterface ? (unit.bms.bitrate, Self.restartMs(unit.bms.restartAfter)) : nil, phase: phase,
                           realtime: placement?.workers) { log.write($0) }
             }
         }
         // A BMS on CAN may wake the cycle: a frame that calls for less power is acted on as it
         // arrives, not at the next period.
         if !bmsWorkers.isEmpty { phase.enableAlarms() }
-        setWatches(configuration)
+        setWatches(settings)
     }
+
+    /// The kernel's restart-ms for a CAN interface (0: no automatic restart).
+    static func restartMs(_ delay: Duration) -> Int { Int(delay.nanosecondsClamped / 1_000_000) }
 
     /// One worker per Modbus TCP endpoint or serial line, serving every unit id on it (the site
     /// meter's too, when it shares one).
-    static func makeWorkers(_ c: BessdConfiguration, slots: [DeviceSlot?], meter: DeviceSlot? = nil, phase: CyclePhase,
+    static func makeWorkers(_ c: CycleSettings, slots: [DeviceSlot?], meter: DeviceSlot? = nil, phase: CyclePhase,
                             realtime: RealtimeThread? = nil, output: @escaping (DeviceNotice) -> Void)
         -> [EndpointWorker]
     {
-        var groups: [(ModbusEndpoint, Int, [EndpointWorker.Device])] = []
+        var groups: [(ModbusEndpoint, Duration, [EndpointWorker.Device])] = []
         var devices: [(name: String, modbus: ModbusSettings, device: EndpointWorker.Device)] = []
-        for (index, unit) in c.units.enumerated() {
+        for (index, unit) in c.devices.enumerated() {
             guard let slot = slots[index], let modbus = unit.modbus else { continue }
             devices.append(("bess_units[\(index)]", modbus,
                             EndpointWorker.Device(unitID: modbus.unitID, slot: slot, registerMap: unit.inverter.registerMap,
                                                   name: unit.id)))
         }
-        if let meter, let settings = c.site.meter, let modbus = settings.modbus {
+        if let meter, let settings = c.meter, let modbus = settings.modbus {
             let driver: EndpointWorker.MeterDriver = settings.registerMap.map { .registerMap($0) } ?? .sunspec
             devices.append(("site.meter", modbus, EndpointWorker.Device(unitID: modbus.unitID, slot: meter, meter: driver, name: "site")))
         }
@@ -128,13 +130,13 @@ public final class HardwareSite: SiteIO {
                 }
                 groups[i].2.append(device)
             } else {
-                groups.append((endpoint, modbus.timeoutMs, [device]))
+                groups.append((endpoint, modbus.timeout, [device]))
             }
         }
         let log = UncheckedOutput(output)
-        return groups.map { endpoint, timeoutMs, devices in
-            EndpointWorker(endpoint: endpoint, devices: devices, period: .milliseconds(c.periodMs),
-                           timeout: .milliseconds(timeoutMs), revertSeconds: 10, phase: phase,
+        return groups.map { endpoint, timeout, devices in
+            EndpointWorker(endpoint: endpoint, devices: devices, period: c.period,
+                           timeout: timeout, revertSeconds: 10, phase: phase,
                            realtime: realtime) { log.write($0) }
         }
     }
@@ -173,9 +175,8 @@ public final class HardwareSite: SiteIO {
     }
 
     /// Each CAN BMS judged by its unit's critical thresholds (after a reload, the new ones).
-    func setWatches(_ configuration: BessdConfiguration) {
-        let settings = configuration.unitSettings
-        for (i, slot) in bmsSlots.enumerated() { slot?.setWatch(BMSAlarmWatch(rules: settings[i].rules)) }
+    func setWatches(_ settings: CycleSettings) {
+        for (i, slot) in bmsSlots.enumerated() { slot?.setWatch(BMSAlarmWatch(rules: settings.units[i].rules)) }
     }
 
     public func sampleMeter(now: MonotonicInstant) -> Timestamped<MeterReading>? {
@@ -190,7 +191,7 @@ public final class HardwareSite: SiteIO {
         for worker in workers where !worker.handedOver.load(ordering: .relaxed) { worker.kick() }
     }
 
-    public func reconfigure(_ configuration: BessdConfiguration) { setWatches(configuration) }
+    public func reconfigure(_ settings: CycleSettings) { setWatches(settings) }
 
     public var devicesProbed: Bool {
         let inverters = (inverterSlots + [meterSlot]).allSatisfy { slot in slot.map { $0.reading != nil || $0.lastError != nil } ?? true }
@@ -214,7 +215,8 @@ public final class HardwareSite: SiteIO {
 /// law (`SiteController`), and hands the setpoints back — devices → cycle → control law → cycle →
 /// devices, one way. It holds no device and no simulator of its own.
 public final class SiteRunner {
-    public private(set) var configuration: BessdConfiguration
+    /// What the cycle runs on (a reload replaces it).
+    public private(set) var settings: CycleSettings
     public private(set) var controller: SiteController
     /// The devices: real, or simulated where the configuration asks.
     public let io: any SiteIO
@@ -232,25 +234,24 @@ public final class SiteRunner {
     /// The site meter's reading of the last step, + = import.
     public private(set) var meter: Timestamped<MeterReading>?
 
-    public init(configuration: BessdConfiguration, io: any SiteIO, phase: CyclePhase, startedAt: MonotonicInstant) {
-        self.configuration = configuration
+    public init(settings: CycleSettings, io: any SiteIO, phase: CyclePhase, startedAt: MonotonicInstant) {
+        self.settings = settings
         self.io = io
         self.phase = phase
         self.startedAt = startedAt
-        controller = SiteController(control: configuration.controlSettings, units: configuration.unitSettings,
-                                    startedAt: startedAt, site: configuration.siteSettings)
-        inputs = [UnitInputs](repeating: UnitInputs(), count: configuration.units.count)
+        controller = SiteController(control: settings.control, units: settings.units, startedAt: startedAt, site: settings.site)
+        inputs = [UnitInputs](repeating: UnitInputs(), count: settings.devices.count)
         frequencyScratch = []
-        frequencyScratch.reserveCapacity(configuration.units.count)
+        frequencyScratch.reserveCapacity(settings.devices.count)
     }
 
     /// A site of real devices only (mode hardware, or hil with nothing simulated).
-    public static func hardware(configuration: BessdConfiguration, startedAt: MonotonicInstant,
+    public static func hardware(settings: CycleSettings, startedAt: MonotonicInstant,
                                 output: @escaping (DeviceNotice) -> Void) throws(RunError) -> SiteRunner
     {
-        let phase = CyclePhase(periodNanoseconds: Int64(configuration.periodMs) * 1_000_000)
-        let io = try HardwareSite(configuration: configuration, phase: phase, output: output)
-        return SiteRunner(configuration: configuration, io: io, phase: phase, startedAt: startedAt)
+        let phase = CyclePhase(periodNanoseconds: settings.period.nanosecondsClamped)
+        let io = try HardwareSite(settings: settings, phase: phase, output: output)
+        return SiteRunner(settings: settings, io: io, phase: phase, startedAt: startedAt)
     }
 
     /// Starts the bus workers.
@@ -267,7 +268,7 @@ public final class SiteRunner {
         let simulatedHz = io.sample(now: now, into: &inputs)
         if !extra {
             if let previousStep {
-                let horizon = now - .milliseconds(2 * configuration.periodMs)
+                let horizon = now - settings.period * 2
                 for i in inputs.indices {
                     if let at = inputs[i].inverter?.takenAt, at <= previousStep, at > horizon { lateReadings &+= 1 }
                 }
@@ -275,14 +276,14 @@ public final class SiteRunner {
             previousStep = now
         }
         meter = io.sampleMeter(now: now)
-        if let stamped = meter, configuration.site.meter?.importPositive == false {
+        if let stamped = meter, settings.meter?.importPositive == false {
             // A meter that counts export as positive: bessd's convention is + = import.
             meter = Timestamped(MeterReading(gridPower: Watts(-stamped.value.gridPower.value), frequency: stamped.value.frequency,
                                              importedEnergy: stamped.value.importedEnergy, exportedEnergy: stamped.value.exportedEnergy),
                                 at: stamped.takenAt)
         }
         let frequency: Timestamped<Hertz>?
-        switch configuration.grid.frequencySource {
+        switch settings.frequencySource {
         case .simulated: frequency = simulatedHz
         case .inverter: frequency = SiteFrequency.median(of: inputs, now: now, maxAge: controller.control.frequencyStaleAfter,
                                                           scratch: &frequencyScratch)
@@ -302,31 +303,29 @@ public final class SiteRunner {
         return io.unconfirmedStops
     }
 
-    /// Applies a reloaded configuration while the cycle is paused. The units and their devices must
-    /// be the same (ids, order, Modbus and CAN settings); control settings, interlocks, droop, limits and
-    /// the simulation may change. Running state (latches included) is carried over.
-    public func reconfigure(_ new: BessdConfiguration, now: MonotonicInstant) throws(RunError) {
-        let old = configuration
-        guard new.units.map(\.id) == old.units.map(\.id) else {
+    /// Applies reloaded settings while the cycle is paused. The units and their devices must be the
+    /// same (ids, order, Modbus and CAN settings); control settings, interlocks, droop and limits may
+    /// change. Running state (latches included) is carried over.
+    public func reconfigure(_ new: CycleSettings, now: MonotonicInstant) throws(RunError) {
+        let old = settings
+        guard new.devices.map(\.id) == old.devices.map(\.id) else {
             throw RunError(.reloadRefused, message: "the units changed; restart bessd to apply a new unit list")
         }
-        for (a, b) in zip(old.units, new.units) where a.modbus != b.modbus || a.bms != b.bms || a.inverter != b.inverter
-            || old.isSimulated(inverterOf: a) != new.isSimulated(inverterOf: b) || old.isSimulated(bmsOf: a) != new.isSimulated(bmsOf: b)
-        {
+        for (a, b) in zip(old.devices, new.devices) where a != b {
             throw RunError(.reloadRefused, message: "unit \(a.id): its devices changed; restart bessd to apply")
         }
-        guard new.mode == old.mode, new.grid.frequencySource == old.grid.frequencySource else {
+        guard new.mode == old.mode, new.frequencySource == old.frequencySource else {
             throw RunError(.reloadRefused, message: "mode or frequency_source changed; restart bessd to apply")
         }
-        guard new.site.meter == old.site.meter else {
+        guard new.meter == old.meter else {
             throw RunError(.reloadRefused, message: "site.meter changed; restart bessd to apply")
         }
-        let fresh = SiteController(control: new.controlSettings, units: new.unitSettings, startedAt: startedAt,
-                                   expectsFrequency: true, site: new.siteSettings)
-        fresh.adopt(from: controller, mapping: new.units.indices.map { $0 })
+        let fresh = SiteController(control: new.control, units: new.units, startedAt: startedAt, expectsFrequency: true,
+                                   site: new.site)
+        fresh.adopt(from: controller, mapping: new.devices.indices.map { $0 })
         controller.events.drain { fresh.events.push($0) }
         controller = fresh
-        configuration = new
+        settings = new
         io.reconfigure(new)
     }
 
@@ -415,7 +414,7 @@ public final class SiteRunner {
         for i in inputs.indices { fill(&statuses[i], unit: i, now: now) }
         var site = SiteStatus()
         fill(&site, now: now)
-        return StatusText.line(configuration: configuration, units: statuses,
+        return StatusText.line(settings: settings, units: statuses,
                                frequency: controller.site.frequency?.value ?? .nan,
                                elapsed: now.seconds(since: startedAt), busFaults: busFaults(), site: site)
     }

@@ -224,7 +224,7 @@ public final class Daemon {
         }
         services.start([reader])
         gridInputs = reader
-        let line = "grid operator relay contacts read from \(inputs.modbus.endpoint) unit \(inputs.modbus.unitID) every \(inputs.pollMs) ms; "
+        let line = "grid operator relay contacts read from \(inputs.modbus.endpoint) unit \(inputs.modbus.unitID) every \(inputs.poll.nanosecondsClamped / 1_000_000) ms; "
             + "until they are read the lowest limit applies (\(GridLimitInputReader.describe(reader.initialContacts)))"
         logger.notice("\(line)",
                       metadata: ["BESS_CODE": "GRID_LIMIT_INPUT", "MESSAGE_ID": "\(MessageID.scadaWrite)"])

@@ -7,7 +7,7 @@ public import Cycle
 /// and every real one goes through a `HardwareSite` and its bus workers. A simulated BMS beside a
 /// real inverter integrates the power that inverter measured. Only `bessd`'s composition root
 /// creates one, and only when the configuration simulates something.
-public final class SimulatedSite: SiteIO {
+public final class SimulatedSite: SiteIO, ConfiguredSite {
     /// How old an inverter's measured power may be for the simulated BMS to integrate it (a
     /// constant: a `Duration` built from an integer is a 128-bit multiplication, per unit and cycle).
     static let measuredMaxAge = Duration.seconds(3)
@@ -132,10 +132,10 @@ public final class SimulatedSite: SiteIO {
 
     public var meterSlot: DeviceSlot? { hardware.meterSlot }
 
-    public func reconfigure(_ configuration: BessdConfiguration) {
-        self.configuration = configuration
-        hardware.reconfigure(configuration)
-    }
+    public func reconfigure(_ settings: CycleSettings) { hardware.reconfigure(settings) }
+
+    /// The simulation's profiles and faults of a reloaded configuration.
+    public func reconfigure(configuration: BessdConfiguration) { self.configuration = configuration }
 
     public var devicesProbed: Bool { hardware.devicesProbed }
     public func busFaults() -> [[String]] { hardware.busFaults() }

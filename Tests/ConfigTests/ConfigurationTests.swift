@@ -3,6 +3,7 @@ import ControlCore
 import Fieldbus
 import Foundation
 @testable import Config
+import Cycle
 import TestSupport
 import Testing
 
@@ -36,7 +37,7 @@ struct ConfigurationTests {
         let unit = c.units[0]
         #expect(unit.id == "BESS_DC01_01")
         #expect(unit.campusID == "CAMPUS_MUMBAI_ANDHERI")
-        #expect(unit.modbus == ModbusSettings(transport: .tcp(host: "192.168.1.100", port: 502), unitID: 1, timeoutMs: 500))
+        #expect(unit.modbus == ModbusSettings(transport: .tcp(host: "192.168.1.100", port: 502), unitID: 1, timeout: .milliseconds(500)))
         #expect(unit.capacityKWh == 250 && unit.maxPowerKW == 100)
         #expect(c.grid.droop.deadbandLow == Hertz(49.9) && c.grid.droop.deadbandHigh == Hertz(50.05))
         #expect(c.grid.droop.droopUnderPercent == 5 && c.grid.droop.droopOverPercent == 5)
@@ -49,6 +50,30 @@ struct ConfigurationTests {
         // config/seed.yaml is the same text.
         let file = try String(contentsOf: Package.root.appendingPathComponent("config/seed.yaml"), encoding: .utf8)
         #expect(file.contains(Self.seedText))
+    }
+
+    @Test("the cycle's settings: the period as a Duration, each unit's devices real or simulated as the mode says, the meter")
+    func cycleSettings() throws {
+        let c = try ConfigLoader.parse("""
+            mode: hil
+            period_ms: 200
+            bess_units:
+              - id: U1
+                capacity_kwh: 100
+                max_power_kw: 50
+                modbus: {host: 127.0.0.1, port: 1502, unit_id: 3, timeout_ms: 250}
+                bms: {simulated: true, stale_after_s: 4}
+            site: {meter: {simulated: true, stale_after_s: 2.5}}
+            """, file: "cycle.yaml")
+        let settings = c.cycleSettings
+        #expect(settings.period == .milliseconds(200) && settings.periodMilliseconds == 200)
+        #expect(settings.mode == .hil && settings.usesSimulation)
+        #expect(settings.devices.map(\.id) == ["U1"])
+        #expect(!settings.devices[0].inverterSimulated && settings.devices[0].bmsSimulated)
+        #expect(settings.devices[0].modbus?.timeout == .milliseconds(250) && settings.devices[0].modbus?.unitID == 3)
+        #expect(settings.devices[0].bms.staleAfter == .seconds(4) && settings.units[0].bmsStaleAfter == .seconds(4))
+        #expect(settings.meterSimulated && settings.meter?.staleAfter == .milliseconds(2500))
+        #expect(settings.site.meterStaleAfter == .milliseconds(2500))
     }
 
     @Test("every file in config/ is valid")
@@ -191,9 +216,9 @@ struct ConfigurationTests {
                 bms: {stale_after_s: 4, startup_grace_s: 300}
               - {id: U2, capacity_kwh: 100, max_power_kw: 50}
             """, file: "grace.yaml")
-        #expect(c.units[0].bms.startupGraceSeconds == 300 && c.units[0].bms.staleAfterSeconds == 4)
+        #expect(c.units[0].bms.startupGrace == .seconds(300) && c.units[0].bms.staleAfter == .seconds(4))
         #expect(c.units[0].inverterStartupGraceSeconds == 90 && c.units[0].inverterStaleAfterSeconds == 2)
-        #expect(c.units[1].bms.startupGraceSeconds == 30 && c.units[1].inverterStartupGraceSeconds == 30)
+        #expect(c.units[1].bms.startupGrace == .seconds(30) && c.units[1].inverterStartupGraceSeconds == 30)
         let settings = c.unitSettings
         #expect(settings[0].bmsStartupGrace == .seconds(300) && settings[0].bmsStaleAfter == .seconds(4))
         #expect(settings[0].inverterStartupGrace == .seconds(90) && settings[0].inverterStaleAfter == .seconds(2))
@@ -254,7 +279,7 @@ struct ConfigurationTests {
         let c = try ConfigLoader.parse(yaml, file: "rtu.yaml")
         #expect(c.units[0].modbus == ModbusSettings(
             transport: .rtu(SerialSettings(device: "/dev/rs485-inv1", baud: 19200, parity: .none, dataBits: 8,
-                                           stopBits: 2, rs485: true)), unitID: 7, timeoutMs: 500))
+                                           stopBits: 2, rs485: true)), unitID: 7, timeout: .milliseconds(500)))
         #expect(c.grid.droop.nominal == Hertz(60))
         #expect(c.grid.droop.droopUnderPercent == 3 && c.grid.droop.droopOverPercent == 4)
         #expect(c.grid.frequencySource == .inverter)

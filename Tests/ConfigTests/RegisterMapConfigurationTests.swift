@@ -1,5 +1,6 @@
 @testable import Config
 import ControlCore
+import Cycle
 import Fieldbus
 import Testing
 

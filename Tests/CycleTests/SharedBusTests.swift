@@ -210,7 +210,7 @@ struct SharedBusTests {
         let slots = c.units.map { _ in DeviceSlot() }
         let meter = DeviceSlot()
         let said = Mutex<[String]>([])
-        let workers = HardwareSite.makeWorkers(c, slots: slots, meter: meter,
+        let workers = HardwareSite.makeWorkers(c.cycleSettings, slots: slots, meter: meter,
                                              phase: CyclePhase(periodNanoseconds: 100_000_000)) { notice in
             said.withLock { $0.append(notice.severity == .warning ? "warning: \(notice.text)" : notice.text) }
         }
@@ -268,7 +268,7 @@ struct SharedBusTests {
             c.units[1].modbus?.transport = .rtu(serial)
         }
         let said = Mutex<[String]>([])
-        let workers = HardwareSite.makeWorkers(c, slots: c.units.map { _ in DeviceSlot() },
+        let workers = HardwareSite.makeWorkers(c.cycleSettings, slots: c.units.map { _ in DeviceSlot() },
                                              phase: CyclePhase(periodNanoseconds: 100_000_000)) { notice in
             said.withLock { $0.append(notice.severity == .warning ? "warning: \(notice.text)" : notice.text) }
         }

@@ -30,7 +30,7 @@ struct WireBudgetTests {
         }
         func command(unit: Int, setpoint: Watts) {}
         func commandsIssued() {}
-        func reconfigure(_ configuration: BessdConfiguration) {}
+        func reconfigure(_ settings: CycleSettings) {}
         var devicesProbed: Bool { true }
         func busFaults() -> [[String]] { takenAt.map { _ in [] } }
         var workersAliveCheck: @Sendable () -> Bool { { true } }

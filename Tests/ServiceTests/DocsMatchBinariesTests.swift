@@ -1,5 +1,6 @@
 import Config
 import ControlCore
+import Cycle
 import Foundation
 import Glibc
 @testable import Service

@@ -34,7 +34,7 @@ struct AuthorityTests {
     @Test("an aggregator auto, an emergency stop and its end never lift the operator's standby")
     func operatorStandbyHolds() throws {
         let (runner, shared, body, intake) = try Self.site()
-        let id = runner.configuration.units[0].id
+        let id = runner.settings.devices[0].id
         Self.run(body, from: 0, seconds: 3)
         #expect(shared.units[0].mode == .auto)
         shared.post { $0.mode[0] = .standby }  // bessctl mode standby --unit
@@ -89,7 +89,7 @@ struct AuthorityTests {
     func remoteStandbyLapses() throws {
         let (runner, shared, body, intake) = try Self.site()
         Self.run(body, from: 0, seconds: 1)
-        _ = intake.apply([DispatchCommand(id: "s", kind: "mode", unit: runner.configuration.units[1].id, mode: "standby",
+        _ = intake.apply([DispatchCommand(id: "s", kind: "mode", unit: runner.settings.devices[1].id, mode: "standby",
                                           expiresUnix: MonotonicClock.wallClock() + 2)])
         Self.run(body, from: 1, seconds: 0.5)
         let u = shared.units[1]

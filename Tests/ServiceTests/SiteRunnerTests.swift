@@ -91,9 +91,9 @@ struct SiteRunnerTests {
         advance(r, from: 0, seconds: 15)
         r.simulation!.setFrequency(.steady(hz: 49.80))
         advance(r, from: 15, seconds: 30)
-        for (i, unit) in r.configuration.units.enumerated() {
+        for (i, unit) in r.settings.devices.enumerated() {
             let d = r.controller.decision(unit: i)
-            let expected = 0.04 * unit.maxPowerKW
+            let expected = 0.04 * r.settings.units[i].rating.kilowatts
             #expect(abs(d.setpoint.kilowatts - expected) < 0.01 * expected, "\(unit.id): \(d.setpoint)")
             // The simulated inverter delivers it.
             #expect(abs(r.simulation!.units[i].inverter.powerW / 1000 - expected) < 0.02 * expected)
@@ -115,8 +115,8 @@ struct SiteRunnerTests {
         // The other unit is unaffected.
         #expect(r.controller.decision(unit: 1).setpoint.value > 0)
         var lines: [String] = []
-        let c = r.configuration
-        r.controller.events.drain { lines.append(EventText.line($0, unitID: c.units[$0.unit].id)) }
+        let ids = r.settings.devices.map(\.id)
+        r.controller.events.drain { lines.append(EventText.line($0, unitID: ids[$0.unit])) }
         #expect(lines.contains { $0.hasPrefix("BESS_SIM_01 BMS_COMM_LOST tripped: no fresh data from the BMS") })
     }
 
@@ -180,6 +180,29 @@ struct SiteRunnerTests {
         #expect(line.hasPrefix("t=2s f="))
         #expect(line.contains("BESS_SIM_01 running SOC 60.0%"))
         #expect(line.contains("BESS_SIM_02 running"))
+    }
+
+    @Test("a reload keeps the devices: any change to a unit's Modbus, inverter or BMS settings, the units, the mode or the meter is refused; control settings apply")
+    func reloadRules() throws {
+        let base = try runner(site: true)
+        let c = try ConfigLoader.parse(EmbeddedConfiguration.simulationYAML, file: "embedded")
+        func refused(_ change: (inout BessdConfiguration) -> Void) -> String? {
+            var new = c
+            change(&new)
+            do throws(RunError) {
+                try base.reconfigure(new, now: MonotonicInstant.zero)
+                return nil
+            } catch {
+                return "\(error.code)"
+            }
+        }
+        #expect(refused { $0.units[0].bms.staleAfter = .seconds(7) } == "RELOAD_REFUSED")
+        #expect(refused { $0.units[0].inverter.protocolName = .registerMap } == "RELOAD_REFUSED")
+        #expect(refused { $0.units.removeLast() } == "RELOAD_REFUSED")
+        #expect(refused { $0.mode = .hil } == "RELOAD_REFUSED")
+        #expect(refused { $0.site.meter?.staleAfter = .seconds(9) } == "RELOAD_REFUSED")
+        #expect(refused { $0.grid.droop.droopUnderPercent = 7 } == nil)
+        #expect(base.settings.control.droop.droopUnderPercent == 7)
     }
 }
 

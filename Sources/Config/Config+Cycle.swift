@@ -1,0 +1,68 @@
+public import ControlCore
+public import Cycle
+
+extension BessdConfiguration {
+    /// What the cycle runs on, as this configuration describes it.
+    public var cycleSettings: CycleSettings {
+        CycleSettings(
+            mode: mode, period: .milliseconds(periodMs), realtime: realtime, control: controlSettings, units: unitSettings,
+            site: siteSettings,
+            devices: units.map {
+                UnitDevices(id: $0.id, modbus: $0.modbus, inverter: $0.inverter, bms: $0.bms,
+                            inverterSimulated: isSimulated(inverterOf: $0), bmsSimulated: isSimulated(bmsOf: $0))
+            },
+            meter: site.meter, meterSimulated: meterSimulated, frequencySource: grid.frequencySource,
+            usesSimulation: usesSimulation)
+    }
+}
+
+/// A site that reads more of the configuration than the cycle's settings (the simulated site: its
+/// profiles and faults), and so takes the whole of a reloaded one.
+public protocol ConfiguredSite: AnyObject {
+    /// Takes a reloaded configuration, after the cycle has taken its settings.
+    func reconfigure(configuration: BessdConfiguration)
+}
+
+// The cycle's types built from a configuration: what the composition roots and the tests call.
+
+extension SiteRunner {
+    /// The runner of `configuration`'s site over `io`.
+    public convenience init(configuration: BessdConfiguration, io: any SiteIO, phase: CyclePhase, startedAt: MonotonicInstant) {
+        self.init(settings: configuration.cycleSettings, io: io, phase: phase, startedAt: startedAt)
+    }
+
+    /// A site of real devices only (mode hardware, or hil with nothing simulated).
+    public static func hardware(configuration: BessdConfiguration, startedAt: MonotonicInstant,
+                                output: @escaping (DeviceNotice) -> Void) throws(RunError) -> SiteRunner {
+        try hardware(settings: configuration.cycleSettings, startedAt: startedAt, output: output)
+    }
+
+    /// Applies a reloaded configuration while the cycle is paused (`reconfigure(_:now:)` on its
+    /// settings), then hands it whole to a site that reads more of it.
+    public func reconfigure(_ new: BessdConfiguration, now: MonotonicInstant) throws(RunError) {
+        try reconfigure(new.cycleSettings, now: now)
+        (io as? any ConfiguredSite)?.reconfigure(configuration: new)
+    }
+}
+
+extension HardwareSite {
+    /// The real devices of `configuration`.
+    public convenience init(configuration: BessdConfiguration, phase: CyclePhase, only: Bool = true,
+                            output: @escaping (DeviceNotice) -> Void) throws(RunError) {
+        try self.init(settings: configuration.cycleSettings, phase: phase, only: only, output: output)
+    }
+}
+
+extension StatusText {
+    /// The live status line of `configuration`'s site.
+    public static func line(configuration: BessdConfiguration, units: [UnitStatus], frequency: Double, elapsed: Double,
+                            busFaults: [[String]], site: SiteStatus? = nil) -> String {
+        line(settings: configuration.cycleSettings, units: units, frequency: frequency, elapsed: elapsed, busFaults: busFaults,
+             site: site)
+    }
+
+    /// The one-line `STATUS=` for systemd.
+    public static func notify(configuration: BessdConfiguration, units: [UnitStatus], stats: CycleStatistics) -> String {
+        notify(settings: configuration.cycleSettings, units: units, stats: stats)
+    }
+}
