@@ -1,5 +1,6 @@
 import Config
 import ControlCore
+import Cycle
 
 /// YAML text into the configuration loader (what `bessd check-config` runs). Invariants: a refusal
 /// says `FILE:LINE: key.path: …` for every problem, never nothing; an accepted configuration is one
