@@ -1,5 +1,5 @@
 import BessSystem
-public import ControlCore
+import ControlCore
 import Fieldbus
 import Glibc
 import Synchronization
@@ -12,9 +12,11 @@ import Synchronization
 /// run side by side. A cycle thus costs a handful of wake-ups for the whole site instead of three or
 /// four per endpoint, which on a virtual machine is most of the CPU a bus costs.
 ///
-/// Endpoints are handed to it by their `EndpointWorker` once connected, discovered and answering,
-/// and handed back at the first failure (with its error, which the worker acts on exactly as if it
-/// had met it itself), when the worker's minute's refresh of static values comes due, and at stop.
+/// Endpoints' sessions (`EndpointSession`: the connection and the device states) are moved to it by
+/// their `EndpointWorker` once connected, discovered and answering; while it holds one, the poller
+/// alone reads and writes it, and it never calls into the worker. It moves the session back at the
+/// first failure (with its error, which the worker acts on exactly as if it had met it itself), when
+/// the worker's minute's refresh of static values comes due, and at stop.
 /// A dead endpoint only ever costs its own request's timeout: the poller never waits on one
 /// endpoint while another has work.
 public final class BusPoller: @unchecked Sendable {
@@ -25,18 +27,22 @@ public final class BusPoller: @unchecked Sendable {
     /// True when this poller reads every real device of the site each cycle: it then tells the
     /// cycle the moment all readings for it are in, and the cycle starts then (`CyclePhase`).
     let startsCycles: Bool
+    /// The time and the waits (the system's clock in bessd; tests step a `ManualBusClock`).
+    let clock: any BusClock
     let log: @Sendable (DeviceNotice) -> Void
     private let worker = WorkerThread()
     /// The cycle's hand-over of setpoints, and workers' hand-overs of endpoints.
     private let kicked = Wakeup()
     private let adopted = Wakeup()
     // The poller thread's own state.
+    /// The sessions the poller owns, by endpoint.
+    private var sessions: HeldSessions
     /// True from a round's reads to its writes: endpoints are not handed back meanwhile.
     private var holdReleases = false
     /// Whether the reads' answers are taken together (`serve`'s `takeBy`); nil: only when the
     /// poller runs with real-time priority. With it, the poller preempts whatever runs at every
     /// answer; without it, the scheduler already lets answers gather between wake-ups, and taking
-    /// them together saved no CPU (the counts: hil/results/README.md, "Figures behind the code").
+    /// them together saved no CPU.
     let takesAnswersTogether: Bool?
     /// Set when a `serve` poll saw the cycle's hand-over; `takeKick()` consumes it. Looking at the
     /// eventfd only then spares a read that finds it empty at every other wake-up of a round, each
@@ -56,13 +62,16 @@ public final class BusPoller: @unchecked Sendable {
     /// - Parameter takesAnswersTogether: nil (bessd) when the poller runs with real-time priority;
     ///   tests set it either way.
     init(endpoints: [EndpointWorker], phase: CyclePhase, realtime: RealtimeThread?, startsCycles: Bool = false,
-         takesAnswersTogether: Bool? = nil, log: @escaping @Sendable (DeviceNotice) -> Void) {
+         takesAnswersTogether: Bool? = nil, clock: any BusClock = SystemBusClock.shared,
+         log: @escaping @Sendable (DeviceNotice) -> Void) {
         self.endpoints = endpoints
         self.takesAnswersTogether = takesAnswersTogether
         self.phase = phase
         self.realtime = realtime
         self.startsCycles = startsCycles
+        self.clock = clock
         self.log = log
+        sessions = HeldSessions(count: endpoints.count)
         if startsCycles { phase.enableStartOnReadings() }
         for endpoint in endpoints { endpoint.poller = self }
     }
@@ -92,14 +101,15 @@ public final class BusPoller: @unchecked Sendable {
         case write(device: Int, address: Int, count: Int, last: (setpoint: Watts, rearm: Bool)?)
     }
 
-    /// What the poller holds for one endpoint it drives.
+    /// What the poller holds for one endpoint besides its session: the round's requests.
     struct Lane {
+        /// True while the poller holds the endpoint's session.
         var active = false
         var queue: [Job] = []
         var next = 0
         var pending: (flight: Flight, exchange: ModbusConnection.Pending)?
-        /// How long this endpoint's last answer took (ns).
-        var roundTrip: Int64 = 0
+        /// How long this endpoint's last answer took.
+        var roundTrip: Duration = .zero
         var idle: Bool { pending == nil && next >= queue.count }
         /// True while the request in flight is a read and the last one queued: nothing else on this
         /// endpoint waits for its answer, so the answer may be taken together with others (`serve`).
@@ -110,9 +120,9 @@ public final class BusPoller: @unchecked Sendable {
         }
         /// Until when the answer of a last read may wait unwatched: twice the endpoint's last round
         /// trip and half a millisecond past its sending.
-        var unwatchedUntil: Int64 { sentAt + 2 * roundTrip + 500_000 }
-        /// When the request in flight went out (monotonic ns; the connection's own stamp).
-        var sentAt: Int64 { pending?.exchange.started ?? 0 }
+        var unwatchedUntil: MonotonicInstant { sentAt + roundTrip * 2 + .microseconds(500) }
+        /// When the request in flight went out (the connection's own stamp).
+        var sentAt: MonotonicInstant { pending?.exchange.started ?? .zero }
     }
 
     private func loop() {
@@ -130,14 +140,14 @@ public final class BusPoller: @unchecked Sendable {
         owners = [Int](repeating: -1, count: endpoints.count + 2)
         words.reserveCapacity(125)
         var lead = ReadLead()
-        var lastKick = now()
+        var lastKick = clock.now()
+        let never = MonotonicInstant.zero
         while worker.isRunning {
-            let deadline = phase.nextDeadline
-            let period = phase.periodNanoseconds
-            guard deadline > 0 else {
-                serve(&lanes, until: now() + 10_000_000)
+            guard let deadline = phase.upcoming else {
+                serve(&lanes, until: clock.now() + .milliseconds(10))
                 continue
             }
+            let period = phase.period
             manage(&lanes)
             guard Self.anyActive(lanes) else {
                 // Nothing handed over: wait for a hand-over, not for the cycle.
@@ -147,34 +157,35 @@ public final class BusPoller: @unchecked Sendable {
             // Every endpoint with the poller: the cycle will start on this round's readings, so a
             // longer lead costs no latency and leaves a slow round time to land.
             let wholeSite = startsCycles && Self.allActive(lanes)
-            var readAt = deadline - lead.nanoseconds(period: period, startsOnReadings: wholeSite)
-            if readAt < now() - period / 2 { readAt = now() }
+            var readAt = deadline - lead.lead(period: period, startsOnReadings: wholeSite)
+            if readAt < clock.now() - period / 2 { readAt = clock.now() }
             // Until the reads: hand-overs in both directions, and the answers of endpoints with more
             // requests queued. The answer to an endpoint's last write is taken when the reads start,
-            // not as it arrives: one wake-up less per endpoint and cycle.
-            if phase.alarmsEnabled {
-                // A hand-over meanwhile is an extra cycle's, woken by a BMS alarm: its setpoints go
-                // on the wire now, not after the next round's reads.
-                while worker.isRunning {
-                    var urgent = false
-                    serve(&lanes, until: readAt, watchKick: true, lastAnswersLater: true) { _ in
-                        if takeKick() { urgent = true }
-                        return urgent
-                    }
-                    guard urgent else { break }
-                    lastKick = now()
-                    for i in lanes.indices where lanes[i].pending != nil { answer(&lanes, i) }
-                    queueWrites(&lanes, stalled: false)
+            // not as it arrives: one wake-up less per endpoint and cycle. A hand-over meanwhile (an
+            // extra cycle's, woken by a BMS alarm, or a cycle later than half a period) puts its
+            // setpoints on the wire now, not after the next round's reads: a setpoint leaves as
+            // soon as its cycle has decided it.
+            while worker.isRunning {
+                var handedOverMeanwhile = false
+                serve(&lanes, until: readAt, watchKick: true, lastAnswersLater: true) { _ in
+                    if takeKick() { handedOverMeanwhile = true }
+                    return handedOverMeanwhile
                 }
-            } else {
-                serve(&lanes, until: readAt, lastAnswersLater: true)
+                guard handedOverMeanwhile else { break }
+                lastKick = clock.now()
+                for i in lanes.indices where lanes[i].pending != nil { answer(&lanes, i) }
+                queueWrites(&lanes, stalled: false)
             }
             // From the reads to the writes, an endpoint whose worker wants it back (the minute's
             // refresh) stays: it goes back after the writes, between rounds, and misses no reading.
             holdReleases = true
             for i in lanes.indices where lanes[i].pending != nil { answer(&lanes, i) }
             kickSeen = false
-            if kicked.drain() { lastKick = now() }  // a hand-over meant for an earlier cycle
+            if kicked.drain() {
+                // A hand-over that came as the serve above ended: its writes leave before the reads.
+                lastKick = clock.now()
+                queueWrites(&lanes, stalled: false)
+            }
             manage(&lanes)
             var reading = false
             for i in lanes.indices { readThisRound[i] = false }
@@ -185,9 +196,8 @@ public final class BusPoller: @unchecked Sendable {
                 for i in lanes.indices where lanes[i].active && lanes[i].idle && !readThisRound[i] {
                     // The lane is idle: its queue is refilled in place (no allocation per round).
                     lanes[i].queue.removeAll(keepingCapacity: true)
-                    let endpoint = endpoints[i]
-                    for d in endpoint.devices.indices {
-                        guard let read = endpoint.pollRequest(d) else { continue }
+                    for d in endpoints[i].devices.indices {
+                        guard let read = sessions[i].devices[d].pollRequest else { continue }
                         lanes[i].queue.append(.read(device: d, address: read.address, count: read.count))
                     }
                     lanes[i].next = 0
@@ -201,55 +211,65 @@ public final class BusPoller: @unchecked Sendable {
                 // Answers that wait unwatched are taken a margin before the deadline at the latest:
                 // one slow endpoint never makes the others' readings miss their cycle.
                 serve(&lanes, until: deadline + period / 2, watchKick: true,
-                      takeBy: together ? deadline - max(2_000_000, period / 20) : 0) { lanes in
+                      takeBy: together ? deadline - max(.milliseconds(2), period / 20) : never) { lanes in
                     if takeKick() { handedOver = true }
                     return handedOver || Self.noneReading(lanes)
                 }
                 if handedOver || !reading { break }
             }
-            if reading { lead.record(readAt: readAt, done: now()) }
+            if reading { lead.record(readAt: readAt, done: clock.now()) }
             // Every endpoint read this round and none failed: the cycle may start now.
             if startsCycles, !handedOver, !readThisRound.contains(false), Self.allActive(lanes) {
-                let current = now()
-                if current < deadline { phase.readingsIn(for: deadline, at: current) }
+                let current = clock.now()
+                if current < deadline { phase.readingsIn(for: deadline.nanoseconds, at: current.nanoseconds) }
             }
             if !handedOver {
-                serve(&lanes, until: max(deadline, now()) + period / 2, watchKick: true) { _ in
+                serve(&lanes, until: max(deadline, clock.now()) + period / 2, watchKick: true) { _ in
                     if takeKick() { handedOver = true }
                     return handedOver
                 }
             }
-            if handedOver { lastKick = now() }
-            // A cycle that stops handing over (stalled, not stopped) gets zero, revert armed.
-            let stalled = now() - lastKick > max(EndpointWorker.stallAfterNanoseconds, 5 * period)
+            if handedOver { lastKick = clock.now() }
+            let stalled = WritePlanner.stalled(lastHandOver: lastKick, now: clock.now(), period: period)
             queueWrites(&lanes, stalled: stalled)
             holdReleases = false
             // Sleep at least to this cycle's deadline, so the next round reads for the next cycle —
             // unless the cycle handed over: it published its next deadline before it ran, so the
             // next round can be planned now (one timer less per cycle when it started on its readings).
             // The last writes' answers wait for the next reads: one wake-up per round, not one per endpoint.
-            if !handedOver, now() < deadline { serve(&lanes, until: deadline, lastAnswersLater: true) }
+            if !handedOver, clock.now() < deadline { serve(&lanes, until: deadline, lastAnswersLater: true) }
         }
-        // Hand every endpoint back, taken up or not yet; a request in flight is the worker's to settle.
-        for i in lanes.indices where lanes[i].active || endpoints[i].handedOver.load(ordering: .acquiring) {
-            release(&lanes, i, failure: nil)
+        // Hand every session back, taken up or not yet; a request in flight is the worker's to settle.
+        for i in lanes.indices {
+            if lanes[i].active {
+                release(&lanes, i, failure: nil)
+            } else if let waiting = endpoints[i].toPoller.take() {
+                endpoints[i].toWorker.put(waiting)
+                endpoints[i].handback.signal()
+            }
         }
     }
 
-    /// Queues on every endpoint it drives what the cycle's setpoints need written (a changed
-    /// setpoint, or the revert timer's re-arm) and starts it where the line is free.
+    /// Queues on every endpoint it drives what the cycle's setpoints need written (`WritePlanner`:
+    /// a changed setpoint, or the revert timer's re-arm) and starts it where the line is free.
     private func queueWrites(_ lanes: inout [Lane], stalled: Bool) {
+        let now = clock.now()
         for i in lanes.indices where lanes[i].active {
-            // The writes go on the lane's own queue, behind what it still has to send (no
-            // allocation per round); a failure hands the endpoint back and empties the lane.
+            // The writes go on the lane's own queue (no allocation per round), ahead of any read it
+            // has not sent yet: the cycle that decided them has run, so they leave first, right
+            // after the request in flight. A failure hands the endpoint back and empties the lane.
             lanes[i].queue.removeFirst(min(lanes[i].next, lanes[i].queue.count))
             lanes[i].next = 0
-            for d in endpoints[i].devices.indices {
+            var at = 0
+            let endpoint = endpoints[i]
+            for d in endpoint.devices.indices {
                 do throws(DeviceError) {
-                    guard let plan = try endpoints[i].plannedWrites(d, stalled: stalled) else { continue }
+                    guard let plan = try sessions[i].plan(d, decided: endpoint.devices[d].slot.setpoint, stalled: stalled,
+                                                          revertSeconds: endpoint.revertSeconds, now: now) else { continue }
                     for (k, w) in plan.writes.enumerated() {
-                        lanes[i].queue.append(.write(device: d, address: w.address, values: w.values,
-                                                     last: k == plan.writes.count - 1 ? (plan.setpoint, plan.rearm) : nil))
+                        lanes[i].queue.insert(.write(device: d, address: w.address, values: w.values,
+                                                     last: k == plan.writes.count - 1 ? (plan.setpoint, plan.rearm) : nil), at: at)
+                        at += 1
                     }
                 } catch {
                     // A setpoint the device cannot take: its worker replaces it by 0 W.
@@ -262,10 +282,11 @@ public final class BusPoller: @unchecked Sendable {
         }
     }
 
-    /// Takes endpoints handed over; hands back those whose worker wants them (when idle).
+    /// Takes the sessions workers handed over; hands back those whose worker wants them (when idle).
     private func manage(_ lanes: inout [Lane]) {
         for i in lanes.indices {
-            if !lanes[i].active, endpoints[i].handedOver.load(ordering: .acquiring) {
+            if !lanes[i].active, let session = endpoints[i].toPoller.take() {
+                sessions.hold(i, session)
                 lanes[i] = Lane()
                 lanes[i].active = true
             }
@@ -275,16 +296,21 @@ public final class BusPoller: @unchecked Sendable {
         }
     }
 
+    /// Moves endpoint `i`'s session back to its worker, with the failure that made it, if any.
     private func release(_ lanes: inout [Lane], _ i: Int, failure: (index: Int, error: DeviceError)?) {
         lanes[i] = Lane()
-        endpoints[i].handBack(failure: failure)
+        var session = sessions.release(i)
+        session.count(into: endpoints[i].counters)
+        session.failure = failure
+        endpoints[i].toWorker.put(session)
+        endpoints[i].handback.signal()
     }
 
     /// Sends the next request of endpoint `i`'s queue, if any.
     private func start(_ lanes: inout [Lane], _ i: Int) {
-        let endpoint = endpoints[i]
         guard lanes[i].active, lanes[i].pending == nil, lanes[i].next < lanes[i].queue.count,
-              let connection = endpoint.pollerConnection else { return }
+              let connection = sessions[i].connection else { return }
+        let endpoint = endpoints[i]
         let n = lanes[i].next
         lanes[i].next += 1
         do throws(DeviceError) {
@@ -325,14 +351,14 @@ public final class BusPoller: @unchecked Sendable {
     /// round trip plus 0.5 ms after it was sent (rounded up to the millisecond), and never past
     /// `takeBy`, so an endpoint slower than usual (or silent) never makes the others' readings miss
     /// their cycle. With real-time priority the poller otherwise wakes for every answer, each
-    /// wake-up a poll over every socket (the counts: hil/results/README.md).
-    private func serve(_ lanes: inout [Lane], until end: Int64, watchKick: Bool = false, lastAnswersLater: Bool = false,
-                       takeBy: Int64 = 0, done: (borrowing [Lane]) -> Bool = { _ in false }) {
+    /// wake-up a poll over every socket.
+    private func serve(_ lanes: inout [Lane], until end: MonotonicInstant, watchKick: Bool = false, lastAnswersLater: Bool = false,
+                       takeBy: MonotonicInstant = .zero, done: (borrowing [Lane]) -> Bool = { _ in false }) {
         var sweep = false
         while worker.isRunning {
             manage(&lanes)
             if done(lanes) { return }
-            let current = now()
+            let current = clock.now()
             var wakeAt = end
             var n = 0
             fds[n] = pollfd(fd: adopted.descriptor, events: Int16(POLLIN), revents: 0); n += 1
@@ -359,7 +385,7 @@ public final class BusPoller: @unchecked Sendable {
             var watchedAt = -1
             var unwatched = false
             for i in lanes.indices {
-                guard let pending = lanes[i].pending, let connection = endpoints[i].pollerConnection else { continue }
+                guard let pending = lanes[i].pending, let connection = sessions[i].connection else { continue }
                 if later(i) { continue }
                 if current >= pending.exchange.deadline {
                     let error = connection.expired(pending.exchange)
@@ -378,8 +404,8 @@ public final class BusPoller: @unchecked Sendable {
                 n += 1
             }
             if current >= end { return }
-            let ms = sweep ? 0 : Int32(clamping: (wakeAt - current + 999_999) / 1_000_000)
-            let ready = fds.withUnsafeMutableBufferPointer { poll($0.baseAddress, nfds_t(n), ms) }
+            let count = n
+            let ready = fds.withUnsafeMutableBufferPointer { clock.poll($0.baseAddress!, count: count, until: sweep ? .zero : wakeAt) }
             // The watched answer came: the next poll takes, without waiting, every other that came.
             sweep = !sweep && unwatched && watchedAt >= 0 && fds[watchedAt].revents != 0
             guard ready > 0 else { continue }
@@ -397,13 +423,12 @@ public final class BusPoller: @unchecked Sendable {
         return kicked.drain()
     }
 
-    /// Takes what arrived for endpoint `i`'s request in flight.
+    /// Takes what arrived for endpoint `i`'s request in flight, into the session the poller holds.
     private func answer(_ lanes: inout [Lane], _ i: Int) {
-        guard i >= 0, let pending = lanes[i].pending else { return }
+        guard i >= 0, let pending = lanes[i].pending, let connection = sessions[i].connection else { return }
         let endpoint = endpoints[i]
-        guard let connection = endpoint.pollerConnection else { return }
         let d = device(pending.flight)
-        do {
+        do throws(DeviceError) {
             // The answer is decoded where it arrived: a read's registers into the poller's own
             // array, a write's echo checked in the receive buffer.
             let complete = switch pending.flight {
@@ -411,26 +436,22 @@ public final class BusPoller: @unchecked Sendable {
             case .write(_, let address, let count, _): try connection.collectEcho(pending.exchange, address: address, count: count)
             }
             guard complete else { return }
+            let now = clock.now()
             lanes[i].pending = nil
-            lanes[i].roundTrip = now() - pending.exchange.started
+            lanes[i].roundTrip = now - pending.exchange.started
             switch pending.flight {
             case .read(_, let address, _):
-                try endpoint.pollAnswered(d, address: address, words: words)
+                try sessions[i].answered(d, address: address, words: words, unitID: endpoint.devices[d].unitID,
+                                         slot: endpoint.devices[d].slot, now: now)
             case .write(_, _, _, let last):
-                if let last { endpoint.written(d, setpoint: last.setpoint, rearm: last.rearm) }
+                if let last { sessions[i].written(d, setpoint: last.setpoint, rearm: last.rearm, at: now) }
             }
             start(&lanes, i)
-            if lanes[i].idle { endpoint.countRequests() }
-        } catch let error as DeviceError {
-            release(&lanes, i, failure: (d, error))
-        } catch let error as DeviceError {
-            release(&lanes, i, failure: (d, error))
+            if lanes[i].active, lanes[i].idle { sessions[i].count(into: endpoint.counters) }
         } catch {
-            release(&lanes, i, failure: (d, DeviceError(.io, message: "\(error)")))
+            release(&lanes, i, failure: (d, error))
         }
     }
-
-    private func now() -> Int64 { MonotonicClock.now().nanoseconds }
 
     // Questions over every lane, asked at each wake-up of a round. Index loops: a sequence
     // algorithm's iterator would hand each lane over as a copy (a retain of its queue, per lane).

@@ -1,4 +1,5 @@
 import BessSystem
+public import ControlCore
 import Glibc
 import Synchronization
 
@@ -29,6 +30,16 @@ struct ReadLead {
         if startsOnReadings { return max(1_000_000, period * 4 / 5) }
         return min(max(1_000_000, period / 20, 2 * worst + 500_000), period / 2)
     }
+
+    /// A round planned at `readAt` had its last answer at `done`.
+    mutating func record(readAt: MonotonicInstant, done: MonotonicInstant) {
+        record(readAt: readAt.nanoseconds, done: done.nanoseconds)
+    }
+
+    /// How long before a deadline of a cycle of `period` the reads start.
+    func lead(period: Duration, startsOnReadings: Bool = false) -> Duration {
+        .nanoseconds(nanoseconds(period: period.nanosecondsClamped, startsOnReadings: startsOnReadings))
+    }
 }
 
 /// The control cycle's schedule as the bus workers see it: the deadline of the next cycle, and —
@@ -54,6 +65,15 @@ public final class CyclePhase: @unchecked Sendable {
 
     /// The monotonic deadline (ns) of the next cycle; 0 while no cycle thread runs.
     public var nextDeadline: Int64 { deadline.load(ordering: .acquiring) }
+
+    /// The next cycle's deadline; nil while no cycle thread runs.
+    public var upcoming: MonotonicInstant? {
+        let ns = deadline.load(ordering: .acquiring)
+        return ns > 0 ? MonotonicInstant(nanoseconds: ns) : nil
+    }
+
+    /// The cycle's period.
+    public var period: Duration { .nanoseconds(periodNanoseconds) }
 
     /// Published by the cycle before it sleeps (0 when it stops).
     public func publish(nextDeadline: Int64) { deadline.store(nextDeadline, ordering: .releasing) }

@@ -1,6 +1,6 @@
 import BessSystem
 import CModbus
-import ControlCore
+public import ControlCore
 import Glibc
 
 /// Where a Modbus device is.
@@ -77,9 +77,11 @@ public final class ModbusConnection: RegisterAccess {
     public var unitID: Int
     /// The unit id the context is set to (`modbus_set_slave`), -1 before the first request.
     private var selectedUnit: Int32 = -1
-    private let timeoutNanoseconds: Int64
+    private let timeout: Duration
+    /// The time and the waits of the thread that owns the connection.
+    private let clock: any BusClock
     /// Set after a timeout or a malformed answer: wait for quiet before the next request.
-    private var settleFrom: Int64?
+    private var settleFrom: MonotonicInstant?
     /// Requests sent since `connect()` (tests and request budgets).
     public private(set) var requestCount: UInt64 = 0
     /// Connections opened so far (`modbus_connect` calls that succeeded).
@@ -87,8 +89,12 @@ public final class ModbusConnection: RegisterAccess {
 
     /// Creates the context (no I/O yet).
     /// The corresponding C functions are `modbus_new_tcp_pi` and `modbus_new_rtu`.
-    public init(endpoint: ModbusEndpoint, unitID: Int = 1, timeout: Duration) throws(DeviceError) {
+    /// - Parameter clock: where its requests are stamped and its deadlines read (tests step a
+    ///   `ManualBusClock`).
+    public init(endpoint: ModbusEndpoint, unitID: Int = 1, timeout: Duration,
+                clock: any BusClock = SystemBusClock.shared) throws(DeviceError) {
         self.endpoint = endpoint
+        self.clock = clock
         self.unitID = unitID
         let created: OpaquePointer?
         switch endpoint {
@@ -106,7 +112,7 @@ public final class ModbusConnection: RegisterAccess {
         outbound = .allocate(capacity: Self.frameCapacity)
         outbound.initialize(repeating: 0, count: Self.frameCapacity)
         let micros = max(1000, timeout.nanosecondsClamped / 1000)
-        timeoutNanoseconds = micros * 1000
+        self.timeout = .microseconds(micros)
         modbus_set_response_timeout(context, UInt32(micros / 1_000_000), UInt32(micros % 1_000_000))
         modbus_set_error_recovery(context, MODBUS_ERROR_RECOVERY_NONE)
     }
@@ -138,14 +144,15 @@ public final class ModbusConnection: RegisterAccess {
             // is the response timeout, so a request is one send and, as a rule, one receive.
             let fd = modbus_get_socket(context)
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
-            var tv = timeval(tv_sec: Int(timeoutNanoseconds / 1_000_000_000), tv_usec: Int(timeoutNanoseconds % 1_000_000_000 / 1000))
+            let micros = timeout.nanosecondsClamped / 1000
+            var tv = timeval(tv_sec: Int(micros / 1_000_000), tv_usec: Int(micros % 1_000_000))
             _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
             var one: Int32 = 1
             _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(4))
         }
         isConnected = true
         connectCount &+= 1
-        lastSentAt = 0
+        lastSentAt = .zero
         settleFrom = nil
         inboundCount = 0
     }
@@ -179,7 +186,7 @@ public final class ModbusConnection: RegisterAccess {
         try Self.checkRead(at: address, count: count)
         try prepare(unit: unit)
         var values = [UInt16](repeating: 0, count: count)
-        let started = MonotonicClockReading.now()
+        let started = clock.now()
         if case .tcp = endpoint {
             let pending = try frameRead(unit: unit, at: address, count: count)
             guard Self.decode(try exchange(pending), count: count, into: &values) else { throw malformed(pending.label.description) }
@@ -188,7 +195,7 @@ public final class ModbusConnection: RegisterAccess {
             let result = modbus_read_registers(context, Int32(address), Int32(count), &values)
             guard result == Int32(count) else { throw failure("reading \(count) registers at \(address) of unit \(unit)") }
         }
-        lastRoundTrip = .nanoseconds(MonotonicClockReading.now() - started)
+        lastRoundTrip = clock.now() - started
         return values
     }
 
@@ -201,7 +208,7 @@ public final class ModbusConnection: RegisterAccess {
         }
         try prepare(unit: unit)
         let label = ModbusRequestLabel(function == 0x01 ? .readCoils : .readDiscreteInputs, unit: unit, address: address, count: count)
-        let started = MonotonicClockReading.now()
+        let started = clock.now()
         var bits = [Bool](repeating: false, count: count)
         if case .tcp = endpoint {
             let reply = try exchange(try begin(unit: unit, [function, UInt8(address >> 8), UInt8(address & 0xFF), UInt8(count >> 8), UInt8(count & 0xFF)],
@@ -217,7 +224,7 @@ public final class ModbusConnection: RegisterAccess {
             guard result == Int32(count) else { throw failure(label.description) }
             for i in 0..<count { bits[i] = raw[i] != 0 }
         }
-        lastRoundTrip = .nanoseconds(MonotonicClockReading.now() - started)
+        lastRoundTrip = clock.now() - started
         return bits
     }
 
@@ -226,13 +233,13 @@ public final class ModbusConnection: RegisterAccess {
     public func writeRegisters(unit: Int, at address: Int, _ values: [UInt16]) throws(DeviceError) {
         try Self.checkWrite(at: address, count: values.count)
         try prepare(unit: unit)
-        let started = MonotonicClockReading.now()
+        let started = clock.now()
         if case .tcp = endpoint {
             let pending = try frameWrite(unit: unit, at: address, values)
             let reply = try exchange(pending)
             // The answer echoes the address and the quantity.
             guard Self.echoes(reply, address: address, count: values.count) else { throw malformed(pending.label.description) }
-            lastRoundTrip = .nanoseconds(MonotonicClockReading.now() - started)
+            lastRoundTrip = clock.now() - started
             return
         }
         requestCount &+= 1
@@ -242,7 +249,7 @@ public final class ModbusConnection: RegisterAccess {
         guard result == Int32(values.count) else {
             throw failure("writing \(values.count) registers at \(address) of unit \(unit)")
         }
-        lastRoundTrip = .nanoseconds(MonotonicClockReading.now() - started)
+        lastRoundTrip = clock.now() - started
     }
 
     /// The transaction id of the next TCP request.
@@ -261,10 +268,10 @@ public final class ModbusConnection: RegisterAccess {
     /// Send buffer for TCP requests (`begin`), the same size and kind.
     private let outbound: UnsafeMutablePointer<UInt8>
     /// When the last TCP request was sent (monotonic ns).
-    private var lastSentAt: Int64 = 0
+    private var lastSentAt = MonotonicInstant.zero
     /// Half of Linux's shortest delayed-ACK timeout (TCP_DELACK_MIN, 40 ms): a request sent sooner
     /// than this after the previous one finds the socket still holding its ACKs.
-    static let delayedAckFloor: Int64 = 20_000_000
+    static let delayedAckFloor: Duration = .milliseconds(20)
 
     /// A Modbus TCP request on the wire whose answer has not been taken yet.
     public struct Pending: Sendable {
@@ -273,10 +280,10 @@ public final class ModbusConnection: RegisterAccess {
         public let transaction: UInt16
         /// What the request asks (for an error's message).
         public let label: ModbusRequestLabel
-        /// Monotonic ns by which the answer must be complete.
-        public let deadline: Int64
-        /// Monotonic ns at which the request went out.
-        public let started: Int64
+        /// When the answer must be complete by.
+        public let deadline: MonotonicInstant
+        /// When the request went out.
+        public let started: MonotonicInstant
     }
 
     /// The socket of a connected TCP context (for poll), or -1.
@@ -372,7 +379,7 @@ public final class ModbusConnection: RegisterAccess {
         outbound[6] = UInt8(truncatingIfNeeded: unit)
         pdu(outbound)
         let size = 7 + pduSize
-        let started = MonotonicClockReading.now()
+        let started = clock.now()
         requestCount &+= 1
         // After an idle gap Linux acknowledges the answer to come with a segment of its own (its
         // delayed-ACK timer fired in the gap and took the socket out of the mode that holds ACKs
@@ -387,7 +394,7 @@ public final class ModbusConnection: RegisterAccess {
         let sent = send(fd, outbound, size, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
         guard sent == size else { throw failure(label.description, errno: sent < 0 ? errno : EIO) }
         return Pending(unit: unit, function: outbound[7], transaction: transaction, label: label,
-                       deadline: started + timeoutNanoseconds, started: started)
+                       deadline: started + timeout, started: started)
     }
 
     /// Takes what has arrived for `pending`: its answer's PDU (function code first) once complete,
@@ -444,11 +451,11 @@ public final class ModbusConnection: RegisterAccess {
                         throw failure(pending.label.description, errno: DeviceError.enobase + Int32(inbound[8]))
                     }
                     guard function == pending.function else { throw malformed(pending.label.description) }
-                    lastRoundTrip = .nanoseconds(MonotonicClockReading.now() - pending.started)
+                    lastRoundTrip = clock.now() - pending.started
                     return UnsafeBufferPointer(start: inbound + 7, count: size - 7)
                 }
             }
-            if wait, MonotonicClockReading.now() > pending.deadline { throw failure(pending.label.description, errno: ETIMEDOUT) }
+            if wait, clock.now() > pending.deadline { throw failure(pending.label.description, errno: ETIMEDOUT) }
             let received = recv(fd, inbound + inboundCount, Self.frameCapacity - inboundCount, wait ? 0 : Int32(MSG_DONTWAIT))
             if received > 0 {
                 inboundCount += received
@@ -516,29 +523,28 @@ public final class ModbusConnection: RegisterAccess {
         try connect()
         if let since = settleFrom {
             settleFrom = nil
-            settle(until: since + timeoutNanoseconds)
+            settle(until: since + timeout)
         }
     }
 
     /// Waits until `deadline` for a late reply; whatever arrives is flushed, and once something has
     /// arrived the wait ends at the first 20 ms of quiet (a slow serial reply may run past
     /// `deadline`, by at most one more response timeout).
-    private func settle(until deadline: Int64) {
+    private func settle(until deadline: MonotonicInstant) {
         let fd = modbus_get_socket(context)
         guard fd >= 0 else { return }
-        let hardEnd = deadline + timeoutNanoseconds
+        let hardEnd = deadline + timeout
         var end = deadline
         while true {
-            let remaining = end - MonotonicClockReading.now()
-            if remaining <= 0 { return }
+            if clock.now() >= end { return }
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&pfd, 1, Int32(clamping: remaining / 1_000_000 + 1))
+            let ready = clock.poll(&pfd, count: 1, until: end + .milliseconds(1))
             if ready < 0, errno == EINTR { continue }
             guard ready > 0 else { continue }
             if pfd.revents & Int16(POLLIN) == 0 || modbus_flush(context) <= 0 {
                 return  // hung up or nothing to read: the next request reports the link
             }
-            end = min(MonotonicClockReading.now() + 20_000_000, hardEnd)
+            end = min(clock.now() + .milliseconds(20), hardEnd)
         }
     }
 
@@ -550,7 +556,7 @@ public final class ModbusConnection: RegisterAccess {
         } else if error.code == .timeout || error.code == .badResponse {
             // The stream may hold, or still receive, an answer meant for this request: start clean.
             modbus_flush(context)
-            settleFrom = MonotonicClockReading.now()
+            settleFrom = clock.now()
         }
         return error
     }

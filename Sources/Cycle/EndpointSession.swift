@@ -1,0 +1,172 @@
+import BessSystem
+import ControlCore
+import Fieldbus
+import Synchronization
+
+/// One Modbus endpoint's session: the connection shared by every unit id on it and the state of
+/// every device behind it. It has exactly one owner at a time, the endpoint's `EndpointWorker` or
+/// the site's `BusPoller`, and it is moved between them (`SessionMailbox`), never shared: the
+/// owner alone touches it, and handing it over gives it away.
+struct EndpointSession: ~Copyable, @unchecked Sendable {
+    // @unchecked: it holds the connection (a class confined to its owner's thread); a noncopyable
+    // value moved through a mailbox has one owner, so no two threads reach it at once.
+    var link = EndpointLink()
+    var devices: [DeviceState]
+    /// Set by the poller when it hands the session back because of a failure: which device, and
+    /// the error the worker acts on exactly as if it had met it itself.
+    var failure: (index: Int, error: DeviceError)?
+
+    init(devices count: Int) { devices = [DeviceState](repeating: DeviceState(), count: count) }
+
+    /// The connection, when open.
+    var connection: ModbusConnection? { link.connection }
+
+    /// Decodes device `index`'s poll answer (`words`, read at `address`) and publishes the reading
+    /// to `slot`, stamped `now`.
+    mutating func answered(_ index: Int, address: Int, words: [UInt16], unitID: Int, slot: DeviceSlot,
+                           now: MonotonicInstant) throws(DeviceError) {
+        guard let device = devices[index].device else {
+            throw DeviceError(.sunspecModelMissing, message: "unit id \(unitID) not discovered")
+        }
+        var block = PrefetchedRegisters(address: address, words: words)
+        let reading = try device.readStatus(&block)
+        slot.publish(Timestamped(reading, at: now), roundTrip: link.connection?.lastRoundTrip ?? .zero)
+        link.silentInARow = 0
+    }
+
+    /// What device `index` needs written this round for the cycle's `decided` setpoint (nil:
+    /// nothing), by `WritePlanner`'s rule; the plan's plain writes are kept until `written`.
+    mutating func plan(_ index: Int, decided: Watts, stalled: Bool, revertSeconds: Int,
+                       now: MonotonicInstant) throws(DeviceError) -> WritePlan? {
+        let setpoint = WritePlanner.setpoint(decided: decided, stalled: stalled, valueFault: devices[index].valueFault)
+        guard let device = devices[index].device else { return nil }
+        guard let plan = try WritePlanner.plan(device, setpoint: setpoint, lastWritten: devices[index].lastWritten,
+                                               lastPlain: devices[index].lastPlain, lastArmedAt: devices[index].lastArmedAt,
+                                               revertSeconds: revertSeconds, now: now) else { return nil }
+        devices[index].plannedPlain = plan.plain
+        return plan
+    }
+
+    /// Records that device `index`'s planned writes all went through.
+    mutating func written(_ index: Int, setpoint: Watts, rearm: Bool, at now: MonotonicInstant) {
+        devices[index].lastWritten = setpoint
+        devices[index].lastPlain = devices[index].plannedPlain.take()  // moved, not copied
+        devices[index].refusalLogged = false
+        if rearm { devices[index].lastArmedAt = now }
+    }
+
+    /// Publishes the connection's request and connect counts to `counters` (one short lock, only
+    /// when they moved).
+    mutating func count(into counters: PILock<EndpointWorker.Counters>) {
+        guard let connection = link.connection else { return }
+        let requests = connection.requestCount, connects = connection.connectCount
+        let newRequests = requests &- link.countedRequests, newConnects = connects &- link.countedConnects
+        link.countedRequests = requests
+        link.countedConnects = connects
+        if newRequests > 0 || newConnects > 0 {
+            counters.withLock {
+                $0.requests &+= newRequests
+                $0.connects &+= newConnects
+            }
+        }
+    }
+}
+
+/// One device's state on its endpoint (part of the session).
+struct DeviceState {
+    /// The discovered device (nil until discovery, and after a failure that calls for it again).
+    var device: ModbusDevice? { didSet { pollRequest = device?.pollRequest } }
+    /// The device's poll request, kept with it: the poller asks for it every round, and asking the
+    /// driver each time copies it (a retain per reference it holds).
+    private(set) var pollRequest: (address: Int, count: Int)?
+    /// The setpoint last acted on (written, or refused and replaced by 0 W).
+    var lastWritten: Watts?
+    /// The requests that carried `lastWritten` without the revert's re-arm: a new setpoint that
+    /// encodes to the same registers is not sent again. Nil after a refusal.
+    var lastPlain: [(address: Int, values: [UInt16])]?
+    /// The plan for the round's writes, kept until they are answered.
+    var plannedPlain: [(address: Int, values: [UInt16])]?
+    /// When the revert timer was last armed (revert value, enable and time written).
+    var lastArmedAt = MonotonicInstant.zero
+    /// When the static values (nameplate, settings, scale factors) were last read.
+    var staticsAt = MonotonicInstant.zero
+    var backoffUntil = MonotonicInstant.zero
+    var backoff = Backoff(firstNanoseconds: 500_000_000, maximumNanoseconds: 10_000_000_000)
+    /// The last reading had an unusable value: command 0 W until a reading is whole again.
+    var valueFault = false
+    /// A read failure was logged (log once until the unit answers again).
+    var logged = false
+    /// A refused setpoint was logged (once until a setpoint is accepted).
+    var refusalLogged = false
+}
+
+/// The one connection to an endpoint, shared by every unit id on it (part of the session).
+struct EndpointLink {
+    var connection: ModbusConnection?
+    var backoffUntil = MonotonicInstant.zero
+    var backoff = Backoff(firstNanoseconds: 500_000_000, maximumNanoseconds: 10_000_000_000)
+    /// Timeouts in a row with no answer from any unit: when every unit has been silent, the
+    /// connection itself is suspect (a half-open TCP session) and is re-established.
+    var silentInARow = 0
+    var countedRequests: UInt64 = 0
+    var countedConnects: UInt64 = 0
+}
+
+/// Where a session waits while it moves from one owner to the other: the giver puts it, the
+/// taker takes it. One lock for the move; nothing else is ever shared.
+final class SessionMailbox: Sendable {
+    private let slot = Mutex<EndpointSession?>(nil)
+
+    /// Leaves `session` for the other side.
+    func put(_ session: consuming EndpointSession) {
+        var parcel: EndpointSession? = consume session
+        slot.withLock { $0 = parcel.take() }
+    }
+
+    /// The session left here, if any (now the caller's).
+    func take() -> EndpointSession? { slot.withLock { $0.take() } }
+}
+
+/// The sessions the bus poller owns, one place per endpoint (a Swift array cannot hold a
+/// noncopyable value). Confined to the poller's thread.
+struct HeldSessions: ~Copyable {
+    private let base: UnsafeMutablePointer<EndpointSession>
+    private var held: [Bool]
+
+    init(count: Int) {
+        base = .allocate(capacity: max(1, count))
+        held = [Bool](repeating: false, count: count)
+    }
+
+    deinit {
+        for i in held.indices where held[i] { (base + i).deinitialize(count: 1) }
+        base.deallocate()
+    }
+
+    func isHeld(_ i: Int) -> Bool { held[i] }
+
+    /// Takes ownership of endpoint `i`'s session.
+    mutating func hold(_ i: Int, _ session: consuming EndpointSession) {
+        precondition(!held[i], "endpoint \(i) already holds a session")
+        (base + i).initialize(to: session)
+        held[i] = true
+    }
+
+    /// Gives up endpoint `i`'s session (to hand it back).
+    mutating func release(_ i: Int) -> EndpointSession {
+        precondition(held[i], "endpoint \(i) holds no session")
+        held[i] = false
+        return (base + i).move()
+    }
+
+    /// Endpoint `i`'s session, in place (it must be held).
+    subscript(i: Int) -> EndpointSession {
+        _read {
+            precondition(held[i])
+            yield base[i]
+        }
+        nonmutating _modify {
+            yield &base[i]
+        }
+    }
+}
