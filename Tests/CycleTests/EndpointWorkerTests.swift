@@ -3,7 +3,6 @@ import ControlCore
 import Fieldbus
 import Foundation
 import HILPlant
-@testable import Service
 @testable import Cycle
 @testable import Config
 import Synchronization
