@@ -9,29 +9,40 @@ public typealias ControlError = BessError
 /// The control protocol: one JSON object per line each way over bessd's Unix stream socket. The
 /// client side, for bessctl, bess-hil and tests; it links nothing of the daemon.
 public enum ControlClient {
-    /// Sends one request and waits for its answer.
-    public static func request(_ request: ControlRequest, socket path: String, timeout: Duration = .seconds(5))
-        throws(ControlError) -> [String: Any]
+    /// Sends one request and waits for its answer: a reply to decode (`ControlAnswer.reply(as:)`)
+    /// or bessd's refusal.
+    public static func answer(_ request: ControlRequest, socket path: String, timeout: Duration = .seconds(5))
+        throws(ControlError) -> ControlAnswer
     {
         guard let data = try? JSONEncoder().encode(request) else {
             throw ControlError(.badRequest, message: "request is not JSON")
         }
-        return try exchange(data, socket: path, timeout: timeout)
+        let line = try exchange(Array(data), socket: path, timeout: timeout)
+        guard let outcome = try? JSONDecoder().decode(ControlOutcome.self, from: Data(line)) else {
+            throw ControlError(.controlNoAnswer, message: "bessd did not answer in time")
+        }
+        let refusal = outcome.ok == true
+            ? nil : ControlFailure(outcome.code ?? "ERROR", outcome.message ?? "refused")
+        return ControlAnswer(bytes: line, refusal: refusal)
     }
 
-    /// Sends one request written as a JSON object (tests and tools that send what no verb would,
-    /// such as a wrong type or an unknown verb) and waits for its answer.
+    /// A JSON edge for tools that read any key of any answer (bess-hil's benchmarks and scenarios,
+    /// tests): the request written as a JSON object, the answer parsed by Foundation.
     public static func request(_ object: [String: Any], socket path: String, timeout: Duration = .seconds(5))
         throws(ControlError) -> [String: Any]
     {
         guard let data = try? JSONSerialization.data(withJSONObject: object) else {
             throw ControlError(.badRequest, message: "request is not JSON")
         }
-        return try exchange(data, socket: path, timeout: timeout)
+        let line = try exchange(Array(data), socket: path, timeout: timeout)
+        guard let answer = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any] else {
+            throw ControlError(.controlNoAnswer, message: "bessd did not answer in time")
+        }
+        return answer
     }
 
-    /// Writes `request` as one line and reads one line back: the answer, a JSON object.
-    private static func exchange(_ request: Data, socket path: String, timeout: Duration) throws(ControlError) -> [String: Any] {
+    /// Writes `request` as one line and reads one line back (without its newline).
+    private static func exchange(_ request: [UInt8], socket path: String, timeout: Duration) throws(ControlError) -> [UInt8] {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         guard fd >= 0, let address = UnixSocketAddress(path: path) else {
@@ -44,8 +55,7 @@ public enum ControlClient {
         let micros = max(1000, timeout.components.seconds * 1_000_000 + timeout.components.attoseconds / 1_000_000_000_000)
         var tv = timeval(tv_sec: Int(micros / 1_000_000), tv_usec: Int(micros % 1_000_000))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        var data = request
-        data.append(0x0A)
+        let data = request + [0x0A]
         _ = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         var received: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
@@ -54,12 +64,27 @@ public enum ControlClient {
             if count <= 0 { break }
             received += chunk.prefix(count)
         }
-        guard let end = received.firstIndex(of: 0x0A),
-              let answer = try? JSONSerialization.jsonObject(with: Data(received[..<end])) as? [String: Any]
-        else {
+        guard let end = received.firstIndex(of: 0x0A) else {
             throw ControlError(.controlNoAnswer, message: "bessd did not answer in time")
         }
-        return answer
+        return Array(received[..<end])
+    }
+}
+
+/// One answer from bessd: its line as received, and its refusal when it refused.
+public struct ControlAnswer: Sendable {
+    /// The answer's JSON line, without its newline (`bessctl status --json` prints it).
+    public let bytes: [UInt8]
+    /// bessd's refusal (`"ok": false`), nil when it answered.
+    public let refusal: ControlFailure?
+
+    /// The answer decoded as `type`; `CONTROL_NO_ANSWER` when it is not one (a bessd of another version).
+    public func reply<R: ControlReply>(as type: R.Type) throws(ControlError) -> R {
+        do {
+            return try JSONDecoder().decode(type, from: Data(bytes))
+        } catch {
+            throw ControlError(.controlNoAnswer, message: "bessd's answer is not a \(type): \(error)")
+        }
     }
 }
 
