@@ -137,12 +137,6 @@ public final class MQTTUplinkSender: UplinkTransport {
 
     public var stats: Statistics { statistics.withLock { $0 } }
 
-    /// The broker connection, its last PUBACK and last failure.
-    public var link: UplinkLink {
-        let s = stats
-        return UplinkLink(connected: s.connected, lastAckUnix: s.lastPubackUnix, lastError: s.lastError)
-    }
-
     public var topics: UplinkTopics { UplinkTopics(site: settings.site) }
 
     /// Checks the TLS files and the password, then starts the connection's thread.

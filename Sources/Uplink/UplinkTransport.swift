@@ -26,3 +26,11 @@ public struct UplinkLink: Sendable, Equatable {
         self.lastError = lastError
     }
 }
+
+extension MQTTUplinkSender {
+    /// The broker connection, its last PUBACK and last failure.
+    public var link: UplinkLink {
+        let s = stats
+        return UplinkLink(connected: s.connected, lastAckUnix: s.lastPubackUnix, lastError: s.lastError)
+    }
+}
