@@ -263,7 +263,10 @@ public final class EndpointWorker: @unchecked Sendable {
                 lead.record(readAt: readAt, done: clock.now())
                 // The cycle kicks once it has commanded; give up half a period after its deadline
                 // (a stalled cycle: the refresh below keeps to the revert rule either way).
-                if clock.wait(for: wake, until: max(cycleDeadline, clock.now()) + cyclePeriod / 2) { lastKick = clock.now() }
+                // (Not once stopping: `stop` signalled `wake` once, and a pause above may have taken it.)
+                if worker.isRunning, clock.wait(for: wake, until: max(cycleDeadline, clock.now()) + cyclePeriod / 2) {
+                    lastKick = clock.now()
+                }
                 let stalled = WritePlanner.stalled(lastHandOver: lastKick, now: clock.now(), period: cyclePeriod)
                 for index in devices.indices { write(index, &session, stalled: stalled) }
                 session.count(into: counters)

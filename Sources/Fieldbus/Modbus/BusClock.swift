@@ -49,18 +49,30 @@ public final class SystemBusClock: BusClock {
 /// when a descriptor they watch is ready, or when the test has moved the clock to their deadline.
 /// For tests; real descriptors (sockets, eventfds) are still watched for real.
 public final class ManualBusClock: BusClock {
-    private let instant: Mutex<MonotonicInstant>
+    /// The instant, and how many times the test has moved it.
+    private let state: Mutex<(instant: MonotonicInstant, moves: UInt64)>
+    /// For each thread now in `poll`: the move it last looked at (`running` once it has returned).
+    private let watchers = Mutex<[UInt: UInt64]>([:])
+    private static let running = UInt64.max
 
     /// A clock standing at `start` (a second after zero by default, so "never" stays before it).
-    public init(at start: MonotonicInstant = MonotonicInstant(nanoseconds: 1_000_000_000)) { instant = Mutex(start) }
+    public init(at start: MonotonicInstant = MonotonicInstant(nanoseconds: 1_000_000_000)) { state = Mutex((start, 0)) }
 
-    public func now() -> MonotonicInstant { instant.withLock { $0 } }
+    public func now() -> MonotonicInstant { state.withLock { $0.instant } }
 
     /// Moves the clock forward by `step`.
-    public func advance(by step: Duration) { instant.withLock { $0 = $0 + step } }
+    public func advance(by step: Duration) { state.withLock { $0.instant = $0.instant + step; $0.moves &+= 1 } }
 
     /// Moves the clock to `target` (never back).
-    public func advance(to target: MonotonicInstant) { instant.withLock { $0 = max($0, target) } }
+    public func advance(to target: MonotonicInstant) { state.withLock { $0.instant = max($0.instant, target); $0.moves &+= 1 } }
+
+    /// True once every thread that has waited on this clock is waiting again and has looked at the
+    /// clock since it was last moved: what the move made due has been acted on. The test's way to
+    /// know the threads have caught up, as `EmbeddedEventLoop.advanceTime` runs what fell due.
+    public var settled: Bool {
+        let moves = state.withLock { $0.moves }
+        return watchers.withLock { $0.values.allSatisfy { $0 == moves } }
+    }
 
     public func sleep(until deadline: MonotonicInstant) {
         while now() < deadline { usleep(200) }
@@ -76,8 +88,12 @@ public final class ManualBusClock: BusClock {
     /// Watches the descriptors in real time, in slices of a millisecond, until one is ready or the
     /// clock has been moved to `deadline`.
     public func poll(_ fds: UnsafeMutablePointer<pollfd>, count: Int, until deadline: MonotonicInstant) -> Int32 {
+        let thread = UInt(bitPattern: Int(bitPattern: UInt(pthread_self())))
+        defer { watchers.withLock { $0[thread] = Self.running } }
         while true {
-            let due = now() >= deadline
+            let (current, moves) = state.withLock { ($0.instant, $0.moves) }
+            watchers.withLock { $0[thread] = moves }
+            let due = current >= deadline
             let ready = Glibc.poll(fds, nfds_t(count), due ? 0 : 1)
             if ready != 0 || due { return ready }
         }
