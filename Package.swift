@@ -103,6 +103,9 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: swiftSettings),
+        // IEC 60870-5-104 as pure protocol (APCI, ASDU, CP56Time2a, the link state machine): no
+        // sockets, no threads, no Foundation; ControlCore for the monotonic instant only.
+        .target(name: "IEC104", dependencies: ["ControlCore"], swiftSettings: swiftSettings),
         // The aggregator's side of the uplink: reading and checking the batches gateways send.
         .target(name: "UplinkIngest", dependencies: ["Uplink", "ControlCore", "BessSystem"], swiftSettings: swiftSettings),
         .executableTarget(
@@ -158,6 +161,8 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(name: "UplinkTests", dependencies: ["Uplink", "UplinkIngest", "ControlCore", "BessSystem"], swiftSettings: swiftSettings),
         .testTarget(name: "BessSystemTests", dependencies: ["BessSystem"], swiftSettings: swiftSettings),
+        // The 104 codec and link byte-exact from the standard, and against c104 and iec60870-parser (PyPI).
+        .testTarget(name: "IEC104Tests", dependencies: ["IEC104", "ControlCore", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(
             name: "PlantTests", dependencies: ["Simulation", "HILPlant", "ControlCore", "Fieldbus", "Config", "Cycle", "TestSupport"],
             swiftSettings: swiftSettings),
