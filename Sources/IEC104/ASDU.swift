@@ -11,9 +11,10 @@
 ///   link carries on. So are an unknown cause (COT 45), common address (46) and IOA (47): they are
 ///   values the outstation checks, not decoding errors.
 /// - An ASDU of a known type that breaks the type's structure (no objects, several where one is
-///   allowed, SQ = 1 where never allowed, object octets that do not match the count exactly, a
-///   CP56Time2a with a field out of range, sequence addresses past 16 777 215) is a typed error:
-///   the peer is broken or hostile, its other fields cannot be trusted, and the connection closes.
+///   allowed, SQ = 1 for a command or for several time-tagged objects, object octets that do not
+///   match the count exactly, a CP56Time2a with a field out of range, sequence addresses past
+///   16 777 215) is a typed error: the peer is broken or hostile, its other fields cannot be
+///   trusted, and the connection closes.
 public struct ASDU: Hashable, Sendable {
     /// The type identification.
     public var type: TypeID
@@ -109,8 +110,10 @@ public struct ASDU: Hashable, Sendable {
         guard !layout.singleObject || (count == 1 && !isSequence) else {
             throw IEC104Error(.badVSQ, "type \(type.rawValue) carries one object, not \(count)\(isSequence ? " in sequence" : "")")
         }
-        guard !isSequence || layout.sequenceAllowed else {
-            throw IEC104Error(.badVSQ, "type \(type.rawValue) is never a sequence (SQ = 1)")
+        // A single object is laid out alike with SQ = 0 and 1; lib60870 (c104) sends time-tagged
+        // monitor types so in interrogation answers, and the bit is kept for an exact round trip.
+        guard !isSequence || layout.sequenceAllowed || (count == 1 && !layout.singleObject) else {
+            throw IEC104Error(.badVSQ, "type \(type.rawValue) is a sequence (SQ = 1) of \(count) objects; only 1 is allowed")
         }
     }
 

@@ -28,7 +28,8 @@ public struct IEC104Error: Error, Sendable, Hashable, CustomStringConvertible {
         /// unknown or combined U function, a reserved bit set).
         public static let badControl = Code(.badControl)
         /// `IEC104_BAD_VSQ`: a variable structure qualifier the type does not allow: no objects, more
-        /// than one for a command or system type, or SQ = 1 for a type that is never a sequence.
+        /// than one for a command or system type, SQ = 1 for a command or system type, or SQ = 1 with
+        /// several objects of a time-tagged type.
         public static let badVSQ = Code(.badVSQ)
         /// `IEC104_BAD_OBJECT_LENGTH`: the octets after the ASDU header are not exactly the objects
         /// the VSQ announces.
