@@ -12,7 +12,7 @@ enum ScadaHarness {
 
     static func run(_ input: inout FuzzInput) -> [String] {
         var image = ScadaImage(site: site)
-        var commands = SiteCommands(maxHoldSeconds: 60)
+        var commands = SiteCommands(maxHold: .seconds(60))
         var nanoseconds: Int64 = 1_000_000_000
         var violations = Violations()
         let rated = image.ratedPower
@@ -38,9 +38,9 @@ enum ScadaHarness {
                 let bound = name == "limit" ? 0.0...100.0 : -rated...rated
                 violations.check(bound.contains(command.value) && bound.contains(command.revertValue),
                                  "\(name) accepted as \(command.value) (revert \(command.revertValue))")
-                violations.check(Double(command.timeoutSeconds) <= commands.maxHoldSeconds, "\(name) timeout \(command.timeoutSeconds) s")
+                violations.check(.seconds(Int64(command.timeoutSeconds)) <= commands.maxHold, "\(name) timeout \(command.timeoutSeconds) s")
                 if let expires = command.expiresAt {
-                    violations.check(expires.nanoseconds - nanoseconds <= Int64(commands.maxHoldSeconds * 1e9) + 1,
+                    violations.check(expires.nanoseconds - nanoseconds <= commands.maxHold.nanosecondsClamped + 1,
                                      "\(name) holds until \(expires), beyond max_hold_s")
                 }
             }

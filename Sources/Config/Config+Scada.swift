@@ -41,8 +41,8 @@ extension ScadaConfiguration {
                     "needs allow_from to name the SCADA hosts: \(open) lets anyone write the site's limit and setpoint",
                     got: "true")
         }
-        let hold = fields.double("max_hold_s", default: 60, range: 1...3600, unit: "seconds")!
-        let idle = fields.double("idle_timeout_s", default: 60, range: 1...3600, unit: "seconds")!
+        let hold = Duration.seconds(fromDouble: fields.double("max_hold_s", default: 60, range: 1...3600, unit: "seconds")!)
+        let idle = Duration.seconds(fromDouble: fields.double("idle_timeout_s", default: 60, range: 1...3600, unit: "seconds")!)
         let clients = fields.int("max_clients", default: 32, range: 1...256)!
         var serial: SerialSettings?
         var serialUnit = 1
@@ -68,7 +68,7 @@ extension ScadaConfiguration {
         }
         fields.finish(Self.keys)
         var scada = ScadaConfiguration(host: host, port: port, unitID: unitID, allowFrom: allow, writes: writes,
-                                       maxHoldSeconds: hold, idleTimeoutSeconds: idle, maxClients: clients)
+                                       maxHold: hold, idleTimeout: idle, maxClients: clients)
         scada.serial = serial
         scada.serialUnitID = serialUnit
         return scada

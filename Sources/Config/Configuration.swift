@@ -318,10 +318,10 @@ public struct ScadaConfiguration: Sendable, Equatable {
     public var allowFrom: [IPv4Network]
     /// Whether the grid operator limit and the site setpoint of model 704 may be written.
     public var writes: Bool
-    /// The longest a write holds without a refresh, seconds.
-    public var maxHoldSeconds: Double
-    /// A connection that sends nothing for this long is closed, seconds.
-    public var idleTimeoutSeconds: Double
+    /// `max_hold_s`: the longest a write holds without a refresh.
+    public var maxHold: Duration
+    /// `idle_timeout_s`: a connection that sends nothing for this long is closed.
+    public var idleTimeout: Duration
     /// Connections open at once; more are closed at accept.
     public var maxClients: Int
     /// An RS-485 line of its own (`scada.serial`), served as Modbus RTU beside TCP, and the unit id
@@ -330,14 +330,14 @@ public struct ScadaConfiguration: Sendable, Equatable {
     public var serialUnitID = 1
 
     public init(host: String, port: Int, unitID: Int = 1, allowFrom: [IPv4Network] = [], writes: Bool = false,
-                maxHoldSeconds: Double = 60, idleTimeoutSeconds: Double = 60, maxClients: Int = 32) {
+                maxHold: Duration = .seconds(60), idleTimeout: Duration = .seconds(60), maxClients: Int = 32) {
         self.host = host
         self.port = port
         self.unitID = unitID
         self.allowFrom = allowFrom
         self.writes = writes
-        self.maxHoldSeconds = maxHoldSeconds
-        self.idleTimeoutSeconds = idleTimeoutSeconds
+        self.maxHold = maxHold
+        self.idleTimeout = idleTimeout
         self.maxClients = maxClients
     }
 }

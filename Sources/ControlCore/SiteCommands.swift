@@ -40,16 +40,16 @@ public struct ExpiringCommand: Sendable, Equatable {
 
     /// The command as it stands at `now`: once its time is up it takes its reversion (`…Rvrt`
     /// and `…EnaRvrt`). `holdAfterRevert` bounds an enabled reversion: nil lets it stand until the
-    /// next write (the grid operator's fallback limit), a number of seconds ends it after that
-    /// long (a site setpoint nobody refreshes is stale, and stale commands mean zero).
-    public func settled(at now: MonotonicInstant, holdAfterRevert: Double?) -> ExpiringCommand {
+    /// next write (the grid operator's fallback limit), a duration ends it after that long (a site
+    /// setpoint nobody refreshes is stale, and stale commands mean zero).
+    public func settled(at now: MonotonicInstant, holdAfterRevert: Duration?) -> ExpiringCommand {
         guard let expiresAt, now >= expiresAt else { return self }
         var next = self
         if !reverted, revertEnabled {
             next.enabled = true
             next.value = revertValue
             next.reverted = true
-            next.expiresAt = holdAfterRevert.map { expiresAt + .seconds(fromDouble: $0) }
+            next.expiresAt = holdAfterRevert.map { expiresAt + $0 }
         } else {
             next.enabled = false
             if !reverted { next.value = revertValue }
@@ -68,21 +68,21 @@ public struct SiteCommands: Sendable, Equatable {
     /// Site active power, W (+ = discharge); until written disabled.
     public var setpoint = ExpiringCommand(value: 0, revertValue: 0)
     /// `scada.max_hold_s`: the longest a write holds without a refresh.
-    public var maxHoldSeconds: Double = 60
+    public var maxHold: Duration = .seconds(60)
 
-    public init(maxHoldSeconds: Double = 60) { self.maxHoldSeconds = maxHoldSeconds }
+    public init(maxHold: Duration = .seconds(60)) { self.maxHold = maxHold }
 
     /// Both commands with any due reversion applied. A limit's enabled reversion stands until
     /// written again; a setpoint's for `max_hold_s`, then it disables.
     public func settled(at now: MonotonicInstant) -> SiteCommands {
         var next = self
         next.limit = limit.settled(at: now, holdAfterRevert: nil)
-        next.setpoint = setpoint.settled(at: now, holdAfterRevert: maxHoldSeconds)
+        next.setpoint = setpoint.settled(at: now, holdAfterRevert: maxHold)
         return next
     }
 
     /// The hold a write with reversion time `seconds` gets: the written time, or `max_hold_s` for 0.
-    public func hold(forTimeout seconds: UInt32) -> Double {
-        seconds == 0 ? maxHoldSeconds : Double(seconds)
+    public func hold(forTimeout seconds: UInt32) -> Duration {
+        seconds == 0 ? maxHold : .seconds(Int64(seconds))
     }
 }

@@ -156,7 +156,7 @@ public final class ScadaServer: @unchecked Sendable {
         fds.reserveCapacity(configuration.maxClients + 2)
         var query = [UInt8](repeating: 0, count: 260)
         let header = Int(modbus_get_header_length(context))
-        let idleNs = Int64(configuration.idleTimeoutSeconds * 1e9)
+        let idleNs = configuration.idleTimeout.nanosecondsClamped
         while worker.isRunning {
             fds.removeAll(keepingCapacity: true)
             fds.append(pollfd(fd: stopWakeup.descriptor, events: Int16(POLLIN), revents: 0))
@@ -171,7 +171,7 @@ public final class ScadaServer: @unchecked Sendable {
             clients.removeAll { client in
                 guard now - client.lastActive > idleNs else { return false }
                 idleClosed.add(1, ordering: .relaxed)
-                log(.clientIdle, "SCADA client \(client.peer) closed after \(configuration.idleTimeoutSeconds) s without a request", [:])
+                log(.clientIdle, "SCADA client \(client.peer) closed after \(configuration.idleTimeout.secondsDouble) s without a request", [:])
                 close(client.fd)
                 return true
             }
@@ -351,7 +351,7 @@ public final class ScadaServer: @unchecked Sendable {
             let unit = change.point.hasSuffix("Tms") ? " s" : change.point.contains("Ena") || change.point == "WSetMod" ? ""
                 : isLimit ? " %" : " W"
             let revertTo = command.revertEnabled
-                ? "\(Self.number(command.revertValue))\(isLimit ? " %" : " W")" + (isLimit ? "" : " for at most \(Self.number(write.commands.maxHoldSeconds)) s")
+                ? "\(Self.number(command.revertValue))\(isLimit ? " %" : " W")" + (isLimit ? "" : " for at most \(Self.number(write.commands.maxHold.secondsDouble)) s")
                 : "disabled"
             log(.write,
                 "SCADA write from \(peer): \(change.point) \(Self.number(change.old)) → \(Self.number(change.new))\(unit); "

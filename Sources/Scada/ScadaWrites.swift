@@ -124,8 +124,8 @@ extension ScadaImage {
                 old = was[keyPath: field]
                 command[keyPath: field] = new
             case "RvrtTms":
-                guard Double(value) <= current.maxHoldSeconds else {
-                    return bad("at most scada.max_hold_s = \(Int(current.maxHoldSeconds)) s (0 = max_hold_s)")
+                guard .seconds(Int64(value)) <= current.maxHold else {
+                    return bad("at most scada.max_hold_s = \(current.maxHold.components.seconds) s (0 = max_hold_s)")
                 }
                 old = Double(was.timeoutSeconds)
                 command.timeoutSeconds = UInt32(value)
@@ -146,11 +146,11 @@ extension ScadaImage {
         }
         // A write to a command's points refreshes it: its reversion time starts again.
         if limitWritten {
-            next.limit.expiresAt = now + .seconds(fromDouble: next.hold(forTimeout: next.limit.timeoutSeconds))
+            next.limit.expiresAt = now + next.hold(forTimeout: next.limit.timeoutSeconds)
             next.limit.reverted = false
         }
         if setpointWritten {
-            next.setpoint.expiresAt = now + .seconds(fromDouble: next.hold(forTimeout: next.setpoint.timeoutSeconds))
+            next.setpoint.expiresAt = now + next.hold(forTimeout: next.setpoint.timeoutSeconds)
             next.setpoint.reverted = false
         }
         return .success(ScadaWrite(changes: changes, commands: next, limitWritten: limitWritten, setpointWritten: setpointWritten))

@@ -19,7 +19,7 @@ extension Daemon {
         // Every write holds for at most max_hold_s; nothing written yet.
         var generation: UInt64 = 0
         _ = shared.commands(generation: &generation)
-        _ = shared.commit(SiteCommands(maxHoldSeconds: settings.maxHoldSeconds), ifGeneration: generation)
+        _ = shared.commit(SiteCommands(maxHold: settings.maxHold), ifGeneration: generation)
         let description = ScadaSiteDescription(
             siteID: configuration.aggregator?.siteID ?? configuration.units.first?.campusID ?? "site",
             version: BessdVersion.string, mode: configuration.mode.rawValue, unitID: settings.unitID,

@@ -127,7 +127,7 @@ struct SiteCommandsTests {
 
     @Test("reversion: an enabled WMaxLimPctRvrt stands until written again; an enabled WSetRvrt holds for max_hold_s, then ends")
     func reversion() {
-        var commands = SiteCommands(maxHoldSeconds: 60)
+        var commands = SiteCommands(maxHold: .seconds(60))
         commands.limit = Self.limit(30, until: 10, revert: (true, 50))
         var setpoint = ExpiringCommand(value: 80_000, revertValue: 20_000)
         setpoint.enabled = true

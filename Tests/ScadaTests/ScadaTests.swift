@@ -98,7 +98,7 @@ struct ScadaTests {
     @Test("a connection silent for idle_timeout_s is closed and logged SCADA_CLIENT_IDLE")
     func idleClosed() throws {
         let said = Mutex<[String]>([])
-        let settings = ScadaConfiguration(host: "127.0.0.1", port: 0, idleTimeoutSeconds: 1)
+        let settings = ScadaConfiguration(host: "127.0.0.1", port: 0, idleTimeout: .seconds(1))
         let (server, _) = try server(settings) { code, _, _ in said.withLock { $0.append("\(code)") } }
         defer { server.stop() }
         let fd = connect(server.port)
@@ -110,7 +110,7 @@ struct ScadaTests {
 
     @Test("the server sleeps until a client, its idle timeout or stop() wakes it: no fixed tick")
     func serverSleeps() throws {
-        let settings = ScadaConfiguration(host: "127.0.0.1", port: 0, idleTimeoutSeconds: 1)
+        let settings = ScadaConfiguration(host: "127.0.0.1", port: 0, idleTimeout: .seconds(1))
         let (server, _) = try server(settings)
         let fd = connect(server.port)
         defer { close(fd) }

@@ -26,7 +26,7 @@ struct ScadaWriteTests {
     func decode() throws {
         let image = ScadaImage(site: Self.site)
         let now = MonotonicInstant(nanoseconds: 5_000_000_000)
-        let commands = SiteCommands(maxHoldSeconds: 60)
+        let commands = SiteCommands(maxHold: .seconds(60))
         func write(_ point: SunSpecPoint, _ values: [UInt16]) -> Result<ScadaWrite, ScadaWriteRefusal> {
             image.decodeWrite(address: Self.address(point), values: values, commands: commands, now: now)
         }
@@ -73,7 +73,7 @@ struct ScadaWriteTests {
         let shared = SharedState(units: 2)
         var generation: UInt64 = 0
         _ = shared.commands(generation: &generation)
-        _ = shared.commit(SiteCommands(maxHoldSeconds: settings.maxHoldSeconds), ifGeneration: generation)
+        _ = shared.commit(SiteCommands(maxHold: settings.maxHold), ifGeneration: generation)
         let server = try ScadaServer(configuration: settings, site: Self.site, shared: shared) { code, _, fields in
             said.entries.withLock { $0.append(("\(code)", fields)) }
         }
