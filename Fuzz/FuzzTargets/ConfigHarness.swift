@@ -37,8 +37,8 @@ enum ConfigHarness {
         for unit in c.units {
             violations.check(unit.maxPowerKW.isFinite && unit.maxPowerKW > 0, "unit \(unit.id): accepted max_power_kw \(unit.maxPowerKW)")
             violations.check(unit.capacityKWh.isFinite && unit.capacityKWh > 0, "unit \(unit.id): accepted capacity_kwh \(unit.capacityKWh)")
-            violations.check(unit.inverterStaleAfterSeconds.isFinite && unit.inverterStaleAfterSeconds > 0,
-                             "unit \(unit.id): accepted inverter stale_after_s \(unit.inverterStaleAfterSeconds)")
+            violations.check(unit.inverterStaleAfter > .zero,
+                             "unit \(unit.id): accepted inverter stale_after_s \(unit.inverterStaleAfter)")
         }
         violations.check(c.limitRampPercentPerSecond.isFinite && c.limitRampPercentPerSecond > 0,
                          "accepted limit ramp \(c.limitRampPercentPerSecond) %/s")

@@ -1,3 +1,4 @@
+import ControlCore
 import Fieldbus
 import Foundation
 internal import Yams
@@ -20,7 +21,7 @@ extension AggregatorConfiguration {
                             rule: "must be an mqtt://host[:port] or mqtts://host[:port] URL (transport: mqtt)")
         if url == nil, !fields.has("url") { r.error(fields.node, fields.child("url"), "is required") }
         let token = fields.string("token_file", pattern: { $0.hasPrefix("/") }, rule: "must be an absolute path")
-        let interval = fields.double("interval_s", default: 1, range: 0.1...3600, unit: "seconds")!
+        let interval = Duration.seconds(fromDouble: fields.double("interval_s", default: 1, range: 0.1...3600, unit: "seconds")!)
         let site = fields.string("site_id", pattern: ConfigLoader.idPattern, rule: "must be 1–64 letters, digits, '_', '-' or '.'")
         let absolute: (String) -> Bool = { $0.hasPrefix("/") }
         let ca = fields.string("ca_file", pattern: absolute, rule: "must be an absolute path")
@@ -42,10 +43,10 @@ extension AggregatorConfiguration {
             r.error(fields.node, fields.child("token_file"), "applies to transport: http only (MQTT uses username + password_file or a client certificate)")
         }
         fields.finish(Self.keys)
-        return AggregatorConfiguration(transport: transport, url: url ?? "", tokenFile: token, intervalSeconds: interval,
+        return AggregatorConfiguration(transport: transport, url: url ?? "", tokenFile: token, interval: interval,
                                        siteID: site ?? "", caFile: ca, clientCertFile: cert, clientKeyFile: key,
                                        spoolMaxMB: spoolMB, username: username, passwordFile: password,
-                                       keepaliveSeconds: keepalive, sessionExpirySeconds: sessionExpiry)
+                                       keepalive: .seconds(keepalive), sessionExpiry: .seconds(sessionExpiry))
     }
 }
 

@@ -33,8 +33,8 @@ extension InterlockOverride {
             entry.threshold = o.double("threshold", range: physical, unit: "\(rule.metric.unitSymbol)")
             entry.hysteresis = o.double("hysteresis", range: 0...(physical.upperBound - physical.lowerBound),
                                         unit: "\(rule.metric.unitSymbol)")
-            entry.delaySeconds = o.double("delay_s", range: 0...3600, unit: "seconds")
-            entry.holdSeconds = o.double("hold_s", range: 0...86_400, unit: "seconds")
+            entry.delay = o.double("delay_s", range: 0...3600, unit: "seconds").map { .seconds(fromDouble: $0) }
+            entry.hold = o.double("hold_s", range: 0...86_400, unit: "seconds").map { .seconds(fromDouble: $0) }
             entry.severity = o.choice("severity", [("warn", "warn"), ("derate", "derate"), ("trip", "trip"), ("latch", "latch")],
                                       default: nil as String?)
             entry.derateStart = o.double("derate_start", range: physical, unit: "\(rule.metric.unitSymbol)")

@@ -47,8 +47,8 @@ extension UnitConfiguration {
             let modbus = modbusFields.flatMap { ModbusSettings.decode($0, r) }
             if let modbus, let fields = modbusFields { endpoints.append((index, modbus, fields)) }
             var inverter = InverterSettings(simulated: false, protocolName: .sunspec)
-            var inverterStale = 3.0
-            var inverterGrace = 30.0
+            var inverterStale = Duration.seconds(3)
+            var inverterGrace = Duration.seconds(30)
             if let inv = u.fields("inverter") {
                 (inverter, inverterStale, inverterGrace) = InverterSettings.decode(inv, r, mode: mode)
             }
@@ -61,8 +61,8 @@ extension UnitConfiguration {
             if let id, let capacity, let power {
                 units.append(UnitConfiguration(
                     id: id, campusID: campus, capacityKWh: capacity, maxPowerKW: power, modbus: modbus,
-                    inverter: inverter, bms: bms, inverterStaleAfterSeconds: inverterStale))
-                units[units.count - 1].inverterStartupGraceSeconds = inverterGrace
+                    inverter: inverter, bms: bms, inverterStaleAfter: inverterStale))
+                units[units.count - 1].inverterStartupGrace = inverterGrace
             }
         }
         // One serial line has one set of line settings, and one device (endpoint, unit id) one unit:
@@ -113,7 +113,7 @@ extension InverterSettings {
     /// A unit's `inverter:` — simulated or real, its protocol and, for `register_map`, the map; with the
     /// unit's stale and start-up grace times, which `UnitConfiguration` keeps.
     static func decode(_ inv: ConfigReader.Fields, _ r: ConfigReader, mode: RunMode)
-        -> (settings: InverterSettings, staleAfterSeconds: Double, startupGraceSeconds: Double)
+        -> (settings: InverterSettings, staleAfter: Duration, startupGrace: Duration)
     {
         var inverter = InverterSettings(simulated: false, protocolName: .sunspec)
         inverter.simulated = inv.bool("simulated", default: false)
@@ -122,8 +122,8 @@ extension InverterSettings {
         }
         inverter.protocolName = inv.choice("protocol", [("sunspec", .sunspec), ("register_map", .registerMap)],
                                            default: .sunspec)
-        let stale = inv.double("stale_after_s", default: 3, range: 0.05...60, unit: "seconds")!
-        let grace = inv.double("startup_grace_s", default: 30, range: 0...3600, unit: "seconds")!
+        let stale = Duration.seconds(fromDouble: inv.double("stale_after_s", default: 3, range: 0.05...60, unit: "seconds")!)
+        let grace = Duration.seconds(fromDouble: inv.double("startup_grace_s", default: 30, range: 0...3600, unit: "seconds")!)
         if let map = inv.fields("register_map") {
             inverter.registerMap = RegisterMapSpec.decode(map, r)
             if inverter.protocolName != .registerMap {

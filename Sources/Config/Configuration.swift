@@ -12,10 +12,11 @@ public struct UnitConfiguration: Sendable, Equatable {
     public var modbus: ModbusSettings?
     public var inverter: InverterSettings
     public var bms: BMSSettings
-    /// Inverter data older than this is stale.
-    public var inverterStaleAfterSeconds: Double
-    /// How long after start the inverter may take to answer first before INVERTER_COMM_LOST.
-    public var inverterStartupGraceSeconds: Double = 30
+    /// Inverter data older than this is stale (`inverter.stale_after_s`).
+    public var inverterStaleAfter: Duration
+    /// How long after start the inverter may take to answer first before INVERTER_COMM_LOST
+    /// (`inverter.startup_grace_s`).
+    public var inverterStartupGrace: Duration = .seconds(30)
 }
 
 /// `site:`: the grid connection point, its limits and the site application.
@@ -56,7 +57,8 @@ public struct AggregatorConfiguration: Sendable, Equatable {
     /// `url` with any credentials replaced by `<redacted>`.
     public var shownURL: String { Redaction.urlCredentials(in: url) }
     public var tokenFile: String?
-    public var intervalSeconds: Double
+    /// `interval_s`: how often the uplink records the site.
+    public var interval: Duration
     /// The site's name in the uplink (default: the first unit's campus_id).
     public var siteID: String = "site"
     /// PEM CA bundle trusted for the aggregator's certificate (default: the system's).
@@ -70,8 +72,9 @@ public struct AggregatorConfiguration: Sendable, Equatable {
     public var username: String?
     public var passwordFile: String?
     /// MQTT: keepalive, and how long the broker keeps the session (and commands sent to it) while the gateway is away.
-    public var keepaliveSeconds: Int = 30
-    public var sessionExpirySeconds: Int = 86_400
+    /// `keepalive_s` and `session_expiry_s`, whole seconds as MQTT sends them.
+    public var keepalive: Duration = .seconds(30)
+    public var sessionExpiry: Duration = .seconds(86_400)
 }
 
 /// `simulation`: the built-in simulated site, and the plant of a HIL rig.
@@ -217,8 +220,9 @@ public struct FaultInjection: Sendable, Equatable {
 public struct InterlockOverride: Sendable, Equatable {
     public var threshold: Double?
     public var hysteresis: Double?
-    public var delaySeconds: Double?
-    public var holdSeconds: Double?
+    /// `delay_s` and `hold_s`.
+    public var delay: Duration?
+    public var hold: Duration?
     public var severity: String?
     public var derateStart: Double?
     public var direction: PowerDirection?

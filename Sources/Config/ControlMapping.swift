@@ -24,7 +24,7 @@ extension BessdConfiguration {
     public var unitSettings: [UnitSettings] {
         units.map { unit in
             let bmsStale = unit.bms.staleAfter
-            let inverterStale = Duration.seconds(fromDouble: unit.inverterStaleAfterSeconds)
+            let inverterStale = unit.inverterStaleAfter
             let defaults = InterlockRule.defaultTable(InterlockDefaults(
                 cellsInSeries: unit.bms.cellsInSeries, bmsStaleAfter: bmsStale, inverterStaleAfter: inverterStale))
             var settings = UnitSettings(
@@ -32,7 +32,7 @@ extension BessdConfiguration {
                 bmsStaleAfter: bmsStale, inverterStaleAfter: inverterStale,
                 rules: Self.apply(interlocks, to: defaults))
             settings.bmsStartupGrace = unit.bms.startupGrace
-            settings.inverterStartupGrace = .seconds(fromDouble: unit.inverterStartupGraceSeconds)
+            settings.inverterStartupGrace = unit.inverterStartupGrace
             return settings
         }
     }
@@ -45,8 +45,8 @@ extension BessdConfiguration {
             var rule = rule
             if let v = o.threshold { rule.threshold = v }
             if let v = o.hysteresis { rule.hysteresis = v }
-            if let v = o.delaySeconds { rule.delay = .seconds(fromDouble: v) }
-            if let v = o.holdSeconds { rule.hold = .seconds(fromDouble: v) }
+            if let v = o.delay { rule.delay = v }
+            if let v = o.hold { rule.hold = v }
             if let v = o.direction { rule.direction = v }
             var start: Double?
             if case .derate(let s) = rule.severity { start = s }

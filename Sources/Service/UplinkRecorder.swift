@@ -28,7 +28,7 @@ final class UplinkRecorder {
     init(queue: SpoolQueue, configuration: BessdConfiguration) {
         self.queue = queue
         self.configuration = configuration
-        interval = .seconds(fromDouble: configuration.aggregator?.intervalSeconds ?? 1)
+        interval = configuration.aggregator?.interval ?? .seconds(1)
         reportedDrops = queue.state.dropped
     }
 
@@ -93,7 +93,7 @@ final class UplinkRecorder {
                                         overruns: stats.overruns, units: telemetry, site: siteTelemetry)) ?? problem
         }
         if now >= nextAvailability {
-            nextAvailability = now + .seconds(fromDouble: min(5, configuration.aggregator?.intervalSeconds ?? 5))
+            nextAvailability = now + min(.seconds(5), configuration.aggregator?.interval ?? .seconds(5))
             let availability = zip(configuration.units, units).map { unit, u -> UnitAvailability in
                 let capacityWh = unit.capacityKWh * 1000
                 let soc = u.soc.isFinite ? u.soc : 0

@@ -62,7 +62,7 @@ final class UplinkService: DaemonService {
                 settings: .init(url: aggregator.url, site: aggregator.siteID, tokenFile: aggregator.tokenFile,
                                 caFile: aggregator.caFile, clientCertFile: aggregator.clientCertFile,
                                 clientKeyFile: aggregator.clientKeyFile,
-                                interval: .seconds(fromDouble: aggregator.intervalSeconds)),
+                                interval: aggregator.interval),
                 queue: queue, log: report, handleCommands: commands)
             return UplinkService(spool: queue, recorder: recorder, transport: sender, logger: logger)
         case .mqtt:
@@ -72,15 +72,15 @@ final class UplinkService: DaemonService {
                 return UplinkService(spool: queue, recorder: recorder, transport: nil, logger: logger)
             }
             var settings = MQTTUplinkSender.Settings(
-                url: url, site: aggregator.siteID, interval: .seconds(fromDouble: aggregator.intervalSeconds),
+                url: url, site: aggregator.siteID, interval: aggregator.interval,
                 version: BessdVersion.string, mode: configuration.mode.rawValue, units: configuration.units.map(\.id))
             settings.caFile = aggregator.caFile
             settings.clientCertFile = aggregator.clientCertFile
             settings.clientKeyFile = aggregator.clientKeyFile
             settings.username = aggregator.username
             settings.passwordFile = aggregator.passwordFile
-            settings.keepaliveSeconds = Int32(aggregator.keepaliveSeconds)
-            settings.sessionExpirySeconds = UInt32(aggregator.sessionExpirySeconds)
+            settings.keepaliveSeconds = Int32(aggregator.keepalive.components.seconds)
+            settings.sessionExpirySeconds = UInt32(aggregator.sessionExpiry.components.seconds)
             settings.ledgerFile = configuration.stateDirectory + "/mqtt-commands.json"
             let sender = MQTTUplinkSender(settings: settings, queue: queue, log: report, handleCommands: commands)
             return UplinkService(spool: queue, recorder: recorder, transport: sender, logger: logger)

@@ -217,8 +217,8 @@ struct ConfigurationTests {
               - {id: U2, capacity_kwh: 100, max_power_kw: 50}
             """, file: "grace.yaml")
         #expect(c.units[0].bms.startupGrace == .seconds(300) && c.units[0].bms.staleAfter == .seconds(4))
-        #expect(c.units[0].inverterStartupGraceSeconds == 90 && c.units[0].inverterStaleAfterSeconds == 2)
-        #expect(c.units[1].bms.startupGrace == .seconds(30) && c.units[1].inverterStartupGraceSeconds == 30)
+        #expect(c.units[0].inverterStartupGrace == .seconds(90) && c.units[0].inverterStaleAfter == .seconds(2))
+        #expect(c.units[1].bms.startupGrace == .seconds(30) && c.units[1].inverterStartupGrace == .seconds(30))
         let settings = c.unitSettings
         #expect(settings[0].bmsStartupGrace == .seconds(300) && settings[0].bmsStaleAfter == .seconds(4))
         #expect(settings[0].inverterStartupGrace == .seconds(90) && settings[0].inverterStaleAfter == .seconds(2))
