@@ -45,28 +45,27 @@ public final class LatchStore {
         guard let data = FileManager.default.contents(atPath: path) else {
             return .corrupt(reason: "cannot read \(path): \(SystemError.text(errno))")
         }
-        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-              object["format"] as? String == "bessd-latches", (object["version"] as? NSNumber)?.intValue == 1,
-              let units = object["units"] as? [String: Any]
+        guard let file = try? JSONDecoder().decode(LatchFile.self, from: data),
+              file.format == LatchFile.formatName, file.version == LatchFile.currentVersion
         else {
             keepDamagedCopy()
             return .corrupt(reason: "\(path) is not a bessd latch file (version 1)")
         }
         var latches: [String: UnitLatches] = [:]
         var damaged: [String] = []
-        for (unit, entry) in units {
-            guard let codes = entry as? [String: Any] else {
+        for (unit, entry) in file.units {
+            guard let entry else {
                 damaged.append(unit)
                 continue
             }
             var set: UnitLatches = [:]
-            var readable = true
-            for (name, since) in codes {
-                guard let code = TripCode(name: name), let seconds = (since as? NSNumber)?.doubleValue, seconds.isFinite else {
+            var readable = entry.complete
+            for (name, since) in entry.codes {
+                guard let code = TripCode(name: name) else {
                     readable = false
                     continue
                 }
-                set[code] = seconds
+                set[code] = since
             }
             if !readable { damaged.append(unit) }
             latches[unit] = set
@@ -78,14 +77,14 @@ public final class LatchStore {
     /// Writes every unit's latches: a temporary file, fsync, rename over the old one, fsync of the
     /// directory. Either the old file or the new one is on disk at every instant.
     public func save(_ latches: [String: UnitLatches]) throws(LatchStoreError) {
-        var units: [String: Any] = [:]
+        var file = LatchFile(units: [:])
         for (unit, codes) in latches {
-            var entry: [String: Any] = [:]
-            for (code, since) in codes { entry["\(code.name)"] = since }
-            units[unit] = entry
+            let named = codes.map { code, since in ("\(code.name)", since) }
+            file.units[unit] = LatchFile.UnitEntry(codes: Dictionary(uniqueKeysWithValues: named))
         }
-        let object: [String: Any] = ["format": "bessd-latches", "version": 1, "units": units]
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        guard let data = try? encoder.encode(file) else {
             throw LatchStoreError(.stateUnwritable, message: "cannot encode the latch state")
         }
         if mkdir(directory, 0o750) != 0, errno != EEXIST {
@@ -102,6 +101,82 @@ public final class LatchStore {
     func keepDamagedCopy() {
         let copy = path + ".damaged-\(Int(Date().timeIntervalSince1970))"
         _ = try? FileManager.default.copyItem(atPath: path, toPath: copy)
+    }
+}
+
+/// The latch file on disk, version 1: `{"format":"bessd-latches","units":{…},"version":1}`, keys
+/// sorted. Reading is lenient per unit, as it has always been: a unit whose entry is not an object
+/// decodes as nil, a code whose time is not a finite number is left out and marks the entry
+/// incomplete; the store then starts that unit latched (`LATCH_STATE_CORRUPT`). Anything else wrong
+/// (no JSON object, another format or version, `units` not an object) fails the whole file.
+struct LatchFile: Codable, Equatable {
+    static let formatName = "bessd-latches"
+    static let currentVersion = 1
+
+    var format = formatName
+    var version = currentVersion
+    /// Unit id → its entry; nil for an entry that is not an object.
+    var units: [String: UnitEntry?]
+
+    init(units: [String: UnitEntry?]) { self.units = units }
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        format = try c.decode(String.self, forKey: .format)
+        version = try c.decode(Int.self, forKey: .version)
+        let entries = try c.decode([String: Lenient].self, forKey: .units)
+        units = entries.mapValues(\.entry)
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(format, forKey: .format)
+        try c.encode(version, forKey: .version)
+        try c.encode(units.compactMapValues { $0 }, forKey: .units)
+    }
+
+    enum CodingKeys: String, CodingKey { case format, version, units }
+
+    /// One unit's latched codes by name, each with the Unix time it latched.
+    struct UnitEntry: Codable, Equatable {
+        var codes: [String: Double]
+        /// False when a code's time was not a finite number (that code is not in `codes`).
+        var complete = true
+
+        init(codes: [String: Double]) { self.codes = codes }
+
+        init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodeName.self)
+            codes = [:]
+            for key in c.allKeys {
+                if let since = try? c.decode(Double.self, forKey: key), since.isFinite {
+                    codes[key.stringValue] = since
+                } else {
+                    complete = false
+                }
+            }
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodeName.self)
+            for (name, since) in codes { try c.encode(since, forKey: CodeName(name)) }
+        }
+    }
+
+    /// A unit's entry, or nil when it is not an object: never fails, so one damaged unit does not
+    /// fail the file.
+    private struct Lenient: Decodable {
+        var entry: UnitEntry?
+        init(from decoder: any Decoder) throws { entry = try? UnitEntry(from: decoder) }
+    }
+
+    /// A trip code's name as a key.
+    struct CodeName: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(_ name: String) { stringValue = name }
+        init?(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
     }
 }
 
