@@ -43,7 +43,7 @@ enum RegisterMapHarness {
         for request in [0.0, 12_345, -20_000, 50_000, -50_000, 0.4, 7] {
             device.writes.removeAll()
             do throws(DeviceError) {
-                try inverter.command(Watts(request), revertSeconds: 30, rearm: true, &device)
+                try inverter.command(Watts(request), revert: .seconds(30), rearm: true, &device)
             } catch {
                 violations.check(device.writes.isEmpty, "\(request) W refused (\(error)) after \(device.writes.count) writes")
                 continue

@@ -47,7 +47,7 @@ enum SunSpecHarness {
         for request in [0, rating / 3, -rating / 2, rating, -rating, 1, -1] {
             device.writes.removeAll()
             do throws(DeviceError) {
-                try inverter.command(Watts(request), revertSeconds: 30, rearm: true, &device)
+                try inverter.command(Watts(request), revert: .seconds(30), rearm: true, &device)
             } catch {
                 violations.check(device.writes.allSatisfy { $0.address != setpointAddress(inverter) },
                                  "\(request) W refused (\(error)) after the setpoint was written")

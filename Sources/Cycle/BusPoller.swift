@@ -265,7 +265,7 @@ public final class BusPoller: @unchecked Sendable {
             for d in endpoint.devices.indices {
                 do throws(DeviceError) {
                     guard let plan = try sessions[i].plan(d, decided: endpoint.devices[d].slot.setpoint, stalled: stalled,
-                                                          revertSeconds: endpoint.revertSeconds, now: now) else { continue }
+                                                          revert: endpoint.revert, now: now) else { continue }
                     for (k, w) in plan.writes.enumerated() {
                         lanes[i].queue.insert(.write(device: d, address: w.address, values: w.values,
                                                      last: k == plan.writes.count - 1 ? (plan.setpoint, plan.rearm) : nil), at: at)

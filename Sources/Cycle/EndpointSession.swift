@@ -36,13 +36,13 @@ struct EndpointSession: ~Copyable, @unchecked Sendable {
 
     /// What device `index` needs written this round for the cycle's `decided` setpoint (nil:
     /// nothing), by `WritePlanner`'s rule; the plan's plain writes are kept until `written`.
-    mutating func plan(_ index: Int, decided: Watts, stalled: Bool, revertSeconds: Int,
+    mutating func plan(_ index: Int, decided: Watts, stalled: Bool, revert: Duration,
                        now: MonotonicInstant) throws(DeviceError) -> WritePlan? {
         let setpoint = WritePlanner.setpoint(decided: decided, stalled: stalled, valueFault: devices[index].valueFault)
         guard let device = devices[index].device else { return nil }
         guard let plan = try WritePlanner.plan(device, setpoint: setpoint, lastWritten: devices[index].lastWritten,
                                                lastPlain: devices[index].lastPlain, lastArmedAt: devices[index].lastArmedAt,
-                                               revertSeconds: revertSeconds, now: now) else { return nil }
+                                               revert: revert, now: now) else { return nil }
         devices[index].plannedPlain = plan.plain
         return plan
     }

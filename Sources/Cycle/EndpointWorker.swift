@@ -123,7 +123,7 @@ public final class EndpointWorker: @unchecked Sendable {
     public let devices: [Device]
     let period: Duration
     let timeout: Duration
-    let revertSeconds: Int
+    let revert: Duration
     let phase: CyclePhase?
     /// SCHED_FIFO priority (below the cycle's) and CPU of the worker's thread, or nil for the default policy.
     let realtime: RealtimeThread?
@@ -153,7 +153,7 @@ public final class EndpointWorker: @unchecked Sendable {
 
     /// - Parameters:
     ///   - period: how often each inverter is polled.
-    ///   - revertSeconds: the revert timer written with every setpoint; setpoints are re-written at
+    ///   - revert: the revert timer (whole seconds) written with every setpoint; setpoints are re-written at
     ///     least every half of it even when unchanged.
     ///   - phase: the control cycle's schedule. With it, the worker reads every inverter just before
     ///     each cycle and writes the cycle's setpoints the moment the cycle hands them over, so a
@@ -161,7 +161,7 @@ public final class EndpointWorker: @unchecked Sendable {
     ///     (tests driving the runner by hand), it polls on its own period.
     ///   - staticsEvery: how often static values are re-read (a minute; tests shorten it).
     ///   - clock: the time and the waits (tests pass a `ManualBusClock`).
-    public init(endpoint: ModbusEndpoint, devices: [Device], period: Duration, timeout: Duration, revertSeconds: Int,
+    public init(endpoint: ModbusEndpoint, devices: [Device], period: Duration, timeout: Duration, revert: Duration,
                 phase: CyclePhase? = nil, realtime: RealtimeThread? = nil, staticsEvery: Duration = .seconds(60),
                 clock: any BusClock = SystemBusClock.shared, log: @escaping @Sendable (DeviceNotice) -> Void) {
         self.staticsEvery = staticsEvery
@@ -169,7 +169,7 @@ public final class EndpointWorker: @unchecked Sendable {
         self.devices = devices
         self.period = period
         self.timeout = timeout
-        self.revertSeconds = revertSeconds
+        self.revert = revert
         self.phase = phase
         self.realtime = realtime
         self.clock = clock
@@ -297,7 +297,7 @@ public final class EndpointWorker: @unchecked Sendable {
             }
             var unit = connection.unit(devices[index].unitID)
             do throws(DeviceError) {
-                try device.command(.zero, revertSeconds: revertSeconds, rearm: true, &unit)
+                try device.command(.zero, revert: revert, rearm: true, &unit)
             } catch {
                 unconfirmed.append(devices[index].name)
             }
@@ -461,7 +461,7 @@ public final class EndpointWorker: @unchecked Sendable {
         var unit = connection.unit(device.unitID)
         do throws(DeviceError) {
             do throws(DeviceError) {
-                guard let plan = try session.plan(index, decided: decided, stalled: stalled, revertSeconds: revertSeconds,
+                guard let plan = try session.plan(index, decided: decided, stalled: stalled, revert: revert,
                                                   now: clock.now()) else { return }
                 for write in plan.writes { try unit.writeRegisters(at: write.address, write.values) }
                 session.written(index, setpoint: plan.setpoint, rearm: plan.rearm, at: clock.now())
@@ -471,7 +471,7 @@ public final class EndpointWorker: @unchecked Sendable {
                 device.slot.fail("\(error.code)")
                 if !session.devices[index].refusalLogged { warn("unit id \(device.unitID) on \(endpoint): \(error); commanding 0 W", error, [device.name]) }
                 session.devices[index].refusalLogged = true
-                try session.devices[index].device!.command(.zero, revertSeconds: revertSeconds, rearm: true, &unit)
+                try session.devices[index].device!.command(.zero, revert: revert, rearm: true, &unit)
                 session.devices[index].lastArmedAt = clock.now()
                 session.devices[index].lastWritten = setpoint
                 session.devices[index].lastPlain = nil

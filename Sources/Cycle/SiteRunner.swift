@@ -136,7 +136,7 @@ public final class HardwareSite: SiteIO {
         let log = UncheckedOutput(output)
         return groups.map { endpoint, timeout, devices in
             EndpointWorker(endpoint: endpoint, devices: devices, period: c.period,
-                           timeout: timeout, revertSeconds: 10, phase: phase,
+                           timeout: timeout, revert: .seconds(10), phase: phase,
                            realtime: realtime) { log.write($0) }
         }
     }

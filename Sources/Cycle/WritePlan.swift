@@ -40,15 +40,15 @@ enum WritePlanner {
     /// on the bus nor write to its memory). `device` is only read; it is `borrowing` so the
     /// caller's value is used in place.
     static func plan(_ device: borrowing ModbusDevice, setpoint: Watts, lastWritten: Watts?, lastPlain: [(address: Int, values: [UInt16])]?,
-                     lastArmedAt: MonotonicInstant, revertSeconds: Int, now: MonotonicInstant) throws(DeviceError) -> WritePlan? {
-        let rearm = lastWritten == nil || now - lastArmedAt >= .milliseconds(revertSeconds * 500)
+                     lastArmedAt: MonotonicInstant, revert: Duration, now: MonotonicInstant) throws(DeviceError) -> WritePlan? {
+        let rearm = lastWritten == nil || now - lastArmedAt >= revert / 2
         if !rearm, let last = lastWritten, abs(last.value - setpoint.value) < 1 { return nil }
-        let plain = try device.writes(setpoint, revertSeconds: revertSeconds, rearm: false)
+        let plain = try device.writes(setpoint, revert: revert, rearm: false)
         guard rearm else {
             if let sent = lastPlain, sent.elementsEqual(plain, by: { $0.address == $1.address && $0.values == $1.values }) { return nil }
             return WritePlan(setpoint: setpoint, rearm: false, writes: plain, plain: plain)
         }
-        return WritePlan(setpoint: setpoint, rearm: true, writes: try device.writes(setpoint, revertSeconds: revertSeconds, rearm: true),
+        return WritePlan(setpoint: setpoint, rearm: true, writes: try device.writes(setpoint, revert: revert, rearm: true),
                          plain: plain)
     }
 }

@@ -66,7 +66,7 @@ struct AlarmPathTests {
         slot.setSetpoint(.kilowatts(20))
         // No poller: the worker drives its endpoint itself, aligned to the cycle.
         let worker = EndpointWorker(endpoint: .tcp(host: "127.0.0.1", port: plant.servers[0].port), devices: [.init(unitID: 1, slot: slot)],
-                                    period: .milliseconds(2000), timeout: .milliseconds(200), revertSeconds: 10, phase: phase,
+                                    period: .milliseconds(2000), timeout: .milliseconds(200), revert: .seconds(10), phase: phase,
                                     clock: clock) { _ in }
         worker.start()
         defer { worker.stop() }

@@ -61,7 +61,7 @@ struct BusPollerTests {
             deadline = clock.now()
             workers = (0..<units).map { [plant, slots, phase, clock] i in
                 EndpointWorker(endpoint: .tcp(host: "127.0.0.1", port: plant.servers[i].port), devices: [.init(unitID: 1, slot: slots[i])],
-                               period: .milliseconds(periodMs), timeout: .milliseconds(200), revertSeconds: 10, phase: phase,
+                               period: .milliseconds(periodMs), timeout: .milliseconds(200), revert: .seconds(10), phase: phase,
                                staticsEvery: staticsEvery, clock: clock) { _ in }
             }
             poller = BusPoller(endpoints: workers, phase: phase, realtime: nil, startsCycles: startsCycles,

@@ -31,7 +31,7 @@ struct EndpointWorkerTests {
     func worker(_ inverter: Inverter, slot: DeviceSlot, phase: CyclePhase) -> EndpointWorker {
         EndpointWorker(endpoint: .tcp(host: "127.0.0.1", port: inverter.server.port),
                        devices: [.init(unitID: 1, slot: slot)], period: .milliseconds(100), timeout: .milliseconds(500),
-                       revertSeconds: 10, phase: phase) { _ in }
+                       revert: .seconds(10), phase: phase) { _ in }
     }
 
     @Test("a cycle that hands over setpoints on time is followed; one that stalls gets zero within about a second")

@@ -13,7 +13,7 @@ struct SharedBusTests {
         -> EndpointWorker
     {
         EndpointWorker(endpoint: endpoint, devices: slots.map { .init(unitID: $0.0, slot: $0.1) },
-                       period: .milliseconds(100), timeout: timeout, revertSeconds: 10) { _ in }
+                       period: .milliseconds(100), timeout: timeout, revert: .seconds(10)) { _ in }
     }
 
     /// The WSET line a 704 unit shows once bessd commanded `watts` (WSet_SF 0) with the revert armed.

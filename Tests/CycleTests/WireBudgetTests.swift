@@ -102,7 +102,7 @@ struct WireBudgetTests {
         slot.setSetpoint(.kilowatts(10))
         // Polls every 10 ms on its own (no cycle); the revert timer is 2 s, so it is re-armed every 1 s.
         let worker = EndpointWorker(endpoint: .tcp(host: "127.0.0.1", port: server.port), devices: [.init(unitID: 1, slot: slot)],
-                                    period: .milliseconds(10), timeout: .milliseconds(500), revertSeconds: 2) { _ in }
+                                    period: .milliseconds(10), timeout: .milliseconds(500), revert: .seconds(2)) { _ in }
         worker.start()
         defer { worker.stop() }
         func writes() -> [(ns: Int64, watts: Double)] { log.list.withLock { $0 } }
@@ -150,7 +150,7 @@ struct WireBudgetTests {
         slot.setSetpoint(Watts(10_000))
         // The revert timer is 60 s: no re-arm within the test.
         let worker = EndpointWorker(endpoint: .tcp(host: "127.0.0.1", port: server.port), devices: [.init(unitID: 1, slot: slot)],
-                                    period: .milliseconds(10), timeout: .milliseconds(500), revertSeconds: 60) { _ in }
+                                    period: .milliseconds(10), timeout: .milliseconds(500), revert: .seconds(60)) { _ in }
         worker.start()
         defer { worker.stop() }
         func writes() -> [Double] { log.list.withLock { $0 } }

@@ -18,7 +18,7 @@ struct WritePlanTests {
     func plan(_ watts: Double, lastWritten: Watts?, lastPlain: [(address: Int, values: [UInt16])]? = nil,
               armedAt: MonotonicInstant = t0, now: MonotonicInstant) throws -> WritePlan? {
         try WritePlanner.plan(Self.device, setpoint: Watts(watts), lastWritten: lastWritten, lastPlain: lastPlain,
-                              lastArmedAt: armedAt, revertSeconds: 10, now: now)
+                              lastArmedAt: armedAt, revert: .seconds(10), now: now)
     }
 
     @Test("the first write arms the revert: time, enable, then the setpoint")

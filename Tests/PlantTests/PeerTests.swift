@@ -151,7 +151,7 @@ struct PeerTests {
         let status = try inverter.readStatus(&client)
         #expect(status.activePower == Watts(1234))
         #expect(status.frequency == Hertz(49.876))
-        try inverter.command(Watts(-12_345), revertSeconds: 10, &client)
+        try inverter.command(Watts(-12_345), revert: .seconds(10), &client)
         let line = try #require(Peer.readLine(out) { $0.hasPrefix("WSET") && $0.contains("w=-12345") })
         #expect(line == "WSET ena=1 mod=1 w=-12345 rvrt_tms=10 rvrt=0 ena_rvrt=1")
     }
@@ -176,11 +176,11 @@ struct SunSpecBasesPeerTests {
         #expect(inverter.ratedPower == .kilowatts(50))
         #expect(inverter.storageRateBase == .kilowatts(20))
         // 10 kW discharge = 50.0 % of WChaMax (InOutWRte_SF −1).
-        try inverter.command(.kilowatts(10), revertSeconds: 10, &client)
+        try inverter.command(.kilowatts(10), revert: .seconds(10), &client)
         #expect(Peer.readLine(out) { $0.hasPrefix("STORAGE") && $0.contains("mod=3") && $0.contains("rvrt_tms=10") }
                 == "STORAGE unit=1 mod=3 out=500 in=-500 rvrt_tms=10")
         // 5 kW charge = 25.0 %.
-        try inverter.command(.kilowatts(-5), revertSeconds: 10, &client)
+        try inverter.command(.kilowatts(-5), revert: .seconds(10), &client)
         #expect(Peer.readLine(out) { $0.hasPrefix("STORAGE") && $0.contains("in=250") }
                 == "STORAGE unit=1 mod=3 out=-250 in=250 rvrt_tms=10")
     }
@@ -221,7 +221,7 @@ struct RegisterMapPeerTests {
         #expect(reading.frequency == Hertz(49.98))
         #expect(!reading.faulted)
         #expect(reading.ratedPower == .kilowatts(60))
-        try inverter.command(.kilowatts(-7.5), revertSeconds: 10, &client)
+        try inverter.command(.kilowatts(-7.5), revert: .seconds(10), &client)
         let line = try #require(Peer.readLine(out) { $0.contains("set=-7500") })
         #expect(line == "WRITE set=-7500 enable=802 revert=10")
         #expect(MappedRegister(address: 0, type: .int16, scale: 1).encode(40_000) == nil)  // does not fit: refused

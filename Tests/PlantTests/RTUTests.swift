@@ -28,7 +28,7 @@ struct RTUTests {
             unitID: 7, timeout: .seconds(1))
         let inverter = try SunSpecInverter.open(&client)
         #expect(inverter.map.models.map(\.id) == [1, 103, 120, 121, 123, 704])
-        try inverter.command(.kilowatts(12), revertSeconds: 10, &client)
+        try inverter.command(.kilowatts(12), revert: .seconds(10), &client)
         var unit = SimulatedUnit(capacityKWh: 250, maxPowerKW: 100, initialSOCPercent: 60)
         SunSpecPlantLink(server: server).exchange(&unit, frequencyHz: 50)
         #expect(unit.inverter.setpointW == 12_000)

@@ -38,7 +38,7 @@ struct SunSpecLoopbackTests {
         let inverter = try SunSpecInverter.open(&client)
         var unit = SimulatedUnit(capacityKWh: 250, maxPowerKW: 100, initialSOCPercent: 60)
         let link = SunSpecPlantLink(server: server)
-        try inverter.command(.kilowatts(40), revertSeconds: 10, &client)
+        try inverter.command(.kilowatts(40), revert: .seconds(10), &client)
         for _ in 0..<20 {  // 2 s of plant time
             unit.step(seconds: 0.1)
             link.exchange(&unit, frequencyHz: 49.95)
@@ -50,7 +50,7 @@ struct SunSpecLoopbackTests {
         #expect(status.frequency == Hertz(49.95))
         #expect(!status.faulted)
         // A charge setpoint is negative WSet.
-        try inverter.command(.kilowatts(-25.5), revertSeconds: 10, &client)
+        try inverter.command(.kilowatts(-25.5), revert: .seconds(10), &client)
         unit.step(seconds: 0.1)
         link.exchange(&unit, frequencyHz: 50)
         #expect(unit.inverter.setpointW == -25_500)
@@ -83,11 +83,11 @@ struct SunSpecLoopbackTests {
             let words = try client.readRegisters(at: storage.address + SunSpec.Storage.outWRte, count: 2)
             return (Int16(bitPattern: words[0]), Int16(bitPattern: words[1]))
         }
-        try inverter.command(.kilowatts(62.5), revertSeconds: 10, &client)  // 62.5 % of WChaMax, discharge
+        try inverter.command(.kilowatts(62.5), revert: .seconds(10), &client)  // 62.5 % of WChaMax, discharge
         #expect(try rates() == (6250, -6250))  // InOutWRte_SF −2
         link.exchange(&unit, frequencyHz: 50)
         #expect(abs(unit.inverter.setpointW - 62_500) < 1)
-        try inverter.command(.kilowatts(-40), revertSeconds: 10, &client)  // 40 % charge
+        try inverter.command(.kilowatts(-40), revert: .seconds(10), &client)  // 40 % charge
         #expect(try rates() == (-4000, 4000))
         link.exchange(&unit, frequencyHz: 50)
         #expect(abs(unit.inverter.setpointW + 40_000) < 1)
@@ -138,7 +138,7 @@ struct SunSpecLoopbackTests {
                                                                  timeout: .seconds(2)))
         let inverter = try SunSpecInverter.open(&device)
         device.failing = failing
-        #expect(throws: DeviceError.self) { try inverter.command(.kilowatts(30), revertSeconds: 10, &device) }
+        #expect(throws: DeviceError.self) { try inverter.command(.kilowatts(30), revert: .seconds(10), &device) }
         let model = try #require(inverter.map.first(C.id)).address
         func covers(_ write: (address: Int, values: [UInt16]), _ offset: Int) -> Bool {
             (write.address..<(write.address + write.values.count)).contains(model + offset)
@@ -198,12 +198,12 @@ struct SunSpecLoopbackTests {
         // Between refreshes of the revert timer a changed setpoint is one request: WSetEna, WSetMod, WSet.
         let controls = try #require(inverter.map.first(C.id)).address
         device.writes = []
-        try inverter.command(.kilowatts(12), revertSeconds: 10, rearm: false, &device)
+        try inverter.command(.kilowatts(12), revert: .seconds(10), rearm: false, &device)
         #expect(device.writes.count == 1)
         #expect(device.writes.first?.address == controls + C.wSetEna && device.writes.first?.values.count == 4)
         // A rearm writes the revert value, then enable and time, then the setpoint.
         device.writes = []
-        try inverter.command(.kilowatts(12), revertSeconds: 10, rearm: true, &device)
+        try inverter.command(.kilowatts(12), revert: .seconds(10), rearm: true, &device)
         #expect(device.writes.map(\.address) == [controls + C.wSetRvrt, controls + C.wSetEnaRvrt, controls + C.wSetEna])
 
         // The minute's refresh of static values and scale factors does not walk the chain again.

@@ -35,7 +35,7 @@ struct TCPAcknowledgementTests {
         // its own: the idle gap after which the next reading's answer used to be acknowledged at once.
         func cycle(_ n: Int) throws {
             _ = try inverter.readStatus(&device)
-            try inverter.command(.kilowatts(Double(n % 7)), revertSeconds: 10, rearm: false, &device)
+            try inverter.command(.kilowatts(Double(n % 7)), revert: .seconds(10), rearm: false, &device)
             let answered = try segments().all
             #expect(try waitFor(seconds: 2) { try segments().all > answered }, "the setpoint's answer was never acknowledged")
         }

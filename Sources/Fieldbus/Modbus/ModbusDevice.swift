@@ -54,10 +54,10 @@ public enum ModbusDevice: Sendable {
     }
 
     /// Writes the setpoint with the revert timer (a meter takes none: nothing is written).
-    public func command(_ power: Watts, revertSeconds: Int, rearm: Bool = true, _ c: inout some RegisterAccess) throws(DeviceError) {
+    public func command(_ power: Watts, revert: Duration, rearm: Bool = true, _ c: inout some RegisterAccess) throws(DeviceError) {
         switch self {
-        case .sunspec(let inverter): try inverter.command(power, revertSeconds: revertSeconds, rearm: rearm, &c)
-        case .registerMap(let inverter): try inverter.command(power, revertSeconds: revertSeconds, rearm: rearm, &c)
+        case .sunspec(let inverter): try inverter.command(power, revert: revert, rearm: rearm, &c)
+        case .registerMap(let inverter): try inverter.command(power, revert: revert, rearm: rearm, &c)
         case .meter, .meterMap: return
         }
     }
@@ -89,9 +89,9 @@ public enum ModbusDevice: Sendable {
     }
 
     /// The write requests a command makes, in order, without sending them (the write plan's input).
-    public func writes(_ power: Watts, revertSeconds: Int, rearm: Bool) throws(DeviceError) -> [(address: Int, values: [UInt16])] {
+    public func writes(_ power: Watts, revert: Duration, rearm: Bool) throws(DeviceError) -> [(address: Int, values: [UInt16])] {
         var recorded = RecordedWrites()
-        try command(power, revertSeconds: revertSeconds, rearm: rearm, &recorded)
+        try command(power, revert: revert, rearm: rearm, &recorded)
         return recorded.writes
     }
 }

@@ -179,19 +179,20 @@ public struct RegisterMapInverter: Sendable {
 
     /// Writes the revert timeout, the enable value and the setpoint, in that order; without `rearm`
     /// (a changed setpoint between refreshes of the revert timer) only the setpoint.
-    public func command(_ power: Watts, revertSeconds: Int, rearm: Bool = true, _ device: inout some RegisterAccess)
+    public func command(_ power: Watts, revert: Duration, rearm: Bool = true, _ device: inout some RegisterAccess)
         throws(DeviceError)
     {
         // Away from zero: with a register step coarser than the timeout (scale 100 for 30 s), the
         // nearest step would be 0, which devices read as "no revert" (found by make fuzz).
-        guard let revert = spec.revertTimeout.encode(Double(max(1, revertSeconds)), rounding: .awayFromZero) else {
+        let revertSeconds = revert.components.seconds  // whole seconds in the register
+        guard let revertWords = spec.revertTimeout.encode(Double(max(1, revertSeconds)), rounding: .awayFromZero) else {
             throw DeviceError(.registerValueInvalid, message: "revert timeout \(revertSeconds) s does not fit its register")
         }
         guard let setpoint = spec.setpoint.encode(power.value) else {
             throw DeviceError(.registerValueInvalid, message: "setpoint \(power) does not fit its register")
         }
         if rearm {
-            try device.writeRegisters(at: spec.revertTimeout.address, revert)
+            try device.writeRegisters(at: spec.revertTimeout.address, revertWords)
             if let enable = spec.enable, let words = enable.encode(spec.enableValue) {
                 try device.writeRegisters(at: enable.address, words)
             }

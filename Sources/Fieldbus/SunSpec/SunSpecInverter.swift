@@ -141,10 +141,11 @@ public struct SunSpecInverter: Sendable {
     /// Writes an active-power setpoint (+ = discharge). With `rearm` (the first write after discovery,
     /// and every refresh of the revert timer) the revert value and the timer are written before it;
     /// without, only the setpoint (one request): the timer stays armed from the last rearm.
-    public func command(_ power: Watts, revertSeconds: Int, rearm: Bool = true, _ device: inout some RegisterAccess)
+    public func command(_ power: Watts, revert: Duration, rearm: Bool = true, _ device: inout some RegisterAccess)
         throws(DeviceError)
     {
-        let revert = UInt32(clamping: max(1, revertSeconds))
+        // `…RvrtTms` is whole seconds on the wire.
+        let revertSeconds = UInt32(clamping: max(1, revert.components.seconds))
         do throws(DeviceError) {
             switch commandPath {
             case .acControls704:
@@ -159,7 +160,7 @@ public struct SunSpecInverter: Sendable {
                 // request cannot carry both: WSetPct and WSetPctRvrt sit between them.)
                 if rearm {
                     try device.writeRegisters(at: commandModel.address + C.wSetRvrt, SunSpec.words(0))
-                    try device.writeRegisters(at: commandModel.address + C.wSetEnaRvrt, [1] + SunSpec.words(revert))
+                    try device.writeRegisters(at: commandModel.address + C.wSetEnaRvrt, [1] + SunSpec.words(revertSeconds))
                 }
                 try device.writeRegisters(at: commandModel.address + C.wSetEna, [1, C.modeWatts] + SunSpec.words(wset))
             case .storage124:
@@ -173,7 +174,7 @@ public struct SunSpecInverter: Sendable {
                 let negative = UInt16(bitPattern: -Int16(raw))
                 // Discharge at p %: OutWRte = p, InWRte = −p; charge at p %: InWRte = p, OutWRte = −p.
                 let (out, into): (UInt16, UInt16) = percent >= 0 ? (positive, negative) : (negative, positive)
-                try device.writeRegisters(at: commandModel.address + S.outWRte, [out, into, 0, UInt16(clamping: revert)])
+                try device.writeRegisters(at: commandModel.address + S.outWRte, [out, into, 0, UInt16(clamping: revertSeconds)])
                 if rearm { try device.writeRegisters(at: commandModel.address + S.storCtlMod, [S.modeCharge | S.modeDischarge]) }
             }
         } catch {
