@@ -58,7 +58,7 @@ enum ControlHarness {
             if let override = mailbox.override[i] {
                 violations.check(override.power.value.isFinite && abs(override.power.value) <= unit.maxPowerKW * 1000 + 1e-6,
                                  "unit \(unit.id): override \(override.power) beyond ±\(unit.maxPowerKW) kW")
-                violations.check(override.seconds >= 1 && override.seconds <= 86_400, "unit \(unit.id): override for \(override.seconds) s")
+                violations.check(override.lasting >= .seconds(1) && override.lasting <= .seconds(86_400), "unit \(unit.id): override for \(override.lasting)")
             }
         }
         return violations.list

@@ -45,12 +45,12 @@ enum DispatchHarness {
             if let dispatch = mailbox.dispatch[i] {
                 violations.check(dispatch.power.value.isFinite && abs(dispatch.power.value) <= unit.1 * 1000 + 1e-6,
                                  "unit \(unit.0): dispatch \(dispatch.power) beyond ±\(unit.1) kW")
-                violations.check(dispatch.seconds.isFinite && dispatch.seconds > 0 && dispatch.seconds <= 86_400 + 5,
-                                 "unit \(unit.0): dispatch for \(dispatch.seconds) s")
+                violations.check(dispatch.lasting > .zero && dispatch.lasting <= .seconds(86_400 + 5),
+                                 "unit \(unit.0): dispatch for \(dispatch.lasting)")
             }
             if let remote = mailbox.remoteMode[i] {
-                violations.check(remote.seconds.isFinite && remote.seconds > 0 && remote.seconds <= 86_400 + 5,
-                                 "unit \(unit.0): remote mode for \(remote.seconds) s")
+                violations.check(remote.lasting > .zero && remote.lasting <= .seconds(86_400 + 5),
+                                 "unit \(unit.0): remote mode for \(remote.lasting)")
             }
         }
         return violations.list

@@ -167,14 +167,14 @@ public final class CycleBody {
             for i in 0..<units {
                 if let mode = taken.mode[i] { runner.controller.setOperatorMode(mode, unit: i) }
                 if let r = taken.remoteMode[i] {
-                    runner.controller.setRemoteMode(r.mode, until: now + .seconds(fromDouble: r.seconds), emergency: r.emergency, unit: i)
+                    runner.controller.setRemoteMode(r.mode, until: now + r.lasting, emergency: r.emergency, unit: i)
                 }
                 if let o = taken.override[i] {
-                    runner.setOverride(PowerCommand(power: o.power, expiresAt: now + .seconds(fromDouble: o.seconds)), unit: i)
+                    runner.setOverride(PowerCommand(power: o.power, expiresAt: now + o.lasting), unit: i)
                 }
                 if taken.clearOverride[i] { runner.setOverride(nil, unit: i) }
                 if let d = taken.dispatch[i] {
-                    runner.setDispatch(PowerCommand(power: d.power, expiresAt: now + .seconds(fromDouble: d.seconds), pinned: d.pinned), unit: i)
+                    runner.setDispatch(PowerCommand(power: d.power, expiresAt: now + d.lasting, pinned: d.pinned), unit: i)
                 }
                 if taken.clearDispatch[i] { runner.setDispatch(nil, unit: i) }
                 // A reset is an operator action, not the steady state: its small result array may allocate.

@@ -107,23 +107,24 @@ package struct Mailbox: Sendable {
     package var mode: [OperatingMode?]
     /// The local operator's mode for the whole site (`bessctl mode X`).
     package var siteMode: OperatingMode?
-    /// The aggregator's mode per unit: standby (or emergency stop) for `seconds`, or auto.
-    package var remoteMode: [(mode: OperatingMode, seconds: Double, emergency: Bool)?]
-    package var override: [(power: Watts, seconds: Double)?]
+    /// The aggregator's mode per unit: standby (or emergency stop) for `lasting`, or auto.
+    package var remoteMode: [(mode: OperatingMode, lasting: Duration, emergency: Bool)?]
+    /// The local operator's override per unit: power for `lasting`.
+    package var override: [(power: Watts, lasting: Duration)?]
     package var clearOverride: [Bool]
     package var reset: [Bool]
-    /// Aggregator dispatch: power and seconds until it expires, or a clear.
-    package var dispatch: [(power: Watts, seconds: Double, pinned: Bool)?]
+    /// Aggregator dispatch: power and how long until it expires, or a clear.
+    package var dispatch: [(power: Watts, lasting: Duration, pinned: Bool)?]
     package var clearDispatch: [Bool]
     package var generation: UInt64 = 0
 
     init(units: Int) {
         mode = [OperatingMode?](repeating: nil, count: units)
-        remoteMode = [(mode: OperatingMode, seconds: Double, emergency: Bool)?](repeating: nil, count: units)
-        override = [(power: Watts, seconds: Double)?](repeating: nil, count: units)
+        remoteMode = [(mode: OperatingMode, lasting: Duration, emergency: Bool)?](repeating: nil, count: units)
+        override = [(power: Watts, lasting: Duration)?](repeating: nil, count: units)
         clearOverride = [Bool](repeating: false, count: units)
         reset = [Bool](repeating: false, count: units)
-        dispatch = [(power: Watts, seconds: Double, pinned: Bool)?](repeating: nil, count: units)
+        dispatch = [(power: Watts, lasting: Duration, pinned: Bool)?](repeating: nil, count: units)
         clearDispatch = [Bool](repeating: false, count: units)
     }
 }

@@ -147,7 +147,7 @@ extension Daemon {
             guard let seconds = request.forSeconds, seconds >= 1, seconds <= 86_400 else {
                 return .now(Self.failure("BAD_REQUEST", "an override needs an expiry: for_s from 1 to 86400 seconds"))
             }
-            return .afterCycle(generation: shared.post { $0.override[index] = (Watts.kilowatts(kw), seconds) }) { [self] in
+            return .afterCycle(generation: shared.post { $0.override[index] = (Watts.kilowatts(kw), .seconds(fromDouble: seconds)) }) { [self] in
                 audit("override \(unitName) to \(kw) kW for \(Int(seconds)) s (still inside every interlock)", uid: uid,
                       ["MESSAGE_ID": "\(MessageID.override)", "BESS_UNIT": "\(unitName)", "BESS_SETPOINT_W": "\(kw * 1000)"])
                 return OverrideReply(unit: unitName, powerKW: kw, forS: seconds)

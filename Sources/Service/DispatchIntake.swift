@@ -36,7 +36,8 @@ package final class DispatchIntake: Sendable {
                                metadata: ["BESS_CODE": "DISPATCH_REFUSED", "MESSAGE_ID": "\(MessageID.override)"])
                 continue
             }
-            let seconds = command.expiresUnix - now
+            // The command's wall-clock expiry becomes a span on the cycle's monotonic clock here.
+            let lasting = Duration.seconds(fromDouble: command.expiresUnix - now)
             let targets = command.unit.flatMap { id in site.firstIndex { $0.id == id } }.map { [$0] } ?? Array(site.indices)
             switch command.kind {
             case "power":
@@ -48,18 +49,18 @@ package final class DispatchIntake: Sendable {
                 shared.post { mailbox in
                     for i in targets {
                         let share = (command.powerKW ?? 0) * site[i].ratingKW / max(total, 1e-9)
-                        mailbox.dispatch[i] = (Watts.kilowatts(share), seconds, pinned)
+                        mailbox.dispatch[i] = (Watts.kilowatts(share), lasting, pinned)
                     }
                 }
             case "mode":
                 // The aggregator's own hold: it never lifts a local operator's standby, and it ends
                 // by itself at the command's expiry (the cycle lets it lapse).
                 let mode = OperatingMode(rawValue: command.mode ?? "auto") ?? .auto
-                shared.post { mailbox in for i in targets { mailbox.remoteMode[i] = (mode, seconds, false) } }
+                shared.post { mailbox in for i in targets { mailbox.remoteMode[i] = (mode, lasting, false) } }
             default:  // emergency_stop: standby at once, dispatch dropped, until the command ends
                 shared.post { mailbox in
                     for i in targets {
-                        mailbox.remoteMode[i] = (.standby, seconds, true)
+                        mailbox.remoteMode[i] = (.standby, lasting, true)
                         mailbox.clearDispatch[i] = true
                     }
                 }

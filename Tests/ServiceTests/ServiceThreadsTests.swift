@@ -66,7 +66,7 @@ struct AuthorityTests {
         Self.run(body, from: 0, seconds: 1)
         let first = shared.post {
             $0.mode[0] = .standby
-            $0.override[1] = (Watts.kilowatts(20), 60)
+            $0.override[1] = (Watts.kilowatts(20), .seconds(60))
         }
         Self.run(body, from: 1, seconds: 0.1)
         #expect(shared.units[0].mode == .standby)
