@@ -601,7 +601,7 @@ struct CommandLedger {
         } else {
             let copy = file + ".damaged-\(Int(now))"
             _ = try? FileManager.default.copyItem(atPath: file, toPath: copy)
-            unprovenUntil = now + DispatchValidator.maxDurationSeconds
+            unprovenUntil = now + Double(DispatchValidator.maxDuration.components.seconds)
             loadProblem = "MQTT_LEDGER_UNREADABLE: \(file) cannot be read (kept as \(copy)); a command delivered again after "
                 + "the restart cannot be told from a new one, so every command is refused until "
                 + "\(Int(unprovenUntil)) (24 h, the longest a command lives)"

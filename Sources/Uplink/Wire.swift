@@ -296,12 +296,12 @@ public struct CommandAck: Codable, Sendable, Equatable {
 /// (and never reach the control law). `ratings` maps unit id → rated kW.
 public enum DispatchValidator {
     /// Longest a command may stay in force.
-    public static let maxDurationSeconds = 24 * 3600.0
+    public static let maxDuration: Duration = .seconds(24 * 3600)
 
     public static func validate(_ c: DispatchCommand, ratings: [String: Double], now: Double) -> String? {
         guard !c.id.isEmpty, c.id.count <= 128 else { return "id must be 1–128 characters" }
         guard c.expiresUnix.isFinite, c.expiresUnix > now else { return "already expired (expires_unix \(c.expiresUnix))" }
-        guard c.expiresUnix - now <= maxDurationSeconds else { return "expires more than 24 h ahead" }
+        guard c.expiresUnix - now <= Double(maxDuration.components.seconds) else { return "expires more than 24 h ahead" }
         if let unit = c.unit, ratings[unit] == nil { return "unknown unit \(unit)" }
         switch c.kind {
         case "power":
