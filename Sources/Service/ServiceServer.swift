@@ -275,7 +275,7 @@ final class ServiceServer: @unchecked Sendable {
 
     private func closeIdle(now: MonotonicInstant) {
         for connection in connections.values where connection.waiting == nil
-            && now - connection.lastActivity >= limits.idleTimeout
+            && now.seconds(since: connection.lastActivity) >= limits.idleTimeout.secondsDouble
         {
             drop(connection)
             evicted.add(1, ordering: .relaxed)

@@ -669,10 +669,16 @@ extension MQTTUplinkSender {
             return .malformed(CommandAck(id: "", accepted: false, reason: "MQTT_COMMAND_MALFORMED: larger than 64 KiB"))
         }
         if let command = try? JSONDecoder().decode(DispatchCommand.self, from: Data(payload)) { return .command(command) }
-        let id = (try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any])?["id"] as? String ?? ""
+        let id = (try? JSONDecoder().decode(IdentifiedMessage.self, from: Data(payload)))?.id ?? ""
         return .malformed(CommandAck(id: String(id.prefix(128)), accepted: false,
                                    reason: "MQTT_COMMAND_MALFORMED: not a command object as the uplink OpenAPI document defines it"))
     }
+}
+
+/// What a refused command message may still say: its `id`, when that is a string (any other message,
+/// or an `id` of another type, has none).
+private struct IdentifiedMessage: Decodable {
+    var id: String?
 }
 
 /// The batch rate budget of the MQTT uplink (the generic cell rate algorithm): on average one batch
