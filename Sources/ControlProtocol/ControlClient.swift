@@ -26,23 +26,10 @@ public enum ControlClient {
         return ControlAnswer(bytes: line, refusal: refusal)
     }
 
-    /// A JSON edge for tools that read any key of any answer (bess-hil's benchmarks and scenarios,
-    /// tests): the request written as a JSON object, the answer parsed by Foundation.
-    public static func request(_ object: [String: Any], socket path: String, timeout: Duration = .seconds(5))
-        throws(ControlError) -> [String: Any]
-    {
-        guard let data = try? JSONSerialization.data(withJSONObject: object) else {
-            throw ControlError(.badRequest, message: "request is not JSON")
-        }
-        let line = try exchange(Array(data), socket: path, timeout: timeout)
-        guard let answer = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any] else {
-            throw ControlError(.controlNoAnswer, message: "bessd did not answer in time")
-        }
-        return answer
-    }
-
-    /// Writes `request` as one line and reads one line back (without its newline).
-    private static func exchange(_ request: [UInt8], socket path: String, timeout: Duration) throws(ControlError) -> [UInt8] {
+    /// Writes `request` (one JSON object, without its newline) as one line and returns bessd's answer
+    /// line as received, without its newline: the raw pass-through under `answer(_:socket:timeout:)`,
+    /// for a caller that sends or prints the JSON itself.
+    public static func exchange(_ request: [UInt8], socket path: String, timeout: Duration = .seconds(5)) throws(ControlError) -> [UInt8] {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         guard fd >= 0, let address = UnixSocketAddress(path: path) else {

@@ -158,7 +158,7 @@ final class WireBench {
     func waitReady() throws {
         let end = MonotonicClockReading.now() + 15_000_000_000
         while MonotonicClockReading.now() < end {
-            if (try? ControlClient.request(["verb": "status"], socket: directory + "/control.sock", timeout: .seconds(1))) != nil { return }
+            if (try? ControlClient.answer(ControlRequest(.status), socket: directory + "/control.sock", timeout: .seconds(1))) != nil { return }
             usleep(50_000)
         }
         throw ValidationError("bessd did not start; log in \(directory)/bessd.log")
@@ -299,8 +299,9 @@ struct AlarmLatency: ParsableCommand {
 
     /// bessd's extra cycles so far (`cycle.alarm_cycles` in its status).
     func alarmCycles(_ bench: WireBench) -> Int {
-        let status = try? ControlClient.request(["verb": "status"], socket: bench.directory + "/control.sock", timeout: .seconds(1))
-        return ((status?["cycle"] as? [String: Any])?["alarm_cycles"] as? NSNumber)?.intValue ?? -1
+        let status = try? ControlClient.answer(ControlRequest(.status), socket: bench.directory + "/control.sock", timeout: .seconds(1))
+            .reply(as: StatusReply.self)
+        return status.map { Int(clamping: $0.cycle.alarmCycles) } ?? -1
     }
 }
 
@@ -514,7 +515,9 @@ struct ScadaReadLoad: ParsableCommand {
                                                            capacitiesWh: [Double](repeating: 250_000, count: units), hasMeter: false))
         let words = layout.words.count
         let socket = bench.directory + "/control.sock"
-        func status() -> [String: Any]? { try? ControlClient.request(["verb": "status"], socket: socket, timeout: .seconds(5)) }
+        func status() -> CycleReply? {
+            try? ControlClient.answer(ControlRequest(.status), socket: socket, timeout: .seconds(5)).reply(as: StatusReply.self).cycle
+        }
         final class Counters: Sendable {
             let maps = Atomic<Int>(0)
             let failures = Atomic<Int>(0)
@@ -554,7 +557,7 @@ struct ScadaReadLoad: ParsableCommand {
             threads.append(thread)
             thread.start()
         }
-        let before = status()?["cycle"] as? [String: Any] ?? [:]
+        let before = status()
         var slowestStatus = 0.0
         var statusFailures = 0
         let end = MonotonicClockReading.now() + Int64(seconds * 1e9)
@@ -569,7 +572,7 @@ struct ScadaReadLoad: ParsableCommand {
                 nextStatus = t + 500_000_000
             }
         }
-        let after = status()?["cycle"] as? [String: Any] ?? [:]
+        let after = status()
         let pacedMaps = counters.maps.load(ordering: .relaxed)
         let pacedFailures = counters.failures.load(ordering: .relaxed)
         counters.paced.store(false, ordering: .relaxed)
@@ -580,16 +583,19 @@ struct ScadaReadLoad: ParsableCommand {
             bench.tick()
         }
         let flatMaps = counters.maps.load(ordering: .relaxed) - flatStart
-        let afterFlat = status()?["cycle"] as? [String: Any] ?? [:]
+        let afterFlat = status()
         counters.stop.store(true, ordering: .relaxed)
-        func n(_ d: [String: Any], _ k: String) -> Double { (d[k] as? NSNumber)?.doubleValue ?? .nan }
+        /// A counter of the cycle's status; NaN when bessd did not answer.
+        func n<Value: BinaryInteger>(_ cycle: CycleReply?, _ counter: KeyPath<CycleReply, Value>) -> Double {
+            cycle.map { Double($0[keyPath: counter]) } ?? .nan
+        }
         print(String(format: "SUMMARY scada_read_load clients=%d rate=%.0f seconds=%.0f words=%d maps=%d failures=%d maps_per_s=%.1f "
                      + "overruns=%.0f late=%.0f lateness_p99_us=%.0f lateness_max_us=%.0f status_max_ms=%.1f status_failures=%d "
                      + "flat_maps_per_s=%.1f flat_overruns=%.0f",
                      clients, rate, seconds, words, pacedMaps, pacedFailures, Double(pacedMaps) / seconds,
-                     n(after, "overruns") - n(before, "overruns"), n(after, "late_readings") - n(before, "late_readings"),
-                     n(after, "jitter_p99_us"), n(after, "jitter_max_us"), slowestStatus, statusFailures,
-                     Double(flatMaps) / flatOut, n(afterFlat, "overruns") - n(after, "overruns")))
+                     n(after, \.overruns) - n(before, \.overruns), n(after, \.lateReadings) - n(before, \.lateReadings),
+                     n(after, \.jitterP99Us), n(after, \.jitterMaxUs), slowestStatus, statusFailures,
+                     Double(flatMaps) / flatOut, n(afterFlat, \.overruns) - n(after, \.overruns)))
     }
 }
 

@@ -273,7 +273,7 @@ final class ScenarioRun {
         // Ready when its control socket answers (it answers once every device was probed).
         let end = MonotonicClock.now() + .seconds(15)
         while MonotonicClock.now() < end {
-            if (try? ControlClient.request(["verb": "status"], socket: controlSocket, timeout: .seconds(1))) != nil { return }
+            if (try? ControlClient.answer(ControlRequest(.status), socket: controlSocket, timeout: .seconds(1))) != nil { return }
             if !process.isRunning { break }
             usleep(20_000)
             plantStep()
@@ -326,27 +326,25 @@ final class ScenarioRun {
     // MARK: the timeline
 
     func perform(_ action: Scenario.Action, t: Double) -> String {
-        func ask(_ request: [String: Any]) -> String {
+        func ask(_ request: ControlRequest) -> String {
             do {
-                let answer = try ControlClient.request(request, socket: controlSocket, timeout: .seconds(3))
-                if answer["ok"] as? Bool == true {
-                    if let cleared = answer["cleared"] as? [String] {
-                        return "ok (cleared \(cleared.joined(separator: ",")); refused \((answer["refused"] as? [String] ?? []).joined(separator: ",")))"
-                    }
-                    return "ok"
+                let answer = try ControlClient.answer(request, socket: controlSocket, timeout: .seconds(3))
+                if let refusal = answer.refusal { return "refused: \(refusal)" }
+                if request.verb == .reset, let reset = try? answer.reply(as: ResetReply.self) {
+                    return "ok (cleared \(reset.cleared.joined(separator: ",")); refused \(reset.refused.joined(separator: ",")))"
                 }
-                return "refused: \(answer["error"] ?? answer)"
+                return "ok"
             } catch {
                 return "failed: \(error)"
             }
         }
         switch action.kind {
         case .frequency, .ramp, .fault: return "(plant)"
-        case .reset: return ask(["verb": "reset"])
-        case .mode(let mode): return ask(["verb": "mode", "mode": mode])
+        case .reset: return ask(ControlRequest(.reset))
+        case .mode(let mode): return ask(ControlRequest(.mode, mode: mode))
         case .override(let kw, let seconds):
-            return ask(["verb": "override", "unit": unitIDs.first ?? "", "power_kw": kw, "for_s": seconds])
-        case .clearOverride: return ask(["verb": "override", "unit": unitIDs.first ?? "", "clear": true])
+            return ask(ControlRequest(.override, unit: unitIDs.first ?? "", powerKW: kw, forSeconds: seconds))
+        case .clearOverride: return ask(ControlRequest(.override, unit: unitIDs.first ?? "", clear: true))
         case .dispatch(let kw, let seconds, let unit):
             // A site dispatch names no unit: its power is the site's, shared by the allocation.
             let target = unit == "site" ? "" : "\"unit\":\"\(unit ?? unitIDs.first ?? "")\","
@@ -387,8 +385,9 @@ final class ScenarioRun {
             // Applied when bessd's `config` answer is the file just written (the plant keeps serving meanwhile).
             let end = MonotonicClock.now() + .seconds(5)
             while MonotonicClock.now() < end {
-                if let answer = try? ControlClient.request(["verb": "config"], socket: controlSocket, timeout: .seconds(1)),
-                   answer["text"] as? String == written {
+                let loaded = try? ControlClient.answer(ControlRequest(.config), socket: controlSocket, timeout: .seconds(1))
+                    .reply(as: ConfigReply.self)
+                if loaded?.text == written {
                     reloadsApplied += 1
                     return "SIGHUP: applied"
                 }
@@ -433,26 +432,26 @@ final class ScenarioRun {
         let socs = rig.units.map { $0.battery.soc * 100 }
         s.socSpreadPercent = (socs.max() ?? 0) - (socs.min() ?? 0)
         if rig.meterServer != nil { s.gridKW = rig.meter.gridPowerW / 1000 }
-        guard s.bessdUp, let status = try? ControlClient.request(["verb": "status"], socket: controlSocket, timeout: .seconds(1)),
-              let first = (status["units"] as? [[String: Any]])?.first
+        guard s.bessdUp,
+              let status = try? ControlClient.answer(ControlRequest(.status), socket: controlSocket, timeout: .seconds(1))
+                  .reply(as: StatusReply.self),
+              let first = status.units.first
         else { return s }
         if rig.configuration.site.meter != nil,
-           let site = try? ControlClient.request(["verb": "site"], socket: controlSocket, timeout: .seconds(1)) {
-            if (site["meter"] as? [String: Any])?["stale"] as? Bool == true { s.active.append("METER_STALE") }
-            if (site["shortfall"] as? [String: Any])?["active"] as? Bool == true { s.active.append("SITE_SHORTFALL") }
+           let site = try? ControlClient.answer(ControlRequest(.site), socket: controlSocket, timeout: .seconds(1)).reply(as: SiteReply.self) {
+            if site.meter.stale == true { s.active.append("METER_STALE") }
+            if site.shortfall.active { s.active.append("SITE_SHORTFALL") }
         }
-        s.bessdSetpointKW = ((first["setpoint_w"] as? NSNumber)?.doubleValue ?? .nan) / 1000
-        s.allowedChargeKW = ((first["allowed_charge_w"] as? NSNumber)?.doubleValue ?? .nan) / 1000
-        s.allowedDischargeKW = ((first["allowed_discharge_w"] as? NSNumber)?.doubleValue ?? .nan) / 1000
-        if let soc = (first["soc_percent"] as? NSNumber)?.doubleValue { s.socPercent = soc }
+        s.bessdSetpointKW = (first.setpointW ?? .nan) / 1000
+        s.allowedChargeKW = (first.allowedChargeW ?? .nan) / 1000
+        s.allowedDischargeKW = (first.allowedDischargeW ?? .nan) / 1000
+        if let soc = first.socPercent { s.socPercent = soc }
         s.statusOK = true
-        if let g = status["grid_operator"] as? [String: Any] {
-            s.operatorCapKW = ((g["cap_w"] as? NSNumber)?.doubleValue ?? .nan) / 1000
-            s.scadaSetpointKW = (((g["scada_setpoint"] as? [String: Any])?["power_w"] as? NSNumber)?.doubleValue ?? .nan) / 1000
-        }
-        s.state = first["state"] as? String ?? "-"
-        s.active += first["trips"] as? [String] ?? []
-        s.latched = first["latched"] as? [String] ?? []
+        s.operatorCapKW = (status.gridOperator.capW ?? .nan) / 1000
+        s.scadaSetpointKW = (status.gridOperator.scadaSetpoint?.powerW ?? .nan) / 1000
+        s.state = first.state
+        s.active += first.trips
+        s.latched = first.latched
         return s
     }
 

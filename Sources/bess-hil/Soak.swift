@@ -284,17 +284,17 @@ struct SoakCommand: ParsableCommand {
         }
         let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? 0
         var s = SoakSample(t: t, rssKiB: rss, fds: fds, cycles: -1, overruns: 0, jitterP99: 0, jitterMax: 0, refusedFrames: 0, backlog: -1)
-        if let status = try? ControlClient.request(["verb": "status"], socket: run.controlSocket, timeout: .seconds(1)) {
-            let cycle = status["cycle"] as? [String: Any] ?? [:]
-            s.cycles = (cycle["cycles"] as? NSNumber)?.intValue ?? -1
-            s.overruns = (cycle["overruns"] as? NSNumber)?.intValue ?? 0
-            s.jitterP99 = (cycle["jitter_p99_us"] as? NSNumber)?.intValue ?? 0
-            s.jitterMax = (cycle["jitter_max_us"] as? NSNumber)?.intValue ?? 0
-            s.backlog = ((status["uplink"] as? [String: Any])?["backlog_records"] as? NSNumber)?.intValue ?? -1
+        if let status = try? ControlClient.answer(ControlRequest(.status), socket: run.controlSocket, timeout: .seconds(1))
+            .reply(as: StatusReply.self) {
+            s.cycles = Int(clamping: status.cycle.cycles)
+            s.overruns = Int(clamping: status.cycle.overruns)
+            s.jitterP99 = Int(clamping: status.cycle.jitterP99Us)
+            s.jitterMax = Int(clamping: status.cycle.jitterMaxUs)
+            s.backlog = status.uplink?.backlogRecords.map { Int(clamping: $0) } ?? -1
         }
-        if let metrics = try? ControlClient.request(["verb": "metrics"], socket: run.controlSocket, timeout: .seconds(1)),
-           let text = metrics["text"] as? String {
-            for line in text.split(separator: "\n") where line.hasPrefix("bessd_bms_frames_total{") && !line.contains("\"accepted\"") {
+        if let metrics = try? ControlClient.answer(ControlRequest(.metrics), socket: run.controlSocket, timeout: .seconds(1))
+            .reply(as: MetricsReply.self) {
+            for line in metrics.text.split(separator: "\n") where line.hasPrefix("bessd_bms_frames_total{") && !line.contains("\"accepted\"") {
                 s.refusedFrames += Int(Double(line.split(separator: " ").last ?? "") ?? 0)
             }
         }
@@ -316,10 +316,11 @@ struct SoakCommand: ParsableCommand {
         let start = MonotonicClock.now()
         let end = start + .seconds(120)
         while MonotonicClock.now() < end {
-            if let status = try? ControlClient.request(["verb": "status"], socket: run.controlSocket, timeout: .seconds(1)),
-               let uplink = status["uplink"] as? [String: Any] {
-                account.backlog = (uplink["backlog_records"] as? NSNumber)?.intValue ?? -1
-                account.acknowledged = (uplink["acknowledged_seq"] as? NSNumber)?.intValue ?? 0
+            if let status = try? ControlClient.answer(ControlRequest(.status), socket: run.controlSocket, timeout: .seconds(1))
+                .reply(as: StatusReply.self),
+               let uplink = status.uplink {
+                account.backlog = uplink.backlogRecords.map { Int(clamping: $0) } ?? -1
+                account.acknowledged = uplink.acknowledgedSeq.map { Int(clamping: $0) } ?? 0
                 if account.backlog == 0 { break }
             }
             for _ in 0..<10 { run.plantStep(); usleep(20_000) }
