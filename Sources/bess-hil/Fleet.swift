@@ -164,19 +164,42 @@ struct FleetCommand: ParsableCommand {
         for site in list { site.queue.sync() }
         let stats = senders.map(\.stats)
         group.stop()
-        let summary: [String: Any] = [
-            "sites": sites, "rate_hz": rateHz, "duration_s": duration,
-            "records_made": made,
-            "records_acknowledged": stats.reduce(UInt64(0)) { $0 + $1.recordsAcknowledged },
-            "batches_published": stats.reduce(UInt64(0)) { $0 + $1.batchesPublished },
-            "sites_connected_at_end": stats.filter(\.connected).count,
-            "connects": stats.reduce(UInt64(0)) { $0 + $1.connects },
-            "failures": stats.reduce(UInt64(0)) { $0 + $1.failures },
-            "commands_acted_on": list.reduce(0) { $0 + $1.commands.withLock { $0 } },
-        ]
-        let data = try JSONSerialization.data(withJSONObject: summary, options: [.sortedKeys])
+        let summary = FleetSummary(
+            sites: sites, rateHz: rateHz, durationS: duration,
+            recordsMade: made,
+            recordsAcknowledged: stats.reduce(UInt64(0)) { $0 + $1.recordsAcknowledged },
+            batchesPublished: stats.reduce(UInt64(0)) { $0 + $1.batchesPublished },
+            sitesConnectedAtEnd: stats.filter(\.connected).count,
+            connects: stats.reduce(UInt64(0)) { $0 + $1.connects },
+            failures: stats.reduce(UInt64(0)) { $0 + $1.failures },
+            commandsActedOn: list.reduce(0) { $0 + $1.commands.withLock { $0 } })
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let data = try encoder.encode(summary)
         print(String(decoding: data, as: UTF8.self))
         if let report { try data.write(to: URL(fileURLWithPath: report)) }
+    }
+}
+
+/// What a fleet run prints and writes to `--report`: one JSON object, keys sorted
+/// (scripts/fleet-bench.sh sums its fields over the fleet's processes).
+struct FleetSummary: Encodable {
+    var sites: Int
+    var rateHz: Double
+    var durationS: Double
+    var recordsMade: UInt64
+    var recordsAcknowledged: UInt64
+    var batchesPublished: UInt64
+    var sitesConnectedAtEnd: Int
+    var connects: UInt64
+    var failures: UInt64
+    var commandsActedOn: Int
+
+    enum CodingKeys: String, CodingKey {
+        case sites, connects, failures
+        case rateHz = "rate_hz", durationS = "duration_s", recordsMade = "records_made"
+        case recordsAcknowledged = "records_acknowledged", batchesPublished = "batches_published"
+        case sitesConnectedAtEnd = "sites_connected_at_end", commandsActedOn = "commands_acted_on"
     }
 }
 
