@@ -26,6 +26,9 @@ public struct MonotonicInstant: Comparable, Hashable, Sendable, CustomStringConv
         return Self(nanoseconds: overflow ? (rhs > .zero ? .min : .max) : difference)
     }
 
+    /// The time from `rhs` to `lhs` (negative when `rhs` is later).
+    @inlinable public static func - (lhs: Self, rhs: Self) -> Duration { .nanoseconds(lhs.nanoseconds &- rhs.nanoseconds) }
+
     /// Seconds from `earlier` to `self` (negative if `earlier` is later).
     @inlinable public func seconds(since earlier: Self) -> Double {
         Double(nanoseconds &- earlier.nanoseconds) * 1e-9

@@ -27,6 +27,14 @@ struct CoreTests {
         #expect(Duration.seconds(fromDouble: 1.5) == .milliseconds(1500))
     }
 
+    @Test("the time between two instants is a Duration, negative when the second is later")
+    func difference() {
+        let earlier = MonotonicInstant(nanoseconds: 1_000_000_000), later = earlier + .milliseconds(250)
+        #expect(later - earlier == .milliseconds(250))
+        #expect(earlier - later == .milliseconds(-250))
+        #expect(earlier + (later - earlier) == later)
+    }
+
     @Test("a duration in nanoseconds: truncated toward zero, clamped from ±9,223,372,036 s, as its components give it")
     func durationNanoseconds() {
         // The definition by components (two 128-bit divisions), which the fast path must match.

@@ -99,8 +99,3 @@ public final class ManualBusClock: BusClock {
         }
     }
 }
-
-extension MonotonicInstant {
-    /// The time from `rhs` to `lhs` (negative when `rhs` is later).
-    @inlinable public static func - (lhs: Self, rhs: Self) -> Duration { .nanoseconds(lhs.nanoseconds &- rhs.nanoseconds) }
-}
