@@ -53,11 +53,12 @@ let package = Package(
         // Pure control law: no I/O, no Foundation, an injected clock.
         // `rounded()` lowers to libm's round(); link libm so the library stands alone.
         .target(name: "ControlCore", swiftSettings: swiftSettings, linkerSettings: [.linkedLibrary("m")]),
-        // System primitives outside the three C libraries: system calls, clocks, the priority-inheriting
-        // lock, and every thread (worker threads, real-time placement, names and CPU pins).
+        // System primitives outside the three C libraries: system calls, the clock (ControlCore's
+        // instants and durations), the priority-inheriting lock, and every thread (worker threads,
+        // real-time placement, names and CPU pins).
         // Linux headers the Glibc module leaves out (eventfd); header only.
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
-        .target(name: "BessSystem", dependencies: ["CLinux"], swiftSettings: swiftSettings),
+        .target(name: "BessSystem", dependencies: ["ControlCore", "CLinux"], swiftSettings: swiftSettings),
         // What bessctl needs and nothing more: the control socket's client and the version.
         .target(name: "ControlProtocol", dependencies: ["BessSystem"], swiftSettings: swiftSettings),
         .target(
@@ -137,7 +138,7 @@ let package = Package(
         .executableTarget(
             name: "bess-aggregator",
             dependencies: [
-                "Uplink", "UplinkIngest", "BessSystem", "ControlProtocol",
+                "Uplink", "UplinkIngest", "BessSystem", "ControlCore", "ControlProtocol",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -164,11 +165,11 @@ let package = Package(
         // The 104 codec and link byte-exact from the standard, and against c104 and iec60870-parser (PyPI).
         .testTarget(name: "IEC104Tests", dependencies: ["IEC104", "ControlCore", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "PlantTests", dependencies: ["Simulation", "HILPlant", "ControlCore", "Fieldbus", "Config", "Cycle", "TestSupport"],
+            name: "PlantTests", dependencies: ["Simulation", "HILPlant", "ControlCore", "BessSystem", "Fieldbus", "Config", "Cycle", "TestSupport"],
             swiftSettings: swiftSettings),
         // What every test target that runs a process or waits shares: the package's paths, running its
         // executables and peers, waiting on a condition, loopback ports.
-        .target(name: "TestSupport", dependencies: ["BessSystem"], path: "Tests/TestSupport", swiftSettings: swiftSettings),
+        .target(name: "TestSupport", dependencies: ["BessSystem", "ControlCore"], path: "Tests/TestSupport", swiftSettings: swiftSettings),
         .testTarget(
             name: "ConfigTests", dependencies: ["Config", "ControlCore", "BessSystem", "Fieldbus", "TestSupport"],
             swiftSettings: swiftSettings),

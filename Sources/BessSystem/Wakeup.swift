@@ -1,4 +1,5 @@
 import CLinux
+public import ControlCore
 import Glibc
 
 /// A wake-up from one thread to another over a non-blocking eventfd: `signal()` is one write that
@@ -23,23 +24,23 @@ public final class Wakeup: @unchecked Sendable {
         _ = write(fd, &one, 8)
     }
 
-    /// Waits for a signal until the monotonic deadline `ns`. Returns true when signalled.
+    /// Waits for a signal until `deadline`. Returns true when signalled.
     @discardableResult
-    public func wait(until ns: Int64) -> Bool {
+    public func wait(until deadline: MonotonicInstant) -> Bool {
         while true {
-            let remaining = ns - SystemClock.monotonicNanoseconds()
+            let remaining = deadline.nanoseconds - SystemClock.monotonicNanoseconds()
             if remaining <= 0 { return drain() }
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             if poll(&pfd, 1, Int32(min(remaining / 1_000_000 + 1, 60_000))) > 0, drain() { return true }
         }
     }
 
-    /// Waits for a signal until the monotonic deadline `ns` to the nanosecond (`ppoll`, no rounding
-    /// to milliseconds), without consuming it. Returns true when signalled.
+    /// Waits for a signal until `deadline` to the nanosecond (`ppoll`, no rounding to
+    /// milliseconds), without consuming it. Returns true when signalled.
     @discardableResult
-    public func waitPrecisely(until ns: Int64) -> Bool {
+    public func waitPrecisely(until deadline: MonotonicInstant) -> Bool {
         while true {
-            let remaining = ns - SystemClock.monotonicNanoseconds()
+            let remaining = deadline.nanoseconds - SystemClock.monotonicNanoseconds()
             if remaining <= 0 { return false }
             let n = bessd_wait_readable(fd, remaining)
             if n > 0 { return true }

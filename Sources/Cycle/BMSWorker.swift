@@ -111,7 +111,7 @@ public final class BMSWorker: @unchecked Sendable {
         var nextKeepAlive: Int64 = 0
         var reported: FieldbusError.Code?
         while worker.isRunning {
-            let now = MonotonicClock.now().nanoseconds
+            let now = SystemClock.shared.now().nanoseconds
             if socket == nil {
                 if now < retryAt {
                     usleep(50_000)
@@ -189,16 +189,16 @@ public final class BMSWorker: @unchecked Sendable {
                 slot.update { $0.fault = fault.description }
                 warn(error)
                 socket = nil
-                retryAt = MonotonicClock.now().nanoseconds + backoff.next()
+                retryAt = SystemClock.shared.now().nanoseconds + backoff.next()
             }
         }
     }
 
     /// Converts a kernel receive time (CLOCK_REALTIME) to the monotonic clock; 0 means "now".
     static func monotonic(fromRealtime stamp: Int64) -> MonotonicInstant {
-        let mono = MonotonicClock.now()
+        let mono = SystemClock.shared.now()
         guard stamp > 0 else { return mono }
-        let realNow = Int64(MonotonicClock.wallClock() * 1e9)
+        let realNow = Int64(SystemClock.wallClockSeconds() * 1e9)
         let age = max(0, realNow - stamp)
         return MonotonicInstant(nanoseconds: mono.nanoseconds - min(age, 10_000_000_000))
     }

@@ -27,8 +27,8 @@ public final class BusPoller: @unchecked Sendable {
     /// True when this poller reads every real device of the site each cycle: it then tells the
     /// cycle the moment all readings for it are in, and the cycle starts then (`CyclePhase`).
     let startsCycles: Bool
-    /// The time and the waits (the system's clock in bessd; tests step a `ManualBusClock`).
-    let clock: any BusClock
+    /// The time and the waits (the system's clock in bessd; tests step a `ManualClock`).
+    let clock: any MonotonicClock
     let log: @Sendable (DeviceNotice) -> Void
     private let worker = WorkerThread()
     /// The cycle's hand-over of setpoints, and workers' hand-overs of endpoints.
@@ -62,7 +62,7 @@ public final class BusPoller: @unchecked Sendable {
     /// - Parameter takesAnswersTogether: nil (bessd) when the poller runs with real-time priority;
     ///   tests set it either way.
     init(endpoints: [EndpointWorker], phase: CyclePhase, realtime: RealtimeThread?, startsCycles: Bool = false,
-         takesAnswersTogether: Bool? = nil, clock: any BusClock = SystemBusClock.shared,
+         takesAnswersTogether: Bool? = nil, clock: any MonotonicClock = SystemClock.shared,
          log: @escaping @Sendable (DeviceNotice) -> Void) {
         self.endpoints = endpoints
         self.takesAnswersTogether = takesAnswersTogether
@@ -221,7 +221,7 @@ public final class BusPoller: @unchecked Sendable {
             // Every endpoint read this round and none failed: the cycle may start now.
             if startsCycles, !handedOver, !readThisRound.contains(false), Self.allActive(lanes) {
                 let current = clock.now()
-                if current < deadline { phase.readingsIn(for: deadline.nanoseconds, at: current.nanoseconds) }
+                if current < deadline { phase.readingsIn(for: deadline, at: current) }
             }
             if !handedOver {
                 serve(&lanes, until: max(deadline, clock.now()) + period / 2, watchKick: true) { _ in

@@ -52,8 +52,10 @@ struct ReadLead {
 /// the read starts instead of one lead; a round that is late changes nothing (the cycle runs at its
 /// deadline on what it has, as before).
 public final class CyclePhase: @unchecked Sendable {
+    /// The next deadline's nanoseconds; 0 while no cycle thread runs (an atomic holds no instant).
     private let deadline = Atomic<Int64>(0)
-    public let periodNanoseconds: Int64
+    /// The cycle's period.
+    public let period: Duration
     private let early = Atomic<Bool>(false)
     private let readyFor = Atomic<Int64>(0)
     private let readyAt = Atomic<Int64>(0)
@@ -61,10 +63,8 @@ public final class CyclePhase: @unchecked Sendable {
     private let alarms = Atomic<Bool>(false)
     private let alarmRaised = Atomic<Bool>(false)
 
-    public init(periodNanoseconds: Int64) { self.periodNanoseconds = periodNanoseconds }
-
-    /// The monotonic deadline (ns) of the next cycle; 0 while no cycle thread runs.
-    public var nextDeadline: Int64 { deadline.load(ordering: .acquiring) }
+    /// The schedule of a cycle of `period`.
+    public init(period: Duration) { self.period = period }
 
     /// The next cycle's deadline; nil while no cycle thread runs.
     public var upcoming: MonotonicInstant? {
@@ -72,11 +72,10 @@ public final class CyclePhase: @unchecked Sendable {
         return ns > 0 ? MonotonicInstant(nanoseconds: ns) : nil
     }
 
-    /// The cycle's period.
-    public var period: Duration { .nanoseconds(periodNanoseconds) }
-
-    /// Published by the cycle before it sleeps (0 when it stops).
-    public func publish(nextDeadline: Int64) { deadline.store(nextDeadline, ordering: .releasing) }
+    /// Published by the cycle before it sleeps (nil when it stops).
+    public func publish(nextDeadline: MonotonicInstant?) {
+        deadline.store(nextDeadline?.nanoseconds ?? 0, ordering: .releasing)
+    }
 
     /// True when the cycle starts as soon as the readings for it are in.
     public var startsOnReadings: Bool { early.load(ordering: .relaxed) }
@@ -101,9 +100,9 @@ public final class CyclePhase: @unchecked Sendable {
 
     /// The poller's side: every reading for the cycle due at `deadline` came in at `at`. One eventfd
     /// write; no allocation.
-    func readingsIn(for deadline: Int64, at: Int64) {
-        readyAt.store(at, ordering: .relaxed)
-        readyFor.store(deadline, ordering: .releasing)
+    func readingsIn(for deadline: MonotonicInstant, at: MonotonicInstant) {
+        readyAt.store(at.nanoseconds, ordering: .relaxed)
+        readyFor.store(deadline.nanoseconds, ordering: .releasing)
         ready.signal()
     }
 
@@ -112,10 +111,11 @@ public final class CyclePhase: @unchecked Sendable {
     /// an extra cycle, the deadline stays). Returns the instant the cycle was due (the deadline, or
     /// when the readings came in), from which its wake-up lateness counts, and whether the readings
     /// started it.
-    public func wait(until deadline: Int64) -> (dueAt: Int64, onReadings: Bool, alarm: Bool) {
+    public func wait(until deadline: MonotonicInstant) -> (dueAt: MonotonicInstant, onReadings: Bool, alarm: Bool) {
+        let clock = SystemClock.shared
         let early = early.load(ordering: .relaxed)
         guard early || alarms.load(ordering: .relaxed) else {
-            SystemClock.sleep(untilMonotonic: deadline)
+            clock.sleep(until: deadline)
             return (deadline, false, false)
         }
         // True right after the wait below consumed a signal: the readings' check then has nothing
@@ -123,17 +123,17 @@ public final class CyclePhase: @unchecked Sendable {
         var drained = false
         while true {
             if alarmRaised.exchange(false, ordering: .acquiringAndReleasing) {
-                return (SystemClock.monotonicNanoseconds(), false, true)
+                return (clock.now(), false, true)
             }
-            if early, readyFor.load(ordering: .acquiring) == deadline {
+            if early, readyFor.load(ordering: .acquiring) == deadline.nanoseconds {
                 if !drained { ready.drain() }
-                let at = readyAt.load(ordering: .relaxed)
+                let at = MonotonicInstant(nanoseconds: readyAt.load(ordering: .relaxed))
                 if at < deadline {
                     alarmRaised.store(false, ordering: .relaxed)  // this cycle reads the frame that raised it
                     return (at, true, false)
                 }
             }
-            if SystemClock.monotonicNanoseconds() >= deadline {
+            if clock.now() >= deadline {
                 alarmRaised.store(false, ordering: .relaxed)
                 return (deadline, false, false)
             }

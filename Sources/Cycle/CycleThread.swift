@@ -11,7 +11,7 @@ import Synchronization
 public final class CycleThread: @unchecked Sendable {
     let runner: SiteRunner
     public let shared: SharedState
-    let periodNanoseconds: Int64
+    let period: Duration
     /// The cycle's priority and CPU (`Realtime.placement`), nil without `realtime:`.
     let realtime: RealtimeThread?
     private let worker = WorkerThread()
@@ -23,8 +23,8 @@ public final class CycleThread: @unchecked Sendable {
     /// Waits (polling every 5 ms, off the cycle) until `count` cycles have completed or `limit`
     /// has passed: by then the thread has applied its real-time settings (`realtimeNotices`).
     public func awaitCycles(_ count: UInt64, within limit: Duration) {
-        let end = MonotonicClock.now() + limit
-        while cyclesCompleted < count, MonotonicClock.now() < end { usleep(5_000) }
+        let end = SystemClock.shared.now() + limit
+        while cyclesCompleted < count, SystemClock.shared.now() < end { usleep(5_000) }
     }
     /// Notices from applying the real-time settings on the thread itself.
     private let threadNotices = PILock<[String]>([])
@@ -34,7 +34,7 @@ public final class CycleThread: @unchecked Sendable {
     public init(runner: SiteRunner, shared: SharedState, replacing previous: CycleThread? = nil) {
         self.runner = runner
         self.shared = shared
-        periodNanoseconds = runner.settings.period.nanosecondsClamped
+        period = runner.settings.period
         if let previous {
             realtime = previous.realtime
         } else if let settings = runner.settings.realtime {
@@ -75,12 +75,13 @@ public final class CycleThread: @unchecked Sendable {
             isRealtime = entered.isFIFO
         }
         let body = CycleBody(runner: runner, shared: shared, realtime: isRealtime)
-        var deadline = MonotonicClock.now().nanoseconds + periodNanoseconds
+        let clock = SystemClock.shared
+        var deadline = clock.now() + period
         runner.phase.publish(nextDeadline: deadline)
         while worker.isRunning {
             // The deadline, or earlier when the bus poller has every reading for this cycle.
             let due = runner.phase.wait(until: deadline)
-            let now = MonotonicClock.now()
+            let now = clock.now()
             if due.alarm {
                 // A BMS frame calls for less power: an extra cycle now. The deadline stays where it
                 // was, and the lateness of the schedule is not this cycle's to record.
@@ -89,21 +90,21 @@ public final class CycleThread: @unchecked Sendable {
                 heartbeat.add(1, ordering: .relaxed)
                 continue
             }
-            let lateness = now.nanoseconds - due.dueAt
+            let lateness = now - due.dueAt
             if due.onReadings { body.startedOnReadings &+= 1 }
-            if now.nanoseconds - deadline > periodNanoseconds {
+            if now - deadline > period {
                 // Missed at least one deadline: count it and re-phase rather than burst.
                 body.overruns &+= 1
-                deadline = now.nanoseconds - now.nanoseconds % periodNanoseconds
+                deadline = now - .nanoseconds(now.nanoseconds % period.nanosecondsClamped)
             }
             // The next deadline is published before this cycle runs, so a worker woken by this
             // cycle's hand-over already plans its reads for the next one.
-            deadline += periodNanoseconds
+            deadline = deadline + period
             runner.phase.publish(nextDeadline: deadline)
             body.run(now: now, lateness: lateness)
             heartbeat.add(1, ordering: .relaxed)
         }
-        runner.phase.publish(nextDeadline: 0)
+        runner.phase.publish(nextDeadline: nil)
     }
 }
 
@@ -142,9 +143,10 @@ public final class CycleBody {
         outcomes = [ResetOutcome](repeating: ResetOutcome(), count: units)
     }
 
-    /// One cycle at `now`, `lateness` ns after its deadline; nil for an extra cycle an alarm woke
+    /// One cycle at `now`, `lateness` after its deadline; nil for an extra cycle an alarm woke
     /// (off the schedule: no lateness recorded, no reading counted late).
-    public func run(now: MonotonicInstant, lateness: Int64?) {
+    public func run(now: MonotonicInstant, lateness: Duration?) {
+        let lateness = lateness?.nanosecondsClamped
         if let lateness { histogram.record(microseconds: max(0, lateness) / 1000) }
         // Operator requests: the shared mailbox is swapped for the cleared one under the lock.
         var pending = false
@@ -182,7 +184,7 @@ public final class CycleBody {
             }
         }
 
-        runner.step(now: now, wallClock: MonotonicClock.wallClock(), extra: lateness == nil)
+        runner.step(now: now, wallClock: SystemClock.wallClockSeconds(), extra: lateness == nil)
         cycles &+= 1
 
         var published = false

@@ -128,7 +128,7 @@ public final class EndpointWorker: @unchecked Sendable {
     /// SCHED_FIFO priority (below the cycle's) and CPU of the worker's thread, or nil for the default policy.
     let realtime: RealtimeThread?
     /// The time and the waits of this worker and its connection (the system's clock in bessd).
-    let clock: any BusClock
+    let clock: any MonotonicClock
     let log: @Sendable (DeviceNotice) -> Void
     private let worker = WorkerThread()
 
@@ -160,10 +160,10 @@ public final class EndpointWorker: @unchecked Sendable {
     ///     change at the inverter reaches its wire within one period plus the bus time. Without it
     ///     (tests driving the runner by hand), it polls on its own period.
     ///   - staticsEvery: how often static values are re-read (a minute; tests shorten it).
-    ///   - clock: the time and the waits (tests pass a `ManualBusClock`).
+    ///   - clock: the time and the waits (tests pass a `ManualClock`).
     public init(endpoint: ModbusEndpoint, devices: [Device], period: Duration, timeout: Duration, revert: Duration,
                 phase: CyclePhase? = nil, realtime: RealtimeThread? = nil, staticsEvery: Duration = .seconds(60),
-                clock: any BusClock = SystemBusClock.shared, log: @escaping @Sendable (DeviceNotice) -> Void) {
+                clock: any MonotonicClock = SystemClock.shared, log: @escaping @Sendable (DeviceNotice) -> Void) {
         self.staticsEvery = staticsEvery
         self.endpoint = endpoint
         self.devices = devices

@@ -53,16 +53,16 @@ public final class GridLimitInputReader: @unchecked Sendable {
         let endpoint = settings.modbus.endpoint
         let connection = try? ModbusConnection(endpoint: endpoint, unitID: settings.modbus.unitID,
                                                timeout: settings.modbus.timeout)
-        var lastAnswer = MonotonicClock.now()
+        var lastAnswer = SystemClock.shared.now()
         var lastError = ""
         while worker.isRunning {
-            let started = MonotonicClock.now()
+            let started = SystemClock.shared.now()
             do throws(DeviceError) {
                 guard let connection else {
                     throw DeviceError(.connectFailed, message: "cannot create a Modbus context for \(endpoint)")
                 }
                 let bits = try connection.readBits(unit: settings.modbus.unitID, function: function, at: span.first, count: span.count)
-                let now = MonotonicClock.now()
+                let now = SystemClock.shared.now()
                 reads.add(1, ordering: .relaxed)
                 lastAnswer = now
                 if lost.load(ordering: .relaxed) {
@@ -76,7 +76,7 @@ public final class GridLimitInputReader: @unchecked Sendable {
             } catch {
                 failures.add(1, ordering: .relaxed)
                 lastError = "\(error.code): \(error.message)"
-                let silent = MonotonicClock.now().seconds(since: lastAnswer)
+                let silent = SystemClock.shared.now().seconds(since: lastAnswer)
                 if !lost.load(ordering: .relaxed), silent >= settings.lostAfter.secondsDouble {
                     lost.store(true, ordering: .relaxed)
                     let held = contacts.limitPercent.map { "\(Self.number($0)) %" } ?? "none"
@@ -88,8 +88,8 @@ public final class GridLimitInputReader: @unchecked Sendable {
             }
             // Sleep out the poll period in slices, so stop() is noticed.
             let next = started + settings.poll
-            while worker.isRunning, MonotonicClock.now() < next {
-                MonotonicClock.sleep(until: min(next, MonotonicClock.now() + .milliseconds(50)))
+            while worker.isRunning, SystemClock.shared.now() < next {
+                SystemClock.shared.sleep(until: min(next, SystemClock.shared.now() + .milliseconds(50)))
             }
         }
         connection?.close()

@@ -249,7 +249,7 @@ public final class SiteRunner {
     public static func hardware(settings: CycleSettings, startedAt: MonotonicInstant,
                                 output: @escaping (DeviceNotice) -> Void) throws(RunError) -> SiteRunner
     {
-        let phase = CyclePhase(periodNanoseconds: settings.period.nanosecondsClamped)
+        let phase = CyclePhase(period: settings.period)
         let io = try HardwareSite(settings: settings, phase: phase, output: output)
         return SiteRunner(settings: settings, io: io, phase: phase, startedAt: startedAt)
     }

@@ -230,14 +230,14 @@ public final class PlantRig {
 
     /// Runs in real time until `duration` passes or a stop is requested.
     public func run(duration: Double?, stepSeconds: Double = 0.05, output: (String) -> Void) {
-        var deadline = MonotonicClock.now()
+        var deadline = SystemClock.shared.now()
         let end = duration.map { deadline + .seconds(fromDouble: $0) }
         var nextStatus = deadline
         let step = Duration.seconds(fromDouble: stepSeconds)
         while !stopRequested.load(ordering: .relaxed) {
             deadline = deadline + step
-            MonotonicClock.sleep(until: deadline)
-            let now = MonotonicClock.now()
+            SystemClock.shared.sleep(until: deadline)
+            let now = SystemClock.shared.now()
             let hz = self.step(now: now)
             if now >= nextStatus {
                 output(statusLine(now: now, frequency: hz))

@@ -1,5 +1,6 @@
 import BessSystem
 import CModbus
+public import ControlCore
 public import Fieldbus
 import Glibc
 import Synchronization
@@ -207,9 +208,9 @@ public final class SunSpecServer: @unchecked Sendable {
     private let silence = Atomic<Bool>(false)
     private let delayMicroseconds = Atomic<Int>(0)
     /// Called on the server thread, under the register lock, after every write request with the
-    /// image as written and the monotonic time (ns) it was answered: how benchmarks time setpoints
-    /// on the wire. Set before `start()`.
-    public var writeObserver: (@Sendable (SunSpecImage, Int64) -> Void)?
+    /// image as written and the instant it was answered: how benchmarks time setpoints on the wire.
+    /// Set before `start()`.
+    public var writeObserver: (@Sendable (SunSpecImage, MonotonicInstant) -> Void)?
 
     /// While true, requests are read and dropped unanswered (a dead device as bessd sees it).
     public var silent: Bool {
@@ -234,7 +235,7 @@ public final class SunSpecServer: @unchecked Sendable {
             let wrote = recordWrite(query, headerLength: headerLength)
             server.store(into: &image.words)
             requests &+= 1
-            if wrote, let observer = writeObserver { observer(image, MonotonicClockReading.now()) }
+            if wrote, let observer = writeObserver { observer(image, SystemClock.shared.now()) }
         }
     }
 

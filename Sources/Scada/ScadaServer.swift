@@ -140,14 +140,14 @@ public final class ScadaServer: @unchecked Sendable {
         guard cycle != lastCycle else { return }
         lastCycle = cycle
         image.fill(units: units, site: site, frequency: frequency)
-        image.fill(commands: shared.commands, now: MonotonicClock.now())
+        image.fill(commands: shared.commands, now: SystemClock.shared.now())
         copyImage()
     }
 
     private struct Client {
         var fd: Int32
         var peer: String
-        var lastActive: Int64
+        var lastActive: MonotonicInstant
     }
 
     private func serve() {
@@ -156,20 +156,19 @@ public final class ScadaServer: @unchecked Sendable {
         fds.reserveCapacity(configuration.maxClients + 2)
         var query = [UInt8](repeating: 0, count: 260)
         let header = Int(modbus_get_header_length(context))
-        let idleNs = configuration.idleTimeout.nanosecondsClamped
         while worker.isRunning {
             fds.removeAll(keepingCapacity: true)
             fds.append(pollfd(fd: stopWakeup.descriptor, events: Int16(POLLIN), revents: 0))
             fds.append(pollfd(fd: listener, events: Int16(POLLIN), revents: 0))
             for client in clients { fds.append(pollfd(fd: client.fd, events: Int16(POLLIN), revents: 0)) }
-            let ready = poll(&fds, nfds_t(fds.count), Self.pollTimeout(clients.lazy.map(\.lastActive), idleNs: idleNs,
-                                                                        now: MonotonicClockReading.now()))
+            let ready = poll(&fds, nfds_t(fds.count), Self.pollTimeout(clients.lazy.map(\.lastActive), idle: configuration.idleTimeout,
+                                                                        now: SystemClock.shared.now()))
             wakeups.add(1, ordering: .relaxed)
             if fds[0].revents != 0 { stopWakeup.drain() }
-            let now = MonotonicClockReading.now()
+            let now = SystemClock.shared.now()
             // Idle connections close whether or not anything else happened.
             clients.removeAll { client in
-                guard now - client.lastActive > idleNs else { return false }
+                guard now - client.lastActive > configuration.idleTimeout else { return false }
                 idleClosed.add(1, ordering: .relaxed)
                 log(.clientIdle, "SCADA client \(client.peer) closed after \(configuration.idleTimeout.secondsDouble) s without a request", [:])
                 close(client.fd)
@@ -205,8 +204,8 @@ public final class ScadaServer: @unchecked Sendable {
     /// How long the server's poll may sleep (ms; -1: until a client, a connection or `stop()` wakes
     /// it): until the first client's idle timeout runs out. Nothing else in the server keeps time (a
     /// command's hold expires in the cycle, not here).
-    static func pollTimeout(_ lastActive: some Sequence<Int64>, idleNs: Int64, now: Int64) -> Int32 {
-        SystemClock.pollTimeout(untilMonotonic: lastActive.min().map { $0 + idleNs }, now: now)
+    static func pollTimeout(_ lastActive: some Sequence<MonotonicInstant>, idle: Duration, now: MonotonicInstant) -> Int32 {
+        SystemClock.pollTimeout(until: lastActive.min().map { $0 + idle }, now: now)
     }
 
     /// The RTU line: one request at a time, as the bus allows. The thread sleeps in poll on the line
@@ -231,14 +230,14 @@ public final class ScadaServer: @unchecked Sendable {
                 modbus_flush(context)
                 // A line in error (a hang-up) stays readable: do not spin on it.
                 if fds.1.revents & Int16(POLLHUP | POLLERR) != 0 {
-                    stopWakeup.wait(until: SystemClock.monotonicNanoseconds() + 100_000_000)
+                    stopWakeup.wait(until: SystemClock.shared.now() + .milliseconds(100))
                 }
             }
         }
         modbus_close(context)
     }
 
-    private func accept(into clients: inout [Client], now: Int64) {
+    private func accept(into clients: inout [Client], now: MonotonicInstant) {
         var address = sockaddr_in()
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let fd = withUnsafeMutablePointer(to: &address) {
@@ -302,7 +301,7 @@ public final class ScadaServer: @unchecked Sendable {
             }
             values = (0..<quantity).map { UInt16(query[header + 6 + 2 * $0]) << 8 | UInt16(query[header + 7 + 2 * $0]) }
         }
-        let now = MonotonicClock.now()
+        let now = SystemClock.shared.now()
         // Two servers (TCP and RTU) may write at once: commit only over what was decoded against.
         for _ in 0..<8 {
             var generation: UInt64 = 0

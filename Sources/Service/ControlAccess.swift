@@ -1,4 +1,5 @@
 import BessSystem
+import ControlCore
 public import ControlProtocol
 import Foundation
 import Glibc
@@ -111,15 +112,15 @@ final class GroupCache: @unchecked Sendable {
     static let shared = GroupCache()
     private let lock = NSLock()
     private var cached: (reader: UInt32?, operator: UInt32?) = (nil, nil)
-    private var at: Double = -.infinity
+    private var at: MonotonicInstant?
 
     func gids() -> (reader: UInt32?, operator: UInt32?) {
         lock.lock()
         defer { lock.unlock() }
-        let seconds = Double(SystemClock.monotonicNanoseconds()) / 1e9
-        if seconds - at >= 10 {
+        let now = SystemClock.shared.now()
+        if at.map({ now - $0 >= .seconds(10) }) ?? true {
             cached = (ControlCaller.gid(named: ControlCaller.readerGroup), ControlCaller.gid(named: ControlCaller.operatorGroup))
-            at = seconds
+            at = now
         }
         return cached
     }

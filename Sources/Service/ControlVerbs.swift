@@ -53,7 +53,7 @@ extension Daemon {
             let what = needed == .reader ? "reading needs membership of \(ControlCaller.readerGroup) or \(ControlCaller.operatorGroup)"
                 : "acting needs membership of \(ControlCaller.operatorGroup)"
             let name = verb.isEmpty ? "(no verb)" : String(verb.prefix(32))
-            let now = MonotonicClock.now()
+            let now = SystemClock.shared.now()
             let (log, skipped) = guarded.withLock { $0.refusals.admit(now: now) }
             if log {
                 let more = skipped > 0 ? "; \(skipped) more refused and not logged before this one" : ""

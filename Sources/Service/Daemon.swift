@@ -97,7 +97,7 @@ public final class Daemon {
         self.configPath = configPath
         self.logger = logger
         self.say = say
-        started = MonotonicClock.now()
+        started = SystemClock.shared.now()
         startedRealtime = configuration.realtime
         let log = logger
         runner = try site(started) { notice in Self.journal(notice, log) }
@@ -144,23 +144,23 @@ public final class Daemon {
         for notice in configuration.notices { logger.notice("\(notice)") }
         start(configuration)
 
-        var nextStatus = MonotonicClock.now()
-        var nextNotify = MonotonicClock.now()
-        var nextClockCheck = MonotonicClock.now() + .seconds(5)
+        var nextStatus = SystemClock.shared.now()
+        var nextNotify = SystemClock.shared.now()
+        var nextClockCheck = SystemClock.shared.now() + .seconds(5)
         let end = duration.map { started + .seconds(fromDouble: $0) }
         // The service loop sleeps until the cycle publishes an event or a closed block, a signal
         // arrives, or the next thing it keeps time for (status, notify, clock check, a record) is due:
         // about two wake-ups a second on a quiet site instead of fifty.
         wakeOnSignals(shared.serviceWakeup)
         while !stopRequested.load(ordering: .relaxed) {
-            var due = MonotonicClock.now() + .seconds(1)
+            var due = SystemClock.shared.now() + .seconds(1)
             due = min(due, nextNotify, nextClockCheck)
             if statusEvery > 0 { due = min(due, nextStatus) }
             if let recorder = uplink?.recorder { due = min(due, recorder.nextDue) }
             if let end { due = min(due, end) }
-            shared.serviceWakeup.wait(until: due.nanoseconds)
+            shared.serviceWakeup.wait(until: due)
             if stopRequested.load(ordering: .relaxed) { break }
-            let now = MonotonicClock.now()
+            let now = SystemClock.shared.now()
             // This round's records (its events, telemetry, availability) become visible to the
             // uplink together, so they go in one batch.
             uplink?.spool.beginRound()

@@ -17,7 +17,7 @@ final class JournalFlush: DaemonService {
     func start() {}
     func stop() {
         daemon.persistLatches()
-        daemon.logEvents(now: MonotonicClock.now())
+        daemon.logEvents(now: SystemClock.shared.now())
     }
 }
 
@@ -30,8 +30,8 @@ final class BusWorkers: DaemonService {
     init(_ daemon: Daemon) { self.daemon = daemon }
     func start() {
         daemon.runner.startWorkers()
-        let probeEnd = MonotonicClock.now() + .seconds(5)
-        while !daemon.runner.devicesProbed, MonotonicClock.now() < probeEnd, !stopRequested.load(ordering: .relaxed) {
+        let probeEnd = SystemClock.shared.now() + .seconds(5)
+        while !daemon.runner.devicesProbed, SystemClock.shared.now() < probeEnd, !stopRequested.load(ordering: .relaxed) {
             usleep(20_000)
         }
     }

@@ -24,7 +24,7 @@ package final class DispatchIntake: Sendable {
     func update(units new: [(String, Double)]) { units.withLock { $0 = new.map { (id: $0.0, ratingKW: $0.1) } } }
 
     package func apply(_ commands: [DispatchCommand]) -> [CommandAck] {
-        let now = MonotonicClock.wallClock()
+        let now = SystemClock.wallClockSeconds()
         let site = units.withLock { $0 }
         var ratings: [String: Double] = [:]
         for unit in site { ratings[unit.id] = unit.ratingKW }

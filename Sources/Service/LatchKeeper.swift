@@ -33,12 +33,12 @@ struct LatchKeeper {
         case .corrupt(let reason):
             logger.critical("latch state unreadable (\(reason)); every unit starts latched with LATCH_STATE_CORRUPT until an operator checks it and runs bessctl reset",
                             metadata: ["BESS_CODE": "LATCH_STATE_CORRUPT", "MESSAGE_ID": "\(MessageID.latch)"])
-            for i in ids.indices { take([.latchStateCorrupt: MonotonicClock.wallClock()], unit: i, restore) }
+            for i in ids.indices { take([.latchStateCorrupt: SystemClock.wallClockSeconds()], unit: i, restore) }
         case .latches(let latches, let damaged):
             for (i, id) in ids.enumerated() {
                 var codes = latches[id] ?? [:]
                 if damaged.contains(id) {
-                    codes[.latchStateCorrupt] = MonotonicClock.wallClock()
+                    codes[.latchStateCorrupt] = SystemClock.wallClockSeconds()
                     logger.critical("latch state of \(id) unreadable; it starts latched with LATCH_STATE_CORRUPT",
                                     metadata: ["BESS_CODE": "LATCH_STATE_CORRUPT", "BESS_UNIT": "\(id)", "MESSAGE_ID": "\(MessageID.latch)"])
                 }
@@ -77,7 +77,7 @@ struct LatchKeeper {
         }
         guard changed || writeFailing else { return }
         let ids = unitIDs()
-        let now = MonotonicClock.wallClock()
+        let now = SystemClock.wallClockSeconds()
         var next = since
         for i in units.indices where i < next.count {
             var codes: [TripCode: Double] = [:]

@@ -31,7 +31,7 @@ extension Daemon {
         }
         cycle.stop()
         do {
-            try runner.reconfigure(new, now: MonotonicClock.now())
+            try runner.reconfigure(new, now: SystemClock.shared.now())
             if new.gridLimitInputs != configuration.gridLimitInputs {
                 logger.notice("reload: grid_operator.inputs changed; the relay contacts' reader keeps its settings until bessd restarts",
                               metadata: ["BESS_CODE": "GRID_LIMIT_INPUT_RESTART_NEEDED", "MESSAGE_ID": "\(MessageID.reload)"])

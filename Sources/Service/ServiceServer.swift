@@ -139,10 +139,10 @@ final class ServiceServer: @unchecked Sendable {
                 if !connection.output.isEmpty { events |= Int16(POLLOUT) }
                 fds.append(pollfd(fd: connection.fd, events: events, revents: 0))
             }
-            _ = Glibc.poll(&fds, nfds_t(fds.count), pollTimeout(now: MonotonicClock.now()))
+            _ = Glibc.poll(&fds, nfds_t(fds.count), pollTimeout(now: SystemClock.shared.now()))
             wakeups.add(1, ordering: .relaxed)
             if fds[0].revents != 0 { stopWakeup.drain() }
-            let now = MonotonicClock.now()
+            let now = SystemClock.shared.now()
             for entry in fds.dropFirst() where entry.revents != 0 {
                 if let listener = listeners.first(where: { $0.fd == entry.fd }) {
                     accept(on: listener.fd, kind: listener.kind, now: now)
@@ -162,13 +162,12 @@ final class ServiceServer: @unchecked Sendable {
     /// until a client connects: waking on a fixed tick with nobody connected costs CPU for nothing
     /// (hil/results/README.md, "Figures behind the code").
     private func pollTimeout(now: MonotonicInstant) -> Int32 {
-        var oldest: Int64?
+        var oldest: MonotonicInstant?
         for connection in connections.values {
             if connection.waiting != nil { return 5 }
-            oldest = min(oldest ?? .max, connection.lastActivity.nanoseconds)
+            oldest = min(oldest ?? connection.lastActivity, connection.lastActivity)
         }
-        return SystemClock.pollTimeout(untilMonotonic: oldest.map { $0 + limits.idleTimeout.nanosecondsClamped },
-                                       now: now.nanoseconds)
+        return SystemClock.pollTimeout(until: oldest.map { $0 + limits.idleTimeout }, now: now)
     }
 
     private func accept(on listener: Int32, kind: Kind, now: MonotonicInstant) {

@@ -24,7 +24,7 @@ extension Daemon {
     func statusReply(_ configuration: BessdConfiguration) -> StatusReply {
         let units = shared.units
         let stats = shared.statistics
-        let now = MonotonicClock.wallClock()
+        let now = SystemClock.wallClockSeconds()
         var list: [UnitReply] = []
         list.reserveCapacity(configuration.units.count)
         for (i, unit) in configuration.units.enumerated() {

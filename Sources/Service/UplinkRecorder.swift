@@ -1,5 +1,6 @@
 public import Config
 public import Cycle
+import BessSystem
 import ControlCore
 import Foundation
 import Synchronization
@@ -35,7 +36,7 @@ final class UplinkRecorder {
     /// Appends `body` as the next record. Returns the error code when the spool refused it.
     @discardableResult
     func record(_ body: RecordBody, clock flags: [String]? = nil) -> String? {
-        let time = MonotonicClock.wallClock()
+        let time = SystemClock.wallClockSeconds()
         let mode = configuration.mode.rawValue
         let clock = flags ?? (clockSynchronized ? nil : ["unsynchronized"])
         do {

@@ -43,13 +43,14 @@ final class Watchdog: @unchecked Sendable {
     func stop() { thread.stop() }
 
     private func loop() {
-        let half = max(interval.nanosecondsClamped / 2, 1_000_000)
+        let clock = SystemClock.shared
+        let half = Duration.nanoseconds(max(interval.nanosecondsClamped / 2, 1_000_000))
         var lastBeat = health.beat()
-        var next = MonotonicClock.now().nanoseconds + half
+        var next = clock.now() + half
         while thread.isRunning {
-            MonotonicClock.sleep(until: .init(nanoseconds: next))
-            next += half
-            let now = MonotonicClock.now().nanoseconds
+            clock.sleep(until: next)
+            next = next + half
+            let now = clock.now()
             if now - next > half { next = now + half }  // the machine stalled us: re-phase, never burst
             let beat = health.beat()
             if beat != lastBeat, health.onTime(), health.workersAlive() {

@@ -154,7 +154,7 @@ extension SiteRunner {
         guard configuration.usesSimulation else {
             return try hardware(configuration: configuration, startedAt: startedAt, output: output)
         }
-        let phase = CyclePhase(periodNanoseconds: Int64(configuration.periodMs) * 1_000_000)
+        let phase = CyclePhase(period: .milliseconds(configuration.periodMs))
         let io = try SimulatedSite(configuration: configuration, phase: phase, startedAt: startedAt, output: output)
         return SiteRunner(configuration: configuration, io: io, phase: phase, startedAt: startedAt)
     }

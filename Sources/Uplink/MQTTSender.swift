@@ -229,7 +229,7 @@ public final class MQTTUplinkSender: UplinkTransport {
                 if !open {
                     let wait = nextAttempt - ContinuousClock.now
                     if wait > .zero {
-                        wakeup.wait(until: SystemClock.monotonicNanoseconds() + wait.nanosecondsClamped)
+                        wakeup.wait(until: SystemClock.shared.now() + wait)
                         continue
                     }
                     attempt()

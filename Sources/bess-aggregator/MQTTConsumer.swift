@@ -1,4 +1,5 @@
 import BessSystem
+import ControlCore
 import Foundation
 import Glibc
 import Uplink
@@ -34,15 +35,15 @@ final class MQTTConsumer: @unchecked Sendable {
     var pendingBatches: [(site: String, received: ReceivedBatch)] = []
     var pendingAcks: [(site: String, ack: CommandAck)] = []
     var pendingStatus: [(site: String, message: SiteStatusMessage)] = []
-    /// When the oldest message not yet stored was read (monotonic ns); nil when nothing waits.
-    var pendingSince: Int64?
+    /// When the oldest message not yet stored was read; nil when nothing waits.
+    var pendingSince: MonotonicInstant?
     /// Messages are stored together once the oldest has waited this long, or `storeAt` are waiting
     /// (the broker sends no more than that unacknowledged): one transaction per message burst cost
     /// several times the CPU per record.
-    static let storeWindowNanoseconds: Int64 = 50_000_000
+    static let storeWindow = Duration.milliseconds(50)
     static let storeAt = 1000
-    /// When a refusal was last logged (monotonic ns), and how many were refused since without a line.
-    var lastRefusalLogged: Int64 = .min / 2
+    /// When a refusal was last logged (nil before the first), and how many were refused since without a line.
+    var lastRefusalLogged: MonotonicInstant?
     var refusalsNotLogged = 0
 
     init(url: MQTTURL, clientID: String, store: any RecordStore, caFile: String?, certFile: String?, keyFile: String?,
@@ -86,7 +87,7 @@ final class MQTTConsumer: @unchecked Sendable {
                 var poller = pollfd(fd: connection.socket, events: Int16(POLLIN), revents: 0)
                 var timeout: Int64 = 20
                 if let since = pendingSince {
-                    timeout = min(timeout, max(0, (since + Self.storeWindowNanoseconds - SystemClock.monotonicNanoseconds()) / 1_000_000))
+                    timeout = min(timeout, max(0, (since + Self.storeWindow - SystemClock.shared.now()).nanosecondsClamped / 1_000_000))
                 }
                 if poll(&poller, 1, Int32(timeout)) > 0 {
                     // Everything that has arrived, up to a bound.
@@ -98,10 +99,10 @@ final class MQTTConsumer: @unchecked Sendable {
                     } while reads < Self.storeAt && poll(&poller, 1, 0) > 0
                 }
                 let waiting = pendingBatches.count + pendingAcks.count + pendingStatus.count
-                if waiting > 0, pendingSince == nil { pendingSince = SystemClock.monotonicNanoseconds() }
+                if waiting > 0, pendingSince == nil { pendingSince = SystemClock.shared.now() }
                 // Then one transaction for the window's messages.
                 if let since = pendingSince,
-                   waiting >= Self.storeAt || SystemClock.monotonicNanoseconds() - since >= Self.storeWindowNanoseconds {
+                   waiting >= Self.storeAt || SystemClock.shared.now() - since >= Self.storeWindow {
                     try storePending()
                 }
                 // A flush sends every PUBACK libmosquitto has queued: only once what was read is
@@ -253,8 +254,8 @@ extension MQTTConsumer {
     /// At most one line a second: a gateway that keeps sending what is refused does not flood the log.
     func refuse(_ refusal: IngestRefusal, leaf: String, site: String? = nil) {
         statistics.withLock { $0.malformed &+= 1 }
-        let now = SystemClock.monotonicNanoseconds()
-        guard now - lastRefusalLogged >= 1_000_000_000 else {
+        let now = SystemClock.shared.now()
+        if let last = lastRefusalLogged, now - last < .seconds(1) {
             refusalsNotLogged += 1
             return
         }

@@ -44,8 +44,8 @@ final class WireBench {
         server = try SunSpecServer(transport: .tcp(host: "127.0.0.1", port: 0), profile: profile)
         unit = SimulatedUnit(capacityKWh: 250, maxPowerKW: 100, initialSOCPercent: 60)
         let log = writes
-        server.writeObserver = { image, ns in
-            if let w = SunSpecPlantLink.commandedWatts(image, profile: profile) { log.list.withLock { $0.append((ns, w)) } }
+        server.writeObserver = { image, at in
+            if let w = SunSpecPlantLink.commandedWatts(image, profile: profile) { log.list.withLock { $0.append((at, w)) } }
         }
         try server.start()
         for _ in 1..<max(1, units) {
@@ -105,38 +105,38 @@ final class WireBench {
     /// Sends one burst of the BMS's frames; returns the instant just before the frame `stampingBefore`
     /// went out (or before the burst).
     @discardableResult
-    func sendBMSFrames(stampingBefore id: UInt32? = nil) -> Int64 {
-        var stamp = MonotonicClockReading.now()
+    func sendBMSFrames(stampingBefore id: UInt32? = nil) -> MonotonicInstant {
+        var stamp = SystemClock.shared.now()
         guard let can else { return stamp }
         while (try? can.receive(timeout: .zero)) != nil {}
         for frame in unit.pylontechState.frames() {
-            if frame.id == id { stamp = MonotonicClockReading.now() }
+            if frame.id == id { stamp = SystemClock.shared.now() }
             _ = try? can.send(frame)
         }
         return stamp
     }
 
-    var lastStep = MonotonicClockReading.now()
+    var lastStep = SystemClock.shared.now()
     /// When the BMS sends its frames next (with CAN).
-    var nextFrames: Int64 = 0
+    var nextFrames = MonotonicInstant.zero
 
     /// Keeps the plant going: a step every 10 ms, the BMS's frames every second.
     func tick() {
-        let now = MonotonicClockReading.now()
-        if now - lastStep >= 10_000_000 {
-            step(seconds: Double(now - lastStep) / 1e9)
+        let now = SystemClock.shared.now()
+        if now - lastStep >= .milliseconds(10) {
+            step(seconds: Double((now - lastStep).nanosecondsClamped) / 1e9)
             lastStep = now
         }
         if can != nil, now >= nextFrames {
             sendBMSFrames()
-            nextFrames = now + 1_000_000_000
+            nextFrames = now + .seconds(1)
         }
     }
 
     /// Runs the plant for `seconds`.
     func run(for seconds: Double) {
-        let end = MonotonicClockReading.now() + Int64(seconds * 1e9)
-        while MonotonicClockReading.now() < end {
+        let end = SystemClock.shared.now() + .seconds(fromDouble: seconds)
+        while SystemClock.shared.now() < end {
             usleep(1_000)
             tick()
         }
@@ -145,10 +145,10 @@ final class WireBench {
     var lastCommanded: Double { writes.list.withLock { $0.last?.watts ?? 0 } }
 
     /// Waits (plant running) for the first write after `since` that `accept`s; its time, or nil.
-    func firstWrite(after since: Int64, timeout: Double, _ accept: (Double) -> Bool) -> Int64? {
-        let end = since + Int64(timeout * 1e9)
-        while MonotonicClockReading.now() < end {
-            if let ns = writes.list.withLock({ $0.first(where: { $0.ns >= since && accept($0.watts) })?.ns }) { return ns }
+    func firstWrite(after since: MonotonicInstant, timeout: Double, _ accept: (Double) -> Bool) -> MonotonicInstant? {
+        let end = since + .seconds(fromDouble: timeout)
+        while SystemClock.shared.now() < end {
+            if let at = writes.list.withLock({ $0.first(where: { $0.at >= since && accept($0.watts) })?.at }) { return at }
             usleep(200)
             tick()
         }
@@ -156,8 +156,8 @@ final class WireBench {
     }
 
     func waitReady() throws {
-        let end = MonotonicClockReading.now() + 15_000_000_000
-        while MonotonicClockReading.now() < end {
+        let end = SystemClock.shared.now() + .seconds(15)
+        while SystemClock.shared.now() < end {
             if (try? ControlClient.answer(ControlRequest(.status), socket: directory + "/control.sock", timeout: .seconds(1))) != nil { return }
             usleep(50_000)
         }
@@ -220,9 +220,9 @@ struct StepLatency: ParsableCommand {
             let before = bench.lastCommanded
             bench.hz = i % 2 == 0 ? 49.5 : 50.0
             bench.step()
-            let t = MonotonicClockReading.now()
+            let t = SystemClock.shared.now()
             if let w = bench.firstWrite(after: t, timeout: 2, { abs($0 - before) > 100 }) {
-                latencies.append(Double(w - t) / 1e6)
+                latencies.append(milliseconds(w - t))
             } else {
                 misses += 1
             }
@@ -273,13 +273,13 @@ struct AlarmLatency: ParsableCommand {
             // The clock starts as the protection frame (0x359) goes out: the frames before it in the
             // burst are not the alarm's, and bessd may act before the burst's last frame is sent.
             let t = bench.sendBMSFrames(stampingBefore: PylontechLV.protectionID)
-            bench.nextFrames = t + 1_000_000_000
+            bench.nextFrames = t + .seconds(1)
             if let w = bench.firstWrite(after: t, timeout: 2, { abs($0) < 1 }) {
-                latencies.append(Double(w - t) / 1e6)
-                if w - t > 50_000_000 { explainSlow(bench, since: t, until: w, index: latencies.count) }
+                latencies.append(milliseconds(w - t))
+                if w - t > .milliseconds(50) { explainSlow(bench, since: t, until: w, index: latencies.count) }
             } else {
                 misses += 1
-                explainSlow(bench, since: t, until: MonotonicClockReading.now(), index: latencies.count + misses)
+                explainSlow(bench, since: t, until: SystemClock.shared.now(), index: latencies.count + misses)
             }
         }
         let extra = alarmCycles(bench) - quietBefore - quiet
@@ -289,10 +289,10 @@ struct AlarmLatency: ParsableCommand {
 
     /// What the wire and bessd's log show around an alarm that took longer than 50 ms (a figure
     /// is not enough to act on).
-    func explainSlow(_ bench: WireBench, since t: Int64, until w: Int64, index: Int) {
-        let writes = bench.writes.list.withLock { $0.filter { $0.ns >= t - 200_000_000 && $0.ns <= w } }
-        print("ALARM_SLOW #\(index) \(String(format: "%.1f", Double(w - t) / 1e6)) ms; alarm cycles \(alarmCycles(bench)); writes from 200 ms before: "
-              + writes.map { String(format: "%+.1f ms %.0f W", Double($0.ns - t) / 1e6, $0.watts) }.joined(separator: ", "))
+    func explainSlow(_ bench: WireBench, since t: MonotonicInstant, until w: MonotonicInstant, index: Int) {
+        let writes = bench.writes.list.withLock { $0.filter { $0.at >= t - .milliseconds(200) && $0.at <= w } }
+        print("ALARM_SLOW #\(index) \(String(format: "%.1f", milliseconds(w - t))) ms; alarm cycles \(alarmCycles(bench)); writes from 200 ms before: "
+              + writes.map { String(format: "%+.1f ms %.0f W", milliseconds($0.at - t), $0.watts) }.joined(separator: ", "))
         let log = (try? String(contentsOfFile: bench.directory + "/bessd.log", encoding: .utf8)) ?? ""
         for line in log.split(separator: "\n").suffix(8) { print("ALARM_SLOW   bessd: \(line)") }
     }
@@ -341,9 +341,9 @@ struct TripLatency: ParsableCommand {
             guard before > 1000 else { misses += 1; continue }
             bench.others[0].unit.inverter.faulted = true
             bench.step()
-            let t = MonotonicClockReading.now()
+            let t = SystemClock.shared.now()
             if let w = bench.firstWrite(after: t, timeout: 2, { $0 > before + 100 }) {
-                latencies.append(Double(w - t) / 1e6)
+                latencies.append(milliseconds(w - t))
             } else {
                 misses += 1
             }
@@ -385,8 +385,8 @@ struct LoadStepLatency: ParsableCommand {
             }
         }
         func run(for seconds: Double) {
-            let end = MonotonicClockReading.now() + Int64(seconds * 1e9)
-            while MonotonicClockReading.now() < end {
+            let end = SystemClock.shared.now() + .seconds(fromDouble: seconds)
+            while SystemClock.shared.now() < end {
                 usleep(1_000)
                 bench.tick()
                 publish()
@@ -406,16 +406,16 @@ struct LoadStepLatency: ParsableCommand {
             let before = bench.lastCommanded
             loadW = limitKW * 1000 + Double(40_000 + (i % 4) * 20_000)  // 40–100 kW over the limit
             publish()
-            let t = MonotonicClockReading.now()
-            var written: Int64?
-            let end = t + 2_000_000_000
-            while written == nil, MonotonicClockReading.now() < end {
-                written = bench.writes.list.withLock { $0.first(where: { $0.ns >= t && $0.watts > before + 1000 })?.ns }
+            let t = SystemClock.shared.now()
+            var written: MonotonicInstant?
+            let end = t + .seconds(2)
+            while written == nil, SystemClock.shared.now() < end {
+                written = bench.writes.list.withLock { $0.first(where: { $0.at >= t && $0.watts > before + 1000 })?.at }
                 usleep(200)
                 bench.tick()
                 publish()
             }
-            if let written { latencies.append(Double(written - t) / 1e6) } else { misses += 1 }
+            if let written { latencies.append(milliseconds(written - t)) } else { misses += 1 }
         }
         try report("load_step_to_setpoint", latencies, misses: misses, csv: csv)
     }
@@ -469,7 +469,7 @@ struct ScadaWriteLatency: ParsableCommand {
             // Alternately 30 % and 60 % of the site's rating: 30 kW and 60 kW on each unit.
             let watts = Double(units) * (i % 2 == 0 ? 60_000 : 30_000)
             let raw = UInt32(bitPattern: Int32((watts / SunSpec.powerOfTen(layout.wSF)).rounded()))
-            let t = MonotonicClockReading.now()
+            let t = SystemClock.shared.now()
             do {
                 try scada.writeRegisters(unit: 1, at: wSet, [1, 1, UInt16(raw >> 16), UInt16(raw & 0xFFFF)])
             } catch {
@@ -477,7 +477,7 @@ struct ScadaWriteLatency: ParsableCommand {
                 continue
             }
             if let w = bench.firstWrite(after: t, timeout: 2, { abs($0 - before) > 1000 }) {
-                latencies.append(Double(w - t) / 1e6)
+                latencies.append(milliseconds(w - t))
             } else {
                 misses += 1
             }
@@ -533,12 +533,12 @@ struct ScadaReadLoad: ParsableCommand {
                     counters.failures.add(1, ordering: .relaxed)
                     return
                 }
-                var next = MonotonicClockReading.now() + Int64.random(in: 0..<pace)
+                var next = SystemClock.shared.now() + .nanoseconds(Int64.random(in: 0..<pace))
                 while !counters.stop.load(ordering: .relaxed) {
                     if counters.paced.load(ordering: .relaxed) {
-                        let now = MonotonicClockReading.now()
-                        if now < next { usleep(UInt32(min(50_000, (next - now) / 1000))); continue }
-                        next += pace
+                        let now = SystemClock.shared.now()
+                        if now < next { usleep(UInt32(min(50_000, (next - now).nanosecondsClamped / 1000))); continue }
+                        next = next + .nanoseconds(pace)
                     }
                     do {
                         var address = ScadaImage.base
@@ -560,16 +560,16 @@ struct ScadaReadLoad: ParsableCommand {
         let before = status()
         var slowestStatus = 0.0
         var statusFailures = 0
-        let end = MonotonicClockReading.now() + Int64(seconds * 1e9)
-        var nextStatus = MonotonicClockReading.now()
-        while MonotonicClockReading.now() < end {
+        let end = SystemClock.shared.now() + .seconds(fromDouble: seconds)
+        var nextStatus = SystemClock.shared.now()
+        while SystemClock.shared.now() < end {
             usleep(1_000)
             bench.tick()
-            if MonotonicClockReading.now() >= nextStatus {
-                let t = MonotonicClockReading.now()
+            if SystemClock.shared.now() >= nextStatus {
+                let t = SystemClock.shared.now()
                 if status() == nil { statusFailures += 1 }
-                slowestStatus = max(slowestStatus, Double(MonotonicClockReading.now() - t) / 1e6)
-                nextStatus = t + 500_000_000
+                slowestStatus = max(slowestStatus, milliseconds(SystemClock.shared.now() - t))
+                nextStatus = t + .milliseconds(500)
             }
         }
         let after = status()
@@ -577,8 +577,8 @@ struct ScadaReadLoad: ParsableCommand {
         let pacedFailures = counters.failures.load(ordering: .relaxed)
         counters.paced.store(false, ordering: .relaxed)
         let flatStart = counters.maps.load(ordering: .relaxed)
-        let flatEnd = MonotonicClockReading.now() + Int64(flatOut * 1e9)
-        while MonotonicClockReading.now() < flatEnd {
+        let flatEnd = SystemClock.shared.now() + .seconds(fromDouble: flatOut)
+        while SystemClock.shared.now() < flatEnd {
             usleep(1_000)
             bench.tick()
         }
@@ -615,5 +615,8 @@ func freeLoopbackPort() -> Int {
 
 /// The setpoints written to the bench's inverter, with when each write was answered.
 final class WriteLog: Sendable {
-    let list = PILock<[(ns: Int64, watts: Double)]>([])
+    let list = PILock<[(at: MonotonicInstant, watts: Double)]>([])
 }
+
+/// A span in milliseconds, as the benchmarks report latencies.
+func milliseconds(_ span: Duration) -> Double { Double(span.nanosecondsClamped) / 1e6 }

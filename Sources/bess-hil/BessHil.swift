@@ -105,7 +105,7 @@ struct PlantCommand: ParsableCommand {
         guard let loaded = ConfigLoader.loadReporting(path: config) else { throw ExitCode(1) }
         let rig: PlantRig
         do {
-            rig = try PlantRig(configuration: loaded, startedAt: MonotonicClock.now())
+            rig = try PlantRig(configuration: loaded, startedAt: SystemClock.shared.now())
         } catch {
             FileHandle.standardError.write(Data("bess-hil: \(error)\n".utf8))
             throw ExitCode(3)

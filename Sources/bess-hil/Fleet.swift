@@ -230,10 +230,10 @@ struct CommandPushLatency: ParsableCommand {
             let kw = i % 2 == 0 ? 40.0 : -40.0
             let body = "{\"id\":\"push-\(getpid())-\(i)\",\"kind\":\"power\",\"unit\":\"BENCH_01\",\"power_kw\":\(kw),"
                 + "\"expires_unix\":\(Date().timeIntervalSince1970 + 30)}"
-            let t = MonotonicClockReading.now()
+            let t = SystemClock.shared.now()
             post("\(aggregator)/v1/sites/\(site)/commands", body)
             if let w = bench.firstWrite(after: t, timeout: 3, { abs($0 - before) > 100 }) {
-                latencies.append(Double(w - t) / 1e6)
+                latencies.append(milliseconds(w - t))
             } else {
                 misses += 1
             }

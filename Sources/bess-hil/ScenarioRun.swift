@@ -1,3 +1,4 @@
+import BessSystem
 import ControlCore
 import ControlProtocol
 import Foundation
@@ -102,7 +103,7 @@ final class ScenarioRun {
                     capacitiesWh: plantConfiguration.units.map { $0.capacityKWh * 1000 }, hasMeter: plantConfiguration.site.meter != nil))
             }
             do {
-                built = try PlantRig(configuration: plantConfiguration, startedAt: MonotonicClock.now())
+                built = try PlantRig(configuration: plantConfiguration, startedAt: SystemClock.shared.now())
             } catch {
                 lastError = "\(error)"
             }
@@ -111,11 +112,11 @@ final class ScenarioRun {
         defer { rig.stop() }
         if scenario.needsAggregator || wantsAggregator { try startAggregator() }
         // The plant serves (and steps) while bessd starts; the scenario's clock starts once bessd answers.
-        plantStep = { _ = rig.step(now: MonotonicClock.now()) }
+        plantStep = { _ = rig.step(now: SystemClock.shared.now()) }
         plantStep()
         // Scenario time zero is bessd's launch: its own clock (for the faults it simulates) starts
         // a moment later, so both sides of the rig agree to within its start-up.
-        let t0 = MonotonicClock.now()
+        let t0 = SystemClock.shared.now()
         rig.setOrigin(t0)
         try startBessd(at: 0)
 
@@ -125,8 +126,8 @@ final class ScenarioRun {
         var tickCount = 0
         while true {
             deadline = deadline + tick
-            MonotonicClock.sleep(until: deadline)
-            let now = MonotonicClock.now()
+            SystemClock.shared.sleep(until: deadline)
+            let now = SystemClock.shared.now()
             if deadline < now - tick { deadline = now }  // after a blocking action: no burst of samples
             let t = now.seconds(since: t0)
             if t > scenario.duration { break }
@@ -142,7 +143,7 @@ final class ScenarioRun {
             onTick?(t)
         }
         if let beforeStop {
-            plantStep = { _ = rig.step(now: MonotonicClock.now()) }
+            plantStep = { _ = rig.step(now: SystemClock.shared.now()) }
             beforeStop()
         }
         stopBessd()
@@ -271,8 +272,8 @@ final class ScenarioRun {
         try? log?.close()  // the child has its own copy
         bessd = process
         // Ready when its control socket answers (it answers once every device was probed).
-        let end = MonotonicClock.now() + .seconds(15)
-        while MonotonicClock.now() < end {
+        let end = SystemClock.shared.now() + .seconds(15)
+        while SystemClock.shared.now() < end {
             if (try? ControlClient.answer(ControlRequest(.status), socket: controlSocket, timeout: .seconds(1))) != nil { return }
             if !process.isRunning { break }
             usleep(20_000)
@@ -284,8 +285,8 @@ final class ScenarioRun {
     func stopBessd() {
         guard let process = bessd, process.isRunning else { return }
         kill(process.processIdentifier, SIGTERM)
-        let end = MonotonicClock.now() + .seconds(5)
-        while process.isRunning, MonotonicClock.now() < end { usleep(10_000) }
+        let end = SystemClock.shared.now() + .seconds(5)
+        while process.isRunning, SystemClock.shared.now() < end { usleep(10_000) }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
     }
@@ -306,8 +307,8 @@ final class ScenarioRun {
         do { try process.run() } catch { throw ScenarioError(.aggregatorFailed, "cannot start \(aggregatorPath): \(error)") }
         try? log?.close()
         aggregator = process
-        let end = MonotonicClock.now() + .seconds(10)
-        while MonotonicClock.now() < end {
+        let end = SystemClock.shared.now() + .seconds(10)
+        while SystemClock.shared.now() < end {
             if httpRequest("GET", "/metrics", body: nil)?.hasPrefix("HTTP/1.1 200") == true { return }
             usleep(50_000)
             plantStep()
@@ -383,8 +384,8 @@ final class ScenarioRun {
             let written = try? String(contentsOfFile: path, encoding: .utf8)
             kill(process.processIdentifier, SIGHUP)
             // Applied when bessd's `config` answer is the file just written (the plant keeps serving meanwhile).
-            let end = MonotonicClock.now() + .seconds(5)
-            while MonotonicClock.now() < end {
+            let end = SystemClock.shared.now() + .seconds(5)
+            while SystemClock.shared.now() < end {
                 let loaded = try? ControlClient.answer(ControlRequest(.config), socket: controlSocket, timeout: .seconds(1))
                     .reply(as: ConfigReply.self)
                 if loaded?.text == written {

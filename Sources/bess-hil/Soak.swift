@@ -1,4 +1,5 @@
 import ArgumentParser
+import BessSystem
 import Config
 import ControlCore
 import ControlProtocol
@@ -313,9 +314,9 @@ struct SoakCommand: ParsableCommand {
     /// Waits (plant still serving) until bessd's spool is empty, then asks the aggregator what it stored.
     static func drainAndCount(_ run: ScenarioRun, say: (String) -> Void) -> UplinkAccount {
         var account = UplinkAccount()
-        let start = MonotonicClock.now()
+        let start = SystemClock.shared.now()
         let end = start + .seconds(120)
-        while MonotonicClock.now() < end {
+        while SystemClock.shared.now() < end {
             if let status = try? ControlClient.answer(ControlRequest(.status), socket: run.controlSocket, timeout: .seconds(1))
                 .reply(as: StatusReply.self),
                let uplink = status.uplink {
@@ -325,7 +326,7 @@ struct SoakCommand: ParsableCommand {
             }
             for _ in 0..<10 { run.plantStep(); usleep(20_000) }
         }
-        account.drainSeconds = MonotonicClock.now().seconds(since: start)
+        account.drainSeconds = SystemClock.shared.now().seconds(since: start)
         guard let answer = run.httpRequest("GET", "/v1/sites/HIL/seqs", body: nil), let body = answer.range(of: "\r\n\r\n"),
               let seqs = try? JSONSerialization.jsonObject(with: Data(answer[body.upperBound...].utf8)) as? [NSNumber]
         else {

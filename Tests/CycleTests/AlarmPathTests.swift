@@ -11,14 +11,14 @@ import Testing
 /// A BMS frame that calls for less power is acted on as it arrives: it ends the cycle's wait at once
 /// (an extra cycle, the schedule unchanged), and the bus writes that cycle's setpoints the moment it
 /// hands them over, between rounds, without waiting for the next round's reads (as it does any
-/// cycle's: a late one's too). The bus threads run on a `ManualBusClock`, moved by the test.
+/// cycle's: a late one's too). The bus threads run on a `ManualClock`, moved by the test.
 @Suite("Alarms acted on as they arrive", .serialized)
 struct AlarmPathTests {
     @Test("an alarm ends the cycle's wait at once; the deadline stays, and without one the wait is the deadline")
     func phaseWakes() throws {
-        let phase = CyclePhase(periodNanoseconds: 1_000_000_000)
+        let phase = CyclePhase(period: .seconds(1))
         phase.enableAlarms()
-        let deadline = SystemClock.monotonicNanoseconds() + 5_000_000_000
+        let deadline = SystemClock.shared.now() + .seconds(5)
         // Raised from another thread, before or while the cycle waits: either way the wait ends.
         let raiser = Thread { phase.raiseAlarm() }
         raiser.start()
@@ -27,11 +27,11 @@ struct AlarmPathTests {
         #expect(!woke.onReadings)
         #expect(woke.dueAt < deadline, "woken before the deadline")
         // The same deadline again: no alarm pending, so the wait is the deadline (no extra cycle).
-        let near = SystemClock.monotonicNanoseconds() + 30_000_000
+        let near = SystemClock.shared.now() + .milliseconds(30)
         let regular = phase.wait(until: near)
         #expect(!regular.alarm)
         #expect(regular.dueAt == near)
-        #expect(SystemClock.monotonicNanoseconds() >= near)
+        #expect(SystemClock.shared.now() >= near)
     }
 
     @Test("the poller writes a hand-over between rounds at once, before the next round's reads: an alarm's extra cycle, and (without alarms) a late cycle's",
@@ -59,8 +59,8 @@ struct AlarmPathTests {
     func workerWritesAtOnce(alarms: Bool) throws {
         let plant = try BusPollerTests.Plant(units: 1)
         defer { plant.stop() }
-        let clock = ManualBusClock()
-        let phase = CyclePhase(periodNanoseconds: 2_000_000_000)
+        let clock = ManualClock()
+        let phase = CyclePhase(period: .seconds(2))
         if alarms { phase.enableAlarms() }
         let slot = DeviceSlot()
         slot.setSetpoint(.kilowatts(20))
@@ -74,7 +74,7 @@ struct AlarmPathTests {
         var deadline = clock.now()
         for _ in 0..<100 where plant.last(0) != 20_000 {
             deadline = deadline + .seconds(2)
-            phase.publish(nextDeadline: deadline.nanoseconds)
+            phase.publish(nextDeadline: deadline)
             clock.advance(to: deadline)
             worker.kick()
             _ = waitFor(seconds: 0.05) { plant.last(0) == 20_000 }
@@ -82,10 +82,10 @@ struct AlarmPathTests {
         #expect(plant.last(0) == 20_000)
         // A regular round: read at the deadline; the next deadline published, then 20.1 kW handed over.
         deadline = deadline + .seconds(2)
-        phase.publish(nextDeadline: deadline.nanoseconds)
+        phase.publish(nextDeadline: deadline)
         clock.advance(to: deadline)
         #expect(waitFor(seconds: 5) { slot.reading?.takenAt == deadline })
-        phase.publish(nextDeadline: (deadline + .seconds(2)).nanoseconds)
+        phase.publish(nextDeadline: deadline + .seconds(2))
         slot.setSetpoint(Watts(20_100))
         worker.kick()
         #expect(waitFor(seconds: 5) { plant.last(0) == 20_100 })

@@ -9,7 +9,7 @@ import TestSupport
 import Testing
 
 /// One thread drives the per-cycle exchanges of every healthy Modbus TCP endpoint; each worker keeps
-/// discovery and failures. The poller and the workers run on a `ManualBusClock`: the test is the
+/// discovery and failures. The poller and the workers run on a `ManualClock`: the test is the
 /// cycle (it publishes deadlines, moves the clock and hands over setpoints), so every instant a test
 /// checks is one it chose, never the wall clock's.
 @Suite("The bus poller: one thread for every endpoint's cycle", .serialized)
@@ -41,10 +41,10 @@ struct BusPollerTests {
     }
 
     /// A site of `units` loopback inverters, each on its own endpoint, whose workers and poller run
-    /// on a `ManualBusClock`: the test is the cycle, and moves time itself.
+    /// on a `ManualClock`: the test is the cycle, and moves time itself.
     final class Site: @unchecked Sendable {
         let plant: Plant
-        let clock = ManualBusClock()
+        let clock = ManualClock()
         let slots: [DeviceSlot]
         let workers: [EndpointWorker]
         let poller: BusPoller
@@ -56,7 +56,7 @@ struct BusPollerTests {
         init(units: Int, periodMs: Int, startsCycles: Bool = false, staticsEvery: Duration = .seconds(60)) throws {
             plant = try Plant(units: units)
             period = .milliseconds(periodMs)
-            phase = CyclePhase(periodNanoseconds: Int64(periodMs) * 1_000_000)
+            phase = CyclePhase(period: .milliseconds(periodMs))
             slots = (0..<units).map { _ in DeviceSlot() }
             deadline = clock.now()
             workers = (0..<units).map { [plant, slots, phase, clock] i in
@@ -75,7 +75,7 @@ struct BusPollerTests {
 
         func stop() {
             for slot in slots { slot.setSetpoint(.zero) }
-            phase.publish(nextDeadline: 0)
+            phase.publish(nextDeadline: nil)
             poller.stop()
             for w in workers { w.stop() }
             plant.stop()
@@ -94,14 +94,14 @@ struct BusPollerTests {
         /// deadline itself by default): what the readers see before a cycle runs.
         func toNextDeadline(lead: Duration = .zero) {
             deadline = max(deadline + period, clock.now() + lead)
-            phase.publish(nextDeadline: deadline.nanoseconds)
+            phase.publish(nextDeadline: deadline)
             clock.advance(to: deadline - lead)
         }
 
         /// The cycle's hand-over: the next deadline published first (as the cycle thread does), then
         /// the setpoints, then the kick of the poller and of every worker that drives its own endpoint.
         func handOver(_ setpoints: [Double]) {
-            phase.publish(nextDeadline: (deadline + period).nanoseconds)
+            phase.publish(nextDeadline: deadline + period)
             for (slot, watts) in zip(slots, setpoints) { slot.setSetpoint(Watts(watts)) }
             poller.kick()
             for w in workers where !w.handedOver.load(ordering: .acquiring) { w.kick() }
@@ -200,7 +200,7 @@ struct BusPollerTests {
             site.toNextDeadline(lead: .milliseconds(25))
             let at = site.deadline - .milliseconds(25)
             #expect(waitFor(seconds: 5) { site.readingsTaken(at: at) }, "cycle \(k)")
-            #expect(waitFor(seconds: 5) { site.phase.wait(until: site.deadline.nanoseconds) == (at.nanoseconds, true, false) }, "cycle \(k)")
+            #expect(waitFor(seconds: 5) { site.phase.wait(until: site.deadline) == (at, true, false) }, "cycle \(k)")
             site.handOver(setpoints(k))
             // Past the deadline before the next cycle, and the threads caught up with the step: a
             // minute's refresh that fell due meanwhile (bring-up may take many stepped periods) is
@@ -218,7 +218,7 @@ struct BusPollerTests {
         #expect(waitFor(seconds: 5) { site.readingsTaken(at: site.deadline - .milliseconds(25), units: [0, 1]) })
         site.clock.advance(by: .milliseconds(201))
         #expect(waitFor(seconds: 5) { !site.workers[2].handedOver.load(ordering: .acquiring) })
-        #expect(!site.phase.wait(until: site.deadline.nanoseconds).onReadings)
+        #expect(!site.phase.wait(until: site.deadline).onReadings)
     }
 }
 
@@ -238,7 +238,7 @@ extension BusPollerTests {
             // Every cycle's readings come in, whichever refresh fell due: the endpoint that went back
             // for it was handed over again before the reads.
             #expect(waitFor(seconds: 5) { site.readingsTaken(at: at) }, "cycle \(k)")
-            #expect(waitFor(seconds: 5) { site.phase.wait(until: site.deadline.nanoseconds).onReadings }, "cycle \(k)")
+            #expect(waitFor(seconds: 5) { site.phase.wait(until: site.deadline).onReadings }, "cycle \(k)")
             site.handOver(setpoints)
             // Between rounds the clock moves on (a refresh falls due there, as its minute runs from
             // the last one): the endpoint goes back after the writes and is back before the next reads.
@@ -280,33 +280,33 @@ extension BusPollerTests {
 struct CyclePhaseTests {
     @Test("without start-on-readings the wait is the deadline; with it, readings for this deadline end the wait at their instant, and readings for another deadline do not")
     func wait() {
-        let plain = CyclePhase(periodNanoseconds: 100_000_000)
-        let d0 = MonotonicClock.now().nanoseconds + 20_000_000
-        plain.readingsIn(for: d0, at: d0 - 10_000_000)  // ignored: not enabled
+        let plain = CyclePhase(period: .milliseconds(100))
+        let d0 = SystemClock.shared.now() + .milliseconds(20)
+        plain.readingsIn(for: d0, at: d0 - .milliseconds(10))  // ignored: not enabled
         let r0 = plain.wait(until: d0)
         #expect(r0.dueAt == d0 && !r0.onReadings)
-        #expect(MonotonicClock.now().nanoseconds >= d0)
+        #expect(SystemClock.shared.now() >= d0)
 
-        let phase = CyclePhase(periodNanoseconds: 100_000_000)
+        let phase = CyclePhase(period: .milliseconds(100))
         phase.enableStartOnReadings()
         #expect(phase.startsOnReadings)
         // Readings for an earlier deadline: the wait still runs to its own deadline.
-        let d1 = MonotonicClock.now().nanoseconds + 30_000_000
-        phase.readingsIn(for: d1 - 100_000_000, at: d1 - 120_000_000)
+        let d1 = SystemClock.shared.now() + .milliseconds(30)
+        phase.readingsIn(for: d1 - .milliseconds(100), at: d1 - .milliseconds(120))
         let r1 = phase.wait(until: d1)
         #expect(r1.dueAt == d1 && !r1.onReadings)
-        #expect(MonotonicClock.now().nanoseconds >= d1)
+        #expect(SystemClock.shared.now() >= d1)
         // Readings for this deadline, given from another thread while the cycle waits a minute.
-        let d2 = MonotonicClock.now().nanoseconds + 60_000_000_000
-        let at = MonotonicClock.now().nanoseconds + 5_000_000
+        let d2 = SystemClock.shared.now() + .seconds(60)
+        let at = SystemClock.shared.now() + .milliseconds(5)
         let giver = Thread { phase.readingsIn(for: d2, at: at) }
         giver.start()
         let r2 = phase.wait(until: d2)
         #expect(r2.dueAt == at && r2.onReadings)
-        #expect(MonotonicClock.now().nanoseconds < d2)
+        #expect(SystemClock.shared.now() < d2)
         // Readings that came in after the deadline do not start the cycle early.
-        let d3 = MonotonicClock.now().nanoseconds + 10_000_000
-        phase.readingsIn(for: d3, at: d3 + 1)
+        let d3 = SystemClock.shared.now() + .milliseconds(10)
+        phase.readingsIn(for: d3, at: d3 + .nanoseconds(1))
         let r3 = phase.wait(until: d3)
         #expect(r3.dueAt == d3 && !r3.onReadings)
     }

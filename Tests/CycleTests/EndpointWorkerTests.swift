@@ -39,17 +39,17 @@ struct EndpointWorkerTests {
         let inverter = try Inverter()
         defer { inverter.server.stop() }
         let slot = DeviceSlot()
-        let phase = CyclePhase(periodNanoseconds: 100_000_000)
+        let phase = CyclePhase(period: .milliseconds(100))
         let w = worker(inverter, slot: slot, phase: phase)
         // A stand-in cycle: publishes its deadlines and kicks after each, commanding 30 kW.
         let running = Atomic<Bool>(true)
         let handedOver = Atomic<Int>(0)
         let cycle = Thread {
-            var deadline = MonotonicClock.now().nanoseconds
+            var deadline = SystemClock.shared.now()
             while running.load(ordering: .relaxed) {
-                deadline += 100_000_000
+                deadline = deadline + .milliseconds(100)
                 phase.publish(nextDeadline: deadline)
-                MonotonicClock.sleep(until: MonotonicInstant(nanoseconds: deadline))
+                SystemClock.shared.sleep(until: deadline)
                 slot.setSetpoint(.kilowatts(30))
                 w.kick()
                 handedOver.add(1, ordering: .relaxed)
@@ -65,9 +65,9 @@ struct EndpointWorkerTests {
         #expect(inverter.last == 30_000)
         // The cycle stalls: its deadline stays published, no more hand-overs.
         running.store(false, ordering: .relaxed)
-        let stalledAt = SystemClock.monotonicNanoseconds()
+        let stalledAt = SystemClock.shared.now()
         #expect(waitFor(seconds: 4) { inverter.last == 0 }, "the worker kept \(String(describing: inverter.last)) W")
-        let after = Double(SystemClock.monotonicNanoseconds() - stalledAt) / 1e9
+        let after = SystemClock.shared.now().seconds(since: stalledAt)
         #expect(after < 3, "zero came \(after) s after the stall")
     }
 }

@@ -211,7 +211,7 @@ struct SharedBusTests {
         let meter = DeviceSlot()
         let said = Mutex<[String]>([])
         let workers = HardwareSite.makeWorkers(c.cycleSettings, slots: slots, meter: meter,
-                                             phase: CyclePhase(periodNanoseconds: 100_000_000)) { notice in
+                                             phase: CyclePhase(period: .milliseconds(100))) { notice in
             said.withLock { $0.append(notice.severity == .warning ? "warning: \(notice.text)" : notice.text) }
         }
         #expect(workers.count == 1)
@@ -269,7 +269,7 @@ struct SharedBusTests {
         }
         let said = Mutex<[String]>([])
         let workers = HardwareSite.makeWorkers(c.cycleSettings, slots: c.units.map { _ in DeviceSlot() },
-                                             phase: CyclePhase(periodNanoseconds: 100_000_000)) { notice in
+                                             phase: CyclePhase(period: .milliseconds(100))) { notice in
             said.withLock { $0.append(notice.severity == .warning ? "warning: \(notice.text)" : notice.text) }
         }
         #expect(workers.count == 2)

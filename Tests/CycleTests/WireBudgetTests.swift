@@ -42,7 +42,7 @@ struct WireBudgetTests {
     func lateReadingsCounted() throws {
         let c = try ConfigLoader.parse(EmbeddedConfiguration.simulationYAML, file: "embedded")  // 2 units, 100 ms
         let site = ScriptedSite(units: c.units.count)
-        let runner = SiteRunner(configuration: c, io: site, phase: CyclePhase(periodNanoseconds: 100_000_000), startedAt: .zero)
+        let runner = SiteRunner(configuration: c, io: site, phase: CyclePhase(period: .milliseconds(100)), startedAt: .zero)
         func at(_ ms: Int64) -> MonotonicInstant { MonotonicInstant(nanoseconds: ms * 1_000_000) }
         // Cycle at 1000 ms; both readings taken 2 ms before it.
         site.takenAt = [at(998), at(998)]
@@ -88,13 +88,13 @@ struct WireBudgetTests {
 
     @Test("the worker writes a setpoint only when it changes, and re-arms the revert timer every half of it")
     func writesOnlyChanges() throws {
-        final class Log: Sendable { let list = Mutex<[(ns: Int64, watts: Double)]>([]) }
+        final class Log: Sendable { let list = Mutex<[(at: MonotonicInstant, watts: Double)]>([]) }
         let profile = SunSpecDeviceProfile(ratingW: 100_000)
         let server = try SunSpecServer(transport: .tcp(host: "127.0.0.1", port: 0), profile: profile)
         let log = Log()
         // Every write request, stamped as it is answered.
-        server.writeObserver = { image, ns in
-            log.list.withLock { $0.append((ns, SunSpecPlantLink.commandedWatts(image, profile: profile) ?? .nan)) }
+        server.writeObserver = { image, at in
+            log.list.withLock { $0.append((at, SunSpecPlantLink.commandedWatts(image, profile: profile) ?? .nan)) }
         }
         try server.start()
         defer { server.stop() }
@@ -105,7 +105,7 @@ struct WireBudgetTests {
                                     period: .milliseconds(10), timeout: .milliseconds(500), revert: .seconds(2)) { _ in }
         worker.start()
         defer { worker.stop() }
-        func writes() -> [(ns: Int64, watts: Double)] { log.list.withLock { $0 } }
+        func writes() -> [(at: MonotonicInstant, watts: Double)] { log.list.withLock { $0 } }
         // The first write arms the revert: revert value, enable and time, setpoint (three requests).
         #expect(waitFor(seconds: 5) { writes().count >= 3 })
         #expect(waitFor(seconds: 5) { slot.reading != nil })
@@ -117,7 +117,7 @@ struct WireBudgetTests {
         #expect(w.count == 6, "writes: \(w.count)")
         #expect(w.allSatisfy { $0.watts == 10_000 || $0.watts == 0 })
         // Not before half the revert time, and well before the device would revert (2 s).
-        let gap = Double(w[3].ns - w[2].ns) / 1e9
+        let gap = w[3].at.seconds(since: w[2].at)
         #expect(gap >= 0.9 && gap < 2, "refresh came after \(gap) s")
         #expect(worker.wire.requests - requestsAtArm >= 30)
         // A changed setpoint is one request.

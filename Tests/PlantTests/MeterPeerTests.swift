@@ -1,3 +1,4 @@
+import BessSystem
 import ControlCore
 import Config
 import Cycle
@@ -52,14 +53,14 @@ struct MeterPeerTests {
               frequency_source: meter
             """
         let configuration = try ConfigLoader.parse(yaml, file: "meter-peer.yaml")
-        let runner = try SiteRunner.make(configuration: configuration, startedAt: MonotonicClock.now()) { _ in }
+        let runner = try SiteRunner.make(configuration: configuration, startedAt: SystemClock.shared.now()) { _ in }
         runner.startWorkers()
         defer { runner.stopWorkers() }
         // Wait for the worker's first reading (condition, bounded at 10 s).
         let deadline = ContinuousClock.now + .seconds(10)
         while runner.io.meterSlot?.reading == nil, ContinuousClock.now < deadline { usleep(10_000) }
         #expect(runner.io.meterSlot?.reading != nil, "no meter reading: \(runner.io.meterSlot?.lastError ?? "-")")
-        runner.step(now: MonotonicClock.now(), wallClock: 1_800_000_000)
+        runner.step(now: SystemClock.shared.now(), wallClock: 1_800_000_000)
         #expect(runner.meter?.value.gridPower == Watts(-1234.5))
         #expect(runner.controller.connection.gridPower == -1234.5)
         #expect(runner.controller.site.frequency == Hertz(49.98))
@@ -83,9 +84,9 @@ struct MeterPeerTests {
         #expect(configuration.simulation.meterModel == model)
         // A free port instead of the configured one.
         configuration.site.meter?.modbus?.transport = .tcp(host: "127.0.0.1", port: 0)
-        let rig = try PlantRig(configuration: configuration, startedAt: MonotonicClock.now())
+        let rig = try PlantRig(configuration: configuration, startedAt: SystemClock.shared.now())
         defer { rig.stop() }
-        _ = rig.step(now: MonotonicClock.now())
+        _ = rig.step(now: SystemClock.shared.now())
         let server = try #require(rig.meterServer)
         let result = try Peer.run(["python3", "hil/peers/sunspec_scan.py", "127.0.0.1", String(server.port)])
         #expect(result.status == 0)

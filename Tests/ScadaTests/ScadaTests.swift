@@ -120,11 +120,12 @@ struct ScadaTests {
         // every 100 ms as the server's old fixed poll did (at least 10).
         let woken = server.wakeups.load(ordering: .relaxed)
         #expect(woken >= 2 && woken <= 5, "wake-ups: \(woken)")
-        #expect(ScadaServer.pollTimeout([Int64](), idleNs: 1_000_000_000, now: 0) == -1)
-        #expect(ScadaServer.pollTimeout([0, 500_000_000], idleNs: 1_000_000_000, now: 250_000_000) == 751)
-        #expect(ScadaServer.pollTimeout([0, 500_000_000], idleNs: 1_000_000_000, now: 250_000_001) == 751)
-        #expect(ScadaServer.pollTimeout([0], idleNs: 1_000_000_000, now: 2_000_000_000) == 0)
-        #expect(ScadaServer.pollTimeout([0], idleNs: 3_600_000_000_000, now: 0) == 60_000)
+        func at(_ ms: Int64) -> MonotonicInstant { .zero + .milliseconds(ms) }
+        #expect(ScadaServer.pollTimeout([MonotonicInstant](), idle: .seconds(1), now: .zero) == -1)
+        #expect(ScadaServer.pollTimeout([at(0), at(500)], idle: .seconds(1), now: at(250)) == 751)
+        #expect(ScadaServer.pollTimeout([at(0), at(500)], idle: .seconds(1), now: at(250) + .nanoseconds(1)) == 751)
+        #expect(ScadaServer.pollTimeout([at(0)], idle: .seconds(1), now: at(2000)) == 0)
+        #expect(ScadaServer.pollTimeout([at(0)], idle: .seconds(3600), now: .zero) == 60_000)
         // No client: the server waits without a timeout, and stop() still ends it.
         #expect(returns(within: 5) { server.stop() }, "stop() did not end the server's wait")
     }

@@ -100,7 +100,7 @@ struct ScadaWriteTests {
         let errors = results.compactMap { $0["error"] as? String }.joined(separator: " | ")
         #expect(errors.contains("exception: 2") && errors.contains("exception: 3"), "\(errors)")
         let commands = shared.commands
-        let now = MonotonicClock.now()
+        let now = SystemClock.shared.now()
         #expect(commands.limit.active(at: now) == 30)
         #expect(commands.limit.remaining(at: now) > 8 && commands.limit.remaining(at: now) <= 10)
         #expect(commands.setpoint.active(at: now) == -120_000)
@@ -130,7 +130,7 @@ struct ScadaWriteTests {
         let answer = try pysunspec2(server.port, ["WMaxLimPctEna=1", "WMaxLimPct=30"])
         let results = answer["results"] as? [[String: Any]] ?? []
         #expect(results.map { $0["ok"] as? Bool } == [false])
-        #expect(shared.commands.limit.active(at: MonotonicClock.now()) == nil)
+        #expect(shared.commands.limit.active(at: SystemClock.shared.now()) == nil)
         #expect(server.refusedIllegalFunction.load(ordering: .relaxed) == 1)
         #expect(said.withLock { $0.map(\.0) } == ["SCADA_WRITE_REFUSED"])
     }

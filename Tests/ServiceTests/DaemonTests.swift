@@ -1,4 +1,5 @@
 import BessSystem
+import ControlCore
 import ControlProtocol
 import Foundation
 import Glibc
@@ -34,8 +35,8 @@ final class NotifyListener {
     /// Messages received within `seconds`, stopping early once `until` accepts one.
     func collect(seconds: Double, until: ((String) -> Bool)? = nil) -> [String] {
         var messages: [String] = []
-        let end = SystemClock.monotonicNanoseconds() + Int64(seconds * 1e9)
-        while SystemClock.monotonicNanoseconds() < end {
+        let end = SystemClock.shared.now() + .seconds(fromDouble: seconds)
+        while SystemClock.shared.now() < end {
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             guard poll(&pfd, 1, 100) > 0 else { continue }
             var buffer = [UInt8](repeating: 0, count: 4096)

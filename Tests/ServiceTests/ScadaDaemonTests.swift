@@ -118,12 +118,12 @@ struct ScadaDaemonWriteTests {
         }
         // The plant controller asks the site for 200 kW (its rating), reverting after 25 s.
         #expect(try write(["WSetEna=1", "WSetMod=1", "WSet=200000", "--", "WSetRvrtTms=25"]) == [true, true])
-        let setpointWritten = MonotonicClock.now()
+        let setpointWritten = SystemClock.shared.now()
         var last = Self.setpoints(daemon)
         #expect(waitFor(seconds: 15) { last = Self.setpoints(daemon); return last.sum > 195_000 }, "\(last.sum) W")
         // The grid operator: 30 %, reverting after 10 s.
         #expect(try write(["WMaxLimPctEna=1", "WMaxLimPct=30", "--", "WMaxLimPctRvrtTms=10"]) == [true, true])
-        let limitWritten = MonotonicClock.now()
+        let limitWritten = SystemClock.shared.now()
         #expect(waitFor(seconds: 2) { last = Self.setpoints(daemon); return last.sum <= 60_001 }, "\(last.sum) W")
         let operatorView = last.status["grid_operator"] as? [String: Any] ?? [:]
         #expect((operatorView["limit_percent"] as? NSNumber)?.doubleValue == 30, "\(operatorView)")
@@ -136,7 +136,7 @@ struct ScadaDaemonWriteTests {
         let liftedInTime = waitFor(seconds: 14) {
             last = Self.setpoints(daemon)
             let limit = (last.status["grid_operator"] as? [String: Any])?["limit_percent"] as? NSNumber
-            if limit == nil { lifted = MonotonicClock.now().seconds(since: limitWritten); return true }
+            if limit == nil { lifted = SystemClock.shared.now().seconds(since: limitWritten); return true }
             highestWhileLimited = max(highestWhileLimited, last.sum)
             return false
         }
@@ -164,7 +164,7 @@ struct ScadaDaemonWriteTests {
         #expect(waitFor(seconds: 25) {
             last = Self.setpoints(daemon)
             if (last.status["grid_operator"] as? [String: Any])?["scada_setpoint"] is NSNull {
-                ended = MonotonicClock.now().seconds(since: setpointWritten)
+                ended = SystemClock.shared.now().seconds(since: setpointWritten)
                 return true
             }
             return false

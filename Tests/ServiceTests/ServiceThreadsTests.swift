@@ -27,7 +27,7 @@ struct AuthorityTests {
 
     static func run(_ body: CycleBody, from: Double, seconds: Double) {
         for k in 1...Int(seconds * 10) {
-            body.run(now: MonotonicInstant(nanoseconds: Int64(((from + Double(k) / 10) * 1e9).rounded())), lateness: 0)
+            body.run(now: MonotonicInstant(nanoseconds: Int64(((from + Double(k) / 10) * 1e9).rounded())), lateness: .zero)
         }
     }
 
@@ -39,7 +39,7 @@ struct AuthorityTests {
         #expect(shared.units[0].mode == .auto)
         shared.post { $0.mode[0] = .standby }  // bessctl mode standby --unit
         Self.run(body, from: 3, seconds: 0.5)
-        let now = MonotonicClock.wallClock()
+        let now = SystemClock.wallClockSeconds()
         let acks = intake.apply([
             DispatchCommand(id: "a", kind: "mode", unit: id, mode: "auto", expiresUnix: now + 60),
             DispatchCommand(id: "b", kind: "emergency_stop", unit: id, expiresUnix: now + 1),
@@ -90,7 +90,7 @@ struct AuthorityTests {
         let (runner, shared, body, intake) = try Self.site()
         Self.run(body, from: 0, seconds: 1)
         _ = intake.apply([DispatchCommand(id: "s", kind: "mode", unit: runner.settings.devices[1].id, mode: "standby",
-                                          expiresUnix: MonotonicClock.wallClock() + 2)])
+                                          expiresUnix: SystemClock.wallClockSeconds() + 2)])
         Self.run(body, from: 1, seconds: 0.5)
         let u = shared.units[1]
         #expect(u.mode == .standby)
@@ -188,7 +188,7 @@ struct ServiceThreadsTests {
     @Test("under realtime the CAN worker runs SCHED_FIFO one below the cycle, as the bus workers do: it is the first step of the alarm path")
     func canWorkerRealtime() throws {
         let c = try ConfigLoader.parse(Self.realtimeSite("{priority: 30}", units: 1), file: "realtime.yaml")
-        let site = try HardwareSite(configuration: c, phase: CyclePhase(periodNanoseconds: 100_000_000)) { _ in }
+        let site = try HardwareSite(configuration: c, phase: CyclePhase(period: .milliseconds(100))) { _ in }
         #expect(site.bmsWorkers.map(\.realtime) == [RealtimeThread(priority: 29, cpu: CurrentThread.allowedCPUs().last)])
         // The thread itself: its policy and priority as the kernel reports them (stat fields 41 and 40).
         func fifo(_ priority: Int) -> Int {
@@ -254,7 +254,7 @@ struct ServiceThreadsTests {
         // and none (each thread keeps the process's CPUs).
         for (key, expected) in [("", "\(allowed.last!)"), (", cpu: \(allowed.first!)", "\(allowed.first!)"), (", cpu: none", everyCPU)] {
             let c = try ConfigLoader.parse(Self.realtimeSite("{priority: 30\(key)}", units: 2), file: "pinned.yaml")
-            let runner = try SiteRunner.hardware(configuration: c, startedAt: MonotonicClock.now()) { _ in }
+            let runner = try SiteRunner.hardware(configuration: c, startedAt: SystemClock.shared.now()) { _ in }
             let site = try #require(runner.io as? HardwareSite)
             let cycle = CycleThread(runner: runner, shared: SharedState(units: 2))
             runner.startWorkers()
@@ -293,14 +293,14 @@ struct ServiceThreadsTests {
         let runner = try SiteRunner.make(configuration: c, startedAt: .zero) { _ in }
         let shared = SharedState(units: c.units.count)
         let body = CycleBody(runner: runner, shared: shared)
-        body.run(now: MonotonicInstant(nanoseconds: 100_000_000), lateness: 0)
+        body.run(now: MonotonicInstant(nanoseconds: 100_000_000), lateness: .zero)
         // A reader holds its copies while the cycle runs again.
         let units = shared.units
         let stats = shared.statistics
         let cycleBuffer = shared.contents.withLock { c in c.stats.histogram.counts.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) } }
         let readerBuffer = stats.histogram.counts.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
         #expect(cycleBuffer != readerBuffer)
-        body.run(now: MonotonicInstant(nanoseconds: 200_000_000), lateness: 0)
+        body.run(now: MonotonicInstant(nanoseconds: 200_000_000), lateness: .zero)
         let after = shared.contents.withLock { c in c.stats.histogram.counts.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) } }
         #expect(after == cycleBuffer)  // no copy-on-write: the same storage
         #expect(units.count == c.units.count && stats.cycles == 1)
@@ -342,7 +342,7 @@ struct ServiceWakeupTests {
         var woken = 0, quiet = 0
         for k in 1...200 {
             if k == 120 { shared.post { $0.mode[0] = .standby } }  // an operator's standby: an event
-            body.run(now: MonotonicInstant(nanoseconds: Int64(k) * 100_000_000), lateness: 0)
+            body.run(now: MonotonicInstant(nanoseconds: Int64(k) * 100_000_000), lateness: .zero)
             let woke = shared.serviceWakeup.drain()
             let published = !shared.takeEvents().isEmpty || !shared.takeBlocks().isEmpty
             #expect(woke == published, "cycle \(k): woke \(woke), published \(published)")
@@ -376,11 +376,11 @@ struct ServiceWakeupTests {
         raise(SIGHUP)  // delivered to this thread before raise returns
         let reload = reloadRequested.load(ordering: .relaxed)
         #expect(reload)
-        #expect(wakeup.wait(until: SystemClock.monotonicNanoseconds() + 5_000_000_000))
+        #expect(wakeup.wait(until: SystemClock.shared.now() + .seconds(5)))
         raise(SIGTERM)
         let stop = stopRequested.load(ordering: .relaxed)
         #expect(stop)
-        #expect(wakeup.wait(until: SystemClock.monotonicNanoseconds() + 5_000_000_000))
+        #expect(wakeup.wait(until: SystemClock.shared.now() + .seconds(5)))
         // Detached: a signal sets its flag and wakes nothing.
         wakeOnSignals(nil)
         stopRequested.store(false, ordering: .relaxed)

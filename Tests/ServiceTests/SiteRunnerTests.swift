@@ -132,23 +132,23 @@ struct SiteRunnerTests {
     @Test("a real BMS whose CAN interface is missing is a coded fault and zero power, not a crash")
     func missingCANInterface() throws {
         let c = try Self.missingCANSite()
-        let runner = try SiteRunner.make(configuration: c, startedAt: MonotonicClock.now()) { _ in }
+        let runner = try SiteRunner.make(configuration: c, startedAt: SystemClock.shared.now()) { _ in }
         runner.startWorkers()
         defer { runner.stopWorkers() }
         #expect(waitFor(seconds: 2) { runner.bmsSlots[0]?.fault != nil })
         #expect(runner.bmsSlots[0]?.fault == "CAN_INTERFACE_MISSING")
-        runner.step(now: MonotonicClock.now(), wallClock: MonotonicClock.wallClock())
+        runner.step(now: SystemClock.shared.now(), wallClock: SystemClock.wallClockSeconds())
         let d = runner.controller.decision(unit: 0)
         #expect(d.state == .starting)
         #expect(d.setpoint == .zero)
-        #expect(runner.statusLine(now: MonotonicClock.now()).contains("CAN_INTERFACE_MISSING"))
+        #expect(runner.statusLine(now: SystemClock.shared.now()).contains("CAN_INTERFACE_MISSING"))
     }
 
     @Test("the CAN worker's failure reaches the journal coded: a warning, its code, its unit")
     func canNoticeCoded() throws {
         let c = try Self.missingCANSite()
         let notices = PILock<[DeviceNotice]>([])
-        let runner = try SiteRunner.make(configuration: c, startedAt: MonotonicClock.now()) { notice in
+        let runner = try SiteRunner.make(configuration: c, startedAt: SystemClock.shared.now()) { notice in
             notices.withLock { $0.append(notice) }
         }
         runner.startWorkers()

@@ -35,11 +35,11 @@ struct SocketCANTests {
         for frame in unit.pylontechState.frames() { try sender.send(frame) }
         var decoder = PylontechDecoder()
         var received: [CANFrame] = []
-        let before = Int64(MonotonicClock.wallClock() * 1e9) - 1_000_000_000
+        let before = Int64(SystemClock.wallClockSeconds() * 1e9) - 1_000_000_000
         while let (frame, stamp) = try receiver.receive(timeout: .milliseconds(300)) {
             received.append(frame)
             #expect(stamp > before)
-            #expect(decoder.ingest(frame, at: MonotonicClock.now()) == nil)
+            #expect(decoder.ingest(frame, at: SystemClock.shared.now()) == nil)
         }
         #expect(received.map(\.id) == [0x351, 0x355, 0x356, 0x359, 0x35C, 0x35E, 0x373])
         #expect(decoder.snapshot.status.map { abs($0.value.soc.value - 42) < 0.01 } == true)
@@ -81,7 +81,7 @@ struct SocketCANTests {
     @Test("a protection frame wakes the cycle through the worker: once per edge; the worker decides nothing else")
     func alarmWakesCycle() throws {
         let slot = BMSSlot()
-        let phase = CyclePhase(periodNanoseconds: 10_000_000_000)
+        let phase = CyclePhase(period: .seconds(10))
         phase.enableAlarms()
         slot.setWatch(BMSAlarmWatch(rules: InterlockRule.defaultTable()))
         let worker = BMSWorker(interface: interface, slot: slot, phase: phase) { _ in }
@@ -103,7 +103,7 @@ struct SocketCANTests {
         try send()
         #expect(slot.alarms == 1)
         // The cycle's wait ends at once, long before its 10 s deadline.
-        let woke = phase.wait(until: SystemClock.monotonicNanoseconds() + 10_000_000_000)
+        let woke = phase.wait(until: SystemClock.shared.now() + .seconds(10))
         #expect(woke.alarm)
         try send()
         #expect(slot.alarms == 1, "the flag stays raised: no new edge, no extra cycle")

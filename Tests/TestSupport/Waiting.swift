@@ -1,4 +1,5 @@
 import BessSystem
+import ControlCore
 import Foundation
 import Synchronization
 
@@ -6,8 +7,8 @@ import Synchronization
 /// poll: every wait names the condition it waits for. Timed on the monotonic clock: a wall clock
 /// stepped meanwhile (the CAN VM's clock is set after boot) neither ends a wait early nor stretches it.
 public func waitFor(seconds: Double = 5, _ condition: () throws -> Bool) rethrows -> Bool {
-    let end = SystemClock.monotonicNanoseconds() + Int64(seconds * 1e9)
-    while SystemClock.monotonicNanoseconds() < end {
+    let end = SystemClock.shared.now() + .seconds(fromDouble: seconds)
+    while SystemClock.shared.now() < end {
         if try condition() { return true }
         usleep(2_000)
     }

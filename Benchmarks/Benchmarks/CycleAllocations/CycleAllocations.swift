@@ -73,12 +73,12 @@ func measureCycles(_ body: CycleBody, _ shared: SharedState, _ benchmark: Benchm
     var now = MonotonicInstant(nanoseconds: 1_000_000_000)
     for _ in 0..<3000 {
         now = now + .milliseconds(100)
-        body.run(now: now, lateness: 0)
+        body.run(now: now, lateness: .zero)
     }
     benchmark.startMeasurement()
     for _ in 0..<1000 {
         now = now + .milliseconds(100)
-        body.run(now: now, lateness: 0)
+        body.run(now: now, lateness: .zero)
     }
     benchmark.stopMeasurement()
     blackHole(body.cycles)

@@ -1,4 +1,4 @@
-import BessSystem
+public import BessSystem
 import CModbus
 public import ControlCore
 import Glibc
@@ -79,7 +79,7 @@ public final class ModbusConnection: RegisterAccess {
     private var selectedUnit: Int32 = -1
     private let timeout: Duration
     /// The time and the waits of the thread that owns the connection.
-    private let clock: any BusClock
+    private let clock: any MonotonicClock
     /// Set after a timeout or a malformed answer: wait for quiet before the next request.
     private var settleFrom: MonotonicInstant?
     /// Requests sent since `connect()` (tests and request budgets).
@@ -90,9 +90,9 @@ public final class ModbusConnection: RegisterAccess {
     /// Creates the context (no I/O yet).
     /// The corresponding C functions are `modbus_new_tcp_pi` and `modbus_new_rtu`.
     /// - Parameter clock: where its requests are stamped and its deadlines read (tests step a
-    ///   `ManualBusClock`).
+    ///   `ManualClock`).
     public init(endpoint: ModbusEndpoint, unitID: Int = 1, timeout: Duration,
-                clock: any BusClock = SystemBusClock.shared) throws(DeviceError) {
+                clock: any MonotonicClock = SystemClock.shared) throws(DeviceError) {
         self.endpoint = endpoint
         self.clock = clock
         self.unitID = unitID
@@ -579,10 +579,4 @@ public struct ModbusUnit: RegisterAccess {
     public mutating func writeRegisters(at address: Int, _ values: [UInt16]) throws(DeviceError) {
         try connection.writeRegisters(unit: id, at: address, values)
     }
-}
-
-/// Nanoseconds on CLOCK_MONOTONIC, as plain integers for the bus code (a view of
-/// `BessSystem.SystemClock`).
-public enum MonotonicClockReading {
-    public static func now() -> Int64 { SystemClock.monotonicNanoseconds() }
 }

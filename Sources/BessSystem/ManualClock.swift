@@ -1,54 +1,11 @@
-public import BessSystem
 public import ControlCore
 public import Glibc
 import Synchronization
 
-/// Where the bus threads (the bus poller, the endpoint workers, their connections) read the time
-/// and wait: the system's monotonic clock in bessd (`SystemBusClock`), a clock the test moves in
-/// tests (`ManualBusClock`), which step the threads the way swift-nio's `EmbeddedEventLoop` steps
-/// time. Each call is one call through the protocol and allocates nothing.
-public protocol BusClock: AnyObject, Sendable {
-    /// The current instant.
-    func now() -> MonotonicInstant
-    /// Sleeps until `deadline`; a signal never ends the sleep early.
-    func sleep(until deadline: MonotonicInstant)
-    /// Waits for `wakeup` until `deadline`; true when it was signalled (every pending signal is
-    /// consumed).
-    func wait(for wakeup: Wakeup, until deadline: MonotonicInstant) -> Bool
-    /// `poll` over the first `count` entries of `fds` until one is ready or `deadline` comes (at
-    /// once when it has passed): the number ready, `revents` filled; 0 at the deadline.
-    func poll(_ fds: UnsafeMutablePointer<pollfd>, count: Int, until deadline: MonotonicInstant) -> Int32
-}
-
-/// The system's monotonic clock (`CLOCK_MONOTONIC`), as bessd's bus threads use it.
-public final class SystemBusClock: BusClock {
-    /// The one instance (it holds no state).
-    public static let shared = SystemBusClock()
-
-    private init() {}
-
-    public func now() -> MonotonicInstant { MonotonicInstant(nanoseconds: SystemClock.monotonicNanoseconds()) }
-
-    public func sleep(until deadline: MonotonicInstant) { SystemClock.sleep(untilMonotonic: deadline.nanoseconds) }
-
-    /// To the nanosecond (`ppoll`), as `sleep` is.
-    public func wait(for wakeup: Wakeup, until deadline: MonotonicInstant) -> Bool {
-        _ = wakeup.waitPrecisely(until: deadline.nanoseconds)
-        return wakeup.drain()
-    }
-
-    /// The timeout is rounded up to the millisecond, so the wake-up finds the deadline passed.
-    public func poll(_ fds: UnsafeMutablePointer<pollfd>, count: Int, until deadline: MonotonicInstant) -> Int32 {
-        let left = deadline.nanoseconds - SystemClock.monotonicNanoseconds()
-        let ms = left <= 0 ? 0 : Int32(clamping: (left + 999_999) / 1_000_000)
-        return Glibc.poll(fds, nfds_t(count), ms)
-    }
-}
-
-/// A clock that only moves when told (`advance(by:)`, `advance(to:)`): the bus threads' waits end
-/// when a descriptor they watch is ready, or when the test has moved the clock to their deadline.
-/// For tests; real descriptors (sockets, eventfds) are still watched for real.
-public final class ManualBusClock: BusClock {
+/// A `MonotonicClock` that only moves when told (`advance(by:)`, `advance(to:)`): the threads'
+/// waits end when a descriptor they watch is ready, or when the test has moved the clock to their
+/// deadline. For tests; real descriptors (sockets, eventfds) are still watched for real.
+public final class ManualClock: MonotonicClock {
     /// The instant, and how many times the test has moved it.
     private let state: Mutex<(instant: MonotonicInstant, moves: UInt64)>
     /// For each thread now in `poll`: the move it last looked at (`running` once it has returned).
