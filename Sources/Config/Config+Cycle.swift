@@ -52,17 +52,3 @@ extension HardwareSite {
         try self.init(settings: configuration.cycleSettings, phase: phase, only: only, output: output)
     }
 }
-
-extension StatusText {
-    /// The live status line of `configuration`'s site.
-    public static func line(configuration: BessdConfiguration, units: [UnitStatus], frequency: Double, elapsed: Double,
-                            busFaults: [[String]], site: SiteStatus? = nil) -> String {
-        line(settings: configuration.cycleSettings, units: units, frequency: frequency, elapsed: elapsed, busFaults: busFaults,
-             site: site)
-    }
-
-    /// The one-line `STATUS=` for systemd.
-    public static func notify(configuration: BessdConfiguration, units: [UnitStatus], stats: CycleStatistics) -> String {
-        notify(settings: configuration.cycleSettings, units: units, stats: stats)
-    }
-}

@@ -174,12 +174,12 @@ public final class Daemon {
             uplink?.spool.endRound()
             if reloadRequested.exchange(false, ordering: .relaxed) { reload() }
             if statusEvery > 0, now >= nextStatus {
-                say(StatusText.line(configuration: self.configuration, units: shared.units, frequency: shared.statistics.frequency,
+                say(StatusText.line(settings: runner.settings, units: shared.units, frequency: shared.statistics.frequency,
                                     elapsed: now.seconds(since: started), busFaults: runner.busFaults(), site: shared.site))
                 nextStatus = now + .seconds(fromDouble: statusEvery)
             }
             if now >= nextNotify {
-                SystemdNotify.send("STATUS=" + StatusText.notify(configuration: self.configuration, units: shared.units,
+                SystemdNotify.send("STATUS=" + StatusText.notify(settings: runner.settings, units: shared.units,
                                                                  stats: shared.statistics))
                 nextNotify = now + .seconds(1)
             }
@@ -210,7 +210,7 @@ public final class Daemon {
             + "\(configuration.units.count) unit(s), period \(configuration.periodMs) ms"
             + (configuration.mode == .hardware ? "" : " — \(Self.simulationWarning(configuration.mode))")
         logger.notice("\(startLine)", metadata: ["MESSAGE_ID": "\(MessageID.lifecycle)", "BESS_MODE": "\(configuration.mode.rawValue)"])
-        SystemdNotify.send("READY=1\nSTATUS=" + StatusText.notify(configuration: configuration, units: shared.units,
+        SystemdNotify.send("READY=1\nSTATUS=" + StatusText.notify(settings: runner.settings, units: shared.units,
                                                                   stats: shared.statistics))
         if let interval = SystemdNotify.watchdogInterval() { startWatchdog(interval) }
     }
