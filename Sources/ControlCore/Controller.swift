@@ -518,6 +518,9 @@ struct SiteRunningState: Sendable {
     var lastStep: MonotonicInstant?
     var cycles: UInt64 = 0
     var commands = SiteCommands()
+    /// The grid operator's AGC, and whether `AGC_SIGNAL_LOST` stands.
+    var agc = AGCCommand()
+    var agcLost = false
     var inputLimitPercent: Double?
     var operatorCap = Double.infinity
     var clockSynchronized = true

@@ -36,6 +36,11 @@ public enum ControlEventKind: UInt8, Sendable {
     /// The site setpoint written by SCADA reached its reversion time (or its reverted value its
     /// hold) without a refresh (`unit` -1, `value` the kW now in force, NaN when none).
     case siteSetpointReverted
+    /// AGC is in service but its signal was not refreshed within `iec104.agc.expiry_s`: the
+    /// schedule decides again (`unit` -1, `value` the last target in kW, `threshold` the expiry in s).
+    case agcSignalLost
+    /// A fresh AGC target after a loss: the site follows AGC again (`unit` -1, `value` the target in kW).
+    case agcSignalRestored
 }
 
 /// An event the cycle hands to the logging thread. Plain values only, so recording one never

@@ -55,6 +55,11 @@ public final class SiteController {
     /// What plant SCADA has written (model 704): the grid operator's percent limit and a site
     /// setpoint. The cycle sets it from the SCADA server's record; `step` applies due reversions.
     public var commands: SiteCommands { get { running.commands } set { running.commands = newValue } }
+    /// The grid operator's AGC (in service, target, freshness, band): the cycle sets it from what
+    /// the control centre last wrote; `step` follows it while fresh (docs/design/0008-agc.md).
+    public var agc: AGCCommand { get { running.agc } set { running.agc = newValue } }
+    /// The AGC target the last step followed, W (inside the band); nil when the schedule decided.
+    public internal(set) var agcInForce: Double?
     /// The limit the relay contacts assert (`grid_operator.inputs`), percent; nil when none does.
     public var inputLimitPercent: Double? { get { running.inputLimitPercent } set { running.inputLimitPercent = newValue } }
     /// Σ unit ratings, W: what 702 `WMaxRtg` states and what `WMaxLimPct` is a percent of.
@@ -140,9 +145,10 @@ public final class SiteController {
         site = conditions
         settleCommands(now: now)
 
-        // A SCADA setpoint stands in for the aggregator's dispatch of every unit no operator
-        // override holds, shared by rating (the pool then shares it by headroom and SOC).
-        let setpoint = commands.setpoint.active(at: now)
+        // AGC while fresh, else a SCADA setpoint, stands in for the aggregator's dispatch of every
+        // unit no operator override holds, shared by rating (the pool then shares it by headroom
+        // and SOC); each unit ramps to its part at the schedule ramp (docs/design/0008-agc.md).
+        let setpoint = followAGC(now: now) ?? commands.setpoint.active(at: now)
         var setpointRating = 0.0
         if setpoint != nil {
             for index in units.indices where !Self.overridden(index < inputs.count ? inputs[index] : nil, at: now) {

@@ -45,6 +45,8 @@ final class EventJournal {
             return Entry(messageID: MessageID.scadaWrite, priority: 4, code: "SCADA_LIMIT_REVERTED", point: "WMaxLimPct")
         case .siteSetpointReverted:
             return Entry(messageID: MessageID.scadaWrite, priority: 4, code: "SCADA_SETPOINT_REVERTED", point: "WSet")
+        case .agcSignalLost: return Entry(messageID: MessageID.agc, priority: 4, code: "AGC_SIGNAL_LOST")
+        case .agcSignalRestored: return Entry(messageID: MessageID.agc, priority: 5, code: "AGC_SIGNAL_LOST")
         }
     }
 

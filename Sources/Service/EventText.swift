@@ -31,6 +31,11 @@ public enum EventText {
         case .siteSetpointReverted:
             return "site SCADA_SETPOINT_REVERTED: the site setpoint was not refreshed; "
                 + (event.value.isFinite ? "its reversion value \(number(event.value)) kW is in force" : "it has ended, dispatch decides again")
+        case .agcSignalLost:
+            return "site AGC_SIGNAL_LOST: AGC is in service but no target came for \(number(event.threshold)) s; "
+                + "the site ramps back to its schedule" + (event.value.isFinite ? " (last target \(number(event.value)) kW)" : "")
+        case .agcSignalRestored:
+            return "site AGC_SIGNAL_LOST cleared: a fresh AGC target of \(number(event.value)) kW, the site follows AGC again"
         case .raised, .cleared, .latched, .resetAccepted, .resetRefused:
             guard let code = event.code else { return "\(unitID) \(event.kind)" }
             let verb: String

@@ -188,4 +188,6 @@ public enum MessageID {
     public static let site = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a0f"
     /// A dispatch or override the cycle ignored: its power was not a finite number.
     public static let commandRejected = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a10"
+    /// The grid operator's AGC: its signal lost (`AGC_SIGNAL_LOST`, the schedule decides again) or back.
+    public static let agc = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a11"
 }

@@ -1,0 +1,157 @@
+/// The regulation band and signal expiry a site declares to the grid operator's AGC
+/// (`iec104.agc`, docs/design/0008-agc.md).
+public struct AGCLimits: Sendable, Equatable {
+    /// The upper regulation limit, W (+ = discharge): the most the control centre may ask.
+    public var upper: Double
+    /// The lower regulation limit, W (+ = discharge; negative to charge): the least it may ask.
+    public var lower: Double
+    /// `iec104.agc.expiry_s`: how long a write holds the signal fresh.
+    public var expiry: Duration
+
+    public init(upper: Double, lower: Double, expiry: Duration) {
+        self.upper = upper
+        self.lower = lower
+        self.expiry = expiry
+    }
+
+    /// True when `power` (W) lies inside the band.
+    public func contains(_ power: Double) -> Bool { power.isFinite && power >= lower && power <= upper }
+}
+
+/// One order of the control centre: AGC in or out of service (a single command), or a new MW
+/// target (a setpoint command). Every accepted order refreshes the signal.
+public enum AGCOrder: Sendable, Equatable {
+    case inService(Bool)
+    /// The target, W (+ = discharge).
+    case target(Double)
+}
+
+/// Why the site refuses an AGC order: answered negatively on the wire, never clamped silently.
+public enum AGCRefusal: Error, Sendable, Equatable {
+    /// The site declares no regulation band (no `iec104.agc`).
+    case notConfigured
+    /// A target while AGC is out of service.
+    case notInService
+    /// A target that is not a finite number.
+    case notANumber
+    /// A target outside the declared regulation band (W).
+    case outsideRegulationBand(target: Double, lower: Double, upper: Double)
+    /// Every unit is held by the local operator (standby or override): the site is in local control.
+    case localControl
+
+    /// The stable code the journal and the wire's negative confirmation name.
+    public var code: String {
+        switch self {
+        case .notConfigured: "AGC_NOT_CONFIGURED"
+        case .notInService: "AGC_NOT_IN_SERVICE"
+        case .notANumber: "AGC_TARGET_INVALID"
+        case .outsideRegulationBand: "AGC_OUTSIDE_BAND"
+        case .localControl: "AGC_LOCAL_CONTROL"
+        }
+    }
+}
+
+/// The grid operator's AGC as the site holds it: the control centre's in-service command and MW
+/// target, kept in the `ExpiringCommand` shape (`enabled` is in service, `value` the target, NaN
+/// until one arrives; `expiresAt` the end of the signal's freshness), with the band the site declares.
+///
+/// Unlike a SCADA write it never reverts to a value of its own: once stale it simply stops
+/// speaking and the schedule decides again, until the next write. It stays in service meanwhile,
+/// so the signal's return resumes following without a new in-service command.
+public struct AGCCommand: Sendable, Equatable {
+    /// In service, target and freshness.
+    public var signal = ExpiringCommand(value: .nan, revertValue: .nan)
+    /// The declared band and expiry; nil when the site declares none (every order is refused).
+    public var limits: AGCLimits?
+
+    public init(limits: AGCLimits? = nil) { self.limits = limits }
+
+    /// The control centre has AGC in service.
+    public var inService: Bool { signal.enabled }
+    /// The last target accepted, W, while in service; nil before the first.
+    public var target: Double? { signal.enabled && signal.value.isFinite ? signal.value : nil }
+
+    /// The target the site follows at `now`, W: in service, received and fresh, and (should the
+    /// band have narrowed since it was accepted) kept inside the band. Nil: the schedule decides.
+    public func following(at now: MonotonicInstant) -> Double? {
+        guard let limits, let value = signal.active(at: now) else { return nil }
+        return min(max(value, limits.lower), limits.upper)
+    }
+
+    /// In service but not refreshed within the expiry: the signal is lost (`AGC_SIGNAL_LOST`).
+    public func lost(at now: MonotonicInstant) -> Bool {
+        guard signal.enabled, let expiresAt = signal.expiresAt else { return false }
+        return now >= expiresAt
+    }
+
+    /// How long the signal stays fresh without a refresh (zero when out of service or lost).
+    public func remaining(at now: MonotonicInstant) -> Duration {
+        guard signal.enabled, let expiresAt = signal.expiresAt, expiresAt > now else { return .zero }
+        return .nanoseconds(expiresAt.nanoseconds &- now.nanoseconds)
+    }
+
+    /// The command once `order` is applied at `now`, or why it is refused. Taking AGC out of
+    /// service is always accepted and forgets the target; putting it in service, or a target, is
+    /// refused when the site is in local control (`local`), and a target outside the band or while
+    /// out of service is refused, never clamped.
+    public func applying(_ order: AGCOrder, at now: MonotonicInstant, local: Bool) -> Result<AGCCommand, AGCRefusal> {
+        guard let limits else { return .failure(.notConfigured) }
+        var next = self
+        switch order {
+        case .inService(false):
+            next.signal.enabled = false
+            next.signal.value = .nan
+            next.signal.expiresAt = nil
+            return .success(next)
+        case .inService(true):
+            if local { return .failure(.localControl) }
+            next.signal.enabled = true
+        case .target(let power):
+            guard signal.enabled else { return .failure(.notInService) }
+            guard power.isFinite else { return .failure(.notANumber) }
+            guard limits.contains(power) else {
+                return .failure(.outsideRegulationBand(target: power, lower: limits.lower, upper: limits.upper))
+            }
+            if local { return .failure(.localControl) }
+            next.signal.value = power
+        }
+        next.signal.expiresAt = now + limits.expiry
+        return .success(next)
+    }
+}
+
+extension SiteController {
+    /// The AGC target the site follows this cycle (W, inside the band), or nil; pushes
+    /// `agcSignalLost` when an in-service signal goes stale and `agcSignalRestored` when it is
+    /// followed again. Taking AGC out of service ends a loss without an event.
+    func followAGC(now: MonotonicInstant) -> Double? {
+        let target = agc.following(at: now)
+        if agc.lost(at: now) {
+            if !running.agcLost {
+                running.agcLost = true
+                events.push(ControlEvent(kind: .agcSignalLost, unit: -1, value: (agc.target ?? .nan) / 1000,
+                                         threshold: agc.limits?.expiry.secondsDouble ?? .nan, at: now))
+            }
+        } else if running.agcLost, let target {
+            running.agcLost = false
+            events.push(ControlEvent(kind: .agcSignalRestored, unit: -1, value: target / 1000, at: now))
+        } else if !agc.inService {
+            running.agcLost = false
+        }
+        agcInForce = target
+        return target
+    }
+
+    /// True while AGC is in service and its signal is stale (`AGC_SIGNAL_LOST` stands).
+    public var agcSignalLost: Bool { running.agcLost }
+
+    /// What the site follows while AGC speaks, W: the schedule of the units it stands in for as
+    /// ramped at `limits.schedule_ramp_percent_per_s` (held at the latched pre-disturbance power
+    /// during a frequency event), without their droop. Nil while AGC is not followed.
+    public var agcFollowed: Double? {
+        guard agcInForce != nil else { return nil }
+        var sum = 0.0
+        for index in units.indices where units[index].decision.pooled { sum += units[index].decision.base.value }
+        return sum
+    }
+}
