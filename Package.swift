@@ -195,7 +195,7 @@ let package = Package(
             name: "FuzzTests",
             dependencies: [
                 "ControlCore", "ControlProtocol", "BessSystem", "Fieldbus", "Config", "Cycle", "Simulation", "HILPlant", "Scada", "Service", "Uplink", "UplinkIngest",
-                .product(name: "Logging", package: "swift-log"),
+                "IEC104", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
     ]
@@ -211,7 +211,7 @@ if Context.environment["BESS_FUZZ"] != nil {
             name: "FuzzTargets",
             dependencies: [
                 "ControlCore", "ControlProtocol", "BessSystem", "Fieldbus", "Config", "Cycle", "Simulation", "HILPlant", "Scada", "Service", "Uplink", "UplinkIngest",
-                .product(name: "Logging", package: "swift-log"),
+                "IEC104", .product(name: "Logging", package: "swift-log"),
             ],
             path: "Fuzz/FuzzTargets",
             swiftSettings: swiftSettings),

@@ -23,6 +23,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case scada
     /// A record batch as the aggregator receives it: the direct reader against JSONDecoder.
     case uplinkBatch = "uplink-batch"
+    /// An IEC 60870-5-104 byte stream: frame splitter, ASDU decoder and the outstation's link.
+    case iec104
 
     /// Runs one input; returns the invariants it broke.
     public func run(_ bytes: [UInt8]) -> [String] {
@@ -37,6 +39,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .spool: return SpoolHarness.run(&input)
         case .scada: return ScadaHarness.run(&input)
         case .uplinkBatch: return UplinkBatchHarness.run(&input)
+        case .iec104: return IEC104Harness.run(&input)
         }
     }
 
@@ -52,6 +55,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .spool: SpoolHarness.seeds()
         case .scada: ScadaHarness.seeds()
         case .uplinkBatch: UplinkBatchHarness.seeds()
+        case .iec104: IEC104Harness.seeds()
         }
     }
 }

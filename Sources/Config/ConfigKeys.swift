@@ -35,5 +35,6 @@ struct ConfigKeys: Sendable {
         SiteConfiguration.peakShavingKeys, SiteConfiguration.selfConsumptionKeys,
         ScadaConfiguration.keys,
         GridLimitInputsConfiguration.operatorKeys, GridLimitInputsConfiguration.keys, GridLimitInputsConfiguration.contactKeys,
+        IEC104Configuration.keys, AGCConfiguration.keys,
     ]
 }

@@ -11,6 +11,7 @@ public enum ConfigLoader {
     static let topLevelKeys = ConfigKeys("(top level)", [
         "mode", "period_ms", "control_socket", "state_directory", "bess_units", "grid_integration", "limits",
         "interlocks", "aggregator", "simulation", "realtime", "metrics_listen", "site", "scada", "grid_operator",
+        "iec104",
     ])
 
     /// The keys of `limits`.
@@ -124,6 +125,7 @@ public enum ConfigLoader {
         let site = SiteConfiguration.decode(top.fields("site"), r, mode: mode, units: units ?? [])
         let scada = ScadaConfiguration.decode(top.fields("scada"), r, units: units ?? [])
         let inputs = GridLimitInputsConfiguration.decode(top.fields("grid_operator"), r, units: units ?? [], site: site, scada: scada)
+        let iec104 = IEC104Configuration.decode(top.fields("iec104"), r, units: units ?? [])
         top.finish(Self.topLevelKeys)
         if grid?.frequencySource == .meter, site.meter == nil {
             r.error(top.fields("grid_integration")?.mark("frequency_source"), "grid_integration.frequency_source",
@@ -152,6 +154,7 @@ public enum ConfigLoader {
         configuration.site = site
         configuration.scada = scada
         configuration.gridLimitInputs = inputs
+        configuration.iec104 = iec104
         return configuration
     }
 

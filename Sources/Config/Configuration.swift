@@ -254,6 +254,8 @@ public struct BessdConfiguration: Sendable {
     public var scada: ScadaConfiguration?
     /// `grid_operator.inputs`: relay contacts mapped to percent limits.
     public var gridLimitInputs: GridLimitInputsConfiguration?
+    /// `iec104:`: the grid operator's control centre (so far its AGC band and expiry; nil when absent).
+    public var iec104: IEC104Configuration?
 
     /// True when the site meter is simulated inside bessd (never in hardware mode).
     public var meterSimulated: Bool {

@@ -108,6 +108,8 @@ struct ConfigKeysTests {
             poll_ms: 200
             lost_after_s: 3
             contacts: [{input: 0, limit_percent: 0}]
+        iec104:
+          agc: {expiry_s: 12, upper_limit_kw: 50, lower_limit_kw: -50}
         """
 
     @Test("each section's decoder reads exactly the keys it declares, and every section is declared")
