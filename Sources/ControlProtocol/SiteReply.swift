@@ -1,6 +1,8 @@
 /// `site`: the connection point, its limits and which binds, the application, the decision layer by
 /// layer, each unit's share and why.
 public struct SiteReply: ControlReply, Equatable {
+    /// The grid operator's AGC (absent from a bessd that predates it).
+    public var agc: AGCReply?
     public var application: ApplicationReply
     public var decision: DecisionReply
     public var gridOperator: GridOperatorReply
@@ -15,7 +17,8 @@ public struct SiteReply: ControlReply, Equatable {
 
     public init(mode: String, gridPowerW: Double?, meter: MeterReply, limits: LimitsReply, application: ApplicationReply,
                 gridOperator: GridOperatorReply, decision: DecisionReply, loadEstimateW: RangeReply, shortfall: ShortfallReply,
-                units: [SiteUnitReply]) {
+                units: [SiteUnitReply], agc: AGCReply? = nil) {
+        self.agc = agc
         self.mode = mode
         self.gridPowerW = gridPowerW
         self.meter = meter
@@ -29,12 +32,13 @@ public struct SiteReply: ControlReply, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case application, decision, limits, meter, mode, shortfall, units
+        case agc, application, decision, limits, meter, mode, shortfall, units
         case gridOperator = "grid_operator", gridPowerW = "grid_power_w", loadEstimateW = "load_estimate_w"
     }
 
     public func write(to json: inout JSONText) {
         json.beginObject()
+        json.field(CodingKeys.agc, ifPresent: agc)
         json.field(CodingKeys.application, application)
         json.field(CodingKeys.decision, decision)
         json.field(CodingKeys.gridOperator, gridOperator)

@@ -1,5 +1,7 @@
 /// `status`: the site's mode, each unit, the cycle's health, the uplink, the clock and the grid operator.
 public struct StatusReply: ControlReply, Equatable {
+    /// The grid operator's AGC (absent from a bessd that predates it).
+    public var agc: AGCReply?
     public var clock: ClockReply
     public var cycle: CycleReply
     public var frequencyHz: Double?
@@ -11,7 +13,8 @@ public struct StatusReply: ControlReply, Equatable {
     public var version: String
 
     public init(clock: ClockReply, cycle: CycleReply, frequencyHz: Double?, gridOperator: GridOperatorReply, mode: String,
-                units: [UnitReply], uplink: UplinkReply?, version: String) {
+                units: [UnitReply], uplink: UplinkReply?, version: String, agc: AGCReply? = nil) {
+        self.agc = agc
         self.clock = clock
         self.cycle = cycle
         self.frequencyHz = frequencyHz
@@ -23,12 +26,13 @@ public struct StatusReply: ControlReply, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case clock, cycle, mode, units, uplink, version
+        case agc, clock, cycle, mode, units, uplink, version
         case frequencyHz = "frequency_hz", gridOperator = "grid_operator"
     }
 
     public func write(to json: inout JSONText) {
         json.beginObject()
+        json.field(CodingKeys.agc, ifPresent: agc)
         json.field(CodingKeys.clock, clock)
         json.field(CodingKeys.cycle, cycle)
         json.field(CodingKeys.frequencyHz, frequencyHz)
@@ -351,3 +355,58 @@ public struct ScadaLimitReply: Codable, Sendable, Equatable, JSONWritable {
     }
 }
 
+
+/// The grid operator's AGC (`status`, `site`; docs/design/0008-agc.md): whether it is in service,
+/// the target received and what the site follows now, how long the signal stays fresh, the declared
+/// regulation band and the ramp toward a new target. W are + = discharge.
+public struct AGCReply: Codable, Sendable, Equatable, JSONWritable {
+    public var configured: Bool
+    /// The schedule as ramped toward the target (null when not following).
+    public var followedW: Double?
+    public var following: Bool
+    public var inService: Bool
+    public var lowerLimitW: Double?
+    public var rampWPerS: Double?
+    /// Seconds the signal stays fresh without a refresh (0 when out of service or lost).
+    public var remainingS: Double
+    /// `AGC_SIGNAL_LOST` stands: in service, not refreshed, the schedule decides.
+    public var signalLost: Bool
+    /// The last target accepted (null before the first, or out of service).
+    public var targetW: Double?
+    public var upperLimitW: Double?
+
+    public init(configured: Bool, inService: Bool, targetW: Double?, following: Bool, followedW: Double?, signalLost: Bool,
+                remainingS: Double, upperLimitW: Double?, lowerLimitW: Double?, rampWPerS: Double?) {
+        self.configured = configured
+        self.inService = inService
+        self.targetW = targetW
+        self.following = following
+        self.followedW = followedW
+        self.signalLost = signalLost
+        self.remainingS = remainingS
+        self.upperLimitW = upperLimitW
+        self.lowerLimitW = lowerLimitW
+        self.rampWPerS = rampWPerS
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case configured, following
+        case followedW = "followed_w", inService = "in_service", lowerLimitW = "lower_limit_w", rampWPerS = "ramp_w_per_s"
+        case remainingS = "remaining_s", signalLost = "signal_lost", targetW = "target_w", upperLimitW = "upper_limit_w"
+    }
+
+    public func write(to json: inout JSONText) {
+        json.beginObject()
+        json.field(CodingKeys.configured, configured)
+        json.field(CodingKeys.followedW, followedW)
+        json.field(CodingKeys.following, following)
+        json.field(CodingKeys.inService, inService)
+        json.field(CodingKeys.lowerLimitW, lowerLimitW)
+        json.field(CodingKeys.rampWPerS, rampWPerS)
+        json.field(CodingKeys.remainingS, remainingS)
+        json.field(CodingKeys.signalLost, signalLost)
+        json.field(CodingKeys.targetW, targetW)
+        json.field(CodingKeys.upperLimitW, upperLimitW)
+        json.endObject()
+    }
+}

@@ -157,6 +157,7 @@ public final class CycleBody {
                 runner.controller.commands = c.commands
             }
             runner.controller.inputLimitPercent = c.inputLimitPercent
+            runner.controller.agc = c.agc
             runner.controller.clockSynchronized = c.clockSynchronized
             guard c.mailbox.generation != taken.generation else { return }
             pending = true

@@ -40,6 +40,33 @@ public struct SiteStatus: Sendable, Equatable {
     /// SCADA's site setpoint in force, W (+ = discharge), and seconds until it reverts (NaN, 0).
     public var scadaSetpoint: Double = .nan
     public var scadaSetpointRemaining: Double = 0
+    /// The grid operator's AGC (docs/design/0008-agc.md), as the last cycle followed it.
+    public var agc = AGCStatus()
+    public init() {}
+}
+
+/// The grid operator's AGC as an operator and the control centre see it (`status`, `site`,
+/// /metrics and, later, the IEC 104 monitor points).
+public struct AGCStatus: Sendable, Equatable {
+    /// The site declares a regulation band (`iec104.agc`).
+    public var configured = false
+    /// The control centre has AGC in service.
+    public var inService = false
+    /// The last target accepted, W (+ = discharge); NaN before the first or out of service.
+    public var target: Double = .nan
+    /// True while the target is followed (in service and fresh).
+    public var following = false
+    /// What the site follows now, W: the schedule ramped toward the target (NaN when not following).
+    public var followed: Double = .nan
+    /// True while `AGC_SIGNAL_LOST` stands.
+    public var signalLost = false
+    /// How long the signal stays fresh without a refresh.
+    public var remaining: Duration = .zero
+    /// The declared regulation band, W (NaN when not configured).
+    public var upperLimit: Double = .nan
+    public var lowerLimit: Double = .nan
+    /// How fast the site moves toward a new target, W/s (`limits.schedule_ramp_percent_per_s` of Σ ratings).
+    public var ramp: Double = .nan
     public init() {}
 }
 
@@ -146,6 +173,8 @@ public final class SharedState: Sendable {
         /// What SCADA has written (model 704), and a count of the writes the cycle compares.
         var commands = SiteCommands()
         var commandsGeneration: UInt64 = 0
+        /// The grid operator's AGC as the control centre last wrote it (`applyAGC`).
+        var agc = AGCCommand()
         /// The relay contacts' limit, percent; nil when none is asserted.
         var inputLimitPercent: Double?
         /// The system clock's synchronisation, as the service last read it.
@@ -281,6 +310,33 @@ public final class SharedState: Sendable {
             c.commands = commands
             c.commandsGeneration &+= 1
             return true
+        }
+    }
+
+    /// The grid operator's AGC as the control centre last wrote it.
+    public var agc: AGCCommand { contents.withLock { $0.agc } }
+
+    /// Declares the site's AGC regulation band and expiry (`iec104.agc`), at start and on reload:
+    /// AGC keeps its service and target (the cycle keeps a target inside a narrowed band); nil
+    /// withdraws them and takes AGC out of service (every order then refused).
+    public func declareAGC(_ limits: AGCLimits?) {
+        contents.withLock { c in
+            if limits == nil { c.agc = AGCCommand() } else { c.agc.limits = limits }
+        }
+    }
+
+    /// Applies one order of the grid operator's control centre (the IEC 104 server's thread calls
+    /// it for AGC in service and for each AGC target) at `now` on the monotonic clock: checked and
+    /// stored under one lock, so two connections never lose each other's orders; the cycle follows
+    /// it from the next period. The site is in local control, and an order to follow refused, when
+    /// every unit is held by the local operator (standby or override) as the last cycle published.
+    /// Returns the command as accepted, or why it is refused (answered negatively; never clamped).
+    public func applyAGC(_ order: AGCOrder, at now: MonotonicInstant) -> Result<AGCCommand, AGCRefusal> {
+        contents.withLock { c in
+            let local = !c.units.isEmpty && c.units.allSatisfy { $0.holds.operatorUnit || $0.holds.operatorSite || $0.overrideW != nil }
+            let result = c.agc.applying(order, at: now, local: local)
+            if case .success(let next) = result { c.agc = next }
+            return result
         }
     }
 

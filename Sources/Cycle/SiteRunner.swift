@@ -363,6 +363,22 @@ public final class SiteRunner {
         status.shortfallActive = controller.shortfallActive
         status.loadLow = c.loadLow ?? .nan
         status.loadHigh = c.loadHigh ?? .nan
+        fill(&status.agc, now: now)
+    }
+
+    /// Writes the AGC's operator view into `status` (no allocation).
+    func fill(_ status: inout AGCStatus, now: MonotonicInstant) {
+        let agc = controller.agc
+        status.configured = agc.limits != nil
+        status.inService = agc.inService
+        status.target = agc.target ?? .nan
+        status.following = controller.agcInForce != nil
+        status.followed = controller.agcFollowed ?? .nan
+        status.signalLost = controller.agcSignalLost
+        status.remaining = agc.remaining(at: now)
+        status.upperLimit = agc.limits?.upper ?? .nan
+        status.lowerLimit = agc.limits?.lower ?? .nan
+        status.ramp = max(0, controller.control.scheduleRampPercentPerSecond) / 100 * controller.ratedPower
     }
 
     /// Writes unit `i`'s operator view into `status` (no allocation).

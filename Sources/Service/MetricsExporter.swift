@@ -77,6 +77,25 @@ extension Daemon {
                  site.operatorCap.isFinite ? [("", site.operatorCap)] : [])
         m.metric("bessd_site_scada_setpoint_watts", "gauge", "SCADA's site setpoint in force, + = discharge (absent when none).",
                  site.scadaSetpoint.isFinite ? [("", site.scadaSetpoint)] : [])
+        agcMetrics(into: &m, site.agc)
+    }
+
+    /// The grid operator's AGC, when the site declares a regulation band (`iec104.agc`).
+    static func agcMetrics(into m: inout MetricsText, _ agc: AGCStatus) {
+        guard agc.configured else { return }
+        m.metric("bessd_site_agc_in_service", "gauge", "1 while the control centre has AGC in service.", [("", agc.inService ? 1 : 0)])
+        m.metric("bessd_site_agc_following", "gauge", "1 while the site follows the AGC target (in service and fresh).",
+                 [("", agc.following ? 1 : 0)])
+        m.metric("bessd_site_agc_signal_lost", "gauge", "1 while AGC_SIGNAL_LOST stands (in service, not refreshed within expiry_s).",
+                 [("", agc.signalLost ? 1 : 0)])
+        m.metric("bessd_site_agc_target_watts", "gauge", "The last AGC target accepted, + = discharge (absent when none).",
+                 agc.target.isFinite ? [("", agc.target)] : [])
+        m.metric("bessd_site_agc_followed_watts", "gauge", "The schedule as ramped toward the AGC target (absent when not following).",
+                 agc.followed.isFinite ? [("", agc.followed)] : [])
+        m.metric("bessd_site_agc_remaining_seconds", "gauge", "How long the AGC signal stays fresh without a refresh.",
+                 [("", agc.remaining.secondsDouble)])
+        m.metric("bessd_site_agc_regulation_limit_watts", "gauge", "The regulation band the site declares to AGC.",
+                 [("limit=\"lower\"", agc.lowerLimit), ("limit=\"upper\"", agc.upperLimit)])
     }
 
     /// The bus workers' Modbus round trips and errors, and the CAN workers' frame counts.

@@ -53,6 +53,7 @@ extension Daemon {
                 $0.configText = text
             }
             intake.update(units: new.units.map { ($0.id, $0.maxPowerKW) })
+            shared.declareAGC(new.iec104?.agc?.limits)
             logger.notice("reload applied: \(configPath)", metadata: ["MESSAGE_ID": "\(MessageID.reload)"])
         } catch {
             logger.error("reload refused: \(error)", metadata: ["BESS_CODE": "\(error.code)", "MESSAGE_ID": "\(MessageID.reload)"])

@@ -48,7 +48,15 @@ extension Daemon {
             jitterMaxUs: stats.histogram.maxMicroseconds, realtime: stats.realtime)
         return StatusReply(clock: clockReply(stats), cycle: cycle, frequencyHz: stats.frequency,
                            gridOperator: gridOperatorReply(shared.site), mode: configuration.mode.rawValue, units: list,
-                           uplink: uplinkReply(configuration), version: BessdVersion.string)
+                           uplink: uplinkReply(configuration), version: BessdVersion.string, agc: Self.agcReply(shared.site.agc))
+    }
+
+    /// The grid operator's AGC as the last cycle followed it (status and site).
+    static func agcReply(_ a: AGCStatus) -> AGCReply {
+        func finite(_ x: Double) -> Double? { x.isFinite ? x : nil }
+        return AGCReply(configured: a.configured, inService: a.inService, targetW: finite(a.target), following: a.following,
+                        followedW: finite(a.followed), signalLost: a.signalLost, remainingS: a.remaining.secondsDouble,
+                        upperLimitW: finite(a.upperLimit), lowerLimitW: finite(a.lowerLimit), rampWPerS: finite(a.ramp))
     }
 
     /// The system clock as settlement sees it (bessctl status, `CLOCK_UNSYNCED`).
@@ -148,6 +156,7 @@ extension Daemon {
             decision: DecisionReply(requestedW: site.requested, heldW: site.held, applicationW: site.application,
                                     poolW: site.pool, deliveredW: site.delivered),
             loadEstimateW: RangeReply(low: site.loadLow, high: site.loadHigh),
-            shortfall: ShortfallReply(active: site.shortfallActive, missingW: site.shortfall), units: list)
+            shortfall: ShortfallReply(active: site.shortfallActive, missingW: site.shortfall), units: list,
+            agc: Self.agcReply(site.agc))
     }
 }

@@ -203,6 +203,7 @@ struct Status: ParsableCommand {
         if let uplink = status.uplink { print(Self.uplinkLine(uplink, now: Date().timeIntervalSince1970)) }
         if let line = Self.clockLine(status.clock) { print(line) }
         for line in Self.gridOperatorLines(status.gridOperator) { print(line) }
+        if let line = status.agc.flatMap(Self.agcLine) { print(line) }
         let header = ["UNIT", "STATE", "MODE", "SOC %", "POWER kW", "SETPOINT kW", "TRIPS"]
         var rows = [header]
         for unit in status.units {
@@ -268,6 +269,27 @@ extension Status {
         return lines
     }
 
+    /// `AGC in service, target 150.0 kW, following 120.0 kW (fresh 10 s; band -150.0…200.0 kW, ramp 30.0 kW/s)`,
+    /// `AGC in service, AGC_SIGNAL_LOST: the schedule decides`, `AGC out of service`; nil when not configured.
+    static func agcLine(_ a: AGCReply) -> String? {
+        guard a.configured else { return nil }
+        guard a.inService else { return "AGC out of service" }
+        var line = "AGC in service"
+        if a.signalLost {
+            line += ", AGC_SIGNAL_LOST: the schedule decides"
+        } else if let target = a.targetW {
+            line += ", target \(number(target, scale: 1000)) kW, following \(number(a.followedW, scale: 1000)) kW "
+                + "(fresh \(number(a.remainingS, digits: 0)) s"
+        } else {
+            line += ", no target yet (fresh \(number(a.remainingS, digits: 0)) s"
+        }
+        if !a.signalLost {
+            line += "; band \(number(a.lowerLimitW, scale: 1000))…\(number(a.upperLimitW, scale: 1000)) kW, "
+                + "ramp \(number(a.rampWPerS, scale: 1000)) kW/s)"
+        }
+        return line
+    }
+
     /// The mode and who holds it: `standby (operator)`, `standby (aggregator until 14:05:00)`,
     /// `auto (override -20.0 kW until 14:20:00)`, `auto (dispatch 30.0 kW)`, `auto`.
     static func modeText(_ unit: UnitReply) -> String {
@@ -325,6 +347,7 @@ struct Site: ParsableCommand {
         }
         print("app       \(app)")
         for line in Status.gridOperatorLines(site.gridOperator) { print("operator  \(line)") }
+        if let line = site.agc.flatMap(Status.agcLine) { print("agc       \(line)") }
         print("decision  asked \(number(decision.requestedW, scale: 1000)) kW + application \(number(decision.applicationW, scale: 1000)) kW"
               + " → pool \(number(decision.poolW, scale: 1000)) kW, held \(number(decision.heldW, scale: 1000)) kW, "
               + "delivered \(number(decision.deliveredW, scale: 1000)) kW")
