@@ -334,7 +334,7 @@ public final class ScadaServer: @unchecked Sendable {
             let key = "\(peer.split(separator: ":").first ?? "")|\(change.point)"
             var repeats = 0
             if change.old == change.new {
-                if let quiet = quietRefreshes[key], now.seconds(since: quiet.logged) < 60 {
+                if let quiet = quietRefreshes[key], now - quiet.logged < .seconds(60) {
                     quietRefreshes[key] = (quiet.logged, quiet.count + 1)
                     continue
                 }

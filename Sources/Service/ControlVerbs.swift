@@ -169,7 +169,7 @@ struct RefusalBudget {
 
     /// Whether this refusal is logged, and how many were not since the last one that was.
     mutating func admit(now: MonotonicInstant) -> (log: Bool, skipped: Int) {
-        if now.seconds(since: window) >= 1 {
+        if now - window >= .seconds(1) {
             window = now
             inWindow = 0
         }

@@ -65,7 +65,7 @@ final class EventJournal {
                 : event.unit < configuration.units.count ? configuration.units[event.unit].id : "unit\(event.unit)"
             let key = "\(id)|\(event.kind)|\(event.code.map { "\($0.name)" } ?? "")|\(event.state.map { "\($0)" } ?? "")"
             let mayRepeat = event.kind == .latched || event.kind == .resetAccepted || event.kind == .resetRefused
-            if !mayRepeat, let previous = suppressed[key], now.seconds(since: previous.last) < 10 {
+            if !mayRepeat, let previous = suppressed[key], now - previous.last < .seconds(10) {
                 suppressed[key] = (previous.last, previous.count + 1)
                 continue
             }

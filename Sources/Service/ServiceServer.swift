@@ -274,7 +274,7 @@ final class ServiceServer: @unchecked Sendable {
 
     private func closeIdle(now: MonotonicInstant) {
         for connection in connections.values where connection.waiting == nil
-            && now.seconds(since: connection.lastActivity) >= limits.idleTimeout.secondsDouble
+            && now - connection.lastActivity >= limits.idleTimeout
         {
             drop(connection)
             evicted.add(1, ordering: .relaxed)
