@@ -32,10 +32,10 @@ public struct ExpiringCommand: Sendable, Equatable {
         return value
     }
 
-    /// Seconds until the command reverts (0 when nothing is pending).
-    public func remaining(at now: MonotonicInstant) -> Double {
-        guard let expiresAt else { return 0 }
-        return max(0, expiresAt.seconds(since: now))
+    /// How long until the command reverts (zero when nothing is pending).
+    public func remaining(at now: MonotonicInstant) -> Duration {
+        guard let expiresAt else { return .zero }
+        return max(.zero, expiresAt - now)
     }
 
     /// The command as it stands at `now`: once its time is up it takes its reversion (`…Rvrt`

@@ -26,9 +26,9 @@ public struct SiteStatus: Sendable, Equatable {
     /// The grid operator's limit in force, percent of the site's rating (the lower of SCADA's
     /// `WMaxLimPct` and the relay contacts'); NaN when none stands.
     public var operatorLimitPercent: Double = .nan
-    /// SCADA's `WMaxLimPct` in force and the seconds until it reverts (NaN, 0 when none).
+    /// SCADA's `WMaxLimPct` in force and how long until it reverts (NaN, zero when none).
     public var scadaLimitPercent: Double = .nan
-    public var scadaLimitRemaining: Double = 0
+    public var scadaLimitRemaining: Duration = .zero
     /// True when SCADA's limit in force is its reversion value (it holds until written again).
     public var scadaLimitReverted = false
     /// The relay contacts' limit, percent (NaN when no contact asserts one).
@@ -37,9 +37,9 @@ public struct SiteStatus: Sendable, Equatable {
     public var operatorCap: Double = .infinity
     /// True when the grid operator's cap decided the units' power in the last cycle.
     public var operatorLimited = false
-    /// SCADA's site setpoint in force, W (+ = discharge), and seconds until it reverts (NaN, 0).
+    /// SCADA's site setpoint in force, W (+ = discharge), and how long until it reverts (NaN, zero).
     public var scadaSetpoint: Double = .nan
-    public var scadaSetpointRemaining: Double = 0
+    public var scadaSetpointRemaining: Duration = .zero
     /// The grid operator's AGC (docs/design/0008-agc.md), as the last cycle followed it.
     public var agc = AGCStatus()
     public init() {}
@@ -85,10 +85,11 @@ public struct UnitStatus: Sendable, Equatable {
     public var mode: OperatingMode = .auto
     /// Who asks for standby.
     public var holds = ModeHolds()
-    /// Seconds until the aggregator's standby ends (0 when it holds none).
-    public var remoteRemaining: Double = 0
+    /// How long until the aggregator's standby ends (zero when it holds none).
+    public var remoteRemaining: Duration = .zero
+    /// The local operator's override in force, W, and how long it lasts (zero when none).
     public var overrideW: Double?
-    public var overrideRemaining: Double = 0
+    public var overrideRemaining: Duration = .zero
     public var soh: Double = .nan
     public var voltage: Double = .nan
     public var current: Double = .nan

@@ -342,13 +342,13 @@ public final class SiteRunner {
         let commands = controller.commands
         status.operatorLimitPercent = controller.operatorLimitPercent(at: now) ?? .nan
         status.scadaLimitPercent = commands.limit.active(at: now) ?? .nan
-        status.scadaLimitRemaining = commands.limit.active(at: now) == nil ? 0 : commands.limit.remaining(at: now)
+        status.scadaLimitRemaining = commands.limit.active(at: now) == nil ? .zero : commands.limit.remaining(at: now)
         status.scadaLimitReverted = commands.limit.reverted && commands.limit.active(at: now) != nil
         status.inputLimitPercent = controller.inputLimitPercent ?? .nan
         status.operatorCap = d.operatorCap
         status.operatorLimited = d.operatorLimited
         status.scadaSetpoint = commands.setpoint.active(at: now) ?? .nan
-        status.scadaSetpointRemaining = commands.setpoint.active(at: now) == nil ? 0 : commands.setpoint.remaining(at: now)
+        status.scadaSetpointRemaining = commands.setpoint.active(at: now) == nil ? .zero : commands.setpoint.remaining(at: now)
         status.gridPower = c.gridPower ?? .nan
         status.meterStale = c.stale
         status.binding = d.binding
@@ -397,13 +397,13 @@ public final class SiteRunner {
         status.latched = d.latchedCodes
         status.mode = controller.units[i].mode
         status.holds = controller.units[i].holds
-        status.remoteRemaining = status.holds.remoteStandby(at: now).map { $0.seconds(since: now) } ?? 0
+        status.remoteRemaining = status.holds.remoteStandby(at: now).map { $0 - now } ?? .zero
         if let o = inputs[i].override, o.expiresAt > now {
             status.overrideW = o.power.value
-            status.overrideRemaining = o.expiresAt.seconds(since: now)
+            status.overrideRemaining = o.expiresAt - now
         } else {
             status.overrideW = nil
-            status.overrideRemaining = 0
+            status.overrideRemaining = .zero
         }
         if let d = inputs[i].dispatch, d.expiresAt > now { status.dispatchW = d.power.value } else { status.dispatchW = nil }
         // The unit's settings are read in place: a copy of the unit's controller would retain

@@ -346,7 +346,7 @@ public final class ScadaServer: @unchecked Sendable {
             }
             let isLimit = change.point.hasPrefix("WMaxLimPct")
             let command = isLimit ? write.commands.limit : write.commands.setpoint
-            let hold = command.remaining(at: now)
+            let hold = command.remaining(at: now).secondsDouble
             let unit = change.point.hasSuffix("Tms") ? " s" : change.point.contains("Ena") || change.point == "WSetMod" ? ""
                 : isLimit ? " %" : " W"
             let revertTo = command.revertEnabled

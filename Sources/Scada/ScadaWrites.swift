@@ -45,14 +45,14 @@ extension ScadaImage {
         set(m, T.M704.WMaxLimPctRvrt, c.limit.revertValue, sf: 0)
         set(m, T.M704.WMaxLimPctEnaRvrt, c.limit.revertEnabled ? 1 : 0)
         set(m, T.M704.WMaxLimPctRvrtTms, int: Int(c.limit.timeoutSeconds))
-        set(m, T.M704.WMaxLimPctRvrtRem, int: Int(c.limit.remaining(at: now).rounded(.up)))
+        set(m, T.M704.WMaxLimPctRvrtRem, int: Int(c.limit.remaining(at: now).secondsDouble.rounded(.up)))
         set(m, T.M704.WSetEna, c.setpoint.enabled ? 1 : 0)
         set(m, T.M704.WSetMod, 1)  // WATTS: the only mode served (WSetPct is not)
         set(m, T.M704.WSet, c.setpoint.value, sf: wSF)
         set(m, T.M704.WSetRvrt, c.setpoint.revertValue, sf: wSF)
         set(m, T.M704.WSetEnaRvrt, c.setpoint.revertEnabled ? 1 : 0)
         set(m, T.M704.WSetRvrtTms, int: Int(c.setpoint.timeoutSeconds))
-        set(m, T.M704.WSetRvrtRem, int: Int(c.setpoint.remaining(at: now).rounded(.up)))
+        set(m, T.M704.WSetRvrtRem, int: Int(c.setpoint.remaining(at: now).secondsDouble.rounded(.up)))
     }
 
     /// Decodes and checks a write of `values` from register `address` (absolute, 40000-based)

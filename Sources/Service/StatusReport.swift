@@ -12,10 +12,10 @@ import Uplink
 extension Daemon {
     /// Who holds a unit where it is, for `bessctl status`: `operator`, `operator_site`,
     /// `aggregator`, `aggregator_emergency_stop`, `override`, `dispatch`, or nil (auto, base schedule).
-    static func heldBy(_ u: UnitStatus) -> (who: String, remaining: Double?)? {
+    static func heldBy(_ u: UnitStatus) -> (who: String, remaining: Duration?)? {
         if u.holds.operatorUnit { return ("operator", nil) }
         if u.holds.operatorSite { return ("operator_site", nil) }
-        if u.remoteRemaining > 0 { return (u.holds.remoteEmergency ? "aggregator_emergency_stop" : "aggregator", u.remoteRemaining) }
+        if u.remoteRemaining > .zero { return (u.holds.remoteEmergency ? "aggregator_emergency_stop" : "aggregator", u.remoteRemaining) }
         if u.overrideW != nil { return ("override", u.overrideRemaining) }
         if u.dispatchW != nil { return ("dispatch", nil) }
         return nil
@@ -33,11 +33,11 @@ extension Daemon {
                 id: unit.id, state: "\(u.state)", mode: u.mode.rawValue, setpointW: u.setpoint, droopW: u.droop,
                 allowedChargeW: u.allowedCharge, allowedDischargeW: u.allowedDischarge,
                 trips: u.active.map { "\($0.name)" }, latched: u.latched.map { "\($0.name)" }, socPercent: u.soc, powerW: u.power)
-            if let o = u.overrideW { entry.override = TimedPowerReply(powerW: o, remainingS: u.overrideRemaining) }
+            if let o = u.overrideW { entry.override = TimedPowerReply(powerW: o, remainingS: u.overrideRemaining.secondsDouble) }
             if let d = u.dispatchW { entry.dispatch = PowerReply(powerW: d) }
             if let held = Self.heldBy(u) {
                 entry.heldBy = held.who
-                entry.heldUntilUnix = held.remaining.map { (now + $0).rounded() }
+                entry.heldUntilUnix = held.remaining.map { (now + $0.secondsDouble).rounded() }
             }
             list.append(entry)
         }
@@ -91,11 +91,11 @@ extension Daemon {
                 ?? InputsReply(configured: false, lost: nil),
             limitPercent: site.operatorLimitPercent, capW: site.operatorCap, limiting: site.operatorLimited,
             scadaLimit: site.scadaLimitPercent.isFinite
-                ? ScadaLimitReply(percent: site.scadaLimitPercent, remainingS: site.scadaLimitRemaining,
+                ? ScadaLimitReply(percent: site.scadaLimitPercent, remainingS: site.scadaLimitRemaining.secondsDouble,
                                   reverted: site.scadaLimitReverted) : nil,
             inputLimitPercent: site.inputLimitPercent,
             scadaSetpoint: site.scadaSetpoint.isFinite
-                ? TimedPowerReply(powerW: site.scadaSetpoint, remainingS: site.scadaSetpointRemaining) : nil)
+                ? TimedPowerReply(powerW: site.scadaSetpoint, remainingS: site.scadaSetpointRemaining.secondsDouble) : nil)
     }
 
     func faultsReply(_ configuration: BessdConfiguration) -> FaultsReply {

@@ -138,7 +138,7 @@ struct SiteCommandsTests {
         #expect(t9.limit.active(at: Fixture.instant(9.9)) == 30 && t9.setpoint.active(at: Fixture.instant(9.9)) == 80_000)
         let t10 = commands.settled(at: Fixture.instant(10))
         #expect(t10.limit.active(at: Fixture.instant(10)) == 50 && t10.setpoint.active(at: Fixture.instant(10)) == 20_000)
-        #expect(t10.limit.expiresAt == nil && abs(t10.setpoint.remaining(at: Fixture.instant(10)) - 60) < 1e-6)
+        #expect(t10.limit.expiresAt == nil && t10.setpoint.remaining(at: Fixture.instant(10)) == .seconds(60))
         let t70 = t10.settled(at: Fixture.instant(70))
         #expect(t70.limit.active(at: Fixture.instant(1e6)) == 50, "the fallback limit stands")
         #expect(t70.setpoint.active(at: Fixture.instant(70)) == nil && !t70.setpoint.enabled)

@@ -37,10 +37,10 @@ struct ScadaWriteTests {
         // WMaxLimPctEna and WMaxLimPct in one request.
         let limit = try write(M.WMaxLimPctEna, [1, 30]).get()
         #expect(limit.commands.limit.active(at: now) == 30 && limit.limitWritten && !limit.setpointWritten)
-        #expect(abs(limit.commands.limit.remaining(at: now) - 60) < 1e-6, "RvrtTms 0: max_hold_s")
+        #expect(limit.commands.limit.remaining(at: now) == .seconds(60), "RvrtTms 0: max_hold_s")
         #expect(limit.changes == [.init(point: "WMaxLimPctEna", old: 0, new: 1), .init(point: "WMaxLimPct", old: 100, new: 30)])
         let timed = try write(M.WMaxLimPctRvrtTms, [0, 10]).get()
-        #expect(abs(timed.commands.limit.remaining(at: now) - 10) < 1e-6)
+        #expect(timed.commands.limit.remaining(at: now) == .seconds(10))
         // WSet at W_SF (200 kW of ratings → SF 1): 15,000 × 10 = 150 kW.
         let wsf = image.wSF
         let raw = UInt32(bitPattern: Int32(-150_000 / Int(pow(10, Double(wsf)))))
@@ -102,7 +102,7 @@ struct ScadaWriteTests {
         let commands = shared.commands
         let now = SystemClock.shared.now()
         #expect(commands.limit.active(at: now) == 30)
-        #expect(commands.limit.remaining(at: now) > 8 && commands.limit.remaining(at: now) <= 10)
+        #expect(commands.limit.remaining(at: now) > .seconds(8) && commands.limit.remaining(at: now) <= .seconds(10))
         #expect(commands.setpoint.active(at: now) == -120_000)
         let points = answer["points"] as? [String: Any] ?? [:]
         #expect((points["WMaxLimPct"] as? NSNumber)?.doubleValue == 30)

@@ -95,7 +95,7 @@ struct AuthorityTests {
         let u = shared.units[1]
         #expect(u.mode == .standby)
         let held = try #require(Daemon.heldBy(u))
-        #expect(held.who == "aggregator" && (held.remaining ?? 0) > 1 && (held.remaining ?? 9) <= 2)
+        #expect(held.who == "aggregator" && (held.remaining ?? .zero) > .seconds(1) && (held.remaining ?? .seconds(9)) <= .seconds(2))
         Self.run(body, from: 1.5, seconds: 2)
         #expect(shared.units[1].mode == .auto)
     }
