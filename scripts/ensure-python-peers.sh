@@ -14,4 +14,6 @@ for line in open("hil/requirements.txt"):
 PY
 then exit 0; fi
 echo "Installing Python protocol peers: $(grep -v '^#' hil/requirements.txt | xargs)"
-python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -r hil/requirements.txt
+# Debian 12's own python3 is "externally managed" (PEP 668) and refuses pip without this; the peers
+# are pinned test tools of this machine, not the daemon's dependencies. Other Pythons ignore it.
+PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -r hil/requirements.txt
