@@ -85,6 +85,10 @@ public struct CP56Time2a: Hashable, Sendable, CustomStringConvertible {
     /// The time tag for a wall-clock instant (milliseconds since 1970-01-01 UTC) in `base`, with
     /// the day of the week set. A time whose local year is outside 2000…2099 is `IEC104_BAD_TIME`.
     public init(unixMilliseconds: Int64, base: TimeBase = .utc, invalid: Bool = false) throws(IEC104Error) {
+        // Years 1900…2200 bound the arithmetic below (no overflow for any Int64); the century check follows.
+        guard unixMilliseconds > -2_208_988_800_000, unixMilliseconds < 7_258_118_400_000 else {
+            throw IEC104Error(.badTime, "\(unixMilliseconds) ms since 1970 is outside 2000…2099")
+        }
         let local = unixMilliseconds + Int64(base.offsetMinutes) * 60_000
         let days = Self.floorDivide(local, 86_400_000)
         let inDay = local - days * 86_400_000

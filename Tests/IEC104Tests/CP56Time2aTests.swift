@@ -60,6 +60,8 @@ struct CP56Time2aTests {
     func outOfCentury() {
         #expect(code { _ = try CP56Time2a(unixMilliseconds: 946_684_799_999) } == .badTime)
         #expect(code { _ = try CP56Time2a(unixMilliseconds: 4_102_444_800_000) } == .badTime)
+        #expect(code { _ = try CP56Time2a(unixMilliseconds: .max) } == .badTime)
+        #expect(code { _ = try CP56Time2a(unixMilliseconds: .min, base: TimeBase(offsetMinutes: -1439)!) } == .badTime)
     }
 
     @Test("a field out of range or a reserved bit set is IEC104_BAD_TIME", arguments: [
