@@ -70,10 +70,11 @@ check: deps
 	$(MAKE) --no-print-directory config-check
 
 ## Benchmarks against the targets and this machine's limits (cyclictest beside the cycle): writes
-## hil/results/benchmarks.md and its plots. About 20 minutes; BENCH_QUICK=1 for a short run.
+## hil/results/benchmarks.md and its plots. About an hour; BENCH_QUICK=1 for a short run;
+## BENCH_ONLY="jitter resources" retakes only those sections into the last run's table (no fleet).
 bench: deps
 	scripts/bench.sh
-	scripts/fleet-bench.sh
+	@if [ -z "$$BENCH_ONLY" ]; then scripts/fleet-bench.sh; fi
 
 ## The soak: plant + release bessd at 10 ms for 30 minutes, every fault kind in turn every 30 s,
 ## an uplink outage and a reload every 5 minutes; judges RSS, descriptors, overruns, faults and the

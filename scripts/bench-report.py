@@ -199,6 +199,7 @@ md = [
     f"Measured by `make bench` on {r.get('machine', '?')}, {r.get('date', '?')}, commit {r.get('commit', '?')}, release build.",
     "Every figure is this machine's; cyclictest runs beside bessd at the same period and policy as the limit the",
     "machine sets. Raw data: `hil/results/bench-data/`.",
+] + ([f"Rows retaken (`BENCH_ONLY`): {r['retaken']}; every other row is from the run above."] if r.get("retaken") else []) + [
     "",
     "| Measure | Result | Target | Verdict |",
     "|---|---|---|---|",

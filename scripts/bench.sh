@@ -3,6 +3,9 @@
 # hil/results/benchmarks.md (the table), hil/results/*.png (plots) and hil/results/bench-data/ (raw).
 #   scripts/bench.sh            everything (about 50 minutes on 2 cores, plus the release build)
 #   BENCH_QUICK=1 scripts/bench.sh   shorter runs (fewer samples; for trying the script)
+#   BENCH_ONLY="jitter resources" scripts/bench.sh   retakes only those sections (jitter, step,
+#     stepwire, site, scada, alarm, resources, spool, allocations, plot) into the existing results:
+#     their keys are replaced, every other row keeps its run, and the table names the retaken rows
 # Numbers live here, never in timed tests. Each measurement is independent: one that cannot run
 # (no real-time priority, no VM for CAN) says so in the table instead of failing the others.
 set -uo pipefail
@@ -12,6 +15,9 @@ OUT=hil/results
 DATA=$OUT/bench-data
 mkdir -p "$DATA"
 QUICK=${BENCH_QUICK:-}
+ONLY=${BENCH_ONLY:-}
+# True when this run takes section $1 (every section unless BENCH_ONLY names some).
+want() { [ -z "$ONLY" ] || [[ " $ONLY " == *" $1 "* ]]; }
 BIN=.build/release
 scripts/ensure-debian-packages.sh pkg-config libmodbus-dev libsocketcan-dev libsystemd-dev rt-tests gnuplot-nox curl procps
 echo "bench: release build"
@@ -22,13 +28,21 @@ PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$WORK"; }
 trap cleanup EXIT
 RESULTS=$DATA/results.env
-: > "$RESULTS"
 put() { echo "$1=$2" >> "$RESULTS"; }
+if [ -z "$ONLY" ] || [ ! -s "$RESULTS" ]; then
+  : > "$RESULTS"
+else
+  # A retake: the keys written below replace the earlier run's (the report reads the last value).
+  earlier=$(sed -n 's/^retaken="\(.*\)"$/\1/p' "$RESULTS" | tail -1)
+  put retaken "\"${earlier:+$earlier; }$ONLY at $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)\""
+fi
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-put machine "\"$(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GB", $2/1048576}' /proc/meminfo), $(uname -r), $(swift --version 2>/dev/null | head -1 | sed 's/ (.*//')\""
-put date "\"$(date -u +%Y-%m-%dT%H:%MZ)\""
-put commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+if [ -z "$ONLY" ]; then
+  put machine "\"$(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GB", $2/1048576}' /proc/meminfo), $(uname -r), $(swift --version 2>/dev/null | head -1 | sed 's/ (.*//')\""
+  put date "\"$(date -u +%Y-%m-%dT%H:%MZ)\""
+  put commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+fi
 
 # A simulated site of N units (the cycle's work without buses), or the rig form (mode hil: every
 # inverter real, on Modbus TCP to bess-hil plant on loopback, each on its own port; BMS simulated).
@@ -51,6 +65,24 @@ site() {  # NAME UNITS PERIOD_MS [rig-base-port] [rt|nort]
       fi
     done
   } > "$WORK/$name.yaml"
+}
+
+# The step and site latency runs (sections step, site and scada).
+STEPS=$([ -n "$QUICK" ] && echo 40 || echo 300)
+step() {  # KEY PERIOD_MS [--no-realtime]
+  local key=$1 period=$2; shift 2
+  $BIN/bess-hil bench step-latency --steps "$STEPS" --period-ms "$period" --units 8 "$@" --bessd $BIN/bessd \
+    --csv "$DATA/$key.csv" | tee "$WORK/$key.txt"
+  sed -n "s/^SUMMARY step_to_setpoint n=\([0-9]*\) misses=\([0-9]*\) p50_ms=\([0-9.]*\) p99_ms=\([0-9.]*\) max_ms=\([0-9.]*\)/${key}_n=\1\n${key}_misses=\2\n${key}_p50=\3\n${key}_p99=\4\n${key}_max=\5/p" \
+    "$WORK/$key.txt" >> "$RESULTS"
+}
+SITE_STEPS=$([ -n "$QUICK" ] && echo 20 || echo 100)
+site_latency() {  # KEY SUBCOMMAND COUNT-OPTION SUMMARY-NAME
+  local key=$1
+  $BIN/bess-hil bench "$2" "--$3" "$SITE_STEPS" --period-ms 100 --units 8 --bessd $BIN/bessd \
+    --csv "$DATA/$key.csv" | tee "$WORK/$key.txt"
+  sed -n "s/^SUMMARY $4 n=\([0-9]*\) misses=\([0-9]*\) p50_ms=\([0-9.]*\) p99_ms=\([0-9.]*\) max_ms=\([0-9.]*\)/${key}_n=\1\n${key}_misses=\2\n${key}_p50=\3\n${key}_p99=\4\n${key}_max=\5/p" \
+    "$WORK/$key.txt" >> "$RESULTS"
 }
 
 # 1. The cycle with real workers on the wire: 8 units, each inverter on its own Modbus TCP port of
@@ -132,6 +164,7 @@ print(f"bessd{p}_late={cyc['late_readings'] - before['late_readings']}\nbessd{p}
 print(f"bessd{p}_cpu={sys.argv[5]}")
 PY
 }
+if want jitter; then
 echo "bench: 8 units on Modbus TCP at 100 ms and 10 ms, with and without SCHED_FIFO 60, cyclictest beside"
 if [ -n "$QUICK" ]; then
   jitter 100 30 rt; jitter 100 30 nort; jitter 10 20 rt; jitter 10 20 nort
@@ -140,47 +173,39 @@ else
   # BENCH_LONG_S shortens the long run (e.g. 300 for 3,000 cycles) when an hour is not at hand.
   jitter 100 "${BENCH_LONG_S:-1000}" rt; jitter 100 300 nort; jitter 10 100 rt; jitter 10 100 nort
 fi
+fi
 
 # 2. Frequency step at the plant's registers → new setpoint on the wire (response time 0): 8 units,
 #    each on its own port, the first one timed; at 10 ms with and without real-time priority, at 100 ms with.
+if want step; then
 echo "bench: frequency step → setpoint on the wire"
-STEPS=$([ -n "$QUICK" ] && echo 40 || echo 300)
-step() {  # KEY PERIOD_MS [--no-realtime]
-  local key=$1 period=$2; shift 2
-  $BIN/bess-hil bench step-latency --steps "$STEPS" --period-ms "$period" --units 8 "$@" --bessd $BIN/bessd \
-    --csv "$DATA/$key.csv" | tee "$WORK/$key.txt"
-  sed -n "s/^SUMMARY step_to_setpoint n=\([0-9]*\) misses=\([0-9]*\) p50_ms=\([0-9.]*\) p99_ms=\([0-9.]*\) max_ms=\([0-9.]*\)/${key}_n=\1\n${key}_misses=\2\n${key}_p50=\3\n${key}_p99=\4\n${key}_max=\5/p" \
-    "$WORK/$key.txt" >> "$RESULTS"
-}
 step step100rt 100
 step step10rt 10
 step step10nort 10 --no-realtime
 cp "$DATA/step100rt.csv" "$DATA/step-latency.csv" 2>/dev/null || true
+fi
 
 # 2a. The same step against an independent peer: 8 SunSpec inverters served by pymodbus, each on its
 #     own port, bessd (SCHED_FIFO 60) and the naive pymodbus loop a user would write back to back, at
 #     10 ms and 100 ms; the peer stamps the step and the first write reflecting it
 #     (scripts/step-wire-bench.sh, which also runs alone and on two binaries interleaved).
+if want stepwire; then
 echo "bench: frequency step → setpoint on the wire against pymodbus, bessd beside the naive loop"
 RESULTS="$ROOT/$RESULTS" DATA="$ROOT/$DATA" BESSD="$ROOT/$BIN/bessd" PERIODS="10 100" STEPS="$STEPS" scripts/step-wire-bench.sh
+fi
 
 # 2b. The site: one unit's inverter faults during a frequency event → the timed unit's larger share on
 #     its wire; the load steps over a 400 kW import limit at the site meter → the timed unit's new
 #     setpoint. 8 units at 100 ms, SCHED_FIFO 60, each inverter (and the meter) on its own port.
+if want site; then
 echo "bench: site — unit trip and load step → setpoints on the wire"
-SITE_STEPS=$([ -n "$QUICK" ] && echo 20 || echo 100)
-site_latency() {  # KEY SUBCOMMAND COUNT-OPTION SUMMARY-NAME
-  local key=$1
-  $BIN/bess-hil bench "$2" "--$3" "$SITE_STEPS" --period-ms 100 --units 8 --bessd $BIN/bessd \
-    --csv "$DATA/$key.csv" | tee "$WORK/$key.txt"
-  sed -n "s/^SUMMARY $4 n=\([0-9]*\) misses=\([0-9]*\) p50_ms=\([0-9.]*\) p99_ms=\([0-9.]*\) max_ms=\([0-9.]*\)/${key}_n=\1\n${key}_misses=\2\n${key}_p50=\3\n${key}_p99=\4\n${key}_max=\5/p" \
-    "$WORK/$key.txt" >> "$RESULTS"
-}
 site_latency trip100 trip-latency trips trip_to_others
 site_latency loadstep100 load-step-latency steps load_step_to_setpoint
+fi
 
 # 2c. Plant SCADA: a WSet write on bessd's SunSpec server → the timed unit's new setpoint on its wire;
 #     20 clients reading the whole map at 10 Hz for a minute (then flat out) beside 8 units on the wire.
+if want scada; then
 echo "bench: SCADA — write → wire, and 20 clients reading the map"
 site_latency scadawrite100 scada-write-latency writes scada_write_to_setpoint
 SCADA_S=$([ -n "$QUICK" ] && echo 15 || echo 60)
@@ -198,8 +223,10 @@ for line in open(sys.argv[1]):
             print(f"scadaload_{v}={f[k]}")
         print("scadaload_flat_s=10")
 PY
+fi
 
 # 3. BMS protection frame on CAN → zero on the wire: needs CAN, so inside the VM (scripts/can-tests.sh's recipe).
+if want alarm; then
 echo "bench: BMS alarm frame → zero on the wire (SocketCAN, in a VM)"
 ALARM_TXT=$WORK/alarm.txt
 if BENCH_ALARMS="$([ -n "$QUICK" ] && echo 10 || echo 60)" scripts/can-bench.sh "$ROOT/$BIN" "$ROOT/$DATA/alarm-latency.csv" > "$ALARM_TXT" 2>&1; then
@@ -212,8 +239,10 @@ else
   tail -5 "$ALARM_TXT"
   put alarm_where "\"not measured: $(tail -1 "$ALARM_TXT" | tr -d '"')\""
 fi
+fi
 
 # 4. CPU share of one core and memory with 1, 8 and 32 units: bessd against the plant over Modbus TCP.
+if want resources; then
 echo "bench: CPU and RSS with 1, 8 and 32 units at 100 ms"
 for units in 1 8 32; do
   base=$((20000 + RANDOM % 20000))
@@ -242,10 +271,12 @@ print(f"cpu{units}={statistics.median(bessd):.3f}\ncpu{units}_min={min(bessd):.3
 print(f"plantcpu{units}={statistics.median(plant):.3f}\nrss{units}={rss/1024:.1f}\nhwm{units}={hwm/1024:.1f}")
 PY
 done
+fi
 
 # 5. Spool: append rate, and replay after an outage (a one-hour backlog of 8 units at 1 Hz:
 #    telemetry each second and availability every 5 s per unit, 34,560 records) until bess-aggregator
 #    has every record.
+if want spool; then
 echo "bench: spool append and replay"
 $BIN/bess-hil spool --dir "$WORK/spool-append" --records 200000 --size 300 | tail -1 | tee "$WORK/append.txt"
 put spool_append "$(sed -n 's/.*: \([0-9]*\) records\/s.*/\1/p' "$WORK/append.txt")"
@@ -269,7 +300,9 @@ kill -TERM $bpid; wait $bpid 2>/dev/null
 put backlog_records "$BACKLOG"
 put backlog_delivered "${delivered%.*}"
 put backlog_seconds "$elapsed"
+fi
 
+if want allocations; then
 # 6. Heap allocations per steady-state cycle: package-benchmark's malloc interposer (nested package).
 echo "bench: allocations per cycle (Benchmarks/, package-benchmark with MallocInterposer)"
 (cd Benchmarks && swift package --allow-writing-to-package-directory benchmark --format markdown --no-progress 2>&1) \
@@ -303,11 +336,14 @@ for units in (1, 8, 32):
 cal, _ = row("### calibration: 1000 heap arrays", "Malloc (total)")
 print(f"alloc_calibration={min(cal) if cal else float('nan'):g}")
 PY
+fi
 
+if want plot; then
 # 7. The scenario plot the README shows (release build).
 echo "bench: the README's scenario plot"
 $BIN/bess-hil scenario --bessd $BIN/bessd --output "$WORK/scenario" hil/scenarios/droop-step-66.yaml | tail -1
 cp "$WORK/scenario/droop-step-66.png" "$OUT/scenario-droop-step-66.png" 2>/dev/null || true
+fi
 
 echo "bench: writing $OUT/benchmarks.md and plots"
 python3 scripts/bench-report.py "$RESULTS" "$DATA" "$OUT"
