@@ -161,7 +161,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
         .testTarget(name: "UplinkTests", dependencies: ["Uplink", "UplinkIngest", "ControlCore", "BessSystem"], swiftSettings: swiftSettings),
-        .testTarget(name: "BessSystemTests", dependencies: ["BessSystem"], swiftSettings: swiftSettings),
+        .testTarget(name: "BessSystemTests", dependencies: ["BessSystem", "ControlCore"], swiftSettings: swiftSettings),
         // The 104 codec and link byte-exact from the standard, and against c104 and iec60870-parser (PyPI).
         .testTarget(name: "IEC104Tests", dependencies: ["IEC104", "ControlCore", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(

@@ -106,12 +106,12 @@ public final class BMSWorker: @unchecked Sendable {
         var decoder = PylontechDecoder()
         var unsentNotice = UnsentExtensionNotice(extensions: PylontechDecoder.extensionGroups)
         var socket: CANSocket?
-        var backoff = Backoff(firstNanoseconds: 250_000_000, maximumNanoseconds: 5_000_000_000)
-        var retryAt: Int64 = 0
-        var nextKeepAlive: Int64 = 0
+        var backoff = Backoff(first: .milliseconds(250), maximum: .seconds(5))
+        var retryAt = MonotonicInstant.zero
+        var nextKeepAlive = MonotonicInstant.zero
         var reported: FieldbusError.Code?
         while worker.isRunning {
-            let now = SystemClock.shared.now().nanoseconds
+            let now = SystemClock.shared.now()
             if socket == nil {
                 if now < retryAt {
                     usleep(50_000)
@@ -149,7 +149,7 @@ public final class BMSWorker: @unchecked Sendable {
                         if error.code == .busOff { $0.fault = error.code.description }
                     }
                 }
-                nextKeepAlive = now + 1_000_000_000
+                nextKeepAlive = now + .seconds(1)
             }
             do {
                 guard let (frame, stamp) = try can.receive(timeout: .milliseconds(100)) else { continue }
@@ -189,7 +189,7 @@ public final class BMSWorker: @unchecked Sendable {
                 slot.update { $0.fault = fault.description }
                 warn(error)
                 socket = nil
-                retryAt = SystemClock.shared.now().nanoseconds + backoff.next()
+                retryAt = SystemClock.shared.now() + backoff.next()
             }
         }
     }

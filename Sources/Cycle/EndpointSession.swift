@@ -91,7 +91,7 @@ struct DeviceState {
     /// When the static values (nameplate, settings, scale factors) were last read.
     var staticsAt = MonotonicInstant.zero
     var backoffUntil = MonotonicInstant.zero
-    var backoff = Backoff(firstNanoseconds: 500_000_000, maximumNanoseconds: 10_000_000_000)
+    var backoff = Backoff(first: .milliseconds(500), maximum: .seconds(10))
     /// The last reading had an unusable value: command 0 W until a reading is whole again.
     var valueFault = false
     /// A read failure was logged (log once until the unit answers again).
@@ -104,7 +104,7 @@ struct DeviceState {
 struct EndpointLink {
     var connection: ModbusConnection?
     var backoffUntil = MonotonicInstant.zero
-    var backoff = Backoff(firstNanoseconds: 500_000_000, maximumNanoseconds: 10_000_000_000)
+    var backoff = Backoff(first: .milliseconds(500), maximum: .seconds(10))
     /// Timeouts in a row with no answer from any unit: when every unit has been silent, the
     /// connection itself is suspect (a half-open TCP session) and is re-established.
     var silentInARow = 0

@@ -510,7 +510,7 @@ public final class EndpointWorker: @unchecked Sendable {
             session.devices[index].device = nil
             session.devices[index].lastWritten = nil
             session.devices[index].valueFault = false
-            session.devices[index].backoffUntil = clock.now() + .nanoseconds(session.devices[index].backoff.next())
+            session.devices[index].backoffUntil = clock.now() + session.devices[index].backoff.next()
         }
     }
 
@@ -538,7 +538,7 @@ public final class EndpointWorker: @unchecked Sendable {
         }
         // Reconnect after a pause that doubles up to 10 s, with jitter, so a fleet does not hammer a
         // recovering device in step.
-        session.link.backoffUntil = clock.now() + .nanoseconds(session.link.backoff.next())
+        session.link.backoffUntil = clock.now() + session.link.backoff.next()
     }
 
     /// A plain notice about one device.

@@ -1,5 +1,5 @@
 package import BessSystem
-import ControlCore
+package import ControlCore
 package import Foundation
 
 /// The site's topic tree, protocol version 1 (docs/uplink-mqtt.md).
@@ -198,22 +198,21 @@ public final class MQTTUplinkSender: UplinkTransport {
         var backoff: Backoff
         package var inflight: [(mid: Int32, last: UInt64, count: Int, done: Bool)] = []
         package var publishedThrough: UInt64 = 0
-        package var nextPublish = ContinuousClock.now
+        package var nextPublish = SystemClock.shared.now()
         var pacer: BatchPacer
         var unsentAcks: [[UInt8]] = []
         var reported: UplinkError.Code?
         var ledger: CommandLedger
         var lastAvailability: [UInt8]?
-        package var nextAttempt = ContinuousClock.now
+        package var nextAttempt = SystemClock.shared.now()
 
         package init(sender: MQTTUplinkSender) throws(UplinkError) {
             self.sender = sender
-            backoff = Backoff(firstNanoseconds: sender.settings.minBackoff.nanosecondsClamped,
-                              maximumNanoseconds: sender.settings.maxBackoff.nanosecondsClamped)
+            backoff = Backoff(first: sender.settings.minBackoff, maximum: sender.settings.maxBackoff)
             ledger = CommandLedger(file: sender.settings.ledgerFile)
             if let problem = ledger.loadProblem { sender.log("uplink (MQTT): \(problem)", "MQTT_LEDGER_UNREADABLE") }
-            pacer = BatchPacer(interval: sender.settings.interval, now: ContinuousClock.now)
-            nextAttempt = ContinuousClock.now + sender.settings.firstAttemptDelay
+            pacer = BatchPacer(interval: sender.settings.interval, now: SystemClock.shared.now())
+            nextAttempt = SystemClock.shared.now() + sender.settings.firstAttemptDelay
             let options = try sender.options()
             connection = try MQTTConnection(options) { [unowned self] event in self.handle(event) }
         }
@@ -227,7 +226,7 @@ public final class MQTTUplinkSender: UplinkTransport {
             defer { sender.finished.signal() }
             while !sender.stopping.withLock({ $0 }) {
                 if !open {
-                    let wait = nextAttempt - ContinuousClock.now
+                    let wait = nextAttempt - SystemClock.shared.now()
                     if wait > .zero {
                         wakeup.wait(until: SystemClock.shared.now() + wait)
                         continue
@@ -237,7 +236,7 @@ public final class MQTTUplinkSender: UplinkTransport {
                 }
                 var fds = [pollfd(fd: connection.socket, events: Int16(POLLIN) | (connection.wantsWrite ? Int16(POLLOUT) : 0), revents: 0),
                            pollfd(fd: wakeup.descriptor, events: Int16(POLLIN), revents: 0)]
-                _ = poll(&fds, 2, sleepMilliseconds(now: ContinuousClock.now))
+                _ = poll(&fds, 2, sleepMilliseconds(now: SystemClock.shared.now()))
                 if fds[1].revents != 0 { wakeup.drain() }
                 service(readable: fds[0].revents & Int16(POLLIN | POLLERR | POLLHUP) != 0)
             }
@@ -246,7 +245,7 @@ public final class MQTTUplinkSender: UplinkTransport {
 
         /// How long the link may sleep with nothing arriving: until its next batch is due, at most a
         /// second (the keepalive check), rounded up to the millisecond.
-        func sleepMilliseconds(now: ContinuousClock.Instant) -> Int32 {
+        func sleepMilliseconds(now: MonotonicInstant) -> Int32 {
             var wait = Duration.seconds(1)
             if connected, inflight.count < sender.settings.window, sender.queue.newest > publishedThrough {
                 wait = min(wait, max(.zero, nextPublish - now))
@@ -256,13 +255,13 @@ public final class MQTTUplinkSender: UplinkTransport {
 
         /// Opens the connection when its back-off has passed; never sleeps.
         package func attempt() {
-            guard !open, ContinuousClock.now >= nextAttempt else { return }
+            guard !open, SystemClock.shared.now() >= nextAttempt else { return }
             do {
                 try connection.connect()
                 open = true
             } catch {
                 fail(error)
-                nextAttempt = ContinuousClock.now + .nanoseconds(backoff.next())
+                nextAttempt = SystemClock.shared.now() + backoff.next()
             }
         }
 
@@ -298,7 +297,7 @@ public final class MQTTUplinkSender: UplinkTransport {
             inflight.removeAll()
             publishedThrough = 0
             fail(error)
-            nextAttempt = ContinuousClock.now + .nanoseconds(backoff.next())
+            nextAttempt = SystemClock.shared.now() + backoff.next()
         }
 
         func handle(_ event: MQTTConnection.Event) {
@@ -354,14 +353,14 @@ public final class MQTTUplinkSender: UplinkTransport {
             // Nothing new since the last batch: nothing to read (an atomic load, no lock); the append
             // wakes this link's thread (bessd) or its group's next sweep (10 ms) finds it.
             let newest = sender.queue.newest
-            guard inflight.count < sender.settings.window, newest > publishedThrough, ContinuousClock.now >= nextPublish else { return }
+            guard inflight.count < sender.settings.window, newest > publishedThrough, SystemClock.shared.now() >= nextPublish else { return }
             let records: [SpoolRecord]
             do {
                 records = try sender.queue.records(after: publishedThrough, limit: sender.settings.batchSize)
             } catch {
                 // The spool's own code (SPOOL_FULL, SPOOL_IO…); the broker's link is still up.
                 fail(UplinkError(spool: error), connectionDown: false)
-                nextPublish = ContinuousClock.now + sender.settings.interval
+                nextPublish = SystemClock.shared.now() + sender.settings.interval
                 return
             }
             guard let last = records.last else {
@@ -387,7 +386,7 @@ public final class MQTTUplinkSender: UplinkTransport {
                 lastAvailability = availability
                 try connection.publish(topics.availability, availability, retain: true)
             }
-            if records.count < sender.settings.batchSize { nextPublish = max(nextPublish, pacer.sent(at: ContinuousClock.now)) }
+            if records.count < sender.settings.batchSize { nextPublish = max(nextPublish, pacer.sent(at: SystemClock.shared.now())) }
         }
 
         static func isAvailability(_ payload: [UInt8]) -> Bool {
@@ -415,7 +414,7 @@ public final class MQTTUplinkSender: UplinkTransport {
                 }
                 inflight.removeAll()
                 publishedThrough = 0
-                nextPublish = ContinuousClock.now + .nanoseconds(backoff.next())
+                nextPublish = SystemClock.shared.now() + backoff.next()
                 return
             }
             inflight[i].done = true
@@ -450,7 +449,7 @@ public final class MQTTUplinkSender: UplinkTransport {
 
         /// One command from the command topic: validated and acted on once per id, answered on `acks`.
         func command(_ payload: [UInt8], expiry: UInt32?) {
-            let received = ContinuousClock.now
+            let received = SystemClock.shared.now()
             let now = Date().timeIntervalSince1970
             let ack: CommandAck
             switch MQTTUplinkSender.decodeCommand(payload) {
@@ -506,7 +505,7 @@ public final class MQTTUplinkSender: UplinkTransport {
                 }
             }
             publishAck(ack)
-            let latency = (ContinuousClock.now - received)
+            let latency = (SystemClock.shared.now() - received)
             sender.statistics.withLock {
                 $0.lastCommandLatency = Double(latency.components.seconds) + Double(latency.components.attoseconds) * 1e-18
             }
@@ -523,8 +522,8 @@ public final class MQTTUplinkSender: UplinkTransport {
 
         /// A clean stop: the last PUBACKs (up to a second), `offline` on status, DISCONNECT.
         package func goOffline() {
-            let end = ContinuousClock.now + .seconds(1)
-            while !inflight.isEmpty, ContinuousClock.now < end {
+            let end = SystemClock.shared.now() + .seconds(1)
+            while !inflight.isEmpty, SystemClock.shared.now() < end {
                 do { try connection.loop(timeoutMilliseconds: 50) } catch { break }
             }
             let offline = SiteStatusMessage(state: "offline", session: sender.session, time: Date().timeIntervalSince1970)
@@ -688,15 +687,15 @@ private struct IdentifiedMessage: Decodable {
 struct BatchPacer {
     let interval: Duration
     /// The theoretical time of the next batch: a batch may go from `paced - interval` on.
-    private var paced: ContinuousClock.Instant
+    private var paced: MonotonicInstant
 
-    init(interval: Duration, now: ContinuousClock.Instant) {
+    init(interval: Duration, now: MonotonicInstant) {
         self.interval = interval
         paced = now
     }
 
     /// A batch went at `now`; returns the earliest instant the next may go.
-    mutating func sent(at now: ContinuousClock.Instant) -> ContinuousClock.Instant {
+    mutating func sent(at now: MonotonicInstant) -> MonotonicInstant {
         paced = max(paced, now) + interval
         return paced - interval
     }

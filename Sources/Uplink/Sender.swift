@@ -109,8 +109,7 @@ public final class UplinkSender: UplinkTransport {
     }
 
     func run(_ client: HTTPClient) async {
-        var backoff = Backoff(firstNanoseconds: settings.minBackoff.nanosecondsClamped,
-                              maximumNanoseconds: settings.maxBackoff.nanosecondsClamped)
+        var backoff = Backoff(first: settings.minBackoff, maximum: settings.maxBackoff)
         var acks: [CommandAck] = []
         var reported: UplinkError.Code?
         while !Task.isCancelled {
@@ -151,7 +150,7 @@ public final class UplinkSender: UplinkTransport {
                 if reported != code { log("uplink: \(error); retrying with back-off", code.description) }
                 reported = code
                 // The current back-off plus up to a quarter, chosen at random; it doubles to the maximum.
-                try? await Task.sleep(for: .nanoseconds(backoff.next()))
+                try? await Task.sleep(for: backoff.next())
             }
         }
         try? await client.shutdown()

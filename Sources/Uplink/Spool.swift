@@ -1,4 +1,5 @@
 import BessSystem
+import ControlCore
 import Foundation
 import Glibc
 
@@ -142,7 +143,7 @@ public final class Spool {
     /// after a gap would be read as damage and cut at the next start.
     var startsSegment = false
     var unsynced = false
-    var lastSync = ContinuousClock.now
+    var lastSync = SystemClock.shared.now()
     /// Where the last read stopped: the segment, the last seq it returned, the byte offset after it.
     var cursor: (path: String, seq: UInt64, offset: Int)?
     /// Where the records after a seq began at the last read: a request repeated unacknowledged.
@@ -211,7 +212,7 @@ public final class Spool {
         unsynced = true
         // The record is stored from here on: nothing below may report it lost.
         enforceBound()
-        if ContinuousClock.now - lastSync >= syncInterval { sync() }
+        if SystemClock.shared.now() - lastSync >= syncInterval { sync() }
         return seq
     }
 
@@ -228,7 +229,7 @@ public final class Spool {
         }
         let through = nextSeq &- 1
         syncs &+= 1
-        lastSync = ContinuousClock.now
+        lastSync = SystemClock.shared.now()
         guard fsync(fd) == 0 else { throw SpoolError.failed("syncing the spool", errno: errno) }
         unsynced = false
         durableThrough = through

@@ -31,7 +31,7 @@ final class MQTTConsumer: @unchecked Sendable {
     let followsStatus: Bool
     var connection: MQTTConnection!
     var open = false
-    var backoff = Backoff(firstNanoseconds: 500_000_000, maximumNanoseconds: 30_000_000_000)
+    var backoff = Backoff(first: .milliseconds(500), maximum: .seconds(30))
     var pendingBatches: [(site: String, received: ReceivedBatch)] = []
     var pendingAcks: [(site: String, ack: CommandAck)] = []
     var pendingStatus: [(site: String, message: SiteStatusMessage)] = []
@@ -125,7 +125,7 @@ final class MQTTConsumer: @unchecked Sendable {
         pendingAcks.removeAll()
         pendingStatus.removeAll()
         pendingSince = nil
-        Thread.sleep(forTimeInterval: Double(backoff.next()) / 1e9)
+        Thread.sleep(forTimeInterval: backoff.next().secondsDouble)
     }
 
     /// Stores what was read, retrying while the database is away; PUBACKs wait for it.
@@ -133,7 +133,7 @@ final class MQTTConsumer: @unchecked Sendable {
         guard !pendingBatches.isEmpty || !pendingAcks.isEmpty || !pendingStatus.isEmpty else { return }
         let batches = pendingBatches, acks = pendingAcks, statuses = pendingStatus
         let store = self.store
-        var attempt = Backoff(firstNanoseconds: 200_000_000, maximumNanoseconds: 5_000_000_000)
+        var attempt = Backoff(first: .milliseconds(200), maximum: .seconds(5))
         var onlineSites: [String] = []
         while true {
             // A database call that never returns (a pool wedged by a server restart) counts as a
@@ -155,7 +155,7 @@ final class MQTTConsumer: @unchecked Sendable {
                 statistics.withLock { $0.storeFailures &+= 1 }
                 FileHandle.standardError.write(Data("bess-aggregator: storing failed (\(error)); retrying, acknowledgements held\n".utf8))
                 store.renew()
-                Thread.sleep(forTimeInterval: Double(attempt.next()) / 1e9)
+                Thread.sleep(forTimeInterval: attempt.next().secondsDouble)
                 // Keepalive cannot go out without the held PUBACKs; past the keepalive the broker drops us and resends.
                 continue
             }
@@ -274,7 +274,7 @@ final class CommandPublisher: @unchecked Sendable {
     let published = PILock<UInt64>(0)
     var connection: MQTTConnection!
     var open = false
-    var backoff = Backoff(firstNanoseconds: 500_000_000, maximumNanoseconds: 30_000_000_000)
+    var backoff = Backoff(first: .milliseconds(500), maximum: .seconds(30))
 
     init(_ options: MQTTConnection.Options) throws(UplinkError) {
         var o = options
@@ -305,7 +305,7 @@ final class CommandPublisher: @unchecked Sendable {
                     open = true
                     backoff.reset()
                 } catch {
-                    Thread.sleep(forTimeInterval: Double(backoff.next()) / 1e9)
+                    Thread.sleep(forTimeInterval: backoff.next().secondsDouble)
                     continue
                 }
             }
@@ -328,7 +328,7 @@ final class CommandPublisher: @unchecked Sendable {
                 try connection.loop(timeoutMilliseconds: 10)
             } catch {
                 open = false
-                Thread.sleep(forTimeInterval: Double(backoff.next()) / 1e9)
+                Thread.sleep(forTimeInterval: backoff.next().secondsDouble)
             }
         }
     }

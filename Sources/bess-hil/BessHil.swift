@@ -1,4 +1,5 @@
 import ArgumentParser
+import ControlCore
 import ControlProtocol
 import BessSystem
 import Foundation
@@ -144,7 +145,7 @@ struct SpoolWriter: ParsableCommand {
         let queue = SpoolQueue(spool)
         let filler = String(repeating: "x", count: max(0, size - 120))
         let payload = [UInt8](repeating: 0x42, count: size)
-        let start = ContinuousClock.now
+        let start = SystemClock.shared.now()
         var last: UInt64 = 0
         for i in 0..<records {
             do {
@@ -162,7 +163,7 @@ struct SpoolWriter: ParsableCommand {
             if i % 1000 == 999 { print("SEQ \(last)") }
         }
         spool.sync()
-        let seconds = (ContinuousClock.now - start) / .seconds(1)
+        let seconds = (SystemClock.shared.now() - start) / .seconds(1)
         print("DONE \(records) records in \(seconds) s: \(Int(Double(records) / max(seconds, 1e-9))) records/s, \(spool.syncs) fsyncs")
     }
 }

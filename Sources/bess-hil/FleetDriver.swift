@@ -97,12 +97,12 @@ final class MQTTGroup: Sendable {
             registered[i] = (socket, wanted)
         }
         var events = [bessd_epoll_event](repeating: bessd_epoll_event(), count: 256)
-        var nextMisc = [ContinuousClock.Instant](repeating: .now, count: links.count)
-        var nextSweep = ContinuousClock.now
+        var nextMisc = [MonotonicInstant](repeating: SystemClock.shared.now(), count: links.count)
+        var nextSweep = SystemClock.shared.now()
         var attemptsFrom = 0
         while !stopping.withLock({ $0 }) {
             // Rounded up: rounded down, the last millisecond before a sweep was a busy loop of zero waits.
-            let wait = max(0, (min((nextSweep - ContinuousClock.now).nanosecondsClamped, sweep.nanosecondsClamped) + 999_999) / 1_000_000)
+            let wait = max(0, (min((nextSweep - SystemClock.shared.now()).nanosecondsClamped, sweep.nanosecondsClamped) + 999_999) / 1_000_000)
             let ready = events.withUnsafeMutableBufferPointer { bessd_epoll_wait(epoll, $0.baseAddress, Int32($0.count), Int32(wait)) }
             for k in 0..<max(0, Int(ready)) {
                 let i = Int(events[k].data)
@@ -110,7 +110,7 @@ final class MQTTGroup: Sendable {
                 links[i].service(readable: events[k].events & readable != 0)
                 track(i)
             }
-            let now = ContinuousClock.now
+            let now = SystemClock.shared.now()
             guard now >= nextSweep else { continue }
             nextSweep = now + sweep
             // Connection attempts are spread: a few per sweep, so a fleet does not stampede the broker.

@@ -57,8 +57,8 @@ struct MeterPeerTests {
         runner.startWorkers()
         defer { runner.stopWorkers() }
         // Wait for the worker's first reading (condition, bounded at 10 s).
-        let deadline = ContinuousClock.now + .seconds(10)
-        while runner.io.meterSlot?.reading == nil, ContinuousClock.now < deadline { usleep(10_000) }
+        let deadline = SystemClock.shared.now() + .seconds(10)
+        while runner.io.meterSlot?.reading == nil, SystemClock.shared.now() < deadline { usleep(10_000) }
         #expect(runner.io.meterSlot?.reading != nil, "no meter reading: \(runner.io.meterSlot?.lastError ?? "-")")
         runner.step(now: SystemClock.shared.now(), wallClock: 1_800_000_000)
         #expect(runner.meter?.value.gridPower == Watts(-1234.5))

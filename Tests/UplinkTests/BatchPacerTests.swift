@@ -1,3 +1,4 @@
+import ControlCore
 import Foundation
 import Synchronization
 import Testing
@@ -5,11 +6,14 @@ import Testing
 
 @Suite("The MQTT uplink's batch rate budget")
 struct BatchPacerTests {
+    /// Where the tests' time starts: the pacer is pure, so no clock is read.
+    static let origin = MonotonicInstant(nanoseconds: 1_000_000_000)
+
     /// Publishes each record at the later of its own time and the instant the rule allows, plus the
     /// sender's own lateness (`late`: poll rounding, wake-up); returns how long each record waited
     /// beyond that lateness. `next` is the rule: given the instant a batch went, when the next may go.
-    func waits(_ times: [Duration], late: [Duration], _ next: (ContinuousClock.Instant) -> ContinuousClock.Instant) -> [Duration] {
-        let origin = ContinuousClock.now
+    func waits(_ times: [Duration], late: [Duration], _ next: (MonotonicInstant) -> MonotonicInstant) -> [Duration] {
+        let origin = Self.origin
         var allowed = origin
         return zip(times, late).map { t, late in
             let at = max(origin + t, allowed)
@@ -24,7 +28,7 @@ struct BatchPacerTests {
         var generator = SystemRandomNumberGenerator()
         let times = (0..<10_000).map { Duration.seconds($0) + .microseconds(Int.random(in: 0...30_000, using: &generator)) }
         let late = times.map { _ in Duration.microseconds(Int.random(in: 0...2_000, using: &generator)) }
-        var pacer = BatchPacer(interval: .seconds(1), now: ContinuousClock.now)
+        var pacer = BatchPacer(interval: .seconds(1), now: Self.origin)
         let waited = waits(times, late: late) { pacer.sent(at: $0) }
         #expect(waited.allSatisfy { $0 == .zero })
         // The rule it replaces (the next batch one interval after the last one went) adds the sender's
@@ -35,12 +39,12 @@ struct BatchPacerTests {
 
     @Test("a burst goes two at once, then one per interval: never more than one batch per interval on average")
     func burst() {
-        var burst = BatchPacer(interval: .seconds(1), now: ContinuousClock.now)
+        var burst = BatchPacer(interval: .seconds(1), now: Self.origin)
         let waited = waits(Array(repeating: .zero, count: 10), late: Array(repeating: .zero, count: 10)) { burst.sent(at: $0) }
         #expect(waited == [.zero, .zero] + (1...8).map { Duration.seconds($0) })
         // Records far more often than the interval: at most 1 + elapsed/interval batches, plus the burst.
-        var pacer = BatchPacer(interval: .milliseconds(100), now: ContinuousClock.now)
-        let origin = ContinuousClock.now
+        var pacer = BatchPacer(interval: .milliseconds(100), now: Self.origin)
+        let origin = Self.origin
         var next = origin
         var sent = 0
         for k in 0..<100_000 {

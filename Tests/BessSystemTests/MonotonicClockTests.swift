@@ -1,0 +1,57 @@
+import BessSystem
+import ControlCore
+import Testing
+
+@Suite("The one monotonic clock and the back-off on it")
+struct MonotonicClockTests {
+    @Test("a poll timeout runs to the deadline rounded up and 1 ms past, 0 once it has passed, a minute at most, none without one")
+    func pollTimeout() {
+        let now = MonotonicInstant(nanoseconds: 1_000_000_000)
+        #expect(SystemClock.pollTimeout(until: nil, now: now) == -1)
+        #expect(SystemClock.pollTimeout(until: now + .milliseconds(250), now: now) == 251)
+        #expect(SystemClock.pollTimeout(until: now + .nanoseconds(1), now: now) == 2)
+        #expect(SystemClock.pollTimeout(until: now, now: now) == 0)
+        #expect(SystemClock.pollTimeout(until: now - .seconds(1), now: now) == 0)
+        #expect(SystemClock.pollTimeout(until: now + .seconds(3600), now: now) == 60_000)
+    }
+
+    @Test("a sleep on the system clock ends at or after its deadline, never before")
+    func systemClock() {
+        let clock: any MonotonicClock = SystemClock.shared
+        let before = clock.now()
+        let deadline = before + .milliseconds(2)
+        clock.sleep(until: deadline)
+        #expect(clock.now() >= deadline)
+    }
+
+    @Test("a manual clock moves only when told, and never back")
+    func manualClock() {
+        let clock = ManualClock(at: MonotonicInstant(nanoseconds: 5_000_000_000))
+        #expect(clock.now() == MonotonicInstant(nanoseconds: 5_000_000_000))
+        clock.advance(by: .milliseconds(10))
+        #expect(clock.now() == MonotonicInstant(nanoseconds: 5_010_000_000))
+        clock.advance(to: MonotonicInstant(nanoseconds: 1_000_000_000))
+        #expect(clock.now() == MonotonicInstant(nanoseconds: 5_010_000_000))
+        #expect(clock.settled, "no thread waits on it")
+    }
+
+    @Test("back-off pauses are Durations: the current back-off plus up to a quarter, doubling to the maximum, back to the first after reset")
+    func backoff() {
+        var backoff = Backoff(first: .milliseconds(100), maximum: .milliseconds(300), seed: 42)
+        #expect(backoff.isFirst)
+        let bounds: [(Duration, Duration)] = [(.milliseconds(100), .milliseconds(125)), (.milliseconds(200), .milliseconds(250)),
+                                              (.milliseconds(300), .milliseconds(375)), (.milliseconds(300), .milliseconds(375))]
+        for (low, high) in bounds {
+            let pause = backoff.next()
+            #expect(pause >= low && pause <= high, "\(pause) not in \(low)...\(high)")
+        }
+        #expect(!backoff.isFirst)
+        backoff.reset()
+        #expect(backoff.isFirst)
+        let first = backoff.next()
+        #expect(first >= .milliseconds(100) && first <= .milliseconds(125))
+        // A first back-off of nothing still waits: at least a nanosecond.
+        var zero = Backoff(first: .zero, maximum: .zero, seed: 1)
+        #expect(zero.next() > .zero)
+    }
+}
