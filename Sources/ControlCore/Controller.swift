@@ -525,7 +525,7 @@ struct SiteRunningState: Sendable {
     var operatorCap = Double.infinity
     var clockSynchronized = true
     var clockSteps = 0
-    var lastClockStepSeconds = 0.0
+    var lastClockStep = Duration.zero
     var lastClockOffset: Double?
 }
 

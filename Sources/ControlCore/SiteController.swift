@@ -20,11 +20,12 @@ public final class SiteController {
     /// every energy block measured meanwhile `clockUnsynced`). Set before each step.
     public var clockSynchronized: Bool { get { running.clockSynchronized } set { running.clockSynchronized = newValue } }
     /// Steps of the wall clock against the monotonic clock seen so far (more than
-    /// `EnergyAccumulator.stepTolerance` apart in one cycle), and the size of the last one, s.
+    /// `EnergyAccumulator.stepTolerance` apart in one cycle), and the size of the last one
+    /// (negative when the wall clock went back).
     public internal(set) var clockSteps: Int { get { running.clockSteps } set { running.clockSteps = newValue } }
-    public internal(set) var lastClockStepSeconds: Double {
-        get { running.lastClockStepSeconds }
-        set { running.lastClockStepSeconds = newValue }
+    public internal(set) var lastClockStep: Duration {
+        get { running.lastClockStep }
+        set { running.lastClockStep = newValue }
     }
     var lastClockOffset: Double? { get { running.lastClockOffset } set { running.lastClockOffset = newValue } }
     let droopCurve: DroopCurve
@@ -124,7 +125,8 @@ public final class SiteController {
         var steppedNow = false
         if let last = lastClockOffset, abs(offset - last) > EnergyAccumulator.stepTolerance {
             clockSteps &+= 1
-            lastClockStepSeconds = offset - last
+            // Signed, and clamped: the offsets are wall-clock seconds, finite or not.
+            lastClockStep = .nanoseconds(Int64(max(-9.2e18, min(9.2e18, (offset - last) * 1e9))))
             steppedNow = true
         }
         lastClockOffset = offset

@@ -203,7 +203,7 @@ public final class CycleBody {
             c.stats.frequency = runner.controller.site.frequency?.value ?? .nan
             c.stats.realtime = isRealtime
             c.stats.clockSteps = runner.controller.clockSteps
-            c.stats.lastClockStepSeconds = runner.controller.lastClockStepSeconds
+            c.stats.lastClockStep = runner.controller.lastClockStep
             runner.controller.events.drain {
                 c.events.push($0)
                 published = true

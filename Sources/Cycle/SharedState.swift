@@ -123,9 +123,9 @@ public struct CycleStatistics: Sendable, Equatable {
     public var histogram = LatencyHistogram()
     public var frequency: Double = .nan
     public var realtime = false
-    /// Wall-clock steps the cycle has seen, and the last one's size in seconds.
+    /// Wall-clock steps the cycle has seen, and the last one's size (negative: the clock went back).
     public var clockSteps = 0
-    public var lastClockStepSeconds = 0.0
+    public var lastClockStep = Duration.zero
     public init() {}
 }
 

@@ -1,4 +1,5 @@
 import BessSystem
+import ControlCore
 import Cycle
 import Foundation
 import Logging
@@ -42,7 +43,7 @@ final class ClockWatch {
         }
         let stats = shared.statistics
         if stats.clockSteps > reportedSteps {
-            let size = String(format: "%+.1f", stats.lastClockStepSeconds)
+            let size = String(format: "%+.1f", stats.lastClockStep.secondsDouble)
             logger.warning("CLOCK_STEPPED: the wall clock stepped by \(size) s (\(stats.clockSteps) steps since start); open energy blocks are flagged and none is reopened",
                            metadata: ["BESS_CODE": "CLOCK_STEPPED", "MESSAGE_ID": "\(MessageID.clock)"])
             reportedSteps = stats.clockSteps

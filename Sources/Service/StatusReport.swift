@@ -64,7 +64,7 @@ extension Daemon {
         let sync = clock.sync
         return ClockReply(synchronized: sync.isSynchronized, source: sync.source,
                           code: sync.isSynchronized == false ? "CLOCK_UNSYNCED" : nil,
-                          steps: stats.clockSteps, lastStepS: stats.clockSteps > 0 ? stats.lastClockStepSeconds : nil)
+                          steps: stats.clockSteps, lastStepS: stats.clockSteps > 0 ? stats.lastClockStep.secondsDouble : nil)
     }
 
     /// The uplink's transport, connection, last acknowledgement and backlog (bessctl status).
