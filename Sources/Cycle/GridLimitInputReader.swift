@@ -76,12 +76,12 @@ public final class GridLimitInputReader: @unchecked Sendable {
             } catch {
                 failures.add(1, ordering: .relaxed)
                 lastError = "\(error.code): \(error.message)"
-                let silent = SystemClock.shared.now().seconds(since: lastAnswer)
-                if !lost.load(ordering: .relaxed), silent >= settings.lostAfter.secondsDouble {
+                let silent = SystemClock.shared.now() - lastAnswer
+                if !lost.load(ordering: .relaxed), silent >= settings.lostAfter {
                     lost.store(true, ordering: .relaxed)
                     let held = contacts.limitPercent.map { "\(Self.number($0)) %" } ?? "none"
                     log("GRID_LIMIT_INPUT_LOST",
-                        "GRID_LIMIT_INPUT_LOST: the I/O module at \(endpoint) has not answered for \(Self.number(silent)) s "
+                        "GRID_LIMIT_INPUT_LOST: the I/O module at \(endpoint) has not answered for \(Self.number(silent.secondsDouble)) s "
                             + "(\(lastError)); the last limit holds (\(held))", true)
                 }
                 if error.isConnectionLost { connection?.close() }
