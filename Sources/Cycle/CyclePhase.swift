@@ -19,26 +19,20 @@ import Synchronization
 /// start its cycle. The previous cycle's writes still go out a whole period (less one round) before
 /// the next reads, whatever the lead.
 struct ReadLead {
+    /// The worst recent time from a round's planned start to its last answer, in nanoseconds.
     private(set) var worst: Int64 = 1_000_000
-
-    mutating func record(readAt: Int64, done: Int64) {
-        let took = max(0, done - readAt)
-        worst = took > worst ? took : worst - (worst - took) / 256
-    }
-
-    func nanoseconds(period: Int64, startsOnReadings: Bool = false) -> Int64 {
-        if startsOnReadings { return max(1_000_000, period * 4 / 5) }
-        return min(max(1_000_000, period / 20, 2 * worst + 500_000), period / 2)
-    }
 
     /// A round planned at `readAt` had its last answer at `done`.
     mutating func record(readAt: MonotonicInstant, done: MonotonicInstant) {
-        record(readAt: readAt.nanoseconds, done: done.nanoseconds)
+        let took = max(0, (done - readAt).nanosecondsClamped)
+        worst = took > worst ? took : worst - (worst - took) / 256
     }
 
     /// How long before a deadline of a cycle of `period` the reads start.
     func lead(period: Duration, startsOnReadings: Bool = false) -> Duration {
-        .nanoseconds(nanoseconds(period: period.nanosecondsClamped, startsOnReadings: startsOnReadings))
+        let period = period.nanosecondsClamped
+        if startsOnReadings { return .nanoseconds(max(1_000_000, period * 4 / 5)) }
+        return .nanoseconds(min(max(1_000_000, period / 20, 2 * worst + 500_000), period / 2))
     }
 }
 

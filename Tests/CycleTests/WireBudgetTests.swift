@@ -66,24 +66,29 @@ struct WireBudgetTests {
     @Test("the read lead widens at once after a slow round, narrows slowly, and stays within 1 ms … half a period (80 % when the cycle starts on its readings)")
     func readLead() {
         var lead = ReadLead()
-        let period: Int64 = 10_000_000
-        #expect(lead.nanoseconds(period: period) == 2_500_000)  // 2 × 1 ms + 0.5 ms
-        for k in 0..<2000 { lead.record(readAt: Int64(k) * period, done: Int64(k) * period + 100_000) }
-        #expect(lead.nanoseconds(period: period) == 1_000_000)  // fast answers: the floor
-        lead.record(readAt: 0, done: 1_500_000)  // one slow round (a late wake-up)
-        #expect(lead.nanoseconds(period: period) == 3_500_000)
-        for k in 0..<100 { lead.record(readAt: Int64(k) * period, done: Int64(k) * period + 100_000) }
+        let period = Duration.milliseconds(10)
+        /// Round `k` of a cycle of `period` started on time and took `took`.
+        func round(_ k: Int, of period: Duration, took: Duration) -> (readAt: MonotonicInstant, done: MonotonicInstant) {
+            let readAt = MonotonicInstant.zero + period * k
+            return (readAt, readAt + took)
+        }
+        #expect(lead.lead(period: period) == .microseconds(2500))  // 2 × 1 ms + 0.5 ms
+        for k in 0..<2000 { let r = round(k, of: period, took: .microseconds(100)); lead.record(readAt: r.readAt, done: r.done) }
+        #expect(lead.lead(period: period) == .milliseconds(1))  // fast answers: the floor
+        lead.record(readAt: .zero, done: .zero + .microseconds(1500))  // one slow round (a late wake-up)
+        #expect(lead.lead(period: period) == .microseconds(3500))
+        for k in 0..<100 { let r = round(k, of: period, took: .microseconds(100)); lead.record(readAt: r.readAt, done: r.done) }
         // A second later (100 rounds) most of the widening is still there.
-        #expect(lead.nanoseconds(period: period) > 2_000_000)
-        lead.record(readAt: 0, done: 40_000_000)  // a round longer than the period: capped at half of it
-        #expect(lead.nanoseconds(period: period) == period / 2)
+        #expect(lead.lead(period: period) > .milliseconds(2))
+        lead.record(readAt: .zero, done: .zero + .milliseconds(40))  // a round longer than the period: capped at half of it
+        #expect(lead.lead(period: period) == period / 2)
         // At 100 ms the floor is 5 % of the period.
         var slow = ReadLead()
-        for k in 0..<2000 { slow.record(readAt: Int64(k) * 100_000_000, done: Int64(k) * 100_000_000 + 100_000) }
-        #expect(slow.nanoseconds(period: 100_000_000) == 5_000_000)
+        for k in 0..<2000 { let r = round(k, of: .milliseconds(100), took: .microseconds(100)); slow.record(readAt: r.readAt, done: r.done) }
+        #expect(slow.lead(period: .milliseconds(100)) == .milliseconds(5))
         // When the cycle starts on its readings: 80 % of the period, however fast the rounds.
-        #expect(slow.nanoseconds(period: 100_000_000, startsOnReadings: true) == 80_000_000)
-        #expect(lead.nanoseconds(period: period, startsOnReadings: true) == 8_000_000)
+        #expect(slow.lead(period: .milliseconds(100), startsOnReadings: true) == .milliseconds(80))
+        #expect(lead.lead(period: period, startsOnReadings: true) == .milliseconds(8))
     }
 
     @Test("the worker writes a setpoint only when it changes, and re-arms the revert timer every half of it")
