@@ -49,6 +49,11 @@ let package = Package(
         .systemLibrary(
             name: "CMosquitto", pkgConfig: "libmosquitto",
             providers: [.apt(["libmosquitto-dev"])]),
+        // Debian's OpenSSL 3 for the grid links' TLS (IEC 62351-3, IEEE 2030.5's CCM8 suite, which
+        // swift-nio-ssl's BoringSSL lacks); BoringSSL's symbols are prefixed, so both link side by side.
+        .systemLibrary(
+            name: "COpenSSL", pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]),
 
         // Pure control law: no I/O, no Foundation, an injected clock.
         // `rounded()` lowers to libm's round(); link libm so the library stands alone.
@@ -89,7 +94,7 @@ let package = Package(
         .target(
             name: "Service",
             dependencies: [
-                "ControlCore", "BessSystem", "ControlProtocol", "Config", "Cycle", "Fieldbus", "Uplink", "CSystemd", "Scada",
+                "ControlCore", "BessSystem", "ControlProtocol", "Config", "Cycle", "Fieldbus", "Uplink", "CSystemd", "Scada", "Outstation",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
@@ -111,6 +116,9 @@ let package = Package(
         .target(name: "UplinkIngest", dependencies: ["Uplink", "ControlCore", "BessSystem"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "bessd",
+        // TLS over a non-blocking socket for the grid links (the 104 outstation's TLS port, the 2030.5
+        // client): contexts with mutual authentication, allow-list and CRL; a connection in poll steps.
+        .target(name: "TLSTransport", dependencies: ["BessSystem", "COpenSSL"], swiftSettings: swiftSettings),
             dependencies: [
                 "Service", "Cycle", "Config", "Simulation", "ControlCore", "ControlProtocol",
                 .product(name: "Logging", package: "swift-log"),

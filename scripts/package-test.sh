@@ -19,6 +19,7 @@ dpkg-deb -f "$DEB" Depends | grep -q 'libmodbus5' || fail "Depends lacks libmodb
 dpkg-deb -f "$DEB" Depends | grep -q 'libsocketcan2' || fail "Depends lacks libsocketcan2"
 dpkg-deb -f "$DEB" Depends | grep -q 'libsystemd0' || fail "Depends lacks libsystemd0"
 dpkg-deb -f "$DEB" Depends | grep -q 'libmosquitto1' || fail "Depends lacks libmosquitto1"
+dpkg-deb -f "$DEB" Depends | grep -q 'libssl3' || fail "Depends lacks libssl3"
 [[ "$(dpkg-deb --ctrl-tarfile "$DEB" | tar -xO ./conffiles)" == "/etc/bessd/bessd.yaml" ]] || fail "conffiles"
 for group in bess bess-operators; do
   dpkg-deb --ctrl-tarfile "$DEB" | tar -xO ./postinst | grep -q "addgroup --system $group\$" || fail "postinst does not create group $group"

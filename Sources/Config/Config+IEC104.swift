@@ -7,18 +7,22 @@ public struct IEC104Configuration: Sendable, Equatable {
     /// `iec104.agc`: the regulation band and signal expiry the site declares; nil when absent (AGC
     /// orders are then refused with `AGC_NOT_CONFIGURED`).
     public var agc: AGCConfiguration?
+    /// The outstation: listen address, timers, redundancy groups, points (docs/iec104.md).
+    public var server = IEC104ServerConfiguration()
 
     public init(agc: AGCConfiguration? = nil) { self.agc = agc }
 
     /// The keys of `iec104`.
-    static let keys = ConfigKeys("iec104", ["agc"])
+    static let keys = ConfigKeys("iec104", ["agc"] + IEC104ServerConfiguration.keyNames)
 
     /// `iec104:`; `units` give the site's rating, the band's default.
     static func decode(_ fields: ConfigReader.Fields?, _ r: ConfigReader, units: [UnitConfiguration]) -> IEC104Configuration? {
         guard let fields else { return nil }
         let agc = AGCConfiguration.decode(fields.fields("agc"), r, rating: units.reduce(0) { $0 + $1.maxPowerKW })
+        var configuration = IEC104Configuration(agc: agc)
+        configuration.server = IEC104ServerConfiguration.decode(fields, r)
         fields.finish(Self.keys)
-        return IEC104Configuration(agc: agc)
+        return configuration
     }
 }
 

@@ -35,6 +35,6 @@ struct ConfigKeys: Sendable {
         SiteConfiguration.peakShavingKeys, SiteConfiguration.selfConsumptionKeys,
         ScadaConfiguration.keys,
         GridLimitInputsConfiguration.operatorKeys, GridLimitInputsConfiguration.keys, GridLimitInputsConfiguration.contactKeys,
-        IEC104Configuration.keys, AGCConfiguration.keys,
+        IEC104Configuration.keys, AGCConfiguration.keys, IEC104ServerConfiguration.groupKeys, IEC104ServerConfiguration.pointKeys,
     ]
 }

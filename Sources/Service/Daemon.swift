@@ -2,6 +2,7 @@ public import BessSystem
 public import Config
 public import Cycle
 import Scada
+import Outstation
 public import ControlCore
 import Fieldbus
 import ControlProtocol
@@ -36,6 +37,8 @@ public final class Daemon {
     /// The site as a SunSpec device for plant SCADA (`scada:`), on its own thread.
     var scada: ScadaServer?
     var scadaSerial: ScadaServer?
+    /// The IEC 104 outstation for the grid operator's control centres (`iec104:`), on its own thread.
+    var outstation: OutstationServer?
     /// The grid operator's relay contacts (`grid_operator.inputs`), on their own thread.
     var gridInputs: GridLimitInputReader?
     var watchdog: Watchdog?
@@ -198,7 +201,8 @@ public final class Daemon {
         services.start(uplinkFirst + [JournalFlush(self), BusWorkers(self)])
         // The clock's state before the first cycle, so the first energy block already knows it.
         clock.check(shared, recorder: uplink?.recorder)
-        let scadaLast: [any DaemonService] = configuration.scada == nil ? [] : [ScadaService(self)]
+        let scadaLast: [any DaemonService] = (configuration.scada == nil ? [] : [ScadaService(self)])
+            + (configuration.iec104 == nil ? [] : [IEC104Service(self)])
         services.start([CycleService(self), OperatorServer(self)] + scadaLast)
         if let inputs = configuration.gridLimitInputs { startGridInputs(inputs) }
         // The first cycles publish before READY, so status and the watchdog see a running cycle.

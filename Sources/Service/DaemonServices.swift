@@ -3,6 +3,7 @@ import ControlCore
 import Cycle
 import Foundation
 import Scada
+import Outstation
 import Synchronization
 
 // The daemon's services that are not a type of their own elsewhere: each names what it starts and
@@ -70,6 +71,18 @@ final class ScadaService: DaemonService {
         daemon.scada = nil
         daemon.scadaSerial?.stop()
         daemon.scadaSerial = nil
+    }
+}
+
+/// The IEC 60870-5-104 outstation for the grid operator's control centres (`iec104:`).
+final class IEC104Service: DaemonService {
+    let name = "IEC 104"
+    private unowned let daemon: Daemon
+    init(_ daemon: Daemon) { self.daemon = daemon }
+    func start() { daemon.startIEC104(daemon.configuration) }
+    func stop() {
+        daemon.outstation?.stop()
+        daemon.outstation = nil
     }
 }
 

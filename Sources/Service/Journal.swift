@@ -190,4 +190,8 @@ public enum MessageID {
     public static let commandRejected = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a10"
     /// The grid operator's AGC: its signal lost (`AGC_SIGNAL_LOST`, the schedule decides again) or back.
     public static let agc = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a11"
+    /// The IEC 104 outstation: connections, protocol errors, negative answers, clock synchronisation.
+    public static let iec104 = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a12"
+    /// An IEC 104 command and its outcome (`IEC104_COMMAND`, `IEC104_COMMAND_REFUSED`).
+    public static let iec104Command = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a13"
 }

@@ -6,6 +6,7 @@ import Fieldbus
 import ControlCore
 import Logging
 import Scada
+import Outstation
 
 /// The servers operators and plant SCADA talk to: the control socket and /metrics on one thread
 /// (`ServiceServer`), and the site as a SunSpec device on TCP and, when `scada.serial` names one, an
@@ -53,6 +54,35 @@ extension Daemon {
         scada = serve(serialLine: false, on: "\(settings.host):\(settings.port)", unit: settings.unitID)
         if let line = settings.serial {
             scadaSerial = serve(serialLine: true, on: "\(line.device) (Modbus RTU \(line.baud) baud)", unit: settings.serialUnitID)
+        }
+    }
+
+    /// Starts the IEC 104 outstation when `iec104:` asks for it. A port that cannot be bound is
+    /// logged and the daemon runs on: the site's control never depends on its control centre link.
+    func startIEC104(_ configuration: BessdConfiguration) {
+        guard let settings = configuration.iec104?.server else { return }
+        let logger = self.logger
+        let description = StationDescription(
+            ratingsW: configuration.units.map { $0.maxPowerKW * 1000 }, capacitiesWh: configuration.units.map { $0.capacityKWh * 1000 },
+            hasMeter: configuration.site.meter != nil, frequencyResponseEnabled: configuration.grid.droop.enabled)
+        let server = OutstationServer(settings: settings, description: description, shared: shared,
+                                      samplePeriod: .milliseconds(Int64(max(50, configuration.periodMs)))) { code, message, fields in
+            var metadata: Logger.Metadata = ["BESS_CODE": "\(code.rawValue)",
+                                             "MESSAGE_ID": "\(code.isCommand ? MessageID.iec104Command : MessageID.iec104)"]
+            for (key, value) in fields { metadata[key] = "\(value)" }
+            switch code {
+            case .protocolError, .commandRefused, .peerRefused, .connectionsFull, .internalError: logger.warning("\(message)", metadata: metadata)
+            default: logger.notice("\(message)", metadata: metadata)
+            }
+        }
+        do {
+            try server.start()
+            outstation = server
+            logger.notice("IEC 104: the outstation listens on \(settings.host):\(server.port), common address \(settings.commonAddress), groups \(settings.groups.map(\.name).joined(separator: ", "))",
+                          metadata: ["BESS_CODE": "IEC104_LISTENING", "MESSAGE_ID": "\(MessageID.iec104)"])
+        } catch {
+            logger.error("IEC 104 not served on \(settings.host):\(settings.port): \(error)",
+                         metadata: ["BESS_CODE": "IEC104_LISTEN_FAILED", "MESSAGE_ID": "\(MessageID.iec104)"])
         }
     }
 

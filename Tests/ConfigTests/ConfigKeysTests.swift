@@ -110,6 +110,21 @@ struct ConfigKeysTests {
             contacts: [{input: 0, limit_percent: 0}]
         iec104:
           agc: {expiry_s: 12, upper_limit_kw: 50, lower_limit_kw: -50}
+          listen: 127.0.0.1:2404
+          common_address: 1
+          t0_s: 30
+          t1_s: 15
+          t2_s: 10
+          t3_s: 20
+          k: 12
+          w: 8
+          time_zone_offset_minutes: 0
+          max_command_delay_s: 10
+          select_timeout_s: 10
+          max_connections: 8
+          event_queue: 1000
+          groups: [{name: sldc, allow_from: [10.0.0.5], commands: [agc]}]
+          points: [{signal: net_mw, ioa: 1101, deadband: 0.002}]
         """
 
     @Test("each section's decoder reads exactly the keys it declares, and every section is declared")

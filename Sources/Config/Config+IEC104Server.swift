@@ -1,0 +1,221 @@
+import ControlCore
+internal import Yams
+
+/// One signal of the outstation's point list (docs/iec104.md): its configuration name, its default
+/// information object address and its default deadband (engineering units; 0 for the binary points,
+/// which report every change).
+public enum IEC104Signal: String, Sendable, CaseIterable {
+    case netMW = "net_mw", netMVAr = "net_mvar", voltageKV = "voltage_kv", frequencyHz = "frequency_hz"
+    case socPercent = "soc_percent", availableDischargeMW = "available_discharge_mw", availableChargeMW = "available_charge_mw"
+    case energyToDischargeMWh = "energy_to_discharge_mwh", energyToChargeMWh = "energy_to_charge_mwh"
+    case agcSetpointMW = "agc_setpoint_mw", agcTargetMW = "agc_target_mw"
+    case regulationUpperMW = "regulation_upper_mw", regulationLowerMW = "regulation_lower_mw", rampMWPerMin = "ramp_mw_per_min"
+    case agcInService = "agc_in_service", remote = "remote", frequencyResponseEnabled = "frequency_response_enabled"
+    case frequencyResponseActive = "frequency_response_active", unitTripped = "unit_tripped", communicationFailure = "communication_failure"
+    /// The first unit's double point; unit n (configuration order) is this address + n.
+    case unitConnection = "unit_connection"
+    case exportKWh = "export_kwh", importKWh = "import_kwh"
+    case agcSetpointCommand = "agc_setpoint_command", siteSetpointCommand = "site_setpoint_command"
+    case agcInServiceCommand = "agc_in_service_command", frequencyResponseCommand = "frequency_response_command"
+
+    /// The address issue 46 §2 gives the signal.
+    public var defaultAddress: UInt32 {
+        switch self {
+        case .netMW: 1001
+        case .netMVAr: 1002
+        case .voltageKV: 1003
+        case .frequencyHz: 1004
+        case .socPercent: 1005
+        case .availableDischargeMW: 1006
+        case .availableChargeMW: 1007
+        case .energyToDischargeMWh: 1008
+        case .energyToChargeMWh: 1009
+        case .agcSetpointMW: 1010
+        case .agcTargetMW: 1011
+        case .regulationUpperMW: 1012
+        case .regulationLowerMW: 1013
+        case .rampMWPerMin: 1014
+        case .agcInService: 2001
+        case .remote: 2002
+        case .frequencyResponseEnabled: 2003
+        case .frequencyResponseActive: 2004
+        case .unitTripped: 2005
+        case .communicationFailure: 2006
+        case .unitConnection: 2101
+        case .exportKWh: 4001
+        case .importKWh: 4002
+        case .agcSetpointCommand: 3001
+        case .siteSetpointCommand: 3002
+        case .agcInServiceCommand: 3101
+        case .frequencyResponseCommand: 3102
+        }
+    }
+
+    /// The change of a measured value that is reported spontaneously (0: every change).
+    public var defaultDeadband: Double {
+        switch self {
+        case .netMW, .netMVAr, .availableDischargeMW, .availableChargeMW, .agcSetpointMW, .agcTargetMW,
+             .regulationUpperMW, .regulationLowerMW: 0.001
+        case .voltageKV: 0.1
+        case .frequencyHz: 0.01
+        case .socPercent: 0.5
+        case .energyToDischargeMWh, .energyToChargeMWh: 0.01
+        case .rampMWPerMin: 0.01
+        default: 0
+        }
+    }
+}
+
+/// What a redundancy group's started connection may command (`iec104.groups[].commands`).
+public enum IEC104CommandRight: String, Sendable, CaseIterable {
+    /// 3001 AGC setpoint and 3101 AGC in service.
+    case agc
+    /// 3002 the site MW setpoint.
+    case setpoint
+    /// 3102 frequency response enabled.
+    case frequencyResponse = "frequency_response"
+}
+
+/// `iec104.groups[]`: a redundancy group of controlling stations (IEC 60870-5-104 edition 2).
+public struct IEC104Group: Sendable, Equatable {
+    public var name: String
+    /// Client addresses of the group; empty: loopback only.
+    public var allowFrom: [IPv4Network]
+    public var commands: Set<IEC104CommandRight>
+
+    public init(name: String, allowFrom: [IPv4Network] = [], commands: Set<IEC104CommandRight> = []) {
+        self.name = name
+        self.allowFrom = allowFrom
+        self.commands = commands
+    }
+}
+
+/// The outstation's own keys of `iec104:` (listen address, timers, groups, points).
+public struct IEC104ServerConfiguration: Sendable, Equatable {
+    public var host = "127.0.0.1"
+    public var port = 2404
+    /// `common_address`: the station's ASDU address (1…65534).
+    public var commonAddress: UInt16 = 1
+    /// `t0_s`: a connection must send its first frame within this.
+    public var t0: Duration = .seconds(30)
+    public var t1: Duration = .seconds(15)
+    public var t2: Duration = .seconds(10)
+    public var t3: Duration = .seconds(20)
+    public var k = 12
+    public var w = 8
+    /// `time_zone_offset_minutes`: the time base of CP56Time2a tags (0 = UTC).
+    public var timeZoneOffsetMinutes = 0
+    /// `max_command_delay_s`: a time-tagged command older than this is refused.
+    public var maxCommandDelay: Duration = .seconds(10)
+    /// `select_timeout_s`: a select not executed within this lapses.
+    public var selectTimeout: Duration = .seconds(10)
+    public var maxConnections = 8
+    /// `event_queue`: events each group keeps for its next started connection (oldest dropped).
+    public var eventQueue = 1000
+    /// Without `groups`: one group of loopback clients that may command nothing.
+    public var groups = [IEC104Group(name: "local")]
+    /// Address and deadband per signal (`points`), defaults from `IEC104Signal`.
+    public var addresses: [IEC104Signal: UInt32] = [:]
+    public var deadbands: [IEC104Signal: Double] = [:]
+
+    public init() {}
+
+    /// The address of `signal`.
+    public func address(_ signal: IEC104Signal) -> UInt32 { addresses[signal] ?? signal.defaultAddress }
+    /// The deadband of `signal`.
+    public func deadband(_ signal: IEC104Signal) -> Double { deadbands[signal] ?? signal.defaultDeadband }
+
+    /// The keys of `iec104` this struct reads.
+    static let keyNames = ["listen", "common_address", "t0_s", "t1_s", "t2_s", "t3_s", "k", "w", "time_zone_offset_minutes",
+                           "max_command_delay_s", "select_timeout_s", "max_connections", "event_queue", "groups", "points"]
+    static let groupKeys = ConfigKeys("iec104.groups[]", ["name", "allow_from", "commands"])
+    static let pointKeys = ConfigKeys("iec104.points[]", ["signal", "ioa", "deadband"])
+
+    /// Reads the outstation's keys of `iec104:` (the caller finishes the section).
+    static func decode(_ fields: ConfigReader.Fields, _ r: ConfigReader) -> IEC104ServerConfiguration {
+        var c = IEC104ServerConfiguration()
+        if let listen = fields.string("listen", pattern: { text in
+            let parts = text.split(separator: ":")
+            return parts.count == 2 && UInt16(parts[1]).map { $0 > 0 } == true && IPv4Network.parse(String(parts[0])) != nil
+        }, rule: "must be IPV4:PORT, e.g. 127.0.0.1:2404") {
+            let parts = listen.split(separator: ":")
+            c.host = String(parts[0])
+            c.port = Int(parts[1]) ?? 2404
+        }
+        c.commonAddress = UInt16(fields.int("common_address", default: 1, range: 1...65534)!)
+        func seconds(_ key: String, _ value: Double, _ range: ClosedRange<Double>) -> Duration {
+            .seconds(fromDouble: fields.double(key, default: value, range: range, unit: "seconds")!)
+        }
+        c.t0 = seconds("t0_s", 30, 1...255)
+        c.t1 = seconds("t1_s", 15, 1...255)
+        c.t2 = seconds("t2_s", 10, 0.1...255)
+        c.t3 = seconds("t3_s", 20, 1...172_800)
+        c.k = fields.int("k", default: 12, range: 1...32767)!
+        c.w = fields.int("w", default: 8, range: 1...32767)!
+        if c.t2 >= c.t1 { r.error(fields.mark("t2_s"), fields.child("t2_s"), "must be shorter than t1_s (\(c.t1))") }
+        if c.w > c.k { r.error(fields.mark("w"), fields.child("w"), "must be at most k (\(c.k))", got: "\(c.w)") }
+        c.timeZoneOffsetMinutes = fields.int("time_zone_offset_minutes", default: 0, range: -720...840)!
+        c.maxCommandDelay = seconds("max_command_delay_s", 10, 0.1...3600)
+        c.selectTimeout = seconds("select_timeout_s", 10, 0.1...600)
+        c.maxConnections = fields.int("max_connections", default: 8, range: 1...64)!
+        c.eventQueue = fields.int("event_queue", default: 1000, range: 10...100_000)!
+        if let list = fields.sequence("groups") {
+            c.groups = []
+            for (index, node) in list.enumerated() {
+                guard let g = r.fields(node, fields.child("groups[\(index)]")) else { continue }
+                let name = g.string("name", pattern: { !$0.isEmpty && $0.count <= 32 && $0.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" } },
+                                    rule: "must be 1–32 letters, digits, _ or -") ?? "group\(index)"
+                var group = IEC104Group(name: name)
+                for (i, item) in (g.sequence("allow_from") ?? []).enumerated() {
+                    guard let text = item.string, let network = IPv4Network(text) else {
+                        r.error(item, g.child("allow_from[\(i)]"), "must be an IPv4 address or network (10.1.2.0/24)", got: ConfigReader.shown(item))
+                        continue
+                    }
+                    group.allowFrom.append(network)
+                }
+                for (i, item) in (g.sequence("commands") ?? []).enumerated() {
+                    guard let text = item.string, let right = IEC104CommandRight(rawValue: text) else {
+                        r.error(item, g.child("commands[\(i)]"), "must be one of \(IEC104CommandRight.allCases.map(\.rawValue).joined(separator: ", "))",
+                                got: ConfigReader.shown(item))
+                        continue
+                    }
+                    group.commands.insert(right)
+                }
+                if !group.commands.isEmpty, let open = group.allowFrom.first(where: { $0.prefix < 8 }) {
+                    r.error(g.mark("commands"), g.child("commands"), "needs allow_from to name the control centres: \(open) lets anyone command the site")
+                }
+                if c.groups.contains(where: { $0.name == group.name }) {
+                    r.error(g.mark("name"), g.child("name"), "names another group too", got: group.name)
+                }
+                g.finish(Self.groupKeys)
+                c.groups.append(group)
+            }
+        }
+        for (index, node) in (fields.sequence("points") ?? []).enumerated() {
+            guard let p = r.fields(node, fields.child("points[\(index)]")) else { continue }
+            let names = IEC104Signal.allCases.map(\.rawValue)
+            guard let name = p.string("signal", pattern: { names.contains($0) }, rule: "must be one of \(names.joined(separator: ", "))"),
+                  let signal = IEC104Signal(rawValue: name)
+            else {
+                if !p.has("signal") { r.error(node, p.child("signal"), "is required") }
+                _ = p.int("ioa")
+                _ = p.double("deadband")
+                p.finish(Self.pointKeys)
+                continue
+            }
+            if let ioa = p.int("ioa", range: 1...16_777_215) { c.addresses[signal] = UInt32(ioa) }
+            if let band = p.double("deadband", range: 0...1_000_000) { c.deadbands[signal] = band }
+            p.finish(Self.pointKeys)
+        }
+        // Two signals at one address would answer for each other.
+        var seen: [UInt32: IEC104Signal] = [:]
+        for signal in IEC104Signal.allCases where signal != .unitConnection {
+            let address = c.address(signal)
+            if let other = seen[address] {
+                r.error(fields.mark("points"), fields.child("points"), "gives \(signal.rawValue) the address of \(other.rawValue)", got: "\(address)")
+            }
+            seen[address] = signal
+        }
+        return c
+    }
+}

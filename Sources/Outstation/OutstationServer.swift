@@ -1,0 +1,418 @@
+public import BessSystem
+public import Config
+public import ControlCore
+public import Cycle
+import Glibc
+public import IEC104
+public import Synchronization
+
+/// The IEC 60870-5-104 outstation (controlled station): the site served to the grid operator's
+/// control centres on a thread of its own, never the cycle's or the watchdog's (docs/iec104.md).
+///
+/// One `poll` waits on the stop wakeup, the listener and every connection, until the first link
+/// timer, select expiry or the next sample of the cycle's published state. Sockets are
+/// non-blocking: a peer that reads slowly fills only its own output (at most k I-frames), one that
+/// is silent is tested (t3) and closed (t1), one that never speaks is closed after t0; a malformed
+/// frame closes that connection only. Connections belong to redundancy groups (`iec104.groups`,
+/// by client address): one started connection per group, the others stand by; each group has
+/// its own bounded event queue kept across disconnects, and events a closed connection sent but
+/// never had acknowledged go back to the queue's head, in order, for the group's next started one.
+///
+/// `@unchecked Sendable`: everything but the atomics is used only by the server thread.
+public final class OutstationServer: @unchecked Sendable {
+    public let settings: IEC104ServerConfiguration
+    /// The port bound (after `start`).
+    public private(set) var port: Int
+    let shared: SharedState
+    var image: StationImage
+    private var listener: TCPListener?
+    private let worker = WorkerThread()
+    private let stopWakeup = Wakeup()
+    let samplePeriod: Duration
+    let log: @Sendable (OutstationLogCode, String, [String: String]) -> Void
+    let timeBase: TimeBase
+    let linkSettings: LinkSettings
+
+    /// Counters for /metrics.
+    public let commandsAccepted = Atomic<UInt64>(0)
+    public let commandsRefused = Atomic<UInt64>(0)
+    public let connectionsRefused = Atomic<UInt64>(0)
+    public let connectionsClosed = Atomic<UInt64>(0)
+    public let protocolErrors = Atomic<UInt64>(0)
+    public let negativeAnswers = Atomic<UInt64>(0)
+    public let eventsQueued = Atomic<UInt64>(0)
+    public let eventsDropped = Atomic<UInt64>(0)
+    public let interrogations = Atomic<UInt64>(0)
+    public let connected = Atomic<Int>(0)
+
+    final class Connection {
+        let id: Int
+        let stream: any ByteStream
+        let group: Int
+        var splitter = FrameSplitter()
+        var link: Link
+        var output: [UInt8] = []
+        /// ASDUs to send before the group's events (answers, confirmations), encoded.
+        var answers: [[UInt8]] = []
+        /// I-frames sent and not yet acknowledged, oldest first: the ASDU and whether it is an event.
+        var sent: [(asdu: [UInt8], event: Bool)] = []
+        let acceptedAt: MonotonicInstant
+        var spoke = false
+        var initialised = false
+        var closeReason: String?
+
+        init(id: Int, stream: any ByteStream, group: Int, link: Link, now: MonotonicInstant) {
+            self.id = id
+            self.stream = stream
+            self.group = group
+            self.link = link
+            acceptedAt = now
+        }
+    }
+
+    struct GroupState {
+        let settings: IEC104Group
+        var queue: [[UInt8]] = []
+        var started: Int?
+    }
+
+    struct Selection {
+        let connection: Int
+        let value: Double
+        let expires: MonotonicInstant
+    }
+
+    var connections: [Connection] = []
+    var groups: [GroupState]
+    var selections: [UInt32: Selection] = [:]
+    private var nextID = 1
+    private var lastCycle: UInt64 = .max
+    private var units: [UnitStatus]
+    private var site = SiteStatus()
+
+    /// `log(code, message, fields)` is called on the server thread; `fields` are journald BESS_* fields.
+    public init(settings: IEC104ServerConfiguration, description: StationDescription, shared: SharedState,
+                samplePeriod: Duration = .milliseconds(100),
+                log: @escaping @Sendable (OutstationLogCode, String, [String: String]) -> Void) {
+        self.settings = settings
+        self.shared = shared
+        self.samplePeriod = samplePeriod
+        self.log = log
+        port = settings.port
+        image = StationImage(description: description, settings: settings)
+        groups = settings.groups.map { GroupState(settings: $0) }
+        units = [UnitStatus](repeating: UnitStatus(), count: shared.unitCount)
+        timeBase = TimeBase(offsetMinutes: settings.timeZoneOffsetMinutes) ?? .utc
+        linkSettings = LinkSettings(k: settings.k, w: settings.w, t1: settings.t1, t2: settings.t2, t3: settings.t3) ?? .standard
+    }
+
+    deinit { stop() }
+
+    /// Binds the listen address and starts the thread; a bind failure is thrown (the daemon logs it
+    /// and runs on).
+    public func start() throws(SystemCallError) {
+        let listener = try TCPListener(host: settings.host, port: settings.port)
+        self.listener = listener
+        port = listener.port
+        sample(now: SystemClock.shared.now())
+        worker.start(name: "bessd-iec104") { [self] in serve(listener) }
+    }
+
+    public func stop() {
+        worker.stop { [stopWakeup] in stopWakeup.signal() }
+    }
+
+    /// The group a client at `address` belongs to: the first whose `allow_from` holds it (an empty
+    /// list: loopback).
+    static func group(of address: UInt32, in groups: [IEC104Group]) -> Int? {
+        groups.firstIndex { group in
+            group.allowFrom.isEmpty ? address >> 24 == 127 : group.allowFrom.contains { $0.contains(address) }
+        }
+    }
+
+    private func serve(_ listener: TCPListener) {
+        var fds: [pollfd] = []
+        var nextSample = SystemClock.shared.now() + samplePeriod
+        while worker.isRunning {
+            fds.removeAll(keepingCapacity: true)
+            fds.append(pollfd(fd: stopWakeup.descriptor, events: Int16(POLLIN), revents: 0))
+            fds.append(pollfd(fd: listener.descriptor, events: Int16(POLLIN), revents: 0))
+            for connection in connections {
+                let events = Int16(POLLIN) | (connection.output.isEmpty ? 0 : Int16(POLLOUT))
+                fds.append(pollfd(fd: connection.stream.descriptor, events: events, revents: 0))
+            }
+            var deadline = nextSample
+            for connection in connections {
+                if let d = connection.link.nextDeadline { deadline = min(deadline, d) }
+                if !connection.spoke { deadline = min(deadline, connection.acceptedAt + settings.t0) }
+            }
+            for selection in selections.values { deadline = min(deadline, selection.expires) }
+            if connections.contains(where: { $0.stream.hasPendingInput }) { deadline = SystemClock.shared.now() }
+            _ = poll(&fds, nfds_t(fds.count), SystemClock.pollTimeout(until: deadline, now: SystemClock.shared.now()))
+            if fds[0].revents != 0 { _ = stopWakeup.drain() }
+            guard worker.isRunning else { break }
+            let now = SystemClock.shared.now()
+            if fds[1].revents & Int16(POLLIN) != 0 { acceptAll(listener, now: now) }
+            for (entry, connection) in zip(fds.dropFirst(2), connections)
+                where entry.revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 || connection.stream.hasPendingInput
+            {
+                receive(connection, now: now)
+            }
+            if now >= nextSample {
+                sample(now: now)
+                nextSample = now + samplePeriod
+            }
+            selections = selections.filter { $0.value.expires > now }
+            for connection in connections where connection.closeReason == nil {
+                if !connection.spoke, now >= connection.acceptedAt + settings.t0 {
+                    connection.closeReason = "nothing received within t0 = \(settings.t0)"
+                    log(.idle, "IEC 104 connection from \(connection.stream.peer) closed: \(connection.closeReason!)",
+                        ["BESS_PEER": connection.stream.peer])
+                    continue
+                }
+                perform(connection.link.tick(at: now), on: connection, now: now)
+            }
+            for connection in connections where connection.closeReason == nil {
+                pump(connection, now: now)
+                flush(connection)
+            }
+            reap()
+        }
+        for connection in connections {
+            connection.closeReason = "bessd stops"
+        }
+        reap()
+    }
+
+    private func acceptAll(_ listener: TCPListener, now: MonotonicInstant) {
+        while let stream = listener.accept() {
+            guard let group = Self.group(of: stream.peerAddress, in: settings.groups) else {
+                connectionsRefused.add(1, ordering: .relaxed)
+                log(.peerRefused, "IEC 104 connection from \(stream.peer) refused: in no iec104.groups allow_from", ["BESS_PEER": stream.peer])
+                stream.close()
+                continue
+            }
+            guard connections.count < settings.maxConnections else {
+                connectionsRefused.add(1, ordering: .relaxed)
+                log(.connectionsFull, "IEC 104 connection from \(stream.peer) refused: \(settings.maxConnections) connections open (iec104.max_connections)",
+                    ["BESS_PEER": stream.peer])
+                stream.close()
+                continue
+            }
+            connections.append(Connection(id: nextID, stream: stream, group: group, link: Link(settings: linkSettings, now: now), now: now))
+            nextID += 1
+            connected.store(connections.count, ordering: .relaxed)
+            log(.connected, "IEC 104 connection from \(stream.peer) (group \(settings.groups[group].name))",
+                ["BESS_PEER": stream.peer, "BESS_GROUP": settings.groups[group].name])
+        }
+    }
+
+    /// Reads what the peer sent (at most 16 KiB a turn, so one peer cannot hold the thread) and
+    /// handles each whole frame.
+    private func receive(_ connection: Connection, now: MonotonicInstant) {
+        var budget = 16_384
+        while budget > 0, connection.closeReason == nil {
+            switch connection.stream.read(limit: 4096) {
+            case .bytes(let bytes):
+                budget -= bytes.count
+                connection.spoke = true
+                connection.splitter.append(bytes)
+                while connection.closeReason == nil {
+                    let frame: Frame?
+                    do { frame = try connection.splitter.next() } catch {
+                        protocolError(connection, error)
+                        return
+                    }
+                    guard let frame else { break }
+                    received(frame, on: connection, now: now)
+                }
+            case .wouldBlock: return
+            case .closed:
+                connection.closeReason = "the peer closed the connection"
+                return
+            case .failed(let reason):
+                connection.closeReason = "read failed: \(reason)"
+                return
+            }
+        }
+    }
+
+    private func received(_ frame: Frame, on connection: Connection, now: MonotonicInstant) {
+        let wasStarted = connection.link.isStarted
+        let actions = connection.link.received(frame, at: now)
+        if !wasStarted, connection.link.isStarted { started(connection) }
+        if wasStarted, !connection.link.isStarted, groups[connection.group].started == connection.id {
+            groups[connection.group].started = nil
+        }
+        perform(actions, on: connection, now: now)
+        trimAcknowledged(connection)
+    }
+
+    /// STARTDT on `connection`: it becomes its group's started connection. One started before it
+    /// in the group is closed (switch-over); its unacknowledged events go back to the queue first.
+    private func started(_ connection: Connection) {
+        let group = connection.group
+        if let previous = groups[group].started, previous != connection.id,
+           let old = connections.first(where: { $0.id == previous && $0.closeReason == nil })
+        {
+            old.closeReason = "switch-over: \(connection.stream.peer) started in group \(settings.groups[group].name)"
+            log(.switchover, "IEC 104 group \(settings.groups[group].name): \(connection.stream.peer) started; \(old.stream.peer) closed",
+                ["BESS_PEER": connection.stream.peer, "BESS_GROUP": settings.groups[group].name])
+            requeue(old)
+        }
+        groups[group].started = connection.id
+        if !connection.initialised {
+            connection.initialised = true
+            let end = ASDU(type: .endOfInitialisation, cause: CauseOfTransmission(cause: .initialised),
+                           commonAddress: settings.commonAddress, objects: [InformationObject(address: 0, element: .endOfInitialisation(0))])
+            if let bytes = try? end.encoded() { connection.answers.append(bytes) }
+        }
+    }
+
+    func perform(_ actions: [LinkAction], on connection: Connection, now: MonotonicInstant) {
+        for action in actions {
+            switch action {
+            case .send(let frame): connection.output += frame.encoded()
+            case .deliver(let asdu): handle(asdu, from: connection, now: now)
+            case .close(let error): protocolError(connection, error)
+            }
+            if connection.closeReason != nil { return }
+        }
+    }
+
+    func protocolError(_ connection: Connection, _ error: IEC104Error) {
+        guard connection.closeReason == nil else { return }
+        protocolErrors.add(1, ordering: .relaxed)
+        connection.closeReason = "\(error.code)"
+        log(.protocolError, "IEC 104 connection from \(connection.stream.peer) closed: \(error)",
+            ["BESS_PEER": connection.stream.peer, "BESS_IEC104_ERROR": "\(error.code)", "BESS_GROUP": settings.groups[connection.group].name])
+    }
+
+    /// Drops the sent frames the link has had acknowledged.
+    private func trimAcknowledged(_ connection: Connection) {
+        let acknowledged = connection.sent.count - connection.link.unacknowledgedCount
+        if acknowledged > 0 { connection.sent.removeFirst(acknowledged) }
+    }
+
+    /// Unacknowledged events of a closing connection go back to its group's queue head, in order.
+    private func requeue(_ connection: Connection) {
+        let events = connection.sent.filter(\.event).map(\.asdu)
+        connection.sent.removeAll()
+        guard !events.isEmpty else { return }
+        groups[connection.group].queue.insert(contentsOf: events, at: 0)
+        boundQueue(connection.group)
+    }
+
+    private func boundQueue(_ group: Int) {
+        let excess = groups[group].queue.count - settings.eventQueue
+        if excess > 0 {
+            groups[group].queue.removeFirst(excess)
+            eventsDropped.add(UInt64(excess), ordering: .relaxed)
+        }
+    }
+
+    /// Sends answers, then the group's events, while the link's window allows.
+    private func pump(_ connection: Connection, now: MonotonicInstant) {
+        let group = connection.group
+        while connection.link.canSend, connection.closeReason == nil {
+            let asdu: [UInt8]
+            let event: Bool
+            if !connection.answers.isEmpty {
+                asdu = connection.answers.removeFirst()
+                event = false
+            } else if groups[group].started == connection.id, !groups[group].queue.isEmpty {
+                asdu = groups[group].queue.removeFirst()
+                event = true
+            } else {
+                return
+            }
+            do {
+                let frame = try connection.link.send(asdu, at: now)
+                connection.output += frame.encoded()
+                connection.sent.append((asdu, event))
+            } catch {
+                // Our own encoder's mistake: never on the wire.
+                log(.internalError, "IEC 104: an ASDU not sent: \(error)", [:])
+            }
+        }
+    }
+
+    private func flush(_ connection: Connection) {
+        guard !connection.output.isEmpty else { return }
+        guard let written = connection.stream.write(connection.output[...]) else {
+            connection.closeReason = "write failed"
+            return
+        }
+        connection.output.removeFirst(written)
+    }
+
+    private func reap() {
+        var kept: [Connection] = []
+        for connection in connections {
+            guard let reason = connection.closeReason else {
+                kept.append(connection)
+                continue
+            }
+            flush(connection)
+            requeue(connection)
+            if groups[connection.group].started == connection.id { groups[connection.group].started = nil }
+            selections = selections.filter { $0.value.connection != connection.id }
+            connection.stream.close()
+            connectionsClosed.add(1, ordering: .relaxed)
+            log(.closed, "IEC 104 connection from \(connection.stream.peer) closed: \(reason)",
+                ["BESS_PEER": connection.stream.peer, "BESS_GROUP": settings.groups[connection.group].name])
+        }
+        connections = kept
+        connected.store(connections.count, ordering: .relaxed)
+    }
+
+    /// Takes the cycle's latest published state when it is new: the image is filled and every
+    /// change beyond its deadband becomes a time-tagged event in every group's queue.
+    func sample(now: MonotonicInstant) {
+        var frequency = Double.nan
+        let cycle = shared.read(units: &units, site: &site, frequency: &frequency)
+        guard cycle != lastCycle else { return }
+        lastCycle = cycle
+        image.fill(units: units, site: site, frequency: frequency, now: now)
+        let changes = image.changes()
+        guard !changes.isEmpty else { return }
+        let tag = timeTag()
+        for point in changes {
+            let asdu = ASDU(type: point.value.timed(tag).type, cause: CauseOfTransmission(cause: .spontaneous),
+                            commonAddress: settings.commonAddress,
+                            objects: [InformationObject(address: point.address, element: point.value.timed(tag))])
+            guard let bytes = try? asdu.encoded() else { continue }
+            for group in groups.indices {
+                groups[group].queue.append(bytes)
+                boundQueue(group)
+            }
+            eventsQueued.add(1, ordering: .relaxed)
+        }
+    }
+
+    /// Now as a CP56Time2a in the configured time base.
+    func timeTag() -> CP56Time2a {
+        let ms = Int64((SystemClock.wallClockSeconds() * 1000).rounded(.down))
+        return (try? CP56Time2a(unixMilliseconds: ms, base: timeBase))
+            ?? CP56Time2a(year: 0, month: 1, day: 1, hour: 0, minute: 0, milliseconds: 0, invalid: true)
+    }
+}
+
+/// The outstation's journal codes (`BESS_CODE`).
+public enum OutstationLogCode: String, Sendable {
+    case connected = "IEC104_CONNECTED"
+    case closed = "IEC104_CLOSED"
+    case peerRefused = "IEC104_PEER_REFUSED"
+    case connectionsFull = "IEC104_CONNECTIONS_FULL"
+    case idle = "IEC104_IDLE"
+    case protocolError = "IEC104_PROTOCOL_ERROR"
+    case switchover = "IEC104_SWITCHOVER"
+    case negative = "IEC104_NEGATIVE"
+    case clockSync = "IEC104_CLOCK_SYNC"
+    case command = "IEC104_COMMAND"
+    case commandRefused = "IEC104_COMMAND_REFUSED"
+    case internalError = "IEC104_INTERNAL"
+
+    /// True for the codes of commands (their own MESSAGE_ID).
+    public var isCommand: Bool { self == .command || self == .commandRefused }
+}

@@ -1,0 +1,120 @@
+import BessSystem
+import Config
+import ControlCore
+import Cycle
+import IEC104
+import Synchronization
+
+/// The application procedures: interrogation, counter interrogation, clock synchronisation and
+/// commands, with the negative answers (COT 44–47, P/N = 1) for what the station does not know.
+extension OutstationServer {
+    /// Handles one ASDU a started connection sent. A malformed ASDU closes the connection; an
+    /// unknown type, cause, common address or IOA is answered negatively and the link carries on.
+    func handle(_ octets: [UInt8], from connection: Connection, now: MonotonicInstant) {
+        let asdu: ASDU
+        do { asdu = try ASDU(decoding: octets) } catch {
+            protocolError(connection, error)
+            return
+        }
+        if case .unknownType = asdu.information { return negative(asdu, .unknownType, connection, "type \(asdu.type.rawValue) unknown") }
+        let global = asdu.commonAddress == 0xFFFF
+        let stationWide = asdu.type == .interrogation || asdu.type == .counterInterrogation || asdu.type == .clockSynchronisation
+        guard asdu.commonAddress == settings.commonAddress || (global && stationWide) else {
+            return negative(asdu, .unknownCommonAddress, connection, "common address \(asdu.commonAddress)")
+        }
+        switch asdu.type {
+        case .interrogation: interrogation(asdu, connection)
+        case .counterInterrogation: counterInterrogation(asdu, connection)
+        case .clockSynchronisation: clockSynchronisation(asdu, connection)
+        case .setpointFloat, .setpointFloatWithTime, .singleCommand, .singleCommandWithTime: command(asdu, connection, now: now)
+        default:
+            // A monitor type in the control direction.
+            negative(asdu, .unknownType, connection, "type \(asdu.type) is not served in the control direction")
+        }
+    }
+
+    func answer(_ asdu: ASDU, to connection: Connection) {
+        var copy = asdu
+        if copy.commonAddress == 0xFFFF { copy.commonAddress = settings.commonAddress }
+        guard let bytes = try? copy.encoded() else { return }
+        connection.answers.append(bytes)
+    }
+
+    func negative(_ asdu: ASDU, _ cause: Cause, _ connection: Connection, _ why: String) {
+        negativeAnswers.add(1, ordering: .relaxed)
+        log(.negative, "IEC 104 \(asdu.type) from \(connection.stream.peer) answered negatively with COT \(cause): \(why)",
+            ["BESS_PEER": connection.stream.peer, "BESS_COT": "\(cause)", "BESS_TYPE": "\(asdu.type.rawValue)"])
+        answer(asdu.negativeAnswer(cause), to: connection)
+    }
+
+    /// C_IC_NA_1: station interrogation (QOI 20) answered ACT_CON, every point once in its
+    /// untimed type with COT 20, ACT_TERM. Group interrogation (QOI 21–36) is answered negatively:
+    /// no point is assigned to a group.
+    func interrogation(_ asdu: ASDU, _ connection: Connection) {
+        guard asdu.cause.cause == .activation else {
+            return negative(asdu, .unknownCause, connection, "interrogation with COT \(asdu.cause.cause)")
+        }
+        guard case .interrogation(let qoi)? = asdu.objects.first?.element, qoi == 20 else {
+            return answer(asdu.answer(.activationConfirmation, negative: true), to: connection)
+        }
+        interrogations.add(1, ordering: .relaxed)
+        answer(asdu.answer(.activationConfirmation), to: connection)
+        sample(now: SystemClock.shared.now())
+        // One ASDU per type, as many objects as fit (SQ = 0: addresses need not follow each other).
+        let cause = CauseOfTransmission(cause: .interrogatedByStation, originator: asdu.cause.originator)
+        var byType: [(TypeID, [InformationObject])] = []
+        for point in image.points {
+            let element = point.value.untimed
+            let object = InformationObject(address: point.address, element: element)
+            if let last = byType.indices.last, byType[last].0 == element.type, byType[last].1.count < 30 {
+                byType[last].1.append(object)
+            } else {
+                byType.append((element.type, [object]))
+            }
+        }
+        for (type, objects) in byType {
+            answer(ASDU(type: type, cause: cause, commonAddress: settings.commonAddress, objects: objects), to: connection)
+        }
+        answer(asdu.answer(.activationTermination), to: connection)
+    }
+
+    /// C_CI_NA_1: the general counter request (RQT 5) answered ACT_CON, both counters with COT 37,
+    /// ACT_TERM; the freeze bits are read as "read" (the counters are never frozen or reset).
+    func counterInterrogation(_ asdu: ASDU, _ connection: Connection) {
+        guard asdu.cause.cause == .activation else {
+            return negative(asdu, .unknownCause, connection, "counter interrogation with COT \(asdu.cause.cause)")
+        }
+        guard case .counterInterrogation(let qcc)? = asdu.objects.first?.element, qcc & 0x3F == 5 else {
+            return answer(asdu.answer(.activationConfirmation, negative: true), to: connection)
+        }
+        answer(asdu.answer(.activationConfirmation), to: connection)
+        sample(now: SystemClock.shared.now())
+        answer(ASDU(type: .integratedTotals, cause: CauseOfTransmission(cause: .requestedByGeneralCounter, originator: asdu.cause.originator),
+                    commonAddress: settings.commonAddress, objects: image.counters()), to: connection)
+        image.advanceCounterSequence()
+        answer(asdu.answer(.activationTermination), to: connection)
+    }
+
+    /// C_CS_NA_1: answered ACT_CON with the station's time; the offset is logged; the system clock
+    /// is never set from the wire (it follows NTP/PTP).
+    func clockSynchronisation(_ asdu: ASDU, _ connection: Connection) {
+        guard asdu.cause.cause == .activation else {
+            return negative(asdu, .unknownCause, connection, "clock synchronisation with COT \(asdu.cause.cause)")
+        }
+        guard case .clockSynchronisation(let tag)? = asdu.objects.first?.element, let theirs = try? tag.unixMilliseconds(base: timeBase) else {
+            return answer(asdu.answer(.activationConfirmation, negative: true), to: connection)
+        }
+        let ours = Int64((SystemClock.wallClockSeconds() * 1000).rounded(.down))
+        let offset = Double(theirs - ours) / 1000
+        log(.clockSync, "IEC 104 clock synchronisation from \(connection.stream.peer): its time is \(tag), \(OutstationServer.number(offset)) s from ours; the system clock is not set from IEC 104",
+            ["BESS_PEER": connection.stream.peer, "BESS_OFFSET_S": OutstationServer.number(offset)])
+        var confirmation = asdu.answer(.activationConfirmation)
+        confirmation.information = .objects([InformationObject(address: 0, element: .clockSynchronisation(timeTag()))])
+        answer(confirmation, to: connection)
+    }
+
+    static func number(_ value: Double) -> String {
+        let rounded = (value * 1000).rounded() / 1000
+        return rounded == rounded.rounded() && abs(rounded) < 1e15 ? "\(Int(rounded))" : "\(rounded)"
+    }
+}

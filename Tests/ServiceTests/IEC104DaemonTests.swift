@@ -1,0 +1,207 @@
+import BessSystem
+import ControlCore
+import Foundation
+import Glibc
+import IEC104
+import TestSupport
+import Testing
+
+/// A controlling station in raw frames: a blocking loopback socket with a receive timeout, our codec
+/// to read and write, the sequence numbers kept so the outstation's link accepts our I-frames.
+final class RawControlStation {
+    let fd: Int32
+    var splitter = FrameSplitter()
+    var sendNumber = SequenceNumber.zero
+    var receiveNumber = SequenceNumber.zero
+    /// Set once the outstation closed the connection.
+    private(set) var closed = false
+
+    init(port: Int) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let ok = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard ok == 0 else { throw POSIXError(.ECONNREFUSED) }
+        var timeout = timeval(tv_sec: 0, tv_usec: 200_000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { Glibc.close(fd) }
+
+    func send(bytes: [UInt8]) { _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
+    func send(_ frame: Frame) { send(bytes: frame.encoded()) }
+
+    /// Sends `asdu` as our next I-frame.
+    func send(_ asdu: ASDU) throws {
+        send(Frame.information(send: sendNumber, receive: receiveNumber, asdu: try asdu.encoded()))
+        sendNumber = sendNumber.next
+    }
+
+    /// The next frame within `seconds`, nil on a timeout or a close; I-frames are acknowledged at once.
+    func next(seconds: Double = 5) -> Frame? {
+        let end = SystemClock.shared.now() + .seconds(fromDouble: seconds)
+        while SystemClock.shared.now() < end {
+            if let frame = try? splitter.next() {
+                if case .information = frame {
+                    receiveNumber = receiveNumber.next
+                    send(.supervisory(receive: receiveNumber))
+                }
+                return frame
+            }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, 4096, 0) }
+            if n == 0 {
+                closed = true
+                return nil
+            }
+            if n > 0 { splitter.append(buffer[..<n]) }
+        }
+        return nil
+    }
+
+    /// The next ASDU that satisfies `condition` (others skipped) within `seconds`.
+    func asdu(seconds: Double = 5, where condition: (ASDU) -> Bool) -> ASDU? {
+        let end = SystemClock.shared.now() + .seconds(fromDouble: seconds)
+        while SystemClock.shared.now() < end, !closed {
+            guard case .information(_, _, let octets)? = next(seconds: 0.5), let asdu = try? ASDU(decoding: octets) else { continue }
+            if condition(asdu) { return asdu }
+        }
+        return nil
+    }
+
+    /// True once the outstation closed the connection (within `seconds`).
+    func waitClosed(seconds: Double = 5) -> Bool {
+        let end = SystemClock.shared.now() + .seconds(fromDouble: seconds)
+        while SystemClock.shared.now() < end, !closed { _ = next(seconds: 0.5) }
+        return closed
+    }
+}
+
+/// The outstation in a running bessd (simulation), spoken to in raw frames.
+@Suite("IEC 104: a running bessd's outstation", .serialized)
+struct IEC104DaemonTests {
+    static func yaml(port: Int) -> String {
+        daemonYAML + """
+
+            iec104:
+              listen: 127.0.0.1:\(port)
+              common_address: 7
+              agc: {expiry_s: 30}
+              groups:
+                - {name: sldc, allow_from: [127.0.0.1], commands: [agc, setpoint]}
+            """
+    }
+
+    static func float(_ element: InformationElement) -> Float? {
+        if case let .measuredFloat(v, q) = element, q.isEmpty { return v }
+        return nil
+    }
+
+    @Test("STARTDT, end of initialisation, an interrogation equal to bessctl site --json, a spontaneous change, negative answers, and a malformed frame closing only its own connection")
+    func rawFrames() throws {
+        let port = Loopback.freePort()
+        let daemon = try RunningDaemon(yaml: Self.yaml(port: port))
+        var site: [String: Any] = [:]
+        // Droop holds the units at a steady power under the steady 49.8 Hz: wait until it has settled.
+        var last = 0.0
+        let settled = waitFor(seconds: 20) {
+            site = (try? daemon.request(["verb": "site"])) ?? [:]
+            let units = site["units"] as? [[String: Any]] ?? []
+            let power = units.compactMap { $0["power_w"] as? Double }.reduce(0, +)
+            defer { last = power }
+            return units.count == 2 && abs(power) > 1000 && abs(power - last) < 50
+        }
+        #expect(settled, "site: \(site)")
+        let station = try RawControlStation(port: port)
+        station.send(.unnumbered(.startDataTransferActivation))
+        #expect(station.next() == .unnumbered(.startDataTransferConfirmation))
+        let initialised = station.asdu { $0.type == .endOfInitialisation }
+        #expect(initialised?.cause.cause == .initialised && initialised?.commonAddress == 7)
+
+        try station.send(ASDU(type: .interrogation, cause: CauseOfTransmission(cause: .activation), commonAddress: 7,
+                              objects: [InformationObject(address: 0, element: .interrogation(20))]))
+        // Events queued since start (kept for the first started connection) may come first: the
+        // interrogation's frames run from its ACT_CON to its ACT_TERM.
+        var answers: [ASDU] = []
+        while let asdu = station.asdu(where: { _ in true }) {
+            if asdu.type == .interrogation, asdu.cause.cause == .activationConfirmation { answers = [] }
+            answers.append(asdu)
+            if asdu.type == .interrogation, asdu.cause.cause == .activationTermination { break }
+        }
+        site = try daemon.request(["verb": "site"])
+        #expect(answers.first?.type == .interrogation && answers.first?.cause.cause == .activationConfirmation)
+        #expect(answers.last?.cause.cause == .activationTermination)
+        let points = answers.filter { $0.type != .interrogation }
+        #expect(points.allSatisfy { $0.cause.cause == .interrogatedByStation && [1, 3, 13].contains($0.type.rawValue) },
+                "GI answers only in untimed types with COT 20: \(points.map { "\($0.type)/\($0.cause.cause)" })")
+        var values: [UInt32: InformationElement] = [:]
+        var count = 0
+        for object in points.flatMap(\.objects) {
+            values[object.address] = object.element
+            count += 1
+        }
+        let expected = Set((1001...1014).map(UInt32.init) + (2001...2006).map(UInt32.init) + [2101, 2102])
+        #expect(Set(values.keys) == expected && count == expected.count, "every point once: \(values.keys.sorted())")
+        let units = site["units"] as? [[String: Any]] ?? []
+        let power = units.compactMap { $0["power_w"] as? Double }.reduce(0, +)
+        let soc = units.compactMap { $0["soc_percent"] as? Double }.reduce(0, +) / 2
+        let discharge = units.compactMap { $0["allowed_discharge_w"] as? Double }.reduce(0, +)
+        #expect(values[1001].flatMap(Self.float).map { abs(Double($0) - power / 1e6) < 0.002 } == true,
+                "1001 \(String(describing: values[1001])) vs units \(power) W")
+        #expect(values[1004].flatMap(Self.float).map { abs($0 - 49.8) < 0.001 } == true, "1004 \(String(describing: values[1004]))")
+        #expect(values[1005].flatMap(Self.float).map { abs(Double($0) - soc) < 0.2 } == true, "1005 \(String(describing: values[1005])) vs \(soc)")
+        #expect(values[1006].flatMap(Self.float).map { abs(Double($0) - discharge / 1e6) < 0.002 } == true,
+                "1006 \(String(describing: values[1006])) vs \(discharge)")
+        #expect(values[2004] == .singlePoint(true, .good), "frequency response active at 49.8 Hz")
+        #expect(values[2101] == .doublePoint(.on, .good) && values[2102] == .doublePoint(.on, .good))
+
+        // A change: unit D2 to standby → its double point OFF, spontaneous, time-tagged now.
+        _ = try daemon.request(["verb": "mode", "mode": "standby", "unit": "D2"])
+        let spontaneous = station.asdu(seconds: 10) {
+            guard $0.type == .doublePointWithTime, $0.objects.first?.address == 2102,
+                  case .doublePointWithTime(.off, _, _)? = $0.objects.first?.element else { return false }
+            return true
+        }
+        #expect(spontaneous?.cause.cause == .spontaneous)
+        if case let .doublePointWithTime(state, _, tag)? = spontaneous?.objects.first?.element {
+            #expect(state == .off)
+            let ms = try tag.unixMilliseconds()
+            #expect(abs(Double(ms) / 1000 - SystemClock.wallClockSeconds()) < 5, "time tag \(tag)")
+        } else {
+            Issue.record("no spontaneous M_DP_TB_1 for 2102: \(String(describing: spontaneous))")
+        }
+
+        // Unknown IOA, common address and type: answered negatively, the link carries on.
+        try station.send(ASDU(type: .setpointFloat, cause: CauseOfTransmission(cause: .activation), commonAddress: 7,
+                              objects: [InformationObject(address: 3999, element: .setpointFloat(1, SetpointQualifier(select: false)))]))
+        let unknownIOA = station.asdu { $0.type == .setpointFloat }
+        #expect(unknownIOA?.cause.cause == .unknownObjectAddress && unknownIOA?.cause.negative == true)
+        try station.send(ASDU(type: .interrogation, cause: CauseOfTransmission(cause: .activation), commonAddress: 8,
+                              objects: [InformationObject(address: 0, element: .interrogation(20))]))
+        let unknownCA = station.asdu { $0.type == .interrogation }
+        #expect(unknownCA?.cause.cause == .unknownCommonAddress && unknownCA?.cause.negative == true)
+        station.send(Frame.information(send: station.sendNumber, receive: station.receiveNumber, asdu: [0x66, 0x01, 0x06, 0x00, 0x07, 0x00, 0x00, 0x00, 0x00]))
+        station.sendNumber = station.sendNumber.next
+        let unknownType = station.asdu { $0.type.rawValue == 0x66 }
+        #expect(unknownType?.cause.cause == .unknownType && unknownType?.cause.negative == true)
+
+        // A second connection sends a frame whose length octet is 2: it is closed, the first is not.
+        let hostile = try RawControlStation(port: port)
+        hostile.send(bytes: [0x68, 0x02, 0x01, 0x00])
+        #expect(hostile.waitClosed(), "the malformed connection is closed")
+        station.send(.unnumbered(.testFrameActivation))
+        var confirmed = false
+        for _ in 0..<20 where !confirmed {
+            confirmed = station.next(seconds: 0.5) == .unnumbered(.testFrameConfirmation)
+        }
+        #expect(confirmed && !station.closed, "the first connection still answers TESTFR")
+        daemon.signal(SIGTERM)
+        let (_, text) = daemon.finish()
+        #expect(text.contains("IEC104_BAD_LENGTH"), "the close is logged with its code")
+        #expect(text.contains("IEC104_LISTENING"))
+    }
+}
