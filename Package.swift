@@ -174,6 +174,8 @@ let package = Package(
         .testTarget(name: "IEC104Tests", dependencies: ["IEC104", "ControlCore", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(
             name: "PlantTests", dependencies: ["Simulation", "HILPlant", "ControlCore", "BessSystem", "Fieldbus", "Config", "Cycle", "TestSupport"],
+        // TLS against the openssl command as the independent peer, certificates made at test time.
+        .testTarget(name: "TLSTransportTests", dependencies: ["TLSTransport", "BessSystem", "TestSupport"], swiftSettings: swiftSettings),
             swiftSettings: swiftSettings),
         // What every test target that runs a process or waits shares: the package's paths, running its
         // executables and peers, waiting on a condition, loopback ports.

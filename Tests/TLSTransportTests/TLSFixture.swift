@@ -1,0 +1,248 @@
+import Foundation
+import Glibc
+import TestSupport
+import TLSTransport
+
+/// A throwaway PKI made with the `openssl` command in a temporary directory at test time (no key is
+/// ever committed): a CA, a second CA no one trusts, a server certificate, a client certificate, a
+/// client the CA revoked (and its CRL), a client of the other CA. Every key is ECDSA P-256, so the
+/// same server certificate serves TLS 1.3 and IEEE 2030.5's ECDHE-ECDSA-AES128-CCM8.
+final class TLSFixture {
+    let directory: URL
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("bessd-tls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try makeCA("ca")
+        try makeCA("otherca")
+        try makeLeaf("server", issuer: "ca", subject: "/CN=bessd-test-server")
+        try makeLeaf("client", issuer: "ca", subject: "/CN=scada-client/O=Grid Operator")
+        try makeLeaf("revoked", issuer: "ca", subject: "/CN=revoked-client")
+        try makeLeaf("foreign", issuer: "otherca", subject: "/CN=foreign-client")
+        try revoke("revoked", issuer: "ca")
+    }
+
+    deinit { try? FileManager.default.removeItem(at: directory) }
+
+    /// The path of `name` in the fixture's directory (`client.pem`, `client.key`, `crl.pem`).
+    func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+
+    /// The SHA-256 fingerprint of `name`.pem as the openssl command prints it (`AB:CD:…`).
+    func fingerprint(_ name: String) throws -> String {
+        let out = try openssl(["x509", "-in", path("\(name).pem"), "-noout", "-fingerprint", "-sha256"])
+        guard let value = out.split(separator: "=", maxSplits: 1).last else { throw FixtureFailure("no fingerprint: \(out)") }
+        return value.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// The server context the tests listen with: this fixture's server certificate and CA.
+    func serverContext(allowedPeers: [String]? = nil, crl: Bool = false) throws -> TLSServerContext {
+        try TLSServerContext(certificateFile: path("server.pem"), privateKeyFile: path("server.key"), caFile: path("ca.pem"),
+                             allowedPeers: allowedPeers, crlFile: crl ? path("crl.pem") : nil)
+    }
+
+    @discardableResult
+    func openssl(_ arguments: [String]) throws -> String {
+        let result = try Package.capture(URL(fileURLWithPath: "/usr/bin/openssl"), arguments, directory: directory, merged: true)
+        guard result.status == 0 else { throw FixtureFailure("openssl \(arguments.joined(separator: " ")): \(result.out)") }
+        return result.out
+    }
+
+    private func makeKey(_ name: String) throws {
+        try openssl(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", path("\(name).key")])
+    }
+
+    private func makeCA(_ name: String) throws {
+        try makeKey(name)
+        try openssl(["req", "-x509", "-new", "-key", path("\(name).key"), "-subj", "/CN=bessd test \(name)", "-days", "2",
+                     "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+                     "-out", path("\(name).pem")])
+        // What `openssl ca` needs to revoke and to issue CRLs.
+        try Data().write(to: directory.appendingPathComponent("\(name).index"))
+        try Data("01\n".utf8).write(to: directory.appendingPathComponent("\(name).crlnumber"))
+        let config = """
+            [ca]
+            default_ca = fixture
+            [fixture]
+            database = \(path("\(name).index"))
+            crlnumber = \(path("\(name).crlnumber"))
+            default_md = sha256
+            default_crl_days = 2
+            """
+        try Data(config.utf8).write(to: directory.appendingPathComponent("\(name).cnf"))
+    }
+
+    private func makeLeaf(_ name: String, issuer: String, subject: String) throws {
+        try makeKey(name)
+        try openssl(["req", "-new", "-key", path("\(name).key"), "-subj", subject, "-out", path("\(name).csr")])
+        try openssl(["x509", "-req", "-in", path("\(name).csr"), "-CA", path("\(issuer).pem"), "-CAkey", path("\(issuer).key"),
+                     "-CAcreateserial", "-days", "2", "-out", path("\(name).pem")])
+    }
+
+    /// Revokes `name` and writes the issuer's CRL to crl.pem.
+    private func revoke(_ name: String, issuer: String) throws {
+        let common = ["-config", path("\(issuer).cnf"), "-keyfile", path("\(issuer).key"), "-cert", path("\(issuer).pem")]
+        try openssl(["ca"] + common + ["-revoke", path("\(name).pem")])
+        try openssl(["ca"] + common + ["-gencrl", "-out", path("crl.pem")])
+    }
+}
+
+struct FixtureFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A peer process (`openssl s_client` or `s_server`) with its standard input written up front and
+/// its output collected; stopped when the test is done with it.
+final class PeerProcess {
+    let process = Process()
+    private let output = Pipe()
+    private let collected = Collected()
+
+    /// Standard input while it is held open.
+    private var input: Pipe?
+
+    init(_ arguments: [String], input: String = "", keepInputOpen: Bool = false, directory: URL) throws {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        let stdin = Pipe()
+        process.standardInput = stdin
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let handle = output.fileHandleForReading
+        let collected = collected
+        Thread.detachNewThread {
+            while case let data = handle.availableData, !data.isEmpty { collected.append(data) }
+        }
+        stdin.fileHandleForWriting.write(Data(input.utf8))
+        // s_server ends at the end of its input: a server's stays open until `stop()`.
+        if keepInputOpen { self.input = stdin } else { try stdin.fileHandleForWriting.close() }
+    }
+
+    /// Everything it printed so far.
+    var text: String { collected.text }
+
+    /// Waits up to `seconds` for it to end; true when it did.
+    func ended(within seconds: Double = 10) -> Bool { waitFor(seconds: seconds) { !process.isRunning } }
+
+    /// Ends it if it still runs. SIGKILL: a child inherits the test runner's signal mask, in which
+    /// SIGTERM may be blocked.
+    func stop() {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        try? input?.fileHandleForWriting.close()
+    }
+
+    private final class Collected: @unchecked Sendable {
+        private let lock = NSLock()
+        private var data = Data()
+        func append(_ more: Data) { lock.withLock { data.append(more) } }
+        var text: String { lock.withLock { String(decoding: data, as: UTF8.self) } }
+    }
+}
+
+/// Loopback sockets for the tests: a listener on a port the kernel picks, accept and connect with a
+/// deadline, and the poll loop that drives a handshake.
+enum TestSocket {
+    /// A listening socket on 127.0.0.1 and the port the kernel gave it.
+    static func listen() throws -> (fd: Int32, port: Int) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw FixtureFailure("socket: \(errno)") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound, Glibc.listen(fd, 4) == 0 else {
+            close(fd)
+            throw FixtureFailure("bind/listen: \(errno)")
+        }
+        return (fd, Int(UInt16(bigEndian: address.sin_port)))
+    }
+
+    /// The next connection on `listener`, non-blocking, or nil when none came within `seconds`.
+    static func accept(_ listener: Int32, within seconds: Double = 10) -> Int32? {
+        guard wait(listener, Int16(POLLIN), within: seconds) else { return nil }
+        let fd = Glibc.accept(listener, nil, nil)
+        guard fd >= 0 else { return nil }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        return fd
+    }
+
+    /// A non-blocking socket connected to 127.0.0.1:`port`.
+    static func connect(_ port: Int) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            close(fd)
+            throw FixtureFailure("connect to \(port): \(errno)")
+        }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        return fd
+    }
+
+    /// True once `fd` is ready for `events` within `seconds`.
+    static func wait(_ fd: Int32, _ events: Int16, within seconds: Double) -> Bool {
+        var entry = pollfd(fd: fd, events: events, revents: 0)
+        return poll(&entry, 1, Int32(seconds * 1000)) == 1
+    }
+
+    /// Drives the handshake to its end, polling as each step asks; nil when `seconds` pass first.
+    static func handshake(_ connection: TLSConnection, within seconds: Double = 10) throws(TLSError) -> Bool {
+        let end = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while ContinuousClock.now < end {
+            switch try connection.handshake() {
+            case .complete: return true
+            case .wantRead: _ = wait(connection.fileDescriptor, Int16(POLLIN), within: 1)
+            case .wantWrite: _ = wait(connection.fileDescriptor, Int16(POLLOUT), within: 1)
+            }
+        }
+        return false
+    }
+
+    /// Reads until `terminator` arrives, the stream ends or `seconds` pass; the bytes read.
+    static func read(_ connection: TLSConnection, until terminator: UInt8 = 0x0A, within seconds: Double = 10) throws(TLSError) -> [UInt8] {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 512)
+        let end = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while ContinuousClock.now < end, !received.contains(terminator) {
+            let outcome = try buffer.withUnsafeMutableBytes { raw in
+                Result { () throws(TLSError) -> TLSTransfer in try connection.read(into: raw) }
+            }.get()
+            switch outcome {
+            case .transferred(let count): received += buffer.prefix(count)
+            case .wantRead: _ = wait(connection.fileDescriptor, Int16(POLLIN), within: 1)
+            case .wantWrite: _ = wait(connection.fileDescriptor, Int16(POLLOUT), within: 1)
+            case .endOfStream: return received
+            }
+        }
+        return received
+    }
+
+    /// Writes all of `bytes`, polling while the socket is full.
+    static func write(_ connection: TLSConnection, _ bytes: [UInt8], within seconds: Double = 10) throws(TLSError) -> Bool {
+        var written = 0
+        let end = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while written < bytes.count, ContinuousClock.now < end {
+            let outcome = try bytes[written...].withUnsafeBytes { raw in
+                Result { () throws(TLSError) -> TLSTransfer in try connection.write(raw) }
+            }.get()
+            switch outcome {
+            case .transferred(let count): written += count
+            case .wantRead: _ = wait(connection.fileDescriptor, Int16(POLLIN), within: 1)
+            case .wantWrite: _ = wait(connection.fileDescriptor, Int16(POLLOUT), within: 1)
+            case .endOfStream: return false
+            }
+        }
+        return written == bytes.count
+    }
+}
