@@ -128,9 +128,9 @@ let package = Package(
         .executableTarget(
             name: "bessctl",
             // No NIO, TLS, HTTP client or YAML: a socket client, the protocol, the trip-code table, and the
-            // field-bus decoders for `bessctl probe`.
+            // field-bus decoders for `bessctl probe` (timed on BessSystem's clock).
             dependencies: [
-                "ControlProtocol", "ControlCore", "Fieldbus",
+                "ControlProtocol", "ControlCore", "Fieldbus", "BessSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),

@@ -19,8 +19,8 @@ public protocol MonotonicClock: AnyObject, Sendable {
 }
 
 /// The system's clocks: the monotonic one (`CLOCK_MONOTONIC`) as a `MonotonicClock`, and the wall
-/// clock (`CLOCK_REALTIME`) for the records and protocols that carry Unix time. The only place
-/// bessd calls `clock_gettime`.
+/// clock (`CLOCK_REALTIME`) for the records and protocols that carry Unix time: the one place
+/// bessd reads either (a thread's CPU time, `CLOCK_THREAD_CPUTIME_ID`, is Service's `AnswerCosts`).
 public final class SystemClock: MonotonicClock {
     /// The one instance (it holds no state).
     public static let shared = SystemClock()

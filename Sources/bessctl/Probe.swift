@@ -1,4 +1,5 @@
 import ArgumentParser
+import BessSystem
 import ControlCore
 import Fieldbus
 import Foundation
@@ -240,9 +241,10 @@ struct ProbeCAN: ParsableCommand {
         var counts: [UInt32: Int] = [:]
         var refused: [FrameRejection: Int] = [:]
         var errorFrames = 0
-        let start = ContinuousClock.now
+        let clock = SystemClock.shared
+        let start = clock.now()
         let end = start + .seconds(seconds)
-        while ContinuousClock.now < end {
+        while clock.now() < end {
             let received: (frame: CANFrame, realtimeNanoseconds: Int64)?
             do {
                 received = try socket.receive(timeout: .milliseconds(100))
@@ -258,8 +260,7 @@ struct ProbeCAN: ParsableCommand {
             counts[frame.id, default: 0] += 1
             if let rejection = decoder.ingest(frame, at: MonotonicInstant(nanoseconds: 0)) { refused[rejection, default: 0] += 1 }
         }
-        let elapsed = Double((ContinuousClock.now - start).components.seconds)
-            + Double((ContinuousClock.now - start).components.attoseconds) * 1e-18
+        let elapsed = clock.now().seconds(since: start)
         print(String(format: "listened %.1f s: %d frames, %d error frames", elapsed, counts.values.reduce(0, +), errorFrames))
         print("")
         var rows = [["ID", "GROUP", "FRAMES", "RATE", "BESSD WITHOUT IT"]]
