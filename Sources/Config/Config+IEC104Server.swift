@@ -54,8 +54,9 @@ public enum IEC104Signal: String, Sendable, CaseIterable {
     /// The change of a measured value that is reported spontaneously (0: every change).
     public var defaultDeadband: Double {
         switch self {
-        case .netMW, .netMVAr, .availableDischargeMW, .availableChargeMW, .agcSetpointMW, .agcTargetMW,
-             .regulationUpperMW, .regulationLowerMW: 0.001
+        case .netMW, .netMVAr, .agcSetpointMW, .agcTargetMW, .regulationUpperMW, .regulationLowerMW: 0.001
+        // Headroom moves with SOC and temperature every cycle: report steps, not noise.
+        case .availableDischargeMW, .availableChargeMW: 0.01
         case .voltageKV: 0.1
         case .frequencyHz: 0.01
         case .socPercent: 0.5

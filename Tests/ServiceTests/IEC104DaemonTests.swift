@@ -204,4 +204,44 @@ struct IEC104DaemonTests {
         #expect(text.contains("IEC104_BAD_LENGTH"), "the close is logged with its code")
         #expect(text.contains("IEC104_LISTENING"))
     }
+
+    @Test("c104 (lib60870) as the control centre: interrogation equal to bessctl site --json, clock sync, counters, spontaneous M_ME_TF_1, AGC in service and target (direct), site setpoint (select-before-operate) taken by the cycle")
+    func c104ControlCentre() throws {
+        let port = Loopback.freePort()
+        let daemon = try RunningDaemon(yaml: Self.yaml(port: port).replacingOccurrences(of: "base_hz: 49.8", with: "base_hz: 50.0"))
+        var site: [String: Any] = [:]
+        let running = waitFor(seconds: 15) {
+            site = (try? daemon.request(["verb": "site"])) ?? [:]
+            return (site["units"] as? [[String: Any]] ?? []).compactMap { $0["soc_percent"] as? Double }.count == 2
+        }
+        #expect(running, "site: \(site)")
+        let run = try Package.tool(["python3", "hil/peers/iec104_client.py", String(port), "7", "0.05", "0.02"])
+        #expect(run.status == 0, "iec104_client.py: \(run.err.suffix(600))")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(run.out.utf8)) as? [String: Any], "\(run.out.prefix(400))")
+        let ok = json["ok"] as? [String: Bool] ?? [:]
+        for step in ["connected", "startdt", "interrogation", "clock_sync", "counters", "agc_in_service", "agc_target", "setpoint_sbo"] {
+            #expect(ok[step] == true, "c104: \(step) \(ok)")
+        }
+        site = try daemon.request(["verb": "site"])
+        let values = json["values"] as? [String: Any] ?? [:]
+        let soc = (site["units"] as? [[String: Any]] ?? []).compactMap { $0["soc_percent"] as? Double }.reduce(0, +) / 2
+        #expect((values["1005"] as? Double).map { abs($0 - soc) < 0.2 } == true, "1005 \(values["1005"] ?? "-") vs \(soc)")
+        #expect((values["1004"] as? Double).map { abs($0 - 50) < 0.001 } == true, "1004 \(values["1004"] ?? "-")")
+        #expect((values["1012"] as? Double).map { abs($0 - 0.2) < 1e-6 } == true, "regulation upper limit 1012 \(values["1012"] ?? "-")")
+        let received = json["received"] as? [[String: Any]] ?? []
+        func frames(_ type: Int, _ cot: Int) -> [[String: Any]] { received.filter { $0["type"] as? Int == type && $0["cot"] as? Int == cot } }
+        #expect(!frames(36, 3).isEmpty, "spontaneous M_ME_TF_1")
+        #expect(frames(13, 20).count + frames(1, 20).count + frames(3, 20).count >= 3 && frames(36, 20).isEmpty,
+                "interrogation in untimed types only")
+        #expect(frames(15, 37).first?["count"] as? Int == 2, "both counters on counter interrogation")
+        #expect(received.allSatisfy { $0["negative"] as? Bool == false }, "no negative answer")
+        // What the commands did, as bessctl site --json shows it.
+        let agc = site["agc"] as? [String: Any] ?? [:]
+        #expect(agc["in_service"] as? Bool == true && (agc["target_w"] as? Double).map { abs($0 - 50_000) < 1 } == true, "agc: \(agc)")
+        let setpoint = (site["grid_operator"] as? [String: Any])?["scada_setpoint"] as? [String: Any]
+        #expect((setpoint?["power_w"] as? Double).map { abs($0 - 20_000) < 1 } == true, "site setpoint: \(String(describing: setpoint))")
+        daemon.signal(SIGTERM)
+        let (_, text) = daemon.finish()
+        #expect(text.contains("IEC104_CLOCK_SYNC") && text.contains("BESS_IOA=3002") && text.contains("BESS_RESULT=accepted"), "journal lines")
+    }
 }
