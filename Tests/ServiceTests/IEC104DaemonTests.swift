@@ -207,8 +207,9 @@ struct IEC104DaemonTests {
 
     @Test("c104 (lib60870) as the control centre: interrogation equal to bessctl site --json, clock sync, counters, spontaneous M_ME_TF_1, AGC in service and target (direct), site setpoint (select-before-operate) taken by the cycle")
     func c104ControlCentre() throws {
-        let port = Loopback.freePort()
-        let daemon = try RunningDaemon(yaml: Self.yaml(port: port).replacingOccurrences(of: "base_hz: 49.8", with: "base_hz: 50.0"))
+        let port = Loopback.freePort(), metricsPort = Loopback.freePort()
+        let daemon = try RunningDaemon(yaml: Self.yaml(port: port).replacingOccurrences(of: "base_hz: 49.8", with: "base_hz: 50.0")
+            + "\nmetrics_listen: 127.0.0.1:\(metricsPort)\n")
         var site: [String: Any] = [:]
         let running = waitFor(seconds: 15) {
             site = (try? daemon.request(["verb": "site"])) ?? [:]
@@ -240,6 +241,9 @@ struct IEC104DaemonTests {
         #expect(agc["in_service"] as? Bool == true && (agc["target_w"] as? Double).map { abs($0 - 50_000) < 1 } == true, "agc: \(agc)")
         let setpoint = (site["grid_operator"] as? [String: Any])?["scada_setpoint"] as? [String: Any]
         #expect((setpoint?["power_w"] as? Double).map { abs($0 - 20_000) < 1 } == true, "site setpoint: \(String(describing: setpoint))")
+        // Four accepted: AGC in service, the AGC target, the setpoint's select and its execute.
+        #expect(metric(metricsPort, "bessd_iec104_commands_total{result=\"accepted\"}") == 4)
+        #expect(metric(metricsPort, "bessd_iec104_interrogations_total") == 1)
         daemon.signal(SIGTERM)
         let (_, text) = daemon.finish()
         #expect(text.contains("IEC104_CLOCK_SYNC") && text.contains("BESS_IOA=3002") && text.contains("BESS_RESULT=accepted"), "journal lines")
