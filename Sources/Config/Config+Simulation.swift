@@ -15,7 +15,7 @@ extension SimulationConfiguration {
                        _ r: ConfigReader) -> SimulationConfiguration {
         var simulation = SimulationConfiguration(
             initialSOCPercent: 60, ambientCelsius: 25, frequencyProfile: .walk, baseHz: nominal, amplitudeHz: 0.15,
-            stepPeriodSeconds: 30, seed: 1, rampToHz: nominal, rampStartSeconds: 0, rampDurationSeconds: 60, trace: [],
+            stepPeriod: .seconds(30), seed: 1, rampToHz: nominal, rampStart: .zero, rampDuration: .seconds(60), trace: [],
             faults: [])
         guard let fields else { return simulation }
         simulation.initialSOCPercent = fields.double("initial_soc_percent", default: 60, range: 0...100, unit: "%")!
@@ -37,11 +37,11 @@ extension SimulationConfiguration {
             [("steady", .steady), ("walk", .walk), ("steps", .steps), ("ramp", .ramp), ("trace", .trace)], default: .walk)
         simulation.baseHz = fields.double("base_hz", default: nominal, range: 40...70, unit: "Hz")!
         simulation.amplitudeHz = fields.double("amplitude_hz", default: 0.15, range: 0...5, unit: "Hz")!
-        simulation.stepPeriodSeconds = fields.double("step_period_s", default: 30, range: 1...3600, unit: "seconds")!
+        simulation.stepPeriod = .seconds(fromDouble: fields.double("step_period_s", default: 30, range: 1...3600, unit: "seconds")!)
         simulation.seed = UInt64(fields.int("seed", default: 1, range: 0...Int.max)!)
         simulation.rampToHz = fields.double("ramp_to_hz", default: simulation.baseHz, range: 40...70, unit: "Hz")!
-        simulation.rampStartSeconds = fields.double("ramp_start_s", default: 0, range: 0...86_400, unit: "seconds")!
-        simulation.rampDurationSeconds = fields.double("ramp_duration_s", default: 60, range: 0...86_400, unit: "seconds")!
+        simulation.rampStart = .seconds(fromDouble: fields.double("ramp_start_s", default: 0, range: 0...86_400, unit: "seconds")!)
+        simulation.rampDuration = .seconds(fromDouble: fields.double("ramp_duration_s", default: 60, range: 0...86_400, unit: "seconds")!)
         if let traceFile = fields.string("trace_file") {
             simulation.trace = TraceFile(traceFile, besideConfiguration: file)
                 .frequencyPoints(at: fields.mark("trace_file"), fields.child("trace_file"), r)
@@ -89,12 +89,12 @@ extension PowerProfile {
                 }
             }
         }
-        profile.stepPeriodSeconds = f.double("step_period_s", default: 30, range: 0.1...86_400, unit: "seconds")!
+        profile.stepPeriod = .seconds(fromDouble: f.double("step_period_s", default: 30, range: 0.1...86_400, unit: "seconds")!)
         if let name = f.string("trace_file") {
             profile.trace = TraceFile(name, besideConfiguration: file)
                 .points(column: "kw", valid: { range.contains($0) }, rule: "kw in \(format(range.lowerBound))…\(format(range.upperBound))",
                         at: f.mark("trace_file"), f.child("trace_file"), r)
-                .map { PowerPoint(seconds: $0.seconds, kilowatts: $0.value) }
+                .map { PowerPoint(at: $0.at, kilowatts: $0.value) }
         }
         switch profile.shape {
         case .steps where profile.levelsKW.isEmpty:
@@ -172,13 +172,13 @@ extension FaultInjection {
         let kind = f.choice("kind", kinds, default: nil)
         if kind == nil, !f.has("kind") { r.error(node, "\(path).kind", "is required") }
         let unit = f.string("unit", pattern: { units.contains($0) }, rule: "must name a unit of bess_units")
-        let at = f.double("at_s", default: 0, range: 0...86_400, unit: "seconds")!
-        let duration = f.double("duration_s", default: 0, range: 0...86_400, unit: "seconds")!
-        let delay = f.double("delay_s", default: 0, range: 0...60, unit: "seconds")!
+        let at = Duration.seconds(fromDouble: f.double("at_s", default: 0, range: 0...86_400, unit: "seconds")!)
+        let duration = Duration.seconds(fromDouble: f.double("duration_s", default: 0, range: 0...86_400, unit: "seconds")!)
+        let delay = Duration.seconds(fromDouble: f.double("delay_s", default: 0, range: 0...60, unit: "seconds")!)
         if kind.map({ $0.rawValue.hasPrefix("meter_") }) == true, f.has("unit") {
             r.error(f.mark("unit"), "\(path).unit", "a meter fault acts on the site's meter; it names no unit")
         }
-        if (kind == .bmsDelay || kind == .modbusDelay || kind == .meterDelay) && delay <= 0 {
+        if (kind == .bmsDelay || kind == .modbusDelay || kind == .meterDelay) && delay <= .zero {
             r.error(node, "\(path).delay_s", "is required (> 0) for \(kind!.rawValue)")
         }
         var values: BMSOverride?
@@ -203,7 +203,7 @@ extension FaultInjection {
         }
         f.finish(Self.keys)
         guard let kind else { return nil }
-        return FaultInjection(kind: kind, unit: unit, atSeconds: at, durationSeconds: duration,
-                              delaySeconds: delay, bmsValues: values, silencedGroups: groups)
+        return FaultInjection(kind: kind, unit: unit, at: at, duration: duration, delay: delay,
+                              bmsValues: values, silencedGroups: groups)
     }
 }

@@ -87,15 +87,15 @@ public struct SimulationConfiguration: Sendable, Equatable {
     public var baseHz: Double
     /// Size of a step (`steps`) or scale of the wander (`walk`).
     public var amplitudeHz: Double
-    /// Seconds between steps.
-    public var stepPeriodSeconds: Double
+    /// Time between steps (`step_period_s`).
+    public var stepPeriod: Duration
     /// Seed of the `walk` profile, so runs repeat.
     public var seed: UInt64
-    /// `ramp`: where the ramp ends, when it starts and how long it takes.
+    /// `ramp`: where the ramp ends, when it starts (after the run's start) and how long it takes.
     public var rampToHz: Double
-    public var rampStartSeconds: Double
-    public var rampDurationSeconds: Double
-    /// `trace`: (seconds, Hz) points read from `trace_file`.
+    public var rampStart: Duration
+    public var rampDuration: Duration
+    /// `trace`: (time since the run started, Hz) points read from `trace_file`.
     public var trace: [TracePoint]
     /// Faults the plant injects on a schedule.
     public var faults: [FaultInjection]
@@ -120,10 +120,10 @@ public struct PowerProfile: Sendable, Equatable {
     public var shape: Shape = .steady
     /// The level (`steady`), or the first level (`steps`).
     public var baseKW: Double
-    /// `steps`: the levels visited in turn, each for `stepPeriodSeconds` (base first).
+    /// `steps`: the levels visited in turn, each for `stepPeriod` (base first).
     public var levelsKW: [Double] = []
-    public var stepPeriodSeconds: Double = 30
-    /// `trace`: (seconds, kW) points, each held until the next.
+    public var stepPeriod: Duration = .seconds(30)
+    /// `trace`: (time since the run started, kW) points, each held until the next.
     public var trace: [PowerPoint] = []
 
     public init(base: Double) { baseKW = base }
@@ -133,35 +133,44 @@ public struct PowerProfile: Sendable, Equatable {
         ([baseKW] + levelsKW + trace.map(\.kilowatts)).map { abs($0) }.max() ?? 0
     }
 
-    /// The power at `elapsed` seconds into the run, kW.
-    public func kilowatts(at elapsed: Double) -> Double {
+    /// The power `elapsed` into the run, kW.
+    public func kilowatts(at elapsed: Duration) -> Double {
         switch shape {
         case .steady: return baseKW
         case .steps:
             // No array built here: the simulated meter asks every cycle.
-            let k = Int(max(0, elapsed) / max(0.1, stepPeriodSeconds)) % (levelsKW.count + 1)
+            let k = Int(max(.zero, elapsed) / max(Self.shortestStep, stepPeriod)) % (levelsKW.count + 1)
             return k == 0 ? baseKW : levelsKW[k - 1]
         case .trace:
             guard let first = trace.first else { return baseKW }
-            return trace.last(where: { $0.seconds <= elapsed })?.kilowatts ?? first.kilowatts
+            return trace.last(where: { $0.at <= elapsed })?.kilowatts ?? first.kilowatts
         }
     }
+
+    /// The shortest step the `steps` shape takes (a constant: built once, not per cycle).
+    static let shortestStep = Duration.milliseconds(100)
 }
 
 /// One point of a recorded power trace.
 public struct PowerPoint: Sendable, Equatable {
-    public var seconds: Double
+    /// When the point applies, from the run's start.
+    public var at: Duration
     public var kilowatts: Double
-    public init(seconds: Double, kilowatts: Double) {
-        self.seconds = seconds
+    public init(at: Duration, kilowatts: Double) {
+        self.at = at
         self.kilowatts = kilowatts
     }
 }
 
 /// One point of a recorded frequency trace.
 public struct TracePoint: Sendable, Equatable {
-    public var seconds: Double
+    /// When the point applies, from the run's start.
+    public var at: Duration
     public var hz: Double
+    public init(at: Duration, hz: Double) {
+        self.at = at
+        self.hz = hz
+    }
 }
 
 /// A fault the simulated plant injects, from `at_s` for `duration_s` (0 = until the end).
@@ -201,18 +210,21 @@ public struct FaultInjection: Sendable, Equatable {
     public var kind: Kind
     /// The unit it hits; nil = every unit.
     public var unit: String?
-    public var atSeconds: Double
-    public var durationSeconds: Double
-    public var delaySeconds: Double
+    /// When it starts, from the run's start (`at_s`).
+    public var at: Duration
+    /// How long it acts (`duration_s`; zero = until the end).
+    public var duration: Duration
+    /// How late a delay fault makes its device answer (`delay_s`).
+    public var delay: Duration
     /// For `bms_values`: what the BMS reports.
     public var bmsValues: BMSOverride?
     /// For `bms_group_silence`: the groups the BMS stops sending.
     public var silencedGroups = BMSGroups()
 
-    /// True while the fault acts, `elapsed` seconds into the run.
-    public func isActive(at elapsed: Double, unitID: String) -> Bool {
-        guard unit == nil || unit == unitID, elapsed >= atSeconds else { return false }
-        return durationSeconds <= 0 || elapsed < atSeconds + durationSeconds
+    /// True while the fault acts, `elapsed` into the run: from `at` inclusive to `at + duration` exclusive.
+    public func isActive(at elapsed: Duration, unitID: String) -> Bool {
+        guard unit == nil || unit == unitID, elapsed >= at else { return false }
+        return duration <= .zero || elapsed < at + duration
     }
 }
 

@@ -1,3 +1,4 @@
+import ControlCore
 import Foundation
 internal import Yams
 
@@ -18,18 +19,19 @@ struct TraceFile {
     /// The points of a `seconds,hz` frequency trace, each hz in 40 < hz < 70.
     func frequencyPoints(at node: Node?, _ path: String, _ r: ConfigReader) -> [TracePoint] {
         points(column: "hz", valid: { $0 > 40 && $0 < 70 }, rule: "40 < hz < 70", at: node, path, r)
-            .map { TracePoint(seconds: $0.seconds, hz: $0.value) }
+            .map { TracePoint(at: $0.at, hz: $0.value) }
     }
 
-    /// The points of the file; `valid` checks each value (`rule` says what it wants). Any error is
-    /// reported at `node` and `path` and gives no points.
+    /// The points of the file, each at its time from the run's start; `valid` checks each value
+    /// (`rule` says what it wants). Any error is reported at `node` and `path` and gives no points.
     func points(column: String, valid: (Double) -> Bool, rule: String, at node: Node?, _ path: String,
-                _ r: ConfigReader) -> [(seconds: Double, value: Double)] {
+                _ r: ConfigReader) -> [(at: Duration, value: Double)] {
         guard let data = FileManager.default.contents(atPath: location), let text = String(data: data, encoding: .utf8) else {
             r.error(node, path, "cannot read the trace file", got: location)
             return []
         }
-        var points: [(seconds: Double, value: Double)] = []
+        var points: [(at: Duration, value: Double)] = []
+        var lastSeconds = -Double.infinity
         for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
             if trimmed.isEmpty || trimmed.hasPrefix("#") || (number == 0 && trimmed.first?.isLetter == true) { continue }
@@ -38,11 +40,14 @@ struct TraceFile {
                 r.error(node, path, "\(location) line \(number + 1): expected seconds,\(column) with \(rule)", got: trimmed)
                 return []
             }
-            if let last = points.last, t <= last.seconds {
+            if t <= lastSeconds {
                 r.error(node, path, "\(location) line \(number + 1): times must increase", got: trimmed)
                 return []
             }
-            points.append((t, value))
+            lastSeconds = t
+            // The file's own number is checked above; each time is converted once, a time before
+            // the start keeping its sign.
+            points.append((t < 0 ? .zero - .seconds(fromDouble: -t) : .seconds(fromDouble: t), value))
         }
         if points.isEmpty { r.error(node, path, "the trace file has no points", got: location) }
         return points

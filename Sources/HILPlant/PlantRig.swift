@@ -16,15 +16,15 @@ public final class PlantRig {
     public private(set) var servers: [SunSpecServer?] = []
     /// The CAN socket of each unit whose BMS the plant emulates.
     var canSockets: [CANSocket?] = []
-    var nextBMSFrames: [Int64] = []
+    var nextBMSFrames: [MonotonicInstant] = []
     /// 0x305 keep-alives received from bessd, per unit.
     public private(set) var keepAlivesReceived: [UInt64] = []
     /// BMS frames sent, per unit.
     public private(set) var bmsFramesSent: [UInt64] = []
-    var delayed: [[(due: Int64, frames: [CANFrame])]] = []
+    var delayed: [[(due: MonotonicInstant, frames: [CANFrame])]] = []
     var linkDown: [Bool] = []
-    /// Seconds between BMS transmissions (Pylontech sends every second).
-    public var bmsPeriodSeconds = 1.0
+    /// Time between BMS transmissions (Pylontech sends every second).
+    public var bmsPeriod = Duration.seconds(1)
     var grid: GridFrequency
     public private(set) var started: MonotonicInstant
     var last: MonotonicInstant
@@ -50,7 +50,7 @@ public final class PlantRig {
             linkDown.append(false)
             keepAlivesReceived.append(0)
             bmsFramesSent.append(0)
-            nextBMSFrames.append(0)
+            nextBMSFrames.append(.zero)
             if c.isSimulated(bmsOf: unit) {
                 canSockets.append(nil)
             } else {
@@ -111,13 +111,13 @@ public final class PlantRig {
     public func step(now: MonotonicInstant) -> Double {
         let dt = max(0, now.seconds(since: last))
         last = now
-        let elapsed = now.seconds(since: started)
+        let elapsed = now - started
         let hz = grid.frequency(at: elapsed)
         for i in units.indices {
             let id = configuration.units[i].id
             let faults = units[i].follow(configuration.simulation, at: elapsed, unitID: id)
             servers[i]?.silent = faults.contains(.modbusSilence)
-            servers[i]?.responseDelaySeconds = configuration.simulation.activeDelay(.modbusDelay, at: elapsed, unitID: id)
+            servers[i]?.responseDelay = configuration.simulation.activeDelay(.modbusDelay, at: elapsed, unitID: id)
             if canSockets[i] != nil { applyLinkFault(i, down: faults.contains(.canBusOff)) }
             units[i].step(seconds: dt)
             if let server = servers[i] {
@@ -135,7 +135,7 @@ public final class PlantRig {
     /// The connection point: load − PV − Σ battery power, served as the configured meter model with the
     /// meter's faults (`meter_silence`: no answers; `meter_delay`: `delay_s` late; `meter_garbage`:
     /// W not implemented) and its energy counters.
-    func publishMeter(_ server: SunSpecServer, elapsed: Double, seconds: Double, hz: Double) {
+    func publishMeter(_ server: SunSpecServer, elapsed: Duration, seconds: Double, hz: Double) {
         let site = configuration.simulation.sitePower(at: elapsed)
         let battery = units.reduce(0.0) { $0 + $1.inverter.powerW }
         meter.record(elapsed: elapsed, loadW: site.load, pvW: site.pv, batteryW: battery)
@@ -153,17 +153,17 @@ public final class PlantRig {
 
     /// Sends the BMS's frames when due (late, broken or invalid while a fault says so) and counts the
     /// keep-alives bessd sent.
-    func exchangeCAN(_ i: Int, _ can: CANSocket, now: MonotonicInstant, faults: FaultSet, delay: Double) {
+    func exchangeCAN(_ i: Int, _ can: CANSocket, now: MonotonicInstant, faults: FaultSet, delay: Duration) {
         while let received = try? can.receive(timeout: .zero) {
             if received.frame.id == PylontechLV.keepAliveID && !received.frame.isError { keepAlivesReceived[i] &+= 1 }
         }
         // Frames held back by a delay fault go out when due.
-        while let first = delayed[i].first, first.due <= now.nanoseconds {
+        while let first = delayed[i].first, first.due <= now {
             delayed[i].removeFirst()
             for frame in first.frames where (try? can.send(frame)) != nil { bmsFramesSent[i] &+= 1 }
         }
-        guard now.nanoseconds >= nextBMSFrames[i], !units[i].bmsSilent else { return }
-        nextBMSFrames[i] = now.nanoseconds + Int64(bmsPeriodSeconds * 1e9)
+        guard now >= nextBMSFrames[i], !units[i].bmsSilent else { return }
+        nextBMSFrames[i] = now + bmsPeriod
         var frames = units[i].pylontechState.frames()
         let silent = units[i].silentGroups
         if !silent.isEmpty {
@@ -182,8 +182,8 @@ public final class PlantRig {
             frames += [CANFrame(id: PylontechLV.limitsID, bytes: [0xFF]), CANFrame(id: PylontechLV.measurementsID, bytes: [1, 2]),
                        CANFrame(id: 0x35F, bytes: [0xDE, 0xAD, 0xBE, 0xEF, 0, 0, 0, 0])]
         }
-        if delay > 0 {
-            delayed[i].append((now.nanoseconds + Int64(delay * 1e9), frames))
+        if delay > .zero {
+            delayed[i].append((now + delay, frames))
             return
         }
         for frame in frames where (try? can.send(frame)) != nil { bmsFramesSent[i] &+= 1 }
@@ -228,12 +228,11 @@ public final class PlantRig {
         return text
     }
 
-    /// Runs in real time until `duration` passes or a stop is requested.
-    public func run(duration: Double?, stepSeconds: Double = 0.05, output: (String) -> Void) {
+    /// Runs in real time, a step every `step`, until `duration` passes or a stop is requested.
+    public func run(duration: Duration?, step: Duration = .milliseconds(50), output: (String) -> Void) {
         var deadline = SystemClock.shared.now()
-        let end = duration.map { deadline + .seconds(fromDouble: $0) }
+        let end = duration.map { deadline + $0 }
         var nextStatus = deadline
-        let step = Duration.seconds(fromDouble: stepSeconds)
         while !stopRequested.load(ordering: .relaxed) {
             deadline = deadline + step
             SystemClock.shared.sleep(until: deadline)

@@ -218,10 +218,10 @@ public final class SunSpecServer: @unchecked Sendable {
         set { silence.store(newValue, ordering: .relaxed) }
     }
 
-    /// Seconds every answer is held back (a slow device).
-    public var responseDelaySeconds: Double {
-        get { Double(delayMicroseconds.load(ordering: .relaxed)) / 1e6 }
-        set { delayMicroseconds.store(Int(max(0, min(newValue, 60)) * 1e6), ordering: .relaxed) }
+    /// How long every answer is held back (a slow device), at most a minute, to the microsecond.
+    public var responseDelay: Duration {
+        get { .microseconds(delayMicroseconds.load(ordering: .relaxed)) }
+        set { delayMicroseconds.store(Int(min(max(.zero, newValue), .seconds(60)).nanosecondsClamped / 1000), ordering: .relaxed) }
     }
 
     /// Answers one request unless silenced, after the configured delay.

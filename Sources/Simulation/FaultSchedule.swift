@@ -7,25 +7,24 @@ extension SimulationConfiguration {
         switch frequencyProfile {
         case .steady: GridFrequency(.steady(hz: baseHz))
         case .walk: GridFrequency(.walk(baseHz: baseHz, amplitudeHz: amplitudeHz, seed: seed))
-        case .steps: GridFrequency(.steps(baseHz: baseHz, amplitudeHz: amplitudeHz, periodSeconds: stepPeriodSeconds))
+        case .steps: GridFrequency(.steps(baseHz: baseHz, amplitudeHz: amplitudeHz, period: stepPeriod))
         case .ramp:
-            GridFrequency(.ramp(fromHz: baseHz, toHz: rampToHz, startSeconds: rampStartSeconds,
-                                durationSeconds: rampDurationSeconds))
-        case .trace: GridFrequency(.trace(trace.map { ($0.seconds, $0.hz) }))
+            GridFrequency(.ramp(fromHz: baseHz, toHz: rampToHz, start: rampStart, duration: rampDuration))
+        case .trace: GridFrequency(.trace(trace.map { ($0.at, $0.hz) }))
         }
     }
 
-    /// The faults acting on unit `unitID`, `elapsed` seconds into the run (no allocation: bessd's own
+    /// The faults acting on unit `unitID`, `elapsed` into the run (no allocation: bessd's own
     /// simulated devices ask every cycle).
-    public func activeFaults(at elapsed: Double, unitID: String) -> FaultSet {
+    public func activeFaults(at elapsed: Duration, unitID: String) -> FaultSet {
         var kinds = FaultSet()
         for fault in faults where fault.isActive(at: elapsed, unitID: unitID) { kinds.insert(fault.kind) }
         return kinds
     }
 
-    /// What the BMS of `unitID` reports in place of the model, `elapsed` seconds into the run (the
+    /// What the BMS of `unitID` reports in place of the model, `elapsed` into the run (the
     /// latest active `bms_values` fault wins; none = no override). No allocation.
-    public func activeBMSOverride(at elapsed: Double, unitID: String) -> BMSOverride {
+    public func activeBMSOverride(at elapsed: Duration, unitID: String) -> BMSOverride {
         var result = BMSOverride()
         for fault in faults where fault.kind == .bmsValues && fault.isActive(at: elapsed, unitID: unitID) {
             if let values = fault.bmsValues { result = values }
@@ -34,7 +33,7 @@ extension SimulationConfiguration {
     }
 
     /// The BMS groups an active `bms_group_silence` fault keeps `unitID`'s BMS from sending. No allocation.
-    public func activeSilencedGroups(at elapsed: Double, unitID: String) -> BMSGroups {
+    public func activeSilencedGroups(at elapsed: Duration, unitID: String) -> BMSGroups {
         var groups = BMSGroups()
         for fault in faults where fault.kind == .bmsGroupSilence && fault.isActive(at: elapsed, unitID: unitID) {
             groups.formUnion(fault.silencedGroups)
@@ -42,22 +41,22 @@ extension SimulationConfiguration {
         return groups
     }
 
-    /// The delay of an active delay fault of `kind` on `unitID`, in seconds (0 when none). No allocation.
-    public func activeDelay(_ kind: FaultInjection.Kind, at elapsed: Double, unitID: String) -> Double {
-        var delay = 0.0
+    /// The delay of an active delay fault of `kind` on `unitID` (zero when none). No allocation.
+    public func activeDelay(_ kind: FaultInjection.Kind, at elapsed: Duration, unitID: String) -> Duration {
+        var delay = Duration.zero
         for fault in faults where fault.kind == kind && fault.isActive(at: elapsed, unitID: unitID) {
-            delay = max(delay, fault.delaySeconds)
+            delay = max(delay, fault.delay)
         }
         return delay
     }
 }
 
 extension SimulatedUnit {
-    /// Applies the fault schedule of `simulation` to this unit at `elapsed` seconds into the run —
+    /// Applies the fault schedule of `simulation` to this unit `elapsed` into the run —
     /// its faults, the BMS values it reports and the BMS groups it keeps quiet — and returns the
     /// faults acting now (for what lies outside the unit: the Modbus server, the CAN link, the
     /// inverter's frequency). The plant and bessd's simulated site share this one schedule.
-    public mutating func follow(_ simulation: SimulationConfiguration, at elapsed: Double, unitID id: String) -> FaultSet {
+    public mutating func follow(_ simulation: SimulationConfiguration, at elapsed: Duration, unitID id: String) -> FaultSet {
         let faults = simulation.activeFaults(at: elapsed, unitID: id)
         apply(faults)
         bmsOverride = simulation.activeBMSOverride(at: elapsed, unitID: id)

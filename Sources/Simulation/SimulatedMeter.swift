@@ -6,7 +6,7 @@ public import ControlCore
 /// `meter_delay` fault can report the connection point as it was `delay_s` ago. Storage is
 /// allocated at init; recording and reading allocate nothing.
 public struct SimulatedMeter: Sendable {
-    private var times: [Double]
+    private var times: [Duration]
     private var powers: [Double]
     private var head = 0
     private var count = 0
@@ -14,12 +14,12 @@ public struct SimulatedMeter: Sendable {
     public private(set) var gridPowerW: Double = 0
 
     public init(history: Int = 8192) {
-        times = [Double](repeating: 0, count: max(2, history))
+        times = [Duration](repeating: .zero, count: max(2, history))
         powers = [Double](repeating: 0, count: max(2, history))
     }
 
-    /// Records the connection point `elapsed` seconds into the run.
-    public mutating func record(elapsed: Double, loadW: Double, pvW: Double, batteryW: Double) {
+    /// Records the connection point `elapsed` into the run.
+    public mutating func record(elapsed: Duration, loadW: Double, pvW: Double, batteryW: Double) {
         gridPowerW = loadW - pvW - batteryW
         let index = (head + count) % times.count
         times[index] = elapsed
@@ -27,11 +27,11 @@ public struct SimulatedMeter: Sendable {
         if count < times.count { count += 1 } else { head = (head + 1) % times.count }
     }
 
-    /// What the meter shows at `elapsed` when it lags `delay` seconds: the newest record at or before
+    /// What the meter shows at `elapsed` when it lags `delay`: the newest record at or before
     /// `elapsed − delay` (the oldest one kept when none is that old).
-    public func reading(at elapsed: Double, delay: Double) -> Double {
+    public func reading(at elapsed: Duration, delay: Duration) -> Double {
         guard count > 0 else { return 0 }
-        guard delay > 0 else { return gridPowerW }
+        guard delay > .zero else { return gridPowerW }
         let when = elapsed - delay
         var i = count - 1
         while i >= 0 {
@@ -44,8 +44,8 @@ public struct SimulatedMeter: Sendable {
 }
 
 extension SimulationConfiguration {
-    /// The site's load and PV `elapsed` seconds into the run, W.
-    public func sitePower(at elapsed: Double) -> (load: Double, pv: Double) {
+    /// The site's load and PV `elapsed` into the run, W.
+    public func sitePower(at elapsed: Duration) -> (load: Double, pv: Double) {
         (load.kilowatts(at: elapsed) * 1000, pv.kilowatts(at: elapsed) * 1000)
     }
 }

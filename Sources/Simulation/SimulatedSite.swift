@@ -62,7 +62,7 @@ public final class SimulatedSite: SiteIO, ConfiguredSite {
     public func sample(now: MonotonicInstant, into inputs: inout [UnitInputs]) -> Timestamped<Hertz>? {
         let dt = max(0, now.seconds(since: lastNow))
         lastNow = now
-        let elapsed = now.seconds(since: startedAt)
+        let elapsed = now - startedAt
         let hz = grid.frequency(at: elapsed)
         if !configuration.simulation.faults.isEmpty {
             for i in units.indices {
@@ -102,7 +102,7 @@ public final class SimulatedSite: SiteIO, ConfiguredSite {
     /// The connection point: load − PV − the batteries' power (simulated inverters' own, real ones'
     /// measured), read by the simulated meter with its faults (`meter_silence`, `meter_delay`,
     /// `meter_garbage`).
-    func sampleSimulatedMeter(now: MonotonicInstant, elapsed: Double, inputs: [UnitInputs]) {
+    func sampleSimulatedMeter(now: MonotonicInstant, elapsed: Duration, inputs: [UnitInputs]) {
         var battery = 0.0
         for i in units.indices {
             if hardware.inverterSlots[i] != nil {

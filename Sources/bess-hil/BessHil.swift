@@ -74,14 +74,14 @@ struct Frequency: ParsableCommand {
         switch profile {
         case .steady: grid = GridFrequency(.steady(hz: baseHz))
         case .walk: grid = GridFrequency(.walk(baseHz: baseHz, amplitudeHz: amplitudeHz, seed: seed))
-        case .steps: grid = GridFrequency(.steps(baseHz: baseHz, amplitudeHz: amplitudeHz, periodSeconds: stepPeriod))
+        case .steps: grid = GridFrequency(.steps(baseHz: baseHz, amplitudeHz: amplitudeHz, period: .seconds(fromDouble: stepPeriod)))
         case .ramp:
-            grid = GridFrequency(.ramp(fromHz: baseHz, toHz: rampToHz, startSeconds: 0, durationSeconds: rampDuration))
+            grid = GridFrequency(.ramp(fromHz: baseHz, toHz: rampToHz, start: .zero, duration: .seconds(fromDouble: rampDuration)))
         }
         print("seconds,hz")
         var t = 0.0
         while t <= seconds {
-            print("\(t),\(grid.frequency(at: t))")
+            print("\(t),\(grid.frequency(at: .seconds(fromDouble: t)))")
             t += step
         }
     }
@@ -118,7 +118,7 @@ struct PlantCommand: ParsableCommand {
                 say("bess-hil: \(unit.id) SunSpec inverter on \(server.port > 0 ? "127.0.0.1:\(server.port)" : "serial")")
             }
         }
-        rig.run(duration: duration, output: say)
+        rig.run(duration: duration.map { .seconds(fromDouble: $0) }, output: say)
         say("bess-hil: stopped")
     }
 }

@@ -79,17 +79,21 @@ struct PlantTests {
     @Test("frequency profiles: steady, steps, trace and a repeatable walk")
     func frequency() {
         var steady = GridFrequency(.steady(hz: 50))
-        #expect(steady.frequency(at: 100) == 50)
-        var steps = GridFrequency(.steps(baseHz: 50, amplitudeHz: 0.2, periodSeconds: 10))
-        #expect([0.0, 10, 20, 30, 40].map { steps.frequency(at: $0) } == [50, 49.8, 50, 50.2, 50])
-        var trace = GridFrequency(.trace([(0, 50), (10, 49), (20, 49)]))
-        #expect(abs(trace.frequency(at: 5) - 49.5) < 1e-12)
-        #expect(trace.frequency(at: 99) == 49)
+        #expect(steady.frequency(at: .seconds(100)) == 50)
+        var steps = GridFrequency(.steps(baseHz: 50, amplitudeHz: 0.2, period: .seconds(10)))
+        #expect([0, 10, 20, 30, 40].map { steps.frequency(at: .seconds($0)) } == [50, 49.8, 50, 50.2, 50])
+        #expect(steps.frequency(at: .seconds(10) - .nanoseconds(1)) == 50, "a step changes at its period, not a nanosecond early")
+        var trace = GridFrequency(.trace([(.zero, 50), (.seconds(10), 49), (.seconds(20), 49)]))
+        #expect(abs(trace.frequency(at: .seconds(5)) - 49.5) < 1e-12)
+        #expect(trace.frequency(at: .seconds(99)) == 49)
+        var ramp = GridFrequency(.ramp(fromHz: 50, toHz: 49, start: .seconds(10), duration: .seconds(20)))
+        #expect(ramp.frequency(at: .seconds(10)) == 50 && ramp.frequency(at: .seconds(30)) == 49)
+        #expect(abs(ramp.frequency(at: .seconds(15)) - 49.75) < 1e-12)
         var a = GridFrequency(.walk(baseHz: 50, amplitudeHz: 0.1, seed: 42))
         var b = GridFrequency(.walk(baseHz: 50, amplitudeHz: 0.1, seed: 42))
         var values: [Double] = []
         for i in 0..<6000 {
-            let t = Double(i) * 0.1
+            let t = Duration.milliseconds(100 * i)
             let x = a.frequency(at: t)
             #expect(x == b.frequency(at: t))
             values.append(x)

@@ -249,7 +249,7 @@ struct SunSpecServerFaultTests {
         }
         server.silent = false
         #expect(try client.readRegisters(at: 40000, count: 2) == [0x5375, 0x6E53])
-        server.responseDelaySeconds = 0.5
+        server.responseDelay = .milliseconds(500)
         #expect(throws: DeviceError.self) { _ = try client.readRegisters(at: 40000, count: 2) }
     }
 }

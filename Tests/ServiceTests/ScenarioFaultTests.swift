@@ -26,12 +26,17 @@ struct ScenarioFaultTests {
                 - kind: frequency_loss
                   at_s: 20
             """, file: "faults.yaml")
-        #expect(c.simulation.activeBMSOverride(at: 9, unitID: "U1").isEmpty)
-        let o = c.simulation.activeBMSOverride(at: 12, unitID: "U1")
+        #expect(c.simulation.activeBMSOverride(at: .seconds(9), unitID: "U1").isEmpty)
+        // The window is [at_s, at_s + duration_s): on at 10 s itself, off at 15 s itself.
+        #expect(c.simulation.activeBMSOverride(at: .seconds(10) - .nanoseconds(1), unitID: "U1").isEmpty)
+        #expect(!c.simulation.activeBMSOverride(at: .seconds(10), unitID: "U1").isEmpty)
+        #expect(!c.simulation.activeBMSOverride(at: .seconds(15) - .nanoseconds(1), unitID: "U1").isEmpty)
+        #expect(c.simulation.activeBMSOverride(at: .seconds(15), unitID: "U1").isEmpty)
+        let o = c.simulation.activeBMSOverride(at: .seconds(12), unitID: "U1")
         #expect(o.temperatureMax == 58 && o.socPercent == 96 && o.protections == [.systemError] && o.dischargeEnabled == false)
-        #expect(c.simulation.activeBMSOverride(at: 15.1, unitID: "U1").isEmpty)
-        #expect(c.simulation.activeFaults(at: 21, unitID: "U1").contains(.frequencyLoss))
-        #expect(!c.simulation.activeFaults(at: 19, unitID: "U1").contains(.frequencyLoss))
+        #expect(c.simulation.activeBMSOverride(at: .milliseconds(15_100), unitID: "U1").isEmpty)
+        #expect(c.simulation.activeFaults(at: .seconds(21), unitID: "U1").contains(.frequencyLoss))
+        #expect(!c.simulation.activeFaults(at: .seconds(19), unitID: "U1").contains(.frequencyLoss))
 
         var unit = SimulatedUnit(capacityKWh: 250, maxPowerKW: 100, initialSOCPercent: 60)
         unit.bmsOverride = o
@@ -57,10 +62,10 @@ struct ScenarioFaultTests {
                 - {kind: bms_group_silence, group: requests, at_s: 12, duration_s: 5}
             """, file: "faults.yaml")
         #expect(c.simulation.hottestCellAbovePackK == 3)
-        #expect(c.simulation.activeSilencedGroups(at: 9, unitID: "U1").isEmpty)
-        #expect(c.simulation.activeSilencedGroups(at: 11, unitID: "U1") == .cells)
-        #expect(c.simulation.activeSilencedGroups(at: 13, unitID: "U1") == [.cells, .requests])
-        #expect(c.simulation.activeSilencedGroups(at: 16, unitID: "U1") == .requests)
+        #expect(c.simulation.activeSilencedGroups(at: .seconds(9), unitID: "U1").isEmpty)
+        #expect(c.simulation.activeSilencedGroups(at: .seconds(11), unitID: "U1") == .cells)
+        #expect(c.simulation.activeSilencedGroups(at: .seconds(13), unitID: "U1") == [.cells, .requests])
+        #expect(c.simulation.activeSilencedGroups(at: .seconds(16), unitID: "U1") == .requests)
 
         var unit = SimulatedUnit(capacityKWh: 250, maxPowerKW: 100, initialSOCPercent: 60,
                                  hottestCellAbovePackK: c.simulation.hottestCellAbovePackK)
@@ -69,7 +74,7 @@ struct ScenarioFaultTests {
         let hottest = try #require(snapshot.cells?.value.maxTemperature.value)
         #expect(abs(hottest - pack - 3) < 1e-9, "hottest cell \(hottest) °C, pack \(pack) °C")
         #expect(abs(unit.pylontechState.maxCellTemperature - unit.pylontechState.temperature - 3) < 1e-9)
-        unit.silentGroups = c.simulation.activeSilencedGroups(at: 13, unitID: "U1")
+        unit.silentGroups = c.simulation.activeSilencedGroups(at: .seconds(13), unitID: "U1")
         snapshot = unit.bmsSnapshot(at: MonotonicInstant(nanoseconds: 0))
         #expect(snapshot.cells == nil && snapshot.requests == nil)
         #expect(snapshot.protection != nil && snapshot.limits != nil && snapshot.measurements != nil)

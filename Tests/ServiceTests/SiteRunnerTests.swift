@@ -28,7 +28,7 @@ struct SiteRunnerTests {
     func peakShavingOnTheSimulatedSite(meterDelay: Double) throws {
         let r = try runner(site: true) { c in
             if meterDelay > 0 {
-                c.simulation.faults = [FaultInjection(kind: .meterDelay, unit: nil, atSeconds: 0, durationSeconds: 0, delaySeconds: meterDelay)]
+                c.simulation.faults = [FaultInjection(kind: .meterDelay, unit: nil, at: .zero, duration: .zero, delay: .seconds(fromDouble: meterDelay))]
             }
         }
         r.simulation!.setFrequency(.steady(hz: 50.0))
@@ -58,7 +58,7 @@ struct SiteRunnerTests {
     @Test("meter silence on the simulated site: METER_STALE after 3 s, the application rests, the import limit's floor holds; cleared on the first fresh reading")
     func meterSilence() throws {
         let r = try runner(site: true) { c in
-            c.simulation.faults = [FaultInjection(kind: .meterSilence, unit: nil, atSeconds: 50, durationSeconds: 10, delaySeconds: 0)]
+            c.simulation.faults = [FaultInjection(kind: .meterSilence, unit: nil, at: .seconds(50), duration: .seconds(10), delay: .zero)]
         }
         r.simulation!.setFrequency(.steady(hz: 50.0))
         advance(r, from: 0, seconds: 50)
@@ -286,10 +286,10 @@ struct FaultInjectionTests {
             + "simulation:\n  frequency_profile: trace\n  trace_file: trace.csv\n"
         try yaml.write(toFile: "\(directory)/rig.yaml", atomically: true, encoding: .utf8)
         let c = try ConfigLoader.load(path: "\(directory)/rig.yaml")
-        #expect(c.simulation.trace == [TracePoint(seconds: 0, hz: 50), TracePoint(seconds: 5, hz: 49.8),
-                                       TracePoint(seconds: 100, hz: 49.8)])
+        #expect(c.simulation.trace == [TracePoint(at: .zero, hz: 50), TracePoint(at: .seconds(5), hz: 49.8),
+                                       TracePoint(at: .seconds(100), hz: 49.8)])
         var grid = c.simulation.gridFrequency()
-        #expect(abs(grid.frequency(at: 2.5) - 49.9) < 1e-9)
+        #expect(abs(grid.frequency(at: .milliseconds(2500)) - 49.9) < 1e-9)
         try "seconds,hz\n0,50.0\n5,fast\n".write(toFile: "\(directory)/trace.csv", atomically: true, encoding: .utf8)
         let error = #expect(throws: ConfigurationError.self) { _ = try ConfigLoader.load(path: "\(directory)/rig.yaml") }
         #expect(error?.diagnostics.first?.message.contains("trace.csv line 3") == true, "\(String(describing: error))")
