@@ -15,8 +15,11 @@ final class RawControlStation {
     var receiveNumber = SequenceNumber.zero
     /// Set once the outstation closed the connection.
     private(set) var closed = false
+    /// False: received I-frames are never acknowledged (a station that dies mid-stream).
+    let acknowledges: Bool
 
-    init(port: Int) throws {
+    init(port: Int, acknowledges: Bool = true) throws {
+        self.acknowledges = acknowledges
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -48,7 +51,7 @@ final class RawControlStation {
             if let frame = try? splitter.next() {
                 if case .information = frame {
                     receiveNumber = receiveNumber.next
-                    send(.supervisory(receive: receiveNumber))
+                    if acknowledges { send(.supervisory(receive: receiveNumber)) }
                 }
                 return frame
             }
@@ -247,5 +250,43 @@ struct IEC104DaemonTests {
         daemon.signal(SIGTERM)
         let (_, text) = daemon.finish()
         #expect(text.contains("IEC104_CLOCK_SYNC") && text.contains("BESS_IOA=3002") && text.contains("BESS_RESULT=accepted"), "journal lines")
+    }
+
+    @Test("redundancy: the started connection of a group dies with events unacknowledged; the next one started receives them first, in order, none lost or repeated")
+    func redundancyHandOver() throws {
+        let port = Loopback.freePort()
+        let daemon = try RunningDaemon(yaml: Self.yaml(port: port))
+        #expect(waitFor(seconds: 15) {
+            ((try? daemon.request(["verb": "site"]))?["units"] as? [[String: Any]] ?? []).compactMap { $0["soc_percent"] as? Double }.count == 2
+        })
+        // A takes the events queued since start and never acknowledges: at k = 12 the window is full.
+        let first = try RawControlStation(port: port, acknowledges: false)
+        first.send(.unnumbered(.startDataTransferActivation))
+        var sentToFirst: [ASDU] = []
+        while let asdu = first.asdu(seconds: 2, where: { _ in true }) {
+            if asdu.cause.cause == .spontaneous { sentToFirst.append(asdu) }
+        }
+        #expect(sentToFirst.count == 11, "k = 12 I-frames: M_EI_NA_1 and 11 events, got \(sentToFirst.count)")
+        _ = try daemon.request(["verb": "mode", "mode": "standby", "unit": "D2"])
+        // B starts in the same group: A is closed, its unacknowledged events go to B first.
+        let second = try RawControlStation(port: port)
+        second.send(.unnumbered(.startDataTransferActivation))
+        #expect(first.waitClosed(), "the former started connection is closed at the switch-over")
+        var sentToSecond: [ASDU] = []
+        let gotStandby = waitFor(seconds: 10) {
+            while let asdu = second.asdu(seconds: 0.3, where: { _ in true }) {
+                if asdu.cause.cause == .spontaneous { sentToSecond.append(asdu) }
+            }
+            return sentToSecond.contains {
+                if case .doublePointWithTime(.off, _, _)? = $0.objects.first?.element, $0.objects.first?.address == 2102 { return true }
+                return false
+            }
+        }
+        #expect(gotStandby, "the standby of D2 reaches the second station")
+        #expect(Array(sentToSecond.prefix(sentToFirst.count)) == sentToFirst, "the unacknowledged events first, in order")
+        #expect(Set(sentToSecond.map { try? $0.encoded() }).count == sentToSecond.count, "no event twice")
+        daemon.signal(SIGTERM)
+        let (_, text) = daemon.finish()
+        #expect(text.contains("IEC104_SWITCHOVER"))
     }
 }
