@@ -32,8 +32,11 @@ public enum TLSTransfer: Sendable, Equatable {
 /// not raise SIGPIPE: run it on a thread that blocks SIGPIPE (every `WorkerThread` blocks every
 /// signal) or in a process that ignores it.
 public final class TLSConnection {
-    /// The socket to poll; owned by the connection from a successful `init` until `close()`.
+    /// The socket to poll; closed by `close()` when the connection owns it.
     public let fileDescriptor: Int32
+    /// Whether `close()` closes `fileDescriptor` too (false when another owner, a plain TCP stream
+    /// the TLS one wraps, closes it).
+    private let ownsDescriptor: Bool
     /// The authenticated peer, once the handshake is complete.
     public private(set) var peer: TLSPeer?
 
@@ -48,10 +51,11 @@ public final class TLSConnection {
 
     /// Server side: a connection accepted on a listening grid link; the client must present a
     /// certificate that chains to the context's CA (and is on its allow-list when there is one).
-    /// Takes ownership of `fd` when it returns; on a throw the caller still owns it.
-    public convenience init(accepted fd: Int32, context: TLSServerContext) throws(TLSError) {
+    /// With `ownsDescriptor`, takes ownership of `fd` when it returns (on a throw the caller still
+    /// owns it); without, the caller closes `fd` after `close()`.
+    public convenience init(accepted fd: Int32, context: TLSServerContext, ownsDescriptor: Bool = true) throws(TLSError) {
         try self.init(fd: fd, context: context.handle, verification: PeerVerification(allowedPeers: context.allowedPeers),
-                      serverName: nil, isServer: true)
+                      serverName: nil, isServer: true, ownsDescriptor: ownsDescriptor)
     }
 
     /// Client side: a connection bessd opened; the server's chain is verified against the context's
@@ -59,11 +63,11 @@ public final class TLSConnection {
     /// throw the caller still owns it.
     public convenience init(connected fd: Int32, context: TLSClientContext) throws(TLSError) {
         try self.init(fd: fd, context: context.handle, verification: PeerVerification(allowedPeers: nil),
-                      serverName: context.expectedServerName, isServer: false)
+                      serverName: context.expectedServerName, isServer: false, ownsDescriptor: true)
     }
 
     private init(fd: Int32, context: OpaquePointer, verification: PeerVerification, serverName: String?,
-                 isServer: Bool) throws(TLSError) {
+                 isServer: Bool, ownsDescriptor: Bool) throws(TLSError) {
         OpenSSLErrors.clear()
         guard let ssl = SSL_new(context) else { throw OpenSSLErrors.contextError("cannot make a TLS connection") }
         guard SSL_set_fd(ssl, fd) == 1 else {
@@ -81,6 +85,7 @@ public final class TLSConnection {
         SSL_set_ex_data(ssl, 0, Unmanaged.passUnretained(verification).toOpaque())
         SSL_set_verify(ssl, SSL_get_verify_mode(ssl), verifyPeerCertificate)
         self.fileDescriptor = fd
+        self.ownsDescriptor = ownsDescriptor
         self.ssl = ssl
         self.verification = verification
     }
@@ -158,8 +163,8 @@ public final class TLSConnection {
     }
 
     /// Sends close_notify when the connection was established and has not failed (one try: a
-    /// non-blocking socket does not wait for the peer's), frees the TLS state and closes the socket.
-    /// Only the first call acts. The corresponding C functions are `SSL_shutdown`, `SSL_free`, `close`.
+    /// non-blocking socket does not wait for the peer's), frees the TLS state and closes the socket
+    /// when it owns it. Only the first call acts. The corresponding C functions are `SSL_shutdown`, `SSL_free`, `close`.
     public func close() {
         guard let ssl else { return }
         self.ssl = nil
@@ -169,7 +174,7 @@ public final class TLSConnection {
         }
         SSL_free(ssl)
         OpenSSLErrors.clear()
-        _ = Glibc.close(fileDescriptor)
+        if ownsDescriptor { _ = Glibc.close(fileDescriptor) }
     }
 
     // MARK: - Outcomes

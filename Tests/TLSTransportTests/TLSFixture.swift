@@ -114,6 +114,7 @@ final class PeerProcess {
         let collected = collected
         Thread.detachNewThread {
             while case let data = handle.availableData, !data.isEmpty { collected.append(data) }
+            collected.finish()
         }
         stdin.fileHandleForWriting.write(Data(input.utf8))
         // s_server ends at the end of its input: a server's stays open until `stop()`.
@@ -123,8 +124,8 @@ final class PeerProcess {
     /// Everything it printed so far.
     var text: String { collected.text }
 
-    /// Waits up to `seconds` for it to end; true when it did.
-    func ended(within seconds: Double = 10) -> Bool { waitFor(seconds: seconds) { !process.isRunning } }
+    /// Waits up to `seconds` for it to end and for all it printed to be collected; true when it did.
+    func ended(within seconds: Double = 10) -> Bool { waitFor(seconds: seconds) { !process.isRunning && collected.isFinished } }
 
     /// Ends it if it still runs. SIGKILL: a child inherits the test runner's signal mask, in which
     /// SIGTERM may be blocked.
@@ -137,7 +138,11 @@ final class PeerProcess {
     private final class Collected: @unchecked Sendable {
         private let lock = NSLock()
         private var data = Data()
+        private var finished = false
         func append(_ more: Data) { lock.withLock { data.append(more) } }
+        /// The output reached its end (the process and its children closed it).
+        func finish() { lock.withLock { finished = true } }
+        var isFinished: Bool { lock.withLock { finished } }
         var text: String { lock.withLock { String(decoding: data, as: UTF8.self) } }
     }
 }

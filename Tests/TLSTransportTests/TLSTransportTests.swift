@@ -18,7 +18,7 @@ struct TLSTransportTests {
     /// Serves one connection on a fresh listener while `client` (s_client's arguments past
     /// `-connect`) connects: the handshake's outcome, the connection when it succeeded, and the peer.
     private func serveOne(_ context: TLSServerContext, fixture: TLSFixture, client: [String], input: String = "",
-                          after: (TLSConnection) throws -> Void = { _ in }) throws -> (result: Result<TLSPeer, TLSError>, peer: PeerProcess) {
+                          after: (TLSConnection, PeerProcess) throws -> Void = { _, _ in }) throws -> (result: Result<TLSPeer, TLSError>, peer: PeerProcess) {
         let (listener, port) = try TestSocket.listen()
         defer { close(listener) }
         let peer = try PeerProcess(["s_client", "-connect", "127.0.0.1:\(port)", "-ign_eof"] + client, input: input,
@@ -37,7 +37,7 @@ struct TLSTransportTests {
             let done = try TestSocket.handshake(connection)
             try #require(done, "the handshake did not end in time: \(peer.text)")
             let identity = try #require(connection.peer)
-            try after(connection)
+            try after(connection, peer)
             return (.success(identity), peer)
         } catch let error as TLSError {
             return (.failure(error), peer)
@@ -56,16 +56,17 @@ struct TLSTransportTests {
             client: ["-cert", fixture.path("client.pem"), "-key", fixture.path("client.key"), "-CAfile", fixture.path("ca.pem"),
                      "-verify_return_error", "-quiet"],
             input: "hello bessd\n"
-        ) { connection in
+        ) { connection, peer in
             echoed = try TestSocket.read(connection)
             #expect(try TestSocket.write(connection, echoed))
+            // Seen by s_client while the connection is still open.
+            #expect(waitFor(seconds: 10) { peer.text.contains("hello bessd") }, "s_client printed: \(peer.text)")
             cipher = connection.negotiatedCipher
             #expect(connection.negotiatedVersion == "TLSv1.3")
         }
         let identity = try result.get()
         #expect(String(decoding: echoed, as: UTF8.self) == "hello bessd\n")
         #expect(peer.ended(), "s_client still runs after the server closed")
-        #expect(peer.text.contains("hello bessd"), "s_client printed: \(peer.text)")
         #expect(cipher != nil)
         #expect(identity.subject == "O=Grid Operator,CN=scada-client")
         #expect(identity.identity == "\"O=Grid Operator,CN=scada-client\"")
@@ -210,6 +211,13 @@ struct TLSTransportTests {
         connection.close()
         #expect(fcntl(pair[0], F_GETFD) == -1, "the socket is closed")
         connection.close()
+        // A connection that does not own its socket (a TLS stream over a TCP stream) leaves it open.
+        var kept: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0, &kept) == 0)
+        defer { close(kept[0]); close(kept[1]) }
+        let borrowing = try TLSConnection(accepted: kept[0], context: context, ownsDescriptor: false)
+        borrowing.close()
+        #expect(fcntl(kept[0], F_GETFD) != -1, "the socket stays its owner's")
         var buffer = [UInt8](repeating: 0, count: 8)
         let error = #expect(throws: TLSError.self) {
             try buffer.withUnsafeMutableBytes { (raw) throws(TLSError) -> TLSTransfer in try connection.read(into: raw) }
