@@ -18,9 +18,15 @@ final class RawControlStation {
     /// False: received I-frames are never acknowledged (a station that dies mid-stream).
     let acknowledges: Bool
 
-    init(port: Int, acknowledges: Bool = true) throws {
+    init(port: Int, acknowledges: Bool = true, from source: String = "127.0.0.1") throws {
         self.acknowledges = acknowledges
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        local.sin_addr.s_addr = inet_addr(source)
+        _ = withUnsafePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = UInt16(port).bigEndian
@@ -288,5 +294,62 @@ struct IEC104DaemonTests {
         daemon.signal(SIGTERM)
         let (_, text) = daemon.finish()
         #expect(text.contains("IEC104_SWITCHOVER"))
+    }
+
+    /// Sends a set-point or single command and returns the outstation's answers to it (ACT_CON and,
+    /// when executed, ACT_TERM).
+    static func command(_ station: RawControlStation, _ element: InformationElement, at address: UInt32) throws -> [ASDU] {
+        try station.send(ASDU(type: element.type, cause: CauseOfTransmission(cause: .activation), commonAddress: 7,
+                              objects: [InformationObject(address: address, element: element)]))
+        var answers: [ASDU] = []
+        while let asdu = station.asdu(seconds: 1, where: { $0.type == element.type }) {
+            answers.append(asdu)
+            if asdu.cause.negative || asdu.cause.cause == .activationTermination { break }
+        }
+        return answers
+    }
+
+    @Test("commands: refused for a group without the right, a stale time tag, frequency response, AGC out of service, an execute unlike its select; a select then its execute accepted")
+    func commandRefusals() throws {
+        let port = Loopback.freePort()
+        let yaml = Self.yaml(port: port).replacingOccurrences(of: "commands: [agc, setpoint]", with: "commands: [agc, setpoint, frequency_response]")
+        let daemon = try RunningDaemon(yaml: yaml + "\n    - {name: plant, allow_from: [127.0.0.2], commands: []}\n")
+        var sldc: RawControlStation?
+        #expect(waitFor(seconds: 10) { sldc = try? RawControlStation(port: port); return sldc != nil }, "bessd listens")
+        let plant = try RawControlStation(port: port, from: "127.0.0.2")
+        guard let sldc else { return }
+        for station in [sldc, plant] {
+            station.send(.unnumbered(.startDataTransferActivation))
+            #expect(station.asdu { $0.type == .endOfInitialisation } != nil)
+        }
+        func refused(_ answers: [ASDU]) -> Bool {
+            answers.count == 1 && answers[0].cause.cause == .activationConfirmation && answers[0].cause.negative
+        }
+        func executed(_ answers: [ASDU]) -> Bool {
+            answers.map(\.cause.cause) == [.activationConfirmation, .activationTermination] && !answers.contains { $0.cause.negative }
+        }
+        #expect(refused(try Self.command(plant, .singleCommand(SingleCommand(on: true)), at: 3101)), "plant may command nothing")
+        #expect(refused(try Self.command(sldc, .setpointFloat(0.05, SetpointQualifier(select: false)), at: 3001)), "AGC out of service")
+        #expect(refused(try Self.command(sldc, .singleCommand(SingleCommand(on: true)), at: 3102)), "no runtime droop switch")
+        let old = try CP56Time2a(unixMilliseconds: Int64(SystemClock.wallClockSeconds() * 1000) - 60_000)
+        #expect(refused(try Self.command(sldc, .setpointFloatWithTime(0.01, SetpointQualifier(select: false), old), at: 3002)), "a minute old")
+        let select = try Self.command(sldc, .setpointFloat(0.01, SetpointQualifier(select: true)), at: 3002)
+        #expect(select.count == 1 && select.first?.cause.negative == false, "select: \(select)")
+        #expect(refused(try Self.command(sldc, .setpointFloat(0.02, SetpointQualifier(select: false)), at: 3002)), "executes another value")
+        #expect(executed(try Self.command(sldc, .setpointFloat(0.01, SetpointQualifier(select: false)), at: 3002)), "executes the selected value")
+        #expect(executed(try Self.command(sldc, .singleCommand(SingleCommand(on: true)), at: 3101)), "AGC in service")
+        let now = try CP56Time2a(unixMilliseconds: Int64(SystemClock.wallClockSeconds() * 1000))
+        #expect(executed(try Self.command(sldc, .setpointFloatWithTime(0.05, SetpointQualifier(select: false), now), at: 3001)), "AGC target")
+        var agc: [String: Any] = [:]
+        let followed = waitFor(seconds: 5) {
+            agc = ((try? daemon.request(["verb": "site"]))?["agc"] as? [String: Any]) ?? [:]
+            return (agc["target_w"] as? Double).map { abs($0 - 50_000) < 1 } == true
+        }
+        #expect(followed, "the cycle takes the AGC target: \(agc)")
+        daemon.signal(SIGTERM)
+        let (_, text) = daemon.finish()
+        for reason in ["COMMAND_NOT_ALLOWED", "AGC_NOT_IN_SERVICE", "FREQUENCY_RESPONSE_NO_SWITCH", "COMMAND_TOO_OLD", "COMMAND_NOT_AS_SELECTED"] {
+            #expect(text.contains("BESS_REASON=\(reason)"), "journal: \(reason)")
+        }
     }
 }
