@@ -109,7 +109,7 @@ public final class PlantRig {
 
     /// Advances the plant to `now` and exchanges registers with every server.
     public func step(now: MonotonicInstant) -> Double {
-        let dt = max(0, now.seconds(since: last))
+        let dt = max(.zero, now - last)
         last = now
         let elapsed = now - started
         let hz = grid.frequency(at: elapsed)
@@ -119,7 +119,7 @@ public final class PlantRig {
             servers[i]?.silent = faults.contains(.modbusSilence)
             servers[i]?.responseDelay = configuration.simulation.activeDelay(.modbusDelay, at: elapsed, unitID: id)
             if canSockets[i] != nil { applyLinkFault(i, down: faults.contains(.canBusOff)) }
-            units[i].step(seconds: dt)
+            units[i].step(by: dt)
             if let server = servers[i] {
                 SunSpecPlantLink(server: server).exchange(&units[i], frequencyHz: faults.contains(.frequencyLoss) ? .nan : hz)
             }
@@ -128,19 +128,20 @@ public final class PlantRig {
                             delay: configuration.simulation.activeDelay(.bmsDelay, at: elapsed, unitID: id))
             }
         }
-        if let meterServer { publishMeter(meterServer, elapsed: elapsed, seconds: dt, hz: hz) }
+        if let meterServer { publishMeter(meterServer, elapsed: elapsed, interval: dt, hz: hz) }
         return hz
     }
 
     /// The connection point: load − PV − Σ battery power, served as the configured meter model with the
     /// meter's faults (`meter_silence`: no answers; `meter_delay`: `delay_s` late; `meter_garbage`:
     /// W not implemented) and its energy counters.
-    func publishMeter(_ server: SunSpecServer, elapsed: Duration, seconds: Double, hz: Double) {
+    func publishMeter(_ server: SunSpecServer, elapsed: Duration, interval: Duration, hz: Double) {
+        let hours = interval.secondsDouble / 3600
         let site = configuration.simulation.sitePower(at: elapsed)
         let battery = units.reduce(0.0) { $0 + $1.inverter.powerW }
         meter.record(elapsed: elapsed, loadW: site.load, pvW: site.pv, batteryW: battery)
-        importedWh += max(0, meter.gridPowerW) * seconds / 3600
-        exportedWh += max(0, -meter.gridPowerW) * seconds / 3600
+        importedWh += max(0, meter.gridPowerW) * hours
+        exportedWh += max(0, -meter.gridPowerW) * hours
         let faults = configuration.simulation.activeFaults(at: elapsed, unitID: "")
         server.silent = faults.contains(.meterSilence)
         var w = meter.reading(at: elapsed, delay: configuration.simulation.activeDelay(.meterDelay, at: elapsed, unitID: ""))

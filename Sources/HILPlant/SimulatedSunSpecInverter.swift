@@ -1,4 +1,5 @@
 public import Simulation
+import ControlCore
 import Fieldbus
 
 /// Ties a simulated unit's inverter to the SunSpec register image a `SunSpecServer` serves: applies
@@ -29,7 +30,7 @@ public struct SunSpecPlantLink: Sendable {
             let setpointArea = (model.address + C.wSetEna)...(model.address + C.wSet + 1)
             guard written.contains(where: { setpointArea.contains($0) }) else { return }
             let revert = image.get32(C.id, C.wSetRvrtTms)
-            unit.inverter.revertTimeoutSeconds = revert > 0 ? Double(revert) : .infinity
+            unit.inverter.revertTimeout = revert > 0 ? .seconds(Int64(revert)) : nil
             unit.inverter.command(setpointW: Self.commandedWatts(image, profile: profile) ?? 0)
         } else {
             typealias S = SunSpec.Storage
@@ -37,7 +38,7 @@ public struct SunSpecPlantLink: Sendable {
             let area = (model.address + S.storCtlMod)...(model.address + S.inOutWRteRvrtTms)
             guard written.contains(where: { area.contains($0) }) else { return }
             let revert = image[S.id, S.inOutWRteRvrtTms]
-            unit.inverter.revertTimeoutSeconds = revert > 0 ? Double(revert) : .infinity
+            unit.inverter.revertTimeout = revert > 0 ? .seconds(Int64(revert)) : nil
             unit.inverter.command(setpointW: Self.commandedWatts(image, profile: profile) ?? 0)
         }
     }
@@ -80,10 +81,14 @@ public struct SunSpecPlantLink: Sendable {
             image[id, SunSpec.Inverter.hz] = frequencyHz.isFinite ? UInt16(clamping: Int((frequencyHz * 100).rounded())) : 0xFFFF
             image[id, SunSpec.Inverter.state] = unit.inverter.faulted ? SunSpec.Inverter.stateFault : 4
         }
-        let remaining = max(0, unit.inverter.revertTimeoutSeconds - unit.inverter.secondsSinceSetpoint)
+        // Whole seconds left on the revert timer, rounded up; 0 with no timer or no setpoint yet.
+        var remaining: UInt32 = 0
+        if let timeout = unit.inverter.revertTimeout, let since = unit.inverter.sinceSetpoint, timeout > since {
+            remaining = UInt32(clamping: Int64((timeout - since).secondsDouble.rounded(.up)))
+        }
         if profile.controlModel == SunSpec.ACControls.id {
             typealias C = SunSpec.ACControls
-            image.set32(C.id, C.wSetRvrtRem, remaining.isFinite ? UInt32(remaining.rounded(.up)) : 0)
+            image.set32(C.id, C.wSetRvrtRem, remaining)
             if unit.inverter.reverted {
                 // The revert values take over, as a real device shows them.
                 image.set32(C.id, C.wSet, image.get32(C.id, C.wSetRvrt))

@@ -3,46 +3,49 @@
 public struct SimulatedInverter: Sendable {
     /// Rated active power, W.
     public let ratingW: Double
-    /// Revert timeout: with no setpoint written for this long the inverter goes to zero power.
-    public var revertTimeoutSeconds: Double
+    /// Revert timeout: with no setpoint written for this long the inverter goes to zero power
+    /// (nil: it never reverts).
+    public var revertTimeout: Duration?
     /// Conversion efficiency, each way.
     public var efficiency: Double = 0.97
-    /// Time constant of the power response, s.
-    public var responseSeconds: Double = 0.2
+    /// Time constant of the power response.
+    public var response: Duration = .milliseconds(200)
     /// Setpoint in force, + = discharge.
     public private(set) var setpointW: Double = 0
     /// Measured AC power, + = discharge.
     public private(set) var powerW: Double = 0
     /// True after the revert timer ran out, until the next setpoint.
     public private(set) var reverted = true
-    /// Seconds since the last setpoint.
-    public private(set) var secondsSinceSetpoint: Double = .infinity
+    /// Time since the last setpoint (nil: none was written yet).
+    public private(set) var sinceSetpoint: Duration?
     /// A fault the simulator was told to show.
     public var faulted = false
 
-    public init(ratingW: Double, revertTimeoutSeconds: Double = 10) {
+    public init(ratingW: Double, revertTimeout: Duration? = .seconds(10)) {
         self.ratingW = ratingW
-        self.revertTimeoutSeconds = revertTimeoutSeconds
+        self.revertTimeout = revertTimeout
     }
 
     /// Writes a setpoint and restarts the revert timer.
     public mutating func command(setpointW value: Double) {
         setpointW = value.isFinite ? min(max(value, -ratingW), ratingW) : 0
-        secondsSinceSetpoint = 0
+        sinceSetpoint = .zero
         reverted = false
     }
 
-    /// Advances by `seconds`; the DC power drawn from the battery is returned (+ = discharge).
+    /// Advances by `interval`; the DC power drawn from the battery is returned (+ = discharge).
     /// `chargeLimitW`/`dischargeLimitW` are what the battery can take or give right now.
-    public mutating func step(seconds: Double, chargeLimitW: Double, dischargeLimitW: Double) -> Double {
-        guard seconds > 0, seconds.isFinite else { return dcPower }
-        secondsSinceSetpoint += seconds
-        if secondsSinceSetpoint > revertTimeoutSeconds, !reverted {
-            reverted = true
-            setpointW = 0
+    public mutating func step(by interval: Duration, chargeLimitW: Double, dischargeLimitW: Double) -> Double {
+        guard interval > .zero else { return dcPower }
+        if let since = sinceSetpoint {
+            sinceSetpoint = since + interval
+            if let revertTimeout, since + interval > revertTimeout, !reverted {
+                reverted = true
+                setpointW = 0
+            }
         }
         let target = faulted ? 0 : min(max(setpointW, -max(0, chargeLimitW)), max(0, dischargeLimitW))
-        let alpha = responseSeconds > 0 ? min(1, seconds / responseSeconds) : 1
+        let alpha = response > .zero ? min(1, interval / response) : 1
         powerW += alpha * (target - powerW)
         if abs(powerW) < 1e-3 { powerW = 0 }
         return dcPower

@@ -60,7 +60,7 @@ public final class SimulatedSite: SiteIO, ConfiguredSite {
     /// Advances the models to `now`, applies the fault schedule, and samples real and simulated
     /// devices alike.
     public func sample(now: MonotonicInstant, into inputs: inout [UnitInputs]) -> Timestamped<Hertz>? {
-        let dt = max(0, now.seconds(since: lastNow))
+        let dt = max(.zero, now - lastNow)
         lastNow = now
         let elapsed = now - startedAt
         let hz = grid.frequency(at: elapsed)
@@ -75,10 +75,10 @@ public final class SimulatedSite: SiteIO, ConfiguredSite {
             if hardware.inverterSlots[i] != nil {
                 // A real inverter: the simulated BMS integrates what it measured.
                 if let measured = inputs[i].inverter?.value(at: now, maxAge: Self.measuredMaxAge) {
-                    units[i].stepBattery(measuredACPowerW: measured.activePower.value, seconds: dt)
+                    units[i].stepBattery(measuredACPowerW: measured.activePower.value, by: dt)
                 }
             } else {
-                units[i].step(seconds: dt)
+                units[i].step(by: dt)
                 inputs[i].inverter = Timestamped(units[i].inverterReading(at: now, frequency: frequencyLost[i] ? nil : hz), at: now)
             }
             if hardware.bmsSlots[i] == nil, !units[i].bmsSilent {

@@ -32,20 +32,20 @@ public struct SimulatedUnit: Sendable {
         inverter = SimulatedInverter(ratingW: maxPowerKW * 1000)
     }
 
-    /// Advances the plant by `seconds`.
-    public mutating func step(seconds: Double) {
+    /// Advances the plant by `interval` (the battery model integrates it in seconds).
+    public mutating func step(by interval: Duration) {
         let volts = battery.packVoltage
         let dcPower = inverter.step(
-            seconds: seconds, chargeLimitW: battery.chargeCurrentLimit * volts,
+            by: interval, chargeLimitW: battery.chargeCurrentLimit * volts,
             dischargeLimitW: battery.dischargeCurrentLimit * volts)
-        battery.step(dcPowerW: dcPower, seconds: seconds)
+        battery.step(dcPowerW: dcPower, seconds: interval.secondsDouble)
     }
 
     /// Advances only the battery, with the AC power a real inverter measured (+ = discharge): the
     /// simulated BMS of a mixed HIL rig follows the real inverter.
-    public mutating func stepBattery(measuredACPowerW power: Double, seconds: Double) {
+    public mutating func stepBattery(measuredACPowerW power: Double, by interval: Duration) {
         let dc = power >= 0 ? power / inverter.efficiency : power * inverter.efficiency
-        battery.step(dcPowerW: dc, seconds: seconds)
+        battery.step(dcPowerW: dc, seconds: interval.secondsDouble)
     }
 
     /// What the BMS reports, stamped at `now`; a group in `silentGroups` is absent, yet expected.

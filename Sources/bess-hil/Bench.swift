@@ -92,12 +92,12 @@ final class WireBench {
         bessd = process
     }
 
-    /// Advances the plant by `seconds` and publishes its registers.
-    func step(seconds: Double = 0) {
-        unit.step(seconds: seconds)
+    /// Advances the plant by `interval` and publishes its registers.
+    func step(by interval: Duration = .zero) {
+        unit.step(by: interval)
         SunSpecPlantLink(server: server).exchange(&unit, frequencyHz: hz)
         for i in others.indices {
-            others[i].unit.step(seconds: seconds)
+            others[i].unit.step(by: interval)
             SunSpecPlantLink(server: others[i].server).exchange(&others[i].unit, frequencyHz: hz)
         }
     }
@@ -124,7 +124,7 @@ final class WireBench {
     func tick() {
         let now = SystemClock.shared.now()
         if now - lastStep >= .milliseconds(10) {
-            step(seconds: Double((now - lastStep).nanosecondsClamped) / 1e9)
+            step(by: now - lastStep)
             lastStep = now
         }
         if can != nil, now >= nextFrames {

@@ -62,7 +62,7 @@ struct PeerTests {
         if let setpointW { unit.inverter.command(setpointW: setpointW) }
         let link = SunSpecPlantLink(server: server)
         for _ in 0..<30 {
-            unit.step(seconds: 0.1)
+            unit.step(by: .milliseconds(100))
             link.exchange(&unit, frequencyHz: 50.02)
         }
         return (server, unit)

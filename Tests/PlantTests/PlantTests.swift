@@ -60,16 +60,26 @@ struct PlantTests {
 
     @Test("inverter follows its setpoint and reverts to zero when its timer runs out")
     func inverterRevert() {
-        var inverter = SimulatedInverter(ratingW: 100_000, revertTimeoutSeconds: 10)
+        var inverter = SimulatedInverter(ratingW: 100_000, revertTimeout: .seconds(10))
         inverter.command(setpointW: 40_000)
-        for _ in 0..<20 { _ = inverter.step(seconds: 0.1, chargeLimitW: 1e9, dischargeLimitW: 1e9) }
+        for _ in 0..<20 { _ = inverter.step(by: .milliseconds(100), chargeLimitW: 1e9, dischargeLimitW: 1e9) }
         #expect(abs(inverter.powerW - 40_000) < 1)
-        for _ in 0..<75 { _ = inverter.step(seconds: 0.1, chargeLimitW: 1e9, dischargeLimitW: 1e9) }
+        for _ in 0..<75 { _ = inverter.step(by: .milliseconds(100), chargeLimitW: 1e9, dischargeLimitW: 1e9) }
         #expect(!inverter.reverted)  // 9.5 s since the write: inside the 10 s timer
         #expect(abs(inverter.powerW - 40_000) < 1)
-        for _ in 0..<40 { _ = inverter.step(seconds: 0.1, chargeLimitW: 1e9, dischargeLimitW: 1e9) }
+        for _ in 0..<40 { _ = inverter.step(by: .milliseconds(100), chargeLimitW: 1e9, dischargeLimitW: 1e9) }
         #expect(inverter.reverted)
         #expect(abs(inverter.powerW) < 1)
+        // The timer runs out strictly after its timeout, not on it; without one it never does.
+        inverter.command(setpointW: 40_000)
+        _ = inverter.step(by: .seconds(10), chargeLimitW: 1e9, dischargeLimitW: 1e9)
+        #expect(!inverter.reverted)
+        _ = inverter.step(by: .nanoseconds(1), chargeLimitW: 1e9, dischargeLimitW: 1e9)
+        #expect(inverter.reverted)
+        inverter.revertTimeout = nil
+        inverter.command(setpointW: 40_000)
+        _ = inverter.step(by: .seconds(86_400), chargeLimitW: 1e9, dischargeLimitW: 1e9)
+        #expect(!inverter.reverted && inverter.setpointW == 40_000)
         inverter.command(setpointW: 1e12)
         #expect(inverter.setpointW == 100_000)
         inverter.command(setpointW: .nan)

@@ -40,23 +40,23 @@ struct SunSpecLoopbackTests {
         let link = SunSpecPlantLink(server: server)
         try inverter.command(.kilowatts(40), revert: .seconds(10), &client)
         for _ in 0..<20 {  // 2 s of plant time
-            unit.step(seconds: 0.1)
+            unit.step(by: .milliseconds(100))
             link.exchange(&unit, frequencyHz: 49.95)
         }
         #expect(unit.inverter.setpointW == 40_000)
-        #expect(unit.inverter.revertTimeoutSeconds == 10)
+        #expect(unit.inverter.revertTimeout == .seconds(10))
         let status = try inverter.readStatus(&client)
         #expect(abs(status.activePower.value - 40_000) <= 10)  // W_SF 1: 10 W resolution
         #expect(status.frequency == Hertz(49.95))
         #expect(!status.faulted)
         // A charge setpoint is negative WSet.
         try inverter.command(.kilowatts(-25.5), revert: .seconds(10), &client)
-        unit.step(seconds: 0.1)
+        unit.step(by: .milliseconds(100))
         link.exchange(&unit, frequencyHz: 50)
         #expect(unit.inverter.setpointW == -25_500)
         // No more writes: after 10 s of plant time the inverter reverts to 0 W on its own.
         for _ in 0..<105 {
-            unit.step(seconds: 0.1)
+            unit.step(by: .milliseconds(100))
             link.exchange(&unit, frequencyHz: 50)
         }
         #expect(unit.inverter.reverted)
@@ -177,7 +177,7 @@ struct SunSpecLoopbackTests {
         defer { server.stop() }
         var unit = SimulatedUnit(capacityKWh: 250, maxPowerKW: 100, initialSOCPercent: 60)
         unit.inverter.command(setpointW: 42_000)
-        unit.step(seconds: 1)
+        unit.step(by: .seconds(1))
         SunSpecPlantLink(server: server).exchange(&unit, frequencyHz: 49.87)
         var device = CountingDevice(inner: try ModbusConnection(endpoint: .tcp(host: "127.0.0.1", port: server.port),
                                                                 timeout: .seconds(2)))
