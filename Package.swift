@@ -178,6 +178,7 @@ let package = Package(
         .testTarget(name: "TLSTransportTests", dependencies: ["TLSTransport", "BessSystem", "TestSupport"], swiftSettings: swiftSettings),
             swiftSettings: swiftSettings),
         // What every test target that runs a process or waits shares: the package's paths, running its
+        .testTarget(name: "OutstationTests", dependencies: ["Outstation", "IEC104", "Config", "Cycle", "ControlCore"], swiftSettings: swiftSettings),
         // executables and peers, waiting on a condition, loopback ports.
         .target(name: "TestSupport", dependencies: ["BessSystem", "ControlCore"], path: "Tests/TestSupport", swiftSettings: swiftSettings),
         .testTarget(
