@@ -90,6 +90,10 @@ let package = Package(
         .target(
             name: "Scada", dependencies: ["ControlCore", "BessSystem", "Fieldbus", "CModbus", "Config", "Cycle"],
             swiftSettings: swiftSettings),
+        // The IEC 60870-5-104 outstation for the grid operator's control centres (its own thread).
+        .target(
+            name: "Outstation", dependencies: ["IEC104", "ControlCore", "BessSystem", "Config", "Cycle", "TLSTransport"],
+            swiftSettings: swiftSettings),
         // bessd as a service: lifecycle, watchdog, control socket, metrics, journal, latches, uplink recorder.
         .target(
             name: "Service",
@@ -114,11 +118,11 @@ let package = Package(
         .target(name: "IEC104", dependencies: ["ControlCore"], swiftSettings: swiftSettings),
         // The aggregator's side of the uplink: reading and checking the batches gateways send.
         .target(name: "UplinkIngest", dependencies: ["Uplink", "ControlCore", "BessSystem"], swiftSettings: swiftSettings),
-        .executableTarget(
-            name: "bessd",
         // TLS over a non-blocking socket for the grid links (the 104 outstation's TLS port, the 2030.5
         // client): contexts with mutual authentication, allow-list and CRL; a connection in poll steps.
         .target(name: "TLSTransport", dependencies: ["BessSystem", "COpenSSL"], swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "bessd",
             dependencies: [
                 "Service", "Cycle", "Config", "Simulation", "ControlCore", "ControlProtocol",
                 .product(name: "Logging", package: "swift-log"),
@@ -170,15 +174,15 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(name: "UplinkTests", dependencies: ["Uplink", "UplinkIngest", "ControlCore", "BessSystem"], swiftSettings: swiftSettings),
         .testTarget(name: "BessSystemTests", dependencies: ["BessSystem", "ControlCore"], swiftSettings: swiftSettings),
+        // TLS against the openssl command as the independent peer, certificates made at test time.
+        .testTarget(name: "TLSTransportTests", dependencies: ["TLSTransport", "BessSystem", "TestSupport", "Outstation"], swiftSettings: swiftSettings),
         // The 104 codec and link byte-exact from the standard, and against c104 and iec60870-parser (PyPI).
         .testTarget(name: "IEC104Tests", dependencies: ["IEC104", "ControlCore", "TestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "OutstationTests", dependencies: ["Outstation", "IEC104", "Config", "Cycle", "ControlCore"], swiftSettings: swiftSettings),
         .testTarget(
             name: "PlantTests", dependencies: ["Simulation", "HILPlant", "ControlCore", "BessSystem", "Fieldbus", "Config", "Cycle", "TestSupport"],
-        // TLS against the openssl command as the independent peer, certificates made at test time.
-        .testTarget(name: "TLSTransportTests", dependencies: ["TLSTransport", "BessSystem", "TestSupport"], swiftSettings: swiftSettings),
             swiftSettings: swiftSettings),
         // What every test target that runs a process or waits shares: the package's paths, running its
-        .testTarget(name: "OutstationTests", dependencies: ["Outstation", "IEC104", "Config", "Cycle", "ControlCore"], swiftSettings: swiftSettings),
         // executables and peers, waiting on a condition, loopback ports.
         .target(name: "TestSupport", dependencies: ["BessSystem", "ControlCore"], path: "Tests/TestSupport", swiftSettings: swiftSettings),
         .testTarget(
@@ -196,7 +200,7 @@ let package = Package(
             name: "ServiceTests",
             dependencies: [
                 "Service", "Cycle", "Config", "ControlCore", "ControlProtocol", "Fieldbus", "Simulation", "HILPlant", "Uplink", "UplinkIngest", "CSystemd", "BessSystem",
-                "Scada", "bess-hil", "TestSupport",
+                "Scada", "bess-hil", "TestSupport", "IEC104", "Outstation",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),

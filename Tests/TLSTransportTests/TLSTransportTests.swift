@@ -23,7 +23,18 @@ struct TLSTransportTests {
         defer { close(listener) }
         let peer = try PeerProcess(["s_client", "-connect", "127.0.0.1:\(port)", "-ign_eof"] + client, input: input,
                                    directory: fixture.directory)
-        defer { peer.stop() }
+        // The caller stops s_client (after checking that it ended by itself); here only on a throw.
+        do {
+            return (try handshake(on: listener, context, peer: peer, after: after), peer)
+        } catch {
+            peer.stop()
+            throw error
+        }
+    }
+
+    /// Accepts s_client's connection and runs the handshake (then `after`); closes the connection.
+    private func handshake(on listener: Int32, _ context: TLSServerContext, peer: PeerProcess,
+                           after: (TLSConnection, PeerProcess) throws -> Void) throws -> Result<TLSPeer, TLSError> {
         let fd = try #require(TestSocket.accept(listener), "s_client did not connect: \(peer.text)")
         let connection: TLSConnection
         do {
@@ -38,9 +49,9 @@ struct TLSTransportTests {
             try #require(done, "the handshake did not end in time: \(peer.text)")
             let identity = try #require(connection.peer)
             try after(connection, peer)
-            return (.success(identity), peer)
+            return .success(identity)
         } catch let error as TLSError {
-            return (.failure(error), peer)
+            return .failure(error)
         }
     }
 
@@ -64,6 +75,7 @@ struct TLSTransportTests {
             cipher = connection.negotiatedCipher
             #expect(connection.negotiatedVersion == "TLSv1.3")
         }
+        defer { peer.stop() }
         let identity = try result.get()
         #expect(String(decoding: echoed, as: UTF8.self) == "hello bessd\n")
         #expect(peer.ended(), "s_client still runs after the server closed")
@@ -111,6 +123,7 @@ struct TLSTransportTests {
         let allowed = refusal.allowList ? [try fixture.fingerprint("client")] : nil
         let context = try fixture.serverContext(allowedPeers: allowed, crl: refusal.crl)
         let (result, peer) = try serveOne(context, fixture: fixture, client: refusal.client(fixture))
+        defer { peer.stop() }
         switch result {
         case .success(let identity):
             Issue.record("\(refusal.name) was accepted as \(identity.identity); s_client: \(peer.text)")
