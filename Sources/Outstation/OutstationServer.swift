@@ -175,6 +175,7 @@ public final class OutstationServer: @unchecked Sendable {
             for connection in connections where connection.closeReason == nil {
                 pump(connection, now: now)
                 flush(connection)
+                bound(connection)
             }
             reap()
         }
@@ -337,6 +338,21 @@ public final class OutstationServer: @unchecked Sendable {
         }
     }
 
+    /// A peer that asks and never reads (answers waiting behind a full window, or octets the socket
+    /// will not take) is closed before its backlog grows: it costs its own connection only.
+    private func bound(_ connection: Connection) {
+        guard connection.closeReason == nil,
+              connection.answers.count > Self.maxAnswers || connection.output.count > Self.maxOutput else { return }
+        connection.closeReason = "backlog: \(connection.answers.count) answers and \(connection.output.count) octets not taken"
+        protocolErrors.add(1, ordering: .relaxed)
+        log(.backlog, "IEC 104 connection from \(connection.stream.peer) closed: it does not take what it asks for (\(connection.closeReason!))",
+            ["BESS_PEER": connection.stream.peer, "BESS_GROUP": settings.groups[connection.group].name])
+    }
+
+    /// Answers waiting behind the window, and octets waiting for the socket, a connection may have.
+    static let maxAnswers = 512
+    static let maxOutput = 64 * 1024
+
     private func flush(_ connection: Connection) {
         guard !connection.output.isEmpty else { return }
         guard let written = connection.stream.write(connection.output[...]) else {
@@ -407,6 +423,7 @@ public enum OutstationLogCode: String, Sendable {
     case idle = "IEC104_IDLE"
     case protocolError = "IEC104_PROTOCOL_ERROR"
     case switchover = "IEC104_SWITCHOVER"
+    case backlog = "IEC104_BACKLOG"
     case negative = "IEC104_NEGATIVE"
     case clockSync = "IEC104_CLOCK_SYNC"
     case command = "IEC104_COMMAND"

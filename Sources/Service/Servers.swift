@@ -71,7 +71,7 @@ extension Daemon {
                                              "MESSAGE_ID": "\(code.isCommand ? MessageID.iec104Command : MessageID.iec104)"]
             for (key, value) in fields { metadata[key] = "\(value)" }
             switch code {
-            case .protocolError, .commandRefused, .peerRefused, .connectionsFull, .internalError: logger.warning("\(message)", metadata: metadata)
+            case .protocolError, .backlog, .commandRefused, .peerRefused, .connectionsFull, .internalError: logger.warning("\(message)", metadata: metadata)
             default: logger.notice("\(message)", metadata: metadata)
             }
         }

@@ -352,4 +352,30 @@ struct IEC104DaemonTests {
             #expect(text.contains("BESS_REASON=\(reason)"), "journal: \(reason)")
         }
     }
+
+    @Test("a station that asks for interrogations and never acknowledges is closed for its backlog; another is served meanwhile")
+    func backlogCloses() throws {
+        let port = Loopback.freePort()
+        // The other station in a group of its own: in one group its STARTDT would close the first.
+        let daemon = try RunningDaemon(yaml: Self.yaml(port: port) + "\n    - {name: plant, allow_from: [127.0.0.2]}\n")
+        var greedy: RawControlStation?
+        #expect(waitFor(seconds: 10) { greedy = try? RawControlStation(port: port, acknowledges: false); return greedy != nil }, "bessd listens")
+        guard let greedy else { return }
+        let other = try RawControlStation(port: port, from: "127.0.0.2")
+        greedy.send(.unnumbered(.startDataTransferActivation))
+        other.send(.unnumbered(.startDataTransferActivation))
+        #expect(other.asdu { $0.type == .endOfInitialisation } != nil)
+        // 200 interrogations behind a window the station never opens: about 1000 answers waiting.
+        let interrogation = ASDU(type: .interrogation, cause: CauseOfTransmission(cause: .activation), commonAddress: 7,
+                                 objects: [InformationObject(address: 0, element: .interrogation(20))])
+        for _ in 0..<200 { try greedy.send(interrogation) }
+        #expect(greedy.waitClosed(seconds: 10), "closed for its backlog")
+        other.send(.unnumbered(.testFrameActivation))
+        var confirmed = false
+        for _ in 0..<20 where !confirmed { confirmed = other.next(seconds: 0.5) == .unnumbered(.testFrameConfirmation) }
+        #expect(confirmed, "the other station is still served")
+        daemon.signal(SIGTERM)
+        let (_, text) = daemon.finish()
+        #expect(text.contains("IEC104_BACKLOG"), "\(text.split(separator: "\n").filter { $0.contains("IEC104") }.suffix(6))")
+    }
 }
