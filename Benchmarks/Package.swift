@@ -2,7 +2,13 @@
 // Allocation benchmarks for the control cycle, in a package of their own so that building bessd
 // never builds the benchmark framework. Run with `make bench` (or, here,
 // `swift package --allow-writing-to-directory .benchmarkBaselines benchmark`).
+import Foundation
 import PackageDescription
+
+/// SwiftPM names a path dependency after its folder: the checkout's, whatever it is called
+/// (`main` in CI, anything in a developer's clone).
+let bessd = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .lastPathComponent.lowercased()
 
 let package = Package(
     name: "bessd-benchmarks",
@@ -16,10 +22,10 @@ let package = Package(
             name: "CycleAllocations",
             dependencies: [
                 .product(name: "Benchmark", package: "benchmark"),
-                .product(name: "Cycle", package: "main"),
-                .product(name: "Simulation", package: "main"),
-                .product(name: "Config", package: "main"),
-                .product(name: "ControlCore", package: "main"),
+                .product(name: "Cycle", package: bessd),
+                .product(name: "Simulation", package: bessd),
+                .product(name: "Config", package: bessd),
+                .product(name: "ControlCore", package: bessd),
             ],
             path: "Benchmarks/CycleAllocations",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]

@@ -124,7 +124,18 @@ jitter() {  # PERIOD_MS SECONDS rt|nort
   put "plant$period${rt}_cpu" "$(python3 -c "print(f'{($q1 - $q0) / $NS / ($s1 - $s0) * 100:.3f}')")"
   $BIN/bessctl status --json --socket "$WORK/$name.sock" > "$DATA/bessd-status-$period-$rt.json"
   # What the reader's status requests cost bessd's service thread (its own CPU time per answer).
-  $BIN/bessctl metrics --socket "$WORK/$name.sock" > "$DATA/bessd-metrics-$period-$rt.txt" 2>&1
+  # (bessctl has no metrics command: the control socket's metrics verb, read as bessctl reads answers.)
+  python3 - "$WORK/$name.sock" > "$DATA/bessd-metrics-$period-$rt.txt" <<'PY'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b'{"verb":"metrics"}\n')
+answer = b""
+while not answer.endswith(b"\n"):
+    chunk = s.recv(65536)
+    if not chunk: break
+    answer += chunk
+reply = json.loads(answer)
+print(reply.get("text") or reply.get("metrics") or json.dumps(reply))
+PY
   python3 - "$DATA/bessd-metrics-$period-$rt.txt" "$period$rt" >> "$RESULTS" <<'PY'
 import re, sys
 v = {}
