@@ -19,7 +19,7 @@ public struct AGCLimits: Sendable, Equatable {
 }
 
 /// One order of the control centre: AGC in or out of service (a single command), or a new MW
-/// target (a setpoint command). Every accepted order refreshes the signal.
+/// target (a setpoint command). Only an accepted target refreshes the signal.
 public enum AGCOrder: Sendable, Equatable {
     case inService(Bool)
     /// The target, W (+ = discharge).
@@ -105,7 +105,15 @@ public struct AGCCommand: Sendable, Equatable {
             return .success(next)
         case .inService(true):
             if local { return .failure(.localControl) }
+            // Only a target refreshes the signal: an in-service order keeps a fresh target with
+            // its own expiry, and never revives a stale one (the site must not ramp to a target
+            // that may be minutes old). Newly in service, the first target is awaited for one expiry.
+            if signal.active(at: now) == nil {
+                next.signal.value = .nan
+                if !signal.enabled { next.signal.expiresAt = now + limits.expiry }
+            }
             next.signal.enabled = true
+            return .success(next)
         case .target(let power):
             guard signal.enabled else { return .failure(.notInService) }
             guard power.isFinite else { return .failure(.notANumber) }

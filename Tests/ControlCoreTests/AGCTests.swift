@@ -155,6 +155,37 @@ struct AGCTests {
         #expect(abs(Self.sum(site) - 60_000) < 1)
     }
 
+    @Test("an in-service order after AGC_SIGNAL_LOST does not revive the stale target: the site stays on its schedule")
+    func inServiceDoesNotReviveAStaleTarget() {
+        var meter = MeteredSite(units: 3) { _ in 0 }
+        let site = Self.following(&meter)
+        // Refreshed at 21 s: fresh until 33 s, lost by 34 s.
+        meter.run(site, from: 21, seconds: 13, extra: Self.dispatch)
+        #expect(site.agcSignalLost && site.agcInForce == nil)
+        Self.write(site, .inService(true), at: 34)
+        #expect(site.agc.target == nil && site.agc.following(at: Fixture.instant(34)) == nil, "the old target is forgotten")
+        meter.run(site, from: 34, seconds: 6, extra: Self.dispatch)
+        #expect(site.agcInForce == nil && site.agcSignalLost, "still lost: only a target refreshes")
+        #expect(abs(Self.sum(site) - 30_000) < 1, "on the schedule, not the old target: \(Self.sum(site))")
+    }
+
+    @Test("repeated in-service orders do not keep a target alive past its expiry")
+    func inServiceDoesNotRefresh() {
+        var meter = MeteredSite(units: 3) { _ in 0 }
+        let site = Self.following(&meter)
+        // The target written at 21 s expires at 33 s, whatever in-service orders arrive meanwhile.
+        var last = 21.0
+        for t in [25.0, 29, 32] {
+            meter.run(site, from: last, seconds: t - last, extra: Self.dispatch)
+            Self.write(site, .inService(true), at: t)
+            #expect(site.agc.following(at: Fixture.instant(t)) == 150_000, "fresh at \(t) s")
+            last = t
+        }
+        #expect(site.agc.following(at: Fixture.instant(33)) == nil, "expired at 33 s")
+        meter.run(site, from: 32, seconds: 2, extra: Self.dispatch)
+        #expect(site.agcSignalLost && site.agcInForce == nil)
+    }
+
     @Test("droop acts on top of the AGC target during a frequency dip, and holds the AGC base latched meanwhile")
     func droopOnTop() {
         var meter = MeteredSite(units: 3) { _ in 0 }
