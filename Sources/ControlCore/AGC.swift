@@ -27,27 +27,65 @@ public enum AGCOrder: Sendable, Equatable {
 }
 
 /// Why the site refuses an AGC order: answered negatively on the wire, never clamped silently.
-public enum AGCRefusal: Error, Sendable, Equatable {
-    /// The site declares no regulation band (no `iec104.agc`).
-    case notConfigured
-    /// A target while AGC is out of service.
-    case notInService
-    /// A target that is not a finite number.
-    case notANumber
-    /// A target outside the declared regulation band (W).
-    case outsideRegulationBand(target: Double, lower: Double, upper: Double)
-    /// Every unit is held by the local operator (standby or override): the site is in local control.
-    case localControl
-
-    /// The stable code the journal and the wire's negative confirmation name.
-    public var code: String {
-        switch self {
-        case .notConfigured: "AGC_NOT_CONFIGURED"
-        case .notInService: "AGC_NOT_IN_SERVICE"
-        case .notANumber: "AGC_TARGET_INVALID"
-        case .outsideRegulationBand: "AGC_OUTSIDE_BAND"
-        case .localControl: "AGC_LOCAL_CONTROL"
+public struct AGCRefusal: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A stable code: a struct over a private enum, so the set is closed.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Value: Hashable, Sendable {
+            case notConfigured, notInService, notANumber, outsideRegulationBand, localControl
         }
+
+        private let value: Value
+        private init(_ value: Value) { self.value = value }
+
+        /// `AGC_NOT_CONFIGURED`: the site declares no regulation band (no `iec104.agc`).
+        public static let notConfigured = Code(.notConfigured)
+        /// `AGC_NOT_IN_SERVICE`: a target while AGC is out of service.
+        public static let notInService = Code(.notInService)
+        /// `AGC_TARGET_INVALID`: a target that is not a finite number.
+        public static let notANumber = Code(.notANumber)
+        /// `AGC_OUTSIDE_BAND`: a target outside the declared regulation band.
+        public static let outsideRegulationBand = Code(.outsideRegulationBand)
+        /// `AGC_LOCAL_CONTROL`: every unit is held by the local operator (standby or override).
+        public static let localControl = Code(.localControl)
+
+        /// The stable name the journal and the wire's negative confirmation read.
+        public var description: String {
+            switch value {
+            case .notConfigured: "AGC_NOT_CONFIGURED"
+            case .notInService: "AGC_NOT_IN_SERVICE"
+            case .notANumber: "AGC_TARGET_INVALID"
+            case .outsideRegulationBand: "AGC_OUTSIDE_BAND"
+            case .localControl: "AGC_LOCAL_CONTROL"
+            }
+        }
+    }
+
+    /// What kind of refusal this is.
+    public var code: Code
+    /// For a person: what was refused and why (numbers only, nothing a peer sent verbatim).
+    public var message: String
+
+    /// A refusal with `code` and `message`.
+    public init(_ code: Code, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// `CODE: message`.
+    public var description: String { "\(code): \(message)" }
+
+    /// The site declares no regulation band.
+    public static let notConfigured = AGCRefusal(.notConfigured, message: "the site declares no regulation band (iec104.agc)")
+    /// A target while AGC is out of service.
+    public static let notInService = AGCRefusal(.notInService, message: "a target while AGC is out of service")
+    /// A target that is not a finite number.
+    public static let notANumber = AGCRefusal(.notANumber, message: "the target is not a finite number")
+    /// Every unit is held by the local operator: the site is in local control.
+    public static let localControl = AGCRefusal(.localControl, message: "every unit is held by the local operator")
+
+    /// A target (W) outside the declared band `lower … upper` (W).
+    public static func outsideRegulationBand(target: Double, lower: Double, upper: Double) -> AGCRefusal {
+        AGCRefusal(.outsideRegulationBand, message: "target \(target) W outside \(lower) … \(upper) W")
     }
 }
 
@@ -90,21 +128,21 @@ public struct AGCCommand: Sendable, Equatable {
         return .nanoseconds(expiresAt.nanoseconds &- now.nanoseconds)
     }
 
-    /// The command once `order` is applied at `now`, or why it is refused. Taking AGC out of
+    /// The command once `order` is applied at `now`; throws why it is refused. Taking AGC out of
     /// service is always accepted and forgets the target; putting it in service, or a target, is
     /// refused when the site is in local control (`local`), and a target outside the band or while
     /// out of service is refused, never clamped.
-    public func applying(_ order: AGCOrder, at now: MonotonicInstant, local: Bool) -> Result<AGCCommand, AGCRefusal> {
-        guard let limits else { return .failure(.notConfigured) }
+    public func applying(_ order: AGCOrder, at now: MonotonicInstant, local: Bool) throws(AGCRefusal) -> AGCCommand {
+        guard let limits else { throw AGCRefusal.notConfigured }
         var next = self
         switch order {
         case .inService(false):
             next.signal.enabled = false
             next.signal.value = .nan
             next.signal.expiresAt = nil
-            return .success(next)
+            return next
         case .inService(true):
-            if local { return .failure(.localControl) }
+            if local { throw AGCRefusal.localControl }
             // Only a target refreshes the signal: an in-service order keeps a fresh target with
             // its own expiry, and never revives a stale one (the site must not ramp to a target
             // that may be minutes old). Newly in service, the first target is awaited for one expiry.
@@ -113,18 +151,18 @@ public struct AGCCommand: Sendable, Equatable {
                 if !signal.enabled { next.signal.expiresAt = now + limits.expiry }
             }
             next.signal.enabled = true
-            return .success(next)
+            return next
         case .target(let power):
-            guard signal.enabled else { return .failure(.notInService) }
-            guard power.isFinite else { return .failure(.notANumber) }
+            guard signal.enabled else { throw AGCRefusal.notInService }
+            guard power.isFinite else { throw AGCRefusal.notANumber }
             guard limits.contains(power) else {
-                return .failure(.outsideRegulationBand(target: power, lower: limits.lower, upper: limits.upper))
+                throw AGCRefusal.outsideRegulationBand(target: power, lower: limits.lower, upper: limits.upper)
             }
-            if local { return .failure(.localControl) }
+            if local { throw AGCRefusal.localControl }
             next.signal.value = power
         }
         next.signal.expiresAt = now + limits.expiry
-        return .success(next)
+        return next
     }
 }
 

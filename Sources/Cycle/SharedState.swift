@@ -331,14 +331,16 @@ public final class SharedState: Sendable {
     /// stored under one lock, so two connections never lose each other's orders; the cycle follows
     /// it from the next period. The site is in local control, and an order to follow refused, when
     /// every unit is held by the local operator (standby or override) as the last cycle published.
-    /// Returns the command as accepted, or why it is refused (answered negatively; never clamped).
-    public func applyAGC(_ order: AGCOrder, at now: MonotonicInstant) -> Result<AGCCommand, AGCRefusal> {
-        contents.withLock { c in
+    /// Returns the command as accepted, or throws why it is refused (answered negatively; never clamped).
+    public func applyAGC(_ order: AGCOrder, at now: MonotonicInstant) throws(AGCRefusal) -> AGCCommand {
+        let result: Result<AGCCommand, AGCRefusal> = contents.withLock { c in
             let local = !c.units.isEmpty && c.units.allSatisfy { $0.holds.operatorUnit || $0.holds.operatorSite || $0.overrideW != nil }
-            let result = c.agc.applying(order, at: now, local: local)
+            let agc = c.agc
+            let result = Result { () throws(AGCRefusal) -> AGCCommand in try agc.applying(order, at: now, local: local) }
             if case .success(let next) = result { c.agc = next }
             return result
         }
+        return try result.get()
     }
 
     /// The relay contacts' limit (`grid_operator.inputs`), percent, or nil when none is asserted;

@@ -102,9 +102,11 @@ extension OutstationServer {
         switch order.signal {
         case .agcSetpointCommand, .agcInServiceCommand:
             let agc: AGCOrder = order.signal == .agcSetpointCommand ? .target(order.value * 1e6) : .inService(order.value != 0)
-            switch shared.applyAGC(agc, at: now) {
-            case .success: return nil
-            case .failure(let refusal): return "\(refusal.code)"
+            do {
+                _ = try shared.applyAGC(agc, at: now)
+                return nil
+            } catch {
+                return "\(error.code)"
             }
         case .siteSetpointCommand:
             let watts = order.value * 1e6

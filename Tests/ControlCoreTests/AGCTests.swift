@@ -24,9 +24,10 @@ struct AGCTests {
 
     /// Applies `order` at `t` as the control centre's write would, and expects it accepted.
     static func write(_ site: SiteController, _ order: AGCOrder, at t: Double) {
-        switch site.agc.applying(order, at: Fixture.instant(t), local: false) {
-        case .success(let next): site.agc = next
-        case .failure(let refusal): Issue.record("\(order) refused: \(refusal)")
+        do {
+            site.agc = try site.agc.applying(order, at: Fixture.instant(t), local: false)
+        } catch {
+            Issue.record("\(order) refused: \(error)")
         }
     }
 
@@ -85,30 +86,28 @@ struct AGCTests {
     }
 
     @Test("orders outside the band, while out of service, not numbers, undeclared or in local control are refused, never clamped")
-    func refusals() {
+    func refusals() throws {
         let now = Fixture.instant(1)
-        #expect(AGCCommand().applying(.inService(true), at: now, local: false) == .failure(.notConfigured))
+        #expect(throws: AGCRefusal.notConfigured) { try AGCCommand().applying(.inService(true), at: now, local: false) }
         let idle = AGCCommand(limits: Self.limits)
-        #expect(idle.applying(.target(100_000), at: now, local: false) == .failure(.notInService))
-        #expect(idle.applying(.inService(true), at: now, local: true) == .failure(.localControl))
-        guard case .success(let on) = idle.applying(.inService(true), at: now, local: false) else {
-            Issue.record("in service refused")
-            return
+        #expect(throws: AGCRefusal.notInService) { try idle.applying(.target(100_000), at: now, local: false) }
+        #expect(throws: AGCRefusal.localControl) { try idle.applying(.inService(true), at: now, local: true) }
+        let on = try idle.applying(.inService(true), at: now, local: false)
+        #expect(throws: AGCRefusal.outsideRegulationBand(target: 200_001, lower: -150_000, upper: 200_000)) {
+            try on.applying(.target(200_001), at: now, local: false)
         }
-        #expect(on.applying(.target(200_001), at: now, local: false)
-            == .failure(.outsideRegulationBand(target: 200_001, lower: -150_000, upper: 200_000)))
-        #expect(on.applying(.target(-150_001), at: now, local: false)
-            == .failure(.outsideRegulationBand(target: -150_001, lower: -150_000, upper: 200_000)))
-        #expect(on.applying(.target(.nan), at: now, local: false) == .failure(.notANumber))
-        #expect(on.applying(.target(50_000), at: now, local: true) == .failure(.localControl))
-        #expect(on.applying(.target(-150_000), at: now, local: false).map(\.target) == .success(-150_000))
+        #expect(throws: AGCRefusal.outsideRegulationBand(target: -150_001, lower: -150_000, upper: 200_000)) {
+            try on.applying(.target(-150_001), at: now, local: false)
+        }
+        #expect(throws: AGCRefusal.notANumber) { try on.applying(.target(.nan), at: now, local: false) }
+        #expect(throws: AGCRefusal.localControl) { try on.applying(.target(50_000), at: now, local: true) }
+        #expect(try on.applying(.target(-150_000), at: now, local: false).target == -150_000)
+        // The codes the journal and the wire name are the stable ones.
+        #expect(["\(AGCRefusal.notConfigured.code)", "\(AGCRefusal.notInService.code)", "\(AGCRefusal.notANumber.code)",
+                 "\(AGCRefusal.outsideRegulationBand(target: 1, lower: 0, upper: 0).code)", "\(AGCRefusal.localControl.code)"]
+            == ["AGC_NOT_CONFIGURED", "AGC_NOT_IN_SERVICE", "AGC_TARGET_INVALID", "AGC_OUTSIDE_BAND", "AGC_LOCAL_CONTROL"])
         // Out of service is always accepted, local or not, and forgets the target.
-        guard case .success(let off) = on.applying(.target(50_000), at: now, local: false)
-            .flatMap({ $0.applying(.inService(false), at: now, local: true) })
-        else {
-            Issue.record("out of service refused")
-            return
-        }
+        let off = try on.applying(.target(50_000), at: now, local: false).applying(.inService(false), at: now, local: true)
         #expect(!off.inService && off.target == nil && off.following(at: now) == nil)
     }
 

@@ -42,11 +42,12 @@ struct AGCStatusTests {
         #expect(agc["configured"] as? Bool == true && agc["in_service"] as? Bool == false)
         #expect(agc["upper_limit_w"] as? Double == 200_000 && agc["lower_limit_w"] as? Double == -100_000)
         // Out of band and out of service: refused through the entry point, nothing stored.
-        #expect(shared.applyAGC(.target(50_000), at: Self.instant(3)) == .failure(.notInService))
-        #expect(try shared.applyAGC(.inService(true), at: Self.instant(3)).get().inService)
-        #expect(shared.applyAGC(.target(250_000), at: Self.instant(3))
-            == .failure(.outsideRegulationBand(target: 250_000, lower: -100_000, upper: 200_000)))
-        #expect(try shared.applyAGC(.target(80_000), at: Self.instant(3)).get().target == 80_000)
+        #expect(throws: AGCRefusal.notInService) { try shared.applyAGC(.target(50_000), at: Self.instant(3)) }
+        #expect(try shared.applyAGC(.inService(true), at: Self.instant(3)).inService)
+        #expect(throws: AGCRefusal.outsideRegulationBand(target: 250_000, lower: -100_000, upper: 200_000)) {
+            try shared.applyAGC(.target(250_000), at: Self.instant(3))
+        }
+        #expect(try shared.applyAGC(.target(80_000), at: Self.instant(3)).target == 80_000)
         Self.run(body, from: 3, seconds: 2)
         agc = try Self.json(shared)
         #expect(agc["in_service"] as? Bool == true && agc["following"] as? Bool == true, "\(agc)")
@@ -72,8 +73,8 @@ struct AGCStatusTests {
         Self.run(body, from: 0, seconds: 1)
         shared.post { $0.siteMode = .standby }
         Self.run(body, from: 1, seconds: 0.5)
-        #expect(shared.applyAGC(.inService(true), at: Self.instant(1.5)) == .failure(.localControl))
-        #expect((try? shared.applyAGC(.inService(false), at: Self.instant(1.5)).get())?.inService == false)
+        #expect(throws: AGCRefusal.localControl) { try shared.applyAGC(.inService(true), at: Self.instant(1.5)) }
+        #expect(try shared.applyAGC(.inService(false), at: Self.instant(1.5)).inService == false)
         #expect(try Self.json(shared)["in_service"] as? Bool == false)
     }
 }
