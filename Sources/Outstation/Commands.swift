@@ -97,11 +97,21 @@ extension OutstationServer {
         return nil
     }
 
+    /// A set-point's MW (a Float on the wire) in W. A value that is the Float nearest an edge
+    /// (W) counts as that edge: 0.3 MW times 1e6 is 300000.012 W, and a target exactly at the
+    /// band the site reports must not be refused for the Float's rounding.
+    static func watts(megawatts: Double, edges: [Double]) -> Double {
+        let sent = Float(megawatts)
+        return edges.first { $0.isFinite && Float($0 / 1e6) == sent } ?? megawatts * 1e6
+    }
+
     /// Executes `order`; nil when accepted, else why not.
     func execute(_ order: Order, now: MonotonicInstant) -> String? {
         switch order.signal {
         case .agcSetpointCommand, .agcInServiceCommand:
-            let agc: AGCOrder = order.signal == .agcSetpointCommand ? .target(order.value * 1e6) : .inService(order.value != 0)
+            let band = shared.site.agc
+            let agc: AGCOrder = order.signal == .agcSetpointCommand
+                ? .target(Self.watts(megawatts: order.value, edges: [band.lowerLimit, band.upperLimit])) : .inService(order.value != 0)
             do {
                 _ = try shared.applyAGC(agc, at: now)
                 return nil
@@ -109,8 +119,8 @@ extension OutstationServer {
                 return "\(error.code)"
             }
         case .siteSetpointCommand:
-            let watts = order.value * 1e6
             let rating = image.description.ratingsW.reduce(0, +)
+            let watts = Self.watts(megawatts: order.value, edges: [-rating, rating])
             guard watts.isFinite, abs(watts) <= rating else {
                 return "SETPOINT_OUT_OF_RANGE: \(Self.number(order.value)) MW outside ±\(Self.number(rating / 1e6)) MW"
             }

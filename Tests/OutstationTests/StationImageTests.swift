@@ -63,4 +63,18 @@ struct StationImageTests {
         #expect(OutstationServer.group(of: try #require(IPv4Network.parse("127.0.0.1")), in: groups) == 1)
         #expect(OutstationServer.group(of: try #require(IPv4Network.parse("10.20.1.7")), in: groups) == nil)
     }
+
+    @Test("a set-point at a band edge in Float MW counts as the edge (0.3 MW is 300000 W, not 300000.012); one Float step beyond does not")
+    func setpointSnapsToTheEdge() {
+        for (lower, upper) in [(-150_000.0, 300_000.0), (-100_000, 200_000), (-1_234_567, 7_654_321)] {
+            let edges = [lower, upper]
+            #expect(OutstationServer.watts(megawatts: Double(Float(upper / 1e6)), edges: edges) == upper)
+            #expect(OutstationServer.watts(megawatts: Double(Float(lower / 1e6)), edges: edges) == lower)
+            #expect(OutstationServer.watts(megawatts: Double(Float(upper / 1e6).nextUp), edges: edges) > upper)
+            #expect(OutstationServer.watts(megawatts: Double(Float(lower / 1e6).nextDown), edges: edges) < lower)
+            #expect(AGCLimits(upper: upper, lower: lower, expiry: .seconds(12))
+                .contains(OutstationServer.watts(megawatts: Double(Float(upper / 1e6)), edges: edges)))
+        }
+        #expect(OutstationServer.watts(megawatts: 0.25, edges: [.nan, .nan]) == 250_000, "no band: the plain product")
+    }
 }
