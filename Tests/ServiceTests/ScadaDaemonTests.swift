@@ -117,13 +117,15 @@ struct ScadaDaemonWriteTests {
             return (json["results"] as? [[String: Any]] ?? []).map { $0["ok"] as? Bool }
         }
         // The plant controller asks the site for 200 kW (its rating), reverting after 25 s.
+        let setpointWritten = SystemClock.shared.now()  // before the write, as the limit's below
         #expect(try write(["WSetEna=1", "WSetMod=1", "WSet=200000", "--", "WSetRvrtTms=25"]) == [true, true])
-        let setpointWritten = SystemClock.shared.now()
         var last = Self.setpoints(daemon)
         #expect(waitFor(seconds: 15) { last = Self.setpoints(daemon); return last.sum > 195_000 }, "\(last.sum) W")
         // The grid operator: 30 %, reverting after 10 s.
-        #expect(try write(["WMaxLimPctEna=1", "WMaxLimPct=30", "--", "WMaxLimPctRvrtTms=10"]) == [true, true])
+        // Stamped before the write: the limit cannot revert earlier than 10 s after this instant,
+        // however long the writing tool then takes to exit on a busy machine.
         let limitWritten = SystemClock.shared.now()
+        #expect(try write(["WMaxLimPctEna=1", "WMaxLimPct=30", "--", "WMaxLimPctRvrtTms=10"]) == [true, true])
         #expect(waitFor(seconds: 2) { last = Self.setpoints(daemon); return last.sum <= 60_001 }, "\(last.sum) W")
         let operatorView = last.status["grid_operator"] as? [String: Any] ?? [:]
         #expect((operatorView["limit_percent"] as? NSNumber)?.doubleValue == 30, "\(operatorView)")
@@ -142,7 +144,8 @@ struct ScadaDaemonWriteTests {
         }
         #expect(liftedInTime)
         #expect(highestWhileLimited <= 60_001, "\(highestWhileLimited) W while limited")
-        #expect(lifted >= 9.9 && lifted < 11.5, "lifted after \(lifted) s")
+        // Not before its RvrtTms (how soon after it is the wait's 14 s, not a timed assertion).
+        #expect(lifted >= 10, "lifted after \(lifted) s")
         // Then up at the limit ramp (20 %/s of 200 kW): not at once.
         last = Self.setpoints(daemon)
         #expect(last.sum < 150_000, "\(last.sum) W just after the limit ended")
@@ -169,7 +172,7 @@ struct ScadaDaemonWriteTests {
             }
             return false
         })
-        #expect(ended >= 24.5 && ended < 27, "ended after \(ended) s")
+        #expect(ended >= 25, "ended after \(ended) s")
         #expect(waitFor(seconds: 5) { Self.setpoints(daemon).sum.magnitude < 1 })
         daemon.signal(SIGTERM)
         let end = daemon.finish()
