@@ -61,10 +61,11 @@ extension Duration {
         return Double(seconds) + Double(attoseconds) * 1e-18
     }
 
-    /// A duration from floating-point seconds; non-finite or negative input gives zero.
+    /// A duration from floating-point seconds, rounded to the nearest nanosecond (8.2 s is
+    /// 8.2 s, not 8.199999999 s); non-finite or negative input gives zero, and it is capped at 9.2e9 s.
     @inlinable public static func seconds(fromDouble value: Double) -> Duration {
         guard value.isFinite, value > 0 else { return .zero }
-        return .nanoseconds(Int64(min(value, 9.2e9) * 1e9))
+        return .nanoseconds(Int64((min(value, 9.2e9) * 1e9).rounded()))
     }
 }
 

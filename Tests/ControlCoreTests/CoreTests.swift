@@ -27,6 +27,16 @@ struct CoreTests {
         #expect(Duration.seconds(fromDouble: 1.5) == .milliseconds(1500))
     }
 
+    @Test("seconds from a Double round to the nearest nanosecond, so config times like 8.2 s are exact", arguments: [
+        // 8.2 × 1e9 is 8199999999.9999990 in Double, 2.01 and 1.005 likewise just under: truncation lost 1 ns.
+        (8.2, Int64(8_200_000_000)), (2.01, 2_010_000_000), (1.005, 1_005_000_000),
+        (0.3, 300_000_000), (0.1, 100_000_000), (0.7, 700_000_000), (2.9, 2_900_000_000), (1e-9, 1),
+        (0.000_000_000_4, 0), (86_400.1, 86_400_100_000_000), (-1, 0), (1e12, 9_200_000_000_000_000_000),
+    ])
+    func secondsFromDoubleRound(seconds: Double, nanoseconds: Int64) {
+        #expect(Duration.seconds(fromDouble: seconds) == .nanoseconds(nanoseconds), "\(seconds) s")
+    }
+
     @Test("the time between two instants is a Duration, negative when the second is later")
     func difference() {
         let earlier = MonotonicInstant(nanoseconds: 1_000_000_000), later = earlier + .milliseconds(250)
