@@ -61,6 +61,13 @@ extension Duration {
         return Double(seconds) + Double(attoseconds) * 1e-18
     }
 
+    /// The duration in whole seconds, rounded up: a device timer written in whole seconds
+    /// (`…RvrtTms`) must never run out before the time bessd plans with (10.5 s is 11).
+    @inlinable public var wholeSecondsRoundedUp: Int64 {
+        let (seconds, attoseconds) = components
+        return attoseconds > 0 ? seconds + 1 : seconds
+    }
+
     /// A duration from floating-point seconds, rounded to the nearest nanosecond (8.2 s is
     /// 8.2 s, not 8.199999999 s); non-finite or negative input gives zero, and it is capped at 9.2e9 s.
     @inlinable public static func seconds(fromDouble value: Double) -> Duration {

@@ -30,6 +30,18 @@ struct WritePlanTests {
         #expect(first.plain.map(\.address) == [100])
     }
 
+    @Test("a fractional revert time is written rounded up: the device never reverts before bessd re-arms it")
+    func fractionalRevertRoundsUp() throws {
+        for (revert, register) in [(Duration.milliseconds(10_500), UInt16(11)), (.milliseconds(10_001), 11), (.seconds(10), 10),
+                                   (.milliseconds(300), 1)] {
+            let first = try #require(try WritePlanner.plan(Self.device, setpoint: Watts(1000), lastWritten: nil, lastPlain: nil,
+                                                          lastArmedAt: Self.t0, revert: revert, now: Self.t0))
+            #expect(first.writes.first?.address == 101 && first.writes.first?.values == [register], "\(revert)")
+        }
+        #expect(Duration.milliseconds(10_500).wholeSecondsRoundedUp == 11 && Duration.seconds(10).wholeSecondsRoundedUp == 10)
+        #expect(Duration.nanoseconds(1).wholeSecondsRoundedUp == 1 && Duration.zero.wholeSecondsRoundedUp == 0)
+    }
+
     @Test("a steady setpoint is not rewritten until half the revert time, then re-armed")
     func rearmAtHalf() throws {
         let plain = [(address: 100, values: [UInt16(100)])]

@@ -184,7 +184,7 @@ public struct RegisterMapInverter: Sendable {
     {
         // Away from zero: with a register step coarser than the timeout (scale 100 for 30 s), the
         // nearest step would be 0, which devices read as "no revert" (found by make fuzz).
-        let revertSeconds = revert.components.seconds  // whole seconds in the register
+        let revertSeconds = revert.wholeSecondsRoundedUp  // whole seconds in the register, never fewer than planned
         guard let revertWords = spec.revertTimeout.encode(Double(max(1, revertSeconds)), rounding: .awayFromZero) else {
             throw DeviceError(.registerValueInvalid, message: "revert timeout \(revertSeconds) s does not fit its register")
         }

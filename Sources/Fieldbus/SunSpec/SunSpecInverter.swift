@@ -144,8 +144,8 @@ public struct SunSpecInverter: Sendable {
     public func command(_ power: Watts, revert: Duration, rearm: Bool = true, _ device: inout some RegisterAccess)
         throws(DeviceError)
     {
-        // `…RvrtTms` is whole seconds on the wire.
-        let revertSeconds = UInt32(clamping: max(1, revert.components.seconds))
+        // `…RvrtTms` is whole seconds on the wire, rounded up: never before bessd's re-arm plans.
+        let revertSeconds = UInt32(clamping: max(1, revert.wholeSecondsRoundedUp))
         do throws(DeviceError) {
             switch commandPath {
             case .acControls704:
