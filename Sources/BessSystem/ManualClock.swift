@@ -12,16 +12,41 @@ public final class ManualClock: MonotonicClock {
     private let watchers = Mutex<[UInt: UInt64]>([:])
     private static let running = UInt64.max
 
+    /// What `sleep` blocks on and every move signals (a condition, not a spin: the machine may
+    /// have two cores). Allocated once, never freed while the clock lives.
+    private nonisolated(unsafe) let moveLock = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private nonisolated(unsafe) let moved = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+
     /// A clock standing at `start` (a second after zero by default, so "never" stays before it).
-    public init(at start: MonotonicInstant = MonotonicInstant(nanoseconds: 1_000_000_000)) { state = Mutex((start, 0)) }
+    public init(at start: MonotonicInstant = MonotonicInstant(nanoseconds: 1_000_000_000)) {
+        state = Mutex((start, 0))
+        pthread_mutex_init(moveLock, nil)
+        pthread_cond_init(moved, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(moved)
+        pthread_mutex_destroy(moveLock)
+        moved.deallocate()
+        moveLock.deallocate()
+    }
 
     public func now() -> MonotonicInstant { state.withLock { $0.instant } }
 
     /// Moves the clock forward by `step`.
-    public func advance(by step: Duration) { state.withLock { $0.instant = $0.instant + step; $0.moves &+= 1 } }
+    public func advance(by step: Duration) { move { $0.instant = $0.instant + step } }
 
     /// Moves the clock to `target` (never back).
-    public func advance(to target: MonotonicInstant) { state.withLock { $0.instant = max($0.instant, target); $0.moves &+= 1 } }
+    public func advance(to target: MonotonicInstant) { move { $0.instant = max($0.instant, target) } }
+
+    /// Applies `change`, counts the move, and wakes every `sleep`. The change is made under the
+    /// condition's lock, so a sleeper that has just looked at the clock cannot miss it.
+    private func move(_ change: (inout (instant: MonotonicInstant, moves: UInt64)) -> Void) {
+        pthread_mutex_lock(moveLock)
+        state.withLock { change(&$0); $0.moves &+= 1 }
+        pthread_cond_broadcast(moved)
+        pthread_mutex_unlock(moveLock)
+    }
 
     /// True once every thread that has waited on this clock is waiting again and has looked at the
     /// clock since it was last moved: what the move made due has been acted on. The test's way to
@@ -31,8 +56,16 @@ public final class ManualClock: MonotonicClock {
         return watchers.withLock { $0.values.allSatisfy { $0 == moves } }
     }
 
+    /// How many times a `sleep` has looked at the clock: once on entry and once per move (tests
+    /// read it to see that a sleep blocks rather than spins).
+    package var sleepLooks: UInt64 { looks.load(ordering: .relaxed) }
+    private let looks = Atomic<UInt64>(0)
+
+    /// Blocks until the clock has been moved to `deadline`.
     public func sleep(until deadline: MonotonicInstant) {
-        while now() < deadline { usleep(200) }
+        pthread_mutex_lock(moveLock)
+        while looks.add(1, ordering: .relaxed).newValue > 0, now() < deadline { pthread_cond_wait(moved, moveLock) }
+        pthread_mutex_unlock(moveLock)
     }
 
     public func wait(for wakeup: Wakeup, until deadline: MonotonicInstant) -> Bool {

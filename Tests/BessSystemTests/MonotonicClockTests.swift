@@ -1,5 +1,7 @@
 import BessSystem
 import ControlCore
+import Foundation
+import Synchronization
 import Testing
 
 @Suite("The one monotonic clock and the back-off on it")
@@ -33,6 +35,38 @@ struct MonotonicClockTests {
         clock.advance(to: MonotonicInstant(nanoseconds: 1_000_000_000))
         #expect(clock.now() == MonotonicInstant(nanoseconds: 5_010_000_000))
         #expect(clock.settled, "no thread waits on it")
+    }
+
+    @Test("a sleep on a manual clock blocks until a move and looks at the clock only when moved, not in a spin")
+    func manualClockSleepBlocks() {
+        let clock = ManualClock(at: MonotonicInstant(nanoseconds: 5_000_000_000))
+        let deadline = clock.now() + .seconds(1)
+        final class Flag: Sendable { let raised = Atomic<Bool>(false) }
+        let done = Flag()
+        let sleeper = Thread {
+            clock.sleep(until: deadline)
+            done.raised.store(true, ordering: .releasing)
+        }
+        sleeper.start()
+        func until(_ condition: () -> Bool) -> Bool {
+            let end = SystemClock.shared.now() + .seconds(5)
+            while SystemClock.shared.now() < end, !condition() { usleep(1_000) }
+            return condition()
+        }
+        #expect(until { clock.sleepLooks >= 1 }, "the sleeper looked once")
+        // 20 ms of real time with the clock unmoved: a blocked sleeper does not look again.
+        let quiet = SystemClock.shared.now() + .milliseconds(20)
+        #expect(until { SystemClock.shared.now() >= quiet })
+        #expect(clock.sleepLooks <= 2, "looks while unmoved: \(clock.sleepLooks)")
+        for step in 1...9 {
+            clock.advance(by: .milliseconds(100))
+            #expect(until { clock.sleepLooks >= UInt64(step) + 1 })
+            let woken = done.raised.load(ordering: .acquiring)
+            #expect(!woken, "still before its deadline")
+        }
+        clock.advance(by: .milliseconds(100))
+        #expect(until { done.raised.load(ordering: .acquiring) }, "woken at its deadline")
+        #expect(clock.sleepLooks <= 16, "one look per move (a spurious wake or two allowed): \(clock.sleepLooks)")
     }
 
     @Test("back-off pauses are Durations: the current back-off plus up to a quarter, doubling to the maximum, back to the first after reset")
