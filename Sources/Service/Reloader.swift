@@ -48,6 +48,13 @@ extension Daemon {
                 logger.notice("reload: the scada: block changed; the SCADA server keeps its settings until bessd restarts",
                               metadata: ["BESS_CODE": "SCADA_RESTART_NEEDED", "MESSAGE_ID": "\(MessageID.reload)"])
             }
+            // The AGC band and expiry apply at once (declareAGC below); the outstation's listener,
+            // groups, rights and timers are the server's and stay until a restart: say so, so that
+            // a right taken away in the file is never believed gone while it still holds.
+            if new.iec104?.server != configuration.iec104?.server || (new.iec104 == nil) != (configuration.iec104 == nil) {
+                logger.notice("reload: the iec104: block changed; the IEC 104 outstation keeps its listener, groups and their rights until bessd restarts",
+                              metadata: ["BESS_CODE": "IEC104_RESTART_NEEDED", "MESSAGE_ID": "\(MessageID.reload)"])
+            }
             guarded.withLock {
                 $0.configuration = new
                 $0.configText = text

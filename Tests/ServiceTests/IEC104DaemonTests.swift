@@ -378,4 +378,26 @@ struct IEC104DaemonTests {
         let (_, text) = daemon.finish()
         #expect(text.contains("IEC104_BACKLOG"), "\(text.split(separator: "\n").filter { $0.contains("IEC104") }.suffix(6))")
     }
+
+    @Test("a reload that takes a group's rights away says the outstation keeps its settings until a restart (IEC104_RESTART_NEEDED); one that changes only the AGC band says nothing of it")
+    func reloadNamesTheRestart() throws {
+        let port = Loopback.freePort()
+        let yaml = Self.yaml(port: port)
+        let daemon = try RunningDaemon(yaml: yaml)
+        _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
+        func reload(_ text: String) throws {
+            try text.replacingOccurrences(of: "@SOCKET@", with: daemon.socket)
+                .write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+            daemon.signal(SIGHUP)
+            _ = daemon.notify.collect(seconds: 5) { $0.hasPrefix("READY=1") }
+        }
+        try reload(yaml.replacingOccurrences(of: "agc: {expiry_s: 30}", with: "agc: {expiry_s: 20}"))
+        try reload(yaml.replacingOccurrences(of: "commands: [agc, setpoint]", with: "commands: []"))
+        daemon.signal(SIGTERM)
+        let (code, text) = daemon.finish()
+        #expect(code == 0)
+        let notices = text.split(separator: "\n").filter { $0.contains("IEC104_RESTART_NEEDED") || $0.contains("the iec104: block changed") }
+        #expect(notices.count == 1, "\(notices)")
+        #expect(text.components(separatedBy: "reload applied").count - 1 == 2, "both reloads applied")
+    }
 }
