@@ -141,7 +141,7 @@ let package = Package(
         .executableTarget(
             name: "bess-hil",
             dependencies: [
-                "Simulation", "HILPlant", "Cycle", "Config", "ControlCore", "ControlProtocol", "Uplink", "Fieldbus", "BessSystem", "CLinux", "Scada",
+                "Simulation", "HILPlant", "Cycle", "Config", "ControlCore", "ControlProtocol", "Uplink", "Fieldbus", "BessSystem", "CLinux", "Scada", "IEC104",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Yams", package: "Yams"),
             ],

@@ -287,6 +287,7 @@ struct ScenarioError: Error, CustomStringConvertible {
     struct Code: Hashable, CustomStringConvertible {
         private enum Value: Hashable {
             case invalid, unreadable, io, configInvalid, bessdMissing, bessdFailed, aggregatorMissing, aggregatorFailed, plantFailed, plotFailed
+            case iec104
         }
 
         private let value: Value
@@ -312,6 +313,9 @@ struct ScenarioError: Error, CustomStringConvertible {
         static let plantFailed = Code(.plantFailed)
         /// `SCENARIO_PLOT_FAILED`: gnuplot could not draw the plot.
         static let plotFailed = Code(.plotFailed)
+        /// `SCENARIO_IEC104_FAILED`: the control centre (`ControlCentre`) could not connect, lost the
+        /// connection, or got no confirmation in time.
+        static let iec104 = Code(.iec104)
 
         var description: String {
             switch value {
@@ -325,6 +329,7 @@ struct ScenarioError: Error, CustomStringConvertible {
             case .aggregatorFailed: "SCENARIO_AGGREGATOR_FAILED"
             case .plantFailed: "SCENARIO_PLANT_FAILED"
             case .plotFailed: "SCENARIO_PLOT_FAILED"
+            case .iec104: "SCENARIO_IEC104_FAILED"
             }
         }
     }
