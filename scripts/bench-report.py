@@ -133,6 +133,41 @@ rows.append((
     f"{fmt(num('scadaload_flat_maps_per_s'))} maps/s ({fmt(num('scadaload_flat_maps_per_s') * num('scadaload_words') / 1000)} k registers/s); "
     f"{fmt(num('scadaload_flat_overruns'), 0)} cycle overruns",
     "(reference)", "—"))
+for period in (100, 10):
+    k = f"iec{period}"
+    rows.append((
+        f"IEC 104 AGC target (C_SE_NC_1 on 3001, AGC in service) from a raw-socket controlling station → the timed unit's "
+        f"first setpoint towards it on its inverter's wire (schedule ramp 1000 %/s), 8 units on Modbus TCP at {period} ms, "
+        f"SCHED_FIFO 60 ({fmt(num(k + 'agc_n'), 0)} targets at random phase, {fmt(num(k + 'agc_misses'), 0)} missed; "
+        "stamped before the send and at the plant's answer to the write, CLOCK_MONOTONIC both)",
+        f"p50 {fmt(num(k + 'agc_p50'))} / p99 {fmt(num(k + 'agc_p99'))} / max {fmt(num(k + 'agc_max'))} ms; "
+        f"ACT_CON back at the station p50 {fmt(num(k + 'agccon_p50'), 2)} / p99 {fmt(num(k + 'agccon_p99'), 2)} ms",
+        f"p99 ≤ {period + 5} ms (one period + 5 ms)", verdict(num(k + "agc_p99"), period + 5, unit=" ms")))
+    rows.append((
+        f"IEC 104 spontaneous value: a frequency change at the plant's registers (inside the droop deadband) → its "
+        f"M_ME_TF_1 (IOA 1004, COT 3) at the controlling station, 8 units on Modbus TCP at {period} ms, SCHED_FIFO 60 "
+        f"({fmt(num(k + 'spont_n'), 0)} changes at random phase, {fmt(num(k + 'spont_misses'), 0)} missed; the outstation "
+        f"samples the cycle's state every max(50 ms, period))",
+        f"p50 {fmt(num(k + 'spont_p50'))} / p99 {fmt(num(k + 'spont_p99'))} / max {fmt(num(k + 'spont_max'))} ms",
+        f"p99 ≤ {period + 5} ms (one period + 5 ms)", verdict(num(k + "spont_p99"), period + 5, unit=" ms")))
+b99, c99 = num("bessd100rtiec_p99"), num("ct100rtiec_p99")
+ratio = b99 / c99 if c99 > 0 else math.nan
+overruns, gi_failures = num("bessd100rtiec_overruns"), num("gi_failures")
+misses = [m for m in (verdict(ratio, 1.5, unit="×") if not math.isnan(ratio) else "**not measured**",
+                      f"**missed**: {overruns:g} overruns" if overruns > 0 else "met",
+                      f"**missed**: {gi_failures:g} interrogations unanswered" if gi_failures > 0 else "met") if m != "met"]
+rows.append((
+    f"{fmt(num('gi_stations'), 0)} IEC 104 controlling stations (raw sockets, each from its own loopback address and so "
+    "its own redundancy group, all started) each sending a station interrogation every second, 8 units on Modbus TCP "
+    f"at 100 ms, SCHED_FIFO 60, status read twice a second: wake-up lateness beside cyclictest "
+    f"({fmt(num('bessd100rtiec_n'), 0)} cycles)",
+    f"bessd p50 {fmt(num('bessd100rtiec_p50'), 0)} / p99 {fmt(b99, 0)} / max {fmt(num('bessd100rtiec_max'), 0)} µs; "
+    f"cyclictest p99 {fmt(c99, 0)} / max {fmt(num('ct100rtiec_max'), 0)} µs; ratio p99 {fmt(ratio, 2)}×; "
+    f"{fmt(overruns, 0)} overruns; {fmt(num('bessd100rtiec_late'), 0)} late readings; {fmt(num('gi_rounds'), 0)} "
+    f"interrogations of {fmt(num('gi_objects'), 0)} objects, {fmt(gi_failures, 0)} unanswered, request → ACT_TERM "
+    f"p50 {fmt(num('gi_p50'), 2)} / p99 {fmt(num('gi_p99'), 2)} / max {fmt(num('gi_max'), 2)} ms",
+    "0 overruns, p99 ≤ 1.5 × cyclictest, every interrogation answered",
+    "; ".join(misses) if misses else "met"))
 rows.append((
     f"BMS protection frame (CAN) → zero on the wire, 100 ms, no real-time priority ({fmt(num('alarm_n'), 0)} alarms; {r.get('alarm_where', '')})",
     f"p50 {fmt(num('alarm_p50'))} / p99 {fmt(num('alarm_p99'))} / max {fmt(num('alarm_max'))} ms",

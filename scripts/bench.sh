@@ -4,7 +4,7 @@
 #   scripts/bench.sh            everything (about 50 minutes on 2 cores, plus the release build)
 #   BENCH_QUICK=1 scripts/bench.sh   shorter runs (fewer samples; for trying the script)
 #   BENCH_ONLY="jitter resources" scripts/bench.sh   retakes only those sections (jitter, step,
-#     stepwire, site, scada, alarm, resources, spool, allocations, plot) into the existing results:
+#     stepwire, site, scada, iec104, alarm, resources, spool, allocations, plot) into the existing results:
 #     their keys are replaced, every other row keeps its run, and the table names the retaken rows
 # Numbers live here, never in timed tests. Each measurement is independent: one that cannot run
 # (no real-time priority, no VM for CAN) says so in the table instead of failing the others.
@@ -67,6 +67,14 @@ site() {  # NAME UNITS PERIOD_MS [rig-base-port] [rt|nort]
   } > "$WORK/$name.yaml"
 }
 
+# The IEC 104 outstation on loopback for four controlling stations, each from its own loopback
+# address and so its own redundancy group (all four started; monitoring only).
+iec104_block() {  # PORT
+  echo "iec104: {listen: 127.0.0.1:$1, common_address: 7, groups: ["
+  for i in 1 2 3 4; do echo "  {name: cc$i, allow_from: [127.0.0.$i], commands: []},"; done
+  echo "]}"
+}
+
 # The step and site latency runs (sections step, site and scada).
 STEPS=$([ -n "$QUICK" ] && echo 40 || echo 300)
 step() {  # KEY PERIOD_MS [--no-realtime]
@@ -99,9 +107,11 @@ cpu_ns() {
   else awk -v hz="$(getconf CLK_TCK)" '{printf "%.0f", ($14 + $15) * 1e9 / hz}' "/proc/$1/stat"; fi
 }
 NS=1000000000
-jitter() {  # PERIOD_MS SECONDS rt|nort
-  local period=$1 seconds=$2 rt=$3 name=jitter$1$3 base=$((20000 + RANDOM % 20000))
+jitter() {  # PERIOD_MS SECONDS rt|nort [iec: the IEC 104 outstation on, four stations interrogating]
+  local period=$1 seconds=$2 rt=$3 extra=${4:-} name=jitter$1$3${4:-} base=$((20000 + RANDOM % 20000))
+  local p=$period$rt$extra tag=$period-$rt$extra iecport stations=
   site "$name" 8 "$period" "$base" "$rt"
+  [ "$extra" = iec ] && { iecport=$(port); iec104_block "$iecport" >> "$WORK/$name.yaml"; }
   local loops=$((seconds * 1000 / period))
   $BIN/bess-hil plant --config "$WORK/$name.yaml" > "$WORK/$name-plant.log" 2>&1 & local plant=$!; PIDS+=("$plant")
   sleep 1
@@ -111,21 +121,25 @@ jitter() {  # PERIOD_MS SECONDS rt|nort
   sleep 3
   ( while kill -0 $bessd 2>/dev/null; do $BIN/bessctl status --json --socket "$WORK/$name.sock" > /dev/null 2>&1; sleep 0.5; done ) &
   local reader=$!; PIDS+=("$reader")
-  $BIN/bessctl status --json --socket "$WORK/$name.sock" > "$DATA/bessd-status-$period-$rt-before.json"
+  if [ "$extra" = iec ]; then
+    python3 hil/peers/iec104_bench.py interrogate "$iecport" 7 4 "$((seconds + 2))" > "$WORK/$name-stations.txt" &
+    stations=$!; PIDS+=("$stations"); sleep 1
+  fi
+  $BIN/bessctl status --json --socket "$WORK/$name.sock" > "$DATA/bessd-status-$tag-before.json"
   local t0 s0 t1 s1 q0 q1; t0=$(cpu_ns $bessd); q0=$(cpu_ns $plant); s0=$(date +%s.%N)
   if [ "$rt" = rt ]; then
-    cyclictest -m -q -t 1 -p 60 --policy=fifo -i $((period * 1000)) -l "$loops" -h 20000 > "$DATA/cyclictest-$period-$rt.txt" 2>&1
+    cyclictest -m -q -t 1 -p 60 --policy=fifo -i $((period * 1000)) -l "$loops" -h 20000 > "$DATA/cyclictest-$tag.txt" 2>&1
   else
-    cyclictest -m -q -t 1 --policy=other -i $((period * 1000)) -l "$loops" -h 20000 > "$DATA/cyclictest-$period-$rt.txt" 2>&1
+    cyclictest -m -q -t 1 --policy=other -i $((period * 1000)) -l "$loops" -h 20000 > "$DATA/cyclictest-$tag.txt" 2>&1
   fi
   t1=$(cpu_ns $bessd); q1=$(cpu_ns $plant); s1=$(date +%s.%N)
   # The plant's own share in the same window: it does the same work in every run, so it shows how
   # busy the host was (bessd's figure moves with it: 2.7–4.2 % for one build on this VM).
-  put "plant$period${rt}_cpu" "$(python3 -c "print(f'{($q1 - $q0) / $NS / ($s1 - $s0) * 100:.3f}')")"
-  $BIN/bessctl status --json --socket "$WORK/$name.sock" > "$DATA/bessd-status-$period-$rt.json"
+  put "plant${p}_cpu" "$(python3 -c "print(f'{($q1 - $q0) / $NS / ($s1 - $s0) * 100:.3f}')")"
+  $BIN/bessctl status --json --socket "$WORK/$name.sock" > "$DATA/bessd-status-$tag.json"
   # What the reader's status requests cost bessd's service thread (its own CPU time per answer).
   # (bessctl has no metrics command: the control socket's metrics verb, read as bessctl reads answers.)
-  python3 - "$WORK/$name.sock" > "$DATA/bessd-metrics-$period-$rt.txt" <<'PY'
+  python3 - "$WORK/$name.sock" > "$DATA/bessd-metrics-$tag.txt" <<'PY'
 import json, socket, sys
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b'{"verb":"metrics"}\n')
 answer = b""
@@ -136,7 +150,7 @@ while not answer.endswith(b"\n"):
 reply = json.loads(answer)
 print(reply.get("text") or reply.get("metrics") or json.dumps(reply))
 PY
-  python3 - "$DATA/bessd-metrics-$period-$rt.txt" "$period$rt" >> "$RESULTS" <<'PY'
+  python3 - "$DATA/bessd-metrics-$tag.txt" "$p" >> "$RESULTS" <<'PY'
 import re, sys
 v = {}
 for line in open(sys.argv[1]):
@@ -148,9 +162,14 @@ if n:
     print(f"status{sys.argv[2]}_mean_us={v.get('bessd_control_answer_cpu_seconds_total', 0) / n * 1e6:.1f}")
     print(f"status{sys.argv[2]}_max_us={v.get('bessd_control_answer_cpu_seconds_max', 0) * 1e6:.1f}")
 PY
+  if [ -n "$stations" ]; then
+    wait "$stations"; cp "$WORK/$name-stations.txt" "$DATA/iec104-stations.txt"
+    sed -n "s/^SUMMARY iec104_interrogations stations=\([0-9]*\) rounds=\([0-9]*\) failures=\([0-9]*\) objects=\([0-9]*\) p50_ms=\([0-9.na]*\) p99_ms=\([0-9.na]*\) max_ms=\([0-9.na]*\)/gi_stations=\1\ngi_rounds=\2\ngi_failures=\3\ngi_objects=\4\ngi_p50=\5\ngi_p99=\6\ngi_max=\7/p" \
+      "$WORK/$name-stations.txt" >> "$RESULTS"
+  fi
   kill -TERM $bessd; wait $bessd; kill $reader 2>/dev/null; kill -TERM $plant; wait $plant 2>/dev/null
-  python3 - "$DATA/cyclictest-$period-$rt.txt" "$DATA/bessd-status-$period-$rt-before.json" "$DATA/bessd-status-$period-$rt.json" \
-    "$period$rt" "$(python3 -c "print(f'{($t1 - $t0) / $NS / ($s1 - $s0) * 100:.3f}')")" >> "$RESULTS" <<'PY'
+  python3 - "$DATA/cyclictest-$tag.txt" "$DATA/bessd-status-$tag-before.json" "$DATA/bessd-status-$tag.json" \
+    "$p" "$(python3 -c "print(f'{($t1 - $t0) / $NS / ($s1 - $s0) * 100:.3f}')")" >> "$RESULTS" <<'PY'
 import json, sys
 hist, total = [], 0
 for line in open(sys.argv[1]):
@@ -234,6 +253,27 @@ for line in open(sys.argv[1]):
             print(f"scadaload_{v}={f[k]}")
         print("scadaload_flat_s=10")
 PY
+fi
+
+# 2d. IEC 104 (issue 46), 8 units on Modbus TCP, SCHED_FIFO 60, against hil/peers/iec104_bench.py (a
+#     raw-socket controlling station stamping next to its socket calls, CLOCK_MONOTONIC like the
+#     plant): an AGC target (C_SE_NC_1 on 3001) → the timed unit's first setpoint on its wire towards
+#     it; a frequency change at the plant's registers → its spontaneous M_ME_TF_1 (IOA 1004); at
+#     100 ms and 10 ms. Then the jitter run at 100 ms with the outstation on and four stations
+#     (four groups) sending a station interrogation every second.
+if want iec104; then
+echo "bench: IEC 104 — AGC target → wire, value → spontaneous frame, four stations interrogating"
+IEC_N=$([ -n "$QUICK" ] && echo 20 || echo 100)
+for period in 100 10; do
+  key=iec$period
+  $BIN/bess-hil bench iec104-latency --commands "$IEC_N" --changes "$IEC_N" --period-ms "$period" --units 8 --bessd $BIN/bessd \
+    --csv-command "$DATA/iec104-agc-$period.csv" --csv-change "$DATA/iec104-spontaneous-$period.csv" | tee "$WORK/$key.txt"
+  for pair in agc_to_setpoint:agc agc_act_con:agccon value_to_spontaneous:spont; do
+    sed -n "s/^SUMMARY ${pair%%:*} n=\([0-9]*\) misses=\([0-9]*\) p50_ms=\([0-9.na]*\) p99_ms=\([0-9.na]*\) max_ms=\([0-9.na]*\)/${key}${pair#*:}_n=\1\n${key}${pair#*:}_misses=\2\n${key}${pair#*:}_p50=\3\n${key}${pair#*:}_p99=\4\n${key}${pair#*:}_max=\5/p" \
+      "$WORK/$key.txt" >> "$RESULTS"
+  done
+done
+jitter 100 "$([ -n "$QUICK" ] && echo 30 || echo 300)" rt iec
 fi
 
 # 3. BMS protection frame on CAN → zero on the wire: needs CAN, so inside the VM (scripts/can-tests.sh's recipe).
