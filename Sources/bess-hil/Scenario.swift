@@ -31,10 +31,37 @@ struct Scenario {
             case scada([(point: String, value: Double)])
             /// bess-aggregator stopped (SIGKILL: an uplink outage) or started again on its port and database.
             case aggregator(running: Bool)
+            /// Commands from the grid operator's control centre to bessd's IEC 104 outstation
+            /// (`ControlCentre`), sent in order, each direct execute.
+            case iec104([IEC104Order])
         }
         var at: Double
         var kind: Kind
         var label: String
+        /// For an `iec104` action: the activation confirmation the file expects (`confirm:
+        /// positive` or `negative`); a different one is a missed expectation.
+        var wantPositive: Bool? = nil
+    }
+
+    /// One command of the control centre, at the default IOAs of docs/iec104.md.
+    enum IEC104Order: Equatable {
+        /// 3101, C_SC_NA_1: AGC in or out of service.
+        case agcInService(Bool)
+        /// 3001, C_SE_NC_1: the AGC target, MW (+ = export).
+        case agcSetpoint(Double)
+        /// 3002, C_SE_NC_1: the site MW setpoint.
+        case siteSetpoint(Double)
+
+        /// The keys of an `iec104:` action, in the order its commands are sent.
+        static let keys = ["agc_in_service", "agc_setpoint_mw", "site_setpoint_mw"]
+
+        var label: String {
+            switch self {
+            case .agcInService(let on): "AGC \(on ? "in" : "out of") service"
+            case .agcSetpoint(let mw): "AGC \((mw * 1000).formatted(.number.grouping(.never))) kW"
+            case .siteSetpoint(let mw): "104 setpoint \((mw * 1000).formatted(.number.grouping(.never))) kW"
+            }
+        }
     }
 
     enum Window {
@@ -49,6 +76,8 @@ struct Scenario {
         var bounds: [(signal: String, min: Double?, max: Double?)] = []
         var codes: [(kind: String, codes: [String])] = []
         var flags: [(signal: String, value: String)] = []
+        /// Text bessd's log must hold in a line logged inside the window (`journal`), or must not (`no_journal`).
+        var journal: [(text: String, present: Bool)] = []
         var why: String
     }
 
@@ -72,12 +101,17 @@ struct Scenario {
         }
     }
 
+    /// True when the timeline commands through IEC 104 (the runner then serves an outstation).
+    var needsIEC104: Bool {
+        actions.contains { if case .iec104 = $0.kind { true } else { false } }
+    }
+
     static let numericSignals = ["setpoint_kw", "power_kw", "soc_percent", "frequency_hz", "bessd_setpoint_kw",
                                  "allowed_charge_kw", "allowed_discharge_kw", "grid_kw", "site_power_kw", "soc_spread_percent",
-                                 "operator_cap_kw", "scada_setpoint_kw"]
+                                 "operator_cap_kw", "scada_setpoint_kw", "agc_target_kw", "agc_followed_kw"]
     /// Site-level codes a scenario may expect besides the interlock codes (from `bessctl site`).
     static let siteCodes: Set = ["METER_STALE", "SITE_SHORTFALL"]
-    static let flagSignals = ["state", "reverted", "bessd"]
+    static let flagSignals = ["state", "reverted", "bessd", "agc_following", "agc_signal_lost"]
     static let codeKinds = ["active", "inactive", "latched", "not_latched"]
 
     /// Reads and checks a scenario file; every problem is reported as `FILE: path: problem`.
@@ -181,17 +215,39 @@ struct Scenario {
                 kind = .scada(points)
                 label = "SCADA " + points.filter { !$0.point.hasSuffix("Ena") && $0.point != "WSetMod" && !$0.point.hasSuffix("Tms") }
                     .map { "\($0.point) \($0.value.formatted(.number.grouping(.never)))" }.joined(separator: ", ")
+            } else if let orders = entry["iec104"]?.mapping {
+                var list: [IEC104Order] = []
+                for key in orders.keys.compactMap(\.string) where !IEC104Order.keys.contains(key) {
+                    fail("\(here).iec104.\(key)", "unknown command; known: \(IEC104Order.keys.joined(separator: ", "))")
+                }
+                if let node = orders[Node("agc_in_service")] {
+                    if let on = node.bool { list.append(.agcInService(on)) } else { fail("\(here).iec104.agc_in_service", "true or false") }
+                }
+                for (key, make) in [("agc_setpoint_mw", IEC104Order.agcSetpoint), ("site_setpoint_mw", IEC104Order.siteSetpoint)] {
+                    guard let node = orders[Node(key)] else { continue }
+                    if let mw = node.float, mw.isFinite { list.append(make(mw)) } else { fail("\(here).iec104.\(key)", "a number (MW)") }
+                }
+                if list.isEmpty { fail("\(here).iec104", "names no command (\(IEC104Order.keys.joined(separator: ", ")))"); continue }
+                kind = .iec104(list)
+                label = list.map(\.label).joined(separator: ", ")
             }
             let knownKeys: Set = ["at_s", "for_s", "over_s", "delay_s", "bms", "unit", "group", "frequency_hz", "ramp_to_hz", "fault",
                                   "reset", "mode", "override_kw", "clear_override", "dispatch_kw", "kill_bessd", "start_bessd",
-                                  "reload", "scada_write", "aggregator", "label"]
+                                  "reload", "scada_write", "aggregator", "label", "iec104", "confirm"]
             for key in keys.subtracting(knownKeys) { fail("\(here).\(key)", "unknown key") }
             guard let kind else {
                 fail(here, "names no action (frequency_hz, ramp_to_hz, fault, reset, mode, override_kw, clear_override, "
-                     + "dispatch_kw, kill_bessd, start_bessd, reload, scada_write, aggregator)")
+                     + "dispatch_kw, kill_bessd, start_bessd, reload, scada_write, aggregator, iec104)")
                 continue
             }
-            actions.append(Action(at: at, kind: kind, label: entry["label"]?.string ?? label))
+            var action = Action(at: at, kind: kind, label: entry["label"]?.string ?? label)
+            if let confirm = entry["confirm"]?.string {
+                guard case .iec104 = kind, confirm == "positive" || confirm == "negative" else {
+                    fail("\(here).confirm", "positive or negative, on an iec104 action"); continue
+                }
+                action.wantPositive = confirm == "positive"
+            }
+            actions.append(action)
         }
         actions.sort { $0.at < $1.at }
 
@@ -232,11 +288,20 @@ struct Scenario {
             for signal in flagSignals {
                 if let v = entry[signal]?.string { e.flags.append((signal, v)) }
             }
-            var allowed: Set = ["at_s", "from_s", "to_s", "by_s", "after_s", "tolerance", "why"]
+            for (key, present) in [("journal", true), ("no_journal", false)] {
+                guard let node = entry[key] else { continue }
+                let texts = node.sequence?.compactMap(\.string) ?? [node.string].compactMap { $0 }
+                if texts.isEmpty || texts.contains(where: \.isEmpty) { fail("\(here).\(key)", "a text or a list of texts") }
+                e.journal += texts.map { ($0, present) }
+            }
+            if !e.journal.isEmpty, !(e.numeric.isEmpty && e.bounds.isEmpty && e.codes.isEmpty && e.flags.isEmpty) {
+                fail(here, "journal / no_journal stand alone: they judge the window's log lines, not its samples")
+            }
+            var allowed: Set = ["at_s", "from_s", "to_s", "by_s", "after_s", "tolerance", "why", "journal", "no_journal"]
             allowed.formUnion(numericSignals); allowed.formUnion(numericSignals.map { "\($0)_min" })
             allowed.formUnion(numericSignals.map { "\($0)_max" }); allowed.formUnion(codeKinds); allowed.formUnion(flagSignals)
             for key in Set(entry.mapping!.keys.compactMap(\.string)).subtracting(allowed) { fail("\(here).\(key)", "unknown key") }
-            if e.numeric.isEmpty && e.bounds.isEmpty && e.codes.isEmpty && e.flags.isEmpty { fail(here, "checks nothing") }
+            if e.numeric.isEmpty && e.bounds.isEmpty && e.codes.isEmpty && e.flags.isEmpty && e.journal.isEmpty { fail(here, "checks nothing") }
             expectations.append(e)
         }
         if expectations.isEmpty { fail("expect", "is required: a scenario must be able to fail") }
@@ -370,6 +435,14 @@ struct Sample {
     /// The grid operator's cap on the units' sum in force and SCADA's setpoint (NaN when none).
     var operatorCapKW = Double.nan
     var scadaSetpointKW = Double.nan
+    /// The grid operator's AGC (`status`): the target received and the schedule ramped toward it
+    /// (NaN when none / not following), following, and `AGC_SIGNAL_LOST` standing.
+    var agcTargetKW = Double.nan
+    var agcFollowedKW = Double.nan
+    var agcFollowing = false
+    var agcSignalLost = false
+    /// bessd's log lines written since the previous sample.
+    var logLines: [String] = []
 
     func value(_ signal: String) -> Double {
         switch signal {
@@ -378,6 +451,8 @@ struct Sample {
         case "soc_spread_percent": socSpreadPercent
         case "operator_cap_kw": operatorCapKW
         case "scada_setpoint_kw": scadaSetpointKW
+        case "agc_target_kw": agcTargetKW
+        case "agc_followed_kw": agcFollowedKW
         case "setpoint_kw": setpointKW
         case "power_kw": powerKW
         case "soc_percent": socPercent
@@ -394,6 +469,8 @@ struct Sample {
         case "state": state
         case "reverted": reverted ? "true" : "false"
         case "bessd": bessdUp ? "up" : "down"
+        case "agc_following": agcFollowing ? "true" : "false"
+        case "agc_signal_lost": agcSignalLost ? "true" : "false"
         default: ""
         }
     }

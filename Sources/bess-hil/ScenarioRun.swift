@@ -36,6 +36,15 @@ final class ScenarioRun {
     /// bessd's SCADA server (when the timeline writes to it) and where its model 704 sits.
     var scadaPort = 0
     var scadaImage: ScadaImage?
+    /// bessd's IEC 104 outstation (when the timeline commands through it): its port, common
+    /// address and command IOAs, and the control centre's connection (opened at the first command).
+    var iec104Port = 0
+    var iec104Server: IEC104ServerConfiguration?
+    var controlCentre: ControlCentre?
+    /// `iec104` actions whose confirmation was not the one the file expects.
+    var confirmationMisses: [String] = []
+    /// How far bessd's log has been read into the samples' `logLines`.
+    var logOffset: UInt64 = 0
     /// Steps the plant while the runner waits (for bessd to start).
     var plantStep: () -> Void = {}
     /// gnuplot, found before the run; nil: the verdict stands without a picture.
@@ -96,6 +105,7 @@ final class ScenarioRun {
             try prepareConfiguration()
             let plantConfiguration = try load(writeConfig("plant.yaml", offset: 0))
             unitIDs = plantConfiguration.units.map(\.id)
+            iec104Server = plantConfiguration.iec104?.server
             if let scada = plantConfiguration.scada {
                 scadaImage = ScadaImage(site: ScadaSiteDescription(
                     siteID: "HIL", version: "", mode: "hil", unitID: scada.unitID,
@@ -203,6 +213,18 @@ final class ScenarioRun {
             scada["allow_from"] = .sequence([Node("127.0.0.1")])
             if scada["writes"] == nil { scada["writes"] = Node("true") }
             root["scada"] = .mapping(scada)
+        }
+        // The IEC 104 outstation on a free loopback port when the timeline commands through it; without
+        // groups of its own, one group of loopback clients that may command AGC and the setpoint.
+        if scenario.needsIEC104 {
+            iec104Port = freePort()
+            var iec104 = root["iec104"]?.mapping ?? [:]
+            iec104["listen"] = Node("127.0.0.1:\(iec104Port)")
+            if iec104["groups"] == nil {
+                iec104["groups"] = .sequence([.mapping([Node("name"): Node("hil"), Node("allow_from"): .sequence([Node("127.0.0.1")]),
+                                                        Node("commands"): .sequence([Node("agc"), Node("setpoint")])])])
+            }
+            root["iec104"] = .mapping(iec104)
         }
         var grid = root["grid_integration"]?.mapping ?? [:]
         grid["frequency_source"] = Node("inverter")
@@ -317,6 +339,8 @@ final class ScenarioRun {
     }
 
     func cleanUp() {
+        controlCentre?.close()
+        controlCentre = nil
         stopBessd()
         if let a = aggregator, a.isRunning {
             kill(a.processIdentifier, SIGKILL)
@@ -367,6 +391,8 @@ final class ScenarioRun {
             }
         case .scada(let points):
             return writeScada(points)
+        case .iec104(let orders):
+            return commandIEC104(orders, action: action, t: t)
         case .aggregator(let running):
             if running {
                 do { try startAggregator() } catch { return "failed: \(error)" }
@@ -425,6 +451,49 @@ final class ScenarioRun {
         }
     }
 
+    /// Sends `orders` from the control centre (connecting, or connecting again after bessd
+    /// restarted), each direct execute; the confirmations, and a miss when one is not the one the
+    /// action expects.
+    func commandIEC104(_ orders: [Scenario.IEC104Order], action: Scenario.Action, t: Double) -> String {
+        guard let server = iec104Server else { return "failed: no iec104: block" }
+        func address(_ signal: IEC104Signal) -> UInt32 { server.addresses[signal] ?? signal.defaultAddress }
+        var outcomes: [String] = []
+        do throws(ScenarioError) {
+            if controlCentre?.isOpen != true {
+                controlCentre?.close()
+                controlCentre = nil
+                controlCentre = try ControlCentre(port: iec104Port, commonAddress: server.commonAddress)
+            }
+            for order in orders {
+                let confirmation: ControlCentre.Confirmation
+                switch order {
+                case .agcInService(let on): confirmation = try controlCentre!.singleCommand(address(.agcInServiceCommand), on: on)
+                case .agcSetpoint(let mw): confirmation = try controlCentre!.setpoint(address(.agcSetpointCommand), Float(mw))
+                case .siteSetpoint(let mw): confirmation = try controlCentre!.setpoint(address(.siteSetpointCommand), Float(mw))
+                }
+                outcomes.append("\(order.label): \(confirmation)")
+                if let want = action.wantPositive, want != confirmation.positive {
+                    confirmationMisses.append("\(action.label) at \(fmt(t)) s: \(confirmation), want ACT_CON \(want ? "positive" : "negative")")
+                }
+            }
+        } catch {
+            if action.wantPositive != nil { confirmationMisses.append("\(action.label) at \(fmt(t)) s: \(error)") }
+            outcomes.append("failed: \(error)")
+        }
+        return outcomes.joined(separator: "; ")
+    }
+
+    /// bessd's log lines written since the last call (whole lines only).
+    func newLogLines() -> [String] {
+        guard let handle = FileHandle(forReadingAtPath: runDirectory + "/bessd.log") else { return [] }
+        defer { try? handle.close() }
+        guard (try? handle.seek(toOffset: logOffset)) != nil, let data = try? handle.readToEnd(), !data.isEmpty,
+              let end = data.lastIndex(of: UInt8(ascii: "\n")) else { return [] }
+        let whole = data[data.startIndex...end]
+        logOffset += UInt64(whole.count)
+        return String(decoding: whole, as: UTF8.self).split(separator: "\n").map(String.init)
+    }
+
     func sample(_ rig: PlantRig, t: Double, hz: Double) -> Sample {
         let unit = rig.units[0]
         var s = Sample(t: t, frequency: hz, setpointKW: unit.inverter.setpointW / 1000, powerKW: unit.inverter.powerW / 1000,
@@ -433,6 +502,7 @@ final class ScenarioRun {
         let socs = rig.units.map { $0.battery.soc * 100 }
         s.socSpreadPercent = (socs.max() ?? 0) - (socs.min() ?? 0)
         if rig.meterServer != nil { s.gridKW = rig.meter.gridPowerW / 1000 }
+        s.logLines = newLogLines()
         guard s.bessdUp,
               let status = try? ControlClient.answer(ControlRequest(.status), socket: controlSocket, timeout: .seconds(1))
                   .reply(as: StatusReply.self),
@@ -450,6 +520,12 @@ final class ScenarioRun {
         s.statusOK = true
         s.operatorCapKW = (status.gridOperator.capW ?? .nan) / 1000
         s.scadaSetpointKW = (status.gridOperator.scadaSetpoint?.powerW ?? .nan) / 1000
+        if let agc = status.agc {
+            s.agcTargetKW = (agc.targetW ?? .nan) / 1000
+            s.agcFollowedKW = (agc.followedW ?? .nan) / 1000
+            s.agcFollowing = agc.following
+            s.agcSignalLost = agc.signalLost
+        }
         s.state = first.state
         s.active += first.trips
         s.latched = first.latched
@@ -461,11 +537,12 @@ final class ScenarioRun {
     func judge() -> [String] {
         scenario.expectations.enumerated().compactMap { index, e in
             miss(e).map { "expect[\(index)]" + (e.why.isEmpty ? "" : " (\(e.why))") + $0 }
-        }
+        } + confirmationMisses.map { "confirm: \($0)" }
     }
 
     /// How the samples miss expectation `e` (nil: met), as the text after its label.
     func miss(_ e: Scenario.Expectation) -> String? {
+        if !e.journal.isEmpty { return journalMiss(e) }
         switch e.window {
         case .at(let t):
             guard let s = samples.min(by: { abs($0.t - t) < abs($1.t - t) }), abs(s.t - t) <= 0.25 else {
@@ -485,14 +562,33 @@ final class ScenarioRun {
         }
     }
 
+    /// A `journal` / `no_journal` expectation: bessd's log lines of the samples inside the window
+    /// (±0.25 s around `at_s`) hold each text, or none of them does.
+    func journalMiss(_ e: Scenario.Expectation) -> String? {
+        let (from, to): (Double, Double)
+        switch e.window {
+        case .at(let t): (from, to) = (t - 0.25, t + 0.25)
+        case .always(let a, let b), .eventually(let a, let b): (from, to) = (a, b)
+        }
+        let lines = samples.filter { $0.t >= from && $0.t <= to }.flatMap(\.logLines)
+        var misses: [String] = []
+        for (text, present) in e.journal {
+            let count = lines.filter { $0.contains(text) }.count
+            if present, count == 0 { misses.append("no log line with \"\(text)\"") }
+            if !present, count > 0 { misses.append("\(count) log line(s) with \"\(text)\"") }
+        }
+        return misses.isEmpty ? nil : " from \(fmt(from)) to \(fmt(to)) s: " + misses.joined(separator: "; ")
+    }
+
     func writeResults() throws(ScenarioError) {
         let base = outputDirectory + "/" + scenario.name
-        var csv = "t_s,frequency_hz,setpoint_kw,power_kw,soc_percent,bessd_setpoint_kw,allowed_charge_kw,allowed_discharge_kw,state,reverted,bessd,active,latched,grid_kw,site_power_kw,soc_spread_percent,operator_cap_kw,scada_setpoint_kw\n"
+        var csv = "t_s,frequency_hz,setpoint_kw,power_kw,soc_percent,bessd_setpoint_kw,allowed_charge_kw,allowed_discharge_kw,state,reverted,bessd,active,latched,grid_kw,site_power_kw,soc_spread_percent,operator_cap_kw,scada_setpoint_kw,agc_target_kw,agc_followed_kw\n"
         for s in samples {
             csv += "\(fmt(s.t)),\(String(format: "%.4f", s.frequency)),\(fmt(s.setpointKW)),\(fmt(s.powerKW)),\(fmt(s.socPercent)),"
                 + "\(fmt(s.bessdSetpointKW)),\(fmt(s.allowedChargeKW)),\(fmt(s.allowedDischargeKW)),\(s.state),\(s.reverted ? 1 : 0),"
                 + "\(s.bessdUp ? 1 : 0),\(s.active.joined(separator: "|")),\(s.latched.joined(separator: "|")),"
-                + "\(fmt(s.gridKW)),\(fmt(s.sitePowerKW)),\(fmt(s.socSpreadPercent)),\(fmt(s.operatorCapKW)),\(fmt(s.scadaSetpointKW))\n"
+                + "\(fmt(s.gridKW)),\(fmt(s.sitePowerKW)),\(fmt(s.socSpreadPercent)),\(fmt(s.operatorCapKW)),\(fmt(s.scadaSetpointKW)),"
+                + "\(fmt(s.agcTargetKW)),\(fmt(s.agcFollowedKW))\n"
         }
         guard (try? csv.write(toFile: base + ".csv", atomically: true, encoding: .utf8)) != nil else {
             throw ScenarioError(.io, "cannot write \(base).csv")
@@ -576,6 +672,12 @@ final class ScenarioRun {
         }
         if samples.contains(where: { $0.scadaSetpointKW.isFinite }) {
             lines += ", \\\n     '\(csv)' using 1:($18) with steps lw 1 dt 4 lc rgb '#e377c2' title 'SCADA setpoint'"
+        }
+        if samples.contains(where: { $0.agcTargetKW.isFinite }) {
+            lines += ", \\\n     '\(csv)' using 1:($19) with steps lw 1.5 dt 2 lc rgb '#000000' title 'AGC target (IEC 104)'"
+        }
+        if samples.contains(where: { $0.agcFollowedKW.isFinite }) {
+            lines += ", \\\n     '\(csv)' using 1:($20) with lines lw 1 lc rgb '#7f7f7f' title 'AGC followed (ramped base)'"
         }
         return lines
     }
