@@ -173,7 +173,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
         .testTarget(name: "UplinkTests", dependencies: ["Uplink", "UplinkIngest", "ControlCore", "BessSystem"], swiftSettings: swiftSettings),
-        .testTarget(name: "BessSystemTests", dependencies: ["BessSystem", "ControlCore"], swiftSettings: swiftSettings),
+        .testTarget(name: "BessSystemTests", dependencies: ["BessSystem", "ControlCore", "TestSupport"], swiftSettings: swiftSettings),
         // TLS against the openssl command as the independent peer, certificates made at test time.
         .testTarget(name: "TLSTransportTests", dependencies: ["TLSTransport", "BessSystem", "TestSupport", "Outstation"], swiftSettings: swiftSettings),
         // The 104 codec and link byte-exact from the standard, and against c104 and iec60870-parser (PyPI).

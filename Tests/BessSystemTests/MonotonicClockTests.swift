@@ -2,6 +2,7 @@ import BessSystem
 import ControlCore
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 
 @Suite("The one monotonic clock and the back-off on it")
@@ -37,7 +38,7 @@ struct MonotonicClockTests {
         #expect(clock.settled, "no thread waits on it")
     }
 
-    @Test("a sleep on a manual clock blocks until a move and looks at the clock only when moved, not in a spin")
+    @Test("a sleep on a manual clock returns only once the clock reaches its deadline, woken by each move")
     func manualClockSleepBlocks() {
         let clock = ManualClock(at: MonotonicInstant(nanoseconds: 5_000_000_000))
         let deadline = clock.now() + .seconds(1)
@@ -48,25 +49,29 @@ struct MonotonicClockTests {
             done.raised.store(true, ordering: .releasing)
         }
         sleeper.start()
-        func until(_ condition: () -> Bool) -> Bool {
-            let end = SystemClock.shared.now() + .seconds(5)
-            while SystemClock.shared.now() < end, !condition() { usleep(1_000) }
-            return condition()
+        #expect(waitFor { clock.sleepLooks >= 1 }, "the sleeper looked once")
+        var looks: UInt64 = 1
+        /// Moves the clock and waits for the sleeper's look at it. A move is made under the lock the
+        /// sleeper holds from its look until it waits again, so each move gets its own look.
+        func move(_ change: () -> Void) -> Bool {
+            change()
+            looks += 1
+            let expected = looks
+            return waitFor { clock.sleepLooks >= expected }
         }
-        #expect(until { clock.sleepLooks >= 1 }, "the sleeper looked once")
-        // 20 ms of real time with the clock unmoved: a blocked sleeper does not look again.
-        let quiet = SystemClock.shared.now() + .milliseconds(20)
-        #expect(until { SystemClock.shared.now() >= quiet })
-        #expect(clock.sleepLooks <= 2, "looks while unmoved: \(clock.sleepLooks)")
         for step in 1...9 {
-            clock.advance(by: .milliseconds(100))
-            #expect(until { clock.sleepLooks >= UInt64(step) + 1 })
-            let woken = done.raised.load(ordering: .acquiring)
-            #expect(!woken, "still before its deadline")
+            // A move short of the deadline, then a move that leaves the instant where it is: the
+            // sleeper looks at the second only if it went back to waiting after the first.
+            let woken = move { clock.advance(by: .milliseconds(100)) }
+            #expect(woken, "move \(step) woke the sleeper")
+            let waitingAgain = move { clock.advance(to: clock.now() - .seconds(1)) }
+            #expect(waitingAgain, "after move \(step) the sleeper waited again")
+            let returned = done.raised.load(ordering: .acquiring)
+            #expect(!returned, "returned \(10 - step) moves before its deadline")
         }
         clock.advance(by: .milliseconds(100))
-        #expect(until { done.raised.load(ordering: .acquiring) }, "woken at its deadline")
-        #expect(clock.sleepLooks <= 16, "one look per move (a spurious wake or two allowed): \(clock.sleepLooks)")
+        #expect(waitFor { done.raised.load(ordering: .acquiring) }, "woken at its deadline")
+        #expect(clock.sleepLooks <= looks + 5, "one look per move (a spurious wake or two allowed): \(clock.sleepLooks)")
     }
 
     @Test("back-off pauses are Durations: the current back-off plus up to a quarter, doubling to the maximum, back to the first after reset")
