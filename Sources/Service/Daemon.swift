@@ -39,6 +39,8 @@ public final class Daemon {
     var scadaSerial: ScadaServer?
     /// The IEC 104 outstation for the grid operator's control centres (`iec104:`), on its own thread.
     var outstation: OutstationServer?
+    /// Its command outcomes by code for /metrics and as uplink events (`OutstationAudit`).
+    var outstationAudit: OutstationAudit?
     /// The grid operator's relay contacts (`grid_operator.inputs`), on their own thread.
     var gridInputs: GridLimitInputReader?
     var watchdog: Watchdog?

@@ -85,7 +85,9 @@ final class EventJournal {
                 tripCounts.withLock { $0["\(code.name)", default: 0] += 1 }
             }
             let text = EventText.line(event, unitID: id) + (repeats > 0 ? " (\(repeats) repeats suppressed)" : "")
-            recorder?.record(.event(unit: id, kind: "\(event.kind)", code: event.code.map { "\($0.name)" }, message: text))
+            // Up: the trip code, else the entry's code where the aggregator takes it (AGC_SIGNAL_LOST).
+            let uplinkCode = event.code.map { "\($0.name)" } ?? entry.code.flatMap { UplinkEventCode.names.contains($0) ? $0 : nil }
+            recorder?.record(.event(unit: id, kind: "\(event.kind)", code: uplinkCode, message: text))
             switch entry.priority {
             case 2: logger.critical("\(text)", metadata: metadata)
             case 3: logger.error("\(text)", metadata: metadata)

@@ -33,6 +33,7 @@ extension Daemon {
         gridInputs?.metrics(into: &m)
         ScadaServer.metrics(into: &m, [scada, scadaSerial].compactMap { $0 })
         outstation?.metrics(into: &m)
+        outstationAudit?.metrics(into: &m)
         m.metric("bessd_unit_soc_percent", "gauge", "State of charge.", zip(ids, units).map { ("unit=\"\($0)\"", $1.soc) })
         m.metric("bessd_unit_active_trips", "gauge", "Interlock rules acting now.",
                  zip(ids, units).map { ("unit=\"\($0)\"", Double($1.active.count)) })

@@ -1,5 +1,7 @@
+import BessSystem
 import Outstation
 import Synchronization
+import Uplink
 
 extension OutstationServer {
     /// The IEC 104 outstation's counters on /metrics (docs/iec104.md).
@@ -16,5 +18,68 @@ extension OutstationServer {
         m.metric("bessd_iec104_events_total", "counter", "Spontaneous events queued, and dropped from a full group queue (oldest first).",
                  [("outcome=\"queued\"", value(eventsQueued)), ("outcome=\"dropped\"", value(eventsDropped))])
         m.metric("bessd_iec104_connections", "gauge", "IEC 104 connections open now.", [("", Double(connected.load(ordering: .relaxed)))])
+    }
+}
+
+/// Every IEC 104 command outcome beyond its journal line (issue 46 §3): counted by result and code
+/// for /metrics, and posted to the uplink as an event of kind `iec104_command` whose code is the
+/// journal's `BESS_CODE` and whose message is the journal's sentence, escaped and bounded. Called on
+/// the outstation's thread (its log callback), never the cycle's; the spool is written by the
+/// service loop's next round, which the post wakes.
+final class OutstationAudit: Sendable {
+    /// The uplink event's kind.
+    static let kind = "iec104_command"
+    /// The longest message sent up, in Unicode scalars (the journal keeps the whole line).
+    static let messageLimit = 400
+    /// Commands by result and code: `IEC104_COMMAND` for the accepted, the refusal's code for the
+    /// refused (`BESS_REASON`: `AGC_OUTSIDE_BAND`, `COMMAND_NOT_ALLOWED`, …).
+    private let outcomes = PILock<[Outcome: UInt64]>([:])
+    private let inbox: RecordInbox?
+    private let wakeup: Wakeup?
+
+    struct Outcome: Hashable {
+        var accepted: Bool
+        var code: String
+    }
+
+    /// - Parameters:
+    ///   - inbox: the uplink recorder's inbox; nil without `aggregator:`.
+    ///   - wakeup: the service loop's wakeup, so the event is spooled at once.
+    init(inbox: RecordInbox?, wakeup: Wakeup?) {
+        self.inbox = inbox
+        self.wakeup = wakeup
+    }
+
+    /// Counts and sends up one outcome; anything the outstation logs that is not a command passes.
+    func note(_ code: OutstationLogCode, _ message: String, _ fields: [String: String]) {
+        guard code.isCommand else { return }
+        let accepted = code == .command
+        let outcome = Outcome(accepted: accepted, code: accepted ? code.rawValue : Self.reasonCode(fields["BESS_REASON"]))
+        outcomes.withLock { $0[outcome, default: 0] += 1 }
+        guard let inbox else { return }
+        inbox.post(.event(unit: "site", kind: Self.kind, code: code.rawValue, message: Self.uplinkText(message)))
+        wakeup?.signal()
+    }
+
+    /// A refusal's code as a label: upper-case letters, digits and `_`, at most 48; else `OTHER`.
+    static func reasonCode(_ reason: String?) -> String {
+        guard let reason, (1...48).contains(reason.utf8.count),
+              reason.utf8.allSatisfy({ (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: "_") })
+        else { return "OTHER" }
+        return reason
+    }
+
+    /// The journal's sentence for the uplink: printable ASCII kept, everything else (a TLS subject's
+    /// line breaks, escapes, non-ASCII) as `\u{hex}`, cut with `…` after `messageLimit` scalars.
+    static func uplinkText(_ message: String) -> String {
+        String(PeerText.quoted(message, limit: messageLimit).dropFirst().dropLast())
+    }
+
+    /// `bessd_iec104_command_outcomes_total{result,code}`.
+    func metrics(into m: inout MetricsText) {
+        let counts = outcomes.withLock { $0 }.sorted { ($0.key.accepted ? 0 : 1, $0.key.code) < ($1.key.accepted ? 0 : 1, $1.key.code) }
+        m.metric("bessd_iec104_command_outcomes_total", "counter",
+                 "IEC 104 commands by result and code: IEC104_COMMAND when accepted, the refusal's code (BESS_REASON) when refused.",
+                 counts.map { ("result=\"\($0.key.accepted ? "accepted" : "refused")\",code=\"\(MetricsText.label($0.key.code))\"", Double($0.value)) })
     }
 }

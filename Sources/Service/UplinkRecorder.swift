@@ -6,6 +6,38 @@ import Foundation
 import Synchronization
 import Uplink
 
+/// Records posted from a thread other than the service loop's (the IEC 104 outstation's command
+/// outcomes), each with the wall time it was posted; the service loop's next round takes them into
+/// the spool. Bounded: past `capacity` the oldest is dropped and counted, so a peer that sends
+/// commands faster than the loop runs costs memory only up to the bound.
+final class RecordInbox: Sendable {
+    let capacity: Int
+    private let state = PILock<(records: [(time: Double, body: RecordBody)], dropped: UInt64)>(([], 0))
+
+    init(capacity: Int = 1024) { self.capacity = capacity }
+
+    /// Adds `body`, stamped now (any thread).
+    func post(_ body: RecordBody) {
+        let time = SystemClock.wallClockSeconds()
+        state.withLock {
+            if $0.records.count >= capacity {
+                $0.records.removeFirst()
+                $0.dropped += 1
+            }
+            $0.records.append((time, body))
+        }
+    }
+
+    /// Everything posted since the last take, oldest first, and how many were dropped meanwhile.
+    func take() -> (records: [(time: Double, body: RecordBody)], dropped: UInt64) {
+        state.withLock { state in
+            let taken = state
+            state = ([], 0)
+            return taken
+        }
+    }
+}
+
 /// Turns what the cycle publishes into uplink records in the spool: telemetry every interval,
 /// availability at least every 5 s, every closed energy block and every event. Runs on the service
 /// thread; a full disk or a broken spool is logged and never reaches the cycle.
@@ -20,6 +52,8 @@ final class UplinkRecorder {
     let encoder = JSONEncoder()
     /// False while the system clock is not synchronised: every record says so (`clock`).
     var clockSynchronized = true
+    /// Events posted by other threads, recorded at the start of each `tick`.
+    let inbox = RecordInbox()
 
     /// An energy block's clock flags.
     static func clockFlags(_ block: EnergyBlock) -> [String] {
@@ -33,10 +67,11 @@ final class UplinkRecorder {
         reportedDrops = queue.state.dropped
     }
 
-    /// Appends `body` as the next record. Returns the error code when the spool refused it.
+    /// Appends `body` as the next record, at `time` (Unix seconds; now when nil). Returns the error
+    /// code when the spool refused it.
     @discardableResult
-    func record(_ body: RecordBody, clock flags: [String]? = nil) -> String? {
-        let time = SystemClock.wallClockSeconds()
+    func record(_ body: RecordBody, clock flags: [String]? = nil, time: Double? = nil) -> String? {
+        let time = time ?? SystemClock.wallClockSeconds()
         let mode = configuration.mode.rawValue
         let clock = flags ?? (clockSynchronized ? nil : ["unsynchronized"])
         do {
@@ -59,6 +94,11 @@ final class UplinkRecorder {
     func tick(now: MonotonicInstant, units: [UnitStatus], stats: CycleStatistics, blocks: [EnergyBlock],
               site: SiteStatus = SiteStatus()) -> String? {
         var problem: String?
+        // Posted events first, at the time they were posted; those the inbox's bound dropped
+        // count as dropped records.
+        let posted = inbox.take()
+        for (time, body) in posted.records { problem = record(body, time: time) ?? problem }
+        if posted.dropped > 0 { problem = record(.spoolDrop(count: posted.dropped)) ?? problem }
         for block in blocks where block.unit < 0 {
             // The connection point's block: imported energy is in `dischargedWh`, exported in `chargedWh`.
             problem = record(.gridEnergyBlock(startUnix: block.startUnixSeconds, lengthS: block.lengthSeconds,

@@ -149,7 +149,7 @@ public enum IngestRules {
                 if let refusal = check(unit: unit, seq: record.seq) { return refusal }
             case .event(let unit, _, let code, _):
                 if let unit, let refusal = check(unit: unit, seq: record.seq) { return refusal }
-                if let code, let refusal = check(code: code, seq: record.seq) { return refusal }
+                if let code, !UplinkEventCode.names.contains(code), let refusal = check(code: code, seq: record.seq) { return refusal }
             case .gridEnergyBlock, .spoolDrop:
                 break
             }
@@ -164,6 +164,7 @@ public enum IngestRules {
         }
         guard IdentifierRule.accepts(status.session) else {
             return IngestRefusal(.statusSessionInvalid, message: "session \(quoted(status.session)) is not \(IdentifierRule.text)")
+    /// A trip code (a unit's trips and latches, an event's code unless it is an `UplinkEventCode`).
         }
         return nil
     }
