@@ -65,7 +65,7 @@ let package = Package(
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
         .target(name: "BessSystem", dependencies: ["ControlCore", "CLinux"], swiftSettings: swiftSettings),
         // What bessctl needs and nothing more: the control socket's client and the version.
-        .target(name: "ControlProtocol", dependencies: ["BessSystem"], swiftSettings: swiftSettings),
+        .target(name: "ControlProtocol", dependencies: ["ControlCore", "BessSystem"], swiftSettings: swiftSettings),
         .target(
             name: "Fieldbus",
             dependencies: ["ControlCore", "BessSystem", "CModbus", "CSocketCAN"],
@@ -120,7 +120,7 @@ let package = Package(
         .target(name: "UplinkIngest", dependencies: ["Uplink", "ControlCore", "BessSystem"], swiftSettings: swiftSettings),
         // TLS over a non-blocking socket for the grid links (the 104 outstation's TLS port, the 2030.5
         // client): contexts with mutual authentication, allow-list and CRL; a connection in poll steps.
-        .target(name: "TLSTransport", dependencies: ["BessSystem", "COpenSSL"], swiftSettings: swiftSettings),
+        .target(name: "TLSTransport", dependencies: ["ControlCore", "BessSystem", "COpenSSL"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "bessd",
             dependencies: [
@@ -175,7 +175,7 @@ let package = Package(
         .testTarget(name: "UplinkTests", dependencies: ["Uplink", "UplinkIngest", "ControlCore", "BessSystem"], swiftSettings: swiftSettings),
         .testTarget(name: "BessSystemTests", dependencies: ["BessSystem", "ControlCore", "TestSupport"], swiftSettings: swiftSettings),
         // TLS against the openssl command as the independent peer, certificates made at test time.
-        .testTarget(name: "TLSTransportTests", dependencies: ["TLSTransport", "BessSystem", "TestSupport", "Outstation"], swiftSettings: swiftSettings),
+        .testTarget(name: "TLSTransportTests", dependencies: ["TLSTransport", "BessSystem", "TestSupport", "Outstation", "ControlCore"], swiftSettings: swiftSettings),
         // The 104 codec and link byte-exact from the standard, and against c104 and iec60870-parser (PyPI).
         .testTarget(name: "IEC104Tests", dependencies: ["IEC104", "ControlCore", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "OutstationTests", dependencies: ["Outstation", "IEC104", "Config", "Cycle", "ControlCore"], swiftSettings: swiftSettings),

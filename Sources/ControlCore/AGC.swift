@@ -26,66 +26,55 @@ public enum AGCOrder: Sendable, Equatable {
     case target(Double)
 }
 
-/// Why the site refuses an AGC order: answered negatively on the wire, never clamped silently.
-public struct AGCRefusal: Error, Sendable, Equatable, CustomStringConvertible {
-    /// A stable code: a struct over a private enum, so the set is closed.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Value: Hashable, Sendable {
-            case notConfigured, notInService, notANumber, outsideRegulationBand, localControl
-        }
+/// Why the site refuses an AGC order: answered negatively on the wire, never clamped silently. The
+/// message quotes numbers only, nothing a peer sent verbatim.
+public typealias AGCRefusal = CodedError<AGCRefusalCode>
 
-        private let value: Value
-        private init(_ value: Value) { self.value = value }
-
-        /// `AGC_NOT_CONFIGURED`: the site declares no regulation band (no `iec104.agc`).
-        public static let notConfigured = Code(.notConfigured)
-        /// `AGC_NOT_IN_SERVICE`: a target while AGC is out of service.
-        public static let notInService = Code(.notInService)
-        /// `AGC_TARGET_INVALID`: a target that is not a finite number.
-        public static let notANumber = Code(.notANumber)
-        /// `AGC_OUTSIDE_BAND`: a target outside the declared regulation band.
-        public static let outsideRegulationBand = Code(.outsideRegulationBand)
-        /// `AGC_LOCAL_CONTROL`: every unit is held by the local operator (standby or override).
-        public static let localControl = Code(.localControl)
-
-        /// The stable name the journal and the wire's negative confirmation read.
-        public var description: String {
-            switch value {
-            case .notConfigured: "AGC_NOT_CONFIGURED"
-            case .notInService: "AGC_NOT_IN_SERVICE"
-            case .notANumber: "AGC_TARGET_INVALID"
-            case .outsideRegulationBand: "AGC_OUTSIDE_BAND"
-            case .localControl: "AGC_LOCAL_CONTROL"
-            }
-        }
+/// The stable code of an `AGCRefusal` (`AGCRefusal.Code`): a struct over a private enum, so the set is closed.
+public struct AGCRefusalCode: Hashable, Sendable, CustomStringConvertible {
+    private enum Value: Hashable, Sendable {
+        case notConfigured, notInService, notANumber, outsideRegulationBand, localControl
     }
 
-    /// What kind of refusal this is.
-    public var code: Code
-    /// For a person: what was refused and why (numbers only, nothing a peer sent verbatim).
-    public var message: String
+    private let value: Value
+    private init(_ value: Value) { self.value = value }
 
-    /// A refusal with `code` and `message`.
-    public init(_ code: Code, message: String) {
-        self.code = code
-        self.message = message
+    /// `AGC_NOT_CONFIGURED`: the site declares no regulation band (no `iec104.agc`).
+    public static let notConfigured = Self(.notConfigured)
+    /// `AGC_NOT_IN_SERVICE`: a target while AGC is out of service.
+    public static let notInService = Self(.notInService)
+    /// `AGC_TARGET_INVALID`: a target that is not a finite number.
+    public static let notANumber = Self(.notANumber)
+    /// `AGC_OUTSIDE_BAND`: a target outside the declared regulation band.
+    public static let outsideRegulationBand = Self(.outsideRegulationBand)
+    /// `AGC_LOCAL_CONTROL`: every unit is held by the local operator (standby or override).
+    public static let localControl = Self(.localControl)
+
+    /// The stable name the journal and the wire's negative confirmation read.
+    public var description: String {
+        switch value {
+        case .notConfigured: "AGC_NOT_CONFIGURED"
+        case .notInService: "AGC_NOT_IN_SERVICE"
+        case .notANumber: "AGC_TARGET_INVALID"
+        case .outsideRegulationBand: "AGC_OUTSIDE_BAND"
+        case .localControl: "AGC_LOCAL_CONTROL"
+        }
     }
+}
 
-    /// `CODE: message`.
-    public var description: String { "\(code): \(message)" }
-
+extension AGCRefusal {
     /// The site declares no regulation band.
-    public static let notConfigured = AGCRefusal(.notConfigured, message: "the site declares no regulation band (iec104.agc)")
+    public static var notConfigured: Self { Self(.notConfigured, message: "the site declares no regulation band (iec104.agc)") }
     /// A target while AGC is out of service.
-    public static let notInService = AGCRefusal(.notInService, message: "a target while AGC is out of service")
+    public static var notInService: Self { Self(.notInService, message: "a target while AGC is out of service") }
     /// A target that is not a finite number.
-    public static let notANumber = AGCRefusal(.notANumber, message: "the target is not a finite number")
+    public static var notANumber: Self { Self(.notANumber, message: "the target is not a finite number") }
     /// Every unit is held by the local operator: the site is in local control.
-    public static let localControl = AGCRefusal(.localControl, message: "every unit is held by the local operator")
+    public static var localControl: Self { Self(.localControl, message: "every unit is held by the local operator") }
 
     /// A target (W) outside the declared band `lower … upper` (W).
-    public static func outsideRegulationBand(target: Double, lower: Double, upper: Double) -> AGCRefusal {
-        AGCRefusal(.outsideRegulationBand, message: "target \(target) W outside \(lower) … \(upper) W")
+    public static func outsideRegulationBand(target: Double, lower: Double, upper: Double) -> Self {
+        Self(.outsideRegulationBand, message: "target \(target) W outside \(lower) … \(upper) W")
     }
 }
 

@@ -1,3 +1,4 @@
+public import ControlCore
 import Foundation
 public import Glibc
 public import BessSystem

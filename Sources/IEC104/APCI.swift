@@ -1,3 +1,5 @@
+public import ControlCore
+
 /// The application protocol control information of IEC 60870-5-104 (§5 of the standard): the start
 /// octet 0x68, the APDU length (4…253), four control octets that make an I-, S- or U-frame, and for
 /// I-frames the ASDU after them.
@@ -79,12 +81,12 @@ public enum Frame: Hashable, Sendable {
     /// ASDU of an unknown type can still be answered on a healthy link.
     public init(decoding bytes: some Collection<UInt8>) throws(IEC104Error) {
         let bytes = Array(bytes)
-        guard let first = bytes.first else { throw IEC104Error(.badLength, "an empty APDU") }
-        guard first == iec104StartByte else { throw IEC104Error(.badStart, "start octet \(first), not 104 (0x68)") }
-        guard bytes.count >= 2 else { throw IEC104Error(.badLength, "an APDU without its length octet") }
+        guard let first = bytes.first else { throw IEC104Error(.badLength, message: "an empty APDU") }
+        guard first == iec104StartByte else { throw IEC104Error(.badStart, message: "start octet \(first), not 104 (0x68)") }
+        guard bytes.count >= 2 else { throw IEC104Error(.badLength, message: "an APDU without its length octet") }
         try Self.checkLength(bytes[1])
         guard bytes.count == Int(bytes[1]) + 2 else {
-            throw IEC104Error(.badLength, "length octet \(bytes[1]) for \(bytes.count - 2) octets")
+            throw IEC104Error(.badLength, message: "length octet \(bytes[1]) for \(bytes.count - 2) octets")
         }
         self = try Self.decodeBody(bytes[2...])
     }
@@ -92,7 +94,7 @@ public enum Frame: Hashable, Sendable {
     /// Refuses a length octet outside 4…253.
     static func checkLength(_ length: UInt8) throws(IEC104Error) {
         guard length >= 4, Int(length) <= iec104MaxAPDULength else {
-            throw IEC104Error(.badLength, "APDU length \(length) outside 4…\(iec104MaxAPDULength)")
+            throw IEC104Error(.badLength, message: "APDU length \(length) outside 4…\(iec104MaxAPDULength)")
         }
     }
 
@@ -103,24 +105,24 @@ public enum Frame: Hashable, Sendable {
         let asduCount = body.count - 4
         if c1 & 0x01 == 0 {
             guard asduCount >= 6 else {
-                throw IEC104Error(.badLength, "I-frame with an ASDU of \(asduCount) octets, under its 6-octet header")
+                throw IEC104Error(.badLength, message: "I-frame with an ASDU of \(asduCount) octets, under its 6-octet header")
             }
-            guard c3 & 0x01 == 0 else { throw IEC104Error(.badControl, "I-frame with bit 1 of control octet 3 set") }
+            guard c3 & 0x01 == 0 else { throw IEC104Error(.badControl, message: "I-frame with bit 1 of control octet 3 set") }
             let send = SequenceNumber(UInt16(c2) << 7 | UInt16(c1 >> 1))
             let receive = SequenceNumber(UInt16(c4) << 7 | UInt16(c3 >> 1))
             return .information(send: send, receive: receive, asdu: Array(body[(base + 4)...]))
         }
         guard asduCount == 0 else {
-            throw IEC104Error(.badLength, "\(c1 & 0x03 == 0x01 ? "S" : "U")-frame of length \(body.count), not 4")
+            throw IEC104Error(.badLength, message: "\(c1 & 0x03 == 0x01 ? "S" : "U")-frame of length \(body.count), not 4")
         }
         if c1 & 0x03 == 0x01 {
             guard c1 == 0x01, c2 == 0, c3 & 0x01 == 0 else {
-                throw IEC104Error(.badControl, "S-frame with reserved bits set (control \(c1) \(c2) \(c3))")
+                throw IEC104Error(.badControl, message: "S-frame with reserved bits set (control \(c1) \(c2) \(c3))")
             }
             return .supervisory(receive: SequenceNumber(UInt16(c4) << 7 | UInt16(c3 >> 1)))
         }
         guard let function = UFunction(rawValue: c1), c2 == 0, c3 == 0, c4 == 0 else {
-            throw IEC104Error(.badControl, "U-frame control \(c1) \(c2) \(c3) \(c4) is no single U function")
+            throw IEC104Error(.badControl, message: "U-frame control \(c1) \(c2) \(c3) \(c4) is no single U function")
         }
         return .unnumbered(function)
     }
@@ -157,7 +159,7 @@ public struct FrameSplitter: Sendable {
         guard available >= 1 else { return nil }
         do throws(IEC104Error) {
             guard buffer[start] == iec104StartByte else {
-                throw IEC104Error(.badStart, "start octet \(buffer[start]), not 104 (0x68)")
+                throw IEC104Error(.badStart, message: "start octet \(buffer[start]), not 104 (0x68)")
             }
             guard available >= 2 else { return nil }
             try Frame.checkLength(buffer[start + 1])

@@ -1,3 +1,5 @@
+public import ControlCore
+
 /// The application service data unit of IEC 60870-5-104 with the standard's field sizes: type
 /// identification (1 octet), variable structure qualifier (SQ bit and number of objects), cause of
 /// transmission (2 octets: cause, P/N, T, originator address), common address (2 octets) and
@@ -63,7 +65,7 @@ public struct ASDU: Hashable, Sendable {
     public init(decoding bytes: some Collection<UInt8>) throws(IEC104Error) {
         let b = Array(bytes)
         guard b.count >= Self.headerLength, b.count <= iec104MaxASDULength else {
-            throw IEC104Error(.badLength, "ASDU of \(b.count) octets outside \(Self.headerLength)…\(iec104MaxASDULength)")
+            throw IEC104Error(.badLength, message: "ASDU of \(b.count) octets outside \(Self.headerLength)…\(iec104MaxASDULength)")
         }
         type = TypeID(rawValue: b[0])
         isSequence = b[1] & 0x80 != 0
@@ -80,7 +82,7 @@ public struct ASDU: Hashable, Sendable {
         let expected = isSequence ? Self.addressLength + count * layout.elementLength
                                   : count * (Self.addressLength + layout.elementLength)
         guard remaining == expected else {
-            throw IEC104Error(.badObjectLength, "type \(type.rawValue) with \(count) objects\(isSequence ? " in sequence" : "") "
+            throw IEC104Error(.badObjectLength, message: "type \(type.rawValue) with \(count) objects\(isSequence ? " in sequence" : "") "
                               + "needs \(expected) octets after the header, has \(remaining)")
         }
         var objects: [InformationObject] = []
@@ -94,7 +96,7 @@ public struct ASDU: Hashable, Sendable {
             } else {
                 address += 1
                 guard address <= Self.maxAddress else {
-                    throw IEC104Error(.badAddress, "a sequence of \(count) objects runs past address \(Self.maxAddress)")
+                    throw IEC104Error(.badAddress, message: "a sequence of \(count) objects runs past address \(Self.maxAddress)")
                 }
             }
             let element = try InformationElement(type: type, octets: b[offset..<(offset + layout.elementLength)])
@@ -106,14 +108,14 @@ public struct ASDU: Hashable, Sendable {
 
     /// Checks the VSQ against what the type allows.
     static func checkStructure(type: TypeID, layout: TypeID.Layout, count: Int, isSequence: Bool) throws(IEC104Error) {
-        guard count >= 1 else { throw IEC104Error(.badVSQ, "type \(type.rawValue) with no objects") }
+        guard count >= 1 else { throw IEC104Error(.badVSQ, message: "type \(type.rawValue) with no objects") }
         guard !layout.singleObject || (count == 1 && !isSequence) else {
-            throw IEC104Error(.badVSQ, "type \(type.rawValue) carries one object, not \(count)\(isSequence ? " in sequence" : "")")
+            throw IEC104Error(.badVSQ, message: "type \(type.rawValue) carries one object, not \(count)\(isSequence ? " in sequence" : "")")
         }
         // A single object is laid out alike with SQ = 0 and 1; lib60870 (c104) sends time-tagged
         // monitor types so in interrogation answers, and the bit is kept for an exact round trip.
         guard !isSequence || layout.sequenceAllowed || (count == 1 && !layout.singleObject) else {
-            throw IEC104Error(.badVSQ, "type \(type.rawValue) is a sequence (SQ = 1) of \(count) objects; only 1 is allowed")
+            throw IEC104Error(.badVSQ, message: "type \(type.rawValue) is a sequence (SQ = 1) of \(count) objects; only 1 is allowed")
         }
     }
 
@@ -128,7 +130,7 @@ public struct ASDU: Hashable, Sendable {
         case let .unknownType(unknownCount, _): count = Int(unknownCount)
         case let .objects(objects): count = objects.count
         }
-        guard count <= 127 else { throw IEC104Error(.tooLarge, "\(count) objects, over 127") }
+        guard count <= 127 else { throw IEC104Error(.tooLarge, message: "\(count) objects, over 127") }
         b.append(UInt8(count) | (isSequence ? 0x80 : 0))
         b.append(cause.cause.rawValue | (cause.negative ? 0x40 : 0) | (cause.test ? 0x80 : 0))
         b.append(cause.originator)
@@ -137,20 +139,20 @@ public struct ASDU: Hashable, Sendable {
         switch information {
         case let .unknownType(_, octets):
             guard type.layout == nil else {
-                throw IEC104Error(.elementMismatch, "type \(type.rawValue) is known: give its objects, not octets")
+                throw IEC104Error(.elementMismatch, message: "type \(type.rawValue) is known: give its objects, not octets")
             }
             b += octets
         case let .objects(objects):
             guard let layout = type.layout else {
-                throw IEC104Error(.elementMismatch, "type \(type.rawValue) has no elements this module encodes")
+                throw IEC104Error(.elementMismatch, message: "type \(type.rawValue) has no elements this module encodes")
             }
             try Self.checkStructure(type: type, layout: layout, count: count, isSequence: isSequence)
             for (index, object) in objects.enumerated() {
                 guard object.element.type == type else {
-                    throw IEC104Error(.elementMismatch, "object \(index) is of type \(object.element.type.rawValue) in an ASDU of type \(type.rawValue)")
+                    throw IEC104Error(.elementMismatch, message: "object \(index) is of type \(object.element.type.rawValue) in an ASDU of type \(type.rawValue)")
                 }
                 guard object.address <= Self.maxAddress else {
-                    throw IEC104Error(.badAddress, "address \(object.address) over \(Self.maxAddress)")
+                    throw IEC104Error(.badAddress, message: "address \(object.address) over \(Self.maxAddress)")
                 }
                 if !isSequence || index == 0 {
                     b.append(UInt8(truncatingIfNeeded: object.address))
@@ -158,14 +160,14 @@ public struct ASDU: Hashable, Sendable {
                     b.append(UInt8(truncatingIfNeeded: object.address >> 16))
                 } else {
                     guard object.address == objects[index - 1].address + 1 else {
-                        throw IEC104Error(.badAddress, "object \(index) of a sequence at \(object.address), not \(objects[index - 1].address + 1)")
+                        throw IEC104Error(.badAddress, message: "object \(index) of a sequence at \(object.address), not \(objects[index - 1].address + 1)")
                     }
                 }
                 try object.element.encode(into: &b)
             }
         }
         guard b.count <= iec104MaxASDULength else {
-            throw IEC104Error(.tooLarge, "ASDU of \(b.count) octets, over \(iec104MaxASDULength)")
+            throw IEC104Error(.tooLarge, message: "ASDU of \(b.count) octets, over \(iec104MaxASDULength)")
         }
         return b
     }

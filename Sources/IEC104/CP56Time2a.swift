@@ -1,3 +1,5 @@
+public import ControlCore
+
 /// The seven-octet time tag CP56Time2a (IEC 60870-5-4 §6.8): milliseconds within the minute
 /// (16 bits, little-endian), minute (6 bits, IV = invalid in bit 7), hour (5 bits, SU = summer time
 /// in bit 7), day of month (5 bits) with day of week (3 bits, 0 = not used, 1 = Monday … 7 = Sunday),
@@ -39,9 +41,9 @@ public struct CP56Time2a: Hashable, Sendable, CustomStringConvertible {
     /// Decodes seven octets; a field out of range or a reserved bit set is `IEC104_BAD_TIME`.
     public init(decoding bytes: some Collection<UInt8>) throws(IEC104Error) {
         let b = Array(bytes)
-        guard b.count == 7 else { throw IEC104Error(.badTime, "CP56Time2a of \(b.count) octets, not 7") }
+        guard b.count == 7 else { throw IEC104Error(.badTime, message: "CP56Time2a of \(b.count) octets, not 7") }
         guard b[2] & 0x40 == 0, b[3] & 0x60 == 0, b[5] & 0xF0 == 0, b[6] & 0x80 == 0 else {
-            throw IEC104Error(.badTime, "CP56Time2a with a reserved bit set")
+            throw IEC104Error(.badTime, message: "CP56Time2a with a reserved bit set")
         }
         self.init(year: b[6] & 0x7F, month: b[5] & 0x0F, day: b[4] & 0x1F, hour: b[3] & 0x1F, minute: b[2] & 0x3F,
                   milliseconds: UInt16(b[0]) | UInt16(b[1]) << 8, dayOfWeek: b[4] >> 5,
@@ -51,15 +53,15 @@ public struct CP56Time2a: Hashable, Sendable, CustomStringConvertible {
 
     /// Refuses fields out of range: `IEC104_BAD_TIME`.
     public func validate() throws(IEC104Error) {
-        guard milliseconds <= 59_999 else { throw IEC104Error(.badTime, "milliseconds \(milliseconds) over 59999") }
-        guard minute <= 59 else { throw IEC104Error(.badTime, "minute \(minute) over 59") }
-        guard hour <= 23 else { throw IEC104Error(.badTime, "hour \(hour) over 23") }
-        guard month >= 1, month <= 12 else { throw IEC104Error(.badTime, "month \(month) outside 1…12") }
-        guard year <= 99 else { throw IEC104Error(.badTime, "year \(year) over 99") }
-        guard dayOfWeek <= 7 else { throw IEC104Error(.badTime, "day of week \(dayOfWeek) over 7") }
+        guard milliseconds <= 59_999 else { throw IEC104Error(.badTime, message: "milliseconds \(milliseconds) over 59999") }
+        guard minute <= 59 else { throw IEC104Error(.badTime, message: "minute \(minute) over 59") }
+        guard hour <= 23 else { throw IEC104Error(.badTime, message: "hour \(hour) over 23") }
+        guard month >= 1, month <= 12 else { throw IEC104Error(.badTime, message: "month \(month) outside 1…12") }
+        guard year <= 99 else { throw IEC104Error(.badTime, message: "year \(year) over 99") }
+        guard dayOfWeek <= 7 else { throw IEC104Error(.badTime, message: "day of week \(dayOfWeek) over 7") }
         let days = Self.daysIn(month: Int(month), year: 2000 + Int(year))
         guard day >= 1, Int(day) <= days else {
-            throw IEC104Error(.badTime, "day \(day) outside 1…\(days) of month \(month)")
+            throw IEC104Error(.badTime, message: "day \(day) outside 1…\(days) of month \(month)")
         }
     }
 
@@ -87,13 +89,13 @@ public struct CP56Time2a: Hashable, Sendable, CustomStringConvertible {
     public init(unixMilliseconds: Int64, base: TimeBase = .utc, invalid: Bool = false) throws(IEC104Error) {
         // Years 1900…2200 bound the arithmetic below (no overflow for any Int64); the century check follows.
         guard unixMilliseconds > -2_208_988_800_000, unixMilliseconds < 7_258_118_400_000 else {
-            throw IEC104Error(.badTime, "\(unixMilliseconds) ms since 1970 is outside 2000…2099")
+            throw IEC104Error(.badTime, message: "\(unixMilliseconds) ms since 1970 is outside 2000…2099")
         }
         let local = unixMilliseconds + Int64(base.offsetMinutes) * 60_000
         let days = Self.floorDivide(local, 86_400_000)
         let inDay = local - days * 86_400_000
         let (year, month, day) = Self.civil(fromDays: days)
-        guard (2000...2099).contains(year) else { throw IEC104Error(.badTime, "year \(year) outside 2000…2099") }
+        guard (2000...2099).contains(year) else { throw IEC104Error(.badTime, message: "year \(year) outside 2000…2099") }
         // 1970-01-01 was a Thursday (4 with Monday = 1).
         let weekday = Self.floorModulo(days + 3, 7) + 1
         self.init(year: UInt8(year - 2000), month: UInt8(month), day: UInt8(day), hour: UInt8(inDay / 3_600_000),

@@ -1,3 +1,5 @@
+import ControlCore
+
 /// The information elements of the types a BESS outstation serves (IEC 60870-5-101 §7.2.6, §7.3).
 /// Every flag octet is kept whole (reserved bits included), so a decoded element encodes back to
 /// the octets it came from.
@@ -86,7 +88,7 @@ public enum InformationElement: Hashable, Sendable {
         case 100: self = .interrogation(o[0])
         case 101: self = .counterInterrogation(o[0])
         case 103: self = .clockSynchronisation(try time(0))
-        default: throw IEC104Error(.elementMismatch, "type \(type.rawValue) has no elements this module decodes")
+        default: throw IEC104Error(.elementMismatch, message: "type \(type.rawValue) has no elements this module decodes")
         }
     }
 

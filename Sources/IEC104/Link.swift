@@ -106,10 +106,10 @@ public struct Link: Sendable {
         switch frame {
         case let .information(send, receive, asdu):
             guard isStarted else {
-                return close(IEC104Error(.notStarted, "I-frame N(S) \(send) received while data transfer is stopped"))
+                return close(IEC104Error(.notStarted, message: "I-frame N(S) \(send) received while data transfer is stopped"))
             }
             guard send == receiveNumber else {
-                return close(IEC104Error(.badSequence, "I-frame N(S) \(send) received, \(receiveNumber) expected"))
+                return close(IEC104Error(.badSequence, message: "I-frame N(S) \(send) received, \(receiveNumber) expected"))
             }
             if let error = acknowledge(receive) { return close(error) }
             receiveNumber = receiveNumber.next
@@ -132,7 +132,7 @@ public struct Link: Sendable {
         case .unnumbered(.testFrameConfirmation):
             testSentAt = nil
         case .unnumbered(.startDataTransferConfirmation), .unnumbered(.stopDataTransferConfirmation):
-            return close(IEC104Error(.unexpectedFrame, "a STARTDT/STOPDT confirmation, though this station sends no activation"))
+            return close(IEC104Error(.unexpectedFrame, message: "a STARTDT/STOPDT confirmation, though this station sends no activation"))
         }
         if stopConfirmationOwed, sentAt.isEmpty {
             stopConfirmationOwed = false
@@ -146,10 +146,10 @@ public struct Link: Sendable {
     /// at k unacknowledged (check `canSend` first), `IEC104_TOO_LARGE` for an ASDU outside 6…249 octets.
     public mutating func send(_ asdu: [UInt8], at now: MonotonicInstant) throws(IEC104Error) -> Frame {
         if let closeReason { throw closeReason }
-        guard isStarted else { throw IEC104Error(.notStarted, "data transfer is stopped") }
-        guard sentAt.count < settings.k else { throw IEC104Error(.windowFull, "\(sentAt.count) I-frames unacknowledged (k = \(settings.k))") }
+        guard isStarted else { throw IEC104Error(.notStarted, message: "data transfer is stopped") }
+        guard sentAt.count < settings.k else { throw IEC104Error(.windowFull, message: "\(sentAt.count) I-frames unacknowledged (k = \(settings.k))") }
         guard asdu.count >= ASDU.headerLength, asdu.count <= iec104MaxASDULength else {
-            throw IEC104Error(.tooLarge, "ASDU of \(asdu.count) octets outside 6…\(iec104MaxASDULength)")
+            throw IEC104Error(.tooLarge, message: "ASDU of \(asdu.count) octets outside 6…\(iec104MaxASDULength)")
         }
         let frame = Frame.information(send: sendNumber, receive: receiveNumber, asdu: asdu)
         sendNumber = sendNumber.next
@@ -163,10 +163,10 @@ public struct Link: Sendable {
     public mutating func tick(at now: MonotonicInstant) -> [LinkAction] {
         if let closeReason { return [.close(closeReason)] }
         if let first = sentAt.first, now >= first + settings.t1 {
-            return close(IEC104Error(.t1Expired, "I-frame N(S) \(acknowledgedNumber) unacknowledged for t1 = \(settings.t1)"))
+            return close(IEC104Error(.t1Expired, message: "I-frame N(S) \(acknowledgedNumber) unacknowledged for t1 = \(settings.t1)"))
         }
         if let testSentAt, now >= testSentAt + settings.t1 {
-            return close(IEC104Error(.t1Expired, "TESTFR act unconfirmed for t1 = \(settings.t1)"))
+            return close(IEC104Error(.t1Expired, message: "TESTFR act unconfirmed for t1 = \(settings.t1)"))
         }
         var actions: [LinkAction] = []
         if let since = firstUnacknowledgedReceivedAt, now >= since + settings.t2 {
@@ -184,7 +184,7 @@ public struct Link: Sendable {
         let outstanding = sendNumber.distance(from: acknowledgedNumber)
         let acknowledged = receive.distance(from: acknowledgedNumber)
         guard acknowledged <= outstanding else {
-            return IEC104Error(.badAcknowledgement, "N(R) \(receive) received, frames \(acknowledgedNumber)…\(sendNumber) outstanding")
+            return IEC104Error(.badAcknowledgement, message: "N(R) \(receive) received, frames \(acknowledgedNumber)…\(sendNumber) outstanding")
         }
         sentAt.removeFirst(acknowledged)
         acknowledgedNumber = receive

@@ -1,3 +1,4 @@
+public import ControlCore
 public import TLSTransport
 
 /// IEC 60870-5-104 over TLS (IEC 62351-3): a `ByteStream` over an accepted `TCPStream`. The

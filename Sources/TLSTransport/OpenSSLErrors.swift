@@ -1,3 +1,4 @@
+import ControlCore
 import COpenSSL
 
 /// OpenSSL's per-thread error queue, read into bessd's coded errors. Every call into OpenSSL that can

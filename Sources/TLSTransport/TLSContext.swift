@@ -1,4 +1,5 @@
 import BessSystem
+public import ControlCore
 import COpenSSL
 
 /// A TLS protocol version bessd can be told to accept at least or at most.

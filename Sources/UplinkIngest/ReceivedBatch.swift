@@ -1,5 +1,5 @@
 import BessSystem
-import ControlCore
+public import ControlCore
 import Foundation
 public import Uplink
 
@@ -64,51 +64,41 @@ public struct ReceivedBatch: Sendable {
 /// Why the aggregator refuses what a gateway sent: a typed code and a sentence. Whatever of the
 /// gateway's text the sentence quotes is escaped and cut short (`IngestRules.quoted`), so the
 /// sentence is safe in a log line or an answer.
-public struct IngestRefusal: Error, Sendable, Equatable, CustomStringConvertible {
-    /// A stable code: a struct over a private enum, so the set is closed and matched by value,
-    /// never by text. Its `description` is the name the aggregator answers and logs.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Value: Hashable, Sendable {
-            case siteIDInvalid, unitIDInvalid, unitStateInvalid, tripCodeInvalid, statusStateInvalid, statusSessionInvalid
-        }
+public typealias IngestRefusal = CodedError<IngestRefusalCode>
 
-        private let value: Value
-        private init(_ value: Value) { self.value = value }
-
-        /// `SITE_ID_INVALID`: a site id that is not an id bessd's configuration allows.
-        public static let siteIDInvalid = Code(.siteIDInvalid)
-        /// `UNIT_ID_INVALID`: a record's unit id breaks the id rule.
-        public static let unitIDInvalid = Code(.unitIDInvalid)
-        /// `UNIT_STATE_INVALID`: a unit state bessd does not have.
-        public static let unitStateInvalid = Code(.unitStateInvalid)
-        /// `TRIP_CODE_INVALID`: a trip, latch or event code that is not in the trip table.
-        public static let tripCodeInvalid = Code(.tripCodeInvalid)
-        /// `STATUS_STATE_INVALID`: a site status that is neither online nor offline.
-        public static let statusStateInvalid = Code(.statusStateInvalid)
-        /// `STATUS_SESSION_INVALID`: a status's session id breaks the id rule.
-        public static let statusSessionInvalid = Code(.statusSessionInvalid)
-
-        public var description: String {
-            switch value {
-            case .siteIDInvalid: "SITE_ID_INVALID"
-            case .unitIDInvalid: "UNIT_ID_INVALID"
-            case .unitStateInvalid: "UNIT_STATE_INVALID"
-            case .tripCodeInvalid: "TRIP_CODE_INVALID"
-            case .statusStateInvalid: "STATUS_STATE_INVALID"
-            case .statusSessionInvalid: "STATUS_SESSION_INVALID"
-            }
-        }
+/// The stable code of an `IngestRefusal` (`IngestRefusal.Code`): a struct over a private enum, so the set
+/// is closed and matched by value, never by text. Its `description` is the name the aggregator answers and logs.
+public struct IngestRefusalCode: Hashable, Sendable, CustomStringConvertible {
+    private enum Value: Hashable, Sendable {
+        case siteIDInvalid, unitIDInvalid, unitStateInvalid, tripCodeInvalid, statusStateInvalid, statusSessionInvalid
     }
 
-    public var code: Code
-    public var message: String
+    private let value: Value
+    private init(_ value: Value) { self.value = value }
 
-    public init(_ code: Code, message: String) {
-        self.code = code
-        self.message = message
+    /// `SITE_ID_INVALID`: a site id that is not an id bessd's configuration allows.
+    public static let siteIDInvalid = Self(.siteIDInvalid)
+    /// `UNIT_ID_INVALID`: a record's unit id breaks the id rule.
+    public static let unitIDInvalid = Self(.unitIDInvalid)
+    /// `UNIT_STATE_INVALID`: a unit state bessd does not have.
+    public static let unitStateInvalid = Self(.unitStateInvalid)
+    /// `TRIP_CODE_INVALID`: a trip, latch or event code that is not in the trip table.
+    public static let tripCodeInvalid = Self(.tripCodeInvalid)
+    /// `STATUS_STATE_INVALID`: a site status that is neither online nor offline.
+    public static let statusStateInvalid = Self(.statusStateInvalid)
+    /// `STATUS_SESSION_INVALID`: a status's session id breaks the id rule.
+    public static let statusSessionInvalid = Self(.statusSessionInvalid)
+
+    public var description: String {
+        switch value {
+        case .siteIDInvalid: "SITE_ID_INVALID"
+        case .unitIDInvalid: "UNIT_ID_INVALID"
+        case .unitStateInvalid: "UNIT_STATE_INVALID"
+        case .tripCodeInvalid: "TRIP_CODE_INVALID"
+        case .statusStateInvalid: "STATUS_STATE_INVALID"
+        case .statusSessionInvalid: "STATUS_SESSION_INVALID"
+        }
     }
-
-    public var description: String { "\(code): \(message)" }
 }
 
 /// What the aggregator takes from a gateway: everything a gateway sends is untrusted, and what bessd

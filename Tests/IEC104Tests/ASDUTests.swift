@@ -1,3 +1,4 @@
+import ControlCore
 import IEC104
 import Testing
 

@@ -1,4 +1,5 @@
 import BessSystem
+import ControlCore
 import ControlProtocol
 import Foundation
 
