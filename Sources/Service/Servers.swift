@@ -62,10 +62,10 @@ extension Daemon {
     func startIEC104(_ configuration: BessdConfiguration) {
         guard let settings = configuration.iec104?.server else { return }
         let logger = self.logger
-        let description = StationDescription(
         // Every command outcome also to /metrics by code and to the uplink as an event (issue 46 §3).
         let audit = OutstationAudit(inbox: uplink?.recorder.inbox, wakeup: shared.serviceWakeup)
         outstationAudit = audit
+        let description = StationDescription(
             ratingsW: configuration.units.map { $0.maxPowerKW * 1000 }, capacitiesWh: configuration.units.map { $0.capacityKWh * 1000 },
             hasMeter: configuration.site.meter != nil, frequencyResponseEnabled: configuration.grid.droop.enabled)
         let server = OutstationServer(settings: settings, description: description, shared: shared,
@@ -73,6 +73,7 @@ extension Daemon {
             var metadata: Logger.Metadata = ["BESS_CODE": "\(code.rawValue)",
                                              "MESSAGE_ID": "\(code.isCommand ? MessageID.iec104Command : MessageID.iec104)"]
             for (key, value) in fields { metadata[key] = "\(value)" }
+            audit.note(code, message, fields)
             switch code {
             case .protocolError, .backlog, .commandRefused, .peerRefused, .connectionsFull, .internalError: logger.warning("\(message)", metadata: metadata)
             default: logger.notice("\(message)", metadata: metadata)
@@ -83,8 +84,6 @@ extension Daemon {
             outstation = server
             logger.notice("IEC 104: the outstation listens on \(settings.host):\(server.port), common address \(settings.commonAddress), groups \(settings.groups.map(\.name).joined(separator: ", "))",
                           metadata: ["BESS_CODE": "IEC104_LISTENING", "MESSAGE_ID": "\(MessageID.iec104)"])
-            audit.note(code, message, fields)
-
         } catch {
             logger.error("IEC 104 not served on \(settings.host):\(settings.port): \(error)",
                          metadata: ["BESS_CODE": "IEC104_LISTEN_FAILED", "MESSAGE_ID": "\(MessageID.iec104)"])

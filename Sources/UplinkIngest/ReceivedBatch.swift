@@ -154,7 +154,6 @@ public enum IngestRules {
         }
         guard IdentifierRule.accepts(status.session) else {
             return IngestRefusal(.statusSessionInvalid, message: "session \(quoted(status.session)) is not \(IdentifierRule.text)")
-    /// A trip code (a unit's trips and latches, an event's code unless it is an `UplinkEventCode`).
         }
         return nil
     }
@@ -164,6 +163,7 @@ public enum IngestRules {
             : IngestRefusal(.unitIDInvalid, message: "record \(seq): unit id \(quoted(unit)) is not \(IdentifierRule.text)")
     }
 
+    /// A trip code (a unit's trips and latches, an event's code unless it is an `UplinkEventCode`).
     static func check(code: String, seq: UInt64) -> IngestRefusal? {
         // As bessd writes them: the trip table's names, upper case.
         TripCode(name: code).map { "\($0.name)" == code } == true ? nil
