@@ -82,7 +82,8 @@ public struct IngestRefusalCode: Hashable, Sendable, CustomStringConvertible {
     public static let unitIDInvalid = Self(.unitIDInvalid)
     /// `UNIT_STATE_INVALID`: a unit state bessd does not have.
     public static let unitStateInvalid = Self(.unitStateInvalid)
-    /// `TRIP_CODE_INVALID`: a trip, latch or event code that is not in the trip table.
+    /// `TRIP_CODE_INVALID`: a trip or latch code not in the trip table; an event code neither there
+    /// nor an `UplinkEventCode`.
     public static let tripCodeInvalid = Self(.tripCodeInvalid)
     /// `STATUS_STATE_INVALID`: a site status that is neither online nor offline.
     public static let statusStateInvalid = Self(.statusStateInvalid)
