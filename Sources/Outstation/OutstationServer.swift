@@ -32,6 +32,9 @@ public final class OutstationServer: @unchecked Sendable {
     let log: @Sendable (OutstationLogCode, String, [String: String]) -> Void
     let timeBase: TimeBase
     let linkSettings: LinkSettings
+    /// The monotonic clock of every timer: t0–t3, the select timeout, sampling, the journal's
+    /// budget (`SystemClock` in bessd, a `ManualClock` in tests that step time).
+    let clock: any MonotonicClock
 
     /// Counters for /metrics.
     public let commandsAccepted = Atomic<UInt64>(0)
@@ -91,10 +94,13 @@ public final class OutstationServer: @unchecked Sendable {
     private var site = SiteStatus()
 
     /// `log(code, message, fields)` is called on the server thread; `fields` are journald BESS_* fields.
+    /// `clock` times every timer (t0–t3, select timeout, sampling, the journal's budget); the time
+    /// tags of events and the age of time-tagged commands are wall-clock time.
     public init(settings: IEC104ServerConfiguration, description: StationDescription, shared: SharedState,
-                samplePeriod: Duration = .milliseconds(100),
+                samplePeriod: Duration = .milliseconds(100), clock: any MonotonicClock = SystemClock.shared,
                 log: @escaping @Sendable (OutstationLogCode, String, [String: String]) -> Void) {
         self.settings = settings
+        self.clock = clock
         self.shared = shared
         self.samplePeriod = samplePeriod
         self.log = log
@@ -114,7 +120,7 @@ public final class OutstationServer: @unchecked Sendable {
         let listener = try TCPListener(host: settings.host, port: settings.port)
         self.listener = listener
         port = listener.port
-        sample(now: SystemClock.shared.now())
+        sample(now: clock.now())
         worker.start(name: "bessd-iec104") { [self] in serve(listener) }
     }
 
@@ -132,7 +138,7 @@ public final class OutstationServer: @unchecked Sendable {
 
     private func serve(_ listener: TCPListener) {
         var fds: [pollfd] = []
-        var nextSample = SystemClock.shared.now() + samplePeriod
+        var nextSample = clock.now() + samplePeriod
         while worker.isRunning {
             fds.removeAll(keepingCapacity: true)
             fds.append(pollfd(fd: stopWakeup.descriptor, events: Int16(POLLIN), revents: 0))
@@ -147,11 +153,11 @@ public final class OutstationServer: @unchecked Sendable {
                 if !connection.spoke { deadline = min(deadline, connection.acceptedAt + settings.t0) }
             }
             for selection in selections.values { deadline = min(deadline, selection.expires) }
-            if connections.contains(where: { $0.stream.hasPendingInput }) { deadline = SystemClock.shared.now() }
-            _ = poll(&fds, nfds_t(fds.count), SystemClock.pollTimeout(until: deadline, now: SystemClock.shared.now()))
+            if connections.contains(where: { $0.stream.hasPendingInput }) { deadline = clock.now() }
+            _ = clock.poll(&fds, count: fds.count, until: deadline)
             if fds[0].revents != 0 { _ = stopWakeup.drain() }
             guard worker.isRunning else { break }
-            let now = SystemClock.shared.now()
+            let now = clock.now()
             if fds[1].revents & Int16(POLLIN) != 0 { acceptAll(listener, now: now) }
             for (entry, connection) in zip(fds.dropFirst(2), connections)
                 where entry.revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 || connection.stream.hasPendingInput

@@ -59,7 +59,7 @@ extension OutstationServer {
         }
         interrogations.add(1, ordering: .relaxed)
         answer(asdu.answer(.activationConfirmation), to: connection)
-        sample(now: SystemClock.shared.now())
+        sample(now: clock.now())
         // One ASDU per type, as many objects as fit (SQ = 0: addresses need not follow each other).
         let cause = CauseOfTransmission(cause: .interrogatedByStation, originator: asdu.cause.originator)
         var byType: [(TypeID, [InformationObject])] = []
@@ -88,7 +88,7 @@ extension OutstationServer {
             return answer(asdu.answer(.activationConfirmation, negative: true), to: connection)
         }
         answer(asdu.answer(.activationConfirmation), to: connection)
-        sample(now: SystemClock.shared.now())
+        sample(now: clock.now())
         answer(ASDU(type: .integratedTotals, cause: CauseOfTransmission(cause: .requestedByGeneralCounter, originator: asdu.cause.originator),
                     commonAddress: settings.commonAddress, objects: image.counters()), to: connection)
         image.advanceCounterSequence()

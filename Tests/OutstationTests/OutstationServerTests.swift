@@ -1,0 +1,196 @@
+import BessSystem
+import Config
+import ControlCore
+@testable import Cycle
+import Glibc
+import IEC104
+@testable import Outstation
+import Synchronization
+import TestSupport
+import Testing
+
+/// The journal lines an outstation wrote, collected from its thread.
+final class CollectedJournal: Sendable {
+    struct Line: Sendable {
+        let code: OutstationLogCode
+        let message: String
+        let fields: [String: String]
+    }
+
+    private let lines = Mutex<[Line]>([])
+
+    func append(_ line: Line) { lines.withLock { $0.append(line) } }
+
+    func lines(_ code: OutstationLogCode) -> [Line] { lines.withLock { $0.filter { $0.code == code } } }
+}
+
+/// An outstation on a loopback port of the kernel's choice whose timers (t0–t3, select timeout,
+/// sampling, the journal window) run on a `ManualClock`: the tests step time, never wait for it.
+/// The cycle's published state is written straight into the `SharedState` it samples.
+final class SteppedOutstation {
+    let clock = ManualClock()
+    let shared = SharedState(units: 2)
+    let journal = CollectedJournal()
+    let server: OutstationServer
+
+    init(_ configure: (inout IEC104ServerConfiguration) -> Void = { _ in }) throws {
+        var settings = IEC104ServerConfiguration()
+        settings.port = 0
+        settings.commonAddress = 7
+        settings.groups = [IEC104Group(name: "sldc", commands: [.agc, .setpoint])]
+        configure(&settings)
+        let journal = journal
+        server = OutstationServer(settings: settings, description: StationImageTests.description, shared: shared, clock: clock) {
+            journal.append(CollectedJournal.Line(code: $0, message: $1, fields: $2))
+        }
+        try server.start()
+    }
+
+    deinit { server.stop() }
+
+    /// A new cycle publishes `hertz` (point 1004, deadband 0.01 Hz) and the clock moves one sample
+    /// period: true once the outstation has queued the change as an event.
+    func publish(frequency hertz: Double) -> Bool {
+        let queued = server.eventsQueued.load(ordering: .relaxed)
+        shared.contents.withLock { contents in
+            contents.stats.cycles &+= 1
+            contents.stats.frequency = hertz
+        }
+        clock.advance(by: .milliseconds(100))
+        return waitFor { server.eventsQueued.load(ordering: .relaxed) > queued }
+    }
+
+    /// Moves the clock by `step` and waits until the server thread has acted on it.
+    func advance(by step: Duration) {
+        clock.advance(by: step)
+        _ = waitFor { clock.settled }
+    }
+}
+
+/// A controlling station in raw frames over a blocking loopback socket (20 ms receive timeout).
+final class RawStation {
+    let fd: Int32
+    var splitter = FrameSplitter()
+    var sendNumber = SequenceNumber.zero
+    var receiveNumber = SequenceNumber.zero
+    /// False: received I-frames are not acknowledged (until `acknowledge()`).
+    var acknowledges: Bool
+    private(set) var closed = false
+
+    init(port: Int, acknowledges: Bool = true) throws {
+        self.acknowledges = acknowledges
+        fd = try #require(Loopback.connect(port), "connect to 127.0.0.1:\(port)")
+        var timeout = timeval(tv_sec: 0, tv_usec: 20_000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { Glibc.close(fd) }
+
+    func send(_ frame: Frame) {
+        _ = frame.encoded().withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    func send(_ asdu: ASDU) throws { try send(octets: asdu.encoded()) }
+
+    /// Sends `octets` as an ASDU in our next I-frame.
+    func send(octets: [UInt8]) {
+        send(Frame.information(send: sendNumber, receive: receiveNumber, asdu: octets))
+        sendNumber = sendNumber.next
+    }
+
+    /// Acknowledges every I-frame received.
+    func acknowledge() { send(.supervisory(receive: receiveNumber)) }
+
+    /// The frames received until `enough` holds of them (or the outstation closes, or `seconds` of
+    /// wall time pass).
+    func frames(seconds: Double = 5, until enough: ([Frame]) -> Bool) -> [Frame] {
+        var frames: [Frame] = []
+        _ = waitFor(seconds: seconds) {
+            while let frame = try? splitter.next() {
+                if case .information = frame {
+                    receiveNumber = receiveNumber.next
+                    if acknowledges { acknowledge() }
+                }
+                frames.append(frame)
+                if enough(frames) { return true }
+            }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, 4096, 0) }
+            if n == 0 { closed = true }
+            if n > 0 { splitter.append(buffer[..<n]) }
+            return closed
+        }
+        return frames
+    }
+
+    /// The ASDUs received until `enough` holds of them.
+    func asdus(seconds: Double = 5, until enough: ([ASDU]) -> Bool) -> [ASDU] {
+        Self.asdus(of: frames(seconds: seconds) { enough(Self.asdus(of: $0)) })
+    }
+
+    static func asdus(of frames: [Frame]) -> [ASDU] {
+        frames.compactMap {
+            guard case .information(_, _, let octets) = $0 else { return nil }
+            return try? ASDU(decoding: octets)
+        }
+    }
+
+    /// STARTDT act; true once STARTDT con arrived and, on the connection's first start, the end of
+    /// initialisation.
+    func start(first: Bool = true) -> Bool {
+        send(.unnumbered(.startDataTransferActivation))
+        func done(_ frames: [Frame]) -> Bool {
+            frames.contains(.unnumbered(.startDataTransferConfirmation)) && (!first || Self.asdus(of: frames).contains { $0.type == .endOfInitialisation })
+        }
+        return done(frames(until: done))
+    }
+}
+
+/// The outstation on its thread, spoken to in raw frames, with time stepped by a `ManualClock`:
+/// group interrogation, the journal budget, events requeued at STOPDT, and the timers.
+@Suite("IEC 104 outstation: procedures and timers in stepped time", .serialized)
+struct OutstationServerTests {
+    @Test("t3 idle sends TESTFR act, t1 without its confirmation closes; t0 closes a connection that never speaks: all by stepping the clock")
+    func linkTimersInSteppedTime() throws {
+        let outstation = try SteppedOutstation()
+        let station = try RawStation(port: outstation.server.port)
+        #expect(station.start())
+        _ = station.frames(seconds: 0.5) { _ in false }
+        outstation.advance(by: .seconds(19))
+        #expect(station.frames(seconds: 0.3) { $0.contains(.unnumbered(.testFrameActivation)) }.isEmpty, "no TESTFR before t3")
+        outstation.advance(by: .seconds(1))
+        #expect(station.frames { $0.contains(.unnumbered(.testFrameActivation)) }.contains(.unnumbered(.testFrameActivation)), "TESTFR act at t3 = 20 s")
+        outstation.advance(by: .seconds(15))
+        _ = station.frames { _ in false }
+        #expect(station.closed, "closed at t1 = 15 s without TESTFR con")
+        #expect(outstation.journal.lines(.protocolError).contains { $0.fields["BESS_IEC104_ERROR"] == "IEC104_T1_EXPIRED" })
+
+        let silent = try RawStation(port: outstation.server.port)
+        #expect(waitFor { outstation.server.connected.load(ordering: .relaxed) == 1 })
+        outstation.advance(by: .seconds(30))
+        _ = silent.frames { _ in false }
+        #expect(silent.closed, "closed at t0 = 30 s")
+        #expect(outstation.journal.lines(.idle).count == 1)
+    }
+
+    @Test("a select holds its point for select_timeout_s of stepped time: an execute of another value is refused within it and accepted once it lapsed")
+    func selectTimeoutInSteppedTime() throws {
+        let outstation = try SteppedOutstation()
+        let station = try RawStation(port: outstation.server.port)
+        #expect(station.start())
+        func command(_ megawatts: Float, select: Bool) throws -> [ASDU] {
+            try station.send(ASDU(type: .setpointFloat, cause: CauseOfTransmission(cause: .activation), commonAddress: 7,
+                                  objects: [InformationObject(address: 3002, element: .setpointFloat(megawatts, SetpointQualifier(select: select)))]))
+            return station.asdus {
+                guard let last = $0.last(where: { $0.type == .setpointFloat }) else { return false }
+                return last.cause.negative || last.cause.cause == .activationTermination || (select && last.cause.cause == .activationConfirmation)
+            }.filter { $0.type == .setpointFloat }
+        }
+        #expect(try command(0.01, select: true).map(\.cause.negative) == [false], "selected")
+        outstation.advance(by: .seconds(9))
+        #expect(try command(0.02, select: false).map(\.cause.negative) == [true], "within the select timeout: not as selected")
+        outstation.advance(by: .seconds(1))
+        #expect(try command(0.02, select: false).map(\.cause.cause) == [.activationConfirmation, .activationTermination], "the select lapsed at 10 s")
+        #expect(outstation.journal.lines(.commandRefused).first?.fields["BESS_REASON"] == "COMMAND_NOT_AS_SELECTED")
+    }
+}
