@@ -144,16 +144,17 @@ extension OutstationServer {
         }
     }
 
-    /// One journal line and one count per command and outcome.
+    /// One count per command and outcome, and one journal line: always for an accepted command (it
+    /// moves the plant), within the connection's journal budget for a refused one (`peerLog`).
     func report(_ order: Order, _ connection: Connection, accepted: Bool, reason: String) {
         if accepted { commandsAccepted.add(1, ordering: .relaxed) } else { commandsRefused.add(1, ordering: .relaxed) }
         let group = settings.groups[connection.group].name
         let address = settings.address(order.signal)
         let what = order.select ? "select" : "execute"
-        log(accepted ? .command : .commandRefused,
-            "IEC 104 \(what) \(order.signal.rawValue) (IOA \(address)) = \(Self.number(order.value)) from \(connection.stream.peer) (group \(group)): "
-                + (accepted ? "accepted, \(reason)" : "refused, \(reason)"),
-            ["BESS_PEER": connection.stream.peer, "BESS_GROUP": group, "BESS_IOA": "\(address)", "BESS_VALUE": Self.number(order.value),
-             "BESS_RESULT": accepted ? "accepted" : "refused", "BESS_REASON": String(reason.prefix { $0 != ":" })])
+        let message = "IEC 104 \(what) \(order.signal.rawValue) (IOA \(address)) = \(Self.number(order.value)) from \(connection.stream.peer) (group \(group)): "
+            + (accepted ? "accepted, \(reason)" : "refused, \(reason)")
+        let fields = ["BESS_PEER": connection.stream.peer, "BESS_GROUP": group, "BESS_IOA": "\(address)", "BESS_VALUE": Self.number(order.value),
+                      "BESS_RESULT": accepted ? "accepted" : "refused", "BESS_REASON": String(reason.prefix { $0 != ":" })]
+        if accepted { log(.command, message, fields) } else { peerLog(connection, .commandRefused, message, fields) }
     }
 }

@@ -63,6 +63,8 @@ public final class OutstationServer: @unchecked Sendable {
         var spoke = false
         var initialised = false
         var closeReason: String?
+        /// The journal lines this peer's input has caused in the current window.
+        var journal: JournalBudget
 
         init(id: Int, stream: any ByteStream, group: Int, link: Link, now: MonotonicInstant) {
             self.id = id
@@ -70,8 +72,23 @@ public final class OutstationServer: @unchecked Sendable {
             self.group = group
             self.link = link
             acceptedAt = now
+            journal = JournalBudget(start: now)
         }
     }
+
+    /// A connection's journal lines in one window (`journalWindow`): at most `journalLines` are
+    /// written, the rest counted and summed up in one `IEC104_LOG_SUPPRESSED` line at its end.
+    struct JournalBudget {
+        var start: MonotonicInstant
+        var written = 0
+        var suppressed = 0
+    }
+
+    /// The journal lines a connection's input (negative answers, refused commands, clock
+    /// synchronisations) may cause per `journalWindow`: a peer that sends a stream of bad ASDUs
+    /// costs the journal this many lines and a summary, while /metrics counts every one.
+    static let journalLines = 20
+    static let journalWindow: Duration = .seconds(10)
 
     struct GroupState {
         let settings: IEC104Group
@@ -153,6 +170,9 @@ public final class OutstationServer: @unchecked Sendable {
                 if !connection.spoke { deadline = min(deadline, connection.acceptedAt + settings.t0) }
             }
             for selection in selections.values { deadline = min(deadline, selection.expires) }
+            for connection in connections where connection.journal.suppressed > 0 {
+                deadline = min(deadline, connection.journal.start + Self.journalWindow)
+            }
             if connections.contains(where: { $0.stream.hasPendingInput }) { deadline = clock.now() }
             _ = clock.poll(&fds, count: fds.count, until: deadline)
             if fds[0].revents != 0 { _ = stopWakeup.drain() }
@@ -178,6 +198,7 @@ public final class OutstationServer: @unchecked Sendable {
                 }
                 perform(connection.link.tick(at: now), on: connection, now: now)
             }
+            for connection in connections { renewJournalBudget(connection, now: now) }
             for connection in connections where connection.closeReason == nil {
                 pump(connection, now: now)
                 flush(connection)
@@ -381,11 +402,35 @@ public final class OutstationServer: @unchecked Sendable {
             selections = selections.filter { $0.value.connection != connection.id }
             connection.stream.close()
             connectionsClosed.add(1, ordering: .relaxed)
+            renewJournalBudget(connection, now: clock.now(), closing: true)
             log(.closed, "IEC 104 connection from \(connection.stream.peer) closed: \(reason)",
                 ["BESS_PEER": connection.stream.peer, "BESS_GROUP": settings.groups[connection.group].name])
         }
         connections = kept
         connected.store(connections.count, ordering: .relaxed)
+    }
+
+    /// A journal line the peer's own input caused: written while the connection's budget lasts
+    /// (`journalLines` per `journalWindow`), else counted for the window's summary.
+    func peerLog(_ connection: Connection, _ code: OutstationLogCode, _ message: String, _ fields: [String: String]) {
+        renewJournalBudget(connection, now: clock.now())
+        guard connection.journal.written < Self.journalLines else {
+            connection.journal.suppressed += 1
+            return
+        }
+        connection.journal.written += 1
+        log(code, message, fields)
+    }
+
+    /// At the end of a connection's journal window (or its close): one `IEC104_LOG_SUPPRESSED`
+    /// line with the count of lines not written, and a new window.
+    func renewJournalBudget(_ connection: Connection, now: MonotonicInstant, closing: Bool = false) {
+        guard closing || now >= connection.journal.start + Self.journalWindow else { return }
+        let suppressed = connection.journal.suppressed
+        connection.journal = JournalBudget(start: now)
+        guard suppressed > 0 else { return }
+        log(.suppressed, "IEC 104 connection from \(connection.stream.peer): \(suppressed) journal lines suppressed over \(Self.journalLines) in \(Self.journalWindow); /metrics counts every one",
+            ["BESS_PEER": connection.stream.peer, "BESS_GROUP": settings.groups[connection.group].name, "BESS_SUPPRESSED": "\(suppressed)"])
     }
 
     /// Takes the cycle's latest published state when it is new: the image is filled and every
@@ -435,6 +480,8 @@ public enum OutstationLogCode: String, Sendable {
     case command = "IEC104_COMMAND"
     case commandRefused = "IEC104_COMMAND_REFUSED"
     case internalError = "IEC104_INTERNAL"
+    /// Lines a connection's input caused beyond its budget, summed up (`BESS_SUPPRESSED`).
+    case suppressed = "IEC104_LOG_SUPPRESSED"
 
     /// True for the codes of commands (their own MESSAGE_ID).
     public var isCommand: Bool { self == .command || self == .commandRefused }

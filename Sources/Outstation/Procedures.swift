@@ -42,8 +42,8 @@ extension OutstationServer {
 
     func negative(_ asdu: ASDU, _ cause: Cause, _ connection: Connection, _ why: String) {
         negativeAnswers.add(1, ordering: .relaxed)
-        log(.negative, "IEC 104 \(asdu.type) from \(connection.stream.peer) answered negatively with COT \(cause): \(why)",
-            ["BESS_PEER": connection.stream.peer, "BESS_COT": "\(cause)", "BESS_TYPE": "\(asdu.type.rawValue)"])
+        peerLog(connection, .negative, "IEC 104 \(asdu.type) from \(connection.stream.peer) answered negatively with COT \(cause): \(why)",
+                ["BESS_PEER": connection.stream.peer, "BESS_COT": "\(cause)", "BESS_TYPE": "\(asdu.type.rawValue)"])
         answer(asdu.negativeAnswer(cause), to: connection)
     }
 
@@ -106,8 +106,8 @@ extension OutstationServer {
         }
         let ours = Int64((SystemClock.wallClockSeconds() * 1000).rounded(.down))
         let offset = Double(theirs - ours) / 1000
-        log(.clockSync, "IEC 104 clock synchronisation from \(connection.stream.peer): its time is \(tag), \(OutstationServer.number(offset)) s from ours; the system clock is not set from IEC 104",
-            ["BESS_PEER": connection.stream.peer, "BESS_OFFSET_S": OutstationServer.number(offset)])
+        peerLog(connection, .clockSync, "IEC 104 clock synchronisation from \(connection.stream.peer): its time is \(tag), \(OutstationServer.number(offset)) s from ours; the system clock is not set from IEC 104",
+                ["BESS_PEER": connection.stream.peer, "BESS_OFFSET_S": OutstationServer.number(offset)])
         var confirmation = asdu.answer(.activationConfirmation)
         confirmation.information = .objects([InformationObject(address: 0, element: .clockSynchronisation(timeTag()))])
         answer(confirmation, to: connection)

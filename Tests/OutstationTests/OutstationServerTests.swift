@@ -150,6 +150,28 @@ final class RawStation {
 /// group interrogation, the journal budget, events requeued at STOPDT, and the timers.
 @Suite("IEC 104 outstation: procedures and timers in stepped time", .serialized)
 struct OutstationServerTests {
+    @Test("a peer that sends 100 bad ASDUs costs the journal 20 lines and one IEC104_LOG_SUPPRESSED summary with the count; the counter counts all 100")
+    func journalBudget() throws {
+        let outstation = try SteppedOutstation()
+        let station = try RawStation(port: outstation.server.port)
+        #expect(station.start())
+        // Type 0x66 is unknown: each is answered COT 44 with P/N = 1.
+        for _ in 0..<100 { station.send(octets: [0x66, 0x01, 0x06, 0x00, 0x07, 0x00, 0x00, 0x00, 0x00]) }
+        #expect(waitFor { outstation.server.negativeAnswers.load(ordering: .relaxed) == 100 })
+        let answers = station.asdus { $0.filter { $0.cause.cause == .unknownType }.count == 100 }
+        #expect(answers.filter { $0.cause.cause == .unknownType && $0.cause.negative }.count == 100, "every one answered")
+        #expect(outstation.journal.lines(.negative).count == OutstationServer.journalLines)
+        #expect(outstation.journal.lines(.suppressed).isEmpty, "the window is not over")
+        outstation.advance(by: OutstationServer.journalWindow)
+        #expect(waitFor { !outstation.journal.lines(.suppressed).isEmpty })
+        let summary = outstation.journal.lines(.suppressed)
+        #expect(summary.count == 1 && summary.first?.fields["BESS_SUPPRESSED"] == "80", "\(summary.map(\.message))")
+        // A new window: the next bad ASDU is written again.
+        station.send(octets: [0x66, 0x01, 0x06, 0x00, 0x07, 0x00, 0x00, 0x00, 0x00])
+        #expect(waitFor { outstation.journal.lines(.negative).count == OutstationServer.journalLines + 1 })
+        #expect(outstation.server.negativeAnswers.load(ordering: .relaxed) == 101)
+    }
+
     @Test("t3 idle sends TESTFR act, t1 without its confirmation closes; t0 closes a connection that never speaks: all by stepping the clock")
     func linkTimersInSteppedTime() throws {
         let outstation = try SteppedOutstation()
