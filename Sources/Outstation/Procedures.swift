@@ -48,22 +48,33 @@ extension OutstationServer {
     }
 
     /// C_IC_NA_1: station interrogation (QOI 20) answered ACT_CON, every point once in its
-    /// untimed type with COT 20, ACT_TERM. Group interrogation (QOI 21–36) is answered negatively:
-    /// no point is assigned to a group.
+    /// untimed type with COT 20, ACT_TERM; group interrogation (QOI 21–36, group 1–16) the same
+    /// with the group's points (`StationImage.Point.group`) and COT 21–36 (a group without points:
+    /// ACT_CON and ACT_TERM). Any other QOI: negative ACT_CON; an IOA other than 0: COT 47.
     func interrogation(_ asdu: ASDU, _ connection: Connection) {
         guard asdu.cause.cause == .activation else {
             return negative(asdu, .unknownCause, connection, "interrogation with COT \(asdu.cause.cause)")
         }
-        guard case .interrogation(let qoi)? = asdu.objects.first?.element, qoi == 20 else {
+        guard let object = asdu.objects.first, case .interrogation(let qoi) = object.element else {
+            return answer(asdu.answer(.activationConfirmation, negative: true), to: connection)
+        }
+        guard object.address == 0 else {
+            return negative(asdu, .unknownObjectAddress, connection, "interrogation at IOA \(object.address), not 0")
+        }
+        let group = Int(qoi) - 20
+        guard let interrogated = group == 0 ? Cause.interrogatedByStation : Cause.interrogatedByGroup(group) else {
+            negativeAnswers.add(1, ordering: .relaxed)
+            peerLog(connection, .negative, "IEC 104 interrogation from \(connection.stream.peer) answered negatively: QOI \(qoi) is neither 20 (station) nor 21–36 (groups 1–16)",
+                    ["BESS_PEER": connection.stream.peer, "BESS_TYPE": "\(asdu.type.rawValue)", "BESS_QOI": "\(qoi)"])
             return answer(asdu.answer(.activationConfirmation, negative: true), to: connection)
         }
         interrogations.add(1, ordering: .relaxed)
         answer(asdu.answer(.activationConfirmation), to: connection)
         sample(now: clock.now())
         // One ASDU per type, as many objects as fit (SQ = 0: addresses need not follow each other).
-        let cause = CauseOfTransmission(cause: .interrogatedByStation, originator: asdu.cause.originator)
+        let cause = CauseOfTransmission(cause: interrogated, originator: asdu.cause.originator)
         var byType: [(TypeID, [InformationObject])] = []
-        for point in image.points {
+        for point in image.points where group == 0 || point.group == group {
             let element = point.value.untimed
             let object = InformationObject(address: point.address, element: element)
             if let last = byType.indices.last, byType[last].0 == element.type, byType[last].1.count < 30 {

@@ -57,6 +57,20 @@ public struct StationImage: Sendable {
         public let deadband: Double
         public var value: PointValue
         var reported: PointValue?
+
+        /// The interrogation group (1…16) the point answers in besides the station interrogation:
+        /// 1 the measured values, 2 the single and double points (docs/iec104.md).
+        public var group: Int {
+            switch value {
+            case .float: Self.measuredGroup
+            case .single, .double: Self.indicationGroup
+            }
+        }
+
+        /// Group 1: measured values (M_ME_NC_1).
+        public static let measuredGroup = 1
+        /// Group 2: single and double points (M_SP_NA_1, M_DP_NA_1).
+        public static let indicationGroup = 2
     }
 
     public let description: StationDescription

@@ -150,6 +150,57 @@ final class RawStation {
 /// group interrogation, the journal budget, events requeued at STOPDT, and the timers.
 @Suite("IEC 104 outstation: procedures and timers in stepped time", .serialized)
 struct OutstationServerTests {
+    static func interrogation(_ qoi: UInt8, address: UInt32 = 0) -> ASDU {
+        ASDU(type: .interrogation, cause: CauseOfTransmission(cause: .activation), commonAddress: 7,
+             objects: [InformationObject(address: address, element: .interrogation(qoi))])
+    }
+
+    /// The answers to one interrogation: from its ACT_CON to its ACT_TERM, or its negative ACT_CON.
+    static func interrogate(_ station: RawStation, _ qoi: UInt8, address: UInt32 = 0) throws -> [ASDU] {
+        try station.send(interrogation(qoi, address: address))
+        return station.asdus {
+            guard let last = $0.last, last.type == .interrogation else { return false }
+            return last.cause.cause == .activationTermination || last.cause.negative
+        }
+    }
+
+    @Test("group interrogation: QOI 21 answers the measured values with COT 21, QOI 22 the single and double points with COT 22, an empty group ACT_CON and ACT_TERM; QOI 37 and an IOA other than 0 are refused")
+    func groupInterrogation() throws {
+        let outstation = try SteppedOutstation()
+        let station = try RawStation(port: outstation.server.port)
+        #expect(station.start())
+        let measured = try Self.interrogate(station, 21)
+        #expect(measured.first?.cause.cause == .activationConfirmation && measured.first?.cause.negative == false, "\(measured)")
+        #expect(measured.last?.cause.cause == .activationTermination)
+        let measuredPoints = measured.filter { $0.type != .interrogation && $0.type != .endOfInitialisation }
+        #expect(measuredPoints.allSatisfy { $0.type == .measuredFloat && $0.cause.cause == .interrogatedByGroup(1) })
+        #expect(measuredPoints.flatMap(\.objects).map(\.address).sorted() == Array(1001...1014))
+
+        let indications = try Self.interrogate(station, 22)
+        let indicationPoints = indications.filter { $0.type != .interrogation }
+        #expect(indications.first?.cause.cause == .activationConfirmation && indications.last?.cause.cause == .activationTermination)
+        #expect(indicationPoints.allSatisfy { [1, 3].contains($0.type.rawValue) && $0.cause.cause == .interrogatedByGroup(2) },
+                "\(indicationPoints.map { "\($0.type)/\($0.cause.cause)" })")
+        #expect(indicationPoints.flatMap(\.objects).map(\.address).sorted() == Array(2001...2006) + [2101, 2102])
+
+        for qoi: UInt8 in [23, 36] {
+            let empty = try Self.interrogate(station, qoi)
+            #expect(empty.map(\.cause.cause) == [.activationConfirmation, .activationTermination] && !empty.contains { $0.cause.negative },
+                    "QOI \(qoi): \(empty.map(\.cause))")
+        }
+        let station20 = try Self.interrogate(station, 20)
+        #expect(station20.filter { $0.type != .interrogation }.flatMap(\.objects).count == 22, "the station interrogation: every point")
+
+        for qoi: UInt8 in [0, 19, 37, 255] {
+            let refused = try Self.interrogate(station, qoi)
+            #expect(refused.count == 1 && refused[0].cause.cause == .activationConfirmation && refused[0].cause.negative, "QOI \(qoi): \(refused)")
+        }
+        let wrongAddress = try Self.interrogate(station, 20, address: 5)
+        #expect(wrongAddress.count == 1 && wrongAddress[0].cause.cause == .unknownObjectAddress && wrongAddress[0].cause.negative)
+        #expect(outstation.server.interrogations.load(ordering: .relaxed) == 5)
+        #expect(outstation.server.negativeAnswers.load(ordering: .relaxed) == 5)
+    }
+
     @Test("a peer that sends 100 bad ASDUs costs the journal 20 lines and one IEC104_LOG_SUPPRESSED summary with the count; the counter counts all 100")
     func journalBudget() throws {
         let outstation = try SteppedOutstation()
