@@ -278,6 +278,9 @@ public final class OutstationServer: @unchecked Sendable {
 
     /// STARTDT on `connection`: it becomes its group's started connection. One started before it
     /// in the group is closed (switch-over); its unacknowledged events go back to the queue first.
+    /// So do the events a connection of the group sent before a STOPDT and never had acknowledged
+    /// (this one, restarted, or another, stopped and still open): the start delivers them again,
+    /// in order, before anything newer.
     private func started(_ connection: Connection) {
         let group = connection.group
         if let previous = groups[group].started, previous != connection.id,
@@ -287,6 +290,11 @@ public final class OutstationServer: @unchecked Sendable {
             log(.switchover, "IEC 104 group \(settings.groups[group].name): \(connection.stream.peer) started; \(old.stream.peer) closed",
                 ["BESS_PEER": connection.stream.peer, "BESS_GROUP": settings.groups[group].name])
             requeue(old)
+        }
+        for stopped in connections where stopped.group == group && stopped.closeReason == nil
+            && (stopped === connection || !stopped.link.isStarted)
+        {
+            requeue(stopped)
         }
         groups[group].started = connection.id
         if !connection.initialised {
@@ -322,10 +330,15 @@ public final class OutstationServer: @unchecked Sendable {
         if acknowledged > 0 { connection.sent.removeFirst(acknowledged) }
     }
 
-    /// Unacknowledged events of a closing connection go back to its group's queue head, in order.
+    /// Unacknowledged events of a closing or stopped connection go back to its group's queue head,
+    /// in order, once: their entries stay in `sent`, no longer marked as events, so that `sent`
+    /// still matches the link's unacknowledged frames of a connection that stays open.
     private func requeue(_ connection: Connection) {
-        let events = connection.sent.filter(\.event).map(\.asdu)
-        connection.sent.removeAll()
+        var events: [[UInt8]] = []
+        for index in connection.sent.indices where connection.sent[index].event {
+            events.append(connection.sent[index].asdu)
+            connection.sent[index].event = false
+        }
         guard !events.isEmpty else { return }
         groups[connection.group].queue.insert(contentsOf: events, at: 0)
         boundQueue(connection.group)

@@ -223,6 +223,52 @@ struct OutstationServerTests {
         #expect(outstation.server.negativeAnswers.load(ordering: .relaxed) == 101)
     }
 
+    /// The spontaneous events (COT 3) among `asdus`, as their octets.
+    static func events(_ asdus: [ASDU]) -> [[UInt8]] {
+        asdus.filter { $0.cause.cause == .spontaneous }.compactMap { try? $0.encoded() }
+    }
+
+    @Test("STOPDT with events unacknowledged, then STARTDT on the same connection: those events again, in order, before the newer one; none more after")
+    func stopRequeuesOnTheSameConnection() throws {
+        let outstation = try SteppedOutstation()
+        let station = try RawStation(port: outstation.server.port, acknowledges: false)
+        #expect(station.start())
+        for step in 1...5 { #expect(outstation.publish(frequency: 50 + Double(step) / 10)) }
+        let before = Self.events(station.asdus { Self.events($0).count == 5 })
+        #expect(before.count == 5)
+        station.send(.unnumbered(.stopDataTransferActivation))
+        #expect(outstation.publish(frequency: 50.6), "queued while stopped")
+        #expect(station.start(first: false))
+        let after = Self.events(station.asdus { Self.events($0).count == 6 })
+        #expect(after.count == 6 && Array(after.prefix(5)) == before, "the five unacknowledged first, in order")
+        station.acknowledge()
+        #expect(outstation.publish(frequency: 50.7))
+        let next = Self.events(station.asdus(seconds: 1) { Self.events($0).count >= 2 })
+        #expect(next.count == 1, "only the new event, nothing repeated: \(next.count)")
+        #expect(!station.closed)
+    }
+
+    @Test("STOPDT with events unacknowledged, then STARTDT on another connection of the group: it receives them first, in order; the stopped one closing later repeats nothing")
+    func stopRequeuesOnAnotherConnection() throws {
+        let outstation = try SteppedOutstation()
+        var first: RawStation? = try RawStation(port: outstation.server.port, acknowledges: false)
+        #expect(first?.start() == true)
+        for step in 1...3 { #expect(outstation.publish(frequency: 50 + Double(step) / 10)) }
+        let sentToFirst = Self.events(first?.asdus { Self.events($0).count == 3 } ?? [])
+        #expect(sentToFirst.count == 3)
+        first?.send(.unnumbered(.stopDataTransferActivation))
+        let second = try RawStation(port: outstation.server.port)
+        #expect(second.start())
+        #expect(outstation.publish(frequency: 50.4))
+        let sentToSecond = Self.events(second.asdus { Self.events($0).count == 4 })
+        #expect(sentToSecond.count == 4 && Array(sentToSecond.prefix(3)) == sentToFirst, "the stopped connection's events first, in order")
+        first = nil
+        #expect(waitFor { outstation.server.connectionsClosed.load(ordering: .relaxed) == 1 })
+        #expect(outstation.publish(frequency: 50.5))
+        let next = Self.events(second.asdus(seconds: 1) { Self.events($0).count >= 2 })
+        #expect(next.count == 1, "only the new event after the stopped connection closed: \(next.count)")
+    }
+
     @Test("t3 idle sends TESTFR act, t1 without its confirmation closes; t0 closes a connection that never speaks: all by stepping the clock")
     func linkTimersInSteppedTime() throws {
         let outstation = try SteppedOutstation()
