@@ -217,7 +217,7 @@ final class ServiceServer: @unchecked Sendable {
             let started = AnswerCosts.threadCPUNanoseconds()
             let line = Array(connection.input[..<newline])
             connection.input.removeSubrange(...newline)
-            guard let request = try? Self.decoder.decode(ControlRequest.self, from: Data(line)) else {
+            guard let request = ControlRequest(line: line) else {
                 respond(connection, ControlFailure("BAD_REQUEST", "expected one JSON object per line"))
                 answerCosts.record(nil, since: started)
                 continue
@@ -234,9 +234,6 @@ final class ServiceServer: @unchecked Sendable {
             }
         }
     }
-
-    /// Reads request lines (one per connection at a time, on this thread only).
-    private static let decoder = JSONDecoder()
 
     private func serveMetrics(_ connection: Connection) {
         guard let end = Self.headerEnd(connection.input) else { return }

@@ -151,6 +151,55 @@ struct JSONTextTests {
         #expect(try JSONDecoder().decode(ControlFailure.self, from: Data(JSONText.encode(refusal))) == refusal)
     }
 
+    /// The status answer's exact bytes, as the writer produced them before its integers, strings and
+    /// buffer took their faster paths: a monitor that compares answers sees no change.
+    static let pinnedStatus = [
+        #"{"agc":{"configured":true,"followed_w":0,"following":true,"in_service":true,"lower_limit_w":null,"ramp_w_per_s":80000,"#,
+        #""remaining_s":4.75,"signal_lost":false,"target_w":-1e-09,"upper_limit_w":null},"clock":{"code":"CLOCK_UNSYNCED","#,
+        #""last_step_s":-3.5,"source":"kernel","steps":1,"synchronized":false},"cycle":{"alarm_cycles":2,"cycles":10018,"#,
+        #""jitter_max_us":410,"jitter_p50_us":12,"jitter_p99_us":27,"late_readings":3,"overruns":0,"period_ms":10,"#,
+        #""realtime":true,"started_on_readings":9000},"frequency_hz":49.987,"grid_operator":{"cap_w":480000,"input_limit_percent":null,"#,
+        #""inputs":{"configured":true,"lost":false},"limit_percent":60,"limiting":true,"scada_limit":{"percent":60,"#,
+        #""remaining_s":8,"reverted":false},"scada_setpoint":{"power_w":150000,"remaining_s":25}},"mode":"simulation","#,
+        #""ok":true,"units":[{"allowed_charge_w":100000,"allowed_discharge_w":100000,"droop_w":0,"held_by":null,"#,
+        #""id":"U0","latched":["OVER_TEMPERATURE"],"mode":"auto","power_w":-12000.5,"setpoint_w":0,"soc_percent":null,"#,
+        #""state":"running","trips":["OVER_TEMPERATURE","CELL_UNDERVOLTAGE"]},{"allowed_charge_w":100000,"allowed_discharge_w":100000,"#,
+        #""droop_w":-0.1,"held_by":null,"id":"U1","latched":["OVER_TEMPERATURE"],"mode":"auto","power_w":null,"#,
+        #""setpoint_w":1234.5678,"soc_percent":51.25,"state":"running","trips":["OVER_TEMPERATURE","CELL_UNDERVOLTAGE"]},"#,
+        #"{"allowed_charge_w":100000,"allowed_discharge_w":100000,"droop_w":-0.2,"held_by":null,"id":"U2","latched":["OVER_TEMPERATURE"],"#,
+        #""mode":"auto","power_w":-12000.5,"setpoint_w":2469.1356,"soc_percent":51.25,"state":"running","trips":["OVER_TEMPERATURE","#,
+        #""CELL_UNDERVOLTAGE"]},{"allowed_charge_w":100000,"allowed_discharge_w":100000,"droop_w":-0.30000000000000004,"#,
+        #""held_by":"aggregator","held_until_unix":1800000000,"id":"U3","latched":["OVER_TEMPERATURE"],"mode":"standby","#,
+        #""power_w":-12000.5,"setpoint_w":3703.7034000000003,"soc_percent":51.25,"state":"running","trips":["OVER_TEMPERATURE","#,
+        #""CELL_UNDERVOLTAGE"]},{"allowed_charge_w":100000,"allowed_discharge_w":100000,"droop_w":-0.4,"held_by":null,"#,
+        #""id":"U4","latched":["OVER_TEMPERATURE"],"mode":"auto","override":{"power_w":5000,"remaining_s":12},"#,
+        #""power_w":-12000.5,"setpoint_w":4938.2712,"soc_percent":51.25,"state":"running","trips":["OVER_TEMPERATURE","#,
+        #""CELL_UNDERVOLTAGE"]},{"allowed_charge_w":100000,"allowed_discharge_w":100000,"dispatch":{"power_w":-20000},"#,
+        #""droop_w":-0.5,"held_by":null,"id":"U5","latched":["OVER_TEMPERATURE"],"mode":"auto","power_w":0.30000000000000004,"#,
+        #""setpoint_w":6172.839,"soc_percent":51.25,"state":"running","trips":["OVER_TEMPERATURE","CELL_UNDERVOLTAGE"]},"#,
+        #"{"allowed_charge_w":100000,"allowed_discharge_w":100000,"droop_w":9.007199254740994e+15,"held_by":null,"#,
+        #""id":"U6","latched":["OVER_TEMPERATURE"],"mode":"auto","power_w":-12000.5,"setpoint_w":-9007199254740992,"#,
+        #""soc_percent":51.25,"state":"running","trips":["OVER_TEMPERATURE","CELL_UNDERVOLTAGE"]},{"allowed_charge_w":100000,"#,
+        #""allowed_discharge_w":100000,"droop_w":-0.7000000000000001,"held_by":null,"id":"U7 \"quoted\" \\ tab\t °C","#,
+        #""latched":["OVER_TEMPERATURE"],"mode":"auto","power_w":-12000.5,"setpoint_w":8641.9746,"soc_percent":51.25,"#,
+        #""state":"running","trips":["OVER_TEMPERATURE","CELL_UNDERVOLTAGE"]}],"uplink":{"acknowledged_seq":1000,"#,
+        #""backlog_records":4,"connected":true,"last_ack_unix":1800000000.25,"last_error":null,"site":"S1","transport":"mqtt","#,
+        #""url":"mqtts://broker:8883"},"version":"0.1.0"}"#,
+    ].joined()
+
+    @Test("the status answer's bytes are those bessd has always written")
+    func pinnedStatusBytes() {
+        var status = Self.status
+        status.units[7].id = "U7 \"quoted\" \\ tab\t °C"
+        status.units[6].setpointW = -9_007_199_254_740_992
+        status.units[6].droopW = 9_007_199_254_740_994
+        status.units[5].powerW = 0.1 + 0.2
+        status.agc = AGCReply(configured: true, inService: true, targetW: -1e-9, following: true, followedW: -0.0, signalLost: false,
+                              remainingS: 4.75, upperLimitW: .infinity, lowerLimitW: -.nan, rampWPerS: 80_000)
+        let text = String(decoding: status.line, as: UTF8.self)
+        #expect(text == Self.pinnedStatus + "\n", "\(text)")
+    }
+
     @Test("optional fields: absent where bessd always left them out, null where it wrote null")
     func absentOrNull() {
         let unit = Self.text(Self.unit(0))
