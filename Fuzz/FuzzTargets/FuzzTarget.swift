@@ -25,6 +25,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case uplinkBatch = "uplink-batch"
     /// An IEC 60870-5-104 byte stream: frame splitter, ASDU decoder and the outstation's link.
     case iec104
+    /// The outstation's per-connection procedure on any bytes, with a fixed station image and a
+    /// manual clock: closes only for protocol errors, answers that decode, numbering mod 32768.
+    case iec104Session = "iec104-session"
 
     /// Runs one input; returns the invariants it broke.
     public func run(_ bytes: [UInt8]) -> [String] {
@@ -40,6 +43,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .scada: return ScadaHarness.run(&input)
         case .uplinkBatch: return UplinkBatchHarness.run(&input)
         case .iec104: return IEC104Harness.run(&input)
+        case .iec104Session: return IEC104SessionHarness.run(&input)
         }
     }
 
@@ -56,6 +60,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .scada: ScadaHarness.seeds()
         case .uplinkBatch: UplinkBatchHarness.seeds()
         case .iec104: IEC104Harness.seeds()
+        case .iec104Session: IEC104SessionHarness.seeds()
         }
     }
 }

@@ -188,6 +188,32 @@ public final class OutstationServer: @unchecked Sendable {
                 sample(now: now)
                 nextSample = now + samplePeriod
             }
+            settle(now: now)
+        }
+        for connection in connections {
+            connection.closeReason = "bessd stops"
+        }
+        reap()
+    }
+
+    /// Takes a stream that did not come from the listener (the `iec104-session` fuzz target's, in
+    /// memory) as a connection of `group`, accepted at `now`.
+    package func admit(_ stream: any ByteStream, group: Int, now: MonotonicInstant) {
+        connections.append(Connection(id: nextID, stream: stream, group: group, link: Link(settings: linkSettings, now: now), now: now))
+        nextID += 1
+    }
+
+    /// One turn of the server's loop with nothing to poll, at the caller's `now` (the
+    /// `iec104-session` fuzz target, on streams in memory): every connection reads what its stream
+    /// holds, then the rest of the turn runs as after a `poll`.
+    package func turn(now: MonotonicInstant) {
+        for connection in connections { receive(connection, now: now) }
+        settle(now: now)
+    }
+
+    /// The turn after the reads: expired selects dropped; each connection's timers; each open
+    /// connection's answers and events sent, its output flushed and bounded; closed ones reaped.
+    private func settle(now: MonotonicInstant) {
             selections = selections.filter { $0.value.expires > now }
             for connection in connections where connection.closeReason == nil {
                 if !connection.spoke, now >= connection.acceptedAt + settings.t0 {
@@ -205,11 +231,6 @@ public final class OutstationServer: @unchecked Sendable {
                 bound(connection)
             }
             reap()
-        }
-        for connection in connections {
-            connection.closeReason = "bessd stops"
-        }
-        reap()
     }
 
     private func acceptAll(_ listener: TCPListener, now: MonotonicInstant) {
