@@ -111,7 +111,9 @@ enum IEC104Harness {
         }
     }
 
-    /// Frames from the standard and grid-interfaces.md §2.2, alone and as one stream.
+    /// Frames from the standard and grid-interfaces.md §2.2 (every type the codec knows, both
+    /// directions), alone and as one stream; the stream again with S-frames and TESTFR between the
+    /// I-frames; and the APDUs c104 (lib60870) exchanged in its own session, each side as a stream.
     static func seeds() -> [[UInt8]] {
         let time = CP56Time2a(year: 26, month: 11, day: 27, hour: 2, minute: 14, milliseconds: 7_621)
         func asdu(_ type: TypeID, _ cause: Cause, _ elements: [InformationElement], sequence: Bool = false) -> [UInt8] {
@@ -129,6 +131,13 @@ enum IEC104Harness {
             asdu(.setpointFloat, .activation, [.setpointFloat(-4, SetpointQualifier(select: true))]),
             asdu(.setpointFloatWithTime, .activation, [.setpointFloatWithTime(25, SetpointQualifier(select: false), time)]),
             asdu(.singleCommandWithTime, .activation, [.singleCommandWithTime(SingleCommand(on: true), time)]),
+            asdu(.singleCommand, .activation, [.singleCommand(SingleCommand(on: false, select: true))]),
+            asdu(.singleCommand, .deactivation, [.singleCommand(SingleCommand(on: true))]),
+            asdu(.doublePoint, .interrogatedByStation, [.doublePoint(.off, .good), .doublePoint(.intermediate, .invalid)], sequence: true),
+            asdu(.singlePointWithTime, .spontaneous, [.singlePointWithTime(true, .good, time)]),
+            asdu(.integratedTotals, .requestedByGeneralCounter, [.integratedTotals(BinaryCounterReading(value: -7, sequence: 3)), .integratedTotals(BinaryCounterReading(value: 12, sequence: 3))]),
+            asdu(.endOfInitialisation, .initialised, [.endOfInitialisation(0)]),
+            asdu(.interrogation, .activationConfirmation, [.interrogation(20)]),
             asdu(.clockSynchronisation, .activation, [.clockSynchronisation(time)]),
             asdu(.counterInterrogation, .activation, [.counterInterrogation(5)]),
             [102, 1, 6, 0, 1, 0, 0, 0, 0],  // C_RD_NA_1: an unknown type
@@ -140,6 +149,22 @@ enum IEC104Harness {
         stream += Frame.supervisory(receive: .zero).encoded() + Frame.unnumbered(.testFrameActivation).encoded()
             + Frame.unnumbered(.stopDataTransferActivation).encoded()
         let single = asdus.map { [UInt8(6)] + Frame.information(send: .zero, receive: .zero, asdu: $0).encoded() }
-        return [[0] + stream, [63] + stream, [2] + Frame.unnumbered(.testFrameActivation).encoded()] + single
+        // The outstation's link acknowledges each: an S-frame, a TESTFR act and con between I-frames.
+        var acknowledged = Frame.unnumbered(.startDataTransferActivation).encoded()
+        for (index, octets) in asdus.enumerated() {
+            acknowledged += Frame.information(send: SequenceNumber(UInt16(index)), receive: .zero, asdu: octets).encoded()
+            acknowledged += index % 3 == 0 ? Frame.supervisory(receive: .zero).encoded() : Frame.unnumbered(index % 3 == 1 ? .testFrameActivation : .testFrameConfirmation).encoded()
+        }
+        // c104's session (hil/peers/iec104_peer.py produce): the client's APDUs, then the server's.
+        let c104Client = ["680407000000", "680e0000000064010600070000000014", "681402000c00670106000700000000e287190e1b0b1a",
+                          "680e04000e0065010600070000000005", "681206001400320106000700b90b00000080c000"]
+        let c104Server = ["68040b000000", "680e0000020064010700070000000014", "680e02000200018114000700d1070001",
+                          "680e0400020003811400070035080002", "6812060002000d8114000700e903000000544100",
+                          "681908000200248114000700ed03000000764200c187190e1b0b1a", "680e0a00020064010a00070000000014",
+                          "68140c000400670107000700000000e287190e1b0b1a", "680e0e00060065010700070000000005",
+                          "6812100006000f8125000700a10f0040e2010000", "680e1200060065010a00070000000005",
+                          "681214000800320107000700b90b00000080c000", "681916000800240103000700ed03000000794200e387190e1b0b1a"]
+        return [[0] + stream, [63] + stream, [2] + Frame.unnumbered(.testFrameActivation).encoded(), [17] + acknowledged,
+                [63] + c104Client.flatMap(IEC104SessionHarness.hexOctets), [5] + c104Server.flatMap(IEC104SessionHarness.hexOctets)] + single
     }
 }
