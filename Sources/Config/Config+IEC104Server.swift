@@ -1,4 +1,5 @@
-import ControlCore
+public import ControlCore
+public import TLSTransport
 internal import Yams
 
 /// One signal of the outstation's point list (docs/iec104.md): its configuration name, its default
@@ -118,6 +119,8 @@ public struct IEC104ServerConfiguration: Sendable, Equatable {
     /// Address and deadband per signal (`points`), defaults from `IEC104Signal`.
     public var addresses: [IEC104Signal: UInt32] = [:]
     public var deadbands: [IEC104Signal: Double] = [:]
+    /// `tls`: IEC 62351-3 on the listen port (docs/iec104.md, docs/tls.md); nil serves plain TCP.
+    public var tls: IEC104TLSConfiguration?
 
     public init() {}
 
@@ -128,20 +131,23 @@ public struct IEC104ServerConfiguration: Sendable, Equatable {
 
     /// The keys of `iec104` this struct reads.
     static let keyNames = ["listen", "common_address", "t0_s", "t1_s", "t2_s", "t3_s", "k", "w", "time_zone_offset_minutes",
-                           "max_command_delay_s", "select_timeout_s", "max_connections", "event_queue", "groups", "points"]
+                           "max_command_delay_s", "select_timeout_s", "max_connections", "event_queue", "groups", "points", "tls"]
     static let groupKeys = ConfigKeys("iec104.groups[]", ["name", "allow_from", "commands"])
     static let pointKeys = ConfigKeys("iec104.points[]", ["signal", "ioa", "deadband"])
 
     /// Reads the outstation's keys of `iec104:` (the caller finishes the section).
     static func decode(_ fields: ConfigReader.Fields, _ r: ConfigReader) -> IEC104ServerConfiguration {
         var c = IEC104ServerConfiguration()
+        c.tls = IEC104TLSConfiguration.decode(fields.fields("tls"), r)
+        // IEC 62351-3's port unless listen names one.
+        if c.tls != nil { c.port = IEC104TLSConfiguration.defaultPort }
         if let listen = fields.string("listen", pattern: { text in
             let parts = text.split(separator: ":")
             return parts.count == 2 && UInt16(parts[1]).map { $0 > 0 } == true && IPv4Network.parse(String(parts[0])) != nil
         }, rule: "must be IPV4:PORT, e.g. 127.0.0.1:2404") {
             let parts = listen.split(separator: ":")
             c.host = String(parts[0])
-            c.port = Int(parts[1]) ?? 2404
+            c.port = Int(parts[1]) ?? c.port
         }
         c.commonAddress = UInt16(fields.int("common_address", default: 1, range: 1...65534)!)
         func seconds(_ key: String, _ value: Double, _ range: ClosedRange<Double>) -> Duration {
@@ -218,5 +224,90 @@ public struct IEC104ServerConfiguration: Sendable, Equatable {
             seen[address] = signal
         }
         return c
+    }
+}
+
+/// `iec104.tls`: the outstation's TLS (IEC 62351-3) — bessd's certificate and key, the CA every
+/// control centre's client certificate must chain to, optionally an allow-list of client
+/// certificates and a CRL. The files are read when the configuration is checked (a file that
+/// cannot be read or does not fit is a configuration error) and again when the outstation starts.
+public struct IEC104TLSConfiguration: Sendable, Equatable {
+    /// The listen port with TLS when `listen` names none (IEC 62351-3, lib60870's default).
+    public static let defaultPort = 19998
+
+    /// `cert_file`: PEM, bessd's certificate then any intermediates.
+    public var certificateFile: String
+    /// `key_file`: PEM, its unencrypted key.
+    public var keyFile: String
+    /// `ca_file`: PEM, the CA(s) client certificates must chain to.
+    public var caFile: String
+    /// `allow_certificates`: SHA-256 fingerprints (64 hex digits, lower case) of the only client
+    /// certificates accepted; nil accepts every certificate the CA vouches for.
+    public var allowedCertificates: [String]?
+    /// `crl_file`: PEM, the CA's revocation list; a revoked client is refused.
+    public var crlFile: String?
+    /// `handshake_timeout_s`: a connection not authenticated within this is closed, so a silent
+    /// or slow peer cannot hold a connection slot.
+    public var handshakeTimeout: Duration
+
+    public init(certificateFile: String, keyFile: String, caFile: String, allowedCertificates: [String]? = nil,
+                crlFile: String? = nil, handshakeTimeout: Duration = .seconds(10)) {
+        self.certificateFile = certificateFile
+        self.keyFile = keyFile
+        self.caFile = caFile
+        self.allowedCertificates = allowedCertificates
+        self.crlFile = crlFile
+        self.handshakeTimeout = handshakeTimeout
+    }
+
+    /// The TLS server context these files make: TLS 1.2 or newer, mutual authentication against
+    /// the CA, the allow-list and CRL, no NULL, export or anonymous suites.
+    /// - Throws: `TLS_CONTEXT_FAILED` naming the file OpenSSL could not use, with its reason.
+    public func serverContext() throws(TLSError) -> TLSServerContext {
+        try TLSServerContext(certificateFile: certificateFile, privateKeyFile: keyFile, caFile: caFile,
+                             allowedPeers: allowedCertificates, crlFile: crlFile)
+    }
+
+    /// The keys of `iec104.tls`.
+    static let keys = ConfigKeys("iec104.tls", ["cert_file", "key_file", "ca_file", "allow_certificates", "crl_file", "handshake_timeout_s"])
+
+    /// `iec104.tls:`; nil when absent or when a required file is missing (an error is reported).
+    /// Builds the context once, so a file that cannot be read, a key that does not belong to the
+    /// certificate or a CRL OpenSSL refuses is reported here, at check-config and reload.
+    static func decode(_ fields: ConfigReader.Fields?, _ r: ConfigReader) -> IEC104TLSConfiguration? {
+        guard let fields else { return nil }
+        func path(_ key: String, required: Bool) -> String? {
+            let value = fields.string(key, pattern: { $0.hasPrefix("/") }, rule: "must be an absolute path")
+            if value == nil, required, !fields.has(key) { r.error(fields.node, fields.child(key), "is required with iec104.tls") }
+            return value
+        }
+        let certificate = path("cert_file", required: true)
+        let key = path("key_file", required: true)
+        let ca = path("ca_file", required: true)
+        let crl = path("crl_file", required: false)
+        var allowed: [String]?
+        if let list = fields.sequence("allow_certificates") {
+            allowed = []
+            for (index, item) in list.enumerated() {
+                guard let text = item.string, let fingerprint = TLSPeer.normalizedFingerprint(text) else {
+                    r.error(item, fields.child("allow_certificates[\(index)]"),
+                            "must be a SHA-256 fingerprint: 64 hex digits, colons allowed (openssl x509 -noout -fingerprint -sha256)",
+                            got: ConfigReader.shown(item))
+                    continue
+                }
+                allowed?.append(fingerprint)
+            }
+        }
+        let timeout = fields.double("handshake_timeout_s", default: 10, range: 1...60, unit: "seconds")!
+        fields.finish(Self.keys)
+        guard let certificate, let key, let ca else { return nil }
+        let configuration = IEC104TLSConfiguration(certificateFile: certificate, keyFile: key, caFile: ca, allowedCertificates: allowed,
+                                                   crlFile: crl, handshakeTimeout: .seconds(fromDouble: timeout))
+        do {
+            _ = try configuration.serverContext()
+        } catch {
+            r.error(fields.node, fields.path, "\(error)")
+        }
+        return configuration
     }
 }

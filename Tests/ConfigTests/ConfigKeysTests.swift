@@ -125,6 +125,13 @@ struct ConfigKeysTests {
           event_queue: 1000
           groups: [{name: sldc, allow_from: [10.0.0.5], commands: [agc]}]
           points: [{signal: net_mw, ioa: 1101, deadband: 0.002}]
+          tls:
+            cert_file: /etc/bessd/iec104/bessd.pem
+            key_file: /etc/bessd/iec104/bessd.key
+            ca_file: /etc/bessd/iec104/ca.pem
+            allow_certificates: []
+            crl_file: /etc/bessd/iec104/crl.pem
+            handshake_timeout_s: 10
         """
 
     @Test("each section's decoder reads exactly the keys it declares, and every section is declared")

@@ -1,5 +1,7 @@
 import ControlCore
 @testable import Config
+import Foundation
+import TestSupport
 import Testing
 
 /// `iec104.agc`: the regulation band and expiry a site declares to the grid operator's AGC.
@@ -29,6 +31,65 @@ struct IEC104ConfigTests {
         } catch {
             #expect(error.diagnostics.count == 1 && error.diagnostics.first?.line == 5, "\(error)")
             #expect(error.diagnostics.first?.keyPath == "iec104.agc.\(key)", "\(error)")
+        }
+    }
+}
+
+/// `iec104.tls`: the outstation's TLS files, read when the configuration is (check-config, reload).
+@Suite("iec104.tls")
+struct IEC104TLSConfigTests {
+    /// `iec104.tls` with the fixture's files, `overrides` replacing single lines (`key_file: …`).
+    static func yaml(_ pki: TLSFixture, listen: String? = nil, _ lines: [String] = []) -> String {
+        var keys = ["cert_file": "cert_file: \(pki.path("server.pem"))", "key_file": "key_file: \(pki.path("server.key"))",
+                    "ca_file": "ca_file: \(pki.path("ca.pem"))"]
+        var extra: [String] = []
+        for line in lines {
+            let key = String(line.prefix { $0 != ":" })
+            if keys[key] != nil { keys[key] = line.hasSuffix(": -") ? nil : line } else { extra.append(line) }
+        }
+        let body = (["cert_file", "key_file", "ca_file"].compactMap { keys[$0] } + extra).map { "    \($0)\n" }.joined()
+        return IEC104ConfigTests.units + "iec104:\n" + (listen.map { "  listen: \($0)\n" } ?? "") + "  tls:\n" + body
+    }
+
+    @Test("present: port 19998 unless listen names one, fingerprints normalised, handshake timeout 10 s; absent: plain on 2404")
+    func values() throws {
+        let pki = try TLSFixture()
+        let plain = try ConfigLoader.parse(IEC104ConfigTests.units + "iec104: {}\n", file: "a.yaml")
+        #expect(plain.iec104?.server.port == 2404 && plain.iec104?.server.tls == nil)
+        let tls = try ConfigLoader.parse(Self.yaml(pki), file: "b.yaml").iec104?.server
+        #expect(tls?.port == 19998 && tls?.tls?.caFile == pki.path("ca.pem") && tls?.tls?.handshakeTimeout == .seconds(10))
+        #expect(tls?.tls?.allowedCertificates == nil && tls?.tls?.crlFile == nil)
+        let fingerprint = try pki.fingerprint("client")
+        let listed = try ConfigLoader.parse(Self.yaml(pki, listen: "127.0.0.1:3000", [
+            "allow_certificates: [\"\(fingerprint)\"]", "crl_file: \(pki.path("crl.pem"))", "handshake_timeout_s: 3",
+        ]), file: "c.yaml").iec104?.server
+        #expect(listed?.port == 3000 && listed?.tls?.crlFile == pki.path("crl.pem") && listed?.tls?.handshakeTimeout == .seconds(3))
+        #expect(listed?.tls?.allowedCertificates == [fingerprint.replacingOccurrences(of: ":", with: "").lowercased()])
+    }
+
+    @Test("a missing, unreadable or mismatched file, a bad fingerprint or CRL is a coded configuration error at its key, never a crash",
+          arguments: [
+              (["key_file: -"], "iec104.tls.key_file", "is required"),
+              (["cert_file: /nonexistent/bessd.pem"], "iec104.tls", "TLS_CONTEXT_FAILED"),
+              (["key_file: @client.key"], "iec104.tls", "TLS_CONTEXT_FAILED"),
+              (["ca_file: @client.key"], "iec104.tls", "TLS_CONTEXT_FAILED"),
+              (["crl_file: @client.pem"], "iec104.tls", "TLS_CONTEXT_FAILED"),
+              (["cert_file: server.pem"], "iec104.tls.cert_file", "absolute path"),
+              (["allow_certificates: [\"AB:CD\"]"], "iec104.tls.allow_certificates[0]", "SHA-256 fingerprint"),
+              (["handshake_timeout_s: 0"], "iec104.tls.handshake_timeout_s", "from 1 to 60"),
+              (["ciphers: NULL"], "iec104.tls.ciphers", "unknown key"),
+          ])
+    func refused(lines: [String], keyPath: String, message: String) throws {
+        let pki = try TLSFixture()
+        // `@name` stands for the fixture's file of that name.
+        let resolved = lines.map { $0.replacingOccurrences(of: "@", with: pki.directory.path + "/") }
+        do {
+            _ = try ConfigLoader.parse(Self.yaml(pki, resolved), file: "d.yaml")
+            Issue.record("accepted \(lines)")
+        } catch {
+            #expect(error.diagnostics.count == 1, "\(error)")
+            #expect(error.diagnostics.first?.keyPath == keyPath && error.diagnostics.first?.code == .invalid, "\(error)")
+            #expect(error.diagnostics.first?.message.contains(message) == true && error.diagnostics.first?.line != nil, "\(error)")
         }
     }
 }
