@@ -5,6 +5,7 @@ public import Cycle
 import Glibc
 public import IEC104
 public import Synchronization
+public import TLSTransport
 
 /// The IEC 60870-5-104 outstation (controlled station): the site served to the grid operator's
 /// control centres on a thread of its own, never the cycle's or the watchdog's (docs/iec104.md).
@@ -32,6 +33,9 @@ public final class OutstationServer: @unchecked Sendable {
     let log: @Sendable (OutstationLogCode, String, [String: String]) -> Void
     let timeBase: TimeBase
     let linkSettings: LinkSettings
+    /// IEC 62351-3: every accepted connection is authenticated with this before IEC 104 flows;
+    /// nil serves plain TCP.
+    let tlsContext: TLSServerContext?
     /// The monotonic clock of every timer: t0–t3, the select timeout, sampling, the journal's
     /// budget (`SystemClock` in bessd, a `ManualClock` in tests that step time).
     let clock: any MonotonicClock
@@ -63,6 +67,9 @@ public final class OutstationServer: @unchecked Sendable {
         var spoke = false
         var initialised = false
         var closeReason: String?
+        /// The TLS handshake is done (always true without TLS): until then no frame is read and the
+        /// connection is closed when `iec104.tls.handshake_timeout_s` passes.
+        var authenticated: Bool
         /// The journal lines this peer's input has caused in the current window.
         var journal: JournalBudget
 
@@ -72,6 +79,7 @@ public final class OutstationServer: @unchecked Sendable {
             self.group = group
             self.link = link
             acceptedAt = now
+            authenticated = !(stream is TLSStream)
             journal = JournalBudget(start: now)
         }
     }
@@ -111,12 +119,16 @@ public final class OutstationServer: @unchecked Sendable {
     private var site = SiteStatus()
 
     /// `log(code, message, fields)` is called on the server thread; `fields` are journald BESS_* fields.
+    /// `tlsContext` is made from `settings.tls` (`IEC104TLSConfiguration.serverContext()`) when it is
+    /// set: with it every connection is TLS, never plain.
     /// `clock` times every timer (t0–t3, select timeout, sampling, the journal's budget); the time
     /// tags of events and the age of time-tagged commands are wall-clock time.
     public init(settings: IEC104ServerConfiguration, description: StationDescription, shared: SharedState,
                 samplePeriod: Duration = .milliseconds(100), clock: any MonotonicClock = SystemClock.shared,
+                tlsContext: TLSServerContext? = nil,
                 log: @escaping @Sendable (OutstationLogCode, String, [String: String]) -> Void) {
         self.settings = settings
+        self.tlsContext = tlsContext
         self.clock = clock
         self.shared = shared
         self.samplePeriod = samplePeriod
@@ -168,6 +180,7 @@ public final class OutstationServer: @unchecked Sendable {
             for connection in connections {
                 if let d = connection.link.nextDeadline { deadline = min(deadline, d) }
                 if !connection.spoke { deadline = min(deadline, connection.acceptedAt + settings.t0) }
+                if !connection.authenticated { deadline = min(deadline, connection.acceptedAt + handshakeTimeout) }
             }
             for selection in selections.values { deadline = min(deadline, selection.expires) }
             for connection in connections where connection.journal.suppressed > 0 {
@@ -216,6 +229,11 @@ public final class OutstationServer: @unchecked Sendable {
     private func settle(now: MonotonicInstant) {
             selections = selections.filter { $0.value.expires > now }
             for connection in connections where connection.closeReason == nil {
+                if !connection.authenticated, now >= connection.acceptedAt + handshakeTimeout {
+                    refuseTLS(connection, code: "\(TLSError.Code.handshakeFailed)",
+                              reason: "TLS handshake not completed within \(handshakeTimeout) (iec104.tls.handshake_timeout_s)")
+                    continue
+                }
                 if !connection.spoke, now >= connection.acceptedAt + settings.t0 {
                     connection.closeReason = "nothing received within t0 = \(settings.t0)"
                     log(.idle, "IEC 104 connection from \(connection.stream.peer) closed: \(connection.closeReason!)",
@@ -234,7 +252,18 @@ public final class OutstationServer: @unchecked Sendable {
     }
 
     private func acceptAll(_ listener: TCPListener, now: MonotonicInstant) {
-        while let stream = listener.accept() {
+        while let tcp = listener.accept() {
+            let stream: any ByteStream
+            if let tlsContext {
+                do { stream = try TLSStream(over: tcp, context: tlsContext) } catch {
+                    connectionsRefused.add(1, ordering: .relaxed)
+                    log(.tlsRefused, "IEC 104 connection from \(tcp.peer) refused: \(error)", ["BESS_PEER": tcp.peer, "BESS_TLS_ERROR": "\(error.code)"])
+                    tcp.close()
+                    continue
+                }
+            } else {
+                stream = tcp
+            }
             guard let group = Self.group(of: stream.peerAddress, in: settings.groups) else {
                 connectionsRefused.add(1, ordering: .relaxed)
                 log(.peerRefused, "IEC 104 connection from \(stream.peer) refused: in no iec104.groups allow_from", ["BESS_PEER": stream.peer])
@@ -251,6 +280,8 @@ public final class OutstationServer: @unchecked Sendable {
             connections.append(Connection(id: nextID, stream: stream, group: group, link: Link(settings: linkSettings, now: now), now: now))
             nextID += 1
             connected.store(connections.count, ordering: .relaxed)
+            // A TLS connection is named once its certificate is verified (`handshakeDone`).
+            guard tlsContext == nil else { continue }
             log(.connected, "IEC 104 connection from \(stream.peer) (group \(settings.groups[group].name))",
                 ["BESS_PEER": stream.peer, "BESS_GROUP": settings.groups[group].name])
         }
@@ -261,7 +292,9 @@ public final class OutstationServer: @unchecked Sendable {
     private func receive(_ connection: Connection, now: MonotonicInstant) {
         var budget = 16_384
         while budget > 0, connection.closeReason == nil {
-            switch connection.stream.read(limit: 4096) {
+            let read = connection.stream.read(limit: 4096)
+            if !connection.authenticated, !handshakeDone(connection, read) { return }
+            switch read {
             case .bytes(let bytes):
                 budget -= bytes.count
                 connection.spoke = true
@@ -284,6 +317,42 @@ public final class OutstationServer: @unchecked Sendable {
                 return
             }
         }
+    }
+
+    /// How long a TLS connection may take to authenticate.
+    private var handshakeTimeout: Duration { settings.tls?.handshakeTimeout ?? settings.t0 }
+
+    /// After a read of a connection still in its TLS handshake: false while the handshake goes on
+    /// or when it failed (the connection is then refused); true once the peer is authenticated,
+    /// when it is named in the journal by its certificate's subject.
+    private func handshakeDone(_ connection: Connection, _ read: StreamRead) -> Bool {
+        guard let tls = connection.stream as? TLSStream else { return true }
+        if let failure = tls.failure {
+            refuseTLS(connection, code: "\(failure.code)", reason: failure.description)
+            return false
+        }
+        guard tls.authenticatedPeer != nil else {
+            if case .closed = read {
+                refuseTLS(connection, code: "\(TLSError.Code.handshakeFailed)", reason: "the peer closed the connection during the TLS handshake")
+            }
+            return false
+        }
+        connection.authenticated = true
+        let group = settings.groups[connection.group].name
+        log(.connected, "IEC 104 TLS connection from \(tls.address) authenticated as \(tls.peer) (group \(group))",
+            ["BESS_PEER": tls.peer, "BESS_PEER_ADDRESS": tls.address, "BESS_GROUP": group])
+        return true
+    }
+
+    /// Closes a connection whose TLS handshake failed or did not finish, with the coded reason
+    /// (`TLS_PEER_UNTRUSTED`, …) and the peer's address.
+    private func refuseTLS(_ connection: Connection, code: String, reason: String) {
+        guard connection.closeReason == nil else { return }
+        connectionsRefused.add(1, ordering: .relaxed)
+        let address = (connection.stream as? TLSStream)?.address ?? connection.stream.peer
+        connection.closeReason = "TLS refused: \(code)"
+        log(.tlsRefused, "IEC 104 connection from \(address) refused: \(reason)",
+            ["BESS_PEER": address, "BESS_TLS_ERROR": code, "BESS_GROUP": settings.groups[connection.group].name])
     }
 
     private func received(_ frame: Frame, on connection: Connection, now: MonotonicInstant) {
@@ -502,6 +571,9 @@ public final class OutstationServer: @unchecked Sendable {
 /// The outstation's journal codes (`BESS_CODE`).
 public enum OutstationLogCode: String, Sendable {
     case connected = "IEC104_CONNECTED"
+    /// A connection refused in its TLS handshake (`BESS_TLS_ERROR`: the `TLSError` code) or for
+    /// not finishing it in time.
+    case tlsRefused = "IEC104_TLS_REFUSED"
     case closed = "IEC104_CLOSED"
     case peerRefused = "IEC104_PEER_REFUSED"
     case connectionsFull = "IEC104_CONNECTIONS_FULL"

@@ -12,6 +12,8 @@ public final class TLSStream: ByteStream {
     private let tls: TLSConnection
     /// The peer's address and port until the handshake is done, then its certificate's subject.
     public private(set) var peer: String
+    /// The peer's address and port, for the journal beside the subject (`BESS_PEER_ADDRESS`).
+    public var address: String { tcp.peer }
     /// The refusal or failure that ended the stream, for the journal; nil while it is well.
     public private(set) var failure: TLSError?
     private var established = false

@@ -7,6 +7,7 @@ import ControlCore
 import Logging
 import Scada
 import Outstation
+import TLSTransport
 
 /// The servers operators and plant SCADA talk to: the control socket and /metrics on one thread
 /// (`ServiceServer`), and the site as a SunSpec device on TCP and, when `scada.serial` names one, an
@@ -68,21 +69,30 @@ extension Daemon {
         let description = StationDescription(
             ratingsW: configuration.units.map { $0.maxPowerKW * 1000 }, capacitiesWh: configuration.units.map { $0.capacityKWh * 1000 },
             hasMeter: configuration.site.meter != nil, frequencyResponseEnabled: configuration.grid.droop.enabled)
+        // With iec104.tls every connection is TLS: files that no longer load mean no outstation, never a plain one.
+        var tlsContext: TLSServerContext?
+        if let tls = settings.tls {
+            do { tlsContext = try tls.serverContext() } catch {
+                logger.error("IEC 104 not served on \(settings.host):\(settings.port): iec104.tls: \(error)",
+                             metadata: ["BESS_CODE": "IEC104_LISTEN_FAILED", "BESS_TLS_ERROR": "\(error.code)", "MESSAGE_ID": "\(MessageID.iec104)"])
+                return
+            }
+        }
         let server = OutstationServer(settings: settings, description: description, shared: shared,
-                                      samplePeriod: .milliseconds(Int64(max(50, configuration.periodMs)))) { code, message, fields in
+                                      samplePeriod: .milliseconds(Int64(max(50, configuration.periodMs))), tlsContext: tlsContext) { code, message, fields in
             var metadata: Logger.Metadata = ["BESS_CODE": "\(code.rawValue)",
                                              "MESSAGE_ID": "\(code.isCommand ? MessageID.iec104Command : MessageID.iec104)"]
             for (key, value) in fields { metadata[key] = "\(value)" }
             audit.note(code, message, fields)
             switch code {
-            case .protocolError, .backlog, .commandRefused, .peerRefused, .connectionsFull, .internalError: logger.warning("\(message)", metadata: metadata)
+            case .protocolError, .backlog, .commandRefused, .peerRefused, .tlsRefused, .connectionsFull, .internalError: logger.warning("\(message)", metadata: metadata)
             default: logger.notice("\(message)", metadata: metadata)
             }
         }
         do {
             try server.start()
             outstation = server
-            logger.notice("IEC 104: the outstation listens on \(settings.host):\(server.port), common address \(settings.commonAddress), groups \(settings.groups.map(\.name).joined(separator: ", "))",
+            logger.notice("IEC 104: the outstation listens on \(settings.host):\(server.port)\(tlsContext == nil ? "" : " (TLS, mutual authentication)"), common address \(settings.commonAddress), groups \(settings.groups.map(\.name).joined(separator: ", "))",
                           metadata: ["BESS_CODE": "IEC104_LISTENING", "MESSAGE_ID": "\(MessageID.iec104)"])
         } catch {
             logger.error("IEC 104 not served on \(settings.host):\(settings.port): \(error)",

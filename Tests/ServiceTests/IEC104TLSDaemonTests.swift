@@ -1,0 +1,188 @@
+import Foundation
+import Glibc
+import IEC104
+import TestSupport
+import Testing
+
+/// socat's OpenSSL client in front of a plain IEC 104 client (c104 2.2.1's own TLS client fails its
+/// hostname check, docs/iec104.md): it listens on a loopback port of its own, takes one connection
+/// and carries it over TLS to bessd's outstation with the certificate it was given, verifying
+/// bessd's against the fixture's CA.
+final class TLSBridge {
+    let process = Process()
+    /// The plain port a client connects to.
+    let port = Loopback.freePort()
+    /// What socat said (`-d -d`), for a failure's message.
+    let log: String
+
+    /// - Parameter certificate: the fixture's name of the client certificate and key socat shows
+    ///   (`client`, `foreign`); nil for none.
+    init(to target: Int, pki: TLSFixture, certificate: String?) throws {
+        log = pki.path("socat-\(port).log")
+        var tls = "OPENSSL:127.0.0.1:\(target),cafile=\(pki.path("ca.pem")),verify=1,commonname=bessd-test-server"
+        if let certificate { tls += ",cert=\(pki.path("\(certificate).pem")),key=\(pki.path("\(certificate).key"))" }
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["socat", "-d", "-d", "-lf", log, "TCP-LISTEN:\(port),bind=127.0.0.1,reuseaddr", tls]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // Not probed by connecting: without fork socat serves the one connection that would be.
+        guard waitFor(seconds: 10, { Self.listens(port) }) else { throw FixtureFailure("socat does not listen on \(port): \(said)") }
+    }
+
+    /// What socat logged so far.
+    var said: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+
+    /// True when a socket listens on 127.0.0.1:`port` (from /proc/net/tcp, without connecting).
+    static func listens(_ port: Int) -> Bool {
+        let table = (try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8)) ?? ""
+        let local = "0100007F:" + String(format: "%04X", port)
+        return table.split(separator: "\n").contains { line in
+            let columns = line.split(separator: " ")
+            return columns.count > 3 && columns[1] == local && columns[3] == "0A"
+        }
+    }
+
+    /// SIGKILL: a child inherits the test runner's signal mask, in which SIGTERM may be blocked.
+    func stop() {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    deinit { stop() }
+}
+
+/// The outstation of a running bessd over TLS (IEC 62351-3, issue 46 §4): c104 through socat,
+/// refusals of untrusted, certificate-less, plain, silent, revoked and unlisted peers, each closing
+/// its own connection only.
+@Suite("IEC 104 over TLS: a running bessd's outstation", .serialized)
+struct IEC104TLSDaemonTests {
+    /// `IEC104DaemonTests.yaml` with `iec104.tls` from `pki` and a 2 s handshake timeout.
+    static func yaml(port: Int, pki: TLSFixture, extra: String = "") -> String {
+        IEC104DaemonTests.yaml(port: port).replacingOccurrences(of: "base_hz: 49.8", with: "base_hz: 50.0") + """
+
+              tls:
+                cert_file: \(pki.path("server.pem"))
+                key_file: \(pki.path("server.key"))
+                ca_file: \(pki.path("ca.pem"))
+                handshake_timeout_s: 2
+            """ + extra + "\n"
+    }
+
+    /// A raw station through `bridge` once it accepts; nil when it never did.
+    static func station(through port: Int) -> RawControlStation? {
+        var station: RawControlStation?
+        _ = waitFor(seconds: 10) { station = try? RawControlStation(port: port); return station != nil }
+        return station
+    }
+
+    /// STARTDT on `station`: true when confirmed and followed by end of initialisation (served).
+    static func served(_ station: RawControlStation) -> Bool {
+        station.send(.unnumbered(.startDataTransferActivation))
+        return station.next() == .unnumbered(.startDataTransferConfirmation) && station.asdu { $0.type == .endOfInitialisation } != nil
+    }
+
+    /// Refused: STARTDT gets no confirmation and the connection is closed.
+    static func refused(_ station: RawControlStation) -> Bool {
+        station.send(.unnumbered(.startDataTransferActivation))
+        var confirmed = false
+        let closed = waitFor(seconds: 10) {
+            if station.next(seconds: 0.5) == .unnumbered(.startDataTransferConfirmation) { confirmed = true }
+            return station.closed
+        }
+        return closed && !confirmed
+    }
+
+    /// The journal lines with `code`.
+    static func lines(_ text: String, _ code: String) -> [Substring] {
+        text.split(separator: "\n").filter { $0.contains("BESS_CODE=\(code)") }
+    }
+
+    @Test("c104 through socat's TLS client: interrogation equal to bessctl site --json, commands audited under the certificate's subject; another CA's client, one without a certificate, a plain TCP client and a silent one refused with coded lines; a good client served afterwards")
+    func c104OverTLS() throws {
+        let pki = try TLSFixture()
+        let port = Loopback.freePort()
+        let daemon = try RunningDaemon(yaml: Self.yaml(port: port, pki: pki))
+        var site: [String: Any] = [:]
+        let running = waitFor(seconds: 15) {
+            site = (try? daemon.request(["verb": "site"])) ?? [:]
+            return (site["units"] as? [[String: Any]] ?? []).compactMap { $0["soc_percent"] as? Double }.count == 2
+        }
+        #expect(running, "site: \(site)")
+
+        let bridge = try TLSBridge(to: port, pki: pki, certificate: "client")
+        let run = try Package.tool(["python3", "hil/peers/iec104_client.py", String(bridge.port), "7", "0.05", "0.02"])
+        #expect(run.status == 0, "iec104_client.py: \(run.err.suffix(600)) socat: \(bridge.said.suffix(600))")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(run.out.utf8)) as? [String: Any],
+                                "\(run.out.prefix(400)) socat: \(bridge.said.suffix(600))")
+        let ok = json["ok"] as? [String: Bool] ?? [:]
+        for step in ["connected", "startdt", "interrogation", "clock_sync", "counters", "agc_in_service", "agc_target", "setpoint_sbo"] {
+            #expect(ok[step] == true, "c104 over TLS: \(step) \(ok)")
+        }
+        site = try daemon.request(["verb": "site"])
+        let values = json["values"] as? [String: Any] ?? [:]
+        let soc = (site["units"] as? [[String: Any]] ?? []).compactMap { $0["soc_percent"] as? Double }.reduce(0, +) / 2
+        #expect((values["1005"] as? Double).map { abs($0 - soc) < 0.2 } == true, "1005 \(values["1005"] ?? "-") vs \(soc)")
+        #expect((values["1004"] as? Double).map { abs($0 - 50) < 0.001 } == true, "1004 \(values["1004"] ?? "-")")
+        #expect((values["1012"] as? Double).map { abs($0 - 0.2) < 1e-6 } == true, "1012 \(values["1012"] ?? "-")")
+        let agc = site["agc"] as? [String: Any] ?? [:]
+        #expect(agc["in_service"] as? Bool == true && (agc["target_w"] as? Double).map { abs($0 - 50_000) < 1 } == true, "agc: \(agc)")
+        bridge.stop()
+
+        // Refused in the handshake, each closing its own connection.
+        let foreign = try TLSBridge(to: port, pki: pki, certificate: "foreign")
+        #expect(Self.refused(try #require(Self.station(through: foreign.port))), "another CA's client")
+        let anonymous = try TLSBridge(to: port, pki: pki, certificate: nil)
+        #expect(Self.refused(try #require(Self.station(through: anonymous.port))), "a client without a certificate")
+        #expect(Self.refused(try RawControlStation(port: port)), "a plain TCP client speaking IEC 104")
+        // One that connects and says nothing loses its slot after handshake_timeout_s.
+        let silent = try RawControlStation(port: port)
+        #expect(silent.waitClosed(seconds: 15), "a silent client is closed")
+
+        let again = try TLSBridge(to: port, pki: pki, certificate: "client")
+        let served = Self.station(through: again.port).map(Self.served) ?? false
+        #expect(served, "a good client is served after the refusals: \(again.said.suffix(400))")
+
+        daemon.signal(SIGTERM)
+        let (_, text) = daemon.finish()
+        let subject = "\"O=Grid Operator,CN=scada-client\""
+        let commands = Self.lines(text, "IEC104_COMMAND")
+        #expect(commands.count == 4 && commands.allSatisfy { $0.contains("BESS_PEER=\(subject)") }, "commands name the subject: \(commands)")
+        let connected = Self.lines(text, "IEC104_CONNECTED")
+        #expect(connected.count == 2 && connected.allSatisfy { $0.contains("BESS_PEER=\(subject)") && $0.contains("BESS_PEER_ADDRESS=127.0.0.1:") },
+                "authenticated connections: \(connected)")
+        #expect(Self.lines(text, "IEC104_CLOCK_SYNC").contains { $0.contains("BESS_PEER=\(subject)") })
+        let refusals = Self.lines(text, "IEC104_TLS_REFUSED")
+        for code in ["TLS_PEER_UNTRUSTED", "TLS_PEER_NO_CERTIFICATE", "TLS_PROTOCOL_VERSION", "TLS_HANDSHAKE_FAILED"] {
+            #expect(refusals.contains { $0.contains("BESS_TLS_ERROR=\(code)") && $0.contains("BESS_PEER=127.0.0.1:") }, "\(code) in \(refusals)")
+        }
+        #expect(refusals.count == 4, "\(refusals)")
+    }
+
+    @Test("allow_certificates and crl_file: a client of the CA not on the list is refused TLS_PEER_NOT_ALLOWED, a revoked one TLS_PEER_REVOKED; the certificate the list names is served")
+    func allowListAndRevocation() throws {
+        let pki = try TLSFixture()
+        let port = Loopback.freePort()
+        // The list names another certificate of the same CA (the server's, which makes a valid client).
+        let listed = try pki.fingerprint("server")
+        let daemon = try RunningDaemon(yaml: Self.yaml(port: port, pki: pki, extra: """
+
+                allow_certificates: ["\(listed)"]
+                crl_file: \(pki.path("crl.pem"))
+            """))
+        #expect(waitFor(seconds: 15) { Loopback.listening(port) }, "bessd listens")
+        let unlisted = try TLSBridge(to: port, pki: pki, certificate: "client")
+        #expect(Self.refused(try #require(Self.station(through: unlisted.port))), "the client the list leaves out")
+        let revoked = try TLSBridge(to: port, pki: pki, certificate: "revoked")
+        #expect(Self.refused(try #require(Self.station(through: revoked.port))), "the revoked client")
+        let named = try TLSBridge(to: port, pki: pki, certificate: "server")
+        let served = Self.station(through: named.port).map(Self.served) ?? false
+        #expect(served, "the listed certificate is served: \(named.said.suffix(400))")
+        daemon.signal(SIGTERM)
+        let (_, text) = daemon.finish()
+        let refusals = Self.lines(text, "IEC104_TLS_REFUSED")
+        #expect(refusals.contains { $0.contains("BESS_TLS_ERROR=TLS_PEER_NOT_ALLOWED") && $0.contains("CN=scada-client") }, "\(refusals)")
+        #expect(refusals.contains { $0.contains("BESS_TLS_ERROR=TLS_PEER_REVOKED") }, "\(refusals)")
+        #expect(Self.lines(text, "IEC104_CONNECTED").contains { $0.contains("BESS_PEER=\"CN=bessd-test-server\"") })
+    }
+}
