@@ -9,9 +9,10 @@ SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 
 # Build-time packages: the C libraries bessd links (OpenSSL for the grid links' TLS), and pkg-config to find them.
 DEBIAN_PACKAGES := pkg-config libmodbus-dev libsocketcan-dev libsystemd-dev libmosquitto-dev libssl-dev
-# Test-time peers no one here wrote: mbpoll (Modbus client), can-utils, socat (RTU pty pairs), python3-pip;
-# gnuplot renders the scenario plots; mosquitto (+ clients), postgresql and openssl are the real broker,
-# database and certificates of the MQTT tests (started on loopback ports the tests pick, stopped by them);
+# Test-time peers no one here wrote: mbpoll (Modbus client), can-utils, socat (RTU pty pairs, and the OpenSSL
+# client in front of c104 for the 104 outstation's TLS), python3-pip; gnuplot renders the scenario plots;
+# mosquitto (+ clients), postgresql and openssl are the real broker, database and certificates of the
+# MQTT and TLS tests (started on loopback ports the tests pick, stopped by them);
 # chromium renders bess-aggregator's status page.
 TEST_PACKAGES := mbpoll can-utils socat python3-pip systemd dpkg-dev gnuplot-nox mosquitto mosquitto-clients postgresql openssl curl chromium
 
