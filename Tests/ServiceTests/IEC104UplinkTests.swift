@@ -24,7 +24,7 @@ struct IEC104UplinkTests {
         }.filter { $0["kind"] as? String == kind }
     }
 
-    @Test("bessd with iec104 and an uplink to bess-aggregator: an accepted AGC setpoint and one outside the band reach the aggregator as events with their code, IOA, value, peer and outcome; /metrics counts them by code; the AGC signal's expiry arrives as AGC_SIGNAL_LOST")
+    @Test("bessd with iec104 and an uplink to bess-aggregator: an accepted AGC setpoint, one outside the band, a select, its execute and a cancel of nothing reach the aggregator as events with their code, IOA, value, peer and outcome; /metrics counts them by code; the AGC signal's expiry arrives as AGC_SIGNAL_LOST")
     func outcomesReachTheAggregator() throws {
         let dir = NSTemporaryDirectory() + "bessd-iec104-uplink-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -56,10 +56,21 @@ struct IEC104UplinkTests {
         #expect(inside.map(\.cause.cause) == [.activationConfirmation, .activationTermination] && !inside.contains { $0.cause.negative },
                 "0.05 MW accepted: \(inside)")
 
+        // Select-before-operate of the site setpoint: the select and the execute accepted; a cancel
+        // with nothing selected refused.
+        let select = try IEC104DaemonTests.command(station, .setpointFloat(0.01, SetpointQualifier(select: true)), at: 3002)
+        #expect(select.count == 1 && select.first?.cause.negative == false, "select: \(select)")
+        let execute = try IEC104DaemonTests.command(station, .setpointFloat(0.01, SetpointQualifier(select: false)), at: 3002)
+        #expect(execute.map(\.cause.cause) == [.activationConfirmation, .activationTermination], "execute: \(execute)")
+        try station.send(ASDU(type: .setpointFloat, cause: CauseOfTransmission(cause: .deactivation), commonAddress: 7,
+                              objects: [InformationObject(address: 3002, element: .setpointFloat(0.01, SetpointQualifier(select: true)))]))
+        let cancel = station.asdu { $0.type == .setpointFloat }
+        #expect(cancel?.cause.cause == .deactivationConfirmation && cancel?.cause.negative == true, "cancel: \(String(describing: cancel))")
+
         var commands: [[String: Any]] = []
         let arrived = waitFor(seconds: 20) {
             commands = Self.storedEvents(dir + "/agg.sqlite", site: "IEC_SITE", kind: OutstationAudit.kind)
-            return commands.count >= 3
+            return commands.count >= 6
         }
         #expect(arrived, "the aggregator's iec104_command events: \(commands)")
         func message(_ event: [String: Any]) -> String { event["message"] as? String ?? "" }
@@ -72,12 +83,17 @@ struct IEC104UplinkTests {
                     "event \(String(describing: event))")
             #expect(event?["unit"] as? String == "site")
         }
-        #expect(commands.filter { $0["code"] as? String == "IEC104_COMMAND" }.count == 2, "AGC in service and the target: \(commands)")
+        let siteSetpoint = commands.filter { message($0).contains("(IOA 3002) = 0.01 ") }.map { "\($0["code"] ?? "-") \(message($0))" }
+        #expect(siteSetpoint.count == 3 && siteSetpoint[0].hasPrefix("IEC104_COMMAND IEC 104 select ") && siteSetpoint[1].hasPrefix("IEC104_COMMAND IEC 104 execute ")
+                    && siteSetpoint[2].hasPrefix("IEC104_COMMAND_REFUSED ") && siteSetpoint[2].contains("refused, COMMAND_NOT_SELECTED"),
+                "select, execute, cancel: \(siteSetpoint)")
+        #expect(commands.filter { $0["code"] as? String == "IEC104_COMMAND" }.count == 4, "AGC in service, its target, select, execute: \(commands)")
 
         // /metrics: by result and code (the refusal's code), beside the totals.
-        #expect(metric(metricsPort, #"bessd_iec104_command_outcomes_total{result="accepted",code="IEC104_COMMAND"}"#) == 2)
+        #expect(metric(metricsPort, #"bessd_iec104_command_outcomes_total{result="accepted",code="IEC104_COMMAND"}"#) == 4)
         #expect(metric(metricsPort, #"bessd_iec104_command_outcomes_total{result="refused",code="AGC_OUTSIDE_BAND"}"#) == 1)
-        #expect(metric(metricsPort, #"bessd_iec104_commands_total{result="refused"}"#) == 1)
+        #expect(metric(metricsPort, #"bessd_iec104_command_outcomes_total{result="refused",code="COMMAND_NOT_SELECTED"}"#) == 1)
+        #expect(metric(metricsPort, #"bessd_iec104_commands_total{result="refused"}"#) == 2)
 
         // Not refreshed within expiry_s: the journal's AGC_SIGNAL_LOST is an uplink event with that code.
         var lost: [[String: Any]] = []
