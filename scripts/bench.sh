@@ -260,7 +260,7 @@ fi
 #     plant): an AGC target (C_SE_NC_1 on 3001) → the timed unit's first setpoint on its wire towards
 #     it; a frequency change at the plant's registers → its spontaneous M_ME_TF_1 (IOA 1004); at
 #     100 ms and 10 ms. Then the jitter run at 100 ms with the outstation on and four stations
-#     (four groups) sending a station interrogation every second.
+#     (four groups) sending a station interrogation every second; and c104's own receive hop.
 if want iec104; then
 echo "bench: IEC 104 — AGC target → wire, value → spontaneous frame, four stations interrogating"
 IEC_N=$([ -n "$QUICK" ] && echo 20 || echo 100)
@@ -274,6 +274,21 @@ for period in 100 10; do
   done
 done
 jitter 100 "$([ -n "$QUICK" ] && echo 30 || echo 300)" rt iec
+# c104's own hop, for anyone who times with it: a raw-socket station (127.0.0.2) and a c104 one
+# (127.0.0.1) in two groups of one simulated site (frequency walking) receive the same spontaneous
+# frames; c104's callback stamp less the raw recv stamp, paired by ASDU.
+HOP_S=$([ -n "$QUICK" ] && echo 20 || echo 60)
+site hop 2 100 "" rt
+hopport=$(port)
+echo "iec104: {listen: 127.0.0.1:$hopport, common_address: 7, groups: [{name: c104, allow_from: [127.0.0.1], commands: []}, {name: raw, allow_from: [127.0.0.2], commands: []}]}" >> "$WORK/hop.yaml"
+$BIN/bessd run --config "$WORK/hop.yaml" --status-every 0 --log stdout > "$WORK/hop.log" 2>&1 & hopd=$!; PIDS+=("$hopd")
+for _ in $(seq 100); do $BIN/bessctl status --socket "$WORK/hop.sock" > /dev/null 2>&1 && break; sleep 0.1; done
+(sleep $((HOP_S + 2)) | python3 hil/peers/iec104_bench.py listen "$hopport" 7 1004 "$WORK/hop-raw.jsonl" "$WORK/hop.ready" 127.0.0.2) &
+hopraw=$!; PIDS+=("$hopraw")
+python3 hil/peers/iec104_bench.py c104-listen "$hopport" 7 1004 "$WORK/hop-c104.jsonl" "$HOP_S"
+wait "$hopraw"; kill -TERM $hopd; wait $hopd
+python3 hil/peers/iec104_bench.py hop "$WORK/hop-raw.jsonl" "$WORK/hop-c104.jsonl" | tee "$DATA/iec104-c104-hop.txt" \
+  | sed -n 's/^SUMMARY c104_hop n=\([0-9]*\) p50_ms=\([0-9.na]*\) p99_ms=\([0-9.na]*\) max_ms=\([0-9.na]*\)/c104hop_n=\1\nc104hop_p50=\2\nc104hop_p99=\3\nc104hop_max=\4/p' >> "$RESULTS"
 fi
 
 # 3. BMS protection frame on CAN → zero on the wire: needs CAN, so inside the VM (scripts/can-tests.sh's recipe).

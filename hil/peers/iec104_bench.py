@@ -9,10 +9,19 @@ nanoseconds, the clock `bess-hil bench` stamps the plant's side with.
       gaps of 0.35–0.75 s, alternately 30 % and 60 % of UNITS × 100 kW (MW, + = export); one JSON
       line per target to OUT: {"t_ns": stamped just before the send, "mw", "con_ns": its ACT_CON's
       arrival, "negative"}.
-  iec104_bench.py listen PORT CA IOA OUT READY
-      Starts data transfer, creates the file READY, and records every measured value of IOA
-      (M_ME_NC_1 / M_ME_TF_1) until standard input closes; one JSON line per value to OUT:
-      {"t_ns": stamped as recv returned, "type", "cot", "value"}.
+  iec104_bench.py listen PORT CA IOA OUT READY [SOURCE]
+      Starts data transfer (from the loopback address SOURCE, default 127.0.0.1), creates the file
+      READY, and records every measured value of IOA (M_ME_NC_1 / M_ME_TF_1) until standard input
+      closes; one JSON line per value to OUT: {"t_ns": stamped as recv returned, "type", "cot",
+      "value", "asdu": its octets in hex}.
+  iec104_bench.py c104-listen PORT CA IOA OUT SECONDS
+      The same records from a c104 (lib60870) client, stamped in its on_receive_raw callback: run
+      beside `listen` in another group, the pairs of one ASDU give c104's own hop (its receive
+      thread, then the GIL) on top of the socket.
+  iec104_bench.py hop RAW_OUT C104_OUT
+      Pairs the two files by ASDU (the first second left out: a group's queue kept from before its
+      station started arrives at once) and prints
+      SUMMARY c104_hop n= p50_ms= p99_ms= max_ms= (c104's stamp less the raw client's).
   iec104_bench.py interrogate PORT CA STATIONS SECONDS
       STATIONS controlling stations, each from its own loopback address (127.0.0.1, .2, …: each is
       its own redundancy group of the outstation, so all of them are started), each sending a
@@ -176,8 +185,8 @@ def command(port: int, ca: int, count: int, out: str, units: int) -> None:
     link.sock.close()
 
 
-def listen(port: int, ca: int, ioa: int, out: str, ready: str) -> None:
-    link = Link(port)
+def listen(port: int, ca: int, ioa: int, out: str, ready: str, source: str = "127.0.0.1") -> None:
+    link = Link(port, source=source)
     link.start()
     open(ready, "w").close()
     records = []
@@ -190,10 +199,38 @@ def listen(port: int, ca: int, ioa: int, out: str, ready: str) -> None:
                 if len(asdu) > 9 and asdu[0] in (M_ME_NC_1, M_ME_TF_1):
                     for address, value in measured_values(asdu):
                         if address == ioa:
-                            records.append({"t_ns": stamp, "type": asdu[0], "cot": asdu[2] & 0x3F, "value": value})
+                            records.append({"t_ns": stamp, "type": asdu[0], "cot": asdu[2] & 0x3F, "value": value,
+                                            "asdu": asdu.hex()})
     with open(out, "w") as f:
         f.writelines(json.dumps(r) + "\n" for r in records)
     link.sock.close()
+
+
+def c104_listen(port: int, ca: int, ioa: int, out: str, seconds: float) -> None:
+    import c104
+    records = []
+
+    def on_raw(connection: c104.Connection, data: bytes) -> None:
+        stamp = now_ns()
+        asdu = bytes(data[6:])
+        if len(asdu) > 9 and asdu[0] in (M_ME_NC_1, M_ME_TF_1):
+            for address, value in measured_values(asdu):
+                if address == ioa:
+                    records.append({"t_ns": stamp, "type": asdu[0], "cot": asdu[2] & 0x3F, "value": value, "asdu": asdu.hex()})
+
+    client = c104.Client(tick_rate_ms=50, command_timeout_ms=3000)
+    connection = client.add_connection(ip="127.0.0.1", port=port, init=c104.Init.NONE)
+    connection.on_receive_raw(callable=on_raw)
+    connection.add_station(common_address=ca)
+    client.start()
+    deadline = time.monotonic() + 10
+    while not connection.is_connected and time.monotonic() < deadline:
+        time.sleep(0.02)
+    connection.unmute()
+    time.sleep(seconds)
+    client.stop()
+    with open(out, "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in list(records))
 
 
 def interrogate(port: int, ca: int, stations: int, seconds: float) -> None:
@@ -246,13 +283,31 @@ def interrogate(port: int, ca: int, stations: int, seconds: float) -> None:
           f"max_ms={times[-1] if times else float('nan'):.2f}")
 
 
+def hop(raw_out: str, c104_out: str) -> None:
+    raw = {}
+    for line in open(raw_out):
+        record = json.loads(line)
+        raw.setdefault(record["asdu"], record["t_ns"])
+    pairs = [(r["t_ns"], (r["t_ns"] - raw[r["asdu"]]) / 1e6) for r in map(json.loads, open(c104_out)) if r["asdu"] in raw]
+    hops = sorted(h for t, h in pairs if t - pairs[0][0] > 1e9) if pairs else []
+
+    def q(f):
+        return hops[min(len(hops) - 1, max(0, math.ceil(len(hops) * f) - 1))] if hops else float("nan")
+    print(f"SUMMARY c104_hop n={len(hops)} p50_ms={q(0.5):.3f} p99_ms={q(0.99):.3f} "
+          f"max_ms={hops[-1] if hops else float('nan'):.3f}")
+
+
 if __name__ == "__main__":
     args = sys.argv[1:]
     if len(args) >= 5 and args[0] == "command":
         command(int(args[1]), int(args[2]), int(args[3]), args[4], int(args[5]) if len(args) > 5 else 8)
-    elif len(args) == 6 and args[0] == "listen":
-        listen(int(args[1]), int(args[2]), int(args[3]), args[4], args[5])
+    elif len(args) in (6, 7) and args[0] == "listen":
+        listen(int(args[1]), int(args[2]), int(args[3]), args[4], args[5], *args[6:])
+    elif len(args) == 6 and args[0] == "c104-listen":
+        c104_listen(int(args[1]), int(args[2]), int(args[3]), args[4], float(args[5]))
     elif len(args) == 5 and args[0] == "interrogate":
         interrogate(int(args[1]), int(args[2]), int(args[3]), float(args[4]))
+    elif len(args) == 3 and args[0] == "hop":
+        hop(args[1], args[2])
     else:
         sys.exit(__doc__)
