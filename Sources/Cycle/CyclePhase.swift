@@ -1,4 +1,4 @@
-import BessSystem
+public import BessSystem
 public import ControlCore
 import Glibc
 import Synchronization
@@ -50,6 +50,8 @@ public final class CyclePhase: @unchecked Sendable {
     private let deadline = Atomic<Int64>(0)
     /// The cycle's period.
     public let period: Duration
+    /// What the cycle's wait runs on: the system's clock, or a test's `ManualClock` it moves.
+    let clock: any MonotonicClock
     private let early = Atomic<Bool>(false)
     private let readyFor = Atomic<Int64>(0)
     private let readyAt = Atomic<Int64>(0)
@@ -57,8 +59,12 @@ public final class CyclePhase: @unchecked Sendable {
     private let alarms = Atomic<Bool>(false)
     private let alarmRaised = Atomic<Bool>(false)
 
-    /// The schedule of a cycle of `period`.
-    public init(period: Duration) { self.period = period }
+    /// The schedule of a cycle of `period`, its waits timed on `clock` (the system's by default;
+    /// the workers and the poller take theirs the same way).
+    public init(period: Duration, clock: any MonotonicClock = SystemClock.shared) {
+        self.period = period
+        self.clock = clock
+    }
 
     /// The next cycle's deadline; nil while no cycle thread runs.
     public var upcoming: MonotonicInstant? {
@@ -106,7 +112,6 @@ public final class CyclePhase: @unchecked Sendable {
     /// when the readings came in), from which its wake-up lateness counts, and whether the readings
     /// started it.
     public func wait(until deadline: MonotonicInstant) -> (dueAt: MonotonicInstant, onReadings: Bool, alarm: Bool) {
-        let clock = SystemClock.shared
         let early = early.load(ordering: .relaxed)
         guard early || alarms.load(ordering: .relaxed) else {
             clock.sleep(until: deadline)
@@ -131,13 +136,13 @@ public final class CyclePhase: @unchecked Sendable {
                 alarmRaised.store(false, ordering: .relaxed)
                 return (deadline, false, false)
             }
-            // ppoll: its timer is cancelled when the readings come first (no stray timer interrupt,
-            // one system call a cycle). Real-time threads get no timer slack; others up to 0.1 % of
+            // On the system clock, ppoll: its timer is cancelled when the readings come first (no
+            // stray timer interrupt). Real-time threads get no timer slack; others up to 0.1 % of
             // the wait, and only when the cycle runs at its deadline because the readings did not come.
             // A signal left from a round that came in after its cycle had already run is consumed
             // here, so it cannot keep the wait spinning; the flags above, not the signal, say what
             // woke it.
-            drained = ready.waitPrecisely(until: deadline) && ready.drain()
+            drained = clock.wait(for: ready, until: deadline)
         }
     }
 }

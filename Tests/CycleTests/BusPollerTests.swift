@@ -275,39 +275,74 @@ extension BusPollerTests {
 }
 
 
-/// The cycle's wait: the deadline, or the poller's "readings in" for exactly that deadline.
+/// The cycle's wait: the deadline, or the poller's "readings in" for exactly that deadline. The
+/// phase runs on a `ManualClock` the test moves: no result depends on how much real time passes.
 @Suite("CyclePhase: deadline or readings")
 struct CyclePhaseTests {
-    @Test("without start-on-readings the wait is the deadline; with it, readings for this deadline end the wait at their instant, and readings for another deadline do not")
-    func wait() {
-        let plain = CyclePhase(period: .milliseconds(100))
-        let d0 = SystemClock.shared.now() + .milliseconds(20)
-        plain.readingsIn(for: d0, at: d0 - .milliseconds(10))  // ignored: not enabled
-        let r0 = plain.wait(until: d0)
-        #expect(r0.dueAt == d0 && !r0.onReadings)
-        #expect(SystemClock.shared.now() >= d0)
+    /// `phase.wait(until:)` on a thread of its own; `result` once it has returned.
+    final class Waiter: Sendable {
+        private let outcome = Mutex<(dueAt: MonotonicInstant, onReadings: Bool, alarm: Bool)?>(nil)
+        var result: (dueAt: MonotonicInstant, onReadings: Bool, alarm: Bool)? { outcome.withLock { $0 } }
 
-        let phase = CyclePhase(period: .milliseconds(100))
+        init(_ phase: CyclePhase, until deadline: MonotonicInstant) {
+            let thread = Thread { [self] in
+                let woke = phase.wait(until: deadline)
+                outcome.withLock { $0 = woke }
+            }
+            thread.start()
+        }
+    }
+
+    @Test("without start-on-readings the wait sleeps on the phase's clock until it is moved to the deadline, readings or not")
+    func waitIsTheDeadline() {
+        let clock = ManualClock()
+        let plain = CyclePhase(period: .milliseconds(100), clock: clock)
+        let deadline = clock.now() + .milliseconds(100)
+        plain.readingsIn(for: deadline, at: deadline - .milliseconds(10))  // ignored: not enabled
+        let waiter = Waiter(plain, until: deadline)
+        #expect(waitFor { clock.sleepLooks >= 1 }, "the wait sleeps on the phase's clock")
+        // A move short of the deadline: the sleep looks at it and sleeps on.
+        clock.advance(to: deadline - .nanoseconds(1))
+        #expect(waitFor { clock.sleepLooks >= 2 })
+        clock.advance(to: deadline - .nanoseconds(1))
+        #expect(waitFor { clock.sleepLooks >= 3 }, "back to sleep after the move before")
+        #expect(waiter.result == nil, "returned before the clock reached the deadline")
+        clock.advance(to: deadline)
+        #expect(waitFor { waiter.result != nil })
+        #expect(waiter.result.map { $0 == (deadline, false, false) } == true, "\(String(describing: waiter.result))")
+    }
+
+    @Test("with start-on-readings, readings for this deadline end the wait at their instant while the clock stands; readings for another deadline, or after it, leave the deadline")
+    func waitOnReadings() {
+        // The phase's clock stands an hour ahead of the system's: a wait timed on the system's
+        // clock instead would not end when the test moves this one to the deadline.
+        let clock = ManualClock(at: SystemClock.shared.now() + .seconds(3600))
+        let phase = CyclePhase(period: .milliseconds(100), clock: clock)
         phase.enableStartOnReadings()
         #expect(phase.startsOnReadings)
-        // Readings for an earlier deadline: the wait still runs to its own deadline.
-        let d1 = SystemClock.shared.now() + .milliseconds(30)
-        phase.readingsIn(for: d1 - .milliseconds(100), at: d1 - .milliseconds(120))
-        let r1 = phase.wait(until: d1)
-        #expect(r1.dueAt == d1 && !r1.onReadings)
-        #expect(SystemClock.shared.now() >= d1)
-        // Readings for this deadline, given from another thread while the cycle waits a minute.
-        let d2 = SystemClock.shared.now() + .seconds(60)
-        let at = SystemClock.shared.now() + .milliseconds(5)
-        let giver = Thread { phase.readingsIn(for: d2, at: at) }
-        giver.start()
-        let r2 = phase.wait(until: d2)
-        #expect(r2.dueAt == at && r2.onReadings)
-        #expect(SystemClock.shared.now() < d2)
-        // Readings that came in after the deadline do not start the cycle early.
-        let d3 = SystemClock.shared.now() + .milliseconds(10)
-        phase.readingsIn(for: d3, at: d3 + .nanoseconds(1))
-        let r3 = phase.wait(until: d3)
-        #expect(r3.dueAt == d3 && !r3.onReadings)
+        // Readings for this deadline, given from another thread while the clock stands a minute
+        // before it: they end the wait, at their instant.
+        let d1 = clock.now() + .seconds(60)
+        let first = Waiter(phase, until: d1)
+        let at = clock.now() + .milliseconds(5)
+        phase.readingsIn(for: d1, at: at)
+        #expect(waitFor { first.result != nil })
+        #expect(first.result.map { $0 == (at, true, false) } == true, "\(String(describing: first.result))")
+        #expect(clock.now() < d1, "the clock never moved")
+        // Readings for an earlier deadline, in (and signalled) before the wait: the wait runs until
+        // the clock is moved to its own deadline.
+        let d2 = clock.now() + .milliseconds(100)
+        phase.readingsIn(for: d2 - .milliseconds(100), at: d2 - .milliseconds(120))
+        let second = Waiter(phase, until: d2)
+        clock.advance(to: d2)
+        #expect(waitFor { second.result != nil })
+        #expect(second.result.map { $0 == (d2, false, false) } == true, "\(String(describing: second.result))")
+        // Readings that came in at the deadline or after it do not start the cycle early either.
+        let d3 = clock.now() + .milliseconds(100)
+        phase.readingsIn(for: d3, at: d3)
+        let third = Waiter(phase, until: d3)
+        clock.advance(to: d3)
+        #expect(waitFor { third.result != nil })
+        #expect(third.result.map { $0 == (d3, false, false) } == true, "\(String(describing: third.result))")
     }
 }
