@@ -13,6 +13,9 @@ public struct SimulatedMeter: Sendable {
     /// The connection point now, W (+ = import).
     public private(set) var gridPowerW: Double = 0
 
+    /// How many records it keeps (the oldest give way).
+    public var historyCapacity: Int { times.count }
+
     public init(history: Int = 8192) {
         times = [Duration](repeating: .zero, count: max(2, history))
         powers = [Double](repeating: 0, count: max(2, history))

@@ -20,8 +20,9 @@ public final class SimulatedSite: SiteIO, ConfiguredSite {
     var frequencyLost: [Bool]
     var lastNow: MonotonicInstant
     let startedAt: MonotonicInstant
-    /// The connection-point meter, when the site has one and simulates it.
-    public private(set) var meter = SimulatedMeter()
+    /// The connection-point meter, when the site has one and simulates it (without one it keeps no
+    /// history: its minutes of records are 192 kB, written at start).
+    public private(set) var meter: SimulatedMeter
     var meterReading: Timestamped<MeterReading>?
 
     public init(configuration: BessdConfiguration, phase: CyclePhase, startedAt: MonotonicInstant,
@@ -38,6 +39,7 @@ public final class SimulatedSite: SiteIO, ConfiguredSite {
         }
         grid = sim.gridFrequency()
         frequencyLost = [Bool](repeating: false, count: configuration.units.count)
+        meter = configuration.meterSimulated ? SimulatedMeter() : SimulatedMeter(history: 0)
         hardware = try HardwareSite(configuration: configuration, phase: phase, only: false, output: output)
     }
 

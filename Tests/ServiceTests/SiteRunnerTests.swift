@@ -23,6 +23,14 @@ struct SiteRunnerTests {
     /// Grid power at the simulated connection point, kW (+ = import).
     func grid(_ r: SiteRunner) -> Double { r.simulation!.meter.gridPowerW / 1000 }
 
+    @Test("only a site that simulates its meter keeps the meter's minutes of history")
+    func meterHistoryOnlyWhenSimulated() throws {
+        let withMeter = try runner(site: true)
+        #expect(withMeter.simulation!.meter.historyCapacity == 8192)
+        let without = try runner(site: false)
+        #expect(without.simulation!.meter.historyCapacity == 2, "no meter: nothing recorded, nothing kept")
+    }
+
     @Test("the embedded default's site: the load steps 180 → 420 → 120 kW; peak shaving holds import at 250 kW within 3 s, then recharges up to 150 kW; the simulated meter 1 s late does not make it hunt",
           arguments: [0.0, 1.0])
     func peakShavingOnTheSimulatedSite(meterDelay: Double) throws {
