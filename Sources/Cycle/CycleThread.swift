@@ -220,6 +220,7 @@ public final class CycleBody {
         if pending { taken.clear() }
         // Outside the lock: the service loop wakes to log and record what was published.
         if published { shared.serviceWakeup.signal() }
+        if shared.publicationsAreWatched { shared.publicationWakeup.signal() }
     }
 }
 

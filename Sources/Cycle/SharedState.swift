@@ -189,6 +189,19 @@ public final class SharedState: Sendable {
     /// and records the moment there is something to do.
     public let serviceWakeup = Wakeup()
 
+    /// Signalled by the cycle after every publication once a reader has asked for it
+    /// (`watchPublications()`): the IEC 104 outstation samples the cycle's state the moment it is
+    /// new instead of on a timer, so a change reaches the control centre within the period.
+    public let publicationWakeup = Wakeup()
+    private let publicationsWatched = Atomic<Bool>(false)
+
+    /// From now on the cycle signals `publicationWakeup` after each publication (one eventfd write a
+    /// cycle, no allocation). Until a reader calls this the cycle makes no such write.
+    public func watchPublications() { publicationsWatched.store(true, ordering: .releasing) }
+
+    /// True once a reader watches publications.
+    public var publicationsAreWatched: Bool { publicationsWatched.load(ordering: .acquiring) }
+
     public init(units: Int) {
         var initial = Contents(units: [UnitStatus](repeating: UnitStatus(), count: units), mailbox: Mailbox(units: units),
                                resetOutcomes: [ResetOutcome](repeating: ResetOutcome(), count: units))

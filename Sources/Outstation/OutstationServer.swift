@@ -11,7 +11,8 @@ public import TLSTransport
 /// control centres on a thread of its own, never the cycle's or the watchdog's (docs/iec104.md).
 ///
 /// One `poll` waits on the stop wakeup, the listener and every connection, until the first link
-/// timer, select expiry or the next sample of the cycle's published state. Sockets are
+/// timer, select expiry, the cycle's next publication (`SharedState.publicationWakeup`) or the
+/// sample timer. Sockets are
 /// non-blocking: a peer that reads slowly fills only its own output (at most k I-frames), one that
 /// is silent is tested (t3) and closed (t1), one that never speaks is closed after t0; a malformed
 /// frame closes that connection only. Connections belong to redundancy groups (`iec104.groups`,
@@ -149,6 +150,7 @@ public final class OutstationServer: @unchecked Sendable {
         let listener = try TCPListener(host: settings.host, port: settings.port)
         self.listener = listener
         port = listener.port
+        shared.watchPublications()
         sample(now: clock.now())
         worker.start(name: "bessd-iec104") { [self] in serve(listener) }
     }
@@ -172,6 +174,7 @@ public final class OutstationServer: @unchecked Sendable {
             fds.removeAll(keepingCapacity: true)
             fds.append(pollfd(fd: stopWakeup.descriptor, events: Int16(POLLIN), revents: 0))
             fds.append(pollfd(fd: listener.descriptor, events: Int16(POLLIN), revents: 0))
+            fds.append(pollfd(fd: shared.publicationWakeup.descriptor, events: Int16(POLLIN), revents: 0))
             for connection in connections {
                 let events = Int16(POLLIN) | (connection.output.isEmpty ? 0 : Int16(POLLOUT))
                 fds.append(pollfd(fd: connection.stream.descriptor, events: events, revents: 0))
@@ -192,12 +195,15 @@ public final class OutstationServer: @unchecked Sendable {
             guard worker.isRunning else { break }
             let now = clock.now()
             if fds[1].revents & Int16(POLLIN) != 0 { acceptAll(listener, now: now) }
-            for (entry, connection) in zip(fds.dropFirst(2), connections)
+            for (entry, connection) in zip(fds.dropFirst(3), connections)
                 where entry.revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 || connection.stream.hasPendingInput
             {
                 receive(connection, now: now)
             }
-            if now >= nextSample {
+            // The cycle's publication wakes the sample at once (a change reaches the wire within the
+            // period); the timer stays as the floor when no cycle publishes.
+            let published = fds[2].revents != 0 && shared.publicationWakeup.drain()
+            if published || now >= nextSample {
                 sample(now: now)
                 nextSample = now + samplePeriod
             }

@@ -9,7 +9,7 @@ extension OutstationServer {
         func value(_ counter: borrowing Atomic<UInt64>) -> Double { Double(counter.load(ordering: .relaxed)) }
         m.metric("bessd_iec104_commands_total", "counter", "IEC 104 commands (selects and executes), by result.",
                  [("result=\"accepted\"", value(commandsAccepted)), ("result=\"refused\"", value(commandsRefused))])
-        m.metric("bessd_iec104_interrogations_total", "counter", "IEC 104 station interrogations answered.", [("", value(interrogations))])
+        m.metric("bessd_iec104_interrogations_total", "counter", "IEC 104 station and group interrogations answered.", [("", value(interrogations))])
         m.metric("bessd_iec104_negative_answers_total", "counter", "ASDUs answered with COT 44–47 and P/N = 1.", [("", value(negativeAnswers))])
         m.metric("bessd_iec104_protocol_errors_total", "counter", "IEC 104 connections closed for a malformed frame or a link error.",
                  [("", value(protocolErrors))])

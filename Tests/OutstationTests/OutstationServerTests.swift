@@ -60,6 +60,18 @@ final class SteppedOutstation {
         return waitFor { server.eventsQueued.load(ordering: .relaxed) > queued }
     }
 
+    /// A new cycle publishes `hertz` and signals the publication as the cycle thread does, with the
+    /// clock standing still: true once the outstation has queued the change as an event.
+    func publishByCycle(frequency hertz: Double) -> Bool {
+        let queued = server.eventsQueued.load(ordering: .relaxed)
+        shared.contents.withLock { contents in
+            contents.stats.cycles &+= 1
+            contents.stats.frequency = hertz
+        }
+        if shared.publicationsAreWatched { shared.publicationWakeup.signal() }
+        return waitFor { server.eventsQueued.load(ordering: .relaxed) > queued }
+    }
+
     /// Moves the clock by `step` and waits until the server thread has acted on it.
     func advance(by step: Duration) {
         clock.advance(by: step)
@@ -226,6 +238,17 @@ struct OutstationServerTests {
     /// The spontaneous events (COT 3) among `asdus`, as their octets.
     static func events(_ asdus: [ASDU]) -> [[UInt8]] {
         asdus.filter { $0.cause.cause == .spontaneous }.compactMap { try? $0.encoded() }
+    }
+
+    @Test("a cycle's publication is sampled at once, not at the next sample tick: the spontaneous frame leaves with the clock standing still")
+    func publicationWakesTheSample() throws {
+        let outstation = try SteppedOutstation()
+        #expect(outstation.shared.publicationsAreWatched, "the outstation asks the cycle to signal its publications")
+        let station = try RawStation(port: outstation.server.port)
+        #expect(station.start())
+        #expect(outstation.publishByCycle(frequency: 50.3))
+        let events = Self.events(station.asdus { Self.events($0).count == 1 })
+        #expect(events.count == 1, "one spontaneous frame for 1004 without the clock moving")
     }
 
     @Test("STOPDT with events unacknowledged, then STARTDT on the same connection: those events again, in order, before the newer one; none more after")
