@@ -38,10 +38,10 @@ public final class SystemClock: MonotonicClock {
         while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
     }
 
-    /// To the nanosecond (`ppoll`), as `sleep` is.
+    /// To the nanosecond (`ppoll`), as `sleep` is. The eventfd is read only when `ppoll` found it
+    /// signalled: a wait that runs to its deadline (every cycle's, most of the time) makes no read.
     public func wait(for wakeup: Wakeup, until deadline: MonotonicInstant) -> Bool {
-        _ = wakeup.waitPrecisely(until: deadline)
-        return wakeup.drain()
+        wakeup.waitPrecisely(until: deadline) && wakeup.drain()
     }
 
     /// The timeout is rounded up to the millisecond, so the wake-up finds the deadline passed.
