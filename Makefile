@@ -16,7 +16,7 @@ DEBIAN_PACKAGES := pkg-config libmodbus-dev libsocketcan-dev libsystemd-dev libm
 # chromium renders bess-aggregator's status page.
 TEST_PACKAGES := mbpoll can-utils socat python3-pip systemd dpkg-dev gnuplot-nox mosquitto mosquitto-clients postgresql openssl curl chromium
 
-.PHONY: all deps build sim sim-mqtt check test config-check clean install deb bench bench-fleet tsan fuzz soak
+.PHONY: all deps build sim sim-mqtt check test config-check clean install deb bench bench-compare bench-fleet tsan fuzz soak
 
 PREFIX ?= /usr
 DESTDIR ?=
@@ -76,6 +76,15 @@ check: deps
 bench: deps
 	scripts/bench.sh
 	@if [ -z "$$BENCH_ONLY" ]; then scripts/fleet-bench.sh; fi
+
+## Two builds interleaved on the same host: BEFORE's release bessd (a worktree under .build-compare/)
+## against the work tree's, R rounds alternating on the same plant: CPU share at 10 ms (8 units) and at
+## 100 ms (32 units), RSS with 8 units. Writes hil/results/bench-compare.md. About 20 minutes for R=3;
+## COMPARE_SKIP_BUILD=1 measures the binaries already built.
+BEFORE ?= a00b027
+R ?= 3
+bench-compare: deps
+	BEFORE=$(BEFORE) R=$(R) scripts/bench-compare.sh
 
 ## The soak: plant + release bessd at 10 ms for 30 minutes, every fault kind in turn every 30 s,
 ## an uplink outage and a reload every 5 minutes; judges RSS, descriptors, overruns, faults and the
