@@ -233,28 +233,28 @@ public final class OutstationServer: @unchecked Sendable {
     /// The turn after the reads: expired selects dropped; each connection's timers; each open
     /// connection's answers and events sent, its output flushed and bounded; closed ones reaped.
     private func settle(now: MonotonicInstant) {
-            selections = selections.filter { $0.value.expires > now }
-            for connection in connections where connection.closeReason == nil {
-                if !connection.authenticated, now >= connection.acceptedAt + handshakeTimeout {
-                    refuseTLS(connection, code: "\(TLSError.Code.handshakeFailed)",
-                              reason: "TLS handshake not completed within \(handshakeTimeout) (iec104.tls.handshake_timeout_s)")
-                    continue
-                }
-                if !connection.spoke, now >= connection.acceptedAt + settings.t0 {
-                    connection.closeReason = "nothing received within t0 = \(settings.t0)"
-                    log(.idle, "IEC 104 connection from \(connection.stream.peer) closed: \(connection.closeReason!)",
-                        ["BESS_PEER": connection.stream.peer])
-                    continue
-                }
-                perform(connection.link.tick(at: now), on: connection, now: now)
+        selections = selections.filter { $0.value.expires > now }
+        for connection in connections where connection.closeReason == nil {
+            if !connection.authenticated, now >= connection.acceptedAt + handshakeTimeout {
+                refuseTLS(connection, code: "\(TLSError.Code.handshakeFailed)",
+                          reason: "TLS handshake not completed within \(handshakeTimeout) (iec104.tls.handshake_timeout_s)")
+                continue
             }
-            for connection in connections { renewJournalBudget(connection, now: now) }
-            for connection in connections where connection.closeReason == nil {
-                pump(connection, now: now)
-                flush(connection)
-                bound(connection)
+            if !connection.spoke, now >= connection.acceptedAt + settings.t0 {
+                connection.closeReason = "nothing received within t0 = \(settings.t0)"
+                log(.idle, "IEC 104 connection from \(connection.stream.peer) closed: \(connection.closeReason!)",
+                    ["BESS_PEER": connection.stream.peer])
+                continue
             }
-            reap()
+            perform(connection.link.tick(at: now), on: connection, now: now)
+        }
+        for connection in connections { renewJournalBudget(connection, now: now) }
+        for connection in connections where connection.closeReason == nil {
+            pump(connection, now: now)
+            flush(connection)
+            bound(connection)
+        }
+        reap()
     }
 
     private func acceptAll(_ listener: TCPListener, now: MonotonicInstant) {
