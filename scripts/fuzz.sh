@@ -4,6 +4,8 @@
 #
 #   scripts/fuzz.sh [TARGET...]        targets: can sunspec register-map config dispatch control spool scada uplink-batch iec104 iec104-session
 #   FUZZ_JOBS=N                        targets run side by side (default: one per core)
+#   FUZZ_LOCK=FILE                     build under flock FILE (a machine whose Swift builds share one
+#                                      lock), fuzz without holding it
 #
 # The harnesses are Fuzz/FuzzTargets: targets of Package.swift only when BESS_FUZZ is set, as here, so
 # `swift build` never compiles them. They are built here with -sanitize=fuzzer,address into .build-fuzz
@@ -23,12 +25,12 @@ mkdir -p "$OUT" .build-fuzz/artifacts hil/results
 
 echo "fuzz: building bess-fuzz with -sanitize=fuzzer,address (release, .build-fuzz)"
 export BESS_FUZZ=1
-build() { swift build -c release --build-path .build-fuzz --product bess-fuzz -Xswiftc -sanitize=fuzzer,address -Xswiftc -DBESS_FUZZ "$@"; }
+build() { ${FUZZ_LOCK:+flock "$FUZZ_LOCK"} swift build -c release --build-path .build-fuzz --product bess-fuzz -Xswiftc -sanitize=fuzzer,address -Xswiftc -DBESS_FUZZ "$@"; }
 if ! build >"$OUT/build.log" 2>&1; then
   # Debian 12's gold stops on the sanitizer build ("internal error in format_file_lineno") and SwiftPM
   # passes no linker choice through: link SwiftPM's own command again with the toolchain's lld.
   link=$(build -v 2>&1 | grep -E '^/[^ ]*swiftc .*-emit-executable' | tail -1)
-  { [[ -n $link ]] && eval "$link -use-ld=lld" >>"$OUT/build.log" 2>&1; } \
+  { [[ -n $link ]] && eval "${FUZZ_LOCK:+flock $FUZZ_LOCK} $link -use-ld=lld" >>"$OUT/build.log" 2>&1; } \
     || { tail -40 "$OUT/build.log"; echo "fuzz: FAIL: build"; exit 1; }
 fi
 FUZZ=$(build --show-bin-path 2>/dev/null)/bess-fuzz
