@@ -116,6 +116,9 @@ let package = Package(
         // IEC 60870-5-104 as pure protocol (APCI, ASDU, CP56Time2a, the link state machine): no
         // sockets, no threads, no Foundation; ControlCore for the monotonic instant only.
         .target(name: "IEC104", dependencies: ["ControlCore"], swiftSettings: swiftSettings),
+        // IEEE C37.118.2-2011 synchrophasor frames as pure protocol (CRC, header, commands, CFG-2, data
+        // frames): no sockets, no clock, no Foundation; ControlCore for the coded error only.
+        .target(name: "Synchrophasor", dependencies: ["ControlCore"], swiftSettings: swiftSettings),
         // The aggregator's side of the uplink: reading and checking the batches gateways send.
         .target(name: "UplinkIngest", dependencies: ["Uplink", "ControlCore", "BessSystem"], swiftSettings: swiftSettings),
         // TLS over a non-blocking socket for the grid links (the 104 outstation's TLS port, the 2030.5
@@ -178,6 +181,8 @@ let package = Package(
         .testTarget(name: "TLSTransportTests", dependencies: ["TLSTransport", "BessSystem", "TestSupport", "Outstation", "ControlCore"], swiftSettings: swiftSettings),
         // The 104 codec and link byte-exact from the standard, and against c104 and iec60870-parser (PyPI).
         .testTarget(name: "IEC104Tests", dependencies: ["IEC104", "ControlCore", "TestSupport"], swiftSettings: swiftSettings),
+        // The C37.118 codec from the standard, against binascii.crc_hqx and pyPMU (PyPI synchrophasor).
+        .testTarget(name: "SynchrophasorTests", dependencies: ["Synchrophasor", "ControlCore", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "OutstationTests", dependencies: ["Outstation", "IEC104", "Config", "Cycle", "ControlCore", "BessSystem", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(
             name: "PlantTests", dependencies: ["Simulation", "HILPlant", "ControlCore", "BessSystem", "Fieldbus", "Config", "Cycle", "TestSupport"],

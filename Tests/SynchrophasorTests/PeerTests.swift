@@ -1,0 +1,118 @@
+import Foundation
+import Synchrophasor
+import TestSupport
+import Testing
+
+/// Our decoder against pyPMU's encoder (PyPI `synchrophasor`, hil/peers/pmu_peer.py), run at test
+/// time: CFG-2 and data frames in integer and float form and a two-PMU stream decode to the values
+/// pyPMU was given, and pyPMU reads our command frames.
+@Suite("C37.118.2 against pyPMU", .serialized)
+struct PyPMUTests {
+    /// The peer's output, one JSON object per line.
+    func peer(_ arguments: [String]) throws -> [[String: Any]] {
+        let run = try Package.tool(["python3", "hil/peers/pmu_peer.py"] + arguments)
+        #expect(run.status == 0, "pmu_peer.py \(arguments.first ?? ""): \(run.err.suffix(600))")
+        return run.out.split(separator: "\n").compactMap {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any]
+        }
+    }
+
+    /// pyPMU's frames by name: bytes and what it was given.
+    func frames() throws -> [String: ([UInt8], [String: Any])] {
+        var out: [String: ([UInt8], [String: Any])] = [:]
+        for line in try peer(["frames"]) {
+            guard let name = line["name"] as? String, let text = line["hex"] as? String, let given = line["given"] as? [String: Any] else { continue }
+            out[name] = (bytes(text), given)
+        }
+        #expect(out.count == 10, "peer printed \(out.keys.sorted())")
+        return out
+    }
+
+    func number(_ value: Any?) -> Double { (value as? NSNumber)?.doubleValue ?? .nan }
+
+    @Test("integer form: CFG-2 fields and FREQ −150 mHz from 50 Hz, DFREQ −25 → 49.850 Hz, −0.25 Hz/s")
+    func integerForm() throws {
+        let all = try frames()
+        let (cfgBytes, cfgGiven) = try #require(all["cfg2-int"])
+        let configuration = try Configuration(decoding: cfgBytes)
+        #expect(configuration.header.type == .configuration2)
+        #expect(Double(configuration.header.idcode) == number(cfgGiven["idcode"]))
+        #expect(Double(configuration.timeBase) == number(cfgGiven["timeBase"]))
+        #expect(Double(configuration.dataRate) == number(cfgGiven["rate"]))
+        let pmu = try #require(configuration.pmus.first)
+        #expect(pmu.stationName == cfgGiven["stn"] as? String)
+        #expect(Double(pmu.nominalHz) == number(cfgGiven["fnom"]))
+        #expect(Double(pmu.configurationCount) == number(cfgGiven["cfgcnt"]))
+        #expect(pmu.format == DataFormat(phasorsPolar: false, phasorsFloat: false, analogsFloat: false, frequencyFloat: false))
+        #expect(pmu.phasorNames == ["VA", "VB"])
+        #expect(pmu.analogNames == ["ANALOG1"])
+        #expect(pmu.digitalNames == (0..<16).map { "BREAKER \($0)" })
+        #expect(pmu.phasorUnits == [915_527, 0x0100_0000 | 45776])
+
+        let (dataBytes, given) = try #require(all["data-int"])
+        let data = try DataFrame(decoding: dataBytes, configuration: configuration)
+        let measurement = try data.measurement(idcode: 1410)
+        #expect(abs((measurement.frequencyHz ?? 0) - number(given["freqHz"])) < 1e-9)
+        #expect(abs((measurement.rocofHzPerSecond ?? 0) - number(given["rocof"])) < 1e-9)
+        #expect(measurement.status.isUsable)
+        #expect(measurement.phasors == [Phasor(first: 100, second: 200, polar: false), Phasor(first: -300, second: 400, polar: false)])
+        #expect(measurement.analogs == [number(given["analog"])])
+        #expect(measurement.digitals.map(Double.init) == [number(given["digital"])])
+        #expect(Double(data.header.secondOfCentury) == number(given["soc"]))
+        #expect(Double(data.header.fractionOfSecond) == number(given["fracsec"]))
+    }
+
+    @Test("float form at 60 Hz: FREQ 59.93 Hz and DFREQ 0.75 Hz/s as sent; STAT error, unsync, arrival, trigger 5")
+    func floatForm() throws {
+        let all = try frames()
+        let configuration = try Configuration(decoding: try #require(all["cfg2-float"]).0)
+        let pmu = try #require(configuration.pmus.first)
+        #expect(pmu.format == DataFormat(phasorsPolar: true, phasorsFloat: true, analogsFloat: true, frequencyFloat: true))
+        #expect(pmu.nominalHz == 60)
+        let (dataBytes, given) = try #require(all["data-float"])
+        let measurement = try DataFrame(decoding: dataBytes, configuration: configuration).measurement(idcode: 7734)
+        #expect(abs((measurement.frequencyHz ?? 0) - number(given["freqHz"])) < 1e-5)
+        #expect(abs((measurement.rocofHzPerSecond ?? 0) - number(given["rocof"])) < 1e-6)
+        #expect(measurement.phasors == [Phasor(first: 230.5, second: 0.5, polar: true), Phasor(first: 10.25, second: -1, polar: true)])
+        #expect(measurement.analogs == [number(given["analog"])])
+        #expect(Double(measurement.status.dataError) == number(given["dataError"]))
+        #expect(measurement.status.pmuSyncError == (given["syncError"] as? Bool))
+        #expect(measurement.status.sortedByArrival == (given["sortByArrival"] as? Bool))
+        #expect(measurement.status.triggerDetected == (given["trigger"] as? Bool))
+        #expect(Double(measurement.status.triggerReason) == number(given["triggerReason"]))
+        #expect(!measurement.status.isUsable)
+    }
+
+    @Test("two PMUs in one stream: each IDCODE's frequency by its own format and FNOM")
+    func multiPMU() throws {
+        let all = try frames()
+        let configuration = try Configuration(decoding: try #require(all["cfg2-multi"]).0)
+        #expect(configuration.pmus.map(\.idcode) == [7, 8])
+        #expect(configuration.pmus.map(\.stationName) == ["PMU ONE", "PMU TWO"])
+        #expect(configuration.dataRate == 25)
+        let (dataBytes, given) = try #require(all["data-multi"])
+        let data = try DataFrame(decoding: dataBytes, configuration: configuration)
+        let frequencies = try #require(given["freqHz"] as? [NSNumber]).map(\.doubleValue)
+        let rocofs = try #require(given["rocof"] as? [NSNumber]).map(\.doubleValue)
+        for (index, idcode) in [UInt16(7), 8].enumerated() {
+            let measurement = try data.measurement(idcode: idcode)
+            #expect(abs((measurement.frequencyHz ?? 0) - frequencies[index]) < 1e-5, "IDCODE \(idcode)")
+            #expect(abs((measurement.rocofHzPerSecond ?? 0) - rocofs[index]) < 1e-6, "IDCODE \(idcode)")
+        }
+        #expect(try data.measurement(idcode: 8).digitals == [0x00FF])
+    }
+
+    @Test("command frames: ours byte-equal to pyPMU's, and pyPMU reads ours")
+    func commands() throws {
+        let all = try frames()
+        for (name, command, word) in [("cmd-stop", Command.stopData, "stop"), ("cmd-start", .startData, "start"),
+                                      ("cmd-cfg2", .sendConfiguration2, "cfg2"), ("cmd-cfg3", .sendConfiguration3, "cfg3")] {
+            let ours = command.frame(idcode: 1410, secondOfCentury: 1_700_000_005)
+            #expect(ours == all[name]?.0, "\(name)")
+            let read = try #require(try peer(["read-command", ours.map { String(format: "%02x", $0) }.joined()]).first)
+            #expect(read["idcode"] as? Int == 1410)
+            #expect(read["command"] as? String == word, "\(name)")
+            #expect(read["soc"] as? Int == 1_700_000_005)
+        }
+    }
+}
