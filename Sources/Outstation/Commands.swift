@@ -7,7 +7,7 @@ import Synchronization
 
 /// Commands: set-points (C_SE_NC_1, C_SE_TC_1) at 3001 (AGC target) and 3002 (site MW setpoint),
 /// single commands (C_SC_NA_1, C_SC_TA_1) at 3101 (AGC in service) and 3102 (frequency response),
-/// direct or select-before-operate. Every command and its outcome is journalled and counted.
+/// direct or select-before-operate. Every command and its outcome is journalled, counted and audited.
 extension OutstationServer {
     /// What a command asks, once decoded.
     struct Order {
@@ -144,8 +144,9 @@ extension OutstationServer {
         }
     }
 
-    /// One count per command and outcome, and one journal line: always for an accepted command (it
-    /// moves the plant), within the connection's journal budget for a refused one (`peerLog`).
+    /// One count per command and outcome, one journal line (always for an accepted command, it
+    /// moves the plant; within the address's journal budget for a refused one, `peerLog`), and one
+    /// audit entry whatever the budget decided: /metrics counts every outcome by code.
     func report(_ order: Order, _ connection: Connection, accepted: Bool, reason: String) {
         if accepted { commandsAccepted.add(1, ordering: .relaxed) } else { commandsRefused.add(1, ordering: .relaxed) }
         let group = settings.groups[connection.group].name
@@ -155,6 +156,14 @@ extension OutstationServer {
             + (accepted ? "accepted, \(reason)" : "refused, \(reason)")
         let fields = ["BESS_PEER": connection.stream.peer, "BESS_GROUP": group, "BESS_IOA": "\(address)", "BESS_VALUE": Self.number(order.value),
                       "BESS_RESULT": accepted ? "accepted" : "refused", "BESS_REASON": String(reason.prefix { $0 != ":" })]
-        if accepted { log(.command, message, fields) } else { peerLog(connection, .commandRefused, message, fields) }
+        let code: OutstationLogCode = accepted ? .command : .commandRefused
+        let journalled: Bool
+        if accepted {
+            log(code, message, fields)
+            journalled = true
+        } else {
+            journalled = peerLog(connection, code, message, fields)
+        }
+        audit?(.outcome(code: code, message: message, fields: fields, journalled: journalled))
     }
 }

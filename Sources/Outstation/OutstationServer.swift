@@ -32,6 +32,9 @@ public final class OutstationServer: @unchecked Sendable {
     private let stopWakeup = Wakeup()
     let samplePeriod: Duration
     let log: @Sendable (OutstationLogCode, String, [String: String]) -> Void
+    /// Every command outcome, and each window's sum of refusals held back, for /metrics and the
+    /// uplink: called whether or not the journal's budget writes the line (docs/iec104.md "Audit").
+    let audit: (@Sendable (OutstationAuditEntry) -> Void)?
     let timeBase: TimeBase
     let linkSettings: LinkSettings
     /// IEC 62351-3: every accepted connection is authenticated with this before IEC 104 flows;
@@ -52,6 +55,8 @@ public final class OutstationServer: @unchecked Sendable {
     public let eventsDropped = Atomic<UInt64>(0)
     public let interrogations = Atomic<UInt64>(0)
     public let connected = Atomic<Int>(0)
+    /// TLS sessions begun on accepted connections (only for peers a group admits).
+    package let tlsSessionsBegun = Atomic<UInt64>(0)
 
     final class Connection {
         let id: Int
@@ -71,8 +76,6 @@ public final class OutstationServer: @unchecked Sendable {
         /// The TLS handshake is done (always true without TLS): until then no frame is read and the
         /// connection is closed when `iec104.tls.handshake_timeout_s` passes.
         var authenticated: Bool
-        /// The journal lines this peer's input has caused in the current window.
-        var journal: JournalBudget
 
         init(id: Int, stream: any ByteStream, group: Int, link: Link, now: MonotonicInstant) {
             self.id = id
@@ -81,23 +84,37 @@ public final class OutstationServer: @unchecked Sendable {
             self.link = link
             acceptedAt = now
             authenticated = !(stream is TLSStream)
-            journal = JournalBudget(start: now)
         }
     }
 
-    /// A connection's journal lines in one window (`journalWindow`): at most `journalLines` are
-    /// written, the rest counted and summed up in one `IEC104_LOG_SUPPRESSED` line at its end.
+    /// The journal lines of one source address in one window (`journalWindow`), whichever of its
+    /// connections caused them: in each kind at most `journalLines` are written, the rest counted
+    /// and summed up in one `IEC104_LOG_SUPPRESSED` line at the window's end.
     struct JournalBudget {
         var start: MonotonicInstant
-        var written = 0
+        var used: MonotonicInstant
+        /// Lines of the address's connections (accept, refusal, connected, closed, errors).
+        var connectionLines = 0
+        /// Lines its peers' input caused (negative answers, refused commands, clock syncs).
+        var inputLines = 0
         var suppressed = 0
+        /// Of `suppressed`, refused commands: the uplink gets their count in one event.
+        var suppressedRefusals = 0
     }
 
-    /// The journal lines a connection's input (negative answers, refused commands, clock
-    /// synchronisations) may cause per `journalWindow`: a peer that sends a stream of bad ASDUs
-    /// costs the journal this many lines and a summary, while /metrics counts every one.
-    static let journalLines = 20
-    static let journalWindow: Duration = .seconds(10)
+    /// What a journal line is about, for the budget: a connection's life or a peer's input.
+    enum JournalKind { case connection, input }
+
+    /// The journal lines one source address may cause per `journalWindow` in each kind: a peer that
+    /// sends a stream of bad ASDUs, or reconnects in a loop, costs the journal this many lines and
+    /// a summary, while /metrics counts every one.
+    package static let journalLines = 20
+    package static let journalWindow: Duration = .seconds(10)
+    /// The source addresses whose budgets are kept; past it the least recently used one is summed
+    /// up and forgotten.
+    static let journalAddresses = 64
+    /// The budgets by source address (IPv4, host order).
+    var budgets: [UInt32: JournalBudget] = [:]
 
     struct GroupState {
         let settings: IEC104Group
@@ -127,6 +144,7 @@ public final class OutstationServer: @unchecked Sendable {
     public init(settings: IEC104ServerConfiguration, description: StationDescription, shared: SharedState,
                 samplePeriod: Duration = .milliseconds(100), clock: any MonotonicClock = SystemClock.shared,
                 tlsContext: TLSServerContext? = nil,
+                audit: (@Sendable (OutstationAuditEntry) -> Void)? = nil,
                 log: @escaping @Sendable (OutstationLogCode, String, [String: String]) -> Void) {
         self.settings = settings
         self.tlsContext = tlsContext
@@ -134,6 +152,7 @@ public final class OutstationServer: @unchecked Sendable {
         self.shared = shared
         self.samplePeriod = samplePeriod
         self.log = log
+        self.audit = audit
         port = settings.port
         image = StationImage(description: description, settings: settings)
         groups = settings.groups.map { GroupState(settings: $0) }
@@ -186,8 +205,8 @@ public final class OutstationServer: @unchecked Sendable {
                 if !connection.authenticated { deadline = min(deadline, connection.acceptedAt + handshakeTimeout) }
             }
             for selection in selections.values { deadline = min(deadline, selection.expires) }
-            for connection in connections where connection.journal.suppressed > 0 {
-                deadline = min(deadline, connection.journal.start + Self.journalWindow)
+            for budget in budgets.values where budget.suppressed > 0 {
+                deadline = min(deadline, budget.start + Self.journalWindow)
             }
             if connections.contains(where: { $0.stream.hasPendingInput }) { deadline = clock.now() }
             _ = clock.poll(&fds, count: fds.count, until: deadline)
@@ -242,13 +261,13 @@ public final class OutstationServer: @unchecked Sendable {
             }
             if !connection.spoke, now >= connection.acceptedAt + settings.t0 {
                 connection.closeReason = "nothing received within t0 = \(settings.t0)"
-                log(.idle, "IEC 104 connection from \(connection.stream.peer) closed: \(connection.closeReason!)",
-                    ["BESS_PEER": connection.stream.peer])
+                peerLog(connection, .connection, .idle, "IEC 104 connection from \(connection.stream.peer) closed: \(connection.closeReason!)",
+                        ["BESS_PEER": connection.stream.peer])
                 continue
             }
             perform(connection.link.tick(at: now), on: connection, now: now)
         }
-        for connection in connections { renewJournalBudget(connection, now: now) }
+        renewJournalBudgets(now: now)
         for connection in connections where connection.closeReason == nil {
             pump(connection, now: now)
             flush(connection)
@@ -259,37 +278,43 @@ public final class OutstationServer: @unchecked Sendable {
 
     private func acceptAll(_ listener: TCPListener, now: MonotonicInstant) {
         while let tcp = listener.accept() {
+            // The group and the limit on the TCP peer's address first: a peer no group admits
+            // costs no TLS session.
+            guard let group = Self.group(of: tcp.peerAddress, in: settings.groups) else {
+                connectionsRefused.add(1, ordering: .relaxed)
+                peerLog(address: tcp.peerAddress, .connection, .peerRefused, "IEC 104 connection from \(tcp.peer) refused: in no iec104.groups allow_from",
+                        ["BESS_PEER": tcp.peer])
+                tcp.close()
+                continue
+            }
+            guard connections.count < settings.maxConnections else {
+                connectionsRefused.add(1, ordering: .relaxed)
+                peerLog(address: tcp.peerAddress, .connection, .connectionsFull,
+                        "IEC 104 connection from \(tcp.peer) refused: \(settings.maxConnections) connections open (iec104.max_connections)",
+                        ["BESS_PEER": tcp.peer])
+                tcp.close()
+                continue
+            }
             let stream: any ByteStream
             if let tlsContext {
+                tlsSessionsBegun.add(1, ordering: .relaxed)
                 do { stream = try TLSStream(over: tcp, context: tlsContext) } catch {
                     connectionsRefused.add(1, ordering: .relaxed)
-                    log(.tlsRefused, "IEC 104 connection from \(tcp.peer) refused: \(error)", ["BESS_PEER": tcp.peer, "BESS_TLS_ERROR": "\(error.code)"])
+                    peerLog(address: tcp.peerAddress, .connection, .tlsRefused, "IEC 104 connection from \(tcp.peer) refused: \(error)",
+                            ["BESS_PEER": tcp.peer, "BESS_TLS_ERROR": "\(error.code)"])
                     tcp.close()
                     continue
                 }
             } else {
                 stream = tcp
             }
-            guard let group = Self.group(of: stream.peerAddress, in: settings.groups) else {
-                connectionsRefused.add(1, ordering: .relaxed)
-                log(.peerRefused, "IEC 104 connection from \(stream.peer) refused: in no iec104.groups allow_from", ["BESS_PEER": stream.peer])
-                stream.close()
-                continue
-            }
-            guard connections.count < settings.maxConnections else {
-                connectionsRefused.add(1, ordering: .relaxed)
-                log(.connectionsFull, "IEC 104 connection from \(stream.peer) refused: \(settings.maxConnections) connections open (iec104.max_connections)",
-                    ["BESS_PEER": stream.peer])
-                stream.close()
-                continue
-            }
             connections.append(Connection(id: nextID, stream: stream, group: group, link: Link(settings: linkSettings, now: now), now: now))
             nextID += 1
             connected.store(connections.count, ordering: .relaxed)
             // A TLS connection is named once its certificate is verified (`handshakeDone`).
-            guard tlsContext == nil else { continue }
-            log(.connected, "IEC 104 connection from \(stream.peer) (group \(settings.groups[group].name))",
-                ["BESS_PEER": stream.peer, "BESS_GROUP": settings.groups[group].name])
+            guard !(stream is TLSStream) else { continue }
+            peerLog(address: stream.peerAddress, .connection, .connected, "IEC 104 connection from \(stream.peer) (group \(settings.groups[group].name))",
+                    ["BESS_PEER": stream.peer, "BESS_GROUP": settings.groups[group].name])
         }
     }
 
@@ -345,8 +370,8 @@ public final class OutstationServer: @unchecked Sendable {
         }
         connection.authenticated = true
         let group = settings.groups[connection.group].name
-        log(.connected, "IEC 104 TLS connection from \(tls.address) authenticated as \(tls.peer) (group \(group))",
-            ["BESS_PEER": tls.peer, "BESS_PEER_ADDRESS": tls.address, "BESS_GROUP": group])
+        peerLog(connection, .connection, .connected, "IEC 104 TLS connection from \(tls.address) authenticated as \(tls.peer) (group \(group))",
+                ["BESS_PEER": tls.peer, "BESS_PEER_ADDRESS": tls.address, "BESS_GROUP": group])
         return true
     }
 
@@ -357,8 +382,8 @@ public final class OutstationServer: @unchecked Sendable {
         connectionsRefused.add(1, ordering: .relaxed)
         let address = (connection.stream as? TLSStream)?.address ?? connection.stream.peer
         connection.closeReason = "TLS refused: \(code)"
-        log(.tlsRefused, "IEC 104 connection from \(address) refused: \(reason)",
-            ["BESS_PEER": address, "BESS_TLS_ERROR": code, "BESS_GROUP": settings.groups[connection.group].name])
+        peerLog(connection, .connection, .tlsRefused, "IEC 104 connection from \(address) refused: \(reason)",
+                ["BESS_PEER": address, "BESS_TLS_ERROR": code, "BESS_GROUP": settings.groups[connection.group].name])
     }
 
     private func received(_ frame: Frame, on connection: Connection, now: MonotonicInstant) {
@@ -383,8 +408,8 @@ public final class OutstationServer: @unchecked Sendable {
            let old = connections.first(where: { $0.id == previous && $0.closeReason == nil })
         {
             old.closeReason = "switch-over: \(connection.stream.peer) started in group \(settings.groups[group].name)"
-            log(.switchover, "IEC 104 group \(settings.groups[group].name): \(connection.stream.peer) started; \(old.stream.peer) closed",
-                ["BESS_PEER": connection.stream.peer, "BESS_GROUP": settings.groups[group].name])
+            peerLog(connection, .connection, .switchover, "IEC 104 group \(settings.groups[group].name): \(connection.stream.peer) started; \(old.stream.peer) closed",
+                    ["BESS_PEER": connection.stream.peer, "BESS_GROUP": settings.groups[group].name])
             requeue(old)
         }
         for stopped in connections where stopped.group == group && stopped.closeReason == nil
@@ -416,8 +441,8 @@ public final class OutstationServer: @unchecked Sendable {
         guard connection.closeReason == nil else { return }
         protocolErrors.add(1, ordering: .relaxed)
         connection.closeReason = "\(error.code)"
-        log(.protocolError, "IEC 104 connection from \(connection.stream.peer) closed: \(error)",
-            ["BESS_PEER": connection.stream.peer, "BESS_IEC104_ERROR": "\(error.code)", "BESS_GROUP": settings.groups[connection.group].name])
+        peerLog(connection, .connection, .protocolError, "IEC 104 connection from \(connection.stream.peer) closed: \(error)",
+                ["BESS_PEER": connection.stream.peer, "BESS_IEC104_ERROR": "\(error.code)", "BESS_GROUP": settings.groups[connection.group].name])
     }
 
     /// Drops the sent frames the link has had acknowledged.
@@ -481,8 +506,8 @@ public final class OutstationServer: @unchecked Sendable {
               connection.answers.count > Self.maxAnswers || connection.output.count > Self.maxOutput else { return }
         connection.closeReason = "backlog: \(connection.answers.count) answers and \(connection.output.count) octets not taken"
         protocolErrors.add(1, ordering: .relaxed)
-        log(.backlog, "IEC 104 connection from \(connection.stream.peer) closed: it does not take what it asks for (\(connection.closeReason!))",
-            ["BESS_PEER": connection.stream.peer, "BESS_GROUP": settings.groups[connection.group].name])
+        peerLog(connection, .connection, .backlog, "IEC 104 connection from \(connection.stream.peer) closed: it does not take what it asks for (\(connection.closeReason!))",
+                ["BESS_PEER": connection.stream.peer, "BESS_GROUP": settings.groups[connection.group].name])
     }
 
     /// Answers waiting behind the window, and octets waiting for the socket, a connection may have.
@@ -511,35 +536,69 @@ public final class OutstationServer: @unchecked Sendable {
             selections = selections.filter { $0.value.connection != connection.id }
             connection.stream.close()
             connectionsClosed.add(1, ordering: .relaxed)
-            renewJournalBudget(connection, now: clock.now(), closing: true)
-            log(.closed, "IEC 104 connection from \(connection.stream.peer) closed: \(reason)",
-                ["BESS_PEER": connection.stream.peer, "BESS_GROUP": settings.groups[connection.group].name])
+            peerLog(connection, .connection, .closed, "IEC 104 connection from \(connection.stream.peer) closed: \(reason)",
+                    ["BESS_PEER": connection.stream.peer, "BESS_GROUP": settings.groups[connection.group].name])
         }
         connections = kept
         connected.store(connections.count, ordering: .relaxed)
     }
 
-    /// A journal line the peer's own input caused: written while the connection's budget lasts
-    /// (`journalLines` per `journalWindow`), else counted for the window's summary.
-    func peerLog(_ connection: Connection, _ code: OutstationLogCode, _ message: String, _ fields: [String: String]) {
-        renewJournalBudget(connection, now: clock.now())
-        guard connection.journal.written < Self.journalLines else {
-            connection.journal.suppressed += 1
-            return
-        }
-        connection.journal.written += 1
-        log(code, message, fields)
+    /// A journal line the peer's input caused (a negative answer, a refused command, a clock
+    /// synchronisation), within its address's budget of such lines. True when written.
+    @discardableResult
+    func peerLog(_ connection: Connection, _ code: OutstationLogCode, _ message: String, _ fields: [String: String]) -> Bool {
+        peerLog(address: connection.stream.peerAddress, .input, code, message, fields)
     }
 
-    /// At the end of a connection's journal window (or its close): one `IEC104_LOG_SUPPRESSED`
-    /// line with the count of lines not written, and a new window.
-    func renewJournalBudget(_ connection: Connection, now: MonotonicInstant, closing: Bool = false) {
-        guard closing || now >= connection.journal.start + Self.journalWindow else { return }
-        let suppressed = connection.journal.suppressed
-        connection.journal = JournalBudget(start: now)
-        guard suppressed > 0 else { return }
-        log(.suppressed, "IEC 104 connection from \(connection.stream.peer): \(suppressed) journal lines suppressed over \(Self.journalLines) in \(Self.journalWindow); /metrics counts every one",
-            ["BESS_PEER": connection.stream.peer, "BESS_GROUP": settings.groups[connection.group].name, "BESS_SUPPRESSED": "\(suppressed)"])
+    /// A journal line a peer caused (`kind`: its connection's life or its input), written while
+    /// its source address's budget lasts (`journalLines` of each kind per `journalWindow`), else
+    /// counted for the window's summary. True when written.
+    @discardableResult
+    func peerLog(_ connection: Connection, _ kind: JournalKind, _ code: OutstationLogCode, _ message: String, _ fields: [String: String]) -> Bool {
+        peerLog(address: connection.stream.peerAddress, kind, code, message, fields)
+    }
+
+    @discardableResult
+    func peerLog(address: UInt32, _ kind: JournalKind, _ code: OutstationLogCode, _ message: String, _ fields: [String: String]) -> Bool {
+        let now = clock.now()
+        if let budget = budgets[address], now >= budget.start + Self.journalWindow { endWindow(of: address) }
+        if budgets[address] == nil {
+            if budgets.count >= Self.journalAddresses, let oldest = budgets.min(by: { $0.value.used < $1.value.used })?.key {
+                endWindow(of: oldest)
+            }
+            budgets[address] = JournalBudget(start: now, used: now)
+        }
+        budgets[address]!.used = now
+        let written = kind == .connection ? budgets[address]!.connectionLines : budgets[address]!.inputLines
+        guard written < Self.journalLines else {
+            budgets[address]!.suppressed += 1
+            if code == .commandRefused { budgets[address]!.suppressedRefusals += 1 }
+            return false
+        }
+        switch kind {
+        case .connection: budgets[address]!.connectionLines += 1
+        case .input: budgets[address]!.inputLines += 1
+        }
+        log(code, message, fields)
+        return true
+    }
+
+    /// Ends the windows that are over: for each address with lines held back, one
+    /// `IEC104_LOG_SUPPRESSED` line with the count and, when refused commands were among them, one
+    /// audit entry with theirs. An address then starts afresh with its next line.
+    func renewJournalBudgets(now: MonotonicInstant) {
+        for (address, budget) in budgets where now >= budget.start + Self.journalWindow { endWindow(of: address) }
+    }
+
+    /// Sums up and forgets `address`'s budget (its window is over, or the table is full).
+    private func endWindow(of address: UInt32) {
+        guard let budget = budgets.removeValue(forKey: address), budget.suppressed > 0 else { return }
+        let peer = IPv4Text.dotted(address)
+        log(.suppressed, "IEC 104 peers at \(peer): \(budget.suppressed) journal lines suppressed over \(Self.journalLines) of each kind in \(Self.journalWindow); /metrics counts every one",
+            ["BESS_PEER": peer, "BESS_SUPPRESSED": "\(budget.suppressed)", "BESS_REFUSED_COMMANDS": "\(budget.suppressedRefusals)"])
+        guard budget.suppressedRefusals > 0 else { return }
+        audit?(.refusalsSuppressed(count: budget.suppressedRefusals, peer: peer,
+                                   message: "IEC 104: \(budget.suppressedRefusals) more commands from \(peer) refused within \(Self.journalWindow), past the journal's budget; /metrics counts each by code"))
     }
 
     /// Takes the cycle's latest published state when it is new: the image is filled and every
@@ -592,9 +651,22 @@ public enum OutstationLogCode: String, Sendable {
     case command = "IEC104_COMMAND"
     case commandRefused = "IEC104_COMMAND_REFUSED"
     case internalError = "IEC104_INTERNAL"
-    /// Lines a connection's input caused beyond its budget, summed up (`BESS_SUPPRESSED`).
+    /// Lines an address's peers caused beyond its budget, summed up (`BESS_SUPPRESSED`,
+    /// `BESS_REFUSED_COMMANDS`).
     case suppressed = "IEC104_LOG_SUPPRESSED"
 
     /// True for the codes of commands (their own MESSAGE_ID).
     public var isCommand: Bool { self == .command || self == .commandRefused }
+}
+
+/// What the outstation hands its audit (/metrics and the uplink) besides the journal: every
+/// command outcome, whether or not the journal's budget wrote its line, and per source address and
+/// window the count of refused commands whose lines the budget held back.
+public enum OutstationAuditEntry: Sendable, Equatable {
+    /// One command's outcome: `code` `IEC104_COMMAND` or `IEC104_COMMAND_REFUSED`, the journal's
+    /// sentence and fields (`BESS_REASON`: the refusal's code); `journalled` false when the budget
+    /// held its line back (it is then in the window's `refusalsSuppressed`).
+    case outcome(code: OutstationLogCode, message: String, fields: [String: String], journalled: Bool)
+    /// `count` refused commands from `peer` (an address) whose lines the budget held back in one window.
+    case refusalsSuppressed(count: Int, peer: String, message: String)
 }

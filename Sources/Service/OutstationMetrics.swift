@@ -21,11 +21,13 @@ extension OutstationServer {
     }
 }
 
-/// Every IEC 104 command outcome beyond its journal line (issue 46 §3): counted by result and code
-/// for /metrics, and posted to the uplink as an event of kind `iec104_command` whose code is the
-/// journal's `BESS_CODE` and whose message is the journal's sentence, escaped and bounded. Called on
-/// the outstation's thread (its log callback), never the cycle's; the spool is written by the
-/// service loop's next round, which the post wakes.
+/// Every IEC 104 command outcome beyond its journal line (issue 46 §3): each counted by result and
+/// code for /metrics, whether or not the journal's budget wrote its line; posted to the uplink as
+/// an event of kind `iec104_command` whose code is the journal's `BESS_CODE` and whose message is
+/// the journal's sentence, escaped and bounded, when the line was written, and per address and
+/// window one event with the count of refusals the budget held back (so a hostile peer costs the
+/// uplink what it costs the journal). Called on the outstation's thread (its audit hook), never
+/// the cycle's; the spool is written by the service loop's next round, which the post wakes.
 final class OutstationAudit: Sendable {
     /// The uplink event's kind.
     static let kind = "iec104_command"
@@ -50,14 +52,29 @@ final class OutstationAudit: Sendable {
         self.wakeup = wakeup
     }
 
-    /// Counts and sends up one outcome; anything the outstation logs that is not a command passes.
-    func note(_ code: OutstationLogCode, _ message: String, _ fields: [String: String]) {
+    /// Takes one entry of the outstation's audit hook.
+    func record(_ entry: OutstationAuditEntry) {
+        switch entry {
+        case let .outcome(code, message, fields, journalled):
+            note(code, message, fields, journalled: journalled)
+        case let .refusalsSuppressed(_, _, message):
+            post(code: OutstationLogCode.commandRefused.rawValue, message: message)
+        }
+    }
+
+    /// Counts one outcome and, when its journal line was written, sends it up; anything the
+    /// outstation logs that is not a command passes.
+    func note(_ code: OutstationLogCode, _ message: String, _ fields: [String: String], journalled: Bool = true) {
         guard code.isCommand else { return }
         let accepted = code == .command
         let outcome = Outcome(accepted: accepted, code: accepted ? code.rawValue : Self.reasonCode(fields["BESS_REASON"]))
         outcomes.withLock { $0[outcome, default: 0] += 1 }
+        if journalled { post(code: code.rawValue, message: message) }
+    }
+
+    private func post(code: String, message: String) {
         guard let inbox else { return }
-        inbox.post(.event(unit: "site", kind: Self.kind, code: code.rawValue, message: Self.uplinkText(message)))
+        inbox.post(.event(unit: "site", kind: Self.kind, code: code, message: Self.uplinkText(message)))
         wakeup?.signal()
     }
 

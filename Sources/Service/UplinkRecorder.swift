@@ -9,31 +9,57 @@ import Uplink
 /// Records posted from a thread other than the service loop's (the IEC 104 outstation's command
 /// outcomes), each with the wall time it was posted; the service loop's next round takes them into
 /// the spool. Bounded: past `capacity` the oldest is dropped and counted, so a peer that sends
-/// commands faster than the loop runs costs memory only up to the bound.
+/// commands faster than the loop runs costs memory only up to the bound. A ring: a post is O(1)
+/// under the lock, however full the inbox is.
 final class RecordInbox: Sendable {
     let capacity: Int
-    private let state = PILock<(records: [(time: Double, body: RecordBody)], dropped: UInt64)>(([], 0))
+    private let state: PILock<Ring>
 
-    init(capacity: Int = 1024) { self.capacity = capacity }
+    /// The records in `slots` from `head`, `count` of them, wrapping at `capacity`.
+    struct Ring {
+        var slots: [(time: Double, body: RecordBody)?]
+        var head = 0
+        var count = 0
+        var dropped: UInt64 = 0
+    }
 
-    /// Adds `body`, stamped now (any thread).
+    init(capacity: Int = 1024) {
+        self.capacity = max(1, capacity)
+        state = PILock(Ring(slots: Array(repeating: nil, count: max(1, capacity))))
+    }
+
+    /// Adds `body`, stamped now (any thread); when full, in the oldest's place.
     func post(_ body: RecordBody) {
         let time = SystemClock.wallClockSeconds()
-        state.withLock {
-            if $0.records.count >= capacity {
-                $0.records.removeFirst()
-                $0.dropped += 1
+        state.withLock { ring in
+            let capacity = ring.slots.count
+            if ring.count == capacity {
+                ring.slots[ring.head] = (time, body)
+                ring.head = (ring.head + 1) % capacity
+                ring.dropped += 1
+            } else {
+                ring.slots[(ring.head + ring.count) % capacity] = (time, body)
+                ring.count += 1
             }
-            $0.records.append((time, body))
         }
     }
 
     /// Everything posted since the last take, oldest first, and how many were dropped meanwhile.
     func take() -> (records: [(time: Double, body: RecordBody)], dropped: UInt64) {
-        state.withLock { state in
-            let taken = state
-            state = ([], 0)
-            return taken
+        state.withLock { ring in
+            let capacity = ring.slots.count
+            var records: [(time: Double, body: RecordBody)] = []
+            records.reserveCapacity(ring.count)
+            for offset in 0..<ring.count {
+                let index = (ring.head + offset) % capacity
+                if let record = ring.slots[index] { records.append(record) }
+                ring.slots[index] = nil
+            }
+            let dropped = ring.dropped
+            ring.head = 0
+            ring.count = 0
+            ring.dropped = 0
+            return (records, dropped)
         }
     }
 }

@@ -1,11 +1,14 @@
 import BessSystem
+import Config
 import ControlCore
+import Cycle
 import Foundation
 import Glibc
 import IEC104
 import Logging
 import Outstation
 @testable import Service
+import Synchronization
 import TestSupport
 import Testing
 import Uplink
@@ -159,5 +162,64 @@ struct IEC104UplinkTests {
         let bounded = inbox.take()
         #expect(bounded.records.map(\.body) == [.spoolDrop(count: 2), .spoolDrop(count: 3), .spoolDrop(count: 4)] && bounded.dropped == 2)
         #expect(inbox.take().records.isEmpty)
+    }
+
+    @Test("30 refused commands from one connection: 20 journal lines and, at the window's end, one IEC104_LOG_SUPPRESSED of 10; /metrics counts 30 by code; the uplink inbox gets the 20 written refusals as events and one event with the count of the other 10")
+    func refusalsPastTheJournalBudgetStillAudited() throws {
+        let inbox = RecordInbox()
+        let audit = OutstationAudit(inbox: inbox, wakeup: nil)
+        let clock = ManualClock()
+        var settings = IEC104ServerConfiguration()
+        settings.port = 0
+        settings.commonAddress = 7
+        // The group may not command the site setpoint: every one is refused COMMAND_NOT_ALLOWED.
+        settings.groups = [IEC104Group(name: "sldc", commands: [.agc])]
+        let journal = Mutex<[(code: OutstationLogCode, fields: [String: String])]>([])
+        let description = StationDescription(ratingsW: [1e5, 1e5], capacitiesWh: [2.5e5, 2.5e5], hasMeter: false, frequencyResponseEnabled: false)
+        let server = OutstationServer(settings: settings, description: description, shared: SharedState(units: 2), clock: clock,
+                                      audit: { audit.record($0) }) { code, _, fields in journal.withLock { $0.append((code, fields)) } }
+        try server.start()
+        defer { server.stop() }
+        let station = try RawControlStation(port: server.port)
+        station.send(.unnumbered(.startDataTransferActivation))
+        #expect(station.asdu { $0.type == .endOfInitialisation } != nil)
+        for _ in 0..<30 {
+            try station.send(ASDU(type: .setpointFloat, cause: CauseOfTransmission(cause: .activation), commonAddress: 7,
+                                  objects: [InformationObject(address: 3002, element: .setpointFloat(0.01, SetpointQualifier(select: false)))]))
+        }
+        #expect(waitFor { server.commandsRefused.load(ordering: .relaxed) == 30 })
+        func lines(_ code: OutstationLogCode) -> [[String: String]] { journal.withLock { $0.filter { $0.code == code }.map(\.fields) } }
+        #expect(lines(.commandRefused).count == OutstationServer.journalLines)
+        var m = MetricsText()
+        audit.metrics(into: &m)
+        #expect(m.text.contains(#"bessd_iec104_command_outcomes_total{result="refused",code="COMMAND_NOT_ALLOWED"} 30"#), "\(m.text)")
+        let written = inbox.take().records.map(\.body)
+        #expect(written.count == OutstationServer.journalLines
+                    && written.allSatisfy { if case let .event(_, kind, code, _) = $0 { kind == OutstationAudit.kind && code == "IEC104_COMMAND_REFUSED" } else { false } },
+                "\(written)")
+
+        clock.advance(by: OutstationServer.journalWindow)
+        #expect(waitFor { !lines(.suppressed).isEmpty })
+        #expect(lines(.suppressed).map { $0["BESS_REFUSED_COMMANDS"] } == ["10"], "\(lines(.suppressed))")
+        var summary: [RecordBody] = []
+        #expect(waitFor { summary += inbox.take().records.map(\.body); return !summary.isEmpty })
+        guard summary.count == 1, case let .event(_, kind, code, message) = summary[0] else {
+            Issue.record("one summary event: \(summary)")
+            return
+        }
+        #expect(kind == OutstationAudit.kind && code == "IEC104_COMMAND_REFUSED" && message.contains("10 more commands from 127.0.0.1 refused"), "\(message)")
+    }
+
+    @Test("the inbox is a ring: posts and takes interleaved past its capacity keep the newest, oldest first, and count the dropped")
+    func inboxRingKeepsTheNewestInOrder() {
+        let inbox = RecordInbox(capacity: 4)
+        for n in 0..<3 { inbox.post(.spoolDrop(count: UInt64(n))) }
+        #expect(inbox.take().records.map(\.body) == (0..<3).map { .spoolDrop(count: UInt64($0)) })
+        for n in 3..<10 { inbox.post(.spoolDrop(count: UInt64(n))) }
+        let wrapped = inbox.take()
+        #expect(wrapped.records.map(\.body) == (6..<10).map { .spoolDrop(count: UInt64($0)) } && wrapped.dropped == 3)
+        inbox.post(.spoolDrop(count: 10))
+        let after = inbox.take()
+        #expect(after.records.map(\.body) == [.spoolDrop(count: 10)] && after.dropped == 0)
     }
 }

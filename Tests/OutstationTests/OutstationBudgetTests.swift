@@ -1,0 +1,78 @@
+import BessSystem
+import Config
+import Cycle
+import Glibc
+import IEC104
+@testable import Outstation
+import Synchronization
+import TestSupport
+import Testing
+import TLSTransport
+
+/// The journal's budget per source address (accept-time lines, reconnects), the audit hook beside
+/// it, and the group checked before TLS: docs/iec104.md "The journal's budget per source address".
+@Suite("IEC 104 outstation: the journal's budget per source address and the audit beside it", .serialized)
+struct OutstationBudgetTests {
+    /// Opens a TCP connection to `port` from 127.0.0.1 and closes it at once, `count` times.
+    static func connectAndClose(_ port: Int, times count: Int) throws {
+        for _ in 0..<count {
+            let fd = try #require(Loopback.connect(port), "connect to 127.0.0.1:\(port)")
+            Glibc.close(fd)
+        }
+    }
+
+    /// The one `IEC104_LOG_SUPPRESSED` line of 127.0.0.1 once the window has passed.
+    static func summary(_ outstation: SteppedOutstation) -> [CollectedJournal.Line] {
+        outstation.advance(by: OutstationServer.journalWindow)
+        _ = waitFor { !outstation.journal.lines(.suppressed).isEmpty }
+        return outstation.journal.lines(.suppressed)
+    }
+
+    @Test("50 quick connects from 127.0.0.1 that no group's allow_from admits: 20 IEC104_PEER_REFUSED lines, then one IEC104_LOG_SUPPRESSED for the address with the other 30; the counter counts 50")
+    func refusedByAllowFrom() throws {
+        let outstation = try SteppedOutstation {
+            $0.groups = [IEC104Group(name: "sldc", allowFrom: [IPv4Network("10.0.0.0/8")!], commands: [.agc])]
+        }
+        try Self.connectAndClose(outstation.server.port, times: 50)
+        #expect(waitFor { outstation.server.connectionsRefused.load(ordering: .relaxed) == 50 })
+        #expect(outstation.journal.lines(.peerRefused).count == OutstationServer.journalLines, "each reconnect is no fresh budget")
+        #expect(outstation.journal.lines(.suppressed).isEmpty, "the window is not over")
+        let summary = Self.summary(outstation)
+        #expect(summary.count == 1 && summary.first?.fields["BESS_SUPPRESSED"] == "30" && summary.first?.fields["BESS_PEER"] == "127.0.0.1",
+                "\(summary.map(\.fields))")
+    }
+
+    @Test("max_connections 1 held, then 50 quick connects from the same address: its connection lines stay at 20 (one IEC104_CONNECTED, 19 IEC104_CONNECTIONS_FULL) and one summary of 31; the counter counts 50")
+    func refusedByTheConnectionLimit() throws {
+        let outstation = try SteppedOutstation { $0.maxConnections = 1 }
+        let held = try RawStation(port: outstation.server.port)
+        #expect(waitFor { outstation.server.connected.load(ordering: .relaxed) == 1 })
+        try Self.connectAndClose(outstation.server.port, times: 50)
+        #expect(waitFor { outstation.server.connectionsRefused.load(ordering: .relaxed) == 50 })
+        #expect(outstation.journal.lines(.connected).count == 1)
+        #expect(outstation.journal.lines(.connectionsFull).count == OutstationServer.journalLines - 1)
+        let summary = Self.summary(outstation)
+        #expect(summary.count == 1 && summary.first?.fields["BESS_SUPPRESSED"] == "31", "\(summary.map(\.fields))")
+        #expect(outstation.server.connected.load(ordering: .relaxed) == 1, "the held connection stays")
+        withExtendedLifetime(held) {}
+    }
+
+    @Test("with TLS, a peer that no group's allow_from admits is refused on its TCP address: IEC104_PEER_REFUSED, and no TLS session is made for it")
+    func groupCheckedBeforeTLS() throws {
+        let fixture = try TLSFixture()
+        let context = try TLSServerContext(certificateFile: fixture.path("server.pem"), privateKeyFile: fixture.path("server.key"),
+                                           caFile: fixture.path("ca.pem"), allowedPeers: nil, crlFile: nil)
+        var settings = IEC104ServerConfiguration()
+        settings.port = 0
+        settings.groups = [IEC104Group(name: "sldc", allowFrom: [IPv4Network("10.0.0.0/8")!], commands: [.agc])]
+        let journal = CollectedJournal()
+        let server = OutstationServer(settings: settings, description: StationImageTests.description, shared: SharedState(units: 2),
+                                      tlsContext: context) { journal.append(CollectedJournal.Line(code: $0, message: $1, fields: $2)) }
+        try server.start()
+        defer { server.stop() }
+        try Self.connectAndClose(server.port, times: 1)
+        #expect(waitFor { server.connectionsRefused.load(ordering: .relaxed) == 1 })
+        #expect(journal.lines(.peerRefused).count == 1 && journal.lines(.tlsRefused).isEmpty)
+        #expect(server.tlsSessionsBegun.load(ordering: .relaxed) == 0, "SSL_new for a peer no group admits")
+    }
+}
