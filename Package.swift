@@ -188,8 +188,8 @@ let package = Package(
             name: "PlantTests", dependencies: ["Simulation", "HILPlant", "ControlCore", "BessSystem", "Fieldbus", "Config", "Cycle", "TestSupport"],
             swiftSettings: swiftSettings),
         // What every test target that runs a process or waits shares: the package's paths, running its
-        // executables and peers, waiting on a condition, loopback ports.
-        .target(name: "TestSupport", dependencies: ["BessSystem", "ControlCore"], path: "Tests/TestSupport", swiftSettings: swiftSettings),
+        // executables and peers, waiting on a condition, loopback ports, a raw IEC 104 station.
+        .target(name: "TestSupport", dependencies: ["BessSystem", "ControlCore", "IEC104"], path: "Tests/TestSupport", swiftSettings: swiftSettings),
         .testTarget(
             name: "ConfigTests", dependencies: ["Config", "ControlCore", "BessSystem", "Fieldbus", "TestSupport"],
             swiftSettings: swiftSettings),

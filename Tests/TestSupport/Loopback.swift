@@ -26,10 +26,23 @@ public enum Loopback {
         return true
     }
 
-    /// A blocking TCP socket connected to 127.0.0.1:`port` (the caller closes it), or nil when
-    /// nothing accepts there.
-    public static func connect(_ port: Int) -> Int32? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    /// A blocking TCP socket connected to 127.0.0.1:`port`, from the loopback address `source` when
+    /// given (the caller closes it; not inherited by the processes tests run), or nil when nothing
+    /// accepts there.
+    public static func connect(_ port: Int, from source: String? = nil) -> Int32? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr.s_addr = inet_addr(source)
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard bound == 0 else {
+                close(fd)
+                return nil
+            }
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = UInt16(port).bigEndian
