@@ -8,8 +8,9 @@ import Synchronization
 public final class ManualClock: MonotonicClock {
     /// The instant, and how many times the test has moved it.
     private let state: Mutex<(instant: MonotonicInstant, moves: UInt64)>
-    /// For each thread now in `poll`: the move it last looked at (`running` once it has returned).
-    private let watchers = Mutex<[UInt: UInt64]>([:])
+    /// For each thread now in `poll`: the move it last looked at (`running` once it has returned)
+    /// and the descriptors it waits on.
+    private let watchers = Mutex<[UInt: (looked: UInt64, fds: [pollfd])]>([:])
     private static let running = UInt64.max
 
     /// What `sleep` blocks on and every move signals (a condition, not a spin: the machine may
@@ -48,12 +49,17 @@ public final class ManualClock: MonotonicClock {
         pthread_mutex_unlock(moveLock)
     }
 
-    /// True once every thread that has waited on this clock is waiting again and has looked at the
-    /// clock since it was last moved: what the move made due has been acted on. The test's way to
-    /// know the threads have caught up, as `EmbeddedEventLoop.advanceTime` runs what fell due.
+    /// True once every thread that has waited on this clock is waiting again, having looked at the
+    /// clock since it was last moved and found nothing due or ready: what the move made due has been
+    /// acted on, and what the threads sent meanwhile is sent. The test's way to know the threads
+    /// have caught up, as `EmbeddedEventLoop.advanceTime` runs what fell due.
     public var settled: Bool {
         let moves = state.withLock { $0.moves }
-        return watchers.withLock { $0.values.allSatisfy { $0 == moves } }
+        let waiting = watchers.withLock { all in all.values.allSatisfy { $0.looked == moves } ? all.values.flatMap(\.fds) : nil }
+        // Still unsettled while a descriptor a waiting thread watches is ready (bytes a test sent
+        // it, not yet read): the thread is about to act on them.
+        guard var fds = waiting else { return false }
+        return fds.isEmpty || Glibc.poll(&fds, nfds_t(fds.count), 0) == 0
     }
 
     /// How many times a `sleep` has looked at the clock: once on entry and once per move (tests
@@ -76,16 +82,20 @@ public final class ManualClock: MonotonicClock {
     }
 
     /// Watches the descriptors in real time, in slices of a millisecond, until one is ready or the
-    /// clock has been moved to `deadline`.
+    /// clock has been moved to `deadline`. The thread counts as waiting (for `settled`) only once it
+    /// has found the deadline not yet due and no descriptor ready: a move that made the deadline due
+    /// leaves it unsettled until it has returned, acted, and come back to wait.
     public func poll(_ fds: UnsafeMutablePointer<pollfd>, count: Int, until deadline: MonotonicInstant) -> Int32 {
         let thread = UInt(bitPattern: Int(bitPattern: UInt(pthread_self())))
-        defer { watchers.withLock { $0[thread] = Self.running } }
+        defer { watchers.withLock { $0[thread] = (Self.running, []) } }
         while true {
             let (current, moves) = state.withLock { ($0.instant, $0.moves) }
-            watchers.withLock { $0[thread] = moves }
-            let due = current >= deadline
-            let ready = Glibc.poll(fds, nfds_t(count), due ? 0 : 1)
-            if ready != 0 || due { return ready }
+            let ready = Glibc.poll(fds, nfds_t(count), 0)
+            if ready != 0 || current >= deadline { return ready }
+            let watched = Array(UnsafeBufferPointer(start: fds, count: count))
+            watchers.withLock { $0[thread] = (moves, watched) }
+            let woken = Glibc.poll(fds, nfds_t(count), 1)
+            if woken != 0 { return woken }
         }
     }
 }
