@@ -229,8 +229,9 @@ public struct IEC104ServerConfiguration: Sendable, Equatable {
 
 /// `iec104.tls`: the outstation's TLS (IEC 62351-3) — bessd's certificate and key, the CA every
 /// control centre's client certificate must chain to, optionally an allow-list of client
-/// certificates and a CRL. The files are read when the configuration is checked (a file that
-/// cannot be read or does not fit is a configuration error) and again when the outstation starts.
+/// certificates and a CRL. Loading checks the keys' shape only; the files are read by
+/// `serverContext()` alone: at check-config (`BessdConfiguration.fileDiagnostics(file:)`), when the
+/// outstation starts, and at each reload (new connections get the context read again).
 public struct IEC104TLSConfiguration: Sendable, Equatable {
     /// The listen port with TLS when `listen` names none (IEC 62351-3, lib60870's default).
     public static let defaultPort = 19998
@@ -272,8 +273,8 @@ public struct IEC104TLSConfiguration: Sendable, Equatable {
     static let keys = ConfigKeys("iec104.tls", ["cert_file", "key_file", "ca_file", "allow_certificates", "crl_file", "handshake_timeout_s"])
 
     /// `iec104.tls:`; nil when absent or when a required file is missing (an error is reported).
-    /// Builds the context once, so a file that cannot be read, a key that does not belong to the
-    /// certificate or a CRL OpenSSL refuses is reported here, at check-config and reload.
+    /// The files are not read here: one that cannot be read must not refuse the whole
+    /// configuration, and with it the site's control, at `bessd run`.
     static func decode(_ fields: ConfigReader.Fields?, _ r: ConfigReader) -> IEC104TLSConfiguration? {
         guard let fields else { return nil }
         func path(_ key: String, required: Bool) -> String? {
@@ -301,13 +302,25 @@ public struct IEC104TLSConfiguration: Sendable, Equatable {
         let timeout = fields.double("handshake_timeout_s", default: 10, range: 1...60, unit: "seconds")!
         fields.finish(Self.keys)
         guard let certificate, let key, let ca else { return nil }
-        let configuration = IEC104TLSConfiguration(certificateFile: certificate, keyFile: key, caFile: ca, allowedCertificates: allowed,
-                                                   crlFile: crl, handshakeTimeout: .seconds(fromDouble: timeout))
+        return IEC104TLSConfiguration(certificateFile: certificate, keyFile: key, caFile: ca, allowedCertificates: allowed,
+                                      crlFile: crl, handshakeTimeout: .seconds(fromDouble: timeout))
+    }
+}
+
+extension BessdConfiguration {
+    /// What the files this configuration names say when they are read: today the outstation's TLS
+    /// files (`iec104.tls`), made into a context and dropped. `bessd check-config` reports each as an
+    /// error (`CONFIG_INVALID` at `iec104.tls`, the message carrying `TLS_CONTEXT_FAILED`, the file
+    /// and OpenSSL's reason) and fails; `bessd run` does not ask: a file that does not load costs the
+    /// outstation alone (`IEC104_LISTEN_FAILED`), never the site's control.
+    /// - Parameter file: the configuration file, named in each diagnostic.
+    public func fileDiagnostics(file: String) -> [ConfigDiagnostic] {
+        guard let tls = iec104?.server.tls else { return [] }
         do {
-            _ = try configuration.serverContext()
+            _ = try tls.serverContext()
+            return []
         } catch {
-            r.error(fields.node, fields.path, "\(error)")
+            return [ConfigDiagnostic(file: file, line: nil, keyPath: "iec104.tls", message: "\(error)")]
         }
-        return configuration
     }
 }

@@ -38,8 +38,9 @@ public final class OutstationServer: @unchecked Sendable {
     let timeBase: TimeBase
     let linkSettings: LinkSettings
     /// IEC 62351-3: every accepted connection is authenticated with this before IEC 104 flows;
-    /// nil serves plain TCP.
-    let tlsContext: TLSServerContext?
+    /// nil serves plain TCP. Read at each accept: a reload replaces it (`replaceTLSContext(_:)`).
+    var tlsContext: TLSServerContext? { tlsContextHolder.withLock { $0 } }
+    private let tlsContextHolder: Mutex<TLSServerContext?>
     /// The monotonic clock of every timer: t0–t3, the select timeout, sampling, the journal's
     /// budget (`SystemClock` in bessd, a `ManualClock` in tests that step time).
     let clock: any MonotonicClock
@@ -147,7 +148,7 @@ public final class OutstationServer: @unchecked Sendable {
                 audit: (@Sendable (OutstationAuditEntry) -> Void)? = nil,
                 log: @escaping @Sendable (OutstationLogCode, String, [String: String]) -> Void) {
         self.settings = settings
-        self.tlsContext = tlsContext
+        tlsContextHolder = Mutex(tlsContext)
         self.clock = clock
         self.shared = shared
         self.samplePeriod = samplePeriod
@@ -176,6 +177,18 @@ public final class OutstationServer: @unchecked Sendable {
 
     public func stop() {
         worker.stop { [stopWakeup] in stopWakeup.signal() }
+    }
+
+    /// Hands a context read again from the files (a reload: a CRL or allow-list rewritten) to the
+    /// connections accepted from now on; connections already open keep the one they were accepted
+    /// with. Any thread. Returns false, and changes nothing, on a server that serves plain TCP: a
+    /// reload never turns TLS on or off.
+    public func replaceTLSContext(_ context: TLSServerContext) -> Bool {
+        tlsContextHolder.withLock { current in
+            guard current != nil else { return false }
+            current = context
+            return true
+        }
     }
 
     /// The group a client at `address` belongs to: the first whose `allow_from` holds it (an empty

@@ -1,8 +1,11 @@
 import BessSystem
 import Config
+import ControlCore
 import Cycle
 import Foundation
 import Logging
+import Outstation
+import TLSTransport
 
 /// SIGHUP: the configuration file read again and applied between two cycles. A file with errors
 /// is refused with each error logged and the running configuration stays; what a reload cannot
@@ -48,13 +51,20 @@ extension Daemon {
                 logger.notice("reload: the scada: block changed; the SCADA server keeps its settings until bessd restarts",
                               metadata: ["BESS_CODE": "SCADA_RESTART_NEEDED", "MESSAGE_ID": "\(MessageID.reload)"])
             }
-            // The AGC band and expiry apply at once (declareAGC below); the outstation's listener,
-            // groups, rights and timers are the server's and stay until a restart: say so, so that
-            // a right taken away in the file is never believed gone while it still holds.
-            if new.iec104?.server != configuration.iec104?.server || (new.iec104 == nil) != (configuration.iec104 == nil) {
+            // The AGC band and expiry apply at once (declareAGC below), and so do the TLS files
+            // (reloadIEC104TLS); the outstation's listener, groups, rights and timers are the
+            // server's and stay until a restart: say so, so that a right taken away in the file is
+            // never believed gone while it still holds.
+            if Self.fixedPart(new.iec104?.server) != Self.fixedPart(configuration.iec104?.server)
+                || (new.iec104 == nil) != (configuration.iec104 == nil) {
                 logger.notice("reload: the iec104: block changed; the IEC 104 outstation keeps its listener, groups and their rights until bessd restarts",
                               metadata: ["BESS_CODE": "IEC104_RESTART_NEEDED", "MESSAGE_ID": "\(MessageID.reload)"])
             }
+            if new.iec104 != nil, outstation == nil {
+                logger.notice("reload: the IEC 104 outstation is not running (IEC104_LISTEN_FAILED at start); a reload does not start it, a restart does",
+                              metadata: ["BESS_CODE": "IEC104_RESTART_NEEDED", "MESSAGE_ID": "\(MessageID.reload)"])
+            }
+            reloadIEC104TLS(new.iec104?.server.tls, was: configuration.iec104?.server.tls)
             guarded.withLock {
                 $0.configuration = new
                 $0.configText = text
@@ -73,5 +83,38 @@ extension Daemon {
         for notice in cycle.realtimeNotices {
             logger.warning("reload: \(notice)", metadata: ["BESS_CODE": "REALTIME_DEGRADED", "MESSAGE_ID": "\(MessageID.reload)"])
         }
+    }
+
+    /// The outstation's settings a reload cannot move: all but the TLS files and allow-list, which
+    /// `reloadIEC104TLS` applies. Whether TLS is on, and its handshake timeout, stay in.
+    static func fixedPart(_ settings: IEC104ServerConfiguration?) -> IEC104ServerConfiguration? {
+        guard var settings else { return nil }
+        if let tls = settings.tls {
+            settings.tls = IEC104TLSConfiguration(certificateFile: "", keyFile: "", caFile: "", handshakeTimeout: tls.handshakeTimeout)
+        }
+        return settings
+    }
+
+    /// Reads the outstation's TLS files again, whether their paths changed or not (a CRL or
+    /// certificate rewritten in place is the usual case), and hands the context to the running
+    /// outstation for the connections it accepts from now on; those already open keep theirs. A
+    /// context that cannot be made leaves the running one in place, with a coded error.
+    func reloadIEC104TLS(_ tls: IEC104TLSConfiguration?, was old: IEC104TLSConfiguration?) {
+        guard let tls, old != nil, let outstation else { return }
+        let context: TLSServerContext
+        do {
+            context = try tls.serverContext()
+        } catch {
+            logger.error("reload: iec104.tls: \(error); the outstation keeps the certificate, CA, CRL and allow-list it had",
+                         metadata: ["BESS_CODE": "IEC104_TLS_RELOAD_FAILED", "BESS_TLS_ERROR": "\(error.code)", "MESSAGE_ID": "\(MessageID.reload)"])
+            return
+        }
+        guard outstation.replaceTLSContext(context) else { return }
+        // The allow-list's size, or "any": every certificate the CA vouches for.
+        func listed(_ tls: IEC104TLSConfiguration?) -> String { tls?.allowedCertificates.map { "\($0.count)" } ?? "any" }
+        let crl = tls.crlFile ?? "none"
+        logger.notice("reload: iec104.tls read again: CRL \(crl)\(tls.crlFile == old?.crlFile ? "" : " (was \(old?.crlFile ?? "none"))"), allowed certificates \(listed(tls)) (was \(listed(old))); connections accepted from now on are checked against them, connections already open keep what they were accepted with",
+                      metadata: ["BESS_CODE": "IEC104_TLS_RELOADED", "BESS_TLS_CRL": "\(crl)", "BESS_TLS_ALLOWED": "\(listed(tls))",
+                                 "MESSAGE_ID": "\(MessageID.reload)"])
     }
 }

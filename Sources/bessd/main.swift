@@ -38,6 +38,10 @@ struct CheckConfig: ParsableCommand {
 
     func run() throws {
         guard let loaded = ConfigLoader.loadReporting(path: file) else { throw ExitCode(ExitStatus.invalidConfiguration) }
+        // The files it names too (the outstation's TLS files), which `run` leaves to the outstation.
+        let fileErrors = loaded.fileDiagnostics(file: file)
+        for error in fileErrors { FileHandle.standardError.write(Data("\(error)\n".utf8)) }
+        if !fileErrors.isEmpty { throw ExitCode(ExitStatus.invalidConfiguration) }
         for notice in loaded.notices { print("notice: \(notice)") }
         if !quiet {
             print("\(file): OK (\(loaded.mode.rawValue), \(loaded.units.count) unit\(loaded.units.count == 1 ? "" : "s"), period \(loaded.periodMs) ms)")

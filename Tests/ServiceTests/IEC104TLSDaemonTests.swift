@@ -82,6 +82,14 @@ struct IEC104TLSDaemonTests {
         return station.next() == .unnumbered(.startDataTransferConfirmation) && station.asdu { $0.type == .endOfInitialisation } != nil
     }
 
+    /// Whether a client showing the fixture's `certificate` through a bridge of its own is served,
+    /// and the end of what socat said.
+    static func served(as certificate: String, to port: Int, pki: TLSFixture) throws -> (served: Bool, said: String) {
+        let bridge = try TLSBridge(to: port, pki: pki, certificate: certificate)
+        let served = station(through: bridge.port).map(Self.served) ?? false
+        return (served, String(bridge.said.suffix(400)))
+    }
+
     /// Refused: STARTDT gets no confirmation and the connection is closed.
     static func refused(_ station: RawControlStation) -> Bool {
         station.send(.unnumbered(.startDataTransferActivation))
@@ -175,14 +183,96 @@ struct IEC104TLSDaemonTests {
         #expect(Self.refused(try #require(Self.station(through: unlisted.port))), "the client the list leaves out")
         let revoked = try TLSBridge(to: port, pki: pki, certificate: "revoked")
         #expect(Self.refused(try #require(Self.station(through: revoked.port))), "the revoked client")
-        let named = try TLSBridge(to: port, pki: pki, certificate: "server")
-        let served = Self.station(through: named.port).map(Self.served) ?? false
-        #expect(served, "the listed certificate is served: \(named.said.suffix(400))")
+        let named = try Self.served(as: "server", to: port, pki: pki)
+        #expect(named.served, "the listed certificate is served: \(named.said)")
         daemon.signal(SIGTERM)
         let (_, text) = daemon.finish()
         let refusals = Self.lines(text, "IEC104_TLS_REFUSED")
         #expect(refusals.contains { $0.contains("BESS_TLS_ERROR=TLS_PEER_NOT_ALLOWED") && $0.contains("CN=scada-client") }, "\(refusals)")
         #expect(refusals.contains { $0.contains("BESS_TLS_ERROR=TLS_PEER_REVOKED") }, "\(refusals)")
         #expect(Self.lines(text, "IEC104_CONNECTED").contains { $0.contains("BESS_PEER=\"CN=bessd-test-server\"") })
+    }
+
+    /// The site's control never depends on its control-centre link: a key file OpenSSL cannot read
+    /// costs the outstation alone at `bessd run`, while `bessd check-config` still fails on it.
+    @Test("a key file that cannot be read: bessd run controls the site (status answers, cycles count) and logs IEC104_LISTEN_FAILED with TLS_CONTEXT_FAILED, serving nothing, never plain; check-config fails naming the key")
+    func brokenKeyFileCostsOnlyTheOutstation() throws {
+        let pki = try TLSFixture()
+        let port = Loopback.freePort()
+        // Root reads a mode-000 file: a file OpenSSL cannot read as a key stands for every such file.
+        let broken = pki.path("broken.key")
+        try Data("not a key\n".utf8).write(to: URL(fileURLWithPath: broken))
+        let yaml = Self.yaml(port: port, pki: pki).replacingOccurrences(of: "key_file: \(pki.path("server.key"))", with: "key_file: \(broken)")
+        #expect(yaml.contains("key_file: \(broken)"))
+        let daemon = try RunningDaemon(yaml: yaml)
+        var cycles: [UInt64] = []
+        let counting = waitFor(seconds: 15) {
+            let cycle = (try? daemon.request(["verb": "status"]))?["cycle"] as? [String: Any]
+            if let count = (cycle?["cycles"] as? NSNumber)?.uint64Value { cycles.append(count) }
+            return cycles.count >= 2 && cycles.last! > cycles.first!
+        }
+        #expect(counting, "status answers and the cycle counts: \(cycles)")
+        #expect(!Loopback.listening(port), "nothing listens on the outstation's port")
+
+        let check = try Package.run("bessd", ["check-config", daemon.configPath])
+        #expect(check.status == 1, "check-config: \(check.status) \(check.out) \(check.err)")
+        #expect(check.err.contains("iec104.tls") && check.err.contains("TLS_CONTEXT_FAILED") && check.err.contains(broken), "\(check.err)")
+
+        daemon.signal(SIGTERM)
+        let (status, text) = daemon.finish()
+        #expect(status == 0, "\(text.suffix(600))")
+        let failed = Self.lines(text, "IEC104_LISTEN_FAILED")
+        #expect(failed.count == 1 && failed.allSatisfy { $0.contains("BESS_TLS_ERROR=TLS_CONTEXT_FAILED") && $0.contains(broken) }, "\(failed)")
+        #expect(Self.lines(text, "IEC104_LISTENING").isEmpty, "\(text.suffix(600))")
+    }
+
+    /// Revokes the fixture's `client` certificate in crl.pem, rewritten at the same path.
+    static func revokeClient(_ pki: TLSFixture) throws {
+        let ca = ["-config", pki.path("ca.cnf"), "-keyfile", pki.path("ca.key"), "-cert", pki.path("ca.pem")]
+        try pki.openssl(["ca"] + ca + ["-revoke", pki.path("client.pem")])
+        try pki.openssl(["ca"] + ca + ["-gencrl", "-out", pki.path("crl.pem")])
+    }
+
+    @Test("a CRL rewritten at the same path takes effect at reload: the revoked client's next connection is refused TLS_PEER_REVOKED, its open one and a good client are served, IEC104_TLS_RELOADED in the journal")
+    func revocationAtReload() throws {
+        let pki = try TLSFixture()
+        let port = Loopback.freePort()
+        let daemon = try RunningDaemon(yaml: Self.yaml(port: port, pki: pki, extra: """
+
+                crl_file: \(pki.path("crl.pem"))
+            """))
+        #expect(!daemon.notify.collect(seconds: 15) { $0.contains("READY=1") }.isEmpty, "bessd is ready")
+        #expect(waitFor(seconds: 15) { Loopback.listening(port) }, "bessd listens")
+        let first = try TLSBridge(to: port, pki: pki, certificate: "client")
+        let open = try #require(Self.station(through: first.port))
+        #expect(Self.served(open), "the client is served before its revocation: \(first.said.suffix(400))")
+
+        try Self.revokeClient(pki)
+        daemon.signal(SIGHUP)
+        var reloading = false
+        let said = daemon.notify.collect(seconds: 20) { message in
+            if message.contains("RELOADING=1") { reloading = true }
+            return reloading && message.hasPrefix("READY=1")
+        }
+        #expect(reloading && said.last?.hasPrefix("READY=1") == true, "the reload finished: \(said)")
+
+        let again = try TLSBridge(to: port, pki: pki, certificate: "client")
+        #expect(Self.refused(try #require(Self.station(through: again.port))), "the revoked client's new connection")
+        // The connection accepted before the reload keeps the context it was accepted with (asked
+        // before the good client starts in the same group, which closes it by switch-over).
+        open.send(.unnumbered(.testFrameActivation))
+        #expect(open.frames(seconds: 10) { $0.contains(.unnumbered(.testFrameConfirmation)) }.contains(.unnumbered(.testFrameConfirmation)),
+                "the open connection still answers")
+        let good = try Self.served(as: "server", to: port, pki: pki)
+        #expect(good.served, "a good client is served after the reload: \(good.said)")
+
+        daemon.signal(SIGTERM)
+        let (_, text) = daemon.finish()
+        let reloaded = Self.lines(text, "IEC104_TLS_RELOADED")
+        #expect(reloaded.count == 1 && reloaded.allSatisfy { $0.contains("BESS_TLS_CRL=\(pki.path("crl.pem"))") }, "\(reloaded)")
+        let refusals = Self.lines(text, "IEC104_TLS_REFUSED")
+        // (The listening probe above is a refusal of its own, TLS_HANDSHAKE_FAILED.)
+        #expect(refusals.filter { $0.contains("BESS_TLS_ERROR=TLS_PEER_REVOKED") }.count == 1, "\(refusals)")
+        #expect(Self.lines(text, "IEC104_RESTART_NEEDED").isEmpty && Self.lines(text, "IEC104_TLS_RELOAD_FAILED").isEmpty, "\(text.suffix(800))")
     }
 }
