@@ -87,6 +87,8 @@ public struct ControlSettings: Sendable {
     public var rocofWindow: Duration
     /// Settlement block length.
     public var energyBlockLength: Duration
+    /// When a frequency excursion is an event, and the assessment's tolerance (FrequencyEvents.swift).
+    public var frequencyEvents = FrequencyEventSettings()
 
     public init(
         droop: DroopSettings = .seedDefault, limitRampPercentPerSecond: Double = 10,
@@ -584,6 +586,7 @@ extension SiteController {
         // What follows is shaped by settings: carried where the new settings keep its shape.
         if rocof.window == old.rocof.window { rocof = old.rocof }
         if gridEnergy != nil, let open = old.gridEnergy, open.lengthSeconds == gridEnergy!.lengthSeconds { gridEnergy = open }
+        frequencyEvents.adopt(old.frequencyEvents)
         for (i, j) in mapping.enumerated() where i < units.count {
             guard let j, j < old.units.count else { continue }
             units[i].adopt(old.units[j])

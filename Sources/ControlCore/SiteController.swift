@@ -9,6 +9,8 @@ public final class SiteController {
     public var events: EventRing
     /// Energy blocks closed by recent steps; drain after each step.
     public private(set) var closedBlocks: [EnergyBlock]
+    /// Frequency events found and assessed (FrequencyEvents.swift); drain with `drainFrequencyAssessments`.
+    public internal(set) var frequencyEvents: FrequencyEventAssessor
     public private(set) var site = SiteConditions()
     /// What the site has become by running that no setting shapes: a reload carries it whole.
     var running: SiteRunningState
@@ -84,6 +86,7 @@ public final class SiteController {
         events = EventRing(capacity: eventCapacity)
         closedBlocks = []
         closedBlocks.reserveCapacity(max(8, units.count * 2))
+        frequencyEvents = FrequencyEventAssessor(settings: control.frequencyEvents, droop: control.droop, units: units)
         rocof = SlopeEstimator(window: control.rocofWindow)
         droopCurve = DroopCurve(control.droop)
         self.expectsFrequency = expectsFrequency
