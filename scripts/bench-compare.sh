@@ -8,6 +8,7 @@
 #   COMPARE_QUICK=1 scripts/bench-compare.sh  short windows (5 s), for trying the script, not for results
 #   BUILD_PREFIX="flock /tmp/swift.lock nice -n 19" …   runs every swift build under that prefix
 #   COMPARE_SKIP_BUILD=1 …                    measures the binaries already built (no swift command)
+#   COMPARE_ROWS="late10" …                   takes only those rows (default: cpu10 rss8 cpu32 late10)
 # BEFORE (and AFTER when given) is built in a git worktree under .build-compare/ (its own .build
 # there, never the work tree's); AFTER defaults to the work tree, built in .build as `make bench`
 # builds it. Both bessd binaries talk to the same bess-hil plant and bessctl (the work tree's): the
@@ -28,6 +29,8 @@ SETTLE_S=${COMPARE_SETTLE_S:-$([ -n "$QUICK" ] && echo 5 || echo 30)}
 WARM_S=${COMPARE_WARM_S:-$([ -n "$QUICK" ] && echo 3 || echo 15)}
 read -r -a PREFIX <<< "${BUILD_PREFIX:-}"
 SKIP_BUILD=${COMPARE_SKIP_BUILD:-}
+ROWS=${COMPARE_ROWS:-cpu10 rss8 cpu32 late10}
+LATE_S=${COMPARE_LATE_S:-$([ -n "$QUICK" ] && echo 5 || echo 100)}
 OUT=hil/results/bench-compare.md
 DATA=hil/results/bench-compare-data
 COMPARE=.build-compare
@@ -79,15 +82,15 @@ RAW=$DATA/raw.csv
 echo "round,row,build,value,plant" > "$RAW"
 
 # One configuration both revisions read: N units, each inverter on its own port of the plant.
-write_config() {  # FILE UNITS PERIOD_MS BASE_PORT
-  local file=$1 units=$2 period=$3 base=$4 name
+write_config() {  # FILE UNITS PERIOD_MS BASE_PORT [nort]
+  local file=$1 units=$2 period=$3 base=$4 rt=${5:-rt} name
   name=$(basename "$file" .yaml)
   {
     echo "mode: hil"
     echo "period_ms: $period"
     echo "control_socket: $WORK/$name.sock"
     echo "state_directory: $WORK/$name"
-    echo "realtime: {priority: 60}"
+    [ "$rt" = rt ] && echo "realtime: {priority: 60}"
     echo "grid_integration: {frequency_source: inverter, droop_settings: {deadband_hz: [49.9, 50.05], droop_percent: 5.0}}"
     echo "simulation: {frequency_profile: walk, amplitude_hz: 0.1, seed: 7}"
     echo "bess_units:"
@@ -105,16 +108,19 @@ cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {pri
 #          run), CPU share of one core over the window, the plant's beside it.
 #   rss8:  8 units at 100 ms, VmRSS, VmHWM and the anonymous part after SETTLE_S.
 #   cpu32: 32 units at 100 ms, CPU share over the window after WARM_S, the plant's beside it.
+#   late10: 8 units at 10 ms WITHOUT real-time priority, the status reader beside: readings the
+#          cycle found no newer than at its previous cycle over LATE_S seconds (10,000 cycles at 100).
 measure() {  # ROUND ROW BUILD BESSD
-  local round=$1 row=$2 build=$3 bessd=$4 units period base conf plant pid reader=""
+  local round=$1 row=$2 build=$3 bessd=$4 units period base conf plant pid reader="" rt=rt
   case $row in
     cpu10) units=8; period=10 ;;
+    late10) units=8; period=10; rt=nort ;;
     rss8) units=8; period=100 ;;
     cpu32) units=32; period=100 ;;
   esac
   base=$((20000 + RANDOM % 20000))
   conf=$WORK/$row-$build-$round.yaml
-  write_config "$conf" "$units" "$period" "$base"
+  write_config "$conf" "$units" "$period" "$base" "$rt"
   "$BIN/bess-hil" plant --config "$conf" > "$WORK/$row-$build-$round-plant.log" 2>&1 & plant=$!; PIDS+=("$plant")
   sleep 1
   "$bessd" run --config "$conf" --status-every 0 --log stdout > "$WORK/$row-$build-$round.log" 2>&1 & pid=$!; PIDS+=("$pid")
@@ -124,7 +130,16 @@ measure() {  # ROUND ROW BUILD BESSD
     echo "bench-compare: $build bessd did not start for $row:" >&2; tail -5 "$WORK/$row-$build-$round.log" >&2
     kill -TERM "$plant"; wait "$plant" 2>/dev/null; return 1
   fi
-  if [ "$row" = rss8 ]; then
+  if [ "$row" = late10 ]; then
+    ( while kill -0 "$pid" 2>/dev/null; do "$BIN/bessctl" status --json --socket "$sock" > /dev/null 2>&1; sleep 0.5; done ) &
+    reader=$!; PIDS+=("$reader")
+    sleep 3
+    local l0 l1
+    l0=$("$BIN/bessctl" status --json --socket "$sock" | python3 -c 'import json,sys; c=json.load(sys.stdin)["cycle"]; print(c["late_readings"], c["cycles"])')
+    sleep "$LATE_S"
+    l1=$("$BIN/bessctl" status --json --socket "$sock" | python3 -c 'import json,sys; c=json.load(sys.stdin)["cycle"]; print(c["late_readings"], c["cycles"])')
+    python3 -c "a, b = '$l0'.split(), '$l1'.split(); print(f'$round,late10,$build,{int(b[0]) - int(a[0])},{int(b[1]) - int(a[1])}')" >> "$RAW"
+  elif [ "$row" = rss8 ]; then
     sleep "$SETTLE_S"
     local rss hwm
     rss=$(awk '/VmRSS/ {print $2}' /proc/$pid/status); hwm=$(awk '/VmHWM/ {print $2}' /proc/$pid/status)
@@ -158,7 +173,7 @@ measure() {  # ROUND ROW BUILD BESSD
 STARTED=$(date -u +%Y-%m-%dT%H:%MZ)
 for round in $(seq 1 "$ROUNDS"); do
   echo "bench-compare: round $round of $ROUNDS"
-  for row in cpu10 rss8 cpu32; do
+  for row in $ROWS; do
     if [ $((round % 2)) -eq 1 ]; then order="before after"; else order="after before"; fi
     for build in $order; do
       if [ "$build" = before ]; then measure "$round" "$row" before "$BEFORE_BIN"
@@ -180,8 +195,9 @@ titles = {
     "hwm8": f"8 units at 100 ms, SCHED_FIFO 60: peak resident memory after {settle} s (VmHWM, MB)",
     "anon8": f"8 units at 100 ms, SCHED_FIFO 60: its anonymous part (heap, stacks, buffers; smaps_rollup Anonymous, MB)",
     "cpu32": f"32 units on Modbus TCP at 100 ms, SCHED_FIFO 60: CPU share of one core ({window} s)",
+    "late10": "8 units on Modbus TCP at 10 ms, no real-time priority, status read twice a second: late readings per run (cycles per run in the last column)",
 }
-unit = {"cpu10": " %", "cpu32": " %", "rss8": "", "hwm8": "", "anon8": ""}
+unit = {"cpu10": " %", "cpu32": " %", "rss8": "", "hwm8": "", "anon8": "", "late10": ""}
 def cell(values, u):
     if not values: return "—"
     return f"{statistics.median(values):.2f}{u} ({min(values):.2f}–{max(values):.2f})"
@@ -198,7 +214,8 @@ if quick:
     lines += ["**COMPARE_QUICK: short windows, for trying the script; not results.**", ""]
 lines += ["| Row | Before: median (min–max) | After: median (min–max) | Ratio after / before | Plant's share, before / after |",
           "|---|---|---|---|---|"]
-for key in ("cpu10", "rss8", "hwm8", "anon8", "cpu32"):
+for key in ("cpu10", "rss8", "hwm8", "anon8", "cpu32", "late10"):
+    if key not in rows: continue  # a row COMPARE_ROWS left out
     sides = rows.get(key, {})
     b = [float(r["value"]) for r in sides.get("before", [])]
     a = [float(r["value"]) for r in sides.get("after", [])]
@@ -208,6 +225,9 @@ for key in ("cpu10", "rss8", "hwm8", "anon8", "cpu32"):
         pb = [float(r["plant"]) for r in sides.get("before", [])]
         pa = [float(r["plant"]) for r in sides.get("after", [])]
         if pb and pa: plant = f"{statistics.median(pb):.2f} / {statistics.median(pa):.2f} %"
+    if key == "late10":
+        runs = lambda side: ", ".join(f"{int(float(r['value']))}/{int(float(r['plant']))}" for r in sides.get(side, []))
+        plant = f"runs (late/cycles): before {runs('before')}; after {runs('after')}"
     lines.append(f"| {titles[key]} | {cell(b, unit[key])} | {cell(a, unit[key])} | {ratio} | {plant} |")
 open(out, "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
