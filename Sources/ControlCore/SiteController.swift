@@ -115,9 +115,13 @@ public final class SiteController {
     ///   - now: the monotonic instant of this cycle.
     ///   - wallClock: Unix time in seconds, for energy blocks.
     ///   - meter: the connection-point meter's latest reading, when the site has one.
+    ///   - rocof: a measured rate of change of frequency, Hz/s, with the instant it was measured (a
+    ///     PMU's DFREQ while the PMU is the frequency source). While it is no older than
+    ///     `frequencyStaleAfter` it is the site's ROCOF (what `GRID_ROCOF` reads); absent or stale, the
+    ///     slope of the frequency readings over `rocofWindow` is.
     public func step(
         frequency: Timestamped<Hertz>?, inputs: [UnitInputs], now: MonotonicInstant, wallClock: Double,
-        meter: Timestamped<MeterReading>? = nil
+        meter: Timestamped<MeterReading>? = nil, rocof measuredRocof: Timestamped<Double>? = nil
     ) {
         let elapsed = lastStep.map { now.seconds(since: $0) } ?? 0
         lastStep = now
@@ -142,6 +146,11 @@ public final class SiteController {
             conditions.frequency = f
             conditions.frequencyDeviation = f.value - control.droop.nominal.value
             conditions.rocof = rocof.slope(at: now).map { abs($0) }
+        }
+        // A measured ROCOF outranks the estimate: the PMU computes it over its own window from the
+        // phasor, finer than a slope over readings (the estimate keeps running, so a fallback is seamless).
+        if let measured = measuredRocof.fresh(at: now, maxAge: control.frequencyStaleAfter), measured.isFinite {
+            conditions.rocof = abs(measured)
         }
         if expectsFrequency {
             conditions.frequencyAge = frequency.map { now.seconds(since: $0.takenAt) }
