@@ -116,7 +116,7 @@ let package = Package(
         // IEC 60870-5-104 as pure protocol (APCI, ASDU, CP56Time2a, the link state machine): no
         // sockets, no threads, no Foundation; ControlCore for the monotonic instant only.
         .target(name: "IEC104", dependencies: ["ControlCore"], swiftSettings: swiftSettings),
-        // IEEE C37.118.2-2011 synchrophasor frames as pure protocol (CRC, header, commands, CFG-2, data
+        // IEEE C37.118.2-2011 synchrophasor frames as pure protocol (CRC, header, commands, CFG-1/2/3, data
         // frames): no sockets, no clock, no Foundation; ControlCore for the coded error only.
         .target(name: "Synchrophasor", dependencies: ["ControlCore"], swiftSettings: swiftSettings),
         // The aggregator's side of the uplink: reading and checking the batches gateways send.

@@ -255,6 +255,11 @@ struct ByteReader {
         return field
     }
 
+    mutating func uint8(_ what: @autoclosure () -> String = "field") throws(SynchrophasorError) -> UInt8 {
+        let field = try take(1, what())
+        return field[field.startIndex]
+    }
+
     mutating func uint16(_ what: @autoclosure () -> String = "field") throws(SynchrophasorError) -> UInt16 {
         let field = try take(2, what())
         return UInt16(field[field.startIndex]) << 8 | UInt16(field[field.startIndex + 1])

@@ -9,7 +9,7 @@ public typealias SynchrophasorError = CodedError<SynchrophasorErrorCode>
 public struct SynchrophasorErrorCode: Hashable, Sendable, CustomStringConvertible {
     private enum Value: Hashable, Sendable {
         case frameTooShort, frameSizeInvalid, crcMismatch, syncInvalid, frameTypeUnknown, versionUnsupported
-        case frameTypeUnexpected, configurationInvalid, dataMismatch, idcodeUnknown
+        case frameTypeUnexpected, configurationInvalid, configurationFragmented, dataMismatch, idcodeUnknown
     }
 
     private let value: Value
@@ -30,9 +30,13 @@ public struct SynchrophasorErrorCode: Hashable, Sendable, CustomStringConvertibl
     public static let versionUnsupported = Self(.versionUnsupported)
     /// `PMU_FRAME_TYPE_UNEXPECTED`: a valid frame of another type than the decoder was asked for.
     public static let frameTypeUnexpected = Self(.frameTypeUnexpected)
-    /// `PMU_CONFIGURATION_INVALID`: a configuration frame whose counts overrun its length or the
-    /// limits, with a zero TIME_BASE, NUM_PMU or DATA_RATE, a reserved FNOM or FORMAT bit, or bytes left over.
+    /// `PMU_CONFIGURATION_INVALID`: a configuration frame whose counts or name lengths overrun its
+    /// length or the limits, with a zero TIME_BASE, NUM_PMU or DATA_RATE, a reserved FNOM or FORMAT
+    /// bit, or bytes left over.
     public static let configurationInvalid = Self(.configurationInvalid)
+    /// `PMU_CONFIGURATION_FRAGMENTED`: a CFG-3 that is one of several frames (CONT_IDX not 0); the
+    /// decoder does not reassemble them (ask the PMU for CFG-2 instead).
+    public static let configurationFragmented = Self(.configurationFragmented)
     /// `PMU_DATA_MISMATCH`: a data frame whose length is not the one its configuration implies.
     public static let dataMismatch = Self(.dataMismatch)
     /// `PMU_IDCODE_UNKNOWN`: a data frame from another stream than its configuration's, or an IDCODE
@@ -50,6 +54,7 @@ public struct SynchrophasorErrorCode: Hashable, Sendable, CustomStringConvertibl
         case .versionUnsupported: "PMU_VERSION_UNSUPPORTED"
         case .frameTypeUnexpected: "PMU_FRAME_TYPE_UNEXPECTED"
         case .configurationInvalid: "PMU_CONFIGURATION_INVALID"
+        case .configurationFragmented: "PMU_CONFIGURATION_FRAGMENTED"
         case .dataMismatch: "PMU_DATA_MISMATCH"
         case .idcodeUnknown: "PMU_IDCODE_UNKNOWN"
         }

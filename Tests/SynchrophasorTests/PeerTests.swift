@@ -102,6 +102,66 @@ struct PyPMUTests {
         #expect(try data.measurement(idcode: 8).digitals == [0x00FF])
     }
 
+    /// The peer's CFG-3 frames by name (built from the standard's field table with struct and
+    /// binascii.crc_hqx: pyPMU 1.0.0a's ConfigFrame3 is an empty class).
+    func configuration3Frames() throws -> [String: ([UInt8], [String: Any])] {
+        var out: [String: ([UInt8], [String: Any])] = [:]
+        for line in try peer(["cfg3"]) {
+            guard let name = line["name"] as? String, let text = line["hex"] as? String, let given = line["given"] as? [String: Any] else { continue }
+            out[name] = (bytes(text), given)
+        }
+        #expect(out.count == 3, "peer printed \(out.keys.sorted())")
+        return out
+    }
+
+    /// A float field as given (JSON null for the standard's "unspecified", infinity).
+    func float(_ value: Any?) -> Float { value is NSNull ? .infinity : Float(number(value)) }
+
+    @Test("CFG-3 from the standard's field table: every field as given; pyPMU's data frames decode as under its CFG-2")
+    func configuration3() throws {
+        let all = try frames()
+        let extended = try configuration3Frames()
+        for (name3, name2, dataName) in [("cfg3-int", "cfg2-int", "data-int"), ("cfg3-multi", "cfg2-multi", "data-multi")] {
+            let (bytes3, given) = try #require(extended[name3])
+            let configuration = try Configuration(decoding: bytes3)
+            let plain = try Configuration(decoding: try #require(all[name2]).0)
+            #expect(configuration.header.type == .configuration3 && configuration.header.version == 2, "\(name3)")
+            #expect(Double(configuration.header.idcode) == number(given["idcode"]))
+            #expect(Double(configuration.timeBase) == number(given["timeBase"]) && Double(configuration.dataRate) == number(given["rate"]))
+            #expect(configuration.dataFrameSize == plain.dataFrameSize, "\(name3)")
+            let data = try #require(all[dataName]).0
+            #expect(try DataFrame(decoding: data, configuration: configuration) == DataFrame(decoding: data, configuration: plain), "\(dataName)")
+            let pmusGiven = try #require(given["pmus"] as? [[String: Any]])
+            #expect(configuration.pmus.count == pmusGiven.count)
+            for (pmu, g) in zip(configuration.pmus, pmusGiven) {
+                let more = try #require(pmu.extended)
+                #expect(pmu.stationName == g["stn"] as? String)
+                #expect(Double(pmu.idcode) == number(g["idcode"]) && Double(pmu.format.rawValue) == number(g["format"]))
+                #expect(pmu.phasorNames == g["phasorNames"] as? [String])
+                #expect(pmu.analogNames == g["analogNames"] as? [String])
+                #expect(pmu.digitalNames == g["digitalNames"] as? [String])
+                #expect(more.globalID.map(Int.init) == g["gpmu"] as? [Int])
+                let phasorScales = try #require(g["phasorScales"] as? [[NSNumber]])
+                #expect(more.phasorScales.map { [Double($0.modificationFlags), Double($0.typeIndication), Double($0.userDesignation)] }
+                    == phasorScales.map { $0.prefix(3).map(\.doubleValue) })
+                #expect(more.phasorScales.map { [$0.scale, $0.angleOffset] } == phasorScales.map { [$0[3].floatValue, $0[4].floatValue] })
+                let analogScales = try #require(g["analogScales"] as? [[NSNumber]])
+                #expect(more.analogScales.map { [$0.magnitude, $0.offset] } == analogScales.map { $0.map(\.floatValue) })
+                #expect(pmu.digitalUnits.map(Int.init) == g["digitalUnits"] as? [Int])
+                #expect(more.latitude == float(g["lat"]) && more.longitude == float(g["lon"]) && more.elevation == float(g["elev"]))
+                #expect(more.serviceClass == (g["svc"] as? String)?.utf8.first)
+                #expect(Double(more.windowMicroseconds) == number(g["window"]) && Double(more.groupDelayMicroseconds) == number(g["grpdly"]))
+                #expect(Double(pmu.nominalHz) == number(g["fnom"]) && Double(pmu.configurationCount) == number(g["cfgcnt"]))
+                #expect(pmu.phasorUnits.isEmpty && pmu.analogUnits.isEmpty)
+                // The data layout's fields are CFG-2's.
+                let twin = try #require(plain.pmus.first { $0.idcode == pmu.idcode })
+                #expect(pmu.dataSize == twin.dataSize && pmu.nominalHz == twin.nominalHz && pmu.format == twin.format)
+            }
+        }
+        let continued = try #require(extended["cfg3-continued"]).0
+        #expect(code { _ = try Configuration(decoding: continued) } == .configurationFragmented)
+    }
+
     @Test("command frames: ours byte-equal to pyPMU's, and pyPMU reads ours")
     func commands() throws {
         let all = try frames()

@@ -3,11 +3,15 @@
 
 `pmu_peer.py frames` prints one JSON object per line: {"name", "hex", "given"}: the bytes pyPMU's
 encoder wrote and the values it was given, for the Swift codec's tests to decode and compare.
+`pmu_peer.py cfg3` prints CFG-3 frames in the same form, built here from C37.118.2-2011's field
+table with struct and binascii.crc_hqx (pyPMU 1.0.0a has no CFG-3 encoder: its ConfigFrame3 is empty).
 `pmu_peer.py read-command HEX` decodes a command frame with pyPMU and prints its id and command.
 """
+import binascii
 import collections
 import collections.abc
 import json
+import math
 import struct
 import sys
 
@@ -81,6 +85,93 @@ def frames():
         out(name, CommandFrame(1410, cmd, soc=1_700_000_005, frasec=(0, "+", False, False, 0)), {"idcode": 1410})
 
 
+def _name(text):
+    """A CFG-3 name field: one length byte, then the UTF-8 bytes."""
+    raw = text.encode("utf-8")
+    return struct.pack("!B", len(raw)) + raw
+
+
+def _escaped(text):
+    """A name as bessd shows it: printable ASCII kept, every other byte '?', trailing blanks dropped."""
+    return "".join(chr(b) if 0x20 <= b <= 0x7E else "?" for b in text.encode("utf-8")).rstrip(" ")
+
+
+def cfg3_frame(idcode, pmus, rate, cont_idx=0, time_base=1000000, soc=1_700_000_000):
+    """CFG-3 (C37.118.2-2011 Table 10), written here from the standard's field table with struct and
+    binascii.crc_hqx, because pyPMU 1.0.0a's ConfigFrame3 is an empty class. SYNC 0xAA52 (type 5,
+    version 2), FRAMESIZE, IDCODE, SOC, FRACSEC; CONT_IDX, TIME_BASE, NUM_PMU; per PMU STN, IDCODE,
+    G_PMU_ID, FORMAT, PHNMR, ANNMR, DGNMR, CHNAM, PHSCALE, ANSCALE, DIGUNIT, PMU_LAT/LON/ELEV,
+    SVC_CLASS, WINDOW, GRP_DLY, FNOM, CFGCNT; DATA_RATE; CHK."""
+    body = struct.pack("!HIH", cont_idx, time_base, len(pmus))
+    for p in pmus:
+        body += _name(p["stn"]) + struct.pack("!H", p["idcode"]) + bytes(p["gpmu"])
+        body += struct.pack("!HHHH", p["format"], len(p["phasors"]), len(p["analogs"]), len(p["digitals"]))
+        for name in [ph["name"] for ph in p["phasors"]] + [an["name"] for an in p["analogs"]]:
+            body += _name(name)
+        for word in p["digitals"]:
+            for name in word["names"]:
+                body += _name(name)
+        for ph in p["phasors"]:
+            body += struct.pack("!HBBff", ph["flags"], ph["type"], ph["user"], ph["scale"], ph["angle"])
+        for an in p["analogs"]:
+            body += struct.pack("!ff", an["magnitude"], an["offset"])
+        for word in p["digitals"]:
+            body += struct.pack("!HH", word["normal"], word["valid"])
+        body += struct.pack("!fff", p["lat"], p["lon"], p["elev"]) + p["svc"].encode("ascii")
+        body += struct.pack("!iiHH", p["window"], p["grpdly"], 1 if p["fnom"] == 50 else 0, p["cfgcnt"])
+    body += struct.pack("!h", rate)
+    head = struct.pack("!BBHHII", 0xAA, 0x52, 16 + len(body), idcode, soc, 0)
+    frame = head + body
+    return frame + struct.pack("!H", binascii.crc_hqx(frame, 0xFFFF))
+
+
+def _finite(value):
+    """JSON has no infinity: null stands for the standard's "unspecified"."""
+    return None if math.isinf(value) else value
+
+
+def _given(p):
+    """What the Swift test compares: the fields as sent, names as bessd escapes them."""
+    return {"stn": _escaped(p["stn"]), "idcode": p["idcode"], "gpmu": list(p["gpmu"]), "format": p["format"],
+            "phasorNames": [_escaped(ph["name"]) for ph in p["phasors"]],
+            "analogNames": [_escaped(an["name"]) for an in p["analogs"]],
+            "digitalNames": [_escaped(n) for word in p["digitals"] for n in word["names"]],
+            "phasorScales": [[ph["flags"], ph["type"], ph["user"], ph["scale"], ph["angle"]] for ph in p["phasors"]],
+            "analogScales": [[an["magnitude"], an["offset"]] for an in p["analogs"]],
+            "digitalUnits": [word["normal"] << 16 | word["valid"] for word in p["digitals"]],
+            "lat": _finite(p["lat"]), "lon": _finite(p["lon"]), "elev": _finite(p["elev"]), "svc": p["svc"],
+            "window": p["window"], "grpdly": p["grpdly"], "fnom": p["fnom"], "cfgcnt": p["cfgcnt"]}
+
+
+def cfg3():
+    """CFG-3 frames describing the same streams as `frames`' cfg2-int and cfg2-multi (so pyPMU's data
+    frames decode against either), plus one marked as the first of several (CONT_IDX 1)."""
+    single = {"stn": "Station A", "idcode": 1410, "gpmu": range(16), "format": 0,
+              "phasors": [{"name": "VA", "flags": 0, "type": 0x04, "user": 0, "scale": 9.15527, "angle": 0.0},
+                          {"name": "VB", "flags": 0x0180, "type": 0x0D, "user": 7, "scale": 0.45776, "angle": -0.5}],
+              "analogs": [{"name": "ANALOG1", "magnitude": 2.5, "offset": -1.0}],
+              "digitals": [{"names": ["BREAKER %d" % i for i in range(16)], "normal": 0x0000, "valid": 0xFFFF}],
+              "lat": 28.6139, "lon": 77.209, "elev": float("inf"), "svc": "P", "window": 40000, "grpdly": -2000,
+              "fnom": 50, "cfgcnt": 1}
+    print(json.dumps({"name": "cfg3-int", "hex": cfg3_frame(1410, [single], 50).hex(),
+                      "given": {"idcode": 1410, "timeBase": 1000000, "rate": 50, "pmus": [_given(single)]}}))
+    # Two PMUs as multi_cfg2, with names CFG-2 cannot carry: long, UTF-8, control bytes, empty.
+    one = {"stn": "PMU ONE — Unterwerk Süd " + "x" * 200, "idcode": 7, "gpmu": [0xFF] * 16, "format": 0x000F,
+           "phasors": [{"name": "V1	line", "flags": 0, "type": 0x01, "user": 0, "scale": 1.0, "angle": 0.0}],
+           "analogs": [{"name": "", "magnitude": 1.0, "offset": 0.0}], "digitals": [],
+           "lat": -33.8688, "lon": 151.2093, "elev": 58.5, "svc": "M", "window": 100000, "grpdly": 50000,
+           "fnom": 50, "cfgcnt": 3}
+    two = {"stn": "PMU TWO", "idcode": 8, "gpmu": range(100, 116), "format": 0,
+           "phasors": [{"name": "V2", "flags": 0, "type": 0x04, "user": 0, "scale": 9.15527, "angle": 0.0}],
+           "analogs": [], "digitals": [{"names": ["D%d" % i for i in range(16)], "normal": 0x00FF, "valid": 0xFF00}],
+           "lat": float("inf"), "lon": float("inf"), "elev": float("inf"), "svc": "P", "window": 0, "grpdly": 0,
+           "fnom": 60, "cfgcnt": 4}
+    print(json.dumps({"name": "cfg3-multi", "hex": cfg3_frame(99, [one, two], 25, soc=1_700_000_001).hex(),
+                      "given": {"idcode": 99, "timeBase": 1000000, "rate": 25, "pmus": [_given(one), _given(two)]}}))
+    print(json.dumps({"name": "cfg3-continued", "hex": cfg3_frame(1410, [single], 50, cont_idx=1).hex(),
+                      "given": {"contIdx": 1}}))
+
+
 def read_command(hex_text):
     frame = CommandFrame.convert2frame(bytes.fromhex(hex_text))
     print(json.dumps({"idcode": frame.get_id_code(), "command": frame.get_command(), "soc": frame.get_soc()}))
@@ -89,7 +180,9 @@ def read_command(hex_text):
 if __name__ == "__main__":
     if sys.argv[1] == "frames":
         frames()
+    elif sys.argv[1] == "cfg3":
+        cfg3()
     elif sys.argv[1] == "read-command":
         read_command(sys.argv[2])
     else:
-        sys.exit("usage: pmu_peer.py frames | read-command HEX")
+        sys.exit("usage: pmu_peer.py frames | cfg3 | read-command HEX")
