@@ -48,14 +48,15 @@ extension DroopSettings {
     /// The keys of `grid_integration.droop_settings`.
     static let keys = ConfigKeys("grid_integration.droop_settings", [
         "enabled", "nominal_hz", "deadband_hz", "droop_percent", "droop_percent_under", "droop_percent_over",
-        "reference", "response_time_s",
+        "reference", "response_time_s", "profile", "sustain_s", "response_power_percent",
     ])
 
-    /// `grid_integration.droop_settings:` — the frequency response: nominal, deadband, droops, reference.
+    /// `grid_integration.droop_settings:` — the frequency response: a profile's settings (the seed's by
+    /// default), then nominal, deadband, droops, reference, response and sustain times as given.
     static func decode(_ d: ConfigReader.Fields, _ r: ConfigReader) -> DroopSettings {
-        var droop = DroopSettings.seedDefault
+        let nominal = Hertz(d.choice("nominal_hz", [("50", 50.0), ("60", 60.0)], default: 50))
+        var droop = decodeProfile(d, r).settings(nominal: nominal)
         droop.enabled = d.bool("enabled", default: true)
-        droop.nominal = Hertz(d.choice("nominal_hz", [("50", 50.0), ("60", 60.0)], default: 50))
         if let band = d.sequence("deadband_hz") {
             let values = band.map { $0.int.map(Double.init) ?? $0.float }
             if values.count != 2 || values.contains(where: { $0 == nil }) {
@@ -77,13 +78,30 @@ extension DroopSettings {
                 }
             }
         }
-        let both = d.double("droop_percent", default: 5, range: 0...100, exclusiveLower: true, unit: "%")!
-        droop.droopUnderPercent = d.double("droop_percent_under", default: both, range: 0...100, exclusiveLower: true, unit: "%")!
-        droop.droopOverPercent = d.double("droop_percent_over", default: both, range: 0...100, exclusiveLower: true, unit: "%")!
-        droop.reference = d.choice("reference", [("edge", DroopReference.edge), ("nominal", .nominal)], default: .edge)
-        let response = d.double("response_time_s", default: 5, range: 0...600, unit: "seconds")!
+        let both = d.double("droop_percent", range: 0...100, exclusiveLower: true, unit: "%")
+        droop.droopUnderPercent = d.double("droop_percent_under", default: both ?? droop.droopUnderPercent, range: 0...100,
+                                           exclusiveLower: true, unit: "%")!
+        droop.droopOverPercent = d.double("droop_percent_over", default: both ?? droop.droopOverPercent, range: 0...100,
+                                          exclusiveLower: true, unit: "%")!
+        droop.reference = d.choice("reference", [("edge", DroopReference.edge), ("nominal", .nominal)], default: droop.reference)
+        let response = d.double("response_time_s", default: droop.responseTime.secondsDouble, range: 0...600, unit: "seconds")!
         droop.responseTime = .seconds(fromDouble: response)
+        droop.sustain = .seconds(fromDouble: d.double("sustain_s", default: 0, range: 0...86_400, unit: "seconds")!)
+        droop.responsePowerPercent = d.double("response_power_percent", range: 0...100, exclusiveLower: true, unit: "%")
         d.finish(Self.keys)
         return droop
+    }
+
+    /// `profile:` — a named set whose numbers are verified (docs/frequency-response.md). An IEGC 2023
+    /// profile is refused by name: its primary-response clauses could not be read.
+    static func decodeProfile(_ d: ConfigReader.Fields, _ r: ConfigReader) -> DroopProfile {
+        if let node = d.node("profile"), let name = node.scalar?.string.lowercased(), name.hasPrefix("iegc") {
+            r.error(d.mark("profile"), d.child("profile"),
+                    "no IEGC 2023 profile: its primary-response clauses are not verified (docs/frequency-response.md); "
+                        + "state deadband_hz, droop_percent, response_time_s and sustain_s instead",
+                    got: ConfigReader.shown(node))
+            return .seed
+        }
+        return d.choice("profile", DroopProfile.allCases.map { ($0.rawValue, $0) }, default: .seed)
     }
 }

@@ -6,6 +6,28 @@ public enum DroopReference: String, Sendable, CaseIterable {
     case nominal
 }
 
+/// A named set of response settings whose numbers come from a verified source
+/// (`grid_integration.droop_settings.profile`; docs/frequency-response.md).
+public enum DroopProfile: String, Sendable, CaseIterable {
+    /// The seed design's settings (`DroopSettings.seedDefault`).
+    case seed
+    /// IEEE 1547-2018's default frequency-droop (Table 24 defaults, equal for categories I, II and
+    /// III; IEEE 1547.1-2020 characteristic 1): deadband ±0.036 Hz, 5 % both ways, from the edge,
+    /// 5 s open-loop response time (`DroopSettings.ieee1547_2018(nominal:)`).
+    case ieee1547_2018
+
+    /// The profile's settings at `nominal` frequency.
+    public func settings(nominal: Hertz) -> DroopSettings {
+        switch self {
+        case .seed:
+            var settings = DroopSettings.seedDefault
+            settings.nominal = nominal
+            return settings
+        case .ieee1547_2018: return .ieee1547_2018(nominal: nominal)
+        }
+    }
+}
+
 /// Frequency-watt (droop) settings. See docs/design/0001-droop.md.
 public struct DroopSettings: Sendable, Equatable {
     /// When false the unit gives no frequency response.
@@ -24,12 +46,30 @@ public struct DroopSettings: Sendable, Equatable {
     public var reference: DroopReference
     /// Open-loop response time: time to 90 % of a step's final change; zero responds at once.
     public var responseTime: Duration
+    /// How long full response must be deliverable (`sustain_s`): the site keeps that much energy in
+    /// each direction that dispatch, AGC, SCADA setpoints and the application may not use
+    /// (`ResponseReserve`). Zero keeps none.
+    public var sustain: Duration = .zero
+    /// The response power the reserve is sized for, percent of rating (`response_power_percent`);
+    /// nil: the droop's full power at the largest deviation it can be asked for (up to the grid
+    /// frequency trips).
+    public var responsePowerPercent: Double?
 
     /// The seed design's defaults: 50 Hz, deadband [49.90, 50.05] Hz, 5 % both ways, edge
     /// reference, 5 s response time.
     public static let seedDefault = DroopSettings(
         enabled: true, nominal: Hertz(50), deadbandLow: Hertz(49.90), deadbandHigh: Hertz(50.05),
         droopUnderPercent: 5, droopOverPercent: 5, reference: .edge, responseTime: .seconds(5))
+
+    /// IEEE 1547-2018's default frequency-droop at `nominal`: dbOF = dbUF = 0.036 Hz,
+    /// kOF = kUF = 0.05, measured from the deadband edge, OLRT 5 s (../shared/REFERENCE.md §1.2,
+    /// verified against EPRI OpenDER's parameter checks and UL 1741 SB characteristic 1).
+    public static func ieee1547_2018(nominal: Hertz = Hertz(60)) -> DroopSettings {
+        DroopSettings(
+            enabled: true, nominal: nominal, deadbandLow: Hertz(nominal.value - 0.036),
+            deadbandHigh: Hertz(nominal.value + 0.036), droopUnderPercent: 5, droopOverPercent: 5, reference: .edge,
+            responseTime: .seconds(5))
+    }
 
     public init(
         enabled: Bool, nominal: Hertz, deadbandLow: Hertz, deadbandHigh: Hertz,

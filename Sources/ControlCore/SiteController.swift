@@ -67,6 +67,11 @@ public final class SiteController {
     public var inputLimitPercent: Double? { get { running.inputLimitPercent } set { running.inputLimitPercent = newValue } }
     /// Σ unit ratings, W: what 702 `WMaxRtg` states and what `WMaxLimPct` is a percent of.
     public let ratedPower: Double
+    /// The energy kept for frequency response (`droop_settings.sustain_s`): dispatch, AGC, SCADA
+    /// setpoints and the application stop at it; the droop response may use it.
+    public let responseReserve: ResponseReserve
+    /// Whether the last step found the site's stored energy at the reserve, each way.
+    public internal(set) var reserveReached = (discharge: false, charge: false)
     /// The grid operator's cap on the units' summed power, W, as ramped: it falls at once and rises
     /// at `limits.ramp_percent_per_s`; infinite when no limit stands.
     public internal(set) var operatorCap: Double { get { running.operatorCap } set { running.operatorCap = newValue } }
@@ -98,6 +103,7 @@ public final class SiteController {
         let rating = units.reduce(0.0) { $0 + ($1.rating.value.isFinite ? max(0, $1.rating.value) : 0) }
         shortfallThreshold = max(1000, rating / 100)
         ratedPower = rating
+        responseReserve = ResponseReserve(droop: control.droop, units: units)
         connection = ConnectionPoint(settings: site, rating: rating, startedAt: startedAt)
         if site.hasMeter { gridEnergy = EnergyAccumulator(unit: -1, blockLength: control.energyBlockLength) }
     }
@@ -169,12 +175,18 @@ public final class SiteController {
                 setpointRating += units[index].ratingForShare
             }
         }
+        reserveReached = responseReserve.reached { index in
+            index < inputs.count ? inputs[index].bms.status.fresh(at: now, maxAge: units[index].settings.bmsStaleAfter)?.soc.value : nil
+        }
         let empty = UnitInputs()
         for index in units.indices {
             var unitInputs = index < inputs.count ? inputs[index] : empty
             if let setpoint, setpointRating > 0, !Self.overridden(unitInputs, at: now) {
                 unitInputs.dispatch = PowerCommand(power: Watts(setpoint * units[index].ratingForShare / setpointRating),
                                                    expiresAt: now + .seconds(1))
+            }
+            if !Self.overridden(unitInputs, at: now) {
+                units[index].keepOutOfReserve(reserveReached, dispatch: &unitInputs.dispatch)
             }
             units[index].clockSynchronized = clockSynchronized
             units[index].clockStepped = steppedNow
@@ -253,7 +265,8 @@ public final class SiteController {
         // The application: only where no aggregator dispatch speaks, only on fresh meter data, and
         // never into the SOC reserve.
         if connection.settings.application != .none, !dispatched, !connection.stale, connection.gridPower != nil {
-            decision.application = ControlMath.clamp(connection.target - held, -.infinity, reserveDischarge)
+            decision.application = ControlMath.clamp(connection.target - held, reserveReached.charge ? 0 : -.infinity,
+                                                     reserveReached.discharge ? 0 : reserveDischarge)
             decision.applicationActive = true
         }
         var pool = requested + decision.application

@@ -12,13 +12,16 @@ public struct SiteReply: ControlReply, Equatable {
     public var loadEstimateW: RangeReply
     public var meter: MeterReply
     public var mode: String
+    /// The energy kept for frequency response (absent from a bessd that predates it).
+    public var responseReserve: ResponseReserveReply?
     public var shortfall: ShortfallReply
     public var units: [SiteUnitReply]
 
     public init(mode: String, gridPowerW: Double?, meter: MeterReply, limits: LimitsReply, application: ApplicationReply,
                 gridOperator: GridOperatorReply, decision: DecisionReply, loadEstimateW: RangeReply, shortfall: ShortfallReply,
-                units: [SiteUnitReply], agc: AGCReply? = nil) {
+                units: [SiteUnitReply], agc: AGCReply? = nil, responseReserve: ResponseReserveReply? = nil) {
         self.agc = agc
+        self.responseReserve = responseReserve
         self.mode = mode
         self.gridPowerW = gridPowerW
         self.meter = meter
@@ -34,6 +37,7 @@ public struct SiteReply: ControlReply, Equatable {
     enum CodingKeys: String, CodingKey {
         case agc, application, decision, limits, meter, mode, shortfall, units
         case gridOperator = "grid_operator", gridPowerW = "grid_power_w", loadEstimateW = "load_estimate_w"
+        case responseReserve = "response_reserve"
     }
 
     public func write(to json: inout JSONText) {
@@ -48,8 +52,52 @@ public struct SiteReply: ControlReply, Equatable {
         json.field(CodingKeys.meter, meter)
         json.field(CodingKeys.mode, mode)
         json.field(okKey, true)
+        json.field(CodingKeys.responseReserve, ifPresent: responseReserve)
         json.field(CodingKeys.shortfall, shortfall)
         json.field(CodingKeys.units, units)
+        json.endObject()
+    }
+}
+
+/// The energy the site keeps for frequency response (`droop_settings.sustain_s`): full response
+/// power for the sustain time, each way, which dispatch, AGC, SCADA and the application may not use.
+public struct ResponseReserveReply: Codable, Sendable, Equatable, JSONWritable {
+    /// Whether the site's stored energy is at the reserve now: dispatch stops that way.
+    public var chargeReached: Bool
+    public var chargeWh: Double
+    public var dischargeReached: Bool
+    public var dischargeWh: Double
+    /// The SOC band the schedule may use (capacity-weighted over the units), %.
+    public var socHighPercent: Double
+    public var socLowPercent: Double
+    public var sustainS: Double
+
+    public init(sustainS: Double, dischargeWh: Double, chargeWh: Double, socLowPercent: Double, socHighPercent: Double,
+                dischargeReached: Bool, chargeReached: Bool) {
+        self.sustainS = sustainS
+        self.dischargeWh = dischargeWh
+        self.chargeWh = chargeWh
+        self.socLowPercent = socLowPercent
+        self.socHighPercent = socHighPercent
+        self.dischargeReached = dischargeReached
+        self.chargeReached = chargeReached
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case chargeReached = "charge_reached", chargeWh = "charge_wh", dischargeReached = "discharge_reached"
+        case dischargeWh = "discharge_wh", socHighPercent = "soc_high_percent", socLowPercent = "soc_low_percent"
+        case sustainS = "sustain_s"
+    }
+
+    public func write(to json: inout JSONText) {
+        json.beginObject()
+        json.field(CodingKeys.chargeReached, chargeReached)
+        json.field(CodingKeys.chargeWh, chargeWh)
+        json.field(CodingKeys.dischargeReached, dischargeReached)
+        json.field(CodingKeys.dischargeWh, dischargeWh)
+        json.field(CodingKeys.socHighPercent, socHighPercent)
+        json.field(CodingKeys.socLowPercent, socLowPercent)
+        json.field(CodingKeys.sustainS, sustainS)
         json.endObject()
     }
 }

@@ -157,6 +157,18 @@ extension Daemon {
                                     poolW: site.pool, deliveredW: site.delivered),
             loadEstimateW: RangeReply(low: site.loadLow, high: site.loadHigh),
             shortfall: ShortfallReply(active: site.shortfallActive, missingW: site.shortfall), units: list,
-            agc: Self.agcReply(site.agc))
+            agc: Self.agcReply(site.agc), responseReserve: Self.reserveReply(configuration, units: units))
+    }
+
+    /// The energy kept for frequency response and whether the units' SOC has reached it; nil when
+    /// `sustain_s` keeps none.
+    static func reserveReply(_ configuration: BessdConfiguration, units: [UnitStatus]) -> ResponseReserveReply? {
+        let reserve = ResponseReserve(droop: configuration.controlSettings.droop, units: configuration.unitSettings)
+        guard !reserve.isEmpty else { return nil }
+        let reached = reserve.reached { $0 < units.count && units[$0].soc.isFinite ? units[$0].soc : nil }
+        let band = reserve.socBand
+        return ResponseReserveReply(sustainS: reserve.sustainSeconds, dischargeWh: reserve.dischargeWh, chargeWh: reserve.chargeWh,
+                                    socLowPercent: band.low, socHighPercent: band.high, dischargeReached: reached.discharge,
+                                    chargeReached: reached.charge)
     }
 }

@@ -86,9 +86,13 @@ final class UplinkRecorder {
         (block.clockUnsynced ? ["unsynchronized"] : []) + (block.clockStepped ? ["stepped"] : [])
     }
 
+    /// The energy kept for frequency response (`droop_settings.sustain_s`): never offered upward.
+    let reserve: ResponseReserve
+
     init(queue: SpoolQueue, configuration: BessdConfiguration) {
         self.queue = queue
         self.configuration = configuration
+        reserve = ResponseReserve(droop: configuration.controlSettings.droop, units: configuration.unitSettings)
         interval = configuration.aggregator?.interval ?? .seconds(1)
         reportedDrops = queue.state.dropped
     }
@@ -161,15 +165,17 @@ final class UplinkRecorder {
         }
         if now >= nextAvailability {
             nextAvailability = now + min(.seconds(5), configuration.aggregator?.interval ?? .seconds(5))
-            let availability = zip(configuration.units, units).map { unit, u -> UnitAvailability in
+            // Energy to the SOC trips less what is kept for frequency response.
+            let availability = zip(zip(configuration.units, units), reserve.units).map { pair, kept -> UnitAvailability in
+                let (unit, u) = pair
                 let capacityWh = unit.capacityKWh * 1000
                 let soc = u.soc.isFinite ? u.soc : 0
                 let socMax = configuration.socBound(.socHigh, default: 95)
                 let socMin = configuration.socBound(.socLow, default: 5)
                 return UnitAvailability(
                     id: unit.id, chargePowerW: u.allowedCharge, dischargePowerW: u.allowedDischarge,
-                    chargeEnergyWh: u.soc.isFinite ? max(0, socMax - soc) / 100 * capacityWh : 0,
-                    dischargeEnergyWh: u.soc.isFinite ? max(0, soc - socMin) / 100 * capacityWh : 0)
+                    chargeEnergyWh: u.soc.isFinite ? max(0, max(0, socMax - soc) / 100 * capacityWh - kept.chargeWh) : 0,
+                    dischargeEnergyWh: u.soc.isFinite ? max(0, max(0, soc - socMin) / 100 * capacityWh - kept.dischargeWh) : 0)
             }
             problem = record(.availability(units: availability, site: siteAvailability(units, site))) ?? problem
         }
@@ -181,14 +187,16 @@ final class UplinkRecorder {
     /// What the site can still offer up (more discharge) and down (more charge) from its present
     /// power: the units' allowed power (discharge only from units above the SOC reserve), inside the
     /// grid limits at the meter's present reading. Without a fresh meter reading the grid limits are
-    /// unknown and nothing beyond the present is offered in the direction they bound.
+    /// unknown and nothing beyond the present is offered in the direction they bound. Once the site's
+    /// energy is at the frequency-response reserve, nothing more is offered that way.
     func siteAvailability(_ units: [UnitStatus], _ site: SiteStatus) -> SiteAvailability {
-        let reserve = configuration.site.socReservePercent
+        let socReserve = configuration.site.socReservePercent
+        let reached = reserve.reached { $0 < units.count && units[$0].soc.isFinite ? units[$0].soc : nil }
         var up = 0.0, down = 0.0, now = 0.0
         for u in units {
             now += u.setpoint
-            if u.soc.isFinite, u.soc > reserve { up += u.allowedDischarge }
-            down += u.allowedCharge
+            if !reached.discharge, u.soc.isFinite, u.soc > socReserve { up += u.allowedDischarge }
+            if !reached.charge { down += u.allowedCharge }
         }
         // From the present power: a site charging at 50 kW can move up by 50 kW plus its discharge.
         up = max(0, up - now)

@@ -346,6 +346,7 @@ struct Site: ParsableCommand {
             app += ", SOC reserve \(number(application.socReservePercent)) %"
         }
         print("app       \(app)")
+        if let reserve = site.responseReserve { print("reserve   \(Self.reserveLine(reserve))") }
         for line in Status.gridOperatorLines(site.gridOperator) { print("operator  \(line)") }
         if let line = site.agc.flatMap(Status.agcLine) { print("agc       \(line)") }
         print("decision  asked \(number(decision.requestedW, scale: 1000)) kW + application \(number(decision.applicationW, scale: 1000)) kW"
@@ -361,6 +362,18 @@ struct Site: ParsableCommand {
                          "\(number(unit.allowedChargeW, scale: 1000)) / \(number(unit.allowedDischargeW, scale: 1000))"])
         }
         printTable(rows)
+    }
+}
+
+extension Site {
+    /// `frequency response 300 s: 8.3 kWh discharge, 8.2 kWh charge; schedule within SOC 8.3–91.7 %`
+    /// with `, discharge reserve reached` when dispatch stops that way.
+    static func reserveLine(_ r: ResponseReserveReply) -> String {
+        var line = "frequency response \(number(r.sustainS, digits: 0)) s: \(number(r.dischargeWh, scale: 1000)) kWh discharge, "
+            + "\(number(r.chargeWh, scale: 1000)) kWh charge; schedule within SOC \(number(r.socLowPercent))–\(number(r.socHighPercent)) %"
+        if r.dischargeReached { line += ", discharge reserve reached" }
+        if r.chargeReached { line += ", charge reserve reached" }
+        return line
     }
 }
 

@@ -42,7 +42,8 @@ struct ConfigKeysTests {
           frequency_source: meter
           scada_enabled: false
           droop_settings: {enabled: true, nominal_hz: 50, deadband_hz: [49.9, 50.1], droop_percent: 5,
-                           droop_percent_under: 5, droop_percent_over: 5, reference: edge, response_time_s: 5}
+                           droop_percent_under: 5, droop_percent_over: 5, reference: edge, response_time_s: 5,
+                           profile: seed, sustain_s: 300, response_power_percent: 100}
         limits: {ramp_percent_per_s: 10, schedule_ramp_percent_per_s: 10}
         interlocks:
           overtemperature: {enabled: true, threshold: 55, hysteresis: 5, delay_s: 1, hold_s: 0, severity: derate,

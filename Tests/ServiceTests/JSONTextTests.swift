@@ -139,6 +139,10 @@ struct JSONTextTests {
             units: [SiteUnitReply(id: "U1", share: "headroom", pooled: true, setpointW: 10_000, powerW: 9_900, socPercent: 50,
                                   allowedChargeW: 100_000, allowedDischargeW: 100_000)])
         #expect(try Self.roundTrip(site) == site)
+        var reserved = site
+        reserved.responseReserve = ResponseReserveReply(sustainS: 900, dischargeWh: 25_000, chargeWh: 24_500, socLowPercent: 15,
+                                                        socHighPercent: 85.2, dischargeReached: true, chargeReached: false)
+        #expect(try Self.roundTrip(reserved) == reserved)
         #expect(try Self.roundTrip(ConfigReply(path: "/etc/bessd/bessd.yaml", text: "mode: hil\n")).text == "mode: hil\n")
         #expect(try Self.roundTrip(MetricsReply(text: "bessd_cycles_total 1\n")).text == "bessd_cycles_total 1\n")
         #expect(try Self.roundTrip(ResetReply(cleared: ["U1:CELL_OVERVOLTAGE"], refused: [])).cleared == ["U1:CELL_OVERVOLTAGE"])

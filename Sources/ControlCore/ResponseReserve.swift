@@ -1,0 +1,144 @@
+/// The energy the site keeps for frequency response (issue 47 §2; docs/frequency-response.md).
+///
+/// Full response must be deliverable for `DroopSettings.sustain`: each unit keeps its full response
+/// power × sustain time as energy, above its low-SOC trip for under-frequency (discharge) and below
+/// its high-SOC trip for over-frequency (charge). Dispatch, AGC, SCADA setpoints and the site
+/// application may not use it; the frequency response itself may. Computed once from the settings.
+public struct ResponseReserve: Sendable, Equatable {
+    /// One unit's reserve.
+    public struct Unit: Sendable, Equatable {
+        /// Usable energy, Wh.
+        public var capacityWh: Double
+        /// The SOC at which the unit's interlocks stop discharge (`SOC_LOW`) and charge (`SOC_HIGH`), %.
+        public var floorPercent: Double
+        public var ceilingPercent: Double
+        /// Full response power, W: discharge (under-frequency) and charge (over-frequency).
+        public var dischargePowerW: Double
+        public var chargePowerW: Double
+        /// The energy kept, Wh, each way.
+        public var dischargeWh: Double
+        public var chargeWh: Double
+
+        /// The SOC band the schedule may use: it stops discharging at `low` and charging at `high`.
+        public var low: Double { capacityWh > 0 ? min(100, floorPercent + 100 * dischargeWh / capacityWh) : floorPercent }
+        public var high: Double { capacityWh > 0 ? max(0, ceilingPercent - 100 * chargeWh / capacityWh) : ceilingPercent }
+
+        /// Energy above the reserve at `soc` (negative: the reserve is being used), Wh.
+        public func dischargeHeadroomWh(soc: Double) -> Double { (soc - floorPercent) / 100 * capacityWh - dischargeWh }
+        /// Room below the reserve at `soc`, Wh.
+        public func chargeHeadroomWh(soc: Double) -> Double { (ceilingPercent - soc) / 100 * capacityWh - chargeWh }
+    }
+
+    /// The sustain time, seconds.
+    public let sustainSeconds: Double
+    /// Per unit, in configuration order.
+    public let units: [Unit]
+
+    /// The reserve `droop` asks of `units`.
+    public init(droop: DroopSettings, units: [UnitSettings]) {
+        let seconds = droop.sustain.secondsDouble
+        sustainSeconds = seconds.isFinite ? max(0, seconds) : 0
+        let curve = DroopCurve(droop)
+        let hours = sustainSeconds / 3600
+        self.units = units.map { unit in
+            let rating = unit.rating.value.isFinite ? max(0, unit.rating.value) : 0
+            let capacity = unit.capacity.value.isFinite ? max(0, unit.capacity.value) : 0
+            var under = 0.0, over = 0.0
+            if hours > 0, droop.enabled {
+                if let percent = droop.responsePowerPercent {
+                    under = ControlMath.clamp(percent / 100, 0, 1)
+                    over = under
+                } else {
+                    // The deepest deviation the response can be asked for: where the unit's grid
+                    // frequency trips stop it, else anywhere (full power).
+                    let nominal = droop.nominal.value
+                    let low = Self.tripDeviation(unit.rules, below: true).map { Hertz(nominal + $0) }
+                    let high = Self.tripDeviation(unit.rules, below: false).map { Hertz(nominal + $0) }
+                    under = low.map { min(1, max(0, curve.perUnitChange(at: $0))) } ?? 1
+                    over = high.map { min(1, max(0, -curve.perUnitChange(at: $0))) } ?? 1
+                }
+            }
+            return Unit(capacityWh: capacity, floorPercent: Self.socBound(unit.rules, code: .socLow) ?? 0,
+                        ceilingPercent: Self.socBound(unit.rules, code: .socHigh) ?? 100,
+                        dischargePowerW: under * rating, chargePowerW: over * rating,
+                        dischargeWh: under * rating * hours, chargeWh: over * rating * hours)
+        }
+    }
+
+    /// True when no energy is kept either way.
+    public var isEmpty: Bool { units.allSatisfy { $0.dischargeWh <= 0 && $0.chargeWh <= 0 } }
+    /// The site's reserve, Wh, each way.
+    public var dischargeWh: Double { units.reduce(0) { $0 + $1.dischargeWh } }
+    public var chargeWh: Double { units.reduce(0) { $0 + $1.chargeWh } }
+    /// The site's full response power, W, each way.
+    public var dischargePowerW: Double { units.reduce(0) { $0 + $1.dischargePowerW } }
+    public var chargePowerW: Double { units.reduce(0) { $0 + $1.chargePowerW } }
+    /// The site's SOC band (capacity-weighted over the units): the schedule stops discharging at
+    /// `low` and charging at `high`.
+    public var socBand: (low: Double, high: Double) {
+        let capacity = units.reduce(0) { $0 + $1.capacityWh }
+        guard capacity > 0 else { return (0, 100) }
+        return (units.reduce(0) { $0 + $1.low * $1.capacityWh } / capacity,
+                units.reduce(0) { $0 + $1.high * $1.capacityWh } / capacity)
+    }
+
+    /// Whether the site's stored energy has reached the reserve, given each unit's SOC (`soc(i)`,
+    /// nil when unknown: that unit's energy counts as none, its reserve still counts). Summed over
+    /// the site, so SOC balancing between units moves nothing. Allocates nothing.
+    public func reached(soc: (Int) -> Double?) -> (discharge: Bool, charge: Bool) {
+        guard !isEmpty else { return (false, false) }
+        var above = 0.0, below = 0.0
+        for (index, unit) in units.enumerated() {
+            if let value = soc(index), value.isFinite {
+                above += unit.dischargeHeadroomWh(soc: value)
+                below += unit.chargeHeadroomWh(soc: value)
+            } else {
+                above -= unit.dischargeWh
+                below -= unit.chargeWh
+            }
+        }
+        return (dischargeReached(above), chargeReached(below))
+    }
+
+    private func dischargeReached(_ headroom: Double) -> Bool { dischargeWh > 0 && headroom <= 0 }
+    private func chargeReached(_ headroom: Double) -> Bool { chargeWh > 0 && headroom <= 0 }
+
+    /// The threshold of the rule that stops the unit on low (`below`) or high frequency, as a
+    /// deviation from nominal, Hz; the nearest when several do.
+    static func tripDeviation(_ rules: [InterlockRule], below: Bool) -> Double? {
+        var found: Double?
+        for rule in rules where rule.metric == .frequencyDeviation && rule.severity != .warn
+            && rule.comparison == (below ? .below : .above)
+        {
+            found = found.map { below ? max($0, rule.threshold) : min($0, rule.threshold) } ?? rule.threshold
+        }
+        return found
+    }
+
+    /// The SOC threshold of `code` when the unit's table has it.
+    static func socBound(_ rules: [InterlockRule], code: TripCode) -> Double? {
+        rules.first { $0.code == code && $0.metric == .soc }?.threshold
+    }
+}
+
+extension UnitController {
+    /// Keeps the unit's schedule (dispatch, AGC or SCADA setpoint) out of the response reserve once
+    /// the site has reached it: a command that would go further in a reached direction is cut to
+    /// zero, and so are the ramped schedule and the latched pre-event power, at once. The droop
+    /// response acts on top as before, with the whole allowed power as its room. Not for an operator
+    /// override (the caller skips those).
+    mutating func keepOutOfReserve(_ reached: (discharge: Bool, charge: Bool), dispatch: inout PowerCommand?) {
+        guard reached.discharge || reached.charge else { return }
+        if var command = dispatch, command.power.value.isFinite {
+            command.power = Watts(Self.outOfReserve(command.power.value, reached))
+            dispatch = command
+        }
+        running.schedule = Self.outOfReserve(running.schedule, reached)
+        if let base = droop.latchedBase { droop.latchedBase = Watts(Self.outOfReserve(base.value, reached)) }
+    }
+
+    /// `power` (+ = discharge) with the reached directions cut to zero.
+    static func outOfReserve(_ power: Double, _ reached: (discharge: Bool, charge: Bool)) -> Double {
+        (reached.discharge && power > 0) || (reached.charge && power < 0) ? 0 : power
+    }
+}
