@@ -26,6 +26,29 @@ struct IEC104DaemonTests {
         return nil
     }
 
+    /// Runs c104 (hil/peers/iec104_client.py) against `port` and checks what every c104 run shows:
+    /// each step passed, and values 1004, 1005 and 1012 equal to what `bessctl site --json` says
+    /// after it (the site at 50 Hz with two units). `context` closes each failure message (socat's
+    /// log through TLS). Returns c104's report and the site it was checked against.
+    static func c104Checked(port: Int, daemon: RunningDaemon, context: @autoclosure () -> String = "") throws
+        -> (json: [String: Any], site: [String: Any]) {
+        let run = try Package.tool(["python3", "hil/peers/iec104_client.py", String(port), "7", "0.05", "0.02"])
+        #expect(run.status == 0, "iec104_client.py: \(run.err.suffix(600)) \(context())")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(run.out.utf8)) as? [String: Any],
+                                "\(run.out.prefix(400)) \(context())")
+        let ok = json["ok"] as? [String: Bool] ?? [:]
+        for step in ["connected", "startdt", "interrogation", "clock_sync", "counters", "agc_in_service", "agc_target", "setpoint_sbo"] {
+            #expect(ok[step] == true, "c104: \(step) \(ok)")
+        }
+        let site = try daemon.request(["verb": "site"])
+        let values = json["values"] as? [String: Any] ?? [:]
+        let soc = (site["units"] as? [[String: Any]] ?? []).compactMap { $0["soc_percent"] as? Double }.reduce(0, +) / 2
+        #expect((values["1005"] as? Double).map { abs($0 - soc) < 0.2 } == true, "1005 \(values["1005"] ?? "-") vs \(soc)")
+        #expect((values["1004"] as? Double).map { abs($0 - 50) < 0.001 } == true, "1004 \(values["1004"] ?? "-")")
+        #expect((values["1012"] as? Double).map { abs($0 - 0.2) < 1e-6 } == true, "regulation upper limit 1012 \(values["1012"] ?? "-")")
+        return (json, site)
+    }
+
     @Test("STARTDT, end of initialisation, an interrogation equal to bessctl site --json, a spontaneous change, negative answers, and a malformed frame closing only its own connection")
     func rawFrames() throws {
         let port = Loopback.freePort()
@@ -141,19 +164,8 @@ struct IEC104DaemonTests {
             return (site["units"] as? [[String: Any]] ?? []).compactMap { $0["soc_percent"] as? Double }.count == 2
         }
         #expect(running, "site: \(site)")
-        let run = try Package.tool(["python3", "hil/peers/iec104_client.py", String(port), "7", "0.05", "0.02"])
-        #expect(run.status == 0, "iec104_client.py: \(run.err.suffix(600))")
-        let json = try #require(try JSONSerialization.jsonObject(with: Data(run.out.utf8)) as? [String: Any], "\(run.out.prefix(400))")
-        let ok = json["ok"] as? [String: Bool] ?? [:]
-        for step in ["connected", "startdt", "interrogation", "clock_sync", "counters", "agc_in_service", "agc_target", "setpoint_sbo"] {
-            #expect(ok[step] == true, "c104: \(step) \(ok)")
-        }
-        site = try daemon.request(["verb": "site"])
-        let values = json["values"] as? [String: Any] ?? [:]
-        let soc = (site["units"] as? [[String: Any]] ?? []).compactMap { $0["soc_percent"] as? Double }.reduce(0, +) / 2
-        #expect((values["1005"] as? Double).map { abs($0 - soc) < 0.2 } == true, "1005 \(values["1005"] ?? "-") vs \(soc)")
-        #expect((values["1004"] as? Double).map { abs($0 - 50) < 0.001 } == true, "1004 \(values["1004"] ?? "-")")
-        #expect((values["1012"] as? Double).map { abs($0 - 0.2) < 1e-6 } == true, "regulation upper limit 1012 \(values["1012"] ?? "-")")
+        let (json, checkedSite) = try Self.c104Checked(port: port, daemon: daemon)
+        site = checkedSite
         let received = json["received"] as? [[String: Any]] ?? []
         func frames(_ type: Int, _ cot: Int) -> [[String: Any]] { received.filter { $0["type"] as? Int == type && $0["cot"] as? Int == cot } }
         #expect(!frames(36, 3).isEmpty, "spontaneous M_ME_TF_1")

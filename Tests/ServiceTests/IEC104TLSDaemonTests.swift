@@ -119,20 +119,7 @@ struct IEC104TLSDaemonTests {
         #expect(running, "site: \(site)")
 
         let bridge = try TLSBridge(to: port, pki: pki, certificate: "client")
-        let run = try Package.tool(["python3", "hil/peers/iec104_client.py", String(bridge.port), "7", "0.05", "0.02"])
-        #expect(run.status == 0, "iec104_client.py: \(run.err.suffix(600)) socat: \(bridge.said.suffix(600))")
-        let json = try #require(try JSONSerialization.jsonObject(with: Data(run.out.utf8)) as? [String: Any],
-                                "\(run.out.prefix(400)) socat: \(bridge.said.suffix(600))")
-        let ok = json["ok"] as? [String: Bool] ?? [:]
-        for step in ["connected", "startdt", "interrogation", "clock_sync", "counters", "agc_in_service", "agc_target", "setpoint_sbo"] {
-            #expect(ok[step] == true, "c104 over TLS: \(step) \(ok)")
-        }
-        site = try daemon.request(["verb": "site"])
-        let values = json["values"] as? [String: Any] ?? [:]
-        let soc = (site["units"] as? [[String: Any]] ?? []).compactMap { $0["soc_percent"] as? Double }.reduce(0, +) / 2
-        #expect((values["1005"] as? Double).map { abs($0 - soc) < 0.2 } == true, "1005 \(values["1005"] ?? "-") vs \(soc)")
-        #expect((values["1004"] as? Double).map { abs($0 - 50) < 0.001 } == true, "1004 \(values["1004"] ?? "-")")
-        #expect((values["1012"] as? Double).map { abs($0 - 0.2) < 1e-6 } == true, "1012 \(values["1012"] ?? "-")")
+        site = try IEC104DaemonTests.c104Checked(port: bridge.port, daemon: daemon, context: "socat: \(bridge.said.suffix(600))").site
         let agc = site["agc"] as? [String: Any] ?? [:]
         #expect(agc["in_service"] as? Bool == true && (agc["target_w"] as? Double).map { abs($0 - 50_000) < 1 } == true, "agc: \(agc)")
         bridge.stop()
