@@ -50,8 +50,6 @@ public final class CyclePhase: @unchecked Sendable {
     private let deadline = Atomic<Int64>(0)
     /// The cycle's period.
     public let period: Duration
-    /// What the cycle's wait runs on: the system's clock, or a test's `ManualClock` it moves.
-    let clock: any MonotonicClock
     private let early = Atomic<Bool>(false)
     private let readyFor = Atomic<Int64>(0)
     private let readyAt = Atomic<Int64>(0)
@@ -59,11 +57,10 @@ public final class CyclePhase: @unchecked Sendable {
     private let alarms = Atomic<Bool>(false)
     private let alarmRaised = Atomic<Bool>(false)
 
-    /// The schedule of a cycle of `period`, its waits timed on `clock` (the system's by default;
-    /// the workers and the poller take theirs the same way).
-    public init(period: Duration, clock: any MonotonicClock = SystemClock.shared) {
+    /// The schedule of a cycle of `period`. Its waits are timed on the clock the cycle passes to
+    /// `wait(until:on:)`, the one the cycle reads its own instants from.
+    public init(period: Duration) {
         self.period = period
-        self.clock = clock
     }
 
     /// The next cycle's deadline; nil while no cycle thread runs.
@@ -111,7 +108,11 @@ public final class CyclePhase: @unchecked Sendable {
     /// an extra cycle, the deadline stays). Returns the instant the cycle was due (the deadline, or
     /// when the readings came in), from which its wake-up lateness counts, and whether the readings
     /// started it.
-    public func wait(until deadline: MonotonicInstant) -> (dueAt: MonotonicInstant, onReadings: Bool, alarm: Bool) {
+    ///
+    /// Generic over `clock`, so the cycle's calls on the system's clock are direct (the cycle
+    /// thread's use is specialised for `SystemClock`); a test passes the `ManualClock` it moves.
+    public func wait<Clock: MonotonicClock>(until deadline: MonotonicInstant, on clock: Clock)
+        -> (dueAt: MonotonicInstant, onReadings: Bool, alarm: Bool) {
         let early = early.load(ordering: .relaxed)
         guard early || alarms.load(ordering: .relaxed) else {
             clock.sleep(until: deadline)
@@ -144,5 +145,10 @@ public final class CyclePhase: @unchecked Sendable {
             // woke it.
             drained = clock.wait(for: ready, until: deadline)
         }
+    }
+
+    /// `wait(until:on:)` on the system's clock.
+    public func wait(until deadline: MonotonicInstant) -> (dueAt: MonotonicInstant, onReadings: Bool, alarm: Bool) {
+        wait(until: deadline, on: SystemClock.shared)
     }
 }

@@ -80,7 +80,7 @@ public final class CycleThread: @unchecked Sendable {
         runner.phase.publish(nextDeadline: deadline)
         while worker.isRunning {
             // The deadline, or earlier when the bus poller has every reading for this cycle.
-            let due = runner.phase.wait(until: deadline)
+            let due = runner.phase.wait(until: deadline, on: clock)
             let now = clock.now()
             if due.alarm {
                 // A BMS frame calls for less power: an extra cycle now. The deadline stays where it

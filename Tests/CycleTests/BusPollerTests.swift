@@ -279,28 +279,28 @@ extension BusPollerTests {
 /// phase runs on a `ManualClock` the test moves: no result depends on how much real time passes.
 @Suite("CyclePhase: deadline or readings")
 struct CyclePhaseTests {
-    /// `phase.wait(until:)` on a thread of its own; `result` once it has returned.
+    /// `phase.wait(until:on:)` on a thread of its own, timed on `clock`; `result` once it has returned.
     final class Waiter: Sendable {
         private let outcome = Mutex<(dueAt: MonotonicInstant, onReadings: Bool, alarm: Bool)?>(nil)
         var result: (dueAt: MonotonicInstant, onReadings: Bool, alarm: Bool)? { outcome.withLock { $0 } }
 
-        init(_ phase: CyclePhase, until deadline: MonotonicInstant) {
+        init(_ phase: CyclePhase, until deadline: MonotonicInstant, on clock: ManualClock) {
             let thread = Thread { [self] in
-                let woke = phase.wait(until: deadline)
+                let woke = phase.wait(until: deadline, on: clock)
                 outcome.withLock { $0 = woke }
             }
             thread.start()
         }
     }
 
-    @Test("without start-on-readings the wait sleeps on the phase's clock until it is moved to the deadline, readings or not")
+    @Test("without start-on-readings the wait sleeps on the cycle's clock until it is moved to the deadline, readings or not")
     func waitIsTheDeadline() {
         let clock = ManualClock()
-        let plain = CyclePhase(period: .milliseconds(100), clock: clock)
+        let plain = CyclePhase(period: .milliseconds(100))
         let deadline = clock.now() + .milliseconds(100)
         plain.readingsIn(for: deadline, at: deadline - .milliseconds(10))  // ignored: not enabled
-        let waiter = Waiter(plain, until: deadline)
-        #expect(waitFor { clock.sleepLooks >= 1 }, "the wait sleeps on the phase's clock")
+        let waiter = Waiter(plain, until: deadline, on: clock)
+        #expect(waitFor { clock.sleepLooks >= 1 }, "the wait sleeps on the clock it was given")
         // A move short of the deadline: the sleep looks at it and sleeps on.
         clock.advance(to: deadline - .nanoseconds(1))
         #expect(waitFor { clock.sleepLooks >= 2 })
@@ -314,16 +314,16 @@ struct CyclePhaseTests {
 
     @Test("with start-on-readings, readings for this deadline end the wait at their instant while the clock stands; readings for another deadline, or after it, leave the deadline")
     func waitOnReadings() {
-        // The phase's clock stands an hour ahead of the system's: a wait timed on the system's
+        // The cycle's clock stands an hour ahead of the system's: a wait timed on the system's
         // clock instead would not end when the test moves this one to the deadline.
         let clock = ManualClock(at: SystemClock.shared.now() + .seconds(3600))
-        let phase = CyclePhase(period: .milliseconds(100), clock: clock)
+        let phase = CyclePhase(period: .milliseconds(100))
         phase.enableStartOnReadings()
         #expect(phase.startsOnReadings)
         // Readings for this deadline, given from another thread while the clock stands a minute
         // before it: they end the wait, at their instant.
         let d1 = clock.now() + .seconds(60)
-        let first = Waiter(phase, until: d1)
+        let first = Waiter(phase, until: d1, on: clock)
         let at = clock.now() + .milliseconds(5)
         phase.readingsIn(for: d1, at: at)
         #expect(waitFor { first.result != nil })
@@ -333,14 +333,14 @@ struct CyclePhaseTests {
         // the clock is moved to its own deadline.
         let d2 = clock.now() + .milliseconds(100)
         phase.readingsIn(for: d2 - .milliseconds(100), at: d2 - .milliseconds(120))
-        let second = Waiter(phase, until: d2)
+        let second = Waiter(phase, until: d2, on: clock)
         clock.advance(to: d2)
         #expect(waitFor { second.result != nil })
         #expect(second.result.map { $0 == (d2, false, false) } == true, "\(String(describing: second.result))")
         // Readings that came in at the deadline or after it do not start the cycle early either.
         let d3 = clock.now() + .milliseconds(100)
         phase.readingsIn(for: d3, at: d3)
-        let third = Waiter(phase, until: d3)
+        let third = Waiter(phase, until: d3, on: clock)
         clock.advance(to: d3)
         #expect(waitFor { third.result != nil })
         #expect(third.result.map { $0 == (d3, false, false) } == true, "\(String(describing: third.result))")
