@@ -119,6 +119,9 @@ let package = Package(
         // IEEE C37.118.2-2011 synchrophasor frames as pure protocol (CRC, header, commands, CFG-1/2/3, data
         // frames): no sockets, no clock, no Foundation; ControlCore for the coded error only.
         .target(name: "Synchrophasor", dependencies: ["ControlCore"], swiftSettings: swiftSettings),
+        // IEEE 2030.5 (CSIP, CSIP-AUS) as pure protocol: LFDI/SFDI from a certificate (OpenSSL's SHA-256),
+        // a bounded namespace-aware XML reader, the DER control resources and the event rules; no sockets yet.
+        .target(name: "IEEE2030_5", dependencies: ["ControlCore", "COpenSSL"], swiftSettings: swiftSettings),
         // The aggregator's side of the uplink: reading and checking the batches gateways send.
         .target(name: "UplinkIngest", dependencies: ["Uplink", "ControlCore", "BessSystem"], swiftSettings: swiftSettings),
         // TLS over a non-blocking socket for the grid links (the 104 outstation's TLS port, the 2030.5
@@ -183,6 +186,8 @@ let package = Package(
         .testTarget(name: "IEC104Tests", dependencies: ["IEC104", "ControlCore", "TestSupport"], swiftSettings: swiftSettings),
         // The C37.118 codec from the standard, against binascii.crc_hqx and pyPMU (PyPI synchrophasor).
         .testTarget(name: "SynchrophasorTests", dependencies: ["Synchrophasor", "ControlCore", "TestSupport"], swiftSettings: swiftSettings),
+        // LFDI/SFDI against sep2cert, documents from envoy-schema's models, event rules against sep2tools (PyPI).
+        .testTarget(name: "IEEE2030_5Tests", dependencies: ["IEEE2030_5", "ControlCore", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "OutstationTests", dependencies: ["Outstation", "IEC104", "Config", "Cycle", "ControlCore", "BessSystem", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(
             name: "PlantTests", dependencies: ["Simulation", "HILPlant", "ControlCore", "BessSystem", "Fieldbus", "Config", "Cycle", "TestSupport"],

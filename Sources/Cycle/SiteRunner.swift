@@ -303,22 +303,15 @@ public final class SiteRunner {
         return io.unconfirmedStops
     }
 
-    /// Applies reloaded settings while the cycle is paused. The units and their devices must be the
-    /// same (ids, order, Modbus and CAN settings); control settings, interlocks, droop and limits may
-    /// change. Running state (latches included) is carried over.
+    /// Applies reloaded settings while the cycle is paused: the live keys of
+    /// `CycleSettings.reloadRules` (control settings, interlocks, droop, limits) apply, with the
+    /// running state (latches included) carried over; a changed restart key (the units and their
+    /// devices, mode, frequency source, meter, or a field no rule declares) refuses it all,
+    /// `RELOAD_REFUSED: <keys> changed; restart bessd to apply`.
     public func reconfigure(_ new: CycleSettings, now: MonotonicInstant) throws(RunError) {
-        let old = settings
-        guard new.devices.map(\.id) == old.devices.map(\.id) else {
-            throw RunError(.reloadRefused, message: "the units changed; restart bessd to apply a new unit list")
-        }
-        for (a, b) in zip(old.devices, new.devices) where a != b {
-            throw RunError(.reloadRefused, message: "unit \(a.id): its devices changed; restart bessd to apply")
-        }
-        guard new.mode == old.mode, new.frequencySource == old.frequencySource else {
-            throw RunError(.reloadRefused, message: "mode or frequency_source changed; restart bessd to apply")
-        }
-        guard new.meter == old.meter else {
-            throw RunError(.reloadRefused, message: "site.meter changed; restart bessd to apply")
+        // The cycle's restart keys (`CycleSettings.reloadRules`): any of them changed refuses it all.
+        if let restart = CycleSettings.reloadRules.restartNeeded(from: settings, to: new) {
+            throw RunError(.reloadRefused, message: "\(restart)")
         }
         let fresh = SiteController(control: new.control, units: new.units, startedAt: startedAt, expectsFrequency: true,
                                    site: new.site)

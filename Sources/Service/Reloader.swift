@@ -35,30 +35,14 @@ extension Daemon {
         cycle.stop()
         do {
             try runner.reconfigure(new, now: SystemClock.shared.now())
-            if new.gridLimitInputs != configuration.gridLimitInputs {
-                logger.notice("reload: grid_operator.inputs changed; the relay contacts' reader keeps its settings until bessd restarts",
-                              metadata: ["BESS_CODE": "GRID_LIMIT_INPUT_RESTART_NEEDED", "MESSAGE_ID": "\(MessageID.reload)"])
-            }
-            if new.realtime != startedRealtime {
-                logger.notice("reload: the realtime: block changed; the cycle and its bus and CAN workers keep their priority and CPU until bessd restarts",
-                              metadata: ["BESS_CODE": "REALTIME_RESTART_NEEDED", "MESSAGE_ID": "\(MessageID.reload)"])
-            }
-            if new.stateDirectory != configuration.stateDirectory || new.controlSocket != configuration.controlSocket {
-                logger.notice("reload: state_directory or control_socket changed; bessd keeps its lock, latches, spool and socket where they are until it restarts",
-                              metadata: ["BESS_CODE": "STATE_DIRECTORY_RESTART_NEEDED", "MESSAGE_ID": "\(MessageID.reload)"])
-            }
-            if new.scada != configuration.scada {
-                logger.notice("reload: the scada: block changed; the SCADA server keeps its settings until bessd restarts",
-                              metadata: ["BESS_CODE": "SCADA_RESTART_NEEDED", "MESSAGE_ID": "\(MessageID.reload)"])
-            }
-            // The AGC band and expiry apply at once (declareAGC below), and so do the TLS files
-            // (reloadIEC104TLS); the outstation's listener, groups, rights and timers are the
-            // server's and stay until a restart: say so, so that a right taken away in the file is
-            // never believed gone while it still holds.
-            if Self.fixedPart(new.iec104?.server) != Self.fixedPart(configuration.iec104?.server)
-                || (new.iec104 == nil) != (configuration.iec104 == nil) {
-                logger.notice("reload: the iec104: block changed; the IEC 104 outstation keeps its listener, groups and their rights until bessd restarts",
-                              metadata: ["BESS_CODE": "IEC104_RESTART_NEEDED", "MESSAGE_ID": "\(MessageID.reload)"])
+            // What runs: the file last applied, but the threads' priority and CPU as they started.
+            var running = configuration
+            running.realtime = startedRealtime
+            for section in Self.reloadSections {
+                guard case let .keep(code, keeps) = section.outcome, let restart = section.restartNeeded(from: running, to: new) else { continue }
+                logger.notice("reload: \(restart); until then \(keeps)",
+                              metadata: ["BESS_CODE": "\(code)", "BESS_RELOAD_KEYS": "\(restart.keys.joined(separator: ","))",
+                                         "MESSAGE_ID": "\(MessageID.reload)"])
             }
             if new.iec104 != nil, outstation == nil {
                 logger.notice("reload: the IEC 104 outstation is not running (IEC104_LISTEN_FAILED at start); a reload does not start it, a restart does",
@@ -83,6 +67,36 @@ extension Daemon {
         for notice in cycle.realtimeNotices {
             logger.warning("reload: \(notice)", metadata: ["BESS_CODE": "REALTIME_DEGRADED", "MESSAGE_ID": "\(MessageID.reload)"])
         }
+    }
+
+    /// The daemon's sections a reload applies around: a changed restart key's part keeps running as
+    /// it started, and the journal names the keys (the cycle's own keys are
+    /// `CycleSettings.reloadRules`, which refuse the reload instead). A new section that needs a
+    /// restart is one more entry here.
+    static var reloadSections: [ReloadRules<BessdConfiguration>] {
+        [
+            ReloadRules(section: "grid_operator.inputs",
+                        outcome: .keep(code: "GRID_LIMIT_INPUT_RESTART_NEEDED", keeps: "the relay contacts' reader keeps its settings"),
+                        [.restart("grid_operator.inputs", \.gridLimitInputs)]),
+            ReloadRules(section: "realtime",
+                        outcome: .keep(code: "REALTIME_RESTART_NEEDED", keeps: "the cycle and its bus and CAN workers keep their priority and CPU"),
+                        [.restart("realtime", \.realtime)]),
+            ReloadRules(section: "state_directory, control_socket",
+                        outcome: .keep(code: "STATE_DIRECTORY_RESTART_NEEDED",
+                                       keeps: "bessd keeps its lock, latches, spool and socket where they are"),
+                        [.restart("state_directory", \.stateDirectory), .restart("control_socket", \.controlSocket)]),
+            ReloadRules(section: "scada",
+                        outcome: .keep(code: "SCADA_RESTART_NEEDED", keeps: "the SCADA server keeps its settings"),
+                        [.restart("scada", \.scada)]),
+            // The AGC band and expiry apply at once (declareAGC), and so do the TLS files and
+            // allow-list (reloadIEC104TLS); the listener, groups, rights and timers are the
+            // server's: a right taken away in the file must never be believed gone while it holds.
+            ReloadRules(section: "iec104",
+                        outcome: .keep(code: "IEC104_RESTART_NEEDED", keeps: "the IEC 104 outstation keeps its listener, groups and their rights"),
+                        [.restart("iec104 (present or not, listen, groups, rights, timers, tls on or off, handshake_timeout_s)", \.iec104,
+                                  comparing: { fixedPart($0?.server) }),
+                         .live("iec104.agc, iec104.tls's files, allow_certificates and crl_file", \.iec104)]),
+        ]
     }
 
     /// The outstation's settings a reload cannot move: all but the TLS files and allow-list, which

@@ -335,7 +335,7 @@ struct DaemonTests {
         let (code, text) = daemon.finish()
         #expect(code == 0)
         #expect(text.contains("real-time: the cycle SCHED_FIFO 20, its bus and CAN workers 19, all on CPU \(first)"), "\(text.prefix(2000))")
-        #expect(text.contains("reload: the realtime: block changed; the cycle and its bus and CAN workers keep their priority and CPU until bessd restarts"))
+        #expect(text.contains("reload: realtime changed; restart bessd to apply; until then the cycle and its bus and CAN workers keep their priority and CPU"))
         #expect(text.contains("reload applied"))
     }
 

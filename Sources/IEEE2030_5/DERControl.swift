@@ -1,0 +1,273 @@
+public import ControlCore
+/// `ActivePower`: `value` × 10^`multiplier` watts (2030.5 `ActivePower`; CSIP-AUS ALL-24 scales the
+/// same limit with multipliers 0, 1 and 2).
+public struct ActivePower: Hashable, Sendable {
+    /// `value` (Int16).
+    public var value: Int16
+    /// `multiplier`, the power of ten (−9…9).
+    public var multiplier: Int8
+
+    /// `value` × 10^`multiplier` W.
+    public var watts: Double {
+        var scale = 1.0
+        for _ in 0..<abs(Int(multiplier)) { scale *= 10 }
+        return multiplier < 0 ? Double(value) / scale : Double(value) * scale
+    }
+
+    /// A power of `value` × 10^`multiplier` W.
+    public init(value: Int16, multiplier: Int8) {
+        self.value = value
+        self.multiplier = multiplier
+    }
+
+    init(_ element: XMLElement) throws(SEP2Error) {
+        value = try element.requiredInteger("value", Int16.self)
+        multiplier = try element.requiredInteger("multiplier", Int8.self, in: -9...9)
+    }
+}
+
+/// The controls of a `DERControlBase` bessd reads; each nil when the control does not set it.
+public struct DERControlBase: Hashable, Sendable {
+    /// `opModConnect`: false disconnects the DER from the grid.
+    public var connect: Bool?
+    /// `opModEnergize`: false de-energizes the DER.
+    public var energize: Bool?
+    /// `opModFixedW`: a fixed active power, hundredths of a percent of `setMaxW` (−10000…10000).
+    public var fixedWHundredthsPercent: Int16?
+    /// `opModMaxLimW`: a maximum active power, hundredths of a percent of `setMaxW` (0…10000).
+    public var maxLimWHundredthsPercent: UInt16?
+    /// `opModTargetW`: a target active power.
+    public var targetW: ActivePower?
+    /// `csipaus:opModExpLimW`: the connection point's export limit.
+    public var exportLimitW: ActivePower?
+    /// `csipaus:opModImpLimW`: the connection point's import limit.
+    public var importLimitW: ActivePower?
+    /// `csipaus:opModGenLimW`: the DER's generation (discharge) limit.
+    public var generationLimitW: ActivePower?
+    /// `csipaus:opModLoadLimW`: the DER's load (charge) limit.
+    public var loadLimitW: ActivePower?
+    /// `csipaus:opModStorageTargetW` (CSIP-AUS 1.3): a storage target, + discharge.
+    public var storageTargetW: ActivePower?
+    /// `rampTms`: the ramp time to the new setting, hundredths of a second.
+    public var rampTimeHundredthsSecond: UInt16?
+
+    /// A base that sets nothing.
+    public init() {}
+
+    init(_ element: XMLElement) throws(SEP2Error) {
+        connect = try element.boolean("opModConnect")
+        energize = try element.boolean("opModEnergize")
+        fixedWHundredthsPercent = try element.integer("opModFixedW", Int16.self, in: -10_000...10_000)
+        maxLimWHundredthsPercent = try element.integer("opModMaxLimW", UInt16.self, in: 0...10_000)
+        targetW = try element.child("opModTargetW").map { (found) throws(SEP2Error) in try ActivePower(found) }
+        exportLimitW = try element.child("opModExpLimW", csipaus: true).map { (found) throws(SEP2Error) in try ActivePower(found) }
+        importLimitW = try element.child("opModImpLimW", csipaus: true).map { (found) throws(SEP2Error) in try ActivePower(found) }
+        generationLimitW = try element.child("opModGenLimW", csipaus: true).map { (found) throws(SEP2Error) in try ActivePower(found) }
+        loadLimitW = try element.child("opModLoadLimW", csipaus: true).map { (found) throws(SEP2Error) in try ActivePower(found) }
+        storageTargetW = try element.child("opModStorageTargetW", csipaus: true).map { (found) throws(SEP2Error) in try ActivePower(found) }
+        rampTimeHundredthsSecond = try element.integer("rampTms", UInt16.self)
+    }
+}
+
+/// `EventStatus.currentStatus` (2030.5 `EventStatus`).
+public enum EventState: UInt8, Hashable, Sendable {
+    /// 0: scheduled.
+    case scheduled = 0
+    /// 1: active.
+    case active = 1
+    /// 2: cancelled.
+    case cancelled = 2
+    /// 3: cancelled with randomization.
+    case cancelledWithRandomization = 3
+    /// 4: superseded (by the server).
+    case superseded = 4
+}
+
+/// `EventStatus`: the server's view of an event.
+public struct EventStatus: Hashable, Sendable {
+    /// `currentStatus`.
+    public var current: EventState
+    /// `dateTime`: when the status was set (TimeType, seconds since the Unix epoch).
+    public var dateTime: Int64
+    /// `potentiallySuperseded`.
+    public var potentiallySuperseded: Bool
+
+    /// A status.
+    public init(current: EventState, dateTime: Int64, potentiallySuperseded: Bool = false) {
+        self.current = current
+        self.dateTime = dateTime
+        self.potentiallySuperseded = potentiallySuperseded
+    }
+
+    init(_ element: XMLElement) throws(SEP2Error) {
+        let raw = try element.requiredInteger("currentStatus", UInt8.self)
+        guard let state = EventState(rawValue: raw) else {
+            throw SEP2Error(.valueInvalid, message: "EventStatus at byte \(element.offset): currentStatus \(raw) is not 0–4")
+        }
+        current = state
+        dateTime = try element.requiredInteger("dateTime", Int64.self)
+        potentiallySuperseded = try element.boolean("potentiallySuperseded") ?? false
+    }
+}
+
+/// `DERControl`: a scheduled, randomizable event of DER controls.
+public struct DERControl: Hashable, Sendable {
+    /// The control's `href`, as written (never quoted into a message unescaped).
+    public var href: String?
+    /// `mRID` (HexBinary128, as written).
+    public var mRID: String
+    /// `creationTime` (seconds since the Unix epoch): within a primacy the newer control supersedes.
+    public var creationTime: Int64
+    /// `EventStatus`.
+    public var status: EventStatus
+    /// `interval.start` (seconds since the Unix epoch).
+    public var start: Int64
+    /// `interval.duration` (seconds).
+    public var duration: UInt32
+    /// `randomizeStart` (−3600…3600 s; 0 when absent).
+    public var randomizeStart: Int16
+    /// `randomizeDuration` (−3600…3600 s; 0 when absent).
+    public var randomizeDuration: Int16
+    /// `DERControlBase`.
+    public var base: DERControlBase
+    /// The `replyTo` attribute: where responses go.
+    public var replyTo: String?
+    /// The `responseRequired` attribute (HexBinary8: bit 0 received, 1 specific, 2 user; 0 when absent).
+    public var responseRequired: UInt8
+
+    /// A control as the event rules take it.
+    public init(mRID: String, creationTime: Int64, status: EventStatus, start: Int64, duration: UInt32,
+                randomizeStart: Int16 = 0, randomizeDuration: Int16 = 0, base: DERControlBase) {
+        self.mRID = mRID
+        self.creationTime = creationTime
+        self.status = status
+        self.start = start
+        self.duration = duration
+        self.randomizeStart = randomizeStart
+        self.randomizeDuration = randomizeDuration
+        self.base = base
+        responseRequired = 0
+    }
+
+    init(_ element: XMLElement) throws(SEP2Error) {
+        href = element.attribute("href")
+        mRID = try element.mRID()
+        creationTime = try element.requiredInteger("creationTime", Int64.self)
+        status = try EventStatus(try element.required("EventStatus"))
+        let interval = try element.required("interval")
+        start = try interval.requiredInteger("start", Int64.self)
+        duration = try interval.requiredInteger("duration", UInt32.self)
+        randomizeStart = try element.integer("randomizeStart", Int16.self, in: -3600...3600) ?? 0
+        randomizeDuration = try element.integer("randomizeDuration", Int16.self, in: -3600...3600) ?? 0
+        base = try DERControlBase(try element.required("DERControlBase"))
+        replyTo = element.attribute("replyTo")
+        guard let required = element.attribute("responseRequired") else { responseRequired = 0; return }
+        guard required.utf8.count <= 2, required.utf8.allSatisfy(\.isHexDigit), let value = UInt8(required, radix: 16) else {
+            throw SEP2Error(.valueInvalid, message: "DERControl at byte \(element.offset): responseRequired \(quoted(required)) is not HexBinary8")
+        }
+        responseRequired = value
+    }
+
+    /// A `DERControl` document.
+    public static func read(_ bytes: [UInt8], limits: XMLLimits = XMLLimits()) throws(SEP2Error) -> SEP2Document<DERControl> {
+        try readDocument(bytes, root: "DERControl", limits: limits) { (root) throws(SEP2Error) in try DERControl(root) }
+    }
+}
+
+/// `DERControlList`: a page of a program's controls.
+public struct DERControlList: Hashable, Sendable {
+    /// `all`: how many controls the whole list has.
+    public var all: UInt32
+    /// `results`: how many this page carries.
+    public var results: UInt32
+    /// The controls of this page.
+    public var controls: [DERControl]
+
+    /// A `DERControlList` document.
+    public static func read(_ bytes: [UInt8], limits: XMLLimits = XMLLimits()) throws(SEP2Error) -> SEP2Document<DERControlList> {
+        try readDocument(bytes, root: "DERControlList", limits: limits) { (root) throws(SEP2Error) in
+            var controls: [DERControl] = []
+            for element in root.all("DERControl") { controls.append(try DERControl(element)) }
+            return DERControlList(all: try root.integerAttribute("all", UInt32.self) ?? UInt32(controls.count),
+                                  results: try root.integerAttribute("results", UInt32.self) ?? UInt32(controls.count), controls: controls)
+        }
+    }
+}
+
+/// `DefaultDERControl`: what a program asks for while none of its controls is active.
+public struct DefaultDERControl: Hashable, Sendable {
+    /// `mRID`.
+    public var mRID: String
+    /// `DERControlBase`.
+    public var base: DERControlBase
+    /// `setGradW`: the default ramp, hundredths of a percent of `setMaxW` per second (0: no limit).
+    public var setGradW: UInt16?
+
+    /// A default control.
+    public init(mRID: String, base: DERControlBase, setGradW: UInt16? = nil) {
+        self.mRID = mRID
+        self.base = base
+        self.setGradW = setGradW
+    }
+
+    /// A `DefaultDERControl` document.
+    public static func read(_ bytes: [UInt8], limits: XMLLimits = XMLLimits()) throws(SEP2Error) -> SEP2Document<DefaultDERControl> {
+        try readDocument(bytes, root: "DefaultDERControl", limits: limits) { (root) throws(SEP2Error) in
+            DefaultDERControl(mRID: try root.mRID(), base: try DERControlBase(try root.required("DERControlBase")),
+                              setGradW: try root.integer("setGradW", UInt16.self))
+        }
+    }
+}
+
+/// `DERProgram`: a program's priority and where its controls are.
+public struct DERProgram: Hashable, Sendable {
+    /// `mRID`.
+    public var mRID: String
+    /// `primacy`: the lower, the higher the program's priority.
+    public var primacy: UInt8
+    /// `DefaultDERControlLink`'s href.
+    public var defaultControlHref: String?
+    /// `DERControlListLink`'s href.
+    public var controlListHref: String?
+
+    init(_ element: XMLElement) throws(SEP2Error) {
+        mRID = try element.mRID()
+        primacy = try element.requiredInteger("primacy", UInt8.self)
+        defaultControlHref = element.link("DefaultDERControlLink")
+        controlListHref = element.link("DERControlListLink")
+    }
+
+    /// A `DERProgram` document.
+    public static func read(_ bytes: [UInt8], limits: XMLLimits = XMLLimits()) throws(SEP2Error) -> SEP2Document<DERProgram> {
+        try readDocument(bytes, root: "DERProgram", limits: limits) { (root) throws(SEP2Error) in try DERProgram(root) }
+    }
+}
+
+/// `DERProgramList`: the programs of a function set assignment.
+public struct DERProgramList: Hashable, Sendable {
+    /// `all`.
+    public var all: UInt32
+    /// `pollRate` (seconds; 900 when absent, as the standard's default).
+    public var pollRate: UInt32
+    /// The programs of this page.
+    public var programs: [DERProgram]
+
+    /// A `DERProgramList` document.
+    public static func read(_ bytes: [UInt8], limits: XMLLimits = XMLLimits()) throws(SEP2Error) -> SEP2Document<DERProgramList> {
+        try readDocument(bytes, root: "DERProgramList", limits: limits) { (root) throws(SEP2Error) in
+            var programs: [DERProgram] = []
+            for element in root.all("DERProgram") { programs.append(try DERProgram(element)) }
+            return DERProgramList(all: try root.integerAttribute("all", UInt32.self) ?? UInt32(programs.count),
+                                  pollRate: try root.integerAttribute("pollRate", UInt32.self) ?? 900, programs: programs)
+        }
+    }
+}
+
+/// Parse, check namespaces and the root, then read the resource.
+func readDocument<R: Sendable>(_ bytes: [UInt8], root local: String, limits: XMLLimits,
+                     _ read: (XMLElement) throws(SEP2Error) -> R) throws(SEP2Error) -> SEP2Document<R> {
+    let root = try XMLDocument.parse(bytes, limits: limits)
+    let version = try NamespaceCheck.check(root)
+    try root.expectRoot(local)
+    return SEP2Document(resource: try read(root), csipaus: version)
+}

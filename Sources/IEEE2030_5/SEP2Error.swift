@@ -1,0 +1,63 @@
+public import ControlCore
+
+/// A certificate or a document bessd refuses: a stable code and a message that quotes nothing the
+/// server sent unescaped (`SEP2_XML_MALFORMED: byte 212: closing tag </DERControl> expected`).
+public typealias SEP2Error = CodedError<SEP2ErrorCode>
+
+/// The stable code of a `SEP2Error`: a struct over a private enum, so the set is closed and matched by
+/// value, never by text.
+public struct SEP2ErrorCode: Hashable, Sendable, CustomStringConvertible {
+    private enum Value: Hashable, Sendable {
+        case certificateInvalid, xmlMalformed, xmlOversized, namespaceUnknown, documentUnexpected, valueInvalid
+    }
+
+    private let value: Value
+    private init(_ value: Value) { self.value = value }
+
+    /// `SEP2_CERTIFICATE_INVALID`: no PEM certificate block, bad base64, or bytes that OpenSSL does
+    /// not read as one whole DER X.509 certificate.
+    public static let certificateInvalid = Self(.certificateInvalid)
+    /// `SEP2_XML_MALFORMED`: not well-formed XML as this reader accepts it (tags that do not nest, an
+    /// unbound prefix, a DOCTYPE or an entity other than the five predefined and character references).
+    public static let xmlMalformed = Self(.xmlMalformed)
+    /// `SEP2_XML_OVERSIZED`: past one of `XMLLimits` (bytes, depth, elements, attributes, text).
+    public static let xmlOversized = Self(.xmlOversized)
+    /// `SEP2_NAMESPACE_UNKNOWN`: an element or attribute in a namespace that is neither 2030.5's nor
+    /// one of CSIP-AUS's two.
+    public static let namespaceUnknown = Self(.namespaceUnknown)
+    /// `SEP2_DOCUMENT_UNEXPECTED`: a well-formed document whose root is not the resource asked for, or
+    /// that lacks an element the resource requires.
+    public static let documentUnexpected = Self(.documentUnexpected)
+    /// `SEP2_VALUE_INVALID`: an element or attribute whose text is not its type's (an integer out of
+    /// range, a boolean that is neither true nor false, a multiplier beyond ±9).
+    public static let valueInvalid = Self(.valueInvalid)
+
+    /// The stable name (`SEP2_XML_MALFORMED`).
+    public var description: String {
+        switch value {
+        case .certificateInvalid: "SEP2_CERTIFICATE_INVALID"
+        case .xmlMalformed: "SEP2_XML_MALFORMED"
+        case .xmlOversized: "SEP2_XML_OVERSIZED"
+        case .namespaceUnknown: "SEP2_NAMESPACE_UNKNOWN"
+        case .documentUnexpected: "SEP2_DOCUMENT_UNEXPECTED"
+        case .valueInvalid: "SEP2_VALUE_INVALID"
+        }
+    }
+}
+
+/// Text from a document or certificate made safe for a message: printable ASCII kept, everything else
+/// (controls, quotes, backslashes, non-ASCII) as `\u{XX}`, cut to `limit` characters with `…`.
+func quoted(_ text: some StringProtocol, limit: Int = 40) -> String {
+    var out = "\""
+    var count = 0
+    for scalar in text.unicodeScalars {
+        if count == limit { out += "…"; break }
+        if scalar.value >= 0x20 && scalar.value < 0x7F && scalar != "\"" && scalar != "\\" {
+            out.unicodeScalars.append(scalar)
+        } else {
+            out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+        }
+        count += 1
+    }
+    return out + "\""
+}

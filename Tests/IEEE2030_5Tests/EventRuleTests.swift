@@ -1,0 +1,120 @@
+import ControlCore
+import IEEE2030_5
+import Testing
+
+/// The event rules as a table from IEEE 2030.5-2018 §12.1.3 and the CSIP-AUS procedures that test them
+/// (GEN-10 primacy per control type, ALL-23 fallback to the default, cancelled and superseded events).
+@Suite("IEEE 2030.5 event rules")
+struct EventRuleTests {
+    static func limit(_ watts: Int16) -> ActivePower { ActivePower(value: watts, multiplier: 0) }
+
+    static func control(_ mRID: String, created: Int64, start: Int64, duration: UInt32, export: Int16? = nil, importW: Int16? = nil,
+                        status: EventState = .scheduled, randomizeStart: Int16 = 0, randomizeDuration: Int16 = 0) -> DERControl {
+        var base = DERControlBase()
+        base.exportLimitW = export.map(limit)
+        base.importLimitW = importW.map(limit)
+        return DERControl(mRID: mRID, creationTime: created, status: EventStatus(current: status, dateTime: created),
+                          start: start, duration: duration, randomizeStart: randomizeStart, randomizeDuration: randomizeDuration, base: base)
+    }
+
+    static func defaults(export: Int16) -> DefaultDERControl {
+        var base = DERControlBase()
+        base.exportLimitW = limit(export)
+        return DefaultDERControl(mRID: "D0", base: base)
+    }
+
+    @Test("an event runs over [start, start + duration); before and after it the program's default")
+    func windowAndDefault() {
+        let programs = [ProgramSchedule(mRID: "P1", primacy: 1, controls: [Self.control("A", created: 0, start: 100, duration: 60, export: 1500)],
+                                        defaultControl: Self.defaults(export: 5000))]
+        #expect(EventRules.resolve(programs, now: 99).base.exportLimitW?.watts == 5000)
+        #expect(EventRules.resolve(programs, now: 99).sources[.exportLimitW] == .defaultControl(program: "P1"))
+        #expect(EventRules.resolve(programs, now: 100).base.exportLimitW?.watts == 1500)
+        #expect(EventRules.resolve(programs, now: 100).sources[.exportLimitW] == .event(program: "P1", control: "A", until: 160))
+        #expect(EventRules.resolve(programs, now: 159).base.exportLimitW?.watts == 1500)
+        #expect(EventRules.resolve(programs, now: 160).base.exportLimitW?.watts == 5000)
+        #expect(EventRules.state(of: "A", program: "P1", in: programs, now: 99) == .scheduled)
+        #expect(EventRules.state(of: "A", program: "P1", in: programs, now: 130) == .active)
+        #expect(EventRules.state(of: "A", program: "P1", in: programs, now: 160) == .completed)
+    }
+
+    @Test("lower primacy wins per control type; the other program's other type still starts (GEN-10)")
+    func primacyPerType() {
+        let high = ProgramSchedule(mRID: "HIGH", primacy: 1, controls: [Self.control("H", created: 10, start: 0, duration: 100, export: 1000)])
+        let low = ProgramSchedule(mRID: "LOW", primacy: 2, controls: [Self.control("L", created: 20, start: 0, duration: 100, export: 3000, importW: 2000)],
+                                  defaultControl: Self.defaults(export: 9000))
+        for order in [[high, low], [low, high]] {
+            let now = EventRules.resolve(order, now: 50)
+            #expect(now.base.exportLimitW?.watts == 1000, "the higher-priority program's export limit, although older")
+            #expect(now.base.importLimitW?.watts == 2000, "the lower-priority program's import limit still applies")
+            #expect(now.sources[.importLimitW] == .event(program: "LOW", control: "L", until: 100))
+        }
+        // The higher-priority event ends first: the lower one's export limit resumes (only held back).
+        let shorter = ProgramSchedule(mRID: "HIGH", primacy: 1, controls: [Self.control("H", created: 10, start: 0, duration: 40, export: 1000)])
+        #expect(EventRules.resolve([shorter, low], now: 50).base.exportLimitW?.watts == 3000)
+        #expect(EventRules.state(of: "L", program: "LOW", in: [shorter, low], now: 50) == .active)
+    }
+
+    @Test("within a primacy the newer creationTime supersedes the older for its whole window")
+    func newerSupersedes() {
+        let program = ProgramSchedule(mRID: "P", primacy: 1, controls: [
+            Self.control("OLD", created: 10, start: 0, duration: 200, export: 4000),
+            Self.control("NEW", created: 20, start: 50, duration: 50, export: 2000),
+        ], defaultControl: Self.defaults(export: 7000))
+        #expect(EventRules.resolve([program], now: 10).base.exportLimitW?.watts == 7000, "the superseded event never runs")
+        #expect(EventRules.resolve([program], now: 60).base.exportLimitW?.watts == 2000)
+        #expect(EventRules.resolve([program], now: 150).base.exportLimitW?.watts == 7000, "nor resumes after the newer one")
+        #expect(EventRules.state(of: "OLD", program: "P", in: [program], now: 10) == .superseded)
+        #expect(EventRules.state(of: "NEW", program: "P", in: [program], now: 10) == .scheduled)
+        // Not overlapping: both run in turn.
+        let apart = ProgramSchedule(mRID: "P", primacy: 1, controls: [
+            Self.control("OLD", created: 10, start: 0, duration: 50, export: 4000),
+            Self.control("NEW", created: 20, start: 50, duration: 50, export: 2000),
+        ])
+        #expect(EventRules.resolve([apart], now: 49).base.exportLimitW?.watts == 4000)
+        #expect(EventRules.resolve([apart], now: 50).base.exportLimitW?.watts == 2000)
+        // Another type only: the older keeps its import limit, the newer adds an export limit.
+        let types = ProgramSchedule(mRID: "P", primacy: 1, controls: [
+            Self.control("OLD", created: 10, start: 0, duration: 100, importW: 4000),
+            Self.control("NEW", created: 20, start: 0, duration: 100, export: 2000),
+        ])
+        let both = EventRules.resolve([types], now: 10)
+        #expect(both.base.importLimitW?.watts == 4000 && both.base.exportLimitW?.watts == 2000)
+        #expect(EventRules.state(of: "OLD", program: "P", in: [types], now: 10) == .active)
+    }
+
+    @Test("cancelled and server-superseded events never run; their state says so")
+    func cancelledAndSuperseded() {
+        for status in [EventState.cancelled, .cancelledWithRandomization, .superseded] {
+            let program = ProgramSchedule(mRID: "P", primacy: 1, controls: [Self.control("A", created: 0, start: 0, duration: 100, export: 1, status: status)],
+                                          defaultControl: Self.defaults(export: 5000))
+            #expect(EventRules.resolve([program], now: 50).base.exportLimitW?.watts == 5000, "\(status)")
+            #expect(EventRules.state(of: "A", program: "P", in: [program], now: 50) == (status == .superseded ? .superseded : .cancelled))
+        }
+    }
+
+    @Test("no event and no default: the type is unset; the highest-priority program's default wins")
+    func defaults() {
+        let p1 = ProgramSchedule(mRID: "P1", primacy: 5, controls: [], defaultControl: Self.defaults(export: 5000))
+        let p2 = ProgramSchedule(mRID: "P2", primacy: 3, controls: [], defaultControl: Self.defaults(export: 3000))
+        #expect(EventRules.resolve([p1, p2], now: 0).base.exportLimitW?.watts == 3000)
+        #expect(EventRules.resolve([p1, p2], now: 0).sources[.exportLimitW] == .defaultControl(program: "P2"))
+        #expect(EventRules.resolve([], now: 0) == ActiveControls())
+    }
+
+    @Test("randomization moves start and end within the bound, drawn the same each time")
+    func randomization() {
+        let draw = Randomization(seed: 42)
+        let control = Self.control("R", created: 0, start: 1000, duration: 600, export: 1, randomizeStart: 120, randomizeDuration: -60)
+        let window = EventRules.window(control, randomization: draw)
+        #expect((1000...1120).contains(window.start))
+        #expect((window.start + 540...window.start + 600).contains(window.end))
+        let again = EventRules.window(control, randomization: draw)
+        #expect(again.start == window.start && again.end == window.end)
+        let plain = EventRules.window(control, randomization: .none)
+        #expect(plain.start == 1000 && plain.end == 1600)
+        var starts = Set<Int64>()
+        for seed in 0..<64 { starts.insert(EventRules.window(control, randomization: Randomization(seed: UInt64(seed))).start) }
+        #expect(starts.count > 20, "seeds spread the start over the bound: \(starts.sorted())")
+    }
+}
