@@ -1,4 +1,5 @@
 public import BessSystem
+public import ControlCore
 public import Cycle
 import ControlProtocol
 import Foundation

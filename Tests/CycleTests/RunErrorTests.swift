@@ -1,3 +1,4 @@
+import ControlCore
 import Cycle
 import Fieldbus
 import Testing

@@ -1,0 +1,20 @@
+@testable import bess_hil
+import ControlCore
+import Cycle
+import Fieldbus
+import Service
+import Testing
+import Uplink
+
+/// The error types folded into `CodedError<Code>`: one shape, and each code still printed under the
+/// name operators' scripts read (`CODE: message`).
+@Suite("Errors in the CodedError shape")
+struct CodedErrorFoldTests {
+    @Test("RunError is a CodedError; RELOAD_REFUSED and a fieldbus code keep their printed names")
+    func runError() {
+        #expect(RunError.self == CodedError<RunErrorCode>.self)
+        #expect("\(RunError(.reloadRefused, message: "mode changed"))" == "RELOAD_REFUSED: mode changed")
+        let bus = RunError(FieldbusError(.busOff, message: "bus off"), context: "unit U1")
+        #expect(bus.description == "CAN_BUS_OFF: unit U1: bus off")
+    }
+}
