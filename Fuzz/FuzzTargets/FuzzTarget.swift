@@ -28,6 +28,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// The outstation's per-connection procedure on any bytes, with a fixed station image and a
     /// manual clock: closes only for protocol errors, answers that decode, numbering mod 32768.
     case iec104Session = "iec104-session"
+    /// IEEE C37.118.2 frames as a PMU's stream: the frame check, CFG-1/2/3 and data frames against
+    /// the newest configuration.
+    case pmu
 
     /// Runs one input; returns the invariants it broke.
     public func run(_ bytes: [UInt8]) -> [String] {
@@ -44,6 +47,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .uplinkBatch: return UplinkBatchHarness.run(&input)
         case .iec104: return IEC104Harness.run(&input)
         case .iec104Session: return IEC104SessionHarness.run(&input)
+        case .pmu: return PMUHarness.run(&input)
         }
     }
 
@@ -61,6 +65,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .uplinkBatch: UplinkBatchHarness.seeds()
         case .iec104: IEC104Harness.seeds()
         case .iec104Session: IEC104SessionHarness.seeds()
+        case .pmu: PMUHarness.seeds()
         }
     }
 }
