@@ -180,11 +180,15 @@ struct LatchFile: Codable, Equatable {
     }
 }
 
-/// Why the latch state could not be written.
+/// Why the latch state could not be written: `LATCH_STATE_UNWRITABLE: message`.
 ///
 /// The code is typed (`LatchStoreError.Code.stateUnwritable`); the journal (`BESS_CODE=`) prints its
 /// stable name (`LATCH_STATE_UNWRITABLE`), which operators' recipes read.
-public struct LatchStoreError: Error, Sendable, Equatable, CustomStringConvertible {
+public typealias LatchStoreError = CodedError<LatchStoreErrorCode>
+
+/// The stable code of a `LatchStoreError` (`LatchStoreError.Code`): a struct over a private enum,
+/// so the set is closed and matched by value, never by text.
+public struct LatchStoreErrorCode: Hashable, Sendable, CustomStringConvertible {
     /// What a failure says about the latch file.
     public enum Kind: Sendable, Equatable {
         /// The state directory did not take the file (full, read-only, not permitted): latches hold
@@ -192,42 +196,35 @@ public struct LatchStoreError: Error, Sendable, Equatable, CustomStringConvertib
         case io
     }
 
-    /// A stable code: a struct over a private enum, so the set is closed and matched by value,
-    /// never by text.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Value: Hashable, Sendable {
-            case stateUnwritable
-        }
+    private enum Value: Hashable, Sendable {
+        case stateUnwritable
+    }
 
-        private let value: Value
-        private init(_ value: Value) { self.value = value }
+    private let value: Value
+    private init(_ value: Value) { self.value = value }
 
-        /// `LATCH_STATE_UNWRITABLE`: the latch state could not be encoded or written.
-        public static let stateUnwritable = Code(.stateUnwritable)
+    /// `LATCH_STATE_UNWRITABLE`: the latch state could not be encoded or written.
+    public static let stateUnwritable = Self(.stateUnwritable)
 
-        /// What the failure says about the latch file.
-        public var kind: Kind {
-            switch value {
-            case .stateUnwritable: .io
-            }
-        }
-
-        /// The stable name the journal prints.
-        public var description: String {
-            switch value {
-            case .stateUnwritable: "LATCH_STATE_UNWRITABLE"
-            }
+    /// What the failure says about the latch file.
+    public var kind: Kind {
+        switch value {
+        case .stateUnwritable: .io
         }
     }
 
-    public var code: Code
-    public var message: String
-
-    public init(_ code: Code, message: String) {
-        self.code = code
-        self.message = message
+    /// The stable name the journal prints.
+    public var description: String {
+        switch value {
+        case .stateUnwritable: "LATCH_STATE_UNWRITABLE"
+        }
     }
+}
 
+extension CodedError where StableCode == LatchStoreErrorCode {
+    /// What a failure says about the latch file (`LatchStoreError.Kind`).
+    public typealias Kind = LatchStoreErrorCode.Kind
+
+    /// What the failure says about the latch file.
     public var kind: Kind { code.kind }
-    public var description: String { "\(code): \(message)" }
 }

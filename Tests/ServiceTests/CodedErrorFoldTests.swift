@@ -17,4 +17,11 @@ struct CodedErrorFoldTests {
         let bus = RunError(FieldbusError(.busOff, message: "bus off"), context: "unit U1")
         #expect(bus.description == "CAN_BUS_OFF: unit U1: bus off")
     }
+
+    @Test("LatchStoreError is a CodedError; LATCH_STATE_UNWRITABLE keeps its name and its kind")
+    func latchStoreError() {
+        #expect(LatchStoreError.self == CodedError<LatchStoreErrorCode>.self)
+        let error = LatchStoreError(.stateUnwritable, message: "disk full")
+        #expect("\(error)" == "LATCH_STATE_UNWRITABLE: disk full" && error.kind == .io)
+    }
 }
