@@ -90,4 +90,28 @@ struct ResponseReserveTests {
         // REFERENCE.md §1.6 C, characteristic 1: 59.90 Hz → p_pre + (59.964 − 59.90) / (60 · 0.05) = +0.02133 pu.
         #expect(abs(DroopCurve(ieee).perUnitChange(at: Hertz(59.9)) - 0.064 / 3) < 1e-9)
     }
+
+    @Test("the site application stops at the reserve too: self-consumption neither discharges nor charges into it")
+    func applicationStopsAtReserve() {
+        func site(sustain: Int64) -> SiteController {
+            var droop = Fixture.immediateDroop
+            droop.sustain = .seconds(sustain)
+            return SiteController(
+                control: ControlSettings(droop: droop, limitRampPercentPerSecond: 10, scheduleRampPercentPerSecond: 10),
+                units: (0..<3).map { _ in UnitSettings(rating: Fixture.rating, capacity: WattHours(250_000)) },
+                startedAt: .zero, site: SiteSettings(hasMeter: true, application: .selfConsumption(targetGrid: .zero)))
+        }
+        // A 60 kW load at 14 % SOC (the band starts at 15 %): nothing from the batteries.
+        var low = MeteredSite(units: 3, soc: 14) { _ in 60_000 }
+        low.run(site(sustain: 900), from: 0, seconds: 20)
+        #expect(abs(low.battery.reduce(0, +)) < 1_000)
+        // 90 kW of PV surplus at 90 % (the band ends at 85.2 %): nothing into them.
+        var full = MeteredSite(units: 3, soc: 90) { _ in -90_000 }
+        full.run(site(sustain: 900), from: 0, seconds: 20)
+        #expect(abs(full.battery.reduce(0, +)) < 1_000)
+        // Without a sustain time the same application covers the load (the behaviour before).
+        var plain = MeteredSite(units: 3, soc: 14) { _ in 60_000 }
+        plain.run(site(sustain: 0), from: 0, seconds: 20)
+        #expect(abs(plain.battery.reduce(0, +) - 60_000) <= 3_000)
+    }
 }
