@@ -1,4 +1,5 @@
 import BessSystem
+public import ControlCore
 import CMosquitto
 import Foundation
 

@@ -1,5 +1,5 @@
 package import BessSystem
-package import ControlCore
+public import ControlCore
 package import Foundation
 
 /// The site's topic tree, protocol version 1 (docs/uplink-mqtt.md).

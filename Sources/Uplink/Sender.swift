@@ -1,5 +1,5 @@
 import BessSystem
-import ControlCore
+public import ControlCore
 import AsyncHTTPClient
 import Foundation
 import NIOCore
@@ -199,12 +199,17 @@ public final class UplinkSender: UplinkTransport {
     }
 }
 
-/// A failure to deliver to the aggregator (HTTP or MQTT), or to set the delivery up.
+/// A failure to deliver to the aggregator (HTTP or MQTT), or to set the delivery up:
+/// `CODE: message`.
 ///
 /// The code is typed (`UplinkError.Code.mqttUnreachable`); the journal (`BESS_CODE=`), `bessctl status`
 /// (`last_error`) and the control socket print its stable name (`MQTT_UNREACHABLE`), which operators'
 /// recipes read. What the caller does about it follows from the code's `kind`.
-public struct UplinkError: Error, Sendable, Equatable, CustomStringConvertible {
+public typealias UplinkError = CodedError<UplinkErrorCode>
+
+/// The stable code of an `UplinkError` (`UplinkError.Code`): a struct over a private enum, so the
+/// set is closed and matched by value, never by text.
+public struct UplinkErrorCode: Hashable, Sendable, CustomStringConvertible {
     /// What a failure says about the delivery, and so what the sender does next.
     public enum Kind: Sendable, Equatable {
         /// The connection is gone or could not be made: reconnect with back-off.
@@ -219,117 +224,110 @@ public struct UplinkError: Error, Sendable, Equatable, CustomStringConvertible {
         case system
     }
 
-    /// A stable code: a struct over a private enum, so the set is closed and matched by value,
-    /// never by text.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Value: Hashable, Sendable {
-            case configInvalid, tlsConfig, tokenUnreadable, unreachable, http(Int)
-            case mqttClient, mqttWill, mqttCredentials, mqttUnreachable, mqttConnectionLost, mqttPublish, mqttSubscribe
-            case mqttRefused, mqttSubscribeRefused, mqttPublishRefused, mqttNoSubscriber, mqttEpoll
-            case spool(SpoolError.Code)
-        }
+    private enum Value: Hashable, Sendable {
+        case configInvalid, tlsConfig, tokenUnreadable, unreachable, http(Int)
+        case mqttClient, mqttWill, mqttCredentials, mqttUnreachable, mqttConnectionLost, mqttPublish, mqttSubscribe
+        case mqttRefused, mqttSubscribeRefused, mqttPublishRefused, mqttNoSubscriber, mqttEpoll
+        case spool(SpoolError.Code)
+    }
 
-        private let value: Value
-        private init(_ value: Value) { self.value = value }
+    private let value: Value
+    private init(_ value: Value) { self.value = value }
 
-        /// `CONFIG_INVALID`: the `aggregator:` settings cannot be used (a URL of the wrong scheme).
-        public static let configInvalid = Code(.configInvalid)
-        /// `UPLINK_TLS_CONFIG`: a CA, certificate or key file cannot be read or used.
-        public static let tlsConfig = Code(.tlsConfig)
-        /// `UPLINK_TOKEN_UNREADABLE`: the token (HTTP) or password (MQTT) file cannot be read.
-        public static let tokenUnreadable = Code(.tokenUnreadable)
-        /// `UPLINK_UNREACHABLE`: the aggregator's HTTP endpoint could not be reached.
-        public static let unreachable = Code(.unreachable)
-        /// `MQTT_CLIENT`: libmosquitto could not make a client.
-        public static let mqttClient = Code(.mqttClient)
-        /// `MQTT_WILL`: the last will could not be set.
-        public static let mqttWill = Code(.mqttWill)
-        /// `MQTT_CREDENTIALS`: the username and password could not be set.
-        public static let mqttCredentials = Code(.mqttCredentials)
-        /// `MQTT_UNREACHABLE`: the broker could not be reached.
-        public static let mqttUnreachable = Code(.mqttUnreachable)
-        /// `MQTT_CONNECTION_LOST`: the connection to the broker ended.
-        public static let mqttConnectionLost = Code(.mqttConnectionLost)
-        /// `MQTT_PUBLISH`: a message could not be handed to the connection.
-        public static let mqttPublish = Code(.mqttPublish)
-        /// `MQTT_SUBSCRIBE`: a subscription could not be handed to the connection.
-        public static let mqttSubscribe = Code(.mqttSubscribe)
-        /// `MQTT_REFUSED`: the broker refused the connection (CONNACK reason code).
-        public static let mqttRefused = Code(.mqttRefused)
-        /// `MQTT_SUBSCRIBE_REFUSED`: the broker refused the subscription to the command topic.
-        public static let mqttSubscribeRefused = Code(.mqttSubscribeRefused)
-        /// `MQTT_PUBLISH_REFUSED`: the broker refused a record batch (PUBACK reason code).
-        public static let mqttPublishRefused = Code(.mqttPublishRefused)
-        /// `MQTT_NO_SUBSCRIBER`: no aggregator subscribes to the records topic; the batch stays in the spool.
-        public static let mqttNoSubscriber = Code(.mqttNoSubscriber)
-        /// `MQTT_EPOLL`: a fleet thread could not make its epoll set.
-        public static let mqttEpoll = Code(.mqttEpoll)
-        /// `UPLINK_HTTP_<status>`: the aggregator answered with a status other than 2xx.
-        public static func http(_ status: Int) -> Code { Code(.http(status)) }
-        /// The spool's own code (`SPOOL_FULL`, `SPOOL_IO`…), printed as the spool prints it.
-        public static func spool(_ code: SpoolError.Code) -> Code { Code(.spool(code)) }
+    /// `CONFIG_INVALID`: the `aggregator:` settings cannot be used (a URL of the wrong scheme).
+    public static let configInvalid = Self(.configInvalid)
+    /// `UPLINK_TLS_CONFIG`: a CA, certificate or key file cannot be read or used.
+    public static let tlsConfig = Self(.tlsConfig)
+    /// `UPLINK_TOKEN_UNREADABLE`: the token (HTTP) or password (MQTT) file cannot be read.
+    public static let tokenUnreadable = Self(.tokenUnreadable)
+    /// `UPLINK_UNREACHABLE`: the aggregator's HTTP endpoint could not be reached.
+    public static let unreachable = Self(.unreachable)
+    /// `MQTT_CLIENT`: libmosquitto could not make a client.
+    public static let mqttClient = Self(.mqttClient)
+    /// `MQTT_WILL`: the last will could not be set.
+    public static let mqttWill = Self(.mqttWill)
+    /// `MQTT_CREDENTIALS`: the username and password could not be set.
+    public static let mqttCredentials = Self(.mqttCredentials)
+    /// `MQTT_UNREACHABLE`: the broker could not be reached.
+    public static let mqttUnreachable = Self(.mqttUnreachable)
+    /// `MQTT_CONNECTION_LOST`: the connection to the broker ended.
+    public static let mqttConnectionLost = Self(.mqttConnectionLost)
+    /// `MQTT_PUBLISH`: a message could not be handed to the connection.
+    public static let mqttPublish = Self(.mqttPublish)
+    /// `MQTT_SUBSCRIBE`: a subscription could not be handed to the connection.
+    public static let mqttSubscribe = Self(.mqttSubscribe)
+    /// `MQTT_REFUSED`: the broker refused the connection (CONNACK reason code).
+    public static let mqttRefused = Self(.mqttRefused)
+    /// `MQTT_SUBSCRIBE_REFUSED`: the broker refused the subscription to the command topic.
+    public static let mqttSubscribeRefused = Self(.mqttSubscribeRefused)
+    /// `MQTT_PUBLISH_REFUSED`: the broker refused a record batch (PUBACK reason code).
+    public static let mqttPublishRefused = Self(.mqttPublishRefused)
+    /// `MQTT_NO_SUBSCRIBER`: no aggregator subscribes to the records topic; the batch stays in the spool.
+    public static let mqttNoSubscriber = Self(.mqttNoSubscriber)
+    /// `MQTT_EPOLL`: a fleet thread could not make its epoll set.
+    public static let mqttEpoll = Self(.mqttEpoll)
+    /// `UPLINK_HTTP_<status>`: the aggregator answered with a status other than 2xx.
+    public static func http(_ status: Int) -> Self { Self(.http(status)) }
+    /// The spool's own code (`SPOOL_FULL`, `SPOOL_IO`…), printed as the spool prints it.
+    public static func spool(_ code: SpoolError.Code) -> Self { Self(.spool(code)) }
 
-        /// The aggregator's HTTP status, for `UPLINK_HTTP_<status>`.
-        public var httpStatus: Int? {
-            if case .http(let status) = value { return status }
-            return nil
-        }
+    /// The aggregator's HTTP status, for `UPLINK_HTTP_<status>`.
+    public var httpStatus: Int? {
+        if case .http(let status) = value { return status }
+        return nil
+    }
 
-        /// The spool's code, when the spool failed.
-        public var spoolCode: SpoolError.Code? {
-            if case .spool(let code) = value { return code }
-            return nil
-        }
+    /// The spool's code, when the spool failed.
+    public var spoolCode: SpoolError.Code? {
+        if case .spool(let code) = value { return code }
+        return nil
+    }
 
-        /// What the failure says about the delivery.
-        public var kind: Kind {
-            switch value {
-            case .unreachable, .mqttUnreachable, .mqttConnectionLost, .mqttPublish, .mqttSubscribe: .linkLost
-            case .http, .mqttRefused, .mqttSubscribeRefused, .mqttPublishRefused, .mqttNoSubscriber: .refused
-            case .configInvalid, .tlsConfig, .tokenUnreadable, .mqttWill, .mqttCredentials: .config
-            case .mqttClient, .mqttEpoll: .system
-            case .spool(let code): .spool(code.kind)
-            }
-        }
-
-        /// The stable name the journal and the control socket print.
-        public var description: String {
-            switch value {
-            case .configInvalid: "CONFIG_INVALID"
-            case .tlsConfig: "UPLINK_TLS_CONFIG"
-            case .tokenUnreadable: "UPLINK_TOKEN_UNREADABLE"
-            case .unreachable: "UPLINK_UNREACHABLE"
-            case .http(let status): "UPLINK_HTTP_\(status)"
-            case .mqttClient: "MQTT_CLIENT"
-            case .mqttWill: "MQTT_WILL"
-            case .mqttCredentials: "MQTT_CREDENTIALS"
-            case .mqttUnreachable: "MQTT_UNREACHABLE"
-            case .mqttConnectionLost: "MQTT_CONNECTION_LOST"
-            case .mqttPublish: "MQTT_PUBLISH"
-            case .mqttSubscribe: "MQTT_SUBSCRIBE"
-            case .mqttRefused: "MQTT_REFUSED"
-            case .mqttSubscribeRefused: "MQTT_SUBSCRIBE_REFUSED"
-            case .mqttPublishRefused: "MQTT_PUBLISH_REFUSED"
-            case .mqttNoSubscriber: "MQTT_NO_SUBSCRIBER"
-            case .mqttEpoll: "MQTT_EPOLL"
-            case .spool(let code): code.description
-            }
+    /// What the failure says about the delivery.
+    public var kind: Kind {
+        switch value {
+        case .unreachable, .mqttUnreachable, .mqttConnectionLost, .mqttPublish, .mqttSubscribe: .linkLost
+        case .http, .mqttRefused, .mqttSubscribeRefused, .mqttPublishRefused, .mqttNoSubscriber: .refused
+        case .configInvalid, .tlsConfig, .tokenUnreadable, .mqttWill, .mqttCredentials: .config
+        case .mqttClient, .mqttEpoll: .system
+        case .spool(let code): .spool(code.kind)
         }
     }
 
-    public var code: Code
-    public var message: String
-
-    public init(_ code: Code, message: String) {
-        self.code = code
-        self.message = message
+    /// The stable name the journal and the control socket print.
+    public var description: String {
+        switch value {
+        case .configInvalid: "CONFIG_INVALID"
+        case .tlsConfig: "UPLINK_TLS_CONFIG"
+        case .tokenUnreadable: "UPLINK_TOKEN_UNREADABLE"
+        case .unreachable: "UPLINK_UNREACHABLE"
+        case .http(let status): "UPLINK_HTTP_\(status)"
+        case .mqttClient: "MQTT_CLIENT"
+        case .mqttWill: "MQTT_WILL"
+        case .mqttCredentials: "MQTT_CREDENTIALS"
+        case .mqttUnreachable: "MQTT_UNREACHABLE"
+        case .mqttConnectionLost: "MQTT_CONNECTION_LOST"
+        case .mqttPublish: "MQTT_PUBLISH"
+        case .mqttSubscribe: "MQTT_SUBSCRIBE"
+        case .mqttRefused: "MQTT_REFUSED"
+        case .mqttSubscribeRefused: "MQTT_SUBSCRIBE_REFUSED"
+        case .mqttPublishRefused: "MQTT_PUBLISH_REFUSED"
+        case .mqttNoSubscriber: "MQTT_NO_SUBSCRIBER"
+        case .mqttEpoll: "MQTT_EPOLL"
+        case .spool(let code): code.description
+        }
     }
+}
+
+extension CodedError where StableCode == UplinkErrorCode {
+    /// What a failure says about the delivery (`UplinkError.Kind`).
+    public typealias Kind = UplinkErrorCode.Kind
 
     /// The spool's failure as the sender reports it: its code and message unchanged.
     public init(spool error: SpoolError) {
         self.init(.spool(error.code), message: error.message)
     }
 
+    /// What the failure says about the delivery.
     public var kind: Kind { code.kind }
-    public var description: String { "\(code): \(message)" }
 }

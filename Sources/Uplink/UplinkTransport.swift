@@ -1,3 +1,5 @@
+public import ControlCore
+
 /// A way to deliver the spool to the aggregator and take its commands back: HTTP (`UplinkSender`)
 /// or MQTT 5 (`MQTTUplinkSender`). Both are built from the same collaborators (the spool queue,
 /// where their messages go, what takes the aggregator's commands), so the daemon builds, starts,

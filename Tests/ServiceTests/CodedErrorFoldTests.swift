@@ -24,4 +24,12 @@ struct CodedErrorFoldTests {
         let error = LatchStoreError(.stateUnwritable, message: "disk full")
         #expect("\(error)" == "LATCH_STATE_UNWRITABLE: disk full" && error.kind == .io)
     }
+
+    @Test("UplinkError is a CodedError; an HTTP status and a spool failure keep their names, kinds and message")
+    func uplinkError() {
+        #expect(UplinkError.self == CodedError<UplinkErrorCode>.self)
+        #expect("\(UplinkError(.http(503), message: "busy"))" == "UPLINK_HTTP_503: busy")
+        let spool = UplinkError(spool: SpoolError(.full, message: "no space"))
+        #expect("\(spool)" == "SPOOL_FULL: no space" && spool.kind == .spool(.storageFull))
+    }
 }

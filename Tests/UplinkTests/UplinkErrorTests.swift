@@ -1,3 +1,4 @@
+import ControlCore
 import Glibc
 import Testing
 @testable import Uplink
