@@ -347,67 +347,65 @@ struct Scenario {
 
 /// Why a scenario could not be run or judged: a typed code and a sentence. `bess-hil scenario`
 /// prints it as `CODE: sentence`.
-struct ScenarioError: Error, CustomStringConvertible {
-    /// A stable code: a struct over a private enum, matched by value, printed by its name.
-    struct Code: Hashable, CustomStringConvertible {
-        private enum Value: Hashable {
-            case invalid, unreadable, io, configInvalid, bessdMissing, bessdFailed, aggregatorMissing, aggregatorFailed, plantFailed, plotFailed
-            case iec104
-        }
+typealias ScenarioError = CodedError<ScenarioErrorCode>
 
-        private let value: Value
-        private init(_ value: Value) { self.value = value }
-
-        /// `SCENARIO_INVALID`: the scenario file breaks a rule of its format.
-        static let invalid = Code(.invalid)
-        /// `SCENARIO_UNREADABLE`: the scenario file cannot be read.
-        static let unreadable = Code(.unreadable)
-        /// `SCENARIO_IO`: a run or result file cannot be written.
-        static let io = Code(.io)
-        /// `SCENARIO_CONFIG_INVALID`: the scenario's bessd configuration is refused.
-        static let configInvalid = Code(.configInvalid)
-        /// `SCENARIO_BESSD_MISSING`: the bessd binary is not there.
-        static let bessdMissing = Code(.bessdMissing)
-        /// `SCENARIO_BESSD_FAILED`: bessd did not start or answer.
-        static let bessdFailed = Code(.bessdFailed)
-        /// `SCENARIO_AGGREGATOR_MISSING`: the bess-aggregator binary is not there.
-        static let aggregatorMissing = Code(.aggregatorMissing)
-        /// `SCENARIO_AGGREGATOR_FAILED`: bess-aggregator did not start or answer.
-        static let aggregatorFailed = Code(.aggregatorFailed)
-        /// `SCENARIO_PLANT_FAILED`: the plant could not serve the rig.
-        static let plantFailed = Code(.plantFailed)
-        /// `SCENARIO_PLOT_FAILED`: gnuplot could not draw the plot.
-        static let plotFailed = Code(.plotFailed)
-        /// `SCENARIO_IEC104_FAILED`: the control centre (`ControlCentre`) could not connect, lost the
-        /// connection, or got no confirmation in time.
-        static let iec104 = Code(.iec104)
-
-        var description: String {
-            switch value {
-            case .invalid: "SCENARIO_INVALID"
-            case .unreadable: "SCENARIO_UNREADABLE"
-            case .io: "SCENARIO_IO"
-            case .configInvalid: "SCENARIO_CONFIG_INVALID"
-            case .bessdMissing: "SCENARIO_BESSD_MISSING"
-            case .bessdFailed: "SCENARIO_BESSD_FAILED"
-            case .aggregatorMissing: "SCENARIO_AGGREGATOR_MISSING"
-            case .aggregatorFailed: "SCENARIO_AGGREGATOR_FAILED"
-            case .plantFailed: "SCENARIO_PLANT_FAILED"
-            case .plotFailed: "SCENARIO_PLOT_FAILED"
-            case .iec104: "SCENARIO_IEC104_FAILED"
-            }
-        }
+/// The stable code of a `ScenarioError` (`ScenarioError.Code`): a struct over a private enum,
+/// matched by value, printed by its name.
+struct ScenarioErrorCode: Hashable, Sendable, CustomStringConvertible {
+    private enum Value: Hashable, Sendable {
+        case invalid, unreadable, io, configInvalid, bessdMissing, bessdFailed, aggregatorMissing, aggregatorFailed, plantFailed, plotFailed
+        case iec104
     }
 
-    var code: Code
-    var message: String
+    private let value: Value
+    private init(_ value: Value) { self.value = value }
 
+    /// `SCENARIO_INVALID`: the scenario file breaks a rule of its format.
+    static let invalid = Self(.invalid)
+    /// `SCENARIO_UNREADABLE`: the scenario file cannot be read.
+    static let unreadable = Self(.unreadable)
+    /// `SCENARIO_IO`: a run or result file cannot be written.
+    static let io = Self(.io)
+    /// `SCENARIO_CONFIG_INVALID`: the scenario's bessd configuration is refused.
+    static let configInvalid = Self(.configInvalid)
+    /// `SCENARIO_BESSD_MISSING`: the bessd binary is not there.
+    static let bessdMissing = Self(.bessdMissing)
+    /// `SCENARIO_BESSD_FAILED`: bessd did not start or answer.
+    static let bessdFailed = Self(.bessdFailed)
+    /// `SCENARIO_AGGREGATOR_MISSING`: the bess-aggregator binary is not there.
+    static let aggregatorMissing = Self(.aggregatorMissing)
+    /// `SCENARIO_AGGREGATOR_FAILED`: bess-aggregator did not start or answer.
+    static let aggregatorFailed = Self(.aggregatorFailed)
+    /// `SCENARIO_PLANT_FAILED`: the plant could not serve the rig.
+    static let plantFailed = Self(.plantFailed)
+    /// `SCENARIO_PLOT_FAILED`: gnuplot could not draw the plot.
+    static let plotFailed = Self(.plotFailed)
+    /// `SCENARIO_IEC104_FAILED`: the control centre (`ControlCentre`) could not connect, lost the
+    /// connection, or got no confirmation in time.
+    static let iec104 = Self(.iec104)
+
+    var description: String {
+        switch value {
+        case .invalid: "SCENARIO_INVALID"
+        case .unreadable: "SCENARIO_UNREADABLE"
+        case .io: "SCENARIO_IO"
+        case .configInvalid: "SCENARIO_CONFIG_INVALID"
+        case .bessdMissing: "SCENARIO_BESSD_MISSING"
+        case .bessdFailed: "SCENARIO_BESSD_FAILED"
+        case .aggregatorMissing: "SCENARIO_AGGREGATOR_MISSING"
+        case .aggregatorFailed: "SCENARIO_AGGREGATOR_FAILED"
+        case .plantFailed: "SCENARIO_PLANT_FAILED"
+        case .plotFailed: "SCENARIO_PLOT_FAILED"
+        case .iec104: "SCENARIO_IEC104_FAILED"
+        }
+    }
+}
+
+extension CodedError where StableCode == ScenarioErrorCode {
+    /// `ScenarioError(.io, "sentence")`, as every scenario error is written.
     init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
+        self.init(code, message: message)
     }
-
-    var description: String { "\(code): \(message)" }
 }
 
 /// One sample of the run.

@@ -1,4 +1,5 @@
 import Config
+import ControlCore
 import Foundation
 
 /// The IEC 104 half of a scenario: the control centre's commands and the journal expectations

@@ -32,4 +32,11 @@ struct CodedErrorFoldTests {
         let spool = UplinkError(spool: SpoolError(.full, message: "no space"))
         #expect("\(spool)" == "SPOOL_FULL: no space" && spool.kind == .spool(.storageFull))
     }
+
+    @Test("ScenarioError is a CodedError written as before, ScenarioError(code, sentence)")
+    func scenarioError() {
+        #expect(ScenarioError.self == CodedError<ScenarioErrorCode>.self)
+        #expect("\(ScenarioError(.plotFailed, "gnuplot exited 1"))" == "SCENARIO_PLOT_FAILED: gnuplot exited 1")
+    }
 }
+
