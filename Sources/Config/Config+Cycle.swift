@@ -12,7 +12,7 @@ extension BessdConfiguration {
                             inverterSimulated: isSimulated(inverterOf: $0), bmsSimulated: isSimulated(bmsOf: $0))
             },
             meter: site.meter, meterSimulated: meterSimulated, frequencySource: grid.frequencySource,
-            usesSimulation: usesSimulation)
+            usesSimulation: usesSimulation, pmu: grid.frequencySource == .pmu ? grid.pmu : nil)
     }
 }
 

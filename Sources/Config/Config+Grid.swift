@@ -6,6 +6,7 @@ extension GridConfiguration {
     /// The keys of `grid_integration`.
     static let keys = ConfigKeys("grid_integration", [
         "mode", "frequency_source", "scada_enabled", "droop_settings",
+        "pmu",
     ])
 
     /// The frequency source a mode uses when the file names none: only `simulation` simulates it.
@@ -27,20 +28,37 @@ extension GridConfiguration {
         }
         let mode = fields.choice("mode", [("simulation", "simulation"), ("posoco", "posoco"), ("pmu", "pmu")],
                                  default: "simulation")
-        if mode != "simulation" {
+        let source = fields.choice("frequency_source", [("simulated", FrequencySource.simulated), ("inverter", .inverter),
+                                                        ("meter", .meter), ("pmu", .pmu)],
+                                   default: defaultFrequencySource(runMode))
+        if mode != "simulation", !(mode == "pmu" && source == .pmu) {
             r.notice(fields.mark("mode"), fields.child("mode"),
                      "'\(mode)' frequency feeds are not part of bessd; frequency comes from frequency_source")
         }
-        let source = fields.choice("frequency_source", [("simulated", FrequencySource.simulated), ("inverter", .inverter),
-                                                        ("meter", .meter)],
-                                   default: defaultFrequencySource(runMode))
         if runMode == .hardware, source == .simulated {
             r.error(fields.mark("frequency_source"), fields.child("frequency_source"), ConfigLoader.notInHardware, got: "simulated")
         }
+        let pmu = decodePMU(fields, r, source: source)
         fields.acknowledge("scada_enabled", "the key is ignored; the scada: block serves the site to plant SCADA")
         let droop = fields.fields("droop_settings").map { DroopSettings.decode($0, r) } ?? .seedDefault
         fields.finish(Self.keys)
-        return GridConfiguration(mode: mode, frequencySource: source, droop: droop)
+        return GridConfiguration(mode: mode, frequencySource: source, droop: droop, pmu: pmu)
+    }
+
+    /// `grid_integration.pmu`: required by `frequency_source: pmu`, and read only then (a notice
+    /// says so when it stands beside another source).
+    static func decodePMU(_ fields: ConfigReader.Fields, _ r: ConfigReader, source: FrequencySource) -> PMUSettings? {
+        let block = fields.fields("pmu")
+        let pmu = block.flatMap { PMUSettings.decode($0, r) }
+        if source == .pmu, fields.node("pmu") == nil {
+            r.error(fields.mark("frequency_source"), fields.child("frequency_source"),
+                    "needs grid_integration.pmu (the PMU's host, port and idcode)", got: "pmu")
+        }
+        if source != .pmu, block != nil {
+            r.notice(fields.mark("pmu"), fields.child("pmu"),
+                     "the PMU is not read: frequency_source is \(source.rawValue), not pmu")
+        }
+        return source == .pmu ? pmu : nil
     }
 }
 

@@ -27,7 +27,7 @@ struct ConfigKeys: Sendable {
         ConfigLoader.topLevelKeys, ConfigLoader.limitsKeys,
         UnitConfiguration.keys, ModbusSettings.keys, InverterSettings.keys, RegisterMapSpec.keys, MappedRegister.keys,
         BMSSettings.keys,
-        GridConfiguration.keys, DroopSettings.keys,
+        GridConfiguration.keys, DroopSettings.keys, PMUSettings.keys,
         InterlockOverride.keys,
         AggregatorConfiguration.keys, RealtimeSettings.keys,
         SimulationConfiguration.keys, FaultInjection.keys, BMSOverride.keys, PowerProfile.keys,

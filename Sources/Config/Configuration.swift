@@ -44,6 +44,8 @@ public struct GridConfiguration: Sendable, Equatable {
     public var mode: String
     public var frequencySource: FrequencySource
     public var droop: DroopSettings
+    /// `grid_integration.pmu`: the PMU followed when `frequencySource` is `.pmu` (nil otherwise).
+    public var pmu: PMUSettings? = nil
 }
 
 /// `aggregator`: where telemetry goes and commands come from.

@@ -41,6 +41,12 @@ public enum ControlEventKind: UInt8, Sendable {
     case agcSignalLost
     /// A fresh AGC target after a loss: the site follows AGC again (`unit` -1, `value` the target in kW).
     case agcSignalRestored
+    /// The configured frequency source (the PMU) has no usable sample younger than its maximum age:
+    /// the cycle follows the inverters' median instead (`unit` -1, `value` the newest sample's age in
+    /// ms, NaN when there is none, `threshold` the maximum age in ms).
+    case frequencySourceFallback
+    /// The PMU's samples are usable again and the cycle follows it (`unit` -1, `value` the sample's age in ms).
+    case frequencySourceRestored
 }
 
 /// An event the cycle hands to the logging thread. Plain values only, so recording one never

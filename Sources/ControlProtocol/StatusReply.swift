@@ -5,6 +5,12 @@ public struct StatusReply: ControlReply, Equatable {
     public var clock: ClockReply
     public var cycle: CycleReply
     public var frequencyHz: Double?
+    /// Where `frequencyHz` came from in the last cycle: `pmu`, `inverter` (also while a PMU falls
+    /// back), `meter` or `simulated` (absent from a bessd that predates it).
+    public var frequencySource: String?
+    /// How old that frequency was in the last cycle, ms (nil when it had none). Both are left out
+    /// of the answer when nil.
+    public var frequencyAgeMs: Double?
     public var gridOperator: GridOperatorReply
     public var mode: String
     public var units: [UnitReply]
@@ -13,8 +19,11 @@ public struct StatusReply: ControlReply, Equatable {
     public var version: String
 
     public init(clock: ClockReply, cycle: CycleReply, frequencyHz: Double?, gridOperator: GridOperatorReply, mode: String,
-                units: [UnitReply], uplink: UplinkReply?, version: String, agc: AGCReply? = nil) {
+                units: [UnitReply], uplink: UplinkReply?, version: String, agc: AGCReply? = nil,
+                frequencySource: String? = nil, frequencyAgeMs: Double? = nil) {
         self.agc = agc
+        self.frequencySource = frequencySource
+        self.frequencyAgeMs = frequencyAgeMs
         self.clock = clock
         self.cycle = cycle
         self.frequencyHz = frequencyHz
@@ -28,6 +37,7 @@ public struct StatusReply: ControlReply, Equatable {
     enum CodingKeys: String, CodingKey {
         case agc, clock, cycle, mode, units, uplink, version
         case frequencyHz = "frequency_hz", gridOperator = "grid_operator"
+        case frequencySource = "frequency_source", frequencyAgeMs = "frequency_age_ms"
     }
 
     public func write(to json: inout JSONText) {
@@ -35,7 +45,9 @@ public struct StatusReply: ControlReply, Equatable {
         json.field(CodingKeys.agc, ifPresent: agc)
         json.field(CodingKeys.clock, clock)
         json.field(CodingKeys.cycle, cycle)
+        json.field(CodingKeys.frequencyAgeMs, ifPresent: frequencyAgeMs)
         json.field(CodingKeys.frequencyHz, frequencyHz)
+        json.field(CodingKeys.frequencySource, ifPresent: frequencySource)
         json.field(CodingKeys.gridOperator, gridOperator)
         json.field(CodingKeys.mode, mode)
         json.field(okKey, true)

@@ -28,10 +28,12 @@ public struct CycleSettings: Sendable {
     public var frequencySource: FrequencySource
     /// True when any input of the control law is simulated (the site needs a simulated plant).
     public var usesSimulation: Bool
+    /// The PMU followed when `frequencySource` is `.pmu` (`grid_integration.pmu`); nil otherwise.
+    public var pmu: PMUSettings?
 
     public init(mode: RunMode, period: Duration, realtime: RealtimeSettings?, control: ControlSettings, units: [UnitSettings],
                 site: SiteSettings, devices: [UnitDevices], meter: MeterConfiguration?, meterSimulated: Bool,
-                frequencySource: FrequencySource, usesSimulation: Bool) {
+                frequencySource: FrequencySource, usesSimulation: Bool, pmu: PMUSettings? = nil) {
         self.mode = mode
         self.period = period
         self.realtime = realtime
@@ -43,6 +45,7 @@ public struct CycleSettings: Sendable {
         self.meterSimulated = meterSimulated
         self.frequencySource = frequencySource
         self.usesSimulation = usesSimulation
+        self.pmu = pmu
     }
 
     /// The period in whole milliseconds, as statistics and messages show it.

@@ -201,6 +201,8 @@ public final class CycleBody {
             if let lateness { c.stats.lastLatenessMicroseconds = lateness / 1000 }
             c.stats.histogram.copy(from: histogram)
             c.stats.frequency = runner.controller.site.frequency?.value ?? .nan
+            c.stats.frequencySource = runner.frequencySourceInUse
+            c.stats.frequencyAge = runner.frequencyTakenAt.map { max(0, now.seconds(since: $0)) } ?? .nan
             c.stats.realtime = isRealtime
             c.stats.clockSteps = runner.controller.clockSteps
             c.stats.lastClockStep = runner.controller.lastClockStep

@@ -131,6 +131,9 @@ public enum FrequencySource: String, Sendable {
     case inverter
     /// The site's connection-point meter (`site.meter`).
     case meter
+    /// A phasor measurement unit over IEEE C37.118.2 (`grid_integration.pmu`); while its newest
+    /// usable sample is older than `max_age_ms` the cycle falls back to the inverters' median.
+    case pmu
 }
 
 /// `site.meter`: the meter at the grid connection point.

@@ -120,6 +120,7 @@ extension CycleSettings {
             .restart("bess_units (the list, or a unit's modbus, inverter or bms)", \.devices),
             .restart("mode", \.mode),
             .restart("frequency_source", \.frequencySource),
+            .restart("grid_integration.pmu", \.pmu),
             .restart("site.meter", \.meter),
             .elsewhere("site.meter's simulation (from mode and site.meter)", \.meterSimulated),
             .elsewhere("the simulated inputs (from mode, frequency_source and the units)", \.usesSimulation),

@@ -122,6 +122,10 @@ public struct CycleStatistics: Sendable, Equatable {
     public var lastLatenessMicroseconds: Int64 = 0
     public var histogram = LatencyHistogram()
     public var frequency: Double = .nan
+    /// Where the last cycle's frequency came from (with a PMU configured: `.pmu`, or `.inverter`
+    /// while it falls back), and how old it was then, seconds (NaN when it had none).
+    public var frequencySource: FrequencySource?
+    public var frequencyAge: Double = .nan
     public var realtime = false
     /// Wall-clock steps the cycle has seen, and the last one's size (negative: the clock went back).
     public var clockSteps = 0
@@ -265,6 +269,8 @@ public final class SharedState: Sendable {
             out.alarmCycles = c.stats.alarmCycles
             out.lastLatenessMicroseconds = c.stats.lastLatenessMicroseconds
             out.frequency = c.stats.frequency
+            out.frequencySource = c.stats.frequencySource
+            out.frequencyAge = c.stats.frequencyAge
             out.realtime = c.stats.realtime
             out.histogram.copy(from: histogram)
         }

@@ -233,6 +233,18 @@ public final class SiteRunner {
     private var previousStep: MonotonicInstant?
     /// The site meter's reading of the last step, + = import.
     public private(set) var meter: Timestamped<MeterReading>?
+    /// The PMU's newest usable sample (`PMUReader.latest`), handed over before the cycle starts when
+    /// `frequency_source` is `pmu`; without it the cycle follows the inverters' median.
+    public var pmuSamples: FrequencySampleSlot?
+    /// Where the last step's frequency came from: the configured source, or `.inverter` while a PMU
+    /// falls back.
+    public internal(set) var frequencySourceInUse: FrequencySource
+    /// When the frequency the last step used was measured (nil when it had none).
+    public internal(set) var frequencyTakenAt: MonotonicInstant?
+    /// True while `FREQUENCY_SOURCE_FALLBACK` stands: announced, and the PMU not back.
+    public internal(set) var frequencyFallback = false
+    /// True once a PMU sample was followed (before that, the start's grace applies).
+    var pmuFollowed = false
 
     public init(settings: CycleSettings, io: any SiteIO, phase: CyclePhase, startedAt: MonotonicInstant) {
         self.settings = settings
@@ -241,6 +253,7 @@ public final class SiteRunner {
         self.startedAt = startedAt
         controller = SiteController(control: settings.control, units: settings.units, startedAt: startedAt, site: settings.site)
         inputs = [UnitInputs](repeating: UnitInputs(), count: settings.devices.count)
+        frequencySourceInUse = settings.frequencySource == .pmu ? .inverter : settings.frequencySource
         frequencyScratch = []
         frequencyScratch.reserveCapacity(settings.devices.count)
     }
@@ -282,14 +295,24 @@ public final class SiteRunner {
                                              importedEnergy: stamped.value.importedEnergy, exportedEnergy: stamped.value.exportedEnergy),
                                 at: stamped.takenAt)
         }
-        let frequency: Timestamped<Hertz>?
+        var frequency: Timestamped<Hertz>?
+        var rocof: Timestamped<Double>?
         switch settings.frequencySource {
         case .simulated: frequency = simulatedHz
-        case .inverter: frequency = SiteFrequency.median(of: inputs, now: now, maxAge: controller.control.frequencyStaleAfter,
-                                                          scratch: &frequencyScratch)
+        case .inverter: frequency = inverterFrequency(now: now)
         case .meter: frequency = meter.flatMap { m in m.value.frequency.map { Timestamped($0, at: m.takenAt) } }
+        case .pmu:
+            // The PMU's newest usable sample while it is young enough, else the inverters' median:
+            // never a simulated source.
+            if let sample = followPMU(now: now) {
+                frequency = Timestamped(sample.frequency, at: sample.takenAt)
+                rocof = sample.rocofHzPerSecond.map { Timestamped($0, at: sample.takenAt) }
+            } else {
+                frequency = inverterFrequency(now: now)
+            }
         }
-        controller.step(frequency: frequency, inputs: inputs, now: now, wallClock: wallClock, meter: meter)
+        frequencyTakenAt = frequency?.takenAt
+        controller.step(frequency: frequency, inputs: inputs, now: now, wallClock: wallClock, meter: meter, rocof: rocof)
         for i in inputs.indices { io.command(unit: i, setpoint: controller.decision(unit: i).setpoint) }
         io.commandsIssued()
     }

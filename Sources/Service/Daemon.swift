@@ -22,9 +22,9 @@ public import Logging
 /// - the main thread (`run`): each round persists latches (LatchKeeper), logs events
 ///   (EventJournal), watches the clock (ClockWatch), feeds the uplink (UplinkService) and reloads
 ///   (Reloader).
-/// Start order: latches restored → uplink → workers → cycle → server → SCADA → relay contacts →
+/// Start order: latches restored → uplink → workers → PMU → cycle → server → SCADA → relay contacts →
 /// READY → watchdog. Stop order: the reverse (`ServiceGroup`): the watchdog and servers stop → the
-/// cycle stops → every inverter gets zero with its revert armed and the workers stop → latches and
+/// cycle stops → the PMU reader stops → every inverter gets zero with its revert armed and the workers stop → latches and
 /// events persisted and logged → the uplink flushes.
 public final class Daemon {
     /// The configuration in force (reload replaces it; the server thread reads it).
@@ -43,6 +43,8 @@ public final class Daemon {
     var outstationAudit: OutstationAudit?
     /// The grid operator's relay contacts (`grid_operator.inputs`), on their own thread.
     var gridInputs: GridLimitInputReader?
+    /// The PMU the cycle takes grid frequency from (`frequency_source: pmu`), on its own thread.
+    let pmu: PMUReader?
     var watchdog: Watchdog?
     /// What `run` started, stopped in reverse order.
     let services = ServiceGroup()
@@ -106,6 +108,9 @@ public final class Daemon {
         startedRealtime = configuration.realtime
         let log = logger
         runner = try site(started) { notice in Self.journal(notice, log) }
+        let pmuReader = Self.makePMU(configuration, logger: logger)
+        pmu = pmuReader
+        runner.pmuSamples = pmuReader?.latest
         shared = SharedState(units: configuration.units.count)
         journal = EventJournal(logger: logger)
         clock = ClockWatch(logger: logger)
@@ -200,7 +205,7 @@ public final class Daemon {
         // Started in this order, stopped in the reverse: the uplink flushes last, after the workers
         // wrote zero and the latches and events of the stop are persisted and logged (ServiceGroup).
         let uplinkFirst: [any DaemonService] = uplink.map { [$0] } ?? []
-        services.start(uplinkFirst + [JournalFlush(self), BusWorkers(self)])
+        services.start(uplinkFirst + [JournalFlush(self), BusWorkers(self)] + (pmu.map { [$0] } ?? []))
         // The clock's state before the first cycle, so the first energy block already knows it.
         clock.check(shared, recorder: uplink?.recorder)
         let scadaLast: [any DaemonService] = (configuration.scada == nil ? [] : [ScadaService(self)])

@@ -1,7 +1,9 @@
 import BessSystem
+import Config
 import ControlCore
 import Cycle
 import Foundation
+import Logging
 import Scada
 import Outstation
 import Synchronization
@@ -83,6 +85,23 @@ final class IEC104Service: DaemonService {
     func stop() {
         daemon.outstation?.stop()
         daemon.outstation = nil
+    }
+}
+
+/// The PMU's reader (`grid_integration.pmu`): started before the cycle, stopped after it.
+extension PMUReader: DaemonService {
+    var name: String { "PMU" }
+}
+
+extension Daemon {
+    /// The reader of the PMU the configuration follows (`frequency_source: pmu`), nil otherwise. Its
+    /// connection notices go to the journal as device events of the site, with their code.
+    static func makePMU(_ configuration: BessdConfiguration, logger: Logger) -> PMUReader? {
+        guard configuration.grid.frequencySource == .pmu, let settings = configuration.grid.pmu else { return nil }
+        return PMUReader(settings: settings) { code, message, error in
+            let metadata: Logger.Metadata = ["BESS_CODE": "\(code)", "MESSAGE_ID": "\(MessageID.device)", "BESS_UNIT": "site"]
+            if error { logger.warning("\(message)", metadata: metadata) } else { logger.notice("\(message)", metadata: metadata) }
+        }
     }
 }
 

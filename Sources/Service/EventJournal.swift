@@ -47,6 +47,8 @@ final class EventJournal {
             return Entry(messageID: MessageID.scadaWrite, priority: 4, code: "SCADA_SETPOINT_REVERTED", point: "WSet")
         case .agcSignalLost: return Entry(messageID: MessageID.agc, priority: 4, code: "AGC_SIGNAL_LOST")
         case .agcSignalRestored: return Entry(messageID: MessageID.agc, priority: 5, code: "AGC_SIGNAL_LOST")
+        case .frequencySourceFallback: return Entry(messageID: MessageID.site, priority: 4, code: "FREQUENCY_SOURCE_FALLBACK")
+        case .frequencySourceRestored: return Entry(messageID: MessageID.site, priority: 5, code: "FREQUENCY_SOURCE_FALLBACK")
         }
     }
 

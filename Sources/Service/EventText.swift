@@ -36,6 +36,13 @@ public enum EventText {
                 + "the site ramps back to its schedule" + (event.value.isFinite ? " (last target \(number(event.value)) kW)" : "")
         case .agcSignalRestored:
             return "site AGC_SIGNAL_LOST cleared: a fresh AGC target of \(number(event.value)) kW, the site follows AGC again"
+        case .frequencySourceFallback:
+            return "site FREQUENCY_SOURCE_FALLBACK: no usable PMU sample younger than \(number(event.threshold)) ms ("
+                + (event.value.isFinite ? "the newest is \(number(event.value)) ms old" : "none yet")
+                + "); the droop follows the inverters' median frequency"
+        case .frequencySourceRestored:
+            return "site FREQUENCY_SOURCE_FALLBACK cleared: the PMU's samples are usable again "
+                + "(\(number(event.value)) ms old); the droop follows the PMU"
         case .raised, .cleared, .latched, .resetAccepted, .resetRefused:
             guard let code = event.code else { return "\(unitID) \(event.kind)" }
             let verb: String

@@ -30,6 +30,7 @@ extension Daemon {
                  "The unit's share of the site's decision, + = discharge, labelled with why (headroom, full, held, idle).",
                  zip(ids, units).map { ("unit=\"\($0)\",share=\"\($1.share)\"", $1.setpoint) })
         Self.siteMetrics(into: &m, shared.site, hasMeter: configuration.site.meter != nil)
+        Self.frequencyMetrics(into: &m, stats, pmu: pmu)
         gridInputs?.metrics(into: &m)
         ScadaServer.metrics(into: &m, [scada, scadaSerial].compactMap { $0 })
         outstation?.metrics(into: &m)
@@ -80,6 +81,24 @@ extension Daemon {
         m.metric("bessd_site_scada_setpoint_watts", "gauge", "SCADA's site setpoint in force, + = discharge (absent when none).",
                  site.scadaSetpoint.isFinite ? [("", site.scadaSetpoint)] : [])
         agcMetrics(into: &m, site.agc)
+    }
+
+    /// The frequency source in use and its age; the PMU's frames, refusals and connection when one is read.
+    static func frequencyMetrics(into m: inout MetricsText, _ stats: CycleStatistics, pmu: PMUReader?) {
+        let sources: [FrequencySource] = [.pmu, .inverter, .meter, .simulated]
+        m.metric("bessd_frequency_source", "gauge", "1 for the source of the frequency the last cycle used (inverter while a PMU falls back).",
+                 sources.map { ("source=\"\($0.rawValue)\"", stats.frequencySource == $0 ? 1 : 0) })
+        m.metric("bessd_frequency_age_seconds", "gauge", "Age of the frequency the last cycle used (absent when it had none).",
+                 stats.frequencyAge.isFinite ? [("", stats.frequencyAge)] : [])
+        guard let pmu else { return }
+        m.metric("bessd_pmu_frames_total", "counter", "C37.118 frames received from the PMU.",
+                 [("", Double(pmu.frames.load(ordering: .relaxed)))])
+        m.metric("bessd_pmu_rejected_frames_total", "counter", "PMU frames refused (CRC, IDCODE, layout).",
+                 [("", Double(pmu.rejectedFrames.load(ordering: .relaxed)))])
+        m.metric("bessd_pmu_unusable_samples_total", "counter", "PMU samples whose STAT says invalid data or an unsynchronised PMU.",
+                 [("", Double(pmu.unusableSamples.load(ordering: .relaxed)))])
+        m.metric("bessd_pmu_connects_total", "counter", "Connections made to the PMU.", [("", Double(pmu.connects.load(ordering: .relaxed)))])
+        m.metric("bessd_pmu_connected", "gauge", "1 while bessd is connected to the PMU.", [("", pmu.connected.load(ordering: .relaxed) ? 1 : 0)])
     }
 
     /// The grid operator's AGC, when the site declares a regulation band (`iec104.agc`).

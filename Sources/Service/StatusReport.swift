@@ -48,7 +48,9 @@ extension Daemon {
             jitterMaxUs: stats.histogram.maxMicroseconds, realtime: stats.realtime)
         return StatusReply(clock: clockReply(stats), cycle: cycle, frequencyHz: stats.frequency,
                            gridOperator: gridOperatorReply(shared.site), mode: configuration.mode.rawValue, units: list,
-                           uplink: uplinkReply(configuration), version: BessdVersion.string, agc: Self.agcReply(shared.site.agc))
+                           uplink: uplinkReply(configuration), version: BessdVersion.string, agc: Self.agcReply(shared.site.agc),
+                           frequencySource: stats.frequencySource?.rawValue,
+                           frequencyAgeMs: stats.frequencyAge.isFinite ? (stats.frequencyAge * 1000).rounded() : nil)
     }
 
     /// The grid operator's AGC as the last cycle followed it (status and site).

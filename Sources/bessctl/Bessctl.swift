@@ -197,7 +197,7 @@ struct Status: ParsableCommand {
         }
         let status = try connection.decode(answer, as: StatusReply.self)
         let cycle = status.cycle
-        print("bessd \(status.version)  mode \(status.mode)  f \(number(status.frequencyHz, digits: 3)) Hz  "
+        print("bessd \(status.version)  mode \(status.mode)  f \(number(status.frequencyHz, digits: 3)) Hz\(Self.sourceText(status))  "
               + "cycle \(cycle.periodMs) ms  jitter p99 \(cycle.jitterP99Us) µs  max \(cycle.jitterMaxUs) µs  "
               + "overruns \(cycle.overruns)")
         if let uplink = status.uplink { print(Self.uplinkLine(uplink, now: Date().timeIntervalSince1970)) }
@@ -217,6 +217,12 @@ struct Status: ParsableCommand {
 }
 
 extension Status {
+    /// ` (pmu, 12 ms old)`: where the frequency came from and its age; empty from a bessd that predates it.
+    static func sourceText(_ status: StatusReply) -> String {
+        guard let source = status.frequencySource else { return "" }
+        return " (\(source)" + (status.frequencyAgeMs.map { ", \(number($0, digits: 0)) ms old" } ?? "") + ")"
+    }
+
     /// `clock NOT synchronised (CLOCK_UNSYNCED, kernel): records and energy blocks are flagged`, or
     /// nil when the clock is synchronised and never stepped (nothing to say).
     static func clockLine(_ c: ClockReply) -> String? {

@@ -41,6 +41,7 @@ struct ConfigKeysTests {
           mode: simulation
           frequency_source: meter
           scada_enabled: false
+          pmu: {host: 10.0.0.7, port: 4712, transport: tcp, idcode: 1410, pmu_idcode: 1411, max_age_ms: 100, reconnect_s: 2}
           droop_settings: {enabled: true, nominal_hz: 50, deadband_hz: [49.9, 50.1], droop_percent: 5,
                            droop_percent_under: 5, droop_percent_over: 5, reference: edge, response_time_s: 5,
                            profile: seed, sustain_s: 300, response_power_percent: 100}

@@ -191,6 +191,24 @@ extension ConfigurationTests {
             line: nil, keyPath: "site.meter.register_map.power", message: "is required"),
         Bad(name: "frequency from a meter that is not there", yaml: unit + "grid_integration:\n  frequency_source: meter\n",
             line: nil, keyPath: "grid_integration.frequency_source", message: "needs site.meter"),
+        Bad(name: "frequency from a PMU without its block", yaml: unit + "grid_integration:\n  frequency_source: pmu\n",
+            line: 6, keyPath: "grid_integration.frequency_source", message: "needs grid_integration.pmu"),
+        Bad(name: "a PMU without its IDCODE", yaml: unit + "grid_integration:\n  frequency_source: pmu\n  pmu:\n    host: 10.0.0.7\n",
+            line: 8, keyPath: "grid_integration.pmu.idcode", message: "is required"),
+        Bad(name: "a PMU without its host", yaml: unit + "grid_integration:\n  frequency_source: pmu\n  pmu:\n    idcode: 7\n",
+            line: 8, keyPath: "grid_integration.pmu.host", message: "is required"),
+        Bad(name: "a PMU on a host that is no address", yaml: unit + "grid_integration:\n  frequency_source: pmu\n  pmu:\n"
+                + "    idcode: 7\n    host: 10.0.0.300\n",
+            line: 9, keyPath: "grid_integration.pmu.host", message: "is not an IPv4 address"),
+        Bad(name: "a PMU over serial", yaml: unit + "grid_integration:\n  frequency_source: pmu\n  pmu:\n"
+                + "    {host: pmu.local, idcode: 7, transport: serial}\n",
+            line: 8, keyPath: "grid_integration.pmu.transport", message: "must be one of tcp, udp"),
+        Bad(name: "a PMU's IDCODE out of range", yaml: unit + "grid_integration:\n  frequency_source: pmu\n  pmu:\n"
+                + "    {host: pmu.local, idcode: 70000}\n",
+            line: 8, keyPath: "grid_integration.pmu.idcode", message: "from 1 to 65535"),
+        Bad(name: "a PMU's maximum age below one frame", yaml: unit + "grid_integration:\n  frequency_source: pmu\n  pmu:\n"
+                + "    {host: pmu.local, idcode: 7, max_age_ms: 5}\n",
+            line: 8, keyPath: "grid_integration.pmu.max_age_ms", message: "from 20 to 10000"),
         Bad(name: "a meter fault naming a unit", yaml: unit + "site:\n  meter: {protocol: sunspec}\nsimulation:\n  faults:\n"
                 + "    - {kind: meter_delay, delay_s: 1, unit: A}\n",
             line: nil, keyPath: "simulation.faults[0].unit", message: "names no unit"),

@@ -285,6 +285,24 @@ struct ConfigurationTests {
         #expect(c.grid.frequencySource == .inverter)
     }
 
+    @Test("frequency_source: pmu maps grid_integration.pmu into the cycle's PMUSettings (defaults by transport); another source leaves the block unread with a notice")
+    func pmuSource() throws {
+        let real = "mode: hardware\n" + ConfigurationTests.unit + "    modbus: {host: 10.0.0.5}\n"
+        let tcp = try ConfigLoader.parse(real + "grid_integration:\n  frequency_source: pmu\n  pmu: {host: pmu.site.local, idcode: 1410}\n",
+                                         file: "pmu.yaml")
+        #expect(tcp.grid.frequencySource == .pmu && !tcp.usesSimulation)
+        #expect(tcp.cycleSettings.pmu == PMUSettings(host: "pmu.site.local", port: 4712, transport: .tcp, idcode: 1410, pmuIdcode: nil,
+                                                     maxAge: .milliseconds(100), reconnectDelay: .seconds(2)))
+        let udp = try ConfigLoader.parse(real + "grid_integration:\n  frequency_source: pmu\n  pmu: {host: 10.0.0.7, transport: udp, "
+                                         + "idcode: 99, pmu_idcode: 8, max_age_ms: 60, reconnect_s: 0.5}\n", file: "pmu.yaml")
+        #expect(udp.cycleSettings.pmu == PMUSettings(host: "10.0.0.7", port: 4713, transport: .udp, idcode: 99, pmuIdcode: 8,
+                                                     maxAge: .milliseconds(60), reconnectDelay: .milliseconds(500)))
+        let unread = try ConfigLoader.parse(real + "grid_integration:\n  frequency_source: inverter\n  pmu: {host: 10.0.0.7, idcode: 9}\n",
+                                            file: "pmu.yaml")
+        #expect(unread.cycleSettings.pmu == nil && unread.grid.pmu == nil)
+        #expect(unread.notices.contains { $0.keyPath == "grid_integration.pmu" && $0.message.contains("not read") })
+    }
+
     @Test("modes: hardware reads frequency from the inverters; hil mixes; the seed's rig names mean hil")
     func modes() throws {
         let real = ConfigurationTests.unit + "    modbus: {host: 10.0.0.5}\n"

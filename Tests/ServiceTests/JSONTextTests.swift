@@ -124,6 +124,12 @@ struct JSONTextTests {
         let status = try Self.roundTrip(Self.status)
         #expect(status == Self.status)
         #expect(status.units[2].setpointW == 2469.1356 && status.units[0].socPercent == nil)
+        var sourced = Self.status
+        sourced.frequencySource = "pmu"
+        sourced.frequencyAgeMs = 14
+        let read = try Self.roundTrip(sourced)
+        #expect(read == sourced && read.frequencySource == "pmu" && read.frequencyAgeMs == 14)
+        #expect(String(decoding: sourced.line, as: UTF8.self).contains(#""frequency_age_ms":14,"frequency_hz":49.987,"frequency_source":"pmu","#))
         #expect(status.units[3].heldBy == "aggregator" && status.units[4].override?.remainingS == 12)
         #expect(try Self.roundTrip(FaultsReply(faults: [FaultReply(unit: "site", code: "METER_STALE", latched: false,
                                                                      explanation: "no reading")])).faults[0].code == "METER_STALE")
