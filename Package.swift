@@ -77,7 +77,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         // The real-time cycle and the bus workers behind the SiteIO seam; never imports the simulator,
         // nor Config: it defines the settings it runs on (CycleSettings), and Config maps the YAML into them.
-        .target(name: "Cycle", dependencies: ["ControlCore", "BessSystem", "Fieldbus"], swiftSettings: swiftSettings),
+        .target(name: "Cycle", dependencies: ["ControlCore", "BessSystem", "Fieldbus", "Synchrophasor"], swiftSettings: swiftSettings),
         // The simulated site bessd injects in modes simulation and hil: battery, inverter, meter and grid
         // models, fault schedules, and SimulatedSite (a SiteIO).
         .target(name: "Simulation", dependencies: ["ControlCore", "Fieldbus", "Config", "Cycle"], swiftSettings: swiftSettings),

@@ -1,5 +1,7 @@
 public import BessSystem
 import ControlCore
+import Glibc
+import Synchrophasor
 public import Synchronization
 
 /// `grid_integration.pmu` as the cycle runs it (Config maps the YAML into it; Cycle does not import Config).
@@ -76,6 +78,19 @@ public final class PMUReader: @unchecked Sendable {
     private let clock: any MonotonicClock
     private let log: @Sendable (_ code: String, _ message: String, _ error: Bool) -> Void
     private let worker = WorkerThread()
+    private let wakeup = Wakeup()
+    /// The reader thread's own state: the PMU did not answer CFG-3, so it is asked for CFG-2.
+    private var askCFG3 = true
+    private var lastFailure = ""
+    private var rejectionsSinceLog = 0
+    private var rejectionLoggedAt: MonotonicInstant?
+
+    /// The longest a session waits for a frame once data was asked for (longer at slow data rates).
+    static let silenceLimit: Duration = .seconds(3)
+    /// The longest a TCP connect or an unanswered configuration request may take.
+    static let answerLimit: Duration = .seconds(3)
+    /// A stream buffer that holds the largest frame (FRAMESIZE is 16 bits) and the next one's start.
+    static let bufferCapacity = 2 * 65536
 
     /// A reader that has not started.
     public init(settings: PMUSettings, clock: some MonotonicClock = SystemClock.shared,
@@ -94,10 +109,357 @@ public final class PMUReader: @unchecked Sendable {
     }
 
     /// Stops the thread (ends a wait at once) and closes the connection.
-    public func stop() { worker.stop() }
+    public func stop() { worker.stop { [wakeup] in wakeup.signal() } }
+
+    /// `127.0.0.1:4712 (tcp, stream 1410)`.
+    var peerText: String { "\(settings.host):\(settings.port) (\(settings.transport.rawValue), stream \(settings.idcode))" }
 
     private func run() {
-        // The API first: the transport follows in the next change.
-        while worker.isRunning { clock.sleep(until: clock.now() + .milliseconds(50)) }
+        var backoff = Backoff(first: settings.reconnectDelay, maximum: max(.seconds(30), settings.reconnectDelay))
+        while worker.isRunning {
+            var session = PMUStream(settings: settings, askCFG3: askCFG3)
+            let failure: LinkFailure
+            do throws(LinkFailure) {
+                try follow(&session)
+                failure = LinkFailure("PMU_STOPPED", "stopped")
+            } catch {
+                failure = error
+            }
+            let wasConnected = connected.exchange(false, ordering: .relaxed)
+            if session.dataFlowed { backoff.reset() }
+            guard worker.isRunning else { break }
+            if askCFG3, session.cfg3Refused {
+                // Not a lost PMU: one that does not serve CFG-3 (pyPMU closes the connection on it).
+                giveUpCFG3(failure.text)
+                continue
+            }
+            let pause = backoff.next()
+            let again = "reconnecting in \(GridLimitInputReader.number(pause.secondsDouble)) s"
+            if wasConnected {
+                log("PMU_LOST", "PMU_LOST: \(peerText): \(failure.text); \(again)", true)
+                lastFailure = failure.text
+            } else if failure.text != lastFailure {
+                log(failure.code, "\(failure.code): \(peerText): \(failure.message); \(again)", true)
+                lastFailure = failure.text
+            }
+            _ = clock.wait(for: wakeup, until: clock.now() + pause)
+        }
+    }
+
+    /// One session, to its end: the failure that ended it (or none when stopped).
+    private func follow(_ session: inout PMUStream) throws(LinkFailure) {
+        let link = try PMULink.open(settings, clock: clock, wakeup: wakeup, running: { [worker] in worker.isRunning })
+        var buffer = [UInt8](repeating: 0, count: Self.bufferCapacity)
+        var filled = 0
+        var phase = Phase.quiet(since: clock.now())
+        var lastInput = clock.now()
+        try link.send(Command.stopData.frame(idcode: settings.idcode, secondOfCentury: Self.secondOfCentury()))
+        var fds = [pollfd(fd: link.descriptor, events: Int16(POLLIN), revents: 0),
+                   pollfd(fd: wakeup.descriptor, events: Int16(POLLIN), revents: 0)]
+        while worker.isRunning {
+            let now = clock.now()
+            let deadline: MonotonicInstant
+            switch phase {
+            case .quiet(let since):
+                let end = min(lastInput + .milliseconds(100), since + .seconds(1))
+                if now >= end {
+                    try askConfiguration(&session, link, at: now)
+                    phase = .configuring(since: now)
+                    continue
+                }
+                deadline = end
+            case .configuring(let since):
+                if session.configuration != nil {
+                    try link.send(Command.startData.frame(idcode: settings.idcode, secondOfCentury: Self.secondOfCentury()))
+                    session.lastFrameAt = now
+                    phase = .streaming
+                    continue
+                }
+                let limit = session.cfg3Requested ? Self.answerLimit / 3 : Self.answerLimit
+                if now - since >= limit {
+                    if session.cfg3Requested {
+                        session.cfg3Refused = true
+                        throw LinkFailure("PMU_CFG3_UNANSWERED", "no answer to a CFG-3 request")
+                    }
+                    throw LinkFailure("PMU_CONFIGURATION_TIMEOUT", "no configuration frame \(Self.number(limit)) s after asking for it")
+                }
+                if settings.transport == .tcp {
+                    deadline = since + limit
+                } else {
+                    // A datagram may be lost: ask again each second.
+                    if now - session.configurationAskedAt >= .seconds(1) { try askConfiguration(&session, link, at: now) }
+                    deadline = min(since + limit, session.configurationAskedAt + .seconds(1))
+                }
+            case .streaming:
+                let silence = max(Self.silenceLimit, .seconds(fromDouble: 3 * (session.configuration?.framePeriodSeconds ?? 0)))
+                if now - session.lastFrameAt >= silence {
+                    throw LinkFailure("PMU_SILENT", "no frame for \(Self.number(silence)) s")
+                }
+                if session.wantsConfiguration(at: now) { try askConfiguration(&session, link, at: now) }
+                deadline = session.lastFrameAt + silence
+            }
+            fds[0].revents = 0
+            fds[1].revents = 0
+            let ready = fds.withUnsafeMutableBufferPointer { clock.poll($0.baseAddress!, count: 2, until: deadline) }
+            guard ready > 0, fds[0].revents != 0 else { continue }
+            let received: PMULink.Received
+            do throws(LinkFailure) {
+                received = try link.receive(into: &buffer, from: filled)
+            } catch {
+                // pyPMU, asked for a CFG-3 it does not have, closes the connection.
+                if case .configuring = phase, session.cfg3Requested { session.cfg3Refused = true }
+                throw error
+            }
+            let readAt = clock.now()
+            switch received {
+            case .nothing: continue
+            case .foreign:
+                reject("PMU_SOURCE_UNKNOWN", "a datagram from another address than the PMU's")
+                continue
+            case .bytes(let count) where settings.transport == .udp:
+                handle(buffer[0..<count], at: readAt, &session)
+            case .bytes(let count):
+                filled = extractFrames(&buffer, filled: filled + count, at: readAt, &session)
+            }
+            lastInput = readAt
+            if let fatal = session.fatal { throw fatal }
+            if case .configuring = phase, session.cfg3Refused {
+                // Refused in the answer (a CFG-3 the decoder does not take): ask for CFG-2 at once.
+                giveUpCFG3("its CFG-3 was refused")
+                session.askCFG3 = false
+                session.cfg3Refused = false
+                try askConfiguration(&session, link, at: readAt)
+                phase = .configuring(since: readAt)
+            }
+            if case .streaming = phase, !connected.load(ordering: .relaxed), session.dataFlowed {
+                connected.store(true, ordering: .relaxed)
+                connects.add(1, ordering: .relaxed)
+                lastFailure = ""
+                log("PMU_CONNECTED", "PMU_CONNECTED: \(peerText): " + session.describe(), false)
+            }
+        }
+    }
+
+    /// Asks for CFG-2 from now on.
+    private func giveUpCFG3(_ reason: String) {
+        askCFG3 = false
+        log("PMU_CFG3_UNANSWERED", "PMU_CFG3_UNANSWERED: \(peerText) did not answer a CFG-3 request (\(reason)); asking for CFG-2 from now on", false)
+    }
+
+    private enum Phase {
+        case quiet(since: MonotonicInstant)
+        case configuring(since: MonotonicInstant)
+        case streaming
+    }
+
+    private func askConfiguration(_ session: inout PMUStream, _ link: PMULink, at now: MonotonicInstant) throws(LinkFailure) {
+        let command: Command = session.askCFG3 ? .sendConfiguration3 : .sendConfiguration2
+        try link.send(command.frame(idcode: settings.idcode, secondOfCentury: Self.secondOfCentury()))
+        session.configurationAskedAt = now
+        session.cfg3Requested = session.askCFG3
+    }
+
+    /// Takes every whole frame off the front of a TCP stream buffer; returns the bytes left (moved
+    /// to the front). Bytes that cannot start a frame (bad SYNC or FRAMESIZE) are skipped to the next
+    /// 0xAA, counted once as a rejected frame; CHK then refuses a false start.
+    private func extractFrames(_ buffer: inout [UInt8], filled: Int, at readAt: MonotonicInstant, _ session: inout PMUStream) -> Int {
+        var start = 0
+        while filled - start >= 4 {
+            let size: Int
+            do throws(SynchrophasorError) {
+                guard let found = try Frame.size(atStartOf: buffer[start..<(start + 4)]) else { break }
+                size = found
+            } catch {
+                if !session.resynchronising { reject(error.code.description, error.message) }
+                session.resynchronising = true
+                start = buffer[(start + 1)..<filled].firstIndex(of: 0xAA) ?? filled
+                continue
+            }
+            guard filled - start >= size else { break }
+            handle(buffer[start..<(start + size)], at: readAt, &session)
+            start += size
+        }
+        if start > 0 {
+            buffer.withUnsafeMutableBytes { raw in
+                _ = memmove(raw.baseAddress!, raw.baseAddress! + start, filled - start)
+            }
+        }
+        return filled - start
+    }
+
+    /// One frame through the session's decoder, its outcome counted and published.
+    private func handle(_ bytes: ArraySlice<UInt8>, at readAt: MonotonicInstant, _ session: inout PMUStream) {
+        switch session.accept(bytes, at: readAt) {
+        case .ignored: break
+        case .rejected(let code, let message): reject(code, message)
+        case .configuration(let changed):
+            configurations.add(1, ordering: .relaxed)
+            if changed, connected.load(ordering: .relaxed) {
+                log("PMU_CONFIGURATION", "PMU_CONFIGURATION: \(peerText) changed its configuration: " + session.describe(), false)
+            }
+        case .unusable:
+            frames.add(1, ordering: .relaxed)
+            unusableSamples.add(1, ordering: .relaxed)
+        case .sample(let sample):
+            frames.add(1, ordering: .relaxed)
+            latest.publish(sample)
+        }
+    }
+
+    /// Counts a refused frame; logs the first, then at most one line a minute with the count.
+    private func reject(_ code: String, _ message: String) {
+        rejectedFrames.add(1, ordering: .relaxed)
+        rejectionsSinceLog += 1
+        let now = clock.now()
+        if let last = rejectionLoggedAt, now - last < .seconds(60) { return }
+        let more = rejectionsSinceLog > 1 ? " (\(rejectionsSinceLog) frames refused since the last line)" : ""
+        log("PMU_FRAME_REJECTED", "PMU_FRAME_REJECTED: \(peerText): \(code): \(message)\(more)", true)
+        rejectionLoggedAt = now
+        rejectionsSinceLog = 0
+    }
+
+    static func secondOfCentury() -> UInt32 { UInt32(clamping: Int64(SystemClock.wallClockSeconds())) }
+
+    static func number(_ duration: Duration) -> String { GridLimitInputReader.number(duration.secondsDouble) }
+}
+
+/// What ended a session: a code and a message with nothing the PMU sent in it.
+struct LinkFailure: Error {
+    var code: String
+    var message: String
+    init(_ code: String, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    var text: String { "\(code): \(message)" }
+}
+
+/// One session's decoding state, without sockets: the configuration in force, which PMU of the
+/// frame is followed, and what each frame does to them.
+struct PMUStream {
+    let settings: PMUSettings
+    /// Ask for CFG-3 (else CFG-2).
+    var askCFG3: Bool
+    /// The configuration data frames are decoded against.
+    private(set) var configuration: Configuration?
+    /// The followed PMU's index in the configuration.
+    private(set) var pmuIndex = 0
+    /// The last frame of this stream that decoded.
+    var lastFrameAt = MonotonicInstant.zero
+    var configurationAskedAt = MonotonicInstant.zero
+    /// The last request was for CFG-3.
+    var cfg3Requested = false
+    /// The PMU did not answer CFG-3 or answered one the decoder refuses.
+    var cfg3Refused = false
+    /// A data frame was decoded in this session.
+    private(set) var dataFlowed = false
+    /// Skipping bytes to find the next frame's start (TCP).
+    var resynchronising = false
+    /// What ends the session (a PMU the configuration does not list).
+    private(set) var fatal: LinkFailure?
+    /// A configuration is wanted (STAT said it changed, or a data frame had another length).
+    private var configurationWanted = false
+    private var changeBitSeen = false
+
+    init(settings: PMUSettings, askCFG3: Bool) {
+        self.settings = settings
+        self.askCFG3 = askCFG3
+    }
+
+    enum Outcome: Equatable {
+        case ignored
+        case rejected(code: String, message: String)
+        case configuration(changed: Bool)
+        case unusable
+        case sample(PMUSample)
+    }
+
+    /// Whether to ask for the configuration now: wanted, and the last request a second ago or more.
+    func wantsConfiguration(at now: MonotonicInstant) -> Bool {
+        configurationWanted && now - configurationAskedAt >= .seconds(1)
+    }
+
+    /// What one whole frame (or datagram) does.
+    mutating func accept(_ bytes: ArraySlice<UInt8>, at now: MonotonicInstant) -> Outcome {
+        let frame: Frame
+        do throws(SynchrophasorError) {
+            frame = try Frame(decoding: bytes)
+        } catch {
+            if cfg3Requested, configuration == nil, bytes.count >= 2, bytes[bytes.startIndex + 1] >> 4 & 7 == FrameType.configuration3.rawValue {
+                cfg3Refused = true
+            }
+            return .rejected(code: error.code.description, message: error.message)
+        }
+        resynchronising = false
+        guard frame.header.idcode == settings.idcode else {
+            return .rejected(code: "PMU_IDCODE_UNKNOWN", message: "a frame of stream \(frame.header.idcode), following stream \(settings.idcode)")
+        }
+        switch frame.header.type {
+        case .configuration1, .configuration2, .configuration3:
+            return configuration(frame, at: now)
+        case .data:
+            guard let configuration else { return .ignored }
+            let data: DataFrame
+            do throws(SynchrophasorError) {
+                data = try DataFrame(frame: frame, configuration: configuration)
+            } catch {
+                if error.code == .dataMismatch { configurationWanted = true }
+                return .rejected(code: error.code.description, message: error.message)
+            }
+            lastFrameAt = now
+            dataFlowed = true
+            let measurement = data.measurements[pmuIndex]
+            let changed = measurement.status.configurationChanged
+            // The bit stands for a minute: ask once when it comes, and again when its length changes.
+            if changed, !changeBitSeen { configurationWanted = true }
+            changeBitSeen = changed
+            guard measurement.status.isUsable, let hertz = measurement.frequencyHz, hertz.isFinite, hertz > 0 else { return .unusable }
+            return .sample(PMUSample(frequency: Hertz(hertz), rocofHzPerSecond: measurement.rocofHzPerSecond, takenAt: now,
+                                     frameTime: data.header.seconds(timeBase: configuration.timeBase)))
+        default:
+            lastFrameAt = now
+            return .ignored
+        }
+    }
+
+    private mutating func configuration(_ frame: Frame, at now: MonotonicInstant) -> Outcome {
+        let decoded: Configuration
+        do throws(SynchrophasorError) {
+            decoded = try Configuration(frame: frame)
+        } catch {
+            if frame.header.type == .configuration3 { cfg3Refused = true }
+            return .rejected(code: error.code.description, message: error.message)
+        }
+        let index: Int
+        if let wanted = settings.pmuIdcode {
+            guard let found = decoded.pmuIndex(idcode: wanted) else {
+                fatal = LinkFailure("PMU_IDCODE_UNKNOWN", "stream \(settings.idcode) carries PMUs \(decoded.pmus.map(\.idcode)), not \(wanted) (pmu_idcode)")
+                return .ignored
+            }
+            index = found
+        } else {
+            index = decoded.pmuIndex(idcode: settings.idcode) ?? 0
+        }
+        let changed = configuration.map { $0.pmus != decoded.pmus || $0.dataRate != decoded.dataRate || $0.timeBase != decoded.timeBase } ?? true
+        configuration = decoded
+        pmuIndex = index
+        configurationWanted = false
+        lastFrameAt = now
+        return .configuration(changed: changed)
+    }
+
+    /// `PMU 1410 "Station A", 50 frames/s, CFG-2, FREQ int16 from 50 Hz`.
+    func describe() -> String {
+        guard let configuration else { return "no configuration" }
+        let pmu = configuration.pmus[pmuIndex]
+        let rate = configuration.dataRate > 0 ? "\(configuration.dataRate) frames/s" : "a frame every \(-Int(configuration.dataRate)) s"
+        let kind = switch configuration.header.type {
+        case .configuration3: "CFG-3"
+        case .configuration1: "CFG-1"
+        default: "CFG-2"
+        }
+        return "PMU \(pmu.idcode) \(PeerText.quoted(pmu.stationName)) of \(configuration.pmus.count), \(rate), \(kind), "
+            + "FREQ \(pmu.format.frequencyFloat ? "float32" : "int16") from \(pmu.nominalHz) Hz, CFGCNT \(pmu.configurationCount)"
     }
 }

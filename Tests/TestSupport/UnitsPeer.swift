@@ -19,8 +19,9 @@ public final class UnitsPeer: Sendable {
         try self.init(arguments: arguments + units)
     }
 
-    /// Any peer of hil/peers that prints "PORT <n>" (or "READY") once it serves.
-    public init(arguments: [String]) throws {
+    /// Any peer of hil/peers that prints "PORT <n>" (or "READY") once it serves; `input` is its
+    /// standard input (none when nil).
+    public init(arguments: [String], input: Pipe? = nil) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = arguments
@@ -28,7 +29,7 @@ public final class UnitsPeer: Sendable {
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
+        process.standardInput = input ?? FileHandle.nullDevice
         try process.run()
         self.process = process
         let lines = self.lines

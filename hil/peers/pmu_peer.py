@@ -177,7 +177,211 @@ def read_command(hex_text):
     print(json.dumps({"idcode": frame.get_id_code(), "command": frame.get_command(), "soc": frame.get_soc()}))
 
 
+# --- serve: a PMU at 50 frames/s for the PMU reader's tests (Tests/CycleTests/PMUReaderTests.swift) ---
+#
+# `pmu_peer.py serve --transport tcp|udp --port N --idcode N [--float] [--fnom 50|60] [--freq HZ]`
+# serves one PMU (cfg2() above) on 127.0.0.1 and prints `PORT <n>` once it listens. Over TCP it is
+# pyPMU's own server (synchrophasor.pmu.Pmu): its `method` option is stored but never read, so pyPMU
+# serves TCP only; over UDP this script answers command datagrams itself (C37.118.2-2011 Annex F,
+# UDP only: CFG-2 to whoever asks, data to whoever sent "start", from the port commands go to), with
+# pyPMU's frame classes. Standard input steers it, one command a line:
+#   freq HZ | rocof HZ_PER_S | stat ok|invalid|unsync|cfgchange | inject crc|idcode MARK_HZ BAD_HZ | resume
+# `inject` sends one good frame at MARK_HZ, then one at BAD_HZ with a wrong CHK (crc) or another
+# stream's IDCODE (idcode), and pauses the stream until `resume`. End of input ends it and its children.
+
+import logging  # noqa: E402
+import os  # noqa: E402
+import select as _select_module  # noqa: E402
+import signal  # noqa: E402
+import socket  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+
+from synchrophasor import pmu as _pmu_module  # noqa: E402
+from synchrophasor.frame import CommonFrame  # noqa: E402
+
+# pyPMU's per-connection loop polls its socket with select(…, 0) and spins a core while it has
+# nothing to send; a 2 ms timeout keeps it responsive without the spin.
+_select = _select_module.select
+_pmu_module.select = lambda r, w, x, timeout=None: _select(r, w, x, 0.002 if not timeout else timeout)
+
+
+# It then sleeps a whole period before each frame on top of that loop's own time (about 45
+# frames/s at 50); sleeping to the period's deadline instead keeps 50 frames/s (each connection
+# is a process of its own, with its own deadline).
+_due = [0.0]
+
+
+def _paced_sleep(period):
+    now = time.monotonic()
+    _due[0] = now if _due[0] + period < now else _due[0] + period
+    time.sleep(max(0.0, _due[0] - now))
+
+
+_pmu_module.sleep = _paced_sleep
+
+_STATS = {
+    "ok": ("ok", True, "timestamp", False, False, False, 0, "<10", 0),
+    "invalid": ("error", True, "timestamp", False, False, False, 0, "<10", 0),
+    "unsync": ("ok", False, "timestamp", False, False, False, 0, "<10", 0),
+    "cfgchange": ("ok", True, "timestamp", False, True, False, 0, "<10", 0),
+}
+
+
+class _Stream:
+    """The PMU's measurements and the frames made from them."""
+
+    def __init__(self, idcode, freq_float, fnom, freq):
+        self.idcode, self.freq_float, self.fnom = idcode, freq_float, fnom
+        self.cfg = cfg2(idcode, freq_float, fnom)
+        self.freq, self.rocof, self.stat, self.paused = freq, 0.0, _STATS["ok"], False
+        self.lock = threading.Lock()
+
+    def frame(self, freq=None, idcode=None, stat=None):
+        freq = self.freq if freq is None else freq
+        if self.freq_float:
+            values = ([(230.0, 0.1), (10.0, -0.2)], freq, self.rocof, [1.5])
+        else:  # integer FREQ: mHz from FNOM; DFREQ: ROCOF x 100
+            values = ([(100, 200), (-300, 400)], int(round((freq - self.fnom) * 1000)), int(round(self.rocof * 100)), [12])
+        phasors, f, df, analog = values
+        return DataFrame(self.idcode if idcode is None else idcode, stat or self.stat, phasors, f, df, analog, [0], self.cfg)
+
+    def injected(self, kind, mark, bad):
+        good = self.frame(mark)
+        good.set_time()
+        wrong = self.frame(bad, idcode=self.idcode + 1 if kind == "idcode" else None)
+        wrong.set_time()
+        raw = bytearray(wrong.convert2bytes())
+        if kind == "crc":
+            raw[-1] ^= 0xFF
+        return [good.convert2bytes(), bytes(raw)]
+
+
+def _serve_tcp(stream, port):
+    server = _pmu_module.Pmu(pmu_id=stream.idcode, data_rate=50, port=port, ip="127.0.0.1", method="tcp")
+    server.logger.setLevel(logging.ERROR)
+    server.set_configuration(stream.cfg)
+    server.run()
+
+    def produce():
+        period, due = 0.02, time.monotonic()
+        while True:
+            due += period
+            time.sleep(max(0.0, due - time.monotonic()))
+            with stream.lock:
+                if stream.paused:
+                    continue
+                frame = stream.frame()
+            # pyPMU's connection loop sleeps one period before each frame it sends: keep each
+            # connection's queue short, so what it sends is the frequency of now.
+            for buffer in list(server.client_buffers):
+                if buffer.qsize() < 2:
+                    buffer.put(frame)
+
+    def inject(frames):
+        for buffer in list(server.client_buffers):
+            for raw in frames:
+                buffer.put(raw)
+
+    threading.Thread(target=produce, daemon=True).start()
+    return server.socket.getsockname()[1], inject
+
+
+def _serve_udp(stream, port):
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", port))
+    clients = set()
+
+    def answer():
+        while True:
+            data, peer = sock.recvfrom(65535)
+            try:
+                command = CommonFrame.convert2frame(data).get_command()
+            except Exception:  # pyPMU raises its own errors and struct's on a stray datagram
+                continue
+            with stream.lock:
+                if command == "cfg2":
+                    stream.cfg.set_time()
+                    sock.sendto(stream.cfg.convert2bytes(), peer)
+                elif command == "start":
+                    clients.add(peer)
+                elif command == "stop":
+                    clients.discard(peer)
+
+    def produce():
+        period, due = 0.02, time.monotonic()
+        while True:
+            due += period
+            time.sleep(max(0.0, due - time.monotonic()))
+            with stream.lock:
+                if stream.paused or not clients:
+                    continue
+                frame = stream.frame()
+                frame.set_time()
+                for peer in list(clients):
+                    sock.sendto(frame.convert2bytes(), peer)
+
+    def inject(frames):
+        for peer in list(clients):
+            for raw in frames:
+                sock.sendto(raw, peer)
+
+    threading.Thread(target=answer, daemon=True).start()
+    threading.Thread(target=produce, daemon=True).start()
+    return sock.getsockname()[1], inject
+
+
+def _lines(fd):
+    """Lines read with os.read: a thread blocked in sys.stdin holds its lock, and the connection
+    processes pyPMU forks close sys.stdin first thing, which would then wait for that lock forever."""
+    pending = b""
+    while True:
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            return
+        pending += chunk
+        while b"\n" in pending:
+            line, pending = pending.split(b"\n", 1)
+            yield line.decode("ascii", "replace")
+
+
+def serve(argv):
+    import argparse
+    parser = argparse.ArgumentParser(prog="pmu_peer.py serve")
+    parser.add_argument("--transport", choices=["tcp", "udp"], default="tcp")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--idcode", type=int, default=1410)
+    parser.add_argument("--float", action="store_true", help="FREQ and DFREQ as float32 (else int16)")
+    parser.add_argument("--fnom", type=int, default=50)
+    parser.add_argument("--freq", type=float, default=50.0)
+    args = parser.parse_args(argv)
+    os.setpgrp()  # the test ends this process and pyPMU's connection processes as one group
+    stream = _Stream(args.idcode, args.float, args.fnom, args.freq)
+    port, inject = (_serve_tcp if args.transport == "tcp" else _serve_udp)(stream, args.port)
+    print("PORT %d" % port, flush=True)
+    for line in _lines(0):
+        words = line.split()
+        if not words:
+            continue
+        with stream.lock:
+            if words[0] == "freq":
+                stream.freq = float(words[1])
+            elif words[0] == "rocof":
+                stream.rocof = float(words[1])
+            elif words[0] == "stat":
+                stream.stat = _STATS[words[1]]
+            elif words[0] == "inject":
+                stream.paused = True
+                inject(stream.injected(words[1], float(words[2]), float(words[3])))
+            elif words[0] == "resume":
+                stream.paused = False
+        print("OK " + words[0], flush=True)
+    os.killpg(0, signal.SIGKILL)
+
+
 if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "serve":
+        sys.exit(serve(sys.argv[2:]))
     if sys.argv[1] == "frames":
         frames()
     elif sys.argv[1] == "cfg3":

@@ -1,0 +1,229 @@
+import BessSystem
+import ControlCore
+import Cycle
+import Foundation
+import Synchronization
+import TestSupport
+import Testing
+
+/// `hil/peers/pmu_peer.py serve`: pyPMU's own server (TCP) or the script's UDP PMU, 50 frames/s,
+/// steered line by line on its standard input (`freq`, `stat`, `inject`, `resume`).
+final class PMUPeer: Sendable {
+    private let peer: UnitsPeer
+    private let input: Pipe
+    /// The port it serves.
+    var port: Int { peer.port }
+
+    init(transport: String, port: Int = 0, float: Bool = false, freq: Double) throws {
+        let input = Pipe()
+        peer = try UnitsPeer(arguments: ["python3", "hil/peers/pmu_peer.py", "serve", "--transport", transport, "--port", String(port),
+                                         "--idcode", "1410", "--freq", String(freq)] + (float ? ["--float"] : []),
+                             input: input)
+        self.input = input
+    }
+
+    /// Every line it printed so far.
+    var printed: [String] { peer.all }
+
+    /// One command line; waits until the peer acknowledged it (`OK <verb>`).
+    func send(_ line: String) {
+        let verb = String(line.split(separator: " ").first ?? "")
+        let before = printed.filter { $0 == "OK " + verb }.count
+        input.fileHandleForWriting.write(Data((line + "\n").utf8))
+        #expect(waitFor(seconds: 10) { self.printed.filter { $0 == "OK " + verb }.count > before }, "peer did not take \(line)")
+    }
+
+    /// Kills the peer and pyPMU's connection processes (one process group) and waits for it.
+    func stop() {
+        if peer.process.isRunning { kill(-peer.process.processIdentifier, SIGKILL) }
+        peer.stop()
+    }
+}
+
+/// The reader's log lines, collected.
+final class LogLines: Sendable {
+    private let lines = Mutex<[String]>([])
+    var all: [String] { lines.withLock { $0 } }
+    var sink: @Sendable (String, String, Bool) -> Void { { [self] _, message, _ in lines.withLock { $0.append(message) } } }
+    func contains(_ code: String) -> Bool { all.contains { $0.hasPrefix(code + ":") } }
+}
+
+/// The PMU client against pyPMU (PyPI `synchrophasor`) over TCP and the peer script's UDP PMU, both
+/// at 50 frames/s: samples carry the peer's frequency; invalid or unsynchronised data, a wrong CHK
+/// and a wrong IDCODE publish nothing; a restarted PMU is followed again without help.
+@Suite("PMU reader against pyPMU", .serialized)
+struct PMUReaderTests {
+    func reader(_ peer: PMUPeer, _ transport: PMUSettings.Transport, log: LogLines) -> PMUReader {
+        PMUReader(settings: PMUSettings(host: "127.0.0.1", port: UInt16(peer.port), transport: transport, idcode: 1410,
+                                        reconnectDelay: .milliseconds(200)),
+                  log: log.sink)
+    }
+
+    func near(_ reader: PMUReader, _ hertz: Double) -> Bool {
+        guard let sample = reader.latest.read() else { return false }
+        return abs(sample.frequency.value - hertz) < 0.0005
+    }
+
+    func count(_ counter: borrowing Atomic<UInt64>) -> UInt64 { counter.load(ordering: .relaxed) }
+
+    @Test("samples carry the PMU's frequency and ROCOF, integer and float FREQ", arguments: [("tcp", false), ("udp", true), ("tcp", true), ("udp", false)])
+    func follows(transport: String, float: Bool) throws {
+        let peer = try PMUPeer(transport: transport, float: float, freq: 49.95)
+        defer { peer.stop() }
+        try #require(peer.port > 0, "peer did not serve: \(peer.printed)")
+        let log = LogLines()
+        let reader = reader(peer, PMUSettings.Transport(rawValue: transport)!, log: log)
+        let started = SystemClock.shared.now()
+        reader.start()
+        defer { reader.stop() }
+        #expect(waitFor(seconds: 15) { near(reader, 49.95) }, "log: \(log.all)")
+        peer.send("freq 50.07")
+        peer.send("rocof -0.25")
+        #expect(waitFor(seconds: 5) { near(reader, 50.07) && reader.latest.read()?.rocofHzPerSecond == -0.25 })
+        let sample = try #require(reader.latest.read())
+        #expect(sample.frameTime > 1_700_000_000, "the frame's SOC, Unix seconds")
+        #expect(sample.takenAt > started && sample.takenAt <= SystemClock.shared.now(), "taken on the monotonic clock")
+        let isConnected = reader.connected.load(ordering: .relaxed)
+        #expect(isConnected)
+        #expect(count(reader.connects) == 1)
+        #expect(count(reader.rejectedFrames) == 0)
+        #expect(log.contains("PMU_CONNECTED"), "\(log.all)")
+        #expect(log.contains("PMU_CFG3_UNANSWERED"), "neither pyPMU nor the UDP peer serves CFG-3: CFG-2 it is")
+        // Data keeps coming (50 frames/s).
+        let frames = count(reader.frames)
+        #expect(waitFor(seconds: 5) { count(reader.frames) >= frames + 50 })
+    }
+
+    @Test("STAT invalid data or an unsynchronised PMU publishes nothing", arguments: ["tcp", "udp"])
+    func unusable(transport: String) throws {
+        let peer = try PMUPeer(transport: transport, freq: 50.01)
+        defer { peer.stop() }
+        let log = LogLines()
+        let reader = reader(peer, PMUSettings.Transport(rawValue: transport)!, log: log)
+        reader.start()
+        defer { reader.stop() }
+        try #require(waitFor(seconds: 15) { near(reader, 50.01) }, "log: \(log.all)")
+        for stat in ["invalid", "unsync"] {
+            let unusable = count(reader.unusableSamples)
+            peer.send("stat \(stat)")
+            peer.send("freq 47")
+            #expect(waitFor(seconds: 5) { count(reader.unusableSamples) > unusable })
+            let held = try #require(reader.latest.read())
+            // Every frame from here on is marked unusable: five more change nothing.
+            #expect(waitFor(seconds: 5) { count(reader.unusableSamples) >= unusable + 6 })
+            #expect(reader.latest.read() == held)
+            #expect(held.frequency.value != 47)
+            peer.send("stat ok")
+            #expect(waitFor(seconds: 5) { near(reader, 47) }, "usable again")
+            peer.send("freq 50.01")
+            #expect(waitFor(seconds: 5) { near(reader, 50.01) })
+        }
+        #expect(count(reader.rejectedFrames) == 0)
+    }
+
+    @Test("a frame with a wrong CHK or another stream's IDCODE is refused and changes nothing", arguments: ["tcp", "udp"])
+    func rejected(transport: String) throws {
+        let peer = try PMUPeer(transport: transport, freq: 50.02)
+        defer { peer.stop() }
+        let log = LogLines()
+        let reader = reader(peer, PMUSettings.Transport(rawValue: transport)!, log: log)
+        reader.start()
+        defer { reader.stop() }
+        try #require(waitFor(seconds: 15) { near(reader, 50.02) }, "log: \(log.all)")
+        for (kind, mark, bad) in [("crc", 50.123, 47.5), ("idcode", 50.321, 46.5)] {
+            let rejected = count(reader.rejectedFrames)
+            // One good frame at `mark`, then the bad one at `bad`; then nothing until resume.
+            peer.send("inject \(kind) \(mark) \(bad)")
+            #expect(waitFor(seconds: 5) { count(reader.rejectedFrames) == rejected + 1 }, "\(kind): \(log.all)")
+            #expect(near(reader, mark), "\(kind): the last good frame stands, got \(String(describing: reader.latest.read()))")
+            peer.send("resume")
+            #expect(waitFor(seconds: 5) { near(reader, 50.02) })
+        }
+        #expect(count(reader.connects) == 1, "refused frames do not cost the connection")
+        #expect(log.contains("PMU_FRAME_REJECTED"))
+    }
+
+    @Test("STAT configuration changed: the configuration is asked for again", arguments: ["tcp", "udp"])
+    func configurationChange(transport: String) throws {
+        let peer = try PMUPeer(transport: transport, freq: 50.03)
+        defer { peer.stop() }
+        let log = LogLines()
+        let reader = reader(peer, PMUSettings.Transport(rawValue: transport)!, log: log)
+        reader.start()
+        defer { reader.stop() }
+        try #require(waitFor(seconds: 15) { near(reader, 50.03) }, "log: \(log.all)")
+        let configurations = count(reader.configurations)
+        peer.send("stat cfgchange")
+        #expect(waitFor(seconds: 5) { count(reader.configurations) > configurations })
+        peer.send("stat ok")
+        #expect(count(reader.connects) == 1)
+    }
+
+    @Test("the PMU stopped and started again: the reader reconnects by itself", arguments: ["tcp", "udp"])
+    func reconnects(transport: String) throws {
+        var peer = try PMUPeer(transport: transport, freq: 50.04)
+        defer { peer.stop() }
+        let log = LogLines()
+        let reader = reader(peer, PMUSettings.Transport(rawValue: transport)!, log: log)
+        reader.start()
+        defer { reader.stop() }
+        try #require(waitFor(seconds: 15) { near(reader, 50.04) }, "log: \(log.all)")
+        let port = peer.port
+        peer.stop()
+        #expect(waitFor(seconds: 10) { !reader.connected.load(ordering: .relaxed) })
+        #expect(log.contains("PMU_LOST"), "\(log.all)")
+        peer = try PMUPeer(transport: transport, port: port, freq: 49.93)
+        #expect(peer.port == port)
+        #expect(waitFor(seconds: 20) { near(reader, 49.93) }, "log: \(log.all)")
+        #expect(count(reader.connects) == 2)
+        #expect(reader.isAlive)
+    }
+}
+
+/// The slot between the reader and the cycle.
+@Suite("Frequency sample slot")
+struct FrequencySampleSlotTests {
+    static func sample(_ k: Int64) -> PMUSample {
+        PMUSample(frequency: Hertz(Double(k)), rocofHzPerSecond: k % 3 == 0 ? nil : -Double(k),
+                  takenAt: MonotonicInstant(nanoseconds: k), frameTime: Double(k) + 0.5)
+    }
+
+    @Test("nothing before the first sample; the newest after, ROCOF missing or not")
+    func newest() {
+        let slot = FrequencySampleSlot()
+        #expect(slot.read() == nil)
+        slot.publish(Self.sample(1))
+        #expect(slot.read() == Self.sample(1))
+        slot.publish(Self.sample(3))
+        #expect(slot.read() == Self.sample(3))
+        #expect(slot.read()?.rocofHzPerSecond == nil)
+        slot.publish(Self.sample(4))
+        #expect(slot.read() == Self.sample(4))
+    }
+
+    @Test("a reader never sees a sample torn between two publications")
+    func untorn() {
+        let slot = FrequencySampleSlot()
+        let writing = Flag()
+        let writer = Thread {
+            for k in Int64(1)...400_000 { slot.publish(Self.sample(k)) }
+            writing.done.store(true, ordering: .releasing)
+        }
+        writer.start()
+        var torn = 0
+        var reads = 0
+        var last: Int64 = 0
+        while !writing.done.load(ordering: .acquiring) {
+            guard let got = slot.read() else { continue }
+            reads += 1
+            let k = got.takenAt.nanoseconds
+            if got != Self.sample(k) || k < last { torn += 1 }
+            last = k
+        }
+        #expect(torn == 0, "\(torn) of \(reads) reads mixed two samples or went back")
+        #expect(slot.read() == Self.sample(400_000))
+    }
+}
+
+/// A flag a thread raises.
+final class Flag: Sendable { let done = Atomic<Bool>(false) }
