@@ -3,12 +3,12 @@ import Foundation
 /// The verbs of the control socket. An unknown verb is kept as `.unknown` so that bessd can name
 /// it in its refusal (`BAD_REQUEST`) and ask the operator's role for it.
 public enum ControlVerb: Hashable, Sendable, CustomStringConvertible {
-    case status, faults, site, config, metrics, reset, mode, override
+    case status, faults, site, config, metrics, events, reset, mode, override
     /// A verb this version does not know (or none: the empty string).
     case unknown(String)
 
     /// Every verb bessd answers, in the order its refusal lists them.
-    public static let known: [ControlVerb] = [.status, .faults, .site, .config, .metrics, .reset, .mode, .override]
+    public static let known: [ControlVerb] = [.status, .faults, .site, .config, .metrics, .events, .reset, .mode, .override]
 
     public init(_ name: String) {
         self = Self.known.first { $0.name == name } ?? .unknown(name)
@@ -22,6 +22,7 @@ public enum ControlVerb: Hashable, Sendable, CustomStringConvertible {
         case .site: "site"
         case .config: "config"
         case .metrics: "metrics"
+        case .events: "events"
         case .reset: "reset"
         case .mode: "mode"
         case .override: "override"
@@ -35,7 +36,7 @@ public enum ControlVerb: Hashable, Sendable, CustomStringConvertible {
     /// needs an operator.
     public var onlyReads: Bool {
         switch self {
-        case .status, .faults, .site, .config, .metrics: true
+        case .status, .faults, .site, .config, .metrics, .events: true
         case .reset, .mode, .override, .unknown: false
         }
     }

@@ -214,6 +214,10 @@ public final class CycleBody {
                 if c.blocks.count < c.blocks.capacity { c.blocks.append(block) }
                 published = true
             }
+            runner.controller.drainFrequencyAssessments { assessment in
+                c.frequencyEvents.publish(assessment)
+                published = true
+            }
             if pending {
                 for i in 0..<units where taken.reset[i] { c.resetOutcomes[i] = outcomes[i] }
                 c.appliedGeneration = taken.generation

@@ -171,6 +171,8 @@ public final class SharedState: Sendable {
         var events = EventRing(capacity: 1024)
         /// Energy blocks closed by the cycle, for the uplink (bounded; the oldest kept).
         var blocks: [EnergyBlock] = []
+        /// Frequency events the cycle assessed, for the service thread (`SharedState+FrequencyEvents`).
+        var frequencyEvents = FrequencyEventMailbox()
         var mailbox: Mailbox
         var resetOutcomes: [ResetOutcome]
         /// Incremented by the cycle each time it has applied the mailbox.
@@ -210,6 +212,7 @@ public final class SharedState: Sendable {
         var initial = Contents(units: [UnitStatus](repeating: UnitStatus(), count: units), mailbox: Mailbox(units: units),
                                resetOutcomes: [ResetOutcome](repeating: ResetOutcome(), count: units))
         initial.blocks.reserveCapacity(64)
+        initial.frequencyEvents.pending.reserveCapacity(FrequencyEventMailbox.capacity)
         contents = PILock(initial)
         unitCount = units
     }

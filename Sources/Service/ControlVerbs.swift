@@ -72,6 +72,7 @@ extension Daemon {
             return .now(ConfigReply(path: configPath ?? "(embedded default)", text: Self.redacted(text)))
         case .faults: return .now(faultsReply(configuration))
         case .site: return .now(siteReply(configuration))
+        case .events: return .now(frequencyEvents.reply())
         case .reset:
             guard let target = target(request, configuration) else { return Self.unknownUnit(request) }
             let indices: [Int]

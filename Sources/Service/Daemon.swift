@@ -70,6 +70,8 @@ public final class Daemon {
     var latches: LatchKeeper
     /// The cycle's events to the journal and the uplink.
     let journal: EventJournal
+    /// The cycle's frequency-event assessments to the journal, the uplink, `bessctl events` and /metrics.
+    let frequencyEvents: FrequencyEventReports
     /// The system clock's synchronisation and steps.
     let clock: ClockWatch
     /// The units whose inverter did not acknowledge the zero written at stop (the stop line names them).
@@ -113,6 +115,7 @@ public final class Daemon {
         runner.pmuSamples = pmuReader?.latest
         shared = SharedState(units: configuration.units.count)
         journal = EventJournal(logger: logger)
+        frequencyEvents = FrequencyEventReports(logger: logger)
         clock = ClockWatch(logger: logger)
         // Latches from earlier runs are restored before any worker or cycle starts, so the first
         // setpoint ever written already honours them.
@@ -289,9 +292,11 @@ public final class Daemon {
         latches.persist(shared) { configuration.units.map(\.id) }
     }
 
-    /// Logs and records the events the cycle published since the last round (`EventJournal`).
+    /// Logs and records the events the cycle published since the last round (`EventJournal`), and
+    /// its frequency-event assessments (`FrequencyEventReports`).
     func logEvents(now: MonotonicInstant) {
         journal.log(shared.takeEvents(), now: now, configuration: configuration, recorder: uplink?.recorder)
+        frequencyEvents.record(shared.takeFrequencyEvents(), unitIDs: configuration.units.map(\.id), recorder: uplink?.recorder)
     }
 
     /// What the stop line says of the safe zero: written to every inverter, or which did not take it.

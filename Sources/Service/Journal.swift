@@ -194,4 +194,7 @@ public enum MessageID {
     public static let iec104 = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a12"
     /// An IEC 104 command and its outcome (`IEC104_COMMAND`, `IEC104_COMMAND_REFUSED`).
     public static let iec104Command = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a13"
+    /// A frequency event assessed: what the response settings required, what the site delivered, the
+    /// shortfall and its cause (`FREQUENCY_EVENT`; docs/frequency-events.md).
+    public static let frequencyEvent = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a14"
 }

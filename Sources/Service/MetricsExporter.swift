@@ -41,6 +41,7 @@ extension Daemon {
         m.metric("bessd_unit_state", "gauge", "1 for the unit's state.",
                  zip(ids, units).map { ("unit=\"\($0)\",state=\"\($1.state)\"", 1) })
         journal.metrics(into: &m)
+        frequencyEvents.metrics(into: &m)
         Self.busMetrics(into: &m, runner, ids: ids)
         uplink?.metrics(into: &m)
         server?.answerCosts.metrics(into: &m)

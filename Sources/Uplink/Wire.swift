@@ -137,6 +137,8 @@ public enum RecordBody: Sendable, Equatable {
     case gridEnergyBlock(startUnix: Int64, lengthS: Int64, importedKWh: Double, exportedKWh: Double, coveredS: Double)
     case event(unit: String?, kind: String, code: String?, message: String)
     case spoolDrop(count: UInt64)
+    /// One frequency event assessed (`frequency_event`): its fields ride in the record itself.
+    case frequencyEvent(FrequencyEventRecord)
 }
 
 /// One record of the uplink.
@@ -211,6 +213,9 @@ extension UplinkRecord: Codable {
         case .spoolDrop(let count):
             try c.encode("spool_drop", forKey: .type)
             try c.encode(count, forKey: .count)
+        case .frequencyEvent(let event):
+            try c.encode("frequency_event", forKey: .type)
+            try event.encode(to: encoder)
         }
     }
 
@@ -246,6 +251,8 @@ extension UplinkRecord: Codable {
                           code: try c.decodeIfPresent(String.self, forKey: .code), message: try c.decode(String.self, forKey: .message))
         case "spool_drop":
             body = .spoolDrop(count: try c.decode(UInt64.self, forKey: .count))
+        case "frequency_event":
+            body = .frequencyEvent(try FrequencyEventRecord(from: decoder))
         case let other:
             throw DecodingError.dataCorruptedError(forKey: .type, in: c, debugDescription: "unknown record type \(other)")
         }

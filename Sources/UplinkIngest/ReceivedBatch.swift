@@ -71,6 +71,7 @@ public typealias IngestRefusal = CodedError<IngestRefusalCode>
 public struct IngestRefusalCode: Hashable, Sendable, CustomStringConvertible {
     private enum Value: Hashable, Sendable {
         case siteIDInvalid, unitIDInvalid, unitStateInvalid, tripCodeInvalid, statusStateInvalid, statusSessionInvalid
+        case frequencyEventInvalid
     }
 
     private let value: Value
@@ -89,6 +90,8 @@ public struct IngestRefusalCode: Hashable, Sendable, CustomStringConvertible {
     public static let statusStateInvalid = Self(.statusStateInvalid)
     /// `STATUS_SESSION_INVALID`: a status's session id breaks the id rule.
     public static let statusSessionInvalid = Self(.statusSessionInvalid)
+    /// `FREQUENCY_EVENT_INVALID`: a frequency event whose direction or cause bessd does not have.
+    public static let frequencyEventInvalid = Self(.frequencyEventInvalid)
 
     public var description: String {
         switch value {
@@ -98,6 +101,7 @@ public struct IngestRefusalCode: Hashable, Sendable, CustomStringConvertible {
         case .tripCodeInvalid: "TRIP_CODE_INVALID"
         case .statusStateInvalid: "STATUS_STATE_INVALID"
         case .statusSessionInvalid: "STATUS_SESSION_INVALID"
+        case .frequencyEventInvalid: "FREQUENCY_EVENT_INVALID"
         }
     }
 }
@@ -141,6 +145,8 @@ public enum IngestRules {
             case .event(let unit, _, let code, _):
                 if let unit, let refusal = check(unit: unit, seq: record.seq) { return refusal }
                 if let code, !UplinkEventCode.names.contains(code), let refusal = check(code: code, seq: record.seq) { return refusal }
+            case .frequencyEvent(let event):
+                if let refusal = check(frequencyEvent: event, seq: record.seq) { return refusal }
             case .gridEnergyBlock, .spoolDrop:
                 break
             }
@@ -162,6 +168,21 @@ public enum IngestRules {
     static func check(unit: String, seq: UInt64) -> IngestRefusal? {
         IdentifierRule.accepts(unit) ? nil
             : IngestRefusal(.unitIDInvalid, message: "record \(seq): unit id \(quoted(unit)) is not \(IdentifierRule.text)")
+    }
+
+    /// A frequency event: its direction and cause as bessd names them, its cause code from the trip
+    /// table, its cause unit an id.
+    static func check(frequencyEvent e: FrequencyEventRecord, seq: UInt64) -> IngestRefusal? {
+        guard FrequencyEventRecord.directions.contains(e.direction) else {
+            return IngestRefusal(.frequencyEventInvalid, message: "record \(seq): direction \(quoted(e.direction)) is not under or over")
+        }
+        if let cause = e.cause, !FrequencyEventRecord.causes.contains(cause) {
+            return IngestRefusal(.frequencyEventInvalid, message: "record \(seq): cause \(quoted(cause)) is not one of "
+                                 + FrequencyEventRecord.causes.sorted().joined(separator: ", "))
+        }
+        if let code = e.causeCode, let refusal = check(code: code, seq: seq) { return refusal }
+        if let unit = e.causeUnit, let refusal = check(unit: unit, seq: seq) { return refusal }
+        return nil
     }
 
     /// A trip code (a unit's trips and latches, an event's code unless it is an `UplinkEventCode`).

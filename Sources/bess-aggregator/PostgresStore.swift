@@ -377,6 +377,11 @@ final class PostgresStore: RecordStore {
                 """, logger: logger).decode(String.self) {
                 list[i].telemetry.append(body)
             }
+            for try await body in try await client.query("""
+                SELECT body FROM records WHERE site = \(site) AND type = 'frequency_event' ORDER BY seq DESC LIMIT 20
+                """, logger: logger).decode(String.self) {
+                list[i].frequencyEvents.append(body)
+            }
         }
         return list
     }

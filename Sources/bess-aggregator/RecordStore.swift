@@ -25,6 +25,8 @@ struct SiteSummary: Sendable {
     var state: String?
     /// Telemetry records of the last hour, oldest first, as stored (JSON).
     var telemetry: [String]
+    /// The last 20 frequency-event records, newest first, as stored (JSON).
+    var frequencyEvents: [String] = []
 
     struct UnitLatest: Sendable {
         var unit: String
@@ -82,6 +84,7 @@ func recordType(_ body: RecordBody) -> String {
     case .gridEnergyBlock: "grid_energy_block"
     case .event: "event"
     case .spoolDrop: "spool_drop"
+    case .frequencyEvent: "frequency_event"
     }
 }
 

@@ -182,8 +182,11 @@ final class SQLiteStore: RecordStore {
                     let series = !detailed ? [] : try String.fetchAll(db, sql: """
                         SELECT body FROM records WHERE site = ? AND type = 'telemetry' AND time >= ? ORDER BY seq
                         """, arguments: [site, (row["last"] as Double) - 3600])
+                    let events = !detailed ? [] : try String.fetchAll(db, sql: """
+                        SELECT body FROM records WHERE site = ? AND type = 'frequency_event' ORDER BY seq DESC LIMIT 20
+                        """, arguments: [site])
                     return SiteSummary(site: site, records: row["n"], highestSeq: row["high"], lastTime: row["last"], units: units,
-                                       blocks: blocks, acks: acks, state: state, telemetry: series)
+                                       blocks: blocks, acks: acks, state: state, telemetry: series, frequencyEvents: events)
                 }
         }
     }

@@ -123,6 +123,34 @@ enum StatusPage {
         return svg + "</div>"
     }
 
+    /// The site's frequency events (issue 47 §3), newest first: when, which way and how far, what was
+    /// required and delivered at the response time, the shortfall, the score and its cause. Every
+    /// text of the record is escaped; a stored record that does not decode is left out.
+    static func frequencyEvents(_ records: [String]) -> String {
+        let decoder = JSONDecoder()
+        let events = records.compactMap { text -> FrequencyEventRecord? in
+            guard let record = try? decoder.decode(UplinkRecord.self, from: Data(text.utf8)),
+                  case .frequencyEvent(let event) = record.body else { return nil }
+            return event
+        }
+        guard !events.isEmpty else { return "" }
+        let f = { (v: Double?, d: Int) -> String in v.map { String(format: "%.\(d)f", $0) } ?? "–" }
+        let kW = { (w: Double?) -> String in f(w.map { $0 / 1000 }, 1) }
+        let clock = ISO8601DateFormatter()
+        var h = "<h3>Frequency events</h3><table><tr><th>#</th><th>start (UTC)</th><th>length</th><th>direction</th><th>extreme Hz</th>"
+            + "<th>required kW</th><th>delivered kW</th><th>shortfall kW</th><th>mean required / delivered kW</th><th>score</th><th>cause</th></tr>"
+        for e in events {
+            let start = e.start.isFinite ? clock.string(from: Date(timeIntervalSince1970: e.start)) : "–"
+            let cause = [e.cause, e.causeCode, e.causeUnit].compactMap { $0 }.joined(separator: " ")
+            let short = (e.shortfallW ?? 0) > 0
+            h += "<tr><td>\(e.sequence)</td><td class=l>\(start)</td><td>\(f(e.end - e.start, 0)) s</td><td class=l>\(escape(e.direction))</td>"
+                + "<td>\(f(e.extremeHz, 3))</td><td>\(kW(e.requiredW))</td><td>\(kW(e.deliveredW))</td>"
+                + "<td\(short ? " class=trip" : "")>\(kW(e.shortfallW))</td><td>\(kW(e.requiredMeanW)) / \(kW(e.deliveredMeanW))</td>"
+                + "<td>\(f(e.score, 2))</td><td class=l>\(escape(cause.isEmpty ? "–" : cause))</td></tr>"
+        }
+        return h + "</table>"
+    }
+
     static func html(_ sites: [SiteSummary], ingest: UInt64? = nil) throws -> String {
         var h = """
             <!doctype html><html><head><meta charset="utf-8"><meta http-equiv="refresh" content="5">
@@ -169,6 +197,7 @@ enum StatusPage {
                     + "<td>\(f(b.covered, 0)) / \(b.length) s</td></tr>"
             }
             h += "</table>"
+            h += frequencyEvents(site.frequencyEvents)
             if !site.acks.isEmpty {
                 h += "<h3>Command acknowledgements</h3><table><tr><th>id</th><th>accepted</th><th>reason</th></tr>"
                 for a in site.acks { h += "<tr><td class=l>\(escape(a.id))</td><td>\(a.accepted ? "yes" : "no")</td><td class=l>\(escape(a.reason ?? ""))</td></tr>" }

@@ -244,6 +244,8 @@ struct DaemonTests {
         #expect(status.units.map(\.id) == ["D1", "D2"])
         #expect(status.cycle.periodMs == 50 && status.uplink == nil && status.mode == "simulation")
         #expect(try ask(ControlRequest(.faults), FaultsReply.self).faults.isEmpty)
+        let events = try ask(ControlRequest(.events), EventsReply.self)
+        #expect(events.events.isEmpty && events.total == 0 && events.kept == 100)
         let site = try ask(ControlRequest(.site), SiteReply.self)
         #expect(site.units.map(\.id) == ["D1", "D2"] && !site.meter.configured)
         #expect(try ask(ControlRequest(.config), ConfigReply.self).text.contains("id: D2"))

@@ -11,6 +11,7 @@ struct IngestRefusalCodeTests {
         (.tripCodeInvalid, "TRIP_CODE_INVALID"),
         (.statusStateInvalid, "STATUS_STATE_INVALID"),
         (.statusSessionInvalid, "STATUS_SESSION_INVALID"),
+        (.frequencyEventInvalid, "FREQUENCY_EVENT_INVALID"),
     ]
 
     @Test("each code prints its stable name", arguments: rows)

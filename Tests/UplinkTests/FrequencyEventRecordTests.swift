@@ -1,0 +1,91 @@
+import Foundation
+import Testing
+import Uplink
+import UplinkIngest
+
+/// The `frequency_event` record (issue 47 §3): its wire form, the OpenAPI document's schema, and
+/// what an aggregator takes of it.
+@Suite("Uplink frequency_event records")
+struct FrequencyEventRecordTests {
+    /// A record's fields as bessd writes them, with `changes` (JSON members) written over them.
+    static func event(_ changes: [String: String] = [:]) throws -> FrequencyEventRecord {
+        var fields = [
+            "sequence": "3", "start": "1800000000.25", "end": "1800000036.5", "direction": "\"under\"", "extreme_hz": "49.712",
+            "max_rocof_hz_per_s": "null", "pre_event_w": "20000", "required_w": "250000", "delivered_w": "180000",
+            "required_mean_w": "200000", "delivered_mean_w": "150000", "shortfall_w": "70000", "cause": "\"unit_tripped\"",
+            "cause_code": "\"INVERTER_FAULT\"", "cause_unit": "\"D2\"", "score": "0.75",
+        ]
+        fields.merge(changes) { $1 }
+        let text = "{" + fields.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\($0.value)" }.joined(separator: ",") + "}"
+        return try FrequencyEventRecord(json: Array(text.utf8))
+    }
+
+    static func batch(_ bodies: [RecordBody]) -> RecordBatch {
+        RecordBatch(site: "SITE_1", records: bodies.enumerated().map { UplinkRecord(seq: UInt64($0.offset + 1), time: 1_800_000_040, body: $0.element) },
+                    acks: [])
+    }
+
+    @Test("the record round-trips; its fields ride in the record itself, an unknown quantity and no cause as null, not left out")
+    func roundTrip() throws {
+        let batch = Self.batch([.frequencyEvent(try Self.event()),
+                                .frequencyEvent(try Self.event(["cause": "null", "cause_code": "null", "cause_unit": "null",
+                                                                "shortfall_w": "0", "score": "1"]))])
+        let data = try JSONEncoder().encode(batch)
+        let back = try JSONDecoder().decode(RecordBatch.self, from: data)
+        #expect(back.records == batch.records)
+        let records = try #require((try JSONSerialization.jsonObject(with: data) as? [String: Any])?["records"] as? [[String: Any]])
+        #expect(records.count == 2)
+        #expect(records[0]["type"] as? String == "frequency_event" && records[0]["extreme_hz"] as? Double == 49.712)
+        #expect(records[0]["cause_code"] as? String == "INVERTER_FAULT" && records[0]["cause_unit"] as? String == "D2")
+        #expect(records[0].keys.contains("max_rocof_hz_per_s") && records[0]["max_rocof_hz_per_s"] is NSNull)
+        #expect(records[1]["cause"] is NSNull && records[1]["cause_code"] is NSNull && records[1]["cause_unit"] is NSNull)
+        // The record's own keys are not disturbed by the event's.
+        #expect(records[0]["seq"] as? Int == 1 && records[0]["time"] as? Double == 1_800_000_040)
+        // A quantity that is not a number is written as null (JSON has none), not refused.
+        var nan = try Self.event()
+        nan.extremeHz = .nan
+        let written = try JSONEncoder().encode(UplinkRecord(seq: 1, time: 1, body: .frequencyEvent(nan)))
+        #expect(String(decoding: written, as: UTF8.self).contains("\"extreme_hz\":null"))
+    }
+
+    @Test("a batch with frequency events matches the OpenAPI document's schema")
+    func openAPI() throws {
+        let batch = Self.batch([.frequencyEvent(try Self.event()),
+                                .frequencyEvent(try Self.event(["direction": "\"over\"", "cause": "null", "cause_code": "null",
+                                                                "cause_unit": "null", "max_rocof_hz_per_s": "0.12"]))])
+        #expect(try WireTests.openAPIVerdict(batch) == "VALID")
+    }
+
+    @Test("ingest takes bessd's frequency events and refuses, with a code, a direction, cause, code or unit bessd never sends")
+    func ingest() throws {
+        #expect(IngestRules.check(Self.batch([.frequencyEvent(try Self.event())])) == nil)
+        #expect(IngestRules.check(Self.batch([.frequencyEvent(try Self.event(["cause": "null", "cause_code": "null", "cause_unit": "null"]))])) == nil)
+        let hostile = "\"<img src=x onerror=alert(1)>\""
+        let cases: [([String: String], String)] = [
+            (["direction": hostile], "FREQUENCY_EVENT_INVALID"),
+            (["direction": "\"Under\""], "FREQUENCY_EVENT_INVALID"),
+            (["cause": hostile], "FREQUENCY_EVENT_INVALID"),
+            (["cause": "\"SOC_LIMIT\""], "FREQUENCY_EVENT_INVALID"),
+            (["cause_code": hostile], "TRIP_CODE_INVALID"),
+            (["cause_code": "\"inverter_fault\""], "TRIP_CODE_INVALID"),
+            (["cause_unit": hostile], "UNIT_ID_INVALID"),
+        ]
+        for (change, code) in cases {
+            let refusal = IngestRules.check(Self.batch([.frequencyEvent(try Self.event(change))])).map { String(describing: $0) } ?? "accepted"
+            #expect(refusal.hasPrefix(code + ": "), "\(change): \(refusal)")
+            // The refusal quotes the peer's text escaped and cut short: no control character, a bounded line.
+            #expect(!refusal.unicodeScalars.contains { $0.value < 0x20 } && refusal.count < 200, "\(refusal)")
+        }
+    }
+
+    @Test("a batch holding frequency events is read as JSONDecoder reads it, and each record's text says what was decoded")
+    func received() throws {
+        let batch = Self.batch([.frequencyEvent(try Self.event()), .spoolDrop(count: 2)])
+        let payload = [UInt8](try JSONEncoder().encode(batch))
+        let received = try ReceivedBatch(payload: payload)
+        #expect(received.batch.records == batch.records)
+        for (text, record) in zip(received.recordTexts, received.batch.records) {
+            #expect(try JSONDecoder().decode(UplinkRecord.self, from: Data(text.utf8)) == record)
+        }
+    }
+}
