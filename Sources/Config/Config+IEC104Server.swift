@@ -13,6 +13,9 @@ public enum IEC104Signal: String, Sendable, CaseIterable {
     case regulationUpperMW = "regulation_upper_mw", regulationLowerMW = "regulation_lower_mw", rampMWPerMin = "ramp_mw_per_min"
     case agcInService = "agc_in_service", remote = "remote", frequencyResponseEnabled = "frequency_response_enabled"
     case frequencyResponseActive = "frequency_response_active", unitTripped = "unit_tripped", communicationFailure = "communication_failure"
+    /// Frequency events assessed since bessd started, and the last one's score and shortfall (issue 47 §3).
+    case frequencyEventCount = "frequency_event_count", frequencyEventScore = "frequency_event_score"
+    case frequencyEventShortfallMW = "frequency_event_shortfall_mw"
     /// The first unit's double point; unit n (configuration order) is this address + n.
     case unitConnection = "unit_connection"
     case exportKWh = "export_kwh", importKWh = "import_kwh"
@@ -36,6 +39,9 @@ public enum IEC104Signal: String, Sendable, CaseIterable {
         case .regulationUpperMW: 1012
         case .regulationLowerMW: 1013
         case .rampMWPerMin: 1014
+        case .frequencyEventCount: 1015
+        case .frequencyEventScore: 1016
+        case .frequencyEventShortfallMW: 1017
         case .agcInService: 2001
         case .remote: 2002
         case .frequencyResponseEnabled: 2003

@@ -622,6 +622,7 @@ public final class OutstationServer: @unchecked Sendable {
         guard cycle != lastCycle else { return }
         lastCycle = cycle
         image.fill(units: units, site: site, frequency: frequency, now: now)
+        image.fill(frequencyEvents: shared.frequencyEventTally)
         let changes = image.changes()
         guard !changes.isEmpty else { return }
         let tag = timeTag()

@@ -57,6 +57,8 @@ public struct StationImage: Sendable {
         public let deadband: Double
         public var value: PointValue
         var reported: PointValue?
+        /// Reported at the next `changes()` whatever it moved (a new frequency event's points).
+        var forced = false
 
         /// The interrogation group (1…16) the point answers in besides the station interrogation:
         /// 1 the measured values, 2 the single and double points (docs/iec104.md).
@@ -83,6 +85,8 @@ public struct StationImage: Sendable {
     public let exportAddress: UInt32
     public let importAddress: UInt32
     private var lastPower: (watts: Double, at: MonotonicInstant)?
+    /// The frequency events counted at the last `fill(frequencyEvents:)`.
+    private var frequencyEventCount: UInt64 = 0
 
     public init(description: StationDescription, settings: IEC104ServerConfiguration) {
         self.description = description
@@ -177,6 +181,23 @@ public struct StationImage: Sendable {
         }
     }
 
+    /// The frequency-event points from the cycle's tally (`SharedState.frequencyEventTally`): the
+    /// events assessed since start, and the last one's score (0…1) and shortfall (MW), invalid before
+    /// the first. A new event reports all three spontaneously, even a score equal to the last one's.
+    public mutating func fill(frequencyEvents tally: FrequencyEventTally) {
+        let isNew = tally.count != frequencyEventCount
+        frequencyEventCount = tally.count
+        for i in points.indices {
+            switch points[i].signal {
+            case .frequencyEventCount: points[i].value = .float(Float(tally.count), .good)
+            case .frequencyEventScore: points[i].value = Self.float(tally.last?.score ?? .nan)
+            case .frequencyEventShortfallMW: points[i].value = Self.float((tally.last?.shortfallW ?? .nan) / 1e6)
+            default: continue
+            }
+            if isNew { points[i].forced = true }
+        }
+    }
+
     /// A unit's connection as a double point: ON running or limited, OFF in standby, tripped or
     /// faulted, intermediate while starting, indeterminate while its inverter does not answer.
     static func connection(_ unit: UnitStatus) -> DoublePointState {
@@ -194,12 +215,13 @@ public struct StationImage: Sendable {
     }
 
     /// The points whose value moved beyond their deadband (or changed state or quality) since last
-    /// reported, marked reported; a point's first fill is reported by the interrogation, not here.
+    /// reported, and those a new frequency event forces, marked reported; a point's first fill is reported by the interrogation, not here.
     public mutating func changes() -> [Point] {
         var changed: [Point] = []
         for i in points.indices {
             guard let reported = points[i].reported else {
                 points[i].reported = points[i].value
+                points[i].forced = false
                 continue
             }
             let moved: Bool = switch (reported, points[i].value) {
@@ -207,8 +229,9 @@ public struct StationImage: Sendable {
                 oldQuality != newQuality || Double(abs(new - old)) > points[i].deadband
             default: reported != points[i].value
             }
-            if moved {
+            if moved || points[i].forced {
                 points[i].reported = points[i].value
+                points[i].forced = false
                 changed.append(points[i])
             }
         }

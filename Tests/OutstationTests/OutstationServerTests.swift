@@ -114,7 +114,7 @@ struct OutstationServerTests {
         #expect(measured.last?.cause.cause == .activationTermination)
         let measuredPoints = measured.filter { $0.type != .interrogation && $0.type != .endOfInitialisation }
         #expect(measuredPoints.allSatisfy { $0.type == .measuredFloat && $0.cause.cause == .interrogatedByGroup(1) })
-        #expect(measuredPoints.flatMap(\.objects).map(\.address).sorted() == Array(1001...1014))
+        #expect(measuredPoints.flatMap(\.objects).map(\.address).sorted() == Array(1001...1017))
 
         let indications = try Self.interrogate(station, 22)
         let indicationPoints = indications.filter { $0.type != .interrogation }
@@ -129,7 +129,7 @@ struct OutstationServerTests {
                     "QOI \(qoi): \(empty.map(\.cause))")
         }
         let station20 = try Self.interrogate(station, 20)
-        #expect(station20.filter { $0.type != .interrogation }.flatMap(\.objects).count == 22, "the station interrogation: every point")
+        #expect(station20.filter { $0.type != .interrogation }.flatMap(\.objects).count == 25, "the station interrogation: every point")
 
         for qoi: UInt8 in [0, 19, 37, 255] {
             let refused = try Self.interrogate(station, qoi)
@@ -177,6 +177,25 @@ struct OutstationServerTests {
         #expect(outstation.publishByCycle(frequency: 50.3))
         let events = Self.events(station.asdus { Self.events($0).count == 1 })
         #expect(events.count == 1, "one spontaneous frame for 1004 without the clock moving")
+    }
+
+    @Test("a new frequency event leaves spontaneously as three time-tagged floats: 1015 the count, 1016 the score, 1017 the shortfall in MW")
+    func frequencyEventSentSpontaneously() throws {
+        let outstation = try SteppedOutstation()
+        let station = try RawStation(port: outstation.server.port)
+        #expect(station.start())
+        func eventPoints(_ asdus: [ASDU]) -> [(UInt32, Float)] {
+            asdus.filter { $0.cause.cause == .spontaneous }.flatMap(\.objects).compactMap { object in
+                guard (1015...1017).contains(object.address), case .measuredFloatWithTime(let v, .good, _) = object.element else { return nil }
+                return (object.address, v)
+            }
+        }
+        for sequence: UInt64 in 1...2 {
+            outstation.shared.publish(frequencyEvent: FrequencyEventAssessment(sequence: sequence, shortfallW: 70_000, score: 0.75))
+            #expect(outstation.publishByCycle(frequency: .nan), "the cycle's publication wakes the sample")
+            let sent = eventPoints(station.asdus { eventPoints($0).count == 3 })
+            #expect(sent.map(\.0) == [1015, 1016, 1017] && sent.map(\.1) == [Float(sequence), 0.75, 0.07], "event \(sequence): \(sent)")
+        }
     }
 
     @Test("STOPDT with events unacknowledged, then STARTDT on the same connection: those events again, in order, before the newer one; none more after")

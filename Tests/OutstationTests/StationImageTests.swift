@@ -42,6 +42,27 @@ struct StationImageTests {
         #expect(image.changes().contains { $0.address == 1005 && $0.value == .float(0, .invalid) }, "a quality change is reported")
     }
 
+    @Test("frequency-event points: count 0 and IV score and shortfall before the first; each new event reports all three, even a score and shortfall equal to the last")
+    func frequencyEventPoints() {
+        var image = StationImage(description: Self.description, settings: IEC104ServerConfiguration())
+        image.fill(frequencyEvents: FrequencyEventTally())
+        #expect(image.changes().isEmpty, "the first fill is the interrogation's")
+        #expect(value(image, 1015) == .float(0, .good) && value(image, 1016) == .float(0, .invalid) && value(image, 1017) == .float(0, .invalid))
+        var tally = FrequencyEventTally()
+        tally.count = 1
+        tally.last = FrequencyEventAssessment(sequence: 1, shortfallW: 70_000, score: 0.75)
+        image.fill(frequencyEvents: tally)
+        let first = image.changes()
+        #expect(first.map(\.address) == [1015, 1016, 1017])
+        #expect(first.map(\.value) == [.float(1, .good), .float(0.75, .good), .float(0.07, .good)])
+        image.fill(frequencyEvents: tally)
+        #expect(image.changes().isEmpty, "the same tally again: nothing new")
+        tally.count = 2
+        tally.last?.sequence = 2
+        image.fill(frequencyEvents: tally)
+        #expect(image.changes().map(\.address) == [1015, 1016, 1017], "a second event with the same score and shortfall")
+    }
+
     @Test("export and import energy integrated from the published net power, in kWh")
     func counters() {
         var image = StationImage(description: Self.description, settings: IEC104ServerConfiguration())

@@ -92,7 +92,7 @@ struct IEC104DaemonTests {
             values[object.address] = object.element
             count += 1
         }
-        let expected = Set((1001...1014).map(UInt32.init) + (2001...2006).map(UInt32.init) + [2101, 2102])
+        let expected = Set((1001...1017).map(UInt32.init) + (2001...2006).map(UInt32.init) + [2101, 2102])
         #expect(Set(values.keys) == expected && count == expected.count, "every point once: \(values.keys.sorted())")
         let units = site["units"] as? [[String: Any]] ?? []
         let power = units.compactMap { $0["power_w"] as? Double }.reduce(0, +)
