@@ -148,7 +148,7 @@ let package = Package(
             name: "bess-hil",
             dependencies: [
                 "Simulation", "HILPlant", "Cycle", "Config", "ControlCore", "ControlProtocol", "Uplink", "Fieldbus", "BessSystem", "CLinux", "Scada", "IEC104",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "Synchrophasor", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Yams", package: "Yams"),
             ],
             swiftSettings: swiftSettings),

@@ -210,6 +210,13 @@ for units in ("1", "8", "32"):
     rows.append((
         f"site allocation compute time (SiteAllocator.allocate, {units} unit(s), median of 10 × 10,000 calls)",
         f"{fmt(num('allocate_us' + units), 3)} µs", "(reference)", "—"))
+for key, what in (("int1", "a data frame of 1 PMU in integer form (2 phasors, FREQ, DFREQ, 1 analog, 1 digital word)"),
+                  ("float4", "a data frame of 4 PMUs in float form (each 2 polar phasors, FREQ, DFREQ, 1 analog, 1 digital word)"),
+                  ("cfg2", "a CFG-2 of the same 4 PMUs (19 channel names each)"),
+                  ("cfg3", "a CFG-3 of the same 4 PMUs (names, scales, location, class, window, group delay)")):
+    rows.append((
+        f"PMU decode (C37.118.2, issue 47): {what}, whole frame with CRC (bess-hil bench pmu-decode, median of 10 rounds)",
+        f"{fmt(num('pmudec_' + key), 0)} ns per frame", "(reference)", "—"))
 rows.append((
     "malloc counter calibration: 1,000 heap arrays (proves the interposer counts)",
     f"{fmt(num('alloc_calibration'), 0)} allocations", "≥ 1,000",

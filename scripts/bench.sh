@@ -4,7 +4,7 @@
 #   scripts/bench.sh            everything (about 50 minutes on 2 cores, plus the release build)
 #   BENCH_QUICK=1 scripts/bench.sh   shorter runs (fewer samples; for trying the script)
 #   BENCH_ONLY="jitter resources" scripts/bench.sh   retakes only those sections (jitter, step,
-#     stepwire, site, scada, iec104, alarm, resources, spool, allocations, plot) into the existing results:
+#     stepwire, site, scada, iec104, pmu, alarm, resources, spool, allocations, plot) into the existing results:
 #     their keys are replaced, every other row keeps its run, and the table names the retaken rows
 # Numbers live here, never in timed tests. Each measurement is independent: one that cannot run
 # (no real-time priority, no VM for CAN) says so in the table instead of failing the others.
@@ -289,6 +289,15 @@ python3 hil/peers/iec104_bench.py c104-listen "$hopport" 7 1004 "$WORK/hop-c104.
 wait "$hopraw"; kill -TERM $hopd; wait $hopd
 python3 hil/peers/iec104_bench.py hop "$WORK/hop-raw.jsonl" "$WORK/hop-c104.jsonl" | tee "$DATA/iec104-c104-hop.txt" \
   | sed -n 's/^SUMMARY c104_hop n=\([0-9]*\) p50_ms=\([0-9.na]*\) p99_ms=\([0-9.na]*\) max_ms=\([0-9.na]*\)/c104hop_n=\1\nc104hop_p50=\2\nc104hop_p99=\3\nc104hop_max=\4/p' >> "$RESULTS"
+fi
+
+# 2e. PMU (issue 47): the C37.118.2 decoder's cost per frame, in process (bess-hil bench pmu-decode):
+#     a whole data frame (CRC, header, body) of 1 PMU in integer form and of 4 PMUs in float form
+#     against its CFG-2, and a CFG-2 and a CFG-3 of 4 PMUs; median of 10 rounds over 64 distinct frames.
+if want pmu; then
+echo "bench: PMU — C37.118.2 decode cost per frame"
+$BIN/bess-hil bench pmu-decode --frames "$([ -n "$QUICK" ] && echo 20000 || echo 200000)" | tee "$DATA/pmu-decode.txt" \
+  | sed -n 's/^SUMMARY pmu_decode int1_ns=\([0-9.na]*\) float4_ns=\([0-9.na]*\) cfg2_ns=\([0-9.na]*\) cfg3_ns=\([0-9.na]*\) .*/pmudec_int1=\1\npmudec_float4=\2\npmudec_cfg2=\3\npmudec_cfg3=\4/p' >> "$RESULTS"
 fi
 
 # 3. BMS protection frame on CAN → zero on the wire: needs CAN, so inside the VM (scripts/can-tests.sh's recipe).

@@ -252,7 +252,9 @@ private struct Reader {
             } else if byte == UInt8(ascii: "&") {
                 try reference(into: &text)
             } else {
-                text.append(byte)
+                // White space between child elements (a pretty-printed list's indentation) is not the
+                // element's text and does not count against the limit.
+                if node.children.isEmpty || !Self.isSpace(byte) { text.append(byte) }
                 index += 1
             }
             guard text.count <= limits.maximumTextBytes else { throw oversized("more than \(limits.maximumTextBytes) bytes of text in one element") }

@@ -134,6 +134,19 @@ struct DocumentTests {
         }
     }
 
+    @Test("a pretty-printed list's indentation between elements is not text: 200 controls at 2 KiB of white space")
+    func indentationIsNotText() throws {
+        let control = String(decoding: Self.control("<opModConnect>true</opModConnect>"), as: UTF8.self)
+            .split(separator: "\n").dropFirst(2).joined(separator: "\n")
+            .replacing(" xmlns=\"\(Self.sep)\" xmlns:csipaus=\"https://csipaus.org/ns\"", with: "")
+        let indent = "\n" + String(repeating: " ", count: 12)
+        let list = "<DERControlList xmlns=\"\(Self.sep)\" all=\"200\" results=\"200\">"
+            + String(repeating: indent + control, count: 200) + indent + "</DERControlList>"
+        let read = try DERControlList.read(Array(list.utf8))
+        #expect(read.resource.controls.count == 200 && read.resource.all == 200)
+        #expect(read.resource.controls.allSatisfy { $0.base.connect == true })
+    }
+
     @Test("text from the document reaches a message escaped: controls, quotes and non-ASCII as \\u{…}")
     func messagesEscaped() {
         let hostile = "<DERControl xmlns=\"\(Self.sep)\" xmlns:e=\"urn:évil\n\u{1B}[31m\"><e:x/></DERControl>"
