@@ -43,6 +43,8 @@ public struct SiteConfiguration: Sendable, Equatable {
 public struct GridConfiguration: Sendable, Equatable {
     public var mode: String
     public var frequencySource: FrequencySource
+    /// `grid_integration.frequency_events`: when an excursion is an event (docs/frequency-events.md).
+    public var frequencyEvents = FrequencyEventSettings()
     public var droop: DroopSettings
     /// `grid_integration.pmu`: the PMU followed when `frequencySource` is `.pmu` (nil otherwise).
     public var pmu: PMUSettings? = nil

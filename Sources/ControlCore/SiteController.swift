@@ -208,6 +208,7 @@ public final class SiteController {
                 closedBlocks.append(block)
             }
         }
+        assessFrequency(frequency, now: now, wallClock: wallClock, elapsed: elapsed)
     }
 
     /// One decision for the site, in the order of authority (docs/design/0005-site.md): the units'
