@@ -5,6 +5,7 @@ internal import Yams
 extension GridConfiguration {
     /// The keys of `grid_integration`.
     static let keys = ConfigKeys("grid_integration", [
+        "frequency_events",
         "mode", "frequency_source", "scada_enabled", "droop_settings",
         "pmu",
     ])
@@ -41,8 +42,9 @@ extension GridConfiguration {
         let pmu = decodePMU(fields, r, source: source)
         fields.acknowledge("scada_enabled", "the key is ignored; the scada: block serves the site to plant SCADA")
         let droop = fields.fields("droop_settings").map { DroopSettings.decode($0, r) } ?? .seedDefault
+        let frequencyEvents = fields.fields("frequency_events").map { FrequencyEventSettings.decode($0, r) } ?? FrequencyEventSettings()
         fields.finish(Self.keys)
-        return GridConfiguration(mode: mode, frequencySource: source, droop: droop, pmu: pmu)
+        return GridConfiguration(mode: mode, frequencySource: source, frequencyEvents: frequencyEvents, droop: droop, pmu: pmu)
     }
 
     /// `grid_integration.pmu`: required by `frequency_source: pmu`, and read only then (a notice
@@ -121,5 +123,19 @@ extension DroopSettings {
             return .seed
         }
         return d.choice("profile", DroopProfile.allCases.map { ($0.rawValue, $0) }, default: .seed)
+    }
+}
+
+extension FrequencyEventSettings {
+    /// The keys of `grid_integration.frequency_events`.
+    static let keys = ConfigKeys("grid_integration.frequency_events", ["entry_delay_s", "exit_delay_s"])
+
+    /// `grid_integration.frequency_events:` — when a frequency excursion is an event (docs/frequency-events.md).
+    static func decode(_ f: ConfigReader.Fields, _ r: ConfigReader) -> FrequencyEventSettings {
+        var settings = FrequencyEventSettings()
+        settings.entryDelay = .seconds(fromDouble: f.double("entry_delay_s", default: 1, range: 0...600, unit: "seconds")!)
+        settings.exitDelay = .seconds(fromDouble: f.double("exit_delay_s", default: 5, range: 0...3600, unit: "seconds")!)
+        f.finish(Self.keys)
+        return settings
     }
 }

@@ -29,6 +29,7 @@ struct ConfigKeys: Sendable {
         BMSSettings.keys,
         GridConfiguration.keys, DroopSettings.keys, PMUSettings.keys,
         InterlockOverride.keys,
+        FrequencyEventSettings.keys,
         AggregatorConfiguration.keys, RealtimeSettings.keys,
         SimulationConfiguration.keys, FaultInjection.keys, BMSOverride.keys, PowerProfile.keys,
         SiteConfiguration.keys, MeterConfiguration.keys, MeterRegisterMap.keys, SiteConfiguration.gridLimitsKeys,

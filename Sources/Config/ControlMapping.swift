@@ -4,10 +4,12 @@ public import ControlCore
 extension BessdConfiguration {
     /// The site-wide control settings this configuration describes.
     public var controlSettings: ControlSettings {
-        ControlSettings(
+        var settings = ControlSettings(
             droop: grid.droop, limitRampPercentPerSecond: limitRampPercentPerSecond,
             scheduleRampPercentPerSecond: scheduleRampPercentPerSecond,
             frequencyStaleAfter: .seconds(2), rocofWindow: .milliseconds(500), energyBlockLength: .seconds(900))
+        settings.frequencyEvents = grid.frequencyEvents
+        return settings
     }
 
     /// The connection point's settings (`site:`).

@@ -40,6 +40,7 @@ struct ConfigKeysTests {
         grid_integration:
           mode: simulation
           frequency_source: meter
+          frequency_events: {entry_delay_s: 1, exit_delay_s: 5}
           scada_enabled: false
           pmu: {host: 10.0.0.7, port: 4712, transport: tcp, idcode: 1410, pmu_idcode: 1411, max_age_ms: 100, reconnect_s: 2}
           droop_settings: {enabled: true, nominal_hz: 50, deadband_hz: [49.9, 50.1], droop_percent: 5,
