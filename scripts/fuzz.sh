@@ -2,7 +2,7 @@
 # make fuzz: every decoder strangers feed, under libFuzzer with AddressSanitizer, each for at least
 # FUZZ_RUNS executions (default 1,000,000; a run ends only when the count is reached or it fails).
 #
-#   scripts/fuzz.sh [TARGET...]        targets: can sunspec register-map config dispatch control spool scada uplink-batch iec104 iec104-session pmu
+#   scripts/fuzz.sh [TARGET...]        targets: can sunspec register-map config dispatch control spool scada uplink-batch iec104 iec104-session pmu sep2
 #   FUZZ_JOBS=N                        targets run side by side (default: one per core)
 #   FUZZ_LOCK=FILE                     build under flock FILE (a machine whose Swift builds share one
 #                                      lock), fuzz without holding it
@@ -19,7 +19,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${FUZZ_RUNS:-1000000}
 TARGETS=("$@")
-[[ ${#TARGETS[@]} -gt 0 ]] || TARGETS=(can sunspec register-map config dispatch control spool scada uplink-batch iec104 iec104-session pmu)
+[[ ${#TARGETS[@]} -gt 0 ]] || TARGETS=(can sunspec register-map config dispatch control spool scada uplink-batch iec104 iec104-session pmu sep2)
 OUT=.build-fuzz/work
 mkdir -p "$OUT" .build-fuzz/artifacts hil/results
 

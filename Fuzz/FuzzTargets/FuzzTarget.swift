@@ -31,6 +31,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// IEEE C37.118.2 frames as a PMU's stream: the frame check, CFG-1/2/3 and data frames against
     /// the newest configuration.
     case pmu
+    /// IEEE 2030.5 documents: the XML reader and the DER control and program resources.
+    case sep2
 
     /// Runs one input; returns the invariants it broke.
     public func run(_ bytes: [UInt8]) -> [String] {
@@ -48,6 +50,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .iec104: return IEC104Harness.run(&input)
         case .iec104Session: return IEC104SessionHarness.run(&input)
         case .pmu: return PMUHarness.run(&input)
+        case .sep2: return SEP2Harness.run(&input)
         }
     }
 
@@ -66,6 +69,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .iec104: IEC104Harness.seeds()
         case .iec104Session: IEC104SessionHarness.seeds()
         case .pmu: PMUHarness.seeds()
+        case .sep2: SEP2Harness.seeds()
         }
     }
 }

@@ -1,0 +1,102 @@
+import ControlCore
+import IEEE2030_5
+
+/// A document as a 2030.5 server (or anyone answering in its place) sends it: the first input byte
+/// picks the resource asked for (DERControl, DERControlList, DefaultDERControl, DERProgram,
+/// DERProgramList), the rest is the XML, read by `XMLDocument` and then by the resource's reader.
+///
+/// Invariants: a refusal carries one of the five document codes and a message of printable ASCII
+/// only (nothing from the document unescaped); a tree read stays within `XMLLimits` (depth and
+/// elements); a resource read has every value inside its type's range (multiplier −9…9,
+/// randomization ±3600 s, opModFixedW ±10000, opModMaxLimW 0…10000, status 0–4) and its mRIDs are
+/// 1–32 hex digits; reading twice gives the same resource.
+enum SEP2Harness {
+    static let codes: [SEP2ErrorCode] = [.xmlMalformed, .xmlOversized, .namespaceUnknown, .documentUnexpected, .valueInvalid]
+
+    static func run(_ input: inout FuzzInput) -> [String] {
+        var violations = Violations()
+        let pick = input.u8()
+        let bytes = input.rest()
+        let limits = XMLLimits()
+        do {
+            let root = try XMLDocument.parse(bytes)
+            var pending = [(root, 1)], elements = 0
+            while let next = pending.popLast() {
+                let (element, depth) = next
+                elements += 1
+                violations.check(depth <= limits.maximumDepth, "an element at depth \(depth)")
+                violations.check(element.text.utf8.count <= limits.maximumTextBytes, "\(element.text.utf8.count) bytes of text")
+                pending += element.children.map { ($0, depth + 1) }
+            }
+            violations.check(elements <= limits.maximumElements, "\(elements) elements")
+        } catch {
+            check(error, &violations)
+        }
+        do {
+            switch pick % 5 {
+            case 0:
+                let control = try DERControl.read(bytes).resource
+                check(control, &violations)
+                let again = try DERControl.read(bytes).resource
+                violations.check(again == control, "a second read differs")
+            case 1:
+                for control in try DERControlList.read(bytes).resource.controls { check(control, &violations) }
+            case 2:
+                let fallback = try DefaultDERControl.read(bytes).resource
+                check(fallback.base, &violations)
+                checkMRID(fallback.mRID, &violations)
+            case 3:
+                checkMRID(try DERProgram.read(bytes).resource.mRID, &violations)
+            default:
+                for program in try DERProgramList.read(bytes).resource.programs { checkMRID(program.mRID, &violations) }
+            }
+        } catch {
+            check(error, &violations)
+        }
+        return violations.list
+    }
+
+    static func check(_ error: SEP2Error, _ violations: inout Violations) {
+        violations.check(codes.contains(error.code), "refused with \(error.code)")
+        violations.check(error.message.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value < 0x7F || $0 == "…" },
+                         "a message with unescaped text: \(error.message.unicodeScalars.map { String($0.value, radix: 16) }.prefix(40))")
+    }
+
+    static func check(_ control: DERControl, _ violations: inout Violations) {
+        checkMRID(control.mRID, &violations)
+        violations.check(abs(Int(control.randomizeStart)) <= 3600 && abs(Int(control.randomizeDuration)) <= 3600, "randomization beyond an hour")
+        check(control.base, &violations)
+    }
+
+    static func check(_ base: DERControlBase, _ violations: inout Violations) {
+        for power in [base.targetW, base.exportLimitW, base.importLimitW, base.generationLimitW, base.loadLimitW, base.storageTargetW] {
+            if let power { violations.check((-9...9).contains(power.multiplier) && power.watts.isFinite, "power \(power)") }
+        }
+        violations.check(base.fixedWHundredthsPercent.map { abs(Int($0)) <= 10_000 } ?? true, "opModFixedW out of range")
+        violations.check(base.maxLimWHundredthsPercent.map { $0 <= 10_000 } ?? true, "opModMaxLimW out of range")
+    }
+
+    static func checkMRID(_ mRID: String, _ violations: inout Violations) {
+        violations.check((1...32).contains(mRID.utf8.count) && mRID.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x66) },
+                         "an mRID that is not HexBinary128")
+    }
+
+    /// One document of each resource, as envoy-schema writes them (hil/peers/sep2_peer.py documents).
+    static func seeds() -> [[UInt8]] {
+        let sep = "xmlns=\"urn:ieee:std:2030.5:ns\" xmlns:csipaus=\"https://csipaus.org/ns/v1.3\""
+        let base = "<DERControlBase><opModConnect>true</opModConnect><opModFixedW>-2500</opModFixedW><csipaus:opModExpLimW><multiplier>2</multiplier>"
+            + "<value>15</value></csipaus:opModExpLimW><csipaus:opModLoadLimW><multiplier>-1</multiplier><value>-25</value></csipaus:opModLoadLimW></DERControlBase>"
+        let control = "<mRID>A1B2C3D4</mRID><creationTime>1760000000</creationTime><EventStatus><currentStatus>0</currentStatus><dateTime>1760000000</dateTime>"
+            + "<potentiallySuperseded>false</potentiallySuperseded></EventStatus><interval><duration>300</duration><start>1760000300</start></interval>"
+            + "<randomizeStart>60</randomizeStart>" + base
+        let program = "<mRID>AA01</mRID><DefaultDERControlLink href=\"/derp/0/dderc\"/><primacy>1</primacy>"
+        let documents = [
+            "<DERControl \(sep) replyTo=\"/rsps/1/rsp\" responseRequired=\"03\">\(control)</DERControl>",
+            "<DERControlList \(sep) all=\"2\" results=\"1\"><DERControl>\(control)</DERControl></DERControlList>",
+            "<DefaultDERControl \(sep)><mRID>DD01</mRID>\(base)<setGradW>27</setGradW></DefaultDERControl>",
+            "<DERProgram \(sep)>\(program)</DERProgram>",
+            "<DERProgramList \(sep) all=\"1\" results=\"1\" pollRate=\"60\"><DERProgram>\(program)</DERProgram></DERProgramList>",
+        ]
+        return documents.enumerated().map { [UInt8($0.offset)] + Array($0.element.utf8) }
+    }
+}
