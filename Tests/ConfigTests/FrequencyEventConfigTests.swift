@@ -5,7 +5,7 @@ import Testing
 /// `grid_integration.frequency_events` as the configuration file states it (docs/frequency-events.md).
 @Suite("Frequency events (configuration)")
 struct FrequencyEventConfigTests {
-    static let unit = "bess_units:\n  - id: U1\n    capacity_kwh: 250\n    max_power_kw: 100\n"
+    static let unit = ResponseSettingsConfigTests.unit
 
     @Test("the entry and exit delays reach the controller's settings; absent, 1 s and 5 s")
     func delays() throws {

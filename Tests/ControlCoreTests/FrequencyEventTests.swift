@@ -47,6 +47,14 @@ struct FrequencyEventTests {
     /// 50 Hz, a step to 49.5 Hz at 10 s, back to 50 Hz at 40 s.
     static func dip(_ t: Double) -> Double? { t >= 10 && t < 40 ? 49.5 : 50 }
 
+    /// The one assessment of `dip` on a fresh site, with `adjust` changing the unit's inputs.
+    static func dipAssessed(_ adjust: (Double, inout UnitInputs) -> Void) throws -> FrequencyEventAssessment {
+        var delivered = 0.0
+        let found = run(site(), to: 60, frequency: dip, adjust: adjust, delivered: &delivered)
+        try #require(found.count == 1)
+        return found[0].assessment
+    }
+
     /// The droop law at 49.5 Hz: (49.9 − 49.5) / (50 × 5 %) = 0.16 of 100 kW.
     static let droopAtDip = 16_000.0
 
@@ -78,13 +86,9 @@ struct FrequencyEventTests {
 
     @Test("a unit tripping mid-event names the unit and its code")
     func unitTrips() throws {
-        let site = Self.site()
-        var delivered = 0.0
-        let found = Self.run(site, to: 60, frequency: Self.dip, adjust: { t, inputs in
+        let a = try Self.dipAssessed { t, inputs in
             if t >= 20, t < 40 { inputs.inverter?.value.faulted = true }
-        }, delivered: &delivered)
-        try #require(found.count == 1)
-        let a = found[0].assessment
+        }
         #expect(a.cause == .unitTripped)
         #expect(a.causeCode == .inverterFault)
         #expect(a.causeUnit == 0)
@@ -96,15 +100,11 @@ struct FrequencyEventTests {
 
     @Test("SOC running out mid-event: cause socLimit, SOC_LOW")
     func socRunsOut() throws {
-        let site = Self.site()
-        var delivered = 0.0
-        let found = Self.run(site, to: 60, frequency: Self.dip, adjust: { t, inputs in
+        let a = try Self.dipAssessed { t, inputs in
             // 7 % at the start, 0.2 points a second: SOC_LOW (5 %) from 20 s.
             let soc = t < 10 ? 7 : 7 - 0.2 * (t - 10)
             inputs.bms.status?.value.soc = Percent(soc)
-        }, delivered: &delivered)
-        try #require(found.count == 1)
-        let a = found[0].assessment
+        }
         #expect(a.cause == .socLimit)
         #expect(a.causeCode == .socLow)
         #expect(a.causeUnit == 0)
