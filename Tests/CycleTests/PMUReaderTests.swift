@@ -1,6 +1,6 @@
 import BessSystem
 import ControlCore
-import Cycle
+@testable import Cycle
 import Foundation
 import Synchronization
 import TestSupport
@@ -177,6 +177,67 @@ struct PMUReaderTests {
         #expect(waitFor(seconds: 20) { near(reader, 49.93) }, "log: \(log.all)")
         #expect(count(reader.connects) == 2)
         #expect(reader.isAlive)
+    }
+}
+
+/// One session's decoding (`PMUStream`) on pyPMU's two-PMU stream (`pmu_peer.py frames`: stream 99
+/// carrying PMU 7, float FREQ 50.02 Hz, and PMU 8, int16 FREQ +25 mHz from 60 Hz).
+@Suite("PMU stream decoding")
+struct PMUStreamTests {
+    func frames() throws -> [String: [UInt8]] {
+        let run = try Package.tool(["python3", "hil/peers/pmu_peer.py", "frames"])
+        var out: [String: [UInt8]] = [:]
+        for line in run.out.split(separator: "\n") {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  let name = object["name"] as? String, let hex = object["hex"] as? String else { continue }
+            out[name] = stride(from: 0, to: hex.count, by: 2).map {
+                UInt8(hex[hex.index(hex.startIndex, offsetBy: $0)..<hex.index(hex.startIndex, offsetBy: $0 + 2)], radix: 16)!
+            }
+        }
+        return out
+    }
+
+    /// What the stream's CFG-2 and then its data frame do to a session following `pmu`.
+    func session(pmu: UInt16?) throws -> (configuration: PMUStream.Outcome, data: PMUStream.Outcome, stream: PMUStream) {
+        let all = try frames()
+        var stream = PMUStream(settings: PMUSettings(host: "pmu", port: 4712, idcode: 99, pmuIdcode: pmu), askCFG3: false)
+        let configuration = stream.accept(try #require(all["cfg2-multi"])[...], at: .zero)
+        return (configuration, stream.accept(try #require(all["data-multi"])[...], at: MonotonicInstant(nanoseconds: 5)), stream)
+    }
+
+    @Test("pmu_idcode picks the PMU of a multi-PMU frame; without it the first (the stream's IDCODE is none of them)")
+    func picksPMU() throws {
+        let eighth = try session(pmu: 8)
+        #expect(eighth.configuration == .configuration(changed: true))
+        guard case .sample(let eight) = eighth.data else { Issue.record("no sample for PMU 8"); return }
+        #expect(abs(eight.frequency.value - 60.025) < 1e-9)
+        #expect(eight.rocofHzPerSecond == -0.03)
+        #expect(eight.takenAt == MonotonicInstant(nanoseconds: 5))
+        #expect(eight.frameTime == 1_700_000_004)
+        guard case .sample(let first) = try session(pmu: nil).data else { Issue.record("no sample for the first PMU"); return }
+        #expect(abs(first.frequency.value - 50.02) < 1e-5)
+    }
+
+    @Test("a pmu_idcode the stream does not carry ends the session with PMU_IDCODE_UNKNOWN")
+    func unknownPMU() throws {
+        let ninth = try session(pmu: 9)
+        #expect(ninth.configuration == .ignored && ninth.data == .ignored, "no configuration taken, so no data decoded")
+        #expect(ninth.stream.fatal?.code == "PMU_IDCODE_UNKNOWN")
+    }
+
+    @Test("a data frame of another stream, or one whose CHK is wrong, is rejected with its code")
+    func rejects() throws {
+        let all = try frames()
+        var stream = PMUStream(settings: PMUSettings(host: "pmu", port: 4712, idcode: 99), askCFG3: false)
+        _ = stream.accept(try #require(all["cfg2-multi"])[...], at: .zero)
+        guard case .rejected(let code, _) = stream.accept(try #require(all["data-int"])[...], at: .zero) else {
+            Issue.record("stream 1410's frame taken"); return
+        }
+        #expect(code == "PMU_IDCODE_UNKNOWN")
+        var broken = try #require(all["data-multi"])
+        broken[broken.count - 1] ^= 0xFF
+        guard case .rejected(let crc, _) = stream.accept(broken[...], at: .zero) else { Issue.record("bad CHK taken"); return }
+        #expect(crc == "PMU_CRC_MISMATCH")
     }
 }
 
