@@ -54,6 +54,33 @@ struct FrequencyEventReportTests {
         #expect(tally.count == 23 && tally.last?.sequence == 23, "the outstation's tally is not taken by the service")
     }
 
+    @Test("the cycle publishes what the controller assessed: a simulated dip to 49.7 Hz for 10 s reaches SharedState as one under-frequency event")
+    func cyclePublishes() throws {
+        let c = try ConfigLoader.parse("""
+            mode: simulation
+            period_ms: 100
+            bess_units:
+              - {id: D1, capacity_kwh: 250, max_power_kw: 100}
+              - {id: D2, capacity_kwh: 250, max_power_kw: 100}
+            simulation: {frequency_profile: steps, base_hz: 50, amplitude_hz: 0.3, step_period_s: 10}
+            """, file: "steps.yaml")
+        let runner = try SiteRunner.make(configuration: c, startedAt: .zero) { _ in }
+        let shared = SharedState(units: c.units.count)
+        let body = CycleBody(runner: runner, shared: shared)
+        var taken: [FrequencyEventAssessment] = []
+        // 50 Hz for 10 s, 49.7 Hz for 10 s, 50 Hz again: the event ends 5 s after the return.
+        for k in 1...300 {
+            body.run(now: MonotonicInstant(nanoseconds: Int64(k) * 100_000_000), lateness: .zero)
+            taken += shared.takeFrequencyEvents().assessments
+        }
+        #expect(taken.count == 1, "\(taken)")
+        let event = try #require(taken.first)
+        #expect(event.sequence == 1 && event.direction == .under && abs(event.extremeHz - 49.7) < 0.01, "\(event)")
+        // start and end are the wall clock's, which this test does not step: only their order is known.
+        #expect(event.end >= event.start && event.start > 1_700_000_000, "\(event.start) … \(event.end)")
+        #expect(shared.frequencyEventTally.count == 1)
+    }
+
     @Test("the journal entry: MESSAGE_ID, BESS_* fields, a warning naming direction, extreme, required and delivered, shortfall and cause; a full response a notice")
     func journal() {
         let (logger, lines) = Self.collecting()
