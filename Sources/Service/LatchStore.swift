@@ -221,10 +221,5 @@ public struct LatchStoreErrorCode: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-extension CodedError where StableCode == LatchStoreErrorCode {
-    /// What a failure says about the latch file (`LatchStoreError.Kind`).
-    public typealias Kind = LatchStoreErrorCode.Kind
-
-    /// What the failure says about the latch file.
-    public var kind: Kind { code.kind }
-}
+/// `LatchStoreError.Kind` and `kind`: what a failure says about the latch file.
+extension LatchStoreErrorCode: ErrorCodeWithKind {}

@@ -319,15 +319,12 @@ public struct UplinkErrorCode: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-extension CodedError where StableCode == UplinkErrorCode {
-    /// What a failure says about the delivery (`UplinkError.Kind`).
-    public typealias Kind = UplinkErrorCode.Kind
+/// `UplinkError.Kind` and `kind`: what a failure says about the delivery.
+extension UplinkErrorCode: ErrorCodeWithKind {}
 
+extension CodedError where StableCode == UplinkErrorCode {
     /// The spool's failure as the sender reports it: its code and message unchanged.
     public init(spool error: SpoolError) {
         self.init(.spool(error.code), message: error.message)
     }
-
-    /// What the failure says about the delivery.
-    public var kind: Kind { code.kind }
 }

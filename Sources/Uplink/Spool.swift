@@ -1,5 +1,5 @@
 import BessSystem
-import ControlCore
+public import ControlCore
 import Foundation
 import Glibc
 
@@ -8,8 +8,12 @@ import Glibc
 /// The code is typed (`SpoolError.Code.full`); the journal (`BESS_CODE=`), `/metrics` and the control
 /// socket print its stable name (`SPOOL_FULL`), which operators' recipes read. What the caller does
 /// about it follows from the code's `kind`.
-public struct SpoolError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// What a failure says about the spool's storage.
+public typealias SpoolError = CodedError<SpoolErrorCode>
+
+/// The stable code of a `SpoolError` (`SpoolError.Code`): a struct over a private enum, so the set
+/// is closed and matched by value, never by text.
+public struct SpoolErrorCode: Hashable, Sendable, CustomStringConvertible, ErrorCodeWithKind, ErrorCodeWithErrno {
+    /// What a failure says about the spool's storage (`SpoolError.Kind`).
     public enum Kind: Sendable, Equatable {
         /// The filesystem or a quota is full: records are lost until space comes back.
         case storageFull
@@ -19,59 +23,43 @@ public struct SpoolError: Error, Sendable, Equatable, CustomStringConvertible {
         case valueInvalid
     }
 
-    /// A stable code: a struct over a private enum, so the set is closed and matched by value,
-    /// never by text.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Value: Hashable, Sendable {
-            case io, full, recordTooLarge, sequenceExhausted
-        }
+    private enum Value: Hashable, Sendable {
+        case io, full, recordTooLarge, sequenceExhausted
+    }
 
-        private let value: Value
-        private init(_ value: Value) { self.value = value }
+    private let value: Value
+    private init(_ value: Value) { self.value = value }
 
-        /// `SPOOL_IO`: a call on the spool's files failed.
-        public static let io = Code(.io)
-        /// `SPOOL_FULL`: the filesystem or a quota is full (the disk, not the spool's bound).
-        public static let full = Code(.full)
-        /// `SPOOL_RECORD_TOO_LARGE`: a record larger than `Spool.maxPayload`.
-        public static let recordTooLarge = Code(.recordTooLarge)
-        /// `SPOOL_SEQ_EXHAUSTED`: a seq at `Spool.maxSeq` (only a damaged or hand-made state gets there).
-        public static let sequenceExhausted = Code(.sequenceExhausted)
+    /// `SPOOL_IO`: a call on the spool's files failed.
+    public static let io = Self(.io)
+    /// `SPOOL_FULL`: the filesystem or a quota is full (the disk, not the spool's bound).
+    public static let full = Self(.full)
+    /// `SPOOL_RECORD_TOO_LARGE`: a record larger than `Spool.maxPayload`.
+    public static let recordTooLarge = Self(.recordTooLarge)
+    /// `SPOOL_SEQ_EXHAUSTED`: a seq at `Spool.maxSeq` (only a damaged or hand-made state gets there).
+    public static let sequenceExhausted = Self(.sequenceExhausted)
 
-        /// What the failure says about the spool's storage.
-        public var kind: Kind {
-            switch value {
-            case .io: .io
-            case .full: .storageFull
-            case .recordTooLarge, .sequenceExhausted: .valueInvalid
-            }
-        }
-
-        /// The stable name the journal and the control socket print.
-        public var description: String {
-            switch value {
-            case .io: "SPOOL_IO"
-            case .full: "SPOOL_FULL"
-            case .recordTooLarge: "SPOOL_RECORD_TOO_LARGE"
-            case .sequenceExhausted: "SPOOL_SEQ_EXHAUSTED"
-            }
+    /// What the failure says about the spool's storage.
+    public var kind: Kind {
+        switch value {
+        case .io: .io
+        case .full: .storageFull
+        case .recordTooLarge, .sequenceExhausted: .valueInvalid
         }
     }
 
-    public var code: Code
-    public var message: String
-    /// The errno behind it, 0 when there is none.
-    public var errno: Int32
-
-    public init(_ code: Code, message: String, errno: Int32 = 0) {
-        self.code = code
-        self.message = message
-        self.errno = errno
+    /// The stable name the journal and the control socket print.
+    public var description: String {
+        switch value {
+        case .io: "SPOOL_IO"
+        case .full: "SPOOL_FULL"
+        case .recordTooLarge: "SPOOL_RECORD_TOO_LARGE"
+        case .sequenceExhausted: "SPOOL_SEQ_EXHAUSTED"
+        }
     }
+}
 
-    public var kind: Kind { code.kind }
-    public var description: String { "\(code): \(message)" }
-
+extension CodedError where StableCode == SpoolErrorCode {
     /// A failed call on the spool's files: `SPOOL_FULL` when the filesystem or a quota is full
     /// (ENOSPC, EDQUOT, EFBIG), `SPOOL_IO` otherwise; the message is `what` and the system's text for `e`.
     static func failed(_ what: String, errno e: Int32) -> SpoolError {

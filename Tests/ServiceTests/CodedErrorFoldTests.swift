@@ -2,6 +2,7 @@
 import ControlCore
 import Cycle
 import Fieldbus
+import Glibc
 import Service
 import Testing
 import Uplink
@@ -38,5 +39,14 @@ struct CodedErrorFoldTests {
         #expect(ScenarioError.self == CodedError<ScenarioErrorCode>.self)
         #expect("\(ScenarioError(.plotFailed, "gnuplot exited 1"))" == "SCENARIO_PLOT_FAILED: gnuplot exited 1")
     }
-}
 
+    @Test("SpoolError is a CodedError; SPOOL_FULL prints as before and keeps its errno, 0 meaning none")
+    func spoolError() {
+        #expect(SpoolError.self == CodedError<SpoolErrorCode>.self)
+        let full = SpoolError(.full, message: "writing seg-1: No space left on device", errno: ENOSPC)
+        #expect("\(full)" == "SPOOL_FULL: writing seg-1: No space left on device")
+        #expect(full.systemError == ENOSPC && full.errno == ENOSPC && full.kind == .storageFull)
+        let none = SpoolError(.io, message: "m", errno: 0)
+        #expect(none.systemError == nil && none == SpoolError(.io, message: "m"))
+    }
+}
