@@ -1,4 +1,5 @@
 import CModbus
+import ControlCore
 import CSocketCAN
 import Fieldbus
 import Foundation

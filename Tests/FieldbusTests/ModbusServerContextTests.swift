@@ -1,4 +1,5 @@
 import CModbus
+import ControlCore
 import Fieldbus
 import Foundation
 import Glibc

@@ -49,4 +49,13 @@ struct CodedErrorFoldTests {
         let none = SpoolError(.io, message: "m", errno: 0)
         #expect(none.systemError == nil && none == SpoolError(.io, message: "m"))
     }
+
+    @Test("FieldbusError is a CodedError; CAN_INTERFACE_MISSING prints as before and keeps ENODEV")
+    func fieldbusError() {
+        #expect(FieldbusError.self == CodedError<FieldbusErrorCode>.self)
+        let missing = FieldbusError(.interfaceMissing, message: "no network interface named can9", errno: ENODEV)
+        #expect("\(missing)" == "CAN_INTERFACE_MISSING: no network interface named can9")
+        #expect(missing.systemError == ENODEV && missing.errno == ENODEV && missing.kind == .linkLost)
+        #expect(FieldbusError(.frameShort, message: "m").errno == 0)
+    }
 }

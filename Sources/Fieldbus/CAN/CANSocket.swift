@@ -1,5 +1,5 @@
 import BessSystem
-import ControlCore
+public import ControlCore
 import CSocketCAN
 import Glibc
 

@@ -1,4 +1,5 @@
 import CModbus
+public import ControlCore
 import Glibc
 
 /// A libmodbus server's context and its register mapping, owned together: one block of holding
