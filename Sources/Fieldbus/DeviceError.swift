@@ -1,4 +1,5 @@
 import BessSystem
+public import ControlCore
 import Glibc
 
 /// A failure of a Modbus device or of the link to it, SunSpec discovery and register maps
@@ -8,7 +9,11 @@ import Glibc
 /// The code is typed (`DeviceError.Code.timeout`); the journal, `bessctl status` and the control
 /// socket print its stable name (`MODBUS_TIMEOUT`), which operators' recipes read. What the worker
 /// does about it follows from the code's `kind`.
-public struct DeviceError: Error, Sendable, Equatable, CustomStringConvertible {
+public typealias DeviceError = CodedError<DeviceErrorCode>
+
+/// The stable code of a `DeviceError` (`DeviceError.Code`): a struct over a private enum, so the set
+/// is closed and matched by value, never by text.
+public struct DeviceErrorCode: Hashable, Sendable, CustomStringConvertible, ErrorCodeWithKind, ErrorCodeWithErrno {
     /// What a failure says about the wire, and so what the worker does next.
     public enum Kind: Sendable, Equatable {
         /// The connection itself is gone (refused, reset, closed, an I/O error): reconnect.
@@ -23,95 +28,80 @@ public struct DeviceError: Error, Sendable, Equatable, CustomStringConvertible {
         case valueInvalid
     }
 
-    /// A stable code: a struct over a private enum, so the set is closed and matched by value,
-    /// never by text.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Value: Hashable, Sendable {
-            case timeout, exception(Int32), connectionLost, connectFailed, invalidRequest, badResponse, io
-            case sunspecNotFound, sunspecChainBroken, sunspecModelMissing, sunspecValueInvalid, registerValueInvalid
-        }
+    private enum Value: Hashable, Sendable {
+        case timeout, exception(Int32), connectionLost, connectFailed, invalidRequest, badResponse, io
+        case sunspecNotFound, sunspecChainBroken, sunspecModelMissing, sunspecValueInvalid, registerValueInvalid
+    }
 
-        private let value: Value
-        private init(_ value: Value) { self.value = value }
+    private let value: Value
+    private init(_ value: Value) { self.value = value }
 
-        /// `MODBUS_TIMEOUT`: no answer within the request's timeout.
-        public static let timeout = Code(.timeout)
-        /// `MODBUS_CONNECTION_LOST`: the connection was reset, closed or refused.
-        public static let connectionLost = Code(.connectionLost)
-        /// `MODBUS_CONNECT_FAILED`: the connection could not be opened (a wrong address, nothing listening).
-        public static let connectFailed = Code(.connectFailed)
-        /// `MODBUS_INVALID_REQUEST`: a request bessd will not send (out of range, unit id not valid).
-        public static let invalidRequest = Code(.invalidRequest)
-        /// `MODBUS_BAD_RESPONSE`: a malformed or unexpected answer (a late reply, another unit answered).
-        public static let badResponse = Code(.badResponse)
-        /// `MODBUS_IO`: any other failure of the link.
-        public static let io = Code(.io)
-        /// `SUNSPEC_NOT_FOUND`: no `SunS` marker at 40000, 0 or 50000.
-        public static let sunspecNotFound = Code(.sunspecNotFound)
-        /// `SUNSPEC_CHAIN_BROKEN`: the model chain does not walk to its end model.
-        public static let sunspecChainBroken = Code(.sunspecChainBroken)
-        /// `SUNSPEC_MODEL_MISSING`: a model bessd needs is not on the device.
-        public static let sunspecModelMissing = Code(.sunspecModelMissing)
-        /// `SUNSPEC_VALUE_INVALID`: a SunSpec value is unusable or a setpoint does not fit.
-        public static let sunspecValueInvalid = Code(.sunspecValueInvalid)
-        /// `REGISTER_VALUE_INVALID`: a register map's value is unusable or a setpoint does not fit.
-        public static let registerValueInvalid = Code(.registerValueInvalid)
-        /// `MODBUS_EXCEPTION_<n>`: the device answered Modbus exception `n`.
-        public static func exception(_ number: Int32) -> Code { Code(.exception(number)) }
+    /// `MODBUS_TIMEOUT`: no answer within the request's timeout.
+    public static let timeout = Self(.timeout)
+    /// `MODBUS_CONNECTION_LOST`: the connection was reset, closed or refused.
+    public static let connectionLost = Self(.connectionLost)
+    /// `MODBUS_CONNECT_FAILED`: the connection could not be opened (a wrong address, nothing listening).
+    public static let connectFailed = Self(.connectFailed)
+    /// `MODBUS_INVALID_REQUEST`: a request bessd will not send (out of range, unit id not valid).
+    public static let invalidRequest = Self(.invalidRequest)
+    /// `MODBUS_BAD_RESPONSE`: a malformed or unexpected answer (a late reply, another unit answered).
+    public static let badResponse = Self(.badResponse)
+    /// `MODBUS_IO`: any other failure of the link.
+    public static let io = Self(.io)
+    /// `SUNSPEC_NOT_FOUND`: no `SunS` marker at 40000, 0 or 50000.
+    public static let sunspecNotFound = Self(.sunspecNotFound)
+    /// `SUNSPEC_CHAIN_BROKEN`: the model chain does not walk to its end model.
+    public static let sunspecChainBroken = Self(.sunspecChainBroken)
+    /// `SUNSPEC_MODEL_MISSING`: a model bessd needs is not on the device.
+    public static let sunspecModelMissing = Self(.sunspecModelMissing)
+    /// `SUNSPEC_VALUE_INVALID`: a SunSpec value is unusable or a setpoint does not fit.
+    public static let sunspecValueInvalid = Self(.sunspecValueInvalid)
+    /// `REGISTER_VALUE_INVALID`: a register map's value is unusable or a setpoint does not fit.
+    public static let registerValueInvalid = Self(.registerValueInvalid)
+    /// `MODBUS_EXCEPTION_<n>`: the device answered Modbus exception `n`.
+    public static func exception(_ number: Int32) -> Self { Self(.exception(number)) }
 
-        /// The Modbus exception number, for `MODBUS_EXCEPTION_<n>`.
-        public var exceptionNumber: Int32? {
-            if case .exception(let number) = value { return number }
-            return nil
-        }
+    /// The Modbus exception number, for `MODBUS_EXCEPTION_<n>`.
+    public var exceptionNumber: Int32? {
+        if case .exception(let number) = value { return number }
+        return nil
+    }
 
-        public var kind: Kind {
-            switch value {
-            case .connectionLost, .connectFailed, .io: .linkLost
-            case .timeout: .timeout
-            case .sunspecValueInvalid, .registerValueInvalid: .valueInvalid
-            case .exception, .invalidRequest, .badResponse, .sunspecNotFound, .sunspecChainBroken, .sunspecModelMissing: .deviceRefused
-            }
-        }
-
-        /// The stable name the journal and the control socket print.
-        public var description: String {
-            switch value {
-            case .timeout: "MODBUS_TIMEOUT"
-            case .exception(let number): "MODBUS_EXCEPTION_\(number)"
-            case .connectionLost: "MODBUS_CONNECTION_LOST"
-            case .connectFailed: "MODBUS_CONNECT_FAILED"
-            case .invalidRequest: "MODBUS_INVALID_REQUEST"
-            case .badResponse: "MODBUS_BAD_RESPONSE"
-            case .io: "MODBUS_IO"
-            case .sunspecNotFound: "SUNSPEC_NOT_FOUND"
-            case .sunspecChainBroken: "SUNSPEC_CHAIN_BROKEN"
-            case .sunspecModelMissing: "SUNSPEC_MODEL_MISSING"
-            case .sunspecValueInvalid: "SUNSPEC_VALUE_INVALID"
-            case .registerValueInvalid: "REGISTER_VALUE_INVALID"
-            }
+    public var kind: Kind {
+        switch value {
+        case .connectionLost, .connectFailed, .io: .linkLost
+        case .timeout: .timeout
+        case .sunspecValueInvalid, .registerValueInvalid: .valueInvalid
+        case .exception, .invalidRequest, .badResponse, .sunspecNotFound, .sunspecChainBroken, .sunspecModelMissing: .deviceRefused
         }
     }
 
-    public var code: Code
-    public var message: String
-    /// The errno behind it (libmodbus's, or the socket's), 0 when there is none.
-    public var errno: Int32
-
-    public init(_ code: Code, message: String, errno: Int32 = 0) {
-        self.code = code
-        self.message = message
-        self.errno = errno
+    /// The stable name the journal and the control socket print.
+    public var description: String {
+        switch value {
+        case .timeout: "MODBUS_TIMEOUT"
+        case .exception(let number): "MODBUS_EXCEPTION_\(number)"
+        case .connectionLost: "MODBUS_CONNECTION_LOST"
+        case .connectFailed: "MODBUS_CONNECT_FAILED"
+        case .invalidRequest: "MODBUS_INVALID_REQUEST"
+        case .badResponse: "MODBUS_BAD_RESPONSE"
+        case .io: "MODBUS_IO"
+        case .sunspecNotFound: "SUNSPEC_NOT_FOUND"
+        case .sunspecChainBroken: "SUNSPEC_CHAIN_BROKEN"
+        case .sunspecModelMissing: "SUNSPEC_MODEL_MISSING"
+        case .sunspecValueInvalid: "SUNSPEC_VALUE_INVALID"
+        case .registerValueInvalid: "REGISTER_VALUE_INVALID"
+        }
     }
+}
 
+extension CodedError where StableCode == DeviceErrorCode {
     /// Any error of a device exchange: itself when it is one; anything else unexpected is a value
     /// the device gave that bessd cannot use.
     public init(wrapping error: any Error) {
         self = error as? DeviceError ?? DeviceError(.sunspecValueInvalid, message: "\(error)")
     }
 
-    public var kind: Kind { code.kind }
-    public var description: String { "\(code): \(message)" }
 
     /// True when the connection must be re-established.
     public var isConnectionLost: Bool { kind == .linkLost && code != .io }

@@ -1,3 +1,4 @@
+import ControlCore
 @testable import Fieldbus
 import Glibc
 import Testing

@@ -1,3 +1,4 @@
+import ControlCore
 import Fieldbus
 import Glibc
 import HILPlant

@@ -58,4 +58,14 @@ struct CodedErrorFoldTests {
         #expect(missing.systemError == ENODEV && missing.errno == ENODEV && missing.kind == .linkLost)
         #expect(FieldbusError(.frameShort, message: "m").errno == 0)
     }
+
+    @Test("DeviceError is a CodedError; MODBUS_CONNECTION_LOST prints as before, its errno survives wrapping")
+    func deviceError() {
+        #expect(DeviceError.self == CodedError<DeviceErrorCode>.self)
+        let lost = DeviceError(.connectionLost, message: "reading: connection lost (Connection reset by peer)", errno: ECONNRESET)
+        #expect("\(lost)" == "MODBUS_CONNECTION_LOST: reading: connection lost (Connection reset by peer)")
+        let wrapped = DeviceError(wrapping: lost)
+        #expect(wrapped.systemError == ECONNRESET && wrapped.errno == ECONNRESET && wrapped.isConnectionLost)
+        #expect("\(DeviceError(.exception(2), message: "m"))" == "MODBUS_EXCEPTION_2: m")
+    }
 }

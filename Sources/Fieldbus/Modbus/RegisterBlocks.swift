@@ -1,3 +1,5 @@
+public import ControlCore
+
 /// Registers already read, answering `readRegisters` from memory: how a reply taken off the wire by
 /// a poller is decoded with the same code that reads a device directly. A read outside the block is
 /// `MODBUS_INVALID_REQUEST`; writes are refused.
