@@ -122,7 +122,6 @@ extension CycleSettings {
             .restart("frequency_source", \.frequencySource),
             .restart("grid_integration.pmu", \.pmu),
             .restart("site.meter", \.meter),
-            .restart("grid_integration.pmu", \.pmu),
             .elsewhere("site.meter's simulation (from mode and site.meter)", \.meterSimulated),
             .elsewhere("the simulated inputs (from mode, frequency_source and the units)", \.usesSimulation),
             .live("period_ms", \.period),

@@ -39,14 +39,6 @@ struct ReloadRulesTests {
         #expect(runner.settings.control.droop.droopUnderPercent == 7)
     }
 
-    @Test("grid_integration.pmu is a restart key of the cycle, named as the file spells it")
-    func pmuNeedsARestart() throws {
-        let runner = try SiteRunner.make(configuration: Self.configuration(), startedAt: .zero) { _ in }
-        var new = runner.settings
-        new.pmu = PMUSettings(host: "192.0.2.7", port: 4712, idcode: 7)
-        #expect(CycleSettings.reloadRules.restartNeeded(from: runner.settings, to: new)?.keys == ["grid_integration.pmu"])
-    }
-
     /// Settings with a field no rule declares (as a new block is, until its line is added).
     struct Toy: Equatable {
         var port = 1
