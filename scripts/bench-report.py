@@ -217,6 +217,13 @@ for key, what in (("int1", "a data frame of 1 PMU in integer form (2 phasors, FR
     rows.append((
         f"PMU decode (C37.118.2, issue 47): {what}, whole frame with CRC (bess-hil bench pmu-decode, median of 10 rounds)",
         f"{fmt(num('pmudec_' + key), 0)} ns per frame", "(reference)", "—"))
+pmu_misses = num("pmuwire_misses")
+rows.append((
+    f"PMU frequency step (C37.118.2 over TCP, bess-hil as the PMU at {fmt(num('pmuwire_fps'), 2)} frames/s) → the timed unit's "
+    f"setpoint on its wire, bessd following the PMU, 8 units on Modbus TCP at 100 ms, SCHED_FIFO 60 ({fmt(num('pmuwire_n'), 0)} steps)",
+    f"p50 {fmt(num('pmuwire_p50'), 2)} / p99 {fmt(num('pmuwire_p99'), 2)} / max {fmt(num('pmuwire_max'), 2)} ms",
+    "p99 ≤ 105 ms (one period + 5 ms)",
+    verdict(num("pmuwire_p99"), 105, unit=" ms") if not pmu_misses > 0 else f"**missed**: {pmu_misses:g} steps without a write"))
 rows.append((
     "malloc counter calibration: 1,000 heap arrays (proves the interposer counts)",
     f"{fmt(num('alloc_calibration'), 0)} allocations", "≥ 1,000",

@@ -4,7 +4,7 @@
 #   scripts/bench.sh            everything (about 50 minutes on 2 cores, plus the release build)
 #   BENCH_QUICK=1 scripts/bench.sh   shorter runs (fewer samples; for trying the script)
 #   BENCH_ONLY="jitter resources" scripts/bench.sh   retakes only those sections (jitter, step,
-#     stepwire, site, scada, iec104, pmu, alarm, resources, spool, allocations, plot) into the existing results:
+#     stepwire, site, scada, iec104, pmu, pmuwire, alarm, resources, spool, allocations, plot) into the existing results:
 #     their keys are replaced, every other row keeps its run, and the table names the retaken rows
 # Numbers live here, never in timed tests. Each measurement is independent: one that cannot run
 # (no real-time priority, no VM for CAN) says so in the table instead of failing the others.
@@ -298,6 +298,19 @@ if want pmu; then
 echo "bench: PMU — C37.118.2 decode cost per frame"
 $BIN/bess-hil bench pmu-decode --frames "$([ -n "$QUICK" ] && echo 20000 || echo 200000)" | tee "$DATA/pmu-decode.txt" \
   | sed -n 's/^SUMMARY pmu_decode int1_ns=\([0-9.na]*\) float4_ns=\([0-9.na]*\) cfg2_ns=\([0-9.na]*\) cfg3_ns=\([0-9.na]*\) .*/pmudec_int1=\1\npmudec_float4=\2\npmudec_cfg2=\3\npmudec_cfg3=\4/p' >> "$RESULTS"
+fi
+
+# 2f. PMU frequency step → setpoint on the wire (issue 47): bess-hil as the PMU (C37.118.2 over TCP,
+#     50 frames/s on absolute deadlines, integer FREQ, CFG-3 when asked), bessd with frequency_source:
+#     pmu (SCHED_FIFO 60), 8 units on Modbus TCP at 100 ms; the step's frame is stamped just before its
+#     send, the timed unit's first write reflecting it ends the sample. Target: p99 ≤ period + 5 ms.
+if want pmuwire; then
+echo "bench: PMU frequency step → setpoint on the wire"
+$BIN/bess-hil bench pmu-wire --steps "$([ -n "$QUICK" ] && echo 30 || echo 200)" --units 8 --period-ms 100 --bessd $BIN/bessd \
+  --csv "$DATA/pmu-wire-100.csv" | tee "$WORK/pmuwire.txt"
+sed -n 's/^SUMMARY pmu_step_to_setpoint n=\([0-9]*\) misses=\([0-9]*\) p50_ms=\([0-9.na]*\) p99_ms=\([0-9.na]*\) max_ms=\([0-9.na]*\)/pmuwire_n=\1\npmuwire_misses=\2\npmuwire_p50=\3\npmuwire_p99=\4\npmuwire_max=\5/p' \
+  "$WORK/pmuwire.txt" >> "$RESULTS"
+sed -n 's/^pmu-wire: .* (\([0-9.]*\) frames\/s).*/pmuwire_fps=\1/p' "$WORK/pmuwire.txt" >> "$RESULTS"
 fi
 
 # 3. BMS protection frame on CAN → zero on the wire: needs CAN, so inside the VM (scripts/can-tests.sh's recipe).

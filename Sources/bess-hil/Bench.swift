@@ -18,7 +18,7 @@ struct BenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench", abstract: "Latency measurements against a real bessd (used by make bench).",
         subcommands: [StepLatency.self, AlarmLatency.self, TripLatency.self, LoadStepLatency.self, ScadaWriteLatency.self,
-                      ScadaReadLoad.self, CommandPushLatency.self, IEC104Latency.self, PMUDecodeCost.self])
+                      ScadaReadLoad.self, CommandPushLatency.self, IEC104Latency.self, PMUDecodeCost.self, PMUWireLatency.self])
 }
 
 /// Shared set-up: a one-unit plant (SunSpec inverter on loopback, optionally a Pylontech BMS on
@@ -36,7 +36,9 @@ final class WireBench {
     /// setpoints are not timed.
     var others: [(server: SunSpecServer, unit: SimulatedUnit)] = []
 
-    init(periodMs: Int, canInterface: String?, bessdPath: String, units: Int = 1, extraConfig: String = "") throws {
+    /// `frequencySource` is the grid_integration lines before its droop settings (a PMU's block with it).
+    init(periodMs: Int, canInterface: String?, bessdPath: String, units: Int = 1, extraConfig: String = "",
+         frequencySource: String = "frequency_source: inverter") throws {
         directory = "/tmp/bess-hil-bench-\(getpid())"
         try? FileManager.default.removeItem(atPath: directory)
         try FileManager.default.createDirectory(atPath: directory + "/state", withIntermediateDirectories: true)
@@ -75,7 +77,7 @@ final class WireBench {
             bms: {\(bms)}
         \(otherUnits)
         grid_integration:
-          frequency_source: inverter
+          \(frequencySource)
           droop_settings: {deadband_hz: [49.9, 50.05], droop_percent: 5.0, response_time_s: 0}
         \(extraConfig)
         """
