@@ -1,4 +1,4 @@
-public import ControlCore
+import ControlCore
 
 /// CFG-3, the extended configuration frame of C37.118.2-2011 (frame type 5, Table 10), decoded into
 /// the same `Configuration` as CFG-2: the fields a data frame's layout depends on (IDCODE, FORMAT,
