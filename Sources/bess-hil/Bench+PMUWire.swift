@@ -205,26 +205,16 @@ struct PMUWireLatency: ParsableCommand {
         sender.step(to: 50)
         bench.run(for: 1)
         let started = (SystemClock.shared.now(), sender.frames)
-        var latencies: [Double] = []
-        var misses = 0
-        var generator = SystemRandomNumberGenerator()
-        for i in 0..<steps {
-            // A random phase against the PMU's frames and bessd's cycle, and time to settle.
-            bench.run(for: Double.random(in: 0.35...0.75, using: &generator))
-            let before = bench.lastCommanded
+        let (latencies, misses) = bench.timeSteps(steps) { i in
             sender.step(to: i % 2 == 0 ? 49.5 : 50.0)
+            // The stamp of the frame that carried it, once sent (the plant running meanwhile).
             let deadline = SystemClock.shared.now() + .seconds(1)
-            var sentAt: MonotonicInstant?
-            while sentAt == nil, SystemClock.shared.now() < deadline {
+            while SystemClock.shared.now() < deadline {
+                if let sentAt = sender.state.withLock({ $0.stepSentAt }) { return sentAt }
                 usleep(200)
                 bench.tick()
-                sentAt = sender.state.withLock { $0.stepSentAt }
             }
-            guard let sentAt, let w = bench.firstWrite(after: sentAt, timeout: 2, { abs($0 - before) > 100 }) else {
-                misses += 1
-                continue
-            }
-            latencies.append(milliseconds(w - sentAt))
+            return nil
         }
         let seconds = Double((SystemClock.shared.now() - started.0).nanosecondsClamped) / 1e9
         print(String(format: "pmu-wire: %d frames in %.1f s (%.2f frames/s), %d connection(s)", sender.frames - started.1, seconds,

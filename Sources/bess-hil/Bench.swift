@@ -213,23 +213,33 @@ struct StepLatency: ParsableCommand {
         defer { bench.stop() }
         try bench.waitReady()
         bench.run(for: 3)
+        let (latencies, misses) = bench.timeSteps(steps) { i in
+            bench.hz = i % 2 == 0 ? 49.5 : 50.0
+            bench.step()
+            return SystemClock.shared.now()
+        }
+        try report("step_to_setpoint", latencies, misses: misses, csv: csv)
+    }
+}
+
+extension WireBench {
+    /// `count` frequency steps, each after a random phase against bessd's cycle and time to settle
+    /// (0.35–0.75 s, plant running): `step(i)` makes step `i` and returns the instant it took effect
+    /// (nil: it did not); the first write after it more than 100 W from the last one ends the sample.
+    func timeSteps(_ count: Int, _ step: (Int) -> MonotonicInstant?) -> (latencies: [Double], misses: Int) {
         var latencies: [Double] = []
         var misses = 0
         var generator = SystemRandomNumberGenerator()
-        for i in 0..<steps {
-            // A random phase against bessd's cycle, and time to settle.
-            bench.run(for: Double.random(in: 0.35...0.75, using: &generator))
-            let before = bench.lastCommanded
-            bench.hz = i % 2 == 0 ? 49.5 : 50.0
-            bench.step()
-            let t = SystemClock.shared.now()
-            if let w = bench.firstWrite(after: t, timeout: 2, { abs($0 - before) > 100 }) {
-                latencies.append(milliseconds(w - t))
-            } else {
+        for i in 0..<count {
+            run(for: Double.random(in: 0.35...0.75, using: &generator))
+            let before = lastCommanded
+            guard let t = step(i), let w = firstWrite(after: t, timeout: 2, { abs($0 - before) > 100 }) else {
                 misses += 1
+                continue
             }
+            latencies.append(milliseconds(w - t))
         }
-        try report("step_to_setpoint", latencies, misses: misses, csv: csv)
+        return (latencies, misses)
     }
 }
 
