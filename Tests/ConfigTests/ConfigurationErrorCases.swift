@@ -208,7 +208,12 @@ extension ConfigurationTests {
             line: 8, keyPath: "grid_integration.pmu.idcode", message: "from 1 to 65535"),
         Bad(name: "a PMU's maximum age below one frame", yaml: unit + "grid_integration:\n  frequency_source: pmu\n  pmu:\n"
                 + "    {host: pmu.local, idcode: 7, max_age_ms: 5}\n",
-            line: 8, keyPath: "grid_integration.pmu.max_age_ms", message: "from 20 to 10000"),
+            line: 8, keyPath: "grid_integration.pmu.max_age_ms", message: "from 20 to 2000"),
+        // The controller treats frequency older than 2 s as stale: a longer max_age would hold off
+        // the fallback to the inverters while no droop acts.
+        Bad(name: "a PMU's maximum age past the controller's staleness", yaml: unit + "grid_integration:\n  frequency_source: pmu\n  pmu:\n"
+                + "    {host: pmu.local, idcode: 7, max_age_ms: 2001}\n",
+            line: 8, keyPath: "grid_integration.pmu.max_age_ms", message: "from 20 to 2000"),
         Bad(name: "a meter fault naming a unit", yaml: unit + "site:\n  meter: {protocol: sunspec}\nsimulation:\n  faults:\n"
                 + "    - {kind: meter_delay, delay_s: 1, unit: A}\n",
             line: nil, keyPath: "simulation.faults[0].unit", message: "names no unit"),
