@@ -1,6 +1,6 @@
 /// The energy the site keeps for frequency response (issue 47 §2; docs/frequency-response.md).
 ///
-/// Full response must be deliverable for `DroopSettings.sustain`: each unit keeps its full response
+/// Judged per unit, since the droop response is shared per unit. Full response must be deliverable for `DroopSettings.sustain`: each unit keeps its full response
 /// power × sustain time as energy, above its low-SOC trip for under-frequency (discharge) and below
 /// its high-SOC trip for over-frequency (charge). Dispatch, AGC, SCADA setpoints and the site
 /// application may not use it; the frequency response itself may. Computed once from the settings.
@@ -27,6 +27,17 @@ public struct ResponseReserve: Sendable, Equatable {
         public func dischargeHeadroomWh(soc: Double) -> Double { (soc - floorPercent) / 100 * capacityWh - dischargeWh }
         /// Room below the reserve at `soc`, Wh.
         public func chargeHeadroomWh(soc: Double) -> Double { (ceilingPercent - soc) / 100 * capacityWh - chargeWh }
+
+        /// Whether dispatch must stop on this unit, each way: its SOC is at its own reserve (`low`,
+        /// `high`), or was (`was`) and has not come back by `resumeMarginPercent`. An unknown SOC
+        /// counts as at the reserve. A direction with no reserve is never reached.
+        public func reached(soc: Double?, was: (discharge: Bool, charge: Bool)) -> (discharge: Bool, charge: Bool) {
+            guard let soc, soc.isFinite else { return (dischargeWh > 0, chargeWh > 0) }
+            let margin = ResponseReserve.resumeMarginPercent / 100 * capacityWh
+            let above = dischargeHeadroomWh(soc: soc), below = chargeHeadroomWh(soc: soc)
+            return (dischargeWh > 0 && (above <= 0 || (was.discharge && above < margin)),
+                    chargeWh > 0 && (below <= 0 || (was.charge && below < margin)))
+        }
     }
 
     /// The sustain time, seconds.
@@ -82,26 +93,31 @@ public struct ResponseReserve: Sendable, Equatable {
                 units.reduce(0) { $0 + $1.high * $1.capacityWh } / capacity)
     }
 
-    /// Whether the site's stored energy has reached the reserve, given each unit's SOC (`soc(i)`,
-    /// nil when unknown: that unit's energy counts as none, its reserve still counts). Summed over
-    /// the site, so SOC balancing between units moves nothing. Allocates nothing.
+    /// How far past its reserve SOC a unit must come back before dispatch may use that direction
+    /// again, % SOC: once a unit has reached its discharge reserve, dispatch discharges it again only
+    /// above `low + 0.5`; once at its charge reserve, charges it again only below `high − 0.5`. Keeps
+    /// SOC jitter at the threshold from toggling dispatch every cycle.
+    public static let resumeMarginPercent = 0.5
+
+    /// Whether any unit has reached its own reserve, each way, given each unit's SOC (`soc(i)`, nil
+    /// when unknown: that unit counts as at its reserve). Judged per unit without hysteresis (a
+    /// snapshot for `bessctl site`); the cycle keeps each unit's state with `update`. Allocates nothing.
     public func reached(soc: (Int) -> Double?) -> (discharge: Bool, charge: Bool) {
-        guard !isEmpty else { return (false, false) }
-        var above = 0.0, below = 0.0
-        for (index, unit) in units.enumerated() {
-            if let value = soc(index), value.isFinite {
-                above += unit.dischargeHeadroomWh(soc: value)
-                below += unit.chargeHeadroomWh(soc: value)
-            } else {
-                above -= unit.dischargeWh
-                below -= unit.chargeWh
-            }
+        var any = (discharge: false, charge: false)
+        for index in units.indices {
+            let unit = units[index].reached(soc: soc(index), was: (false, false))
+            any = (any.discharge || unit.discharge, any.charge || unit.charge)
         }
-        return (dischargeReached(above), chargeReached(below))
+        return any
     }
 
-    private func dischargeReached(_ headroom: Double) -> Bool { dischargeWh > 0 && headroom <= 0 }
-    private func chargeReached(_ headroom: Double) -> Bool { chargeWh > 0 && headroom <= 0 }
+    /// Each unit's reserve state after this cycle's SOC (`soc(i)`), with the hysteresis of
+    /// `resumeMarginPercent`; `state` has one entry per unit (missing entries are left alone).
+    public func update(_ state: inout [(discharge: Bool, charge: Bool)], soc: (Int) -> Double?) {
+        for index in units.indices where index < state.count {
+            state[index] = units[index].reached(soc: soc(index), was: state[index])
+        }
+    }
 
     /// The threshold of the rule that stops the unit on low (`below`) or high frequency, as a
     /// deviation from nominal, Hz; the nearest when several do.
@@ -122,8 +138,8 @@ public struct ResponseReserve: Sendable, Equatable {
 }
 
 extension UnitController {
-    /// Keeps the unit's schedule (dispatch, AGC or SCADA setpoint) out of the response reserve once
-    /// the site has reached it: a command that would go further in a reached direction is cut to
+    /// Keeps the unit's schedule (dispatch, AGC or SCADA setpoint) out of its response reserve once
+    /// the unit has reached it: a command that would go further in a reached direction is cut to
     /// zero, and so are the ramped schedule and the latched pre-event power, at once. The droop
     /// response acts on top as before, with the whole allowed power as its room. Not for an operator
     /// override (the caller skips those).

@@ -70,8 +70,11 @@ public final class SiteController {
     /// The energy kept for frequency response (`droop_settings.sustain_s`): dispatch, AGC, SCADA
     /// setpoints and the application stop at it; the droop response may use it.
     public let responseReserve: ResponseReserve
-    /// Whether the last step found the site's stored energy at the reserve, each way.
+    /// Whether the last step found any unit at its own reserve, each way.
     public internal(set) var reserveReached = (discharge: false, charge: false)
+    /// Each unit's reserve state after the last step (with `ResponseReserve.resumeMarginPercent`'s
+    /// hysteresis): dispatch on that unit stops in a reached direction.
+    public internal(set) var unitReserveReached: [(discharge: Bool, charge: Bool)]
     /// The grid operator's cap on the units' summed power, W, as ramped: it falls at once and rises
     /// at `limits.ramp_percent_per_s`; infinite when no limit stands.
     public internal(set) var operatorCap: Double { get { running.operatorCap } set { running.operatorCap = newValue } }
@@ -104,6 +107,7 @@ public final class SiteController {
         shortfallThreshold = max(1000, rating / 100)
         ratedPower = rating
         responseReserve = ResponseReserve(droop: control.droop, units: units)
+        unitReserveReached = Array(repeating: (false, false), count: units.count)
         connection = ConnectionPoint(settings: site, rating: rating, startedAt: startedAt)
         if site.hasMeter { gridEnergy = EnergyAccumulator(unit: -1, blockLength: control.energyBlockLength) }
     }
@@ -175,9 +179,10 @@ public final class SiteController {
                 setpointRating += units[index].ratingForShare
             }
         }
-        reserveReached = responseReserve.reached { index in
+        responseReserve.update(&unitReserveReached) { index in
             index < inputs.count ? inputs[index].bms.status.fresh(at: now, maxAge: units[index].settings.bmsStaleAfter)?.soc.value : nil
         }
+        reserveReached = (unitReserveReached.contains { $0.discharge }, unitReserveReached.contains { $0.charge })
         let empty = UnitInputs()
         for index in units.indices {
             var unitInputs = index < inputs.count ? inputs[index] : empty
@@ -186,7 +191,7 @@ public final class SiteController {
                                                    expiresAt: now + .seconds(1))
             }
             if !Self.overridden(unitInputs, at: now) {
-                units[index].keepOutOfReserve(reserveReached, dispatch: &unitInputs.dispatch)
+                units[index].keepOutOfReserve(unitReserveReached[index], dispatch: &unitInputs.dispatch)
             }
             units[index].clockSynchronized = clockSynchronized
             units[index].clockStepped = steppedNow
@@ -226,6 +231,7 @@ public final class SiteController {
         var requested = 0.0
         var dispatched = false
         var reserveDischarge = 0.0
+        var reserveCharge = 0.0
         let reserve = connection.settings.socReservePercent
         for index in units.indices {
             let d = units[index].decision
@@ -238,12 +244,17 @@ public final class SiteController {
             // what the aggregator bought (docs/design/0007-dispatch-rests-the-application.md).
             dispatched = dispatched || d.dispatched
             if d.pooled {
+                // A unit at its own response reserve takes its droop share and no one else's part.
+                let kept = unitReserveReached[index]
+                if kept.discharge { allocationInputs[index].allowedDischarge = min(SiteAllocator.magnitude(d.allowedDischarge.value), max(0, SiteAllocator.finite(d.request.value))) }
+                if kept.charge { allocationInputs[index].allowedCharge = min(SiteAllocator.magnitude(d.allowedCharge.value), max(0, -SiteAllocator.finite(d.request.value))) }
+                if !kept.charge { reserveCharge += SiteAllocator.magnitude(d.allowedCharge.value) }
                 let capability = units[index].capability
                 rating += capability.rating
                 charge += capability.charge.isFinite ? max(0, capability.charge) : 0
                 discharge += capability.discharge.isFinite ? max(0, capability.discharge) : 0
                 requested += SiteAllocator.finite(d.request.value)
-                if let soc = d.soc?.value, soc.isFinite, soc > reserve {
+                if !kept.discharge, let soc = d.soc?.value, soc.isFinite, soc > reserve {
                     reserveDischarge += SiteAllocator.magnitude(d.allowedDischarge.value)
                 }
             } else {
@@ -266,7 +277,7 @@ public final class SiteController {
         // The application: only where no aggregator dispatch speaks, only on fresh meter data, and
         // never into the SOC reserve.
         if connection.settings.application != .none, !dispatched, !connection.stale, connection.gridPower != nil {
-            decision.application = ControlMath.clamp(connection.target - held, reserveReached.charge ? 0 : -.infinity,
+            decision.application = ControlMath.clamp(connection.target - held, reserveReached.charge ? -reserveCharge : -.infinity,
                                                      reserveReached.discharge ? 0 : reserveDischarge)
             decision.applicationActive = true
         }

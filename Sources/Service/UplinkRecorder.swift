@@ -188,13 +188,15 @@ final class UplinkRecorder {
     /// power: the units' allowed power (discharge only from units above the SOC reserve), inside the
     /// grid limits at the meter's present reading. Without a fresh meter reading the grid limits are
     /// unknown and nothing beyond the present is offered in the direction they bound. Once the site's
-    /// energy is at the frequency-response reserve, nothing more is offered that way.
+    /// unit's energy is at its frequency-response reserve, that unit offers nothing more that way.
     func siteAvailability(_ units: [UnitStatus], _ site: SiteStatus) -> SiteAvailability {
         let socReserve = configuration.site.socReservePercent
-        let reached = reserve.reached { $0 < units.count && units[$0].soc.isFinite ? units[$0].soc : nil }
         var up = 0.0, down = 0.0, now = 0.0
-        for u in units {
+        for (index, u) in units.enumerated() {
             now += u.setpoint
+            // Each unit against its own reserve, as the cycle judges it.
+            let reached = index < reserve.units.count
+                ? reserve.units[index].reached(soc: u.soc.isFinite ? u.soc : nil, was: (false, false)) : (discharge: false, charge: false)
             if !reached.discharge, u.soc.isFinite, u.soc > socReserve { up += u.allowedDischarge }
             if !reached.charge { down += u.allowedCharge }
         }

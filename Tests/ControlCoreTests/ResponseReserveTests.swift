@@ -114,4 +114,47 @@ struct ResponseReserveTests {
         plain.run(site(sustain: 0), from: 0, seconds: 20)
         #expect(abs(plain.battery.reduce(0, +) - 60_000) <= 3_000)
     }
+
+    @Test("each unit against its own reserve: dispatch stops on the drained unit only; an event still uses both")
+    func perUnitReserve() {
+        var droop = Fixture.immediateDroop
+        droop.sustain = .seconds(900)
+        let site = SiteController(
+            control: ControlSettings(droop: droop, limitRampPercentPerSecond: 1000, scheduleRampPercentPerSecond: 1000),
+            units: (0..<2).map { _ in UnitSettings(rating: Fixture.rating, capacity: WattHours(250_000)) }, startedAt: .zero)
+        // Unit 0 at 14.9 % (its reserve starts at 15 %), unit 1 at 40 %: the site's sum is far above
+        // the summed reserve, but unit 0's own share of the response is at stake.
+        let socs = [14.9, 40.0]
+        func inputs(_ unit: Int, _ now: MonotonicInstant) -> UnitInputs {
+            Self.dispatching(50, soc: socs[unit])(now)
+        }
+        SiteAllocationTests.run(site, from: 0, seconds: 1, inputs)
+        #expect(site.unitReserveReached[0].discharge && !site.unitReserveReached[1].discharge)
+        #expect(abs(site.decision(unit: 0).setpoint.value) < 1, "no dispatch from the unit at its reserve")
+        #expect(abs(site.decision(unit: 1).setpoint.value - 50_000) < 1, "the other unit's dispatch goes on")
+        // 49.40 Hz: 20 kW of response per unit; unit 0 still gives its share.
+        SiteAllocationTests.run(site, from: 1, seconds: 1, frequency: 49.4, inputs)
+        let first = site.decision(unit: 0).setpoint.value, second = site.decision(unit: 1).setpoint.value
+        #expect(first > 1_000, "unit 0 answers the event: \(first) W")
+        #expect(abs(first + second - 90_000) < 1, "50 kW dispatch + 2 × 20 kW response: \(first) + \(second) W")
+        // The site's figures are the sums of the units'.
+        let reserve = site.responseReserve
+        #expect(abs(reserve.dischargeWh - reserve.units.reduce(0) { $0 + $1.dischargeWh }) < 1e-9 && abs(reserve.dischargeWh - 50_000) < 1e-6)
+    }
+
+    @Test("SOC jitter across the reserve does not toggle dispatch; it resumes 0.5 % SOC above")
+    func reserveHysteresis() {
+        let site = Self.sustaining(900)
+        Fixture.run(site, seconds: 1, inputs: Self.dispatching(50, soc: 16))
+        var t = 1.0, setpoints: [Double] = []
+        for cycle in 0..<20 {
+            setpoints.append(Fixture.run(site, from: t, seconds: 0.1, inputs: Self.dispatching(50, soc: cycle % 2 == 0 ? 14.95 : 15.05)).setpoint.value)
+            t += 0.1
+        }
+        #expect(setpoints.allSatisfy { abs($0) < 1 }, "held at zero through the jitter: \(setpoints)")
+        #expect(abs(Fixture.run(site, from: t, seconds: 0.1, inputs: Self.dispatching(50, soc: 15.4)).setpoint.value) < 1)
+        #expect(ResponseReserve.resumeMarginPercent == 0.5)
+        #expect(abs(Fixture.run(site, from: t + 0.1, seconds: 0.1, inputs: Self.dispatching(50, soc: 15.6)).setpoint.value - 50_000) < 1)
+        #expect(!site.reserveReached.discharge)
+    }
 }
