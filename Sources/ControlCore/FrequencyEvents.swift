@@ -2,7 +2,7 @@
 /// `String`, so the cycle that fills them never allocates.
 
 /// Why a frequency event's response fell short, where bessd knows it.
-public enum FrequencyEventCause: UInt8, Sendable {
+public enum FrequencyEventCause: UInt8, Sendable, CaseIterable {
     /// Delivered in full (within the tolerance), or no cause known.
     case none
     /// A unit at its state-of-charge bound (`SOC_LOW` / `SOC_HIGH`).
@@ -18,14 +18,31 @@ public enum FrequencyEventCause: UInt8, Sendable {
     /// The units in service could not deliver what the droop law asked (rating, BMS current limits,
     /// units in standby) and nothing above explains it.
     case capacity
+
+    /// The cause as the control socket, the uplink, the journal and the aggregator name it; nil for
+    /// `none`. The one table of these names: never rename one, only add.
+    public var wireName: String? {
+        switch self {
+        case .none: nil
+        case .socLimit: "soc_limit"
+        case .interlock: "interlock"
+        case .gridOperatorLimit: "grid_operator_limit"
+        case .unitTripped: "unit_tripped"
+        case .communication: "communication"
+        case .capacity: "capacity"
+        }
+    }
 }
 
 /// Which way frequency left the deadband first.
-public enum FrequencyEventDirection: UInt8, Sendable {
+public enum FrequencyEventDirection: UInt8, Sendable, CaseIterable {
     /// Below the deadband: the response is more discharge.
     case under
     /// Above the deadband: the response is more charge.
     case over
+
+    /// `under` or `over`, as every report names it.
+    public var wireName: String { self == .under ? "under" : "over" }
 }
 
 /// One frequency event, assessed: what the droop settings required against what the site delivered.

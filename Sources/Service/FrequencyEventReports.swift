@@ -36,21 +36,15 @@ final class FrequencyEventReports: Sendable {
                                     "BESS_COUNT": "\(taken.dropped)"])
         }
         for assessment in taken.assessments {
-            let event = Self.reply(assessment, unitIDs: unitIDs)
+            let event = FrequencyEventReply(assessment, unitIDs: unitIDs)
             state.withLock { s in
                 s.total &+= 1
                 s.recent.append(event)
                 if s.recent.count > Self.kept { s.recent.removeFirst(s.recent.count - Self.kept) }
             }
             journal(event)
-            guard let recorder else { continue }
-            // The record is the control socket's entry read back: the same fields by construction.
-            do {
-                recorder.record(.frequencyEvent(try FrequencyEventRecord(json: JSONText.encode(event))))
-            } catch {
-                logger.error("frequency event \(event.sequence) not recorded for the uplink: \(error)",
-                             metadata: ["MESSAGE_ID": "\(MessageID.frequencyEvent)", "BESS_CODE": "FREQUENCY_EVENT_NOT_RECORDED"])
-            }
+            // The record is the control socket's entry itself: one type (ControlCore's FrequencyEventSummary).
+            recorder?.record(.frequencyEvent(event))
         }
     }
 
@@ -69,32 +63,6 @@ final class FrequencyEventReports: Sendable {
         m.metric("bessd_frequency_event_shortfall_watts", "gauge",
                  "The last frequency event's shortfall at the response time, W (in the response's direction).",
                  [("", last?.shortfallW ?? .nan)])
-    }
-
-    /// An assessment as the control socket lists it: names for the direction and cause, the unit's
-    /// id, null for what is not a number.
-    static func reply(_ a: FrequencyEventAssessment, unitIDs: [String]) -> FrequencyEventReply {
-        func finite(_ x: Double) -> Double? { x.isFinite ? x : nil }
-        return FrequencyEventReply(
-            sequence: a.sequence, start: a.start, end: a.end, direction: a.direction == .under ? "under" : "over",
-            extremeHz: finite(a.extremeHz), maxRocofHzPerS: finite(a.maxRocofHzPerSecond), preEventW: finite(a.preEventW),
-            requiredW: finite(a.requiredW), deliveredW: finite(a.deliveredW), requiredMeanW: finite(a.requiredMeanW),
-            deliveredMeanW: finite(a.deliveredMeanW), shortfallW: finite(a.shortfallW), cause: causeName(a.cause),
-            causeCode: a.causeCode.map { "\($0.name)" },
-            causeUnit: a.causeUnit >= 0 && a.causeUnit < unitIDs.count ? unitIDs[a.causeUnit] : nil, score: finite(a.score))
-    }
-
-    /// The cause as the socket, the uplink and the journal name it; nil for none.
-    static func causeName(_ cause: FrequencyEventCause) -> String? {
-        switch cause {
-        case .none: nil
-        case .socLimit: "soc_limit"
-        case .interlock: "interlock"
-        case .gridOperatorLimit: "grid_operator_limit"
-        case .unitTripped: "unit_tripped"
-        case .communication: "communication"
-        case .capacity: "capacity"
-        }
     }
 
     /// The journal entry: a warning when the site fell short, a notice when it delivered.

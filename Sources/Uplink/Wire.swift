@@ -1,3 +1,4 @@
+public import ControlCore
 import Foundation
 
 /// The uplink protocol, version 1 (docs/uplink-openapi.yaml). JSON; every record carries the site's

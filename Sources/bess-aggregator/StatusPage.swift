@@ -1,3 +1,4 @@
+import ControlCore
 import Foundation
 import Uplink
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ControlCore
 import ControlProtocol
 import Foundation
 

@@ -1,3 +1,4 @@
+import ControlCore
 import Foundation
 import Testing
 import Uplink
@@ -46,6 +47,26 @@ struct FrequencyEventRecordTests {
         nan.extremeHz = .nan
         let written = try JSONEncoder().encode(UplinkRecord(seq: 1, time: 1, body: .frequencyEvent(nan)))
         #expect(String(decoding: written, as: UTF8.self).contains("\"extreme_hz\":null"))
+    }
+
+    @Test("one names table: every cause and direction an assessment can carry is a name the record and ingest know")
+    func namesFromOneTable() throws {
+        #expect(FrequencyEventRecord.causes == ["soc_limit", "interlock", "grid_operator_limit", "unit_tripped", "communication", "capacity"])
+        #expect(FrequencyEventRecord.directions == ["under", "over"])
+        for direction in FrequencyEventDirection.allCases {
+            for cause in FrequencyEventCause.allCases {
+                // The record is built from the assessment directly (no JSON in between), with the cause's unit by id.
+                let record = FrequencyEventRecord(
+                    FrequencyEventAssessment(sequence: 4, direction: direction, extremeHz: 49.7, shortfallW: cause == .none ? 0 : 1_000,
+                                             cause: cause, causeUnit: cause == .none ? -1 : 1, score: .nan),
+                    unitIDs: ["D1", "D2"])
+                #expect(record.direction == direction.wireName && record.cause == cause.wireName)
+                #expect(record.causeUnit == (cause == .none ? nil : "D2") && record.score == nil)
+                #expect(cause == .none ? record.cause == nil : FrequencyEventRecord.causes.contains(record.cause ?? ""))
+                let back = try JSONDecoder().decode(UplinkRecord.self, from: JSONEncoder().encode(UplinkRecord(seq: 1, time: 1, body: .frequencyEvent(record))))
+                #expect(back.body == .frequencyEvent(record))
+            }
+        }
     }
 
     @Test("a batch with frequency events matches the OpenAPI document's schema")
