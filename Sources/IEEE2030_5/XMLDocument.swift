@@ -218,6 +218,9 @@ private struct Reader {
         }
         if selfClosing { return node }
         var text: [UInt8] = []
+        // White space not yet known to be text: before the first child it is held here, and becomes text
+        // only if text or the end tag follows rather than a child (indentation is not text).
+        var space: [UInt8] = []
         while true {
             guard index < bytes.count else { throw malformed("unterminated element \(quoted(qualified))", at: start) }
             let byte = bytes[index]
@@ -230,12 +233,16 @@ private struct Reader {
                         throw malformed("closing tag </\(quoted(qualified))> expected")
                     }
                     index += 1
+                    text += space
+                    guard text.count <= limits.maximumTextBytes else { throw oversized("more than \(limits.maximumTextBytes) bytes of text in one element") }
                     break
                 } else if peek("<!--") {
                     try comment()
                 } else if peek("<![CDATA[") {
                     let open = index
                     index += 9
+                    text += space
+                    space.removeAll()
                     while !peek("]]>") {
                         guard index < bytes.count else { throw malformed("unterminated CDATA section", at: open) }
                         text.append(bytes[index])
@@ -247,14 +254,23 @@ private struct Reader {
                 } else if peek("<!") {
                     throw malformed("a declaration inside an element")
                 } else {
+                    space.removeAll()
                     node.children.append(try element(depth: depth + 1))
                 }
             } else if byte == UInt8(ascii: "&") {
+                text += space
+                space.removeAll()
                 try reference(into: &text)
             } else {
-                // White space between child elements (a pretty-printed list's indentation) is not the
-                // element's text and does not count against the limit.
-                if node.children.isEmpty || !Self.isSpace(byte) { text.append(byte) }
+                // White space before, between and after child elements (a pretty-printed list's
+                // indentation) is not the element's text and does not count against the limit.
+                if !Self.isSpace(byte) {
+                    text += space
+                    space.removeAll()
+                    text.append(byte)
+                } else if node.children.isEmpty {
+                    space.append(byte)
+                }
                 index += 1
             }
             guard text.count <= limits.maximumTextBytes else { throw oversized("more than \(limits.maximumTextBytes) bytes of text in one element") }
