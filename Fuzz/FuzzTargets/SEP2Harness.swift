@@ -8,8 +8,9 @@ import IEEE2030_5
 /// Invariants: a refusal carries one of the five document codes and a message of printable ASCII
 /// only (nothing from the document unescaped); a tree read stays within `XMLLimits` (depth and
 /// elements); a resource read has every value inside its type's range (multiplier −9…9,
-/// randomization ±3600 s, opModFixedW ±10000, opModMaxLimW 0…10000, status 0–4) and its mRIDs are
-/// 1–32 hex digits; reading twice gives the same resource.
+/// start 0…2^40 s, randomization ±3600 s, opModFixedW ±10000, opModMaxLimW 0…10000, status 0–4) and its mRIDs are
+/// 1–32 hex digits; reading twice gives the same resource; `EventRules.resolve` on the controls read
+/// never traps and always yields a limit (an event's or the default's).
 enum SEP2Harness {
     static let codes: [SEP2ErrorCode] = [.xmlMalformed, .xmlOversized, .namespaceUnknown, .documentUnexpected, .valueInvalid]
 
@@ -39,8 +40,11 @@ enum SEP2Harness {
                 check(control, &violations)
                 let again = try DERControl.read(bytes).resource
                 violations.check(again == control, "a second read differs")
+                resolve([control], seed: UInt64(pick), &violations)
             case 1:
-                for control in try DERControlList.read(bytes).resource.controls { check(control, &violations) }
+                let controls = try DERControlList.read(bytes).resource.controls
+                for control in controls { check(control, &violations) }
+                resolve(controls, seed: UInt64(pick), &violations)
             case 2:
                 let fallback = try DefaultDERControl.read(bytes).resource
                 check(fallback.base, &violations)
@@ -65,7 +69,27 @@ enum SEP2Harness {
     static func check(_ control: DERControl, _ violations: inout Violations) {
         checkMRID(control.mRID, &violations)
         violations.check(abs(Int(control.randomizeStart)) <= 3600 && abs(Int(control.randomizeDuration)) <= 3600, "randomization beyond an hour")
+        violations.check(DERControl.startRange.contains(control.start), "a start of \(control.start) s")
         check(control.base, &violations)
+    }
+
+    /// The event rules over the controls read (one program; a default that sets every limit): no trap
+    /// at the edges of time, and every type set by an event or the default, an event's `until` after now.
+    static func resolve(_ controls: [DERControl], seed: UInt64, _ violations: inout Violations) {
+        var limits = DERControlBase()
+        limits.exportLimitW = ActivePower(value: 1, multiplier: 0)
+        let programs = [ProgramSchedule(mRID: "F1", primacy: 1, controls: controls, defaultControl: DefaultDERControl(mRID: "D1", base: limits))]
+        var times: [Int64] = [.min, 0, .max]
+        for control in controls { times += [control.start, control.start &+ Int64(control.duration) &- 1] }
+        for randomization in [Randomization.none, Randomization(seed: seed)] {
+            for now in times {
+                let active = EventRules.resolve(programs, now: now, randomization: randomization)
+                violations.check(active.base.exportLimitW != nil, "no export limit at \(now)")
+                for source in active.sources.values {
+                    if case .event(_, _, let until) = source { violations.check(until > now, "an event in force at \(now) ends at \(until)") }
+                }
+            }
+        }
     }
 
     static func check(_ base: DERControlBase, _ violations: inout Violations) {

@@ -149,13 +149,18 @@ public struct DERControl: Hashable, Sendable {
         responseRequired = 0
     }
 
+    /// The `interval` starts the reader accepts, seconds since the Unix epoch: 0 through 2^40 (the year
+    /// 36812), so a start, its duration (UInt32) and its randomization (Int16) add up without overflow;
+    /// a start outside is `SEP2_VALUE_INVALID`.
+    public static let startRange: ClosedRange<Int64> = 0...(1 << 40)
+
     init(_ element: XMLElement) throws(SEP2Error) {
         href = element.attribute("href")
         mRID = try element.mRID()
         creationTime = try element.requiredInteger("creationTime", Int64.self)
         status = try EventStatus(try element.required("EventStatus"))
         let interval = try element.required("interval")
-        start = try interval.requiredInteger("start", Int64.self)
+        start = try interval.requiredInteger("start", Int64.self, in: Self.startRange)
         duration = try interval.requiredInteger("duration", UInt32.self)
         randomizeStart = try element.integer("randomizeStart", Int16.self, in: -3600...3600) ?? 0
         randomizeDuration = try element.integer("randomizeDuration", Int16.self, in: -3600...3600) ?? 0

@@ -166,10 +166,19 @@ public enum ControlState: Hashable, Sendable {
 ///   default sets it.
 public enum EventRules {
     /// A control's window with its randomization drawn; `end <= start` for an empty one.
+    /// The sums saturate at `Int64.min` and `Int64.max`: a control built outside the reader (which
+    /// bounds `start` to `DERControl.startRange`) cannot trap the rules.
     public static func window(_ control: DERControl, randomization: Randomization) -> (start: Int64, end: Int64) {
-        let start = control.start + randomization.offset(bound: control.randomizeStart, mRID: control.mRID, salt: 0)
-        let end = start + Int64(control.duration) + randomization.offset(bound: control.randomizeDuration, mRID: control.mRID, salt: 1)
+        let start = clampedSum(control.start, randomization.offset(bound: control.randomizeStart, mRID: control.mRID, salt: 0))
+        let end = clampedSum(clampedSum(start, Int64(control.duration)),
+                             randomization.offset(bound: control.randomizeDuration, mRID: control.mRID, salt: 1))
         return (start, end)
+    }
+
+    /// `a + b`, held at the nearer bound where it would overflow.
+    static func clampedSum(_ a: Int64, _ b: Int64) -> Int64 {
+        let (sum, overflow) = a.addingReportingOverflow(b)
+        return overflow ? (b > 0 ? .max : .min) : sum
     }
 
     /// The controls in force at `now` (server time, seconds since the Unix epoch).

@@ -117,4 +117,31 @@ struct EventRuleTests {
         for seed in 0..<64 { starts.insert(EventRules.window(control, randomization: Randomization(seed: UInt64(seed))).start) }
         #expect(starts.count > 20, "seeds spread the start over the bound: \(starts.sorted())")
     }
+
+    @Test("a start of Int64.max or Int64.min is refused by the reader and cannot trap the rules")
+    func startAtTheEdges() throws {
+        func document(start: String) -> [UInt8] {
+            Array(("<DERControl xmlns=\"urn:ieee:std:2030.5:ns\"><mRID>A1</mRID><creationTime>1</creationTime>"
+                + "<EventStatus><currentStatus>0</currentStatus><dateTime>1</dateTime><potentiallySuperseded>false</potentiallySuperseded></EventStatus>"
+                + "<interval><duration>4294967295</duration><start>\(start)</start></interval><randomizeStart>3600</randomizeStart>"
+                + "<DERControlBase><opModConnect>true</opModConnect></DERControlBase></DERControl>").utf8)
+        }
+        for start in ["9223372036854775807", "-9223372036854775808", "1099511627777", "-1"] {
+            #expect { try DERControl.read(document(start: start)) } throws: { ($0 as? SEP2Error)?.code == .valueInvalid }
+        }
+        #expect(try DERControl.read(document(start: "\(DERControl.startRange.upperBound)")).resource.start == 1 << 40, "the range's end is read")
+        // Controls made in code are not bounded: the rules saturate instead of trapping.
+        let draw = Randomization(seed: 7)
+        let programs = [ProgramSchedule(mRID: "P1", primacy: 1, controls: [
+            Self.control("A", created: 1, start: .max, duration: .max, export: 100, randomizeStart: 3600, randomizeDuration: 3600),
+            Self.control("B", created: 2, start: .max - 10, duration: 60, importW: 200),
+            Self.control("C", created: 3, start: .min, duration: 60, export: 300, randomizeStart: -3600),
+        ], defaultControl: Self.defaults(export: 5000))]
+        for now in [Int64.min + 30, 0, .max - 5, .max] {
+            let active = EventRules.resolve(programs, now: now, randomization: draw)
+            #expect(active.base.exportLimitW?.watts == (now == .min + 30 ? 300 : 5000), "at \(now): C from Int64.min for 60 s, A's window empty")
+            #expect(active.sources[.importLimitW] == (now == .max - 5 ? .event(program: "P1", control: "B", until: .max) : nil), "at \(now)")
+        }
+        #expect(EventRules.state(of: "A", program: "P1", in: programs, now: .max, randomization: draw) == .completed)
+    }
 }
