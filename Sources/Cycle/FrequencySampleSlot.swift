@@ -49,20 +49,23 @@ public final class FrequencySampleSlot: Sendable {
         sequence.store(next, ordering: .releasing)
     }
 
-    /// The newest sample, or nil before the first usable one.
+    /// The newest sample, or nil before the first usable one, or nil when 64 reads in a row were
+    /// overtaken by publications: then no sample is known whole, and the cycle falls back to the
+    /// inverters' frequency for that one cycle rather than act on a torn one.
     public func read() -> PMUSample? {
-        var attempts = 0
-        while true {
+        for _ in 0..<Self.attempts {
             let before = sequence.load(ordering: .acquiring)
             if before == 0 { return nil }
             let sample = buffer(before).load()
             atomicMemoryFence(ordering: .acquiring)
-            attempts += 1
-            // 64 publications during one read cannot happen at any PMU's rate; the bound only
-            // keeps a broken writer from holding a reader forever.
-            if sequence.load(ordering: .relaxed) == before || attempts == 64 { return sample }
+            if sequence.load(ordering: .relaxed) == before { return sample }
         }
+        return nil
     }
+
+    /// Reads tried before `read` gives up: 64 publications during one read cannot happen at any
+    /// PMU's rate; the bound only keeps a broken writer from holding a reader forever.
+    static let attempts = 64
 
     private func buffer(_ sequence: UInt64) -> Buffer { sequence & 1 == 0 ? buffers.0 : buffers.1 }
 

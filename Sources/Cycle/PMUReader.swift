@@ -51,8 +51,8 @@ public struct PMUSettings: Sendable, Equatable {
 /// it (or answers what the decoder refuses), for CFG-2 from then on; send "turn on data"; read.
 /// Frames with a wrong CHK, another stream's IDCODE or a layout that does not decode are counted in
 /// `rejectedFrames` and change nothing; a STAT "configuration changed" or a data frame of another
-/// length asks for the configuration again. No frame for 3 s (or three frame periods, if longer),
-/// a closed connection or a socket error ends the session; the next one starts after
+/// length asks for the configuration again. No frame for 3 s (or three frame periods, if longer,
+/// at most 10 s), a closed connection or a socket error ends the session; the next one starts after
 /// `reconnectDelay`, doubling up to 30 s, back to the first delay once data flowed.
 ///
 /// `@unchecked Sendable`: the connection and the stream's configuration live on the reader's
@@ -87,6 +87,17 @@ public final class PMUReader: @unchecked Sendable {
 
     /// The longest a session waits for a frame once data was asked for (longer at slow data rates).
     static let silenceLimit: Duration = .seconds(3)
+    /// The most a slow DATA_RATE stretches `silenceLimit`: a PMU that announces one frame per
+    /// 32768 s would otherwise keep a dead session for 27 h. No sample older than `max_age_ms`
+    /// (at most 2 s) is used, so a slower PMU is of no use to the cycle anyway.
+    static let longestSilence: Duration = .seconds(10)
+
+    /// How long a streaming session may go without a frame: three frame periods, at least
+    /// `silenceLimit`, at most `longestSilence` (docs/pmu.md).
+    static func silence(framePeriodSeconds: Double?) -> Duration {
+        let periods = min(3 * (framePeriodSeconds ?? 0), longestSilence.secondsDouble)
+        return max(silenceLimit, .seconds(fromDouble: periods))
+    }
     /// The longest a TCP connect or an unanswered configuration request may take.
     static let answerLimit: Duration = .seconds(3)
     /// A stream buffer that holds the largest frame (FRAMESIZE is 16 bits) and the next one's start.
@@ -191,7 +202,7 @@ public final class PMUReader: @unchecked Sendable {
                     deadline = min(since + limit, session.configurationAskedAt + .seconds(1))
                 }
             case .streaming:
-                let silence = max(Self.silenceLimit, .seconds(fromDouble: 3 * (session.configuration?.framePeriodSeconds ?? 0)))
+                let silence = Self.silence(framePeriodSeconds: session.configuration?.framePeriodSeconds)
                 if now - session.lastFrameAt >= silence {
                     throw LinkFailure("PMU_SILENT", "no frame for \(Self.number(silence)) s")
                 }
@@ -261,8 +272,11 @@ public final class PMUReader: @unchecked Sendable {
 
     /// Takes every whole frame off the front of a TCP stream buffer; returns the bytes left (moved
     /// to the front). Bytes that cannot start a frame (bad SYNC or FRAMESIZE) are skipped to the next
-    /// 0xAA, counted once as a rejected frame; CHK then refuses a false start.
-    private func extractFrames(_ buffer: inout [UInt8], filled: Int, at readAt: MonotonicInstant, _ session: inout PMUStream) -> Int {
+    /// 0xAA, counted once as a rejected frame. While resynchronising, a start whose frame fails its
+    /// CHK is skipped by one byte to the next 0xAA (not by the FRAMESIZE it claims), and one whose
+    /// claimed frame has not all come yet gives way to a later start whose whole frame checks: a
+    /// false 0xAA claiming 64 KiB does not hold up the frames behind it.
+    func extractFrames(_ buffer: inout [UInt8], filled: Int, at readAt: MonotonicInstant, _ session: inout PMUStream) -> Int {
         var start = 0
         while filled - start >= 4 {
             let size: Int
@@ -275,7 +289,15 @@ public final class PMUReader: @unchecked Sendable {
                 start = buffer[(start + 1)..<filled].firstIndex(of: 0xAA) ?? filled
                 continue
             }
-            guard filled - start >= size else { break }
+            guard filled - start >= size else {
+                guard session.resynchronising, let next = Self.checkedStart(in: buffer, after: start, filled: filled) else { break }
+                start = next
+                continue
+            }
+            if session.resynchronising, (try? Frame(decoding: buffer[start..<(start + size)])) == nil {
+                start = buffer[(start + 1)..<filled].firstIndex(of: 0xAA) ?? filled
+                continue
+            }
             handle(buffer[start..<(start + size)], at: readAt, &session)
             start += size
         }
@@ -285,6 +307,19 @@ public final class PMUReader: @unchecked Sendable {
             }
         }
         return filled - start
+    }
+
+    /// The first 0xAA after `start` where a whole frame with a good CHK lies, if any.
+    static func checkedStart(in buffer: [UInt8], after start: Int, filled: Int) -> Int? {
+        var candidate = start + 1
+        while let next = buffer[candidate..<filled].firstIndex(of: 0xAA) {
+            if filled - next >= 4, let size = try? Frame.size(atStartOf: buffer[next..<(next + 4)]), filled - next >= size,
+               (try? Frame(decoding: buffer[next..<(next + size)])) != nil {
+                return next
+            }
+            candidate = next + 1
+        }
+        return nil
     }
 
     /// One frame through the session's decoder, its outcome counted and published.
