@@ -58,6 +58,7 @@ struct PMUDaemonTests {
     @Test("bessd against pyPMU over TCP: the droop follows the PMU's 49.8 Hz, not the inverters' 50.2; STAT invalid → inverter and back; the PMU stopped → inverter, restarted → pmu again (bessd reconnects); status, text and /metrics say which")
     func daemonFollowsPyPMU() throws {
         var peer = try PMUServer(hz: 49.8)
+        let maxAge = 500
         defer { peer.stop() }
         #expect(peer.port > 0, "pmu_peer.py serve printed no port")
         let port = peer.port
@@ -65,13 +66,17 @@ struct PMUDaemonTests {
 
             grid_integration:
               frequency_source: pmu
-              pmu: {host: 127.0.0.1, port: \(port), transport: tcp, idcode: 1410, max_age_ms: 500, reconnect_s: 0.2}
+              pmu: {host: 127.0.0.1, port: \(port), transport: tcp, idcode: 1410, max_age_ms: \(maxAge), reconnect_s: 0.2}
             """
         let daemon = try RunningDaemon(yaml: yaml)
         var (ok, seen) = Self.follows(daemon, "pmu", hz: 49.8, sign: 1)
         #expect(ok, "following the PMU: \(seen)")
-        let age = Self.status(daemon).age
-        #expect(age >= 0 && age <= 500, "frequency_age_ms \(age)")
+        // The rule the cycle enforces, not a timing: while the source is the PMU, its sample is no
+        // older than max_age_ms (a slow machine may fall back meanwhile, which is also in the rule).
+        for _ in 0..<10 {
+            let now = Self.status(daemon)
+            #expect(now.source != "pmu" || (now.age >= 0 && now.age <= Double(maxAge)), "\(now)")
+        }
         let table = try Package.run("bessctl", ["status", "--socket", daemon.socket])
         #expect(table.out.contains("Hz (pmu, "), "\(table.out)")
         let metrics = (try daemon.request(["verb": "metrics"]))["text"] as? String ?? ""
