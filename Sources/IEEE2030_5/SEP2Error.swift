@@ -45,19 +45,9 @@ public struct SEP2ErrorCode: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// Text from a document or certificate made safe for a message: printable ASCII kept, everything else
-/// (controls, quotes, backslashes, non-ASCII) as `\u{XX}`, cut to `limit` characters with `…`.
+/// Text from a document or certificate made safe for a message by ControlCore's `TextQuoting` (the
+/// escaper BessSystem's `PeerText` forwards to): printable ASCII kept, `"` and `\` escaped, everything
+/// else as `\u{hex}`, cut to `limit` characters with `…`.
 func quoted(_ text: some StringProtocol, limit: Int = 40) -> String {
-    var out = "\""
-    var count = 0
-    for scalar in text.unicodeScalars {
-        if count == limit { out += "…"; break }
-        if scalar.value >= 0x20 && scalar.value < 0x7F && scalar != "\"" && scalar != "\\" {
-            out.unicodeScalars.append(scalar)
-        } else {
-            out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
-        }
-        count += 1
-    }
-    return out + "\""
+    TextQuoting.quoted(text, limit: limit)
 }

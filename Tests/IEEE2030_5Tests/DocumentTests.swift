@@ -157,7 +157,7 @@ struct DocumentTests {
         #expect(mixed.text == " y &", "white space next to a child is dropped, text kept")
     }
 
-    @Test("text from the document reaches a message escaped: controls, quotes and non-ASCII as \\u{…}")
+    @Test("text from the document reaches a message escaped as TextQuoting escapes it: controls and non-ASCII as \\u{…}, quotes with \\")
     func messagesEscaped() {
         let hostile = "<DERControl xmlns=\"\(Self.sep)\" xmlns:e=\"urn:évil\n\u{1B}[31m\"><e:x/></DERControl>"
         do {
