@@ -33,6 +33,23 @@ let benchmarks: @Sendable () -> Void = {
         precondition(shared.site.gridPower.isFinite, "the site meter never read")
     }
 
+    // Frequency from a PMU (followPMU, the slot's read, DFREQ as ROCOF): a sample published between
+    // cycles, swinging ±0.15 Hz across the deadband, and 1 s of silence every 20 s (older than
+    // max_age_ms: the fallback to the inverters and the return are in these cycles too).
+    Benchmark("1000 cycles, 32 simulated units, frequency from a PMU") { benchmark in
+        let slot = FrequencySampleSlot()
+        let (body, shared) = makeCycle(units: 32, pmu: slot)
+        var k = 0
+        measureCycles(body, shared, benchmark) { now in
+            k += 1
+            guard k % 200 >= 10 else { return }
+            let hz = 50 + 0.15 * sin(Double(k) / 40)
+            slot.publish(PMUSample(frequency: Hertz(hz), rocofHzPerSecond: 0.15 / 4 * cos(Double(k) / 40),
+                                   takenAt: now - .milliseconds(20), frameTime: 1_800_000_000 + Double(k) / 10))
+        }
+        precondition(shared.frequencyEventTally.count >= 3, "no frequency events were assessed")
+    }
+
     // The allocation alone: 10,000 calls over units with uneven headroom and SOC.
     for units in [1, 8, 32] {
         Benchmark("SiteAllocator.allocate x 10000, \(units) units") { benchmark in
@@ -69,18 +86,22 @@ let benchmarks: @Sendable () -> Void = {
 /// status, /metrics and the uplink read, copying into storage of its own under the same lock; the
 /// cycle must not copy-on-write or allocate because of it. (The reader copies into preallocated
 /// storage, so any allocation counted in the measured window is the cycle's.)
-func measureCycles(_ body: CycleBody, _ shared: SharedState, _ benchmark: Benchmark) {
+/// `between`, when given, runs before each cycle (a PMU sample published, as the reader thread would).
+func measureCycles(_ body: CycleBody, _ shared: SharedState, _ benchmark: Benchmark,
+                   between: (MonotonicInstant) -> Void = { _ in }) {
     let reader = Reader(shared: shared)
     reader.start()
     defer { reader.stop() }
     var now = MonotonicInstant(nanoseconds: 1_000_000_000)
     for _ in 0..<3000 {
         now = now + .milliseconds(100)
+        between(now)
         body.run(now: now, lateness: .zero)
     }
     benchmark.startMeasurement()
     for _ in 0..<1000 {
         now = now + .milliseconds(100)
+        between(now)
         body.run(now: now, lateness: .zero)
     }
     benchmark.stopMeasurement()
@@ -122,7 +143,7 @@ final class Reader: @unchecked Sendable {
     }
 }
 
-func makeCycle(units: Int, site: Bool = false) -> (CycleBody, SharedState) {
+func makeCycle(units: Int, site: Bool = false, pmu: FrequencySampleSlot? = nil) -> (CycleBody, SharedState) {
     var yaml = """
     mode: simulation
     period_ms: 100
@@ -149,8 +170,13 @@ func makeCycle(units: Int, site: Bool = false) -> (CycleBody, SharedState) {
             of: "simulation:\n",
             with: "simulation:\n  load: {profile: steps, base_kw: \(units * 30), levels_kw: [\(units * 90), \(units * 10)], step_period_s: 30}\n")
     }
-    let configuration = try! ConfigLoader.parse(yaml, file: "benchmark.yaml")
+    var configuration = try! ConfigLoader.parse(yaml, file: "benchmark.yaml")
+    if pmu != nil {
+        configuration.grid.frequencySource = .pmu
+        configuration.grid.pmu = PMUSettings(host: "127.0.0.1", port: 4712, idcode: 1410, maxAge: .milliseconds(500))
+    }
     let runner = try! SiteRunner.make(configuration: configuration, startedAt: MonotonicInstant(nanoseconds: 1_000_000_000)) { _ in }
+    runner.pmuSamples = pmu
     let shared = SharedState(units: units)
     return (CycleBody(runner: runner, shared: shared), shared)
 }
