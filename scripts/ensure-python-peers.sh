@@ -1,9 +1,47 @@
 #!/usr/bin/env bash
-# Installs the Python protocol peers of hil/requirements.txt (the system's python3) and of
-# hil/requirements-py312.txt (the IEEE 2030.5 peers, which need Python >= 3.12: pyenv's 3.12.1)
-# when any is missing.
+# Installs the Python protocol peers (packages, never an interpreter) when any is missing: the pins of
+# hil/requirements.txt into the system's python3, and those of hil/requirements-py312.txt (the IEEE
+# 2030.5 peers, which need Python >= 3.12) into the newest Python >= 3.12 that pyenv already has.
+# This machine reaches only PyPI and Debian, so `pyenv install` cannot fetch CPython: without such a
+# Python the script stops and says what is missing.
+#
+#   scripts/ensure-python-peers.sh            install what is missing
+#   scripts/ensure-python-peers.sh --python   print the 3.12+ interpreter's path (the tests run the
+#                                             peers with it: Package.sep2Python), install nothing
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# python312: the path of the newest pyenv Python >= 3.12 (not the shim: PATH order does not matter).
+python312() {
+    local pyenv
+    pyenv=$(command -v pyenv || echo "${PYENV_ROOT:-$HOME/.pyenv}/bin/pyenv")
+    if [ ! -x "$pyenv" ]; then
+        echo "ensure-python-peers: pyenv is not installed (looked on PATH and in ${PYENV_ROOT:-$HOME/.pyenv}/bin);" \
+             "the IEEE 2030.5 peers of hil/requirements-py312.txt need a Python >= 3.12 from pyenv" >&2
+        return 1
+    fi
+    local versions version
+    versions=$("$pyenv" versions --bare)
+    version=$(grep -E '^3\.(1[2-9]|[2-9][0-9])\.[0-9]+$' <<<"$versions" | sort -V | tail -n 1 || true)
+    if [ -z "$version" ]; then
+        echo "ensure-python-peers: pyenv has no Python >= 3.12 (it has: $(xargs <<<"$versions"));" \
+             "the IEEE 2030.5 peers of hil/requirements-py312.txt need one: 'pyenv install 3.12' where" \
+             "python.org is reachable (this script installs packages, not interpreters)" >&2
+        return 1
+    fi
+    local python
+    python="$("$pyenv" root)/versions/$version/bin/python3"
+    if [ ! -x "$python" ]; then
+        echo "ensure-python-peers: pyenv lists Python $version but $python is missing" >&2
+        return 1
+    fi
+    echo "$python"
+}
+
+if [ "${1:-}" = "--python" ]; then
+    python312
+    exit
+fi
 
 # ensure FILE PYTHON...: installs FILE's pins with PYTHON unless each is installed at its version.
 ensure() {
@@ -27,4 +65,5 @@ PY
 }
 
 ensure hil/requirements.txt python3
-ensure hil/requirements-py312.txt env PYENV_VERSION=3.12.1 python3
+PYTHON312=$(python312)
+ensure hil/requirements-py312.txt "$PYTHON312"

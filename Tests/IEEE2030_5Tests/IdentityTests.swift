@@ -50,7 +50,7 @@ struct IdentityTests {
     func againstSep2cert() throws {
         let fixture = try TLSFixture()
         let names = ["client", "server", "ca", "foreign"]
-        let run = try Package.tool(["PYENV_VERSION=3.12.1", "python3", "hil/peers/sep2_peer.py", "identity", "--make", fixture.directory.path]
+        let run = try Package.tool([try Package.sep2Python(), "hil/peers/sep2_peer.py", "identity", "--make", fixture.directory.path]
                                    + names.map { fixture.path("\($0).pem") })
         #expect(run.status == 0, "sep2_peer.py identity: \(run.err.suffix(600))")
         let lines = run.out.split(separator: "\n").compactMap {

@@ -4,14 +4,14 @@ import IEEE2030_5
 import TestSupport
 import Testing
 
-/// The 2030.5 module against peers no one here wrote (hil/peers/sep2_peer.py, Python 3.12 from
-/// pyenv): documents written by envoy-schema's models, and the event rules against sep2tools'
+/// The 2030.5 module against peers no one here wrote (hil/peers/sep2_peer.py on `Package.sep2Python`,
+/// pyenv's newest Python >= 3.12): documents written by envoy-schema's models, and the event rules against sep2tools'
 /// `condense_events` on random schedules.
 @Suite("IEEE 2030.5 against envoy-schema and sep2tools", .serialized)
 struct SEP2PeerTests {
     /// The peer's JSON lines.
     static func peer(_ arguments: [String]) throws -> [[String: Any]] {
-        let run = try Package.tool(["PYENV_VERSION=3.12.1", "python3", "hil/peers/sep2_peer.py"] + arguments)
+        let run = try Package.tool([try Package.sep2Python(), "hil/peers/sep2_peer.py"] + arguments)
         #expect(run.status == 0, "sep2_peer.py \(arguments.first ?? ""): \(run.err.suffix(800))")
         return run.out.split(separator: "\n").compactMap {
             (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any]
@@ -184,6 +184,38 @@ struct SEP2PeerTests {
         #expect(mismatches.isEmpty, "\(mismatches.count) of \(compared) differ; the first: \(mismatches.prefix(3).joined(separator: "\n"))")
         #expect(compared > 300 * times.count, "compared \(compared)")
         #expect(active > compared / 4, "the schedules keep controls in force often enough to mean something: \(active)/\(compared)")
+    }
+
+    /// `scripts/ensure-python-peers.sh --python` against a stand-in pyenv (a script on PATH) with the
+    /// versions `listed`, each but `absent` given a bin/python3: its output and exit status.
+    static func pick(_ listed: [String], absent: Set<String> = []) throws -> (status: Int32, out: String, err: String) {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("pyenv-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let bin = root.appendingPathComponent("bin")
+        try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
+        for version in listed where !absent.contains(version) {
+            let python = root.appendingPathComponent("versions/\(version)/bin")
+            try FileManager.default.createDirectory(at: python, withIntermediateDirectories: true)
+            FileManager.default.createFile(atPath: python.appendingPathComponent("python3").path, contents: Data("#!/bin/sh\n".utf8),
+                                           attributes: [.posixPermissions: 0o755])
+        }
+        let pyenv = "#!/bin/sh\nif [ \"$1\" = root ]; then echo \(root.path); else printf '\(listed.joined(separator: "\\n"))\\n'; fi\n"
+        FileManager.default.createFile(atPath: bin.appendingPathComponent("pyenv").path, contents: Data(pyenv.utf8), attributes: [.posixPermissions: 0o755])
+        let run = try Package.capture(Package.root.appendingPathComponent("scripts/ensure-python-peers.sh"), ["--python"],
+                                      environment: ["PATH": "\(bin.path):/usr/bin:/bin", "PYENV_ROOT": root.path])
+        return (run.status, run.out.replacingOccurrences(of: root.path, with: "ROOT"), run.err)
+    }
+
+    @Test("ensure-python-peers picks pyenv's newest Python >= 3.12 whatever PATH says, and names what is missing")
+    func interpreterChoice() throws {
+        let newest = try Self.pick(["3.11.7", "3.12.1", "3.12.10", "3.13.2", "3.13.2/envs/tools", "3.14.0a1", "3.9.18"])
+        #expect(newest.status == 0 && newest.out == "ROOT/versions/3.13.2/bin/python3\n", "\(newest)")
+        let none = try Self.pick(["3.10.13", "3.11.7", "3.12.1/envs/tools"])
+        #expect(none.status != 0 && none.out.isEmpty, "\(none)")
+        #expect(none.err.contains("pyenv has no Python >= 3.12") && none.err.contains("3.11.7"), "\(none.err)")
+        let missing = try Self.pick(["3.12.1", "3.12.4"], absent: ["3.12.4"])
+        #expect(missing.status != 0 && missing.err.contains("3.12.4"), "\(missing)")
+        #expect(try Package.sep2Python().hasSuffix("/bin/python3"), "the tests' interpreter comes from the same script")
     }
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """IEEE 2030.5 peers no one here wrote: sep2cert, envoy-schema and sep2tools (PyPI, Python >= 3.12;
-pinned in hil/requirements-py312.txt; run as `PYENV_VERSION=3.12.1 python3 hil/peers/sep2_peer.py`).
+pinned in hil/requirements-py312.txt; run as `$(scripts/ensure-python-peers.sh --python) hil/peers/sep2_peer.py`).
 
 `identity [--make DIR] PEM...`  one JSON line per certificate: {"path", "lfdi", "sfdi"} as sep2cert
     derives them; with --make, sep2cert first makes a SERCA and a device certificate (PEN 12345) in
