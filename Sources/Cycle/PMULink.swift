@@ -33,7 +33,7 @@ final class PMULink {
 
     /// Resolves the PMU's host and connects (TCP: each address in turn, within `PMUReader.answerLimit`
     /// each; a stop ends the wait) or opens the datagram socket (UDP: the first address).
-    static func open(_ settings: PMUSettings, clock: any MonotonicClock, wakeup: Wakeup, running: () -> Bool) throws(LinkFailure) -> PMULink {
+    static func open(_ settings: PMUSettings, clock: any MonotonicClock, wakeup: Wakeup, running: () -> Bool) throws(PMULinkError) -> PMULink {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(settings.transport == .tcp ? SOCK_STREAM.rawValue : SOCK_DGRAM.rawValue)
@@ -41,45 +41,45 @@ final class PMULink {
         var list: UnsafeMutablePointer<addrinfo>?
         let resolved = getaddrinfo(settings.host, String(settings.port), &hints, &list)
         guard resolved == 0 else {
-            throw LinkFailure("PMU_CONNECT_FAILED", "cannot resolve the host: \(String(cString: gai_strerror(resolved)))")
+            throw PMULinkError(.connectFailed, message: "cannot resolve the host: \(String(cString: gai_strerror(resolved)))")
         }
         defer { freeaddrinfo(list) }
-        var failure = LinkFailure("PMU_CONNECT_FAILED", "the host has no address")
+        var failure = PMULinkError(.connectFailed, message: "the host has no address")
         var next = list
         while let entry = next?.pointee {
             next = entry.ai_next
             var storage = sockaddr_storage()
             guard let address = entry.ai_addr, Int(entry.ai_addrlen) <= MemoryLayout<sockaddr_storage>.size else { continue }
             _ = withUnsafeMutableBytes(of: &storage) { memcpy($0.baseAddress!, address, Int(entry.ai_addrlen)) }
-            do throws(LinkFailure) {
+            do throws(PMULinkError) {
                 return try open(family: entry.ai_family, peer: storage, length: entry.ai_addrlen, settings.transport,
                                 clock: clock, wakeup: wakeup, running: running)
             } catch {
                 failure = error
-                if error.code == "PMU_STOPPED" || settings.transport == .udp { throw error }
+                if error.code == .stopped || settings.transport == .udp { throw error }
             }
         }
         throw failure
     }
 
     private static func open(family: Int32, peer: sockaddr_storage, length: socklen_t, _ transport: PMUSettings.Transport,
-                             clock: any MonotonicClock, wakeup: Wakeup, running: () -> Bool) throws(LinkFailure) -> PMULink {
+                             clock: any MonotonicClock, wakeup: Wakeup, running: () -> Bool) throws(PMULinkError) -> PMULink {
         let kind = transport == .tcp ? SOCK_STREAM.rawValue : SOCK_DGRAM.rawValue
         let fd = Glibc.socket(family, Int32(kind) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw LinkFailure("PMU_CONNECT_FAILED", "socket: \(SystemError.text(errno))") }
+        guard fd >= 0 else { throw PMULinkError(.connectFailed, message: "socket: \(SystemError.text(errno))") }
         let owned = Descriptor(owning: fd)
         guard transport == .tcp else { return PMULink(socket: owned, transport: transport, peer: peer, peerLength: length) }
         var address = peer
         let result = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, length) } }
         if result != 0 {
             let code = errno
-            guard code == EINPROGRESS || code == EINTR else { throw LinkFailure("PMU_CONNECT_FAILED", "connect: \(SystemError.text(code))") }
+            guard code == EINPROGRESS || code == EINTR else { throw PMULinkError(.connectFailed, message: "connect: \(SystemError.text(code))") }
             let deadline = clock.now() + PMUReader.answerLimit
             var fds = [pollfd(fd: fd, events: Int16(POLLOUT), revents: 0), pollfd(fd: wakeup.descriptor, events: Int16(POLLIN), revents: 0)]
             while fds[0].revents == 0 {
-                guard running() else { throw LinkFailure("PMU_STOPPED", "stopped") }
+                guard running() else { throw PMULinkError(.stopped, message: "stopped") }
                 guard clock.now() < deadline else {
-                    throw LinkFailure("PMU_CONNECT_FAILED", "connect: no answer within \(PMUReader.number(PMUReader.answerLimit)) s")
+                    throw PMULinkError(.connectFailed, message: "connect: no answer within \(PMUReader.number(PMUReader.answerLimit)) s")
                 }
                 fds[1].revents = 0
                 _ = fds.withUnsafeMutableBufferPointer { clock.poll($0.baseAddress!, count: 2, until: deadline) }
@@ -87,7 +87,7 @@ final class PMULink {
             var error: Int32 = 0
             var size = socklen_t(MemoryLayout<Int32>.size)
             getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size)
-            guard error == 0 else { throw LinkFailure("PMU_CONNECT_FAILED", "connect: \(SystemError.text(error))") }
+            guard error == 0 else { throw PMULinkError(.connectFailed, message: "connect: \(SystemError.text(error))") }
         }
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -95,7 +95,7 @@ final class PMULink {
     }
 
     /// Sends one command frame, whole or not at all.
-    func send(_ bytes: [UInt8]) throws(LinkFailure) {
+    func send(_ bytes: [UInt8]) throws(PMULinkError) {
         let sent = bytes.withUnsafeBytes { raw in
             transport == .tcp
                 ? Glibc.send(descriptor, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL))
@@ -104,17 +104,17 @@ final class PMULink {
                 }
         }
         guard sent == bytes.count else {
-            throw LinkFailure("PMU_IO", sent < 0 ? "send: \(SystemError.text(errno))" : "send: \(sent) of \(bytes.count) bytes")
+            throw PMULinkError(.io, message: sent < 0 ? "send: \(SystemError.text(errno))" : "send: \(sent) of \(bytes.count) bytes")
         }
     }
 
     /// Reads what is there into `buffer` from `offset` on (TCP), or one datagram into its start (UDP).
-    func receive(into buffer: inout [UInt8], from offset: Int) throws(LinkFailure) -> Received {
+    func receive(into buffer: inout [UInt8], from offset: Int) throws(PMULinkError) -> Received {
         let capacity = buffer.count
         if transport == .tcp {
             let n = buffer.withUnsafeMutableBytes { Glibc.recv(descriptor, $0.baseAddress! + offset, capacity - offset, 0) }
             if n > 0 { return .bytes(n) }
-            if n == 0 { throw LinkFailure("PMU_CLOSED", "the PMU closed the connection") }
+            if n == 0 { throw PMULinkError(.closed, message: "the PMU closed the connection") }
         } else {
             var from = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
@@ -127,7 +127,7 @@ final class PMULink {
         }
         let code = errno
         if code == EAGAIN || code == EWOULDBLOCK || code == EINTR { return .nothing }
-        throw LinkFailure("PMU_IO", "receive: \(SystemError.text(code))")
+        throw PMULinkError(.io, message: "receive: \(SystemError.text(code))")
     }
 
     /// Whether a datagram's source is the PMU's address (any port: a PMU may send from another).

@@ -129,10 +129,10 @@ public final class PMUReader: @unchecked Sendable {
         var backoff = Backoff(first: settings.reconnectDelay, maximum: max(.seconds(30), settings.reconnectDelay))
         while worker.isRunning {
             var session = PMUStream(settings: settings, askCFG3: askCFG3)
-            let failure: LinkFailure
-            do throws(LinkFailure) {
+            let failure: PMULinkError
+            do throws(PMULinkError) {
                 try follow(&session)
-                failure = LinkFailure("PMU_STOPPED", "stopped")
+                failure = PMULinkError(.stopped, message: "stopped")
             } catch {
                 failure = error
             }
@@ -141,24 +141,24 @@ public final class PMUReader: @unchecked Sendable {
             guard worker.isRunning else { break }
             if askCFG3, session.cfg3Refused {
                 // Not a lost PMU: one that does not serve CFG-3 (pyPMU closes the connection on it).
-                giveUpCFG3(failure.text)
+                giveUpCFG3(failure.description)
                 continue
             }
             let pause = backoff.next()
             let again = "reconnecting in \(GridLimitInputReader.number(pause.secondsDouble)) s"
             if wasConnected {
-                log("PMU_LOST", "PMU_LOST: \(peerText): \(failure.text); \(again)", true)
-                lastFailure = failure.text
-            } else if failure.text != lastFailure {
-                log(failure.code, "\(failure.code): \(peerText): \(failure.message); \(again)", true)
-                lastFailure = failure.text
+                log("PMU_LOST", "PMU_LOST: \(peerText): \(failure.description); \(again)", true)
+                lastFailure = failure.description
+            } else if failure.description != lastFailure {
+                log(failure.code.description, "\(failure.code): \(peerText): \(failure.message); \(again)", true)
+                lastFailure = failure.description
             }
             _ = clock.wait(for: wakeup, until: clock.now() + pause)
         }
     }
 
     /// One session, to its end: the failure that ended it (or none when stopped).
-    private func follow(_ session: inout PMUStream) throws(LinkFailure) {
+    private func follow(_ session: inout PMUStream) throws(PMULinkError) {
         let link = try PMULink.open(settings, clock: clock, wakeup: wakeup, running: { [worker] in worker.isRunning })
         var buffer = [UInt8](repeating: 0, count: Self.bufferCapacity)
         var filled = 0
@@ -190,9 +190,9 @@ public final class PMUReader: @unchecked Sendable {
                 if now - since >= limit {
                     if session.cfg3Requested {
                         session.cfg3Refused = true
-                        throw LinkFailure("PMU_CFG3_UNANSWERED", "no answer to a CFG-3 request")
+                        throw PMULinkError(.cfg3Unanswered, message: "no answer to a CFG-3 request")
                     }
-                    throw LinkFailure("PMU_CONFIGURATION_TIMEOUT", "no configuration frame \(Self.number(limit)) s after asking for it")
+                    throw PMULinkError(.configurationTimeout, message: "no configuration frame \(Self.number(limit)) s after asking for it")
                 }
                 if settings.transport == .tcp {
                     deadline = since + limit
@@ -204,7 +204,7 @@ public final class PMUReader: @unchecked Sendable {
             case .streaming:
                 let silence = Self.silence(framePeriodSeconds: session.configuration?.framePeriodSeconds)
                 if now - session.lastFrameAt >= silence {
-                    throw LinkFailure("PMU_SILENT", "no frame for \(Self.number(silence)) s")
+                    throw PMULinkError(.silent, message: "no frame for \(Self.number(silence)) s")
                 }
                 if session.wantsConfiguration(at: now) { try askConfiguration(&session, link, at: now) }
                 deadline = session.lastFrameAt + silence
@@ -214,7 +214,7 @@ public final class PMUReader: @unchecked Sendable {
             let ready = fds.withUnsafeMutableBufferPointer { clock.poll($0.baseAddress!, count: 2, until: deadline) }
             guard ready > 0, fds[0].revents != 0 else { continue }
             let received: PMULink.Received
-            do throws(LinkFailure) {
+            do throws(PMULinkError) {
                 received = try link.receive(into: &buffer, from: filled)
             } catch {
                 // pyPMU, asked for a CFG-3 it does not have, closes the connection.
@@ -263,7 +263,7 @@ public final class PMUReader: @unchecked Sendable {
         case streaming
     }
 
-    private func askConfiguration(_ session: inout PMUStream, _ link: PMULink, at now: MonotonicInstant) throws(LinkFailure) {
+    private func askConfiguration(_ session: inout PMUStream, _ link: PMULink, at now: MonotonicInstant) throws(PMULinkError) {
         let command: Command = session.askCFG3 ? .sendConfiguration3 : .sendConfiguration2
         try link.send(command.frame(idcode: settings.idcode, secondOfCentury: Self.secondOfCentury()))
         session.configurationAskedAt = now
@@ -358,18 +358,6 @@ public final class PMUReader: @unchecked Sendable {
     static func number(_ duration: Duration) -> String { GridLimitInputReader.number(duration.secondsDouble) }
 }
 
-/// What ended a session: a code and a message with nothing the PMU sent in it.
-struct LinkFailure: Error {
-    var code: String
-    var message: String
-    init(_ code: String, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
-    var text: String { "\(code): \(message)" }
-}
-
 /// One session's decoding state, without sockets: the configuration in force, which PMU of the
 /// frame is followed, and what each frame does to them.
 struct PMUStream {
@@ -392,7 +380,7 @@ struct PMUStream {
     /// Skipping bytes to find the next frame's start (TCP).
     var resynchronising = false
     /// What ends the session (a PMU the configuration does not list).
-    private(set) var fatal: LinkFailure?
+    private(set) var fatal: PMULinkError?
     /// A configuration is wanted (STAT said it changed, or a data frame had another length).
     private var configurationWanted = false
     private var changeBitSeen = false
@@ -469,7 +457,7 @@ struct PMUStream {
         let index: Int
         if let wanted = settings.pmuIdcode {
             guard let found = decoded.pmuIndex(idcode: wanted) else {
-                fatal = LinkFailure("PMU_IDCODE_UNKNOWN", "stream \(settings.idcode) carries PMUs \(decoded.pmus.map(\.idcode)), not \(wanted) (pmu_idcode)")
+                fatal = PMULinkError(.idcodeUnknown, message: "stream \(settings.idcode) carries PMUs \(decoded.pmus.map(\.idcode)), not \(wanted) (pmu_idcode)")
                 return .ignored
             }
             index = found

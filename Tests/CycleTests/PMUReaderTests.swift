@@ -222,7 +222,17 @@ struct PMUStreamTests {
     func unknownPMU() throws {
         let ninth = try session(pmu: 9)
         #expect(ninth.configuration == .ignored && ninth.data == .ignored, "no configuration taken, so no data decoded")
-        #expect(ninth.stream.fatal?.code == "PMU_IDCODE_UNKNOWN")
+        #expect(ninth.stream.fatal?.code == .idcodeUnknown)
+        #expect(ninth.stream.fatal?.description.hasPrefix("PMU_IDCODE_UNKNOWN: stream 99") == true)
+    }
+
+    @Test("what ends a session is a coded error, printed by its stable name")
+    func linkErrorNames() {
+        let codes: [PMULinkErrorCode] = [.connectFailed, .stopped, .io, .closed, .cfg3Unanswered, .configurationTimeout,
+                                         .silent, .idcodeUnknown]
+        #expect(Set(codes.map(\.description)).count == codes.count)
+        #expect(codes.allSatisfy { $0.description.hasPrefix("PMU_") })
+        #expect(PMULinkError(.silent, message: "no frame for 3 s").description == "PMU_SILENT: no frame for 3 s")
     }
 
     @Test("a data frame of another stream, or one whose CHK is wrong, is rejected with its code")
