@@ -102,7 +102,7 @@ public struct EventStatus: Hashable, Sendable {
     init(_ element: XMLElement) throws(SEP2Error) {
         let raw = try element.requiredInteger("currentStatus", UInt8.self)
         guard let state = EventState(rawValue: raw) else {
-            throw SEP2Error(.valueInvalid, message: "EventStatus at byte \(element.offset): currentStatus \(raw) is not 0–4")
+            throw SEP2Error(.valueInvalid, message: "EventStatus at byte \(element.offset): currentStatus \(raw) is not 0 to 4")
         }
         current = state
         dateTime = try element.requiredInteger("dateTime", Int64.self)

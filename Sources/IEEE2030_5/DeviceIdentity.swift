@@ -31,7 +31,7 @@ public struct DeviceIdentity: Hashable, Sendable {
     /// certificate (OpenSSL's `d2i_X509` reads all of them).
     public init(certificateDER der: [UInt8]) throws(SEP2Error) {
         guard !der.isEmpty, der.count <= Self.maximumCertificateBytes else {
-            throw SEP2Error(.certificateInvalid, message: "a DER certificate of \(der.count) bytes (1–\(Self.maximumCertificateBytes))")
+            throw SEP2Error(.certificateInvalid, message: "a DER certificate of \(der.count) bytes (1 to \(Self.maximumCertificateBytes))")
         }
         let whole = der.withUnsafeBufferPointer { buffer -> Bool in
             var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
