@@ -235,6 +235,10 @@ for units in ("1", "8", "32"):
 rows.append((
     "heap allocations per steady-state cycle, 32 simulated units with a site meter (worst of 10 × 1,000 cycles)",
     fmt(num("alloc32site"), 3), "0", verdict(num("alloc32site"), 0)))
+rows.append((
+    "heap allocations per steady-state cycle, 32 simulated units following a PMU (its slot read each cycle, "
+    "DFREQ as ROCOF, 1 s of silence every 20 s: fallback and return; frequency events assessed) (worst of 10 × 1,000 cycles)",
+    fmt(num("alloc32pmu"), 3), "0", verdict(num("alloc32pmu"), 0)))
 rows.append(("spool append (300 B records, fsync batched)", f"{fmt(num('spool_append'), 0)} records/s", "≥ 20,000 records/s",
              verdict(num("spool_append"), 20000, lower_is_better=False, unit=" records/s")))
 backlog_s = num("backlog_seconds")

@@ -34,7 +34,8 @@ let benchmarks: @Sendable () -> Void = {
     }
 
     // Frequency from a PMU (followPMU, the slot's read, DFREQ as ROCOF): a sample published between
-    // cycles, swinging ±0.15 Hz across the deadband, and 1 s of silence every 20 s (older than
+    // cycles, 10 s above the deadband, 10 s inside it, 10 s below it (each longer than the events'
+    // entry and exit delays, so events start and end), and 1 s of silence every 20 s (older than
     // max_age_ms: the fallback to the inverters and the return are in these cycles too).
     Benchmark("1000 cycles, 32 simulated units, frequency from a PMU") { benchmark in
         let slot = FrequencySampleSlot()
@@ -43,8 +44,9 @@ let benchmarks: @Sendable () -> Void = {
         measureCycles(body, shared, benchmark) { now in
             k += 1
             guard k % 200 >= 10 else { return }
-            let hz = 50 + 0.15 * sin(Double(k) / 40)
-            slot.publish(PMUSample(frequency: Hertz(hz), rocofHzPerSecond: 0.15 / 4 * cos(Double(k) / 40),
+            let phase = k % 300
+            let hz = phase < 100 ? 50.15 : phase < 200 ? 50.0 : 49.8
+            slot.publish(PMUSample(frequency: Hertz(hz + 0.01 * sin(Double(k) / 7)), rocofHzPerSecond: 0.01 / 0.7 * cos(Double(k) / 7),
                                    takenAt: now - .milliseconds(20), frameTime: 1_800_000_000 + Double(k) / 10))
         }
         precondition(shared.frequencyEventTally.count >= 3, "no frequency events were assessed")
