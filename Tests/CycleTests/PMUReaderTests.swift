@@ -339,7 +339,7 @@ struct FrequencySampleSlotTests {
             last = k
         }
         stop.done.store(true, ordering: .relaxed)
-        while !finished.done.load(ordering: .acquiring) { Thread.sleep(forTimeInterval: 0.001) }
+        #expect(waitFor { finished.done.load(ordering: .acquiring) }, "the writer did not stop")
         #expect(torn == 0, "\(torn) of \(reads) reads mixed two samples or went back (\(givenUp) given up)")
         #expect(slot.read() == Self.sample(published.last.load(ordering: .relaxed)))
     }
