@@ -27,9 +27,10 @@ extension PMUSettings {
             r.error(p.node, p.child("idcode"), "is required (the IDCODE of the PMU's data stream, 1–65535)")
         }
         let pmuIdcode = p.int("pmu_idcode", range: 1...65535)
-        // At most the controller's `frequencyStaleAfter` (2 s, ControlMapping.swift): an older sample
-        // would keep the cycle off the inverters' frequency while the controller ignores it as stale.
-        let maxAge = p.int("max_age_ms", default: 100, range: 20...2_000, unit: "milliseconds")!
+        // At most the controller's `frequencyStaleAfter`: an older sample would keep the cycle off the
+        // inverters' frequency while the controller ignores it as stale.
+        let maxAge = p.int("max_age_ms", default: 100, range: 20...BessdConfiguration.frequencyStaleAfterMilliseconds,
+                           unit: "milliseconds")!
         let reconnect = p.double("reconnect_s", default: 2, range: 0.1...30, unit: "seconds")!
         p.finish(Self.keys)
         guard let host, let idcode else { return nil }

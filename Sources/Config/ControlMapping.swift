@@ -2,12 +2,17 @@ import Cycle
 public import ControlCore
 
 extension BessdConfiguration {
+    /// How old a frequency reading may be before the controller treats it as absent (ms); also the
+    /// ceiling of `grid_integration.pmu.max_age_ms`, so a PMU sample the controller ignores never
+    /// keeps the cycle off the inverters.
+    static let frequencyStaleAfterMilliseconds = 2_000
+
     /// The site-wide control settings this configuration describes.
     public var controlSettings: ControlSettings {
         var settings = ControlSettings(
             droop: grid.droop, limitRampPercentPerSecond: limitRampPercentPerSecond,
             scheduleRampPercentPerSecond: scheduleRampPercentPerSecond,
-            frequencyStaleAfter: .seconds(2), rocofWindow: .milliseconds(500), energyBlockLength: .seconds(900))
+            frequencyStaleAfter: .milliseconds(Self.frequencyStaleAfterMilliseconds), rocofWindow: .milliseconds(500), energyBlockLength: .seconds(900))
         settings.frequencyEvents = grid.frequencyEvents
         return settings
     }
