@@ -193,21 +193,9 @@ public enum IngestRules {
     }
 
     /// A peer's text for a log line or an answer: in quotes, printable ASCII as it is (`"` and `\`
-    /// escaped), every other character as `\u{…}`, and cut after `limit` characters.
+    /// escaped), every other character as `\u{…}`, and cut after `limit` characters (the project's one
+    /// escaper, ControlCore's `TextQuoting`).
     public static func quoted(_ text: String, limit: Int = 48) -> String {
-        var out = "\""
-        for (index, scalar) in text.unicodeScalars.enumerated() {
-            if index == limit {
-                out += "…"
-                break
-            }
-            switch scalar.value {
-            case 0x22: out += "\\\""
-            case 0x5C: out += "\\\\"
-            case 0x20...0x7E: out.unicodeScalars.append(scalar)
-            default: out += "\\u{\(String(scalar.value, radix: 16))}"
-            }
-        }
-        return out + "\""
+        TextQuoting.quoted(text, limit: limit)
     }
 }
