@@ -127,6 +127,11 @@ let package = Package(
         // TLS over a non-blocking socket for the grid links (the 104 outstation's TLS port, the 2030.5
         // client): contexts with mutual authentication, allow-list and CRL; a connection in poll steps.
         .target(name: "TLSTransport", dependencies: ["ControlCore", "BessSystem", "COpenSSL"], swiftSettings: swiftSettings),
+        // The IEEE 2030.5 client's I/O: HTTP/1.1 over TLSTransport on its own worker thread, the worker and its
+        // durable schedule store.
+        .target(
+            name: "Sep2Link", dependencies: ["BessSystem", "ControlCore", "Config", "IEEE2030_5", "TLSTransport"],
+            swiftSettings: swiftSettings),
         .executableTarget(
             name: "bessd",
             dependencies: [
@@ -188,6 +193,10 @@ let package = Package(
         .testTarget(name: "SynchrophasorTests", dependencies: ["Synchrophasor", "ControlCore", "TestSupport"], swiftSettings: swiftSettings),
         // LFDI/SFDI against sep2cert, documents from envoy-schema's models, event rules against sep2tools (PyPI).
         .testTarget(name: "IEEE2030_5Tests", dependencies: ["IEEE2030_5", "ControlCore", "TestSupport"], swiftSettings: swiftSettings),
+        // The HTTPS client against a Python TLS peer (CCM8, client certificate required); the worker.
+        .testTarget(
+            name: "Sep2LinkTests", dependencies: ["Sep2Link", "TLSTransport", "IEEE2030_5", "Config", "BessSystem", "ControlCore", "TestSupport"],
+            swiftSettings: swiftSettings),
         .testTarget(name: "OutstationTests", dependencies: ["Outstation", "IEC104", "Config", "Cycle", "ControlCore", "BessSystem", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(
             name: "PlantTests", dependencies: ["Simulation", "HILPlant", "ControlCore", "BessSystem", "Fieldbus", "Config", "Cycle", "TestSupport"],
