@@ -9,6 +9,7 @@ public typealias SEP2Error = CodedError<SEP2ErrorCode>
 public struct SEP2ErrorCode: Hashable, Sendable, CustomStringConvertible {
     private enum Value: Hashable, Sendable {
         case certificateInvalid, xmlMalformed, xmlOversized, namespaceUnknown, documentUnexpected, valueInvalid
+        case hrefInvalid, listTooLong, httpStatus, endDeviceUnknown, pinMismatch
     }
 
     private let value: Value
@@ -31,6 +32,19 @@ public struct SEP2ErrorCode: Hashable, Sendable, CustomStringConvertible {
     /// `SEP2_VALUE_INVALID`: an element or attribute whose text is not its type's (an integer out of
     /// range, a boolean that is neither true nor false, a multiplier beyond ±9).
     public static let valueInvalid = Self(.valueInvalid)
+    /// `SEP2_HREF_INVALID`: a link that is not an absolute path on the server (`/` then printable
+    /// ASCII, not `//`, no fragment, at most `SEP2Href.maximumBytes` bytes).
+    public static let hrefInvalid = Self(.hrefInvalid)
+    /// `SEP2_LIST_TOO_LONG`: a list past `DiscoveryLimits` (its `all`, its pages, or the resources
+    /// discovered in all), or whose pages do not add up to its `all`.
+    public static let listTooLong = Self(.listTooLong)
+    /// `SEP2_HTTP_STATUS`: the server answered a request with a status other than 200 (429 and 5xx
+    /// back off; a redirect is followed only for the entry path).
+    public static let httpStatus = Self(.httpStatus)
+    /// `SEP2_END_DEVICE_UNKNOWN`: the EndDeviceList has no EndDevice with this device's LFDI or SFDI.
+    public static let endDeviceUnknown = Self(.endDeviceUnknown)
+    /// `SEP2_PIN_MISMATCH`: the Registration's `pIN` is not the configured PIN; all traffic stops.
+    public static let pinMismatch = Self(.pinMismatch)
 
     /// The stable name (`SEP2_XML_MALFORMED`).
     public var description: String {
@@ -41,6 +55,11 @@ public struct SEP2ErrorCode: Hashable, Sendable, CustomStringConvertible {
         case .namespaceUnknown: "SEP2_NAMESPACE_UNKNOWN"
         case .documentUnexpected: "SEP2_DOCUMENT_UNEXPECTED"
         case .valueInvalid: "SEP2_VALUE_INVALID"
+        case .hrefInvalid: "SEP2_HREF_INVALID"
+        case .listTooLong: "SEP2_LIST_TOO_LONG"
+        case .httpStatus: "SEP2_HTTP_STATUS"
+        case .endDeviceUnknown: "SEP2_END_DEVICE_UNKNOWN"
+        case .pinMismatch: "SEP2_PIN_MISMATCH"
         }
     }
 }
