@@ -314,19 +314,20 @@ public struct IEC104TLSConfiguration: Sendable, Equatable {
 }
 
 extension BessdConfiguration {
-    /// What the files this configuration names say when they are read: today the outstation's TLS
-    /// files (`iec104.tls`), made into a context and dropped. `bessd check-config` reports each as an
+    /// What the files this configuration names say when they are read: the outstation's TLS files
+    /// (`iec104.tls`) and the 2030.5 client's (`ieee2030_5`), each made into a context and dropped. `bessd check-config` reports each as an
     /// error (`CONFIG_INVALID` at `iec104.tls`, the message carrying `TLS_CONTEXT_FAILED`, the file
     /// and OpenSSL's reason) and fails; `bessd run` does not ask: a file that does not load costs the
     /// outstation alone (`IEC104_LISTEN_FAILED`), never the site's control.
     /// - Parameter file: the configuration file, named in each diagnostic.
     public func fileDiagnostics(file: String) -> [ConfigDiagnostic] {
-        guard let tls = iec104?.server.tls else { return [] }
+        var problems = ieee2030_5FileDiagnostics(file: file)
+        guard let tls = iec104?.server.tls else { return problems }
         do {
             _ = try tls.serverContext()
-            return []
         } catch {
-            return [ConfigDiagnostic(file: file, line: nil, keyPath: "iec104.tls", message: "\(error)")]
+            problems.insert(ConfigDiagnostic(file: file, line: nil, keyPath: "iec104.tls", message: "\(error)"), at: 0)
         }
+        return problems
     }
 }

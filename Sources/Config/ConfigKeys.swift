@@ -37,6 +37,6 @@ struct ConfigKeys: Sendable {
         ScadaConfiguration.keys,
         GridLimitInputsConfiguration.operatorKeys, GridLimitInputsConfiguration.keys, GridLimitInputsConfiguration.contactKeys,
         IEC104Configuration.keys, AGCConfiguration.keys, IEC104ServerConfiguration.groupKeys, IEC104ServerConfiguration.pointKeys,
-        IEC104TLSConfiguration.keys,
+        IEC104TLSConfiguration.keys, IEEE2030_5Settings.keys,
     ]
 }

@@ -272,6 +272,8 @@ public struct BessdConfiguration: Sendable {
     public var gridLimitInputs: GridLimitInputsConfiguration?
     /// `iec104:`: the grid operator's control centre (so far its AGC band and expiry; nil when absent).
     public var iec104: IEC104Configuration?
+    /// `ieee2030_5:`: the utility's IEEE 2030.5 server bessd follows as a client (nil when absent).
+    public var ieee2030_5: IEEE2030_5Settings?
 
     /// True when the site meter is simulated inside bessd (never in hardware mode).
     public var meterSimulated: Bool {

@@ -96,6 +96,12 @@ extension Daemon {
                         [.restart("iec104 (present or not, listen, groups, rights, timers, tls on or off, handshake_timeout_s)", \.iec104,
                                   comparing: { fixedPart($0?.server) }),
                          .live("iec104.agc, iec104.tls's files, allow_certificates and crl_file", \.iec104)]),
+            // The 2030.5 client's server, identity, files and rates are its own from start: a
+            // changed certificate is a new LFDI, so the whole block needs a restart.
+            ReloadRules(section: "ieee2030_5",
+                        outcome: .keep(code: "IEEE2030_5_RESTART_NEEDED",
+                                       keeps: "the IEEE 2030.5 client keeps its server, certificate, registration and rates"),
+                        [.restart("ieee2030_5", \.ieee2030_5)]),
         ]
     }
 

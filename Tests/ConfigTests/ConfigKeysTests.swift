@@ -42,7 +42,8 @@ struct ConfigKeysTests {
           frequency_source: meter
           frequency_events: {entry_delay_s: 1, exit_delay_s: 5}
           scada_enabled: false
-          pmu: {host: 10.0.0.7, port: 4712, transport: tcp, idcode: 1410, pmu_idcode: 1411, max_age_ms: 100, reconnect_s: 2}
+          pmu: {host: 10.0.0.7, port: 4712, transport: udp, local_port: 4713, idcode: 1410, pmu_idcode: 1411, max_age_ms: 100,
+                reconnect_s: 2}
           droop_settings: {enabled: true, nominal_hz: 50, deadband_hz: [49.9, 50.1], droop_percent: 5,
                            droop_percent_under: 5, droop_percent_over: 5, reference: edge, response_time_s: 5,
                            profile: seed, sustain_s: 300, response_power_percent: 100}
@@ -135,6 +136,9 @@ struct ConfigKeysTests {
             allow_certificates: []
             crl_file: /etc/bessd/iec104/crl.pem
             handshake_timeout_s: 10
+        ieee2030_5: {server: "https://sep2.example/dcap", discovery: device_capability, cert_file: /c, key_file: /k, ca_file: /ca,
+                     allow_gcm: false, poll_s: 300, post_s: 300, registration: in_band, pin: "111115",
+                     connection_point_id: NMI1, timeout_s: 10}
         """
 
     @Test("each section's decoder reads exactly the keys it declares, and every section is declared")
