@@ -34,6 +34,9 @@ struct Scenario {
             /// Commands from the grid operator's control centre to bessd's IEC 104 outstation
             /// (`ControlCentre`), sent in order, each direct execute.
             case iec104([IEC104Order])
+            /// The plant's PMU (`PMUSender`, C37.118.2 over TCP, which bessd then follows): the frequency
+            /// it measures from now on (nil: the plant's grid frequency, or the last one set) and its STAT.
+            case pmu(hz: Double?, status: PMUSender.Status?)
         }
         var at: Double
         var kind: Kind
@@ -81,6 +84,13 @@ struct Scenario {
         var why: String
     }
 
+    /// One frequency event bessd must have assessed (`bessctl events`): text fields that must be
+    /// equal (`none` for null) and numbers within bounds.
+    struct EventExpectation {
+        var fields: [(key: String, value: String)] = []
+        var bounds: [(key: String, min: Double?, max: Double?)] = []
+    }
+
     var name: String
     var description: String
     var requiresCAN: Bool
@@ -89,6 +99,8 @@ struct Scenario {
     var config: Node
     var actions: [Action]
     var expectations: [Expectation]
+    /// The frequency events bessd must have assessed by the end, in order; empty: not judged.
+    var events: [EventExpectation] = []
 
     /// True when the timeline needs bess-aggregator beside bessd (it dispatches, or stops and
     /// starts the aggregator).
@@ -101,6 +113,11 @@ struct Scenario {
         }
     }
 
+    /// True when the timeline has `pmu` steps: the plant serves a PMU and bessd follows it.
+    var needsPMU: Bool {
+        actions.contains { if case .pmu = $0.kind { true } else { false } }
+    }
+
     /// True when the timeline commands through IEC 104 (the runner then serves an outstation).
     var needsIEC104: Bool {
         actions.contains { if case .iec104 = $0.kind { true } else { false } }
@@ -108,10 +125,14 @@ struct Scenario {
 
     static let numericSignals = ["setpoint_kw", "power_kw", "soc_percent", "frequency_hz", "bessd_setpoint_kw",
                                  "allowed_charge_kw", "allowed_discharge_kw", "grid_kw", "site_power_kw", "soc_spread_percent",
-                                 "operator_cap_kw", "scada_setpoint_kw", "agc_target_kw", "agc_followed_kw"]
+                                 "operator_cap_kw", "scada_setpoint_kw", "agc_target_kw", "agc_followed_kw", "bessd_frequency_hz"]
     /// Site-level codes a scenario may expect besides the interlock codes (from `bessctl site`).
     static let siteCodes: Set = ["METER_STALE", "SITE_SHORTFALL"]
-    static let flagSignals = ["state", "reverted", "bessd", "agc_following", "agc_signal_lost"]
+    static let flagSignals = ["state", "reverted", "bessd", "agc_following", "agc_signal_lost", "frequency_source"]
+    /// What an `events:` entry may compare: text fields, and numbers with `_min` / `_max`.
+    static let eventFields = ["direction", "cause", "cause_code", "cause_unit"]
+    static let eventNumbers = ["extreme_hz", "pre_event_w", "required_w", "delivered_w", "required_mean_w", "delivered_mean_w",
+                               "shortfall_w", "score"]
     static let codeKinds = ["active", "inactive", "latched", "not_latched"]
 
     /// Reads and checks a scenario file; every problem is reported as `FILE: path: problem`.
@@ -130,7 +151,7 @@ struct Scenario {
         }
         var problems: [String] = []
         func fail(_ where_: String, _ message: String) { problems.append("\(path): \(where_): \(message)") }
-        let known: Set = ["name", "description", "requires", "duration_s", "start_hz", "rig", "config", "timeline", "expect"]
+        let known: Set = ["name", "description", "requires", "duration_s", "start_hz", "rig", "config", "timeline", "expect", "events"]
         for key in root.mapping!.keys.compactMap(\.string) where !known.contains(key) {
             fail(key, "unknown key; known: \(known.sorted().joined(separator: ", "))")
         }
@@ -230,14 +251,32 @@ struct Scenario {
                 if list.isEmpty { fail("\(here).iec104", "names no command (\(IEC104Order.keys.joined(separator: ", ")))"); continue }
                 kind = .iec104(list)
                 label = list.map(\.label).joined(separator: ", ")
+            } else if let pmu = entry["pmu"]?.mapping {
+                let hz = pmu[Node("frequency_hz")]?.float
+                if pmu[Node("frequency_hz")] != nil, !(hz.map { $0 > 40 && $0 < 70 } ?? false) {
+                    fail("\(here).pmu.frequency_hz", "a frequency, 40–70 Hz"); continue
+                }
+                var status: PMUSender.Status?
+                if let text = pmu[Node("stat")]?.string {
+                    guard let known = PMUSender.Status(rawValue: text) else {
+                        fail("\(here).pmu.stat", "unknown; known: \(PMUSender.Status.allCases.map(\.rawValue).joined(separator: ", "))"); continue
+                    }
+                    status = known
+                }
+                for key in pmu.keys.compactMap(\.string) where key != "frequency_hz" && key != "stat" {
+                    fail("\(here).pmu.\(key)", "unknown key; known: frequency_hz, stat")
+                }
+                kind = .pmu(hz: hz, status: status)
+                let parts = [hz.map { "\($0) Hz" }, status.map { $0 == .stopped ? "stopped" : "STAT \($0.rawValue)" }].compactMap { $0 }
+                label = (["PMU"] + parts).joined(separator: " ")
             }
             let knownKeys: Set = ["at_s", "for_s", "over_s", "delay_s", "bms", "unit", "group", "frequency_hz", "ramp_to_hz", "fault",
                                   "reset", "mode", "override_kw", "clear_override", "dispatch_kw", "kill_bessd", "start_bessd",
-                                  "reload", "scada_write", "aggregator", "label", "iec104", "confirm"]
+                                  "reload", "scada_write", "aggregator", "label", "iec104", "confirm", "pmu"]
             for key in keys.subtracting(knownKeys) { fail("\(here).\(key)", "unknown key") }
             guard let kind else {
                 fail(here, "names no action (frequency_hz, ramp_to_hz, fault, reset, mode, override_kw, clear_override, "
-                     + "dispatch_kw, kill_bessd, start_bessd, reload, scada_write, aggregator, iec104)")
+                     + "dispatch_kw, kill_bessd, start_bessd, reload, scada_write, aggregator, iec104, pmu)")
                 continue
             }
             var action = Action(at: at, kind: kind, label: entry["label"]?.string ?? label)
@@ -272,7 +311,7 @@ struct Scenario {
             let tolerance = entry["tolerance"]?.float
             for signal in numericSignals {
                 if let v = entry[signal]?.float {
-                    e.numeric.append((signal, v, tolerance ?? (signal == "frequency_hz" ? 0.005 : 0.5)))
+                    e.numeric.append((signal, v, tolerance ?? (signal.hasSuffix("frequency_hz") ? 0.005 : 0.5)))
                 }
                 let low = entry["\(signal)_min"]?.float, high = entry["\(signal)_max"]?.float
                 if low != nil || high != nil { e.bounds.append((signal, low, high)) }
@@ -305,10 +344,25 @@ struct Scenario {
             expectations.append(e)
         }
         if expectations.isEmpty { fail("expect", "is required: a scenario must be able to fail") }
+        var events: [EventExpectation] = []
+        for (index, entry) in (root["events"]?.sequence ?? []).enumerated() {
+            let here = "events[\(index)]"
+            guard let mapping = entry.mapping else { fail(here, "must be a mapping"); continue }
+            var e = EventExpectation()
+            for key in eventFields { if let v = entry[key]?.string { e.fields.append((key, v)) } }
+            for key in eventNumbers {
+                let low = entry["\(key)_min"]?.float, high = entry["\(key)_max"]?.float
+                if low != nil || high != nil { e.bounds.append((key, low, high)) }
+            }
+            let allowed = Set(eventFields + eventNumbers.flatMap { ["\($0)_min", "\($0)_max"] })
+            for key in Set(mapping.keys.compactMap(\.string)).subtracting(allowed) { fail("\(here).\(key)", "unknown key") }
+            if e.fields.isEmpty && e.bounds.isEmpty { fail(here, "checks nothing") }
+            events.append(e)
+        }
         if !problems.isEmpty { throw ScenarioError(.invalid, problems.joined(separator: "\n")) }
         return Scenario(name: name, description: root["description"]?.string ?? "", requiresCAN: requires.contains("can"),
                         duration: duration, startHz: root["start_hz"]?.float ?? 50, config: config, actions: actions,
-                        expectations: expectations)
+                        expectations: expectations, events: events)
     }
 
     /// `over` merged into `base`: mappings key by key, anything else replaced.
@@ -439,6 +493,12 @@ struct Sample {
     var agcFollowedKW = Double.nan
     var agcFollowing = false
     var agcSignalLost = false
+    /// What the plant's PMU sends (NaN: no PMU, or stopped) and its STAT, and the frequency bessd
+    /// used with its source (`bessctl status`: `pmu`, `inverter`, …).
+    var pmuHz = Double.nan
+    var pmuStatus = "-"
+    var bessdFrequencyHz = Double.nan
+    var frequencySource = "-"
     /// bessd's log lines written since the previous sample.
     var logLines: [String] = []
 
@@ -458,6 +518,7 @@ struct Sample {
         case "bessd_setpoint_kw": bessdSetpointKW
         case "allowed_charge_kw": allowedChargeKW
         case "allowed_discharge_kw": allowedDischargeKW
+        case "bessd_frequency_hz": bessdFrequencyHz
         default: .nan
         }
     }
@@ -469,6 +530,7 @@ struct Sample {
         case "bessd": bessdUp ? "up" : "down"
         case "agc_following": agcFollowing ? "true" : "false"
         case "agc_signal_lost": agcSignalLost ? "true" : "false"
+        case "frequency_source": frequencySource
         default: ""
         }
     }

@@ -57,6 +57,12 @@ final class ScenarioRun {
     var onTick: ((Double) -> Void)?
     /// Called once after the last tick, bessd still running (the soak's final accounting).
     var beforeStop: (() -> Void)?
+    /// The plant's PMU when the timeline has `pmu` steps, and the frequency a step pinned it to
+    /// (nil: it measures the plant's grid frequency).
+    var pmu: PMUSender?
+    var pmuPinnedHz: Double?
+    /// `bessctl events` read before bessd stopped (nil: not read).
+    var assessedEvents: EventsReply?
 
     /// `name` on PATH, when it is an executable file.
     static func program(_ name: String) -> String? {
@@ -99,6 +105,8 @@ final class ScenarioRun {
         defer { cleanUp() }
         // The plant's view: every fault on the scenario's clock. Ports are picked free, but another
         // scenario running beside this one may take one first: then pick again.
+        if scenario.needsPMU { try startPMU() }
+        defer { pmu?.stop() }
         var built: PlantRig?
         var lastError = ""
         for _ in 0..<5 where built == nil {
@@ -142,6 +150,7 @@ final class ScenarioRun {
             let t = now.seconds(since: t0)
             if t > scenario.duration { break }
             let hz = rig.step(now: now)
+            if pmuPinnedHz == nil { pmu?.set(hz: hz) }
             while let action = pending.first, action.at <= t {
                 pending.removeFirst()
                 let outcome = perform(action, t: t)
@@ -156,6 +165,7 @@ final class ScenarioRun {
             plantStep = { _ = rig.step(now: SystemClock.shared.now()) }
             beforeStop()
         }
+        if !scenario.events.isEmpty { readEvents() }
         stopBessd()
         try writeResults()
         return judge()
@@ -227,7 +237,7 @@ final class ScenarioRun {
             root["iec104"] = .mapping(iec104)
         }
         var grid = root["grid_integration"]?.mapping ?? [:]
-        grid["frequency_source"] = Node("inverter")
+        configureFrequencySource(&grid)
         root["grid_integration"] = .mapping(grid)
         var simulation = root["simulation"]?.mapping ?? [:]
         simulation["frequency_profile"] = Node("trace")
@@ -393,6 +403,8 @@ final class ScenarioRun {
             return writeScada(points)
         case .iec104(let orders):
             return commandIEC104(orders, action: action, t: t)
+        case .pmu(let hz, let status):
+            return setPMU(hz: hz, status: status)
         case .aggregator(let running):
             if running {
                 do { try startAggregator() } catch { return "failed: \(error)" }
@@ -460,6 +472,7 @@ final class ScenarioRun {
         s.socSpreadPercent = (socs.max() ?? 0) - (socs.min() ?? 0)
         if rig.meterServer != nil { s.gridKW = rig.meter.gridPowerW / 1000 }
         s.logLines = newLogLines()
+        samplePMU(&s)
         guard s.bessdUp,
               let status = try? ControlClient.answer(ControlRequest(.status), socket: controlSocket, timeout: .seconds(1))
                   .reply(as: StatusReply.self),
@@ -484,6 +497,8 @@ final class ScenarioRun {
             s.agcSignalLost = agc.signalLost
         }
         s.state = first.state
+        s.bessdFrequencyHz = status.frequencyHz ?? .nan
+        s.frequencySource = status.frequencySource ?? "-"
         s.active += first.trips
         s.latched = first.latched
         return s
@@ -494,7 +509,7 @@ final class ScenarioRun {
     func judge() -> [String] {
         scenario.expectations.enumerated().compactMap { index, e in
             miss(e).map { "expect[\(index)]" + (e.why.isEmpty ? "" : " (\(e.why))") + $0 }
-        } + confirmationMisses.map { "confirm: \($0)" }
+        } + confirmationMisses.map { "confirm: \($0)" } + eventMisses()
     }
 
     /// How the samples miss expectation `e` (nil: met), as the text after its label.
@@ -521,13 +536,14 @@ final class ScenarioRun {
 
     func writeResults() throws(ScenarioError) {
         let base = outputDirectory + "/" + scenario.name
-        var csv = "t_s,frequency_hz,setpoint_kw,power_kw,soc_percent,bessd_setpoint_kw,allowed_charge_kw,allowed_discharge_kw,state,reverted,bessd,active,latched,grid_kw,site_power_kw,soc_spread_percent,operator_cap_kw,scada_setpoint_kw,agc_target_kw,agc_followed_kw\n"
+        var csv = "t_s,frequency_hz,setpoint_kw,power_kw,soc_percent,bessd_setpoint_kw,allowed_charge_kw,allowed_discharge_kw,state,reverted,bessd,active,latched,grid_kw,site_power_kw,soc_spread_percent,operator_cap_kw,scada_setpoint_kw,agc_target_kw,agc_followed_kw,pmu_hz,pmu_stat,bessd_frequency_hz,frequency_source\n"
         for s in samples {
             csv += "\(fmt(s.t)),\(String(format: "%.4f", s.frequency)),\(fmt(s.setpointKW)),\(fmt(s.powerKW)),\(fmt(s.socPercent)),"
                 + "\(fmt(s.bessdSetpointKW)),\(fmt(s.allowedChargeKW)),\(fmt(s.allowedDischargeKW)),\(s.state),\(s.reverted ? 1 : 0),"
                 + "\(s.bessdUp ? 1 : 0),\(s.active.joined(separator: "|")),\(s.latched.joined(separator: "|")),"
                 + "\(fmt(s.gridKW)),\(fmt(s.sitePowerKW)),\(fmt(s.socSpreadPercent)),\(fmt(s.operatorCapKW)),\(fmt(s.scadaSetpointKW)),"
-                + "\(fmt(s.agcTargetKW)),\(fmt(s.agcFollowedKW))\n"
+                + "\(fmt(s.agcTargetKW)),\(fmt(s.agcFollowedKW)),\(hertz(s.pmuHz)),\(s.pmuStatus),"
+                + "\(hertz(s.bessdFrequencyHz)),\(s.frequencySource)\n"
         }
         guard (try? csv.write(toFile: base + ".csv", atomically: true, encoding: .utf8)) != nil else {
             throw ScenarioError(.io, "cannot write \(base).csv")
@@ -567,11 +583,15 @@ final class ScenarioRun {
         \(labels)
         set ylabel 'frequency (Hz)'
         set format x ''
-        plot '\(csv)' using 1:2 with lines lw 1.5 lc rgb '#1f77b4' title 'grid frequency (plant)'
+        \(pmuPanel(opening: true))
+        plot '\(csv)' using 1:2 with lines lw 1.5 lc rgb '#1f77b4' title 'grid frequency (plant)'\(pmuLines(csv))
         unset label
+        \(pmuPanel(opening: false))
+        \(eventLabels())
         set ylabel 'power (kW, + discharge)'
         plot '\(csv)' using 1:3 with steps lw 1.5 lc rgb '#d62728' title 'setpoint on the wire', \\
              '' using 1:4 with lines lw 1.5 lc rgb '#2ca02c' title 'measured power'\(siteLines(csv))
+        unset label
         set ylabel 'SOC (%)'
         set format x '%g'
         set xlabel 'time (s)'

@@ -1,0 +1,305 @@
+import ArgumentParser
+import BessSystem
+import ControlCore
+import Foundation
+import Glibc
+import Synchronization
+import Synchrophasor
+
+// bess-hil as a PMU: the C37.118.2-2011 stream it sends (`PMUStream`) and the TCP server that sends
+// it (`PMUSender`), shared by `bench pmu-wire`, `bench pmu-decode` and the scenarios' `pmu` steps.
+
+/// A PMU's C37.118.2-2011 stream as bess-hil sends it in the benches: CFG-2 and data frames for
+/// `pmus` PMUs (IDCODE `idcode`, `idcode + 1`, …), each with two phasors, one analog and one digital
+/// word, in integer form (FREQ in mHz from 50 Hz, DFREQ × 100) or float form (everything float32,
+/// polar phasors, FREQ in Hz).
+struct PMUStream {
+    var idcode: UInt16
+    var pmus: Int
+    var float: Bool
+    var dataRate: Int16 = 50
+    static let timeBase: UInt32 = 1_000_000
+
+    /// The CFG-2 frame describing the stream.
+    func configuration2(secondOfCentury: UInt32 = 1_700_000_000) -> [UInt8] {
+        var body: [UInt8] = []
+        body.appendWord(PMUStream.timeBase)
+        body.appendHalf(UInt16(pmus))
+        for index in 0..<pmus {
+            body += name("PMU \(index + 1)")
+            body.appendHalf(idcode &+ UInt16(index))
+            body.appendHalf(float ? 0x000F : 0x0000)
+            body.appendHalf(2); body.appendHalf(1); body.appendHalf(1)  // PHNMR, ANNMR, DGNMR
+            for channel in ["VA", "IA", "P"] + (0..<16).map({ "BREAKER \($0)" }) { body += name(channel) }
+            body.appendWord(915_527); body.appendWord(0x0100_0000 | 45_776)  // PHUNIT: volts, amperes
+            body.appendWord(0x0100_0001)                                       // ANUNIT: RMS, scale 1
+            body.appendWord(0x0000_FFFF)                                       // DIGUNIT
+            body.appendHalf(1); body.appendHalf(1)                             // FNOM 50 Hz, CFGCNT 1
+        }
+        body.appendHalf(UInt16(bitPattern: dataRate))
+        return Frame.encode(type: .configuration2, idcode: idcode, secondOfCentury: secondOfCentury, fractionOfSecond: 0, body: body)
+    }
+
+    /// The CFG-3 frame describing the same stream (C37.118.2-2011 Table 10, version 2): names with a
+    /// length byte, G_PMU_ID, PHSCALE, ANSCALE, DIGUNIT, location unspecified, class M.
+    func configuration3(secondOfCentury: UInt32 = 1_700_000_000) -> [UInt8] {
+        var body: [UInt8] = [0, 0]  // CONT_IDX: the only frame
+        body.appendWord(PMUStream.timeBase)
+        body.appendHalf(UInt16(pmus))
+        for index in 0..<pmus {
+            body += prefixed("PMU \(index + 1)")
+            body.appendHalf(idcode &+ UInt16(index))
+            body += (0..<16).map { UInt8(truncatingIfNeeded: index &* 16 &+ $0) }
+            body.appendHalf(float ? 0x000F : 0x0000)
+            body.appendHalf(2); body.appendHalf(1); body.appendHalf(1)
+            for channel in ["VA", "IA", "P"] + (0..<16).map({ "BREAKER \($0)" }) { body += prefixed(channel) }
+            for (kind, scale) in [(UInt32(0x0000_0400), Float(9.15527)), (0x0000_0C00, 0.45776)] {  // phase A voltage, current
+                body.appendWord(kind); body.appendWord(scale.bitPattern); body.appendWord(Float(0).bitPattern)
+            }
+            body.appendWord(Float(1).bitPattern); body.appendWord(Float(0).bitPattern)  // ANSCALE
+            body.appendWord(0x0000_FFFF)                                                // DIGUNIT
+            for _ in 0..<3 { body.appendWord(Float.infinity.bitPattern) }               // PMU_LAT, LON, ELEV
+            body.append(UInt8(ascii: "M"))
+            body.appendWord(40_000); body.appendWord(0)                                 // WINDOW, GRP_DLY (µs)
+            body.appendHalf(1); body.appendHalf(1)                                      // FNOM 50 Hz, CFGCNT 1
+        }
+        body.appendHalf(UInt16(bitPattern: dataRate))
+        return Frame.encode(type: .configuration3, version: 2, idcode: idcode, secondOfCentury: secondOfCentury, fractionOfSecond: 0, body: body)
+    }
+
+    /// One data frame: every PMU reporting `frequencyHz` and `rocof` with STAT `status`.
+    func data(frequencyHz: Double, rocof: Double, status: UInt16 = 0, secondOfCentury: UInt32, fraction: UInt32) -> [UInt8] {
+        var body: [UInt8] = []
+        for _ in 0..<pmus {
+            body.appendHalf(status)
+            if float {
+                for value: Float in [230.5, 0.25, 12.5, -2.0] { body.appendWord(value.bitPattern) }
+                body.appendWord(Float(frequencyHz).bitPattern)
+                body.appendWord(Float(rocof).bitPattern)
+                body.appendWord(Float(1500).bitPattern)
+            } else {
+                for value: Int16 in [25_000, 300, 1_200, -40] { body.appendHalf(UInt16(bitPattern: value)) }
+                body.appendHalf(UInt16(bitPattern: Int16(clamping: Int(((frequencyHz - 50) * 1000).rounded()))))
+                body.appendHalf(UInt16(bitPattern: Int16(clamping: Int((rocof * 100).rounded()))))
+                body.appendHalf(1500)
+            }
+            body.appendHalf(0x0001)  // the digital word
+        }
+        return Frame.encode(type: .data, idcode: idcode, secondOfCentury: secondOfCentury, fractionOfSecond: fraction, body: body)
+    }
+
+    private func prefixed(_ text: String) -> [UInt8] { [UInt8(text.utf8.count)] + Array(text.utf8) }
+
+    private func name(_ text: String) -> [UInt8] {
+        Array((text + String(repeating: " ", count: 16)).utf8.prefix(16))
+    }
+}
+
+extension [UInt8] {
+    mutating func appendHalf(_ value: UInt16) { append(contentsOf: [UInt8(value >> 8), UInt8(value & 0xFF)]) }
+    mutating func appendWord(_ value: UInt32) { appendHalf(UInt16(value >> 16)); appendHalf(UInt16(value & 0xFFFF)) }
+}
+
+/// bess-hil as a PMU (`bench pmu-wire`, a scenario's `pmu` steps): a C37.118.2-2011 server on
+/// loopback TCP that answers bessd's command frames (CFG-2, CFG-3, start, stop) and, once started,
+/// sends data frames at the stream's rate on absolute deadlines of the monotonic clock. A frequency
+/// step goes out in the next frame; the instant just before that frame's `send` is stamped on the
+/// clock the inverters' writes are stamped on. The STAT word each frame carries is `status`; while
+/// `stopped` the PMU is down: its connection is closed and every new one is closed as it comes.
+final class PMUSender: @unchecked Sendable {
+    /// The STAT words a scenario's `pmu` step names (C37.118.2-2011 Table 7).
+    enum Status: String, CaseIterable {
+        /// Bits 15–14 = 0, synchronised.
+        case valid
+        /// Bits 15–14 = 3: PMU error, do not use the data.
+        case invalid
+        /// Bit 13: the PMU lost time synchronisation (the data itself is marked good).
+        case unsynchronised
+        /// No PMU: the server closes its connection and every new one.
+        case stopped
+
+        /// The STAT word a data frame carries (`stopped` sends none).
+        var word: UInt16 {
+            switch self {
+            case .valid, .stopped: 0x0000
+            case .invalid: 0xC000
+            case .unsynchronised: 0x2000
+            }
+        }
+    }
+
+    struct State {
+        var hz = 50.0
+        var status: UInt16 = 0
+        var stopped = false
+        var generation = 0
+        var stepPending = false
+        var stepSentAt: MonotonicInstant?
+        var streaming = false
+        var frames = 0
+        var connections = 0
+    }
+
+    let stream: PMUStream
+    let state = Mutex(State())
+    let port: UInt16
+    private let listener: Int32
+    private let running = Atomic<Bool>(true)
+    private let done = Atomic<Bool>(false)
+
+    init(stream: PMUStream) throws {
+        self.stream = stream
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        listener = fd
+        guard fd >= 0 else { throw ValidationError("PMU sender: socket failed (errno \(errno))") }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(fd, 4) == 0 else { throw ValidationError("PMU sender: bind or listen failed (errno \(errno))") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        port = UInt16(bigEndian: address.sin_port)
+    }
+
+    func start() {
+        Thread { [self] in
+            serve()
+            done.store(true, ordering: .releasing)
+        }.start()
+    }
+
+    func stop() {
+        running.store(false, ordering: .relaxed)
+        while !done.load(ordering: .acquiring) { usleep(1_000) }
+        close(listener)
+    }
+
+    /// Sets the frequency the next frame carries and forgets the previous stamp.
+    func step(to hz: Double) {
+        state.withLock {
+            $0.hz = hz
+            $0.generation += 1
+            $0.stepPending = true
+            $0.stepSentAt = nil
+        }
+    }
+
+    var frames: Int { state.withLock { $0.frames } }
+
+    /// What the PMU measures and says from the next frame on (nil: unchanged), without a step's stamp.
+    func set(hz: Double? = nil, status: Status? = nil) {
+        state.withLock {
+            if let hz { $0.hz = hz }
+            if let status {
+                $0.status = status.word
+                $0.stopped = status == .stopped
+            }
+        }
+    }
+
+    private func serve() {
+        while running.load(ordering: .relaxed) {
+            var pending = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+            guard poll(&pending, 1, 100) > 0 else { continue }
+            let connection = accept(listener, nil, nil)
+            guard connection >= 0 else { continue }
+            if state.withLock({ $0.stopped }) {
+                close(connection)  // a PMU that is down: the connection ends at once
+                continue
+            }
+            var one: Int32 = 1
+            setsockopt(connection, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            state.withLock {
+                $0.connections += 1
+                $0.streaming = false
+            }
+            session(connection)
+            close(connection)
+        }
+    }
+
+    /// One connection: commands in, configuration and data frames out, until it closes or we stop.
+    private func session(_ connection: Int32) {
+        let period = Duration.nanoseconds(1_000_000_000 / Int64(max(1, Int(stream.dataRate))))
+        var next = SystemClock.shared.now() + period
+        var buffer: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while running.load(ordering: .relaxed), !state.withLock({ $0.stopped }) {
+            let now = SystemClock.shared.now()
+            if now >= next {
+                guard sendFrame(connection) else { return }
+                while next <= now { next = next + period }
+                continue
+            }
+            // Whole milliseconds, rounded up: a frame goes out at most 1 ms after its deadline.
+            var pending = pollfd(fd: connection, events: Int16(POLLIN), revents: 0)
+            guard poll(&pending, 1, Int32(((next - now).nanosecondsClamped + 999_999) / 1_000_000)) > 0 else { continue }
+            let count = recv(connection, &chunk, chunk.count, 0)
+            guard count > 0 else { return }
+            buffer += chunk[0..<count]
+            while !buffer.isEmpty {
+                let size: Int?
+                do {
+                    size = try Frame.size(atStartOf: buffer)
+                } catch {
+                    buffer.removeAll()  // not a frame: drop what came
+                    break
+                }
+                guard let size, size <= buffer.count else { break }
+                let bytes = Array(buffer.prefix(size))
+                buffer.removeFirst(size)
+                guard let frame = try? Frame(decoding: bytes), frame.header.type == .command, frame.body.count >= 2 else { continue }
+                let start = frame.body.startIndex
+                switch UInt16(frame.body[start]) << 8 | UInt16(frame.body[start + 1]) {
+                case Command.stopData.rawValue: state.withLock { $0.streaming = false }
+                case Command.startData.rawValue: state.withLock { $0.streaming = true }
+                case Command.sendConfiguration2.rawValue: guard send(connection, stream.configuration2(secondOfCentury: wallClock().seconds)) else { return }
+                case Command.sendConfiguration3.rawValue: guard send(connection, stream.configuration3(secondOfCentury: wallClock().seconds)) else { return }
+                default: break
+                }
+            }
+        }
+    }
+
+    /// The data frame due now, when data is on; stamps a pending step as it goes out.
+    private func sendFrame(_ connection: Int32) -> Bool {
+        let (streaming, hz, status, generation) = state.withLock { ($0.streaming, $0.hz, $0.status, $0.generation) }
+        guard streaming else { return true }
+        let (seconds, fraction) = wallClock()
+        let frame = stream.data(frequencyHz: hz, rocof: 0, status: status, secondOfCentury: seconds, fraction: fraction)
+        let stamp = SystemClock.shared.now()
+        guard send(connection, frame) else { return false }
+        state.withLock {
+            $0.frames += 1
+            if $0.stepPending, $0.generation == generation {
+                $0.stepPending = false
+                $0.stepSentAt = stamp
+            }
+        }
+        return true
+    }
+
+    private func send(_ connection: Int32, _ bytes: [UInt8]) -> Bool {
+        var sent = 0
+        while sent < bytes.count {
+            let count = bytes[sent...].withUnsafeBytes { Glibc.send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard count > 0 else { return false }
+            sent += count
+        }
+        return true
+    }
+
+    /// SOC and FRACSEC (TIME_BASE 1,000,000) from the wall clock.
+    private func wallClock() -> (seconds: UInt32, fraction: UInt32) {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return (UInt32(truncatingIfNeeded: now.tv_sec), UInt32(now.tv_nsec / 1_000))
+    }
+}
