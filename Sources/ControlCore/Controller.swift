@@ -586,7 +586,7 @@ extension SiteController {
         // What follows is shaped by settings: carried where the new settings keep its shape.
         if rocof.window == old.rocof.window { rocof = old.rocof }
         if gridEnergy != nil, let open = old.gridEnergy, open.lengthSeconds == gridEnergy!.lengthSeconds { gridEnergy = open }
-        frequencyEvents.adopt(old.frequencyEvents)
+        frequencyEvents.adopt(old.frequencyEvents, mapping: mapping)
         for (i, j) in mapping.enumerated() where i < units.count {
             guard let j, j < old.units.count else { continue }
             units[i].adopt(old.units[j])

@@ -26,6 +26,15 @@ public struct FrequencyEventAssessor: Sendable {
     /// The site's power at the last cycle before an excursion, at the connection point and summed over the units.
     var lastMetered: Double?
     var lastUnits: Double?
+    /// Per unit, in configuration order, allocated at init (the cycle only writes into them): each
+    /// unit's rating, its power at the last cycle before an excursion (NaN: unknown), its part of the
+    /// event being accumulated and as it stood at the return, and a scratch mark for choosing which
+    /// units an assessment itemises.
+    let unitRatings: [Double]
+    var unitLast: [Double]
+    var unitLive: [UnitAccumulated]
+    var unitAtReturn: [UnitAccumulated]
+    var unitChosen: [Bool]
 
     /// The detector's state.
     public enum Phase: Sendable, Equatable {
@@ -64,6 +73,16 @@ public struct FrequencyEventAssessor: Sendable {
         var causeUnit = -1
     }
 
+    /// What one unit's part of an event has gathered so far.
+    struct UnitAccumulated: Sendable {
+        var pre = 0.0
+        var response = FirstOrderResponse(responseTime: .zero)
+        var atResponse: (required: Double, delivered: Double)?
+        var lastSeen = (required: 0.0, delivered: 0.0)
+        var requiredSum = 0.0
+        var deliveredSum = 0.0
+    }
+
     /// What the site did in one cycle, as the assessor needs it.
     public struct Observation: Sendable {
         /// The fresh grid frequency (nil: absent or stale) and when it was measured.
@@ -95,8 +114,13 @@ public struct FrequencyEventAssessor: Sendable {
     public init(settings: FrequencyEventSettings, droop: DroopSettings, units: [UnitSettings], capacity: Int = 16) {
         self.settings = settings
         curve = DroopCurve(droop)
-        rating = units.reduce(0.0) { $0 + ($1.rating.value.isFinite ? max(0, $1.rating.value) : 0) }
+        unitRatings = units.map { $0.rating.value.isFinite ? max(0, $0.rating.value) : 0 }
+        rating = unitRatings.reduce(0, +)
         ring = FrequencyAssessmentRing(capacity: capacity)
+        unitLast = [Double](repeating: .nan, count: units.count)
+        unitLive = [UnitAccumulated](repeating: UnitAccumulated(), count: units.count)
+        unitAtReturn = unitLive
+        unitChosen = [Bool](repeating: false, count: units.count)
     }
 
     /// The shortfall that still counts as delivered, W.
@@ -117,18 +141,18 @@ public struct FrequencyEventAssessor: Sendable {
         switch phase {
         case .idle:
             if outside == true, let f = observation.frequency {
-                begin(f, observation, at: wallAt)
+                begin(f, observation, units: units, at: wallAt)
                 phase = .pending(since: observation.takenAt)
                 accumulate(observation, units: units, now: now, dt: dt)
                 if settings.entryDelay <= .zero { phase = .active }
             } else {
-                remember(observation)
+                remember(observation, units: units)
             }
         case .pending(let since):
             guard outside == true else {
                 // Back inside (or unknown) before the entry delay: no event.
                 phase = .idle
-                remember(observation)
+                remember(observation, units: units)
                 return
             }
             accumulate(observation, units: units, now: now, dt: dt)
@@ -137,6 +161,7 @@ public struct FrequencyEventAssessor: Sendable {
             if outside == false {
                 live.end = wallAt
                 atReturn = live
+                for index in unitLive.indices { unitAtReturn[index] = unitLive[index] }
                 phase = .returning(since: observation.takenAt)
             }
             accumulate(observation, units: units, now: now, dt: dt)
@@ -147,7 +172,7 @@ public struct FrequencyEventAssessor: Sendable {
             } else if outside == false, observation.takenAt - since >= settings.exitDelay {
                 finish(atReturn)
                 phase = .idle
-                remember(observation)
+                remember(observation, units: units)
             } else {
                 accumulate(observation, units: units, now: now, dt: dt)
             }
@@ -155,13 +180,22 @@ public struct FrequencyEventAssessor: Sendable {
     }
 
     /// The site's power before any excursion.
-    mutating func remember(_ observation: Observation) {
+    mutating func remember(_ observation: Observation, units: [UnitController]) {
         lastMetered = observation.meteredW
         if let units = observation.unitsW { lastUnits = units }
+        for index in unitLast.indices where index < units.count {
+            if let power = Self.measured(units[index]) { unitLast[index] = power }
+        }
+    }
+
+    /// A unit's measured power, W (+ = discharge), when it has a finite one.
+    static func measured(_ unit: UnitController) -> Double? {
+        guard let power = unit.decision.measuredPower?.value, power.isFinite else { return nil }
+        return power
     }
 
     /// Starts a candidate at the first sample outside the deadband.
-    mutating func begin(_ frequency: Hertz, _ observation: Observation, at wallAt: Double) {
+    mutating func begin(_ frequency: Hertz, _ observation: Observation, units: [UnitController], at wallAt: Double) {
         var event = Accumulated()
         event.start = wallAt
         event.startInstant = observation.takenAt
@@ -175,6 +209,13 @@ public struct FrequencyEventAssessor: Sendable {
         }
         event.response = FirstOrderResponse(responseTime: curve.settings.responseTime)
         live = event
+        for index in unitLive.indices {
+            var part = UnitAccumulated()
+            let now = index < units.count ? Self.measured(units[index]) : nil
+            part.pre = unitLast[index].isFinite ? unitLast[index] : now ?? 0
+            part.response = event.response
+            unitLive[index] = part
+        }
     }
 
     /// Adds one cycle to the event: extremes, required and delivered power, and the cause of a shortfall.
@@ -197,13 +238,25 @@ public struct FrequencyEventAssessor: Sendable {
         let measured = live.metered ? observation.meteredW.map { -$0 } : observation.unitsW
         let delivered = measured ?? live.pre
         live.lastSeen = (required, delivered)
-        if live.atResponse == nil, now - live.startInstant >= curve.settings.responseTime {
-            live.atResponse = (required, delivered)
-        }
+        let atResponse = live.atResponse == nil && now - live.startInstant >= curve.settings.responseTime
+        if atResponse { live.atResponse = (required, delivered) }
         let weight = dt > 0 ? dt : 1e-3
         live.seconds += weight
         live.requiredSum += required * weight
         live.deliveredSum += delivered * weight
+        // Each unit's part: the same law on its own rating and pre-event power, against its own measurement.
+        let perUnitChange = live.lastFrequency.map { curve.perUnitChange(at: $0) } ?? 0
+        for index in unitLive.indices {
+            let unitRating = unitRatings[index]
+            let pre = unitLive[index].pre
+            let unitTarget = ControlMath.clamp(pre + perUnitChange * unitRating, -unitRating, unitRating) - pre
+            let unitRequired = pre + unitLive[index].response.step(toward: unitTarget, elapsedSeconds: dt)
+            let unitDelivered = (index < units.count ? Self.measured(units[index]) : nil) ?? pre
+            unitLive[index].lastSeen = (unitRequired, unitDelivered)
+            if atResponse { unitLive[index].atResponse = (unitRequired, unitDelivered) }
+            unitLive[index].requiredSum += unitRequired * weight
+            unitLive[index].deliveredSum += unitDelivered * weight
+        }
         // The response's direction is the required change's sign; a cycle within the tolerance counts in full.
         let sign: Double = required >= live.pre ? 1 : -1
         let asked = sign * (required - live.pre)
@@ -235,7 +288,42 @@ public struct FrequencyEventAssessor: Sendable {
             requiredW: required, deliveredW: delivered, requiredMeanW: event.requiredSum / seconds,
             deliveredMeanW: event.deliveredSum / seconds, shortfallW: shortfall, cause: event.cause,
             causeCode: event.causeCode, causeUnit: event.causeUnit, score: score, metered: event.metered,
-            maxShortfallW: event.worstShortfall))
+            maxShortfallW: event.worstShortfall, units: itemisedUnits(seconds: seconds)))
+    }
+
+    /// Each unit's part of the event that returned (`unitAtReturn`), in configuration order; past
+    /// `FrequencyEventUnits.capacity` units, those with the largest shortfall (the rest counted).
+    mutating func itemisedUnits(seconds: Double) -> FrequencyEventUnits {
+        var list = FrequencyEventUnits()
+        func part(_ index: Int) -> FrequencyEventUnitAssessment {
+            let u = unitAtReturn[index]
+            let (required, delivered) = u.atResponse ?? u.lastSeen
+            let sign: Double = required >= u.pre ? 1 : -1
+            var shortfall = max(0, sign * (required - delivered))
+            let tolerance = max(0, settings.toleranceFraction.isFinite ? settings.toleranceFraction : 0) * unitRatings[index]
+            if shortfall <= tolerance { shortfall = 0 }
+            return FrequencyEventUnitAssessment(unit: index, requiredW: required, deliveredW: delivered,
+                                                requiredMeanW: u.requiredSum / seconds, deliveredMeanW: u.deliveredSum / seconds,
+                                                shortfallW: shortfall)
+        }
+        let count = unitAtReturn.count
+        let chosen = min(count, FrequencyEventUnits.capacity)
+        for index in unitChosen.indices { unitChosen[index] = count <= chosen }
+        if count > chosen {
+            // The largest shortfalls, the lower index first among equals (a few passes, once an event).
+            for _ in 0..<chosen {
+                var best = -1, worst = -Double.infinity
+                for index in 0..<count where !unitChosen[index] {
+                    let shortfall = part(index).shortfallW
+                    if shortfall > worst { (best, worst) = (index, shortfall) }
+                }
+                if best >= 0 { unitChosen[best] = true }
+            }
+        }
+        for index in 0..<count {
+            if unitChosen[index] { list.append(part(index)) } else { list.omitted += 1 }
+        }
+        return list
     }
 
     /// Why the site could not deliver this cycle, as far as bessd knows: a limit the grid operator set
@@ -308,8 +396,8 @@ extension SiteController {
 
 extension FrequencyEventAssessor {
     /// Carries the running state over a configuration reload: the sequence, undrained assessments
-    /// and an event under way (assessed on under the new settings from here on).
-    mutating func adopt(_ other: FrequencyEventAssessor) {
+    /// and an event under way (assessed on under the new settings from here on), each unit's part with its unit.
+    mutating func adopt(_ other: FrequencyEventAssessor, mapping: [Int?]) {
         sequence = other.sequence
         ring = other.ring
         phase = other.phase
@@ -317,5 +405,12 @@ extension FrequencyEventAssessor {
         atReturn = other.atReturn
         lastMetered = other.lastMetered
         lastUnits = other.lastUnits
+        // Each unit's part follows the unit: `mapping[i]` is unit i's index in `other`.
+        for (index, old) in mapping.enumerated() where index < unitLive.count {
+            guard let old, old < other.unitLive.count else { continue }
+            unitLast[index] = other.unitLast[old]
+            unitLive[index] = other.unitLive[old]
+            unitAtReturn[index] = other.unitAtReturn[old]
+        }
     }
 }

@@ -91,14 +91,19 @@ public struct FrequencyEventAssessment: Sendable, Equatable {
     public var metered: Bool
     /// The largest shortfall of any cycle of the event, W (zero within the tolerance).
     public var maxShortfallW: Double
+    /// Each unit's share: what the droop law required of it and what it delivered (its own measured
+    /// power), in configuration order; at most `FrequencyEventUnits.capacity` (the units with the
+    /// largest shortfall), `units.omitted` counting the rest.
+    public var units: FrequencyEventUnits
 
     public init(
         sequence: UInt64 = 0, start: Double = 0, end: Double = 0, direction: FrequencyEventDirection = .under,
         extremeHz: Double = .nan, maxRocofHzPerSecond: Double = .nan, preEventW: Double = 0, requiredW: Double = 0,
         deliveredW: Double = 0, requiredMeanW: Double = 0, deliveredMeanW: Double = 0, shortfallW: Double = 0,
         cause: FrequencyEventCause = .none, causeCode: TripCode? = nil, causeUnit: Int = -1, score: Double = 1,
-        metered: Bool = false, maxShortfallW: Double = 0
+        metered: Bool = false, maxShortfallW: Double = 0, units: FrequencyEventUnits = FrequencyEventUnits()
     ) {
+        self.units = units
         self.sequence = sequence
         self.start = start
         self.end = end
@@ -118,6 +123,63 @@ public struct FrequencyEventAssessment: Sendable, Equatable {
         self.metered = metered
         self.maxShortfallW = maxShortfallW
     }
+}
+
+/// One unit's part of a frequency event: the unit's pre-event power plus the droop law's change for
+/// its own rating (clamped to ± its rating) through the response-time lag, against its measured power.
+/// Powers W, + = discharge.
+public struct FrequencyEventUnitAssessment: Sendable, Equatable {
+    /// The unit's index in the configuration.
+    public var unit: Int
+    /// Required and delivered at the event's response time (the site's instant).
+    public var requiredW: Double
+    public var deliveredW: Double
+    /// The same, averaged over the event.
+    public var requiredMeanW: Double
+    public var deliveredMeanW: Double
+    /// max(0, required − delivered) in the unit's response direction at the response time; zero within
+    /// the tolerance (the same fraction of the unit's rating as the site's).
+    public var shortfallW: Double
+
+    public init(unit: Int = -1, requiredW: Double = 0, deliveredW: Double = 0, requiredMeanW: Double = 0, deliveredMeanW: Double = 0,
+                shortfallW: Double = 0) {
+        self.unit = unit
+        self.requiredW = requiredW
+        self.deliveredW = deliveredW
+        self.requiredMeanW = requiredMeanW
+        self.deliveredMeanW = deliveredMeanW
+        self.shortfallW = shortfallW
+    }
+}
+
+/// The units of one assessment, in fixed inline storage so an assessment stays a plain value the cycle
+/// copies without allocating: at most `capacity`, in configuration order; units past it are counted in
+/// `omitted`.
+public struct FrequencyEventUnits: Sendable, Equatable, RandomAccessCollection {
+    /// The most units one assessment itemises (the journal and the record stay bounded).
+    public static let capacity = 32
+    var storage = InlineArray<32, FrequencyEventUnitAssessment>(repeating: FrequencyEventUnitAssessment())
+    var stored = 0
+    /// Units the assessment does not itemise (a site of more than `capacity` units).
+    public internal(set) var omitted = 0
+
+    public init() {}
+
+    /// Adds one (no allocation); past `capacity` it is only counted.
+    public mutating func append(_ unit: FrequencyEventUnitAssessment) {
+        guard stored < Self.capacity else {
+            omitted += 1
+            return
+        }
+        storage[stored] = unit
+        stored += 1
+    }
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { stored }
+    public subscript(position: Int) -> FrequencyEventUnitAssessment { storage[position] }
+
+    public static func == (a: Self, b: Self) -> Bool { a.omitted == b.omitted && a.elementsEqual(b) }
 }
 
 /// When a frequency excursion is an event (`grid_integration.frequency_events`), and how closely a

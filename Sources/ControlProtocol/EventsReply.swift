@@ -42,6 +42,8 @@ extension FrequencyEventSummary: JSONWritable {
         json.field(CodingKeys.end, end)
         json.field(CodingKeys.extremeHz, extremeHz)
         json.field(CodingKeys.maxRocofHzPerS, maxRocofHzPerS)
+        json.field(CodingKeys.maxShortfallW, maxShortfallW)
+        json.field(CodingKeys.metered, metered)
         json.field(CodingKeys.preEventW, preEventW)
         json.field(CodingKeys.requiredMeanW, requiredMeanW)
         json.field(CodingKeys.requiredW, requiredW)
@@ -49,6 +51,22 @@ extension FrequencyEventSummary: JSONWritable {
         json.field(CodingKeys.sequence, sequence)
         json.field(CodingKeys.shortfallW, shortfallW)
         json.field(CodingKeys.start, start)
+        json.field(CodingKeys.units, units)
+        json.field(CodingKeys.unitsOmitted, unitsOmitted)
+        json.endObject()
+    }
+}
+
+extension FrequencyEventUnitSummary: JSONWritable {
+    /// One unit's part: keys in order, an unknown quantity as null.
+    public func write(to json: inout JSONText) {
+        json.beginObject()
+        json.field(CodingKeys.deliveredMeanW, deliveredMeanW)
+        json.field(CodingKeys.deliveredW, deliveredW)
+        json.field(CodingKeys.requiredMeanW, requiredMeanW)
+        json.field(CodingKeys.requiredW, requiredW)
+        json.field(CodingKeys.shortfallW, shortfallW)
+        json.field(CodingKeys.unit, unit)
         json.endObject()
     }
 }

@@ -63,6 +63,11 @@ final class FrequencyEventReports: Sendable {
         m.metric("bessd_frequency_event_shortfall_watts", "gauge",
                  "The last frequency event's shortfall at the response time, W (in the response's direction).",
                  [("", last?.shortfallW ?? .nan)])
+        m.metric("bessd_frequency_event_max_shortfall_watts", "gauge",
+                 "The last frequency event's largest shortfall in any cycle, W.", [("", last?.maxShortfallW ?? .nan)])
+        m.metric("bessd_frequency_event_unit_shortfall_watts", "gauge",
+                 "The last frequency event's shortfall of each unit at the response time, W (in its response's direction).",
+                 (last?.units ?? []).map { ("unit=\"\($0.unit)\"", $0.shortfallW ?? .nan) })
     }
 
     /// The journal entry: a warning when the site fell short, a notice when it delivered.
@@ -77,7 +82,11 @@ final class FrequencyEventReports: Sendable {
             ("BESS_REQUIRED_W", e.requiredW), ("BESS_DELIVERED_W", e.deliveredW), ("BESS_REQUIRED_MEAN_W", e.requiredMeanW),
             ("BESS_DELIVERED_MEAN_W", e.deliveredMeanW), ("BESS_SHORTFALL_W", e.shortfallW), ("BESS_SCORE", e.score),
         ]
-        for (key, value) in quantities { if let value { metadata[key] = "\(value)" } }
+        for (key, value) in quantities + [("BESS_MAX_SHORTFALL_W", e.maxShortfallW)] { if let value { metadata[key] = "\(value)" } }
+        if let metered = e.metered { metadata["BESS_METERED"] = "\(metered)" }
+        // One repeated field, one value per itemised unit (at most FrequencyEventUnits.capacity).
+        if let units = e.units, !units.isEmpty { metadata["BESS_UNIT_RESPONSE"] = .array(units.map { .string(Self.unitFields($0)) }) }
+        if let omitted = e.unitsOmitted, omitted > 0 { metadata["BESS_UNITS_OMITTED"] = "\(omitted)" }
         if let cause = e.cause { metadata["BESS_CAUSE"] = "\(cause)" }
         if let code = e.causeCode { metadata["BESS_CAUSE_CODE"] = "\(code)" }
         if let unit = e.causeUnit { metadata["BESS_CAUSE_UNIT"] = "\(unit)" }
@@ -96,7 +105,23 @@ final class FrequencyEventReports: Sendable {
         let short = (e.shortfallW ?? 0) > 0
         text += short ? ", short by \(kW(e.shortfallW)) kW: \(reason(e))" : ": full response"
         text += "; over the event \(kW(e.requiredMeanW)) kW required and \(kW(e.deliveredMeanW)) kW delivered on average"
-        return text + ", score \(number(e.score, digits: 2))"
+        text += ", score \(number(e.score, digits: 2))"
+        if let worst = e.maxShortfallW, worst > 0 { text += ", worst cycle short by \(kW(worst)) kW" }
+        if let metered = e.metered { text += metered ? "; measured at the connection point" : "; measured as the units' sum" }
+        if let units = e.units, !units.isEmpty {
+            text += "; per unit, required/delivered kW at the response time: "
+                + units.map { "\($0.unit) \(kW($0.requiredW))/\(kW($0.deliveredW))" }.joined(separator: ", ")
+            if let omitted = e.unitsOmitted, omitted > 0 { text += " (\(omitted) more not itemised)" }
+        }
+        return text
+    }
+
+    /// One unit's part as one journal value: `D1 required_w=16000.0 delivered_w=15800.0 …` (unit ids
+    /// keep the id rule: no spaces).
+    static func unitFields(_ u: FrequencyEventUnitSummary) -> String {
+        let values: [(String, Double?)] = [("required_w", u.requiredW), ("delivered_w", u.deliveredW), ("required_mean_w", u.requiredMeanW),
+                                           ("delivered_mean_w", u.deliveredMeanW), ("shortfall_w", u.shortfallW)]
+        return ([u.unit] + values.map { "\($0.0)=\($0.1.map { "\($0)" } ?? "null")" }).joined(separator: " ")
     }
 
     /// Why the site fell short, in words.

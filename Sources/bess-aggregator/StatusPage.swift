@@ -125,7 +125,7 @@ enum StatusPage {
     }
 
     /// The site's frequency events (issue 47 §3), newest first: when, which way and how far, what was
-    /// required and delivered at the response time, the shortfall, the score and its cause. Every
+    /// required and delivered at the response time (the site's and each unit's), the shortfall, the score and its cause. Every
     /// text of the record is escaped; a stored record that does not decode is left out.
     static func frequencyEvents(_ records: [String]) -> String {
         let decoder = JSONDecoder()
@@ -139,7 +139,8 @@ enum StatusPage {
         let kW = { (w: Double?) -> String in f(w.map { $0 / 1000 }, 1) }
         let clock = ISO8601DateFormatter()
         var h = "<h3>Frequency events</h3><table><tr><th>#</th><th>start (UTC)</th><th>length</th><th>direction</th><th>extreme Hz</th>"
-            + "<th>required kW</th><th>delivered kW</th><th>shortfall kW</th><th>mean required / delivered kW</th><th>score</th><th>cause</th></tr>"
+            + "<th>required kW</th><th>delivered kW</th><th>shortfall kW</th><th>mean required / delivered kW</th><th>max shortfall kW</th>"
+            + "<th>score</th><th>cause</th><th>units: required / delivered kW</th></tr>"
         for e in events {
             let start = e.start.isFinite ? clock.string(from: Date(timeIntervalSince1970: e.start)) : "–"
             let cause = [e.cause, e.causeCode, e.causeUnit].compactMap { $0 }.joined(separator: " ")
@@ -147,7 +148,8 @@ enum StatusPage {
             h += "<tr><td>\(e.sequence)</td><td class=l>\(start)</td><td>\(f(e.end - e.start, 0)) s</td><td class=l>\(escape(e.direction))</td>"
                 + "<td>\(f(e.extremeHz, 3))</td><td>\(kW(e.requiredW))</td><td>\(kW(e.deliveredW))</td>"
                 + "<td\(short ? " class=trip" : "")>\(kW(e.shortfallW))</td><td>\(kW(e.requiredMeanW)) / \(kW(e.deliveredMeanW))</td>"
-                + "<td>\(f(e.score, 2))</td><td class=l>\(escape(cause.isEmpty ? "–" : cause))</td></tr>"
+                + "<td>\(kW(e.maxShortfallW))</td><td>\(f(e.score, 2))</td><td class=l>\(escape(cause.isEmpty ? "–" : cause))</td>"
+                + "<td class=l>\(escape((e.units ?? []).map { "\($0.unit) \(kW($0.requiredW)) / \(kW($0.deliveredW))" }.joined(separator: ", ")))</td></tr>"
         }
         return h + "</table>"
     }

@@ -18,14 +18,20 @@ import Uplink
 @Suite("Frequency events reported", .serialized)
 struct FrequencyEventReportTests {
     /// An under-frequency event: 250 kW required at the response time, 180 kW delivered, unit 1
-    /// tripped; or, with `full`, delivered in full.
+    /// tripped (each unit required 125 kW; D1 delivered 180 kW, D2 none); or, with `full`, delivered in
+    /// full. Measured at the connection point; the worst cycle 90 kW short.
     static func assessment(_ sequence: UInt64, full: Bool = false) -> FrequencyEventAssessment {
-        FrequencyEventAssessment(
+        var units = FrequencyEventUnits()
+        units.append(FrequencyEventUnitAssessment(unit: 0, requiredW: 125_000, deliveredW: full ? 125_000 : 180_000, requiredMeanW: 100_000,
+                                                  deliveredMeanW: full ? 100_000 : 150_000, shortfallW: 0))
+        units.append(FrequencyEventUnitAssessment(unit: 1, requiredW: 125_000, deliveredW: full ? 125_000 : 0, requiredMeanW: 100_000,
+                                                  deliveredMeanW: full ? 100_000 : 0, shortfallW: full ? 0 : 125_000))
+        return FrequencyEventAssessment(
             sequence: sequence, start: 1_800_000_000 + Double(sequence) * 100, end: 1_800_000_036 + Double(sequence) * 100,
             direction: .under, extremeHz: 49.712, maxRocofHzPerSecond: full ? 0.125 : .nan, preEventW: 20_000, requiredW: 250_000,
             deliveredW: full ? 250_000 : 180_000, requiredMeanW: 200_000, deliveredMeanW: full ? 200_000 : 150_000,
             shortfallW: full ? 0 : 70_000, cause: full ? .none : .unitTripped, causeCode: full ? nil : .inverterFault,
-            causeUnit: full ? -1 : 1, score: full ? 1 : 0.75)
+            causeUnit: full ? -1 : 1, score: full ? 1 : 0.75, metered: true, maxShortfallW: full ? 0 : 90_000, units: units)
     }
 
     /// A logger whose lines (message, then the journal's fields) are kept.
@@ -95,10 +101,15 @@ struct FrequencyEventReportTests {
                      "MESSAGE_ID=\(MessageID.frequencyEvent)", "BESS_CODE=FREQUENCY_EVENT", "BESS_CAUSE=unit_tripped",
                      "BESS_CAUSE_CODE=INVERTER_FAULT", "BESS_CAUSE_UNIT=D2", "BESS_SHORTFALL_W=70000.0", "BESS_REQUIRED_W=250000.0",
                      "BESS_DELIVERED_W=180000.0", "BESS_EXTREME_HZ=49.712", "BESS_DIRECTION=under", "BESS_START=1800000100.0",
-                     "PRIORITY=4"] {
+                     "PRIORITY=4", "BESS_METERED=true", "BESS_MAX_SHORTFALL_W=90000.0",
+                     "D1 required_w=125000.0 delivered_w=180000.0 required_mean_w=100000.0 delivered_mean_w=150000.0 shortfall_w=0.0",
+                     "D2 required_w=125000.0 delivered_w=0.0 required_mean_w=100000.0 delivered_mean_w=0.0 shortfall_w=125000.0",
+                     "worst cycle short by 90.0 kW; measured at the connection point",
+                     "per unit, required/delivered kW at the response time: D1 125.0/180.0, D2 125.0/0.0"] {
             #expect(short.contains(text), "\(text) in \(short)")
         }
         #expect(!short.contains("BESS_ROCOF"), "an unknown ROCOF is left out, not written as nan")
+        #expect(short.contains("BESS_UNIT_RESPONSE=D1 ") && !short.contains("BESS_UNITS_OMITTED"), "\(short)")
         let full = logged.last ?? ""
         #expect(full.contains("delivered 250.0 kW: full response") && full.contains("(ROCOF up to 0.125 Hz/s)") && full.contains("PRIORITY=5"))
         #expect(!full.contains("BESS_CAUSE"), "\(full)")
@@ -128,6 +139,9 @@ struct FrequencyEventReportTests {
         var after = MetricsText()
         reports.metrics(into: &after)
         #expect(after.text.contains("bessd_frequency_event_score 0.75\n") && after.text.contains("bessd_frequency_event_shortfall_watts 70000.0\n"))
+        #expect(after.text.contains("bessd_frequency_event_max_shortfall_watts 90000.0\n"), "\(after.text)")
+        #expect(after.text.contains("bessd_frequency_event_unit_shortfall_watts{unit=\"D1\"} 0.0\n")
+                && after.text.contains("bessd_frequency_event_unit_shortfall_watts{unit=\"D2\"} 125000.0\n"))
     }
 
     @Test("a synthetic assessment through SharedState: bessctl events --json lists it, the spool holds a frequency_event record with the same fields, bessctl events shows it, /metrics counts it")
@@ -176,6 +190,12 @@ struct FrequencyEventReportTests {
         #expect(entry["shortfall_w"] as? Double == 70_000 && entry["score"] as? Double == 0.75)
         #expect(entry["cause"] as? String == "unit_tripped" && entry["cause_code"] as? String == "INVERTER_FAULT")
         #expect(entry["cause_unit"] as? String == "D2" && entry["max_rocof_hz_per_s"] is NSNull)
+        #expect(entry["metered"] as? Bool == true && entry["max_shortfall_w"] as? Double == 90_000 && entry["units_omitted"] as? Int == 0)
+        let units = try #require(entry["units"] as? [[String: Any]], "\(entry)")
+        #expect(units.map { $0["unit"] as? String } == ["D1", "D2"])
+        #expect(units[1]["required_w"] as? Double == 125_000 && units[1]["delivered_w"] as? Double == 0
+                && units[1]["required_mean_w"] as? Double == 100_000 && units[1]["delivered_mean_w"] as? Double == 0
+                && units[1]["shortfall_w"] as? Double == 125_000)
 
         // The spool's record carries the same fields with the same values.
         let payloads = try spool.pending(limit: 100).map(\.payload)
@@ -190,9 +210,12 @@ struct FrequencyEventReportTests {
         let table = try bessctl(["events"])
         #expect(table.out.contains("1 frequency event since bessd started"), "\(table.out)")
         let row = table.out.split(separator: "\n").first { $0.hasPrefix("1  ") }.map(String.init) ?? ""
-        for cell in ["36", "under", "49.712", "250.0", "180.0", "70.0", "200.0 / 150.0", "0.75", "unit_tripped INVERTER_FAULT D2"] {
+        for cell in ["36", "under", "49.712", "250.0", "180.0", "70.0", "200.0 / 150.0", "90.0", "meter", "0.75", "unit_tripped INVERTER_FAULT D2"] {
             #expect(row.contains(cell), "\(cell) in \(row)")
         }
+        #expect(table.out.contains("units of event 1"), "\(table.out)")
+        let unitRow = table.out.split(separator: "\n").first { $0.hasPrefix("D2 ") }.map(String.init) ?? ""
+        for cell in ["125.0", "0.0", "100.0 / 0.0"] { #expect(unitRow.contains(cell), "\(cell) in \(unitRow)") }
         #expect(lines.withLock { $0 }.contains { $0.contains("FREQUENCY_EVENT 1: under-frequency") })
         let metrics = daemon.metricsText()
         #expect(metrics.contains("bessd_frequency_events_total 1.0\n") && metrics.contains("bessd_frequency_event_shortfall_watts 70000.0\n"))
@@ -214,7 +237,9 @@ struct FrequencyEventReportTests {
             "{\"seq\":\(seq),\"time\":1800000200,\"type\":\"frequency_event\",\"sequence\":\(seq),\"start\":1800000000,\"end\":1800000036,"
                 + "\"direction\":\"under\",\"extreme_hz\":49.712,\"max_rocof_hz_per_s\":null,\"pre_event_w\":0,\"required_w\":250000,"
                 + "\"delivered_w\":\(250_000 - shortfall),\"required_mean_w\":200000,\"delivered_mean_w\":150000,\"shortfall_w\":\(shortfall),"
-                + "\"cause\":\(cause),\"cause_code\":null,\"cause_unit\":\(unit),\"score\":0.75}"
+                + "\"cause\":\(cause),\"cause_code\":null,\"cause_unit\":\(unit),\"score\":0.75,\"metered\":false,\"max_shortfall_w\":\(shortfall),"
+                + "\"units\":[{\"unit\":\"D1\",\"required_w\":250000,\"delivered_w\":\(250_000 - shortfall),\"required_mean_w\":200000,"
+                + "\"delivered_mean_w\":150000,\"shortfall_w\":\(shortfall)}],\"units_omitted\":0}"
         }
         func post(_ records: [String]) throws -> String {
             let body = "{\"protocol_version\":1,\"site\":\"EVENT_SITE\",\"acks\":[],\"records\":[\(records.joined(separator: ","))]}"
@@ -229,6 +254,7 @@ struct FrequencyEventReportTests {
         let page = try shell(["curl", "-s", "-m", "10", "\(base)/"]).out
         let section = page.components(separatedBy: "<h3>Frequency events</h3>").dropFirst().first?.components(separatedBy: "</table>").first ?? ""
         #expect(section.contains("soc_limit D1") && section.contains("<td class=trip>61.0</td>"), "\(section)")
+        #expect(section.contains("<td class=l>D1 250.0 / 189.0</td>"), "each unit's required and delivered: \(section)")
         #expect(section.components(separatedBy: "<tr>").count - 1 == 3, "a header and two events")
         #expect(!page.contains("<script>"), "nothing a peer sent reaches the page unescaped")
     }

@@ -14,12 +14,19 @@ struct FrequencyEventRecordTests {
             "sequence": "3", "start": "1800000000.25", "end": "1800000036.5", "direction": "\"under\"", "extreme_hz": "49.712",
             "max_rocof_hz_per_s": "null", "pre_event_w": "20000", "required_w": "250000", "delivered_w": "180000",
             "required_mean_w": "200000", "delivered_mean_w": "150000", "shortfall_w": "70000", "cause": "\"unit_tripped\"",
-            "cause_code": "\"INVERTER_FAULT\"", "cause_unit": "\"D2\"", "score": "0.75",
+            "cause_code": "\"INVERTER_FAULT\"", "cause_unit": "\"D2\"", "score": "0.75", "metered": "true", "max_shortfall_w": "90000",
+            "units": Self.units, "units_omitted": "0",
         ]
         fields.merge(changes) { $1 }
         let text = "{" + fields.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\($0.value)" }.joined(separator: ",") + "}"
         return try FrequencyEventRecord(json: Array(text.utf8))
     }
+
+    /// Two units' parts as bessd writes them: D1 delivered, D2 tripped.
+    static let units = """
+        [{"unit":"D1","required_w":125000,"delivered_w":180000,"required_mean_w":100000,"delivered_mean_w":150000,"shortfall_w":0},\
+        {"unit":"D2","required_w":125000,"delivered_w":0,"required_mean_w":100000,"delivered_mean_w":null,"shortfall_w":125000}]
+        """
 
     static func batch(_ bodies: [RecordBody]) -> RecordBatch {
         RecordBatch(site: "SITE_1", records: bodies.enumerated().map { UplinkRecord(seq: UInt64($0.offset + 1), time: 1_800_000_040, body: $0.element) },
