@@ -17,7 +17,7 @@ struct BatchReader {
     var keys: [Range<Int>] = []
 
     static let maximumDepth = 64
-    /// Keys in one object (a batch's objects have at most 20).
+    /// Keys in one object (a batch's objects have at most 25: a frequency event's record).
     static let maximumKeys = 64
 
     init(_ bytes: UnsafeBufferPointer<UInt8>) {
@@ -65,6 +65,7 @@ struct BatchReader {
         var frequency: Double??, p99: Int64?, overruns: UInt64?, unit: String??, start: Int64?, length: Int64?
         var charged: Double?, discharged: Double?, covered: Double?, imported: Double?, exported: Double?
         var kind: String?, code: String??, message: String?, count: UInt64?
+        var event = FrequencyEventFields()
         // Which units and site a record carries depends on its type, which may come after them.
         var unitsAt: Int?, siteAt: Int?
         let ok = object(depth: depth) { r, key in
@@ -96,6 +97,7 @@ struct BatchReader {
             if r.key(key, is: "code") { return r.readOrNull(&code) { $0.string() } }
             if r.key(key, is: "message") { return r.read(&message) { $0.string() } }
             if r.key(key, is: "count") { return r.read(&count) { $0.uint64() } }
+            if let read = r.frequencyEventField(key, &event) { return read }
             return r.skip(depth: depth + 1)
         }
         guard ok, let seq, let time, let type else { return nil }
@@ -133,6 +135,9 @@ struct BatchReader {
         case "spool_drop":
             guard let count else { return nil }
             body = .spoolDrop(count: count)
+        case "frequency_event":
+            guard let read = frequencyEvent(event, unitsAt: unitsAt, depth: depth) else { return nil }
+            body = .frequencyEvent(read)
         default:
             return nil
         }

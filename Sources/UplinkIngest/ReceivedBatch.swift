@@ -90,7 +90,9 @@ public struct IngestRefusalCode: Hashable, Sendable, CustomStringConvertible {
     public static let statusStateInvalid = Self(.statusStateInvalid)
     /// `STATUS_SESSION_INVALID`: a status's session id breaks the id rule.
     public static let statusSessionInvalid = Self(.statusSessionInvalid)
-    /// `FREQUENCY_EVENT_INVALID`: a frequency event whose direction or cause bessd does not have.
+    /// `FREQUENCY_EVENT_INVALID`: a frequency event whose direction or cause bessd does not have, or
+    /// whose values bessd would not write (an end before its start, a negative shortfall, a score
+    /// outside 0…1).
     public static let frequencyEventInvalid = Self(.frequencyEventInvalid)
 
     public var description: String {
@@ -171,8 +173,25 @@ public enum IngestRules {
     }
 
     /// A frequency event: its direction and cause as bessd names them, its cause code from the trip
-    /// table, its cause unit an id.
+    /// table, its cause unit and its units' ids, and values bessd can write (an end not before the
+    /// start, shortfalls not negative, a score within 0…1, no more units than an assessment itemises).
     static func check(frequencyEvent e: FrequencyEventRecord, seq: UInt64) -> IngestRefusal? {
+        func invalid(_ what: String) -> IngestRefusal { IngestRefusal(.frequencyEventInvalid, message: "record \(seq): \(what)") }
+        guard e.end >= e.start else { return invalid("end \(e.end) is before start \(e.start)") }
+        if let score = e.score, !(0...1).contains(score) { return invalid("score \(score) is not within 0 to 1") }
+        for (name, value) in [("shortfall_w", e.shortfallW), ("max_shortfall_w", e.maxShortfallW)] {
+            if let value, value < 0 { return invalid("\(name) \(value) is negative") }
+        }
+        if let omitted = e.unitsOmitted, omitted < 0 { return invalid("units_omitted \(omitted) is negative") }
+        if let units = e.units {
+            guard units.count <= FrequencyEventUnits.capacity else {
+                return invalid("\(units.count) units itemised, more than \(FrequencyEventUnits.capacity)")
+            }
+            for unit in units {
+                if let refusal = check(unit: unit.unit, seq: seq) { return refusal }
+                if let value = unit.shortfallW, value < 0 { return invalid("unit \(unit.unit)'s shortfall_w \(value) is negative") }
+            }
+        }
         guard FrequencyEventRecord.directions.contains(e.direction) else {
             return IngestRefusal(.frequencyEventInvalid, message: "record \(seq): direction \(quoted(e.direction)) is not under or over")
         }

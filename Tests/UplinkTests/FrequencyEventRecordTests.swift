@@ -116,4 +116,93 @@ struct FrequencyEventRecordTests {
             #expect(try JSONDecoder().decode(UplinkRecord.self, from: Data(text.utf8)) == record)
         }
     }
+
+    @Test("the fast reader reads frequency events (units, metered, max shortfall, nulls, a record from before the units) as JSONDecoder does")
+    func fastPath() throws {
+        var older = try Self.event(["cause": "null", "cause_code": "null", "cause_unit": "null", "extreme_hz": "null"])
+        (older.metered, older.maxShortfallW, older.units, older.unitsOmitted) = (nil, nil, nil, nil)
+        let batch = Self.batch([.frequencyEvent(try Self.event()), .frequencyEvent(older), .spoolDrop(count: 2),
+                                .frequencyEvent(try Self.event(["units": "[]", "units_omitted": "3", "metered": "false"]))])
+        let payload = [UInt8](try JSONEncoder().encode(batch))
+        let received = try ReceivedBatch(payload: payload)
+        #expect(received.cut, "read by BatchReader, not handed to JSONDecoder")
+        #expect(received.batch.records == batch.records)
+        try ReceivedBatchTests.sameAsDecoder(received, payload)
+        try ReceivedBatchTests.textsAgree(received)
+        guard case .frequencyEvent(let first) = received.batch.records[0].body else {
+            Issue.record("\(received.batch.records[0].body)")
+            return
+        }
+        #expect(first.units?.map(\.unit) == ["D1", "D2"] && first.units?[1].deliveredMeanW == nil && first.metered == true)
+        #expect(first.maxShortfallW == 90_000 && first.unitsOmitted == 0)
+        // Written by hand, keys in another order, absent where the older bessd left them out.
+        let text = #"{"protocol_version":1,"site":"S","acks":[],"records":[{"type":"frequency_event","units":null,"direction":"over","#
+            + #""end":2.5,"sequence":1,"seq":1,"time":3,"start":1,"score":1,"cause":null}]}"#
+        let hand = try ReceivedBatch(payload: Array(text.utf8))
+        #expect(hand.cut)
+        try ReceivedBatchTests.sameAsDecoder(hand, Array(text.utf8))
+    }
+
+    @Test("a hostile frequency event is read by the fast reader as JSONDecoder reads it, then refused with its code, the peer's text escaped")
+    func hostileFastPath() throws {
+        func payload(_ changes: [String: String]) throws -> [UInt8] {
+            Array(try JSONEncoder().encode(Self.batch([.frequencyEvent(try Self.event(changes))])))
+        }
+        let control = "\"\\u001b[31m<script>alert(1)</script>\\u0007\""
+        let unitsWith = { (id: String, shortfall: String) in
+            "[{\"unit\":\(id),\"required_w\":1,\"delivered_w\":1,\"required_mean_w\":1,\"delivered_mean_w\":1,\"shortfall_w\":\(shortfall)}]"
+        }
+        let many = "[" + (0...FrequencyEventUnits.capacity).map { _ in #"{"unit":"D1","required_w":1,"delivered_w":1,"required_mean_w":1,"delivered_mean_w":1,"shortfall_w":0}"# }
+            .joined(separator: ",") + "]"
+        let cases: [([String: String], String)] = [
+            (["direction": control], "FREQUENCY_EVENT_INVALID"),
+            (["cause": control], "FREQUENCY_EVENT_INVALID"),
+            (["score": "7"], "FREQUENCY_EVENT_INVALID"),
+            (["score": "-0.5"], "FREQUENCY_EVENT_INVALID"),
+            (["shortfall_w": "-1"], "FREQUENCY_EVENT_INVALID"),
+            (["max_shortfall_w": "-1e6"], "FREQUENCY_EVENT_INVALID"),
+            (["end": "1700000000"], "FREQUENCY_EVENT_INVALID"),
+            (["units_omitted": "-2"], "FREQUENCY_EVENT_INVALID"),
+            (["units": many], "FREQUENCY_EVENT_INVALID"),
+            (["units": unitsWith("\"D1\"", "-5")], "FREQUENCY_EVENT_INVALID"),
+            (["units": unitsWith(control, "0")], "UNIT_ID_INVALID"),
+        ]
+        for (change, code) in cases {
+            let bytes = try payload(change)
+            let received = try ReceivedBatch(payload: bytes)
+            #expect(received.cut, "\(change): the fast reader takes it")
+            try ReceivedBatchTests.sameAsDecoder(received, bytes)
+            let refusal = IngestRules.check(received.batch).map { String(describing: $0) } ?? "accepted"
+            #expect(refusal.hasPrefix(code + ": "), "\(change): \(refusal)")
+            #expect(!refusal.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F } && refusal.count < 200, "\(refusal)")
+        }
+        // What bessd writes passes.
+        #expect(IngestRules.check(try ReceivedBatch(payload: try payload([:])).batch) == nil)
+    }
+
+    @Test("frequency-event batches mutated: whatever either path decodes, the other decodes the same, and the fast one takes many")
+    func mutations() throws {
+        let payload = Array(try JSONEncoder().encode(Self.batch([.frequencyEvent(try Self.event()), .frequencyEvent(try Self.event(["cause": "null"]))])))
+        var generator = SystemRandomNumberGenerator()
+        var cut = 0
+        for round in 0..<2000 {
+            var bytes = payload
+            if round % 2 == 0 {
+                for _ in 0..<Int.random(in: 1...2, using: &generator) {
+                    bytes[Int.random(in: 0..<bytes.count, using: &generator)] = "{}[],:\"\\ 0-5.enul".utf8.randomElement(using: &generator)!
+                }
+            } else {
+                bytes.removeLast(Int.random(in: 1..<bytes.count, using: &generator))
+            }
+            let reference = try? JSONDecoder().decode(RecordBatch.self, from: Data(bytes))
+            guard let received = try? ReceivedBatch(payload: bytes) else {
+                #expect(reference == nil, "JSONDecoder took a payload ReceivedBatch refused")
+                continue
+            }
+            if received.cut { cut += 1 }
+            try ReceivedBatchTests.sameAsDecoder(received, bytes)
+            try ReceivedBatchTests.textsAgree(received)
+        }
+        #expect(cut > 50, "\(cut) of 2000 read by the fast reader")
+    }
 }
