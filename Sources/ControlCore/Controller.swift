@@ -590,6 +590,7 @@ extension SiteController {
         for (i, j) in mapping.enumerated() where i < units.count {
             guard let j, j < old.units.count else { continue }
             units[i].adopt(old.units[j])
+            if i < unitReserveReported.count, j < old.unitReserveReported.count { unitReserveReported[i] = old.unitReserveReported[j] }
         }
     }
 }

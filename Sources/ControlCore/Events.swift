@@ -47,6 +47,13 @@ public enum ControlEventKind: UInt8, Sendable {
     case frequencySourceFallback
     /// The PMU's samples are usable again and the cycle follows it (`unit` -1, `value` the sample's age in ms).
     case frequencySourceRestored
+    /// A unit's SOC reached its frequency-response reserve in `reserve`'s direction: dispatch, AGC, SCADA
+    /// setpoints and the application stop on it that way (`value` the SOC %, `threshold` the reserve's
+    /// SOC edge %). Once per unit and direction, judged on a known SOC.
+    case responseReserveReached
+    /// The unit's SOC is back inside its reserve band by the resume margin: dispatch may use that
+    /// direction again (`value` the SOC %, `threshold` the reserve's SOC edge %).
+    case responseReserveCleared
 }
 
 /// An event the cycle hands to the logging thread. Plain values only, so recording one never
@@ -67,14 +74,17 @@ public struct ControlEvent: Sendable, Equatable {
     public var state: UnitState?
     /// Which grid limit, for `gridLimitBinding` and `gridLimitReleased`.
     public var limit: GridLimitBinding = .none
+    /// Which direction's response reserve, for `responseReserveReached` and `responseReserveCleared`.
+    public var reserve: ReserveDirection?
     public var at: MonotonicInstant
 
     public init(
         kind: ControlEventKind, unit: Int, code: TripCode? = nil, severity: InterlockSeverity? = nil,
         metric: InterlockMetric? = nil, value: Double = .nan, threshold: Double = .nan, state: UnitState? = nil,
-        limit: GridLimitBinding = .none, at: MonotonicInstant
+        limit: GridLimitBinding = .none, reserve: ReserveDirection? = nil, at: MonotonicInstant
     ) {
         self.limit = limit
+        self.reserve = reserve
         self.kind = kind
         self.unit = unit
         self.code = code

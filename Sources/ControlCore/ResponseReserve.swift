@@ -119,6 +119,31 @@ public struct ResponseReserve: Sendable, Equatable {
         }
     }
 
+    /// As `update`, and reports each change of a unit's state as an event (`responseReserveReached`,
+    /// `responseReserveCleared`, once each way per unit and direction) judged on a known SOC: a unit
+    /// whose SOC is unknown is held at its reserve but not reported (its stale BMS data is, as
+    /// `BMS_COMM_LOST`), so a start before the first BMS reading logs nothing. `reported` holds the
+    /// state last reported, one entry per unit. Allocates nothing.
+    public func update(
+        _ state: inout [(discharge: Bool, charge: Bool)], reported: inout [(discharge: Bool, charge: Bool)],
+        events: inout EventRing, at now: MonotonicInstant, soc: (Int) -> Double?
+    ) {
+        for index in units.indices where index < state.count && index < reported.count {
+            let level = soc(index)
+            let unit = units[index]
+            state[index] = unit.reached(soc: level, was: state[index])
+            guard let level, level.isFinite else { continue }
+            func report(_ held: Bool, _ was: inout Bool, _ direction: ReserveDirection, edge: Double) {
+                guard held != was else { return }
+                was = held
+                events.push(ControlEvent(kind: held ? .responseReserveReached : .responseReserveCleared, unit: index, metric: .soc,
+                                         value: level, threshold: edge, reserve: direction, at: now))
+            }
+            report(state[index].discharge, &reported[index].discharge, .discharge, edge: unit.low)
+            report(state[index].charge, &reported[index].charge, .charge, edge: unit.high)
+        }
+    }
+
     /// The threshold of the rule that stops the unit on low (`below`) or high frequency, as a
     /// deviation from nominal, Hz; the nearest when several do.
     static func tripDeviation(_ rules: [InterlockRule], below: Bool) -> Double? {
@@ -135,6 +160,15 @@ public struct ResponseReserve: Sendable, Equatable {
     static func socBound(_ rules: [InterlockRule], code: TripCode) -> Double? {
         rules.first { $0.code == code && $0.metric == .soc }?.threshold
     }
+}
+
+/// Which way a response reserve holds: the energy kept for under-frequency response (`discharge`,
+/// above `SOC_LOW`) or for over-frequency response (`charge`, below `SOC_HIGH`).
+public enum ReserveDirection: UInt8, Sendable, CaseIterable {
+    case discharge, charge
+
+    /// `discharge` or `charge`, as the journal and /metrics name it.
+    public var name: String { self == .discharge ? "discharge" : "charge" }
 }
 
 extension UnitController {

@@ -75,6 +75,8 @@ public final class SiteController {
     /// Each unit's reserve state after the last step (with `ResponseReserve.resumeMarginPercent`'s
     /// hysteresis): dispatch on that unit stops in a reached direction.
     public internal(set) var unitReserveReached: [(discharge: Bool, charge: Bool)]
+    /// Each unit's reserve state as last reported (`responseReserveReached` / `…Cleared`).
+    var unitReserveReported: [(discharge: Bool, charge: Bool)]
     /// The grid operator's cap on the units' summed power, W, as ramped: it falls at once and rises
     /// at `limits.ramp_percent_per_s`; infinite when no limit stands.
     public internal(set) var operatorCap: Double { get { running.operatorCap } set { running.operatorCap = newValue } }
@@ -108,6 +110,7 @@ public final class SiteController {
         ratedPower = rating
         responseReserve = ResponseReserve(droop: control.droop, units: units)
         unitReserveReached = Array(repeating: (false, false), count: units.count)
+        unitReserveReported = unitReserveReached
         connection = ConnectionPoint(settings: site, rating: rating, startedAt: startedAt)
         if site.hasMeter { gridEnergy = EnergyAccumulator(unit: -1, blockLength: control.energyBlockLength) }
     }
@@ -179,7 +182,7 @@ public final class SiteController {
                 setpointRating += units[index].ratingForShare
             }
         }
-        responseReserve.update(&unitReserveReached) { index in
+        responseReserve.update(&unitReserveReached, reported: &unitReserveReported, events: &events, at: now) { index in
             index < inputs.count ? inputs[index].bms.status.fresh(at: now, maxAge: units[index].settings.bmsStaleAfter)?.soc.value : nil
         }
         reserveReached = (unitReserveReached.contains { $0.discharge }, unitReserveReached.contains { $0.charge })

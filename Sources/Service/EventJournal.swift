@@ -49,6 +49,8 @@ final class EventJournal {
         case .agcSignalRestored: return Entry(messageID: MessageID.agc, priority: 5, code: "AGC_SIGNAL_LOST")
         case .frequencySourceFallback: return Entry(messageID: MessageID.site, priority: 4, code: "FREQUENCY_SOURCE_FALLBACK")
         case .frequencySourceRestored: return Entry(messageID: MessageID.site, priority: 5, code: "FREQUENCY_SOURCE_FALLBACK")
+        case .responseReserveReached: return Entry(messageID: MessageID.site, priority: 5, code: "RESPONSE_RESERVE_REACHED")
+        case .responseReserveCleared: return Entry(messageID: MessageID.site, priority: 5, code: "RESPONSE_RESERVE_REACHED")
         }
     }
 
@@ -57,11 +59,15 @@ final class EventJournal {
     private var suppressed: [String: (last: MonotonicInstant, count: Int)] = [:]
     /// Interlock actions logged since start, per code (written here, read by /metrics).
     private let tripCounts = PILock<[String: Int]>([:])
+    /// Whether each unit's response reserve holds, by `unit|direction`, from the reached and cleared
+    /// events (every unit 0 each way while `sustain_s` keeps a reserve and none was reported).
+    private let reserveHeld = PILock<[String: Bool]>([:])
 
     init(logger: Logger) { self.logger = logger }
 
     /// Logs `events` (taken from the cycle this round) and records them for the uplink.
     func log(_ events: [ControlEvent], now: MonotonicInstant, configuration: BessdConfiguration, recorder: UplinkRecorder?) {
+        noteReserves(events, configuration: configuration)
         for event in events {
             let id = event.unit < 0 ? "site"
                 : event.unit < configuration.units.count ? configuration.units[event.unit].id : "unit\(event.unit)"
@@ -82,6 +88,7 @@ final class EventJournal {
             if event.value.isFinite { metadata["BESS_VALUE"] = "\(event.value)" }
             if event.threshold.isFinite { metadata["BESS_THRESHOLD"] = "\(event.threshold)" }
             if let state = event.state { metadata["BESS_STATE"] = "\(state)" }
+            if let reserve = event.reserve { metadata["BESS_DIRECTION"] = "\(reserve.name)" }
             if repeats > 0 { metadata["BESS_SUPPRESSED"] = "\(repeats)" }
             if event.kind == .raised || event.kind == .latched, let code = event.code {
                 tripCounts.withLock { $0["\(code.name)", default: 0] += 1 }
@@ -100,10 +107,35 @@ final class EventJournal {
         }
     }
 
-    /// `bessd_interlock_actions_total`: interlock actions logged since start, by code.
+    /// `bessd_interlock_actions_total`: interlock actions logged since start, by code; and
+    /// `bessd_response_reserve_held` by unit and direction.
     func metrics(into m: inout MetricsText) {
         let counts = tripCounts.withLock { $0 }
         m.metric("bessd_interlock_actions_total", "counter", "Interlock actions logged since start, by code.",
                  counts.sorted { $0.key < $1.key }.map { ("code=\"\($0.key)\"", Double($0.value)) })
+        let held = reserveHeld.withLock { $0 }
+        m.metric("bessd_response_reserve_held", "gauge",
+                 "1 while the unit's SOC is at its frequency-response reserve in that direction (dispatch stops on it that way).",
+                 held.sorted { $0.key < $1.key }.map { key, value in
+                     let parts = key.split(separator: "|", maxSplits: 1)
+                     return ("unit=\"\(MetricsText.label(String(parts[0])))\",direction=\"\(parts.count > 1 ? parts[1] : "")\"", value ? 1 : 0)
+                 })
+    }
+
+    /// Keeps `reserveHeld` by the reached and cleared events, each unit starting at 0 both ways
+    /// while the configuration keeps a reserve.
+    private func noteReserves(_ events: [ControlEvent], configuration: BessdConfiguration) {
+        let units = configuration.units
+        let keeps = configuration.grid.droop.sustain > .zero
+        reserveHeld.withLock { held in
+            if keeps, held.count != units.count * 2 || units.contains(where: { held["\($0.id)|discharge"] == nil }) {
+                held = Dictionary(uniqueKeysWithValues: units.flatMap { u in ReserveDirection.allCases.map { ("\(u.id)|\($0.name)", held["\(u.id)|\($0.name)"] ?? false) } })
+            }
+            if !keeps, !held.isEmpty { held = [:] }
+            for event in events {
+                guard let direction = event.reserve, event.unit >= 0, event.unit < units.count else { continue }
+                held["\(units[event.unit].id)|\(direction.name)"] = event.kind == .responseReserveReached
+            }
+        }
     }
 }

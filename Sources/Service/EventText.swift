@@ -43,6 +43,16 @@ public enum EventText {
         case .frequencySourceRestored:
             return "site FREQUENCY_SOURCE_FALLBACK cleared: the PMU's samples are usable again "
                 + "(\(number(event.value)) ms old); the droop follows the PMU"
+        case .responseReserveReached, .responseReserveCleared:
+            let discharge = event.reserve != .charge
+            let way = discharge ? "discharge" : "charge"
+            if event.kind == .responseReserveReached {
+                return "\(unitID) RESPONSE_RESERVE_REACHED: SOC \(number(event.value)) % is at its \(way) reserve "
+                    + "(\(discharge ? "down to" : "up to") \(number(event.threshold)) %); dispatch, AGC and setpoints stop \(discharge ? "discharging" : "charging") it, "
+                    + "frequency response keeps the reserve"
+            }
+            return "\(unitID) RESPONSE_RESERVE_REACHED cleared: SOC \(number(event.value)) % is back inside its \(way) reserve band "
+                + "(\(number(event.threshold)) % \(discharge ? "+" : "−") \(number(ResponseReserve.resumeMarginPercent)) %); dispatch may \(way) it again"
         case .raised, .cleared, .latched, .resetAccepted, .resetRefused:
             guard let code = event.code else { return "\(unitID) \(event.kind)" }
             let verb: String
