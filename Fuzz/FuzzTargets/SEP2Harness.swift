@@ -4,6 +4,7 @@ import IEEE2030_5
 /// A document as a 2030.5 server (or anyone answering in its place) sends it: the first input byte
 /// picks the resource asked for (DERControl, DERControlList, DefaultDERControl, DERProgram,
 /// DERProgramList), the rest is the XML, read by `XMLDocument` and then by the resource's reader.
+/// A first byte of 0xC0 or more goes to `SEP2DiscoveryHarness` (the discovery readers and session).
 ///
 /// Invariants: a refusal carries one of the five document codes and a message of printable ASCII
 /// only (nothing from the document unescaped); a tree read stays within `XMLLimits` (depth and
@@ -17,6 +18,7 @@ enum SEP2Harness {
     static func run(_ input: inout FuzzInput) -> [String] {
         var violations = Violations()
         let pick = input.u8()
+        if pick >= SEP2DiscoveryHarness.firstPick { return SEP2DiscoveryHarness.run(pick, &input) }
         let bytes = input.rest()
         let limits = XMLLimits()
         do {
@@ -121,6 +123,6 @@ enum SEP2Harness {
             "<DERProgram \(sep)>\(program)</DERProgram>",
             "<DERProgramList \(sep) all=\"1\" results=\"1\" pollRate=\"60\"><DERProgram>\(program)</DERProgram></DERProgramList>",
         ]
-        return documents.enumerated().map { [UInt8($0.offset)] + Array($0.element.utf8) }
+        return documents.enumerated().map { [UInt8($0.offset)] + Array($0.element.utf8) } + SEP2DiscoveryHarness.seeds()
     }
 }

@@ -283,9 +283,11 @@ public struct DiscoverySession: Sendable {
     }
 
     /// Every resource of the chain read at least once since it was (re)discovered: the EndDevice found,
-    /// and each list below it read to its `all` (Time and the DERList are not needed for it).
+    /// its Registration agreed, and each list below it read to its `all` (Time and the DERList are not
+    /// needed for it). Never while `stopped`.
     public var complete: Bool {
-        guard endDevice != nil else { return false }
+        guard stopped == nil, let mine = endDevice else { return false }
+        if let assignments = mine.functionSetAssignmentsListLink, nodes[assignments] == nil { return false }
         return nodes.values.allSatisfy { $0.kind == .time || $0.kind == .derList || $0.read }
     }
 

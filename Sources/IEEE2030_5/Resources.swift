@@ -135,7 +135,7 @@ public struct EndDevice: Hashable, Sendable {
             lFDI = text
         }
         sFDI = try element.requiredInteger("sFDI", UInt64.self, in: 0...999_999_999_999)
-        postRate = try element.boundedAttribute("postRate", UInt32.self, in: sep2RateRange)
+        postRate = try element.integer("postRate", UInt32.self, in: sep2RateRange)
         registrationLink = try element.checkedLink("RegistrationLink")
         functionSetAssignmentsListLink = try element.checkedLink("FunctionSetAssignmentsListLink")
         derListLink = try element.checkedLink("DERListLink")
