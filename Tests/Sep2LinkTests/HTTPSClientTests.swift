@@ -1,0 +1,164 @@
+import ControlCore
+import Foundation
+import Glibc
+import Sep2Link
+import TestSupport
+import Testing
+import TLSTransport
+
+/// `hil/peers/https_peer.py` on pyenv's Python (Package.sep2Python): TLS 1.2, CCM8 only, a client
+/// certificate required, one behaviour per path. One fixture and one peer for the suite; every test
+/// its own client. `@unchecked Sendable`: the fixture's files are written in `init` and only read after.
+final class HTTPSPeer: @unchecked Sendable {
+    let pki: TLSFixture
+    let peer: UnitsPeer
+    /// Held open: the peer exits when the test process, and with it this pipe, goes.
+    let input = Pipe()
+
+    init() throws {
+        pki = try TLSFixture()
+        peer = try UnitsPeer(arguments: [try Package.sep2Python(), "hil/peers/https_peer.py", "--cert", pki.path("server.pem"),
+                                         "--key", pki.path("server.key"), "--ca", pki.path("ca.pem")], input: input)
+        guard peer.port > 0 else { throw FixtureFailure("https_peer.py did not say its port: \(peer.all)") }
+    }
+
+    static let shared = Result { try HTTPSPeer() }
+
+    /// A client of the peer with `name`.pem/.key and `ca`.pem.
+    func client(_ name: String = "client", ca: String = "ca", timeout: Duration = .seconds(10), port: Int? = nil) throws -> HTTPSClient {
+        let context = try TLSClientContext(certificateFile: pki.path("\(name).pem"), privateKeyFile: pki.path("\(name).key"),
+                                           caFile: pki.path("\(ca).pem"))
+        return HTTPSClient(host: "127.0.0.1", port: UInt16(port ?? peer.port), context: context, timeout: timeout)
+    }
+}
+
+@Suite("HTTPS client against a Python TLS server (CCM8, client certificate required)")
+struct HTTPSClientTests {
+    init() { signal(SIGPIPE, SIG_IGN) }
+
+    static let body = Array(#"<DeviceCapability xmlns="urn:ieee:std:2030.5:ns" href="/dcap" pollRate="300">"#.utf8)
+
+    /// The code of what `work` threw, nil when it returned.
+    static func code(_ work: () throws(HTTPClientError) -> HTTPResponse) -> (String, String)? {
+        do throws(HTTPClientError) {
+            _ = try work()
+            return nil
+        } catch {
+            return ("\(error.code)", error.message)
+        }
+    }
+
+    @Test("a sep+xml answer over TLS 1.2 with ECDHE-ECDSA-AES128-CCM8; the connection is kept for the next request; Accept is sep+xml")
+    func normalAndKeptAlive() throws {
+        let peer = try HTTPSPeer.shared.get()
+        let client = try peer.client()
+        defer { client.close() }
+        let first = try client.send(HTTPRequest(method: "GET", path: "/dcap"))
+        #expect(first.status == 200 && first.header("content-type") == "application/sep+xml")
+        #expect(first.body.count == Int(first.header("Content-Length") ?? "") && first.body.starts(with: Array("<?xml".utf8)))
+        #expect(String(decoding: first.body, as: UTF8.self).contains(String(decoding: Self.body, as: UTF8.self)))
+        #expect(first.header("X-Request-Accept") == "application/sep+xml")
+        #expect(client.negotiatedCipher == "ECDHE-ECDSA-AES128-CCM8")
+        let second = try client.send(HTTPRequest(method: "GET", path: "/dcap"))
+        #expect(second == first, "the same answer on the same connection")
+    }
+
+    @Test("a chunked body (extensions, a trailer) is the same body")
+    func chunked() throws {
+        let client = try HTTPSPeer.shared.get().client()
+        defer { client.close() }
+        let plain = try client.send(HTTPRequest(method: "GET", path: "/dcap"))
+        let chunked = try client.send(HTTPRequest(method: "GET", path: "/chunked"))
+        #expect(chunked.status == 200 && chunked.header("Transfer-Encoding") == "chunked" && chunked.body == plain.body)
+        #expect(chunked.header("X-Connection") == plain.header("X-Connection"), "kept alive after a chunked answer")
+    }
+
+    @Test("429 with Retry-After delta-seconds, 503 with an HTTP-date: answers, not errors, and the connection stays")
+    func busyAndDown() throws {
+        let client = try HTTPSPeer.shared.get().client()
+        defer { client.close() }
+        let busy = try client.send(HTTPRequest(method: "GET", path: "/busy"))
+        #expect(busy.status == 429 && busy.retryAfterSeconds == 120 && busy.body.isEmpty)
+        let down = try client.send(HTTPRequest(method: "GET", path: "/down"))
+        #expect(down.status == 503 && down.retryAfterSeconds == nil && down.header("Retry-After") != nil)
+        #expect(down.header("X-Connection") == busy.header("X-Connection"))
+    }
+
+    @Test("POST: 201 with Location, the body sent whole")
+    func post() throws {
+        let client = try HTTPSPeer.shared.get().client()
+        defer { client.close() }
+        let body = Array("<DERControlResponse xmlns=\"urn:ieee:std:2030.5:ns\"><status>1</status></DERControlResponse>".utf8)
+        let created = try client.send(HTTPRequest(method: "POST", path: "/rsps", body: body, contentType: "application/sep+xml"))
+        #expect(created.status == 201 && created.location == "/rsps/1/rsp/7" && created.body == body)
+    }
+
+    @Test("a body over maximumBody, announced or chunked without end, is SEP2_HTTP_TOO_LARGE; the next request gets a new connection")
+    func tooLarge() throws {
+        let client = try HTTPSPeer.shared.get().client()
+        defer { client.close() }
+        let before = try client.send(HTTPRequest(method: "GET", path: "/dcap")).header("X-Connection")
+        let announced = Self.code { () throws(HTTPClientError) in try client.send(HTTPRequest(method: "GET", path: "/huge")) }
+        #expect(announced?.0 == "SEP2_HTTP_TOO_LARGE" && announced?.1.contains("262144") == true, "\(String(describing: announced))")
+        let endless = Self.code { () throws(HTTPClientError) in try client.send(HTTPRequest(method: "GET", path: "/huge-chunked")) }
+        #expect(endless?.0 == "SEP2_HTTP_TOO_LARGE", "\(String(describing: endless))")
+        let after = try client.send(HTTPRequest(method: "GET", path: "/dcap"))
+        #expect(after.status == 200 && after.header("X-Connection") != before)
+    }
+
+    @Test("a garbage status line is SEP2_HTTP_MALFORMED, quoted with its escape sequence escaped")
+    func garbage() throws {
+        let client = try HTTPSPeer.shared.get().client()
+        defer { client.close() }
+        let failure = Self.code { () throws(HTTPClientError) in try client.send(HTTPRequest(method: "GET", path: "/garbage")) }
+        #expect(failure?.0 == "SEP2_HTTP_MALFORMED", "\(String(describing: failure))")
+        #expect(failure?.1.contains("HTXP/1.1") == true && failure?.1.contains("\u{1B}") == false, "\(String(describing: failure))")
+    }
+
+    @Test("the server closes the connection after an answer: the next request goes on a new connection, unnoticed by the caller")
+    func reconnect() throws {
+        let client = try HTTPSPeer.shared.get().client()
+        defer { client.close() }
+        let closing = try client.send(HTTPRequest(method: "GET", path: "/close-after"))
+        #expect(closing.status == 200 && closing.body == Array("ok".utf8))
+        let next = try client.send(HTTPRequest(method: "GET", path: "/dcap"))
+        #expect(next.status == 200 && next.header("X-Connection") != closing.header("X-Connection"))
+        let again = try client.send(HTTPRequest(method: "GET", path: "/close-after"))
+        // Straight after: the close may still be on its way; GET is sent again once on a new connection.
+        let last = try client.send(HTTPRequest(method: "GET", path: "/dcap"))
+        #expect(last.status == 200 && last.header("X-Connection") != again.header("X-Connection"))
+    }
+
+    @Test("a client whose CA does not vouch for the server, or whose certificate the server refuses, is SEP2_HTTP_TLS")
+    func tlsRefused() throws {
+        let peer = try HTTPSPeer.shared.get()
+        let wrongCA = try peer.client(ca: "otherca")
+        let untrusted = Self.code { () throws(HTTPClientError) in try wrongCA.send(HTTPRequest(method: "GET", path: "/dcap")) }
+        #expect(untrusted?.0 == "SEP2_HTTP_TLS" && untrusted?.1.contains("TLS_PEER_UNTRUSTED") == true, "\(String(describing: untrusted))")
+        #expect(wrongCA.negotiatedCipher == nil)
+        let foreign = try peer.client("foreign")
+        let refused = Self.code { () throws(HTTPClientError) in try foreign.send(HTTPRequest(method: "GET", path: "/dcap")) }
+        #expect(refused?.0 == "SEP2_HTTP_TLS", "\(String(describing: refused))")
+    }
+
+    @Test("an answer that stops coming is SEP2_HTTP_TIMEOUT; nothing listening is SEP2_HTTP_CONNECT")
+    func timeoutAndConnect() throws {
+        let peer = try HTTPSPeer.shared.get()
+        let slow = try peer.client(timeout: .milliseconds(500))
+        let stalled = Self.code { () throws(HTTPClientError) in try slow.send(HTTPRequest(method: "GET", path: "/stall")) }
+        #expect(stalled?.0 == "SEP2_HTTP_TIMEOUT", "\(String(describing: stalled))")
+        let nobody = try peer.client(port: Loopback.freePort())
+        let refused = Self.code { () throws(HTTPClientError) in try nobody.send(HTTPRequest(method: "GET", path: "/dcap")) }
+        #expect(refused?.0 == "SEP2_HTTP_CONNECT", "\(String(describing: refused))")
+    }
+
+    @Test("a request that cannot be sent (a path with a line break, an unknown method) is refused before any byte goes")
+    func requestRefused() throws {
+        let client = try HTTPSPeer.shared.get().client()
+        let path = Self.code { () throws(HTTPClientError) in try client.send(HTTPRequest(method: "GET", path: "/dcap\r\nX: y")) }
+        #expect(path?.0 == "SEP2_HTTP_MALFORMED" && path?.1.contains("\r") == false, "\(String(describing: path))")
+        let method = Self.code { () throws(HTTPClientError) in try client.send(HTTPRequest(method: "TRACE", path: "/dcap")) }
+        #expect(method?.0 == "SEP2_HTTP_MALFORMED")
+        #expect(client.negotiatedCipher == nil, "nothing was connected")
+    }
+}
