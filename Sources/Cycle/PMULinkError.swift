@@ -1,12 +1,13 @@
 public import ControlCore
 
 /// What ended a PMU session (`PMUReader`), printed `CODE: message` with nothing the PMU sent in the
-/// message. The journal's `BESS_CODE=` carries the code's stable name (`PMU_SILENT`).
+/// message. The journal's `BESS_CODE=` carries the code's stable name (`PMU_SILENT`). A failed system
+/// call keeps its errno (`systemError`, `errno`).
 public typealias PMULinkError = CodedError<PMULinkErrorCode>
 
 /// The stable code of a `PMULinkError`: a struct over a private enum, so the set is closed and matched
 /// by value, never by text.
-public struct PMULinkErrorCode: Hashable, Sendable, CustomStringConvertible {
+public struct PMULinkErrorCode: Hashable, Sendable, CustomStringConvertible, ErrorCodeWithErrno {
     private enum Value: Hashable, Sendable {
         case connectFailed, stopped, io, closed, cfg3Unanswered, configurationTimeout, silent, idcodeUnknown
     }
@@ -14,7 +15,8 @@ public struct PMULinkErrorCode: Hashable, Sendable, CustomStringConvertible {
     private let value: Value
     private init(_ value: Value) { self.value = value }
 
-    /// `PMU_CONNECT_FAILED`: the host did not resolve, or the socket or the connection failed.
+    /// `PMU_CONNECT_FAILED`: the host did not resolve, or the socket, the connection or binding the
+    /// local port failed.
     public static let connectFailed = Self(.connectFailed)
     /// `PMU_STOPPED`: the reader was stopped (not a fault of the PMU).
     public static let stopped = Self(.stopped)

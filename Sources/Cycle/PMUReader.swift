@@ -6,20 +6,37 @@ public import Synchronization
 
 /// `grid_integration.pmu` as the cycle runs it (Config maps the YAML into it; Cycle does not import Config).
 public struct PMUSettings: Sendable, Equatable {
-    /// How bessd talks to the PMU (C37.118.2-2011 Annex F).
-    public enum Transport: String, Sendable {
+    /// How bessd talks to the PMU (C37.118.2-2011 Annex F; docs/pmu.md).
+    public enum Transport: String, Sendable, CaseIterable {
         /// Commands and frames over one TCP connection.
         case tcp
-        /// Commands as datagrams to the PMU's port; configuration and data back as datagrams.
+        /// Commands as datagrams to the PMU's port; configuration and data back as datagrams (to
+        /// `localPort` when set, else to the port the commands came from).
         case udp
+        /// Annex F's mixed mode: commands (and the configuration they ask for) over TCP, data as
+        /// datagrams to `localPort`.
+        case tcpUDP = "tcp_udp"
+        /// No commands: the PMU streams datagrams unasked to `localPort`, its configuration among them.
+        case udpSpontaneous = "udp_spontaneous"
+
+        /// Whether bessd sends command frames (stop, configuration, start).
+        public var sendsCommands: Bool { self != .udpSpontaneous }
+        /// Whether there is a TCP connection to the PMU.
+        public var usesTCP: Bool { self == .tcp || self == .tcpUDP }
+        /// Whether frames come as datagrams.
+        public var usesUDP: Bool { self != .tcp }
     }
 
     /// `grid_integration.pmu.host`: the PMU's address or host name.
     public var host: String
-    /// `.port`: TCP, the PMU's command and data port; UDP, the port commands go to.
+    /// `.port`: TCP, the PMU's command and data port; UDP, the port commands go to; `tcp_udp`, the
+    /// PMU's command port; `udp_spontaneous`, none (0).
     public var port: UInt16
     /// `.transport`.
     public var transport: Transport
+    /// `.local_port`: the port bessd takes datagrams on (`tcp_udp` and `udp_spontaneous`: required;
+    /// `udp`: commands go out from it too; nil: a port the system picks).
+    public var localPort: UInt16?
     /// `.idcode`: the data stream's IDCODE (command frames are sent to it, only its frames accepted).
     public var idcode: UInt16
     /// `.pmu_idcode`: which PMU of a multi-PMU frame; nil, the PMU whose IDCODE is the stream's, else the first.
@@ -30,11 +47,12 @@ public struct PMUSettings: Sendable, Equatable {
     public var reconnectDelay: Duration
 
     /// Settings; the defaults are the keys' defaults.
-    public init(host: String, port: UInt16, transport: Transport = .tcp, idcode: UInt16, pmuIdcode: UInt16? = nil,
-                maxAge: Duration = .milliseconds(100), reconnectDelay: Duration = .seconds(2)) {
+    public init(host: String, port: UInt16, transport: Transport = .tcp, localPort: UInt16? = nil, idcode: UInt16,
+                pmuIdcode: UInt16? = nil, maxAge: Duration = .milliseconds(100), reconnectDelay: Duration = .seconds(2)) {
         self.host = host
         self.port = port
         self.transport = transport
+        self.localPort = localPort
         self.idcode = idcode
         self.pmuIdcode = pmuIdcode
         self.maxAge = maxAge
@@ -43,12 +61,13 @@ public struct PMUSettings: Sendable, Equatable {
 }
 
 /// The PMU client: on a thread of its own (`bessd-pmu`), it follows one IEEE C37.118.2 data stream
-/// over TCP or UDP and publishes each usable sample of the chosen PMU into `latest`, where the
-/// cycle takes it without a lock. It reconnects by itself.
+/// in any of Annex F's transports (`PMULink`) and publishes each usable sample of the chosen PMU
+/// into `latest`, where the cycle takes it without a lock. It reconnects by itself.
 ///
-/// A session: connect (TCP) or open a datagram socket (UDP); send "turn off data" and let what was
-/// in flight drain (100 ms of quiet, at most 1 s); ask for CFG-3 and, when the PMU does not answer
-/// it (or answers what the decoder refuses), for CFG-2 from then on; send "turn on data"; read.
+/// A session: open the transport's sockets; send "turn off data" and let what was in flight drain
+/// (100 ms of quiet, at most 1 s); ask for CFG-3 and, when the PMU does not answer it (or answers
+/// what the decoder refuses), for CFG-2 from then on; send "turn on data"; read. Without commands
+/// (`udp_spontaneous`) it waits for the configuration the PMU repeats, then reads.
 /// Frames with a wrong CHK, another stream's IDCODE or a layout that does not decode are counted in
 /// `rejectedFrames` and change nothing; a STAT "configuration changed" or a data frame of another
 /// length asks for the configuration again. No frame for 3 s (or three frame periods, if longer,
@@ -102,6 +121,11 @@ public final class PMUReader: @unchecked Sendable {
     static let answerLimit: Duration = .seconds(3)
     /// A stream buffer that holds the largest frame (FRAMESIZE is 16 bits) and the next one's start.
     static let bufferCapacity = 2 * 65536
+    /// The largest datagram: one frame.
+    static let datagramCapacity = 65536
+    /// How long a session without commands (`udp_spontaneous`) waits for the configuration frame a
+    /// PMU streaming unasked repeats (vendors' PMUs: once a minute), with a margin.
+    static let spontaneousConfigurationLimit: Duration = .seconds(65)
 
     /// A reader that has not started.
     public init(settings: PMUSettings, clock: some MonotonicClock = SystemClock.shared,
@@ -122,8 +146,13 @@ public final class PMUReader: @unchecked Sendable {
     /// Stops the thread (ends a wait at once) and closes the connection.
     public func stop() { worker.stop { [wakeup] in wakeup.signal() } }
 
-    /// `127.0.0.1:4712 (tcp, stream 1410)`.
-    var peerText: String { "\(settings.host):\(settings.port) (\(settings.transport.rawValue), stream \(settings.idcode))" }
+    /// `127.0.0.1:4712 (tcp, stream 1410)`; `127.0.0.1:4712, data to local port 4713 (tcp_udp, stream 1410)`;
+    /// `127.0.0.1 to local port 4713 (udp_spontaneous, stream 1410)`.
+    var peerText: String {
+        let pmu = settings.transport.sendsCommands ? "\(settings.host):\(settings.port)" : settings.host
+        let local = settings.localPort.map { settings.transport.sendsCommands ? ", data to local port \($0)" : " to local port \($0)" } ?? ""
+        return "\(pmu)\(local) (\(settings.transport.rawValue), stream \(settings.idcode))"
+    }
 
     private func run() {
         var backoff = Backoff(first: settings.reconnectDelay, maximum: max(.seconds(30), settings.reconnectDelay))
@@ -139,7 +168,7 @@ public final class PMUReader: @unchecked Sendable {
             let wasConnected = connected.exchange(false, ordering: .relaxed)
             if session.dataFlowed { backoff.reset() }
             guard worker.isRunning else { break }
-            if askCFG3, session.cfg3Refused {
+            if askCFG3, session.cfg3Refused, settings.transport.sendsCommands {
                 // Not a lost PMU: one that does not serve CFG-3 (pyPMU closes the connection on it).
                 giveUpCFG3(failure.description)
                 continue
@@ -160,13 +189,17 @@ public final class PMUReader: @unchecked Sendable {
     /// One session, to its end: the failure that ended it (or none when stopped).
     private func follow(_ session: inout PMUStream) throws(PMULinkError) {
         let link = try PMULink.open(settings, clock: clock, wakeup: wakeup, running: { [worker] in worker.isRunning })
-        var buffer = [UInt8](repeating: 0, count: Self.bufferCapacity)
+        let channels = link.channels
+        var buffer = [UInt8](repeating: 0, count: settings.transport.usesTCP ? Self.bufferCapacity : 0)
+        var datagram = [UInt8](repeating: 0, count: settings.transport.usesUDP ? Self.datagramCapacity : 0)
         var filled = 0
-        var phase = Phase.quiet(since: clock.now())
+        let commands = settings.transport.sendsCommands
+        // Without commands (udp_spontaneous) the session waits for the configuration the PMU repeats.
+        var phase = commands ? Phase.quiet(since: clock.now()) : .configuring(since: clock.now())
         var lastInput = clock.now()
-        try link.send(Command.stopData.frame(idcode: settings.idcode, secondOfCentury: Self.secondOfCentury()))
-        var fds = [pollfd(fd: link.descriptor, events: Int16(POLLIN), revents: 0),
-                   pollfd(fd: wakeup.descriptor, events: Int16(POLLIN), revents: 0)]
+        if commands { try link.send(Command.stopData.frame(idcode: settings.idcode, secondOfCentury: Self.secondOfCentury())) }
+        var fds = channels.map { pollfd(fd: $0.descriptor, events: Int16(POLLIN), revents: 0) }
+            + [pollfd(fd: wakeup.descriptor, events: Int16(POLLIN), revents: 0)]
         while worker.isRunning {
             let now = clock.now()
             let deadline: MonotonicInstant
@@ -181,72 +214,77 @@ public final class PMUReader: @unchecked Sendable {
                 deadline = end
             case .configuring(let since):
                 if session.configuration != nil {
-                    try link.send(Command.startData.frame(idcode: settings.idcode, secondOfCentury: Self.secondOfCentury()))
+                    if commands { try link.send(Command.startData.frame(idcode: settings.idcode, secondOfCentury: Self.secondOfCentury())) }
                     session.lastFrameAt = now
                     phase = .streaming
                     continue
                 }
-                let limit = session.cfg3Requested ? Self.answerLimit / 3 : Self.answerLimit
+                let limit = !commands ? Self.spontaneousConfigurationLimit : session.cfg3Requested ? Self.answerLimit / 3 : Self.answerLimit
                 if now - since >= limit {
                     if session.cfg3Requested {
                         session.cfg3Refused = true
                         throw PMULinkError(.cfg3Unanswered, message: "no answer to a CFG-3 request")
                     }
-                    throw PMULinkError(.configurationTimeout, message: "no configuration frame \(Self.number(limit)) s after asking for it")
+                    let asked = commands ? "after asking for it" : "while waiting for the one the PMU repeats"
+                    throw PMULinkError(.configurationTimeout, message: "no configuration frame \(Self.number(limit)) s \(asked)")
                 }
-                if settings.transport == .tcp {
-                    deadline = since + limit
-                } else {
+                if settings.transport == .udp {
                     // A datagram may be lost: ask again each second.
                     if now - session.configurationAskedAt >= .seconds(1) { try askConfiguration(&session, link, at: now) }
                     deadline = min(since + limit, session.configurationAskedAt + .seconds(1))
+                } else {
+                    deadline = since + limit
                 }
             case .streaming:
                 let silence = Self.silence(framePeriodSeconds: session.configuration?.framePeriodSeconds)
                 if now - session.lastFrameAt >= silence {
                     throw PMULinkError(.silent, message: "no frame for \(Self.number(silence)) s")
                 }
-                if session.wantsConfiguration(at: now) { try askConfiguration(&session, link, at: now) }
+                // Without commands the configuration comes when the PMU repeats it.
+                if commands, session.wantsConfiguration(at: now) { try askConfiguration(&session, link, at: now) }
                 deadline = session.lastFrameAt + silence
             }
-            fds[0].revents = 0
-            fds[1].revents = 0
-            let ready = fds.withUnsafeMutableBufferPointer { clock.poll($0.baseAddress!, count: 2, until: deadline) }
-            guard ready > 0, fds[0].revents != 0 else { continue }
-            let received: PMULink.Received
-            do throws(PMULinkError) {
-                received = try link.receive(into: &buffer, from: filled)
-            } catch {
-                // pyPMU, asked for a CFG-3 it does not have, closes the connection.
-                if case .configuring = phase, session.cfg3Requested { session.cfg3Refused = true }
-                throw error
-            }
-            let readAt = clock.now()
-            switch received {
-            case .nothing: continue
-            case .foreign:
-                reject("PMU_SOURCE_UNKNOWN", "a datagram from another address than the PMU's")
-                continue
-            case .bytes(let count) where settings.transport == .udp:
-                handle(buffer[0..<count], at: readAt, &session)
-            case .bytes(let count):
-                filled = extractFrames(&buffer, filled: filled + count, at: readAt, &session)
-            }
-            lastInput = readAt
-            if let fatal = session.fatal { throw fatal }
-            if case .configuring = phase, session.cfg3Refused {
-                // Refused in the answer (a CFG-3 the decoder does not take): ask for CFG-2 at once.
-                giveUpCFG3("its CFG-3 was refused")
-                session.askCFG3 = false
-                session.cfg3Refused = false
-                try askConfiguration(&session, link, at: readAt)
-                phase = .configuring(since: readAt)
-            }
-            if case .streaming = phase, !connected.load(ordering: .relaxed), session.dataFlowed {
-                connected.store(true, ordering: .relaxed)
-                connects.add(1, ordering: .relaxed)
-                lastFailure = ""
-                log("PMU_CONNECTED", "PMU_CONNECTED: \(peerText): " + session.describe(), false)
+            for i in fds.indices { fds[i].revents = 0 }
+            let ready = fds.withUnsafeMutableBufferPointer { clock.poll($0.baseAddress!, count: $0.count, until: deadline) }
+            guard ready > 0 else { continue }
+            for (index, channel) in channels.enumerated() where fds[index].revents != 0 {
+                let received: PMULink.Received
+                do throws(PMULinkError) {
+                    received = channel.channel == .stream
+                        ? try link.receive(.stream, into: &buffer, from: filled)
+                        : try link.receive(.datagrams, into: &datagram, from: 0)
+                } catch {
+                    // pyPMU, asked for a CFG-3 it does not have, closes the connection.
+                    if case .configuring = phase, session.cfg3Requested { session.cfg3Refused = true }
+                    throw error
+                }
+                let readAt = clock.now()
+                switch received {
+                case .nothing: continue
+                case .foreign:
+                    reject("PMU_SOURCE_UNKNOWN", "a datagram from another address than the PMU's")
+                    continue
+                case .bytes(let count) where channel.channel == .datagrams:
+                    handle(datagram[0..<count], at: readAt, &session)
+                case .bytes(let count):
+                    filled = extractFrames(&buffer, filled: filled + count, at: readAt, &session)
+                }
+                lastInput = readAt
+                if let fatal = session.fatal { throw fatal }
+                if commands, case .configuring = phase, session.cfg3Refused {
+                    // Refused in the answer (a CFG-3 the decoder does not take): ask for CFG-2 at once.
+                    giveUpCFG3("its CFG-3 was refused")
+                    session.askCFG3 = false
+                    session.cfg3Refused = false
+                    try askConfiguration(&session, link, at: readAt)
+                    phase = .configuring(since: readAt)
+                }
+                if case .streaming = phase, !connected.load(ordering: .relaxed), session.dataFlowed {
+                    connected.store(true, ordering: .relaxed)
+                    connects.add(1, ordering: .relaxed)
+                    lastFailure = ""
+                    log("PMU_CONNECTED", "PMU_CONNECTED: \(peerText): " + session.describe(), false)
+                }
             }
         }
     }

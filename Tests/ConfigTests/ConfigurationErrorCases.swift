@@ -203,6 +203,21 @@ extension ConfigurationTests {
         Bad(name: "a PMU over serial", yaml: unit + "grid_integration:\n  frequency_source: pmu\n  pmu:\n"
                 + "    {host: pmu.local, idcode: 7, transport: serial}\n",
             line: 8, keyPath: "grid_integration.pmu.transport", message: "must be one of tcp, udp"),
+        Bad(name: "a PMU's data over UDP without the port it comes to", yaml: unit + "grid_integration:\n  frequency_source: pmu\n  pmu:\n"
+                + "    {host: pmu.local, idcode: 7, transport: tcp_udp}\n",
+            line: 8, keyPath: "grid_integration.pmu.local_port", message: "is required with transport tcp_udp"),
+        Bad(name: "a PMU streaming unasked without the port it streams to", yaml: unit + "grid_integration:\n  frequency_source: pmu\n  pmu:\n"
+                + "    transport: udp_spontaneous\n    host: pmu.local\n    idcode: 7\n",
+            line: 8, keyPath: "grid_integration.pmu.local_port", message: "is required with transport udp_spontaneous"),
+        Bad(name: "a local port for a PMU over TCP", yaml: unit + "grid_integration:\n  frequency_source: pmu\n  pmu:\n"
+                + "    host: pmu.local\n    idcode: 7\n    local_port: 4713\n",
+            line: 10, keyPath: "grid_integration.pmu.local_port", message: "has no use with transport tcp"),
+        Bad(name: "a command port for a PMU that takes no commands", yaml: unit + "grid_integration:\n  frequency_source: pmu\n  pmu:\n"
+                + "    {host: pmu.local, idcode: 7, transport: udp_spontaneous, local_port: 4713, port: 4712}\n",
+            line: 8, keyPath: "grid_integration.pmu.port", message: "is not used with transport udp_spontaneous"),
+        Bad(name: "a PMU's local port out of range", yaml: unit + "grid_integration:\n  frequency_source: pmu\n  pmu:\n"
+                + "    {host: pmu.local, idcode: 7, transport: tcp_udp, local_port: 0}\n",
+            line: 8, keyPath: "grid_integration.pmu.local_port", message: "from 1 to 65535"),
         Bad(name: "a PMU's IDCODE out of range", yaml: unit + "grid_integration:\n  frequency_source: pmu\n  pmu:\n"
                 + "    {host: pmu.local, idcode: 70000}\n",
             line: 8, keyPath: "grid_integration.pmu.idcode", message: "from 1 to 65535"),

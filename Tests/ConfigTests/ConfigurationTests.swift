@@ -285,7 +285,7 @@ struct ConfigurationTests {
         #expect(c.grid.frequencySource == .inverter)
     }
 
-    @Test("frequency_source: pmu maps grid_integration.pmu into the cycle's PMUSettings (defaults by transport); another source leaves the block unread with a notice")
+    @Test("frequency_source: pmu maps grid_integration.pmu into the cycle's PMUSettings (defaults by transport, local_port in the UDP modes); another source leaves the block unread with a notice")
     func pmuSource() throws {
         let real = "mode: hardware\n" + ConfigurationTests.unit + "    modbus: {host: 10.0.0.5}\n"
         let tcp = try ConfigLoader.parse(real + "grid_integration:\n  frequency_source: pmu\n  pmu: {host: pmu.site.local, idcode: 1410}\n",
@@ -297,6 +297,16 @@ struct ConfigurationTests {
                                          + "idcode: 99, pmu_idcode: 8, max_age_ms: 60, reconnect_s: 0.5}\n", file: "pmu.yaml")
         #expect(udp.cycleSettings.pmu == PMUSettings(host: "10.0.0.7", port: 4713, transport: .udp, idcode: 99, pmuIdcode: 8,
                                                      maxAge: .milliseconds(60), reconnectDelay: .milliseconds(500)))
+        // Annex F's other modes: data to a local port, commands over TCP (tcp_udp) or none (udp_spontaneous).
+        let mixed = try ConfigLoader.parse(real + "grid_integration:\n  frequency_source: pmu\n  pmu: {host: 10.0.0.7, transport: tcp_udp, "
+                                           + "local_port: 4713, idcode: 99}\n", file: "pmu.yaml")
+        #expect(mixed.cycleSettings.pmu == PMUSettings(host: "10.0.0.7", port: 4712, transport: .tcpUDP, localPort: 4713, idcode: 99))
+        let unasked = try ConfigLoader.parse(real + "grid_integration:\n  frequency_source: pmu\n  pmu: {host: 10.0.0.7, "
+                                             + "transport: udp_spontaneous, local_port: 4800, idcode: 99}\n", file: "pmu.yaml")
+        #expect(unasked.cycleSettings.pmu == PMUSettings(host: "10.0.0.7", port: 0, transport: .udpSpontaneous, localPort: 4800, idcode: 99))
+        let fixed = try ConfigLoader.parse(real + "grid_integration:\n  frequency_source: pmu\n  pmu: {host: 10.0.0.7, transport: udp, "
+                                           + "local_port: 4801, idcode: 99}\n", file: "pmu.yaml")
+        #expect(fixed.cycleSettings.pmu == PMUSettings(host: "10.0.0.7", port: 4713, transport: .udp, localPort: 4801, idcode: 99))
         let unread = try ConfigLoader.parse(real + "grid_integration:\n  frequency_source: inverter\n  pmu: {host: 10.0.0.7, idcode: 9}\n",
                                             file: "pmu.yaml")
         #expect(unread.cycleSettings.pmu == nil && unread.grid.pmu == nil)

@@ -6,17 +6,34 @@ import Synchronization
 import TestSupport
 import Testing
 
-/// `hil/peers/pmu_peer.py serve`: pyPMU's own server (TCP) or the script's UDP PMU, 50 frames/s,
-/// steered line by line on its standard input (`freq`, `stat`, `inject`, `resume`).
+/// How a test reaches the PMU: the transport, and the local port the PMU sends its data to (nil:
+/// the port commands came from). `udp_local` is `udp` with a fixed local port.
+struct PMUMode {
+    let transport: PMUSettings.Transport
+    let localPort: Int?
+
+    /// Every mode by its test name: `tcp`, `udp`, `udp_local`, `tcp_udp`, `udp_spontaneous`.
+    static let names = ["tcp", "udp", "udp_local", "tcp_udp", "udp_spontaneous"]
+
+    init(_ name: String) {
+        transport = PMUSettings.Transport(rawValue: name == "udp_local" ? "udp" : name)!
+        localPort = transport == .tcp || name == "udp" ? nil : Loopback.freePort()
+    }
+}
+
+/// `hil/peers/pmu_peer.py serve`: pyPMU's own server (TCP; its data over UDP for `tcp_udp`) or the
+/// script's UDP PMU (commanded or spontaneous), 50 frames/s, steered line by line on its standard
+/// input (`freq`, `stat`, `inject`, `resume`).
 final class PMUPeer: Sendable {
     private let peer: UnitsPeer
     private let input: Pipe
     /// The port it serves.
     var port: Int { peer.port }
 
-    init(transport: String, port: Int = 0, float: Bool = false, freq: Double) throws {
+    init(_ mode: PMUMode, port: Int = 0, float: Bool = false, freq: Double) throws {
         let input = Pipe()
-        peer = try UnitsPeer(arguments: ["python3", "hil/peers/pmu_peer.py", "serve", "--transport", transport, "--port", String(port),
+        peer = try UnitsPeer(arguments: ["python3", "hil/peers/pmu_peer.py", "serve", "--transport", mode.transport.rawValue,
+                                         "--port", String(port), "--data-port", String(mode.localPort ?? 0),
                                          "--idcode", "1410", "--freq", String(freq)] + (float ? ["--float"] : []),
                              input: input)
         self.input = input
@@ -48,13 +65,15 @@ final class LogLines: Sendable {
     func contains(_ code: String) -> Bool { all.contains { $0.hasPrefix(code + ":") } }
 }
 
-/// The PMU client against pyPMU (PyPI `synchrophasor`) over TCP and the peer script's UDP PMU, both
-/// at 50 frames/s: samples carry the peer's frequency; invalid or unsynchronised data, a wrong CHK
-/// and a wrong IDCODE publish nothing; a restarted PMU is followed again without help.
+/// The PMU client against pyPMU (PyPI `synchrophasor`) over TCP, pyPMU's server with its data over
+/// UDP (Annex F's mixed mode), and the peer script's UDP PMU (commanded, to a fixed port, and
+/// spontaneous), all at 50 frames/s: samples carry the peer's frequency; invalid or unsynchronised
+/// data, a wrong CHK and a wrong IDCODE publish nothing; a restarted PMU is followed again without help.
 @Suite("PMU reader against pyPMU", .serialized)
 struct PMUReaderTests {
-    func reader(_ peer: PMUPeer, _ transport: PMUSettings.Transport, log: LogLines) -> PMUReader {
-        PMUReader(settings: PMUSettings(host: "127.0.0.1", port: UInt16(peer.port), transport: transport, idcode: 1410,
+    func reader(_ peer: PMUPeer, _ mode: PMUMode, log: LogLines) -> PMUReader {
+        PMUReader(settings: PMUSettings(host: "127.0.0.1", port: mode.transport.sendsCommands ? UInt16(peer.port) : 0,
+                                        transport: mode.transport, localPort: mode.localPort.map { UInt16($0) }, idcode: 1410,
                                         reconnectDelay: .milliseconds(200)),
                   log: log.sink)
     }
@@ -66,13 +85,16 @@ struct PMUReaderTests {
 
     func count(_ counter: borrowing Atomic<UInt64>) -> UInt64 { counter.load(ordering: .relaxed) }
 
-    @Test("samples carry the PMU's frequency and ROCOF, integer and float FREQ", arguments: [("tcp", false), ("udp", true), ("tcp", true), ("udp", false)])
+    @Test("samples carry the PMU's frequency and ROCOF, integer and float FREQ, in every mode",
+          arguments: [("tcp", false), ("udp", true), ("tcp", true), ("udp", false), ("udp_local", false), ("tcp_udp", true),
+                      ("tcp_udp", false), ("udp_spontaneous", false), ("udp_spontaneous", true)])
     func follows(transport: String, float: Bool) throws {
-        let peer = try PMUPeer(transport: transport, float: float, freq: 49.95)
+        let mode = PMUMode(transport)
+        let peer = try PMUPeer(mode, float: float, freq: 49.95)
         defer { peer.stop() }
         try #require(peer.port > 0, "peer did not serve: \(peer.printed)")
         let log = LogLines()
-        let reader = reader(peer, PMUSettings.Transport(rawValue: transport)!, log: log)
+        let reader = reader(peer, mode, log: log)
         let started = SystemClock.shared.now()
         reader.start()
         defer { reader.stop() }
@@ -88,18 +110,20 @@ struct PMUReaderTests {
         #expect(count(reader.connects) == 1)
         #expect(count(reader.rejectedFrames) == 0)
         #expect(log.contains("PMU_CONNECTED"), "\(log.all)")
-        #expect(log.contains("PMU_CFG3_UNANSWERED"), "neither pyPMU nor the UDP peer serves CFG-3: CFG-2 it is")
+        #expect(log.contains("PMU_CFG3_UNANSWERED") == mode.transport.sendsCommands,
+                "neither pyPMU nor the UDP peer serves CFG-3: CFG-2 it is; unasked, nothing is asked for")
         // Data keeps coming (50 frames/s).
         let frames = count(reader.frames)
         #expect(waitFor(seconds: 5) { count(reader.frames) >= frames + 50 })
     }
 
-    @Test("STAT invalid data or an unsynchronised PMU publishes nothing", arguments: ["tcp", "udp"])
+    @Test("STAT invalid data or an unsynchronised PMU publishes nothing", arguments: PMUMode.names)
     func unusable(transport: String) throws {
-        let peer = try PMUPeer(transport: transport, freq: 50.01)
+        let mode = PMUMode(transport)
+        let peer = try PMUPeer(mode, freq: 50.01)
         defer { peer.stop() }
         let log = LogLines()
-        let reader = reader(peer, PMUSettings.Transport(rawValue: transport)!, log: log)
+        let reader = reader(peer, mode, log: log)
         reader.start()
         defer { reader.stop() }
         try #require(waitFor(seconds: 15) { near(reader, 50.01) }, "log: \(log.all)")
@@ -121,12 +145,13 @@ struct PMUReaderTests {
         #expect(count(reader.rejectedFrames) == 0)
     }
 
-    @Test("a frame with a wrong CHK or another stream's IDCODE is refused and changes nothing", arguments: ["tcp", "udp"])
+    @Test("a frame with a wrong CHK or another stream's IDCODE is refused and changes nothing", arguments: PMUMode.names)
     func rejected(transport: String) throws {
-        let peer = try PMUPeer(transport: transport, freq: 50.02)
+        let mode = PMUMode(transport)
+        let peer = try PMUPeer(mode, freq: 50.02)
         defer { peer.stop() }
         let log = LogLines()
-        let reader = reader(peer, PMUSettings.Transport(rawValue: transport)!, log: log)
+        let reader = reader(peer, mode, log: log)
         reader.start()
         defer { reader.stop() }
         try #require(waitFor(seconds: 15) { near(reader, 50.02) }, "log: \(log.all)")
@@ -143,12 +168,13 @@ struct PMUReaderTests {
         #expect(log.contains("PMU_FRAME_REJECTED"))
     }
 
-    @Test("STAT configuration changed: the configuration is asked for again", arguments: ["tcp", "udp"])
+    @Test("STAT configuration changed: the configuration is asked for again", arguments: ["tcp", "udp", "tcp_udp"])
     func configurationChange(transport: String) throws {
-        let peer = try PMUPeer(transport: transport, freq: 50.03)
+        let mode = PMUMode(transport)
+        let peer = try PMUPeer(mode, freq: 50.03)
         defer { peer.stop() }
         let log = LogLines()
-        let reader = reader(peer, PMUSettings.Transport(rawValue: transport)!, log: log)
+        let reader = reader(peer, mode, log: log)
         reader.start()
         defer { reader.stop() }
         try #require(waitFor(seconds: 15) { near(reader, 50.03) }, "log: \(log.all)")
@@ -159,12 +185,13 @@ struct PMUReaderTests {
         #expect(count(reader.connects) == 1)
     }
 
-    @Test("the PMU stopped and started again: the reader reconnects by itself", arguments: ["tcp", "udp"])
+    @Test("the PMU stopped and started again: the reader reconnects by itself, in every mode", arguments: PMUMode.names)
     func reconnects(transport: String) throws {
-        var peer = try PMUPeer(transport: transport, freq: 50.04)
+        let mode = PMUMode(transport)
+        var peer = try PMUPeer(mode, freq: 50.04)
         defer { peer.stop() }
         let log = LogLines()
-        let reader = reader(peer, PMUSettings.Transport(rawValue: transport)!, log: log)
+        let reader = reader(peer, mode, log: log)
         reader.start()
         defer { reader.stop() }
         try #require(waitFor(seconds: 15) { near(reader, 50.04) }, "log: \(log.all)")
@@ -172,7 +199,7 @@ struct PMUReaderTests {
         peer.stop()
         #expect(waitFor(seconds: 10) { !reader.connected.load(ordering: .relaxed) })
         #expect(log.contains("PMU_LOST"), "\(log.all)")
-        peer = try PMUPeer(transport: transport, port: port, freq: 49.93)
+        peer = try PMUPeer(mode, port: port, freq: 49.93)
         #expect(peer.port == port)
         #expect(waitFor(seconds: 20) { near(reader, 49.93) }, "log: \(log.all)")
         #expect(count(reader.connects) == 2)
@@ -350,3 +377,53 @@ final class Flag: Sendable { let done = Atomic<Bool>(false) }
 
 /// The last number a writer thread published.
 final class Published: Sendable { let last = Atomic<Int64>(1) }
+
+/// The link's sockets through BessSystem's system-call layer: a failure is a coded error that keeps
+/// the errno.
+@Suite("PMU link")
+struct PMULinkTests {
+    func open(_ settings: PMUSettings) -> Result<PMULink, PMULinkError> {
+        Result { () throws(PMULinkError) in try PMULink.open(settings, clock: SystemClock.shared, wakeup: Wakeup(), running: { true }) }
+    }
+
+    @Test("a refused connection is PMU_CONNECT_FAILED with ECONNREFUSED kept, in tcp and tcp_udp")
+    func refused() {
+        let closed = UInt16(Loopback.freePort())
+        for transport in [PMUSettings.Transport.tcp, .tcpUDP] {
+            let settings = PMUSettings(host: "127.0.0.1", port: closed, transport: transport,
+                                       localPort: transport == .tcpUDP ? UInt16(Loopback.freePort()) : nil, idcode: 1)
+            guard case .failure(let error) = open(settings) else { Issue.record("connected to a closed port"); continue }
+            #expect(error.code == .connectFailed)
+            #expect(error.systemError == ECONNREFUSED && error.errno == ECONNREFUSED, "\(error)")
+            #expect(error.description == "PMU_CONNECT_FAILED: connect 127.0.0.1:\(closed): Connection refused")
+        }
+    }
+
+    @Test("a local port another link holds is PMU_CONNECT_FAILED with EADDRINUSE kept")
+    func localPortTaken() throws {
+        let port = UInt16(Loopback.freePort())
+        let holder = try open(PMUSettings(host: "127.0.0.1", port: 0, transport: .udpSpontaneous, localPort: port, idcode: 1)).get()
+        #expect(holder.channels.map(\.channel) == [.datagrams])
+        for transport in [PMUSettings.Transport.udp, .udpSpontaneous] {
+            let settings = PMUSettings(host: "127.0.0.1", port: transport == .udp ? 4713 : 0, transport: transport, localPort: port, idcode: 1)
+            guard case .failure(let error) = open(settings) else { Issue.record("bound a taken port"); continue }
+            #expect(error.code == .connectFailed)
+            #expect(error.systemError == EADDRINUSE, "\(error)")
+            #expect(error.message.hasPrefix("bind local port \(port): "), "\(error)")
+        }
+    }
+
+    @Test("udp binds local_port when set; udp_spontaneous sends nothing")
+    func channels() throws {
+        let local = UInt16(Loopback.freePort())
+        let fixed = try open(PMUSettings(host: "127.0.0.1", port: 4713, transport: .udp, localPort: local, idcode: 1)).get()
+        var bound = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &bound) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fixed.channels[0].descriptor, $0, &length) } }
+        #expect(UInt16(bigEndian: bound.sin_port) == local)
+        let unasked = try open(PMUSettings(host: "127.0.0.1", port: 0, transport: .udpSpontaneous, localPort: UInt16(Loopback.freePort()), idcode: 1)).get()
+        try unasked.send([0xAA, 0x41, 0x00, 0x12])
+        var buffer = [UInt8](repeating: 0, count: 64)
+        guard case .nothing = try unasked.receive(.datagrams, into: &buffer, from: 0) else { Issue.record("a datagram from nowhere"); return }
+    }
+}

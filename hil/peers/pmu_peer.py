@@ -179,12 +179,15 @@ def read_command(hex_text):
 
 # --- serve: a PMU at 50 frames/s for the PMU reader's tests (Tests/CycleTests/PMUReaderTests.swift) ---
 #
-# `pmu_peer.py serve --transport tcp|udp --port N --idcode N [--float] [--fnom 50|60] [--freq HZ]`
-# serves one PMU (cfg2() above) on 127.0.0.1 and prints `PORT <n>` once it listens. Over TCP it is
-# pyPMU's own server (synchrophasor.pmu.Pmu): its `method` option is stored but never read, so pyPMU
-# serves TCP only; over UDP this script answers command datagrams itself (C37.118.2-2011 Annex F,
-# UDP only: CFG-2 to whoever asks, data to whoever sent "start", from the port commands go to), with
-# pyPMU's frame classes. Standard input steers it, one command a line:
+# `pmu_peer.py serve --transport tcp|udp|tcp_udp|udp_spontaneous --port N [--data-port N] --idcode N
+# [--float] [--fnom 50|60] [--freq HZ] [--cfg-every S]` serves one PMU (cfg2() above) on 127.0.0.1 and
+# prints `PORT <n>` once it listens. Over TCP it is pyPMU's own server (synchrophasor.pmu.Pmu): its
+# `method` option is stored but never read, so pyPMU serves TCP only. tcp_udp (Annex F's mixed mode)
+# is that same server with its data frames sent as datagrams to --data-port (_DataOverUDP). Over UDP
+# this script answers command datagrams itself (Annex F, UDP only: CFG-2 to whoever asks, data to
+# whoever sent "start", at the port commands came from or --data-port), with pyPMU's frame classes;
+# udp_spontaneous reads no commands and sends data and a CFG-2 every --cfg-every s to --data-port.
+# Standard input steers it, one command a line:
 #   freq HZ | rocof HZ_PER_S | stat ok|invalid|unsync|cfgchange | inject crc|idcode MARK_HZ BAD_HZ | resume
 # `inject` sends one good frame at MARK_HZ, then one at BAD_HZ with a wrong CHK (crc) or another
 # stream's IDCODE (idcode), and pauses the stream until `resume`. End of input ends it and its children.
@@ -257,40 +260,79 @@ class _Stream:
         return [good.convert2bytes(), bytes(raw)]
 
 
-def _serve_tcp(stream, port):
+def _produce(stream, deliver):
+    """The PMU's 50 frames/s on absolute deadlines: each period, unless paused, the frame of now
+    goes to `deliver` (under the stream's lock). One loop for every transport."""
+    period, due = 0.02, time.monotonic()
+    while True:
+        due += period
+        time.sleep(max(0.0, due - time.monotonic()))
+        with stream.lock:
+            if not stream.paused:
+                deliver(stream.frame())
+
+
+class _DataOverUDP:
+    """pyPMU's connection as its per-client loop sees it, for C37.118.2 Annex F's mixed mode: commands
+    are read and answered (configuration, header) over the TCP connection; data frames (type 0) go
+    as datagrams to the client's address at `data_port`."""
+
+    def __init__(self, connection, destination):
+        self.connection, self.destination = connection, destination
+        self.datagrams = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+
+    def fileno(self):
+        return self.connection.fileno()
+
+    def recv(self, size):
+        return self.connection.recv(size)
+
+    def sendall(self, data):
+        if len(data) >= 2 and (data[1] >> 4) & 7 == 0:
+            self.datagrams.sendto(data, self.destination)
+        else:
+            self.connection.sendall(data)
+
+    def close(self):
+        self.datagrams.close()
+        self.connection.close()
+
+
+def _serve_tcp(stream, port, data_port=None):
+    """pyPMU's own server; with `data_port` (tcp_udp) its data frames go over UDP (_DataOverUDP)."""
     server = _pmu_module.Pmu(pmu_id=stream.idcode, data_rate=50, port=port, ip="127.0.0.1", method="tcp")
     server.logger.setLevel(logging.ERROR)
     server.set_configuration(stream.cfg)
+    if data_port:
+        handler = _pmu_module.Pmu.pdc_handler
+        # The acceptor starts self.pdc_handler in a forked process per client: wrap its connection.
+        server.pdc_handler = lambda connection, address, *rest: handler(
+            _DataOverUDP(connection, (address[0], data_port)), address, *rest)
     server.run()
 
-    def produce():
-        period, due = 0.02, time.monotonic()
-        while True:
-            due += period
-            time.sleep(max(0.0, due - time.monotonic()))
-            with stream.lock:
-                if stream.paused:
-                    continue
-                frame = stream.frame()
-            # pyPMU's connection loop sleeps one period before each frame it sends: keep each
-            # connection's queue short, so what it sends is the frequency of now.
-            for buffer in list(server.client_buffers):
-                if buffer.qsize() < 2:
-                    buffer.put(frame)
+    def deliver(frame):
+        # pyPMU's connection loop sleeps one period before each frame it sends: keep each
+        # connection's queue short, so what it sends is the frequency of now.
+        for buffer in list(server.client_buffers):
+            if buffer.qsize() < 2:
+                buffer.put(frame)
 
     def inject(frames):
         for buffer in list(server.client_buffers):
             for raw in frames:
                 buffer.put(raw)
 
-    threading.Thread(target=produce, daemon=True).start()
+    threading.Thread(target=_produce, args=(stream, deliver), daemon=True).start()
     return server.socket.getsockname()[1], inject
 
 
-def _serve_udp(stream, port):
+def _serve_udp(stream, port, data_port=None, spontaneous=False, cfg_every=1.0):
+    """UDP only (Annex F): CFG-2 to whoever asks, data to whoever sent "start", at the port the
+    command came from or at `data_port` when given (a PMU set up with its PDC's port). Spontaneous:
+    no commands read; data and, every `cfg_every` s, CFG-2 go to 127.0.0.1:`data_port` unasked."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.bind(("127.0.0.1", port))
-    clients = set()
+    clients = {("127.0.0.1", data_port)} if spontaneous else set()
 
     def answer():
         while True:
@@ -299,35 +341,35 @@ def _serve_udp(stream, port):
                 command = CommonFrame.convert2frame(data).get_command()
             except Exception:  # pyPMU raises its own errors and struct's on a stray datagram
                 continue
+            destination = (peer[0], data_port) if data_port else peer
             with stream.lock:
                 if command == "cfg2":
                     stream.cfg.set_time()
-                    sock.sendto(stream.cfg.convert2bytes(), peer)
+                    sock.sendto(stream.cfg.convert2bytes(), destination)
                 elif command == "start":
-                    clients.add(peer)
+                    clients.add(destination)
                 elif command == "stop":
-                    clients.discard(peer)
+                    clients.discard(destination)
 
-    def produce():
-        period, due = 0.02, time.monotonic()
+    def repeat_configuration():
         while True:
-            due += period
-            time.sleep(max(0.0, due - time.monotonic()))
             with stream.lock:
-                if stream.paused or not clients:
-                    continue
-                frame = stream.frame()
-                frame.set_time()
-                for peer in list(clients):
-                    sock.sendto(frame.convert2bytes(), peer)
+                stream.cfg.set_time()
+                sock.sendto(stream.cfg.convert2bytes(), next(iter(clients)))
+            time.sleep(cfg_every)
+
+    def deliver(frame):
+        frame.set_time()
+        for peer in list(clients):
+            sock.sendto(frame.convert2bytes(), peer)
 
     def inject(frames):
         for peer in list(clients):
             for raw in frames:
                 sock.sendto(raw, peer)
 
-    threading.Thread(target=answer, daemon=True).start()
-    threading.Thread(target=produce, daemon=True).start()
+    threading.Thread(target=repeat_configuration if spontaneous else answer, daemon=True).start()
+    threading.Thread(target=_produce, args=(stream, deliver), daemon=True).start()
     return sock.getsockname()[1], inject
 
 
@@ -348,8 +390,10 @@ def _lines(fd):
 def serve(argv):
     import argparse
     parser = argparse.ArgumentParser(prog="pmu_peer.py serve")
-    parser.add_argument("--transport", choices=["tcp", "udp"], default="tcp")
+    parser.add_argument("--transport", choices=["tcp", "udp", "tcp_udp", "udp_spontaneous"], default="tcp")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--data-port", type=int, default=0, help="where data goes (tcp_udp, udp_spontaneous; udp: else the reply port)")
+    parser.add_argument("--cfg-every", type=float, default=1.0, help="udp_spontaneous: seconds between CFG-2 frames")
     parser.add_argument("--idcode", type=int, default=1410)
     parser.add_argument("--float", action="store_true", help="FREQ and DFREQ as float32 (else int16)")
     parser.add_argument("--fnom", type=int, default=50)
@@ -357,7 +401,12 @@ def serve(argv):
     args = parser.parse_args(argv)
     os.setpgrp()  # the test ends this process and pyPMU's connection processes as one group
     stream = _Stream(args.idcode, args.float, args.fnom, args.freq)
-    port, inject = (_serve_tcp if args.transport == "tcp" else _serve_udp)(stream, args.port)
+    if args.transport in ("tcp_udp", "udp_spontaneous") and not args.data_port:
+        parser.error("--data-port is required with --transport " + args.transport)
+    if args.transport in ("tcp", "tcp_udp"):
+        port, inject = _serve_tcp(stream, args.port, args.data_port)
+    else:
+        port, inject = _serve_udp(stream, args.port, args.data_port, args.transport == "udp_spontaneous", args.cfg_every)
     print("PORT %d" % port, flush=True)
     for line in _lines(0):
         words = line.split()
