@@ -9,9 +9,9 @@ import ControlCore
 /// Content-Length of digits (several only when equal), never both Content-Length and
 /// Transfer-Encoding, and no transfer coding but `chunked`. Bounded: the head (status line and
 /// fields) and each chunk-size or trailer line in bytes, the fields in number, the body by
-/// `maximumBody`. Interim (1xx) responses are skipped. Every error is an `HTTPClientError`
-/// (`SEP2_HTTP_MALFORMED`, `SEP2_HTTP_TOO_LARGE`, `SEP2_HTTP_CLOSED`) whose message quotes what the
-/// server sent only through `PeerText.quoted`.
+/// `maximumBody`. Interim (1xx) responses are skipped, up to `maximumInterim` of them. Every error
+/// is an `HTTPClientError` (`SEP2_HTTP_MALFORMED`, `SEP2_HTTP_TOO_LARGE`, `SEP2_HTTP_CLOSED`) whose
+/// message quotes what the server sent only through `PeerText.quoted`.
 struct HTTPResponseParser {
     /// The largest head (status line and header fields with their line ends) accepted.
     static let maximumHeadBytes = 16_384
@@ -19,6 +19,9 @@ struct HTTPResponseParser {
     static let maximumHeaderCount = 64
     /// The longest chunk-size line (with extensions) accepted.
     static let maximumChunkLine = 1_024
+    /// The most interim (1xx) answers skipped before the final one: a server that sends them
+    /// without end would otherwise hold the client as long as it keeps sending.
+    static let maximumInterim = 8
 
     /// How the body ends.
     private enum Framing {
@@ -47,6 +50,7 @@ struct HTTPResponseParser {
     /// Where the search for the head's end resumes.
     private var scanned = 0
     private var state = State.head
+    private var interim = 0
     private var status = 0
     private var headers: [(name: String, value: String)] = []
     private var body: [UInt8] = []
@@ -208,6 +212,10 @@ struct HTTPResponseParser {
         }
         if (100...199).contains(code) {
             guard code != 101 else { throw HTTPClientError(.malformed, message: "the server switched protocols (101) unasked") }
+            interim += 1
+            guard interim <= Self.maximumInterim else {
+                throw HTTPClientError(.malformed, message: "more than \(Self.maximumInterim) interim (1xx) answers")
+            }
             return false  // 100 Continue and the like: the real answer follows.
         }
         status = code

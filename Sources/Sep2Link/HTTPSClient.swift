@@ -260,6 +260,12 @@ public final class HTTPSClient {
         var parser = HTTPResponseParser(maximumBody: maximumBody)
         var buffer = [UInt8](repeating: 0, count: 16_384)
         while true {
+            // Checked here too, not only when waiting: a server that always has more to send is
+            // bounded by the deadline as a silent one is.
+            guard clock.now() < deadline else {
+                throw HTTPClientError(.timeout, message: "waiting for the answer: not complete within \(timeout.secondsDouble) s",
+                                      systemError: ETIMEDOUT)
+            }
             let result = buffer.withUnsafeMutableBytes { raw in Result { () throws(TLSError) in try tls.read(into: raw) } }
             switch result {
             case .success(.transferred(let count)):

@@ -64,6 +64,7 @@ struct HTTPResponseParserTests {
         ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "SEP2_HTTP_MALFORMED"),
         ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabX\r\n", "SEP2_HTTP_MALFORMED"),
         ("HTTP/1.1 101 Switching\r\n\r\n", "SEP2_HTTP_MALFORMED"),
+        (String(repeating: "HTTP/1.1 100 Continue\r\n\r\n", count: 9) + "HTTP/1.1 204\r\n\r\n", "SEP2_HTTP_MALFORMED"),
         ("HTTP/1.1 200 OK\r\nContent-Length: 1001\r\n\r\n", "SEP2_HTTP_TOO_LARGE"),
         ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3e9\r\n", "SEP2_HTTP_TOO_LARGE"),
         ("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab", "SEP2_HTTP_CLOSED"),
