@@ -4,17 +4,19 @@ import Glibc
 import TestSupport
 import Testing
 
-/// `hil/peers/pmu_peer.py serve` (pyPMU's own TCP server, IDCODE 1410, integer FREQ from 50 Hz, 50
-/// frames/s on 127.0.0.1), steered on its standard input; `stop()` ends it and its connection processes.
+/// `hil/peers/pmu_peer.py serve` (pyPMU's own TCP server, with its data over UDP to `dataPort` for
+/// `tcp_udp`, or the script's PMU streaming unasked to `dataPort` for `udp_spontaneous`; IDCODE 1410,
+/// integer FREQ from 50 Hz, 50 frames/s on 127.0.0.1), steered on its standard input; `stop()` ends
+/// it and its connection processes.
 struct PMUServer {
     let peer: UnitsPeer
     let input = Pipe()
     /// The port it serves (0 when it did not start).
     var port: Int { peer.port }
 
-    init(port: Int = 0, hz: Double) throws {
-        peer = try UnitsPeer(arguments: ["python3", "hil/peers/pmu_peer.py", "serve", "--transport", "tcp", "--port", String(port),
-                                         "--idcode", "1410", "--freq", String(hz)], input: input)
+    init(port: Int = 0, hz: Double, transport: String = "tcp", dataPort: Int = 0) throws {
+        peer = try UnitsPeer(arguments: ["python3", "hil/peers/pmu_peer.py", "serve", "--transport", transport, "--port", String(port),
+                                         "--data-port", String(dataPort), "--idcode", "1410", "--freq", String(hz)], input: input)
     }
 
     /// Sends `command` (`stat invalid`…) and waits for the peer's `OK`.
@@ -55,18 +57,25 @@ struct PMUDaemonTests {
         return (ok, "\(last)")
     }
 
-    @Test("bessd against pyPMU over TCP: the droop follows the PMU's 49.8 Hz, not the inverters' 50.2; STAT invalid → inverter and back; the PMU stopped → inverter, restarted → pmu again (bessd reconnects); status, text and /metrics say which")
-    func daemonFollowsPyPMU() throws {
-        var peer = try PMUServer(hz: 49.8)
+    @Test("bessd against pyPMU over TCP, tcp_udp and udp_spontaneous: the droop follows the PMU's 49.8 Hz, not the inverters' 50.2; STAT invalid → inverter and back; the PMU stopped → inverter, restarted → pmu again (bessd reconnects); status, text and /metrics say which",
+          arguments: ["tcp", "tcp_udp", "udp_spontaneous"])
+    func daemonFollowsPyPMU(transport: String) throws {
+        let dataPort = transport == "tcp" ? 0 : Loopback.freePort()
+        var peer = try PMUServer(hz: 49.8, transport: transport, dataPort: dataPort)
         let maxAge = 500
         defer { peer.stop() }
         #expect(peer.port > 0, "pmu_peer.py serve printed no port")
         let port = peer.port
+        let link = switch transport {
+        case "tcp": "port: \(port), transport: tcp"
+        case "tcp_udp": "port: \(port), transport: tcp_udp, local_port: \(dataPort)"
+        default: "transport: udp_spontaneous, local_port: \(dataPort)"
+        }
         let yaml = daemonYAML.replacingOccurrences(of: "base_hz: 49.8", with: "base_hz: 50.2") + """
 
             grid_integration:
               frequency_source: pmu
-              pmu: {host: 127.0.0.1, port: \(port), transport: tcp, idcode: 1410, max_age_ms: \(maxAge), reconnect_s: 0.2}
+              pmu: {host: 127.0.0.1, \(link), idcode: 1410, max_age_ms: \(maxAge), reconnect_s: 0.2}
             """
         let daemon = try RunningDaemon(yaml: yaml)
         var (ok, seen) = Self.follows(daemon, "pmu", hz: 49.8, sign: 1)
@@ -98,7 +107,7 @@ struct PMUDaemonTests {
         peer.stop()
         (ok, seen) = Self.follows(daemon, "inverter", hz: 50.2, sign: -1)
         #expect(ok, "falling back with the PMU stopped: \(seen)")
-        peer = try PMUServer(port: port, hz: 49.8)
+        peer = try PMUServer(port: port, hz: 49.8, transport: transport, dataPort: dataPort)
         (ok, seen) = Self.follows(daemon, "pmu", hz: 49.8, sign: 1)
         #expect(ok, "following the restarted PMU: \(seen)")
 
@@ -107,6 +116,7 @@ struct PMUDaemonTests {
         #expect(status == 0)
         #expect(text.contains("FREQUENCY_SOURCE_FALLBACK: no usable PMU sample"), "\(text.suffix(2000))")
         #expect(text.contains("FREQUENCY_SOURCE_FALLBACK cleared: the PMU's samples are usable again"))
+        #expect(text.contains("PMU_CONNECTED: 127.0.0.1") && text.contains("(\(transport), stream 1410): PMU 1410"), "\(text.suffix(2000))")
         #expect(text.contains("stopped in order: operator server → cycle → PMU → bus workers → journal"), "\(text.suffix(600))")
     }
 }
