@@ -128,6 +128,10 @@ public struct ConnectionPoint: Sendable {
     /// Bounds of the site's load estimate at the last fresh reading, W.
     public private(set) var loadLow: Double?
     public private(set) var loadHigh: Double?
+    /// The import and export limits the last update applied, W: the lower of the configured one and
+    /// the utility's (`opModImpLimW` / `opModExpLimW`); nil when neither stands.
+    public private(set) var importLimit: Double?
+    public private(set) var exportLimit: Double?
     /// True while the meter's data is stale (or never arrived after `meterStaleAfter`).
     public private(set) var stale = false
     /// Moves of a target smaller than this are not made (meter noise), W.
@@ -163,8 +167,15 @@ public struct ConnectionPoint: Sendable {
     /// can show that before the inverters' readings do (the HIL rig found a limit backing off from
     /// −70 to −52.5 kW that way). Recorded only at the change, it leaves the window after
     /// `max_lag_s`, so a unit that never follows its command cannot freeze the loop.
+    /// `importMax` and `exportMax` are the utility's limits (W, infinite for none): the lower of each
+    /// and the configured one applies; a limit neither sets leaves no floor or ceiling.
     public mutating func update(meter: Timestamped<MeterReading>?, battery: Double, commanded: Double? = nil,
-                                now: MonotonicInstant) -> Change {
+                                now: MonotonicInstant, importMax utilityImport: Double = .infinity,
+                                exportMax utilityExport: Double = .infinity) -> Change {
+        importLimit = Self.lower(settings.importMax?.value, utilityImport)
+        exportLimit = Self.lower(settings.exportMax?.value, utilityExport)
+        if importLimit == nil { floor = nil }
+        if exportLimit == nil { ceiling = nil }
         if let commanded, commanded.isFinite, commanded != lastCommanded {
             lastCommanded = commanded
             record(commanded, at: now)
@@ -195,10 +206,10 @@ public struct ConnectionPoint: Sendable {
         let loadLow = grid + low, loadHigh = grid + high
         self.loadLow = loadLow
         self.loadHigh = loadHigh
-        if let importMax = settings.importMax?.value, importMax.isFinite {
+        if let importMax = importLimit {
             Self.follow(&floor, low: loadLow - importMax, high: loadHigh - importMax, raiseBy: 0, lowerBy: deadband)
         }
-        if let exportMax = settings.exportMax?.value, exportMax.isFinite {
+        if let exportMax = exportLimit {
             Self.follow(&ceiling, low: loadLow + exportMax, high: loadHigh + exportMax, raiseBy: deadband, lowerBy: 0)
         }
         var app: Double? = target
@@ -206,6 +217,14 @@ public struct ConnectionPoint: Sendable {
                     high: settings.application.target(load: loadHigh), raiseBy: deadband, lowerBy: deadband)
         target = app ?? 0
         return change
+    }
+
+    /// The lower of a configured limit and the utility's, nil when neither is a finite number.
+    static func lower(_ configured: Double?, _ utility: Double) -> Double? {
+        let a = configured.flatMap { $0.isFinite ? $0 : nil }
+        let b = utility.isFinite ? utility : nil
+        guard let a else { return b }
+        return b.map { Swift.min(a, $0) } ?? a
     }
 
     /// Moves `value` into `[low, high]` when it lies outside by more than the allowance on that side
@@ -271,5 +290,7 @@ public struct SiteDecision: Sendable, Equatable {
     public var operatorLimited = false
     /// The SCADA setpoint in force, W (+ = discharge).
     public var scadaSetpoint: Double?
+    /// The utility's controls (IEEE 2030.5) as applied this cycle.
+    public var utility = UtilityDecision()
     public init() {}
 }

@@ -525,6 +525,8 @@ struct SiteRunningState: Sendable {
     var agcLost = false
     var inputLimitPercent: Double?
     var operatorCap = Double.infinity
+    /// The utility's limits as ramped (docs/design/0009-utility-limits.md).
+    var utility = UtilityRamps()
     var clockSynchronized = true
     var clockSteps = 0
     var lastClockStep = Duration.zero

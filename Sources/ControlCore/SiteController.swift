@@ -63,6 +63,10 @@ public final class SiteController {
     public var agc: AGCCommand { get { running.agc } set { running.agc = newValue } }
     /// The AGC target the last step followed, W (inside the band); nil when the schedule decided.
     public internal(set) var agcInForce: Double?
+    /// What the utility's DER server commands (IEEE 2030.5): the cycle sets it from the 2030.5 worker's
+    /// slot before each step; nil, or a value past its `validUntil`, is no utility control
+    /// (docs/design/0009-utility-limits.md).
+    public var utilityLimits: UtilityLimits?
     /// The limit the relay contacts assert (`grid_operator.inputs`), percent; nil when none does.
     public var inputLimitPercent: Double? { get { running.inputLimitPercent } set { running.inputLimitPercent = newValue } }
     /// Σ unit ratings, W: what 702 `WMaxRtg` states and what `WMaxLimPct` is a percent of.
@@ -175,7 +179,8 @@ public final class SiteController {
         // AGC while fresh, else a SCADA setpoint, stands in for the aggregator's dispatch of every
         // unit no operator override holds, shared by rating (the pool then shares it by headroom
         // and SOC); each unit ramps to its part at the schedule ramp (docs/design/0008-agc.md).
-        let setpoint = followAGC(now: now) ?? commands.setpoint.active(at: now)
+        // The utility's request (IEEE 2030.5) ranks under AGC and over the SCADA setpoint (0009).
+        let setpoint = followAGC(now: now) ?? utility(at: now)?.request ?? commands.setpoint.active(at: now)
         var setpointRating = 0.0
         if setpoint != nil {
             for index in units.indices where !Self.overridden(index < inputs.count ? inputs[index] : nil, at: now) {
@@ -266,7 +271,11 @@ public final class SiteController {
                                           SiteAllocator.magnitude(d.allowedDischarge.value))
             }
         }
-        let change = connection.update(meter: meter, battery: battery, commanded: lastCommanded, now: now)
+        // The utility's limits (IEEE 2030.5) as ramped; with a meter its export and import limits
+        // join the configured ones at the connection point (docs/design/0009-utility-limits.md).
+        let utility = updateUtility(now: now, elapsed: elapsed)
+        let change = connection.update(meter: meter, battery: battery, commanded: lastCommanded, now: now,
+                                       importMax: utility.importLimit, exportMax: utility.exportLimit)
         if change.becameStale {
             events.push(ControlEvent(kind: .meterStale, unit: -1,
                                      value: meter.map { now.seconds(since: $0.takenAt) } ?? now.seconds(since: units.first?.startedAt ?? now),
@@ -275,6 +284,7 @@ public final class SiteController {
         if change.becameFresh { events.push(ControlEvent(kind: .meterFresh, unit: -1, at: now)) }
 
         var decision = SiteDecision()
+        decision.utility = utility
         decision.requested = requested
         decision.held = held
         // The application: only where no aggregator dispatch speaks, only on fresh meter data, and
@@ -294,19 +304,22 @@ public final class SiteController {
             pool = ceiling - held
             decision.binding = .exportLimit
         }
-        // The grid operator's limit outranks the connection point's: it bounds the units' sum in
-        // both directions, whatever the meter reads. The pool never turns against a held unit to
-        // make room; the held units are narrowed below instead.
+        noteConnectionBinding(decision.binding, decision: &decision)
+        // The grid operator's limit and the utility's outrank the connection point's: they bound the
+        // units' sum, whatever the meter reads (the lower of the two each way). The pool never turns
+        // against a held unit to make room; the held units are narrowed below instead.
         let cap = updateOperatorCap(elapsed: elapsed)
         decision.operatorCap = cap
         decision.scadaSetpoint = setpoint(now)
-        if cap.isFinite {
-            let bounded = ControlMath.clamp(pool, min(0, -cap - held), max(0, cap - held))
+        let bounds = siteBounds(cap: cap, utility: &decision.utility)
+        if bounds.upper.isFinite || bounds.lower.isFinite {
+            let bounded = ControlMath.clamp(pool, min(0, bounds.lower - held), max(0, bounds.upper - held))
             if bounded != pool {
+                noteBound(discharging: bounded < pool, cap: cap, decision: &decision)
                 pool = bounded
-                decision.operatorLimited = true
             }
         }
+        if decision.utility.disconnected { pool = 0 }
         decision.pool = pool
         allocation = allocator.allocate(allocationInputs, pool: pool, shares: &shares, reasons: &reasons)
         // A limit the pool cannot meet narrows the held units too (an operator's override stays
@@ -317,16 +330,22 @@ public final class SiteController {
         } else if let ceiling = connection.ceiling, total > ceiling + 1 {
             narrowHeld(by: total - ceiling, charging: false)
         }
-        if cap.isFinite {
+        if bounds.upper.isFinite || bounds.lower.isFinite {
             total = 0
             for index in units.indices { total += shares[index] }
-            if total > cap + 1 {
-                narrowHeld(by: total - cap, charging: false)
-                decision.operatorLimited = true
-            } else if total < -cap - 1 {
-                narrowHeld(by: -cap - total, charging: true)
-                decision.operatorLimited = true
+            if total > bounds.upper + 1 {
+                narrowHeld(by: total - bounds.upper, charging: false)
+                noteBound(discharging: true, cap: cap, decision: &decision)
+            } else if total < bounds.lower - 1 {
+                narrowHeld(by: bounds.lower - total, charging: true)
+                noteBound(discharging: false, cap: cap, decision: &decision)
             }
+        }
+        // opModConnect / opModEnergize false: every unit at zero, droop and overrides included (bessd
+        // has no contactor path to open; docs/design/0009-utility-limits.md).
+        if decision.utility.disconnected {
+            for index in units.indices { shares[index] = 0 }
+            decision.utility.binding = .disconnected
         }
         let fraction = rating > 0 ? (charge: min(1, charge / rating), discharge: min(1, discharge / rating)) : nil
         decision.delivered = 0
@@ -422,10 +441,10 @@ public final class SiteController {
             lastBound = now
             if binding != bindingReported {
                 bindingReported = binding
-                let limit = binding == .importLimit ? connection.settings.importMax : connection.settings.exportMax
+                let limit = binding == .importLimit ? connection.importLimit : connection.exportLimit
                 events.push(ControlEvent(kind: .gridLimitBinding, unit: -1,
                                          value: (connection.gridPower ?? .nan) / 1000,
-                                         threshold: (limit?.value ?? .nan) / 1000, limit: binding, at: now))
+                                         threshold: (limit ?? .nan) / 1000, limit: binding, at: now))
             }
         } else if bindingReported != .none, let lastBound, now.seconds(since: lastBound) >= 5 {
             events.push(ControlEvent(kind: .gridLimitReleased, unit: -1, limit: bindingReported, at: now))

@@ -236,6 +236,9 @@ public final class SiteRunner {
     /// The PMU's newest usable sample (`PMUReader.latest`), handed over before the cycle starts when
     /// `frequency_source` is `pmu`; without it the cycle follows the inverters' median.
     public var pmuSamples: FrequencySampleSlot?
+    /// The utility's controls in force (IEEE 2030.5), published by the 2030.5 worker; read before each
+    /// step and handed to the controller. Absent (never published) is no utility control.
+    public var utilityLimits: UtilityLimitSlot?
     /// Where the last step's frequency came from: the configured source, or `.inverter` while a PMU
     /// falls back.
     public internal(set) var frequencySourceInUse: FrequencySource
@@ -312,6 +315,10 @@ public final class SiteRunner {
             }
         }
         frequencyTakenAt = frequency?.takenAt
+        if let slot = utilityLimits {
+            // A read overtaken by publications keeps the last value read; never published is none.
+            if let limits = slot.read() { controller.utilityLimits = limits } else if !slot.published { controller.utilityLimits = nil }
+        }
         controller.step(frequency: frequency, inputs: inputs, now: now, wallClock: wallClock, meter: meter, rocof: rocof)
         for i in inputs.indices { io.command(unit: i, setpoint: controller.decision(unit: i).setpoint) }
         io.commandsIssued()
@@ -379,6 +386,7 @@ public final class SiteRunner {
         status.shortfallActive = controller.shortfallActive
         status.loadLow = c.loadLow ?? .nan
         status.loadHigh = c.loadHigh ?? .nan
+        status.utility = d.utility
         fill(&status.agc, now: now)
     }
 

@@ -1,0 +1,194 @@
+/// Which of the utility's controls decided the site's power in the last cycle.
+public enum UtilityBinding: UInt8, Sendable, Equatable, CustomStringConvertible {
+    case none
+    /// `opModExpLimW`: export at the connection point (or Σ units without a meter).
+    case export
+    /// `opModImpLimW`: import at the connection point (or the units' charge without a meter).
+    case `import`
+    /// `opModGenLimW`: the site's discharge.
+    case generation
+    /// `opModLoadLimW`: the site's charge.
+    case load
+    /// `opModMaxLimW`: the site's discharge.
+    case maxLimit
+    /// `opModConnect` or `opModEnergize` false: the site at zero.
+    case disconnected
+
+    public var description: String {
+        switch self {
+        case .none: "none"
+        case .export: "export"
+        case .import: "import"
+        case .generation: "generation"
+        case .load: "load"
+        case .maxLimit: "max_limit"
+        case .disconnected: "disconnected"
+        }
+    }
+}
+
+/// The utility's part of one cycle's site decision (docs/design/0009-utility-limits.md), W.
+public struct UtilityDecision: Sendable, Equatable {
+    /// A utility value was in force (published and not past its `validUntil`).
+    public var active = false
+    /// The control that decided the site's power, if any.
+    public var binding = UtilityBinding.none
+    /// The cap on the units' discharge as ramped (generation, max, and export without a meter), W;
+    /// infinite when none stands.
+    public var dischargeCap = Double.infinity
+    /// The cap on the units' charge (magnitude) as ramped (load, and import without a meter).
+    public var chargeCap = Double.infinity
+    /// Export and import limits at the connection point as ramped (infinite when none).
+    public var exportLimit = Double.infinity
+    public var importLimit = Double.infinity
+    /// True when the export or import limit bounds Σ units because no meter reading places it at the
+    /// connection point (no `site.meter`, or none read yet).
+    public var unmetered = false
+    /// `opModConnect` or `opModEnergize` is false: every unit at zero.
+    public var disconnected = false
+    /// The utility's request in force, W (+ = discharge).
+    public var request: Double?
+    public init() {}
+}
+
+/// One utility limit as applied: it falls at once and rises at `rampTms` (over that time from where
+/// it stood when the rise began) or, without one, at the site's limit ramp; a limit lifted altogether
+/// rises at the site's limit ramp and is gone once it has passed the site's rating.
+struct RampedLimit: Sendable, Equatable {
+    var value = Double.infinity
+    var target = Double.infinity
+    var from = Double.infinity
+
+    /// - Parameters:
+    ///   - ramp: `rampTms` in seconds, nil for none.
+    ///   - rate: the site's limit ramp, W/s.
+    mutating func move(to next: Double, elapsed: Double, ramp: Double?, rate: Double, rating: Double) {
+        if next <= value {
+            value = next
+            target = next
+            from = next
+            return
+        }
+        if next != target {
+            target = next
+            from = value
+        }
+        let dt = elapsed.isFinite ? min(max(0, elapsed), 10) : 0
+        var speed = max(0, rate)
+        if let ramp, ramp.isFinite, ramp >= 0, next.isFinite {
+            speed = ramp == 0 ? .infinity : (next - from) / ramp
+        }
+        value = speed.isInfinite ? next : min(next, value + speed * dt)
+        if !next.isFinite, value >= rating { value = .infinity }
+    }
+}
+
+/// The utility's limits as ramped, carried across a reload with the site's running state.
+struct UtilityRamps: Sendable, Equatable {
+    var discharge = RampedLimit()
+    var charge = RampedLimit()
+    var export = RampedLimit()
+    var `import` = RampedLimit()
+}
+
+extension SiteController {
+    /// The utility's value in force at `now`: nil when none was published or it is past `validUntil`.
+    func utility(at now: MonotonicInstant) -> UtilityLimits? { utilityLimits?.inForce(at: now) }
+
+    /// A limit as a magnitude: nil stays nil; negative or not a number is zero (stale data means zero).
+    static func magnitude(_ limit: Double?) -> Double {
+        guard let limit else { return .infinity }
+        return limit.isNaN ? 0 : max(0, limit)
+    }
+
+    /// Moves the utility's ramped limits toward what is in force at `now` and returns the cycle's
+    /// utility decision so far (its connection-point limits and caps; without a meter the export and
+    /// import limits fold into the caps).
+    func updateUtility(now: MonotonicInstant, elapsed: Double) -> UtilityDecision {
+        var out = UtilityDecision()
+        let limits = utility(at: now)
+        let metered = connection.settings.hasMeter
+        let export = Self.magnitude(limits?.exportLimitW), imports = Self.magnitude(limits?.importLimitW)
+        out.active = limits != nil
+        out.disconnected = limits.map { !$0.connect || !$0.energize } ?? false
+        out.request = limits?.request
+        let zero = out.disconnected ? 0.0 : .infinity
+        // Two-argument mins only: the variadic one builds an array every cycle.
+        let discharge = min(min(Self.magnitude(limits?.generationLimitW), Self.magnitude(limits?.maxLimW)),
+                            min(metered ? .infinity : export, zero))
+        let charge = min(Self.magnitude(limits?.loadLimitW), min(metered ? .infinity : imports, zero))
+        let rate = max(0, control.limitRampPercentPerSecond) / 100 * ratedPower
+        let ramp = limits?.rampSeconds
+        running.utility.discharge.move(to: discharge, elapsed: elapsed, ramp: ramp, rate: rate, rating: ratedPower)
+        running.utility.charge.move(to: charge, elapsed: elapsed, ramp: ramp, rate: rate, rating: ratedPower)
+        running.utility.export.move(to: metered ? export : .infinity, elapsed: elapsed, ramp: ramp, rate: rate, rating: ratedPower)
+        running.utility.import.move(to: metered ? imports : .infinity, elapsed: elapsed, ramp: ramp, rate: rate, rating: ratedPower)
+        out.dischargeCap = running.utility.discharge.value
+        out.chargeCap = running.utility.charge.value
+        out.exportLimit = running.utility.export.value
+        out.importLimit = running.utility.import.value
+        out.unmetered = !metered && (export.isFinite || imports.isFinite)
+        return out
+    }
+
+    /// The bounds on the units' sum this cycle (lower ≤ 0 ≤ upper): the grid operator's cap and the
+    /// utility's caps, the lower of each. A metered export or import limit that has no floor or ceiling
+    /// at the connection point yet (no reading so far) bounds Σ units meanwhile.
+    func siteBounds(cap: Double, utility: inout UtilityDecision) -> (lower: Double, upper: Double) {
+        if connection.settings.hasMeter {
+            if utility.exportLimit.isFinite, connection.ceiling == nil {
+                utility.dischargeCap = min(utility.dischargeCap, utility.exportLimit)
+                utility.unmetered = true
+            }
+            if utility.importLimit.isFinite, connection.floor == nil {
+                utility.chargeCap = min(utility.chargeCap, utility.importLimit)
+                utility.unmetered = true
+            }
+        }
+        return (-min(cap, utility.chargeCap), min(cap, utility.dischargeCap))
+    }
+
+    /// Names who bounded the units' sum in one direction: the utility when its cap is the tighter,
+    /// else the grid operator.
+    func noteBound(discharging: Bool, cap: Double, decision: inout SiteDecision) {
+        let utilityCap = discharging ? decision.utility.dischargeCap : decision.utility.chargeCap
+        guard utilityCap < cap else {
+            decision.operatorLimited = true
+            return
+        }
+        decision.utility.binding = utilityReason(discharging: discharging)
+    }
+
+    /// The utility control behind the cap in one direction (the tightest of those in force).
+    func utilityReason(discharging: Bool) -> UtilityBinding {
+        guard let limits = utilityLimits?.inForce(at: lastStep ?? .zero) else { return .none }
+        if !limits.connect || !limits.energize { return .disconnected }
+        let metered = connection.settings.hasMeter && (discharging ? connection.ceiling != nil : connection.floor != nil)
+        var best = (UtilityBinding.none, Double.infinity)
+        func consider(_ reason: UtilityBinding, _ limit: Double?) {
+            let value = Self.magnitude(limit)
+            if value < best.1 { best = (reason, value) }
+        }
+        if discharging {
+            consider(.generation, limits.generationLimitW)
+            consider(.maxLimit, limits.maxLimW)
+            if !metered { consider(.export, limits.exportLimitW) }
+        } else {
+            consider(.load, limits.loadLimitW)
+            if !metered { consider(.import, limits.importLimitW) }
+        }
+        return best.0
+    }
+
+    /// After the connection point decided the pool: the utility's export or import limit is the one
+    /// that bound when it is the lower of the configured and the utility's.
+    func noteConnectionBinding(_ binding: GridLimitBinding, decision: inout SiteDecision) {
+        switch binding {
+        case .exportLimit where decision.utility.exportLimit < (connection.settings.exportMax?.value ?? .infinity):
+            decision.utility.binding = .export
+        case .importLimit where decision.utility.importLimit < (connection.settings.importMax?.value ?? .infinity):
+            decision.utility.binding = .import
+        default: break
+        }
+    }
+}

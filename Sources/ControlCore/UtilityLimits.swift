@@ -1,0 +1,55 @@
+/// What the utility's DER server (IEEE 2030.5, CSIP / CSIP-AUS) commands the site now, in watts,
+/// site-wide (+ = discharge for requests; limits are magnitudes). Each field is nil when no control of
+/// its type is in force. The 2030.5 worker resolves the server's programs and publishes this value;
+/// the cycle hands it to `SiteController.utilityLimits`, which applies it in the order of authority
+/// of docs/design/0009-utility-limits.md: the limits rank with the grid operator's, the requests with
+/// the SCADA setpoint.
+///
+/// An absent value (never published, or read after `validUntil`) means no utility control at all: it
+/// is the worker's duty to keep publishing the cached schedule and then the DefaultDERControl through
+/// an outage of the server, so the site never falls back to "no limit" while the utility has one.
+public struct UtilityLimits: Sendable, Equatable {
+    /// `csipaus:opModExpLimW`: grid export at the connection point ≤ this.
+    public var exportLimitW: Double?
+    /// `csipaus:opModImpLimW`: grid import at the connection point ≤ this.
+    public var importLimitW: Double?
+    /// `csipaus:opModGenLimW`: the site's discharge ≤ this.
+    public var generationLimitW: Double?
+    /// `csipaus:opModLoadLimW`: the site's charge ≤ this (magnitude).
+    public var loadLimitW: Double?
+    /// `opModConnect`: false brings the site to zero (contactors opened where the site can).
+    public var connect = true
+    /// `opModEnergize`: false brings the site to zero, as `connect` false does.
+    public var energize = true
+    /// `opModFixedW` resolved to W (hundredths of a percent of the site's rating × the rating).
+    public var fixedW: Double?
+    /// `opModTargetW`, W (+ = discharge).
+    public var targetW: Double?
+    /// `opModMaxLimW` resolved to W: the site's discharge ≤ this.
+    public var maxLimW: Double?
+    /// `csipaus:opModStorageTargetW` (CSIP-AUS 1.3), W (+ = discharge).
+    public var storageTargetW: Double?
+    /// `rampTms` / 100: how long a rising limit takes to reach its new value, s; nil when the
+    /// control gives none (the site's limit ramp applies).
+    public var rampSeconds: Double?
+    /// After this instant the value is stale and counts as absent (the worker republishes at least
+    /// every second); nil: valid until replaced.
+    public var validUntil: MonotonicInstant?
+
+    /// No utility control.
+    public init() {}
+
+    /// This value when it is still valid at `now`, else nil (absent: no utility control).
+    public func inForce(at now: MonotonicInstant) -> UtilityLimits? {
+        if let validUntil, now > validUntil { return nil }
+        return self
+    }
+
+    /// The request the site follows, W (+ = discharge): `opModStorageTargetW`, else `opModTargetW`,
+    /// else `opModFixedW` (the storage-specific control first); nil when none is in force or it is
+    /// not a number.
+    public var request: Double? {
+        guard let value = storageTargetW ?? targetW ?? fixedW, value.isFinite else { return nil }
+        return value
+    }
+}

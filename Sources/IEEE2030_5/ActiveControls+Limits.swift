@@ -1,0 +1,25 @@
+public import ControlCore
+
+extension ActiveControls {
+    /// The controls in force as the site applies them (`UtilityLimits`, W): every `ActivePower` as
+    /// value × 10^multiplier; `opModFixedW` and `opModMaxLimW`, hundredths of a percent of `setMaxW`,
+    /// of `siteRatingW` (the site's rating is the `setMaxW` bessd reports); `rampTms` in seconds.
+    /// `validUntil` is left nil: the worker that publishes the value sets it on the monotonic clock.
+    /// - Parameter siteRatingW: Σ unit ratings, W (a non-finite or negative rating counts as zero).
+    public func utilityLimits(siteRatingW: Double) -> UtilityLimits {
+        let rating = siteRatingW.isFinite ? max(0, siteRatingW) : 0
+        var out = UtilityLimits()
+        out.exportLimitW = base.exportLimitW?.watts
+        out.importLimitW = base.importLimitW?.watts
+        out.generationLimitW = base.generationLimitW?.watts
+        out.loadLimitW = base.loadLimitW?.watts
+        out.connect = base.connect ?? true
+        out.energize = base.energize ?? true
+        out.fixedW = base.fixedWHundredthsPercent.map { Double($0) / 10_000 * rating }
+        out.targetW = base.targetW?.watts
+        out.maxLimW = base.maxLimWHundredthsPercent.map { Double($0) / 10_000 * rating }
+        out.storageTargetW = base.storageTargetW?.watts
+        out.rampSeconds = base.rampTimeHundredthsSecond.map { Double($0) / 100 }
+        return out
+    }
+}

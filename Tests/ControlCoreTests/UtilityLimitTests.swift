@@ -1,0 +1,234 @@
+import ControlCore
+import Testing
+
+/// The utility's controls (IEEE 2030.5, CSIP-AUS) in the site's order of authority
+/// (docs/design/0009-utility-limits.md): limits with the grid operator's rank, requests between AGC
+/// and the SCADA setpoint.
+@Suite("Utility limits in the site")
+struct UtilityLimitTests {
+    /// Three 100 kW units (300 kW); limits ramp at 10 %/s (30 kW/s), schedules at 1000 %/s.
+    static func site(_ settings: SiteSettings = .none) -> SiteController { SiteCommandsTests.site(settings) }
+
+    static func sum(_ site: SiteController) -> Double { SiteCommandsTests.sum(site) }
+
+    /// Every unit dispatched to `kw`.
+    static func dispatch(_ kw: Double) -> (Int, inout UnitInputs, MonotonicInstant) -> Void {
+        { _, inputs, _ in inputs.dispatch = PowerCommand(power: .kilowatts(kw), expiresAt: Fixture.instant(10_000)) }
+    }
+
+    static func limits(_ body: (inout UtilityLimits) -> Void) -> UtilityLimits {
+        var limits = UtilityLimits()
+        body(&limits)
+        return limits
+    }
+
+    @Test("opModExpLimW holds export at the connection point while the load steps; the lower of it and export_max_kw applies")
+    func exportLimitAtTheConnectionPoint() {
+        let site = Self.site(SiteSettings(hasMeter: true, exportMax: .kilowatts(80), meterMaxLag: .seconds(0.5)))
+        var load = 100_000.0
+        var meter = MeteredSite(units: 3, lag: 0.2) { _ in load }
+        meter.run(site, from: 0, seconds: 15, extra: Self.dispatch(100))
+        #expect(abs(meter.grid(at: 15) + 80_000) < 2_000, "the configured 80 kW: grid \(meter.grid(at: 15))")
+        #expect(site.siteDecision.utility.binding == .none)
+        site.utilityLimits = Self.limits { $0.exportLimitW = 50_000 }
+        meter.run(site, from: 15, seconds: 5, extra: Self.dispatch(100))
+        #expect(abs(meter.grid(at: 20) + 50_000) < 2_000, "the utility's 50 kW: grid \(meter.grid(at: 20))")
+        #expect(site.siteDecision.utility.binding == .export && !site.siteDecision.utility.unmetered)
+        for (t, kw) in [(20.0, 20.0), (30, 150), (40, 60)] {
+            load = kw * 1000
+            meter.run(site, from: t, seconds: 10, extra: Self.dispatch(100))
+            let settled = meter.grid(from: t + 3)
+            #expect(settled.allSatisfy { $0 >= -50_000 - 2_000 }, "load \(kw) kW: export past the limit \(settled.min() ?? 0)")
+            #expect(abs(meter.grid(at: t + 10) + 50_000) < 2_000, "load \(kw) kW: held at the limit, grid \(meter.grid(at: t + 10))")
+        }
+        // A utility limit above the configured one: the configured 80 kW applies again (ramped up).
+        site.utilityLimits = Self.limits { $0.exportLimitW = 120_000 }
+        meter.run(site, from: 50, seconds: 10, extra: Self.dispatch(100))
+        #expect(abs(meter.grid(at: 60) + 80_000) < 2_000 && site.siteDecision.utility.binding == .none)
+    }
+
+    @Test("opModImpLimW caps battery charging at the connection point (the open gateway never applied it to charging)")
+    func importLimitCapsCharging() {
+        let site = Self.site(SiteSettings(hasMeter: true, meterMaxLag: .seconds(0.5)))
+        var meter = MeteredSite(units: 3) { _ in 50_000 }
+        meter.run(site, from: 0, seconds: 15, extra: Self.dispatch(-100))
+        #expect(Self.sum(site) < -290_000, "charging 300 kW before the limit")
+        site.utilityLimits = Self.limits { $0.importLimitW = 100_000 }
+        meter.run(site, from: 15, seconds: 5, extra: Self.dispatch(-100))
+        #expect(abs(Self.sum(site) + 50_000) < 2_000, "load 50 kW + charge 50 kW = 100 kW import: \(Self.sum(site))")
+        #expect(abs(meter.grid(at: 20) - 100_000) < 2_000)
+        #expect(site.siteDecision.utility.binding == .import)
+    }
+
+    @Test("without a meter opModLoadLimW and opModImpLimW cap the units' charge, and the decision says the import limit is unmetered")
+    func loadLimitCapsChargingWithoutMeter() {
+        let site = Self.site()
+        var meter = MeteredSite(units: 3) { _ in 0 }
+        meter.run(site, from: 0, seconds: 15, extra: Self.dispatch(-100))
+        site.utilityLimits = Self.limits { $0.loadLimitW = 40_000 }
+        meter.run(site, from: 15, seconds: 0.1, extra: Self.dispatch(-100))
+        #expect(abs(Self.sum(site) + 40_000) < 1 && site.siteDecision.utility.binding == .load)
+        #expect(!site.siteDecision.utility.unmetered)
+        site.utilityLimits = Self.limits { $0.loadLimitW = 40_000; $0.importLimitW = 25_000 }
+        meter.run(site, from: 15.1, seconds: 0.1, extra: Self.dispatch(-100))
+        #expect(abs(Self.sum(site) + 25_000) < 1 && site.siteDecision.utility.binding == .import)
+        #expect(site.siteDecision.utility.unmetered)
+        // Discharge is not touched by a charge limit.
+        meter.run(site, from: 15.2, seconds: 0.5, extra: Self.dispatch(100))
+        #expect(abs(Self.sum(site) - 300_000) < 1)
+    }
+
+    @Test("opModGenLimW and opModMaxLimW cap the site's discharge (the lower applies); charging is not touched")
+    func generationLimitCapsDischarge() {
+        let site = Self.site()
+        var meter = MeteredSite(units: 3) { _ in 0 }
+        meter.run(site, from: 0, seconds: 15, extra: Self.dispatch(100))
+        site.utilityLimits = Self.limits { $0.generationLimitW = 120_000 }
+        meter.run(site, from: 15, seconds: 0.1, extra: Self.dispatch(100))
+        #expect(abs(Self.sum(site) - 120_000) < 1 && site.siteDecision.utility.binding == .generation)
+        site.utilityLimits = Self.limits { $0.generationLimitW = 120_000; $0.maxLimW = 90_000 }
+        meter.run(site, from: 15.1, seconds: 0.1, extra: Self.dispatch(100))
+        #expect(abs(Self.sum(site) - 90_000) < 1 && site.siteDecision.utility.binding == .maxLimit)
+        meter.run(site, from: 15.2, seconds: 0.5, extra: Self.dispatch(-100))
+        #expect(abs(Self.sum(site) + 300_000) < 1)
+    }
+
+    @Test("opModConnect or opModEnergize false: every unit at zero while a dispatch and an operator override ask for power")
+    func disconnectBringsTheSiteToZero() {
+        let site = Self.site()
+        var meter = MeteredSite(units: 3) { _ in 0 }
+        func inputs(_ i: Int, _ unit: inout UnitInputs, _ now: MonotonicInstant) {
+            unit.dispatch = PowerCommand(power: .kilowatts(-60), expiresAt: Fixture.instant(10_000))
+            if i == 0 { unit.override = PowerCommand(power: .kilowatts(80), expiresAt: Fixture.instant(10_000)) }
+        }
+        meter.run(site, from: 0, seconds: 15, extra: inputs)
+        #expect(abs(site.decision(unit: 0).setpoint.value - 80_000) < 1)
+        site.utilityLimits = Self.limits { $0.connect = false }
+        meter.run(site, from: 15, seconds: 0.1, extra: inputs)
+        #expect(site.units.indices.allSatisfy { site.decision(unit: $0).setpoint.value == 0 }, "each unit, not only the sum")
+        #expect(site.siteDecision.utility.binding == .disconnected && site.siteDecision.utility.disconnected)
+        site.utilityLimits = Self.limits { $0.energize = false }
+        meter.run(site, from: 15.1, seconds: 1, frequency: 49.7, extra: inputs)
+        #expect(site.units.indices.allSatisfy { site.decision(unit: $0).setpoint.value == 0 }, "frequency response too")
+        // Connected again: the site's sum comes back at the limit ramp (30 kW/s), not at once.
+        site.utilityLimits = Self.limits { _ in }
+        meter.run(site, from: 16.1, seconds: 1, extra: inputs)
+        #expect(abs(Self.sum(site)) <= 30_000 + 1 && site.decision(unit: 0).setpoint.value > 0, "after 1 s: \(Self.sum(site))")
+    }
+
+    @Test("a utility limit bounds the local operator's override")
+    func limitBoundsTheOverride() {
+        let site = Self.site()
+        var meter = MeteredSite(units: 3) { _ in 0 }
+        func inputs(_ i: Int, _ unit: inout UnitInputs, _ now: MonotonicInstant) {
+            if i == 0 { unit.override = PowerCommand(power: .kilowatts(100), expiresAt: Fixture.instant(10_000)) }
+        }
+        meter.run(site, from: 0, seconds: 15, extra: inputs)
+        site.utilityLimits = Self.limits { $0.generationLimitW = 30_000 }
+        meter.run(site, from: 15, seconds: 0.1, extra: inputs)
+        #expect(abs(site.decision(unit: 0).setpoint.value - 30_000) < 1 && Self.sum(site) <= 30_000 + 1)
+        #expect(site.siteDecision.utility.binding == .generation)
+    }
+
+    @Test("interlocks outrank the utility: a unit's BMS limit holds while the import limit's floor asks it for more")
+    func interlocksOutrank() {
+        let site = Self.site(SiteSettings(hasMeter: true, meterMaxLag: .seconds(0.5)))
+        var meter = MeteredSite(units: 3) { _ in 300_000 }
+        // Unit 0's BMS allows 200 A × 52 V = 10.4 kW of discharge.
+        func inputs(_ i: Int, _ unit: inout UnitInputs, _ now: MonotonicInstant) {
+            if i == 0 { unit.bms = Fixture.healthyBMS(at: now, dischargeA: 200) }
+        }
+        meter.run(site, from: 0, seconds: 15, extra: inputs)
+        site.utilityLimits = Self.limits { $0.importLimitW = 50_000 }
+        meter.run(site, from: 15, seconds: 5, extra: inputs)
+        #expect(site.decision(unit: 0).setpoint.value <= 10_400 + 1, "unit 0: \(site.decision(unit: 0).setpoint.value)")
+        #expect(Self.sum(site) > 200_000 && Self.sum(site) <= 210_400 + 1, "the others give what they can: \(Self.sum(site))")
+    }
+
+    @Test("the operator's standby holds against the utility's opModTargetW; in auto the target is followed, bounded by the limits")
+    func standbyHoldsAgainstTarget() {
+        let site = Self.site()
+        var meter = MeteredSite(units: 3) { _ in 0 }
+        meter.run(site, from: 0, seconds: 15, extra: Self.dispatch(10))
+        site.setOperatorMode(.standby)
+        site.utilityLimits = Self.limits { $0.targetW = 200_000 }
+        meter.run(site, from: 15, seconds: 2, extra: Self.dispatch(10))
+        #expect(site.units.indices.allSatisfy { site.decision(unit: $0).setpoint.value == 0 })
+        site.setOperatorMode(.auto)
+        meter.run(site, from: 17, seconds: 15, extra: Self.dispatch(10))
+        #expect(abs(Self.sum(site) - 200_000) < 1, "the target stands in for the dispatch: \(Self.sum(site))")
+        #expect(site.siteDecision.utility.request == 200_000)
+        site.utilityLimits = Self.limits { $0.targetW = 200_000; $0.generationLimitW = 150_000 }
+        meter.run(site, from: 32, seconds: 0.1, extra: Self.dispatch(10))
+        #expect(abs(Self.sum(site) - 150_000) < 1)
+    }
+
+    @Test("the utility's request ranks over the SCADA setpoint and the dispatch; opModStorageTargetW before opModTargetW before opModFixedW")
+    func requestRank() {
+        let site = Self.site()
+        var meter = MeteredSite(units: 3) { _ in 0 }
+        var setpoint = ExpiringCommand(value: 60_000, revertValue: 0)
+        setpoint.enabled = true
+        setpoint.expiresAt = Fixture.instant(1000)
+        site.commands.setpoint = setpoint
+        meter.run(site, from: 0, seconds: 15, extra: Self.dispatch(10))
+        #expect(abs(Self.sum(site) - 60_000) < 1)
+        site.utilityLimits = Self.limits { $0.fixedW = -90_000 }
+        meter.run(site, from: 15, seconds: 0.2, extra: Self.dispatch(10))
+        #expect(abs(Self.sum(site) + 90_000) < 1)
+        site.utilityLimits = Self.limits { $0.fixedW = -90_000; $0.targetW = 30_000 }
+        meter.run(site, from: 15.2, seconds: 0.2, extra: Self.dispatch(10))
+        #expect(abs(Self.sum(site) - 30_000) < 1)
+        site.utilityLimits = Self.limits { $0.fixedW = -90_000; $0.targetW = 30_000; $0.storageTargetW = 120_000 }
+        meter.run(site, from: 15.4, seconds: 0.2, extra: Self.dispatch(10))
+        #expect(abs(Self.sum(site) - 120_000) < 1)
+        site.utilityLimits = nil
+        meter.run(site, from: 15.6, seconds: 0.2, extra: Self.dispatch(10))
+        #expect(abs(Self.sum(site) - 60_000) < 1, "the SCADA setpoint again")
+    }
+
+    @Test("a utility limit falls at once and rises ramped: rampTms when given, else the site's limit ramp; lifted, it is gone past the rating")
+    func fallsAtOnceRisesRamped() {
+        let site = Self.site()
+        var meter = MeteredSite(units: 3) { _ in 0 }
+        meter.run(site, from: 0, seconds: 15, extra: Self.dispatch(100))
+        site.utilityLimits = Self.limits { $0.generationLimitW = 60_000 }
+        meter.run(site, from: 15, seconds: 0.1, extra: Self.dispatch(100))
+        #expect(abs(Self.sum(site) - 60_000) < 1, "at once: \(Self.sum(site))")
+        // Raised to 200 kW without rampTms: 30 kW/s (10 %/s of 300 kW).
+        site.utilityLimits = Self.limits { $0.generationLimitW = 200_000 }
+        meter.run(site, from: 15.1, seconds: 1, extra: Self.dispatch(100))
+        #expect(abs(Self.sum(site) - 90_000) < 1, "one second later: \(Self.sum(site))")
+        // Down to 60 kW again, then up to 200 kW with rampTms 10 s: 14 kW/s.
+        site.utilityLimits = Self.limits { $0.generationLimitW = 60_000 }
+        meter.run(site, from: 16.1, seconds: 0.1, extra: Self.dispatch(100))
+        #expect(abs(Self.sum(site) - 60_000) < 1)
+        site.utilityLimits = Self.limits { $0.generationLimitW = 200_000; $0.rampSeconds = 10 }
+        meter.run(site, from: 16.2, seconds: 1, extra: Self.dispatch(100))
+        #expect(abs(Self.sum(site) - 74_000) < 1, "rampTms: \(Self.sum(site))")
+        meter.run(site, from: 17.2, seconds: 9.5, extra: Self.dispatch(100))
+        #expect(abs(Self.sum(site) - 200_000) < 1)
+        // Lifted: the site's limit ramp up to the rating, then no cap at all.
+        site.utilityLimits = Self.limits { _ in }
+        meter.run(site, from: 26.7, seconds: 1, extra: Self.dispatch(100))
+        #expect(abs(Self.sum(site) - 230_000) < 1, "lifted: \(Self.sum(site))")
+        meter.run(site, from: 27.7, seconds: 3, extra: Self.dispatch(100))
+        #expect(abs(Self.sum(site) - 300_000) < 1 && site.siteDecision.utility.dischargeCap == .infinity)
+    }
+
+    @Test("a value read after its validUntil is no utility control; a fresh one applies again")
+    func staleIsAbsent() {
+        let site = Self.site()
+        var meter = MeteredSite(units: 3) { _ in 0 }
+        meter.run(site, from: 0, seconds: 15, extra: Self.dispatch(100))
+        site.utilityLimits = Self.limits { $0.generationLimitW = 0; $0.validUntil = Fixture.instant(16) }
+        meter.run(site, from: 15, seconds: 1, extra: Self.dispatch(100))
+        #expect(Self.sum(site) == 0 && site.siteDecision.utility.active)
+        meter.run(site, from: 16, seconds: 0.1, extra: Self.dispatch(100))
+        #expect(!site.siteDecision.utility.active, "past validUntil")
+        #expect(abs(Self.sum(site) - 3_000) < 1, "the cap lifts at the site's limit ramp: \(Self.sum(site))")
+        site.utilityLimits = Self.limits { $0.generationLimitW = 0; $0.validUntil = Fixture.instant(30) }
+        meter.run(site, from: 16.1, seconds: 0.1, extra: Self.dispatch(100))
+        #expect(Self.sum(site) == 0 && site.siteDecision.utility.active)
+    }
+}

@@ -1,0 +1,93 @@
+import ControlCore
+@testable import Config
+@testable import Cycle
+import Foundation
+import Synchronization
+import TestSupport
+import Testing
+
+/// The slot between the 2030.5 worker and the cycle.
+@Suite("Utility limit slot")
+struct UtilityLimitSlotTests {
+    static func limits(_ k: Int) -> UtilityLimits {
+        var l = UtilityLimits()
+        let w = Double(k)
+        l.exportLimitW = w
+        l.importLimitW = k % 2 == 0 ? nil : w + 1
+        l.generationLimitW = w + 2
+        l.loadLimitW = k % 3 == 0 ? nil : w + 3
+        l.fixedW = k % 5 == 0 ? w + 4 : nil
+        l.targetW = -w
+        l.maxLimW = w + 6
+        l.storageTargetW = k % 7 == 0 ? nil : w + 7
+        l.rampSeconds = k % 2 == 0 ? Double(k % 60) : nil
+        l.connect = k % 4 != 1
+        l.energize = k % 4 != 2
+        l.validUntil = k % 3 == 0 ? nil : MonotonicInstant(nanoseconds: Int64(k) * 1_000)
+        return l
+    }
+
+    @Test("nothing before the first publication; every field of the last one after, nil fields included")
+    func lastValue() {
+        let slot = UtilityLimitSlot()
+        #expect(slot.read() == nil && !slot.published)
+        for k in [1, 2, 3, 4, 5, 6, 7, 30, 35, 42] {
+            slot.publish(Self.limits(k))
+            #expect(slot.read() == Self.limits(k), "publication \(k)")
+        }
+        slot.publish(UtilityLimits())
+        #expect(slot.read() == UtilityLimits(), "an empty value clears every field")
+    }
+
+    @Test("a reader never sees a value torn between two publications")
+    func untorn() {
+        let slot = UtilityLimitSlot()
+        slot.publish(Self.limits(1))
+        let stop = Flag()
+        let finished = Flag()
+        let writer = Thread {
+            var k = 1
+            while !stop.done.load(ordering: .relaxed) {
+                k += 1
+                slot.publish(Self.limits(k))
+            }
+            finished.done.store(true, ordering: .releasing)
+        }
+        writer.start()
+        var torn = 0
+        var reads = 0
+        while reads < 100_000 {
+            guard let got = slot.read() else { continue }
+            reads += 1
+            if got != Self.limits(Int(got.exportLimitW ?? -1)) { torn += 1 }
+        }
+        stop.done.store(true, ordering: .relaxed)
+        #expect(waitFor { finished.done.load(ordering: .acquiring) }, "the writer did not stop")
+        #expect(torn == 0, "\(torn) of \(reads) reads mixed two values")
+    }
+}
+
+/// The runner hands the slot's value to the controller every cycle.
+@Suite("Utility limits through the cycle")
+struct UtilityLimitCycleTests {
+    @Test("nothing published: no utility control; published: the controller applies it; past validUntil: none again")
+    func runnerHandsTheSlotOver() throws {
+        let c = try ConfigLoader.parse(EmbeddedConfiguration.simulationYAML, file: "embedded")
+        let runner = SiteRunner(configuration: c, io: WireBudgetTests.ScriptedSite(units: c.units.count),
+                                phase: CyclePhase(period: .milliseconds(100)), startedAt: .zero)
+        func at(_ ms: Int64) -> MonotonicInstant { MonotonicInstant(nanoseconds: ms * 1_000_000) }
+        let slot = UtilityLimitSlot()
+        runner.utilityLimits = slot
+        runner.step(now: at(1000), wallClock: 1_800_000_001)
+        #expect(runner.controller.utilityLimits == nil && !runner.controller.siteDecision.utility.active)
+        var limits = UtilityLimits()
+        limits.generationLimitW = 0
+        limits.validUntil = at(2000)
+        slot.publish(limits)
+        runner.step(now: at(1100), wallClock: 1_800_000_001.1)
+        #expect(runner.controller.utilityLimits == limits)
+        #expect(runner.controller.siteDecision.utility.active && runner.controller.siteDecision.utility.dischargeCap == 0)
+        runner.step(now: at(2100), wallClock: 1_800_000_002.1)
+        #expect(!runner.controller.siteDecision.utility.active, "read after validUntil: no utility control")
+    }
+}
