@@ -42,6 +42,8 @@ public struct SiteStatus: Sendable, Equatable {
     public var scadaSetpointRemaining: Duration = .zero
     /// The grid operator's AGC (docs/design/0008-agc.md), as the last cycle followed it.
     public var agc = AGCStatus()
+    /// The utility's IEEE 2030.5 controls as the last cycle applied them (docs/design/0009-utility-limits.md).
+    public var utility = UtilityDecision()
     public init() {}
 }
 
