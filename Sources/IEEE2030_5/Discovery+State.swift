@@ -286,7 +286,7 @@ extension DiscoverySession {
             redirects = 0
         case .time(let time):
             timeAnchor = (time.currentTime, now)
-            serverTimeOffset = wallClock.map { EventRules.clampedSum(time.currentTime, -$0) }
+            serverTimeOffset = wallClock.map { Self.clampedDifference(time.currentTime, $0) }
         case .registration(let registration):
             if let pin, registration.pIN != pin {
                 let error = SEP2Error(.pinMismatch, message: "the Registration at \(quoted(path, limit: 64)) has pIN \(registration.pIN), not the configured \(pin): all traffic stopped")

@@ -279,7 +279,13 @@ public struct DiscoverySession: Sendable {
     /// The server's clock at monotonic `now`: the last Time reply's `currentTime` plus the monotonic
     /// seconds since; nil before a Time reply.
     public func serverTime(now: Int64) -> Int64? {
-        timeAnchor.map { EventRules.clampedSum($0.serverTime, EventRules.clampedSum(now, -$0.monotonic)) }
+        timeAnchor.map { EventRules.clampedSum($0.serverTime, Self.clampedDifference(now, $0.monotonic)) }
+    }
+
+    /// `a − b`, held at the nearer bound where it would overflow.
+    static func clampedDifference(_ a: Int64, _ b: Int64) -> Int64 {
+        let (difference, overflow) = a.subtractingReportingOverflow(b)
+        return overflow ? (b < 0 ? .max : .min) : difference
     }
 
     /// Every resource of the chain read at least once since it was (re)discovered: the EndDevice found,

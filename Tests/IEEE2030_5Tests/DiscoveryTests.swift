@@ -68,6 +68,15 @@ struct DiscoveryTests {
         #expect(drive.session.serverTimeOffset == current - (1_000 + drive.wallBase))
         let fresh = Drive.session()
         #expect(fresh.serverTime(now: 5) == nil && fresh.serverTimeOffset == nil)
+        // Clocks at their ends saturate instead of trapping.
+        var extreme = Drive.session(pin: nil)
+        for (path, wall) in [("/dcap", Int64(0)), ("/tm", Int64.min)] {
+            let asked = extreme.nextRequest(now: .max - 100)
+            let request = try #require(asked)
+            #expect(request.path == path)
+            try extreme.handle(Sep2Reply(status: 200, body: try fixture.document("A", path)), to: request, now: .max - 100, wallClock: wall)
+        }
+        #expect(extreme.serverTimeOffset == .max && extreme.serverTime(now: .min) == current + .min)
     }
 
     @Test("each resource is read again at its pollRate; a change of the server's rates is followed")
