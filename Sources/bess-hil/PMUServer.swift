@@ -106,7 +106,19 @@ extension [UInt8] {
 /// step goes out in the next frame; the instant just before that frame's `send` is stamped on the
 /// clock the inverters' writes are stamped on. The STAT word each frame carries is `status`; while
 /// `stopped` the PMU is down: its connection is closed and every new one is closed as it comes.
+/// With `badFrames` each data frame is followed by a bad one measuring `badFrameHz`.
 final class PMUSender: @unchecked Sendable {
+    /// Frames a PMU's client must refuse, sent between the good ones.
+    enum BadFrames: String, CaseIterable {
+        /// The frame's CHK is wrong (its last byte inverted).
+        case crc
+        /// Another stream's IDCODE, CRC right.
+        case idcode
+    }
+
+    /// What a bad frame measures: a frequency bessd would trip on if it took it.
+    static let badFrameHz = 47.0
+
     /// The STAT words a scenario's `pmu` step names (C37.118.2-2011 Table 7).
     enum Status: String, CaseIterable {
         /// Bits 15–14 = 0, synchronised.
@@ -132,6 +144,7 @@ final class PMUSender: @unchecked Sendable {
         var hz = 50.0
         var status: UInt16 = 0
         var stopped = false
+        var badFrames: BadFrames?
         var generation = 0
         var stepPending = false
         var stepSentAt: MonotonicInstant?
@@ -194,9 +207,11 @@ final class PMUSender: @unchecked Sendable {
     var frames: Int { state.withLock { $0.frames } }
 
     /// What the PMU measures and says from the next frame on (nil: unchanged), without a step's stamp.
-    func set(hz: Double? = nil, status: Status? = nil) {
+    /// `badFrames`: `.some(nil)` stops them.
+    func set(hz: Double? = nil, status: Status? = nil, badFrames: BadFrames?? = nil) {
         state.withLock {
             if let hz { $0.hz = hz }
+            if let badFrames { $0.badFrames = badFrames }
             if let status {
                 $0.status = status.word
                 $0.stopped = status == .stopped
@@ -270,12 +285,19 @@ final class PMUSender: @unchecked Sendable {
 
     /// The data frame due now, when data is on; stamps a pending step as it goes out.
     private func sendFrame(_ connection: Int32) -> Bool {
-        let (streaming, hz, status, generation) = state.withLock { ($0.streaming, $0.hz, $0.status, $0.generation) }
+        let (streaming, hz, status, bad, generation) = state.withLock { ($0.streaming, $0.hz, $0.status, $0.badFrames, $0.generation) }
         guard streaming else { return true }
         let (seconds, fraction) = wallClock()
         let frame = stream.data(frequencyHz: hz, rocof: 0, status: status, secondOfCentury: seconds, fraction: fraction)
         let stamp = SystemClock.shared.now()
         guard send(connection, frame) else { return false }
+        if let bad {
+            var other = stream
+            if bad == .idcode { other.idcode &+= 1 }
+            var wrong = other.data(frequencyHz: Self.badFrameHz, rocof: 0, status: status, secondOfCentury: seconds, fraction: fraction)
+            if bad == .crc { wrong[wrong.count - 1] ^= 0xFF }
+            guard send(connection, wrong) else { return false }
+        }
         state.withLock {
             $0.frames += 1
             if $0.stepPending, $0.generation == generation {

@@ -36,7 +36,8 @@ struct Scenario {
             case iec104([IEC104Order])
             /// The plant's PMU (`PMUSender`, C37.118.2 over TCP, which bessd then follows): the frequency
             /// it measures from now on (nil: the plant's grid frequency, or the last one set) and its STAT.
-            case pmu(hz: Double?, status: PMUSender.Status?)
+            /// `badFrames`: nil unchanged, `.some(nil)` none from now on.
+            case pmu(hz: Double?, status: PMUSender.Status?, badFrames: PMUSender.BadFrames?? = nil)
         }
         var at: Double
         var kind: Kind
@@ -263,11 +264,19 @@ struct Scenario {
                     }
                     status = known
                 }
-                for key in pmu.keys.compactMap(\.string) where key != "frequency_hz" && key != "stat" {
-                    fail("\(here).pmu.\(key)", "unknown key; known: frequency_hz, stat")
+                var bad: PMUSender.BadFrames??
+                if let text = pmu[Node("bad_frames")]?.string {
+                    guard text == "none" || PMUSender.BadFrames(rawValue: text) != nil else {
+                        fail("\(here).pmu.bad_frames", "unknown; known: crc, idcode, none"); continue
+                    }
+                    bad = .some(PMUSender.BadFrames(rawValue: text))
                 }
-                kind = .pmu(hz: hz, status: status)
-                let parts = [hz.map { "\($0) Hz" }, status.map { $0 == .stopped ? "stopped" : "STAT \($0.rawValue)" }].compactMap { $0 }
+                for key in pmu.keys.compactMap(\.string) where !["frequency_hz", "stat", "bad_frames"].contains(key) {
+                    fail("\(here).pmu.\(key)", "unknown key; known: frequency_hz, stat, bad_frames")
+                }
+                kind = .pmu(hz: hz, status: status, badFrames: bad)
+                let parts = [hz.map { "\($0) Hz" }, status.map { $0 == .stopped ? "stopped" : "STAT \($0.rawValue)" },
+                             bad.map { "bad frames: \($0?.rawValue ?? "none")" }].compactMap { $0 }
                 label = (["PMU"] + parts).joined(separator: " ")
             }
             let knownKeys: Set = ["at_s", "for_s", "over_s", "delay_s", "bms", "unit", "group", "frequency_hz", "ramp_to_hz", "fault",
@@ -497,6 +506,8 @@ struct Sample {
     /// used with its source (`bessctl status`: `pmu`, `inverter`, …).
     var pmuHz = Double.nan
     var pmuStatus = "-"
+    /// What the PMU's bad frames (wrong CRC or IDCODE) measure, NaN when it sends none.
+    var pmuBadHz = Double.nan
     var bessdFrequencyHz = Double.nan
     var frequencySource = "-"
     /// bessd's log lines written since the previous sample.

@@ -40,19 +40,20 @@ extension ScenarioRun {
         grid["pmu"] = .mapping(settings)
     }
 
-    /// A `pmu` step: what the PMU measures (pinned from now on) and its STAT.
-    func setPMU(hz: Double?, status: PMUSender.Status?) -> String {
+    /// A `pmu` step: what the PMU measures (pinned from now on), its STAT, and bad frames between good ones.
+    func setPMU(hz: Double?, status: PMUSender.Status?, badFrames: PMUSender.BadFrames??) -> String {
         guard let pmu else { return "failed: no PMU" }
         if let hz { pmuPinnedHz = hz }
-        pmu.set(hz: hz, status: status)
+        pmu.set(hz: hz, status: status, badFrames: badFrames)
         return "(plant PMU, \(pmu.frames) frames sent)"
     }
 
     /// The PMU's side of a sample: what it sends and its STAT.
     func samplePMU(_ s: inout Sample) {
         guard let pmu else { return }
-        let (hz, status, stopped) = pmu.state.withLock { ($0.hz, $0.status, $0.stopped) }
+        let (hz, status, stopped, bad) = pmu.state.withLock { ($0.hz, $0.status, $0.stopped, $0.badFrames) }
         s.pmuHz = stopped ? .nan : hz
+        s.pmuBadHz = stopped || bad == nil ? .nan : PMUSender.badFrameHz
         s.pmuStatus = stopped ? "stopped" : PMUSender.Status.allCases.first { $0 != .stopped && $0.word == status }?.rawValue ?? "-"
     }
 
@@ -126,6 +127,8 @@ extension ScenarioRun {
         return ", \\\n     '\(csv)' using 1:21 with lines lw 1.5 dt 2 lc rgb '#ff7f0e' title 'PMU (sent)'"
             + ", \\\n     '' using 1:(strcol(24) eq 'pmu' ? $23 : NaN) with points pt 7 ps 0.4 lc rgb '#2ca02c' title 'bessd used: PMU'"
             + ", \\\n     '' using 1:(strcol(24) eq 'inverter' ? $23 : NaN) with points pt 7 ps 0.4 lc rgb '#d62728' title 'bessd used: inverters'"
+            + (samples.contains { $0.pmuBadHz.isFinite }
+                ? ", \\\n     '' using 1:25 with lines lw 1.5 dt 3 lc rgb '#9467bd' title 'PMU bad frames (refused)'" : "")
     }
 
     /// With a PMU: room above and below the frequency traces and the key beside them, then back.

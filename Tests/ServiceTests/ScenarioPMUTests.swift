@@ -20,19 +20,23 @@ struct ScenarioPMUTests {
               - {at_s: 0, pmu: {frequency_hz: 49.4}}
               - {at_s: 5, pmu: {stat: unsynchronised}}
               - {at_s: 9, pmu: {stat: stopped}}
+              - {at_s: 10, pmu: {bad_frames: crc}}
+              - {at_s: 11, pmu: {bad_frames: none}}
             expect:
               - {from_s: 1, to_s: 4, frequency_source: pmu, bessd_frequency_hz: 49.4}
             events:
               - {direction: under, cause: unit_tripped, cause_code: INVERTER_FAULT, shortfall_w_min: 4000, score_max: 0.9}
             """).get()
         #expect(scenario.needsPMU)
-        guard case .pmu(let hz, let status) = scenario.actions[0].kind, case .pmu(nil, .unsynchronised) = scenario.actions[1].kind,
-              case .pmu(nil, .stopped) = scenario.actions[2].kind else {
+        guard case .pmu(let hz, let status, nil) = scenario.actions[0].kind, case .pmu(nil, .unsynchronised, nil) = scenario.actions[1].kind,
+              case .pmu(nil, .stopped, nil) = scenario.actions[2].kind, case .pmu(nil, nil, .some(.crc)) = scenario.actions[3].kind,
+              case .pmu(nil, nil, .some(nil)) = scenario.actions[4].kind else {
             Issue.record("not pmu actions: \(scenario.actions.map(\.label))")
             return
         }
         #expect(hz == 49.4 && status == nil)
-        #expect(scenario.actions.map(\.label) == ["PMU 49.4 Hz", "PMU STAT unsynchronised", "PMU stopped"])
+        #expect(scenario.actions.map(\.label) == ["PMU 49.4 Hz", "PMU STAT unsynchronised", "PMU stopped", "PMU bad frames: crc",
+                                                  "PMU bad frames: none"])
         #expect(scenario.expectations[0].flags.map(\.signal) == ["frequency_source"])
         #expect(scenario.expectations[0].numeric.map(\.tolerance) == [0.005], "a frequency's default tolerance")
         let event = try #require(scenario.events.first)
@@ -48,6 +52,7 @@ struct ScenarioPMUTests {
               - {at_s: 1, pmu: {stat: sleepy}}
               - {at_s: 2, pmu: {frequency_hz: 5}}
               - {at_s: 3, pmu: {rocof: 1}}
+              - {at_s: 4, pmu: {bad_frames: some}}
             expect:
               - {at_s: 2, setpoint_kw: 5}
             events:
@@ -62,6 +67,7 @@ struct ScenarioPMUTests {
         #expect(error.message.contains("timeline[0].pmu.stat: unknown; known: valid, invalid, unsynchronised, stopped"), "\(error)")
         #expect(error.message.contains("timeline[1].pmu.frequency_hz: a frequency, 40–70 Hz"), "\(error)")
         #expect(error.message.contains("timeline[2].pmu.rocof: unknown key"), "\(error)")
+        #expect(error.message.contains("timeline[3].pmu.bad_frames: unknown; known: crc, idcode, none"), "\(error)")
         #expect(error.message.contains("events[0].shortfall_kw_min: unknown key"), "\(error)")
         #expect(error.message.contains("events[1]: checks nothing"), "\(error)")
     }
@@ -85,9 +91,9 @@ struct ScenarioPMUTests {
         return frame
     }
 
-    /// The data frames that arrive on `fd` within `seconds` (whole frames, CRC checked here), or nil
-    /// when the connection closed.
-    static func dataFrames(_ fd: Int32, seconds: Double) -> [[UInt8]]? {
+    /// The data frames that arrive on `fd` within `seconds` whose CRC is right (checked here), or nil
+    /// when the connection closed; `wrongCRC` counts the others.
+    static func dataFrames(_ fd: Int32, seconds: Double, wrongCRC: UnsafeMutablePointer<Int>? = nil) -> [[UInt8]]? {
         var buffer: [UInt8] = []
         var frames: [[UInt8]] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
@@ -102,7 +108,8 @@ struct ScenarioPMUTests {
                 let frame = Array(buffer.prefix(size))
                 buffer.removeFirst(size)
                 let sent = UInt16(frame[size - 2]) << 8 | UInt16(frame[size - 1])
-                if frame[1] & 0x70 == 0, crc(frame.dropLast(2)) == sent { frames.append(frame) }  // type 0: data
+                guard frame[1] & 0x70 == 0 else { continue }  // type 0: data
+                if crc(frame.dropLast(2)) == sent { frames.append(frame) } else { wrongCRC?.pointee += 1 }
             }
         }
         return frames
@@ -133,6 +140,20 @@ struct ScenarioPMUTests {
             let frames = try #require(Self.dataFrames(fd, seconds: 0.3))
             #expect(last(frames)?.stat == word, "\(status)")
         }
+        // Bad frames between the good ones: a wrong CHK, then another stream's IDCODE, each measuring 47 Hz.
+        pmu.set(status: .valid, badFrames: .some(.crc))
+        var wrong = 0
+        let withBadCRC = try #require(Self.dataFrames(fd, seconds: 0.3, wrongCRC: &wrong))
+        #expect(wrong >= 5 && withBadCRC.allSatisfy { last([$0])?.mHz == -600 }, "\(wrong) bad, \(withBadCRC.count) good")
+        pmu.set(badFrames: .some(.idcode))
+        let mixed = try #require(Self.dataFrames(fd, seconds: 0.3))
+        let other = mixed.filter { $0[4] == 0x05 && $0[5] == 0x83 }  // IDCODE 1411
+        #expect(other.count >= 5 && other.allSatisfy { last([$0])?.mHz == -3000 }, "\(other.count) of \(mixed.count)")
+        #expect(mixed.count - other.count >= 5)
+        pmu.set(badFrames: .some(nil))
+        _ = Self.dataFrames(fd, seconds: 0.1)
+        let clean = try #require(Self.dataFrames(fd, seconds: 0.3))
+        #expect(clean.allSatisfy { $0[4] == 0x05 && $0[5] == 0x82 }, "IDCODE 1410 only")
         pmu.set(status: .stopped)
         #expect(waitFor(seconds: 2) { Self.dataFrames(fd, seconds: 0.1) == nil }, "the connection is closed")
         let refused = try connect()
