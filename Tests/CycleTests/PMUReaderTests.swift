@@ -413,6 +413,37 @@ struct PMULinkTests {
         }
     }
 
+    @Test("on a fixed local port, a datagram from another address than the PMU's is foreign; the PMU's is taken")
+    func foreignSource() throws {
+        let local = UInt16(Loopback.freePort())
+        let link = try open(PMUSettings(host: "127.0.0.1", port: 0, transport: .udpSpontaneous, localPort: local, idcode: 1)).get()
+        func received(from source: String) -> PMULink.Received? {
+            let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+            defer { close(fd) }
+            var from = sockaddr_in()
+            from.sin_family = sa_family_t(AF_INET)
+            from.sin_addr.s_addr = inet_addr(source)
+            var to = from
+            to.sin_addr.s_addr = inet_addr("127.0.0.1")
+            to.sin_port = local.bigEndian
+            let bytes: [UInt8] = [0xAA, 0x01, 0x00, 0x10]
+            _ = withUnsafePointer(to: &from) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            _ = withUnsafePointer(to: &to) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, bytes, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            var buffer = [UInt8](repeating: 0, count: 64)
+            var got: PMULink.Received?
+            _ = waitFor(seconds: 5) {
+                got = try? link.receive(.datagrams, into: &buffer, from: 0)
+                if case .nothing = got { return false }
+                return true
+            }
+            return got
+        }
+        guard case .foreign = received(from: "127.0.0.2") else { Issue.record("a stranger's datagram taken"); return }
+        guard case .bytes(4) = received(from: "127.0.0.1") else { Issue.record("the PMU's datagram not taken"); return }
+    }
+
     @Test("udp binds local_port when set; udp_spontaneous sends nothing")
     func channels() throws {
         let local = UInt16(Loopback.freePort())
