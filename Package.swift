@@ -99,7 +99,7 @@ let package = Package(
             name: "Service",
             dependencies: [
                 "ControlCore", "BessSystem", "ControlProtocol", "Config", "Cycle", "Fieldbus", "Uplink", "CSystemd", "Scada", "Outstation",
-                .product(name: "Logging", package: "swift-log"),
+                "Sep2Link", "IEEE2030_5", "TLSTransport", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
 
@@ -130,7 +130,7 @@ let package = Package(
         // The IEEE 2030.5 client's I/O: HTTP/1.1 over TLSTransport on its own worker thread, the worker and its
         // durable schedule store.
         .target(
-            name: "Sep2Link", dependencies: ["BessSystem", "ControlCore", "Config", "IEEE2030_5", "TLSTransport"],
+            name: "Sep2Link", dependencies: ["BessSystem", "ControlCore", "Config", "Cycle", "IEEE2030_5", "TLSTransport"],
             swiftSettings: swiftSettings),
         .executableTarget(
             name: "bessd",
@@ -142,10 +142,11 @@ let package = Package(
             swiftSettings: swiftSettings),
         .executableTarget(
             name: "bessctl",
-            // No NIO, TLS, HTTP client or YAML: a socket client, the protocol, the trip-code table, and the
-            // field-bus decoders for `bessctl probe` (timed on BessSystem's clock).
+            // No NIO, TLS, HTTP client or YAML: a socket client, the protocol, the trip-code table, the
+            // field-bus decoders for `bessctl probe` (timed on BessSystem's clock), and the 2030.5 LFDI/SFDI
+            // of a certificate (OpenSSL's SHA-256) for `bessctl ieee2030-5 --cert`.
             dependencies: [
-                "ControlProtocol", "ControlCore", "Fieldbus", "BessSystem",
+                "ControlProtocol", "ControlCore", "Fieldbus", "BessSystem", "IEEE2030_5",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
@@ -195,7 +196,7 @@ let package = Package(
         .testTarget(name: "IEEE2030_5Tests", dependencies: ["IEEE2030_5", "ControlCore", "TestSupport"], swiftSettings: swiftSettings),
         // The HTTPS client against a Python TLS peer (CCM8, client certificate required); the worker.
         .testTarget(
-            name: "Sep2LinkTests", dependencies: ["Sep2Link", "TLSTransport", "IEEE2030_5", "Config", "BessSystem", "ControlCore", "TestSupport"],
+            name: "Sep2LinkTests", dependencies: ["Sep2Link", "TLSTransport", "IEEE2030_5", "Config", "Cycle", "BessSystem", "ControlCore", "TestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(name: "OutstationTests", dependencies: ["Outstation", "IEC104", "Config", "Cycle", "ControlCore", "BessSystem", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(

@@ -1,0 +1,108 @@
+public import ControlCore
+public import IEEE2030_5
+
+/// What the 2030.5 worker last did, for `bessctl ieee2030-5` and `bessctl status --json`
+/// (`ieee2030_5`): the device's identity, the server's last answer, the controls in force.
+public struct Sep2State: Sendable, Equatable {
+    /// Where the schedule in force comes from.
+    public enum Source: String, Sendable {
+        /// Nothing read yet, nothing stored: no utility control.
+        case none
+        /// The store's copy (a restart, or the server not answering since).
+        case cached
+        /// A complete pass over the server's chain.
+        case live
+    }
+
+    /// One control type in force.
+    public struct Control: Sendable, Equatable {
+        /// The element (`opModExpLimW`).
+        public var type: String
+        /// Its value as the site applies it (`1500 W`, `false`).
+        public var value: String
+        /// The program it comes from (mRID).
+        public var program: String
+        /// The DERControl's mRID; nil for the program's DefaultDERControl.
+        public var control: String?
+        /// When it ends (server time, Unix seconds); nil for a default.
+        public var untilUnix: Int64?
+    }
+
+    /// The LFDI, 40 hex digits.
+    public var lfdi: String
+    /// The SFDI.
+    public var sfdi: UInt64
+    /// `host:port`.
+    public var server: String
+    /// Whether the last exchange got an answer; nil before the first.
+    public var reachable: Bool?
+    /// The HTTP status of the last answer.
+    public var lastStatus: Int?
+    /// When it came (local wall clock, Unix seconds).
+    public var lastAnswerUnix: Double?
+    /// What went wrong with the last exchange (coded), nil when it went well.
+    public var lastError: String?
+    /// Why all traffic stopped (`SEP2_PIN_MISMATCH: …`), nil while it runs.
+    public var stopped: String?
+    /// The schedule's source.
+    public var source = Source.none
+    /// The server's time at the last publication (Unix seconds).
+    public var serverTimeUnix: Double?
+    /// The programs of the schedule (mRIDs).
+    public var programs: [String] = []
+    /// The controls in force, one per type.
+    public var controls: [Control] = []
+    /// What the cycle was last given; nil when nothing was published.
+    public var limits: UtilityLimits?
+
+    /// The state before anything happened.
+    public init(lfdi: String, sfdi: UInt64, server: String) {
+        self.lfdi = lfdi
+        self.sfdi = sfdi
+        self.server = server
+    }
+
+    /// The controls in force, one per type, with their value as the site applies it.
+    static func controls(_ active: ActiveControls, limits: UtilityLimits) -> [Control] {
+        ControlType.allCases.compactMap { type in
+            guard let source = active.sources[type] else { return nil }
+            let value = Self.value(type, limits)
+            switch source {
+            case .event(let program, let control, let until):
+                return Control(type: type.rawValue, value: value, program: program, control: control, untilUnix: until)
+            case .defaultControl(let program):
+                return Control(type: type.rawValue, value: value, program: program, control: nil, untilUnix: nil)
+            }
+        }
+    }
+
+    /// `1500 W`, `false`.
+    static func value(_ type: ControlType, _ limits: UtilityLimits) -> String {
+        let watts: Double? = switch type {
+        case .connect: nil
+        case .energize: nil
+        case .fixedW: limits.fixedW
+        case .maxLimW: limits.maxLimW
+        case .targetW: limits.targetW
+        case .exportLimitW: limits.exportLimitW
+        case .importLimitW: limits.importLimitW
+        case .generationLimitW: limits.generationLimitW
+        case .loadLimitW: limits.loadLimitW
+        case .storageTargetW: limits.storageTargetW
+        }
+        if type == .connect { return "\(limits.connect)" }
+        if type == .energize { return "\(limits.energize)" }
+        guard let watts, watts.isFinite else { return "?" }
+        return watts == watts.rounded() && abs(watts) < 1e15 ? "\(Int64(watts)) W" : "\(watts) W"
+    }
+
+    /// `control "c1" of program "p1" until Unix 1795000060`, `the default of program "p1"`.
+    static func describe(_ source: ControlSource) -> String {
+        switch source {
+        case .event(let program, let control, let until):
+            "control \(TextQuoting.quoted(control, limit: 40)) of program \(TextQuoting.quoted(program, limit: 40)) until Unix \(until)"
+        case .defaultControl(let program):
+            "the default of program \(TextQuoting.quoted(program, limit: 40))"
+        }
+    }
+}

@@ -1,0 +1,225 @@
+import BessSystem
+import ControlCore
+import Cycle
+import Foundation
+import IEEE2030_5
+@testable import Sep2Link
+import TestSupport
+import Synchronization
+import Testing
+
+/// The 2030.5 worker against an in-process server (no TLS): discovery → programs → the limit in the
+/// cycle's slot at its boundary; an outage, a restart and a corrupt store keep the schedule; a wrong
+/// PIN stops all traffic.
+@Suite("2030.5 worker")
+struct Sep2WorkerTests {
+    static let t0 = Sep2Fixture.t0
+    /// Control A: 1500 W from t0 + 100 for 60 s; the default: 5000 W.
+    static let controlA = Sep2Fixture.Control(mRID: "A1", start: t0 + 100, duration: 60, exportW: 1500)
+
+    /// A client and what it drives; the test moves `now` and `wall` together.
+    final class Rig: @unchecked Sendable {
+        let server: FakeSep2Server
+        let slot = UtilityLimitSlot()
+        let log = LogLines()
+        let client: Sep2Client
+        var now = MonotonicInstant(nanoseconds: 1_000_000_000_000)
+        private let wallClock = Mutex(Double(Sep2Fixture.t0))
+        /// The local wall clock; the fake server's Time says it too (same clock, offset 0).
+        var wall: Double {
+            get { wallClock.withLock { $0 } }
+            set { wallClock.withLock { $0 = newValue } }
+        }
+
+        init(server: FakeSep2Server, store: ScheduleStore? = nil, pin: UInt32? = 111_115) {
+            self.server = server
+            client = Sep2Client(settings: Sep2WorkerSettings(entryPath: "/dcap", pin: pin, pollSeconds: 30, siteRatingW: 200_000,
+                                                            timeout: .seconds(10), serverName: "test:443"),
+                                identity: Sep2Fixture.identity, transport: server, slot: slot, store: store, log: log.sink)
+            server.clock.withLock { $0 = { [unowned self] in Int64(self.wall.rounded(.down)) } }
+        }
+
+        func advance(_ seconds: Double) {
+            now = now + .seconds(fromDouble: seconds)
+            wall += seconds
+        }
+
+        /// Rounds until the client wants to wait; returns when it wants the next one.
+        @discardableResult
+        func settle() -> MonotonicInstant {
+            for _ in 0..<200 {
+                let due = client.round(now: now, wall: wall)
+                if due > now { return due }
+            }
+            Issue.record("the client never waited")
+            return now
+        }
+
+        var export: Double? { slot.read()?.exportLimitW }
+    }
+
+    static func storeDirectory() throws -> String {
+        let path = NSTemporaryDirectory() + "sep2-worker-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    @Test("discovery → programs → the default in the slot, then the control from the millisecond after its start until its end")
+    func discoveryToBoundary() throws {
+        let rig = Rig(server: FakeSep2Server(Sep2Fixture.chain(controls: [Self.controlA])))
+        rig.client.restore(now: rig.now, wall: rig.wall)
+        #expect(!rig.slot.published, "nothing known, nothing published")
+        rig.settle()
+        #expect(rig.server.requests.contains { $0.hasPrefix("/derp/1/derc") }, "\(rig.server.requests)")
+        #expect(rig.export == 5000, "the default before the control")
+        let published = try #require(rig.slot.read())
+        #expect(published.validUntil.map { $0 > rig.now + .seconds(10) } == true, "valid past the transport's timeout")
+        // The client wakes at the control's start: the boundary is where it says it will publish.
+        let boundary = try #require(rig.client.publish(now: rig.now, wall: rig.wall))
+        #expect(boundary - rig.now >= .seconds(100) && boundary - rig.now <= .seconds(100) + .milliseconds(2), "\(boundary - rig.now)")
+        rig.advance(99.9)
+        rig.settle()
+        #expect(rig.export == 5000, "not before its start")
+        rig.now = boundary
+        rig.wall = Double(Self.t0) + (boundary - MonotonicInstant(nanoseconds: 1_000_000_000_000)).secondsDouble
+        _ = rig.client.round(now: rig.now, wall: rig.wall)
+        #expect(rig.export == 1500, "the control at its start")
+        let state = rig.client.state.withLock { $0 }
+        #expect(state.source == .live)
+        let control = try #require(state.controls.first { $0.type == "opModExpLimW" })
+        #expect(control.program == "B1" && control.control == "A1" && control.untilUnix == Self.t0 + 160 && control.value == "1500 W", "\(control)")
+        #expect(rig.log.codes("SEP2_CONTROL_TAKEN").contains { $0.contains("\"A1\"") && $0.contains("1500 W") }, "\(rig.log.all)")
+        rig.advance(60)
+        rig.settle()
+        #expect(rig.export == 5000, "the default again after its end")
+    }
+
+    @Test("an exchange due within the timeout of a boundary waits until the boundary is published")
+    func exchangeWaitsForBoundary() {
+        let rig = Rig(server: FakeSep2Server(Sep2Fixture.chain(controls: [Self.controlA])))
+        rig.settle()
+        let asked = rig.server.requests.count
+        // 95 s on, every resource (poll 30 s) is due and the start is 5 s away.
+        rig.advance(95)
+        let due = rig.client.round(now: rig.now, wall: rig.wall)
+        #expect(rig.server.requests.count == asked, "an exchange started 5 s before a boundary")
+        #expect(due > rig.now && due <= rig.now + .seconds(5) + .milliseconds(2), "\(due - rig.now)")
+        rig.advance(5.001)
+        _ = rig.client.round(now: rig.now, wall: rig.wall)
+        #expect(rig.export == 1500)
+        rig.settle()
+        #expect(rig.server.requests.count > asked, "after the boundary the polls go")
+    }
+
+    @Test("an outage: unreachable said once, the cached control runs at its time, then the default; restored said")
+    func outageKeepsSchedule() {
+        let rig = Rig(server: FakeSep2Server(Sep2Fixture.chain(controls: [Self.controlA])))
+        rig.settle()
+        #expect(rig.export == 5000)
+        rig.server.down = true
+        for _ in 0..<40 {
+            rig.advance(5)
+            rig.settle()
+            if rig.wall >= Double(Self.t0 + 101), rig.wall < Double(Self.t0 + 159) { #expect(rig.export == 1500, "\(rig.wall)") }
+        }
+        #expect(rig.wall > Double(Self.t0 + 160))
+        #expect(rig.export == 5000, "the cached default after the control, never no limit")
+        #expect(rig.log.codes("SEP2_SERVER_UNREACHABLE").count == 1, "\(rig.log.all)")
+        #expect(rig.client.state.withLock { $0.reachable } == false)
+        rig.server.down = false
+        rig.advance(300)
+        rig.settle()
+        #expect(rig.log.codes("SEP2_SERVER_RESTORED").count == 1, "\(rig.log.all)")
+        #expect(rig.client.state.withLock { $0.reachable == true && $0.lastStatus == 200 })
+    }
+
+    @Test("a control list the reader refuses is SEP2_CONTROL_REFUSED with its reason, once; the last good schedule runs on")
+    func refusedControl() {
+        let rig = Rig(server: FakeSep2Server(Sep2Fixture.chain(controls: [Self.controlA])))
+        rig.settle()
+        let bad = Sep2Fixture.controlList([Self.controlA]).replacingOccurrences(of: "<multiplier>0</multiplier>", with: "<multiplier>99</multiplier>")
+        rig.server.set("/derp/1/derc", bad)
+        for _ in 0..<4 {
+            rig.advance(31)
+            rig.settle()
+        }
+        let refusals = rig.log.codes("SEP2_CONTROL_REFUSED")
+        #expect(refusals.count == 1 && refusals[0].contains("SEP2_VALUE_INVALID") && refusals[0].contains("/derp/1/derc"), "\(rig.log.all)")
+        #expect(rig.export == 1500, "control A (t0+100…160) runs at t0+124 from the last good list")
+    }
+
+    @Test("a restart with the server down runs the stored schedule: the control at its time, then the default")
+    func restartFromStore() throws {
+        let dir = try Self.storeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let first = Rig(server: FakeSep2Server(Sep2Fixture.chain(controls: [Self.controlA])), store: ScheduleStore(stateDirectory: dir))
+        first.settle()
+        #expect(first.export == 5000)
+        #expect(FileManager.default.fileExists(atPath: dir + "/ieee2030_5-schedule.bin"))
+
+        let down = FakeSep2Server([:])
+        down.down = true
+        let second = Rig(server: down, store: ScheduleStore(stateDirectory: dir))
+        second.advance(120)
+        second.client.restore(now: second.now, wall: second.wall)
+        #expect(second.export == 1500, "mid-event after the restart")
+        #expect(second.log.codes("SEP2_SCHEDULE_CACHED").count == 1, "\(second.log.all)")
+        #expect(second.client.state.withLock { $0.source } == .cached)
+        second.settle()
+        #expect(second.export == 1500)
+        second.advance(45)
+        second.settle()
+        #expect(second.export == 5000, "then the cached default")
+    }
+
+    @Test("a corrupt store is refused with SEP2_STORE_CORRUPT and ignored: the server's schedule is read and stored afresh")
+    func corruptStore() throws {
+        let dir = try Self.storeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = ScheduleStore(stateDirectory: dir)
+        try Data("BESS2030 torn".utf8).write(to: URL(fileURLWithPath: store.path))
+        let rig = Rig(server: FakeSep2Server(Sep2Fixture.chain(controls: [Self.controlA])), store: store)
+        rig.client.restore(now: rig.now, wall: rig.wall)
+        #expect(rig.log.codes("SEP2_STORE_CORRUPT").count == 1, "\(rig.log.all)")
+        #expect(!rig.slot.published)
+        rig.settle()
+        #expect(rig.export == 5000)
+        let saved = try #require(try store.load())
+        #expect(saved.documents.keys.contains { $0.hasPrefix("/derp/1/derc") } && saved.serverTimeOffset == 0, "\(saved.documents.keys)")
+    }
+
+    @Test("a wrong PIN stops all traffic: SEP2_PIN_MISMATCH once, nothing asked for again, no schedule taken")
+    func wrongPIN() {
+        let rig = Rig(server: FakeSep2Server(Sep2Fixture.chain(pin: 222_226, controls: [Self.controlA])))
+        rig.settle()
+        let asked = rig.server.requests
+        #expect(asked.contains("/edev/1/rg"), "\(asked)")
+        #expect(!asked.contains { $0.hasPrefix("/derp") }, "\(asked)")
+        for _ in 0..<5 {
+            rig.advance(600)
+            rig.settle()
+        }
+        #expect(rig.server.requests == asked, "traffic after the PIN mismatch")
+        #expect(rig.log.codes("SEP2_PIN_MISMATCH").count == 1, "\(rig.log.all)")
+        #expect(rig.client.state.withLock { $0.stopped?.hasPrefix("SEP2_PIN_MISMATCH") } == true)
+        #expect(!rig.slot.published)
+    }
+
+    @Test("the worker's thread publishes the server's control into the slot and stops")
+    func workerThread() throws {
+        let now = Int64(SystemClock.wallClockSeconds())
+        let control = Sep2Fixture.Control(mRID: "C1", start: now - 10, duration: 3600, exportW: 2500)
+        let server = FakeSep2Server(Sep2Fixture.chain(serverTime: now, controls: [control]))
+        let slot = UtilityLimitSlot()
+        let log = LogLines()
+        let worker = Sep2Worker(settings: Sep2WorkerSettings(entryPath: "/dcap", pin: nil, pollSeconds: 30, siteRatingW: 100_000,
+                                                             timeout: .seconds(2), serverName: "test:443"),
+                                identity: Sep2Fixture.identity, transport: server, slot: slot, store: nil, log: log.sink)
+        worker.start()
+        #expect(waitFor(seconds: 10) { slot.read()?.exportLimitW == 2500 }, "\(log.all)")
+        #expect(worker.isAlive)
+        #expect(worker.state.controls.first?.control == "C1")
+        worker.stop()
+        #expect(!worker.isAlive)
+    }
+}
