@@ -119,7 +119,11 @@ public struct MirrorUsagePointReport: Hashable, Sendable {
     }
 
     /// The `MirrorUsagePoint` document: `serviceCategoryKind` 0 (electricity), `status` 1 (on).
+    /// `SEP2_VALUE_INVALID` for a `deviceLFDI` that is not 40 hex digits or a description past 32 bytes.
     public func xml(maximumBytes: Int = XMLWriter.defaultMaximumBytes) throws(SEP2Error) -> [UInt8] {
+        try ReportCheck.lfdi(deviceLFDI, "deviceLFDI")
+        try ReportCheck.string32(description, "description")
+        for reading in readings { try ReportCheck.string32(reading.description, "description") }
         var writer = XMLWriter(root: "MirrorUsagePoint", maximumBytes: maximumBytes)
         writer.element("mRID", mRID)
         if let description { writer.element("description", description) }

