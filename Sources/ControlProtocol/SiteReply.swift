@@ -16,6 +16,8 @@ public struct SiteReply: ControlReply, Equatable {
     public var responseReserve: ResponseReserveReply?
     public var shortfall: ShortfallReply
     public var units: [SiteUnitReply]
+    /// The utility's IEEE 2030.5 controls as applied (absent when none is in force).
+    public var utility: UtilityReply?
 
     public init(mode: String, gridPowerW: Double?, meter: MeterReply, limits: LimitsReply, application: ApplicationReply,
                 gridOperator: GridOperatorReply, decision: DecisionReply, loadEstimateW: RangeReply, shortfall: ShortfallReply,
@@ -34,8 +36,15 @@ public struct SiteReply: ControlReply, Equatable {
         self.units = units
     }
 
+    /// This reply with the utility's controls (`utility`).
+    public func with(utility: UtilityReply?) -> SiteReply {
+        var reply = self
+        reply.utility = utility
+        return reply
+    }
+
     enum CodingKeys: String, CodingKey {
-        case agc, application, decision, limits, meter, mode, shortfall, units
+        case agc, application, decision, limits, meter, mode, shortfall, units, utility
         case gridOperator = "grid_operator", gridPowerW = "grid_power_w", loadEstimateW = "load_estimate_w"
         case responseReserve = "response_reserve"
     }
@@ -55,6 +64,58 @@ public struct SiteReply: ControlReply, Equatable {
         json.field(CodingKeys.responseReserve, ifPresent: responseReserve)
         json.field(CodingKeys.shortfall, shortfall)
         json.field(CodingKeys.units, units)
+        json.field(CodingKeys.utility, ifPresent: utility)
+        json.endObject()
+    }
+}
+
+/// The utility's controls as the site applies them (docs/design/0009-utility-limits.md), W; a limit
+/// is null when none stands.
+public struct UtilityReply: Codable, Sendable, Equatable, JSONWritable {
+    /// The control that decided the site's power (`export`, `import`, `generation`, `load`,
+    /// `max_limit`, `disconnected`); null when none did.
+    public var binding: String?
+    /// The caps on the units' charge and discharge, as ramped.
+    public var chargeCapW: Double?
+    public var dischargeCapW: Double?
+    /// `opModConnect` or `opModEnergize` false: every unit at zero.
+    public var disconnected: Bool
+    /// Export and import limits at the connection point, as ramped.
+    public var exportLimitW: Double?
+    public var importLimitW: Double?
+    /// The utility's request, + = discharge.
+    public var requestW: Double?
+    /// The export or import limit bounds Σ units (no meter reading places it at the connection point).
+    public var unmetered: Bool
+
+    public init(binding: String?, dischargeCapW: Double?, chargeCapW: Double?, exportLimitW: Double?, importLimitW: Double?,
+                requestW: Double?, unmetered: Bool, disconnected: Bool) {
+        self.binding = binding
+        self.dischargeCapW = dischargeCapW
+        self.chargeCapW = chargeCapW
+        self.exportLimitW = exportLimitW
+        self.importLimitW = importLimitW
+        self.requestW = requestW
+        self.unmetered = unmetered
+        self.disconnected = disconnected
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case binding, disconnected, unmetered
+        case chargeCapW = "charge_cap_w", dischargeCapW = "discharge_cap_w", exportLimitW = "export_limit_w"
+        case importLimitW = "import_limit_w", requestW = "request_w"
+    }
+
+    public func write(to json: inout JSONText) {
+        json.beginObject()
+        json.field(CodingKeys.binding, binding)
+        json.field(CodingKeys.chargeCapW, chargeCapW)
+        json.field(CodingKeys.dischargeCapW, dischargeCapW)
+        json.field(CodingKeys.disconnected, disconnected)
+        json.field(CodingKeys.exportLimitW, exportLimitW)
+        json.field(CodingKeys.importLimitW, importLimitW)
+        json.field(CodingKeys.requestW, requestW)
+        json.field(CodingKeys.unmetered, unmetered)
         json.endObject()
     }
 }

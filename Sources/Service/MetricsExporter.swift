@@ -81,6 +81,9 @@ extension Daemon {
                  site.operatorCap.isFinite ? [("", site.operatorCap)] : [])
         m.metric("bessd_site_scada_setpoint_watts", "gauge", "SCADA's site setpoint in force, + = discharge (absent when none).",
                  site.scadaSetpoint.isFinite ? [("", site.scadaSetpoint)] : [])
+        m.metric("bessd_site_utility_cap_watts", "gauge",
+                 "The utility's (IEEE 2030.5) cap on the units' discharge and charge as ramped (absent when none).",
+                 [("direction=\"discharge\"", site.utility.dischargeCap), ("direction=\"charge\"", site.utility.chargeCap)].filter { $0.1.isFinite })
         agcMetrics(into: &m, site.agc)
     }
 

@@ -160,6 +160,15 @@ extension Daemon {
             loadEstimateW: RangeReply(low: site.loadLow, high: site.loadHigh),
             shortfall: ShortfallReply(active: site.shortfallActive, missingW: site.shortfall), units: list,
             agc: Self.agcReply(site.agc), responseReserve: Self.reserveReply(configuration, units: units))
+            .with(utility: Self.utilityReply(site.utility))
+    }
+
+    /// The utility's controls as the last cycle applied them; nil when none is in force.
+    static func utilityReply(_ u: UtilityDecision) -> UtilityReply? {
+        guard u.active else { return nil }
+        return UtilityReply(binding: u.binding == .none ? nil : "\(u.binding)", dischargeCapW: u.dischargeCap, chargeCapW: u.chargeCap,
+                            exportLimitW: u.exportLimit, importLimitW: u.importLimit, requestW: u.request,
+                            unmetered: u.unmetered, disconnected: u.disconnected)
     }
 
     /// The energy kept for frequency response and whether the units' SOC has reached it; nil when

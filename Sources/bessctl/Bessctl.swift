@@ -355,6 +355,7 @@ struct Site: ParsableCommand {
         if let reserve = site.responseReserve { print("reserve   \(Self.reserveLine(reserve))") }
         for line in Status.gridOperatorLines(site.gridOperator) { print("operator  \(line)") }
         if let line = site.agc.flatMap(Status.agcLine) { print("agc       \(line)") }
+        if let utility = site.utility { print("utility   \(Self.utilityLine(utility))") }
         print("decision  asked \(number(decision.requestedW, scale: 1000)) kW + application \(number(decision.applicationW, scale: 1000)) kW"
               + " → pool \(number(decision.poolW, scale: 1000)) kW, held \(number(decision.heldW, scale: 1000)) kW, "
               + "delivered \(number(decision.deliveredW, scale: 1000)) kW")
@@ -372,6 +373,17 @@ struct Site: ParsableCommand {
 }
 
 extension Site {
+    /// `export 50.0 kW, import -- kW, discharge ≤ 30.0 kW, charge ≤ -- kW, request -- kW; generation binding`
+    static func utilityLine(_ u: UtilityReply) -> String {
+        if u.disconnected { return "disconnected (opModConnect/opModEnergize false): every unit at zero; bessd opens no contactor" }
+        var line = "export \(number(u.exportLimitW, scale: 1000)) kW, import \(number(u.importLimitW, scale: 1000)) kW, "
+            + "discharge ≤ \(number(u.dischargeCapW, scale: 1000)) kW, charge ≤ \(number(u.chargeCapW, scale: 1000)) kW, "
+            + "request \(number(u.requestW, scale: 1000)) kW"
+        if u.unmetered { line += " (no meter reading: export/import bound the units' sum)" }
+        if let binding = u.binding { line += "; \(binding) binding" }
+        return line
+    }
+
     /// `frequency response 300 s: 8.3 kWh discharge, 8.2 kWh charge; schedule within SOC 8.3–91.7 %`
     /// with `, discharge reserve reached` when dispatch stops that way.
     static func reserveLine(_ r: ResponseReserveReply) -> String {
