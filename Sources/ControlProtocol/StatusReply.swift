@@ -12,6 +12,8 @@ public struct StatusReply: ControlReply, Equatable {
     /// of the answer when nil.
     public var frequencyAgeMs: Double?
     public var gridOperator: GridOperatorReply
+    /// The utility's IEEE 2030.5 server as bessd follows it; nil (left out) without `ieee2030_5:`.
+    public var ieee2030_5: IEEE2030_5Reply?
     public var mode: String
     public var units: [UnitReply]
     /// nil without `aggregator:`.
@@ -38,6 +40,7 @@ public struct StatusReply: ControlReply, Equatable {
         case agc, clock, cycle, mode, units, uplink, version
         case frequencyHz = "frequency_hz", gridOperator = "grid_operator"
         case frequencySource = "frequency_source", frequencyAgeMs = "frequency_age_ms"
+        case ieee2030_5
     }
 
     public func write(to json: inout JSONText) {
@@ -49,6 +52,7 @@ public struct StatusReply: ControlReply, Equatable {
         json.field(CodingKeys.frequencyHz, frequencyHz)
         json.field(CodingKeys.frequencySource, ifPresent: frequencySource)
         json.field(CodingKeys.gridOperator, gridOperator)
+        json.field(CodingKeys.ieee2030_5, ifPresent: ieee2030_5)
         json.field(CodingKeys.mode, mode)
         json.field(okKey, true)
         json.field(CodingKeys.units, units)

@@ -3,6 +3,7 @@ public import Config
 public import Cycle
 import Scada
 import Outstation
+import Sep2Link
 public import ControlCore
 import Fieldbus
 import ControlProtocol
@@ -22,9 +23,9 @@ public import Logging
 /// - the main thread (`run`): each round persists latches (LatchKeeper), logs events
 ///   (EventJournal), watches the clock (ClockWatch), feeds the uplink (UplinkService) and reloads
 ///   (Reloader).
-/// Start order: latches restored → uplink → workers → PMU → cycle → server → SCADA → relay contacts →
-/// READY → watchdog. Stop order: the reverse (`ServiceGroup`): the watchdog and servers stop → the
-/// cycle stops → the PMU reader stops → every inverter gets zero with its revert armed and the workers stop → latches and
+/// Start order: latches restored → uplink → workers → PMU → 2030.5 client → cycle → server → SCADA →
+/// relay contacts → READY → watchdog. Stop order: the reverse (`ServiceGroup`): the watchdog and
+/// servers stop → the cycle stops → the 2030.5 client and the PMU reader stop → every inverter gets zero with its revert armed and the workers stop → latches and
 /// events persisted and logged → the uplink flushes.
 public final class Daemon {
     /// The configuration in force (reload replaces it; the server thread reads it).
@@ -45,6 +46,9 @@ public final class Daemon {
     var gridInputs: GridLimitInputReader?
     /// The PMU the cycle takes grid frequency from (`frequency_source: pmu`), on its own thread.
     let pmu: PMUReader?
+    /// The utility's IEEE 2030.5 server's client (`ieee2030_5:`), on its own thread: it fills the
+    /// cycle's utility-limit slot.
+    let sep2: Sep2Worker?
     var watchdog: Watchdog?
     /// What `run` started, stopped in reverse order.
     let services = ServiceGroup()
@@ -113,6 +117,9 @@ public final class Daemon {
         let pmuReader = Self.makePMU(configuration, logger: logger)
         pmu = pmuReader
         runner.pmuSamples = pmuReader?.latest
+        let utilitySlot = configuration.ieee2030_5 == nil ? nil : UtilityLimitSlot()
+        runner.utilityLimits = utilitySlot
+        sep2 = utilitySlot.flatMap { Self.makeSep2(configuration, slot: $0, logger: logger) }
         shared = SharedState(units: configuration.units.count)
         journal = EventJournal(logger: logger)
         frequencyEvents = FrequencyEventReports(logger: logger)
@@ -208,7 +215,7 @@ public final class Daemon {
         // Started in this order, stopped in the reverse: the uplink flushes last, after the workers
         // wrote zero and the latches and events of the stop are persisted and logged (ServiceGroup).
         let uplinkFirst: [any DaemonService] = uplink.map { [$0] } ?? []
-        services.start(uplinkFirst + [JournalFlush(self), BusWorkers(self)] + (pmu.map { [$0] } ?? []))
+        services.start(uplinkFirst + [JournalFlush(self), BusWorkers(self)] + (pmu.map { [$0] } ?? []) + (sep2.map { [$0] } ?? []))
         // The clock's state before the first cycle, so the first energy block already knows it.
         clock.check(shared, recorder: uplink?.recorder)
         let scadaLast: [any DaemonService] = (configuration.scada == nil ? [] : [ScadaService(self)])

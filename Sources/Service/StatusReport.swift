@@ -46,11 +46,13 @@ extension Daemon {
             startedOnReadings: stats.startedOnReadings, alarmCycles: stats.alarmCycles,
             jitterP50Us: stats.histogram.percentile(0.5), jitterP99Us: stats.histogram.percentile(0.99),
             jitterMaxUs: stats.histogram.maxMicroseconds, realtime: stats.realtime)
-        return StatusReply(clock: clockReply(stats), cycle: cycle, frequencyHz: stats.frequency,
+        var reply = StatusReply(clock: clockReply(stats), cycle: cycle, frequencyHz: stats.frequency,
                            gridOperator: gridOperatorReply(shared.site), mode: configuration.mode.rawValue, units: list,
                            uplink: uplinkReply(configuration), version: BessdVersion.string, agc: Self.agcReply(shared.site.agc),
                            frequencySource: stats.frequencySource?.rawValue,
                            frequencyAgeMs: stats.frequencyAge.isFinite ? (stats.frequencyAge * 1000).rounded() : nil)
+        reply.ieee2030_5 = ieee2030_5Reply()
+        return reply
     }
 
     /// The grid operator's AGC as the last cycle followed it (status and site).

@@ -1,0 +1,148 @@
+public import ControlCore
+public import Cycle
+public import IEEE2030_5
+
+/// The site as the utility sees it: one aggregated DER (several units behind one EndDevice), its
+/// ratings the sum of the units' (`units[].max_power_kw`, `capacity_kwh`).
+public struct Sep2SiteRatings: Sendable, Equatable {
+    /// Σ units' rated discharge, W (`rtgMaxW`, `setMaxW`, `rtgMaxDischargeRateW`).
+    public var maxDischargeW: Double
+    /// Σ units' rated charge, W, a magnitude (`rtgMaxChargeRateW`).
+    public var maxChargeW: Double
+    /// Each unit's usable energy, Wh, in unit order (stored energy and SOC are weighted by it).
+    public var unitEnergyWh: [Double]
+    /// The site's ramp, percent of `maxDischargeW` per second (`limits.schedule_ramp_percent_per_s`):
+    /// `setGradW` unless the utility's DefaultDERControl names one.
+    public var rampPercentPerSecond: Double
+
+    /// Ratings of units rated `unitPowerW` (charge and discharge alike) and `unitEnergyWh`.
+    public init(unitPowerW: [Double], unitEnergyWh: [Double], rampPercentPerSecond: Double) {
+        maxDischargeW = unitPowerW.reduce(0) { $0 + max(0, $1) }
+        maxChargeW = maxDischargeW
+        self.unitEnergyWh = unitEnergyWh
+        self.rampPercentPerSecond = rampPercentPerSecond
+    }
+
+    /// Σ units' usable energy, Wh.
+    public var energyWh: Double { unitEnergyWh.reduce(0) { $0 + max(0, $1) } }
+}
+
+/// One cycle's view of the site for the reports, in **bessd's convention** (power + = discharge /
+/// export, docs/design/0003); the mirror writes 2030.5's signs. A quantity the site does not measure
+/// is NaN and is left out of the average (and of the readings when no sample had it).
+public struct Sep2SiteSample: Sendable, Equatable {
+    /// Active power at the connection point, W (+ = export); NaN without a fresh meter reading.
+    public var siteW: Double = .nan
+    /// Reactive power at the connection point, var (+ as `siteW`); NaN: not measured.
+    public var siteVar: Double = .nan
+    /// Voltage at the connection point, V; NaN: not measured.
+    public var siteV: Double = .nan
+    /// Grid frequency, Hz; NaN: none.
+    public var frequencyHz: Double = .nan
+    /// Σ units' active power, W (+ = discharge); NaN when no unit reads one.
+    public var derW: Double = .nan
+    /// Σ units' reactive power, var; NaN: not measured.
+    public var derVar: Double = .nan
+    /// Energy stored, Wh (Σ SOC × usable energy); NaN when no unit reads its SOC.
+    public var storedWh: Double = .nan
+    /// State of charge of the site, percent (energy-weighted); NaN when none.
+    public var socPercent: Double = .nan
+    /// Σ units' allowed discharge and charge now, W (magnitudes).
+    public var availableDischargeW: Double = 0
+    public var availableChargeW: Double = 0
+    /// Some unit's contactors are (or may be) closed: not starting and not faulted.
+    public var connected = false
+    /// Some unit runs with nothing stopping it (running or limited, not in standby).
+    public var available = false
+    /// Every unit is in standby; some unit is faulted (latched).
+    public var allStandby = false
+    public var faulted = false
+    /// The trip codes standing or latched on any unit (`alarmStatus`).
+    public var trips = TripCodeSet()
+    /// The utility's `opModConnect` and `opModEnergize` as the worker applies them.
+    public var connectAllowed = true
+    public var energizeAllowed = true
+    /// The `setGradW` of the DefaultDERControl in force (mirrored into DERSettings), nil for none.
+    public var defaultSetGradW: UInt16?
+
+    /// A sample with nothing measured.
+    public init() {}
+
+    /// The sample of one published cycle (`SharedState.read(units:site:frequency:)`): no allocation.
+    public init(site: SiteStatus, units: [UnitStatus], frequency: Double, ratings: Sep2SiteRatings) {
+        siteW = site.meterStale || !site.gridPower.isFinite ? .nan : -site.gridPower
+        frequencyHz = frequency
+        var power = 0.0, powered = false, stored = 0.0, capacity = 0.0, standby = true
+        for (i, unit) in units.enumerated() {
+            if unit.power.isFinite { power += unit.power; powered = true }
+            let energy = i < ratings.unitEnergyWh.count ? max(0, ratings.unitEnergyWh[i]) : 0
+            if unit.soc.isFinite && energy > 0 {
+                stored += min(max(unit.soc, 0), 100) / 100 * energy
+                capacity += energy
+            }
+            availableDischargeW += abs(unit.allowedDischarge.isFinite ? unit.allowedDischarge : 0)
+            availableChargeW += abs(unit.allowedCharge.isFinite ? unit.allowedCharge : 0)
+            trips.bits |= unit.active.bits | unit.latched.bits
+            switch unit.state {
+            case .starting: break
+            case .faulted: faulted = true
+            case .running, .limited: connected = true; available = available || unit.mode == .auto
+            case .tripped, .standby: connected = true
+            }
+            standby = standby && (unit.state == .standby || unit.mode == .standby)
+        }
+        allStandby = standby && !units.isEmpty
+        derW = powered ? power : .nan
+        if capacity > 0 {
+            storedWh = stored
+            socPercent = stored / capacity * 100
+        }
+    }
+}
+
+/// The mean of the finite values added (a sum and a count: nothing allocated per sample).
+struct Sep2Mean: Sendable, Equatable {
+    var sum = 0.0
+    var count = 0
+
+    mutating func add(_ x: Double) {
+        guard x.isFinite else { return }
+        sum += x
+        count += 1
+    }
+
+    var value: Double? { count > 0 ? sum / Double(count) : nil }
+}
+
+/// The averages of one post interval, per mirrored quantity: one sample per cycle (or per second),
+/// equally weighted.
+struct Sep2MirrorAccumulator: Sendable, Equatable {
+    var siteW = Sep2Mean(), siteVar = Sep2Mean(), siteV = Sep2Mean(), frequency = Sep2Mean()
+    var derW = Sep2Mean(), derVar = Sep2Mean(), storedWh = Sep2Mean()
+    /// The interval's start, server time (s since the Unix epoch); nil before the first sample.
+    var start: Int64?
+
+    mutating func add(_ s: Sep2SiteSample) {
+        siteW.add(s.siteW)
+        siteVar.add(s.siteVar)
+        siteV.add(s.siteV)
+        frequency.add(s.frequencyHz)
+        derW.add(s.derW)
+        derVar.add(s.derVar)
+        storedWh.add(s.storedWh)
+    }
+
+    /// The accumulated mean of `quantity` at `location`, nil when no sample had it.
+    func mean(_ quantity: MirrorQuantity, at location: MirrorLocation) -> Double? {
+        switch (location, quantity) {
+        case (.site, .activePowerW): siteW.value
+        case (.site, .reactivePowerVar): siteVar.value
+        case (.site, .voltageV): siteV.value
+        case (.site, .frequencyHz): frequency.value
+        case (.der, .activePowerW): derW.value
+        case (.der, .reactivePowerVar): derVar.value
+        case (.der, .storedEnergyWh): storedWh.value
+        case (.site, .storedEnergyWh), (.der, .voltageV), (.der, .frequencyHz): nil
+        }
+    }
+}

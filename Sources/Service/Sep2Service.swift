@@ -1,0 +1,93 @@
+import BessSystem
+import Config
+import ControlCore
+import ControlProtocol
+import Cycle
+import Foundation
+import IEEE2030_5
+import Logging
+import Sep2Link
+import TLSTransport
+
+// The utility's IEEE 2030.5 server (`ieee2030_5:`): the client's worker is built with the daemon,
+// started before the cycle (whose slot it fills) and stopped after it, and answers `ieee2030_5` of
+// `status` (`bessctl ieee2030-5`).
+
+extension MessageID {
+    /// The IEEE 2030.5 client: a control taken or refused, the server unreachable or back, a PIN
+    /// mismatch, the schedule store (`SEP2_*`).
+    public static let ieee2030_5 = "b3f0c1a27e5d4c8e9a1f6d2b4c7e8a20"
+}
+
+/// The 2030.5 worker as a service: started before the cycle, stopped after it.
+extension Sep2Worker: DaemonService {
+    var name: String { "IEEE 2030.5" }
+}
+
+/// What the worker's transport is when the TLS context could not be made: every exchange fails with
+/// that reason, so the stored schedule still runs (never "no limit") and the journal says why.
+final class UnavailableTransport: Sep2Transport {
+    let reason: String
+    init(reason: String) { self.reason = reason }
+    func send(_ request: HTTPRequest) throws(HTTPClientError) -> HTTPResponse { throw HTTPClientError(.tls, message: reason) }
+    func close() {}
+}
+
+extension Daemon {
+    /// The 2030.5 client of `configuration.ieee2030_5` publishing into `slot`, nil without the block
+    /// or when the device certificate gives no identity (said in the journal, coded). A TLS context
+    /// that cannot be made leaves a worker that runs the stored schedule and says why it cannot reach
+    /// the server.
+    static func makeSep2(_ configuration: BessdConfiguration, slot: UtilityLimitSlot, logger: Logger) -> Sep2Worker? {
+        guard let settings = configuration.ieee2030_5 else { return nil }
+        let log: @Sendable (String, String, Bool) -> Void = { code, message, warning in
+            let metadata: Logger.Metadata = ["BESS_CODE": "\(code)", "MESSAGE_ID": "\(MessageID.ieee2030_5)", "BESS_UNIT": "site"]
+            if warning { logger.warning("\(message)", metadata: metadata) } else { logger.notice("\(message)", metadata: metadata) }
+        }
+        let identity: DeviceIdentity
+        do {
+            identity = try Self.identity(certificateFile: settings.certificateFile)
+        } catch {
+            log("\(error.code)", "\(error): the IEEE 2030.5 client does not run; the site follows no utility control", true)
+            return nil
+        }
+        let server = "\(settings.serverHost):\(settings.serverPort)"
+        let timeout = Duration.seconds(fromDouble: settings.timeoutSeconds)
+        let transport: any Sep2Transport
+        do throws(TLSError) {
+            transport = HTTPSClient(host: settings.serverHost, port: settings.serverPort, context: try settings.clientContext(), timeout: timeout)
+        } catch {
+            log("\(error.code)", "\(error): the IEEE 2030.5 client cannot reach \(server); the stored schedule runs", true)
+            transport = UnavailableTransport(reason: "\(error)")
+        }
+        let rating = configuration.units.reduce(0.0) { $0 + $1.maxPowerKW * 1000 }
+        let workerSettings = Sep2WorkerSettings(entryPath: settings.deviceCapabilityPath, pin: settings.pin, pollSeconds: settings.pollSeconds,
+                                                siteRatingW: rating, timeout: timeout, serverName: server)
+        log("SEP2_CLIENT", "IEEE 2030.5 client of \(server)\(settings.deviceCapabilityPath) as LFDI \(identity.lfdi), SFDI \(identity.sfdi)", false)
+        return Sep2Worker(settings: workerSettings, identity: identity, transport: transport, slot: slot,
+                          store: ScheduleStore(stateDirectory: configuration.stateDirectory), log: log)
+    }
+
+    /// The identity of the device certificate in `certificateFile` (its first PEM block).
+    static func identity(certificateFile: String) throws(SEP2Error) -> DeviceIdentity {
+        guard let text = try? String(contentsOfFile: certificateFile, encoding: .utf8) else {
+            throw SEP2Error(.certificateInvalid, message: "cannot read \(certificateFile)")
+        }
+        return try DeviceIdentity(certificatePEM: text)
+    }
+
+    /// `ieee2030_5` of `status`: nil without a running client.
+    func ieee2030_5Reply() -> IEEE2030_5Reply? {
+        guard let state = sep2?.state else { return nil }
+        return Self.reply(state)
+    }
+
+    static func reply(_ s: Sep2State) -> IEEE2030_5Reply {
+        IEEE2030_5Reply(
+            lfdi: s.lfdi, sfdi: s.sfdi, server: s.server, source: s.source.rawValue,
+            controls: s.controls.map { IEEE2030_5ControlReply(type: $0.type, value: $0.value, program: $0.program, control: $0.control,
+                                                              untilUnix: $0.untilUnix) },
+            programs: s.programs, reachable: s.reachable, lastStatus: s.lastStatus, lastAnswerUnix: s.lastAnswerUnix,
+            lastError: s.lastError, stopped: s.stopped, serverTimeUnix: s.serverTimeUnix)
+    }
+}

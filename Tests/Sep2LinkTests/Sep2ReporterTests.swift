@@ -1,0 +1,226 @@
+import ControlCore
+import Cycle
+import IEEE2030_5
+@testable import Sep2Link
+import Testing
+
+/// What the site reports to the utility's server, driven with fixed samples and times: the documents
+/// and their values and signs (read back with the module's reader), PUTs only on change, averages over
+/// a post interval, the usage points' Location, and responses once each as `responseRequired` asks.
+@Suite("2030.5 reporter")
+struct Sep2ReporterTests {
+    static let lfdi = "3E4F45AB31EDFE5B67E343E5E4562E31984E23E5"
+    static let ns = "urn:ieee:std:2030.5:ns"
+
+    /// Two 5 kW / 10 kWh units, ramp 0.5 %/s.
+    static func settings(_ version: CSIPAUSVersion = .v1_2, post: UInt32 = 60) -> Sep2ReporterSettings {
+        Sep2ReporterSettings(lfdi: lfdi, pen: 12345, csipaus: version, postSeconds: post,
+                             ratings: Sep2SiteRatings(unitPowerW: [5000, 5000], unitEnergyWh: [10_000, 10_000], rampPercentPerSecond: 0.5))
+    }
+
+    static func der() throws -> DER {
+        let xml = #"<DERList xmlns="urn:ieee:std:2030.5:ns" all="1" results="1"><DER href="/edev/1/der/1">"#
+            + #"<DERAvailabilityLink href="/edev/1/der/1/dera"/><DERCapabilityLink href="/edev/1/der/1/dercap"/>"#
+            + #"<DERSettingsLink href="/edev/1/der/1/derg"/><DERStatusLink href="/edev/1/der/1/ders"/></DER></DERList>"#
+        return try #require(try DERList.read(Array(xml.utf8)).resource.ders.first)
+    }
+
+    /// A site importing 2 kW while its two units discharge 1.5 kW each at SOC 40 and 60 %.
+    static func snapshot() -> Sep2SiteSample {
+        var site = SiteStatus()
+        site.gridPower = 2000
+        var a = UnitStatus(), b = UnitStatus()
+        a.state = .running
+        b.state = .running
+        a.power = 1500
+        b.power = 1500
+        a.soc = 40
+        b.soc = 60
+        a.allowedDischarge = 5000
+        b.allowedDischarge = 4000
+        b.latched.insert(.gridOverfrequency)
+        return Sep2SiteSample(site: site, units: [a, b], frequency: 50.02, ratings: settings().ratings)
+    }
+
+    static func root(_ request: Sep2Request) throws -> XMLElement { try XMLDocument.parse(request.body) }
+
+    static func text(_ element: XMLElement, _ path: String...) -> String? {
+        var node = element
+        for name in path {
+            guard let next = node.children.first(where: { $0.name.local == name }) else { return nil }
+            node = next
+        }
+        return node.text
+    }
+
+    static func ok(_ reporter: inout Sep2Reporter, _ requests: [Sep2Request], location: (Sep2Request) -> String? = { _ in nil }) {
+        for request in requests { reporter.handle(Sep2Reply(status: 201, location: location(request)), to: request) }
+    }
+
+    @Test("a snapshot aggregates the units: site + = export in bessd's convention, Σ power, energy-weighted SOC, trips")
+    func sampleFromSnapshot() {
+        let s = Self.snapshot()
+        #expect(s.siteW == -2000)
+        #expect(s.derW == 3000)
+        #expect(s.storedWh == 10_000)
+        #expect(s.socPercent == 50)
+        #expect(s.availableDischargeW == 9000)
+        #expect(s.connected && s.available && !s.faulted)
+        #expect(s.trips.contains(.gridOverfrequency))
+        var stale = SiteStatus()
+        stale.gridPower = 100
+        stale.meterStale = true
+        #expect(Sep2SiteSample(site: stale, units: [], frequency: .nan, ratings: Self.settings().ratings).siteW.isNaN)
+    }
+
+    @Test("the four DER documents go to the DER's links with Σ ratings, the site's ramp, SOC, storage mode and alarms")
+    func derDocuments() throws {
+        var reporter = Sep2Reporter(settings: Self.settings())
+        reporter.follow(der: try Self.der(), mirrorUsagePointList: nil, postRate: nil)
+        reporter.sample(Self.snapshot(), serverTime: 1_800_000_000)
+        let requests = reporter.dueRequests(now: 100, serverTime: 1_800_000_000)
+        #expect(requests.map(\.path) == ["/edev/1/der/1/dercap", "/edev/1/der/1/derg", "/edev/1/der/1/ders", "/edev/1/der/1/dera"])
+        #expect(requests.allSatisfy { $0.method == .put })
+        let cap = try Self.root(requests[0])
+        #expect(cap.name == XMLName(Self.ns, "DERCapability"))
+        #expect(Self.text(cap, "rtgMaxW", "value") == "10000" && Self.text(cap, "rtgMaxW", "multiplier") == "0")
+        #expect(Self.text(cap, "rtgMaxWh", "value") == "20000")
+        #expect(Self.text(cap, "type") == "80")
+        #expect(Self.text(cap, "doeModesSupported") == "0F")
+        let settings = try Self.root(requests[1])
+        #expect(Self.text(settings, "setMaxW", "value") == "10000")
+        #expect(Self.text(settings, "setGradW") == "50")
+        #expect(Self.text(settings, "doeModesEnabled") == "0F")
+        #expect(Self.text(settings, "updatedTime") == "1800000000")
+        let status = try Self.root(requests[2])
+        #expect(Self.text(status, "stateOfChargeStatus", "value") == "5000")
+        #expect(Self.text(status, "storageModeStatus", "value") == "1")
+        #expect(Self.text(status, "alarmStatus") == "00000008")
+        #expect(Self.text(status, "genConnectStatus", "value") == "07")
+        #expect(Self.text(status, "operationalModeStatus", "value") == "2")
+        #expect(Self.text(status, "readingTime") == "1800000000")
+        let availability = try Self.root(requests[3])
+        #expect(Self.text(availability, "statWAvail", "value") == "9000")
+        #expect(Self.text(availability, "availabilityDuration") == "3600")
+    }
+
+    @Test("a DER document is PUT again only when it changed, at most once per post interval, and again after a refusal")
+    func changeOnly() throws {
+        var reporter = Sep2Reporter(settings: Self.settings(post: 60))
+        reporter.follow(der: try Self.der(), mirrorUsagePointList: nil, postRate: nil)
+        var sample = Self.snapshot()
+        reporter.sample(sample, serverTime: 1000)
+        Self.ok(&reporter, reporter.dueRequests(now: 0, serverTime: 1000))
+        reporter.sample(sample, serverTime: 1100)
+        #expect(reporter.dueRequests(now: 100, serverTime: 1100).isEmpty, "nothing changed: nothing sent, the reading time aside")
+        sample.utilityDisconnect()
+        reporter.sample(sample, serverTime: 1101)
+        let changed = reporter.dueRequests(now: 101, serverTime: 1101)
+        #expect(changed.map(\.path) == ["/edev/1/der/1/ders"])
+        let status = try Self.root(try #require(changed.first))
+        #expect(Self.text(status, "genConnectStatus", "value") == "00")
+        #expect(Self.text(status, "genConnectStatus", "dateTime") == "1101")
+        // The server refuses it: sent again, but not before the post interval has passed.
+        for request in changed { reporter.handle(Sep2Reply(status: 500), to: request) }
+        #expect(reporter.dueRequests(now: 130, serverTime: 1130).isEmpty)
+        #expect(reporter.dueRequests(now: 161, serverTime: 1161).map(\.path) == ["/edev/1/der/1/ders"])
+    }
+
+    @Test("the usage points are POSTed once, their Location kept; each interval's averages are POSTed there, signed as 2030.5 says")
+    func mirror() throws {
+        var reporter = Sep2Reporter(settings: Self.settings(.v1_3, post: 300))
+        reporter.follow(der: nil, mirrorUsagePointList: "/mup", postRate: 60)  // the server's postRate wins
+        var sample = Sep2SiteSample()
+        sample.frequencyHz = 50
+        let points = reporter.dueRequests(now: 0, serverTime: 2000)
+        #expect(points.map(\.path) == ["/mup", "/mup"])
+        #expect(points.allSatisfy { $0.method == .post })
+        let site = try Self.root(points[0])
+        #expect(site.name == XMLName(Self.ns, "MirrorUsagePoint"))
+        #expect(Self.text(site, "roleFlags") == "0003" && Self.text(site, "postRate") == "60")
+        #expect(try Self.root(points[1]).children.filter { $0.name.local == "MirrorMeterReading" }.count == 3, "W, var and Wh in 1.3")
+        Self.ok(&reporter, points) { "https://server.example:8443/mup/" + (Self.text(try! Self.root($0), "roleFlags") == "0003" ? "1" : "2") }
+        #expect(reporter.mirrorPaths == [.site: "/mup/1", .der: "/mup/2"])
+        #expect(reporter.dueRequests(now: 1, serverTime: 2001).isEmpty, "no usage point twice, no interval ended")
+        // 60 samples: site exporting 1000 W then 2000 W (bessd +), DER discharging 500 W then charging 1500 W.
+        for t in Int64(0)..<60 {
+            sample.siteW = t < 30 ? 1000 : 2000
+            sample.derW = t < 30 ? 500 : -1500
+            sample.storedWh = 7000
+            reporter.sample(sample, serverTime: 2000 + t)
+            if t < 59 { #expect(reporter.dueRequests(now: 2 + t, serverTime: 2000 + t).isEmpty) }
+        }
+        let readings = reporter.dueRequests(now: 62, serverTime: 2060)
+        #expect(readings.map(\.path) == ["/mup/1", "/mup/2"])
+        func value(_ request: Sep2Request, _ quantity: MirrorQuantity, _ location: MirrorLocation) throws -> String? {
+            let mrid = MirrorMRID.make(lfdi: Self.lfdi, location: location, quantity: quantity, pen: 12345)
+            let reading = try Self.root(request).children.first { Self.text($0, "mRID") == mrid }
+            return reading.flatMap { Self.text($0, "Reading", "value") }
+        }
+        #expect(try value(readings[0], .activePowerW, .site) == "-1500", "site + = import: an export of 1500 W is −1500")
+        #expect(try value(readings[0], .frequencyHz, .site) == "5000")
+        #expect(try value(readings[0], .voltageV, .site) == nil, "no voltage measured: no reading")
+        #expect(try value(readings[1], .activePowerW, .der) == "-500", "DER + = discharge: the mean of +500 and −1500")
+        #expect(try value(readings[1], .storedEnergyWh, .der) == "7000")
+        #expect(Self.text(try Self.root(readings[1]), "MirrorMeterReading", "Reading", "timePeriod", "start") == "2000")
+        #expect(Self.text(try Self.root(readings[1]), "MirrorMeterReading", "Reading", "timePeriod", "duration") == "60")
+    }
+
+    static func control(_ mRID: String, required: UInt8, start: Int64 = 1000, status: EventState = .scheduled) -> DERControl {
+        var base = DERControlBase()
+        base.exportLimitW = ActivePower(value: 15, multiplier: 2)
+        var control = DERControl(mRID: mRID, creationTime: 1, status: EventStatus(current: status, dateTime: 1), start: start, duration: 60, base: base)
+        control.replyTo = "/edev/1/rsps/1/rsp"
+        control.responseRequired = required
+        return control
+    }
+
+    static func statuses(_ requests: [Sep2Request]) throws -> [String] {
+        try requests.map { try #require(Self.text(try Self.root($0), "status")) + " " + (Self.text(try Self.root($0), "subject") ?? "") }
+    }
+
+    @Test("responses follow the control's states, once each, only as responseRequired asks")
+    func responses() throws {
+        var reporter = Sep2Reporter(settings: Self.settings())
+        let all = Self.control("A1", required: 0x03), receivedOnly = Self.control("B2", required: 0x01)
+        let specificOnly = Self.control("C3", required: 0x02), none = Self.control("D4", required: 0x00)
+        // One program each: within one primacy the newest would supersede the others.
+        let programs = [all, receivedOnly, specificOnly, none].enumerated().map {
+            ProgramSchedule(mRID: "P\($0.offset)", primacy: UInt8($0.offset + 1), controls: [$0.element])
+        }
+        let before = reporter.track(programs, serverTime: 900)
+        #expect(try Self.statuses(before) == ["1 A1", "1 B2"])
+        #expect(before.allSatisfy { $0.path == "/edev/1/rsps/1/rsp" && $0.method == .post })
+        #expect(Self.text(try Self.root(before[0]), "endDeviceLFDI") == Self.lfdi)
+        #expect(reporter.track(programs, serverTime: 950).isEmpty, "nothing twice")
+        #expect(try Self.statuses(reporter.track(programs, serverTime: 1000)) == ["2 A1", "2 C3"])
+        #expect(reporter.track(programs, serverTime: 1030).isEmpty)
+        #expect(try Self.statuses(reporter.track(programs, serverTime: 1060)) == ["3 A1", "3 C3"])
+        // A control cancelled by the server, seen once scheduled: received went, cancelled follows.
+        var cancelled = Self.control("E5", required: 0x03, start: 2000)
+        #expect(try Self.statuses(reporter.track([ProgramSchedule(mRID: "P", primacy: 1, controls: [cancelled])], serverTime: 1500)) == ["1 E5"])
+        cancelled.status = EventStatus(current: .cancelled, dateTime: 1501)
+        #expect(try Self.statuses(reporter.track([ProgramSchedule(mRID: "P", primacy: 1, controls: [cancelled])], serverTime: 1502)) == ["6 E5"])
+        // One first seen already completed ended before bessd knew it: nothing.
+        #expect(reporter.track([ProgramSchedule(mRID: "P", primacy: 1, controls: [Self.control("F6", required: 0x03, start: 10)])],
+                               serverTime: 1502).isEmpty)
+    }
+
+    @Test("a refusal is answered once when bit 0 or 1 asks, never without a replyTo")
+    func refusals() throws {
+        var reporter = Sep2Reporter(settings: Self.settings())
+        let control = Self.control("A1", required: 0x01)
+        let first = reporter.respond(to: control, .refused(.notApplicable, reason: "opModFixedVar"), serverTime: 5)
+        #expect(try Self.statuses(first) == ["252 A1"])
+        #expect(reporter.respond(to: control, .refused(.notApplicable, reason: "again"), serverTime: 6).isEmpty)
+        #expect(reporter.respond(to: Self.control("B2", required: 0x04), .refused(.invalidEvent, reason: "x"), serverTime: 6).isEmpty)
+        var orphan = Self.control("C3", required: 0x03)
+        orphan.replyTo = nil
+        #expect(reporter.respond(to: orphan, .state(.active), serverTime: 6).isEmpty)
+    }
+}
+
+extension Sep2SiteSample {
+    /// The utility's `opModConnect` false, as the worker applies it.
+    mutating func utilityDisconnect() { connectAllowed = false }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+
+/// bessd as the client of a utility's IEEE 2030.5 server: hil/peers/sep2_server.py (envoy-schema's
+/// documents, TLS 1.2 with ECDHE-ECDSA-AES128-CCM8 only, client certificate required) on a loopback
+/// port; certificates made by `TLSFixture` at test time.
+@Suite("bessd following a 2030.5 server", .serialized)
+struct Sep2DaemonTests {
+    /// The LFDI and SFDI `bessctl ieee2030-5 --cert` prints for `pem` (no bessd running).
+    static func offlineIdentity(_ pem: String) throws -> (lfdi: String, sfdi: UInt64) {
+        let run = try Package.run("bessctl", ["ieee2030-5", "--cert", pem, "--json"])
+        #expect(run.status == 0, "\(run.err)")
+        let object = try JSONSerialization.jsonObject(with: Data(run.out.utf8)) as? [String: Any] ?? [:]
+        return (object["lfdi"] as? String ?? "", (object["sfdi"] as? NSNumber)?.uint64Value ?? 0)
+    }
+
+    @Test("bessctl ieee2030-5 --cert: the LFDI and SFDI sep2cert derives, without bessd; an unreadable file is refused")
+    func offlineIdentityMatchesSep2cert() throws {
+        let fixture = try TLSFixture()
+        let ours = try Self.offlineIdentity(fixture.path("client.pem"))
+        let peer = try Package.tool([try Package.sep2Python(), "hil/peers/sep2_peer.py", "identity", fixture.path("client.pem")])
+        #expect(peer.status == 0, "\(peer.err)")
+        let theirs = try JSONSerialization.jsonObject(with: Data(peer.out.utf8)) as? [String: Any] ?? [:]
+        #expect(ours.lfdi.count == 40 && ours.lfdi == (theirs["lfdi"] as? String)?.uppercased(), "\(ours) vs \(theirs)")
+        #expect(ours.sfdi == (theirs["sfdi"] as? NSNumber)?.uint64Value, "\(ours) vs \(theirs)")
+        let text = try Package.run("bessctl", ["ieee2030-5", "--cert", fixture.path("client.pem")])
+        #expect(text.out.contains("LFDI  \(ours.lfdi)") && text.out.contains("SFDI  \(ours.sfdi)"), "\(text.out)")
+        let bad = try Package.run("bessctl", ["ieee2030-5", "--cert", fixture.path("client.key")])
+        #expect(bad.status != 0 && bad.err.contains("SEP2_CERTIFICATE_INVALID"), "\(bad.err)")
+    }
+
+    @Test("bessd over TLS CCM8 to sep2_server.py: the DERControl's opModExpLimW is taken (journal, status ieee2030_5, bessctl), the schedule stored")
+    func daemonTakesExportLimit() throws {
+        let fixture = try TLSFixture()
+        let identity = try Self.offlineIdentity(fixture.path("client.pem"))
+        let now = Int(Date().timeIntervalSince1970)
+        let server = try UnitsPeer(arguments: [
+            try Package.sep2Python(), "hil/peers/sep2_server.py", "--port", "0", "--cert", fixture.path("server.pem"),
+            "--key", fixture.path("server.key"), "--ca", fixture.path("ca.pem"), "--lfdi", identity.lfdi, "--sfdi", String(identity.sfdi),
+            "--control", "A1:\(now - 5):3600:1500", "--default-exp-w", "5000",
+        ])
+        defer { server.stop() }
+        #expect(server.port > 0, "sep2_server.py printed no port")
+        let yaml = daemonYAML + """
+
+            ieee2030_5:
+              server: https://127.0.0.1:\(server.port)/dcap
+              cert_file: \(fixture.path("client.pem"))
+              key_file: \(fixture.path("client.key"))
+              ca_file: \(fixture.path("ca.pem"))
+              pin: "111115"
+              poll_s: 10
+              timeout_s: 5
+            """
+        let daemon = try RunningDaemon(yaml: yaml)
+        var section: [String: Any] = [:]
+        let taken = waitFor(seconds: 60) {
+            section = ((try? daemon.request(["verb": "status"])) ?? [:])["ieee2030_5"] as? [String: Any] ?? [:]
+            let controls = section["controls"] as? [[String: Any]] ?? []
+            return controls.contains { $0["type"] as? String == "opModExpLimW" && $0["control"] as? String == "A1" }
+        }
+        #expect(taken, "\(section) \(server.all.suffix(10))")
+        #expect(section["lfdi"] as? String == identity.lfdi && (section["sfdi"] as? NSNumber)?.uint64Value == identity.sfdi)
+        #expect(section["source"] as? String == "live" && section["last_status"] as? Int == 200 && section["reachable"] as? Bool == true,
+                "\(section)")
+        let control = (section["controls"] as? [[String: Any]] ?? []).first { $0["type"] as? String == "opModExpLimW" } ?? [:]
+        #expect(control["value"] as? String == "1500 W" && control["program"] as? String == "B1"
+                && (control["until_unix"] as? NSNumber)?.intValue == now - 5 + 3600, "\(control)")
+        // Every exchange on the suite 2030.5 requires, with bessd's certificate.
+        #expect(server.all.contains { $0.contains("\"/derp/1/derc") && $0.contains("ECDHE-ECDSA-AES128-CCM8") && $0.contains("\"client\": \"scada-client\"") },
+                "\(server.all.suffix(10))")
+        let text = try Package.run("bessctl", ["ieee2030-5", "--socket", daemon.socket])
+        #expect(text.status == 0 && text.out.contains("LFDI    \(identity.lfdi)") && text.out.contains("opModExpLimW  1500 W"), "\(text.out)")
+        #expect(FileManager.default.fileExists(atPath: daemon.stateDirectory + "/ieee2030_5-schedule.bin"))
+
+        daemon.signal(SIGTERM)
+        let (status, journal) = daemon.finish()
+        #expect(status == 0)
+        #expect(journal.contains("SEP2_CONTROL_TAKEN: opModExpLimW 1500 W from control \"A1\" of program \"B1\""), "\(journal.suffix(3000))")
+        #expect(journal.contains("stopped in order: operator server → cycle → IEEE 2030.5 → bus workers → journal"), "\(journal.suffix(800))")
+    }
+}

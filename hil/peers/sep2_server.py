@@ -1,0 +1,278 @@
+#!/usr/bin/env python3
+"""A utility's IEEE 2030.5 server for the tests: every document written by envoy-schema's models (the
+utility server's own types), served over TLS 1.2 with ECDHE-ECDSA-AES128-CCM8 only and a client
+certificate required (Python >= 3.12, pinned in hil/requirements-py312.txt; run as
+`$(scripts/ensure-python-peers.sh --python) hil/peers/sep2_server.py ...`).
+
+    sep2_server.py --port 0 --cert server.pem --key server.key --ca ca.pem --lfdi HEX --sfdi N
+                   [--pin 111115] [--default-exp-w 5000] [--control MRID:START:DURATION:EXP_W ...]
+
+Prints `PORT N` once it listens (the port the kernel chose for --port 0; TestSupport's UnitsPeer reads
+it), then one JSON line per request it answered: {"path", "status", "cipher", "client"}. The chain:
+/dcap → /tm, /edev → /edev/1 (the device given) → /edev/1/rg (pIN) → /edev/1/fsa → /derp →
+/derp/1/derc (the controls given) and /derp/1/dderc (the default). Query strings (paging) are ignored:
+every list is served whole. Anything else is 404. Runs until killed.
+"""
+import argparse
+import json
+import ssl
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def documents(args):
+    from envoy_schema.server.schema.sep2.der import (
+        DefaultDERControl,
+        DERControlBase,
+        DERControlListResponse,
+        DERControlResponse,
+        DERProgramListResponse,
+        DERProgramResponse,
+    )
+    from envoy_schema.server.schema.sep2.der_control_types import ActivePower
+    from envoy_schema.server.schema.sep2.device_capability import DeviceCapabilityResponse
+    from envoy_schema.server.schema.sep2.end_device import EndDeviceListResponse, EndDeviceResponse, RegistrationResponse
+    from envoy_schema.server.schema.sep2.event import EventStatus
+    from envoy_schema.server.schema.sep2.function_set_assignments import (
+        FunctionSetAssignmentsListResponse,
+        FunctionSetAssignmentsResponse,
+    )
+    from envoy_schema.server.schema.sep2.identification import Link, ListLink
+    from envoy_schema.server.schema.sep2.time import TimeResponse
+    from envoy_schema.server.schema.sep2.types import DateTimeIntervalType
+
+    now = int(time.time())
+    controls = []
+    for given in args.control:
+        mrid, start, duration, watts = given.split(":")
+        controls.append(DERControlResponse(
+            href=f"/derp/1/derc/{mrid}", mRID=mrid, creationTime=now - 60, description="test control",
+            EventStatus_=EventStatus(currentStatus=0, dateTime=now - 60, potentiallySuperseded=False),
+            interval=DateTimeIntervalType(start=int(start), duration=int(duration)),
+            DERControlBase_=DERControlBase(opModExpLimW=ActivePower(value=int(watts), multiplier=0))))
+    docs = {
+        "/dcap": lambda: DeviceCapabilityResponse(
+            href="/dcap", pollRate=args.poll, TimeLink=Link(href="/tm"), EndDeviceListLink=ListLink(href="/edev", all_=1)),
+        "/tm": lambda: TimeResponse(href="/tm", currentTime=int(time.time()), dstEndTime=0, dstOffset=0, dstStartTime=0,
+                                    localTime=int(time.time()), quality=7, tzOffset=0),
+        "/edev": lambda: EndDeviceListResponse(
+            href="/edev", all_=1, results=1, EndDevice=[EndDeviceResponse(
+                href="/edev/1", lFDI=args.lfdi, sFDI=args.sfdi, changedTime=now,
+                FunctionSetAssignmentsListLink=ListLink(href="/edev/1/fsa", all_=1), RegistrationLink=Link(href="/edev/1/rg"))]),
+        "/edev/1/rg": lambda: RegistrationResponse(href="/edev/1/rg", dateTimeRegistered=now, pIN=args.pin),
+        "/edev/1/fsa": lambda: FunctionSetAssignmentsListResponse(
+            href="/edev/1/fsa", all_=1, results=1, FunctionSetAssignments=[FunctionSetAssignmentsResponse(
+                href="/edev/1/fsa/1", mRID="F1", description="test", version=1,
+                DERProgramListLink=ListLink(href="/derp", all_=1))]),
+        "/derp": lambda: DERProgramListResponse(
+            href="/derp", all_=1, results=1, pollRate=args.poll, DERProgram=[DERProgramResponse(
+                href="/derp/1", mRID="B1", description="test program", primacy=1,
+                DefaultDERControlLink=Link(href="/derp/1/dderc"),
+                DERControlListLink=ListLink(href="/derp/1/derc", all_=len(controls)))]),
+        "/derp/1/dderc": lambda: DefaultDERControl(
+            href="/derp/1/dderc", mRID="D1", description="test default",
+            DERControlBase_=DERControlBase(opModExpLimW=ActivePower(value=args.default_exp_w, multiplier=0))),
+        "/derp/1/derc": lambda: DERControlListResponse(
+            href="/derp/1/derc", all_=len(controls), results=len(controls), DERControl=controls),
+    }
+    return {path: (lambda make=make: make().to_xml(skip_empty=True)) for path, make in docs.items()}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--cert", required=True)
+    parser.add_argument("--key", required=True)
+    parser.add_argument("--ca", required=True)
+    parser.add_argument("--lfdi", required=True)
+    parser.add_argument("--sfdi", type=int, required=True)
+    parser.add_argument("--pin", type=int, default=111115)
+    parser.add_argument("--poll", type=int, default=10)
+    parser.add_argument("--default-exp-w", dest="default_exp_w", type=int, default=5000)
+    parser.add_argument("--control", action="append", default=[])
+    parser.add_argument("--admin-stdin", dest="admin_stdin", action="store_true")  # the admin channel (below)
+    args = parser.parse_args()
+    served = documents(args)
+    lock = threading.Lock()
+    admin = AdminState(args) if args.admin_stdin else None
+    if admin:
+        served.update(admin_documents(args, admin))
+        admin_serve(admin, lock)
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self):
+            if admin and not admin.answering:  # an outage (admin channel): closed unanswered
+                self.close_connection = True
+                return
+            path = self.path.split("?", 1)[0]
+            make = served.get(path)
+            body = make() if make else b""
+            status = 200 if make else 404
+            self.send_response(status)
+            self.send_header("Content-Type", "application/sep+xml")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            peer = self.connection.getpeercert() or {}
+            subject = dict(x[0] for x in peer.get("subject", ()))
+            with lock:
+                print(json.dumps({"path": self.path, "status": status, "cipher": self.connection.cipher()[0],
+                                  "client": subject.get("commonName")}), flush=True)
+
+        def log_message(self, *_):
+            pass
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.maximum_version = ssl.TLSVersion.TLSv1_2
+    context.set_ciphers("ECDHE-ECDSA-AES128-CCM8")
+    context.verify_mode = ssl.CERT_REQUIRED
+    context.load_verify_locations(args.ca)
+    context.load_cert_chain(args.cert, args.key)
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    server.daemon_threads = True
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    print(f"PORT {server.server_address[1]}", flush=True)
+    server.serve_forever()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Admin channel (bess-hil scenarios; engineer J's section, kept apart from the server above).
+#
+# With --admin-stdin the program's controls are driven at run time by JSON lines on stdin, one
+# command a line, each acknowledged on stdout as {"admin": "ok", ...} or {"admin": "error", "reason"}:
+#   {"control": "E1", "start": UNIX, "duration": S, "base": {"opModExpLimW": 1500, ...}}
+#       publish a DERControl, or replace the one with that mRID (a newer creationTime)
+#   {"cancel": "E1"}                       mark it cancelled (EventStatus currentStatus 2)
+#   {"default": {"opModExpLimW": 5000}}    replace the DefaultDERControl's limits
+#   {"answering": false} / true            an outage: every request's connection is closed unanswered
+# Limits: opModExpLimW, opModImpLimW, opModGenLimW, opModLoadLimW, in W (multiplier 0). The --control
+# and --default-exp-w arguments seed the state. /derp, /derp/1/derc and /derp/1/dderc are then
+# served from it.
+# ---------------------------------------------------------------------------------------------------
+ADMIN_LIMITS = ("opModExpLimW", "opModImpLimW", "opModGenLimW", "opModLoadLimW")
+
+
+class AdminState:
+    """The program's controls and default as the admin channel set them; `answering` False: an outage."""
+
+    def __init__(self, args):
+        self.lock = threading.Lock()
+        self.answering = True
+        self.created = int(time.time()) - 60
+        self.controls = {}
+        self.default = {"opModExpLimW": args.default_exp_w}
+        for given in args.control:
+            mrid, start, duration, watts = given.split(":")
+            self.publish(mrid, int(start), int(duration), {"opModExpLimW": int(watts)})
+
+    def publish(self, mrid, start, duration, base):
+        self.created = max(int(time.time()), self.created + 1)
+        self.controls[mrid] = {"start": start, "duration": duration, "base": base, "status": 0,
+                               "created": self.created, "changed": self.created}
+
+    def command(self, order):
+        """Applies one command; returns what the acknowledgement says."""
+        if "answering" in order:
+            if not isinstance(order["answering"], bool):
+                raise ValueError("answering: true or false")
+            self.answering = order["answering"]
+            return {"answering": self.answering}
+        if "cancel" in order:
+            control = self.controls.get(order["cancel"])
+            if control is None:
+                raise ValueError(f"no control {order['cancel']!r}")
+            control["status"] = 2
+            control["changed"] = int(time.time())
+            return {"cancelled": order["cancel"]}
+        if "default" in order:
+            self.default = admin_base(order["default"])
+            return {"default": self.default}
+        if "control" in order:
+            mrid, start, duration = str(order["control"]), int(order["start"]), int(order["duration"])
+            if not mrid or duration <= 0:
+                raise ValueError("control needs an mRID and duration > 0")
+            self.publish(mrid, start, duration, admin_base(order["base"]))
+            return {"published": mrid, "created": self.created}
+        raise ValueError("names no command (control, cancel, default, answering)")
+
+
+def admin_base(given):
+    if not isinstance(given, dict) or not given or any(k not in ADMIN_LIMITS for k in given):
+        raise ValueError(f"limits: a mapping of {', '.join(ADMIN_LIMITS)} to W")
+    return {k: int(v) for k, v in given.items()}
+
+
+def admin_documents(args, admin):
+    """/derp, /derp/1/derc and /derp/1/dderc served from `admin`, read at each request."""
+    from envoy_schema.server.schema.sep2.der import (
+        DefaultDERControl,
+        DERControlBase,
+        DERControlListResponse,
+        DERControlResponse,
+        DERProgramListResponse,
+        DERProgramResponse,
+    )
+    from envoy_schema.server.schema.sep2.der_control_types import ActivePower
+    from envoy_schema.server.schema.sep2.event import EventStatus
+    from envoy_schema.server.schema.sep2.identification import Link, ListLink
+    from envoy_schema.server.schema.sep2.types import DateTimeIntervalType
+
+    def base(limits):
+        return DERControlBase(**{k: ActivePower(value=v, multiplier=0) for k, v in limits.items()})
+
+    def controls():
+        with admin.lock:
+            return [DERControlResponse(
+                href=f"/derp/1/derc/{mrid}", mRID=mrid, creationTime=c["created"], description="bess-hil control",
+                EventStatus_=EventStatus(currentStatus=c["status"], dateTime=c["changed"], potentiallySuperseded=False),
+                interval=DateTimeIntervalType(start=c["start"], duration=c["duration"]), DERControlBase_=base(c["base"]))
+                for mrid, c in sorted(admin.controls.items(), key=lambda item: item[1]["created"])]
+
+    def program_list():
+        count = len(admin.controls)
+        return DERProgramListResponse(
+            href="/derp", all_=1, results=1, pollRate=args.poll, DERProgram=[DERProgramResponse(
+                href="/derp/1", mRID="B1", description="bess-hil program", primacy=1,
+                DefaultDERControlLink=Link(href="/derp/1/dderc"), DERControlListLink=ListLink(href="/derp/1/derc", all_=count))])
+
+    def control_list():
+        listed = controls()
+        return DERControlListResponse(href="/derp/1/derc", all_=len(listed), results=len(listed), DERControl=listed)
+
+    def default():
+        with admin.lock:
+            limits = dict(admin.default)
+        return DefaultDERControl(href="/derp/1/dderc", mRID="D1", description="bess-hil default", DERControlBase_=base(limits))
+
+    docs = {"/derp": program_list, "/derp/1/derc": control_list, "/derp/1/dderc": default}
+    return {path: (lambda make=make: make().to_xml(skip_empty=True)) for path, make in docs.items()}
+
+
+def admin_serve(admin, lock):
+    """Reads commands from stdin until it closes, on a thread of its own."""
+    import sys
+
+    def loop():
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            try:
+                order = json.loads(line)
+                if not isinstance(order, dict):
+                    raise ValueError("a JSON object")
+                with admin.lock:
+                    answer = {"admin": "ok", **admin.command(order)}
+            except (ValueError, KeyError, TypeError) as error:
+                answer = {"admin": "error", "reason": str(error)}
+            with lock:
+                print(json.dumps(answer), flush=True)
+
+    threading.Thread(target=loop, name="admin", daemon=True).start()
+
+
+if __name__ == "__main__":
+    main()
