@@ -3,7 +3,9 @@ public import ControlCore
 /// `DERControlType` bits (`modesSupported`, `modesEnabled`): the 2030.5 controls a DER carries out. Only
 /// the bits bessd can claim are named; the others are the standard's curves and ride-through modes.
 public struct DERControlModes: OptionSet, Hashable, Sendable {
+    /// The bits as the document writes them.
     public let rawValue: UInt32
+    /// The set of `rawValue`'s bits.
     public init(rawValue: UInt32) { self.rawValue = rawValue }
     /// Bit 0: charge mode.
     public static let charge = Self(rawValue: 1 << 0)
@@ -26,7 +28,9 @@ public struct DERControlModes: OptionSet, Hashable, Sendable {
 /// CSIP-AUS `DOEControlType` bits (`csipaus:doeModesSupported`, `doeModesEnabled`), as envoy-schema's
 /// `DOESupportedMode` numbers them (the XSD's comment swaps the names of bits 0 and 1).
 public struct DOEModes: OptionSet, Hashable, Sendable {
+    /// The bits as the document writes them.
     public let rawValue: UInt8
+    /// The set of `rawValue`'s bits.
     public init(rawValue: UInt8) { self.rawValue = rawValue }
     /// Bit 0: `opModExpLimW`.
     public static let exportLimit = Self(rawValue: 1 << 0)
@@ -42,7 +46,9 @@ public struct DOEModes: OptionSet, Hashable, Sendable {
 
 /// CSIP-AUS 1.3 `VPPControlType` bits (`csipaus:vppModesSupported`, `vppModesEnabled`).
 public struct VPPModes: OptionSet, Hashable, Sendable {
+    /// The bits as the document writes them.
     public let rawValue: UInt8
+    /// The set of `rawValue`'s bits.
     public init(rawValue: UInt8) { self.rawValue = rawValue }
     /// Bit 0: `opModStorageTargetW`.
     public static let storageTarget = Self(rawValue: 1 << 0)

@@ -2,7 +2,9 @@ public import ControlCore
 
 /// `ConnectStatusType` bits (`genConnectStatus`, `storConnectStatus`).
 public struct ConnectStatus: OptionSet, Hashable, Sendable {
+    /// The bits as the document writes them.
     public let rawValue: UInt8
+    /// The set of `rawValue`'s bits.
     public init(rawValue: UInt8) { self.rawValue = rawValue }
     /// Bit 0: connected to the grid (contactors closed).
     public static let connected = Self(rawValue: 1 << 0)
@@ -72,7 +74,9 @@ public enum StorageModeStatus: UInt8, Hashable, Sendable {
 
 /// `AlarmStatusType` bits (`DERStatus.alarmStatus`, HexBinary32).
 public struct DERAlarms: OptionSet, Hashable, Sendable {
+    /// The bits as the document writes them.
     public let rawValue: UInt32
+    /// The set of `rawValue`'s bits.
     public init(rawValue: UInt32) { self.rawValue = rawValue }
     /// Bit 0: over current.
     public static let overCurrent = Self(rawValue: 1 << 0)
