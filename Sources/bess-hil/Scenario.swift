@@ -133,7 +133,7 @@ struct Scenario {
     /// What an `events:` entry may compare: text fields, and numbers with `_min` / `_max`.
     static let eventFields = ["direction", "cause", "cause_code", "cause_unit"]
     static let eventNumbers = ["extreme_hz", "pre_event_w", "required_w", "delivered_w", "required_mean_w", "delivered_mean_w",
-                               "shortfall_w", "score"]
+                               "shortfall_w", "max_shortfall_w", "score"]
     static let codeKinds = ["active", "inactive", "latched", "not_latched"]
 
     /// Reads and checks a scenario file; every problem is reported as `FILE: path: problem`.

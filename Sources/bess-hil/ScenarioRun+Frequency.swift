@@ -62,7 +62,7 @@ extension ScenarioRun {
         assessedEvents = try? ControlClient.answer(ControlRequest(.events), socket: controlSocket, timeout: .seconds(3))
             .reply(as: EventsReply.self)
         say("  events: " + (assessedEvents.map { "\($0.total) assessed" } ?? "bessctl events did not answer"))
-        for event in assessedEvents?.events ?? [] { say("    " + Self.describe(event)) }
+        for event in assessedEvents?.events ?? [] { say("    " + Self.describe(event).head + "; " + Self.describe(event).powers) }
     }
 
     /// How the assessed events miss the file's `events:` (empty: met, or none expected).
@@ -107,18 +107,21 @@ extension ScenarioRun {
         case "required_mean_w": e.requiredMeanW
         case "delivered_mean_w": e.deliveredMeanW
         case "shortfall_w": e.shortfallW
+        case "max_shortfall_w": e.maxShortfallW
         case "score": e.score
         default: nil
         }
     }
 
-    /// One line for an assessed event, as the run's log and the plot show it.
-    static func describe(_ e: FrequencyEventReply) -> String {
+    /// An assessed event in two parts, as the run's log (one line) and the plot (two) show it: which
+    /// event and its cause, then its powers.
+    static func describe(_ e: FrequencyEventReply) -> (head: String, powers: String) {
         func kw(_ w: Double?) -> String { w.map { String(format: "%.1f kW", $0 / 1000) } ?? "n/a" }
         let cause = [e.cause, e.causeCode, e.causeUnit].compactMap { $0 }.joined(separator: " ")
-        return "event \(e.sequence) (\(e.direction), \(e.extremeHz.map { String(format: "%.3f Hz", $0) } ?? "n/a")): "
-            + "required \(kw(e.requiredW)), delivered \(kw(e.deliveredW)) at the response time; mean \(kw(e.requiredMeanW)) / "
-            + "\(kw(e.deliveredMeanW)); shortfall \(kw(e.shortfallW)); cause \(cause.isEmpty ? "none" : cause)"
+        return ("event \(e.sequence) (\(e.direction), \(e.extremeHz.map { String(format: "%.3f Hz", $0) } ?? "n/a")): "
+                + "cause \(cause.isEmpty ? "none" : cause)",
+                "at the response time required \(kw(e.requiredW)), delivered \(kw(e.deliveredW)), shortfall \(kw(e.shortfallW)); "
+                + "mean \(kw(e.requiredMeanW)) / \(kw(e.deliveredMeanW)); worst shortfall \(kw(e.maxShortfallW))")
     }
 
     /// The PMU's frequency and the frequency bessd used, by source, on the frequency panel.
@@ -137,11 +140,14 @@ extension ScenarioRun {
         return opening ? "set offsets 0, 0, graph 0.15, graph 0.15\nset key right center" : "set offsets 0, 0, 0, 0\nset key top right"
     }
 
-    /// The assessed events, as labels on the power panel.
+    /// The last two assessed events, as labels on the power panel.
     func eventLabels() -> String {
-        (assessedEvents?.events ?? []).suffix(3).enumerated().map { i, e in
-            let text = Self.describe(e).replacingOccurrences(of: "'", with: "")
-            return "set label \(100 + i) '\(text)' at graph 0.01, graph \(0.08 + Double(i) * 0.08) left font ',8' tc rgb '#000000' noenhanced"
+        (assessedEvents?.events ?? []).suffix(2).enumerated().flatMap { i, e in
+            let (head, powers) = Self.describe(e)
+            return [(head, 0.16), (powers, 0.08)].enumerated().map { j, line in
+                "set label \(100 + 2 * i + j) '\(line.0.replacingOccurrences(of: "'", with: ""))' at graph 0.01, graph "
+                    + "\(line.1 + Double(i) * 0.18) left font ',8' tc rgb '#000000' noenhanced"
+            }
         }.joined(separator: "\n")
     }
 }

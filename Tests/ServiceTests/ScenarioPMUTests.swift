@@ -25,7 +25,7 @@ struct ScenarioPMUTests {
             expect:
               - {from_s: 1, to_s: 4, frequency_source: pmu, bessd_frequency_hz: 49.4}
             events:
-              - {direction: under, cause: unit_tripped, cause_code: INVERTER_FAULT, shortfall_w_min: 4000, score_max: 0.9}
+              - {direction: under, cause: unit_tripped, cause_code: INVERTER_FAULT, shortfall_w_min: 4000, max_shortfall_w_min: 9000, score_max: 0.9}
             """).get()
         #expect(scenario.needsPMU)
         guard case .pmu(let hz, let status, nil) = scenario.actions[0].kind, case .pmu(nil, .unsynchronised, nil) = scenario.actions[1].kind,
@@ -41,7 +41,7 @@ struct ScenarioPMUTests {
         #expect(scenario.expectations[0].numeric.map(\.tolerance) == [0.005], "a frequency's default tolerance")
         let event = try #require(scenario.events.first)
         #expect(event.fields.map(\.key) == ["direction", "cause", "cause_code"])
-        #expect(event.bounds.map(\.key) == ["shortfall_w", "score"])
+        #expect(event.bounds.map(\.key) == ["shortfall_w", "max_shortfall_w", "score"])
         #expect(try !Self.load("timeline:\n  - {at_s: 1, frequency_hz: 49.5}\nexpect:\n  - {at_s: 2, setpoint_kw: 5}").get().needsPMU)
     }
 
