@@ -52,6 +52,31 @@ let benchmarks: @Sendable () -> Void = {
         precondition(shared.frequencyEventTally.count >= 3, "no frequency events were assessed")
     }
 
+    // The utility's IEEE 2030.5 controls through the slot (the slot's read, the ramps, the connection
+    // point with the utility's export and import limits): a new value every 5 s, as the 2030.5 worker
+    // would publish it, cycling through export, import, generation/load with rampTms, a target, and
+    // a disconnect, so every limit falls and rises in these cycles.
+    Benchmark("1000 cycles, 32 simulated units, site meter with utility limits") { benchmark in
+        let slot = UtilityLimitSlot()
+        let (body, shared) = makeCycle(units: 32, site: true, utility: slot)
+        var k = 0
+        measureCycles(body, shared, benchmark) { now in
+            k += 1
+            guard k % 50 == 0 else { return }
+            var limits = UtilityLimits()
+            switch (k / 50) % 5 {
+            case 0: limits.exportLimitW = 500_000
+            case 1: limits.importLimitW = 800_000
+            case 2: limits.generationLimitW = 1_000_000; limits.loadLimitW = 600_000; limits.rampSeconds = 3
+            case 3: limits.targetW = 900_000; limits.maxLimW = 2_000_000
+            default: limits.connect = false
+            }
+            limits.validUntil = now + .seconds(6)
+            slot.publish(limits)
+        }
+        precondition(shared.site.utility.active, "the utility's value never reached the cycle")
+    }
+
     // The allocation alone: 10,000 calls over units with uneven headroom and SOC.
     for units in [1, 8, 32] {
         Benchmark("SiteAllocator.allocate x 10000, \(units) units") { benchmark in
@@ -145,7 +170,9 @@ final class Reader: @unchecked Sendable {
     }
 }
 
-func makeCycle(units: Int, site: Bool = false, pmu: FrequencySampleSlot? = nil) -> (CycleBody, SharedState) {
+func makeCycle(units: Int, site: Bool = false, pmu: FrequencySampleSlot? = nil, utility: UtilityLimitSlot? = nil)
+    -> (CycleBody, SharedState)
+{
     var yaml = """
     mode: simulation
     period_ms: 100
@@ -179,6 +206,7 @@ func makeCycle(units: Int, site: Bool = false, pmu: FrequencySampleSlot? = nil) 
     }
     let runner = try! SiteRunner.make(configuration: configuration, startedAt: MonotonicInstant(nanoseconds: 1_000_000_000)) { _ in }
     runner.pmuSamples = pmu
+    runner.utilityLimits = utility
     let shared = SharedState(units: units)
     return (CycleBody(runner: runner, shared: shared), shared)
 }
