@@ -106,7 +106,10 @@ extension [UInt8] {
 /// step goes out in the next frame; the instant just before that frame's `send` is stamped on the
 /// clock the inverters' writes are stamped on. The STAT word each frame carries is `status`; while
 /// `stopped` the PMU is down: its connection is closed and every new one is closed as it comes.
-/// With `badFrames` each data frame is followed by a bad one measuring `badFrameHz`.
+/// With `badFrames` each data frame is followed by a bad one measuring `badFrameHz`. With `udp` it
+/// also answers on a datagram socket of the same port number (C37.118.2 Annex F's UDP: commands
+/// to the PMU's port, configuration and data sent back to the address the last command came from);
+/// stopped, it answers and sends nothing there.
 final class PMUSender: @unchecked Sendable {
     /// Frames a PMU's client must refuse, sent between the good ones.
     enum BadFrames: String, CaseIterable {
@@ -157,10 +160,13 @@ final class PMUSender: @unchecked Sendable {
     let state = Mutex(State())
     let port: UInt16
     private let listener: Int32
+    /// The datagram socket (`udp`), -1 without one.
+    private var datagrams: Int32 = -1
     private let running = Atomic<Bool>(true)
-    private let done = Atomic<Bool>(false)
+    /// Serving threads not yet finished.
+    private let serving = Atomic<Int>(0)
 
-    init(stream: PMUStream) throws {
+    init(stream: PMUStream, udp: Bool = false) throws {
         self.stream = stream
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         listener = fd
@@ -179,19 +185,33 @@ final class PMUSender: @unchecked Sendable {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
         port = UInt16(bigEndian: address.sin_port)
+        guard udp else { return }
+        datagrams = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        let udpBound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(datagrams, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard datagrams >= 0, udpBound == 0 else {
+            close(fd)
+            if datagrams >= 0 { close(datagrams) }
+            throw ValidationError("PMU sender: UDP port \(port) not bound (errno \(errno))")
+        }
     }
 
     func start() {
-        Thread { [self] in
-            serve()
-            done.store(true, ordering: .releasing)
-        }.start()
+        for udp in [false, true] where !udp || datagrams >= 0 {
+            serving.add(1, ordering: .relaxed)
+            Thread { [self] in
+                if udp { serveDatagrams() } else { serve() }
+                serving.subtract(1, ordering: .releasing)
+            }.start()
+        }
     }
 
     func stop() {
         running.store(false, ordering: .relaxed)
-        while !done.load(ordering: .acquiring) { usleep(1_000) }
+        while serving.load(ordering: .acquiring) > 0 { usleep(1_000) }
         close(listener)
+        if datagrams >= 0 { close(datagrams) }
     }
 
     /// Sets the frequency the next frame carries and forgets the previous stamp.
@@ -249,7 +269,7 @@ final class PMUSender: @unchecked Sendable {
         while running.load(ordering: .relaxed), !state.withLock({ $0.stopped }) {
             let now = SystemClock.shared.now()
             if now >= next {
-                guard sendFrame(connection) else { return }
+                guard sendFrame({ send(connection, $0) }) else { return }
                 while next <= now { next = next + period }
                 continue
             }
@@ -270,33 +290,75 @@ final class PMUSender: @unchecked Sendable {
                 guard let size, size <= buffer.count else { break }
                 let bytes = Array(buffer.prefix(size))
                 buffer.removeFirst(size)
-                guard let frame = try? Frame(decoding: bytes), frame.header.type == .command, frame.body.count >= 2 else { continue }
-                let start = frame.body.startIndex
-                switch UInt16(frame.body[start]) << 8 | UInt16(frame.body[start + 1]) {
-                case Command.stopData.rawValue: state.withLock { $0.streaming = false }
-                case Command.startData.rawValue: state.withLock { $0.streaming = true }
-                case Command.sendConfiguration2.rawValue: guard send(connection, stream.configuration2(secondOfCentury: wallClock().seconds)) else { return }
-                case Command.sendConfiguration3.rawValue: guard send(connection, stream.configuration3(secondOfCentury: wallClock().seconds)) else { return }
-                default: break
-                }
+                guard answer(bytes, { send(connection, $0) }) else { return }
             }
         }
     }
 
-    /// The data frame due now, when data is on; stamps a pending step as it goes out.
-    private func sendFrame(_ connection: Int32) -> Bool {
+    /// One command frame (anything else is ignored): data on or off, or the configuration asked for
+    /// sent with `reply`. False when the reply could not be sent.
+    private func answer(_ bytes: [UInt8], _ reply: ([UInt8]) -> Bool) -> Bool {
+        guard let frame = try? Frame(decoding: bytes), frame.header.type == .command, frame.body.count >= 2 else { return true }
+        let start = frame.body.startIndex
+        switch UInt16(frame.body[start]) << 8 | UInt16(frame.body[start + 1]) {
+        case Command.stopData.rawValue: state.withLock { $0.streaming = false }
+        case Command.startData.rawValue: state.withLock { $0.streaming = true }
+        case Command.sendConfiguration2.rawValue: return reply(stream.configuration2(secondOfCentury: wallClock().seconds))
+        case Command.sendConfiguration3.rawValue: return reply(stream.configuration3(secondOfCentury: wallClock().seconds))
+        default: break
+        }
+        return true
+    }
+
+    /// UDP: each datagram one command; the answer and the data go to where the last command came from.
+    private func serveDatagrams() {
+        let period = Duration.nanoseconds(1_000_000_000 / Int64(max(1, Int(stream.dataRate))))
+        var next = SystemClock.shared.now() + period
+        var peer: sockaddr_in?
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        func transmit(_ bytes: [UInt8], to address: sockaddr_in) -> Bool {
+            var address = address
+            return withUnsafePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { to in
+                    bytes.withUnsafeBytes { sendto(datagrams, $0.baseAddress, $0.count, 0, to, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                }
+            } == bytes.count
+        }
+        while running.load(ordering: .relaxed) {
+            let now = SystemClock.shared.now()
+            if now >= next {
+                if let peer, !state.withLock({ $0.stopped }) { _ = sendFrame { transmit($0, to: peer) } }
+                while next <= now { next = next + period }
+                continue
+            }
+            var pending = pollfd(fd: datagrams, events: Int16(POLLIN), revents: 0)
+            guard poll(&pending, 1, Int32(((next - now).nanosecondsClamped + 999_999) / 1_000_000)) > 0 else { continue }
+            var from = sockaddr_in()
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let count = withUnsafeMutablePointer(to: &from) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(datagrams, &chunk, chunk.count, 0, $0, &length) }
+            }
+            // A stopped PMU answers nothing.
+            guard count > 0, !state.withLock({ $0.stopped }) else { continue }
+            peer = from
+            _ = answer(Array(chunk[0..<count])) { transmit($0, to: from) }
+        }
+    }
+
+    /// The data frame due now, when data is on, sent with `transmit`; stamps a pending step as it goes out.
+    private func sendFrame(_ transmit: ([UInt8]) -> Bool) -> Bool {
         let (streaming, hz, status, bad, generation) = state.withLock { ($0.streaming, $0.hz, $0.status, $0.badFrames, $0.generation) }
         guard streaming else { return true }
         let (seconds, fraction) = wallClock()
         let frame = stream.data(frequencyHz: hz, rocof: 0, status: status, secondOfCentury: seconds, fraction: fraction)
         let stamp = SystemClock.shared.now()
-        guard send(connection, frame) else { return false }
+        guard transmit(frame) else { return false }
         if let bad {
             var other = stream
             if bad == .idcode { other.idcode &+= 1 }
             var wrong = other.data(frequencyHz: Self.badFrameHz, rocof: 0, status: status, secondOfCentury: seconds, fraction: fraction)
             if bad == .crc { wrong[wrong.count - 1] ^= 0xFF }
-            guard send(connection, wrong) else { return false }
+            guard transmit(wrong) else { return false }
         }
         state.withLock {
             $0.frames += 1

@@ -10,11 +10,17 @@ extension ScenarioRun {
     /// The IDCODE of the plant PMU's data stream.
     static let pmuIDCode: UInt16 = 1410
 
-    /// Starts the plant's PMU on a free loopback port, measuring the start frequency, valid and
-    /// synchronised, 50 frames/s.
+    /// The scenario's `grid_integration.pmu.transport` when it is `udp`, else `tcp`.
+    var pmuTransport: String {
+        scenario.config["grid_integration"]?["pmu"]?["transport"]?.string == "udp" ? "udp" : "tcp"
+    }
+
+    /// Starts the plant's PMU on a free loopback port (TCP, and UDP on the same number when the
+    /// scenario's transport is `udp`), measuring the start frequency, valid and synchronised, 50 frames/s.
     func startPMU() throws(ScenarioError) {
         do {
-            let server = try PMUSender(stream: PMUStream(idcode: Self.pmuIDCode, pmus: 1, float: false, dataRate: 50))
+            let server = try PMUSender(stream: PMUStream(idcode: Self.pmuIDCode, pmus: 1, float: false, dataRate: 50),
+                                       udp: pmuTransport == "udp")
             server.set(hz: scenario.startHz, status: .valid)
             server.start()
             pmu = server
@@ -24,8 +30,8 @@ extension ScenarioRun {
     }
 
     /// `grid_integration.frequency_source`: the plant's PMU when the timeline has `pmu` steps (its
-    /// address and stream filled in over the scenario's own `pmu:` keys, such as `max_age_ms` or
-    /// `reconnect_s`), else the inverters.
+    /// address and stream filled in over the scenario's own `pmu:` keys, such as `max_age_ms`,
+    /// `reconnect_s` or `transport: udp`), else the inverters.
     func configureFrequencySource(_ grid: inout Node.Mapping) {
         guard let pmu else {
             grid["frequency_source"] = Node("inverter")
@@ -35,7 +41,7 @@ extension ScenarioRun {
         var settings = grid["pmu"]?.mapping ?? [:]
         settings["host"] = Node("127.0.0.1")
         settings["port"] = Node(String(pmu.port))
-        settings["transport"] = Node("tcp")
+        settings["transport"] = Node(pmuTransport)
         settings["idcode"] = Node(String(Self.pmuIDCode))
         grid["pmu"] = .mapping(settings)
     }
