@@ -80,5 +80,20 @@ struct Sep2DaemonTests {
         #expect(status == 0)
         #expect(journal.contains("SEP2_CONTROL_TAKEN: opModExpLimW 1500 W from control \"A1\" of program \"B1\""), "\(journal.suffix(3000))")
         #expect(journal.contains("stopped in order: operator server → cycle → IEEE 2030.5 → bus workers → journal"), "\(journal.suffix(800))")
+
+        // A restart mid-event with the server gone: the stored schedule runs on, said in the journal.
+        server.stop()
+        let restarted = try RunningDaemon(yaml: yaml, directory: daemon.directory)
+        let cached = waitFor(seconds: 60) {
+            section = ((try? restarted.request(["verb": "status"])) ?? [:])["ieee2030_5"] as? [String: Any] ?? [:]
+            let controls = section["controls"] as? [[String: Any]] ?? []
+            return section["source"] as? String == "cached" && section["reachable"] as? Bool == false
+                && controls.contains { $0["type"] as? String == "opModExpLimW" && $0["control"] as? String == "A1" && $0["value"] as? String == "1500 W" }
+        }
+        #expect(cached, "\(section)")
+        restarted.signal(SIGTERM)
+        let (again, rerun) = restarted.finish()
+        #expect(again == 0)
+        #expect(rerun.contains("SEP2_SCHEDULE_CACHED") && rerun.contains("SEP2_SERVER_UNREACHABLE"), "\(rerun.suffix(3000))")
     }
 }
