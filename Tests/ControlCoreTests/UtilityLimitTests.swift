@@ -231,4 +231,32 @@ struct UtilityLimitTests {
         meter.run(site, from: 16.1, seconds: 0.1, extra: Self.dispatch(100))
         #expect(Self.sum(site) == 0 && site.siteDecision.utility.active)
     }
+
+    @Test("AGC in service and fresh outranks the utility's request; the utility's limit still bounds AGC")
+    func agcOutranksTheRequest() {
+        var meter = MeteredSite(units: 3) { _ in 0 }
+        let site = AGCTests.following(&meter)
+        site.utilityLimits = Self.limits { $0.targetW = -100_000 }
+        meter.run(site, from: 21, seconds: 2, extra: AGCTests.dispatch)
+        #expect(abs(Self.sum(site) - 150_000) < 1, "AGC decides: \(Self.sum(site))")
+        site.utilityLimits = Self.limits { $0.targetW = -100_000; $0.generationLimitW = 90_000 }
+        meter.run(site, from: 23, seconds: 0.1, extra: AGCTests.dispatch)
+        #expect(abs(Self.sum(site) - 90_000) < 1 && site.siteDecision.utility.binding == .generation)
+    }
+
+    @Test("a reload carries the utility's ramps: a rising limit keeps rising from where it stood")
+    func reloadKeepsTheRamp() {
+        let site = Self.site()
+        var meter = MeteredSite(units: 3) { _ in 0 }
+        meter.run(site, from: 0, seconds: 15, extra: Self.dispatch(100))
+        site.utilityLimits = Self.limits { $0.generationLimitW = 60_000 }
+        meter.run(site, from: 15, seconds: 0.1, extra: Self.dispatch(100))
+        site.utilityLimits = Self.limits { $0.generationLimitW = 200_000 }
+        meter.run(site, from: 15.1, seconds: 1, extra: Self.dispatch(100))
+        let reloaded = Self.site()
+        reloaded.adopt(from: site, mapping: [0, 1, 2])
+        reloaded.utilityLimits = site.utilityLimits
+        meter.run(reloaded, from: 16.1, seconds: 0.1, extra: Self.dispatch(100))
+        #expect(abs(Self.sum(reloaded) - 93_000) < 1, "90 kW + one step at 30 kW/s: \(Self.sum(reloaded))")
+    }
 }
