@@ -39,7 +39,8 @@ public struct Sep2ReporterSettings: Sendable, Equatable {
 /// - Responses (`respond`, `track`): a DERControlResponse to `replyTo` as `responseRequired` asks,
 ///   each status once per control.
 public struct Sep2Reporter: Sendable {
-    public let settings: Sep2ReporterSettings
+    /// The settings (the CSIP-AUS version follows the server's: `use`).
+    public internal(set) var settings: Sep2ReporterSettings
     /// The DER's resource links (from the DERList), nil until read.
     public private(set) var der: DER?
     /// The MirrorUsagePointListLink (from the DeviceCapability), nil until read.

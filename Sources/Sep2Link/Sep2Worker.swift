@@ -92,6 +92,12 @@ public final class Sep2Worker: @unchecked Sendable {
     /// True while the worker's thread runs.
     public var isAlive: Bool { worker.isAlive }
 
+    /// Reports the site with `reporter` (Sep2Reporter+Worker.swift), a sample a second from `sample`.
+    /// Call before `start`.
+    public func report(_ reporter: Sep2Reporter, sample: @escaping @Sendable () -> Sep2SiteSample?) {
+        client.reporting = Sep2Reporting(reporter: reporter, sample: sample)
+    }
+
     /// Reads the store, publishes what it holds and starts following the server.
     public func start() {
         worker.start(name: "bessd-2030.5") { [self] in run() }
@@ -143,6 +149,8 @@ final class Sep2Client: @unchecked Sendable {
     var pinLogged = false
     var storeFailed = false
     var lastSources: [ControlType: ControlSource] = [:]
+    /// What the site reports, nil when nothing is reported.
+    var reporting: Sep2Reporting?
 
     /// The most beyond the transport's timeout a published value stays valid.
     static let validityMargin: Duration = .seconds(3)
@@ -204,6 +212,7 @@ final class Sep2Client: @unchecked Sendable {
         let boundary = publish(now: now, wall: wall)
         let nextPublish = min(boundary ?? MonotonicInstant(nanoseconds: .max), now + .seconds(1))
         guard session.stopped == nil else { return nextPublish }
+        if boundary.map({ $0 - now > settings.timeout + .seconds(1) }) ?? true { report(now: now, wall: wall) }
         guard let request = session.nextRequest(now: Self.seconds(now)) else {
             deferredSince = nil
             let due = session.nextDue.map { MonotonicInstant(nanoseconds: $0.multipliedReportingOverflow(by: 1_000_000_000).overflow

@@ -121,6 +121,7 @@ public final class Daemon {
         runner.utilityLimits = utilitySlot
         sep2 = utilitySlot.flatMap { Self.makeSep2(configuration, slot: $0, logger: logger) }
         shared = SharedState(units: configuration.units.count)
+        sep2?.reportSite(configuration, shared: shared)
         journal = EventJournal(logger: logger)
         frequencyEvents = FrequencyEventReports(logger: logger)
         clock = ClockWatch(logger: logger)

@@ -1,0 +1,110 @@
+public import Config
+public import Cycle
+import ControlCore
+public import IEEE2030_5
+import Synchronization
+
+/// The reporter as the worker runs it: its samples' source and when it last took one.
+struct Sep2Reporting {
+    var reporter: Sep2Reporter
+    let sample: @Sendable () -> Sep2SiteSample?
+    var sampledSecond: Int64?
+    var versionCheckedAt: Int64?
+}
+
+extension Sep2ReporterSettings {
+    /// The settings of bessd's site: Σ `units[].max_power_kw` and `capacity_kwh`, the schedule ramp
+    /// `limits.schedule_ramp_percent_per_s`, `ieee2030_5.post_s`; no IANA enterprise number (PEN 0).
+    public init(_ configuration: BessdConfiguration, lfdi: String) {
+        let ratings = Sep2SiteRatings(unitPowerW: configuration.units.map { $0.maxPowerKW * 1000 },
+                                      unitEnergyWh: configuration.units.map { $0.capacityKWh * 1000 },
+                                      rampPercentPerSecond: configuration.scheduleRampPercentPerSecond)
+        self.init(lfdi: lfdi, pen: 0, csipaus: .v1_2, postSeconds: configuration.ieee2030_5?.postSeconds ?? 300, ratings: ratings)
+    }
+}
+
+extension Sep2Worker {
+    /// Reports `shared`'s site (as the cycle publishes it) to the server with the reporter of
+    /// `configuration`. Call before `start`.
+    public func reportSite(_ configuration: BessdConfiguration, shared: SharedState) {
+        let settings = Sep2ReporterSettings(configuration, lfdi: state.lfdi)
+        let ratings = settings.ratings
+        report(Sep2Reporter(settings: settings)) {
+            var units = [UnitStatus](repeating: UnitStatus(), count: shared.unitCount)
+            var site = SiteStatus()
+            var frequency = Double.nan
+            guard shared.read(units: &units, site: &site, frequency: &frequency) > 0 else { return nil }
+            return Sep2SiteSample(site: site, units: units, frequency: frequency, ratings: ratings)
+        }
+    }
+}
+
+extension Sep2Client {
+    /// One reporting round, on the worker's thread after the limits are published: a sample a second,
+    /// then the responses and reports due, each sent and its reply handed back. A transport failure
+    /// ends the round (discovery says the server is unreachable and backs off).
+    func report(now: MonotonicInstant, wall: Double) {
+        guard var r = reporting, reachable != false else { return }
+        defer { reporting = r }
+        let second = Self.seconds(now)
+        let server = Int64(serverTime(now: now, wall: wall).rounded(.down))
+        if r.versionCheckedAt.map({ second - $0 >= 60 }) ?? true {
+            r.versionCheckedAt = second
+            r.reporter.use(Self.csipausVersion(in: session.documents) ?? r.reporter.settings.csipaus)
+        }
+        if r.sampledSecond != second, var sample = r.sample() {
+            r.sampledSecond = second
+            let limits = state.withLock { $0.limits }
+            sample.connectAllowed = limits?.connect ?? true
+            sample.energizeAllowed = limits?.energize ?? true
+            sample.defaultSetGradW = programs.sorted { $0.primacy < $1.primacy }.lazy.compactMap { $0.defaultControl?.setGradW }.first
+            r.reporter.sample(sample, serverTime: server)
+        }
+        r.reporter.follow(der: session.ders.first, mirrorUsagePointList: session.deviceCapability?.mirrorUsagePointListLink,
+                          postRate: session.endDevice?.postRate)
+        let requests = (known ? r.reporter.track(programs, serverTime: server, randomization: randomization) : [])
+            + r.reporter.dueRequests(now: second, serverTime: server)
+        for request in requests {
+            let http = HTTPRequest(method: request.method.rawValue, path: request.path, body: request.body, contentType: "application/sep+xml")
+            do throws(HTTPClientError) {
+                let response = try transport.send(http)
+                r.reporter.handle(Sep2Reply(status: response.status, location: response.location), to: request)
+            } catch {
+                transport.close()
+                return
+            }
+        }
+    }
+
+    /// The CSIP-AUS namespace the server's documents use, nil when none names one.
+    static func csipausVersion(in documents: [String: [UInt8]]) -> CSIPAUSVersion? {
+        let v13 = Array(CSIPAUSVersion.v1_3.namespace.utf8), v12 = Array((CSIPAUSVersion.v1_2.namespace + "\"").utf8)
+        var found: CSIPAUSVersion?
+        for body in documents.values {
+            if contains(body, v13) { return .v1_3 }
+            if found == nil, contains(body, v12) { found = .v1_2 }
+        }
+        return found
+    }
+
+    static func contains(_ body: [UInt8], _ needle: [UInt8]) -> Bool {
+        guard let first = needle.first, body.count >= needle.count else { return false }
+        var i = 0
+        while i <= body.count - needle.count {
+            if body[i] == first && body[i..<(i + needle.count)].elementsEqual(needle) { return true }
+            i += 1
+        }
+        return false
+    }
+}
+
+extension Sep2Reporter {
+    /// Writes CSIP-AUS elements in `version`'s namespace from now on; the capability and settings are
+    /// PUT again when it changes.
+    public mutating func use(_ version: CSIPAUSVersion) {
+        guard version != settings.csipaus else { return }
+        settings.csipaus = version
+        resources[.capability] = nil
+        resources[.settings] = nil
+    }
+}
