@@ -4,7 +4,7 @@
 #   scripts/bench.sh            everything (about 50 minutes on 2 cores, plus the release build)
 #   BENCH_QUICK=1 scripts/bench.sh   shorter runs (fewer samples; for trying the script)
 #   BENCH_ONLY="jitter resources" scripts/bench.sh   retakes only those sections (jitter, step,
-#     stepwire, site, scada, iec104, pmu, pmuwire, alarm, resources, spool, allocations, plot) into the existing results:
+#     stepwire, site, scada, iec104, pmu, pmuwire, sep2, alarm, resources, spool, allocations, plot) into the existing results:
 #     their keys are replaced, every other row keeps its run, and the table names the retaken rows
 # Numbers live here, never in timed tests. Each measurement is independent: one that cannot run
 # (no real-time priority, no VM for CAN) says so in the table instead of failing the others.
@@ -311,6 +311,21 @@ $BIN/bess-hil bench pmu-wire --steps "$([ -n "$QUICK" ] && echo 30 || echo 200)"
 sed -n 's/^SUMMARY pmu_step_to_setpoint n=\([0-9]*\) misses=\([0-9]*\) p50_ms=\([0-9.na]*\) p99_ms=\([0-9.na]*\) max_ms=\([0-9.na]*\)/pmuwire_n=\1\npmuwire_misses=\2\npmuwire_p50=\3\npmuwire_p99=\4\npmuwire_max=\5/p' \
   "$WORK/pmuwire.txt" >> "$RESULTS"
 sed -n 's/^pmu-wire: .* (\([0-9.]*\) frames\/s).*/pmuwire_fps=\1/p' "$WORK/pmuwire.txt" >> "$RESULTS"
+fi
+
+# 2g. IEEE 2030.5 (issue 48): hil/peers/sep2_server.py (TLS CCM8, client certificates) publishes back-to-back
+#     DERControls (opModGenLimW alternating, starts on whole seconds of the server's time, no
+#     randomisation) to bessd (SCHED_FIFO 60, poll 10 s), 8 units on Modbus TCP at 100 ms discharging by
+#     droop; each start → the timed unit's first write towards its limit. Target: p99 ≤ period + 5 ms.
+#     The same run: the bessd-2030.5 thread's CPU time (/proc/<pid>/task/<tid>/stat) per poll and as a share.
+if want sep2; then
+echo "bench: IEEE 2030.5 control start → setpoint on the wire; the client's CPU"
+$BIN/bess-hil bench sep2-wire --controls "$([ -n "$QUICK" ] && echo 20 || echo 100)" --seconds 3 --poll-s 10 --units 8 \
+  --period-ms 100 --bessd $BIN/bessd --peers hil/peers --csv "$DATA/sep2-wire-100.csv" | tee "$WORK/sep2.txt"
+sed -n 's/^SUMMARY sep2_start_to_setpoint n=\([0-9]*\) misses=\([0-9]*\) p50_ms=\([0-9.na-]*\) p99_ms=\([0-9.na-]*\) max_ms=\([0-9.na-]*\)/sep2wire_n=\1\nsep2wire_misses=\2\nsep2wire_p50=\3\nsep2wire_p99=\4\nsep2wire_max=\5/p' \
+  "$WORK/sep2.txt" >> "$RESULTS"
+sed -n 's/^SUMMARY sep2_client_cpu seconds=\([0-9.]*\) cpu_ms=\([0-9.]*\) polls=\([0-9]*\) share_pct=\([0-9.na]*\) ms_per_poll=\([0-9.na]*\)/sep2cpu_seconds=\1\nsep2cpu_ms=\2\nsep2cpu_polls=\3\nsep2cpu_share=\4\nsep2cpu_per_poll=\5/p' \
+  "$WORK/sep2.txt" >> "$RESULTS"
 fi
 
 # 3. BMS protection frame on CAN → zero on the wire: needs CAN, so inside the VM (scripts/can-tests.sh's recipe).

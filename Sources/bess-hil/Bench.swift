@@ -18,7 +18,8 @@ struct BenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench", abstract: "Latency measurements against a real bessd (used by make bench).",
         subcommands: [StepLatency.self, AlarmLatency.self, TripLatency.self, LoadStepLatency.self, ScadaWriteLatency.self,
-                      ScadaReadLoad.self, CommandPushLatency.self, IEC104Latency.self, PMUDecodeCost.self, PMUWireLatency.self])
+                      ScadaReadLoad.self, CommandPushLatency.self, IEC104Latency.self, PMUDecodeCost.self, PMUWireLatency.self,
+                      Sep2WireLatency.self])
 }
 
 /// Shared set-up: a one-unit plant (SunSpec inverter on loopback, optionally a Pylontech BMS on
