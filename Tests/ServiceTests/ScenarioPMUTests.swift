@@ -165,4 +165,29 @@ struct ScenarioPMUTests {
         let back = try #require(Self.dataFrames(again, seconds: 0.5))
         #expect(last(back).map { $0.stat == 0 && $0.mHz == -600 } == true, "\(String(describing: last(back)))")
     }
+
+    @Test("over UDP the plant's PMU answers a start datagram with data frames to its sender, with the STAT set; stopped, it sends nothing")
+    func overUDP() throws {
+        let pmu = try PMUSender(stream: PMUStream(idcode: 1410, pmus: 1, float: false, dataRate: 50), udp: true)
+        pmu.start()
+        defer { pmu.stop() }
+        pmu.set(hz: 49.4, status: .invalid)
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = pmu.port.bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        try #require(connected == 0)
+        _ = Self.command(2, idcode: 1410).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+        let frames = try #require(Self.dataFrames(fd, seconds: 0.5))
+        #expect(frames.count >= 10, "50 frames/s: \(frames.count) in 0.5 s")
+        #expect(frames.last.map { UInt16($0[14]) << 8 | UInt16($0[15]) } == 0xC000, "STAT invalid")
+        pmu.set(status: .stopped)
+        _ = Self.dataFrames(fd, seconds: 0.1)
+        #expect(Self.dataFrames(fd, seconds: 0.3)?.isEmpty == true, "a stopped PMU sends nothing")
+    }
 }
