@@ -230,7 +230,7 @@ let package = Package(
             name: "FuzzTests",
             dependencies: [
                 "ControlCore", "ControlProtocol", "BessSystem", "Fieldbus", "Config", "Cycle", "Simulation", "HILPlant", "Scada", "Service", "Uplink", "UplinkIngest",
-                "IEC104", "Outstation", "Synchrophasor", "IEEE2030_5", .product(name: "Logging", package: "swift-log"),
+                "IEC104", "Outstation", "Synchrophasor", "IEEE2030_5", "Sep2Link", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
     ]
@@ -246,7 +246,7 @@ if Context.environment["BESS_FUZZ"] != nil {
             name: "FuzzTargets",
             dependencies: [
                 "ControlCore", "ControlProtocol", "BessSystem", "Fieldbus", "Config", "Cycle", "Simulation", "HILPlant", "Scada", "Service", "Uplink", "UplinkIngest",
-                "IEC104", "Outstation", "Synchrophasor", "IEEE2030_5", .product(name: "Logging", package: "swift-log"),
+                "IEC104", "Outstation", "Synchrophasor", "IEEE2030_5", "Sep2Link", .product(name: "Logging", package: "swift-log"),
             ],
             path: "Fuzz/FuzzTargets",
             swiftSettings: swiftSettings),

@@ -33,6 +33,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case pmu
     /// IEEE 2030.5 documents: the XML reader and the DER control and program resources.
     case sep2
+    /// HTTP/1.1 answers into the 2030.5 client's response parser, whole and in pieces.
+    case http
 
     /// Runs one input; returns the invariants it broke.
     public func run(_ bytes: [UInt8]) -> [String] {
@@ -51,6 +53,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .iec104Session: return IEC104SessionHarness.run(&input)
         case .pmu: return PMUHarness.run(&input)
         case .sep2: return SEP2Harness.run(&input)
+        case .http: return HTTPHarness.run(&input)
         }
     }
 
@@ -70,6 +73,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .iec104Session: IEC104SessionHarness.seeds()
         case .pmu: PMUHarness.seeds()
         case .sep2: SEP2Harness.seeds()
+        case .http: HTTPHarness.seeds()
         }
     }
 }

@@ -12,16 +12,16 @@ import ControlCore
 /// `maximumBody`. Interim (1xx) responses are skipped, up to `maximumInterim` of them. Every error
 /// is an `HTTPClientError` (`SEP2_HTTP_MALFORMED`, `SEP2_HTTP_TOO_LARGE`, `SEP2_HTTP_CLOSED`) whose
 /// message quotes what the server sent only through `PeerText.quoted`.
-struct HTTPResponseParser {
+package struct HTTPResponseParser {
     /// The largest head (status line and header fields with their line ends) accepted.
-    static let maximumHeadBytes = 16_384
+    package static let maximumHeadBytes = 16_384
     /// The most header fields accepted.
-    static let maximumHeaderCount = 64
+    package static let maximumHeaderCount = 64
     /// The longest chunk-size line (with extensions) accepted.
-    static let maximumChunkLine = 1_024
+    package static let maximumChunkLine = 1_024
     /// The most interim (1xx) answers skipped before the final one: a server that sends them
     /// without end would otherwise hold the client as long as it keeps sending.
-    static let maximumInterim = 8
+    package static let maximumInterim = 8
 
     /// How the body ends.
     private enum Framing {
@@ -43,7 +43,7 @@ struct HTTPResponseParser {
     }
 
     /// The largest body accepted.
-    let maximumBody: Int
+    package let maximumBody: Int
     private var buffer: [UInt8] = []
     /// The first byte not yet consumed.
     private var position = 0
@@ -55,24 +55,24 @@ struct HTTPResponseParser {
     private var headers: [(name: String, value: String)] = []
     private var body: [UInt8] = []
     /// False when the server said it closes the connection (or spoke HTTP/1.0).
-    private(set) var keepAlive = true
+    package private(set) var keepAlive = true
 
     /// A parser for one response whose body may hold up to `maximumBody` bytes.
-    init(maximumBody: Int) {
+    package init(maximumBody: Int) {
         self.maximumBody = maximumBody
     }
 
     /// Bytes received after the complete response (a server must send none: bessd never pipelines).
-    var surplus: Int {
+    package var surplus: Int {
         guard case .done = state else { return 0 }
         return buffer.count - position
     }
 
     /// Bytes received so far.
-    private(set) var received = 0
+    package private(set) var received = 0
 
     /// Takes the next bytes; the response once it is complete, nil while more are needed.
-    mutating func feed(_ bytes: some Collection<UInt8>) throws(HTTPClientError) -> HTTPResponse? {
+    package mutating func feed(_ bytes: some Collection<UInt8>) throws(HTTPClientError) -> HTTPResponse? {
         if case .done = state { return nil }
         // What was consumed goes (bodies are copied out), so memory stays bounded by the limits
         // whatever a server sends: endless interim answers or chunk extensions included.
@@ -88,7 +88,7 @@ struct HTTPResponseParser {
 
     /// The server closed the connection: completes a body that runs to the close; otherwise the
     /// response is cut short (`SEP2_HTTP_CLOSED`).
-    mutating func finish() throws(HTTPClientError) -> HTTPResponse {
+    package mutating func finish() throws(HTTPClientError) -> HTTPResponse {
         if case .untilClose = state {
             body.append(contentsOf: buffer[position...])
             try checkBodySize()
@@ -103,7 +103,7 @@ struct HTTPResponseParser {
 
     /// The whole of `bytes` as one response, the connection closed after them: the pure form the
     /// fuzz tests drive.
-    static func parse(_ bytes: [UInt8], maximumBody: Int) throws(HTTPClientError) -> HTTPResponse {
+    package static func parse(_ bytes: [UInt8], maximumBody: Int) throws(HTTPClientError) -> HTTPResponse {
         var parser = HTTPResponseParser(maximumBody: maximumBody)
         if let response = try parser.feed(bytes) { return response }
         return try parser.finish()
@@ -117,7 +117,9 @@ struct HTTPResponseParser {
             switch state {
             case .head:
                 let end = headEnd()
-                guard (end ?? buffer.count) - position <= Self.maximumHeadBytes else {
+                // Before its end has come, the head is at least what came but the last three bytes
+                // (they may begin its CRLF CRLF): the same bound whatever pieces the bytes come in.
+                guard (end ?? buffer.count - 3) - position <= Self.maximumHeadBytes else {
                     throw HTTPClientError(.tooLarge, message: "the answer's head exceeds \(Self.maximumHeadBytes) bytes")
                 }
                 guard let end else { return nil }
