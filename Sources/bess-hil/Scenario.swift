@@ -38,6 +38,8 @@ struct Scenario {
             /// it measures from now on (nil: the plant's grid frequency, or the last one set) and its STAT.
             /// `badFrames`: nil unchanged, `.some(nil)` none from now on.
             case pmu(hz: Double?, status: PMUSender.Status?, badFrames: PMUSender.BadFrames?? = nil)
+            /// A command to the plant's IEEE 2030.5 server (`sep2` steps; Scenario+Sep2.swift).
+            case sep2(Sep2Order)
         }
         var at: Double
         var kind: Kind
@@ -82,6 +84,8 @@ struct Scenario {
         var flags: [(signal: String, value: String)] = []
         /// Text bessd's log must hold in a line logged inside the window (`journal`), or must not (`no_journal`).
         var journal: [(text: String, present: Bool)] = []
+        /// How often a signal may turn back in the window (`reversals`: holding, not hunting).
+        var reversals: Reversals? = nil
         var why: String
     }
 
@@ -102,6 +106,8 @@ struct Scenario {
     var expectations: [Expectation]
     /// The frequency events bessd must have assessed by the end, in order; empty: not judged.
     var events: [EventExpectation] = []
+    /// The plant's IEEE 2030.5 server (`sep2:`), nil without one.
+    var sep2: Sep2Settings? = nil
 
     /// True when the timeline needs bess-aggregator beside bessd (it dispatches, or stops and
     /// starts the aggregator).
@@ -126,7 +132,7 @@ struct Scenario {
 
     static let numericSignals = ["setpoint_kw", "power_kw", "soc_percent", "frequency_hz", "bessd_setpoint_kw",
                                  "allowed_charge_kw", "allowed_discharge_kw", "grid_kw", "site_power_kw", "soc_spread_percent",
-                                 "operator_cap_kw", "scada_setpoint_kw", "agc_target_kw", "agc_followed_kw", "bessd_frequency_hz"]
+                                 "operator_cap_kw", "scada_setpoint_kw", "agc_target_kw", "agc_followed_kw", "bessd_frequency_hz"] + sep2Signals
     /// Site-level codes a scenario may expect besides the interlock codes (from `bessctl site`).
     static let siteCodes: Set = ["METER_STALE", "SITE_SHORTFALL"]
     static let flagSignals = ["state", "reverted", "bessd", "agc_following", "agc_signal_lost", "frequency_source"]
@@ -152,7 +158,7 @@ struct Scenario {
         }
         var problems: [String] = []
         func fail(_ where_: String, _ message: String) { problems.append("\(path): \(where_): \(message)") }
-        let known: Set = ["name", "description", "requires", "duration_s", "start_hz", "rig", "config", "timeline", "expect", "events"]
+        let known: Set = ["name", "description", "requires", "duration_s", "start_hz", "rig", "config", "timeline", "expect", "events", "sep2"]
         for key in root.mapping!.keys.compactMap(\.string) where !known.contains(key) {
             fail(key, "unknown key; known: \(known.sorted().joined(separator: ", "))")
         }
@@ -176,6 +182,7 @@ struct Scenario {
             fail("rig", "is required (a bessd configuration to start from, e.g. ../rigs/scenario.yaml)")
         }
         if let over = root["config"] { config = merge(config, over) }
+        let sep2 = sep2Settings(root["sep2"], base: base, fail: fail)
 
         var actions: [Action] = []
         for (index, entry) in (root["timeline"]?.sequence ?? []).enumerated() {
@@ -278,14 +285,18 @@ struct Scenario {
                 let parts = [hz.map { "\($0) Hz" }, status.map { $0 == .stopped ? "stopped" : "STAT \($0.rawValue)" },
                              bad.map { "bad frames: \($0?.rawValue ?? "none")" }].compactMap { $0 }
                 label = (["PMU"] + parts).joined(separator: " ")
+            } else if let node = entry["sep2"] {
+                guard let (order, text) = sep2Order(node, here: "\(here).sep2", fail: fail) else { continue }
+                if sep2 == nil { fail("\(here).sep2", "needs the scenario's sep2: section (the plant's 2030.5 server)") }
+                kind = .sep2(order); label = text
             }
             let knownKeys: Set = ["at_s", "for_s", "over_s", "delay_s", "bms", "unit", "group", "frequency_hz", "ramp_to_hz", "fault",
                                   "reset", "mode", "override_kw", "clear_override", "dispatch_kw", "kill_bessd", "start_bessd",
-                                  "reload", "scada_write", "aggregator", "label", "iec104", "confirm", "pmu"]
+                                  "reload", "scada_write", "aggregator", "label", "iec104", "confirm", "pmu", "sep2"]
             for key in keys.subtracting(knownKeys) { fail("\(here).\(key)", "unknown key") }
             guard let kind else {
                 fail(here, "names no action (frequency_hz, ramp_to_hz, fault, reset, mode, override_kw, clear_override, "
-                     + "dispatch_kw, kill_bessd, start_bessd, reload, scada_write, aggregator, iec104, pmu)")
+                     + "dispatch_kw, kill_bessd, start_bessd, reload, scada_write, aggregator, iec104, pmu, sep2)")
                 continue
             }
             var action = Action(at: at, kind: kind, label: entry["label"]?.string ?? label)
@@ -342,14 +353,21 @@ struct Scenario {
                 if texts.isEmpty || texts.contains(where: \.isEmpty) { fail("\(here).\(key)", "a text or a list of texts") }
                 e.journal += texts.map { ($0, present) }
             }
+            e.reversals = reversals(entry["reversals"], here: here, fail: fail)
+            if e.reversals != nil {
+                let alone = e.journal.isEmpty && e.numeric.isEmpty && e.bounds.isEmpty && e.codes.isEmpty && e.flags.isEmpty
+                var span = false
+                if case .always = window { span = true }
+                if !alone || !span { fail(here, "reversals stands alone, over from_s + to_s: it judges the window, not each sample") }
+            }
             if !e.journal.isEmpty, !(e.numeric.isEmpty && e.bounds.isEmpty && e.codes.isEmpty && e.flags.isEmpty) {
                 fail(here, "journal / no_journal stand alone: they judge the window's log lines, not its samples")
             }
-            var allowed: Set = ["at_s", "from_s", "to_s", "by_s", "after_s", "tolerance", "why", "journal", "no_journal"]
+            var allowed: Set = ["at_s", "from_s", "to_s", "by_s", "after_s", "tolerance", "why", "journal", "no_journal", "reversals"]
             allowed.formUnion(numericSignals); allowed.formUnion(numericSignals.map { "\($0)_min" })
             allowed.formUnion(numericSignals.map { "\($0)_max" }); allowed.formUnion(codeKinds); allowed.formUnion(flagSignals)
             for key in Set(entry.mapping!.keys.compactMap(\.string)).subtracting(allowed) { fail("\(here).\(key)", "unknown key") }
-            if e.numeric.isEmpty && e.bounds.isEmpty && e.codes.isEmpty && e.flags.isEmpty && e.journal.isEmpty { fail(here, "checks nothing") }
+            if e.numeric.isEmpty && e.bounds.isEmpty && e.codes.isEmpty && e.flags.isEmpty && e.journal.isEmpty && e.reversals == nil { fail(here, "checks nothing") }
             expectations.append(e)
         }
         if expectations.isEmpty { fail("expect", "is required: a scenario must be able to fail") }
@@ -371,7 +389,7 @@ struct Scenario {
         if !problems.isEmpty { throw ScenarioError(.invalid, problems.joined(separator: "\n")) }
         return Scenario(name: name, description: root["description"]?.string ?? "", requiresCAN: requires.contains("can"),
                         duration: duration, startHz: root["start_hz"]?.float ?? 50, config: config, actions: actions,
-                        expectations: expectations, events: events)
+                        expectations: expectations, events: events, sep2: sep2)
     }
 
     /// `over` merged into `base`: mappings key by key, anything else replaced.
@@ -510,6 +528,8 @@ struct Sample {
     var pmuBadHz = Double.nan
     var bessdFrequencyHz = Double.nan
     var frequencySource = "-"
+    /// What bessd says the utility's 2030.5 controls in force are (`sep2_export_limit_kw` …), kW.
+    var sep2: [String: Double] = [:]
     /// bessd's log lines written since the previous sample.
     var logLines: [String] = []
 
@@ -530,7 +550,7 @@ struct Sample {
         case "allowed_charge_kw": allowedChargeKW
         case "allowed_discharge_kw": allowedDischargeKW
         case "bessd_frequency_hz": bessdFrequencyHz
-        default: .nan
+        default: sep2[signal] ?? .nan
         }
     }
 

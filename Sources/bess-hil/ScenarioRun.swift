@@ -63,6 +63,8 @@ final class ScenarioRun {
     var pmuPinnedHz: Double?
     /// `bessctl events` read before bessd stopped (nil: not read).
     var assessedEvents: EventsReply?
+    /// The utility's 2030.5 server when the scenario has a `sep2:` section (ScenarioRun+Sep2.swift).
+    var sep2Server: Sep2Plant?
 
     /// `name` on PATH, when it is an executable file.
     static func program(_ name: String) -> String? {
@@ -107,6 +109,8 @@ final class ScenarioRun {
         // scenario running beside this one may take one first: then pick again.
         if scenario.needsPMU { try startPMU() }
         defer { pmu?.stop() }
+        try startSep2()
+        defer { sep2Server?.stop() }
         var built: PlantRig?
         var lastError = ""
         for _ in 0..<5 where built == nil {
@@ -243,6 +247,7 @@ final class ScenarioRun {
         simulation["frequency_profile"] = Node("trace")
         simulation["trace_file"] = Node(tracePath)
         root["simulation"] = .mapping(simulation)
+        configureSep2(&root)
         config = .mapping(root)
     }
 
@@ -405,6 +410,8 @@ final class ScenarioRun {
             return commandIEC104(orders, action: action, t: t)
         case .pmu(let hz, let status, let bad):
             return setPMU(hz: hz, status: status, badFrames: bad)
+        case .sep2(let order):
+            return commandSep2(order, t: t)
         case .aggregator(let running):
             if running {
                 do { try startAggregator() } catch { return "failed: \(error)" }
@@ -499,6 +506,7 @@ final class ScenarioRun {
         s.state = first.state
         s.bessdFrequencyHz = status.frequencyHz ?? .nan
         s.frequencySource = status.frequencySource ?? "-"
+        sampleSep2(&s)
         s.active += first.trips
         s.latched = first.latched
         return s
@@ -515,6 +523,7 @@ final class ScenarioRun {
     /// How the samples miss expectation `e` (nil: met), as the text after its label.
     func miss(_ e: Scenario.Expectation) -> String? {
         if !e.journal.isEmpty { return journalMiss(e) }
+        if let r = e.reversals, case .always(let from, let to) = e.window { return reversalsMiss(r, from: from, to: to) }
         switch e.window {
         case .at(let t):
             guard let s = samples.min(by: { abs($0.t - t) < abs($1.t - t) }), abs(s.t - t) <= 0.25 else {
@@ -536,14 +545,15 @@ final class ScenarioRun {
 
     func writeResults() throws(ScenarioError) {
         let base = outputDirectory + "/" + scenario.name
-        var csv = "t_s,frequency_hz,setpoint_kw,power_kw,soc_percent,bessd_setpoint_kw,allowed_charge_kw,allowed_discharge_kw,state,reverted,bessd,active,latched,grid_kw,site_power_kw,soc_spread_percent,operator_cap_kw,scada_setpoint_kw,agc_target_kw,agc_followed_kw,pmu_hz,pmu_stat,bessd_frequency_hz,frequency_source,pmu_bad_hz\n"
+        var csv = "t_s,frequency_hz,setpoint_kw,power_kw,soc_percent,bessd_setpoint_kw,allowed_charge_kw,allowed_discharge_kw,state,reverted,bessd,active,latched,grid_kw,site_power_kw,soc_spread_percent,operator_cap_kw,scada_setpoint_kw,agc_target_kw,agc_followed_kw,pmu_hz,pmu_stat,bessd_frequency_hz,frequency_source,pmu_bad_hz,"
+            + Scenario.sep2Signals.joined(separator: ",") + "\n"
         for s in samples {
             csv += "\(fmt(s.t)),\(String(format: "%.4f", s.frequency)),\(fmt(s.setpointKW)),\(fmt(s.powerKW)),\(fmt(s.socPercent)),"
                 + "\(fmt(s.bessdSetpointKW)),\(fmt(s.allowedChargeKW)),\(fmt(s.allowedDischargeKW)),\(s.state),\(s.reverted ? 1 : 0),"
                 + "\(s.bessdUp ? 1 : 0),\(s.active.joined(separator: "|")),\(s.latched.joined(separator: "|")),"
                 + "\(fmt(s.gridKW)),\(fmt(s.sitePowerKW)),\(fmt(s.socSpreadPercent)),\(fmt(s.operatorCapKW)),\(fmt(s.scadaSetpointKW)),"
                 + "\(fmt(s.agcTargetKW)),\(fmt(s.agcFollowedKW)),\(hertz(s.pmuHz)),\(s.pmuStatus),"
-                + "\(hertz(s.bessdFrequencyHz)),\(s.frequencySource),\(hertz(s.pmuBadHz))\n"
+                + "\(hertz(s.bessdFrequencyHz)),\(s.frequencySource),\(hertz(s.pmuBadHz)),\(sep2Columns(s))\n"
         }
         guard (try? csv.write(toFile: base + ".csv", atomically: true, encoding: .utf8)) != nil else {
             throw ScenarioError(.io, "cannot write \(base).csv")
@@ -638,7 +648,7 @@ final class ScenarioRun {
         if samples.contains(where: { $0.agcFollowedKW.isFinite }) {
             lines += ", \\\n     '\(csv)' using 1:($20) with lines lw 1 lc rgb '#7f7f7f' title 'AGC followed (ramped base)'"
         }
-        return lines
+        return lines + sep2Lines(csv)
     }
 
     // MARK: helpers

@@ -149,7 +149,8 @@ def main():
 #   {"cancel": "E1"}                       mark it cancelled (EventStatus currentStatus 2)
 #   {"default": {"opModExpLimW": 5000}}    replace the DefaultDERControl's limits
 #   {"answering": false} / true            an outage: every request's connection is closed unanswered
-# Limits: opModExpLimW, opModImpLimW, opModGenLimW, opModLoadLimW, in W (multiplier 0). The --control
+# Limits: opModExpLimW, opModImpLimW, opModGenLimW, opModLoadLimW, in W (written as value × 10^multiplier,
+# the value an Int16). The --control
 # and --default-exp-w arguments seed the state. /derp, /derp/1/derc and /derp/1/dderc are then
 # served from it.
 # ---------------------------------------------------------------------------------------------------
@@ -221,8 +222,15 @@ def admin_documents(args, admin):
     from envoy_schema.server.schema.sep2.identification import Link, ListLink
     from envoy_schema.server.schema.sep2.types import DateTimeIntervalType
 
+    def power(watts):
+        # ActivePower's value is an Int16: 50000 W is value 5000, multiplier 1.
+        multiplier = 0
+        while abs(watts) > 32767:
+            watts, multiplier = round(watts / 10), multiplier + 1
+        return ActivePower(value=watts, multiplier=multiplier)
+
     def base(limits):
-        return DERControlBase(**{k: ActivePower(value=v, multiplier=0) for k, v in limits.items()})
+        return DERControlBase(**{k: power(v) for k, v in limits.items()})
 
     def controls():
         with admin.lock:

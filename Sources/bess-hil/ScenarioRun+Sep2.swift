@@ -1,0 +1,234 @@
+import ControlProtocol
+import Foundation
+import Glibc
+import Yams
+
+/// The utility's IEEE 2030.5 server of a scenario: hil/peers/sep2_server.py (envoy-schema's documents,
+/// TLS 1.2 CCM8, client certificate required) under pyenv's Python ≥ 3.12, on a loopback port the
+/// kernel picks, with certificates made by `openssl` for this run only (none is ever committed). Its
+/// admin channel (stdin, one JSON command a line, each acknowledged on its stdout) publishes,
+/// replaces and cancels DERControls, replaces the DefaultDERControl and starts or ends an outage.
+final class Sep2Plant {
+    let directory: String
+    let process: Process
+    let commands: FileHandle
+    let port: Int
+    /// The client certificate's LFDI (upper case) and SFDI, as sep2cert derives them.
+    let lfdi: String
+    let sfdi: UInt64
+    /// The server's stdout and stderr: `PORT n`, then a line per request and per command.
+    var logPath: String { directory + "/sep2_server.log" }
+
+    /// Makes the certificates in `directory` and starts the server; `python` nil: the one
+    /// scripts/ensure-python-peers.sh --python names (or $BESS_HIL_SEP2_PYTHON).
+    init(settings: Scenario.Sep2Settings, directory: String, python given: String? = nil) throws(ScenarioError) {
+        self.directory = directory
+        signal(SIGPIPE, SIG_IGN)  // a server that died fails the command's write, not bess-hil
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let python: String
+        if let given { python = given } else { python = try Self.python(peers: settings.peersDirectory) }
+        try Self.makeCertificates(in: directory)
+        let identity = try Self.run(python, [settings.peersDirectory + "/sep2_peer.py", "identity", directory + "/client.pem"])
+        guard let object = try? JSONSerialization.jsonObject(with: Data(identity.utf8)) as? [String: Any],
+              let lfdi = object["lfdi"] as? String, let sfdi = (object["sfdi"] as? NSNumber)?.uint64Value else {
+            throw ScenarioError(.plantFailed, "sep2_peer.py identity gave no LFDI and SFDI: \(identity.prefix(200))")
+        }
+        self.lfdi = lfdi.uppercased()
+        self.sfdi = sfdi
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = [settings.peersDirectory + "/sep2_server.py", "--port", "0", "--cert", directory + "/server.pem",
+                             "--key", directory + "/server.key", "--ca", directory + "/ca.pem", "--lfdi", self.lfdi,
+                             "--sfdi", String(sfdi), "--poll", String(settings.pollSeconds), "--admin-stdin"]
+        let input = Pipe()
+        commands = input.fileHandleForWriting
+        let logPath = directory + "/sep2_server.log"
+        FileManager.default.createFile(atPath: logPath, contents: nil)
+        let log = FileHandle(forWritingAtPath: logPath)
+        process.standardInput = input
+        process.standardOutput = log ?? FileHandle.nullDevice
+        process.standardError = log ?? FileHandle.nullDevice
+        do { try process.run() } catch { throw ScenarioError(.plantFailed, "cannot start sep2_server.py: \(error)") }
+        try? log?.close()
+        var found = 0
+        let end = Date().addingTimeInterval(20)
+        while found == 0, Date() < end, process.isRunning {
+            let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("PORT ") }) { found = Int(line.dropFirst(5)) ?? 0 }
+            if found == 0 { usleep(50_000) }
+        }
+        port = found
+        guard found > 0 else {
+            stop()
+            throw ScenarioError(.plantFailed, "sep2_server.py printed no port; its log:\n" + tail(logPath))
+        }
+        if !settings.defaultLimits.isEmpty {
+            let answer = send(.defaultControl(settings.defaultLimits), now: 0)
+            guard answer.hasPrefix("ok") else { stop(); throw ScenarioError(.plantFailed, "sep2_server.py refused the default: \(answer)") }
+        }
+    }
+
+    /// Sends one command and waits (2 s at most) for its acknowledgement: `ok …` or `refused: …`.
+    /// `now`: the scenario's time, so that a control's `start_s` becomes Unix seconds.
+    func send(_ order: Scenario.Sep2Order, now: Double) -> String {
+        var json: [String: Any]
+        switch order {
+        case .control(let mrid, let start, let duration, let limits):
+            let unix = Date().timeIntervalSince1970 + (start.map { $0 - now } ?? 0)
+            json = ["control": mrid, "start": Int(unix.rounded()), "duration": Int(duration.rounded()), "base": limits.mapValues { Int($0) }]
+        case .cancel(let mrid): json = ["cancel": mrid]
+        case .defaultControl(let limits): json = ["default": limits.mapValues { Int($0) }]
+        case .answering(let on): json = ["answering": on]
+        }
+        guard process.isRunning, let data = try? JSONSerialization.data(withJSONObject: json, options: [.sortedKeys]) else {
+            return "failed: sep2_server.py is not running"
+        }
+        let before = acknowledgements().count
+        do { try commands.write(contentsOf: data + Data("\n".utf8)) } catch { return "failed: \(error)" }
+        let end = Date().addingTimeInterval(2)
+        while Date() < end {
+            let all = acknowledgements()
+            if all.count > before, let object = try? JSONSerialization.jsonObject(with: Data(all[before].utf8)) as? [String: Any] {
+                if object["admin"] as? String == "ok" { return "ok" + (object["created"].map { " (creationTime \($0))" } ?? "") }
+                return "refused: \(object["reason"] as? String ?? all[before])"
+            }
+            usleep(10_000)
+        }
+        return "failed: no acknowledgement within 2 s"
+    }
+
+    /// The admin channel's acknowledgements so far, in order.
+    func acknowledgements() -> [String] {
+        ((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "").split(separator: "\n").filter { $0.hasPrefix("{\"admin\"") }.map(String.init)
+    }
+
+    func stop() {
+        try? commands.close()
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+    }
+
+    /// $BESS_HIL_SEP2_PYTHON, else what scripts/ensure-python-peers.sh --python prints.
+    static func python(peers: String) throws(ScenarioError) -> String {
+        if let given = ProcessInfo.processInfo.environment["BESS_HIL_SEP2_PYTHON"], !given.isEmpty { return given }
+        let script = URL(fileURLWithPath: peers + "/../../scripts/ensure-python-peers.sh").standardized.path
+        let path = try run(script, ["--python"]).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !path.isEmpty else { throw ScenarioError(.plantFailed, "\(script) --python named no Python >= 3.12") }
+        return path
+    }
+
+    /// A CA, the server's and the client's certificate and key (ECDSA P-256, two days), in `directory`.
+    static func makeCertificates(in directory: String) throws(ScenarioError) {
+        func path(_ name: String) -> String { directory + "/" + name }
+        let key = ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out"]
+        _ = try run("/usr/bin/openssl", key + [path("ca.key")])
+        _ = try run("/usr/bin/openssl", ["req", "-x509", "-new", "-key", path("ca.key"), "-subj", "/CN=bess-hil utility CA", "-days", "2",
+                                         "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+                                         "-out", path("ca.pem")])
+        for (name, subject) in [("server", "/CN=bess-hil utility server"), ("client", "/CN=bess-hil site")] {
+            _ = try run("/usr/bin/openssl", key + [path("\(name).key")])
+            _ = try run("/usr/bin/openssl", ["req", "-new", "-key", path("\(name).key"), "-subj", subject, "-out", path("\(name).csr")])
+            _ = try run("/usr/bin/openssl", ["x509", "-req", "-in", path("\(name).csr"), "-CA", path("ca.pem"), "-CAkey", path("ca.key"),
+                                             "-CAcreateserial", "-days", "2", "-out", path("\(name).pem")])
+        }
+    }
+
+    /// Runs `program` to its end; its stdout, or `SCENARIO_PLANT_FAILED` with its output.
+    static func run(_ program: String, _ arguments: [String]) throws(ScenarioError) -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: program)
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        do { try process.run() } catch { throw ScenarioError(.plantFailed, "cannot run \(program): \(error)") }
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw ScenarioError(.plantFailed, "\(program) \(arguments.first ?? ""): exit \(process.terminationStatus): \(errors.suffix(400))")
+        }
+        return text
+    }
+}
+
+extension ScenarioRun {
+    /// Starts the plant's 2030.5 server when the scenario has a `sep2:` section.
+    func startSep2() throws(ScenarioError) {
+        guard let settings = scenario.sep2 else { return }
+        sep2Server = try Sep2Plant(settings: settings, directory: runDirectory + "/sep2")
+    }
+
+    /// bessd's `ieee2030_5:` block, pointing at the plant's server (the scenario's own keys of the
+    /// block, such as `timeout_s`, kept).
+    func configureSep2(_ root: inout Node.Mapping) {
+        guard let server = sep2Server, let settings = scenario.sep2 else { return }
+        var block = root["ieee2030_5"]?.mapping ?? [:]
+        block["server"] = Node("https://127.0.0.1:\(server.port)/dcap")
+        block["cert_file"] = Node(server.directory + "/client.pem")
+        block["key_file"] = Node(server.directory + "/client.key")
+        block["ca_file"] = Node(server.directory + "/ca.pem")
+        block["pin"] = Node("111115", .implicit, .doubleQuoted)
+        block["poll_s"] = Node(String(settings.pollSeconds))
+        if block["timeout_s"] == nil { block["timeout_s"] = Node("2") }
+        root["ieee2030_5"] = .mapping(block)
+    }
+
+    /// A `sep2` step.
+    func commandSep2(_ order: Scenario.Sep2Order, t: Double) -> String {
+        guard let server = sep2Server else { return "failed: no 2030.5 server" }
+        return server.send(order, now: t)
+    }
+
+    /// The controls bessd says are in force (`status` → `ieee2030_5.controls`, values `1500 W`), kW.
+    func sampleSep2(_ s: inout Sample) {
+        guard sep2Server != nil,
+              let answer = try? ControlClient.answer(ControlRequest(.status), socket: controlSocket, timeout: .seconds(1)) else { return }
+        s.sep2 = Self.sep2Limits(statusJSON: answer.bytes)
+    }
+
+    /// `ieee2030_5.controls` of a status answer as the scenario's signals (kW); a limit not in force is absent.
+    static func sep2Limits(statusJSON: [UInt8]) -> [String: Double] {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(statusJSON)) as? [String: Any],
+              let section = object["ieee2030_5"] as? [String: Any], let controls = section["controls"] as? [[String: Any]] else { return [:] }
+        var limits: [String: Double] = [:]
+        for control in controls {
+            guard let type = control["type"] as? String, let index = Scenario.sep2Limits.firstIndex(of: type),
+                  let value = control["value"] as? String, value.hasSuffix(" W"), let watts = Double(value.dropLast(2)) else { continue }
+            limits[Scenario.sep2Signals[index]] = watts / 1000
+        }
+        return limits
+    }
+
+    /// The CSV's columns for the 2030.5 limits, in `Scenario.sep2Signals`' order.
+    func sep2Columns(_ s: Sample) -> String {
+        Scenario.sep2Signals.map { fmt(s.sep2[$0] ?? .nan) }.joined(separator: ",")
+    }
+
+    /// The limits in force on the power panel, drawn in its sign convention: the export limit as
+    /// −limit on the grid's (+ import) axis, the import limit as +limit; the load limit as −limit and
+    /// the generation limit as +limit on the battery's (+ discharge).
+    func sep2Lines(_ csv: String) -> String {
+        guard sep2Server != nil else { return "" }
+        let first = 26  // the CSV column of sep2_export_limit_kw
+        let lines: [(sign: String, title: String, colour: String)] = [
+            ("-", "utility export limit (grid ≥ −limit)", "#d62728"), ("", "utility import limit (grid ≤ limit)", "#1f77b4"),
+            ("", "utility generation limit (battery)", "#bcbd22"), ("-", "utility load limit (battery charge)", "#9467bd"),
+        ]
+        return lines.enumerated().compactMap { index, line in
+            let signal = Scenario.sep2Signals[index]
+            guard samples.contains(where: { $0.sep2[signal] != nil }) else { return nil }
+            return ", \\\n     '\(csv)' using 1:(\(line.sign)$\(first + index)) with steps lw 2 dt 2 lc rgb '\(line.colour)' title '\(line.title)'"
+        }.joined()
+    }
+
+    /// What the reversals expectation `r` saw over `from`–`to`: nil when met.
+    func reversalsMiss(_ r: Scenario.Reversals, from: Double, to: Double) -> String? {
+        let window = samples.filter { $0.t >= from && $0.t <= to }
+        if window.isEmpty { return ": no samples in \(fmt(from))–\(fmt(to)) s" }
+        let count = r.count(window.map { $0.value(r.signal) })
+        return count <= r.max ? nil : " from \(fmt(from)) to \(fmt(to)) s: \(r.signal) turned back \(count) times beyond ± \(fmt(r.deadband)) (want ≤ \(r.max))"
+    }
+}
