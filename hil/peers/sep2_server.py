@@ -15,6 +15,7 @@ every list is served whole. Anything else is 404. Runs until killed.
 """
 import argparse
 import json
+import signal
 import ssl
 import threading
 import time
@@ -80,6 +81,10 @@ def documents(args):
 
 
 def main():
+    # A test process that blocks or ignores SIGTERM (bessd's signal handling does) passes that on
+    # through exec: undo it, so the test's SIGTERM ends this server.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--cert", required=True)
