@@ -126,7 +126,10 @@ public enum ControlSource: Hashable, Sendable {
 /// What a device does at one instant: one effective `DERControlBase` and, for each type it sets, where
 /// the value comes from.
 public struct ActiveControls: Hashable, Sendable {
-    /// The effective controls (each type from its source).
+    /// The effective controls (each type from its source). Its `rampTimeHundredthsSecond` is the
+    /// `rampTms` of the sources in force: where a limit (export, import, generation, load, MaxLimW) is
+    /// in force, the smallest its sources give (they may differ: the quickest wins), else the
+    /// smallest any source gives; nil when none does.
     public var base = DERControlBase()
     /// The source of each type `base` sets.
     public var sources: [ControlType: ControlSource] = [:]
@@ -185,6 +188,7 @@ public enum EventRules {
     public static func resolve(_ programs: [ProgramSchedule], now: Int64, randomization: Randomization = .none) -> ActiveControls {
         let candidates = Candidate.all(programs, randomization: randomization)
         var out = ActiveControls()
+        var ramps: [ControlType: UInt16?] = [:]
         for type in ControlType.allCases {
             let winner = candidates
                 .filter { $0.control.base.sets(type) && $0.start <= now && now < $0.end && !$0.supersededFor(type, among: candidates) }
@@ -192,13 +196,30 @@ public enum EventRules {
             if let winner {
                 out.base = out.base.taking(type, from: winner.control.base)
                 out.sources[type] = .event(program: winner.program, control: winner.control.mRID, until: winner.end)
+                ramps.updateValue(winner.control.base.rampTimeHundredthsSecond, forKey: type)
             } else if let program = programs.filter({ $0.defaultControl?.base.sets(type) == true })
                         .min(by: { ($0.primacy, $0.mRID) < ($1.primacy, $1.mRID) }), let fallback = program.defaultControl {
                 out.base = out.base.taking(type, from: fallback.base)
                 out.sources[type] = .defaultControl(program: program.mRID)
+                ramps.updateValue(fallback.base.rampTimeHundredthsSecond, forKey: type)
             }
         }
+        out.base.rampTimeHundredthsSecond = rampTms(of: ramps)
         return out
+    }
+
+    /// The types whose `rampTms` the site's ramped limits follow.
+    static let limitTypes: [ControlType] = [.exportLimitW, .importLimitW, .generationLimitW, .loadLimitW, .maxLimW]
+
+    /// The one `rampTms` the site applies, from the `rampTms` of each type's source in force: the
+    /// sources of a limit decide (the ramp is the limits'), the smallest where they differ (the
+    /// quickest the utility allows); with no limit in force, the smallest of any source; nil when no
+    /// deciding source gives one (the site's limit ramp applies).
+    /// - Parameter ramps: each type in force and its source's `rampTms` (nil where it gives none).
+    static func rampTms(of ramps: [ControlType: UInt16?]) -> UInt16? {
+        let limits = limitTypes.filter { ramps.keys.contains($0) }
+        if !limits.isEmpty { return limits.compactMap { ramps[$0] ?? nil }.min() }
+        return ramps.values.compactMap { $0 }.min()
     }
 
     /// The state of the control `mRID` of `program` at `now`, nil when no such control.

@@ -144,4 +144,35 @@ struct EventRuleTests {
         }
         #expect(EventRules.state(of: "A", program: "P1", in: programs, now: .max, randomization: draw) == .completed)
     }
+
+    /// `control` with `rampTms`, and `target` (opModTargetW) when given.
+    static func ramped(_ control: DERControl, rampTms: UInt16?, target: Int16? = nil) -> DERControl {
+        var out = control
+        out.base.rampTimeHundredthsSecond = rampTms
+        out.base.targetW = target.map(limit)
+        return out
+    }
+
+    @Test("the active control's rampTms reaches the site: 500 → rampSeconds 5; the limit's source decides, the smallest where several do")
+    func rampTmsCarried() {
+        let limit = Self.ramped(Self.control("A", created: 1, start: 100, duration: 60, export: 1500), rampTms: 500)
+        var fallback = Self.defaults(export: 5000)
+        fallback.base.rampTimeHundredthsSecond = 3000
+        let program = ProgramSchedule(mRID: "P1", primacy: 1, controls: [limit], defaultControl: fallback)
+        #expect(EventRules.resolve([program], now: 100).base.rampTimeHundredthsSecond == 500)
+        #expect(EventRules.resolve([program], now: 100).utilityLimits(siteRatingW: 300_000).rampSeconds == 5)
+        #expect(EventRules.resolve([program], now: 160).utilityLimits(siteRatingW: 300_000).rampSeconds == 30, "the default's own")
+        // A request of another program with its own ramp: the limit's ramp still decides.
+        let request = Self.ramped(Self.control("T", created: 2, start: 0, duration: 1000), rampTms: 100, target: 50)
+        let other = ProgramSchedule(mRID: "P2", primacy: 2, controls: [request])
+        #expect(EventRules.resolve([program, other], now: 100).base.rampTimeHundredthsSecond == 500)
+        // Without any limit in force the request's ramp applies; two limit sources: the smaller.
+        #expect(EventRules.resolve([other], now: 100).base.rampTimeHundredthsSecond == 100)
+        let importing = Self.ramped(Self.control("I", created: 3, start: 0, duration: 1000, importW: 900), rampTms: 200)
+        let third = ProgramSchedule(mRID: "P3", primacy: 3, controls: [importing])
+        #expect(EventRules.resolve([program, third], now: 100).base.rampTimeHundredthsSecond == 200)
+        // A limit source without rampTms, no other: none (the site's limit ramp).
+        let plain = ProgramSchedule(mRID: "P4", primacy: 1, controls: [Self.control("N", created: 4, start: 0, duration: 1000, export: 10)])
+        #expect(EventRules.resolve([plain, other], now: 100).base.rampTimeHundredthsSecond == nil)
+    }
 }
