@@ -13,6 +13,9 @@ public enum UtilityBinding: UInt8, Sendable, Equatable, CustomStringConvertible 
     case maxLimit
     /// `opModConnect` or `opModEnergize` false: the site at zero.
     case disconnected
+    /// The value published last is past its `validUntil` (the 2030.5 worker stuck or dead): the site
+    /// at zero until a fresh one arrives.
+    case stale
 
     public var description: String {
         switch self {
@@ -23,14 +26,17 @@ public enum UtilityBinding: UInt8, Sendable, Equatable, CustomStringConvertible 
         case .load: "load"
         case .maxLimit: "max_limit"
         case .disconnected: "disconnected"
+        case .stale: "stale"
         }
     }
 }
 
 /// The utility's part of one cycle's site decision (docs/design/0009-utility-limits.md), W.
 public struct UtilityDecision: Sendable, Equatable {
-    /// A utility value was in force (published and not past its `validUntil`).
+    /// A utility value was in force: published and not past its `validUntil`, or past it (`stale`).
     public var active = false
+    /// The value published last is past its `validUntil`: both caps are zero (stale means zero).
+    public var stale = false
     /// The control that decided the site's power, if any.
     public var binding = UtilityBinding.none
     /// The cap on the units' discharge as ramped (generation, max, and export without a meter), W;
@@ -95,6 +101,10 @@ extension SiteController {
     /// The utility's value in force at `now`: nil when none was published or it is past `validUntil`.
     func utility(at now: MonotonicInstant) -> UtilityLimits? { utilityLimits?.inForce(at: now) }
 
+    /// True when a value was published and `now` is past its `validUntil`: the site holds zero on the
+    /// utility's account until a fresh one arrives (never published stays no utility control).
+    func utilityStale(at now: MonotonicInstant) -> Bool { utilityLimits != nil && utility(at: now) == nil }
+
     /// A limit as a magnitude: nil stays nil; negative or not a number is zero (stale data means zero).
     static func magnitude(_ limit: Double?) -> Double {
         guard let limit else { return .infinity }
@@ -109,10 +119,14 @@ extension SiteController {
         let limits = utility(at: now)
         let metered = connection.settings.hasMeter
         let export = Self.magnitude(limits?.exportLimitW), imports = Self.magnitude(limits?.importLimitW)
-        out.active = limits != nil
+        out.stale = utilityStale(at: now)
+        out.active = limits != nil || out.stale
         out.disconnected = limits.map { !$0.connect || !$0.energize } ?? false
         out.request = limits?.request
-        let zero = out.disconnected ? 0.0 : .infinity
+        if out.stale { out.binding = .stale }
+        // Disconnected or stale: both caps zero (the connection-point limits lift: a floor there
+        // would ask for discharge).
+        let zero = out.disconnected || out.stale ? 0.0 : .infinity
         // Two-argument mins only: the variadic one builds an array every cycle.
         let discharge = min(min(Self.magnitude(limits?.generationLimitW), Self.magnitude(limits?.maxLimW)),
                             min(metered ? .infinity : export, zero))
@@ -161,6 +175,7 @@ extension SiteController {
 
     /// The utility control behind the cap in one direction (the tightest of those in force).
     func utilityReason(discharging: Bool) -> UtilityBinding {
+        if utilityStale(at: lastStep ?? .zero) { return .stale }
         guard let limits = utilityLimits?.inForce(at: lastStep ?? .zero) else { return .none }
         if !limits.connect || !limits.energize { return .disconnected }
         let metered = connection.settings.hasMeter && (discharging ? connection.ceiling != nil : connection.floor != nil)
@@ -183,6 +198,7 @@ extension SiteController {
     /// After the connection point decided the pool: the utility's export or import limit is the one
     /// that bound when it is the lower of the configured and the utility's.
     func noteConnectionBinding(_ binding: GridLimitBinding, decision: inout SiteDecision) {
+        if decision.utility.stale { return }
         switch binding {
         case .exportLimit where decision.utility.exportLimit < (connection.settings.exportMax?.value ?? .infinity):
             decision.utility.binding = .export

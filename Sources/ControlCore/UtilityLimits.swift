@@ -5,9 +5,11 @@
 /// of docs/design/0009-utility-limits.md: the limits rank with the grid operator's, the requests with
 /// the SCADA setpoint.
 ///
-/// An absent value (never published, or read after `validUntil`) means no utility control at all: it
-/// is the worker's duty to keep publishing the cached schedule and then the DefaultDERControl through
-/// an outage of the server, so the site never falls back to "no limit" while the utility has one.
+/// A value never published means no utility control. A value read after its `validUntil` is stale
+/// and holds the site at zero (both caps 0, binding `stale`) until a fresh one arrives: the worker
+/// republishes at least every second — the cached schedule, then the DefaultDERControl through an
+/// outage of the server — so a stale value means the worker is stuck or dead, and stale data means
+/// zero power, never "no limit".
 public struct UtilityLimits: Sendable, Equatable {
     /// `csipaus:opModExpLimW`: grid export at the connection point ≤ this.
     public var exportLimitW: Double?
@@ -32,14 +34,14 @@ public struct UtilityLimits: Sendable, Equatable {
     /// `rampTms` / 100: how long a rising limit takes to reach its new value, s; nil when the
     /// control gives none (the site's limit ramp applies).
     public var rampSeconds: Double?
-    /// After this instant the value is stale and counts as absent (the worker republishes at least
+    /// After this instant the value is stale and the site holds zero (the worker republishes at least
     /// every second); nil: valid until replaced.
     public var validUntil: MonotonicInstant?
 
     /// No utility control.
     public init() {}
 
-    /// This value when it is still valid at `now`, else nil (absent: no utility control).
+    /// This value when it is still valid at `now`, else nil (stale: `SiteController` then holds zero).
     public func inForce(at now: MonotonicInstant) -> UtilityLimits? {
         if let validUntil, now > validUntil { return nil }
         return self

@@ -7,8 +7,8 @@ import Synchronization
 /// what it read when the sequence did not move meanwhile.
 ///
 /// What the slot holds is all the cycle knows of the utility: never published means no utility
-/// control, and so does a value read after its `validUntil` (`SiteController` judges that). The
-/// worker therefore publishes the cached schedule, then the DefaultDERControl, through any outage of
+/// control; a value read after its `validUntil` holds the site at zero (`SiteController` judges
+/// that). The worker therefore publishes the cached schedule, then the DefaultDERControl, through any outage of
 /// the server, at least every second (docs/design/0009-utility-limits.md).
 ///
 /// One writer only: `publish` from two threads at once could tear a value.

@@ -216,20 +216,27 @@ struct UtilityLimitTests {
         #expect(abs(Self.sum(site) - 300_000) < 1 && site.siteDecision.utility.dischargeCap == .infinity)
     }
 
-    @Test("a value read after its validUntil is no utility control; a fresh one applies again")
-    func staleIsAbsent() {
+    @Test("a value read after its validUntil holds the site at zero (binding stale); a fresh one lifts it at the ramp")
+    func staleMeansZero() {
         let site = Self.site()
         var meter = MeteredSite(units: 3) { _ in 0 }
-        meter.run(site, from: 0, seconds: 15, extra: Self.dispatch(100))
-        site.utilityLimits = Self.limits { $0.generationLimitW = 0; $0.validUntil = Fixture.instant(16) }
-        meter.run(site, from: 15, seconds: 1, extra: Self.dispatch(100))
-        #expect(Self.sum(site) == 0 && site.siteDecision.utility.active)
-        meter.run(site, from: 16, seconds: 0.1, extra: Self.dispatch(100))
-        #expect(!site.siteDecision.utility.active, "past validUntil")
-        #expect(abs(Self.sum(site) - 3_000) < 1, "the cap lifts at the site's limit ramp: \(Self.sum(site))")
-        site.utilityLimits = Self.limits { $0.generationLimitW = 0; $0.validUntil = Fixture.instant(30) }
-        meter.run(site, from: 16.1, seconds: 0.1, extra: Self.dispatch(100))
-        #expect(Self.sum(site) == 0 && site.siteDecision.utility.active)
+        meter.run(site, from: 0, seconds: 15, extra: Self.dispatch(-100))
+        // Never published: no utility control.
+        #expect(!site.siteDecision.utility.active && Self.sum(site) < -290_000)
+        site.utilityLimits = Self.limits { $0.generationLimitW = 200_000; $0.validUntil = Fixture.instant(16) }
+        meter.run(site, from: 15, seconds: 1, extra: Self.dispatch(-100))
+        #expect(Self.sum(site) < -290_000 && site.siteDecision.utility.binding == .none, "fresh: charging is not capped")
+        meter.run(site, from: 16, seconds: 0.1, extra: Self.dispatch(-100))
+        let stale = site.siteDecision.utility
+        #expect(Self.sum(site) == 0, "past validUntil the site holds zero, charging too: \(Self.sum(site))")
+        #expect(stale.active && stale.stale && stale.binding == .stale && "\(stale.binding)" == "stale")
+        #expect(stale.dischargeCap == 0 && stale.chargeCap == 0 && stale.request == nil)
+        meter.run(site, from: 16.1, seconds: 5, extra: Self.dispatch(100))
+        #expect(Self.sum(site) == 0 && site.siteDecision.utility.binding == .stale, "discharge held too")
+        // A fresh value: the caps rise from zero at the site's limit ramp (30 kW/s), not at once.
+        site.utilityLimits = Self.limits { $0.generationLimitW = 200_000; $0.validUntil = Fixture.instant(30) }
+        meter.run(site, from: 21.1, seconds: 1, extra: Self.dispatch(100))
+        #expect(abs(Self.sum(site) - 30_000) < 1 && !site.siteDecision.utility.stale, "one second after: \(Self.sum(site))")
     }
 
     @Test("AGC in service and fresh outranks the utility's request; the utility's limit still bounds AGC")
