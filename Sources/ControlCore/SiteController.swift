@@ -64,8 +64,8 @@ public final class SiteController {
     /// The AGC target the last step followed, W (inside the band); nil when the schedule decided.
     public internal(set) var agcInForce: Double?
     /// What the utility's DER server commands (IEEE 2030.5): the cycle sets it from the 2030.5 worker's
-    /// slot before each step; nil, or a value past its `validUntil`, is no utility control
-    /// (docs/design/0009-utility-limits.md).
+    /// slot before each step; nil (never published) is no utility control, a value past its
+    /// `validUntil` holds the site at zero as `stale` (docs/design/0009-utility-limits.md).
     public var utilityLimits: UtilityLimits?
     /// The limit the relay contacts assert (`grid_operator.inputs`), percent; nil when none does.
     public var inputLimitPercent: Double? { get { running.inputLimitPercent } set { running.inputLimitPercent = newValue } }

@@ -70,7 +70,7 @@ struct UtilityLimitSlotTests {
 /// The runner hands the slot's value to the controller every cycle.
 @Suite("Utility limits through the cycle")
 struct UtilityLimitCycleTests {
-    @Test("nothing published: no utility control; published: the controller applies it; past validUntil: none again")
+    @Test("nothing published: no utility control; published: the controller applies it; past validUntil: zero, stale")
     func runnerHandsTheSlotOver() throws {
         let c = try ConfigLoader.parse(EmbeddedConfiguration.simulationYAML, file: "embedded")
         let runner = SiteRunner(configuration: c, io: WireBudgetTests.ScriptedSite(units: c.units.count),
@@ -88,6 +88,8 @@ struct UtilityLimitCycleTests {
         #expect(runner.controller.utilityLimits == limits)
         #expect(runner.controller.siteDecision.utility.active && runner.controller.siteDecision.utility.dischargeCap == 0)
         runner.step(now: at(2100), wallClock: 1_800_000_002.1)
-        #expect(!runner.controller.siteDecision.utility.active, "read after validUntil: no utility control")
+        let stale = runner.controller.siteDecision.utility
+        #expect(stale.active && stale.stale && stale.binding == .stale, "read after validUntil: the stale binding")
+        #expect(stale.dischargeCap == 0 && stale.chargeCap == 0, "read after validUntil: the site held at zero")
     }
 }
