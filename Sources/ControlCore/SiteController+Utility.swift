@@ -147,14 +147,16 @@ extension SiteController {
 
     /// The bounds on the units' sum this cycle (lower ≤ 0 ≤ upper): the grid operator's cap and the
     /// utility's caps, the lower of each. A metered export or import limit that has no floor or ceiling
-    /// at the connection point yet (no reading so far) bounds Σ units meanwhile.
+    /// at the connection point yet (no reading so far), or whose meter is stale (the floor and ceiling
+    /// kept from the last reading were made for the limit of that time, which may since have fallen),
+    /// bounds Σ units meanwhile.
     func siteBounds(cap: Double, utility: inout UtilityDecision) -> (lower: Double, upper: Double) {
         if connection.settings.hasMeter {
-            if utility.exportLimit.isFinite, connection.ceiling == nil {
+            if utility.exportLimit.isFinite, connection.ceiling == nil || connection.stale {
                 utility.dischargeCap = min(utility.dischargeCap, utility.exportLimit)
                 utility.unmetered = true
             }
-            if utility.importLimit.isFinite, connection.floor == nil {
+            if utility.importLimit.isFinite, connection.floor == nil || connection.stale {
                 utility.chargeCap = min(utility.chargeCap, utility.importLimit)
                 utility.unmetered = true
             }

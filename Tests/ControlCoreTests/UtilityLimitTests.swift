@@ -47,6 +47,22 @@ struct UtilityLimitTests {
         #expect(abs(meter.grid(at: 60) + 80_000) < 2_000 && site.siteDecision.utility.binding == .none)
     }
 
+    @Test("an export limit lowered while the meter is stale bounds the units' sum at once, not the old limit's ceiling")
+    func exportLimitLoweredWhileMeterStale() {
+        let site = Self.site(SiteSettings(hasMeter: true, meterMaxLag: .seconds(0.5)))
+        var meter = MeteredSite(units: 3) { _ in 100_000 }
+        site.utilityLimits = Self.limits { $0.exportLimitW = 50_000 }
+        meter.run(site, from: 0, seconds: 15, extra: Self.dispatch(100))
+        #expect(abs(meter.grid(at: 15) + 50_000) < 2_000, "held at the 50 kW limit: grid \(meter.grid(at: 15))")
+        meter.meterSilent = { $0 > 15 }
+        meter.run(site, from: 15, seconds: 5, extra: Self.dispatch(100))
+        #expect(site.connection.stale, "the meter is stale after 3 s of silence")
+        site.utilityLimits = Self.limits { $0.exportLimitW = 0 }
+        meter.run(site, from: 20, seconds: 0.1, extra: Self.dispatch(100))
+        #expect(Self.sum(site) <= 1, "the lowered limit falls at once: Σ setpoints \(Self.sum(site)) W")
+        #expect(site.siteDecision.utility.unmetered)
+    }
+
     @Test("opModImpLimW caps battery charging at the connection point (the open gateway never applied it to charging)")
     func importLimitCapsCharging() {
         let site = Self.site(SiteSettings(hasMeter: true, meterMaxLag: .seconds(0.5)))
