@@ -66,6 +66,7 @@ extension Sep2Client {
             + r.reporter.dueRequests(now: second, serverTime: server)
         for request in requests {
             let http = HTTPRequest(method: request.method.rawValue, path: request.path, body: request.body, contentType: "application/sep+xml")
+            republish()
             do throws(HTTPClientError) {
                 let response = try transport.send(http)
                 r.reporter.handle(Sep2Reply(status: response.status, location: response.location), to: request)

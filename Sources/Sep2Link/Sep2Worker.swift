@@ -25,9 +25,11 @@ public struct Sep2WorkerSettings: Sendable {
     public var pollSeconds: UInt32
     /// Σ unit ratings, W: `opModFixedW` and `opModMaxLimW` are percentages of it.
     public var siteRatingW: Double
-    /// The transport's bound on one exchange: no exchange starts when an event boundary is nearer
-    /// than this (the boundary is published first), and a published value stays valid this long
-    /// plus `validityMargin`, so a slow answer never lets it lapse.
+    /// The transport's bound on one step of an exchange: no exchange starts when an event boundary is
+    /// nearer than this (the boundary is published first). The worker publishes again before every
+    /// request it sends, and a published value stays valid for what one send may take at worst
+    /// (connect and handshake, the exchange, and the once-retried pair: four times this) plus
+    /// `validityMargin`, so a slow server never lets it lapse (a lapsed value holds the site at zero).
     public var timeout: Duration
     /// `host:port`, for messages.
     public var serverName: String
@@ -84,6 +86,7 @@ public final class Sep2Worker: @unchecked Sendable {
         self.clock = clock
         self.wallClock = wallClock
         client = Sep2Client(settings: settings, identity: identity, transport: transport, slot: slot, store: store, log: log)
+        client.refresh = { [clock, wallClock] in (clock.now(), wallClock()) }
     }
 
     /// What `bessctl ieee2030-5` shows: identity, the server's last answer, the controls in force.
@@ -151,6 +154,9 @@ final class Sep2Client: @unchecked Sendable {
     var lastSources: [ControlType: ControlSource] = [:]
     /// What the site reports, nil when nothing is reported.
     var reporting: Sep2Reporting?
+    /// The clocks read afresh before each request is sent, so the schedule is published again
+    /// however long the requests before it took; nil in tests that drive `round` by hand.
+    var refresh: (@Sendable () -> (MonotonicInstant, Double))?
 
     /// The most beyond the transport's timeout a published value stays valid.
     static let validityMargin: Duration = .seconds(3)
@@ -235,6 +241,7 @@ final class Sep2Client: @unchecked Sendable {
         let http = HTTPRequest(method: request.method.rawValue, path: request.path, body: request.body,
                                contentType: request.body.isEmpty ? nil : "application/sep+xml")
         let response: HTTPResponse
+        republish()
         do throws(HTTPClientError) {
             response = try transport.send(http)
         } catch {
@@ -338,6 +345,13 @@ final class Sep2Client: @unchecked Sendable {
     }
 
     func close() { transport.close() }
+
+    /// Publishes the schedule at the clocks' current reading, before a request goes out.
+    func republish() {
+        guard let refresh else { return }
+        let (now, wall) = refresh()
+        publish(now: now, wall: wall)
+    }
 }
 
 extension Sep2Client {
@@ -349,7 +363,7 @@ extension Sep2Client {
         let second = Int64(server.rounded(.down))
         let active = EventRules.resolve(programs, now: second, randomization: randomization)
         var limits = active.utilityLimits(siteRatingW: settings.siteRatingW)
-        limits.validUntil = now + settings.timeout + Self.validityMargin
+        limits.validUntil = now + settings.timeout * 4 + Self.validityMargin
         if known { slot.publish(limits) }
         let next = Self.nextBoundary(programs, after: second, randomization: randomization)
         let controls = Sep2State.controls(active, limits: limits)

@@ -64,6 +64,23 @@ struct Sep2WorkerTests {
         return path
     }
 
+    @Test("before each request the schedule is published afresh: a slow round never lets the value lapse into stale")
+    func republishedBeforeEachRequest() throws {
+        let rig = Rig(server: FakeSep2Server(Sep2Fixture.chain(controls: [Self.controlA])))
+        rig.client.restore(now: rig.now, wall: rig.wall)
+        rig.settle()
+        rig.advance(31)
+        // The requests before this one took 40 s (a server answering at the edge of its timeout).
+        let late = rig.now + .seconds(40), lateWall = rig.wall + 40
+        rig.client.refresh = { (late, lateWall) }
+        let before = rig.server.requests.count
+        _ = rig.client.round(now: rig.now, wall: rig.wall)
+        #expect(rig.server.requests.count == before + 1, "a poll was due and sent")
+        let published = try #require(rig.slot.read())
+        #expect(published.validUntil.map { $0 > late + .seconds(40) } == true,
+                "published again at the send's clock, valid for one slow send: \(String(describing: published.validUntil)) vs \(late)")
+    }
+
     @Test("discovery → programs → the default in the slot, then the control from the millisecond after its start until its end")
     func discoveryToBoundary() throws {
         let rig = Rig(server: FakeSep2Server(Sep2Fixture.chain(controls: [Self.controlA])))
