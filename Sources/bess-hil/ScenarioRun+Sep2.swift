@@ -29,12 +29,12 @@ final class Sep2Plant {
         if let given { python = given } else { python = try Self.python(peers: settings.peersDirectory) }
         try Self.makeCertificates(in: directory)
         let identity = try Self.run(python, [settings.peersDirectory + "/sep2_peer.py", "identity", directory + "/client.pem"])
-        guard let object = try? JSONSerialization.jsonObject(with: Data(identity.utf8)) as? [String: Any],
-              let lfdi = object["lfdi"] as? String, let sfdi = (object["sfdi"] as? NSNumber)?.uint64Value else {
+        guard let read = try? JSONDecoder().decode(Sep2Identity.self, from: Data(identity.utf8)) else {
             throw ScenarioError(.plantFailed, "sep2_peer.py identity gave no LFDI and SFDI: \(identity.prefix(200))")
         }
-        self.lfdi = lfdi.uppercased()
-        self.sfdi = sfdi
+        self.lfdi = read.lfdi.uppercased()
+        self.sfdi = read.sfdi
+        let sfdi = read.sfdi
         process = Process()
         process.executableURL = URL(fileURLWithPath: python)
         process.arguments = [settings.peersDirectory + "/sep2_server.py", "--port", "0", "--cert", directory + "/server.pem",
@@ -71,16 +71,21 @@ final class Sep2Plant {
     /// Sends one command and waits (2 s at most) for its acknowledgement: `ok …` or `refused: …`.
     /// `now`: the scenario's time, so that a control's `start_s` becomes Unix seconds.
     func send(_ order: Scenario.Sep2Order, now: Double) -> String {
-        var json: [String: Any]
+        var command = Sep2AdminCommand()
         switch order {
         case .control(let mrid, let start, let duration, let limits):
             let unix = Date().timeIntervalSince1970 + (start.map { $0 - now } ?? 0)
-            json = ["control": mrid, "start": Int(unix.rounded()), "duration": Int(duration.rounded()), "base": limits.mapValues { Int($0) }]
-        case .cancel(let mrid): json = ["cancel": mrid]
-        case .defaultControl(let limits): json = ["default": limits.mapValues { Int($0) }]
-        case .answering(let on): json = ["answering": on]
+            command.control = mrid
+            command.start = Int(unix.rounded())
+            command.duration = Int(duration.rounded())
+            command.base = limits.mapValues { Int($0) }
+        case .cancel(let mrid): command.cancel = mrid
+        case .defaultControl(let limits): command.defaultLimits = limits.mapValues { Int($0) }
+        case .answering(let on): command.answering = on
         }
-        guard process.isRunning, let data = try? JSONSerialization.data(withJSONObject: json, options: [.sortedKeys]) else {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        guard process.isRunning, let data = try? encoder.encode(command) else {
             return "failed: sep2_server.py is not running"
         }
         let before = acknowledgements().count
@@ -88,9 +93,9 @@ final class Sep2Plant {
         let end = Date().addingTimeInterval(2)
         while Date() < end {
             let all = acknowledgements()
-            if all.count > before, let object = try? JSONSerialization.jsonObject(with: Data(all[before].utf8)) as? [String: Any] {
-                if object["admin"] as? String == "ok" { return "ok" + (object["created"].map { " (creationTime \($0))" } ?? "") }
-                return "refused: \(object["reason"] as? String ?? all[before])"
+            if all.count > before, let ack = try? JSONDecoder().decode(Sep2AdminAnswer.self, from: Data(all[before].utf8)) {
+                if ack.admin == "ok" { return "ok" + (ack.created.map { " (creationTime \($0))" } ?? "") }
+                return "refused: \(ack.reason ?? all[before])"
             }
             usleep(10_000)
         }
@@ -191,12 +196,13 @@ extension ScenarioRun {
 
     /// `ieee2030_5.controls` of a status answer as the scenario's signals (kW); a limit not in force is absent.
     static func sep2Limits(statusJSON: [UInt8]) -> [String: Double] {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(statusJSON)) as? [String: Any],
-              let section = object["ieee2030_5"] as? [String: Any], let controls = section["controls"] as? [[String: Any]] else { return [:] }
+        guard let status = try? JSONDecoder().decode(Sep2StatusControls.self, from: Data(statusJSON)),
+              let controls = status.ieee2030_5?.controls else { return [:] }
         var limits: [String: Double] = [:]
         for control in controls {
-            guard let type = control["type"] as? String, let index = Scenario.sep2Limits.firstIndex(of: type),
-                  let value = control["value"] as? String, value.hasSuffix(" W"), let watts = Double(value.dropLast(2)) else { continue }
+            let value = control.value
+            guard let index = Scenario.sep2Limits.firstIndex(of: control.type),
+                  value.hasSuffix(" W"), let watts = Double(value.dropLast(2)) else { continue }
             limits[Scenario.sep2Signals[index]] = watts / 1000
         }
         return limits
@@ -231,4 +237,47 @@ extension ScenarioRun {
         let count = r.count(window.map { $0.value(r.signal) })
         return count <= r.max ? nil : " from \(fmt(from)) to \(fmt(to)) s: \(r.signal) turned back \(count) times beyond ± \(fmt(r.deadband)) (want ≤ \(r.max))"
     }
+}
+
+/// `sep2_peer.py identity`'s answer: the certificate's LFDI and SFDI as sep2cert derives them.
+private struct Sep2Identity: Decodable {
+    var lfdi: String
+    var sfdi: UInt64
+}
+
+/// One command on sep2_server.py's admin channel (a JSON line; keys a command does not use are left out).
+private struct Sep2AdminCommand: Encodable {
+    var control: String?
+    var start: Int?
+    var duration: Int?
+    var base: [String: Int]?
+    var cancel: String?
+    var defaultLimits: [String: Int]?
+    var answering: Bool?
+
+    enum CodingKeys: String, CodingKey {
+        case control, start, duration, base, cancel, answering
+        case defaultLimits = "default"
+    }
+}
+
+/// sep2_server.py's acknowledgement of an admin command: `ok` (with the control's creationTime) or
+/// `error` with its reason.
+private struct Sep2AdminAnswer: Decodable {
+    var admin: String
+    var created: Int64?
+    var reason: String?
+}
+
+/// The part of a `status` answer the scenario samples: the 2030.5 controls in force, as
+/// `IEEE2030_5ControlReply` writes them (`type`, `value` such as `1500 W`).
+private struct Sep2StatusControls: Decodable {
+    struct Section: Decodable {
+        struct Control: Decodable {
+            var type: String
+            var value: String
+        }
+        var controls: [Control]
+    }
+    var ieee2030_5: Section?
 }
