@@ -407,14 +407,11 @@ public final class SiteController {
     func updateOperatorCap(elapsed: Double) -> Double {
         guard let now = lastStep else { return operatorCap }
         let target = operatorLimitPercent(at: now).map { ratedPower * ControlMath.clamp($0, 0, 100) / 100 } ?? .infinity
-        if target <= operatorCap {
-            operatorCap = target
-        } else {
-            let dt = elapsed.isFinite ? min(max(0, elapsed), 10) : 0
-            let rise = max(0, control.limitRampPercentPerSecond) / 100 * ratedPower * dt
-            operatorCap = min(target, operatorCap + rise)
-            if !target.isFinite, operatorCap >= ratedPower { operatorCap = .infinity }
-        }
+        // The same rule as the utility's limits (RampedLimit), at the site's limit ramp.
+        var cap = RampedLimit(value: operatorCap, target: operatorCap, from: operatorCap)
+        cap.move(to: target, elapsed: elapsed, ramp: nil, rate: max(0, control.limitRampPercentPerSecond) / 100 * ratedPower,
+                 rating: ratedPower)
+        operatorCap = cap.value
         return operatorCap
     }
 
