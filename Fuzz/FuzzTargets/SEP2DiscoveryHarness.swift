@@ -1,19 +1,22 @@
 import ControlCore
 import IEEE2030_5
 
-/// The discovery half of the `sep2` target (a first byte of 0xC0 or more): the six discovery readers on
-/// any document, and `DiscoverySession` driven by a server that answers anything.
+/// The discovery half of the `sep2` target (a first byte of 0xC0 or more): the six discovery readers and
+/// the `/.well-known/csipaus` reader on any document, and `DiscoverySession` driven by a server that
+/// answers anything.
 ///
-/// Readers (the first byte's low bits 0–5 pick DeviceCapability, Time, EndDeviceList, Registration,
-/// FunctionSetAssignmentsList, DERList): a refusal carries a document or href code and a printable
-/// ASCII message; a resource read has every href an absolute path of printable ASCII within
-/// `SEP2Href.maximumBytes`, every rate within `sep2RateRange`, and reads the same twice.
+/// Readers (the first byte's low bits 0–6 pick DeviceCapability, Time, EndDeviceList, Registration,
+/// FunctionSetAssignmentsList, DERList, `WellKnownCSIPAUS`): a refusal carries a document or href code and
+/// a printable ASCII message; a resource read has every href an absolute path of printable ASCII within
+/// `SEP2Href.maximumBytes`, every rate within `sep2RateRange`, and reads the same twice; the well-known
+/// reader chooses only v1.3 or v1.2 and an absolute path.
 ///
-/// Session (the other first bytes): each step of the input picks a status (200 with the document the
+/// Session (the other first bytes; bit 3 sets in-band registration with a connection point id, whose
+/// server's list lacks the device until it is POSTed, bit 4 starts from `/.well-known/csipaus`): each step of the input picks a status (200 with the document the
 /// chain expects, 200 with another or with the input's bytes, 3xx, 404, 429, 503, 500, a transport
 /// failure), a Retry-After and how far the monotonic clock moves. After every step: a stopped session
 /// asks nothing and has no `nextDue`, a running one is never held back longer than the longest rate
-/// or back-off; every request is an absolute-path GET; refusals are coded with printable messages.
+/// or back-off; every request is an absolute-path GET, but the EndDevice POST and the ConnectionPoint PUT; refusals are coded with printable messages.
 /// After the last step (64 at most): documents and programs stay within `DiscoveryLimits`, and a
 /// complete session rebuilt from its documents has the same programs.
 enum SEP2DiscoveryHarness {
@@ -21,14 +24,15 @@ enum SEP2DiscoveryHarness {
     static let firstPick: UInt8 = 0xC0
 
     static let codes: [SEP2ErrorCode] = [.xmlMalformed, .xmlOversized, .namespaceUnknown, .documentUnexpected, .valueInvalid,
-                                         .hrefInvalid, .listTooLong, .httpStatus, .endDeviceUnknown, .pinMismatch]
+                                         .hrefInvalid, .listTooLong, .httpStatus, .endDeviceUnknown, .pinMismatch,
+                                         .registrationRefused, .wellKnownInvalid]
 
     static func run(_ pick: UInt8, _ input: inout FuzzInput) -> [String] {
         var violations = Violations()
-        if pick & 0x3F < 6 {
+        if pick & 0x3F < 7 {
             readers(pick & 0x3F, input.rest(), &violations)
         } else {
-            session(&input, &violations)
+            session(pick & 0x3F, &input, &violations)
         }
         return violations.list
     }
@@ -86,6 +90,12 @@ enum SEP2DiscoveryHarness {
                 for assignment in read.assignments {
                     for href in [assignment.href, assignment.derProgramListLink, assignment.timeLink] { checkHref(href, &violations) }
                 }
+            case 6:
+                let read = try WellKnownCSIPAUS.read(bytes)
+                checkHref(read.deviceCapabilityPath, &violations)
+                violations.check(CSIPAUSVersion.allCases.contains(read.version), "a version of \(read.version)")
+                let again = try WellKnownCSIPAUS.read(bytes)
+                violations.check(again == read, "a second read differs")
             default:
                 let read = try DERList.read(bytes).resource
                 checkRate(read.pollRate, &violations)
@@ -122,13 +132,24 @@ enum SEP2DiscoveryHarness {
 
     static let lfdi = "3E4F45AB31EDFE5B67E343E5E4562E31984E23E5"
     static let sfdi: UInt64 = 167_261_211_391
+    static let wellKnownPath = "/.well-known/csipaus"
+    static let wellKnown = "{\"supportedSchemaVersions\": {\"null\": {\"dcap\": [\"/x\"]}, \"https://csipaus.org/ns/v1.3\": {\"dcap\": [\"/dcap\"]}}}"
+    /// In band: the list before the POST (another device only) and the EndDevice at its Location.
+    static let otherDevices = "<EndDeviceList xmlns=\"urn:ieee:std:2030.5:ns\" all=\"1\" results=\"1\"><EndDevice href=\"/edev/9\"><sFDI>5</sFDI></EndDevice></EndDeviceList>"
+    static let located = "<EndDevice xmlns=\"urn:ieee:std:2030.5:ns\" xmlns:csipaus=\"https://csipaus.org/ns/v1.3\" href=\"/edev/1\"><lFDI>\(lfdi)</lFDI>"
+        + "<sFDI>\(sfdi)</sFDI><changedTime>1</changedTime><RegistrationLink href=\"/rg\"/><FunctionSetAssignmentsListLink href=\"/fsa\"/>"
+        + "<DERListLink href=\"/der\"/><csipaus:ConnectionPointLink href=\"/edev/1/cp\"/></EndDevice>"
 
-    static func session(_ input: inout FuzzInput, _ violations: inout Violations) {
+    static func session(_ pick: UInt8, _ input: inout FuzzInput, _ violations: inout Violations) {
         var limits = DiscoveryLimits()
         limits.pageSize = UInt32(1 + input.u8() % 4)
         limits.maximumResources = 32
         let pin: UInt32? = input.u8() % 4 == 0 ? nil : 111_115
-        var session = DiscoverySession(entryPath: "/dcap", lfdi: lfdi, sfdi: sfdi, pin: pin, pollSeconds: 300, limits: limits)
+        let inBand = pick & 0x08 != 0
+        let options = DiscoveryOptions(inBandRegistration: inBand, connectionPointId: inBand ? "NMI0123456" : nil)
+        var session = DiscoverySession(entryPath: pick & 0x10 != 0 ? wellKnownPath : "/dcap", lfdi: lfdi, sfdi: sfdi, pin: pin,
+                                       pollSeconds: 300, limits: limits, options: options)
+        var registered = false
         var now: Int64 = Int64(input.u16()) - 1_000
         let longest = Int64(max(sep2RateRange.upperBound, Int64(limits.retryAfter.upperBound), Int64(limits.backoff.upperBound)))
         var steps = 0
@@ -140,12 +161,20 @@ enum SEP2DiscoveryHarness {
                 if let due = session.nextDue { now = max(now, due) }
                 continue
             }
-            violations.check(request.method == .get && request.path.first == "/" && request.path.utf8.count <= SEP2Href.maximumBytes + 32,
-                             "a request for \(request.path.utf8.count) bytes of path")
+            let method: Sep2Request.Method = switch request.purpose {
+            case .registerEndDevice: .post
+            case .connectionPoint: .put
+            default: .get
+            }
+            violations.check(request.method == method && request.path.first == "/" && request.path.utf8.count <= SEP2Href.maximumBytes + 32,
+                             "a \(request.method) request for \(request.path.utf8.count) bytes of path")
+            violations.check(inBand || method == .get, "a \(request.method) without in-band registration or a connection point")
+            violations.check(request.method == .get ? request.body.isEmpty : request.body.count < 1_024, "a body of \(request.body.count) bytes")
             if op % 16 == 15 {
                 session.handleFailure(now: now)
             } else {
-                let reply = self.reply(op % 16, to: request, &input)
+                let reply = self.reply(op % 16, to: request, inBand: inBand && !registered, &input)
+                if request.purpose == .registerEndDevice && (200...299).contains(reply.status) { registered = true }
                 do { try session.handle(reply, to: request, now: now, wallClock: now + 1_700_000_000) } catch { check(error, &violations) }
             }
             if session.stopped != nil {
@@ -161,15 +190,22 @@ enum SEP2DiscoveryHarness {
         violations.check(session.programs.count <= Int(limits.maximumListAll), "\(session.programs.count) programs")
         if session.complete {
             let rebuilt = DiscoverySession(entryPath: session.entryPath, lfdi: lfdi, sfdi: sfdi, pin: pin, pollSeconds: 300, limits: limits,
-                                           restoring: session.documents)
+                                           options: options, restoring: session.documents)
             violations.check(rebuilt.programs == session.programs && rebuilt.complete, "a session rebuilt from its documents differs")
         }
     }
 
     /// The reply step `op` makes to `request`.
-    static func reply(_ op: UInt8, to request: Sep2Request, _ input: inout FuzzInput) -> Sep2Reply {
-        let expected = Array((chain.first { $0.purpose == request.purpose }?.document ?? "").utf8)
+    static func reply(_ op: UInt8, to request: Sep2Request, inBand unregistered: Bool, _ input: inout FuzzInput) -> Sep2Reply {
+        let document = switch request.purpose {
+        case _ where request.path == wellKnownPath: wellKnown
+        case .endDeviceList where unregistered: otherDevices
+        case .endDevice: located
+        default: chain.first { $0.purpose == request.purpose }?.document ?? ""
+        }
+        let expected = Array(document.utf8)
         switch op {
+        case 0...6 where request.purpose == .registerEndDevice: return Sep2Reply(status: 201, location: op % 2 == 0 ? "/edev/1" : nil)
         case 0...6: return Sep2Reply(status: 200, body: expected)
         case 7: return Sep2Reply(status: 200, body: input.take(Int(input.u8()) * 4))
         case 8:
@@ -191,10 +227,16 @@ enum SEP2DiscoveryHarness {
     static func seeds() -> [[UInt8]] {
         let readers: [(UInt8, Sep2Request.Purpose)] = [(0, .deviceCapability), (1, .time), (2, .endDeviceList), (3, .registration), (4, .fsaList), (5, .derList)]
         var out = readers.map { pick, purpose in [firstPick + pick] + Array((chain.first { $0.purpose == purpose }?.document ?? "").utf8) }
+        out.append([firstPick + 6] + Array(wellKnown.utf8))
         // A session: page size 1, a PIN, t = 0, then steps of (op, clock u16): 0 serves the expected document.
-        var walk: [UInt8] = [firstPick + 6, 0, 1, 0x03, 0xE8]
+        var walk: [UInt8] = [firstPick + 7, 0, 1, 0x03, 0xE8]
         for _ in 0..<12 { walk += [0, 0, 0] }
         out.append(walk)
+        // In band from the well-known document: POSTed (201 with a Location), the ConnectionPoint PUT.
+        var inBand: [UInt8] = [firstPick + 0x1F, 0, 1, 0x03, 0xE8]
+        for _ in 0..<18 { inBand += [0, 0, 0] }
+        out.append(inBand)
+        out.append([firstPick + 0x0F, 0, 1, 0x03, 0xE8] + [0, 0, 0, 0, 0, 0, 0, 0, 0] + [11, 0, 0] + [0x40, 0, 5] + Array(repeating: 0, count: 30))
         out.append(walk + [12, 0, 0, 1, 0, 2] + [0x40, 0, 60] + [14, 0, 0, 7] + [0x40, 1, 0x2C] + Array(repeating: 0, count: 24))
         out.append(walk + [8, 0, 0, 2, 0, 40, 0x41] + [15, 0, 0] + [0x40, 0, 30])
         return out

@@ -1,4 +1,4 @@
-public import ControlCore
+import ControlCore
 
 /// What the session has read, for the worker and the reports.
 extension DiscoverySession {
@@ -27,12 +27,18 @@ extension DiscoverySession {
         return read
     }
 
-    /// This device's EndDevice as the EndDeviceList last gave it.
-    public var endDevice: EndDevice? {
+    /// This device's EndDevice as the EndDeviceList (or, registered in band, its `Location`) last gave it.
+    public var endDevice: EndDevice? { endDeviceHolder?.device }
+
+    /// This device's EndDevice and the resource that gave it (the list first).
+    var endDeviceHolder: (path: String, device: EndDevice)? {
+        var found: (path: String, device: EndDevice)?
         for node in nodes.values {
-            if case .endDevices(let list) = node.committed { return list.first { $0.identifies(lfdi: lfdi, sfdi: sfdi) } }
+            guard case .endDevices(let list) = node.committed, let mine = list.first(where: { $0.identifies(lfdi: lfdi, sfdi: sfdi) }) else { continue }
+            if node.kind == .endDeviceList { return (node.path, mine) }
+            found = (node.path, mine)
         }
-        return nil
+        return found
     }
 
     /// The server's Time last read.
@@ -124,7 +130,11 @@ extension DiscoverySession {
             add(capability.timeLink, .time)
             add(capability.endDeviceListLink, .endDeviceList)
         case .endDevices(let devices):
-            guard let mine = devices.first(where: { $0.identifies(lfdi: lfdi, sfdi: sfdi) }) else { break }
+            guard let mine = devices.first(where: { $0.identifies(lfdi: lfdi, sfdi: sfdi) }) else {
+                // Registered in band where the list does not show it: read it where the server put it.
+                if kind == .endDeviceList, let registeredAt { add(registeredAt, .endDevice) }
+                break
+            }
             add(mine.registrationLink, .registration)
             // With a PIN configured nothing below the EndDevice is asked for before the Registration agreed.
             let registered = pin == nil || mine.registrationLink.map { nodes[$0]?.read == true } ?? true
@@ -150,6 +160,11 @@ extension DiscoverySession {
     mutating func updateChildren(of parent: String, now: Int64, dropAll: Bool) throws(SEP2Error) {
         guard let node = nodes[parent] else { return }
         let wanted = try children(of: node.kind, node.committed)
+        if !dropAll {
+            // A resource still wanted here is kept even when another way to it goes (an EndDevice read
+            // from its Location, then found in the list).
+            for (path, kind) in wanted where path != parent && nodes[path]?.kind == kind { nodes[path]?.parents.insert(parent) }
+        }
         for child in nodes.values where child.parents.contains(parent) {
             if dropAll || !wanted.contains(where: { $0.path == child.path && $0.kind == child.kind }) { detach(child.path, from: parent) }
         }
@@ -171,7 +186,7 @@ extension DiscoverySession {
     }
 
     /// One page read: its payload, the list's `all` (nil for a single resource), its items and `pollRate`.
-    func read(_ kind: Sep2Request.Purpose, _ body: [UInt8]) throws(SEP2Error) -> (payload: Payload, all: UInt32?, items: Int, poll: UInt32?) {
+    mutating func read(_ kind: Sep2Request.Purpose, _ body: [UInt8]) throws(SEP2Error) -> (payload: Payload, all: UInt32?, items: Int, poll: UInt32?) {
         switch kind {
         case .deviceCapability:
             let read = try DeviceCapability.read(body).resource
@@ -180,8 +195,14 @@ extension DiscoverySession {
             let read = try SEP2Time.read(body).resource
             return (.time(read), nil, 1, read.pollRate)
         case .endDeviceList:
-            let read = try EndDeviceList.read(body).resource
+            let document = try EndDeviceList.read(body)
+            let read = document.resource
+            if let version = document.csipaus { csipaus = version }
             return (.endDevices(read.endDevices), read.all, read.endDevices.count, read.pollRate)
+        case .endDevice:
+            let document = try EndDevice.read(body)
+            if let version = document.csipaus { csipaus = version }
+            return (.endDevices([document.resource]), nil, 1, nil)
         case .registration:
             let read = try Registration.read(body).resource
             return (.registration(read), nil, 1, read.pollRate)
@@ -193,13 +214,13 @@ extension DiscoverySession {
             return (.programs(read.programs), read.all, read.programs.count, min(read.pollRate, UInt32(sep2RateRange.upperBound)))
         case .derControlList:
             let read = try DERControlList.read(body).resource
-            return (.controls(read.controls), read.all, read.controls.count, nil)
+            return (.controls(read.controls), read.all, read.items, nil)
         case .defaultDERControl:
             return (.defaultControl(try DefaultDERControl.read(body).resource), nil, 1, nil)
         case .derList:
             let read = try DERList.read(body).resource
             return (.ders(read.ders), read.all, read.ders.count, read.pollRate)
-        case .post:
+        case .post, .registerEndDevice, .connectionPoint:
             return (.none, nil, 0, nil)
         }
     }
@@ -296,9 +317,25 @@ extension DiscoverySession {
             }
             for parent in node.parents { try updateChildren(of: parent, now: now, dropAll: false) }
             return
-        case .endDevices:
+        case .endDevices(let devices):
             try updateChildren(of: path, now: now, dropAll: false)
-            guard endDevice != nil else {
+            let listed = devices.contains { $0.identifies(lfdi: lfdi, sfdi: sfdi) }
+            if node.kind == .endDeviceList {
+                if listed {
+                    registeredAt = nil
+                    awaitingListing = false
+                    registrationWanted = nil
+                } else if options.inBandRegistration && registeredAt == nil {
+                    if awaitingListing {
+                        // POSTed without a Location and still not listed: POST again at the list's next read.
+                        awaitingListing = false
+                        throw SEP2Error(.endDeviceUnknown, message: "the EndDevice POSTed to \(quoted(path, limit: 64)) is not in it: lFDI \(quoted(lfdi, limit: 40)), sFDI \(sfdi)")
+                    }
+                    registrationWanted = path
+                    return
+                }
+            }
+            guard listed || (node.kind == .endDeviceList && registeredAt != nil) else {
                 throw SEP2Error(.endDeviceUnknown, message: "no EndDevice in \(quoted(path, limit: 64)) has lFDI \(quoted(lfdi, limit: 40)) or sFDI \(sfdi)")
             }
             return
@@ -306,5 +343,93 @@ extension DiscoverySession {
             break
         }
         try updateChildren(of: path, now: now, dropAll: changed && (node.kind == .fsaList || node.kind == .derProgramList))
+    }
+}
+
+/// The writes: the EndDevice POSTed for in-band registration and the ConnectionPoint PUT.
+extension DiscoverySession {
+    /// Whether a write waits (perhaps for its back-off).
+    var hasWrite: Bool { wantedWrite(now: writeDue) != nil }
+
+    /// The ConnectionPointLink the configured id is to be PUT to, and the resource holding the EndDevice:
+    /// nil without an id, a link, an agreed Registration, or when it was PUT there already.
+    var connectionPointTarget: (link: String, holder: String)? {
+        guard options.connectionPointId != nil, let found = endDeviceHolder, let link = found.device.connectionPointLink,
+              link != connectionPointPut else { return nil }
+        let registered = pin == nil || found.device.registrationLink.map { nodes[$0]?.read == true } ?? true
+        return registered ? (link, found.path) : nil
+    }
+
+    /// The server's time at `now` as well as the session knows it: the Time resource's, else the local
+    /// wall clock last passed in counted on, else 0.
+    func clockForWriting(now: Int64) -> Int64 {
+        if let server = serverTime(now: now) { return server }
+        guard let wallAnchor else { return 0 }
+        return EventRules.clampedSum(wallAnchor.wall, Self.clampedDifference(now, wallAnchor.monotonic))
+    }
+
+    /// The write due at `now`, with the resource it is made for; nil when none is.
+    func wantedWrite(now: Int64) -> (request: Sep2Request, node: String)? {
+        guard !restoring, now >= writeDue else { return nil }
+        if options.inBandRegistration, let list = registrationWanted, nodes[list] != nil {
+            let device = EndDeviceRegistration(lFDI: lfdi, sFDI: sfdi, changedTime: clockForWriting(now: now), deviceCategory: options.deviceCategory)
+            if let body = try? device.xml() {
+                return (Sep2Request(method: .post, path: list, body: body, purpose: .registerEndDevice), list)
+            }
+        }
+        if let id = options.connectionPointId, let target = connectionPointTarget,
+           let body = try? ConnectionPointReport(connectionPointId: id).xml(csipaus: csipaus ?? .v1_2) {
+            return (Sep2Request(method: .put, path: target.link, body: body, purpose: .connectionPoint), target.holder)
+        }
+        return nil
+    }
+
+    /// The path of a `Location`: an absolute path as it is, or an absolute URL's path; nil otherwise.
+    static func locationPath(_ location: String?) -> String? {
+        guard var text = location else { return nil }
+        for scheme in ["https://", "http://"] where text.lowercased().hasPrefix(scheme) {
+            let rest = text.dropFirst(scheme.count)
+            guard let slash = rest.firstIndex(of: "/") else { return nil }
+            text = String(rest[slash...])
+        }
+        return try? SEP2Href.check(text, "Location")
+    }
+
+    /// The answer to a write.
+    mutating func handleWrite(_ reply: Sep2Reply, to request: Sep2Request, parent: String, now: Int64) throws(SEP2Error) {
+        let what = request.purpose == .registerEndDevice ? "the EndDevice POSTed to" : "the ConnectionPoint PUT to"
+        switch reply.status {
+        case 200...299:
+            failures = 0
+            backoffUntil = nil
+            writeFailures = 0
+            writeDue = .min
+            guard request.purpose == .registerEndDevice else {
+                connectionPointPut = request.path
+                return
+            }
+            registrationWanted = nil
+            connectionPointPut = nil
+            if let location = Self.locationPath(reply.location) {
+                registeredAt = location
+                try updateChildren(of: parent, now: now, dropAll: false)
+            } else {
+                awaitingListing = true
+                nodes[parent]?.restartPass()
+                nodes[parent]?.due = now
+            }
+        case 429, 503:
+            backOff(now: now, retryAfter: reply.retryAfterSeconds, honourRetryAfter: true)
+            throw SEP2Error(.httpStatus, message: "HTTP \(reply.status) for \(what) \(quoted(request.path, limit: 64)); nothing asked for \(backoffUntil.map { $0 - now } ?? 0) s")
+        case 500...599:
+            backOff(now: now, retryAfter: nil, honourRetryAfter: false)
+            throw SEP2Error(.httpStatus, message: "HTTP \(reply.status) for \(what) \(quoted(request.path, limit: 64)); nothing asked for \(backoffUntil.map { $0 - now } ?? 0) s")
+        default:
+            writeFailures = min(writeFailures + 1, 64)
+            var step = UInt64(limits.backoff.lowerBound)
+            for _ in 1..<writeFailures where step < UInt64(limits.backoff.upperBound) { step *= 2 }
+            writeDue = EventRules.clampedSum(now, Int64(min(step, UInt64(limits.backoff.upperBound))))
+            throw SEP2Error(.registrationRefused, message: "HTTP \(reply.status) for \(what) \(quoted(request.path, limit: 64)); sent again after the back-off")
+        }
     }
 }

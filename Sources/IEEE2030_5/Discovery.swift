@@ -33,6 +33,12 @@ public struct Sep2Request: Hashable, Sendable {
         case defaultDERControl
         /// A page of the device's `DERList`.
         case derList
+        /// This device's `EndDevice` where the server's answer to its registration put it (`Location`).
+        case endDevice
+        /// The `EndDevice` POSTed to the EndDeviceList (in-band registration).
+        case registerEndDevice
+        /// The `csipaus:ConnectionPoint` PUT to the EndDevice's `ConnectionPointLink`.
+        case connectionPoint
         /// A report (a Response, a DER resource, a mirror reading), named by its writer.
         case post(String)
 
@@ -104,15 +110,40 @@ public struct DiscoveryLimits: Hashable, Sendable {
     public init() {}
 }
 
+/// What the session writes besides reading the chain.
+public struct DiscoveryOptions: Hashable, Sendable {
+    /// In-band registration: when the EndDeviceList does not hold this device, its `EndDevice` is POSTed
+    /// to the list (`registration: in_band`); out of band a missing device is `SEP2_END_DEVICE_UNKNOWN`.
+    public var inBandRegistration = false
+    /// The `deviceCategory` of the EndDevice POSTed.
+    public var deviceCategory = DeviceCategory.otherStorageSystem
+    /// The connection point id PUT to the EndDevice's `csipaus:ConnectionPointLink` (nil: none).
+    public var connectionPointId: String?
+
+    /// Options: out-of-band registration and no connection point unless given.
+    public init(inBandRegistration: Bool = false, deviceCategory: UInt32 = DeviceCategory.otherStorageSystem, connectionPointId: String? = nil) {
+        self.inBandRegistration = inBandRegistration
+        self.deviceCategory = deviceCategory
+        self.connectionPointId = connectionPointId
+    }
+}
+
 /// The 2030.5 discovery chain as a pure state machine: it says which GET is due at a monotonic second,
 /// takes the server's replies, and keeps the last good state of every resource it read.
 ///
-/// The chain: DeviceCapability (the entry path) → Time and EndDeviceList (this device found by LFDI,
-/// or by SFDI where the EndDevice has no lFDI) → Registration (when a PIN is configured it is checked
+/// The chain: DeviceCapability (the entry path; or `/.well-known/csipaus`, whose JSON names the
+/// DeviceCapability of each CSIP-AUS version, v1.3 then v1.2 chosen: `WellKnownCSIPAUS`) → Time and
+/// EndDeviceList (this device found by LFDI, or by SFDI where the EndDevice has no lFDI; with in-band
+/// registration a device the list lacks POSTs its `EndDevice` there and goes on from the `Location` of
+/// the answer, or from the list read again) → Registration (when a PIN is configured it is checked
 /// before anything below is asked for: a wrong `pIN` sets `stopped` to `SEP2_PIN_MISMATCH` and no request
 /// is ever due again) → FunctionSetAssignmentsList → each assignment's DERProgramList → each program's
 /// DERControlList and DefaultDERControl; the EndDevice's DERList beside them. Lists are read in pages of
-/// `?s=<start>&l=<pageSize>` until `all` items are in, within `DiscoveryLimits`.
+/// `?s=<start>&l=<pageSize>` until `all` items are in, within `DiscoveryLimits`. With a connection
+/// point id configured, the `csipaus:ConnectionPoint` is PUT to the EndDevice's link once the
+/// Registration agreed, and again after each new registration or when the link changes. A refused
+/// write (4xx) is `SEP2_REGISTRATION_REFUSED` and is sent again after the back-off (2, 4 … 300 s);
+/// reads go on meanwhile.
 ///
 /// Each resource is read again at its poll rate: its own `pollRate` attribute, else the nearest
 /// ancestor's, else the configured `pollSeconds`; a change the server makes is followed from the next
@@ -137,6 +168,7 @@ public struct DiscoverySession: Sendable {
     let pin: UInt32?
     let pollSeconds: UInt32
     let limits: DiscoveryLimits
+    let options: DiscoveryOptions
     /// The path the chain starts from now (the configured one, or where it redirected).
     public internal(set) var entryPath: String
     var nodes: [String: Node] = [:]
@@ -147,6 +179,25 @@ public struct DiscoverySession: Sendable {
     var redirects = 0
     var timeAnchor: (serverTime: Int64, monotonic: Int64)?
     var store: [String: [UInt8]] = [:]
+    /// The `/.well-known/csipaus` document the entry path was chosen from (kept with `documents`).
+    var wellKnownDocument: (path: String, body: [UInt8])?
+    /// The EndDeviceList whose lack of this device asks for a POST (in-band registration).
+    var registrationWanted: String?
+    /// Where the server put the EndDevice POSTed (its `Location`), followed while the list lacks it.
+    var registeredAt: String?
+    /// A POST answered without a `Location`: the list is read again at once to find the device.
+    var awaitingListing = false
+    /// The ConnectionPointLink the connection point id was last PUT to.
+    var connectionPointPut: String?
+    /// No write before this monotonic second (the back-off after a refused one), and the refusals in a row.
+    var writeDue: Int64 = .min
+    var writeFailures = 0
+    /// True while `init(restoring:)` replays documents: nothing is written.
+    var restoring = false
+    /// The local wall clock at a monotonic second (the last reply that came with one).
+    var wallAnchor: (wall: Int64, monotonic: Int64)?
+    /// The CSIP-AUS namespace the server's EndDevice documents use; the well-known document's choice before.
+    public internal(set) var csipaus: CSIPAUSVersion?
 
     /// Why all traffic stopped (`SEP2_PIN_MISMATCH`), nil while the session runs.
     public internal(set) var stopped: SEP2Error?
@@ -158,13 +209,15 @@ public struct DiscoverySession: Sendable {
     /// whose redirect is followed) for the device of `lfdi` (40 hex digits) and `sfdi`; `pin` is
     /// checked against the Registration's `pIN` (nil: no check); `pollSeconds` is the poll rate where
     /// the server names none.
-    public init(entryPath: String, lfdi: String, sfdi: UInt64, pin: UInt32?, pollSeconds: UInt32, limits: DiscoveryLimits = DiscoveryLimits()) {
+    public init(entryPath: String, lfdi: String, sfdi: UInt64, pin: UInt32?, pollSeconds: UInt32, limits: DiscoveryLimits = DiscoveryLimits(),
+                options: DiscoveryOptions = DiscoveryOptions()) {
         self.entryPath = entryPath
         self.lfdi = lfdi
         self.sfdi = sfdi
         self.pin = pin
         self.pollSeconds = max(1, pollSeconds)
         self.limits = limits
+        self.options = options
         addRoot(entryPath, due: .min)
     }
 
@@ -173,8 +226,15 @@ public struct DiscoverySession: Sendable {
     /// every resource is due for a fresh read on the first `nextRequest`. A document missing or refused
     /// leaves what is under it unread; a stored Registration whose `pIN` is not `pin` stops the session.
     public init(entryPath: String, lfdi: String, sfdi: UInt64, pin: UInt32?, pollSeconds: UInt32,
-                limits: DiscoveryLimits = DiscoveryLimits(), restoring documents: [String: [UInt8]]) {
-        self.init(entryPath: entryPath, lfdi: lfdi, sfdi: sfdi, pin: pin, pollSeconds: pollSeconds, limits: limits)
+                limits: DiscoveryLimits = DiscoveryLimits(), options: DiscoveryOptions = DiscoveryOptions(), restoring documents: [String: [UInt8]]) {
+        self.init(entryPath: entryPath, lfdi: lfdi, sfdi: sfdi, pin: pin, pollSeconds: pollSeconds, limits: limits, options: options)
+        restoring = true
+        if options.inBandRegistration {
+            // An EndDevice registered in band may be found only where the server put it.
+            registeredAt = documents.keys.sorted().first { key in
+                (try? EndDevice.read(documents[key] ?? []))?.resource.identifies(lfdi: lfdi, sfdi: sfdi) == true
+            }
+        }
         var steps = 0
         while steps <= documents.count + limits.maximumResources, let request = nextRequest(now: .min), let node = inFlight?.node {
             steps += 1
@@ -187,6 +247,10 @@ public struct DiscoverySession: Sendable {
         }
         inFlight = nil
         timeAnchor = nil
+        wallAnchor = nil
+        restoring = false
+        registrationWanted = nil
+        awaitingListing = false
         for path in Array(nodes.keys) {
             nodes[path]?.due = .min
             nodes[path]?.restartPass()
@@ -199,6 +263,10 @@ public struct DiscoverySession: Sendable {
         guard stopped == nil else { return nil }
         if let inFlight { return inFlight.request }
         if let backoffUntil, now < backoffUntil { return nil }
+        if let write = wantedWrite(now: now) {
+            inFlight = write
+            return write.request
+        }
         var chosen: Node?
         for node in nodes.values where node.due <= now {
             if let best = chosen, (best.due, best.serial) <= (node.due, node.serial) { continue }
@@ -218,7 +286,8 @@ public struct DiscoverySession: Sendable {
     /// nil when `stopped`.
     public var nextDue: Int64? {
         guard stopped == nil else { return nil }
-        guard let earliest = nodes.values.map(\.due).min() else { return nil }
+        guard var earliest = nodes.values.map(\.due).min() else { return nil }
+        if hasWrite { earliest = min(earliest, writeDue) }
         return max(earliest, backoffUntil ?? .min)
     }
 
@@ -238,7 +307,30 @@ public struct DiscoverySession: Sendable {
         guard stopped == nil, let current = inFlight, current.request == request, nodes[current.node] != nil else { return }
         inFlight = nil
         let path = current.node
+        if let wallClock { wallAnchor = (wallClock, now) }
+        if request.purpose == .registerEndDevice || request.purpose == .connectionPoint {
+            try handleWrite(reply, to: request, parent: path, now: now)
+            return
+        }
         switch reply.status {
+        case 200...299 where nodes[path]?.kind == .deviceCapability && path == entryPath && WellKnownCSIPAUS.isJSON(reply.body):
+            failures = 0
+            backoffUntil = nil
+            let chosen: WellKnownCSIPAUS
+            do { chosen = try WellKnownCSIPAUS.read(reply.body) } catch {
+                reschedule(path, now: now)
+                throw error
+            }
+            guard redirects < limits.maximumRedirects else {
+                reschedule(path, now: now)
+                throw SEP2Error(.wellKnownInvalid, message: "more than \(limits.maximumRedirects) redirects from the entry path")
+            }
+            redirects += 1
+            detach(path, from: nil)
+            wellKnownDocument = (request.path, reply.body)
+            csipaus = csipaus ?? chosen.version
+            entryPath = chosen.deviceCapabilityPath
+            addRoot(chosen.deviceCapabilityPath, due: now)
         case 200...299:
             failures = 0
             backoffUntil = nil
@@ -302,7 +394,12 @@ public struct DiscoverySession: Sendable {
 
     /// Path → the last good body of every resource read (each page of a list under its own path and
     /// query), for the durable store; a resource dropped takes its documents with it.
-    public var documents: [String: [UInt8]] { store }
+    public var documents: [String: [UInt8]] {
+        guard let wellKnownDocument else { return store }
+        var out = store
+        out[wellKnownDocument.path] = wellKnownDocument.body
+        return out
+    }
 }
 
 extension DiscoverySession {

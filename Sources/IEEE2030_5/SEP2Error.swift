@@ -10,6 +10,7 @@ public struct SEP2ErrorCode: Hashable, Sendable, CustomStringConvertible {
     private enum Value: Hashable, Sendable {
         case certificateInvalid, xmlMalformed, xmlOversized, namespaceUnknown, documentUnexpected, valueInvalid
         case hrefInvalid, listTooLong, httpStatus, endDeviceUnknown, pinMismatch
+        case registrationRefused, wellKnownInvalid
     }
 
     private let value: Value
@@ -45,6 +46,13 @@ public struct SEP2ErrorCode: Hashable, Sendable, CustomStringConvertible {
     public static let endDeviceUnknown = Self(.endDeviceUnknown)
     /// `SEP2_PIN_MISMATCH`: the Registration's `pIN` is not the configured PIN; all traffic stops.
     public static let pinMismatch = Self(.pinMismatch)
+    /// `SEP2_REGISTRATION_REFUSED`: the server refused the EndDevice bessd POSTed (in-band
+    /// registration) or the ConnectionPoint it PUT; each is sent again after the back-off.
+    public static let registrationRefused = Self(.registrationRefused)
+    /// `SEP2_WELL_KNOWN_INVALID`: `/.well-known/csipaus` is not the JSON CSIP-AUS defines
+    /// (`supportedSchemaVersions` → version → `dcap` paths), is past its bounds, or names no
+    /// DeviceCapability for a version bessd reads (v1.3, v1.2).
+    public static let wellKnownInvalid = Self(.wellKnownInvalid)
 
     /// The stable name (`SEP2_XML_MALFORMED`).
     public var description: String {
@@ -60,6 +68,8 @@ public struct SEP2ErrorCode: Hashable, Sendable, CustomStringConvertible {
         case .httpStatus: "SEP2_HTTP_STATUS"
         case .endDeviceUnknown: "SEP2_END_DEVICE_UNKNOWN"
         case .pinMismatch: "SEP2_PIN_MISMATCH"
+        case .registrationRefused: "SEP2_REGISTRATION_REFUSED"
+        case .wellKnownInvalid: "SEP2_WELL_KNOWN_INVALID"
         }
     }
 }

@@ -26,14 +26,15 @@ public struct XMLWriter: Sendable {
     private var startTagOpen = false
 
     /// Starts a document whose root element `root` declares 2030.5's namespace as the default and, with
-    /// `csipaus`, that CSIP-AUS version's under the prefix `csipaus`.
-    public init(root: String, csipaus: CSIPAUSVersion? = nil, attributes: [(name: String, value: String)] = [],
+    /// `csipaus`, that CSIP-AUS version's under the prefix `csipaus`; with `rootInCSIPAUS` the root is
+    /// itself a CSIP-AUS element (`csipaus:ConnectionPoint`).
+    public init(root: String, csipaus: CSIPAUSVersion? = nil, rootInCSIPAUS: Bool = false, attributes: [(name: String, value: String)] = [],
                 maximumBytes: Int = XMLWriter.defaultMaximumBytes) {
         self.maximumBytes = maximumBytes
         self.csipaus = csipaus
         var declared = [(name: "xmlns", value: SEP2Namespace.sep)]
         if let csipaus { declared.append((name: "xmlns:\(Self.csipausPrefix)", value: csipaus.namespace)) }
-        start(root, csipaus: false, attributes: declared + attributes)
+        start(root, csipaus: rootInCSIPAUS, attributes: declared + attributes)
     }
 
     /// Opens `name` (in CSIP-AUS's namespace when `csipaus`) with `attributes`; `close()` ends it.

@@ -55,11 +55,14 @@ struct FakeServer {
     var scripted: [String: [Sep2Reply]] = [:]
     /// Every request path asked, in order, with the monotonic second it was asked at.
     var log: [(path: String, at: Int64)] = []
+    /// Every POST and PUT, in order, with the second it was sent at.
+    var writes: [(request: Sep2Request, at: Int64)] = []
 
     init(_ documents: [String: String]) { self.documents = documents }
 
     mutating func answer(_ request: Sep2Request, at now: Int64) -> Sep2Reply {
         log.append((request.path, now))
+        if request.method != .get { writes.append((request, now)) }
         if var queue = scripted[request.path], !queue.isEmpty {
             let reply = queue.removeFirst()
             scripted[request.path] = queue
@@ -82,13 +85,15 @@ struct Drive {
     var wallBase: Int64 = 1_759_999_000
     var errors: [SEP2Error] = []
 
-    static func session(pin: UInt32? = DiscoveryFixture.pin, entry: String = "/dcap", limits: DiscoveryLimits? = nil) -> DiscoverySession {
+    static func session(pin: UInt32? = DiscoveryFixture.pin, entry: String = "/dcap", limits: DiscoveryLimits? = nil,
+                        options: DiscoveryOptions = DiscoveryOptions()) -> DiscoverySession {
         DiscoverySession(entryPath: entry, lfdi: DiscoveryFixture.lfdi.lowercased(), sfdi: DiscoveryFixture.sfdi, pin: pin,
-                         pollSeconds: 300, limits: limits ?? DiscoveryFixture.limits)
+                         pollSeconds: 300, limits: limits ?? DiscoveryFixture.limits, options: options)
     }
 
-    init(_ documents: [String: String], pin: UInt32? = DiscoveryFixture.pin, entry: String = "/dcap", limits: DiscoveryLimits? = nil) {
-        session = Self.session(pin: pin, entry: entry, limits: limits)
+    init(_ documents: [String: String], pin: UInt32? = DiscoveryFixture.pin, entry: String = "/dcap", limits: DiscoveryLimits? = nil,
+         options: DiscoveryOptions = DiscoveryOptions()) {
+        session = Self.session(pin: pin, entry: entry, limits: limits, options: options)
         server = FakeServer(documents)
     }
 

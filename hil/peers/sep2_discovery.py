@@ -11,6 +11,16 @@ Prints one JSON object: {"given": {...}, "servers": {"A": {path: xml}, "B": ...,
   DefaultDERControls, and the DERList. Paths carry the paging query `?s=&l=` for lists.
 - "B": A with the assignments changed (F2 → program P3 at new paths).
 - "C": A with the DERProgramList's pollRate 30 → 90 and the DeviceCapability's 60 → 45.
+- "R": A before in-band registration: the EndDeviceList holds the 6 other devices only; this device's
+  EndDevice (with its csipaus:ConnectionPointLink) is served alone at /edev/7, where a POST puts it.
+- "N": A without this device's RegistrationLink (CSIP-AUS ALL-05).
+- "wellKnown": /.well-known/csipaus documents (JSON, as cactus-runner serves them: {"supportedSchemaVersions":
+  {version: {"dcap": [path, ...]}}}): "sdvn01" as SDVN-01 builds it (v99.99, "null", v1.2 with no path, v1.3),
+  "v12" (v1.2 only), "none" (v99.99 and "null" only).
+
+`sep2_discovery.py parse FILE`: FILE holds [{"name", "root", "xml"}, ...], documents bessd sends (EndDevice,
+ConnectionPoint); each is read by envoy-schema's request model and printed as one JSON line {"name", "fields"}
+or {"name", "error"}. envoy-schema 2.x knows only CSIP-AUS v1.3, so v1.2's namespace is swapped first.
 """
 import json
 import sys
@@ -27,7 +37,14 @@ from envoy_schema.server.schema.sep2.der import (
 )
 from envoy_schema.server.schema.sep2.der_control_types import ActivePower
 from envoy_schema.server.schema.sep2.device_capability import DeviceCapabilityResponse
-from envoy_schema.server.schema.sep2.end_device import EndDeviceListResponse, EndDeviceResponse, RegistrationResponse
+from envoy_schema.server.schema.csip_aus.connection_point import ConnectionPointRequest
+from envoy_schema.server.schema.sep2.end_device import (
+    EndDeviceListResponse,
+    EndDeviceRequest,
+    EndDeviceResponse,
+    RegistrationResponse,
+)
+from xml.etree import ElementTree
 from envoy_schema.server.schema.sep2.event import EventStatus
 from envoy_schema.server.schema.sep2.function_set_assignments import (
     FunctionSetAssignmentsListResponse,
@@ -104,7 +121,7 @@ def main(lfdi, sfdi, page):
                                   "default": {"mRID": "D3", "setGradW": 50, "exportW": 4000}}]},
     }
 
-    def server(dcap_poll, fsa, program_list, programs, program_poll):
+    def server(dcap_poll, fsa, program_list, programs, program_poll, listed=True, registration_link=True):
         out = {}
         d = given["dcap"]
         out["/dcap"] = xml(DeviceCapabilityResponse(
@@ -121,12 +138,13 @@ def main(lfdi, sfdi, page):
             return EndDeviceResponse(
                 href=g["href"], lFDI=g["lFDI"], sFDI=g["sFDI"], changedTime=T0, loadShiftForward=False,
                 postRate=m["postRate"] if ours else None,
-                RegistrationLink=Link(href=g["href"] + "/rg"),
+                RegistrationLink=Link(href=g["href"] + "/rg") if registration_link or not ours else None,
                 FunctionSetAssignmentsListLink=ListLink(href=g["href"] + "/fsa", all_=1),
                 DERListLink=ListLink(href=g["href"] + "/der", all_=1),
                 ConnectionPointLink={"href": g["href"] + "/cp"} if ours else None)
 
-        devices = [device(g) for g in given["devices"]]
+        devices = [device(g) for g in given["devices"] if listed or g["href"] != m["href"]]
+        out[m["href"]] = xml(device(given["devices"][-1]))
         out.update(paged("/edev", devices, page, lambda chunk: EndDeviceListResponse(
             href="/edev", all_=len(devices), results=len(chunk), pollRate=given["edevPollRate"], EndDevice=chunk)))
         r = given["registration"]
@@ -151,11 +169,41 @@ def main(lfdi, sfdi, page):
         "A": server(60, f, f["derProgramListLink"], given["programs"], given["programPollRate"]),
         "B": server(60, {"href": "/edev/7/fsa/2", "mRID": c["fsa"]}, c["programList"], c["programs"], given["programPollRate"]),
         "C": server(45, f, f["derProgramListLink"], given["programs"], 90),
+        "R": server(60, f, f["derProgramListLink"], given["programs"], given["programPollRate"], listed=False),
+        "N": server(60, f, f["derProgramListLink"], given["programs"], given["programPollRate"], registration_link=False),
     }
+    routes = {"sdvn01": [("https://csipaus.org/ns/v99.99", ["/x9999/dcap"]), ("null", ["/xnull/dcap"]),
+                         ("https://csipaus.org/ns/v1.2", []), ("https://csipaus.org/ns/v1.3", ["/a1b2c3/dcap"])],
+              "v12": [("https://csipaus.org/ns/v1.2", ["/dcap"])],
+              "none": [("https://csipaus.org/ns/v99.99", ["/x9999/dcap"]), ("null", ["/xnull/dcap"])]}
+    given["wellKnown"] = {name: json.dumps({"supportedSchemaVersions": {version: {"dcap": paths} for version, paths in entries}})
+                          for name, entries in routes.items()}
     print(json.dumps({"given": given, "servers": servers}))
 
 
+V13 = "https://csipaus.org/ns/v1.3"
+V12 = "https://csipaus.org/ns"
+
+
+def parse(path):
+    models = {"EndDevice": EndDeviceRequest, "ConnectionPoint": ConnectionPointRequest}
+    for document in json.load(open(path)):
+        try:
+            xml = document["xml"].replace(f'"{V12}"', f'"{V13}"')
+            root = ElementTree.fromstring(xml)
+            ns = V13 if document["root"] == "ConnectionPoint" else "urn:ieee:std:2030.5:ns"
+            if root.tag != "{" + ns + "}" + document["root"]:
+                raise ValueError(f"root {root.tag}")
+            model = models[document["root"]].from_xml(xml.encode())
+            print(json.dumps({"name": document["name"], "fields": model.model_dump(mode="json")}))
+        except Exception as error:  # noqa: BLE001 - every refusal is reported to the test
+            print(json.dumps({"name": document["name"], "error": f"{type(error).__name__}: {error}"[:2000]}))
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "parse":
+        parse(sys.argv[2])
+        sys.exit(0)
     if len(sys.argv) != 4:
         sys.exit(__doc__)
     main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))

@@ -1,0 +1,225 @@
+import ControlCore
+import Foundation
+import IEEE2030_5
+import TestSupport
+import Testing
+
+/// In-band registration (CSIP-AUS ALL-02, ALL-05), the ConnectionPoint PUT (ALL-03, class C) and
+/// service discovery through `/.well-known/csipaus` (SDVN-01), against the chain envoy-schema's models
+/// write (DiscoveryFixture: server R lacks this device until it is POSTed, N has no RegistrationLink,
+/// the well-known documents as SDVN-01 builds them); the documents bessd sends read by envoy-schema's
+/// request models and validated with xmllint against the XSDs of wheels fetched at test time.
+@Suite("IEEE 2030.5 registration and service discovery", .serialized)
+struct RegistrationTests {
+    static let nmi = "NMI4102345678"
+    static let inBand = DiscoveryOptions(inBandRegistration: true, connectionPointId: nmi)
+
+    /// Server R with the POST answered 201 at `location` and the PUT 204.
+    static func registering(location: String? = "/edev/7", options: DiscoveryOptions = inBand, pin: UInt32? = DiscoveryFixture.pin) throws -> Drive {
+        let fixture = try DiscoveryFixture.load()
+        var drive = Drive(try #require(fixture.servers["R"]), pin: pin, options: options)
+        drive.server.scripted["/edev"] = [Sep2Reply(status: 201, location: location)]
+        drive.server.scripted["/edev/7/cp"] = [Sep2Reply(status: 204)]
+        return drive
+    }
+
+    @Test("in band: the list lacks the device → EndDevice POSTed, its Location read, the Registration agreed, the ConnectionPoint PUT, the chain read")
+    func inBandWithLocation() throws {
+        let fixture = try DiscoveryFixture.load()
+        var drive = try Self.registering()
+        drive.settle()
+        let head = ["/dcap", "/tm", "/edev?s=0&l=3", "/edev?s=3&l=3", "/edev", "/edev/7", "/edev/7/rg", "/edev/7/cp"]
+        #expect(drive.server.asked(since: 0) == head + DiscoveryTests.chainA.dropFirst(6), "\(drive.server.asked(since: 0))")
+        #expect(drive.errors.isEmpty, "\(drive.errors)")
+        #expect(drive.session.complete && drive.session.endDevicePath == "/edev/7" && drive.session.csipaus == .v1_3)
+        #expect(drive.session.programs.map(\.mRID) == ["A1", "A2"])
+        let writes = drive.server.writes.map(\.request)
+        #expect(writes.map(\.method) == [.post, .put] && writes.map(\.purpose) == [.registerEndDevice, .connectionPoint])
+        // The POST carries the server's time (read from /tm at the same second), the PUT the v1.3 namespace the server uses.
+        let t0 = Int64(try #require(DiscoveryFixture.int(fixture.section("time")["currentTime"])))
+        #expect(String(decoding: writes[0].body, as: UTF8.self).contains("<changedTime>\(t0)</changedTime>"))
+        #expect(String(decoding: writes[1].body, as: UTF8.self).contains("xmlns:csipaus=\"https://csipaus.org/ns/v1.3\""))
+        // The list read again at its 120 s still lacks it: nothing POSTed again, the Location followed.
+        drive.run(until: 1_400)
+        #expect(drive.server.writes.count == 2 && drive.errors.isEmpty, "\(drive.server.writes.map(\.request.path)) \(drive.errors)")
+        #expect(drive.server.log.filter { $0.path == "/edev/7" }.count >= 3)
+        // The server lists it now: the list gives it, the Location is no longer read, nothing is written again.
+        drive.server.documents = try #require(fixture.servers["A"])
+        let switched = drive.server.log.count
+        drive.run(until: 1_800)
+        let listedAt = try #require(drive.server.log[switched...].first { $0.path == "/edev?s=6&l=3" }?.at)
+        #expect(!drive.server.log[switched...].contains { $0.path == "/edev/7" && $0.at > listedAt })
+        #expect(drive.server.writes.count == 2 && drive.session.complete && drive.session.endDevicePath == "/edev/7")
+        #expect(drive.errors.isEmpty, "\(drive.errors)")
+    }
+
+    @Test("in band without a Location: the list read again at once; still missing → SEP2_END_DEVICE_UNKNOWN, POSTed again at its next read")
+    func inBandWithoutLocation() throws {
+        let fixture = try DiscoveryFixture.load()
+        var drive = try Self.registering(location: nil)
+        while drive.session.peek(now: drive.now)?.method == .get { _ = drive.step() }
+        // The server lists the device from the POST on.
+        drive.server.documents = try #require(fixture.servers["A"])
+        let posted = drive.server.log.count
+        drive.settle()
+        #expect(Array(drive.server.asked(since: posted).prefix(5)) == ["/edev", "/edev?s=0&l=3", "/edev?s=3&l=3", "/edev?s=6&l=3", "/edev/7/rg"])
+        #expect(drive.session.complete && drive.errors.isEmpty && drive.server.writes.count == 2, "\(drive.errors)")
+
+        // A server that answers 201 but never lists it: one error, and the next POST only at the list's next read.
+        var unlisted = try Self.registering(location: nil)
+        unlisted.server.scripted["/edev"] = [Sep2Reply(status: 201), Sep2Reply(status: 201), Sep2Reply(status: 201)]
+        unlisted.run(until: 1_250)
+        #expect(unlisted.server.writes.map(\.at) == [1_000, 1_120, 1_240], "\(unlisted.server.writes.map(\.at))")
+        #expect(unlisted.errors.map(\.code) == [.endDeviceUnknown, .endDeviceUnknown, .endDeviceUnknown], "\(unlisted.errors)")
+        #expect(!unlisted.session.complete && unlisted.session.stopped == nil)
+    }
+
+    @Test("a refused POST is SEP2_REGISTRATION_REFUSED and sent again after 2, 4, 8 s; then the chain goes on")
+    func refusedRegistration() throws {
+        var drive = try Self.registering()
+        drive.server.scripted["/edev"] = [Sep2Reply(status: 403), Sep2Reply(status: 400), Sep2Reply(status: 409), Sep2Reply(status: 201, location: "/edev/7")]
+        drive.run(until: 1_020)
+        #expect(drive.server.writes.filter { $0.request.method == .post }.map(\.at) == [1_000, 1_002, 1_006, 1_014])
+        #expect(drive.errors.map(\.code) == [.registrationRefused, .registrationRefused, .registrationRefused], "\(drive.errors)")
+        #expect(drive.errors.first?.description.contains("HTTP 403 for the EndDevice POSTed to \"/edev\"") == true, "\(drive.errors)")
+        #expect(drive.session.complete)
+        // A refused PUT likewise, and the schedule is read meanwhile.
+        var put = try Self.registering()
+        put.server.scripted["/edev/7/cp"] = [Sep2Reply(status: 400), Sep2Reply(status: 204)]
+        put.run(until: 1_010)
+        #expect(put.server.writes.filter { $0.request.method == .put }.map(\.at) == [1_000, 1_002] && put.session.complete)
+        #expect(put.errors.map(\.code) == [.registrationRefused])
+    }
+
+    @Test("in band with a wrong PIN: registered, then SEP2_PIN_MISMATCH; no ConnectionPoint PUT, no request ever again")
+    func inBandWrongPIN() throws {
+        var drive = try Self.registering(pin: 123_450)
+        drive.run(until: 100_000)
+        #expect(drive.server.asked(since: 0) == ["/dcap", "/tm", "/edev?s=0&l=3", "/edev?s=3&l=3", "/edev", "/edev/7", "/edev/7/rg"])
+        #expect(drive.errors.map(\.code) == [.pinMismatch] && drive.session.stopped?.code == .pinMismatch)
+        #expect(drive.session.peek(now: 1_000_000) == nil && drive.session.nextDue == nil)
+    }
+
+    @Test("out of band stays: a device the list lacks is SEP2_END_DEVICE_UNKNOWN and nothing is written")
+    func outOfBandUnchanged() throws {
+        var drive = try Self.registering(options: DiscoveryOptions(connectionPointId: Self.nmi))
+        drive.run(until: 2_000)
+        #expect(drive.server.writes.isEmpty && !drive.session.complete)
+        #expect(!drive.errors.isEmpty && drive.errors.allSatisfy { $0.code == .endDeviceUnknown }, "\(drive.errors)")
+    }
+
+    @Test("ALL-05: no RegistrationLink → discovery goes on (FSA, DER) with a PIN configured; the ConnectionPoint PUT")
+    func noRegistrationLink() throws {
+        let fixture = try DiscoveryFixture.load()
+        var drive = Drive(try #require(fixture.servers["N"]), options: Self.inBand)
+        drive.server.scripted["/edev/7/cp"] = [Sep2Reply(status: 201)]
+        drive.settle()
+        let asked = drive.server.asked(since: 0)
+        #expect(!asked.contains("/edev/7/rg") && asked.contains("/edev/7/fsa?s=0&l=3") && asked.contains("/edev/7/der?s=0&l=3"))
+        #expect(drive.session.complete && drive.session.registration == nil && drive.errors.isEmpty, "\(drive.errors)")
+        #expect(drive.server.writes.map(\.request.path) == ["/edev/7/cp"])
+    }
+
+    @Test("SDVN-01: /.well-known/csipaus → v1.3's DeviceCapability; never /dcap, v99.99's or \"null\"'s; restored from its documents")
+    func wellKnown() throws {
+        let fixture = try DiscoveryFixture.load()
+        let wellKnown = try #require(fixture.given["wellKnown"] as? [String: String])
+        var documents = try #require(fixture.servers["A"])
+        documents["/.well-known/csipaus"] = wellKnown["sdvn01"]
+        documents["/a1b2c3/dcap"] = documents["/dcap"]
+        documents["/x9999/dcap"] = documents["/dcap"]
+        documents["/xnull/dcap"] = documents["/dcap"]
+        var drive = Drive(documents, entry: "/.well-known/csipaus")
+        drive.run(until: 1_400)
+        let asked = Set(drive.server.asked(since: 0))
+        #expect(drive.server.asked(since: 0).prefix(2) == ["/.well-known/csipaus", "/a1b2c3/dcap"])
+        #expect(asked.isDisjoint(with: ["/dcap", "/x9999/dcap", "/xnull/dcap"]), "\(asked)")
+        #expect(drive.session.entryPath == "/a1b2c3/dcap" && drive.session.complete && drive.errors.isEmpty, "\(drive.errors)")
+        // Rebuilt from its documents (the well-known one among them) from the configured entry path.
+        let rebuilt = DiscoverySession(entryPath: "/.well-known/csipaus", lfdi: DiscoveryFixture.lfdi, sfdi: DiscoveryFixture.sfdi,
+                                       pin: DiscoveryFixture.pin, pollSeconds: 300, limits: DiscoveryFixture.limits,
+                                       restoring: drive.session.documents)
+        #expect(rebuilt.programs == drive.session.programs && rebuilt.entryPath == "/a1b2c3/dcap")
+
+        // v1.2 alone is chosen; a document naming no version bessd reads is refused and nothing else asked.
+        let v12 = try WellKnownCSIPAUS.read(Array(try #require(wellKnown["v12"]).utf8))
+        #expect(v12.version == .v1_2 && v12.deviceCapabilityPath == "/dcap")
+        documents["/.well-known/csipaus"] = wellKnown["none"]
+        var none = Drive(documents, entry: "/.well-known/csipaus")
+        none.run(until: 1_700)
+        #expect(Set(none.server.asked(since: 0)) == ["/.well-known/csipaus"] && none.server.log.map(\.at) == [1_000, 1_300, 1_600])
+        #expect(none.errors.map(\.code) == [.wellKnownInvalid, .wellKnownInvalid, .wellKnownInvalid])
+        #expect(none.errors.first?.message.contains("\"https://csipaus.org/ns/v99.99\"") == true, "\(none.errors)")
+    }
+
+    @Test("the well-known reader refuses what is not the document, coded, its bounds kept",
+          arguments: [
+              "", "[]", "{", "{\"supportedSchemaVersions\": []}", "{\"supportedSchemaVersions\": {}}", "<DeviceCapability/>",
+              "{\"supportedSchemaVersions\": {\"https://csipaus.org/ns/v1.3\": {\"dcap\": [\"dcap\", \"//h/dcap\", 7]}}}",
+              "{\"supportedSchemaVersions\": {\"https://csipaus.org/ns/v1.3\": {\"dcap\": \"/dcap\"}}}",
+              "{\"a\": 1, \"a\": 2}", "{\"x\": \"\\ud800\"}", "{\"x\": \"\u{01}\"}", "{\"x\": 01}", "{\"x\": 1.}", "{} {}",
+              String(repeating: "[", count: 9) + String(repeating: "]", count: 9),
+              "{\"x\": \"" + String(repeating: "a", count: 2_000) + "\"}",
+              "{\"x\": [" + Array(repeating: "0", count: 5_000).joined(separator: ",") + "]}",
+          ])
+    func wellKnownRefusals(_ text: String) throws {
+        #expect(throws: SEP2Error.self) { try WellKnownCSIPAUS.read(Array(text.utf8)) }
+        do { _ = try WellKnownCSIPAUS.read(Array(text.utf8)) } catch {
+            #expect(error.code == .wellKnownInvalid)
+            #expect(error.message.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value < 0x7F || $0 == "…" }, "\(error.message)")
+        }
+        // Escapes, a byte order mark and the bare v1.2 namespace are read.
+        let escaped = try WellKnownCSIPAUS.read([0xEF, 0xBB, 0xBF] + Array("{\"supportedSchemaVersions\": {\"https:\\/\\/csipaus.org\\/ns\": {\"dcap\": [\"\\/d\\u0063ap\"]}}, \"n\": [true, false, null, -1.5e3]}".utf8))
+        #expect(escaped.version == .v1_2 && escaped.deviceCapabilityPath == "/dcap")
+        #expect(!WellKnownCSIPAUS.isJSON(Array("<DeviceCapability/>".utf8)) && WellKnownCSIPAUS.isJSON(Array(" \n{".utf8)))
+    }
+
+    /// The documents bessd sends: the POST and the PUT the session made (v1.3, the fixture server's
+    /// namespace) and the PUT in v1.2's.
+    static func sent() throws -> [(name: String, root: String, version: CSIPAUSVersion?, xml: [UInt8])] {
+        var drive = try registering()
+        drive.settle()
+        let writes = drive.server.writes.map(\.request)
+        try #require(writes.count == 2)
+        return [("enddevice", "EndDevice", nil, writes[0].body), ("connectionpoint-v1.3", "ConnectionPoint", .v1_3, writes[1].body),
+                ("connectionpoint-v1.2", "ConnectionPoint", .v1_2, try ConnectionPointReport(connectionPointId: nmi).xml(csipaus: .v1_2))]
+    }
+
+    @Test("envoy-schema's EndDeviceRequest and ConnectionPointRequest read what bessd sends, field by field")
+    func envoyReadsWrites() throws {
+        let fixture = try DiscoveryFixture.load()
+        let t0 = try #require(DiscoveryFixture.int(fixture.section("time")["currentTime"]))
+        let documents = try Self.sent()
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("sep2-writes-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try JSONSerialization.data(withJSONObject: documents.map { ["name": $0.name, "root": $0.root, "xml": String(decoding: $0.xml, as: UTF8.self)] })
+            .write(to: file)
+        let run = try Package.tool([try Package.sep2Python(), "hil/peers/sep2_discovery.py", "parse", file.path])
+        #expect(run.status == 0, "\(run.err.suffix(800))")
+        let lines = run.out.split(separator: "\n").compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
+        try #require(lines.count == 3, "\(run.out)")
+        for line in lines { #expect(line["error"] == nil, "\(line)") }
+        let device = try #require(lines[0]["fields"] as? [String: Any])
+        #expect(device["lFDI"] as? String == DiscoveryFixture.lfdi && (device["sFDI"] as? NSNumber)?.uint64Value == DiscoveryFixture.sfdi)
+        #expect(DiscoveryFixture.int(device["changedTime"]) == t0 && device["deviceCategory"] as? String == "02000000")
+        let nulls = ["ConfigurationLink", "DERListLink", "DeviceInformationLink", "postRate", "href"]
+        #expect(nulls.allSatisfy { device[$0] == nil || device[$0] is NSNull }, "\(device)")
+        for line in lines.dropFirst() {
+            let point = try #require(line["fields"] as? [String: Any])
+            #expect(point["id"] as? String == Self.nmi && (point["id_v11"] == nil || point["id_v11"] is NSNull), "\(point)")
+        }
+        // Written in a third namespace, envoy-schema does not find the id.
+        let v9 = String(decoding: documents[1].xml, as: UTF8.self).replacingOccurrences(of: "/ns/v1.3\"", with: "/ns/v9\"")
+        try JSONSerialization.data(withJSONObject: [["name": "v9", "root": "ConnectionPoint", "xml": v9]]).write(to: file)
+        let other = try Package.tool([try Package.sep2Python(), "hil/peers/sep2_discovery.py", "parse", file.path])
+        #expect(other.out.contains("\"error\""), "\(other.out)")
+    }
+
+    @Test("the EndDevice and ConnectionPoint validate with xmllint against the 2030.5 and CSIP-AUS XSDs of wheels fetched at test time",
+          .enabled(if: SchemaLint.xmllint != nil, "xmllint not found (Debian libxml2-utils): schema validation skipped"))
+    func schemaValid() throws {
+        #expect(try SchemaLint.validate(try Self.sent().map { ($0.name, $0.version, $0.xml) }) == 4)
+        // A connection point id past String32 is refused before anything is sent.
+        #expect(throws: SEP2Error.self) { try ConnectionPointReport(connectionPointId: String(repeating: "9", count: 33)).xml(csipaus: .v1_2) }
+    }
+}
