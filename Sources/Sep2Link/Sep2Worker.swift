@@ -33,9 +33,13 @@ public struct Sep2WorkerSettings: Sendable {
     public var timeout: Duration
     /// `host:port`, for messages.
     public var serverName: String
+    /// In-band registration and the connection point id (`registration`, `connection_point_id`).
+    public var discovery: DiscoveryOptions
 
     /// Settings.
-    public init(entryPath: String, pin: UInt32?, pollSeconds: UInt32, siteRatingW: Double, timeout: Duration, serverName: String) {
+    public init(entryPath: String, pin: UInt32?, pollSeconds: UInt32, siteRatingW: Double, timeout: Duration, serverName: String,
+                discovery: DiscoveryOptions = DiscoveryOptions()) {
+        self.discovery = discovery
         self.entryPath = entryPath
         self.pin = pin
         self.pollSeconds = pollSeconds
@@ -174,7 +178,7 @@ final class Sep2Client: @unchecked Sendable {
         // A device's own draw: the same control starts at the same instant after a restart.
         randomization = Randomization(seed: identity.lfdiBytes.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
         session = DiscoverySession(entryPath: settings.entryPath, lfdi: identity.lfdi, sfdi: identity.sfdi, pin: settings.pin,
-                                   pollSeconds: settings.pollSeconds)
+                                   pollSeconds: settings.pollSeconds, options: settings.discovery)
         state = Mutex(Sep2State(lfdi: identity.lfdi, sfdi: identity.sfdi, server: settings.serverName))
     }
 
@@ -197,7 +201,7 @@ final class Sep2Client: @unchecked Sendable {
         }
         if let stored {
             session = DiscoverySession(entryPath: settings.entryPath, lfdi: identity.lfdi, sfdi: identity.sfdi, pin: settings.pin,
-                                       pollSeconds: settings.pollSeconds, restoring: stored.documents)
+                                       pollSeconds: settings.pollSeconds, options: settings.discovery, restoring: stored.documents)
             savedDocuments = stored.documents
             lastOffset = stored.serverTimeOffset
             if let stopped = session.stopped {

@@ -62,7 +62,9 @@ extension Daemon {
         }
         let rating = configuration.units.reduce(0.0) { $0 + $1.maxPowerKW * 1000 }
         let workerSettings = Sep2WorkerSettings(entryPath: settings.deviceCapabilityPath, pin: settings.pin, pollSeconds: settings.pollSeconds,
-                                                siteRatingW: rating, timeout: timeout, serverName: server)
+                                                siteRatingW: rating, timeout: timeout, serverName: server,
+                                                discovery: DiscoveryOptions(inBandRegistration: settings.registration == .inBand,
+                                                                            connectionPointId: settings.connectionPointId))
         log("SEP2_CLIENT", "IEEE 2030.5 client of \(server)\(settings.deviceCapabilityPath) as LFDI \(identity.lfdi), SFDI \(identity.sfdi)", false)
         return Sep2Worker(settings: workerSettings, identity: identity, transport: transport, slot: slot,
                           store: ScheduleStore(stateDirectory: configuration.stateDirectory), log: log)
