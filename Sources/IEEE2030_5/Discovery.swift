@@ -364,6 +364,10 @@ public struct DiscoverySession: Sendable {
             failures = 0
             backoffUntil = nil
             reschedule(path, now: now)
+            if nodes[path]?.kind == .endDevice, path == registeredAt {
+                // The EndDevice is no longer where the server put it: registered afresh at the list's next read.
+                registeredAt = nil
+            }
             throw SEP2Error(.httpStatus, message: "HTTP \(reply.status) for \(quoted(request.path, limit: 64))")
         }
     }

@@ -50,7 +50,7 @@ extension Sep2Client {
         let server = Int64(serverTime(now: now, wall: wall).rounded(.down))
         if r.versionCheckedAt.map({ second - $0 >= 60 }) ?? true {
             r.versionCheckedAt = second
-            r.reporter.use(Self.csipausVersion(in: session.documents) ?? r.reporter.settings.csipaus)
+            r.reporter.use(session.csipaus ?? Self.csipausVersion(in: session.documents) ?? r.reporter.settings.csipaus)
         }
         if r.sampledSecond != second, var sample = r.sample() {
             r.sampledSecond = second

@@ -74,6 +74,19 @@ struct RegistrationTests {
         #expect(!unlisted.session.complete && unlisted.session.stopped == nil)
     }
 
+    @Test("the EndDevice gone from its Location (404): POSTed again at the list's next read, the ConnectionPoint PUT again")
+    func registeredDeviceGone() throws {
+        var drive = try Self.registering()
+        drive.settle()
+        drive.server.scripted["/edev/7"] = [Sep2Reply(status: 404)]
+        drive.server.scripted["/edev"] = [Sep2Reply(status: 201, location: "/edev/7")]
+        drive.server.scripted["/edev/7/cp"] = [Sep2Reply(status: 204)]
+        drive.run(until: 1_300)
+        #expect(drive.server.writes.map { "\($0.request.method.rawValue) \($0.at)" } == ["POST 1000", "PUT 1000", "POST 1240", "PUT 1240"],
+                "\(drive.server.writes.map { "\($0.request.method) \($0.request.path) \($0.at)" })")
+        #expect(drive.errors.map(\.code) == [.httpStatus] && drive.session.complete, "\(drive.errors)")
+    }
+
     @Test("a refused POST is SEP2_REGISTRATION_REFUSED and sent again after 2, 4, 8 s; then the chain goes on")
     func refusedRegistration() throws {
         var drive = try Self.registering()
