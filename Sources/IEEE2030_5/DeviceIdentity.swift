@@ -71,6 +71,16 @@ public struct DeviceIdentity: Hashable, Sendable {
         sfdi = top36 * 10 + Self.checkDigit(top36)
     }
 
+    /// An identity as the server wrote it (an EndDevice's `lFDI`, 40 hex digits, and `sFDI`), for when
+    /// the certificate cannot be read; nil for any other `lfdi`.
+    public init?(lfdi: String, sfdi: UInt64) {
+        let digits = Array(lfdi.utf8)
+        guard digits.count == 40, digits.allSatisfy(\.isHexDigit) else { return nil }
+        func nibble(_ c: UInt8) -> UInt8 { c <= 0x39 ? c - 0x30 : (c | 0x20) - 0x61 + 10 }
+        lfdiBytes = stride(from: 0, to: 40, by: 2).map { nibble(digits[$0]) << 4 | nibble(digits[$0 + 1]) }
+        self.sfdi = sfdi
+    }
+
     /// The digit that brings the sum of `value`'s decimal digits to a multiple of 10.
     public static func checkDigit(_ value: UInt64) -> UInt64 {
         var sum: UInt64 = 0

@@ -34,30 +34,36 @@ final class UnavailableTransport: Sep2Transport {
 }
 
 extension Daemon {
-    /// The 2030.5 client of `configuration.ieee2030_5` publishing into `slot`, nil without the block
-    /// or when the device certificate gives no identity (said in the journal, coded). A TLS context
-    /// that cannot be made leaves a worker that runs the stored schedule and says why it cannot reach
-    /// the server.
+    /// The 2030.5 client of `configuration.ieee2030_5` publishing into `slot`, nil without the block.
+    /// A device certificate that gives no identity, or a TLS context that cannot be made, leaves a
+    /// worker whose every exchange fails with the coded reason (journal, `bessctl ieee2030-5`) and that
+    /// runs the stored schedule, then the stored default: after a power cut that damaged the
+    /// certificate the site still follows the utility. Without a readable certificate the identity is
+    /// the stored EndDevice's (`storedIdentity`).
     static func makeSep2(_ configuration: BessdConfiguration, slot: UtilityLimitSlot, logger: Logger) -> Sep2Worker? {
         guard let settings = configuration.ieee2030_5 else { return nil }
         let log: @Sendable (String, String, Bool) -> Void = { code, message, warning in
             let metadata: Logger.Metadata = ["BESS_CODE": "\(code)", "MESSAGE_ID": "\(MessageID.ieee2030_5)", "BESS_UNIT": "site"]
             if warning { logger.warning("\(message)", metadata: metadata) } else { logger.notice("\(message)", metadata: metadata) }
         }
-        let identity: DeviceIdentity
-        do {
-            identity = try Self.identity(certificateFile: settings.certificateFile)
-        } catch {
-            log("\(error.code)", "\(error): the IEEE 2030.5 client does not run; the site follows no utility control", true)
-            return nil
-        }
         let server = "\(settings.serverHost):\(settings.serverPort)"
         let timeout = Duration.seconds(fromDouble: settings.timeoutSeconds)
+        let store = ScheduleStore(stateDirectory: configuration.stateDirectory)
+        let identity: DeviceIdentity
         let transport: any Sep2Transport
-        do throws(TLSError) {
-            transport = HTTPSClient(host: settings.serverHost, port: settings.serverPort, context: try settings.clientContext(), timeout: timeout)
+        do throws(SEP2Error) {
+            identity = try Self.identity(certificateFile: settings.certificateFile)
+            do throws(TLSError) {
+                transport = HTTPSClient(host: settings.serverHost, port: settings.serverPort, context: try settings.clientContext(), timeout: timeout)
+            } catch {
+                log("\(error.code)", "\(error): the IEEE 2030.5 client cannot reach \(server); the stored schedule runs", true)
+                transport = UnavailableTransport(reason: "\(error)")
+            }
         } catch {
-            log("\(error.code)", "\(error): the IEEE 2030.5 client cannot reach \(server); the stored schedule runs", true)
+            let stored = Self.storedIdentity(store)
+            log("\(error.code)", "\(error): the IEEE 2030.5 client cannot reach \(server); the stored schedule runs"
+                + (stored == nil ? " (none is stored: no utility control)" : " as the stored EndDevice's LFDI"), true)
+            identity = stored ?? DeviceIdentity(sha256: [UInt8](repeating: 0, count: 32))
             transport = UnavailableTransport(reason: "\(error)")
         }
         let rating = configuration.units.reduce(0.0) { $0 + $1.maxPowerKW * 1000 }
@@ -67,7 +73,7 @@ extension Daemon {
                                                                             connectionPointId: settings.connectionPointId))
         log("SEP2_CLIENT", "IEEE 2030.5 client of \(server)\(settings.deviceCapabilityPath) as LFDI \(identity.lfdi), SFDI \(identity.sfdi)", false)
         return Sep2Worker(settings: workerSettings, identity: identity, transport: transport, slot: slot,
-                          store: ScheduleStore(stateDirectory: configuration.stateDirectory), log: log)
+                          store: store, log: log)
     }
 
     /// The identity of the device certificate in `certificateFile` (its first PEM block).
@@ -76,6 +82,25 @@ extension Daemon {
             throw SEP2Error(.certificateInvalid, message: "cannot read \(certificateFile)")
         }
         return try DeviceIdentity(certificatePEM: text)
+    }
+
+    /// The identity the stored schedule was read for, when the certificate cannot say: the stored
+    /// EndDeviceList's device (40-digit `lFDI`) whose FunctionSetAssignmentsList was read too, nil when
+    /// none or more than one is, or the store cannot be read (its own error is journalled when the
+    /// worker restores).
+    static func storedIdentity(_ store: ScheduleStore) -> DeviceIdentity? {
+        guard let stored = try? store.load() else { return nil }
+        var found: Set<DeviceIdentity> = []
+        for body in stored.documents.values {
+            guard let list = try? EndDeviceList.read(body) else { continue }
+            for device in list.resource.endDevices {
+                guard let lfdi = device.lFDI, let fsa = device.functionSetAssignmentsListLink,
+                      stored.documents.keys.contains(where: { $0 == fsa || $0.hasPrefix(fsa + "?") }),
+                      let identity = DeviceIdentity(lfdi: lfdi, sfdi: device.sFDI) else { continue }
+                found.insert(identity)
+            }
+        }
+        return found.count == 1 ? found.first : nil
     }
 
     /// `ieee2030_5` of `status`: nil without a running client.

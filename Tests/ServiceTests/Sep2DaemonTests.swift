@@ -31,7 +31,7 @@ struct Sep2DaemonTests {
         #expect(bad.status != 0 && bad.err.contains("SEP2_CERTIFICATE_INVALID"), "\(bad.err)")
     }
 
-    @Test("bessd over TLS CCM8 to sep2_server.py: the DERControl's opModExpLimW is taken (journal, status ieee2030_5, bessctl), the schedule stored")
+    @Test("bessd over TLS CCM8 to sep2_server.py: the DERControl's opModExpLimW is taken (journal, status ieee2030_5, bessctl), the schedule stored; a restart, and one with the certificate damaged, run it")
     func daemonTakesExportLimit() throws {
         let fixture = try TLSFixture()
         let identity = try Self.offlineIdentity(fixture.path("client.pem"))
@@ -95,5 +95,25 @@ struct Sep2DaemonTests {
         let (again, rerun) = restarted.finish()
         #expect(again == 0)
         #expect(rerun.contains("SEP2_SCHEDULE_CACHED") && rerun.contains("SEP2_SERVER_UNREACHABLE"), "\(rerun.suffix(3000))")
+
+        // A power cut that damaged the device certificate: the stored schedule still runs, as the
+        // stored EndDevice's LFDI, and every exchange fails with the certificate's coded error.
+        try Data("-----BEGIN CERTIFICATE-----\ntorn\n".utf8).write(to: URL(fileURLWithPath: fixture.path("client.pem")))
+        let damaged = try RunningDaemon(yaml: yaml, directory: daemon.directory)
+        let follows = waitFor(seconds: 60) {
+            section = ((try? damaged.request(["verb": "status"])) ?? [:])["ieee2030_5"] as? [String: Any] ?? [:]
+            let controls = section["controls"] as? [[String: Any]] ?? []
+            return section["source"] as? String == "cached" && (section["last_error"] as? String ?? "").contains("SEP2_CERTIFICATE_INVALID")
+                && controls.contains { $0["type"] as? String == "opModExpLimW" && $0["control"] as? String == "A1" && $0["value"] as? String == "1500 W" }
+        }
+        #expect(follows, "\(section)")
+        #expect(section["lfdi"] as? String == identity.lfdi, "\(section)")
+        let shown = try Package.run("bessctl", ["ieee2030-5", "--socket", damaged.socket])
+        #expect(shown.out.contains("SEP2_CERTIFICATE_INVALID") && shown.out.contains("opModExpLimW  1500 W"), "\(shown.out)")
+        damaged.signal(SIGTERM)
+        let (third, journal3) = damaged.finish()
+        #expect(third == 0)
+        #expect(journal3.contains("SEP2_CERTIFICATE_INVALID") && journal3.contains("the stored schedule runs as the stored EndDevice's LFDI")
+                && journal3.contains("SEP2_SCHEDULE_CACHED"), "\(journal3.suffix(3000))")
     }
 }
