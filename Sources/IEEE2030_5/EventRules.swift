@@ -115,6 +115,20 @@ public struct Randomization: Hashable, Sendable {
     }
 }
 
+/// A control of a program, by their mRIDs.
+public struct ControlKey: Hashable, Sendable {
+    /// The program's mRID.
+    public var program: String
+    /// The control's mRID.
+    public var control: String
+
+    /// The key of `control` of `program`.
+    public init(program: String, control: String) {
+        self.program = program
+        self.control = control
+    }
+}
+
 /// Where one control type's value comes from now.
 public enum ControlSource: Hashable, Sendable {
     /// A DERControl of a program, in force until `until` (seconds since the Unix epoch, exclusive).
@@ -185,13 +199,20 @@ public enum EventRules {
     }
 
     /// The controls in force at `now` (server time, seconds since the Unix epoch).
-    public static func resolve(_ programs: [ProgramSchedule], now: Int64, randomization: Randomization = .none) -> ActiveControls {
+    /// - Parameter held: controls whose start or end has already passed at a later instant than `now`
+    ///   (the server's clock was found behind the one they were resolved on): each is in force as it was
+    ///   at that instant while `now` is before it, so no start or end happens twice; empty for most calls.
+    public static func resolve(_ programs: [ProgramSchedule], now: Int64, randomization: Randomization = .none,
+                               held: [ControlKey: Int64] = [:]) -> ActiveControls {
         let candidates = Candidate.all(programs, randomization: randomization)
         var out = ActiveControls()
         var ramps: [ControlType: UInt16?] = [:]
         for type in ControlType.allCases {
             let winner = candidates
-                .filter { $0.control.base.sets(type) && $0.start <= now && now < $0.end && !$0.supersededFor(type, among: candidates) }
+                .filter {
+                    let at = held.isEmpty ? now : max(now, held[ControlKey(program: $0.program, control: $0.control.mRID)] ?? now)
+                    return $0.control.base.sets(type) && $0.start <= at && at < $0.end && !$0.supersededFor(type, among: candidates)
+                }
                 .min { $0.outranks($1) }
             if let winner {
                 out.base = out.base.taking(type, from: winner.control.base)

@@ -144,14 +144,21 @@ final class Sep2Client: @unchecked Sendable {
     var known = false
     var source = Sep2State.Source.none
     /// The server's clock: `anchorServer` seconds at monotonic `anchorMono`, counted on by the
-    /// monotonic clock (a step of the wall clock moves nothing), never moving back.
+    /// monotonic clock (a step of the wall clock moves nothing); a Time reply re-anchors it, back too.
     var anchor: (server: Double, mono: MonotonicInstant)?
+    /// The server time last resolved on.
     var lastServerTime = -Double.infinity
+    /// The controls known when the server's time was found behind the time they were resolved on, and
+    /// that second: each stays as it was then until the server's time passes it (`EventRules.resolve`'s
+    /// `held`), so nothing starts or ends twice, while controls learned since follow the server's time.
+    var held: [ControlKey: Int64] = [:]
     var lastOffset: Int64?
     var savedDocuments: [String: [UInt8]]?
     var reachable: Bool?
     /// The refusal last said for each path, until the path is accepted again.
     var refusals: [String: String] = [:]
+    /// The controls each DERControlList page refused alone, by request path (Sep2Reporter+Worker.swift).
+    var controlRefusals: [String: [RefusedControl]] = [:]
     var deferredSince: MonotonicInstant?
     var pinLogged = false
     var storeFailed = false
@@ -280,7 +287,9 @@ final class Sep2Client: @unchecked Sendable {
         }
         if isTime, let offset = session.serverTimeOffset {
             lastOffset = offset
+            let before = max(lastServerTime, anchor.map { $0.server + now.seconds(since: $0.mono) } ?? -.infinity)
             anchor = (wall + Double(Self.effective(offset)), now)
+            if before.isFinite, wall + Double(Self.effective(offset)) < before { hold(at: Int64(before.rounded(.down))) }
         }
         if session.complete {
             programs = session.programs
@@ -339,13 +348,35 @@ final class Sep2Client: @unchecked Sendable {
         }
     }
 
-    /// The server's time now (s since the Unix epoch, fractional), never moving back.
+    /// The server's time now (s since the Unix epoch, fractional): the last Time reply counted on by
+    /// the monotonic clock. It moves back when a Time reply finds the server behind what was counted
+    /// (no stored offset and a server clock behind the local one); `held` keeps that from starting or
+    /// ending anything twice.
     func serverTime(now: MonotonicInstant, wall: Double) -> Double {
         if anchor == nil { anchor = (wall + Double(Self.effective(lastOffset ?? 0)), now) }
         let (server, mono) = anchor!
-        let time = max(lastServerTime, server + now.seconds(since: mono))
+        let time = server + now.seconds(since: mono)
         lastServerTime = time
         return time
+    }
+
+    /// The server's time went back from `second`: every control known now keeps its state of `second`
+    /// until the server's time passes it (one held earlier keeps its own, later, second).
+    func hold(at second: Int64) {
+        for program in programs {
+            for control in program.controls {
+                let key = ControlKey(program: program.mRID, control: control.mRID)
+                held[key] = max(held[key] ?? second, second)
+            }
+        }
+    }
+
+    /// `held` without the controls the server's time has passed or that are gone.
+    func pruneHeld(at second: Int64) {
+        guard !held.isEmpty else { return }
+        var present: Set<ControlKey> = []
+        for program in programs { for control in program.controls { present.insert(ControlKey(program: program.mRID, control: control.mRID)) } }
+        held = held.filter { $0.value > second && present.contains($0.key) }
     }
 
     func close() { transport.close() }
@@ -365,11 +396,12 @@ extension Sep2Client {
     func publish(now: MonotonicInstant, wall: Double) -> MonotonicInstant? {
         let server = serverTime(now: now, wall: wall)
         let second = Int64(server.rounded(.down))
-        let active = EventRules.resolve(programs, now: second, randomization: randomization)
+        pruneHeld(at: second)
+        let active = EventRules.resolve(programs, now: second, randomization: randomization, held: held)
         var limits = active.utilityLimits(siteRatingW: settings.siteRatingW)
         limits.validUntil = now + settings.timeout * 4 + Self.validityMargin
         if known { slot.publish(limits) }
-        let next = Self.nextBoundary(programs, after: second, randomization: randomization)
+        let next = Self.nextBoundary(programs, after: second, randomization: randomization, held: held)
         let controls = Sep2State.controls(active, limits: limits)
         state.withLock {
             $0.source = source
@@ -390,14 +422,17 @@ extension Sep2Client {
         return next.map { now + .seconds(fromDouble: max(0, Double($0) - server)) + .milliseconds(1) }
     }
 
-    /// The first start or end of a control's window after `second` (server time), nil when none.
-    static func nextBoundary(_ programs: [ProgramSchedule], after second: Int64, randomization: Randomization) -> Int64? {
+    /// The first start or end of a control's window after `second` (server time), nil when none; a
+    /// held control's edges up to its held second have passed already.
+    static func nextBoundary(_ programs: [ProgramSchedule], after second: Int64, randomization: Randomization,
+                             held: [ControlKey: Int64] = [:]) -> Int64? {
         var next: Int64?
         for program in programs {
             for control in program.controls {
                 let window = EventRules.window(control, randomization: randomization)
                 guard window.start < window.end else { continue }
-                for edge in [window.start, window.end] where edge > second && edge < (next ?? .max) { next = edge }
+                let passed = held.isEmpty ? second : max(second, held[ControlKey(program: program.mRID, control: control.mRID)] ?? second)
+                for edge in [window.start, window.end] where edge > passed && edge < (next ?? .max) { next = edge }
             }
         }
         return next

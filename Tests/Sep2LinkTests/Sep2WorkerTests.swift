@@ -222,6 +222,44 @@ struct Sep2WorkerTests {
         #expect(!rig.slot.published)
     }
 
+    @Test("a server clock 600 s behind the local one is followed: a control sent since runs at the server's time; none started or ended before runs again or stops early")
+    func serverClockBehind() throws {
+        let t0 = Self.t0
+        let c1 = Sep2Fixture.Control(mRID: "C1", start: t0 + 50, duration: 60, exportW: 1500)
+        let d1 = Sep2Fixture.Control(mRID: "D1", start: t0 + 10, duration: 30, exportW: 2500)
+        let rig = Rig(server: FakeSep2Server(Sep2Fixture.chain(controls: [c1, d1])))
+        rig.settle()
+        rig.advance(60)
+        rig.settle()
+        #expect(rig.export == 1500, "C1 started on the local clock (no offset known yet)")
+        // The server's clock is found 600 s behind; after that it sends E1, on its own time.
+        rig.server.clock.withLock { $0 = { [unowned rig] in Int64(rig.wall.rounded(.down)) - 600 } }
+        let n1 = Sep2Fixture.Control(mRID: "E1", start: t0 - 400, duration: 60, exportW: 3500)
+        var samples: [(wall: Double, server: Double, export: Double?)] = []
+        var sent = false
+        while rig.wall < Double(t0 + 800) {
+            rig.advance(5)
+            rig.settle()
+            let server = rig.client.state.withLock { $0.serverTimeUnix } ?? 0
+            if !sent, server < rig.wall - 300 {
+                rig.server.set("/derp/1/derc", Sep2Fixture.controlList([c1, d1, n1]))
+                sent = true
+            }
+            samples.append((rig.wall, server, rig.export))
+        }
+        #expect(rig.client.programs.first?.controls.map(\.mRID) == ["C1", "D1", "E1"], "E1 read: \(rig.log.all.map(\.message).suffix(4))")
+        let behind = samples.filter { $0.server < $0.wall - 300 }
+        #expect(!behind.isEmpty && behind.allSatisfy { abs($0.server - ($0.wall - 600)) < 2 }, "the server's time followed: \(samples.prefix(20))")
+        #expect(!samples.contains { $0.export == 2500 }, "D1 ended before the step: it never runs again")
+        let n1Window = samples.filter { $0.server >= Double(t0 - 400) + 1 && $0.server < Double(t0 - 340) }
+        let trace = samples.map { "\(Int($0.wall) - Int(t0)) \(Int($0.server) - Int(t0)) \(Int($0.export ?? -1))" }
+        #expect(!n1Window.isEmpty && n1Window.allSatisfy { $0.export == 3500 }, "E1 in its window on the server's time: \(trace)")
+        let c1Held = behind.filter { ($0.server < Double(t0 - 400) || $0.server >= Double(t0 - 339)) && $0.server < Double(t0 + 110) }
+        #expect(!c1Held.isEmpty && c1Held.allSatisfy { $0.export == 1500 }, "C1 started: it runs on to its end on the server's time")
+        let after = samples.filter { $0.server >= Double(t0 + 111) }
+        #expect(!after.isEmpty && after.allSatisfy { $0.export == 5000 }, "then the default: \(after.prefix(3))")
+    }
+
     @Test("the worker's thread publishes the server's control into the slot and stops")
     func workerThread() throws {
         let now = Int64(SystemClock.wallClockSeconds())
