@@ -32,6 +32,10 @@ public final class HTTPSClient {
     /// The open connection, nil between a close and the next `send`.
     private var connection: TLSConnection?
     private let clock: any MonotonicClock = SystemClock.shared
+    /// How a host name is looked up (the system's resolver; a test's).
+    var resolver: NameLookup.Resolver = NameLookup.system
+    /// A lookup that outlived the connect that started it: the next connect takes its answer.
+    private var lookup: NameLookup?
 
     /// A client of `host`:`port`; nothing is connected until the first `send`.
     public init(host: String, port: UInt16, context: TLSClientContext, timeout: Duration, maximumBody: Int = 262_144) {
@@ -95,7 +99,7 @@ public final class HTTPSClient {
     /// over it, within `timeout`.
     private func connect() throws(HTTPClientError) -> TLSConnection {
         let deadline = clock.now() + timeout
-        let addresses = try resolve()
+        let addresses = try resolve(until: deadline)
         var failure = HTTPClientError(.connect, message: "\(subject): no address")
         for address in addresses {
             let fd: Int32
@@ -128,32 +132,27 @@ public final class HTTPSClient {
     /// `host:port` for messages (the host is configuration, not peer text, but quoted all the same).
     private var subject: String { "\(PeerText.quoted(host)):\(port)" }
 
-    /// The host's addresses, IPv4 and IPv6, in the resolver's order.
-    private func resolve() throws(HTTPClientError) -> [(family: Int32, storage: sockaddr_storage, length: socklen_t)] {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        hints.ai_flags = AI_NUMERICSERV
-        var list: UnsafeMutablePointer<addrinfo>?
-        let resolved = getaddrinfo(host, String(port), &hints, &list)
-        guard resolved == 0 else {
-            throw HTTPClientError(.connect, message: "cannot resolve \(PeerText.quoted(host)): \(String(cString: gai_strerror(resolved)))")
+    /// The host's addresses, IPv4 and IPv6, in the resolver's order: an address literal at once, a name
+    /// looked up on a thread of its own (`NameLookup`) and waited for until `deadline` at most.
+    private func resolve(until deadline: MonotonicInstant) throws(HTTPClientError) -> [SocketAddress] {
+        if let addresses = NameLookup.literal(host: host, port: port) { return addresses }
+        let pending = lookup ?? NameLookup(host: host, port: port, resolver: resolver)
+        guard let outcome = pending.wait(until: deadline, clock: clock) else {
+            lookup = pending
+            throw HTTPClientError(.timeout, message: "resolving \(PeerText.quoted(host)): no answer within \(timeout.secondsDouble) s",
+                                  systemError: ETIMEDOUT)
         }
-        defer { freeaddrinfo(list) }
-        var addresses: [(family: Int32, storage: sockaddr_storage, length: socklen_t)] = []
-        var next = list
-        while let entry = next?.pointee {
-            next = entry.ai_next
-            guard let from = entry.ai_addr, Int(entry.ai_addrlen) <= MemoryLayout<sockaddr_storage>.size else { continue }
-            var storage = sockaddr_storage()
-            withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: UnsafeRawBufferPointer(start: from, count: Int(entry.ai_addrlen))) }
-            addresses.append((entry.ai_family, storage, entry.ai_addrlen))
+        lookup = nil
+        switch outcome {
+        case .addresses(let addresses): return addresses
+        case .failed(let code, let systemError):
+            let reason = code == EAI_SYSTEM ? SystemError.text(systemError) : String(cString: gai_strerror(code))
+            throw HTTPClientError(.connect, message: "cannot resolve \(PeerText.quoted(host)): \(reason)")
         }
-        return addresses
     }
 
     /// A connected non-blocking TCP socket to `address` (the caller owns it), or the coded failure.
-    private func connectTCP(_ address: (family: Int32, storage: sockaddr_storage, length: socklen_t),
+    private func connectTCP(_ address: SocketAddress,
                             until deadline: MonotonicInstant) throws(HTTPClientError) -> Int32 {
         let kind = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
         let fd: Int32

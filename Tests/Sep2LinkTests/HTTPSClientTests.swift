@@ -1,7 +1,8 @@
 import ControlCore
 import Foundation
 import Glibc
-import Sep2Link
+@testable import Sep2Link
+import Synchronization
 import TestSupport
 import Testing
 import TLSTransport
@@ -150,6 +151,44 @@ struct HTTPSClientTests {
         let nobody = try peer.client(port: Loopback.freePort())
         let refused = Self.code { () throws(HTTPClientError) in try nobody.send(HTTPRequest(method: "GET", path: "/dcap")) }
         #expect(refused?.0 == "SEP2_HTTP_CONNECT", "\(String(describing: refused))")
+    }
+
+    @Test("a name lookup that does not answer is SEP2_HTTP_TIMEOUT within timeout_s, one lookup at a time; its late answer serves the next connect; an address literal asks no resolver")
+    func nameLookupBounded() throws {
+        let peer = try HTTPSPeer.shared.get()
+        let context = try TLSClientContext(certificateFile: peer.pki.path("client.pem"), privateKeyFile: peer.pki.path("client.key"),
+                                           caFile: peer.pki.path("ca.pem"))
+        let calls = Mutex<[String]>([])
+        let release = DispatchSemaphore(value: 0)
+        let resolver: NameLookup.Resolver = { host, port in
+            calls.withLock { $0.append(host) }
+            release.wait()  // a resolver that does not answer until the test lets it
+            return .addresses(NameLookup.literal(host: "127.0.0.1", port: port) ?? [])
+        }
+        let named = HTTPSClient(host: "sep2.server.test", port: UInt16(peer.peer.port), context: context, timeout: .milliseconds(500))
+        named.resolver = resolver
+        defer { named.close() }
+        for _ in 0..<2 {
+            let stuck = Self.code { () throws(HTTPClientError) in try named.send(HTTPRequest(method: "GET", path: "/dcap")) }
+            #expect(stuck?.0 == "SEP2_HTTP_TIMEOUT" && stuck?.1.contains("resolving \"sep2.server.test\"") == true, "\(String(describing: stuck))")
+        }
+        #expect(calls.withLock { $0 } == ["sep2.server.test"], "the send came back while the lookup still hung; one lookup, not two")
+        release.signal()
+        let answered = try named.send(HTTPRequest(method: "GET", path: "/dcap"))
+        #expect(answered.status == 200)
+        #expect(calls.withLock { $0 }.count == 1, "the late answer served the connect")
+        let literal = try peer.client()
+        literal.resolver = { host, port in
+            calls.withLock { $0.append(host) }
+            return .failed(code: EAI_NONAME, systemError: 0)
+        }
+        defer { literal.close() }
+        #expect(try literal.send(HTTPRequest(method: "GET", path: "/dcap")).status == 200)
+        #expect(calls.withLock { $0 }.count == 1, "127.0.0.1 is read without a lookup")
+        let failing = HTTPSClient(host: "no.such.test", port: 443, context: context, timeout: .seconds(5))
+        failing.resolver = { _, _ in .failed(code: EAI_NONAME, systemError: 0) }
+        let unknown = Self.code { () throws(HTTPClientError) in try failing.send(HTTPRequest(method: "GET", path: "/dcap")) }
+        #expect(unknown?.0 == "SEP2_HTTP_CONNECT" && unknown?.1.contains("cannot resolve \"no.such.test\"") == true, "\(String(describing: unknown))")
     }
 
     @Test("a request that cannot be sent (a path with a line break, an unknown method) is refused before any byte goes")
