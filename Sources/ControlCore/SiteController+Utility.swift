@@ -58,8 +58,9 @@ public struct UtilityDecision: Sendable, Equatable {
 }
 
 /// One utility limit as applied: it falls at once and rises at `rampTms` (over that time from where
-/// it stood when the rise began) or, without one, at the site's limit ramp; a limit lifted altogether
-/// rises at the site's limit ramp and is gone once it has passed the site's rating.
+/// it stood when the rise began) or, without one, at the DefaultDERControl's `setGradW`, else at the
+/// site's limit ramp; a limit lifted altogether rises at `setGradW` or the site's limit ramp and is
+/// gone once it has passed the site's rating.
 struct RampedLimit: Sendable, Equatable {
     var value = Double.infinity
     var target = Double.infinity
@@ -67,8 +68,9 @@ struct RampedLimit: Sendable, Equatable {
 
     /// - Parameters:
     ///   - ramp: `rampTms` in seconds, nil for none.
+    ///   - gradient: `setGradW` in W/s (infinite: no limit), nil for none.
     ///   - rate: the site's limit ramp, W/s.
-    mutating func move(to next: Double, elapsed: Double, ramp: Double?, rate: Double, rating: Double) {
+    mutating func move(to next: Double, elapsed: Double, ramp: Double?, gradient: Double? = nil, rate: Double, rating: Double) {
         if next <= value {
             value = next
             target = next
@@ -83,6 +85,8 @@ struct RampedLimit: Sendable, Equatable {
         var speed = max(0, rate)
         if let ramp, ramp.isFinite, ramp >= 0, next.isFinite {
             speed = ramp == 0 ? .infinity : (next - from) / ramp
+        } else if let gradient, gradient >= 0 {
+            speed = gradient
         }
         value = speed.isInfinite ? next : min(next, value + speed * dt)
         if !next.isFinite, value >= rating { value = .infinity }
@@ -132,11 +136,13 @@ extension SiteController {
                             min(metered ? .infinity : export, zero))
         let charge = min(Self.magnitude(limits?.loadLimitW), min(metered ? .infinity : imports, zero))
         let rate = max(0, control.limitRampPercentPerSecond) / 100 * ratedPower
-        let ramp = limits?.rampSeconds
-        running.utility.discharge.move(to: discharge, elapsed: elapsed, ramp: ramp, rate: rate, rating: ratedPower)
-        running.utility.charge.move(to: charge, elapsed: elapsed, ramp: ramp, rate: rate, rating: ratedPower)
-        running.utility.export.move(to: metered ? export : .infinity, elapsed: elapsed, ramp: ramp, rate: rate, rating: ratedPower)
-        running.utility.import.move(to: metered ? imports : .infinity, elapsed: elapsed, ramp: ramp, rate: rate, rating: ratedPower)
+        let ramp = limits?.rampSeconds, gradient = limits?.gradientWPerSecond
+        running.utility.discharge.move(to: discharge, elapsed: elapsed, ramp: ramp, gradient: gradient, rate: rate, rating: ratedPower)
+        running.utility.charge.move(to: charge, elapsed: elapsed, ramp: ramp, gradient: gradient, rate: rate, rating: ratedPower)
+        running.utility.export.move(to: metered ? export : .infinity, elapsed: elapsed, ramp: ramp, gradient: gradient, rate: rate,
+                                    rating: ratedPower)
+        running.utility.import.move(to: metered ? imports : .infinity, elapsed: elapsed, ramp: ramp, gradient: gradient, rate: rate,
+                                    rating: ratedPower)
         out.dischargeCap = running.utility.discharge.value
         out.chargeCap = running.utility.charge.value
         out.exportLimit = running.utility.export.value

@@ -34,6 +34,9 @@ public struct UtilityLimits: Sendable, Equatable {
     /// `rampTms` / 100: how long a rising limit takes to reach its new value, s; nil when the
     /// control gives none (the site's limit ramp applies).
     public var rampSeconds: Double?
+    /// The DefaultDERControl's `setGradW` in W/s (infinite for its 0, no limit): how fast a limit
+    /// rises where `rampSeconds` is nil; nil when no default gives one (the site's limit ramp applies).
+    public var gradientWPerSecond: Double?
     /// After this instant the value is stale and the site holds zero (the worker republishes at least
     /// every second); nil: valid until replaced.
     public var validUntil: MonotonicInstant?

@@ -3,7 +3,8 @@ public import ControlCore
 extension ActiveControls {
     /// The controls in force as the site applies them (`UtilityLimits`, W): every `ActivePower` as
     /// value × 10^multiplier; `opModFixedW` and `opModMaxLimW`, hundredths of a percent of `setMaxW`,
-    /// of `siteRatingW` (the site's rating is the `setMaxW` bessd reports); `rampTms` in seconds.
+    /// of `siteRatingW` (the site's rating is the `setMaxW` bessd reports); `rampTms` in seconds;
+    /// `setGradW` (hundredths of a percent of `setMaxW` per second) in W/s, 0 as no limit.
     /// `validUntil` is left nil: the worker that publishes the value sets it on the monotonic clock.
     /// - Parameter siteRatingW: Σ unit ratings, W (a non-finite or negative rating counts as zero).
     public func utilityLimits(siteRatingW: Double) -> UtilityLimits {
@@ -20,6 +21,7 @@ extension ActiveControls {
         out.maxLimW = base.maxLimWHundredthsPercent.map { Double($0) / 10_000 * rating }
         out.storageTargetW = base.storageTargetW?.watts
         out.rampSeconds = base.rampTimeHundredthsSecond.map { Double($0) / 100 }
+        if let setGradW, rating > 0 { out.gradientWPerSecond = setGradW == 0 ? .infinity : Double(setGradW) / 10_000 * rating }
         return out
     }
 }

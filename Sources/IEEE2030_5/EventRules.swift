@@ -147,6 +147,9 @@ public struct ActiveControls: Hashable, Sendable {
     public var base = DERControlBase()
     /// The source of each type `base` sets.
     public var sources: [ControlType: ControlSource] = [:]
+    /// `setGradW` in force (`EventRules.setGradW`): the ramp of rising limits where no source gives a
+    /// `rampTms`, hundredths of a percent of `setMaxW` per second (0: no limit); nil when none.
+    public var setGradW: UInt16?
 
     /// Nothing in force.
     public init() {}
@@ -226,7 +229,14 @@ public enum EventRules {
             }
         }
         out.base.rampTimeHundredthsSecond = rampTms(of: ramps)
+        out.setGradW = setGradW(programs)
         return out
+    }
+
+    /// The `setGradW` in force: the DefaultDERControl's of the highest-priority program (lowest
+    /// primacy, then mRID) whose default gives one; nil when none does. DERSettings reports it.
+    public static func setGradW(_ programs: [ProgramSchedule]) -> UInt16? {
+        programs.filter { $0.defaultControl?.setGradW != nil }.min { ($0.primacy, $0.mRID) < ($1.primacy, $1.mRID) }?.defaultControl?.setGradW
     }
 
     /// The types whose `rampTms` the site's ramped limits follow.

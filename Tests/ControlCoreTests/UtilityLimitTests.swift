@@ -232,6 +232,34 @@ struct UtilityLimitTests {
         #expect(abs(Self.sum(site) - 300_000) < 1 && site.siteDecision.utility.dischargeCap == .infinity)
     }
 
+    @Test("setGradW (ALL-13, ALL-25): a rising limit without rampTms ramps at the default's setGradW, rampTms still first, 0 is no limit; limits fall at once")
+    func setGradWRamp() {
+        let site = Self.site()
+        var meter = MeteredSite(units: 3) { _ in 0 }
+        meter.run(site, from: 0, seconds: 15, extra: Self.dispatch(100))
+        site.utilityLimits = Self.limits { $0.generationLimitW = 60_000; $0.gradientWPerSecond = 6_000 }
+        meter.run(site, from: 15, seconds: 0.1, extra: Self.dispatch(100))
+        #expect(abs(Self.sum(site) - 60_000) < 1, "falls at once whatever setGradW: \(Self.sum(site))")
+        // setGradW 200 (2 %/s of 300 kW = 6 kW/s), not the site's 30 kW/s.
+        site.utilityLimits = Self.limits { $0.generationLimitW = 200_000; $0.gradientWPerSecond = 6_000 }
+        meter.run(site, from: 15.1, seconds: 2, extra: Self.dispatch(100))
+        #expect(abs(Self.sum(site) - 72_000) < 1, "setGradW: \(Self.sum(site))")
+        // rampTms given: it decides (from 72 kW to 180 kW over 4 s: 27 kW/s).
+        site.utilityLimits = Self.limits { $0.generationLimitW = 180_000; $0.gradientWPerSecond = 6_000; $0.rampSeconds = 4 }
+        meter.run(site, from: 17.1, seconds: 1, extra: Self.dispatch(100))
+        #expect(abs(Self.sum(site) - 99_000) < 1, "rampTms over setGradW: \(Self.sum(site))")
+        // Lifted altogether: setGradW still paces it up to the rating.
+        site.utilityLimits = Self.limits { $0.gradientWPerSecond = 6_000 }
+        meter.run(site, from: 18.1, seconds: 1, extra: Self.dispatch(100))
+        #expect(abs(Self.sum(site) - 105_000) < 1, "lifted at setGradW: \(Self.sum(site))")
+        // setGradW 0: no limit on the rise.
+        site.utilityLimits = Self.limits { $0.generationLimitW = 60_000; $0.gradientWPerSecond = .infinity }
+        meter.run(site, from: 19.1, seconds: 0.1, extra: Self.dispatch(100))
+        site.utilityLimits = Self.limits { $0.generationLimitW = 250_000; $0.gradientWPerSecond = .infinity }
+        meter.run(site, from: 19.2, seconds: 0.1, extra: Self.dispatch(100))
+        #expect(abs(Self.sum(site) - 250_000) < 1, "setGradW 0 rises at once: \(Self.sum(site))")
+    }
+
     @Test("a value read after its validUntil holds the site at zero (binding stale); a fresh one lifts it at the ramp")
     func staleMeansZero() {
         let site = Self.site()

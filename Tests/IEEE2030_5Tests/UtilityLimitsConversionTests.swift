@@ -25,6 +25,20 @@ struct UtilityLimitsConversionTests {
         #expect(limits.connect && limits.energize)
     }
 
+    @Test("setGradW in force: the highest-priority program's default that gives one; hundredths of a percent of the rating per second, 0 no limit")
+    func setGradW() {
+        func program(_ mRID: String, _ primacy: UInt8, _ gradient: UInt16?) -> ProgramSchedule {
+            ProgramSchedule(mRID: mRID, primacy: primacy, controls: [],
+                            defaultControl: DefaultDERControl(mRID: "D" + mRID, base: DERControlBase(), setGradW: gradient))
+        }
+        let programs = [program("P3", 3, 100), program("P1", 1, nil), program("P2", 2, 27)]
+        let active = EventRules.resolve(programs, now: 1_800_000_000)
+        #expect(active.setGradW == 27, "P1's default gives none: P2's")
+        #expect(active.utilityLimits(siteRatingW: 200_000).gradientWPerSecond == 540, "0.27 %/s of 200 kW")
+        #expect(EventRules.resolve([program("P1", 1, 0)], now: 0).utilityLimits(siteRatingW: 200_000).gradientWPerSecond == .infinity)
+        #expect(EventRules.resolve([program("P1", 1, nil)], now: 0).utilityLimits(siteRatingW: 200_000).gradientWPerSecond == nil)
+    }
+
     @Test("opModFixedW and opModMaxLimW are hundredths of a percent of the site's rating; rampTms hundredths of a second")
     func percentsAndRamp() {
         var controls = ActiveControls()

@@ -126,6 +126,29 @@ struct Sep2ReporterTests {
         #expect(reporter.dueRequests(now: 161, serverTime: 1161).map(\.path) == ["/edev/1/der/1/ders"])
     }
 
+    @Test("ALL-13: DERSettings follows the DefaultDERControl's setGradW 27 → 100 → 27, one PUT each (the site's ramp without one)")
+    func settingsFollowSetGradW() throws {
+        func programs(_ gradient: UInt16?) -> [ProgramSchedule] {
+            [ProgramSchedule(mRID: "P1", primacy: 1, controls: [],
+                             defaultControl: DefaultDERControl(mRID: "D1", base: DERControlBase(), setGradW: gradient))]
+        }
+        var reporter = Sep2Reporter(settings: Self.settings(post: 60))
+        reporter.follow(der: try Self.der(), mirrorUsagePointList: nil, postRate: nil)
+        var sample = Self.snapshot()
+        var put: [String] = []
+        for (step, gradient) in [UInt16?.none, 27, 100, 27].enumerated() {
+            sample.defaultSetGradW = EventRules.setGradW(programs(gradient))
+            let t = Int64(step) * 100
+            reporter.sample(sample, serverTime: 1000 + t)
+            let requests = reporter.dueRequests(now: t, serverTime: 1000 + t)
+            let settings = requests.filter { $0.path == "/edev/1/der/1/derg" }
+            #expect(settings.count == 1, "step \(step): \(requests.map(\.path))")
+            put += try settings.map { try #require(Self.text(try Self.root($0), "setGradW")) }
+            Self.ok(&reporter, requests)
+        }
+        #expect(put == ["50", "27", "100", "27"], "\(put)")
+    }
+
     @Test("the usage points are POSTed once, their Location kept; each interval's averages are POSTed there, signed as 2030.5 says")
     func mirror() throws {
         var reporter = Sep2Reporter(settings: Self.settings(.v1_3, post: 300))
