@@ -179,22 +179,96 @@ public struct DERControl: Hashable, Sendable {
     }
 }
 
-/// `DERControlList`: a page of a program's controls.
+/// A control of a `DERControlList` bessd does not take, and why; its siblings are taken. Answered with
+/// `status` where its `replyTo` and `responseRequired` ask (a control without a readable mRID cannot be).
+public struct RefusedControl: Hashable, Sendable {
+    /// `mRID` as written; nil when it is missing or not HexBinary128 (then nothing can be answered).
+    public var mRID: String?
+    /// The `replyTo` attribute.
+    public var replyTo: String?
+    /// The `responseRequired` attribute (0 when absent or unreadable).
+    public var responseRequired: UInt8
+    /// 253 (`invalidEvent`): malformed, or a value outside its type; 252 (`notApplicable`): it sets
+    /// only controls bessd does not carry out.
+    public var status: ResponseStatus
+    /// Why, for the journal (document text quoted).
+    public var reason: String
+
+    /// A refusal.
+    public init(mRID: String?, replyTo: String?, responseRequired: UInt8, status: ResponseStatus, reason: String) {
+        self.mRID = mRID
+        self.replyTo = replyTo
+        self.responseRequired = responseRequired
+        self.status = status
+        self.reason = reason
+    }
+
+    /// The `DERControlBase` elements bessd carries out (`rampTms` alone carries nothing out).
+    public static let appliedElements: Set<String> = [
+        "opModConnect", "opModEnergize", "opModFixedW", "opModMaxLimW", "opModTargetW", "opModExpLimW", "opModImpLimW",
+        "opModGenLimW", "opModLoadLimW", "opModStorageTargetW", "opModFreqDroop",
+    ]
+
+    /// `element` (a `DERControl`) refused for `error`: its mRID, replyTo and responseRequired as far as they read.
+    init(_ element: XMLElement, error: SEP2Error) {
+        mRID = try? element.mRID()
+        replyTo = element.attribute("replyTo")
+        let required = element.attribute("responseRequired") ?? "0"
+        responseRequired = required.utf8.count <= 2 ? UInt8(required, radix: 16) ?? 0 : 0
+        status = .invalidEvent
+        reason = "\(error)"
+    }
+
+    /// `control` read from `element` refused as not applicable when its `DERControlBase` sets nothing
+    /// bessd carries out; nil when it sets something.
+    init?(notApplicable control: DERControl, _ element: XMLElement) {
+        let others = element.child("DERControlBase")?.children.map(\.name.local).filter { $0 != "rampTms" } ?? []
+        guard !others.contains(where: Self.appliedElements.contains) else { return nil }
+        self.init(mRID: control.mRID, replyTo: control.replyTo, responseRequired: control.responseRequired, status: .notApplicable,
+                  reason: others.isEmpty ? "DERControl \(quoted(control.mRID)) sets no control"
+                      : "DERControl \(quoted(control.mRID)) sets only controls bessd does not carry out: "
+                      + others.prefix(4).map { quoted($0) }.joined(separator: ", ") + (others.count > 4 ? ", …" : ""))
+    }
+}
+
+/// `DERControlList`: a page of a program's controls. Each control is read on its own: one that is
+/// malformed or invalid, or that sets nothing bessd carries out, is refused alone (`refused`).
 public struct DERControlList: Hashable, Sendable {
     /// `all`: how many controls the whole list has.
     public var all: UInt32
     /// `results`: how many this page carries.
     public var results: UInt32
-    /// The controls of this page.
+    /// The controls of this page bessd takes.
     public var controls: [DERControl]
+    /// The controls of this page bessd refuses, in document order.
+    public var refused: [RefusedControl] = []
 
-    /// A `DERControlList` document.
+    /// The items this page carries, taken or refused (what paging counts).
+    public var items: Int { controls.count + refused.count }
+
+    /// A `DERControlList` document. Refused as a whole only for what the whole document does wrong (not
+    /// XML, another root, an unknown namespace, `all` or `results` not a number).
     public static func read(_ bytes: [UInt8], limits: XMLLimits = XMLLimits()) throws(SEP2Error) -> SEP2Document<DERControlList> {
         try readDocument(bytes, root: "DERControlList", limits: limits) { (root) throws(SEP2Error) in
             var controls: [DERControl] = []
-            for element in root.all("DERControl") { controls.append(try DERControl(element)) }
-            return DERControlList(all: try root.integerAttribute("all", UInt32.self) ?? UInt32(controls.count),
-                                  results: try root.integerAttribute("results", UInt32.self) ?? UInt32(controls.count), controls: controls)
+            var refused: [RefusedControl] = []
+            for element in root.all("DERControl") {
+                do throws(SEP2Error) {
+                    let control = try DERControl(element)
+                    if let notApplicable = RefusedControl(notApplicable: control, element) {
+                        refused.append(notApplicable)
+                    } else {
+                        controls.append(control)
+                    }
+                } catch {
+                    refused.append(RefusedControl(element, error: error))
+                }
+            }
+            let count = UInt32(controls.count + refused.count)
+            var list = DERControlList(all: try root.integerAttribute("all", UInt32.self) ?? count,
+                                      results: try root.integerAttribute("results", UInt32.self) ?? count, controls: controls)
+            list.refused = refused
+            return list
         }
     }
 }

@@ -1,3 +1,4 @@
+import ControlCore
 public import IEEE2030_5
 
 /// What happened to a control, as a response reports it.
@@ -9,11 +10,22 @@ public enum Sep2ResponseEvent: Hashable, Sendable {
     case refused(ResponseStatus, reason: String)
 }
 
-/// The responses sent, per control mRID, and the state each control was last seen in.
+/// The responses sent, per control mRID, and the state each control was last seen in; the responses
+/// waiting to be sent (`outbox`, in order) and the back-off after a failed one.
 struct ResponseLedger: Sendable {
     var sent: [String: Set<UInt8>] = [:]
     var seen: [String: ControlState] = [:]
     static let capacity = 4096
+    /// Responses made and not yet accepted by the server, oldest first.
+    var outbox: [Sep2Request] = []
+    /// No response is sent before this monotonic second (after a failure).
+    var heldUntil: Int64?
+    /// Failures in a row (the back-off's step).
+    var failures = 0
+    /// Responses dropped because the outbox was full, since the count was last taken.
+    var dropped = 0
+    /// The most responses waiting at once: beyond it new ones are dropped (coded, journalled).
+    static let outboxCapacity = 256
 }
 
 extension Sep2Reporter {
@@ -28,8 +40,24 @@ extension Sep2Reporter {
     /// when bit 1 asks; a refusal when bit 0 or 1 asks (it answers the receipt). Bit 2 (a user's
     /// answer) has no user at a site. Each status goes once per control.
     public mutating func respond(to control: DERControl, _ event: Sep2ResponseEvent, serverTime: Int64) -> [Sep2Request] {
-        guard let replyTo = control.replyTo, let path = Self.path(of: replyTo) else { return [] }
-        let asked = control.responseRequired
+        respond(mRID: control.mRID, replyTo: control.replyTo, responseRequired: control.responseRequired, event, serverTime: serverTime)
+    }
+
+    /// The refusals of the controls a DERControlList page refused alone (`DERControlList.refused`): 252 or
+    /// 253, each once, where the control's mRID was readable and its `replyTo` and `responseRequired` ask.
+    public mutating func respond(refused controls: [RefusedControl], serverTime: Int64) -> [Sep2Request] {
+        var out: [Sep2Request] = []
+        for control in controls {
+            guard let mRID = control.mRID else { continue }
+            out += respond(mRID: mRID, replyTo: control.replyTo, responseRequired: control.responseRequired,
+                           .refused(control.status, reason: control.reason), serverTime: serverTime)
+        }
+        return out
+    }
+
+    mutating func respond(mRID: String, replyTo: String?, responseRequired asked: UInt8, _ event: Sep2ResponseEvent,
+                          serverTime: Int64) -> [Sep2Request] {
+        guard let replyTo, let path = Self.path(of: replyTo) else { return [] }
         var statuses: [ResponseStatus] = []
         switch event {
         case .refused(let status, _):
@@ -39,11 +67,11 @@ extension Sep2Reporter {
             if state != .scheduled, asked & Self.responseSpecific != 0 { statuses.append(ResponseStatus(state)) }
         }
         var out: [Sep2Request] = []
-        for status in statuses where !(responses.sent[control.mRID]?.contains(status.rawValue) ?? false) {
-            let report = ControlResponseReport(endDeviceLFDI: settings.lfdi, status: status, subject: control.mRID, createdDateTime: serverTime)
+        for status in statuses where !(responses.sent[mRID]?.contains(status.rawValue) ?? false) {
+            let report = ControlResponseReport(endDeviceLFDI: settings.lfdi, status: status, subject: mRID, createdDateTime: serverTime)
             do throws(SEP2Error) {
                 out.append(Sep2Request(method: .post, path: path, body: try report.xml(), purpose: .post("DERControlResponse")))
-                responses.sent[control.mRID, default: []].insert(status.rawValue)
+                responses.sent[mRID, default: []].insert(status.rawValue)
             } catch {
                 refused(error, "DERControlResponse")
             }
@@ -79,5 +107,72 @@ extension Sep2Reporter {
         // Refusals of controls never tracked (their documents were refused) stay bounded too.
         if responses.sent.count > ResponseLedger.capacity { responses.sent = responses.sent.filter { present.contains($0.key) } }
         return out
+    }
+}
+
+// MARK: - The outbox: responses sent in order, again after a failure
+
+extension Sep2Reporter {
+    /// Queues `responses` behind those waiting, in order; while the outbox is full a new one is dropped
+    /// and counted (`takeDropped`). Returns how many were dropped.
+    @discardableResult
+    public mutating func enqueue(_ responses: [Sep2Request]) -> Int {
+        var dropped = 0
+        for response in responses {
+            guard self.responses.outbox.count < ResponseLedger.outboxCapacity else {
+                dropped += 1
+                continue
+            }
+            self.responses.outbox.append(response)
+        }
+        self.responses.dropped += dropped
+        return dropped
+    }
+
+    /// The responses waiting to be sent, oldest first.
+    public var pendingResponses: [Sep2Request] { responses.outbox }
+
+    /// The responses dropped on a full outbox since the last call (for the journal).
+    public mutating func takeDropped() -> Int {
+        defer { responses.dropped = 0 }
+        return responses.dropped
+    }
+
+    /// The response to send at monotonic second `now`: the oldest waiting, unless a failure holds them back.
+    public func nextResponse(now: Int64) -> Sep2Request? {
+        if let held = responses.heldUntil, now < held { return nil }
+        return responses.outbox.first
+    }
+
+    /// The outcome of sending the oldest response at `now`: a 2xx takes it off the queue; a transport
+    /// failure (`reply` nil), 408, 429 or a 5xx keeps it and holds every response back for the back-off
+    /// (2, 4, 8 … 300 s as discovery's, a 429's or 503's `Retry-After` when longer); another status is
+    /// the server refusing that document: it is dropped, `lastError` says so. Returns true when the next
+    /// one may be sent at once.
+    @discardableResult
+    public mutating func handleResponse(_ reply: Sep2Reply?, to request: Sep2Request, now: Int64) -> Bool {
+        guard responses.outbox.first == request else { return true }
+        let status = reply?.status
+        if let status, (200...299).contains(status) || !(status == 408 || status == 429 || (500...599).contains(status)) {
+            responses.outbox.removeFirst()
+            responses.failures = 0
+            responses.heldUntil = nil
+            if !(200...299).contains(status) {
+                lastError = "HTTP \(status) to DERControlResponse at \(TextQuoting.quoted(request.path, limit: 64)): dropped"
+            }
+            return true
+        }
+        let limits = DiscoveryLimits()
+        responses.failures = min(responses.failures + 1, 64)
+        var step = UInt64(limits.backoff.lowerBound)
+        for _ in 1..<responses.failures where step < UInt64(limits.backoff.upperBound) { step *= 2 }
+        var delay = min(step, UInt64(limits.backoff.upperBound))
+        if let after = reply?.retryAfterSeconds, status == 429 || status == 503 {
+            delay = max(delay, UInt64(min(max(after, limits.retryAfter.lowerBound), limits.retryAfter.upperBound)))
+        }
+        responses.heldUntil = now + Int64(delay)
+        lastError = (status.map { "HTTP \($0)" } ?? "no answer") + " to DERControlResponse at \(TextQuoting.quoted(request.path, limit: 64)); "
+            + "sent again in \(delay) s"
+        return false
     }
 }

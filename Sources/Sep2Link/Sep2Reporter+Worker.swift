@@ -40,14 +40,25 @@ extension Sep2Worker {
 }
 
 extension Sep2Client {
-    /// One reporting round, on the worker's thread after the limits are published: a sample a second,
-    /// then the responses and reports due, each sent and its reply handed back. A transport failure
-    /// ends the round (discovery says the server is unreachable and backs off).
+    /// One reporting round, on the worker's thread after the limits are published: the responses the
+    /// controls call for queued (also while the server is unreachable: none is lost to an outage), then,
+    /// while it answers, a sample a second, the queued responses in order and the reports due, each sent
+    /// and its reply handed back. A transport failure ends the round (discovery says the server is
+    /// unreachable and backs off; the response is sent again after the reporter's back-off).
     func report(now: MonotonicInstant, wall: Double) {
-        guard var r = reporting, reachable != false else { return }
+        guard var r = reporting else { return }
         defer { reporting = r }
         let second = Self.seconds(now)
         let server = Int64(serverTime(now: now, wall: wall).rounded(.down))
+        let made = (known ? r.reporter.track(programs, serverTime: server, randomization: randomization) : [])
+            + r.reporter.respond(refused: controlRefusals.keys.sorted().flatMap { controlRefusals[$0] ?? [] }, serverTime: server)
+        r.reporter.enqueue(made)
+        let dropped = r.reporter.takeDropped()
+        if dropped > 0 {
+            log("SEP2_RESPONSE_DROPPED", "SEP2_RESPONSE_DROPPED: \(dropped) DERControlResponse(s) dropped: \(r.reporter.pendingResponses.count) "
+                + "wait unsent for \(settings.serverName) (at most \(ResponseLedger.outboxCapacity))", true)
+        }
+        guard reachable != false else { return }
         if r.versionCheckedAt.map({ second - $0 >= 60 }) ?? true {
             r.versionCheckedAt = second
             r.reporter.use(session.csipaus ?? Self.csipausVersion(in: session.documents) ?? r.reporter.settings.csipaus)
@@ -62,19 +73,49 @@ extension Sep2Client {
         }
         r.reporter.follow(der: session.ders.first, mirrorUsagePointList: session.deviceCapability?.mirrorUsagePointListLink,
                           postRate: session.endDevice?.postRate)
-        let requests = (known ? r.reporter.track(programs, serverTime: server, randomization: randomization) : [])
-            + r.reporter.dueRequests(now: second, serverTime: server)
-        for request in requests {
-            let http = HTTPRequest(method: request.method.rawValue, path: request.path, body: request.body, contentType: "application/sep+xml")
-            republish()
-            do throws(HTTPClientError) {
-                let response = try transport.send(http)
-                r.reporter.handle(Sep2Reply(status: response.status, location: response.location), to: request)
-            } catch {
-                transport.close()
+        while let response = r.reporter.nextResponse(now: second) {
+            guard let reply = send(response) else {
+                r.reporter.handleResponse(nil, to: response, now: second)
                 return
             }
+            guard r.reporter.handleResponse(reply, to: response, now: second) else { break }
         }
+        for request in r.reporter.dueRequests(now: second, serverTime: server) {
+            guard let reply = send(request) else { return }
+            r.reporter.handle(reply, to: request)
+        }
+    }
+
+    /// Sends one report (the schedule published first); nil, the connection closed, on a transport failure.
+    private func send(_ request: Sep2Request) -> Sep2Reply? {
+        let http = HTTPRequest(method: request.method.rawValue, path: request.path, body: request.body, contentType: "application/sep+xml")
+        republish()
+        do throws(HTTPClientError) {
+            let response = try transport.send(http)
+            return Sep2Reply(status: response.status, retryAfterSeconds: response.retryAfterSeconds, location: response.location)
+        } catch {
+            transport.close()
+            return nil
+        }
+    }
+
+    /// The controls of a DERControlList page just read that its reader refused alone (253 invalid, 252
+    /// not applicable): kept per page for the responses, and each journalled as `SEP2_CONTROL_REFUSED`
+    /// once while the page carries it.
+    func noteControlRefusals(_ request: Sep2Request, body: [UInt8]) {
+        guard request.purpose == .derControlList else { return }
+        let refused = (try? DERControlList.read(body).resource.refused) ?? []
+        let before = Set((controlRefusals[request.path] ?? []).map(Self.refusalLine))
+        if controlRefusals.count >= 256, controlRefusals[request.path] == nil { controlRefusals = [:] }
+        controlRefusals[request.path] = refused.isEmpty ? nil : refused
+        for control in refused where !before.contains(Self.refusalLine(control)) {
+            log("SEP2_CONTROL_REFUSED", "SEP2_CONTROL_REFUSED: \(Self.refusalLine(control)) (\(TextQuoting.quoted(request.path, limit: 64)) of "
+                + "\(settings.serverName)); answered \(control.status.rawValue) where asked, its siblings taken", true)
+        }
+    }
+
+    static func refusalLine(_ control: RefusedControl) -> String {
+        "control " + (control.mRID.map { TextQuoting.quoted($0, limit: 40) } ?? "without a readable mRID") + ": \(control.reason)"
     }
 
     /// The CSIP-AUS namespace the server's documents use, nil when none names one.

@@ -50,7 +50,7 @@ public struct Sep2Reporter: Sendable {
     /// Each usage point's href as the server's `Location` gave it.
     public private(set) var mirrorPaths: [MirrorLocation: String] = [:]
     /// The last document a writer refused or a reply the server refused, for `bessctl` and the journal.
-    public private(set) var lastError: String?
+    public internal(set) var lastError: String?
 
     var latest: Sep2SiteSample?
     var accumulator = Sep2MirrorAccumulator()

@@ -277,6 +277,7 @@ final class Sep2Client: @unchecked Sendable {
             try session.handle(reply, to: request, now: Self.seconds(now), wallClock: Int64(wall.rounded(.down)))
             noteAnswer(status: response.status, error: nil, wall: wall)
             refusals[request.path] = nil
+            noteControlRefusals(request, body: response.body)
         } catch {
             noteAnswer(status: response.status, error: "\(error)", wall: wall)
             if let stopped = session.stopped {

@@ -92,6 +92,22 @@ struct SEP2PeerTests {
         }
     }
 
+    @Test("an envoy-schema DERControlList with an invalid and a not-applicable control: each refused alone (253, 252), the sibling taken")
+    func controlsRefusedAlone() throws {
+        let document = try #require(try Self.peer(["refusals"]).first)
+        let given = try #require(document["given"] as? [String: Any])
+        let read = try DERControlList.read(Array(try #require(document["xml"] as? String).utf8)).resource
+        #expect(read.controls.map(\.mRID) == given["taken"] as? [String])
+        #expect(read.controls.first?.base.exportLimitW == ActivePower(value: 1500, multiplier: 0))
+        let refused = try #require(given["refused"] as? [[Any]])
+        #expect(read.refused.map { $0.mRID ?? "" } == refused.compactMap { $0.first as? String })
+        #expect(read.refused.map { Int($0.status.rawValue) } == refused.compactMap { Self.int($0.last) })
+        #expect(read.refused.allSatisfy { $0.replyTo == "/rsps/1/rsp" && $0.responseRequired == 3 })
+        #expect(read.refused.first?.reason.contains("SEP2_VALUE_INVALID") == true, "\(read.refused)")
+        #expect(read.refused.last?.reason.contains("\"opModFixedVar\"") == true, "\(read.refused)")
+        #expect(read.items == Self.int(given["all"]) && Int(read.results) == Self.int(given["all"]), "paging counts every control, refused or taken")
+    }
+
     @Test("the envoy-schema documents in an unknown CSIP-AUS namespace are SEP2_NAMESPACE_UNKNOWN")
     func unknownNamespace() throws {
         let document = try #require(try Self.peer(["documents"]).first { $0["name"] as? String == "control-v1.3" })

@@ -19,6 +19,11 @@ final class FakeSep2Server: Sep2Transport, @unchecked Sendable {
 
     func set(_ path: String, _ document: String) { guarded.withLock { $0.documents[path] = document } }
 
+    /// Statuses `path` answers before its document, one per request (0: no answer, a transport failure).
+    let scripted = Mutex<[String: [Int]]>([:])
+    /// The bodies sent with each request other than a GET, in order.
+    let posted = Mutex<[(path: String, body: [UInt8])]>([])
+
     /// The server's clock: `/tm` says this time when set (a test's wall clock), else its fixed document.
     let clock = Mutex<(@Sendable () -> Int64)?>(nil)
 
@@ -29,6 +34,10 @@ final class FakeSep2Server: Sep2Transport, @unchecked Sendable {
             return (state.documents[path], state.down)
         }
         if down { throw HTTPClientError(.connect, message: "connection refused (test)") }
+        if request.method != "GET" { posted.withLock { $0.append((request.path, request.body)) } }
+        let status = scripted.withLock { script -> Int? in script[request.path]?.isEmpty == false ? script[request.path]!.removeFirst() : nil }
+        if status == 0 { throw HTTPClientError(.connect, message: "connection reset (test)") }
+        if let status { return HTTPResponse(status: status) }
         let now = request.path == "/tm" ? clock.withLock { $0 }?() : nil
         guard let document = now.map(Sep2Fixture.time) ?? document else { return HTTPResponse(status: 404) }
         return HTTPResponse(status: 200, headers: [("Content-Type", "application/sep+xml")], body: Array(document.utf8))

@@ -243,6 +243,58 @@ struct Sep2ReporterTests {
     }
 }
 
+extension Sep2ReporterTests {
+    @Test("controls refused alone: 253 (invalid) and 252 (not applicable) to their replyTo, once each, as responseRequired asks")
+    func controlsRefusedAlone() throws {
+        func control(_ mRID: String?, _ base: String, required: String = "03") -> String {
+            #"<DERControl replyTo="/rsps/1/rsp" responseRequired="\#(required)">"# + (mRID.map { "<mRID>\($0)</mRID>" } ?? "")
+                + "<creationTime>1</creationTime><EventStatus><currentStatus>0</currentStatus><dateTime>1</dateTime><potentiallySuperseded>false</potentiallySuperseded></EventStatus>"
+                + "<interval><duration>60</duration><start>1000</start></interval><DERControlBase>\(base)</DERControlBase></DERControl>"
+        }
+        let limit = { (value: String) in "<csipaus:opModExpLimW><multiplier>0</multiplier><value>\(value)</value></csipaus:opModExpLimW>" }
+        let xml = #"<DERControlList xmlns="urn:ieee:std:2030.5:ns" xmlns:csipaus="https://csipaus.org/ns/v1.3" all="6" results="6">"#
+            + control("A1", limit("1500")) + control("B2", limit("99999")) + control("C3", "<opModFixedVar><refType>0</refType><value>5</value></opModFixedVar><rampTms>10</rampTms>")
+            + control(nil, limit("10")) + control("E5", limit("x"), required: "00") + control("F6", "") + "</DERControlList>"
+        let list = try DERControlList.read(Array(xml.utf8)).resource
+        #expect(list.controls.map(\.mRID) == ["A1"])
+        #expect(list.refused.map { $0.mRID ?? "-" } == ["B2", "C3", "-", "E5", "F6"])
+        #expect(list.refused.map(\.status) == [.invalidEvent, .notApplicable, .invalidEvent, .invalidEvent, .notApplicable])
+        #expect(list.items == 6)
+        var reporter = Sep2Reporter(settings: Self.settings())
+        #expect(try Self.statuses(reporter.respond(refused: list.refused, serverTime: 5)) == ["253 B2", "252 C3", "252 F6"],
+                "none without an mRID, none where responseRequired asks none")
+        #expect(reporter.respond(refused: list.refused, serverTime: 6).isEmpty, "once each")
+    }
+
+    @Test("responses wait in order: one refused (5xx) or unanswered goes again after the back-off, none lost while there is room; a full queue drops and counts")
+    func responseOutbox() throws {
+        var reporter = Sep2Reporter(settings: Self.settings())
+        reporter.enqueue(reporter.respond(to: Self.control("A1", required: 0x03), .state(.active), serverTime: 1))
+        #expect(try Self.statuses(reporter.pendingResponses) == ["1 A1", "2 A1"])
+        let first = try #require(reporter.nextResponse(now: 100))
+        let refused = reporter.handleResponse(Sep2Reply(status: 500), to: first, now: 100)
+        #expect(!refused)
+        #expect(reporter.nextResponse(now: 101) == nil, "held for the back-off (2 s)")
+        #expect(reporter.nextResponse(now: 102) == first, "then the same one, first")
+        let unanswered = reporter.handleResponse(nil, to: first, now: 102)
+        #expect(!unanswered)
+        #expect(reporter.nextResponse(now: 105) == nil && reporter.nextResponse(now: 106) == first, "4 s after the second failure")
+        let taken = reporter.handleResponse(Sep2Reply(status: 201), to: first, now: 106)
+        #expect(taken)
+        let second = try #require(reporter.nextResponse(now: 106))
+        #expect(try Self.statuses([second]) == ["2 A1"], "in order, and at once after a success")
+        let dropped = reporter.handleResponse(Sep2Reply(status: 400), to: second, now: 106)
+        #expect(dropped, "a 400 refuses that document: dropped, not sent again")
+        #expect(reporter.pendingResponses.isEmpty && reporter.lastError?.contains("HTTP 400") == true)
+        let many = (0..<300).map { Sep2Request(method: .post, path: "/r", body: Array("\($0)".utf8), purpose: .post("DERControlResponse")) }
+        let overflow = reporter.enqueue(many)
+        #expect(overflow == 44)
+        #expect(reporter.pendingResponses == Array(many.prefix(256)), "the oldest kept, in order")
+        let counted = reporter.takeDropped(), again = reporter.takeDropped()
+        #expect(counted == 44 && again == 0)
+    }
+}
+
 extension Sep2SiteSample {
     /// The utility's `opModConnect` false, as the worker applies it.
     mutating func utilityDisconnect() { connectAllowed = false }

@@ -2,6 +2,7 @@ import ControlCore
 import Foundation
 import IEEE2030_5
 @testable import Sep2Link
+import Synchronization
 import Testing
 
 /// The reporter inside the worker: what discovery reads (the DER's links) and the schedule it
@@ -44,5 +45,44 @@ struct Sep2ReporterWorkerTests {
         rig.advance(70)
         rig.settle()
         #expect(rig.server.requests.filter { $0 == "/rsps/1/rsp" }.count == 2, "started at the control's start")
+    }
+
+    @Test("a response the server refuses (503, then no answer) goes again after the back-off, in order, until taken; a control refused alone is answered 253 and journalled once, quoted, its sibling taken")
+    func responsesRetriedAndRefusals() throws {
+        let server = Self.server()
+        let bad = #"<DERControl replyTo="/rsps/1/rsp" responseRequired="03"><mRID>BAD1</mRID><creationTime>1</creationTime><EventStatus><currentStatus>0</currentStatus>"#
+            + #"<dateTime>1</dateTime><potentiallySuperseded>false</potentiallySuperseded></EventStatus><interval><duration>60</duration>"#
+            + "<start>\(Self.t0 + 100)</start></interval><DERControlBase>\(Sep2Fixture.exportLimit(99_999))</DERControlBase></DERControl>"
+        let list = Sep2Fixture.chain(controls: [Sep2WorkerTests.controlA])["/derp/1/derc"]!
+            .replacingOccurrences(of: "<DERControl>", with: #"<DERControl replyTo="/rsps/1/rsp" responseRequired="03">"#)
+            .replacingOccurrences(of: "</DERControlList>", with: bad + "</DERControlList>").replacingOccurrences(of: #"all="1" results="1""#, with: #"all="2" results="2""#)
+        server.set("/derp/1/derc", list)
+        server.scripted.withLock { $0["/rsps/1/rsp"] = [503, 0] }
+        let rig = Sep2WorkerTests.Rig(server: server)
+        var sample = Sep2SiteSample()
+        sample.connected = true
+        let fixed = sample
+        rig.client.reporting = Sep2Reporting(reporter: Sep2Reporter(settings: Sep2ReporterTests.settings()), sample: { fixed })
+        func responses() -> [String] {
+            server.posted.withLock { $0 }.filter { $0.path == "/rsps/1/rsp" }.compactMap { post in
+                (try? XMLDocument.parse(post.body)).map { "\(Sep2ReporterTests.text($0, "status") ?? "?") \(Sep2ReporterTests.text($0, "subject") ?? "?")" }
+            }
+        }
+        rig.settle()
+        for _ in 0..<8 {
+            rig.advance(1)
+            rig.settle()
+        }
+        // The list's refusal is known when its page is read, before the whole schedule is: it goes first.
+        #expect(responses() == ["253 BAD1", "253 BAD1", "253 BAD1", "1 A1"], "503, no answer, then taken; A1's received after it: \(responses())")
+        #expect(rig.export == 5000, "the default until A1 starts: BAD1's 99999 W never applies")
+        let refusals = rig.log.codes("SEP2_CONTROL_REFUSED")
+        #expect(refusals.count == 1 && refusals.first?.contains("control \"BAD1\"") == true && refusals.first?.contains("SEP2_VALUE_INVALID") == true,
+                "\(refusals)")
+        rig.advance(100)
+        rig.settle()
+        #expect(responses().suffix(1) == ["2 A1"], "A1 started: \(responses())")
+        #expect(rig.export == 1500)
+        #expect(rig.log.codes("SEP2_CONTROL_REFUSED").count == 1, "journalled once while the list carries it")
     }
 }

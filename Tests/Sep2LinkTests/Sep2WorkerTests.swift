@@ -150,19 +150,28 @@ struct Sep2WorkerTests {
         #expect(rig.client.state.withLock { $0.reachable == true && $0.lastStatus == 200 })
     }
 
-    @Test("a control list the reader refuses is SEP2_CONTROL_REFUSED with its reason, once; the last good schedule runs on")
+    @Test("a control the reader refuses is SEP2_CONTROL_REFUSED with its reason, once, alone: its sibling in the list runs; a list that is not XML keeps the last good schedule")
     func refusedControl() {
         let rig = Rig(server: FakeSep2Server(Sep2Fixture.chain(controls: [Self.controlA])))
         rig.settle()
-        let bad = Sep2Fixture.controlList([Self.controlA]).replacingOccurrences(of: "<multiplier>0</multiplier>", with: "<multiplier>99</multiplier>")
+        let b2 = Sep2Fixture.Control(mRID: "B2", start: Self.t0 + 100, duration: 60, exportW: 2500)
+        let bad = Sep2Fixture.controlList([Self.controlA, b2]).replacingOccurrences(of: "<value>2500</value>", with: "<value>99999</value>")
         rig.server.set("/derp/1/derc", bad)
         for _ in 0..<4 {
             rig.advance(31)
             rig.settle()
         }
         let refusals = rig.log.codes("SEP2_CONTROL_REFUSED")
-        #expect(refusals.count == 1 && refusals[0].contains("SEP2_VALUE_INVALID") && refusals[0].contains("/derp/1/derc"), "\(rig.log.all)")
-        #expect(rig.export == 1500, "control A (t0+100…160) runs at t0+124 from the last good list")
+        #expect(refusals.count == 1 && refusals[0].contains("control \"B2\"") && refusals[0].contains("SEP2_VALUE_INVALID")
+                    && refusals[0].contains("/derp/1/derc"), "\(rig.log.all)")
+        #expect(rig.export == 1500, "control A (t0+100…160) runs at t0+124, taken beside the refused B2")
+        rig.server.set("/derp/1/derc", "<DERControlList")
+        for _ in 0..<3 where rig.log.codes("SEP2_CONTROL_REFUSED").count < 2 {
+            rig.advance(31)
+            rig.settle()
+        }
+        #expect(rig.log.codes("SEP2_CONTROL_REFUSED").count == 2, "\(rig.log.all)")
+        #expect(rig.client.programs.first?.controls.map(\.mRID) == ["A1"], "the whole list refused: the last good one runs on")
     }
 
     @Test("a restart with the server down runs the stored schedule: the control at its time, then the default")

@@ -9,6 +9,11 @@ pinned in hil/requirements-py312.txt; run as `$(scripts/ensure-python-peers.sh -
     pydantic-xml models (the utility server's own types) and the values they were given. The v1.2
     variants are the same documents with the CSIP-AUS namespace URI of v1.1a/1.2 (envoy-schema 2.x
     writes only v1.3's).
+`refusals`  one JSON line: {"name", "xml", "given"}: a DERControlList envoy-schema's models write with
+    three controls: A1 (an export limit), B2 whose import limit's value is then edited to 77777 (outside
+    Int16: invalid) and C3 setting only opModFixedVar with rampTms (nothing bessd carries out); given
+    names the control taken and each refused with the status 2030.5 gives it (253 invalid, 252 not applicable).
+`mrid PEN`  one JSON line {"mRID"}: sep2tools.ids.generate_mrid(PEN) ungrouped (the PEN ends it).
 `events FILE`  reads {"cases": [{"events": [...], "times": [...]}, ...]} from FILE (sep2tools' DERControl
     fields) and prints {"case", "time", "mode", "mRID"} for every case, sample time and mode, from
     sep2tools.event_overlap.condense_events.
@@ -108,6 +113,36 @@ def documents():
         print(json.dumps({"name": name + "-v1.2", "xml": xml.replace(V13, V12), "given": values}))
 
 
+def refusals():
+    from envoy_schema.server.schema.sep2.der import DERControlBase, DERControlListResponse, DERControlResponse
+    from envoy_schema.server.schema.sep2.der_control_types import ActivePower, FixedVar
+    from envoy_schema.server.schema.sep2.event import EventStatus
+    from envoy_schema.server.schema.sep2.types import DateTimeIntervalType
+
+    def control(mrid, base):
+        return DERControlResponse(
+            href=f"/edev/1/derp/1/derc/{mrid}", replyTo="/rsps/1/rsp", responseRequired="03", mRID=mrid,
+            creationTime=1_760_000_000, EventStatus_=EventStatus(currentStatus=0, dateTime=1_760_000_000, potentiallySuperseded=False),
+            interval=DateTimeIntervalType(start=1_760_000_300, duration=300), DERControlBase_=base)
+
+    listed = DERControlListResponse(href="/edev/1/derp/1/derc", all_=3, results=3, DERControl=[
+        control("A1", DERControlBase(opModExpLimW=ActivePower(value=1500, multiplier=0))),
+        control("B2", DERControlBase(opModImpLimW=ActivePower(value=7777, multiplier=0))),
+        control("C3", DERControlBase(opModFixedVar=FixedVar(refType=0, value=500), rampTms=100)),
+    ])
+    xml = listed.to_xml(skip_empty=True).decode()
+    assert xml.count("<value>7777</value>") == 1
+    xml = xml.replace("<value>7777</value>", "<value>77777</value>")
+    print(json.dumps({"name": "refusals-v1.3", "xml": xml,
+                      "given": {"taken": ["A1"], "refused": [["B2", 253], ["C3", 252]], "all": 3}}))
+
+
+def mrid(pen):
+    from sep2tools.ids import generate_mrid
+
+    print(json.dumps({"mRID": generate_mrid(int(pen), group=False)}))
+
+
 def events(path):
     from sep2tools.event_models import CurrentStatus, DERControl, DERControlBase
     from sep2tools.event_overlap import condense_events
@@ -136,6 +171,10 @@ if __name__ == "__main__":
         identity(sys.argv[2:])
     elif command == "documents":
         documents()
+    elif command == "refusals":
+        refusals()
+    elif command == "mrid":
+        mrid(sys.argv[2])
     elif command == "events":
         events(sys.argv[2])
     else:
