@@ -7,12 +7,21 @@ public struct MeterReading: Sendable, Equatable {
     /// The meter's import and export energy registers, if it has them.
     public var importedEnergy: WattHours?
     public var exportedEnergy: WattHours?
+    /// Reactive power through the connection point, var, signed as `gridPower` is (+ = taken from
+    /// the grid), if the meter reports it.
+    public var reactivePower: Double?
+    /// Voltage at the connection point, V (line to neutral, the phases' average; a meter that
+    /// measures line to line only gives that), if the meter reports one.
+    public var voltage: Double?
 
-    public init(gridPower: Watts, frequency: Hertz? = nil, importedEnergy: WattHours? = nil, exportedEnergy: WattHours? = nil) {
+    public init(gridPower: Watts, frequency: Hertz? = nil, importedEnergy: WattHours? = nil, exportedEnergy: WattHours? = nil,
+                reactivePower: Double? = nil, voltage: Double? = nil) {
         self.gridPower = gridPower
         self.frequency = frequency
         self.importedEnergy = importedEnergy
         self.exportedEnergy = exportedEnergy
+        self.reactivePower = reactivePower
+        self.voltage = voltage
     }
 }
 

@@ -200,15 +200,22 @@ public struct InverterReading: Sendable, Equatable {
     public var faultBits: UInt32
     /// Grid frequency as the inverter measures it, if it reports one.
     public var frequency: Hertz?
+    /// Measured AC reactive power, var, signed as `activePower` is (+ = supplied to the grid,
+    /// over-excited), if the inverter reports it.
+    public var reactivePower: Double?
+    /// AC voltage at the inverter's terminals, V (line to neutral, the phases' average), if it reports one.
+    public var voltage: Double?
     public init(
         activePower: Watts, ratedPower: Watts? = nil, faulted: Bool = false, faultBits: UInt32 = 0,
-        frequency: Hertz? = nil
+        frequency: Hertz? = nil, reactivePower: Double? = nil, voltage: Double? = nil
     ) {
         self.activePower = activePower
         self.ratedPower = ratedPower
         self.faulted = faulted
         self.faultBits = faultBits
         self.frequency = frequency
+        self.reactivePower = reactivePower
+        self.voltage = voltage
     }
 }
 

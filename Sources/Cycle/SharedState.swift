@@ -7,6 +7,10 @@ import Synchronization
 public struct SiteStatus: Sendable, Equatable {
     /// Grid power at the connection point, W (+ = import); NaN without a fresh meter reading.
     public var gridPower: Double = .nan
+    /// Reactive power at the connection point, var (+ as `gridPower`), and its voltage, V; NaN
+    /// without a fresh meter reading or when the meter does not measure them.
+    public var gridReactivePower: Double = .nan
+    public var gridVoltage: Double = .nan
     public var meterStale = false
     public var binding = GridLimitBinding.none
     public var applicationActive = false
@@ -102,6 +106,10 @@ public struct UnitStatus: Sendable, Equatable {
     public var dischargeCurrentLimit: Double = .nan
     public var bmsOnline = false
     public var inverterOnline = false
+    /// The inverter's reactive power, var (+ as `power`: supplied), and AC voltage, V; NaN while
+    /// its reading is stale or when it does not measure them.
+    public var reactivePower: Double = .nan
+    public var acVoltage: Double = .nan
     /// Why the site's allocation gave the unit its setpoint, and whether it shares the site's request.
     public var share: ShareReason = .idle
     public var pooled = true

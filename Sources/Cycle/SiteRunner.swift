@@ -181,7 +181,8 @@ public final class HardwareSite: SiteIO {
 
     public func sampleMeter(now: MonotonicInstant) -> Timestamped<MeterReading>? {
         guard let reading = meterSlot?.reading else { return nil }
-        return Timestamped(MeterReading(gridPower: reading.value.activePower, frequency: reading.value.frequency), at: reading.takenAt)
+        return Timestamped(MeterReading(gridPower: reading.value.activePower, frequency: reading.value.frequency,
+                                        reactivePower: reading.value.reactivePower, voltage: reading.value.voltage), at: reading.takenAt)
     }
 
     public func commandsIssued() {
@@ -293,9 +294,10 @@ public final class SiteRunner {
         }
         meter = io.sampleMeter(now: now)
         if let stamped = meter, settings.meter?.importPositive == false {
-            // A meter that counts export as positive: bessd's convention is + = import.
+            // A meter that counts export as positive (its var too): bessd's convention is + = import.
             meter = Timestamped(MeterReading(gridPower: Watts(-stamped.value.gridPower.value), frequency: stamped.value.frequency,
-                                             importedEnergy: stamped.value.importedEnergy, exportedEnergy: stamped.value.exportedEnergy),
+                                             importedEnergy: stamped.value.importedEnergy, exportedEnergy: stamped.value.exportedEnergy,
+                                             reactivePower: stamped.value.reactivePower.map { -$0 }, voltage: stamped.value.voltage),
                                 at: stamped.takenAt)
         }
         var frequency: Timestamped<Hertz>?
@@ -374,6 +376,10 @@ public final class SiteRunner {
         status.scadaSetpointRemaining = commands.setpoint.active(at: now) == nil ? .zero : commands.setpoint.remaining(at: now)
         status.gridPower = c.gridPower ?? .nan
         status.meterStale = c.stale
+        // Var and V of the reading the connection point took (none while it is stale).
+        let metered = c.gridPower == nil ? nil : meter?.value
+        status.gridReactivePower = metered?.reactivePower ?? .nan
+        status.gridVoltage = metered?.voltage ?? .nan
         status.binding = d.binding
         status.applicationActive = d.applicationActive
         status.applicationTarget = c.target
@@ -445,7 +451,10 @@ public final class SiteRunner {
         status.chargeCurrentLimit = limits?.chargeCurrentLimit.value ?? .nan
         status.dischargeCurrentLimit = limits?.dischargeCurrentLimit.value ?? .nan
         status.bmsOnline = measurements != nil
-        status.inverterOnline = inputs[i].inverter.fresh(at: now, maxAge: controller.units[i].settings.inverterStaleAfter) != nil
+        let inverter = inputs[i].inverter.fresh(at: now, maxAge: controller.units[i].settings.inverterStaleAfter)
+        status.inverterOnline = inverter != nil
+        status.reactivePower = inverter?.reactivePower ?? .nan
+        status.acVoltage = inverter?.voltage ?? .nan
     }
 
     /// One status line: time, frequency, and per unit state, SOC, power, setpoint and active codes.

@@ -35,6 +35,8 @@ public final class PlantRig {
     public private(set) var meter = SimulatedMeter()
     public private(set) var importedWh = 0.0
     public private(set) var exportedWh = 0.0
+    /// Σ units' rated power, W (sizes the simulated grid voltage's swing).
+    var ratingW: Double { configuration.units.reduce(0) { $0 + max(0, $1.maxPowerKW) * 1000 } }
 
     public init(configuration c: BessdConfiguration, startedAt: MonotonicInstant) throws(RunError) {
         configuration = c
@@ -121,7 +123,8 @@ public final class PlantRig {
             if canSockets[i] != nil { applyLinkFault(i, down: faults.contains(.canBusOff)) }
             units[i].step(by: dt)
             if let server = servers[i] {
-                SunSpecPlantLink(server: server).exchange(&units[i], frequencyHz: faults.contains(.frequencyLoss) ? .nan : hz)
+                SunSpecPlantLink(server: server).exchange(&units[i], frequencyHz: faults.contains(.frequencyLoss) ? .nan : hz,
+                                                          gridVoltage: SimulatedMeter.voltage(gridW: meter.gridPowerW, ratingW: ratingW))
             }
             if let can = canSockets[i] {
                 exchangeCAN(i, can, now: now, faults: faults,
@@ -145,10 +148,16 @@ public final class PlantRig {
         let faults = configuration.simulation.activeFaults(at: elapsed, unitID: "")
         server.silent = faults.contains(.meterSilence)
         var w = meter.reading(at: elapsed, delay: configuration.simulation.activeDelay(.meterDelay, at: elapsed, unitID: ""))
-        if configuration.site.meter?.importPositive == false { w = -w }  // a meter that counts export as positive
+        var reactive = meter.gridReactiveVar
+        if configuration.site.meter?.importPositive == false {  // a meter that counts export as positive
+            w = -w
+            reactive = -reactive
+        }
         let imported = importedWh, exported = exportedWh
+        let volts = SimulatedMeter.voltage(gridW: meter.gridPowerW, ratingW: ratingW)
         server.withImage { image, _ in
-            image.publishMeter(gridW: w, hz: hz, importedWh: imported, exportedWh: exported, garbage: faults.contains(.meterGarbage))
+            image.publishMeter(gridW: w, hz: hz, importedWh: imported, exportedWh: exported, garbage: faults.contains(.meterGarbage),
+                               reactiveVar: reactive, voltage: volts)
         }
     }
 

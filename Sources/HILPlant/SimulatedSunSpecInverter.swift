@@ -10,15 +10,16 @@ public struct SunSpecPlantLink: Sendable {
     public init(server: SunSpecServer) { self.server = server }
 
     /// Applies register writes to the inverter, then publishes its state. Call once per plant step,
-    /// after `unit.step`.
-    public func exchange(_ unit: inout SimulatedUnit, frequencyHz: Double) {
+    /// after `unit.step`. `gridVoltage`: the grid's voltage at the site (the inverter's AC voltage
+    /// is the simulated unit's reading of it); NaN publishes it as not implemented.
+    public func exchange(_ unit: inout SimulatedUnit, frequencyHz: Double, gridVoltage: Double = 230) {
         let profile = server.profile
         server.withImage { image, written in
             if !written.isEmpty {
                 applyWrites(&unit, image: image, written: written, profile: profile)
                 written.removeAll(keepingCapacity: true)
             }
-            publish(unit, into: &image, frequencyHz: frequencyHz, profile: profile)
+            publish(unit, into: &image, frequencyHz: frequencyHz, gridVoltage: gridVoltage, profile: profile)
         }
     }
 
@@ -66,18 +67,27 @@ public struct SunSpecPlantLink: Sendable {
         return percent / 100 * wChaMax
     }
 
-    private func publish(_ unit: SimulatedUnit, into image: inout SunSpecImage, frequencyHz: Double,
+    private func publish(_ unit: SimulatedUnit, into image: inout SunSpecImage, frequencyHz: Double, gridVoltage: Double,
                          profile: SunSpecDeviceProfile) {
         let w = Int16(clamping: Int((unit.inverter.powerW / SunSpec.powerOfTen(image.wSF)).rounded()))
+        // Var as the unit's reading gives it (0: bessd commands none), at W's scale; V in tenths.
+        let reading = unit.inverterReading(at: MonotonicInstant(nanoseconds: 0), frequency: nil,
+                                           gridVoltage: gridVoltage.isFinite ? gridVoltage : nil)
+        let reactive = Int16(clamping: Int(((reading.reactivePower ?? 0) / SunSpec.powerOfTen(image.wSF)).rounded()))
+        let volts: UInt16 = reading.voltage.map { UInt16(clamping: Int(($0 * 10).rounded())) } ?? 0xFFFF
         if profile.measurementModel == SunSpec.Measurement.id {
             typealias M = SunSpec.Measurement
             image[M.id, M.w] = UInt16(bitPattern: w)
+            image[M.id, M.reactive] = UInt16(bitPattern: reactive)
+            image[M.id, M.lnv] = volts
             // No measurement: SunSpec's "not implemented" value.
             image.set32(M.id, M.hz, frequencyHz.isFinite ? UInt32(clamping: Int((frequencyHz * 1000).rounded())) : 0xFFFF_FFFF)
             image[M.id, M.inverterState] = unit.inverter.faulted ? M.inverterStateFault : 3
         } else {
             let id = profile.measurementModel
             image[id, SunSpec.Inverter.w] = UInt16(bitPattern: w)
+            image[id, SunSpec.Inverter.vAr] = UInt16(bitPattern: reactive)
+            image[id, SunSpec.Inverter.phVphA] = volts
             image[id, SunSpec.Inverter.hz] = frequencyHz.isFinite ? UInt16(clamping: Int((frequencyHz * 100).rounded())) : 0xFFFF
             image[id, SunSpec.Inverter.state] = unit.inverter.faulted ? SunSpec.Inverter.stateFault : 4
         }

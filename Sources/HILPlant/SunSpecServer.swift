@@ -110,18 +110,25 @@ public struct SunSpecImage: Sendable {
         self[SunSpec.Common.id, SunSpec.Common.deviceAddress] = 1
         for offset in 2...(M.totWhExp - 1) { self[id, offset] = 0x8000 }
         self[id, M.wSF] = UInt16(bitPattern: Int16(wSF))
+        self[id, M.reactiveSF] = UInt16(bitPattern: Int16(wSF))
+        self[id, M.vSF] = UInt16(bitPattern: Int16(-1))
         self[id, M.hzSF] = UInt16(bitPattern: Int16(-2))
         self[id, M.totWhSF] = 0
         set32(id, M.event, 0)
     }
 
-    /// Publishes a meter's reading: W (+ = import) and Hz, and the energy counters in Wh (0 = not
-    /// accumulated). `garbage`: W "not implemented", as a meter with a broken sensor answers.
-    public mutating func publishMeter(gridW: Double, hz: Double, importedWh: Double, exportedWh: Double, garbage: Bool) {
+    /// Publishes a meter's reading: W and var (+ = import), Hz, V (`PhV`, line to neutral) and the
+    /// energy counters in Wh (0 = not accumulated). `garbage`: W "not implemented", as a meter with a
+    /// broken sensor answers. NaN var or V: "not implemented".
+    public mutating func publishMeter(gridW: Double, hz: Double, importedWh: Double, exportedWh: Double, garbage: Bool,
+                                      reactiveVar: Double = .nan, voltage: Double = .nan) {
         guard let id = models.last?.id, SunSpec.Meter.ids.contains(id) else { return }
         typealias M = SunSpec.Meter
         let raw = (gridW / SunSpec.powerOfTen(wSF)).rounded()
         self[id, M.w] = garbage || !raw.isFinite ? 0x8000 : UInt16(bitPattern: Int16(clamping: Int(max(-32767, min(32767, raw)))))
+        let rawVar = (reactiveVar / SunSpec.powerOfTen(wSF)).rounded()
+        self[id, M.reactive] = rawVar.isFinite ? UInt16(bitPattern: Int16(clamping: Int(max(-32767, min(32767, rawVar))))) : 0x8000
+        self[id, M.phV] = voltage.isFinite ? UInt16(bitPattern: Int16(clamping: Int(max(0, min(32767, (voltage * 10).rounded()))))) : 0x8000
         self[id, M.hz] = hz.isFinite ? UInt16(bitPattern: Int16(clamping: Int((hz * 100).rounded()))) : 0x8000
         set32(id, M.totWhImp, UInt32(clamping: Int(max(0, importedWh).rounded())))
         set32(id, M.totWhExp, UInt32(clamping: Int(max(0, exportedWh).rounded())))
@@ -145,12 +152,17 @@ public struct SunSpecImage: Sendable {
             set32(measurement, M.alarm, 0)
             self[measurement, M.wSF] = sfWord(wSF)
             self[measurement, M.hzSF] = sfWord(-3)
+            self[measurement, M.varSF] = sfWord(wSF)
+            self[measurement, M.vSF] = sfWord(-1)
         } else {
             typealias M = SunSpec.Inverter
             for offset in 2...Int(M.length) + 1 { self[measurement, offset] = 0xFFFF }
             self[measurement, M.w] = 0
             self[measurement, M.wSF] = sfWord(wSF)
             self[measurement, M.hzSF] = sfWord(-2)
+            self[measurement, M.vAr] = 0
+            self[measurement, M.vArSF] = sfWord(wSF)
+            self[measurement, M.vSF] = sfWord(-1)
             self[measurement, M.state] = 4
             set32(measurement, M.event1, 0)
         }

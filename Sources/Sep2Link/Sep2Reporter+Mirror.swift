@@ -9,12 +9,13 @@ extension Sep2Reporter {
         location == .site ? "MirrorUsagePoint site" : "MirrorUsagePoint der"
     }
 
-    /// The quantities mirrored at `location`: W, var, V and Hz at the site; W and var of the DER, and
-    /// its stored energy in CSIP-AUS 1.3.
+    /// The quantities mirrored at `location`: W, var, V and Hz at the site; W, var and V of the DER
+    /// (V: where a site has no meter, the units' is the only voltage), and its stored energy in CSIP-AUS 1.3.
     func quantities(at location: MirrorLocation) -> [MirrorQuantity] {
         switch location {
         case .site: [.activePowerW, .reactivePowerVar, .voltageV, .frequencyHz]
-        case .der: settings.csipaus == .v1_3 ? [.activePowerW, .reactivePowerVar, .storedEnergyWh] : [.activePowerW, .reactivePowerVar]
+        case .der: settings.csipaus == .v1_3 ? [.activePowerW, .reactivePowerVar, .voltageV, .storedEnergyWh]
+            : [.activePowerW, .reactivePowerVar, .voltageV]
         }
     }
 

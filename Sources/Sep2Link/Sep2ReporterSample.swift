@@ -41,8 +41,10 @@ public struct Sep2SiteSample: Sendable, Equatable {
     public var frequencyHz: Double = .nan
     /// Σ units' active power, W (+ = discharge); NaN when no unit reads one.
     public var derW: Double = .nan
-    /// Σ units' reactive power, var; NaN: not measured.
+    /// Σ units' reactive power, var (+ = supplied, as `derW`); NaN when no unit measures it.
     public var derVar: Double = .nan
+    /// The units' AC voltage, V (their mean); NaN when no unit measures it.
+    public var derV: Double = .nan
     /// Energy stored, Wh (Σ SOC × usable energy); NaN when no unit reads its SOC.
     public var storedWh: Double = .nan
     /// State of charge of the site, percent (energy-weighted); NaN when none.
@@ -70,11 +72,23 @@ public struct Sep2SiteSample: Sendable, Equatable {
 
     /// The sample of one published cycle (`SharedState.read(units:site:frequency:)`): no allocation.
     public init(site: SiteStatus, units: [UnitStatus], frequency: Double, ratings: Sep2SiteRatings) {
-        siteW = site.meterStale || !site.gridPower.isFinite ? .nan : -site.gridPower
+        let metered = !site.meterStale && site.gridPower.isFinite
+        siteW = metered ? -site.gridPower : .nan
+        siteVar = metered && site.gridReactivePower.isFinite ? -site.gridReactivePower : .nan
+        siteV = metered && site.gridVoltage > 0 ? site.gridVoltage : .nan
         frequencyHz = frequency
         var power = 0.0, powered = false, stored = 0.0, capacity = 0.0, standby = true
+        var reactive = 0.0, reactives = 0, volts = 0.0, voltages = 0
         for (i, unit) in units.enumerated() {
             if unit.power.isFinite { power += unit.power; powered = true }
+            if unit.reactivePower.isFinite {
+                reactive += unit.reactivePower
+                reactives += 1
+            }
+            if unit.acVoltage.isFinite && unit.acVoltage > 0 {
+                volts += unit.acVoltage
+                voltages += 1
+            }
             let energy = i < ratings.unitEnergyWh.count ? max(0, ratings.unitEnergyWh[i]) : 0
             if unit.soc.isFinite && energy > 0 {
                 stored += min(max(unit.soc, 0), 100) / 100 * energy
@@ -93,6 +107,8 @@ public struct Sep2SiteSample: Sendable, Equatable {
         }
         allStandby = standby && !units.isEmpty
         derW = powered ? power : .nan
+        derVar = reactives > 0 ? reactive : .nan
+        derV = voltages > 0 ? volts / Double(voltages) : .nan
         if capacity > 0 {
             storedWh = stored
             socPercent = stored / capacity * 100
@@ -118,7 +134,7 @@ struct Sep2Mean: Sendable, Equatable {
 /// equally weighted.
 struct Sep2MirrorAccumulator: Sendable, Equatable {
     var siteW = Sep2Mean(), siteVar = Sep2Mean(), siteV = Sep2Mean(), frequency = Sep2Mean()
-    var derW = Sep2Mean(), derVar = Sep2Mean(), storedWh = Sep2Mean()
+    var derW = Sep2Mean(), derVar = Sep2Mean(), derV = Sep2Mean(), storedWh = Sep2Mean()
     /// The interval's start, server time (s since the Unix epoch); nil before the first sample.
     var start: Int64?
 
@@ -129,6 +145,7 @@ struct Sep2MirrorAccumulator: Sendable, Equatable {
         frequency.add(s.frequencyHz)
         derW.add(s.derW)
         derVar.add(s.derVar)
+        derV.add(s.derV)
         storedWh.add(s.storedWh)
     }
 
@@ -141,8 +158,9 @@ struct Sep2MirrorAccumulator: Sendable, Equatable {
         case (.site, .frequencyHz): frequency.value
         case (.der, .activePowerW): derW.value
         case (.der, .reactivePowerVar): derVar.value
+        case (.der, .voltageV): derV.value
         case (.der, .storedEnergyWh): storedWh.value
-        case (.site, .storedEnergyWh), (.der, .voltageV), (.der, .frequencyHz): nil
+        case (.site, .storedEnergyWh), (.der, .frequencyHz): nil
         }
     }
 }

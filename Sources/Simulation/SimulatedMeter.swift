@@ -12,6 +12,20 @@ public struct SimulatedMeter: Sendable {
     private var count = 0
     /// The connection point now, W (+ = import).
     public private(set) var gridPowerW: Double = 0
+    /// The connection point's reactive power now, var (+ = import): the load's at PF 0.95 lagging, PV
+    /// and the batteries at PF 1 (bessd commands no reactive power). Plausible, not a network model.
+    public private(set) var gridReactiveVar: Double = 0
+
+    /// The load's var per W: tan(acos 0.95).
+    public static let loadVarPerW = 0.3287
+
+    /// The voltage at a connection point carrying `gridW` (+ = import) on a site rated `ratingW`: 230 V
+    /// at no flow, 2 % lower at the rating's import and as much higher at its export (within ±4 %).
+    /// Plausible for the reports, not a network model.
+    public static func voltage(gridW: Double, ratingW: Double) -> Double {
+        guard ratingW > 0, gridW.isFinite else { return 230 }
+        return 230 * (1 - 0.02 * min(max(gridW / ratingW, -2), 2))
+    }
 
     /// How many records it keeps (the oldest give way).
     public var historyCapacity: Int { times.count }
@@ -24,6 +38,7 @@ public struct SimulatedMeter: Sendable {
     /// Records the connection point `elapsed` into the run.
     public mutating func record(elapsed: Duration, loadW: Double, pvW: Double, batteryW: Double) {
         gridPowerW = loadW - pvW - batteryW
+        gridReactiveVar = max(0, loadW) * Self.loadVarPerW
         let index = (head + count) % times.count
         times[index] = elapsed
         powers[index] = gridPowerW

@@ -24,6 +24,8 @@ public final class SimulatedSite: SiteIO, ConfiguredSite {
     /// history: its minutes of records are 192 kB, written at start).
     public private(set) var meter: SimulatedMeter
     var meterReading: Timestamped<MeterReading>?
+    /// Σ units' rated power, W (sizes the simulated grid voltage's swing).
+    let ratingW: Double
 
     public init(configuration: BessdConfiguration, phase: CyclePhase, startedAt: MonotonicInstant,
                 output: @escaping (DeviceNotice) -> Void) throws(RunError)
@@ -39,6 +41,7 @@ public final class SimulatedSite: SiteIO, ConfiguredSite {
         }
         grid = sim.gridFrequency()
         frequencyLost = [Bool](repeating: false, count: configuration.units.count)
+        ratingW = configuration.units.reduce(0) { $0 + max(0, $1.maxPowerKW) * 1000 }
         meter = configuration.meterSimulated ? SimulatedMeter() : SimulatedMeter(history: 0)
         hardware = try HardwareSite(configuration: configuration, phase: phase, only: false, output: output)
     }
@@ -81,7 +84,9 @@ public final class SimulatedSite: SiteIO, ConfiguredSite {
                 }
             } else {
                 units[i].step(by: dt)
-                inputs[i].inverter = Timestamped(units[i].inverterReading(at: now, frequency: frequencyLost[i] ? nil : hz), at: now)
+                inputs[i].inverter = Timestamped(units[i].inverterReading(at: now, frequency: frequencyLost[i] ? nil : hz,
+                                                                          gridVoltage: SimulatedMeter.voltage(gridW: meter.gridPowerW, ratingW: ratingW)),
+                                                 at: now)
             }
             if hardware.bmsSlots[i] == nil, !units[i].bmsSilent {
                 inputs[i].bms = units[i].bmsSnapshot(at: now)
@@ -124,8 +129,13 @@ public final class SimulatedSite: SiteIO, ConfiguredSite {
         }
         let delay = configuration.simulation.activeDelay(.meterDelay, at: elapsed, unitID: "")
         var w = meter.reading(at: elapsed, delay: delay)
-        if configuration.site.meter?.importPositive == false { w = -w }  // as such a meter states it
-        meterReading = Timestamped(MeterReading(gridPower: Watts(w), frequency: Hertz(grid.frequency(at: elapsed))), at: now)
+        var reactive = meter.gridReactiveVar
+        if configuration.site.meter?.importPositive == false {  // as such a meter states them
+            w = -w
+            reactive = -reactive
+        }
+        meterReading = Timestamped(MeterReading(gridPower: Watts(w), frequency: Hertz(grid.frequency(at: elapsed)), reactivePower: reactive,
+                                                voltage: SimulatedMeter.voltage(gridW: meter.gridPowerW, ratingW: ratingW)), at: now)
     }
 
     public func sampleMeter(now: MonotonicInstant) -> Timestamped<MeterReading>? {

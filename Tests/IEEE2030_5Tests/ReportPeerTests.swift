@@ -113,8 +113,13 @@ struct ReportPeerTests {
             MirrorReading(mRID: "0A02", location: .site, quantity: .voltageV, average: 241.26, start: 1_760_000_000, durationSeconds: 60),
             MirrorReading(mRID: "0B01", location: .der, quantity: .activePowerW, average: -4_000, start: 1_760_000_000, durationSeconds: 60),
             MirrorReading(mRID: "0B05", location: .der, quantity: .storedEnergyWh, average: 150_000, start: 1_760_000_000, durationSeconds: 60),
+            // var in bessd's convention (+ as its W: export at the site, supplied by the DER); the site's negated.
+            MirrorReading(mRID: "0A03", location: .site, quantity: .reactivePowerVar, average: 1_200, start: 1_760_000_000, durationSeconds: 60),
+            MirrorReading(mRID: "0B02", location: .der, quantity: .reactivePowerVar, average: -300, start: 1_760_000_000, durationSeconds: 60),
+            MirrorReading(mRID: "0B03", location: .der, quantity: .voltageV, average: 229.94, start: 1_760_000_000, durationSeconds: 60),
         ])
-        let values: [(String, Int)] = [("0A01", -2_500), ("0A02", 2_413), ("0B01", -4_000), ("0B05", 150_000)]
+        let values: [(String, Int)] = [("0A01", -2_500), ("0A02", 2_413), ("0B01", -4_000), ("0B05", 150_000), ("0A03", -1_200), ("0B02", -300),
+                                       ("0B03", 2_299)]
         cases.append(Case(name: "readings", root: "MirrorMeterReadingList", xml: try readings.xml(), expected: [
             "mirrorMeterReadings": values.map { mRID, value -> [String: Any] in
                 ["mRID": mRID, "reading": ["value": value, "timePeriod": ["start": 1_760_000_000, "duration": 60] as [String: Any]] as [String: Any]]

@@ -31,6 +31,8 @@ struct MeterPeerTests {
         #expect(reading.frequency == Hertz(49.98))
         #expect(reading.importedEnergy == WattHours(2_500_000))
         #expect(reading.exportedEnergy == WattHours(1_000_000))
+        #expect(reading.reactivePower.map { abs($0 + 432.1) < 1e-9 } == true, "VAR × 10^VAR_SF, signed as W: \(String(describing: reading.reactivePower))")
+        #expect(reading.voltage.map { abs($0 - 230.5) < 1e-9 } == true, "PhV (line to neutral), not PPV: \(String(describing: reading.voltage))")
     }
 
     @Test("through a bus worker: the site runner reads the meter (import_positive: false flips its sign) and takes grid frequency from it")

@@ -98,7 +98,8 @@ struct PeerTests {
         try server.start()
         defer { server.stop() }
         server.withImage { image, _ in
-            image.publishMeter(gridW: -123_400, hz: 49.97, importedWh: 1_234_567, exportedWh: 89_012, garbage: false)
+            image.publishMeter(gridW: -123_400, hz: 49.97, importedWh: 1_234_567, exportedWh: 89_012, garbage: false,
+                               reactiveVar: 45_600, voltage: 229.8)
         }
         let result = try Peer.run(["python3", "hil/peers/sunspec_scan.py", "127.0.0.1", String(server.port)])
         #expect(result.status == 0)
@@ -113,11 +114,14 @@ struct PeerTests {
         #expect(number("Hz").map { abs($0 - 49.97) < 1e-9 } == true)
         #expect(number("TotWhImp") == 1_234_567)
         #expect(number("TotWhExp") == 89_012)
+        #expect(number("VAR") == 45_600)
+        #expect(number("PhV").map { abs($0 - 229.8) < 1e-9 } == true)
         // And bessd's own reader agrees with the reference client.
         var client = try ModbusConnection(endpoint: .tcp(host: "127.0.0.1", port: server.port), unitID: 1, timeout: .seconds(2))
         let reading = try SunSpecMeter.open(&client).read(&client)
         #expect(reading.gridPower == Watts(-123_400) && reading.frequency == Hertz(49.97))
         #expect(reading.importedEnergy == WattHours(1_234_567) && reading.exportedEnergy == WattHours(89_012))
+        #expect(reading.reactivePower == 45_600 && reading.voltage.map { abs($0 - 229.8) < 1e-9 } == true)
         // A broken sensor: W not implemented is a coded refusal, not a number.
         server.withImage { image, _ in image.publishMeter(gridW: 0, hz: 50, importedWh: 0, exportedWh: 0, garbage: true) }
         #expect(throws: DeviceError.self) { try SunSpecMeter.open(&client).read(&client) }
@@ -151,6 +155,8 @@ struct PeerTests {
         let status = try inverter.readStatus(&client)
         #expect(status.activePower == Watts(1234))
         #expect(status.frequency == Hertz(49.876))
+        #expect(status.reactivePower == -250, "Var × 10^Var_SF (read at discovery)")
+        #expect(status.voltage.map { abs($0 - 231.2) < 1e-9 } == true, "LNV, not LLV: \(String(describing: status.voltage))")
         try inverter.command(Watts(-12_345), revert: .seconds(10), &client)
         let line = try #require(Peer.readLine(out) { $0.hasPrefix("WSET") && $0.contains("w=-12345") })
         #expect(line == "WSET ena=1 mod=1 w=-12345 rvrt_tms=10 rvrt=0 ena_rvrt=1")

@@ -169,7 +169,7 @@ struct SunSpecLoopbackTests {
         }
     }
 
-    @Test("each cycle costs one read (state, alarms, W, Hz) and at most one write; the revert is armed on the first write and each refresh",
+    @Test("each cycle costs one read (state, alarms, W, var, V, Hz) and at most one write; the revert is armed on the first write and each refresh",
           arguments: [UInt16(103), 701])
     func wirePerCycle(measurement: UInt16) throws {
         typealias C = SunSpec.ACControls
@@ -189,11 +189,15 @@ struct SunSpecLoopbackTests {
         let span = SunSpecInverter.pollSpan(measurement)
         #expect(device.reads.count == 1)
         #expect(device.reads.first?.address == model.address + span.lowerBound && device.reads.first?.count == span.count)
-        #expect(span.count <= (measurement == 701 ? 16 : 28))
+        #expect(span.count <= (measurement == 701 ? 16 : 32))
         // The same values as a read of the whole model would give.
         #expect(abs(reading.activePower.value - unit.inverter.powerW) < 1000, "W \(reading.activePower) for \(unit.inverter.powerW)")
         #expect(abs((reading.frequency?.value ?? 0) - 49.87) < 0.011)
         #expect(reading.ratedPower == Watts(100_000))
+        // The plant's var (none: bessd commands none) and its AC voltage, 230 V raised 0.5 % at rated export.
+        #expect(reading.reactivePower == 0)
+        #expect(reading.voltage.map { abs($0 - 230 * (1 + 0.005 * unit.inverter.powerW / 100_000)) < 0.06 } == true,
+                "\(String(describing: reading.voltage)) for \(unit.inverter.powerW) W")
 
         // Between refreshes of the revert timer a changed setpoint is one request: WSetEna, WSetMod, WSet.
         let controls = try #require(inverter.map.first(C.id)).address

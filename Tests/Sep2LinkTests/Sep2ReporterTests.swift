@@ -161,7 +161,7 @@ struct Sep2ReporterTests {
         let site = try Self.root(points[0])
         #expect(site.name == XMLName(Self.ns, "MirrorUsagePoint"))
         #expect(Self.text(site, "roleFlags") == "0003" && Self.text(site, "postRate") == "60")
-        #expect(try Self.root(points[1]).children.filter { $0.name.local == "MirrorMeterReading" }.count == 3, "W, var and Wh in 1.3")
+        #expect(try Self.root(points[1]).children.filter { $0.name.local == "MirrorMeterReading" }.count == 4, "W, var, V and Wh in 1.3")
         Self.ok(&reporter, points) { "https://server.example:8443/mup/" + (Self.text(try! Self.root($0), "roleFlags") == "0003" ? "1" : "2") }
         #expect(reporter.mirrorPaths == [.site: "/mup/1", .der: "/mup/2"])
         #expect(reporter.dueRequests(now: 1, serverTime: 2001).isEmpty, "no usage point twice, no interval ended")
@@ -244,6 +244,73 @@ struct Sep2ReporterTests {
 }
 
 extension Sep2ReporterTests {
+    /// The `Reading.value` of `quantity` at `location` in a posted reading list, nil when absent.
+    static func reading(_ request: Sep2Request, _ quantity: MirrorQuantity, _ location: MirrorLocation) throws -> String? {
+        let mrid = MirrorMRID.make(lfdi: Self.lfdi, location: location, quantity: quantity, pen: 12345)
+        return try Self.root(request).children.first { Self.text($0, "mRID") == mrid }.flatMap { Self.text($0, "Reading", "value") }
+    }
+
+    /// Units running at `power`, their inverters answering with `reactive` var at `volts` V.
+    static func units(_ readings: [(power: Double, reactive: Double, volts: Double)]) -> [UnitStatus] {
+        readings.map { reading in
+            var unit = UnitStatus()
+            unit.state = .running
+            unit.inverterOnline = true
+            unit.power = reading.power
+            unit.reactivePower = reading.reactive
+            unit.acVoltage = reading.volts
+            return unit
+        }
+    }
+
+    @Test("ALL-06, MUL-02: site var and V from the meter, DER var (Σ) and V (mean) from the inverters, posted with 2030.5's signs; what none measures is left out")
+    func reactivePowerAndVoltage() throws {
+        var site = SiteStatus()
+        site.gridPower = -1500  // SiteStatus: + = import; exporting 1.5 kW
+        site.gridReactivePower = 800  // absorbing 800 var, signed as the meter's W
+        site.gridVoltage = 231.44
+        let units = Self.units([(1000, 300, 232), (1000, -100, 234), (500, .nan, .nan)])
+        let s = Sep2SiteSample(site: site, units: units, frequency: 50, ratings: Self.settings().ratings)
+        #expect(s.siteW == 1500 && s.siteVar == -800 && s.siteV == 231.44, "bessd's convention: + = export")
+        #expect(s.derVar == 200 && s.derV == 233, "Σ var of the units that measure it; their mean voltage")
+        var stale = site
+        stale.meterStale = true
+        let staleSample = Sep2SiteSample(site: stale, units: [], frequency: .nan, ratings: Self.settings().ratings)
+        #expect(staleSample.siteVar.isNaN && staleSample.siteV.isNaN && staleSample.derVar.isNaN && staleSample.derV.isNaN)
+
+        var reporter = Sep2Reporter(settings: Self.settings(.v1_2, post: 60))
+        reporter.follow(der: nil, mirrorUsagePointList: "/mup", postRate: nil)
+        let points = reporter.dueRequests(now: 0, serverTime: 3000)
+        let declared = try points.map { try Self.root($0).children.filter { $0.name.local == "MirrorMeterReading" }.compactMap { Self.text($0, "ReadingType", "uom") } }
+        #expect(declared == [["38", "63", "29", "33"], ["38", "63", "29"]], "site W, var, V, Hz; DER W, var, V")
+        Self.ok(&reporter, points) { "/mup/" + (Self.text(try! Self.root($0), "roleFlags") == "0003" ? "1" : "2") }
+        for t in Int64(0)..<60 {
+            reporter.sample(s, serverTime: 3000 + t)
+            _ = reporter.dueRequests(now: 1 + t, serverTime: 3000 + t)
+        }
+        let readings = reporter.dueRequests(now: 61, serverTime: 3060)
+        #expect(readings.map(\.path) == ["/mup/1", "/mup/2"])
+        #expect(try Self.reading(readings[0], .activePowerW, .site) == "-1500", "site W: + = import")
+        #expect(try Self.reading(readings[0], .reactivePowerVar, .site) == "800", "site var signed as site W: absorbing is +")
+        #expect(try Self.reading(readings[0], .voltageV, .site) == "2314", "0.1 V")
+        #expect(try Self.reading(readings[1], .activePowerW, .der) == "2500", "DER W: + = discharge")
+        #expect(try Self.reading(readings[1], .reactivePowerVar, .der) == "200", "DER var signed as DER W: supplied is +")
+        #expect(try Self.reading(readings[1], .voltageV, .der) == "2330")
+
+        // A meter and inverters that measure neither: W only, nothing made up.
+        var plain = SiteStatus()
+        plain.gridPower = 100
+        let none = Sep2SiteSample(site: plain, units: Self.units([(0, .nan, .nan)]), frequency: .nan, ratings: Self.settings().ratings)
+        for t in Int64(60)..<120 {
+            reporter.sample(none, serverTime: 3000 + t)
+            _ = reporter.dueRequests(now: 1 + t, serverTime: 3000 + t)
+        }
+        let bare = reporter.dueRequests(now: 121, serverTime: 3120)
+        #expect(try Self.reading(bare[0], .activePowerW, .site) == "100")
+        #expect(try Self.reading(bare[0], .reactivePowerVar, .site) == nil && Self.reading(bare[0], .voltageV, .site) == nil)
+        #expect(try Self.reading(bare[1], .reactivePowerVar, .der) == nil && Self.reading(bare[1], .voltageV, .der) == nil)
+    }
+
     @Test("controls refused alone: 253 (invalid) and 252 (not applicable) to their replyTo, once each, as responseRequired asks")
     func controlsRefusedAlone() throws {
         func control(_ mRID: String?, _ base: String, required: String = "03") -> String {

@@ -63,6 +63,24 @@ struct SiteRunnerTests {
         #expect(r.controller.siteDecision.delivered < -25_000)
     }
 
+    @Test("the simulated site publishes var and V: the meter's var is the load's at PF 0.95, its V below 230 V while importing; each unit's var 0 and its V beside the site's")
+    func reactivePowerAndVoltage() throws {
+        let r = try runner(site: true)
+        r.simulation!.setFrequency(.steady(hz: 50.0))
+        advance(r, from: 0, seconds: 5)
+        let now = MonotonicInstant(nanoseconds: 5_000_000_000)
+        var site = SiteStatus()
+        r.fill(&site, now: now)
+        let load = try ConfigLoader.parse(EmbeddedConfiguration.simulationYAML, file: "embedded").simulation.sitePower(at: .seconds(5)).load
+        #expect(load > 0 && abs(site.gridReactivePower - load * SimulatedMeter.loadVarPerW) < 1, "\(site.gridReactivePower) var for \(load) W of load")
+        #expect(site.gridPower > 0 && site.gridVoltage > 207 && site.gridVoltage < 230, "importing lowers it: \(site.gridVoltage) V")
+        for i in 0..<r.settings.devices.count {
+            var unit = UnitStatus()
+            r.fill(&unit, unit: i, now: now)
+            #expect(unit.reactivePower == 0 && abs(unit.acVoltage - site.gridVoltage) < 2, "unit \(i): \(unit.reactivePower) var, \(unit.acVoltage) V")
+        }
+    }
+
     @Test("meter silence on the simulated site: METER_STALE after 3 s, the application rests, the import limit's floor holds; cleared on the first fresh reading")
     func meterSilence() throws {
         let r = try runner(site: true) { c in

@@ -3,7 +3,8 @@
 3.6 serves a register image laid out from pysunspec2's copy of the official model definitions
 (common model 1 and meter model 203), not from bessd's tables. Prints "PORT <n>" once listening.
 Values: W = 12345 at W_SF -1 (1234.5 W, + = import as SunSpec meters state it), Hz = 4998 at
-Hz_SF -2 (49.98 Hz), TotWhImp = 2500 and TotWhExp = 1000 at TotWh_SF 3 (2.5 MWh and 1 MWh).
+Hz_SF -2 (49.98 Hz), TotWhImp = 2500 and TotWhExp = 1000 at TotWh_SF 3 (2.5 MWh and 1 MWh),
+VAR = -4321 at VAR_SF -1 (-432.1 var, signed as W), PhV = 2305 at V_SF -1 (230.5 V, PPV 399.2 V beside it).
 Usage: pymodbus_sunspec_meter.py [SECONDS] [W]"""
 import sys
 
@@ -24,6 +25,11 @@ def main():
     put(203, "TotWhImp", 2500)
     put(203, "TotWhExp", 1000)
     put(203, "TotWh_SF", 3)
+    put(203, "VAR", -4321)
+    put(203, "VAR_SF", 0xFFFF)       # -1
+    put(203, "PhV", 2305)
+    put(203, "PPV", 3992)
+    put(203, "V_SF", 0xFFFF)         # -1
 
     block = ModbusSequentialDataBlock(BASE + 1, list(words))  # pymodbus adds 1 to the protocol address
     context = ModbusServerContext(slaves=ModbusSlaveContext(hr=block), single=True)

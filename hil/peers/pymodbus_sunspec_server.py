@@ -19,6 +19,11 @@ def main():
     put(701, "Hz", 49876)            # Hz_SF −3 → 49.876 Hz
     put(701, "Hz_SF", 0xFFFD)
     put(701, "InvSt", 3)             # RUNNING
+    put(701, "Var", -250)            # Var_SF 0 → −250 var (absorbing)
+    put(701, "Var_SF", 0)
+    put(701, "LNV", 2312)            # V_SF −1 → 231.2 V (LLV 400.4 V beside it)
+    put(701, "LLV", 4004)
+    put(701, "V_SF", 0xFFFF)
     put(120, "WRtg", 5000)           # WRtg_SF 1 → 50 kW
     put(120, "WRtg_SF", 1)
     put(704, "WSet_SF", 0)

@@ -38,7 +38,7 @@ public enum ModbusDevice: Sendable {
         }
     }
 
-    /// Reads power, frequency and fault state (a meter: W as the meter states it, and its Hz).
+    /// Reads power, frequency and fault state (a meter: W and var as the meter states them, its Hz and V).
     public func readStatus(_ c: inout some RegisterAccess) throws(DeviceError) -> InverterReading {
         switch self {
         case .sunspec(let inverter): return try inverter.readStatus(&c)
@@ -48,9 +48,10 @@ public enum ModbusDevice: Sendable {
         }
     }
 
-    /// A meter's reading in an inverter reading's shape: W as the meter states it, and its Hz.
+    /// A meter's reading in an inverter reading's shape: W and var as the meter states them, its Hz and V.
     static func carried(_ reading: MeterReading) -> InverterReading {
-        InverterReading(activePower: reading.gridPower, frequency: reading.frequency)
+        InverterReading(activePower: reading.gridPower, frequency: reading.frequency, reactivePower: reading.reactivePower,
+                        voltage: reading.voltage)
     }
 
     /// Writes the setpoint with the revert timer (a meter takes none: nothing is written).

@@ -21,15 +21,20 @@ public struct SunSpecInverter: Sendable {
     /// Scale factors read at discovery and at each refresh of the static values.
     package let wSetSF: Int
     package let inOutWRteSF: Int
-    /// Model 701's `W_SF` and `Hz_SF` (nil: not implemented). They sit at the far end of the model,
-    /// so the poll does not read them; models 101–103 carry theirs inside the polled span.
-    let measurementSF: (w: Int?, hz: Int?)
+    /// Model 701's `W_SF`, `Hz_SF`, `V_SF` and `Var_SF` (nil: not implemented). They sit at the far
+    /// end of the model, so the poll does not read them; models 101–103 carry theirs inside the polled span.
+    let measurementSF: MeasurementScale
+
+    /// Model 701's scale factors, read at discovery and at each refresh.
+    struct MeasurementScale: Sendable {
+        var w: Int?, hz: Int?, v: Int?, reactive: Int?
+    }
 
     /// The measurement registers read every cycle (offsets from the model's `ID`): for 701 `St` to
-    /// `Hz` (state, alarms, W, Hz: 16 registers), for 101–103 `W` to `Evt1` with their scale factors
-    /// (28 registers). One request either way.
+    /// `Hz` (state, alarms, W, var, V, Hz: 16 registers), for 101–103 `PhVphA` to `Evt1` with their
+    /// scale factors (32 registers). One request either way.
     public static func pollSpan(_ id: UInt16) -> ClosedRange<Int> {
-        id == Measurement.id ? Measurement.state...(Measurement.hz + 1) : Inverter.w...(Inverter.event1 + 1)
+        id == Measurement.id ? Measurement.state...(Measurement.hz + 1) : Inverter.phVphA...(Inverter.event1 + 1)
     }
     private typealias Measurement = SunSpec.Measurement
     private typealias Inverter = SunSpec.Inverter
@@ -47,12 +52,14 @@ public struct SunSpecInverter: Sendable {
         }
         var rated: Watts?
         do throws(DeviceError) {
-            var measurementSF: (w: Int?, hz: Int?) = (nil, nil)
+            var measurementSF = MeasurementScale()
             if measurement.id == Measurement.id {
-                // Hz_SF and W_SF are adjacent (115, 116): one request.
-                let words = try device.readRegisters(at: measurement.address + Measurement.hzSF, count: 2)
-                let block = SunSpecBlock(model: measurement, words: [UInt16](repeating: 0, count: Measurement.hzSF) + words)
-                measurementSF = (block.scaleFactor(Measurement.wSF), block.scaleFactor(Measurement.hzSF))
+                // V_SF through Var_SF are adjacent (114…119): one request.
+                let count = Measurement.varSF - Measurement.vSF + 1
+                let words = try device.readRegisters(at: measurement.address + Measurement.vSF, count: count)
+                let block = SunSpecBlock(model: measurement, words: [UInt16](repeating: 0, count: Measurement.vSF) + words)
+                measurementSF = MeasurementScale(w: block.scaleFactor(Measurement.wSF), hz: block.scaleFactor(Measurement.hzSF),
+                                                 v: block.scaleFactor(Measurement.vSF), reactive: block.scaleFactor(Measurement.varSF))
             }
             if let nameplate = map.first(SunSpec.Nameplate.id) {
                 let block = try SunSpec.read(nameplate, from: &device)
@@ -96,7 +103,9 @@ public struct SunSpecInverter: Sendable {
         throw DeviceError(.sunspecModelMissing, message: "no active-power control model (704 or 124)")
     }
 
-    /// Reads power, frequency and fault state: one request of `pollSpan` registers.
+    /// Reads power, reactive power, AC voltage, frequency and fault state: one request of `pollSpan`
+    /// registers. Reactive power is signed as active power is; the voltage is line to neutral (701
+    /// `LNV`; 101–103 the average of the `PhVph*` implemented). Either is nil when not implemented.
     public func readStatus(_ device: inout some RegisterAccess) throws(DeviceError) -> InverterReading {
         let span = Self.pollSpan(measurement.id)
         let block: SunSpecBlock
@@ -120,22 +129,35 @@ public struct SunSpecInverter: Sendable {
         let frequency: Double?
         let faulted: Bool
         let faultBits: UInt32
+        let reactive: Double?
+        var voltage: Double?
         if measurement.id == Measurement.id {
             power = SunSpec.scaled(block.int16(Measurement.w).map(Int64.init), sf: measurementSF.w)
             frequency = SunSpec.scaled(block.uint32(Measurement.hz).map(Int64.init), sf: measurementSF.hz)
             faulted = block.uint16(Measurement.inverterState) == Measurement.inverterStateFault
             faultBits = block.bitfield32(Measurement.alarm) ?? 0
+            reactive = SunSpec.scaled(block.int16(Measurement.reactive).map(Int64.init), sf: measurementSF.reactive)
+            voltage = SunSpec.scaled(block.uint16(Measurement.lnv).map(Int64.init), sf: measurementSF.v)
         } else {
             power = block.scaled(block.int16(Inverter.w).map(Int64.init), sf: Inverter.wSF)
             frequency = block.scaled(block.uint16(Inverter.hz).map(Int64.init), sf: Inverter.hzSF)
             faulted = block.uint16(Inverter.state) == Inverter.stateFault
             faultBits = block.bitfield32(Inverter.event1) ?? 0
+            reactive = block.scaled(block.int16(Inverter.vAr).map(Int64.init), sf: Inverter.vArSF)
+            var sum = 0.0, phases = 0.0
+            for phase in Inverter.phVphA...Inverter.phVphC {
+                guard let v = block.scaled(block.uint16(phase).map(Int64.init), sf: Inverter.vSF), v > 0 else { continue }
+                sum += v
+                phases += 1
+            }
+            if phases > 0 { voltage = sum / phases }
         }
         guard let power else {
             throw DeviceError(.sunspecValueInvalid, message: "model \(measurement.id) W or W_SF is not implemented")
         }
         return InverterReading(activePower: Watts(power), ratedPower: ratedPower, faulted: faulted, faultBits: faultBits,
-                               frequency: frequency.map(Hertz.init))
+                               frequency: frequency.map(Hertz.init), reactivePower: reactive.flatMap { $0.isFinite ? $0 : nil },
+                               voltage: voltage.flatMap { $0 > 0 && $0.isFinite ? $0 : nil })
     }
 
     /// Writes an active-power setpoint (+ = discharge). With `rearm` (the first write after discovery,

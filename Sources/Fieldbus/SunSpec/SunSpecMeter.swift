@@ -7,24 +7,24 @@ extension SunSpec {
         public static let ids: [UInt16] = [201, 202, 203, 204]
         /// L of every meter model (points after `ID` and `L`).
         public static let length: UInt16 = 105
-        public static let a = 2, aSF = 6, phV = 7, vSF = 15, event = 105
-        public static let hz = 16, hzSF = 17, w = 18, wSF = 22
+        public static let a = 2, aSF = 6, phV = 7, ppv = 11, vSF = 15, event = 105
+        public static let hz = 16, hzSF = 17, w = 18, wSF = 22, reactive = 28, reactiveSF = 32
         public static let totWhExp = 38, totWhImp = 46, totWhSF = 54
     }
 }
 
 /// A discovered SunSpec AC meter (models 201–204) at the grid connection point.
 ///
-/// The poll reads `Hz` through `TotWh_SF` (39 registers, one request), scale factors included, so
-/// nothing is read once and kept. `W` is reported as the meter states it (SunSpec meters: + = power
-/// taken from the grid); the site's configuration says how to read the sign.
+/// The poll reads `PhV` through `TotWh_SF` (48 registers, one request), scale factors included, so
+/// nothing is read once and kept. `W` and `VAR` are reported as the meter states them (SunSpec
+/// meters: + = power taken from the grid); the site's configuration says how to read the sign.
 public struct SunSpecMeter: Sendable {
     public let map: SunSpecMap
     public let model: SunSpecModelLocation
     private typealias M = SunSpec.Meter
 
     /// The registers read every cycle (offsets from the model's `ID`).
-    public static let pollSpan = M.hz...M.totWhSF
+    public static let pollSpan = M.phV...M.totWhSF
 
     /// Discovers the device (or takes a known map) and finds its meter model.
     public static func open(_ device: inout some RegisterAccess, map known: SunSpecMap? = nil) throws(DeviceError) -> SunSpecMeter {
@@ -39,7 +39,7 @@ public struct SunSpecMeter: Sendable {
         return SunSpecMeter(map: map, model: model)
     }
 
-    /// Reads W, Hz and the energy registers in one request.
+    /// Reads W, var, V, Hz and the energy registers in one request.
     public func read(_ device: inout some RegisterAccess) throws(DeviceError) -> MeterReading {
         let span = Self.pollSpan
         let words: [UInt16]
@@ -60,11 +60,15 @@ public struct SunSpecMeter: Sendable {
             throw DeviceError(.sunspecValueInvalid, message: "meter model \(block.model.id): W or W_SF is not implemented")
         }
         let hz = block.scaled(block.int16(M.hz).map(Int64.init), sf: M.hzSF).flatMap { $0 > 0 ? Hertz($0) : nil }
+        let reactive = block.scaled(block.int16(M.reactive).map(Int64.init), sf: M.reactiveSF).flatMap { $0.isFinite ? $0 : nil }
+        // `PhV` (line to neutral, the phases' average); a delta meter (204) that leaves it
+        // unimplemented gives `PPV`, line to line.
+        let volts = { (offset: Int) in block.scaled(block.int16(offset).map(Int64.init), sf: M.vSF).flatMap { $0 > 0 ? $0 : nil } }
         // acc32: 0 means "not accumulated".
         let exported = block.uint32(M.totWhExp).flatMap { $0 == 0 ? nil : block.scaled(Int64($0), sf: M.totWhSF) }
         let imported = block.uint32(M.totWhImp).flatMap { $0 == 0 ? nil : block.scaled(Int64($0), sf: M.totWhSF) }
         return MeterReading(gridPower: Watts(power), frequency: hz, importedEnergy: imported.map(WattHours.init),
-                            exportedEnergy: exported.map(WattHours.init))
+                            exportedEnergy: exported.map(WattHours.init), reactivePower: reactive, voltage: volts(M.phV) ?? volts(M.ppv))
     }
 }
 

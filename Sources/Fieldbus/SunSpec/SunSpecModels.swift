@@ -21,7 +21,8 @@ public enum SunSpec {
     public enum Inverter {
         public static let ids: [UInt16] = [101, 102, 103]
         public static let length: UInt16 = 50
-        public static let w = 14, wSF = 15, hz = 16, hzSF = 17, state = 38, event1 = 40
+        public static let phVphA = 10, phVphB = 11, phVphC = 12, vSF = 13
+        public static let w = 14, wSF = 15, hz = 16, hzSF = 17, vAr = 20, vArSF = 21, state = 38, event1 = 40
         /// `St` value meaning FAULT.
         public static let stateFault: UInt16 = 7
     }
@@ -63,8 +64,8 @@ public enum SunSpec {
     public enum Measurement {
         public static let id: UInt16 = 701
         public static let length: UInt16 = 153
-        public static let state = 3, inverterState = 4, connectionState = 5, alarm = 6, w = 10, hz = 17
-        public static let hzSF = 115, wSF = 116
+        public static let state = 3, inverterState = 4, connectionState = 5, alarm = 6, w = 10, reactive = 12, lnv = 16, hz = 17
+        public static let vSF = 114, hzSF = 115, wSF = 116, varSF = 119
         /// `InvSt` value meaning FAULT.
         public static let inverterStateFault: UInt16 = 6
     }
