@@ -52,9 +52,10 @@ public struct Sep2SiteSample: Sendable, Equatable {
     /// Σ units' allowed discharge and charge now, W (magnitudes).
     public var availableDischargeW: Double = 0
     public var availableChargeW: Double = 0
-    /// Some unit's contactors are (or may be) closed: not starting and not faulted.
+    /// Some unit's contactors are (or may be) closed: its inverter answers, and it is not starting
+    /// and not faulted. A unit whose inverter is silent (switched off, or its supply lost) is off.
     public var connected = false
-    /// Some unit runs with nothing stopping it (running or limited, not in standby).
+    /// Some unit runs with nothing stopping it (running or limited, not in standby, its inverter answering).
     public var available = false
     /// Every unit is in standby; some unit is faulted (latched).
     public var allStandby = false
@@ -100,8 +101,10 @@ public struct Sep2SiteSample: Sendable, Equatable {
             switch unit.state {
             case .starting: break
             case .faulted: faulted = true
-            case .running, .limited: connected = true; available = available || unit.mode == .auto
-            case .tripped, .standby: connected = true
+            case .running, .limited:
+                connected = connected || unit.inverterOnline
+                available = available || (unit.inverterOnline && unit.mode == .auto)
+            case .tripped, .standby: connected = connected || unit.inverterOnline
             }
             standby = standby && (unit.state == .standby || unit.mode == .standby)
         }

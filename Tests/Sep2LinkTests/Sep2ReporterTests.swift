@@ -32,6 +32,8 @@ struct Sep2ReporterTests {
         var a = UnitStatus(), b = UnitStatus()
         a.state = .running
         b.state = .running
+        a.inverterOnline = true
+        b.inverterOnline = true
         a.power = 1500
         b.power = 1500
         a.soc = 40
@@ -309,6 +311,28 @@ extension Sep2ReporterTests {
         #expect(try Self.reading(bare[0], .activePowerW, .site) == "100")
         #expect(try Self.reading(bare[0], .reactivePowerVar, .site) == nil && Self.reading(bare[0], .voltageV, .site) == nil)
         #expect(try Self.reading(bare[1], .reactivePowerVar, .der) == nil && Self.reading(bare[1], .voltageV, .der) == nil)
+    }
+
+    @Test("MUL-01: the aggregated DERStatus is operational (2) with genConnectStatus bits 0–2 while any unit runs, off (1) with them clear once every unit's inverter is silent")
+    func unitsSwitchedOff() throws {
+        var reporter = Sep2Reporter(settings: Self.settings())
+        reporter.follow(der: try Self.der(), mirrorUsagePointList: nil, postRate: nil)
+        let on = Self.units([(1000, 0, 230)])[0]
+        var off = UnitStatus()  // switched off: its inverter silent, the comm-loss trip standing
+        off.state = .tripped
+        off.active.insert(.inverterCommLost)
+        var seen: [String] = []
+        for (step, units) in [[on, on], [off, on], [off, off]].enumerated() {
+            let t = Int64(step) * 100
+            reporter.sample(Sep2SiteSample(site: SiteStatus(), units: units, frequency: 50, ratings: Self.settings().ratings), serverTime: 1000 + t)
+            let requests = reporter.dueRequests(now: t, serverTime: 1000 + t)
+            for status in requests where status.path == "/edev/1/der/1/ders" {
+                let root = try Self.root(status)
+                seen.append("\(step): \(Self.text(root, "genConnectStatus", "value") ?? "?") \(Self.text(root, "operationalModeStatus", "value") ?? "?")")
+            }
+            Self.ok(&reporter, requests)
+        }
+        #expect(seen == ["0: 07 2", "2: 00 1"], "one unit off changes nothing; all off: \(seen)")
     }
 
     @Test("controls refused alone: 253 (invalid) and 252 (not applicable) to their replyTo, once each, as responseRequired asks")
