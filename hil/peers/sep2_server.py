@@ -100,9 +100,11 @@ def main():
     args = parser.parse_args()
     served = documents(args)
     lock = threading.Lock()
+    posted = {}  # path -> handler(body bytes) -> HTTP status: the POST routes
     admin = AdminState(args) if args.admin_stdin else None
     if admin:
         served.update(admin_documents(args, admin))
+        posted.update(admin_post_routes(admin, lock))
         admin_serve(admin, lock)
 
     class Handler(BaseHTTPRequestHandler):
@@ -126,6 +128,22 @@ def main():
             with lock:
                 print(json.dumps({"path": self.path, "status": status, "cipher": self.connection.cipher()[0],
                                   "client": subject.get("commonName")}), flush=True)
+
+        def do_POST(self):
+            if admin and not admin.answering:  # an outage (admin channel): closed unanswered
+                self.close_connection = True
+                return
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if 0 < length <= 1 << 20 else b""
+            if length > 1 << 20:
+                self.close_connection = True
+            route = posted.get(self.path.split("?", 1)[0])
+            status = route(body) if route else 404
+            self.send_response(status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            with lock:
+                print(json.dumps({"path": self.path, "method": "POST", "status": status}), flush=True)
 
         def log_message(self, *_):
             pass
@@ -154,6 +172,10 @@ def main():
 #   {"cancel": "E1"}                       mark it cancelled (EventStatus currentStatus 2)
 #   {"default": {"opModExpLimW": 5000}}    replace the DefaultDERControl's limits
 #   {"answering": false} / true            an outage: every request's connection is closed unanswered
+# A control with "responseRequired": N (0-255) carries that attribute and replyTo="/rsp"; each
+# DERControlResponse POSTed there (read with envoy-schema's model) is printed as one line
+#   {"response": {"subject": MRID, "status": N, "created": createdDateTime, "at": UNIX arrival, s}}
+# and answered 201 (400 for a body the model refuses).
 # Limits: opModExpLimW, opModImpLimW, opModGenLimW, opModLoadLimW, in W (written as value × 10^multiplier,
 # the value an Int16). The --control
 # and --default-exp-w arguments seed the state. /derp, /derp/1/derc and /derp/1/dderc are then
@@ -175,10 +197,10 @@ class AdminState:
             mrid, start, duration, watts = given.split(":")
             self.publish(mrid, int(start), int(duration), {"opModExpLimW": int(watts)})
 
-    def publish(self, mrid, start, duration, base):
+    def publish(self, mrid, start, duration, base, required=None):
         self.created = max(int(time.time()), self.created + 1)
         self.controls[mrid] = {"start": start, "duration": duration, "base": base, "status": 0,
-                               "created": self.created, "changed": self.created}
+                               "created": self.created, "changed": self.created, "required": required}
 
     def command(self, order):
         """Applies one command; returns what the acknowledgement says."""
@@ -201,7 +223,10 @@ class AdminState:
             mrid, start, duration = str(order["control"]), int(order["start"]), int(order["duration"])
             if not mrid or duration <= 0:
                 raise ValueError("control needs an mRID and duration > 0")
-            self.publish(mrid, start, duration, admin_base(order["base"]))
+            required = order.get("responseRequired")
+            if required is not None and (not isinstance(required, int) or not 0 <= required <= 255):
+                raise ValueError("responseRequired: 0-255")
+            self.publish(mrid, start, duration, admin_base(order["base"]), required)
             return {"published": mrid, "created": self.created}
         raise ValueError("names no command (control, cancel, default, answering)")
 
@@ -242,7 +267,8 @@ def admin_documents(args, admin):
             return [DERControlResponse(
                 href=f"/derp/1/derc/{mrid}", mRID=mrid, creationTime=c["created"], description="bess-hil control",
                 EventStatus_=EventStatus(currentStatus=c["status"], dateTime=c["changed"], potentiallySuperseded=False),
-                interval=DateTimeIntervalType(start=c["start"], duration=c["duration"]), DERControlBase_=base(c["base"]))
+                interval=DateTimeIntervalType(start=c["start"], duration=c["duration"]), DERControlBase_=base(c["base"]),
+                **({} if c.get("required") is None else {"replyTo": "/rsp", "responseRequired": f"{c['required']:02X}"}))
                 for mrid, c in sorted(admin.controls.items(), key=lambda item: item[1]["created"])]
 
     def program_list():
@@ -263,6 +289,27 @@ def admin_documents(args, admin):
 
     docs = {"/derp": program_list, "/derp/1/derc": control_list, "/derp/1/dderc": default}
     return {path: (lambda make=make: make().to_xml(skip_empty=True)) for path, make in docs.items()}
+
+
+def admin_post_routes(admin, lock):
+    """POST /rsp: the DERControlResponses, each printed with its arrival time."""
+    from envoy_schema.server.schema.sep2.response import DERControlResponse as Answer
+
+    def response(body):
+        at = time.time()
+        try:
+            answer = Answer.from_xml(body)
+        except Exception:  # the model refuses it: a 400, and said
+            with lock:
+                print(json.dumps({"response_refused": body[:200].decode("utf-8", "replace")}), flush=True)
+            return 400
+        status = answer.status.value if hasattr(answer.status, "value") else answer.status
+        with lock:
+            print(json.dumps({"response": {"subject": answer.subject, "status": status,
+                                           "created": answer.createdDateTime, "at": round(at, 3)}}), flush=True)
+        return 201
+
+    return {"/rsp": response}
 
 
 def admin_serve(admin, lock):
