@@ -196,6 +196,9 @@ public struct UnitController: Sendable {
     /// What the last step could deliver before the rise ramp (charge, discharge), and its rating: the
     /// site sums these into `poolFraction`.
     var capability = (charge: 0.0, discharge: 0.0, rating: 0.0)
+    /// Set by the site before each step: the utility's `opModFreqDroop` in force, applied over the
+    /// configured droop settings; nil: the configured droop.
+    var utilityDroop: UtilityDroop?
     let startedAt: MonotonicInstant
 
     public init(index: Int, settings: UnitSettings, control: ControlSettings, startedAt: MonotonicInstant) {
@@ -273,6 +276,7 @@ public struct UnitController: Sendable {
         // limited unit's share is still asked for and the others take it up.
         let chargeBound = pinned ? chargeTarget : (poolFraction.map { rating * $0.charge } ?? chargeTarget)
         let dischargeBound = pinned ? dischargeTarget : (poolFraction.map { rating * $0.discharge } ?? dischargeTarget)
+        droop.retune(utilityDroop.map { $0.applied(to: control.droop) } ?? control.droop)
         let (base, droopPower) = droop.step(
             frequency: site.frequency, schedule: Watts(running.schedule), rating: Watts(rating),
             allowedCharge: Watts(Self.windupBound(chargeBound, rating: rating)),

@@ -163,13 +163,23 @@ public struct FirstOrderResponse: Sendable {
 /// frequency is back inside. The droop part passes the first-order response only, never the ramp
 /// limits used for schedule changes.
 public struct DroopController: Sendable {
-    public let curve: DroopCurve
+    public internal(set) var curve: DroopCurve
     public internal(set) var latchedBase: Watts?
     var response: FirstOrderResponse
 
     public init(settings: DroopSettings) {
         curve = DroopCurve(settings)
         response = FirstOrderResponse(responseTime: settings.responseTime)
+    }
+
+    /// Follows `settings` from the next step (the utility's `opModFreqDroop` while it is in force, the
+    /// configured droop otherwise): the curve and the lag's time constant change, the latched base and
+    /// the lag's output stay, so the response moves on from where it is. Nothing when they are the
+    /// same; never allocates (the cycle calls it every step).
+    public mutating func retune(_ settings: DroopSettings) {
+        guard settings != curve.settings else { return }
+        curve = DroopCurve(settings)
+        response.tau = settings.responseTime.secondsDouble / ControlMath.ln10
     }
 
     /// The droop contribution after the lag, in watts.

@@ -192,7 +192,9 @@ public final class SiteController {
         }
         reserveReached = (unitReserveReached.contains { $0.discharge }, unitReserveReached.contains { $0.charge })
         let empty = UnitInputs()
+        let utilityDroop = utility(at: now)?.droop
         for index in units.indices {
+            units[index].utilityDroop = utilityDroop
             var unitInputs = index < inputs.count ? inputs[index] : empty
             if let setpoint, setpointRating > 0, !Self.overridden(unitInputs, at: now) {
                 unitInputs.dispatch = PowerCommand(power: Watts(setpoint * units[index].ratingForShare / setpointRating),

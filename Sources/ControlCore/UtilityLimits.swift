@@ -37,6 +37,9 @@ public struct UtilityLimits: Sendable, Equatable {
     /// The DefaultDERControl's `setGradW` in W/s (infinite for its 0, no limit): how fast a limit
     /// rises where `rampSeconds` is nil; nil when no default gives one (the site's limit ramp applies).
     public var gradientWPerSecond: Double?
+    /// `opModFreqDroop`: the frequency response's dead-bands, droops and response time while it is in
+    /// force (`UtilityDroop.applied(to:)`); nil: the configured droop.
+    public var droop: UtilityDroop?
     /// After this instant the value is stale and the site holds zero (the worker republishes at least
     /// every second); nil: valid until replaced.
     public var validUntil: MonotonicInstant?
@@ -56,5 +59,41 @@ public struct UtilityLimits: Sendable, Equatable {
     public var request: Double? {
         guard let value = storageTargetW ?? targetW ?? fixedW, value.isFinite else { return nil }
         return value
+    }
+}
+
+/// `opModFreqDroop` as the site applies it: the dead-band each way around the configured nominal
+/// frequency, the droop each way (percent: full power at that frequency change) and the open-loop
+/// response time. The reader bounds every value (IEEE2030_5 `FreqDroop`).
+public struct UtilityDroop: Sendable, Equatable {
+    /// `dBOF`, Hz above nominal.
+    public var deadbandOverHz: Double
+    /// `dBUF`, Hz below nominal.
+    public var deadbandUnderHz: Double
+    /// `kOF` as a percent droop.
+    public var droopOverPercent: Double
+    /// `kUF` as a percent droop.
+    public var droopUnderPercent: Double
+    /// `openLoopTms`.
+    public var responseTime: Duration
+
+    public init(deadbandOverHz: Double, deadbandUnderHz: Double, droopOverPercent: Double, droopUnderPercent: Double, responseTime: Duration) {
+        self.deadbandOverHz = deadbandOverHz
+        self.deadbandUnderHz = deadbandUnderHz
+        self.droopOverPercent = droopOverPercent
+        self.droopUnderPercent = droopUnderPercent
+        self.responseTime = responseTime
+    }
+
+    /// `configured` with these dead-bands, droops and response time; whether the response is enabled,
+    /// the nominal frequency, the reference and the reserve stay as configured.
+    public func applied(to configured: DroopSettings) -> DroopSettings {
+        var out = configured
+        out.deadbandLow = Hertz(configured.nominal.value - deadbandUnderHz)
+        out.deadbandHigh = Hertz(configured.nominal.value + deadbandOverHz)
+        out.droopUnderPercent = droopUnderPercent
+        out.droopOverPercent = droopOverPercent
+        out.responseTime = responseTime
+        return out
     }
 }

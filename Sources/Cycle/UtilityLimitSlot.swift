@@ -48,13 +48,17 @@ public final class UtilityLimitSlot: Sendable {
 
     /// One value as atomics: each optional double as its bit pattern plus a bit in `present`.
     private final class Buffer: Sendable {
-        /// Bits 0…8: the optional fields, export to ramp; 10: connect; 11: energize;
-        /// 12: validUntil present.
+        /// Bits 0…9: the optional fields, export to gradient; 10: connect; 11: energize;
+        /// 12: validUntil present; 13: droop present.
         let present = Atomic<UInt32>(0)
         let exportBits = Atomic<UInt64>(0), importBits = Atomic<UInt64>(0), generationBits = Atomic<UInt64>(0)
         let loadBits = Atomic<UInt64>(0), fixedBits = Atomic<UInt64>(0), targetBits = Atomic<UInt64>(0)
         let maxLimBits = Atomic<UInt64>(0), storageTargetBits = Atomic<UInt64>(0), rampBits = Atomic<UInt64>(0)
+        let gradientBits = Atomic<UInt64>(0)
         let validUntil = Atomic<Int64>(0)
+        /// `droop`: dead-bands over and under, droops over and under (bit patterns), response time (ns).
+        let droopOver = Atomic<UInt64>(0), droopUnder = Atomic<UInt64>(0), kOver = Atomic<UInt64>(0), kUnder = Atomic<UInt64>(0)
+        let droopResponse = Atomic<Int64>(0)
 
         func store(_ limits: UtilityLimits) {
             var mask: UInt32 = 0
@@ -73,6 +77,15 @@ public final class UtilityLimitSlot: Sendable {
             put(limits.maxLimW, 6, maxLimBits)
             put(limits.storageTargetW, 7, storageTargetBits)
             put(limits.rampSeconds, 8, rampBits)
+            put(limits.gradientWPerSecond, 9, gradientBits)
+            if let droop = limits.droop {
+                mask |= 1 << 13
+                droopOver.store(droop.deadbandOverHz.bitPattern, ordering: .relaxed)
+                droopUnder.store(droop.deadbandUnderHz.bitPattern, ordering: .relaxed)
+                kOver.store(droop.droopOverPercent.bitPattern, ordering: .relaxed)
+                kUnder.store(droop.droopUnderPercent.bitPattern, ordering: .relaxed)
+                droopResponse.store(droop.responseTime.nanosecondsClamped, ordering: .relaxed)
+            }
             if limits.connect { mask |= 1 << 10 }
             if limits.energize { mask |= 1 << 11 }
             if let until = limits.validUntil {
@@ -97,6 +110,14 @@ public final class UtilityLimitSlot: Sendable {
             limits.maxLimW = get(6, maxLimBits)
             limits.storageTargetW = get(7, storageTargetBits)
             limits.rampSeconds = get(8, rampBits)
+            limits.gradientWPerSecond = get(9, gradientBits)
+            if mask & (1 << 13) != 0 {
+                limits.droop = UtilityDroop(deadbandOverHz: Double(bitPattern: droopOver.load(ordering: .relaxed)),
+                                            deadbandUnderHz: Double(bitPattern: droopUnder.load(ordering: .relaxed)),
+                                            droopOverPercent: Double(bitPattern: kOver.load(ordering: .relaxed)),
+                                            droopUnderPercent: Double(bitPattern: kUnder.load(ordering: .relaxed)),
+                                            responseTime: .nanoseconds(droopResponse.load(ordering: .relaxed)))
+            }
             limits.connect = mask & (1 << 10) != 0
             limits.energize = mask & (1 << 11) != 0
             limits.validUntil = mask & (1 << 12) == 0 ? nil : MonotonicInstant(nanoseconds: validUntil.load(ordering: .relaxed))

@@ -4,7 +4,8 @@ extension ActiveControls {
     /// The controls in force as the site applies them (`UtilityLimits`, W): every `ActivePower` as
     /// value × 10^multiplier; `opModFixedW` and `opModMaxLimW`, hundredths of a percent of `setMaxW`,
     /// of `siteRatingW` (the site's rating is the `setMaxW` bessd reports); `rampTms` in seconds;
-    /// `setGradW` (hundredths of a percent of `setMaxW` per second) in W/s, 0 as no limit.
+    /// `setGradW` (hundredths of a percent of `setMaxW` per second) in W/s, 0 as no limit;
+    /// `opModFreqDroop` in Hz, percent and seconds (`kOF` 50 thousandths is a 5 % droop).
     /// `validUntil` is left nil: the worker that publishes the value sets it on the monotonic clock.
     /// - Parameter siteRatingW: Σ unit ratings, W (a non-finite or negative rating counts as zero).
     public func utilityLimits(siteRatingW: Double) -> UtilityLimits {
@@ -21,6 +22,11 @@ extension ActiveControls {
         out.maxLimW = base.maxLimWHundredthsPercent.map { Double($0) / 10_000 * rating }
         out.storageTargetW = base.storageTargetW?.watts
         out.rampSeconds = base.rampTimeHundredthsSecond.map { Double($0) / 100 }
+        out.droop = base.freqDroop.map {
+            UtilityDroop(deadbandOverHz: Double($0.deadbandOverMilliHz) / 1000, deadbandUnderHz: Double($0.deadbandUnderMilliHz) / 1000,
+                         droopOverPercent: Double($0.droopOverThousandths) / 10, droopUnderPercent: Double($0.droopUnderThousandths) / 10,
+                         responseTime: .milliseconds(Int64($0.openLoopHundredthsSecond) * 10))
+        }
         if let setGradW, rating > 0 { out.gradientWPerSecond = setGradW == 0 ? .infinity : Double(setGradW) / 10_000 * rating }
         return out
     }

@@ -50,6 +50,8 @@ public struct DERControlBase: Hashable, Sendable {
     public var storageTargetW: ActivePower?
     /// `rampTms`: the ramp time to the new setting, hundredths of a second.
     public var rampTimeHundredthsSecond: UInt16?
+    /// `opModFreqDroop`: frequency-watt settings (FreqDroop.swift).
+    public var freqDroop: FreqDroop?
 
     /// A base that sets nothing.
     public init() {}
@@ -66,6 +68,7 @@ public struct DERControlBase: Hashable, Sendable {
         loadLimitW = try element.child("opModLoadLimW", csipaus: true).map { (found) throws(SEP2Error) in try ActivePower(found) }
         storageTargetW = try element.child("opModStorageTargetW", csipaus: true).map { (found) throws(SEP2Error) in try ActivePower(found) }
         rampTimeHundredthsSecond = try element.integer("rampTms", UInt16.self)
+        freqDroop = try element.child("opModFreqDroop").map { (found) throws(SEP2Error) in try FreqDroop(found) }
     }
 }
 

@@ -23,6 +23,8 @@ public enum ControlType: String, Hashable, Sendable, CaseIterable {
     case loadLimitW = "opModLoadLimW"
     /// `csipaus:opModStorageTargetW`.
     case storageTargetW = "opModStorageTargetW"
+    /// `opModFreqDroop`.
+    case freqDroop = "opModFreqDroop"
 }
 
 extension DERControlBase {
@@ -39,6 +41,7 @@ extension DERControlBase {
         case .generationLimitW: generationLimitW != nil
         case .loadLimitW: loadLimitW != nil
         case .storageTargetW: storageTargetW != nil
+        case .freqDroop: freqDroop != nil
         }
     }
 
@@ -56,6 +59,7 @@ extension DERControlBase {
         case .generationLimitW: out.generationLimitW = other.generationLimitW
         case .loadLimitW: out.loadLimitW = other.loadLimitW
         case .storageTargetW: out.storageTargetW = other.storageTargetW
+        case .freqDroop: out.freqDroop = other.freqDroop
         }
         return out
     }

@@ -89,8 +89,13 @@ public struct Sep2State: Sendable, Equatable {
         case .generationLimitW: limits.generationLimitW
         case .loadLimitW: limits.loadLimitW
         case .storageTargetW: limits.storageTargetW
+        case .freqDroop: nil
         }
         if type == .connect { return "\(limits.connect)" }
+        if type == .freqDroop, let d = limits.droop {
+            return "deadband -\(d.deadbandUnderHz)/+\(d.deadbandOverHz) Hz, droop \(d.droopUnderPercent)/\(d.droopOverPercent) %, "
+                + "\(d.responseTime.secondsDouble) s"
+        }
         if type == .energize { return "\(limits.energize)" }
         guard let watts, watts.isFinite else { return "?" }
         return watts == watts.rounded() && abs(watts) < 1e15 ? "\(Int64(watts)) W" : "\(watts) W"

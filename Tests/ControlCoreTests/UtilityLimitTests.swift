@@ -1,4 +1,5 @@
 import ControlCore
+import Foundation
 import Testing
 
 /// The utility's controls (IEEE 2030.5, CSIP-AUS) in the site's order of authority
@@ -258,6 +259,37 @@ struct UtilityLimitTests {
         site.utilityLimits = Self.limits { $0.generationLimitW = 250_000; $0.gradientWPerSecond = .infinity }
         meter.run(site, from: 19.2, seconds: 0.1, extra: Self.dispatch(100))
         #expect(abs(Self.sum(site) - 250_000) < 1, "setGradW 0 rises at once: \(Self.sum(site))")
+    }
+
+    @Test("opModFreqDroop in force: its dead-bands, droops and response time replace the configured ones without a reload; ended or stale, the configured droop again")
+    func freqDroopApplied() {
+        let site = Fixture.site()  // the seed's droop: 49.90 / 50.05 Hz, 5 % both ways, immediate
+        let r = Fixture.rating.value
+        #expect(Fixture.run(site, seconds: 1, frequency: 49.95).droop.value == 0, "inside the configured dead-band")
+        let quick = UtilityDroop(deadbandOverHz: 0.01, deadbandUnderHz: 0.02, droopOverPercent: 2, droopUnderPercent: 5, responseTime: .zero)
+        site.utilityLimits = Self.limits { $0.droop = quick }
+        var d = Fixture.run(site, from: 1, seconds: 0.2, frequency: 49.95)
+        #expect(abs(d.droop.value - 0.03 / 2.5 * r) < 1, "(49.98 − 49.95) / (50 × 5 %): \(d.droop.value)")
+        d = Fixture.run(site, from: 1.2, seconds: 0.2, frequency: 50.03)
+        #expect(abs(d.droop.value + 0.02 / 1.0 * r) < 1, "−(50.03 − 50.01) / (50 × 2 %): \(d.droop.value)")
+        d = Fixture.run(site, from: 1.4, seconds: 0.2, frequency: 50)
+        #expect(d.droop.value == 0)
+        // openLoopTms 10 s: one second into a step, 1 − e^(−ln 10 / 10) of it.
+        var slow = quick
+        slow.responseTime = .seconds(10)
+        site.utilityLimits = Self.limits { $0.droop = slow }
+        d = Fixture.run(site, from: 1.6, seconds: 1, frequency: 49.95)
+        let part = 1 - exp(-log(10.0) / 10)
+        #expect(abs(d.droop.value - 0.012 * r * part) < 1, "\(d.droop.value) vs \(0.012 * r * part)")
+        // Ended: the configured droop (immediate, 49.95 inside its dead-band).
+        site.utilityLimits = Self.limits { _ in }
+        #expect(Fixture.run(site, from: 2.6, seconds: 0.2, frequency: 49.95).droop.value == 0)
+        // Stale: the configured droop too (and the site at zero on the utility's account).
+        site.utilityLimits = Self.limits { $0.droop = quick; $0.validUntil = Fixture.instant(2.8) }
+        d = Fixture.run(site, from: 2.8, seconds: 0.3, frequency: 50.03)
+        #expect(d.droop.value == 0 && site.siteDecision.utility.stale, "\(d.droop.value)")
+        d = Fixture.run(site, from: 3.1, seconds: 0.2, frequency: 50.1)
+        #expect(abs(d.droop.value + 0.05 / 2.5 * r) < 1, "the configured 5 % from 50.05 Hz: \(d.droop.value)")
     }
 
     @Test("a value read after its validUntil holds the site at zero (binding stale); a fresh one lifts it at the ramp")

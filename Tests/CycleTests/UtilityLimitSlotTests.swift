@@ -21,6 +21,9 @@ struct UtilityLimitSlotTests {
         l.maxLimW = w + 6
         l.storageTargetW = k % 7 == 0 ? nil : w + 7
         l.rampSeconds = k % 2 == 0 ? Double(k % 60) : nil
+        l.gradientWPerSecond = k % 3 == 1 ? nil : w + 9
+        l.droop = k % 4 == 3 ? nil : UtilityDroop(deadbandOverHz: w + 10, deadbandUnderHz: w + 11, droopOverPercent: w + 12,
+                                                   droopUnderPercent: w + 13, responseTime: .milliseconds(Int64(k % 1000)))
         l.connect = k % 4 != 1
         l.energize = k % 4 != 2
         l.validUntil = k % 3 == 0 ? nil : MonotonicInstant(nanoseconds: Int64(k) * 1_000)

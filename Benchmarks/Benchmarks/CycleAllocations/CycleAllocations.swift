@@ -54,8 +54,9 @@ let benchmarks: @Sendable () -> Void = {
 
     // The utility's IEEE 2030.5 controls through the slot (the slot's read, the ramps, the connection
     // point with the utility's export and import limits): a new value every 5 s, as the 2030.5 worker
-    // would publish it, cycling through export, import, generation/load with rampTms, a target, and
-    // a disconnect, so every limit falls and rises in these cycles.
+    // would publish it, cycling through export, import, generation/load with rampTms, a target with
+    // setGradW and opModFreqDroop (the units' droop retuned and back), and a disconnect, so every
+    // limit falls and rises in these cycles.
     Benchmark("1000 cycles, 32 simulated units, site meter with utility limits") { benchmark in
         let slot = UtilityLimitSlot()
         let (body, shared) = makeCycle(units: 32, site: true, utility: slot)
@@ -68,7 +69,10 @@ let benchmarks: @Sendable () -> Void = {
             case 0: limits.exportLimitW = 500_000
             case 1: limits.importLimitW = 800_000
             case 2: limits.generationLimitW = 1_000_000; limits.loadLimitW = 600_000; limits.rampSeconds = 3
-            case 3: limits.targetW = 900_000; limits.maxLimW = 2_000_000
+            case 3:
+                limits.targetW = 900_000; limits.maxLimW = 2_000_000; limits.gradientWPerSecond = 50_000
+                limits.droop = UtilityDroop(deadbandOverHz: 0.02, deadbandUnderHz: 0.02, droopOverPercent: 4, droopUnderPercent: 4,
+                                            responseTime: .seconds(2))
             default: limits.connect = false
             }
             limits.validUntil = now + .seconds(6)
