@@ -16,6 +16,24 @@ struct Sep2DaemonTests {
         return (object["lfdi"] as? String ?? "", (object["sfdi"] as? NSNumber)?.uint64Value ?? 0)
     }
 
+    /// sep2_server.py for the device of `identity` with `fixture`'s certificates, control A1 (1500 W from
+    /// `now` − 5 for an hour) and the `extra` arguments.
+    static func startServer(_ fixture: TLSFixture, _ identity: (lfdi: String, sfdi: UInt64), now: Int, _ extra: [String]) throws -> UnitsPeer {
+        try UnitsPeer(arguments: [
+            try Package.sep2Python(), "hil/peers/sep2_server.py", "--port", "0", "--cert", fixture.path("server.pem"),
+            "--key", fixture.path("server.key"), "--ca", fixture.path("ca.pem"), "--lfdi", identity.lfdi, "--sfdi", String(identity.sfdi),
+            "--control", "A1:\(now - 5):3600:1500",
+        ] + extra)
+    }
+
+    /// bessd's configuration following the server on `port` (PIN 111115, poll 10 s, timeout 5 s), with the
+    /// `extra` keys of the `ieee2030_5` block.
+    static func yaml(_ fixture: TLSFixture, port: Int, _ extra: [String] = []) -> String {
+        let block = ["server: https://127.0.0.1:\(port)/dcap", "cert_file: \(fixture.path("client.pem"))", "key_file: \(fixture.path("client.key"))",
+                     "ca_file: \(fixture.path("ca.pem"))", "pin: \"111115\""] + extra + ["poll_s: 10", "timeout_s: 5"]
+        return daemonYAML + "\nieee2030_5:\n" + block.map { "  " + $0 }.joined(separator: "\n")
+    }
+
     @Test("bessctl ieee2030-5 --cert: the LFDI and SFDI sep2cert derives, without bessd; an unreadable file is refused")
     func offlineIdentityMatchesSep2cert() throws {
         let fixture = try TLSFixture()
@@ -36,24 +54,10 @@ struct Sep2DaemonTests {
         let fixture = try TLSFixture()
         let identity = try Self.offlineIdentity(fixture.path("client.pem"))
         let now = Int(Date().timeIntervalSince1970)
-        let server = try UnitsPeer(arguments: [
-            try Package.sep2Python(), "hil/peers/sep2_server.py", "--port", "0", "--cert", fixture.path("server.pem"),
-            "--key", fixture.path("server.key"), "--ca", fixture.path("ca.pem"), "--lfdi", identity.lfdi, "--sfdi", String(identity.sfdi),
-            "--control", "A1:\(now - 5):3600:1500", "--default-exp-w", "5000",
-        ])
+        let server = try Self.startServer(fixture, identity, now: now, ["--default-exp-w", "5000"])
         defer { server.stop() }
         #expect(server.port > 0, "sep2_server.py printed no port")
-        let yaml = daemonYAML + """
-
-            ieee2030_5:
-              server: https://127.0.0.1:\(server.port)/dcap
-              cert_file: \(fixture.path("client.pem"))
-              key_file: \(fixture.path("client.key"))
-              ca_file: \(fixture.path("ca.pem"))
-              pin: "111115"
-              poll_s: 10
-              timeout_s: 5
-            """
+        let yaml = Self.yaml(fixture, port: server.port)
         let daemon = try RunningDaemon(yaml: yaml)
         var section: [String: Any] = [:]
         let taken = waitFor(seconds: 60) {
@@ -115,5 +119,38 @@ struct Sep2DaemonTests {
         #expect(third == 0)
         #expect(journal3.contains("SEP2_CERTIFICATE_INVALID") && journal3.contains("the stored schedule runs as the stored EndDevice's LFDI")
                 && journal3.contains("SEP2_SCHEDULE_CACHED"), "\(journal3.suffix(3000))")
+    }
+
+    @Test("in band over TLS CCM8 (ALL-02, ALL-03): bessd POSTs its EndDevice to sep2_server.py's empty list, finds itself, PUTs the ConnectionPoint and takes the control")
+    func daemonRegistersInBand() throws {
+        let fixture = try TLSFixture()
+        let identity = try Self.offlineIdentity(fixture.path("client.pem"))
+        let server = try Self.startServer(fixture, identity, now: Int(Date().timeIntervalSince1970), ["--in-band"])
+        defer { server.stop() }
+        #expect(server.port > 0, "sep2_server.py printed no port")
+        let yaml = Self.yaml(fixture, port: server.port, ["registration: in_band", "connection_point_id: \"4102345678\""])
+        let daemon = try RunningDaemon(yaml: yaml)
+        var section: [String: Any] = [:]
+        let taken = waitFor(seconds: 60) {
+            section = ((try? daemon.request(["verb": "status"])) ?? [:])["ieee2030_5"] as? [String: Any] ?? [:]
+            let controls = section["controls"] as? [[String: Any]] ?? []
+            return controls.contains { $0["type"] as? String == "opModExpLimW" && $0["control"] as? String == "A1" }
+                && server.all.contains { $0.contains("\"connection_point\"") }
+        }
+        #expect(taken, "\(section) \(server.all.suffix(12))")
+        let lines = server.all
+        let registered = try #require(lines.firstIndex { $0.contains("\"registered\"") }, "\(lines.suffix(12))")
+        #expect(lines[registered].contains("\"lFDI\": \"\(identity.lfdi)\"") && lines[registered].contains("\"deviceCategory\": \"02000000\""),
+                "\(lines[registered])")
+        #expect(lines.filter { $0.contains("\"registered\"") }.count == 1 && !lines.contains { $0.contains("_refused") }, "\(lines.suffix(12))")
+        let point = try #require(lines.firstIndex { $0.contains("\"connection_point\"") })
+        #expect(lines[point].contains("\"connection_point\": \"4102345678\"") && point > registered, "\(lines[point])")
+        // Found in the list read after the POST, its Registration agreed before the PUT.
+        #expect(lines[registered..<point].contains { $0.contains("\"path\": \"/edev/1/rg\"") }, "\(lines[registered...point])")
+        daemon.signal(SIGTERM)
+        let (status, journal) = daemon.finish()
+        #expect(status == 0)
+        #expect(journal.contains("SEP2_CONTROL_TAKEN: opModExpLimW 1500 W from control \"A1\"") && !journal.contains("SEP2_REGISTRATION_REFUSED"),
+                "\(journal.suffix(3000))")
     }
 }

@@ -5,13 +5,20 @@ certificate required (Python >= 3.12, pinned in hil/requirements-py312.txt; run 
 `$(scripts/ensure-python-peers.sh --python) hil/peers/sep2_server.py ...`).
 
     sep2_server.py --port 0 --cert server.pem --key server.key --ca ca.pem --lfdi HEX --sfdi N
-                   [--pin 111115] [--default-exp-w 5000] [--control MRID:START:DURATION:EXP_W ...]
+                   [--pin 111115] [--default-exp-w 5000] [--control MRID:START:DURATION:EXP_W ...] [--in-band]
 
 Prints `PORT N` once it listens (the port the kernel chose for --port 0; TestSupport's UnitsPeer reads
 it), then one JSON line per request it answered: {"path", "status", "cipher", "client"}. The chain:
 /dcap → /tm, /edev → /edev/1 (the device given) → /edev/1/rg (pIN) → /edev/1/fsa → /derp →
 /derp/1/derc (the controls given) and /derp/1/dderc (the default). Query strings (paging) are ignored:
 every list is served whole. Anything else is 404. Runs until killed.
+
+--in-band (CSIP-AUS ALL-02/ALL-03): /edev lists no device until an EndDevice with the given lFDI and sFDI
+is POSTed to /edev (read by envoy-schema's EndDeviceRequest; 201, or 400 printed as {"registration_refused"}),
+printed as {"registered": {lFDI, sFDI, deviceCategory, changedTime}}; the answer has no Location, so the
+client reads the list again. The EndDevice then has csipaus:ConnectionPointLink /edev/1/cp, where a PUT
+is read by envoy-schema's ConnectionPointRequest and printed as {"connection_point": id, "namespace": URI}
+(204; 400 for a body the model refuses).
 """
 import argparse
 import json
@@ -44,6 +51,7 @@ def documents(args):
     from envoy_schema.server.schema.sep2.types import DateTimeIntervalType
 
     now = int(time.time())
+    registered = args.registered
     controls = []
     for given in args.control:
         mrid, start, duration, watts = given.split(":")
@@ -58,9 +66,10 @@ def documents(args):
         "/tm": lambda: TimeResponse(href="/tm", currentTime=int(time.time()), dstEndTime=0, dstOffset=0, dstStartTime=0,
                                     localTime=int(time.time()), quality=7, tzOffset=0),
         "/edev": lambda: EndDeviceListResponse(
-            href="/edev", all_=1, results=1, EndDevice=[EndDeviceResponse(
+            href="/edev", all_=int(registered[0]), results=int(registered[0]), EndDevice=[EndDeviceResponse(
                 href="/edev/1", lFDI=args.lfdi, sFDI=args.sfdi, changedTime=now,
-                FunctionSetAssignmentsListLink=ListLink(href="/edev/1/fsa", all_=1), RegistrationLink=Link(href="/edev/1/rg"))]),
+                FunctionSetAssignmentsListLink=ListLink(href="/edev/1/fsa", all_=1), RegistrationLink=Link(href="/edev/1/rg"),
+                ConnectionPointLink={"href": "/edev/1/cp"} if args.in_band else None)] if registered[0] else []),
         "/edev/1/rg": lambda: RegistrationResponse(href="/edev/1/rg", dateTimeRegistered=now, pIN=args.pin),
         "/edev/1/fsa": lambda: FunctionSetAssignmentsListResponse(
             href="/edev/1/fsa", all_=1, results=1, FunctionSetAssignments=[FunctionSetAssignmentsResponse(
@@ -97,7 +106,9 @@ def main():
     parser.add_argument("--default-exp-w", dest="default_exp_w", type=int, default=5000)
     parser.add_argument("--control", action="append", default=[])
     parser.add_argument("--admin-stdin", dest="admin_stdin", action="store_true")  # the admin channel (below)
+    parser.add_argument("--in-band", dest="in_band", action="store_true")
     args = parser.parse_args()
+    args.registered = [not args.in_band]
     served = documents(args)
     lock = threading.Lock()
     posted = {}  # path -> handler(body bytes) -> HTTP status: the POST routes
@@ -106,6 +117,8 @@ def main():
         served.update(admin_documents(args, admin))
         posted.update(admin_post_routes(admin, lock))
         admin_serve(admin, lock)
+    if args.in_band:
+        posted["/edev"] = registration_route(args, lock)
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -145,6 +158,16 @@ def main():
             with lock:
                 print(json.dumps({"path": self.path, "method": "POST", "status": status}), flush=True)
 
+        def do_PUT(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if 0 < length <= 1 << 20 else b""
+            status = connection_point(body, lock) if args.in_band and self.path == "/edev/1/cp" else 404
+            self.send_response(status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            with lock:
+                print(json.dumps({"path": self.path, "method": "PUT", "status": status}), flush=True)
+
         def log_message(self, *_):
             pass
 
@@ -160,6 +183,51 @@ def main():
     server.socket = context.wrap_socket(server.socket, server_side=True)
     print(f"PORT {server.server_address[1]}", flush=True)
     server.serve_forever()
+
+
+def registration_route(args, lock):
+    """POST /edev (--in-band): the EndDevice of the given lFDI and sFDI registers the device."""
+    from envoy_schema.server.schema.sep2.end_device import EndDeviceRequest
+
+    def register(body):
+        try:
+            device = EndDeviceRequest.from_xml(body)
+            if (device.lFDI or "").upper() != args.lfdi.upper() or device.sFDI != args.sfdi:
+                raise ValueError(f"lFDI {device.lFDI} sFDI {device.sFDI}")
+        except Exception as error:  # the model refuses it, or another device: a 400, and said
+            with lock:
+                print(json.dumps({"registration_refused": f"{type(error).__name__}: {error}"[:300]}), flush=True)
+            return 400
+        args.registered[0] = True
+        with lock:
+            print(json.dumps({"registered": {"lFDI": device.lFDI, "sFDI": device.sFDI, "deviceCategory": device.deviceCategory,
+                                             "changedTime": device.changedTime}}), flush=True)
+        return 201
+
+    return register
+
+
+def connection_point(body, lock):
+    """PUT /edev/1/cp (--in-band): the csipaus:ConnectionPoint, in either CSIP-AUS namespace."""
+    from xml.etree import ElementTree
+
+    from envoy_schema.server.schema.csip_aus.connection_point import ConnectionPointRequest
+
+    try:
+        namespace = ElementTree.fromstring(body).tag[1:].split("}")[0]
+        if namespace not in ("https://csipaus.org/ns", "https://csipaus.org/ns/v1.3"):
+            raise ValueError(f"namespace {namespace}")
+        text = body.decode().replace('"https://csipaus.org/ns"', '"https://csipaus.org/ns/v1.3"')
+        point = ConnectionPointRequest.from_xml(text.encode())
+        if not point.id:
+            raise ValueError("no connectionPointId")
+    except Exception as error:  # the model refuses it: a 400, and said
+        with lock:
+            print(json.dumps({"connection_point_refused": f"{type(error).__name__}: {error}"[:300]}), flush=True)
+        return 400
+    with lock:
+        print(json.dumps({"connection_point": point.id, "namespace": namespace}), flush=True)
+    return 204
 
 
 # ---------------------------------------------------------------------------------------------------
