@@ -9,7 +9,7 @@ import IEEE2030_5
 /// Invariants: a refusal carries one of the five document codes and a message of printable ASCII
 /// only (nothing from the document unescaped); a tree read stays within `XMLLimits` (depth and
 /// elements); a resource read has every value inside its type's range (multiplier −9…9,
-/// start 0…2^40 s, randomization ±3600 s, opModFixedW ±10000, opModMaxLimW 0…10000, status 0–4) and its mRIDs are
+/// start 0…2^40 s, randomization ±3600 s, opModFixedW ±10000, opModMaxLimW 0…10000, opModFreqDroop in its ranges, status 0–4) and its mRIDs are
 /// 1–32 hex digits; reading twice gives the same resource; `EventRules.resolve` on the controls read
 /// never traps and always yields a limit (an event's or the default's).
 enum SEP2Harness {
@@ -100,6 +100,11 @@ enum SEP2Harness {
         }
         violations.check(base.fixedWHundredthsPercent.map { abs(Int($0)) <= 10_000 } ?? true, "opModFixedW out of range")
         violations.check(base.maxLimWHundredthsPercent.map { $0 <= 10_000 } ?? true, "opModMaxLimW out of range")
+        if let d = base.freqDroop {
+            violations.check(FreqDroop.deadbandRange.contains(Int64(d.deadbandOverMilliHz)) && FreqDroop.deadbandRange.contains(Int64(d.deadbandUnderMilliHz))
+                             && FreqDroop.droopRange.contains(Int64(d.droopOverThousandths)) && FreqDroop.droopRange.contains(Int64(d.droopUnderThousandths))
+                             && FreqDroop.openLoopRange.contains(Int64(d.openLoopHundredthsSecond)), "opModFreqDroop out of range")
+        }
     }
 
     static func checkMRID(_ mRID: String, _ violations: inout Violations) {
@@ -110,7 +115,8 @@ enum SEP2Harness {
     /// One document of each resource, as envoy-schema writes them (hil/peers/sep2_peer.py documents).
     static func seeds() -> [[UInt8]] {
         let sep = "xmlns=\"urn:ieee:std:2030.5:ns\" xmlns:csipaus=\"https://csipaus.org/ns/v1.3\""
-        let base = "<DERControlBase><opModConnect>true</opModConnect><opModFixedW>-2500</opModFixedW><csipaus:opModExpLimW><multiplier>2</multiplier>"
+        let base = "<DERControlBase><opModConnect>true</opModConnect><opModFixedW>-2500</opModFixedW>"
+            + "<opModFreqDroop><dBOF>36</dBOF><dBUF>36</dBUF><kOF>50</kOF><kUF>50</kUF><openLoopTms>500</openLoopTms></opModFreqDroop><csipaus:opModExpLimW><multiplier>2</multiplier>"
             + "<value>15</value></csipaus:opModExpLimW><csipaus:opModLoadLimW><multiplier>-1</multiplier><value>-25</value></csipaus:opModLoadLimW></DERControlBase>"
         let control = "<mRID>A1B2C3D4</mRID><creationTime>1760000000</creationTime><EventStatus><currentStatus>0</currentStatus><dateTime>1760000000</dateTime>"
             + "<potentiallySuperseded>false</potentiallySuperseded></EventStatus><interval><duration>300</duration><start>1760000300</start></interval>"

@@ -269,6 +269,32 @@ struct Sep2WorkerTests {
         #expect(!after.isEmpty && after.allSatisfy { $0.export == 5000 }, "then the default: \(after.prefix(3))")
     }
 
+    @Test("the default's setGradW and a control's opModFreqDroop reach the slot in the site's units, and leave it when they end")
+    func gradientAndDroopPublished() throws {
+        let ns = Sep2Fixture.ns
+        var chain = Sep2Fixture.chain(controls: [])
+        chain["/derp/1/dderc"] = #"<DefaultDERControl \#(ns) href="/derp/1/dderc"><mRID>D1</mRID><description>d</description><DERControlBase>"#
+            + Sep2Fixture.exportLimit(5000) + "</DERControlBase><setGradW>27</setGradW></DefaultDERControl>"
+        chain["/derp/1/derc"] = #"<DERControlList \#(ns) href="/derp/1/derc" all="1" results="1"><DERControl><mRID>F1</mRID><description>c</description>"#
+            + "<creationTime>\(Self.t0 - 1000)</creationTime><EventStatus><currentStatus>0</currentStatus><dateTime>\(Self.t0 - 1000)</dateTime>"
+            + "<potentiallySuperseded>false</potentiallySuperseded></EventStatus><interval><duration>60</duration><start>\(Self.t0 + 100)</start></interval>"
+            + "<DERControlBase><opModFreqDroop><dBOF>36</dBOF><dBUF>50</dBUF><kOF>40</kOF><kUF>60</kUF><openLoopTms>250</openLoopTms></opModFreqDroop>"
+            + "</DERControlBase></DERControl></DERControlList>"
+        let rig = Rig(server: FakeSep2Server(chain))
+        rig.settle()
+        let before = try #require(rig.slot.read())
+        #expect(before.gradientWPerSecond == 540 && before.droop == nil, "0.27 %/s of 200 kW, no droop yet: \(before)")
+        rig.advance(101)
+        rig.settle()
+        let during = try #require(rig.slot.read())
+        #expect(during.droop == UtilityDroop(deadbandOverHz: 0.036, deadbandUnderHz: 0.05, droopOverPercent: 4, droopUnderPercent: 6,
+                                             responseTime: .milliseconds(2500)), "\(String(describing: during.droop))")
+        #expect(rig.client.state.withLock { $0.controls }.contains { $0.type == "opModFreqDroop" && $0.control == "F1" })
+        rig.advance(60)
+        rig.settle()
+        #expect(rig.slot.read()?.droop == nil && rig.slot.read()?.gradientWPerSecond == 540)
+    }
+
     @Test("the worker's thread publishes the server's control into the slot and stops")
     func workerThread() throws {
         let now = Int64(SystemClock.wallClockSeconds())
