@@ -44,6 +44,11 @@ public struct IEEE2030_5Settings: Sendable, Equatable {
     public var connectionPointId: String?
     /// `timeout_s`: the bound on connecting, the handshake and each exchange, in seconds.
     public var timeoutSeconds: Double
+    /// `pen`: the IANA private enterprise number of the organisation running the site, written as
+    /// 8 decimal digits at the end of the mirror's mRIDs (as CSIP-AUS writes it: sep2tools'
+    /// `generate_mrid`); nil: none configured, 00000000 is written (bessd's LFDI is its certificate's
+    /// hash, whose last digits are no PEN, docs/ieee2030-5.md §3).
+    public var pen: UInt32?
 
     /// The path a server names its DeviceCapability under for CSIP-AUS discovery.
     public static let wellKnownPath = "/.well-known/csipaus"
@@ -54,7 +59,7 @@ public struct IEEE2030_5Settings: Sendable, Equatable {
     public init(serverHost: String, serverPort: UInt16 = 443, deviceCapabilityPath: String, certificateFile: String,
                 keyFile: String, caFile: String, allowGCM: Bool = false, pollSeconds: UInt32 = 300, postSeconds: UInt32 = 300,
                 registration: Registration = .outOfBand, pin: UInt32? = nil, connectionPointId: String? = nil,
-                timeoutSeconds: Double = 10) {
+                timeoutSeconds: Double = 10, pen: UInt32? = nil) {
         self.serverHost = serverHost
         self.serverPort = serverPort
         self.deviceCapabilityPath = deviceCapabilityPath
@@ -68,6 +73,7 @@ public struct IEEE2030_5Settings: Sendable, Equatable {
         self.pin = pin
         self.connectionPointId = connectionPointId
         self.timeoutSeconds = timeoutSeconds
+        self.pen = pen
     }
 
     /// The TLS 1.2 suites offered: CCM8 as 2030.5 requires, and GCM after it with `allowGCM`.
@@ -102,7 +108,7 @@ public struct IEEE2030_5Settings: Sendable, Equatable {
     /// The keys of `ieee2030_5`.
     static let keys = ConfigKeys("ieee2030_5", [
         "server", "discovery", "cert_file", "key_file", "ca_file", "allow_gcm", "poll_s", "post_s", "registration", "pin",
-        "connection_point_id", "timeout_s",
+        "connection_point_id", "timeout_s", "pen",
     ])
 
     /// `ieee2030_5:`; nil when absent or when a required key is missing or wrong (each reported).
@@ -132,12 +138,30 @@ public struct IEEE2030_5Settings: Sendable, Equatable {
             (1...32).contains(text.utf8.count) && text.utf8.allSatisfy { $0 < 0x80 && ($0 >= 0x30 && $0 <= 0x39 || ($0 | 0x20) >= 0x61 && ($0 | 0x20) <= 0x7A) }
         }, rule: "must be 1 to 32 letters and digits (the NMI, or the utility's connection point id)")
         let timeout = fields.double("timeout_s", default: 10, range: 1...60, unit: "seconds")!
+        let pen = decodePEN(fields, r)
         fields.finish(Self.keys)
         guard let server, let certificate, let key, let ca else { return nil }
         return IEEE2030_5Settings(serverHost: server.host, serverPort: server.port, deviceCapabilityPath: server.path,
                                   certificateFile: certificate, keyFile: key, caFile: ca, allowGCM: allowGCM,
                                   pollSeconds: UInt32(poll), postSeconds: UInt32(post), registration: registration, pin: pin,
-                                  connectionPointId: connectionPoint, timeoutSeconds: timeout)
+                                  connectionPointId: connectionPoint, timeoutSeconds: timeout, pen: pen)
+    }
+
+    /// The largest `pen`: it is written as 8 decimal digits.
+    public static let maximumPEN: UInt32 = 99_999_999
+
+    /// `pen`, read as its text: 1 to 8 decimal digits (IANA's numbers are below 100,000 today).
+    private static func decodePEN(_ fields: ConfigReader.Fields, _ r: ConfigReader) -> UInt32? {
+        guard let node = fields.node("pen") else { return nil }
+        let text = node.scalar?.string ?? ""
+        guard (1...8).contains(text.utf8.count), text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let value = UInt32(text),
+              value <= maximumPEN else {
+            r.error(node, fields.child("pen"),
+                    "must be the organisation's IANA private enterprise number: 1 to 8 decimal digits (it ends the mirror's mRIDs)",
+                    got: ConfigReader.shown(node))
+            return nil
+        }
+        return value
     }
 
     /// `pin`, read as its text (a leading zero is a digit, never an octal sign): six digits with a

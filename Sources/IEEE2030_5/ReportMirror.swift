@@ -64,14 +64,17 @@ public enum MirrorQuantity: UInt8, Hashable, Sendable, CaseIterable {
 }
 
 /// Stable mRIDs for the mirror: 32 hex digits, the first 20 of the device's LFDI, one byte for the location,
-/// one for the quantity (00 for the usage point itself) and the 8 hex digits of the organisation's IANA
-/// private enterprise number, as 2030.5 asks an mRID to end.
+/// one for the quantity (00 for the usage point itself) and the organisation's IANA private enterprise
+/// number as 8 decimal digits, as 2030.5 asks an mRID to end and as CSIP-AUS writes it (sep2tools'
+/// `generate_mrid`, cactus's `…0100028547`).
 public enum MirrorMRID {
-    /// The mRID of the usage point at `location` (`quantity` nil) or of its reading of `quantity`.
+    /// The mRID of the usage point at `location` (`quantity` nil) or of its reading of `quantity`; a PEN
+    /// past 8 digits keeps its last 8.
     public static func make(lfdi: String, location: MirrorLocation, quantity: MirrorQuantity? = nil, pen: UInt32) -> String {
         let prefix = String(lfdi.uppercased().prefix(20))
+        let digits = String(pen % 100_000_000)
         return prefix + String(repeating: "0", count: 20 - prefix.count) + XMLWriter.hex(UInt64(location.rawValue), bytes: 1)
-            + XMLWriter.hex(UInt64(quantity?.rawValue ?? 0), bytes: 1) + XMLWriter.hex(UInt64(pen), bytes: 4)
+            + XMLWriter.hex(UInt64(quantity?.rawValue ?? 0), bytes: 1) + String(repeating: "0", count: 8 - digits.count) + digits
     }
 }
 

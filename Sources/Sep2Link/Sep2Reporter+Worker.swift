@@ -14,12 +14,12 @@ struct Sep2Reporting {
 
 extension Sep2ReporterSettings {
     /// The settings of bessd's site: Σ `units[].max_power_kw` and `capacity_kwh`, the schedule ramp
-    /// `limits.schedule_ramp_percent_per_s`, `ieee2030_5.post_s`; no IANA enterprise number (PEN 0).
+    /// `limits.schedule_ramp_percent_per_s`, `ieee2030_5.post_s` and `ieee2030_5.pen` (0 when none is configured).
     public init(_ configuration: BessdConfiguration, lfdi: String) {
         let ratings = Sep2SiteRatings(unitPowerW: configuration.units.map { $0.maxPowerKW * 1000 },
                                       unitEnergyWh: configuration.units.map { $0.capacityKWh * 1000 },
                                       rampPercentPerSecond: configuration.scheduleRampPercentPerSecond)
-        self.init(lfdi: lfdi, pen: 0, csipaus: .v1_2, postSeconds: configuration.ieee2030_5?.postSeconds ?? 300, ratings: ratings)
+        self.init(lfdi: lfdi, pen: configuration.ieee2030_5?.pen ?? 0, csipaus: .v1_2, postSeconds: configuration.ieee2030_5?.postSeconds ?? 300, ratings: ratings)
     }
 }
 

@@ -138,7 +138,7 @@ struct ConfigKeysTests {
             handshake_timeout_s: 10
         ieee2030_5: {server: "https://sep2.example/dcap", discovery: device_capability, cert_file: /c, key_file: /k, ca_file: /ca,
                      allow_gcm: false, poll_s: 300, post_s: 300, registration: in_band, pin: "111115",
-                     connection_point_id: NMI1, timeout_s: 10}
+                     connection_point_id: NMI1, timeout_s: 10, pen: 40732}
         """
 
     @Test("each section's decoder reads exactly the keys it declares, and every section is declared")

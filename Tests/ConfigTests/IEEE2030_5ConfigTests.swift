@@ -32,6 +32,11 @@ struct IEEE2030_5ConfigTests {
                                             certificateFile: "/etc/bessd/sep2/device.pem", keyFile: "/etc/bessd/sep2/device.key",
                                             caFile: "/etc/bessd/sep2/serca.pem"))
         #expect(plain?.cipherList == "ECDHE-ECDSA-AES128-CCM8" && plain?.pollSeconds == 300 && plain?.registration == .outOfBand)
+        #expect(plain?.pen == nil, "no PEN configured: the mirror mRIDs end in 00000000")
+        let pen = try ConfigLoader.parse(Self.yaml(["server: https://sep2.utility.example/dcap", "pen: 40732"]), file: "p.yaml").ieee2030_5
+        #expect(pen?.pen == 40732)
+        #expect(try ConfigLoader.parse(Self.yaml(["server: https://sep2.utility.example/dcap", "pen: \"99999999\""]), file: "p.yaml").ieee2030_5?.pen
+                == 99_999_999)
         let set = try ConfigLoader.parse(Self.yaml([
             "server: https://[fd00::7]:8443", "discovery: well_known", "allow_gcm: true", "poll_s: 10", "post_s: 60",
             "registration: in_band", "pin: \"011116\"", "connection_point_id: 4102345678", "timeout_s: 2.5",
@@ -69,6 +74,10 @@ struct IEEE2030_5ConfigTests {
         (["server: https://sep2.example/dcap", "connection_point_id: \"NMI 41\""], "ieee2030_5.connection_point_id", "letters and digits"),
         (["server: https://sep2.example/dcap", "allow_gcm: maybe"], "ieee2030_5.allow_gcm", "true or false"),
         (["server: https://sep2.example/dcap", "ciphers: NULL"], "ieee2030_5.ciphers", "unknown key"),
+        (["server: https://sep2.example/dcap", "pen: 123456789"], "ieee2030_5.pen", "1 to 8 decimal digits"),
+        (["server: https://sep2.example/dcap", "pen: -40732"], "ieee2030_5.pen", "1 to 8 decimal digits"),
+        (["server: https://sep2.example/dcap", "pen: 40x32"], "ieee2030_5.pen", "IANA private enterprise number"),
+        (["server: https://sep2.example/dcap", "pen: \"\""], "ieee2030_5.pen", "1 to 8 decimal digits"),
     ] as [([String], String, String)])
     func refused(lines: [String], keyPath: String, message: String) {
         // A file-less line given alone needs the server too.

@@ -108,6 +108,16 @@ struct SEP2PeerTests {
         #expect(read.items == Self.int(given["all"]) && Int(read.results) == Self.int(given["all"]), "paging counts every control, refused or taken")
     }
 
+    @Test("the mirror's mRIDs end in the PEN as sep2tools' generate_mrid writes it (8 decimal digits)")
+    func penAsSep2toolsWritesIt() throws {
+        for pen: UInt32 in [40732, 12345, 0] {
+            let theirs = try #require(try Self.peer(["mrid", String(pen)]).first?["mRID"] as? String)
+            let ours = MirrorMRID.make(lfdi: "3E4F45AB31EDFE5B67E343E5E4562E31984E23E5", location: .site, pen: pen)
+            #expect(theirs.count == 32 && ours.count == 32)
+            #expect(ours.suffix(8) == theirs.suffix(8), "\(ours) \(theirs)")
+        }
+    }
+
     @Test("the envoy-schema documents in an unknown CSIP-AUS namespace are SEP2_NAMESPACE_UNKNOWN")
     func unknownNamespace() throws {
         let document = try #require(try Self.peer(["documents"]).first { $0["name"] as? String == "control-v1.3" })

@@ -185,10 +185,12 @@ struct ReportTests {
             for quantity in [nil] + MirrorQuantity.allCases.map(Optional.some) {
                 let mRID = MirrorMRID.make(lfdi: Self.lfdi.lowercased(), location: location, quantity: quantity, pen: 40732)
                 #expect(mRID.count == 32 && mRID.allSatisfy(\.isHexDigit) && mRID.uppercased() == mRID)
-                #expect(mRID.hasPrefix(String(Self.lfdi.prefix(20))) && mRID.hasSuffix("00009F1C"))
+                #expect(mRID.hasPrefix(String(Self.lfdi.prefix(20))) && mRID.hasSuffix("00040732"), "the PEN in 8 decimal digits")
                 seen.insert(mRID)
             }
         }
         #expect(seen.count == 2 * (MirrorQuantity.allCases.count + 1))
+        #expect(MirrorMRID.make(lfdi: Self.lfdi, location: .der, pen: 0).hasSuffix("020000000000"))
+        #expect(MirrorMRID.make(lfdi: Self.lfdi, location: .site, quantity: .voltageV, pen: 123_456_789).hasSuffix("010323456789"))
     }
 }
