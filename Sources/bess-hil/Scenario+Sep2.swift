@@ -11,8 +11,28 @@ extension Scenario {
         var pollSeconds = 2
         /// The DefaultDERControl at the start (element → W); empty: the server's own default.
         var defaultLimits: [String: Double] = [:]
-        /// hil/peers, beside the scenario's directory: where sep2_server.py is.
+        /// hil/peers, beside the scenario's directory (or its parent's): where sep2_server.py is.
         var peersDirectory = ""
+        /// `responses: true`: every control published asks for responses (responseRequired 03:
+        /// received, then started, completed…) with replyTo /rsp, where the server records them.
+        var responses = false
+    }
+
+    /// What an expectation checks against the plant's 2030.5 server's record (it stands alone).
+    enum Sep2Check: Equatable {
+        /// `sep2_schedule`: at every sample bessd answered, each limit it says is in force is the one
+        /// the published schedule puts there (the latest control in its window, else the default),
+        /// or, within `settle` of a change, the value on either side of it (never a third: a dip to
+        /// the default between back-to-back controls fails). With `gridSettle`: grid_kw within
+        /// `gridTolerance` of −min(export limit, `surplusKW`) once the limit has stood `gridSettle`
+        /// after it fell (or came), `gridRise` after it rose (limits rise at the ramp), and while it
+        /// rises never more than `gridTolerance` beyond it.
+        case schedule(settle: Double, gridSettle: Double?, gridRise: Double?, gridTolerance: Double, surplusKW: Double?)
+        /// `sep2_responses`: every control published (with `responses: true`) whose window lies in
+        /// the expectation's got each of `statuses` once, and no other: received (1) within `within`
+        /// of the first poll after its publication (poll_s + within), started (2) and completed (3)
+        /// within `within` after its start and end.
+        case responses(statuses: [Int], within: Double)
     }
 
     /// One command to the plant's 2030.5 server (its admin channel).
@@ -26,6 +46,8 @@ extension Scenario {
         case defaultControl([String: Double])
         /// The server answers (true) or closes every connection unanswered (false: an outage).
         case answering(Bool)
+        /// Several orders in one step (a `series` of back-to-back controls), sent in turn.
+        case batch([Sep2Order])
     }
 
     /// A bound on how often a signal turns back in a window: its moves larger than `deadband`
@@ -49,13 +71,17 @@ extension Scenario {
             fail("sep2", "a mapping (poll_s, default)")
             return nil
         }
-        var settings = Sep2Settings(peersDirectory: base.appendingPathComponent("../peers").standardized.path)
+        let peers = ["../peers", "../../peers"].map { base.appendingPathComponent($0).standardized.path }
+        var settings = Sep2Settings(peersDirectory: peers.first { FileManager.default.fileExists(atPath: $0 + "/sep2_server.py") } ?? peers[0])
         if let poll = mapping[Node("poll_s")] {
             if let seconds = poll.int, (1...300).contains(seconds) { settings.pollSeconds = seconds } else { fail("sep2.poll_s", "whole seconds, 1–300") }
         }
         if let given = mapping[Node("default")] { settings.defaultLimits = sep2Limits(given, here: "sep2.default", fail: fail) ?? [:] }
-        for key in mapping.keys.compactMap(\.string) where !["poll_s", "default"].contains(key) {
-            fail("sep2.\(key)", "unknown key; known: poll_s, default")
+        if let responses = mapping[Node("responses")] {
+            if let on = responses.bool { settings.responses = on } else { fail("sep2.responses", "true or false") }
+        }
+        for key in mapping.keys.compactMap(\.string) where !["poll_s", "default", "responses"].contains(key) {
+            fail("sep2.\(key)", "unknown key; known: poll_s, default, responses")
         }
         return settings
     }
@@ -68,11 +94,12 @@ extension Scenario {
             return nil
         }
         let keys = Set(mapping.keys.compactMap(\.string))
-        let commands = keys.intersection(["control", "cancel", "default", "server"])
+        let commands = keys.intersection(["control", "cancel", "default", "server", "series"])
         guard commands.count == 1, let command = commands.first else {
-            fail(here, "names one of control, cancel, default, server")
+            fail(here, "names one of control, cancel, default, server, series")
             return nil
         }
+        if command == "series" { return sep2Series(mapping, here: here, fail: fail) }
         let allowed: Set = command == "control" ? Set(["control", "start_s", "duration_s"] + sep2Limits) : [command]
         for key in keys.subtracting(allowed).sorted() { fail("\(here).\(key)", "unknown key with \(command)") }
         switch command {
@@ -104,6 +131,67 @@ extension Scenario {
             }
             return (.answering(state == "start"), state == "start" ? "2030.5 server answers" : "2030.5 server outage")
         }
+    }
+
+    /// `{series: C, start_s: 10, each_s: 60, of_w: 100000, percent: [30, 60, …], limits: [opModExpLimW, …]}`:
+    /// back-to-back controls C01, C02, … (the prefix and a two-digit count: hex), the n-th from
+    /// start_s + n × each_s for each_s, each limit named at its percent of `of_w` (whole watts).
+    static func sep2Series(_ mapping: Node.Mapping, here: String, fail: (String, String) -> Void) -> (Sep2Order, String)? {
+        for key in Set(mapping.keys.compactMap(\.string)).subtracting(["series", "start_s", "each_s", "of_w", "percent", "limits"]).sorted() {
+            fail("\(here).\(key)", "unknown key with series")
+        }
+        guard let prefix = mapping[Node("series")]?.string, isMRID(prefix + "00"),
+              let start = mapping[Node("start_s")]?.float, start >= 0,
+              let each = mapping[Node("each_s")]?.float, each >= 1, each == each.rounded(),
+              let rating = mapping[Node("of_w")]?.float, rating > 0,
+              let percents = mapping[Node("percent")]?.sequence?.compactMap(\.float), (1...99).contains(percents.count),
+              percents.allSatisfy({ (0...100).contains($0) && (rating * $0 / 100) == (rating * $0 / 100).rounded() }),
+              let names = mapping[Node("limits")]?.sequence?.compactMap(\.string), !names.isEmpty, names.allSatisfy(sep2Limits.contains)
+        else {
+            fail(here, "series: an mRID prefix (hex, ≤ 30 digits), start_s ≥ 0, each_s whole seconds ≥ 1, of_w > 0 W, "
+                 + "percent: 1–99 values 0–100 (whole watts of of_w), limits: names of \(sep2Limits.joined(separator: ", "))")
+            return nil
+        }
+        let orders = percents.enumerated().map { n, percent in
+            Sep2Order.control(mrid: prefix + String(format: "%02d", n + 1), start: start + Double(n) * each, duration: each,
+                              limits: Dictionary(uniqueKeysWithValues: names.map { ($0, rating * percent / 100) }))
+        }
+        let words = describe(Dictionary(uniqueKeysWithValues: names.map { ($0, 0) })).replacingOccurrences(of: " 0 kW", with: "")
+        let shown = percents.prefix(4).map { $0.formatted(.number.grouping(.never)) }.joined(separator: ", ")
+        return (.batch(orders), "2030.5 \(prefix)01–\(prefix)\(String(format: "%02d", percents.count)): \(percents.count) × "
+                + "\(Int(each)) s from \(start.formatted(.number.grouping(.never))) s, \(words) at \(shown)\(percents.count > 4 ? ", …" : "") %")
+    }
+
+    /// An expectation's `sep2_schedule: {settle_s, grid_settle_s, grid_tolerance, surplus_kw}` or
+    /// `sep2_responses: {statuses: [1, 2, 3], within_s}` (nil when it has neither).
+    static func sep2Check(_ entry: Node, here: String, window: Window, server: Bool, fail: (String, String) -> Void) -> Sep2Check? {
+        let schedule = entry["sep2_schedule"], responses = entry["sep2_responses"]
+        guard schedule != nil || responses != nil else { return nil }
+        var span = false
+        if case .always = window { span = true }
+        if !span || (schedule != nil && responses != nil) { fail(here, "sep2_schedule or sep2_responses, one, over from_s + to_s") }
+        if !server { fail(here, "sep2_schedule / sep2_responses need the scenario's sep2: section") }
+        if let node = schedule {
+            let keys = Set(node.mapping?.keys.compactMap(\.string) ?? [])
+            guard node.mapping != nil, keys.isSubset(of: ["settle_s", "grid_settle_s", "grid_rise_s", "grid_tolerance", "surplus_kw"]),
+                  let settle = node["settle_s"]?.float, settle >= 0 else {
+                fail("\(here).sep2_schedule", "{settle_s: ≥ 0, optional grid_settle_s, grid_rise_s, grid_tolerance (kW, default 1), surplus_kw}")
+                return nil
+            }
+            let gridSettle = node["grid_settle_s"]?.float
+            if gridSettle == nil, keys.contains("grid_tolerance") || keys.contains("surplus_kw") || keys.contains("grid_rise_s") {
+                fail("\(here).sep2_schedule", "grid_rise_s, grid_tolerance and surplus_kw go with grid_settle_s")
+            }
+            return .schedule(settle: settle, gridSettle: gridSettle, gridRise: node["grid_rise_s"]?.float ?? gridSettle,
+                             gridTolerance: node["grid_tolerance"]?.float ?? 1, surplusKW: node["surplus_kw"]?.float)
+        }
+        guard let node = responses, let statuses = node["statuses"]?.sequence?.compactMap(\.int), !statuses.isEmpty,
+              statuses.allSatisfy({ (1...3).contains($0) }), let within = node["within_s"]?.float, within > 0,
+              Set(node.mapping?.keys.compactMap(\.string) ?? []).isSubset(of: ["statuses", "within_s"]) else {
+            fail("\(here).sep2_responses", "{statuses: some of 1 (received), 2 (started), 3 (completed), within_s: > 0}")
+            return nil
+        }
+        return .responses(statuses: statuses, within: within)
     }
 
     /// `{opModExpLimW: 1500, …}`: at least one limit, each a whole number of watts ≥ 0.

@@ -86,6 +86,11 @@ struct Scenario {
         var journal: [(text: String, present: Bool)] = []
         /// How often a signal may turn back in the window (`reversals`: holding, not hunting).
         var reversals: Reversals? = nil
+        /// `journal` texts must be in exactly this many of the window's lines (`times`), not just one or more.
+        var journalTimes: Int? = nil
+        /// A check of the window against what the plant's 2030.5 server published and received
+        /// (`sep2_schedule`, `sep2_responses`; Scenario+Sep2.swift).
+        var sep2: Sep2Check? = nil
         var why: String
     }
 
@@ -354,20 +359,30 @@ struct Scenario {
                 e.journal += texts.map { ($0, present) }
             }
             e.reversals = reversals(entry["reversals"], here: here, fail: fail)
+            e.sep2 = sep2Check(entry, here: here, window: window, server: sep2 != nil, fail: fail)
+            if let times = entry["times"] {
+                if let n = times.int, n >= 0, !e.journal.isEmpty, e.journal.allSatisfy(\.present) { e.journalTimes = n } else {
+                    fail("\(here).times", "a count ≥ 0, with journal")
+                }
+            }
             if e.reversals != nil {
                 let alone = e.journal.isEmpty && e.numeric.isEmpty && e.bounds.isEmpty && e.codes.isEmpty && e.flags.isEmpty
                 var span = false
                 if case .always = window { span = true }
                 if !alone || !span { fail(here, "reversals stands alone, over from_s + to_s: it judges the window, not each sample") }
             }
+            if e.sep2 != nil, !(e.journal.isEmpty && e.numeric.isEmpty && e.bounds.isEmpty && e.codes.isEmpty && e.flags.isEmpty) {
+                fail(here, "sep2_schedule / sep2_responses stand alone: they judge the window against the server's record")
+            }
             if !e.journal.isEmpty, !(e.numeric.isEmpty && e.bounds.isEmpty && e.codes.isEmpty && e.flags.isEmpty) {
                 fail(here, "journal / no_journal stand alone: they judge the window's log lines, not its samples")
             }
-            var allowed: Set = ["at_s", "from_s", "to_s", "by_s", "after_s", "tolerance", "why", "journal", "no_journal", "reversals"]
+            var allowed: Set = ["at_s", "from_s", "to_s", "by_s", "after_s", "tolerance", "why", "journal", "no_journal", "reversals",
+                                "times", "sep2_schedule", "sep2_responses"]
             allowed.formUnion(numericSignals); allowed.formUnion(numericSignals.map { "\($0)_min" })
             allowed.formUnion(numericSignals.map { "\($0)_max" }); allowed.formUnion(codeKinds); allowed.formUnion(flagSignals)
             for key in Set(entry.mapping!.keys.compactMap(\.string)).subtracting(allowed) { fail("\(here).\(key)", "unknown key") }
-            if e.numeric.isEmpty && e.bounds.isEmpty && e.codes.isEmpty && e.flags.isEmpty && e.journal.isEmpty && e.reversals == nil { fail(here, "checks nothing") }
+            if e.numeric.isEmpty && e.bounds.isEmpty && e.codes.isEmpty && e.flags.isEmpty && e.journal.isEmpty && e.reversals == nil && e.sep2 == nil { fail(here, "checks nothing") }
             expectations.append(e)
         }
         if expectations.isEmpty { fail("expect", "is required: a scenario must be able to fail") }

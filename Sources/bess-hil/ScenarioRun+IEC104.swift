@@ -60,6 +60,10 @@ extension ScenarioRun {
         var misses: [String] = []
         for (text, present) in e.journal {
             let count = lines.filter { $0.contains(text) }.count
+            if let times = e.journalTimes, present {
+                if count != times { misses.append("\(count) log line(s) with \"\(text)\" (want \(times))") }
+                continue
+            }
             if present, count == 0 { misses.append("no log line with \"\(text)\"") }
             if !present, count > 0 { misses.append("\(count) log line(s) with \"\(text)\"") }
         }

@@ -18,11 +18,19 @@ final class Sep2Plant {
     let sfdi: UInt64
     /// The server's stdout and stderr: `PORT n`, then a line per request and per command.
     var logPath: String { directory + "/sep2_server.log" }
+    /// Whether controls ask for responses (`sep2.responses`).
+    let responses: Bool
+    /// What the server was told, in scenario seconds (`Sep2Schedule`): the judge's reference.
+    var schedule = Sep2Schedule()
+    /// Unix seconds at scenario time zero (set by the first command that has a time).
+    var unixAtZero: Double?
 
     /// Makes the certificates in `directory` and starts the server; `python` nil: the one
     /// scripts/ensure-python-peers.sh --python names (or $BESS_HIL_SEP2_PYTHON).
     init(settings: Scenario.Sep2Settings, directory: String, python given: String? = nil) throws(ScenarioError) {
         self.directory = directory
+        responses = settings.responses
+        schedule.defaults = [(-.infinity, settings.defaultLimits.isEmpty ? ["opModExpLimW": 5000] : settings.defaultLimits)]
         signal(SIGPIPE, SIG_IGN)  // a server that died fails the command's write, not bess-hil
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let python: String
@@ -72,13 +80,20 @@ final class Sep2Plant {
     /// `now`: the scenario's time, so that a control's `start_s` becomes Unix seconds.
     func send(_ order: Scenario.Sep2Order, now: Double) -> String {
         var command = Sep2AdminCommand()
+        let zero = Date().timeIntervalSince1970 - now
+        if unixAtZero == nil { unixAtZero = zero }
         switch order {
+        case .batch(let orders):
+            let answers = orders.map { send($0, now: now) }
+            let refused = answers.filter { !$0.hasPrefix("ok") }
+            return refused.isEmpty ? "ok (\(answers.count) controls)" : "\(refused.count) of \(answers.count) not ok: \(refused[0])"
         case .control(let mrid, let start, let duration, let limits):
-            let unix = Date().timeIntervalSince1970 + (start.map { $0 - now } ?? 0)
+            let unix = zero + (start ?? now)
             command.control = mrid
             command.start = Int(unix.rounded())
             command.duration = Int(duration.rounded())
             command.base = limits.mapValues { Int($0) }
+            if responses { command.responseRequired = 3 }
         case .cancel(let mrid): command.cancel = mrid
         case .defaultControl(let limits): command.defaultLimits = limits.mapValues { Int($0) }
         case .answering(let on): command.answering = on
@@ -94,12 +109,46 @@ final class Sep2Plant {
         while Date() < end {
             let all = acknowledgements()
             if all.count > before, let ack = try? JSONDecoder().decode(Sep2AdminAnswer.self, from: Data(all[before].utf8)) {
-                if ack.admin == "ok" { return "ok" + (ack.created.map { " (creationTime \($0))" } ?? "") }
+                if ack.admin == "ok" {
+                    record(order, command: command, now: now)
+                    return "ok" + (ack.created.map { " (creationTime \($0))" } ?? "")
+                }
                 return "refused: \(ack.reason ?? all[before])"
             }
             usleep(10_000)
         }
         return "failed: no acknowledgement within 2 s"
+    }
+
+    /// Keeps an acknowledged command in `schedule`, on the scenario's clock.
+    func record(_ order: Scenario.Sep2Order, command: Sep2AdminCommand, now: Double) {
+        let zero = unixAtZero ?? 0
+        switch order {
+        case .control(let mrid, _, _, let limits):
+            let start = Double(command.start ?? 0) - zero
+            schedule.controls.removeAll { $0.mrid == mrid }
+            schedule.controls.append(.init(mrid: mrid, published: now, start: start, end: start + Double(command.duration ?? 0),
+                                           limits: limits, responses: command.responseRequired != nil))
+        case .cancel(let mrid): schedule.cancelled[mrid] = now
+        case .defaultControl(let limits): schedule.defaults.append((now, limits))
+        case .answering, .batch: break
+        }
+    }
+
+    /// The DERControlResponses the server recorded (`{"response": …}` lines), arrival in scenario seconds.
+    func receivedResponses() -> [(subject: String, status: Int, at: Double)] {
+        let zero = unixAtZero ?? 0
+        return ((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "").split(separator: "\n")
+            .filter { $0.hasPrefix("{\"response\"") }
+            .compactMap { try? JSONDecoder().decode(Sep2ResponseLine.self, from: Data($0.utf8)).response }
+            .map { (Self.hexBinary($0.subject), $0.status, $0.at - zero) }
+    }
+
+    /// An mRID as hexBinary writes it: upper case, an even number of digits (envoy-schema pads
+    /// `C01` to `0C01`).
+    static func hexBinary(_ mrid: String) -> String {
+        let upper = mrid.uppercased()
+        return upper.utf8.count % 2 == 1 ? "0" + upper : upper
     }
 
     /// The admin channel's acknowledgements so far, in order.
@@ -230,6 +279,105 @@ extension ScenarioRun {
         }.joined()
     }
 
+    /// How the run misses a `sep2_schedule` or `sep2_responses` expectation over `from`–`to` (nil:
+    /// met); each says its figures on the run's output.
+    func sep2Miss(_ check: Scenario.Sep2Check, from: Double, to: Double) -> String? {
+        guard let server = sep2Server else { return ": no 2030.5 server" }
+        switch check {
+        case .schedule(let settle, let gridSettle, let gridRise, let tolerance, let surplus):
+            return scheduleMiss(server.schedule, from: from, to: to, settle: settle,
+                                grid: gridSettle.map { ($0, gridRise ?? $0, tolerance, surplus) })
+        case .responses(let statuses, let within):
+            return responsesMiss(server.schedule, received: server.receivedResponses(), statuses: statuses, within: within, from: from, to: to)
+        }
+    }
+
+    func scheduleMiss(_ schedule: Sep2Schedule, from: Double, to: Double, settle: Double,
+                      grid: (settle: Double, rise: Double, tolerance: Double, surplusKW: Double?)?) -> String? {
+        let window = samples.filter { $0.t >= from && $0.t <= to && $0.statusOK }
+        if window.isEmpty { return ": no samples with bessd answering in \(fmt(from))–\(fmt(to)) s" }
+        var misses: [String] = [], count = 0, judged = 0, gridJudged = 0, worstGrid = 0.0
+        for s in window {
+            for key in schedule.keys {
+                let signal = Scenario.sep2Signals[Scenario.sep2Limits.firstIndex(of: key)!]
+                let have = s.sep2[signal]
+                let around = [s.t - settle, s.t, s.t + settle].map { schedule.limit(key, at: $0) }
+                func matches(_ want: (watts: Double, source: String)?) -> Bool {
+                    guard let want else { return have == nil }
+                    return have.map { abs($0 - want.watts / 1000) <= 0.001 } ?? false
+                }
+                let settled = around.allSatisfy { $0?.watts == around[1]?.watts }
+                judged += 1
+                guard settled ? matches(around[1]) : around.contains(where: matches) else {
+                    count += 1
+                    let wants = (settled ? [around[1]] : around).map { $0.map { "\(fmt($0.watts / 1000)) (\($0.source))" } ?? "none" }
+                    if misses.count < 4 { misses.append("at \(fmt(s.t)) s \(signal) \(fmt(have ?? .nan)) (want \(Set(wants).sorted().joined(separator: " or ")))") }
+                    continue
+                }
+            }
+            // The connection point under the export limit once the limit has stood `grid.settle` since
+            // it fell (or came); while it rises (`grid.rise` after), never more export than it allows.
+            guard let grid, let limit = schedule.limit("opModExpLimW", at: s.t),
+                  schedule.limit("opModExpLimW", at: s.t + settle)?.watts == limit.watts,
+                  let stood = Self.stood(schedule, limit: limit.watts, at: s.t, fall: grid.settle, rise: grid.rise) else { continue }
+            let target = -min(limit.watts / 1000, grid.surplusKW ?? .infinity)
+            gridJudged += 1
+            let off = stood ? abs(s.gridKW - target) : max(0, target - s.gridKW)
+            worstGrid = max(worstGrid, off.isFinite ? off : .infinity)
+            if !(off <= grid.tolerance) {
+                count += 1
+                if misses.count < 4 { misses.append("at \(fmt(s.t)) s grid_kw \(fmt(s.gridKW)) (want \(fmt(target)) ± \(fmt(grid.tolerance)), \(limit.source))") }
+            }
+        }
+        say("  sep2_schedule \(fmt(from))–\(fmt(to)) s: \(window.count) samples, \(judged) limit readings, "
+            + (grid == nil ? "" : "grid judged at \(gridJudged) samples (worst \(fmt(worstGrid)) kW off), ") + "\(count) missed")
+        return count == 0 ? nil : " from \(fmt(from)) to \(fmt(to)) s: \(count) of \(judged + gridJudged) missed: " + misses.joined(separator: "; ")
+    }
+
+    /// How the export limit `limit` (W, in force at `t`) is judged: true (at it) once it has stood
+    /// `fall` seconds since it fell or came, `rise` since it rose; false (not beyond it) while it
+    /// rises; nil (not yet) within `fall` of a fall. Looked for back in 0.05 s steps.
+    static func stood(_ schedule: Sep2Schedule, limit: Double, at t: Double, fall: Double, rise: Double) -> Bool? {
+        var back = 0.05
+        while back <= max(fall, rise) {
+            let before = schedule.limit("opModExpLimW", at: t - back)?.watts ?? .infinity
+            if before != limit { return before < limit ? back >= rise : (back >= fall ? true : nil) }
+            back += 0.05
+        }
+        return true
+    }
+
+    func responsesMiss(_ schedule: Sep2Schedule, received got: [(subject: String, status: Int, at: Double)], statuses: [Int],
+                       within: Double, from: Double, to: Double) -> String? {
+        let judged = schedule.controls.filter { $0.responses && $0.start >= from && $0.end <= to }
+        if judged.isEmpty { return ": no control asking for responses lies in \(fmt(from))–\(fmt(to)) s" }
+        let poll = Double(scenario.sep2?.pollSeconds ?? 2)
+        var misses: [String] = [], after: [Int: [Double]] = [:]
+        for c in judged {
+            let mine = got.filter { $0.subject == Sep2Plant.hexBinary(c.mrid) }
+            for status in statuses {
+                let arrivals = mine.filter { $0.status == status }
+                let due = status == 1 ? (c.published, c.published + poll + within) : status == 2 ? (c.start, c.start + within) : (c.end, c.end + within)
+                guard arrivals.count == 1 else {
+                    misses.append("\(c.mrid) status \(status): \(arrivals.count) responses (want 1)")
+                    continue
+                }
+                let at = arrivals[0].at
+                after[status, default: []].append(at - due.0)
+                if at < due.0 - 0.05 || at > due.1 { misses.append("\(c.mrid) status \(status) at \(fmt(at)) s (want \(fmt(due.0))–\(fmt(due.1)) s)") }
+            }
+            for other in Set(mine.map(\.status)).subtracting(statuses).sorted() { misses.append("\(c.mrid): status \(other), not asked") }
+        }
+        let figures = statuses.map { status -> String in
+            let d = (after[status] ?? []).sorted()
+            guard !d.isEmpty else { return "\(status): none" }
+            return "\(status): median \(fmt(d[d.count / 2])) max \(fmt(d.last!)) s"
+        }
+        say("  sep2_responses \(fmt(from))–\(fmt(to)) s: \(judged.count) controls, \(got.count) responses in all; after the due instant "
+            + "(publication, start, end) " + figures.joined(separator: ", "))
+        return misses.isEmpty ? nil : " from \(fmt(from)) to \(fmt(to)) s: \(misses.count) missed: " + misses.prefix(6).joined(separator: "; ")
+    }
+
     /// What the reversals expectation `r` saw over `from`–`to`: nil when met.
     func reversalsMiss(_ r: Scenario.Reversals, from: Double, to: Double) -> String? {
         let window = samples.filter { $0.t >= from && $0.t <= to }
@@ -239,6 +387,49 @@ extension ScenarioRun {
     }
 }
 
+/// What the plant's 2030.5 server was told, in scenario seconds: the schedule an expectation judges
+/// bessd's limits against.
+struct Sep2Schedule {
+    struct Control {
+        var mrid: String
+        var published: Double
+        var start: Double
+        var end: Double
+        var limits: [String: Double]
+        var responses: Bool
+    }
+    /// In publication order; a replaced mRID keeps only its last version.
+    var controls: [Control] = []
+    var cancelled: [String: Double] = [:]
+    /// The DefaultDERControl from each instant on (the first from the start).
+    var defaults: [(at: Double, limits: [String: Double])] = []
+
+    /// The limit `key` in force at `t`, W, and what puts it there (a control's mRID, `default`);
+    /// nil when nothing does. The latest-published control in its window wins.
+    func limit(_ key: String, at t: Double) -> (watts: Double, source: String)? {
+        if let c = controls.last(where: { $0.start <= t && t < $0.end && $0.limits[key] != nil && (cancelled[$0.mrid].map { t < $0 } ?? true) }) {
+            return (c.limits[key]!, c.mrid)
+        }
+        return defaults.last(where: { $0.at <= t })?.limits[key].map { ($0, "default") }
+    }
+
+    /// Every limit the schedule ever names.
+    var keys: [String] {
+        let named = Set(controls.flatMap(\.limits.keys) + defaults.flatMap(\.limits.keys))
+        return Scenario.sep2Limits.filter(named.contains)
+    }
+}
+
+/// One `{"response": …}` line of sep2_server.py.
+private struct Sep2ResponseLine: Decodable {
+    struct Response: Decodable {
+        var subject: String
+        var status: Int
+        var at: Double
+    }
+    var response: Response
+}
+
 /// `sep2_peer.py identity`'s answer: the certificate's LFDI and SFDI as sep2cert derives them.
 private struct Sep2Identity: Decodable {
     var lfdi: String
@@ -246,7 +437,7 @@ private struct Sep2Identity: Decodable {
 }
 
 /// One command on sep2_server.py's admin channel (a JSON line; keys a command does not use are left out).
-private struct Sep2AdminCommand: Encodable {
+struct Sep2AdminCommand: Encodable {
     var control: String?
     var start: Int?
     var duration: Int?
@@ -254,9 +445,10 @@ private struct Sep2AdminCommand: Encodable {
     var cancel: String?
     var defaultLimits: [String: Int]?
     var answering: Bool?
+    var responseRequired: Int?
 
     enum CodingKeys: String, CodingKey {
-        case control, start, duration, base, cancel, answering
+        case control, start, duration, base, cancel, answering, responseRequired
         case defaultLimits = "default"
     }
 }

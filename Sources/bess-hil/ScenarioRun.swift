@@ -299,7 +299,10 @@ final class ScenarioRun {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: bessdPath)
         process.arguments = ["run", "--config", path, "--log", "stderr"]
-        FileManager.default.createFile(atPath: runDirectory + "/bessd.log", contents: nil)
+        // A restarted bessd appends: the first one's lines stay where the samples' offset has read them.
+        if !FileManager.default.fileExists(atPath: runDirectory + "/bessd.log") {
+            FileManager.default.createFile(atPath: runDirectory + "/bessd.log", contents: nil)
+        }
         let log = FileHandle(forWritingAtPath: runDirectory + "/bessd.log")
         log?.seekToEndOfFile()
         process.standardOutput = log ?? FileHandle.nullDevice
@@ -523,6 +526,7 @@ final class ScenarioRun {
     /// How the samples miss expectation `e` (nil: met), as the text after its label.
     func miss(_ e: Scenario.Expectation) -> String? {
         if !e.journal.isEmpty { return journalMiss(e) }
+        if let check = e.sep2, case .always(let from, let to) = e.window { return sep2Miss(check, from: from, to: to) }
         if let r = e.reversals, case .always(let from, let to) = e.window { return reversalsMiss(r, from: from, to: to) }
         switch e.window {
         case .at(let t):

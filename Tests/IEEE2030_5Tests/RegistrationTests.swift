@@ -187,6 +187,43 @@ struct RegistrationTests {
         #expect(!WellKnownCSIPAUS.isJSON(Array("<DeviceCapability/>".utf8)) && WellKnownCSIPAUS.isJSON(Array(" \n{".utf8)))
     }
 
+    @Test("20,000 seeded mutations of SDVN-01's document: each refused with SEP2_WELL_KNOWN_INVALID and a printable message, or read as v1.3/v1.2 with an absolute path")
+    func wellKnownMutations() throws {
+        let fixture = try DiscoveryFixture.load()
+        let wellKnown = try #require(fixture.given["wellKnown"] as? [String: String])
+        let bases = try ["sdvn01", "v12", "none"].map { Array(try #require(wellKnown[$0]).utf8) }
+        var state: UInt64 = 0x2030_5000_5DF0_0001
+        func next() -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int(truncatingIfNeeded: state >> 33)
+        }
+        let alphabet = Array("{}[]\",:\"\\/u0aZ \n\u{7F}".utf8) + [0x00, 0xC3, 0xA9, 0xFF, 0xED, 0xA0, 0x80]
+        var read = 0, refused = 0
+        for round in 0..<20_000 {
+            var bytes = bases[round % bases.count]
+            for _ in 0...(next() % 3) {
+                let at = next() % (bytes.count + 1)
+                switch next() % 16 {
+                case 0..<5 where at < bytes.count: bytes[at] = alphabet[next() % alphabet.count]
+                case 5..<10: bytes.insert(alphabet[next() % alphabet.count], at: at)
+                case 10..<15 where at < bytes.count: bytes.remove(at: at)
+                default: bytes = Array(bytes.prefix(at))
+                }
+            }
+            do {
+                let chosen = try WellKnownCSIPAUS.read(bytes)
+                read += 1
+                #expect(CSIPAUSVersion.allCases.contains(chosen.version) && chosen.deviceCapabilityPath.first == "/"
+                        && (try? SEP2Href.check(chosen.deviceCapabilityPath, "")) != nil, "\(chosen)")
+            } catch {
+                refused += 1
+                #expect(error.code == .wellKnownInvalid && error.message.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value < 0x7F || $0 == "…" },
+                        "\(error)")
+            }
+        }
+        #expect(read > 500 && refused > 5_000, "read \(read), refused \(refused)")
+    }
+
     /// The documents bessd sends: the POST and the PUT the session made (v1.3, the fixture server's
     /// namespace) and the PUT in v1.2's.
     static func sent() throws -> [(name: String, root: String, version: CSIPAUSVersion?, xml: [UInt8])] {
