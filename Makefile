@@ -16,7 +16,7 @@ DEBIAN_PACKAGES := pkg-config libmodbus-dev libsocketcan-dev libsystemd-dev libm
 # chromium renders bess-aggregator's status page; xmllint (libxml2-utils) validates the 2030.5 documents.
 TEST_PACKAGES := mbpoll can-utils socat python3-pip systemd dpkg-dev gnuplot-nox mosquitto mosquitto-clients postgresql openssl curl chromium libxml2-utils
 
-.PHONY: all deps build sim sim-mqtt check test config-check clean install deb bench bench-compare bench-fleet tsan fuzz soak
+.PHONY: all deps build sim sim-mqtt check test config-check clean install deb bench bench-compare bench-fleet tsan fuzz soak scenarios-long
 
 PREFIX ?= /usr
 DESTDIR ?=
@@ -92,6 +92,16 @@ bench-compare: deps
 soak: deps
 	@scripts/ensure-debian-packages.sh gnuplot-nox
 	scripts/soak.sh
+
+## The full-length forms of scenarios make check runs shortened (hil/scenarios/long/: the 2030.5 server
+## out for 15 minutes across a scheduled change, CSIP-AUS ALL-21's 24 back-to-back 60 s controls), side
+## by side, about 26 minutes; plots and CSVs in hil/results/scenarios/. Not part of make check.
+scenarios-long: deps
+	@scripts/ensure-debian-packages.sh gnuplot-nox
+	@scripts/ensure-python-peers.sh
+	$(SWIFT) build --product bessd
+	$(SWIFT) build --product bess-hil
+	scripts/scenarios.sh .build/debug hil/scenarios/long/*.yaml
 
 ## The fleet rows alone: 10,000 simulated gateways over MQTT, two aggregators, PostgreSQL (hil/results/fleet.md).
 bench-fleet: deps

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every HIL scenario in hil/scenarios/ (three at a time: each is a plant and a bessd at 100 ms)
 # and fails when any fails. Scenarios that need a CAN interface are skipped here (exit 77) and run
-# inside the VM by scripts/can-tests.sh.
+# inside the VM by scripts/can-tests.sh. The full-length forms in hil/scenarios/long/ are not in the
+# default set: `make scenarios-long` runs them.
 #   scripts/scenarios.sh [BUILD_DIR] [SCENARIO...]      BUILD_DIR defaults to .build/debug
 set -uo pipefail
 cd "$(dirname "$0")/.."
