@@ -10,8 +10,9 @@
 public struct FrequencyEventAssessor: Sendable {
     /// The settings it was made with.
     public let settings: FrequencyEventSettings
-    /// The droop law required power is computed from.
-    public let curve: DroopCurve
+    /// The droop law required power is computed from (the configured one, or the utility's
+    /// `opModFreqDroop` while it is in force: `retune`).
+    public internal(set) var curve: DroopCurve
     /// The site's rating, W: the droop law's per-unit base and the tolerance's.
     public let rating: Double
     /// Assessed events not yet drained.
@@ -111,6 +112,13 @@ public struct FrequencyEventAssessor: Sendable {
     ///   - settings: entry and exit delays, tolerance.
     ///   - droop: the droop law the site follows (deadband, droops, reference, response time).
     ///   - units: the site's units; their ratings summed are the droop law's per-unit base.
+    /// Judges by `droop` from the next observation on (the droop the units follow now); nothing when
+    /// it is the one in use, never an allocation.
+    public mutating func retune(_ droop: DroopSettings) {
+        guard droop != curve.settings else { return }
+        curve = DroopCurve(droop)
+    }
+
     public init(settings: FrequencyEventSettings, droop: DroopSettings, units: [UnitSettings], capacity: Int = 16) {
         self.settings = settings
         curve = DroopCurve(droop)

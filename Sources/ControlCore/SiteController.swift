@@ -193,6 +193,7 @@ public final class SiteController {
         reserveReached = (unitReserveReached.contains { $0.discharge }, unitReserveReached.contains { $0.charge })
         let empty = UnitInputs()
         let utilityDroop = utility(at: now)?.droop
+        frequencyEvents.retune(utilityDroop.map { $0.applied(to: control.droop) } ?? control.droop)
         for index in units.indices {
             units[index].utilityDroop = utilityDroop
             var unitInputs = index < inputs.count ? inputs[index] : empty

@@ -270,6 +270,7 @@ struct UtilityLimitTests {
         site.utilityLimits = Self.limits { $0.droop = quick }
         var d = Fixture.run(site, from: 1, seconds: 0.2, frequency: 49.95)
         #expect(abs(d.droop.value - 0.03 / 2.5 * r) < 1, "(49.98 − 49.95) / (50 × 5 %): \(d.droop.value)")
+        #expect(abs(site.frequencyEvents.curve.settings.deadbandLow.value - 49.98) < 1e-9, "events are judged by the droop in force")
         d = Fixture.run(site, from: 1.2, seconds: 0.2, frequency: 50.03)
         #expect(abs(d.droop.value + 0.02 / 1.0 * r) < 1, "−(50.03 − 50.01) / (50 × 2 %): \(d.droop.value)")
         d = Fixture.run(site, from: 1.4, seconds: 0.2, frequency: 50)
@@ -284,6 +285,7 @@ struct UtilityLimitTests {
         // Ended: the configured droop (immediate, 49.95 inside its dead-band).
         site.utilityLimits = Self.limits { _ in }
         #expect(Fixture.run(site, from: 2.6, seconds: 0.2, frequency: 49.95).droop.value == 0)
+        #expect(site.frequencyEvents.curve.settings == Fixture.immediateDroop)
         // Stale: the configured droop too (and the site at zero on the utility's account).
         site.utilityLimits = Self.limits { $0.droop = quick; $0.validUntil = Fixture.instant(2.8) }
         d = Fixture.run(site, from: 2.8, seconds: 0.3, frequency: 50.03)
