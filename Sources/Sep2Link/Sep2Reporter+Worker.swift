@@ -50,7 +50,7 @@ extension Sep2Client {
         defer { reporting = r }
         let second = Self.seconds(now)
         let server = Int64(serverTime(now: now, wall: wall).rounded(.down))
-        let made = (known ? r.reporter.track(programs, serverTime: server, randomization: randomization) : [])
+        let made = (known ? r.reporter.track(programs, serverTime: server, randomization: randomization, held: held) : [])
             + r.reporter.respond(refused: controlRefusals.keys.sorted().flatMap { controlRefusals[$0] ?? [] }, serverTime: server)
         r.reporter.enqueue(made)
         let dropped = r.reporter.takeDropped()
@@ -79,6 +79,10 @@ extension Sep2Client {
                 return
             }
             guard r.reporter.handleResponse(reply, to: response, now: second) else { break }
+            if !(200...299).contains(reply.status) {
+                log("SEP2_RESPONSE_REFUSED", "SEP2_RESPONSE_REFUSED: \(settings.serverName) answered HTTP \(reply.status) to a "
+                    + "DERControlResponse at \(TextQuoting.quoted(response.path, limit: 64)); that response is dropped, the next sent", true)
+            }
         }
         for request in r.reporter.dueRequests(now: second, serverTime: server) {
             guard let reply = send(request) else { return }

@@ -47,7 +47,7 @@ struct Sep2ReporterWorkerTests {
         #expect(rig.server.requests.filter { $0 == "/rsps/1/rsp" }.count == 2, "started at the control's start")
     }
 
-    @Test("a response the server refuses (503, then no answer) goes again after the back-off, in order, until taken; a control refused alone is answered 253 and journalled once, quoted, its sibling taken")
+    @Test("a response the server refuses (503, then no answer) goes again after the back-off, in order, until taken (a 400 is journalled and dropped); a control refused alone is answered 253 and journalled once, quoted, its sibling taken")
     func responsesRetriedAndRefusals() throws {
         let server = Self.server()
         let bad = #"<DERControl replyTo="/rsps/1/rsp" responseRequired="03"><mRID>BAD1</mRID><creationTime>1</creationTime><EventStatus><currentStatus>0</currentStatus>"#
@@ -84,5 +84,13 @@ struct Sep2ReporterWorkerTests {
         #expect(responses().suffix(1) == ["2 A1"], "A1 started: \(responses())")
         #expect(rig.export == 1500)
         #expect(rig.log.codes("SEP2_CONTROL_REFUSED").count == 1, "journalled once while the list carries it")
+        // A 400 is the server refusing that document: journalled, dropped, not sent again.
+        server.scripted.withLock { $0["/rsps/1/rsp"] = [400] }
+        rig.advance(60)
+        rig.settle()
+        rig.advance(10)
+        rig.settle()
+        #expect(responses().filter { $0 == "3 A1" }.count == 1, "completed, once: \(responses())")
+        #expect(rig.log.codes("SEP2_RESPONSE_REFUSED").count == 1, "\(rig.log.all)")
     }
 }
