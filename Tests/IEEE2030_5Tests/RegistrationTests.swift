@@ -157,6 +157,9 @@ struct RegistrationTests {
         // v1.2 alone is chosen; a document naming no version bessd reads is refused and nothing else asked.
         let v12 = try WellKnownCSIPAUS.read(Array(try #require(wellKnown["v12"]).utf8))
         #expect(v12.version == .v1_2 && v12.deviceCapabilityPath == "/dcap")
+        // Both usable: v1.3, wherever it stands in the document.
+        let both = try WellKnownCSIPAUS.read(Array(#"{"supportedSchemaVersions": {"https://csipaus.org/ns/v1.2": {"dcap": ["/v12"]}, "https://csipaus.org/ns/v1.3": {"dcap": ["/v13", "/v13b"]}}}"#.utf8))
+        #expect(both.version == .v1_3 && both.deviceCapabilityPath == "/v13" && both.named.count == 2)
         documents["/.well-known/csipaus"] = wellKnown["none"]
         var none = Drive(documents, entry: "/.well-known/csipaus")
         none.run(until: 1_700)
