@@ -257,9 +257,11 @@ public enum EventRules {
         return ramps.values.compactMap { $0 }.min()
     }
 
-    /// The state of the control `mRID` of `program` at `now`, nil when no such control.
+    /// The state of the control `mRID` of `program` at `now`, nil when no such control; a `held`
+    /// control is judged at its held second while `now` is before it (as `resolve` does).
     public static func state(of mRID: String, program: String, in programs: [ProgramSchedule], now: Int64,
-                             randomization: Randomization = .none) -> ControlState? {
+                             randomization: Randomization = .none, held: [ControlKey: Int64] = [:]) -> ControlState? {
+        let now = held.isEmpty ? now : max(now, held[ControlKey(program: program, control: mRID)] ?? now)
         let candidates = Candidate.all(programs, randomization: randomization)
         guard let schedule = programs.first(where: { $0.mRID == program }),
               let control = schedule.controls.first(where: { $0.mRID == mRID }) else { return nil }

@@ -83,14 +83,16 @@ extension Sep2Reporter {
     /// (`EventRules.state`) compared with the last one seen, and `respond` for each change. A control
     /// first seen already completed ended before bessd knew it (or before a restart) and is not answered.
     /// Controls gone from the programs are forgotten.
-    public mutating func track(_ programs: [ProgramSchedule], serverTime: Int64, randomization: Randomization = .none) -> [Sep2Request] {
+    /// `held`: the worker's held controls (a server clock found behind), judged as `EventRules.resolve` does.
+    public mutating func track(_ programs: [ProgramSchedule], serverTime: Int64, randomization: Randomization = .none,
+                               held: [ControlKey: Int64] = [:]) -> [Sep2Request] {
         var out: [Sep2Request] = []
         var present = Set<String>()
         for program in programs {
             for control in program.controls {
                 present.insert(control.mRID)
                 guard let state = EventRules.state(of: control.mRID, program: program.mRID, in: programs, now: serverTime,
-                                                   randomization: randomization) else { continue }
+                                                   randomization: randomization, held: held) else { continue }
                 let previous = responses.seen[control.mRID]
                 responses.seen[control.mRID] = state
                 guard previous != state, previous != nil || state != .completed else { continue }

@@ -231,6 +231,23 @@ struct Sep2ReporterTests {
                                serverTime: 1502).isEmpty)
     }
 
+    @Test("a server clock found behind: held controls answer as they were, none started or completed twice")
+    func responsesHeld() throws {
+        var reporter = Sep2Reporter(settings: Self.settings())
+        let ended = Self.control("D4", required: 0x03, start: 800), running = Self.control("A1", required: 0x03, start: 980)
+        let programs = [ProgramSchedule(mRID: "P", primacy: 1, controls: [ended]), ProgramSchedule(mRID: "Q", primacy: 2, controls: [running])]
+        #expect(try Self.statuses(reporter.track(programs, serverTime: 1000)) == ["1 A1", "2 A1"], "D4 first seen completed: not answered")
+        // The server's time is 200 s behind; both were resolved at 1000.
+        let held = [ControlKey(program: "P", control: "D4"): Int64(1000), ControlKey(program: "Q", control: "A1"): Int64(1000)]
+        for t in stride(from: Int64(800), through: 1039, by: 10) {
+            #expect(reporter.track(programs, serverTime: t, held: held).isEmpty, "at \(t)")
+        }
+        #expect(try Self.statuses(reporter.track(programs, serverTime: 1040, held: held)) == ["3 A1"], "A1 completes at its end")
+        var fresh = Sep2Reporter(settings: Self.settings())
+        _ = fresh.track(programs, serverTime: 1000)
+        #expect(try Self.statuses(fresh.track(programs, serverTime: 810)).contains("2 D4"), "without held, D4 would start after its end")
+    }
+
     @Test("a refusal is answered once when bit 0 or 1 asks, never without a replyTo")
     func refusals() throws {
         var reporter = Sep2Reporter(settings: Self.settings())
