@@ -44,8 +44,17 @@ enum SEP2Harness {
                 violations.check(again == control, "a second read differs")
                 resolve([control], seed: UInt64(pick), &violations)
             case 1:
-                let controls = try DERControlList.read(bytes).resource.controls
+                let list = try DERControlList.read(bytes).resource
+                let controls = list.controls
                 for control in controls { check(control, &violations) }
+                // A control refused alone: 252 or 253, its reason escaped, its mRID (when read) a valid one.
+                for refused in list.refused {
+                    violations.check(refused.status == .invalidEvent || refused.status == .notApplicable, "refused with \(refused.status)")
+                    violations.check(refused.reason.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value < 0x7F || $0 == "…" },
+                                     "a refusal with unescaped text")
+                    if let mRID = refused.mRID { checkMRID(mRID, &violations) }
+                }
+                violations.check(list.items == controls.count + list.refused.count, "items counts every control")
                 resolve(controls, seed: UInt64(pick), &violations)
             case 2:
                 let fallback = try DefaultDERControl.read(bytes).resource
@@ -129,6 +138,17 @@ enum SEP2Harness {
             "<DERProgram \(sep)>\(program)</DERProgram>",
             "<DERProgramList \(sep) all=\"1\" results=\"1\" pollRate=\"60\"><DERProgram>\(program)</DERProgram></DERProgramList>",
         ]
-        return documents.enumerated().map { [UInt8($0.offset)] + Array($0.element.utf8) } + SEP2DiscoveryHarness.seeds()
+        // A list with a control refused alone for a value outside its type (253) and one setting only
+        // opModFixedVar (252) beside a taken one (read as a DERControlList: pick 1).
+        func event(_ mRID: String, _ base: String) -> String {
+            "<mRID>\(mRID)</mRID><creationTime>1760000000</creationTime><EventStatus><currentStatus>0</currentStatus><dateTime>1760000000</dateTime>"
+                + "<potentiallySuperseded>false</potentiallySuperseded></EventStatus><interval><duration>300</duration><start>1760000300</start></interval>"
+                + "<DERControlBase>\(base)</DERControlBase>"
+        }
+        let refusals = "<DERControlList \(sep) all=\"3\" results=\"3\"><DERControl>\(control)</DERControl>"
+            + "<DERControl>" + event("B2", "<csipaus:opModExpLimW><multiplier>0</multiplier><value>99999</value></csipaus:opModExpLimW>") + "</DERControl>"
+            + "<DERControl replyTo=\"/rsp\" responseRequired=\"02\">" + event("C3", "<opModFixedVar><refType>0</refType><value>5</value></opModFixedVar>")
+            + "</DERControl></DERControlList>"
+        return documents.enumerated().map { [UInt8($0.offset)] + Array($0.element.utf8) } + [[1] + Array(refusals.utf8)] + SEP2DiscoveryHarness.seeds()
     }
 }
