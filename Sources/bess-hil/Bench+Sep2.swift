@@ -16,6 +16,9 @@ import Glibc
 /// first write to the timed inverter that moves by more than 100 W from 200 ms before the start ends
 /// the sample (a write before the start counts negative). The client's thread (`bessd-2030.5`) is
 /// found by name in /proc/<pid>/task and its CPU time read before and after the controls.
+/// The starts fall on whole seconds and the cycle's period divides a second, so one bessd meets every
+/// start at the same phase of its cycle: `--rounds N` starts bessd N times, each after a random wait
+/// of up to one period, and shares the controls out among them, so the samples cover the phase.
 struct Sep2WireLatency: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sep2-wire",
@@ -28,9 +31,12 @@ struct Sep2WireLatency: ParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Run bessd's cycle SCHED_FIFO 60.") var realtime = true
     @Option(help: "hil/peers (where sep2_server.py is).") var peers = "hil/peers"
     @Option(help: "Write one latency (ms) per line here.") var csv: String?
+    @Option(help: "bessd starts, each at a random phase of its cycle; the controls are shared out among them.") var rounds = 1
 
     func validate() throws {
-        guard controls > 0, seconds >= 2, pollS >= 1 else { throw ValidationError("--controls > 0, --seconds ≥ 2, --poll-s ≥ 1") }
+        guard controls > 0, seconds >= 2, pollS >= 1, (1...controls).contains(rounds) else {
+            throw ValidationError("--controls > 0, --seconds ≥ 2, --poll-s ≥ 1, 1 ≤ --rounds ≤ --controls")
+        }
     }
 
     func run() throws {
@@ -41,6 +47,34 @@ struct Sep2WireLatency: ParsableCommand {
         let server: Sep2Plant
         do { server = try Sep2Plant(settings: settings, directory: directory) } catch { throw ValidationError("\(error)") }
         defer { server.stop() }
+        var latencies: [Double] = []
+        var misses = 0
+        var (elapsed, cpu, polls) = (0.0, 0.0, 0)
+        var next = 0
+        for round in 0..<rounds {
+            // The controls shared out among the rounds, the remainder to the first ones.
+            let count = controls / rounds + (round < controls % rounds ? 1 : 0)
+            // A fresh bessd whose cycle starts at a phase drawn uniformly over one period: the starts fall on whole
+            // seconds, so within one bessd they always meet the cycle at the same phase.
+            usleep(UInt32.random(in: 0..<UInt32(max(1, bessd.periodMs) * 1000)))
+            let result = try runRound(server: server, directory: directory, first: next, count: count)
+            next += count
+            latencies += result.latencies
+            misses += result.misses
+            elapsed += result.elapsed
+            cpu += result.cpuMs
+            polls += result.polls
+        }
+        print(String(format: "sep2-wire: %d controls of %d s over %d bessd start(s), first writes at %@ ms from the start", controls, seconds,
+                     rounds, latencies.prefix(6).map { String(format: "%.1f", $0) }.joined(separator: " ")))
+        try report("sep2_start_to_setpoint", latencies, misses: misses, csv: csv)
+        print(String(format: "SUMMARY sep2_client_cpu seconds=%.1f cpu_ms=%.1f polls=%d share_pct=%.4f ms_per_poll=%.2f", elapsed, cpu, polls,
+                     cpu / (elapsed * 1000) * 100, polls > 0 ? cpu / Double(polls) : .nan))
+    }
+
+    /// One bessd started on the plant, `count` controls (mRIDs from `first` on) timed against it, then stopped.
+    private func runRound(server: Sep2Plant, directory: String, first: Int, count: Int) throws
+        -> (latencies: [Double], misses: Int, elapsed: Double, cpuMs: Double, polls: Int) {
         let block = "ieee2030_5: {server: \"https://127.0.0.1:\(server.port)/dcap\", cert_file: \(directory)/client.pem, "
             + "key_file: \(directory)/client.key, ca_file: \(directory)/ca.pem, pin: \"111115\", poll_s: \(pollS), timeout_s: 2}"
         let bench = try WireBench(periodMs: bessd.periodMs, canInterface: nil, bessdPath: bessd.path, units: units,
@@ -53,11 +87,11 @@ struct Sep2WireLatency: ParsableCommand {
             throw ValidationError("bessd has no thread bessd-2030.5 (is the ieee2030_5 block read?); log in \(bench.directory)/bessd.log")
         }
         // The schedule: published at once, the first start two polls ahead on a whole second.
-        let first = Int(Date().timeIntervalSince1970.rounded(.up)) + 2 * pollS + 3
-        let limits = (0..<controls).map { $0 % 2 == 0 ? 160_000.0 : 80_000.0 }
-        for i in 0..<controls {
-            let answer = server.send(.control(mrid: String(format: "%04X", 0xB000 + i), start: Double(first + i * seconds), duration: Double(seconds),
-                                              limits: ["opModGenLimW": limits[i]]), now: Date().timeIntervalSince1970)
+        let start0 = Int(Date().timeIntervalSince1970.rounded(.up)) + 2 * pollS + 3
+        for i in 0..<count {
+            let limit = (first + i) % 2 == 0 ? 160_000.0 : 80_000.0
+            let answer = server.send(.control(mrid: String(format: "%04X", 0xB000 + first + i), start: Double(start0 + i * seconds),
+                                              duration: Double(seconds), limits: ["opModGenLimW": limit]), now: Date().timeIntervalSince1970)
             guard answer.hasPrefix("ok") else { throw ValidationError("sep2_server.py: \(answer)") }
         }
         // One pairing of the clocks: a Unix second → its monotonic instant.
@@ -68,8 +102,8 @@ struct Sep2WireLatency: ParsableCommand {
         let started = SystemClock.shared.now()
         var latencies: [Double] = []
         var misses = 0
-        for i in 0..<controls {
-            let start = instant(first + i * seconds)
+        for i in 0..<count {
+            let start = instant(start0 + i * seconds)
             let look = start - .milliseconds(200)
             while SystemClock.shared.now() < look { usleep(1_000); bench.tick() }
             let before = bench.lastCommanded
@@ -81,12 +115,7 @@ struct Sep2WireLatency: ParsableCommand {
         }
         let elapsed = Double((SystemClock.shared.now() - started).nanosecondsClamped) / 1e9
         let cpu = Double(Self.cpuNanoseconds(pid: pid, tid: tid) - cpuBefore) / 1e6
-        let polls = Self.polls(server.logPath) - pollsBefore
-        print(String(format: "sep2-wire: %d controls of %d s, first writes at %@ ms from the start", controls, seconds,
-                     latencies.prefix(6).map { String(format: "%.1f", $0) }.joined(separator: " ")))
-        try report("sep2_start_to_setpoint", latencies, misses: misses, csv: csv)
-        print(String(format: "SUMMARY sep2_client_cpu seconds=%.1f cpu_ms=%.1f polls=%d share_pct=%.4f ms_per_poll=%.2f", elapsed, cpu, polls,
-                     cpu / (elapsed * 1000) * 100, polls > 0 ? cpu / Double(polls) : .nan))
+        return (latencies, misses, elapsed, cpu, Self.polls(server.logPath) - pollsBefore)
     }
 
     /// The thread of `pid` whose name (`comm`) is `name`.
