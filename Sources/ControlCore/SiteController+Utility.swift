@@ -58,9 +58,10 @@ public struct UtilityDecision: Sendable, Equatable {
 }
 
 /// One utility limit as applied: it falls at once and rises at `rampTms` (over that time from where
-/// it stood when the rise began) or, without one, at the DefaultDERControl's `setGradW`, else at the
-/// site's limit ramp; a limit lifted altogether rises at `setGradW` or the site's limit ramp and is
-/// gone once it has passed the site's rating.
+/// it stood when the rise began) or, without one, at the DefaultDERControl's `setGradW`, each bounded
+/// by the site's limit ramp (no rise is ever faster: `rampTms` 0 and `setGradW` 0 are the site's
+/// ramp); a limit lifted altogether rises at `setGradW` or the site's limit ramp and is gone once it
+/// has passed the site's rating.
 struct RampedLimit: Sendable, Equatable {
     var value = Double.infinity
     var target = Double.infinity
@@ -68,8 +69,8 @@ struct RampedLimit: Sendable, Equatable {
 
     /// - Parameters:
     ///   - ramp: `rampTms` in seconds, nil for none.
-    ///   - gradient: `setGradW` in W/s (infinite: no limit), nil for none.
-    ///   - rate: the site's limit ramp, W/s.
+    ///   - gradient: `setGradW` in W/s (infinite: no utility bound), nil for none.
+    ///   - rate: the site's limit ramp, W/s: the upper bound of every rise.
     mutating func move(to next: Double, elapsed: Double, ramp: Double?, gradient: Double? = nil, rate: Double, rating: Double) {
         if next <= value {
             value = next
@@ -84,9 +85,9 @@ struct RampedLimit: Sendable, Equatable {
         let dt = elapsed.isFinite ? min(max(0, elapsed), 10) : 0
         var speed = max(0, rate)
         if let ramp, ramp.isFinite, ramp >= 0, next.isFinite {
-            speed = ramp == 0 ? .infinity : (next - from) / ramp
+            if ramp > 0 { speed = min(speed, (next - from) / ramp) }
         } else if let gradient, gradient >= 0 {
-            speed = gradient
+            speed = min(speed, gradient)
         }
         value = speed.isInfinite ? next : min(next, value + speed * dt)
         if !next.isFinite, value >= rating { value = .infinity }

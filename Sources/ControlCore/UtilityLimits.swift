@@ -32,10 +32,11 @@ public struct UtilityLimits: Sendable, Equatable {
     /// `csipaus:opModStorageTargetW` (CSIP-AUS 1.3), W (+ = discharge).
     public var storageTargetW: Double?
     /// `rampTms` / 100: how long a rising limit takes to reach its new value, s; nil when the
-    /// control gives none (the site's limit ramp applies).
+    /// control gives none. No rise is faster than the site's limit ramp (0: the site's ramp).
     public var rampSeconds: Double?
-    /// The DefaultDERControl's `setGradW` in W/s (infinite for its 0, no limit): how fast a limit
-    /// rises where `rampSeconds` is nil; nil when no default gives one (the site's limit ramp applies).
+    /// The DefaultDERControl's `setGradW` in W/s (infinite for its 0: no utility bound): how fast a
+    /// limit rises where `rampSeconds` is nil, never faster than the site's limit ramp; nil when no
+    /// default gives one (the site's limit ramp applies).
     public var gradientWPerSecond: Double?
     /// `opModFreqDroop`: the frequency response's dead-bands, droops and response time while it is in
     /// force (`UtilityDroop.applied(to:)`); nil: the configured droop.

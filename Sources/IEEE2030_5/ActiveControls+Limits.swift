@@ -4,7 +4,8 @@ extension ActiveControls {
     /// The controls in force as the site applies them (`UtilityLimits`, W): every `ActivePower` as
     /// value × 10^multiplier; `opModFixedW` and `opModMaxLimW`, hundredths of a percent of `setMaxW`,
     /// of `siteRatingW` (the site's rating is the `setMaxW` bessd reports); `rampTms` in seconds;
-    /// `setGradW` (hundredths of a percent of `setMaxW` per second) in W/s, 0 as no limit;
+    /// `setGradW` (hundredths of a percent of `setMaxW` per second) in W/s, 0 as infinite (no utility
+    /// bound: the site's limit ramp, which bounds every rise, paces it);
     /// `opModFreqDroop` in Hz, percent and seconds (`kOF` 50 thousandths is a 5 % droop).
     /// `validUntil` is left nil: the worker that publishes the value sets it on the monotonic clock.
     /// - Parameter siteRatingW: Σ unit ratings, W (a non-finite or negative rating counts as zero).

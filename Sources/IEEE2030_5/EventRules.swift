@@ -152,7 +152,8 @@ public struct ActiveControls: Hashable, Sendable {
     /// The source of each type `base` sets.
     public var sources: [ControlType: ControlSource] = [:]
     /// `setGradW` in force (`EventRules.setGradW`): the ramp of rising limits where no source gives a
-    /// `rampTms`, hundredths of a percent of `setMaxW` per second (0: no limit); nil when none.
+    /// `rampTms`, hundredths of a percent of `setMaxW` per second (0: no utility bound, the site's
+    /// limit ramp); nil when none.
     public var setGradW: UInt16?
 
     /// Nothing in force.

@@ -253,12 +253,46 @@ struct UtilityLimitTests {
         site.utilityLimits = Self.limits { $0.gradientWPerSecond = 6_000 }
         meter.run(site, from: 18.1, seconds: 1, extra: Self.dispatch(100))
         #expect(abs(Self.sum(site) - 105_000) < 1, "lifted at setGradW: \(Self.sum(site))")
-        // setGradW 0: no limit on the rise.
+        // setGradW 0: no utility bound on the rise, the site's limit ramp (30 kW/s) still paces it.
         site.utilityLimits = Self.limits { $0.generationLimitW = 60_000; $0.gradientWPerSecond = .infinity }
         meter.run(site, from: 19.1, seconds: 0.1, extra: Self.dispatch(100))
         site.utilityLimits = Self.limits { $0.generationLimitW = 250_000; $0.gradientWPerSecond = .infinity }
         meter.run(site, from: 19.2, seconds: 0.1, extra: Self.dispatch(100))
-        #expect(abs(Self.sum(site) - 250_000) < 1, "setGradW 0 rises at once: \(Self.sum(site))")
+        #expect(abs(Self.sum(site) - 63_000) < 1, "setGradW 0 rises at the site's ramp: \(Self.sum(site))")
+    }
+
+    @Test("the site's limit ramp bounds every rise: setGradW 0 or above it, rampTms 0 or shorter, out of stale or opModConnect false")
+    func siteRampBoundsEveryRise() {
+        let rate = 30_000.0  // 10 %/s of 300 kW
+        let site = Self.site()
+        var meter = MeteredSite(units: 3) { _ in 0 }
+        meter.run(site, from: 0, seconds: 15, extra: Self.dispatch(100))
+        // Published, then stale: the site at zero.
+        site.utilityLimits = Self.limits { $0.generationLimitW = 250_000; $0.validUntil = Fixture.instant(15.5) }
+        meter.run(site, from: 15, seconds: 1, extra: Self.dispatch(100))
+        #expect(Self.sum(site) == 0 && site.siteDecision.utility.stale)
+        // Fresh with setGradW 0 (infinite): from zero at the site's ramp, not at once.
+        site.utilityLimits = Self.limits { $0.generationLimitW = 250_000; $0.gradientWPerSecond = .infinity }
+        meter.run(site, from: 16, seconds: 0.1, extra: Self.dispatch(100))
+        #expect(Self.sum(site) <= rate * 0.1 + 1, "out of stale with setGradW 0: \(Self.sum(site))")
+        // opModConnect false, then true with a setGradW far above the site's ramp (100 %/s of 300 kW).
+        site.utilityLimits = Self.limits { $0.generationLimitW = 250_000; $0.connect = false }
+        meter.run(site, from: 16.1, seconds: 0.1, extra: Self.dispatch(100))
+        #expect(Self.sum(site) == 0)
+        site.utilityLimits = Self.limits { $0.generationLimitW = 250_000; $0.gradientWPerSecond = 300_000 }
+        meter.run(site, from: 16.2, seconds: 0.1, extra: Self.dispatch(100))
+        #expect(Self.sum(site) <= rate * 0.1 + 1, "setGradW above the site's ramp: \(Self.sum(site))")
+        // rampTms 0 and rampTms shorter than the site's ramp allows: the site's ramp.
+        site.utilityLimits = Self.limits { $0.generationLimitW = 0 }
+        meter.run(site, from: 16.3, seconds: 0.1, extra: Self.dispatch(100))
+        site.utilityLimits = Self.limits { $0.generationLimitW = 250_000; $0.rampSeconds = 0 }
+        meter.run(site, from: 16.4, seconds: 0.1, extra: Self.dispatch(100))
+        #expect(Self.sum(site) <= rate * 0.1 + 1, "rampTms 0: \(Self.sum(site))")
+        site.utilityLimits = Self.limits { $0.generationLimitW = 0 }
+        meter.run(site, from: 16.5, seconds: 0.1, extra: Self.dispatch(100))
+        site.utilityLimits = Self.limits { $0.generationLimitW = 250_000; $0.rampSeconds = 1 }
+        meter.run(site, from: 16.6, seconds: 0.1, extra: Self.dispatch(100))
+        #expect(Self.sum(site) <= rate * 0.1 + 1, "rampTms 1 s over 250 kW: \(Self.sum(site))")
     }
 
     @Test("opModFreqDroop in force: its dead-bands, droops and response time replace the configured ones without a reload; ended or stale, the configured droop again")
