@@ -86,10 +86,12 @@ public struct UtilityDroop: Sendable, Equatable {
         self.responseTime = responseTime
     }
 
-    /// `configured` with these dead-bands, droops and response time; whether the response is enabled,
-    /// the nominal frequency, the reference and the reserve stay as configured.
+    /// `configured` with these dead-bands, droops and response time, measured from the dead-band edge
+    /// (2030.5's FreqDroopType follows IEEE 1547, whatever reference is configured); whether the response
+    /// is enabled, the nominal frequency and the reserve stay as configured.
     public func applied(to configured: DroopSettings) -> DroopSettings {
         var out = configured
+        out.reference = .edge
         out.deadbandLow = Hertz(configured.nominal.value - deadbandUnderHz)
         out.deadbandHigh = Hertz(configured.nominal.value + deadbandOverHz)
         out.droopUnderPercent = droopUnderPercent

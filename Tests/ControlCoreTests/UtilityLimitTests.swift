@@ -295,6 +295,18 @@ struct UtilityLimitTests {
         #expect(Self.sum(site) <= rate * 0.1 + 1, "rampTms 1 s over 250 kW: \(Self.sum(site))")
     }
 
+    @Test("the utility's opModFreqDroop is measured from the dead-band edge (IEEE 1547) whatever reference is configured")
+    func utilityDroopFromTheEdge() {
+        var configured = DroopSettings.seedDefault
+        configured.reference = .nominal
+        let droop = UtilityDroop(deadbandOverHz: 0.5, deadbandUnderHz: 0.5, droopOverPercent: 5, droopUnderPercent: 5, responseTime: .zero)
+        let curve = DroopCurve(droop.applied(to: configured))
+        let over = curve.perUnitChange(at: Hertz(50.501)), under = curve.perUnitChange(at: Hertz(49.499))
+        #expect(abs(over + 0.0004) < 1e-6, "0.001 Hz past the edge at 5 %: \(over)")
+        #expect(abs(under - 0.0004) < 1e-6, "\(under)")
+        #expect(DroopCurve(configured).settings.reference == .nominal, "the configured droop keeps its reference")
+    }
+
     @Test("opModFreqDroop in force: its dead-bands, droops and response time replace the configured ones without a reload; ended or stale, the configured droop again")
     func freqDroopApplied() {
         let site = Fixture.site()  // the seed's droop: 49.90 / 50.05 Hz, 5 % both ways, immediate
