@@ -52,6 +52,9 @@ public struct DERControlBase: Hashable, Sendable {
     public var rampTimeHundredthsSecond: UInt16?
     /// `opModFreqDroop`: frequency-watt settings (FreqDroop.swift).
     public var freqDroop: FreqDroop?
+    /// Why an element the control sets is not applied, the rest of it taken: an `opModFreqDroop`
+    /// inside its types but outside what bessd applies ("opModFreqDroop not applied: …"); nil when all is.
+    public var notApplied: String?
 
     /// A base that sets nothing.
     public init() {}
@@ -68,7 +71,11 @@ public struct DERControlBase: Hashable, Sendable {
         loadLimitW = try element.child("opModLoadLimW", csipaus: true).map { (found) throws(SEP2Error) in try ActivePower(found) }
         storageTargetW = try element.child("opModStorageTargetW", csipaus: true).map { (found) throws(SEP2Error) in try ActivePower(found) }
         rampTimeHundredthsSecond = try element.integer("rampTms", UInt16.self)
-        freqDroop = try element.child("opModFreqDroop").map { (found) throws(SEP2Error) in try FreqDroop(found) }
+        if let found = element.child("opModFreqDroop") {
+            let droop = try FreqDroop(found)
+            notApplied = droop.notApplied
+            freqDroop = notApplied == nil ? droop : nil
+        }
     }
 }
 
@@ -226,7 +233,13 @@ public struct RefusedControl: Hashable, Sendable {
     /// bessd carries out; nil when it sets something.
     init?(notApplicable control: DERControl, _ element: XMLElement) {
         let others = element.child("DERControlBase")?.children.map(\.name.local).filter { $0 != "rampTms" } ?? []
-        guard !others.contains(where: Self.appliedElements.contains) else { return nil }
+        let unapplied = control.base.freqDroop == nil ? "opModFreqDroop" : ""
+        guard !others.contains(where: { Self.appliedElements.contains($0) && $0 != unapplied }) else { return nil }
+        if others.contains(unapplied), let why = control.base.notApplied {
+            self.init(mRID: control.mRID, replyTo: control.replyTo, responseRequired: control.responseRequired, status: .notApplicable,
+                      reason: "DERControl \(quoted(control.mRID)): \(why)")
+            return
+        }
         self.init(mRID: control.mRID, replyTo: control.replyTo, responseRequired: control.responseRequired, status: .notApplicable,
                   reason: others.isEmpty ? "DERControl \(quoted(control.mRID)) sets no control"
                       : "DERControl \(quoted(control.mRID)) sets only controls bessd does not carry out: "

@@ -62,6 +62,7 @@ public struct Sep2WorkerSettings: Sendable {
 ///
 /// Its journal events, each with its code: `SEP2_CONTROL_TAKEN` (a control or default now in force
 /// for a type), `SEP2_CONTROL_REFUSED` (a control document refused, with the reason),
+/// `SEP2_CONTROL_NOT_APPLIED` (a control taken without an element bessd does not apply, with the reason),
 /// `SEP2_SERVER_UNREACHABLE` (once per outage), `SEP2_SERVER_RESTORED`, `SEP2_PIN_MISMATCH` (all
 /// traffic stops), `SEP2_SCHEDULE_CACHED` (the schedule rebuilt from the store), the store's own codes.
 ///
@@ -159,6 +160,8 @@ final class Sep2Client: @unchecked Sendable {
     var refusals: [String: String] = [:]
     /// The controls each DERControlList page refused alone, by request path (Sep2Reporter+Worker.swift).
     var controlRefusals: [String: [RefusedControl]] = [:]
+    /// The controls each page or default took with an element not applied, by request path (Sep2Worker+NotApplied.swift).
+    var notApplied: [String: Set<String>] = [:]
     var deferredSince: MonotonicInstant?
     var pinLogged = false
     var storeFailed = false
@@ -278,6 +281,7 @@ final class Sep2Client: @unchecked Sendable {
             noteAnswer(status: response.status, error: nil, wall: wall)
             refusals[request.path] = nil
             noteControlRefusals(request, body: response.body)
+            noteNotApplied(request, body: response.body)
         } catch {
             noteAnswer(status: response.status, error: "\(error)", wall: wall)
             if let stopped = session.stopped {

@@ -11,11 +11,13 @@ struct FreqDroopTests {
     /// envoy-schema 2.7.0 writes one DERControl per entry of `given` (mRID, the five elements).
     static let writer = """
         import json, sys
-        from envoy_schema.server.schema.sep2.der import DERControlBase, DERControlResponse, FreqDroopType
+        from envoy_schema.server.schema.sep2.der import ActivePower, DERControlBase, DERControlResponse, FreqDroopType
         from envoy_schema.server.schema.sep2.event import EventStatus
         from envoy_schema.server.schema.sep2.types import DateTimeIntervalType
         for g in json.loads(sys.argv[1]):
             base = DERControlBase(opModFreqDroop=FreqDroopType(**g["droop"]))
+            if "exp" in g:
+                base.opModExpLimW = ActivePower(value=g["exp"], multiplier=0)
             control = DERControlResponse(href="/derp/1/derc/" + g["mRID"], mRID=g["mRID"], creationTime=1760000000,
                 EventStatus_=EventStatus(currentStatus=0, dateTime=1760000000, potentiallySuperseded=False),
                 interval=DateTimeIntervalType(start=1760000100, duration=600), DERControlBase_=base)
@@ -34,24 +36,34 @@ struct FreqDroopTests {
         ["dBOF": dBOF, "dBUF": dBUF, "kOF": kOF, "kUF": kUF, "openLoopTms": openLoopTms]
     }
 
-    @Test("envoy-schema's FreqDroopType read field by field, as Hz, percent and seconds; values outside bessd's ranges are SEP2_VALUE_INVALID")
+    @Test("envoy-schema's FreqDroopType read field by field, as Hz, percent and seconds; inside the types but outside what bessd applies: not applied, the rest taken")
     func readAndBounded() throws {
         let given: [(String, [String: Any])] = [
             ("A1", Self.droop(36, 36, 50, 50, 500)),  // IEEE 1547-2018's defaults
-            ("B2", Self.droop(17, 1000, 20, 200, 0)),  // the edges of the ranges
+            ("B2", Self.droop(0, 1000, 10, 200, 0)),  // the edges of the ranges
+            ("B3", Self.droop(1000, 0, 200, 10, 6000)),  // the other edges
             ("C3", Self.droop(36, 36, 0, 50, 500)),  // kOF 0: an infinite gain
-            ("D4", Self.droop(5000, 36, 50, 50, 500)),  // a 5 Hz dead-band
-            ("E5", Self.droop(36, 36, 50, 50, 60000)),  // ten minutes to respond
+            ("D4", Self.droop(1001, 36, 50, 50, 500)),  // dead-band past 1 Hz
+            ("D5", Self.droop(36, 36, 9, 50, 500)),  // kOF under 1 %
+            ("D6", Self.droop(36, 36, 50, 201, 500)),  // kUF over 20 %
+            ("E5", Self.droop(36, 36, 50, 50, 6001)),  // more than a minute to respond
         ]
+        let applies = ["A1", "B2", "B3"]
         let documents = try Self.documents(given.map { ["mRID": $0.0, "droop": $0.1] })
         try #require(documents.count == given.count, "\(documents)")
-        for (document, (mRID, droop)) in zip(documents, given) where ["A1", "B2"].contains(mRID) {
+        for (document, (mRID, droop)) in zip(documents, given) {
             let read = try DERControl.read(Array(document.utf8)).resource
+            guard applies.contains(mRID) else {
+                #expect(read.base.freqDroop == nil && !read.base.sets(.freqDroop), "\(mRID) applied")
+                let why = try #require(read.base.notApplied, "\(mRID)")
+                #expect(why.hasPrefix("opModFreqDroop not applied: "), "\(why)")
+                continue
+            }
             let d = try #require(read.base.freqDroop, "\(mRID)")
             #expect(Int(d.deadbandOverMilliHz) == droop["dBOF"] as? Int && Int(d.deadbandUnderMilliHz) == droop["dBUF"] as? Int
                     && Int(d.droopOverThousandths) == droop["kOF"] as? Int && Int(d.droopUnderThousandths) == droop["kUF"] as? Int
                     && Int(d.openLoopHundredthsSecond) == droop["openLoopTms"] as? Int, "\(mRID): \(d)")
-            #expect(read.base.sets(.freqDroop))
+            #expect(read.base.sets(.freqDroop) && read.base.notApplied == nil)
         }
         var active = ActiveControls()
         active.base.freqDroop = try DERControl.read(Array(documents[0].utf8)).resource.base.freqDroop
@@ -61,16 +73,50 @@ struct FreqDroopTests {
         let settings = applied.applied(to: .seedDefault)
         #expect(abs(settings.deadbandLow.value - 49.964) < 1e-9 && abs(settings.deadbandHigh.value - 50.036) < 1e-9
                 && settings.droopOverPercent == 5 && settings.responseTime == .seconds(5) && settings.enabled, "\(settings)")
-        for (document, (mRID, _)) in zip(documents, given) where !["A1", "B2"].contains(mRID) {
+        // Outside the type (kOF is UInt16, dBOF UInt32): SEP2_VALUE_INVALID, the control refused.
+        for (from, to) in [("<kOF>50</kOF>", "<kOF>65536</kOF>"), ("<dBOF>36</dBOF>", "<dBOF>4294967296</dBOF>"), ("<kUF>50</kUF>", "<kUF>-1</kUF>")] {
+            let bad = documents[0].replacingOccurrences(of: from, with: to)
+            #expect(bad != documents[0])
             do throws(SEP2Error) {
-                _ = try DERControl.read(Array(document.utf8))
-                Issue.record("\(mRID) was read")
+                _ = try DERControl.read(Array(bad.utf8))
+                Issue.record("\(to) was read")
             } catch {
-                #expect(error.code == .valueInvalid, "\(mRID): \(error)")
+                #expect(error.code == .valueInvalid, "\(to): \(error)")
             }
         }
         // An element missing: refused, not half read.
         let missing = documents[0].replacingOccurrences(of: "<kUF>50</kUF>", with: "")
         #expect(throws: SEP2Error.self) { try DERControl.read(Array(missing.utf8)) }
+    }
+
+    @Test("a control with opModExpLimW 0 and an opModFreqDroop bessd does not apply (kOF 250): the export limit in force, no droop, said")
+    func limitTakenDroopNotApplied() throws {
+        let documents = try Self.documents([["mRID": "F1", "droop": Self.droop(36, 36, 250, 50, 500), "exp": 0]])
+        let document = try #require(documents.first)
+        let control = try DERControl.read(Array(document.utf8)).resource
+        #expect(control.base.exportLimitW?.watts == 0 && control.base.freqDroop == nil, "\(control.base)")
+        #expect(control.base.notApplied?.contains("kOF 250") == true, "\(String(describing: control.base.notApplied))")
+        let list = "<DERControlList xmlns=\"urn:ieee:std:2030.5:ns\" all=\"1\" results=\"1\">"
+            + document.replacingOccurrences(of: " xmlns=\"urn:ieee:std:2030.5:ns\"", with: "") + "</DERControlList>"
+        let read = try DERControlList.read(Array(list.utf8)).resource
+        #expect(read.controls.count == 1 && read.refused.isEmpty, "taken, not refused: \(read.refused)")
+        var active = ActiveControls()
+        active.base = control.base
+        let limits = active.utilityLimits(siteRatingW: 100_000)
+        #expect(limits.exportLimitW == 0 && limits.droop == nil, "\(limits)")
+        // A control that sets only a droop bessd does not apply: 252 not applicable, with the reason.
+        let only = try Self.documents([["mRID": "F2", "droop": Self.droop(36, 36, 250, 50, 500)]])
+        let onlyList = "<DERControlList xmlns=\"urn:ieee:std:2030.5:ns\" all=\"1\" results=\"1\">"
+            + (only.first ?? "").replacingOccurrences(of: " xmlns=\"urn:ieee:std:2030.5:ns\"", with: "") + "</DERControlList>"
+        let refused = try DERControlList.read(Array(onlyList.utf8)).resource
+        #expect(refused.controls.isEmpty && refused.refused.first?.status == .notApplicable, "\(refused)")
+        #expect(refused.refused.first?.reason.contains("opModFreqDroop not applied") == true, "\(refused.refused)")
+        // The same in a DefaultDERControl: its other controls taken, the droop not.
+        let base = document.range(of: "<DERControlBase>").map { document[$0.lowerBound...] }.flatMap { rest in
+            rest.range(of: "</DERControlBase>").map { String(rest[..<$0.upperBound]) } } ?? ""
+        let fallback = "<DefaultDERControl xmlns=\"urn:ieee:std:2030.5:ns\" xmlns:csipaus=\"https://csipaus.org/ns/v1.3\"><mRID>AB</mRID>"
+            + base + "</DefaultDERControl>"
+        let d = try DefaultDERControl.read(Array(fallback.utf8)).resource
+        #expect(d.base.exportLimitW?.watts == 0 && d.base.freqDroop == nil && d.base.notApplied != nil, "\(d.base)")
     }
 }

@@ -128,6 +128,33 @@ struct Sep2WorkerTests {
         #expect(rig.server.requests.count > asked, "after the boundary the polls go")
     }
 
+    @Test("an opModFreqDroop bessd does not apply (kOF 250) beside an export limit: the limit in force, no droop, SEP2_CONTROL_NOT_APPLIED once; the same in the default")
+    func droopNotAppliedRestTaken() {
+        let droop = "<opModFreqDroop><dBOF>36</dBOF><dBUF>36</dBUF><kOF>250</kOF><kUF>50</kUF><openLoopTms>500</openLoopTms></opModFreqDroop>"
+        var chain = Sep2Fixture.chain(controls: [Self.controlA])
+        chain["/derp/1/derc"] = Sep2Fixture.controlList([Self.controlA]).replacingOccurrences(of: "<DERControlBase>", with: "<DERControlBase>" + droop)
+        let rig = Rig(server: FakeSep2Server(chain))
+        rig.settle()
+        for _ in 0..<4 {
+            rig.advance(31)
+            rig.settle()
+        }
+        #expect(rig.export == 1500 && rig.slot.read()?.droop == nil, "control A's export limit in force at t0+124, no droop")
+        var lines = rig.log.codes("SEP2_CONTROL_NOT_APPLIED")
+        #expect(lines.count == 1 && lines[0].contains("control \"A1\"") && lines[0].contains("kOF 250 is outside 10…200"), "\(rig.log.all)")
+        #expect(rig.log.codes("SEP2_CONTROL_REFUSED").isEmpty, "\(rig.log.all)")
+        let ns = Sep2Fixture.ns
+        rig.server.set("/derp/1/dderc", #"<DefaultDERControl \#(ns) href="/derp/1/dderc"><mRID>D1</mRID><description>d</description><DERControlBase>"#
+            + droop + Sep2Fixture.exportLimit(4000) + "</DERControlBase></DefaultDERControl>")
+        for _ in 0..<4 {
+            rig.advance(31)
+            rig.settle()
+        }
+        lines = rig.log.codes("SEP2_CONTROL_NOT_APPLIED")
+        #expect(rig.export == 4000 && rig.slot.read()?.droop == nil, "the default's export limit after A: \(String(describing: rig.export))")
+        #expect(lines.count == 2 && lines[1].contains("control \"D1\"") && lines[1].contains("/derp/1/dderc"), "\(rig.log.all)")
+    }
+
     @Test("an outage: unreachable said once, the cached control runs at its time, then the default; restored said")
     func outageKeepsSchedule() {
         let rig = Rig(server: FakeSep2Server(Sep2Fixture.chain(controls: [Self.controlA])))

@@ -1,0 +1,30 @@
+import ControlCore
+import IEEE2030_5
+
+extension Sep2Client {
+    /// The controls of a DERControlList page, or the DefaultDERControl, just read that are taken with an
+    /// element bessd does not apply (an `opModFreqDroop` inside its types but outside what bessd applies:
+    /// `DERControlBase.notApplied`): each journalled as `SEP2_CONTROL_NOT_APPLIED` once while its
+    /// document carries it; the rest of the control is in force. A control that sets nothing else is
+    /// refused 252 instead (`RefusedControl`, journalled as `SEP2_CONTROL_REFUSED`).
+    func noteNotApplied(_ request: Sep2Request, body: [UInt8]) {
+        var found: [(mRID: String, why: String)] = []
+        switch request.purpose {
+        case .derControlList:
+            for control in (try? DERControlList.read(body).resource.controls) ?? [] {
+                if let why = control.base.notApplied { found.append((control.mRID, why)) }
+            }
+        case .defaultDERControl:
+            if let control = try? DefaultDERControl.read(body).resource, let why = control.base.notApplied { found.append((control.mRID, why)) }
+        default: return
+        }
+        let lines = Set(found.map { "control \(TextQuoting.quoted($0.mRID, limit: 40)): \($0.why)" })
+        let before = notApplied[request.path] ?? []
+        if notApplied.count >= 256, notApplied[request.path] == nil { notApplied = [:] }
+        notApplied[request.path] = lines.isEmpty ? nil : lines
+        for line in lines.sorted() where !before.contains(line) {
+            log("SEP2_CONTROL_NOT_APPLIED", "SEP2_CONTROL_NOT_APPLIED: \(line) (\(TextQuoting.quoted(request.path, limit: 64)) of "
+                + "\(settings.serverName)); the rest of it taken", true)
+        }
+    }
+}
