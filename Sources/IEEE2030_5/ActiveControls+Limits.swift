@@ -32,3 +32,25 @@ extension ActiveControls {
         return out
     }
 }
+
+extension UtilityLimits {
+    /// These limits no looser than `other`'s: the lower of each limit (`opModExpLimW`, `opModImpLimW`,
+    /// `opModGenLimW`, `opModLoadLimW`, `opModMaxLimW`; nil is none), `connect` and `energize` false
+    /// where either is; the requests, `rampTms`, `setGradW`, the droop and `validUntil` stay these.
+    public func tightened(by other: UtilityLimits) -> UtilityLimits {
+        func lower(_ a: Double?, _ b: Double?) -> Double? {
+            guard let a else { return b }
+            guard let b else { return a }
+            return a.isNaN || b.isNaN ? 0 : min(a, b)
+        }
+        var out = self
+        out.exportLimitW = lower(exportLimitW, other.exportLimitW)
+        out.importLimitW = lower(importLimitW, other.importLimitW)
+        out.generationLimitW = lower(generationLimitW, other.generationLimitW)
+        out.loadLimitW = lower(loadLimitW, other.loadLimitW)
+        out.maxLimW = lower(maxLimW, other.maxLimW)
+        out.connect = connect && other.connect
+        out.energize = energize && other.energize
+        return out
+    }
+}

@@ -404,9 +404,16 @@ extension Sep2Client {
         pruneHeld(at: second)
         let active = EventRules.resolve(programs, now: second, randomization: randomization, held: held)
         var limits = active.utilityLimits(siteRatingW: settings.siteRatingW)
+        if !held.isEmpty {
+            // Held controls answer as they were resolved, but the site's limits are never looser than
+            // what the server has in force at its own time (its default before a held raise's start).
+            let plain = EventRules.resolve(programs, now: second, randomization: randomization)
+            limits = limits.tightened(by: plain.utilityLimits(siteRatingW: settings.siteRatingW))
+        }
         limits.validUntil = now + settings.timeout * 4 + Self.validityMargin
         if known { slot.publish(limits) }
-        let next = Self.nextBoundary(programs, after: second, randomization: randomization, held: held)
+        // Every edge on the server's time, held or not: the plain view's limits change there.
+        let next = Self.nextBoundary(programs, after: second, randomization: randomization)
         let controls = Sep2State.controls(active, limits: limits)
         state.withLock {
             $0.source = source

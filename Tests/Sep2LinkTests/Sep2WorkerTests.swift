@@ -296,6 +296,31 @@ struct Sep2WorkerTests {
         #expect(!after.isEmpty && after.allSatisfy { $0.export == 5000 }, "then the default: \(after.prefix(3))")
     }
 
+    @Test("server clock behind: a held control that raised a limit over the default never lets the site past what the server has in force")
+    func serverClockBehindHeldRaiseBounded() throws {
+        let t0 = Self.t0
+        let c1 = Sep2Fixture.Control(mRID: "C1", start: t0 + 50, duration: 60, exportW: 9000)
+        let rig = Rig(server: FakeSep2Server(Sep2Fixture.chain(controls: [c1])))
+        rig.settle()
+        rig.advance(60)
+        rig.settle()
+        #expect(rig.export == 9000, "C1 raised the export limit over the 5000 W default")
+        rig.server.clock.withLock { $0 = { [unowned rig] in Int64(rig.wall.rounded(.down)) - 600 } }
+        var samples: [(server: Double, export: Double?)] = []
+        while rig.wall < Double(t0 + 800) {
+            rig.advance(5)
+            rig.settle()
+            samples.append((rig.client.state.withLock { $0.serverTimeUnix } ?? 0, rig.export))
+        }
+        let trace = samples.map { "\(Int($0.server) - Int(t0)) \(Int($0.export ?? -1))" }
+        let before = samples.filter { $0.server < Double(t0 + 50) }
+        #expect(!before.isEmpty && before.allSatisfy { ($0.export ?? .infinity) <= 5000 }, "before C1's start on the server's time: \(trace)")
+        let during = samples.filter { $0.server >= Double(t0 + 51) && $0.server < Double(t0 + 109) }
+        #expect(!during.isEmpty && during.allSatisfy { $0.export == 9000 }, "C1 in its window: \(trace)")
+        let after = samples.filter { $0.server >= Double(t0 + 111) }
+        #expect(!after.isEmpty && after.allSatisfy { $0.export == 5000 }, "\(trace)")
+    }
+
     @Test("the default's setGradW and a control's opModFreqDroop reach the slot in the site's units, and leave it when they end")
     func gradientAndDroopPublished() throws {
         let ns = Sep2Fixture.ns
