@@ -335,6 +335,10 @@ extension DiscoverySession {
                     return
                 }
             }
+            if !listed, node.kind == .endDevice, path == registeredAt {
+                // The Location names another device: registered afresh at the list's next read.
+                registeredAt = nil
+            }
             guard listed || (node.kind == .endDeviceList && registeredAt != nil) else {
                 throw SEP2Error(.endDeviceUnknown, message: "no EndDevice in \(quoted(path, limit: 64)) has lFDI \(quoted(lfdi, limit: 40)) or sFDI \(sfdi)")
             }

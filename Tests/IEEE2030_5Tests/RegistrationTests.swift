@@ -87,6 +87,27 @@ struct RegistrationTests {
         #expect(drive.errors.map(\.code) == [.httpStatus] && drive.session.complete, "\(drive.errors)")
     }
 
+    @Test("a Location that serves another device's EndDevice: SEP2_END_DEVICE_UNKNOWN once, POSTed again at the list's next read")
+    func locationNamesAnotherDevice() throws {
+        var drive = try Self.registering()
+        drive.settle()
+        let mine = try #require(drive.server.documents["/edev/7"])
+        let other = mine.replacingOccurrences(of: DiscoveryFixture.lfdi, with: String(repeating: "0", count: 40), options: .caseInsensitive)
+            .replacingOccurrences(of: ">\(DiscoveryFixture.sfdi)<", with: ">5<")
+        try #require(other != mine && !other.contains(">\(DiscoveryFixture.sfdi)<"))
+        drive.server.documents["/edev/7"] = other
+        drive.server.documents["/edev/9"] = mine.replacingOccurrences(of: "href=\"/edev/7\"", with: "href=\"/edev/9\"")
+        drive.server.scripted["/edev"] = [Sep2Reply(status: 201, location: "/edev/9")]
+        drive.server.scripted["/edev/7/cp"] = [Sep2Reply(status: 204)]
+        drive.run(until: 1_600)
+        #expect(drive.server.writes.map { "\($0.request.method.rawValue) \($0.request.path) \($0.at)" }
+                == ["POST /edev 1000", "PUT /edev/7/cp 1000", "POST /edev 1240", "PUT /edev/7/cp 1240"],
+                "\(drive.server.writes.map { "\($0.request.method) \($0.request.path) \($0.at)" })")
+        #expect(drive.errors.map(\.code) == [.endDeviceUnknown] && drive.session.complete && drive.session.endDevicePath == "/edev/9",
+                "\(drive.errors)")
+        #expect(!drive.server.log.contains { $0.path == "/edev/7" && $0.at > 1_240 }, "the other device's Location is no longer read")
+    }
+
     @Test("a refused POST is SEP2_REGISTRATION_REFUSED and sent again after 2, 4, 8 s; then the chain goes on")
     func refusedRegistration() throws {
         var drive = try Self.registering()
