@@ -189,15 +189,11 @@ struct RegistrationTests {
         #expect(none.errors.first?.message.contains("\"https://csipaus.org/ns/v99.99\"") == true, "\(none.errors)")
     }
 
-    @Test("the well-known reader refuses what is not the document, coded, its bounds kept",
+    @Test("the well-known reader refuses what is not the document, coded, its message printable",
           arguments: [
               "", "[]", "{", "{\"supportedSchemaVersions\": []}", "{\"supportedSchemaVersions\": {}}", "<DeviceCapability/>",
               "{\"supportedSchemaVersions\": {\"https://csipaus.org/ns/v1.3\": {\"dcap\": [\"dcap\", \"//h/dcap\", 7]}}}",
               "{\"supportedSchemaVersions\": {\"https://csipaus.org/ns/v1.3\": {\"dcap\": \"/dcap\"}}}",
-              "{\"a\": 1, \"a\": 2}", "{\"x\": \"\\ud800\"}", "{\"x\": \"\u{01}\"}", "{\"x\": 01}", "{\"x\": 1.}", "{} {}",
-              String(repeating: "[", count: 9) + String(repeating: "]", count: 9),
-              "{\"x\": \"" + String(repeating: "a", count: 2_000) + "\"}",
-              "{\"x\": [" + Array(repeating: "0", count: 5_000).joined(separator: ",") + "]}",
           ])
     func wellKnownRefusals(_ text: String) throws {
         #expect(throws: SEP2Error.self) { try WellKnownCSIPAUS.read(Array(text.utf8)) }
@@ -211,7 +207,51 @@ struct RegistrationTests {
         #expect(!WellKnownCSIPAUS.isJSON(Array("<DeviceCapability/>".utf8)) && WellKnownCSIPAUS.isJSON(Array(" \n{".utf8)))
     }
 
-    @Test("20,000 seeded mutations of SDVN-01's document: each refused with SEP2_WELL_KNOWN_INVALID and a printable message, or read as v1.3/v1.2 with an absolute path")
+    @Test("each bound of the well-known reader refuses an otherwise valid SDVN-01 document, the message naming it; at the bound it is read")
+    func wellKnownBounds() throws {
+        let fixture = try DiscoveryFixture.load()
+        let base = Array(try #require((fixture.given["wellKnown"] as? [String: String])?["sdvn01"]).utf8)
+        try #require(base.first == UInt8(ascii: "{"))
+        /// SDVN-01's document with `member` (and a comma) as its first member, then `after` after it.
+        func with(_ member: [UInt8], after: [UInt8] = []) -> [UInt8] { [base[0]] + member + Array(", ".utf8) + base.dropFirst() + after }
+        func with(_ member: String, after: String = "") -> [UInt8] { with(Array(member.utf8), after: Array(after.utf8)) }
+        let nested = { (depth: Int) in "\"x\": " + String(repeating: "[", count: depth) + String(repeating: "]", count: depth) }
+        let string = { (count: Int) in "\"x\": \"" + String(repeating: "a", count: count) + "\"" }
+        let zeros = { (count: Int) in "\"x\": [" + Array(repeating: "0", count: count).joined(separator: ",") + "]" }
+        let valid = [with("\"x\": 1"), with("\"x\": 1", after: " \n"), with(nested(7)), with(string(1_024)), with(zeros(4_000)),
+                     with("\"x\": \"\\ud83d\\ude00 \u{7F}\""), base + Array(repeating: 0x20, count: WellKnownCSIPAUS.maximumBytes - base.count)]
+        for bytes in valid {
+            let chosen = try WellKnownCSIPAUS.read(bytes)
+            #expect(chosen.version == .v1_3 && chosen.deviceCapabilityPath == "/a1b2c3/dcap")
+        }
+        let hazards: [(bytes: [UInt8], reason: String)] = [
+            (with("\"a\": 1, \"a\": 2"), "member \"a\" twice"),
+            (with("\"supportedSchemaVersions\": {}"), "member \"supportedSchemaVersions\" twice"),
+            (with("\"x\": \"\\ud800\""), "a lone surrogate"),
+            (with("\"x\": \"\\udc00\\ud800\""), "a lone surrogate"),
+            (with("\"x\": \"\u{01}\""), "a control character in a string"),
+            (with(Array("\"x\": \"".utf8) + [0xFF] + Array("\"".utf8)), "a string that is not UTF-8"),
+            (with(Array("\"x\": \"".utf8) + [0xED, 0xA0, 0x80] + Array("\"".utf8)), "a string that is not UTF-8"),
+            (with("\"x\": 01"), "',' or '}' expected"),
+            (with("\"x\": 1."), "a digit expected after '.'"),
+            (with("\"x\": 1", after: " {}"), "text after the JSON value"),
+            (with(nested(8)), "nested deeper than 8"),
+            (with(string(1_025)), "a string longer than 1024 bytes"),
+            (with(zeros(5_000)), "more than 4096 values"),
+            (base + Array(repeating: 0x20, count: WellKnownCSIPAUS.maximumBytes + 1 - base.count), "65537 bytes (at most 65536)"),
+        ]
+        for (bytes, reason) in hazards {
+            do {
+                let chosen = try WellKnownCSIPAUS.read(bytes)
+                Issue.record("read as \(chosen), not refused for \(reason)")
+            } catch {
+                #expect(error.code == .wellKnownInvalid && error.message.contains(reason), "\(error) (expected: \(reason))")
+                #expect(error.message.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value < 0x7F || $0 == "…" }, "\(error.message)")
+            }
+        }
+    }
+
+    @Test("20,000 seeded mutations of SDVN-01's document: each refused with SEP2_WELL_KNOWN_INVALID and a printable message, or read as v1.3/v1.2 with an absolute printable path of ≤ 255 bytes that the input names")
     func wellKnownMutations() throws {
         let fixture = try DiscoveryFixture.load()
         let wellKnown = try #require(fixture.given["wellKnown"] as? [String: String])
@@ -237,8 +277,14 @@ struct RegistrationTests {
             do {
                 let chosen = try WellKnownCSIPAUS.read(bytes)
                 read += 1
-                #expect(CSIPAUSVersion.allCases.contains(chosen.version) && chosen.deviceCapabilityPath.first == "/"
-                        && (try? SEP2Href.check(chosen.deviceCapabilityPath, "")) != nil, "\(chosen)")
+                // The path read is an absolute printable path of at most 255 bytes that the input names (perhaps
+                // with "\/" for "/"), under a version the input names.
+                let path = Array(chosen.deviceCapabilityPath.utf8)
+                let input = String(decoding: bytes, as: UTF8.self)
+                #expect(CSIPAUSVersion.allCases.contains(chosen.version) && path.count <= 255 && path.first == UInt8(ascii: "/")
+                        && path.allSatisfy { $0 > 0x20 && $0 < 0x7F } && path.dropFirst().first != UInt8(ascii: "/")
+                        && input.replacingOccurrences(of: "\\/", with: "/").contains(chosen.deviceCapabilityPath)
+                        && chosen.named.contains { input.replacingOccurrences(of: "\\/", with: "/").contains($0) }, "\(chosen)")
             } catch {
                 refused += 1
                 #expect(error.code == .wellKnownInvalid && error.message.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value < 0x7F || $0 == "…" },
