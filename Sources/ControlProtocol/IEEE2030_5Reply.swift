@@ -10,8 +10,8 @@ public struct IEEE2030_5Reply: Codable, Sendable, Equatable, JSONWritable {
     public var lastAnswerUnix: Double?
     /// Its HTTP status.
     public var lastStatus: Int?
-    /// The LFDI: 40 hex digits.
-    public var lfdi: String
+    /// The LFDI: 40 hex digits; nil (null) when unknown (the certificate cannot be read, no device stored).
+    public var lfdi: String?
     /// The programs of the schedule in force (mRIDs).
     public var programs: [String]
     /// Whether the last exchange got an answer; nil before the first.
@@ -20,15 +20,15 @@ public struct IEEE2030_5Reply: Codable, Sendable, Equatable, JSONWritable {
     public var server: String
     /// The server's time at the last publication (Unix seconds).
     public var serverTimeUnix: Double?
-    /// The SFDI.
-    public var sfdi: UInt64
+    /// The SFDI; nil (null) when unknown.
+    public var sfdi: UInt64?
     /// Where the schedule comes from: `live`, `cached` (the state directory's copy) or `none`.
     public var source: String
     /// Why all traffic stopped (`SEP2_PIN_MISMATCH: …`), nil while it runs.
     public var stopped: String?
 
     /// A reply.
-    public init(lfdi: String, sfdi: UInt64, server: String, source: String, controls: [IEEE2030_5ControlReply] = [], programs: [String] = [],
+    public init(lfdi: String?, sfdi: UInt64?, server: String, source: String, controls: [IEEE2030_5ControlReply] = [], programs: [String] = [],
                 reachable: Bool? = nil, lastStatus: Int? = nil, lastAnswerUnix: Double? = nil, lastError: String? = nil,
                 stopped: String? = nil, serverTimeUnix: Double? = nil) {
         self.lfdi = lfdi
@@ -61,7 +61,7 @@ public struct IEEE2030_5Reply: Codable, Sendable, Equatable, JSONWritable {
         json.field(CodingKeys.reachable, reachable)
         json.field(CodingKeys.server, server)
         json.field(CodingKeys.serverTimeUnix, serverTimeUnix)
-        json.field(CodingKeys.sfdi, sfdi)
+        if let sfdi { json.field(CodingKeys.sfdi, sfdi) } else { json.field(CodingKeys.sfdi, nil as Double?) }
         json.field(CodingKeys.source, source)
         json.field(CodingKeys.stopped, stopped)
         json.endObject()

@@ -71,6 +71,10 @@ public struct DeviceIdentity: Hashable, Sendable {
         sfdi = top36 * 10 + Self.checkDigit(top36)
     }
 
+    /// No identity: what the 2030.5 worker runs as when the certificate cannot be read and no device is
+    /// stored (all zeros; shown as unknown, never as an LFDI).
+    public static let unknown = DeviceIdentity(sha256: [UInt8](repeating: 0, count: 32))
+
     /// An identity as the server wrote it (an EndDevice's `lFDI`, 40 hex digits, and `sFDI`), for when
     /// the certificate cannot be read; nil for any other `lfdi`.
     public init?(lfdi: String, sfdi: UInt64) {

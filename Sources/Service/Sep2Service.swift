@@ -63,7 +63,7 @@ extension Daemon {
             let stored = Self.storedIdentity(store)
             log("\(error.code)", "\(error): the IEEE 2030.5 client cannot reach \(server); the stored schedule runs"
                 + (stored == nil ? " (none is stored: no utility control)" : " as the stored EndDevice's LFDI"), true)
-            identity = stored ?? DeviceIdentity(sha256: [UInt8](repeating: 0, count: 32))
+            identity = stored ?? .unknown
             transport = UnavailableTransport(reason: "\(error)")
         }
         let rating = configuration.units.reduce(0.0) { $0 + $1.maxPowerKW * 1000 }
@@ -71,7 +71,8 @@ extension Daemon {
                                                 siteRatingW: rating, timeout: timeout, serverName: server,
                                                 discovery: DiscoveryOptions(inBandRegistration: settings.registration == .inBand,
                                                                             connectionPointId: settings.connectionPointId))
-        log("SEP2_CLIENT", "IEEE 2030.5 client of \(server)\(settings.deviceCapabilityPath) as LFDI \(identity.lfdi), SFDI \(identity.sfdi)", false)
+        log("SEP2_CLIENT", "IEEE 2030.5 client of \(server)\(settings.deviceCapabilityPath) "
+            + (identity == .unknown ? "as no known device (LFDI and SFDI unknown)" : "as LFDI \(identity.lfdi), SFDI \(identity.sfdi)"), false)
         return Sep2Worker(settings: workerSettings, identity: identity, transport: transport, slot: slot,
                           store: store, log: log)
     }
@@ -84,23 +85,11 @@ extension Daemon {
         return try DeviceIdentity(certificatePEM: text)
     }
 
-    /// The identity the stored schedule was read for, when the certificate cannot say: the stored
-    /// EndDeviceList's device (40-digit `lFDI`) whose FunctionSetAssignmentsList was read too, nil when
-    /// none or more than one is, or the store cannot be read (its own error is journalled when the
-    /// worker restores).
+    /// The identity the stored schedule was read for, when the certificate cannot say
+    /// (`StoredSchedule.deviceIdentity`); nil when the store cannot be read (its own error is journalled
+    /// when the worker restores).
     static func storedIdentity(_ store: ScheduleStore) -> DeviceIdentity? {
-        guard let stored = try? store.load() else { return nil }
-        var found: Set<DeviceIdentity> = []
-        for body in stored.documents.values {
-            guard let list = try? EndDeviceList.read(body) else { continue }
-            for device in list.resource.endDevices {
-                guard let lfdi = device.lFDI, let fsa = device.functionSetAssignmentsListLink,
-                      stored.documents.keys.contains(where: { $0 == fsa || $0.hasPrefix(fsa + "?") }),
-                      let identity = DeviceIdentity(lfdi: lfdi, sfdi: device.sFDI) else { continue }
-                found.insert(identity)
-            }
-        }
-        return found.count == 1 ? found.first : nil
+        (try? store.load())?.deviceIdentity
     }
 
     /// `ieee2030_5` of `status`: nil without a running client.
@@ -111,7 +100,8 @@ extension Daemon {
 
     static func reply(_ s: Sep2State) -> IEEE2030_5Reply {
         IEEE2030_5Reply(
-            lfdi: s.lfdi, sfdi: s.sfdi, server: s.server, source: s.source.rawValue,
+            lfdi: s.lfdi == DeviceIdentity.unknown.lfdi ? nil : s.lfdi, sfdi: s.lfdi == DeviceIdentity.unknown.lfdi ? nil : s.sfdi,
+            server: s.server, source: s.source.rawValue,
             controls: s.controls.map { IEEE2030_5ControlReply(type: $0.type, value: $0.value, program: $0.program, control: $0.control,
                                                               untilUnix: $0.untilUnix) },
             programs: s.programs, reachable: s.reachable, lastStatus: s.lastStatus, lastAnswerUnix: s.lastAnswerUnix,

@@ -68,7 +68,8 @@ struct IEEE2030_5Command: ParsableCommand {
 
     /// What a person reads above the table: identity, server, schedule.
     static func lines(_ r: IEEE2030_5Reply, now: Double) -> [String] {
-        var lines = ["LFDI    \(r.lfdi)", "SFDI    \(r.sfdi)"]
+        var lines = ["LFDI    \(r.lfdi ?? "unknown (the device certificate cannot be read and no EndDevice is stored)")",
+                     "SFDI    \(r.sfdi.map(String.init) ?? "unknown")"]
         var server = "server  \(r.server)"
         switch r.reachable {
         case true?: server += " answering"

@@ -22,8 +22,8 @@ struct Sep2RegistrationWorkerTests {
         /// Statuses the POST gets before it is taken.
         let refusals = Mutex<[Int]>([])
 
-        init(refusing: [Int]) {
-            var documents = Sep2Fixture.chain(controls: [])
+        init(refusing: [Int], controls: [Sep2Fixture.Control] = []) {
+            var documents = Sep2Fixture.chain(controls: controls)
             let ns = Sep2Fixture.ns, identity = Sep2Fixture.identity
             documents["/edev"] = #"<EndDeviceList \#(ns) href="/edev" all="1" results="1"><EndDevice href="/edev/9"><sFDI>5</sFDI><changedTime>0</changedTime></EndDevice></EndDeviceList>"#
             documents["/edev/1"] = #"<EndDevice \#(ns) href="/edev/1"><lFDI>\#(identity.lfdi)</lFDI><sFDI>\#(identity.sfdi)</sFDI><changedTime>0</changedTime>"#
@@ -82,6 +82,56 @@ struct Sep2RegistrationWorkerTests {
                 && put.contentType == "application/sep+xml")
         #expect(sent.filter { $0.method == "PUT" }.count == 1 && slot.read()?.exportLimitW == 5000)
         #expect(client.state.withLock { $0.source } == .live)
+    }
+
+    /// A transport whose every exchange fails as bessd's does when the device certificate cannot be read.
+    final class TornCertificate: Sep2Transport, @unchecked Sendable {
+        let sent = Mutex(0)
+        func send(_ request: HTTPRequest) throws(HTTPClientError) -> HTTPResponse {
+            sent.withLock { $0 += 1 }
+            throw HTTPClientError(.tls, message: "SEP2_CERTIFICATE_INVALID: client.pem: torn")
+        }
+        func close() {}
+    }
+
+    @Test("a restart whose certificate cannot be read runs the stored schedule of the device registered in band: its identity from the EndDevice stored at its Location")
+    func restartFromInBandStore() throws {
+        let dir = NSTemporaryDirectory() + "sep2-inband-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let t0 = Sep2Fixture.t0
+        let server = RegisteringServer(refusing: [], controls: [Sep2Fixture.Control(mRID: "A1", start: t0 + 100, duration: 60, exportW: 1500)])
+        let settings = Sep2WorkerSettings(entryPath: "/dcap", pin: 111_115, pollSeconds: 30, siteRatingW: 200_000, timeout: .seconds(10),
+                                          serverName: "test:443", discovery: DiscoveryOptions(inBandRegistration: true, connectionPointId: "4102345678"))
+        let first = Sep2Client(settings: settings, identity: Sep2Fixture.identity, transport: server, slot: UtilityLimitSlot(), store: ScheduleStore(stateDirectory: dir),
+                               log: LogLines().sink)
+        let start = MonotonicInstant(nanoseconds: 1_000_000_000_000)
+        var now = start
+        first.restore(now: now, wall: Double(t0))
+        for _ in 0..<200 where now - start < .seconds(20) {
+            let due = first.round(now: now, wall: Double(t0) + now.seconds(since: start))
+            if due > now { now = min(due, now + .seconds(1)) }
+        }
+        try #require(first.state.withLock { $0.source } == .live)
+        let stored = try #require(try ScheduleStore(stateDirectory: dir).load())
+        // The list the server gives never names the device: only its Location's EndDevice does.
+        #expect(stored.documents["/edev/1"] != nil && !stored.documents.values.contains { body in
+            (try? EndDeviceList.read(body))?.resource.endDevices.contains { $0.lFDI != nil } == true
+        }, "\(stored.documents.keys.sorted())")
+        let found = stored.deviceIdentity
+        #expect(found == Sep2Fixture.identity)
+
+        // The restart with the certificate torn: the identity is the store's, every exchange fails, the control runs.
+        let identity = try #require(stored.deviceIdentity)
+        let slot = UtilityLimitSlot()
+        let log = LogLines()
+        let torn = TornCertificate()
+        let second = Sep2Client(settings: settings, identity: identity, transport: torn, slot: slot, store: ScheduleStore(stateDirectory: dir), log: log.sink)
+        second.restore(now: start, wall: Double(t0 + 120))
+        #expect(slot.read()?.exportLimitW == 1500, "\(log.all)")
+        #expect(second.state.withLock { $0.source } == .cached && log.codes("SEP2_SCHEDULE_CACHED").count == 1, "\(log.all)")
+        _ = second.round(now: start, wall: Double(t0 + 120))
+        #expect(torn.sent.withLock { $0 } >= 1 && slot.read()?.exportLimitW == 1500, "\(log.all)")
     }
 }
 

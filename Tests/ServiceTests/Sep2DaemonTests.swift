@@ -121,6 +121,31 @@ struct Sep2DaemonTests {
                 && journal3.contains("SEP2_SCHEDULE_CACHED"), "\(journal3.suffix(3000))")
     }
 
+    @Test("an unreadable certificate with nothing stored: bessd runs and says the coded error; status and bessctl show no identity (lfdi, sfdi null; unknown), never zeros")
+    func tornCertificateNothingStored() throws {
+        let fixture = try TLSFixture()
+        try Data("-----BEGIN CERTIFICATE-----\ntorn\n".utf8).write(to: URL(fileURLWithPath: fixture.path("client.pem")))
+        let daemon = try RunningDaemon(yaml: Self.yaml(fixture, port: 9))
+        var section: [String: Any] = [:]
+        let shown = waitFor(seconds: 60) {
+            section = ((try? daemon.request(["verb": "status"])) ?? [:])["ieee2030_5"] as? [String: Any] ?? [:]
+            return (section["last_error"] as? String ?? "").contains("SEP2_CERTIFICATE_INVALID")
+        }
+        #expect(shown, "\(section)")
+        #expect(section["lfdi"] is NSNull && section["sfdi"] is NSNull && section["source"] as? String == "none", "\(section)")
+        let zeros = String(repeating: "0", count: 40)
+        let text = try Package.run("bessctl", ["ieee2030-5", "--socket", daemon.socket])
+        #expect(text.out.contains("LFDI    unknown (") && text.out.contains("SFDI    unknown") && !text.out.contains(zeros), "\(text.out)")
+        let json = try Package.run("bessctl", ["ieee2030-5", "--socket", daemon.socket, "--json"])
+        let printed = try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [String: Any] ?? [:]
+        #expect(printed["lfdi"] is NSNull && printed["sfdi"] is NSNull && !json.out.contains(zeros), "\(json.out)")
+        daemon.signal(SIGTERM)
+        let (status, journal) = daemon.finish()
+        #expect(status == 0)
+        #expect(journal.contains("SEP2_CERTIFICATE_INVALID") && journal.contains("none is stored: no utility control") && !journal.contains(zeros),
+                "\(journal.suffix(3000))")
+    }
+
     @Test("in band over TLS CCM8 (ALL-02, ALL-03): bessd POSTs its EndDevice to sep2_server.py's empty list, finds itself, PUTs the ConnectionPoint and takes the control")
     func daemonRegistersInBand() throws {
         let fixture = try TLSFixture()
