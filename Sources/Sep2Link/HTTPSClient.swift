@@ -31,11 +31,18 @@ public final class HTTPSClient {
 
     /// The open connection, nil between a close and the next `send`.
     private var connection: TLSConnection?
-    private let clock: any MonotonicClock = SystemClock.shared
+    /// The monotonic clock the deadlines are read on (the system's; a test's).
+    var clock: any MonotonicClock = SystemClock.shared
     /// How a host name is looked up (the system's resolver; a test's).
     var resolver: NameLookup.Resolver = NameLookup.system
-    /// A lookup that outlived the connect that started it: the next connect takes its answer.
-    private var lookup: NameLookup?
+    /// How a lookup's thread is started (a detached thread; a test's).
+    var spawn: NameLookup.Spawner = NameLookup.detached
+    /// Lookups that outlived the connect that started them, oldest first: the next connect takes an
+    /// answer. One older than `lookupAgeLimit` × `timeout` is abandoned (its thread may never end: a
+    /// hung NSS module) and another started, `maximumLookups` at most.
+    private var lookups: [NameLookup] = []
+    static let lookupAgeLimit = 4
+    static let maximumLookups = 2
 
     /// A client of `host`:`port`; nothing is connected until the first `send`.
     public init(host: String, port: UInt16, context: TLSClientContext, timeout: Duration, maximumBody: Int = 262_144) {
@@ -133,22 +140,45 @@ public final class HTTPSClient {
     private var subject: String { "\(PeerText.quoted(host)):\(port)" }
 
     /// The host's addresses, IPv4 and IPv6, in the resolver's order: an address literal at once, a name
-    /// looked up on a thread of its own (`NameLookup`) and waited for until `deadline` at most.
+    /// looked up on a thread of its own (`NameLookup`) and waited for until `deadline` at most. The
+    /// lookup still out is waited for again; once it is older than `lookupAgeLimit` × `timeout` another
+    /// is started, unless `maximumLookups` are out: then `SEP2_HTTP_TIMEOUT` at once.
     private func resolve(until deadline: MonotonicInstant) throws(HTTPClientError) -> [SocketAddress] {
         if let addresses = NameLookup.literal(host: host, port: port) { return addresses }
-        let pending = lookup ?? NameLookup(host: host, port: port, resolver: resolver)
-        guard let outcome = pending.wait(until: deadline, clock: clock) else {
-            lookup = pending
+        var answer = takeAnswer()
+        if answer == nil {
+            let now = clock.now()
+            let age = timeout * Self.lookupAgeLimit
+            let pending: NameLookup
+            if let newest = lookups.last, now < newest.started + age {
+                pending = newest
+            } else if lookups.count < Self.maximumLookups {
+                pending = try NameLookup(host: host, port: port, started: now, resolver: resolver, spawn: spawn)
+                lookups.append(pending)
+            } else {
+                throw HTTPClientError(.timeout, message: "resolving \(PeerText.quoted(host)): \(lookups.count) lookups unanswered for over "
+                                      + "\(age.secondsDouble) s; no other started", systemError: ETIMEDOUT)
+            }
+            if pending.wait(until: deadline, clock: clock) != nil { answer = takeAnswer() }
+        }
+        guard let outcome = answer else {
             throw HTTPClientError(.timeout, message: "resolving \(PeerText.quoted(host)): no answer within \(timeout.secondsDouble) s",
                                   systemError: ETIMEDOUT)
         }
-        lookup = nil
         switch outcome {
         case .addresses(let addresses): return addresses
         case .failed(let code, let systemError):
             let reason = code == EAI_SYSTEM ? SystemError.text(systemError) : String(cString: gai_strerror(code))
             throw HTTPClientError(.connect, message: "cannot resolve \(PeerText.quoted(host)): \(reason)")
         }
+    }
+
+    /// The answer of the newest lookup that has one; every answered lookup leaves the list (its thread
+    /// has ended).
+    private func takeAnswer() -> NameLookup.Outcome? {
+        let answer = lookups.last(where: { $0.answer != nil })?.answer
+        lookups.removeAll { $0.answer != nil }
+        return answer
     }
 
     /// A connected non-blocking TCP socket to `address` (the caller owns it), or the coded failure.

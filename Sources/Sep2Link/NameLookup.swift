@@ -7,11 +7,12 @@ import Synchronization
 typealias SocketAddress = (family: Int32, storage: sockaddr_storage, length: socklen_t)
 
 /// A host name resolved within a deadline. `getaddrinfo` has no timeout of its own (a resolver that
-/// does not answer holds it for the resolver's retries, tens of seconds), so a name is looked up on a
-/// short-lived detached thread and the caller waits for it no longer than its deadline; an address
-/// literal is read at once (`AI_NUMERICHOST`) without a thread. A lookup that outlives its caller's
-/// deadline finishes on its own thread and the next connect takes its answer, so at most one such
-/// thread runs per client.
+/// does not answer holds it for the resolver's retries, tens of seconds; a hung NSS module for good),
+/// so a name is looked up on a short-lived detached thread and the caller waits for it no longer than
+/// its deadline; an address literal is read at once (`AI_NUMERICHOST`) without a thread. A lookup that
+/// outlives its caller's deadline finishes on its own thread and the next connect takes its answer;
+/// `HTTPSClient` abandons one that never answers and starts another, two at most. A thread that cannot
+/// be started is the caller's coded error: nothing is ever resolved on the caller's thread.
 ///
 /// `@unchecked Sendable`: the outcome is written once by the lookup's thread under a mutex; the
 /// caller reads it after the wake-up.
@@ -24,23 +25,38 @@ final class NameLookup: @unchecked Sendable {
 
     /// Resolves a host name, blocking (the system's `getaddrinfo`, or a test's).
     typealias Resolver = @Sendable (_ host: String, _ port: UInt16) -> Outcome
+    /// Starts `body` on a thread of its own: `pthread_create`'s result, 0 when it started (a test's
+    /// fails at will).
+    typealias Spawner = @Sendable (_ body: @escaping @Sendable () -> Void) -> Int32
 
     let host: String
     let port: UInt16
+    /// When it was started (the caller's monotonic clock).
+    let started: MonotonicInstant
     private let outcome = Mutex<Outcome?>(nil)
     private let done = Wakeup()
 
-    /// A lookup of `host`:`port` on its own thread with `resolver`, started at once.
-    init(host: String, port: UInt16, resolver: @escaping Resolver) {
+    /// A lookup of `host`:`port` on its own thread with `resolver`, started at once (`started`, the
+    /// caller's clock). Throws `SEP2_HTTP_CONNECT` when no thread can be started.
+    init(host: String, port: UInt16, started: MonotonicInstant, resolver: @escaping Resolver,
+         spawn: Spawner = NameLookup.detached) throws(HTTPClientError) {
         self.host = host
         self.port = port
+        self.started = started
         let body: @Sendable () -> Void = { [self] in
             let result = resolver(host, port)
             outcome.withLock { $0 = result }
             done.signal()
         }
-        Self.detach(body)
+        let created = spawn(body)
+        guard created == 0 else {
+            throw HTTPClientError(.connect, message: "resolving \(PeerText.quoted(host)): no thread for the lookup: \(SystemError.text(created))",
+                                  systemError: created)
+        }
     }
+
+    /// The outcome, nil while the lookup has not answered.
+    var answer: Outcome? { outcome.withLock { $0 } }
 
     /// The outcome, waiting for it until `deadline`; nil when the lookup has not answered by then.
     func wait(until deadline: MonotonicInstant, clock: any MonotonicClock) -> Outcome? {
@@ -82,7 +98,9 @@ final class NameLookup: @unchecked Sendable {
     }
 
     /// Runs `body` on a detached thread that blocks every signal (they stay the main thread's).
-    private static func detach(_ body: @escaping @Sendable () -> Void) {
+    static let detached: Spawner = { body in detach(body) }
+
+    private static func detach(_ body: @escaping @Sendable () -> Void) -> Int32 {
         final class Box {
             let body: @Sendable () -> Void
             init(_ body: @escaping @Sendable () -> Void) { self.body = body }
@@ -101,8 +119,8 @@ final class NameLookup: @unchecked Sendable {
         if created == 0 {
             pthread_detach(tid)
         } else {
-            // No thread: resolve here (bounded by the resolver's own timeouts only).
-            box.takeRetainedValue().body()
+            box.release()
         }
+        return created
     }
 }

@@ -1,3 +1,4 @@
+import BessSystem
 import ControlCore
 import Foundation
 import Glibc
@@ -189,6 +190,65 @@ struct HTTPSClientTests {
         failing.resolver = { _, _ in .failed(code: EAI_NONAME, systemError: 0) }
         let unknown = Self.code { () throws(HTTPClientError) in try failing.send(HTTPRequest(method: "GET", path: "/dcap")) }
         #expect(unknown?.0 == "SEP2_HTTP_CONNECT" && unknown?.1.contains("cannot resolve \"no.such.test\"") == true, "\(String(describing: unknown))")
+    }
+
+    /// A clock the test moves by hand whose waits end at once, unsignalled: every lookup still out
+    /// when its connect waits for it has not answered by the deadline.
+    final class SteppedClock: MonotonicClock {
+        let instant = Mutex(MonotonicInstant(nanoseconds: 1_000_000_000))
+        func now() -> MonotonicInstant { instant.withLock { $0 } }
+        func advance(_ step: Duration) { instant.withLock { $0 = $0 + step } }
+        func sleep(until deadline: MonotonicInstant) { instant.withLock { $0 = max($0, deadline) } }
+        func wait(for wakeup: Wakeup, until deadline: MonotonicInstant) -> Bool { false }
+        func poll(_ fds: UnsafeMutablePointer<pollfd>, count: Int, until deadline: MonotonicInstant) -> Int32 { 0 }
+    }
+
+    @Test("a lookup that never returns is abandoned after 4 × timeout_s: one more starts, never a third; a thread that cannot start is SEP2_HTTP_CONNECT, nothing resolved on the caller's thread")
+    func nameLookupAbandoned() throws {
+        let peer = try HTTPSPeer.shared.get()
+        let context = try TLSClientContext(certificateFile: peer.pki.path("client.pem"), privateKeyFile: peer.pki.path("client.key"),
+                                           caFile: peer.pki.path("ca.pem"))
+        let calls = Mutex(0), spawned = Mutex(0)
+        let hang = DispatchSemaphore(value: 0)
+        let clock = SteppedClock()
+        let client = HTTPSClient(host: "hung.test", port: 443, context: context, timeout: .seconds(1))
+        client.clock = clock
+        client.resolver = { _, _ in
+            calls.withLock { $0 += 1 }
+            hang.wait()  // a resolver that never returns (a hung NSS module) until the test ends
+            return .failed(code: EAI_AGAIN, systemError: 0)
+        }
+        client.spawn = { body in
+            spawned.withLock { $0 += 1 }
+            return NameLookup.detached(body)
+        }
+        defer {
+            for _ in 0..<4 { hang.signal() }
+            client.close()
+        }
+        func attempt() -> (String, String)? { Self.code { () throws(HTTPClientError) in try client.send(HTTPRequest(method: "GET", path: "/dcap")) } }
+        var started: [Int] = []
+        for step in [0, 3, 1.5, 1, 10, 100] as [Double] {
+            clock.advance(.seconds(fromDouble: step))
+            let failed = attempt()
+            #expect(failed?.0 == "SEP2_HTTP_TIMEOUT" && failed?.1.contains("resolving \"hung.test\"") == true, "\(String(describing: failed))")
+            started.append(spawned.withLock { $0 })
+        }
+        // Started at 0 s; abandoned past 4 s (at 4.5 s) for one replacement; then two are out: no third.
+        #expect(started == [1, 1, 2, 2, 2, 2], "\(started)")
+        #expect(waitFor { calls.withLock { $0 } == 2 }, "both lookups' threads ran the resolver")
+
+        let inline = Mutex(0)
+        let noThread = HTTPSClient(host: "nothread.test", port: 443, context: context, timeout: .seconds(1))
+        noThread.clock = clock
+        noThread.resolver = { _, _ in
+            inline.withLock { $0 += 1 }
+            return .failed(code: EAI_NONAME, systemError: 0)
+        }
+        noThread.spawn = { _ in EAGAIN }
+        let refused = Self.code { () throws(HTTPClientError) in try noThread.send(HTTPRequest(method: "GET", path: "/dcap")) }
+        #expect(refused?.0 == "SEP2_HTTP_CONNECT" && refused?.1.contains("resolving \"nothread.test\"") == true, "\(String(describing: refused))")
+        #expect(inline.withLock { $0 } == 0, "no lookup ran on the caller's thread")
     }
 
     @Test("a request that cannot be sent (a path with a line break, an unknown method) is refused before any byte goes")
