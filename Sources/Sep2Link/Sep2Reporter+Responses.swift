@@ -96,7 +96,9 @@ extension Sep2Reporter {
                 let previous = responses.seen[control.mRID]
                 responses.seen[control.mRID] = state
                 guard previous != state, previous != nil || state != .completed else { continue }
-                out += respond(to: control, .state(state), serverTime: serverTime)
+                out += respond(to: control, Self.droopOnly(control.base) && !settings.frequencyDroopEnabled
+                               ? .refused(.notApplicable, reason: "opModFreqDroop not applied: the configured droop is disabled")
+                               : .state(state), serverTime: serverTime)
             }
         }
         if responses.seen.count > present.count {
@@ -176,5 +178,13 @@ extension Sep2Reporter {
         lastError = (status.map { "HTTP \($0)" } ?? "no answer") + " to DERControlResponse at \(TextQuoting.quoted(request.path, limit: 64)); "
             + "sent again in \(delay) s"
         return false
+    }
+}
+
+extension Sep2Reporter {
+    /// True when `base` sets `opModFreqDroop` and nothing else bessd carries out: with the configured
+    /// droop disabled such a control is answered 252 (not applicable), never started.
+    static func droopOnly(_ base: DERControlBase) -> Bool {
+        base.sets(.freqDroop) && !ControlType.allCases.contains { $0 != .freqDroop && base.sets($0) }
     }
 }

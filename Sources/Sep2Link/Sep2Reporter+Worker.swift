@@ -20,6 +20,7 @@ extension Sep2ReporterSettings {
                                       unitEnergyWh: configuration.units.map { $0.capacityKWh * 1000 },
                                       rampPercentPerSecond: configuration.scheduleRampPercentPerSecond)
         self.init(lfdi: lfdi, pen: configuration.ieee2030_5?.pen ?? 0, csipaus: .v1_2, postSeconds: configuration.ieee2030_5?.postSeconds ?? 300, ratings: ratings)
+        frequencyDroopEnabled = configuration.grid.droop.enabled
     }
 }
 

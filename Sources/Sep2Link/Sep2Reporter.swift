@@ -15,6 +15,10 @@ public struct Sep2ReporterSettings: Sendable, Equatable {
     public var ratings: Sep2SiteRatings
     /// Within ±this DER power (W) the storage mode is holding.
     public var holdingDeadbandW: Double = 50
+    /// The configured droop is enabled (`droop_settings.enabled`): DERCapability and DERSettings claim
+    /// `opModFreqDroop` (bit 8) and a control that sets only it is answered as any other; false:
+    /// neither claimed, and such a control is answered 252 (not applicable), never started.
+    public var frequencyDroopEnabled = false
 
     /// Settings.
     public init(lfdi: String, pen: UInt32, csipaus: CSIPAUSVersion, postSeconds: UInt32, ratings: Sep2SiteRatings) {
@@ -159,10 +163,13 @@ extension Sep2Reporter {
     /// DERControlType bits the site carries out.
     static let modes: DERControlModes = [.charge, .discharge, .connect, .energize, .fixedW, .maxLimW, .targetW]
 
+    /// `modes`, with `opModFreqDroop` (bit 8) while the configured droop is enabled.
+    var modesCarriedOut: DERControlModes { settings.frequencyDroopEnabled ? Self.modes.union(.frequencyDroop) : Self.modes }
+
     /// `DERCapability` of the aggregated DER (Σ units).
     func capability() -> DERCapabilityReport {
         let r = settings.ratings
-        var c = DERCapabilityReport(modesSupported: Self.modes, type: .storage, ratedMaxW: r.maxDischargeW, doeModesSupported: .all)
+        var c = DERCapabilityReport(modesSupported: modesCarriedOut, type: .storage, ratedMaxW: r.maxDischargeW, doeModesSupported: .all)
         c.ratedMaxWh = r.energyWh > 0 ? r.energyWh : nil
         c.ratedMaxChargeW = r.maxChargeW
         c.ratedMaxDischargeW = r.maxDischargeW
@@ -179,7 +186,7 @@ extension Sep2Reporter {
         d.setMaxChargeW = r.maxChargeW
         d.setMaxDischargeW = r.maxDischargeW
         d.setMaxWh = r.energyWh > 0 ? r.energyWh : nil
-        d.modesEnabled = Self.modes
+        d.modesEnabled = modesCarriedOut
         d.doeModesEnabled = .all
         d.vppModesEnabled = .storageTarget
         return d

@@ -33,7 +33,7 @@ struct ReportPeerTests {
             cases.append(Case(name: "response-\(status.rawValue)", root: "DERControlResponse", xml: try report.xml(),
                               expected: ["createdDateTime": 1_760_000_123, "endDeviceLFDI": lfdi, "status": Int(status.rawValue), "subject": "A1B2C3D4E5F60718"]))
         }
-        var capability = DERCapabilityReport(modesSupported: [.charge, .discharge, .connect, .energize, .fixedW, .maxLimW, .targetW],
+        var capability = DERCapabilityReport(modesSupported: [.charge, .discharge, .connect, .energize, .fixedW, .frequencyDroop, .maxLimW, .targetW],
                                              type: .storage, ratedMaxW: 123_456, doeModesSupported: .all)
         capability.ratedMaxChargeW = 50_000
         capability.ratedMaxDischargeW = 60_000
@@ -45,19 +45,19 @@ struct ReportPeerTests {
         settings.setMaxChargeW = 45_000
         settings.setMaxDischargeW = 55_000
         settings.setMaxWh = 200_000
-        settings.modesEnabled = [.charge, .discharge, .energize]
+        settings.modesEnabled = [.charge, .discharge, .energize, .frequencyDroop]
         settings.doeModesEnabled = [.exportLimit, .importLimit, .loadLimit]
         settings.vppModesEnabled = .storageTarget
         for version in CSIPAUSVersion.allCases {
             let v13 = version == .v1_3
             cases.append(Case(name: "capability-\(version)", root: "DERCapability", csipaus: version, xml: try capability.xml(csipaus: version), expected: [
-                "href": "/edev/1/der/1/dercap", "modesSupported": "0050008F", "type_": 80, "rtgMaxW": power(12346, 1),
+                "href": "/edev/1/der/1/dercap", "modesSupported": "0050018F", "type_": 80, "rtgMaxW": power(12346, 1),
                 "rtgMaxChargeRateW": power(5000, 1), "rtgMaxDischargeRateW": power(6000, 1), "rtgMaxWh": power(21500, 1),
                 "rtgMaxVA": power(12500, 1), "doeModesSupported": "0F", "vppModesSupported": v13 ? "01" : NSNull(),
             ]))
             cases.append(Case(name: "settings-\(version)", root: "DERSettings", csipaus: version, xml: try settings.xml(csipaus: version), expected: [
                 "setMaxW": power(10000, 1), "setGradW": 27, "setMaxChargeRateW": power(4500, 1), "setMaxDischargeRateW": power(5500, 1),
-                "setMaxWh": power(20000, 1), "modesEnabled": "0000000B", "doeModesEnabled": "0B", "vppModesEnabled": v13 ? "01" : NSNull(),
+                "setMaxWh": power(20000, 1), "modesEnabled": "0000010B", "doeModesEnabled": "0B", "vppModesEnabled": v13 ? "01" : NSNull(),
                 "updatedTime": 1_760_000_200,
             ]))
         }
