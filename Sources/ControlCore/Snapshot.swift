@@ -205,10 +205,14 @@ public struct InverterReading: Sendable, Equatable {
     public var reactivePower: Double?
     /// AC voltage at the inverter's terminals, V (line to neutral, the phases' average), if it reports one.
     public var voltage: Double?
+    /// True while the inverter is connected to the grid, false while its contactor is open (SunSpec
+    /// 701 `ConnSt`, 101–103 `St` OFF); nil when it does not say.
+    public var connected: Bool?
     public init(
         activePower: Watts, ratedPower: Watts? = nil, faulted: Bool = false, faultBits: UInt32 = 0,
-        frequency: Hertz? = nil, reactivePower: Double? = nil, voltage: Double? = nil
+        frequency: Hertz? = nil, reactivePower: Double? = nil, voltage: Double? = nil, connected: Bool? = nil
     ) {
+        self.connected = connected
         self.activePower = activePower
         self.ratedPower = ratedPower
         self.faulted = faulted

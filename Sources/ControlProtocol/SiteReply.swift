@@ -328,6 +328,9 @@ public struct ShortfallReply: Codable, Sendable, Equatable, JSONWritable {
 public struct SiteUnitReply: Codable, Sendable, Equatable, JSONWritable {
     public var allowedChargeW: Double?
     public var allowedDischargeW: Double?
+    /// The unit's contactor when not simply closed: `opening`, `open`, or `cannot_open` (asked to open
+    /// by the utility, but the inverter has no SunSpec model 123: held at zero); nil (left out) when closed.
+    public var contactor: String?
     public var id: String
     public var pooled: Bool
     public var powerW: Double?
@@ -337,8 +340,9 @@ public struct SiteUnitReply: Codable, Sendable, Equatable, JSONWritable {
     public var socPercent: Double?
 
     public init(id: String, share: String, pooled: Bool, setpointW: Double?, powerW: Double?, socPercent: Double?,
-                allowedChargeW: Double?, allowedDischargeW: Double?) {
+                allowedChargeW: Double?, allowedDischargeW: Double?, contactor: String? = nil) {
         self.id = id
+        self.contactor = contactor
         self.share = share
         self.pooled = pooled
         self.setpointW = setpointW
@@ -349,7 +353,7 @@ public struct SiteUnitReply: Codable, Sendable, Equatable, JSONWritable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, pooled, share
+        case contactor, id, pooled, share
         case allowedChargeW = "allowed_charge_w", allowedDischargeW = "allowed_discharge_w", powerW = "power_w"
         case setpointW = "setpoint_w", socPercent = "soc_percent"
     }
@@ -358,6 +362,7 @@ public struct SiteUnitReply: Codable, Sendable, Equatable, JSONWritable {
         json.beginObject()
         json.field(CodingKeys.allowedChargeW, allowedChargeW)
         json.field(CodingKeys.allowedDischargeW, allowedDischargeW)
+        if let contactor { json.field(CodingKeys.contactor, contactor) }
         json.field(CodingKeys.id, id)
         json.field(CodingKeys.pooled, pooled)
         json.field(CodingKeys.powerW, powerW)

@@ -264,8 +264,13 @@ public final class BusPoller: @unchecked Sendable {
             let endpoint = endpoints[i]
             for d in endpoint.devices.indices {
                 do throws(DeviceError) {
-                    guard let plan = try sessions[i].plan(d, decided: endpoint.devices[d].slot.setpoint, stalled: stalled,
-                                                          revert: endpoint.revert, now: now) else { continue }
+                    let planned = try sessions[i].plan(d, decided: endpoint.devices[d].slot.setpoint, stalled: stalled,
+                                                       revert: endpoint.revert, now: now, slot: endpoint.devices[d].slot)
+                    if sessions[i].devices[d].contactorNotice {
+                        sessions[i].devices[d].contactorNotice = false
+                        EndpointWorker.cannotOpen(endpoint.devices[d], on: endpoint.endpoint, log)
+                    }
+                    guard let plan = planned else { continue }
                     for (k, w) in plan.writes.enumerated() {
                         lanes[i].queue.insert(.write(device: d, address: w.address, values: w.values,
                                                      last: k == plan.writes.count - 1 ? (plan.setpoint, plan.rearm) : nil), at: at)

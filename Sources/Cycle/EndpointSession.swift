@@ -36,15 +36,51 @@ struct EndpointSession: ~Copyable, @unchecked Sendable {
 
     /// What device `index` needs written this round for the cycle's `decided` setpoint (nil:
     /// nothing), by `WritePlanner`'s rule; the plan's plain writes are kept until `written`.
+    /// With `slot`, the contactor's write (`ContactorPlanner`) follows the setpoint's in the same plan.
     mutating func plan(_ index: Int, decided: Watts, stalled: Bool, revert: Duration,
-                       now: MonotonicInstant) throws(DeviceError) -> WritePlan? {
+                       now: MonotonicInstant, slot: DeviceSlot? = nil) throws(DeviceError) -> WritePlan? {
         let setpoint = WritePlanner.setpoint(decided: decided, stalled: stalled, valueFault: devices[index].valueFault)
         guard let device = devices[index].device else { return nil }
-        guard let plan = try WritePlanner.plan(device, setpoint: setpoint, lastWritten: devices[index].lastWritten,
-                                               lastPlain: devices[index].lastPlain, lastArmedAt: devices[index].lastArmedAt,
-                                               revert: revert, now: now) else { return nil }
-        devices[index].plannedPlain = plan.plain
+        devices[index].plannedConn = nil
+        var plan = try WritePlanner.plan(device, setpoint: setpoint, lastWritten: devices[index].lastWritten,
+                                         lastPlain: devices[index].lastPlain, lastArmedAt: devices[index].lastArmedAt,
+                                         revert: revert, now: now)
+        if let plan { devices[index].plannedPlain = plan.plain }
+        if let slot { contactor(index, device, slot: slot, revert: revert, now: now, plan: &plan) }
         return plan
+    }
+
+    /// Adds to `plan` the contactor's write device `index` needs, and publishes its state to `slot`.
+    private mutating func contactor(_ index: Int, _ device: borrowing ModbusDevice, slot: DeviceSlot, revert: Duration,
+                                    now: MonotonicInstant, plan: inout WritePlan?) {
+        let wantOpen = !slot.wantsConnect, canOpen = device.canOpen
+        let state = ContactorPlanner.state(wantOpen: wantOpen, canOpen: canOpen, conn: devices[index].conn)
+        if state != devices[index].contactor {
+            devices[index].contactor = state
+            slot.publish(contactor: state)
+        }
+        if !wantOpen { devices[index].cannotOpenSaid = false }
+        let step = ContactorPlanner.step(wantOpen: wantOpen, canOpen: canOpen, conn: devices[index].conn,
+                                         armedAt: devices[index].connArmedAt, zeroSince: devices[index].zeroSince,
+                                         reading: slot.reading, revert: revert, now: now)
+        switch step {
+        case .none: return
+        case .cannotOpen:
+            if !devices[index].cannotOpenSaid {
+                devices[index].cannotOpenSaid = true
+                devices[index].contactorNotice = true
+            }
+        case .open, .close:
+            guard let write = device.connectionWrite(connect: step == .close, revert: revert) else { return }
+            if plan == nil {
+                // Only the contactor this round: the setpoint on the wire stays as it was.
+                let last = devices[index].lastPlain ?? []
+                plan = WritePlan(setpoint: devices[index].lastWritten ?? .zero, rearm: false, writes: [], plain: last)
+                devices[index].plannedPlain = devices[index].lastPlain
+            }
+            plan?.writes.append(write)
+            devices[index].plannedConn = step == .open ? SunSpec.Controls.disconnect : SunSpec.Controls.connect
+        }
     }
 
     /// Records that device `index`'s planned writes all went through.
@@ -53,6 +89,15 @@ struct EndpointSession: ~Copyable, @unchecked Sendable {
         devices[index].lastPlain = devices[index].plannedPlain.take()  // moved, not copied
         devices[index].refusalLogged = false
         if rearm { devices[index].lastArmedAt = now }
+        if setpoint == .zero {
+            if devices[index].zeroSince == nil { devices[index].zeroSince = now }
+        } else {
+            devices[index].zeroSince = nil
+        }
+        if let conn = devices[index].plannedConn.take() {
+            devices[index].conn = conn
+            if conn == SunSpec.Controls.disconnect { devices[index].connArmedAt = now }
+        }
     }
 
     /// Publishes the connection's request and connect counts to `counters` (one short lock, only
@@ -98,6 +143,17 @@ struct DeviceState {
     var logged = false
     /// A refused setpoint was logged (once until a setpoint is accepted).
     var refusalLogged = false
+    /// The contactor (`ContactorPlanner`): the `Conn` last acknowledged (kept across a rediscovery,
+    /// so an open unit is closed again once the request ends), when an open was last armed, since
+    /// when 0 W has been on the wire, the `Conn` of the writes in flight, and the state published.
+    var conn: UInt16?
+    var connArmedAt = MonotonicInstant.zero
+    var zeroSince: MonotonicInstant?
+    var plannedConn: UInt16?
+    var contactor = ContactorState.closed
+    /// "Cannot open" was said for the request in force; `contactorNotice`: it is to be said now.
+    var cannotOpenSaid = false
+    var contactorNotice = false
 }
 
 /// The one connection to an endpoint, shared by every unit id on it (part of the session).

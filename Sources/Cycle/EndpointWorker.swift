@@ -14,6 +14,9 @@ public final class DeviceSlot: Sendable {
         var lastError: String?
         var roundTrip: Duration = .zero
         var errors: UInt64 = 0
+        /// The cycle's request: false while the utility asks the site disconnected (open the contactor).
+        var connect = true
+        var contactor = ContactorState.closed
     }
     private let state = PILock(State())
 
@@ -35,6 +38,14 @@ public final class DeviceSlot: Sendable {
 
     /// Hands the worker a new setpoint (the cycle's side).
     public func setSetpoint(_ power: Watts) { state.withLock { $0.setpoint = power } }
+
+    /// Asks the worker to open (`connect` false) or close the unit's contactor (the cycle's side:
+    /// one lock, no allocation). The worker opens it once the unit is at zero (`ContactorPlanner`).
+    public func setConnect(_ connect: Bool) { state.withLock { $0.connect = connect } }
+    /// The unit's contactor as the worker drives it.
+    public var contactor: ContactorState { state.withLock { $0.contactor } }
+    var wantsConnect: Bool { state.withLock { $0.connect } }
+    func publish(contactor: ContactorState) { state.withLock { $0.contactor = contactor } }
 
     func publish(_ reading: Timestamped<InverterReading>, roundTrip: Duration) {
         state.withLock {
@@ -461,8 +472,10 @@ public final class EndpointWorker: @unchecked Sendable {
         var unit = connection.unit(device.unitID)
         do throws(DeviceError) {
             do throws(DeviceError) {
-                guard let plan = try session.plan(index, decided: decided, stalled: stalled, revert: revert,
-                                                  now: clock.now()) else { return }
+                let planned = try session.plan(index, decided: decided, stalled: stalled, revert: revert, now: clock.now(),
+                                               slot: device.slot)
+                if session.devices[index].contactorNotice { cannotOpen(index, &session) }
+                guard let plan = planned else { return }
                 for write in plan.writes { try unit.writeRegisters(at: write.address, write.values) }
                 session.written(index, setpoint: plan.setpoint, rearm: plan.rearm, at: clock.now())
             } catch where Failure(error.kind) == .value && setpoint != .zero {
@@ -479,6 +492,18 @@ public final class EndpointWorker: @unchecked Sendable {
         } catch {
             failed(index, error, &session)
         }
+    }
+
+    /// Says once, coded, that unit `index` was asked to open but cannot be (no SunSpec model 123).
+    func cannotOpen(_ index: Int, _ session: inout EndpointSession) {
+        session.devices[index].contactorNotice = false
+        Self.cannotOpen(devices[index], on: endpoint, log)
+    }
+
+    static func cannotOpen(_ device: Device, on endpoint: ModbusEndpoint, _ log: (DeviceNotice) -> Void) {
+        log(DeviceNotice("unit id \(device.unitID) on \(endpoint): cannot open: the inverter has no SunSpec model 123 (Conn); "
+                         + "held at 0 W while the utility asks the site disconnected", severity: .warning,
+                         code: "CONTACTOR_UNAVAILABLE", units: [device.name]))
     }
 
     private func failed(_ index: Int, _ error: DeviceError, _ session: inout EndpointSession) {
@@ -509,6 +534,7 @@ public final class EndpointWorker: @unchecked Sendable {
             // connection and the other units on it carry on.
             session.devices[index].device = nil
             session.devices[index].lastWritten = nil
+            session.devices[index].zeroSince = nil
             session.devices[index].valueFault = false
             session.devices[index].backoffUntil = clock.now() + session.devices[index].backoff.next()
         }
@@ -531,6 +557,7 @@ public final class EndpointWorker: @unchecked Sendable {
             devices[index].slot.fail("\(error.code)")
             session.devices[index].device = nil
             session.devices[index].lastWritten = nil
+            session.devices[index].zeroSince = nil
             session.devices[index].valueFault = false
             session.devices[index].backoffUntil = .zero
             session.devices[index].backoff.reset()

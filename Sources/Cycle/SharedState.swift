@@ -106,6 +106,9 @@ public struct UnitStatus: Sendable, Equatable {
     public var dischargeCurrentLimit: Double = .nan
     public var bmsOnline = false
     public var inverterOnline = false
+    /// The unit's contactor: as bessd drives it (SunSpec 123 `Conn`), `open` whenever the inverter
+    /// reports itself disconnected.
+    public var contactor = ContactorState.closed
     /// The inverter's reactive power, var (+ as `power`: supplied), and AC voltage, V; NaN while
     /// its reading is stale or when it does not measure them.
     public var reactivePower: Double = .nan

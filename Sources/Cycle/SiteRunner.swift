@@ -23,6 +23,11 @@ public protocol SiteIO: AnyObject {
     func sample(now: MonotonicInstant, into inputs: inout [UnitInputs]) -> Timestamped<Hertz>?
     /// Hands unit `unit`'s setpoint to its inverter.
     func command(unit: Int, setpoint: Watts)
+    /// Asks unit `unit`'s contactor open (`connect` false) or closed; the bus worker opens it once
+    /// the unit is at zero (`ContactorPlanner`). Must not wait on I/O or allocate.
+    func connect(unit: Int, _ connect: Bool)
+    /// Unit `unit`'s contactor as bessd drives it (one lock for a copy, no allocation).
+    func contactor(unit: Int) -> ContactorState
     /// Every unit has its setpoint: real workers write now.
     func commandsIssued()
     /// Takes reloaded settings (devices unchanged; control settings and interlocks may change).
@@ -44,6 +49,10 @@ public protocol SiteIO: AnyObject {
 }
 
 extension SiteIO {
+    /// A site whose units have no contactor bessd drives.
+    public func connect(unit: Int, _ connect: Bool) {}
+    public func contactor(unit: Int) -> ContactorState { .closed }
+
     /// A site without a meter.
     public func sampleMeter(now: MonotonicInstant) -> Timestamped<MeterReading>? { nil }
     public var meterSlot: DeviceSlot? { nil }
@@ -173,6 +182,10 @@ public final class HardwareSite: SiteIO {
     public func command(unit: Int, setpoint: Watts) {
         inverterSlots[unit]?.setSetpoint(setpoint)
     }
+
+    public func connect(unit: Int, _ connect: Bool) { inverterSlots[unit]?.setConnect(connect) }
+
+    public func contactor(unit: Int) -> ContactorState { inverterSlots[unit]?.contactor ?? .closed }
 
     /// Each CAN BMS judged by its unit's critical thresholds (after a reload, the new ones).
     func setWatches(_ settings: CycleSettings) {
@@ -322,7 +335,13 @@ public final class SiteRunner {
             if let limits = slot.read() { controller.utilityLimits = limits } else if !slot.published { controller.utilityLimits = nil }
         }
         controller.step(frequency: frequency, inputs: inputs, now: now, wallClock: wallClock, meter: meter, rocof: rocof)
-        for i in inputs.indices { io.command(unit: i, setpoint: controller.decision(unit: i).setpoint) }
+        // opModConnect / opModEnergize false: the units are at zero; their contactors open where
+        // they can (the bus workers, ContactorPlanner) and close when the control ends.
+        let connect = !controller.siteDecision.utility.disconnected
+        for i in inputs.indices {
+            io.command(unit: i, setpoint: controller.decision(unit: i).setpoint)
+            io.connect(unit: i, connect)
+        }
         io.commandsIssued()
     }
 
@@ -453,6 +472,11 @@ public final class SiteRunner {
         status.bmsOnline = measurements != nil
         let inverter = inputs[i].inverter.fresh(at: now, maxAge: controller.units[i].settings.inverterStaleAfter)
         status.inverterOnline = inverter != nil
+        // As bessd drives it, corrected by what the inverter says (701 ConnSt, 101–103 St): open is open.
+        status.contactor = io.contactor(unit: i)
+        if let connected = inverter?.connected {
+            if !connected { status.contactor = .open } else if status.contactor == .open { status.contactor = .opening }
+        }
         status.reactivePower = inverter?.reactivePower ?? .nan
         status.acVoltage = inverter?.voltage ?? .nan
     }

@@ -25,6 +25,13 @@ public struct SunSpecPlantLink: Sendable {
 
     private func applyWrites(_ unit: inout SimulatedUnit, image: SunSpecImage, written: Set<Int>,
                              profile: SunSpecDeviceProfile) {
+        // Model 123 `Conn`: 0 opens the contactor, armed with `Conn_RvrtTms` (0: no revert), 1 closes it.
+        if let model = image.model(SunSpec.Controls.id),
+           written.contains(where: { ((model.address + SunSpec.Controls.connRvrtTms)...(model.address + SunSpec.Controls.conn)).contains($0) }) {
+            let revert = image[SunSpec.Controls.id, SunSpec.Controls.connRvrtTms]
+            unit.inverter.setConnected(image[SunSpec.Controls.id, SunSpec.Controls.conn] != SunSpec.Controls.disconnect,
+                                       revert: revert > 0 ? .seconds(Int64(revert)) : nil)
+        }
         if profile.controlModel == SunSpec.ACControls.id {
             typealias C = SunSpec.ACControls
             guard let model = image.model(C.id) else { return }
@@ -83,13 +90,19 @@ public struct SunSpecPlantLink: Sendable {
             // No measurement: SunSpec's "not implemented" value.
             image.set32(M.id, M.hz, frequencyHz.isFinite ? UInt32(clamping: Int((frequencyHz * 1000).rounded())) : 0xFFFF_FFFF)
             image[M.id, M.inverterState] = unit.inverter.faulted ? M.inverterStateFault : 3
+            image[M.id, M.connectionState] = unit.inverter.connected ? M.connected : M.disconnected
         } else {
             let id = profile.measurementModel
             image[id, SunSpec.Inverter.w] = UInt16(bitPattern: w)
             image[id, SunSpec.Inverter.vAr] = UInt16(bitPattern: reactive)
             image[id, SunSpec.Inverter.phVphA] = volts
             image[id, SunSpec.Inverter.hz] = frequencyHz.isFinite ? UInt16(clamping: Int((frequencyHz * 100).rounded())) : 0xFFFF
-            image[id, SunSpec.Inverter.state] = unit.inverter.faulted ? SunSpec.Inverter.stateFault : 4
+            image[id, SunSpec.Inverter.state] = unit.inverter.faulted ? SunSpec.Inverter.stateFault
+                : unit.inverter.connected ? 4 : SunSpec.Inverter.stateOff
+        }
+        // `Conn` as the inverter holds it now (1 again once its revert timer has run out).
+        if image.model(SunSpec.Controls.id) != nil {
+            image[SunSpec.Controls.id, SunSpec.Controls.conn] = unit.inverter.connected ? SunSpec.Controls.connect : SunSpec.Controls.disconnect
         }
         // Whole seconds left on the revert timer, rounded up; 0 with no timer or no setpoint yet.
         var remaining: UInt32 = 0

@@ -18,9 +18,12 @@ public struct SunSpecDeviceProfile: Sendable, Equatable {
     /// A meter (201–204) instead of an inverter: the image is common model 1 and this model only,
     /// and `ratingW` is the largest power it must show.
     public var meterModel: UInt16?
+    /// Serves model 123 (Immediate controls, `Conn`); false: an inverter bessd cannot open.
+    public var immediateControls = true
 
     public init(measurementModel: UInt16 = 103, controlModel: UInt16 = 704, ratingW: Double,
-                maxChargeRateW: Double? = nil, meterModel: UInt16? = nil) {
+                maxChargeRateW: Double? = nil, meterModel: UInt16? = nil, immediateControls: Bool = true) {
+        self.immediateControls = immediateControls
         self.measurementModel = measurementModel
         self.controlModel = controlModel
         self.ratingW = ratingW
@@ -58,7 +61,7 @@ public struct SunSpecImage: Sendable {
             fillMeterStatics(meter)
             return
         }
-        let lengths: [(UInt16, UInt16)] = [
+        var lengths: [(UInt16, UInt16)] = [
             (SunSpec.Common.id, SunSpec.Common.length),
             (profile.measurementModel, profile.measurementModel == SunSpec.Measurement.id
                 ? SunSpec.Measurement.length : SunSpec.Inverter.length),
@@ -67,6 +70,7 @@ public struct SunSpecImage: Sendable {
             (profile.controlModel, profile.controlModel == SunSpec.ACControls.id
                 ? SunSpec.ACControls.length : SunSpec.Storage.length),
         ]
+        if !profile.immediateControls { lengths.remove(at: 4) }
         for (id, length) in lengths {
             models.append(SunSpecModelLocation(id: id, length: length, address: Self.base + words.count))
             words += [id, length] + [UInt16](repeating: 0, count: Int(length))
@@ -171,9 +175,11 @@ public struct SunSpecImage: Sendable {
         self[SunSpec.Nameplate.id, SunSpec.Nameplate.wRtgSF] = sfWord(wSF)
         self[SunSpec.Settings.id, SunSpec.Settings.wMax] = self[SunSpec.Nameplate.id, SunSpec.Nameplate.wRtg]
         self[SunSpec.Settings.id, SunSpec.Settings.wMaxSF] = sfWord(wSF)
-        self[SunSpec.Controls.id, SunSpec.Controls.conn] = 1
-        self[SunSpec.Controls.id, SunSpec.Controls.wMaxLimPct] = 100
-        self[SunSpec.Controls.id, SunSpec.Controls.wMaxLimPctSF] = 0
+        if profile.immediateControls {
+            self[SunSpec.Controls.id, SunSpec.Controls.conn] = 1
+            self[SunSpec.Controls.id, SunSpec.Controls.wMaxLimPct] = 100
+            self[SunSpec.Controls.id, SunSpec.Controls.wMaxLimPctSF] = 0
+        }
         if profile.controlModel == SunSpec.ACControls.id {
             typealias C = SunSpec.ACControls
             self[C.id, C.wSetMod] = C.modeWatts

@@ -192,12 +192,13 @@ extension Sep2Reporter {
         return d
     }
 
-    /// `DERStatus`: connect bits (connected, available, operating, cleared as `opModConnect` and
-    /// `opModEnergize` ask), operational mode, inverter status, SOC, storage mode, alarms from the trips.
+    /// `DERStatus`: connect bits (connected as the units' contactors are; available and operating
+    /// cleared as `opModConnect` and `opModEnergize` ask), operational mode, inverter status, SOC, storage mode, alarms from the trips.
     /// Each value's `dateTime` is when it last changed (`since`, kept across documents).
     func statusReport(_ s: Sep2SiteSample, serverTime t: Int64, since status: inout StatusSince) -> DERStatusReport {
         var connect: ConnectStatus = []
-        if s.connectAllowed && s.connected { connect.insert(.connected) }
+        // Bit 0 is the real state: a unit bessd cannot open stays connected under opModConnect false.
+        if s.connected { connect.insert(.connected) }
         if s.connectAllowed && s.available { connect.insert(.available) }
         if s.connectAllowed && s.energizeAllowed && s.available { connect.insert(.operating) }
         if s.faulted { connect.insert(.fault) }

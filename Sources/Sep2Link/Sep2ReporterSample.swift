@@ -53,7 +53,8 @@ public struct Sep2SiteSample: Sendable, Equatable {
     public var availableDischargeW: Double = 0
     public var availableChargeW: Double = 0
     /// Some unit's contactors are (or may be) closed: its inverter answers, and it is not starting
-    /// and not faulted. A unit whose inverter is silent (switched off, or its supply lost) is off.
+    /// and not faulted, nor opened or being opened (`ContactorState.closed`). A unit whose inverter is
+    /// silent (switched off, or its supply lost) is off.
     public var connected = false
     /// Some unit runs with nothing stopping it (running or limited, not in standby, its inverter answering).
     public var available = false
@@ -102,9 +103,9 @@ public struct Sep2SiteSample: Sendable, Equatable {
             case .starting: break
             case .faulted: faulted = true
             case .running, .limited:
-                connected = connected || unit.inverterOnline
-                available = available || (unit.inverterOnline && unit.mode == .auto)
-            case .tripped, .standby: connected = connected || unit.inverterOnline
+                connected = connected || (unit.inverterOnline && unit.contactor.closed)
+                available = available || (unit.inverterOnline && unit.contactor.closed && unit.mode == .auto)
+            case .tripped, .standby: connected = connected || (unit.inverterOnline && unit.contactor.closed)
             }
             standby = standby && (unit.state == .standby || unit.mode == .standby)
         }

@@ -146,7 +146,8 @@ extension Daemon {
         for (i, unit) in configuration.units.enumerated() where i < units.count {
             let u = units[i]
             list.append(SiteUnitReply(id: unit.id, share: "\(u.share)", pooled: u.pooled, setpointW: u.setpoint, powerW: u.power,
-                                      socPercent: u.soc, allowedChargeW: u.allowedCharge, allowedDischargeW: u.allowedDischarge))
+                                      socPercent: u.soc, allowedChargeW: u.allowedCharge, allowedDischargeW: u.allowedDischarge,
+                                      contactor: u.contactor == .closed ? nil : "\(u.contactor)"))
         }
         let meter = c.meter.map {
             MeterReply(configured: true, stale: site.meterStale, protocol: $0.protocolName.rawValue,

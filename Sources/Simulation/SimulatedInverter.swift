@@ -20,6 +20,12 @@ public struct SimulatedInverter: Sendable {
     public private(set) var sinceSetpoint: Duration?
     /// A fault the simulator was told to show.
     public var faulted = false
+    /// False while the contactor is open (SunSpec 123 `Conn` = 0): no power flows.
+    public private(set) var connected = true
+    /// The open's revert timer (`Conn_RvrtTms`): once it runs out the inverter connects again (nil: never).
+    public private(set) var connectRevert: Duration?
+    /// Time since the contactor was last commanded.
+    public private(set) var sinceConnectCommand: Duration = .zero
 
     public init(ratingW: Double, revertTimeout: Duration? = .seconds(10)) {
         self.ratingW = ratingW
@@ -33,6 +39,13 @@ public struct SimulatedInverter: Sendable {
         reverted = false
     }
 
+    /// Opens (`connected` false, armed with `revert`) or closes the contactor.
+    public mutating func setConnected(_ value: Bool, revert: Duration? = nil) {
+        connected = value
+        connectRevert = value ? nil : revert
+        sinceConnectCommand = .zero
+    }
+
     /// Advances by `interval`; the DC power drawn from the battery is returned (+ = discharge).
     /// `chargeLimitW`/`dischargeLimitW` are what the battery can take or give right now.
     public mutating func step(by interval: Duration, chargeLimitW: Double, dischargeLimitW: Double) -> Double {
@@ -43,6 +56,13 @@ public struct SimulatedInverter: Sendable {
                 reverted = true
                 setpointW = 0
             }
+        }
+        sinceConnectCommand += interval
+        if !connected, let connectRevert, sinceConnectCommand > connectRevert { connected = true }
+        if !connected {
+            // The contactor is open: nothing flows.
+            powerW = 0
+            return 0
         }
         let target = faulted ? 0 : min(max(setpointW, -max(0, chargeLimitW)), max(0, dischargeLimitW))
         let alpha = response > .zero ? min(1, interval / response) : 1

@@ -104,6 +104,21 @@ public final class SimulatedSite: SiteIO, ConfiguredSite {
         }
     }
 
+    public func connect(unit: Int, _ connect: Bool) {
+        if hardware.inverterSlots[unit] != nil {
+            hardware.connect(unit: unit, connect)
+        } else if connect != units[unit].inverter.connected {
+            // A simulated unit opens as a real one is opened (ContactorPlanner): once its power is
+            // down to 50 W or 1 % of its rating; it closes at once. No revert timer: bessd is its plant.
+            let inverter = units[unit].inverter
+            if connect || abs(inverter.powerW) <= max(50, 0.01 * inverter.ratingW) { units[unit].inverter.setConnected(connect) }
+        }
+    }
+
+    public func contactor(unit: Int) -> ContactorState {
+        hardware.inverterSlots[unit] != nil ? hardware.contactor(unit: unit) : units[unit].inverter.connected ? .closed : .open
+    }
+
     public func commandsIssued() { hardware.commandsIssued() }
 
     /// The connection point: load − PV − the batteries' power (simulated inverters' own, real ones'

@@ -126,7 +126,8 @@ public struct SimulatedUnit: Sendable {
     public func inverterReading(at now: MonotonicInstant, frequency: Double?, gridVoltage: Double? = nil) -> InverterReading {
         InverterReading(activePower: Watts(inverter.powerW), ratedPower: Watts(inverter.ratingW),
                         faulted: inverter.faulted, faultBits: inverter.faulted ? 1 : 0, frequency: frequency.map(Hertz.init),
-                        reactivePower: 0, voltage: gridVoltage.map { $0 * (1 + 0.005 * inverter.powerW / max(1, inverter.ratingW)) })
+                        reactivePower: 0, voltage: gridVoltage.map { $0 * (1 + 0.005 * inverter.powerW / max(1, inverter.ratingW)) },
+                        connected: inverter.connected)
     }
 }
 

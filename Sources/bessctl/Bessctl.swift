@@ -355,7 +355,7 @@ struct Site: ParsableCommand {
         if let reserve = site.responseReserve { print("reserve   \(Self.reserveLine(reserve))") }
         for line in Status.gridOperatorLines(site.gridOperator) { print("operator  \(line)") }
         if let line = site.agc.flatMap(Status.agcLine) { print("agc       \(line)") }
-        if let utility = site.utility { print("utility   \(Self.utilityLine(utility))") }
+        if let utility = site.utility { print("utility   \(Self.utilityLine(utility, units: site.units))") }
         print("decision  asked \(number(decision.requestedW, scale: 1000)) kW + application \(number(decision.applicationW, scale: 1000)) kW"
               + " → pool \(number(decision.poolW, scale: 1000)) kW, held \(number(decision.heldW, scale: 1000)) kW, "
               + "delivered \(number(decision.deliveredW, scale: 1000)) kW")
@@ -374,8 +374,17 @@ struct Site: ParsableCommand {
 
 extension Site {
     /// `export 50.0 kW, import -- kW, discharge ≤ 30.0 kW, charge ≤ -- kW, request -- kW; generation binding`
-    static func utilityLine(_ u: UtilityReply) -> String {
-        if u.disconnected { return "disconnected (opModConnect/opModEnergize false): every unit at zero; bessd opens no contactor" }
+    static func utilityLine(_ u: UtilityReply, units: [SiteUnitReply] = []) -> String {
+        if u.disconnected {
+            // Each unit's contactor: opened where its inverter has SunSpec model 123 (Conn), else at zero only.
+            var line = "disconnected (opModConnect/opModEnergize false): every unit at zero"
+            for state in ["opening", "open", "cannot_open"] {
+                let ids = units.filter { $0.contactor == state }.map(\.id)
+                if !ids.isEmpty { line += "; \(state.replacingOccurrences(of: "_", with: " ")): \(ids.joined(separator: ", "))" }
+            }
+            if units.contains(where: { $0.contactor == "cannot_open" }) { line += " (CONTACTOR_UNAVAILABLE: no SunSpec model 123)" }
+            return line
+        }
         var line = "export \(number(u.exportLimitW, scale: 1000)) kW, import \(number(u.importLimitW, scale: 1000)) kW, "
             + "discharge ≤ \(number(u.dischargeCapW, scale: 1000)) kW, charge ≤ \(number(u.chargeCapW, scale: 1000)) kW, "
             + "request \(number(u.requestW, scale: 1000)) kW"

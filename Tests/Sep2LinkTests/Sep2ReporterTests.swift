@@ -404,6 +404,9 @@ extension Sep2ReporterTests {
 }
 
 extension Sep2SiteSample {
-    /// The utility's `opModConnect` false, as the worker applies it.
-    mutating func utilityDisconnect() { connectAllowed = false }
+    /// The utility's `opModConnect` false, as the worker applies it, the units' contactors opened.
+    mutating func utilityDisconnect() {
+        connectAllowed = false
+        connected = false
+    }
 }

@@ -13,6 +13,8 @@ Options per unit:
   wsentinel       701 W is 0x8000 (not implemented)
   exception       every request to this unit is answered with exception 4 (server device failure)
   late=S          every read of this unit is answered S seconds late (the loop keeps serving others)
+  conn            model 123 (Immediate controls) before the command model: Conn opens (0) and closes (1)
+                  the unit, as a device does: 701 ConnSt follows Conn and W reads 0 while open
   meter           a site meter instead of an inverter: "SunS", 1, 203, end, with W = 100 × unit + 45
                   at W_SF 1 (+ = import), Hz 50.01 (Hz_SF -2), TotWhImp 7000 and TotWhExp 3000 Wh
 
@@ -20,6 +22,7 @@ Prints "PORT <n>" (TCP) or "READY" (RTU) once serving, then, as they change:
   "CONNECTIONS active=<a> total=<t>"         TCP sessions now open / ever accepted
   "WSET unit=<u> ena=<> mod=<> w=<> rvrt_tms=<> rvrt=<> ena_rvrt=<>"    a 704 unit's WSet block
   "STORAGE unit=<u> mod=<> out=<> in=<> rvrt_tms=<>"                     a 124 unit's rate block
+  "CONN unit=<u> conn=<> rvrt_tms=<>"        a "conn" unit's 123 Conn and Conn_RvrtTms
   "REQUESTS unit=<u> reads=<r> writes=<w>"   requests addressed to each unit (every 0.5 s if changed)
 """
 import argparse
@@ -39,7 +42,9 @@ class Unit:
         self.control = 124 if "124" in options else 704
         words = [0x5375, 0x6E53]
         self.where = {}
-        for mid in ((1, 203) if self.meter else (1, 701, 120, 121, self.control)):
+        self.conn = "conn" in options
+        models = (1, 701, 120, 121) + ((123,) if self.conn else ()) + (self.control,)
+        for mid in ((1, 203) if self.meter else models):
             offsets, length = layout(mid)
             self.where[mid] = (BASE + len(words), offsets)
             block = [0] * (length + 2)
@@ -62,6 +67,9 @@ class Unit:
         self.put(701, "Hz", 49_876 + uid)        # Hz_SF −3
         self.put(701, "Hz_SF", 0xFFFD)
         self.put(701, "InvSt", 3)                # RUNNING
+        self.put(701, "ConnSt", 1)               # CONNECTED
+        if self.conn:
+            self.put(123, "Conn", 1)             # CONNECT
         self.put(120, "WRtg", 5000)              # WRtg_SF 1 → 50 kW
         self.put(120, "WRtg_SF", 1)
         self.put(121, "WMax", 5000)              # WMax_SF 1 → 50 kW
@@ -94,6 +102,16 @@ class Unit:
         if kind.startswith("int") and value >= 1 << (bits - 1):
             value -= 1 << bits
         return value
+
+    def follow_conn(self):
+        """A "conn" unit acts on Conn as a device does: ConnSt follows it, W is 0 while open."""
+        if not self.conn:
+            return None
+        conn = self.get(123, "Conn")
+        address, offsets = self.where[701]
+        self.block.setValues(address + offsets["ConnSt"][0] + 1, [1 if conn == 1 else 0])
+        self.block.setValues(address + offsets["W"][0] + 1, [(1000 * self.uid + 234) if conn == 1 else 0])
+        return "CONN unit={} conn={} rvrt_tms={}".format(self.uid, conn, self.get(123, "Conn_RvrtTms"))
 
     def state(self):
         if self.meter:
@@ -181,6 +199,10 @@ def main():
                 if last_states.get(uid) not in (None, state):
                     print(state, flush=True)
                 last_states[uid] = state
+                conn = unit.follow_conn()
+                if conn is not None and last_states.get(("conn", uid)) not in (None, conn):
+                    print(conn, flush=True)
+                last_states[("conn", uid)] = conn
             ticks += 1
             if ticks % 25 == 0:
                 for uid, (reads, writes) in counts.items():

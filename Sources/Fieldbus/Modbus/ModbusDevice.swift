@@ -89,6 +89,20 @@ public enum ModbusDevice: Sendable {
         }
     }
 
+    /// The request that opens (`connect` false) or closes the inverter's contactor (SunSpec 123
+    /// `Conn`, the open armed with `Conn_RvrtTms`); nil when the device has no way to (no model 123,
+    /// a register map, a meter).
+    public func connectionWrite(connect: Bool, revert: Duration) -> (address: Int, values: [UInt16])? {
+        if case .sunspec(let inverter) = self { return inverter.connectionWrite(connect: connect, revert: revert) }
+        return nil
+    }
+
+    /// True when bessd can open the device's contactor (SunSpec model 123).
+    public var canOpen: Bool {
+        if case .sunspec(let inverter) = self { return inverter.connectControl != nil }
+        return false
+    }
+
     /// The write requests a command makes, in order, without sending them (the write plan's input).
     public func writes(_ power: Watts, revert: Duration, rearm: Bool) throws(DeviceError) -> [(address: Int, values: [UInt16])] {
         var recorded = RecordedWrites()

@@ -131,6 +131,7 @@ public struct SunSpecInverter: Sendable {
         let faultBits: UInt32
         let reactive: Double?
         var voltage: Double?
+        let connected: Bool?
         if measurement.id == Measurement.id {
             power = SunSpec.scaled(block.int16(Measurement.w).map(Int64.init), sf: measurementSF.w)
             frequency = SunSpec.scaled(block.uint32(Measurement.hz).map(Int64.init), sf: measurementSF.hz)
@@ -138,12 +139,18 @@ public struct SunSpecInverter: Sendable {
             faultBits = block.bitfield32(Measurement.alarm) ?? 0
             reactive = SunSpec.scaled(block.int16(Measurement.reactive).map(Int64.init), sf: measurementSF.reactive)
             voltage = SunSpec.scaled(block.uint16(Measurement.lnv).map(Int64.init), sf: measurementSF.v)
+            connected = switch block.uint16(Measurement.connectionState) {
+            case Measurement.disconnected?: false
+            case Measurement.connected?: true
+            default: nil
+            }
         } else {
             power = block.scaled(block.int16(Inverter.w).map(Int64.init), sf: Inverter.wSF)
             frequency = block.scaled(block.uint16(Inverter.hz).map(Int64.init), sf: Inverter.hzSF)
             faulted = block.uint16(Inverter.state) == Inverter.stateFault
             faultBits = block.bitfield32(Inverter.event1) ?? 0
             reactive = block.scaled(block.int16(Inverter.vAr).map(Int64.init), sf: Inverter.vArSF)
+            connected = block.uint16(Inverter.state).map { $0 != Inverter.stateOff }
             var sum = 0.0, phases = 0.0
             for phase in Inverter.phVphA...Inverter.phVphC {
                 guard let v = block.scaled(block.uint16(phase).map(Int64.init), sf: Inverter.vSF), v > 0 else { continue }
@@ -157,7 +164,32 @@ public struct SunSpecInverter: Sendable {
         }
         return InverterReading(activePower: Watts(power), ratedPower: ratedPower, faulted: faulted, faultBits: faultBits,
                                frequency: frequency.map(Hertz.init), reactivePower: reactive.flatMap { $0.isFinite ? $0 : nil },
-                               voltage: voltage.flatMap { $0 > 0 && $0.isFinite ? $0 : nil })
+                               voltage: voltage.flatMap { $0 > 0 && $0.isFinite ? $0 : nil }, connected: connected)
+    }
+
+    /// Model 123 (Immediate controls), where `Conn` opens and closes the unit's contactor; nil when
+    /// the device has none (it cannot be opened: bessd keeps it at zero power).
+    public var connectControl: SunSpecModelLocation? { map.first(SunSpec.Controls.id) }
+
+    /// The one request that opens (`connect` false: `Conn_RvrtTms` = `revert` in whole seconds
+    /// rounded up, then `Conn` = 0, adjacent) or closes (`Conn` = 1) the contactor; nil without
+    /// model 123. The open is always armed: after the timer the inverter returns to connected, so
+    /// bessd re-writes it as it re-arms the setpoint's.
+    public func connectionWrite(connect: Bool, revert: Duration) -> (address: Int, values: [UInt16])? {
+        guard let model = connectControl else { return nil }
+        typealias C = SunSpec.Controls
+        if connect { return (model.address + C.conn, [C.connect]) }
+        let seconds = UInt16(clamping: max(1, revert.wholeSecondsRoundedUp))
+        return (model.address + C.connRvrtTms, [seconds, C.disconnect])
+    }
+
+    /// Opens or closes the contactor (`connectionWrite`); without model 123 throws
+    /// `SUNSPEC_MODEL_MISSING` and writes nothing.
+    public func setConnection(connect: Bool, revert: Duration, _ device: inout some RegisterAccess) throws(DeviceError) {
+        guard let write = connectionWrite(connect: connect, revert: revert) else {
+            throw DeviceError(.sunspecModelMissing, message: "no model 123 (Conn): the contactor cannot be opened")
+        }
+        try device.writeRegisters(at: write.address, write.values)
     }
 
     /// Writes an active-power setpoint (+ = discharge). With `rearm` (the first write after discovery,

@@ -25,6 +25,8 @@ public enum SunSpec {
         public static let w = 14, wSF = 15, hz = 16, hzSF = 17, vAr = 20, vArSF = 21, state = 38, event1 = 40
         /// `St` value meaning FAULT.
         public static let stateFault: UInt16 = 7
+        /// `St` value meaning OFF (disconnected from the grid).
+        public static let stateOff: UInt16 = 1
     }
 
     /// Model 120, Nameplate (L = 26).
@@ -48,6 +50,8 @@ public enum SunSpec {
         public static let length: UInt16 = 24
         public static let connRvrtTms = 3, conn = 4, wMaxLimPct = 5, wMaxLimPctRvrtTms = 7, wMaxLimEna = 9
         public static let wMaxLimPctSF = 23
+        /// `Conn`: 0 disconnect (open), 1 connect. After `Conn_RvrtTms` the inverter returns to connected.
+        public static let disconnect: UInt16 = 0, connect: UInt16 = 1
     }
 
     /// Model 124, Storage (L = 24).
@@ -68,6 +72,8 @@ public enum SunSpec {
         public static let vSF = 114, hzSF = 115, wSF = 116, varSF = 119
         /// `InvSt` value meaning FAULT.
         public static let inverterStateFault: UInt16 = 6
+        /// `ConnSt` values: DISCONNECTED, CONNECTED.
+        public static let disconnected: UInt16 = 0, connected: UInt16 = 1
     }
 
     /// Model 704, DER AC controls (L = 65).

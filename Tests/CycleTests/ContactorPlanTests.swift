@@ -1,0 +1,150 @@
+import BessSystem
+import ControlCore
+import Fieldbus
+import Foundation
+import HILPlant
+@testable import Cycle
+import Synchronization
+import TestSupport
+import Testing
+
+@Suite("Contactor plan (opModConnect / opModEnergize false)")
+struct ContactorPlanTests {
+    typealias P = ContactorPlanner
+    static let t0 = MonotonicInstant(nanoseconds: 100_000_000_000)
+    static func at(_ seconds: Double) -> MonotonicInstant { t0 + .milliseconds(Int64(seconds * 1000)) }
+    static func reading(_ watts: Double, at seconds: Double) -> Timestamped<InverterReading> {
+        Timestamped(InverterReading(activePower: Watts(watts), ratedPower: .kilowatts(100)), at: at(seconds))
+    }
+    static func step(open: Bool = true, canOpen: Bool = true, conn: UInt16? = nil, armedAt: Double = 0, zeroSince: Double? = 0,
+                     reading: Timestamped<InverterReading>? = nil, now: Double) -> P.Step {
+        P.step(wantOpen: open, canOpen: canOpen, conn: conn, armedAt: at(armedAt), zeroSince: zeroSince.map(at),
+               reading: reading, revert: .seconds(10), now: at(now))
+    }
+
+    @Test("no open before 0 W is on the wire, whatever the unit reads")
+    func waitsForZeroSetpoint() {
+        #expect(Self.step(zeroSince: nil, reading: Self.reading(0, at: 1), now: 60) == .none)
+    }
+
+    @Test("opens once a reading taken since the zero shows |W| ≤ max(50 W, 1 % of the rating)")
+    func opensAtZero() {
+        #expect(P.threshold(rated: .kilowatts(100)) == 1000)
+        #expect(P.threshold(rated: nil) == 50)
+        #expect(Self.step(reading: Self.reading(8_000, at: 1), now: 1) == .none, "still at 8 kW")
+        #expect(Self.step(reading: Self.reading(-900, at: 2), now: 2) == .open)
+        // A reading from before the zero went out says nothing about it.
+        #expect(Self.step(zeroSince: 3, reading: Self.reading(0, at: 2), now: 3.5) == .none)
+    }
+
+    @Test("opens after the bounded wait when the unit never reads near zero")
+    func opensAfterBound() {
+        #expect(Self.step(reading: Self.reading(5_000, at: 4.9), now: 4.9) == .none)
+        #expect(P.openAfter == .seconds(5))
+        #expect(Self.step(reading: Self.reading(5_000, at: 5), now: 5) == .open)
+        #expect(Self.step(reading: nil, now: 5) == .open, "no reading at all: opened at the bound")
+    }
+
+    @Test("an open is re-armed every half of the revert time; closed once the request ends; never closed unasked")
+    func rearmAndClose() {
+        #expect(Self.step(conn: 0, armedAt: 0, now: 4.9) == .none)
+        #expect(Self.step(conn: 0, armedAt: 0, now: 5) == .open)
+        #expect(Self.step(open: false, conn: 0, now: 6) == .close)
+        #expect(Self.step(open: false, conn: 1, now: 6) == .none)
+        #expect(Self.step(open: false, conn: nil, now: 6) == .none, "bessd never opened it: nothing written")
+    }
+
+    @Test("a unit without model 123 cannot open; its state says so")
+    func cannotOpen() {
+        #expect(Self.step(canOpen: false, now: 10) == .cannotOpen)
+        #expect(P.state(wantOpen: true, canOpen: false, conn: nil) == .cannotOpen)
+        #expect(P.state(wantOpen: true, canOpen: true, conn: nil) == .opening)
+        #expect(P.state(wantOpen: true, canOpen: true, conn: 0) == .open)
+        #expect(P.state(wantOpen: false, canOpen: true, conn: 0) == .open, "open until Conn 1 is acknowledged")
+        #expect(P.state(wantOpen: false, canOpen: true, conn: 1) == .closed)
+        #expect(ContactorState.cannotOpen.closed && !ContactorState.opening.closed && !ContactorState.open.closed)
+    }
+}
+
+@Suite("Contactor through the endpoint worker", .serialized)
+struct ContactorWorkerTests {
+    /// The plant's SunSpec inverter, with each change of 123 `Conn`, `Conn_RvrtTms` and the commanded
+    /// W recorded as [Conn, Conn_RvrtTms, W] at the write that made it.
+    final class Inverter: Sendable {
+        final class Log: Sendable { let list = Mutex<[[Double]]>([]) }
+        let server: SunSpecServer
+        let conns = Log()
+        init(immediateControls: Bool = true) throws {
+            let profile = SunSpecDeviceProfile(measurementModel: 701, ratingW: 100_000, immediateControls: immediateControls)
+            server = try SunSpecServer(transport: .tcp(host: "127.0.0.1", port: 0), profile: profile)
+            server.writeObserver = { [conns] image, _ in
+                let pair = [Double(image[SunSpec.Controls.id, SunSpec.Controls.conn]),
+                            Double(image[SunSpec.Controls.id, SunSpec.Controls.connRvrtTms]),
+                            SunSpecPlantLink.commandedWatts(image, profile: profile) ?? .nan]
+                conns.list.withLock { if $0.last != pair { $0.append(pair) } }
+            }
+            // The unit measures 0 W (the plant's image starts with W not implemented).
+            server.withImage { image, _ in image[SunSpec.Measurement.id, SunSpec.Measurement.w] = 0 }
+            try server.start()
+        }
+        var written: [[Double]] { conns.list.withLock { $0 } }
+    }
+
+    final class Notices: Sendable {
+        let list = Mutex<[DeviceNotice]>([])
+        var all: [DeviceNotice] { list.withLock { $0 } }
+    }
+
+    /// A worker on its own 50 ms period driving the inverter as unit id 1 (`u1`), revert 2 s, asked
+    /// to hold it at 0 W and open it.
+    func start(_ inverter: Inverter, _ notices: Notices) -> (DeviceSlot, EndpointWorker) {
+        let slot = DeviceSlot()
+        let worker = EndpointWorker(endpoint: .tcp(host: "127.0.0.1", port: inverter.server.port),
+                                    devices: [.init(unitID: 1, slot: slot, name: "u1")], period: .milliseconds(50),
+                                    timeout: .milliseconds(500), revert: .seconds(2)) { n in notices.list.withLock { $0.append(n) } }
+        slot.setSetpoint(.zero)
+        slot.setConnect(false)
+        worker.start()
+        return (slot, worker)
+    }
+
+    @Test("asked to open: 0 W, then Conn 0 armed, re-armed; asked to close: Conn 1; the slot follows")
+    func opensRearmsCloses() throws {
+        let inverter = try Inverter()
+        defer { inverter.server.stop() }
+        let notices = Notices()
+        let (slot, worker) = start(inverter, notices)
+        defer { worker.stop() }
+        // The image reads 0 W: the open follows the zero setpoint's acknowledgement.
+        #expect(waitFor { slot.contactor == .open }, "contactor \(slot.contactor), writes \(inverter.written)")
+        // The first Conn 0 carries Conn_RvrtTms 2 s and finds 0 W already written.
+        #expect(inverter.written.first { $0[0] == 0 } == [0, 2, 0], "\(inverter.written)")
+        // Re-armed at least every second (half the revert time): a Conn the device let go back to 1
+        // (its timer run out) is written 0 again.
+        typealias C = SunSpec.Controls
+        inverter.server.withImage { image, _ in image[C.id, C.conn] = C.connect }
+        #expect(waitFor { inverter.server.withImage { image, _ in image[C.id, C.conn] } == C.disconnect })
+        slot.setConnect(true)
+        #expect(waitFor { slot.contactor == .closed })
+        #expect(inverter.written.last?.first == 1, "Conn 1 at the end: \(inverter.written)")
+        #expect(!notices.all.contains { $0.code == "CONTACTOR_UNAVAILABLE" })
+    }
+
+    @Test("a unit without model 123 says once, coded, that it cannot open, and stays at 0 W")
+    func cannotOpenSaidOnce() throws {
+        let inverter = try Inverter(immediateControls: false)
+        defer { inverter.server.stop() }
+        let notices = Notices()
+        let (slot, worker) = start(inverter, notices)
+        defer { worker.stop() }
+        #expect(waitFor { slot.contactor == .cannotOpen })
+        let rounds = inverter.server.requests
+        #expect(waitFor { inverter.server.requests >= rounds + 20 })
+        let said = notices.all.filter { $0.code == "CONTACTOR_UNAVAILABLE" }
+        #expect(said.count == 1, "\(said)")
+        #expect(said.first?.units == ["u1"] && said.first?.severity == .warning)
+        #expect(said.first?.text.contains("cannot open") == true)
+        slot.setConnect(true)
+        #expect(waitFor { slot.contactor == .closed })
+    }
+}

@@ -1,0 +1,128 @@
+import ControlCore
+import Fieldbus
+import Foundation
+import Simulation
+import HILPlant
+import TestSupport
+import Testing
+
+/// SunSpec model 123 `Conn` (issue 48 §2, opModConnect / opModEnergize false): bessd's driver against
+/// the HIL plant's SunSpec server, and against an independent image served by pymodbus from
+/// pysunspec2's model definitions.
+@Suite("Contactor: SunSpec 123 Conn", .serialized)
+struct ContactorTests {
+    @Test("the plant's inverter opens on Conn 0 (power 0, ConnSt/St disconnected), closes on Conn 1", arguments: [UInt16(701), 103])
+    func plantOpensAndCloses(measurement: UInt16) throws {
+        let server = try SunSpecServer(host: "127.0.0.1", port: 0,
+                                       profile: SunSpecDeviceProfile(measurementModel: measurement, controlModel: 704, ratingW: 100_000))
+        try server.start()
+        defer { server.stop() }
+        var client = try ModbusConnection(endpoint: .tcp(host: "127.0.0.1", port: server.port), unitID: 1, timeout: .seconds(2))
+        let inverter = try SunSpecInverter.open(&client)
+        let model = try #require(inverter.connectControl)
+        #expect(model.id == 123)
+        var unit = SimulatedUnit(capacityKWh: 250, maxPowerKW: 100, initialSOCPercent: 60)
+        let link = SunSpecPlantLink(server: server)
+        func run(_ steps: Int) {
+            for _ in 0..<steps {
+                unit.step(by: .milliseconds(100))
+                link.exchange(&unit, frequencyHz: 50)
+            }
+        }
+        try inverter.command(.kilowatts(20), revert: .seconds(10), &client)
+        run(20)
+        #expect(try inverter.readStatus(&client).connected == true)
+        #expect(abs(try inverter.readStatus(&client).activePower.value - 20_000) <= 10)
+        // Open, armed for 10 s: Conn_RvrtTms and Conn in one request.
+        let open = try #require(inverter.connectionWrite(connect: false, revert: .seconds(10)))
+        #expect(open.address == model.address + 3 && open.values == [10, 0])
+        try inverter.setConnection(connect: false, revert: .seconds(10), &client)
+        run(2)
+        let opened = try inverter.readStatus(&client)
+        #expect(opened.connected == false)
+        #expect(opened.activePower == .zero, "an open contactor carries nothing")
+        #expect(try client.readRegisters(at: model.address + 4, count: 1) == [0])
+        // Closed again: the setpoint in force flows again.
+        try inverter.setConnection(connect: true, revert: .seconds(10), &client)
+        run(20)
+        let closed = try inverter.readStatus(&client)
+        #expect(closed.connected == true)
+        #expect(closed.activePower.value > 10_000)
+    }
+
+    @Test("an open not re-armed runs out: the plant's inverter returns to connected after Conn_RvrtTms")
+    func openReverts() throws {
+        let server = try SunSpecServer(host: "127.0.0.1", port: 0, profile: SunSpecDeviceProfile(measurementModel: 701, ratingW: 100_000))
+        try server.start()
+        defer { server.stop() }
+        var client = try ModbusConnection(endpoint: .tcp(host: "127.0.0.1", port: server.port), unitID: 1, timeout: .seconds(2))
+        let inverter = try SunSpecInverter.open(&client)
+        var unit = SimulatedUnit(capacityKWh: 250, maxPowerKW: 100, initialSOCPercent: 60)
+        let link = SunSpecPlantLink(server: server)
+        try inverter.setConnection(connect: false, revert: .seconds(3), &client)
+        for _ in 0..<25 {
+            unit.step(by: .milliseconds(100))
+            link.exchange(&unit, frequencyHz: 50)
+        }
+        #expect(try inverter.readStatus(&client).connected == false, "still open within Conn_RvrtTms")
+        for _ in 0..<10 {
+            unit.step(by: .milliseconds(100))
+            link.exchange(&unit, frequencyHz: 50)
+        }
+        #expect(try inverter.readStatus(&client).connected == true, "connected again after Conn_RvrtTms")
+        #expect(try client.readRegisters(at: try #require(inverter.connectControl).address + 4, count: 1) == [1])
+    }
+
+    @Test("an inverter without model 123 cannot be opened: nothing written, SUNSPEC_MODEL_MISSING")
+    func plantWithout123() throws {
+        let server = try SunSpecServer(host: "127.0.0.1", port: 0,
+                                       profile: SunSpecDeviceProfile(measurementModel: 701, ratingW: 100_000, immediateControls: false))
+        try server.start()
+        defer { server.stop() }
+        var client = try ModbusConnection(endpoint: .tcp(host: "127.0.0.1", port: server.port), unitID: 1, timeout: .seconds(2))
+        let inverter = try SunSpecInverter.open(&client)
+        #expect(inverter.map.models.map(\.id) == [1, 701, 120, 121, 704])
+        #expect(inverter.connectControl == nil)
+        #expect(inverter.connectionWrite(connect: false, revert: .seconds(10)) == nil)
+        #expect(!ModbusDevice.sunspec(inverter).canOpen)
+        let before = server.requests
+        do {
+            try inverter.setConnection(connect: false, revert: .seconds(10), &client)
+            Issue.record("an inverter without model 123 was asked to open")
+        } catch {
+            #expect(error.code.description == "SUNSPEC_MODEL_MISSING")
+        }
+        #expect(server.requests == before)
+    }
+
+    @Test("pymodbus (pysunspec2's 123 layout): Conn 0 with Conn_RvrtTms, re-armed, then Conn 1; ConnSt read back")
+    func pymodbusConn() throws {
+        let (process, out, port) = try SunSpecBasesPeerTests().start("1:conn")
+        defer { Peer.stop(process) }
+        var client = try ModbusConnection(endpoint: .tcp(host: "127.0.0.1", port: port), unitID: 1, timeout: .seconds(2))
+        let inverter = try SunSpecInverter.open(&client)
+        #expect(inverter.map.models.map(\.id) == [1, 701, 120, 121, 123, 704])
+        #expect(try inverter.readStatus(&client).connected == true)
+        try inverter.setConnection(connect: false, revert: .seconds(10), &client)
+        #expect(Peer.readLine(out) { $0.hasPrefix("CONN unit") } == "CONN unit=1 conn=0 rvrt_tms=10")
+        #expect(try waitFor { try inverter.readStatus(&client).connected == false })
+        #expect(try inverter.readStatus(&client).activePower == .zero)
+        // Re-armed with another time: the peer sees the timer change, Conn still 0.
+        try inverter.setConnection(connect: false, revert: .seconds(12), &client)
+        #expect(Peer.readLine(out) { $0.hasPrefix("CONN unit") } == "CONN unit=1 conn=0 rvrt_tms=12")
+        try inverter.setConnection(connect: true, revert: .seconds(12), &client)
+        #expect(Peer.readLine(out) { $0.hasPrefix("CONN unit") } == "CONN unit=1 conn=1 rvrt_tms=12")
+        #expect(try waitFor { try inverter.readStatus(&client).connected == true })
+    }
+
+    @Test("pymodbus without 123: bessd finds no Conn and cannot open")
+    func pymodbusWithout123() throws {
+        let (process, _, port) = try SunSpecBasesPeerTests().start("1")
+        defer { Peer.stop(process) }
+        var client = try ModbusConnection(endpoint: .tcp(host: "127.0.0.1", port: port), unitID: 1, timeout: .seconds(2))
+        let inverter = try SunSpecInverter.open(&client)
+        #expect(inverter.connectControl == nil)
+        #expect(try inverter.readStatus(&client).connected == true, "701 ConnSt CONNECTED")
+        #expect(throws: DeviceError.self) { try inverter.setConnection(connect: false, revert: .seconds(10), &client) }
+    }
+}
