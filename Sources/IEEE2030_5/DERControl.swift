@@ -203,6 +203,9 @@ public struct RefusedControl: Hashable, Sendable {
     public var status: ResponseStatus
     /// Why, for the journal (document text quoted).
     public var reason: String
+    /// The refusal's code for a 253 (`SEP2_VALUE_INVALID`, `SEP2_NAMESPACE_UNKNOWN` …), "" for a 252: with
+    /// the mRID and status, what the journal tells refusals apart by (the reason carries byte offsets).
+    public var code = ""
 
     /// A refusal.
     public init(mRID: String?, replyTo: String?, responseRequired: UInt8, status: ResponseStatus, reason: String) {
@@ -213,11 +216,21 @@ public struct RefusedControl: Hashable, Sendable {
         self.reason = reason
     }
 
-    /// The `DERControlBase` elements bessd carries out (`rampTms` alone carries nothing out).
+    /// The `DERControlBase` elements bessd carries out (`rampTms` alone carries nothing out): those of
+    /// `csipausElements` in a CSIP-AUS namespace, the others in 2030.5's.
     public static let appliedElements: Set<String> = [
         "opModConnect", "opModEnergize", "opModFixedW", "opModMaxLimW", "opModTargetW", "opModExpLimW", "opModImpLimW",
         "opModGenLimW", "opModLoadLimW", "opModStorageTargetW", "opModFreqDroop",
     ]
+    /// The applied elements CSIP-AUS defines: read only in its namespaces.
+    public static let csipausElements: Set<String> = ["opModExpLimW", "opModImpLimW", "opModGenLimW", "opModLoadLimW", "opModStorageTargetW"]
+
+    /// `element` (a `DERControlBase` child) is one bessd carries out, in the namespace its reader reads.
+    static func applied(_ element: XMLElement) -> Bool {
+        guard appliedElements.contains(element.name.local) else { return false }
+        return csipausElements.contains(element.name.local) ? CSIPAUSVersion(rawValue: element.name.namespace) != nil
+            : element.name.namespace == SEP2Namespace.sep
+    }
 
     /// `element` (a `DERControl`) refused for `error`: its mRID, replyTo and responseRequired as far as they read.
     init(_ element: XMLElement, error: SEP2Error) {
@@ -227,14 +240,16 @@ public struct RefusedControl: Hashable, Sendable {
         responseRequired = required.utf8.count <= 2 ? UInt8(required, radix: 16) ?? 0 : 0
         status = .invalidEvent
         reason = "\(error)"
+        code = error.code.description
     }
 
     /// `control` read from `element` refused as not applicable when its `DERControlBase` sets nothing
     /// bessd carries out; nil when it sets something.
     init?(notApplicable control: DERControl, _ element: XMLElement) {
-        let others = element.child("DERControlBase")?.children.map(\.name.local).filter { $0 != "rampTms" } ?? []
+        let set = element.child("DERControlBase")?.children.filter { $0.name.local != "rampTms" } ?? []
+        let others = set.map(\.name.local)
         let unapplied = control.base.freqDroop == nil ? "opModFreqDroop" : ""
-        guard !others.contains(where: { Self.appliedElements.contains($0) && $0 != unapplied }) else { return nil }
+        guard !set.contains(where: { Self.applied($0) && $0.name.local != unapplied }) else { return nil }
         if others.contains(unapplied), let why = control.base.notApplied {
             self.init(mRID: control.mRID, replyTo: control.replyTo, responseRequired: control.responseRequired, status: .notApplicable,
                       reason: "DERControl \(quoted(control.mRID)): \(why)")
@@ -243,7 +258,8 @@ public struct RefusedControl: Hashable, Sendable {
         self.init(mRID: control.mRID, replyTo: control.replyTo, responseRequired: control.responseRequired, status: .notApplicable,
                   reason: others.isEmpty ? "DERControl \(quoted(control.mRID)) sets no control"
                       : "DERControl \(quoted(control.mRID)) sets only controls bessd does not carry out: "
-                      + others.prefix(4).map { quoted($0) }.joined(separator: ", ") + (others.count > 4 ? ", …" : ""))
+                      + set.prefix(4).map { Self.appliedElements.contains($0.name.local) ? "\($0.name)" : quoted($0.name.local) }
+                      .joined(separator: ", ") + (others.count > 4 ? ", …" : ""))
     }
 }
 
@@ -264,12 +280,18 @@ public struct DERControlList: Hashable, Sendable {
 
     /// A `DERControlList` document. Refused as a whole only for what the whole document does wrong (not
     /// XML, another root, an unknown namespace, `all` or `results` not a number).
+    /// The list's own elements are checked against the known namespaces whole, each control apart: one
+    /// carrying an element in an unknown namespace is refused alone (253).
     public static func read(_ bytes: [UInt8], limits: XMLLimits = XMLLimits()) throws(SEP2Error) -> SEP2Document<DERControlList> {
-        try readDocument(bytes, root: "DERControlList", limits: limits) { (root) throws(SEP2Error) in
+        let root = try XMLDocument.parse(bytes, limits: limits)
+        var version = try NamespaceCheck.check(root, apart: "DERControl")
+        try root.expectRoot("DERControlList")
+        let list = try { () throws(SEP2Error) -> DERControlList in
             var controls: [DERControl] = []
             var refused: [RefusedControl] = []
             for element in root.all("DERControl") {
                 do throws(SEP2Error) {
+                    if let found = try NamespaceCheck.check(element) { version = version ?? found }
                     let control = try DERControl(element)
                     if let notApplicable = RefusedControl(notApplicable: control, element) {
                         refused.append(notApplicable)
@@ -285,7 +307,8 @@ public struct DERControlList: Hashable, Sendable {
                                       results: try root.integerAttribute("results", UInt32.self) ?? count, controls: controls)
             list.refused = refused
             return list
-        }
+        }()
+        return SEP2Document(resource: list, csipaus: version)
     }
 }
 

@@ -33,24 +33,35 @@ extension SEP2Document: Equatable where Resource: Equatable {}
 enum NamespaceCheck {
     /// The CSIP-AUS namespace the tree uses; throws `SEP2_NAMESPACE_UNKNOWN` for an element in any
     /// namespace but 2030.5's and CSIP-AUS's, or an attribute in one but those and XML Schema instance's.
-    static func check(_ root: XMLElement) throws(SEP2Error) -> CSIPAUSVersion? {
+    /// `apart`: the root's children of that name (in 2030.5's namespace) are left out, for their reader
+    /// to check one by one (a `DERControlList`'s controls, each refused alone).
+    static func check(_ root: XMLElement, apart: String? = nil) throws(SEP2Error) -> CSIPAUSVersion? {
         var found: CSIPAUSVersion?
         var pending = [root]
+        if let apart {
+            try check(root, &found)
+            pending = root.children.filter { !($0.name.local == apart && $0.name.namespace == SEP2Namespace.sep) }
+        }
         while let element = pending.popLast() {
-            if element.name.namespace != SEP2Namespace.sep {
-                guard let version = CSIPAUSVersion(rawValue: element.name.namespace) else {
-                    throw SEP2Error(.namespaceUnknown, message: "element \(element.name) at byte \(element.offset)")
-                }
-                found = found ?? version
-            }
-            for name in element.attributes.keys where !name.namespace.isEmpty {
-                guard name.namespace == SEP2Namespace.schemaInstance || name.namespace == XMLDocument.xmlNamespace
-                        || name.namespace == SEP2Namespace.sep || CSIPAUSVersion(rawValue: name.namespace) != nil else {
-                    throw SEP2Error(.namespaceUnknown, message: "attribute \(name) at byte \(element.offset)")
-                }
-            }
+            try check(element, &found)
             pending.append(contentsOf: element.children)
         }
         return found
+    }
+
+    /// `element`'s own name and attributes.
+    private static func check(_ element: XMLElement, _ found: inout CSIPAUSVersion?) throws(SEP2Error) {
+        if element.name.namespace != SEP2Namespace.sep {
+            guard let version = CSIPAUSVersion(rawValue: element.name.namespace) else {
+                throw SEP2Error(.namespaceUnknown, message: "element \(element.name) at byte \(element.offset)")
+            }
+            found = found ?? version
+        }
+        for name in element.attributes.keys where !name.namespace.isEmpty {
+            guard name.namespace == SEP2Namespace.schemaInstance || name.namespace == XMLDocument.xmlNamespace
+                    || name.namespace == SEP2Namespace.sep || CSIPAUSVersion(rawValue: name.namespace) != nil else {
+                throw SEP2Error(.namespaceUnknown, message: "attribute \(name) at byte \(element.offset)")
+            }
+        }
     }
 }

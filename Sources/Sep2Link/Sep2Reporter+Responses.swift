@@ -22,8 +22,22 @@ struct ResponseLedger: Sendable {
     var heldUntil: Int64?
     /// Failures in a row (the back-off's step).
     var failures = 0
+    /// Answers other than 2xx and 4xx to the oldest response, and the monotonic second of the first.
+    var answered = 0
+    var answeredSince: Int64?
+    /// A response the server keeps answering with failures (5xx, 408, 429, 1xx, 3xx) is given up after
+    /// this many answers or this long from the first: it would hold back every later one.
+    static let answeredAttempts = 8
+    static let answeredSeconds: Int64 = 3600
     /// Responses dropped because the outbox was full, since the count was last taken.
     var dropped = 0
+    /// The responses `respond` made since the last `enqueue` (control mRID and status), and the state
+    /// `track` saw each changed control in before: a response `enqueue` drops is unmarked as sent and its
+    /// control's state put back, so the next round makes it again.
+    var made: [Sep2Request: (mRID: String, status: UInt8)] = [:]
+    var seenBefore: [String: ControlState?] = [:]
+    /// Responses given up after the server answered with failures too long (journal lines), since last taken.
+    var givenUp: [String] = []
     /// The most responses waiting at once: beyond it new ones are dropped (coded, journalled).
     static let outboxCapacity = 256
 }
@@ -70,8 +84,11 @@ extension Sep2Reporter {
         for status in statuses where !(responses.sent[mRID]?.contains(status.rawValue) ?? false) {
             let report = ControlResponseReport(endDeviceLFDI: settings.lfdi, status: status, subject: mRID, createdDateTime: serverTime)
             do throws(SEP2Error) {
-                out.append(Sep2Request(method: .post, path: path, body: try report.xml(), purpose: .post("DERControlResponse")))
+                let request = Sep2Request(method: .post, path: path, body: try report.xml(), purpose: .post("DERControlResponse"))
+                out.append(request)
                 responses.sent[mRID, default: []].insert(status.rawValue)
+                if responses.made.count >= 4 * ResponseLedger.outboxCapacity { responses.made = [:] }
+                responses.made[request] = (mRID, status.rawValue)
             } catch {
                 refused(error, "DERControlResponse")
             }
@@ -84,8 +101,9 @@ extension Sep2Reporter {
     /// first seen already completed ended before bessd knew it (or before a restart) and is not answered.
     /// Controls gone from the programs are forgotten.
     /// `held`: the worker's held controls (a server clock found behind), judged as `EventRules.resolve` does.
+    /// `refused`: the mRIDs of the controls the pages refuse alone, kept when the sent ledger is pruned.
     public mutating func track(_ programs: [ProgramSchedule], serverTime: Int64, randomization: Randomization = .none,
-                               held: [ControlKey: Int64] = [:]) -> [Sep2Request] {
+                               held: [ControlKey: Int64] = [:], refused: Set<String> = []) -> [Sep2Request] {
         var out: [Sep2Request] = []
         var present = Set<String>()
         for program in programs {
@@ -96,9 +114,11 @@ extension Sep2Reporter {
                 let previous = responses.seen[control.mRID]
                 responses.seen[control.mRID] = state
                 guard previous != state, previous != nil || state != .completed else { continue }
-                out += respond(to: control, Self.droopOnly(control.base) && !settings.frequencyDroopEnabled
-                               ? .refused(.notApplicable, reason: "opModFreqDroop not applied: the configured droop is disabled")
-                               : .state(state), serverTime: serverTime)
+                let made = respond(to: control, Self.droopOnly(control.base) && !settings.frequencyDroopEnabled
+                                   ? .refused(.notApplicable, reason: "opModFreqDroop not applied: the configured droop is disabled")
+                                   : .state(state), serverTime: serverTime)
+                if !made.isEmpty, responses.seenBefore.index(forKey: control.mRID) == nil { responses.seenBefore.updateValue(previous, forKey: control.mRID) }
+                out += made
             }
         }
         if responses.seen.count > present.count {
@@ -108,8 +128,11 @@ extension Sep2Reporter {
                 responses.sent[mRID] = nil
             }
         }
-        // Refusals of controls never tracked (their documents were refused) stay bounded too.
-        if responses.sent.count > ResponseLedger.capacity { responses.sent = responses.sent.filter { present.contains($0.key) } }
+        // Refusals of controls never tracked (their documents were refused) stay bounded too; those the
+        // pages still refuse (`refused`) are kept, else they would be answered again.
+        if responses.sent.count > ResponseLedger.capacity {
+            responses.sent = responses.sent.filter { present.contains($0.key) || refused.contains($0.key) }
+        }
         return out
     }
 }
@@ -118,19 +141,33 @@ extension Sep2Reporter {
 
 extension Sep2Reporter {
     /// Queues `responses` behind those waiting, in order; while the outbox is full a new one is dropped
-    /// and counted (`takeDropped`). Returns how many were dropped.
+    /// and counted (`takeDropped`), and not taken as sent: the next round (`track`, `respond`) makes it
+    /// again. Returns how many were dropped.
     @discardableResult
     public mutating func enqueue(_ responses: [Sep2Request]) -> Int {
         var dropped = 0
         for response in responses {
             guard self.responses.outbox.count < ResponseLedger.outboxCapacity else {
                 dropped += 1
+                if let made = self.responses.made[response] {
+                    self.responses.sent[made.mRID]?.remove(made.status)
+                    if self.responses.sent[made.mRID]?.isEmpty == true { self.responses.sent[made.mRID] = nil }
+                    if let before = self.responses.seenBefore[made.mRID] { self.responses.seen[made.mRID] = before }
+                }
                 continue
             }
             self.responses.outbox.append(response)
         }
+        self.responses.made = [:]
+        self.responses.seenBefore = [:]
         self.responses.dropped += dropped
         return dropped
+    }
+
+    /// The responses given up since the last call (for the journal): what and why, the path quoted.
+    public mutating func takeGivenUp() -> [String] {
+        defer { responses.givenUp = [] }
+        return responses.givenUp
     }
 
     /// The responses waiting to be sent, oldest first.
@@ -148,23 +185,35 @@ extension Sep2Reporter {
         return responses.outbox.first
     }
 
-    /// The outcome of sending the oldest response at `now`: a 2xx takes it off the queue; a transport
-    /// failure (`reply` nil), 408, 429 or a 5xx keeps it and holds every response back for the back-off
-    /// (2, 4, 8 … 300 s as discovery's, a 429's or 503's `Retry-After` when longer); another status is
-    /// the server refusing that document: it is dropped, `lastError` says so. Returns true when the next
-    /// one may be sent at once.
+    /// The outcome of sending the oldest response at `now`: a 2xx takes it off the queue; a 4xx other
+    /// than 408 and 429 is the server refusing that document: it is dropped, `lastError` says so. Any
+    /// other answer (1xx, 3xx, 408, 429, 5xx) or none (`reply` nil, a transport failure) keeps it and holds
+    /// every response back for the back-off (2, 4, 8 … 300 s as discovery's, a 429's or 503's `Retry-After`
+    /// when longer). No answer (an outage) is retried without end; a server that answers with failures
+    /// gets `answeredAttempts` tries or `answeredSeconds` from its first, then the response is given up
+    /// (`takeGivenUp`) so it does not hold back the ones behind it. Returns true when the next one may be
+    /// sent at once.
     @discardableResult
     public mutating func handleResponse(_ reply: Sep2Reply?, to request: Sep2Request, now: Int64) -> Bool {
         guard responses.outbox.first == request else { return true }
         let status = reply?.status
-        if let status, (200...299).contains(status) || !(status == 408 || status == 429 || (500...599).contains(status)) {
-            responses.outbox.removeFirst()
-            responses.failures = 0
-            responses.heldUntil = nil
-            if !(200...299).contains(status) {
-                lastError = "HTTP \(status) to DERControlResponse at \(TextQuoting.quoted(request.path, limit: 64)): dropped"
-            }
+        let at = TextQuoting.quoted(request.path, limit: 64)
+        if let status, (200...299).contains(status) || ((400...499).contains(status) && status != 408 && status != 429) {
+            takeHead()
+            if !(200...299).contains(status) { lastError = "HTTP \(status) to DERControlResponse at \(at): dropped" }
             return true
+        }
+        if let status {
+            responses.answered += 1
+            let since = responses.answeredSince ?? now
+            responses.answeredSince = since
+            if responses.answered >= ResponseLedger.answeredAttempts || now - since >= ResponseLedger.answeredSeconds {
+                let line = "HTTP \(status) to the DERControlResponse at \(at) \(responses.answered) times in \(now - since) s: given up"
+                takeHead()
+                lastError = line
+                if responses.givenUp.count < 16 { responses.givenUp.append(line) }
+                return true
+            }
         }
         let limits = DiscoveryLimits()
         responses.failures = min(responses.failures + 1, 64)
@@ -175,9 +224,17 @@ extension Sep2Reporter {
             delay = max(delay, UInt64(min(max(after, limits.retryAfter.lowerBound), limits.retryAfter.upperBound)))
         }
         responses.heldUntil = now + Int64(delay)
-        lastError = (status.map { "HTTP \($0)" } ?? "no answer") + " to DERControlResponse at \(TextQuoting.quoted(request.path, limit: 64)); "
-            + "sent again in \(delay) s"
+        lastError = (status.map { "HTTP \($0)" } ?? "no answer") + " to DERControlResponse at \(at); sent again in \(delay) s"
         return false
+    }
+
+    /// Takes the oldest response off the queue; the next starts with no failures.
+    private mutating func takeHead() {
+        responses.outbox.removeFirst()
+        responses.failures = 0
+        responses.heldUntil = nil
+        responses.answered = 0
+        responses.answeredSince = nil
     }
 }
 

@@ -51,7 +51,8 @@ extension Sep2Client {
         defer { reporting = r }
         let second = Self.seconds(now)
         let server = Int64(serverTime(now: now, wall: wall).rounded(.down))
-        let made = (known ? r.reporter.track(programs, serverTime: server, randomization: randomization, held: held) : [])
+        let refusedMRIDs = Set(controlRefusals.values.joined().compactMap(\.mRID))
+        let made = (known ? r.reporter.track(programs, serverTime: server, randomization: randomization, held: held, refused: refusedMRIDs) : [])
             + r.reporter.respond(refused: controlRefusals.keys.sorted().flatMap { controlRefusals[$0] ?? [] }, serverTime: server)
         r.reporter.enqueue(made)
         let dropped = r.reporter.takeDropped()
@@ -80,7 +81,11 @@ extension Sep2Client {
                 return
             }
             guard r.reporter.handleResponse(reply, to: response, now: second) else { break }
-            if !(200...299).contains(reply.status) {
+            let givenUp = r.reporter.takeGivenUp()
+            for line in givenUp {
+                log("SEP2_RESPONSE_DROPPED", "SEP2_RESPONSE_DROPPED: \(settings.serverName) answered \(line); the next sent", true)
+            }
+            if givenUp.isEmpty, !(200...299).contains(reply.status) {
                 log("SEP2_RESPONSE_REFUSED", "SEP2_RESPONSE_REFUSED: \(settings.serverName) answered HTTP \(reply.status) to a "
                     + "DERControlResponse at \(TextQuoting.quoted(response.path, limit: 64)); that response is dropped, the next sent", true)
             }
@@ -106,17 +111,23 @@ extension Sep2Client {
 
     /// The controls of a DERControlList page just read that its reader refused alone (253 invalid, 252
     /// not applicable): kept per page for the responses, and each journalled as `SEP2_CONTROL_REFUSED`
-    /// once while the page carries it.
+    /// once while the page carries it (told apart by `refusalKey`).
     func noteControlRefusals(_ request: Sep2Request, body: [UInt8]) {
         guard request.purpose == .derControlList else { return }
         let refused = (try? DERControlList.read(body).resource.refused) ?? []
-        let before = Set((controlRefusals[request.path] ?? []).map(Self.refusalLine))
+        let before = Set((controlRefusals[request.path] ?? []).enumerated().map { Self.refusalKey($0.offset, $0.element) })
         if controlRefusals.count >= 256, controlRefusals[request.path] == nil { controlRefusals = [:] }
         controlRefusals[request.path] = refused.isEmpty ? nil : refused
-        for control in refused where !before.contains(Self.refusalLine(control)) {
+        for (index, control) in refused.enumerated() where !before.contains(Self.refusalKey(index, control)) {
             log("SEP2_CONTROL_REFUSED", "SEP2_CONTROL_REFUSED: \(Self.refusalLine(control)) (\(TextQuoting.quoted(request.path, limit: 64)) of "
                 + "\(settings.serverName)); answered \(control.status.rawValue) where asked, its siblings taken", true)
         }
+    }
+
+    /// What tells a page's refusals apart: the mRID (else the place among the refused), status and code;
+    /// not the reason, whose byte offsets move when the page changes around it.
+    static func refusalKey(_ index: Int, _ control: RefusedControl) -> String {
+        (control.mRID ?? "#\(index)") + " \(control.status.rawValue) \(control.code)"
     }
 
     static func refusalLine(_ control: RefusedControl) -> String {
