@@ -12,8 +12,8 @@ import Testing
 /// pysunspec2's model JSON (hil/peers/pymodbus_sunspec_meter.py).
 @Suite("Site meter against an independent peer", .serialized)
 struct MeterPeerTests {
-    func start() throws -> (Process, Pipe, Int) {
-        let (process, out) = try Peer.start(["python3", "hil/peers/pymodbus_sunspec_meter.py", "30"])
+    func start(_ extra: [String] = []) throws -> (Process, Pipe, Int) {
+        let (process, out) = try Peer.start(["python3", "hil/peers/pymodbus_sunspec_meter.py", "30"] + extra)
         let portLine = try #require(Peer.readLine(out) { $0.hasPrefix("PORT ") })
         return (process, out, try #require(Int(portLine.dropFirst(5))))
     }
@@ -33,6 +33,17 @@ struct MeterPeerTests {
         #expect(reading.exportedEnergy == WattHours(1_000_000))
         #expect(reading.reactivePower.map { abs($0 + 432.1) < 1e-9 } == true, "VAR × 10^VAR_SF, signed as W: \(String(describing: reading.reactivePower))")
         #expect(reading.voltage.map { abs($0 - 230.5) < 1e-9 } == true, "PhV (line to neutral), not PPV: \(String(describing: reading.voltage))")
+    }
+
+    @Test("a delta meter (PhV not implemented, PPV 400.0 V line to line): no site voltage, never PPV as line to neutral")
+    func deltaMeterHasNoVoltage() throws {
+        let (process, _, port) = try start(["12345", "delta"])
+        defer { Peer.stop(process) }
+        var client = try ModbusConnection(endpoint: .tcp(host: "127.0.0.1", port: port), unitID: 1, timeout: .seconds(2))
+        let meter = try SunSpecMeter.open(&client)
+        let reading = try meter.read(&client)
+        #expect(reading.gridPower == Watts(1234.5), "the image read")
+        #expect(reading.voltage == nil, "\(String(describing: reading.voltage))")
     }
 
     @Test("through a bus worker: the site runner reads the meter (import_positive: false flips its sign) and takes grid frequency from it")

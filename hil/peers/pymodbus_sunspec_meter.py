@@ -5,7 +5,9 @@
 Values: W = 12345 at W_SF -1 (1234.5 W, + = import as SunSpec meters state it), Hz = 4998 at
 Hz_SF -2 (49.98 Hz), TotWhImp = 2500 and TotWhExp = 1000 at TotWh_SF 3 (2.5 MWh and 1 MWh),
 VAR = -4321 at VAR_SF -1 (-432.1 var, signed as W), PhV = 2305 at V_SF -1 (230.5 V, PPV 399.2 V beside it).
-Usage: pymodbus_sunspec_meter.py [SECONDS] [W]"""
+With a third argument "delta": PhV not implemented (0x8000) and PPV = 4000 (400.0 V line to line), as a
+delta meter without a neutral.
+Usage: pymodbus_sunspec_meter.py [SECONDS] [W] [delta]"""
 import sys
 
 from pymodbus.datastore import ModbusSequentialDataBlock, ModbusServerContext, ModbusSlaveContext
@@ -27,8 +29,9 @@ def main():
     put(203, "TotWh_SF", 3)
     put(203, "VAR", -4321)
     put(203, "VAR_SF", 0xFFFF)       # -1
-    put(203, "PhV", 2305)
-    put(203, "PPV", 3992)
+    delta = len(sys.argv) > 3 and sys.argv[3] == "delta"
+    put(203, "PhV", 0x8000 if delta else 2305)
+    put(203, "PPV", 4000 if delta else 3992)
     put(203, "V_SF", 0xFFFF)         # -1
 
     block = ModbusSequentialDataBlock(BASE + 1, list(words))  # pymodbus adds 1 to the protocol address

@@ -61,14 +61,15 @@ public struct SunSpecMeter: Sendable {
         }
         let hz = block.scaled(block.int16(M.hz).map(Int64.init), sf: M.hzSF).flatMap { $0 > 0 ? Hertz($0) : nil }
         let reactive = block.scaled(block.int16(M.reactive).map(Int64.init), sf: M.reactiveSF).flatMap { $0.isFinite ? $0 : nil }
-        // `PhV` (line to neutral, the phases' average); a delta meter (204) that leaves it
-        // unimplemented gives `PPV`, line to line.
+        // `PhV` (line to neutral, the phases' average). A delta meter (204) that leaves it unimplemented
+        // has none: its `PPV` is line to line (~400 V), not what a line-to-neutral reading says, so the
+        // DER's voltage stands in.
         let volts = { (offset: Int) in block.scaled(block.int16(offset).map(Int64.init), sf: M.vSF).flatMap { $0 > 0 ? $0 : nil } }
         // acc32: 0 means "not accumulated".
         let exported = block.uint32(M.totWhExp).flatMap { $0 == 0 ? nil : block.scaled(Int64($0), sf: M.totWhSF) }
         let imported = block.uint32(M.totWhImp).flatMap { $0 == 0 ? nil : block.scaled(Int64($0), sf: M.totWhSF) }
         return MeterReading(gridPower: Watts(power), frequency: hz, importedEnergy: imported.map(WattHours.init),
-                            exportedEnergy: exported.map(WattHours.init), reactivePower: reactive, voltage: volts(M.phV) ?? volts(M.ppv))
+                            exportedEnergy: exported.map(WattHours.init), reactivePower: reactive, voltage: volts(M.phV))
     }
 }
 
