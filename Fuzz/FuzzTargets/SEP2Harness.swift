@@ -54,7 +54,11 @@ enum SEP2Harness {
                                      "a refusal with unescaped text")
                     if let mRID = refused.mRID { checkMRID(mRID, &violations) }
                 }
-                violations.check(list.items == controls.count + list.refused.count, "items counts every control")
+                // Against the document: every DERControl child of the root is either taken or refused.
+                let written = (try? XMLDocument.parse(bytes))?.children
+                    .filter { $0.name.local == "DERControl" && $0.name.namespace == SEP2Namespace.sep }.count
+                violations.check(written == controls.count + list.refused.count,
+                                 "\(String(describing: written)) DERControl elements, \(controls.count) taken and \(list.refused.count) refused")
                 resolve(controls, seed: UInt64(pick), &violations)
             case 2:
                 let fallback = try DefaultDERControl.read(bytes).resource
