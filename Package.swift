@@ -196,7 +196,7 @@ let package = Package(
         .testTarget(name: "IEEE2030_5Tests", dependencies: ["IEEE2030_5", "ControlCore", "TestSupport"], swiftSettings: swiftSettings),
         // The HTTPS client against a Python TLS peer (CCM8, client certificate required); the worker.
         .testTarget(
-            name: "Sep2LinkTests", dependencies: ["Sep2Link", "TLSTransport", "IEEE2030_5", "Config", "Cycle", "BessSystem", "ControlCore", "TestSupport"],
+            name: "Sep2LinkTests", dependencies: ["Sep2Link", "TLSTransport", "IEEE2030_5", "Config", "Cycle", "BessSystem", "ControlCore", "TestSupport", "Uplink", "UplinkIngest"],
             swiftSettings: swiftSettings),
         .testTarget(name: "OutstationTests", dependencies: ["Outstation", "IEC104", "Config", "Cycle", "ControlCore", "BessSystem", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(

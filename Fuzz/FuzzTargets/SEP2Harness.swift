@@ -118,6 +118,7 @@ enum SEP2Harness {
                              && FreqDroop.droopRange.contains(Int64(d.droopOverThousandths)) && FreqDroop.droopRange.contains(Int64(d.droopUnderThousandths))
                              && FreqDroop.openLoopRange.contains(Int64(d.openLoopHundredthsSecond)), "opModFreqDroop out of range")
         }
+        violations.check(base.freqDroop == nil || base.notApplied == nil, "opModFreqDroop both applied and not applied")
     }
 
     static func checkMRID(_ mRID: String, _ violations: inout Violations) {

@@ -1,3 +1,4 @@
+import ControlCore
 import Foundation
 import Uplink
 import UplinkIngest
@@ -38,7 +39,7 @@ enum UplinkBatchHarness {
         return violations.list
     }
 
-    /// Batches as bessd sends them: every record type, nulls, a newer field, escapes.
+    /// Batches as bessd sends them: every record type (a utility control among the events), nulls, a newer field, escapes.
     static func seeds() -> [[UInt8]] {
         let unit = UnitTelemetry(id: "U1", state: "running", socPercent: 61.5, sohPercent: nil, powerW: 4000, setpointW: 4000,
                                  voltageV: 52.1, currentA: -76.8, temperatureMinC: 24, temperatureMaxC: 25, allowedChargeW: 100_000,
@@ -59,6 +60,9 @@ enum UplinkBatchHarness {
             UplinkRecord(seq: 11, time: 1_800_000_902, body: .spoolDrop(count: 42)),
             UplinkRecord(seq: 12, time: 1e-5, body: .gridEnergyBlock(startUnix: 0, lengthS: 900, importedKWh: 41.5, exportedKWh: 0.25,
                                                                       coveredS: 897.5)),
+            UplinkRecord(seq: 13, time: 1_800_000_903, body: .utilityControl(
+                UtilityControlRecord(mRID: "A1\u{1b}", program: "P1", outcome: "taken", start: 1_800_000_000, end: 1_800_000_060,
+                                     limits: UtilityControlLimits(exportLimitW: 1500, fixedW: -2e4)), message: "UTILITY_CONTROL taken")),
         ], acks: [CommandAck(id: "c-1", accepted: false, reason: "power_kw 500 beyond the rating ±100 kW")])
         let encoded = Array((try? JSONEncoder().encode(batch)) ?? Data())
         let newer = Array(#"""

@@ -119,6 +119,7 @@ extension Sep2Client {
         if controlRefusals.count >= 256, controlRefusals[request.path] == nil { controlRefusals = [:] }
         controlRefusals[request.path] = refused.isEmpty ? nil : refused
         for (index, control) in refused.enumerated() where !before.contains(Self.refusalKey(index, control)) {
+            recordRefused(control)
             log("SEP2_CONTROL_REFUSED", "SEP2_CONTROL_REFUSED: \(Self.refusalLine(control)) (\(TextQuoting.quoted(request.path, limit: 64)) of "
                 + "\(settings.serverName)); answered \(control.status.rawValue) where asked, its siblings taken", true)
         }

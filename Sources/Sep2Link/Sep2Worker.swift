@@ -106,6 +106,12 @@ public final class Sep2Worker: @unchecked Sendable {
         client.reporting = Sep2Reporting(reporter: reporter, sample: sample)
     }
 
+    /// Hands each control taken, refused or ended to `sink` (Sep2ControlRecords.swift), on the worker's
+    /// thread: `sink` must only enqueue (bounded). Call before `start`.
+    public func recordControls(_ sink: @escaping @Sendable (UtilityControlRecord) -> Void) {
+        client.controlRecorder.sink = sink
+    }
+
     /// Reads the store, publishes what it holds and starts following the server.
     public func start() {
         worker.start(name: "bessd-2030.5") { [self] in run() }
@@ -166,6 +172,8 @@ final class Sep2Client: @unchecked Sendable {
     var pinLogged = false
     var storeFailed = false
     var lastSources: [ControlType: ControlSource] = [:]
+    /// The controls in force, for the uplink's records (Sep2ControlRecords.swift).
+    var controlRecorder = ControlRecorder()
     /// What the site reports, nil when nothing is reported.
     var reporting: Sep2Reporting?
     /// The clocks read afresh before each request is sent, so the schedule is published again
@@ -315,6 +323,7 @@ final class Sep2Client: @unchecked Sendable {
         let line = "\(code): \(control ? "\(error) " : "")(\(TextQuoting.quoted(request.path, limit: 64)) of \(settings.serverName))"
         guard refusals[request.path] != line else { return }
         refusals[request.path] = line
+        if control { recordRefused(code: "\(error.code)", reason: "\(error)") }
         log(code, control ? line : "\(error) (\(TextQuoting.quoted(request.path, limit: 64)) of \(settings.serverName))", true)
     }
 
@@ -403,6 +412,7 @@ extension Sep2Client {
         let second = Int64(server.rounded(.down))
         pruneHeld(at: second)
         let active = EventRules.resolve(programs, now: second, randomization: randomization, held: held)
+        noteInForce(active, second: second)
         var limits = active.utilityLimits(siteRatingW: settings.siteRatingW)
         if !held.isEmpty {
             // Held controls answer as they were resolved, but the site's limits are never looser than

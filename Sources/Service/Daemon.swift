@@ -132,6 +132,7 @@ public final class Daemon {
         intake = DispatchIntake(shared: shared, logger: logger,
                                 units: configuration.units.map { ($0.id, $0.maxPowerKW) })
         uplink = UplinkService.make(configuration: configuration, intake: intake, logger: logger)
+        Self.recordUtilityControls(sep2, inbox: uplink?.recorder.inbox, wakeup: shared.serviceWakeup)
         shared.declareAGC(configuration.iec104?.agc?.limits)
         latches.restore(unitIDs: configuration.units.map(\.id)) { [runner, started] set, unit in
             runner.controller.restoreLatches(set, unit: unit, since: started)

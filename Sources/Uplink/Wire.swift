@@ -140,6 +140,11 @@ public enum RecordBody: Sendable, Equatable {
     case spoolDrop(count: UInt64)
     /// One frequency event assessed (`frequency_event`): its fields ride in the record itself.
     case frequencyEvent(FrequencyEventRecord)
+    /// One IEEE 2030.5 control taken, refused or ended (`utility_control`). It travels as an `event`
+    /// of unit `site` and kind `utility_control`, without a code, with `message` its sentence and its
+    /// fields in a `utility_control` object beside: an aggregator that does not know the kind stores it
+    /// as the event it reads (docs/uplink.md, "Record kinds added later").
+    case utilityControl(UtilityControlRecord, message: String)
 }
 
 /// One record of the uplink.
@@ -170,6 +175,7 @@ extension UplinkRecord: Codable {
         case startUnix = "start_unix", lengthS = "length_s", chargedKWh = "charged_kwh", dischargedKWh = "discharged_kwh"
         case coveredS = "covered_s", kind, code, message, count, mode, site, clock
         case importedKWh = "imported_kwh", exportedKWh = "exported_kwh"
+        case utilityControl = "utility_control"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -217,6 +223,12 @@ extension UplinkRecord: Codable {
         case .frequencyEvent(let event):
             try c.encode("frequency_event", forKey: .type)
             try event.encode(to: encoder)
+        case .utilityControl(let control, let message):
+            try c.encode("event", forKey: .type)
+            try c.encode("site", forKey: .unit)
+            try c.encode(UtilityControlRecord.kind, forKey: .kind)
+            try c.encode(message, forKey: .message)
+            try c.encode(control, forKey: .utilityControl)
         }
     }
 
@@ -248,8 +260,14 @@ extension UplinkRecord: Codable {
                                     exportedKWh: try c.decode(Double.self, forKey: .exportedKWh),
                                     coveredS: try c.decode(Double.self, forKey: .coveredS))
         case "event":
-            body = .event(unit: try c.decodeIfPresent(String.self, forKey: .unit), kind: try c.decode(String.self, forKey: .kind),
-                          code: try c.decodeIfPresent(String.self, forKey: .code), message: try c.decode(String.self, forKey: .message))
+            let unit = try c.decodeIfPresent(String.self, forKey: .unit), kind = try c.decode(String.self, forKey: .kind)
+            let code = try c.decodeIfPresent(String.self, forKey: .code), message = try c.decode(String.self, forKey: .message)
+            // A utility control: its kind and its object (absent or null: the plain event it also is).
+            if kind == UtilityControlRecord.kind, let control = try c.decodeIfPresent(UtilityControlRecord.self, forKey: .utilityControl) {
+                body = .utilityControl(control, message: message)
+            } else {
+                body = .event(unit: unit, kind: kind, code: code, message: message)
+            }
         case "spool_drop":
             body = .spoolDrop(count: try c.decode(UInt64.self, forKey: .count))
         case "frequency_event":

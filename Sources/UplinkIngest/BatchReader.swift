@@ -1,5 +1,6 @@
 import Glibc
 import Uplink
+import ControlCore
 
 /// Reads a record batch straight from its bytes, noting where each record and each telemetry unit
 /// starts and ends, without Codable's generic machinery (which was a third of an aggregator's CPU).
@@ -67,7 +68,7 @@ struct BatchReader {
         var kind: String?, code: String??, message: String?, count: UInt64?
         var event = FrequencyEventFields()
         // Which units and site a record carries depends on its type, which may come after them.
-        var unitsAt: Int?, siteAt: Int?
+        var unitsAt: Int?, siteAt: Int?, utilityControlAt: Int?
         let ok = object(depth: depth) { r, key in
             if r.key(key, is: "seq") { return r.read(&seq) { $0.uint64() } }
             if r.key(key, is: "time") { return r.read(&time) { $0.double() } }
@@ -83,6 +84,10 @@ struct BatchReader {
             }
             if r.key(key, is: "site") {
                 siteAt = r.i
+                return r.skip(depth: depth + 1)
+            }
+            if r.key(key, is: "utility_control") {
+                utilityControlAt = r.i
                 return r.skip(depth: depth + 1)
             }
             if r.key(key, is: "unit") { return r.readOrNull(&unit) { $0.string() } }
@@ -131,6 +136,15 @@ struct BatchReader {
             body = .gridEnergyBlock(startUnix: start, lengthS: length, importedKWh: imported, exportedKWh: exported, coveredS: covered)
         case "event":
             guard let kind, let message else { return nil }
+            // A utility control when its kind says so and its object is there and not null.
+            if kind == UtilityControlRecord.kind, let utilityControlAt {
+                i = utilityControlAt
+                guard let read = orNull({ $0.utilityControl(depth: depth + 1) }) else { return nil }
+                if let read {
+                    body = .utilityControl(read, message: message)
+                    break
+                }
+            }
             body = .event(unit: unit ?? nil, kind: kind, code: code ?? nil, message: message)
         case "spool_drop":
             guard let count else { return nil }

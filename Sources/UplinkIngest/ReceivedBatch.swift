@@ -71,7 +71,7 @@ public typealias IngestRefusal = CodedError<IngestRefusalCode>
 public struct IngestRefusalCode: Hashable, Sendable, CustomStringConvertible {
     private enum Value: Hashable, Sendable {
         case siteIDInvalid, unitIDInvalid, unitStateInvalid, tripCodeInvalid, statusStateInvalid, statusSessionInvalid
-        case frequencyEventInvalid
+        case frequencyEventInvalid, utilityControlInvalid
     }
 
     private let value: Value
@@ -94,6 +94,11 @@ public struct IngestRefusalCode: Hashable, Sendable, CustomStringConvertible {
     /// whose values bessd would not write (an end before its start, a negative shortfall, a score
     /// outside 0…1).
     public static let frequencyEventInvalid = Self(.frequencyEventInvalid)
+    /// `UTILITY_CONTROL_INVALID`: a utility control bessd would not write: an outcome it does not have,
+    /// an mRID or program over 64 bytes, a reason over 256, a code that is not one, a response status
+    /// other than 252 or 253 on a refusal (or any on another outcome), an end before its start, a limit
+    /// beyond ±10^12 W.
+    public static let utilityControlInvalid = Self(.utilityControlInvalid)
 
     public var description: String {
         switch value {
@@ -104,6 +109,7 @@ public struct IngestRefusalCode: Hashable, Sendable, CustomStringConvertible {
         case .statusStateInvalid: "STATUS_STATE_INVALID"
         case .statusSessionInvalid: "STATUS_SESSION_INVALID"
         case .frequencyEventInvalid: "FREQUENCY_EVENT_INVALID"
+        case .utilityControlInvalid: "UTILITY_CONTROL_INVALID"
         }
     }
 }
@@ -149,6 +155,8 @@ public enum IngestRules {
                 if let code, !UplinkEventCode.names.contains(code), let refusal = check(code: code, seq: record.seq) { return refusal }
             case .frequencyEvent(let event):
                 if let refusal = check(frequencyEvent: event, seq: record.seq) { return refusal }
+            case .utilityControl(let control, _):
+                if let refusal = check(utilityControl: control, seq: record.seq) { return refusal }
             case .gridEnergyBlock, .spoolDrop:
                 break
             }
@@ -201,6 +209,41 @@ public enum IngestRules {
         }
         if let code = e.causeCode, let refusal = check(code: code, seq: seq) { return refusal }
         if let unit = e.causeUnit, let refusal = check(unit: unit, seq: seq) { return refusal }
+        return nil
+    }
+
+    /// A utility control (issue 48 §3): an outcome bessd has, texts within their bounds, a code of
+    /// upper-case letters, digits and `_`, a refusal's status 252 or 253 (none on other outcomes), an
+    /// end not before its start, limits within ±10^12 W. Its texts are kept as sent and escaped where shown.
+    static func check(utilityControl u: UtilityControlRecord, seq: UInt64) -> IngestRefusal? {
+        func invalid(_ what: String) -> IngestRefusal { IngestRefusal(.utilityControlInvalid, message: "record \(seq): utility control \(what)") }
+        guard UtilityControlRecord.outcomes.contains(u.outcome) else {
+            return invalid("outcome \(quoted(u.outcome)) is not one of \(UtilityControlRecord.outcomes.sorted().joined(separator: ", "))")
+        }
+        for (name, text) in [("mrid", u.mRID), ("program", u.program)] {
+            if let text, !(1...UtilityControlRecord.maxIDBytes).contains(text.utf8.count) {
+                return invalid("\(name) \(quoted(text)) is \(text.utf8.count) bytes, not 1 to \(UtilityControlRecord.maxIDBytes)")
+            }
+        }
+        if u.mRID == nil, u.outcome != UtilityControlRecord.refused { return invalid("without an mrid is \(u.outcome), not refused") }
+        if let reason = u.reason, reason.utf8.count > UtilityControlRecord.maxReasonBytes {
+            return invalid("reason is \(reason.utf8.count) bytes, more than \(UtilityControlRecord.maxReasonBytes)")
+        }
+        if let code = u.code {
+            let ok = (1...48).contains(code.utf8.count) && code.utf8.allSatisfy {
+                (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: "_")
+            }
+            guard ok else { return invalid("code \(quoted(code)) is not a code (A-Z, 0-9, _, at most 48)") }
+        }
+        if u.outcome == UtilityControlRecord.refused {
+            if let status = u.responseStatus, status != 252, status != 253 { return invalid("refused with response status \(status), not 252 or 253") }
+        } else if u.responseStatus != nil || u.code != nil || u.reason != nil {
+            return invalid("\(u.outcome) carries a refusal's response status, code or reason")
+        }
+        if let start = u.start, let end = u.end, end < start { return invalid("end \(end) is before start \(start)") }
+        for (name, watts) in u.limits.named where !(abs(watts) <= UtilityControlRecord.maxLimitW) {
+            return invalid("limit \(name) \(watts) W is beyond ±10^12 W")
+        }
         return nil
     }
 

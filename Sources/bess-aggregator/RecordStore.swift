@@ -85,6 +85,7 @@ func recordType(_ body: RecordBody) -> String {
     case .event: "event"
     case .spoolDrop: "spool_drop"
     case .frequencyEvent: "frequency_event"
+    case .utilityControl: "utility_control"
     }
 }
 

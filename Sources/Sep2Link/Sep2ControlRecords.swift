@@ -1,0 +1,95 @@
+public import ControlCore
+import IEEE2030_5
+
+/// The controls the worker has in force, for the uplink (issue 48 §3: "the journal and uplink record
+/// every control taken or refused"): each DERControl taken when it comes into force for any type, and
+/// its end when it leaves (completed, cancelled or superseded, as `EventRules.state` judges it; a
+/// control gone from the server's list before its end counts as cancelled), and each control refused.
+/// DefaultDERControls are journalled (`SEP2_CONTROL_TAKEN`), not recorded. After a restart the
+/// controls in force are recorded as taken again.
+struct ControlRecorder {
+    /// Where the records go; nil: none made.
+    var sink: (@Sendable (UtilityControlRecord) -> Void)?
+    /// Each control in force, with the record that said it was taken.
+    var inForce: [ControlKey: UtilityControlRecord] = [:]
+}
+
+extension Sep2Client {
+    /// Compares the controls in force in `active` with those before: a record per control taken and per
+    /// control ended, in the order of their program and mRID. Costs a set comparison while nothing changes.
+    func noteInForce(_ active: ActiveControls, second: Int64) {
+        guard let sink = controlRecorder.sink else { return }
+        var now: [ControlKey: Int64] = [:]
+        for source in active.sources.values {
+            if case .event(let program, let control, let until) = source { now[ControlKey(program: program, control: control)] = until }
+        }
+        guard Set(now.keys) != Set(controlRecorder.inForce.keys) else { return }
+        let order = { (a: ControlKey, b: ControlKey) in (a.program, a.control) < (b.program, b.control) }
+        for (key, taken) in controlRecorder.inForce.sorted(by: { order($0.key, $1.key) }) where now[key] == nil {
+            var ended = taken
+            ended.outcome = endOutcome(key, taken: taken, second: second)
+            controlRecorder.inForce[key] = nil
+            sink(ended)
+        }
+        for key in now.keys.sorted(by: order) where controlRecorder.inForce[key] == nil {
+            let record = takenRecord(key, until: now[key] ?? second)
+            controlRecorder.inForce[key] = record
+            sink(record)
+        }
+    }
+
+    /// Why a control left force: the state `EventRules` gives it now; one still scheduled or active, or
+    /// gone from the list, completed when its end has passed and cancelled before.
+    func endOutcome(_ key: ControlKey, taken: UtilityControlRecord, second: Int64) -> String {
+        switch EventRules.state(of: key.control, program: key.program, in: programs, now: second, randomization: randomization, held: held) {
+        case .completed: return UtilityControlRecord.completed
+        case .cancelled: return UtilityControlRecord.cancelled
+        case .superseded: return UtilityControlRecord.superseded
+        case .scheduled, .active, nil: return second >= (taken.end ?? .max) ? UtilityControlRecord.completed : UtilityControlRecord.cancelled
+        }
+    }
+
+    /// The record of a control taken: its window and the limits it sets, in W of the site's rating.
+    func takenRecord(_ key: ControlKey, until: Int64) -> UtilityControlRecord {
+        let control = programs.first { $0.mRID == key.program }?.controls.first { $0.mRID == key.control }
+        var limits = UtilityControlLimits()
+        var window: (start: Int64, end: Int64)?
+        if let control {
+            window = EventRules.window(control, randomization: randomization)
+            var one = ActiveControls()
+            one.base = control.base
+            let l = one.utilityLimits(siteRatingW: settings.siteRatingW)
+            let f = UtilityControlLimits.finite
+            limits = UtilityControlLimits(exportLimitW: f(l.exportLimitW), importLimitW: f(l.importLimitW), generationLimitW: f(l.generationLimitW),
+                                          loadLimitW: f(l.loadLimitW), fixedW: f(l.fixedW), maxLimW: f(l.maxLimW), targetW: f(l.targetW),
+                                          storageTargetW: f(l.storageTargetW))
+        }
+        return UtilityControlRecord(mRID: Self.bounded(key.control), program: Self.bounded(key.program), outcome: UtilityControlRecord.taken,
+                                    start: window?.start, end: window.map { max($0.start, $0.end) } ?? until, limits: limits)
+    }
+
+    /// A control a DERControlList page refused alone: 252 or 253, with the code its reason starts with.
+    func recordRefused(_ control: RefusedControl) {
+        guard let sink = controlRecorder.sink else { return }
+        sink(UtilityControlRecord(mRID: control.mRID.map { Self.bounded($0) }, program: nil, outcome: UtilityControlRecord.refused,
+                                  code: Self.leadingCode(control.reason) ?? "SEP2_CONTROL_REFUSED", responseStatus: Int(control.status.rawValue),
+                                  reason: UtilityControlRecord.cut(control.reason, bytes: UtilityControlRecord.maxReasonBytes)))
+    }
+
+    /// A control document refused whole (its controls unknown): no mRID, no response status.
+    func recordRefused(code: String, reason: String) {
+        guard let sink = controlRecorder.sink else { return }
+        sink(UtilityControlRecord(mRID: nil, program: nil, outcome: UtilityControlRecord.refused, code: Self.leadingCode(code) ?? "SEP2_CONTROL_REFUSED",
+                                  reason: UtilityControlRecord.cut(reason, bytes: UtilityControlRecord.maxReasonBytes)))
+    }
+
+    /// An mRID as the server wrote it, cut to `UtilityControlRecord.maxIDBytes`.
+    static func bounded(_ id: String) -> String { UtilityControlRecord.cut(id, bytes: UtilityControlRecord.maxIDBytes) }
+
+    /// The code `text` starts with (upper-case letters, digits and `_`, 3 to 48), nil when none.
+    static func leadingCode(_ text: String) -> String? {
+        let code = text.unicodeScalars.prefix { ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "_" }
+        guard (3...48).contains(code.count) else { return nil }
+        return String(String.UnicodeScalarView(code))
+    }
+}

@@ -1,0 +1,156 @@
+import BessSystem
+import ControlCore
+import Cycle
+import Foundation
+import IEEE2030_5
+@testable import Sep2Link
+import Synchronization
+import TestSupport
+import Testing
+import Uplink
+import UplinkIngest
+
+/// Issue 48 §3: "the journal and uplink record every control taken or refused". The worker hands each
+/// control taken, refused or ended to its sink (bessd's: the uplink recorder's inbox); the records
+/// validate against docs/uplink-openapi.yaml (hil/peers/validate_uplink.py) and bess-aggregator stores them.
+@Suite("2030.5 controls to the uplink", .serialized)
+struct Sep2ControlRecordTests {
+    static let t0 = Sep2Fixture.t0
+
+    /// The records a sink was given, in order.
+    final class Records: Sendable {
+        private let list = Mutex<[UtilityControlRecord]>([])
+        var all: [UtilityControlRecord] { list.withLock { $0 } }
+        var sink: @Sendable (UtilityControlRecord) -> Void { { [self] record in list.withLock { $0.append(record) } } }
+    }
+
+    /// The controls' list with `bad` refused alone (an export limit beyond its type).
+    static func listWithRefusal(_ good: [Sep2Fixture.Control], bad: String) -> String {
+        Sep2Fixture.controlList(good + [Sep2Fixture.Control(mRID: bad, start: t0, duration: 60, exportW: 2468)])
+            .replacingOccurrences(of: "<value>2468</value>", with: "<value>99999</value>")
+    }
+
+    static func batch(_ records: [UtilityControlRecord]) -> RecordBatch {
+        RecordBatch(site: "SEP2_SITE", records: records.enumerated().map {
+            UplinkRecord(seq: UInt64($0.offset + 1), time: Double(t0), body: .utilityControl($0.element, message: $0.element.sentence), mode: "hil")
+        }, acks: [])
+    }
+
+    /// Runs `arguments`, `input` on its standard input; its status and standard output.
+    static func run(_ arguments: [String], input: Data? = nil) throws -> (status: Int32, out: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = arguments
+        let output = Pipe(), stdin = Pipe()
+        process.standardOutput = output
+        process.standardInput = stdin
+        try process.run()
+        if let input { stdin.fileHandleForWriting.write(input) }
+        try stdin.fileHandleForWriting.close()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, text.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    @Test("the worker's thread takes one control and refuses another: two records, which validate against the OpenAPI document and bess-aggregator stores")
+    func takenAndRefusedReachTheAggregator() throws {
+        let now = Int64(SystemClock.wallClockSeconds())
+        let control = Sep2Fixture.Control(mRID: "C1", start: now - 10, duration: 3600, exportW: 2500)
+        var documents = Sep2Fixture.chain(serverTime: now, controls: [control])
+        documents["/derp/1/derc"] = Self.listWithRefusal([control], bad: "B2")
+        let server = FakeSep2Server(documents)
+        let slot = UtilityLimitSlot()
+        let log = LogLines(), records = Records()
+        let worker = Sep2Worker(settings: Sep2WorkerSettings(entryPath: "/dcap", pin: nil, pollSeconds: 30, siteRatingW: 100_000,
+                                                             timeout: .seconds(2), serverName: "test:443"),
+                                identity: Sep2Fixture.identity, transport: server, slot: slot, store: nil, log: log.sink)
+        worker.recordControls(records.sink)
+        worker.start()
+        #expect(waitFor(seconds: 10) { records.all.count >= 2 }, "\(records.all) \(log.all)")
+        worker.stop()
+        let made = records.all
+        #expect(made.count == 2, "\(made)")
+        let refused = try #require(made.first { $0.outcome == "refused" })
+        #expect(refused.mRID == "B2" && refused.responseStatus == 253 && refused.code == "SEP2_VALUE_INVALID" && refused.program == nil, "\(refused)")
+        let taken = try #require(made.first { $0.outcome == "taken" })
+        #expect(taken.mRID == "C1" && taken.program == "B1" && taken.start == now - 10 && taken.end == now + 3590, "\(taken)")
+        #expect(taken.limits == UtilityControlLimits(exportLimitW: 2500), "\(taken.limits)")
+        #expect(log.codes("SEP2_CONTROL_REFUSED").count == 1 && log.codes("SEP2_CONTROL_TAKEN").contains { $0.contains("\"C1\"") }, "\(log.all)")
+
+        // The batch bessd sends: the OpenAPI document's schema (an independent validator), ingest's rules.
+        let batch = Self.batch(made)
+        let payload = try JSONEncoder().encode(batch)
+        let verdict = try Self.run(["python3", Package.root.appendingPathComponent("hil/peers/validate_uplink.py").path,
+                                    Package.root.appendingPathComponent("docs/uplink-openapi.yaml").path], input: payload)
+        #expect(verdict.out == "VALID", "\(verdict)")
+        let received = try ReceivedBatch(payload: Array(payload))
+        #expect(received.cut && received.batch.records == batch.records)
+        #expect(IngestRules.check(received.batch) == nil)
+
+        // bess-aggregator stores both, as utility_control, each as it was sent.
+        let dir = NSTemporaryDirectory() + "sep2-uplink-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let port = Loopback.freePort()
+        let aggregator = Process()
+        aggregator.executableURL = try #require(Package.executable("bess-aggregator"))
+        aggregator.arguments = ["--listen", "127.0.0.1:\(port)", "--database", dir + "/agg.sqlite"]
+        aggregator.standardOutput = FileHandle.nullDevice
+        aggregator.standardError = FileHandle.nullDevice
+        try aggregator.run()
+        defer {
+            aggregator.terminate()
+            aggregator.waitUntilExit()
+        }
+        #expect(waitFor(seconds: 30) { Loopback.listening(port) }, "bess-aggregator never listened")
+        try payload.write(to: URL(fileURLWithPath: dir + "/batch.json"))
+        let answer = try Self.run(["curl", "-s", "-m", "10", "-X", "POST", "-H", "Content-Type: application/json", "--data-binary",
+                                   "@\(dir)/batch.json", "http://127.0.0.1:\(port)/v1/sites/SEP2_SITE/records"])
+        #expect(answer.out.contains("\"acked_seq\":2"), "\(answer)")
+        let rows = try Self.run(["sqlite3", dir + "/agg.sqlite", "SELECT body FROM records WHERE site = 'SEP2_SITE' AND type = 'utility_control' ORDER BY seq"])
+        let stored = rows.out.split(separator: "\n").map { try? JSONDecoder().decode(UplinkRecord.self, from: Data($0.utf8)) }
+        #expect(stored == batch.records.map { Optional($0) }, "\(rows)")
+    }
+
+    @Test("a control taken, then completed at its end; another taken, then cancelled by the server; a list refused whole: one record each")
+    func outcomes() throws {
+        let a1 = Sep2Fixture.Control(mRID: "A1", start: Self.t0 + 100, duration: 60, exportW: 1500)
+        let rig = Sep2WorkerTests.Rig(server: FakeSep2Server(Sep2Fixture.chain(controls: [a1])))
+        let records = Records()
+        rig.client.controlRecorder.sink = records.sink
+        rig.settle()
+        #expect(records.all.isEmpty, "nothing in force before the start: \(records.all)")
+        rig.advance(101)
+        rig.settle()
+        #expect(records.all.map(\.outcome) == ["taken"] && records.all.first?.start == Self.t0 + 100 && records.all.first?.end == Self.t0 + 160)
+        rig.advance(60)
+        rig.settle()
+        #expect(records.all.map(\.outcome) == ["taken", "completed"], "\(records.all)")
+        #expect(records.all.last.map { $0.mRID == "A1" && $0.limits.exportLimitW == 1500 } == true)
+
+        // D4 from now on for 10 minutes; the server then marks it cancelled (EventStatus 2).
+        var d4 = Sep2Fixture.Control(mRID: "D4", start: Self.t0 + 170, duration: 600, exportW: 3000)
+        rig.server.set("/derp/1/derc", Sep2Fixture.controlList([a1, d4]))
+        for _ in 0..<3 where !records.all.contains(where: { $0.mRID == "D4" }) {
+            rig.advance(31)
+            rig.settle()
+        }
+        #expect(records.all.last.map { $0.mRID == "D4" && $0.outcome == "taken" } == true, "\(records.all)")
+        d4.status = 2
+        rig.server.set("/derp/1/derc", Sep2Fixture.controlList([a1, d4]))
+        for _ in 0..<3 where records.all.last?.outcome != "cancelled" {
+            rig.advance(31)
+            rig.settle()
+        }
+        #expect(records.all.map(\.outcome) == ["taken", "completed", "taken", "cancelled"], "\(records.all)")
+        // A list that is not XML: refused whole, once, with its code and no mRID.
+        rig.server.set("/derp/1/derc", "<DERControlList")
+        for _ in 0..<3 where records.all.count < 5 {
+            rig.advance(31)
+            rig.settle()
+        }
+        let whole = try #require(records.all.count == 5 ? records.all[4] : nil, "\(records.all)")
+        #expect(whole.outcome == "refused" && whole.mRID == nil && whole.responseStatus == nil && whole.code?.hasPrefix("SEP2_") == true, "\(whole)")
+        #expect(IngestRules.check(Self.batch(records.all)) == nil)
+    }
+}
