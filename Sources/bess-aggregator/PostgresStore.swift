@@ -382,6 +382,11 @@ final class PostgresStore: RecordStore {
                 """, logger: logger).decode(String.self) {
                 list[i].frequencyEvents.append(body)
             }
+            for try await body in try await client.query("""
+                SELECT body FROM records WHERE site = \(site) AND type = 'utility_control' ORDER BY seq DESC LIMIT 20
+                """, logger: logger).decode(String.self) {
+                list[i].utilityControls.append(body)
+            }
         }
         return list
     }

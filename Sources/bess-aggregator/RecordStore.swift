@@ -27,6 +27,8 @@ struct SiteSummary: Sendable {
     var telemetry: [String]
     /// The last 20 frequency-event records, newest first, as stored (JSON).
     var frequencyEvents: [String] = []
+    /// The last 20 utility-control records (IEEE 2030.5 controls taken, refused, ended), newest first, as stored (JSON).
+    var utilityControls: [String] = []
 
     struct UnitLatest: Sendable {
         var unit: String

@@ -185,8 +185,12 @@ final class SQLiteStore: RecordStore {
                     let events = !detailed ? [] : try String.fetchAll(db, sql: """
                         SELECT body FROM records WHERE site = ? AND type = 'frequency_event' ORDER BY seq DESC LIMIT 20
                         """, arguments: [site])
+                    let controls = !detailed ? [] : try String.fetchAll(db, sql: """
+                        SELECT body FROM records WHERE site = ? AND type = 'utility_control' ORDER BY seq DESC LIMIT 20
+                        """, arguments: [site])
                     return SiteSummary(site: site, records: row["n"], highestSeq: row["high"], lastTime: row["last"], units: units,
-                                       blocks: blocks, acks: acks, state: state, telemetry: series, frequencyEvents: events)
+                                       blocks: blocks, acks: acks, state: state, telemetry: series, frequencyEvents: events,
+                                       utilityControls: controls)
                 }
         }
     }

@@ -154,6 +154,34 @@ enum StatusPage {
         return h + "</table>"
     }
 
+    /// The site's IEEE 2030.5 controls taken, refused and ended (issue 48 §3), newest first: when
+    /// (bessd's clock), the outcome, the control and its program, its window on the server's time, the W
+    /// it sets, a refusal's status, code and reason. Every text of the record is escaped; a stored record
+    /// that does not decode is left out.
+    static func utilityControls(_ records: [String]) -> String {
+        let decoder = JSONDecoder()
+        let controls = records.compactMap { text -> (Double, UtilityControlRecord)? in
+            guard let record = try? decoder.decode(UplinkRecord.self, from: Data(text.utf8)),
+                  case .utilityControl(let control, _) = record.body else { return nil }
+            return (record.time, control)
+        }
+        guard !controls.isEmpty else { return "" }
+        let clock = ISO8601DateFormatter()
+        let unix = { (t: Int64?) -> String in t.map { clock.string(from: Date(timeIntervalSince1970: Double($0))) } ?? "–" }
+        var h = "<h3>Utility controls (IEEE 2030.5)</h3><table><tr><th>time (UTC)</th><th>outcome</th><th>control</th><th>program</th>"
+            + "<th>window (server time, UTC)</th><th>sets</th><th>refusal</th></tr>"
+        for (time, c) in controls {
+            let at = time.isFinite ? clock.string(from: Date(timeIntervalSince1970: time)) : "–"
+            let sets = c.limits.named.map { "\($0.name) \(String(format: "%.0f", $0.watts)) W" }.joined(separator: ", ")
+            let refusal = [c.responseStatus.map { "\($0)" }, c.code, c.reason].compactMap { $0 }.joined(separator: " ")
+            h += "<tr><td class=l>\(at)</td><td class=\(c.outcome == "refused" ? "\"l trip\"" : "l")>\(escape(c.outcome))</td>"
+                + "<td class=l>\(escape(c.mRID ?? "–"))</td><td class=l>\(escape(c.program ?? "–"))</td>"
+                + "<td class=l>\(unix(c.start)) – \(unix(c.end))</td><td class=l>\(escape(sets.isEmpty ? "–" : sets))</td>"
+                + "<td class=l>\(escape(refusal.isEmpty ? "–" : refusal))</td></tr>"
+        }
+        return h + "</table>"
+    }
+
     static func html(_ sites: [SiteSummary], ingest: UInt64? = nil) throws -> String {
         var h = """
             <!doctype html><html><head><meta charset="utf-8"><meta http-equiv="refresh" content="5">
@@ -201,6 +229,7 @@ enum StatusPage {
             }
             h += "</table>"
             h += frequencyEvents(site.frequencyEvents)
+            h += utilityControls(site.utilityControls)
             if !site.acks.isEmpty {
                 h += "<h3>Command acknowledgements</h3><table><tr><th>id</th><th>accepted</th><th>reason</th></tr>"
                 for a in site.acks { h += "<tr><td class=l>\(escape(a.id))</td><td>\(a.accepted ? "yes" : "no")</td><td class=l>\(escape(a.reason ?? ""))</td></tr>" }

@@ -110,6 +110,19 @@ struct Sep2ControlRecordTests {
         let rows = try Self.run(["sqlite3", dir + "/agg.sqlite", "SELECT body FROM records WHERE site = 'SEP2_SITE' AND type = 'utility_control' ORDER BY seq"])
         let stored = rows.out.split(separator: "\n").map { try? JSONDecoder().decode(UplinkRecord.self, from: Data($0.utf8)) }
         #expect(stored == batch.records.map { Optional($0) }, "\(rows)")
+        // The status page lists them, a server's hostile mRID escaped (a third record, as a server may write one).
+        let hostile = Self.batch(made + [UtilityControlRecord(mRID: "<script>alert(1)</script>", program: "B1", outcome: "cancelled")])
+        try JSONEncoder().encode(RecordBatch(site: "SEP2_SITE", records: Array(hostile.records.suffix(1)).map {
+            UplinkRecord(seq: 3, time: $0.time, body: $0.body, mode: $0.mode)
+        }, acks: [])).write(to: URL(fileURLWithPath: dir + "/hostile.json"))
+        let third = try Self.run(["curl", "-s", "-m", "10", "-X", "POST", "-H", "Content-Type: application/json", "--data-binary",
+                                  "@\(dir)/hostile.json", "http://127.0.0.1:\(port)/v1/sites/SEP2_SITE/records"])
+        #expect(third.out.contains("\"acked_seq\":3"), "\(third)")
+        let page = try Self.run(["curl", "-s", "-m", "10", "http://127.0.0.1:\(port)/"]).out
+        let section = page.components(separatedBy: "<h3>Utility controls (IEEE 2030.5)</h3>").dropFirst().first?.components(separatedBy: "</table>").first ?? ""
+        #expect(section.contains(">C1<") && section.contains(">taken<") && section.contains("export_limit_w 2500 W"), "\(page.suffix(3000))")
+        #expect(section.contains(">B2<") && section.contains("253 SEP2_VALUE_INVALID"), "\(section)")
+        #expect(section.contains("&lt;script&gt;") && !page.contains("<script>alert"), "\(section)")
     }
 
     @Test("a control taken, then completed at its end; another taken, then cancelled by the server; a list refused whole: one record each")
