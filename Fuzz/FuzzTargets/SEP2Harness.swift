@@ -143,17 +143,20 @@ enum SEP2Harness {
             "<DERProgram \(sep)>\(program)</DERProgram>",
             "<DERProgramList \(sep) all=\"1\" results=\"1\" pollRate=\"60\"><DERProgram>\(program)</DERProgram></DERProgramList>",
         ]
-        // A list with a control refused alone for a value outside its type (253) and one setting only
-        // opModFixedVar (252) beside a taken one (read as a DERControlList: pick 1).
+        // A list with a control refused alone for a value outside its type (253), one setting only
+        // opModFixedVar (252) and the two below beside a taken one (read as a DERControlList: pick 1).
         func event(_ mRID: String, _ base: String) -> String {
             "<mRID>\(mRID)</mRID><creationTime>1760000000</creationTime><EventStatus><currentStatus>0</currentStatus><dateTime>1760000000</dateTime>"
                 + "<potentiallySuperseded>false</potentiallySuperseded></EventStatus><interval><duration>300</duration><start>1760000300</start></interval>"
                 + "<DERControlBase>\(base)</DERControlBase>"
         }
-        let refusals = "<DERControlList \(sep) all=\"3\" results=\"3\"><DERControl>\(control)</DERControl>"
+        let refusals = "<DERControlList \(sep) all=\"5\" results=\"5\"><DERControl>\(control)</DERControl>"
             + "<DERControl>" + event("B2", "<csipaus:opModExpLimW><multiplier>0</multiplier><value>99999</value></csipaus:opModExpLimW>") + "</DERControl>"
             + "<DERControl replyTo=\"/rsp\" responseRequired=\"02\">" + event("C3", "<opModFixedVar><refType>0</refType><value>5</value></opModFixedVar>")
-            + "</DERControl></DERControlList>"
+            + "</DERControl>"
+            // A vendor element (253, alone) and a CSIP-AUS limit in 2030.5's namespace (252).
+            + "<DERControl>" + event("D4", "<opModConnect>true</opModConnect><x:foo xmlns:x=\"urn:vendor\"/>") + "</DERControl>"
+            + "<DERControl>" + event("E5", "<opModExpLimW><multiplier>0</multiplier><value>10</value></opModExpLimW>") + "</DERControl></DERControlList>"
         return documents.enumerated().map { [UInt8($0.offset)] + Array($0.element.utf8) } + [[1] + Array(refusals.utf8)] + SEP2DiscoveryHarness.seeds()
     }
 }
