@@ -1,4 +1,6 @@
+import Config
 import ControlCore
+import Cycle
 import Fieldbus
 import Foundation
 import Simulation
@@ -124,5 +126,51 @@ struct ContactorTests {
         #expect(inverter.connectControl == nil)
         #expect(try inverter.readStatus(&client).connected == true, "701 ConnSt CONNECTED")
         #expect(throws: DeviceError.self) { try inverter.setConnection(connect: false, revert: .seconds(10), &client) }
+    }
+
+    @Test("through the cycle: connect false zeroes the simulated units, opens them at zero, closes them when it ends")
+    func throughTheCycle() throws {
+        let c = try ConfigLoader.parse(EmbeddedConfiguration.simulationYAML, file: "embedded")
+        let runner = try SiteRunner.make(configuration: c, startedAt: .zero) { _ in }
+        let site = try #require(runner.simulation)
+        let slot = UtilityLimitSlot()
+        runner.utilityLimits = slot
+        var ms: Int64 = 1000
+        func run(_ limits: UtilityLimits, cycles: Int) {
+            for _ in 0..<cycles {
+                ms += 100
+                var published = limits
+                published.validUntil = MonotonicInstant(nanoseconds: (ms + 5000) * 1_000_000)
+                slot.publish(published)
+                runner.step(now: MonotonicInstant(nanoseconds: ms * 1_000_000), wallClock: 1_800_000_000 + Double(ms) / 1000)
+            }
+        }
+        let units = c.units.indices
+        func power(_ i: Int) -> Double {
+            var w = 0.0
+            site.withUnit(i) { w = $0.inverter.powerW }
+            return w
+        }
+        func connected(_ i: Int) -> Bool {
+            var up = false
+            site.withUnit(i) { up = $0.inverter.connected }
+            return up
+        }
+        var request = UtilityLimits()
+        request.targetW = 20_000
+        run(request, cycles: 100)
+        #expect(units.contains { power($0) > 1000 }, "the request makes the units discharge")
+        #expect(units.allSatisfy { runner.io.contactor(unit: $0) == .closed })
+        var disconnect = UtilityLimits()
+        disconnect.connect = false
+        run(disconnect, cycles: 1)
+        #expect(runner.controller.siteDecision.utility.disconnected)
+        run(disconnect, cycles: 30)
+        #expect(units.allSatisfy { !connected($0) && power($0) == 0 }, "every unit opened, nothing flows")
+        #expect(units.allSatisfy { runner.io.contactor(unit: $0) == .open })
+        run(request, cycles: 1)
+        #expect(units.allSatisfy { connected($0) && runner.io.contactor(unit: $0) == .closed }, "closed as the control ends")
+        run(request, cycles: 100)
+        #expect(units.contains { power($0) > 1000 }, "the limits rose again")
     }
 }
