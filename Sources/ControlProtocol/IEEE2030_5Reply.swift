@@ -26,6 +26,9 @@ public struct IEEE2030_5Reply: Codable, Sendable, Equatable, JSONWritable {
     public var source: String
     /// Why all traffic stopped (`SEP2_PIN_MISMATCH: …`), nil while it runs.
     public var stopped: String?
+    /// The units asked to open (`opModConnect` or `opModEnergize` false) whose inverter cannot be
+    /// (no SunSpec model 123): held at 0 W, `CONTACTOR_UNAVAILABLE`; nil (left out) when none.
+    public var cannotOpen: [String]?
 
     /// A reply.
     public init(lfdi: String?, sfdi: UInt64?, server: String, source: String, controls: [IEEE2030_5ControlReply] = [], programs: [String] = [],
@@ -47,11 +50,13 @@ public struct IEEE2030_5Reply: Codable, Sendable, Equatable, JSONWritable {
 
     enum CodingKeys: String, CodingKey {
         case controls, lfdi, programs, reachable, server, sfdi, source, stopped
+        case cannotOpen = "cannot_open"
         case lastError = "last_error", lastAnswerUnix = "last_answer_unix", lastStatus = "last_status", serverTimeUnix = "server_time_unix"
     }
 
     public func write(to json: inout JSONText) {
         json.beginObject()
+        if let cannotOpen { json.field(CodingKeys.cannotOpen, cannotOpen) }
         json.field(CodingKeys.controls, controls)
         json.field(CodingKeys.lastAnswerUnix, lastAnswerUnix)
         json.field(CodingKeys.lastError, lastError)

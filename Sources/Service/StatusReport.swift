@@ -52,6 +52,8 @@ extension Daemon {
                            frequencySource: stats.frequencySource?.rawValue,
                            frequencyAgeMs: stats.frequencyAge.isFinite ? (stats.frequencyAge * 1000).rounded() : nil)
         reply.ieee2030_5 = ieee2030_5Reply()
+        let blocked = configuration.units.indices.filter { $0 < units.count && units[$0].contactor == .cannotOpen }
+        if !blocked.isEmpty { reply.ieee2030_5?.cannotOpen = blocked.map { configuration.units[$0].id } }
         return reply
     }
 

@@ -89,6 +89,9 @@ struct IEEE2030_5Command: ParsableCommand {
         lines.append("schedule \(source)" + (r.programs.isEmpty ? "" : "; programs \(r.programs.joined(separator: ", "))"))
         if let time = r.serverTimeUnix { lines.append("server time \(Status.clock(time))") }
         if r.controls.isEmpty { lines.append("no control in force") }
+        if let units = r.cannotOpen {
+            lines.append("CONTACTOR_UNAVAILABLE cannot open \(units.joined(separator: ", ")): no SunSpec model 123, held at 0 W")
+        }
         return lines
     }
 }
