@@ -41,7 +41,8 @@ public struct Sep2SiteSample: Sendable, Equatable {
     public var frequencyHz: Double = .nan
     /// Σ units' active power, W (+ = discharge); NaN when no unit reads one.
     public var derW: Double = .nan
-    /// Σ units' reactive power, var (+ = supplied, as `derW`); NaN when no unit measures it.
+    /// Σ units' reactive power, var (+ = supplied, as `derW`); NaN unless every unit whose inverter
+    /// answers measures it (a partial Σ would understate the DER's var).
     public var derVar: Double = .nan
     /// The units' AC voltage, V (their mean); NaN when no unit measures it.
     public var derV: Double = .nan
@@ -80,12 +81,14 @@ public struct Sep2SiteSample: Sendable, Equatable {
         siteV = metered && site.gridVoltage > 0 ? site.gridVoltage : .nan
         frequencyHz = frequency
         var power = 0.0, powered = false, stored = 0.0, capacity = 0.0, standby = true
-        var reactive = 0.0, reactives = 0, volts = 0.0, voltages = 0
+        var reactive = 0.0, reactives = 0, volts = 0.0, voltages = 0, unmeasured = false
         for (i, unit) in units.enumerated() {
             if unit.power.isFinite { power += unit.power; powered = true }
             if unit.reactivePower.isFinite {
                 reactive += unit.reactivePower
                 reactives += 1
+            } else if unit.inverterOnline {
+                unmeasured = true
             }
             if unit.acVoltage.isFinite && unit.acVoltage > 0 {
                 volts += unit.acVoltage
@@ -111,7 +114,8 @@ public struct Sep2SiteSample: Sendable, Equatable {
         }
         allStandby = standby && !units.isEmpty
         derW = powered ? power : .nan
-        derVar = reactives > 0 ? reactive : .nan
+        // A unit answering without var would make the Σ a partial one: none is posted.
+        derVar = reactives > 0 && !unmeasured ? reactive : .nan
         derV = voltages > 0 ? volts / Double(voltages) : .nan
         if capacity > 0 {
             storedWh = stored

@@ -291,7 +291,11 @@ extension Sep2ReporterTests {
         let units = Self.units([(1000, 300, 232), (1000, -100, 234), (500, .nan, .nan)])
         let s = Sep2SiteSample(site: site, units: units, frequency: 50, ratings: Self.settings().ratings)
         #expect(s.siteW == 1500 && s.siteVar == -800 && s.siteV == 231.44, "bessd's convention: + = export")
-        #expect(s.derVar == 200 && s.derV == 233, "Σ var of the units that measure it; their mean voltage")
+        #expect(s.derVar.isNaN && s.derV == 233, "an answering unit without var: no Σ var (a partial sum would understate it); the mean voltage")
+        var measured = units
+        measured[2].inverterOnline = false
+        let m = Sep2SiteSample(site: site, units: measured, frequency: 50, ratings: Self.settings().ratings)
+        #expect(m.derVar == 200 && m.derV == 233, "every answering unit measures var: their Σ")
         var stale = site
         stale.meterStale = true
         let staleSample = Sep2SiteSample(site: stale, units: [], frequency: .nan, ratings: Self.settings().ratings)
@@ -304,7 +308,7 @@ extension Sep2ReporterTests {
         #expect(declared == [["38", "63", "29", "33"], ["38", "63", "29"]], "site W, var, V, Hz; DER W, var, V")
         Self.ok(&reporter, points) { "/mup/" + (Self.text(try! Self.root($0), "roleFlags") == "0003" ? "1" : "2") }
         for t in Int64(0)..<60 {
-            reporter.sample(s, serverTime: 3000 + t)
+            reporter.sample(m, serverTime: 3000 + t)
             _ = reporter.dueRequests(now: 1 + t, serverTime: 3000 + t)
         }
         let readings = reporter.dueRequests(now: 61, serverTime: 3060)
