@@ -5,11 +5,12 @@ import IEEE2030_5
 /// the `/.well-known/csipaus` reader on any document, and `DiscoverySession` driven by a server that
 /// answers anything.
 ///
-/// Readers (the first byte's low bits 0–6 pick DeviceCapability, Time, EndDeviceList, Registration,
-/// FunctionSetAssignmentsList, DERList, `WellKnownCSIPAUS`): a refusal carries a document or href code and
-/// a printable ASCII message; a resource read has every href an absolute path of printable ASCII within
-/// `SEP2Href.maximumBytes`, every rate within `sep2RateRange`, and reads the same twice; the well-known
-/// reader chooses only v1.3 or v1.2 and an absolute path.
+/// Readers (the first byte's low bits 0–7 pick DeviceCapability, Time, EndDeviceList, Registration,
+/// FunctionSetAssignmentsList, DERList, `WellKnownCSIPAUS`, the ConnectionPoint read back): a refusal
+/// carries a document or href code and a printable ASCII message; a resource read has every href an
+/// absolute path of printable ASCII within `SEP2Href.maximumBytes`, every rate within `sep2RateRange`, and
+/// reads the same twice; the well-known reader chooses only v1.3 or v1.2 and an absolute path; a
+/// ConnectionPoint id is at most 32 bytes, trimmed.
 ///
 /// Session (the other first bytes; bit 3 sets in-band registration with a connection point id, whose
 /// server's list lacks the device until it is POSTed, bit 4 starts from `/.well-known/csipaus`): each step of the input picks a status (200 with the document the
@@ -29,7 +30,7 @@ enum SEP2DiscoveryHarness {
 
     static func run(_ pick: UInt8, _ input: inout FuzzInput) -> [String] {
         var violations = Violations()
-        if pick & 0x3F < 7 {
+        if pick & 0x3F < 8 {
             readers(pick & 0x3F, input.rest(), &violations)
         } else {
             session(pick & 0x3F, &input, &violations)
@@ -96,6 +97,13 @@ enum SEP2DiscoveryHarness {
                 violations.check(CSIPAUSVersion.allCases.contains(read.version), "a version of \(read.version)")
                 let again = try WellKnownCSIPAUS.read(bytes)
                 violations.check(again == read, "a second read differs")
+            case 7:
+                let id = try ConnectionPointReport.readID(bytes)
+                let space: [UInt8] = [0x20, 0x09, 0x0A, 0x0D]
+                violations.check(id.map { $0.utf8.count <= 32 && !space.contains($0.utf8.first ?? 0) && !space.contains($0.utf8.last ?? 0) } ?? true,
+                                 "a ConnectionPoint id of \(id?.utf8.count ?? 0) bytes, or untrimmed")
+                let again = try ConnectionPointReport.readID(bytes)
+                violations.check(again == id, "a second read differs")
             default:
                 let read = try DERList.read(bytes).resource
                 checkRate(read.pollRate, &violations)

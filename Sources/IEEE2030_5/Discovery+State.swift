@@ -320,6 +320,7 @@ extension DiscoverySession {
         case .endDevices(let devices):
             try updateChildren(of: path, now: now, dropAll: false)
             let listed = devices.contains { $0.identifies(lfdi: lfdi, sfdi: sfdi) }
+            if listed, connectionPointPut != nil { connectionPointCheck = true }
             if node.kind == .endDeviceList {
                 if listed {
                     registeredAt = nil
@@ -385,6 +386,9 @@ extension DiscoverySession {
            let body = try? ConnectionPointReport(connectionPointId: id).xml(csipaus: csipaus ?? .v1_2) {
             return (Sep2Request(method: .put, path: target.link, body: body, purpose: .connectionPoint), target.holder)
         }
+        if connectionPointCheck, options.connectionPointId != nil, let link = connectionPointPut, let holder = endDeviceHolder?.path {
+            return (Sep2Request(method: .get, path: link, purpose: .connectionPoint), holder)
+        }
         return nil
     }
 
@@ -399,8 +403,29 @@ extension DiscoverySession {
         return try? SEP2Href.check(text, "Location")
     }
 
+    /// The answer to the ConnectionPoint read back (CSIP-AUS ALL-03): an id not the configured one, none,
+    /// or the resource gone (404, 410) is PUT again at once; another status changes nothing until the
+    /// EndDevice's next read; a document that cannot be read is its coded error.
+    mutating func handleConnectionPointRead(_ reply: Sep2Reply, to request: Sep2Request) throws(SEP2Error) {
+        connectionPointCheck = false
+        switch reply.status {
+        case 200...299:
+            if try ConnectionPointReport.readID(reply.body) != options.connectionPointId, connectionPointPut == request.path {
+                connectionPointPut = nil
+            }
+        case 404, 410:
+            if connectionPointPut == request.path { connectionPointPut = nil }
+        default:
+            break
+        }
+    }
+
     /// The answer to a write.
     mutating func handleWrite(_ reply: Sep2Reply, to request: Sep2Request, parent: String, now: Int64) throws(SEP2Error) {
+        if request.method == .get {
+            try handleConnectionPointRead(reply, to: request)
+            return
+        }
         let what = request.purpose == .registerEndDevice ? "the EndDevice POSTed to" : "the ConnectionPoint PUT to"
         switch reply.status {
         case 200...299:

@@ -189,6 +189,9 @@ public struct DiscoverySession: Sendable {
     var awaitingListing = false
     /// The ConnectionPointLink the connection point id was last PUT to.
     var connectionPointPut: String?
+    /// The EndDevice was read again since the PUT: the ConnectionPoint is read back (and PUT again when the
+    /// server's id is not the configured one, or it is gone).
+    var connectionPointCheck = false
     /// No write before this monotonic second (the back-off after a refused one), and the refusals in a row.
     var writeDue: Int64 = .min
     var writeFailures = 0

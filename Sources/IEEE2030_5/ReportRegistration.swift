@@ -61,4 +61,20 @@ public struct ConnectionPointReport: Hashable, Sendable {
         writer.element("connectionPointId", connectionPointId, csipaus: true)
         return try writer.finish()
     }
+
+    /// The id of a `csipaus:ConnectionPoint` document as the server gives it back (a GET of the
+    /// ConnectionPointLink): its `connectionPointId` (CSIP-AUS 1.1's `id` where that is absent), trimmed,
+    /// nil when it has neither. `SEP2_DOCUMENT_UNEXPECTED` for another root, `SEP2_VALUE_INVALID` for an
+    /// id past 32 bytes, the XML reader's codes for the rest.
+    public static func readID(_ bytes: [UInt8], limits: XMLLimits = XMLLimits()) throws(SEP2Error) -> String? {
+        let root = try XMLDocument.parse(bytes, limits: limits)
+        _ = try NamespaceCheck.check(root)
+        guard root.name.local == "ConnectionPoint", CSIPAUSVersion(rawValue: root.name.namespace) != nil else {
+            throw SEP2Error(.documentUnexpected, message: "root element \(root.name), csipaus:ConnectionPoint expected")
+        }
+        guard let found = root.child("connectionPointId", csipaus: true) ?? root.child("id", csipaus: true) else { return nil }
+        let id = found.text.trimmingSpace
+        try ReportCheck.string32(id, "connectionPointId at byte \(found.offset)")
+        return id
+    }
 }

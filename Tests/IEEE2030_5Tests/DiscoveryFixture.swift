@@ -63,6 +63,8 @@ struct FakeServer {
     mutating func answer(_ request: Sep2Request, at now: Int64) -> Sep2Reply {
         log.append((request.path, now))
         if request.method != .get { writes.append((request, now)) }
+        // What is PUT is kept, as a server keeps it (the ConnectionPoint read back gives it).
+        if request.method == .put { documents[request.path] = String(decoding: request.body, as: UTF8.self) }
         if var queue = scripted[request.path], !queue.isEmpty {
             let reply = queue.removeFirst()
             scripted[request.path] = queue

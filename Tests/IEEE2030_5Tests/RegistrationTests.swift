@@ -43,8 +43,11 @@ struct RegistrationTests {
         drive.run(until: 1_400)
         #expect(drive.server.writes.count == 2 && drive.errors.isEmpty, "\(drive.server.writes.map(\.request.path)) \(drive.errors)")
         #expect(drive.server.log.filter { $0.path == "/edev/7" }.count >= 3)
-        // The server lists it now: the list gives it, the Location is no longer read, nothing is written again.
+        // The server lists it now (and keeps the ConnectionPoint PUT): the list gives it, the Location is no
+        // longer read, nothing is written again.
+        let point = drive.server.documents["/edev/7/cp"]
         drive.server.documents = try #require(fixture.servers["A"])
+        drive.server.documents["/edev/7/cp"] = point
         let switched = drive.server.log.count
         drive.run(until: 1_800)
         let listedAt = try #require(drive.server.log[switched...].first { $0.path == "/edev?s=6&l=3" }?.at)
@@ -106,6 +109,35 @@ struct RegistrationTests {
         #expect(drive.errors.map(\.code) == [.endDeviceUnknown] && drive.session.complete && drive.session.endDevicePath == "/edev/9",
                 "\(drive.errors)")
         #expect(!drive.server.log.contains { $0.path == "/edev/7" && $0.at > 1_240 }, "the other device's Location is no longer read")
+    }
+
+    @Test("ALL-03: the ConnectionPoint read back at each read of the EndDevice; PUT again when the server's id differs, is missing or gone, not when it matches")
+    func connectionPointReadBack() throws {
+        var drive = try Self.registering()
+        drive.settle()
+        // The server keeps what was PUT (FakeServer): read back at the EndDevice's next read, nothing written.
+        drive.run(until: 1_130)
+        let readBack = drive.server.log.filter { $0.path == "/edev/7/cp" && $0.at > 1_000 }.map(\.at)
+        #expect(!readBack.isEmpty && drive.server.writes.count == 2, "\(readBack) \(drive.server.writes.map(\.at))")
+        let other = try ConnectionPointReport(connectionPointId: "NMI9999999999").xml(csipaus: .v1_3)
+        let lost = Array("<csipaus:ConnectionPoint xmlns:csipaus=\"https://csipaus.org/ns/v1.3\" xmlns=\"urn:ieee:std:2030.5:ns\"/>".utf8)
+        for (reply, label, until) in [(Sep2Reply(status: 200, body: other), "another id", Int64(1_250)), (Sep2Reply(status: 200, body: lost), "no id", 1_370),
+                                      (Sep2Reply(status: 404), "gone", 1_490)] {
+            let before = drive.server.writes.count
+            let asked = drive.server.log.count
+            drive.server.scripted["/edev/7/cp"] = [reply]
+            drive.run(until: until)
+            let writes = drive.server.writes.dropFirst(before).map { "\($0.request.method.rawValue) \($0.request.path)" }
+            #expect(writes == ["PUT /edev/7/cp"], "\(label): \(writes)")
+            #expect(drive.server.log[asked...].contains { $0.path == "/edev/7/cp" }, "\(label)")
+        }
+        // Back to the configured id, nothing more is written; no error was journalled on the way.
+        let settled = drive.server.writes.count
+        drive.run(until: 1_850)
+        #expect(drive.server.writes.count == settled && drive.errors.isEmpty && drive.session.complete, "\(drive.errors)")
+        #expect(try ConnectionPointReport.readID(try ConnectionPointReport(connectionPointId: Self.nmi).xml(csipaus: .v1_2)) == Self.nmi)
+        #expect(try ConnectionPointReport.readID(lost) == nil)
+        #expect(throws: SEP2Error.self) { try ConnectionPointReport.readID(Array("<EndDevice xmlns=\"urn:ieee:std:2030.5:ns\"/>".utf8)) }
     }
 
     @Test("a refused POST is SEP2_REGISTRATION_REFUSED and sent again after 2, 4, 8 s; then the chain goes on")

@@ -18,7 +18,7 @@ is POSTed to /edev (read by envoy-schema's EndDeviceRequest; 201, or 400 printed
 printed as {"registered": {lFDI, sFDI, deviceCategory, changedTime}}; the answer has no Location, so the
 client reads the list again. The EndDevice then has csipaus:ConnectionPointLink /edev/1/cp, where a PUT
 is read by envoy-schema's ConnectionPointRequest and printed as {"connection_point": id, "namespace": URI}
-(204; 400 for a body the model refuses).
+(204; 400 for a body the model refuses); a GET of /edev/1/cp then gives the body PUT back.
 """
 import argparse
 import json
@@ -162,6 +162,8 @@ def main():
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if 0 < length <= 1 << 20 else b""
             status = connection_point(body, lock) if args.in_band and self.path == "/edev/1/cp" else 404
+            if status == 204:  # kept as a server keeps it: a GET of the link gives it back
+                served["/edev/1/cp"] = lambda kept=body: kept
             self.send_response(status)
             self.send_header("Content-Length", "0")
             self.end_headers()
