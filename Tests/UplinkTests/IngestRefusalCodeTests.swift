@@ -12,6 +12,7 @@ struct IngestRefusalCodeTests {
         (.statusStateInvalid, "STATUS_STATE_INVALID"),
         (.statusSessionInvalid, "STATUS_SESSION_INVALID"),
         (.frequencyEventInvalid, "FREQUENCY_EVENT_INVALID"),
+        (.utilityControlInvalid, "UTILITY_CONTROL_INVALID"),
     ]
 
     @Test("each code prints its stable name", arguments: rows)
