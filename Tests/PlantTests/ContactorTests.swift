@@ -106,15 +106,41 @@ struct ContactorTests {
         #expect(inverter.map.models.map(\.id) == [1, 701, 120, 121, 123, 704])
         #expect(try inverter.readStatus(&client).connected == true)
         try inverter.setConnection(connect: false, revert: .seconds(10), &client)
-        #expect(Peer.readLine(out) { $0.hasPrefix("CONN unit") } == "CONN unit=1 conn=0 rvrt_tms=10")
+        #expect(Peer.readLine(out) { $0.hasPrefix("CONN unit") } == "CONN unit=1 conn=0 rvrt_tms=10 writes=1")
         #expect(try waitFor { try inverter.readStatus(&client).connected == false })
         #expect(try inverter.readStatus(&client).activePower == .zero)
         // Re-armed with another time: the peer sees the timer change, Conn still 0.
         try inverter.setConnection(connect: false, revert: .seconds(12), &client)
-        #expect(Peer.readLine(out) { $0.hasPrefix("CONN unit") } == "CONN unit=1 conn=0 rvrt_tms=12")
+        #expect(Peer.readLine(out) { $0.hasPrefix("CONN unit") } == "CONN unit=1 conn=0 rvrt_tms=12 writes=2")
         try inverter.setConnection(connect: true, revert: .seconds(12), &client)
-        #expect(Peer.readLine(out) { $0.hasPrefix("CONN unit") } == "CONN unit=1 conn=1 rvrt_tms=12")
+        #expect(Peer.readLine(out) { $0.hasPrefix("CONN unit") } == "CONN unit=1 conn=1 rvrt_tms=12 writes=3")
         #expect(try waitFor { try inverter.readStatus(&client).connected == true })
+    }
+
+    @Test("the endpoint worker against pymodbus: 0 W, Conn 0 after the bounded wait, re-armed past Conn_RvrtTms, Conn 1 at the end")
+    func workerAgainstPymodbus() throws {
+        // The peer's unit keeps reading 1234 W whatever its setpoint (above 1 % of its 50 kW), so the
+        // open comes from the bounded wait; it reverts an open not re-written within Conn_RvrtTms.
+        let (process, out, port) = try SunSpecBasesPeerTests().start("1:conn")
+        defer { Peer.stop(process) }
+        let slot = DeviceSlot()
+        let worker = EndpointWorker(endpoint: .tcp(host: "127.0.0.1", port: port), devices: [.init(unitID: 1, slot: slot, name: "u1")],
+                                    period: .milliseconds(100), timeout: .seconds(1), revert: .seconds(2)) { _ in }
+        slot.setSetpoint(.zero)
+        slot.setConnect(false)
+        worker.start()
+        defer { worker.stop() }
+        #expect(Peer.readLine(out) { $0.hasPrefix("CONN unit") } == "CONN unit=1 conn=0 rvrt_tms=2 writes=1")
+        #expect(waitFor { slot.contactor == .open })
+        // Re-armed at least every second: three more writes over more than the 2 s revert, Conn 0 throughout.
+        var rearms: [String] = []
+        while rearms.count < 3, let line = Peer.readLine(out, until: { $0.hasPrefix("CONN unit") }) { rearms.append(line) }
+        #expect(rearms == ["CONN unit=1 conn=0 rvrt_tms=2 writes=2", "CONN unit=1 conn=0 rvrt_tms=2 writes=3",
+                           "CONN unit=1 conn=0 rvrt_tms=2 writes=4"])
+        slot.setConnect(true)
+        let closed = Peer.readLine(out) { $0.hasPrefix("CONN unit") && !$0.contains("conn=0") }
+        #expect(closed?.hasPrefix("CONN unit=1 conn=1 rvrt_tms=2 writes=") == true, "\(String(describing: closed))")
+        #expect(waitFor { slot.contactor == .closed })
     }
 
     @Test("pymodbus without 123: bessd finds no Conn and cannot open")

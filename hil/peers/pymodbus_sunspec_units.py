@@ -14,7 +14,8 @@ Options per unit:
   exception       every request to this unit is answered with exception 4 (server device failure)
   late=S          every read of this unit is answered S seconds late (the loop keeps serving others)
   conn            model 123 (Immediate controls) before the command model: Conn opens (0) and closes (1)
-                  the unit, as a device does: 701 ConnSt follows Conn and W reads 0 while open
+                  the unit, as a device does: 701 ConnSt follows Conn and W reads 0 while open, and
+                  an open not written again within Conn_RvrtTms reverts to connected (Conn 1)
   meter           a site meter instead of an inverter: "SunS", 1, 203, end, with W = 100 × unit + 45
                   at W_SF 1 (+ = import), Hz 50.01 (Hz_SF -2), TotWhImp 7000 and TotWhExp 3000 Wh
 
@@ -22,11 +23,13 @@ Prints "PORT <n>" (TCP) or "READY" (RTU) once serving, then, as they change:
   "CONNECTIONS active=<a> total=<t>"         TCP sessions now open / ever accepted
   "WSET unit=<u> ena=<> mod=<> w=<> rvrt_tms=<> rvrt=<> ena_rvrt=<>"    a 704 unit's WSet block
   "STORAGE unit=<u> mod=<> out=<> in=<> rvrt_tms=<>"                     a 124 unit's rate block
-  "CONN unit=<u> conn=<> rvrt_tms=<>"        a "conn" unit's 123 Conn and Conn_RvrtTms
+  "CONN unit=<u> conn=<> rvrt_tms=<> writes=<n>"   a "conn" unit's 123 Conn and Conn_RvrtTms, and the
+                                             writes that reached them so far
   "REQUESTS unit=<u> reads=<r> writes=<w>"   requests addressed to each unit (every 0.5 s if changed)
 """
 import argparse
 import asyncio
+import time
 
 from pymodbus.datastore import ModbusSequentialDataBlock, ModbusServerContext, ModbusSlaveContext
 from pymodbus.server import ModbusSerialServer, ModbusTcpServer
@@ -43,6 +46,7 @@ class Unit:
         words = [0x5375, 0x6E53]
         self.where = {}
         self.conn = "conn" in options
+        self.conn_writes, self.conn_written = 0, time.monotonic()
         models = (1, 701, 120, 121) + ((123,) if self.conn else ()) + (self.control,)
         for mid in ((1, 203) if self.meter else models):
             offsets, length = layout(mid)
@@ -107,11 +111,26 @@ class Unit:
         """A "conn" unit acts on Conn as a device does: ConnSt follows it, W is 0 while open."""
         if not self.conn:
             return None
-        conn = self.get(123, "Conn")
+        conn, revert = self.get(123, "Conn"), self.get(123, "Conn_RvrtTms")
+        if conn == 0 and revert > 0 and time.monotonic() - self.conn_written > revert:
+            conn = 1  # the revert timer ran out: connected again
+            address, offsets = self.where[123]
+            self.block.setValues(address + offsets["Conn"][0] + 1, [1])
         address, offsets = self.where[701]
         self.block.setValues(address + offsets["ConnSt"][0] + 1, [1 if conn == 1 else 0])
         self.block.setValues(address + offsets["W"][0] + 1, [(1000 * self.uid + 234) if conn == 1 else 0])
-        return "CONN unit={} conn={} rvrt_tms={}".format(self.uid, conn, self.get(123, "Conn_RvrtTms"))
+        return "CONN unit={} conn={} rvrt_tms={} writes={}".format(self.uid, conn, revert, self.conn_writes)
+
+    def wrote(self, address, count):
+        """A write of `count` registers at protocol address `address`: one reaching Conn or
+        Conn_RvrtTms restarts the revert timer."""
+        if not self.conn:
+            return
+        start, offsets = self.where[123]
+        first, last = start + offsets["Conn_RvrtTms"][0], start + offsets["Conn"][0]
+        if address <= last and address + count > first:
+            self.conn_writes += 1
+            self.conn_written = time.monotonic()
 
     def state(self):
         if self.meter:
@@ -146,6 +165,7 @@ class Store(ModbusSlaveContext):
         if "exception" in self.unit.options:
             raise RuntimeError("unit answers exceptions")
         self.setValues(fc_as_hex, address, values)
+        self.unit.wrote(address, len(values))
 
 
 def parse_unit(text):
