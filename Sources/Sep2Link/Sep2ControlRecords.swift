@@ -5,8 +5,10 @@ import IEEE2030_5
 /// every control taken or refused"): each DERControl taken when it comes into force for any type, and
 /// its end when it leaves (completed, cancelled or superseded, as `EventRules.state` judges it; a
 /// control gone from the server's list before its end counts as cancelled), and each control refused.
-/// DefaultDERControls are journalled (`SEP2_CONTROL_TAKEN`), not recorded. After a restart the
-/// controls in force are recorded as taken again.
+/// A program's DefaultDERControl is recorded the same way, without a window: taken when it comes into
+/// force for any type, superseded when it leaves force while the program still has it (an event took
+/// its types), cancelled when the server replaced or removed it. After a restart the controls in force
+/// are recorded as taken again.
 struct ControlRecorder {
     /// Where the records go; nil: none made.
     var sink: (@Sendable (UtilityControlRecord) -> Void)?
@@ -21,7 +23,13 @@ extension Sep2Client {
         guard let sink = controlRecorder.sink else { return }
         var now: [ControlKey: Int64] = [:]
         for source in active.sources.values {
-            if case .event(let program, let control, let until) = source { now[ControlKey(program: program, control: control)] = until }
+            switch source {
+            case .event(let program, let control, let until):
+                now[ControlKey(program: program, control: control)] = until
+            case .defaultControl(let program):
+                guard let mRID = programs.first(where: { $0.mRID == program })?.defaultControl?.mRID else { continue }
+                now[ControlKey(program: program, control: mRID)] = .max
+            }
         }
         guard Set(now.keys) != Set(controlRecorder.inForce.keys) else { return }
         let order = { (a: ControlKey, b: ControlKey) in (a.program, a.control) < (b.program, b.control) }
@@ -41,6 +49,11 @@ extension Sep2Client {
     /// Why a control left force: the state `EventRules` gives it now; one still scheduled or active, or
     /// gone from the list, completed when its end has passed and cancelled before.
     func endOutcome(_ key: ControlKey, taken: UtilityControlRecord, second: Int64) -> String {
+        if taken.start == nil, taken.end == nil {
+            // A default: superseded while its program still has it, else replaced or removed.
+            let kept = programs.first { $0.mRID == key.program }?.defaultControl?.mRID == key.control
+            return kept ? UtilityControlRecord.superseded : UtilityControlRecord.cancelled
+        }
         switch EventRules.state(of: key.control, program: key.program, in: programs, now: second, randomization: randomization, held: held) {
         case .completed: return UtilityControlRecord.completed
         case .cancelled: return UtilityControlRecord.cancelled
@@ -51,13 +64,15 @@ extension Sep2Client {
 
     /// The record of a control taken: its window and the limits it sets, in W of the site's rating.
     func takenRecord(_ key: ControlKey, until: Int64) -> UtilityControlRecord {
-        let control = programs.first { $0.mRID == key.program }?.controls.first { $0.mRID == key.control }
+        let program = programs.first { $0.mRID == key.program }
+        let control = program?.controls.first { $0.mRID == key.control }
+        // A default (no window) when no control of the program has the mRID.
+        let base = control?.base ?? program?.defaultControl.flatMap { $0.mRID == key.control ? $0.base : nil }
         var limits = UtilityControlLimits()
-        var window: (start: Int64, end: Int64)?
-        if let control {
-            window = EventRules.window(control, randomization: randomization)
+        let window = control.map { EventRules.window($0, randomization: randomization) }
+        if let base {
             var one = ActiveControls()
-            one.base = control.base
+            one.base = base
             let l = one.utilityLimits(siteRatingW: settings.siteRatingW)
             let f = UtilityControlLimits.finite
             limits = UtilityControlLimits(exportLimitW: f(l.exportLimitW), importLimitW: f(l.importLimitW), generationLimitW: f(l.generationLimitW),
@@ -65,7 +80,8 @@ extension Sep2Client {
                                           storageTargetW: f(l.storageTargetW))
         }
         return UtilityControlRecord(mRID: Self.bounded(key.control), program: Self.bounded(key.program), outcome: UtilityControlRecord.taken,
-                                    start: window?.start, end: window.map { max($0.start, $0.end) } ?? until, limits: limits)
+                                    start: window?.start, end: window.map { max($0.start, $0.end) } ?? (until == .max ? nil : until),
+                                    limits: limits)
     }
 
     /// A control a DERControlList page refused alone: 252 or 253, with the code its reason starts with.

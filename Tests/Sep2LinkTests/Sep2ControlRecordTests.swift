@@ -125,45 +125,55 @@ struct Sep2ControlRecordTests {
         #expect(section.contains("&lt;script&gt;") && !page.contains("<script>alert"), "\(section)")
     }
 
-    @Test("a control taken, then completed at its end; another taken, then cancelled by the server; a list refused whole: one record each")
+    @Test("a control taken, then completed at its end; another taken, then cancelled by the server; the default taken and superseded around them; a list refused whole: one record each")
     func outcomes() throws {
         let a1 = Sep2Fixture.Control(mRID: "A1", start: Self.t0 + 100, duration: 60, exportW: 1500)
         let rig = Sep2WorkerTests.Rig(server: FakeSep2Server(Sep2Fixture.chain(controls: [a1])))
         let records = Records()
         rig.client.controlRecorder.sink = records.sink
+        // The program's DefaultDERControl is D1 (5000 W); the events are the others.
+        var events: [UtilityControlRecord] { records.all.filter { $0.mRID != "D1" } }
+        var defaults: [UtilityControlRecord] { records.all.filter { $0.mRID == "D1" } }
         rig.settle()
-        #expect(records.all.isEmpty, "nothing in force before the start: \(records.all)")
+        #expect(events.isEmpty, "no event in force before the start: \(records.all)")
+        #expect(defaults.map(\.outcome) == ["taken"] && defaults.first.map { $0.start == nil && $0.end == nil && $0.limits.exportLimitW == 5000 } == true,
+                "\(records.all)")
         rig.advance(101)
         rig.settle()
-        #expect(records.all.map(\.outcome) == ["taken"] && records.all.first?.start == Self.t0 + 100 && records.all.first?.end == Self.t0 + 160)
+        #expect(events.map(\.outcome) == ["taken"] && events.first?.start == Self.t0 + 100 && events.first?.end == Self.t0 + 160)
         rig.advance(60)
         rig.settle()
-        #expect(records.all.map(\.outcome) == ["taken", "completed"], "\(records.all)")
-        #expect(records.all.last.map { $0.mRID == "A1" && $0.limits.exportLimitW == 1500 } == true)
+        #expect(events.map(\.outcome) == ["taken", "completed"], "\(records.all)")
+        #expect(events.last.map { $0.mRID == "A1" && $0.limits.exportLimitW == 1500 } == true)
 
         // D4 from now on for 10 minutes; the server then marks it cancelled (EventStatus 2).
         var d4 = Sep2Fixture.Control(mRID: "D4", start: Self.t0 + 170, duration: 600, exportW: 3000)
         rig.server.set("/derp/1/derc", Sep2Fixture.controlList([a1, d4]))
-        for _ in 0..<3 where !records.all.contains(where: { $0.mRID == "D4" }) {
+        for _ in 0..<3 where !events.contains(where: { $0.mRID == "D4" }) {
             rig.advance(31)
             rig.settle()
         }
-        #expect(records.all.last.map { $0.mRID == "D4" && $0.outcome == "taken" } == true, "\(records.all)")
+        #expect(events.last.map { $0.mRID == "D4" && $0.outcome == "taken" } == true, "\(records.all)")
         d4.status = 2
         rig.server.set("/derp/1/derc", Sep2Fixture.controlList([a1, d4]))
-        for _ in 0..<3 where records.all.last?.outcome != "cancelled" {
+        for _ in 0..<3 where events.last?.outcome != "cancelled" {
             rig.advance(31)
             rig.settle()
         }
-        #expect(records.all.map(\.outcome) == ["taken", "completed", "taken", "cancelled"], "\(records.all)")
+        #expect(events.map(\.outcome) == ["taken", "completed", "taken", "cancelled"], "\(records.all)")
+        // The default left force at each event's start and came back at its end.
+        #expect(defaults.map(\.outcome) == ["taken", "superseded", "taken", "superseded", "taken"], "\(records.all)")
         // A list that is not XML: refused whole, once, with its code and no mRID.
         rig.server.set("/derp/1/derc", "<DERControlList")
-        for _ in 0..<3 where records.all.count < 5 {
+        for _ in 0..<3 where events.count < 5 {
             rig.advance(31)
             rig.settle()
         }
-        let whole = try #require(records.all.count == 5 ? records.all[4] : nil, "\(records.all)")
+        let whole = try #require(events.count == 5 ? events[4] : nil, "\(records.all)")
         #expect(whole.outcome == "refused" && whole.mRID == nil && whole.responseStatus == nil && whole.code?.hasPrefix("SEP2_") == true, "\(whole)")
         #expect(IngestRules.check(Self.batch(records.all)) == nil)
+        #expect(try Self.run(["python3", Package.root.appendingPathComponent("hil/peers/validate_uplink.py").path,
+                              Package.root.appendingPathComponent("docs/uplink-openapi.yaml").path],
+                             input: try JSONEncoder().encode(Self.batch(records.all))).out == "VALID")
     }
 }
