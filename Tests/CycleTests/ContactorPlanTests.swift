@@ -148,3 +148,33 @@ struct ContactorWorkerTests {
         #expect(waitFor { slot.contactor == .closed })
     }
 }
+
+@Suite("Contactor through the bus poller", .serialized)
+struct ContactorPollerTests {
+    @Test("a healthy TCP endpoint with the poller: Conn 0 armed and Conn 1 go on the poller's wire, the endpoint stays with it")
+    func throughThePoller() throws {
+        let site = try BusPollerTests.Site(units: 1, periodMs: 20)
+        site.start()
+        defer { site.stop() }
+        #expect(site.bringUp([0]))
+        typealias C = SunSpec.Controls
+        func conn() -> [UInt16] { site.plant.servers[0].withImage { image, _ in [image[C.id, C.conn], image[C.id, C.connRvrtTms]] } }
+        /// Cycles (0 W handed over each) until `done`.
+        func cycle(until done: () -> Bool) -> Bool {
+            for _ in 0..<500 where !done() {
+                site.toNextDeadline()
+                site.handOver([0])
+                _ = waitFor(seconds: 0.02, done)
+            }
+            return done()
+        }
+        site.slots[0].setConnect(false)
+        #expect(cycle { site.slots[0].contactor == .open })
+        #expect(conn() == [C.disconnect, 10], "Conn 0 with Conn_RvrtTms 10 s")
+        #expect(site.allHandedOver, "the poller wrote it: the endpoint never went back to its worker")
+        site.slots[0].setConnect(true)
+        #expect(cycle { site.slots[0].contactor == .closed })
+        #expect(conn()[0] == C.connect)
+        #expect(site.allHandedOver)
+    }
+}
