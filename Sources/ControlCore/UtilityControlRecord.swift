@@ -16,7 +16,8 @@ public struct UtilityControlRecord: Codable, Sendable, Equatable {
     public var responseStatus: Int?
     /// Why, for a refusal (at most `maxReasonBytes`); nil for the other outcomes.
     public var reason: String?
-    /// The control's window on the server's time, randomization applied; nil where unknown (a refusal).
+    /// The control's window on the server's time, randomization applied; nil where unknown (a refusal)
+    /// and for a DefaultDERControl (it has none).
     public var start: Int64?
     public var end: Int64?
     /// The limits it sets, W.
