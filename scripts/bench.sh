@@ -322,7 +322,9 @@ fi
 #     The same run: the bessd-2030.5 thread's CPU time (/proc/<pid>/task/<tid>/stat) per poll and as a share.
 if want sep2; then
 echo "bench: IEEE 2030.5 control start → setpoint on the wire; the client's CPU"
-$BIN/bess-hil bench sep2-wire --controls "$([ -n "$QUICK" ] && echo 20 || echo 100)" --rounds "$([ -n "$QUICK" ] && echo 4 || echo 10)" \
+SEP2_ROUNDS=$([ -n "$QUICK" ] && echo 4 || echo 10)
+put sep2wire_rounds "$SEP2_ROUNDS"
+$BIN/bess-hil bench sep2-wire --controls "$([ -n "$QUICK" ] && echo 20 || echo 100)" --rounds "$SEP2_ROUNDS" \
   --seconds 3 --poll-s 10 --units 8 \
   --period-ms 100 --bessd $BIN/bessd --peers hil/peers --csv "$DATA/sep2-wire-100.csv" | tee "$WORK/sep2.txt"
 sed -n 's/^SUMMARY sep2_start_to_setpoint n=\([0-9]*\) misses=\([0-9]*\) p50_ms=\([0-9.na-]*\) p99_ms=\([0-9.na-]*\) max_ms=\([0-9.na-]*\)/sep2wire_n=\1\nsep2wire_misses=\2\nsep2wire_p50=\3\nsep2wire_p99=\4\nsep2wire_max=\5/p' \
@@ -438,6 +440,7 @@ for units in (1, 8, 32):
     cycles(units, f"### 1000 cycles, {units} simulated units")
 cycles("32site", "### 1000 cycles, 32 simulated units, site meter with grid limits and peak shaving")
 cycles("32pmu", "### 1000 cycles, 32 simulated units, frequency from a PMU")
+cycles("32utility", "### 1000 cycles, 32 simulated units, site meter with utility limits")
 for units in (1, 8, 32):
     print(f"allocate_us{units}={median_us(f'### SiteAllocator.allocate x 10000, {units} units', 10000):.3f}")
 cal, _ = row("### calibration: 1000 heap arrays", "Malloc (total)")
