@@ -80,8 +80,10 @@ final class Sep2Plant {
     /// `now`: the scenario's time, so that a control's `start_s` becomes Unix seconds.
     func send(_ order: Scenario.Sep2Order, now: Double) -> String {
         var command = Sep2AdminCommand()
-        let zero = Date().timeIntervalSince1970 - now
-        if unixAtZero == nil { unixAtZero = zero }
+        // One origin for the whole run: starts rounded from it stay whole seconds apart (a series'
+        // controls back to back on the wire, not 1 s apart where a later send crossed a half second).
+        let zero = unixAtZero ?? (Date().timeIntervalSince1970 - now)
+        unixAtZero = zero
         switch order {
         case .batch(let orders):
             let answers = orders.map { send($0, now: now) }
