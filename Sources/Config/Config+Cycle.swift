@@ -9,7 +9,8 @@ extension BessdConfiguration {
             site: siteSettings,
             devices: units.map {
                 UnitDevices(id: $0.id, modbus: $0.modbus, inverter: $0.inverter, bms: $0.bms,
-                            inverterSimulated: isSimulated(inverterOf: $0), bmsSimulated: isSimulated(bmsOf: $0))
+                            inverterSimulated: isSimulated(inverterOf: $0), bmsSimulated: isSimulated(bmsOf: $0),
+                            rating: .kilowatts($0.maxPowerKW))
             },
             meter: site.meter, meterSimulated: meterSimulated, frequencySource: grid.frequencySource,
             usesSimulation: usesSimulation, pmu: grid.frequencySource == .pmu ? grid.pmu : nil)

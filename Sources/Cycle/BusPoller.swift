@@ -265,7 +265,8 @@ public final class BusPoller: @unchecked Sendable {
             for d in endpoint.devices.indices {
                 do throws(DeviceError) {
                     let planned = try sessions[i].plan(d, decided: endpoint.devices[d].slot.setpoint, stalled: stalled,
-                                                       revert: endpoint.revert, now: now, slot: endpoint.devices[d].slot)
+                                                       revert: endpoint.revert, now: now, slot: endpoint.devices[d].slot,
+                                                       rating: endpoint.devices[d].rating)
                     if sessions[i].devices[d].contactorNotice {
                         sessions[i].devices[d].contactorNotice = false
                         EndpointWorker.cannotOpen(endpoint.devices[d], on: endpoint.endpoint, log)
@@ -454,7 +455,14 @@ public final class BusPoller: @unchecked Sendable {
             start(&lanes, i)
             if lanes[i].active, lanes[i].idle { sessions[i].count(into: endpoint.counters) }
         } catch {
-            release(&lanes, i, failure: (d, error))
+            // A refused `Conn` is the contactor's (the unit cannot open), not the unit's: the worker
+            // takes the endpoint back without rediscovering it.
+            if error.kind == .deviceRefused, case .write(_, let address, _, _) = pending.flight,
+               sessions[i].refusedConn(d, address: address) {
+                release(&lanes, i, failure: nil)
+            } else {
+                release(&lanes, i, failure: (d, error))
+            }
         }
     }
 

@@ -64,9 +64,12 @@ public struct UnitDevices: Sendable, Equatable {
     public var inverterSimulated: Bool
     /// True when the BMS is simulated inside bessd.
     public var bmsSimulated: Bool
+    /// The unit's configured rating (`max_power_kw`), when known.
+    public var rating: Watts?
 
     public init(id: String, modbus: ModbusSettings?, inverter: InverterSettings, bms: BMSSettings, inverterSimulated: Bool,
-                bmsSimulated: Bool) {
+                bmsSimulated: Bool, rating: Watts? = nil) {
+        self.rating = rating
         self.id = id
         self.modbus = modbus
         self.inverter = inverter

@@ -37,32 +37,42 @@ struct EndpointSession: ~Copyable, @unchecked Sendable {
     /// What device `index` needs written this round for the cycle's `decided` setpoint (nil:
     /// nothing), by `WritePlanner`'s rule; the plan's plain writes are kept until `written`.
     /// With `slot`, the contactor's write (`ContactorPlanner`) follows the setpoint's in the same plan.
+    /// `rating`: the configured unit's rating (bounds the device's own in the contactor's "at zero").
     mutating func plan(_ index: Int, decided: Watts, stalled: Bool, revert: Duration,
-                       now: MonotonicInstant, slot: DeviceSlot? = nil) throws(DeviceError) -> WritePlan? {
+                       now: MonotonicInstant, slot: DeviceSlot? = nil, rating: Watts? = nil) throws(DeviceError) -> WritePlan? {
         let setpoint = WritePlanner.setpoint(decided: decided, stalled: stalled, valueFault: devices[index].valueFault)
         guard let device = devices[index].device else { return nil }
         devices[index].plannedConn = nil
+        devices[index].plannedConnAddress = nil
         var plan = try WritePlanner.plan(device, setpoint: setpoint, lastWritten: devices[index].lastWritten,
                                          lastPlain: devices[index].lastPlain, lastArmedAt: devices[index].lastArmedAt,
                                          revert: revert, now: now)
         if let plan { devices[index].plannedPlain = plan.plain }
-        if let slot { contactor(index, device, slot: slot, revert: revert, now: now, plan: &plan) }
+        if let slot {
+            contactor(index, device, slot: slot, revert: revert, now: now, stalled: stalled, rating: rating, plan: &plan)
+        }
         return plan
     }
 
     /// Adds to `plan` the contactor's write device `index` needs, and publishes its state to `slot`.
     private mutating func contactor(_ index: Int, _ device: borrowing ModbusDevice, slot: DeviceSlot, revert: Duration,
-                                    now: MonotonicInstant, plan: inout WritePlan?) {
-        let wantOpen = !slot.wantsConnect, canOpen = device.canOpen
+                                    now: MonotonicInstant, stalled: Bool, rating: Watts?, plan: inout WritePlan?) {
+        let wantOpen = !slot.wantsConnect
+        // A request ended: a unit that refused `Conn` may be tried again at the next one.
+        if !wantOpen { devices[index].connRefused = false }
+        let canOpen = device.canOpen && !devices[index].connRefused
         let state = ContactorPlanner.state(wantOpen: wantOpen, canOpen: canOpen, conn: devices[index].conn)
         if state != devices[index].contactor {
             devices[index].contactor = state
             slot.publish(contactor: state)
         }
         if !wantOpen { devices[index].cannotOpenSaid = false }
+        // The setpoint on the wire once this round's plan is written: a first open only at 0 W.
+        let onWire = plan?.setpoint ?? devices[index].lastWritten ?? .zero
         let step = ContactorPlanner.step(wantOpen: wantOpen, canOpen: canOpen, conn: devices[index].conn,
                                          armedAt: devices[index].connArmedAt, zeroSince: devices[index].zeroSince,
-                                         reading: slot.reading, revert: revert, now: now)
+                                         reading: slot.reading, revert: revert, now: now,
+                                         onWire: onWire, unitRating: rating, stalled: stalled)
         switch step {
         case .none: return
         case .cannotOpen:
@@ -78,9 +88,23 @@ struct EndpointSession: ~Copyable, @unchecked Sendable {
                 plan = WritePlan(setpoint: devices[index].lastWritten ?? .zero, rearm: false, writes: [], plain: last)
                 devices[index].plannedPlain = devices[index].lastPlain
             }
-            plan?.writes.append(write)
+            // Closing: `Conn` 1 before the setpoint, so a setpoint the device refuses does not keep
+            // the unit open. Opening: after the 0 W.
+            if step == .close { plan?.writes.insert(write, at: 0) } else { plan?.writes.append(write) }
             devices[index].plannedConn = step == .open ? SunSpec.Controls.disconnect : SunSpec.Controls.connect
+            devices[index].plannedConnAddress = write.address
         }
+    }
+
+    /// Whether `address` is device `index`'s planned `Conn` write; if so, records that the device
+    /// refused it: the unit cannot open for the request in force (said once, coded, never retried
+    /// for it), and the unit is not rediscovered for it.
+    mutating func refusedConn(_ index: Int, address: Int) -> Bool {
+        guard let planned = devices[index].plannedConnAddress, planned == address else { return false }
+        devices[index].plannedConn = nil
+        devices[index].plannedConnAddress = nil
+        devices[index].connRefused = true
+        return true
     }
 
     /// Records that device `index`'s planned writes all went through.
@@ -150,6 +174,11 @@ struct DeviceState {
     var connArmedAt = MonotonicInstant.zero
     var zeroSince: MonotonicInstant?
     var plannedConn: UInt16?
+    /// The address of the planned `Conn` write (a refusal there is the contactor's, not the unit's).
+    var plannedConnAddress: Int?
+    /// The device refused a `Conn` write: it cannot open for the request in force (kept across a
+    /// rediscovery; cleared when the request ends).
+    var connRefused = false
     var contactor = ContactorState.closed
     /// "Cannot open" was said for the request in force; `contactorNotice`: it is to be said now.
     var cannotOpenSaid = false

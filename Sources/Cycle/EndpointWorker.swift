@@ -81,8 +81,11 @@ public final class EndpointWorker: @unchecked Sendable {
         /// Whose device this is, as the journal names it: the unit's configured id, or `site` for
         /// the connection-point meter (`BESS_UNIT`).
         public var name: String
+        /// The configured unit's rating (bounds the device's own in the contactor's "at zero").
+        public var rating: Watts?
         public init(unitID: Int, slot: DeviceSlot, registerMap: RegisterMapSpec? = nil, meter: MeterDriver? = nil,
-                    name: String = "") {
+                    name: String = "", rating: Watts? = nil) {
+            self.rating = rating
             self.unitID = unitID
             self.name = name
             self.slot = slot
@@ -473,10 +476,17 @@ public final class EndpointWorker: @unchecked Sendable {
         do throws(DeviceError) {
             do throws(DeviceError) {
                 let planned = try session.plan(index, decided: decided, stalled: stalled, revert: revert, now: clock.now(),
-                                               slot: device.slot)
+                                               slot: device.slot, rating: device.rating)
                 if session.devices[index].contactorNotice { cannotOpen(index, &session) }
                 guard let plan = planned else { return }
-                for write in plan.writes { try unit.writeRegisters(at: write.address, write.values) }
+                for write in plan.writes {
+                    do throws(DeviceError) {
+                        try unit.writeRegisters(at: write.address, write.values)
+                    } catch where error.kind == .deviceRefused && session.refusedConn(index, address: write.address) {
+                        // The contactor's refusal: the unit cannot open (said at the next round's
+                        // plan); the setpoint's writes still go, the unit is not rediscovered.
+                    }
+                }
                 session.written(index, setpoint: plan.setpoint, rearm: plan.rearm, at: clock.now())
             } catch where Failure(error.kind) == .value && setpoint != .zero {
                 // The device cannot take this setpoint: it gets 0 W with the revert armed instead
@@ -485,6 +495,14 @@ public final class EndpointWorker: @unchecked Sendable {
                 if !session.devices[index].refusalLogged { warn("unit id \(device.unitID) on \(endpoint): \(error); commanding 0 W", error, [device.name]) }
                 session.devices[index].refusalLogged = true
                 try session.devices[index].device!.command(.zero, revert: revert, rearm: true, &unit)
+                // A due close still goes (an open does not: 0 W is only now on the wire).
+                if device.slot.wantsConnect, session.devices[index].conn == SunSpec.Controls.disconnect,
+                   let write = session.devices[index].device!.connectionWrite(connect: true, revert: revert) {
+                    try unit.writeRegisters(at: write.address, write.values)
+                    session.devices[index].conn = SunSpec.Controls.connect
+                }
+                session.devices[index].plannedConn = nil
+                session.devices[index].plannedConnAddress = nil
                 session.devices[index].lastArmedAt = clock.now()
                 session.devices[index].lastWritten = setpoint
                 session.devices[index].lastPlain = nil
@@ -501,7 +519,8 @@ public final class EndpointWorker: @unchecked Sendable {
     }
 
     static func cannotOpen(_ device: Device, on endpoint: ModbusEndpoint, _ log: (DeviceNotice) -> Void) {
-        log(DeviceNotice("unit id \(device.unitID) on \(endpoint): cannot open: the inverter has no SunSpec model 123 (Conn); "
+        log(DeviceNotice("unit id \(device.unitID) on \(endpoint): cannot open: the inverter has no usable SunSpec model 123 Conn "
+                         + "(absent, refused, or without a revert timer); "
                          + "held at 0 W while the utility asks the site disconnected", severity: .warning,
                          code: "CONTACTOR_UNAVAILABLE", units: [device.name]))
     }

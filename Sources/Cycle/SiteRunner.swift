@@ -123,7 +123,7 @@ public final class HardwareSite: SiteIO {
             guard let slot = slots[index], let modbus = unit.modbus else { continue }
             devices.append(("bess_units[\(index)]", modbus,
                             EndpointWorker.Device(unitID: modbus.unitID, slot: slot, registerMap: unit.inverter.registerMap,
-                                                  name: unit.id)))
+                                                  name: unit.id, rating: unit.rating)))
         }
         if let meter, let settings = c.meter, let modbus = settings.modbus {
             let driver: EndpointWorker.MeterDriver = settings.registerMap.map { .registerMap($0) } ?? .sunspec
@@ -473,10 +473,7 @@ public final class SiteRunner {
         let inverter = inputs[i].inverter.fresh(at: now, maxAge: controller.units[i].settings.inverterStaleAfter)
         status.inverterOnline = inverter != nil
         // As bessd drives it, corrected by what the inverter says (701 ConnSt, 101–103 St): open is open.
-        status.contactor = io.contactor(unit: i)
-        if let connected = inverter?.connected {
-            if !connected { status.contactor = .open } else if status.contactor == .open { status.contactor = .opening }
-        }
+        status.contactor = ContactorState.reported(driven: io.contactor(unit: i), connected: inverter?.connected)
         status.reactivePower = inverter?.reactivePower ?? .nan
         status.acVoltage = inverter?.voltage ?? .nan
     }

@@ -106,9 +106,9 @@ public struct Sep2SiteSample: Sendable, Equatable {
             case .starting: break
             case .faulted: faulted = true
             case .running, .limited:
-                connected = connected || (unit.inverterOnline && unit.contactor.closed)
+                connected = connected || (unit.inverterOnline && unit.contactor.connected)
                 available = available || (unit.inverterOnline && unit.contactor.closed && unit.mode == .auto)
-            case .tripped, .standby: connected = connected || (unit.inverterOnline && unit.contactor.closed)
+            case .tripped, .standby: connected = connected || (unit.inverterOnline && unit.contactor.connected)
             }
             standby = standby && (unit.state == .standby || unit.mode == .standby)
         }

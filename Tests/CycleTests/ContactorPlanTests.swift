@@ -17,9 +17,10 @@ struct ContactorPlanTests {
         Timestamped(InverterReading(activePower: Watts(watts), ratedPower: .kilowatts(100)), at: at(seconds))
     }
     static func step(open: Bool = true, canOpen: Bool = true, conn: UInt16? = nil, armedAt: Double = 0, zeroSince: Double? = 0,
-                     reading: Timestamped<InverterReading>? = nil, now: Double) -> P.Step {
+                     reading: Timestamped<InverterReading>? = nil, now: Double, onWire: Watts = .zero,
+                     unitRating: Watts? = nil, stalled: Bool = false) -> P.Step {
         P.step(wantOpen: open, canOpen: canOpen, conn: conn, armedAt: at(armedAt), zeroSince: zeroSince.map(at),
-               reading: reading, revert: .seconds(10), now: at(now))
+               reading: reading, revert: .seconds(10), now: at(now), onWire: onWire, unitRating: unitRating, stalled: stalled)
     }
 
     @Test("no open before 0 W is on the wire, whatever the unit reads")
@@ -54,6 +55,50 @@ struct ContactorPlanTests {
         #expect(Self.step(open: false, conn: nil, now: 6) == .none, "bessd never opened it: nothing written")
     }
 
+    @Test("an open whose revert ran out, or that reads connected again, is opened afresh under the zero rule")
+    func expiredOpenIsNotRearmed() {
+        // The revert (10 s) ran out during an outage: not open any more; 0 W not acknowledged since.
+        #expect(Self.step(conn: 0, armedAt: 0, zeroSince: nil, now: 11) == .none)
+        #expect(Self.step(conn: 0, armedAt: 0, zeroSince: 10.5, reading: Self.reading(8_000, at: 10.8), now: 11) == .none,
+                "8 kW since the zero: not opened under load")
+        #expect(Self.step(conn: 0, armedAt: 0, zeroSince: 10.5, reading: Self.reading(0, at: 10.8), now: 11) == .open)
+        // Within the revert, the inverter reads connected (rebooted): the zero rule too.
+        func connected(_ watts: Double, at seconds: Double) -> Timestamped<InverterReading> {
+            Timestamped(InverterReading(activePower: Watts(watts), ratedPower: .kilowatts(100), connected: true), at: Self.at(seconds))
+        }
+        #expect(Self.step(conn: 0, armedAt: 0, zeroSince: nil, reading: connected(5_000, at: 6), now: 6) == .none)
+        #expect(Self.step(conn: 0, armedAt: 0, zeroSince: 0, reading: connected(5_000, at: 3), now: 3) == .none,
+                "armed 3 s ago, reads connected at 5 kW: not re-armed")
+        // A readback right after the open may not show it yet: still open, re-armed on time.
+        #expect(Self.step(conn: 0, armedAt: 0, zeroSince: 0, reading: connected(0, at: 0.5), now: 5) == .open)
+        #expect(Self.step(conn: 0, armedAt: 0, zeroSince: 0, reading: connected(0, at: 0.5), now: 4) == .none)
+    }
+
+    @Test("a first open only when the plan leaves 0 W on the wire")
+    func firstOpenOnlyAtZeroOnWire() {
+        #expect(Self.step(zeroSince: 0, reading: Self.reading(0, at: 6), now: 6, onWire: .kilowatts(5)) == .none)
+        #expect(Self.step(zeroSince: 0, reading: nil, now: 60, onWire: .kilowatts(5)) == .none, "not at the bound either")
+        #expect(Self.step(zeroSince: 0, reading: Self.reading(0, at: 6), now: 6, onWire: .zero) == .open)
+    }
+
+    @Test("at zero is 1 % of the lower of the device's rating and the unit's")
+    func thresholdBoundedByUnitRating() {
+        #expect(P.threshold(rated: .kilowatts(10_000), unit: .kilowatts(100)) == 1000)
+        #expect(P.threshold(rated: .kilowatts(100), unit: .kilowatts(10_000)) == 1000)
+        #expect(P.threshold(rated: nil, unit: .kilowatts(100)) == 1000)
+        let overstated = Timestamped(InverterReading(activePower: .kilowatts(50), ratedPower: .kilowatts(10_000)), at: Self.at(1))
+        #expect(Self.step(reading: overstated, now: 1, unitRating: .kilowatts(100)) == .none, "50 kW on a 100 kW unit")
+        #expect(Self.step(reading: overstated, now: 5, unitRating: .kilowatts(100)) == .open, "at the bound")
+    }
+
+    @Test("a stalled cycle: nothing opened or re-armed, so the revert closes the unit; a close still goes")
+    func stalledStopsRearming() {
+        #expect(Self.step(conn: 0, armedAt: 0, now: 5, stalled: true) == .none)
+        #expect(Self.step(conn: 0, armedAt: 0, now: 9, stalled: true) == .none)
+        #expect(Self.step(reading: Self.reading(0, at: 1), now: 6, stalled: true) == .none)
+        #expect(Self.step(open: false, conn: 0, now: 6, stalled: true) == .close)
+    }
+
     @Test("a unit without model 123 cannot open; its state says so")
     func cannotOpen() {
         #expect(Self.step(canOpen: false, now: 10) == .cannotOpen)
@@ -63,6 +108,7 @@ struct ContactorPlanTests {
         #expect(P.state(wantOpen: false, canOpen: true, conn: 0) == .open, "open until Conn 1 is acknowledged")
         #expect(P.state(wantOpen: false, canOpen: true, conn: 1) == .closed)
         #expect(ContactorState.cannotOpen.closed && !ContactorState.opening.closed && !ContactorState.open.closed)
+        #expect(ContactorState.opening.connected && ContactorState.cannotOpen.connected && !ContactorState.open.connected)
     }
 }
 
@@ -119,8 +165,8 @@ struct ContactorWorkerTests {
         #expect(waitFor { slot.contactor == .open }, "contactor \(slot.contactor), writes \(inverter.written)")
         // The first Conn 0 carries Conn_RvrtTms 2 s and finds 0 W already written.
         #expect(inverter.written.first { $0[0] == 0 } == [0, 2, 0], "\(inverter.written)")
-        // Re-armed at least every second (half the revert time): a Conn the device let go back to 1
-        // (its timer run out) is written 0 again.
+        // A Conn the device let go back to 1 (its timer run out) is opened afresh: the unit reads
+        // 0 W since the zero, so Conn 0 is written again.
         typealias C = SunSpec.Controls
         inverter.server.withImage { image, _ in image[C.id, C.conn] = C.connect }
         #expect(waitFor { inverter.server.withImage { image, _ in image[C.id, C.conn] } == C.disconnect })

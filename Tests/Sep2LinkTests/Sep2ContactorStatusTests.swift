@@ -26,14 +26,27 @@ struct Sep2ContactorStatusTests {
         return Sep2ReporterTests.text(try Sep2ReporterTests.root(request), "genConnectStatus", "value")
     }
 
-    @Test("opModConnect false: units opened or opening report 00; units that cannot open stay connected (01)")
+    @Test("opModConnect false: units opened report 00; units opening or that cannot open stay connected (01)")
     func followsContactors() throws {
         #expect(try Self.status(.open, connectAllowed: false) == "00")
-        #expect(try Self.status(.opening, connectAllowed: false) == "00")
+        // Being opened: connected until the open is acknowledged (or the inverter reads open).
+        #expect(try Self.status(.opening, connectAllowed: false) == "01")
         #expect(try Self.status(.cannotOpen, connectAllowed: false) == "01")
         // The control ended, the contactors closed: connected, available, operating again.
         #expect(try Self.status(.closed, connectAllowed: true) == "07")
         // Closed again by bessd but the inverter still reports itself open: not connected.
         #expect(try Self.status(.open, connectAllowed: true) == "00")
+    }
+
+    @Test("bit 0 follows the inverter's readback where it gives one")
+    func followsReadback() throws {
+        // bessd opened it, but the inverter reads connected (reverted, rebooted): connected.
+        let reported = ContactorState.reported(driven: .open, connected: true)
+        #expect(try Self.status(reported, connectAllowed: false) == "01")
+        // Being opened, the inverter already reads open: not connected.
+        #expect(try Self.status(ContactorState.reported(driven: .opening, connected: false), connectAllowed: false) == "00")
+        // No readback: as bessd drives it.
+        #expect(ContactorState.reported(driven: .opening, connected: nil) == .opening)
+        #expect(ContactorState.reported(driven: .closed, connected: true) == .closed)
     }
 }
