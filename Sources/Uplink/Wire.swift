@@ -262,8 +262,10 @@ extension UplinkRecord: Codable {
         case "event":
             let unit = try c.decodeIfPresent(String.self, forKey: .unit), kind = try c.decode(String.self, forKey: .kind)
             let code = try c.decodeIfPresent(String.self, forKey: .code), message = try c.decode(String.self, forKey: .message)
-            // A utility control: its kind and its object (absent or null: the plain event it also is).
-            if kind == UtilityControlRecord.kind, let control = try c.decodeIfPresent(UtilityControlRecord.self, forKey: .utilityControl) {
+            // A utility control: its kind, unit `site` or none, no code, and its object (else the plain
+            // event it also is, its unit and code checked as any event's; BatchReader reads it the same).
+            if kind == UtilityControlRecord.kind, unit.map({ $0 == "site" }) ?? true, code == nil,
+               let control = try c.decodeIfPresent(UtilityControlRecord.self, forKey: .utilityControl) {
                 body = .utilityControl(control, message: message)
             } else {
                 body = .event(unit: unit, kind: kind, code: code, message: message)

@@ -136,8 +136,9 @@ struct BatchReader {
             body = .gridEnergyBlock(startUnix: start, lengthS: length, importedKWh: imported, exportedKWh: exported, coveredS: covered)
         case "event":
             guard let kind, let message else { return nil }
-            // A utility control when its kind says so and its object is there and not null.
-            if kind == UtilityControlRecord.kind, let utilityControlAt {
+            // A utility control when its kind says so, its unit is the site (or absent), it has no
+            // code, and its object is there and not null; else the plain event, its unit and code checked.
+            if kind == UtilityControlRecord.kind, (unit ?? nil).map({ $0 == "site" }) ?? true, (code ?? nil) == nil, let utilityControlAt {
                 i = utilityControlAt
                 guard let read = orNull({ $0.utilityControl(depth: depth + 1) }) else { return nil }
                 if let read {
