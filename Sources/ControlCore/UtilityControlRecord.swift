@@ -22,6 +22,10 @@ public struct UtilityControlRecord: Codable, Sendable, Equatable {
     public var end: Int64?
     /// The limits it sets, W.
     public var limits: UtilityControlLimits
+    /// The keys of the limits left out of `limits` because they lie beyond ±`maxLimitW` (a control may
+    /// say 32767 × 10^9 W; ingest refuses such a record). Not a key of its own on the wire: the
+    /// sentence says it, and a record read back has none.
+    public var beyondRange: [String] = []
 
     public init(mRID: String?, program: String?, outcome: String, code: String? = nil, responseStatus: Int? = nil,
                 reason: String? = nil, start: Int64? = nil, end: Int64? = nil, limits: UtilityControlLimits = UtilityControlLimits()) {
@@ -66,6 +70,17 @@ public struct UtilityControlRecord: Codable, Sendable, Equatable {
         try c.encode(limits, forKey: .limits)
     }
 
+    /// Leaves out (null) each limit beyond ±`maxLimitW`, naming it in `beyondRange`.
+    public mutating func leaveOutBeyondRange() {
+        let within = { (value: Double?) -> Double? in value.flatMap { abs($0) <= Self.maxLimitW ? $0 : nil } }
+        beyondRange = limits.named.filter { !(abs($0.watts) <= Self.maxLimitW) }.map(\.name)
+        guard !beyondRange.isEmpty else { return }
+        limits = UtilityControlLimits(exportLimitW: within(limits.exportLimitW), importLimitW: within(limits.importLimitW),
+                                      generationLimitW: within(limits.generationLimitW), loadLimitW: within(limits.loadLimitW),
+                                      fixedW: within(limits.fixedW), maxLimW: within(limits.maxLimW), targetW: within(limits.targetW),
+                                      storageTargetW: within(limits.storageTargetW))
+    }
+
     /// `text` cut to at most `bytes` UTF-8 bytes, at a scalar's edge.
     public static func cut(_ text: String, bytes: Int) -> String {
         guard text.utf8.count > bytes else { return text }
@@ -87,6 +102,7 @@ public struct UtilityControlRecord: Codable, Sendable, Equatable {
         if let start, let end { text += ", \(start)–\(end) (server time)" }
         let set = limits.named.map { "\($0.name) \($0.watts) W" }
         if !set.isEmpty { text += ", " + set.joined(separator: ", ") }
+        if !beyondRange.isEmpty { text += ", " + beyondRange.joined(separator: ", ") + " beyond ±10^12 W (left out)" }
         if let responseStatus { text += ", answered \(responseStatus)" }
         if let code { text += ": \(TextQuoting.quoted(code, limit: 48))" }
         if let reason { text += " \(TextQuoting.quoted(reason, limit: 256))" }

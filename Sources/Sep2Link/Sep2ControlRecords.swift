@@ -3,11 +3,14 @@ import IEEE2030_5
 
 /// The controls the worker has in force, for the uplink (issue 48 §3: "the journal and uplink record
 /// every control taken or refused"): each DERControl taken when it comes into force for any type, and
-/// its end when it leaves (completed, cancelled or superseded, as `EventRules.state` judges it; a
-/// control gone from the server's list before its end counts as cancelled), and each control refused.
+/// its end when it leaves (completed, cancelled or superseded, as `EventRules.state` judges it; one
+/// still listed and in its window, outranked by a higher-priority program's, is superseded and taken
+/// again when that one ends; a control gone from the server's list before its end counts as
+/// cancelled), and each control refused.
 /// A program's DefaultDERControl is recorded the same way, without a window: taken when it comes into
 /// force for any type, superseded when it leaves force while the program still has it (an event took
-/// its types), cancelled when the server replaced or removed it. After a restart the controls in force
+/// its types), cancelled when the server replaced or removed it; one whose values the server changed
+/// under the same mRID is superseded and taken again with the new values. After a restart the controls in force
 /// are recorded as taken again.
 struct ControlRecorder {
     /// Where the records go; nil: none made.
@@ -31,11 +34,17 @@ extension Sep2Client {
                 now[ControlKey(program: program, control: mRID)] = .max
             }
         }
-        guard Set(now.keys) != Set(controlRecorder.inForce.keys) else { return }
+        // A default the server changed under the same mRID (sep2_server.py's admin `default` does):
+        // its old values superseded, its new ones taken.
+        var changed: Set<ControlKey> = []
+        for (key, taken) in controlRecorder.inForce where taken.start == nil && taken.end == nil && now[key] != nil {
+            if takenRecord(key, until: .max).limits != taken.limits { changed.insert(key) }
+        }
+        guard Set(now.keys) != Set(controlRecorder.inForce.keys) || !changed.isEmpty else { return }
         let order = { (a: ControlKey, b: ControlKey) in (a.program, a.control) < (b.program, b.control) }
-        for (key, taken) in controlRecorder.inForce.sorted(by: { order($0.key, $1.key) }) where now[key] == nil {
+        for (key, taken) in controlRecorder.inForce.sorted(by: { order($0.key, $1.key) }) where now[key] == nil || changed.contains(key) {
             var ended = taken
-            ended.outcome = endOutcome(key, taken: taken, second: second)
+            ended.outcome = changed.contains(key) ? UtilityControlRecord.superseded : endOutcome(key, taken: taken, second: second)
             controlRecorder.inForce[key] = nil
             sink(ended)
         }
@@ -46,8 +55,10 @@ extension Sep2Client {
         }
     }
 
-    /// Why a control left force: the state `EventRules` gives it now; one still scheduled or active, or
-    /// gone from the list, completed when its end has passed and cancelled before.
+    /// Why a control left force: the state `EventRules` gives it now; one still listed and scheduled or
+    /// active before its end was outranked (a higher-priority program's control took its types):
+    /// superseded; one gone from the list, or past its end, completed when its end has passed and
+    /// cancelled before.
     func endOutcome(_ key: ControlKey, taken: UtilityControlRecord, second: Int64) -> String {
         if taken.start == nil, taken.end == nil {
             // A default: superseded while its program still has it, else replaced or removed.
@@ -58,7 +69,9 @@ extension Sep2Client {
         case .completed: return UtilityControlRecord.completed
         case .cancelled: return UtilityControlRecord.cancelled
         case .superseded: return UtilityControlRecord.superseded
-        case .scheduled, .active, nil: return second >= (taken.end ?? .max) ? UtilityControlRecord.completed : UtilityControlRecord.cancelled
+        case .scheduled, .active:
+            return second >= (taken.end ?? .max) ? UtilityControlRecord.completed : UtilityControlRecord.superseded
+        case nil: return second >= (taken.end ?? .max) ? UtilityControlRecord.completed : UtilityControlRecord.cancelled
         }
     }
 
@@ -79,16 +92,24 @@ extension Sep2Client {
                                           loadLimitW: f(l.loadLimitW), fixedW: f(l.fixedW), maxLimW: f(l.maxLimW), targetW: f(l.targetW),
                                           storageTargetW: f(l.storageTargetW))
         }
-        return UtilityControlRecord(mRID: Self.bounded(key.control), program: Self.bounded(key.program), outcome: UtilityControlRecord.taken,
-                                    start: window?.start, end: window.map { max($0.start, $0.end) } ?? (until == .max ? nil : until),
-                                    limits: limits)
+        var record = UtilityControlRecord(mRID: Self.bounded(key.control), program: Self.bounded(key.program), outcome: UtilityControlRecord.taken,
+                                          start: window?.start, end: window.map { max($0.start, $0.end) } ?? (until == .max ? nil : until),
+                                          limits: limits)
+        record.leaveOutBeyondRange()
+        return record
     }
 
-    /// A control a DERControlList page refused alone: 252 or 253, with the code its reason starts with.
+    /// A 252's code when the refusal has none of its own: the control sets nothing bessd carries out.
+    static let notApplicableCode = "SEP2_CONTROL_NOT_APPLICABLE"
+
+    /// A control a DERControlList page refused alone: 252 or 253, with the refusal's code (a 253's:
+    /// `SEP2_VALUE_INVALID` …), or `SEP2_CONTROL_NOT_APPLICABLE` for a 252 without one; never a word
+    /// of the reason (which starts with "DERControl").
     func recordRefused(_ control: RefusedControl) {
         guard let sink = controlRecorder.sink else { return }
+        let code = control.code.isEmpty ? (control.status == .notApplicable ? Self.notApplicableCode : "SEP2_CONTROL_REFUSED") : control.code
         sink(UtilityControlRecord(mRID: control.mRID.map { Self.bounded($0) }, program: nil, outcome: UtilityControlRecord.refused,
-                                  code: Self.leadingCode(control.reason) ?? "SEP2_CONTROL_REFUSED", responseStatus: Int(control.status.rawValue),
+                                  code: Self.leadingCode(code) ?? "SEP2_CONTROL_REFUSED", responseStatus: Int(control.status.rawValue),
                                   reason: UtilityControlRecord.cut(control.reason, bytes: UtilityControlRecord.maxReasonBytes)))
     }
 

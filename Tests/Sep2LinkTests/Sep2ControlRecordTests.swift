@@ -176,4 +176,95 @@ struct Sep2ControlRecordTests {
                               Package.root.appendingPathComponent("docs/uplink-openapi.yaml").path],
                              input: try JSONEncoder().encode(Self.batch(records.all))).out == "VALID")
     }
+
+    /// The validator's verdict on `records` as bessd sends them (docs/uplink-openapi.yaml).
+    static func openAPIVerdict(_ records: [UtilityControlRecord]) throws -> String {
+        try run(["python3", Package.root.appendingPathComponent("hil/peers/validate_uplink.py").path,
+                 Package.root.appendingPathComponent("docs/uplink-openapi.yaml").path], input: try JSONEncoder().encode(batch(records))).out
+    }
+
+    /// Rounds `count` polls apart until `done`.
+    static func poll(_ rig: Sep2WorkerTests.Rig, count: Int = 3, until done: () -> Bool) {
+        for _ in 0..<count where !done() {
+            rig.advance(31)
+            rig.settle()
+        }
+    }
+
+    @Test("a limit beyond ±10^12 W (32767 × 10^9 W) is taken, left out of the record (null) and named in its sentence: ingest and the OpenAPI document accept the batch")
+    func limitBeyondRange() throws {
+        let huge = Sep2Fixture.Control(mRID: "E1", start: Self.t0 - 10, duration: 600, exportW: 32767)
+        var documents = Sep2Fixture.chain(controls: [huge])
+        documents["/derp/1/derc"] = Sep2Fixture.controlList([huge])
+            .replacingOccurrences(of: "<multiplier>0</multiplier><value>32767</value>", with: "<multiplier>9</multiplier><value>32767</value>")
+        let rig = Sep2WorkerTests.Rig(server: FakeSep2Server(documents))
+        let records = Records()
+        rig.client.controlRecorder.sink = records.sink
+        rig.settle()
+        let taken = try #require(records.all.first { $0.mRID == "E1" }, "\(records.all) \(rig.log.all)")
+        #expect(taken.outcome == "taken" && taken.limits == UtilityControlLimits() && taken.beyondRange == ["export_limit_w"], "\(taken)")
+        #expect(taken.sentence.contains("export_limit_w beyond ±10^12 W (left out)"), "\(taken.sentence)")
+        let received = try ReceivedBatch(payload: Array(try JSONEncoder().encode(Self.batch(records.all))))
+        #expect(IngestRules.check(received.batch) == nil)
+        #expect(try Self.openAPIVerdict(records.all) == "VALID")
+        // The document refuses a value beyond the range, so an aggregator can rely on it.
+        #expect(try Self.openAPIVerdict([UtilityControlRecord(mRID: "E1", program: "B1", outcome: "taken",
+                                                              limits: UtilityControlLimits(exportLimitW: 3.2767e13))]).hasPrefix("INVALID"))
+    }
+
+    @Test("a 252 refusal (a control that only sets opModVoltVar) carries SEP2_CONTROL_NOT_APPLICABLE, not a word of its reason")
+    func notApplicableCode() throws {
+        let vv = Sep2Fixture.Control(mRID: "F1", start: Self.t0 - 10, duration: 600, exportW: 2468)
+        var documents = Sep2Fixture.chain(controls: [vv])
+        documents["/derp/1/derc"] = Sep2Fixture.controlList([vv])
+            .replacingOccurrences(of: Sep2Fixture.exportLimit(2468), with: #"<opModVoltVar href="/vv/1"/>"#)
+        let rig = Sep2WorkerTests.Rig(server: FakeSep2Server(documents))
+        let records = Records()
+        rig.client.controlRecorder.sink = records.sink
+        rig.settle()
+        let refused = try #require(records.all.first { $0.outcome == "refused" }, "\(records.all) \(rig.log.all)")
+        #expect(refused.mRID == "F1" && refused.responseStatus == 252 && refused.code == "SEP2_CONTROL_NOT_APPLICABLE", "\(refused)")
+        #expect(IngestRules.check(Self.batch(records.all)) == nil)
+    }
+
+    @Test("a control outranked by a higher-priority program's is superseded, not cancelled, and taken again when that one ends")
+    func outrankedIsSuperseded() throws {
+        // B2 (primacy 2): X from t0 for 600 s; B1 (primacy 1): Y from t0 + 100 for 100 s; both export limits.
+        let x = Sep2Fixture.Control(mRID: "A0", start: Self.t0, duration: 600, exportW: 3000)
+        let y = Sep2Fixture.Control(mRID: "B0", start: Self.t0 + 100, duration: 100, exportW: 1000)
+        var documents = Sep2Fixture.chain(controls: [y])
+        documents["/derp"] = documents["/derp"]?
+            .replacingOccurrences(of: #"all="1" results="1""#, with: #"all="2" results="2""#)
+            .replacingOccurrences(of: "</DERProgram></DERProgramList>", with: #"</DERProgram><DERProgram href="/derp/2"><mRID>B2</mRID><description>p2</description><DERControlListLink href="/derp/2/derc" all="1"/><primacy>2</primacy></DERProgram></DERProgramList>"#)
+        documents["/derp/2/derc"] = Sep2Fixture.controlList([x]).replacingOccurrences(of: "/derp/1/derc", with: "/derp/2/derc")
+        let rig = Sep2WorkerTests.Rig(server: FakeSep2Server(documents))
+        let records = Records()
+        rig.client.controlRecorder.sink = records.sink
+        var xs: [String] { records.all.filter { $0.mRID == "A0" }.map(\.outcome) }
+        var ys: [String] { records.all.filter { $0.mRID == "B0" }.map(\.outcome) }
+        rig.settle()
+        #expect(xs == ["taken"], "\(records.all) \(rig.log.all)")
+        rig.advance(101)
+        rig.settle()
+        #expect(ys == ["taken"] && xs == ["taken", "superseded"], "\(records.all)")
+        rig.advance(100)
+        rig.settle()
+        #expect(ys == ["taken", "completed"] && xs == ["taken", "superseded", "taken"], "\(records.all)")
+        #expect(IngestRules.check(Self.batch(records.all)) == nil)
+    }
+
+    @Test("a default changed under the same mRID (5000 → 4000 W): the old values superseded, the new ones taken")
+    func defaultChanged() throws {
+        let rig = Sep2WorkerTests.Rig(server: FakeSep2Server(Sep2Fixture.chain(controls: [])))
+        let records = Records()
+        rig.client.controlRecorder.sink = records.sink
+        rig.settle()
+        #expect(records.all.map(\.outcome) == ["taken"] && records.all.first?.limits.exportLimitW == 5000, "\(records.all)")
+        rig.server.set("/derp/1/dderc", Sep2Fixture.chain(defaultExportW: 4000, controls: [])["/derp/1/dderc"] ?? "")
+        Self.poll(rig) { records.all.count >= 3 }
+        let d1 = records.all.filter { $0.mRID == "D1" }
+        #expect(d1.map(\.outcome) == ["taken", "superseded", "taken"], "\(records.all) \(rig.log.all)")
+        #expect(d1.map(\.limits.exportLimitW) == [5000, 5000, 4000], "\(d1)")
+        #expect(IngestRules.check(Self.batch(records.all)) == nil)
+    }
 }
