@@ -78,8 +78,16 @@ final class UplinkRecorder {
     let encoder = JSONEncoder()
     /// False while the system clock is not synchronised: every record says so (`clock`).
     var clockSynchronized = true
-    /// Events posted by other threads, recorded at the start of each `tick`.
+    /// Events posted by other threads, recorded at the start of each `tick` (and at stop).
     let inbox = RecordInbox()
+    /// Records the inbox's bound dropped since start (/metrics `bessd_uplink_inbox_dropped_total`; read
+    /// on the server thread).
+    let inboxDroppedTotal = Atomic<UInt64>(0)
+    /// True while rounds in a row find drops: one episode, journalled once.
+    var inboxDropping = false
+    /// Set by the round whose drops start an episode (how many it found), nil otherwise: the service
+    /// journals `UPLINK_INBOX_DROPPED` once per episode.
+    var inboxDropsStarting: UInt64?
 
     /// An energy block's clock flags.
     static func clockFlags(_ block: EnergyBlock) -> [String] {
@@ -123,12 +131,8 @@ final class UplinkRecorder {
     /// Called every service-loop round.
     func tick(now: MonotonicInstant, units: [UnitStatus], stats: CycleStatistics, blocks: [EnergyBlock],
               site: SiteStatus = SiteStatus()) -> String? {
-        var problem: String?
-        // Posted events first, at the time they were posted; those the inbox's bound dropped
-        // count as dropped records.
-        let posted = inbox.take()
-        for (time, body) in posted.records { problem = record(body, time: time) ?? problem }
-        if posted.dropped > 0 { problem = record(.spoolDrop(count: posted.dropped)) ?? problem }
+        // Posted events first, at the time they were posted.
+        var problem = takeInbox()
         for block in blocks where block.unit < 0 {
             // The connection point's block: imported energy is in `dischargedWh`, exported in `chargedWh`.
             problem = record(.gridEnergyBlock(startUnix: block.startUnixSeconds, lengthS: block.lengthSeconds,
@@ -183,6 +187,24 @@ final class UplinkRecorder {
     }
 
     func finite(_ value: Double) -> Double? { value.isFinite ? value : nil }
+
+    /// The inbox's records into the spool, at the time they were posted; those its bound dropped
+    /// count as dropped records (a `spool_drop`, the metric, and an episode's start for the journal).
+    /// Each round, and once more at stop so nothing posted is lost. Returns the spool's refusal, if any.
+    @discardableResult
+    func takeInbox() -> String? {
+        var problem: String?
+        let posted = inbox.take()
+        for (time, body) in posted.records { problem = record(body, time: time) ?? problem }
+        inboxDropsStarting = nil
+        if posted.dropped > 0 {
+            problem = record(.spoolDrop(count: posted.dropped)) ?? problem
+            inboxDroppedTotal.add(posted.dropped, ordering: .relaxed)
+            if !inboxDropping { inboxDropsStarting = posted.dropped }
+        }
+        inboxDropping = posted.dropped > 0
+        return problem
+    }
 
     /// What the site can still offer up (more discharge) and down (more charge) from its present
     /// power: the units' allowed power (discharge only from units above the SOC reserve), inside the

@@ -5,6 +5,7 @@ import ControlProtocol
 import Cycle
 import Foundation
 import Logging
+import Synchronization
 import Uplink
 
 /// The uplink to the aggregator (`aggregator:`): the spool on disk, the recorder that fills it each
@@ -24,7 +25,7 @@ final class UplinkService: DaemonService {
     /// The code of the spool's last failure to save its state (`SpoolQueue.stateFailure`), as logged.
     private var stateProblem: SpoolError.Code?
 
-    private init(spool: SpoolQueue, recorder: UplinkRecorder, transport: (any UplinkTransport)?, logger: Logger) {
+    init(spool: SpoolQueue, recorder: UplinkRecorder, transport: (any UplinkTransport)?, logger: Logger) {
         self.spool = spool
         self.recorder = recorder
         self.transport = transport
@@ -101,7 +102,11 @@ final class UplinkService: DaemonService {
         }
     }
 
+    /// Takes what the inbox still holds (a 2030.5 control's record posted after the last round) into
+    /// the spool, then saves it and stops the transport: nothing posted is lost at a stop.
     func stop() {
+        recorder.takeInbox()
+        noteInboxDrops()
         spool.sync()
         transport?.stop()
     }
@@ -113,6 +118,7 @@ final class UplinkService: DaemonService {
     /// file that cannot be saved is logged when it starts and when it ends.
     func record(now: MonotonicInstant, shared: SharedState) {
         let problem = recorder.tick(now: now, units: shared.units, stats: shared.statistics, blocks: shared.takeBlocks(), site: shared.site)
+        noteInboxDrops()
         if problem != self.problem {
             if let problem {
                 logger.error("uplink spool refused a record: \(problem); records are being lost until it recovers",
@@ -137,6 +143,15 @@ final class UplinkService: DaemonService {
         }
     }
 
+    /// Journals the start of an episode of inbox drops (records posted by other threads faster than
+    /// the service loop took them), once, with this round's count; /metrics counts them all.
+    private func noteInboxDrops() {
+        guard let dropped = recorder.inboxDropsStarting else { return }
+        recorder.inboxDropsStarting = nil
+        logger.error("UPLINK_INBOX_DROPPED: \(dropped) records posted for the uplink were dropped at the inbox's bound of \(recorder.inbox.capacity) before the service took them (it stalled); they are counted (spool_drop, bessd_uplink_inbox_dropped_total) but not sent; logged once until a round finds none dropped",
+                     metadata: ["BESS_CODE": "UPLINK_INBOX_DROPPED", "BESS_COUNT": "\(dropped)"])
+    }
+
     /// The spool's and the sender's lines of /metrics.
     func metrics(into m: inout MetricsText) {
         let s = spool.state
@@ -144,6 +159,8 @@ final class UplinkService: DaemonService {
                  [("", Double(s.next - 1 - min(s.acknowledged, s.next - 1)))])
         m.metric("bessd_spool_dropped_total", "counter", "Records dropped at the spool's bound.", [("", Double(s.dropped))])
         m.metric("bessd_spool_bytes", "gauge", "Spool size on disk.", [("", Double(s.bytes))])
+        m.metric("bessd_uplink_inbox_dropped_total", "counter", "Records posted by other threads (2030.5 controls, IEC 104 outcomes) dropped at the inbox's bound.",
+                 [("", Double(recorder.inboxDroppedTotal.load(ordering: .relaxed)))])
         let problem = refusing
         m.metric("bessd_spool_refusing", "gauge",
                  "1 while the spool refuses records (labelled with the code, e.g. SPOOL_FULL), else 0.",
