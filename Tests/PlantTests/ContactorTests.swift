@@ -4,6 +4,7 @@ import Cycle
 import Fieldbus
 import Foundation
 import Simulation
+import Synchronization
 import HILPlant
 import TestSupport
 import Testing
@@ -37,7 +38,9 @@ struct ContactorTests {
         #expect(abs(try inverter.readStatus(&client).activePower.value - 20_000) <= 10)
         // Open, armed for 10 s: Conn_RvrtTms and Conn in one request.
         let open = try #require(inverter.connectionWrite(connect: false, revert: .seconds(10)))
-        #expect(open.address == model.address + 3 && open.values == [10, 0])
+        #expect(open.address == model.address + 2 && open.values == [0, 10, 0], "Conn_WinTms 0, Conn_RvrtTms, Conn")
+        #expect(inverter.connectionWrite(connect: true, revert: .seconds(10)).map { [UInt16($0.address - model.address)] + $0.values }
+                == [2, 0, 0, 1], "a close never reverts")
         try inverter.setConnection(connect: false, revert: .seconds(10), &client)
         run(2)
         let opened = try inverter.readStatus(&client)
@@ -113,7 +116,7 @@ struct ContactorTests {
         try inverter.setConnection(connect: false, revert: .seconds(12), &client)
         #expect(Peer.readLine(out) { $0.hasPrefix("CONN unit") } == "CONN unit=1 conn=0 rvrt_tms=12 writes=2")
         try inverter.setConnection(connect: true, revert: .seconds(12), &client)
-        #expect(Peer.readLine(out) { $0.hasPrefix("CONN unit") } == "CONN unit=1 conn=1 rvrt_tms=12 writes=3")
+        #expect(Peer.readLine(out) { $0.hasPrefix("CONN unit") } == "CONN unit=1 conn=1 rvrt_tms=0 writes=3")
         #expect(try waitFor { try inverter.readStatus(&client).connected == true })
     }
 
@@ -121,25 +124,101 @@ struct ContactorTests {
     func workerAgainstPymodbus() throws {
         // The peer's unit keeps reading 1234 W whatever its setpoint (above 1 % of its 50 kW), so the
         // open comes from the bounded wait; it reverts an open not re-written within Conn_RvrtTms.
+        // Revert 6 s: re-armed every 3 s, a 3 s margin before the peer would revert it.
         let (process, out, port) = try SunSpecBasesPeerTests().start("1:conn")
         defer { Peer.stop(process) }
         let slot = DeviceSlot()
         let worker = EndpointWorker(endpoint: .tcp(host: "127.0.0.1", port: port), devices: [.init(unitID: 1, slot: slot, name: "u1")],
-                                    period: .milliseconds(100), timeout: .seconds(1), revert: .seconds(2)) { _ in }
+                                    period: .milliseconds(100), timeout: .seconds(1), revert: .seconds(6)) { _ in }
         slot.setSetpoint(.zero)
         slot.setConnect(false)
         worker.start()
         defer { worker.stop() }
-        #expect(Peer.readLine(out) { $0.hasPrefix("CONN unit") } == "CONN unit=1 conn=0 rvrt_tms=2 writes=1")
+        #expect(Peer.readLine(out) { $0.hasPrefix("CONN unit") } == "CONN unit=1 conn=0 rvrt_tms=6 writes=1")
         #expect(waitFor { slot.contactor == .open })
-        // Re-armed at least every second: three more writes over more than the 2 s revert, Conn 0 throughout.
+        // Re-armed at least every 3 s: two more writes over more than the 6 s revert, Conn 0 throughout.
         var rearms: [String] = []
-        while rearms.count < 3, let line = Peer.readLine(out, until: { $0.hasPrefix("CONN unit") }) { rearms.append(line) }
-        #expect(rearms == ["CONN unit=1 conn=0 rvrt_tms=2 writes=2", "CONN unit=1 conn=0 rvrt_tms=2 writes=3",
-                           "CONN unit=1 conn=0 rvrt_tms=2 writes=4"])
+        while rearms.count < 2, let line = Peer.readLine(out, until: { $0.hasPrefix("CONN unit") }) { rearms.append(line) }
+        #expect(rearms == ["CONN unit=1 conn=0 rvrt_tms=6 writes=2", "CONN unit=1 conn=0 rvrt_tms=6 writes=3"])
         slot.setConnect(true)
         let closed = Peer.readLine(out) { $0.hasPrefix("CONN unit") && !$0.contains("conn=0") }
-        #expect(closed?.hasPrefix("CONN unit=1 conn=1 rvrt_tms=2 writes=") == true, "\(String(describing: closed))")
+        #expect(closed?.hasPrefix("CONN unit=1 conn=1 rvrt_tms=0 writes=") == true, "\(String(describing: closed))")
+        #expect(waitFor { slot.contactor == .closed })
+    }
+
+    @Test("pymodbus with a Conn_WinTms preset (30 s): the open writes it 0 with Conn_RvrtTms and Conn, one request")
+    func pymodbusWindowZeroed() throws {
+        let (process, out, port) = try SunSpecBasesPeerTests().start("1:conn,wintms=30")
+        defer { Peer.stop(process) }
+        var client = try ModbusConnection(endpoint: .tcp(host: "127.0.0.1", port: port), unitID: 1, timeout: .seconds(2))
+        let inverter = try SunSpecInverter.open(&client)
+        #expect(inverter.connectArmable)
+        try inverter.setConnection(connect: false, revert: .seconds(10), &client)
+        #expect(Peer.readLine(out) { $0.hasPrefix("CONN unit") } == "CONN unit=1 conn=0 rvrt_tms=10 writes=1 win_tms=0")
+    }
+
+    final class Notices: Sendable {
+        let list = Mutex<[DeviceNotice]>([])
+        var all: [DeviceNotice] { list.withLock { $0 } }
+    }
+
+    /// A worker (100 ms period, revert 4 s) asked to open pymodbus unit 1 with `options`.
+    func worker(_ options: String, _ notices: Notices) throws -> (Process, Pipe, DeviceSlot, EndpointWorker) {
+        let (process, out, port) = try SunSpecBasesPeerTests().start("1:" + options)
+        let slot = DeviceSlot()
+        let worker = EndpointWorker(endpoint: .tcp(host: "127.0.0.1", port: port), devices: [.init(unitID: 1, slot: slot, name: "u1")],
+                                    period: .milliseconds(100), timeout: .seconds(1), revert: .seconds(4)) { n in
+            notices.list.withLock { $0.append(n) }
+        }
+        slot.setSetpoint(.zero)
+        slot.setConnect(false)
+        worker.start()
+        return (process, out, slot, worker)
+    }
+
+    /// Reads the peer's request counts until unit 1 has answered `more` reads beyond the first seen.
+    func rounds(_ out: Pipe, _ more: Int) -> Bool {
+        func reads(_ line: String) -> Int? {
+            line.split(separator: " ").first { $0.hasPrefix("reads=") }.flatMap { Int($0.dropFirst(6)) }
+        }
+        guard let first = Peer.readLine(out, until: { $0.hasPrefix("REQUESTS unit=1") }).flatMap(reads) else { return false }
+        while let line = Peer.readLine(out, until: { $0.hasPrefix("REQUESTS unit=1") }) {
+            if let n = reads(line), n >= first + more { return true }
+        }
+        return false
+    }
+
+    @Test("pymodbus with Conn_RvrtTms not implemented (0xFFFF): an open could not be armed, the unit cannot open")
+    func pymodbusRevertMissing() throws {
+        let notices = Notices()
+        let (process, out, slot, worker) = try worker("conn,rvrttms=65535", notices)
+        defer { Peer.stop(process) }
+        defer { worker.stop() }
+        #expect(waitFor { slot.contactor == .cannotOpen })
+        #expect(rounds(out, 20))
+        #expect(notices.all.filter { $0.code == "CONTACTOR_UNAVAILABLE" }.count == 1)
+        // Nothing written to 123: Conn_RvrtTms still not implemented, Conn still 1.
+        guard case .tcp(_, let port) = worker.endpoint else { Issue.record("not TCP"); return }
+        var client = try ModbusConnection(endpoint: .tcp(host: "127.0.0.1", port: port), unitID: 1, timeout: .seconds(2))
+        let model = try #require(try SunSpecInverter.open(&client).connectControl)
+        #expect(try client.readRegisters(at: model.address + 2, count: 3) == [0, 0xFFFF, 1])
+    }
+
+    @Test("pymodbus refusing Conn (exception 2): cannot_open, said once, not retried, the unit not rediscovered")
+    func pymodbusConnRefused() throws {
+        let notices = Notices()
+        let (process, out, slot, worker) = try worker("conn,connrefuse", notices)
+        defer { Peer.stop(process) }
+        defer { worker.stop() }
+        // W reads 1234 W: the open is tried at the 5 s bound, refused.
+        #expect(waitFor(seconds: 20) { slot.contactor == .cannotOpen })
+        #expect(rounds(out, 30))
+        #expect(slot.contactor == .cannotOpen)
+        let said = notices.all.filter { $0.code == "CONTACTOR_UNAVAILABLE" }
+        #expect(said.count == 1, "\(notices.all)")
+        // No rediscovery (its warning) and so no second open and refusal.
+        #expect(!notices.all.contains { $0.code != nil && $0.code != "CONTACTOR_UNAVAILABLE" }, "\(notices.all)")
+        slot.setConnect(true)
         #expect(waitFor { slot.contactor == .closed })
     }
 

@@ -16,6 +16,9 @@ Options per unit:
   conn            model 123 (Immediate controls) before the command model: Conn opens (0) and closes (1)
                   the unit, as a device does: 701 ConnSt follows Conn and W reads 0 while open, and
                   an open not written again within Conn_RvrtTms reverts to connected (Conn 1)
+  wintms=N        with conn: 123 Conn_WinTms preset to N (the CONN line then ends " win_tms=<>")
+  rvrttms=N       with conn: 123 Conn_RvrtTms preset to N (65535: not implemented)
+  connrefuse      with conn: a write reaching Conn_WinTms..Conn is answered with exception 2
   meter           a site meter instead of an inverter: "SunS", 1, 203, end, with W = 100 × unit + 45
                   at W_SF 1 (+ = import), Hz 50.01 (Hz_SF -2), TotWhImp 7000 and TotWhExp 3000 Wh
 
@@ -74,6 +77,10 @@ class Unit:
         self.put(701, "ConnSt", 1)               # CONNECTED
         if self.conn:
             self.put(123, "Conn", 1)             # CONNECT
+            if "wintms" in options:
+                self.put(123, "Conn_WinTms", int(options["wintms"]))
+            if "rvrttms" in options:
+                self.put(123, "Conn_RvrtTms", int(options["rvrttms"]))
         self.put(120, "WRtg", 5000)              # WRtg_SF 1 → 50 kW
         self.put(120, "WRtg_SF", 1)
         self.put(121, "WMax", 5000)              # WMax_SF 1 → 50 kW
@@ -119,7 +126,18 @@ class Unit:
         address, offsets = self.where[701]
         self.block.setValues(address + offsets["ConnSt"][0] + 1, [1 if conn == 1 else 0])
         self.block.setValues(address + offsets["W"][0] + 1, [(1000 * self.uid + 234) if conn == 1 else 0])
-        return "CONN unit={} conn={} rvrt_tms={} writes={}".format(self.uid, conn, revert, self.conn_writes)
+        line = "CONN unit={} conn={} rvrt_tms={} writes={}".format(self.uid, conn, revert, self.conn_writes)
+        if "wintms" in self.options:
+            line += " win_tms={}".format(self.get(123, "Conn_WinTms"))
+        return line
+
+    def refuses(self, address, count):
+        """A "connrefuse" unit refuses a write reaching Conn_WinTms..Conn."""
+        if not self.conn or "connrefuse" not in self.options:
+            return False
+        start, offsets = self.where[123]
+        first, last = start + offsets["Conn_WinTms"][0], start + offsets["Conn"][0]
+        return address <= last and address + count > first
 
     def wrote(self, address, count):
         """A write of `count` registers at protocol address `address`: one reaching Conn or
@@ -151,7 +169,11 @@ class Store(ModbusSlaveContext):
 
     def validate(self, fc_as_hex, address, count=1):
         # An "exception" unit fails every request alike, wherever it points.
-        return True if "exception" in self.unit.options else super().validate(fc_as_hex, address, count)
+        if "exception" in self.unit.options:
+            return True
+        if fc_as_hex in (6, 16) and self.unit.refuses(address, count):
+            return False  # pymodbus answers exception 2 (illegal data address)
+        return super().validate(fc_as_hex, address, count)
 
     async def async_getValues(self, fc_as_hex, address, count=1):
         if "exception" in self.unit.options:

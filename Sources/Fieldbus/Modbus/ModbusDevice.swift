@@ -99,7 +99,7 @@ public enum ModbusDevice: Sendable {
 
     /// True when bessd can open the device's contactor (SunSpec model 123).
     public var canOpen: Bool {
-        if case .sunspec(let inverter) = self { return inverter.connectControl != nil }
+        if case .sunspec(let inverter) = self { return inverter.connectControl != nil && inverter.connectArmable }
         return false
     }
 

@@ -24,6 +24,9 @@ public struct SunSpecInverter: Sendable {
     /// Model 701's `W_SF`, `Hz_SF`, `V_SF` and `Var_SF` (nil: not implemented). They sit at the far
     /// end of the model, so the poll does not read them; models 101–103 carry theirs inside the polled span.
     let measurementSF: MeasurementScale
+    /// Model 123 implements `Conn_RvrtTms` (read at discovery; 0xFFFF: not implemented). Without it
+    /// an open could not be armed to revert, so the unit is not opened (`ModbusDevice.canOpen`).
+    public var connectArmable = false
 
     /// Model 701's scale factors, read at discovery and at each refresh.
     struct MeasurementScale: Sendable {
@@ -71,6 +74,11 @@ public struct SunSpecInverter: Sendable {
                 rated = block.scaled(block.uint16(SunSpec.Settings.wMax).map(Int64.init), sf: SunSpec.Settings.wMaxSF)
                     .map(Watts.init)
             }
+            var armable = false
+            if let connect = map.first(SunSpec.Controls.id) {
+                let words = try device.readRegisters(at: connect.address + SunSpec.Controls.connRvrtTms, count: 1)
+                armable = words.count == 1 && words[0] != 0xFFFF
+            }
             if let controls = map.first(SunSpec.ACControls.id) {
                 let block = try SunSpec.read(controls, from: &device)
                 // Without WSet_SF the meaning of WSet is unknown: refuse rather than guess 10^0.
@@ -79,7 +87,8 @@ public struct SunSpecInverter: Sendable {
                 }
                 return SunSpecInverter(
                     map: map, measurement: measurement, commandPath: .acControls704, commandModel: controls,
-                    ratedPower: rated, storageRateBase: nil, wSetSF: sf, inOutWRteSF: 0, measurementSF: measurementSF)
+                    ratedPower: rated, storageRateBase: nil, wSetSF: sf, inOutWRteSF: 0, measurementSF: measurementSF,
+                    connectArmable: armable)
             }
             if let storage = map.first(SunSpec.Storage.id) {
                 typealias S = SunSpec.Storage
@@ -95,7 +104,8 @@ public struct SunSpecInverter: Sendable {
                 }
                 return SunSpecInverter(
                     map: map, measurement: measurement, commandPath: .storage124, commandModel: storage,
-                    ratedPower: rated, storageRateBase: Watts(base), wSetSF: 0, inOutWRteSF: sf, measurementSF: measurementSF)
+                    ratedPower: rated, storageRateBase: Watts(base), wSetSF: 0, inOutWRteSF: sf, measurementSF: measurementSF,
+                    connectArmable: armable)
             }
         } catch {
             throw error
@@ -171,16 +181,18 @@ public struct SunSpecInverter: Sendable {
     /// the device has none (it cannot be opened: bessd keeps it at zero power).
     public var connectControl: SunSpecModelLocation? { map.first(SunSpec.Controls.id) }
 
-    /// The one request that opens (`connect` false: `Conn_RvrtTms` = `revert` in whole seconds
-    /// rounded up, then `Conn` = 0, adjacent) or closes (`Conn` = 1) the contactor; nil without
-    /// model 123. The open is always armed: after the timer the inverter returns to connected, so
-    /// bessd re-writes it as it re-arms the setpoint's.
+    /// The one request that opens or closes the contactor, three adjacent registers from
+    /// `Conn_WinTms`: `Conn_WinTms` 0 (at once: a device's own window does not delay it),
+    /// `Conn_RvrtTms`, `Conn`. Opening (`connect` false): `Conn_RvrtTms` = `revert` in whole seconds
+    /// rounded up, `Conn` 0: always armed, after the timer the inverter returns to connected, so
+    /// bessd re-writes it on its own timer. Closing: `Conn_RvrtTms` 0 (a close never reverts), `Conn`
+    /// 1. Nil without model 123.
     public func connectionWrite(connect: Bool, revert: Duration) -> (address: Int, values: [UInt16])? {
         guard let model = connectControl else { return nil }
         typealias C = SunSpec.Controls
-        if connect { return (model.address + C.conn, [C.connect]) }
+        if connect { return (model.address + C.connWinTms, [0, 0, C.connect]) }
         let seconds = UInt16(clamping: max(1, revert.wholeSecondsRoundedUp))
-        return (model.address + C.connRvrtTms, [seconds, C.disconnect])
+        return (model.address + C.connWinTms, [0, seconds, C.disconnect])
     }
 
     /// Opens or closes the contactor (`connectionWrite`); without model 123 throws

@@ -48,7 +48,7 @@ public enum SunSpec {
     public enum Controls {
         public static let id: UInt16 = 123
         public static let length: UInt16 = 24
-        public static let connRvrtTms = 3, conn = 4, wMaxLimPct = 5, wMaxLimPctRvrtTms = 7, wMaxLimEna = 9
+        public static let connWinTms = 2, connRvrtTms = 3, conn = 4, wMaxLimPct = 5, wMaxLimPctRvrtTms = 7, wMaxLimEna = 9
         public static let wMaxLimPctSF = 23
         /// `Conn`: 0 disconnect (open), 1 connect. After `Conn_RvrtTms` the inverter returns to connected.
         public static let disconnect: UInt16 = 0, connect: UInt16 = 1
