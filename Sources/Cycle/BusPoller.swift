@@ -91,14 +91,14 @@ public final class BusPoller: @unchecked Sendable {
     /// One request of one endpoint's queue.
     enum Job {
         case read(device: Int, address: Int, count: Int)
-        case write(device: Int, address: Int, values: [UInt16], last: (setpoint: Watts, rearm: Bool)?)
+        case write(device: Int, address: Int, values: [UInt16], last: (setpoint: Watts, rearm: Bool, conn: UInt16?)?)
     }
 
     /// The request in flight on an endpoint: what it asks, without the values it wrote (plain
     /// numbers, so looking at it or copying it retains nothing).
     enum Flight {
         case read(device: Int, address: Int, count: Int)
-        case write(device: Int, address: Int, count: Int, last: (setpoint: Watts, rearm: Bool)?)
+        case write(device: Int, address: Int, count: Int, last: (setpoint: Watts, rearm: Bool, conn: UInt16?)?)
     }
 
     /// What the poller holds for one endpoint besides its session: the round's requests.
@@ -274,7 +274,9 @@ public final class BusPoller: @unchecked Sendable {
                     guard let plan = planned else { continue }
                     for (k, w) in plan.writes.enumerated() {
                         lanes[i].queue.insert(.write(device: d, address: w.address, values: w.values,
-                                                     last: k == plan.writes.count - 1 ? (plan.setpoint, plan.rearm) : nil), at: at)
+                                                     last: k == plan.writes.count - 1
+                                                        ? (plan.setpoint, plan.rearm, sessions[i].devices[d].plannedConn) : nil),
+                                                at: at)
                         at += 1
                     }
                 } catch {
@@ -450,7 +452,7 @@ public final class BusPoller: @unchecked Sendable {
                 try sessions[i].answered(d, address: address, words: words, unitID: endpoint.devices[d].unitID,
                                          slot: endpoint.devices[d].slot, now: now)
             case .write(_, _, _, let last):
-                if let last { sessions[i].written(d, setpoint: last.setpoint, rearm: last.rearm, at: now) }
+                if let last { sessions[i].written(d, setpoint: last.setpoint, rearm: last.rearm, conn: last.conn, at: now) }
             }
             start(&lanes, i)
             if lanes[i].active, lanes[i].idle { sessions[i].count(into: endpoint.counters) }

@@ -43,7 +43,6 @@ struct EndpointSession: ~Copyable, @unchecked Sendable {
         let setpoint = WritePlanner.setpoint(decided: decided, stalled: stalled, valueFault: devices[index].valueFault)
         guard let device = devices[index].device else { return nil }
         devices[index].plannedConn = nil
-        devices[index].plannedConnAddress = nil
         var plan = try WritePlanner.plan(device, setpoint: setpoint, lastWritten: devices[index].lastWritten,
                                          lastPlain: devices[index].lastPlain, lastArmedAt: devices[index].lastArmedAt,
                                          revert: revert, now: now)
@@ -92,23 +91,26 @@ struct EndpointSession: ~Copyable, @unchecked Sendable {
             // the unit open. Opening: after the 0 W.
             if step == .close { plan?.writes.insert(write, at: 0) } else { plan?.writes.append(write) }
             devices[index].plannedConn = step == .open ? SunSpec.Controls.disconnect : SunSpec.Controls.connect
-            devices[index].plannedConnAddress = write.address
         }
     }
 
     /// Whether `address` is device `index`'s planned `Conn` write; if so, records that the device
     /// refused it: the unit cannot open for the request in force (said once, coded, never retried
     /// for it), and the unit is not rediscovered for it.
+    /// (Only a refusal path: it builds the write to compare its address.)
     mutating func refusedConn(_ index: Int, address: Int) -> Bool {
-        guard let planned = devices[index].plannedConnAddress, planned == address else { return false }
+        guard let write = devices[index].device?.connectionWrite(connect: true, revert: .zero), write.address == address else {
+            return false
+        }
         devices[index].plannedConn = nil
-        devices[index].plannedConnAddress = nil
         devices[index].connRefused = true
         return true
     }
 
-    /// Records that device `index`'s planned writes all went through.
-    mutating func written(_ index: Int, setpoint: Watts, rearm: Bool, at now: MonotonicInstant) {
+    /// Records that device `index`'s planned writes all went through; `conn`: the `Conn` they
+    /// carried (the worker passes its plan's `plannedConn`; the bus poller the value queued with
+    /// the writes, since its next plan may be built while they are in flight).
+    mutating func written(_ index: Int, setpoint: Watts, rearm: Bool, conn: UInt16?, at now: MonotonicInstant) {
         devices[index].lastWritten = setpoint
         devices[index].lastPlain = devices[index].plannedPlain.take()  // moved, not copied
         devices[index].refusalLogged = false
@@ -118,7 +120,8 @@ struct EndpointSession: ~Copyable, @unchecked Sendable {
         } else {
             devices[index].zeroSince = nil
         }
-        if let conn = devices[index].plannedConn.take() {
+        devices[index].plannedConn = nil
+        if let conn {
             devices[index].conn = conn
             if conn == SunSpec.Controls.disconnect { devices[index].connArmedAt = now }
         }
@@ -174,8 +177,6 @@ struct DeviceState {
     var connArmedAt = MonotonicInstant.zero
     var zeroSince: MonotonicInstant?
     var plannedConn: UInt16?
-    /// The address of the planned `Conn` write (a refusal there is the contactor's, not the unit's).
-    var plannedConnAddress: Int?
     /// The device refused a `Conn` write: it cannot open for the request in force (kept across a
     /// rediscovery; cleared when the request ends).
     var connRefused = false

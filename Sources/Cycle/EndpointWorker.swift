@@ -487,7 +487,8 @@ public final class EndpointWorker: @unchecked Sendable {
                         // plan); the setpoint's writes still go, the unit is not rediscovered.
                     }
                 }
-                session.written(index, setpoint: plan.setpoint, rearm: plan.rearm, at: clock.now())
+                session.written(index, setpoint: plan.setpoint, rearm: plan.rearm, conn: session.devices[index].plannedConn,
+                                at: clock.now())
             } catch where Failure(error.kind) == .value && setpoint != .zero {
                 // The device cannot take this setpoint: it gets 0 W with the revert armed instead
                 // (never its previous setpoint), and the link stays up.
@@ -502,7 +503,6 @@ public final class EndpointWorker: @unchecked Sendable {
                     session.devices[index].conn = SunSpec.Controls.connect
                 }
                 session.devices[index].plannedConn = nil
-                session.devices[index].plannedConnAddress = nil
                 session.devices[index].lastArmedAt = clock.now()
                 session.devices[index].lastWritten = setpoint
                 session.devices[index].lastPlain = nil

@@ -176,6 +176,21 @@ struct ContactorWorkerTests {
         #expect(!notices.all.contains { $0.code == "CONTACTOR_UNAVAILABLE" })
     }
 
+    @Test("closing with a new setpoint in the same round: Conn 1 goes before the setpoint")
+    func closeBeforeSetpoint() throws {
+        let inverter = try Inverter()
+        defer { inverter.server.stop() }
+        let notices = Notices()
+        let (slot, worker) = start(inverter, notices)
+        defer { worker.stop() }
+        #expect(waitFor { slot.contactor == .open })
+        slot.setConnect(true)
+        slot.setSetpoint(.kilowatts(5))
+        #expect(waitFor { inverter.written.last == [1, 0, 5000] }, "\(inverter.written)")
+        // The first record with Conn 1 still has the 0 W: the close left first.
+        #expect(inverter.written.first { $0[0] == 1 } == [1, 0, 0], "\(inverter.written)")
+    }
+
     @Test("a unit without model 123 says once, coded, that it cannot open, and stays at 0 W")
     func cannotOpenSaidOnce() throws {
         let inverter = try Inverter(immediateControls: false)
@@ -205,15 +220,7 @@ struct ContactorPollerTests {
         #expect(site.bringUp([0]))
         typealias C = SunSpec.Controls
         func conn() -> [UInt16] { site.plant.servers[0].withImage { image, _ in [image[C.id, C.conn], image[C.id, C.connRvrtTms]] } }
-        /// Cycles (0 W handed over each) until `done`.
-        func cycle(until done: () -> Bool) -> Bool {
-            for _ in 0..<500 where !done() {
-                site.toNextDeadline()
-                site.handOver([0])
-                _ = waitFor(seconds: 0.02, done)
-            }
-            return done()
-        }
+        func cycle(until done: () -> Bool) -> Bool { Self.cycle(site, until: done) }
         site.slots[0].setConnect(false)
         #expect(cycle { site.slots[0].contactor == .open })
         #expect(conn() == [C.disconnect, 10], "Conn 0 with Conn_RvrtTms 10 s")
@@ -222,5 +229,40 @@ struct ContactorPollerTests {
         #expect(cycle { site.slots[0].contactor == .closed })
         #expect(conn()[0] == C.connect)
         #expect(site.allHandedOver)
+    }
+
+    /// Cycles (0 W handed over each, `handOver` false: none) until `done`: after each move of the
+    /// clock and each hand-over, until the threads have acted on it (`ManualClock.settled`).
+    static func cycle(_ site: BusPollerTests.Site, handOver: Bool = true, rounds: Int = 500, until done: () -> Bool) -> Bool {
+        for _ in 0..<rounds where !done() {
+            site.toNextDeadline()
+            guard waitFor(seconds: 5, { site.clock.settled }) else { return false }
+            if handOver {
+                site.handOver([0])
+                guard waitFor(seconds: 5, { site.clock.settled }) else { return false }
+            }
+        }
+        return done()
+    }
+
+    @Test("a stalled cycle: the poller re-arms no open, so the device's own timer closes it")
+    func stalledCycleStopsRearming() throws {
+        let site = try BusPollerTests.Site(units: 1, periodMs: 20)
+        site.start()
+        defer { site.stop() }
+        #expect(site.bringUp([0]))
+        typealias C = SunSpec.Controls
+        let server = site.plant.servers[0]
+        site.slots[0].setConnect(false)
+        #expect(Self.cycle(site) { site.slots[0].contactor == .open })
+        // The cycle stops handing over: 100 rounds of 20 ms take it past the stall (1 s). The
+        // device's timer is then taken as run out (Conn back to 1), and 600 more rounds pass the
+        // revert (10 s), whose half would have re-armed it.
+        var rounds = 0
+        #expect(Self.cycle(site, handOver: false, rounds: 100) { rounds += 1; return false } == false)
+        server.withImage { image, _ in image[C.id, C.conn] = C.connect }
+        #expect(Self.cycle(site, handOver: false, rounds: 600) { rounds += 1; return false } == false)
+        #expect(rounds == 100 + 600 + 2, "the rounds went on (and `done` is asked once more at each end): \(rounds)")
+        #expect(server.withImage { image, _ in image[C.id, C.conn] } == C.connect, "no Conn 0 written while stalled")
     }
 }
