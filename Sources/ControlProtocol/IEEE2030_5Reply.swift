@@ -27,7 +27,8 @@ public struct IEEE2030_5Reply: Codable, Sendable, Equatable, JSONWritable {
     /// Why all traffic stopped (`SEP2_PIN_MISMATCH: …`), nil while it runs.
     public var stopped: String?
     /// The units asked to open (`opModConnect` or `opModEnergize` false) whose inverter cannot be
-    /// (no SunSpec model 123): held at 0 W, `CONTACTOR_UNAVAILABLE`; nil (left out) when none.
+    /// (no usable SunSpec 123 `Conn`: absent, no `Conn_RvrtTms`, or refused): held at 0 W,
+    /// `CONTACTOR_UNAVAILABLE`; nil (left out) when none.
     public var cannotOpen: [String]?
 
     /// A reply.

@@ -329,7 +329,8 @@ public struct SiteUnitReply: Codable, Sendable, Equatable, JSONWritable {
     public var allowedChargeW: Double?
     public var allowedDischargeW: Double?
     /// The unit's contactor when not simply closed: `opening`, `open`, or `cannot_open` (asked to open
-    /// by the utility, but the inverter has no SunSpec model 123: held at zero); nil (left out) when closed.
+    /// by the utility, but the inverter has no usable SunSpec 123 `Conn`: absent, no `Conn_RvrtTms`, or
+    /// refused; held at zero); nil (left out) when closed.
     public var contactor: String?
     public var id: String
     public var pooled: Bool

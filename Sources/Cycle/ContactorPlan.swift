@@ -9,7 +9,8 @@ public enum ContactorState: UInt8, Sendable, Equatable, CustomStringConvertible 
     case opening
     /// `Conn` = 0 written and acknowledged, its revert timer armed.
     case open
-    /// Asked to open, but the inverter has no model 123 (or no SunSpec at all): held at 0 W instead.
+    /// Asked to open, but the inverter has no model 123 (or no SunSpec at all), no `Conn_RvrtTms`, or
+    /// refused `Conn` in this control: held at 0 W instead.
     case cannotOpen
 
     /// Available to operate as the status reports it: closed, or asked to open but unable to.

@@ -512,7 +512,8 @@ public final class EndpointWorker: @unchecked Sendable {
         }
     }
 
-    /// Says once, coded, that unit `index` was asked to open but cannot be (no SunSpec model 123).
+    /// Says once, coded, that unit `index` was asked to open but cannot be (no model 123, no
+    /// `Conn_RvrtTms`, or `Conn` refused).
     func cannotOpen(_ index: Int, _ session: inout EndpointSession) {
         session.devices[index].contactorNotice = false
         Self.cannotOpen(devices[index], on: endpoint, log)

@@ -382,7 +382,7 @@ extension Site {
                 let ids = units.filter { $0.contactor == state }.map(\.id)
                 if !ids.isEmpty { line += "; \(state.replacingOccurrences(of: "_", with: " ")): \(ids.joined(separator: ", "))" }
             }
-            if units.contains(where: { $0.contactor == "cannot_open" }) { line += " (CONTACTOR_UNAVAILABLE: no SunSpec model 123)" }
+            if units.contains(where: { $0.contactor == "cannot_open" }) { line += " (CONTACTOR_UNAVAILABLE: no usable SunSpec 123 Conn)" }
             return line
         }
         var line = "export \(number(u.exportLimitW, scale: 1000)) kW, import \(number(u.importLimitW, scale: 1000)) kW, "

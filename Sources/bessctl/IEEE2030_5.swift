@@ -90,7 +90,7 @@ struct IEEE2030_5Command: ParsableCommand {
         if let time = r.serverTimeUnix { lines.append("server time \(Status.clock(time))") }
         if r.controls.isEmpty { lines.append("no control in force") }
         if let units = r.cannotOpen {
-            lines.append("CONTACTOR_UNAVAILABLE cannot open \(units.joined(separator: ", ")): no SunSpec model 123, held at 0 W")
+            lines.append("CONTACTOR_UNAVAILABLE cannot open \(units.joined(separator: ", ")): no usable SunSpec 123 Conn, held at 0 W")
         }
         return lines
     }
