@@ -113,9 +113,10 @@ enum ContactorPlanner {
         return now - zeroSince >= openAfter ? .open : .none
     }
 
-    /// What the status shows for a unit in that state.
-    static func state(wantOpen: Bool, canOpen: Bool, conn: UInt16?) -> ContactorState {
-        if conn == SunSpec.Controls.disconnect { return .open }
+    /// What the status shows for a unit in that state; `expired`: the open's revert has run out
+    /// (the unit has reconnected on its own: not open, whatever was last written).
+    static func state(wantOpen: Bool, canOpen: Bool, conn: UInt16?, expired: Bool = false) -> ContactorState {
+        if conn == SunSpec.Controls.disconnect, !expired { return .open }
         guard wantOpen else { return .closed }
         return canOpen ? .opening : .cannotOpen
     }

@@ -60,7 +60,8 @@ struct EndpointSession: ~Copyable, @unchecked Sendable {
         // A request ended: a unit that refused `Conn` may be tried again at the next one.
         if !wantOpen { devices[index].connRefused = false }
         let canOpen = device.canOpen && !devices[index].connRefused
-        let state = ContactorPlanner.state(wantOpen: wantOpen, canOpen: canOpen, conn: devices[index].conn)
+        let state = ContactorPlanner.state(wantOpen: wantOpen, canOpen: canOpen, conn: devices[index].conn,
+                                           expired: now - devices[index].connArmedAt >= revert)
         if state != devices[index].contactor {
             devices[index].contactor = state
             slot.publish(contactor: state)
