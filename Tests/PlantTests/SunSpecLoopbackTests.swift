@@ -210,11 +210,14 @@ struct SunSpecLoopbackTests {
         try inverter.command(.kilowatts(12), revert: .seconds(10), rearm: true, &device)
         #expect(device.writes.map(\.address) == [controls + C.wSetRvrt, controls + C.wSetEnaRvrt, controls + C.wSetEna])
 
-        // The minute's refresh of static values and scale factors does not walk the chain again.
+        // The minute's refresh of static values and scale factors does not walk the chain again: its
+        // one single-register read is model 123's Conn_RvrtTms (whether an open can be armed).
         device.reads = []
         let refreshed = try SunSpecInverter.open(&device, map: inverter.map)
         #expect(refreshed.map == inverter.map)
-        #expect(!device.reads.contains { $0.address == inverter.map.base || $0.count == 1 })
+        let connRvrtTms = inverter.connectControl.map { $0.address + SunSpec.Controls.connRvrtTms }
+        #expect(!device.reads.contains { $0.address == inverter.map.base || ($0.count == 1 && $0.address != connRvrtTms) })
+        #expect(connRvrtTms == nil || device.reads.contains { $0.address == connRvrtTms && $0.count == 1 })
         #expect(refreshed.ratedPower == inverter.ratedPower)
     }
 
