@@ -169,14 +169,15 @@ enum SEP2DiscoveryHarness {
                 if let due = session.nextDue { now = max(now, due) }
                 continue
             }
-            let method: Sep2Request.Method = switch request.purpose {
-            case .registerEndDevice: .post
-            case .connectionPoint: .put
-            default: .get
+            // The EndDevice is POSTed; the ConnectionPoint is PUT, then read back (GET); all else is read.
+            let methodFits = switch request.purpose {
+            case .registerEndDevice: request.method == .post
+            case .connectionPoint: request.method == .put || request.method == .get
+            default: request.method == .get
             }
-            violations.check(request.method == method && request.path.first == "/" && request.path.utf8.count <= SEP2Href.maximumBytes + 32,
-                             "a \(request.method) request for \(request.path.utf8.count) bytes of path")
-            violations.check(inBand || method == .get, "a \(request.method) without in-band registration or a connection point")
+            violations.check(methodFits && request.path.first == "/" && request.path.utf8.count <= SEP2Href.maximumBytes + 32,
+                             "a \(request.method) request for \(request.purpose) of \(request.path.utf8.count) bytes of path")
+            violations.check(inBand || request.method == .get, "a \(request.method) without in-band registration or a connection point")
             violations.check(request.method == .get ? request.body.isEmpty : request.body.count < 1_024, "a body of \(request.body.count) bytes")
             if op % 16 == 15 {
                 session.handleFailure(now: now)
