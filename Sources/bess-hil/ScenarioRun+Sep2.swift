@@ -22,7 +22,8 @@ final class Sep2Plant {
     let responses: Bool
     /// What the server was told, in scenario seconds (`Sep2Schedule`): the judge's reference.
     var schedule = Sep2Schedule()
-    /// Unix seconds at scenario time zero (set by the first command that has a time).
+    /// Unix seconds at scenario time zero: a whole second, set by `startClock()` just before the
+    /// scenario's clock starts, so that a control's whole `start_s` is its instant on the wire too.
     var unixAtZero: Double?
 
     /// Makes the certificates in `directory` and starts the server; `python` nil: the one
@@ -83,7 +84,6 @@ final class Sep2Plant {
         // One origin for the whole run: starts rounded from it stay whole seconds apart (a series'
         // controls back to back on the wire, not 1 s apart where a later send crossed a half second).
         let zero = unixAtZero ?? (Date().timeIntervalSince1970 - now)
-        unixAtZero = zero
         switch order {
         case .batch(let orders):
             let answers = orders.map { send($0, now: now) }
@@ -120,6 +120,20 @@ final class Sep2Plant {
             usleep(10_000)
         }
         return "failed: no acknowledgement within 2 s"
+    }
+
+    /// Waits for the next whole Unix second and takes it as scenario time zero. The server's times
+    /// are whole seconds: from an origin taken anywhere else a control's `start_s` 15 went on the
+    /// wire up to half a second (plus the rig's start-up) early or late, and a window judged up to
+    /// 14.9 s saw the next limit.
+    func startClock() {
+        let target = (Date().timeIntervalSince1970 + 0.001).rounded(.up)
+        var left = target - Date().timeIntervalSince1970
+        while left > 0 {
+            usleep(UInt32(min(left, 1) * 1_000_000))
+            left = target - Date().timeIntervalSince1970
+        }
+        unixAtZero = target
     }
 
     /// Keeps an acknowledged command in `schedule`, on the scenario's clock.

@@ -137,7 +137,9 @@ final class ScenarioRun {
         plantStep = { _ = rig.step(now: SystemClock.shared.now()) }
         plantStep()
         // Scenario time zero is bessd's launch: its own clock (for the faults it simulates) starts
-        // a moment later, so both sides of the rig agree to within its start-up.
+        // a moment later, so both sides of the rig agree to within its start-up. With a 2030.5
+        // server, zero is a whole Unix second (`Sep2Plant.startClock`).
+        sep2Server?.startClock()
         let t0 = SystemClock.shared.now()
         rig.setOrigin(t0)
         try startBessd(at: 0)
