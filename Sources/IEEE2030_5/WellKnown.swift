@@ -195,69 +195,19 @@ struct JSONScanner {
         }
     }
 
-    mutating func hex4() throws(SEP2Error) -> UInt32 {
-        guard bytes.count - index >= 4 else { throw fail("four hex digits expected after \\u") }
-        var value: UInt32 = 0
-        for _ in 0..<4 {
-            let byte = bytes[index]
-            let digit: UInt8
-            switch byte {
-            case 0x30...0x39: digit = byte - 0x30
-            case 0x41...0x46: digit = byte - 0x37
-            case 0x61...0x66: digit = byte - 0x57
-            default: throw fail("four hex digits expected after \\u")
-            }
-            value = value << 4 | UInt32(digit)
-            index += 1
-        }
-        return value
-    }
-
-    /// A string at `index` (its opening quote): escapes resolved, the UTF-8 checked.
+    /// A string at `index` (its opening quote): escapes resolved, the UTF-8 checked, at most
+    /// `maximumStringBytes` once decoded (ControlCore's `JSONStringScanner`, which the batch reader shares).
     mutating func string() throws(SEP2Error) -> String {
-        index += 1
-        var out: [UInt8] = []
-        while true {
-            guard index < bytes.count else { throw fail("the string does not end") }
-            guard out.count <= Self.maximumStringBytes else { throw fail("a string longer than \(Self.maximumStringBytes) bytes") }
-            let byte = bytes[index]
-            index += 1
-            switch byte {
-            case UInt8(ascii: "\""):
-                guard let text = String(validating: out, as: UTF8.self) else { throw fail("a string that is not UTF-8") }
-                return text
-            case 0x00..<0x20:
-                throw fail("a control character in a string")
-            case UInt8(ascii: "\\"):
-                guard index < bytes.count else { throw fail("the string does not end") }
-                let escape = bytes[index]
-                index += 1
-                switch escape {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): out.append(escape)
-                case UInt8(ascii: "b"): out.append(0x08)
-                case UInt8(ascii: "f"): out.append(0x0C)
-                case UInt8(ascii: "n"): out.append(0x0A)
-                case UInt8(ascii: "r"): out.append(0x0D)
-                case UInt8(ascii: "t"): out.append(0x09)
-                case UInt8(ascii: "u"):
-                    var code = try hex4()
-                    if (0xD800..<0xDC00).contains(code) {
-                        guard bytes.count - index >= 2, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
-                            throw fail("a lone surrogate")
-                        }
-                        index += 2
-                        let low = try hex4()
-                        guard (0xDC00..<0xE000).contains(low) else { throw fail("a lone surrogate") }
-                        code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
-                    }
-                    guard let scalar = Unicode.Scalar(code) else { throw fail("a lone surrogate") }
-                    out.append(contentsOf: String(Character(scalar)).utf8)
-                default:
-                    throw fail("an unknown escape")
-                }
-            default:
-                out.append(byte)
+        let quote = index
+        do throws(JSONStringScanner.Failure) {
+            let (text, end) = try bytes.withUnsafeBufferPointer { buffer throws(JSONStringScanner.Failure) in
+                try JSONStringScanner.read(buffer, quote: quote, maximumBytes: Self.maximumStringBytes)
             }
+            index = end
+            return text
+        } catch {
+            index = error.offset
+            throw fail(error.reason.description)
         }
     }
 }

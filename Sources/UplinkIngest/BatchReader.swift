@@ -361,7 +361,7 @@ struct BatchReader {
         switch bytes[i] {
         case UInt8(ascii: "{"): return object(depth: depth) { r, _ in r.skip(depth: depth + 1) }
         case UInt8(ascii: "["): return array(depth: depth) { r in r.skip(depth: depth + 1) }
-        case UInt8(ascii: "\""): return string() != nil
+        case UInt8(ascii: "\""): return skipString()
         case UInt8(ascii: "t"): return literal("true")
         case UInt8(ascii: "f"): return literal("false")
         case UInt8(ascii: "n"): return literal("null")
@@ -381,71 +381,25 @@ struct BatchReader {
             if c >= 0x80 { ascii = false }
             k += 1
         }
-        guard k < bytes.count, ascii || Self.validUTF8(bytes, start..<k) else { return nil }
+        guard k < bytes.count, ascii || JSONStringScanner.isValidUTF8(UnsafeBufferPointer(rebasing: bytes[start..<k])) else { return nil }
         i = k + 1
         return start..<k
     }
 
-    /// A string's value. Refuses raw control characters, invalid UTF-8, escaped surrogates.
+    /// A string's value. Refuses raw control characters, invalid UTF-8, escaped surrogates (pairs too:
+    /// JSONDecoder decides those); the escapes are ControlCore's `JSONStringScanner`, which the
+    /// well-known reader shares.
     mutating func string() -> String? {
-        guard at(UInt8(ascii: "\"")) else { return nil }
-        let start = i + 1
-        var k = start, ascii = true
-        while k < bytes.count {
-            let c = bytes[k]
-            if c == UInt8(ascii: "\"") { break }
-            if c == UInt8(ascii: "\\") { return escapedString(from: start) }
-            if c < 0x20 { return nil }
-            if c >= 0x80 { ascii = false }
-            k += 1
-        }
-        guard k < bytes.count, ascii || Self.validUTF8(bytes, start..<k) else { return nil }
-        i = k + 1
-        return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<k]), as: UTF8.self)
+        guard at(UInt8(ascii: "\"")), let read = try? JSONStringScanner.read(bytes, quote: i, surrogatePairs: false) else { return nil }
+        i = read.end
+        return read.text
     }
 
-    mutating func escapedString(from start: Int) -> String? {
-        var text: [UInt8] = []
-        var k = start
-        while k < bytes.count {
-            let c = bytes[k]
-            switch c {
-            case UInt8(ascii: "\""):
-                guard Self.validUTF8(text) else { return nil }
-                i = k + 1
-                return String(decoding: text, as: UTF8.self)
-            case UInt8(ascii: "\\"):
-                guard k + 1 < bytes.count else { return nil }
-                k += 1
-                switch bytes[k] {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): text.append(bytes[k])
-                case UInt8(ascii: "b"): text.append(0x08)
-                case UInt8(ascii: "f"): text.append(0x0C)
-                case UInt8(ascii: "n"): text.append(0x0A)
-                case UInt8(ascii: "r"): text.append(0x0D)
-                case UInt8(ascii: "t"): text.append(0x09)
-                case UInt8(ascii: "u"):
-                    guard k + 4 < bytes.count else { return nil }
-                    var scalar: UInt32 = 0
-                    for h in bytes[(k + 1)...(k + 4)] {
-                        guard let digit = Self.hex(h) else { return nil }
-                        scalar = scalar << 4 | digit
-                    }
-                    // Surrogates (pairs or lone) are left to JSONDecoder.
-                    guard let unicode = Unicode.Scalar(scalar) else { return nil }
-                    text.append(contentsOf: Array(String(Character(unicode)).utf8))
-                    k += 4
-                default:
-                    return nil
-                }
-                k += 1
-            default:
-                if c < 0x20 { return nil }
-                text.append(c)
-                k += 1
-            }
-        }
-        return nil
+    /// Past a string, checked as `string()` checks it, without making its text.
+    mutating func skipString() -> Bool {
+        guard at(UInt8(ascii: "\"")), let span = try? JSONStringScanner.scan(bytes, quote: i, surrogatePairs: false) else { return false }
+        i = span.end
+        return true
     }
 
     /// The strict JSON number grammar; the span of the number.
@@ -572,30 +526,5 @@ struct BatchReader {
         let text = name.utf8Start
         for k in 0..<span.count where bytes[span.lowerBound + k] != text[k] { return false }
         return true
-    }
-
-    static func hex(_ byte: UInt8) -> UInt32? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt32(byte - UInt8(ascii: "0"))
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt32(byte - UInt8(ascii: "a") + 10)
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): UInt32(byte - UInt8(ascii: "A") + 10)
-        default: nil
-        }
-    }
-
-    static func validUTF8(_ bytes: UnsafeBufferPointer<UInt8>, _ span: Range<Int>) -> Bool {
-        validUTF8(UnsafeBufferPointer(rebasing: bytes[span]))
-    }
-
-    static func validUTF8<C: Collection<UInt8>>(_ bytes: C) -> Bool {
-        var decoder = UTF8()
-        var iterator = bytes.makeIterator()
-        while true {
-            switch decoder.decode(&iterator) {
-            case .scalarValue: continue
-            case .emptyInput: return true
-            case .error: return false
-            }
-        }
     }
 }

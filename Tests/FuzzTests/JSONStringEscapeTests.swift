@@ -7,7 +7,8 @@ import Testing
 /// `/.well-known/csipaus` reader (`JSONScanner.string`, its message with the byte it stopped at) and the
 /// uplink batch reader (`BatchReader.string` and `skip`, nil where `JSONDecoder` must decide). It pins
 /// what each answers for every input, the offset reached included, so that a change in how either reads
-/// a string shows here. It lives in FuzzTests, the test target that links both readers.
+/// a string shows here; both now call ControlCore's `JSONStringScanner`, run here as each calls it. It
+/// lives in FuzzTests, the test target that links both readers.
 @Suite("JSON string escapes: the well-known and uplink batch readers")
 struct JSONStringEscapeTests {
     /// What a reader makes of a string whose opening quote is at byte 0.
@@ -142,6 +143,22 @@ struct JSONStringEscapeTests {
         let batch = Self.batch(test.bytes)
         #expect(batch.string == test.batch, "batch reader, string()")
         #expect(batch.skip == test.batch, "batch reader, skip(depth:)")
+        // The shared scanner itself, as each reader calls it; its span's length is the text's.
+        #expect(Self.scanner(test.bytes, maximumBytes: Self.maximum, surrogatePairs: true) == test.wellKnown, "scanner as the well-known reader calls it")
+        #expect(Self.scanner(test.bytes, maximumBytes: .max, surrogatePairs: false).text == test.batch.text, "scanner as the batch reader calls it")
+    }
+
+    static func scanner(_ bytes: [UInt8], maximumBytes: Int, surrogatePairs: Bool) -> Outcome {
+        bytes.withUnsafeBufferPointer { buffer in
+            do throws(JSONStringScanner.Failure) {
+                let span = try JSONStringScanner.scan(buffer, quote: 0, maximumBytes: maximumBytes, surrogatePairs: surrogatePairs)
+                let read = try JSONStringScanner.read(buffer, quote: 0, maximumBytes: maximumBytes, surrogatePairs: surrogatePairs)
+                #expect(span.end == read.end && span.decodedCount == read.text.utf8.count && span.decodedCount <= maximumBytes)
+                return .read(read.text, end: read.end)
+            } catch {
+                return .refused(error.description)
+            }
+        }
     }
 
     @Test("the table holds every raw control character and both sides of the bound")
