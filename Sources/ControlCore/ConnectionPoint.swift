@@ -181,10 +181,17 @@ public struct ConnectionPoint: Sendable {
     public mutating func update(meter: Timestamped<MeterReading>?, battery: Double, commanded: Double? = nil,
                                 now: MonotonicInstant, importMax utilityImport: Double = .infinity,
                                 exportMax utilityExport: Double = .infinity) -> Change {
+        let importBefore = importLimit, exportBefore = exportLimit
         importLimit = Self.lower(settings.importMax?.value, utilityImport)
         exportLimit = Self.lower(settings.exportMax?.value, utilityExport)
         if importLimit == nil { floor = nil }
         if exportLimit == nil { ceiling = nil }
+        // A limit that fell moves its bound at once by at least the fall, whatever the meter says:
+        // the batteries' power moves the connection point's one for one.
+        let importFell = Self.fell(from: importBefore, to: importLimit)
+        let exportFell = Self.fell(from: exportBefore, to: exportLimit)
+        if let fall = importFell, let current = floor { floor = current + fall }
+        if let fall = exportFell, let current = ceiling { ceiling = current - fall }
         if let commanded, commanded.isFinite, commanded != lastCommanded {
             lastCommanded = commanded
             record(commanded, at: now)
@@ -217,15 +224,28 @@ public struct ConnectionPoint: Sendable {
         self.loadHigh = loadHigh
         if let importMax = importLimit {
             Self.follow(&floor, low: loadLow - importMax, high: loadHigh - importMax, raiseBy: 0, lowerBy: deadband)
+            // A limit that fell (or came) takes the safe end of the load's bounds, not the nearer:
+            // while the batteries still follow an earlier move the bounds are wide, and the nearer
+            // end let the export run 1.0–1.5 kW past a fallen 2030.5 limit for 2–3.5 s. The bounds
+            // then narrow and the bound comes back to the load, from the safe side only.
+            if importFell != nil || importBefore == nil, let current = floor { floor = max(current, loadHigh - importMax) }
         }
         if let exportMax = exportLimit {
             Self.follow(&ceiling, low: loadLow + exportMax, high: loadHigh + exportMax, raiseBy: deadband, lowerBy: 0)
+            if exportFell != nil || exportBefore == nil, let current = ceiling { ceiling = min(current, loadLow + exportMax) }
         }
         var app: Double? = target
         Self.follow(&app, low: settings.application.target(load: loadLow),
                     high: settings.application.target(load: loadHigh), raiseBy: deadband, lowerBy: deadband)
         target = app ?? 0
         return change
+    }
+
+    /// How far a limit fell from one update to the next (a limit that was none and now stands has
+    /// no fall to move by: nil); nil when it held or rose.
+    static func fell(from before: Double?, to now: Double?) -> Double? {
+        guard let before, let now, now < before else { return nil }
+        return before - now
     }
 
     /// The lower of a configured limit and the utility's, nil when neither is a finite number.

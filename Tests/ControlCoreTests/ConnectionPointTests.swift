@@ -143,6 +143,55 @@ struct ConnectionPointTests {
         #expect(point.loadLow == -70_000 && point.loadHigh == -70_000)
     }
 
+    @Test("a utility export limit that falls while the batteries still follow an earlier rise is met at once: the ceiling takes the safe end of the load's bounds, then comes back to the load from below (sep2-back-to-back: 1.0–1.5 kW past the limit for 2–3.5 s)")
+    func fallenLimitTakesTheSafeEnd() {
+        let t0 = MonotonicInstant(nanoseconds: 10_000_000_000)
+        let load = -30_000.0  // a PV surplus of 30 kW: the connection point is load − battery
+        var point = ConnectionPoint(settings: SiteSettings(hasMeter: true, meterMaxLag: .seconds(1)), rating: 300_000, startedAt: t0)
+        func step(_ t: Double, battery: Double, commanded: Double, limit: Double) {
+            _ = point.update(meter: Timestamped(MeterReading(gridPower: Watts(load - battery)), at: t0 + .seconds(t)),
+                             battery: battery, commanded: commanded, now: t0 + .seconds(t), exportMax: limit)
+        }
+        // 20 kW of export allowed: the batteries absorb 10 kW, for 3 s.
+        for i in 0..<30 { step(Double(i) / 10, battery: -10_000, commanded: -10_000, limit: 20_000) }
+        #expect(point.ceiling == -10_000)
+        // The limit rises to 40 kW; the batteries follow their commands 2 kW a cycle behind.
+        for i in 0..<4 { step(3 + Double(i) / 10, battery: -10_000 + Double(i) * 2_000, commanded: -8_000 + Double(i) * 2_000, limit: 40_000) }
+        // It falls to 5 kW, the batteries at −4 kW and told −2 kW: the load allows −25 kW at most.
+        step(3.4, battery: -4_000, commanded: -2_000, limit: 5_000)
+        let fallen = point.ceiling ?? .infinity
+        #expect(fallen <= load + 5_000, "the ceiling \(fallen) lets the export past 5 kW")
+        #expect(fallen >= load + 5_000 - 10_000, "no lower than the least battery power of the window allows")
+        // The batteries follow the ceiling: it comes back to the load from below, never past it.
+        var ceilings: [Double] = []
+        for i in 1...30 {
+            let c = point.ceiling ?? 0
+            step(3.4 + Double(i) / 10, battery: c, commanded: c, limit: 5_000)
+            ceilings.append(point.ceiling ?? .infinity)
+        }
+        #expect(ceilings.allSatisfy { $0 <= load + 5_000 }, "\(ceilings)")
+        #expect(zip(ceilings, ceilings.dropFirst()).allSatisfy { $0 <= $1 }, "rises only: \(ceilings)")
+        #expect(abs((ceilings.last ?? 0) - (load + 5_000)) <= point.deadband, "\(ceilings)")
+    }
+
+    @Test("a limit that falls while the meter is stale moves its bound by the fall at once (export 20 → 5 kW: the ceiling 15 kW lower; import 50 → 30 kW: the floor 20 kW higher); a rise moves nothing until the meter is back")
+    func fallenLimitWithStaleMeter() {
+        let t0 = MonotonicInstant(nanoseconds: 10_000_000_000)
+        var point = ConnectionPoint(settings: SiteSettings(hasMeter: true, meterMaxLag: .seconds(1)), rating: 300_000, startedAt: t0)
+        for i in 0..<20 {
+            _ = point.update(meter: Timestamped(MeterReading(gridPower: .kilowatts(-20)), at: t0 + .seconds(Double(i) / 10)),
+                             battery: -10_000, now: t0 + .seconds(Double(i) / 10), importMax: 50_000, exportMax: 20_000)
+        }
+        #expect(point.ceiling == -10_000 && point.floor == -80_000)
+        // The meter goes silent; 4 s later (stale) both limits fall.
+        _ = point.update(meter: nil, battery: -10_000, now: t0 + .seconds(6), importMax: 50_000, exportMax: 20_000)
+        #expect(point.stale)
+        _ = point.update(meter: nil, battery: -10_000, now: t0 + .seconds(6.1), importMax: 30_000, exportMax: 5_000)
+        #expect(point.ceiling == -25_000 && point.floor == -60_000)
+        _ = point.update(meter: nil, battery: -10_000, now: t0 + .seconds(6.2), importMax: 60_000, exportMax: 40_000)
+        #expect(point.ceiling == -25_000 && point.floor == -60_000)
+    }
+
     @Test("the same step with a meter later than max_lag_s (1 s late, 0 s allowed): plain meter + battery feed-forward hunts — what the window prevents, and why max_lag_s must cover the meter")
     func huntsWithoutWindow() {
         let site = Self.site(SiteSettings(hasMeter: true, importMax: .kilowatts(200), meterMaxLag: .zero))
