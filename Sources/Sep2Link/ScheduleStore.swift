@@ -61,6 +61,16 @@ public final class ScheduleStore: Sendable {
     ///   aside to `path.damaged`, so the next save starts afresh); `SEP2_STORE_UNREADABLE` when it
     ///   cannot be read.
     public func load() throws(ScheduleStoreError) -> StoredSchedule? {
+        guard let bytes = try Self.read(path, maximumBytes: Self.maximumBytes) else { return nil }
+        do throws(ScheduleStoreError) {
+            return try Self.decode(bytes)
+        } catch {
+            throw Self.movedAside(path, error)
+        }
+    }
+
+    /// The bytes of the file at `path` (a little past `maximumBytes` at most, for the decoder to refuse); nil when there is none.
+    static func read(_ path: String, maximumBytes: Int) throws(ScheduleStoreError) -> [UInt8]? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         if fd < 0 {
             if errno == ENOENT { return nil }
@@ -69,7 +79,7 @@ public final class ScheduleStore: Sendable {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65_536)
         while true {
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if count < 0 {
                 if errno == EINTR { continue }
                 let failure = errno
@@ -78,29 +88,34 @@ public final class ScheduleStore: Sendable {
             }
             if count == 0 { break }
             bytes += chunk[0..<count]
-            if bytes.count > Self.maximumBytes { break }
+            if bytes.count > maximumBytes { break }
         }
         close(fd)
-        do throws(ScheduleStoreError) {
-            return try Self.decode(bytes)
-        } catch {
-            _ = rename(path, path + ".damaged")
-            throw ScheduleStoreError(error.code, message: "\(path): \(error.message); moved aside to \(path).damaged")
-        }
+        return bytes
+    }
+
+    /// `error` (the file at `path` refused) after the file was moved aside to `path.damaged`.
+    static func movedAside(_ path: String, _ error: ScheduleStoreError) -> ScheduleStoreError {
+        _ = rename(path, path + ".damaged")
+        return ScheduleStoreError(error.code, message: "\(path): \(error.message); moved aside to \(path).damaged")
     }
 
     /// Replaces the file with `schedule`: the old one or the new one is on disk at every instant.
     /// - Throws: `SEP2_STORE_TOO_LARGE` past the bounds (the old file is kept), `SEP2_STORE_UNWRITABLE`
     ///   when the state directory does not take it.
     public func save(_ schedule: StoredSchedule) throws(ScheduleStoreError) {
-        let bytes = try Self.encode(schedule)
+        try Self.write(try Self.encode(schedule), to: path, in: directory, what: "the 2030.5 schedule")
+    }
+
+    /// Replaces the file at `path` in `directory` (made when missing) with `bytes`, atomically.
+    static func write(_ bytes: [UInt8], to path: String, in directory: String, what: String) throws(ScheduleStoreError) {
         if mkdir(directory, 0o750) != 0, errno != EEXIST {
             throw ScheduleStoreError(.unwritable, message: "cannot create \(directory): \(SystemError.text(errno))", systemError: errno)
         }
         do throws(SystemCallError) {
             try AtomicFile.write(bytes, to: path)
         } catch {
-            throw ScheduleStoreError(.unwritable, message: "cannot save the 2030.5 schedule: \(error)", systemError: error.errno)
+            throw ScheduleStoreError(.unwritable, message: "cannot save \(what): \(error)", systemError: error.errno)
         }
     }
 
