@@ -17,14 +17,17 @@ struct ResponseLedger: Sendable {
     var seen: [String: ControlState] = [:]
     static let capacity = 4096
     /// Responses made and not yet accepted by the server, oldest first.
-    var outbox: [Sep2Request] = []
+    var outbox: [QueuedResponse] = []
     /// No response is sent before this monotonic second (after a failure).
     var heldUntil: Int64?
     /// Failures in a row (the back-off's step).
     var failures = 0
-    /// Answers other than 2xx and 4xx to the oldest response, and the monotonic second of the first.
+    /// Answers other than 2xx and 4xx to the oldest response, and the wall-clock second (Unix) of the first.
     var answered = 0
     var answeredSince: Int64?
+    /// Counts each change to what survives a restart (`sent`, `seen`, `outbox`, `answered`): the worker
+    /// writes the ledger when it moved (Sep2Reporter+Store.swift).
+    var revision: UInt64 = 0
     /// A response the server keeps answering with failures (5xx, 408, 429, 1xx, 3xx) is given up after
     /// this many answers or this long from the first: it would hold back every later one.
     static let answeredAttempts = 8
@@ -40,6 +43,14 @@ struct ResponseLedger: Sendable {
     var givenUp: [String] = []
     /// The most responses waiting at once: beyond it new ones are dropped (coded, journalled).
     static let outboxCapacity = 256
+}
+
+/// A response waiting in the outbox, with the control and status it answers (mRID empty and status 0
+/// for one `enqueue` was given without `respond` making it).
+struct QueuedResponse: Sendable, Equatable {
+    var request: Sep2Request
+    var mRID: String
+    var status: UInt8
 }
 
 extension Sep2Reporter {
@@ -87,6 +98,7 @@ extension Sep2Reporter {
                 let request = Sep2Request(method: .post, path: path, body: try report.xml(), purpose: .post("DERControlResponse"))
                 out.append(request)
                 responses.sent[mRID, default: []].insert(status.rawValue)
+                responses.revision &+= 1
                 if responses.made.count >= 4 * ResponseLedger.outboxCapacity { responses.made = [:] }
                 responses.made[request] = (mRID, status.rawValue)
             } catch {
@@ -113,6 +125,7 @@ extension Sep2Reporter {
                                                    randomization: randomization, held: held) else { continue }
                 let previous = responses.seen[control.mRID]
                 responses.seen[control.mRID] = state
+                if previous != state { responses.revision &+= 1 }
                 guard previous != state, previous != nil || state != .completed else { continue }
                 let made = respond(to: control, Self.droopOnly(control.base) && !settings.frequencyDroopEnabled
                                    ? .refused(.notApplicable, reason: "opModFreqDroop not applied: the configured droop is disabled")
@@ -127,11 +140,14 @@ extension Sep2Reporter {
                 responses.seen[mRID] = nil
                 responses.sent[mRID] = nil
             }
+            responses.revision &+= 1
         }
         // Refusals of controls never tracked (their documents were refused) stay bounded too; those the
         // pages still refuse (`refused`) are kept, else they would be answered again.
         if responses.sent.count > ResponseLedger.capacity {
+            let before = responses.sent.count
             responses.sent = responses.sent.filter { present.contains($0.key) || refused.contains($0.key) }
+            if responses.sent.count != before { responses.revision &+= 1 }
         }
         return out
     }
@@ -156,8 +172,10 @@ extension Sep2Reporter {
                 }
                 continue
             }
-            self.responses.outbox.append(response)
+            let made = self.responses.made[response]
+            self.responses.outbox.append(QueuedResponse(request: response, mRID: made?.mRID ?? "", status: made?.status ?? 0))
         }
+        if !responses.isEmpty { self.responses.revision &+= 1 }
         self.responses.made = [:]
         self.responses.seenBefore = [:]
         self.responses.dropped += dropped
@@ -171,7 +189,7 @@ extension Sep2Reporter {
     }
 
     /// The responses waiting to be sent, oldest first.
-    public var pendingResponses: [Sep2Request] { responses.outbox }
+    public var pendingResponses: [Sep2Request] { responses.outbox.map(\.request) }
 
     /// The responses dropped on a full outbox since the last call (for the journal).
     public mutating func takeDropped() -> Int {
@@ -182,7 +200,7 @@ extension Sep2Reporter {
     /// The response to send at monotonic second `now`: the oldest waiting, unless a failure holds them back.
     public func nextResponse(now: Int64) -> Sep2Request? {
         if let held = responses.heldUntil, now < held { return nil }
-        return responses.outbox.first
+        return responses.outbox.first?.request
     }
 
     /// The outcome of sending the oldest response at `now`: a 2xx takes it off the queue; a 4xx other
@@ -190,12 +208,13 @@ extension Sep2Reporter {
     /// other answer (1xx, 3xx, 408, 429, 5xx) or none (`reply` nil, a transport failure) keeps it and holds
     /// every response back for the back-off (2, 4, 8 … 300 s as discovery's, a 429's or 503's `Retry-After`
     /// when longer). No answer (an outage) is retried without end; a server that answers with failures
-    /// gets `answeredAttempts` tries or `answeredSeconds` from its first, then the response is given up
+    /// gets `answeredAttempts` tries or `answeredSeconds` from its first on the wall clock `wall` (Unix
+    /// seconds; `now` when nil), which the outbox keeps across a restart, then the response is given up
     /// (`takeGivenUp`) so it does not hold back the ones behind it. Returns true when the next one may be
     /// sent at once.
     @discardableResult
-    public mutating func handleResponse(_ reply: Sep2Reply?, to request: Sep2Request, now: Int64) -> Bool {
-        guard responses.outbox.first == request else { return true }
+    public mutating func handleResponse(_ reply: Sep2Reply?, to request: Sep2Request, now: Int64, wall: Int64? = nil) -> Bool {
+        guard responses.outbox.first?.request == request else { return true }
         let status = reply?.status
         let at = TextQuoting.quoted(request.path, limit: 64)
         if let status, (200...299).contains(status) || ((400...499).contains(status) && status != 408 && status != 429) {
@@ -204,11 +223,13 @@ extension Sep2Reporter {
             return true
         }
         if let status {
+            let wall = wall ?? now
             responses.answered += 1
-            let since = responses.answeredSince ?? now
+            responses.revision &+= 1
+            let since = responses.answeredSince ?? wall
             responses.answeredSince = since
-            if responses.answered >= ResponseLedger.answeredAttempts || now - since >= ResponseLedger.answeredSeconds {
-                let line = "HTTP \(status) to the DERControlResponse at \(at) \(responses.answered) times in \(now - since) s: given up"
+            if responses.answered >= ResponseLedger.answeredAttempts || wall - since >= ResponseLedger.answeredSeconds {
+                let line = "HTTP \(status) to the DERControlResponse at \(at) \(responses.answered) times in \(wall - since) s: given up"
                 takeHead()
                 lastError = line
                 if responses.givenUp.count < 16 { responses.givenUp.append(line) }
@@ -231,6 +252,7 @@ extension Sep2Reporter {
     /// Takes the oldest response off the queue; the next starts with no failures.
     private mutating func takeHead() {
         responses.outbox.removeFirst()
+        responses.revision &+= 1
         responses.failures = 0
         responses.heldUntil = nil
         responses.answered = 0

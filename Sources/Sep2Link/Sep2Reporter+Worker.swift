@@ -10,6 +10,10 @@ struct Sep2Reporting {
     let sample: @Sendable () -> Sep2SiteSample?
     var sampledSecond: Int64?
     var versionCheckedAt: Int64?
+    /// The ledger's revision last written to the state directory, and whether the last write failed
+    /// (Sep2Reporter+Store.swift).
+    var savedRevision: UInt64?
+    var storeFailed = false
 }
 
 extension Sep2ReporterSettings {
@@ -45,10 +49,14 @@ extension Sep2Client {
     /// controls call for queued (also while the server is unreachable: none is lost to an outage), then,
     /// while it answers, a sample a second, the queued responses in order and the reports due, each sent
     /// and its reply handed back. A transport failure ends the round (discovery says the server is
-    /// unreachable and backs off; the response is sent again after the reporter's back-off).
+    /// unreachable and backs off; the response is sent again after the reporter's back-off). The responses
+    /// are written to the state directory when they changed, before the first is sent and at the end.
     func report(now: MonotonicInstant, wall: Double) {
         guard var r = reporting else { return }
-        defer { reporting = r }
+        defer {
+            saveResponses(&r)
+            reporting = r
+        }
         let second = Self.seconds(now)
         let server = Int64(serverTime(now: now, wall: wall).rounded(.down))
         let refusedMRIDs = Set(controlRefusals.values.joined().compactMap(\.mRID))
@@ -60,6 +68,7 @@ extension Sep2Client {
             log("SEP2_RESPONSE_DROPPED", "SEP2_RESPONSE_DROPPED: \(dropped) DERControlResponse(s) dropped: \(r.reporter.pendingResponses.count) "
                 + "wait unsent for \(settings.serverName) (at most \(ResponseLedger.outboxCapacity))", true)
         }
+        saveResponses(&r)
         guard reachable != false else { return }
         if r.versionCheckedAt.map({ second - $0 >= 60 }) ?? true {
             r.versionCheckedAt = second
@@ -75,12 +84,13 @@ extension Sep2Client {
         }
         r.reporter.follow(der: session.ders.first, mirrorUsagePointList: session.deviceCapability?.mirrorUsagePointListLink,
                           postRate: session.endDevice?.postRate)
+        let unix = Int64(wall.rounded(.down))
         while let response = r.reporter.nextResponse(now: second) {
             guard let reply = send(response) else {
-                r.reporter.handleResponse(nil, to: response, now: second)
+                r.reporter.handleResponse(nil, to: response, now: second, wall: unix)
                 return
             }
-            guard r.reporter.handleResponse(reply, to: response, now: second) else { break }
+            guard r.reporter.handleResponse(reply, to: response, now: second, wall: unix) else { break }
             let givenUp = r.reporter.takeGivenUp()
             for line in givenUp {
                 log("SEP2_RESPONSE_DROPPED", "SEP2_RESPONSE_DROPPED: \(settings.serverName) answered \(line); the next sent", true)

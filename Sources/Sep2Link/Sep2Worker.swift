@@ -205,6 +205,7 @@ final class Sep2Client: @unchecked Sendable {
     /// Rebuilds the session from the store (a corrupt store is refused, said and ignored) and
     /// publishes what it holds.
     func restore(now: MonotonicInstant, wall: Double) {
+        restoreKept()
         guard let store else {
             publish(now: now, wall: wall)
             return
