@@ -10,20 +10,25 @@ import IEEE2030_5
 /// A program's DefaultDERControl is recorded the same way, without a window: taken when it comes into
 /// force for any type, superseded when it leaves force while the program still has it (an event took
 /// its types), cancelled when the server replaced or removed it; one whose values the server changed
-/// under the same mRID is superseded and taken again with the new values. After a restart the controls in force
-/// are recorded as taken again.
+/// under the same mRID is superseded and taken again with the new values. The controls in force are
+/// kept in the state directory (Sep2ControlRecords+Store.swift): after a restart one still in force is
+/// not taken again, and one that ended meanwhile gets its end; nothing is compared until a schedule is known.
 struct ControlRecorder {
     /// Where the records go; nil: none made.
     var sink: (@Sendable (UtilityControlRecord) -> Void)?
     /// Each control in force, with the record that said it was taken.
     var inForce: [ControlKey: UtilityControlRecord] = [:]
+    /// Counts the changes to `inForce`; the one last written, and whether that write failed.
+    var revision: UInt64 = 0
+    var savedRevision: UInt64 = 0
+    var storeFailed = false
 }
 
 extension Sep2Client {
     /// Compares the controls in force in `active` with those before: a record per control taken and per
     /// control ended, in the order of their program and mRID. Costs a set comparison while nothing changes.
     func noteInForce(_ active: ActiveControls, second: Int64) {
-        guard let sink = controlRecorder.sink else { return }
+        guard let sink = controlRecorder.sink, known else { return }
         var now: [ControlKey: Int64] = [:]
         for source in active.sources.values {
             switch source {
@@ -41,6 +46,7 @@ extension Sep2Client {
             if takenRecord(key, until: .max).limits != taken.limits { changed.insert(key) }
         }
         guard Set(now.keys) != Set(controlRecorder.inForce.keys) || !changed.isEmpty else { return }
+        controlRecorder.revision &+= 1
         let order = { (a: ControlKey, b: ControlKey) in (a.program, a.control) < (b.program, b.control) }
         for (key, taken) in controlRecorder.inForce.sorted(by: { order($0.key, $1.key) }) where now[key] == nil || changed.contains(key) {
             var ended = taken

@@ -155,6 +155,7 @@ extension Sep2Client {
             r.savedRevision = r.reporter.responses.revision
             reporting = r
         }
+        restoreInForce(store.directory)
     }
 
     /// Writes the responses when they changed since the last write (on the worker's thread); a failure is

@@ -441,6 +441,7 @@ extension Sep2Client {
             }
             lastSources = active.sources
         }
+        saveInForce()
         // Wake a millisecond past the boundary, so the second it falls in is the boundary's.
         return next.map { now + .seconds(fromDouble: max(0, Double($0) - server)) + .milliseconds(1) }
     }
