@@ -386,10 +386,17 @@ extension DiscoverySession {
            let body = try? ConnectionPointReport(connectionPointId: id).xml(csipaus: csipaus ?? .v1_2) {
             return (Sep2Request(method: .put, path: target.link, body: body, purpose: .connectionPoint), target.holder)
         }
-        if connectionPointCheck, options.connectionPointId != nil, let link = connectionPointPut, let holder = endDeviceHolder?.path {
+        if readBackWanted, now >= connectionPointReadDue, let link = connectionPointPut, let holder = endDeviceHolder?.path {
             return (Sep2Request(method: .get, path: link, purpose: .connectionPoint), holder)
         }
         return nil
+    }
+
+    /// The ConnectionPoint PUT is to be read back (perhaps after the read-back's back-off): the EndDevice
+    /// was read since, and the server did not answer an earlier read-back 405.
+    var readBackWanted: Bool {
+        connectionPointCheck && connectionPointReadOffered && options.connectionPointId != nil && connectionPointPut != nil
+            && endDeviceHolder != nil
     }
 
     /// The path of a `Location`: an absolute path as it is, or an absolute URL's path; nil otherwise.
@@ -404,10 +411,31 @@ extension DiscoverySession {
     }
 
     /// The answer to the ConnectionPoint read back (CSIP-AUS ALL-03): an id not the configured one, none,
-    /// or the resource gone (404, 410) is PUT again at once; another status changes nothing until the
-    /// EndDevice's next read; a document that cannot be read is its coded error.
-    mutating func handleConnectionPointRead(_ reply: Sep2Reply, to request: Sep2Request) throws(SEP2Error) {
+    /// or the resource gone (404, 410) is PUT again at once; a document that cannot be read is its coded
+    /// error. 405: the server offers no GET there; `SEP2_HTTP_STATUS` once, and it is not read back again
+    /// this session (the PUT stands). 429 and 5xx: `SEP2_HTTP_STATUS`, read back again after its own
+    /// back-off (2, 4 … 300 s, a 429's or 503's `Retry-After` when longer) while the reads go on; another
+    /// status is `SEP2_HTTP_STATUS` and read back at the EndDevice's next read. Each message is the same
+    /// for the same status, so the worker journals it once until an answer is taken.
+    mutating func handleConnectionPointRead(_ reply: Sep2Reply, to request: Sep2Request, now: Int64) throws(SEP2Error) {
+        let what = "HTTP \(reply.status) for the ConnectionPoint read back from \(quoted(request.path, limit: 64))"
+        switch reply.status {
+        case 429, 500...599:
+            connectionPointReadFailures = min(connectionPointReadFailures + 1, 64)
+            var step = UInt64(limits.backoff.lowerBound)
+            for _ in 1..<connectionPointReadFailures where step < UInt64(limits.backoff.upperBound) { step *= 2 }
+            var delay = min(step, UInt64(limits.backoff.upperBound))
+            if let after = reply.retryAfterSeconds, reply.status == 429 || reply.status == 503 {
+                delay = max(delay, UInt64(min(max(after, limits.retryAfter.lowerBound), limits.retryAfter.upperBound)))
+            }
+            connectionPointReadDue = EventRules.clampedSum(now, Int64(delay))
+            throw SEP2Error(.httpStatus, message: "\(what); read back again after a back-off of 2 to 300 s, the reads go on")
+        default:
+            break
+        }
         connectionPointCheck = false
+        connectionPointReadFailures = 0
+        connectionPointReadDue = .min
         switch reply.status {
         case 200...299:
             if try ConnectionPointReport.readID(reply.body) != options.connectionPointId, connectionPointPut == request.path {
@@ -415,15 +443,18 @@ extension DiscoverySession {
             }
         case 404, 410:
             if connectionPointPut == request.path { connectionPointPut = nil }
+        case 405:
+            connectionPointReadOffered = false
+            throw SEP2Error(.httpStatus, message: "\(what): the server does not offer it; not read back again this session, the PUT stands")
         default:
-            break
+            throw SEP2Error(.httpStatus, message: "\(what); read back again at the EndDevice's next read")
         }
     }
 
     /// The answer to a write.
     mutating func handleWrite(_ reply: Sep2Reply, to request: Sep2Request, parent: String, now: Int64) throws(SEP2Error) {
         if request.method == .get {
-            try handleConnectionPointRead(reply, to: request)
+            try handleConnectionPointRead(reply, to: request, now: now)
             return
         }
         let what = request.purpose == .registerEndDevice ? "the EndDevice POSTed to" : "the ConnectionPoint PUT to"

@@ -192,6 +192,12 @@ public struct DiscoverySession: Sendable {
     /// The EndDevice was read again since the PUT: the ConnectionPoint is read back (and PUT again when the
     /// server's id is not the configured one, or it is gone).
     var connectionPointCheck = false
+    /// The read-back's own back-off after a 429 or 5xx (2, 4 … 300 s; the reads go on meanwhile): not
+    /// before this monotonic second, and the failures in a row. A 2xx, 404 or 410 ends it.
+    var connectionPointReadDue: Int64 = .min
+    var connectionPointReadFailures = 0
+    /// The server answered the read-back 405: it does not offer a GET there; never read back again.
+    var connectionPointReadOffered = true
     /// No write before this monotonic second (the back-off after a refused one), and the refusals in a row.
     var writeDue: Int64 = .min
     var writeFailures = 0
@@ -291,6 +297,7 @@ public struct DiscoverySession: Sendable {
         guard stopped == nil else { return nil }
         guard var earliest = nodes.values.map(\.due).min() else { return nil }
         if hasWrite { earliest = min(earliest, writeDue) }
+        if readBackWanted { earliest = min(earliest, max(writeDue, connectionPointReadDue)) }
         return max(earliest, backoffUntil ?? .min)
     }
 

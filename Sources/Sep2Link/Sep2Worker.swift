@@ -317,11 +317,13 @@ final class Sep2Client: @unchecked Sendable {
     static func effective(_ offset: Int64) -> Int64 { abs(offset) <= 1 ? 0 : offset }
 
     /// A document or answer the session refused: a control's as `SEP2_CONTROL_REFUSED`, the others
-    /// under their own code; each once until its resource is accepted again.
+    /// under their own code; each once until its resource is accepted again (a control's, and the
+    /// ConnectionPoint's, once per reason: its read-back answered 5xx, then 405, says both).
     func refused(_ error: SEP2Error, request: Sep2Request) {
         let control = request.purpose == .derControlList || request.purpose == .defaultDERControl || request.purpose == .derProgramList
         let code = control ? "SEP2_CONTROL_REFUSED" : "\(error.code)"
-        let line = "\(code): \(control ? "\(error) " : "")(\(TextQuoting.quoted(request.path, limit: 64)) of \(settings.serverName))"
+        let reason = control || request.purpose == .connectionPoint ? "\(error) " : ""
+        let line = "\(code): \(reason)(\(TextQuoting.quoted(request.path, limit: 64)) of \(settings.serverName))"
         guard refusals[request.path] != line else { return }
         refusals[request.path] = line
         if control { recordRefused(code: "\(error.code)", reason: "\(error)") }

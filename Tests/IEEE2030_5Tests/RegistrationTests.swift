@@ -140,6 +140,44 @@ struct RegistrationTests {
         #expect(throws: SEP2Error.self) { try ConnectionPointReport.readID(Array("<EndDevice xmlns=\"urn:ieee:std:2030.5:ns\"/>".utf8)) }
     }
 
+    @Test("ALL-03: a read-back answered 5xx is SEP2_HTTP_STATUS (the same words each time), asked again after 2, 4 … 64 s while the reads go on, a 200 ends the back-off; 405 is said once and nothing is read back again")
+    func connectionPointReadBackRefused() throws {
+        var drive = try Self.registering()
+        drive.settle()
+        let puts = drive.server.writes.count
+        drive.server.scripted["/edev/7/cp"] = [Sep2Reply](repeating: Sep2Reply(status: 500), count: 6)
+        drive.run(until: 1_400)
+        func gets(after: Int64) -> [Int64] {
+            drive.server.log.filter { $0.path == "/edev/7/cp" && $0.at > after }.map(\.at).filter { at in
+                !drive.server.writes.contains { $0.at == at && $0.request.path == "/edev/7/cp" }
+            }
+        }
+        let first = try #require(gets(after: 1_000).first)
+        #expect(Array(gets(after: 1_000).prefix(7)) == [0, 2, 6, 14, 30, 62, 126].map { first + $0 }, "\(gets(after: 1_000))")
+        #expect(drive.errors.count == 6 && drive.errors.allSatisfy { $0.code == .httpStatus }, "\(drive.errors)")
+        #expect(Set(drive.errors.map(\.description)).count == 1, "one line, so the worker journals it once: \(drive.errors)")
+        #expect(drive.errors.first?.description.contains("HTTP 500 for the ConnectionPoint read back from \"/edev/7/cp\"") == true)
+        #expect(drive.server.log.contains { $0.path != "/edev/7/cp" && $0.at > first && $0.at < first + 62 }, "the reads go on meanwhile")
+        #expect(drive.session.complete && drive.server.writes.count == puts, "the server's id matched: nothing PUT again")
+        // Taken: the next 5xx (at the EndDevice's next read) starts the back-off at 2 s again.
+        let taken = drive.now
+        drive.server.scripted["/edev/7/cp"] = [Sep2Reply(status: 503)]
+        drive.run(until: taken + 200)
+        let again = gets(after: taken)
+        #expect(again.count >= 2 && again[1] == again[0] + 2, "\(again)")
+        // 405: the server offers no read-back; said once, never asked again this session, the PUT stands.
+        let errors = drive.errors.count
+        drive.server.scripted["/edev/7/cp"] = [Sep2Reply(status: 405)]
+        let refusedAt = try #require(again.last)
+        drive.run(until: refusedAt + 1_000)
+        let afterRefusal = gets(after: refusedAt)
+        #expect(afterRefusal.count == 1, "\(afterRefusal)")
+        #expect(drive.errors.dropFirst(errors).map(\.description) == ["SEP2_HTTP_STATUS: HTTP 405 for the ConnectionPoint read back from \"/edev/7/cp\": the server does not offer it; not read back again this session, the PUT stands"],
+                "\(drive.errors.dropFirst(errors))")
+        #expect(drive.server.log.filter { $0.path == "/edev/7" && $0.at > refusedAt + 200 }.count >= 2, "the EndDevice is still read")
+        #expect(drive.server.writes.count == puts && drive.session.complete)
+    }
+
     @Test("a refused POST is SEP2_REGISTRATION_REFUSED and sent again after 2, 4, 8 s; then the chain goes on")
     func refusedRegistration() throws {
         var drive = try Self.registering()
