@@ -27,4 +27,29 @@ extension Sep2Client {
                 + "\(settings.serverName)); the rest of it taken", true)
         }
     }
+
+    /// The controls that set only `opModFreqDroop` while the configured droop is disabled
+    /// (`droop_settings.enabled` false): the reporter answers each 252 (not applicable) where asked and
+    /// never starts it. Each is journalled as `SEP2_CONTROL_REFUSED` once, its mRID and program quoted,
+    /// while it is listed and the droop stays disabled; one first seen completed is not (the reporter
+    /// does not answer it either). Enabled: nothing is, and a later disable says them again.
+    func noteDroopDisabled(enabled: Bool, serverTime: Int64) {
+        guard !enabled else {
+            droopRefusals = []
+            return
+        }
+        var listed: Set<ControlKey> = []
+        for program in programs {
+            for control in program.controls where Sep2Reporter.droopOnly(control.base) {
+                let key = ControlKey(program: program.mRID, control: control.mRID)
+                listed.insert(key)
+                guard !droopRefusals.contains(key), EventRules.state(of: control.mRID, program: program.mRID, in: programs, now: serverTime,
+                                                                     randomization: randomization, held: held) != .completed else { continue }
+                log("SEP2_CONTROL_REFUSED", "SEP2_CONTROL_REFUSED: control \(TextQuoting.quoted(control.mRID, limit: 40)) of program "
+                    + "\(TextQuoting.quoted(program.mRID, limit: 40)) sets only opModFreqDroop and the configured droop is disabled "
+                    + "(droop_settings.enabled false) (\(settings.serverName)); answered 252 where asked, never started", true)
+            }
+        }
+        droopRefusals = listed
+    }
 }

@@ -176,6 +176,8 @@ final class Sep2Client: @unchecked Sendable {
     var controlRecorder = ControlRecorder()
     /// What the site reports, nil when nothing is reported.
     var reporting: Sep2Reporting?
+    /// The droop-only controls journalled as answered 252 while the droop is disabled (Sep2Worker+NotApplied.swift).
+    var droopRefusals: Set<ControlKey> = []
     /// The clocks read afresh before each request is sent, so the schedule is published again
     /// however long the requests before it took; nil in tests that drive `round` by hand.
     var refresh: (@Sendable () -> (MonotonicInstant, Double))?
