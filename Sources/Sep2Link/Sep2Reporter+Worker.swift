@@ -41,6 +41,7 @@ extension Sep2Worker {
             guard shared.read(units: &units, site: &site, frequency: &frequency) > 0 else { return nil }
             return Sep2SiteSample(site: site, units: units, frequency: frequency, ratings: ratings)
         }
+        useFrequencyDroop(settings.frequencyDroopEnabled)
     }
 }
 
@@ -57,6 +58,7 @@ extension Sep2Client {
             saveResponses(&r)
             reporting = r
         }
+        if let droop = frequencyDroop.withLock({ $0 }) { r.reporter.useFrequencyDroop(droop) }
         let second = Self.seconds(now)
         let server = Int64(serverTime(now: now, wall: wall).rounded(.down))
         let refusedMRIDs = Set(controlRefusals.values.joined().compactMap(\.mRID))
@@ -174,6 +176,15 @@ extension Sep2Reporter {
     public mutating func use(_ version: CSIPAUSVersion) {
         guard version != settings.csipaus else { return }
         settings.csipaus = version
+        resources[.capability] = nil
+        resources[.settings] = nil
+    }
+
+    /// Follows the configured droop's `enabled` from now on (`frequencyDroopEnabled`); the capability
+    /// and settings are PUT again at once when it changes.
+    public mutating func useFrequencyDroop(_ enabled: Bool) {
+        guard enabled != settings.frequencyDroopEnabled else { return }
+        settings.frequencyDroopEnabled = enabled
         resources[.capability] = nil
         resources[.settings] = nil
     }

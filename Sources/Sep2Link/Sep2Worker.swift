@@ -106,6 +106,15 @@ public final class Sep2Worker: @unchecked Sendable {
         client.reporting = Sep2Reporting(reporter: reporter, sample: sample)
     }
 
+    /// The configured droop's `enabled` (`droop_settings.enabled`) as a reload left it: from the worker's
+    /// next report round DERCapability and DERSettings claim `opModFreqDroop` (bit 8) by it, PUT again at
+    /// once when it changed, and a control that sets only the droop is answered by it from its next
+    /// change of state (252 while disabled). Any thread.
+    public func useFrequencyDroop(_ enabled: Bool) { client.frequencyDroop.withLock { $0 = enabled } }
+
+    /// The configured droop's `enabled` the reporter follows; nil when nothing is reported.
+    public var frequencyDroopEnabled: Bool? { client.frequencyDroop.withLock { $0 } }
+
     /// Hands each control taken, refused or ended to `sink` (Sep2ControlRecords.swift), on the worker's
     /// thread: `sink` must only enqueue (bounded). Call before `start`.
     public func recordControls(_ sink: @escaping @Sendable (UtilityControlRecord) -> Void) {
@@ -176,6 +185,9 @@ final class Sep2Client: @unchecked Sendable {
     var controlRecorder = ControlRecorder()
     /// What the site reports, nil when nothing is reported.
     var reporting: Sep2Reporting?
+    /// The configured droop's `enabled` the reporter follows (set by `reportSite`, moved by a reload;
+    /// taken at each report round), nil when it keeps its own setting.
+    let frequencyDroop = Mutex<Bool?>(nil)
     /// The droop-only controls journalled as answered 252 while the droop is disabled (Sep2Worker+NotApplied.swift).
     var droopRefusals: Set<ControlKey> = []
     /// The clocks read afresh before each request is sent, so the schedule is published again

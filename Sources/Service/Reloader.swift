@@ -54,6 +54,7 @@ extension Daemon {
                 $0.configText = text
             }
             intake.update(units: new.units.map { ($0.id, $0.maxPowerKW) })
+            Self.reloadSep2(sep2, to: new)
             shared.declareAGC(new.iec104?.agc?.limits)
             logger.notice("reload applied: \(configPath)", metadata: ["MESSAGE_ID": "\(MessageID.reload)"])
         } catch {

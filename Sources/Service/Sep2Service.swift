@@ -92,6 +92,13 @@ extension Daemon {
         (try? store.load())?.deviceIdentity
     }
 
+    /// What a reload moves in the running 2030.5 client: the configured droop's `enabled`, by which
+    /// DERCapability and DERSettings claim `opModFreqDroop` and a droop-only control is answered. The
+    /// `ieee2030_5:` block itself needs a restart (`reloadSections`).
+    static func reloadSep2(_ worker: Sep2Worker?, to new: BessdConfiguration) {
+        worker?.useFrequencyDroop(new.grid.droop.enabled)
+    }
+
     /// `ieee2030_5` of `status`: nil without a running client.
     func ieee2030_5Reply() -> IEEE2030_5Reply? {
         guard let state = sep2?.state else { return nil }

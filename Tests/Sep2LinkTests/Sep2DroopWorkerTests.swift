@@ -8,7 +8,8 @@ import TestSupport
 import Testing
 
 /// The configured droop inside the worker: a control that sets only `opModFreqDroop` while it is
-/// disabled is journalled once.
+/// disabled is journalled once, and a reload (`Sep2Worker.useFrequencyDroop`) moves both what
+/// DERCapability/DERSettings claim (bit 8) and how such a control is answered.
 @Suite("2030.5 worker and the configured droop")
 struct Sep2DroopWorkerTests {
     static let t0 = Sep2Fixture.t0
@@ -72,5 +73,41 @@ struct Sep2DroopWorkerTests {
             #expect(responses.filter { $0.hasSuffix(" F1") } == ["252 F1"], "answered 252 once, never started: \(responses)")
             #expect(responses.contains("2 F2"), "the one with a limit runs: \(responses)")
         }
+    }
+
+    @Test("a reload of droop_settings.enabled reaches the running worker: DERCapability and DERSettings PUT again with bit 8 set, then cleared; a droop-only control learned while enabled is answered received")
+    func reloadMovesTheDroop() throws {
+        let now = Int64(Date().timeIntervalSince1970)
+        let server = Self.server([Self.control("F1", start: now + 3600)], serverTime: now, listPoll: 1)
+        let log = LogLines()
+        let worker = Sep2Worker(settings: Sep2WorkerSettings(entryPath: "/dcap", pin: 111_115, pollSeconds: 30, siteRatingW: 10_000,
+                                                             timeout: .seconds(2), serverName: "test:443"),
+                                identity: Sep2Fixture.identity, transport: server, slot: UtilityLimitSlot(), store: nil, log: log.sink)
+        let fixed = Sep2SiteSample()
+        worker.report(Sep2Reporter(settings: Sep2ReporterDroopTests.settings(droop: false)), sample: { fixed })
+        #expect(worker.frequencyDroopEnabled == nil, "the reporter's own setting until one is given")
+        worker.useFrequencyDroop(false)
+        #expect(worker.frequencyDroopEnabled == false)
+        worker.start()
+        defer { worker.stop() }
+        let capability = "/edev/1/der/1/dercap"
+        #expect(waitFor(seconds: 10) { Self.sent(server, capability, "modesSupported").last == "0050008F" }, "\(log.all)")
+        #expect(waitFor(seconds: 5) { Sep2ReporterWorkerTests.responses(server) == ["252 F1"] }, "\(Sep2ReporterWorkerTests.responses(server))")
+        #expect(log.codes("SEP2_CONTROL_REFUSED").count == 1, "\(log.all)")
+        #expect(waitFor(seconds: 5) { !Self.sent(server, "/edev/1/der/1/derg", "modesEnabled").isEmpty })
+        let settingsBefore = try #require(Self.sent(server, "/edev/1/der/1/derg", "modesEnabled").last.flatMap { UInt32($0, radix: 16) })
+
+        worker.useFrequencyDroop(true)
+        #expect(waitFor(seconds: 5) { Self.sent(server, capability, "modesSupported").last == "0050018F" }, "\(Self.sent(server, capability, "modesSupported"))")
+        #expect(waitFor(seconds: 5) { Self.sent(server, "/edev/1/der/1/derg", "modesEnabled").last.flatMap { UInt32($0, radix: 16) } == settingsBefore | 1 << 8 },
+                "\(Self.sent(server, "/edev/1/der/1/derg", "modesEnabled"))")
+        // A droop-only control the server publishes now is answered as any other (received), not 252.
+        server.set("/derp/1/derc", Self.list([Self.control("F1", start: now + 3600), Self.control("F3", start: now + 3600)]))
+        #expect(waitFor(seconds: 10) { Sep2ReporterWorkerTests.responses(server).contains("1 F3") }, "\(Sep2ReporterWorkerTests.responses(server))")
+        #expect(!Sep2ReporterWorkerTests.responses(server).contains("252 F3") && log.codes("SEP2_CONTROL_REFUSED").count == 1, "\(log.all)")
+
+        worker.useFrequencyDroop(false)
+        #expect(waitFor(seconds: 5) { Self.sent(server, capability, "modesSupported").last == "0050008F" }, "\(Self.sent(server, capability, "modesSupported"))")
+        #expect(waitFor(seconds: 5) { log.codes("SEP2_CONTROL_REFUSED").count == 3 }, "disabled again: F1 and F3 said again: \(log.codes("SEP2_CONTROL_REFUSED"))")
     }
 }
