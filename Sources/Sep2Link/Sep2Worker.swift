@@ -431,17 +431,23 @@ extension Sep2Client {
         let active = EventRules.resolve(programs, now: second, randomization: randomization, held: held)
         noteInForce(active, second: second)
         var limits = active.utilityLimits(siteRatingW: settings.siteRatingW)
+        var shown = active
         if !held.isEmpty {
             // Held controls answer as they were resolved, but the site's limits are never looser than
             // what the server has in force at its own time (its default before a held raise's start).
             let plain = EventRules.resolve(programs, now: second, randomization: randomization)
+            let heldLimits = limits
             limits = limits.tightened(by: plain.utilityLimits(siteRatingW: settings.siteRatingW))
+            // `bessctl ieee2030-5` lists what bounds each type: the server's own source where it is the tighter.
+            for type in ControlType.allCases where Sep2State.value(type, limits) != Sep2State.value(type, heldLimits) {
+                if let source = plain.sources[type] { shown.sources[type] = source }
+            }
         }
         limits.validUntil = now + settings.timeout * 4 + Self.validityMargin
         if known { slot.publish(limits) }
         // Every edge on the server's time, held or not: the plain view's limits change there.
         let next = Self.nextBoundary(programs, after: second, randomization: randomization)
-        let controls = Sep2State.controls(active, limits: limits)
+        let controls = Sep2State.controls(shown, limits: limits)
         state.withLock {
             $0.source = source
             $0.serverTimeUnix = server

@@ -296,7 +296,7 @@ struct Sep2WorkerTests {
         #expect(!after.isEmpty && after.allSatisfy { $0.export == 5000 }, "then the default: \(after.prefix(3))")
     }
 
-    @Test("server clock behind: a held control that raised a limit over the default never lets the site past what the server has in force")
+    @Test("server clock behind: a held control that raised a limit over the default never lets the site past what the server has in force, and bessctl lists what bounds it")
     func serverClockBehindHeldRaiseBounded() throws {
         let t0 = Self.t0
         let c1 = Sep2Fixture.Control(mRID: "C1", start: t0 + 50, duration: 60, exportW: 9000)
@@ -306,17 +306,20 @@ struct Sep2WorkerTests {
         rig.settle()
         #expect(rig.export == 9000, "C1 raised the export limit over the 5000 W default")
         rig.server.clock.withLock { $0 = { [unowned rig] in Int64(rig.wall.rounded(.down)) - 600 } }
-        var samples: [(server: Double, export: Double?)] = []
+        var samples: [(server: Double, export: Double?, shown: String)] = []
         while rig.wall < Double(t0 + 800) {
             rig.advance(5)
             rig.settle()
-            samples.append((rig.client.state.withLock { $0.serverTimeUnix } ?? 0, rig.export))
+            // What `bessctl ieee2030-5` lists for the export limit: its value and the control (or default) it names.
+            let (server, listed) = rig.client.state.withLock { state in (state.serverTimeUnix ?? 0, state.controls.first { $0.type == "opModExpLimW" }) }
+            samples.append((server, rig.export, "\(listed?.value ?? "none") \(listed?.control ?? "default")"))
         }
-        let trace = samples.map { "\(Int($0.server) - Int(t0)) \(Int($0.export ?? -1))" }
+        let trace = samples.map { "\(Int($0.server) - Int(t0)) \(Int($0.export ?? -1)) \($0.shown)" }
         let before = samples.filter { $0.server < Double(t0 + 50) }
         #expect(!before.isEmpty && before.allSatisfy { ($0.export ?? .infinity) <= 5000 }, "before C1's start on the server's time: \(trace)")
+        #expect(before.allSatisfy { $0.shown == "5000 W default" }, "the default bounds, so it is listed, not the held C1: \(trace)")
         let during = samples.filter { $0.server >= Double(t0 + 51) && $0.server < Double(t0 + 109) }
-        #expect(!during.isEmpty && during.allSatisfy { $0.export == 9000 }, "C1 in its window: \(trace)")
+        #expect(!during.isEmpty && during.allSatisfy { $0.export == 9000 && $0.shown == "9000 W C1" }, "C1 in its window: \(trace)")
         let after = samples.filter { $0.server >= Double(t0 + 111) }
         #expect(!after.isEmpty && after.allSatisfy { $0.export == 5000 }, "\(trace)")
     }
