@@ -35,6 +35,13 @@ extension Scenario {
         case responses(statuses: [Int], within: Double)
     }
 
+    /// How the plant's 2030.5 server meets a request: `start` answers it; `stop` (an outage) closes
+    /// the connection unanswered; `silent` (a hung server) takes the request after the TLS handshake
+    /// and answers nothing until the state changes, then closes.
+    enum Sep2ServerState: String, Equatable {
+        case start, stop, silent
+    }
+
     /// One command to the plant's 2030.5 server (its admin channel).
     enum Sep2Order: Equatable {
         /// Publish (or replace, same mRID) a DERControl from `start` (scenario seconds; nil: now)
@@ -44,8 +51,8 @@ extension Scenario {
         case cancel(String)
         /// Replace the DefaultDERControl's limits.
         case defaultControl([String: Double])
-        /// The server answers (true) or closes every connection unanswered (false: an outage).
-        case answering(Bool)
+        /// The server answers, closes every connection unanswered, or holds each unanswered.
+        case answering(Sep2ServerState)
         /// Several orders in one step (a `series` of back-to-back controls), sent in turn.
         case batch([Sep2Order])
     }
@@ -87,7 +94,7 @@ extension Scenario {
     }
 
     /// A `sep2` step: `{control: MRID, start_s, duration_s, opModExpLimW: W, …}`, `{cancel: MRID}`,
-    /// `{default: {opModExpLimW: W}}` or `{server: stop | start}`.
+    /// `{default: {opModExpLimW: W}}` or `{server: stop | silent | start}`.
     static func sep2Order(_ node: Node, here: String, fail: (String, String) -> Void) -> (Sep2Order, String)? {
         guard let mapping = node.mapping else {
             fail(here, "a mapping: control, cancel, default or server")
@@ -125,11 +132,16 @@ extension Scenario {
             guard let limits = sep2Limits(mapping[Node("default")]!, here: "\(here).default", fail: fail) else { return nil }
             return (.defaultControl(limits), "2030.5 default: \(describe(limits))")
         default:
-            guard let state = mapping[Node("server")]?.string, state == "stop" || state == "start" else {
-                fail("\(here).server", "stop or start")
+            guard let name = mapping[Node("server")]?.string, let state = Sep2ServerState(rawValue: name) else {
+                fail("\(here).server", "stop, silent or start")
                 return nil
             }
-            return (.answering(state == "start"), state == "start" ? "2030.5 server answers" : "2030.5 server outage")
+            let label = switch state {
+            case .start: "2030.5 server answers"
+            case .stop: "2030.5 server outage"
+            case .silent: "2030.5 server silent"
+            }
+            return (.answering(state), label)
         }
     }
 

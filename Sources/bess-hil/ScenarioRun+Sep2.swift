@@ -98,7 +98,7 @@ final class Sep2Plant {
             if responses { command.responseRequired = 3 }
         case .cancel(let mrid): command.cancel = mrid
         case .defaultControl(let limits): command.defaultLimits = limits.mapValues { Int($0) }
-        case .answering(let on): command.answering = on
+        case .answering(let state): command.answering = state == .start ? .on(true) : state == .stop ? .on(false) : .silent
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
@@ -460,8 +460,22 @@ struct Sep2AdminCommand: Encodable {
     var base: [String: Int]?
     var cancel: String?
     var defaultLimits: [String: Int]?
-    var answering: Bool?
+    var answering: Answering?
     var responseRequired: Int?
+
+    /// `true`, `false` or `"silent"` on the wire.
+    enum Answering: Encodable {
+        case on(Bool)
+        case silent
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .on(let on): try container.encode(on)
+            case .silent: try container.encode("silent")
+            }
+        }
+    }
 
     enum CodingKeys: String, CodingKey {
         case control, start, duration, base, cancel, answering, responseRequired

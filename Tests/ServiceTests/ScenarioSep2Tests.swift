@@ -20,7 +20,8 @@ struct ScenarioSep2Tests {
               - {at_s: 3, sep2: {cancel: E1}}
               - {at_s: 4, sep2: {default: {opModGenLimW: 0}}}
               - {at_s: 5, sep2: {server: stop}}
-              - {at_s: 6, sep2: {server: start}}
+              - {at_s: 6, sep2: {server: silent}}
+              - {at_s: 7, sep2: {server: start}}
             expect:
               - {from_s: 12, to_s: 19, sep2_export_limit_kw: 5, grid_kw_min: -5.3}
               - {from_s: 12, to_s: 19, reversals: {signal: grid_kw, max: 2, deadband: 0.5}}
@@ -31,11 +32,11 @@ struct ScenarioSep2Tests {
         #expect(orders == [
             .control(mrid: "E1", start: 10, duration: 20, limits: ["opModExpLimW": 5000]),
             .control(mrid: "A2", start: nil, duration: 30, limits: ["opModImpLimW": 50000, "opModLoadLimW": 10000]),
-            .cancel("E1"), .defaultControl(["opModGenLimW": 0]), .answering(false), .answering(true),
+            .cancel("E1"), .defaultControl(["opModGenLimW": 0]), .answering(.stop), .answering(.silent), .answering(.start),
         ])
         #expect(scenario.actions.map(\.label) == [
             "2030.5 E1: export 5 kW from 10 s", "2030.5 A2: import 50 kW, load 10 kW", "2030.5 cancel E1", "2030.5 default: generation 0 kW",
-            "2030.5 server outage", "2030.5 server answers",
+            "2030.5 server outage", "2030.5 server silent", "2030.5 server answers",
         ])
         #expect(scenario.expectations[0].numeric.map(\.signal) == ["sep2_export_limit_kw"])
         #expect(scenario.expectations[1].reversals == Scenario.Reversals(signal: "grid_kw", max: 2, deadband: 0.5))
@@ -66,7 +67,7 @@ struct ScenarioSep2Tests {
         for text in ["sep2.poll_s: whole seconds, 1–300", "sep2.default.opModFixedW: unknown limit", "sep2.pin: unknown key",
                      "timeline[0].sep2.control: an mRID: 1–32 hex digits", "timeline[1].sep2.duration_s: is required, ≥ 1 s",
                      "timeline[2].sep2.opModExpLimW: whole watts", "timeline[3].sep2.opModExpLimW: unknown key with cancel",
-                     "timeline[4].sep2.server: stop or start", "timeline[5].sep2: names one of control, cancel, default, server",
+                     "timeline[4].sep2.server: stop, silent or start", "timeline[5].sep2: names one of control, cancel, default, server",
                      "expect[0]: reversals stands alone", "expect[1]: reversals stands alone", "expect[2].reversals: {signal: a numeric signal"] {
             #expect(error.message.contains(text), "\(text) in \(error)")
         }

@@ -124,7 +124,7 @@ def main():
         protocol_version = "HTTP/1.1"
 
         def do_GET(self):
-            if admin and not admin.answering:  # an outage (admin channel): closed unanswered
+            if admin and admin.refuses():  # an outage (admin channel): closed unanswered
                 self.close_connection = True
                 return
             path = self.path.split("?", 1)[0]
@@ -143,7 +143,7 @@ def main():
                                   "client": subject.get("commonName")}), flush=True)
 
         def do_POST(self):
-            if admin and not admin.answering:  # an outage (admin channel): closed unanswered
+            if admin and admin.refuses():  # an outage (admin channel): closed unanswered
                 self.close_connection = True
                 return
             length = int(self.headers.get("Content-Length") or 0)
@@ -242,6 +242,8 @@ def connection_point(body, lock):
 #   {"cancel": "E1"}                       mark it cancelled (EventStatus currentStatus 2)
 #   {"default": {"opModExpLimW": 5000}}    replace the DefaultDERControl's limits
 #   {"answering": false} / true            an outage: every request's connection is closed unanswered
+#   {"answering": "silent"}                a hung server: each request is read and held unanswered
+#                                          until the state changes (then closed unanswered)
 # A control with "responseRequired": N (0-255) carries that attribute and replyTo="/rsp"; each
 # DERControlResponse POSTed there (read with envoy-schema's model) is printed as one line
 #   {"response": {"subject": MRID, "status": N, "created": createdDateTime, "at": UNIX arrival, s}}
@@ -255,11 +257,13 @@ ADMIN_LIMITS = ("opModExpLimW", "opModImpLimW", "opModGenLimW", "opModLoadLimW")
 
 
 class AdminState:
-    """The program's controls and default as the admin channel set them; `answering` False: an outage."""
+    """The program's controls and default as the admin channel set them; `answering` False: an
+    outage, "silent": a hung server."""
 
     def __init__(self, args):
         self.lock = threading.Lock()
         self.answering = True
+        self.changed = threading.Condition()
         self.created = int(time.time()) - 60
         self.controls = {}
         self.default = {"opModExpLimW": args.default_exp_w}
@@ -272,12 +276,24 @@ class AdminState:
         self.controls[mrid] = {"start": start, "duration": duration, "base": base, "status": 0,
                                "created": self.created, "changed": self.created, "required": required}
 
+    def refuses(self):
+        """Whether a request goes unanswered: at once (an outage), or once a silent spell ends."""
+        with self.changed:
+            held = False
+            while self.answering == "silent":
+                held = True
+                self.changed.wait()
+            return held or self.answering is False
+
     def command(self, order):
         """Applies one command; returns what the acknowledgement says."""
         if "answering" in order:
-            if not isinstance(order["answering"], bool):
-                raise ValueError("answering: true or false")
-            self.answering = order["answering"]
+            given = order["answering"]
+            if not isinstance(given, bool) and given != "silent":
+                raise ValueError("answering: true, false or \"silent\"")
+            with self.changed:
+                self.answering = given
+                self.changed.notify_all()
             return {"answering": self.answering}
         if "cancel" in order:
             control = self.controls.get(order["cancel"])
