@@ -164,7 +164,11 @@ extension Sep2Client {
         guard let store, r.savedRevision != r.reporter.responses.revision else { return }
         r.savedRevision = r.reporter.responses.revision
         do throws(ScheduleStoreError) {
-            try StoredResponses.file(stateDirectory: store.directory).save(try r.reporter.storedResponses.encoded())
+            let bytes = try r.reporter.storedResponses.encoded()
+            let checksum = ScheduleStore.fnv1a(bytes[...])
+            guard checksum != r.savedChecksum || r.storeFailed else { return }
+            try StoredResponses.file(stateDirectory: store.directory).save(bytes)
+            r.savedChecksum = checksum
             r.storeFailed = false
         } catch {
             if !r.storeFailed { log("\(error.code)", "\(error); the DERControlResponses not yet sent would not survive a restart", true) }

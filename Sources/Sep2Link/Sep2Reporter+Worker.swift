@@ -13,6 +13,9 @@ struct Sep2Reporting {
     /// The ledger's revision last written to the state directory, and whether the last write failed
     /// (Sep2Reporter+Store.swift).
     var savedRevision: UInt64?
+    /// The checksum of the bytes last written: a new revision whose bytes are the same (an outbox
+    /// that is full drops what a round made, and puts back what it had moved) is not written again.
+    var savedChecksum: UInt64?
     var storeFailed = false
 }
 
