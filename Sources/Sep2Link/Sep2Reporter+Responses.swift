@@ -114,6 +114,18 @@ extension Sep2Reporter {
     /// Controls gone from the programs are forgotten.
     /// `held`: the worker's held controls (a server clock found behind), judged as `EventRules.resolve` does.
     /// `refused`: the mRIDs of the controls the pages refuse alone, kept when the sent ledger is pruned.
+    /// Whether a control is answered 252 because it sets only `opModFreqDroop` and the configured droop
+    /// is disabled. A refusal is kept, and so is a start (both in the sent ledger, which a restart keeps
+    /// too): a reload of `droop_settings.enabled` meets only controls not yet started, so one that
+    /// started is answered completed, never 252, and one refused is never started; one only received
+    /// when the droop is disabled is refused at its next change.
+    func refusesDroop(_ control: DERControl) -> Bool {
+        let sent = responses.sent[control.mRID] ?? []
+        if sent.contains(ResponseStatus.notApplicable.rawValue) { return true }
+        if sent.contains(ResponseStatus.started.rawValue) || sent.contains(ResponseStatus.completed.rawValue) { return false }
+        return Self.droopOnly(control.base) && !settings.frequencyDroopEnabled
+    }
+
     public mutating func track(_ programs: [ProgramSchedule], serverTime: Int64, randomization: Randomization = .none,
                                held: [ControlKey: Int64] = [:], refused: Set<String> = []) -> [Sep2Request] {
         var out: [Sep2Request] = []
@@ -127,7 +139,7 @@ extension Sep2Reporter {
                 responses.seen[control.mRID] = state
                 if previous != state { responses.revision &+= 1 }
                 guard previous != state, previous != nil || state != .completed else { continue }
-                let made = respond(to: control, Self.droopOnly(control.base) && !settings.frequencyDroopEnabled
+                let made = respond(to: control, refusesDroop(control)
                                    ? .refused(.notApplicable, reason: "opModFreqDroop not applied: the configured droop is disabled")
                                    : .state(state), serverTime: serverTime)
                 if !made.isEmpty, responses.seenBefore.index(forKey: control.mRID) == nil { responses.seenBefore.updateValue(previous, forKey: control.mRID) }

@@ -68,7 +68,7 @@ extension Sep2Client {
         let made = (known ? r.reporter.track(programs, serverTime: server, randomization: randomization, held: held, refused: refusedMRIDs) : [])
             + r.reporter.respond(refused: controlRefusals.keys.sorted().flatMap { controlRefusals[$0] ?? [] }, serverTime: server)
         r.reporter.enqueue(made)
-        if known { noteDroopDisabled(enabled: r.reporter.settings.frequencyDroopEnabled, serverTime: server) }
+        if known { noteDroopDisabled(refusing: { [reporter = r.reporter] in reporter.refusesDroop($0) }, serverTime: server) }
         let dropped = r.reporter.takeDropped()
         if dropped > 0 {
             log("SEP2_RESPONSE_DROPPED", "SEP2_RESPONSE_DROPPED: \(dropped) DERControlResponse(s) dropped: \(r.reporter.pendingResponses.count) "

@@ -32,15 +32,13 @@ extension Sep2Client {
     /// (`droop_settings.enabled` false): the reporter answers each 252 (not applicable) where asked and
     /// never starts it. Each is journalled as `SEP2_CONTROL_REFUSED` once, its mRID and program quoted,
     /// while it is listed and the droop stays disabled; one first seen completed is not (the reporter
-    /// does not answer it either). Enabled: nothing is, and a later disable says them again.
-    func noteDroopDisabled(enabled: Bool, serverTime: Int64) {
-        guard !enabled else {
-            droopRefusals = []
-            return
-        }
+    /// does not answer it either). `refusing`: the reporter's decision (`Sep2Reporter.refusesDroop`),
+    /// made once per control, so a control that started before a reload disabled the droop is not
+    /// said to be refused. None refused: nothing is, and a later disable says them again.
+    func noteDroopDisabled(refusing: (DERControl) -> Bool, serverTime: Int64) {
         var listed: Set<ControlKey> = []
         for program in programs {
-            for control in program.controls where Sep2Reporter.droopOnly(control.base) {
+            for control in program.controls where Sep2Reporter.droopOnly(control.base) && refusing(control) {
                 let key = ControlKey(program: program.mRID, control: control.mRID)
                 listed.insert(key)
                 guard !droopRefusals.contains(key), EventRules.state(of: control.mRID, program: program.mRID, in: programs, now: serverTime,

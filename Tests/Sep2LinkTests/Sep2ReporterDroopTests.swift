@@ -34,6 +34,31 @@ struct Sep2ReporterDroopTests {
         #expect(try Sep2ReporterTests.statuses(enabled.track(programs, serverTime: 1000)) == ["2 A1", "2 B2"])
     }
 
+    @Test("a reload of the droop does not turn a control's answers round: one started while enabled is completed (3, not 252) after a disable; one answered 252 while disabled is not started after an enable; one only received is refused at its start")
+    func droopDecisionSticks() throws {
+        let programs = [ProgramSchedule(mRID: "P", primacy: 1, controls: [Self.droopControl("A1")])]
+        var started = Sep2Reporter(settings: Self.settings(droop: true))
+        #expect(try Sep2ReporterTests.statuses(started.track(programs, serverTime: 900)) == ["1 A1"])
+        #expect(try Sep2ReporterTests.statuses(started.track(programs, serverTime: 1000)) == ["2 A1"])
+        started.useFrequencyDroop(false)
+        #expect(try Sep2ReporterTests.statuses(started.track(programs, serverTime: 1060)) == ["3 A1"])
+        var refused = Sep2Reporter(settings: Self.settings(droop: false))
+        #expect(try Sep2ReporterTests.statuses(refused.track(programs, serverTime: 900)) == ["252 A1"])
+        refused.useFrequencyDroop(true)
+        #expect(try Sep2ReporterTests.statuses(refused.track(programs, serverTime: 1000)) == [])
+        #expect(try Sep2ReporterTests.statuses(refused.track(programs, serverTime: 1060)) == [])
+        // Not yet answered when the droop is enabled: taken as any control.
+        var late = Sep2Reporter(settings: Self.settings(droop: false))
+        late.useFrequencyDroop(true)
+        #expect(try Sep2ReporterTests.statuses(late.track(programs, serverTime: 1000)) == ["1 A1", "2 A1"])
+        // Received while enabled, disabled before its start: refused at the start, never started.
+        var received = Sep2Reporter(settings: Self.settings(droop: true))
+        #expect(try Sep2ReporterTests.statuses(received.track(programs, serverTime: 900)) == ["1 A1"])
+        received.useFrequencyDroop(false)
+        #expect(try Sep2ReporterTests.statuses(received.track(programs, serverTime: 1000)) == ["252 A1"])
+        #expect(try Sep2ReporterTests.statuses(received.track(programs, serverTime: 1060)) == [])
+    }
+
     @Test("DERCapability modesSupported and DERSettings modesEnabled claim opModFreqDroop (bit 8) only with the configured droop enabled")
     func modesFollowTheConfiguredDroop() throws {
         let off = Sep2Reporter(settings: Self.settings(droop: false)), on = Sep2Reporter(settings: Self.settings(droop: true))
