@@ -251,11 +251,20 @@ final class Sep2Client: @unchecked Sendable {
     }
 
     /// One round: publish, then at most one exchange; returns when the next round is wanted.
-    func round(now: MonotonicInstant, wall: Double) -> MonotonicInstant {
-        let boundary = publish(now: now, wall: wall)
+    func round(now start: MonotonicInstant, wall startWall: Double) -> MonotonicInstant {
+        var now = start, wall = startWall
+        var boundary = publish(now: now, wall: wall)
+        guard session.stopped == nil else { return min(boundary ?? MonotonicInstant(nanoseconds: .max), now + .seconds(1)) }
+        if boundary.map({ $0 - now > settings.timeout + .seconds(1) }) ?? true {
+            report(now: now, wall: wall)
+            // A report may block (a hung server: up to the timeout a request), so the exchange below is
+            // decided on the clocks after it: else it could start within the timeout of a boundary.
+            if let refresh {
+                (now, wall) = refresh()
+                boundary = publish(now: now, wall: wall)
+            }
+        }
         let nextPublish = min(boundary ?? MonotonicInstant(nanoseconds: .max), now + .seconds(1))
-        guard session.stopped == nil else { return nextPublish }
-        if boundary.map({ $0 - now > settings.timeout + .seconds(1) }) ?? true { report(now: now, wall: wall) }
         guard let request = session.nextRequest(now: Self.seconds(now)) else {
             deferredSince = nil
             let due = session.nextDue.map { MonotonicInstant(nanoseconds: $0.multipliedReportingOverflow(by: 1_000_000_000).overflow
