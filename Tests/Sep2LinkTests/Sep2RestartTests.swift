@@ -110,6 +110,7 @@ extension Sep2ReporterWorkerTests {
         let damaged: [(String, Data)] = [("garbage", Data("BESS2RSP torn".utf8)), ("truncated", good.prefix(good.count - 5)),
                                          ("oversized", good + Data(count: 5 << 20))]
         for (name, bytes) in damaged {
+            try? FileManager.default.removeItem(atPath: path + ".damaged")  // each case must move its own aside
             try bytes.write(to: URL(fileURLWithPath: path))
             let rig = Self.started(server, dir, wall: first.wall)
             let corrupt = rig.log.codes("SEP2_STORE_CORRUPT")
