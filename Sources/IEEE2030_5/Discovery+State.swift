@@ -465,6 +465,11 @@ extension DiscoverySession {
             writeFailures = 0
             writeDue = .min
             guard request.purpose == .registerEndDevice else {
+                // A ConnectionPoint at a new path is another resource: a 405 of the old one says nothing of it.
+                if connectionPointPut != request.path {
+                    connectionPointReadOffered = true
+                    connectionPointReadDue = .min
+                }
                 connectionPointPut = request.path
                 return
             }

@@ -176,6 +176,18 @@ struct RegistrationTests {
                 "\(drive.errors.dropFirst(errors))")
         #expect(drive.server.log.filter { $0.path == "/edev/7" && $0.at > refusedAt + 200 }.count >= 2, "the EndDevice is still read")
         #expect(drive.server.writes.count == puts && drive.session.complete)
+        // The server moves the ConnectionPoint: another resource, so the 405 of the old one says nothing
+        // of it; PUT there and read back there.
+        let endDevice = try #require(drive.server.documents["/edev/7"])
+        drive.server.documents["/edev/7"] = endDevice.replacingOccurrences(of: "\"/edev/7/cp\"", with: "\"/edev/7/cq\"")
+        drive.server.scripted["/edev/7/cq"] = [Sep2Reply(status: 204)]
+        let movedAt = drive.now
+        drive.run(until: movedAt + 1_000)
+        #expect(drive.server.writes.contains { $0.request.path == "/edev/7/cq" }, "PUT at the new link")
+        let movedGets = drive.server.log.filter { $0.path == "/edev/7/cq" && $0.at > movedAt }.map(\.at).filter { at in
+            !drive.server.writes.contains { $0.at == at && $0.request.path == "/edev/7/cq" }
+        }
+        #expect(!movedGets.isEmpty, "read back at the new link: \(drive.server.log.filter { $0.path.hasPrefix("/edev/7/c") })")
     }
 
     @Test("a refused POST is SEP2_REGISTRATION_REFUSED and sent again after 2, 4, 8 s; then the chain goes on")
