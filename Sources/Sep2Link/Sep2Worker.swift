@@ -465,8 +465,11 @@ extension Sep2Client {
             $0.programs = programs.map(\.mRID)
         }
         if active.sources != lastSources {
+            // With the configured droop disabled no utility droop is applied (the cycle keeps it off):
+            // a droop-only control is said refused instead (`noteDroopDisabled`).
+            let droopOff = reporting.map { !$0.reporter.settings.frequencyDroopEnabled } ?? false
             for type in ControlType.allCases where active.sources[type] != lastSources[type] {
-                guard let source = active.sources[type] else { continue }
+                guard let source = active.sources[type], !(type == .freqDroop && droopOff) else { continue }
                 let value = controls.first { $0.type == type.rawValue }?.value ?? "?"
                 log("SEP2_CONTROL_TAKEN", "SEP2_CONTROL_TAKEN: \(type.rawValue) \(value) from " + Sep2State.describe(source), false)
             }

@@ -62,11 +62,14 @@ struct Sep2DroopWorkerTests {
             }
             let lines = rig.log.codes("SEP2_CONTROL_REFUSED")
             let responses = Sep2ReporterWorkerTests.responses(server)
+            let droopTaken = rig.log.codes("SEP2_CONTROL_TAKEN").filter { $0.contains("opModFreqDroop") }
             guard !enabled else {
                 #expect(lines.isEmpty, "\(lines)")
                 #expect(responses.contains("2 F1") && !responses.contains("252 F1"), "\(responses)")
+                #expect(!droopTaken.isEmpty, "enabled, the droop in force is said taken: \(rig.log.all)")
                 continue
             }
+            #expect(droopTaken.isEmpty, "disabled, no droop is said taken (the cycle applies none): \(droopTaken)")
             #expect(lines.count == 1, "\(lines)")
             #expect(lines.first?.hasPrefix("SEP2_CONTROL_REFUSED: control \"F1\" of program \"B1\" sets only opModFreqDroop and the configured droop is disabled") == true
                     && lines.first?.contains("test:443") == true && lines.first?.contains("answered 252") == true, "\(lines)")
