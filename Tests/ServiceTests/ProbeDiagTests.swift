@@ -73,7 +73,12 @@ struct ProbeDiagTests {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let socat = try ptyPair(directory, "gateway", "device")
-        defer { socat.terminate() }
+        defer {
+            // SIGKILL, as the other pty tests: socat inherits the test thread's blocked signals, and a
+            // SIGTERM left it running after every make check.
+            kill(socat.processIdentifier, SIGKILL)
+            socat.waitUntilExit()
+        }
         #expect(waitFor(seconds: 5) { FileManager.default.fileExists(atPath: directory + "/device") })
         let peer = try UnitsPeer(["1"], rtu: directory + "/device", seconds: 60)
         defer { peer.stop() }
