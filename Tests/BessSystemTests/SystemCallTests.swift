@@ -36,7 +36,7 @@ struct SystemCallTests {
         #expect(result == 7 && calls == 3)
     }
 
-    @Test("AtomicFile replaces the contents whole; a write that fails leaves the old file and no temporary")
+    @Test("AtomicFile replaces the contents whole; a temporary that cannot be opened is named and leaves the old file")
     func atomicFile() throws {
         let dir = Self.directory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -52,9 +52,26 @@ struct SystemCallTests {
         }
         #expect(try String(contentsOfFile: path, encoding: .utf8) == "second, longer")
         try FileManager.default.removeItem(atPath: path + ".tmp")
-        // A full disk (/dev/full takes no byte): write fails with ENOSPC, the target is untouched.
-        #expect(throws: SystemCallError.self) { try AtomicFile.write([1, 2, 3], to: "/dev/full/x") }
-        #expect(!FileManager.default.fileExists(atPath: path + ".tmp"))
+    }
+
+    @Test("AtomicFile on a full disk: the write is thrown as ENOSPC, the old file stays, the temporary is removed")
+    func atomicFileFullDisk() throws {
+        let dir = Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/state.json"
+        try AtomicFile.write(Array("before".utf8), to: path)
+        // The temporary's name leads to /dev/full: the open succeeds (O_CREAT and O_TRUNC follow the
+        // link) and the first write fails with ENOSPC, as on a full filesystem.
+        #expect(symlink("/dev/full", path + ".tmp") == 0)
+        var thrown: SystemCallError?
+        do throws(SystemCallError) { try AtomicFile.write(Array("after, longer".utf8), to: path) } catch { thrown = error }
+        #expect(thrown == SystemCallError(call: "write", subject: path + ".tmp", errno: ENOSPC))
+        #expect(thrown?.isStorageFull == true)
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == "before")
+        // The writer's own cleanup removed its temporary (the link), not the device behind it.
+        var status = stat()
+        #expect(lstat(path + ".tmp", &status) == -1 && errno == ENOENT)
+        #expect(stat("/dev/full", &status) == 0)
     }
 
     @Test("a full device: the write is thrown as storage full, naming write")
