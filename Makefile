@@ -13,8 +13,9 @@ DEBIAN_PACKAGES := pkg-config libmodbus-dev libsocketcan-dev libsystemd-dev libm
 # client in front of c104 for the 104 outstation's TLS), python3-pip; gnuplot renders the scenario plots;
 # mosquitto (+ clients), postgresql and openssl are the real broker, database and certificates of the
 # MQTT and TLS tests (started on loopback ports the tests pick, stopped by them);
-# chromium renders bess-aggregator's status page; xmllint (libxml2-utils) validates the 2030.5 documents.
-TEST_PACKAGES := mbpoll can-utils socat python3-pip systemd dpkg-dev gnuplot-nox mosquitto mosquitto-clients postgresql openssl curl chromium libxml2-utils
+# chromium renders bess-aggregator's status page; xmllint (libxml2-utils) validates the 2030.5 documents;
+# strace shows DurabilityTests the order of each durable writer's fsyncs and renames.
+TEST_PACKAGES := mbpoll can-utils socat python3-pip systemd dpkg-dev gnuplot-nox mosquitto mosquitto-clients postgresql openssl curl chromium libxml2-utils strace
 
 .PHONY: all deps build sim sim-mqtt check test config-check clean install deb bench bench-compare bench-fleet tsan fuzz soak scenarios-long
 

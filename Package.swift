@@ -220,7 +220,7 @@ let package = Package(
             name: "ServiceTests",
             dependencies: [
                 "Service", "Cycle", "Config", "ControlCore", "ControlProtocol", "Fieldbus", "Simulation", "HILPlant", "Uplink", "UplinkIngest", "CSystemd", "BessSystem",
-                "Scada", "bess-hil", "TestSupport", "IEC104", "Outstation",
+                "Scada", "bess-hil", "TestSupport", "IEC104", "Outstation", "Sep2Link",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
