@@ -14,7 +14,8 @@ public final class DeviceSlot: Sendable {
         var lastError: String?
         var roundTrip: Duration = .zero
         var errors: UInt64 = 0
-        /// The cycle's request: false while the utility asks the site disconnected (open the contactor).
+        /// The cycle's request: false while the utility asks the site disconnected or a latch asks
+        /// the unit disconnected (open the contactor).
         var connect = true
         var contactor = ContactorState.closed
     }
@@ -522,7 +523,7 @@ public final class EndpointWorker: @unchecked Sendable {
     static func cannotOpen(_ device: Device, on endpoint: ModbusEndpoint, _ log: (DeviceNotice) -> Void) {
         log(DeviceNotice("unit id \(device.unitID) on \(endpoint): cannot open: the inverter has no usable SunSpec model 123 Conn "
                          + "(absent, refused, or without a revert timer); "
-                         + "held at 0 W while the utility asks the site disconnected", severity: .warning,
+                         + "held at 0 W while it is asked open (the utility's disconnect or a latched fault)", severity: .warning,
                          code: "CONTACTOR_UNAVAILABLE", units: [device.name]))
     }
 

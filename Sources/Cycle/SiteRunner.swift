@@ -23,8 +23,9 @@ public protocol SiteIO: AnyObject {
     func sample(now: MonotonicInstant, into inputs: inout [UnitInputs]) -> Timestamped<Hertz>?
     /// Hands unit `unit`'s setpoint to its inverter.
     func command(unit: Int, setpoint: Watts)
-    /// Asks unit `unit`'s contactor open (`connect` false) or closed; the bus worker opens it once
-    /// the unit is at zero (`ContactorPlanner`). Must not wait on I/O or allocate.
+    /// Asks unit `unit`'s contactor open (`connect` false: the utility's disconnect, or a latch of
+    /// that unit) or closed; the bus worker opens it once the unit is at zero (`ContactorPlanner`).
+    /// Must not wait on I/O or allocate.
     func connect(unit: Int, _ connect: Bool)
     /// Unit `unit`'s contactor as bessd drives it (one lock for a copy, no allocation).
     func contactor(unit: Int) -> ContactorState
@@ -336,11 +337,13 @@ public final class SiteRunner {
         }
         controller.step(frequency: frequency, inputs: inputs, now: now, wallClock: wallClock, meter: meter, rocof: rocof)
         // opModConnect / opModEnergize false: the units are at zero; their contactors open where
-        // they can (the bus workers, ContactorPlanner) and close when the control ends.
+        // they can (the bus workers, ContactorPlanner) and close when the control ends. A latch
+        // (zero power both ways) opens its own unit the same way until the operator's reset clears it.
         let connect = !controller.siteDecision.utility.disconnected
         for i in inputs.indices {
-            io.command(unit: i, setpoint: controller.decision(unit: i).setpoint)
-            io.connect(unit: i, connect)
+            let decision = controller.decision(unit: i)
+            io.command(unit: i, setpoint: decision.setpoint)
+            io.connect(unit: i, connect && !decision.disconnectRequested)
         }
         io.commandsIssued()
     }

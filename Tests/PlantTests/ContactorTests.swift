@@ -233,49 +233,93 @@ struct ContactorTests {
         #expect(throws: DeviceError.self) { try inverter.setConnection(connect: false, revert: .seconds(10), &client) }
     }
 
-    @Test("through the cycle: connect false zeroes the simulated units, opens them at zero, closes them when it ends")
-    func throughTheCycle() throws {
-        let c = try ConfigLoader.parse(EmbeddedConfiguration.simulationYAML, file: "embedded")
-        let runner = try SiteRunner.make(configuration: c, startedAt: .zero) { _ in }
-        let site = try #require(runner.simulation)
+    /// The embedded simulated site, stepped 100 ms at a time with the utility's limits published
+    /// before each step (valid for 5 s).
+    final class UtilityRig {
+        let configuration: BessdConfiguration
+        let runner: SiteRunner
+        let site: SimulatedSite
         let slot = UtilityLimitSlot()
-        runner.utilityLimits = slot
         var ms: Int64 = 1000
+
+        init() throws {
+            configuration = try ConfigLoader.parse(EmbeddedConfiguration.simulationYAML, file: "embedded")
+            runner = try SiteRunner.make(configuration: configuration, startedAt: .zero) { _ in }
+            site = try #require(runner.simulation)
+            runner.utilityLimits = slot
+        }
+
+        var now: MonotonicInstant { MonotonicInstant(nanoseconds: ms * 1_000_000) }
+
         func run(_ limits: UtilityLimits, cycles: Int) {
             for _ in 0..<cycles {
                 ms += 100
                 var published = limits
                 published.validUntil = MonotonicInstant(nanoseconds: (ms + 5000) * 1_000_000)
                 slot.publish(published)
-                runner.step(now: MonotonicInstant(nanoseconds: ms * 1_000_000), wallClock: 1_800_000_000 + Double(ms) / 1000)
+                runner.step(now: now, wallClock: 1_800_000_000 + Double(ms) / 1000)
             }
         }
-        let units = c.units.indices
+
         func power(_ i: Int) -> Double {
             var w = 0.0
             site.withUnit(i) { w = $0.inverter.powerW }
             return w
         }
+
         func connected(_ i: Int) -> Bool {
             var up = false
             site.withUnit(i) { up = $0.inverter.connected }
             return up
         }
+    }
+
+    @Test("through the cycle: connect false zeroes the simulated units, opens them at zero, closes them when it ends")
+    func throughTheCycle() throws {
+        let rig = try UtilityRig()
+        let runner = rig.runner
+        let units = rig.configuration.units.indices
         var request = UtilityLimits()
         request.targetW = 20_000
-        run(request, cycles: 100)
-        #expect(units.contains { power($0) > 1000 }, "the request makes the units discharge")
+        rig.run(request, cycles: 100)
+        #expect(units.contains { rig.power($0) > 1000 }, "the request makes the units discharge")
         #expect(units.allSatisfy { runner.io.contactor(unit: $0) == .closed })
         var disconnect = UtilityLimits()
         disconnect.connect = false
-        run(disconnect, cycles: 1)
+        rig.run(disconnect, cycles: 1)
         #expect(runner.controller.siteDecision.utility.disconnected)
-        run(disconnect, cycles: 30)
-        #expect(units.allSatisfy { !connected($0) && power($0) == 0 }, "every unit opened, nothing flows")
+        rig.run(disconnect, cycles: 30)
+        #expect(units.allSatisfy { !rig.connected($0) && rig.power($0) == 0 }, "every unit opened, nothing flows")
         #expect(units.allSatisfy { runner.io.contactor(unit: $0) == .open })
-        run(request, cycles: 1)
-        #expect(units.allSatisfy { connected($0) && runner.io.contactor(unit: $0) == .closed }, "closed as the control ends")
-        run(request, cycles: 100)
-        #expect(units.contains { power($0) > 1000 }, "the limits rose again")
+        rig.run(request, cycles: 1)
+        #expect(units.allSatisfy { rig.connected($0) && runner.io.contactor(unit: $0) == .closed }, "closed as the control ends")
+        rig.run(request, cycles: 100)
+        #expect(units.contains { rig.power($0) > 1000 }, "the limits rose again")
+    }
+
+    @Test("through the cycle: a latch restored at start opens its own unit at zero and keeps it open until the reset; a utility control ending does not close it")
+    func latchThroughTheCycle() throws {
+        let rig = try UtilityRig()
+        let runner = rig.runner
+        var latch = TripCodeSet()
+        latch.insert(.thermalRunaway)
+        runner.controller.restoreLatches(latch, unit: 0, since: .zero)
+        var request = UtilityLimits()
+        request.targetW = 20_000
+        rig.run(request, cycles: 30)
+        #expect(runner.controller.decision(unit: 0).disconnectRequested)
+        #expect(!rig.connected(0) && rig.power(0) == 0 && runner.io.contactor(unit: 0) == .open, "the latched unit is opened")
+        #expect(rig.connected(1) && runner.io.contactor(unit: 1) == .closed, "the other is not")
+        // A utility disconnect that comes and goes closes the other unit again, never the latched one.
+        var disconnect = UtilityLimits()
+        disconnect.connect = false
+        rig.run(disconnect, cycles: 30)
+        #expect(!rig.connected(1))
+        rig.run(request, cycles: 600)
+        #expect(rig.connected(1) && !rig.connected(0) && runner.io.contactor(unit: 0) == .open, "a minute on, still open")
+        let outcome = runner.controller.reset(unit: 0, now: rig.now)
+        #expect(outcome.first?.outcome.cleared.contains(.thermalRunaway) == true, "\(outcome)")
+        rig.run(request, cycles: 1)
+        #expect(rig.connected(0) && runner.io.contactor(unit: 0) == .closed, "closed by the reset")
     }
 }
