@@ -65,6 +65,8 @@ public struct ControlRequest: Codable, Hashable, Sendable {
     public var powerKW: Double?
     /// `for_s`: the override's expiry.
     public var forSeconds: Double?
+    /// `orphaned`: reset the latches of unit ids the configuration lacks (verb `reset`, no unit).
+    public var orphaned = false
 
     public init(_ verb: ControlVerb, unit: String? = nil, mode: String? = nil, clear: Bool = false,
                 powerKW: Double? = nil, forSeconds: Double? = nil) {
@@ -77,7 +79,7 @@ public struct ControlRequest: Codable, Hashable, Sendable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case verb, unit, mode, clear
+        case verb, unit, mode, clear, orphaned
         case powerKW = "power_kw"
         case forSeconds = "for_s"
     }
@@ -100,6 +102,7 @@ public struct ControlRequest: Codable, Hashable, Sendable {
         clear = Self.flag(c, .clear) ?? false
         powerKW = Self.number(c, .powerKW)
         forSeconds = Self.number(c, .forSeconds)
+        orphaned = Self.flag(c, .orphaned) ?? false
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -114,6 +117,7 @@ public struct ControlRequest: Codable, Hashable, Sendable {
         if clear { try c.encode(true, forKey: .clear) }
         try c.encodeIfPresent(powerKW, forKey: .powerKW)
         try c.encodeIfPresent(forSeconds, forKey: .forSeconds)
+        if orphaned { try c.encode(true, forKey: .orphaned) }
     }
 
     /// A number, or a boolean read as 1 or 0 (as a JSON object's `NSNumber` always was).

@@ -74,6 +74,12 @@ extension Daemon {
         case .site: return .now(siteReply(configuration))
         case .events: return .now(frequencyEvents.reply())
         case .reset:
+            if request.orphaned {
+                guard request.unit == nil else {
+                    return .now(Self.failure("BAD_REQUEST", "reset --orphaned names no unit: it clears every unit id this configuration lacks"))
+                }
+                return .now(resetOrphaned(uid: uid))
+            }
             guard let target = target(request, configuration) else { return Self.unknownUnit(request) }
             let indices: [Int]
             let name: String

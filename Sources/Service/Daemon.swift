@@ -72,6 +72,8 @@ public final class Daemon {
     package let intake: DispatchIntake
     /// Latched trips on disk.
     var latches: LatchKeeper
+    /// Latches of unit ids this configuration lacks (`bessctl reset --orphaned` clears them).
+    let orphanedLatches: OrphanedLatches
     /// The cycle's events to the journal and the uplink.
     let journal: EventJournal
     /// The cycle's frequency-event assessments to the journal, the uplink, `bessctl events` and /metrics.
@@ -128,6 +130,7 @@ public final class Daemon {
         // Latches from earlier runs are restored before any worker or cycle starts, so the first
         // setpoint ever written already honours them.
         latches = LatchKeeper(stateDirectory: configuration.stateDirectory, units: configuration.units.count, logger: logger)
+        orphanedLatches = latches.orphans
         cycle = CycleThread(runner: runner, shared: shared)
         intake = DispatchIntake(shared: shared, logger: logger,
                                 units: configuration.units.map { ($0.id, $0.maxPowerKW) })

@@ -9,8 +9,13 @@ import Logging
 /// cycle, and writes it again whenever a unit's latched codes change (on the service thread, after
 /// the cycle has published). A file that cannot be read latches every unit it concerns with
 /// `LATCH_STATE_CORRUPT`; a file that cannot be written is said once, and again when it can.
+/// Latches of unit ids the configuration lacks are kept in the file (`OrphanedLatches`).
 struct LatchKeeper {
     let store: LatchStore
+    /// Latches of unit ids this configuration lacks, kept until `bessctl reset --orphaned`.
+    let orphans = OrphanedLatches()
+    /// The generation of `orphans` the file holds.
+    private var orphansWritten: UInt64 = 0
     private let logger: Logger
     /// What the latch file holds now, per unit.
     private var persisted: [TripCodeSet]
@@ -50,11 +55,24 @@ struct LatchKeeper {
                                               "MESSAGE_ID": "\(MessageID.latch)"])
                 }
             }
-            for id in latches.keys where !ids.contains(id) && !(latches[id] ?? [:]).isEmpty {
-                logger.warning("latch file names unit \(id), which this configuration lacks; its latches are kept in the file",
-                               metadata: ["BESS_CODE": "LATCH_STATE_ORPHANED", "BESS_UNIT": "\(id)"])
-            }
+            keepOrphans(latches, damaged: damaged, unitIDs: ids)
         }
+    }
+
+    /// Keeps the latches of unit ids the configuration lacks (an entry that could not be read as
+    /// `LATCH_STATE_CORRUPT`), each said at start.
+    private func keepOrphans(_ latches: [String: LatchStore.UnitLatches], damaged: [String], unitIDs ids: [String]) {
+        var orphaned: [String: LatchStore.UnitLatches] = [:]
+        for (id, codes) in latches where !ids.contains(id) && !codes.isEmpty { orphaned[id] = codes }
+        for id in damaged where !ids.contains(id) { orphaned[id, default: [:]][.latchStateCorrupt] = SystemClock.wallClockSeconds() }
+        for (id, codes) in orphaned.sorted(by: { $0.key < $1.key }) {
+            let names = codes.keys.map { "\($0.name)" }.sorted().joined(separator: ", ")
+            let line = "latch file names unit \(PeerText.quoted(id)), which this configuration lacks: \(names) kept in the file, "
+                + "acting on no unit, until bessctl reset --orphaned (a renamed unit's latch does not follow it)"
+            logger.warning("\(line)",
+                           metadata: ["BESS_CODE": "LATCH_STATE_ORPHANED", "BESS_UNIT": "\(id)", "MESSAGE_ID": "\(MessageID.latch)"])
+        }
+        orphans.load(orphaned)
     }
 
     private mutating func take(_ codes: [TripCode: Double], unit i: Int, _ restore: (TripCodeSet, Int) -> Void) {
@@ -75,7 +93,8 @@ struct LatchKeeper {
         for i in units.indices where i < persisted.count && units[i].latched != persisted[i] {
             changed = true
         }
-        guard changed || writeFailing else { return }
+        let (orphaned, generation) = orphans.snapshot
+        guard changed || writeFailing || generation != orphansWritten else { return }
         let ids = unitIDs()
         let now = SystemClock.wallClockSeconds()
         var next = since
@@ -84,11 +103,12 @@ struct LatchKeeper {
             for code in units[i].latched { codes[code] = since[i][code] ?? now }
             next[i] = codes
         }
-        var file: [String: LatchStore.UnitLatches] = [:]
+        var file = orphaned
         for (i, id) in ids.enumerated() where i < next.count { file[id] = next[i] }
         do {
             try store.save(file)
             since = next
+            orphansWritten = generation
             for i in units.indices where i < persisted.count { persisted[i] = units[i].latched }
             if writeFailing {
                 logger.notice("latch state written again to \(store.path)", metadata: ["BESS_CODE": "LATCH_STATE_WRITTEN"])

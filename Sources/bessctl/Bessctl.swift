@@ -426,9 +426,17 @@ struct Reset: ParsableCommand {
         abstract: "Reset latched faults of one unit (or all); refused while a condition is still present.")
     @OptionGroup var connection: SocketOption
     @Argument(help: "The unit id (default: every unit).") var unit: String?
+    @Flag(help: "Clear the latches kept for unit ids the configuration no longer has (LATCH_STATE_ORPHANED).")
+    var orphaned = false
+
+    func validate() throws {
+        if orphaned, unit != nil { throw ValidationError("--orphaned takes no unit: it clears every unit id the configuration lacks") }
+    }
 
     func run() throws {
-        let answer = try connection.send(ControlRequest(.reset, unit: unit), expecting: ResetReply.self)
+        var request = ControlRequest(.reset, unit: unit)
+        request.orphaned = orphaned
+        let answer = try connection.send(request, expecting: ResetReply.self)
         let cleared = answer.cleared
         let refused = answer.refused
         print("cleared: \(cleared.isEmpty ? "none" : cleared.joined(separator: ", "))")

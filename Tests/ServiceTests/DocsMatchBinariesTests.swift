@@ -80,6 +80,7 @@ struct DocsMatchBinariesTests {
             ("bessd", ["run", "--help"], "--duration"), ("bessd", ["check-config", "--help"], "--quiet"),
             ("bessctl", ["diag", "--help"], "--journal-lines"), ("bessctl", ["probe", "modbus", "--help"], "--timeout-ms"),
             ("bessctl", ["codes", "--help"], "--markdown"), ("bessctl", ["ieee2030-5", "--help"], "--cert"),
+            ("bessctl", ["reset", "--help"], "--orphaned"),
         ]
         for (binary, arguments, flag) in flags {
             let help = try Package.run(binary, arguments)
