@@ -30,10 +30,12 @@ package final class DispatchIntake: Sendable {
         for unit in site { ratings[unit.id] = unit.ratingKW }
         var acks: [CommandAck] = []
         for command in commands {
-            if let reason = DispatchValidator.validate(command, ratings: ratings, now: now) {
-                acks.append(CommandAck(id: command.id, accepted: false, reason: reason))
-                logger.warning("dispatch \(command.id) refused: \(reason)",
-                               metadata: ["BESS_CODE": "DISPATCH_REFUSED", "MESSAGE_ID": "\(MessageID.override)"])
+            // The id and every name in a line are the peer's text: quoted, so none can forge a line.
+            let id = PeerText.quoted(command.id, limit: 128)
+            if let refusal = DispatchValidator.refusal(command, ratings: ratings, now: now) {
+                acks.append(CommandAck(id: command.id, accepted: false, reason: refusal.reason))
+                logger.warning("dispatch \(id) refused: \(refusal.reason)",
+                               metadata: ["BESS_CODE": "\(refusal.code)", "MESSAGE_ID": "\(MessageID.override)"])
                 continue
             }
             // The command's wall-clock expiry becomes a span on the cycle's monotonic clock here.
@@ -66,8 +68,9 @@ package final class DispatchIntake: Sendable {
                 }
             }
             acks.append(CommandAck(id: command.id, accepted: true))
+            // Kind, unit and mode are the site's own words by now: the validator took no others.
             let what = "\(command.kind) \(command.unit ?? "site") \(command.powerKW.map { "\($0) kW " } ?? "")\(command.mode ?? "")"
-            logger.notice("dispatch \(command.id) applied: \(what) until \(Int(command.expiresUnix))",
+            logger.notice("dispatch \(id) applied: \(what) until \(Int(command.expiresUnix))",
                           metadata: ["MESSAGE_ID": "\(MessageID.override)", "BESS_DISPATCH_ID": "\(command.id)"])
         }
         return acks

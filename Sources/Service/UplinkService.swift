@@ -59,12 +59,12 @@ final class UplinkService: DaemonService {
         let commands: @Sendable ([DispatchCommand]) -> [CommandAck] = { [intake] commands in intake.apply(commands) }
         switch aggregator.transport {
         case .http:
-            let sender = UplinkSender(
-                settings: .init(url: aggregator.url, site: aggregator.siteID, tokenFile: aggregator.tokenFile,
-                                caFile: aggregator.caFile, clientCertFile: aggregator.clientCertFile,
-                                clientKeyFile: aggregator.clientKeyFile,
-                                interval: aggregator.interval),
-                queue: queue, log: report, handleCommands: commands)
+            var settings = UplinkSender.Settings(url: aggregator.url, site: aggregator.siteID, tokenFile: aggregator.tokenFile,
+                                                 caFile: aggregator.caFile, clientCertFile: aggregator.clientCertFile,
+                                                 clientKeyFile: aggregator.clientKeyFile, interval: aggregator.interval)
+            // One ledger for both transports: an id acted on over MQTT is not acted on again over HTTP.
+            settings.ledgerFile = configuration.stateDirectory + "/mqtt-commands.json"
+            let sender = UplinkSender(settings: settings, queue: queue, log: report, handleCommands: commands)
             return UplinkService(spool: queue, recorder: recorder, transport: sender, logger: logger)
         case .mqtt:
             guard let url = MQTTURL(aggregator.url) else {

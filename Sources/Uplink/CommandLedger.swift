@@ -115,3 +115,58 @@ struct CommandLedger {
         try AtomicFile.write(Array(data), to: file)
     }
 }
+
+extension CommandLedger {
+    /// What became of one command a transport delivered (`admit`).
+    enum Admission: Equatable {
+        /// New: acted on (or refused by the site's checks) and recorded; answer with this.
+        case handled(CommandAck)
+        /// Acted on before (a redelivery, perhaps across a restart): the same answer again, not acted on.
+        case repeated(CommandAck)
+        /// Cannot be proven new: refused with this answer, not acted on.
+        case refused(CommandAck)
+    }
+
+    /// One delivered command, acted on at most once per id whatever the transport (HTTP answers,
+    /// the MQTT command topic): the id is on disk before `act` runs, and the answer before it is
+    /// sent. `unacted` answers a new id without acting on it (MQTT: expired at the broker), and is
+    /// recorded all the same. What goes wrong is journalled through `log`, its text prefixed `who`
+    /// and every id quoted (`PeerText`).
+    mutating func admit(_ command: DispatchCommand, now: Double, who: String, log: (String, String?) -> Void,
+                        unacted: CommandAck? = nil, act: (DispatchCommand) -> CommandAck) -> Admission {
+        let until = command.expiresUnix.isFinite ? min(command.expiresUnix, now + 86_400) : now + 86_400
+        switch verdict(command.id, now: now) {
+        case .answered(let previous):
+            return .repeated(previous)
+        case .refused(let refusal):
+            let code = entries[command.id] != nil ? "MQTT_COMMAND_UNCERTAIN" : "MQTT_LEDGER_UNREADABLE"
+            log("\(who): command \(PeerText.quoted(command.id)) refused, not acted on: \(refusal.reason ?? "")", code)
+            return .refused(refusal)
+        case .new:
+            break
+        }
+        let ack: CommandAck
+        if let unacted {
+            ack = unacted
+        } else {
+            // On disk before it acts: a power cut from here on leaves the id in the ledger.
+            do throws(SystemCallError) {
+                try begin(command.id, until: until, now: now)
+                ack = act(command)
+            } catch {
+                log("\(who): the command ledger cannot be written (\(error)); command \(PeerText.quoted(command.id)) refused",
+                    "MQTT_LEDGER_UNWRITABLE")
+                ack = CommandAck(id: command.id, accepted: false,
+                                 reason: "MQTT_LEDGER_UNWRITABLE: bessd cannot record the command, so it does not act on it")
+            }
+        }
+        do throws(SystemCallError) {
+            try finish(ack, until: until, now: now)
+        } catch {
+            // Acted on, answer not recorded: a redelivery finds the id in progress and is refused.
+            log("\(who): the command ledger cannot be written (\(error)); the answer to \(PeerText.quoted(command.id)) is sent but not kept",
+                "MQTT_LEDGER_UNWRITABLE")
+        }
+        return .handled(ack)
+    }
+}

@@ -456,12 +456,16 @@ public final class MQTTUplinkSender: UplinkTransport {
             case .malformed(let refusal):
                 sender.statistics.withLock { $0.malformedCommands &+= 1 }
                 sender.log("uplink (MQTT): a \(payload.count)-byte message on the command topic is not a command "
-                           + "(id \(refusal.id.isEmpty ? "none" : refusal.id)); refused", "MQTT_COMMAND_MALFORMED")
+                           + "(id \(refusal.id.isEmpty ? "none" : PeerText.quoted(refusal.id))); refused", "MQTT_COMMAND_MALFORMED")
                 ack = refusal
             case .command(let command):
-                let until = command.expiresUnix.isFinite ? min(command.expiresUnix, now + 86_400) : now + 86_400
-                switch ledger.verdict(command.id, now: now) {
-                case .answered(let previous):
+                let expired = expiry == 0
+                    ? CommandAck(id: command.id, accepted: false, reason: "MQTT_COMMAND_EXPIRED: the message expired at the broker") : nil
+                let admission = ledger.admit(command, now: now, who: "uplink (MQTT)", log: sender.log, unacted: expired) { command in
+                    sender.handleCommands([command]).first ?? CommandAck(id: command.id, accepted: false, reason: "not handled")
+                }
+                switch admission {
+                case .repeated(let previous):
                     sender.statistics.withLock { $0.redeliveries &+= 1 }
                     publishAck(previous)
                     return
@@ -470,34 +474,10 @@ public final class MQTTUplinkSender: UplinkTransport {
                         $0.redeliveries &+= 1
                         $0.commandsRefused &+= 1
                     }
-                    let code = refusal.reason?.prefix { $0 != ":" } ?? "MQTT_COMMAND_UNCERTAIN"
-                    sender.log("uplink (MQTT): command \(PeerText.quoted(command.id)) refused, not acted on: \(refusal.reason ?? "")",
-                               String(code))
                     publishAck(refusal)
                     return
-                case .new:
-                    break
-                }
-                if expiry == 0 {
-                    ack = CommandAck(id: command.id, accepted: false, reason: "MQTT_COMMAND_EXPIRED: the message expired at the broker")
-                } else {
-                    // On disk before it acts: a power cut from here on leaves the id in the ledger.
-                    do throws(SystemCallError) {
-                        try ledger.begin(command.id, until: until, now: now)
-                        ack = sender.handleCommands([command]).first ?? CommandAck(id: command.id, accepted: false, reason: "not handled")
-                    } catch {
-                        sender.log("uplink (MQTT): the command ledger cannot be written (\(error)); command \(PeerText.quoted(command.id)) refused",
-                                   "MQTT_LEDGER_UNWRITABLE")
-                        ack = CommandAck(id: command.id, accepted: false,
-                                         reason: "MQTT_LEDGER_UNWRITABLE: bessd cannot record the command, so it does not act on it")
-                    }
-                }
-                do throws(SystemCallError) {
-                    try ledger.finish(ack, until: until, now: now)
-                } catch {
-                    // Acted on, answer not recorded: a redelivery finds the id in progress and is refused.
-                    sender.log("uplink (MQTT): the command ledger cannot be written (\(error)); the answer to "
-                               + "\(PeerText.quoted(command.id)) is sent but not kept", "MQTT_LEDGER_UNWRITABLE")
+                case .handled(let handled):
+                    ack = handled
                 }
                 sender.statistics.withLock {
                     $0.commands &+= 1

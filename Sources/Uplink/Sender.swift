@@ -26,6 +26,9 @@ public final class UplinkSender: UplinkTransport {
         public var timeout: Duration = .seconds(10)
         public var minBackoff: Duration = .seconds(1)
         public var maxBackoff: Duration = .seconds(300)
+        /// The command ledger (`CommandLedger`, shared with the MQTT transport): an id in the
+        /// aggregator's answers is acted on once, across restarts. Nil: in memory only.
+        public var ledgerFile: String?
 
         public init(url: String, site: String, tokenFile: String?, caFile: String?, clientCertFile: String?,
                     clientKeyFile: String?, interval: Duration) {
@@ -46,6 +49,8 @@ public final class UplinkSender: UplinkTransport {
         public var failures: UInt64 = 0
         public var lastError: String?
         public var acknowledged: UInt64 = 0
+        /// Commands whose id the ledger had seen: answered again, or refused, not acted on.
+        public var redeliveries: UInt64 = 0
     }
 
     let settings: Settings
@@ -112,6 +117,8 @@ public final class UplinkSender: UplinkTransport {
         var backoff = Backoff(first: settings.minBackoff, maximum: settings.maxBackoff)
         var acks: [CommandAck] = []
         var reported: UplinkError.Code?
+        var ledger = CommandLedger(file: settings.ledgerFile)
+        if let problem = ledger.loadProblem { log("uplink: \(problem)", "MQTT_LEDGER_UNREADABLE") }
         while !Task.isCancelled {
             let records: [SpoolRecord]
             do {
@@ -138,7 +145,7 @@ public final class UplinkSender: UplinkTransport {
                 if reported != nil { log("uplink delivering again", nil) }
                 reported = nil
                 backoff.reset()
-                if !commands.isEmpty { acks = handleCommands(commands) }
+                if !commands.isEmpty { acks = admit(commands, ledger: &ledger) }
                 if records.count < settings.batchSize && acks.isEmpty { try? await Task.sleep(for: settings.interval) }
             } catch {
                 if Task.isCancelled || error is CancellationError { break }  // stopping, not failing
@@ -154,6 +161,23 @@ public final class UplinkSender: UplinkTransport {
             }
         }
         try? await client.shutdown()
+    }
+
+    /// The commands of one answer through the ledger: each id acted on once, across restarts (an
+    /// aggregator may hand a command out again: a lost answer, a re-queued id); the answers to
+    /// send with the next batch.
+    func admit(_ commands: [DispatchCommand], ledger: inout CommandLedger) -> [CommandAck] {
+        commands.map { command in
+            let admission = ledger.admit(command, now: Date().timeIntervalSince1970, who: "uplink", log: log) { command in
+                handleCommands([command]).first ?? CommandAck(id: command.id, accepted: false, reason: "not handled")
+            }
+            switch admission {
+            case .handled(let ack): return ack
+            case .repeated(let ack), .refused(let ack):
+                statistics.withLock { $0.redeliveries &+= 1 }
+                return ack
+            }
+        }
     }
 
     /// Posts one batch; returns the acknowledged seq and the commands in the answer.

@@ -1,4 +1,5 @@
 public import ControlCore
+import BessSystem
 import Foundation
 
 /// The uplink protocol, version 1 (docs/uplink-openapi.yaml). JSON; every record carries the site's
@@ -326,25 +327,64 @@ public enum DispatchValidator {
     /// Longest a command may stay in force.
     public static let maxDuration: Duration = .seconds(24 * 3600)
 
+    /// The reason a command is refused, as its answer says it; nil when it may be applied.
     public static func validate(_ c: DispatchCommand, ratings: [String: Double], now: Double) -> String? {
-        guard !c.id.isEmpty, c.id.count <= 128 else { return "id must be 1–128 characters" }
-        guard c.expiresUnix.isFinite, c.expiresUnix > now else { return "already expired (expires_unix \(c.expiresUnix))" }
-        guard c.expiresUnix - now <= Double(maxDuration.components.seconds) else { return "expires more than 24 h ahead" }
-        if let unit = c.unit, ratings[unit] == nil { return "unknown unit \(unit)" }
+        refusal(c, ratings: ratings, now: now)?.reason
+    }
+
+    /// Why a command is refused, coded: `DISPATCH_ID_INVALID` for an id outside
+    /// `IdentifierRule.commandIDText`, `DISPATCH_REFUSED` for the rest. The peer's text in the
+    /// message is quoted (`PeerText`).
+    public static func refusal(_ c: DispatchCommand, ratings: [String: Double], now: Double) -> DispatchRefusal? {
+        guard IdentifierRule.acceptsCommandID(c.id) else {
+            return DispatchRefusal(.idInvalid, message: "id must be \(IdentifierRule.commandIDText) (got \(PeerText.quoted(c.id)))")
+        }
+        let refused = { (why: String) in DispatchRefusal(.refused, message: why) }
+        guard c.expiresUnix.isFinite, c.expiresUnix > now else { return refused("already expired (expires_unix \(c.expiresUnix))") }
+        guard c.expiresUnix - now <= Double(maxDuration.components.seconds) else { return refused("expires more than 24 h ahead") }
+        if let unit = c.unit, ratings[unit] == nil { return refused("unknown unit \(PeerText.quoted(unit))") }
         switch c.kind {
         case "power":
-            guard let kw = c.powerKW, kw.isFinite else { return "power_kw must be a finite number" }
+            guard let kw = c.powerKW, kw.isFinite else { return refused("power_kw must be a finite number") }
             let limit = c.unit.map { ratings[$0] ?? 0 } ?? ratings.values.reduce(0, +)
-            guard abs(kw) <= limit else { return "power_kw \(kw) beyond the rating ±\(limit) kW" }
+            guard abs(kw) <= limit else { return refused("power_kw \(kw) beyond the rating ±\(limit) kW") }
         case "mode":
-            guard c.mode == "auto" || c.mode == "standby" else { return "mode must be auto or standby" }
+            guard c.mode == "auto" || c.mode == "standby" else { return refused("mode must be auto or standby") }
         case "emergency_stop":
             break
         default:
-            return "unknown kind \(c.kind)"
+            return refused("unknown kind \(PeerText.quoted(c.kind))")
         }
         return nil
     }
+}
+
+/// A command the site refuses (`DispatchValidator.refusal`): `CODE: message`.
+public typealias DispatchRefusal = CodedError<DispatchRefusalCode>
+
+/// The stable code of a `DispatchRefusal`: a struct over a private enum, matched by value.
+public struct DispatchRefusalCode: Hashable, Sendable, CustomStringConvertible {
+    private enum Value: Hashable, Sendable { case idInvalid, refused }
+    private let value: Value
+    private init(_ value: Value) { self.value = value }
+
+    /// `DISPATCH_ID_INVALID`: the id is not `IdentifierRule.commandIDText`.
+    public static let idInvalid = Self(.idInvalid)
+    /// `DISPATCH_REFUSED`: expired, too long, an unknown unit or kind, a power beyond the rating.
+    public static let refused = Self(.refused)
+
+    public var description: String {
+        switch value {
+        case .idInvalid: "DISPATCH_ID_INVALID"
+        case .refused: "DISPATCH_REFUSED"
+        }
+    }
+}
+
+extension CodedError where StableCode == DispatchRefusalCode {
+    /// What the command's answer says: the id's refusal with its code first; the others as they
+    /// have always read.
+    public var reason: String { code == .idInvalid ? description : message }
 }
 
 /// A batch as sent: `POST /v1/sites/{site}/records`.

@@ -220,7 +220,7 @@ struct MQTTUplinkTests {
         daemon.signal(SIGTERM)
         let end = daemon.finish()
         #expect(end.status == 0)
-        #expect(end.text.components(separatedBy: "dispatch mq-1 applied").count == 2, "mq-1 acted on more than once")
+        #expect(end.text.components(separatedBy: "dispatch \"mq-1\" applied").count == 2, "mq-1 acted on more than once")
         #expect(!end.text.contains("mq-lapsed"), "a command whose MQTT message expiry had passed reached bessd")
         #expect(end.text.contains("MQTT_COMMAND_MALFORMED"))
         // A clean stop says offline at once (no Last Will needed).
