@@ -7,7 +7,7 @@ extension AggregatorConfiguration {
     /// The keys of `aggregator`.
     static let keys = ConfigKeys("aggregator", [
         "transport", "url", "token_file", "interval_s", "site_id", "ca_file", "client_cert_file", "client_key_file",
-        "spool_max_mb", "username", "password_file", "keepalive_s", "session_expiry_s",
+        "spool_max_mb", "username", "password_file", "keepalive_s", "session_expiry_s", "insecure_transport",
     ])
 
     /// `aggregator:` — where the uplink sends the site's records: HTTP or an MQTT broker.
@@ -42,11 +42,36 @@ extension AggregatorConfiguration {
         } else if fields.has("token_file") {
             r.error(fields.node, fields.child("token_file"), "applies to transport: http only (MQTT uses username + password_file or a client certificate)")
         }
+        let insecure = fields.bool("insecure_transport", default: false)
+        if let url { cleartext(url, insecure: insecure, fields, r) }
         fields.finish(Self.keys)
         return AggregatorConfiguration(transport: transport, url: url ?? "", tokenFile: token, interval: interval,
                                        siteID: site ?? "", caFile: ca, clientCertFile: cert, clientKeyFile: key,
                                        spoolMaxMB: spoolMB, username: username, passwordFile: password,
-                                       keepalive: .seconds(keepalive), sessionExpiry: .seconds(sessionExpiry))
+                                       keepalive: .seconds(keepalive), sessionExpiry: .seconds(sessionExpiry),
+                                       insecureTransport: insecure)
+    }
+}
+
+extension AggregatorConfiguration {
+    /// `http://` and `mqtt://` carry the token or password, the site's records and the commands that
+    /// move its batteries in clear: to anything but loopback that is an error (`UPLINK_CLEARTEXT`),
+    /// unless `insecure_transport: true` says it is meant; then a notice, at check-config and at start.
+    static func cleartext(_ url: String, insecure: Bool, _ fields: ConfigReader.Fields, _ r: ConfigReader) {
+        guard url.hasPrefix("http://") || url.hasPrefix("mqtt://"), let host = HostAddress.host(ofURL: url),
+              !HostAddress.isLoopback(host) else { return }
+        let scheme = url.hasPrefix("http://") ? "http://" : "mqtt://"
+        let secure = scheme == "http://" ? "https://" : "mqtts://"
+        if insecure {
+            r.notice(fields.mark("insecure_transport"), fields.child("insecure_transport"),
+                     "UPLINK_CLEARTEXT: the uplink to \(host) is \(scheme), in clear: its credentials, records and commands "
+                        + "can be read and changed on the way", code: .uplinkCleartext)
+        } else {
+            r.error(fields.mark("url"), fields.child("url"),
+                    "UPLINK_CLEARTEXT: \(scheme) to \(host), which is not loopback, carries the credentials, records and "
+                        + "commands in clear; use \(secure), or set aggregator.insecure_transport: true if it is meant",
+                    code: .uplinkCleartext)
+        }
     }
 }
 

@@ -8,7 +8,7 @@ public struct ConfigDiagnostic: Error, Sendable, Equatable, CustomStringConverti
     /// A stable code for logs and scripts (`BESS_CODE=`): a struct over a private enum, matched by
     /// value; its description is the name printed.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Value: Hashable, Sendable { case invalid, syntax, unreadable, notice, unexplained }
+        private enum Value: Hashable, Sendable { case invalid, syntax, unreadable, notice, unexplained, uplinkCleartext }
         private let value: Value
         private init(_ value: Value) { self.value = value }
         /// `CONFIG_INVALID`: a value, key or combination the configuration does not allow.
@@ -21,6 +21,9 @@ public struct ConfigDiagnostic: Error, Sendable, Equatable, CustomStringConverti
         public static let notice = Code(.notice)
         /// `CONFIG_UNEXPLAINED`: the loader refused the file without saying why (a bug in bessd).
         public static let unexplained = Code(.unexplained)
+        /// `UPLINK_CLEARTEXT`: an `http://` or `mqtt://` uplink to a host other than loopback; an
+        /// error unless `aggregator.insecure_transport: true`, then a notice.
+        public static let uplinkCleartext = Code(.uplinkCleartext)
 
         public var description: String {
             switch value {
@@ -29,6 +32,7 @@ public struct ConfigDiagnostic: Error, Sendable, Equatable, CustomStringConverti
             case .unreadable: "CONFIG_UNREADABLE"
             case .notice: "CONFIG_NOTICE"
             case .unexplained: "CONFIG_UNEXPLAINED"
+            case .uplinkCleartext: "UPLINK_CLEARTEXT"
             }
         }
     }

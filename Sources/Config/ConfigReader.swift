@@ -14,12 +14,12 @@ final class ConfigReader {
 
     var hasErrors: Bool { diagnostics.contains { $0.severity == .error } }
 
-    func error(_ node: Node?, _ path: String, _ message: String, got: String? = nil) {
-        diagnostics.append(ConfigDiagnostic(file: file, line: node?.mark?.line, keyPath: path, message: message, got: got))
+    func error(_ node: Node?, _ path: String, _ message: String, got: String? = nil, code: ConfigDiagnostic.Code = .invalid) {
+        diagnostics.append(ConfigDiagnostic(code: code, file: file, line: node?.mark?.line, keyPath: path, message: message, got: got))
     }
 
-    func notice(_ node: Node?, _ path: String, _ message: String) {
-        diagnostics.append(ConfigDiagnostic(code: .notice, severity: .notice, file: file,
+    func notice(_ node: Node?, _ path: String, _ message: String, code: ConfigDiagnostic.Code = .notice) {
+        diagnostics.append(ConfigDiagnostic(code: code, severity: .notice, file: file,
                                             line: node?.mark?.line, keyPath: path, message: message))
     }
 

@@ -79,6 +79,9 @@ public struct AggregatorConfiguration: Sendable, Equatable {
     /// `keepalive_s` and `session_expiry_s`, whole seconds as MQTT sends them.
     public var keepalive: Duration = .seconds(30)
     public var sessionExpiry: Duration = .seconds(86_400)
+    /// `insecure_transport`: an `http://` or `mqtt://` url to a host other than loopback is meant
+    /// (a notice); without it, an error.
+    public var insecureTransport = false
 }
 
 /// `simulation`: the built-in simulated site, and the plant of a HIL rig.

@@ -56,6 +56,20 @@ enum HostAddress {
         return inet_pton(AF_INET6, address, &storage) == 1 ? nil : "is not an IPv6 address"
     }
 
+    /// Whether `host` names this machine's loopback and nothing else: `localhost`, an address in
+    /// 127.0.0.0/8, `::1`, or 127.0.0.0/8 mapped into IPv6. Any other name may resolve elsewhere.
+    static func isLoopback(_ host: String) -> Bool {
+        let name = host.hasSuffix(".") ? String(host.dropLast()) : host
+        if name.lowercased() == "localhost" { return true }
+        var v4 = in_addr()
+        if inet_pton(AF_INET, name, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
+        var v6 = in6_addr()
+        guard inet_pton(AF_INET6, name, &v6) == 1 else { return false }
+        let bytes = withUnsafeBytes(of: &v6) { Array($0) }
+        if bytes[..<15].allSatisfy({ $0 == 0 }) && bytes[15] == 1 { return true }
+        return bytes[..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xFF && bytes[11] == 0xFF && bytes[12] == 127
+    }
+
     /// Whether `url`'s host (``host(ofURL:)``) is an address or a host name.
     static func urlHasValidHost(_ url: String) -> Bool {
         host(ofURL: url).map { problem($0) == nil } ?? false

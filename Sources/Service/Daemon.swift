@@ -167,7 +167,7 @@ public final class Daemon {
             for notice in notices { logger.warning("\(notice)", metadata: ["BESS_CODE": "REALTIME_DEGRADED"]) }
         }
         defer { if realtimeFD >= 0 { close(realtimeFD) } }
-        for notice in configuration.notices { logger.notice("\(notice)") }
+        for notice in configuration.notices { logger.notice("\(notice)", metadata: ["BESS_CODE": "\(notice.code)"]) }
         start(configuration)
 
         var nextStatus = SystemClock.shared.now()

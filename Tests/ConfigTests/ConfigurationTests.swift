@@ -140,7 +140,7 @@ struct ConfigurationTests {
     func hostAccepted(host: String) throws {
         let url = host.contains(":") ? "[\(host)]" : host
         let c = try ConfigLoader.parse(Self.site(line: 7, "      host: \(host)")
-                                       + "aggregator:\n  transport: mqtt\n  url: mqtt://\(url):1883\n", file: "site.yaml")
+                                       + "aggregator:\n  transport: mqtt\n  url: mqtts://\(url):8883\n", file: "site.yaml")
         let expected = host
         #expect(c.units[0].modbus?.transport == .tcp(host: expected, port: 502))
     }
