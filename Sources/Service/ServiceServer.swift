@@ -19,7 +19,9 @@ package enum ControlResponse {
 /// own with non-blocking I/O: `poll` over every listener and connection, per-connection buffers, an
 /// idle timeout and a connection cap per listener. A client that connects and says nothing costs a
 /// slot until its idle timeout and nothing else; at the cap the connection idle longest is closed to
-/// make room, so a new operator is always answered. Nothing here feeds the watchdog or runs the cycle.
+/// make room, so a new operator is always answered, and no user can push another off the control
+/// socket (`ControlAdmission`: a cap per uid, sessions with no role first). Nothing here feeds the
+/// watchdog or runs the cycle.
 final class ServiceServer: @unchecked Sendable {
     enum Kind { case control, metrics }
 
@@ -28,6 +30,8 @@ final class ServiceServer: @unchecked Sendable {
         var idleTimeout: Duration = .seconds(5)
         /// Open connections per listener.
         var maxConnections = 64
+        /// Open control connections per uid (`ControlAdmission`).
+        var maxConnectionsPerUID = 16
         /// Longest request line (control) or header (metrics).
         var maxRequestBytes = 65_536
         /// How long an answer may wait for the cycle to take a request.
@@ -44,11 +48,17 @@ final class ServiceServer: @unchecked Sendable {
         var waiting: (generation: UInt64, deadline: MonotonicInstant, verb: ControlVerb, finish: () -> any ControlReply)?
         /// Read once at accept: the kernel's credentials do not change over a connection.
         let caller: ControlCaller?
-        init(fd: Int32, kind: Kind, now: MonotonicInstant) {
+        init(fd: Int32, kind: Kind, now: MonotonicInstant, caller: ControlCaller?) {
             self.fd = fd
             self.kind = kind
             lastActivity = now
-            caller = kind == .control ? ControlCaller.of(socket: fd) : nil
+            self.caller = caller
+        }
+
+        /// As `ControlAdmission` weighs it: a metrics client has no uid and counts as an operator.
+        var session: ControlAdmission.Session {
+            ControlAdmission.Session(id: fd, uid: caller?.uid, role: kind == .control ? caller?.role ?? .none : .operator,
+                                     lastActivity: lastActivity, busy: waiting != nil)
         }
     }
 
@@ -59,6 +69,8 @@ final class ServiceServer: @unchecked Sendable {
     private let handleControl: (ControlRequest, ControlCaller) -> ControlResponse
     private let renderMetrics: () -> String
     private let appliedGeneration: () -> UInt64
+    /// Who is on a new control connection (the kernel's word; a test's stand-in).
+    private let callerOf: (Int32) -> ControlCaller
     private let thread = WorkerThread()
     /// Ends the loop's wait at `stop()`: the loop sleeps only as long as something it keeps time for
     /// needs (an idle connection's timeout, an answer waiting for the cycle), not a fixed tick.
@@ -67,6 +79,8 @@ final class ServiceServer: @unchecked Sendable {
     let wakeups = Atomic<UInt64>(0)
     /// Connections closed for idling or to make room (tests and /metrics).
     let evicted = Atomic<UInt64>(0)
+    /// Newcomers closed at once because nothing could give way to them (`ControlAdmission`).
+    let refused = Atomic<UInt64>(0)
     /// This thread's CPU time answering control requests, per verb (/metrics).
     let answerCosts = AnswerCosts()
 
@@ -75,9 +89,11 @@ final class ServiceServer: @unchecked Sendable {
     init(controlPath: String?, metricsAddress: String?, limits: Limits = Limits(),
          appliedGeneration: @escaping () -> UInt64,
          handleControl: @escaping (ControlRequest, ControlCaller) -> ControlResponse,
-         renderMetrics: @escaping () -> String) throws(RunError)
+         renderMetrics: @escaping () -> String,
+         callerOf: @escaping (Int32) -> ControlCaller = { ControlCaller.of(socket: $0) }) throws(RunError)
     {
         self.limits = limits
+        self.callerOf = callerOf
         self.controlPath = controlPath
         self.handleControl = handleControl
         self.renderMetrics = renderMetrics
@@ -176,14 +192,25 @@ final class ServiceServer: @unchecked Sendable {
             if fd < 0 { return }  // EAGAIN: none left; anything else: try again at the next readiness
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            let mine = connections.values.filter { $0.kind == kind }
-            if mine.count >= limits.maxConnections,
-               let oldest = mine.filter({ $0.waiting == nil }).min(by: { $0.lastActivity < $1.lastActivity })
-            {
-                drop(oldest)
+            let connection = Connection(fd: fd, kind: kind, now: now, caller: kind == .control ? callerOf(fd) : nil)
+            let newcomer = connection.session
+            let open = connections.values.filter { $0.kind == kind }
+            switch ControlAdmission.decide(uid: newcomer.uid, role: newcomer.role, open: open.map(\.session),
+                                           maximum: limits.maxConnections, perUID: limits.maxConnectionsPerUID) {
+            case .admit:
+                break
+            case .evict(let victim):
+                if let victim = connections[victim] { drop(victim) }
                 evicted.add(1, ordering: .relaxed)
+            case .refuse:
+                // A line the client may read, best effort (a new socket takes it whole), then closed.
+                let line = ControlFailure("CONTROL_SOCKET_BUSY", "too many connections; none may give way to this one").line
+                _ = line.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                close(fd)
+                refused.add(1, ordering: .relaxed)
+                continue
             }
-            connections[fd] = Connection(fd: fd, kind: kind, now: now)
+            connections[fd] = connection
         }
     }
 
