@@ -100,6 +100,8 @@ public struct ResetReply: ControlReply, Equatable {
 
 /// `mode`: the mode set, the units it was set on, and those another hold keeps in standby.
 public struct ModeReply: ControlReply, Equatable {
+    /// `HOLD_STATE_UNWRITABLE: …` when the hold could not be kept on disk (left out otherwise).
+    public var holdState: String?
     public var mode: String
     public var stillStandby: [StandbyHold]
     public var units: [String]
@@ -108,9 +110,10 @@ public struct ModeReply: ControlReply, Equatable {
         self.units = units
         self.stillStandby = stillStandby
     }
-    enum CodingKeys: String, CodingKey { case mode, units, stillStandby = "still_standby" }
+    enum CodingKeys: String, CodingKey { case mode, units, stillStandby = "still_standby", holdState = "hold_state" }
     public func write(to json: inout JSONText) {
         json.beginObject()
+        json.field(CodingKeys.holdState, ifPresent: holdState)
         json.field(CodingKeys.mode, mode)
         json.field(okKey, true)
         json.field(CodingKeys.stillStandby, stillStandby)

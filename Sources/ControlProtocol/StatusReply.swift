@@ -12,6 +12,10 @@ public struct StatusReply: ControlReply, Equatable {
     /// of the answer when nil.
     public var frequencyAgeMs: Double?
     public var gridOperator: GridOperatorReply
+    /// `HOLD_STATE_UNREADABLE: …` naming the holds file, when it could not be read at start (every
+    /// unit then starts in the operator's standby) and until the operator lifts the site's standby;
+    /// left out otherwise.
+    public var holdState: String?
     /// The utility's IEEE 2030.5 server as bessd follows it; nil (left out) without `ieee2030_5:`.
     public var ieee2030_5: IEEE2030_5Reply?
     public var mode: String
@@ -41,6 +45,7 @@ public struct StatusReply: ControlReply, Equatable {
         case frequencyHz = "frequency_hz", gridOperator = "grid_operator"
         case frequencySource = "frequency_source", frequencyAgeMs = "frequency_age_ms"
         case ieee2030_5
+        case holdState = "hold_state"
     }
 
     public func write(to json: inout JSONText) {
@@ -52,6 +57,7 @@ public struct StatusReply: ControlReply, Equatable {
         json.field(CodingKeys.frequencyHz, frequencyHz)
         json.field(CodingKeys.frequencySource, ifPresent: frequencySource)
         json.field(CodingKeys.gridOperator, gridOperator)
+        json.field(CodingKeys.holdState, ifPresent: holdState)
         json.field(CodingKeys.ieee2030_5, ifPresent: ieee2030_5)
         json.field(CodingKeys.mode, mode)
         json.field(okKey, true)

@@ -35,6 +35,9 @@ public final class ScadaServer: @unchecked Sendable {
     /// Times the server's wait returned (tests: an idle server does not tick).
     let wakeups = Atomic<UInt64>(0)
     private let log: @Sendable (ScadaEventCode, String, [String: String]) -> Void
+    /// Called once a write to the grid operator limit's points is committed, before it is answered:
+    /// the daemon keeps the limit on disk there (`HoldKeeper`), so an answered limit survives a restart.
+    private let keepLimit: (@Sendable () -> Void)?
     /// Requests answered, writes accepted and refused, connections refused (allow_from or
     /// max_clients), closed idle.
     public let answered = Atomic<UInt64>(0)
@@ -58,14 +61,17 @@ public final class ScadaServer: @unchecked Sendable {
     public let serial: SerialSettings?
 
     /// `log(code, message, fields)` is called on the server thread for writes, refusals and
-    /// closures (`fields`: journald BESS_* fields of a write). With
+    /// closures (`fields`: journald BESS_* fields of a write); `keepLimit` after a limit write is
+    /// committed, before its answer. With
     /// `serialLine`, this server answers on `configuration.serial` (Modbus RTU) instead of TCP: one
     /// server, and one thread, per line.
     public init(configuration: ScadaConfiguration, serialLine: Bool = false, site description: ScadaSiteDescription,
-                shared: SharedState, log: @escaping @Sendable (ScadaEventCode, String, [String: String]) -> Void) throws(FieldbusError) {
+                shared: SharedState, keepLimit: (@Sendable () -> Void)? = nil,
+                log: @escaping @Sendable (ScadaEventCode, String, [String: String]) -> Void) throws(FieldbusError) {
         self.configuration = configuration
         self.shared = shared
         self.log = log
+        self.keepLimit = keepLimit
         port = configuration.port
         var site = description
         if serialLine { site.unitID = configuration.serialUnitID }
@@ -311,6 +317,7 @@ public final class ScadaServer: @unchecked Sendable {
                 return refuse(query, refusal.exception, peer: peer, address: address, reason: refusal.reason)
             case .success(let accepted):
                 guard shared.commit(accepted.commands, ifGeneration: generation) else { continue }
+                if accepted.limitWritten { keepLimit?() }
                 image.fill(commands: accepted.commands, now: now)
                 copyImage()
                 server.reply(query, length: Int32(count))

@@ -106,6 +106,8 @@ extension Daemon {
                 return .now(Self.failure("BAD_REQUEST", "mode must be auto or standby"))
             }
             guard let target = target(request, configuration) else { return Self.unknownUnit(request) }
+            // On disk before the cycle takes it, so before the reply says it holds (HoldKeeper).
+            let unsaved = holds.operatorMode(mode, unit: { if case .unit(let i) = target { configuration.units[i].id } else { nil } }())
             let generation: UInt64
             let name: String
             switch target {
@@ -130,7 +132,9 @@ extension Daemon {
                         + (held.isEmpty ? "" : "; still in standby: " + held.map { "\($0.unit) (\($0.heldBy))" }.joined(separator: ", ")),
                       uid: uid, ["MESSAGE_ID": "\(MessageID.mode)", "BESS_MODE": "\(mode.rawValue)",
                                  "BESS_UNIT": ids.count == 1 ? "\(ids[0])" : .array(ids.map { "\($0)" })])
-                return ModeReply(mode: mode.rawValue, units: ids, stillStandby: held)
+                var reply = ModeReply(mode: mode.rawValue, units: ids, stillStandby: held)
+                reply.holdState = unsaved.map { "\($0); the mode holds while bessd runs but would not survive a restart" }
+                return reply
             }
         case .override:
             guard case .unit(let index)? = target(request, configuration), request.unit != nil else {

@@ -72,6 +72,8 @@ public final class Daemon {
     package let intake: DispatchIntake
     /// Latched trips on disk.
     var latches: LatchKeeper
+    /// The holds only their owner may lift (operator standby, SCADA's limit, the aggregator's stop), on disk.
+    let holds: HoldKeeper
     /// Latches of unit ids this configuration lacks (`bessctl reset --orphaned` clears them).
     let orphanedLatches: OrphanedLatches
     /// The cycle's events to the journal and the uplink.
@@ -132,14 +134,16 @@ public final class Daemon {
         latches = LatchKeeper(stateDirectory: configuration.stateDirectory, units: configuration.units.count, logger: logger)
         orphanedLatches = latches.orphans
         cycle = CycleThread(runner: runner, shared: shared)
+        holds = HoldKeeper(stateDirectory: configuration.stateDirectory, logger: logger)
         intake = DispatchIntake(shared: shared, logger: logger,
-                                units: configuration.units.map { ($0.id, $0.maxPowerKW) })
+                                units: configuration.units.map { ($0.id, $0.maxPowerKW) }, holds: holds)
         uplink = UplinkService.make(configuration: configuration, intake: intake, logger: logger)
         Self.recordUtilityControls(sep2, inbox: uplink?.recorder.inbox, wakeup: shared.serviceWakeup)
         shared.declareAGC(configuration.iec104?.agc?.limits)
         latches.restore(unitIDs: configuration.units.map(\.id)) { [runner, started] set, unit in
             runner.controller.restoreLatches(set, unit: unit, since: started)
         }
+        holds.restore(configuration, into: runner.controller, shared: shared)
     }
 
     /// A bus worker's notice as a journal entry: its code in `BESS_CODE`, the units it concerns in

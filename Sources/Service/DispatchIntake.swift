@@ -14,11 +14,18 @@ package final class DispatchIntake: Sendable {
     let shared: SharedState
     let logger: Logger
     let units: PILock<[(id: String, ratingKW: Double)]>
+    /// Where the aggregator's standby and emergency stop are kept across restarts (nil: not kept).
+    let holds: HoldKeeper?
 
-    package init(shared: SharedState, logger: Logger, units: [(String, Double)]) {
+    init(shared: SharedState, logger: Logger, units: [(String, Double)], holds: HoldKeeper?) {
         self.shared = shared
         self.logger = logger
+        self.holds = holds
         self.units = PILock(units.map { (id: $0.0, ratingKW: $0.1) })
+    }
+
+    package convenience init(shared: SharedState, logger: Logger, units: [(String, Double)]) {
+        self.init(shared: shared, logger: logger, units: units, holds: nil)
     }
 
     func update(units new: [(String, Double)]) { units.withLock { $0 = new.map { (id: $0.0, ratingKW: $0.1) } } }
@@ -29,6 +36,8 @@ package final class DispatchIntake: Sendable {
         var ratings: [String: Double] = [:]
         for unit in site { ratings[unit.id] = unit.ratingKW }
         var acks: [CommandAck] = []
+        // The aggregator's holds these commands set or lift, kept on disk before any ack says so.
+        var held: [(unit: String, hold: AggregatorHold?)] = []
         for command in commands {
             // The id and every name in a line are the peer's text: quoted, so none can forge a line.
             let id = PeerText.quoted(command.id, limit: 128)
@@ -59,6 +68,8 @@ package final class DispatchIntake: Sendable {
                 // by itself at the command's expiry (the cycle lets it lapse).
                 let mode = OperatingMode(rawValue: command.mode ?? "auto") ?? .auto
                 shared.post { mailbox in for i in targets { mailbox.remoteMode[i] = (mode, lasting, false) } }
+                let hold = mode == .standby ? AggregatorHold(untilUnix: command.expiresUnix, emergency: false) : nil
+                held += targets.map { (site[$0].id, hold) }
             default:  // emergency_stop: standby at once, dispatch dropped, until the command ends
                 shared.post { mailbox in
                     for i in targets {
@@ -66,6 +77,7 @@ package final class DispatchIntake: Sendable {
                         mailbox.clearDispatch[i] = true
                     }
                 }
+                held += targets.map { (site[$0].id, AggregatorHold(untilUnix: command.expiresUnix, emergency: true)) }
             }
             acks.append(CommandAck(id: command.id, accepted: true))
             // Kind, unit and mode are the site's own words by now: the validator took no others.
@@ -73,6 +85,8 @@ package final class DispatchIntake: Sendable {
             logger.notice("dispatch \(id) applied: \(what) until \(Int(command.expiresUnix))",
                           metadata: ["MESSAGE_ID": "\(MessageID.override)", "BESS_DISPATCH_ID": "\(command.id)"])
         }
+        // A hold that cannot be written still stands while bessd runs (HOLD_STATE_UNWRITABLE, logged).
+        if !held.isEmpty { _ = holds?.aggregator(held) }
         return acks
     }
 

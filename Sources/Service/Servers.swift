@@ -18,10 +18,13 @@ extension Daemon {
     /// the daemon runs on: the site's control never depends on its SCADA view.
     func startScada(_ configuration: BessdConfiguration) {
         guard let settings = configuration.scada else { return }
-        // Every write holds for at most max_hold_s; nothing written yet.
+        // Every write holds for at most max_hold_s; nothing written yet but the limit an earlier
+        // run left standing (HoldKeeper.restore), which the cycle has applied since its first period.
         var generation: UInt64 = 0
-        _ = shared.commands(generation: &generation)
-        _ = shared.commit(SiteCommands(maxHold: settings.maxHold), ifGeneration: generation)
+        let restored = shared.commands(generation: &generation).limit
+        var commands = SiteCommands(maxHold: settings.maxHold)
+        commands.limit = restored
+        _ = shared.commit(commands, ifGeneration: generation)
         let description = ScadaSiteDescription(
             siteID: configuration.aggregator?.siteID ?? configuration.units.first?.campusID ?? "site",
             version: BessdVersion.string, mode: configuration.mode.rawValue, unitID: settings.unitID,
@@ -29,10 +32,12 @@ extension Daemon {
             capacitiesWh: configuration.units.map { $0.capacityKWh * 1000 }, hasMeter: configuration.site.meter != nil)
         let logger = self.logger
         let shared = self.shared
+        let holds = self.holds
         // One server per line: TCP always, RTU when scada.serial names a line of its own.
         func serve(serialLine: Bool, on place: String, unit: Int) -> ScadaServer? {
             do {
-                let server = try ScadaServer(configuration: settings, serialLine: serialLine, site: description, shared: shared) {
+                let server = try ScadaServer(configuration: settings, serialLine: serialLine, site: description, shared: shared,
+                                             keepLimit: { _ = holds.scadaLimit { shared.commands } }) {
                     code, message, fields in
                     var metadata: Logger.Metadata = ["BESS_CODE": "\(code)"]
                     for (key, value) in fields { metadata[key] = "\(value)" }

@@ -52,6 +52,7 @@ extension Daemon {
                            frequencySource: stats.frequencySource?.rawValue,
                            frequencyAgeMs: stats.frequencyAge.isFinite ? (stats.frequencyAge * 1000).rounded() : nil)
         reply.ieee2030_5 = ieee2030_5Reply()
+        reply.holdState = holds.unreadable.map { "\($0)" }
         let blocked = configuration.units.indices.filter { $0 < units.count && units[$0].contactor == .cannotOpen }
         if !blocked.isEmpty { reply.ieee2030_5?.cannotOpen = blocked.map { configuration.units[$0].id } }
         return reply
@@ -125,6 +126,10 @@ extension Daemon {
         if site.shortfallActive {
             list.append(FaultReply(unit: "site", code: "SITE_SHORTFALL", latched: false,
                                    explanation: "the units cannot deliver \(Int((site.shortfall / 1000).rounded())) kW of what the site is asked"))
+        }
+        if let unreadable = holds.unreadable {
+            list.append(FaultReply(unit: "site", code: "\(unreadable.code)", latched: true,
+                                   explanation: "\(unreadable.message): every unit started in the operator's standby; check the site, then bessctl mode auto"))
         }
         return FaultsReply(faults: list)
     }

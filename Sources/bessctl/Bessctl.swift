@@ -202,6 +202,7 @@ struct Status: ParsableCommand {
               + "overruns \(cycle.overruns)")
         if let uplink = status.uplink { print(Self.uplinkLine(uplink, now: Date().timeIntervalSince1970)) }
         if let line = Self.clockLine(status.clock) { print(line) }
+        if let holdState = status.holdState { print(holdState + "; every unit started in the operator's standby (bessctl mode auto lifts it)") }
         for line in Self.gridOperatorLines(status.gridOperator) { print(line) }
         if let line = status.agc.flatMap(Self.agcLine) { print(line) }
         let header = ["UNIT", "STATE", "MODE", "SOC %", "POWER kW", "SETPOINT kW", "TRIPS"]
@@ -460,6 +461,7 @@ struct Mode: ParsableCommand {
     func run() throws {
         let answer = try connection.send(ControlRequest(.mode, unit: unit, mode: mode), expecting: ModeReply.self)
         print(Self.reply(mode: mode, unit: unit, stillStandby: answer.stillStandby.map { ($0.unit, $0.heldBy) }))
+        if let holdState = answer.holdState { FileHandle.standardError.write(Data((holdState + "\n").utf8)) }
     }
 
     /// What happened, not what was asked: `auto` lifts only the standby it names, so a unit that
