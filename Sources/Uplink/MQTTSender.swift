@@ -386,7 +386,7 @@ public final class MQTTUplinkSender: UplinkTransport {
                 lastAvailability = availability
                 try connection.publish(topics.availability, availability, retain: true)
             }
-            if records.count < sender.settings.batchSize { nextPublish = max(nextPublish, pacer.sent(at: SystemClock.shared.now())) }
+            if records.count < sender.settings.batchSize && last.seq >= sender.queue.newest { nextPublish = max(nextPublish, pacer.sent(at: SystemClock.shared.now())) }
         }
 
         static func isAvailability(_ payload: [UInt8]) -> Bool {

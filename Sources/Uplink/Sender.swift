@@ -146,7 +146,7 @@ public final class UplinkSender: UplinkTransport {
                 reported = nil
                 backoff.reset()
                 if !commands.isEmpty { acks = admit(commands, ledger: &ledger) }
-                if records.count < settings.batchSize && acks.isEmpty { try? await Task.sleep(for: settings.interval) }
+                if records.count < settings.batchSize && (records.last?.seq ?? 0) >= queue.newest && acks.isEmpty { try? await Task.sleep(for: settings.interval) }
             } catch {
                 if Task.isCancelled || error is CancellationError { break }  // stopping, not failing
                 let code = (error as? UplinkError)?.code ?? .unreachable

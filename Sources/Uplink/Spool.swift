@@ -139,7 +139,10 @@ public final class Spool {
     /// The segment being read and its descriptor (`reader`).
     var reading: (path: String, fd: Int32)?
     static let header = 16
+    /// The largest record a segment holds when read (what an older bessd may have written).
     static let maxPayload = 1 << 20
+    /// The largest record written: half a batch (`SpoolQueue.batchBytes`), so any record can be sent.
+    static let maxRecord = 480_000
 
     public init(directory: String, maxBytes: Int = 64 << 20, segmentBytes: Int = 4 << 20,
                 syncInterval: Duration = .seconds(1)) throws(SpoolError) {
@@ -173,7 +176,7 @@ public final class Spool {
     /// Appends one record and returns its seq. The bytes reach the kernel before this returns.
     @discardableResult
     public func append(_ payload: [UInt8]) throws(SpoolError) -> UInt64 {
-        guard payload.count <= Self.maxPayload else {
+        guard payload.count <= Self.maxRecord else {
             throw SpoolError(.recordTooLarge, message: "a record of \(payload.count) bytes")
         }
         let seq = nextSeq
@@ -294,23 +297,32 @@ public final class Spool {
     /// CPU; hil/results/README.md, "Figures behind the code").
     /// A retry of the same request (the uplink down, the batch not acknowledged) starts where the
     /// previous one did (`retryCursor`), not at the segment's start.
-    public func records(after seq: UInt64, limit: Int) throws(SpoolError) -> [SpoolRecord] {
+    ///
+    /// At most `bytes` of payloads (each counted with one byte for the comma between), except that the
+    /// first record always comes: a read that stops at the bound continues there next time.
+    public func records(after seq: UInt64, limit: Int, bytes: Int = .max) throws(SpoolError) -> [SpoolRecord] {
         var result: [SpoolRecord] = []
         var floor = seq
+        var budget = bytes
         for segment in segments where segment.lastSeq > floor && result.count < limit {
             let known = [cursor, retryCursor].lazy.compactMap { $0 }.first { $0.path == segment.path && $0.seq == floor }
             let start = known?.offset ?? 0
             let fd = try reader(segment.path)
-            var part = try Self.read(segment.path, open: fd, from: start, after: floor, limit: limit - result.count)
-            if part.records.isEmpty && start > 0 {
-                part = try Self.read(segment.path, open: fd, from: 0, after: floor, limit: limit - result.count)
+            var part = try SpoolSegment.read(segment.path, open: fd, from: start, after: floor, limit: limit - result.count,
+                                     budget: budget, first: result.isEmpty)
+            if part.records.isEmpty && start > 0 && !part.full {
+                part = try SpoolSegment.read(segment.path, open: fd, from: 0, after: floor, limit: limit - result.count,
+                                     budget: budget, first: result.isEmpty)
             }
             if !part.records.isEmpty { retryCursor = (segment.path, floor, part.begin) }
             for record in part.records {
                 result.append(record)
                 floor = record.seq
+                budget -= record.payload.count + 1
             }
             if let last = part.records.last { cursor = (segment.path, last.seq, part.end) }
+            // The next record does not fit: nothing of a later segment may pass it.
+            if part.full { break }
         }
         return result
     }
@@ -483,7 +495,7 @@ public final class Spool {
             let path = "\(directory)/\(name)"
             var first: UInt64?
             var last: UInt64?
-            let validBytes = try Self.scan(path, from: 0) { seq, _, _ in
+            let validBytes = try SpoolSegment.scan(path, from: 0) { seq, _, _ in
                 if first == nil { first = seq }
                 last = seq
                 return true
@@ -529,79 +541,5 @@ public final class Spool {
     static func firstSeq(_ name: String) -> UInt64? {
         guard name.hasPrefix("seg-"), name.hasSuffix(".log") else { return nil }
         return UInt64(name.dropFirst(4).dropLast(4))
-    }
-
-    /// Walks the valid records of a segment from byte `start` (a record boundary), reading it at most 64 KiB
-    /// at a time with pread(2): memory stays one chunk plus one record, whatever the segment's size
-    /// (reading a whole segment per request held up to twice its size, and at every uplink outage the
-    /// sender's retries did it again: the soak saw RSS step up at each one). `visit` gets each record's
-    /// seq, payload and the offset just past it, and returns false to stop after it. The walk ends at
-    /// the first torn, damaged or out-of-sequence record. Returns the offset just past the last record
-    /// visited (`start` when none was).
-    /// (Plain reads, no Foundation `Data`: under the fuzzer's sanitizer build each
-    /// `FileManager.contents` read stayed live, 2.8 GB after 335,000 recoveries.)
-    ///
-    /// `open` is a descriptor of `path` already open for reading (the spool keeps one for the segment
-    /// it reads); without one the file is opened and closed here. The first read is 4 KiB, the next
-    /// ones 64 KiB: an uploader asking for what follows its last read usually finds a record or two.
-    static func scan(_ path: String, open given: Int32? = nil, from start: Int,
-                     _ visit: (UInt64, ArraySlice<UInt8>, Int) -> Bool) throws(SpoolError) -> Int {
-        let fd = given ?? open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw SpoolError(.io, message: "cannot read \(path): \(SystemError.text(errno))", errno: errno) }
-        defer { if given == nil { close(fd) } }
-        var buffer: [UInt8] = []  // bytes read and not yet walked; buffer[0] is at file offset `end`
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        var readAt = start  // the file offset of the next read
-        var end = start
-        var previous: UInt64?
-        while true {
-            var p = 0
-            while p + header <= buffer.count {
-                func u32(_ at: Int) -> UInt32 { littleEndian(buffer[...], at: at) }
-                func u64(_ at: Int) -> UInt64 { littleEndian(buffer[...], at: at) }
-                let length = Int(u32(p))
-                guard length <= maxPayload else { return end }
-                guard p + header + length <= buffer.count else { break }  // the rest of it is still to read
-                let seq = u64(p + 8)
-                guard seq >= 1, seq < maxSeq else { return end }
-                let payload = buffer[(p + header)..<(p + header + length)]
-                let crc = CRC32.checksum(payload, continuing: CRC32.checksum(buffer[(p + 8)..<(p + 16)]))
-                guard crc == u32(p + 4), previous.map({ seq == $0 + 1 }) ?? true else { return end }
-                previous = seq
-                p += header + length
-                end += header + length
-                guard visit(seq, payload, end) else { return end }
-            }
-            buffer.removeFirst(p)
-            let n = chunk.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(readAt)) }
-            if n < 0, errno == EINTR { continue }
-            guard n >= 0 else { throw SpoolError(.io, message: "cannot read \(path): \(SystemError.text(errno))", errno: errno) }
-            if n == 0 { return end }  // a torn record at the end stays unwalked
-            readAt += n
-            buffer += chunk[0..<n]
-            if chunk.count < 65_536 { chunk = [UInt8](repeating: 0, count: 65_536) }
-        }
-    }
-
-    /// The valid records of a segment from byte `start` on (a record boundary) with a seq above
-    /// `floor`, at most `limit`; `end` is the byte offset just past the last record returned (past
-    /// the last valid one when none is). Records at or below `floor` are checked, not copied.
-    /// `begin` is the offset of the first record returned (`end` when none is).
-    static func read(_ path: String, open fd: Int32? = nil, from start: Int, after floor: UInt64, limit: Int) throws(SpoolError)
-        -> (records: [SpoolRecord], begin: Int, end: Int)
-    {
-        var records: [SpoolRecord] = []
-        guard limit > 0 else { return (records, start, start) }
-        var begin = start
-        var end = start
-        _ = try scan(path, open: fd, from: start) { seq, payload, next in
-            if seq > floor {
-                if records.isEmpty { begin = next - header - payload.count }
-                records.append(SpoolRecord(seq: seq, payload: Array(payload)))
-            }
-            if seq > floor || records.isEmpty { end = next }
-            return records.count < limit
-        }
-        return (records, records.isEmpty ? end : begin, end)
     }
 }

@@ -58,12 +58,19 @@ public final class SpoolQueue: @unchecked Sendable {
     /// a round, or at the end of the last round open).
     public func onAppend(_ call: (@Sendable () -> Void)?) { appended.withLock { $0 = call } }
 
+    /// The most bytes of records one batch carries (payloads and the commas between): under the 1 MiB
+    /// an aggregator takes (`IngestRules.maxPayloadBytes`, 413 past it) and config/mosquitto's
+    /// `max_packet_size`, with room for the batch's site, acks and the MQTT topic. Half of it is the
+    /// largest record (`Spool.maxPayload`), so a batch always has room for the next record.
+    public static let batchBytes = 960_000
+
     public func pending(limit: Int) throws(SpoolError) -> [SpoolRecord] { try records(after: 0, limit: limit) }
 
     /// Records after `seq` (the MQTT uplink publishes ahead of its acknowledgements), each on the
     /// disk before it is returned: what this gives leaves the gateway, and a record sent before its
     /// fsync and lost in a power cut would hand its seq to a new record after the restart, which the
     /// aggregator (keeping the first record of a seq) would drop. At most one fsync per call.
+    /// At most `batchBytes` of records: fewer than `limit` then, and more follow at once.
     public func records(after seq: UInt64, limit: Int) throws(SpoolError) -> [SpoolRecord] {
         lock.lock()
         defer { lock.unlock() }
@@ -72,7 +79,7 @@ public final class SpoolQueue: @unchecked Sendable {
         guard visible > floor, limit > 0 else { return [] }
         // No further than the visible end: a round still open keeps its records until its end,
         // and a read that stops there continues there next time.
-        var records = try spool.records(after: floor, limit: min(limit, Int(clamping: visible - floor)))
+        var records = try spool.records(after: floor, limit: min(limit, Int(clamping: visible - floor)), bytes: Self.batchBytes)
         if let last = records.last, last.seq > visible { records = records.filter { $0.seq <= visible } }
         if let last = records.last, last.seq > spool.durableThrough { try spool.syncNow() }
         return records
