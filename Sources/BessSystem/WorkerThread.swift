@@ -1,3 +1,4 @@
+public import ControlCore
 import Glibc
 import Synchronization
 
@@ -20,6 +21,23 @@ public final class WorkerThread: @unchecked Sendable {
     /// True until `stop()` is called; the loop checks it between rounds.
     public var isRunning: Bool { running.load(ordering: .relaxed) }
 
+    /// The monotonic nanoseconds of the loop's last turn (`turn()`); the thread's start until the first.
+    private let lastTurnNanoseconds = Atomic<Int64>(0)
+
+    /// Called by the loop at the top of each round in place of `isRunning`: marks the round (the
+    /// watchdog's view of progress, `lastTurn`) and says whether to go on. One clock read, no lock.
+    public func turn() -> Bool {
+        lastTurnNanoseconds.store(SystemClock.shared.now().nanoseconds, ordering: .relaxed)
+        return isRunning
+    }
+
+    /// When the loop last turned (or the thread started), on the monotonic clock; nil before start.
+    /// Any thread may read it.
+    public var lastTurn: MonotonicInstant? {
+        let ns = lastTurnNanoseconds.load(ordering: .relaxed)
+        return ns == 0 ? nil : MonotonicInstant(nanoseconds: ns)
+    }
+
     /// True while the thread's body runs (false before start and once it returned). The watchdog
     /// reads it: a bus worker whose loop has ended is a dead worker.
     public var isAlive: Bool { inBody.load(ordering: .acquiring) }
@@ -33,6 +51,7 @@ public final class WorkerThread: @unchecked Sendable {
     /// fault on its stack.
     public func start(name: String? = nil, prefaultedStackBytes: Int? = nil, _ body: @escaping @Sendable () -> Void) {
         running.store(true, ordering: .relaxed)
+        lastTurnNanoseconds.store(SystemClock.shared.now().nanoseconds, ordering: .relaxed)
         let box = Unmanaged.passRetained(Box({ [self] in
             if let name { CurrentThread.name(name) }
             kernelID.store(CurrentThread.id, ordering: .releasing)

@@ -97,47 +97,65 @@ public struct ControlEvent: Sendable, Equatable {
     }
 }
 
-/// A bounded first-in first-out buffer of events with storage allocated once.
+/// A bounded first-in first-out buffer with storage allocated once: the cycle's events on their
+/// way to the service thread (`EventRing`), and the bus workers' notices on their way to the journal.
 ///
-/// When full, new events are counted in `dropped` and discarded: the older ones (often the first trip
-/// of a cascade) are the ones an operator needs.
-public struct EventRing: Sendable {
-    private var storage: [ControlEvent]
-    private var head = 0
-    public private(set) var count = 0
-    /// Events discarded because the ring was full.
-    public private(set) var dropped: UInt64 = 0
+/// When full, new elements are counted in `dropped` and discarded: the older ones (often the first
+/// trip of a cascade) are the ones an operator needs.
+public struct BoundedRing<Element> {
+    @usableFromInline var storage: [Element]
+    @usableFromInline var head = 0
+    @usableFromInline var held = 0
+    @usableFromInline var droppedCount: UInt64 = 0
+    /// Elements held now.
+    public var count: Int { held }
+    /// Elements discarded because the ring was full (never reset).
+    public var dropped: UInt64 { droppedCount }
 
-    /// Creates a ring holding at most `capacity` events.
-    public init(capacity: Int = 256) {
-        storage = [ControlEvent](
-            repeating: ControlEvent(kind: .cleared, unit: 0, at: .zero), count: max(1, capacity))
+    /// Creates a ring holding at most `capacity` elements; `filler` only fills the storage.
+    public init(capacity: Int, filler: Element) {
+        storage = [Element](repeating: filler, count: max(1, capacity))
     }
 
     public var capacity: Int { storage.count }
 
-    /// Appends an event, or counts it as dropped when full.
-    public mutating func push(_ event: ControlEvent) {
-        guard count < storage.count else {
-            dropped &+= 1
+    /// Appends an element, or counts it as dropped when full.
+    @inlinable
+    public mutating func push(_ element: Element) {
+        guard held < storage.count else {
+            droppedCount &+= 1
             return
         }
-        storage[(head + count) % storage.count] = event
-        count += 1
+        storage[(head + held) % storage.count] = element
+        held += 1
     }
 
-    /// Removes and returns the oldest event.
-    public mutating func pop() -> ControlEvent? {
-        guard count > 0 else { return nil }
-        let event = storage[head]
+    /// Removes and returns the oldest element.
+    @inlinable
+    public mutating func pop() -> Element? {
+        guard held > 0 else { return nil }
+        let element = storage[head]
         head = (head + 1) % storage.count
-        count -= 1
-        return event
+        held -= 1
+        return element
     }
 
-    /// Removes every event, oldest first, handing each to `body`.
-    public mutating func drain(_ body: (ControlEvent) throws -> Void) rethrows {
-        while let event = pop() { try body(event) }
+    /// Removes every element, oldest first, handing each to `body`.
+    @inlinable
+    public mutating func drain(_ body: (Element) throws -> Void) rethrows {
+        while let element = pop() { try body(element) }
+    }
+}
+
+extension BoundedRing: Sendable where Element: Sendable {}
+
+/// The cycle's events, bounded.
+public typealias EventRing = BoundedRing<ControlEvent>
+
+extension BoundedRing where Element == ControlEvent {
+    /// Creates a ring holding at most `capacity` events.
+    public init(capacity: Int = 256) {
+        self.init(capacity: capacity, filler: ControlEvent(kind: .cleared, unit: 0, at: .zero))
     }
 }
 

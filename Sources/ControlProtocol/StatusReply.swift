@@ -12,6 +12,8 @@ public struct StatusReply: ControlReply, Equatable {
     /// of the answer when nil.
     public var frequencyAgeMs: Double?
     public var gridOperator: GridOperatorReply
+    /// Dropped worker notices and stalled threads (absent from a bessd that predates it).
+    public var health: HealthReply?
     /// `HOLD_STATE_UNREADABLE: …` naming the holds file, when it could not be read at start (every
     /// unit then starts in the operator's standby) and until the operator lifts the site's standby;
     /// left out otherwise.
@@ -44,7 +46,7 @@ public struct StatusReply: ControlReply, Equatable {
         case agc, clock, cycle, mode, units, uplink, version
         case frequencyHz = "frequency_hz", gridOperator = "grid_operator"
         case frequencySource = "frequency_source", frequencyAgeMs = "frequency_age_ms"
-        case ieee2030_5
+        case ieee2030_5, health
         case holdState = "hold_state"
     }
 
@@ -57,6 +59,7 @@ public struct StatusReply: ControlReply, Equatable {
         json.field(CodingKeys.frequencyHz, frequencyHz)
         json.field(CodingKeys.frequencySource, ifPresent: frequencySource)
         json.field(CodingKeys.gridOperator, gridOperator)
+        json.field(CodingKeys.health, ifPresent: health)
         json.field(CodingKeys.holdState, ifPresent: holdState)
         json.field(CodingKeys.ieee2030_5, ifPresent: ieee2030_5)
         json.field(CodingKeys.mode, mode)
@@ -175,13 +178,18 @@ public struct CycleReply: Codable, Sendable, Equatable, JSONWritable {
     public var jitterP50Us: Int64
     public var jitterP99Us: Int64
     public var lateReadings: UInt64
+    /// The longest interval between the starts of two cycles since start, reloads included, ms
+    /// (nil from a bessd that predates it).
+    public var longestGapMs: Double?
     public var overruns: UInt64
     public var periodMs: Int
     public var realtime: Bool
     public var startedOnReadings: UInt64
 
     public init(periodMs: Int, cycles: UInt64, overruns: UInt64, lateReadings: UInt64, startedOnReadings: UInt64,
-                alarmCycles: UInt64, jitterP50Us: Int64, jitterP99Us: Int64, jitterMaxUs: Int64, realtime: Bool) {
+                alarmCycles: UInt64, jitterP50Us: Int64, jitterP99Us: Int64, jitterMaxUs: Int64, realtime: Bool,
+                longestGapMs: Double? = nil) {
+        self.longestGapMs = longestGapMs
         self.periodMs = periodMs
         self.cycles = cycles
         self.overruns = overruns
@@ -198,7 +206,7 @@ public struct CycleReply: Codable, Sendable, Equatable, JSONWritable {
         case cycles, overruns, realtime
         case alarmCycles = "alarm_cycles", jitterMaxUs = "jitter_max_us", jitterP50Us = "jitter_p50_us"
         case jitterP99Us = "jitter_p99_us", lateReadings = "late_readings", periodMs = "period_ms"
-        case startedOnReadings = "started_on_readings"
+        case startedOnReadings = "started_on_readings", longestGapMs = "longest_gap_ms"
     }
 
     public func write(to json: inout JSONText) {
@@ -209,6 +217,7 @@ public struct CycleReply: Codable, Sendable, Equatable, JSONWritable {
         json.field(CodingKeys.jitterP50Us, jitterP50Us)
         json.field(CodingKeys.jitterP99Us, jitterP99Us)
         json.field(CodingKeys.lateReadings, lateReadings)
+        json.field(CodingKeys.longestGapMs, longestGapMs)
         json.field(CodingKeys.overruns, overruns)
         json.field(CodingKeys.periodMs, periodMs)
         json.field(CodingKeys.realtime, realtime)

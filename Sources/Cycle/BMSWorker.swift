@@ -53,6 +53,8 @@ public final class BMSWorker: @unchecked Sendable {
 
     /// True while the worker's thread runs its loop (the watchdog checks it).
     public var isAlive: Bool { worker.isAlive }
+    /// When the thread's loop last turned (the watchdog's view of its progress, `WorkerTurn`).
+    public var lastTurn: MonotonicInstant? { worker.lastTurn }
     /// The thread's kernel id once it runs (tests read its affinity and policy from /proc).
     var threadID: Int32 { worker.threadID }
 
@@ -110,7 +112,7 @@ public final class BMSWorker: @unchecked Sendable {
         var retryAt = MonotonicInstant.zero
         var nextKeepAlive = MonotonicInstant.zero
         var reported: FieldbusError.Code?
-        while worker.isRunning {
+        while worker.turn() {
             let now = SystemClock.shared.now()
             if socket == nil {
                 if now < retryAt {

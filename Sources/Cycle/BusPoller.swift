@@ -56,6 +56,8 @@ public final class BusPoller: @unchecked Sendable {
 
     /// True while the poller's thread runs its loop (the watchdog checks it).
     public var isAlive: Bool { worker.isAlive }
+    /// When the thread's loop last turned (the watchdog's view of its progress, `WorkerTurn`).
+    var lastTurn: MonotonicInstant? { worker.lastTurn }
     /// The thread's kernel id once it runs (tests read its affinity and policy from /proc).
     var threadID: Int32 { worker.threadID }
 
@@ -142,7 +144,7 @@ public final class BusPoller: @unchecked Sendable {
         var lead = ReadLead()
         var lastKick = clock.now()
         let never = MonotonicInstant.zero
-        while worker.isRunning {
+        while worker.turn() {
             guard let deadline = phase.upcoming else {
                 serve(&lanes, until: clock.now() + .milliseconds(10))
                 continue
@@ -363,7 +365,7 @@ public final class BusPoller: @unchecked Sendable {
     private func serve(_ lanes: inout [Lane], until end: MonotonicInstant, watchKick: Bool = false, lastAnswersLater: Bool = false,
                        takeBy: MonotonicInstant = .zero, done: (borrowing [Lane]) -> Bool = { _ in false }) {
         var sweep = false
-        while worker.isRunning {
+        while worker.turn() {
             manage(&lanes)
             if done(lanes) { return }
             let current = clock.now()

@@ -16,6 +16,9 @@ public final class CycleThread: @unchecked Sendable {
     let realtime: RealtimeThread?
     private let worker = WorkerThread()
     let heartbeat = Atomic<UInt64>(0)
+    /// True for a cycle that replaces another after a reload: its first cycle runs at once, so the
+    /// period the old thread waited out before it saw the stop is not lost a second time.
+    let continues: Bool
 
     /// Cycles completed (the watchdog's heartbeat).
     public var cyclesCompleted: UInt64 { heartbeat.load(ordering: .relaxed) }
@@ -35,6 +38,7 @@ public final class CycleThread: @unchecked Sendable {
         self.runner = runner
         self.shared = shared
         period = runner.settings.period
+        continues = previous != nil
         if let previous {
             realtime = previous.realtime
         } else if let settings = runner.settings.realtime {
@@ -76,7 +80,7 @@ public final class CycleThread: @unchecked Sendable {
         }
         let body = CycleBody(runner: runner, shared: shared, realtime: isRealtime)
         let clock = SystemClock.shared
-        var deadline = clock.now() + period
+        var deadline = continues ? clock.now() : clock.now() + period
         runner.phase.publish(nextDeadline: deadline)
         while worker.isRunning {
             // The deadline, or earlier when the bus poller has every reading for this cycle.
@@ -128,6 +132,9 @@ public final class CycleBody {
     var commandsTaken: UInt64 = 0
     public private(set) var cycles: UInt64 = 0
     public internal(set) var overruns: UInt64 = 0
+    /// When the last cycle ran, and the longest interval between two cycles so far.
+    var lastRunAt: MonotonicInstant?
+    var longestGap = Duration.zero
     /// Cycles started before their deadline because every reading for them was in.
     public internal(set) var startedOnReadings: UInt64 = 0
     /// Extra cycles a BMS alarm woke (besides the regular ones).
@@ -141,6 +148,17 @@ public final class CycleBody {
         periodMs = runner.settings.periodMilliseconds
         taken = Mailbox(units: units)
         outcomes = [ResetOutcome](repeating: ResetOutcome(), count: units)
+        // The counters go on from what the cycle before a reload published: a counter never goes
+        // back, and an overrun before a reload stays in status and /metrics (zero at start).
+        var published = CycleStatistics()
+        shared.read(statistics: &published)
+        cycles = published.cycles
+        overruns = published.overruns
+        startedOnReadings = published.startedOnReadings
+        alarmCycles = published.alarmCycles
+        histogram.copy(from: published.histogram)
+        lastRunAt = published.lastRunAt
+        longestGap = published.longestGap
     }
 
     /// One cycle at `now`, `lateness` after its deadline; nil for an extra cycle an alarm woke
@@ -148,6 +166,8 @@ public final class CycleBody {
     public func run(now: MonotonicInstant, lateness: Duration?) {
         let lateness = lateness?.nanosecondsClamped
         if let lateness { histogram.record(microseconds: max(0, lateness) / 1000) }
+        if let lastRunAt { longestGap = max(longestGap, now - lastRunAt) }
+        lastRunAt = now
         // Operator requests: the shared mailbox is swapped for the cleared one under the lock.
         var pending = false
         shared.contents.withLock { c in
@@ -198,6 +218,8 @@ public final class CycleBody {
             c.stats.lateReadings = runner.lateReadings
             c.stats.startedOnReadings = startedOnReadings
             c.stats.alarmCycles = alarmCycles
+            c.stats.lastRunAt = lastRunAt
+            c.stats.longestGap = longestGap
             if let lateness { c.stats.lastLatenessMicroseconds = lateness / 1000 }
             c.stats.histogram.copy(from: histogram)
             c.stats.frequency = runner.controller.site.frequency?.value ?? .nan

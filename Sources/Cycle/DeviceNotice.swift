@@ -1,4 +1,5 @@
-import BessSystem
+public import BessSystem
+import ControlCore
 
 /// What a bus worker tells the operator about a device: a line of text with, where there is one,
 /// its stable code, how serious it is and the battery units it concerns, so the journal entry
@@ -29,6 +30,42 @@ public struct DeviceNotice: Sendable, CustomStringConvertible {
     }
 
     public var description: String { text }
+}
+
+/// The bus and CAN workers' notices on their way to the journal: a worker hands a notice over (a
+/// short lock, no I/O) and goes on; the service thread takes them and writes them, as it does the
+/// cycle's events. Bounded (`BoundedRing`): when the service thread falls behind (a stalled
+/// journald blocks it) a notice that finds the ring full is dropped and counted, so no worker
+/// ever waits on the journal.
+public final class NoticeQueue: Sendable {
+    private let ring: PILock<BoundedRing<DeviceNotice>>
+    /// Signalled after each notice (one non-blocking eventfd write): the service loop's wake-up.
+    private let wakeup: Wakeup?
+
+    public init(capacity: Int = 256, wakeup: Wakeup? = nil) {
+        ring = PILock(BoundedRing(capacity: capacity, filler: DeviceNotice("")))
+        self.wakeup = wakeup
+    }
+
+    /// Queues `notice`, or counts it as dropped when the ring is full; never blocks on I/O.
+    public func post(_ notice: DeviceNotice) {
+        ring.withLock { $0.push(notice) }
+        wakeup?.signal()
+    }
+
+    /// Removes the notices queued so far, oldest first, with the count dropped since start.
+    public func take() -> (notices: [DeviceNotice], dropped: UInt64) {
+        var notices: [DeviceNotice] = []
+        notices.reserveCapacity(ring.withLock { $0.capacity })
+        let dropped = ring.withLock { ring in
+            ring.drain { notices.append($0) }
+            return ring.dropped
+        }
+        return (notices, dropped)
+    }
+
+    /// Notices dropped since start because the ring was full (status, /metrics).
+    public var dropped: UInt64 { ring.withLock { $0.dropped } }
 }
 
 /// Lets a worker thread hand notices to the runner's output closure; one at a time, whole.

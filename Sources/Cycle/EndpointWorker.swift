@@ -149,6 +149,8 @@ public final class EndpointWorker: @unchecked Sendable {
 
     /// True while the worker's thread runs its loop (the watchdog checks it).
     public var isAlive: Bool { worker.isAlive }
+    /// When the thread's loop last turned (the watchdog's view of its progress, `WorkerTurn`).
+    public var lastTurn: MonotonicInstant? { worker.lastTurn }
     /// The thread's kernel id once it runs (tests read its affinity and policy from /proc).
     var threadID: Int32 { worker.threadID }
     private let wake = Wakeup()
@@ -249,7 +251,7 @@ public final class EndpointWorker: @unchecked Sendable {
         var next = clock.now()
         // The last time the cycle handed over setpoints (`WritePlanner.stalled`).
         var lastKick = clock.now()
-        while worker.isRunning {
+        while worker.turn() {
             if let poller, poller.isAlive, canHandOver(session) {
                 wantsBack.store(false, ordering: .relaxed)
                 session = lend(session, to: poller)
@@ -335,6 +337,8 @@ public final class EndpointWorker: @unchecked Sendable {
         toPoller.put(session)
         poller.adopt()
         while true {
+            // A turn while lent: the watchdog sees this thread waiting on the poller, not stuck.
+            _ = worker.turn()
             if let back = toWorker.take() {
                 handedOver.store(false, ordering: .releasing)
                 return back
@@ -348,8 +352,9 @@ public final class EndpointWorker: @unchecked Sendable {
                 wantsBack.store(true, ordering: .relaxed)
                 poller.adopt()
             }
-            // Until the refresh is due: the poller's hand-back and `stop` signal this wait.
-            let until = worker.isRunning ? max(due, current + .milliseconds(10)) : current + .milliseconds(100)
+            // Until the refresh is due, turning at least once a second: the poller's hand-back and
+            // `stop` signal this wait.
+            let until = worker.isRunning ? min(max(due, current + .milliseconds(10)), current + .seconds(1)) : current + .milliseconds(100)
             _ = clock.wait(for: handback, until: until)
         }
     }

@@ -133,6 +133,10 @@ public struct CycleStatistics: Sendable, Equatable {
     /// Extra cycles a BMS alarm woke.
     public var alarmCycles: UInt64 = 0
     public var lastLatenessMicroseconds: Int64 = 0
+    /// When the last cycle ran, and the longest interval between the starts of two cycles since
+    /// start, reloads included (a reload's pause shows here).
+    public var lastRunAt: MonotonicInstant?
+    public var longestGap = Duration.zero
     public var histogram = LatencyHistogram()
     public var frequency: Double = .nan
     /// Where the last cycle's frequency came from (with a PMU configured: `.pmu`, or `.inverter`
@@ -283,6 +287,8 @@ public final class SharedState: Sendable {
             out.lateReadings = c.stats.lateReadings
             out.startedOnReadings = c.stats.startedOnReadings
             out.alarmCycles = c.stats.alarmCycles
+            out.lastRunAt = c.stats.lastRunAt
+            out.longestGap = c.stats.longestGap
             out.lastLatenessMicroseconds = c.stats.lastLatenessMicroseconds
             out.frequency = c.stats.frequency
             out.frequencySource = c.stats.frequencySource

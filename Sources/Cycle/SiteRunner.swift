@@ -39,6 +39,8 @@ public protocol SiteIO: AnyObject {
     func busFaults() -> [[String]]
     /// True while every bus worker's thread runs, callable from any thread.
     var workersAliveCheck: @Sendable () -> Bool { get }
+    /// Each bus and CAN worker's last turn, callable from any thread (`WorkerTurn`).
+    var workerTurns: @Sendable () -> [WorkerTurn] { get }
     /// The worker slot of each unit whose inverter is real (metrics).
     var inverterSlots: [DeviceSlot?] { get }
     /// The CAN slot of each unit whose BMS is real (metrics).
@@ -53,6 +55,9 @@ extension SiteIO {
     /// A site whose units have no contactor bessd drives.
     public func connect(unit: Int, _ connect: Bool) {}
     public func contactor(unit: Int) -> ContactorState { .closed }
+
+    /// A site without bus or CAN workers of its own.
+    public var workerTurns: @Sendable () -> [WorkerTurn] { { [] } }
 
     /// A site without a meter.
     public func sampleMeter(now: MonotonicInstant) -> Timestamped<MeterReading>? { nil }

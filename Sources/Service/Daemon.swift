@@ -82,6 +82,10 @@ public final class Daemon {
     let frequencyEvents: FrequencyEventReports
     /// The system clock's synchronisation and steps.
     let clock: ClockWatch
+    /// The bus and CAN workers' notices on their way to the journal (`logNotices`).
+    let deviceNotices: NoticeQueue
+    /// The service loop's last turn, and what it said of stalls (`ServiceProgress`).
+    let progress = ServiceProgress()
     /// The units whose inverter did not acknowledge the zero written at stop (the stop line names them).
     var unconfirmedStops: [String] = []
     /// The state directory's lock: held from before anything there is opened until the process ends.
@@ -116,15 +120,18 @@ public final class Daemon {
         self.say = say
         started = SystemClock.shared.now()
         startedRealtime = configuration.realtime
-        let log = logger
-        runner = try site(started) { notice in Self.journal(notice, log) }
+        shared = SharedState(units: configuration.units.count)
+        // The workers hand their notices to a bounded queue that the service loop journals: a
+        // stalled journald never stalls a bus (`NoticeQueue`).
+        let queue = NoticeQueue(wakeup: shared.serviceWakeup)
+        deviceNotices = queue
+        runner = try site(started) { queue.post($0) }
         let pmuReader = Self.makePMU(configuration, logger: logger)
         pmu = pmuReader
         runner.pmuSamples = pmuReader?.latest
         let utilitySlot = configuration.ieee2030_5 == nil ? nil : UtilityLimitSlot()
         runner.utilityLimits = utilitySlot
         sep2 = utilitySlot.flatMap { Self.makeSep2(configuration, slot: $0, logger: logger) }
-        shared = SharedState(units: configuration.units.count)
         sep2?.reportSite(configuration, shared: shared)
         journal = EventJournal(logger: logger)
         frequencyEvents = FrequencyEventReports(logger: logger)
@@ -191,11 +198,13 @@ public final class Daemon {
             shared.serviceWakeup.wait(until: due)
             if stopRequested.load(ordering: .relaxed) { break }
             let now = SystemClock.shared.now()
+            serviceTurn(now: now)
             // This round's records (its events, telemetry, availability) become visible to the
             // uplink together, so they go in one batch.
             uplink?.spool.beginRound()
             persistLatches()
             logEvents(now: now)
+            logNotices()
             if now >= nextClockCheck {
                 clock.check(shared, recorder: uplink?.recorder)
                 nextClockCheck = now + .seconds(5)
@@ -233,6 +242,7 @@ public final class Daemon {
         if let inputs = configuration.gridLimitInputs { startGridInputs(inputs) }
         // The first cycles publish before READY, so status and the watchdog see a running cycle.
         cycle.awaitCycles(2, within: .seconds(2))
+        logNotices()
         for notice in cycle.realtimeNotices { logger.warning("\(notice)", metadata: ["BESS_CODE": "REALTIME_DEGRADED"]) }
         if let placement = cycle.realtimePlacement {
             logger.notice("real-time: \(placement)\(cycle.realtimeNotices.isEmpty ? "" : ", except as REALTIME_DEGRADED says")")
@@ -276,7 +286,12 @@ public final class Daemon {
                 shared.read(statistics: &stats)
                 return stats.lastLatenessMicroseconds <= Int64(stats.periodMs) * 1000
             },
-            workersAlive: runner.workersAliveCheck))
+            workersAlive: runner.workersAliveCheck,
+            progressHeld: { [turns = runner.workerTurns, progress] in
+                let workers = turns()
+                let stalls = ServiceProgress.stalls(workers: workers, service: progress.lastServiceTurn, now: SystemClock.shared.now())
+                return ServiceProgress.withholdsBeat(stalls, workers: workers.count)
+            }))
         services.start([dog])
         watchdog = dog
     }

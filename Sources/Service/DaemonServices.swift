@@ -21,6 +21,7 @@ final class JournalFlush: DaemonService {
     func stop() {
         daemon.persistLatches()
         daemon.logEvents(now: SystemClock.shared.now())
+        daemon.logNotices()
     }
 }
 

@@ -41,6 +41,7 @@ extension Daemon {
         m.metric("bessd_unit_state", "gauge", "1 for the unit's state.",
                  zip(ids, units).map { ("unit=\"\($0)\",state=\"\($1.state)\"", 1) })
         journal.metrics(into: &m)
+        progressMetrics(into: &m)
         frequencyEvents.metrics(into: &m)
         Self.busMetrics(into: &m, runner, ids: ids)
         uplink?.metrics(into: &m)
@@ -60,6 +61,8 @@ extension Daemon {
                  "Cycles started before their deadline because the bus poller had every reading for them.",
                  [("", Double(stats.startedOnReadings))])
         m.metric("bessd_cycle_period_seconds", "gauge", "Configured control period.", [("", Double(stats.periodMs) / 1000)])
+        m.metric("bessd_cycle_longest_gap_seconds", "gauge", "The longest interval between the starts of two cycles since start, reloads included.",
+                 [("", stats.longestGap.secondsDouble)])
     }
 
     /// The connection point: shortfall, meter, grid limits, the operator's limit and SCADA's setpoint.

@@ -32,9 +32,21 @@ extension Daemon {
                          metadata: ["BESS_CODE": "RELOAD_REFUSED", "MESSAGE_ID": "\(MessageID.reload)"])
             return
         }
+        // What reads a file or builds a TLS context is done before the cycle pauses, and every
+        // journal line after it runs again: the pause holds the controller's swap only.
+        let iec104TLS = Self.prepareIEC104TLS(new.iec104?.server.tls, was: configuration.iec104?.server.tls)
         cycle.stop()
-        do {
+        let refused: RunError?
+        do throws(RunError) {
             try runner.reconfigure(new, now: SystemClock.shared.now())
+            refused = nil
+        } catch {
+            refused = error
+        }
+        cycle = CycleThread(runner: runner, shared: shared, replacing: cycle)
+        cycle.start()
+        do throws(RunError) {
+            if let refused { throw refused }
             // What runs: the file last applied, but the threads' priority and CPU as they started.
             var running = configuration
             running.realtime = startedRealtime
@@ -48,7 +60,7 @@ extension Daemon {
                 logger.notice("reload: the IEC 104 outstation is not running (IEC104_LISTEN_FAILED at start); a reload does not start it, a restart does",
                               metadata: ["BESS_CODE": "IEC104_RESTART_NEEDED", "MESSAGE_ID": "\(MessageID.reload)"])
             }
-            reloadIEC104TLS(new.iec104?.server.tls, was: configuration.iec104?.server.tls)
+            reloadIEC104TLS(new.iec104?.server.tls, was: configuration.iec104?.server.tls, prepared: iec104TLS)
             guarded.withLock {
                 $0.configuration = new
                 $0.configText = text
@@ -60,8 +72,6 @@ extension Daemon {
         } catch {
             logger.error("reload refused: \(error)", metadata: ["BESS_CODE": "\(error.code)", "MESSAGE_ID": "\(MessageID.reload)"])
         }
-        cycle = CycleThread(runner: runner, shared: shared, replacing: cycle)
-        cycle.start()
         // The new cycle thread takes its priority and CPU as it starts; a part refused now (a
         // tightened LimitRTPRIO, a CPU taken away) reaches the journal as it does at start.
         cycle.awaitCycles(1, within: .seconds(2))
@@ -116,15 +126,26 @@ extension Daemon {
         return settings
     }
 
+    /// The outstation's TLS context from the files as they are now (read and built before the
+    /// cycle pauses, `reload`); nil when TLS was not on at start or is off in the file.
+    static func prepareIEC104TLS(_ tls: IEC104TLSConfiguration?, was old: IEC104TLSConfiguration?)
+        -> Result<TLSServerContext, TLSError>?
+    {
+        guard let tls, old != nil else { return nil }
+        return Result { () throws(TLSError) in try tls.serverContext() }
+    }
+
     /// Reads the outstation's TLS files again, whether their paths changed or not (a CRL or
     /// certificate rewritten in place is the usual case), and hands the context to the running
-    /// outstation for the connections it accepts from now on; those already open keep theirs. A
-    /// context that cannot be made leaves the running one in place, with a coded error.
-    func reloadIEC104TLS(_ tls: IEC104TLSConfiguration?, was old: IEC104TLSConfiguration?) {
-        guard let tls, old != nil, let outstation else { return }
+    /// outstation for the connections it accepts from now on; each one already open is checked
+    /// against it and closed when it no longer passes (`IEC104_PEER_REVOKED`). A context that
+    /// cannot be made leaves the running one in place, with a coded error.
+    func reloadIEC104TLS(_ tls: IEC104TLSConfiguration?, was old: IEC104TLSConfiguration?,
+                         prepared: Result<TLSServerContext, TLSError>?) {
+        guard let tls, old != nil, let outstation, let prepared else { return }
         let context: TLSServerContext
         do {
-            context = try tls.serverContext()
+            context = try prepared.get()
         } catch {
             logger.error("reload: iec104.tls: \(error); the outstation keeps the certificate, CA, CRL and allow-list it had",
                          metadata: ["BESS_CODE": "IEC104_TLS_RELOAD_FAILED", "BESS_TLS_ERROR": "\(error.code)", "MESSAGE_ID": "\(MessageID.reload)"])

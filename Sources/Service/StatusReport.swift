@@ -45,13 +45,15 @@ extension Daemon {
             periodMs: stats.periodMs, cycles: stats.cycles, overruns: stats.overruns, lateReadings: stats.lateReadings,
             startedOnReadings: stats.startedOnReadings, alarmCycles: stats.alarmCycles,
             jitterP50Us: stats.histogram.percentile(0.5), jitterP99Us: stats.histogram.percentile(0.99),
-            jitterMaxUs: stats.histogram.maxMicroseconds, realtime: stats.realtime)
+            jitterMaxUs: stats.histogram.maxMicroseconds, realtime: stats.realtime,
+            longestGapMs: stats.longestGap.secondsDouble * 1000)
         var reply = StatusReply(clock: clockReply(stats), cycle: cycle, frequencyHz: stats.frequency,
                            gridOperator: gridOperatorReply(shared.site), mode: configuration.mode.rawValue, units: list,
                            uplink: uplinkReply(configuration), version: BessdVersion.string, agc: Self.agcReply(shared.site.agc),
                            frequencySource: stats.frequencySource?.rawValue,
                            frequencyAgeMs: stats.frequencyAge.isFinite ? (stats.frequencyAge * 1000).rounded() : nil)
         reply.ieee2030_5 = ieee2030_5Reply()
+        reply.health = healthReply()
         reply.holdState = holds.unreadable.map { "\($0)" }
         let blocked = configuration.units.indices.filter { $0 < units.count && units[$0].contactor == .cannotOpen }
         if !blocked.isEmpty { reply.ieee2030_5?.cannotOpen = blocked.map { configuration.units[$0].id } }

@@ -7,7 +7,8 @@ import Synchronization
 
 /// Feeds systemd's watchdog (`WATCHDOG=1`) from a thread of its own that does nothing else: every
 /// half interval it checks that the cycle completed a cycle since the last check, woke within its
-/// period, and that every bus worker's thread still runs. Nothing that waits on a peer (sockets,
+/// period, that every bus worker's thread still runs, and that not every one of them has stopped
+/// turning (progress, `ServiceProgress`). Nothing that waits on a peer (sockets,
 /// the spool, the journal) runs on this thread, so a slow or hostile client can never starve it.
 final class Watchdog: @unchecked Sendable {
     /// What the watchdog checks; each closure reads only atomics or short locks.
@@ -18,6 +19,9 @@ final class Watchdog: @unchecked Sendable {
         var onTime: @Sendable () -> Bool
         /// True while every bus worker runs.
         var workersAlive: @Sendable () -> Bool
+        /// True when the threads' progress calls for a restart (`ServiceProgress.withholdsBeat`:
+        /// every bus and CAN worker stalled); a stall short of that is reported, not a restart.
+        var progressHeld: @Sendable () -> Bool = { false }
     }
 
     let interval: Duration
@@ -53,7 +57,7 @@ final class Watchdog: @unchecked Sendable {
             let now = clock.now()
             if now - next > half { next = now + half }  // the machine stalled us: re-phase, never burst
             let beat = health.beat()
-            if beat != lastBeat, health.onTime(), health.workersAlive() {
+            if beat != lastBeat, health.onTime(), health.workersAlive(), !health.progressHeld() {
                 send("WATCHDOG=1")
                 fed.add(1, ordering: .relaxed)
             } else {

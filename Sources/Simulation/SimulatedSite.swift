@@ -167,6 +167,7 @@ public final class SimulatedSite: SiteIO, ConfiguredSite {
     public var devicesProbed: Bool { hardware.devicesProbed }
     public func busFaults() -> [[String]] { hardware.busFaults() }
     public var workersAliveCheck: @Sendable () -> Bool { hardware.workersAliveCheck }
+    public var workerTurns: @Sendable () -> [WorkerTurn] { hardware.workerTurns }
     public var inverterSlots: [DeviceSlot?] { hardware.inverterSlots }
     public var bmsSlots: [BMSSlot?] { hardware.bmsSlots }
 }

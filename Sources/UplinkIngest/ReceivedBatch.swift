@@ -71,7 +71,7 @@ public typealias IngestRefusal = CodedError<IngestRefusalCode>
 public struct IngestRefusalCode: Hashable, Sendable, CustomStringConvertible {
     private enum Value: Hashable, Sendable {
         case siteIDInvalid, unitIDInvalid, unitStateInvalid, tripCodeInvalid, statusStateInvalid, statusSessionInvalid
-        case frequencyEventInvalid, utilityControlInvalid
+        case frequencyEventInvalid, utilityControlInvalid, payloadTooLarge
     }
 
     private let value: Value
@@ -99,6 +99,9 @@ public struct IngestRefusalCode: Hashable, Sendable, CustomStringConvertible {
     /// other than 252 or 253 on a refusal (or any on another outcome), an end before its start, a limit
     /// beyond ±10^12 W.
     public static let utilityControlInvalid = Self(.utilityControlInvalid)
+    /// `PAYLOAD_TOO_LARGE`: a message or request body over `IngestRules.maxPayloadBytes`, refused
+    /// before it is decoded.
+    public static let payloadTooLarge = Self(.payloadTooLarge)
 
     public var description: String {
         switch value {
@@ -110,6 +113,7 @@ public struct IngestRefusalCode: Hashable, Sendable, CustomStringConvertible {
         case .statusSessionInvalid: "STATUS_SESSION_INVALID"
         case .frequencyEventInvalid: "FREQUENCY_EVENT_INVALID"
         case .utilityControlInvalid: "UTILITY_CONTROL_INVALID"
+        case .payloadTooLarge: "PAYLOAD_TOO_LARGE"
         }
     }
 }
@@ -121,6 +125,16 @@ public struct IngestRefusalCode: Hashable, Sendable, CustomStringConvertible {
 /// is `online` or `offline` with a session id that keeps the id rule (bessd's is a UUID). Free texts
 /// (an event's message, an answer's reason) are kept, and escaped wherever they are shown.
 public enum IngestRules {
+    /// The largest message (MQTT payload) or request body taken: 1 MiB. bessd's batches stay under
+    /// `SpoolQueue.batchBytes` (960,000); config/mosquitto's broker refuses a larger packet.
+    public static let maxPayloadBytes = 1 << 20
+
+    /// A message's or body's size, checked before anything of it is decoded.
+    public static func check(payloadBytes: Int) -> IngestRefusal? {
+        payloadBytes <= maxPayloadBytes ? nil
+            : IngestRefusal(.payloadTooLarge, message: "\(payloadBytes) bytes, more than \(maxPayloadBytes)")
+    }
+
     /// A site id, from a topic, a URL or a batch.
     public static func check(site: String) -> IngestRefusal? {
         IdentifierRule.accepts(site) ? nil

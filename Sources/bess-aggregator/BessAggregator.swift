@@ -18,7 +18,13 @@ struct BessAggregator: AsyncParsableCommand {
     @Option(help: "HOST:PORT to listen on.") var listen = "127.0.0.1:8700"
     @Option(help: "SQLite database file, or postgres://user[:password]@host[:port]/database (shared by several instances).")
     var database = "bess-aggregator.sqlite"
-    @Option(help: "A file holding the bearer token bessd must present (none: no check).") var tokenFile: String?
+    @Option(help: "A file with a line per site, SITE_ID TOKEN (# comments): the token that site's bessd presents, taken on that site's paths only.")
+    var siteTokens: String?
+    @Option(help: "A file holding the operator's token (distinct from every site's): it alone posts commands and reads every site, /metrics and, off loopback, the status page.")
+    var operatorTokenFile: String?
+    @Option(help: .hidden) var tokenFile: String?
+    @Option(help: "Uploads (POST …/records) served at once; more are answered 503 with Retry-After.")
+    var ingestConcurrency = 32
     @Option(help: "Also take records over MQTT 5 from this broker (mqtt://host:port or mqtts://…), in the shared subscription $share/bess-aggregator/bess/v1/+/records.")
     var mqtt: String?
     @Option(help: "This instance's name: its MQTT client id is bess-aggregator-NAME (keep it across restarts so the broker resends what it had in flight).")
@@ -34,6 +40,15 @@ struct BessAggregator: AsyncParsableCommand {
     func run() async throws {
         let parts = listen.split(separator: ":")
         guard parts.count == 2, let port = Int(parts[1]) else { throw ValidationError("--listen must be HOST:PORT") }
+        guard (1...4096).contains(ingestConcurrency) else { throw ValidationError("--ingest-concurrency must be 1–4096") }
+        if tokenFile != nil {
+            throw AggregatorAccessError(.tokenFileRetired, message: "--token-file is retired: its one token uploaded as every site and "
+                                        + "commanded every site. Give each site its own token with --site-tokens FILE (a line per site: "
+                                        + "SITE_ID TOKEN) and the operator one with --operator-token-file FILE (docs/uplink.md)")
+        }
+        let guarding = HTTPGuard(access: try AggregatorAccess.load(siteTokensFile: siteTokens, operatorTokenFile: operatorTokenFile,
+                                                                   host: String(parts[0])),
+                                 ingestLimit: ingestConcurrency)
         let store: any RecordStore = database.hasPrefix("postgres://") || database.hasPrefix("postgresql://")
             ? try await PostgresStore(url: database) : try SQLiteStore(path: database)
         var group: ConsumerGroup?
@@ -63,17 +78,18 @@ struct BessAggregator: AsyncParsableCommand {
             group = ConsumerGroup(consumers: list, publisher: publisher)
         }
         let pusher = group
-        let token = try tokenFile.map { try String(contentsOfFile: $0, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines) }
         let router = Router()
-        let authorized: @Sendable (Request) -> Bool = { request in
-            guard let token else { return true }
-            return request.headers[.authorization] == "Bearer \(token)"
-        }
         router.post("/v1/sites/:site/records") { request, context -> Response in
-            guard authorized(request) else { return Self.json(.unauthorized, ["error": "bad or missing token"]) }
             let site = context.parameters.get("site") ?? ""
+            if let refusal = guarding.refusal(.records(site: site), request) { return refusal }
             if let refusal = IngestRules.check(site: site) { return Self.refused(refusal) }
-            let body = try await request.body.collect(upTo: 32 << 20)
+            guard guarding.enterIngest() else { return HTTPGuard.busy }
+            defer { guarding.leaveIngest() }
+            let body: ByteBuffer
+            switch try await HTTPGuard.body(request) {
+            case .read(let read): body = read
+            case .refused(let refusal): return refusal
+            }
             guard let received = try? ReceivedBatch(payload: Array(buffer: body)), received.batch.site == site,
                   received.batch.protocolVersion == UplinkProtocol.version
             else { return Self.json(.badRequest, ["error": "BATCH_MALFORMED: not a protocol 1 batch for this site", "code": "BATCH_MALFORMED"]) }
@@ -88,12 +104,16 @@ struct BessAggregator: AsyncParsableCommand {
                             body: .init(byteBuffer: ByteBuffer(bytes: try JSONEncoder().encode(answer))))
         }
         router.post("/v1/sites/:site/commands") { request, context -> Response in
-            guard authorized(request) else { return Self.json(.unauthorized, ["error": "bad or missing token"]) }
-            let body = try await request.body.collect(upTo: 1 << 20)
+            let site = context.parameters.get("site") ?? ""
+            if let refusal = guarding.refusal(.commands(site: site), request) { return refusal }
+            let body: ByteBuffer
+            switch try await HTTPGuard.body(request) {
+            case .read(let read): body = read
+            case .refused(let refusal): return refusal
+            }
             guard let command = try? JSONDecoder().decode(DispatchCommand.self, from: Data(buffer: body)) else {
                 return Self.json(.badRequest, ["error": "not a DispatchCommand"])
             }
-            let site = context.parameters.get("site") ?? ""
             if let refusal = IngestRules.check(site: site) { return Self.refused(refusal) }
             let now = Date().timeIntervalSince1970
             // Over MQTT the command is pushed at once; over HTTP it waits for the site's next batch.
@@ -101,19 +121,22 @@ struct BessAggregator: AsyncParsableCommand {
             pusher?.publisher.push(site: site, command: command, now: now)
             return Self.json(.ok, ["queued": command.id, "transport": pusher == nil ? "http" : "mqtt"])
         }
-        router.get("/v1/sites/:site/seqs") { _, context -> Response in
+        router.get("/v1/sites/:site/seqs") { request, context -> Response in
             let site = context.parameters.get("site") ?? ""
+            if let refusal = guarding.refusal(.seqs(site: site), request) { return refusal }
             if let refusal = IngestRules.check(site: site) { return Self.refused(refusal) }
             let seqs = try await store.seqs(site: site)
             return Response(status: .ok, headers: [.contentType: "application/json"],
                             body: .init(byteBuffer: ByteBuffer(bytes: try JSONEncoder().encode(seqs))))
         }
-        router.get("/metrics") { _, _ -> Response in
-            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+        router.get("/metrics") { request, _ -> Response in
+            if let refusal = guarding.refusal(.metrics, request) { return refusal }
+            return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                      body: .init(byteBuffer: ByteBuffer(string: try await Self.metrics(store, consumer: pusher))))
         }
-        router.get("/") { _, _ -> Response in
-            Response(status: .ok, headers: Self.pageHeaders("text/html; charset=utf-8"),
+        router.get("/") { request, _ -> Response in
+            if let refusal = guarding.refusal(.page, request) { return refusal }
+            return Response(status: .ok, headers: Self.pageHeaders("text/html; charset=utf-8"),
                      body: .init(byteBuffer: ByteBuffer(string: try StatusPage.html(try await store.summaries(detail: StatusPage.detailedSites),
                                                                                     ingest: pusher?.stats.records))))
         }
@@ -122,8 +145,14 @@ struct BessAggregator: AsyncParsableCommand {
         }
         let app = Application(router: router, configuration: .init(address: .hostname(String(parts[0]), port: port)))
         print("bess-aggregator listening on http://\(listen) (database \(database.hasPrefix("postgres") ? "PostgreSQL" : database))"
-              + (mqtt.map { ", MQTT \($0) as bess-aggregator-\(instance)" } ?? ""))
+              + (mqtt.map { ", MQTT \($0) as bess-aggregator-\(instance)" } ?? "") + "; " + Self.credentials(guarding.access))
         try await app.runService()
+    }
+
+    /// The start line's word on credentials.
+    static func credentials(_ access: AggregatorAccess) -> String {
+        if access.open { return "no credentials: every route open (loopback only)" }
+        return "tokens for \(access.siteCount) sites" + (access.hasOperator ? " and the operator" : ", no operator token (commands refused)")
     }
 
     /// The status page's headers: its type, its Content-Security-Policy, and no guessing at types.
@@ -167,7 +196,7 @@ struct BessAggregator: AsyncParsableCommand {
             lines.append("# HELP bess_aggregator_mqtt_commands_published_total Commands pushed to sites.")
             lines.append("# TYPE bess_aggregator_mqtt_commands_published_total counter")
             lines.append("bess_aggregator_mqtt_commands_published_total \(consumer.publisher.published.withLock { $0 })")
-            lines.append("# HELP bess_aggregator_mqtt_malformed_total Messages refused: not a protocol 1 batch, answer or status, not storable (a seq beyond 2^63 − 1, a NUL in a stored text), or refused at ingest (an id, unit state, trip code or status bessd would not send).")
+            lines.append("# HELP bess_aggregator_mqtt_malformed_total Messages refused: over 1 MiB (PAYLOAD_TOO_LARGE, before decoding), not a protocol 1 batch, answer or status, not storable (a seq beyond 2^63 − 1, a NUL in a stored text), or refused at ingest (an id, unit state, trip code or status bessd would not send).")
             lines.append("# TYPE bess_aggregator_mqtt_malformed_total counter")
             lines.append("bess_aggregator_mqtt_malformed_total \(c.malformed)")
             lines.append("# HELP bess_aggregator_store_failures_total Transactions that failed and were retried (acknowledgements held).")

@@ -207,6 +207,12 @@ final class MQTTConsumer: @unchecked Sendable {
                 refuse(refusal, leaf: leaf)
                 return
             }
+            // Its size before anything of it is decoded (config/mosquitto's broker refuses a larger
+            // packet; a broker without that limit still does not make this consumer decode one).
+            if let refusal = IngestRules.check(payloadBytes: payload.count) {
+                refuse(refusal, leaf: leaf, site: site)
+                return
+            }
             switch leaf {
             case "records":
                 guard let received = try? ReceivedBatch(payload: payload), received.batch.site == site,

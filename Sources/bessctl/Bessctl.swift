@@ -202,6 +202,7 @@ struct Status: ParsableCommand {
               + "overruns \(cycle.overruns)")
         if let uplink = status.uplink { print(Self.uplinkLine(uplink, now: Date().timeIntervalSince1970)) }
         if let line = Self.clockLine(status.clock) { print(line) }
+        for line in Self.healthLines(status.health) { print(line) }
         if let holdState = status.holdState { print(holdState + "; every unit started in the operator's standby (bessctl mode auto lifts it)") }
         for line in Self.gridOperatorLines(status.gridOperator) { print(line) }
         if let line = status.agc.flatMap(Self.agcLine) { print(line) }

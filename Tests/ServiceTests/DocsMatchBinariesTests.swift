@@ -80,6 +80,8 @@ struct DocsMatchBinariesTests {
             ("bessd", ["run", "--help"], "--duration"), ("bessd", ["check-config", "--help"], "--quiet"),
             ("bessctl", ["diag", "--help"], "--journal-lines"), ("bessctl", ["probe", "modbus", "--help"], "--timeout-ms"),
             ("bessctl", ["codes", "--help"], "--markdown"), ("bessctl", ["ieee2030-5", "--help"], "--cert"),
+            ("bess-aggregator", ["--help"], "--site-tokens"), ("bess-aggregator", ["--help"], "--operator-token-file"),
+            ("bess-aggregator", ["--help"], "--ingest-concurrency"),
             ("bessctl", ["reset", "--help"], "--orphaned"),
         ]
         for (binary, arguments, flag) in flags {

@@ -13,6 +13,7 @@ struct IngestRefusalCodeTests {
         (.statusSessionInvalid, "STATUS_SESSION_INVALID"),
         (.frequencyEventInvalid, "FREQUENCY_EVENT_INVALID"),
         (.utilityControlInvalid, "UTILITY_CONTROL_INVALID"),
+        (.payloadTooLarge, "PAYLOAD_TOO_LARGE"),
     ]
 
     @Test("each code prints its stable name", arguments: rows)

@@ -5,7 +5,7 @@ pymodbus 3.6 from pysunspec2's copy of the official model definitions (not from 
 Each unit id gets its own image: "SunS", 1, 701, 120, 121, then 704 or 124, end. Measured W is
 1000 × unit + 234 (W_SF 0), so a reading names the unit it came from.
 
-Usage: pymodbus_sunspec_units.py [--seconds S] [--rtu DEVICE --baud B --parity P] UNIT[:OPTION,...] ...
+Usage: pymodbus_sunspec_units.py [--seconds S] [--port N | --rtu DEVICE --baud B --parity P] UNIT[:OPTION,...] ...
 Options per unit:
   124             command model 124 instead of 704 (WChaMax 20 kW at WChaMax_SF 1, InOutWRte_SF -1)
   wchamax=W       124's WChaMax in watts (a multiple of 10)
@@ -205,6 +205,7 @@ def main():
     parser.add_argument("--rtu")
     parser.add_argument("--baud", type=int, default=19200)
     parser.add_argument("--parity", default="N")  # a pty refuses parity (EINVAL)
+    parser.add_argument("--port", type=int, default=0)  # TCP: 0 picks a free one (a restart takes the same)
     parser.add_argument("units", nargs="+")
     args = parser.parse_args()
     units = {uid: Unit(uid, options) for uid, options in map(parse_unit, args.units)}
@@ -220,7 +221,7 @@ def main():
             server = ModbusSerialServer(context, framer=ModbusRtuFramer, port=args.rtu, baudrate=args.baud,
                                         parity=args.parity, bytesize=8, stopbits=1, request_tracer=trace)
         else:
-            port = free_port()
+            port = args.port or free_port()
             server = ModbusTcpServer(context, framer=ModbusSocketFramer, address=("127.0.0.1", port),
                                      request_tracer=trace)
         await server.listen()
