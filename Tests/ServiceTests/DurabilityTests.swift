@@ -17,6 +17,7 @@ let durabilityRoot = ProcessInfo.processInfo.environment["BESSD_DURABILITY_DIR"]
 enum DurableFile: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case atomicFile = "atomic-file"
     case latches
+    case holds
     case commandLedger = "command-ledger"
     case schedule
     case sep2Controls = "sep2-controls"
@@ -31,6 +32,7 @@ enum DurableFile: String, CaseIterable, Sendable, CustomTestStringConvertible {
         switch self {
         case .atomicFile: "state.json"
         case .latches: "latches.json"
+        case .holds: "holds.json"
         case .commandLedger: "mqtt-commands.json"
         case .schedule: "ieee2030_5-schedule.bin"
         case .sep2Controls: "ieee2030_5-controls.bin"
@@ -52,6 +54,8 @@ enum DurableFile: String, CaseIterable, Sendable, CustomTestStringConvertible {
             try AtomicFile.write(Array("save \(number)".utf8), to: directory + "/" + name)
         case .latches:
             try LatchStore(stateDirectory: directory).save(number == 1 ? ["U1": [.thermalRunaway: 1_763_800_000]] : [:])
+        case .holds:
+            try HoldStore(stateDirectory: directory).save(StandingHolds(operatorSite: number == 1, operatorUnits: number == 1 ? [] : ["U1"]))
         case .commandLedger:
             var ledger = CommandLedger(file: directory + "/" + name)
             let now = Date().timeIntervalSince1970
