@@ -21,9 +21,13 @@ dpkg-deb -f "$DEB" Depends | grep -q 'libsystemd0' || fail "Depends lacks libsys
 dpkg-deb -f "$DEB" Depends | grep -q 'libmosquitto1' || fail "Depends lacks libmosquitto1"
 dpkg-deb -f "$DEB" Depends | grep -q 'libssl3' || fail "Depends lacks libssl3"
 [[ "$(dpkg-deb --ctrl-tarfile "$DEB" | tar -xO ./conffiles)" == "/etc/bessd/bessd.yaml" ]] || fail "conffiles"
-for group in bess bess-operators; do
+for group in bessd bess bess-operators; do
   dpkg-deb --ctrl-tarfile "$DEB" | tar -xO ./postinst | grep -q "addgroup --system $group\$" || fail "postinst does not create group $group"
 done
+# The daemon runs in a group of its own, never in a role for people: that group reads its keys.
+dpkg-deb --ctrl-tarfile "$DEB" | tar -xO ./postinst | grep -q "adduser --system --ingroup bessd " || fail "postinst does not make bessd's primary group bessd"
+grep -qx 'User=bessd' "$ROOT/usr/lib/systemd/system/bessd.service" || fail "the unit's User= is not bessd"
+grep -qx 'Group=bessd' "$ROOT/usr/lib/systemd/system/bessd.service" || fail "the unit's Group= is not bessd (bess and bess-operators are roles for people)"
 if ldd "$ROOT/usr/bin/bessd" | grep -q libswift; then fail "bessd needs the Swift runtime"; fi
 "$ROOT/usr/bin/bessd" check-config --quiet "$ROOT/etc/bessd/bessd.yaml" || fail "shipped config invalid"
 UNIT=$(mktemp -d)/bessd.service

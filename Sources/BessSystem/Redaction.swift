@@ -43,21 +43,15 @@ public enum Redaction {
         return nil
     }
 
-    /// A configuration's text fit for a support ticket: the value of any key naming a password,
-    /// token or secret (not the `…_file` keys, which hold paths) and the credentials of any URL
-    /// become `<redacted>`.
-    public static func configurationText(_ text: String) -> String {
-        text.split(separator: "\n", omittingEmptySubsequences: false).map { raw -> String in
-            var line = urlCredentials(in: String(raw))
-            let trimmed = line.drop { $0 == " " || $0 == "-" }
-            if let colon = trimmed.firstIndex(of: ":") {
-                let key = trimmed[..<colon].lowercased()
-                let secret = ["password", "token", "secret", "passphrase"].contains { key.contains($0) } && !key.hasSuffix("_file")
-                if secret, trimmed[trimmed.index(after: colon)...].contains(where: { !$0.isWhitespace }) {
-                    line = String(line[..<line.index(after: colon)]) + " " + marker
-                }
-            }
-            return line
-        }.joined(separator: "\n")
+    /// Whether a configuration key names a secret held in the file itself: a password, token,
+    /// secret or passphrase, or a PIN (the 2030.5 registration `pin`). The `…_file` keys hold paths,
+    /// not secrets (the files they name are checked for their mode instead, `KEY_PERMISSIONS`).
+    /// One rule for every output that shows configuration: `bessctl config`, the support bundle,
+    /// and the values a configuration error repeats.
+    public static func isSecretKey(_ key: String) -> Bool {
+        let name = key.lowercased()
+        if name.hasSuffix("_file") { return false }
+        if name == "pin" || name.hasPrefix("pin_") || name.hasSuffix("_pin") { return true }
+        return ["password", "passwd", "token", "secret", "passphrase"].contains { name.contains($0) }
     }
 }

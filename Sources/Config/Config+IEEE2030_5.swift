@@ -174,13 +174,13 @@ public struct IEEE2030_5Settings: Sendable, Equatable {
             return nil
         }
         if text.utf8.count == 5 {
-            r.error(node, fields.child("pin"), "lacks its check digit: the PIN is 6 digits, here \(text)\(checkDigit(value))",
+            r.error(node, fields.child("pin"), "lacks its check digit: the PIN is 6 digits, the sixth here \(checkDigit(value))",
                     got: ConfigReader.shown(node))
             return nil
         }
         guard validPIN(value) else {
             r.error(node, fields.child("pin"),
-                    "has a wrong check digit: the 6 digits' sum must be a multiple of 10 (\(text.prefix(5))\(checkDigit(value / 10)))",
+                    "has a wrong check digit: the 6 digits' sum must be a multiple of 10 (the sixth here \(checkDigit(value / 10)))",
                     got: ConfigReader.shown(node))
             return nil
         }

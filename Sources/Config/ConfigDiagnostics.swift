@@ -1,3 +1,5 @@
+import BessSystem
+
 /// One problem (or notice) found in a configuration file, located by line and key path.
 ///
 /// Printed as `FILE:LINE: key.path: what is wrong (got X)`, the form `bessd check-config` and reload
@@ -8,7 +10,7 @@ public struct ConfigDiagnostic: Error, Sendable, Equatable, CustomStringConverti
     /// A stable code for logs and scripts (`BESS_CODE=`): a struct over a private enum, matched by
     /// value; its description is the name printed.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Value: Hashable, Sendable { case invalid, syntax, unreadable, notice, unexplained, uplinkCleartext }
+        private enum Value: Hashable, Sendable { case invalid, syntax, unreadable, notice, unexplained, uplinkCleartext, keyPermissions }
         private let value: Value
         private init(_ value: Value) { self.value = value }
         /// `CONFIG_INVALID`: a value, key or combination the configuration does not allow.
@@ -24,6 +26,9 @@ public struct ConfigDiagnostic: Error, Sendable, Equatable, CustomStringConverti
         /// `UPLINK_CLEARTEXT`: an `http://` or `mqtt://` uplink to a host other than loopback; an
         /// error unless `aggregator.insecure_transport: true`, then a notice.
         public static let uplinkCleartext = Code(.uplinkCleartext)
+        /// `KEY_PERMISSIONS`: a key, token or password file that someone other than root and bessd's
+        /// own user and group may read (`KeyPermissions`).
+        public static let keyPermissions = Code(.keyPermissions)
 
         public var description: String {
             switch value {
@@ -33,6 +38,7 @@ public struct ConfigDiagnostic: Error, Sendable, Equatable, CustomStringConverti
             case .notice: "CONFIG_NOTICE"
             case .unexplained: "CONFIG_UNEXPLAINED"
             case .uplinkCleartext: "UPLINK_CLEARTEXT"
+            case .keyPermissions: "KEY_PERMISSIONS"
             }
         }
     }
@@ -45,7 +51,9 @@ public struct ConfigDiagnostic: Error, Sendable, Equatable, CustomStringConverti
     /// Dotted key path, e.g. `bess_units[0].modbus.port`; `(file)` for the whole file.
     public var keyPath: String
     public var message: String
-    /// The offending value as written, when there is one.
+    /// The offending value as written, when there is one; `<redacted>` under a key that names a
+    /// secret (`Redaction.isSecretKey`: the 2030.5 `pin`, a password), since a diagnostic reaches the
+    /// terminal and, on a reload, the journal.
     public var got: String?
 
     public init(
@@ -58,7 +66,8 @@ public struct ConfigDiagnostic: Error, Sendable, Equatable, CustomStringConverti
         self.line = line
         self.keyPath = keyPath
         self.message = message
-        self.got = got
+        let key = keyPath.split(separator: ".").last.map { String($0.prefix { $0 != "[" }) } ?? ""
+        self.got = got.map { Redaction.isSecretKey(key) ? Redaction.marker : $0 }
     }
 
     public var description: String {

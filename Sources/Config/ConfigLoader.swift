@@ -47,8 +47,10 @@ public enum ConfigLoader {
         }
     }
 
-    /// Parses configuration text; `file` names it in diagnostics.
-    public static func parse(_ text: String, file: String) throws(ConfigurationError) -> BessdConfiguration {
+    /// Parses configuration text; `file` names it in diagnostics. The secret files it names are held
+    /// to `KeyPermissions` for `account` (bessd: the process's own user and group).
+    public static func parse(_ text: String, file: String,
+                             account: KeyPermissions.Account = .current) throws(ConfigurationError) -> BessdConfiguration {
         // Found before libyaml, which refuses such a file without saying where.
         let control = ConfigSyntax.controlCharacters(in: text, file: file)
         if !control.isEmpty { throw ConfigurationError(control) }
@@ -63,9 +65,10 @@ public enum ConfigLoader {
         }
         let reader = ConfigReader(file: file)
         let configuration = decode(root, reader)
-        if reader.hasErrors || configuration == nil {
+        let keys = KeyPermissions.diagnostics(root, file: file, account: account)
+        if reader.hasErrors || configuration == nil || !keys.isEmpty {
             // Stable sort by line, so errors read top to bottom like the file.
-            var errors = reader.diagnostics.filter { $0.severity == .error }.enumerated()
+            var errors = (reader.diagnostics.filter { $0.severity == .error } + keys).enumerated()
                 .sorted { ($0.element.line ?? 0, $0.offset) < ($1.element.line ?? 0, $1.offset) }.map(\.element)
             if errors.isEmpty {
                 // Never a refusal that says nothing: the fuzz target fails on this message too.

@@ -310,7 +310,7 @@ extension DiscoverySession {
             serverTimeOffset = wallClock.map { Self.clampedDifference(time.currentTime, $0) }
         case .registration(let registration):
             if let pin, registration.pIN != pin {
-                let error = SEP2Error(.pinMismatch, message: "the Registration at \(quoted(path, limit: 64)) has pIN \(registration.pIN), not the configured \(pin): all traffic stopped")
+                let error = SEP2Error(.pinMismatch, message: "the Registration at \(quoted(path, limit: 64)) has a pIN other than the configured one (neither is repeated here: a PIN is a secret): all traffic stopped")
                 stopped = error
                 inFlight = nil
                 throw error

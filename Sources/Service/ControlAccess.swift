@@ -11,6 +11,9 @@ import Glibc
 /// - members of `bess-operators`, root and bessd's own user may also act: reset, mode, override;
 /// - anyone else is refused every verb with `PERMISSION_DENIED`.
 ///
+/// `bess` and `bess-operators` are roles for people. bessd itself runs in a group of its own,
+/// `bessd` (`SystemAccount.daemon`), that no person is put in: the group that may read its keys.
+///
 /// Membership of `bess-operators` alone is enough to act. The socket is mode 0666 so that it is:
 /// the check here is the gate, not the file's group.
 public struct ControlCaller: Sendable, Equatable {
@@ -97,13 +100,7 @@ public struct ControlCaller: Sendable, Equatable {
         return Array(groups.prefix(Int(count)))
     }
 
-    static func gid(named name: String) -> UInt32? {
-        var entry = group()
-        var result: UnsafeMutablePointer<group>?
-        var buffer = [CChar](repeating: 0, count: 16_384)
-        guard getgrnam_r(name, &entry, &buffer, buffer.count, &result) == 0, result != nil else { return nil }
-        return entry.gr_gid
-    }
+    static func gid(named name: String) -> UInt32? { SystemAccount.gid(named: name) }
 }
 
 /// The two groups' ids, looked up at most every 10 s (not at every connection: the socket is open to

@@ -33,8 +33,8 @@ extension Daemon {
 
     static func failure(_ code: String, _ message: String) -> ControlFailure { ControlFailure(code, message) }
 
-    /// A configuration's text fit for a support ticket (`Redaction.configurationText`).
-    static func redacted(_ text: String) -> String { Redaction.configurationText(text) }
+    /// A configuration's text fit for a support ticket (`ConfigRedaction.text`: secrets found by key path).
+    static func redacted(_ text: String) -> String { ConfigRedaction.text(text) }
 
     func audit(_ what: String, uid: UInt32, _ metadata: Logger.Metadata) {
         var fields = metadata

@@ -100,6 +100,7 @@ struct IEC104TLSConfigTests {
     func fileProblems(line: String, file: String) throws {
         let pki = try TLSFixture()
         try Data("not a key\n".utf8).write(to: pki.directory.appendingPathComponent("garbage.key"))
+        chmod(pki.path("garbage.key"), 0o600)  // a key only bessd may read: refused for what it holds, not its mode
         #expect(try ConfigLoader.parse(Self.yaml(pki), file: "e.yaml").fileDiagnostics(file: "e.yaml").isEmpty, "the fixture's files load")
         let loaded = try ConfigLoader.parse(Self.yaml(pki, [line.replacingOccurrences(of: "@", with: pki.directory.path + "/")]), file: "e.yaml")
         let problems = loaded.fileDiagnostics(file: "e.yaml")

@@ -66,7 +66,7 @@ struct IEEE2030_5ConfigTests {
         (["server: https://sep2.example/dcap", "poll_s: 0"], "ieee2030_5.poll_s", "from 1 to 86400"),
         (["server: https://sep2.example/dcap", "post_s: 86401"], "ieee2030_5.post_s", "from 1 to 86400"),
         (["server: https://sep2.example/dcap", "timeout_s: 0.5"], "ieee2030_5.timeout_s", "from 1 to 60"),
-        (["server: https://sep2.example/dcap", "pin: 11111"], "ieee2030_5.pin", "111115"),
+        (["server: https://sep2.example/dcap", "pin: 11111"], "ieee2030_5.pin", "the sixth here 5"),
         (["server: https://sep2.example/dcap", "pin: 111116"], "ieee2030_5.pin", "check digit"),
         (["server: https://sep2.example/dcap", "pin: 12a456"], "ieee2030_5.pin", "6 digits"),
         (["server: https://sep2.example/dcap", "registration: in_band"], "ieee2030_5.pin", "in_band"),

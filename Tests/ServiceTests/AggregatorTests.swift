@@ -19,6 +19,7 @@ struct AggregatorTests {
         try "\(siteToken)\n".write(toFile: dir + "/token", atomically: true, encoding: .utf8)
         try "AGG_SITE \(siteToken)\n".write(toFile: dir + "/sites", atomically: true, encoding: .utf8)
         try "\(operatorToken)\n".write(toFile: dir + "/operator", atomically: true, encoding: .utf8)
+        chmod(dir + "/token", 0o600)  // bessd refuses a token others may read (KEY_PERMISSIONS)
         let port = Loopback.freePort()
         let aggregator = Process()
         aggregator.executableURL = Package.executable("bess-aggregator")

@@ -1,4 +1,5 @@
 import BessSystem
+import Config
 import ControlProtocol
 import Foundation
 import Glibc
@@ -189,7 +190,7 @@ struct FieldEngineerTests {
         #expect(Redaction.urlCredentials(in: "uplink: POST http://u:p@h:8/v1 failed; also mqtts://a:b@c") == "uplink: POST http://<redacted>@h:8/v1 failed; also mqtts://<redacted>@c")
         #expect(Redaction.urlCredentials(in: "https://host/path?x=a@b") == "https://host/path?x=a@b")
         #expect(Redaction.urlCredentials(in: "no url here") == "no url here")
-        let config = Redaction.configurationText("url: https://site7:hunter2@agg/v1\npassword: swordfish\npassword_file: /etc/p")
+        let config = ConfigRedaction.text("url: https://site7:hunter2@agg/v1\npassword: swordfish\npassword_file: /etc/p")
         #expect(!config.contains("hunter2") && !config.contains("site7") && !config.contains("swordfish"))
         #expect(config.contains("password_file: /etc/p"))
     }

@@ -189,6 +189,7 @@ struct IEC104TLSDaemonTests {
         // Root reads a mode-000 file: a file OpenSSL cannot read as a key stands for every such file.
         let broken = pki.path("broken.key")
         try Data("not a key\n".utf8).write(to: URL(fileURLWithPath: broken))
+        chmod(broken, 0o600)  // unusable for what it holds, not for who may read it (that is KEY_PERMISSIONS)
         let yaml = Self.yaml(port: port, pki: pki).replacingOccurrences(of: "key_file: \(pki.path("server.key"))", with: "key_file: \(broken)")
         #expect(yaml.contains("key_file: \(broken)"))
         let daemon = try RunningDaemon(yaml: yaml)

@@ -87,6 +87,7 @@ struct UplinkDeliveryTests {
         defer { try? FileManager.default.removeItem(atPath: state) }
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
         try "secret-token-1\n".write(toFile: state + "/token", atomically: true, encoding: .utf8)
+        chmod(state + "/token", 0o600)  // bessd refuses a token others may read (KEY_PERMISSIONS)
         let yaml = daemonYAML.replacingOccurrences(of: "base_hz: 49.8", with: "base_hz: 50.0") + """
 
             state_directory: \(state)
