@@ -73,7 +73,7 @@ let package = Package(
         // Configuration: the YAML schema, its diagnostics and the mapping to control settings (the only Yams user).
         .target(
             name: "Config",
-            dependencies: ["ControlCore", "BessSystem", "Fieldbus", "Cycle", "TLSTransport", .product(name: "Yams", package: "Yams")],
+            dependencies: ["ControlCore", "BessSystem", "Fieldbus", "Cycle", "TLSTransport", "IEEE2030_5", .product(name: "Yams", package: "Yams")],
             swiftSettings: swiftSettings),
         // The real-time cycle and the bus workers behind the SiteIO seam; never imports the simulator,
         // nor Config: it defines the settings it runs on (CycleSettings), and Config maps the YAML into them.

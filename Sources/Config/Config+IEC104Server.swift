@@ -90,11 +90,28 @@ public struct IEC104Group: Sendable, Equatable {
     /// Client addresses of the group; empty: loopback only.
     public var allowFrom: [IPv4Network]
     public var commands: Set<IEC104CommandRight>
+    /// `allow_certificates` (with `iec104.tls`): SHA-256 fingerprints (64 hex digits, lower case) of
+    /// the client certificates that may join the group; nil: every certificate `iec104.tls` accepts.
+    public var allowCertificates: Set<String>?
 
-    public init(name: String, allowFrom: [IPv4Network] = [], commands: Set<IEC104CommandRight> = []) {
+    public init(name: String, allowFrom: [IPv4Network] = [], commands: Set<IEC104CommandRight> = [],
+                allowCertificates: Set<String>? = nil) {
         self.name = name
         self.allowFrom = allowFrom
         self.commands = commands
+        self.allowCertificates = allowCertificates
+    }
+
+    /// Whether a client at `address` (IPv4, host order) may join: `allow_from` holds it (an empty
+    /// list: loopback).
+    public func admits(address: UInt32) -> Bool {
+        allowFrom.isEmpty ? address >> 24 == 127 : allowFrom.contains { $0.contains(address) }
+    }
+
+    /// Whether a client whose certificate has `fingerprint` (lower-case hex SHA-256) may join:
+    /// `allow_certificates` names it, or the group has no such list.
+    public func admits(certificate fingerprint: String) -> Bool {
+        allowCertificates?.contains(fingerprint) ?? true
     }
 }
 
@@ -138,7 +155,7 @@ public struct IEC104ServerConfiguration: Sendable, Equatable {
     /// The keys of `iec104` this struct reads.
     static let keyNames = ["listen", "common_address", "t0_s", "t1_s", "t2_s", "t3_s", "k", "w", "time_zone_offset_minutes",
                            "max_command_delay_s", "select_timeout_s", "max_connections", "event_queue", "groups", "points", "tls"]
-    static let groupKeys = ConfigKeys("iec104.groups[]", ["name", "allow_from", "commands"])
+    static let groupKeys = ConfigKeys("iec104.groups[]", ["name", "allow_from", "commands", "allow_certificates"])
     static let pointKeys = ConfigKeys("iec104.points[]", ["signal", "ioa", "deadband"])
 
     /// Reads the outstation's keys of `iec104:` (the caller finishes the section).
@@ -193,6 +210,13 @@ public struct IEC104ServerConfiguration: Sendable, Equatable {
                         continue
                     }
                     group.commands.insert(right)
+                }
+                if let list = g.fingerprints("allow_certificates") {
+                    group.allowCertificates = Set(list)
+                    if c.tls == nil {
+                        r.error(g.mark("allow_certificates"), g.child("allow_certificates"),
+                                "needs iec104.tls: without TLS no client shows a certificate")
+                    }
                 }
                 if !group.commands.isEmpty, let open = group.allowFrom.first(where: { $0.prefix < 8 }) {
                     r.error(g.mark("commands"), g.child("commands"), "needs allow_from to name the control centres: \(open) lets anyone command the site")
@@ -292,24 +316,34 @@ public struct IEC104TLSConfiguration: Sendable, Equatable {
         let key = path("key_file", required: true)
         let ca = path("ca_file", required: true)
         let crl = path("crl_file", required: false)
-        var allowed: [String]?
-        if let list = fields.sequence("allow_certificates") {
-            allowed = []
-            for (index, item) in list.enumerated() {
-                guard let text = item.string, let fingerprint = TLSPeer.normalizedFingerprint(text) else {
-                    r.error(item, fields.child("allow_certificates[\(index)]"),
-                            "must be a SHA-256 fingerprint: 64 hex digits, colons allowed (openssl x509 -noout -fingerprint -sha256)",
-                            got: ConfigReader.shown(item))
-                    continue
-                }
-                allowed?.append(fingerprint)
-            }
-        }
+        let allowed = fields.fingerprints("allow_certificates")
         let timeout = fields.double("handshake_timeout_s", default: 10, range: 1...60, unit: "seconds")!
         fields.finish(Self.keys)
         guard let certificate, let key, let ca else { return nil }
         return IEC104TLSConfiguration(certificateFile: certificate, keyFile: key, caFile: ca, allowedCertificates: allowed,
                                       crlFile: crl, handshakeTimeout: .seconds(fromDouble: timeout))
+    }
+}
+
+extension ConfigReader.Fields {
+    /// `key` as a list of SHA-256 certificate fingerprints (`iec104.tls.allow_certificates`,
+    /// `iec104.groups[].allow_certificates`, `ieee2030_5.server_certificate_sha256`): 64 hex digits
+    /// each, colons and spaces allowed, any case, as `openssl x509 -fingerprint -sha256` prints
+    /// them; returned in lower case without colons. Nil when the key is absent; an entry that is no
+    /// fingerprint is an error at its own line and left out.
+    func fingerprints(_ key: String) -> [String]? {
+        guard let list = sequence(key) else { return nil }
+        var fingerprints: [String] = []
+        for (index, item) in list.enumerated() {
+            guard let text = item.string, let fingerprint = TLSPeer.normalizedFingerprint(text) else {
+                reader.error(item, child("\(key)[\(index)]"),
+                             "must be a SHA-256 fingerprint: 64 hex digits, colons allowed (openssl x509 -noout -fingerprint -sha256)",
+                             got: ConfigReader.shown(item))
+                continue
+            }
+            fingerprints.append(fingerprint)
+        }
+        return fingerprints
     }
 }
 

@@ -1,3 +1,4 @@
+import IEEE2030_5
 public import TLSTransport
 internal import Yams
 
@@ -49,6 +50,12 @@ public struct IEEE2030_5Settings: Sendable, Equatable {
     /// `generate_mrid`); nil: none configured, 00000000 is written (bessd's LFDI is its certificate's
     /// hash, whose last digits are no PEN, docs/ieee2030-5.md §3).
     public var pen: UInt32?
+    /// `server_certificate_sha256`: SHA-256 fingerprints (64 hex digits, lower case) of the server
+    /// certificates accepted as the utility's; nil: none pinned this way.
+    public var serverCertificates: [String]?
+    /// `server_lfdi`: the LFDI (40 hex digits, upper case) of the server certificate accepted as the
+    /// utility's; nil: none pinned this way.
+    public var serverLFDI: String?
 
     /// The path a server names its DeviceCapability under for CSIP-AUS discovery.
     public static let wellKnownPath = "/.well-known/csipaus"
@@ -59,7 +66,7 @@ public struct IEEE2030_5Settings: Sendable, Equatable {
     public init(serverHost: String, serverPort: UInt16 = 443, deviceCapabilityPath: String, certificateFile: String,
                 keyFile: String, caFile: String, allowGCM: Bool = false, pollSeconds: UInt32 = 300, postSeconds: UInt32 = 300,
                 registration: Registration = .outOfBand, pin: UInt32? = nil, connectionPointId: String? = nil,
-                timeoutSeconds: Double = 10, pen: UInt32? = nil) {
+                timeoutSeconds: Double = 10, pen: UInt32? = nil, serverCertificates: [String]? = nil, serverLFDI: String? = nil) {
         self.serverHost = serverHost
         self.serverPort = serverPort
         self.deviceCapabilityPath = deviceCapabilityPath
@@ -74,6 +81,8 @@ public struct IEEE2030_5Settings: Sendable, Equatable {
         self.connectionPointId = connectionPointId
         self.timeoutSeconds = timeoutSeconds
         self.pen = pen
+        self.serverCertificates = serverCertificates
+        self.serverLFDI = serverLFDI
     }
 
     /// The TLS 1.2 suites offered: CCM8 as 2030.5 requires, and GCM after it with `allowGCM`.
@@ -82,11 +91,26 @@ public struct IEEE2030_5Settings: Sendable, Equatable {
     }
 
     /// The TLS client context these files make: TLS 1.2 only, `cipherList`, the server's chain
-    /// verified against `caFile` and no name checked (2030.5 server certificates carry none).
+    /// verified against `caFile` and no name checked (2030.5 server certificates carry none), and
+    /// the server pin (`acceptsServer`) checked in the handshake when one is configured.
     /// - Throws: `TLS_CONTEXT_FAILED` naming the file OpenSSL could not use, with its reason.
     public func clientContext() throws(TLSError) -> TLSClientContext {
-        try TLSClientContext(certificateFile: certificateFile, privateKeyFile: keyFile, caFile: caFile, cipherList: cipherList)
+        try TLSClientContext(certificateFile: certificateFile, privateKeyFile: keyFile, caFile: caFile, cipherList: cipherList,
+                             acceptsServer: acceptsServer)
     }
+
+    /// Whether a server is the utility's, by its certificate: one `server_certificate_sha256`
+    /// names, or whose LFDI is `server_lfdi`. Nil without either: every server whose chain verifies
+    /// against `ca_file` (the SERCA), which every device certificate under it does too.
+    public var acceptsServer: (@Sendable (TLSPeer) -> Bool)? {
+        guard serverCertificates != nil || serverLFDI != nil else { return nil }
+        let fingerprints = Set(serverCertificates ?? []), lfdi = serverLFDI
+        return { peer in fingerprints.contains(peer.fingerprint) || (lfdi != nil && DeviceIdentity(fingerprint: peer.fingerprint)?.lfdi == lfdi) }
+    }
+
+    /// Whether nothing authenticates the server beyond its chain: no server pin and no
+    /// registration PIN (`SEP2_SERVER_UNPINNED`).
+    public var serverUnpinned: Bool { serverCertificates == nil && serverLFDI == nil && pin == nil }
 
     /// Whether `pin` is a registration PIN: six digits whose last is the check digit of the five
     /// before it (the digits' sum is a multiple of 10, as for the SFDI: 11111 → 111115).
@@ -108,7 +132,7 @@ public struct IEEE2030_5Settings: Sendable, Equatable {
     /// The keys of `ieee2030_5`.
     static let keys = ConfigKeys("ieee2030_5", [
         "server", "discovery", "cert_file", "key_file", "ca_file", "allow_gcm", "poll_s", "post_s", "registration", "pin",
-        "connection_point_id", "timeout_s", "pen",
+        "connection_point_id", "timeout_s", "pen", "server_certificate_sha256", "server_lfdi",
     ])
 
     /// `ieee2030_5:`; nil when absent or when a required key is missing or wrong (each reported).
@@ -139,12 +163,27 @@ public struct IEEE2030_5Settings: Sendable, Equatable {
         }, rule: "must be 1 to 32 letters and digits (the NMI, or the utility's connection point id)")
         let timeout = fields.double("timeout_s", default: 10, range: 1...60, unit: "seconds")!
         let pen = decodePEN(fields, r)
+        let serverCertificates = fields.fingerprints("server_certificate_sha256")
+        if serverCertificates?.isEmpty == true, fields.sequence("server_certificate_sha256")?.isEmpty == true,
+           let node = fields.node("server_certificate_sha256") {
+            r.error(node, fields.child("server_certificate_sha256"), "names no certificate: list the server's fingerprints, or leave the key out")
+        }
+        let serverLFDI = fields.string("server_lfdi", pattern: { DeviceIdentity(lfdi: $0, sfdi: 0) != nil },
+                                       rule: "must be the LFDI of the server's certificate: 40 hex digits (bessctl ieee2030-5 --cert FILE)")
+            .flatMap { DeviceIdentity(lfdi: $0, sfdi: 0)?.lfdi }
         fields.finish(Self.keys)
         guard let server, let certificate, let key, let ca else { return nil }
-        return IEEE2030_5Settings(serverHost: server.host, serverPort: server.port, deviceCapabilityPath: server.path,
-                                  certificateFile: certificate, keyFile: key, caFile: ca, allowGCM: allowGCM,
-                                  pollSeconds: UInt32(poll), postSeconds: UInt32(post), registration: registration, pin: pin,
-                                  connectionPointId: connectionPoint, timeoutSeconds: timeout, pen: pen)
+        let settings = IEEE2030_5Settings(serverHost: server.host, serverPort: server.port, deviceCapabilityPath: server.path,
+                                          certificateFile: certificate, keyFile: key, caFile: ca, allowGCM: allowGCM,
+                                          pollSeconds: UInt32(poll), postSeconds: UInt32(post), registration: registration, pin: pin,
+                                          connectionPointId: connectionPoint, timeoutSeconds: timeout, pen: pen,
+                                          serverCertificates: serverCertificates, serverLFDI: serverLFDI)
+        if settings.serverUnpinned, !fields.has("pin") {
+            r.notice(fields.node, fields.path,
+                     "SEP2_SERVER_UNPINNED: neither server_certificate_sha256, server_lfdi nor a registration pin names the utility's server: "
+                     + "any certificate under ca_file (another device's too) is taken as the server")
+        }
+        return settings
     }
 
     /// The largest `pen`: it is written as 8 decimal digits.

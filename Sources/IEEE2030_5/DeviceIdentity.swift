@@ -78,11 +78,25 @@ public struct DeviceIdentity: Hashable, Sendable {
     /// An identity as the server wrote it (an EndDevice's `lFDI`, 40 hex digits, and `sFDI`), for when
     /// the certificate cannot be read; nil for any other `lfdi`.
     public init?(lfdi: String, sfdi: UInt64) {
-        let digits = Array(lfdi.utf8)
-        guard digits.count == 40, digits.allSatisfy(\.isHexDigit) else { return nil }
-        func nibble(_ c: UInt8) -> UInt8 { c <= 0x39 ? c - 0x30 : (c | 0x20) - 0x61 + 10 }
-        lfdiBytes = stride(from: 0, to: 40, by: 2).map { nibble(digits[$0]) << 4 | nibble(digits[$0 + 1]) }
+        guard let bytes = Self.hexBytes(lfdi, count: 20) else { return nil }
+        lfdiBytes = bytes
         self.sfdi = sfdi
+    }
+
+    /// The identity of the certificate whose SHA-256 fingerprint is `fingerprint` (64 hex digits,
+    /// any case, as `TLSPeer.fingerprint` gives a TLS peer's): the LFDI and SFDI of a server's
+    /// certificate, for a pin and the journal. Nil for anything else.
+    public init?(fingerprint: String) {
+        guard let digest = Self.hexBytes(fingerprint, count: 32) else { return nil }
+        self.init(sha256: digest)
+    }
+
+    /// The `count` bytes that 2 × `count` hex digits (any case) spell; nil for anything else.
+    static func hexBytes(_ text: String, count: Int) -> [UInt8]? {
+        let digits = Array(text.utf8)
+        guard digits.count == 2 * count, digits.allSatisfy(\.isHexDigit) else { return nil }
+        func nibble(_ c: UInt8) -> UInt8 { c <= 0x39 ? c - 0x30 : (c | 0x20) - 0x61 + 10 }
+        return stride(from: 0, to: digits.count, by: 2).map { nibble(digits[$0]) << 4 | nibble(digits[$0 + 1]) }
     }
 
     /// The digit that brings the sum of `value`'s decimal digits to a multiple of 10.

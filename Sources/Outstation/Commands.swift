@@ -68,7 +68,7 @@ extension OutstationServer {
 
     /// Why a command is refused before it is executed (rights, age, the select), or nil.
     func refusal(of order: Order, _ connection: Connection, now: MonotonicInstant) -> String? {
-        let group = settings.groups[connection.group]
+        let group = groups[connection.group].settings
         let right: IEC104CommandRight = switch order.signal {
         case .siteSetpointCommand: .setpoint
         case .frequencyResponseCommand: .frequencyResponse
@@ -149,7 +149,7 @@ extension OutstationServer {
     /// audit entry whatever the budget decided: /metrics counts every outcome by code.
     func report(_ order: Order, _ connection: Connection, accepted: Bool, reason: String) {
         if accepted { commandsAccepted.add(1, ordering: .relaxed) } else { commandsRefused.add(1, ordering: .relaxed) }
-        let group = settings.groups[connection.group].name
+        let group = groups[connection.group].settings.name
         let address = settings.address(order.signal)
         let what = order.select ? "select" : "execute"
         let message = "IEC 104 \(what) \(order.signal.rawValue) (IOA \(address)) = \(Self.number(order.value)) from \(connection.stream.peer) (group \(group)): "

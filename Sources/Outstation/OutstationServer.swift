@@ -29,7 +29,7 @@ public final class OutstationServer: @unchecked Sendable {
     var image: StationImage
     private var listener: TCPListener?
     private let worker = WorkerThread()
-    private let stopWakeup = Wakeup()
+    let stopWakeup = Wakeup()
     let samplePeriod: Duration
     let log: @Sendable (OutstationLogCode, String, [String: String]) -> Void
     /// Every command outcome, and each window's sum of refusals held back, for /metrics and the
@@ -41,6 +41,8 @@ public final class OutstationServer: @unchecked Sendable {
     /// nil serves plain TCP. Read at each accept: a reload replaces it (`replaceTLSContext(_:)`).
     var tlsContext: TLSServerContext? { tlsContextHolder.withLock { $0 } }
     private let tlsContextHolder: Mutex<TLSServerContext?>
+    /// What a reload handed over for the server thread (OutstationServer+Reload.swift).
+    let pendingReload = Mutex(PendingReload())
     /// The monotonic clock of every timer: t0–t3, the select timeout, sampling, the journal's
     /// budget (`SystemClock` in bessd, a `ManualClock` in tests that step time).
     let clock: any MonotonicClock
@@ -62,7 +64,8 @@ public final class OutstationServer: @unchecked Sendable {
     final class Connection {
         let id: Int
         let stream: any ByteStream
-        let group: Int
+        /// Its index in `groups`: by address at accept, by certificate too once authenticated, again at a reload.
+        var group: Int
         var splitter = FrameSplitter()
         var link: Link
         var output: [UInt8] = []
@@ -118,7 +121,7 @@ public final class OutstationServer: @unchecked Sendable {
     var budgets: [UInt32: JournalBudget] = [:]
 
     struct GroupState {
-        let settings: IEC104Group
+        var settings: IEC104Group
         var queue: [[UInt8]] = []
         var started: Int?
     }
@@ -180,13 +183,15 @@ public final class OutstationServer: @unchecked Sendable {
     }
 
     /// Hands a context read again from the files (a reload: a CRL or allow-list rewritten) to the
-    /// connections accepted from now on; connections already open keep the one they were accepted
-    /// with. Any thread. Returns false, and changes nothing, on a server that serves plain TCP: a
+    /// connections accepted from now on, and checks every open connection's certificate against
+    /// it: one that no longer passes is closed (`IEC104_PEER_REVOKED`). Any thread. Returns false, and changes nothing, on a server that serves plain TCP: a
     /// reload never turns TLS on or off.
     public func replaceTLSContext(_ context: TLSServerContext) -> Bool {
         tlsContextHolder.withLock { current in
             guard current != nil else { return false }
             current = context
+            pendingReload.withLock { $0.recheck = true }
+            stopWakeup.signal()
             return true
         }
     }
@@ -194,9 +199,7 @@ public final class OutstationServer: @unchecked Sendable {
     /// The group a client at `address` belongs to: the first whose `allow_from` holds it (an empty
     /// list: loopback).
     static func group(of address: UInt32, in groups: [IEC104Group]) -> Int? {
-        groups.firstIndex { group in
-            group.allowFrom.isEmpty ? address >> 24 == 127 : group.allowFrom.contains { $0.contains(address) }
-        }
+        groups.firstIndex { $0.admits(address: address) }
     }
 
     private func serve(_ listener: TCPListener) {
@@ -226,6 +229,7 @@ public final class OutstationServer: @unchecked Sendable {
             if fds[0].revents != 0 { _ = stopWakeup.drain() }
             guard worker.isRunning else { break }
             let now = clock.now()
+            applyReload()
             if fds[1].revents & Int16(POLLIN) != 0 { acceptAll(listener, now: now) }
             for (entry, connection) in zip(fds.dropFirst(3), connections)
                 where entry.revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 || connection.stream.hasPendingInput
@@ -293,7 +297,7 @@ public final class OutstationServer: @unchecked Sendable {
         while let tcp = listener.accept() {
             // The group and the limit on the TCP peer's address first: a peer no group admits
             // costs no TLS session.
-            guard let group = Self.group(of: tcp.peerAddress, in: settings.groups) else {
+            guard let group = placement(of: tcp.peerAddress, certificate: nil) else {
                 connectionsRefused.add(1, ordering: .relaxed)
                 peerLog(address: tcp.peerAddress, .connection, .peerRefused, "IEC 104 connection from \(tcp.peer) refused: in no iec104.groups allow_from",
                         ["BESS_PEER": tcp.peer])
@@ -326,8 +330,8 @@ public final class OutstationServer: @unchecked Sendable {
             connected.store(connections.count, ordering: .relaxed)
             // A TLS connection is named once its certificate is verified (`handshakeDone`).
             guard !(stream is TLSStream) else { continue }
-            peerLog(address: stream.peerAddress, .connection, .connected, "IEC 104 connection from \(stream.peer) (group \(settings.groups[group].name))",
-                    ["BESS_PEER": stream.peer, "BESS_GROUP": settings.groups[group].name])
+            peerLog(address: stream.peerAddress, .connection, .connected, "IEC 104 connection from \(stream.peer) (group \(groups[group].settings.name))",
+                    ["BESS_PEER": stream.peer, "BESS_GROUP": groups[group].settings.name])
         }
     }
 
@@ -381,8 +385,9 @@ public final class OutstationServer: @unchecked Sendable {
             }
             return false
         }
+        guard admitAuthenticated(connection, tls) else { return false }
         connection.authenticated = true
-        let group = settings.groups[connection.group].name
+        let group = groups[connection.group].settings.name
         peerLog(connection, .connection, .connected, "IEC 104 TLS connection from \(tls.address) authenticated as \(tls.peer) (group \(group))",
                 ["BESS_PEER": tls.peer, "BESS_PEER_ADDRESS": tls.address, "BESS_GROUP": group])
         return true
@@ -390,13 +395,13 @@ public final class OutstationServer: @unchecked Sendable {
 
     /// Closes a connection whose TLS handshake failed or did not finish, with the coded reason
     /// (`TLS_PEER_UNTRUSTED`, …) and the peer's address.
-    private func refuseTLS(_ connection: Connection, code: String, reason: String) {
+    func refuseTLS(_ connection: Connection, code: String, reason: String) {
         guard connection.closeReason == nil else { return }
         connectionsRefused.add(1, ordering: .relaxed)
         let address = (connection.stream as? TLSStream)?.address ?? connection.stream.peer
         connection.closeReason = "TLS refused: \(code)"
         peerLog(connection, .connection, .tlsRefused, "IEC 104 connection from \(address) refused: \(reason)",
-                ["BESS_PEER": address, "BESS_TLS_ERROR": code, "BESS_GROUP": settings.groups[connection.group].name])
+                ["BESS_PEER": address, "BESS_TLS_ERROR": code, "BESS_GROUP": groups[connection.group].settings.name])
     }
 
     private func received(_ frame: Frame, on connection: Connection, now: MonotonicInstant) {
@@ -420,9 +425,9 @@ public final class OutstationServer: @unchecked Sendable {
         if let previous = groups[group].started, previous != connection.id,
            let old = connections.first(where: { $0.id == previous && $0.closeReason == nil })
         {
-            old.closeReason = "switch-over: \(connection.stream.peer) started in group \(settings.groups[group].name)"
-            peerLog(connection, .connection, .switchover, "IEC 104 group \(settings.groups[group].name): \(connection.stream.peer) started; \(old.stream.peer) closed",
-                    ["BESS_PEER": connection.stream.peer, "BESS_GROUP": settings.groups[group].name])
+            old.closeReason = "switch-over: \(connection.stream.peer) started in group \(groups[group].settings.name)"
+            peerLog(connection, .connection, .switchover, "IEC 104 group \(groups[group].settings.name): \(connection.stream.peer) started; \(old.stream.peer) closed",
+                    ["BESS_PEER": connection.stream.peer, "BESS_GROUP": groups[group].settings.name])
             requeue(old)
         }
         for stopped in connections where stopped.group == group && stopped.closeReason == nil
@@ -455,7 +460,7 @@ public final class OutstationServer: @unchecked Sendable {
         protocolErrors.add(1, ordering: .relaxed)
         connection.closeReason = "\(error.code)"
         peerLog(connection, .connection, .protocolError, "IEC 104 connection from \(connection.stream.peer) closed: \(error)",
-                ["BESS_PEER": connection.stream.peer, "BESS_IEC104_ERROR": "\(error.code)", "BESS_GROUP": settings.groups[connection.group].name])
+                ["BESS_PEER": connection.stream.peer, "BESS_IEC104_ERROR": "\(error.code)", "BESS_GROUP": groups[connection.group].settings.name])
     }
 
     /// Drops the sent frames the link has had acknowledged.
@@ -520,7 +525,7 @@ public final class OutstationServer: @unchecked Sendable {
         connection.closeReason = "backlog: \(connection.answers.count) answers and \(connection.output.count) octets not taken"
         protocolErrors.add(1, ordering: .relaxed)
         peerLog(connection, .connection, .backlog, "IEC 104 connection from \(connection.stream.peer) closed: it does not take what it asks for (\(connection.closeReason!))",
-                ["BESS_PEER": connection.stream.peer, "BESS_GROUP": settings.groups[connection.group].name])
+                ["BESS_PEER": connection.stream.peer, "BESS_GROUP": groups[connection.group].settings.name])
     }
 
     /// Answers waiting behind the window, and octets waiting for the socket, a connection may have.
@@ -536,7 +541,7 @@ public final class OutstationServer: @unchecked Sendable {
         connection.output.removeFirst(written)
     }
 
-    private func reap() {
+    func reap() {
         var kept: [Connection] = []
         for connection in connections {
             guard let reason = connection.closeReason else {
@@ -550,7 +555,7 @@ public final class OutstationServer: @unchecked Sendable {
             connection.stream.close()
             connectionsClosed.add(1, ordering: .relaxed)
             peerLog(connection, .connection, .closed, "IEC 104 connection from \(connection.stream.peer) closed: \(reason)",
-                    ["BESS_PEER": connection.stream.peer, "BESS_GROUP": settings.groups[connection.group].name])
+                    ["BESS_PEER": connection.stream.peer, "BESS_GROUP": groups[connection.group].settings.name])
         }
         connections = kept
         connected.store(connections.count, ordering: .relaxed)
@@ -655,6 +660,9 @@ public enum OutstationLogCode: String, Sendable {
     case tlsRefused = "IEC104_TLS_REFUSED"
     case closed = "IEC104_CLOSED"
     case peerRefused = "IEC104_PEER_REFUSED"
+    /// An open connection closed at a reload: its certificate or address no longer passes
+    /// `iec104.tls` or its group (`BESS_REASON`).
+    case peerRevoked = "IEC104_PEER_REVOKED"
     case connectionsFull = "IEC104_CONNECTIONS_FULL"
     case idle = "IEC104_IDLE"
     case protocolError = "IEC104_PROTOCOL_ERROR"

@@ -22,6 +22,7 @@ public final class TLSStream: ByteStream {
     /// `tcp` is still the caller's to close.
     public init(over tcp: TCPStream, context: TLSServerContext) throws(TLSError) {
         tls = try TLSConnection(accepted: tcp.descriptor, context: context, ownsDescriptor: false)
+        self.context = context
         self.tcp = tcp
         peer = tcp.peer
     }
@@ -32,6 +33,12 @@ public final class TLSStream: ByteStream {
 
     /// The authenticated client (subject and fingerprint), once the handshake is done.
     public var authenticatedPeer: TLSPeer? { tls.peer }
+    /// The context the connection was accepted with.
+    public let context: TLSServerContext
+
+    /// Whether the authenticated client still passes `context` (one a reload made): nil when it
+    /// does, else the coded reason (`TLSConnection.recheck(against:)`).
+    public func recheck(against context: TLSServerContext) -> TLSError? { tls.recheck(against: context) }
 
     public func read(limit: Int) -> StreamRead {
         guard failure == nil else { return .closed }

@@ -9,7 +9,7 @@ public typealias HTTPClientError = CodedError<HTTPClientErrorCode>
 /// the set is closed and codes are matched by value.
 public struct HTTPClientErrorCode: Hashable, Sendable, CustomStringConvertible {
     private enum Value: Hashable, Sendable {
-        case connect, tls, timeout, malformed, tooLarge, closed
+        case connect, tls, serverMismatch, timeout, malformed, tooLarge, closed
     }
 
     private let value: Value
@@ -20,6 +20,10 @@ public struct HTTPClientErrorCode: Hashable, Sendable, CustomStringConvertible {
     /// `SEP2_HTTP_TLS`: the TLS handshake failed (the server's chain does not verify, no shared
     /// suite, our certificate refused) or a TLS record was bad.
     public static let tls = Self(.tls)
+    /// `SEP2_SERVER_MISMATCH`: the server's certificate verified against the SERCA but is not the one
+    /// `ieee2030_5.server_certificate_sha256` or `server_lfdi` names; the connection was closed in
+    /// the handshake, before any request.
+    public static let serverMismatch = Self(.serverMismatch)
     /// `SEP2_HTTP_TIMEOUT`: connecting, the handshake, sending or the answer took longer than the timeout.
     public static let timeout = Self(.timeout)
     /// `SEP2_HTTP_MALFORMED`: the answer is not HTTP/1.1 as RFC 9112 writes it (status line, header,
@@ -36,6 +40,7 @@ public struct HTTPClientErrorCode: Hashable, Sendable, CustomStringConvertible {
         switch value {
         case .connect: "SEP2_HTTP_CONNECT"
         case .tls: "SEP2_HTTP_TLS"
+        case .serverMismatch: "SEP2_SERVER_MISMATCH"
         case .timeout: "SEP2_HTTP_TIMEOUT"
         case .malformed: "SEP2_HTTP_MALFORMED"
         case .tooLarge: "SEP2_HTTP_TOO_LARGE"

@@ -1,6 +1,7 @@
 public import ControlCore
 import BessSystem
 import Glibc
+import IEEE2030_5
 public import TLSTransport
 
 /// HTTP/1.1 over TLS (TLSTransport) to one IEEE 2030.5 server: blocking calls bounded by a timeout,
@@ -56,7 +57,7 @@ public final class HTTPSClient {
     deinit { connection?.close() }
 
     /// Sends `request` and waits for the whole answer, connecting first when no connection is open.
-    /// - Throws: `SEP2_HTTP_CONNECT`, `SEP2_HTTP_TLS`, `SEP2_HTTP_TIMEOUT`, `SEP2_HTTP_MALFORMED`
+    /// - Throws: `SEP2_HTTP_CONNECT`, `SEP2_HTTP_TLS`, `SEP2_SERVER_MISMATCH`, `SEP2_HTTP_TIMEOUT`, `SEP2_HTTP_MALFORMED`
     ///   (the answer, or a request whose method or path cannot be sent), `SEP2_HTTP_TOO_LARGE`,
     ///   `SEP2_HTTP_CLOSED`. The connection is closed after any of them.
     public func send(_ request: HTTPRequest) throws(HTTPClientError) -> HTTPResponse {
@@ -227,6 +228,13 @@ public final class HTTPSClient {
             do throws(TLSError) {
                 step = try tls.handshake()
             } catch {
+                if error.code == .peerNotAllowed, let presented = tls.refusedPeer {
+                    // Hex bessd computed from the certificate; the subject is the peer's text, quoted.
+                    let lfdi = DeviceIdentity(fingerprint: presented.fingerprint)?.lfdi ?? "unknown"
+                    throw HTTPClientError(.serverMismatch, message: "\(subject) presented a certificate that is not the pinned server's "
+                                          + "(sha256 \(presented.fingerprint), LFDI \(lfdi), subject \(presented.identity)); "
+                                          + "closed in the handshake, before any request")
+                }
                 throw HTTPClientError(.tls, message: "\(subject): \(error)")
             }
             switch step {

@@ -63,7 +63,8 @@ public struct Sep2WorkerSettings: Sendable {
 /// Its journal events, each with its code: `SEP2_CONTROL_TAKEN` (a control or default now in force
 /// for a type), `SEP2_CONTROL_REFUSED` (a control document refused, with the reason),
 /// `SEP2_CONTROL_NOT_APPLIED` (a control taken without an element bessd does not apply, with the reason),
-/// `SEP2_SERVER_UNREACHABLE` (once per outage), `SEP2_SERVER_RESTORED`, `SEP2_PIN_MISMATCH` (all
+/// `SEP2_SERVER_UNREACHABLE` (once per outage), `SEP2_SERVER_MISMATCH` (once per certificate presented
+/// that is not the pinned server's), `SEP2_SERVER_RESTORED`, `SEP2_PIN_MISMATCH` (all
 /// traffic stops), `SEP2_SCHEDULE_CACHED` (the schedule rebuilt from the store), the store's own codes.
 ///
 /// `@unchecked Sendable`: the session, the transport and the client state live on the worker's
@@ -171,6 +172,8 @@ final class Sep2Client: @unchecked Sendable {
     var lastOffset: Int64?
     var savedDocuments: [String: [UInt8]]?
     var reachable: Bool?
+    /// The last server certificate journalled as not the pinned one, until the server answers.
+    var mismatch: String?
     /// The refusal last said for each path, until the path is accepted again.
     var refusals: [String: String] = [:]
     /// The controls each DERControlList page refused alone, by request path (Sep2Reporter+Worker.swift).
@@ -294,13 +297,21 @@ final class Sep2Client: @unchecked Sendable {
             session.handleFailure(now: Self.seconds(now))
             transport.close()
             noteAnswer(status: nil, error: "\(error)", wall: wall)
-            if reachable != false {
+            if error.code == .serverMismatch {
+                // Each certificate presented once, not only the first of an outage.
+                if mismatch != error.message {
+                    log("SEP2_SERVER_MISMATCH", "SEP2_SERVER_MISMATCH: \(settings.serverName): \(error.message); no request is sent to it, the "
+                        + (known ? "cached schedule runs on" : "site runs without utility controls until the pinned server answers"), true)
+                }
+                mismatch = error.message
+            } else if reachable != false {
                 log("SEP2_SERVER_UNREACHABLE", "SEP2_SERVER_UNREACHABLE: \(settings.serverName): \(error); the "
                     + (known ? "cached schedule runs on" : "site runs without utility controls until the server answers"), true)
             }
             reachable = false
             return
         }
+        mismatch = nil
         if reachable == false {
             log("SEP2_SERVER_RESTORED", "SEP2_SERVER_RESTORED: \(settings.serverName) answers again (HTTP \(response.status))", false)
         }

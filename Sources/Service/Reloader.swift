@@ -61,6 +61,7 @@ extension Daemon {
                               metadata: ["BESS_CODE": "IEC104_RESTART_NEEDED", "MESSAGE_ID": "\(MessageID.reload)"])
             }
             reloadIEC104TLS(new.iec104?.server.tls, was: configuration.iec104?.server.tls, prepared: iec104TLS)
+            reloadIEC104Groups(new.iec104?.server.groups, was: configuration.iec104?.server.groups)
             guarded.withLock {
                 $0.configuration = new
                 $0.configText = text
@@ -100,13 +101,13 @@ extension Daemon {
                         outcome: .keep(code: "SCADA_RESTART_NEEDED", keeps: "the SCADA server keeps its settings"),
                         [.restart("scada", \.scada)]),
             // The AGC band and expiry apply at once (declareAGC), and so do the TLS files and
-            // allow-list (reloadIEC104TLS); the listener, groups, rights and timers are the
-            // server's: a right taken away in the file must never be believed gone while it holds.
+            // allow-list (reloadIEC104TLS) and the groups with their rights (reloadIEC104Groups),
+            // to the open connections too; the listener and timers are the server's.
             ReloadRules(section: "iec104",
-                        outcome: .keep(code: "IEC104_RESTART_NEEDED", keeps: "the IEC 104 outstation keeps its listener, groups and their rights"),
-                        [.restart("iec104 (present or not, listen, groups, rights, timers, tls on or off, handshake_timeout_s)", \.iec104,
+                        outcome: .keep(code: "IEC104_RESTART_NEEDED", keeps: "the IEC 104 outstation keeps its listener and timers"),
+                        [.restart("iec104 (present or not, listen, timers, tls on or off, handshake_timeout_s)", \.iec104,
                                   comparing: { fixedPart($0?.server) }),
-                         .live("iec104.agc, iec104.tls's files, allow_certificates and crl_file", \.iec104)]),
+                         .live("iec104.agc, iec104.groups, iec104.tls's files, allow_certificates and crl_file", \.iec104)]),
             // The 2030.5 client's server, identity, files and rates are its own from start: a
             // changed certificate is a new LFDI, so the whole block needs a restart.
             ReloadRules(section: "ieee2030_5",
@@ -117,9 +118,11 @@ extension Daemon {
     }
 
     /// The outstation's settings a reload cannot move: all but the TLS files and allow-list, which
-    /// `reloadIEC104TLS` applies. Whether TLS is on, and its handshake timeout, stay in.
+    /// `reloadIEC104TLS` applies, and the groups, which `reloadIEC104Groups` applies. Whether TLS is
+    /// on, and its handshake timeout, stay in.
     static func fixedPart(_ settings: IEC104ServerConfiguration?) -> IEC104ServerConfiguration? {
         guard var settings else { return nil }
+        settings.groups = []
         if let tls = settings.tls {
             settings.tls = IEC104TLSConfiguration(certificateFile: "", keyFile: "", caFile: "", handshakeTimeout: tls.handshakeTimeout)
         }
@@ -155,8 +158,19 @@ extension Daemon {
         // The allow-list's size, or "any": every certificate the CA vouches for.
         func listed(_ tls: IEC104TLSConfiguration?) -> String { tls?.allowedCertificates.map { "\($0.count)" } ?? "any" }
         let crl = tls.crlFile ?? "none"
-        logger.notice("reload: iec104.tls read again: CRL \(crl)\(tls.crlFile == old?.crlFile ? "" : " (was \(old?.crlFile ?? "none"))"), allowed certificates \(listed(tls)) (was \(listed(old))); connections accepted from now on are checked against them, connections already open keep what they were accepted with",
+        logger.notice("reload: iec104.tls read again: CRL \(crl)\(tls.crlFile == old?.crlFile ? "" : " (was \(old?.crlFile ?? "none"))"), allowed certificates \(listed(tls)) (was \(listed(old))); every connection, open or new, is checked against them (IEC104_PEER_REVOKED closes one open that no longer passes)",
                       metadata: ["BESS_CODE": "IEC104_TLS_RELOADED", "BESS_TLS_CRL": "\(crl)", "BESS_TLS_ALLOWED": "\(listed(tls))",
                                  "MESSAGE_ID": "\(MessageID.reload)"])
+    }
+
+    /// Hands the groups of the file to the running outstation when they changed: their rights
+    /// apply to every open connection, and a connection its group no longer admits (address or
+    /// certificate) is closed (`IEC104_PEER_REVOKED`). Revoking a right or a certificate never
+    /// needs a restart.
+    func reloadIEC104Groups(_ groups: [IEC104Group]?, was old: [IEC104Group]?) {
+        guard let groups, let old, groups != old, let outstation else { return }
+        outstation.applyGroups(groups)
+        logger.notice("reload: iec104.groups applied to the open connections too: \(groups.map(\.name).joined(separator: ", ")); one its group no longer admits is closed (IEC104_PEER_REVOKED)",
+                      metadata: ["BESS_CODE": "IEC104_GROUPS_RELOADED", "MESSAGE_ID": "\(MessageID.reload)"])
     }
 }

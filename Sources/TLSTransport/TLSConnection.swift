@@ -40,6 +40,9 @@ public final class TLSConnection {
     private let ownsDescriptor: Bool
     /// The authenticated peer, once the handshake is complete.
     public private(set) var peer: TLSPeer?
+    /// The peer refused because the allow-list or pin does not name it (`TLS_PEER_NOT_ALLOWED`):
+    /// what it presented, for the journal.
+    public var refusedPeer: TLSPeer? { verification.refused }
 
     /// The `SSL *`; nil once closed.
     private var ssl: OpaquePointer?
@@ -55,15 +58,15 @@ public final class TLSConnection {
     /// With `ownsDescriptor`, takes ownership of `fd` when it returns (on a throw the caller still
     /// owns it); without, the caller closes `fd` after `close()`.
     public convenience init(accepted fd: Int32, context: TLSServerContext, ownsDescriptor: Bool = true) throws(TLSError) {
-        try self.init(fd: fd, context: context.handle, verification: PeerVerification(allowedPeers: context.allowedPeers),
+        try self.init(fd: fd, context: context.handle, verification: PeerVerification(accepts: context.acceptsPeer),
                       serverName: nil, isServer: true, ownsDescriptor: ownsDescriptor)
     }
 
     /// Client side: a connection bessd opened; the server's chain is verified against the context's
-    /// CA, its name only when the context names one. Takes ownership of `fd` when it returns; on a
+    /// CA, its name only when the context names one, and the context's pin when it has one. Takes ownership of `fd` when it returns; on a
     /// throw the caller still owns it.
     public convenience init(connected fd: Int32, context: TLSClientContext) throws(TLSError) {
-        try self.init(fd: fd, context: context.handle, verification: PeerVerification(allowedPeers: nil),
+        try self.init(fd: fd, context: context.handle, verification: PeerVerification(accepts: context.acceptsPeer),
                       serverName: context.expectedServerName, isServer: false, ownsDescriptor: true)
     }
 
@@ -114,7 +117,14 @@ public final class TLSConnection {
                 failed = true
                 throw TLSError(.peerUntrusted, message: "peer certificate refused (\(verifyText(verified)))")
             }
-            peer = TLSPeer(certificate: certificate)
+            let presented = TLSPeer(certificate: certificate)
+            // Asked again here: a resumed session skips the verification callback.
+            if let accepts = verification.accepts, !accepts(presented) {
+                failed = true
+                verification.refused = presented
+                throw TLSError(.peerNotAllowed, message: "peer \(presented.identity) (sha256 \(presented.fingerprint)) is not on the allow-list")
+            }
+            peer = presented
             established = true
             return .complete
         }
@@ -176,6 +186,39 @@ public final class TLSConnection {
         SSL_free(ssl)
         OpenSSLErrors.clear()
         if ownsDescriptor { _ = Glibc.close(fileDescriptor) }
+    }
+
+    /// Whether the authenticated peer still passes `context` (a reload's: its CA, CRL and
+    /// allow-list): nil when it does, else the coded reason (`TLS_PEER_NOT_ALLOWED`,
+    /// `TLS_PEER_REVOKED`, `TLS_PEER_UNTRUSTED`). The certificate and chain the peer presented are
+    /// verified again against the context's store, now; nothing is sent. Nil before the handshake
+    /// is complete (the context it completes with checks it). The corresponding C function is
+    /// `X509_verify_cert`.
+    public func recheck(against context: TLSServerContext) -> TLSError? {
+        guard let ssl, let peer else { return nil }
+        if let accepts = context.acceptsPeer, !accepts(peer) {
+            return TLSError(.peerNotAllowed, message: "peer \(peer.identity) (sha256 \(peer.fingerprint)) is not on the allow-list")
+        }
+        OpenSSLErrors.clear()
+        defer { OpenSSLErrors.clear() }
+        guard let certificate = SSL_get1_peer_certificate(ssl) else {
+            return TLSError(.peerNoCertificate, message: "the peer's certificate is no longer known")
+        }
+        defer { X509_free(certificate) }
+        guard let store = SSL_CTX_get_cert_store(context.handle), let check = X509_STORE_CTX_new() else {
+            return TLSError(.handshakeFailed, message: "cannot verify the peer's certificate again")
+        }
+        defer { X509_STORE_CTX_free(check) }
+        guard X509_STORE_CTX_init(check, store, certificate, SSL_get_peer_cert_chain(ssl)) == 1,
+              X509_STORE_CTX_set_default(check, "ssl_client") == 1 else {
+            return TLSError(.handshakeFailed, message: "cannot verify the peer's certificate again")
+        }
+        if X509_verify_cert(check) == 1 { return nil }
+        let result = Int(X509_STORE_CTX_get_error(check))
+        if result == Int(X509_V_ERR_CERT_REVOKED) {
+            return TLSError(.peerRevoked, message: "peer \(peer.identity) certificate revoked (\(verifyText(result)))")
+        }
+        return TLSError(.peerUntrusted, message: "peer \(peer.identity) certificate refused (\(verifyText(result)))")
     }
 
     // MARK: - Outcomes
@@ -256,29 +299,29 @@ public final class TLSConnection {
     }
 }
 
-/// The allow-list a server connection checks in OpenSSL's verification callback, and the peer it
-/// refused (for the error's message). Reached from C through the `SSL`'s application data; the
-/// connection keeps it alive as long as the `SSL`.
+/// The allow-list (server) or pin (client) a connection checks in OpenSSL's verification callback,
+/// and the peer it refused (for the error's message). Reached from C through the `SSL`'s
+/// application data; the connection keeps it alive as long as the `SSL`.
 private final class PeerVerification {
-    let allowedPeers: Set<String>?
+    let accepts: (@Sendable (TLSPeer) -> Bool)?
     var refused: TLSPeer?
 
-    init(allowedPeers: Set<String>?) { self.allowedPeers = allowedPeers }
+    init(accepts: (@Sendable (TLSPeer) -> Bool)?) { self.accepts = accepts }
 }
 
 /// OpenSSL's certificate verification callback: keeps OpenSSL's verdict for every certificate of
-/// the chain, and for the peer's own (depth 0) of a chain OpenSSL accepted, refuses one whose
-/// fingerprint is not on the allow-list with `X509_V_ERR_APPLICATION_VERIFICATION`, so the
+/// the chain, and for the peer's own (depth 0) of a chain OpenSSL accepted, refuses one the
+/// allow-list or pin does not accept with `X509_V_ERR_APPLICATION_VERIFICATION`, so the
 /// handshake fails (and the peer is told) before any application byte.
 private let verifyPeerCertificate: @convention(c) (Int32, OpaquePointer?) -> Int32 = { preverified, store in
     guard preverified == 1, let store, X509_STORE_CTX_get_error_depth(store) == 0,
           let ssl = X509_STORE_CTX_get_ex_data(store, SSL_get_ex_data_X509_STORE_CTX_idx()),
           let state = SSL_get_ex_data(OpaquePointer(ssl), 0) else { return preverified }
     let verification = Unmanaged<PeerVerification>.fromOpaque(state).takeUnretainedValue()
-    guard let allowed = verification.allowedPeers else { return 1 }
+    guard let accepts = verification.accepts else { return 1 }
     guard let certificate = X509_STORE_CTX_get_current_cert(store) else { return 0 }
     let peer = TLSPeer(certificate: certificate)
-    if allowed.contains(peer.fingerprint) { return 1 }
+    if accepts(peer) { return 1 }
     verification.refused = peer
     X509_STORE_CTX_set_error(store, X509_V_ERR_APPLICATION_VERIFICATION)
     return 0

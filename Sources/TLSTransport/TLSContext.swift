@@ -35,9 +35,13 @@ public final class TLSServerContext: @unchecked Sendable {
 
     /// The `SSL_CTX *`, freed with the context.
     let handle: OpaquePointer
-    /// Fingerprints (lower-case hex SHA-256 of the DER certificate) of the only client certificates
-    /// accepted; nil accepts every certificate that chains to the CA.
-    let allowedPeers: Set<String>?
+    /// Whether a client whose chain verified is accepted: its fingerprint (lower-case hex SHA-256
+    /// of the DER certificate) is on the allow-list; nil accepts every one that chains to the CA.
+    let acceptsPeer: (@Sendable (TLSPeer) -> Bool)?
+    /// The session id context every session of a server context carries (OpenSSL resumes a session
+    /// only in the context it names; without one, a client that resumes under mutual
+    /// authentication is refused with `SSL_R_SESSION_ID_CONTEXT_UNINITIALIZED`).
+    static let sessionIDContext = Array("bessd-tls-server".utf8)
 
     /// Reads bessd's certificate (a PEM chain, leaf first) and key, the CA that every client's
     /// certificate must chain to, and the optional CRL and allow-list.
@@ -66,13 +70,20 @@ public final class TLSServerContext: @unchecked Sendable {
             }
             fingerprints = set
         }
-        self.allowedPeers = fingerprints
+        acceptsPeer = fingerprints.map { allowed in { @Sendable peer in allowed.contains(peer.fingerprint) } }
         let context = try makeContext(TLS_server_method(), certificateFile: certificateFile, privateKeyFile: privateKeyFile,
                                       caFile: caFile, cipherList: cipherList, minimumVersion: minimumVersion, maximumVersion: nil)
         handle = context
         // Ask every client for a certificate from this CA and refuse the handshake without one.
         if let names = SSL_load_client_CA_file(caFile) { SSL_CTX_set_client_CA_list(context, names) }
         SSL_CTX_set_verify(context, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nil)
+        // A TLS 1.2 control centre that reconnects with its session (id or ticket) is served: the
+        // session keeps the certificate verified in the full handshake, and the allow-list is
+        // checked again on it (`TLSConnection.handshake`). A reload makes a new context, whose
+        // cache and ticket keys know no session of the old one.
+        guard SSL_CTX_set_session_id_context(context, Self.sessionIDContext, UInt32(Self.sessionIDContext.count)) == 1 else {
+            throw OpenSSLErrors.contextError("cannot set the session id context")
+        }
         if let crlFile { try loadRevocationList(context, crlFile) }
     }
 
@@ -94,6 +105,9 @@ public final class TLSClientContext: @unchecked Sendable {
     let handle: OpaquePointer
     /// The name the server's certificate must carry; nil checks none (the chain is still verified).
     let expectedServerName: String?
+    /// Whether a server whose chain verified is the one meant (a pin: IEEE 2030.5's
+    /// `server_certificate_sha256`, `server_lfdi`); nil accepts every server the CA vouches for.
+    let acceptsPeer: (@Sendable (TLSPeer) -> Bool)?
 
     /// Reads bessd's certificate and key and the CA the server's chain is verified against.
     /// - Parameters:
@@ -106,11 +120,16 @@ public final class TLSClientContext: @unchecked Sendable {
     ///   - maximumVersion: the highest version offered; TLS 1.2 by default, as 2030.5 specifies.
     ///   - expectedServerName: checked against the server certificate's names when given; nil
     ///     checks no name (never skips the chain).
+    ///   - acceptsServer: asked in the handshake about the server's certificate once its chain
+    ///     verified; false refuses it (`TLS_PEER_NOT_ALLOWED`) before any application byte. Nil
+    ///     accepts every server the CA vouches for.
     /// - Throws: `TLS_CONTEXT_FAILED` naming the file or setting OpenSSL refused, with its reason.
     public init(certificateFile: String, privateKeyFile: String, caFile: String,
                 cipherList: String = TLSClientContext.defaultCipherList, minimumVersion: TLSVersion = .tls12,
-                maximumVersion: TLSVersion? = .tls12, expectedServerName: String? = nil) throws(TLSError) {
+                maximumVersion: TLSVersion? = .tls12, expectedServerName: String? = nil,
+                acceptsServer: (@Sendable (TLSPeer) -> Bool)? = nil) throws(TLSError) {
         self.expectedServerName = expectedServerName
+        acceptsPeer = acceptsServer
         let context = try makeContext(TLS_client_method(), certificateFile: certificateFile, privateKeyFile: privateKeyFile,
                                       caFile: caFile, cipherList: cipherList, minimumVersion: minimumVersion,
                                       maximumVersion: maximumVersion)

@@ -307,7 +307,7 @@ struct IEC104DaemonTests {
         #expect(text.contains("IEC104_BACKLOG"), "\(text.split(separator: "\n").filter { $0.contains("IEC104") }.suffix(6))")
     }
 
-    @Test("a reload that takes a group's rights away says the outstation keeps its settings until a restart (IEC104_RESTART_NEEDED); one that changes only the AGC band says nothing of it")
+    @Test("a reload that takes a group's rights away applies it to the running outstation (IEC104_GROUPS_RELOADED, no restart asked); one that changes a timer says the outstation keeps it until a restart (IEC104_RESTART_NEEDED); one that changes only the AGC band says neither")
     func reloadNamesTheRestart() throws {
         let port = Loopback.freePort()
         let yaml = Self.yaml(port: port)
@@ -321,11 +321,15 @@ struct IEC104DaemonTests {
         }
         try reload(yaml.replacingOccurrences(of: "agc: {expiry_s: 30}", with: "agc: {expiry_s: 20}"))
         try reload(yaml.replacingOccurrences(of: "commands: [agc, setpoint]", with: "commands: []"))
+        try reload(yaml.replacingOccurrences(of: "commands: [agc, setpoint]", with: "commands: []")
+            .replacingOccurrences(of: "common_address: 7", with: "common_address: 7\n  t3_s: 25"))
         daemon.signal(SIGTERM)
         let (code, text) = daemon.finish()
         #expect(code == 0)
         let notices = text.split(separator: "\n").filter { $0.contains("IEC104_RESTART_NEEDED") || $0.contains("the iec104: block changed") }
-        #expect(notices.count == 1, "\(notices)")
-        #expect(text.components(separatedBy: "reload applied").count - 1 == 2, "both reloads applied")
+        #expect(notices.count == 1 && notices.allSatisfy { $0.contains("timers") }, "\(notices)")
+        let applied = text.split(separator: "\n").filter { $0.contains("BESS_CODE=IEC104_GROUPS_RELOADED") }
+        #expect(applied.count == 1, "\(applied)")
+        #expect(text.components(separatedBy: "reload applied").count - 1 == 3, "the three reloads applied")
     }
 }
