@@ -14,8 +14,7 @@ public final class DeviceSlot: Sendable {
         var lastError: String?
         var roundTrip: Duration = .zero
         var errors: UInt64 = 0
-        /// The cycle's request: false while the utility asks the site disconnected or a latch asks
-        /// the unit disconnected (open the contactor).
+        /// The cycle's request: false while the utility or a latch asks it disconnected (open the contactor).
         var connect = true
         var contactor = ContactorState.closed
     }

@@ -1,7 +1,6 @@
 import BessSystem
 import ControlCore
 import ControlProtocol
-import Cycle
 import Logging
 
 /// Latches of unit ids the configuration no longer names (a unit renamed or removed while latched),
@@ -41,16 +40,17 @@ final class OrphanedLatches: Sendable {
     }
 }
 
-extension Daemon {
+extension OrphanedLatches {
     /// `bessctl reset --orphaned`: clears the latches of unit ids this configuration lacks (an
-    /// operator's act, audited as every reset is); the service loop rewrites the file at once.
-    func resetOrphaned(uid: UInt32) -> ResetReply {
-        let (cleared, units) = orphanedLatches.clear()
-        shared.serviceWakeup.signal()
+    /// operator's act, audited through `audit` as every reset is); `wakeup` has the service loop
+    /// rewrite the file at once.
+    func reset(wakeup: Wakeup, audit: (String, Logger.Metadata) -> Void) -> ResetReply {
+        let (cleared, units) = clear()
+        wakeup.signal()
         var fields: Logger.Metadata = ["MESSAGE_ID": "\(MessageID.reset)", "BESS_CODE": "LATCH_STATE_ORPHANED"]
         if !units.isEmpty { fields["BESS_UNIT"] = units.count == 1 ? "\(units[0])" : .array(units.map { "\($0)" }) }
         let named = cleared.isEmpty ? "none" : cleared.map { PeerText.quoted($0, limit: 96) }.joined(separator: ", ")
-        audit("reset of orphaned latches (unit ids this configuration lacks): cleared \(named)", uid: uid, fields)
+        audit("reset of orphaned latches (unit ids this configuration lacks): cleared \(named)", fields)
         return ResetReply(cleared: cleared, refused: [])
     }
 }
