@@ -34,20 +34,7 @@ extension Daemon {
     static func failure(_ code: String, _ message: String) -> ControlFailure { ControlFailure(code, message) }
 
     /// A configuration's text fit for a support ticket (`ConfigRedaction.text`: secrets found by key path).
-    static func redacted(_ text: String) -> String {  // KP-BEFORE: 603de22's line-based rule
-        text.split(separator: "\n", omittingEmptySubsequences: false).map { raw -> String in
-            var line = Redaction.urlCredentials(in: String(raw))
-            let trimmed = line.drop { $0 == " " || $0 == "-" }
-            if let colon = trimmed.firstIndex(of: ":") {
-                let key = trimmed[..<colon].lowercased()
-                let secret = ["password", "token", "secret", "passphrase"].contains { key.contains($0) } && !key.hasSuffix("_file")
-                if secret, trimmed[trimmed.index(after: colon)...].contains(where: { !$0.isWhitespace }) {
-                    line = String(line[..<line.index(after: colon)]) + " " + Redaction.marker
-                }
-            }
-            return line
-        }.joined(separator: "\n")
-    }
+    static func redacted(_ text: String) -> String { ConfigRedaction.text(text) }
 
     func audit(_ what: String, uid: UInt32, _ metadata: Logger.Metadata) {
         var fields = metadata
