@@ -179,7 +179,7 @@ public struct CycleReply: Codable, Sendable, Equatable, JSONWritable {
     public var jitterP99Us: Int64
     public var lateReadings: UInt64
     /// The longest interval between the starts of two cycles since start, reloads included, ms
-    /// (nil from a bessd that predates it).
+    /// (nil, and left out, from a bessd that predates it).
     public var longestGapMs: Double?
     public var overruns: UInt64
     public var periodMs: Int
@@ -217,7 +217,7 @@ public struct CycleReply: Codable, Sendable, Equatable, JSONWritable {
         json.field(CodingKeys.jitterP50Us, jitterP50Us)
         json.field(CodingKeys.jitterP99Us, jitterP99Us)
         json.field(CodingKeys.lateReadings, lateReadings)
-        json.field(CodingKeys.longestGapMs, longestGapMs)
+        json.field(CodingKeys.longestGapMs, ifPresent: longestGapMs)
         json.field(CodingKeys.overruns, overruns)
         json.field(CodingKeys.periodMs, periodMs)
         json.field(CodingKeys.realtime, realtime)
