@@ -78,13 +78,13 @@ struct AggregatorCredentialsTests {
         #expect(Self.status(base + "/") == "200")
     }
 
-    @Test("bodies over 1 MiB are 413 before they are read whole, with a Content-Length and streamed without one; uploads at once are bounded (503)")
+    @Test("bodies over 1 MiB are 413 before they are read whole, with a Content-Length and streamed without one")
     func bodyBound() throws {
         let dir = try Self.credentials("bodies")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let port = Loopback.freePort()
         // On loopback without credentials (make sim's way): every route open, the bound still there.
-        let aggregator = try Self.start(dir, listen: "127.0.0.1:\(port)", ["--ingest-concurrency", "1"])
+        let aggregator = try Self.start(dir, listen: "127.0.0.1:\(port)")
         defer { aggregator.stop() }
         #expect(waitFor(seconds: 30) { Loopback.listening(port) }, "bess-aggregator never listened: \(aggregator.text)")
         let base = "http://127.0.0.1:\(port)"
@@ -100,8 +100,17 @@ struct AggregatorCredentialsTests {
         #expect(answer.contains("PAYLOAD_TOO_LARGE"), "\(answer)")
         // Nothing of it stored; the next batch goes in.
         #expect(Self.status(records, token: Self.tokenA, ["-X", "POST", "--data-binary", Self.batch("SITE_A", seq: 1)]) == "200")
+    }
 
-        // Uploads at once are bounded: one held open mid-body, another is answered 503 until it ends.
+    @Test("uploads at once are bounded: one held open mid-body, another is answered 503 until it ends")
+    func ingestBound() throws {
+        let dir = try Self.credentials("busy")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let port = Loopback.freePort()
+        let aggregator = try Self.start(dir, listen: "127.0.0.1:\(port)", ["--ingest-concurrency", "1"])
+        defer { aggregator.stop() }
+        #expect(waitFor(seconds: 30) { Loopback.listening(port) }, "bess-aggregator never listened: \(aggregator.text)")
+        let records = "http://127.0.0.1:\(port)/v1/sites/SITE_A/records"
         let held = try #require(Loopback.connect(port))
         let head = "POST /v1/sites/SITE_A/records HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n{\"protocol_version\":1"
         #expect(head.withCString { write(held, $0, strlen($0)) } > 0)
