@@ -540,8 +540,12 @@ struct MQTTBrokerACLTests {
             try openssl(["x509", "-req", "-in", "\(dir)/\(name).csr", "-CA", dir + "/ca.pem", "-CAkey", dir + "/ca.key", "-CAcreateserial",
                          "-days", "2", "-out", "\(dir)/\(name).pem"] + (name == "broker" ? ["-extfile", dir + "/san.ext"] : []))
         }
-        // The broker reads them after dropping to its own user.
+        // The broker reads them after dropping to its own user; a gateway's key stays its own
+        // (bessd refuses a key others can read: KEY_PERMISSIONS).
         try shell(["chmod", "-R", "a+rX", dir])
+        for name in ["ca"] + clients.filter({ $0 != "bess-aggregator" }) {
+            try shell(["chmod", "0600", "\(dir)/\(name).key"])
+        }
     }
 
     @Test("a gateway holding SITE_A's certificate publishes as SITE_A, cannot publish as SITE_B nor read SITE_B's commands")
