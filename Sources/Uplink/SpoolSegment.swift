@@ -47,9 +47,12 @@ enum SpoolSegment {
                 guard visit(seq, payload, end) else { return end }
             }
             buffer.removeFirst(p)
-            let n = chunk.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(readAt)) }
-            if n < 0, errno == EINTR { continue }
-            guard n >= 0 else { throw SpoolError(.io, message: "cannot read \(path): \(SystemError.text(errno))", errno: errno) }
+            let n: Int
+            do {
+                n = try systemCall("pread", path) { chunk.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(readAt)) } }
+            } catch {
+                throw SpoolError(.io, message: "cannot read \(path): \(SystemError.text(error.errno))", errno: error.errno)
+            }
             if n == 0 { return end }  // a torn record at the end stays unwalked
             readAt += n
             buffer += chunk[0..<n]
