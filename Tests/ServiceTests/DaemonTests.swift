@@ -92,6 +92,18 @@ final class RunningDaemon {
 
     func signal(_ number: Int32) { kill(process.processIdentifier, number) }
 
+    /// SIGHUP, then waits for the notify socket's RELOADING=1 and a READY=1 after it. Whether the
+    /// reload finished, and what the socket said.
+    func reloadAndWait(seconds: Double = 20) -> (finished: Bool, said: [String]) {
+        signal(SIGHUP)
+        var reloading = false
+        let said = notify.collect(seconds: seconds) { message in
+            if message.contains("RELOADING=1") { reloading = true }
+            return reloading && message.hasPrefix("READY=1")
+        }
+        return (reloading && said.last?.hasPrefix("READY=1") == true, said)
+    }
+
     /// Stops this daemon (it logs to stdout) and runs bessd on the same configuration logging to the
     /// journal for at most `seconds`: for tests that read what journalctl finds.
     func rerunLoggingToJournal(seconds: Int) throws -> Process {

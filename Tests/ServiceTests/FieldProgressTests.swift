@@ -180,15 +180,7 @@ struct FieldProgressTests {
     }
 
     /// SIGHUP, then the notify socket's RELOADING=1 and READY=1.
-    static func reload(_ daemon: RunningDaemon) -> Bool {
-        daemon.signal(SIGHUP)
-        var reloading = false
-        let said = daemon.notify.collect(seconds: 20) { message in
-            if message.contains("RELOADING=1") { reloading = true }
-            return reloading && message.hasPrefix("READY=1")
-        }
-        return reloading && said.last?.hasPrefix("READY=1") == true
-    }
+    static func reload(_ daemon: RunningDaemon) -> Bool { daemon.reloadAndWait().finished }
 
     @Test("the cycle and overrun counters go on across a reload: status.cycle, bessd_cycles_total and bessd_cycle_overruns_total never go back, an overrun before it stays")
     func countersAcrossReload() throws {

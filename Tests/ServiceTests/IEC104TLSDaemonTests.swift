@@ -236,13 +236,8 @@ struct IEC104TLSDaemonTests {
         #expect(Self.served(open), "the client is served before its revocation: \(first.said.suffix(400))")
 
         try Self.revokeClient(pki)
-        daemon.signal(SIGHUP)
-        var reloading = false
-        let said = daemon.notify.collect(seconds: 20) { message in
-            if message.contains("RELOADING=1") { reloading = true }
-            return reloading && message.hasPrefix("READY=1")
-        }
-        #expect(reloading && said.last?.hasPrefix("READY=1") == true, "the reload finished: \(said)")
+        let (finished, said) = daemon.reloadAndWait()
+        #expect(finished, "the reload finished: \(said)")
 
         // The connection accepted before the reload is checked against the new CRL and closed.
         #expect(open.waitClosed(seconds: 10), "the revoked client's open connection is closed at the reload")

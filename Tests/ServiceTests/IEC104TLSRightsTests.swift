@@ -131,13 +131,8 @@ struct IEC104TLSRightsTests {
         func reload(_ edit: (String) -> String) throws {
             let text = edit(try String(contentsOfFile: daemon.configPath, encoding: .utf8))
             try text.write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
-            daemon.signal(SIGHUP)
-            var reloading = false
-            let said = daemon.notify.collect(seconds: 20) { message in
-                if message.contains("RELOADING=1") { reloading = true }
-                return reloading && message.hasPrefix("READY=1")
-            }
-            #expect(reloading && said.last?.hasPrefix("READY=1") == true, "the reload finished: \(said)")
+            let (finished, said) = daemon.reloadAndWait()
+            #expect(finished, "the reload finished: \(said)")
         }
         try reload { $0.replacingOccurrences(of: ", \"\(dropped)\"]", with: "]") }
         #expect(droppedStation.waitClosed(seconds: 10), "the connection whose certificate left the list is closed")
