@@ -1,37 +1,35 @@
 public import ControlCore
 
-/// Exponential back-off with jitter, the one used by every retry in bessd (bus reconnects,
-/// rediscovery, CAN interfaces, the uplink): each pause is the current back-off plus up to a quarter
-/// more, chosen at random so a fleet does not retry in step; the back-off then doubles up to its
-/// maximum. `reset()` after a success.
+/// Exponential back-off with jitter for the threads that retry (bus reconnects, rediscovery, CAN
+/// interfaces, the uplink): each pause is the current back-off plus up to a quarter more, chosen at
+/// random so a fleet does not retry in step; the back-off then doubles up to its maximum. `reset()`
+/// after a success. The schedule itself is ControlCore's pure `BackoffSchedule` (which the 2030.5
+/// stacks use directly); this wraps it in nanoseconds with a seeded jitter.
 public struct Backoff: Sendable {
-    private let firstNanoseconds: Int64
-    private let maximumNanoseconds: Int64
-    /// The back-off the next pause starts from.
-    private var currentNanoseconds: Int64
+    private let schedule: BackoffSchedule
+    /// Failures counted since the start or the last `reset()` (saturating).
+    private var failures = 0
     private var state: UInt64
 
     /// Pauses from `first` (at least a nanosecond) doubling up to `maximum` (at least `first`).
     public init(first: Duration, maximum: Duration, seed: UInt64 = UInt64(truncatingIfNeeded: SystemClock.monotonicNanoseconds())) {
-        firstNanoseconds = max(1, first.nanosecondsClamped)
-        maximumNanoseconds = max(firstNanoseconds, maximum.nanosecondsClamped)
-        currentNanoseconds = firstNanoseconds
+        let firstNanoseconds = max(1, first.nanosecondsClamped)
+        schedule = BackoffSchedule(first: UInt64(firstNanoseconds), maximum: UInt64(max(firstNanoseconds, maximum.nanosecondsClamped)))
         state = seed | 1
     }
 
-    /// True while no failure has been counted since the start or the last `reset()`.
-    public var isFirst: Bool { currentNanoseconds == firstNanoseconds }
+    /// True while the next pause starts from the first back-off: no failure counted since the start or
+    /// the last `reset()` (or the first back-off is already the maximum).
+    public var isFirst: Bool { schedule.delay(afterFailures: failures + 1) == schedule.first }
 
     /// The pause before the next attempt; doubles the back-off (up to the maximum).
     public mutating func next() -> Duration {
-        // A 64-bit LCG (Knuth's MMIX constants): no allocation, no lock, enough for spreading retries.
-        state = state &* 6364136223846793005 &+ 1442695040888963407
-        let jitter = Int64(state >> 40) % (currentNanoseconds / 4 + 1)
-        let pause = currentNanoseconds + jitter
-        currentNanoseconds = min(currentNanoseconds * 2, maximumNanoseconds)
-        return .nanoseconds(pause)
+        let current = schedule.delay(afterFailures: failures + 1)
+        failures = min(failures + 1, BackoffSchedule.failureLimit)
+        let pause = BackoffSchedule.jittered(current, draw: BackoffSchedule.nextDraw(&state))
+        return .nanoseconds(Int64(clamping: pause))
     }
 
     /// Back to the first back-off (after a success).
-    public mutating func reset() { currentNanoseconds = firstNanoseconds }
+    public mutating func reset() { failures = 0 }
 }

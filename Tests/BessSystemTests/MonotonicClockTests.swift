@@ -93,4 +93,24 @@ struct MonotonicClockTests {
         var zero = Backoff(first: .zero, maximum: .zero, seed: 1)
         #expect(zero.next() > .zero)
     }
+
+    @Test("Backoff over BackoffSchedule gives, pause for pause, what its own doubling and LCG gave before")
+    func backoffMatchesTheFormerLoop() {
+        for (first, maximum, seed) in [(Duration.milliseconds(100), Duration.milliseconds(300), UInt64(42)), (.milliseconds(500), .seconds(30), 7),
+                                       (.seconds(1), .seconds(300), 123_456_789), (.seconds(2), .seconds(1), 3), (.zero, .zero, 1)] {
+            var backoff = Backoff(first: first, maximum: maximum, seed: seed)
+            // The former implementation, inline.
+            let firstNanoseconds = max(1, first.nanosecondsClamped)
+            let maximumNanoseconds = max(firstNanoseconds, maximum.nanosecondsClamped)
+            var current = firstNanoseconds, state = seed | 1
+            for step in 0..<40 {
+                if step == 25 { backoff.reset(); current = firstNanoseconds }
+                #expect(backoff.isFirst == (current == firstNanoseconds))
+                state = state &* 6364136223846793005 &+ 1442695040888963407
+                let expected = Duration.nanoseconds(current + Int64(state >> 40) % (current / 4 + 1))
+                current = min(current * 2, maximumNanoseconds)
+                #expect(backoff.next() == expected, "\(first)...\(maximum) seed \(seed) step \(step)")
+            }
+        }
+    }
 }
