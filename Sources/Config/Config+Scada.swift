@@ -1,3 +1,4 @@
+import BessSystem
 import Cycle
 import ControlCore
 internal import Yams
@@ -12,13 +13,10 @@ extension ScadaConfiguration {
     static func decode(_ fields: ConfigReader.Fields?, _ r: ConfigReader, units: [UnitConfiguration]) -> ScadaConfiguration? {
         guard let fields else { return nil }
         var host = "127.0.0.1", port = 502
-        if let listen = fields.string("listen", pattern: { text in
-            let parts = text.split(separator: ":")
-            return parts.count == 2 && UInt16(parts[1]).map { $0 > 0 } == true && IPv4Network.parse(String(parts[0])) != nil
-        }, rule: "must be IPV4:PORT, e.g. 0.0.0.0:502") {
-            let parts = listen.split(separator: ":")
-            host = String(parts[0])
-            port = Int(parts[1]) ?? 502
+        if let listen = fields.string("listen", pattern: { ListenAddress($0) != nil }, rule: "must be IPV4:PORT, e.g. 0.0.0.0:502")
+            .flatMap({ ListenAddress($0) }) {
+            host = listen.host
+            port = Int(listen.port)
         } else if !fields.has("listen") {
             r.error(fields.node, fields.child("listen"), "is required (IPV4:PORT, e.g. 0.0.0.0:502)")
         }

@@ -121,10 +121,8 @@ public enum ConfigLoader {
             r.error(faults, "simulation.faults", Self.notInHardware)
         }
         let realtime = top.fields("realtime").map { RealtimeSettings.decode($0, r) }
-        let metrics = top.string("metrics_listen", pattern: { text in
-            let parts = text.split(separator: ":")
-            return parts.count == 2 && UInt16(parts[1]) != nil && IPv4Network.parse(String(parts[0])) != nil
-        }, rule: "must be IPV4:PORT, e.g. 127.0.0.1:9464")
+        let metrics = top.string("metrics_listen", pattern: { ListenAddress($0, allowsPortZero: true) != nil },
+                                 rule: "must be IPV4:PORT, e.g. 127.0.0.1:9464")
         let site = SiteConfiguration.decode(top.fields("site"), r, mode: mode, units: units ?? [])
         let scada = ScadaConfiguration.decode(top.fields("scada"), r, units: units ?? [])
         let inputs = GridLimitInputsConfiguration.decode(top.fields("grid_operator"), r, units: units ?? [], site: site, scada: scada)

@@ -387,16 +387,7 @@ public struct IPv4Network: Sendable, Equatable, CustomStringConvertible {
     static func mask(_ prefix: Int) -> UInt32 { prefix == 0 ? 0 : UInt32.max << UInt32(32 - prefix) }
 
     /// Dotted quad to host byte order.
-    public static func parse(_ text: String) -> UInt32? {
-        let octets = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard octets.count == 4 else { return nil }
-        var value: UInt32 = 0
-        for octet in octets {
-            guard !octet.isEmpty, octet.count <= 3, let byte = UInt8(octet) else { return nil }
-            value = value << 8 | UInt32(byte)
-        }
-        return value
-    }
+    public static func parse(_ text: String) -> UInt32? { ListenAddress.dottedQuad(text) }
 
     public func contains(_ address: UInt32) -> Bool { address & Self.mask(prefix) == self.address }
 
