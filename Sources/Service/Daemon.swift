@@ -153,20 +153,6 @@ public final class Daemon {
         holds.restore(configuration, into: runner.controller, shared: shared)
     }
 
-    /// A bus worker's notice as a journal entry: its code in `BESS_CODE`, the units it concerns in
-    /// `BESS_UNIT` (one field per unit), `MESSAGE_ID` of device events, a failure at warning.
-    static func journal(_ notice: DeviceNotice, _ log: Logger) {
-        var metadata: Logger.Metadata = ["MESSAGE_ID": "\(MessageID.device)"]
-        if let code = notice.code { metadata["BESS_CODE"] = "\(code)" }
-        let units = notice.units.filter { !$0.isEmpty }
-        if units.count == 1 { metadata["BESS_UNIT"] = "\(units[0])" }
-        if units.count > 1 { metadata["BESS_UNIT"] = .array(units.map { "\($0)" }) }
-        switch notice.severity {
-        case .notice: log.notice("\(notice.text)", metadata: metadata)
-        case .warning: log.warning("\(notice.text)", metadata: metadata)
-        }
-    }
-
     /// Runs until SIGTERM/SIGINT or `duration`; returns the exit status.
     public func run(duration: Double?, statusEvery: Double) -> Int32 {
         installStopHandlers()

@@ -90,7 +90,7 @@ extension Daemon {
     /// dropped meanwhile (`NOTICES_DROPPED`). The service thread's side of `NoticeQueue`.
     func logNotices() {
         let taken = deviceNotices.take()
-        for notice in taken.notices { Self.journal(notice, logger) }
+        for notice in taken.notices { Journal(logger).write(notice) }
         let unreported = progress.noticeDropsReported.withLock { reported in
             defer { reported = taken.dropped }
             return taken.dropped - min(reported, taken.dropped)

@@ -1,3 +1,4 @@
+import BessSystem
 import Config
 import ControlCore
 import Cycle
