@@ -1,3 +1,5 @@
+public import ControlCore
+
 /// What a component tells the operator, on its way to the journal: a line for a person with, where
 /// there is one, its stable code (`BESS_CODE`), how serious it is (`PRIORITY`), which catalogue entry
 /// it belongs to (`MESSAGE_ID`, by its topic), the battery units it concerns (`BESS_UNIT`, one field
@@ -26,6 +28,18 @@ public struct Notice: Sendable, Equatable, CustomStringConvertible {
         self.init(message, topic: code.topic, severity: severity ?? code.severity, code: code.code, units: units, fields: fields)
     }
 
+    /// A notice whose line opens with its code, as a failure's description does: `CODE: message`.
+    public init(_ code: some NoticeCode, titled message: String, _ fields: [NoticeField: String] = [:], units: [String] = [],
+                severity: NoticeSeverity? = nil) {
+        self.init(code, "\(code.code): \(message)", fields, units: units, severity: severity)
+    }
+
+    /// A code's condition cleared, at notice unless `severity` says otherwise: `CODE cleared: message`.
+    public init(cleared code: some NoticeCode, _ message: String, _ fields: [NoticeField: String] = [:], units: [String] = [],
+                severity: NoticeSeverity = .notice) {
+        self.init(code, "\(code.code) cleared: \(message)", fields, units: units, severity: severity)
+    }
+
     /// A notice whose code is not in a typed table (an error's own `code`), or that has none.
     public init(_ message: String, topic: NoticeTopic, severity: NoticeSeverity = .notice, code: String? = nil,
                 units: [String] = [], fields: [NoticeField: String] = [:]) {
@@ -35,6 +49,13 @@ public struct Notice: Sendable, Equatable, CustomStringConvertible {
         self.code = code
         self.units = units
         self.fields = fields
+    }
+
+    /// A failure's notice: the error's own code (`MODBUS_TIMEOUT`, `CAN_BUS_OFF`…), at warning
+    /// unless `severity` says otherwise.
+    public init<Code>(_ message: String, failure error: CodedError<Code>, topic: NoticeTopic, severity: NoticeSeverity = .warning,
+                      units: [String] = [], fields: [NoticeField: String] = [:]) {
+        self.init(message, topic: topic, severity: severity, code: "\(error.code)", units: units, fields: fields)
     }
 
     public var description: String { message }
