@@ -86,6 +86,13 @@ public struct Descriptor: ~Copyable {
         guard Glibc.close(fd) == 0 else { throw SystemCallError(call: "close", subject: subject, errno: Glibc.errno) }
     }
 
+    /// Hands the descriptor to another owner (a socket a TLS connection closes): no longer closed here.
+    public consuming func release() -> Int32 {
+        let fd = rawValue
+        discard self
+        return fd
+    }
+
     deinit { _ = Glibc.close(rawValue) }
 }
 

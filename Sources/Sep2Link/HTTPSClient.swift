@@ -34,16 +34,21 @@ public final class HTTPSClient {
     private var connection: TLSConnection?
     /// The monotonic clock the deadlines are read on (the system's; a test's).
     var clock: any MonotonicClock = SystemClock.shared
-    /// How a host name is looked up (the system's resolver; a test's).
-    var resolver: NameLookup.Resolver = NameLookup.system
-    /// How a lookup's thread is started (a detached thread; a test's).
-    var spawn: NameLookup.Spawner = NameLookup.detached
-    /// Lookups that outlived the connect that started them, oldest first: the next connect takes an
-    /// answer. One older than `lookupAgeLimit` × `timeout` is abandoned (its thread may never end: a
-    /// hung NSS module) and another started, `maximumLookups` at most.
-    private var lookups: [NameLookup] = []
+    /// The host's addresses within a deadline (BessSystem's one resolver). A lookup older than
+    /// `lookupAgeLimit` × `timeout` is abandoned (its thread may never end: a hung NSS module) and
+    /// another started, two at most.
+    private let addresses: HostResolver
     static let lookupAgeLimit = 4
-    static let maximumLookups = 2
+    /// How a host name is looked up (the system's resolver; a test's).
+    var resolver: NameLookup.Resolver {
+        get { addresses.lookup }
+        set { addresses.lookup = newValue }
+    }
+    /// How a lookup's thread is started (a detached thread; a test's).
+    var spawn: NameLookup.Spawner {
+        get { addresses.spawn }
+        set { addresses.spawn = newValue }
+    }
 
     /// A client of `host`:`port`; nothing is connected until the first `send`.
     public init(host: String, port: UInt16, context: TLSClientContext, timeout: Duration, maximumBody: Int = 262_144) {
@@ -52,6 +57,7 @@ public final class HTTPSClient {
         self.context = context
         self.timeout = timeout
         self.maximumBody = maximumBody
+        addresses = HostResolver(host: host, port: port, abandonAfter: timeout * Self.lookupAgeLimit)
     }
 
     deinit { connection?.close() }
@@ -122,7 +128,7 @@ public final class HTTPSClient {
             do throws(TLSError) {
                 tls = try TLSConnection(connected: fd, context: context)
             } catch {
-                Glibc.close(fd)
+                try? Socket(owning: fd).close()
                 throw HTTPClientError(.tls, message: "\(subject): \(error)")
             }
             do {
@@ -140,85 +146,46 @@ public final class HTTPSClient {
     /// `host:port` for messages (the host is configuration, not peer text, but quoted all the same).
     private var subject: String { "\(PeerText.quoted(host)):\(port)" }
 
-    /// The host's addresses, IPv4 and IPv6, in the resolver's order: an address literal at once, a name
-    /// looked up on a thread of its own (`NameLookup`) and waited for until `deadline` at most. The
-    /// lookup still out is waited for again; once it is older than `lookupAgeLimit` × `timeout` another
-    /// is started, unless `maximumLookups` are out: then `SEP2_HTTP_TIMEOUT` at once.
+    /// The host's addresses, IPv4 and IPv6, in the resolver's order, by `deadline` (`HostResolver`):
+    /// `SEP2_HTTP_TIMEOUT` when the lookup has not answered, or when `HostResolver.maximumLookups`
+    /// are out unanswered; `SEP2_HTTP_CONNECT` when it failed or no thread could look it up.
     private func resolve(until deadline: MonotonicInstant) throws(HTTPClientError) -> [SocketAddress] {
-        if let addresses = NameLookup.literal(host: host, port: port) { return addresses }
-        var answer = takeAnswer()
-        if answer == nil {
-            let now = clock.now()
-            let age = timeout * Self.lookupAgeLimit
-            let pending: NameLookup
-            if let newest = lookups.last, now < newest.started + age {
-                pending = newest
-            } else if lookups.count < Self.maximumLookups {
-                pending = try NameLookup(host: host, port: port, started: now, resolver: resolver, spawn: spawn)
-                lookups.append(pending)
-            } else {
-                throw HTTPClientError(.timeout, message: "resolving \(PeerText.quoted(host)): \(lookups.count) lookups unanswered for over "
+        do throws(ResolveFailure) {
+            return try addresses.resolve(until: deadline, clock: clock)
+        } catch {
+            let name = PeerText.quoted(host)
+            switch error {
+            case .noThread(let code):
+                throw HTTPClientError(.connect, message: "resolving \(name): no thread for the lookup: \(SystemError.text(code))", systemError: code)
+            case .unanswered(let count, let age):
+                throw HTTPClientError(.timeout, message: "resolving \(name): \(count) lookups unanswered for over "
                                       + "\(age.secondsDouble) s; no other started", systemError: ETIMEDOUT)
+            case .timedOut:
+                throw HTTPClientError(.timeout, message: "resolving \(name): no answer within \(timeout.secondsDouble) s", systemError: ETIMEDOUT)
+            case .failed(let code, let systemError):
+                throw HTTPClientError(.connect, message: "cannot resolve \(name): \(ResolveFailure.reason(code: code, systemError: systemError))")
             }
-            if pending.wait(until: deadline, clock: clock) != nil { answer = takeAnswer() }
-        }
-        guard let outcome = answer else {
-            throw HTTPClientError(.timeout, message: "resolving \(PeerText.quoted(host)): no answer within \(timeout.secondsDouble) s",
-                                  systemError: ETIMEDOUT)
-        }
-        switch outcome {
-        case .addresses(let addresses): return addresses
-        case .failed(let code, let systemError):
-            let reason = code == EAI_SYSTEM ? SystemError.text(systemError) : String(cString: gai_strerror(code))
-            throw HTTPClientError(.connect, message: "cannot resolve \(PeerText.quoted(host)): \(reason)")
         }
     }
 
-    /// The answer of the newest lookup that has one; every answered lookup leaves the list (its thread
-    /// has ended).
-    private func takeAnswer() -> NameLookup.Outcome? {
-        let answer = lookups.last(where: { $0.answer != nil })?.answer
-        lookups.removeAll { $0.answer != nil }
-        return answer
-    }
-
-    /// A connected non-blocking TCP socket to `address` (the caller owns it), or the coded failure.
-    private func connectTCP(_ address: SocketAddress,
-                            until deadline: MonotonicInstant) throws(HTTPClientError) -> Int32 {
-        let kind = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
-        let fd: Int32
-        do throws(SystemCallError) {
-            fd = try systemCall("socket") { Glibc.socket(address.family, kind, 0) }
+    /// A connected non-blocking TCP socket to `address` (`Socket.connect`; the caller owns the
+    /// descriptor), or the coded failure.
+    private func connectTCP(_ address: SocketAddress, until deadline: MonotonicInstant) throws(HTTPClientError) -> Int32 {
+        do throws(ConnectFailure) {
+            return try Socket.connect(to: address, subject, until: deadline, clock: clock).release()
         } catch {
-            throw HTTPClientError(.connect, message: "\(subject): \(error)", systemError: error.errno)
-        }
-        var peer = address.storage
-        let started = withUnsafePointer(to: &peer) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
-                Result { () throws(SystemCallError) in try systemCall("connect", subject) { Glibc.connect(fd, raw, address.length) } }
+            switch error {
+            case .timedOut:
+                throw HTTPClientError(.timeout, message: "connecting to \(subject): no progress within \(timeout.secondsDouble) s",
+                                      systemError: ETIMEDOUT)
+            case .failed(let failure) where failure.call == "socket":
+                throw HTTPClientError(.connect, message: "\(subject): \(failure)", systemError: failure.errno)
+            case .failed(let failure):
+                throw HTTPClientError(.connect, message: "\(failure)", systemError: failure.errno)
+            case .stopped:
+                throw HTTPClientError(.connect, message: "\(subject): stopped")
             }
         }
-        do throws(HTTPClientError) {
-            if case .failure(let error) = started {
-                guard error.errno == EINPROGRESS || error.errno == EALREADY else {
-                    throw HTTPClientError(.connect, message: "\(error)", systemError: error.errno)
-                }
-                try wait(fd, for: Int16(POLLOUT), until: deadline, doing: "connecting to \(subject)")
-                var failed: Int32 = 0
-                var size = socklen_t(MemoryLayout<Int32>.size)
-                _ = getsockopt(fd, SOL_SOCKET, SO_ERROR, &failed, &size)
-                guard failed == 0 else {
-                    let error = SystemCallError(call: "connect", subject: subject, errno: failed)
-                    throw HTTPClientError(.connect, message: "\(error)", systemError: failed)
-                }
-            }
-        } catch {
-            Glibc.close(fd)
-            throw error
-        }
-        var one: Int32 = 1
-        _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        return fd
     }
 
     /// The handshake in poll steps until done or `deadline`.

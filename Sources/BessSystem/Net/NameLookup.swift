@@ -1,45 +1,41 @@
 public import ControlCore
-import BessSystem
-import Glibc
+public import Glibc
 import Synchronization
-
-/// One address of a host, as `connect` takes it.
-typealias SocketAddress = (family: Int32, storage: sockaddr_storage, length: socklen_t)
 
 /// A host name resolved within a deadline. `getaddrinfo` has no timeout of its own (a resolver that
 /// does not answer holds it for the resolver's retries, tens of seconds; a hung NSS module for good),
 /// so a name is looked up on a short-lived detached thread and the caller waits for it no longer than
 /// its deadline; an address literal is read at once (`AI_NUMERICHOST`) without a thread. A lookup that
 /// outlives its caller's deadline finishes on its own thread and the next connect takes its answer;
-/// `HTTPSClient` abandons one that never answers and starts another, two at most. A thread that cannot
+/// `HostResolver` abandons one that never answers and starts another, two at most. A thread that cannot
 /// be started is the caller's coded error: nothing is ever resolved on the caller's thread.
 ///
 /// `@unchecked Sendable`: the outcome is written once by the lookup's thread under a mutex; the
 /// caller reads it after the wake-up.
-final class NameLookup: @unchecked Sendable {
+public final class NameLookup: @unchecked Sendable {
     /// What a lookup gave: the addresses, or `getaddrinfo`'s error (with `errno` for `EAI_SYSTEM`).
-    enum Outcome: @unchecked Sendable {
+    public enum Outcome: @unchecked Sendable {
         case addresses([SocketAddress])
         case failed(code: Int32, systemError: Int32)
     }
 
     /// Resolves a host name, blocking (the system's `getaddrinfo`, or a test's).
-    typealias Resolver = @Sendable (_ host: String, _ port: UInt16) -> Outcome
+    public typealias Resolver = @Sendable (_ host: String, _ port: UInt16) -> Outcome
     /// Starts `body` on a thread of its own: `pthread_create`'s result, 0 when it started (a test's
     /// fails at will).
-    typealias Spawner = @Sendable (_ body: @escaping @Sendable () -> Void) -> Int32
+    public typealias Spawner = @Sendable (_ body: @escaping @Sendable () -> Void) -> Int32
 
-    let host: String
-    let port: UInt16
+    public let host: String
+    public let port: UInt16
     /// When it was started (the caller's monotonic clock).
-    let started: MonotonicInstant
+    public let started: MonotonicInstant
     private let outcome = Mutex<Outcome?>(nil)
     private let done = Wakeup()
 
     /// A lookup of `host`:`port` on its own thread with `resolver`, started at once (`started`, the
-    /// caller's clock). Throws `SEP2_HTTP_CONNECT` when no thread can be started.
-    init(host: String, port: UInt16, started: MonotonicInstant, resolver: @escaping Resolver,
-         spawn: Spawner = NameLookup.detached) throws(HTTPClientError) {
+    /// caller's clock). Throws `pthread_create`'s error when no thread can be started.
+    public init(host: String, port: UInt16, started: MonotonicInstant, resolver: @escaping Resolver,
+                spawn: Spawner = NameLookup.detached) throws(SystemCallError) {
         self.host = host
         self.port = port
         self.started = started
@@ -49,17 +45,14 @@ final class NameLookup: @unchecked Sendable {
             done.signal()
         }
         let created = spawn(body)
-        guard created == 0 else {
-            throw HTTPClientError(.connect, message: "resolving \(PeerText.quoted(host)): no thread for the lookup: \(SystemError.text(created))",
-                                  systemError: created)
-        }
+        guard created == 0 else { throw SystemCallError(call: "pthread_create", subject: host, errno: created) }
     }
 
     /// The outcome, nil while the lookup has not answered.
-    var answer: Outcome? { outcome.withLock { $0 } }
+    public var answer: Outcome? { outcome.withLock { $0 } }
 
     /// The outcome, waiting for it until `deadline`; nil when the lookup has not answered by then.
-    func wait(until deadline: MonotonicInstant, clock: any MonotonicClock) -> Outcome? {
+    public func wait(until deadline: MonotonicInstant, clock: any MonotonicClock) -> Outcome? {
         while true {
             if let result = outcome.withLock({ $0 }) { return result }
             if clock.now() >= deadline || !clock.wait(for: done, until: deadline) { return outcome.withLock { $0 } }
@@ -67,19 +60,24 @@ final class NameLookup: @unchecked Sendable {
     }
 
     /// `host`'s addresses when it is an IPv4 or IPv6 literal (no lookup, no thread), else nil.
-    static func literal(host: String, port: UInt16) -> [SocketAddress]? {
+    public static func literal(host: String, port: UInt16) -> [SocketAddress]? {
         guard case .addresses(let list) = system(host: host, port: port, flags: AI_NUMERICSERV | AI_NUMERICHOST) else { return nil }
         return list
     }
 
     /// The system's resolver.
-    static let system: Resolver = { host, port in system(host: host, port: port, flags: AI_NUMERICSERV) }
+    public static let system: Resolver = { host, port in system(host: host, port: port, flags: AI_NUMERICSERV) }
 
-    /// `getaddrinfo` for a stream socket, any family, the addresses in the resolver's order.
-    static func system(host: String, port: UInt16, flags: Int32) -> Outcome {
+    /// The system's resolver, for sockets of `type` (`SOCK_DGRAM`: a datagram peer).
+    public static func system(for type: __socket_type) -> Resolver {
+        { host, port in system(host: host, port: port, flags: AI_NUMERICSERV, socketType: type) }
+    }
+
+    /// `getaddrinfo` for a socket of `socketType`, any family, the addresses in the resolver's order.
+    public static func system(host: String, port: UInt16, flags: Int32, socketType: __socket_type = SOCK_STREAM) -> Outcome {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_socktype = Int32(socketType.rawValue)
         hints.ai_flags = flags
         var list: UnsafeMutablePointer<addrinfo>?
         let resolved = getaddrinfo(host, String(port), &hints, &list)
@@ -92,13 +90,13 @@ final class NameLookup: @unchecked Sendable {
             guard let from = entry.ai_addr, Int(entry.ai_addrlen) <= MemoryLayout<sockaddr_storage>.size else { continue }
             var storage = sockaddr_storage()
             withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: UnsafeRawBufferPointer(start: from, count: Int(entry.ai_addrlen))) }
-            addresses.append((entry.ai_family, storage, entry.ai_addrlen))
+            addresses.append(SocketAddress(family: entry.ai_family, storage: storage, length: entry.ai_addrlen))
         }
         return .addresses(addresses)
     }
 
     /// Runs `body` on a detached thread that blocks every signal (they stay the main thread's).
-    static let detached: Spawner = { body in detach(body) }
+    public static let detached: Spawner = { body in detach(body) }
 
     private static func detach(_ body: @escaping @Sendable () -> Void) -> Int32 {
         final class Box {
