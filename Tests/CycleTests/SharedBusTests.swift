@@ -1,3 +1,4 @@
+import BessSystem
 import ControlCore
 import Fieldbus
 import Foundation
