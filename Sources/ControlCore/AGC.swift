@@ -101,8 +101,15 @@ public struct AGCCommand: Sendable, Equatable {
     /// The target the site follows at `now`, W: in service, received and fresh, and (should the
     /// band have narrowed since it was accepted) kept inside the band. Nil: the schedule decides.
     public func following(at now: MonotonicInstant) -> Double? {
-        guard let limits, let value = signal.active(at: now) else { return nil }
-        return min(max(value, limits.lower), limits.upper)
+        guard let request, request.inForce(at: now) else { return nil }
+        return request.activePower
+    }
+
+    /// The request AGC makes of the site (`RequestArbiter` judges its expiry): the last target while
+    /// in service, kept inside the band; nil when out of service, before a target, or with no band.
+    public var request: SiteRequest? {
+        guard let limits, signal.enabled, signal.value.isFinite else { return nil }
+        return SiteRequest(source: .agc, activePower: min(max(signal.value, limits.lower), limits.upper), expiresAt: signal.expiresAt)
     }
 
     /// In service but not refreshed within the expiry: the signal is lost (`AGC_SIGNAL_LOST`).
@@ -155,28 +162,29 @@ public struct AGCCommand: Sendable, Equatable {
     }
 }
 
-extension SiteController {
+extension AGCCommand {
     /// The AGC target the site follows this cycle (W, inside the band), or nil; pushes
     /// `agcSignalLost` when an in-service signal goes stale and `agcSignalRestored` when it is
-    /// followed again. Taking AGC out of service ends a loss without an event.
-    func followAGC(now: MonotonicInstant) -> Double? {
-        let target = agc.following(at: now)
-        if agc.lost(at: now) {
-            if !running.agcLost {
-                running.agcLost = true
-                events.push(ControlEvent(kind: .agcSignalLost, unit: -1, value: (agc.target ?? .nan) / 1000,
-                                         threshold: agc.limits?.expiry.secondsDouble ?? .nan, at: now))
+    /// followed again (`lost`: whether the loss stands). Taking AGC out of service ends a loss without an event.
+    func follow(at now: MonotonicInstant, lost: inout Bool, events: inout EventRing) -> Double? {
+        let target = following(at: now)
+        if self.lost(at: now) {
+            if !lost {
+                lost = true
+                events.push(ControlEvent(kind: .agcSignalLost, unit: -1, value: (self.target ?? .nan) / 1000,
+                                         threshold: limits?.expiry.secondsDouble ?? .nan, at: now))
             }
-        } else if running.agcLost, let target {
-            running.agcLost = false
+        } else if lost, let target {
+            lost = false
             events.push(ControlEvent(kind: .agcSignalRestored, unit: -1, value: target / 1000, at: now))
-        } else if !agc.inService {
-            running.agcLost = false
+        } else if !inService {
+            lost = false
         }
-        agcInForce = target
         return target
     }
+}
 
+extension SiteController {
     /// True while AGC is in service and its signal is stale (`AGC_SIGNAL_LOST` stands).
     public var agcSignalLost: Bool { running.agcLost }
 

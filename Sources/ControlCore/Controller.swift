@@ -223,6 +223,16 @@ public struct UnitController: Sendable {
         _ inputs: UnitInputs, site: SiteConditions, control: ControlSettings, now: MonotonicInstant,
         elapsedSeconds: Double, wallClock: Double, events: inout EventRing
     ) -> EnergyBlock? {
+        step(inputs, asked: inputs.dispatch, site: site, control: control, now: now, elapsedSeconds: elapsedSeconds,
+             wallClock: wallClock, events: &events)
+    }
+
+    /// One cycle of the unit following `asked`, what `RequestArbiter` resolved for it (its part of
+    /// the site's request, or its own aggregator dispatch); an operator override in `inputs` outranks it.
+    mutating func step(
+        _ inputs: UnitInputs, asked: PowerCommand?, site: SiteConditions, control: ControlSettings, now: MonotonicInstant,
+        elapsedSeconds: Double, wallClock: Double, events: inout EventRing
+    ) -> EnergyBlock? {
         let dt = elapsedSeconds.isFinite ? min(max(0, elapsedSeconds), 10) : 0
         let bms = inputs.bms
         let limits = bms.limits.fresh(at: now, maxAge: settings.bmsStaleAfter)
@@ -262,7 +272,7 @@ public struct UnitController: Sendable {
         let chargeRamped = Self.rampLimit(&running.chargeLimit, toward: chargeTarget, rise: rise)
         let dischargeRamped = Self.rampLimit(&running.dischargeLimit, toward: dischargeTarget, rise: rise)
 
-        let command = activeCommand(inputs, now: now, events: &events)
+        let command = activeCommand(inputs, asked: asked, now: now, events: &events)
         let step = max(0, control.scheduleRampPercentPerSecond) / 100 * rating * dt
         running.schedule += ControlMath.clamp(command - running.schedule, -step, step)
         if !running.schedule.isFinite { running.schedule = 0 }
@@ -271,7 +281,7 @@ public struct UnitController: Sendable {
         // event to end (IEEE 1547's latched pre-disturbance power).
         let overriding = inputs.override.map { $0.expiresAt > now && $0.power.value.isFinite } ?? false
         let pinned = overriding
-            || (inputs.dispatch.map { $0.pinned && $0.expiresAt > now && $0.power.value.isFinite } ?? false)
+            || (asked.map { $0.pinned && $0.expiresAt > now && $0.power.value.isFinite } ?? false)
         // A pooled unit's response is bounded by its fair part of the pool's room, so a tripped or
         // limited unit's share is still asked for and the others take it up.
         let chargeBound = pinned ? chargeTarget : (poolFraction.map { rating * $0.charge } ?? chargeTarget)
@@ -303,7 +313,7 @@ public struct UnitController: Sendable {
         d.disconnectRequested = verdict.disconnectRequested
         d.pooled = !pinned
         d.share = pinned ? .held : .idle
-        d.dispatched = !overriding && (inputs.dispatch.map { $0.expiresAt > now && $0.power.value.isFinite } ?? false)
+        d.dispatched = !overriding && (asked.map { $0.expiresAt > now && $0.power.value.isFinite } ?? false)
         d.soc = status?.soc
         d.measuredPower = inverter?.activePower
         decision = d
@@ -392,14 +402,14 @@ public struct UnitController: Sendable {
     /// The command in force: an unexpired override, else an unexpired dispatch, else zero (the base).
     /// A command that is not a finite number is ignored, counted, and reported once.
     private mutating func activeCommand(
-        _ inputs: UnitInputs, now: MonotonicInstant, events: inout EventRing
+        _ inputs: UnitInputs, asked: PowerCommand?, now: MonotonicInstant, events: inout EventRing
     ) -> Double {
         var rejectedNow = false
         var chosen: Double?
         if let command = inputs.override, command.expiresAt > now {
             if command.power.value.isFinite { chosen = command.power.value } else { rejectedNow = true }
         }
-        if chosen == nil, let command = inputs.dispatch, command.expiresAt > now {
+        if chosen == nil, let command = asked, command.expiresAt > now {
             if command.power.value.isFinite { chosen = command.power.value } else { rejectedNow = true }
         }
         if rejectedNow {

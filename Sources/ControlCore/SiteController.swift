@@ -32,20 +32,16 @@ public final class SiteController {
     var lastClockOffset: Double? { get { running.lastClockOffset } set { running.lastClockOffset = newValue } }
     let droopCurve: DroopCurve
     let expectsFrequency: Bool
-    var allocator: SiteAllocator
-    var allocationInputs: [AllocationInput]
-    var shares: [Double]
-    var reasons: [ShareReason]
+    /// The allocation stage: shares the pool by headroom and SOC inside the site's bounds.
+    var pool: SitePool
     /// The last step's allocation: what the pool was asked and what it was given.
-    public private(set) var allocation = AllocationResult()
+    public var allocation: AllocationResult { pool.allocation }
     /// True while `SITE_SHORTFALL` stands (raised above the threshold, cleared below half of it).
-    public private(set) var shortfallActive = false
+    public var shortfallActive: Bool { pool.shortfallActive }
     /// The shortfall that raises `SITE_SHORTFALL`, W: 1 % of the site's rating, at least 1 kW.
-    public let shortfallThreshold: Double
+    public var shortfallThreshold: Double { pool.shortfallThreshold }
     /// The connection point: meter, grid limits and the site application.
     public private(set) var connection: ConnectionPoint
-    /// What every unit was given last cycle in total, W (the connection point's command history).
-    var lastCommanded: Double?
     /// The last step's site decision, layer by layer.
     public private(set) var siteDecision = SiteDecision()
     /// Energy through the connection point per block (a site with a meter): `dischargedWh` holds
@@ -53,8 +49,7 @@ public final class SiteController {
     /// `closedBlocks` with `unit` -1.
     var gridEnergy: EnergyAccumulator?
     /// The limit reported as binding (released 5 s after it last bound).
-    public private(set) var bindingReported: GridLimitBinding = .none
-    var lastBound: MonotonicInstant?
+    public var bindingReported: GridLimitBinding { pool.bindingReported }
     /// What plant SCADA has written (model 704): the grid operator's percent limit and a site
     /// setpoint. The cycle sets it from the SCADA server's record; `step` applies due reversions.
     public var commands: SiteCommands { get { running.commands } set { running.commands = newValue } }
@@ -63,6 +58,10 @@ public final class SiteController {
     public var agc: AGCCommand { get { running.agc } set { running.agc = newValue } }
     /// The AGC target the last step followed, W (inside the band); nil when the schedule decided.
     public internal(set) var agcInForce: Double?
+    /// The stage that resolves the site-wide requests (AGC, utility, SCADA) each step.
+    public private(set) var arbiter = RequestArbiter()
+    /// The site-wide request the last step followed (the highest authority in force), nil when none.
+    public var requestInForce: SiteRequest? { arbiter.winner }
     /// What the utility's DER server commands (IEEE 2030.5): the cycle sets it from the 2030.5 worker's
     /// slot before each step; nil (never published) is no utility control, a value past its
     /// `validUntil` holds the site at zero as `stale` (docs/design/0009-utility-limits.md).
@@ -104,13 +103,8 @@ public final class SiteController {
         rocof = SlopeEstimator(window: control.rocofWindow)
         droopCurve = DroopCurve(control.droop)
         self.expectsFrequency = expectsFrequency
-        allocator = SiteAllocator(units: units.count)
-        allocationInputs = [AllocationInput](
-            repeating: AllocationInput(request: 0, allowedCharge: 0, allowedDischarge: 0), count: units.count)
-        shares = [Double](repeating: 0, count: units.count)
-        reasons = [ShareReason](repeating: .idle, count: units.count)
         let rating = units.reduce(0.0) { $0 + ($1.rating.value.isFinite ? max(0, $1.rating.value) : 0) }
-        shortfallThreshold = max(1000, rating / 100)
+        pool = SitePool(units: units.count, rating: rating)
         ratedPower = rating
         responseReserve = ResponseReserve(droop: control.droop, units: units)
         unitReserveReached = Array(repeating: (false, false), count: units.count)
@@ -176,38 +170,34 @@ public final class SiteController {
         site = conditions
         settleCommands(now: now)
 
-        // AGC while fresh, else a SCADA setpoint, stands in for the aggregator's dispatch of every
-        // unit no operator override holds, shared by rating (the pool then shares it by headroom
-        // and SOC); each unit ramps to its part at the schedule ramp (docs/design/0008-agc.md).
-        // The utility's request (IEEE 2030.5) ranks under AGC and over the SCADA setpoint (0009).
-        let setpoint = followAGC(now: now) ?? utility(at: now)?.request ?? commands.setpoint.active(at: now)
-        var setpointRating = 0.0
-        if setpoint != nil {
-            for index in units.indices where !Self.overridden(index < inputs.count ? inputs[index] : nil, at: now) {
-                setpointRating += units[index].ratingForShare
-            }
+        // The arbiter: AGC, the utility's request and SCADA's setpoint each in its slot; the highest
+        // authority in force wins, shared by rating over the units no operator override holds (the
+        // pool then shares it by headroom and SOC); each unit ramps to its part at the schedule ramp
+        // (SiteRequest.swift; docs/design/0008-agc.md, 0009).
+        let agc = self.agc
+        agcInForce = agc.follow(at: now, lost: &running.agcLost, events: &events)
+        arbiter.offer(agc: agc, utility: utilityLimits, scada: commands.setpoint)
+        arbiter.resolve(at: now)
+        arbiter.share(ratings: { units[$0].ratingForShare }, count: units.count) {
+            Self.overridden($0 < inputs.count ? inputs[$0] : nil, at: now)
         }
         responseReserve.update(&unitReserveReached, reported: &unitReserveReported, events: &events, at: now) { index in
             index < inputs.count ? inputs[index].bms.status.fresh(at: now, maxAge: units[index].settings.bmsStaleAfter)?.soc.value : nil
         }
         reserveReached = (unitReserveReached.contains { $0.discharge }, unitReserveReached.contains { $0.charge })
         let empty = UnitInputs()
-        let utilityDroop = utility(at: now)?.droop
+        let utilityDroop = UtilityStage(published: utilityLimits, now: now).inForce?.droop
         frequencyEvents.retune(utilityDroop.map { $0.applied(to: control.droop) } ?? control.droop)
         for index in units.indices {
             units[index].utilityDroop = utilityDroop
-            var unitInputs = index < inputs.count ? inputs[index] : empty
-            if let setpoint, setpointRating > 0, !Self.overridden(unitInputs, at: now) {
-                unitInputs.dispatch = PowerCommand(power: Watts(setpoint * units[index].ratingForShare / setpointRating),
-                                                   expiresAt: now + .seconds(1))
-            }
-            if !Self.overridden(unitInputs, at: now) {
-                units[index].keepOutOfReserve(unitReserveReached[index], dispatch: &unitInputs.dispatch)
-            }
+            let unitInputs = index < inputs.count ? inputs[index] : empty
+            let held = Self.overridden(unitInputs, at: now)
+            var asked = arbiter.command(rating: units[index].ratingForShare, held: held, dispatch: unitInputs.dispatch)
+            if !held { units[index].keepOutOfReserve(unitReserveReached[index], dispatch: &asked) }
             units[index].clockSynchronized = clockSynchronized
             units[index].clockStepped = steppedNow
             if let block = units[index].step(
-                unitInputs, site: conditions, control: control, now: now, elapsedSeconds: elapsed,
+                unitInputs, asked: asked, site: conditions, control: control, now: now, elapsedSeconds: elapsed,
                 wallClock: wallClock, events: &events)
             {
                 if closedBlocks.count < closedBlocks.capacity { closedBlocks.append(block) }
@@ -227,158 +217,48 @@ public final class SiteController {
         assessFrequency(frequency, now: now, wallClock: wallClock, elapsed: elapsed)
     }
 
-    /// One decision for the site, in the order of authority (docs/design/0005-site.md): the units'
-    /// interlocks bound each unit; the connection point's grid limits bound the site's total; inside
-    /// them the frequency response (each pooled unit's droop share), then the operator's overrides and
-    /// the aggregator's dispatch; the site application only where no dispatch speaks. The pooled
-    /// units' part is then shared by headroom and SOC, so a unit that cannot deliver hands its share
-    /// to the others in this same cycle; what none can take is the shortfall.
+    /// One decision for the site, stage by stage (SitePool.swift, in the order of authority of
+    /// docs/design/0005-site.md): the units' totals, the utility's ramped limits and the connection
+    /// point, the pool with the application and the grid limits, the operator's and the utility's
+    /// bounds, the sharing, and what is reported.
     func allocate(now: MonotonicInstant, meter: Timestamped<MeterReading>?, elapsed: Double = 0) {
-        var rating = 0.0
-        var charge = 0.0
-        var discharge = 0.0
-        var battery = 0.0
-        var held = 0.0
-        var requested = 0.0
-        var dispatched = false
-        var reserveDischarge = 0.0
-        var reserveCharge = 0.0
-        let reserve = connection.settings.socReservePercent
-        for index in units.indices {
-            let d = units[index].decision
-            allocationInputs[index] = AllocationInput(
-                pooled: d.pooled, request: d.request.value, allowedCharge: d.allowedCharge.value,
-                allowedDischarge: d.allowedDischarge.value, soc: d.soc?.value)
-            if let power = d.measuredPower?.value, power.isFinite { battery += power }
-            // Any dispatch in force rests the application, a dispatch for one unit (held) too: an
-            // application that steered the other units against it would cancel at the connection point
-            // what the aggregator bought (docs/design/0007-dispatch-rests-the-application.md).
-            dispatched = dispatched || d.dispatched
-            if d.pooled {
-                // A unit at its own response reserve takes its droop share and no one else's part.
-                let kept = unitReserveReached[index]
-                if kept.discharge { allocationInputs[index].allowedDischarge = min(SiteAllocator.magnitude(d.allowedDischarge.value), max(0, SiteAllocator.finite(d.request.value))) }
-                if kept.charge { allocationInputs[index].allowedCharge = min(SiteAllocator.magnitude(d.allowedCharge.value), max(0, -SiteAllocator.finite(d.request.value))) }
-                if !kept.charge { reserveCharge += SiteAllocator.magnitude(d.allowedCharge.value) }
-                let capability = units[index].capability
-                rating += capability.rating
-                charge += capability.charge.isFinite ? max(0, capability.charge) : 0
-                discharge += capability.discharge.isFinite ? max(0, capability.discharge) : 0
-                requested += SiteAllocator.finite(d.request.value)
-                if !kept.discharge, let soc = d.soc?.value, soc.isFinite, soc > reserve {
-                    reserveDischarge += SiteAllocator.magnitude(d.allowedDischarge.value)
-                }
-            } else {
-                held += ControlMath.clamp(SiteAllocator.finite(d.request.value),
-                                          -SiteAllocator.magnitude(d.allowedCharge.value),
-                                          SiteAllocator.magnitude(d.allowedDischarge.value))
-            }
-        }
-        // The utility's limits (IEEE 2030.5) as ramped; with a meter its export and import limits
-        // join the configured ones at the connection point (docs/design/0009-utility-limits.md).
-        let utility = updateUtility(now: now, elapsed: elapsed)
-        let change = connection.update(meter: meter, battery: battery, commanded: lastCommanded, now: now,
+        let utility = UtilityStage(published: utilityLimits, now: now)
+        let totals = pool.gather(units, kept: unitReserveReached, socReserve: connection.settings.socReservePercent)
+        var decision = SiteDecision()
+        decision.utility = utility.update(&running.utility, metered: connection.settings.hasMeter, rate: limitRamp,
+                                          rating: ratedPower, elapsed: elapsed)
+        meet(meter: meter, battery: totals.battery, utility: decision.utility, now: now)
+        var target = SitePool.target(totals, connection: connection, reserveReached: reserveReached, decision: &decision)
+        decision.operatorCap = updateOperatorCap(elapsed: elapsed)
+        decision.scadaSetpoint = arbiter.inForce(.scada, at: now)?.activePower
+        let bounds = UtilityStage.bounds(cap: decision.operatorCap, utility: &decision.utility, connection: connection)
+        target = SitePool.bound(target, held: totals.held, bounds: bounds, utility: utility, connection: connection, decision: &decision)
+        pool.share(target, held: totals.held, bounds: bounds, utility: utility, connection: connection, decision: &decision)
+        pool.apply(to: &units, totals: totals, decision: &decision)
+        siteDecision = decision
+        pool.report(decision.binding, connection: connection, events: &events, now: now)
+    }
+
+    /// The connection point takes the meter's reading with the utility's export and import limits;
+    /// the meter going stale or fresh is reported.
+    func meet(meter: Timestamped<MeterReading>?, battery: Double, utility: UtilityDecision, now: MonotonicInstant) {
+        let change = connection.update(meter: meter, battery: battery, commanded: pool.lastCommanded, now: now,
                                        importMax: utility.importLimit, exportMax: utility.exportLimit)
         if change.becameStale {
-            events.push(ControlEvent(kind: .meterStale, unit: -1,
-                                     value: meter.map { now.seconds(since: $0.takenAt) } ?? now.seconds(since: units.first?.startedAt ?? now),
-                                     at: now))
+            let age = meter.map { now.seconds(since: $0.takenAt) } ?? now.seconds(since: units.first?.startedAt ?? now)
+            events.push(ControlEvent(kind: .meterStale, unit: -1, value: age, at: now))
         }
         if change.becameFresh { events.push(ControlEvent(kind: .meterFresh, unit: -1, at: now)) }
-
-        var decision = SiteDecision()
-        decision.utility = utility
-        decision.requested = requested
-        decision.held = held
-        // The application: only where no aggregator dispatch speaks, only on fresh meter data, and
-        // never into the SOC reserve.
-        if connection.settings.application != .none, !dispatched, !connection.stale, connection.gridPower != nil {
-            decision.application = ControlMath.clamp(connection.target - held, reserveReached.charge ? -reserveCharge : -.infinity,
-                                                     reserveReached.discharge ? 0 : reserveDischarge)
-            decision.applicationActive = true
-        }
-        var pool = requested + decision.application
-        // The grid limits outrank everything below the interlocks.
-        if let floor = connection.floor, pool < floor - held {
-            pool = floor - held
-            decision.binding = .importLimit
-        }
-        if let ceiling = connection.ceiling, pool > ceiling - held {
-            pool = ceiling - held
-            decision.binding = .exportLimit
-        }
-        noteConnectionBinding(decision.binding, decision: &decision)
-        // The grid operator's limit and the utility's outrank the connection point's: they bound the
-        // units' sum, whatever the meter reads (the lower of the two each way). The pool never turns
-        // against a held unit to make room; the held units are narrowed below instead.
-        let cap = updateOperatorCap(elapsed: elapsed)
-        decision.operatorCap = cap
-        decision.scadaSetpoint = setpoint(now)
-        let bounds = siteBounds(cap: cap, utility: &decision.utility)
-        if bounds.upper.isFinite || bounds.lower.isFinite {
-            let bounded = ControlMath.clamp(pool, min(0, bounds.lower - held), max(0, bounds.upper - held))
-            if bounded != pool {
-                noteBound(discharging: bounded < pool, cap: cap, decision: &decision)
-                pool = bounded
-            }
-        }
-        if decision.utility.disconnected { pool = 0 }
-        decision.pool = pool
-        allocation = allocator.allocate(allocationInputs, pool: pool, shares: &shares, reasons: &reasons)
-        // A limit the pool cannot meet narrows the held units too (an operator's override stays
-        // inside the connection point's limits and the grid operator's).
-        var total = allocation.delivered + held
-        if let floor = connection.floor, total < floor - 1 {
-            narrowHeld(by: floor - total, charging: true)
-        } else if let ceiling = connection.ceiling, total > ceiling + 1 {
-            narrowHeld(by: total - ceiling, charging: false)
-        }
-        if bounds.upper.isFinite || bounds.lower.isFinite {
-            total = 0
-            for index in units.indices { total += shares[index] }
-            if total > bounds.upper + 1 {
-                narrowHeld(by: total - bounds.upper, charging: false)
-                noteBound(discharging: true, cap: cap, decision: &decision)
-            } else if total < bounds.lower - 1 {
-                narrowHeld(by: bounds.lower - total, charging: true)
-                noteBound(discharging: false, cap: cap, decision: &decision)
-            }
-        }
-        // opModConnect / opModEnergize false: every unit at zero, droop and overrides included (bessd
-        // has no contactor path to open; docs/design/0009-utility-limits.md).
-        if decision.utility.disconnected {
-            for index in units.indices { shares[index] = 0 }
-            decision.utility.binding = .disconnected
-        }
-        let fraction = rating > 0 ? (charge: min(1, charge / rating), discharge: min(1, discharge / rating)) : nil
-        decision.delivered = 0
-        for index in units.indices {
-            units[index].allocate(shares[index], reason: reasons[index])
-            units[index].poolFraction = fraction
-            decision.delivered += shares[index]
-        }
-        siteDecision = decision
-        lastCommanded = decision.delivered
-        reportBinding(decision.binding, now: now)
-        let missing = allocation.shortfall
-        if !shortfallActive, missing > shortfallThreshold {
-            shortfallActive = true
-            events.push(ControlEvent(kind: .siteShortfall, unit: -1, value: missing / 1000,
-                                     threshold: allocation.request / 1000, at: now))
-        } else if shortfallActive, missing < shortfallThreshold / 2 {
-            shortfallActive = false
-            events.push(ControlEvent(kind: .siteShortfallCleared, unit: -1, at: now))
-        }
     }
+
+    /// The site's limit ramp, W/s (`limits.ramp_percent_per_s` of the rating).
+    var limitRamp: Double { max(0, control.limitRampPercentPerSecond) / 100 * ratedPower }
 
     /// True when an unexpired operator override holds the unit.
     static func overridden(_ inputs: UnitInputs?, at now: MonotonicInstant) -> Bool {
         guard let command = inputs?.override else { return false }
         return command.expiresAt > now && command.power.value.isFinite
     }
-
-    /// The SCADA setpoint in force, W.
-    func setpoint(_ now: MonotonicInstant) -> Double? { commands.setpoint.active(at: now) }
 
     /// Applies due reversions of the SCADA commands and reports them.
     func settleCommands(now: MonotonicInstant) {
@@ -412,44 +292,9 @@ public final class SiteController {
         let target = operatorLimitPercent(at: now).map { ratedPower * ControlMath.clamp($0, 0, 100) / 100 } ?? .infinity
         // The same rule as the utility's limits (RampedLimit), at the site's limit ramp.
         var cap = RampedLimit(value: operatorCap, target: operatorCap, from: operatorCap)
-        cap.move(to: target, elapsed: elapsed, ramp: nil, rate: max(0, control.limitRampPercentPerSecond) / 100 * ratedPower,
-                 rating: ratedPower)
+        cap.move(to: target, elapsed: elapsed, ramp: nil, rate: limitRamp, rating: ratedPower)
         operatorCap = cap.value
         return operatorCap
-    }
-
-    /// Moves held units' shares toward zero by `amount` W in total, each in proportion to its
-    /// share: those charging when the import limit needs more discharge (`charging`), those
-    /// discharging when a limit needs less.
-    func narrowHeld(by amount: Double, charging: Bool) {
-        var eligible = 0.0
-        for index in units.indices where reasons[index] == .held {
-            let share = shares[index]
-            if charging, share < 0 { eligible -= share } else if !charging, share > 0 { eligible += share }
-        }
-        guard eligible > 0, amount > 0 else { return }
-        let keep = max(0, 1 - amount / eligible)
-        for index in units.indices where reasons[index] == .held && (charging ? shares[index] < 0 : shares[index] > 0) {
-            shares[index] *= keep
-        }
-    }
-
-    /// Reports a grid limit when it starts to bind, and its release once it has not bound for 5 s
-    /// (a limit at the edge of binding is not reported every cycle).
-    func reportBinding(_ binding: GridLimitBinding, now: MonotonicInstant) {
-        if binding != .none {
-            lastBound = now
-            if binding != bindingReported {
-                bindingReported = binding
-                let limit = binding == .importLimit ? connection.importLimit : connection.exportLimit
-                events.push(ControlEvent(kind: .gridLimitBinding, unit: -1,
-                                         value: (connection.gridPower ?? .nan) / 1000,
-                                         threshold: (limit ?? .nan) / 1000, limit: binding, at: now))
-            }
-        } else if bindingReported != .none, let lastBound, now.seconds(since: lastBound) >= 5 {
-            events.push(ControlEvent(kind: .gridLimitReleased, unit: -1, limit: bindingReported, at: now))
-            bindingReported = .none
-        }
     }
 
     /// Hands every energy block closed since the last call to `body`, oldest first, and forgets

@@ -102,13 +102,20 @@ struct UtilityRamps: Sendable, Equatable {
     var `import` = RampedLimit()
 }
 
-extension SiteController {
-    /// The utility's value in force at `now`: nil when none was published or it is past `validUntil`.
-    func utility(at now: MonotonicInstant) -> UtilityLimits? { utilityLimits?.inForce(at: now) }
+/// The utility's part of one cycle (IEEE 2030.5, docs/design/0009-utility-limits.md): what the
+/// 2030.5 worker published last, judged at `now`. Its request goes to `RequestArbiter`; its limits,
+/// ramped, bound the units' sum and the connection point.
+struct UtilityStage {
+    /// What the worker published last; nil: never (no utility control).
+    let published: UtilityLimits?
+    let now: MonotonicInstant
+
+    /// The value in force at `now`: nil when none was published or it is past `validUntil`.
+    var inForce: UtilityLimits? { published?.inForce(at: now) }
 
     /// True when a value was published and `now` is past its `validUntil`: the site holds zero on the
     /// utility's account until a fresh one arrives (never published stays no utility control).
-    func utilityStale(at now: MonotonicInstant) -> Bool { utilityLimits != nil && utility(at: now) == nil }
+    var stale: Bool { published != nil && inForce == nil }
 
     /// A limit as a magnitude: nil stays nil; negative or not a number is zero (stale data means zero).
     static func magnitude(_ limit: Double?) -> Double {
@@ -116,15 +123,14 @@ extension SiteController {
         return limit.isNaN ? 0 : max(0, limit)
     }
 
-    /// Moves the utility's ramped limits toward what is in force at `now` and returns the cycle's
-    /// utility decision so far (its connection-point limits and caps; without a meter the export and
-    /// import limits fold into the caps).
-    func updateUtility(now: MonotonicInstant, elapsed: Double) -> UtilityDecision {
+    /// Moves the ramped limits (`ramps`) toward what is in force and returns the cycle's utility
+    /// decision so far (its connection-point limits and caps; without a meter the export and import
+    /// limits fold into the caps). `rate` is the site's limit ramp, W/s.
+    func update(_ ramps: inout UtilityRamps, metered: Bool, rate: Double, rating: Double, elapsed: Double) -> UtilityDecision {
         var out = UtilityDecision()
-        let limits = utility(at: now)
-        let metered = connection.settings.hasMeter
+        let limits = inForce
         let export = Self.magnitude(limits?.exportLimitW), imports = Self.magnitude(limits?.importLimitW)
-        out.stale = utilityStale(at: now)
+        out.stale = stale
         out.active = limits != nil || out.stale
         out.disconnected = limits.map { !$0.connect || !$0.energize } ?? false
         out.request = limits?.request
@@ -136,18 +142,15 @@ extension SiteController {
         let discharge = min(min(Self.magnitude(limits?.generationLimitW), Self.magnitude(limits?.maxLimW)),
                             min(metered ? .infinity : export, zero))
         let charge = min(Self.magnitude(limits?.loadLimitW), min(metered ? .infinity : imports, zero))
-        let rate = max(0, control.limitRampPercentPerSecond) / 100 * ratedPower
         let ramp = limits?.rampSeconds, gradient = limits?.gradientWPerSecond
-        running.utility.discharge.move(to: discharge, elapsed: elapsed, ramp: ramp, gradient: gradient, rate: rate, rating: ratedPower)
-        running.utility.charge.move(to: charge, elapsed: elapsed, ramp: ramp, gradient: gradient, rate: rate, rating: ratedPower)
-        running.utility.export.move(to: metered ? export : .infinity, elapsed: elapsed, ramp: ramp, gradient: gradient, rate: rate,
-                                    rating: ratedPower)
-        running.utility.import.move(to: metered ? imports : .infinity, elapsed: elapsed, ramp: ramp, gradient: gradient, rate: rate,
-                                    rating: ratedPower)
-        out.dischargeCap = running.utility.discharge.value
-        out.chargeCap = running.utility.charge.value
-        out.exportLimit = running.utility.export.value
-        out.importLimit = running.utility.import.value
+        ramps.discharge.move(to: discharge, elapsed: elapsed, ramp: ramp, gradient: gradient, rate: rate, rating: rating)
+        ramps.charge.move(to: charge, elapsed: elapsed, ramp: ramp, gradient: gradient, rate: rate, rating: rating)
+        ramps.export.move(to: metered ? export : .infinity, elapsed: elapsed, ramp: ramp, gradient: gradient, rate: rate, rating: rating)
+        ramps.import.move(to: metered ? imports : .infinity, elapsed: elapsed, ramp: ramp, gradient: gradient, rate: rate, rating: rating)
+        out.dischargeCap = ramps.discharge.value
+        out.chargeCap = ramps.charge.value
+        out.exportLimit = ramps.export.value
+        out.importLimit = ramps.import.value
         out.unmetered = !metered && (export.isFinite || imports.isFinite)
         return out
     }
@@ -157,7 +160,7 @@ extension SiteController {
     /// at the connection point yet (no reading so far), or whose meter is stale (the floor and ceiling
     /// kept from the last reading were made for the limit of that time, which may since have fallen),
     /// bounds Σ units meanwhile.
-    func siteBounds(cap: Double, utility: inout UtilityDecision) -> (lower: Double, upper: Double) {
+    static func bounds(cap: Double, utility: inout UtilityDecision, connection: ConnectionPoint) -> (lower: Double, upper: Double) {
         if connection.settings.hasMeter {
             if utility.exportLimit.isFinite, connection.ceiling == nil || connection.stale {
                 utility.dischargeCap = min(utility.dischargeCap, utility.exportLimit)
@@ -173,19 +176,19 @@ extension SiteController {
 
     /// Names who bounded the units' sum in one direction: the utility when its cap is the tighter,
     /// else the grid operator.
-    func noteBound(discharging: Bool, cap: Double, decision: inout SiteDecision) {
+    func noteBound(discharging: Bool, cap: Double, decision: inout SiteDecision, connection: ConnectionPoint) {
         let utilityCap = discharging ? decision.utility.dischargeCap : decision.utility.chargeCap
         guard utilityCap < cap else {
             decision.operatorLimited = true
             return
         }
-        decision.utility.binding = utilityReason(discharging: discharging)
+        decision.utility.binding = reason(discharging: discharging, connection: connection)
     }
 
     /// The utility control behind the cap in one direction (the tightest of those in force).
-    func utilityReason(discharging: Bool) -> UtilityBinding {
-        if utilityStale(at: lastStep ?? .zero) { return .stale }
-        guard let limits = utilityLimits?.inForce(at: lastStep ?? .zero) else { return .none }
+    func reason(discharging: Bool, connection: ConnectionPoint) -> UtilityBinding {
+        if stale { return .stale }
+        guard let limits = inForce else { return .none }
         if !limits.connect || !limits.energize { return .disconnected }
         let metered = connection.settings.hasMeter && (discharging ? connection.ceiling != nil : connection.floor != nil)
         var best = (UtilityBinding.none, Double.infinity)
@@ -206,7 +209,7 @@ extension SiteController {
 
     /// After the connection point decided the pool: the utility's export or import limit is the one
     /// that bound when it is the lower of the configured and the utility's.
-    func noteConnectionBinding(_ binding: GridLimitBinding, decision: inout SiteDecision) {
+    static func noteConnectionBinding(_ binding: GridLimitBinding, decision: inout SiteDecision, connection: ConnectionPoint) {
         if decision.utility.stale { return }
         switch binding {
         case .exportLimit where decision.utility.exportLimit < (connection.settings.exportMax?.value ?? .infinity):

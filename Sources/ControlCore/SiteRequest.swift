@@ -1,0 +1,140 @@
+/// Who asks for power, in the order of authority: a case outranks every case below it. This enum is
+/// the one place the order is written (docs/control.md points here). Above all of them stand the
+/// units' interlocks, and the grid operator's limit, the connection point's limits and the utility's
+/// limits bound whatever wins; the droop response is added to it; the site application fills only
+/// where no request speaks.
+///
+/// | Rank | Source | Speaks for | Held by |
+/// |---|---|---|---|
+/// | 0 | `operatorOverride` | one unit (bessctl) | the unit itself: it leaves the site's sharing |
+/// | 1 | `agc` | the site (IEC 104 AGC, while in service and fresh) | `RequestArbiter` |
+/// | 2 | `utility` | the site (IEEE 2030.5 `opModTargetW` …, until `validUntil`) | `RequestArbiter` |
+/// | 3 | `scada` | the site (SunSpec 704 `WSet`, until its reversion) | `RequestArbiter` |
+/// | 4 | `aggregator` | one unit (the aggregator's dispatch) | `RequestArbiter.command` |
+public enum RequestSource: Int, Sendable, CaseIterable, Comparable, CustomStringConvertible {
+    case operatorOverride = 0
+    case agc = 1
+    case utility = 2
+    case scada = 3
+    case aggregator = 4
+
+    /// The authority rank: a lower rank outranks a higher one.
+    public var rank: Int { rawValue }
+
+    /// True for the sources that ask the whole site (shared by rating over the units no override holds).
+    public var speaksForSite: Bool { self == .agc || self == .utility || self == .scada }
+
+    /// Orders by authority: the higher authority compares first.
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rank < rhs.rank }
+
+    public var description: String {
+        switch self {
+        case .operatorOverride: "operator_override"
+        case .agc: "agc"
+        case .utility: "utility"
+        case .scada: "scada"
+        case .aggregator: "aggregator"
+        }
+    }
+}
+
+/// One party's request of the site for one cycle: active power now, reactive power carried for the
+/// next issue (not acted on yet), and when it stops holding.
+public struct SiteRequest: Sendable, Equatable {
+    public var source: RequestSource
+    /// Active power, W (+ = discharge).
+    public var activePower: Double
+    /// Reactive power, var; carried, not acted on (nil: none asked).
+    public var reactivePower: Double?
+    /// The first instant the request no longer holds; nil: until replaced.
+    public var expiresAt: MonotonicInstant?
+
+    public init(source: RequestSource, activePower: Double, reactivePower: Double? = nil, expiresAt: MonotonicInstant?) {
+        self.source = source
+        self.activePower = activePower
+        self.reactivePower = reactivePower
+        self.expiresAt = expiresAt
+    }
+
+    /// The authority rank of the request's source (lower outranks).
+    public var rank: Int { source.rank }
+
+    /// True while the request holds at `now` (before its expiry).
+    public func inForce(at now: MonotonicInstant) -> Bool { expiresAt.map { now < $0 } ?? true }
+}
+
+/// The one stage that resolves the site-wide requests before allocation: each source has a fixed
+/// slot (no storage grows on the cycle), the request of the highest authority in force wins, an
+/// expired one is ignored, and the winner is shared by rating over the units no operator override
+/// holds. A unit's own aggregator dispatch, the lowest rank, stands where no site request speaks.
+public struct RequestArbiter: Sendable {
+    /// One slot per source, indexed by rank; refilled each cycle.
+    private var slots = InlineArray<5, SiteRequest?>(repeating: nil)
+    /// The request that won the last `resolve`, nil when none held.
+    public private(set) var winner: SiteRequest?
+    /// Σ ratings of the units sharing the winner, W (zero when none does).
+    public private(set) var sharingRating = 0.0
+
+    public init() {}
+
+    /// Empties every slot (at the start of each cycle).
+    public mutating func clear() {
+        for rank in 0..<slots.count { slots[rank] = nil }
+        winner = nil
+        sharingRating = 0
+    }
+
+    /// Puts `request` in its source's slot, replacing what stood there.
+    public mutating func offer(_ request: SiteRequest) { slots[request.rank] = request }
+
+    /// The request of `source` offered this cycle if it holds at `now`.
+    public func inForce(_ source: RequestSource, at now: MonotonicInstant) -> SiteRequest? {
+        guard let request = slots[source.rank], request.inForce(at: now) else { return nil }
+        return request
+    }
+
+    /// Picks the site-wide request of the highest authority in force at `now` (expired ones are
+    /// ignored), and returns it.
+    @discardableResult
+    public mutating func resolve(at now: MonotonicInstant) -> SiteRequest? {
+        winner = nil
+        for source in RequestSource.allCases where source.speaksForSite {
+            if let request = inForce(source, at: now) {
+                winner = request
+                break
+            }
+        }
+        return winner
+    }
+
+    /// Sums the ratings of the units that share the winner: those `held` says no override holds.
+    mutating func share(ratings: (Int) -> Double, count: Int, held: (Int) -> Bool) {
+        sharingRating = 0
+        guard winner != nil else { return }
+        for index in 0..<count where !held(index) { sharingRating += ratings(index) }
+    }
+
+    /// What unit `index` (of rating `rating`) is asked this cycle: its part of the winner by rating
+    /// when it shares it, else its own aggregator dispatch (`dispatch`), or nil.
+    func command(rating: Double, held: Bool, dispatch: PowerCommand?) -> PowerCommand? {
+        guard let winner, sharingRating > 0, !held else { return dispatch }
+        return PowerCommand(power: Watts(winner.activePower * rating / sharingRating),
+                            expiresAt: winner.expiresAt ?? MonotonicInstant(nanoseconds: .max))
+    }
+}
+
+extension RequestArbiter {
+    /// Refills the site-wide slots from what each party last sent: AGC's target, the utility's
+    /// request (held until its `validUntil`, inclusive) and SCADA's `WSet` as the cycle settled it.
+    /// Expiry is judged once, in `resolve` and `inForce`.
+    public mutating func offer(agc: AGCCommand, utility: UtilityLimits?, scada setpoint: ExpiringCommand) {
+        clear()
+        if let request = agc.request { offer(request) }
+        if let utility, let power = utility.request {
+            offer(SiteRequest(source: .utility, activePower: power, expiresAt: utility.validUntil.map { $0 + .nanoseconds(1) }))
+        }
+        if setpoint.enabled, setpoint.value.isFinite {
+            offer(SiteRequest(source: .scada, activePower: setpoint.value, expiresAt: setpoint.expiresAt))
+        }
+    }
+}
