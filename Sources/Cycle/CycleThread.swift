@@ -212,6 +212,9 @@ public final class CycleBody {
         shared.contents.withLock { c in
             for i in 0..<units { runner.fill(&c.units[i], unit: i, now: now) }
             runner.fill(&c.site, now: now)
+            // SCADA's commands as this cycle settled them go back into the record SCADA reads and
+            // writes against, unless written since: the cycle is the one judge of their expiry.
+            if c.commandsGeneration == commandsTaken { c.commands = runner.controller.commands }
             c.stats.periodMs = periodMs
             c.stats.cycles = cycles
             c.stats.overruns = overruns

@@ -36,10 +36,11 @@ extension ScadaImage {
     /// The site's rating, W: what `WMaxLimPct` is a percent of and the bound of `WSet`.
     public var ratedPower: Double { site.ratingsW.reduce(0, +) }
 
-    /// Writes the 704 points from SCADA's commands as they stand at `now` (reversions applied).
-    public mutating func fill(commands raw: SiteCommands, now: MonotonicInstant) {
+    /// Writes the 704 points from SCADA's commands as the cycle last settled them (the cycle is the
+    /// one judge of their expiry: `SiteController.settleCommands`, published back into the record);
+    /// `now` only counts down the reversion times.
+    public mutating func fill(commands c: SiteCommands, now: MonotonicInstant) {
         guard let m = start(of: T.M704.id) else { return }
-        let c = raw.settled(at: now)
         set(m, T.M704.WMaxLimPctEna, c.limit.enabled ? 1 : 0)
         set(m, T.M704.WMaxLimPct, c.limit.value, sf: 0)
         set(m, T.M704.WMaxLimPctRvrt, c.limit.revertValue, sf: 0)
@@ -56,7 +57,8 @@ extension ScadaImage {
     }
 
     /// Decodes and checks a write of `values` from register `address` (absolute, 40000-based)
-    /// against `commands`, at `now`. Refused whole (nothing applied) with 02 when any register is
+    /// against `commands` as the cycle last settled them (a write never judges their expiry), at
+    /// `now`, which starts the written command's reversion time. Refused whole (nothing applied) with 02 when any register is
     /// not one of `writablePoints` or a 32-bit point is written in part, with 03 when a value is out
     /// of its range.
     public func decodeWrite(address: Int, values: [UInt16], commands current: SiteCommands, now: MonotonicInstant)
@@ -89,7 +91,7 @@ extension ScadaImage {
             default: return Int(values[i])
             }
         }
-        var next = current.settled(at: now)
+        var next = current
         let before = next
         var changes: [ScadaWrite.Change] = []
         var limitWritten = false, setpointWritten = false
