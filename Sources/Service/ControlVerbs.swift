@@ -10,7 +10,35 @@ import Logging
 /// at most 5 a second), the reading verbs answered at once, and the acting verbs (reset, mode,
 /// override) posted to the cycle's mailbox and answered once the cycle has taken them, with an
 /// audit line naming the caller.
-extension Daemon {
+struct ControlVerbs {
+    let configuration: RunningConfiguration
+    /// The file a reload reads (`config` names it; nil for the embedded default).
+    let configPath: String?
+    let shared: SharedState
+    /// The operator's standby holds, on disk before the cycle takes them.
+    let holds: HoldKeeper
+    let orphanedLatches: OrphanedLatches
+    let frequencyEvents: FrequencyEventReports
+    let status: StatusReport
+    let metrics: MetricsExporter
+    let logger: Logger
+    /// Refusals for the caller's groups, logged at most 5 a second.
+    private let refusals = PILock(RefusalBudget())
+
+    init(configuration: RunningConfiguration, configPath: String?, shared: SharedState, holds: HoldKeeper,
+         orphanedLatches: OrphanedLatches, frequencyEvents: FrequencyEventReports, status: StatusReport,
+         metrics: MetricsExporter, logger: Logger) {
+        self.configuration = configuration
+        self.configPath = configPath
+        self.shared = shared
+        self.holds = holds
+        self.orphanedLatches = orphanedLatches
+        self.frequencyEvents = frequencyEvents
+        self.status = status
+        self.metrics = metrics
+        self.logger = logger
+    }
+
     /// The unit a request names: `.site` when it names none, `.unit(i)` for a configured id. Any
     /// other value (a number, an unknown id, an empty string) is refused as UNKNOWN_UNIT: a request
     /// for a unit that does not exist never acts on every unit.
@@ -43,9 +71,10 @@ extension Daemon {
     }
 
     /// Answers one control request (on the server thread). Requests that change something go
-    /// through the cycle's mailbox and are answered once the cycle has taken them.
-    package func handle(_ request: ControlRequest, caller: ControlCaller) -> ControlResponse {
-        let configuration = self.configuration
+    /// through the cycle's mailbox and are answered once the cycle has taken them. `answerCosts`
+    /// are the server's own lines of the metrics.
+    func handle(_ request: ControlRequest, caller: ControlCaller, answerCosts: AnswerCosts?) -> ControlResponse {
+        let configuration = self.configuration.current
         let verb = request.verb.name
         let uid = caller.uid
         let needed = ControlCaller.needed(request.verb)
@@ -54,7 +83,7 @@ extension Daemon {
                 : "acting needs membership of \(ControlCaller.operatorGroup)"
             let name = verb.isEmpty ? "(no verb)" : String(verb.prefix(32))
             let now = SystemClock.shared.now()
-            let (log, skipped) = guarded.withLock { $0.refusals.admit(now: now) }
+            let (log, skipped) = refusals.withLock { $0.admit(now: now) }
             if log {
                 let more = skipped > 0 ? "; \(skipped) more refused and not logged before this one" : ""
                 logger.warning("bessctl (uid \(uid), pid \(caller.pid)): \(name) refused: PERMISSION_DENIED (\(what))\(more)",
@@ -64,14 +93,14 @@ extension Daemon {
             return .now(Self.failure("PERMISSION_DENIED", "uid \(uid) may not \(name): \(what)"))
         }
         switch request.verb {
-        case .status: return .now(statusReply(configuration))
-        case .metrics: return .now(MetricsReply(text: metricsText()))
+        case .status: return .now(status.statusReply(configuration))
+        case .metrics: return .now(MetricsReply(text: metrics.text(answerCosts: answerCosts)))
         case .config:
             // The file as loaded (for `bessctl diag`), with secrets redacted.
-            let text = guarded.withLock { $0.configText } ?? "(not readable)"
+            let text = self.configuration.text ?? "(not readable)"
             return .now(ConfigReply(path: configPath ?? "(embedded default)", text: Self.redacted(text)))
-        case .faults: return .now(faultsReply(configuration))
-        case .site: return .now(siteReply(configuration))
+        case .faults: return .now(status.faultsReply(configuration))
+        case .site: return .now(status.siteReply(configuration))
         case .events: return .now(frequencyEvents.reply())
         case .reset:
             if request.orphaned {
@@ -124,7 +153,7 @@ extension Daemon {
                 // hold keeps in standby (its own operator standby, the site's, the aggregator's) is named.
                 let units = shared.units
                 let held: [StandbyHold] = mode == .standby ? [] : indices.compactMap { i in
-                    guard i < units.count, units[i].mode == .standby, let by = Self.heldBy(units[i]) else { return nil }
+                    guard i < units.count, units[i].mode == .standby, let by = StatusReport.heldBy(units[i]) else { return nil }
                     return StandbyHold(unit: configuration.units[i].id, heldBy: by.who)
                 }
                 let ids = indices.map { configuration.units[$0].id }
@@ -169,6 +198,7 @@ extension Daemon {
         }
     }
 }
+
 
 /// Refusals for the caller's groups are logged at most 5 a second (the socket is open to every
 /// local user, and a flood must not push trips out of journald's rate limit); the rest are counted

@@ -10,16 +10,19 @@ import Synchronization
 /// The Prometheus text for `GET /metrics` (and `bessctl metrics`): the cycle's own lines, then each
 /// component's (the clock watch, the site, the relay contacts, SCADA, the units, the event journal,
 /// the bus and CAN workers, the uplink, the control socket's answers), in that order.
-extension Daemon {
-    func metricsText() -> String {
-        let stats = shared.statistics
-        let units = shared.units
-        let configuration = self.configuration
+struct MetricsExporter {
+    let view: OperatorView
+
+    /// The whole text; `answerCosts`, the operator server's own lines, come last.
+    func text(answerCosts: AnswerCosts?) -> String {
+        let stats = view.shared.statistics
+        let units = view.shared.units
+        let configuration = view.configuration.current
         var m = MetricsText()
         m.metric("bessd_info", "gauge", "1, labelled with the version and the run mode (simulation, hil, hardware).",
                  [("version=\"\(MetricsText.label(BessdVersion.string))\",mode=\"\(configuration.mode.rawValue)\"", 1)])
         Self.cycleMetrics(into: &m, stats)
-        clock.metrics(into: &m, stats: stats)
+        view.clock.metrics(into: &m, stats: stats)
         m.metric("bessd_cycle_lateness_seconds", "summary", "Wake-up lateness of the cycle.",
                  [0.5, 0.9, 0.99, 1.0].map { q in ("quantile=\"\(q)\"", Double(stats.histogram.percentile(q)) / 1e6) })
         let ids = configuration.units.map { MetricsText.label($0.id) }
@@ -29,23 +32,21 @@ extension Daemon {
         m.metric("bessd_unit_allocation_watts", "gauge",
                  "The unit's share of the site's decision, + = discharge, labelled with why (headroom, full, held, idle).",
                  zip(ids, units).map { ("unit=\"\($0)\",share=\"\($1.share)\"", $1.setpoint) })
-        Self.siteMetrics(into: &m, shared.site, hasMeter: configuration.site.meter != nil)
-        Self.frequencyMetrics(into: &m, stats, pmu: pmu)
-        gridInputs?.metrics(into: &m)
-        ScadaServer.metrics(into: &m, [scada, scadaSerial].compactMap { $0 })
-        outstation?.metrics(into: &m)
-        outstationAudit?.metrics(into: &m)
+        Self.siteMetrics(into: &m, view.shared.site, hasMeter: configuration.site.meter != nil)
+        Self.frequencyMetrics(into: &m, stats, pmu: view.pmu)
+        view.gridInputs?.metrics(into: &m)
+        ScadaServer.metrics(into: &m, view.scada?.servers ?? [])
+        view.iec104?.outstation?.metrics(into: &m)
+        view.iec104?.audit?.metrics(into: &m)
         m.metric("bessd_unit_soc_percent", "gauge", "State of charge.", zip(ids, units).map { ("unit=\"\($0)\"", $1.soc) })
         m.metric("bessd_unit_active_trips", "gauge", "Interlock rules acting now.",
                  zip(ids, units).map { ("unit=\"\($0)\"", Double($1.active.count)) })
         m.metric("bessd_unit_state", "gauge", "1 for the unit's state.",
                  zip(ids, units).map { ("unit=\"\($0)\",state=\"\($1.state)\"", 1) })
-        journal.metrics(into: &m)
-        progressMetrics(into: &m)
-        frequencyEvents.metrics(into: &m)
-        Self.busMetrics(into: &m, runner, ids: ids)
-        uplink?.metrics(into: &m)
-        server?.answerCosts.metrics(into: &m)
+        view.journal.metrics(into: &m)
+        Self.busMetrics(into: &m, view.runner, ids: ids)
+        view.uplink?.metrics(into: &m)
+        answerCosts?.metrics(into: &m)
         return m.text
     }
 
@@ -144,6 +145,7 @@ extension Daemon {
         m.metric("bessd_bms_frames_total", "counter", "CAN frames from the BMS, by what the decoder did.", frames)
     }
 }
+
 
 extension GridLimitInputReader {
     /// Whether the relay contacts' module answers, and its readings by result.

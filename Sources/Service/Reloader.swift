@@ -5,12 +5,39 @@ import Cycle
 import Foundation
 import Logging
 import Outstation
+import Sep2Link
 import TLSTransport
 
 /// SIGHUP: the configuration file read again and applied between two cycles. A file with errors
 /// is refused with each error logged and the running configuration stays; what a reload cannot
 /// move (relay contacts, realtime, state directory, control socket, SCADA) is said to need a restart.
-extension Daemon {
+final class Reloader {
+    private let configPath: String?
+    private let configuration: RunningConfiguration
+    private let runner: SiteRunner
+    private let shared: SharedState
+    private let cycle: CycleService
+    /// The `realtime:` block the threads were started with: a reload cannot move them.
+    private let startedRealtime: RealtimeSettings?
+    private let iec104: IEC104Service?
+    private let intake: DispatchIntake
+    private let sep2: Sep2Worker?
+    private let logger: Logger
+
+    init(configPath: String?, configuration: RunningConfiguration, runner: SiteRunner, shared: SharedState, cycle: CycleService,
+         iec104: IEC104Service?, intake: DispatchIntake, sep2: Sep2Worker?, logger: Logger) {
+        self.configPath = configPath
+        self.configuration = configuration
+        self.runner = runner
+        self.shared = shared
+        self.cycle = cycle
+        startedRealtime = configuration.current.realtime
+        self.iec104 = iec104
+        self.intake = intake
+        self.sep2 = sep2
+        self.logger = logger
+    }
+
     func reload() {
         SystemdNotify.send("RELOADING=1")
         defer { SystemdNotify.send("READY=1") }
@@ -34,17 +61,16 @@ extension Daemon {
         }
         // What reads a file or builds a TLS context is done before the cycle pauses, and every
         // journal line after it runs again: the pause holds the controller's swap only.
+        let configuration = self.configuration.current
         let iec104TLS = Self.prepareIEC104TLS(new.iec104?.server.tls, was: configuration.iec104?.server.tls)
-        cycle.stop()
-        let refused: RunError?
-        do throws(RunError) {
-            try runner.reconfigure(new, now: SystemClock.shared.now())
-            refused = nil
-        } catch {
-            refused = error
+        var refused: RunError?
+        cycle.restart {
+            do throws(RunError) {
+                try runner.reconfigure(new, now: SystemClock.shared.now())
+            } catch {
+                refused = error
+            }
         }
-        cycle = CycleThread(runner: runner, shared: shared, replacing: cycle)
-        cycle.start()
         do throws(RunError) {
             if let refused { throw refused }
             // What runs: the file last applied, but the threads' priority and CPU as they started.
@@ -56,16 +82,13 @@ extension Daemon {
                               metadata: ["BESS_CODE": "\(code)", "BESS_RELOAD_KEYS": "\(restart.keys.joined(separator: ","))",
                                          "MESSAGE_ID": "\(MessageID.reload)"])
             }
-            if new.iec104 != nil, outstation == nil {
+            if new.iec104 != nil, iec104?.outstation == nil {
                 logger.notice("reload: the IEC 104 outstation is not running (IEC104_LISTEN_FAILED at start); a reload does not start it, a restart does",
                               metadata: ["BESS_CODE": "IEC104_RESTART_NEEDED", "MESSAGE_ID": "\(MessageID.reload)"])
             }
             reloadIEC104TLS(new.iec104?.server.tls, was: configuration.iec104?.server.tls, prepared: iec104TLS)
             reloadIEC104Groups(new.iec104?.server.groups, was: configuration.iec104?.server.groups)
-            guarded.withLock {
-                $0.configuration = new
-                $0.configText = text
-            }
+            self.configuration.replace(with: new, text: text)
             intake.update(units: new.units.map { ($0.id, $0.maxPowerKW) })
             Self.reloadSep2(sep2, to: new)
             shared.declareAGC(new.iec104?.agc?.limits)
@@ -75,8 +98,8 @@ extension Daemon {
         }
         // The new cycle thread takes its priority and CPU as it starts; a part refused now (a
         // tightened LimitRTPRIO, a CPU taken away) reaches the journal as it does at start.
-        cycle.awaitCycles(1, within: .seconds(2))
-        for notice in cycle.realtimeNotices {
+        cycle.thread.awaitCycles(1, within: .seconds(2))
+        for notice in cycle.thread.realtimeNotices {
             logger.warning("reload: \(notice)", metadata: ["BESS_CODE": "REALTIME_DEGRADED", "MESSAGE_ID": "\(MessageID.reload)"])
         }
     }
@@ -145,7 +168,7 @@ extension Daemon {
     /// cannot be made leaves the running one in place, with a coded error.
     func reloadIEC104TLS(_ tls: IEC104TLSConfiguration?, was old: IEC104TLSConfiguration?,
                          prepared: Result<TLSServerContext, TLSError>?) {
-        guard let tls, old != nil, let outstation, let prepared else { return }
+        guard let tls, old != nil, let outstation = iec104?.outstation, let prepared else { return }
         let context: TLSServerContext
         do {
             context = try prepared.get()
@@ -168,9 +191,16 @@ extension Daemon {
     /// certificate) is closed (`IEC104_PEER_REVOKED`). Revoking a right or a certificate never
     /// needs a restart.
     func reloadIEC104Groups(_ groups: [IEC104Group]?, was old: [IEC104Group]?) {
-        guard let groups, let old, groups != old, let outstation else { return }
+        guard let groups, let old, groups != old, let outstation = iec104?.outstation else { return }
         outstation.applyGroups(groups)
         logger.notice("reload: iec104.groups applied to the open connections too: \(groups.map(\.name).joined(separator: ", ")); one its group no longer admits is closed (IEC104_PEER_REVOKED)",
                       metadata: ["BESS_CODE": "IEC104_GROUPS_RELOADED", "MESSAGE_ID": "\(MessageID.reload)"])
+    }
+
+    /// What a reload moves in the running 2030.5 client: the configured droop's `enabled`, by which
+    /// DERCapability and DERSettings claim `opModFreqDroop` and a droop-only control is answered. The
+    /// `ieee2030_5:` block itself needs a restart (`reloadSections`).
+    static func reloadSep2(_ worker: Sep2Worker?, to new: BessdConfiguration) {
+        worker?.useFrequencyDroop(new.grid.droop.enabled)
     }
 }

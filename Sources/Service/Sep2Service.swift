@@ -33,14 +33,16 @@ final class UnavailableTransport: Sep2Transport {
     func close() {}
 }
 
-extension Daemon {
+/// The 2030.5 client's worker as `ieee2030_5:` describes it: built with the daemon, before any
+/// service starts.
+enum Sep2Setup {
     /// The 2030.5 client of `configuration.ieee2030_5` publishing into `slot`, nil without the block.
     /// A device certificate that gives no identity, or a TLS context that cannot be made, leaves a
     /// worker whose every exchange fails with the coded reason (journal, `bessctl ieee2030-5`) and that
     /// runs the stored schedule, then the stored default: after a power cut that damaged the
     /// certificate the site still follows the utility. Without a readable certificate the identity is
     /// the stored EndDevice's (`storedIdentity`).
-    static func makeSep2(_ configuration: BessdConfiguration, slot: UtilityLimitSlot, logger: Logger) -> Sep2Worker? {
+    static func worker(_ configuration: BessdConfiguration, slot: UtilityLimitSlot, logger: Logger) -> Sep2Worker? {
         guard let settings = configuration.ieee2030_5 else { return nil }
         let log: @Sendable (String, String, Bool) -> Void = { code, message, warning in
             let metadata: Logger.Metadata = ["BESS_CODE": "\(code)", "MESSAGE_ID": "\(MessageID.ieee2030_5)", "BESS_UNIT": "site"]
@@ -90,28 +92,5 @@ extension Daemon {
     /// when the worker restores).
     static func storedIdentity(_ store: ScheduleStore) -> DeviceIdentity? {
         (try? store.load())?.deviceIdentity
-    }
-
-    /// What a reload moves in the running 2030.5 client: the configured droop's `enabled`, by which
-    /// DERCapability and DERSettings claim `opModFreqDroop` and a droop-only control is answered. The
-    /// `ieee2030_5:` block itself needs a restart (`reloadSections`).
-    static func reloadSep2(_ worker: Sep2Worker?, to new: BessdConfiguration) {
-        worker?.useFrequencyDroop(new.grid.droop.enabled)
-    }
-
-    /// `ieee2030_5` of `status`: nil without a running client.
-    func ieee2030_5Reply() -> IEEE2030_5Reply? {
-        guard let state = sep2?.state else { return nil }
-        return Self.reply(state)
-    }
-
-    static func reply(_ s: Sep2State) -> IEEE2030_5Reply {
-        IEEE2030_5Reply(
-            lfdi: s.lfdi == DeviceIdentity.unknown.lfdi ? nil : s.lfdi, sfdi: s.lfdi == DeviceIdentity.unknown.lfdi ? nil : s.sfdi,
-            server: s.server, source: s.source.rawValue,
-            controls: s.controls.map { IEEE2030_5ControlReply(type: $0.type, value: $0.value, program: $0.program, control: $0.control,
-                                                              untilUnix: $0.untilUnix) },
-            programs: s.programs, reachable: s.reachable, lastStatus: s.lastStatus, lastAnswerUnix: s.lastAnswerUnix,
-            lastError: s.lastError, stopped: s.stopped, serverTimeUnix: s.serverTimeUnix)
     }
 }

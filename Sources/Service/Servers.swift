@@ -8,16 +8,104 @@ import Logging
 import Scada
 import Outstation
 import TLSTransport
+import Uplink
 
-/// The servers operators and plant SCADA talk to: the control socket and /metrics on one thread
-/// (`ServiceServer`), and the site as a SunSpec device on TCP and, when `scada.serial` names one, an
-/// RS-485 line (`ScadaServer`). A listener that cannot open is logged and the daemon runs on: the
-/// site's control never depends on them.
-extension Daemon {
-    /// Starts the SCADA server when `scada:` asks for it. A port that cannot be bound is logged and
-    /// the daemon runs on: the site's control never depends on its SCADA view.
-    func startScada(_ configuration: BessdConfiguration) {
-        guard let settings = configuration.scada else { return }
+// The servers operators, plant SCADA and the grid operator's control centres talk to, each a
+// service that owns its listeners: the control socket and /metrics on one thread (`ServiceServer`),
+// the site as a SunSpec device on TCP and, when `scada.serial` names one, an RS-485 line
+// (`ScadaServer`), and the IEC 104 outstation (`OutstationServer`). A listener that cannot open is
+// logged and the daemon runs on: the site's control never depends on them.
+
+/// The control socket and /metrics (`ServiceServer`), answered by the operator's surface
+/// (`ControlVerbs`, `MetricsExporter`).
+final class OperatorServer: DaemonService {
+    let name = "operator server"
+    private let controlSocket: String?
+    private let metricsListen: String?
+    private let shared: SharedState
+    private let verbs: ControlVerbs
+    private let metrics: MetricsExporter
+    private let logger: Logger
+    /// The running server: nil before the start, after the stop, or when neither listener opened.
+    private(set) var server: ServiceServer?
+
+    init(_ configuration: BessdConfiguration, shared: SharedState, verbs: ControlVerbs, metrics: MetricsExporter, logger: Logger) {
+        controlSocket = configuration.controlSocket
+        metricsListen = configuration.metricsListen
+        self.shared = shared
+        self.verbs = verbs
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    func start() {
+        do {
+            let server = try serve(control: controlSocket, metrics: metricsListen)
+            server.start()
+            self.server = server
+        } catch {
+            // One listener failing must not cost the other: try each alone.
+            logger.warning("\(error)", metadata: ["BESS_CODE": "\(error.code)"])
+            for (control, metrics) in [(controlSocket, nil), (nil, metricsListen)] as [(String?, String?)]
+                where control != nil || metrics != nil
+            {
+                guard let server = try? serve(control: control, metrics: metrics) else { continue }
+                server.start()
+                self.server = server
+                break
+            }
+        }
+    }
+
+    func stop() {
+        server?.stop()
+        server = nil
+    }
+
+    /// Answers one control request (`ControlVerbs.handle`), the server's answer costs in its metrics.
+    func answer(_ request: ControlRequest, caller: ControlCaller) -> ControlResponse {
+        verbs.handle(request, caller: caller, answerCosts: server?.answerCosts)
+    }
+
+    /// The text of `GET /metrics` (`MetricsExporter`), the server's answer costs last.
+    func metricsText() -> String { metrics.text(answerCosts: server?.answerCosts) }
+
+    private func serve(control: String?, metrics: String?) throws(RunError) -> ServiceServer {
+        let shared = self.shared
+        return try ServiceServer(
+            controlPath: control, metricsAddress: metrics, appliedGeneration: { shared.appliedGeneration },
+            handleControl: { [unowned self] request, caller in self.answer(request, caller: caller) },
+            renderMetrics: { [unowned self] in self.metricsText() })
+    }
+}
+
+/// The site as a SunSpec device for plant SCADA (`scada:`), on TCP and its RS-485 line, each on its
+/// own thread. A port that cannot be bound is logged and the daemon runs on: the site's control never
+/// depends on its SCADA view.
+final class ScadaService: DaemonService {
+    let name = "SCADA"
+    private let settings: ScadaConfiguration
+    private let configuration: BessdConfiguration
+    private let shared: SharedState
+    private let holds: HoldKeeper
+    private let logger: Logger
+    private(set) var tcp: ScadaServer?
+    private(set) var serial: ScadaServer?
+
+    /// The servers running (TCP and RTU), for /metrics.
+    var servers: [ScadaServer] { [tcp, serial].compactMap { $0 } }
+
+    init(_ settings: ScadaConfiguration, configuration: BessdConfiguration, shared: SharedState, holds: HoldKeeper, logger: Logger) {
+        self.settings = settings
+        self.configuration = configuration
+        self.shared = shared
+        self.holds = holds
+        self.logger = logger
+    }
+
+    func start() {
+        let settings = self.settings
+        let configuration = self.configuration
         // Every write holds for at most max_hold_s; nothing written yet but the limit an earlier
         // run left standing (HoldKeeper.restore), which the cycle has applied since its first period.
         var generation: UInt64 = 0
@@ -57,20 +145,51 @@ extension Daemon {
                 return nil
             }
         }
-        scada = serve(serialLine: false, on: "\(settings.host):\(settings.port)", unit: settings.unitID)
+        tcp = serve(serialLine: false, on: "\(settings.host):\(settings.port)", unit: settings.unitID)
         if let line = settings.serial {
-            scadaSerial = serve(serialLine: true, on: "\(line.device) (Modbus RTU \(line.baud) baud)", unit: settings.serialUnitID)
+            serial = serve(serialLine: true, on: "\(line.device) (Modbus RTU \(line.baud) baud)", unit: settings.serialUnitID)
         }
     }
 
-    /// Starts the IEC 104 outstation when `iec104:` asks for it. A port that cannot be bound is
-    /// logged and the daemon runs on: the site's control never depends on its control centre link.
-    func startIEC104(_ configuration: BessdConfiguration) {
-        guard let settings = configuration.iec104?.server else { return }
+    func stop() {
+        tcp?.stop()
+        tcp = nil
+        serial?.stop()
+        serial = nil
+    }
+}
+
+/// The IEC 60870-5-104 outstation for the grid operator's control centres (`iec104:`), on its own
+/// thread. A port that cannot be bound is logged and the daemon runs on: the site's control never
+/// depends on its control centre link.
+final class IEC104Service: DaemonService {
+    let name = "IEC 104"
+    private let settings: IEC104ServerConfiguration
+    private let configuration: BessdConfiguration
+    private let shared: SharedState
+    private let inbox: RecordInbox?
+    private let logger: Logger
+    /// The outstation while it runs (the reloader hands it TLS files and groups).
+    private(set) var outstation: OutstationServer?
+    /// Its command outcomes by code for /metrics and as uplink events (`OutstationAudit`).
+    private(set) var audit: OutstationAudit?
+
+    init(_ settings: IEC104ServerConfiguration, configuration: BessdConfiguration, shared: SharedState, inbox: RecordInbox?,
+         logger: Logger) {
+        self.settings = settings
+        self.configuration = configuration
+        self.shared = shared
+        self.inbox = inbox
+        self.logger = logger
+    }
+
+    func start() {
+        let settings = self.settings
+        let configuration = self.configuration
         let logger = self.logger
         // Every command outcome also to /metrics by code and to the uplink as an event (issue 46 §3).
-        let audit = OutstationAudit(inbox: uplink?.recorder.inbox, wakeup: shared.serviceWakeup)
-        outstationAudit = audit
+        let audit = OutstationAudit(inbox: inbox, wakeup: shared.serviceWakeup)
+        self.audit = audit
         let description = StationDescription(
             ratingsW: configuration.units.map { $0.maxPowerKW * 1000 }, capacitiesWh: configuration.units.map { $0.capacityKWh * 1000 },
             hasMeter: configuration.site.meter != nil, frequencyResponseEnabled: configuration.grid.droop.enabled)
@@ -105,31 +224,8 @@ extension Daemon {
         }
     }
 
-    func startServer(_ configuration: BessdConfiguration) {
-        let shared = self.shared
-        do {
-            let server = try ServiceServer(
-                controlPath: configuration.controlSocket, metricsAddress: configuration.metricsListen,
-                appliedGeneration: { shared.appliedGeneration },
-                handleControl: { [unowned self] request, caller in self.handle(request, caller: caller) },
-                renderMetrics: { [unowned self] in self.metricsText() })
-            server.start()
-            self.server = server
-        } catch {
-            // One listener failing must not cost the other: try each alone.
-            logger.warning("\(error)", metadata: ["BESS_CODE": "\(error.code)"])
-            for (control, metrics) in [(configuration.controlSocket, nil), (nil, configuration.metricsListen)] as [(String?, String?)]
-                where control != nil || metrics != nil
-            {
-                guard let server = try? ServiceServer(
-                    controlPath: control, metricsAddress: metrics, appliedGeneration: { shared.appliedGeneration },
-                    handleControl: { [unowned self] request, caller in self.handle(request, caller: caller) },
-                    renderMetrics: { [unowned self] in self.metricsText() })
-                else { continue }
-                server.start()
-                self.server = server
-                break
-            }
-        }
+    func stop() {
+        outstation?.stop()
+        outstation = nil
     }
 }

@@ -15,10 +15,12 @@ protocol DaemonService: AnyObject {
 /// reverse order, each stop run once. bessd's services are threads with synchronous `start`/`stop`,
 /// so this is the order only, not the task tree.
 ///
-/// The daemon starts, in this order: uplink → journal flush → bus workers → cycle → operator server
-/// → SCADA → relay contacts → watchdog. Stopping therefore runs: the watchdog stops; nothing new
-/// comes from SCADA, the contacts or operators; the cycle stops; the bus workers write zero with the
-/// revert armed and stop; latches and events are persisted and logged; the uplink flushes what it has.
+/// The daemon starts, in this order (`Daemon.services`): uplink → journal flush → bus workers → PMU
+/// → 2030.5 client → cycle → operator server → SCADA → IEC 104 → relay contacts → watchdog. Stopping
+/// therefore runs: the watchdog stops; nothing new comes from the contacts, the control centres,
+/// SCADA or operators; the cycle stops; the 2030.5 client and the PMU reader stop; the bus workers
+/// write zero with the revert armed and stop; latches and events are persisted and logged; the
+/// uplink flushes what it has.
 final class ServiceGroup {
     private var running: [any DaemonService] = []
     private var stopped: [String] = []

@@ -6,10 +6,14 @@ import Cycle
 import Foundation
 import Synchronization
 import Uplink
+import IEEE2030_5
+import Sep2Link
 
 /// The answers of the reading verbs: `status` (units, cycle, uplink, clock, grid operator),
 /// `faults` and `site`, built from what the cycle last published.
-extension Daemon {
+struct StatusReport {
+    let view: OperatorView
+
     /// Who holds a unit where it is, for `bessctl status`: `operator`, `operator_site`,
     /// `aggregator`, `aggregator_emergency_stop`, `override`, `dispatch`, or nil (auto, base schedule).
     static func heldBy(_ u: UnitStatus) -> (who: String, remaining: Duration?)? {
@@ -22,8 +26,8 @@ extension Daemon {
     }
 
     func statusReply(_ configuration: BessdConfiguration) -> StatusReply {
-        let units = shared.units
-        let stats = shared.statistics
+        let units = view.shared.units
+        let stats = view.shared.statistics
         let now = SystemClock.wallClockSeconds()
         var list: [UnitReply] = []
         list.reserveCapacity(configuration.units.count)
@@ -48,13 +52,13 @@ extension Daemon {
             jitterMaxUs: stats.histogram.maxMicroseconds, realtime: stats.realtime,
             longestGapMs: stats.longestGap.secondsDouble * 1000)
         var reply = StatusReply(clock: clockReply(stats), cycle: cycle, frequencyHz: stats.frequency,
-                           gridOperator: gridOperatorReply(shared.site), mode: configuration.mode.rawValue, units: list,
-                           uplink: uplinkReply(configuration), version: BessdVersion.string, agc: Self.agcReply(shared.site.agc),
+                           gridOperator: gridOperatorReply(view.shared.site), mode: configuration.mode.rawValue, units: list,
+                           uplink: uplinkReply(configuration), version: BessdVersion.string, agc: Self.agcReply(view.shared.site.agc),
                            frequencySource: stats.frequencySource?.rawValue,
                            frequencyAgeMs: stats.frequencyAge.isFinite ? (stats.frequencyAge * 1000).rounded() : nil)
         reply.ieee2030_5 = ieee2030_5Reply()
         reply.health = healthReply()
-        reply.holdState = holds.unreadable.map { "\($0)" }
+        reply.holdState = view.holds.unreadable.map { "\($0)" }
         let blocked = configuration.units.indices.filter { $0 < units.count && units[$0].contactor == .cannotOpen }
         if !blocked.isEmpty { reply.ieee2030_5?.cannotOpen = blocked.map { configuration.units[$0].id } }
         return reply
@@ -70,7 +74,7 @@ extension Daemon {
 
     /// The system clock as settlement sees it (bessctl status, `CLOCK_UNSYNCED`).
     func clockReply(_ stats: CycleStatistics) -> ClockReply {
-        let sync = clock.sync
+        let sync = view.clock.sync
         return ClockReply(synchronized: sync.isSynchronized, source: sync.source,
                           code: sync.isSynchronized == false ? "CLOCK_UNSYNCED" : nil,
                           steps: stats.clockSteps, lastStepS: stats.clockSteps > 0 ? stats.lastClockStep.secondsDouble : nil)
@@ -80,12 +84,12 @@ extension Daemon {
     func uplinkReply(_ configuration: BessdConfiguration) -> UplinkReply? {
         guard let aggregator = configuration.aggregator else { return nil }
         var o = UplinkReply(transport: aggregator.transport.rawValue, url: aggregator.shownURL, site: aggregator.siteID)
-        if let spool = uplink?.spool {
+        if let spool = view.uplink?.spool {
             let s = spool.state
             o.backlogRecords = s.next - 1 - min(s.acknowledged, s.next - 1)
             o.acknowledgedSeq = s.acknowledged
         }
-        if let link = uplink?.transport?.link {
+        if let link = view.uplink?.transport?.link {
             o.connected = link.connected
             o.lastAckUnix = link.lastAckUnix
             o.lastError = link.lastError
@@ -96,7 +100,7 @@ extension Daemon {
     /// The grid operator's limit and SCADA's setpoint in force, with when they revert (status and site).
     func gridOperatorReply(_ site: SiteStatus) -> GridOperatorReply {
         GridOperatorReply(
-            inputs: gridInputs.map { InputsReply(configured: true, lost: $0.lost.load(ordering: .relaxed)) }
+            inputs: view.gridInputs.map { InputsReply(configured: true, lost: $0.lost.load(ordering: .relaxed)) }
                 ?? InputsReply(configured: false, lost: nil),
             limitPercent: site.operatorLimitPercent, capW: site.operatorCap, limiting: site.operatorLimited,
             scadaLimit: site.scadaLimitPercent.isFinite
@@ -108,7 +112,7 @@ extension Daemon {
     }
 
     func faultsReply(_ configuration: BessdConfiguration) -> FaultsReply {
-        let units = shared.units
+        let units = view.shared.units
         var list: [FaultReply] = []
         for (i, unit) in configuration.units.enumerated() {
             for code in units[i].active {
@@ -116,12 +120,12 @@ extension Daemon {
                                        explanation: "\(code.explanation)"))
             }
         }
-        let site = shared.site
+        let site = view.shared.site
         if site.meterStale {
             list.append(FaultReply(unit: "site", code: "METER_STALE", latched: false,
                                    explanation: "the connection-point meter has sent no fresh reading: the site application rests and the grid limits hold their last values"))
         }
-        if let reader = gridInputs, reader.lost.load(ordering: .relaxed) {
+        if let reader = view.gridInputs, reader.lost.load(ordering: .relaxed) {
             list.append(FaultReply(unit: "site", code: "GRID_LIMIT_INPUT_LOST", latched: false,
                                    explanation: "the I/O module of the grid operator's relay contacts does not answer: the last limit holds"))
         }
@@ -129,7 +133,7 @@ extension Daemon {
             list.append(FaultReply(unit: "site", code: "SITE_SHORTFALL", latched: false,
                                    explanation: "the units cannot deliver \(Int((site.shortfall / 1000).rounded())) kW of what the site is asked"))
         }
-        if let unreadable = holds.unreadable {
+        if let unreadable = view.holds.unreadable {
             list.append(FaultReply(unit: "site", code: "\(unreadable.code)", latched: true,
                                    explanation: "\(unreadable.message): every unit started in the operator's standby; check the site, then bessctl mode auto"))
         }
@@ -139,8 +143,8 @@ extension Daemon {
     /// `bessctl site`: the connection point, its limits and which binds, the application, the
     /// decision layer by layer, each unit's share and why.
     func siteReply(_ configuration: BessdConfiguration) -> SiteReply {
-        let site = shared.site
-        let units = shared.units
+        let site = view.shared.site
+        let units = view.shared.units
         let c = configuration.site
         var application = ApplicationReply(name: c.application.name, active: site.applicationActive,
                                            targetW: site.applicationTarget, socReservePercent: c.socReservePercent)
@@ -193,5 +197,26 @@ extension Daemon {
         return ResponseReserveReply(sustainS: reserve.sustainSeconds, dischargeWh: reserve.dischargeWh, chargeWh: reserve.chargeWh,
                                     socLowPercent: band.low, socHighPercent: band.high, dischargeReached: reached.discharge,
                                     chargeReached: reached.charge)
+    }
+
+    /// `health` of `status`.
+    func healthReply() -> HealthReply {
+        HealthReply(noticesDropped: view.journal.deviceNotices.dropped, stalled: view.journal.stalls().map(\.reply))
+    }
+
+    /// `ieee2030_5` of `status`: nil without a running client.
+    func ieee2030_5Reply() -> IEEE2030_5Reply? {
+        guard let state = view.sep2?.state else { return nil }
+        return Self.reply(state)
+    }
+
+    static func reply(_ s: Sep2State) -> IEEE2030_5Reply {
+        IEEE2030_5Reply(
+            lfdi: s.lfdi == DeviceIdentity.unknown.lfdi ? nil : s.lfdi, sfdi: s.lfdi == DeviceIdentity.unknown.lfdi ? nil : s.sfdi,
+            server: s.server, source: s.source.rawValue,
+            controls: s.controls.map { IEEE2030_5ControlReply(type: $0.type, value: $0.value, program: $0.program, control: $0.control,
+                                                              untilUnix: $0.untilUnix) },
+            programs: s.programs, reachable: s.reachable, lastStatus: s.lastStatus, lastAnswerUnix: s.lastAnswerUnix,
+            lastError: s.lastError, stopped: s.stopped, serverTimeUnix: s.serverTimeUnix)
     }
 }

@@ -30,7 +30,7 @@ struct AGCStatusTests {
     /// The `agc` section as `status` and `site` write it.
     static func json(_ shared: SharedState) throws -> [String: Any] {
         var text = JSONText()
-        Daemon.agcReply(shared.site.agc).write(to: &text)
+        StatusReport.agcReply(shared.site.agc).write(to: &text)
         return try #require(try JSONSerialization.jsonObject(with: Data(text.bytes)) as? [String: Any])
     }
 
@@ -56,7 +56,7 @@ struct AGCStatusTests {
         #expect((agc["remaining_s"] as? Double).map { abs($0 - 10) < 0.01 } == true, "12 s from 3 s, read at 5 s: \(agc)")
         #expect(agc["signal_lost"] as? Bool == false)
         var m = MetricsText()
-        Daemon.agcMetrics(into: &m, shared.site.agc)
+        MetricsExporter.agcMetrics(into: &m, shared.site.agc)
         #expect(m.lines.contains("bessd_site_agc_following 1.0") && m.lines.contains("bessd_site_agc_target_watts 80000.0"), "\(m.lines)")
         // No refresh: at 15 s the signal is lost and the schedule decides again.
         Self.run(body, from: 5, seconds: 10.5)

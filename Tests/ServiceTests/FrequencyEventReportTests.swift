@@ -164,8 +164,8 @@ struct FrequencyEventReportTests {
         let daemon = try Daemon(configuration: configuration, configPath: nil, logger: logger, say: { _ in }) {
             started, output throws(RunError) in try SiteRunner.make(configuration: configuration, startedAt: started, output: output)
         }
-        daemon.startServer(configuration)
-        defer { daemon.server?.stop() }
+        daemon.operatorServer.start()
+        defer { daemon.operatorServer.stop() }
         let bessctl = { (arguments: [String]) throws -> (status: Int32, out: String, err: String) in
             try Package.run("bessctl", arguments + ["--socket", socket])
         }
@@ -175,7 +175,7 @@ struct FrequencyEventReportTests {
         daemon.shared.publish(frequencyEvent: Self.assessment(1))
         let spool = try #require(daemon.spool)
         spool.beginRound()
-        daemon.logEvents(now: SystemClock.shared.now())
+        daemon.journalFlush.logEvents(now: SystemClock.shared.now())
         spool.endRound()
 
         let listed = try bessctl(["events", "--json"])
@@ -217,7 +217,7 @@ struct FrequencyEventReportTests {
         let unitRow = table.out.split(separator: "\n").first { $0.hasPrefix("D2 ") }.map(String.init) ?? ""
         for cell in ["125.0", "0.0", "100.0 / 0.0"] { #expect(unitRow.contains(cell), "\(cell) in \(unitRow)") }
         #expect(lines.withLock { $0 }.contains { $0.contains("FREQUENCY_EVENT 1: under-frequency") })
-        let metrics = daemon.metricsText()
+        let metrics = daemon.operatorServer.metricsText()
         #expect(metrics.contains("bessd_frequency_events_total 1.0\n") && metrics.contains("bessd_frequency_event_shortfall_watts 70000.0\n"))
     }
 

@@ -18,13 +18,13 @@ struct IEEE2030_5ReloadTests {
               ca_file: /etc/bessd/sep2/serca.pem
             """, file: "reload.yaml")
         #expect(old.ieee2030_5 != nil)
-        #expect(Daemon.reloadSections.compactMap { $0.restartNeeded(from: old, to: old) }.isEmpty)
+        #expect(Reloader.reloadSections.compactMap { $0.restartNeeded(from: old, to: old) }.isEmpty)
         var moved = old
         moved.ieee2030_5?.pollSeconds = 60
         var removed = old
         removed.ieee2030_5 = nil
         for new in [moved, removed] {
-            let kept = Daemon.reloadSections.compactMap { section in section.restartNeeded(from: old, to: new).map { (section.outcome, $0) } }
+            let kept = Reloader.reloadSections.compactMap { section in section.restartNeeded(from: old, to: new).map { (section.outcome, $0) } }
             #expect(kept.count == 1 && kept.first?.1.description == "ieee2030_5 changed; restart bessd to apply", "\(kept.map(\.1))")
             if case let .keep(code, _)? = kept.first?.0 { #expect(code == "IEEE2030_5_RESTART_NEEDED") } else { Issue.record("\(kept.map(\.1))") }
         }

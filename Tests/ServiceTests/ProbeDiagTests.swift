@@ -172,7 +172,7 @@ struct ProbeDiagTests {
               api_token: "abc"
               client_secret: s3
             """
-        let out = Daemon.redacted(text)
+        let out = ControlVerbs.redacted(text)
         for secret in ["hunter2", "site7", "swordfish", "abc", "s3"] { #expect(!out.contains(secret), "\(secret) left in:\n\(out)") }
         #expect(out.contains("url: https://<redacted>@agg.example.com/v1"))
         #expect(out.contains("token_file: /etc/bessd/token"))

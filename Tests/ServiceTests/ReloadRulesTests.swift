@@ -79,9 +79,9 @@ struct ReloadRulesTests {
             """, file: "reload.yaml")
         var new = old
         new.iec104?.agc?.expiry = .seconds(20)
-        #expect(Daemon.reloadSections.compactMap { $0.restartNeeded(from: old, to: new) }.isEmpty)
+        #expect(Reloader.reloadSections.compactMap { $0.restartNeeded(from: old, to: new) }.isEmpty)
         new.controlSocket = "/tmp/reload-rules-2.sock"
-        let kept = Daemon.reloadSections.compactMap { section in
+        let kept = Reloader.reloadSections.compactMap { section in
             section.restartNeeded(from: old, to: new).map { (section.outcome, $0) }
         }
         #expect(kept.count == 1)

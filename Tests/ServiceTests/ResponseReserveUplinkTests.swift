@@ -74,11 +74,11 @@ struct ResponseReserveUplinkTests {
     @Test("bessctl site's reply: kWh each way, the SOC band, and whether it is reached")
     func siteReply() throws {
         let configuration = try ConfigLoader.parse(Self.yaml(sustain: 720), file: "site.yaml")
-        let reply = try #require(Daemon.reserveReply(configuration, units: [Self.unit(soc: 14), Self.unit(soc: 14)]))
+        let reply = try #require(StatusReport.reserveReply(configuration, units: [Self.unit(soc: 14), Self.unit(soc: 14)]))
         #expect(reply.sustainS == 720 && abs(reply.dischargeWh - 40_000) < 1e-6 && abs(reply.chargeWh - 39_200) < 1e-6)
         #expect(abs(reply.socLowPercent - 15) < 1e-9 && abs(reply.socHighPercent - 85.2) < 1e-9)
         #expect(reply.dischargeReached && !reply.chargeReached)
         let none = try ConfigLoader.parse(Self.yaml(sustain: 0), file: "site.yaml")
-        #expect(Daemon.reserveReply(none, units: []) == nil)
+        #expect(StatusReport.reserveReply(none, units: []) == nil)
     }
 }

@@ -110,7 +110,7 @@ struct SecretsTests {
             #  password: commented-secret
             site_note: kept-note   # a comment
             """
-        let out = Daemon.redacted(text)
+        let out = ControlVerbs.redacted(text)
         for secret in ["111115", "hunter2", "site7", "first-line-secret", "second-line-secret", "folded-secret", "quoted", "line-secret",
                        "deep-secret-1", "deep-secret-2", "012345", "list-secret", "plain-secret", "continued-secret", "anchored-secret",
                        "flow-secret", "commented-secret"] {
@@ -125,7 +125,7 @@ struct SecretsTests {
         // The lines a value took whole are left empty, not indented blanks.
         #expect(!out.split(separator: "\n").contains { $0.allSatisfy { $0 == " " } }, "\(out)")
         #expect(out.split(separator: "\n", omittingEmptySubsequences: false).count == text.split(separator: "\n", omittingEmptySubsequences: false).count)
-        #expect(Daemon.redacted("a: [unclosed\n  password: x").contains("withheld"))
+        #expect(ControlVerbs.redacted("a: [unclosed\n  password: x").contains("withheld"))
     }
 
     @Test("bessctl diag: the bundle's config.yaml carries no 2030.5 pin, also when the block is a flow mapping")

@@ -52,12 +52,12 @@ struct AuthorityTests {
         let held = shared.units[0]
         #expect(held.mode == .standby && held.state == .standby && held.setpoint == 0)
         #expect(held.holds.operatorUnit && held.holds.remoteUntil == nil)
-        #expect(Daemon.heldBy(held)?.who == "operator")
+        #expect(StatusReport.heldBy(held)?.who == "operator")
         // Only the operator lifts it.
         shared.post { $0.mode[0] = .auto }
         Self.run(body, from: 7, seconds: 1)
         #expect(shared.units[0].mode == .auto)
-        #expect(Daemon.heldBy(shared.units[0]) == nil)
+        #expect(StatusReport.heldBy(shared.units[0]) == nil)
     }
 
     @Test("the cycle takes the mailbox whole, once: applied, emptied, and the next request starts clean")
@@ -94,7 +94,7 @@ struct AuthorityTests {
         Self.run(body, from: 1, seconds: 0.5)
         let u = shared.units[1]
         #expect(u.mode == .standby)
-        let held = try #require(Daemon.heldBy(u))
+        let held = try #require(StatusReport.heldBy(u))
         #expect(held.who == "aggregator" && (held.remaining ?? .zero) > .seconds(1) && (held.remaining ?? .seconds(9)) <= .seconds(2))
         Self.run(body, from: 1.5, seconds: 2)
         #expect(shared.units[1].mode == .auto)

@@ -17,7 +17,7 @@ struct UtilityReplyTests {
 
     @Test("no utility control: no utility object; in force: which control binds, the caps as ramped (null when none), unmetered")
     func fromTheDecision() throws {
-        #expect(Daemon.utilityReply(UtilityDecision()) == nil)
+        #expect(StatusReport.utilityReply(UtilityDecision()) == nil)
         #expect(!JSONTextTests.text(Self.site).contains("utility"))
         var decision = UtilityDecision()
         decision.active = true
@@ -25,7 +25,7 @@ struct UtilityReplyTests {
         decision.chargeCap = 25_000
         decision.unmetered = true
         decision.request = -40_000
-        let reply = try #require(Daemon.utilityReply(decision))
+        let reply = try #require(StatusReport.utilityReply(decision))
         #expect(reply.binding == "import" && reply.chargeCapW == 25_000 && reply.unmetered && !reply.disconnected)
         let site = Self.site.with(utility: reply)
         #expect(JSONTextTests.text(site).contains(
@@ -38,6 +38,6 @@ struct UtilityReplyTests {
         let read = try JSONTextTests.roundTrip(Self.site.with(utility: finite))
         #expect(read.utility == finite)
         decision.binding = .none
-        #expect(Daemon.utilityReply(decision)?.binding == nil)
+        #expect(StatusReport.utilityReply(decision)?.binding == nil)
     }
 }
