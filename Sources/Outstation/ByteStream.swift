@@ -42,37 +42,39 @@ extension ByteStream {
 
 /// A plain TCP connection (IEC 60870-5-104 without TLS), non-blocking.
 public final class TCPStream: ByteStream {
-    private var socket: Descriptor?
+    private var socket: Socket?
     public let descriptor: Int32
     public let peer: String
     public let peerAddress: UInt32
 
-    /// Takes ownership of a connected, non-blocking socket.
-    public init(owning fd: Int32, peerAddress: UInt32, port: UInt16) {
-        socket = Descriptor(owning: fd)
-        descriptor = fd
-        self.peerAddress = peerAddress
-        peer = "\(IPv4Text.dotted(peerAddress)):\(port)"
+    /// Takes ownership of a connection the listener accepted.
+    public init(_ connection: consuming TCPConnection) {
+        descriptor = connection.socket.rawValue
+        peerAddress = connection.peerAddress
+        peer = connection.peer
+        socket = connection.takeSocket()
     }
 
     public func read(limit: Int) -> StreamRead {
-        guard socket != nil else { return .closed }
         var buffer = [UInt8](repeating: 0, count: limit)
-        let n = buffer.withUnsafeMutableBytes { Glibc.recv(descriptor, $0.baseAddress, limit, 0) }
-        if n > 0 { return .bytes(Array(buffer[..<n])) }
-        if n == 0 { return .closed }
-        let code = errno
-        if code == EAGAIN || code == EWOULDBLOCK || code == EINTR { return .wouldBlock }
-        return .failed(SystemError.text(code))
+        let received: Result<Int?, SystemCallError>
+        switch socket {
+        case .some(let socket): received = buffer.withUnsafeMutableBytes { raw in Result { () throws(SystemCallError) in try socket.receive(into: raw) } }
+        case .none: return .closed
+        }
+        switch received {
+        case .success(nil): return .wouldBlock
+        case .success(0?): return .closed
+        case .success(let n?): return .bytes(Array(buffer[..<n]))
+        case .failure(let error): return .failed(SystemError.text(error.errno))
+        }
     }
 
     public func write(_ bytes: ArraySlice<UInt8>) -> Int? {
-        guard socket != nil else { return nil }
-        if bytes.isEmpty { return 0 }
-        let n = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        if n >= 0 { return n }
-        let code = errno
-        return code == EAGAIN || code == EWOULDBLOCK || code == EINTR ? 0 : nil
+        switch socket {
+        case .some(let socket): return bytes.withUnsafeBytes { raw in try? socket.send(raw) }
+        case .none: return nil
+        }
     }
 
     public func close() {
@@ -80,64 +82,16 @@ public final class TCPStream: ByteStream {
     }
 }
 
-/// A listening TCP socket, non-blocking, accepting non-blocking connections.
-///
-/// `@unchecked Sendable`: created on the starting thread, then used only by the server thread.
-public final class TCPListener: @unchecked Sendable {
-    private let socket: Descriptor
-    /// The descriptor to poll for connections.
-    public var descriptor: Int32 { socket.rawValue }
-    /// The port bound (the one asked for, or the kernel's choice for 0).
-    public let port: Int
-
-    /// Binds `host:port` (IPv4) and listens. The corresponding C functions are `socket`, `bind`, `listen`.
-    public init(host: String, port: Int) throws(SystemCallError) {
-        let fd = try systemCall("socket") { Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
-        let owned = Descriptor(owning: fd)
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(port).bigEndian
-        guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else {
-            throw SystemCallError(call: "inet_pton", subject: host, errno: EINVAL)
-        }
-        let subject = "\(host):\(port)"
-        _ = try withUnsafePointer(to: &address) { pointer throws(SystemCallError) in
-            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw throws(SystemCallError) in
-                try systemCall("bind", subject) { Glibc.bind(fd, raw, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-        }
-        _ = try systemCall("listen", subject) { Glibc.listen(fd, 16) }
-        var bound = sockaddr_in()
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &bound) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        self.port = Int(UInt16(bigEndian: bound.sin_port))
-        socket = owned
-    }
-
-    /// The next pending connection as a `TCPStream`, or nil when none is waiting.
-    /// The corresponding C functions are `accept` and `fcntl(O_NONBLOCK)`.
+extension TCPListener {
+    /// The next pending connection as a `TCPStream`, or nil when none is waiting. Whom the
+    /// outstation admits is decided per group (`allow_from`), by the server.
     public func accept() -> TCPStream? {
-        var address = sockaddr_in()
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let fd = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.accept(socket.rawValue, $0, &length)
-            }
-        }
-        guard fd >= 0 else { return nil }
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        var one: Int32 = 1
-        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        return TCPStream(owning: fd, peerAddress: UInt32(bigEndian: address.sin_addr.s_addr), port: UInt16(bigEndian: address.sin_port))
+        guard let connection = acceptConnection() else { return nil }
+        return TCPStream(connection)
     }
 }
 
 /// Dotted-quad text of an IPv4 address.
 enum IPv4Text {
-    static func dotted(_ address: UInt32) -> String {
-        "\(address >> 24).\(address >> 16 & 255).\(address >> 8 & 255).\(address & 255)"
-    }
+    static func dotted(_ address: UInt32) -> String { ListenAddress.dotted(address) }
 }

@@ -1,3 +1,4 @@
+import BessSystem
 import Glibc
 import Outstation
 import TestSupport
