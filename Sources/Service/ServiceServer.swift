@@ -64,6 +64,9 @@ final class ServiceServer: @unchecked Sendable {
 
     let limits: Limits
     private var listeners: [(fd: Int32, kind: Kind)] = []
+    /// `metrics_listen`'s listener (BessSystem's one TCP listener); its descriptor is in `listeners`
+    /// and closed with it.
+    private var metricsListener: TCPListener?
     private var connections: [Int32: Connection] = [:]
     private let controlPath: String?
     private let handleControl: (ControlRequest, ControlCaller) -> ControlResponse
@@ -104,9 +107,13 @@ final class ServiceServer: @unchecked Sendable {
                 listeners.append((fd, .control))
                 controlFile = Self.fileIdentity(controlPath)
             }
-            if let metricsAddress { listeners.append((try Self.listenTCP(metricsAddress), .metrics)) }
+            if let metricsAddress {
+                let listener = try Self.listenTCP(metricsAddress)
+                metricsListener = listener
+                listeners.append((listener.descriptor, .metrics))
+            }
         } catch {
-            for listener in listeners { close(listener.fd) }
+            for listener in listeners where listener.kind == .control { close(listener.fd) }
             removeControlSocket()
             throw error
         }
@@ -115,7 +122,7 @@ final class ServiceServer: @unchecked Sendable {
     deinit {
         stop()
         for fd in connections.keys { close(fd) }
-        for listener in listeners { close(listener.fd) }
+        for listener in listeners where listener.kind == .control { close(listener.fd) }
         removeControlSocket()
     }
 
@@ -186,12 +193,22 @@ final class ServiceServer: @unchecked Sendable {
         return SystemClock.pollTimeout(until: oldest.map { $0 + limits.idleTimeout }, now: now)
     }
 
+    /// The next connection on `listener`, non-blocking; nil when none is left (or `accept` failed:
+    /// the next readiness tries again).
+    private func acceptOne(on listener: Int32, kind: Kind) -> Int32? {
+        if kind == .metrics {
+            guard let connection = metricsListener?.acceptConnection() else { return nil }
+            return connection.takeSocket().release()
+        }
+        let fd = Glibc.accept(listener, nil, nil)
+        guard fd >= 0 else { return nil }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        return fd
+    }
+
     private func accept(on listener: Int32, kind: Kind, now: MonotonicInstant) {
-        while true {
-            let fd = Glibc.accept(listener, nil, nil)
-            if fd < 0 { return }  // EAGAIN: none left; anything else: try again at the next readiness
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        while let fd = acceptOne(on: listener, kind: kind) {
             let connection = Connection(fd: fd, kind: kind, now: now, caller: kind == .control ? callerOf(fd) : nil)
             let newcomer = connection.session
             let open = connections.values.filter { $0.kind == kind }
@@ -217,10 +234,15 @@ final class ServiceServer: @unchecked Sendable {
     private func read(_ connection: Connection, now: MonotonicInstant) {
         var chunk = [UInt8](repeating: 0, count: 4096)
         while true {
-            let count = Glibc.read(connection.fd, &chunk, chunk.count)
-            if count < 0, errno == EINTR { continue }
-            if count < 0, errno == EAGAIN || errno == EWOULDBLOCK { break }
-            if count <= 0 {
+            let count: Int
+            do throws(SystemCallError) {
+                count = try systemCall("read") { Glibc.read(connection.fd, &chunk, chunk.count) }
+            } catch where error.errno == EAGAIN || error.errno == EWOULDBLOCK {
+                break
+            } catch {
+                count = 0
+            }
+            if count == 0 {
                 drop(connection)
                 return
             }
@@ -314,10 +336,11 @@ final class ServiceServer: @unchecked Sendable {
     /// Writes what the socket takes now; the rest waits for POLLOUT.
     private func flush(_ connection: Connection) {
         while !connection.output.isEmpty {
-            let count = connection.output.withUnsafeBytes { send(connection.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if count < 0, errno == EINTR { continue }
-            if count < 0, errno == EAGAIN || errno == EWOULDBLOCK { return }
-            if count <= 0 {
+            let sent = connection.output.withUnsafeBytes { bytes in
+                Result { () throws(SystemCallError) in try systemCall("send") { send(connection.fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL)) } }
+            }
+            if case .failure(let error) = sent, error.errno == EAGAIN || error.errno == EWOULDBLOCK { return }
+            guard case .success(let count) = sent, count > 0 else {
                 drop(connection)
                 return
             }
@@ -361,23 +384,20 @@ final class ServiceServer: @unchecked Sendable {
         return fd
     }
 
-    static func listenTCP(_ text: String) throws(RunError) -> Int32 {
-        let parts = text.split(separator: ":")
-        guard parts.count == 2, let port = UInt16(parts[1]) else {
-            throw RunError(.metricsListenFailed, message: "metrics_listen must be HOST:PORT (got \(text))")
+    /// `metrics_listen`'s listener: `IPV4:PORT` (`ListenAddress`), bound by BessSystem's `TCPListener`.
+    static func listenTCP(_ text: String) throws(RunError) -> TCPListener {
+        guard let listen = ListenAddress(text, allowsPortZero: true) else {
+            throw RunError(.metricsListenFailed, message: "metrics_listen must be IPV4:PORT (got \(text))")
         }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        guard inet_pton(AF_INET, String(parts[0]), &address.sin_addr) == 1 else {
-            throw RunError(.metricsListenFailed, message: "metrics_listen host must be an IPv4 address (got \(parts[0]))")
+        do throws(SystemCallError) {
+            return try TCPListener(listen, backlog: 128)
+        } catch {
+            switch error.call {
+            case "inet_pton": throw RunError(.metricsListenFailed, message: "metrics_listen host must be an IPv4 address (got \(listen.host))")
+            case "socket": throw RunError(.metricsListenFailed, message: "cannot create a socket")
+            default: throw RunError(.metricsListenFailed, message: "cannot listen on \(text): \(SystemError.text(error.errno))")
+            }
         }
-        let fd = socket(AF_INET, Self.streamSocketFlags, 0)
-        guard fd >= 0 else { throw RunError(.metricsListenFailed, message: "cannot create a socket") }
-        var on: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
-        try bindAndListen(fd, &address, code: .metricsListenFailed, name: text)
-        return fd
     }
 
     /// Binds `fd` to `address` (a `sockaddr_un` or `sockaddr_in`) and listens; closes `fd` and
