@@ -32,21 +32,14 @@ final class PMULink {
     }
 
     /// An owned socket, shared by reference so the link can hold one or two.
-    private final class Socket {
-        let owned: Descriptor
-        var fd: Int32 { owned.rawValue }
-        init(_ owned: consuming Descriptor) { self.owned = owned }
+    private final class Owned {
+        let socket: Socket
+        var fd: Int32 { socket.rawValue }
+        init(_ socket: consuming Socket) { self.socket = socket }
     }
 
-    /// The PMU's address, as the resolver gave it.
-    private struct Address {
-        var family: Int32
-        var storage: sockaddr_storage
-        var length: socklen_t
-    }
-
-    private let stream: Socket?
-    private let datagrams: Socket?
+    private let stream: Owned?
+    private let datagrams: Owned?
     private let transport: PMUSettings.Transport
     private var peer: sockaddr_storage
     private let peerLength: socklen_t
@@ -58,7 +51,7 @@ final class PMULink {
         (stream.map { [(Channel.stream, $0.fd)] } ?? []) + (datagrams.map { [(Channel.datagrams, $0.fd)] } ?? [])
     }
 
-    private init(stream: Socket?, datagrams: Socket?, transport: PMUSettings.Transport, peer: Address, subject: String) {
+    private init(stream: Owned?, datagrams: Owned?, transport: PMUSettings.Transport, peer: SocketAddress, subject: String) {
         self.stream = stream
         self.datagrams = datagrams
         self.transport = transport
@@ -67,12 +60,21 @@ final class PMULink {
         self.subject = subject
     }
 
-    /// Resolves the PMU's host and opens the transport's sockets: over TCP each address in turn,
-    /// within `PMUReader.answerLimit` each (a stop ends the wait); over UDP alone the first address.
-    static func open(_ settings: PMUSettings, clock: any MonotonicClock, wakeup: Wakeup, running: () -> Bool) throws(PMULinkError) -> PMULink {
+    /// The resolver for `settings`' host (BessSystem's one resolver, with a deadline): kept by the
+    /// reader across sessions, so a lookup that outlived one session's deadline serves the next.
+    static func resolver(_ settings: PMUSettings) -> HostResolver {
+        HostResolver(host: settings.host, port: settings.port, abandonAfter: PMUReader.answerLimit * 4,
+                     lookup: NameLookup.system(for: settings.transport.usesTCP ? SOCK_STREAM : SOCK_DGRAM))
+    }
+
+    /// Resolves the PMU's host within `PMUReader.answerLimit` and opens the transport's sockets: over
+    /// TCP each address in turn, within `PMUReader.answerLimit` each (a stop ends the wait); over UDP
+    /// alone the first address.
+    static func open(_ settings: PMUSettings, resolver: HostResolver, clock: any MonotonicClock, wakeup: Wakeup,
+                     running: () -> Bool) throws(PMULinkError) -> PMULink {
         let subject = settings.port == 0 ? settings.host : "\(settings.host):\(settings.port)"
         var failure = PMULinkError(.connectFailed, message: "the host has no address")
-        for address in try resolve(settings) {
+        for address in try resolve(resolver, clock: clock) {
             do throws(PMULinkError) {
                 let stream = settings.transport.usesTCP ? try connect(address, subject, clock: clock, wakeup: wakeup, running: running) : nil
                 let datagrams = settings.transport.usesUDP ? try datagramSocket(family: address.family, localPort: settings.localPort) : nil
@@ -85,110 +87,68 @@ final class PMULink {
         throw failure
     }
 
-    private static func resolve(_ settings: PMUSettings) throws(PMULinkError) -> [Address] {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(settings.transport.usesTCP ? SOCK_STREAM.rawValue : SOCK_DGRAM.rawValue)
-        hints.ai_flags = AI_NUMERICSERV
-        var list: UnsafeMutablePointer<addrinfo>?
-        let resolved = getaddrinfo(settings.host, String(settings.port), &hints, &list)
-        guard resolved == 0 else {
-            throw PMULinkError(.connectFailed, message: "cannot resolve the host: \(String(cString: gai_strerror(resolved)))",
-                               errno: resolved == EAI_SYSTEM ? errno : 0)
-        }
-        defer { freeaddrinfo(list) }
-        var addresses: [Address] = []
-        var next = list
-        while let entry = next?.pointee {
-            next = entry.ai_next
-            guard let from = entry.ai_addr, Int(entry.ai_addrlen) <= MemoryLayout<sockaddr_storage>.size else { continue }
-            var storage = sockaddr_storage()
-            _ = withUnsafeMutableBytes(of: &storage) { memcpy($0.baseAddress!, from, Int(entry.ai_addrlen)) }
-            addresses.append(Address(family: entry.ai_family, storage: storage, length: entry.ai_addrlen))
-        }
-        return addresses
-    }
-
-    /// One system call through `systemCall`; its failure as `code` with the errno.
-    private static func call<R: BinaryInteger>(_ code: PMULinkErrorCode, _ name: String, _ subject: String = "",
-                                                _ body: () -> R) throws(PMULinkError) -> R {
-        do throws(SystemCallError) {
-            return try systemCall(name, subject, body)
+    private static func resolve(_ resolver: HostResolver, clock: any MonotonicClock) throws(PMULinkError) -> [SocketAddress] {
+        do throws(ResolveFailure) {
+            return try resolver.resolve(until: clock.now() + PMUReader.answerLimit, clock: clock)
         } catch {
-            throw PMULinkError(code, error)
+            let limit = PMUReader.number(PMUReader.answerLimit)
+            switch error {
+            case .failed(let code, let systemError):
+                throw PMULinkError(.connectFailed, message: "cannot resolve the host: \(String(cString: gai_strerror(code)))",
+                                   errno: code == EAI_SYSTEM ? systemError : 0)
+            case .timedOut:
+                throw PMULinkError(.connectFailed, message: "cannot resolve the host: no answer within \(limit) s", errno: ETIMEDOUT)
+            case .unanswered(let count, let age):
+                throw PMULinkError(.connectFailed, message: "cannot resolve the host: \(count) lookups unanswered for over "
+                                   + "\(PMUReader.number(age)) s", errno: ETIMEDOUT)
+            case .noThread(let code):
+                throw PMULinkError(.connectFailed, message: "cannot resolve the host: no thread for the lookup: \(SystemError.text(code))",
+                                   errno: code)
+            }
         }
     }
 
-    /// A non-blocking TCP connection to `address`, waited for until `PMUReader.answerLimit` or a stop.
-    private static func connect(_ address: Address, _ subject: String, clock: any MonotonicClock, wakeup: Wakeup,
-                                running: () -> Bool) throws(PMULinkError) -> Socket {
-        let kind = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
-        let socket = Socket(Descriptor(owning: try call(.connectFailed, "socket") { Glibc.socket(address.family, kind, 0) }))
-        var peer = address.storage
-        let started = withUnsafePointer(to: &peer) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
-                Result { () throws(SystemCallError) in try systemCall("connect", subject) { Glibc.connect(socket.fd, raw, address.length) } }
+    /// A non-blocking TCP connection to `address` (`Socket.connect`), waited for until
+    /// `PMUReader.answerLimit` or a stop.
+    private static func connect(_ address: SocketAddress, _ subject: String, clock: any MonotonicClock, wakeup: Wakeup,
+                                running: () -> Bool) throws(PMULinkError) -> Owned {
+        do throws(ConnectFailure) {
+            return Owned(try Socket.connect(to: address, subject, until: clock.now() + PMUReader.answerLimit, clock: clock,
+                                            wakeup: wakeup, running: running))
+        } catch {
+            switch error {
+            case .stopped: throw PMULinkError(.stopped, message: "stopped")
+            case .timedOut:
+                throw PMULinkError(.connectFailed, message: "connect \(subject): no answer within \(PMUReader.number(PMUReader.answerLimit)) s",
+                                   errno: ETIMEDOUT)
+            case .failed(let failure): throw PMULinkError(.connectFailed, failure)
             }
         }
-        if case .failure(let error) = started {
-            // Non-blocking: the connection is under way (EALREADY after a connect retried on EINTR).
-            guard error.errno == EINPROGRESS || error.errno == EALREADY else { throw PMULinkError(.connectFailed, error) }
-            let deadline = clock.now() + PMUReader.answerLimit
-            var fds = [pollfd(fd: socket.fd, events: Int16(POLLOUT), revents: 0), pollfd(fd: wakeup.descriptor, events: Int16(POLLIN), revents: 0)]
-            while fds[0].revents == 0 {
-                guard running() else { throw PMULinkError(.stopped, message: "stopped") }
-                guard clock.now() < deadline else {
-                    throw PMULinkError(.connectFailed, message: "connect \(subject): no answer within \(PMUReader.number(PMUReader.answerLimit)) s",
-                                       errno: ETIMEDOUT)
-                }
-                fds[1].revents = 0
-                _ = fds.withUnsafeMutableBufferPointer { clock.poll($0.baseAddress!, count: 2, until: deadline) }
-            }
-            var failed: Int32 = 0
-            var size = socklen_t(MemoryLayout<Int32>.size)
-            _ = try call(.connectFailed, "getsockopt", subject) { getsockopt(socket.fd, SOL_SOCKET, SO_ERROR, &failed, &size) }
-            guard failed == 0 else { throw PMULinkError(.connectFailed, SystemCallError(call: "connect", subject: subject, errno: failed)) }
-        }
-        var one: Int32 = 1
-        _ = try call(.connectFailed, "setsockopt", "TCP_NODELAY") {
-            setsockopt(socket.fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        }
-        return socket
     }
 
     /// A non-blocking datagram socket of `family`, bound to `localPort` on every address when given.
-    private static func datagramSocket(family: Int32, localPort: UInt16?) throws(PMULinkError) -> Socket {
-        let kind = Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
-        let socket = Socket(Descriptor(owning: try call(.connectFailed, "socket") { Glibc.socket(family, kind, 0) }))
-        guard let localPort else { return socket }
+    private static func datagramSocket(family: Int32, localPort: UInt16?) throws(PMULinkError) -> Owned {
+        do throws(SystemCallError) {
+            let socket = try Socket(family: family, type: SOCK_DGRAM)
+            if let localPort { try socket.bind(anyAddress(family: family, port: localPort), "local port \(localPort)") }
+            return Owned(socket)
+        } catch {
+            throw PMULinkError(.connectFailed, error)
+        }
+    }
+
+    /// Every local address of `family` (IPv4 or IPv6) at `port`.
+    private static func anyAddress(family: Int32, port: UInt16) -> SocketAddress {
+        guard family == AF_INET6 else { return SocketAddress(ipv4: 0, port: port) }
         var local = sockaddr_storage()
-        let length: socklen_t
-        if family == AF_INET6 {
-            length = socklen_t(MemoryLayout<sockaddr_in6>.size)
-            withUnsafeMutableBytes(of: &local) { raw in
-                var any = sockaddr_in6()
-                any.sin6_family = sa_family_t(AF_INET6)
-                any.sin6_port = localPort.bigEndian
-                any.sin6_addr = in6addr_any
-                raw.storeBytes(of: any, as: sockaddr_in6.self)
-            }
-        } else {
-            length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            withUnsafeMutableBytes(of: &local) { raw in
-                var any = sockaddr_in()
-                any.sin_family = sa_family_t(AF_INET)
-                any.sin_port = localPort.bigEndian
-                any.sin_addr.s_addr = INADDR_ANY
-                raw.storeBytes(of: any, as: sockaddr_in.self)
-            }
+        withUnsafeMutableBytes(of: &local) { raw in
+            var any = sockaddr_in6()
+            any.sin6_family = sa_family_t(AF_INET6)
+            any.sin6_port = port.bigEndian
+            any.sin6_addr = in6addr_any
+            raw.storeBytes(of: any, as: sockaddr_in6.self)
         }
-        let bound = withUnsafePointer(to: &local) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
-                Result { () throws(SystemCallError) in try systemCall("bind", "local port \(localPort)") { Glibc.bind(socket.fd, raw, length) } }
-            }
-        }
-        if case .failure(let error) = bound { throw PMULinkError(.connectFailed, error) }
-        return socket
+        return SocketAddress(family: AF_INET6, storage: local, length: socklen_t(MemoryLayout<sockaddr_in6>.size))
     }
 
     /// Sends one command frame, whole or not at all: over TCP when there is a connection, else (`udp`)

@@ -95,6 +95,10 @@ public final class PMUReader: @unchecked Sendable {
     public let configurations = Atomic<UInt64>(0)
 
     private let clock: any MonotonicClock
+    /// Unix time in seconds, for the commands' SOC (the system's wall clock; a test's).
+    private let wallClock: @Sendable () -> Double
+    /// The PMU's host, resolved within a deadline; kept across sessions.
+    private let resolver: HostResolver
     private let log: @Sendable (_ code: String, _ message: String, _ error: Bool) -> Void
     private let worker = WorkerThread()
     private let wakeup = Wakeup()
@@ -129,9 +133,12 @@ public final class PMUReader: @unchecked Sendable {
 
     /// A reader that has not started.
     public init(settings: PMUSettings, clock: some MonotonicClock = SystemClock.shared,
+                wallClock: @escaping @Sendable () -> Double = SystemClock.wallClockSeconds,
                 log: @escaping @Sendable (_ code: String, _ message: String, _ error: Bool) -> Void) {
         self.settings = settings
         self.clock = clock
+        self.wallClock = wallClock
+        resolver = PMULink.resolver(settings)
         self.log = log
     }
 
@@ -188,7 +195,7 @@ public final class PMUReader: @unchecked Sendable {
 
     /// One session, to its end: the failure that ended it (or none when stopped).
     private func follow(_ session: inout PMUStream) throws(PMULinkError) {
-        let link = try PMULink.open(settings, clock: clock, wakeup: wakeup, running: { [worker] in worker.isRunning })
+        let link = try PMULink.open(settings, resolver: resolver, clock: clock, wakeup: wakeup, running: { [worker] in worker.isRunning })
         let channels = link.channels
         var buffer = [UInt8](repeating: 0, count: settings.transport.usesTCP ? Self.bufferCapacity : 0)
         var datagram = [UInt8](repeating: 0, count: settings.transport.usesUDP ? Self.datagramCapacity : 0)
@@ -197,7 +204,7 @@ public final class PMUReader: @unchecked Sendable {
         // Without commands (udp_spontaneous) the session waits for the configuration the PMU repeats.
         var phase = commands ? Phase.quiet(since: clock.now()) : .configuring(since: clock.now())
         var lastInput = clock.now()
-        if commands { try link.send(Command.stopData.frame(idcode: settings.idcode, secondOfCentury: Self.secondOfCentury())) }
+        if commands { try link.send(Command.stopData.frame(idcode: settings.idcode, secondOfCentury: secondOfCentury())) }
         var fds = channels.map { pollfd(fd: $0.descriptor, events: Int16(POLLIN), revents: 0) }
             + [pollfd(fd: wakeup.descriptor, events: Int16(POLLIN), revents: 0)]
         while worker.isRunning {
@@ -214,7 +221,7 @@ public final class PMUReader: @unchecked Sendable {
                 deadline = end
             case .configuring(let since):
                 if session.configuration != nil {
-                    if commands { try link.send(Command.startData.frame(idcode: settings.idcode, secondOfCentury: Self.secondOfCentury())) }
+                    if commands { try link.send(Command.startData.frame(idcode: settings.idcode, secondOfCentury: secondOfCentury())) }
                     session.lastFrameAt = now
                     phase = .streaming
                     continue
@@ -303,7 +310,7 @@ public final class PMUReader: @unchecked Sendable {
 
     private func askConfiguration(_ session: inout PMUStream, _ link: PMULink, at now: MonotonicInstant) throws(PMULinkError) {
         let command: Command = session.askCFG3 ? .sendConfiguration3 : .sendConfiguration2
-        try link.send(command.frame(idcode: settings.idcode, secondOfCentury: Self.secondOfCentury()))
+        try link.send(command.frame(idcode: settings.idcode, secondOfCentury: secondOfCentury()))
         session.configurationAskedAt = now
         session.cfg3Requested = session.askCFG3
     }
@@ -391,7 +398,8 @@ public final class PMUReader: @unchecked Sendable {
         rejectionsSinceLog = 0
     }
 
-    static func secondOfCentury() -> UInt32 { UInt32(clamping: Int64(SystemClock.wallClockSeconds())) }
+    /// SOC of a command frame: the wall clock's Unix seconds.
+    func secondOfCentury() -> UInt32 { UInt32(clamping: Int64(wallClock())) }
 
     static func number(_ duration: Duration) -> String { GridLimitInputReader.number(duration.secondsDouble) }
 }

@@ -288,6 +288,12 @@ extension PMUStreamTests {
         #expect(PMUReader.silence(framePeriodSeconds: 32768) == .seconds(10))
     }
 
+    @Test("a command frame's SOC is the injected wall clock's second, not the system's")
+    func wallClockInjected() {
+        let reader = PMUReader(settings: PMUSettings(host: "pmu", port: 4712, idcode: 99), wallClock: { 1_234_567_890.75 }, log: { _, _, _ in })
+        #expect(reader.secondOfCentury() == 1_234_567_890)
+    }
+
     /// Garbage (a bad SYNC starts a resync), then a false 0xAA, then two good data frames. The false
     /// start claims 61440 bytes (not all come yet), or exactly itself and the first good frame (whose
     /// CHK then fails): either way both good frames are taken from the bytes at hand.
@@ -383,7 +389,26 @@ final class Published: Sendable { let last = Atomic<Int64>(1) }
 @Suite("PMU link")
 struct PMULinkTests {
     func open(_ settings: PMUSettings) -> Result<PMULink, PMULinkError> {
-        Result { () throws(PMULinkError) in try PMULink.open(settings, clock: SystemClock.shared, wakeup: Wakeup(), running: { true }) }
+        Result { () throws(PMULinkError) in
+            try PMULink.open(settings, resolver: PMULink.resolver(settings), clock: SystemClock.shared, wakeup: Wakeup(), running: { true })
+        }
+    }
+
+    @Test("a PMU host name whose lookup does not answer is PMU_CONNECT_FAILED with ETIMEDOUT by the answer limit")
+    func lookupBounded() {
+        let release = DispatchSemaphore(value: 0)
+        defer { release.signal() }
+        let settings = PMUSettings(host: "pmu.test", port: 4712, idcode: 1)
+        let resolver = HostResolver(host: "pmu.test", port: 4712, abandonAfter: .seconds(60), lookup: { _, _ in
+            release.wait()  // a resolver that does not answer until the test ends
+            return .failed(code: EAI_NONAME, systemError: 0)
+        })
+        let opened = Result { () throws(PMULinkError) in
+            try PMULink.open(settings, resolver: resolver, clock: SystemClock.shared, wakeup: Wakeup(), running: { true })
+        }
+        guard case .failure(let error) = opened else { Issue.record("resolved a name nobody answers"); return }
+        #expect(error.code == .connectFailed && error.errno == ETIMEDOUT, "\(error)")
+        #expect(error.message == "cannot resolve the host: no answer within 3 s", "\(error)")
     }
 
     @Test("a refused connection is PMU_CONNECT_FAILED with ECONNREFUSED kept, in tcp and tcp_udp")
