@@ -48,7 +48,7 @@ public final class BMSWorker: @unchecked Sendable {
     public let slot: BMSSlot
     /// The battery units the notices concern (`BESS_UNIT`).
     public let units: [String]
-    let log: @Sendable (DeviceNotice) -> Void
+    let log: @Sendable (Notice) -> Void
     private let worker = WorkerThread()
 
     /// True while the worker's thread runs its loop (the watchdog checks it).
@@ -71,7 +71,7 @@ public final class BMSWorker: @unchecked Sendable {
     ///   its code (`CAN_BUS_OFF`), a refused priority or CPU as `REALTIME_DEGRADED`, the rest as
     ///   plain notices; each about `units`.
     public init(interface: String, slot: BMSSlot, units: [String] = [], manage: (bitrate: Int, restartMs: Int)? = nil,
-                phase: CyclePhase? = nil, realtime: RealtimeThread? = nil, log: @escaping @Sendable (DeviceNotice) -> Void) {
+                phase: CyclePhase? = nil, realtime: RealtimeThread? = nil, log: @escaping @Sendable (Notice) -> Void) {
         self.interface = interface
         self.slot = slot
         self.units = units
@@ -90,17 +90,17 @@ public final class BMSWorker: @unchecked Sendable {
     }
 
     /// A plain line about the interface.
-    private func note(_ text: String) { log(DeviceNotice("\(interface): \(text)", units: units)) }
+    private func note(_ text: String) { log(Notice("\(interface): \(text)", units: units)) }
 
     /// A failure of the interface: a warning with its code.
     private func warn(_ error: FieldbusError) {
-        log(DeviceNotice("\(interface): \(error)", severity: .warning, code: "\(error.code)", units: units))
+        log(Notice("\(interface): \(error)", failure: error, units: units))
     }
 
     private func loop() {
         if let realtime {
             for notice in Realtime.enter(realtime, as: "the CAN worker").notices {
-                log(DeviceNotice("\(interface): \(notice)", severity: .warning, code: "REALTIME_DEGRADED", units: units))
+                log(Notice(DeviceCode.realtimeDegraded, "\(interface): \(notice)", units: units))
             }
         }
         // One decoder for the worker's life: an extension it has seen stays expected across a reopened

@@ -29,7 +29,7 @@ public final class BusPoller: @unchecked Sendable {
     let startsCycles: Bool
     /// The time and the waits (the system's clock in bessd; tests step a `ManualClock`).
     let clock: any MonotonicClock
-    let log: @Sendable (DeviceNotice) -> Void
+    let log: @Sendable (Notice) -> Void
     private let worker = WorkerThread()
     /// The cycle's hand-over of setpoints, and workers' hand-overs of endpoints.
     private let kicked = Wakeup()
@@ -65,7 +65,7 @@ public final class BusPoller: @unchecked Sendable {
     ///   tests set it either way.
     init(endpoints: [EndpointWorker], phase: CyclePhase, realtime: RealtimeThread?, startsCycles: Bool = false,
          takesAnswersTogether: Bool? = nil, clock: any MonotonicClock = SystemClock.shared,
-         log: @escaping @Sendable (DeviceNotice) -> Void) {
+         log: @escaping @Sendable (Notice) -> Void) {
         self.endpoints = endpoints
         self.takesAnswersTogether = takesAnswersTogether
         self.phase = phase
@@ -131,7 +131,7 @@ public final class BusPoller: @unchecked Sendable {
         var isRealtime = false
         if let realtime {
             let entered = Realtime.enter(realtime, as: "the bus poller")
-            for notice in entered.notices { log(DeviceNotice("bus poller: \(notice)", severity: .warning, code: "REALTIME_DEGRADED")) }
+            for notice in entered.notices { log(Notice(DeviceCode.realtimeDegraded, "bus poller: \(notice)")) }
             isRealtime = entered.isFIFO
         }
         let together = takesAnswersTogether ?? isRealtime

@@ -70,68 +70,10 @@ public final class DeviceSlot: Sendable {
 /// setpoints with the revert timer armed, and reconnects with back-off. Runs on its own thread;
 /// never blocks the cycle.
 public final class EndpointWorker: @unchecked Sendable {
-    public struct Device: Sendable {
-        public var unitID: Int
-        public var slot: DeviceSlot
-        /// nil for SunSpec (discovered); a register map for other inverters.
-        public var registerMap: RegisterMapSpec?
-        /// Set for the site's connection-point meter: read every cycle, never written. Its reading's
-        /// `activePower` is the meter's W as the meter states it, and `frequency` its Hz.
-        public var meter: MeterDriver?
-        /// Whose device this is, as the journal names it: the unit's configured id, or `site` for
-        /// the connection-point meter (`BESS_UNIT`).
-        public var name: String
-        /// The configured unit's rating (bounds the device's own in the contactor's "at zero").
-        public var rating: Watts?
-        public init(unitID: Int, slot: DeviceSlot, registerMap: RegisterMapSpec? = nil, meter: MeterDriver? = nil,
-                    name: String = "", rating: Watts? = nil) {
-            self.rating = rating
-            self.unitID = unitID
-            self.name = name
-            self.slot = slot
-            self.registerMap = registerMap
-            self.meter = meter
-        }
-
-        /// What the configuration says the device is (discovery turns it into a `ModbusDevice`).
-        public var kind: ModbusDevice.Kind {
-            switch (meter, registerMap) {
-            case (.sunspec?, _): .sunspecMeter
-            case (.registerMap(let map)?, _): .meterMap(map)
-            case (nil, let spec?): .registerMapInverter(spec)
-            case (nil, nil): .sunspecInverter
-            }
-        }
-    }
-
-    /// How a meter on the wire is read.
-    public enum MeterDriver: Sendable, Equatable {
-        /// SunSpec models 201–204, discovered.
-        case sunspec
-        /// A configured register map.
-        case registerMap(MeterRegisterMap)
-    }
-
-    /// What a failure says about the wire, and so what the worker does next.
-    enum Failure: Equatable {
-        /// The connection itself is gone (refused, reset, closed, an I/O error): close it, back off,
-        /// reconnect and rediscover every unit on it.
-        case link
-        /// One unit did not answer usefully (timeout, Modbus exception, malformed answer, a map that
-        /// no longer walks): back that unit off and rediscover it; the others keep the connection.
-        case unit
-        /// The device answered, but a value is unusable (W not implemented, a setpoint that does
-        /// not fit its register): command 0 W with the revert armed, keep link and discovery.
-        case value
-
-        init(_ kind: DeviceError.Kind) {
-            switch kind {
-            case .linkLost: self = .link
-            case .valueInvalid: self = .value
-            case .timeout, .deviceRefused: self = .unit
-            }
-        }
-    }
+    /// A device on the endpoint as configured (`EndpointDevice`).
+    public typealias Device = EndpointDevice
+    public typealias MeterDriver = EndpointDevice.MeterDriver
+    typealias Failure = BusFailure
 
     public let endpoint: ModbusEndpoint
     public let devices: [Device]
@@ -143,7 +85,7 @@ public final class EndpointWorker: @unchecked Sendable {
     let realtime: RealtimeThread?
     /// The time and the waits of this worker and its connection (the system's clock in bessd).
     let clock: any MonotonicClock
-    let log: @Sendable (DeviceNotice) -> Void
+    let log: @Sendable (Notice) -> Void
     private let worker = WorkerThread()
 
     /// True while the worker's thread runs its loop (the watchdog checks it).
@@ -179,7 +121,7 @@ public final class EndpointWorker: @unchecked Sendable {
     ///   - clock: the time and the waits (tests pass a `ManualClock`).
     public init(endpoint: ModbusEndpoint, devices: [Device], period: Duration, timeout: Duration, revert: Duration,
                 phase: CyclePhase? = nil, realtime: RealtimeThread? = nil, staticsEvery: Duration = .seconds(60),
-                clock: any MonotonicClock = SystemClock.shared, log: @escaping @Sendable (DeviceNotice) -> Void) {
+                clock: any MonotonicClock = SystemClock.shared, log: @escaping @Sendable (Notice) -> Void) {
         self.staticsEvery = staticsEvery
         self.endpoint = endpoint
         self.devices = devices
@@ -241,7 +183,7 @@ public final class EndpointWorker: @unchecked Sendable {
     private func loop() {
         if let realtime {
             for notice in Realtime.enter(realtime, as: "the bus worker").notices {
-                log(DeviceNotice("\(endpoint): \(notice)", severity: .warning, code: "REALTIME_DEGRADED"))
+                log(Notice(DeviceCode.realtimeDegraded, "\(endpoint): \(notice)"))
             }
         }
         var session = EndpointSession(devices: devices.count)
@@ -454,7 +396,7 @@ public final class EndpointWorker: @unchecked Sendable {
             session.link.silentInARow = 0
             session.link.backoff.reset()
             if session.devices[index].valueFault || session.devices[index].logged {
-                log(DeviceNotice("unit id \(device.unitID) on \(endpoint): answering again", code: "DEVICE_ANSWERING", units: [device.name]))
+                log(Notice(DeviceCode.deviceAnswering, "unit id \(device.unitID) on \(endpoint): answering again", units: [device.name]))
             }
             session.devices[index].valueFault = false
             session.devices[index].logged = false
@@ -524,11 +466,11 @@ public final class EndpointWorker: @unchecked Sendable {
         Self.cannotOpen(devices[index], on: endpoint, log)
     }
 
-    static func cannotOpen(_ device: Device, on endpoint: ModbusEndpoint, _ log: (DeviceNotice) -> Void) {
-        log(DeviceNotice("unit id \(device.unitID) on \(endpoint): cannot open: the inverter has no usable SunSpec model 123 Conn "
-                         + "(absent, refused, or without a revert timer); "
-                         + "held at 0 W while it is asked open (the utility's disconnect or a latched fault)", severity: .warning,
-                         code: "CONTACTOR_UNAVAILABLE", units: [device.name]))
+    static func cannotOpen(_ device: Device, on endpoint: ModbusEndpoint, _ log: (Notice) -> Void) {
+        log(Notice(DeviceCode.contactorUnavailable,
+                   "unit id \(device.unitID) on \(endpoint): cannot open: the inverter has no usable SunSpec model 123 Conn "
+                       + "(absent, refused, or without a revert timer); "
+                       + "held at 0 W while it is asked open (the utility's disconnect or a latched fault)", units: [device.name]))
     }
 
     private func failed(_ index: Int, _ error: DeviceError, _ session: inout EndpointSession) {
@@ -594,10 +536,10 @@ public final class EndpointWorker: @unchecked Sendable {
     }
 
     /// A plain notice about one device.
-    private func log(_ text: String, about device: Device) { log(DeviceNotice(text, units: [device.name])) }
+    private func log(_ text: String, about device: Device) { log(Notice(text, units: [device.name])) }
 
     /// A device's or link's failure, with its code, for `units`.
     private func warn(_ text: String, _ error: DeviceError, _ units: [String]) {
-        log(DeviceNotice(text, severity: .warning, code: "\(error.code)", units: units))
+        log(Notice(text, failure: error, units: units))
     }
 }

@@ -1,4 +1,4 @@
-import BessSystem
+public import BessSystem
 public import ControlCore
 import Fieldbus
 import Glibc
@@ -17,7 +17,7 @@ public final class GridLimitInputReader: @unchecked Sendable {
     public let settings: GridLimitInputsConfiguration
     private let shared: SharedState
     private let worker = WorkerThread()
-    private let log: @Sendable (_ code: String, _ message: String, _ error: Bool) -> Void
+    private let log: @Sendable (Notice) -> Void
     /// True while GRID_LIMIT_INPUT_LOST stands.
     public let lost = Atomic<Bool>(false)
     /// Readings answered and requests failed.
@@ -25,7 +25,7 @@ public final class GridLimitInputReader: @unchecked Sendable {
     public let failures = Atomic<UInt64>(0)
 
     public init(settings: GridLimitInputsConfiguration, shared: SharedState,
-                log: @escaping @Sendable (_ code: String, _ message: String, _ error: Bool) -> Void) {
+                log: @escaping @Sendable (Notice) -> Void) {
         self.settings = settings
         self.shared = shared
         self.log = log
@@ -67,11 +67,11 @@ public final class GridLimitInputReader: @unchecked Sendable {
                 lastAnswer = now
                 if lost.load(ordering: .relaxed) {
                     lost.store(false, ordering: .relaxed)
-                    log("GRID_LIMIT_INPUT_LOST", "GRID_LIMIT_INPUT_LOST cleared: the I/O module at \(endpoint) answers again", false)
+                    log(Notice(cleared: GridInputCode.lost, "the I/O module at \(endpoint) answers again", units: ["site"]))
                 }
                 if contacts.update(bits: bits, at: now) {
                     shared.setInputLimit(contacts.limitPercent)
-                    log("GRID_LIMIT_INPUT", "grid operator relay contacts: " + Self.describe(contacts), false)
+                    log(Notice(GridInputCode.input, "grid operator relay contacts: " + Self.describe(contacts), units: ["site"]))
                 }
             } catch {
                 failures.add(1, ordering: .relaxed)
@@ -80,9 +80,9 @@ public final class GridLimitInputReader: @unchecked Sendable {
                 if !lost.load(ordering: .relaxed), silent >= settings.lostAfter {
                     lost.store(true, ordering: .relaxed)
                     let held = contacts.limitPercent.map { "\(Self.number($0)) %" } ?? "none"
-                    log("GRID_LIMIT_INPUT_LOST",
-                        "GRID_LIMIT_INPUT_LOST: the I/O module at \(endpoint) has not answered for \(Self.number(silent.secondsDouble)) s "
-                            + "(\(lastError)); the last limit holds (\(held))", true)
+                    log(Notice(GridInputCode.lost,
+                               titled: "the I/O module at \(endpoint) has not answered for \(Self.number(silent.secondsDouble)) s "
+                                   + "(\(lastError)); the last limit holds (\(held))", units: ["site"]))
                 }
                 if error.isConnectionLost { connection?.close() }
             }
@@ -102,8 +102,17 @@ public final class GridLimitInputReader: @unchecked Sendable {
         return "limit \(number(limit)) % (\(on.isEmpty ? "state not yet known" : on.joined(separator: ", ") + " asserted"))"
     }
 
-    static func number(_ value: Double) -> String {
-        let rounded = (value * 10).rounded() / 10
-        return rounded == rounded.rounded() ? "\(Int(rounded))" : "\(rounded)"
-    }
+    /// One decimal, no trailing zeros (`trimmed`).
+    static func number(_ value: Double) -> String { trimmed(value, decimals: 1) }
+}
+
+/// The relay contacts' codes, journalled as SCADA-write events of the site.
+public enum GridInputCode: String, NoticeCode, CaseIterable {
+    /// The contacts' limit changed.
+    case input = "GRID_LIMIT_INPUT"
+    /// The I/O module has not answered for `lost_after_s` (an error; cleared at notice).
+    case lost = "GRID_LIMIT_INPUT_LOST"
+
+    public var severity: NoticeSeverity { self == .lost ? .error : .notice }
+    public var topic: NoticeTopic { .scadaWrite }
 }

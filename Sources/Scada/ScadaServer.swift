@@ -1,4 +1,4 @@
-import BessSystem
+public import BessSystem
 public import ControlCore
 import CModbus
 public import Config
@@ -34,7 +34,7 @@ public final class ScadaServer: @unchecked Sendable {
     private let stopWakeup = Wakeup()
     /// Times the server's wait returned (tests: an idle server does not tick).
     let wakeups = Atomic<UInt64>(0)
-    private let log: @Sendable (ScadaEventCode, String, [String: String]) -> Void
+    private let log: @Sendable (Notice) -> Void
     /// Called once a write to the grid operator limit's points is committed, before it is answered:
     /// the daemon keeps the limit on disk there (`HoldKeeper`), so an answered limit survives a restart.
     private let keepLimit: (@Sendable () -> Void)?
@@ -60,14 +60,14 @@ public final class ScadaServer: @unchecked Sendable {
     /// The serial line served, when this server is the RTU one (`scada.serial`).
     public let serial: SerialSettings?
 
-    /// `log(code, message, fields)` is called on the server thread for writes, refusals and
-    /// closures (`fields`: journald BESS_* fields of a write); `keepLimit` after a limit write is
+    /// `log` is called on the server thread with the notices of writes, refusals and closures
+    /// (`ScadaCode`); `keepLimit` after a limit write is
     /// committed, before its answer. With
     /// `serialLine`, this server answers on `configuration.serial` (Modbus RTU) instead of TCP: one
     /// server, and one thread, per line.
     public init(configuration: ScadaConfiguration, serialLine: Bool = false, site description: ScadaSiteDescription,
                 shared: SharedState, keepLimit: (@Sendable () -> Void)? = nil,
-                log: @escaping @Sendable (ScadaEventCode, String, [String: String]) -> Void) throws(FieldbusError) {
+                log: @escaping @Sendable (Notice) -> Void) throws(FieldbusError) {
         self.configuration = configuration
         self.shared = shared
         self.log = log
@@ -176,7 +176,7 @@ public final class ScadaServer: @unchecked Sendable {
             clients.removeAll { client in
                 guard now - client.lastActive > configuration.idleTimeout else { return false }
                 idleClosed.add(1, ordering: .relaxed)
-                log(.clientIdle, "SCADA client \(client.peer) closed after \(configuration.idleTimeout.secondsDouble) s without a request", [:])
+                log(Notice(ScadaCode.clientIdle, "SCADA client \(client.peer) closed after \(configuration.idleTimeout.secondsDouble) s without a request"))
                 close(client.fd)
                 return true
             }
@@ -255,14 +255,15 @@ public final class ScadaServer: @unchecked Sendable {
         // Counted and logged before the close, so whoever sees the close sees the count.
         guard Self.allowed(host, by: configuration.allowFrom) else {
             connectionsRefused.add(1, ordering: .relaxed)
-            log(.peerRefused, "SCADA connection from \(peer) refused: not in scada.allow_from", ["BESS_PEER": peer])
+            log(Notice(ScadaCode.peerRefused, "SCADA connection from \(peer) refused: not in scada.allow_from", [.peer: peer]))
             close(fd)
             return
         }
         guard clients.count < configuration.maxClients else {
             connectionsRefused.add(1, ordering: .relaxed)
-            log(.clientsFull, "SCADA connection from \(peer) refused: \(configuration.maxClients) clients already connected (scada.max_clients)",
-                ["BESS_PEER": peer])
+            log(Notice(ScadaCode.clientsFull,
+                       "SCADA connection from \(peer) refused: \(configuration.maxClients) clients already connected (scada.max_clients)",
+                       [.peer: peer]))
             close(fd)
             return
         }
@@ -329,28 +330,19 @@ public final class ScadaServer: @unchecked Sendable {
         refuse(query, 6, peer: peer, address: address, reason: "the commands changed under eight attempts in a row")
     }
 
-    /// Refreshes that changed nothing, per peer host and point: logged once a minute with how many
-    /// there were (a plant controller refreshing its setpoint every second must not flood the journal;
-    /// every write is still counted in /metrics).
-    private var quietRefreshes: [String: (logged: MonotonicInstant, count: Int)] = [:]
+    /// Refreshes that changed nothing, per peer host and point: logged once a minute, the next line
+    /// saying how many were not (a plant controller refreshing its setpoint every second must not
+    /// flood the journal; every write is still counted in /metrics). A change is always logged.
+    private var quietRefreshes = PeerBudget<String>(window: .seconds(60), lines: 1, keys: 1024, report: .withNextLine)
 
     /// One journal line per point written: peer, point, old → new, and when the command reverts.
     /// A write of the value a point already holds is logged once a minute per peer and point.
     private func report(_ write: ScadaWrite, peer: String, now: MonotonicInstant) {
         for change in write.changes {
             let key = "\(peer.split(separator: ":").first ?? "")|\(change.point)"
-            var repeats = 0
-            if change.old == change.new {
-                if let quiet = quietRefreshes[key], now - quiet.logged < .seconds(60) {
-                    quietRefreshes[key] = (quiet.logged, quiet.count + 1)
-                    continue
-                }
-                repeats = quietRefreshes[key]?.count ?? 0
-                quietRefreshes[key] = (now, 0)
-            } else {
-                repeats = quietRefreshes[key]?.count ?? 0
-                quietRefreshes[key] = (now, 0)
-            }
+            let admission = quietRefreshes.admit(key, at: now, force: change.old != change.new)
+            guard admission.written else { continue }
+            let repeats = admission.heldBack
             let isLimit = change.point.hasPrefix("WMaxLimPct")
             let command = isLimit ? write.commands.limit : write.commands.setpoint
             let hold = command.remaining(at: now).secondsDouble
@@ -359,12 +351,13 @@ public final class ScadaServer: @unchecked Sendable {
             let revertTo = command.revertEnabled
                 ? "\(Self.number(command.revertValue))\(isLimit ? " %" : " W")" + (isLimit ? "" : " for at most \(Self.number(write.commands.maxHold.secondsDouble)) s")
                 : "disabled"
-            log(.write,
-                "SCADA write from \(peer): \(change.point) \(Self.number(change.old)) → \(Self.number(change.new))\(unit); "
-                    + "\(isLimit ? "the grid operator limit" : "the site setpoint") reverts in \(Self.number(hold)) s without a refresh (to \(revertTo))"
-                    + (repeats > 0 ? " (\(repeats) unchanged refreshes before this not logged)" : ""),
-                ["BESS_PEER": peer, "BESS_POINT": change.point, "BESS_OLD": Self.number(change.old), "BESS_NEW": Self.number(change.new),
-                 "BESS_EXPIRES_S": Self.number(hold)].merging(repeats > 0 ? ["BESS_SUPPRESSED": "\(repeats)"] : [:]) { a, _ in a })
+            var fields: [NoticeField: String] = [.peer: peer, .point: change.point, .old: Self.number(change.old),
+                                                 .new: Self.number(change.new), .expiresS: Self.number(hold)]
+            if repeats > 0 { fields[.suppressed] = "\(repeats)" }
+            log(Notice(ScadaCode.write,
+                       "SCADA write from \(peer): \(change.point) \(Self.number(change.old)) → \(Self.number(change.new))\(unit); "
+                           + "\(isLimit ? "the grid operator limit" : "the site setpoint") reverts in \(Self.number(hold)) s without a refresh (to \(revertTo))"
+                           + (repeats > 0 ? " (\(repeats) unchanged refreshes before this not logged)" : ""), fields))
         }
     }
 
@@ -377,13 +370,11 @@ public final class ScadaServer: @unchecked Sendable {
         case 3: refusedIllegalValue.add(1, ordering: .relaxed)
         default: break
         }
-        log(.writeRefused,
-            "SCADA write from \(peer) at \(address) refused with exception \(exception < 10 ? "0" : "")\(exception): \(reason)",
-            ["BESS_PEER": peer, "BESS_REGISTER": "\(address)", "BESS_EXCEPTION": "\(exception)"])
+        log(Notice(ScadaCode.writeRefused,
+                   "SCADA write from \(peer) at \(address) refused with exception \(exception < 10 ? "0" : "")\(exception): \(reason)",
+                   [.peer: peer, .register: "\(address)", .exception: "\(exception)"]))
     }
 
-    static func number(_ value: Double) -> String {
-        let rounded = (value * 1000).rounded() / 1000
-        return rounded == rounded.rounded() && abs(rounded) < 1e15 ? "\(Int(rounded))" : "\(rounded)"
-    }
+    /// Three decimals, no trailing zeros (`trimmed`).
+    static func number(_ value: Double) -> String { trimmed(value, decimals: 3) }
 }

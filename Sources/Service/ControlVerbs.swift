@@ -22,8 +22,10 @@ struct ControlVerbs {
     let status: StatusReport
     let metrics: MetricsExporter
     let logger: Logger
-    /// Refusals for the caller's groups, logged at most 5 a second.
-    private let refusals = PILock(RefusalBudget())
+    /// Refusals for the caller's groups are logged at most 5 a second (the socket is open to every
+    /// local user, and a flood must not push trips out of journald's rate limit); the rest are
+    /// counted and the next line logged says how many were not. One key: the socket.
+    private let refusals = PILock(PeerBudget<Int>(window: .seconds(1), lines: 5, keys: 1, report: .withNextLine))
 
     init(configuration: RunningConfiguration, configPath: String?, shared: SharedState, holds: HoldKeeper,
          orphanedLatches: OrphanedLatches, frequencyEvents: FrequencyEventReports, status: StatusReport,
@@ -83,8 +85,9 @@ struct ControlVerbs {
                 : "acting needs membership of \(ControlCaller.operatorGroup)"
             let name = verb.isEmpty ? "(no verb)" : String(verb.prefix(32))
             let now = SystemClock.shared.now()
-            let (log, skipped) = refusals.withLock { $0.admit(now: now) }
-            if log {
+            let admission = refusals.withLock { $0.admit(0, at: now) }
+            if admission.written {
+                let skipped = admission.heldBack
                 let more = skipped > 0 ? "; \(skipped) more refused and not logged before this one" : ""
                 logger.warning("bessctl (uid \(uid), pid \(caller.pid)): \(name) refused: PERMISSION_DENIED (\(what))\(more)",
                                metadata: ["MESSAGE_ID": "\(MessageID.permission)", "BESS_CODE": "PERMISSION_DENIED",
@@ -199,27 +202,3 @@ struct ControlVerbs {
     }
 }
 
-
-/// Refusals for the caller's groups are logged at most 5 a second (the socket is open to every
-/// local user, and a flood must not push trips out of journald's rate limit); the rest are counted
-/// and the next line logged says how many were not.
-struct RefusalBudget {
-    private var window = MonotonicInstant.zero
-    private var inWindow = 0
-    private var unlogged = 0
-
-    /// Whether this refusal is logged, and how many were not since the last one that was.
-    mutating func admit(now: MonotonicInstant) -> (log: Bool, skipped: Int) {
-        if now - window >= .seconds(1) {
-            window = now
-            inWindow = 0
-        }
-        inWindow += 1
-        guard inWindow <= 5 else {
-            unlogged += 1
-            return (false, 0)
-        }
-        defer { unlogged = 0 }
-        return (true, unlogged)
-    }
-}

@@ -76,10 +76,7 @@ final class RelayContactsService: DaemonService {
     init(settings inputs: GridLimitInputsConfiguration, shared: SharedState, logger: Logger) {
         settings = inputs
         self.logger = logger
-        reader = GridLimitInputReader(settings: inputs, shared: shared) { code, message, error in
-            let metadata: Logger.Metadata = ["BESS_CODE": "\(code)", "MESSAGE_ID": "\(MessageID.scadaWrite)", "BESS_UNIT": "site"]
-            if error { logger.error("\(message)", metadata: metadata) } else { logger.notice("\(message)", metadata: metadata) }
-        }
+        reader = GridLimitInputReader(settings: inputs, shared: shared) { Journal(logger).write($0) }
     }
 
     func start() {
@@ -87,8 +84,7 @@ final class RelayContactsService: DaemonService {
         let inputs = settings
         let line = "grid operator relay contacts read from \(inputs.modbus.endpoint) unit \(inputs.modbus.unitID) every \(inputs.poll.nanosecondsClamped / 1_000_000) ms; "
             + "until they are read the lowest limit applies (\(GridLimitInputReader.describe(reader.initialContacts)))"
-        logger.notice("\(line)",
-                      metadata: ["BESS_CODE": "GRID_LIMIT_INPUT", "MESSAGE_ID": "\(MessageID.scadaWrite)"])
+        Journal(logger).write(Notice(GridInputCode.input, line))
     }
 
     func stop() { reader.stop() }

@@ -55,8 +55,9 @@ final class EventJournal {
     }
 
     private let logger: Logger
-    /// The last time each unit|kind|code|state was logged, and how often it came since.
-    private var suppressed: [String: (last: MonotonicInstant, count: Int)] = [:]
+    /// Each unit|kind|code|state logged at most once in 10 s; the next line logged says how many
+    /// were not.
+    private var suppressed = PeerBudget<String>(window: .seconds(10), lines: 1, keys: 4096, report: .withNextLine)
     /// Interlock actions logged since start, per code (written here, read by /metrics).
     private let tripCounts = PILock<[String: Int]>([:])
     /// Whether each unit's response reserve holds, by `unit|direction`, from the reached and cleared
@@ -73,12 +74,9 @@ final class EventJournal {
                 : event.unit < configuration.units.count ? configuration.units[event.unit].id : "unit\(event.unit)"
             let key = "\(id)|\(event.kind)|\(event.code.map { "\($0.name)" } ?? "")|\(event.state.map { "\($0)" } ?? "")"
             let mayRepeat = event.kind == .latched || event.kind == .resetAccepted || event.kind == .resetRefused
-            if !mayRepeat, let previous = suppressed[key], now - previous.last < .seconds(10) {
-                suppressed[key] = (previous.last, previous.count + 1)
-                continue
-            }
-            let repeats = suppressed[key]?.count ?? 0
-            suppressed[key] = (now, 0)
+            let admission = suppressed.admit(key, at: now, force: mayRepeat)
+            guard admission.written else { continue }
+            let repeats = admission.heldBack
             let entry = Self.entry(for: event)
             var metadata: Logger.Metadata = ["BESS_UNIT": "\(id)", "BESS_EVENT": "\(event.kind)", "MESSAGE_ID": "\(entry.messageID)"]
             if let code = entry.code ?? event.code.map({ "\($0.name)" }) { metadata["BESS_CODE"] = "\(code)" }

@@ -125,20 +125,9 @@ final class ScadaService: DaemonService {
         func serve(serialLine: Bool, on place: String, unit: Int) -> ScadaServer? {
             do {
                 let server = try ScadaServer(configuration: settings, serialLine: serialLine, site: description, shared: shared,
-                                             keepLimit: { _ = holds.scadaLimit { shared.commands } }) {
-                    code, message, fields in
-                    var metadata: Logger.Metadata = ["BESS_CODE": "\(code)"]
-                    for (key, value) in fields { metadata[key] = "\(value)" }
-                    metadata["MESSAGE_ID"] = "\(code.isWrite ? MessageID.scadaWrite : MessageID.scada)"
-                    if code.isNotice {
-                        logger.notice("\(message)", metadata: metadata)
-                    } else {
-                        logger.warning("\(message)", metadata: metadata)
-                    }
-                }
+                                             keepLimit: { _ = holds.scadaLimit { shared.commands } }) { Journal(logger).write($0) }
                 try server.start()
-                logger.notice("SCADA: the site served as SunSpec on \(serialLine ? place : "\(settings.host):\(server.port)") unit \(unit), \(settings.writes ? "writes to the operator limit and setpoint of model 704 accepted" : "read-only")",
-                              metadata: ["BESS_CODE": "SCADA_LISTENING", "MESSAGE_ID": "\(MessageID.scada)"])
+                Journal(logger).write(Notice(ScadaCode.listening, "SCADA: the site served as SunSpec on \(serialLine ? place : "\(settings.host):\(server.port)") unit \(unit), \(settings.writes ? "writes to the operator limit and setpoint of model 704 accepted" : "read-only")"))
                 return server
             } catch {
                 logger.error("SCADA not served on \(place): \(error)", metadata: ["BESS_CODE": "\(error.code)"])

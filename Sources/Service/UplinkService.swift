@@ -51,10 +51,11 @@ final class UplinkService: DaemonService {
             logger.error("uplink disabled: \(error)", metadata: ["BESS_CODE": "\(error.code)"])
             return nil
         }
-        let report: @Sendable (String, String?) -> Void = { text, code in
+        let report: @Sendable (Notice) -> Void = { notice in
             // An HTTP client's error may quote the URL it was given, credentials and all.
-            let message = Redaction.urlCredentials(in: text)
-            if let code { logger.warning("\(message)", metadata: ["BESS_CODE": "\(code)"]) } else { logger.notice("\(message)") }
+            var notice = notice
+            notice.message = Redaction.urlCredentials(in: notice.message)
+            Journal(logger).write(notice)
         }
         let commands: @Sendable ([DispatchCommand]) -> [CommandAck] = { [intake] commands in intake.apply(commands) }
         switch aggregator.transport {

@@ -132,15 +132,15 @@ extension CommandLedger {
     /// sent. `unacted` answers a new id without acting on it (MQTT: expired at the broker), and is
     /// recorded all the same. What goes wrong is journalled through `log`, its text prefixed `who`
     /// and every id quoted (`PeerText`).
-    mutating func admit(_ command: DispatchCommand, now: Double, who: String, log: (String, String?) -> Void,
+    mutating func admit(_ command: DispatchCommand, now: Double, who: String, log: (Notice) -> Void,
                         unacted: CommandAck? = nil, act: (DispatchCommand) -> CommandAck) -> Admission {
         let until = command.expiresUnix.isFinite ? min(command.expiresUnix, now + 86_400) : now + 86_400
         switch verdict(command.id, now: now) {
         case .answered(let previous):
             return .repeated(previous)
         case .refused(let refusal):
-            let code = entries[command.id] != nil ? "MQTT_COMMAND_UNCERTAIN" : "MQTT_LEDGER_UNREADABLE"
-            log("\(who): command \(PeerText.quoted(command.id)) refused, not acted on: \(refusal.reason ?? "")", code)
+            let code: UplinkNoticeCode = entries[command.id] != nil ? .commandUncertain : .ledgerUnreadable
+            log(Notice(code, "\(who): command \(PeerText.quoted(command.id)) refused, not acted on: \(refusal.reason ?? "")"))
             return .refused(refusal)
         case .new:
             break
@@ -154,8 +154,8 @@ extension CommandLedger {
                 try begin(command.id, until: until, now: now)
                 ack = act(command)
             } catch {
-                log("\(who): the command ledger cannot be written (\(error)); command \(PeerText.quoted(command.id)) refused",
-                    "MQTT_LEDGER_UNWRITABLE")
+                log(Notice(UplinkNoticeCode.ledgerUnwritable,
+                           "\(who): the command ledger cannot be written (\(error)); command \(PeerText.quoted(command.id)) refused"))
                 ack = CommandAck(id: command.id, accepted: false,
                                  reason: "MQTT_LEDGER_UNWRITABLE: bessd cannot record the command, so it does not act on it")
             }
@@ -164,8 +164,8 @@ extension CommandLedger {
             try finish(ack, until: until, now: now)
         } catch {
             // Acted on, answer not recorded: a redelivery finds the id in progress and is refused.
-            log("\(who): the command ledger cannot be written (\(error)); the answer to \(PeerText.quoted(command.id)) is sent but not kept",
-                "MQTT_LEDGER_UNWRITABLE")
+            log(Notice(UplinkNoticeCode.ledgerUnwritable,
+                       "\(who): the command ledger cannot be written (\(error)); the answer to \(PeerText.quoted(command.id)) is sent but not kept"))
         }
         return .handled(ack)
     }

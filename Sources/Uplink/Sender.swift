@@ -1,4 +1,4 @@
-import BessSystem
+public import BessSystem
 public import ControlCore
 import AsyncHTTPClient
 import Foundation
@@ -55,12 +55,12 @@ public final class UplinkSender: UplinkTransport {
 
     let settings: Settings
     let queue: SpoolQueue
-    let log: @Sendable (_ message: String, _ code: String?) -> Void
+    let log: @Sendable (Notice) -> Void
     let handleCommands: @Sendable ([DispatchCommand]) -> [CommandAck]
     let statistics = PILock(Statistics())
     let task = PILock<Task<Void, Never>?>(nil)
 
-    public init(settings: Settings, queue: SpoolQueue, log: @escaping @Sendable (String, String?) -> Void,
+    public init(settings: Settings, queue: SpoolQueue, log: @escaping @Sendable (Notice) -> Void,
                 handleCommands: @escaping @Sendable ([DispatchCommand]) -> [CommandAck]) {
         self.settings = settings
         self.queue = queue
@@ -118,13 +118,13 @@ public final class UplinkSender: UplinkTransport {
         var acks: [CommandAck] = []
         var reported: UplinkError.Code?
         var ledger = CommandLedger(file: settings.ledgerFile)
-        if let problem = ledger.loadProblem { log("uplink: \(problem)", "MQTT_LEDGER_UNREADABLE") }
+        if let problem = ledger.loadProblem { log(Notice(UplinkNoticeCode.ledgerUnreadable, "uplink: \(problem)")) }
         while !Task.isCancelled {
             let records: [SpoolRecord]
             do {
                 records = try queue.pending(limit: settings.batchSize)
             } catch {
-                log("uplink cannot read the spool: \(error)", error.code.description)
+                log(.uplink("uplink cannot read the spool: \(error)", failed: error.code))
                 try? await Task.sleep(for: settings.interval)
                 continue
             }
@@ -142,7 +142,7 @@ public final class UplinkSender: UplinkTransport {
                     $0.acknowledged = max($0.acknowledged, acked)
                     $0.lastError = nil
                 }
-                if reported != nil { log("uplink delivering again", nil) }
+                if reported != nil { log(.uplink("uplink delivering again")) }
                 reported = nil
                 backoff.reset()
                 if !commands.isEmpty { acks = admit(commands, ledger: &ledger) }
@@ -154,7 +154,7 @@ public final class UplinkSender: UplinkTransport {
                     $0.failures &+= 1
                     $0.lastError = code.description
                 }
-                if reported != code { log("uplink: \(error); retrying with back-off", code.description) }
+                if reported != code { log(.uplink("uplink: \(error); retrying with back-off", failed: code)) }
                 reported = code
                 // The current back-off plus up to a quarter, chosen at random; it doubles to the maximum.
                 try? await Task.sleep(for: backoff.next())
@@ -215,8 +215,8 @@ public final class UplinkSender: UplinkTransport {
         let bytes = buffer.readBytes(length: buffer.readableBytes) ?? []
         guard let answer = try? JSONDecoder().decode(BatchResponse.self, from: Data(bytes)) else {
             // A 2xx acknowledges the batch whatever its body says; the body is reported.
-            log("uplink: the aggregator's answer is not a batch response; taking the 2xx as the acknowledgement",
-                "UPLINK_BAD_RESPONSE")
+            log(Notice(UplinkNoticeCode.badResponse,
+                       "uplink: the aggregator's answer is not a batch response; taking the 2xx as the acknowledgement"))
             return (lastSent, [])
         }
         return (min(answer.ackedSeq, lastSent), answer.commands)

@@ -88,11 +88,11 @@ struct FleetCommand: ParsableCommand {
             settings.firstAttemptDelay = .seconds(fromDouble: rampS * Double(i) / Double(sites))
             senders.append(MQTTUplinkSender(
                 settings: settings, queue: site.queue,
-                log: { message, code in
-                    guard let code else { return }
+                log: { notice in
+                    guard let code = notice.code else { return }
                     failures.withLock {
                         $0.count += 1
-                        $0.last = "\(code): \(message)"
+                        $0.last = "\(code): \(notice.message)"
                     }
                 },
                 handleCommands: { commands in

@@ -41,7 +41,7 @@ struct ScadaTests {
     }
 
     /// A server on a free loopback port over a SharedState the test fills.
-    func server(_ settings: ScadaConfiguration, log: @escaping @Sendable (ScadaEventCode, String, [String: String]) -> Void = { _, _, _ in })
+    func server(_ settings: ScadaConfiguration, log: @escaping @Sendable (Notice) -> Void = { _ in })
         throws -> (ScadaServer, SharedState)
     {
         let shared = SharedState(units: 2)
@@ -79,7 +79,7 @@ struct ScadaTests {
     func refusedOutsideAllowFrom() throws {
         let said = Mutex<[String]>([])
         let settings = ScadaConfiguration(host: "127.0.0.1", port: 0, allowFrom: [IPv4Network("10.0.0.0/8")!])
-        let (server, _) = try server(settings) { code, _, _ in said.withLock { $0.append("\(code)") } }
+        let (server, _) = try server(settings) { notice in said.withLock { $0.append(notice.code ?? "") } }
         defer { server.stop() }
         let fd = connect(server.port)
         defer { close(fd) }
@@ -99,7 +99,7 @@ struct ScadaTests {
     func idleClosed() throws {
         let said = Mutex<[String]>([])
         let settings = ScadaConfiguration(host: "127.0.0.1", port: 0, idleTimeout: .seconds(1))
-        let (server, _) = try server(settings) { code, _, _ in said.withLock { $0.append("\(code)") } }
+        let (server, _) = try server(settings) { notice in said.withLock { $0.append(notice.code ?? "") } }
         defer { server.stop() }
         let fd = connect(server.port)
         defer { close(fd) }
@@ -134,7 +134,7 @@ struct ScadaTests {
     func maxClients() throws {
         let said = Mutex<[String]>([])
         let settings = ScadaConfiguration(host: "127.0.0.1", port: 0, maxClients: 2)
-        let (server, _) = try server(settings) { code, _, _ in said.withLock { $0.append("\(code)") } }
+        let (server, _) = try server(settings) { notice in said.withLock { $0.append(notice.code ?? "") } }
         defer { server.stop() }
         let first = connect(server.port), second = connect(server.port)
         defer { close(first); close(second) }
@@ -231,7 +231,7 @@ struct ScadaTests {
         }
         let site = ScadaSiteDescription(siteID: "SITE_R", version: "0.0.0", mode: "simulation", unitID: 1,
                                         ratingsW: [100_000, 100_000], capacitiesWh: [250_000, 250_000], hasMeter: false)
-        let server = try ScadaServer(configuration: settings, serialLine: true, site: site, shared: shared) { _, _, _ in }
+        let server = try ScadaServer(configuration: settings, serialLine: true, site: site, shared: shared) { _ in }
         try server.start()
         defer { server.stop() }
         let scan = try Package.tool(["python3", "hil/peers/sunspec_scan.py", "--rtu", "\(directory)/scada", "19200", "7"])

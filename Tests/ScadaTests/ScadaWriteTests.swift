@@ -74,8 +74,9 @@ struct ScadaWriteTests {
         var generation: UInt64 = 0
         _ = shared.commands(generation: &generation)
         _ = shared.commit(SiteCommands(maxHold: settings.maxHold), ifGeneration: generation)
-        let server = try ScadaServer(configuration: settings, site: Self.site, shared: shared) { code, _, fields in
-            said.entries.withLock { $0.append(("\(code)", fields)) }
+        let server = try ScadaServer(configuration: settings, site: Self.site, shared: shared) { notice in
+            let fields = Dictionary(uniqueKeysWithValues: notice.fields.map { ($0.key.rawValue, $0.value) })
+            said.entries.withLock { $0.append((notice.code ?? "", fields)) }
         }
         try server.start()
         return (server, shared)

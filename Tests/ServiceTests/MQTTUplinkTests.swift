@@ -297,7 +297,7 @@ extension MQTTUplinkTests {
         // interval after the last one (and after every look at an empty spool).
         let settings = MQTTUplinkSender.Settings(url: MQTTURL("mqtt://127.0.0.1:\(port)")!, site: "PACE", interval: .seconds(3600),
                                                  version: "test", mode: "simulation", units: ["U1"])
-        let sender = MQTTUplinkSender(settings: settings, queue: queue, log: { _, _ in }, handleCommands: { _ in [] })
+        let sender = MQTTUplinkSender(settings: settings, queue: queue, log: { _ in }, handleCommands: { _ in [] })
         try sender.start()
         defer { sender.stop() }
         #expect(waitFor(seconds: 20) { sender.stats.acknowledged == 1 })
@@ -485,7 +485,7 @@ struct MQTTGroupTests {
             settings.minBackoff = .milliseconds(100)
             settings.maxBackoff = .milliseconds(500)
             queues.append(queue)
-            senders.append(MQTTUplinkSender(settings: settings, queue: queue, log: { _, _ in }, handleCommands: { _ in [] }))
+            senders.append(MQTTUplinkSender(settings: settings, queue: queue, log: { _ in }, handleCommands: { _ in [] }))
         }
         func append(_ n: Int) {
             for queue in queues {
