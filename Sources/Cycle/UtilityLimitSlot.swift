@@ -2,9 +2,9 @@ public import ControlCore
 import Synchronization
 
 /// The utility's controls in force (`UtilityLimits`), written by one thread (the 2030.5 worker), read
-/// by the cycle: lock-free, never allocates, never blocks. The same two-buffer sequence scheme as
-/// `FrequencySampleSlot`: publication `k` fills buffer `k & 1` and then stores `k`; a reader keeps
-/// what it read when the sequence did not move meanwhile.
+/// by the cycle: lock-free, never allocates, never blocks. The house's `SeqLockSlot`, as
+/// `FrequencySampleSlot`; a read overtaken 64 times (which a writer at one value a second never
+/// causes) is nil and the cycle keeps the value it read before.
 ///
 /// What the slot holds is all the cycle knows of the utility: never published means no utility
 /// control; a value read after its `validUntil` holds the site at zero (`SiteController` judges
@@ -12,116 +12,89 @@ import Synchronization
 /// the server, at least every second (docs/design/0009-utility-limits.md).
 ///
 /// One writer only: `publish` from two threads at once could tear a value.
-public final class UtilityLimitSlot: Sendable {
-    /// The number of the last publication; 0 before the first.
-    private let sequence = Atomic<UInt64>(0)
-    private let buffers = (Buffer(), Buffer())
+public typealias UtilityLimitSlot = SeqLockSlot<UtilityLimitCells>
 
+/// One `UtilityLimits` as atomics: each optional double as its bit pattern plus a bit in `present`.
+/// A buffer of `UtilityLimitSlot`.
+public final class UtilityLimitCells: SeqLockCells {
+    /// Bits 0…9: the optional fields, export to gradient; 10: connect; 11: energize;
+    /// 12: validUntil present; 13: droop present.
+    let present = Atomic<UInt32>(0)
+    let exportBits = Atomic<UInt64>(0), importBits = Atomic<UInt64>(0), generationBits = Atomic<UInt64>(0)
+    let loadBits = Atomic<UInt64>(0), fixedBits = Atomic<UInt64>(0), targetBits = Atomic<UInt64>(0)
+    let maxLimBits = Atomic<UInt64>(0), storageTargetBits = Atomic<UInt64>(0), rampBits = Atomic<UInt64>(0)
+    let gradientBits = Atomic<UInt64>(0)
+    let validUntil = Atomic<Int64>(0)
+    /// `droop`: dead-bands over and under, droops over and under (bit patterns), response time (ns).
+    let droopOver = Atomic<UInt64>(0), droopUnder = Atomic<UInt64>(0), kOver = Atomic<UInt64>(0), kUnder = Atomic<UInt64>(0)
+    let droopResponse = Atomic<Int64>(0)
+
+    /// Cells of no value yet.
     public init() {}
 
-    /// Makes `limits` the value in force (the writer thread only).
-    public func publish(_ limits: UtilityLimits) {
-        let next = sequence.load(ordering: .relaxed) &+ 1
-        atomicMemoryFence(ordering: .releasing)
-        buffer(next).store(limits)
-        sequence.store(next, ordering: .releasing)
+    /// Writes `limits` (relaxed; the slot's sequence orders it).
+    public func store(_ limits: UtilityLimits) {
+        var mask: UInt32 = 0
+        func put(_ value: Double?, _ bit: UInt32, _ atomic: borrowing Atomic<UInt64>) {
+            if let value {
+                mask |= 1 << bit
+                atomic.store(value.bitPattern, ordering: .relaxed)
+            }
+        }
+        put(limits.exportLimitW, 0, exportBits)
+        put(limits.importLimitW, 1, importBits)
+        put(limits.generationLimitW, 2, generationBits)
+        put(limits.loadLimitW, 3, loadBits)
+        put(limits.fixedW, 4, fixedBits)
+        put(limits.targetW, 5, targetBits)
+        put(limits.maxLimW, 6, maxLimBits)
+        put(limits.storageTargetW, 7, storageTargetBits)
+        put(limits.rampSeconds, 8, rampBits)
+        put(limits.gradientWPerSecond, 9, gradientBits)
+        if let droop = limits.droop {
+            mask |= 1 << 13
+            droopOver.store(droop.deadbandOverHz.bitPattern, ordering: .relaxed)
+            droopUnder.store(droop.deadbandUnderHz.bitPattern, ordering: .relaxed)
+            kOver.store(droop.droopOverPercent.bitPattern, ordering: .relaxed)
+            kUnder.store(droop.droopUnderPercent.bitPattern, ordering: .relaxed)
+            droopResponse.store(droop.responseTime.nanosecondsClamped, ordering: .relaxed)
+        }
+        if limits.connect { mask |= 1 << 10 }
+        if limits.energize { mask |= 1 << 11 }
+        if let until = limits.validUntil {
+            mask |= 1 << 12
+            validUntil.store(until.nanoseconds, ordering: .relaxed)
+        }
+        present.store(mask, ordering: .relaxed)
     }
 
-    /// The last value published, or nil before the first (or when 64 reads in a row were overtaken
-    /// by publications, which a writer at one value a second never causes; the cycle then keeps the
-    /// value it read before).
-    public func read() -> UtilityLimits? {
-        for _ in 0..<64 {
-            let before = sequence.load(ordering: .acquiring)
-            if before == 0 { return nil }
-            let limits = buffer(before).load()
-            atomicMemoryFence(ordering: .acquiring)
-            if sequence.load(ordering: .relaxed) == before { return limits }
+    /// Reads the value back (relaxed).
+    public func load() -> UtilityLimits {
+        let mask = present.load(ordering: .relaxed)
+        func get(_ bit: UInt32, _ atomic: borrowing Atomic<UInt64>) -> Double? {
+            mask & (1 << bit) == 0 ? nil : Double(bitPattern: atomic.load(ordering: .relaxed))
         }
-        return nil
-    }
-
-    /// True once a value has been published.
-    public var published: Bool { sequence.load(ordering: .relaxed) != 0 }
-
-    private func buffer(_ sequence: UInt64) -> Buffer { sequence & 1 == 0 ? buffers.0 : buffers.1 }
-
-    /// One value as atomics: each optional double as its bit pattern plus a bit in `present`.
-    private final class Buffer: Sendable {
-        /// Bits 0…9: the optional fields, export to gradient; 10: connect; 11: energize;
-        /// 12: validUntil present; 13: droop present.
-        let present = Atomic<UInt32>(0)
-        let exportBits = Atomic<UInt64>(0), importBits = Atomic<UInt64>(0), generationBits = Atomic<UInt64>(0)
-        let loadBits = Atomic<UInt64>(0), fixedBits = Atomic<UInt64>(0), targetBits = Atomic<UInt64>(0)
-        let maxLimBits = Atomic<UInt64>(0), storageTargetBits = Atomic<UInt64>(0), rampBits = Atomic<UInt64>(0)
-        let gradientBits = Atomic<UInt64>(0)
-        let validUntil = Atomic<Int64>(0)
-        /// `droop`: dead-bands over and under, droops over and under (bit patterns), response time (ns).
-        let droopOver = Atomic<UInt64>(0), droopUnder = Atomic<UInt64>(0), kOver = Atomic<UInt64>(0), kUnder = Atomic<UInt64>(0)
-        let droopResponse = Atomic<Int64>(0)
-
-        func store(_ limits: UtilityLimits) {
-            var mask: UInt32 = 0
-            func put(_ value: Double?, _ bit: UInt32, _ atomic: borrowing Atomic<UInt64>) {
-                if let value {
-                    mask |= 1 << bit
-                    atomic.store(value.bitPattern, ordering: .relaxed)
-                }
-            }
-            put(limits.exportLimitW, 0, exportBits)
-            put(limits.importLimitW, 1, importBits)
-            put(limits.generationLimitW, 2, generationBits)
-            put(limits.loadLimitW, 3, loadBits)
-            put(limits.fixedW, 4, fixedBits)
-            put(limits.targetW, 5, targetBits)
-            put(limits.maxLimW, 6, maxLimBits)
-            put(limits.storageTargetW, 7, storageTargetBits)
-            put(limits.rampSeconds, 8, rampBits)
-            put(limits.gradientWPerSecond, 9, gradientBits)
-            if let droop = limits.droop {
-                mask |= 1 << 13
-                droopOver.store(droop.deadbandOverHz.bitPattern, ordering: .relaxed)
-                droopUnder.store(droop.deadbandUnderHz.bitPattern, ordering: .relaxed)
-                kOver.store(droop.droopOverPercent.bitPattern, ordering: .relaxed)
-                kUnder.store(droop.droopUnderPercent.bitPattern, ordering: .relaxed)
-                droopResponse.store(droop.responseTime.nanosecondsClamped, ordering: .relaxed)
-            }
-            if limits.connect { mask |= 1 << 10 }
-            if limits.energize { mask |= 1 << 11 }
-            if let until = limits.validUntil {
-                mask |= 1 << 12
-                validUntil.store(until.nanoseconds, ordering: .relaxed)
-            }
-            present.store(mask, ordering: .relaxed)
+        var limits = UtilityLimits()
+        limits.exportLimitW = get(0, exportBits)
+        limits.importLimitW = get(1, importBits)
+        limits.generationLimitW = get(2, generationBits)
+        limits.loadLimitW = get(3, loadBits)
+        limits.fixedW = get(4, fixedBits)
+        limits.targetW = get(5, targetBits)
+        limits.maxLimW = get(6, maxLimBits)
+        limits.storageTargetW = get(7, storageTargetBits)
+        limits.rampSeconds = get(8, rampBits)
+        limits.gradientWPerSecond = get(9, gradientBits)
+        if mask & (1 << 13) != 0 {
+            limits.droop = UtilityDroop(deadbandOverHz: Double(bitPattern: droopOver.load(ordering: .relaxed)),
+                                        deadbandUnderHz: Double(bitPattern: droopUnder.load(ordering: .relaxed)),
+                                        droopOverPercent: Double(bitPattern: kOver.load(ordering: .relaxed)),
+                                        droopUnderPercent: Double(bitPattern: kUnder.load(ordering: .relaxed)),
+                                        responseTime: .nanoseconds(droopResponse.load(ordering: .relaxed)))
         }
-
-        func load() -> UtilityLimits {
-            let mask = present.load(ordering: .relaxed)
-            func get(_ bit: UInt32, _ atomic: borrowing Atomic<UInt64>) -> Double? {
-                mask & (1 << bit) == 0 ? nil : Double(bitPattern: atomic.load(ordering: .relaxed))
-            }
-            var limits = UtilityLimits()
-            limits.exportLimitW = get(0, exportBits)
-            limits.importLimitW = get(1, importBits)
-            limits.generationLimitW = get(2, generationBits)
-            limits.loadLimitW = get(3, loadBits)
-            limits.fixedW = get(4, fixedBits)
-            limits.targetW = get(5, targetBits)
-            limits.maxLimW = get(6, maxLimBits)
-            limits.storageTargetW = get(7, storageTargetBits)
-            limits.rampSeconds = get(8, rampBits)
-            limits.gradientWPerSecond = get(9, gradientBits)
-            if mask & (1 << 13) != 0 {
-                limits.droop = UtilityDroop(deadbandOverHz: Double(bitPattern: droopOver.load(ordering: .relaxed)),
-                                            deadbandUnderHz: Double(bitPattern: droopUnder.load(ordering: .relaxed)),
-                                            droopOverPercent: Double(bitPattern: kOver.load(ordering: .relaxed)),
-                                            droopUnderPercent: Double(bitPattern: kUnder.load(ordering: .relaxed)),
-                                            responseTime: .nanoseconds(droopResponse.load(ordering: .relaxed)))
-            }
-            limits.connect = mask & (1 << 10) != 0
-            limits.energize = mask & (1 << 11) != 0
-            limits.validUntil = mask & (1 << 12) == 0 ? nil : MonotonicInstant(nanoseconds: validUntil.load(ordering: .relaxed))
-            return limits
-        }
+        limits.connect = mask & (1 << 10) != 0
+        limits.energize = mask & (1 << 11) != 0
+        limits.validUntil = mask & (1 << 12) == 0 ? nil : MonotonicInstant(nanoseconds: validUntil.load(ordering: .relaxed))
+        return limits
     }
 }
