@@ -73,7 +73,7 @@ let package = Package(
         // Configuration: the YAML schema, its diagnostics and the mapping to control settings (the only Yams user).
         .target(
             name: "Config",
-            dependencies: ["ControlCore", "BessSystem", "Fieldbus", "Cycle", "TLSTransport", "IEEE2030_5", .product(name: "Yams", package: "Yams")],
+            dependencies: ["ControlCore", "BessSystem", "Fieldbus", "Cycle", "Outstation", "IEEE2030_5", .product(name: "Yams", package: "Yams")],
             swiftSettings: swiftSettings),
         // The real-time cycle and the bus workers behind the SiteIO seam; never imports the simulator,
         // nor Config: it defines the settings it runs on (CycleSettings), and Config maps the YAML into them.
@@ -92,7 +92,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         // The IEC 60870-5-104 outstation for the grid operator's control centres (its own thread).
         .target(
-            name: "Outstation", dependencies: ["IEC104", "ControlCore", "BessSystem", "Config", "Cycle", "TLSTransport"],
+            name: "Outstation", dependencies: ["IEC104", "ControlCore", "BessSystem", "Cycle", "TLSTransport"],
             swiftSettings: swiftSettings),
         // bessd as a service: lifecycle, watchdog, control socket, metrics, journal, latches, uplink recorder.
         .target(
@@ -130,7 +130,7 @@ let package = Package(
         // The IEEE 2030.5 client's I/O: HTTP/1.1 over TLSTransport on its own worker thread, the worker and its
         // durable schedule store.
         .target(
-            name: "Sep2Link", dependencies: ["BessSystem", "ControlCore", "Cycle", "IEEE2030_5", "TLSTransport"],
+            name: "Sep2Link", dependencies: ["BessSystem", "ControlCore", "Config", "Cycle", "IEEE2030_5", "TLSTransport"],
             swiftSettings: swiftSettings),
         .executableTarget(
             name: "bessd",
@@ -154,6 +154,7 @@ let package = Package(
             name: "bess-hil",
             dependencies: [
                 "Simulation", "HILPlant", "Cycle", "Config", "ControlCore", "ControlProtocol", "Uplink", "Fieldbus", "BessSystem", "CLinux", "Scada", "IEC104",
+                "Outstation",
                 "Synchrophasor", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Yams", package: "Yams"),
             ],
@@ -206,7 +207,7 @@ let package = Package(
         // executables and peers, waiting on a condition, loopback ports, a raw IEC 104 station.
         .target(name: "TestSupport", dependencies: ["BessSystem", "ControlCore", "IEC104"], path: "Tests/TestSupport", swiftSettings: swiftSettings),
         .testTarget(
-            name: "ConfigTests", dependencies: ["Config", "ControlCore", "BessSystem", "Fieldbus", "TestSupport"],
+            name: "ConfigTests", dependencies: ["Config", "ControlCore", "BessSystem", "Fieldbus", "TestSupport", "Outstation"],
             swiftSettings: swiftSettings),
         // The cycle, its poller and workers against SunSpec peers (the HIL plant's server among them).
         .testTarget(

@@ -287,7 +287,7 @@ final class Session {
     static let commonAddress: UInt16 = 7
 
     init() {
-        var settings = IEC104ServerConfiguration()
+        var settings = OutstationSettings()
         settings.commonAddress = Self.commonAddress
         settings.groups = [IEC104Group(name: "centre", commands: Set(IEC104CommandRight.allCases)),
                            IEC104Group(name: "standby", allowFrom: [IPv4Network("10.0.0.0/8")!])]

@@ -69,6 +69,10 @@ public struct PeerBudget<Key: Hashable & Sendable>: Sendable {
     /// The keys whose budgets are kept.
     public var count: Int { entries.count }
 
+    /// When the earliest window with lines held back ends (its summary is then due), or nil: the
+    /// owner's poll wakes for it.
+    public var nextWindowEnd: MonotonicInstant? { entries.values.filter { $0.heldBack > 0 }.map { $0.start + window }.min() }
+
     /// Whether `key`'s line of `kind` is written at `now`. `force` writes it whatever the budget and
     /// starts a new window with it (a value that changed, a latch). `marked` counts a line held back
     /// apart in `Ended.marked`. Windows this ends (the key's own, or the least recently used key's
@@ -99,6 +103,8 @@ public struct PeerBudget<Key: Hashable & Sendable>: Sendable {
             return .held
         }
         entries[key]!.written[lane] += 1
+        // At the window's end the summary counts every line held back in it, of any kind.
+        guard report == .withNextLine else { return .write(heldBack: 0) }
         let heldBack = entries[key]!.heldBack
         entries[key]!.heldBack = 0
         entries[key]!.marked = 0

@@ -1,5 +1,6 @@
 import Cycle
 public import ControlCore
+public import Outstation
 
 /// `iec104:` — the grid operator's control centre over IEC 60870-5-104 (issue 46). Only its AGC
 /// part is read so far; the outstation's own keys come with the outstation.
@@ -8,19 +9,19 @@ public struct IEC104Configuration: Sendable, Equatable {
     /// orders are then refused with `AGC_NOT_CONFIGURED`).
     public var agc: AGCConfiguration?
     /// The outstation: listen address, timers, redundancy groups, points (docs/iec104.md).
-    public var server = IEC104ServerConfiguration()
+    public var server = OutstationSettings()
 
     public init(agc: AGCConfiguration? = nil) { self.agc = agc }
 
     /// The keys of `iec104`.
-    static let keys = ConfigKeys("iec104", ["agc"] + IEC104ServerConfiguration.keyNames)
+    static let keys = ConfigKeys("iec104", ["agc"] + OutstationSettings.keyNames)
 
     /// `iec104:`; `units` give the site's rating, the band's default.
     static func decode(_ fields: ConfigReader.Fields?, _ r: ConfigReader, units: [UnitConfiguration]) -> IEC104Configuration? {
         guard let fields else { return nil }
         let agc = AGCConfiguration.decode(fields.fields("agc"), r, rating: units.reduce(0) { $0 + $1.maxPowerKW })
         var configuration = IEC104Configuration(agc: agc)
-        configuration.server = IEC104ServerConfiguration.decode(fields, r)
+        configuration.server = OutstationSettings.decode(fields, r)
         fields.finish(Self.keys)
         return configuration
     }

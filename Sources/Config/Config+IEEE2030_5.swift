@@ -1,13 +1,12 @@
 import IEEE2030_5
-public import TLSTransport
 internal import Yams
 
 /// `ieee2030_5:` — the utility's IEEE 2030.5 (CSIP, CSIP-AUS) server bessd follows as a client
 /// (docs/ieee2030-5.md): where its DeviceCapability is, bessd's device certificate and the CA the
 /// server's chain must verify against, the default poll and post rates, the registration and its PIN.
-/// Loading checks the keys' shape only; the files are read by `clientContext()` (at check-config
-/// through `fileDiagnostics(file:)`, and by the client when it starts), so a file that does not load
-/// costs the 2030.5 client alone, never the site's control.
+/// Loading checks the keys' shape only: the files are paths here, read by the TLS transport alone
+/// (`clientContext()`, Sep2Link: at check-config through `fileDiagnostics(file:)`, and by the client
+/// when it starts), so a file that does not load costs the 2030.5 client alone, never the site's control.
 public struct IEEE2030_5Settings: Sendable, Equatable {
     /// How the EndDevice came to be on the server.
     public enum Registration: String, Sendable {
@@ -59,6 +58,8 @@ public struct IEEE2030_5Settings: Sendable, Equatable {
 
     /// The path a server names its DeviceCapability under for CSIP-AUS discovery.
     public static let wellKnownPath = "/.well-known/csipaus"
+    /// The suite IEEE 2030.5 requires (TLS_ECDHE_ECDSA_WITH_AES_128_CCM_8, 0xC0AE).
+    public static let ccm8Cipher = "ECDHE-ECDSA-AES128-CCM8"
     /// The suite a site adds with `allow_gcm`.
     public static let gcmCipher = "ECDHE-ECDSA-AES128-GCM-SHA256"
 
@@ -86,26 +87,16 @@ public struct IEEE2030_5Settings: Sendable, Equatable {
     }
 
     /// The TLS 1.2 suites offered: CCM8 as 2030.5 requires, and GCM after it with `allowGCM`.
-    public var cipherList: String {
-        allowGCM ? "\(TLSClientContext.defaultCipherList):\(Self.gcmCipher)" : TLSClientContext.defaultCipherList
-    }
+    public var cipherList: String { allowGCM ? "\(Self.ccm8Cipher):\(Self.gcmCipher)" : Self.ccm8Cipher }
 
-    /// The TLS client context these files make: TLS 1.2 only, `cipherList`, the server's chain
-    /// verified against `caFile` and no name checked (2030.5 server certificates carry none), and
-    /// the server pin (`acceptsServer`) checked in the handshake when one is configured.
-    /// - Throws: `TLS_CONTEXT_FAILED` naming the file OpenSSL could not use, with its reason.
-    public func clientContext() throws(TLSError) -> TLSClientContext {
-        try TLSClientContext(certificateFile: certificateFile, privateKeyFile: keyFile, caFile: caFile, cipherList: cipherList,
-                             acceptsServer: acceptsServer)
-    }
-
-    /// Whether a server is the utility's, by its certificate: one `server_certificate_sha256`
-    /// names, or whose LFDI is `server_lfdi`. Nil without either: every server whose chain verifies
-    /// against `ca_file` (the SERCA), which every device certificate under it does too.
-    public var acceptsServer: (@Sendable (TLSPeer) -> Bool)? {
+    /// Whether a server is the utility's, by its certificate's SHA-256 fingerprint (lower-case
+    /// hex): one `server_certificate_sha256` names, or whose LFDI is `server_lfdi`. Nil without
+    /// either: every server whose chain verifies against `ca_file` (the SERCA), which every device
+    /// certificate under it does too.
+    public var acceptsServer: (@Sendable (_ fingerprint: String) -> Bool)? {
         guard serverCertificates != nil || serverLFDI != nil else { return nil }
         let fingerprints = Set(serverCertificates ?? []), lfdi = serverLFDI
-        return { peer in fingerprints.contains(peer.fingerprint) || (lfdi != nil && DeviceIdentity(fingerprint: peer.fingerprint)?.lfdi == lfdi) }
+        return { fingerprint in fingerprints.contains(fingerprint) || (lfdi != nil && DeviceIdentity(fingerprint: fingerprint)?.lfdi == lfdi) }
     }
 
     /// Whether nothing authenticates the server beyond its chain: no server pin and no
@@ -308,20 +299,5 @@ struct ServerURL: Equatable {
             port = UInt16(value)
         }
         return .success(ServerURL(host: String(host), port: port, path: path))
-    }
-}
-
-extension BessdConfiguration {
-    /// What `ieee2030_5`'s files say when they are read: the TLS client context made and dropped;
-    /// a file that does not load is an error at `ieee2030_5` whose message carries
-    /// `TLS_CONTEXT_FAILED`, the file and OpenSSL's reason.
-    func ieee2030_5FileDiagnostics(file: String) -> [ConfigDiagnostic] {
-        guard let settings = ieee2030_5 else { return [] }
-        do {
-            _ = try settings.clientContext()
-            return []
-        } catch {
-            return [ConfigDiagnostic(file: file, line: nil, keyPath: "ieee2030_5", message: "\(error)")]
-        }
     }
 }

@@ -1,6 +1,7 @@
 import Cycle
 import BessSystem
 import ControlCore
+import Outstation
 import Fieldbus
 
 /// The keys one section of the configuration file accepts, declared once beside the section's
@@ -36,7 +37,7 @@ struct ConfigKeys: Sendable {
         SiteConfiguration.peakShavingKeys, SiteConfiguration.selfConsumptionKeys,
         ScadaConfiguration.keys,
         GridLimitInputsConfiguration.operatorKeys, GridLimitInputsConfiguration.keys, GridLimitInputsConfiguration.contactKeys,
-        IEC104Configuration.keys, AGCConfiguration.keys, IEC104ServerConfiguration.groupKeys, IEC104ServerConfiguration.pointKeys,
-        IEC104TLSConfiguration.keys, IEEE2030_5Settings.keys,
+        IEC104Configuration.keys, AGCConfiguration.keys, OutstationSettings.groupKeys, OutstationSettings.pointKeys,
+        OutstationTLSSettings.keys, IEEE2030_5Settings.keys,
     ]
 }

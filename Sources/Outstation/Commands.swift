@@ -1,5 +1,4 @@
 import BessSystem
-import Config
 import ControlCore
 import Cycle
 import IEC104
@@ -7,17 +6,12 @@ import Synchronization
 
 /// Commands: set-points (C_SE_NC_1, C_SE_TC_1) at 3001 (AGC target) and 3002 (site MW setpoint),
 /// single commands (C_SC_NA_1, C_SC_TA_1) at 3101 (AGC in service) and 3102 (frequency response),
-/// direct or select-before-operate. Every command and its outcome is journalled, counted and audited.
-extension OutstationServer {
-    /// What a command asks, once decoded.
-    struct Order {
-        var signal: IEC104Signal
-        var value: Double
-        var select: Bool
-        var tag: CP56Time2a?
-    }
+/// direct or select-before-operate. `OutstationCommands` decides; here the decision is carried out
+/// against the shared state, answered, and journalled, counted and audited.
+extension StationProcedures {
+    typealias Order = OutstationCommands.Order
 
-    func command(_ asdu: ASDU, _ connection: Connection, now: MonotonicInstant) {
+    func command(_ asdu: ASDU, _ connection: OutstationConnection, groups: RedundancyGroups, now: MonotonicInstant) {
         guard let object = asdu.objects.first else { return }
         guard asdu.cause.cause == .activation || asdu.cause.cause == .deactivation else {
             return negative(asdu, .unknownCause, connection, "command with COT \(asdu.cause.cause)")
@@ -25,6 +19,7 @@ extension OutstationServer {
         let signal = [IEC104Signal.agcSetpointCommand, .siteSetpointCommand, .agcInServiceCommand, .frequencyResponseCommand]
             .first { settings.address($0) == object.address }
         guard let signal else { return negative(asdu, .unknownObjectAddress, connection, "no command at IOA \(object.address)") }
+        let group = groups[connection.group].settings
         var order: Order
         switch object.element {
         case let .setpointFloat(v, q): order = Order(signal: signal, value: Double(v), select: q.select)
@@ -42,91 +37,51 @@ extension OutstationServer {
             // Cancels this connection's select of the point.
             let owned = selections[object.address]?.connection == connection.id
             if owned { selections[object.address] = nil }
-            report(order, connection, accepted: owned, reason: owned ? "select cancelled" : "COMMAND_NOT_SELECTED: nothing selected to cancel")
+            report(order, connection, group: group.name, owned ? .success("select cancelled") : .failure(CommandRefusal(.notSelected, message: "nothing selected to cancel")))
             return answer(asdu.answer(.deactivationConfirmation, negative: !owned), to: connection)
         }
-        if let refusal = refusal(of: order, connection, now: now) {
-            report(order, connection, accepted: false, reason: refusal)
+        let context = OutstationCommands.Context(group: group, started: groups.isStarted(connection.id, in: connection.group),
+                                                 connection: connection.id, selection: selections[object.address], now: now,
+                                                 wallClockSeconds: wallClock())
+        if let refusal = commands.refusal(of: order, in: context) {
+            report(order, connection, group: group.name, .failure(refusal))
             return answer(asdu.answer(.activationConfirmation, negative: true), to: connection)
         }
         if order.select {
-            selections[object.address] = Selection(connection: connection.id, value: order.value, expires: now + settings.selectTimeout)
-            report(order, connection, accepted: true, reason: "selected for \(settings.selectTimeout)")
+            selections[object.address] = commands.selection(for: order, in: context)
+            report(order, connection, group: group.name, .success("selected for \(settings.selectTimeout)"))
             return answer(asdu.answer(.activationConfirmation), to: connection)
         }
         selections[object.address] = nil
-        switch execute(order, now: now) {
-        case .some(let refusal):
-            report(order, connection, accepted: false, reason: refusal)
+        if let refusal = execute(order, now: now) {
+            report(order, connection, group: group.name, .failure(refusal))
             answer(asdu.answer(.activationConfirmation, negative: true), to: connection)
-        case .none:
-            report(order, connection, accepted: true, reason: "executed")
+        } else {
+            report(order, connection, group: group.name, .success("executed"))
             answer(asdu.answer(.activationConfirmation), to: connection)
             answer(asdu.answer(.activationTermination), to: connection)
         }
     }
 
-    /// Why a command is refused before it is executed (rights, age, the select), or nil.
-    func refusal(of order: Order, _ connection: Connection, now: MonotonicInstant) -> String? {
-        let group = groups[connection.group].settings
-        let right: IEC104CommandRight = switch order.signal {
-        case .siteSetpointCommand: .setpoint
-        case .frequencyResponseCommand: .frequencyResponse
-        default: .agc
-        }
-        guard group.commands.contains(right) else {
-            return "COMMAND_NOT_ALLOWED: group \(group.name) may not command \(right.rawValue) (iec104.groups[].commands)"
-        }
-        guard groups[connection.group].started == connection.id else {
-            return "COMMAND_NOT_STARTED: only the group's started connection commands"
-        }
-        if let tag = order.tag {
-            guard let sent = try? tag.unixMilliseconds(base: timeBase) else { return "COMMAND_BAD_TIME: time tag \(tag)" }
-            let age = Double(Int64((SystemClock.wallClockSeconds() * 1000).rounded(.down)) - sent) / 1000
-            guard abs(age) <= settings.maxCommandDelay.secondsDouble else {
-                return "COMMAND_TOO_OLD: time tag \(Self.number(age)) s from now, over max_command_delay_s \(Self.number(settings.maxCommandDelay.secondsDouble))"
-            }
-        }
-        let address = settings.address(order.signal)
-        if let selection = selections[address], selection.expires > now {
-            guard selection.connection == connection.id else { return "COMMAND_SELECTED_ELSEWHERE: another connection holds the select" }
-            if !order.select, selection.value != order.value {
-                return "COMMAND_NOT_AS_SELECTED: execute \(Self.number(order.value)), selected \(Self.number(selection.value))"
-            }
-        }
-        return nil
-    }
-
-    /// A set-point's MW (a Float on the wire) in W. A value that is the Float nearest an edge
-    /// (W) counts as that edge: 0.3 MW times 1e6 is 300000.012 W, and a target exactly at the
-    /// band the site reports must not be refused for the Float's rounding.
-    static func watts(megawatts: Double, edges: [Double]) -> Double {
-        let sent = Float(megawatts)
-        return edges.first { $0.isFinite && Float($0 / 1e6) == sent } ?? megawatts * 1e6
-    }
-
-    /// Executes `order`; nil when accepted, else why not.
-    func execute(_ order: Order, now: MonotonicInstant) -> String? {
-        switch order.signal {
-        case .agcSetpointCommand, .agcInServiceCommand:
-            let band = shared.site.agc
-            let agc: AGCOrder = order.signal == .agcSetpointCommand
-                ? .target(Self.watts(megawatts: order.value, edges: [band.lowerLimit, band.upperLimit])) : .inService(order.value != 0)
+    /// Carries out an admitted execute: the AGC order through `SharedState.applyAGC`, the site
+    /// set-point into SCADA's commands; nil when accepted, else why not.
+    func execute(_ order: Order, now: MonotonicInstant) -> CommandRefusal? {
+        let band = shared.site.agc
+        let action = OutstationCommands.action(of: order, agcBand: (band.lowerLimit, band.upperLimit),
+                                               ratingW: image.description.ratingsW.reduce(0, +))
+        switch action {
+        case .failure(let refusal):
+            return refusal
+        case .success(.agc(let agc)):
             do {
                 _ = try shared.applyAGC(agc, at: now)
                 return nil
             } catch {
-                return "\(error.code)"
+                return CommandRefusal(.agc(error.code), message: "")
             }
-        case .siteSetpointCommand:
-            let rating = image.description.ratingsW.reduce(0, +)
-            let watts = Self.watts(megawatts: order.value, edges: [-rating, rating])
-            guard watts.isFinite, abs(watts) <= rating else {
-                return "SETPOINT_OUT_OF_RANGE: \(Self.number(order.value)) MW outside ±\(Self.number(rating / 1e6)) MW"
-            }
-            for _ in 0..<8 {
-                var generation: UInt64 = 0
-                var commands = shared.commands(generation: &generation)
+        case .success(.siteSetpoint(let watts)):
+            let update: Result<Void, Never>? = shared.updateCommands { current in
+                var commands = current
                 commands.setpoint.enabled = true
                 commands.setpoint.value = watts
                 commands.setpoint.revertEnabled = false
@@ -134,36 +89,39 @@ extension OutstationServer {
                 commands.setpoint.timeoutSeconds = 0
                 commands.setpoint.reverted = false
                 commands.setpoint.expiresAt = now + commands.maxHold
-                if shared.commit(commands, ifGeneration: generation) { return nil }
+                return .success((commands, ()))
             }
-            return "SETPOINT_BUSY: the commands changed under eight attempts in a row"
-        case .frequencyResponseCommand:
-            return "FREQUENCY_RESPONSE_NO_SWITCH: droop is switched only by grid_integration.droop_settings.enabled (configuration and reload)"
-        default:
-            return "COMMAND_UNKNOWN"
+            if case .success? = update { return nil }
+            return CommandRefusal(.setpointBusy, message: "the commands changed under eight attempts in a row")
         }
     }
 
     /// One count per command and outcome, one journal line (always for an accepted command, it
     /// moves the plant; within the address's journal budget for a refused one, `peerLog`), and one
     /// audit entry whatever the budget decided: /metrics counts every outcome by code.
-    func report(_ order: Order, _ connection: Connection, accepted: Bool, reason: String) {
-        if accepted { commandsAccepted.add(1, ordering: .relaxed) } else { commandsRefused.add(1, ordering: .relaxed) }
-        let group = groups[connection.group].settings.name
+    func report(_ order: Order, _ connection: OutstationConnection, group: String, _ outcome: Result<String, CommandRefusal>) {
+        let accepted: Bool
+        let reason: String
+        let code: String
+        switch outcome {
+        case .success(let how): (accepted, reason, code) = (true, how, how)
+        case .failure(let refusal): (accepted, reason, code) = (false, refusal.reason, "\(refusal.code)")
+        }
+        if accepted { counters.commandsAccepted.add(1, ordering: .relaxed) } else { counters.commandsRefused.add(1, ordering: .relaxed) }
         let address = settings.address(order.signal)
         let what = order.select ? "select" : "execute"
-        let message = "IEC 104 \(what) \(order.signal.rawValue) (IOA \(address)) = \(Self.number(order.value)) from \(connection.stream.peer) (group \(group)): "
+        let message = "IEC 104 \(what) \(order.signal.rawValue) (IOA \(address)) = \(LogNumber.text(order.value)) from \(connection.stream.peer) (group \(group)): "
             + (accepted ? "accepted, \(reason)" : "refused, \(reason)")
-        let fields = ["BESS_PEER": connection.stream.peer, "BESS_GROUP": group, "BESS_IOA": "\(address)", "BESS_VALUE": Self.number(order.value),
-                      "BESS_RESULT": accepted ? "accepted" : "refused", "BESS_REASON": String(reason.prefix { $0 != ":" })]
-        let code: OutstationLogCode = accepted ? .command : .commandRefused
+        let fields = ["BESS_PEER": connection.stream.peer, "BESS_GROUP": group, "BESS_IOA": "\(address)", "BESS_VALUE": LogNumber.text(order.value),
+                      "BESS_RESULT": accepted ? "accepted" : "refused", "BESS_REASON": code]
+        let logCode: OutstationLogCode = accepted ? .command : .commandRefused
         let journalled: Bool
         if accepted {
-            log(code, message, fields)
+            journal.log(logCode, message, fields)
             journalled = true
         } else {
-            journalled = peerLog(connection, code, message, fields)
+            journalled = peerLog(connection, logCode, message, fields)
         }
-        audit?(.outcome(code: code, message: message, fields: fields, journalled: journalled))
+        audit?(.outcome(code: logCode, message: message, fields: fields, journalled: journalled))
     }
 }

@@ -1,57 +1,16 @@
 import BessSystem
-import Config
 import ControlCore
 import Cycle
 import IEC104
 import Synchronization
 
-/// The application procedures: interrogation, counter interrogation, clock synchronisation and
-/// commands, with the negative answers (COT 44–47, P/N = 1) for what the station does not know.
-extension OutstationServer {
-    /// Handles one ASDU a started connection sent. A malformed ASDU closes the connection; an
-    /// unknown type, cause, common address or IOA is answered negatively and the link carries on.
-    func handle(_ octets: [UInt8], from connection: Connection, now: MonotonicInstant) {
-        let asdu: ASDU
-        do { asdu = try ASDU(decoding: octets) } catch {
-            protocolError(connection, error)
-            return
-        }
-        if case .unknownType = asdu.information { return negative(asdu, .unknownType, connection, "type \(asdu.type.rawValue) unknown") }
-        let global = asdu.commonAddress == 0xFFFF
-        let stationWide = asdu.type == .interrogation || asdu.type == .counterInterrogation || asdu.type == .clockSynchronisation
-        guard asdu.commonAddress == settings.commonAddress || (global && stationWide) else {
-            return negative(asdu, .unknownCommonAddress, connection, "common address \(asdu.commonAddress)")
-        }
-        switch asdu.type {
-        case .interrogation: interrogation(asdu, connection)
-        case .counterInterrogation: counterInterrogation(asdu, connection)
-        case .clockSynchronisation: clockSynchronisation(asdu, connection)
-        case .setpointFloat, .setpointFloatWithTime, .singleCommand, .singleCommandWithTime: command(asdu, connection, now: now)
-        default:
-            // A monitor type in the control direction.
-            negative(asdu, .unknownType, connection, "type \(asdu.type) is not served in the control direction")
-        }
-    }
-
-    func answer(_ asdu: ASDU, to connection: Connection) {
-        var copy = asdu
-        if copy.commonAddress == 0xFFFF { copy.commonAddress = settings.commonAddress }
-        guard let bytes = try? copy.encoded() else { return }
-        connection.answers.append(bytes)
-    }
-
-    func negative(_ asdu: ASDU, _ cause: Cause, _ connection: Connection, _ why: String) {
-        negativeAnswers.add(1, ordering: .relaxed)
-        peerLog(connection, .negative, "IEC 104 \(asdu.type) from \(connection.stream.peer) answered negatively with COT \(cause): \(why)",
-                ["BESS_PEER": connection.stream.peer, "BESS_COT": "\(cause)", "BESS_TYPE": "\(asdu.type.rawValue)"])
-        answer(asdu.negativeAnswer(cause), to: connection)
-    }
-
+/// Interrogation, counter interrogation and clock synchronisation.
+extension StationProcedures {
     /// C_IC_NA_1: station interrogation (QOI 20) answered ACT_CON, every point once in its
     /// untimed type with COT 20, ACT_TERM; group interrogation (QOI 21–36, group 1–16) the same
     /// with the group's points (`StationImage.Point.group`) and COT 21–36 (a group without points:
     /// ACT_CON and ACT_TERM). Any other QOI: negative ACT_CON; an IOA other than 0: COT 47.
-    func interrogation(_ asdu: ASDU, _ connection: Connection) {
+    func interrogation(_ asdu: ASDU, _ connection: OutstationConnection, groups: inout RedundancyGroups) {
         guard asdu.cause.cause == .activation else {
             return negative(asdu, .unknownCause, connection, "interrogation with COT \(asdu.cause.cause)")
         }
@@ -63,14 +22,14 @@ extension OutstationServer {
         }
         let group = Int(qoi) - 20
         guard let interrogated = group == 0 ? Cause.interrogatedByStation : Cause.interrogatedByGroup(group) else {
-            negativeAnswers.add(1, ordering: .relaxed)
+            counters.negativeAnswers.add(1, ordering: .relaxed)
             peerLog(connection, .negative, "IEC 104 interrogation from \(connection.stream.peer) answered negatively: QOI \(qoi) is neither 20 (station) nor 21–36 (groups 1–16)",
                     ["BESS_PEER": connection.stream.peer, "BESS_TYPE": "\(asdu.type.rawValue)", "BESS_QOI": "\(qoi)"])
             return answer(asdu.answer(.activationConfirmation, negative: true), to: connection)
         }
-        interrogations.add(1, ordering: .relaxed)
+        counters.interrogations.add(1, ordering: .relaxed)
         answer(asdu.answer(.activationConfirmation), to: connection)
-        sample(now: clock.now())
+        sample(now: clock.now(), groups: &groups)
         // One ASDU per type, as many objects as fit (SQ = 0: addresses need not follow each other).
         let cause = CauseOfTransmission(cause: interrogated, originator: asdu.cause.originator)
         var byType: [(TypeID, [InformationObject])] = []
@@ -91,7 +50,7 @@ extension OutstationServer {
 
     /// C_CI_NA_1: the general counter request (RQT 5) answered ACT_CON, both counters with COT 37,
     /// ACT_TERM; the freeze bits are read as "read" (the counters are never frozen or reset).
-    func counterInterrogation(_ asdu: ASDU, _ connection: Connection) {
+    func counterInterrogation(_ asdu: ASDU, _ connection: OutstationConnection, groups: inout RedundancyGroups) {
         guard asdu.cause.cause == .activation else {
             return negative(asdu, .unknownCause, connection, "counter interrogation with COT \(asdu.cause.cause)")
         }
@@ -99,7 +58,7 @@ extension OutstationServer {
             return answer(asdu.answer(.activationConfirmation, negative: true), to: connection)
         }
         answer(asdu.answer(.activationConfirmation), to: connection)
-        sample(now: clock.now())
+        sample(now: clock.now(), groups: &groups)
         answer(ASDU(type: .integratedTotals, cause: CauseOfTransmission(cause: .requestedByGeneralCounter, originator: asdu.cause.originator),
                     commonAddress: settings.commonAddress, objects: image.counters()), to: connection)
         image.advanceCounterSequence()
@@ -108,24 +67,19 @@ extension OutstationServer {
 
     /// C_CS_NA_1: answered ACT_CON with the station's time; the offset is logged; the system clock
     /// is never set from the wire (it follows NTP/PTP).
-    func clockSynchronisation(_ asdu: ASDU, _ connection: Connection) {
+    func clockSynchronisation(_ asdu: ASDU, _ connection: OutstationConnection) {
         guard asdu.cause.cause == .activation else {
             return negative(asdu, .unknownCause, connection, "clock synchronisation with COT \(asdu.cause.cause)")
         }
         guard case .clockSynchronisation(let tag)? = asdu.objects.first?.element, let theirs = try? tag.unixMilliseconds(base: timeBase) else {
             return answer(asdu.answer(.activationConfirmation, negative: true), to: connection)
         }
-        let ours = Int64((SystemClock.wallClockSeconds() * 1000).rounded(.down))
+        let ours = Int64((wallClock() * 1000).rounded(.down))
         let offset = Double(theirs - ours) / 1000
-        peerLog(connection, .clockSync, "IEC 104 clock synchronisation from \(connection.stream.peer): its time is \(tag), \(OutstationServer.number(offset)) s from ours; the system clock is not set from IEC 104",
-                ["BESS_PEER": connection.stream.peer, "BESS_OFFSET_S": OutstationServer.number(offset)])
+        peerLog(connection, .clockSync, "IEC 104 clock synchronisation from \(connection.stream.peer): its time is \(tag), \(LogNumber.text(offset)) s from ours; the system clock is not set from IEC 104",
+                ["BESS_PEER": connection.stream.peer, "BESS_OFFSET_S": LogNumber.text(offset)])
         var confirmation = asdu.answer(.activationConfirmation)
         confirmation.information = .objects([InformationObject(address: 0, element: .clockSynchronisation(timeTag()))])
         answer(confirmation, to: connection)
-    }
-
-    static func number(_ value: Double) -> String {
-        let rounded = (value * 1000).rounded() / 1000
-        return rounded == rounded.rounded() && abs(rounded) < 1e15 ? "\(Int(rounded))" : "\(rounded)"
     }
 }

@@ -1,4 +1,3 @@
-public import Config
 public import ControlCore
 public import Cycle
 public import IEC104
@@ -88,7 +87,7 @@ public struct StationImage: Sendable {
     /// The frequency events counted at the last `fill(frequencyEvents:)`.
     private var frequencyEventCount: UInt64 = 0
 
-    public init(description: StationDescription, settings: IEC104ServerConfiguration) {
+    public init(description: StationDescription, settings: OutstationSettings) {
         self.description = description
         let invalid = PointValue.float(0, .invalid)
         for signal in IEC104Signal.allCases {

@@ -310,24 +310,22 @@ public final class ScadaServer: @unchecked Sendable {
         }
         let now = SystemClock.shared.now()
         // Two servers (TCP and RTU) may write at once: commit only over what was decoded against.
-        for _ in 0..<8 {
-            var generation: UInt64 = 0
-            let current = shared.commands(generation: &generation)
-            switch image.decodeWrite(address: address, values: values, commands: current, now: now) {
-            case .failure(let refusal):
-                return refuse(query, refusal.exception, peer: peer, address: address, reason: refusal.reason)
-            case .success(let accepted):
-                guard shared.commit(accepted.commands, ifGeneration: generation) else { continue }
-                if accepted.limitWritten { keepLimit?() }
-                image.fill(commands: accepted.commands, now: now)
-                copyImage()
-                server.reply(query, length: Int32(count))
-                writesAccepted.add(1, ordering: .relaxed)
-                report(accepted, peer: peer, now: now)
-                return
-            }
+        let update = shared.updateCommands { current in
+            image.decodeWrite(address: address, values: values, commands: current, now: now).map { (commands: $0.commands, accepted: $0) }
         }
-        refuse(query, 6, peer: peer, address: address, reason: "the commands changed under eight attempts in a row")
+        switch update {
+        case .failure(let refusal)?:
+            refuse(query, refusal.exception, peer: peer, address: address, reason: refusal.reason)
+        case .success(let accepted)?:
+            if accepted.limitWritten { keepLimit?() }
+            image.fill(commands: accepted.commands, now: now)
+            copyImage()
+            server.reply(query, length: Int32(count))
+            writesAccepted.add(1, ordering: .relaxed)
+            report(accepted, peer: peer, now: now)
+        case nil:
+            refuse(query, 6, peer: peer, address: address, reason: "the commands changed under eight attempts in a row")
+        }
     }
 
     /// Refreshes that changed nothing, per peer host and point: logged once a minute, the next line

@@ -143,18 +143,18 @@ final class Reloader {
     /// The outstation's settings a reload cannot move: all but the TLS files and allow-list, which
     /// `reloadIEC104TLS` applies, and the groups, which `reloadIEC104Groups` applies. Whether TLS is
     /// on, and its handshake timeout, stay in.
-    static func fixedPart(_ settings: IEC104ServerConfiguration?) -> IEC104ServerConfiguration? {
+    static func fixedPart(_ settings: OutstationSettings?) -> OutstationSettings? {
         guard var settings else { return nil }
         settings.groups = []
         if let tls = settings.tls {
-            settings.tls = IEC104TLSConfiguration(certificateFile: "", keyFile: "", caFile: "", handshakeTimeout: tls.handshakeTimeout)
+            settings.tls = OutstationTLSSettings(certificateFile: "", keyFile: "", caFile: "", handshakeTimeout: tls.handshakeTimeout)
         }
         return settings
     }
 
     /// The outstation's TLS context from the files as they are now (read and built before the
     /// cycle pauses, `reload`); nil when TLS was not on at start or is off in the file.
-    static func prepareIEC104TLS(_ tls: IEC104TLSConfiguration?, was old: IEC104TLSConfiguration?)
+    static func prepareIEC104TLS(_ tls: OutstationTLSSettings?, was old: OutstationTLSSettings?)
         -> Result<TLSServerContext, TLSError>?
     {
         guard let tls, old != nil else { return nil }
@@ -166,7 +166,7 @@ final class Reloader {
     /// outstation for the connections it accepts from now on; each one already open is checked
     /// against it and closed when it no longer passes (`IEC104_PEER_REVOKED`). A context that
     /// cannot be made leaves the running one in place, with a coded error.
-    func reloadIEC104TLS(_ tls: IEC104TLSConfiguration?, was old: IEC104TLSConfiguration?,
+    func reloadIEC104TLS(_ tls: OutstationTLSSettings?, was old: OutstationTLSSettings?,
                          prepared: Result<TLSServerContext, TLSError>?) {
         guard let tls, old != nil, let outstation = iec104?.outstation, let prepared else { return }
         let context: TLSServerContext
@@ -179,7 +179,7 @@ final class Reloader {
         }
         guard outstation.replaceTLSContext(context) else { return }
         // The allow-list's size, or "any": every certificate the CA vouches for.
-        func listed(_ tls: IEC104TLSConfiguration?) -> String { tls?.allowedCertificates.map { "\($0.count)" } ?? "any" }
+        func listed(_ tls: OutstationTLSSettings?) -> String { tls?.allowedCertificates.map { "\($0.count)" } ?? "any" }
         let crl = tls.crlFile ?? "none"
         logger.notice("reload: iec104.tls read again: CRL \(crl)\(tls.crlFile == old?.crlFile ? "" : " (was \(old?.crlFile ?? "none"))"), allowed certificates \(listed(tls)) (was \(listed(old))); every connection, open or new, is checked against them (IEC104_PEER_REVOKED closes one open that no longer passes)",
                       metadata: ["BESS_CODE": "IEC104_TLS_RELOADED", "BESS_TLS_CRL": "\(crl)", "BESS_TLS_ALLOWED": "\(listed(tls))",

@@ -153,7 +153,7 @@ final class ScadaService: DaemonService {
 /// depends on its control centre link.
 final class IEC104Service: DaemonService {
     let name = "IEC 104"
-    private let settings: IEC104ServerConfiguration
+    private let settings: OutstationSettings
     private let configuration: BessdConfiguration
     private let shared: SharedState
     private let inbox: RecordInbox?
@@ -163,7 +163,7 @@ final class IEC104Service: DaemonService {
     /// Its command outcomes by code for /metrics and as uplink events (`OutstationAudit`).
     private(set) var audit: OutstationAudit?
 
-    init(_ settings: IEC104ServerConfiguration, configuration: BessdConfiguration, shared: SharedState, inbox: RecordInbox?,
+    init(_ settings: OutstationSettings, configuration: BessdConfiguration, shared: SharedState, inbox: RecordInbox?,
          logger: Logger) {
         self.settings = settings
         self.configuration = configuration

@@ -48,11 +48,6 @@ public struct TLSPeer: Sendable, Equatable {
         return String(decoding: bytes.prefix(max(0, Int(read))), as: UTF8.self)
     }
 
-    /// `text` as a fingerprint: 64 hex digits once colons and spaces are dropped, in lower case
-    /// (`openssl x509 -fingerprint -sha256` prints `AB:CD:…`); nil for anything else.
-    public static func normalizedFingerprint(_ text: String) -> String? {
-        let digits = text.lowercased().filter { $0 != ":" && $0 != " " }
-        guard digits.count == 64, digits.allSatisfy({ $0.isHexDigit }) else { return nil }
-        return digits
-    }
+    /// `text` as a fingerprint (`CertificateFingerprint.normalized`).
+    public static func normalizedFingerprint(_ text: String) -> String? { CertificateFingerprint.normalized(text) }
 }

@@ -1,4 +1,5 @@
 import Config
+import Outstation
 import ControlCore
 import Foundation
 

@@ -9,6 +9,7 @@ import Scada
 import Fieldbus
 import Cycle
 import Config
+import Outstation
 import Yams
 
 /// Plays one scenario: the plant in this process, bessd (and bess-aggregator when the timeline
@@ -39,7 +40,7 @@ final class ScenarioRun {
     /// bessd's IEC 104 outstation (when the timeline commands through it): its port, common
     /// address and command IOAs, and the control centre's connection (opened at the first command).
     var iec104Port = 0
-    var iec104Server: IEC104ServerConfiguration?
+    var iec104Server: OutstationSettings?
     var controlCentre: ControlCentre?
     /// `iec104` actions whose confirmation was not the one the file expects.
     var confirmationMisses: [String] = []

@@ -1,6 +1,7 @@
 import ControlCore
 @testable import Config
 import Foundation
+import Outstation
 import TestSupport
 import Testing
 
@@ -87,25 +88,5 @@ struct IEC104TLSConfigTests {
             #expect(error.diagnostics.first?.keyPath == keyPath && error.diagnostics.first?.code == .invalid, "\(error)")
             #expect(error.diagnostics.first?.message.contains(message) == true && error.diagnostics.first?.line != nil, "\(error)")
         }
-    }
-
-    /// A file that cannot be used must not refuse the configuration (`bessd run` would lose the
-    /// site's control for its control-centre link); `fileDiagnostics`, which check-config reports
-    /// and fails on, names it.
-    @Test("a missing, unreadable or mismatched file or a CRL OpenSSL refuses loads, and fileDiagnostics names it as CONFIG_INVALID at iec104.tls",
-          arguments: [
-              ("cert_file: /nonexistent/bessd.pem", "/nonexistent/bessd.pem"), ("key_file: @client.key", "client.key"),
-              ("key_file: @garbage.key", "garbage.key"), ("ca_file: @client.key", "client.key"), ("crl_file: @client.pem", "client.pem"),
-          ])
-    func fileProblems(line: String, file: String) throws {
-        let pki = try TLSFixture()
-        try Data("not a key\n".utf8).write(to: pki.directory.appendingPathComponent("garbage.key"))
-        chmod(pki.path("garbage.key"), 0o600)  // a key only bessd may read: refused for what it holds, not its mode
-        #expect(try ConfigLoader.parse(Self.yaml(pki), file: "e.yaml").fileDiagnostics(file: "e.yaml").isEmpty, "the fixture's files load")
-        let loaded = try ConfigLoader.parse(Self.yaml(pki, [line.replacingOccurrences(of: "@", with: pki.directory.path + "/")]), file: "e.yaml")
-        let problems = loaded.fileDiagnostics(file: "e.yaml")
-        #expect(problems.count == 1 && problems.first?.code == .invalid && problems.first?.severity == .error, "\(problems)")
-        #expect(problems.first?.keyPath == "iec104.tls" && problems.first?.file == "e.yaml", "\(problems)")
-        #expect(problems.first?.message.contains("TLS_CONTEXT_FAILED") == true && problems.first?.message.contains(file) == true, "\(problems)")
     }
 }

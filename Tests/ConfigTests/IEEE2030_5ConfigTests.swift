@@ -109,25 +109,4 @@ struct IEEE2030_5ConfigTests {
         #expect(!IEEE2030_5Settings.validPIN(111_111) && !IEEE2030_5Settings.validPIN(1_111_150))
         #expect(IEEE2030_5Settings.checkDigit(11111) == 5 && IEEE2030_5Settings.checkDigit(12345) == 5)
     }
-
-    /// Missing or mismatched files load (the client alone is lost), and check-config names them.
-    @Test("a missing or mismatched file loads, and fileDiagnostics names it as CONFIG_INVALID at ieee2030_5 with TLS_CONTEXT_FAILED",
-          arguments: [("cert_file", "/nonexistent/device.pem", "/nonexistent/device.pem"), ("key_file", "@server.key", "server.key"),
-                      ("ca_file", "@client.key", "client.key")])
-    func fileProblems(key: String, value: String, file: String) throws {
-        let pki = try TLSFixture()
-        func files(_ replace: [String: String]) -> String {
-            let chosen = ["cert_file": pki.path("client.pem"), "key_file": pki.path("client.key"), "ca_file": pki.path("ca.pem")]
-                .merging(replace) { $1 }
-            return ["cert_file", "key_file", "ca_file"].map { "  \($0): \(chosen[$0]!)\n" }.joined()
-        }
-        let good = try ConfigLoader.parse(Self.yaml(["server: https://127.0.0.1:8443/dcap"], files: files([:])), file: "g.yaml")
-        #expect(good.fileDiagnostics(file: "g.yaml").isEmpty, "the fixture's files load")
-        let bad = try ConfigLoader.parse(Self.yaml(["server: https://127.0.0.1:8443/dcap"],
-                                                   files: files([key: value.replacingOccurrences(of: "@", with: pki.directory.path + "/")])),
-                                         file: "g.yaml")
-        let problems = bad.fileDiagnostics(file: "g.yaml")
-        #expect(problems.count == 1 && problems.first?.keyPath == "ieee2030_5" && problems.first?.code == .invalid, "\(problems)")
-        #expect(problems.first?.message.contains("TLS_CONTEXT_FAILED") == true && problems.first?.message.contains(file) == true, "\(problems)")
-    }
 }

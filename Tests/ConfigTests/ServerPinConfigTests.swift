@@ -1,6 +1,7 @@
 @testable import Config
 import Foundation
 import Glibc
+import Outstation
 import TestSupport
 import Testing
 

@@ -34,7 +34,7 @@ struct OutstationBudgetTests {
             $0.groups = [IEC104Group(name: "sldc", allowFrom: [IPv4Network("10.0.0.0/8")!], commands: [.agc])]
         }
         try Self.connectAndClose(outstation.server.port, times: 50)
-        #expect(waitFor { outstation.server.connectionsRefused.load(ordering: .relaxed) == 50 })
+        #expect(waitFor { outstation.server.counters.connectionsRefused.load(ordering: .relaxed) == 50 })
         #expect(outstation.journal.lines(.peerRefused).count == OutstationServer.journalLines, "each reconnect is no fresh budget")
         #expect(outstation.journal.lines(.suppressed).isEmpty, "the window is not over")
         let summary = Self.summary(outstation)
@@ -46,14 +46,14 @@ struct OutstationBudgetTests {
     func refusedByTheConnectionLimit() throws {
         let outstation = try SteppedOutstation { $0.maxConnections = 1 }
         let held = try RawStation(port: outstation.server.port)
-        #expect(waitFor { outstation.server.connected.load(ordering: .relaxed) == 1 })
+        #expect(waitFor { outstation.server.counters.connected.load(ordering: .relaxed) == 1 })
         try Self.connectAndClose(outstation.server.port, times: 50)
-        #expect(waitFor { outstation.server.connectionsRefused.load(ordering: .relaxed) == 50 })
+        #expect(waitFor { outstation.server.counters.connectionsRefused.load(ordering: .relaxed) == 50 })
         #expect(outstation.journal.lines(.connected).count == 1)
         #expect(outstation.journal.lines(.connectionsFull).count == OutstationServer.journalLines - 1)
         let summary = Self.summary(outstation)
         #expect(summary.count == 1 && summary.first?.fields["BESS_SUPPRESSED"] == "31", "\(summary.map(\.fields))")
-        #expect(outstation.server.connected.load(ordering: .relaxed) == 1, "the held connection stays")
+        #expect(outstation.server.counters.connected.load(ordering: .relaxed) == 1, "the held connection stays")
         withExtendedLifetime(held) {}
     }
 
@@ -62,7 +62,7 @@ struct OutstationBudgetTests {
         let fixture = try TLSFixture()
         let context = try TLSServerContext(certificateFile: fixture.path("server.pem"), privateKeyFile: fixture.path("server.key"),
                                            caFile: fixture.path("ca.pem"), allowedPeers: nil, crlFile: nil)
-        var settings = IEC104ServerConfiguration()
+        var settings = OutstationSettings()
         settings.port = 0
         settings.groups = [IEC104Group(name: "sldc", allowFrom: [IPv4Network("10.0.0.0/8")!], commands: [.agc])]
         let journal = CollectedJournal()
@@ -71,8 +71,8 @@ struct OutstationBudgetTests {
         try server.start()
         defer { server.stop() }
         try Self.connectAndClose(server.port, times: 1)
-        #expect(waitFor { server.connectionsRefused.load(ordering: .relaxed) == 1 })
+        #expect(waitFor { server.counters.connectionsRefused.load(ordering: .relaxed) == 1 })
         #expect(journal.lines(.peerRefused).count == 1 && journal.lines(.tlsRefused).isEmpty)
-        #expect(server.tlsSessionsBegun.load(ordering: .relaxed) == 0, "SSL_new for a peer no group admits")
+        #expect(server.counters.tlsSessionsBegun.load(ordering: .relaxed) == 0, "SSL_new for a peer no group admits")
     }
 }

@@ -33,8 +33,8 @@ final class SteppedOutstation {
     let journal = CollectedJournal()
     let server: OutstationServer
 
-    init(_ configure: (inout IEC104ServerConfiguration) -> Void = { _ in }) throws {
-        var settings = IEC104ServerConfiguration()
+    init(_ configure: (inout OutstationSettings) -> Void = { _ in }) throws {
+        var settings = OutstationSettings()
         settings.port = 0
         settings.commonAddress = 7
         settings.groups = [IEC104Group(name: "sldc", commands: [.agc, .setpoint])]
@@ -51,25 +51,25 @@ final class SteppedOutstation {
     /// A new cycle publishes `hertz` (point 1004, deadband 0.01 Hz) and the clock moves one sample
     /// period: true once the outstation has queued the change as an event.
     func publish(frequency hertz: Double) -> Bool {
-        let queued = server.eventsQueued.load(ordering: .relaxed)
+        let queued = server.counters.eventsQueued.load(ordering: .relaxed)
         shared.contents.withLock { contents in
             contents.stats.cycles &+= 1
             contents.stats.frequency = hertz
         }
         clock.advance(by: .milliseconds(100))
-        return waitFor { server.eventsQueued.load(ordering: .relaxed) > queued }
+        return waitFor { server.counters.eventsQueued.load(ordering: .relaxed) > queued }
     }
 
     /// A new cycle publishes `hertz` and signals the publication as the cycle thread does, with the
     /// clock standing still: true once the outstation has queued the change as an event.
     func publishByCycle(frequency hertz: Double) -> Bool {
-        let queued = server.eventsQueued.load(ordering: .relaxed)
+        let queued = server.counters.eventsQueued.load(ordering: .relaxed)
         shared.contents.withLock { contents in
             contents.stats.cycles &+= 1
             contents.stats.frequency = hertz
         }
         if shared.publicationsAreWatched { shared.publicationWakeup.signal() }
-        return waitFor { server.eventsQueued.load(ordering: .relaxed) > queued }
+        return waitFor { server.counters.eventsQueued.load(ordering: .relaxed) > queued }
     }
 
     /// True once the server thread has acted on every move of the clock and waits again (what it
@@ -137,8 +137,8 @@ struct OutstationServerTests {
         }
         let wrongAddress = try Self.interrogate(station, 20, address: 5)
         #expect(wrongAddress.count == 1 && wrongAddress[0].cause.cause == .unknownObjectAddress && wrongAddress[0].cause.negative)
-        #expect(outstation.server.interrogations.load(ordering: .relaxed) == 5)
-        #expect(outstation.server.negativeAnswers.load(ordering: .relaxed) == 5)
+        #expect(outstation.server.counters.interrogations.load(ordering: .relaxed) == 5)
+        #expect(outstation.server.counters.negativeAnswers.load(ordering: .relaxed) == 5)
     }
 
     @Test("a peer that sends 100 bad ASDUs costs the journal 20 lines and one IEC104_LOG_SUPPRESSED summary with the count; the counter counts all 100")
@@ -148,7 +148,7 @@ struct OutstationServerTests {
         #expect(station.start())
         // Type 0x66 is unknown: each is answered COT 44 with P/N = 1.
         for _ in 0..<100 { station.send(octets: [0x66, 0x01, 0x06, 0x00, 0x07, 0x00, 0x00, 0x00, 0x00]) }
-        #expect(waitFor { outstation.server.negativeAnswers.load(ordering: .relaxed) == 100 })
+        #expect(waitFor { outstation.server.counters.negativeAnswers.load(ordering: .relaxed) == 100 })
         let answers = station.asdus { $0.filter { $0.cause.cause == .unknownType }.count == 100 }
         #expect(answers.filter { $0.cause.cause == .unknownType && $0.cause.negative }.count == 100, "every one answered")
         #expect(outstation.journal.lines(.negative).count == OutstationServer.journalLines)
@@ -160,7 +160,7 @@ struct OutstationServerTests {
         // A new window: the next bad ASDU is written again.
         station.send(octets: [0x66, 0x01, 0x06, 0x00, 0x07, 0x00, 0x00, 0x00, 0x00])
         #expect(waitFor { outstation.journal.lines(.negative).count == OutstationServer.journalLines + 1 })
-        #expect(outstation.server.negativeAnswers.load(ordering: .relaxed) == 101)
+        #expect(outstation.server.counters.negativeAnswers.load(ordering: .relaxed) == 101)
     }
 
     /// The spontaneous events (COT 3) among `asdus`, as their octets.
@@ -235,7 +235,7 @@ struct OutstationServerTests {
         let sentToSecond = Self.events(second.asdus { Self.events($0).count == 4 })
         #expect(sentToSecond.count == 4 && Array(sentToSecond.prefix(3)) == sentToFirst, "the stopped connection's events first, in order")
         first = nil
-        #expect(waitFor { outstation.server.connectionsClosed.load(ordering: .relaxed) == 1 })
+        #expect(waitFor { outstation.server.counters.connectionsClosed.load(ordering: .relaxed) == 1 })
         #expect(outstation.publish(frequency: 50.5))
         let next = Self.events(second.asdus { Self.events($0).count >= 1 })
         #expect(outstation.settle())
@@ -260,7 +260,7 @@ struct OutstationServerTests {
         #expect(outstation.journal.lines(.protocolError).contains { $0.fields["BESS_IEC104_ERROR"] == "IEC104_T1_EXPIRED" })
 
         let silent = try RawStation(port: outstation.server.port)
-        #expect(waitFor { outstation.server.connected.load(ordering: .relaxed) == 1 })
+        #expect(waitFor { outstation.server.counters.connected.load(ordering: .relaxed) == 1 })
         outstation.advance(by: .seconds(30))
         #expect(silent.waitClosed(), "closed at t0 = 30 s")
         #expect(outstation.journal.lines(.idle).count == 1)

@@ -1,3 +1,4 @@
+import BessSystem
 import Config
 import ControlCore
 import Cycle
@@ -27,7 +28,7 @@ struct StationImageTests {
 
     @Test("net MW is the units' sum without a meter; a change within the deadband is quiet, one beyond it is reported once")
     func deadband() {
-        var settings = IEC104ServerConfiguration()
+        var settings = OutstationSettings()
         settings.deadbands[.netMW] = 0.005
         var image = StationImage(description: Self.description, settings: settings)
         let start = MonotonicInstant(nanoseconds: 0)
@@ -44,7 +45,7 @@ struct StationImageTests {
 
     @Test("frequency-event points: count 0 and IV score and shortfall before the first; each new event reports all three, even a score and shortfall equal to the last")
     func frequencyEventPoints() {
-        var image = StationImage(description: Self.description, settings: IEC104ServerConfiguration())
+        var image = StationImage(description: Self.description, settings: OutstationSettings())
         image.fill(frequencyEvents: FrequencyEventTally())
         #expect(image.changes().isEmpty, "the first fill is the interrogation's")
         #expect(value(image, 1015) == .float(0, .good) && value(image, 1016) == .float(0, .invalid) && value(image, 1017) == .float(0, .invalid))
@@ -65,7 +66,7 @@ struct StationImageTests {
 
     @Test("export and import energy integrated from the published net power, in kWh")
     func counters() {
-        var image = StationImage(description: Self.description, settings: IEC104ServerConfiguration())
+        var image = StationImage(description: Self.description, settings: OutstationSettings())
         let start = MonotonicInstant(nanoseconds: 0)
         image.fill(units: Self.units(power: 50_000), site: SiteStatus(), frequency: 50, now: start)
         image.fill(units: Self.units(power: -25_000), site: SiteStatus(), frequency: 50, now: start + .seconds(360))
@@ -89,13 +90,13 @@ struct StationImageTests {
     func setpointSnapsToTheEdge() {
         for (lower, upper) in [(-150_000.0, 300_000.0), (-100_000, 200_000), (-1_234_567, 7_654_321)] {
             let edges = [lower, upper]
-            #expect(OutstationServer.watts(megawatts: Double(Float(upper / 1e6)), edges: edges) == upper)
-            #expect(OutstationServer.watts(megawatts: Double(Float(lower / 1e6)), edges: edges) == lower)
-            #expect(OutstationServer.watts(megawatts: Double(Float(upper / 1e6).nextUp), edges: edges) > upper)
-            #expect(OutstationServer.watts(megawatts: Double(Float(lower / 1e6).nextDown), edges: edges) < lower)
+            #expect(OutstationCommands.watts(megawatts: Double(Float(upper / 1e6)), edges: edges) == upper)
+            #expect(OutstationCommands.watts(megawatts: Double(Float(lower / 1e6)), edges: edges) == lower)
+            #expect(OutstationCommands.watts(megawatts: Double(Float(upper / 1e6).nextUp), edges: edges) > upper)
+            #expect(OutstationCommands.watts(megawatts: Double(Float(lower / 1e6).nextDown), edges: edges) < lower)
             #expect(AGCLimits(upper: upper, lower: lower, expiry: .seconds(12))
-                .contains(OutstationServer.watts(megawatts: Double(Float(upper / 1e6)), edges: edges)))
+                .contains(OutstationCommands.watts(megawatts: Double(Float(upper / 1e6)), edges: edges)))
         }
-        #expect(OutstationServer.watts(megawatts: 0.25, edges: [.nan, .nan]) == 250_000, "no band: the plain product")
+        #expect(OutstationCommands.watts(megawatts: 0.25, edges: [.nan, .nan]) == 250_000, "no band: the plain product")
     }
 }

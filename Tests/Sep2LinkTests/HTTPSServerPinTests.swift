@@ -27,12 +27,16 @@ struct HTTPSServerPinTests {
         return peer
     }
 
-    /// A client of `port` whose context the configuration makes, with the pins given.
+    /// A client of `port` whose context the TLS transport makes from the configuration's files and
+    /// pins (as the service does, Service/TLSContexts.swift).
     static func client(_ pki: TLSFixture, port: Int, fingerprints: [String]? = nil, lfdi: String? = nil) throws -> HTTPSClient {
         let settings = IEEE2030_5Settings(serverHost: "127.0.0.1", serverPort: UInt16(port), deviceCapabilityPath: "/dcap",
                                           certificateFile: pki.path("client.pem"), keyFile: pki.path("client.key"), caFile: pki.path("ca.pem"),
                                           serverCertificates: fingerprints, serverLFDI: lfdi)
-        return HTTPSClient(host: "127.0.0.1", port: UInt16(port), context: try settings.clientContext(), timeout: .seconds(10))
+        let pinned = settings.acceptsServer
+        let context = try TLSClientContext(certificateFile: settings.certificateFile, privateKeyFile: settings.keyFile, caFile: settings.caFile,
+                                           cipherList: settings.cipherList, acceptsServer: pinned.map { pinned in { @Sendable (peer: TLSPeer) in pinned(peer.fingerprint) } })
+        return HTTPSClient(host: "127.0.0.1", port: UInt16(port), context: context, timeout: .seconds(10))
     }
 
     /// The code and message of what a GET of /dcap threw, nil when it was answered.

@@ -169,7 +169,7 @@ struct IEC104UplinkTests {
         let inbox = RecordInbox()
         let audit = OutstationAudit(inbox: inbox, wakeup: nil)
         let clock = ManualClock()
-        var settings = IEC104ServerConfiguration()
+        var settings = OutstationSettings()
         settings.port = 0
         settings.commonAddress = 7
         // The group may not command the site setpoint: every one is refused COMMAND_NOT_ALLOWED.
@@ -187,7 +187,7 @@ struct IEC104UplinkTests {
             try station.send(ASDU(type: .setpointFloat, cause: CauseOfTransmission(cause: .activation), commonAddress: 7,
                                   objects: [InformationObject(address: 3002, element: .setpointFloat(0.01, SetpointQualifier(select: false)))]))
         }
-        #expect(waitFor { server.commandsRefused.load(ordering: .relaxed) == 30 })
+        #expect(waitFor { server.counters.commandsRefused.load(ordering: .relaxed) == 30 })
         func lines(_ code: OutstationLogCode) -> [[String: String]] { journal.withLock { $0.filter { $0.code == code }.map(\.fields) } }
         #expect(lines(.commandRefused).count == OutstationServer.journalLines)
         var m = MetricsText()
