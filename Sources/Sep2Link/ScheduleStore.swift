@@ -1,6 +1,5 @@
 public import ControlCore
 import BessSystem
-import Glibc
 
 /// What the 2030.5 client last read from the utility's server, kept so that an outage, a restart or
 /// a power cut keeps executing the cached schedule and then the cached default (never "no limit").
@@ -28,15 +27,17 @@ public struct StoredSchedule: Sendable, Equatable {
 /// documents change, and read once at start. The file is bounded (`maximumBytes`, `maximumDocuments`,
 /// `maximumPathBytes`, `maximumBodyBytes`) and ends with a checksum over everything before it, so a
 /// torn, truncated or flipped file is refused as `SEP2_STORE_CORRUPT` (and moved aside to
-/// `….damaged`), never half read.
+/// `….damaged-UNIXTIME`, `StateFile`'s quarantine), never half read.
 ///
-/// Format (version 1, integers big-endian): `BESS2030` · version u32 · saved-at i64 · has-offset u8 ·
+/// Format (version 1, integers big-endian, `StateFile`'s frame): `BESS2030` · version u32 · saved-at i64 · has-offset u8 ·
 /// offset i64 · count u32 · per document (path length u16 · path · body length u32 · body), paths in
 /// order · FNV-1a 64 of all the preceding bytes.
 public final class ScheduleStore: Sendable {
     /// The file.
-    public let path: String
-    let directory: String
+    public var path: String { file.path }
+    /// The state directory.
+    var directory: String { file.directory }
+    let file: StateFile
 
     /// The most the file may hold: a few hundred controls over several programs fit many times.
     public static let maximumBytes = 4 << 20
@@ -52,70 +53,55 @@ public final class ScheduleStore: Sendable {
 
     /// The store of `stateDirectory`.
     public init(stateDirectory: String) {
-        directory = stateDirectory
-        path = stateDirectory + "/ieee2030_5-schedule.bin"
+        file = StateFile(stateDirectory: stateDirectory, name: "ieee2030_5-schedule.bin", maximumBytes: Self.maximumBytes)
     }
 
     /// The stored schedule; nil when none was ever saved.
     /// - Throws: `SEP2_STORE_CORRUPT` when the file is not a whole version-1 store (it is then moved
-    ///   aside to `path.damaged`, so the next save starts afresh); `SEP2_STORE_UNREADABLE` when it
-    ///   cannot be read.
+    ///   aside to `path.damaged-UNIXTIME`, so the next save starts afresh); `SEP2_STORE_UNREADABLE`
+    ///   when it cannot be read.
     public func load() throws(ScheduleStoreError) -> StoredSchedule? {
-        guard let bytes = try Self.read(path, maximumBytes: Self.maximumBytes) else { return nil }
+        guard let bytes = try Self.read(file) else { return nil }
         do throws(ScheduleStoreError) {
             return try Self.decode(bytes)
         } catch {
-            throw Self.movedAside(path, error)
+            throw Self.movedAside(file, error)
         }
     }
 
-    /// The bytes of the file at `path` (a little past `maximumBytes` at most, for the decoder to refuse); nil when there is none.
-    static func read(_ path: String, maximumBytes: Int) throws(ScheduleStoreError) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        if fd < 0 {
-            if errno == ENOENT { return nil }
-            throw ScheduleStoreError(.unreadable, message: "cannot open \(path): \(SystemError.text(errno))", systemError: errno)
+    /// The bytes of `file` (one past its `maximumBytes` at most, for the decoder to refuse); nil when there is none.
+    static func read(_ file: StateFile) throws(ScheduleStoreError) -> [UInt8]? {
+        do throws(SystemCallError) {
+            return try file.read()
+        } catch {
+            throw ScheduleStoreError(.unreadable, message: "cannot \(error.call) \(file.path): \(SystemError.text(error.errno))",
+                                     systemError: error.errno)
         }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                let failure = errno
-                close(fd)
-                throw ScheduleStoreError(.unreadable, message: "cannot read \(path): \(SystemError.text(failure))", systemError: failure)
-            }
-            if count == 0 { break }
-            bytes += chunk[0..<count]
-            if bytes.count > maximumBytes { break }
-        }
-        close(fd)
-        return bytes
     }
 
-    /// `error` (the file at `path` refused) after the file was moved aside to `path.damaged`.
-    static func movedAside(_ path: String, _ error: ScheduleStoreError) -> ScheduleStoreError {
-        _ = rename(path, path + ".damaged")
-        return ScheduleStoreError(error.code, message: "\(path): \(error.message); moved aside to \(path).damaged")
+    /// `error` (`file` refused) after the file was moved aside to `path.damaged-UNIXTIME`.
+    static func movedAside(_ file: StateFile, _ error: ScheduleStoreError) -> ScheduleStoreError {
+        do throws(SystemCallError) {
+            let kept = try file.quarantine(.movedAside)
+            return ScheduleStoreError(error.code, message: "\(file.path): \(error.message); moved aside to \(kept)")
+        } catch let failure {
+            return ScheduleStoreError(error.code, message: "\(file.path): \(error.message); not moved aside (\(failure))")
+        }
     }
 
     /// Replaces the file with `schedule`: the old one or the new one is on disk at every instant.
     /// - Throws: `SEP2_STORE_TOO_LARGE` past the bounds (the old file is kept), `SEP2_STORE_UNWRITABLE`
     ///   when the state directory does not take it.
     public func save(_ schedule: StoredSchedule) throws(ScheduleStoreError) {
-        try Self.write(try Self.encode(schedule), to: path, in: directory, what: "the 2030.5 schedule")
+        try Self.write(try Self.encode(schedule), to: file, what: "the 2030.5 schedule")
     }
 
-    /// Replaces the file at `path` in `directory` (made when missing) with `bytes`, atomically.
-    static func write(_ bytes: [UInt8], to path: String, in directory: String, what: String) throws(ScheduleStoreError) {
-        if mkdir(directory, 0o750) != 0, errno != EEXIST {
-            throw ScheduleStoreError(.unwritable, message: "cannot create \(directory): \(SystemError.text(errno))", systemError: errno)
-        }
+    /// Replaces `file` (its directory made when missing) with `bytes`, atomically.
+    static func write(_ bytes: [UInt8], to file: StateFile, what: String) throws(ScheduleStoreError) {
         do throws(SystemCallError) {
-            try AtomicFile.write(bytes, to: path)
+            try file.write(bytes)
         } catch {
-            throw ScheduleStoreError(.unwritable, message: "cannot save \(what): \(error)", systemError: error.errno)
+            throw ScheduleStoreError(.unwritable, message: StateFile.writeFailure(error, saving: what), systemError: error.errno)
         }
     }
 
@@ -124,8 +110,7 @@ public final class ScheduleStore: Sendable {
         guard schedule.documents.count <= maximumDocuments else {
             throw ScheduleStoreError(.tooLarge, message: "\(schedule.documents.count) documents (at most \(maximumDocuments))")
         }
-        var out = magic
-        append(&out, UInt64(version), bytes: 4)
+        var out = StateFile.header(magic: magic, version: version)
         append(&out, UInt64(bitPattern: schedule.savedAtUnix), bytes: 8)
         out.append(schedule.serverTimeOffset == nil ? 0 : 1)
         append(&out, UInt64(bitPattern: schedule.serverTimeOffset ?? 0), bytes: 8)
@@ -144,22 +129,18 @@ public final class ScheduleStore: Sendable {
                 throw ScheduleStoreError(.tooLarge, message: "more than \(maximumBytes) bytes of documents")
             }
         }
-        append(&out, fnv1a(out[...]), bytes: 8)
+        StateFile.seal(&out)
         return out
     }
 
     /// The schedule in a file's bytes.
     static func decode(_ bytes: [UInt8]) throws(ScheduleStoreError) -> StoredSchedule {
-        guard bytes.count <= maximumBytes else { throw corrupt("more than \(maximumBytes) bytes") }
-        guard bytes.count >= magic.count + 4 + 8 + 1 + 8 + 4 + 8, Array(bytes.prefix(magic.count)) == magic else {
-            throw corrupt("not a bessd 2030.5 schedule store")
+        let body: [UInt8]
+        switch StateFile.unseal(bytes, magic: magic, version: version, maximumBytes: maximumBytes, minimumPayload: 8 + 1 + 8 + 4) {
+        case .success(let whole): body = whole
+        case .failure(let problem): throw corrupt(problem.text("a bessd 2030.5 schedule store"))
         }
-        let body = bytes[..<(bytes.count - 8)]
-        var reader = Reader(bytes: bytes, at: bytes.count - 8)
-        guard try reader.integer(8) == fnv1a(body) else { throw corrupt("its checksum does not match (torn or altered)") }
-        reader = Reader(bytes: Array(body), at: magic.count)
-        let version = try reader.integer(4)
-        guard version == UInt64(Self.version) else { throw corrupt("version \(version), this bessd reads \(Self.version)") }
+        var reader = Reader(bytes: body, at: magic.count + 4)
         let saved = Int64(bitPattern: try reader.integer(8))
         let hasOffset = try reader.integer(1)
         let offset = Int64(bitPattern: try reader.integer(8))
@@ -184,16 +165,11 @@ public final class ScheduleStore: Sendable {
 
     static func corrupt(_ why: String) -> ScheduleStoreError { ScheduleStoreError(.corrupt, message: why) }
 
-    static func append(_ out: inout [UInt8], _ value: UInt64, bytes: Int) {
-        for shift in stride(from: (bytes - 1) * 8, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
-    }
+    /// Appends the low `bytes` bytes of `value`, big-endian (`StateFile.append`).
+    static func append(_ out: inout [UInt8], _ value: UInt64, bytes: Int) { StateFile.append(&out, value, bytes: bytes) }
 
-    /// FNV-1a, 64 bits: catches a torn write or a flipped bit (not an adversary: the state directory is bessd's own).
-    static func fnv1a(_ bytes: ArraySlice<UInt8>) -> UInt64 {
-        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
-        for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
-        return hash
-    }
+    /// FNV-1a, 64 bits (`StateFile.fnv1a`).
+    static func fnv1a(_ bytes: ArraySlice<UInt8>) -> UInt64 { StateFile.fnv1a(bytes) }
 
     /// A cursor over the file's bytes; running off the end is `SEP2_STORE_CORRUPT`.
     struct Reader {

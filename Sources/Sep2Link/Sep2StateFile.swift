@@ -1,3 +1,4 @@
+import BessSystem
 import ControlCore
 
 /// One of the 2030.5 client's small durable files beside the schedule store in `state_directory`
@@ -5,52 +6,49 @@ import ControlCore
 /// whole (temporary file, fsync, rename: `AtomicFile`), bounded (`maximumBytes`, past it
 /// `SEP2_STORE_TOO_LARGE` and the old file kept), versioned, and ending with a checksum over
 /// everything before it, so that a torn, truncated, altered or oversized file is `SEP2_STORE_CORRUPT`
-/// (moved aside to `….damaged`), never half read.
+/// (moved aside to `….damaged-UNIXTIME`, `StateFile`'s quarantine), never half read.
 ///
-/// Format (integers big-endian): magic (8 bytes) · version u32 · the payload · FNV-1a 64 of all the
+/// Format (integers big-endian, `StateFile`'s frame): magic (8 bytes) · version u32 · the payload · FNV-1a 64 of all the
 /// preceding bytes. Each payload is read with `ScheduleStore.Reader` and must be read to its end.
 struct Sep2StateFile: Sendable {
-    /// The file.
-    let path: String
-    let directory: String
+    /// The file, its bound and its directory.
+    let file: StateFile
     let magic: [UInt8]
     let version: UInt32
-    /// The most bytes the file may hold.
-    let maximumBytes: Int
     /// What it holds, for messages: "the 2030.5 response outbox".
     let what: String
 
+    /// The file.
+    var path: String { file.path }
+    /// The most bytes the file may hold.
+    var maximumBytes: Int { file.maximumBytes }
+
     /// The file `name` of `stateDirectory`.
     init(stateDirectory: String, name: String, magic: String, version: UInt32, maximumBytes: Int, what: String) {
-        directory = stateDirectory
-        path = stateDirectory + "/" + name
+        file = StateFile(stateDirectory: stateDirectory, name: name, maximumBytes: maximumBytes)
         self.magic = Array(magic.utf8)
         self.version = version
-        self.maximumBytes = maximumBytes
         self.what = what
     }
 
     /// The file's payload as `decode` reads it; nil when there is no file.
     /// - Throws: `SEP2_STORE_CORRUPT` when the file is not whole, of this version and read to its end by
-    ///   `decode` (it is then moved aside to `path.damaged`); `SEP2_STORE_UNREADABLE` when it cannot be read.
+    ///   `decode` (it is then moved aside to `path.damaged-UNIXTIME`); `SEP2_STORE_UNREADABLE` when it
+    ///   cannot be read.
     func load<T>(_ decode: (inout ScheduleStore.Reader) throws(ScheduleStoreError) -> T) throws(ScheduleStoreError) -> T? {
-        guard let bytes = try ScheduleStore.read(path, maximumBytes: maximumBytes) else { return nil }
+        guard let bytes = try ScheduleStore.read(file) else { return nil }
         do throws(ScheduleStoreError) {
-            guard bytes.count <= maximumBytes else { throw ScheduleStore.corrupt("more than \(maximumBytes) bytes") }
-            guard bytes.count >= magic.count + 4 + 8, Array(bytes.prefix(magic.count)) == magic else {
-                throw ScheduleStore.corrupt("not \(what)")
+            let body: [UInt8]
+            switch StateFile.unseal(bytes, magic: magic, version: version, maximumBytes: maximumBytes) {
+            case .success(let whole): body = whole
+            case .failure(let problem): throw ScheduleStore.corrupt(problem.text(what))
             }
-            let body = bytes[..<(bytes.count - 8)]
-            var reader = ScheduleStore.Reader(bytes: bytes, at: bytes.count - 8)
-            guard try reader.integer(8) == ScheduleStore.fnv1a(body) else { throw ScheduleStore.corrupt("its checksum does not match (torn or altered)") }
-            reader = ScheduleStore.Reader(bytes: Array(body), at: magic.count)
-            let version = try reader.integer(4)
-            guard version == UInt64(self.version) else { throw ScheduleStore.corrupt("version \(version), this bessd reads \(self.version)") }
+            var reader = ScheduleStore.Reader(bytes: body, at: magic.count + 4)
             let value = try decode(&reader)
             guard reader.at == reader.bytes.count else { throw ScheduleStore.corrupt("\(reader.bytes.count - reader.at) bytes after the last entry") }
             return value
         } catch {
-            throw ScheduleStore.movedAside(path, error)
+            throw ScheduleStore.movedAside(file, error)
         }
     }
 
@@ -58,14 +56,13 @@ struct Sep2StateFile: Sendable {
     /// - Throws: `SEP2_STORE_TOO_LARGE` past `maximumBytes` (the old file is kept), `SEP2_STORE_UNWRITABLE`
     ///   when the state directory does not take it.
     func save(_ payload: [UInt8]) throws(ScheduleStoreError) {
-        var out = magic
-        ScheduleStore.append(&out, UInt64(version), bytes: 4)
+        var out = StateFile.header(magic: magic, version: version)
         out += payload
         guard out.count + 8 <= maximumBytes else {
             throw ScheduleStoreError(.tooLarge, message: "\(what): \(out.count + 8) bytes (at most \(maximumBytes))")
         }
-        ScheduleStore.append(&out, ScheduleStore.fnv1a(out[...]), bytes: 8)
-        try ScheduleStore.write(out, to: path, in: directory, what: what)
+        StateFile.seal(&out)
+        try ScheduleStore.write(out, to: file, what: what)
     }
 }
 

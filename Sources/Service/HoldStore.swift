@@ -1,7 +1,6 @@
 import BessSystem
 public import ControlCore
 import Foundation
-import Glibc
 
 /// The holds only their owner may lift, kept in `state_directory/holds.json` so that a restart of
 /// any kind (SIGKILL, crash, watchdog kill, power cut) lifts none of them:
@@ -33,43 +32,47 @@ public final class HoldStore: Sendable {
         case unreadable(HoldStoreError)
     }
 
-    public let path: String
-    let directory: String
+    public var path: String { file.path }
+    let file: StateFile
+
+    /// The most bytes a holds file may hold: far more than every hold of hundreds of units.
+    static let maximumBytes = 4 << 20
 
     public init(stateDirectory: String) {
-        directory = stateDirectory
-        path = stateDirectory + "/holds.json"
+        file = StateFile(stateDirectory: stateDirectory, name: "holds.json", maximumBytes: Self.maximumBytes)
     }
 
     /// Reads the file (once, at start).
     public func load() -> Loaded {
-        guard FileManager.default.fileExists(atPath: path) else { return .firstStart }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            return .unreadable(HoldStoreError(.stateUnreadable, message: "cannot read \(path): \(SystemError.text(errno))",
-                                              systemError: errno))
+        let bytes: [UInt8]
+        do throws(SystemCallError) {
+            guard let read = try file.read() else { return .firstStart }
+            bytes = read
+        } catch {
+            return .unreadable(HoldStoreError(.stateUnreadable, message: "cannot read \(path): \(SystemError.text(error.errno))",
+                                              systemError: error.errno))
         }
         do {
-            let file = try JSONDecoder().decode(HoldFile.self, from: data)
-            return .holds(try file.holds())
+            guard bytes.count <= file.maximumBytes else { throw HoldFile.Refusal(reason: "more than \(file.maximumBytes) bytes") }
+            let contents = try JSONDecoder().decode(HoldFile.self, from: Data(bytes))
+            return .holds(try contents.holds())
         } catch {
-            keepDamagedCopy()
-            return .unreadable(HoldStoreError(.stateUnreadable, message: "\(path) is not a bessd holds file (version 1): \(Self.why(error))"))
+            return .unreadable(HoldStoreError(.stateUnreadable,
+                                              message: "\(path) is not a bessd holds file (version 1): \(Self.why(error))" + file.keepDamagedInPlace()))
         }
     }
 
     /// Writes every hold: a temporary file, fsync, rename over the old one, fsync of the directory
-    /// (`AtomicFile.write`). Either the old file or the new one is on disk at every instant.
+    /// (`StateFile.write`). Either the old file or the new one is on disk at every instant.
     public func save(_ holds: StandingHolds) throws(HoldStoreError) {
         guard let bytes = Self.encode(holds) else {
             throw HoldStoreError(.stateUnwritable, message: "cannot encode the holds (a time or percent that is not a number)")
         }
-        if mkdir(directory, 0o750) != 0, errno != EEXIST {
-            throw HoldStoreError(.stateUnwritable, message: "cannot create \(directory): \(SystemError.text(errno))", systemError: errno)
-        }
         do throws(SystemCallError) {
-            try AtomicFile.write(bytes, to: path)
+            try file.write(bytes)
         } catch {
-            throw HoldStoreError(.stateUnwritable, message: "cannot save the holds to \(path): \(error)")
+            throw HoldStoreError(.stateUnwritable, message: StateFile.writeFailure(error, saving: "the holds to \(path)"),
+                                 systemError: error.call == "mkdir" ? error.errno : nil)
         }
     }
 
@@ -79,12 +82,6 @@ public final class HoldStore: Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return (try? encoder.encode(HoldFile(holds))).map { Array($0) }
-    }
-
-    /// Keeps an unreadable file for the operator (`holds.json.damaged-UNIXTIME`).
-    func keepDamagedCopy() {
-        let copy = path + ".damaged-\(Int(Date().timeIntervalSince1970))"
-        _ = try? FileManager.default.copyItem(atPath: path, toPath: copy)
     }
 
     /// What is wrong with a file, in a line.

@@ -3,7 +3,6 @@ public import Config
 public import Cycle
 public import ControlCore
 import Foundation
-import Glibc
 
 /// Latched trips kept in `state_directory/latches.json`, so a restart of any kind (SIGKILL, crash,
 /// watchdog kill, `systemctl restart`) is never an operator reset.
@@ -31,29 +30,33 @@ public final class LatchStore {
         case corrupt(reason: String)
     }
 
-    public let path: String
-    let directory: String
+    public var path: String { file.path }
+    let file: StateFile
+
+    /// The most bytes a latch file may hold: far more than every code of hundreds of units.
+    static let maximumBytes = 4 << 20
 
     public init(stateDirectory: String) {
-        directory = stateDirectory
-        path = stateDirectory + "/latches.json"
+        file = StateFile(stateDirectory: stateDirectory, name: "latches.json", maximumBytes: Self.maximumBytes)
     }
 
     /// Reads the file (once, at start).
     public func load() -> Loaded {
-        guard FileManager.default.fileExists(atPath: path) else { return .firstStart }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            return .corrupt(reason: "cannot read \(path): \(SystemError.text(errno))")
+        let bytes: [UInt8]
+        do throws(SystemCallError) {
+            guard let read = try file.read() else { return .firstStart }
+            bytes = read
+        } catch {
+            return .corrupt(reason: "cannot read \(path): \(SystemError.text(error.errno))")
         }
-        guard let file = try? JSONDecoder().decode(LatchFile.self, from: data),
-              file.format == LatchFile.formatName, file.version == LatchFile.currentVersion
+        guard bytes.count <= file.maximumBytes, let contents = try? JSONDecoder().decode(LatchFile.self, from: Data(bytes)),
+              contents.format == LatchFile.formatName, contents.version == LatchFile.currentVersion
         else {
-            keepDamagedCopy()
-            return .corrupt(reason: "\(path) is not a bessd latch file (version 1)")
+            return .corrupt(reason: "\(path) is not a bessd latch file (version 1)" + file.keepDamagedInPlace())
         }
         var latches: [String: UnitLatches] = [:]
         var damaged: [String] = []
-        for (unit, entry) in file.units {
+        for (unit, entry) in contents.units {
             guard let entry else {
                 damaged.append(unit)
                 continue
@@ -70,37 +73,28 @@ public final class LatchStore {
             if !readable { damaged.append(unit) }
             latches[unit] = set
         }
-        if !damaged.isEmpty { keepDamagedCopy() }
+        if !damaged.isEmpty { _ = file.keepDamagedInPlace() }
         return .latches(latches, damaged: damaged.sorted())
     }
 
     /// Writes every unit's latches: a temporary file, fsync, rename over the old one, fsync of the
     /// directory. Either the old file or the new one is on disk at every instant.
     public func save(_ latches: [String: UnitLatches]) throws(LatchStoreError) {
-        var file = LatchFile(units: [:])
+        var contents = LatchFile(units: [:])
         for (unit, codes) in latches {
             let named = codes.map { code, since in ("\(code.name)", since) }
-            file.units[unit] = LatchFile.UnitEntry(codes: Dictionary(uniqueKeysWithValues: named))
+            contents.units[unit] = LatchFile.UnitEntry(codes: Dictionary(uniqueKeysWithValues: named))
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        guard let data = try? encoder.encode(file) else {
+        guard let data = try? encoder.encode(contents) else {
             throw LatchStoreError(.stateUnwritable, message: "cannot encode the latch state")
         }
-        if mkdir(directory, 0o750) != 0, errno != EEXIST {
-            throw LatchStoreError(.stateUnwritable, message: "cannot create \(directory): \(SystemError.text(errno))")
-        }
         do throws(SystemCallError) {
-            try AtomicFile.write(Array(data), to: path)
+            try file.write(Array(data))
         } catch {
-            throw LatchStoreError(.stateUnwritable, message: "cannot save the latches: \(error)")
+            throw LatchStoreError(.stateUnwritable, message: StateFile.writeFailure(error, saving: "the latches"))
         }
-    }
-
-    /// Keeps an unreadable file for the operator (`latches.json.damaged-UNIXTIME`).
-    func keepDamagedCopy() {
-        let copy = path + ".damaged-\(Int(Date().timeIntervalSince1970))"
-        _ = try? FileManager.default.copyItem(atPath: path, toPath: copy)
     }
 }
 

@@ -52,10 +52,21 @@ struct CommandLedger {
     private(set) var loadProblem: String?
     static let limit = 10_000
 
+    /// The most bytes a ledger file may hold: 10,000 entries with their answers fit many times.
+    static let maximumBytes = 64 << 20
+
     init(file: String?, now: Double = Date().timeIntervalSince1970) {
         self.file = file
-        guard let file, FileManager.default.fileExists(atPath: file) else { return }
-        let data = FileManager.default.contents(atPath: file)
+        guard let file else { return }
+        let stateFile = StateFile(path: file, maximumBytes: Self.maximumBytes)
+        let bytes: [UInt8]?
+        do throws(SystemCallError) {
+            guard let read = try stateFile.read() else { return }
+            bytes = read.count <= Self.maximumBytes ? read : nil
+        } catch {
+            bytes = nil
+        }
+        let data = bytes.map { Data($0) }
         if let data, let stored = try? JSONDecoder().decode(Stored.self, from: data), stored.format == "bessd-mqtt-commands",
            stored.version == 2
         {
@@ -64,10 +75,15 @@ struct CommandLedger {
         } else if let data, let old = try? JSONDecoder().decode([String: Entry].self, from: data), old.values.allSatisfy({ $0.ack != nil }) {
             entries = old
         } else {
-            let copy = file + ".damaged-\(Int(now))"
-            _ = try? FileManager.default.copyItem(atPath: file, toPath: copy)
+            // Left in place as well as kept: should the save below fail, the next start refuses again.
+            let kept: String
+            do throws(SystemCallError) {
+                kept = "kept as \(try stateFile.quarantine(.keptInPlace, unixSeconds: Int64(now)))"
+            } catch {
+                kept = "not kept aside: \(error)"
+            }
             unprovenUntil = now + Double(DispatchValidator.maxDuration.components.seconds)
-            loadProblem = "MQTT_LEDGER_UNREADABLE: \(file) cannot be read (kept as \(copy)); a command delivered again after "
+            loadProblem = "MQTT_LEDGER_UNREADABLE: \(file) cannot be read (\(kept)); a command delivered again after "
                 + "the restart cannot be told from a new one, so every command is refused until "
                 + "\(Int(unprovenUntil)) (24 h, the longest a command lives)"
             try? save()

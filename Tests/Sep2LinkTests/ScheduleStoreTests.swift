@@ -48,7 +48,8 @@ struct ScheduleStoreTests {
             try Data(bytes).write(to: URL(fileURLWithPath: store.path))
             #expect(throws: ScheduleStoreError.self) { try store.load() }
             #expect(try store.load() == nil, "the damaged file was not moved aside")
-            #expect(FileManager.default.fileExists(atPath: store.path + ".damaged"))
+            #expect(damagedCopies(of: store.path).count == 1)
+            for kept in damagedCopies(of: store.path) { try? FileManager.default.removeItem(atPath: kept) }
         }
         try Data(flipped).write(to: URL(fileURLWithPath: store.path))
         do {
@@ -85,4 +86,11 @@ struct ScheduleStoreTests {
         }
         #expect(try store.load() == Self.sample)
     }
+}
+
+/// The copies of the file at `path` moved aside as damaged (`NAME.damaged-UNIXTIME`, `StateFile`'s quarantine).
+private func damagedCopies(of path: String) -> [String] {
+    let directory = (path as NSString).deletingLastPathComponent, name = (path as NSString).lastPathComponent
+    return ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasPrefix(name + ".damaged-") }
+        .map { directory + "/" + $0 }
 }

@@ -88,13 +88,13 @@ extension Sep2ControlRecordTests {
         let damaged: [(String, Data)] = [("garbage", Data("BESS2INF torn".utf8)), ("truncated", good.prefix(good.count - 5)),
                                          ("oversized", good + Data(count: 5 << 20))]
         for (name, bytes) in damaged {
-            try? FileManager.default.removeItem(atPath: path + ".damaged")  // each case must move its own aside
+            for kept in damagedCopies(of: path) { try? FileManager.default.removeItem(atPath: kept) }  // each case must move its own aside
             try bytes.write(to: URL(fileURLWithPath: path))
             let records = Records()
             let rig = Self.started(server, dir, wall: first.wall, records)
             let corrupt = rig.log.codes("SEP2_STORE_CORRUPT")
             #expect(corrupt.count == 1 && corrupt.first?.contains("ieee2030_5-controls.bin") == true, "\(name): \(rig.log.all)")
-            #expect(FileManager.default.fileExists(atPath: path + ".damaged"), "\(name)")
+            #expect(damagedCopies(of: path).count == 1, "\(name)")
             // Nothing known in force: A1 is recorded taken (again), the file written afresh.
             #expect(records.all.map(\.outcome) == ["taken"] && records.all.first?.mRID == "A1", "\(name): \(records.all)")
             #expect(FileManager.default.fileExists(atPath: path), "\(name)")
@@ -112,4 +112,11 @@ extension Sep2ControlRecordTests {
         var controls = ScheduleStore.Reader(bytes: try StoredInForce.encode(inForce), at: 0)
         #expect(try StoredInForce.decode(&controls) == inForce && controls.at == controls.bytes.count)
     }
+}
+
+/// The copies of the file at `path` moved aside as damaged (`NAME.damaged-UNIXTIME`, `StateFile`'s quarantine).
+private func damagedCopies(of path: String) -> [String] {
+    let directory = (path as NSString).deletingLastPathComponent, name = (path as NSString).lastPathComponent
+    return ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasPrefix(name + ".damaged-") }
+        .map { directory + "/" + $0 }
 }

@@ -110,13 +110,13 @@ extension Sep2ReporterWorkerTests {
         let damaged: [(String, Data)] = [("garbage", Data("BESS2RSP torn".utf8)), ("truncated", good.prefix(good.count - 5)),
                                          ("oversized", good + Data(count: 5 << 20))]
         for (name, bytes) in damaged {
-            try? FileManager.default.removeItem(atPath: path + ".damaged")  // each case must move its own aside
+            for kept in damagedCopies(of: path) { try? FileManager.default.removeItem(atPath: kept) }  // each case must move its own aside
             try bytes.write(to: URL(fileURLWithPath: path))
             let rig = Self.started(server, dir, wall: first.wall)
             let corrupt = rig.log.codes("SEP2_STORE_CORRUPT")
             #expect(corrupt.count == 1 && corrupt.first?.contains("ieee2030_5-responses.bin") == true, "\(name): \(rig.log.all)")
             #expect(rig.client.reporting?.reporter.pendingResponses.isEmpty == true, "\(name)")
-            #expect(FileManager.default.fileExists(atPath: path + ".damaged") && !FileManager.default.fileExists(atPath: path), "\(name)")
+            #expect(damagedCopies(of: path).count == 1 && !FileManager.default.fileExists(atPath: path), "\(name)")
             rig.settle()
             #expect(rig.client.reporting != nil, "\(name): the reporter runs on")
         }
@@ -139,4 +139,11 @@ extension Sep2ReporterTests {
         huge.outbox[0].request.body = [UInt8](repeating: 0x41, count: StoredResponses.maximumBodyBytes + 1)
         #expect(throws: ScheduleStoreError.self) { try huge.encoded() }
     }
+}
+
+/// The copies of the file at `path` moved aside as damaged (`NAME.damaged-UNIXTIME`, `StateFile`'s quarantine).
+private func damagedCopies(of path: String) -> [String] {
+    let directory = (path as NSString).deletingLastPathComponent, name = (path as NSString).lastPathComponent
+    return ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasPrefix(name + ".damaged-") }
+        .map { directory + "/" + $0 }
 }
