@@ -33,15 +33,14 @@ public final class SiteOwnership {
         guard fd >= 0 else {
             throw RunError(.stateDirectoryFailed, message: "cannot open \(lockPath): \(SystemError.text(errno))")
         }
-        // The corresponding C function is `flock`; retried on EINTR only.
-        var result: Int32
-        repeat { result = flock(fd, LOCK_EX | LOCK_NB) } while result != 0 && errno == EINTR
-        guard result == 0 else {
-            let failure = errno
+        // The corresponding C function is `flock` (an interrupted call is retried by `systemCall`).
+        do throws(SystemCallError) {
+            _ = try systemCall("flock", lockPath) { flock(fd, LOCK_EX | LOCK_NB) }
+        } catch {
             let owner = Self.recordedOwner(fd)
             close(fd)
-            guard failure == EWOULDBLOCK else {
-                throw RunError(.stateDirectoryFailed, message: "cannot lock \(lockPath): \(SystemError.text(failure))")
+            guard error.errno == EWOULDBLOCK else {
+                throw RunError(.stateDirectoryFailed, message: "cannot lock \(lockPath): \(SystemError.text(error.errno))")
             }
             throw RunError(.alreadyRunning,
                            message: "another bessd\(owner.map { " (pid \($0))" } ?? "") already controls this site: it holds \(lockPath). "

@@ -237,19 +237,27 @@ public final class Spool {
     }
 
     private func writeAll(_ bytes: [UInt8]) throws(SpoolError) {
+        // No segment open (its creation failed): what write(2) said of it, before `systemCall`.
+        guard fd >= 0 else { throw SpoolError.failed("writing the spool", errno: EBADF) }
+        let fd = fd
         var offset = 0
         while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if n <= 0 {
-                if n < 0, errno == EINTR { continue }
-                // A short write that wrote nothing sets no errno: the disk is full.
-                let e = n < 0 ? errno : ENOSPC
-                // Leave no half record behind: cut back to where this record began.
-                let end = lseek(fd, 0, SEEK_END)
-                ftruncate(fd, end - off_t(offset))
-                throw SpoolError.failed("writing the spool", errno: e)
+            let written = bytes.withUnsafeBytes { raw in
+                Result { () throws(SystemCallError) in try systemCall("write") { write(fd, raw.baseAddress! + offset, raw.count - offset) } }
             }
-            offset += n
+            // A short write that wrote nothing sets no errno: the disk is full.
+            let failure: Int32
+            switch written {
+            case .success(let n) where n > 0:
+                offset += n
+                continue
+            case .success: failure = ENOSPC
+            case .failure(let error): failure = error.errno
+            }
+            // Leave no half record behind: cut back to where this record began.
+            let end = lseek(fd, 0, SEEK_END)
+            ftruncate(fd, end - off_t(offset))
+            throw SpoolError.failed("writing the spool", errno: failure)
         }
     }
 
@@ -449,18 +457,10 @@ public final class Spool {
     public static let maxSeq: UInt64 = 1 << 62
 
     private func loadState() throws(SpoolError) {
-        let fd = open(statePath, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        var bytes = [UInt8](repeating: 0, count: Self.stateSlotStride + Self.stateSlotBytes)
-        var count = 0
-        while count < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + count, $0.count - count) }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else { break }
-            count += n
-        }
-        close(fd)
-        guard let state = Self.parseState(bytes[0..<count]) else { return }
+        // No state file, or one that cannot be read: nothing is loaded from it (a bounded read
+        // through `systemCall`: both slots at most).
+        let file = StateFile(path: statePath, maximumBytes: Self.stateSlotStride + Self.stateSlotBytes)
+        guard let bytes = try? file.read(), let state = Self.parseState(bytes.prefix(file.maximumBytes)) else { return }
         stateGeneration = state.generation
         acknowledged = state.acknowledged
         dropped = state.dropped

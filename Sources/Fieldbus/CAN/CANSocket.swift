@@ -130,15 +130,16 @@ public final class CANSocket {
     public func receive(timeout: Duration) throws(FieldbusError) -> (frame: CANFrame, realtimeNanoseconds: Int64)? {
         var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         let ms = Int32(clamping: max(0, timeout.nanosecondsClamped) / 1_000_000)
-        let ready = poll(&pfd, 1, ms)
-        if ready == 0 { return nil }
-        if ready < 0 {
-            if errno == EINTR { return nil }
-            throw FieldbusError(.receiveFailed, message: "\(interface): \(SystemError.text(errno))", errno: errno)
+        // A signal that ends the wait early is a wait with no frame, as before (`pollOnce`).
+        do throws(SystemCallError) {
+            guard try pollOnce(&pfd, count: 1, timeoutMilliseconds: ms) > 0 else { return nil }
+        } catch {
+            throw FieldbusError(.receiveFailed, message: "\(interface): \(SystemError.text(error.errno))", errno: error.errno)
         }
         var raw = can_frame()
         var control = [UInt8](repeating: 0, count: 64)
         var received = 0
+        var receiveErrno: Int32 = 0
         var stamp: Int64 = 0
         withUnsafeMutablePointer(to: &raw) { framePointer in
             var iov = iovec(iov_base: UnsafeMutableRawPointer(framePointer), iov_len: MemoryLayout<can_frame>.size)
@@ -149,7 +150,13 @@ public final class CANSocket {
                     message.msg_iovlen = 1
                     message.msg_control = controlBytes.baseAddress
                     message.msg_controllen = controlBytes.count
-                    received = recvmsg(fd, &message, Int32(MSG_DONTWAIT))
+                    // An interrupted call is retried (`systemCall`; MSG_DONTWAIT: a frame or EAGAIN); any other errno kept.
+                    do throws(SystemCallError) {
+                        received = try systemCall("recvmsg") { recvmsg(fd, &message, Int32(MSG_DONTWAIT)) }
+                    } catch {
+                        received = -1
+                        receiveErrno = error.errno
+                    }
                     // The first control message, if it is the timestamp, holds a struct timespec.
                     if received > 0, message.msg_controllen >= MemoryLayout<cmsghdr>.size {
                         let header = controlBytes.load(as: cmsghdr.self)
@@ -163,10 +170,10 @@ public final class CANSocket {
             }
         }
         guard received == MemoryLayout<can_frame>.size else {
-            if received < 0, errno == EAGAIN || errno == EINTR { return nil }
+            if received < 0, receiveErrno == EAGAIN { return nil }
             if received < 0 {
-                throw FieldbusError(.receiveFailed, message: "\(interface): \(SystemError.text(errno))",
-                                    errno: errno)
+                throw FieldbusError(.receiveFailed, message: "\(interface): \(SystemError.text(receiveErrno))",
+                                    errno: receiveErrno)
             }
             throw FieldbusError(.frameShort, message: "\(interface): short read of \(received) bytes")
         }

@@ -456,17 +456,19 @@ public final class ModbusConnection: RegisterAccess {
                 }
             }
             if wait, clock.now() > pending.deadline { throw failure(pending.label.description, errno: ETIMEDOUT) }
-            let received = recv(fd, inbound + inboundCount, Self.frameCapacity - inboundCount, wait ? 0 : Int32(MSG_DONTWAIT))
-            if received > 0 {
-                inboundCount += received
-            } else if received == 0 {
-                throw failure(pending.label.description, errno: ECONNRESET)
-            } else if errno == EAGAIN || errno == EWOULDBLOCK {
+            // No socket (the session closed): what recv(2) says of it, before `systemCall` would stop on EBADF.
+            guard fd >= 0 else { throw failure(pending.label.description, errno: EBADF) }
+            let received: Int
+            do throws(SystemCallError) {
+                let (buffer, room, flags) = (inbound + inboundCount, Self.frameCapacity - inboundCount, wait ? 0 : Int32(MSG_DONTWAIT))
+                received = try systemCall("recv") { recv(fd, buffer, room, flags) }
+            } catch {
+                guard error.errno == EAGAIN || error.errno == EWOULDBLOCK else { throw failure(pending.label.description, errno: error.errno) }
                 if !wait { return nil }
                 throw failure(pending.label.description, errno: ETIMEDOUT)
-            } else if errno != EINTR {
-                throw failure(pending.label.description, errno: errno)
             }
+            guard received > 0 else { throw failure(pending.label.description, errno: ECONNRESET) }
+            inboundCount += received
         }
     }
 
@@ -538,9 +540,8 @@ public final class ModbusConnection: RegisterAccess {
         while true {
             if clock.now() >= end { return }
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = clock.poll(&pfd, count: 1, until: end + .milliseconds(1))
-            if ready < 0, errno == EINTR { continue }
-            guard ready > 0 else { continue }
+            // Nothing ready, or the wait failed (a signal): look at the clock again.
+            guard clock.poll(&pfd, count: 1, until: end + .milliseconds(1)) > 0 else { continue }
             if pfd.revents & Int16(POLLIN) == 0 || modbus_flush(context) <= 0 {
                 return  // hung up or nothing to read: the next request reports the link
             }
