@@ -130,7 +130,7 @@ let package = Package(
         // The IEEE 2030.5 client's I/O: HTTP/1.1 over TLSTransport on its own worker thread, the worker and its
         // durable schedule store.
         .target(
-            name: "Sep2Link", dependencies: ["BessSystem", "ControlCore", "Config", "Cycle", "IEEE2030_5", "TLSTransport"],
+            name: "Sep2Link", dependencies: ["BessSystem", "ControlCore", "Cycle", "IEEE2030_5", "TLSTransport"],
             swiftSettings: swiftSettings),
         .executableTarget(
             name: "bessd",

@@ -158,13 +158,13 @@ enum SEP2DiscoveryHarness {
         var session = DiscoverySession(entryPath: pick & 0x10 != 0 ? wellKnownPath : "/dcap", lfdi: lfdi, sfdi: sfdi, pin: pin,
                                        pollSeconds: 300, limits: limits, options: options)
         var registered = false
-        var now: Int64 = Int64(input.u16()) - 1_000
+        var now = MonotonicInstant(nanoseconds: (Int64(input.u16()) - 1_000) * 1_000_000_000)
         let longest = Int64(max(sep2RateRange.upperBound, Int64(limits.retryAfter.upperBound), Int64(limits.backoff.upperBound)))
         var steps = 0
         while !input.isEmpty && steps < 64 {
             steps += 1
             let op = input.u8()
-            now += Int64(input.u16() >> (op >> 6 == 0 ? 8 : 0))
+            now = now + .seconds(input.u16() >> (op >> 6 == 0 ? 8 : 0))
             guard let request = session.nextRequest(now: now) else {
                 if let due = session.nextDue { now = max(now, due) }
                 continue
@@ -184,13 +184,12 @@ enum SEP2DiscoveryHarness {
             } else {
                 let reply = self.reply(op % 16, to: request, inBand: inBand && !registered, &input)
                 if request.purpose == .registerEndDevice && (200...299).contains(reply.status) { registered = true }
-                do { try session.handle(reply, to: request, now: now, wallClock: now + 1_700_000_000) } catch { check(error, &violations) }
+                do { try session.handle(reply, to: request, now: now, wallClock: now.nanoseconds / 1_000_000_000 + 1_700_000_000) } catch { check(error, &violations) }
             }
             if session.stopped != nil {
-                violations.check(session.nextDue == nil && session.nextRequest(now: .max) == nil, "a stopped session still asks")
+                violations.check(session.nextDue == nil && session.nextRequest(now: MonotonicInstant(nanoseconds: .max)) == nil, "a stopped session still asks")
             } else if let due = session.nextDue {
-                let (limit, overflow) = now.addingReportingOverflow(longest)
-                violations.check(overflow || due <= limit, "held back to \(due) at \(now)")
+                violations.check(due <= now + .seconds(longest), "held back to \(due) at \(now)")
             } else {
                 violations.check(false, "a running session with nothing ever due")
             }

@@ -128,7 +128,7 @@ public struct DiscoveryOptions: Hashable, Sendable {
     }
 }
 
-/// The 2030.5 discovery chain as a pure state machine: it says which GET is due at a monotonic second,
+/// The 2030.5 discovery chain as a pure state machine: it says which GET is due at a monotonic instant,
 /// takes the server's replies, and keeps the last good state of every resource it read.
 ///
 /// The chain: DeviceCapability (the entry path; or `/.well-known/csipaus`, whose JSON names the
@@ -155,7 +155,7 @@ public struct DiscoveryOptions: Hashable, Sendable {
 /// (1…3600 s) or else the back-off; other 5xx and `handleFailure(now:)` (a transport error or timeout)
 /// back off 2, 4, 8 … 300 s; a document refused or another 4xx is asked for again at its poll rate.
 ///
-/// Time: `now` is always the caller's monotonic clock in seconds. A Time reply anchors the server's
+/// Time: `now` is always the caller's monotonic clock. A Time reply anchors the server's
 /// clock to it, so `serverTime(now:)` counts on from the server's `currentTime` by the monotonic clock
 /// (a step of the local wall clock moves nothing); `serverTimeOffset` is the server's `currentTime`
 /// minus the `wallClock` the caller passed to `handle` with that reply (nil when it passed none).
@@ -166,45 +166,27 @@ public struct DiscoverySession: Sendable {
     let lfdi: String
     let sfdi: UInt64
     let pin: UInt32?
-    let pollSeconds: UInt32
     let limits: DiscoveryLimits
     let options: DiscoveryOptions
     /// The path the chain starts from now (the configured one, or where it redirected).
     public internal(set) var entryPath: String
-    var nodes: [String: Node] = [:]
-    var serial = 0
-    var inFlight: (request: Sep2Request, node: String)?
-    var backoffUntil: Int64?
-    var failures = 0
+    /// The resources followed and the request in flight.
+    var walk: ResourceWalk
+    /// Every request held back after a 429, 503, other 5xx or a transport failure.
+    var hold: RetryHold
     var redirects = 0
-    var timeAnchor: (serverTime: Int64, monotonic: Int64)?
-    var store: [String: [UInt8]] = [:]
+    /// The server's clock: the last Time reply's, else the wall clock passed in.
+    var clock = ServerClock()
     /// The `/.well-known/csipaus` document the entry path was chosen from (kept with `documents`).
     var wellKnownDocument: (path: String, body: [UInt8])?
-    /// The EndDeviceList whose lack of this device asks for a POST (in-band registration).
-    var registrationWanted: String?
-    /// Where the server put the EndDevice POSTed (its `Location`), followed while the list lacks it.
-    var registeredAt: String?
-    /// A POST answered without a `Location`: the list is read again at once to find the device.
-    var awaitingListing = false
-    /// The ConnectionPointLink the connection point id was last PUT to.
-    var connectionPointPut: String?
-    /// The EndDevice was read again since the PUT: the ConnectionPoint is read back (and PUT again when the
-    /// server's id is not the configured one, or it is gone).
-    var connectionPointCheck = false
-    /// The read-back's own back-off after a 429 or 5xx (2, 4 … 300 s; the reads go on meanwhile): not
-    /// before this monotonic second, and the failures in a row. A 2xx, 404 or 410 ends it.
-    var connectionPointReadDue: Int64 = .min
-    var connectionPointReadFailures = 0
-    /// The server answered the read-back 405: it does not offer a GET there; never read back again.
-    var connectionPointReadOffered = true
-    /// No write before this monotonic second (the back-off after a refused one), and the refusals in a row.
-    var writeDue: Int64 = .min
-    var writeFailures = 0
+    /// The EndDevice POSTed and where the server put it (in-band registration).
+    var inBand = InBandRegistration()
+    /// The ConnectionPoint PUT and its read-back.
+    var connectionPoint: ConnectionPointWrite
+    /// The back-off after a refused write (POST or PUT): no write before its end.
+    var writeHold: RetryHold
     /// True while `init(restoring:)` replays documents: nothing is written.
     var restoring = false
-    /// The local wall clock at a monotonic second (the last reply that came with one).
-    var wallAnchor: (wall: Int64, monotonic: Int64)?
     /// The CSIP-AUS namespace the server's EndDevice documents use; the well-known document's choice before.
     public internal(set) var csipaus: CSIPAUSVersion?
 
@@ -212,7 +194,7 @@ public struct DiscoverySession: Sendable {
     public internal(set) var stopped: SEP2Error?
     /// The server's `currentTime` minus the wall clock passed with the last Time reply, seconds; nil
     /// until a Time reply came with a `wallClock`.
-    public internal(set) var serverTimeOffset: Int64?
+    public var serverTimeOffset: Int64? { clock.offset }
 
     /// A session that starts at `entryPath` (the DeviceCapability's path, or `/.well-known/csipaus`,
     /// whose redirect is followed) for the device of `lfdi` (40 hex digits) and `sfdi`; `pin` is
@@ -224,10 +206,13 @@ public struct DiscoverySession: Sendable {
         self.lfdi = lfdi
         self.sfdi = sfdi
         self.pin = pin
-        self.pollSeconds = max(1, pollSeconds)
         self.limits = limits
         self.options = options
-        addRoot(entryPath, due: .min)
+        walk = ResourceWalk(pollSeconds: pollSeconds, limits: limits)
+        hold = RetryHold(limits)
+        writeHold = RetryHold(limits)
+        connectionPoint = ConnectionPointWrite(limits: limits)
+        walk.addRoot(entryPath, due: .distantPast)
     }
 
     /// A session rebuilt from `documents` (what `documents` held, kept durably): the chain is read
@@ -240,167 +225,150 @@ public struct DiscoverySession: Sendable {
         restoring = true
         if options.inBandRegistration {
             // An EndDevice registered in band may be found only where the server put it.
-            registeredAt = documents.keys.sorted().first { key in
+            inBand.registeredAt = documents.keys.sorted().first { key in
                 (try? EndDevice.read(documents[key] ?? []))?.resource.identifies(lfdi: lfdi, sfdi: sfdi) == true
             }
         }
         var steps = 0
-        while steps <= documents.count + limits.maximumResources, let request = nextRequest(now: .min), let node = inFlight?.node {
+        while steps <= documents.count + limits.maximumResources, let request = nextRequest(now: .distantPast), let node = walk.inFlight?.node {
             steps += 1
             if let body = documents[request.path] {
-                try? handle(Sep2Reply(status: 200, body: body), to: request, now: .min)
+                try? handle(Sep2Reply(status: 200, body: body), to: request, now: .distantPast)
             } else {
-                inFlight = nil
-                nodes[node]?.due = .min + 1
+                walk.inFlight = nil
+                walk.nodes[node]?.due = .distantPast + .nanoseconds(1)
             }
         }
-        inFlight = nil
-        timeAnchor = nil
-        wallAnchor = nil
+        walk.inFlight = nil
+        clock.timeAnchor = nil
+        clock.wallAnchor = nil
         restoring = false
-        registrationWanted = nil
-        awaitingListing = false
-        for path in Array(nodes.keys) {
-            nodes[path]?.due = .min
-            nodes[path]?.restartPass()
+        inBand.wanted = nil
+        inBand.awaitingListing = false
+        for path in Array(walk.nodes.keys) {
+            walk.nodes[path]?.due = .distantPast
+            walk.nodes[path]?.restartPass()
         }
     }
 
-    /// The request due at `now` (monotonic seconds), nil when none is (back-off, every resource read
+    /// The request due at `now` (monotonic), nil when none is (back-off, every resource read
     /// within its poll rate, or `stopped`). Until its outcome is handed back the same request is returned.
-    public mutating func nextRequest(now: Int64) -> Sep2Request? {
+    public mutating func nextRequest(now: MonotonicInstant) -> Sep2Request? {
         guard stopped == nil else { return nil }
-        if let inFlight { return inFlight.request }
-        if let backoffUntil, now < backoffUntil { return nil }
-        if let write = wantedWrite(now: now) {
-            inFlight = write
-            return write.request
-        }
-        var chosen: Node?
-        for node in nodes.values where node.due <= now {
-            if let best = chosen, (best.due, best.serial) <= (node.due, node.serial) { continue }
-            chosen = node
-        }
-        guard let node = chosen else { return nil }
-        var path = node.path
-        if node.kind.isList {
-            path += (path.contains("?") ? "&" : "?") + "s=\(node.pageStart)&l=\(limits.pageSize)"
-        }
-        let request = Sep2Request(method: .get, path: path, purpose: node.kind)
-        inFlight = (request, node.path)
-        return request
+        if let inFlight = walk.inFlight { return inFlight.request }
+        if hold.holds(at: now) { return nil }
+        guard let next = wantedWrite(now: now) ?? walk.dueRead(at: now) else { return nil }
+        walk.inFlight = next
+        return next.request
     }
 
-    /// The monotonic second the next request is due (its resource's poll, or the back-off's end),
+    /// The monotonic instant the next request is due (its resource's poll, or the back-off's end),
     /// nil when `stopped`.
-    public var nextDue: Int64? {
+    public var nextDue: MonotonicInstant? {
         guard stopped == nil else { return nil }
-        guard var earliest = nodes.values.map(\.due).min() else { return nil }
-        if hasWrite { earliest = min(earliest, writeDue) }
-        if readBackWanted { earliest = min(earliest, max(writeDue, connectionPointReadDue)) }
-        return max(earliest, backoffUntil ?? .min)
+        guard var earliest = walk.earliestDue else { return nil }
+        if hasWrite { earliest = min(earliest, writeHold.due) }
+        if readBackWanted { earliest = min(earliest, max(writeHold.due, connectionPoint.readHold.due)) }
+        return max(earliest, hold.due)
     }
 
     /// The outcome of a transport failure (connection refused, TLS, timeout) for the request in
     /// flight: it is asked for again after the back-off (2, 4, 8 … 300 s).
-    public mutating func handleFailure(now: Int64) {
-        guard stopped == nil, inFlight != nil else { return }
-        inFlight = nil
-        backOff(now: now, retryAfter: nil, honourRetryAfter: false)
+    public mutating func handleFailure(now: MonotonicInstant) {
+        guard stopped == nil, walk.inFlight != nil else { return }
+        walk.inFlight = nil
+        hold.fail(at: now)
     }
 
-    /// The server's `reply` to `request` at `now` (monotonic seconds); `wallClock`, the local wall clock
+    /// The server's `reply` to `request` at `now` (monotonic); `wallClock`, the local wall clock
     /// (seconds since the Unix epoch) when the reply came, sets `serverTimeOffset` from a Time reply.
     /// Throws the reply's refusal (`SEP2_HTTP_STATUS`, a document's code, `SEP2_END_DEVICE_UNKNOWN`,
     /// `SEP2_PIN_MISMATCH`…) after the session has taken it into account: the caller logs it, nothing more.
-    public mutating func handle(_ reply: Sep2Reply, to request: Sep2Request, now: Int64, wallClock: Int64? = nil) throws(SEP2Error) {
-        guard stopped == nil, let current = inFlight, current.request == request, nodes[current.node] != nil else { return }
-        inFlight = nil
+    public mutating func handle(_ reply: Sep2Reply, to request: Sep2Request, now: MonotonicInstant, wallClock: Int64? = nil) throws(SEP2Error) {
+        guard stopped == nil, let current = walk.inFlight, current.request == request, walk.nodes[current.node] != nil else { return }
+        walk.inFlight = nil
         let path = current.node
-        if let wallClock { wallAnchor = (wallClock, now) }
+        if let wallClock { clock.wallAnchor = (wallClock, now) }
         if request.purpose == .registerEndDevice || request.purpose == .connectionPoint {
             try handleWrite(reply, to: request, parent: path, now: now)
             return
         }
+        let atEntry = walk.nodes[path]?.kind == .deviceCapability && path == entryPath
         switch reply.status {
-        case 200...299 where nodes[path]?.kind == .deviceCapability && path == entryPath && WellKnownCSIPAUS.isJSON(reply.body):
-            failures = 0
-            backoffUntil = nil
+        case 200...299 where atEntry && WellKnownCSIPAUS.isJSON(reply.body):
+            hold.reset()
             let chosen: WellKnownCSIPAUS
             do { chosen = try WellKnownCSIPAUS.read(reply.body) } catch {
-                reschedule(path, now: now)
+                walk.reschedule(path, now: now)
                 throw error
             }
-            guard redirects < limits.maximumRedirects else {
-                reschedule(path, now: now)
-                throw SEP2Error(.wellKnownInvalid, message: "more than \(limits.maximumRedirects) redirects from the entry path")
-            }
-            redirects += 1
-            detach(path, from: nil)
+            try redirect(from: path, now: now, code: .wellKnownInvalid) { () throws(SEP2Error) in chosen.deviceCapabilityPath }
             wellKnownDocument = (request.path, reply.body)
             csipaus = csipaus ?? chosen.version
-            entryPath = chosen.deviceCapabilityPath
-            addRoot(chosen.deviceCapabilityPath, due: now)
         case 200...299:
-            failures = 0
-            backoffUntil = nil
+            hold.reset()
             do {
                 try accept(reply.body, key: request.path, node: path, now: now, wallClock: wallClock)
             } catch {
-                if error.code != .pinMismatch, nodes[path] != nil { reschedule(path, now: now) }
+                if error.code != .pinMismatch, walk.nodes[path] != nil { walk.reschedule(path, now: now) }
                 throw error
             }
-        case 300...399 where reply.location != nil && nodes[path]?.kind == .deviceCapability && path == entryPath:
-            guard redirects < limits.maximumRedirects else {
-                reschedule(path, now: now)
-                throw SEP2Error(.httpStatus, message: "more than \(limits.maximumRedirects) redirects from the entry path")
+        case 300...399 where reply.location != nil && atEntry:
+            try redirect(from: path, now: now, code: .httpStatus) { () throws(SEP2Error) in
+                try SEP2Href.check(reply.location ?? "", "the Location of \(quoted(request.path, limit: 64))")
             }
-            let location: String
-            do { location = try SEP2Href.check(reply.location ?? "", "the Location of \(quoted(request.path, limit: 64))") } catch {
-                reschedule(path, now: now)
-                throw error
-            }
-            redirects += 1
-            detach(path, from: nil)
-            entryPath = location
-            addRoot(location, due: now)
-        case 429, 503:
-            backOff(now: now, retryAfter: reply.retryAfterSeconds, honourRetryAfter: true)
-            throw SEP2Error(.httpStatus, message: "HTTP \(reply.status) for \(quoted(request.path, limit: 64)); nothing asked for \(backoffUntil.map { $0 - now } ?? 0) s")
-        case 500...599:
-            backOff(now: now, retryAfter: nil, honourRetryAfter: false)
-            throw SEP2Error(.httpStatus, message: "HTTP \(reply.status) for \(quoted(request.path, limit: 64)); nothing asked for \(backoffUntil.map { $0 - now } ?? 0) s")
+        case 429, 503, 500...599:
+            try backOff(reply, to: request, "", now: now)
         default:
-            failures = 0
-            backoffUntil = nil
-            reschedule(path, now: now)
-            if nodes[path]?.kind == .endDevice, path == registeredAt {
+            hold.reset()
+            walk.reschedule(path, now: now)
+            if walk.nodes[path]?.kind == .endDevice, path == inBand.registeredAt {
                 // The EndDevice is no longer where the server put it: registered afresh at the list's next read.
-                registeredAt = nil
+                inBand.registeredAt = nil
             }
             throw SEP2Error(.httpStatus, message: "HTTP \(reply.status) for \(quoted(request.path, limit: 64))")
         }
     }
 
-    /// The server's clock at monotonic `now`: the last Time reply's `currentTime` plus the monotonic
-    /// seconds since; nil before a Time reply.
-    public func serverTime(now: Int64) -> Int64? {
-        timeAnchor.map { EventRules.clampedSum($0.serverTime, Self.clampedDifference(now, $0.monotonic)) }
+    /// The entry path moved from `path` to `location` (a redirect's, or the well-known document's choice);
+    /// past `maximumRedirects` (the refusal is `code`) or a location refused, the entry is read again at
+    /// its poll rate.
+    mutating func redirect(from path: String, now: MonotonicInstant, code: SEP2ErrorCode,
+                           to target: () throws(SEP2Error) -> String) throws(SEP2Error) {
+        let location: String
+        do throws(SEP2Error) {
+            guard redirects < limits.maximumRedirects else {
+                throw SEP2Error(code, message: "more than \(limits.maximumRedirects) redirects from the entry path")
+            }
+            location = try target()
+        } catch {
+            walk.reschedule(path, now: now)
+            throw error
+        }
+        redirects += 1
+        walk.detach(path, from: nil)
+        entryPath = location
+        walk.addRoot(location, due: now)
     }
 
-    /// `a − b`, held at the nearer bound where it would overflow.
-    static func clampedDifference(_ a: Int64, _ b: Int64) -> Int64 {
-        let (difference, overflow) = a.subtractingReportingOverflow(b)
-        return overflow ? (b < 0 ? .max : .min) : difference
+    /// A 429 or 503 holds every request back for its `Retry-After` (held to 1…3600 s) or else the
+    /// back-off; another 5xx for the back-off. Throws the refusal, with the wait.
+    mutating func backOff(_ reply: Sep2Reply, to request: Sep2Request, _ what: String, now: MonotonicInstant) throws(SEP2Error) {
+        let delay = hold.fail(at: now, retryAfter: reply.status == 429 || reply.status == 503 ? reply.retryAfterSeconds : nil, rule: .replaces)
+        throw SEP2Error(.httpStatus, message: "HTTP \(reply.status) for \(what)\(quoted(request.path, limit: 64)); nothing asked for \(delay) s")
     }
+
+    /// The server's clock at monotonic `now`: the last Time reply's `currentTime` plus the whole
+    /// monotonic seconds since; nil before a Time reply.
+    public func serverTime(now: MonotonicInstant) -> Int64? { clock.serverTime(now: now) }
 
     /// Every resource of the chain read at least once since it was (re)discovered: the EndDevice found,
     /// its Registration agreed, and each list below it read to its `all` (Time and the DERList are not
     /// needed for it). Never while `stopped`.
     public var complete: Bool {
         guard stopped == nil, let mine = endDevice else { return false }
-        if let assignments = mine.functionSetAssignmentsListLink, nodes[assignments] == nil { return false }
-        return nodes.values.allSatisfy { $0.kind == .time || $0.kind == .derList || $0.read }
+        if let assignments = mine.functionSetAssignmentsListLink, walk.nodes[assignments] == nil { return false }
+        return walk.nodes.values.allSatisfy { $0.kind == .time || $0.kind == .derList || $0.read }
     }
 
     /// The path of this device's EndDevice, nil until found.
@@ -409,55 +377,14 @@ public struct DiscoverySession: Sendable {
     /// Path → the last good body of every resource read (each page of a list under its own path and
     /// query), for the durable store; a resource dropped takes its documents with it.
     public var documents: [String: [UInt8]] {
-        guard let wellKnownDocument else { return store }
-        var out = store
+        guard let wellKnownDocument else { return walk.store }
+        var out = walk.store
         out[wellKnownDocument.path] = wellKnownDocument.body
         return out
     }
 }
 
-extension DiscoverySession {
-    /// What a resource's last good pass read.
-    enum Payload: Hashable, Sendable {
-        case none
-        case deviceCapability(DeviceCapability)
-        case time(SEP2Time)
-        case endDevices([EndDevice])
-        case registration(Registration)
-        case assignments([FunctionSetAssignments])
-        case programs([DERProgram])
-        case controls([DERControl])
-        case defaultControl(DefaultDERControl)
-        case ders([DER])
-    }
-
-    /// One resource the session follows.
-    struct Node: Sendable {
-        var kind: Sep2Request.Purpose
-        var path: String
-        /// The resources whose links lead here (none for the entry path).
-        var parents: Set<String>
-        var serial: Int
-        var due: Int64
-        /// The `pollRate` of its own last document.
-        var ownPoll: UInt32?
-        var committed = Payload.none
-        var read = false
-        /// The request paths of its committed documents.
-        var documentKeys: [String] = []
-        // The pass over a list's pages under way.
-        var pageStart: UInt32 = 0
-        var pageAll: UInt32 = 0
-        var pages = 0
-        var restarts = 0
-        var pending: [Payload] = []
-        var pendingDocuments: [(key: String, body: [UInt8])] = []
-
-        mutating func restartPass() {
-            pageStart = 0
-            pages = 0
-            pending = []
-            pendingDocuments = []
-        }
-    }
+extension MonotonicInstant {
+    /// Before any instant a clock gives: a resource due at once, a write never held back.
+    static let distantPast = MonotonicInstant(nanoseconds: .min)
 }

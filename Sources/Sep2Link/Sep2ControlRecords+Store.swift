@@ -66,7 +66,7 @@ enum StoredInForce {
                 limits.append(value)
             }
             let beyond = try reader.integer(1)
-            var record = UtilityControlRecord(mRID: Sep2Client.bounded(key.control), program: Sep2Client.bounded(key.program),
+            var record = UtilityControlRecord(mRID: ControlRecorder.bounded(key.control), program: ControlRecorder.bounded(key.program),
                                               outcome: UtilityControlRecord.taken, start: start, end: end,
                                               limits: UtilityControlLimits(exportLimitW: limits[0], importLimitW: limits[1], generationLimitW: limits[2],
                                                                            loadLimitW: limits[3], fixedW: limits[4], maxLimW: limits[5],
@@ -85,7 +85,7 @@ extension Sep2Client {
         do throws(ScheduleStoreError) {
             if let kept = try StoredInForce.file(stateDirectory: directory).load(StoredInForce.decode) { controlRecorder.inForce = kept }
         } catch {
-            log("\(error.code)", "\(error); the 2030.5 controls in force are recorded afresh (taken again, no end for one ended meanwhile)", true)
+            log(.sep2(failure: error, "\(error); the 2030.5 controls in force are recorded afresh (taken again, no end for one ended meanwhile)"))
         }
         controlRecorder.savedRevision = controlRecorder.revision
     }
@@ -100,7 +100,7 @@ extension Sep2Client {
             controlRecorder.storeFailed = false
         } catch {
             if !controlRecorder.storeFailed {
-                log("\(error.code)", "\(error); the 2030.5 controls in force would be recorded taken again after a restart", true)
+                log(.sep2(failure: error, "\(error); the 2030.5 controls in force would be recorded taken again after a restart"))
             }
             controlRecorder.storeFailed = true
         }

@@ -24,11 +24,12 @@ struct ControlRecorder {
     var storeFailed = false
 }
 
-extension Sep2Client {
+extension ControlRecorder {
     /// Compares the controls in force in `active` with those before: a record per control taken and per
     /// control ended, in the order of their program and mRID. Costs a set comparison while nothing changes.
-    func noteInForce(_ active: ActiveControls, second: Int64) {
-        guard let sink = controlRecorder.sink, known else { return }
+    mutating func noteInForce(_ active: ActiveControls, second: Int64, schedule: Sep2Schedule, siteRatingW: Double) {
+        guard let sink, schedule.known else { return }
+        let programs = schedule.programs
         var now: [ControlKey: Int64] = [:]
         for source in active.sources.values {
             switch source {
@@ -42,21 +43,21 @@ extension Sep2Client {
         // A default the server changed under the same mRID (sep2_server.py's admin `default` does):
         // its old values superseded, its new ones taken.
         var changed: Set<ControlKey> = []
-        for (key, taken) in controlRecorder.inForce where taken.start == nil && taken.end == nil && now[key] != nil {
-            if takenRecord(key, until: .max).limits != taken.limits { changed.insert(key) }
+        for (key, taken) in inForce where taken.start == nil && taken.end == nil && now[key] != nil {
+            if Self.takenRecord(key, until: .max, schedule: schedule, siteRatingW: siteRatingW).limits != taken.limits { changed.insert(key) }
         }
-        guard Set(now.keys) != Set(controlRecorder.inForce.keys) || !changed.isEmpty else { return }
-        controlRecorder.revision &+= 1
+        guard Set(now.keys) != Set(inForce.keys) || !changed.isEmpty else { return }
+        revision &+= 1
         let order = { (a: ControlKey, b: ControlKey) in (a.program, a.control) < (b.program, b.control) }
-        for (key, taken) in controlRecorder.inForce.sorted(by: { order($0.key, $1.key) }) where now[key] == nil || changed.contains(key) {
+        for (key, taken) in inForce.sorted(by: { order($0.key, $1.key) }) where now[key] == nil || changed.contains(key) {
             var ended = taken
-            ended.outcome = changed.contains(key) ? UtilityControlRecord.superseded : endOutcome(key, taken: taken, second: second)
-            controlRecorder.inForce[key] = nil
+            ended.outcome = changed.contains(key) ? UtilityControlRecord.superseded : Self.endOutcome(key, taken: taken, second: second, schedule: schedule)
+            inForce[key] = nil
             sink(ended)
         }
-        for key in now.keys.sorted(by: order) where controlRecorder.inForce[key] == nil {
-            let record = takenRecord(key, until: now[key] ?? second)
-            controlRecorder.inForce[key] = record
+        for key in now.keys.sorted(by: order) where inForce[key] == nil {
+            let record = Self.takenRecord(key, until: now[key] ?? second, schedule: schedule, siteRatingW: siteRatingW)
+            inForce[key] = record
             sink(record)
         }
     }
@@ -65,13 +66,14 @@ extension Sep2Client {
     /// active before its end was outranked (a higher-priority program's control took its types):
     /// superseded; one gone from the list, or past its end, completed when its end has passed and
     /// cancelled before.
-    func endOutcome(_ key: ControlKey, taken: UtilityControlRecord, second: Int64) -> String {
+    static func endOutcome(_ key: ControlKey, taken: UtilityControlRecord, second: Int64, schedule: Sep2Schedule) -> String {
+        let programs = schedule.programs
         if taken.start == nil, taken.end == nil {
             // A default: superseded while its program still has it, else replaced or removed.
             let kept = programs.first { $0.mRID == key.program }?.defaultControl?.mRID == key.control
             return kept ? UtilityControlRecord.superseded : UtilityControlRecord.cancelled
         }
-        switch EventRules.state(of: key.control, program: key.program, in: programs, now: second, randomization: randomization, held: held) {
+        switch schedule.state(of: key.control, program: key.program, at: second) {
         case .completed: return UtilityControlRecord.completed
         case .cancelled: return UtilityControlRecord.cancelled
         case .superseded: return UtilityControlRecord.superseded
@@ -82,17 +84,17 @@ extension Sep2Client {
     }
 
     /// The record of a control taken: its window and the limits it sets, in W of the site's rating.
-    func takenRecord(_ key: ControlKey, until: Int64) -> UtilityControlRecord {
-        let program = programs.first { $0.mRID == key.program }
+    static func takenRecord(_ key: ControlKey, until: Int64, schedule: Sep2Schedule, siteRatingW: Double) -> UtilityControlRecord {
+        let program = schedule.programs.first { $0.mRID == key.program }
         let control = program?.controls.first { $0.mRID == key.control }
         // A default (no window) when no control of the program has the mRID.
         let base = control?.base ?? program?.defaultControl.flatMap { $0.mRID == key.control ? $0.base : nil }
         var limits = UtilityControlLimits()
-        let window = control.map { EventRules.window($0, randomization: randomization) }
+        let window = control.map { EventRules.window($0, randomization: schedule.randomization) }
         if let base {
             var one = ActiveControls()
             one.base = base
-            let l = one.utilityLimits(siteRatingW: settings.siteRatingW)
+            let l = one.utilityLimits(siteRatingW: siteRatingW)
             let f = UtilityControlLimits.finite
             limits = UtilityControlLimits(exportLimitW: f(l.exportLimitW), importLimitW: f(l.importLimitW), generationLimitW: f(l.generationLimitW),
                                           loadLimitW: f(l.loadLimitW), fixedW: f(l.fixedW), maxLimW: f(l.maxLimW), targetW: f(l.targetW),
@@ -112,7 +114,7 @@ extension Sep2Client {
     /// `SEP2_VALUE_INVALID` …), or `SEP2_CONTROL_NOT_APPLICABLE` for a 252 without one; never a word
     /// of the reason (which starts with "DERControl").
     func recordRefused(_ control: RefusedControl) {
-        guard let sink = controlRecorder.sink else { return }
+        guard let sink else { return }
         let code = control.code.isEmpty ? (control.status == .notApplicable ? Self.notApplicableCode : "SEP2_CONTROL_REFUSED") : control.code
         sink(UtilityControlRecord(mRID: control.mRID.map { Self.bounded($0) }, program: nil, outcome: UtilityControlRecord.refused,
                                   code: Self.leadingCode(code) ?? "SEP2_CONTROL_REFUSED", responseStatus: Int(control.status.rawValue),
@@ -121,7 +123,7 @@ extension Sep2Client {
 
     /// A control document refused whole (its controls unknown): no mRID, no response status.
     func recordRefused(code: String, reason: String) {
-        guard let sink = controlRecorder.sink else { return }
+        guard let sink else { return }
         sink(UtilityControlRecord(mRID: nil, program: nil, outcome: UtilityControlRecord.refused, code: Self.leadingCode(code) ?? "SEP2_CONTROL_REFUSED",
                                   reason: UtilityControlRecord.cut(reason, bytes: UtilityControlRecord.maxReasonBytes)))
     }

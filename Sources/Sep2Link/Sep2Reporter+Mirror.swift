@@ -1,3 +1,4 @@
+import ControlCore
 public import IEEE2030_5
 
 // The metering mirror (CSIP-AUS Annex A): the usage points made once, then each post interval's
@@ -36,9 +37,9 @@ extension Sep2Reporter {
     /// The usage points not made yet (at most once per post interval), then the readings of an
     /// interval that has ended. An interval that ends before its usage point exists is dropped: the
     /// next one starts afresh.
-    mutating func mirrorRequests(now: Int64, serverTime: Int64, into out: inout [Sep2Request]) {
+    mutating func mirrorRequests(now: MonotonicInstant, serverTime: Int64, into out: inout [Sep2Request]) {
         if let list = mirrorListPath.flatMap(Self.path(of:)), mirrorPaths.count < MirrorLocation.allCases.count,
-           mirrorPostedAt.map({ now - $0 >= Int64(postSeconds) }) ?? true {
+           mirrorPostedAt.map({ now - $0 >= .seconds(postSeconds) }) ?? true {
             mirrorPostedAt = now
             for location in MirrorLocation.allCases where mirrorPaths[location] == nil {
                 do throws(SEP2Error) {

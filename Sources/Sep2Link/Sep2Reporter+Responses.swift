@@ -1,4 +1,4 @@
-import ControlCore
+public import ControlCore
 public import IEEE2030_5
 
 /// What happened to a control, as a response reports it.
@@ -18,10 +18,8 @@ struct ResponseLedger: Sendable {
     static let capacity = 4096
     /// Responses made and not yet accepted by the server, oldest first.
     var outbox: [QueuedResponse] = []
-    /// No response is sent before this monotonic second (after a failure).
-    var heldUntil: Int64?
-    /// Failures in a row (the back-off's step).
-    var failures = 0
+    /// The back-off after a failed response (its failures in a row, and no response sent before its end).
+    var hold = RetryHold()
     /// Answers other than 2xx and 4xx to the oldest response, and the wall-clock second (Unix) of the first.
     var answered = 0
     var answeredSince: Int64?
@@ -167,108 +165,119 @@ extension Sep2Reporter {
 
 // MARK: - The outbox: responses sent in order, again after a failure
 
-extension Sep2Reporter {
+extension ResponseLedger {
     /// Queues `responses` behind those waiting, in order; while the outbox is full a new one is dropped
     /// and counted (`takeDropped`), and not taken as sent: the next round (`track`, `respond`) makes it
     /// again. Returns how many were dropped.
     @discardableResult
-    public mutating func enqueue(_ responses: [Sep2Request]) -> Int {
-        var dropped = 0
-        for response in responses {
-            guard self.responses.outbox.count < ResponseLedger.outboxCapacity else {
-                dropped += 1
-                if let made = self.responses.made[response] {
-                    self.responses.sent[made.mRID]?.remove(made.status)
-                    if self.responses.sent[made.mRID]?.isEmpty == true { self.responses.sent[made.mRID] = nil }
-                    if let before = self.responses.seenBefore[made.mRID] { self.responses.seen[made.mRID] = before }
+    mutating func enqueue(_ requests: [Sep2Request]) -> Int {
+        var droppedNow = 0
+        for response in requests {
+            let maker = made[response]
+            guard outbox.count < Self.outboxCapacity else {
+                droppedNow += 1
+                if let maker {
+                    sent[maker.mRID]?.remove(maker.status)
+                    if sent[maker.mRID]?.isEmpty == true { sent[maker.mRID] = nil }
+                    if let before = seenBefore[maker.mRID] { seen[maker.mRID] = before }
                 }
                 continue
             }
-            let made = self.responses.made[response]
-            self.responses.outbox.append(QueuedResponse(request: response, mRID: made?.mRID ?? "", status: made?.status ?? 0))
+            outbox.append(QueuedResponse(request: response, mRID: maker?.mRID ?? "", status: maker?.status ?? 0))
         }
-        if !responses.isEmpty { self.responses.revision &+= 1 }
-        self.responses.made = [:]
-        self.responses.seenBefore = [:]
-        self.responses.dropped += dropped
-        return dropped
+        if !requests.isEmpty { revision &+= 1 }
+        made = [:]
+        seenBefore = [:]
+        dropped += droppedNow
+        return droppedNow
     }
 
     /// The responses given up since the last call (for the journal): what and why, the path quoted.
-    public mutating func takeGivenUp() -> [String] {
-        defer { responses.givenUp = [] }
-        return responses.givenUp
+    mutating func takeGivenUp() -> [String] {
+        defer { givenUp = [] }
+        return givenUp
     }
+
+    /// The responses dropped on a full outbox since the last call (for the journal).
+    mutating func takeDropped() -> Int {
+        defer { dropped = 0 }
+        return dropped
+    }
+
+    /// The response to send at monotonic `now`: the oldest waiting, unless a failure holds them back.
+    func next(now: MonotonicInstant) -> Sep2Request? {
+        if hold.holds(at: now) { return nil }
+        return outbox.first?.request
+    }
+
+    /// The outcome of sending the oldest response at `now`: a 2xx takes it off the queue; a 4xx other
+    /// than 408 and 429 is the server refusing that document: it is dropped, the error says so. Any
+    /// other answer (1xx, 3xx, 408, 429, 5xx) or none (`reply` nil, a transport failure) keeps it and holds
+    /// every response back for the back-off (2, 4, 8 … 300 s as discovery's, a 429's or 503's `Retry-After`
+    /// when longer). No answer (an outage) is retried without end; a server that answers with failures
+    /// gets `answeredAttempts` tries or `answeredSeconds` from its first on the wall clock `wall` (Unix
+    /// seconds; when nil, the monotonic clock's seconds), which the outbox keeps across a restart, then
+    /// the response is given up (`takeGivenUp`) so it does not hold back the ones behind it. Returns whether the next one may be
+    /// sent at once, and what went wrong (for `lastError`).
+    mutating func handle(_ reply: Sep2Reply?, to request: Sep2Request, now: MonotonicInstant, wall: Int64?) -> (sendNext: Bool, error: String?) {
+        guard outbox.first?.request == request else { return (true, nil) }
+        let status = reply?.status
+        let at = TextQuoting.quoted(request.path, limit: 64)
+        if let status, (200...299).contains(status) || ((400...499).contains(status) && status != 408 && status != 429) {
+            takeHead()
+            return (true, (200...299).contains(status) ? nil : "HTTP \(status) to DERControlResponse at \(at): dropped")
+        }
+        if let status {
+            let wall = wall ?? now.nanoseconds / 1_000_000_000
+            answered += 1
+            revision &+= 1
+            let since = answeredSince ?? wall
+            answeredSince = since
+            if answered >= Self.answeredAttempts || wall - since >= Self.answeredSeconds {
+                let line = "HTTP \(status) to the DERControlResponse at \(at) \(answered) times in \(wall - since) s: given up"
+                takeHead()
+                if givenUp.count < 16 { givenUp.append(line) }
+                return (true, line)
+            }
+        }
+        let delay = hold.fail(at: now, retryAfter: status == 429 || status == 503 ? reply?.retryAfterSeconds : nil, rule: .lengthens)
+        return (false, (status.map { "HTTP \($0)" } ?? "no answer") + " to DERControlResponse at \(at); sent again in \(delay) s")
+    }
+
+    /// Takes the oldest response off the queue; the next starts with no failures.
+    mutating func takeHead() {
+        outbox.removeFirst()
+        revision &+= 1
+        hold.reset()
+        answered = 0
+        answeredSince = nil
+    }
+}
+
+extension Sep2Reporter {
+    /// Queues `responses` behind those waiting (`ResponseLedger.enqueue`); returns how many were dropped.
+    @discardableResult
+    public mutating func enqueue(_ requests: [Sep2Request]) -> Int { responses.enqueue(requests) }
+
+    /// The responses given up since the last call (for the journal): what and why, the path quoted.
+    public mutating func takeGivenUp() -> [String] { responses.takeGivenUp() }
 
     /// The responses waiting to be sent, oldest first.
     public var pendingResponses: [Sep2Request] { responses.outbox.map(\.request) }
 
     /// The responses dropped on a full outbox since the last call (for the journal).
-    public mutating func takeDropped() -> Int {
-        defer { responses.dropped = 0 }
-        return responses.dropped
-    }
+    public mutating func takeDropped() -> Int { responses.takeDropped() }
 
-    /// The response to send at monotonic second `now`: the oldest waiting, unless a failure holds them back.
-    public func nextResponse(now: Int64) -> Sep2Request? {
-        if let held = responses.heldUntil, now < held { return nil }
-        return responses.outbox.first?.request
-    }
+    /// The response to send at monotonic `now`: the oldest waiting, unless a failure holds them back.
+    public func nextResponse(now: MonotonicInstant) -> Sep2Request? { responses.next(now: now) }
 
-    /// The outcome of sending the oldest response at `now`: a 2xx takes it off the queue; a 4xx other
-    /// than 408 and 429 is the server refusing that document: it is dropped, `lastError` says so. Any
-    /// other answer (1xx, 3xx, 408, 429, 5xx) or none (`reply` nil, a transport failure) keeps it and holds
-    /// every response back for the back-off (2, 4, 8 … 300 s as discovery's, a 429's or 503's `Retry-After`
-    /// when longer). No answer (an outage) is retried without end; a server that answers with failures
-    /// gets `answeredAttempts` tries or `answeredSeconds` from its first on the wall clock `wall` (Unix
-    /// seconds; `now` when nil), which the outbox keeps across a restart, then the response is given up
-    /// (`takeGivenUp`) so it does not hold back the ones behind it. Returns true when the next one may be
-    /// sent at once.
+    /// The outcome of sending the oldest response at `now` (`ResponseLedger.handle`); `lastError` says
+    /// what went wrong. Returns true when the next one may be sent at once.
     @discardableResult
-    public mutating func handleResponse(_ reply: Sep2Reply?, to request: Sep2Request, now: Int64, wall: Int64? = nil) -> Bool {
-        guard responses.outbox.first?.request == request else { return true }
-        let status = reply?.status
-        let at = TextQuoting.quoted(request.path, limit: 64)
-        if let status, (200...299).contains(status) || ((400...499).contains(status) && status != 408 && status != 429) {
-            takeHead()
-            if !(200...299).contains(status) { lastError = "HTTP \(status) to DERControlResponse at \(at): dropped" }
-            return true
-        }
-        if let status {
-            let wall = wall ?? now
-            responses.answered += 1
-            responses.revision &+= 1
-            let since = responses.answeredSince ?? wall
-            responses.answeredSince = since
-            if responses.answered >= ResponseLedger.answeredAttempts || wall - since >= ResponseLedger.answeredSeconds {
-                let line = "HTTP \(status) to the DERControlResponse at \(at) \(responses.answered) times in \(wall - since) s: given up"
-                takeHead()
-                lastError = line
-                if responses.givenUp.count < 16 { responses.givenUp.append(line) }
-                return true
-            }
-        }
-        let limits = DiscoveryLimits()
-        responses.failures = min(responses.failures + 1, 64)
-        var step = UInt64(limits.backoff.lowerBound)
-        for _ in 1..<responses.failures where step < UInt64(limits.backoff.upperBound) { step *= 2 }
-        var delay = min(step, UInt64(limits.backoff.upperBound))
-        if let after = reply?.retryAfterSeconds, status == 429 || status == 503 {
-            delay = max(delay, UInt64(min(max(after, limits.retryAfter.lowerBound), limits.retryAfter.upperBound)))
-        }
-        responses.heldUntil = now + Int64(delay)
-        lastError = (status.map { "HTTP \($0)" } ?? "no answer") + " to DERControlResponse at \(at); sent again in \(delay) s"
-        return false
-    }
-
-    /// Takes the oldest response off the queue; the next starts with no failures.
-    private mutating func takeHead() {
-        responses.outbox.removeFirst()
-        responses.revision &+= 1
-        responses.failures = 0
-        responses.heldUntil = nil
-        responses.answered = 0
-        responses.answeredSince = nil
+    public mutating func handleResponse(_ reply: Sep2Reply?, to request: Sep2Request, now: MonotonicInstant, wall: Int64? = nil) -> Bool {
+        let outcome = responses.handle(reply, to: request, now: now, wall: wall)
+        if let error = outcome.error { lastError = error }
+        return outcome.sendNext
     }
 }
 

@@ -150,7 +150,7 @@ extension Sep2Client {
             do throws(ScheduleStoreError) {
                 if let stored = try StoredResponses.file(stateDirectory: store.directory).load(StoredResponses.decode) { r.reporter.restore(stored) }
             } catch {
-                log("\(error.code)", "\(error); the DERControlResponses not yet sent before the restart are lost", true)
+                log(.sep2(failure: error, "\(error); the DERControlResponses not yet sent before the restart are lost"))
             }
             r.savedRevision = r.reporter.responses.revision
             reporting = r
@@ -171,7 +171,7 @@ extension Sep2Client {
             r.savedChecksum = checksum
             r.storeFailed = false
         } catch {
-            if !r.storeFailed { log("\(error.code)", "\(error); the DERControlResponses not yet sent would not survive a restart", true) }
+            if !r.storeFailed { log(.sep2(failure: error, "\(error); the DERControlResponses not yet sent would not survive a restart")) }
             r.storeFailed = true
         }
     }

@@ -1,4 +1,3 @@
-public import Config
 public import Cycle
 import ControlCore
 public import IEEE2030_5
@@ -8,8 +7,9 @@ import Synchronization
 struct Sep2Reporting {
     var reporter: Sep2Reporter
     let sample: @Sendable () -> Sep2SiteSample?
+    /// The monotonic second (whole seconds of the clock) the last sample was taken in: one a second.
     var sampledSecond: Int64?
-    var versionCheckedAt: Int64?
+    var versionCheckedAt: MonotonicInstant?
     /// The ledger's revision last written to the state directory, and whether the last write failed
     /// (Sep2Reporter+Store.swift).
     var savedRevision: UInt64?
@@ -19,23 +19,10 @@ struct Sep2Reporting {
     var storeFailed = false
 }
 
-extension Sep2ReporterSettings {
-    /// The settings of bessd's site: Σ `units[].max_power_kw` and `capacity_kwh`, the schedule ramp
-    /// `limits.schedule_ramp_percent_per_s`, `ieee2030_5.post_s` and `ieee2030_5.pen` (0 when none is configured).
-    public init(_ configuration: BessdConfiguration, lfdi: String) {
-        let ratings = Sep2SiteRatings(unitPowerW: configuration.units.map { $0.maxPowerKW * 1000 },
-                                      unitEnergyWh: configuration.units.map { $0.capacityKWh * 1000 },
-                                      rampPercentPerSecond: configuration.scheduleRampPercentPerSecond)
-        self.init(lfdi: lfdi, pen: configuration.ieee2030_5?.pen ?? 0, csipaus: .v1_2, postSeconds: configuration.ieee2030_5?.postSeconds ?? 300, ratings: ratings)
-        frequencyDroopEnabled = configuration.grid.droop.enabled
-    }
-}
-
 extension Sep2Worker {
-    /// Reports `shared`'s site (as the cycle publishes it) to the server with the reporter of
-    /// `configuration`. Call before `start`.
-    public func reportSite(_ configuration: BessdConfiguration, shared: SharedState) {
-        let settings = Sep2ReporterSettings(configuration, lfdi: state.lfdi)
+    /// Reports `shared`'s site (as the cycle publishes it) to the server with a reporter of `settings`
+    /// (Service maps them from the configuration). Call before `start`.
+    public func reportSite(_ settings: Sep2ReporterSettings, shared: SharedState) {
         let ratings = settings.ratings
         report(Sep2Reporter(settings: settings)) {
             var units = [UnitStatus](repeating: UnitStatus(), count: shared.unitCount)
@@ -62,51 +49,52 @@ extension Sep2Client {
             reporting = r
         }
         if let droop = frequencyDroop.withLock({ $0 }) { r.reporter.useFrequencyDroop(droop) }
-        let second = Self.seconds(now)
-        let server = Int64(serverTime(now: now, wall: wall).rounded(.down))
+        let second = now.nanoseconds / 1_000_000_000
+        let server = Int64(schedule.serverTime(now: now, wall: wall).rounded(.down))
         let refusedMRIDs = Set(controlRefusals.values.joined().compactMap(\.mRID))
-        let made = (known ? r.reporter.track(programs, serverTime: server, randomization: randomization, held: held, refused: refusedMRIDs) : [])
+        let made = (schedule.known ? r.reporter.track(schedule.programs, serverTime: server, randomization: schedule.randomization, held: schedule.held,
+                                                     refused: refusedMRIDs) : [])
             + r.reporter.respond(refused: controlRefusals.keys.sorted().flatMap { controlRefusals[$0] ?? [] }, serverTime: server)
         r.reporter.enqueue(made)
-        if known { noteDroopDisabled(refusing: { [reporter = r.reporter] in reporter.refusesDroop($0) }, serverTime: server) }
+        if schedule.known { noteDroopDisabled(refusing: { [reporter = r.reporter] in reporter.refusesDroop($0) }, serverTime: server) }
         let dropped = r.reporter.takeDropped()
         if dropped > 0 {
-            log("SEP2_RESPONSE_DROPPED", "SEP2_RESPONSE_DROPPED: \(dropped) DERControlResponse(s) dropped: \(r.reporter.pendingResponses.count) "
-                + "wait unsent for \(settings.serverName) (at most \(ResponseLedger.outboxCapacity))", true)
+            log(.sep2(.responseDropped, "\(dropped) DERControlResponse(s) dropped: \(r.reporter.pendingResponses.count) "
+                + "wait unsent for \(settings.serverName) (at most \(ResponseLedger.outboxCapacity))"))
         }
         saveResponses(&r)
         guard reachable != false else { return }
-        if r.versionCheckedAt.map({ second - $0 >= 60 }) ?? true {
-            r.versionCheckedAt = second
-            r.reporter.use(session.csipaus ?? Self.csipausVersion(in: session.documents) ?? r.reporter.settings.csipaus)
+        if r.versionCheckedAt.map({ now - $0 >= .seconds(60) }) ?? true {
+            r.versionCheckedAt = now
+            r.reporter.use(session.csipaus ?? CSIPAUSVersion.used(in: session.documents) ?? r.reporter.settings.csipaus)
         }
         if r.sampledSecond != second, var sample = r.sample() {
             r.sampledSecond = second
             let limits = state.withLock { $0.limits }
             sample.connectAllowed = limits?.connect ?? true
             sample.energizeAllowed = limits?.energize ?? true
-            sample.defaultSetGradW = programs.sorted { $0.primacy < $1.primacy }.lazy.compactMap { $0.defaultControl?.setGradW }.first
+            sample.defaultSetGradW = schedule.programs.sorted { $0.primacy < $1.primacy }.lazy.compactMap { $0.defaultControl?.setGradW }.first
             r.reporter.sample(sample, serverTime: server)
         }
         r.reporter.follow(der: session.ders.first, mirrorUsagePointList: session.deviceCapability?.mirrorUsagePointListLink,
                           postRate: session.endDevice?.postRate)
         let unix = Int64(wall.rounded(.down))
-        while let response = r.reporter.nextResponse(now: second) {
+        while let response = r.reporter.nextResponse(now: now) {
             guard let reply = send(response) else {
-                r.reporter.handleResponse(nil, to: response, now: second, wall: unix)
+                r.reporter.handleResponse(nil, to: response, now: now, wall: unix)
                 return
             }
-            guard r.reporter.handleResponse(reply, to: response, now: second, wall: unix) else { break }
+            guard r.reporter.handleResponse(reply, to: response, now: now, wall: unix) else { break }
             let givenUp = r.reporter.takeGivenUp()
             for line in givenUp {
-                log("SEP2_RESPONSE_DROPPED", "SEP2_RESPONSE_DROPPED: \(settings.serverName) answered \(line); the next sent", true)
+                log(.sep2(.responseDropped, "\(settings.serverName) answered \(line); the next sent"))
             }
             if givenUp.isEmpty, !(200...299).contains(reply.status) {
-                log("SEP2_RESPONSE_REFUSED", "SEP2_RESPONSE_REFUSED: \(settings.serverName) answered HTTP \(reply.status) to a "
-                    + "DERControlResponse at \(TextQuoting.quoted(response.path, limit: 64)); that response is dropped, the next sent", true)
+                log(.sep2(.responseRefused, "\(settings.serverName) answered HTTP \(reply.status) to a "
+                    + "DERControlResponse at \(TextQuoting.quoted(response.path, limit: 64)); that response is dropped, the next sent"))
             }
         }
-        for request in r.reporter.dueRequests(now: second, serverTime: server) {
+        for request in r.reporter.dueRequests(now: now, serverTime: server) {
             guard let reply = send(request) else { return }
             r.reporter.handle(reply, to: request)
         }
@@ -127,49 +115,18 @@ extension Sep2Client {
 
     /// The controls of a DERControlList page just read that its reader refused alone (253 invalid, 252
     /// not applicable): kept per page for the responses, and each journalled as `SEP2_CONTROL_REFUSED`
-    /// once while the page carries it (told apart by `refusalKey`).
+    /// once while the page carries it (told apart by `RefusedControl.key`).
     func noteControlRefusals(_ request: Sep2Request, body: [UInt8]) {
         guard request.purpose == .derControlList else { return }
         let refused = (try? DERControlList.read(body).resource.refused) ?? []
-        let before = Set((controlRefusals[request.path] ?? []).enumerated().map { Self.refusalKey($0.offset, $0.element) })
+        let before = Set((controlRefusals[request.path] ?? []).enumerated().map { $0.element.key(at: $0.offset) })
         if controlRefusals.count >= 256, controlRefusals[request.path] == nil { controlRefusals = [:] }
         controlRefusals[request.path] = refused.isEmpty ? nil : refused
-        for (index, control) in refused.enumerated() where !before.contains(Self.refusalKey(index, control)) {
-            recordRefused(control)
-            log("SEP2_CONTROL_REFUSED", "SEP2_CONTROL_REFUSED: \(Self.refusalLine(control)) (\(TextQuoting.quoted(request.path, limit: 64)) of "
-                + "\(settings.serverName)); answered \(control.status.rawValue) where asked, its siblings taken", true)
+        for (index, control) in refused.enumerated() where !before.contains(control.key(at: index)) {
+            controlRecorder.recordRefused(control)
+            log(.sep2(.controlRefused, "\(control.line) (\(TextQuoting.quoted(request.path, limit: 64)) of "
+                + "\(settings.serverName)); answered \(control.status.rawValue) where asked, its siblings taken"))
         }
-    }
-
-    /// What tells a page's refusals apart: the mRID (else the place among the refused), status and code;
-    /// not the reason, whose byte offsets move when the page changes around it.
-    static func refusalKey(_ index: Int, _ control: RefusedControl) -> String {
-        (control.mRID ?? "#\(index)") + " \(control.status.rawValue) \(control.code)"
-    }
-
-    static func refusalLine(_ control: RefusedControl) -> String {
-        "control " + (control.mRID.map { TextQuoting.quoted($0, limit: 40) } ?? "without a readable mRID") + ": \(control.reason)"
-    }
-
-    /// The CSIP-AUS namespace the server's documents use, nil when none names one.
-    static func csipausVersion(in documents: [String: [UInt8]]) -> CSIPAUSVersion? {
-        let v13 = Array(CSIPAUSVersion.v1_3.namespace.utf8), v12 = Array((CSIPAUSVersion.v1_2.namespace + "\"").utf8)
-        var found: CSIPAUSVersion?
-        for body in documents.values {
-            if contains(body, v13) { return .v1_3 }
-            if found == nil, contains(body, v12) { found = .v1_2 }
-        }
-        return found
-    }
-
-    static func contains(_ body: [UInt8], _ needle: [UInt8]) -> Bool {
-        guard let first = needle.first, body.count >= needle.count else { return false }
-        var i = 0
-        while i <= body.count - needle.count {
-            if body[i] == first && body[i..<(i + needle.count)].elementsEqual(needle) { return true }
-            i += 1
-        }
-        return false
     }
 }
 
@@ -190,5 +147,41 @@ extension Sep2Reporter {
         settings.frequencyDroopEnabled = enabled
         resources[.capability] = nil
         resources[.settings] = nil
+    }
+}
+
+extension RefusedControl {
+    /// What tells a page's refusals apart: the mRID (else the place among the refused), status and code;
+    /// not the reason, whose byte offsets move when the page changes around it.
+    func key(at index: Int) -> String {
+        (mRID ?? "#\(index)") + " \(status.rawValue) \(code)"
+    }
+
+    /// `control "A1": <reason>`, for the journal.
+    var line: String {
+        "control " + (mRID.map { TextQuoting.quoted($0, limit: 40) } ?? "without a readable mRID") + ": \(reason)"
+    }
+}
+
+extension CSIPAUSVersion {
+    /// The CSIP-AUS namespace the server's documents use, nil when none names one.
+    static func used(in documents: [String: [UInt8]]) -> CSIPAUSVersion? {
+        let v13 = Array(CSIPAUSVersion.v1_3.namespace.utf8), v12 = Array((CSIPAUSVersion.v1_2.namespace + "\"").utf8)
+        var found: CSIPAUSVersion?
+        for body in documents.values {
+            if contains(body, v13) { return .v1_3 }
+            if found == nil, contains(body, v12) { found = .v1_2 }
+        }
+        return found
+    }
+
+    static func contains(_ body: [UInt8], _ needle: [UInt8]) -> Bool {
+        guard let first = needle.first, body.count >= needle.count else { return false }
+        var i = 0
+        while i <= body.count - needle.count {
+            if body[i] == first && body[i..<(i + needle.count)].elementsEqual(needle) { return true }
+            i += 1
+        }
+        return false
     }
 }

@@ -59,7 +59,7 @@ public struct Sep2Reporter: Sendable {
     var latest: Sep2SiteSample?
     var accumulator = Sep2MirrorAccumulator()
     var resources: [DERResource: ResourceState] = [:]
-    var mirrorPostedAt: Int64?
+    var mirrorPostedAt: MonotonicInstant?
     var status = StatusSince()
     var settingsSince: (key: [UInt8], time: Int64)?
     var responses = ResponseLedger()
@@ -91,9 +91,9 @@ public struct Sep2Reporter: Sendable {
         latest = sample
     }
 
-    /// The requests due at monotonic second `now` and server time `serverTime`: DER documents that
+    /// The requests due at monotonic `now` and server time `serverTime`: DER documents that
     /// changed, the usage points not yet made, and the readings of an interval that has ended.
-    public mutating func dueRequests(now: Int64, serverTime: Int64) -> [Sep2Request] {
+    public mutating func dueRequests(now: MonotonicInstant, serverTime: Int64) -> [Sep2Request] {
         var out: [Sep2Request] = []
         derRequests(now: now, serverTime: serverTime, into: &out)
         mirrorRequests(now: now, serverTime: serverTime, into: &out)
@@ -143,7 +143,7 @@ enum DERResource: String, CaseIterable, Sendable {
 struct ResourceState: Sendable {
     var accepted: [UInt8]?
     var pending: (key: [UInt8], path: String)?
-    var sentAt: Int64?
+    var sentAt: MonotonicInstant?
 }
 
 /// Each DERStatus value and since when it holds (server time).
@@ -267,12 +267,12 @@ extension Sep2Reporter {
         }
     }
 
-    mutating func derRequests(now: Int64, serverTime: Int64, into out: inout [Sep2Request]) {
+    mutating func derRequests(now: MonotonicInstant, serverTime: Int64, into out: inout [Sep2Request]) {
         guard let s = latest else { return }
         for resource in DERResource.allCases {
             guard let link = link(resource), let path = Self.path(of: link) else { continue }
             var state = resources[resource] ?? ResourceState()
-            if let sentAt = state.sentAt, now - sentAt < Int64(postSeconds) { continue }
+            if let sentAt = state.sentAt, now - sentAt < .seconds(postSeconds) { continue }
             guard let key = document(resource, s, time: 0), key != state.accepted else { continue }
             var time = serverTime
             if resource == .settings {

@@ -23,8 +23,8 @@ extension Sep2Client {
         if notApplied.count >= 256, notApplied[request.path] == nil { notApplied = [:] }
         notApplied[request.path] = lines.isEmpty ? nil : lines
         for line in lines.sorted() where !before.contains(line) {
-            log("SEP2_CONTROL_NOT_APPLIED", "SEP2_CONTROL_NOT_APPLIED: \(line) (\(TextQuoting.quoted(request.path, limit: 64)) of "
-                + "\(settings.serverName)); the rest of it taken", true)
+            log(.sep2(.controlNotApplied, "\(line) (\(TextQuoting.quoted(request.path, limit: 64)) of "
+                + "\(settings.serverName)); the rest of it taken"))
         }
     }
 
@@ -37,15 +37,14 @@ extension Sep2Client {
     /// said to be refused. None refused: nothing is, and a later disable says them again.
     func noteDroopDisabled(refusing: (DERControl) -> Bool, serverTime: Int64) {
         var listed: Set<ControlKey> = []
-        for program in programs {
+        for program in schedule.programs {
             for control in program.controls where Sep2Reporter.droopOnly(control.base) && refusing(control) {
                 let key = ControlKey(program: program.mRID, control: control.mRID)
                 listed.insert(key)
-                guard !droopRefusals.contains(key), EventRules.state(of: control.mRID, program: program.mRID, in: programs, now: serverTime,
-                                                                     randomization: randomization, held: held) != .completed else { continue }
-                log("SEP2_CONTROL_REFUSED", "SEP2_CONTROL_REFUSED: control \(TextQuoting.quoted(control.mRID, limit: 40)) of program "
+                guard !droopRefusals.contains(key), schedule.state(of: control.mRID, program: program.mRID, at: serverTime) != .completed else { continue }
+                log(.sep2(.controlRefused, "control \(TextQuoting.quoted(control.mRID, limit: 40)) of program "
                     + "\(TextQuoting.quoted(program.mRID, limit: 40)) sets only opModFreqDroop and the configured droop is disabled "
-                    + "(droop_settings.enabled false) (\(settings.serverName)); answered 252 where asked, never started", true)
+                    + "(droop_settings.enabled false) (\(settings.serverName)); answered 252 where asked, never started"))
             }
         }
         droopRefusals = listed

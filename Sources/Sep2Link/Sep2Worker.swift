@@ -65,7 +65,8 @@ public struct Sep2WorkerSettings: Sendable {
 /// `SEP2_CONTROL_NOT_APPLIED` (a control taken without an element bessd does not apply, with the reason),
 /// `SEP2_SERVER_UNREACHABLE` (once per outage), `SEP2_SERVER_MISMATCH` (once per certificate presented
 /// that is not the pinned server's), `SEP2_SERVER_RESTORED`, `SEP2_PIN_MISMATCH` (all
-/// traffic stops), `SEP2_SCHEDULE_CACHED` (the schedule rebuilt from the store), the store's own codes.
+/// traffic stops), `SEP2_SCHEDULE_CACHED` (the schedule rebuilt from the store), the store's own codes
+/// (`Sep2NoticeCode`, each a `Notice`).
 ///
 /// `@unchecked Sendable`: the session, the transport and the client state live on the worker's
 /// thread; others read `state` (a mutex) and the slot.
@@ -83,11 +84,11 @@ public final class Sep2Worker: @unchecked Sendable {
     ///   - identity: the device's LFDI and SFDI (from its certificate).
     ///   - transport: the HTTPS client (or a test's fake).
     ///   - store: the durable copy of the documents (nil: none kept).
-    ///   - log: journal events: code, message (escaped), warning or notice.
+    ///   - log: journal lines (`Sep2NoticeCode`, or an error's own code), messages escaped.
     public init(settings: Sep2WorkerSettings, identity: DeviceIdentity, transport: any Sep2Transport, slot: UtilityLimitSlot,
                 store: ScheduleStore?, clock: any MonotonicClock = SystemClock.shared,
                 wallClock: @escaping @Sendable () -> Double = { SystemClock.wallClockSeconds() },
-                log: @escaping @Sendable (_ code: String, _ message: String, _ warning: Bool) -> Void) {
+                log: @escaping @Sendable (Notice) -> Void) {
         self.slot = slot
         self.clock = clock
         self.wallClock = wallClock
@@ -150,26 +151,12 @@ final class Sep2Client: @unchecked Sendable {
     let transport: any Sep2Transport
     let slot: UtilityLimitSlot
     let store: ScheduleStore?
-    let log: @Sendable (_ code: String, _ message: String, _ warning: Bool) -> Void
-    let randomization: Randomization
+    let log: @Sendable (Notice) -> Void
     let state: Mutex<Sep2State>
 
     var session: DiscoverySession
-    /// The last complete schedule (the live session's, or the store's): what is resolved.
-    var programs: [ProgramSchedule] = []
-    /// Whether there is a schedule to publish at all (read once, or restored).
-    var known = false
-    var source = Sep2State.Source.none
-    /// The server's clock: `anchorServer` seconds at monotonic `anchorMono`, counted on by the
-    /// monotonic clock (a step of the wall clock moves nothing); a Time reply re-anchors it, back too.
-    var anchor: (server: Double, mono: MonotonicInstant)?
-    /// The server time last resolved on.
-    var lastServerTime = -Double.infinity
-    /// The controls known when the server's time was found behind the time they were resolved on, and
-    /// that second: each stays as it was then until the server's time passes it (`EventRules.resolve`'s
-    /// `held`), so nothing starts or ends twice, while controls learned since follow the server's time.
-    var held: [ControlKey: Int64] = [:]
-    var lastOffset: Int64?
+    /// The schedule published: programs, the server's clock, the held controls.
+    var schedule: Sep2Schedule
     var savedDocuments: [String: [UInt8]]?
     var reachable: Bool?
     /// The last server certificate journalled as not the pinned one, until the server answers.
@@ -203,21 +190,18 @@ final class Sep2Client: @unchecked Sendable {
     static let longestDeferral: Duration = .seconds(30)
 
     init(settings: Sep2WorkerSettings, identity: DeviceIdentity, transport: any Sep2Transport, slot: UtilityLimitSlot,
-         store: ScheduleStore?, log: @escaping @Sendable (String, String, Bool) -> Void) {
+         store: ScheduleStore?, log: @escaping @Sendable (Notice) -> Void) {
         self.settings = settings
         self.identity = identity
         self.transport = transport
         self.slot = slot
         self.store = store
         self.log = log
-        // A device's own draw: the same control starts at the same instant after a restart.
-        randomization = Randomization(seed: identity.lfdiBytes.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+        schedule = Sep2Schedule(lfdiBytes: identity.lfdiBytes)
         session = DiscoverySession(entryPath: settings.entryPath, lfdi: identity.lfdi, sfdi: identity.sfdi, pin: settings.pin,
                                    pollSeconds: settings.pollSeconds, options: settings.discovery)
         state = Mutex(Sep2State(lfdi: identity.lfdi, sfdi: identity.sfdi, server: settings.serverName))
     }
-
-    static func seconds(_ instant: MonotonicInstant) -> Int64 { instant.nanoseconds / 1_000_000_000 }
 
     /// Rebuilds the session from the store (a corrupt store is refused, said and ignored) and
     /// publishes what it holds.
@@ -231,7 +215,7 @@ final class Sep2Client: @unchecked Sendable {
         do throws(ScheduleStoreError) {
             stored = try store.load()
         } catch {
-            log("\(error.code)", "\(error); the 2030.5 schedule is read from the server afresh", true)
+            log(.sep2(failure: error, "\(error); the 2030.5 schedule is read from the server afresh"))
             publish(now: now, wall: wall)
             return
         }
@@ -239,15 +223,13 @@ final class Sep2Client: @unchecked Sendable {
             session = DiscoverySession(entryPath: settings.entryPath, lfdi: identity.lfdi, sfdi: identity.sfdi, pin: settings.pin,
                                        pollSeconds: settings.pollSeconds, options: settings.discovery, restoring: stored.documents)
             savedDocuments = stored.documents
-            lastOffset = stored.serverTimeOffset
+            schedule.lastOffset = stored.serverTimeOffset
             if let stopped = session.stopped {
                 pinStopped(stopped)
             } else {
-                programs = session.programs
-                known = true
-                source = .cached
-                log("SEP2_SCHEDULE_CACHED", "SEP2_SCHEDULE_CACHED: the 2030.5 schedule of \(programs.count) program(s) saved at Unix "
-                    + "\(stored.savedAtUnix) runs until the server answers", false)
+                schedule.take(session.programs, from: .cached)
+                log(.sep2(.scheduleCached, "the 2030.5 schedule of \(schedule.programs.count) program(s) saved at Unix "
+                    + "\(stored.savedAtUnix) runs until the server answers"))
             }
         }
         publish(now: now, wall: wall)
@@ -268,11 +250,9 @@ final class Sep2Client: @unchecked Sendable {
             }
         }
         let nextPublish = min(boundary ?? MonotonicInstant(nanoseconds: .max), now + .seconds(1))
-        guard let request = session.nextRequest(now: Self.seconds(now)) else {
+        guard let request = session.nextRequest(now: now) else {
             deferredSince = nil
-            let due = session.nextDue.map { MonotonicInstant(nanoseconds: $0.multipliedReportingOverflow(by: 1_000_000_000).overflow
-                                                                 ? .max : $0 * 1_000_000_000) } ?? MonotonicInstant(nanoseconds: .max)
-            return min(nextPublish, max(due, now))
+            return min(nextPublish, max(session.nextDue ?? MonotonicInstant(nanoseconds: .max), now))
         }
         // An exchange may block up to the timeout: let a boundary that near pass (published) first.
         if let boundary, boundary - now <= settings.timeout + .seconds(1) {
@@ -294,33 +274,33 @@ final class Sep2Client: @unchecked Sendable {
         do throws(HTTPClientError) {
             response = try transport.send(http)
         } catch {
-            session.handleFailure(now: Self.seconds(now))
+            session.handleFailure(now: now)
             transport.close()
             noteAnswer(status: nil, error: "\(error)", wall: wall)
             if error.code == .serverMismatch {
                 // Each certificate presented once, not only the first of an outage.
                 if mismatch != error.message {
-                    log("SEP2_SERVER_MISMATCH", "SEP2_SERVER_MISMATCH: \(settings.serverName): \(error.message); no request is sent to it, the "
-                        + (known ? "cached schedule runs on" : "site runs without utility controls until the pinned server answers"), true)
+                    log(.sep2(.serverMismatch, "\(settings.serverName): \(error.message); no request is sent to it, the "
+                        + (schedule.known ? "cached schedule runs on" : "site runs without utility controls until the pinned server answers")))
                 }
                 mismatch = error.message
             } else if reachable != false {
-                log("SEP2_SERVER_UNREACHABLE", "SEP2_SERVER_UNREACHABLE: \(settings.serverName): \(error); the "
-                    + (known ? "cached schedule runs on" : "site runs without utility controls until the server answers"), true)
+                log(.sep2(.serverUnreachable, "\(settings.serverName): \(error); the "
+                    + (schedule.known ? "cached schedule runs on" : "site runs without utility controls until the server answers")))
             }
             reachable = false
             return
         }
         mismatch = nil
         if reachable == false {
-            log("SEP2_SERVER_RESTORED", "SEP2_SERVER_RESTORED: \(settings.serverName) answers again (HTTP \(response.status))", false)
+            log(.sep2(.serverRestored, "\(settings.serverName) answers again (HTTP \(response.status))"))
         }
         reachable = true
         let reply = Sep2Reply(status: response.status, retryAfterSeconds: response.retryAfterSeconds, location: response.location,
                               body: response.body)
         let isTime = request.purpose == .time && (200...299).contains(response.status)
         do throws(SEP2Error) {
-            try session.handle(reply, to: request, now: Self.seconds(now), wallClock: Int64(wall.rounded(.down)))
+            try session.handle(reply, to: request, now: now, wallClock: Int64(wall.rounded(.down)))
             noteAnswer(status: response.status, error: nil, wall: wall)
             refusals[request.path] = nil
             noteControlRefusals(request, body: response.body)
@@ -333,35 +313,26 @@ final class Sep2Client: @unchecked Sendable {
             }
             refused(error, request: request)
         }
-        if isTime, let offset = session.serverTimeOffset {
-            lastOffset = offset
-            let before = max(lastServerTime, anchor.map { $0.server + now.seconds(since: $0.mono) } ?? -.infinity)
-            anchor = (wall + Double(Self.effective(offset)), now)
-            if before.isFinite, wall + Double(Self.effective(offset)) < before { hold(at: Int64(before.rounded(.down))) }
-        }
+        if isTime, let offset = session.serverTimeOffset { schedule.timeRead(offset: offset, now: now, wall: wall) }
         if session.complete {
-            programs = session.programs
-            known = true
-            source = .live
+            schedule.take(session.programs, from: .live)
             save(wall: wall)
         }
     }
-
-    /// Within the Time resource's one-second resolution the local clock (finer) is kept.
-    static func effective(_ offset: Int64) -> Int64 { abs(offset) <= 1 ? 0 : offset }
 
     /// A document or answer the session refused: a control's as `SEP2_CONTROL_REFUSED`, the others
     /// under their own code; each once until its resource is accepted again (a control's, and the
     /// ConnectionPoint's, once per reason: its read-back answered 5xx, then 405, says both).
     func refused(_ error: SEP2Error, request: Sep2Request) {
         let control = request.purpose == .derControlList || request.purpose == .defaultDERControl || request.purpose == .derProgramList
-        let code = control ? "SEP2_CONTROL_REFUSED" : "\(error.code)"
+        let code = control ? Sep2NoticeCode.controlRefused.rawValue : "\(error.code)"
         let reason = control || request.purpose == .connectionPoint ? "\(error) " : ""
-        let line = "\(code): \(reason)(\(TextQuoting.quoted(request.path, limit: 64)) of \(settings.serverName))"
+        let at = "(\(TextQuoting.quoted(request.path, limit: 64)) of \(settings.serverName))"
+        let line = "\(code): \(reason)\(at)"
         guard refusals[request.path] != line else { return }
         refusals[request.path] = line
-        if control { recordRefused(code: "\(error.code)", reason: "\(error)") }
-        log(code, control ? line : "\(error) (\(TextQuoting.quoted(request.path, limit: 64)) of \(settings.serverName))", true)
+        if control { controlRecorder.recordRefused(code: "\(error.code)", reason: "\(error)") }
+        log(control ? .sep2(.controlRefused, reason + at) : .sep2(failure: error, "\(error) \(at)"))
     }
 
     func pinStopped(_ error: SEP2Error) {
@@ -369,8 +340,8 @@ final class Sep2Client: @unchecked Sendable {
         state.withLock { $0.stopped = "\(error)" }
         guard !pinLogged else { return }
         pinLogged = true
-        log("\(error.code)", "\(error); all traffic with \(settings.serverName) stopped until the PIN or the server is corrected and bessd "
-            + "restarts" + (known ? "; the cached schedule runs on" : ""), true)
+        log(.sep2(failure: error, "\(error); all traffic with \(settings.serverName) stopped until the PIN or the server is corrected and bessd "
+            + "restarts" + (schedule.known ? "; the cached schedule runs on" : "")))
     }
 
     func noteAnswer(status: Int?, error: String?, wall: Double) {
@@ -389,45 +360,14 @@ final class Sep2Client: @unchecked Sendable {
         let documents = session.documents
         guard let store, documents != savedDocuments else { return }
         do throws(ScheduleStoreError) {
-            try store.save(StoredSchedule(documents: documents, serverTimeOffset: session.serverTimeOffset ?? lastOffset,
+            try store.save(StoredSchedule(documents: documents, serverTimeOffset: session.serverTimeOffset ?? schedule.lastOffset,
                                           savedAtUnix: Int64(wall.rounded(.down))))
             savedDocuments = documents
             storeFailed = false
         } catch {
-            if !storeFailed { log("\(error.code)", "\(error); the schedule in force holds, but would not survive a restart", true) }
+            if !storeFailed { log(.sep2(failure: error, "\(error); the schedule in force holds, but would not survive a restart")) }
             storeFailed = true
         }
-    }
-
-    /// The server's time now (s since the Unix epoch, fractional): the last Time reply counted on by
-    /// the monotonic clock. It moves back when a Time reply finds the server behind what was counted
-    /// (no stored offset and a server clock behind the local one); `held` keeps that from starting or
-    /// ending anything twice.
-    func serverTime(now: MonotonicInstant, wall: Double) -> Double {
-        if anchor == nil { anchor = (wall + Double(Self.effective(lastOffset ?? 0)), now) }
-        let (server, mono) = anchor!
-        let time = server + now.seconds(since: mono)
-        lastServerTime = time
-        return time
-    }
-
-    /// The server's time went back from `second`: every control known now keeps its state of `second`
-    /// until the server's time passes it (one held earlier keeps its own, later, second).
-    func hold(at second: Int64) {
-        for program in programs {
-            for control in program.controls {
-                let key = ControlKey(program: program.mRID, control: control.mRID)
-                held[key] = max(held[key] ?? second, second)
-            }
-        }
-    }
-
-    /// `held` without the controls the server's time has passed or that are gone.
-    func pruneHeld(at second: Int64) {
-        guard !held.isEmpty else { return }
-        var present: Set<ControlKey> = []
-        for program in programs { for control in program.controls { present.insert(ControlKey(program: program.mRID, control: control.mRID)) } }
-        held = held.filter { $0.value > second && present.contains($0.key) }
     }
 
     func close() { transport.close() }
@@ -445,35 +385,19 @@ extension Sep2Client {
     /// each type whose source changed; returns the monotonic instant of the next event boundary.
     @discardableResult
     func publish(now: MonotonicInstant, wall: Double) -> MonotonicInstant? {
-        let server = serverTime(now: now, wall: wall)
-        let second = Int64(server.rounded(.down))
-        pruneHeld(at: second)
-        let active = EventRules.resolve(programs, now: second, randomization: randomization, held: held)
-        noteInForce(active, second: second)
-        var limits = active.utilityLimits(siteRatingW: settings.siteRatingW)
-        var shown = active
-        if !held.isEmpty {
-            // Held controls answer as they were resolved, but the site's limits are never looser than
-            // what the server has in force at its own time (its default before a held raise's start).
-            let plain = EventRules.resolve(programs, now: second, randomization: randomization)
-            let heldLimits = limits
-            limits = limits.tightened(by: plain.utilityLimits(siteRatingW: settings.siteRatingW))
-            // `bessctl ieee2030-5` lists what bounds each type: the server's own source where it is the tighter.
-            for type in ControlType.allCases where Sep2State.value(type, limits) != Sep2State.value(type, heldLimits) {
-                if let source = plain.sources[type] { shown.sources[type] = source }
-            }
-        }
+        let resolved = schedule.resolve(now: now, wall: wall, siteRatingW: settings.siteRatingW)
+        let active = resolved.active
+        controlRecorder.noteInForce(active, second: resolved.second, schedule: schedule, siteRatingW: settings.siteRatingW)
+        var limits = resolved.limits
         limits.validUntil = now + settings.timeout * 4 + Self.validityMargin
-        if known { slot.publish(limits) }
-        // Every edge on the server's time, held or not: the plain view's limits change there.
-        let next = Self.nextBoundary(programs, after: second, randomization: randomization)
-        let controls = Sep2State.controls(shown, limits: limits)
-        state.withLock {
-            $0.source = source
-            $0.serverTimeUnix = server
+        if schedule.known { slot.publish(limits) }
+        let controls = Sep2State.controls(resolved.shown, limits: limits)
+        state.withLock { [schedule] in
+            $0.source = schedule.source
+            $0.serverTimeUnix = resolved.server
             $0.controls = controls
-            $0.limits = known ? limits : nil
-            $0.programs = programs.map(\.mRID)
+            $0.limits = schedule.known ? limits : nil
+            $0.programs = schedule.programs.map(\.mRID)
         }
         if active.sources != lastSources {
             // With the configured droop disabled no utility droop is applied (the cycle keeps it off):
@@ -482,28 +406,12 @@ extension Sep2Client {
             for type in ControlType.allCases where active.sources[type] != lastSources[type] {
                 guard let source = active.sources[type], !(type == .freqDroop && droopOff) else { continue }
                 let value = controls.first { $0.type == type.rawValue }?.value ?? "?"
-                log("SEP2_CONTROL_TAKEN", "SEP2_CONTROL_TAKEN: \(type.rawValue) \(value) from " + Sep2State.describe(source), false)
+                log(.sep2(.controlTaken, "\(type.rawValue) \(value) from " + Sep2State.describe(source)))
             }
             lastSources = active.sources
         }
         saveInForce()
         // Wake a millisecond past the boundary, so the second it falls in is the boundary's.
-        return next.map { now + .seconds(fromDouble: max(0, Double($0) - server)) + .milliseconds(1) }
-    }
-
-    /// The first start or end of a control's window after `second` (server time), nil when none; a
-    /// held control's edges up to its held second have passed already.
-    static func nextBoundary(_ programs: [ProgramSchedule], after second: Int64, randomization: Randomization,
-                             held: [ControlKey: Int64] = [:]) -> Int64? {
-        var next: Int64?
-        for program in programs {
-            for control in program.controls {
-                let window = EventRules.window(control, randomization: randomization)
-                guard window.start < window.end else { continue }
-                let passed = held.isEmpty ? second : max(second, held[ControlKey(program: program.mRID, control: control.mRID)] ?? second)
-                for edge in [window.start, window.end] where edge > passed && edge < (next ?? .max) { next = edge }
-            }
-        }
-        return next
+        return resolved.next.map { now + .seconds(fromDouble: max(0, Double($0) - resolved.server)) + .milliseconds(1) }
     }
 }

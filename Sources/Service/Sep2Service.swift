@@ -76,7 +76,7 @@ enum Sep2Setup {
         log("SEP2_CLIENT", "IEEE 2030.5 client of \(server)\(settings.deviceCapabilityPath) "
             + (identity == .unknown ? "as no known device (LFDI and SFDI unknown)" : "as LFDI \(identity.lfdi), SFDI \(identity.sfdi)"), false)
         return Sep2Worker(settings: workerSettings, identity: identity, transport: transport, slot: slot,
-                          store: store, log: log)
+                          store: store, log: Journal(logger).write)
     }
 
     /// The identity of the device certificate in `certificateFile` (its first PEM block).

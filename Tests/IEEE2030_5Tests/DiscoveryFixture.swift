@@ -101,9 +101,9 @@ struct Drive {
 
     /// One request if one is due now: asked, answered, handled. False when none is due.
     mutating func step() -> Bool {
-        guard let request = session.nextRequest(now: now) else { return false }
+        guard let request = session.nextRequest(now: .at(now)) else { return false }
         let reply = server.answer(request, at: now)
-        do { try session.handle(reply, to: request, now: now, wallClock: now + wallBase) } catch { errors.append(error) }
+        do { try session.handle(reply, to: request, now: .at(now), wallClock: now + wallBase) } catch { errors.append(error) }
         return true
     }
 
@@ -112,7 +112,7 @@ struct Drive {
         var steps = 0
         while steps < 5_000 {
             if step() { steps += 1; continue }
-            guard let due = session.nextDue, due > now, due <= until else { return }
+            guard let due = session.nextDue?.second, due > now, due <= until else { return }
             now = due
         }
         Issue.record("more than 5000 requests before \(until)")
@@ -129,6 +129,17 @@ extension DiscoverySession {
     /// The request `nextRequest` would give at `now`, this session left as it is.
     func peek(now: Int64) -> Sep2Request? {
         var copy = self
-        return copy.nextRequest(now: now)
+        return copy.nextRequest(now: .at(now))
     }
+}
+
+extension MonotonicInstant {
+    /// The instant `second` whole seconds from the clock's origin (held at the ends): the tests count whole seconds.
+    static func at(_ second: Int64) -> MonotonicInstant {
+        let (nanoseconds, overflow) = second.multipliedReportingOverflow(by: 1_000_000_000)
+        return MonotonicInstant(nanoseconds: overflow ? (second < 0 ? .min : .max) : nanoseconds)
+    }
+
+    /// The whole seconds from the clock's origin.
+    var second: Int64 { nanoseconds / 1_000_000_000 }
 }

@@ -63,20 +63,21 @@ struct DiscoveryTests {
         let fixture = try DiscoveryFixture.load()
         let drive = try Self.walkedA()
         let current = Int64(try #require(DiscoveryFixture.int(fixture.section("time")["currentTime"])))
-        #expect(drive.session.serverTime(now: 1_000) == current)
-        #expect(drive.session.serverTime(now: 1_250) == current + 250)
+        #expect(drive.session.serverTime(now: .at(1_000)) == current)
+        #expect(drive.session.serverTime(now: .at(1_250)) == current + 250)
         #expect(drive.session.serverTimeOffset == current - (1_000 + drive.wallBase))
         let fresh = Drive.session()
-        #expect(fresh.serverTime(now: 5) == nil && fresh.serverTimeOffset == nil)
+        #expect(fresh.serverTime(now: .at(5)) == nil && fresh.serverTimeOffset == nil)
         // Clocks at their ends saturate instead of trapping.
         var extreme = Drive.session(pin: nil)
+        let late = MonotonicInstant(nanoseconds: .max - 100_000_000_000)
         for (path, wall) in [("/dcap", Int64(0)), ("/tm", Int64.min)] {
-            let asked = extreme.nextRequest(now: .max - 100)
+            let asked = extreme.nextRequest(now: late)
             let request = try #require(asked)
             #expect(request.path == path)
-            try extreme.handle(Sep2Reply(status: 200, body: try fixture.document("A", path)), to: request, now: .max - 100, wallClock: wall)
+            try extreme.handle(Sep2Reply(status: 200, body: try fixture.document("A", path)), to: request, now: late, wallClock: wall)
         }
-        #expect(extreme.serverTimeOffset == .max && extreme.serverTime(now: .min) == current + .min)
+        #expect(extreme.serverTimeOffset == .max && extreme.serverTime(now: .at(.min)) == current + Int64.min / 1_000_000_000)
     }
 
     @Test("each resource is read again at its pollRate; a change of the server's rates is followed")
@@ -160,7 +161,7 @@ struct DiscoveryTests {
             drive.settle()
             #expect(drive.server.asked(since: 0) == ["/dcap", "/tm"], "\(status) \(String(describing: retry))")
             #expect(drive.errors.map(\.code) == [.httpStatus])
-            #expect(drive.session.nextDue == 1_000 + wait && drive.session.peek(now: 1_000 + wait - 1) == nil)
+            #expect(drive.session.nextDue == .at(1_000 + wait) && drive.session.peek(now: 1_000 + wait - 1) == nil)
             #expect(drive.session.peek(now: 1_000 + wait)?.path == "/tm")
             drive.now = 1_000 + wait
             drive.settle()
@@ -184,19 +185,19 @@ struct DiscoveryTests {
         var delays: [Int64] = []
         var now: Int64 = 0
         for _ in 0..<10 {
-            let asked = failing.nextRequest(now: now)
+            let asked = failing.nextRequest(now: .at(now))
             #expect(asked?.path == "/dcap")
-            failing.handleFailure(now: now)
-            let due = try #require(failing.nextDue)
+            failing.handleFailure(now: .at(now))
+            let due = try #require(failing.nextDue?.second)
             delays.append(due - now)
             #expect(failing.peek(now: due - 1) == nil)
             now = due
         }
         #expect(delays == [2, 4, 8, 16, 32, 64, 128, 256, 300, 300])
         // A good reply ends the back-off.
-        let next = failing.nextRequest(now: now)
+        let next = failing.nextRequest(now: .at(now))
         let request = try #require(next)
-        try failing.handle(Sep2Reply(status: 200, body: try fixture.document("A", "/dcap")), to: request, now: now)
+        try failing.handle(Sep2Reply(status: 200, body: try fixture.document("A", "/dcap")), to: request, now: .at(now))
         #expect(failing.peek(now: now)?.path == "/tm")
     }
 
@@ -208,7 +209,7 @@ struct DiscoveryTests {
                                         pollSeconds: 300, limits: DiscoveryFixture.limits, restoring: documents)
         #expect(restored.programs == drive.session.programs && restored.complete)
         #expect(restored.documents.keys.sorted() == documents.keys.sorted())
-        #expect(restored.serverTime(now: 0) == nil, "a restored session knows no anchor of the server's clock")
+        #expect(restored.serverTime(now: .at(0)) == nil, "a restored session knows no anchor of the server's clock")
         #expect(restored.peek(now: -5)?.path == "/dcap")
         // A stored Registration that disagrees with the configured PIN stops the rebuilt session.
         let wrong = DiscoverySession(entryPath: "/dcap", lfdi: DiscoveryFixture.lfdi, sfdi: DiscoveryFixture.sfdi, pin: 1,
@@ -256,7 +257,7 @@ struct DiscoveryTests {
         short.settle()
         #expect(short.errors.map(\.code) == [.listTooLong])
         // The next pass starts again at s=0, at the list's poll rate (the DeviceCapability's 60 s until it has its own).
-        #expect(short.session.nextDue == 1_060)
+        #expect(short.session.nextDue == .at(1_060))
         short.now = 1_060
         short.settle()
         #expect(short.server.log.filter { $0.at == 1_060 }.map(\.path).contains("/edev?s=0&l=3"))
@@ -272,11 +273,11 @@ struct DiscoveryTests {
     func oneInFlight() throws {
         let fixture = try DiscoveryFixture.load()
         var session = Drive.session()
-        let asked = session.nextRequest(now: 0)
+        let asked = session.nextRequest(now: .at(0))
         let first = try #require(asked)
-        let again = session.nextRequest(now: 50)
+        let again = session.nextRequest(now: .at(50))
         #expect(again == first)
-        try session.handle(Sep2Reply(status: 200, body: try fixture.document("A", "/tm")), to: Sep2Request(path: "/tm", purpose: .time), now: 0)
+        try session.handle(Sep2Reply(status: 200, body: try fixture.document("A", "/tm")), to: Sep2Request(path: "/tm", purpose: .time), now: .at(0))
         #expect(session.peek(now: 0) == first && session.time == nil)
     }
 }

@@ -22,7 +22,7 @@ struct Sep2ContactorStatusTests {
         var sample = Sep2SiteSample(site: site, units: units, frequency: 50, ratings: Sep2ReporterTests.settings().ratings)
         sample.connectAllowed = connectAllowed
         reporter.sample(sample, serverTime: 1000)
-        let request = try #require(reporter.dueRequests(now: 0, serverTime: 1000).first { $0.path == "/edev/1/der/1/ders" })
+        let request = try #require(reporter.dueRequests(now: .at(0), serverTime: 1000).first { $0.path == "/edev/1/der/1/ders" })
         return Sep2ReporterTests.text(try Sep2ReporterTests.root(request), "genConnectStatus", "value")
     }
 

@@ -1,3 +1,4 @@
+import BessSystem
 import ControlCore
 import IEEE2030_5
 import Sep2Link
@@ -100,5 +101,13 @@ final class LogLines: @unchecked Sendable {
     private let lines = Mutex<[(code: String, message: String, warning: Bool)]>([])
     var all: [(code: String, message: String, warning: Bool)] { lines.withLock { $0 } }
     func codes(_ code: String) -> [String] { all.filter { $0.code == code }.map(\.message) }
-    var sink: @Sendable (String, String, Bool) -> Void { { [self] code, message, warning in lines.withLock { $0.append((code, message, warning)) } } }
+    /// The worker's notices as lines: a warning or worse is `warning`.
+    var sink: @Sendable (Notice) -> Void {
+        { [self] notice in lines.withLock { $0.append((notice.code ?? "", notice.message, notice.severity >= .warning)) } }
+    }
+}
+
+extension MonotonicInstant {
+    /// The instant `second` whole seconds from the clock's origin: the reporter's tests count whole seconds.
+    static func at(_ second: Int64) -> MonotonicInstant { MonotonicInstant(nanoseconds: second * 1_000_000_000) }
 }

@@ -15,8 +15,8 @@ extension Sep2ReporterTests {
         #expect(reporter.enqueue(Self.filler(ResponseLedger.outboxCapacity)) == 0)
         let programs = [ProgramSchedule(mRID: "P", primacy: 1, controls: [Self.control("A1", required: 0x02)])]
         #expect(reporter.enqueue(reporter.track(programs, serverTime: 1000)) == 1, "A1 active: its started made, no room")
-        let head = try #require(reporter.nextResponse(now: 0))
-        let taken = reporter.handleResponse(Sep2Reply(status: 201), to: head, now: 0)
+        let head = try #require(reporter.nextResponse(now: .at(0)))
+        let taken = reporter.handleResponse(Sep2Reply(status: 201), to: head, now: .at(0))
         #expect(taken)
         #expect(reporter.enqueue(reporter.track(programs, serverTime: 1001)) == 0)
         #expect(try Self.statuses(Array(reporter.pendingResponses.suffix(1))) == ["2 A1"], "made again once there is room")
@@ -27,11 +27,11 @@ extension Sep2ReporterTests {
     func redirectKeepsResponse() throws {
         var reporter = Sep2Reporter(settings: Self.settings())
         reporter.enqueue(reporter.respond(to: Self.control("A1", required: 0x01), .state(.scheduled), serverTime: 1))
-        let first = try #require(reporter.nextResponse(now: 100))
-        let redirected = reporter.handleResponse(Sep2Reply(status: 307), to: first, now: 100)
+        let first = try #require(reporter.nextResponse(now: .at(100)))
+        let redirected = reporter.handleResponse(Sep2Reply(status: 307), to: first, now: .at(100))
         #expect(!redirected)
-        #expect(reporter.nextResponse(now: 101) == nil && reporter.nextResponse(now: 102) == first, "kept, after 2 s")
-        let informational = reporter.handleResponse(Sep2Reply(status: 100), to: first, now: 102)
+        #expect(reporter.nextResponse(now: .at(101)) == nil && reporter.nextResponse(now: .at(102)) == first, "kept, after 2 s")
+        let informational = reporter.handleResponse(Sep2Reply(status: 100), to: first, now: .at(102))
         #expect(!informational)
         #expect(reporter.pendingResponses == [first])
         #expect(reporter.takeGivenUp().isEmpty, "nothing dropped")
@@ -42,16 +42,16 @@ extension Sep2ReporterTests {
         var reporter = Sep2Reporter(settings: Self.settings())
         reporter.enqueue(reporter.respond(to: Self.control("A1", required: 0x01), .state(.scheduled), serverTime: 1)
                          + reporter.respond(to: Self.control("B2", required: 0x01), .state(.scheduled), serverTime: 1))
-        let first = try #require(reporter.nextResponse(now: 0))
+        let first = try #require(reporter.nextResponse(now: .at(0)))
         var now: Int64 = 0
         for _ in 0..<30 {
-            let unanswered = reporter.handleResponse(nil, to: first, now: now)
+            let unanswered = reporter.handleResponse(nil, to: first, now: .at(now))
             #expect(!unanswered)
             now += 400
         }
-        #expect(reporter.nextResponse(now: now) == first, "an outage: kept after 30 attempts")
+        #expect(reporter.nextResponse(now: .at(now)) == first, "an outage: kept after 30 attempts")
         for attempt in 1...8 {
-            let taken = reporter.handleResponse(Sep2Reply(status: 500), to: first, now: now)
+            let taken = reporter.handleResponse(Sep2Reply(status: 500), to: first, now: .at(now))
             #expect(taken == (attempt == 8), "attempt \(attempt)")
             now += 400
         }

@@ -80,7 +80,7 @@ struct Sep2ReporterTests {
         var reporter = Sep2Reporter(settings: Self.settings())
         reporter.follow(der: try Self.der(), mirrorUsagePointList: nil, postRate: nil)
         reporter.sample(Self.snapshot(), serverTime: 1_800_000_000)
-        let requests = reporter.dueRequests(now: 100, serverTime: 1_800_000_000)
+        let requests = reporter.dueRequests(now: .at(100), serverTime: 1_800_000_000)
         #expect(requests.map(\.path) == ["/edev/1/der/1/dercap", "/edev/1/der/1/derg", "/edev/1/der/1/ders", "/edev/1/der/1/dera"])
         #expect(requests.allSatisfy { $0.method == .put })
         let cap = try Self.root(requests[0])
@@ -112,20 +112,20 @@ struct Sep2ReporterTests {
         reporter.follow(der: try Self.der(), mirrorUsagePointList: nil, postRate: nil)
         var sample = Self.snapshot()
         reporter.sample(sample, serverTime: 1000)
-        Self.ok(&reporter, reporter.dueRequests(now: 0, serverTime: 1000))
+        Self.ok(&reporter, reporter.dueRequests(now: .at(0), serverTime: 1000))
         reporter.sample(sample, serverTime: 1100)
-        #expect(reporter.dueRequests(now: 100, serverTime: 1100).isEmpty, "nothing changed: nothing sent, the reading time aside")
+        #expect(reporter.dueRequests(now: .at(100), serverTime: 1100).isEmpty, "nothing changed: nothing sent, the reading time aside")
         sample.utilityDisconnect()
         reporter.sample(sample, serverTime: 1101)
-        let changed = reporter.dueRequests(now: 101, serverTime: 1101)
+        let changed = reporter.dueRequests(now: .at(101), serverTime: 1101)
         #expect(changed.map(\.path) == ["/edev/1/der/1/ders"])
         let status = try Self.root(try #require(changed.first))
         #expect(Self.text(status, "genConnectStatus", "value") == "00")
         #expect(Self.text(status, "genConnectStatus", "dateTime") == "1101")
         // The server refuses it: sent again, but not before the post interval has passed.
         for request in changed { reporter.handle(Sep2Reply(status: 500), to: request) }
-        #expect(reporter.dueRequests(now: 130, serverTime: 1130).isEmpty)
-        #expect(reporter.dueRequests(now: 161, serverTime: 1161).map(\.path) == ["/edev/1/der/1/ders"])
+        #expect(reporter.dueRequests(now: .at(130), serverTime: 1130).isEmpty)
+        #expect(reporter.dueRequests(now: .at(161), serverTime: 1161).map(\.path) == ["/edev/1/der/1/ders"])
     }
 
     @Test("ALL-13: DERSettings follows the DefaultDERControl's setGradW 27 → 100 → 27, one PUT each (the site's ramp without one)")
@@ -142,7 +142,7 @@ struct Sep2ReporterTests {
             sample.defaultSetGradW = EventRules.setGradW(programs(gradient))
             let t = Int64(step) * 100
             reporter.sample(sample, serverTime: 1000 + t)
-            let requests = reporter.dueRequests(now: t, serverTime: 1000 + t)
+            let requests = reporter.dueRequests(now: .at(t), serverTime: 1000 + t)
             let settings = requests.filter { $0.path == "/edev/1/der/1/derg" }
             #expect(settings.count == 1, "step \(step): \(requests.map(\.path))")
             put += try settings.map { try #require(Self.text(try Self.root($0), "setGradW")) }
@@ -157,7 +157,7 @@ struct Sep2ReporterTests {
         reporter.follow(der: nil, mirrorUsagePointList: "/mup", postRate: 60)  // the server's postRate wins
         var sample = Sep2SiteSample()
         sample.frequencyHz = 50
-        let points = reporter.dueRequests(now: 0, serverTime: 2000)
+        let points = reporter.dueRequests(now: .at(0), serverTime: 2000)
         #expect(points.map(\.path) == ["/mup", "/mup"])
         #expect(points.allSatisfy { $0.method == .post })
         let site = try Self.root(points[0])
@@ -166,16 +166,16 @@ struct Sep2ReporterTests {
         #expect(try Self.root(points[1]).children.filter { $0.name.local == "MirrorMeterReading" }.count == 4, "W, var, V and Wh in 1.3")
         Self.ok(&reporter, points) { "https://server.example:8443/mup/" + (Self.text(try! Self.root($0), "roleFlags") == "0003" ? "1" : "2") }
         #expect(reporter.mirrorPaths == [.site: "/mup/1", .der: "/mup/2"])
-        #expect(reporter.dueRequests(now: 1, serverTime: 2001).isEmpty, "no usage point twice, no interval ended")
+        #expect(reporter.dueRequests(now: .at(1), serverTime: 2001).isEmpty, "no usage point twice, no interval ended")
         // 60 samples: site exporting 1000 W then 2000 W (bessd +), DER discharging 500 W then charging 1500 W.
         for t in Int64(0)..<60 {
             sample.siteW = t < 30 ? 1000 : 2000
             sample.derW = t < 30 ? 500 : -1500
             sample.storedWh = 7000
             reporter.sample(sample, serverTime: 2000 + t)
-            if t < 59 { #expect(reporter.dueRequests(now: 2 + t, serverTime: 2000 + t).isEmpty) }
+            if t < 59 { #expect(reporter.dueRequests(now: .at(2 + t), serverTime: 2000 + t).isEmpty) }
         }
-        let readings = reporter.dueRequests(now: 62, serverTime: 2060)
+        let readings = reporter.dueRequests(now: .at(62), serverTime: 2060)
         #expect(readings.map(\.path) == ["/mup/1", "/mup/2"])
         func value(_ request: Sep2Request, _ quantity: MirrorQuantity, _ location: MirrorLocation) throws -> String? {
             let mrid = MirrorMRID.make(lfdi: Self.lfdi, location: location, quantity: quantity, pen: 12345)
@@ -303,15 +303,15 @@ extension Sep2ReporterTests {
 
         var reporter = Sep2Reporter(settings: Self.settings(.v1_2, post: 60))
         reporter.follow(der: nil, mirrorUsagePointList: "/mup", postRate: nil)
-        let points = reporter.dueRequests(now: 0, serverTime: 3000)
+        let points = reporter.dueRequests(now: .at(0), serverTime: 3000)
         let declared = try points.map { try Self.root($0).children.filter { $0.name.local == "MirrorMeterReading" }.compactMap { Self.text($0, "ReadingType", "uom") } }
         #expect(declared == [["38", "63", "29", "33"], ["38", "63", "29"]], "site W, var, V, Hz; DER W, var, V")
         Self.ok(&reporter, points) { "/mup/" + (Self.text(try! Self.root($0), "roleFlags") == "0003" ? "1" : "2") }
         for t in Int64(0)..<60 {
             reporter.sample(m, serverTime: 3000 + t)
-            _ = reporter.dueRequests(now: 1 + t, serverTime: 3000 + t)
+            _ = reporter.dueRequests(now: .at(1 + t), serverTime: 3000 + t)
         }
-        let readings = reporter.dueRequests(now: 61, serverTime: 3060)
+        let readings = reporter.dueRequests(now: .at(61), serverTime: 3060)
         #expect(readings.map(\.path) == ["/mup/1", "/mup/2"])
         #expect(try Self.reading(readings[0], .activePowerW, .site) == "-1500", "site W: + = import")
         #expect(try Self.reading(readings[0], .reactivePowerVar, .site) == "800", "site var signed as site W: absorbing is +")
@@ -326,9 +326,9 @@ extension Sep2ReporterTests {
         let none = Sep2SiteSample(site: plain, units: Self.units([(0, .nan, .nan)]), frequency: .nan, ratings: Self.settings().ratings)
         for t in Int64(60)..<120 {
             reporter.sample(none, serverTime: 3000 + t)
-            _ = reporter.dueRequests(now: 1 + t, serverTime: 3000 + t)
+            _ = reporter.dueRequests(now: .at(1 + t), serverTime: 3000 + t)
         }
-        let bare = reporter.dueRequests(now: 121, serverTime: 3120)
+        let bare = reporter.dueRequests(now: .at(121), serverTime: 3120)
         #expect(try Self.reading(bare[0], .activePowerW, .site) == "100")
         #expect(try Self.reading(bare[0], .reactivePowerVar, .site) == nil && Self.reading(bare[0], .voltageV, .site) == nil)
         #expect(try Self.reading(bare[1], .reactivePowerVar, .der) == nil && Self.reading(bare[1], .voltageV, .der) == nil)
@@ -346,7 +346,7 @@ extension Sep2ReporterTests {
         for (step, units) in [[on, on], [off, on], [off, off]].enumerated() {
             let t = Int64(step) * 100
             reporter.sample(Sep2SiteSample(site: SiteStatus(), units: units, frequency: 50, ratings: Self.settings().ratings), serverTime: 1000 + t)
-            let requests = reporter.dueRequests(now: t, serverTime: 1000 + t)
+            let requests = reporter.dueRequests(now: .at(t), serverTime: 1000 + t)
             for status in requests where status.path == "/edev/1/der/1/ders" {
                 let root = try Self.root(status)
                 seen.append("\(step): \(Self.text(root, "genConnectStatus", "value") ?? "?") \(Self.text(root, "operationalModeStatus", "value") ?? "?")")
@@ -383,19 +383,19 @@ extension Sep2ReporterTests {
         var reporter = Sep2Reporter(settings: Self.settings())
         reporter.enqueue(reporter.respond(to: Self.control("A1", required: 0x03), .state(.active), serverTime: 1))
         #expect(try Self.statuses(reporter.pendingResponses) == ["1 A1", "2 A1"])
-        let first = try #require(reporter.nextResponse(now: 100))
-        let refused = reporter.handleResponse(Sep2Reply(status: 500), to: first, now: 100)
+        let first = try #require(reporter.nextResponse(now: .at(100)))
+        let refused = reporter.handleResponse(Sep2Reply(status: 500), to: first, now: .at(100))
         #expect(!refused)
-        #expect(reporter.nextResponse(now: 101) == nil, "held for the back-off (2 s)")
-        #expect(reporter.nextResponse(now: 102) == first, "then the same one, first")
-        let unanswered = reporter.handleResponse(nil, to: first, now: 102)
+        #expect(reporter.nextResponse(now: .at(101)) == nil, "held for the back-off (2 s)")
+        #expect(reporter.nextResponse(now: .at(102)) == first, "then the same one, first")
+        let unanswered = reporter.handleResponse(nil, to: first, now: .at(102))
         #expect(!unanswered)
-        #expect(reporter.nextResponse(now: 105) == nil && reporter.nextResponse(now: 106) == first, "4 s after the second failure")
-        let taken = reporter.handleResponse(Sep2Reply(status: 201), to: first, now: 106)
+        #expect(reporter.nextResponse(now: .at(105)) == nil && reporter.nextResponse(now: .at(106)) == first, "4 s after the second failure")
+        let taken = reporter.handleResponse(Sep2Reply(status: 201), to: first, now: .at(106))
         #expect(taken)
-        let second = try #require(reporter.nextResponse(now: 106))
+        let second = try #require(reporter.nextResponse(now: .at(106)))
         #expect(try Self.statuses([second]) == ["2 A1"], "in order, and at once after a success")
-        let dropped = reporter.handleResponse(Sep2Reply(status: 400), to: second, now: 106)
+        let dropped = reporter.handleResponse(Sep2Reply(status: 400), to: second, now: .at(106))
         #expect(dropped, "a 400 refuses that document: dropped, not sent again")
         #expect(reporter.pendingResponses.isEmpty && reporter.lastError?.contains("HTTP 400") == true)
         let many = (0..<300).map { Sep2Request(method: .post, path: "/r", body: Array("\($0)".utf8), purpose: .post("DERControlResponse")) }

@@ -129,7 +129,7 @@ extension Sep2ReporterTests {
         var reporter = Sep2Reporter(settings: Self.settings())
         reporter.enqueue(reporter.respond(to: Self.control("A1", required: 0x03), .state(.active), serverTime: 1000) + Self.filler(2))
         _ = reporter.track([ProgramSchedule(mRID: "P", primacy: 1, controls: [Self.control("B2", required: 0x01)])], serverTime: 1000)
-        _ = reporter.handleResponse(Sep2Reply(status: 503), to: try #require(reporter.nextResponse(now: 5)), now: 5, wall: 1_795_000_000)
+        _ = reporter.handleResponse(Sep2Reply(status: 503), to: try #require(reporter.nextResponse(now: .at(5))), now: .at(5), wall: 1_795_000_000)
         let stored = reporter.storedResponses
         #expect(stored.outbox.count == 4 && stored.outbox.first?.mRID == "A1" && stored.outbox.last?.mRID == "" && stored.answered == 1
                 && stored.answeredSince == 1_795_000_000 && !stored.sent.isEmpty && stored.seen["B2"] != nil, "\(stored)")

@@ -198,7 +198,7 @@ struct Sep2WorkerTests {
             rig.settle()
         }
         #expect(rig.log.codes("SEP2_CONTROL_REFUSED").count == 2, "\(rig.log.all)")
-        #expect(rig.client.programs.first?.controls.map(\.mRID) == ["A1"], "the whole list refused: the last good one runs on")
+        #expect(rig.client.schedule.programs.first?.controls.map(\.mRID) == ["A1"], "the whole list refused: the last good one runs on")
     }
 
     @Test("a restart with the server down runs the stored schedule: the control at its time, then the default")
@@ -283,7 +283,7 @@ struct Sep2WorkerTests {
             }
             samples.append((rig.wall, server, rig.export))
         }
-        #expect(rig.client.programs.first?.controls.map(\.mRID) == ["C1", "D1", "E1"], "E1 read: \(rig.log.all.map(\.message).suffix(4))")
+        #expect(rig.client.schedule.programs.first?.controls.map(\.mRID) == ["C1", "D1", "E1"], "E1 read: \(rig.log.all.map(\.message).suffix(4))")
         let behind = samples.filter { $0.server < $0.wall - 300 }
         #expect(!behind.isEmpty && behind.allSatisfy { abs($0.server - ($0.wall - 600)) < 2 }, "the server's time followed: \(samples.prefix(20))")
         #expect(!samples.contains { $0.export == 2500 }, "D1 ended before the step: it never runs again")
