@@ -182,7 +182,7 @@ struct ScenarioCommand: ParsableCommand {
     func run() throws {
         let say: (String) -> Void = { FileHandle.standardOutput.write(Data(($0 + "\n").utf8)) }
         var worst: Int32 = 0
-        if ScenarioRun.program("gnuplot") == nil {
+        if RigPrograms.program("gnuplot") == nil {
             say("NOTE gnuplot is not installed (apt-get install gnuplot-nox): verdicts and CSV only, no plots")
         }
         for file in files {
@@ -201,7 +201,7 @@ struct ScenarioCommand: ParsableCommand {
             }
             let bessdPath = programs.bessdPath
             let aggregatorPath = programs.aggregatorPath
-            if let missing = ScenarioRun.missingPrograms(for: scenario, bessdPath: bessdPath, aggregatorPath: aggregatorPath) {
+            if let missing = RigPrograms.missingPrograms(for: scenario, bessdPath: bessdPath, aggregatorPath: aggregatorPath) {
                 say("ERROR \(scenario.name): \(missing)")
                 worst = max(worst == 77 ? 0 : worst, 2)
                 continue

@@ -17,7 +17,7 @@ extension ScenarioRun {
             if controlCentre?.isOpen != true {
                 controlCentre?.close()
                 controlCentre = nil
-                controlCentre = try ControlCentre(port: iec104Port, commonAddress: server.commonAddress)
+                controlCentre = try ControlCentre(port: bessdConfig.iec104Port, commonAddress: server.commonAddress)
             }
             for order in orders {
                 let confirmation: ControlCentre.Confirmation
@@ -47,27 +47,5 @@ extension ScenarioRun {
         let whole = data[data.startIndex...end]
         logOffset += UInt64(whole.count)
         return String(decoding: whole, as: UTF8.self).split(separator: "\n").map(String.init)
-    }
-
-    /// A `journal` / `no_journal` expectation: bessd's log lines of the samples inside the window
-    /// (±0.25 s around `at_s`) hold each text, or none of them does.
-    func journalMiss(_ e: Scenario.Expectation) -> String? {
-        let (from, to): (Double, Double)
-        switch e.window {
-        case .at(let t): (from, to) = (t - 0.25, t + 0.25)
-        case .always(let a, let b), .eventually(let a, let b): (from, to) = (a, b)
-        }
-        let lines = samples.filter { $0.t >= from && $0.t <= to }.flatMap(\.logLines)
-        var misses: [String] = []
-        for (text, present) in e.journal {
-            let count = lines.filter { $0.contains(text) }.count
-            if let times = e.journalTimes, present {
-                if count != times { misses.append("\(count) log line(s) with \"\(text)\" (want \(times))") }
-                continue
-            }
-            if present, count == 0 { misses.append("no log line with \"\(text)\"") }
-            if !present, count > 0 { misses.append("\(count) log line(s) with \"\(text)\"") }
-        }
-        return misses.isEmpty ? nil : " from \(fmt(from)) to \(fmt(to)) s: " + misses.joined(separator: "; ")
     }
 }

@@ -232,7 +232,7 @@ struct SoakCommand: ParsableCommand {
             throw ExitCode(2)
         }
         let bessdPath = programs.bessdPath, aggregatorPath = programs.aggregatorPath
-        if let missing = ScenarioRun.missingPrograms(for: scenario, bessdPath: bessdPath, aggregatorPath: aggregatorPath) {
+        if let missing = RigPrograms.missingPrograms(for: scenario, bessdPath: bessdPath, aggregatorPath: aggregatorPath) {
             say("ERROR soak: \(missing)")
             throw ExitCode(2)
         }
@@ -391,19 +391,19 @@ struct SoakReport {
             row.count += 1
             switch e.outcome {
             case .code(let code, let latching, _, _):
-                if run.miss(scenario.expectations[index]) == nil { row.raised += 1 }
-                if run.miss(scenario.expectations[index + 1]) == nil { row.cleared += 1 }
+                if run.judge.miss(scenario.expectations[index]) == nil { row.raised += 1 }
+                if run.judge.miss(scenario.expectations[index + 1]) == nil { row.cleared += 1 }
                 index += 2
                 row.note = latching ? "\(code) latched; cleared by bessctl reset" : code
             case .framesRefused:
                 let during = refusedDelta(from: e.at, to: e.at + e.duration + 1)
                 let after = refusedDelta(from: e.at + e.duration + 2, to: e.at + plan.faultEvery - 2)
-                if during > 0 && run.miss(scenario.expectations[index]) == nil { row.raised += 1 }
+                if during > 0 && run.judge.miss(scenario.expectations[index]) == nil { row.raised += 1 }
                 if after == 0 { row.cleared += 1 }
                 index += 1
                 row.note = "frames refused and counted, full power"
             case .tolerated(let why):
-                if run.miss(scenario.expectations[index]) == nil { row.raised += 1; row.cleared += 1 }
+                if run.judge.miss(scenario.expectations[index]) == nil { row.raised += 1; row.cleared += 1 }
                 index += 1
                 row.note = why
             }

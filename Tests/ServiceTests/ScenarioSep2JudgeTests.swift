@@ -125,10 +125,10 @@ struct ScenarioSep2JudgeTests {
         let run = try Self.run()
         run.samples = Self.samples(limitKW: { _ in nil }, gridKW: { _ in .nan })
         run.samples[30].logLines = ["SEP2_SERVER_UNREACHABLE: 127.0.0.1:1: closed"]
-        #expect(run.journalMiss(scenario.expectations[0]) == nil && run.journalMiss(scenario.expectations[1]) == nil)
+        #expect(run.judge.journalMiss(scenario.expectations[0]) == nil && run.judge.journalMiss(scenario.expectations[1]) == nil)
         run.samples[90].logLines = ["SEP2_SERVER_UNREACHABLE: 127.0.0.1:1: closed", "SEP2_SERVER_RESTORED: 127.0.0.1:1 answers"]
-        #expect(run.journalMiss(scenario.expectations[0])?.contains("2 log line(s) with \"SEP2_SERVER_UNREACHABLE\" (want 1)") == true)
-        #expect(run.journalMiss(scenario.expectations[1])?.contains("1 log line(s) with \"SEP2_SERVER_RESTORED\" (want 0)") == true)
+        #expect(run.judge.journalMiss(scenario.expectations[0])?.contains("2 log line(s) with \"SEP2_SERVER_UNREACHABLE\" (want 1)") == true)
+        #expect(run.judge.journalMiss(scenario.expectations[1])?.contains("1 log line(s) with \"SEP2_SERVER_RESTORED\" (want 0)") == true)
     }
 
     @Test("the schedule's limit: the latest control in its window, none once cancelled, else the default; mRIDs as hexBinary")
@@ -149,14 +149,14 @@ struct ScenarioSep2JudgeTests {
     func scheduleJudge() throws {
         let run = try Self.run()
         run.samples = Self.samples(limitKW: { Self.limit($0) }, gridKW: { _ in .nan })
-        #expect(run.scheduleMiss(Self.schedule, from: 0.5, to: 16, settle: 0.5, grid: nil) == nil)
+        #expect(run.judge.scheduleMiss(Self.schedule, from: 0.5, to: 16, settle: 0.5, grid: nil) == nil)
         run.samples = Self.samples(limitKW: { abs($0 - 6.3) < 0.05 ? 0 : Self.limit($0) }, gridKW: { _ in .nan })
-        let dip = run.scheduleMiss(Self.schedule, from: 0.5, to: 16, settle: 0.5, grid: nil)
+        let dip = run.judge.scheduleMiss(Self.schedule, from: 0.5, to: 16, settle: 0.5, grid: nil)
         #expect(dip?.contains("at 6.300 s sep2_export_limit_kw 0.000 (want 30.000 (C01) or 60.000 (C02))") == true, "\(dip ?? "met")")
         run.samples = Self.samples(limitKW: { $0 > 8 && $0 < 8.25 ? nil : Self.limit($0) }, gridKW: { _ in .nan })
-        #expect(run.scheduleMiss(Self.schedule, from: 0.5, to: 16, settle: 0.5, grid: nil)?.contains("want 60.000 (C02)") == true)
+        #expect(run.judge.scheduleMiss(Self.schedule, from: 0.5, to: 16, settle: 0.5, grid: nil)?.contains("want 60.000 (C02)") == true)
         run.samples = Self.samples(limitKW: { Self.limit($0, lag: 0.7) }, gridKW: { _ in .nan })
-        #expect(run.scheduleMiss(Self.schedule, from: 0.5, to: 16, settle: 0.5, grid: nil) != nil, "0.7 s late is beyond settle_s")
+        #expect(run.judge.scheduleMiss(Self.schedule, from: 0.5, to: 16, settle: 0.5, grid: nil) != nil, "0.7 s late is beyond settle_s")
     }
 
     @Test("sep2_schedule's grid: at −min(limit, surplus) after a fall, never beyond a rising limit, at it once risen")
@@ -172,15 +172,15 @@ struct ScenarioSep2JudgeTests {
             return before + (target - before) * fraction
         }
         run.samples = Self.samples(limitKW: { Self.limit($0) }, gridKW: follows)
-        #expect(run.scheduleMiss(Self.schedule, from: 0.5, to: 16, settle: 0.5, grid: grid) == nil)
+        #expect(run.judge.scheduleMiss(Self.schedule, from: 0.5, to: 16, settle: 0.5, grid: grid) == nil)
         run.samples = Self.samples(limitKW: { Self.limit($0) }, gridKW: { abs($0 - 7) < 0.05 ? -55 : follows($0) })
-        let beyond = run.scheduleMiss(Self.schedule, from: 0.5, to: 16, settle: 0.5, grid: grid)
+        let beyond = run.judge.scheduleMiss(Self.schedule, from: 0.5, to: 16, settle: 0.5, grid: grid)
         #expect(beyond?.contains("at 7.000 s grid_kw -55.000 (want -50.000 ± 1.000, C02)") == true, "\(beyond ?? "met")")
         run.samples = Self.samples(limitKW: { Self.limit($0) }, gridKW: { $0 > 12.5 && $0 < 13 ? -12 : follows($0) })
-        #expect(run.scheduleMiss(Self.schedule, from: 0.5, to: 16, settle: 0.5, grid: grid)?.contains("want -10.000") == true)
-        #expect(ScenarioRun.stood(Self.schedule, limit: 60000, at: 7, fall: 2, rise: 3) == false, "rising: never beyond")
-        #expect(ScenarioRun.stood(Self.schedule, limit: 60000, at: 9.1, fall: 2, rise: 3) == true)
-        #expect(ScenarioRun.stood(Self.schedule, limit: 10000, at: 11, fall: 2, rise: 3) == nil, "just fallen: not judged")
+        #expect(run.judge.scheduleMiss(Self.schedule, from: 0.5, to: 16, settle: 0.5, grid: grid)?.contains("want -10.000") == true)
+        #expect(ScenarioJudge.stood(Self.schedule, limit: 60000, at: 7, fall: 2, rise: 3) == false, "rising: never beyond")
+        #expect(ScenarioJudge.stood(Self.schedule, limit: 60000, at: 9.1, fall: 2, rise: 3) == true)
+        #expect(ScenarioJudge.stood(Self.schedule, limit: 10000, at: 11, fall: 2, rise: 3) == nil, "just fallen: not judged")
     }
 
     @Test("sep2_responses: each status once within its window passes; missing, repeated, late, early or unasked ones fail")
@@ -191,19 +191,19 @@ struct ScenarioSep2JudgeTests {
         for c in schedule.controls {
             onTime += [("0" + c.mrid, 1, 2.6), ("0" + c.mrid, 2, c.start + 0.02), ("0" + c.mrid, 3, c.end + 0.02)]
         }
-        #expect(run.responsesMiss(schedule, received: onTime, statuses: [1, 2, 3], within: 1, from: 0, to: 16) == nil)
+        #expect(run.judge.responsesMiss(schedule, received: onTime, statuses: [1, 2, 3], within: 1, from: 0, to: 16) == nil)
         let late = onTime.map { $0.subject == "0C02" && $0.status == 3 ? ($0.subject, 3, 11.5) : $0 }
-        #expect(run.responsesMiss(schedule, received: late, statuses: [1, 2, 3], within: 1, from: 0, to: 16)?
+        #expect(run.judge.responsesMiss(schedule, received: late, statuses: [1, 2, 3], within: 1, from: 0, to: 16)?
             .contains("C02 status 3 at 11.500 s (want 10.000–11.000 s)") == true)
         let early = onTime.map { $0.subject == "0C03" && $0.status == 2 ? ($0.subject, 2, 9.5) : $0 }
-        #expect(run.responsesMiss(schedule, received: early, statuses: [1, 2, 3], within: 1, from: 0, to: 16)?.contains("C03 status 2") == true)
-        #expect(run.responsesMiss(schedule, received: onTime + [("0C01", 2, 2.5)], statuses: [1, 2, 3], within: 1, from: 0, to: 16)?
+        #expect(run.judge.responsesMiss(schedule, received: early, statuses: [1, 2, 3], within: 1, from: 0, to: 16)?.contains("C03 status 2") == true)
+        #expect(run.judge.responsesMiss(schedule, received: onTime + [("0C01", 2, 2.5)], statuses: [1, 2, 3], within: 1, from: 0, to: 16)?
             .contains("C01 status 2: 2 responses (want 1)") == true)
-        #expect(run.responsesMiss(schedule, received: Array(onTime.dropFirst()), statuses: [1, 2, 3], within: 1, from: 0, to: 16)?
+        #expect(run.judge.responsesMiss(schedule, received: Array(onTime.dropFirst()), statuses: [1, 2, 3], within: 1, from: 0, to: 16)?
             .contains("C01 status 1: 0 responses (want 1)") == true)
-        #expect(run.responsesMiss(schedule, received: onTime + [("0C02", 5, 7)], statuses: [1, 2, 3], within: 1, from: 0, to: 16)?
+        #expect(run.judge.responsesMiss(schedule, received: onTime + [("0C02", 5, 7)], statuses: [1, 2, 3], within: 1, from: 0, to: 16)?
             .contains("C02: status 5, not asked") == true)
-        #expect(run.responsesMiss(schedule, received: onTime, statuses: [1, 2, 3], within: 1, from: 20, to: 30)?
+        #expect(run.judge.responsesMiss(schedule, received: onTime, statuses: [1, 2, 3], within: 1, from: 20, to: 30)?
             .contains("no control asking for responses") == true)
     }
 }
