@@ -79,8 +79,9 @@ final class JournalFlush: DaemonService {
             return taken.dropped - min(reported, taken.dropped)
         }
         if unreported > 0 {
-            logger.warning("NOTICES_DROPPED: \(unreported) bus or CAN worker notice(s) were dropped before the journal took them (\(taken.dropped) since start); the workers never wait on the journal",
-                           metadata: ["BESS_CODE": "NOTICES_DROPPED", "MESSAGE_ID": "\(MessageID.device)", "BESS_COUNT": "\(unreported)"])
+            Journal(logger).write(Notice(ServiceCode.noticesDropped,
+                                         titled: "\(unreported) bus or CAN worker notice(s) were dropped before the journal took them (\(taken.dropped) since start); the workers never wait on the journal",
+                                         [.count: "\(unreported)"]))
         }
     }
 
@@ -88,8 +89,8 @@ final class JournalFlush: DaemonService {
     /// (`SERVICE_STALLED`, after it turns again), and each worker that stalled or turns again.
     func serviceTurn(now: MonotonicInstant) {
         if let previous = progress.turn(at: now), now - previous > ServiceProgress.serviceStallAfter {
-            logger.error("SERVICE_STALLED: the service loop did not turn for \(Self.seconds(now - previous)) s; latches, events, notices and records waited meanwhile, the cycle ran on",
-                         metadata: ["BESS_CODE": "SERVICE_STALLED", "MESSAGE_ID": "\(MessageID.lifecycle)"])
+            Journal(logger).write(Notice(ServiceCode.serviceStalled,
+                                         titled: "the service loop did not turn for \(Self.seconds(now - previous)) s; latches, events, notices and records waited meanwhile, the cycle ran on"))
         }
         let stalled = stalls(now: now).filter { $0.code == .worker }
         let names = Set(stalled.map(\.thread))
@@ -98,12 +99,12 @@ final class JournalFlush: DaemonService {
             return (stalled.filter { !reported.contains($0.thread) }, reported.subtracting(names).sorted())
         }
         for stall in raised {
-            logger.error("WORKER_STALLED: \(stall.thread) has not turned for \(Self.seconds(stall.since)) s; units \(stall.units.joined(separator: ", ")) get no new reading (zero once stale) and no setpoint (the inverter's revert timer)",
-                         metadata: ["BESS_CODE": "WORKER_STALLED", "MESSAGE_ID": "\(MessageID.device)",
-                                    "BESS_UNIT": .array(stall.units.map { "\($0)" })])
+            Journal(logger).write(Notice(ServiceCode.workerStalled,
+                                         titled: "\(stall.thread) has not turned for \(Self.seconds(stall.since)) s; units \(stall.units.joined(separator: ", ")) get no new reading (zero once stale) and no setpoint (the inverter's revert timer)",
+                                         units: stall.units))
         }
         for thread in cleared {
-            logger.notice("\(thread) turns again (WORKER_STALLED cleared)", metadata: ["BESS_CODE": "WORKER_STALLED", "MESSAGE_ID": "\(MessageID.device)"])
+            Journal(logger).write(Notice(ServiceCode.workerStalled, "\(thread) turns again (\(ServiceCode.workerStalled.code) cleared)", severity: .notice))
         }
     }
 

@@ -47,3 +47,16 @@ struct Journal: Sendable {
         }
     }
 }
+
+/// The service's own codes about the threads it watches and the notices it carries.
+enum ServiceCode: String, NoticeCode, CaseIterable {
+    /// Worker notices dropped at the queue's bound before the journal took them.
+    case noticesDropped = "NOTICES_DROPPED"
+    /// The service loop did not turn for longer than it may (said once it turns again).
+    case serviceStalled = "SERVICE_STALLED"
+    /// A bus or CAN worker has not turned for longer than it may; cleared at notice.
+    case workerStalled = "WORKER_STALLED"
+
+    var severity: NoticeSeverity { self == .noticesDropped ? .warning : .error }
+    var topic: NoticeTopic { self == .serviceStalled ? .lifecycle : .device }
+}

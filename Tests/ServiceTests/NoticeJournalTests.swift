@@ -32,6 +32,7 @@ struct NoticeJournalTests {
     static let tables: [(String, NoticeTopic)] =
         DeviceCode.allCases.map { ($0.code, $0.topic) } + GridInputCode.allCases.map { ($0.code, $0.topic) }
         + ScadaCode.allCases.map { ($0.code, $0.topic) } + UplinkNoticeCode.allCases.map { ($0.code, $0.topic) }
+        + ServiceCode.allCases.map { ($0.code, $0.topic) }
 
     @Test("each code of a module's table is named in docs/operations.md's event table, on its MESSAGE_ID's row; the uplink's in docs/uplink*.md")
     func codesDocumented() throws {
