@@ -77,7 +77,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         // The real-time cycle and the bus workers behind the SiteIO seam; never imports the simulator,
         // nor Config: it defines the settings it runs on (CycleSettings), and Config maps the YAML into them.
-        .target(name: "Cycle", dependencies: ["ControlCore", "BessSystem", "Fieldbus", "Synchrophasor"], swiftSettings: swiftSettings),
+        .target(name: "Cycle", dependencies: ["ControlCore", "BessSystem", "Fieldbus"], swiftSettings: swiftSettings),
         // The simulated site bessd injects in modes simulation and hil: battery, inverter, meter and grid
         // models, fault schedules, and SimulatedSite (a SiteIO).
         .target(name: "Simulation", dependencies: ["ControlCore", "Fieldbus", "Config", "Cycle"], swiftSettings: swiftSettings),
@@ -99,7 +99,7 @@ let package = Package(
             name: "Service",
             dependencies: [
                 "ControlCore", "BessSystem", "ControlProtocol", "Config", "Cycle", "Fieldbus", "Uplink", "CSystemd", "Scada", "Outstation",
-                "Sep2Link", "IEEE2030_5", "TLSTransport", .product(name: "Logging", package: "swift-log"),
+                "Sep2Link", "PMULink", "IEEE2030_5", "TLSTransport", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
 
@@ -132,6 +132,9 @@ let package = Package(
         .target(
             name: "Sep2Link", dependencies: ["BessSystem", "ControlCore", "Cycle", "IEEE2030_5", "TLSTransport"],
             swiftSettings: swiftSettings),
+        // The PMU's link: the reader thread following a C37.118.2 stream over TCP or UDP (Synchrophasor
+        // decodes); it publishes into Cycle's FrequencySampleSlot, the cycle's seam.
+        .target(name: "PMULink", dependencies: ["ControlCore", "BessSystem", "Cycle", "Synchrophasor"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "bessd",
             dependencies: [
@@ -211,7 +214,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         // The cycle, its poller and workers against SunSpec peers (the HIL plant's server among them).
         .testTarget(
-            name: "CycleTests", dependencies: ["Cycle", "Config", "ControlCore", "Fieldbus", "BessSystem", "HILPlant", "TestSupport"],
+            name: "CycleTests", dependencies: ["Cycle", "PMULink", "Config", "ControlCore", "Fieldbus", "BessSystem", "HILPlant", "TestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "ScadaTests", dependencies: ["Scada", "Cycle", "Config", "ControlCore", "BessSystem", "TestSupport"],

@@ -1,6 +1,7 @@
 public import BessSystem
 public import Config
 public import Cycle
+import PMULink
 import Scada
 import Outstation
 import Sep2Link

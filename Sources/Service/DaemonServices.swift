@@ -2,6 +2,7 @@ import BessSystem
 import Config
 import ControlCore
 import Cycle
+import PMULink
 import Foundation
 import Logging
 import Synchronization

@@ -3,6 +3,7 @@ import Config
 import ControlCore
 import ControlProtocol
 import Cycle
+import PMULink
 import Fieldbus
 import Scada
 import Synchronization

@@ -1,5 +1,6 @@
 import Config
 import Cycle
+import PMULink
 import Sep2Link
 
 /// What the operator's surface reads (`StatusReport`, `MetricsExporter`): the configuration in

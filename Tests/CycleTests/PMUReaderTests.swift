@@ -1,6 +1,7 @@
 import BessSystem
 import ControlCore
 @testable import Cycle
+@testable import PMULink
 import Foundation
 import Synchronization
 import TestSupport

@@ -1,5 +1,6 @@
 import BessSystem
 import ControlCore
+import Cycle
 import Glibc
 
 /// The PMU reader's sockets, one or two by transport (C37.118.2-2011 Annex F; docs/pmu.md):
