@@ -187,7 +187,7 @@ struct Scenario {
             fail("rig", "is required (a bessd configuration to start from, e.g. ../rigs/scenario.yaml)")
         }
         if let over = root["config"] { config = merge(config, over) }
-        let sep2 = sep2Settings(root["sep2"], base: base, fail: fail)
+        let sep2 = Sep2ScenarioFile.sep2Settings(root["sep2"], base: base, fail: fail)
 
         var actions: [Action] = []
         for (index, entry) in (root["timeline"]?.sequence ?? []).enumerated() {
@@ -291,7 +291,7 @@ struct Scenario {
                              bad.map { "bad frames: \($0?.rawValue ?? "none")" }].compactMap { $0 }
                 label = (["PMU"] + parts).joined(separator: " ")
             } else if let node = entry["sep2"] {
-                guard let (order, text) = sep2Order(node, here: "\(here).sep2", fail: fail) else { continue }
+                guard let (order, text) = Sep2ScenarioFile.sep2Order(node, here: "\(here).sep2", fail: fail) else { continue }
                 if sep2 == nil { fail("\(here).sep2", "needs the scenario's sep2: section (the plant's 2030.5 server)") }
                 kind = .sep2(order); label = text
             }
@@ -358,8 +358,8 @@ struct Scenario {
                 if texts.isEmpty || texts.contains(where: \.isEmpty) { fail("\(here).\(key)", "a text or a list of texts") }
                 e.journal += texts.map { ($0, present) }
             }
-            e.reversals = reversals(entry["reversals"], here: here, fail: fail)
-            e.sep2 = sep2Check(entry, here: here, window: window, server: sep2 != nil, fail: fail)
+            e.reversals = Sep2ScenarioFile.reversals(entry["reversals"], here: here, fail: fail)
+            e.sep2 = Sep2ScenarioFile.sep2Check(entry, here: here, window: window, server: sep2 != nil, fail: fail)
             if let times = entry["times"] {
                 if let n = times.int, n >= 0, !e.journal.isEmpty, e.journal.allSatisfy(\.present) { e.journalTimes = n } else {
                     fail("\(here).times", "a count ≥ 0, with journal")
@@ -414,30 +414,6 @@ struct Scenario {
             if let existing = a[key] { a[key] = merge(existing, value) } else { a[key] = value }
         }
         return .mapping(a)
-    }
-
-    /// The grid frequency as a trace of (seconds, Hz) points, from the start frequency and the
-    /// timeline's steps and ramps.
-    var frequencyTrace: [(Double, Double)] {
-        var points: [(Double, Double)] = [(0, startHz)]
-        // Times must increase: a step is a 1 ms ramp.
-        func add(_ t: Double, _ hz: Double) { points.append((max(t, points[points.count - 1].0 + 0.001), hz)) }
-        var current = startHz
-        for action in actions {
-            switch action.kind {
-            case .frequency(let hz):
-                add(action.at, current)
-                add(action.at, hz)
-                current = hz
-            case .ramp(let to, let over):
-                add(action.at, current)
-                add(action.at + over, to)
-                current = to
-            default: continue
-            }
-        }
-        add(duration + 1, current)
-        return points
     }
 }
 

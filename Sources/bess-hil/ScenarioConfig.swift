@@ -32,7 +32,7 @@ struct ScenarioConfig {
     /// Sets what the rig needs around the scenario's configuration: loopback ports, a private
     /// control socket and state directory, the frequency trace, the BMS transport.
     mutating func prepare(controlSocket: String, canInterface: String, pmu: PMUSender?, sep2Server: Sep2Plant?) throws(ScenarioError) {
-        let trace = scenario.frequencyTrace.map { "\($0.0),\($0.1)" }.joined(separator: "\n")
+        let trace = frequencyTrace.map { "\($0.0),\($0.1)" }.joined(separator: "\n")
         let tracePath = runDirectory + "/frequency.csv"
         guard (try? ("seconds,hz\n" + trace + "\n").write(toFile: tracePath, atomically: true, encoding: .utf8)) != nil else {
             throw ScenarioError(.io, "cannot write \(tracePath)")
@@ -172,5 +172,30 @@ struct ScenarioConfig {
         block["poll_s"] = Node(String(settings.pollSeconds))
         if block["timeout_s"] == nil { block["timeout_s"] = Node("2") }
         root["ieee2030_5"] = .mapping(block)
+    }
+
+    /// The grid frequency as a trace of (seconds, Hz) points, from the start frequency and the
+    /// timeline's steps and ramps.
+    var frequencyTrace: [(Double, Double)] {
+        let (startHz, actions, duration) = (scenario.startHz, scenario.actions, scenario.duration)
+        var points: [(Double, Double)] = [(0, startHz)]
+        // Times must increase: a step is a 1 ms ramp.
+        func add(_ t: Double, _ hz: Double) { points.append((max(t, points[points.count - 1].0 + 0.001), hz)) }
+        var current = startHz
+        for action in actions {
+            switch action.kind {
+            case .frequency(let hz):
+                add(action.at, current)
+                add(action.at, hz)
+                current = hz
+            case .ramp(let to, let over):
+                add(action.at, current)
+                add(action.at + over, to)
+                current = to
+            default: continue
+            }
+        }
+        add(duration + 1, current)
+        return points
     }
 }
