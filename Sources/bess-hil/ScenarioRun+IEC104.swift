@@ -3,8 +3,8 @@ import Outstation
 import ControlCore
 import Foundation
 
-/// The IEC 104 half of a scenario: the control centre's commands and the journal expectations
-/// that judge bessd's answer to them.
+/// The IEC 104 half of a scenario, the control centre's commands, and bessd's log lines read into
+/// the samples (the `journal` expectations that judge them are `ScenarioJudge.journalMiss`).
 extension ScenarioRun {
     /// Sends `orders` from the control centre (connecting, or connecting again after bessd
     /// restarted), each direct execute; the confirmations, and a miss when one is not the one the
