@@ -75,7 +75,8 @@ enum JSONValue: Sendable {
     case null
 }
 
-/// A bounded JSON (RFC 8259) reader: depth, values and string lengths limited, UTF-8 checked.
+/// A bounded JSON (RFC 8259) reader: depth, values and string lengths limited, UTF-8 checked; its
+/// tokens are ControlCore's `JSONLexer`, as the aggregator's batch reader's are.
 struct JSONScanner {
     static let maximumDepth = 8
     static let maximumValues = 4_096
@@ -100,9 +101,19 @@ struct JSONScanner {
         return value
     }
 
-    mutating func skipSpace() {
-        while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+    /// Runs `body` on ControlCore's `JSONLexer` at the cursor, and moves the cursor where it left.
+    mutating func lex<T>(_ body: (inout JSONLexer) -> T) -> T {
+        let start = index
+        let (result, end) = bytes.withUnsafeBufferPointer { buffer in
+            var lexer = JSONLexer(buffer, index: start)
+            let result = body(&lexer)
+            return (result, lexer.index)
+        }
+        index = end
+        return result
     }
+
+    mutating func skipSpace() { lex { $0.skipSpace() } }
 
     mutating func value(depth: Int) throws(SEP2Error) -> JSONValue {
         guard depth < Self.maximumDepth else { throw fail("nested deeper than \(Self.maximumDepth)") }
@@ -167,47 +178,21 @@ struct JSONScanner {
     }
 
     mutating func literal(_ word: StaticString) throws(SEP2Error) {
-        let expected = UnsafeBufferPointer(start: word.utf8Start, count: word.utf8CodeUnitCount)
-        guard bytes.count - index >= expected.count, bytes[index..<(index + expected.count)].elementsEqual(expected) else {
-            throw fail("\(word) expected")
-        }
-        index += expected.count
+        guard lex({ $0.literal(word) }) else { throw fail("\(word) expected") }
     }
 
-    mutating func digits() -> Int {
-        let start = index
-        while index < bytes.count, (0x30...0x39).contains(bytes[index]) { index += 1 }
-        return index - start
-    }
-
+    /// A number by the strict grammar, checked, not kept.
     mutating func number() throws(SEP2Error) {
-        if bytes[index] == UInt8(ascii: "-") { index += 1 }
-        guard index < bytes.count else { throw fail("a digit expected") }
-        if bytes[index] == UInt8(ascii: "0") { index += 1 } else if digits() == 0 { throw fail("a digit expected") }
-        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
-            index += 1
-            guard digits() > 0 else { throw fail("a digit expected after '.'") }
-        }
-        if index < bytes.count, bytes[index] | 0x20 == UInt8(ascii: "e") {
-            index += 1
-            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
-            guard digits() > 0 else { throw fail("a digit expected in the exponent") }
-        }
+        if case .failure(let failure) = lex({ $0.number() }) { throw fail(failure.description) }
     }
 
     /// A string at `index` (its opening quote): escapes resolved, the UTF-8 checked, at most
-    /// `maximumStringBytes` once decoded (ControlCore's `JSONStringScanner`, which the batch reader shares).
+    /// `maximumStringBytes` once decoded (ControlCore's `JSONLexer`, which the batch reader shares).
     mutating func string() throws(SEP2Error) -> String {
-        let quote = index
-        do throws(JSONStringScanner.Failure) {
-            let (text, end) = try bytes.withUnsafeBufferPointer { buffer throws(JSONStringScanner.Failure) in
-                try JSONStringScanner.read(buffer, quote: quote, maximumBytes: Self.maximumStringBytes)
-            }
-            index = end
-            return text
-        } catch {
-            index = error.offset
-            throw fail(error.reason.description)
+        let read = lex { lexer in Result { () throws(JSONStringScanner.Failure) in try lexer.string(maximumBytes: Self.maximumStringBytes) } }
+        switch read {
+        case .success(let text): return text
+        case .failure(let error): throw fail(error.reason.description)
         }
     }
 }

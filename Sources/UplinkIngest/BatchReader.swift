@@ -1,4 +1,3 @@
-import Glibc
 import Uplink
 import ControlCore
 
@@ -12,8 +11,13 @@ import ControlCore
 /// record's type does not use it, nesting deeper than 64 — makes it answer nil, and the caller asks
 /// `JSONDecoder`, which decides.
 struct BatchReader {
-    let bytes: UnsafeBufferPointer<UInt8>
-    var i = 0
+    /// The cursor over the batch's bytes: ControlCore's `JSONLexer`, as under the well-known reader.
+    var lexer: JSONLexer
+    var bytes: UnsafeBufferPointer<UInt8> { lexer.bytes }
+    var i: Int {
+        get { lexer.index }
+        set { lexer.index = newValue }
+    }
     /// Keys of the objects being read, innermost last (reused: no allocation once warm).
     var keys: [Range<Int>] = []
 
@@ -22,7 +26,7 @@ struct BatchReader {
     static let maximumKeys = 64
 
     init(_ bytes: UnsafeBufferPointer<UInt8>) {
-        self.bytes = bytes
+        lexer = JSONLexer(bytes)
         keys.reserveCapacity(64)
     }
 
@@ -102,7 +106,7 @@ struct BatchReader {
             if r.key(key, is: "code") { return r.readOrNull(&code) { $0.string() } }
             if r.key(key, is: "message") { return r.read(&message) { $0.string() } }
             if r.key(key, is: "count") { return r.read(&count) { $0.uint64() } }
-            if let read = r.frequencyEventField(key, &event) { return read }
+            if let read = event.read(key, from: &r) { return read }
             return r.skip(depth: depth + 1)
         }
         guard ok, let seq, let time, let type else { return nil }
@@ -151,7 +155,7 @@ struct BatchReader {
             guard let count else { return nil }
             body = .spoolDrop(count: count)
         case "frequency_event":
-            guard let read = frequencyEvent(event, unitsAt: unitsAt, depth: depth) else { return nil }
+            guard let read = event.record(unitsAt: unitsAt, depth: depth, from: &self) else { return nil }
             body = .frequencyEvent(read)
         default:
             return nil
@@ -369,162 +373,45 @@ struct BatchReader {
         }
     }
 
+    // MARK: tokens (ControlCore's JSONLexer)
+
     /// A key: a string without escapes, printable ASCII or valid UTF-8.
-    mutating func plainKey() -> Range<Int>? {
-        guard at(UInt8(ascii: "\"")) else { return nil }
-        let start = i + 1
-        var k = start, ascii = true
-        while k < bytes.count {
-            let c = bytes[k]
-            if c == UInt8(ascii: "\"") { break }
-            if c == UInt8(ascii: "\\") || c < 0x20 { return nil }
-            if c >= 0x80 { ascii = false }
-            k += 1
-        }
-        guard k < bytes.count, ascii || JSONStringScanner.isValidUTF8(UnsafeBufferPointer(rebasing: bytes[start..<k])) else { return nil }
-        i = k + 1
-        return start..<k
-    }
+    mutating func plainKey() -> Range<Int>? { lexer.plainKey() }
 
     /// A string's value. Refuses raw control characters, invalid UTF-8, escaped surrogates (pairs too:
-    /// JSONDecoder decides those); the escapes are ControlCore's `JSONStringScanner`, which the
-    /// well-known reader shares.
+    /// JSONDecoder decides those); on a refusal the cursor stays.
     mutating func string() -> String? {
-        guard at(UInt8(ascii: "\"")), let read = try? JSONStringScanner.read(bytes, quote: i, surrogatePairs: false) else { return nil }
-        i = read.end
-        return read.text
+        guard at(UInt8(ascii: "\"")) else { return nil }
+        var probe = lexer
+        guard let text = try? probe.string(surrogatePairs: false) else { return nil }
+        lexer = probe
+        return text
     }
 
     /// Past a string, checked as `string()` checks it, without making its text.
-    mutating func skipString() -> Bool {
-        guard at(UInt8(ascii: "\"")), let span = try? JSONStringScanner.scan(bytes, quote: i, surrogatePairs: false) else { return false }
-        i = span.end
-        return true
-    }
+    mutating func skipString() -> Bool { lexer.skipString(surrogatePairs: false) }
 
     /// The strict JSON number grammar; the span of the number.
-    mutating func number() -> Range<Int>? {
-        let start = i
-        if at(UInt8(ascii: "-")) { i += 1 }
-        guard i < bytes.count else { return nil }
-        if bytes[i] == UInt8(ascii: "0") {
-            i += 1
-        } else {
-            guard digits() > 0 else { return nil }
-        }
-        if at(UInt8(ascii: ".")) {
-            i += 1
-            guard digits() > 0 else { return nil }
-        }
-        if at(UInt8(ascii: "e")) || at(UInt8(ascii: "E")) {
-            i += 1
-            if at(UInt8(ascii: "+")) || at(UInt8(ascii: "-")) { i += 1 }
-            guard digits() > 0 else { return nil }
-        }
-        return start..<i
-    }
+    mutating func number() -> Range<Int>? { try? lexer.number().get() }
 
-    mutating func digits() -> Int {
-        let start = i
-        while i < bytes.count, bytes[i] >= UInt8(ascii: "0"), bytes[i] <= UInt8(ascii: "9") { i += 1 }
-        return i - start
-    }
-
-    /// A number as a Double, correctly rounded (strtod in the C locale); nil beyond Double's range.
-    mutating func double() -> Double? {
-        guard let span = number(), span.count < 64 else { return nil }
-        let parsed = withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { buffer -> (Double, Int) in
-            for k in 0..<span.count { buffer[k] = CChar(bitPattern: bytes[span.lowerBound + k]) }
-            buffer[span.count] = 0
-            var end: UnsafeMutablePointer<CChar>?
-            let value = strtod(buffer.baseAddress!, &end)
-            return (value, end.map { $0 - buffer.baseAddress! } ?? 0)
-        }
-        // strtod follows the process's locale: a decimal comma would stop it short of the span.
-        guard parsed.1 == span.count else { return nil }
-        let value = parsed.0
-        guard value.isFinite else { return nil }
-        if value == 0 {
-            // Underflow to zero (`1e-400`) and zero with an exponent (`0e5`) are left to JSONDecoder,
-            // which refuses some of them.
-            for k in span where bytes[k] >= UInt8(ascii: "1") && bytes[k] <= UInt8(ascii: "9") || bytes[k] | 0x20 == UInt8(ascii: "e") {
-                return nil
-            }
-        }
-        return value
-    }
+    /// A number as a Double, correctly rounded; nil where JSONDecoder must decide.
+    mutating func double() -> Double? { lexer.double() }
 
     /// A plain integer (no fraction, no exponent) that fits an Int64.
-    mutating func int64() -> Int64? {
-        let negative = at(UInt8(ascii: "-"))
-        guard let magnitude = integer(allowMinus: true) else { return nil }
-        if negative {
-            guard magnitude <= UInt64(Int64.max) + 1 else { return nil }
-            return magnitude == UInt64(Int64.max) + 1 ? Int64.min : -Int64(magnitude)
-        }
-        guard magnitude <= UInt64(Int64.max) else { return nil }
-        return Int64(magnitude)
-    }
+    mutating func int64() -> Int64? { lexer.int64() }
 
     /// A plain non-negative integer that fits a UInt64.
-    mutating func uint64() -> UInt64? {
-        guard !at(UInt8(ascii: "-")) else { return nil }
-        return integer(allowMinus: false)
-    }
+    mutating func uint64() -> UInt64? { lexer.uint64() }
 
-    /// The magnitude of a plain integer; nil for a fraction, an exponent, or overflow.
-    mutating func integer(allowMinus: Bool) -> UInt64? {
-        if allowMinus, at(UInt8(ascii: "-")) { i += 1 }
-        guard i < bytes.count else { return nil }
-        var value: UInt64 = 0
-        if bytes[i] == UInt8(ascii: "0") {
-            i += 1
-        } else {
-            let start = i
-            while i < bytes.count, bytes[i] >= UInt8(ascii: "0"), bytes[i] <= UInt8(ascii: "9") {
-                let (times, o1) = value.multipliedReportingOverflow(by: 10)
-                let (plus, o2) = times.addingReportingOverflow(UInt64(bytes[i] - UInt8(ascii: "0")))
-                guard !o1, !o2 else { return nil }
-                value = plus
-                i += 1
-            }
-            guard i > start else { return nil }
-        }
-        guard !at(UInt8(ascii: ".")), !at(UInt8(ascii: "e")), !at(UInt8(ascii: "E")) else { return nil }
-        return value
-    }
+    mutating func bool() -> Bool? { lexer.bool() }
 
-    mutating func bool() -> Bool? {
-        if literal("true") { return true }
-        if literal("false") { return false }
-        return nil
-    }
+    mutating func literal(_ word: StaticString) -> Bool { lexer.literal(word) }
 
-    mutating func literal(_ word: StaticString) -> Bool {
-        let n = word.utf8CodeUnitCount
-        guard i + n <= bytes.count else { return false }
-        let text = word.utf8Start
-        for k in 0..<n where bytes[i + k] != text[k] { return false }
-        i += n
-        return true
-    }
+    mutating func space() { lexer.skipSpace() }
 
-    mutating func space() {
-        while i < bytes.count, bytes[i] == 0x20 || bytes[i] == 0x0A || bytes[i] == 0x0D || bytes[i] == 0x09 { i += 1 }
-    }
+    func at(_ byte: UInt8) -> Bool { lexer.at(byte) }
 
-    func at(_ byte: UInt8) -> Bool { i < bytes.count && bytes[i] == byte }
+    func same(_ a: Range<Int>, _ b: Range<Int>) -> Bool { lexer.same(a, b) }
 
-    func same(_ a: Range<Int>, _ b: Range<Int>) -> Bool {
-        guard a.count == b.count else { return false }
-        for k in 0..<a.count where bytes[a.lowerBound + k] != bytes[b.lowerBound + k] { return false }
-        return true
-    }
-
-    func key(_ span: Range<Int>, is name: StaticString) -> Bool {
-        guard span.count == name.utf8CodeUnitCount else { return false }
-        let text = name.utf8Start
-        for k in 0..<span.count where bytes[span.lowerBound + k] != text[k] { return false }
-        return true
-    }
+    func key(_ span: Range<Int>, is name: StaticString) -> Bool { lexer.key(span, is: name) }
 }
