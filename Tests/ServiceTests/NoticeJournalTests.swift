@@ -1,4 +1,6 @@
 import BessSystem
+@testable import Config
+import ControlCore
 import Cycle
 import Foundation
 import Logging
@@ -48,5 +50,26 @@ struct NoticeJournalTests {
             let row = operations.split(separator: "\n").first { $0.hasPrefix("| \(id) |") } ?? ""
             #expect(row.contains("`\(code)`"), "\(code) is not on the row of MESSAGE_ID \(id) in docs/operations.md")
         }
+    }
+
+    @Test("EventJournal: the same event of a unit within 10 s is counted, the next line says how many; a latch is never held back")
+    func eventRepeats() throws {
+        let configuration = try ConfigLoader.parse(ResponseReserveUplinkTests.yaml(sustain: 720), file: "site.yaml")
+        let (logger, lines) = FrequencyEventReportTests.collecting()
+        let journal = EventJournal(logger: logger)
+        let t0 = MonotonicInstant(nanoseconds: 1_000_000_000)
+        let stale = ControlEvent(kind: .meterStale, unit: -1, at: t0)
+        func log(_ event: ControlEvent, at seconds: Int64) {
+            journal.log([event], now: t0 + .seconds(seconds), configuration: configuration, recorder: nil)
+        }
+        for second in [0, 1, 2, 9] { log(stale, at: Int64(second)) }
+        #expect(lines.withLock { $0.count } == 1, "three repeats within 10 s held back")
+        log(stale, at: 10)
+        #expect(lines.withLock { $0.count } == 2)
+        let said = lines.withLock { $0.last } ?? ""
+        #expect(said.contains("(3 repeats suppressed)") && said.contains("BESS_SUPPRESSED=3"), "\(said)")
+        let latched = ControlEvent(kind: .latched, unit: 0, code: .thermalRunaway, at: t0)
+        for second in [11, 11, 12] { log(latched, at: Int64(second)) }
+        #expect(lines.withLock { $0.count } == 5, "every latch is written")
     }
 }
