@@ -26,12 +26,14 @@ public protocol ConfiguredSite: AnyObject {
 
 // The cycle's types built from a configuration: what the composition roots and the tests call.
 
-extension SiteRunner {
-    /// The runner of `configuration`'s site over `io`.
-    public convenience init(configuration: BessdConfiguration, io: any SiteIO, phase: CyclePhase, startedAt: MonotonicInstant) {
-        self.init(settings: configuration.cycleSettings, io: io, phase: phase, startedAt: startedAt)
+extension SiteCycle {
+    /// The cycle of `configuration`'s site over `io`.
+    public convenience init(configuration: BessdConfiguration, io: IO, phase: CyclePhase, startedAt: MonotonicInstant) {
+        self.init(settings: configuration.cycleSettings, site: io, phase: phase, startedAt: startedAt)
     }
+}
 
+extension SiteRunner {
     /// A site of real devices only (mode hardware, or hil with nothing simulated).
     public static func hardware(configuration: BessdConfiguration, startedAt: MonotonicInstant,
                                 output: @escaping (DeviceNotice) -> Void) throws(RunError) -> SiteRunner {
@@ -47,9 +49,14 @@ extension SiteRunner {
 }
 
 extension HardwareSite {
-    /// The real devices of `configuration`.
-    public convenience init(configuration: BessdConfiguration, phase: CyclePhase, only: Bool = true,
-                            output: @escaping (DeviceNotice) -> Void) throws(RunError) {
-        try self.init(settings: configuration.cycleSettings, phase: phase, only: only, output: output)
+    /// The real devices of `configuration`, every one of them real (`SIMULATION_REQUIRED` otherwise).
+    public convenience init(configuration: BessdConfiguration, phase: CyclePhase, output: @escaping (DeviceNotice) -> Void) throws(RunError) {
+        try self.init(settings: configuration.cycleSettings, phase: phase, output: output)
+    }
+
+    /// The real devices of `configuration`, beside the simulated ones `SimulatedSite` serves.
+    public static func beside(simulated configuration: BessdConfiguration, phase: CyclePhase,
+                              output: @escaping (DeviceNotice) -> Void) -> HardwareSite {
+        beside(simulated: configuration.cycleSettings, phase: phase, output: output)
     }
 }

@@ -37,7 +37,7 @@ public struct FrequencyEventTally: Sendable, Equatable {
 extension SharedState {
     /// Publishes one assessment as the cycle does (tests, and a cycle that holds no lock yet).
     package func publish(frequencyEvent assessment: FrequencyEventAssessment) {
-        contents.withLock { $0.frequencyEvents.publish(assessment) }
+        contents.withLock { $0.outbox.frequencyEvents.publish(assessment) }
     }
 
     /// Removes and returns the assessments the cycle published since the last take, oldest first,
@@ -47,14 +47,14 @@ extension SharedState {
         var taken: [FrequencyEventAssessment] = []
         taken.reserveCapacity(FrequencyEventMailbox.capacity)
         let dropped = contents.withLock { c in
-            for assessment in c.frequencyEvents.pending where taken.count < taken.capacity { taken.append(assessment) }
-            c.frequencyEvents.pending.removeAll(keepingCapacity: true)
-            defer { c.frequencyEvents.dropped = 0 }
-            return c.frequencyEvents.dropped
+            for assessment in c.outbox.frequencyEvents.pending where taken.count < taken.capacity { taken.append(assessment) }
+            c.outbox.frequencyEvents.pending.removeAll(keepingCapacity: true)
+            defer { c.outbox.frequencyEvents.dropped = 0 }
+            return c.outbox.frequencyEvents.dropped
         }
         return (taken, dropped)
     }
 
     /// The count of assessments published since start and the last one (nothing is taken).
-    public var frequencyEventTally: FrequencyEventTally { contents.withLock { $0.frequencyEvents.tally } }
+    public var frequencyEventTally: FrequencyEventTally { contents.withLock { $0.outbox.frequencyEvents.tally } }
 }

@@ -150,59 +150,15 @@ public struct CycleStatistics: Sendable, Equatable {
     public init() {}
 }
 
-/// Requests from the control socket to the cycle, taken at the start of the next cycle.
-package struct Mailbox: Sendable {
-    /// The local operator's mode per unit (`bessctl mode X --unit U`).
-    package var mode: [OperatingMode?]
-    /// The local operator's mode for the whole site (`bessctl mode X`).
-    package var siteMode: OperatingMode?
-    /// The aggregator's mode per unit: standby (or emergency stop) for `lasting`, or auto.
-    package var remoteMode: [(mode: OperatingMode, lasting: Duration, emergency: Bool)?]
-    /// The local operator's override per unit: power for `lasting`.
-    package var override: [(power: Watts, lasting: Duration)?]
-    package var clearOverride: [Bool]
-    package var reset: [Bool]
-    /// Aggregator dispatch: power and how long until it expires, or a clear.
-    package var dispatch: [(power: Watts, lasting: Duration, pinned: Bool)?]
-    package var clearDispatch: [Bool]
-    package var generation: UInt64 = 0
-
-    init(units: Int) {
-        mode = [OperatingMode?](repeating: nil, count: units)
-        remoteMode = [(mode: OperatingMode, lasting: Duration, emergency: Bool)?](repeating: nil, count: units)
-        override = [(power: Watts, lasting: Duration)?](repeating: nil, count: units)
-        clearOverride = [Bool](repeating: false, count: units)
-        reset = [Bool](repeating: false, count: units)
-        dispatch = [(power: Watts, lasting: Duration, pinned: Bool)?](repeating: nil, count: units)
-        clearDispatch = [Bool](repeating: false, count: units)
-    }
-}
-
 /// The state the cycle thread shares with the service thread, behind one short lock. The cycle
 /// only copies values in and out of storage allocated at start-up.
 public final class SharedState: Sendable {
+    /// Orders in and publications out, behind one lock: `applyAGC` judges an order by the holds
+    /// the last cycle published, in the same critical section. The cycle takes the lock twice a
+    /// period: once to take the orders (`SiteRunner.takeInputs`), once to publish (`publish`).
     struct Contents: Sendable {
-        var units: [UnitStatus]
-        var site = SiteStatus()
-        var stats = CycleStatistics()
-        var events = EventRing(capacity: 1024)
-        /// Energy blocks closed by the cycle, for the uplink (bounded; the oldest kept).
-        var blocks: [EnergyBlock] = []
-        /// Frequency events the cycle assessed, for the service thread (`SharedState+FrequencyEvents`).
-        var frequencyEvents = FrequencyEventMailbox()
-        var mailbox: Mailbox
-        var resetOutcomes: [ResetOutcome]
-        /// Incremented by the cycle each time it has applied the mailbox.
-        var appliedGeneration: UInt64 = 0
-        /// What SCADA has written (model 704), and a count of the writes the cycle compares.
-        var commands = SiteCommands()
-        var commandsGeneration: UInt64 = 0
-        /// The grid operator's AGC as the control centre last wrote it (`applyAGC`).
-        var agc = AGCCommand()
-        /// The relay contacts' limit, percent; nil when none is asserted.
-        var inputLimitPercent: Double?
-        /// The system clock's synchronisation, as the service last read it.
-        var clockSynchronized = true
+        var orders: PostedOrders
+        var outbox: CycleOutbox
     }
 
     let contents: PILock<Contents>
@@ -226,11 +182,7 @@ public final class SharedState: Sendable {
     public var publicationsAreWatched: Bool { publicationsWatched.load(ordering: .acquiring) }
 
     public init(units: Int) {
-        var initial = Contents(units: [UnitStatus](repeating: UnitStatus(), count: units), mailbox: Mailbox(units: units),
-                               resetOutcomes: [ResetOutcome](repeating: ResetOutcome(), count: units))
-        initial.blocks.reserveCapacity(64)
-        initial.frequencyEvents.pending.reserveCapacity(FrequencyEventMailbox.capacity)
-        contents = PILock(initial)
+        contents = PILock(Contents(orders: PostedOrders(units: units), outbox: CycleOutbox(units: units)))
         unitCount = units
     }
 
@@ -246,17 +198,17 @@ public final class SharedState: Sendable {
     }
 
     /// A copy of the site's status.
-    public var site: SiteStatus { contents.withLock { $0.site } }
+    public var site: SiteStatus { contents.withLock { $0.outbox.site } }
 
     /// Copies every unit's status, the site's status and the site frequency as one cycle published
     /// them (one lock): what a reader that must never mix two cycles takes. Returns the cycle count.
     @discardableResult
     public func read(units out: inout [UnitStatus], site: inout SiteStatus, frequency: inout Double) -> UInt64 {
         contents.withLock { c in
-            for i in c.units.indices where i < out.count { out[i] = c.units[i] }
-            site = c.site
-            frequency = c.stats.frequency
-            return c.stats.cycles
+            for i in c.outbox.units.indices where i < out.count { out[i] = c.outbox.units[i] }
+            site = c.outbox.site
+            frequency = c.outbox.stats.frequency
+            return c.outbox.stats.cycles
         }
     }
 
@@ -273,27 +225,27 @@ public final class SharedState: Sendable {
     /// Copies every unit's status into `out` (which must hold `unitCount` entries).
     public func read(units out: inout [UnitStatus]) {
         contents.withLock { c in
-            for i in c.units.indices where i < out.count { out[i] = c.units[i] }
+            for i in c.outbox.units.indices where i < out.count { out[i] = c.outbox.units[i] }
         }
     }
 
     /// Copies the cycle statistics into `out`, bucket by bucket into its own histogram.
     public func read(statistics out: inout CycleStatistics) {
         contents.withLock { c in
-            let histogram = c.stats.histogram
-            out.periodMs = c.stats.periodMs
-            out.cycles = c.stats.cycles
-            out.overruns = c.stats.overruns
-            out.lateReadings = c.stats.lateReadings
-            out.startedOnReadings = c.stats.startedOnReadings
-            out.alarmCycles = c.stats.alarmCycles
-            out.lastRunAt = c.stats.lastRunAt
-            out.longestGap = c.stats.longestGap
-            out.lastLatenessMicroseconds = c.stats.lastLatenessMicroseconds
-            out.frequency = c.stats.frequency
-            out.frequencySource = c.stats.frequencySource
-            out.frequencyAge = c.stats.frequencyAge
-            out.realtime = c.stats.realtime
+            let histogram = c.outbox.stats.histogram
+            out.periodMs = c.outbox.stats.periodMs
+            out.cycles = c.outbox.stats.cycles
+            out.overruns = c.outbox.stats.overruns
+            out.lateReadings = c.outbox.stats.lateReadings
+            out.startedOnReadings = c.outbox.stats.startedOnReadings
+            out.alarmCycles = c.outbox.stats.alarmCycles
+            out.lastRunAt = c.outbox.stats.lastRunAt
+            out.longestGap = c.outbox.stats.longestGap
+            out.lastLatenessMicroseconds = c.outbox.stats.lastLatenessMicroseconds
+            out.frequency = c.outbox.stats.frequency
+            out.frequencySource = c.outbox.stats.frequencySource
+            out.frequencyAge = c.outbox.stats.frequencyAge
+            out.realtime = c.outbox.stats.realtime
             out.histogram.copy(from: histogram)
         }
     }
@@ -302,7 +254,7 @@ public final class SharedState: Sendable {
     public func takeEvents() -> [ControlEvent] {
         var events: [ControlEvent] = []
         events.reserveCapacity(1024)
-        contents.withLock { c in c.events.drain { events.append($0) } }
+        contents.withLock { c in c.outbox.events.drain { events.append($0) } }
         return events
     }
 
@@ -311,8 +263,8 @@ public final class SharedState: Sendable {
         var blocks: [EnergyBlock] = []
         blocks.reserveCapacity(64)
         contents.withLock { c in
-            for block in c.blocks where blocks.count < blocks.capacity { blocks.append(block) }
-            c.blocks.removeAll(keepingCapacity: true)
+            for block in c.outbox.blocks where blocks.count < blocks.capacity { blocks.append(block) }
+            c.outbox.blocks.removeAll(keepingCapacity: true)
         }
         return blocks
     }
@@ -321,49 +273,49 @@ public final class SharedState: Sendable {
     @discardableResult
     package func post(_ body: (inout Mailbox) -> Void) -> UInt64 {
         contents.withLock { c in
-            body(&c.mailbox)
-            c.mailbox.generation &+= 1
-            return c.mailbox.generation
+            body(&c.orders.mailbox)
+            c.orders.mailbox.generation &+= 1
+            return c.orders.mailbox.generation
         }
     }
 
-    package var appliedGeneration: UInt64 { contents.withLock { $0.appliedGeneration } }
+    package var appliedGeneration: UInt64 { contents.withLock { $0.outbox.appliedGeneration } }
 
     /// The mailbox as posted so far, not yet taken by the cycle (the fuzz harnesses check what a
     /// request would have handed the control law).
-    package func peekMailbox() -> Mailbox { contents.withLock { $0.mailbox } }
+    package func peekMailbox() -> Mailbox { contents.withLock { $0.orders.mailbox } }
 
     /// SCADA's commands as last written, with the count of writes so far (for `commit`).
     public func commands(generation: inout UInt64) -> SiteCommands {
         contents.withLock { c in
-            generation = c.commandsGeneration
-            return c.commands
+            generation = c.orders.commandsGeneration
+            return c.orders.commands
         }
     }
 
     /// SCADA's commands as last written.
-    public var commands: SiteCommands { contents.withLock { $0.commands } }
+    public var commands: SiteCommands { contents.withLock { $0.orders.commands } }
 
     /// Stores `commands` if nothing was written since `generation` was read (two servers, TCP and
     /// RTU, never lose each other's writes: the loser decodes again). The cycle takes them next period.
     public func commit(_ commands: SiteCommands, ifGeneration generation: UInt64) -> Bool {
         contents.withLock { c in
-            guard c.commandsGeneration == generation else { return false }
-            c.commands = commands
-            c.commandsGeneration &+= 1
+            guard c.orders.commandsGeneration == generation else { return false }
+            c.orders.commands = commands
+            c.orders.commandsGeneration &+= 1
             return true
         }
     }
 
     /// The grid operator's AGC as the control centre last wrote it.
-    public var agc: AGCCommand { contents.withLock { $0.agc } }
+    public var agc: AGCCommand { contents.withLock { $0.orders.agc } }
 
     /// Declares the site's AGC regulation band and expiry (`iec104.agc`), at start and on reload:
     /// AGC keeps its service and target (the cycle keeps a target inside a narrowed band); nil
     /// withdraws them and takes AGC out of service (every order then refused).
     public func declareAGC(_ limits: AGCLimits?) {
         contents.withLock { c in
-            if limits == nil { c.agc = AGCCommand() } else { c.agc.limits = limits }
+            if limits == nil { c.orders.agc = AGCCommand() } else { c.orders.agc.limits = limits }
         }
     }
 
@@ -375,10 +327,11 @@ public final class SharedState: Sendable {
     /// Returns the command as accepted, or throws why it is refused (answered negatively; never clamped).
     public func applyAGC(_ order: AGCOrder, at now: MonotonicInstant) throws(AGCRefusal) -> AGCCommand {
         let result: Result<AGCCommand, AGCRefusal> = contents.withLock { c in
-            let local = !c.units.isEmpty && c.units.allSatisfy { $0.holds.operatorUnit || $0.holds.operatorSite || $0.overrideW != nil }
-            let agc = c.agc
+            let units = c.outbox.units
+            let local = !units.isEmpty && units.allSatisfy { $0.holds.operatorUnit || $0.holds.operatorSite || $0.overrideW != nil }
+            let agc = c.orders.agc
             let result = Result { () throws(AGCRefusal) -> AGCCommand in try agc.applying(order, at: now, local: local) }
-            if case .success(let next) = result { c.agc = next }
+            if case .success(let next) = result { c.orders.agc = next }
             return result
         }
         return try result.get()
@@ -386,9 +339,9 @@ public final class SharedState: Sendable {
 
     /// The relay contacts' limit (`grid_operator.inputs`), percent, or nil when none is asserted;
     /// the cycle takes it next period.
-    public func setInputLimit(_ percent: Double?) { contents.withLock { $0.inputLimitPercent = percent } }
+    public func setInputLimit(_ percent: Double?) { contents.withLock { $0.orders.inputLimitPercent = percent } }
 
     /// The service's reading of the clock's synchronisation, for the cycle's energy blocks.
-    public func setClockSynchronized(_ synchronized: Bool) { contents.withLock { $0.clockSynchronized = synchronized } }
-    package func resetOutcome(_ unit: Int) -> ResetOutcome { contents.withLock { $0.resetOutcomes[unit] } }
+    public func setClockSynchronized(_ synchronized: Bool) { contents.withLock { $0.orders.clockSynchronized = synchronized } }
+    package func resetOutcome(_ unit: Int) -> ResetOutcome { contents.withLock { $0.outbox.resetOutcomes[unit] } }
 }

@@ -43,7 +43,7 @@ public final class SimulatedSite: SiteIO, ConfiguredSite {
         frequencyLost = [Bool](repeating: false, count: configuration.units.count)
         ratingW = configuration.units.reduce(0) { $0 + max(0, $1.maxPowerKW) * 1000 }
         meter = configuration.meterSimulated ? SimulatedMeter() : SimulatedMeter(history: 0)
-        hardware = try HardwareSite(configuration: configuration, phase: phase, only: false, output: output)
+        hardware = HardwareSite.beside(simulated: configuration, phase: phase, output: output)
     }
 
     /// Replaces the grid frequency profile (tests and scenarios).
@@ -184,7 +184,7 @@ extension SiteRunner {
         }
         let phase = CyclePhase(period: .milliseconds(configuration.periodMs))
         let io = try SimulatedSite(configuration: configuration, phase: phase, startedAt: startedAt, output: output)
-        return SiteRunner(configuration: configuration, io: io, phase: phase, startedAt: startedAt)
+        return SiteCycle(configuration: configuration, io: io, phase: phase, startedAt: startedAt)
     }
 
     /// The simulated site behind this runner, if any (tests and scenarios inject faults through it).

@@ -76,7 +76,7 @@ struct UtilityLimitCycleTests {
     @Test("nothing published: no utility control; published: the controller applies it; past validUntil: zero, stale")
     func runnerHandsTheSlotOver() throws {
         let c = try ConfigLoader.parse(EmbeddedConfiguration.simulationYAML, file: "embedded")
-        let runner = SiteRunner(configuration: c, io: WireBudgetTests.ScriptedSite(units: c.units.count),
+        let runner = SiteCycle(configuration: c, io: WireBudgetTests.ScriptedSite(units: c.units.count),
                                 phase: CyclePhase(period: .milliseconds(100)), startedAt: .zero)
         func at(_ ms: Int64) -> MonotonicInstant { MonotonicInstant(nanoseconds: ms * 1_000_000) }
         let slot = UtilityLimitSlot()

@@ -42,7 +42,7 @@ struct WireBudgetTests {
     func lateReadingsCounted() throws {
         let c = try ConfigLoader.parse(EmbeddedConfiguration.simulationYAML, file: "embedded")  // 2 units, 100 ms
         let site = ScriptedSite(units: c.units.count)
-        let runner = SiteRunner(configuration: c, io: site, phase: CyclePhase(period: .milliseconds(100)), startedAt: .zero)
+        let runner = SiteCycle(configuration: c, io: site, phase: CyclePhase(period: .milliseconds(100)), startedAt: .zero)
         func at(_ ms: Int64) -> MonotonicInstant { MonotonicInstant(nanoseconds: ms * 1_000_000) }
         // Cycle at 1000 ms; both readings taken 2 ms before it.
         site.takenAt = [at(998), at(998)]
