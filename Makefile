@@ -59,17 +59,13 @@ sim-mqtt: deps
 	  echo "mosquitto on 127.0.0.1:18830; bess-aggregator: status page http://127.0.0.1:8700/ (log /tmp/bess-aggregator.log)"; \
 	  .build/release/bessd run --config config/simulation-mqtt.yaml $(if $(DURATION),--duration $(DURATION))
 
-## Every test: unit, property and integration tests; the SocketCAN suite on vcan (in a VM when this
-## kernel has no CAN); then every shipped configuration file.
+## Every test: unit, property and integration tests (suites in parallel processes); then the HIL
+## scenarios, the SocketCAN suite on vcan (in a VM when this kernel has no CAN) and the .deb side by
+## side; then every shipped configuration file. Prints where the time went (docs/testing.md).
 check: deps
 	@scripts/ensure-debian-packages.sh $(TEST_PACKAGES)
 	@scripts/ensure-python-peers.sh
-	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
-	scripts/scenarios.sh .build/debug
-	scripts/can-tests.sh
-	scripts/package-test.sh
-	$(MAKE) --no-print-directory config-check
+	SWIFT=$(SWIFT) scripts/check.sh
 
 ## Benchmarks against the targets and this machine's limits (cyclictest beside the cycle): writes
 ## hil/results/benchmarks.md and its plots. About an hour; BENCH_QUICK=1 for a short run;
