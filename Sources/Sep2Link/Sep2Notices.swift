@@ -1,5 +1,5 @@
 public import BessSystem
-import ControlCore
+public import ControlCore
 
 /// What the 2030.5 worker tells the journal beside its errors' own codes (`SEP2Error`,
 /// `ScheduleStoreError`, `HTTPClientError`): each code once, with its severity; all under the 2030.5
@@ -23,10 +23,12 @@ public enum Sep2NoticeCode: String, NoticeCode, CaseIterable {
     case responseDropped = "SEP2_RESPONSE_DROPPED"
     /// The server refused a DERControlResponse.
     case responseRefused = "SEP2_RESPONSE_REFUSED"
+    /// The client built at start: its server and its device's identity.
+    case client = "SEP2_CLIENT"
 
     public var severity: NoticeSeverity {
         switch self {
-        case .controlTaken, .serverRestored, .scheduleCached: .notice
+        case .controlTaken, .serverRestored, .scheduleCached, .client: .notice
         default: .warning
         }
     }
@@ -35,14 +37,17 @@ public enum Sep2NoticeCode: String, NoticeCode, CaseIterable {
 }
 
 extension Notice {
-    /// A 2030.5 worker's line of `code`, its message opening with the code: `SEP2_…: message`.
-    static func sep2(_ code: Sep2NoticeCode, _ message: String) -> Notice {
+    /// A 2030.5 line of `code`, its message opening with the code: `SEP2_…: message`.
+    public static func sep2(_ code: Sep2NoticeCode, _ message: String) -> Notice {
         Notice(code, "\(code.rawValue): \(message)", units: ["site"])
     }
 
+    /// A 2030.5 line of `code` whose message does not repeat the code.
+    public static func sep2(_ code: Sep2NoticeCode, plain message: String) -> Notice { Notice(code, message, units: ["site"]) }
+
     /// A 2030.5 worker's failure under its error's own code (a warning); the message is the error's
     /// description and what follows.
-    static func sep2<Code>(failure error: CodedError<Code>, _ message: String) -> Notice where Code: Hashable & Sendable & CustomStringConvertible {
+    public static func sep2<Code>(failure error: CodedError<Code>, _ message: String) -> Notice where Code: Hashable & Sendable & CustomStringConvertible {
         Notice(message, topic: .ieee2030_5, severity: .warning, code: "\(error.code)", units: ["site"])
     }
 }

@@ -44,10 +44,7 @@ enum Sep2Setup {
     /// the stored EndDevice's (`storedIdentity`).
     static func worker(_ configuration: BessdConfiguration, slot: UtilityLimitSlot, logger: Logger) -> Sep2Worker? {
         guard let settings = configuration.ieee2030_5 else { return nil }
-        let log: @Sendable (String, String, Bool) -> Void = { code, message, warning in
-            let metadata: Logger.Metadata = ["BESS_CODE": "\(code)", "MESSAGE_ID": "\(MessageID.ieee2030_5)", "BESS_UNIT": "site"]
-            if warning { logger.warning("\(message)", metadata: metadata) } else { logger.notice("\(message)", metadata: metadata) }
-        }
+        let journal = Journal(logger)
         let server = "\(settings.serverHost):\(settings.serverPort)"
         let timeout = Duration.seconds(fromDouble: settings.timeoutSeconds)
         let store = ScheduleStore(stateDirectory: configuration.stateDirectory)
@@ -58,13 +55,13 @@ enum Sep2Setup {
             do throws(TLSError) {
                 transport = HTTPSClient(host: settings.serverHost, port: settings.serverPort, context: try settings.clientContext(), timeout: timeout)
             } catch {
-                log("\(error.code)", "\(error): the IEEE 2030.5 client cannot reach \(server); the stored schedule runs", true)
+                journal.write(.sep2(failure: error, "\(error): the IEEE 2030.5 client cannot reach \(server); the stored schedule runs"))
                 transport = UnavailableTransport(reason: "\(error)")
             }
         } catch {
             let stored = Self.storedIdentity(store)
-            log("\(error.code)", "\(error): the IEEE 2030.5 client cannot reach \(server); the stored schedule runs"
-                + (stored == nil ? " (none is stored: no utility control)" : " as the stored EndDevice's LFDI"), true)
+            journal.write(.sep2(failure: error, "\(error): the IEEE 2030.5 client cannot reach \(server); the stored schedule runs"
+                + (stored == nil ? " (none is stored: no utility control)" : " as the stored EndDevice's LFDI")))
             identity = stored ?? .unknown
             transport = UnavailableTransport(reason: "\(error)")
         }
@@ -73,10 +70,9 @@ enum Sep2Setup {
                                                 siteRatingW: rating, timeout: timeout, serverName: server,
                                                 discovery: DiscoveryOptions(inBandRegistration: settings.registration == .inBand,
                                                                             connectionPointId: settings.connectionPointId))
-        log("SEP2_CLIENT", "IEEE 2030.5 client of \(server)\(settings.deviceCapabilityPath) "
-            + (identity == .unknown ? "as no known device (LFDI and SFDI unknown)" : "as LFDI \(identity.lfdi), SFDI \(identity.sfdi)"), false)
-        return Sep2Worker(settings: workerSettings, identity: identity, transport: transport, slot: slot,
-                          store: store, log: Journal(logger).write)
+        journal.write(.sep2(.client, plain: "IEEE 2030.5 client of \(server)\(settings.deviceCapabilityPath) "
+            + (identity == .unknown ? "as no known device (LFDI and SFDI unknown)" : "as LFDI \(identity.lfdi), SFDI \(identity.sfdi)")))
+        return Sep2Worker(settings: workerSettings, identity: identity, transport: transport, slot: slot, store: store, log: journal.write)
     }
 
     /// The identity of the device certificate in `certificateFile` (its first PEM block).
