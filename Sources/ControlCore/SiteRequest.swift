@@ -98,8 +98,9 @@ public struct RequestArbiter: Sendable {
     @discardableResult
     public mutating func resolve(at now: MonotonicInstant) -> SiteRequest? {
         winner = nil
-        for source in RequestSource.allCases where source.speaksForSite {
-            if let request = inForce(source, at: now) {
+        // The slots are in rank order (no `allCases`: it builds an array each call).
+        for rank in 0..<slots.count {
+            if let request = slots[rank], request.source.speaksForSite, request.inForce(at: now) {
                 winner = request
                 break
             }
