@@ -112,14 +112,13 @@ public struct StationImage: Sendable {
     /// The net power at the connection point, W, + = export: the meter's when it reads fresh, else
     /// the units' sum (+ = discharge); NaN when neither is known.
     static func netPower(units: [UnitStatus], site: SiteStatus, hasMeter: Bool) -> Double {
-        if hasMeter { return site.gridPower.isFinite && !site.meterStale ? -site.gridPower : .nan }
-        let powers = units.map(\.power).filter(\.isFinite)
-        return powers.isEmpty ? .nan : powers.reduce(0, +)
+        SiteView(units: units, site: site, capacitiesWh: []).netW(hasMeter: hasMeter)
     }
 
     /// Fills every point from one published state at `now`; integrates the counters.
     public mutating func fill(units: [UnitStatus], site: SiteStatus, frequency: Double, now: MonotonicInstant) {
-        let net = Self.netPower(units: units, site: site, hasMeter: description.hasMeter)
+        let view = SiteView(units: units, site: site, capacitiesWh: description.capacitiesWh)
+        let net = view.netW(hasMeter: description.hasMeter)
         if let last = lastPower, last.watts.isFinite {
             let hours = (now - last.at).secondsDouble / 3600
             if hours > 0, hours < 1 {
@@ -127,16 +126,8 @@ public struct StationImage: Sendable {
             }
         }
         lastPower = (net, now)
-        var socWeighted = 0.0, socCapacity = 0.0, toEmpty = 0.0, toFull = 0.0
         var discharge = 0.0, charge = 0.0, tripped = false, commFailure = false, droopActive = false
         for (index, unit) in units.enumerated() where index < description.capacitiesWh.count {
-            let capacity = description.capacitiesWh[index]
-            if unit.soc.isFinite {
-                socWeighted += unit.soc * capacity
-                socCapacity += capacity
-                toEmpty += unit.soc / 100 * capacity
-                toFull += (100 - unit.soc) / 100 * capacity
-            }
             discharge += max(0, unit.allowedDischarge)
             charge += abs(unit.allowedCharge)
             if unit.state == .tripped || unit.state == .faulted || !unit.latched.isEmpty { tripped = true }
@@ -153,11 +144,11 @@ public struct StationImage: Sendable {
             // bessd measures neither reactive power nor voltage at the connection point.
             case .netMVAr, .voltageKV: value = .float(0, .invalid)
             case .frequencyHz: value = Self.float(frequency)
-            case .socPercent: value = Self.float(socCapacity > 0 ? socWeighted / socCapacity : .nan)
+            case .socPercent: value = Self.float(view.socPercent)
             case .availableDischargeMW: value = mw(discharge)
             case .availableChargeMW: value = mw(charge)
-            case .energyToDischargeMWh: value = Self.float(socCapacity > 0 ? toEmpty / 1e6 : .nan)
-            case .energyToChargeMWh: value = Self.float(socCapacity > 0 ? toFull / 1e6 : .nan)
+            case .energyToDischargeMWh: value = Self.float(view.storedWh / 1e6)
+            case .energyToChargeMWh: value = Self.float(view.toFullWh / 1e6)
             case .agcSetpointMW: value = mw(site.agc.target)
             case .agcTargetMW: value = mw(site.agc.followed)
             case .regulationUpperMW: value = mw(site.agc.upperLimit)

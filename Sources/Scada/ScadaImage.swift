@@ -218,18 +218,12 @@ public struct ScadaImage: Sendable {
     /// Fills every measured point from one published state of the cycle (units, site, frequency
     /// copied under one lock, so the image never mixes two cycles).
     public mutating func fill(units: [UnitStatus], site status: SiteStatus, frequency: Double) {
-        var unitW = 0.0, anyPower = false, running = false, whAvail = 0.0, socWeighted = 0.0, sohWeighted = 0.0
-        var socCapacity = 0.0, sohCapacity = 0.0, anyTrip = false
+        let view = SiteView(units: units, site: status, capacitiesWh: site.capacitiesWh)
+        var running = false, sohWeighted = 0.0, sohCapacity = 0.0, anyTrip = false
         for (i, unit) in units.enumerated() where i < site.capacitiesWh.count {
             let capacity = site.capacitiesWh[i]
-            if unit.power.isFinite { unitW += unit.power; anyPower = true }
             if unit.state == .running || unit.state == .limited { running = true }
             if unit.state == .tripped || unit.state == .faulted || !unit.latched.isEmpty { anyTrip = true }
-            if unit.soc.isFinite {
-                whAvail += unit.soc / 100 * capacity
-                socWeighted += unit.soc * capacity
-                socCapacity += capacity
-            }
             if unit.soh.isFinite {
                 sohWeighted += unit.soh * capacity
                 sohCapacity += capacity
@@ -251,7 +245,7 @@ public struct ScadaImage: Sendable {
         if let m = start(of: T.M701.id) {
             // The site as a DER: + = power into the grid. At the connection point when a meter
             // reads fresh; else the units' sum (+ = discharge).
-            let w: Double = site.hasMeter ? -status.gridPower : (anyPower ? unitW : .nan)
+            let w: Double = site.hasMeter ? -status.gridPower : view.unitsW
             set(m, T.M701.W, w, sf: wSF)
             set(m, T.M701.Hz, frequency, sf: -3)
             set(m, T.M701.St, running ? 1 : 0)
@@ -259,8 +253,8 @@ public struct ScadaImage: Sendable {
             set(m, T.M701.InvSt, running ? 3 : (anyTrip ? 6 : 7))
         }
         if let m = start(of: T.M713.id) {
-            set(m, T.M713.WHAvail, socCapacity > 0 ? whAvail : .nan, sf: whSF)
-            set(m, T.M713.SoC, socCapacity > 0 ? socWeighted / socCapacity : .nan, sf: -1)
+            set(m, T.M713.WHAvail, view.storedWh, sf: whSF)
+            set(m, T.M713.SoC, view.socPercent, sf: -1)
             set(m, T.M713.SoH, sohCapacity > 0 ? sohWeighted / sohCapacity : .nan, sf: -1)
             set(m, T.M713.Sta, anyTrip ? 2 : 0)
         }

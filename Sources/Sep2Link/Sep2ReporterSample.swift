@@ -76,14 +76,14 @@ public struct Sep2SiteSample: Sendable, Equatable {
     /// The sample of one published cycle (`SharedState.read(units:site:frequency:)`): no allocation.
     public init(site: SiteStatus, units: [UnitStatus], frequency: Double, ratings: Sep2SiteRatings) {
         let metered = !site.meterStale && site.gridPower.isFinite
-        siteW = metered ? -site.gridPower : .nan
+        let view = SiteView(units: units, site: site, capacitiesWh: ratings.unitEnergyWh)
+        siteW = view.meteredW
         siteVar = metered && site.gridReactivePower.isFinite ? -site.gridReactivePower : .nan
         siteV = metered && site.gridVoltage > 0 ? site.gridVoltage : .nan
         frequencyHz = frequency
-        var power = 0.0, powered = false, stored = 0.0, capacity = 0.0, standby = true
+        var standby = true
         var reactive = 0.0, reactives = 0, volts = 0.0, voltages = 0, unmeasured = false
-        for (i, unit) in units.enumerated() {
-            if unit.power.isFinite { power += unit.power; powered = true }
+        for unit in units {
             if unit.reactivePower.isFinite {
                 reactive += unit.reactivePower
                 reactives += 1
@@ -93,11 +93,6 @@ public struct Sep2SiteSample: Sendable, Equatable {
             if unit.acVoltage.isFinite && unit.acVoltage > 0 {
                 volts += unit.acVoltage
                 voltages += 1
-            }
-            let energy = i < ratings.unitEnergyWh.count ? max(0, ratings.unitEnergyWh[i]) : 0
-            if unit.soc.isFinite && energy > 0 {
-                stored += min(max(unit.soc, 0), 100) / 100 * energy
-                capacity += energy
             }
             availableDischargeW += abs(unit.allowedDischarge.isFinite ? unit.allowedDischarge : 0)
             availableChargeW += abs(unit.allowedCharge.isFinite ? unit.allowedCharge : 0)
@@ -113,14 +108,13 @@ public struct Sep2SiteSample: Sendable, Equatable {
             standby = standby && (unit.state == .standby || unit.mode == .standby)
         }
         allStandby = standby && !units.isEmpty
-        derW = powered ? power : .nan
+        derW = view.unitsW
         // A unit answering without var would make the Σ a partial one: none is posted.
         derVar = reactives > 0 && !unmeasured ? reactive : .nan
         derV = voltages > 0 ? volts / Double(voltages) : .nan
-        if capacity > 0 {
-            storedWh = stored
-            socPercent = stored / capacity * 100
-        }
+        // Each unit's SOC clamped to 0…100, as the reports have always posted it.
+        storedWh = view.clampedStoredWh
+        socPercent = view.clampedSOCPercent
     }
 }
 
