@@ -160,7 +160,8 @@ final class ControlCentre: @unchecked Sendable {
         }
         while true {
             var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&poller, 1, 100)
+            // A signal that ends the wait early counts as the timeout (`pollOnce`).
+            let polled = Result { () throws(SystemCallError) in try pollOnce(&poller, count: 1, timeoutMilliseconds: 100) }
             state.lock()
             if closedBecause != nil {
                 state.unlock()
@@ -168,9 +169,11 @@ final class ControlCentre: @unchecked Sendable {
             }
             keepAlive(now: SystemClock.shared.now())
             state.unlock()
-            if ready < 0 {
-                if errno == EINTR { continue }
-                fail(ScenarioError(.iec104, "poll(): errno \(errno)"))
+            let ready: Int32
+            switch polled {
+            case .success(let count): ready = count
+            case .failure(let error):
+                fail(ScenarioError(.iec104, "poll(): errno \(error.errno)"))
                 return
             }
             guard ready > 0 else { continue }
@@ -256,13 +259,18 @@ final class ControlCentre: @unchecked Sendable {
 
     /// Writes one frame whole (under `state`); a failed write closes the connection.
     private func write(_ frame: Frame) {
+        // A connection already closing takes no more frames (the send would only fail and close it again).
+        guard closedBecause == nil else { return }
         let bytes = frame.encoded()
+        let fd = fd
         var offset = 0
         while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if written < 0, errno == EINTR { continue }
-            guard written > 0 else {
-                closeLocked(ScenarioError(.iec104, "send(): errno \(errno)"))
+            let sent = bytes[offset...].withUnsafeBytes { raw in
+                Result { () throws(SystemCallError) in try systemCall("send") { send(fd, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL)) } }
+            }
+            guard case .success(let written) = sent, written > 0 else {
+                let code: Int32 = if case .failure(let error) = sent { error.errno } else { errno }
+                closeLocked(ScenarioError(.iec104, "send(): errno \(code)"))
                 return
             }
             offset += written
