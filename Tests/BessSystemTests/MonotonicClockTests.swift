@@ -7,7 +7,7 @@ import Testing
 
 @Suite("The one monotonic clock and the back-off on it")
 struct MonotonicClockTests {
-    @Test("a poll timeout runs to the deadline rounded up and 1 ms past, 0 once it has passed, a minute at most, none without one")
+    @Test("a poll timeout: the deadline rounded up plus 1 ms, 0 once passed, a minute at most, none without")
     func pollTimeout() {
         let now = MonotonicInstant(nanoseconds: 1_000_000_000)
         #expect(SystemClock.pollTimeout(until: nil, now: now) == -1)
@@ -74,7 +74,7 @@ struct MonotonicClockTests {
         #expect(clock.sleepLooks <= looks + 5, "one look per move (a spurious wake or two allowed): \(clock.sleepLooks)")
     }
 
-    @Test("back-off pauses are Durations: the current back-off plus up to a quarter, doubling to the maximum, back to the first after reset")
+    @Test("back-off pauses: current back-off plus up to a quarter, doubling to the maximum, reset to the first")
     func backoff() {
         var backoff = Backoff(first: .milliseconds(100), maximum: .milliseconds(300), seed: 42)
         #expect(backoff.isFirst)

@@ -15,7 +15,8 @@ struct StateFileTests {
         ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()
     }
 
-    @Test("no file reads as nil (also under a path part that is no directory); a file reads whole, or one byte past the bound at most")
+    /// Also nil under a path part that is no directory.
+    @Test("a missing file reads as nil; a file reads whole, or at most one byte past the bound")
     func boundedRead() throws {
         let dir = try Self.directory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -35,7 +36,7 @@ struct StateFileTests {
         }
     }
 
-    @Test("the write makes the state directory (0750) and replaces the file whole; a directory that cannot be made says so")
+    @Test("the write makes the state directory (0750), replaces the file whole, reports a failed mkdir")
     func write() throws {
         let dir = try Self.directory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -56,7 +57,8 @@ struct StateFileTests {
         }
     }
 
-    @Test("quarantine: NAME.damaged-UNIXTIME, moved aside or kept in place; a failure is thrown, a name taken that second by the kept file is no failure")
+    /// Moved aside or kept in place; a failure is thrown.
+    @Test("quarantine renames to NAME.damaged-UNIXTIME or keeps in place; a same-second clash is no failure")
     func quarantine() throws {
         let dir = try Self.directory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -74,7 +76,7 @@ struct StateFileTests {
         #expect(file.keepDamagedInPlace().hasPrefix("; not kept aside (link "))
     }
 
-    @Test("a framed file reads back its payload; another magic, a flipped bit, a cut, another version or too many bytes are refused whole")
+    @Test("a framed file reads back its payload; wrong magic, flipped bit, cut, version or size refused whole")
     func frame() {
         let magic = Array("BESSTEST".utf8)
         var out = StateFile.header(magic: magic, version: 3)

@@ -36,7 +36,7 @@ struct SystemCallTests {
         #expect(result == 7 && calls == 3)
     }
 
-    @Test("AtomicFile replaces the contents whole; a temporary that cannot be opened is named and leaves the old file")
+    @Test("AtomicFile replaces contents whole; an unopenable temporary is named and the old file stays")
     func atomicFile() throws {
         let dir = Self.directory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -54,7 +54,7 @@ struct SystemCallTests {
         try FileManager.default.removeItem(atPath: path + ".tmp")
     }
 
-    @Test("AtomicFile on a full disk: the write is thrown as ENOSPC, the old file stays, the temporary is removed")
+    @Test("AtomicFile on a full disk throws ENOSPC, keeps the old file and removes the temporary")
     func atomicFileFullDisk() throws {
         let dir = Self.directory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -86,7 +86,7 @@ struct SystemCallTests {
         try full.close()
     }
 
-    @Test("peer text is quoted: controls, escapes and markup-breaking characters never pass raw; cut at the limit")
+    @Test("peer text is quoted: controls, escapes and markup characters never raw; cut at the limit")
     func peerText() {
         #expect(PeerText.quoted("cmd-1") == "\"cmd-1\"")
         #expect(PeerText.quoted("a\"b\\c") == "\"a\\\"b\\\\c\"")
