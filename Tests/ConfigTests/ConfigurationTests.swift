@@ -52,7 +52,7 @@ struct ConfigurationTests {
         #expect(file.contains(Self.seedText))
     }
 
-    @Test("the cycle's settings: the period as a Duration, each unit's devices real or simulated as the mode says, the meter")
+    @Test("cycle settings: period as a Duration, each unit's devices real or simulated by mode, the meter")
     func cycleSettings() throws {
         let c = try ConfigLoader.parse("""
             mode: hil
@@ -145,7 +145,7 @@ struct ConfigurationTests {
         #expect(c.units[0].modbus?.transport == .tcp(host: expected, port: 502))
     }
 
-    @Test("realtime.cpu: last by default, a number, none; a CPU this machine lacks is named with the CPUs it has")
+    @Test("realtime.cpu: last, a number, none; a CPU this machine lacks is named with those it has")
     func realtimeCPU() throws {
         let base = Self.unit + "realtime:\n  priority: 50\n"
         #expect(try ConfigLoader.parse(base, file: "rt.yaml").realtime?.cpu == .last)
@@ -186,7 +186,8 @@ struct ConfigurationTests {
         }
     }
 
-    @Test("every top-level key left empty means its default or is refused naming it, never a silent refusal (make fuzz found grid_integration:)")
+    /// make fuzz found grid_integration:.
+    @Test("every empty top-level key means its default or is refused by name, never silently")
     func emptyKeys() {
         let keys = ["mode", "period_ms", "control_socket", "state_directory", "grid_integration", "limits", "interlocks",
                     "aggregator", "simulation", "realtime", "metrics_listen", "site", "scada", "grid_operator"]
@@ -285,7 +286,8 @@ struct ConfigurationTests {
         #expect(c.grid.frequencySource == .inverter)
     }
 
-    @Test("frequency_source: pmu maps grid_integration.pmu into the cycle's PMUSettings (defaults by transport, local_port in the UDP modes); another source leaves the block unread with a notice")
+    /// Defaults by transport; local_port in the UDP modes.
+    @Test("frequency_source pmu maps grid_integration.pmu to PMUSettings; other sources ignore it with a notice")
     func pmuSource() throws {
         let real = "mode: hardware\n" + ConfigurationTests.unit + "    modbus: {host: 10.0.0.5}\n"
         let tcp = try ConfigLoader.parse(real + "grid_integration:\n  frequency_source: pmu\n  pmu: {host: pmu.site.local, idcode: 1410}\n",

@@ -10,7 +10,7 @@ import Testing
 struct IEC104ConfigTests {
     static let units = "bess_units:\n  - {id: U1, capacity_kwh: 250, max_power_kw: 100}\n  - {id: U2, capacity_kwh: 250, max_power_kw: 50}\n"
 
-    @Test("absent: no AGC; written empty: 12 s and the band ± the units' summed rating; written: as written, in W")
+    @Test("agc absent: none; empty: 12 s and band ± summed rating; written: as written, in W")
     func defaultsAndValues() throws {
         #expect(try ConfigLoader.parse(Self.units, file: "a.yaml").iec104 == nil)
         let empty = try ConfigLoader.parse(Self.units + "iec104:\n  agc: {}\n", file: "b.yaml")
@@ -20,7 +20,8 @@ struct IEC104ConfigTests {
         #expect(set.iec104?.agc?.limits == AGCLimits(upper: 120_000, lower: -40_000, expiry: .seconds(8)))
     }
 
-    @Test("a band beyond the site's rating, an empty band, an expiry out of range or an unknown key is refused with its line",
+    /// A band beyond the site's rating, an empty band, an expiry out of range or an unknown key.
+    @Test("bad AGC settings are refused with their line",
           arguments: [
               ("upper_limit_kw: 151", "upper_limit_kw"), ("lower_limit_kw: 10, upper_limit_kw: 10", "lower_limit_kw"),
               ("expiry_s: 0", "expiry_s"), ("period_s: 4", "period_s"),
@@ -52,7 +53,7 @@ struct IEC104TLSConfigTests {
         return IEC104ConfigTests.units + "iec104:\n" + (listen.map { "  listen: \($0)\n" } ?? "") + "  tls:\n" + body
     }
 
-    @Test("present: port 19998 unless listen names one, fingerprints normalised, handshake timeout 10 s; absent: plain on 2404")
+    @Test("tls present: port 19998 by default, fingerprints normalised, 10 s handshake; absent: plain on 2404")
     func values() throws {
         let pki = try TLSFixture()
         let plain = try ConfigLoader.parse(IEC104ConfigTests.units + "iec104: {}\n", file: "a.yaml")
@@ -68,7 +69,7 @@ struct IEC104TLSConfigTests {
         #expect(listed?.tls?.allowedCertificates == [fingerprint.replacingOccurrences(of: ":", with: "").lowercased()])
     }
 
-    @Test("a missing key, a relative path, a bad fingerprint, timeout or key is a coded configuration error at its key, never a crash",
+    @Test("bad key, relative path, fingerprint, timeout: a coded configuration error at its key, never a crash",
           arguments: [
               (["key_file: -"], "iec104.tls.key_file", "is required"),
               (["cert_file: server.pem"], "iec104.tls.cert_file", "absolute path"),

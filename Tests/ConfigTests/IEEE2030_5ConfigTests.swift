@@ -24,7 +24,7 @@ struct IEEE2030_5ConfigTests {
         return text + body.filter { !$0.isEmpty }.map { "\($0)\n" }.joined()
     }
 
-    @Test("absent: nil; a DeviceCapability URL: host, port 443, the path and every default; well_known: the CSIP-AUS path")
+    @Test("server URL: absent nil; DeviceCapability URL gives host, 443 and defaults; well_known the CSIP path")
     func defaultsAndValues() throws {
         #expect(try ConfigLoader.parse(IEC104ConfigTests.units, file: "a.yaml").ieee2030_5 == nil)
         let plain = try ConfigLoader.parse(Self.yaml(["server: https://sep2.utility.example/dcap"]), file: "b.yaml").ieee2030_5

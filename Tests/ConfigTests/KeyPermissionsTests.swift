@@ -52,7 +52,7 @@ struct KeyPermissionsTests {
         return (4242...).first { $0 != 0 && !account.gids.contains(UInt32($0)) }.map { gid_t($0) }!
     }
 
-    @Test("a secret file of mode 0644 is refused at its key's line, naming the file and its mode; 0600 is accepted",
+    @Test("a 0644 secret file is refused at its key's line, naming file and mode; 0600 accepted",
           arguments: secretFiles.indices)
     func worldReadable(index: Int) throws {
         let (key, yaml, line) = Self.secretFiles[index]
@@ -69,7 +69,7 @@ struct KeyPermissionsTests {
         #expect(Self.refusals(text).isEmpty)
     }
 
-    @Test("0640 is refused with a group that is neither root's nor bessd's, accepted with bessd's group or root's; another owner is refused")
+    @Test("mode 0640 is accepted with bessd's or root's group only; another owner is refused")
     func groupAndOwner() throws {
         let file = try SecretFile()
         let text = Self.units + Self.secretFiles[0].yaml.replacingOccurrences(of: "@KEY@", with: file.path)
@@ -92,7 +92,7 @@ struct KeyPermissionsTests {
         #expect(owned.count == 1 && owned.first?.message.contains("owned by uid 4243") == true, "\(owned)")
     }
 
-    @Test("a missing file is left to its reader; a relative or absent key is the decoder's error, not this check's")
+    @Test("a missing file is left to its reader; a relative or absent key is the decoder's error")
     func missing() {
         let text = Self.units + Self.secretFiles[0].yaml.replacingOccurrences(of: "@KEY@", with: "/nonexistent/bessd/token")
         #expect(Self.refusals(text).isEmpty)

@@ -20,7 +20,8 @@ struct ServerPinConfigTests {
         configuration.notices.filter { $0.message.contains("SEP2_SERVER_UNPINNED") }
     }
 
-    @Test("server_certificate_sha256 with or without colons, any case, and server_lfdi are read; the pin accepts what they name")
+    /// With or without colons, any case.
+    @Test("server_certificate_sha256 in any form and server_lfdi are read; the pin accepts what they name")
     func pinsRead() throws {
         let set = try ConfigLoader.parse(Self.sep2(["server_certificate_sha256: [\"\(Self.fingerprint)\", \"\(Self.lowered.uppercased())\"]",
                                                     "server_lfdi: 0123456789abcdef0123456789ABCDEF01234567"]), file: "a.yaml").ieee2030_5
@@ -52,7 +53,7 @@ struct ServerPinConfigTests {
         }
     }
 
-    @Test("SEP2_SERVER_UNPINNED: a notice without a server pin and without a registration pin; none with any of them; check-config prints it")
+    @Test("SEP2_SERVER_UNPINNED: a notice with neither server nor registration pin; check-config prints it")
     func unpinnedNotice() throws {
         let bare = try ConfigLoader.parse(Self.sep2([]), file: "d.yaml")
         let notice = Self.unpinned(bare)
@@ -76,7 +77,7 @@ struct ServerPinConfigTests {
             + (tls ? "  tls: {cert_file: /etc/b.pem, key_file: /etc/b.key, ca_file: /etc/ca.pem}\n" : "")
     }
 
-    @Test("iec104.groups[].allow_certificates: read as the TLS allow-list is; absent, every certificate iec104.tls accepts")
+    @Test("groups[].allow_certificates reads like the TLS allow-list; absent, any certificate TLS accepts")
     func groupCertificates() throws {
         let listed = try ConfigLoader.parse(Self.groups("{name: sldc, allow_from: [10.0.0.5], commands: [agc], allow_certificates: [\"\(Self.fingerprint)\"]}"),
                                             file: "f.yaml").iec104?.server.groups.first
