@@ -60,7 +60,7 @@ struct AGCTests {
         return site
     }
 
-    @Test("in service and fresh, the AGC target replaces the dispatch (and outranks a SCADA setpoint), moving at the schedule ramp")
+    @Test("a fresh in-service AGC target replaces dispatch, outranks SCADA, and moves at the schedule ramp")
     func replacesDispatchAtTheScheduleRamp() {
         var meter = MeteredSite(units: 3) { _ in 0 }
         let site = Self.site()
@@ -85,7 +85,8 @@ struct AGCTests {
         #expect(site.siteDecision.scadaSetpoint == 90_000, "the setpoint stands, waiting under AGC")
     }
 
-    @Test("orders outside the band, while out of service, not numbers, undeclared or in local control are refused, never clamped")
+    /// Outside the band, while out of service, not numbers, undeclared or in local control.
+    @Test("bad AGC orders are refused, never clamped")
     func refusals() throws {
         let now = Fixture.instant(1)
         #expect(throws: AGCRefusal.notConfigured) { try AGCCommand().applying(.inService(true), at: now, local: false) }
@@ -121,7 +122,8 @@ struct AGCTests {
         #expect(abs(Self.sum(site) - 120_000) < 1, "inside the narrowed band: \(Self.sum(site))")
     }
 
-    @Test("not refreshed within expiry_s it expires to the schedule at the schedule ramp (AGC_SIGNAL_LOST once), and a fresh target resumes it")
+    /// AGC_SIGNAL_LOST once.
+    @Test("AGC unrefreshed within expiry_s falls back to the schedule at its ramp; a fresh target resumes")
     func expiresToTheSchedule() {
         var meter = MeteredSite(units: 3) { _ in 0 }
         let site = Self.following(&meter)
@@ -154,7 +156,7 @@ struct AGCTests {
         #expect(abs(Self.sum(site) - 60_000) < 1)
     }
 
-    @Test("an in-service order after AGC_SIGNAL_LOST does not revive the stale target: the site stays on its schedule")
+    @Test("in service after AGC_SIGNAL_LOST does not revive the stale target; the schedule stays")
     func inServiceDoesNotReviveAStaleTarget() {
         var meter = MeteredSite(units: 3) { _ in 0 }
         let site = Self.following(&meter)
@@ -230,7 +232,7 @@ struct AGCTests {
         #expect(site.units.indices.allSatisfy { site.decision(unit: $0).setpoint.value == 0 }, "standby: \(Self.sum(site))")
     }
 
-    @Test("an interlock's zero outranks AGC: a unit whose BMS is silent gives nothing, the others take its share")
+    @Test("an interlock's zero outranks AGC: a silent-BMS unit gives nothing, the others take its share")
     func interlockZeroOutranks() {
         var meter = MeteredSite(units: 3) { _ in 0 }
         let site = Self.following(&meter)

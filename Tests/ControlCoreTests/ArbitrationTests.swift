@@ -125,7 +125,7 @@ struct ArbitrationTests {
         #expect(decision.state == .running)
     }
 
-    @Test("the operator outranks the remote: neither an aggregator auto nor its expiry lifts an operator standby")
+    @Test("the operator outranks the remote: no aggregator auto nor expiry lifts an operator standby")
     func operatorOutranksRemote() {
         let site = Fixture.site()
         var decision = Fixture.run(site, seconds: 3, frequency: 49.8)

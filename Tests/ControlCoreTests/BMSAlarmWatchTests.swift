@@ -14,7 +14,7 @@ struct BMSAlarmWatchTests {
         return s
     }
 
-    @Test("a protection flag newly raised wakes the cycle; one that stays raised, an alarm or a clearing does not")
+    @Test("a newly raised protection flag wakes the cycle; a standing one, an alarm or a clearing does not")
     func protection() {
         let raised = bms { $0.protection?.value.protections = [.overtemperature] }
         #expect(watch.callsForLess(before: bms(), after: raised))
@@ -51,7 +51,7 @@ struct BMSAlarmWatchTests {
         #expect(watch.callsForLess(before: small, after: zero), "to zero, however small the step")
     }
 
-    @Test("a cell value newly past its critical threshold wakes it; one that stays past, or a derate level, does not")
+    @Test("a cell value newly past critical wakes the cycle; one staying past, or a derate level, does not")
     func criticalCells() {
         let high = bms { $0.cells?.value.maxCellVoltage = Volts(3.81) }
         #expect(watch.callsForLess(before: bms(), after: high))
@@ -64,7 +64,7 @@ struct BMSAlarmWatchTests {
         #expect(!watch.callsForLess(before: bms(), after: warm), "a derate, not critical: the cycle's period is enough")
     }
 
-    @Test("thresholds are the unit's interlock table's, overrides included; a rule the table lacks is not watched")
+    @Test("thresholds come from the unit's interlock table, overrides included; missing rules not watched")
     func fromTable() {
         var rules = InterlockRule.defaultTable()
         for i in rules.indices where rules[i].code == .overtemperatureCritical { rules[i].threshold = 60 }

@@ -34,7 +34,7 @@ struct BMSGroupTests {
         #expect(d.state == .running && abs(d.setpoint.kilowatts - 30) < 1e-6)
     }
 
-    @Test("an expected group never received: a warning naming it after 5 s, and full power; an unexpected one is ignored")
+    @Test("an expected group never received is warned by name after 5 s, at full power; unexpected ignored")
     func expectedCellsNeverSent() {
         let site = Fixture.site()
         let noCells = Self.dispatch30 { now in

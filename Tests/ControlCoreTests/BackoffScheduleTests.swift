@@ -37,7 +37,7 @@ struct BackoffScheduleTests {
         #expect(BackoffSchedule.jittered(.max, draw: .max) == .max)
     }
 
-    @Test("jitter adds at most a quarter of the delay, from the top 24 bits of the draw, and none to a delay under 4")
+    @Test("jitter adds up to a quarter of the delay from the draw's top 24 bits; none under 4")
     func jitterBounds() {
         var state: UInt64 = 42 | 1
         for _ in 0..<1_000 {

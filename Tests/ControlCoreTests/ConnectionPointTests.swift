@@ -84,7 +84,8 @@ struct ConnectionPointTests {
         return count
     }
 
-    @Test("load step 150 → 300 kW against a 200 kW import limit, three 100 kW units: import ≤ limit + 3 kW within 3 s and stays there, at most one overshoot; within 10 s when the meter lags 1 s",
+    /// 150 → 300 kW against 200 kW, three 100 kW units: import ≤ limit + 3 kW; within 10 s when the meter lags 1 s.
+    @Test("a load step past the import limit is held within 3 s with at most one overshoot",
           arguments: [0.0, 0.5, 1.0])
     func importLimitLoadStep(lag: Double) {
         let site = Self.site(Self.importLimited(lag: lag))
@@ -104,7 +105,8 @@ struct ConnectionPointTests {
         #expect(bound == 1)
     }
 
-    @Test("a meter reading newer than the inverters' readings does not back a limit off: the command just given counts as battery power until max_lag_s has passed (found on the HIL rig: −70 → −52.5 kW)")
+    /// Found on the HIL rig: −70 → −52.5 kW.
+    @Test("the last command counts as battery power until max_lag_s, so a fresh meter does not back a limit off")
     func meterAheadOfInverterReadings() {
         let settings = SiteSettings(hasMeter: true, exportMax: .zero, meterMaxLag: .seconds(1))
         let t0 = MonotonicInstant(nanoseconds: 10_000_000_000)
@@ -143,7 +145,8 @@ struct ConnectionPointTests {
         #expect(point.loadLow == -70_000 && point.loadHigh == -70_000)
     }
 
-    @Test("a utility export limit that falls while the batteries still follow an earlier rise is met at once: the ceiling takes the safe end of the load's bounds, then comes back to the load from below (sep2-back-to-back: 1.0–1.5 kW past the limit for 2–3.5 s)")
+    /// The ceiling then comes back to the load from below (sep2-back-to-back saw 1.0–1.5 kW past the limit for 2–3.5 s).
+    @Test("a falling export limit during an earlier rise is met at once from the safe end of the load's bounds")
     func fallenLimitTakesTheSafeEnd() {
         let t0 = MonotonicInstant(nanoseconds: 10_000_000_000)
         let load = -30_000.0  // a PV surplus of 30 kW: the connection point is load − battery
@@ -174,7 +177,8 @@ struct ConnectionPointTests {
         #expect(abs((ceilings.last ?? 0) - (load + 5_000)) <= point.deadband, "\(ceilings)")
     }
 
-    @Test("a limit that falls while the meter is stale moves its bound by the fall at once (export 20 → 5 kW: the ceiling 15 kW lower; import 50 → 30 kW: the floor 20 kW higher); a rise moves nothing until the meter is back")
+    /// Export 20 → 5 kW: the ceiling 15 kW lower; import 50 → 30 kW: the floor 20 kW higher.
+    @Test("with a stale meter a falling limit moves its bound by the fall at once; a rise waits for the meter")
     func fallenLimitWithStaleMeter() {
         let t0 = MonotonicInstant(nanoseconds: 10_000_000_000)
         var point = ConnectionPoint(settings: SiteSettings(hasMeter: true, meterMaxLag: .seconds(1)), rating: 300_000, startedAt: t0)
@@ -192,7 +196,8 @@ struct ConnectionPointTests {
         #expect(point.ceiling == -25_000 && point.floor == -60_000)
     }
 
-    @Test("the same step with a meter later than max_lag_s (1 s late, 0 s allowed): plain meter + battery feed-forward hunts — what the window prevents, and why max_lag_s must cover the meter")
+    /// 1 s late, 0 s allowed: shows why max_lag_s must cover the meter.
+    @Test("a meter later than max_lag_s makes plain feed-forward hunt, which the window prevents")
     func huntsWithoutWindow() {
         let site = Self.site(SiteSettings(hasMeter: true, importMax: .kilowatts(200), meterMaxLag: .zero))
         var plant = MeteredSite(units: 3, lag: 1) { $0 < 20 ? 150_000 : 300_000 }
@@ -200,7 +205,8 @@ struct ConnectionPointTests {
         #expect(Self.swings(plant.grid(from: 20), around: 200_000, band: 3_000) > 5)
     }
 
-    @Test("a load that steps every 2 s around the limit with the meter 1 s late: no hunting between charge and discharge")
+    /// Steps every 2 s, meter 1 s late.
+    @Test("a load stepping around the limit with the meter late causes no charge-discharge hunting")
     func noHuntingUnderSteps() {
         let site = Self.site(Self.importLimited(lag: 1))
         // 150, 280, 220, 320, 180 … kW, each held 2 s.
@@ -217,7 +223,7 @@ struct ConnectionPointTests {
         }
     }
 
-    @Test("zero export with a PV surplus: the batteries absorb the surplus; when they are full, SITE_SHORTFALL stands and the export is reported")
+    @Test("zero export: batteries absorb the PV surplus; when full, SITE_SHORTFALL stands and export is shown")
     func exportLimit() {
         let settings = SiteSettings(hasMeter: true, exportMax: .zero, meterMaxLag: .seconds(1))
         let site = Self.site(settings)
@@ -236,7 +242,7 @@ struct ConnectionPointTests {
         #expect(site.connection.gridPower.map { $0 < -140_000 } == true)
     }
 
-    @Test("peak shaving: discharge only the excess above import_max; recharge only while import is below recharge_below, up to it")
+    @Test("peak shaving discharges only above import_max and recharges only below recharge_below, up to it")
     func peakShaving() {
         let settings = SiteSettings(hasMeter: true, application: .peakShaving(importMax: .kilowatts(200), rechargeBelow: .kilowatts(120)))
         let site = Self.site(settings)
@@ -265,7 +271,7 @@ struct ConnectionPointTests {
         #expect(abs(plant.battery.reduce(0, +) + 90_000) <= 3_000)
     }
 
-    @Test("the SOC reserve is not the application's: units at the reserve give nothing to peak shaving, but the import limit still uses them")
+    @Test("units at the SOC reserve give nothing to peak shaving, but the import limit still uses them")
     func socReserve() {
         var settings = SiteSettings(hasMeter: true, application: .peakShaving(importMax: .kilowatts(200), rechargeBelow: nil),
                                     socReservePercent: 20)
@@ -280,7 +286,8 @@ struct ConnectionPointTests {
         #expect(abs(plant.battery.reduce(0, +) - 60_000) <= 3_000)
     }
 
-    @Test("order of authority: a dispatch rests the application; the import limit narrows a dispatch and an operator override; frequency response stays inside the limit")
+    /// Frequency response stays inside the limit.
+    @Test("authority order: dispatch rests the application; the import limit narrows dispatch and override")
     func authorityOrder() {
         let settings = SiteSettings(hasMeter: true, importMax: .kilowatts(200),
                                     application: .selfConsumption(targetGrid: .zero))
@@ -312,7 +319,8 @@ struct ConnectionPointTests {
         #expect(site.siteDecision.binding == .importLimit)
     }
 
-    @Test("a dispatch for one unit rests the application too: the other units do not charge against it, so the connection point moves by the dispatch (issue 44: it moved by about 0)")
+    /// The other units do not charge against it (issue 44: it moved by about 0).
+    @Test("a one-unit dispatch rests the application so the connection point moves by the dispatch")
     func unitDispatchRestsApplication() {
         let settings = SiteSettings(hasMeter: true, application: .selfConsumption(targetGrid: .zero))
         let site = Self.site(settings)
@@ -336,7 +344,7 @@ struct ConnectionPointTests {
         #expect(abs(plant.grids.last?.w ?? 1e9) <= 3_000)
     }
 
-    @Test("METER_STALE: the application contributes nothing, the limit holds its last value; cleared on the first fresh reading")
+    @Test("METER_STALE: no application, the limit holds its last value; cleared on a fresh reading")
     func meterStale() {
         let settings = SiteSettings(hasMeter: true, importMax: .kilowatts(200),
                                     application: .selfConsumption(targetGrid: .zero), meterStaleAfter: .seconds(3))
@@ -361,7 +369,8 @@ struct ConnectionPointTests {
         #expect(abs(plant.battery.reduce(0, +) - 250_000) <= 3_000)
     }
 
-    @Test("energy through the connection point per 15-minute block: imported and exported kWh beside the units' blocks; a stale stretch is less coverage, not invented energy")
+    /// Imported and exported kWh beside the units' blocks.
+    @Test("connection-point energy per 15-minute block; a stale stretch lowers coverage, never invents energy")
     func gridEnergyBlocks() {
         let site = Self.site(SiteSettings(hasMeter: true))
         // 150 kW import for the first 300 s, 60 kW export for the next 300 s, then the meter is
@@ -396,7 +405,8 @@ struct ConnectionPointTests {
         #expect(!plain.connection.stale)
     }
 
-    @Test("for any meter value (NaN, infinities, hostile magnitudes) and any age: every unit stays inside its allowed power, the application is zero when the meter is not fresh, and a binding limit is met when the units can meet it")
+    /// Meter values include NaN, infinities and hostile magnitudes; a binding limit is met when the units can meet it.
+    @Test("for any meter value and age: units within allowed power, no application when stale, limits met")
     func properties() {
         var random = SplitMix(state: 11_2026)
         for _ in 0..<200 {

@@ -3,7 +3,7 @@ import Testing
 
 @Suite("Time, units and helpers")
 struct CoreTests {
-    @Test("a value older than the accepted age, or far in the future, is absent; one stamped while the cycle ran is fresh")
+    @Test("a value too old or far in the future is absent; one stamped while the cycle ran is fresh")
     func staleness() {
         let sample = Timestamped(Hertz(50), at: MonotonicInstant(nanoseconds: 2_000_000_000))
         #expect(sample.value(at: MonotonicInstant(nanoseconds: 4_000_000_000), maxAge: .seconds(2)) == Hertz(50))
@@ -45,7 +45,7 @@ struct CoreTests {
         #expect(earlier + (later - earlier) == later)
     }
 
-    @Test("a duration in nanoseconds: truncated toward zero, clamped from ±9,223,372,036 s, as its components give it")
+    @Test("nanoseconds of a duration: truncated toward zero, clamped at ±9,223,372,036 s")
     func durationNanoseconds() {
         // The definition by components (two 128-bit divisions), which the fast path must match.
         func reference(_ d: Duration) -> Int64 {
@@ -201,7 +201,8 @@ struct EnergyBlockTests {
         #expect(accumulator.current?.dischargedWh == 0)
     }
 
-    @Test("a wall clock stepped backwards keeps the open block (never reopens a settled one); forward closes it; energy counted once")
+    /// A settled block is never reopened.
+    @Test("a backward clock step keeps the open block; forward closes it; energy counted once")
     func clockStep() {
         var accumulator = EnergyAccumulator(unit: 0, blockLength: .seconds(60))
         _ = accumulator.integrate(power: nil, elapsedSeconds: 0, wallClock: 1_800_000_010)
@@ -266,7 +267,7 @@ struct EnergyBlockTests {
         #expect(reloaded.clockSteps == 1)
     }
 
-    @Test("three days back: the held block closes after its length and the blocks go on along their own timeline, once each")
+    @Test("three days back: the held block closes after its length; blocks go on in their own time, once each")
     func farBackward() {
         var accumulator = EnergyAccumulator(unit: 0, blockLength: .seconds(900))
         var wall = 1_800_000_000.0

@@ -143,7 +143,8 @@ struct DroopTests {
         #expect(droop.latchedBase == nil)
     }
 
-    @Test("the end of an event ramps from the latched base to the new dispatch, never a jump (20 → 50 kW at 1 kW/cycle)")
+    /// 20 → 50 kW at 1 kW/cycle.
+    @Test("an event's end ramps from the latched base to the new dispatch, never a jump")
     func endOfEventRamps() {
         // Schedule ramp 10 %/s of 100 kW: 1 kW per 100 ms cycle.
         let site = Fixture.site(limitRamp: 1000, scheduleRamp: 10)
@@ -173,7 +174,8 @@ struct DroopTests {
         #expect(abs(setpoints[34] - 50) < 1e-6)
     }
 
-    @Test("anti-windup by the allowed power: after the event, the output leaves a 10 kW BMS limit at once (no τ·ln(36/10) = 2.8 s hold)")
+    /// 10 kW BMS limit; no τ·ln(36/10) = 2.8 s hold.
+    @Test("anti-windup: after the event the output leaves a BMS limit at once, without hold")
     func antiWindupByAllowedPower() {
         let site = Fixture.site(droop: .seedDefault, limitRamp: 1000, scheduleRamp: 1000)
         // Discharge limit 192.3 A × 52 V = 10 kW; 49.0 Hz asks (49.9 − 49.0) / 2.5 Hz = 36 kW.

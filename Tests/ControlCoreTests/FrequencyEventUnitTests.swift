@@ -36,7 +36,7 @@ struct FrequencyEventUnitTests {
         return found
     }
 
-    @Test("each unit's required and delivered power, at the response time and on average; the tripped unit's shortfall is its own")
+    @Test("each unit's required and delivered power at response time and on average; a trip's shortfall its own")
     func twoUnits() throws {
         // Unit 1 trips at 12 s, before the response time (15 s).
         let found = Self.run(units: 2, faulted: [1], faultAt: 12)
@@ -74,7 +74,7 @@ struct FrequencyEventUnitTests {
         #expect(units.last.map { $0.shortfallW > 0 } == true)
     }
 
-    @Test("an assessment with its units is a plain value: copying it retains nothing, so the cycle never allocates for it")
+    @Test("an assessment with its units is a plain value: copying retains nothing, so the cycle never allocates")
     func plainValue() {
         #expect(_isPOD(FrequencyEventAssessment.self))
         #expect(_isPOD(FrequencyEventUnits.self))

@@ -202,7 +202,8 @@ struct InterlockTests {
         #expect(decision.state == .tripped)
     }
 
-    @Test("start-up grace: a BMS that takes 50 s to start is no BMS_COMM_LOST (power zero meanwhile); after it, the steady-state 3 s applies")
+    /// 50 s to start, power zero meanwhile.
+    @Test("start-up grace: a BMS slow to start is no BMS_COMM_LOST; afterwards the steady 3 s applies")
     func startupGrace() {
         var settings = UnitSettings(rating: Fixture.rating, capacity: WattHours(250_000))
         settings.bmsStartupGrace = .seconds(60)

@@ -24,7 +24,7 @@ struct LatchTests {
         return fresh
     }
 
-    @Test("a restored latch holds from the first step: zero power, disconnect, a reset only once the condition is seen gone")
+    @Test("a restored latch holds from the first step: zero, disconnect, reset only once the condition is gone")
     func restored() {
         let site = Fixture.site()
         var codes = TripCodeSet()
@@ -56,7 +56,7 @@ struct LatchTests {
         #expect(Fixture.run(site, from: 3, seconds: 1, frequency: 49.0).latchedCodes.isEmpty)
     }
 
-    @Test("a reload never drops a latch: a table without the rule, or one where it no longer latches, carries it")
+    @Test("a reload never drops a latch, even when the new table lacks or relaxes the rule")
     func reload() {
         let old = Self.latchedSite()
         #expect(old.decision(unit: 0).latchedCodes.contains(.bmsCritical))

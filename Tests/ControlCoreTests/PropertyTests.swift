@@ -16,7 +16,7 @@ func hostile(_ value: Double, _ selector: Int) -> Double {
 
 @Suite("Properties")
 struct PropertyTests {
-    @Test("the setpoint never leaves the allowed range, for any input including NaN, infinities and stale values")
+    @Test("the setpoint stays in the allowed range for any input, NaN, infinities and stale included")
     func setpointInsideAllowed() async {
         await propertyCheck(
             count: 300,

@@ -42,7 +42,7 @@ struct RequestArbiterTests {
         #expect(arbiter.resolve(at: Fixture.instant(9)) == nil, "both expired")
     }
 
-    @Test("on the site: AGC outranks the utility's request, which outranks SCADA's WSet; the winner is shared by rating")
+    @Test("on the site AGC outranks the utility, which outranks SCADA's WSet; the winner shared by rating")
     func siteFollowsTheWinner() {
         let site = SiteCommandsTests.site()
         var meter = MeteredSite(units: 3) { _ in 0 }
@@ -70,7 +70,8 @@ struct RequestArbiterTests {
         #expect(abs(SiteCommandsTests.sum(site) - 90_000) < 1)
     }
 
-    @Test("a SCADA setpoint past its expiry stops moving power at the cycle, judged there alone (nobody settled the record)")
+    /// Nobody settled the record.
+    @Test("a SCADA setpoint past expiry stops moving power at the cycle, judged there alone")
     func scadaExpiryOnTheCycle() {
         let site = SiteCommandsTests.site()
         var meter = MeteredSite(units: 3) { _ in 0 }

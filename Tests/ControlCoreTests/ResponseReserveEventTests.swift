@@ -16,7 +16,8 @@ struct ResponseReserveEventTests {
         return found
     }
 
-    @Test("reached once as SOC meets the band's edge, no repeat through jitter, cleared once past the resume margin; an unknown SOC reports nothing")
+    /// An unknown SOC reports nothing.
+    @Test("reserve reached once at the band's edge, not repeated by jitter, cleared past the resume margin")
     func onceEachWay() {
         let site = ResponseReserveTests.sustaining(900)
         var t = 0.0

@@ -91,7 +91,7 @@ struct ResponseReserveTests {
         #expect(abs(DroopCurve(ieee).perUnitChange(at: Hertz(59.9)) - 0.064 / 3) < 1e-9)
     }
 
-    @Test("the site application stops at the reserve too: self-consumption neither discharges nor charges into it")
+    @Test("the site application stops at the reserve: self-consumption neither discharges nor charges into it")
     func applicationStopsAtReserve() {
         func site(sustain: Int64) -> SiteController {
             var droop = Fixture.immediateDroop

@@ -26,7 +26,8 @@ struct SiteAllocationTests {
 
     static func magnitude(_ x: Double) -> Double { x.isFinite ? max(0, x) : 0 }
 
-    @Test("for any input (NaN, infinities, negative limits): no unit above its allowed power, the pool delivered in full when it can be, else every unit with headroom full and the rest reported")
+    /// Inputs include NaN, infinities and negative limits; when short, every unit with headroom is full.
+    @Test("for any input: no unit over its allowed power, the pool delivered when possible, else shortfall")
     func properties() {
         var random = SplitMix(state: 20261122)
         func value(_ range: ClosedRange<Double>) -> Double {
@@ -78,7 +79,7 @@ struct SiteAllocationTests {
         }
     }
 
-    @Test("what one unit cannot take goes to the others: a unit at its limit is full, the rest share by headroom")
+    @Test("what one unit cannot take goes to the others: a unit at its limit is full, the rest by headroom")
     func waterFilling() {
         // 150 kW asked of three units that may give 20, 100 and 100 kW. The first is full (SOC 100 %,
         // weight 20 × 1.0) and the others nearly empty (weight 100 × 0.1 each): its share by weight
@@ -94,7 +95,7 @@ struct SiteAllocationTests {
         #expect(result.shortfall < 1e-6)
     }
 
-    @Test("SOC weight: discharge takes more from the fuller unit, charge puts more into the emptier one; the spread shrinks over a long discharge and a long charge",
+    @Test("SOC weight: discharge from the fuller unit, charge into the emptier; the spread shrinks either way",
           arguments: [1.0, -1.0])
     func socBalancing(direction: Double) {
         let capacity = 250_000.0  // Wh each
@@ -150,7 +151,7 @@ struct SiteAllocationTests {
         }
     }
 
-    @Test("a site dispatch: a unit that trips hands its share to the others in the same cycle, and gets it back when it returns")
+    @Test("a tripped unit hands its dispatch share to the others that cycle and takes it back on return")
     func tripMovesDispatch() {
         let site = Self.site(units: 3)
         Self.run(site, from: 0, seconds: 3, Self.dispatched(50))  // 150 kW for the site, 50 each
@@ -167,7 +168,7 @@ struct SiteAllocationTests {
         for i in 0..<3 { #expect(abs(site.decision(unit: i).setpoint.kilowatts - 50) < 1e-6) }
     }
 
-    @Test("site droop: during a frequency event a tripped unit's response is taken up by the others within one cycle")
+    @Test("site droop: a tripped unit's response is taken up by the others within one cycle")
     func tripMovesDroop() {
         let site = Self.site(units: 3)
         let healthy: (Int, MonotonicInstant) -> UnitInputs = { _, now in Fixture.healthyInputs(at: now) }
@@ -183,7 +184,7 @@ struct SiteAllocationTests {
         #expect(abs(site.decision(unit: 0).setpoint.kilowatts + site.decision(unit: 2).setpoint.kilowatts - 120) < 0.01)
     }
 
-    @Test("an operator override and a dispatch for one unit hold that unit at its own value; the others share the rest")
+    @Test("an override or dispatch for one unit holds it at its value; the others share the rest")
     func heldUnits() {
         let site = Self.site(units: 3)
         Self.run(site, from: 0, seconds: 3) { unit, now in
@@ -219,7 +220,7 @@ struct SiteAllocationTests {
         if kw > 0 { #expect(abs(a - 24) < 1e-6 && abs(b - 56) < 1e-6, "\(a) \(b)") } else { #expect(abs(a + 56) < 1e-6 && abs(b + 24) < 1e-6, "\(a) \(b)") }
     }
 
-    @Test("SITE_SHORTFALL: raised with the kW missing when the units cannot deliver the site's request, cleared when they can")
+    @Test("SITE_SHORTFALL is raised with the missing kW when units fall short, cleared when they can deliver")
     func shortfallReported() {
         let site = Self.site(units: 3)
         Self.run(site, from: 0, seconds: 2, Self.dispatched(80))  // 240 kW

@@ -26,7 +26,8 @@ struct SiteCommandsTests {
         return command
     }
 
-    @Test("WMaxLimPct caps the units' sum at that percent of Σ ratings in the next step, both directions; unrefreshed it reverts and the cap lifts at the limit ramp")
+    /// Applies in the next step, both directions.
+    @Test("WMaxLimPct caps the units' sum at a percent of ratings; unrefreshed it reverts and lifts at the ramp")
     func limitCapsAndLifts() {
         let site = Self.site()
         var meter = MeteredSite(units: 3) { _ in 0 }
@@ -60,7 +61,7 @@ struct SiteCommandsTests {
         #expect(site.operatorCap == .infinity)
     }
 
-    @Test("the grid operator's limit outranks the connection point's import limit; the relay contacts' limit and SCADA's: the lower applies")
+    @Test("the grid operator's limit outranks the import limit; between contacts and SCADA the lower applies")
     func limitOutranksGridLimits() {
         // A 400 kW load behind a 200 kW import limit asks the batteries for 200 kW.
         let site = Self.site(SiteSettings(hasMeter: true, importMax: .kilowatts(200), meterMaxLag: .seconds(1)))
@@ -81,7 +82,7 @@ struct SiteCommandsTests {
         #expect(Self.sum(site) > 30_000 && Self.sum(site) <= 33_000 + 1, "lifts at the ramp: \(Self.sum(site))")
     }
 
-    @Test("WSet moves the units that no override holds, outranks the aggregator's dispatch, and ends on expiry (dispatch decides again)")
+    @Test("WSet moves units no override holds, outranks dispatch, and ends on expiry")
     func setpointMovesTheUnits() {
         let site = Self.site()
         var meter = MeteredSite(units: 3) { _ in 0 }
@@ -125,7 +126,7 @@ struct SiteCommandsTests {
         #expect(abs(Self.sum(site) - (150_000 + droop)) < 1_000)
     }
 
-    @Test("reversion: an enabled WMaxLimPctRvrt stands until written again; an enabled WSetRvrt holds for max_hold_s, then ends")
+    @Test("reversion: WMaxLimPctRvrt stands until rewritten; WSetRvrt holds for max_hold_s, then ends")
     func reversion() {
         var commands = SiteCommands(maxHold: .seconds(60))
         commands.limit = Self.limit(30, until: 10, revert: (true, 50))
@@ -157,7 +158,8 @@ struct RelayContactsTests {
     static let four = [RelayContacts.Contact(input: 4, limitPercent: 0), .init(input: 5, limitPercent: 30),
                        .init(input: 6, limitPercent: 60), .init(input: 7, limitPercent: 100)]
 
-    @Test("the lowest asserted contact's limit applies; none asserted: no limit; until read steady once the lowest configured applies; a bounce shorter than debounce changes nothing; active low inverts")
+    /// None asserted: no limit; until read steady once, the lowest configured applies; a bounce shorter than debounce changes nothing.
+    @Test("contact inputs: lowest asserted applies, debounced; lowest configured until read; active low inverts")
     func contacts() {
         var relay = RelayContacts(contacts: Self.four, activeHigh: true, debounce: .milliseconds(100))
         #expect(relay.span.first == 4 && relay.span.count == 4)

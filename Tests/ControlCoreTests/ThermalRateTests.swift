@@ -82,7 +82,8 @@ struct ThermalRateTests {
         return nil
     }
 
-    @Test("a real rise of 0.3 °C/s (threshold 0.1) latches: pack and cells, the pack alone (no 0x373), one cell alone")
+    /// 0.3 °C/s against a threshold of 0.1; pack alone means no 0x373.
+    @Test("a real temperature rise latches, for pack and cells, the pack alone, or one cell")
     func realRiseTrips() throws {
         // 10 s least-squares window on the pack (0.1 °C): the fit passes 0.1 °C/s about 3.9 s into
         // the rise (x²(3 − 2x) = 1/3), then the rule's 3 s delay.
@@ -132,7 +133,8 @@ struct ThermalRateTests {
 
     /// The estimator keeps its fit between samples and the cycle only asks whether it is current;
     /// this replays a rough signal against a fit recomputed from scratch at every query.
-    @Test("the kept fit equals one recomputed from the samples at every query (bursts, gaps, resets, a full ring)")
+    /// Bursts, gaps, resets, a full ring.
+    @Test("the kept fit equals one recomputed from the samples at every query")
     func keptFitMatchesRecomputed() {
         let window: Int64 = 4_000_000_000, capacity = 64
         let spacing = window / Int64(capacity / 2)

@@ -23,7 +23,7 @@ struct UtilityLimitTests {
         return limits
     }
 
-    @Test("opModExpLimW holds export at the connection point while the load steps; the lower of it and export_max_kw applies")
+    @Test("opModExpLimW holds export through load steps; the lower of it and export_max_kw applies")
     func exportLimitAtTheConnectionPoint() {
         let site = Self.site(SiteSettings(hasMeter: true, exportMax: .kilowatts(80), meterMaxLag: .seconds(0.5)))
         var load = 100_000.0
@@ -48,7 +48,7 @@ struct UtilityLimitTests {
         #expect(abs(meter.grid(at: 60) + 80_000) < 2_000 && site.siteDecision.utility.binding == .none)
     }
 
-    @Test("an export limit lowered while the meter is stale bounds the units' sum at once, not the old limit's ceiling")
+    @Test("an export limit lowered with a stale meter bounds the units' sum at once")
     func exportLimitLoweredWhileMeterStale() {
         let site = Self.site(SiteSettings(hasMeter: true, meterMaxLag: .seconds(0.5)))
         var meter = MeteredSite(units: 3) { _ in 100_000 }
@@ -64,7 +64,8 @@ struct UtilityLimitTests {
         #expect(site.siteDecision.utility.unmetered)
     }
 
-    @Test("opModImpLimW caps battery charging at the connection point (the open gateway never applied it to charging)")
+    /// The open gateway never applied it to charging.
+    @Test("opModImpLimW caps battery charging at the connection point")
     func importLimitCapsCharging() {
         let site = Self.site(SiteSettings(hasMeter: true, meterMaxLag: .seconds(0.5)))
         var meter = MeteredSite(units: 3) { _ in 50_000 }
@@ -77,7 +78,8 @@ struct UtilityLimitTests {
         #expect(site.siteDecision.utility.binding == .import)
     }
 
-    @Test("without a meter opModLoadLimW and opModImpLimW cap the units' charge, and the decision says the import limit is unmetered")
+    /// opModLoadLimW and opModImpLimW.
+    @Test("without a meter, load and import limits cap charge; the decision says the import is unmetered")
     func loadLimitCapsChargingWithoutMeter() {
         let site = Self.site()
         var meter = MeteredSite(units: 3) { _ in 0 }
@@ -110,7 +112,7 @@ struct UtilityLimitTests {
         #expect(abs(Self.sum(site) + 300_000) < 1)
     }
 
-    @Test("opModConnect or opModEnergize false: every unit at zero while a dispatch and an operator override ask for power")
+    @Test("opModConnect or opModEnergize false holds every unit at zero despite dispatch and override")
     func disconnectBringsTheSiteToZero() {
         let site = Self.site()
         var meter = MeteredSite(units: 3) { _ in 0 }
@@ -147,7 +149,7 @@ struct UtilityLimitTests {
         #expect(site.siteDecision.utility.binding == .generation)
     }
 
-    @Test("interlocks outrank the utility: a unit's BMS limit holds while the import limit's floor asks it for more")
+    @Test("interlocks outrank the utility: a BMS limit holds while the import floor asks for more")
     func interlocksOutrank() {
         let site = Self.site(SiteSettings(hasMeter: true, meterMaxLag: .seconds(0.5)))
         var meter = MeteredSite(units: 3) { _ in 300_000 }
@@ -162,7 +164,7 @@ struct UtilityLimitTests {
         #expect(Self.sum(site) > 200_000 && Self.sum(site) <= 210_400 + 1, "the others give what they can: \(Self.sum(site))")
     }
 
-    @Test("the operator's standby holds against the utility's opModTargetW; in auto the target is followed, bounded by the limits")
+    @Test("operator standby holds against the utility's opModTargetW; in auto the target is followed, bounded")
     func standbyHoldsAgainstTarget() {
         let site = Self.site()
         var meter = MeteredSite(units: 3) { _ in 0 }
@@ -180,7 +182,8 @@ struct UtilityLimitTests {
         #expect(abs(Self.sum(site) - 150_000) < 1)
     }
 
-    @Test("the utility's request ranks over the SCADA setpoint and the dispatch; opModStorageTargetW before opModTargetW before opModFixedW")
+    /// opModStorageTargetW before opModTargetW before opModFixedW.
+    @Test("the utility's request outranks SCADA and dispatch; StorageTargetW, TargetW, FixedW in that order")
     func requestRank() {
         let site = Self.site()
         var meter = MeteredSite(units: 3) { _ in 0 }
@@ -204,7 +207,8 @@ struct UtilityLimitTests {
         #expect(abs(Self.sum(site) - 60_000) < 1, "the SCADA setpoint again")
     }
 
-    @Test("a utility limit falls at once and rises ramped: rampTms when given, else the site's limit ramp; lifted, it is gone past the rating")
+    /// Ramp: rampTms when given, else the site's limit ramp.
+    @Test("a utility limit falls at once and rises ramped; lifted, it is gone past the rating")
     func fallsAtOnceRisesRamped() {
         let site = Self.site()
         var meter = MeteredSite(units: 3) { _ in 0 }
@@ -233,7 +237,8 @@ struct UtilityLimitTests {
         #expect(abs(Self.sum(site) - 300_000) < 1 && site.siteDecision.utility.dischargeCap == .infinity)
     }
 
-    @Test("setGradW (ALL-13, ALL-25): a rising limit without rampTms ramps at the default's setGradW, rampTms still first, 0 is no limit; limits fall at once")
+    /// The default's setGradW applies to a rising limit without rampTms.
+    @Test("ALL-13, ALL-25: rising limits ramp at setGradW unless rampTms; 0 is no limit; limits fall at once")
     func setGradWRamp() {
         let site = Self.site()
         var meter = MeteredSite(units: 3) { _ in 0 }
@@ -261,7 +266,8 @@ struct UtilityLimitTests {
         #expect(abs(Self.sum(site) - 63_000) < 1, "setGradW 0 rises at the site's ramp: \(Self.sum(site))")
     }
 
-    @Test("the site's limit ramp bounds every rise: setGradW 0 or above it, rampTms 0 or shorter, out of stale or opModConnect false")
+    /// setGradW 0 or above it, rampTms 0 or shorter, out of stale or opModConnect false.
+    @Test("the site's limit ramp bounds every rise, whatever setGradW, rampTms, staleness or opModConnect")
     func siteRampBoundsEveryRise() {
         let rate = 30_000.0  // 10 %/s of 300 kW
         let site = Self.site()
@@ -295,7 +301,7 @@ struct UtilityLimitTests {
         #expect(Self.sum(site) <= rate * 0.1 + 1, "rampTms 1 s over 250 kW: \(Self.sum(site))")
     }
 
-    @Test("the utility's opModFreqDroop is measured from the dead-band edge (IEEE 1547) whatever reference is configured")
+    @Test("the utility's droop is measured from the dead-band edge (IEEE 1547), whatever reference is set")
     func utilityDroopFromTheEdge() {
         var configured = DroopSettings.seedDefault
         configured.reference = .nominal
@@ -307,7 +313,7 @@ struct UtilityLimitTests {
         #expect(DroopCurve(configured).settings.reference == .nominal, "the configured droop keeps its reference")
     }
 
-    @Test("opModFreqDroop in force: its dead-bands, droops and response time replace the configured ones without a reload; ended or stale, the configured droop again")
+    @Test("opModFreqDroop in force replaces the configured droop without reload; ended or stale, it reverts")
     func freqDroopApplied() {
         let site = Fixture.site()  // the seed's droop: 49.90 / 50.05 Hz, 5 % both ways, immediate
         let r = Fixture.rating.value
@@ -340,7 +346,7 @@ struct UtilityLimitTests {
         #expect(abs(d.droop.value + 0.05 / 2.5 * r) < 1, "the configured 5 % from 50.05 Hz: \(d.droop.value)")
     }
 
-    @Test("a value read after its validUntil holds the site at zero (binding stale); a fresh one lifts it at the ramp")
+    @Test("a value read past validUntil holds the site at zero (stale); a fresh one lifts it at the ramp")
     func staleMeansZero() {
         let site = Self.site()
         var meter = MeteredSite(units: 3) { _ in 0 }
