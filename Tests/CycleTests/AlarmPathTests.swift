@@ -34,7 +34,8 @@ struct AlarmPathTests {
         #expect(SystemClock.shared.now() >= near)
     }
 
-    @Test("the poller writes a hand-over between rounds at once, before the next round's reads: an alarm's extra cycle, and (without alarms) a late cycle's",
+    /// An alarm's extra cycle, and (without alarms) a late cycle's.
+    @Test("the poller writes a hand-over between rounds at once, before the next round's reads",
           arguments: [true, false])
     func pollerWritesAtOnce(alarms: Bool) throws {
         let site = try BusPollerTests.Site(units: 1, periodMs: 2000)

@@ -123,7 +123,7 @@ struct BusPollerTests {
         }
     }
 
-    @Test("healthy endpoints are handed to the poller: each cycle one read per unit, taken at the cycle's instant, and each changed setpoint on the wire; zero at stop")
+    @Test("the poller reads each unit once per cycle at its instant, writes changed setpoints, zeroes at stop")
     func drives() throws {
         let site = try Site(units: 3, periodMs: 20)
         site.start()
@@ -156,7 +156,7 @@ struct BusPollerTests {
         }
     }
 
-    @Test("a silent endpoint goes back to its worker when its request times out on the poller's clock; the others stay with the poller, read every cycle")
+    @Test("a silent endpoint returns to its worker on the poller's timeout; the others stay, read every cycle")
     func failureIsolated() throws {
         let site = try Site(units: 3, periodMs: 20)
         site.start()
@@ -185,7 +185,7 @@ struct BusPollerTests {
         #expect(waitFor(seconds: 5) { site.plant.last(1) == 21_000 })
     }
 
-    @Test("the whole site with the poller: the cycle's wait ends on the readings for its deadline, at their instant; a failing endpoint puts it back on its deadline")
+    @Test("with the poller the cycle waits for its deadline's readings; a failing endpoint reverts to deadline")
     func cycleStartsOnReadings() throws {
         let site = try Site(units: 3, periodMs: 500, startsCycles: true)
         #expect(site.phase.startsOnReadings)
@@ -223,7 +223,8 @@ struct BusPollerTests {
 }
 
 extension BusPollerTests {
-    @Test("the minute's refresh of static values runs between rounds: the endpoint goes back and returns before the next reads, so every cycle still starts on its readings")
+    /// The endpoint goes back and returns before the next reads.
+    @Test("the minute's static refresh runs between rounds so every cycle still starts on its readings")
     func refreshBetweenRounds() throws {
         // Statics every second instead of every minute: ten cycles of 100 ms a refresh.
         let site = try Site(units: 3, periodMs: 100, startsCycles: true, staticsEvery: .seconds(1))
@@ -254,7 +255,7 @@ extension BusPollerTests {
 }
 
 extension BusPollerTests {
-    @Test("an endpoint that does not answer holds back no other endpoint's reading: theirs are taken at the round's instant while its request is in flight")
+    @Test("a silent endpoint holds back no other: theirs are taken at the round's instant")
     func slowEndpoint() throws {
         let site = try Site(units: 3, periodMs: 200)
         site.start()
@@ -293,7 +294,7 @@ struct CyclePhaseTests {
         }
     }
 
-    @Test("without start-on-readings the wait sleeps on the cycle's clock until it is moved to the deadline, readings or not")
+    @Test("without start-on-readings the wait sleeps on the cycle's clock until the deadline, readings or not")
     func waitIsTheDeadline() {
         let clock = ManualClock()
         let plain = CyclePhase(period: .milliseconds(100))
@@ -312,7 +313,8 @@ struct CyclePhaseTests {
         #expect(waiter.result.map { $0 == (deadline, false, false) } == true, "\(String(describing: waiter.result))")
     }
 
-    @Test("with start-on-readings, readings for this deadline end the wait at their instant while the clock stands; readings for another deadline, or after it, leave the deadline")
+    /// The wait ends at their instant while the clock stands.
+    @Test("start-on-readings: readings for this deadline end the wait; others leave the deadline")
     func waitOnReadings() {
         // The cycle's clock stands an hour ahead of the system's: a wait timed on the system's
         // clock instead would not end when the test moves this one to the deadline.

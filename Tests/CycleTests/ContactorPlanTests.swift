@@ -46,7 +46,7 @@ struct ContactorPlanTests {
         #expect(Self.step(reading: nil, now: 5) == .open, "no reading at all: opened at the bound")
     }
 
-    @Test("an open is re-armed every half of the revert time; closed once the request ends; never closed unasked")
+    @Test("an open is re-armed every half revert time, closed when the request ends, never unasked")
     func rearmAndClose() {
         #expect(Self.step(conn: 0, armedAt: 0, now: 4.9) == .none)
         #expect(Self.step(conn: 0, armedAt: 0, now: 5) == .open)
@@ -215,7 +215,7 @@ struct ContactorWorkerTests {
 
 @Suite("Contactor through the bus poller", .serialized)
 struct ContactorPollerTests {
-    @Test("a healthy TCP endpoint with the poller: Conn 0 armed and Conn 1 go on the poller's wire, the endpoint stays with it")
+    @Test("with the poller a healthy endpoint's Conn 0 and Conn 1 go on the poller's wire")
     func throughThePoller() throws {
         let site = try BusPollerTests.Site(units: 1, periodMs: 20)
         site.start()

@@ -34,7 +34,8 @@ struct CycleInboxTests {
         #expect(runner.controller.inputLimitPercent == 40)
     }
 
-    @Test("the slots are read afresh each cycle: never published, published, slot gone; no PMU read unless followed")
+    /// Never published, published, slot gone.
+    @Test("the slots are read afresh each cycle; no PMU read unless followed")
     func slotsReadEachCycle() throws {
         let (runner, _) = try Self.cycle()
         let slot = UtilityLimitSlot()

@@ -34,7 +34,7 @@ struct EndpointWorkerTests {
                        revert: .seconds(10), phase: phase) { _ in }
     }
 
-    @Test("a cycle that hands over setpoints on time is followed; one that stalls gets zero within about a second")
+    @Test("setpoints handed over on time are followed; a stalled cycle gets zero within about a second")
     func stalledCycleMeansZero() throws {
         let inverter = try Inverter()
         defer { inverter.server.stop() }

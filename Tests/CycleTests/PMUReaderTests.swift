@@ -233,7 +233,8 @@ struct PMUStreamTests {
         return (configuration, stream.accept(try #require(all["data-multi"])[...], at: MonotonicInstant(nanoseconds: 5)), stream)
     }
 
-    @Test("pmu_idcode picks the PMU of a multi-PMU frame; without it the first (the stream's IDCODE is none of them)")
+    /// The stream's IDCODE is none of them.
+    @Test("pmu_idcode picks one PMU of a multi-PMU frame; without it the first")
     func picksPMU() throws {
         let eighth = try session(pmu: 8)
         #expect(eighth.configuration == .configuration(changed: true))
@@ -298,7 +299,8 @@ extension PMUStreamTests {
     /// Garbage (a bad SYNC starts a resync), then a false 0xAA, then two good data frames. The false
     /// start claims 61440 bytes (not all come yet), or exactly itself and the first good frame (whose
     /// CHK then fails): either way both good frames are taken from the bytes at hand.
-    @Test("after a resync a false 0xAA (a large FRAMESIZE, or one spanning a good frame) does not cost the good frames behind it",
+    /// A large FRAMESIZE, or one spanning a good frame.
+    @Test("after a resync a false 0xAA does not cost the good frames behind it",
           arguments: [true, false])
     func falseStart(large: Bool) throws {
         let all = try frames()
@@ -395,7 +397,7 @@ struct PMULinkTests {
         }
     }
 
-    @Test("a PMU host name whose lookup does not answer is PMU_CONNECT_FAILED with ETIMEDOUT by the answer limit")
+    @Test("a PMU host lookup without answer is PMU_CONNECT_FAILED ETIMEDOUT at the answer limit")
     func lookupBounded() {
         let release = DispatchSemaphore(value: 0)
         defer { release.signal() }

@@ -137,7 +137,8 @@ struct SharedBusTests {
         #expect(w.wire.connects == 1)
     }
 
-    @Test("two and three unit ids on one RTU line (socat pty, 19200 8N1): one open of the tty, each unit its own setpoint",
+    /// Two and three ids; socat pty, 19200 8N1.
+    @Test("several unit ids on one RTU line share one open of the tty, each with its own setpoint",
           arguments: [2, 3])
     func rtuUnits(count: Int) throws {
         let directory = NSTemporaryDirectory() + "bessd-rtu-units-\(getpid())-\(count)"
@@ -176,7 +177,8 @@ struct SharedBusTests {
         #expect(w.wire.connects == 1)
     }
 
-    @Test("the site meter on an inverter's TCP endpoint or serial line: one worker, one session or one open of the tty; the meter is read every cycle and never written, the units keep their own readings and setpoints",
+    /// One worker, one session or one open of the tty; the units keep their own readings and setpoints.
+    @Test("a site meter on an inverter's endpoint shares its worker and session; read each cycle, never written",
           arguments: ["tcp", "rtu"])
     func meterSharesTheInvertersEndpoint(transport: String) throws {
         let directory = NSTemporaryDirectory() + "bessd-meter-line-\(getpid())"
@@ -249,7 +251,8 @@ struct SharedBusTests {
         #expect(w.wire.connects == 1)
     }
 
-    @Test("units on one serial device share one worker, TCP units share one per endpoint; differing line settings are a config error, a warning if built by hand")
+    /// A warning instead when the plan is built by hand.
+    @Test("one worker per serial device and per TCP endpoint; differing line settings are a config error")
     func oneWorkerPerLine() throws {
         var c = try ConfigLoader.parse("""
             mode: hil

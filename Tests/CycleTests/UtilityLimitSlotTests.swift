@@ -73,7 +73,7 @@ struct UtilityLimitSlotTests {
 /// The runner hands the slot's value to the controller every cycle.
 @Suite("Utility limits through the cycle")
 struct UtilityLimitCycleTests {
-    @Test("nothing published: no utility control; published: the controller applies it; past validUntil: zero, stale")
+    @Test("utility control: none unpublished, applied when published, zero and stale past validUntil")
     func runnerHandsTheSlotOver() throws {
         let c = try ConfigLoader.parse(EmbeddedConfiguration.simulationYAML, file: "embedded")
         let runner = SiteCycle(configuration: c, io: WireBudgetTests.ScriptedSite(units: c.units.count),

@@ -38,7 +38,7 @@ struct WireBudgetTests {
         var bmsSlots: [BMSSlot?] { takenAt.map { _ in nil } }
     }
 
-    @Test("a cycle that runs on a reading taken before the previous cycle counts as a late reading; a fresh one and a dead unit do not")
+    @Test("a reading taken before the previous cycle counts as late; a fresh one and a dead unit do not")
     func lateReadingsCounted() throws {
         let c = try ConfigLoader.parse(EmbeddedConfiguration.simulationYAML, file: "embedded")  // 2 units, 100 ms
         let site = ScriptedSite(units: c.units.count)
@@ -63,7 +63,8 @@ struct WireBudgetTests {
         #expect(runner.lateReadings == 2)
     }
 
-    @Test("the read lead widens at once after a slow round, narrows slowly, and stays within 1 ms … half a period (80 % when the cycle starts on its readings)")
+    /// Bounds 1 ms … half a period (80 % when the cycle starts on its readings).
+    @Test("the read lead widens at once after a slow round, narrows slowly, stays within its bounds")
     func readLead() {
         var lead = ReadLead()
         let period = Duration.milliseconds(10)
@@ -139,7 +140,7 @@ struct WireBudgetTests {
         #expect(writes()[7..<10].allSatisfy { $0.watts == 20_000 }, "\(writes().map(\.watts))")
     }
 
-    @Test("a setpoint that moves by less than the device's register step is not written again; one that changes the register is")
+    @Test("a setpoint moving less than the register step is not rewritten; one that changes it is")
     func writesOnlyNewRegisters() throws {
         final class Log: Sendable { let list = Mutex<[Double]>([]) }
         // Model 124: the rates are 0.01 % of WChaMax (InOutWRte_SF −2), so one step is 10 W at 100 kW.

@@ -50,7 +50,7 @@ struct WritePlanTests {
         #expect(rearm.rearm && rearm.writes.count == 3)
     }
 
-    @Test("a setpoint that moved by less than a register step is not sent; one that changes the register is, alone")
+    @Test("a setpoint change below a register step is not sent; one that changes the register is, alone")
     func onlyNewRegisters() throws {
         let plain = [(address: 100, values: [UInt16(100)])]
         let now = Self.t0 + .seconds(1)
@@ -65,7 +65,7 @@ struct WritePlanTests {
         #expect(throws: DeviceError.self) { try plan(1_000_000, lastWritten: Watts(1000), now: Self.t0 + .seconds(1)) }
     }
 
-    @Test("the stall rule: zero after a second without a hand-over, or five periods when longer; and zero on a value fault")
+    @Test("stall rule: zero after a second without hand-over, or five periods if longer; zero on a value fault")
     func stall() {
         let last = Self.t0
         #expect(!WritePlanner.stalled(lastHandOver: last, now: last + .seconds(1), period: .milliseconds(100)))
