@@ -15,7 +15,8 @@ struct DeviceErrorTests {
         (enobase + 4, "MODBUS_EXCEPTION_4"), (ETIMEDOUT, "MODBUS_TIMEOUT"),
     ]
 
-    @Test("a late reply refused by libmodbus (another transaction or unit id) is a malformed answer, not an exception",
+    /// Another transaction or unit id.
+    @Test("a late reply refused by libmodbus is a malformed answer, not an exception",
           arguments: codes)
     func lateReplies(errno: Int32, code: String) {
         #expect(DeviceError.modbus(errno: errno, doing: "reading").code.description == code)
@@ -46,7 +47,7 @@ struct DeviceErrorCodeTests {
         #expect(DeviceError(code, message: "m").description == "\(name): m")
     }
 
-    @Test("only a refused or lost connection asks for a reconnect; an I/O error is a link failure but not a lost connection")
+    @Test("only a refused or lost connection asks a reconnect; an I/O error is a link failure only")
     func connectionLost() {
         #expect(DeviceError(.connectionLost, message: "").isConnectionLost)
         #expect(DeviceError(.connectFailed, message: "").isConnectionLost)

@@ -44,7 +44,8 @@ struct PylontechTests {
         #expect(d.ingest(frame("355#65006300"), at: t) == .invalidValue)  // SOC 101 %
     }
 
-    @Test("0x355 padded with zeros to 8 bytes (bytes 4–7 empty in the specification) reads the whole-percent SOC, not 0 %")
+    /// Bytes 4–7 are empty in the specification.
+    @Test("0x355 padded to 8 bytes reads the whole-percent SOC, not 0 %")
     func paddedStatus() {
         var d = PylontechDecoder()
         #expect(d.ingest(frame("355#5700630000000000"), at: t) == nil)
@@ -175,7 +176,8 @@ struct PylontechTests {
         #expect(d.snapshot.cells == nil)
     }
 
-    @Test("a BMS sending exactly the specification's frames: no BMS_GROUP_MISSING in 60 s; 0x35C stopping raises it")
+    /// Over 60 s.
+    @Test("a BMS with exactly the specification's frames: no BMS_GROUP_MISSING; 0x35C stopping raises it")
     func specificationBMS() {
         let site = Self.site()
         var d = PylontechDecoder()
