@@ -125,7 +125,8 @@ struct ASDUTests {
         #expect(code { _ = try ASDU(decoding: hex(octets)) } == .badVSQ, "\(octets)")
     }
 
-    @Test("one time-tagged object with SQ = 1 (as c104's interrogation answers carry it) decodes and keeps the bit")
+    /// As c104's interrogation answers carry it.
+    @Test("one time-tagged object with SQ = 1 decodes and keeps the bit")
     func singleTimedSequence() throws {
         let octets = hex("24 81 14 00 07 00 ed 03 00 00 00 76 42 00 20 af 13 0b 1b 0b 1a")
         let asdu = try ASDU(decoding: octets)

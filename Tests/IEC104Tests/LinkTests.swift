@@ -155,7 +155,7 @@ struct LinkTests {
         #expect(link.tick(at: Self.at(19)) == [])
     }
 
-    @Test("t3: nothing received for 20 s sends TESTFR act; its confirmation within t1 keeps the link, none closes it")
+    @Test("t3: 20 s silent sends TESTFR act; confirmed within t1 the link stays, else it closes")
     func t3() {
         var link = started()
         _ = link.received(.supervisory(receive: .zero), at: Self.at(5))
@@ -168,7 +168,7 @@ struct LinkTests {
         #expect(closeCode(link.tick(at: Self.at(65))) == .t1Expired)
     }
 
-    @Test("STOPDT act: received frames acknowledged, STOPDT con once every sent frame is acknowledged, then no I-frames")
+    @Test("STOPDT act: received acknowledged, STOPDT con once all sent are acknowledged, then no I-frames")
     func stop() throws {
         var link = started()
         _ = link.received(.information(send: .zero, receive: .zero, asdu: Self.asdu), at: .zero)

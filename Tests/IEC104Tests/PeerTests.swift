@@ -96,7 +96,8 @@ struct PeerTests {
         #expect((results.last?["c104"] as? [String: Any])?["rx"] as? Int == 32_767)
     }
 
-    @Test("the frames a c104 server and client exchange (GI, clock sync, counters, spontaneous, set-point) decode in ours and encode back byte for byte")
+    /// GI, clock sync, counters, spontaneous, set-point.
+    @Test("c104's frames decode in ours and encode back byte for byte")
     func weReadTheirs() throws {
         let results = try peer(["produce", String(Loopback.freePort())])
         let ok = try #require(results.first?["ok"] as? [String: Bool])
