@@ -23,7 +23,8 @@ struct DiscoveryTests {
         return drive
     }
 
-    @Test("the whole chain: DeviceCapability → Time → EndDeviceList in 3 pages → Registration → FSA → programs → controls and defaults")
+    /// DeviceCapability → Time → EndDeviceList in 3 pages → Registration → FSA → programs → controls and defaults.
+    @Test("the whole discovery chain from DeviceCapability to controls and defaults")
     func wholeChain() throws {
         let fixture = try DiscoveryFixture.load()
         let drive = try Self.walkedA()
@@ -58,7 +59,7 @@ struct DiscoveryTests {
         #expect(session.documents["/edev?s=6&l=3"] == (try fixture.document("A", "/edev?s=6&l=3")))
     }
 
-    @Test("the server's time: counted on from currentTime by the monotonic clock; offset from the wall clock passed in")
+    @Test("server time counts on from currentTime by the monotonic clock, offset from the given wall clock")
     func serverTime() throws {
         let fixture = try DiscoveryFixture.load()
         let drive = try Self.walkedA()
@@ -101,7 +102,7 @@ struct DiscoveryTests {
         #expect(drive.errors.isEmpty, "\(drive.errors)")
     }
 
-    @Test("a wrong PIN stops all traffic: SEP2_PIN_MISMATCH, nothing below the Registration asked, no request ever again")
+    @Test("a wrong PIN stops all traffic: SEP2_PIN_MISMATCH, nothing below Registration, never again")
     func wrongPIN() throws {
         let fixture = try DiscoveryFixture.load()
         var drive = Drive(try #require(fixture.servers["A"]), pin: 123_450)
@@ -133,7 +134,7 @@ struct DiscoveryTests {
         #expect(drive.session.programs.first?.controls.map(\.mRID) == ["CC31"])
     }
 
-    @Test("an assignment changed under the same links still has its programs read afresh at once, not at their poll")
+    @Test("an assignment changed under the same links has its programs read afresh at once")
     func sameHrefsReadAfresh() throws {
         let fixture = try DiscoveryFixture.load()
         var server = try #require(fixture.servers["A"])
@@ -152,7 +153,7 @@ struct DiscoveryTests {
         #expect(drive.errors.isEmpty, "\(drive.errors)")
     }
 
-    @Test("429 and 503 hold every request back for Retry-After, held to 1…3600 s; the failed request goes first after")
+    @Test("429 and 503 hold requests for Retry-After (1…3600 s); the failed request goes first after")
     func retryAfter() throws {
         let fixture = try DiscoveryFixture.load()
         for (status, retry, wait) in [(429, UInt32?(120), Int64(120)), (503, 99_999, 3_600), (429, 0, 1), (503, nil, 2)] as [(Int, UInt32?, Int64)] {
@@ -223,7 +224,8 @@ struct DiscoveryTests {
         #expect(!gap.complete && gap.programs.map(\.mRID) == ["A1", "A2"] && gap.programs.first?.controls.count == 2)
     }
 
-    @Test("the entry path may redirect (/.well-known/csipaus → the DeviceCapability); a Location that is not a path is refused")
+    /// /.well-known/csipaus → the DeviceCapability.
+    @Test("the entry path may redirect to the DeviceCapability; a Location that is not a path is refused")
     func redirect() throws {
         let fixture = try DiscoveryFixture.load()
         var drive = Drive(try #require(fixture.servers["A"]), entry: "/.well-known/csipaus")
@@ -237,7 +239,7 @@ struct DiscoveryTests {
         #expect(refused.errors.map(\.code) == [.hrefInvalid] && refused.session.entryPath == "/.well-known/csipaus")
     }
 
-    @Test("lists past their bounds are SEP2_LIST_TOO_LONG; an EndDeviceList without this device is SEP2_END_DEVICE_UNKNOWN")
+    @Test("lists past bounds are SEP2_LIST_TOO_LONG; a list without this device is SEP2_END_DEVICE_UNKNOWN")
     func bounds() throws {
         let fixture = try DiscoveryFixture.load()
         var limits = DiscoveryLimits()
@@ -269,7 +271,7 @@ struct DiscoveryTests {
         #expect(!stranger.server.asked(since: 0).contains { $0.hasPrefix("/edev/") })
     }
 
-    @Test("a reply to a request other than the one in flight is ignored; the one in flight is asked until answered")
+    @Test("a reply to another request is ignored; the one in flight is asked until answered")
     func oneInFlight() throws {
         let fixture = try DiscoveryFixture.load()
         var session = Drive.session()

@@ -153,7 +153,8 @@ struct EventRuleTests {
         return out
     }
 
-    @Test("the active control's rampTms reaches the site: 500 → rampSeconds 5; the limit's source decides, the smallest where several do")
+    /// 500 → rampSeconds 5.
+    @Test("the active control's rampTms reaches the site; the limit's source decides, smallest of several")
     func rampTmsCarried() {
         let limit = Self.ramped(Self.control("A", created: 1, start: 100, duration: 60, export: 1500), rampTms: 500)
         var fallback = Self.defaults(export: 5000)

@@ -36,7 +36,8 @@ struct FreqDroopTests {
         ["dBOF": dBOF, "dBUF": dBUF, "kOF": kOF, "kUF": kUF, "openLoopTms": openLoopTms]
     }
 
-    @Test("envoy-schema's FreqDroopType read field by field, as Hz, percent and seconds; inside the types but outside what bessd applies: not applied, the rest taken")
+    /// As Hz, percent and seconds (envoy-schema's types); the rest is taken.
+    @Test("FreqDroopType read field by field; in-type values bessd cannot apply are not applied")
     func readAndBounded() throws {
         let given: [(String, [String: Any])] = [
             ("A1", Self.droop(36, 36, 50, 50, 500)),  // IEEE 1547-2018's defaults
@@ -89,7 +90,8 @@ struct FreqDroopTests {
         #expect(throws: SEP2Error.self) { try DERControl.read(Array(missing.utf8)) }
     }
 
-    @Test("a control with opModExpLimW 0 and an opModFreqDroop bessd does not apply (kOF 250): the export limit in force, no droop, said")
+    /// The droop has kOF 250.
+    @Test("export limit 0 with an unapplicable opModFreqDroop: the limit in force, no droop, said")
     func limitTakenDroopNotApplied() throws {
         let documents = try Self.documents([["mRID": "F1", "droop": Self.droop(36, 36, 250, 50, 500), "exp": 0]])
         let document = try #require(documents.first)

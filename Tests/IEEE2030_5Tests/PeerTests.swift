@@ -52,7 +52,8 @@ struct SEP2PeerTests {
         check(control.base, given["base"] as? [String: Any] ?? [:], name)
     }
 
-    @Test("DERControlList, DERControl, DefaultDERControl and DERProgramList from envoy-schema, in both CSIP-AUS namespaces")
+    /// DERControlList, DERControl, DefaultDERControl and DERProgramList.
+    @Test("envoy-schema DER control documents decode in both CSIP-AUS namespaces")
     func envoyDocuments() throws {
         let documents = try Self.peer(["documents"])
         #expect(documents.count == 8, "\(documents.map { $0["name"] ?? "?" })")
@@ -92,7 +93,7 @@ struct SEP2PeerTests {
         }
     }
 
-    @Test("an envoy-schema DERControlList with an invalid and a not-applicable control: each refused alone (253, 252), the sibling taken")
+    @Test("envoy-schema list: invalid and not-applicable controls refused alone (253, 252), the sibling taken")
     func controlsRefusedAlone() throws {
         let document = try #require(try Self.peer(["refusals"]).first)
         let given = try #require(document["given"] as? [String: Any])
@@ -232,7 +233,7 @@ struct SEP2PeerTests {
         return (run.status, run.out.replacingOccurrences(of: root.path, with: "ROOT"), run.err)
     }
 
-    @Test("ensure-python-peers picks pyenv's newest Python >= 3.12 whatever PATH says, and names what is missing")
+    @Test("ensure-python-peers picks pyenv's newest Python >= 3.12 whatever PATH says, names what is missing")
     func interpreterChoice() throws {
         let newest = try Self.pick(["3.11.7", "3.12.1", "3.12.10", "3.13.2", "3.13.2/envs/tools", "3.14.0a1", "3.9.18"])
         #expect(newest.status == 0 && newest.out == "ROOT/versions/3.13.2/bin/python3\n", "\(newest)")

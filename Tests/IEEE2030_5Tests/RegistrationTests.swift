@@ -23,7 +23,7 @@ struct RegistrationTests {
         return drive
     }
 
-    @Test("in band: the list lacks the device → EndDevice POSTed, its Location read, the Registration agreed, the ConnectionPoint PUT, the chain read")
+    @Test("in band: a missing device is POSTed, Location read, Registration agreed, ConnectionPoint PUT")
     func inBandWithLocation() throws {
         let fixture = try DiscoveryFixture.load()
         var drive = try Self.registering()
@@ -56,7 +56,7 @@ struct RegistrationTests {
         #expect(drive.errors.isEmpty, "\(drive.errors)")
     }
 
-    @Test("in band without a Location: the list read again at once; still missing → SEP2_END_DEVICE_UNKNOWN, POSTed again at its next read")
+    @Test("in band without a Location: list read again; still missing → SEP2_END_DEVICE_UNKNOWN, POST again")
     func inBandWithoutLocation() throws {
         let fixture = try DiscoveryFixture.load()
         var drive = try Self.registering(location: nil)
@@ -77,7 +77,7 @@ struct RegistrationTests {
         #expect(!unlisted.session.complete && unlisted.session.stopped == nil)
     }
 
-    @Test("the EndDevice gone from its Location (404): POSTed again at the list's next read, the ConnectionPoint PUT again")
+    @Test("EndDevice gone from its Location (404): POSTed again at the next list read, ConnectionPoint again")
     func registeredDeviceGone() throws {
         var drive = try Self.registering()
         drive.settle()
@@ -90,7 +90,7 @@ struct RegistrationTests {
         #expect(drive.errors.map(\.code) == [.httpStatus] && drive.session.complete, "\(drive.errors)")
     }
 
-    @Test("a Location that serves another device's EndDevice: SEP2_END_DEVICE_UNKNOWN once, POSTed again at the list's next read")
+    @Test("a Location serving another device's EndDevice: SEP2_END_DEVICE_UNKNOWN once, POSTed again")
     func locationNamesAnotherDevice() throws {
         var drive = try Self.registering()
         drive.settle()
@@ -111,7 +111,8 @@ struct RegistrationTests {
         #expect(!drive.server.log.contains { $0.path == "/edev/7" && $0.at > 1_240 }, "the other device's Location is no longer read")
     }
 
-    @Test("ALL-03: the ConnectionPoint read back at each read of the EndDevice; PUT again when the server's id differs, is missing or gone, not when it matches")
+    /// PUT when the server's id differs, is missing or gone; not when it matches.
+    @Test("ALL-03: ConnectionPoint read back with the EndDevice, PUT again only when the server's id differs")
     func connectionPointReadBack() throws {
         var drive = try Self.registering()
         drive.settle()
@@ -140,7 +141,8 @@ struct RegistrationTests {
         #expect(throws: SEP2Error.self) { try ConnectionPointReport.readID(Array("<EndDevice xmlns=\"urn:ieee:std:2030.5:ns\"/>".utf8)) }
     }
 
-    @Test("ALL-03: a read-back answered 5xx is SEP2_HTTP_STATUS (the same words each time), asked again after 2, 4 … 64 s while the reads go on, a 200 ends the back-off; 405 is said once and nothing is read back again")
+    /// 5xx is SEP2_HTTP_STATUS with the same words each time; the reads go on during the back-off.
+    @Test("ALL-03: a 5xx read-back backs off 2 to 64 s until a 200; a 405 stops read-backs, said once")
     func connectionPointReadBackRefused() throws {
         var drive = try Self.registering()
         drive.settle()
@@ -207,7 +209,7 @@ struct RegistrationTests {
         #expect(put.errors.map(\.code) == [.registrationRefused])
     }
 
-    @Test("in band with a wrong PIN: registered, then SEP2_PIN_MISMATCH; no ConnectionPoint PUT, no request ever again")
+    @Test("in band with a wrong PIN: registered, then SEP2_PIN_MISMATCH; nothing more, ever")
     func inBandWrongPIN() throws {
         var drive = try Self.registering(pin: 123_450)
         drive.run(until: 100_000)
@@ -224,7 +226,8 @@ struct RegistrationTests {
         #expect(!drive.errors.isEmpty && drive.errors.allSatisfy { $0.code == .endDeviceUnknown }, "\(drive.errors)")
     }
 
-    @Test("ALL-05: no RegistrationLink → discovery goes on (FSA, DER) with a PIN configured; the ConnectionPoint PUT")
+    /// FSA, DER.
+    @Test("ALL-05: without RegistrationLink discovery goes on with a PIN set; the ConnectionPoint PUT")
     func noRegistrationLink() throws {
         let fixture = try DiscoveryFixture.load()
         var drive = Drive(try #require(fixture.servers["N"]), options: Self.inBand)
@@ -236,7 +239,8 @@ struct RegistrationTests {
         #expect(drive.server.writes.map(\.request.path) == ["/edev/7/cp"])
     }
 
-    @Test("SDVN-01: /.well-known/csipaus → v1.3's DeviceCapability; never /dcap, v99.99's or \"null\"'s; restored from its documents")
+    /// Never /dcap, v99.99's or null's; restored from its documents.
+    @Test("SDVN-01: /.well-known/csipaus leads to v1.3's DeviceCapability, never /dcap or the others")
     func wellKnown() throws {
         let fixture = try DiscoveryFixture.load()
         let wellKnown = try #require(fixture.given["wellKnown"] as? [String: String])
@@ -289,7 +293,7 @@ struct RegistrationTests {
         #expect(!WellKnownCSIPAUS.isJSON(Array("<DeviceCapability/>".utf8)) && WellKnownCSIPAUS.isJSON(Array(" \n{".utf8)))
     }
 
-    @Test("each bound of the well-known reader refuses an otherwise valid SDVN-01 document, the message naming it; at the bound it is read")
+    @Test("each well-known reader bound refuses an SDVN-01 document past it, by name; at the bound it is read")
     func wellKnownBounds() throws {
         let fixture = try DiscoveryFixture.load()
         let base = Array(try #require((fixture.given["wellKnown"] as? [String: String])?["sdvn01"]).utf8)
@@ -333,7 +337,8 @@ struct RegistrationTests {
         }
     }
 
-    @Test("20,000 seeded mutations of SDVN-01's document: each refused with SEP2_WELL_KNOWN_INVALID and a printable message, or read as v1.3/v1.2 with an absolute printable path of ≤ 255 bytes that the input names")
+    /// 20,000 seeded mutations: each SEP2_WELL_KNOWN_INVALID, or v1.3/v1.2 with an absolute printable path of ≤ 255 bytes that the input names.
+    @Test("mutations of SDVN-01's document are refused with a printable message or read as a bounded named path")
     func wellKnownMutations() throws {
         let fixture = try DiscoveryFixture.load()
         let wellKnown = try #require(fixture.given["wellKnown"] as? [String: String])
@@ -417,7 +422,8 @@ struct RegistrationTests {
         #expect(other.out.contains("\"error\""), "\(other.out)")
     }
 
-    @Test("the EndDevice and ConnectionPoint validate with xmllint against the 2030.5 and CSIP-AUS XSDs of wheels fetched at test time",
+    /// XSDs from wheels fetched at test time.
+    @Test("EndDevice and ConnectionPoint validate with xmllint against the 2030.5 and CSIP-AUS XSDs",
           .enabled(if: SchemaLint.xmllint != nil, "xmllint not found (Debian libxml2-utils): schema validation skipped"))
     func schemaValid() throws {
         #expect(try SchemaLint.validate(try Self.sent().map { ($0.name, $0.version, $0.xml) }) == 4)

@@ -209,7 +209,8 @@ struct ReportPeerTests {
         #expect(mup.contains { $0 == [sep + "mRID", "<&>"] } && mup.contains { $0 == [sep + "description", "'\""] } && mup.contains { $0 == [sep + "description", "a&b"] })
     }
 
-    @Test("every document validates with xmllint against the 2030.5 and CSIP-AUS XSDs of wheels fetched at test time",
+    /// XSDs from wheels fetched at test time.
+    @Test("every document validates with xmllint against the 2030.5 and CSIP-AUS XSDs",
           .enabled(if: ReportPeerTests.xmllint != nil, "xmllint not found (Debian libxml2-utils): schema validation skipped"))
     func schemaValid() throws {
         #expect(try SchemaLint.validate(try Self.cases().map { ($0.name, $0.csipaus, $0.xml) }) > 30)

@@ -38,7 +38,7 @@ struct ReportTests {
         #expect(root.attributes[XMLName("", "href")] == href)
     }
 
-    @Test("what XML cannot carry, a bad name, a CSIP-AUS element without its namespace and oversize are coded refusals")
+    @Test("unencodable text, a bad name, a namespace-less CSIP-AUS element and oversize are coded refusals")
     func refusals() throws {
         var control = XMLWriter(root: "R")
         control.element("t", "a\u{1}b")
@@ -66,7 +66,7 @@ struct ReportTests {
         #expect { try response.xml() } throws: { ($0 as? SEP2Error)?.code == .valueInvalid }
     }
 
-    @Test("the values bessd puts in a usage point are checked: a 40-digit LFDI, descriptions of at most 32 bytes")
+    @Test("usage point values are checked: a 40-digit LFDI, descriptions of at most 32 bytes")
     func usagePointChecks() throws {
         let reading = MirrorMeterReadingDefinition(mRID: "01", quantity: .activePowerW, description: String(repeating: "x", count: 32))
         var point = MirrorUsagePointReport(mRID: "0A", location: .site, deviceLFDI: Self.lfdi, readings: [reading])
@@ -96,7 +96,7 @@ struct ReportTests {
         return "\(child(element, "value")?.text ?? "")e\(child(element, "multiplier")?.text ?? "")"
     }
 
-    @Test("powers take the smallest multiplier that fits the type; a negative rating, NaN or too much is refused")
+    @Test("powers take the smallest fitting multiplier; a negative rating, NaN or too much is refused")
     func scaling() throws {
         var capability = DERCapabilityReport(modesSupported: [.charge, .discharge], type: .storage, ratedMaxW: 123_456, doeModesSupported: .all)
         capability.ratedMaxChargeW = 32_767
@@ -159,7 +159,7 @@ struct ReportTests {
         #expect(Self.child(try XMLDocument.parse(try status.xml()), "alarmStatus")?.text == "00000091")
     }
 
-    @Test("mirror signs: the site's power + = import, the DER's + = discharge; V and Hz scaled by their multipliers")
+    @Test("mirror signs: site + = import, DER + = discharge; V and Hz scaled by their multipliers")
     func mirrorSigns() throws {
         let readings = [
             MirrorReading(mRID: "01", location: .site, quantity: .activePowerW, average: 1500, start: 0, durationSeconds: 60),

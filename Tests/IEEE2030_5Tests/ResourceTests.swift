@@ -9,7 +9,8 @@ import Testing
 struct ResourceTests {
     static let sep = "urn:ieee:std:2030.5:ns"
 
-    @Test("DeviceCapability, Time, EndDeviceList pages, Registration, FunctionSetAssignmentsList and DERList from envoy-schema")
+    /// DeviceCapability, Time, EndDeviceList pages, Registration, FunctionSetAssignmentsList and DERList.
+    @Test("envoy-schema documents decode: DeviceCapability through DERList")
     func envoyDocuments() throws {
         let fixture = try DiscoveryFixture.load()
         let int = DiscoveryFixture.int
@@ -128,7 +129,7 @@ struct ResourceTests {
         }
     }
 
-    @Test("an EndDevice without lFDI is this device by its SFDI alone; one with another lFDI is not, whatever its SFDI")
+    @Test("an EndDevice without lFDI is this device by SFDI; another lFDI is not, whatever its SFDI")
     func identification() throws {
         let list = """
             <EndDeviceList xmlns="\(Self.sep)" all="2" results="2"><EndDevice href="/edev/1"><sFDI>\(DiscoveryFixture.sfdi)</sFDI></EndDevice>

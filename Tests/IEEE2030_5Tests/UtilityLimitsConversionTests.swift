@@ -25,7 +25,8 @@ struct UtilityLimitsConversionTests {
         #expect(limits.connect && limits.energize)
     }
 
-    @Test("setGradW in force: the highest-priority program's default that gives one; hundredths of a percent of the rating per second, 0 no limit")
+    /// Hundredths of a percent of the rating per second.
+    @Test("setGradW in force comes from the highest-priority default that gives one; 0 is no limit")
     func setGradW() {
         func program(_ mRID: String, _ primacy: UInt8, _ gradient: UInt16?) -> ProgramSchedule {
             ProgramSchedule(mRID: mRID, primacy: primacy, controls: [],
@@ -39,7 +40,7 @@ struct UtilityLimitsConversionTests {
         #expect(EventRules.resolve([program("P1", 1, nil)], now: 0).utilityLimits(siteRatingW: 200_000).gradientWPerSecond == nil)
     }
 
-    @Test("opModFixedW and opModMaxLimW are hundredths of a percent of the site's rating; rampTms hundredths of a second")
+    @Test("opModFixedW, opModMaxLimW in hundredths of a percent of rating; rampTms in hundredths of a second")
     func percentsAndRamp() {
         var controls = ActiveControls()
         controls.base.fixedWHundredthsPercent = -2_500
