@@ -26,7 +26,7 @@ struct StationImageTests {
 
     func value(_ image: StationImage, _ address: UInt32) -> PointValue? { image.points.first { $0.address == address }?.value }
 
-    @Test("net MW is the units' sum without a meter; a change within the deadband is quiet, one beyond it is reported once")
+    @Test("net MW is the units' sum without a meter; changes within the deadband are quiet, beyond once")
     func deadband() {
         var settings = OutstationSettings()
         settings.deadbands[.netMW] = 0.005
@@ -43,7 +43,7 @@ struct StationImageTests {
         #expect(image.changes().contains { $0.address == 1005 && $0.value == .float(0, .invalid) }, "a quality change is reported")
     }
 
-    @Test("frequency-event points: count 0 and IV score and shortfall before the first; each new event reports all three, even a score and shortfall equal to the last")
+    @Test("frequency-event points start at 0; each event reports count, IV score and shortfall, even unchanged")
     func frequencyEventPoints() {
         var image = StationImage(description: Self.description, settings: OutstationSettings())
         image.fill(frequencyEvents: FrequencyEventTally())
@@ -86,7 +86,8 @@ struct StationImageTests {
         #expect(OutstationServer.group(of: try #require(IPv4Network.parse("10.20.1.7")), in: groups) == nil)
     }
 
-    @Test("a set-point at a band edge in Float MW counts as the edge (0.3 MW is 300000 W, not 300000.012); one Float step beyond does not")
+    /// 0.3 MW is 300000 W, not 300000.012.
+    @Test("a Float MW set-point at a band edge counts as the edge; one Float step beyond does not")
     func setpointSnapsToTheEdge() {
         for (lower, upper) in [(-150_000.0, 300_000.0), (-100_000, 200_000), (-1_234_567, 7_654_321)] {
             let edges = [lower, upper]
