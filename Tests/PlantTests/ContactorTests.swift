@@ -101,7 +101,8 @@ struct ContactorTests {
         #expect(server.requests == before)
     }
 
-    @Test("pymodbus (pysunspec2's 123 layout): Conn 0 with Conn_RvrtTms, re-armed, then Conn 1; ConnSt read back")
+    /// pymodbus with pysunspec2's 123 layout.
+    @Test("123 layout: Conn 0 with Conn_RvrtTms, re-armed, then Conn 1; ConnSt read back")
     func pymodbusConn() throws {
         let (process, out, port) = try SunSpecBasesPeerTests().start("1:conn")
         defer { Peer.stop(process) }
@@ -121,7 +122,7 @@ struct ContactorTests {
         #expect(try waitFor { try inverter.readStatus(&client).connected == true })
     }
 
-    @Test("the endpoint worker against pymodbus: 0 W, Conn 0 after the bounded wait, re-armed past Conn_RvrtTms, Conn 1 at the end")
+    @Test("endpoint worker vs pymodbus: 0 W, Conn 0 after the wait, re-armed past Conn_RvrtTms, Conn 1 at end")
     func workerAgainstPymodbus() throws {
         // The peer's unit keeps reading 1234 W whatever its setpoint (above 1 % of its 50 kW), so the
         // open comes from the bounded wait; it reverts an open not re-written within Conn_RvrtTms.
@@ -147,7 +148,8 @@ struct ContactorTests {
         #expect(waitFor { slot.contactor == .closed })
     }
 
-    @Test("pymodbus with a Conn_WinTms preset (30 s): the open writes it 0 with Conn_RvrtTms and Conn, one request")
+    /// pymodbus with Conn_WinTms 30 s.
+    @Test("a preset Conn_WinTms is written 0 with Conn_RvrtTms and Conn in one request")
     func pymodbusWindowZeroed() throws {
         let (process, out, port) = try SunSpecBasesPeerTests().start("1:conn,wintms=30")
         defer { Peer.stop(process) }
@@ -189,7 +191,8 @@ struct ContactorTests {
         return false
     }
 
-    @Test("pymodbus with Conn_RvrtTms not implemented (0xFFFF): an open could not be armed, the unit cannot open")
+    /// pymodbus with 0xFFFF.
+    @Test("Conn_RvrtTms not implemented: an open cannot be armed, so the unit cannot open")
     func pymodbusRevertMissing() throws {
         let notices = Notices()
         let (process, out, slot, worker) = try worker("conn,rvrttms=65535", notices)
@@ -275,7 +278,7 @@ struct ContactorTests {
         }
     }
 
-    @Test("through the cycle: connect false zeroes the simulated units, opens them at zero, closes them when it ends")
+    @Test("connect false zeroes the simulated units, opens them at zero, and closes them at its end")
     func throughTheCycle() throws {
         let rig = try UtilityRig()
         let runner = rig.runner
@@ -298,7 +301,7 @@ struct ContactorTests {
         #expect(units.contains { rig.power($0) > 1000 }, "the limits rose again")
     }
 
-    @Test("through the cycle: a latch restored at start opens its own unit at zero and keeps it open until the reset; a utility control ending does not close it")
+    @Test("a latch restored at start opens its unit at zero until reset; a utility control ending leaves it")
     func latchThroughTheCycle() throws {
         let rig = try UtilityRig()
         let runner = rig.runner

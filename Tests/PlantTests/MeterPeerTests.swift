@@ -35,7 +35,8 @@ struct MeterPeerTests {
         #expect(reading.voltage.map { abs($0 - 230.5) < 1e-9 } == true, "PhV (line to neutral), not PPV: \(String(describing: reading.voltage))")
     }
 
-    @Test("a delta meter (PhV not implemented, PPV 400.0 V line to line): no site voltage, never PPV as line to neutral")
+    /// PhV not implemented, PPV 400.0 V line to line.
+    @Test("a delta meter gives no site voltage, never PPV as line to neutral")
     func deltaMeterHasNoVoltage() throws {
         let (process, _, port) = try start(["12345", "delta"])
         defer { Peer.stop(process) }
@@ -46,7 +47,7 @@ struct MeterPeerTests {
         #expect(reading.voltage == nil, "\(String(describing: reading.voltage))")
     }
 
-    @Test("through a bus worker: the site runner reads the meter (import_positive: false flips its sign) and takes grid frequency from it")
+    @Test("through a bus worker the site runner reads the meter, sign by import_positive, and its frequency")
     func throughTheWorker() throws {
         let (process, _, port) = try start()
         defer { Peer.stop(process) }
@@ -80,7 +81,8 @@ struct MeterPeerTests {
         #expect(runner.devicesProbed)
     }
 
-    @Test("the plant's meter serves the configured model (simulation.meter_model 201 and 204): pysunspec2 finds it and reads load − PV − battery as W",
+    /// simulation.meter_model 201 and 204.
+    @Test("the plant's meter serves the configured model; pysunspec2 reads load − PV − battery as W",
           arguments: [UInt16(201), 204])
     func plantServesTheConfiguredModel(model: UInt16) throws {
         var configuration = try ConfigLoader.parse("""

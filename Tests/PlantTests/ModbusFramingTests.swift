@@ -36,7 +36,7 @@ struct ModbusFramingTests {
         try collected(connection, try connection.begin(unit: 1, pdu, label))
     }
 
-    @Test("a long write, then a short read, then a long read: each frame is whole, none carries the last one's bytes")
+    @Test("long write, short read, long read: each frame whole, none with the last one's bytes")
     func framesOfEverySizeInTurn() throws {
         let (server, connection) = try connected()
         defer { server.stop() }
@@ -59,7 +59,7 @@ struct ModbusFramingTests {
         #expect(ModbusConnection.registers(again, count: 32) == words)
     }
 
-    @Test("a PDU longer than a Modbus frame can carry, or empty, is refused with MODBUS_INVALID_REQUEST before anything is sent")
+    @Test("an empty or oversized PDU is MODBUS_INVALID_REQUEST before anything is sent")
     func oversizedPDURefused() throws {
         let (server, connection) = try connected()
         defer { server.stop() }
@@ -83,7 +83,8 @@ struct ModbusFramingTests {
         }
     }
 
-    @Test("reads and writes framed in place (beginRead, beginWrite) are answered as the array-built ones, and the write's echo is checked by address and count")
+    /// beginRead, beginWrite; the echo checked by address and count.
+    @Test("reads and writes framed in place match the array-built ones; the write echo is checked")
     func inPlaceFrames() throws {
         let (server, connection) = try connected()
         defer { server.stop() }
@@ -105,7 +106,8 @@ struct ModbusFramingTests {
         #expect(ModbusConnection.registers(marker, count: 2) == [0x5375, 0x6E53])
     }
 
-    @Test("a read or write outside the protocol's bounds (registers past 0xFFFF, 0 or too many registers) is refused with MODBUS_INVALID_REQUEST before anything is sent")
+    /// Registers past 0xFFFF, 0 or too many registers.
+    @Test("out-of-bounds Modbus reads and writes are MODBUS_INVALID_REQUEST before anything is sent")
     func inPlaceFramesBounded() throws {
         let (server, connection) = try connected()
         defer { server.stop() }
@@ -133,7 +135,8 @@ struct ModbusFramingTests {
         return false
     }
 
-    @Test("answers taken in place (collectRegisters, collectEcho): the same registers as the array path, and a length or echo that does not match is MODBUS_BAD_RESPONSE")
+    /// collectRegisters and collectEcho.
+    @Test("in-place answers match the array path; a mismatched length or echo is MODBUS_BAD_RESPONSE")
     func answersTakenInPlace() throws {
         let (server, connection) = try connected()
         defer { server.stop() }

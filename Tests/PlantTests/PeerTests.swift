@@ -91,7 +91,8 @@ struct PeerTests {
         #expect(abs(hz - 50.02) < 1e-6)
     }
 
-    @Test("pysunspec2 scans the plant's site meter (models 201 and 203) and reads W (+ = import), Hz and both energy counters as the plant publishes them",
+    /// Models 201 and 203, as the plant publishes them.
+    @Test("pysunspec2 reads the plant's site meter: W (+ = import), Hz and both energy counters",
           arguments: [UInt16(201), 203])
     func pysunspec2ScansMeter(model: UInt16) throws {
         let server = try SunSpecServer(host: "127.0.0.1", port: 0, profile: .meter(model: model, maxW: 500_000))

@@ -123,7 +123,8 @@ struct SunSpecLoopbackTests {
         }
     }
 
-    @Test("704: the revert value (0 W) is written before or with the arming, so a failed write never arms an unknown one",
+    /// The revert value is 0 W.
+    @Test("704: the revert value is written before or with arming, so a failed write arms nothing unknown",
           arguments: [1, 2, 3])
     func revertValueBeforeArming(failing: Int) throws {
         typealias C = SunSpec.ACControls
@@ -169,7 +170,8 @@ struct SunSpecLoopbackTests {
         }
     }
 
-    @Test("each cycle costs one read (state, alarms, W, var, V, Hz) and at most one write; the revert is armed on the first write and each refresh",
+    /// The read covers state, alarms, W, var, V, Hz.
+    @Test("each cycle costs one read and at most one write; the revert is armed on first write and each refresh",
           arguments: [UInt16(103), 701])
     func wirePerCycle(measurement: UInt16) throws {
         typealias C = SunSpec.ACControls
