@@ -8,7 +8,7 @@ import Testing
 struct ScadaExpiryTests {
     static func instant(_ seconds: Double) -> MonotonicInstant { MonotonicInstant(nanoseconds: Int64(seconds * 1e9)) }
 
-    @Test("past WSet's expiry, 704 reads WSetEna 1 until the cycle's step reverts the setpoint, then 0 and WSetRvrtRem 0")
+    @Test("past WSet's expiry 704 reads WSetEna 1 until the cycle reverts it, then 0 and WSetRvrtRem 0")
     func cycleJudgesExpiry() throws {
         var image = ScadaImage(site: ScadaWriteTests.site)
         let m = try #require(image.start(of: 704))

@@ -75,7 +75,7 @@ struct ScadaTests {
         }
     }
 
-    @Test("a connection from outside allow_from is closed at accept and logged SCADA_PEER_REFUSED; one within it is served")
+    @Test("outside allow_from closed at accept, SCADA_PEER_REFUSED; one within it is served")
     func refusedOutsideAllowFrom() throws {
         let said = Mutex<[String]>([])
         let settings = ScadaConfiguration(host: "127.0.0.1", port: 0, allowFrom: [IPv4Network("10.0.0.0/8")!])
@@ -130,7 +130,7 @@ struct ScadaTests {
         #expect(returns(within: 5) { server.stop() }, "stop() did not end the server's wait")
     }
 
-    @Test("max_clients: one connection more than allowed is closed at accept (SCADA_CLIENTS_FULL); the others stay")
+    @Test("max_clients: one connection too many is closed at accept (SCADA_CLIENTS_FULL); others stay")
     func maxClients() throws {
         let said = Mutex<[String]>([])
         let settings = ScadaConfiguration(host: "127.0.0.1", port: 0, maxClients: 2)
@@ -147,7 +147,8 @@ struct ScadaTests {
         #expect(!closedByPeer(first, within: 0.2))
     }
 
-    @Test("pysunspec2 scans the image a cycle published: every model in order, site sums and weighted SOC, 802 per unit with alarm bits from trip codes; writes answer exception 01")
+    /// Site sums and weighted SOC; alarm bits from trip codes.
+    @Test("pysunspec2 scans the published image: every model, site sums, 802 per unit; writes answer 01")
     func imageFromPublishedState() throws {
         let (server, shared) = try server(ScadaConfiguration(host: "127.0.0.1", port: 0))
         defer { server.stop() }
@@ -202,7 +203,8 @@ struct ScadaTests {
         #expect(server.writesRefused.load(ordering: .relaxed) == 1)
     }
 
-    @Test("scada.serial: the same image on an RTU line of its own (socat pty, 19200 8N1, unit 7): pysunspec2 scans it; a write is refused with exception 01")
+    /// socat pty, 19200 8N1, unit 7.
+    @Test("scada.serial serves the same image over RTU: pysunspec2 scans it; a write is refused with 01")
     func serialLine() throws {
         let directory = NSTemporaryDirectory() + "bessd-scada-rtu-\(getpid())"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

@@ -22,7 +22,8 @@ struct ScadaWriteTests {
         ScadaImage.base + ScadaImage(site: site).start(of: 704)! + point.offset
     }
 
-    @Test("decoding: a write is applied whole or refused whole — 02 for a register that is not writable or half a 32-bit point, 03 for a value out of range; a write starts its reversion time (RvrtTms, or max_hold_s for 0)")
+    /// 02 also for half a 32-bit point; the reversion time is RvrtTms, or max_hold_s for 0.
+    @Test("a write is applied or refused whole (02 not writable, 03 out of range) and starts its reversion time")
     func decode() throws {
         let image = ScadaImage(site: Self.site)
         let now = MonotonicInstant(nanoseconds: 5_000_000_000)
@@ -88,7 +89,8 @@ struct ScadaWriteTests {
         return (try? JSONSerialization.jsonObject(with: Data(run.out.utf8)) as? [String: Any]) ?? [:]
     }
 
-    @Test("pysunspec2 writes WMaxLimPct 30 % with RvrtTms 10 and a WSet: the commands the cycle takes, read back with RvrtRem; a read-only point answers 02, 150 % answers 03 — each logged with peer, point, old → new and expiry")
+    /// pysunspec2 writes WMaxLimPct 30 % with RvrtTms 10 and a WSet, read back with RvrtRem; 150 % answers 03; each write logged with peer, point, old → new and expiry.
+    @Test("SunSpec writes reach the cycle and read back; read-only points answer 02, out of range 03; logged")
     func pysunspec2Writes() throws {
         let said = Said()
         let (server, shared) = try server(ScadaConfiguration(host: "127.0.0.1", port: 0, writes: true), said: said)
