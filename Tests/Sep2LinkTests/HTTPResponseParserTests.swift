@@ -18,7 +18,7 @@ struct HTTPResponseParserTests {
         }
     }
 
-    @Test("Content-Length, chunked, read-until-close and 204 bodies; interim 100 skipped; Connection: close and HTTP/1.0 end the connection")
+    @Test("HTTP bodies: Content-Length, chunked, until close, 204; 100 skipped; close and HTTP/1.0 end it")
     func framings() throws {
         let length = try HTTPResponseParser.parse(Self.bytes("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nX:  a b \r\n\r\nabc"), maximumBody: 10)
         #expect(length == HTTPResponse(status: 200, headers: [("Content-Length", "3"), ("X", "a b")], body: Self.bytes("abc")))
@@ -49,7 +49,7 @@ struct HTTPResponseParserTests {
         #expect(response?.location == "/rsps/1" && parser.keepAlive && parser.surplus == 0)
     }
 
-    @Test("malformed answers are SEP2_HTTP_MALFORMED, oversized ones SEP2_HTTP_TOO_LARGE, cut ones SEP2_HTTP_CLOSED", arguments: [
+    @Test("malformed answers SEP2_HTTP_MALFORMED, oversized SEP2_HTTP_TOO_LARGE, cut SEP2_HTTP_CLOSED", arguments: [
         ("HTXP/1.1 200 OK\r\n\r\n", "SEP2_HTTP_MALFORMED"),
         ("HTTP/1.1 20 OK\r\n\r\n", "SEP2_HTTP_MALFORMED"),
         ("HTTP/1.1 600 Odd\r\n\r\n", "SEP2_HTTP_MALFORMED"),
@@ -75,7 +75,8 @@ struct HTTPResponseParserTests {
         #expect(Self.code(Self.bytes(text)) == code, "\(text.debugDescription)")
     }
 
-    @Test("a head over 16 KiB, more than 64 fields, or a body run to the close over the bound is SEP2_HTTP_TOO_LARGE")
+    /// A head over 16 KiB, more than 64 fields, or a body run to the close over the bound.
+    @Test("oversized heads, fields or bodies are SEP2_HTTP_TOO_LARGE")
     func bounds() {
         let long = "HTTP/1.1 200 OK\r\nX: " + String(repeating: "a", count: 17_000) + "\r\n\r\n"
         #expect(Self.code(Self.bytes(long)) == "SEP2_HTTP_TOO_LARGE")
@@ -105,7 +106,8 @@ struct HTTPResponseParserTests {
         }
     }
 
-    @Test("fuzz: 20000 random and mutated answers, fed in random pieces: a response or a coded error, bounded, never a crash")
+    /// 20000 answers.
+    @Test("fuzz: random and mutated answers in pieces give a response or a bounded coded error, never a crash")
     func fuzz() {
         let seeds = [
             Self.bytes("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"),

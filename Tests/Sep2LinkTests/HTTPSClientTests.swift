@@ -50,7 +50,8 @@ struct HTTPSClientTests {
         }
     }
 
-    @Test("a sep+xml answer over TLS 1.2 with ECDHE-ECDSA-AES128-CCM8; the connection is kept for the next request; Accept is sep+xml")
+    /// ECDHE-ECDSA-AES128-CCM8.
+    @Test("sep+xml over TLS 1.2 CCM8: connection kept for the next request; Accept is sep+xml")
     func normalAndKeptAlive() throws {
         let peer = try HTTPSPeer.shared.get()
         let client = try peer.client()
@@ -75,7 +76,8 @@ struct HTTPSClientTests {
         #expect(chunked.header("X-Connection") == plain.header("X-Connection"), "kept alive after a chunked answer")
     }
 
-    @Test("429 with Retry-After delta-seconds, 503 with an HTTP-date: answers, not errors, and the connection stays")
+    /// 429 with delta-seconds, 503 with an HTTP-date.
+    @Test("429 and 503 with Retry-After are answers, not errors; the connection stays")
     func busyAndDown() throws {
         let client = try HTTPSPeer.shared.get().client()
         defer { client.close() }
@@ -95,7 +97,8 @@ struct HTTPSClientTests {
         #expect(created.status == 201 && created.location == "/rsps/1/rsp/7" && created.body == body)
     }
 
-    @Test("a body over maximumBody, announced or chunked without end, is SEP2_HTTP_TOO_LARGE; the next request gets a new connection")
+    /// Announced, or chunked without end.
+    @Test("a body over maximumBody is SEP2_HTTP_TOO_LARGE; the next request gets a new connection")
     func tooLarge() throws {
         let client = try HTTPSPeer.shared.get().client()
         defer { client.close() }
@@ -117,7 +120,7 @@ struct HTTPSClientTests {
         #expect(failure?.1.contains("HTXP/1.1") == true && failure?.1.contains("\u{1B}") == false, "\(String(describing: failure))")
     }
 
-    @Test("the server closes the connection after an answer: the next request goes on a new connection, unnoticed by the caller")
+    @Test("the server closing after an answer: the next request uses a new connection, unseen by the caller")
     func reconnect() throws {
         let client = try HTTPSPeer.shared.get().client()
         defer { client.close() }
@@ -131,7 +134,8 @@ struct HTTPSClientTests {
         #expect(last.status == 200 && last.header("X-Connection") != again.header("X-Connection"))
     }
 
-    @Test("a client whose CA does not vouch for the server, or whose certificate the server refuses, is SEP2_HTTP_TLS")
+    /// A CA that does not vouch for the server, or a client certificate the server refuses.
+    @Test("TLS trust failure either way is SEP2_HTTP_TLS")
     func tlsRefused() throws {
         let peer = try HTTPSPeer.shared.get()
         let wrongCA = try peer.client(ca: "otherca")
@@ -154,7 +158,8 @@ struct HTTPSClientTests {
         #expect(refused?.0 == "SEP2_HTTP_CONNECT", "\(String(describing: refused))")
     }
 
-    @Test("a name lookup that does not answer is SEP2_HTTP_TIMEOUT within timeout_s, one lookup at a time; its late answer serves the next connect; an address literal asks no resolver")
+    /// One lookup at a time; an address literal asks no resolver.
+    @Test("a silent name lookup is SEP2_HTTP_TIMEOUT within timeout_s; late answers serve the next connect")
     func nameLookupBounded() throws {
         let peer = try HTTPSPeer.shared.get()
         let context = try TLSClientContext(certificateFile: peer.pki.path("client.pem"), privateKeyFile: peer.pki.path("client.key"),
@@ -203,7 +208,8 @@ struct HTTPSClientTests {
         func poll(_ fds: UnsafeMutablePointer<pollfd>, count: Int, until deadline: MonotonicInstant) -> Int32 { 0 }
     }
 
-    @Test("a lookup that never returns is abandoned after 4 × timeout_s: one more starts, never a third; a thread that cannot start is SEP2_HTTP_CONNECT, nothing resolved on the caller's thread")
+    /// A thread that cannot start is SEP2_HTTP_CONNECT.
+    @Test("a hung name lookup is abandoned after 4 × timeout_s, at most two at once, off the caller's thread")
     func nameLookupAbandoned() throws {
         let peer = try HTTPSPeer.shared.get()
         let context = try TLSClientContext(certificateFile: peer.pki.path("client.pem"), privateKeyFile: peer.pki.path("client.key"),
@@ -251,7 +257,8 @@ struct HTTPSClientTests {
         #expect(inline.withLock { $0 } == 0, "no lookup ran on the caller's thread")
     }
 
-    @Test("a request that cannot be sent (a path with a line break, an unknown method) is refused before any byte goes")
+    /// A path with a line break, an unknown method.
+    @Test("an unsendable request is refused before any byte goes")
     func requestRefused() throws {
         let client = try HTTPSPeer.shared.get().client()
         let path = Self.code { () throws(HTTPClientError) in try client.send(HTTPRequest(method: "GET", path: "/dcap\r\nX: y")) }

@@ -44,7 +44,8 @@ struct HTTPSServerPinTests {
         HTTPSClientTests.code { () throws(HTTPClientError) in try client.send(HTTPRequest(method: "GET", path: "/dcap")) }.map { ($0.0, $0.1) }
     }
 
-    @Test("pinned by fingerprint or by LFDI: another device's certificate under the same CA is SEP2_SERVER_MISMATCH in the handshake, naming its fingerprint and LFDI; the pinned server is served; unpinned, both are")
+    /// The refusal names its fingerprint and LFDI; the pinned server is served; unpinned, both are.
+    @Test("a pin by fingerprint or LFDI refuses another device's certificate (SEP2_SERVER_MISMATCH)")
     func pinnedServer() throws {
         let pki = try TLSFixture()
         // Each holds its own standard input open: the peer exits when the test process goes.
@@ -94,7 +95,8 @@ struct HTTPSServerPinTests {
         func close() {}
     }
 
-    @Test("the worker journals SEP2_SERVER_MISMATCH once per certificate presented (not SEP2_SERVER_UNREACHABLE), runs the cached schedule meanwhile, and SEP2_SERVER_RESTORED when the pinned server answers")
+    /// Not SEP2_SERVER_UNREACHABLE; RESTORED when the pinned server answers.
+    @Test("SEP2_SERVER_MISMATCH once per certificate, cached schedule meanwhile, SEP2_SERVER_RESTORED after")
     func mismatchJournalled() {
         let transport = PinnedTransport(FakeSep2Server(Sep2Fixture.chain(controls: [])))
         let log = LogLines()

@@ -34,7 +34,7 @@ struct ScheduleStoreTests {
         #expect(!FileManager.default.fileExists(atPath: store.path + ".tmp"))
     }
 
-    @Test("a flipped byte, a truncated file, another file and trailing bytes are SEP2_STORE_CORRUPT, moved aside")
+    @Test("flipped byte, truncation, another file or trailing bytes: SEP2_STORE_CORRUPT, moved aside")
     func corruptRefused() throws {
         let dir = try Self.directory()
         defer { try? FileManager.default.removeItem(atPath: dir) }

@@ -20,7 +20,8 @@ struct Sep2ConnectionPointWorkerTests {
         return FakeSep2Server(chain)
     }
 
-    @Test("a read-back answered 500 is journalled once (SEP2_HTTP_STATUS, quoted) while it backs off, again after a 200; a 405 once, then never read back")
+    /// SEP2_HTTP_STATUS, quoted; a 405 once, then never read back.
+    @Test("a read-back answered 500 is journalled once while backing off, again after a 200; 405 stops it")
     func readBackJournalled() throws {
         let server = try Self.server()
         let log = LogLines()

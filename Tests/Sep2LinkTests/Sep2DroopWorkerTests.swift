@@ -48,7 +48,8 @@ struct Sep2DroopWorkerTests {
         server.posted.withLock { $0 }.filter { $0.path == path }.compactMap { (try? XMLDocument.parse($0.body)).flatMap { Sep2ReporterTests.text($0, element) } }
     }
 
-    @Test("droop disabled: a control that sets only opModFreqDroop is journalled once (SEP2_CONTROL_REFUSED, quoted) and answered 252; one with a limit beside it is not; enabled, nothing is said")
+    /// SEP2_CONTROL_REFUSED, quoted; enabled, nothing is said.
+    @Test("droop disabled: a droop-only control is refused 252 and journalled once; one with a limit is not")
     func droopOnlyJournalled() throws {
         for enabled in [false, true] {
             let server = Self.server([Self.control("F1", start: Self.t0 + 100), Self.control("F2", start: Self.t0 + 200, limit: true)])
@@ -78,7 +79,8 @@ struct Sep2DroopWorkerTests {
         }
     }
 
-    @Test("a reload of droop_settings.enabled reaches the running worker: DERCapability and DERSettings PUT again with bit 8 set, then cleared; a droop-only control learned while enabled is answered received")
+    /// Bit 8 set, then cleared; a droop-only control learned while enabled is answered received.
+    @Test("a reload of droop_settings.enabled reaches the worker: DERCapability and DERSettings PUT again")
     func reloadMovesTheDroop() throws {
         let now = Int64(Date().timeIntervalSince1970)
         let server = Self.server([Self.control("F1", start: now + 3600)], serverTime: now, listPoll: 1)

@@ -52,7 +52,8 @@ struct Sep2RegistrationWorkerTests {
         func close() {}
     }
 
-    @Test("refused twice (journalled once, sent again after 2 and 4 s), then registered: Location followed, ConnectionPoint PUT, the default in the slot")
+    /// Journalled once, sent again after 2 and 4 s.
+    @Test("refused twice then registered: Location followed, ConnectionPoint PUT, the default in the slot")
     func wholePath() throws {
         let server = RegisteringServer(refusing: [403, 403])
         let slot = UtilityLimitSlot()
@@ -94,7 +95,8 @@ struct Sep2RegistrationWorkerTests {
         func close() {}
     }
 
-    @Test("a restart whose certificate cannot be read runs the stored schedule of the device registered in band: its identity from the EndDevice stored at its Location")
+    /// Its identity from the EndDevice stored at its Location.
+    @Test("a restart with an unreadable certificate runs the in-band device's stored schedule")
     func restartFromInBandStore() throws {
         let dir = NSTemporaryDirectory() + "sep2-inband-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)

@@ -21,7 +21,7 @@ struct Sep2ReporterDroopTests {
         return settings
     }
 
-    @Test("droop disabled: a control that sets only opModFreqDroop is answered 252 once, never started; one with a limit beside it runs as before")
+    @Test("droop disabled: a droop-only control is answered 252 once, never started; one with a limit runs")
     func droopOnlyNotApplicableWhenDisabled() throws {
         let programs = [ProgramSchedule(mRID: "P", primacy: 1, controls: [Self.droopControl("A1")]),
                         ProgramSchedule(mRID: "Q", primacy: 2, controls: [Self.droopControl("B2", withLimit: true)])]
@@ -34,7 +34,8 @@ struct Sep2ReporterDroopTests {
         #expect(try Sep2ReporterTests.statuses(enabled.track(programs, serverTime: 1000)) == ["2 A1", "2 B2"])
     }
 
-    @Test("a reload of the droop does not turn a control's answers round: one started while enabled is completed (3, not 252) after a disable; one answered 252 while disabled is not started after an enable; one only received is refused at its start")
+    /// Started while enabled: completed (3, not 252) after a disable; answered 252 while disabled: not started after an enable; only received: refused at its start.
+    @Test("a droop reload does not change answers already given to controls")
     func droopDecisionSticks() throws {
         let programs = [ProgramSchedule(mRID: "P", primacy: 1, controls: [Self.droopControl("A1")])]
         var started = Sep2Reporter(settings: Self.settings(droop: true))
@@ -59,7 +60,7 @@ struct Sep2ReporterDroopTests {
         #expect(try Sep2ReporterTests.statuses(received.track(programs, serverTime: 1060)) == [])
     }
 
-    @Test("DERCapability modesSupported and DERSettings modesEnabled claim opModFreqDroop (bit 8) only with the configured droop enabled")
+    @Test("DERCapability and DERSettings claim opModFreqDroop (bit 8) only with the droop enabled")
     func modesFollowTheConfiguredDroop() throws {
         let off = Sep2Reporter(settings: Self.settings(droop: false)), on = Sep2Reporter(settings: Self.settings(droop: true))
         #expect(!off.capability().modesSupported.contains(.frequencyDroop) && on.capability().modesSupported.contains(.frequencyDroop))

@@ -55,7 +55,8 @@ struct Sep2ReporterWorkerTests {
         #expect(rig.server.requests.filter { $0 == "/rsps/1/rsp" }.count == 2, "started at the control's start")
     }
 
-    @Test("a response the server refuses (503, then no answer) goes again after the back-off, in order, until taken (a 400 is journalled and dropped); a control refused alone is answered 253 and journalled once, quoted, its sibling taken")
+    /// 503 or no answer: sent again after the back-off, in order, until taken; 400 journalled and dropped; a control refused alone is answered 253, journalled once quoted, its sibling taken.
+    @Test("refused responses retried in order after back-off; a 400 dropped; a control refused alone gets 253")
     func responsesRetriedAndRefusals() throws {
         let server = Self.server()
         let bad = Self.badControl
@@ -107,7 +108,7 @@ struct Sep2ReporterWorkerTests {
         }
     }
 
-    @Test("a response the server keeps answering 500 is dropped after 8 attempts, journalled with its path quoted; the next one is posted")
+    @Test("a response answered 500 eight times is dropped, journalled with its path; the next is posted")
     func answeredFailuresDropTheHead() throws {
         var chain = Self.documents()
         let later = Sep2Fixture.Control(mRID: "A2", start: Self.t0 + 20_000, duration: 60, exportW: 1500)
@@ -131,7 +132,7 @@ struct Sep2ReporterWorkerTests {
         #expect(dropped.count == 1 && dropped.first?.contains("\"/rsps/1/rsp\"") == true && dropped.first?.contains("HTTP 500") == true, "\(dropped)")
     }
 
-    @Test("a refused control is journalled once while its page carries it, also when another control is inserted before it")
+    @Test("a refused control is journalled once while its page carries it, even with another inserted before")
     func refusalJournalledOnceAcrossShift() throws {
         let server = Self.server()
         let bad = Self.badControl

@@ -25,7 +25,8 @@ extension Sep2ReporterWorkerTests {
         server.posted.withLock { Array($0.dropFirst(from)) }.filter { $0.path == "/rsps/1/rsp" }.map(\.body)
     }
 
-    @Test("responses queued while the server is down survive two restarts: posted after the last one once each, in order, byte for byte as made (mRID, status, createdDateTime)")
+    /// mRID, status, createdDateTime as made.
+    @Test("queued responses survive two restarts and are posted once each, in order, byte for byte")
     func outboxSurvivesRestart() throws {
         let dir = try Sep2WorkerTests.storeDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -70,7 +71,7 @@ extension Sep2ReporterWorkerTests {
         #expect(Self.responseBodies(server, from: posted).isEmpty)
     }
 
-    @Test("the hour a response the server keeps failing is given up after runs on the wall clock across a restart")
+    @Test("the give-up hour of a failing response runs on the wall clock across a restart")
     func answeredHourSurvivesRestart() throws {
         let dir = try Sep2WorkerTests.storeDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -92,7 +93,8 @@ extension Sep2ReporterWorkerTests {
         #expect(second.client.reporting?.reporter.pendingResponses.isEmpty == true)
     }
 
-    @Test("a corrupt, truncated or oversized outbox file is SEP2_STORE_CORRUPT, moved aside: bessd goes on with an empty outbox")
+    /// Corrupt, truncated or oversized.
+    @Test("a corrupt outbox file is SEP2_STORE_CORRUPT, moved aside; bessd goes on with an empty outbox")
     func corruptOutboxFile() throws {
         let dir = try Sep2WorkerTests.storeDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }

@@ -64,7 +64,7 @@ struct Sep2WorkerTests {
         return path
     }
 
-    @Test("before each request the schedule is published afresh: a slow round never lets the value lapse into stale")
+    @Test("the schedule is republished before each request, so a slow round never makes it stale")
     func republishedBeforeEachRequest() throws {
         let rig = Rig(server: FakeSep2Server(Sep2Fixture.chain(controls: [Self.controlA])))
         rig.client.restore(now: rig.now, wall: rig.wall)
@@ -81,7 +81,7 @@ struct Sep2WorkerTests {
                 "published again at the send's clock, valid for one slow send: \(String(describing: published.validUntil)) vs \(late)")
     }
 
-    @Test("discovery → programs → the default in the slot, then the control from the millisecond after its start until its end")
+    @Test("discovery → programs → default in the slot, then the control from its start's millisecond to end")
     func discoveryToBoundary() throws {
         let rig = Rig(server: FakeSep2Server(Sep2Fixture.chain(controls: [Self.controlA])))
         rig.client.restore(now: rig.now, wall: rig.wall)
@@ -128,7 +128,8 @@ struct Sep2WorkerTests {
         #expect(rig.server.requests.count > asked, "after the boundary the polls go")
     }
 
-    @Test("an opModFreqDroop bessd does not apply (kOF 250) beside an export limit: the limit in force, no droop, SEP2_CONTROL_NOT_APPLIED once; the same in the default")
+    /// kOF 250; SEP2_CONTROL_NOT_APPLIED once; the same in the default control.
+    @Test("an unapplicable opModFreqDroop beside an export limit: limit in force, no droop, notice once")
     func droopNotAppliedRestTaken() {
         let droop = "<opModFreqDroop><dBOF>36</dBOF><dBUF>36</dBUF><kOF>250</kOF><kUF>50</kUF><openLoopTms>500</openLoopTms></opModFreqDroop>"
         var chain = Sep2Fixture.chain(controls: [Self.controlA])
@@ -155,7 +156,7 @@ struct Sep2WorkerTests {
         #expect(lines.count == 2 && lines[1].contains("control \"D1\"") && lines[1].contains("/derp/1/dderc"), "\(rig.log.all)")
     }
 
-    @Test("an outage: unreachable said once, the cached control runs at its time, then the default; restored said")
+    @Test("an outage: said once, the cached control runs, then the default; restoration said")
     func outageKeepsSchedule() {
         let rig = Rig(server: FakeSep2Server(Sep2Fixture.chain(controls: [Self.controlA])))
         rig.settle()
@@ -177,7 +178,8 @@ struct Sep2WorkerTests {
         #expect(rig.client.state.withLock { $0.reachable == true && $0.lastStatus == 200 })
     }
 
-    @Test("a control the reader refuses is SEP2_CONTROL_REFUSED with its reason, once, alone: its sibling in the list runs; a list that is not XML keeps the last good schedule")
+    /// SEP2_CONTROL_REFUSED with its reason; its sibling in the list runs.
+    @Test("a refused control is reported once and alone; a list that is not XML keeps the last good schedule")
     func refusedControl() {
         let rig = Rig(server: FakeSep2Server(Sep2Fixture.chain(controls: [Self.controlA])))
         rig.settle()
@@ -225,7 +227,7 @@ struct Sep2WorkerTests {
         #expect(second.export == 5000, "then the cached default")
     }
 
-    @Test("a corrupt store is refused with SEP2_STORE_CORRUPT and ignored: the server's schedule is read and stored afresh")
+    @Test("a corrupt store is SEP2_STORE_CORRUPT and ignored; the server's schedule is stored afresh")
     func corruptStore() throws {
         let dir = try Self.storeDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -258,7 +260,8 @@ struct Sep2WorkerTests {
         #expect(!rig.slot.published)
     }
 
-    @Test("a server clock 600 s behind the local one is followed: a control sent since runs at the server's time; none started or ended before runs again or stops early")
+    /// 600 s behind.
+    @Test("a server clock behind is followed: controls run at server time, none replayed or ended early")
     func serverClockBehind() throws {
         let t0 = Self.t0
         let c1 = Sep2Fixture.Control(mRID: "C1", start: t0 + 50, duration: 60, exportW: 1500)
@@ -296,7 +299,8 @@ struct Sep2WorkerTests {
         #expect(!after.isEmpty && after.allSatisfy { $0.export == 5000 }, "then the default: \(after.prefix(3))")
     }
 
-    @Test("server clock behind: a held control that raised a limit over the default never lets the site past what the server has in force, and bessctl lists what bounds it")
+    /// A held control that raised a limit over the default.
+    @Test("server clock behind: a held control never exceeds what the server has in force; bessctl shows it")
     func serverClockBehindHeldRaiseBounded() throws {
         let t0 = Self.t0
         let c1 = Sep2Fixture.Control(mRID: "C1", start: t0 + 50, duration: 60, exportW: 9000)
@@ -324,7 +328,7 @@ struct Sep2WorkerTests {
         #expect(!after.isEmpty && after.allSatisfy { $0.export == 5000 }, "\(trace)")
     }
 
-    @Test("the default's setGradW and a control's opModFreqDroop reach the slot in the site's units, and leave it when they end")
+    @Test("the default's setGradW and a control's droop reach the slot in site units, and leave at their end")
     func gradientAndDroopPublished() throws {
         let ns = Sep2Fixture.ns
         var chain = Sep2Fixture.chain(controls: [])
