@@ -34,7 +34,7 @@ struct AGCStatusTests {
         return try #require(try JSONSerialization.jsonObject(with: Data(text.bytes)) as? [String: Any])
     }
 
-    @Test("an AGC target applied through SharedState.applyAGC is followed by the cycle and shows in the status reply and /metrics; it is lost after expiry_s")
+    @Test("an AGC target via SharedState.applyAGC is followed, shown in status and /metrics, lost at expiry_s")
     func appliedTargetShows() throws {
         let (shared, body) = try Self.site()
         Self.run(body, from: 0, seconds: 3)
@@ -67,7 +67,7 @@ struct AGCStatusTests {
         #expect(events.count == 1)
     }
 
-    @Test("with every unit in the local operator's standby, SharedState refuses AGC (local control); out of service is still accepted")
+    @Test("with every unit in local standby, SharedState refuses AGC; out of service is still accepted")
     func localControlRefused() throws {
         let (shared, body) = try Self.site()
         Self.run(body, from: 0, seconds: 1)

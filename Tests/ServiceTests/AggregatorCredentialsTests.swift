@@ -37,7 +37,8 @@ struct AggregatorCredentialsTests {
         #"{"protocol_version":1,"site":"\#(site)","acks":[],"records":[{"seq":\#(seq),"time":0,"type":"spool_drop","count":0}]}"#
     }
 
-    @Test("a site's token: its own records, 403 on another site's records and seqs and on commands (its own site's too); no token 401; the operator token commands and reads every site and /metrics")
+    /// 403 on another site's records and seqs and on commands (its own site's too); no token 401; operator reads every site and /metrics.
+    @Test("a site token reads only its own records, commands nothing; the operator token does everything")
     func perSiteTokens() throws {
         let dir = try Self.credentials("tokens")
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -120,7 +121,8 @@ struct AggregatorCredentialsTests {
         #expect(waitFor(seconds: 10) { Self.status(records, token: nil, next) == "200" })
     }
 
-    @Test("refused at start: off loopback without credentials, --token-file, a bad line (named), the operator's token equal to a site's; off loopback with them the page takes the operator token only")
+    /// Refused: off loopback without credentials or --token-file, a bad line (named), the operator's token equal to a site's.
+    @Test("aggregator start: off loopback needs credentials; bad token files refused; page takes operator's")
     func refusedAtStart() throws {
         let dir = try Self.credentials("start")
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -154,7 +156,8 @@ struct AggregatorCredentialsTests {
         #expect(Self.status("http://127.0.0.1:\(port)/status.css") == "200")
     }
 
-    @Test("the MQTT consumer refuses a payload over 1 MiB before decoding it (PAYLOAD_TOO_LARGE, counted) and stores the next; the shipped broker's max_packet_size stops a 2 MiB publish")
+    /// PAYLOAD_TOO_LARGE, counted; the next payload is stored; the shipped broker's max_packet_size.
+    @Test("MQTT payloads over 1 MiB are refused before decoding; the broker stops a 2 MiB publish")
     func oversizedMQTTPayload() throws {
         let dir = try Self.credentials("mqtt-size")
         defer { try? FileManager.default.removeItem(atPath: dir) }

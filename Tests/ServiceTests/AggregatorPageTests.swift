@@ -86,7 +86,8 @@ struct AggregatorPageTests {
         return "{\"protocol_version\":1,\"site\":\(quoted(site)),\"acks\":[],\"records\":[\(record)]}"
     }
 
-    @Test("a hostile gateway's markup (state, session, site, unit ids, trips, codes; over MQTT and HTTP) is refused with a code or shown escaped: Chromium's DOM holds none of its elements, and the page's policy runs no inline script")
+    /// Markup in state, session, site, unit ids, trips and codes, over MQTT and HTTP; checked in Chromium's DOM.
+    @Test("a hostile gateway's markup is refused or escaped: the DOM holds none of it and no inline script runs")
     func hostileGateway() throws {
         let dir = NSTemporaryDirectory() + "bess-aggregator-hostile-\(getpid())"
         try? FileManager.default.removeItem(atPath: dir)

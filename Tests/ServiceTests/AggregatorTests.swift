@@ -9,7 +9,8 @@ import Uplink
 
 @Suite("bess-aggregator with bessd", .serialized)
 struct AggregatorTests {
-    @Test("continuous seq across a SIGKILL, duplicates ignored, the site's and the operator's tokens checked, dispatch queued and acknowledged")
+    /// Both the site's and the operator's tokens.
+    @Test("continuous seq across SIGKILL, duplicates ignored, tokens checked, dispatch queued and acknowledged")
     func endToEnd() throws {
         let dir = NSTemporaryDirectory() + "bess-aggregator-\(getpid())"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)

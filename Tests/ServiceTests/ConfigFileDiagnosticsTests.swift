@@ -32,7 +32,8 @@ struct ConfigFileDiagnosticsTests {
     /// A file that cannot be used must not refuse the configuration (`bessd run` would lose the
     /// site's control for its control-centre link); `fileDiagnostics`, which check-config reports
     /// and fails on, names it.
-    @Test("a missing, unreadable or mismatched file or a CRL OpenSSL refuses loads, and fileDiagnostics names it as CONFIG_INVALID at iec104.tls",
+    /// Also a CRL OpenSSL refuses to load; named by fileDiagnostics.
+    @Test("a missing, unreadable or mismatched TLS file or CRL is CONFIG_INVALID at iec104.tls",
           arguments: [
               ("cert_file: /nonexistent/bessd.pem", "/nonexistent/bessd.pem"), ("key_file: @client.key", "client.key"),
               ("key_file: @garbage.key", "garbage.key"), ("ca_file: @client.key", "client.key"), ("crl_file: @client.pem", "client.pem"),
@@ -50,7 +51,8 @@ struct ConfigFileDiagnosticsTests {
     }
 
     /// Missing or mismatched files load (the client alone is lost), and check-config names them.
-    @Test("a missing or mismatched file loads, and fileDiagnostics names it as CONFIG_INVALID at ieee2030_5 with TLS_CONTEXT_FAILED",
+    /// With TLS_CONTEXT_FAILED.
+    @Test("a missing or mismatched file loads; fileDiagnostics names it CONFIG_INVALID at ieee2030_5",
           arguments: [("cert_file", "/nonexistent/device.pem", "/nonexistent/device.pem"), ("key_file", "@server.key", "server.key"),
                       ("ca_file", "@client.key", "client.key")])
     func ieee2030_5FileProblems(key: String, value: String, file: String) throws {

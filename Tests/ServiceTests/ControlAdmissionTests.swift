@@ -18,7 +18,8 @@ struct ControlAdmissionTests {
         Session(id: id, uid: uid, role: role, lastActivity: MonotonicInstant(nanoseconds: idleSince), busy: busy)
     }
 
-    @Test("the policy: a uid past its cap closes its own idlest; a full socket closes the idlest of the lowest role, never a higher one than the newcomer's")
+    /// Never one of a higher role than the newcomer's.
+    @Test("connection policy: a uid past its cap closes its own idlest; a full socket closes the lowest role's")
     func policy() {
         let op = Self.session(1, uid: 1000, .operator, idleSince: 0)  // the idlest of all
         let reader = Self.session(2, uid: 1001, .reader, idleSince: 1)
@@ -69,7 +70,7 @@ struct ControlAdmissionTests {
         }
     }
 
-    @Test("the server: one uid's flood is capped at its own cost, and a flood of users with no role never closes an operator's idle session")
+    @Test("one uid's flood is capped at its own cost; roleless users never close an operator's idle session")
     func server() throws {
         let path = NSTemporaryDirectory() + "bessd-admission-\(getpid()).sock"
         var limits = ServiceServer.Limits()

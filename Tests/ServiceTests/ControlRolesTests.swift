@@ -9,7 +9,8 @@ import Testing
 /// else is refused with PERMISSION_DENIED. The end-to-end test runs bessctl as real non-root users.
 @Suite("Control-socket roles")
 struct ControlRolesTests {
-    @Test("role from uid and groups: root and the daemon's user act; bess-operators acts without bess; bess reads; others nothing")
+    /// bess-operators acts without bess.
+    @Test("role from uid and groups: root, daemon user and bess-operators act; bess reads; others nothing")
     func roles() {
         let reader: UInt32 = 901
         let op: UInt32 = 902
@@ -70,7 +71,8 @@ struct ControlRolesTests {
         }
     }
 
-    @Test("bessctl as real users: bess reads, bess-operators alone acts, neither is refused, refusals are logged; --socket before the verb",
+    /// --socket goes before the verb.
+    @Test("bessctl as real users: bess reads, bess-operators acts, others refused and logged",
           .enabled(if: getuid() == 0, "makes users and runs bessctl as them: needs root"))
     func realUsers() throws {
         let users = TestUsers()
@@ -134,7 +136,7 @@ struct ControlRolesTests {
         #expect(text.contains("bessctl (uid \(op)): mode standby for D2"), "the operator's act is audited with its uid")
     }
 
-    @Test("typed requests: bessctl's requests carry the keys the socket reads; a field of the wrong type reads as absent")
+    @Test("typed requests carry the keys the socket reads; a field of the wrong type reads as absent")
     func typedRequests() throws {
         func wire(_ request: ControlRequest) throws -> [String: Any] {
             try #require(JSONSerialization.jsonObject(with: JSONEncoder().encode(request)) as? [String: Any])

@@ -167,7 +167,8 @@ let daemonYAML = """
 
 @Suite("bessd under a stand-in systemd", .serialized)
 struct DaemonTests {
-    @Test("READY after start, STATUS lines, WATCHDOG=1 at its cadence, STOPPING and exit 0 on SIGTERM, services stopped in reverse start order (a stalled cycle: ServiceThreadsTests)")
+    /// A stalled cycle is in ServiceThreadsTests.
+    @Test("systemd notify: READY, STATUS, WATCHDOG; SIGTERM stops services in reverse order and exits 0")
     func notifyLifecycle() throws {
         let daemon = try RunningDaemon(yaml: daemonYAML, watchdogUsec: 1_000_000)
         let first = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
@@ -242,7 +243,7 @@ struct DaemonTests {
         #expect(missing.err.contains("CONTROL_SOCKET_UNREACHABLE"))
     }
 
-    @Test("typed replies: what bessd writes for each verb decodes as its reply; /metrics counts the answers and their cost")
+    @Test("typed replies: each verb's answer decodes as its reply; /metrics counts answers and their cost")
     func typedReplies() throws {
         let daemon = try RunningDaemon(yaml: daemonYAML)
         _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
@@ -312,7 +313,8 @@ struct DaemonTests {
         #expect(text.contains("the running configuration stays"))
     }
 
-    @Test("realtime: the journal says where the cycle runs; a reload that changes realtime.cpu keeps the cycle on its CPU until a restart (REALTIME_RESTART_NEEDED)",
+    /// REALTIME_RESTART_NEEDED.
+    @Test("realtime: the journal names the cycle's CPU; a realtime.cpu reload waits for restart",
           .enabled(if: CurrentThread.allowedCPUs().count >= 2, "needs two CPUs to see a move"))
     func realtimeReload() throws {
         let allowed = CurrentThread.allowedCPUs()
@@ -353,7 +355,7 @@ struct DaemonTests {
         #expect(text.contains("reload applied"))
     }
 
-    @Test("a reload whose new cycle thread is refused SCHED_FIFO says so in the journal (REALTIME_DEGRADED), as a start does",
+    @Test("a reload whose cycle thread is refused SCHED_FIFO journals REALTIME_DEGRADED, as a start does",
           .enabled(if: getuid() == 0 && geteuid() == 0, "drops CAP_SYS_NICE with setpriv"))
     func realtimeRefusedOnReload() throws {
         // Without CAP_SYS_NICE and with RLIMIT_RTPRIO 0, SCHED_FIFO is refused to the first cycle
@@ -445,7 +447,7 @@ struct DaemonTests {
             - {kind: bms_values, unit: D1, at_s: 0, duration_s: 3, bms: {protections: [system_error]}}
         """)
 
-    @Test("a latch persists across SIGKILL and restart, is restored before the first setpoint, and a reset persists too")
+    @Test("a latch persists across SIGKILL restart, restored before the first setpoint; a reset persists too")
     func latchAcrossRestart() throws {
         #expect(Self.latchingYAML.contains("system_error"))
         let directory = NSTemporaryDirectory() + "bessd-latch-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
@@ -547,7 +549,8 @@ struct DaemonTests {
 
     // MARK: the watchdog tells the truth (issue 10, part 4)
 
-    @Test("200 idle connections on the control socket and on /metrics: status still answers within 1 s, WATCHDOG=1 keeps its cadence")
+    /// On the control socket and on /metrics.
+    @Test("200 idle connections: status still answers within 1 s and WATCHDOG=1 keeps its cadence")
     func idleConnections() throws {
         let port = 20_000 + Int(getpid() % 20_000)
         let daemon = try RunningDaemon(yaml: daemonYAML + "\nmetrics_listen: 127.0.0.1:\(port)\n", watchdogUsec: 1_000_000)
@@ -597,7 +600,8 @@ struct DaemonTests {
 
     // MARK: the site at its connection point (issue 11)
 
-    @Test("bessctl site: grid power (+ = import), the binding limit, the application and each unit's share; /metrics and bessctl faults carry the site; METER_STALE shows")
+    /// Grid power + = import; METER_STALE shows.
+    @Test("bessctl site: grid power, binding limit, application and unit shares; /metrics and faults agree")
     func siteVerb() throws {
         let port = 20_000 + Int((getpid() + 7) % 20_000)
         let yaml = daemonYAML.replacingOccurrences(of: "simulation: {frequency_profile: steady, base_hz: 49.8}", with: """

@@ -15,7 +15,7 @@ struct DocsMatchBinariesTests {
         try String(contentsOf: Package.root.appendingPathComponent(path), encoding: .utf8)
     }
 
-    @Test("config/bessd.yaml copied as a starting file: valid, and it serves, sends and pins nothing the operator did not ask for")
+    @Test("config/bessd.yaml as a starting file is valid and serves, sends and pins nothing unasked")
     func referenceAsStartingFile() throws {
         let check = try Package.run("bessd", ["check-config", "config/bessd.yaml"])
         #expect(check.status == 0, "\(check.out)\(check.err)")

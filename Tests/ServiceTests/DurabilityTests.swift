@@ -187,7 +187,7 @@ struct DurabilityTests {
         return .success(Traced(root: root, trace: SyscallTrace(parsing: text)))
     }
 
-    @Test("a file is replaced whole: fsync of the temporary, rename over the file, fsync of the directory, before the save returns",
+    @Test("a file is replaced whole: fsync temporary, rename, fsync directory, before the save returns",
           arguments: DurableFile.allCases)
     func replacedDurably(_ file: DurableFile) throws {
         let traced = try Self.traced.get()
@@ -197,7 +197,8 @@ struct DurabilityTests {
         #expect(faults.isEmpty, "\(file.rawValue): \(faults.joined(separator: "; "))")
     }
 
-    @Test("the spool: a segment's name is durable before its first record, every record before the next segment or syncNow returns, each state slot before the other is written")
+    /// Every record before the next segment or syncNow returns; each state slot before the other is written.
+    @Test("spool durability: segment name before its records, records before the next segment, slots in turn")
     func spoolOrder() throws {
         let traced = try Self.traced.get()
         let faults = Self.spoolFaults(traced.trace, directory: traced.root + "/" + DurableFile.spoolState.rawValue)

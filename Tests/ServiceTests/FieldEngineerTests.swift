@@ -31,7 +31,8 @@ struct FieldEngineerTests {
         return (run.status, run.out + run.err)
     }
 
-    @Test("two daemons on one state directory: the second refuses with ALREADY_RUNNING naming the first's PID; a live control socket is refused (CONTROL_SOCKET_IN_USE) and stays the first's; after SIGKILL a restart is not blocked")
+    /// The refusal names the first's PID; a live control socket is refused CONTROL_SOCKET_IN_USE and stays the first's.
+    @Test("a second daemon on the same state directory is refused (ALREADY_RUNNING); SIGKILL does not block")
     func oneControllerPerSite() throws {
         let first = try RunningDaemon(yaml: daemonYAML)
         _ = first.notify.collect(seconds: 8) { $0.contains("READY=1") }
@@ -72,7 +73,8 @@ struct FieldEngineerTests {
         try? FileManager.default.removeItem(atPath: first.directory)
     }
 
-    @Test("a password planted in the aggregator URL is in no output: status, status --json, metrics, every file of the support bundle, the journal lines")
+    /// status, status --json, metrics, every file of the support bundle, the journal lines.
+    @Test("a password in the aggregator URL appears in no output")
     func noSecretLeaves() throws {
         let yaml = daemonYAML + """
 
@@ -107,7 +109,8 @@ struct FieldEngineerTests {
         }
     }
 
-    @Test("a wrong inverter address: MODBUS_CONNECT_FAILED at warning with BESS_UNIT and MESSAGE_ID in the journal, the unit not `running` through its 30 s grace, the stop line says the zero was not acknowledged; mode changes are found by BESS_UNIT")
+    /// Warning with BESS_UNIT and MESSAGE_ID; the unit is not running through its 30 s grace; the stop line says the zero was not acknowledged; mode changes are found by BESS_UNIT.
+    @Test("a wrong inverter address is MODBUS_CONNECT_FAILED in the journal and keeps the unit out of running")
     func wrongInverterAddress() throws {
         let journal = try TestJournal()
         let unit = "ADDR\(getpid())"
@@ -163,7 +166,7 @@ struct FieldEngineerTests {
         withExtendedLifetime(journal) {}
     }
 
-    @Test("bessctl mode auto for the site names a unit its own standby keeps in standby instead of answering 'every unit'")
+    @Test("site mode auto names a unit its own standby keeps, instead of answering every unit")
     func modeAutoSaysWhatHolds() throws {
         let daemon = try RunningDaemon(yaml: daemonYAML)
         _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
@@ -185,7 +188,7 @@ struct FieldEngineerTests {
         #expect(text.contains("zero setpoints written with revert armed"), "\(text.suffix(400))")
     }
 
-    @Test("redaction is one function for every output: URL credentials anywhere in a text, keys naming secrets in a configuration")
+    @Test("one redaction for every output: URL credentials anywhere, keys naming secrets in a configuration")
     func redactionRules() {
         #expect(Redaction.urlCredentials(in: "uplink: POST http://u:p@h:8/v1 failed; also mqtts://a:b@c") == "uplink: POST http://<redacted>@h:8/v1 failed; also mqtts://<redacted>@c")
         #expect(Redaction.urlCredentials(in: "https://host/path?x=a@b") == "https://host/path?x=a@b")

@@ -100,7 +100,7 @@ struct FieldProgressTests {
         return index < units.count ? (units[index]["power_w"] as? NSNumber)?.doubleValue : nil
     }
 
-    @Test("journald stopped with its socket full: an inverter that drops and returns is read again within its back-off, the other keeps being read and written, all while journald is still stopped",
+    @Test("with journald stopped and its socket full, a returning inverter is read again, the other served",
           .enabled(if: getuid() == 0, "a mount namespace and systemd-journald need root"))
     func journaldStopped() throws {
         let portA = Loopback.freePort()
@@ -182,7 +182,8 @@ struct FieldProgressTests {
     /// SIGHUP, then the notify socket's RELOADING=1 and READY=1.
     static func reload(_ daemon: RunningDaemon) -> Bool { daemon.reloadAndWait().finished }
 
-    @Test("the cycle and overrun counters go on across a reload: status.cycle, bessd_cycles_total and bessd_cycle_overruns_total never go back, an overrun before it stays")
+    /// status.cycle, bessd_cycles_total and bessd_cycle_overruns_total; an overrun before it stays.
+    @Test("cycle and overrun counters never go back across a reload")
     func countersAcrossReload() throws {
         let daemon = try RunningDaemon(yaml: daemonYAML)
         #expect(!daemon.notify.collect(seconds: 15) { $0.contains("READY=1") }.isEmpty, "bessd is ready")
@@ -219,7 +220,8 @@ struct FieldProgressTests {
         try pki.openssl(["ca"] + ca + ["-gencrl", "-out", pki.path("crl.pem")])
     }
 
-    @Test("20 reloads with IEC 104 over TLS (a CRL of 20 000 entries) and IEEE 2030.5 configured, at 100 ms: no overrun, no gap between two cycles longer than two periods")
+    /// IEC 104 over TLS with a CRL of 20 000 entries, and IEEE 2030.5 configured.
+    @Test("20 reloads at 100 ms with TLS and 2030.5: no overrun, no cycle gap over two periods")
     func reloadsCostNoCycle() throws {
         let pki = try TLSFixture()
         try Self.enlargeCRL(pki, entries: 20_000)

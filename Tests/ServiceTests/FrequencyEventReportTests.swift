@@ -41,7 +41,7 @@ struct FrequencyEventReportTests {
         return (logger, lines)
     }
 
-    @Test("the cycle's side publishes into storage reserved at start; the service takes them oldest first; past 16 waiting the oldest is dropped and counted; the tally counts every one")
+    @Test("the cycle publishes into preallocated storage; oldest first; past 16 the oldest dropped and counted")
     func sharedState() {
         let shared = SharedState(units: 2)
         let reserved = shared.contents.withLock { $0.frequencyEvents.pending.capacity }
@@ -60,7 +60,8 @@ struct FrequencyEventReportTests {
         #expect(tally.count == 23 && tally.last?.sequence == 23, "the outstation's tally is not taken by the service")
     }
 
-    @Test("the cycle publishes what the controller assessed: a simulated dip to 49.7 Hz for 10 s reaches SharedState as one under-frequency event")
+    /// Simulated dip for 10 s reaches SharedState.
+    @Test("the cycle publishes the controller's assessment: a dip to 49.7 Hz is one under-frequency event")
     func cyclePublishes() throws {
         let c = try ConfigLoader.parse("""
             mode: simulation
@@ -87,7 +88,8 @@ struct FrequencyEventReportTests {
         #expect(shared.frequencyEventTally.count == 1)
     }
 
-    @Test("the journal entry: MESSAGE_ID, BESS_* fields, a warning naming direction, extreme, required and delivered, shortfall and cause; a full response a notice")
+    /// MESSAGE_ID, BESS_* fields; the warning names direction, extreme, required and delivered, shortfall and cause.
+    @Test("frequency-event journal entry: coded fields, a warning for a shortfall, a notice for a full response")
     func journal() {
         let (logger, lines) = Self.collecting()
         let reports = FrequencyEventReports(logger: logger)
@@ -118,7 +120,8 @@ struct FrequencyEventReportTests {
         #expect(dropped.1.withLock { $0 }.first?.contains("BESS_CODE=FREQUENCY_EVENTS_DROPPED") == true)
     }
 
-    @Test("bessctl's list keeps the last 100, newest last; /metrics counts every event and shows the last one's score and shortfall")
+    /// The last one's score and shortfall.
+    @Test("bessctl keeps the last 100 events, newest last; /metrics counts all and shows the last's figures")
     func listAndMetrics() {
         let reports = FrequencyEventReports(logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
         var before = MetricsText()
@@ -144,7 +147,7 @@ struct FrequencyEventReportTests {
                 && after.text.contains("bessd_frequency_event_unit_shortfall_watts{unit=\"D2\"} 125000.0\n"))
     }
 
-    @Test("a synthetic assessment through SharedState: bessctl events --json lists it, the spool holds a frequency_event record with the same fields, bessctl events shows it, /metrics counts it")
+    @Test("a frequency assessment shows in bessctl events, the spool and /metrics with the same fields")
     func endToEnd() throws {
         let directory = NSTemporaryDirectory() + "bessd-frequency-events-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -221,7 +224,7 @@ struct FrequencyEventReportTests {
         #expect(metrics.contains("bessd_frequency_events_total 1.0\n") && metrics.contains("bessd_frequency_event_shortfall_watts 70000.0\n"))
     }
 
-    @Test("bess-aggregator's status page lists a site's frequency events; a record with markup for a unit is refused with its code and never reaches the page")
+    @Test("the aggregator page lists frequency events; a record with markup is refused with its code")
     func aggregatorPage() throws {
         let directory = NSTemporaryDirectory() + "bess-aggregator-events-\(getpid())"
         try? FileManager.default.removeItem(atPath: directory)

@@ -9,7 +9,8 @@ import Testing
 /// journal quoted: a line break in it forges no line.
 @Suite("HTTP uplink commands", .serialized)
 struct HTTPCommandLedgerTests {
-    @Test("one command id handed out twice, and again after a restart, is acted on once; an id with a line break is refused, journalled as one escaped line")
+    /// The refusal is journalled as one escaped line.
+    @Test("a repeated command id is acted on once, even across restart; an id with a line break is refused")
     func actedOnOnce() throws {
         let stub = try AggregatorStub(seconds: 120)
         #expect(stub.port > 0)

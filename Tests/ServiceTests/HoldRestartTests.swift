@@ -31,7 +31,8 @@ struct HoldRestartTests {
     static func holder(_ unit: [String: Any]) -> String? { unit["held_by"] as? String }
     static func mode(_ unit: [String: Any]) -> String? { unit["mode"] as? String }
 
-    @Test("bessctl mode standby for the site and for one unit: after SIGKILL and restart (twice) each unit is still in standby with the same holder, from the first status; each is lifted by its own mode auto only")
+    /// After two restarts each unit is still in standby with the same holder, from the first status.
+    @Test("operator standby for site and unit survives SIGKILL and restart; each lifted by its own mode auto")
     func operatorStandby() throws {
         let directory = Self.directory("operator")
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -77,7 +78,8 @@ struct HoldRestartTests {
         _ = daemon.finish()
     }
 
-    @Test("SCADA's WMaxLimPct 50 % reverted to an enabled 0 %: after SIGKILL and restart (twice) the site is at 0 % from the first cycle, model 704 reads WMaxLimPctEna 1 and WMaxLimPct 0, bessctl site names it; a SCADA write lifts it")
+    /// WMaxLimPct 50 % reverted to an enabled 0 %: after two restarts the site is at 0 % from the first cycle, model 704 reads WMaxLimPctEna 1 and WMaxLimPct 0, bessctl site names it.
+    @Test("a reverted WMaxLimPct of 0 % survives SIGKILL and restart until a SCADA write lifts it")
     func scadaLimit() throws {
         let directory = Self.directory("scada")
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -149,7 +151,7 @@ struct HoldRestartTests {
         _ = daemon.finish()
     }
 
-    @Test("the aggregator's emergency_stop: after SIGKILL and restart (twice) every unit is still stopped, held until the command's end, and released at that end")
+    @Test("aggregator emergency_stop holds every unit across SIGKILL and restart until the command's end")
     func emergencyStop() throws {
         let directory = Self.directory("estop")
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -200,7 +202,8 @@ struct HoldRestartTests {
         _ = daemon.finish()
     }
 
-    @Test("a damaged holds file: every unit starts in the operator's standby with HOLD_STATE_UNREADABLE naming the file in the journal, status and faults; the damaged file is kept; bessctl mode auto lifts it")
+    /// HOLD_STATE_UNREADABLE names the file in the journal, status and faults.
+    @Test("a damaged holds file starts every unit in operator standby, reported and kept, lifted by mode auto")
     func damagedFile() throws {
         let directory = Self.directory("damaged")
         defer { try? FileManager.default.removeItem(atPath: directory) }

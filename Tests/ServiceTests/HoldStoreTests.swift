@@ -100,7 +100,8 @@ struct HoldStoreTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["plain"])
     }
 
-    @Test("SCADA's limit across the wall clock: a reverted one stands; a pending one keeps its time, at most one hold; one due reverts")
+    /// At most one hold.
+    @Test("SCADA's limit across a wall-clock step: reverted stands, pending keeps its time, due reverts")
     func limitAcrossTheClock() {
         let now = MonotonicInstant(nanoseconds: 1_000_000_000_000)
         let wall = 1_795_316_000.0
@@ -129,7 +130,7 @@ struct HoldStoreTests {
         #expect(soft.command(now: later, wall: wall + 16, maxHold: .seconds(60)).active(at: later) == nil)
     }
 
-    @Test("the keeper writes before it returns; a damaged file means the whole site in the operator's standby until the operator lifts it")
+    @Test("the hold keeper writes before returning; a damaged file puts the site in standby until lifted")
     func keeper() throws {
         let directory = Self.directory()
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -49,7 +49,8 @@ struct IEC104DaemonTests {
         return (json, site)
     }
 
-    @Test("STARTDT, end of initialisation, an interrogation equal to bessctl site --json, a spontaneous change, negative answers, and a malformed frame closing only its own connection")
+    /// The interrogation equals bessctl site --json.
+    @Test("STARTDT, end of init, interrogation, spontaneous and negative answers; a bad frame closes only its")
     func rawFrames() throws {
         let port = Loopback.freePort()
         let daemon = try RunningDaemon(yaml: Self.yaml(port: port))
@@ -153,7 +154,8 @@ struct IEC104DaemonTests {
         #expect(text.contains("IEC104_LISTENING"))
     }
 
-    @Test("c104 (lib60870) as the control centre: interrogation equal to bessctl site --json, clock sync, counters, spontaneous M_ME_TF_1, AGC in service and target (direct), site setpoint (select-before-operate) taken by the cycle")
+    /// c104 (lib60870): interrogation equals bessctl site --json; spontaneous M_ME_TF_1; AGC in service and target (direct); site setpoint select-before-operate taken by the cycle.
+    @Test("c104 as control centre: interrogation, clock sync, counters, spontaneous values, AGC, site setpoint")
     func c104ControlCentre() throws {
         let port = Loopback.freePort(), metricsPort = Loopback.freePort()
         let daemon = try RunningDaemon(yaml: Self.yaml(port: port).replacingOccurrences(of: "base_hz: 49.8", with: "base_hz: 50.0")
@@ -186,7 +188,7 @@ struct IEC104DaemonTests {
         #expect(text.contains("IEC104_CLOCK_SYNC") && text.contains("BESS_IOA=3002") && text.contains("BESS_RESULT=accepted"), "journal lines")
     }
 
-    @Test("redundancy: the started connection of a group dies with events unacknowledged; the next one started receives them first, in order, none lost or repeated")
+    @Test("redundancy: when the started connection dies, the next gets its unacknowledged events in order, once")
     func redundancyHandOver() throws {
         let port = Loopback.freePort()
         let daemon = try RunningDaemon(yaml: Self.yaml(port: port))
@@ -237,7 +239,8 @@ struct IEC104DaemonTests {
         return answers
     }
 
-    @Test("commands: refused for a group without the right, a stale time tag, frequency response, AGC out of service, an execute unlike its select; a select then its execute accepted")
+    /// Refused: group without the right, stale time tag, frequency response, AGC out of service, an execute unlike its select.
+    @Test("commands refused without right, stale, in frequency response, AGC out, or mismatched; SBO accepted")
     func commandRefusals() throws {
         let port = Loopback.freePort()
         let yaml = Self.yaml(port: port).replacingOccurrences(of: "commands: [agc, setpoint]", with: "commands: [agc, setpoint, frequency_response]")
@@ -281,7 +284,7 @@ struct IEC104DaemonTests {
         }
     }
 
-    @Test("a station that asks for interrogations and never acknowledges is closed for its backlog; another is served meanwhile")
+    @Test("a station that never acknowledges interrogations is closed for its backlog; others served")
     func backlogCloses() throws {
         let port = Loopback.freePort()
         // The other station in a group of its own: in one group its STARTDT would close the first.
@@ -307,7 +310,8 @@ struct IEC104DaemonTests {
         #expect(text.contains("IEC104_BACKLOG"), "\(text.split(separator: "\n").filter { $0.contains("IEC104") }.suffix(6))")
     }
 
-    @Test("a reload that takes a group's rights away applies it to the running outstation (IEC104_GROUPS_RELOADED, no restart asked); one that changes a timer says the outstation keeps it until a restart (IEC104_RESTART_NEEDED); one that changes only the AGC band says neither")
+    /// Rights: IEC104_GROUPS_RELOADED, no restart asked; timer: IEC104_RESTART_NEEDED.
+    @Test("reload: group rights apply live, a timer change needs a restart, an AGC band change needs neither")
     func reloadNamesTheRestart() throws {
         let port = Loopback.freePort()
         let yaml = Self.yaml(port: port)

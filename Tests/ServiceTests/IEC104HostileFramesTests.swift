@@ -35,7 +35,8 @@ struct IEC104HostileFramesTests {
         return confirmed && confirmation?.cause.negative == false && termination != nil && !station.closed
     }
 
-    @Test("bad start octet, length 2 and 254, an I-frame with N(R) beyond what was sent, a truncated ASDU: each connection closed with its code; an unknown type answered COT 44; the started station served throughout")
+    /// Bad start octet, length 2 and 254, an I-frame with N(R) beyond what was sent, a truncated ASDU: each closed with its code; the started station is served throughout.
+    @Test("malformed IEC 104 frames close only their connection; an unknown type answers COT 44")
     func hostileFrames() throws {
         let port = Loopback.freePort()
         // Hostile stations that must start first connect from 127.0.0.2, a group of their own: in

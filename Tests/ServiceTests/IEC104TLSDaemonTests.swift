@@ -106,7 +106,8 @@ struct IEC104TLSDaemonTests {
         text.split(separator: "\n").filter { $0.contains("BESS_CODE=\(code)") }
     }
 
-    @Test("c104 through socat's TLS client: interrogation equal to bessctl site --json, commands audited under the certificate's subject; another CA's client, one without a certificate, a plain TCP client and a silent one refused with coded lines; a good client served afterwards")
+    /// c104 through socat's TLS client: interrogation equals bessctl site --json. Another CA's client, one without a certificate, a plain TCP client and a silent one are refused with coded lines; a good client is served afterwards.
+    @Test("IEC 104 over TLS serves a good client, audited by subject; bad, missing or plain clients refused")
     func c104OverTLS() throws {
         let pki = try TLSFixture()
         let port = Loopback.freePort()
@@ -154,7 +155,8 @@ struct IEC104TLSDaemonTests {
         #expect(refusals.count == 4, "\(refusals)")
     }
 
-    @Test("allow_certificates and crl_file: a client of the CA not on the list is refused TLS_PEER_NOT_ALLOWED, a revoked one TLS_PEER_REVOKED; the certificate the list names is served")
+    /// TLS_PEER_NOT_ALLOWED and TLS_PEER_REVOKED.
+    @Test("allow_certificates and crl_file refuse unlisted and revoked clients; the listed one is served")
     func allowListAndRevocation() throws {
         let pki = try TLSFixture()
         let port = Loopback.freePort()
@@ -182,7 +184,8 @@ struct IEC104TLSDaemonTests {
 
     /// The site's control never depends on its control-centre link: a key file OpenSSL cannot read
     /// costs the outstation alone at `bessd run`, while `bessd check-config` still fails on it.
-    @Test("a key file that cannot be read: bessd run controls the site (status answers, cycles count) and logs IEC104_LISTEN_FAILED with TLS_CONTEXT_FAILED, serving nothing, never plain; check-config fails naming the key")
+    /// bessd run logs IEC104_LISTEN_FAILED with TLS_CONTEXT_FAILED; status answers and cycles count.
+    @Test("an unreadable TLS key: the site runs, IEC 104 serves nothing, never plain; check-config names it")
     func brokenKeyFileCostsOnlyTheOutstation() throws {
         let pki = try TLSFixture()
         let port = Loopback.freePort()
@@ -221,7 +224,8 @@ struct IEC104TLSDaemonTests {
         try pki.openssl(["ca"] + ca + ["-gencrl", "-out", pki.path("crl.pem")])
     }
 
-    @Test("a CRL rewritten at the same path takes effect at reload: the revoked client's open connection is closed at once (IEC104_PEER_REVOKED, TLS_PEER_REVOKED), its next one refused TLS_PEER_REVOKED, a good client served, IEC104_TLS_RELOADED in the journal")
+    /// Codes: IEC104_PEER_REVOKED and TLS_PEER_REVOKED on close, TLS_PEER_REVOKED on reconnect, IEC104_TLS_RELOADED in the journal.
+    @Test("a CRL rewritten in place applies at reload: the revoked peer closed and refused, a good one served")
     func revocationAtReload() throws {
         let pki = try TLSFixture()
         let port = Loopback.freePort()

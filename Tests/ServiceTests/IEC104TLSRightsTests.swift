@@ -25,7 +25,8 @@ struct IEC104TLSRightsTests {
         return (served, client.text)
     }
 
-    @Test("a TLS 1.2 client that resumes its session (openssl s_client -sess_out, then -sess_in) is served: STARTDT con on both connections, the second one resumed")
+    /// openssl s_client -sess_out, then -sess_in; STARTDT con on both, the second resumed.
+    @Test("a TLS 1.2 client resuming its session is served on both connections")
     func resumedSessionServed() throws {
         let pki = try TLSFixture()
         let port = Loopback.freePort()
@@ -77,7 +78,8 @@ struct IEC104TLSRightsTests {
         return station.frames(seconds: 10) { $0.contains(.unnumbered(.testFrameConfirmation)) }.contains(.unnumbered(.testFrameConfirmation))
     }
 
-    @Test("two groups on one address told apart by certificate: the control centre's certificate commands, the monitor's is refused the set-point, a third certificate of the CA joins no group (IEC104_PEER_REFUSED)")
+    /// The control centre's certificate commands; the monitor's is refused the set-point; a third certificate of the CA is IEC104_PEER_REFUSED.
+    @Test("two groups on one address are told apart by certificate; a certificate in no group is refused")
     func groupByCertificate() throws {
         let pki = try TLSFixture()
         let port = Loopback.freePort()
@@ -109,7 +111,8 @@ struct IEC104TLSRightsTests {
         #expect(commands.contains { $0.contains("BESS_REASON=COMMAND_NOT_ALLOWED") && $0.contains("BESS_GROUP=monitor") }, "\(commands)")
     }
 
-    @Test("a reload that takes a certificate off the group's list closes that open connection at once (IEC104_PEER_REVOKED) while the other stays; one that takes the set-point right away refuses the open connection's next set-point; no restart is asked for")
+    /// Taking a certificate off the group's list closes that connection (IEC104_PEER_REVOKED) while the other stays; taking the set-point right refuses the open connection's next set-point.
+    @Test("reload revoking a certificate or a right applies to open connections at once, without a restart")
     func revokedAtReload() throws {
         let pki = try TLSFixture()
         let port = Loopback.freePort()

@@ -7,7 +7,8 @@ import Testing
 /// `ieee2030_5:` on a reload: the 2030.5 client keeps what it started with, and the journal says so.
 @Suite("ieee2030_5 reload")
 struct IEEE2030_5ReloadTests {
-    @Test("a changed, added or removed ieee2030_5 block is kept until a restart under IEEE2030_5_RESTART_NEEDED, named alone")
+    /// Changed, added or removed.
+    @Test("a changed ieee2030_5 block waits for restart, named alone (IEEE2030_5_RESTART_NEEDED)")
     func restartNeeded() throws {
         let old = try ConfigLoader.parse(daemonYAML.replacingOccurrences(of: "@SOCKET@", with: "/tmp/sep2-reload.sock") + """
 

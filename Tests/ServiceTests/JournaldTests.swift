@@ -164,7 +164,7 @@ struct JournaldTests {
         withExtendedLifetime(journal) {}
     }
 
-    @Test("bessd run on a terminal while journald listens: trips and state changes print there too; off a terminal only the journal has them")
+    @Test("on a terminal trips and state changes print as well as journal; off a terminal, journal only")
     func terminalGetsEventLines() throws {
         let journal = try TestJournal()
         #expect(JournalLogHandler.isAvailable)

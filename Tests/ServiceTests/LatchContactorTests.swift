@@ -47,7 +47,8 @@ struct LatchContactorTests {
         line.split(separator: " ").first { $0.hasPrefix("writes=") }.flatMap { Int($0.dropFirst(7)) } ?? -1
     }
 
-    @Test("THERMAL_RUNAWAY opens 123 Conn after the zero, re-arms it, re-opens it after SIGKILL and restart, closes it at the reset; a unit without 123 says CONTACTOR_UNAVAILABLE once")
+    /// Opens after the zero, re-arms, re-opens after SIGKILL and restart, closes at the reset; CONTACTOR_UNAVAILABLE once.
+    @Test("THERMAL_RUNAWAY opens and holds 123 Conn across restart until reset; no 123: CONTACTOR_UNAVAILABLE")
     func latchOpensContactor() throws {
         let peer = try UnitsPeer(["1:conn", "2"], seconds: 150)
         defer { peer.stop() }

@@ -309,7 +309,7 @@ extension MQTTUplinkTests {
         #expect(sender.stats.batchesPublished == 2)
     }
 
-    @Test("a reconnect storm: thirty sites' retained births reach the aggregator at once; every status is stored and each site's unanswered command is pushed again")
+    @Test("a reconnect storm of thirty sites: every status stored, each unanswered command pushed again")
     func reconnectStorm() throws {
         let rig = try AggregatorRig("storm")
         defer { rig.stop() }
@@ -376,7 +376,7 @@ extension MQTTUplinkTests {
         #expect(aggregator.text.contains("SITE_ID_INVALID"), "\(aggregator.text)")
     }
 
-    @Test("an aggregator SIGKILLed while its database is away loses nothing it had read: no PUBACK leaves before the commit")
+    @Test("an aggregator SIGKILLed without its database loses nothing read: no PUBACK before the commit")
     func noAcknowledgementBeforeTheCommit() throws {
         let rig = try AggregatorRig("commit")
         defer { rig.stop() }
@@ -428,7 +428,8 @@ extension MQTTUplinkTests {
         #expect(row.hasPrefix("event {") && row.contains("\"first\""), "\(row)")
     }
 
-    @Test("an independent MQTT 5 peer (paho-mqtt) sees retained birth and availability, every payload valid against the uplink OpenAPI schemas, and its command answered")
+    /// paho-mqtt; payloads validated against the uplink OpenAPI schemas.
+    @Test("an independent MQTT 5 peer sees retained birth, schema-valid payloads and its command answered")
     func independentPeer() throws {
         let dir = NSTemporaryDirectory() + "bess-mqtt-peer-\(getpid())"
         try? FileManager.default.removeItem(atPath: dir)
@@ -458,7 +459,7 @@ extension MQTTUplinkTests {
 
 @Suite("MQTT uplink: many links on a few threads (bess-hil fleet)", .serialized)
 struct MQTTGroupTests {
-    @Test("60 links on 2 threads deliver every record; after a broker restart each link's new socket is followed and the rest arrives")
+    @Test("60 links on 2 threads deliver every record, and follow new sockets after a broker restart")
     func groupAcrossRestart() throws {
         let dir = NSTemporaryDirectory() + "bess-mqtt-group-\(getpid())"
         try? FileManager.default.removeItem(atPath: dir)
@@ -548,7 +549,7 @@ struct MQTTBrokerACLTests {
         }
     }
 
-    @Test("a gateway holding SITE_A's certificate publishes as SITE_A, cannot publish as SITE_B nor read SITE_B's commands")
+    @Test("a gateway with SITE_A's certificate publishes as SITE_A only and cannot read SITE_B's commands")
     func siteIsolation() throws {
         let dir = NSTemporaryDirectory() + "bess-mqtt-acl-\(getpid())"
         try? FileManager.default.removeItem(atPath: dir)

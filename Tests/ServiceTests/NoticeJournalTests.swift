@@ -36,7 +36,8 @@ struct NoticeJournalTests {
         + ScadaCode.allCases.map { ($0.code, $0.topic) } + UplinkNoticeCode.allCases.map { ($0.code, $0.topic) }
         + ServiceCode.allCases.map { ($0.code, $0.topic) }
 
-    @Test("each code of a module's table is named in docs/operations.md's event table, on its MESSAGE_ID's row; the uplink's in docs/uplink*.md")
+    /// The uplink's codes in docs/uplink*.md.
+    @Test("each module's codes are in docs/operations.md's event table on their MESSAGE_ID's row")
     func codesDocumented() throws {
         let operations = try String(contentsOf: Package.root.appendingPathComponent("docs/operations.md"), encoding: .utf8)
         let uplink = try ["docs/uplink.md", "docs/uplink-mqtt.md"].map {
@@ -52,7 +53,7 @@ struct NoticeJournalTests {
         }
     }
 
-    @Test("EventJournal: the same event of a unit within 10 s is counted, the next line says how many; a latch is never held back")
+    @Test("EventJournal counts a unit's repeat within 10 s into the next line; a latch is never held back")
     func eventRepeats() throws {
         let configuration = try ConfigLoader.parse(ResponseReserveUplinkTests.yaml(sustain: 720), file: "site.yaml")
         let (logger, lines) = FrequencyEventReportTests.collecting()

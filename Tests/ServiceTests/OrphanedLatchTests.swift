@@ -24,7 +24,7 @@ struct OrphanedLatchTests {
         (try? String(contentsOfFile: directory + "/state/latches.json", encoding: .utf8)) ?? ""
     }
 
-    @Test("an orphaned latch survives a save and a SIGKILL restart, acts on no unit, and bessctl reset --orphaned clears it")
+    @Test("an orphaned latch survives SIGKILL restart, acts on no unit; bessctl reset --orphaned clears it")
     func keptUntilReset() throws {
         let directory = try Self.directory()
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -57,7 +57,8 @@ struct PMUDaemonTests {
         return (ok, "\(last)")
     }
 
-    @Test("bessd against pyPMU over TCP, tcp_udp and udp_spontaneous: the droop follows the PMU's 49.8 Hz, not the inverters' 50.2; STAT invalid → inverter and back; the PMU stopped → inverter, restarted → pmu again (bessd reconnects); status, text and /metrics say which",
+    /// pyPMU over tcp, tcp_udp and udp_spontaneous: PMU 49.8 Hz beats the inverters' 50.2; STAT invalid → inverter and back; PMU stopped → inverter, restarted → pmu (bessd reconnects); status, text and /metrics say which.
+    @Test("droop follows the PMU over each transport, falls back to the inverters and returns with the PMU",
           arguments: ["tcp", "tcp_udp", "udp_spontaneous"])
     func daemonFollowsPyPMU(transport: String) throws {
         let dataPort = transport == "tcp" ? 0 : Loopback.freePort()

@@ -28,7 +28,8 @@ struct PMUSourceTests {
         return events
     }
 
-    @Test("the cycle follows a fresh PMU sample (frequency and DFREQ as ROCOF) over the inverters; older than max_age_ms it follows the inverters' median with one FREQUENCY_SOURCE_FALLBACK, and the PMU again with one restore")
+    /// PMU frequency and DFREQ as ROCOF; older than max_age_ms: inverters' median with one FREQUENCY_SOURCE_FALLBACK, and one restore when the PMU is fresh again.
+    @Test("the cycle follows a fresh PMU sample, else the inverters' median, with one notice each way")
     func followsFallsBackAndReturns() throws {
         var c = try ConfigLoader.parse(EmbeddedConfiguration.simulationYAML, file: "embedded")
         c.site = SiteConfiguration()
@@ -66,7 +67,8 @@ struct PMUSourceTests {
         #expect(up.map(\.kind) == [.frequencySourceRestored], "once: \(up)")
     }
 
-    @Test("a PMU that never delivers: the inverters from the first cycle, FREQUENCY_SOURCE_FALLBACK once after the start's 10 s grace")
+    /// FREQUENCY_SOURCE_FALLBACK once after the start's 10 s grace.
+    @Test("a PMU that never delivers: inverters from the first cycle, one fallback notice after the grace")
     func neverDelivers() throws {
         var c = try ConfigLoader.parse(EmbeddedConfiguration.simulationYAML, file: "embedded")
         c.site = SiteConfiguration()
@@ -84,7 +86,7 @@ struct PMUSourceTests {
         #expect(events.count == 1 && events.first?.value.isNaN == true, "\(events)")
     }
 
-    @Test("a reload that changes grid_integration.pmu is refused, naming it: the reader's connection is made at start")
+    @Test("a reload changing grid_integration.pmu is refused by name: the connection is made at start")
     func pmuNeedsRestart() throws {
         let base = "mode: hardware\n" + "bess_units:\n  - {id: U1, capacity_kwh: 250, max_power_kw: 100, modbus: {host: 10.0.0.5}}\n"
             + "grid_integration:\n  frequency_source: pmu\n"

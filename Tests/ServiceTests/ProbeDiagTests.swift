@@ -28,7 +28,8 @@ struct ProbeDiagTests {
 
     static let bms = "    bms:\n      interface: can_bms\n      protocol: pylontech\n"
 
-    @Test("probe modbus over TCP (pymodbus): 704, 124, a meter and a 704 without WSet_SF; each pasted block passes check-config")
+    /// pymodbus: 704, 124, a meter and a 704 without WSet_SF.
+    @Test("probe modbus over TCP: each pasted block passes check-config")
     func modbusTCP() throws {
         let peer = try UnitsPeer(["1", "2:124", "3:meter", "4:wsetsf=none"], seconds: 60)
         defer { peer.stop() }
@@ -104,7 +105,8 @@ struct ProbeDiagTests {
         #expect(Self.pasted(probe.out).contains("    max_power_kw: 30\n"))
     }
 
-    @Test("--socket before or after the verb: codes and probe take it as every verb does (they talk to no bessd)")
+    /// They talk to no bessd.
+    @Test("--socket before or after the verb: codes and probe take it like every verb")
     func socketAfterEveryVerb() throws {
         for arguments in [["codes", "--socket", "/tmp/bessctl-none.sock", "THERMAL_RUNAWAY"],
                           ["codes", "THERMAL_RUNAWAY", "--socket=/tmp/bessctl-none.sock"],
@@ -131,7 +133,8 @@ struct ProbeDiagTests {
         #expect(can.status == 3, "\(can.out)\(can.err)")
     }
 
-    @Test("probe modbus where nothing answers: exit 3 and what to check (address, port, unit id), never a register map")
+    /// Address, port, unit id.
+    @Test("probe modbus with nothing answering: exit 3 and what to check, never a register map")
     func silentDevice() throws {
         // A listener that accepts connections (the kernel completes them) and never answers a request.
         var listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -179,7 +182,7 @@ struct ProbeDiagTests {
         #expect(out.contains("password: <redacted>"))
     }
 
-    @Test("diag: a bundle with every part from a running bessd; with bessd stopped, the bundle says so and diag still exits 0")
+    @Test("diag bundles every part from a running bessd; with bessd stopped it says so and exits 0")
     func diag() throws {
         let daemon = try RunningDaemon(yaml: daemonYAML)
         _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }

@@ -19,7 +19,7 @@ struct ProgressTests {
         WorkerTurn(thread: thread, units: units, lastTurn: lastTurn, stallAfter: after)
     }
 
-    @Test("a worker past its own bound is WORKER_STALLED with its units; one inside it, or not yet started, is not")
+    @Test("a worker past its bound is WORKER_STALLED with its units; within it, or not started, not")
     func workerStalls() {
         let now = Self.t0 + .seconds(30)
         let turns = [
@@ -36,7 +36,7 @@ struct ProgressTests {
         #expect(again.isEmpty)
     }
 
-    @Test("the service loop past 10 s without a turn is SERVICE_STALLED; within it, or before its first turn, it is not")
+    @Test("the service loop is SERVICE_STALLED past 10 s without a turn; not within it or before its first")
     func serviceStalls() {
         let now = Self.t0 + .seconds(60)
         #expect(ServiceProgress.stalls(workers: [], service: now - .seconds(9), now: now).isEmpty)
@@ -50,7 +50,7 @@ struct ProgressTests {
         #expect(progress.lastServiceTurn == Self.t0 + .seconds(1))
     }
 
-    @Test("the watchdog stops beating for progress only when every bus and CAN worker is stalled; never for the service loop alone")
+    @Test("the watchdog stops only when every bus and CAN worker is stalled, never for the service loop alone")
     func beatWithheldOnlyWhenNothingIsControlled() {
         let now = Self.t0 + .seconds(30)
         let one = Self.turn("bus a", ["D1"], lastTurn: now - .seconds(20))
@@ -116,7 +116,7 @@ struct ProgressTests {
         thread.stop()
     }
 
-    @Test("the notice queue never blocks a worker: past its bound a notice is dropped and counted, the oldest kept, the count never reset")
+    @Test("the notice queue never blocks: past its bound a notice is dropped and counted, oldest kept")
     func noticeQueueBound() {
         let wakeup = Wakeup()
         let queue = NoticeQueue(capacity: 4, wakeup: wakeup)

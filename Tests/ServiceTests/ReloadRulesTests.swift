@@ -16,7 +16,8 @@ struct ReloadRulesTests {
         try ConfigLoader.parse(EmbeddedConfiguration.simulationYAML, file: "embedded")
     }
 
-    @Test("through SiteRunner.reconfigure: a restart key (frequency_source) is refused by name and leaves the running settings; a live key (droop) is applied")
+    /// Restart key: frequency_source; live key: droop.
+    @Test("SiteRunner.reconfigure refuses a restart key by name, keeps the settings, applies a live key")
     func restartRefusedLiveApplied() throws {
         let c = try Self.configuration()
         let runner = try SiteRunner.make(configuration: c, startedAt: .zero) { _ in }
@@ -46,7 +47,7 @@ struct ReloadRulesTests {
         var added: String? = nil
     }
 
-    @Test("a section's rules: a live key changes nothing to report; each changed restart key is named once, in order; a field no key declares needs a restart under its own name")
+    @Test("section rules: live keys report nothing; changed restart keys named once; undeclared keys restart")
     func declaredAndUndeclared() {
         let rules = ReloadRules<Toy>(section: "toy", outcome: .refuse, undeclaredNeedRestart: true, [
             .restart("toy.port", \.port),
@@ -66,7 +67,8 @@ struct ReloadRulesTests {
         #expect(declared.restartNeeded(from: old, to: new)?.keys == ["toy.port", "toy.added_block"])
     }
 
-    @Test("the daemon's sections: a changed control_socket is kept until a restart under STATE_DIRECTORY_RESTART_NEEDED, named alone; a changed AGC expiry is live")
+    /// STATE_DIRECTORY_RESTART_NEEDED.
+    @Test("daemon section: a changed control_socket waits for restart, named alone; AGC expiry is live")
     func daemonSections() throws {
         let old = try ConfigLoader.parse(daemonYAML.replacingOccurrences(of: "@SOCKET@", with: "/tmp/reload-rules.sock") + """
 

@@ -8,7 +8,8 @@ import Testing
 /// A unit reaching its response reserve, and leaving it, in the journal and /metrics (issue 47 §2).
 @Suite("Response reserve in the journal and metrics")
 struct ResponseReserveJournalTests {
-    @Test("RESPONSE_RESERVE_REACHED and its clear: a coded journal entry with unit, direction, SOC and edge; bessd_response_reserve_held by unit and direction")
+    /// Entry carries unit, direction, SOC and edge; gauge bessd_response_reserve_held.
+    @Test("RESPONSE_RESERVE_REACHED and its clear: coded journal entry, gauge by unit and direction")
     func journalAndMetric() throws {
         let configuration = try ConfigLoader.parse(ResponseReserveUplinkTests.yaml(sustain: 720), file: "site.yaml")
         let (logger, lines) = FrequencyEventReportTests.collecting()

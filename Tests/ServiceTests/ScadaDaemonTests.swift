@@ -20,7 +20,8 @@ struct ScadaDaemonTests {
                                               hasMeter: hasMeter))
     }
 
-    @Test("bessd serves its site: pysunspec2 reads 701 W (−grid power), Hz, 713 SoC and each unit's 802 SoC as bessctl site --json shows them; mbpoll reads the marker and 701 W; a write is refused and logged")
+    /// pysunspec2 reads 701 W (−grid power), Hz, 713 SoC and each unit's 802 SoC as bessctl site --json; mbpoll reads the marker and 701 W.
+    @Test("SunSpec clients read the site as bessctl shows it; writes refused and logged")
     func daemonServesTheSite() throws {
         let port = Loopback.freePort()
         let yaml = daemonYAML.replacingOccurrences(of: "simulation: {frequency_profile: steady, base_hz: 49.8}", with: """
@@ -96,7 +97,8 @@ struct ScadaDaemonWriteTests {
         return (units.reduce(0) { $0 + ((($1["setpoint_w"] as? NSNumber)?.doubleValue) ?? 0) }, status)
     }
 
-    @Test("a SCADA setpoint of 200 kW moves both units; WMaxLimPct 30 % with RvrtTms 10 caps them at 60 kW at once and lifts at the ramp after 10 s without a refresh; the setpoint ends at its RvrtTms; a peer outside allow_from is refused; bessctl status shows both")
+    /// 200 kW setpoint moves both units; WMaxLimPct 30 % with RvrtTms 10 caps them at 60 kW at once and lifts at the ramp after 10 s unrefreshed; bessctl status shows both.
+    @Test("SunSpec setpoint and WMaxLimPct cap the units, revert at RvrtTms; peers outside allow_from refused")
     func writesDriveTheSite() throws {
         let port = Loopback.freePort()
         let yaml = daemonYAML.replacingOccurrences(of: "simulation: {frequency_profile: steady, base_hz: 49.8}", with: """
@@ -188,7 +190,8 @@ struct ScadaDaemonWriteTests {
 /// I/O module — pymodbus stands in for the module.
 @Suite("Grid operator relay contacts", .serialized)
 struct GridLimitInputTests {
-    @Test("relay contacts on a pymodbus I/O module (discrete inputs on Modbus TCP, coils on Modbus RTU over a pty): the lowest asserted limit caps the units at once (override 2 × 100 kW → 30 % = 60 kW) and lifts at the ramp; a module that stops answering raises GRID_LIMIT_INPUT_LOST and the last limit holds",
+    /// pymodbus I/O module: discrete inputs on Modbus TCP, coils on Modbus RTU over a pty. Override 2 × 100 kW → 30 % = 60 kW at once, lifted at the ramp; a module that stops answering raises GRID_LIMIT_INPUT_LOST.
+    @Test("relay contacts on a Modbus I/O module: the lowest asserted limit caps the units; a silent one holds",
           arguments: [("discrete_inputs", false), ("coils", true)])
     func relayContacts(function: String, rtu: Bool) throws {
         let directory = NSTemporaryDirectory() + "bessd-relay-\(getpid())-\(function)"

@@ -52,7 +52,7 @@ struct ScenarioFaultTests {
         #expect(unit.bmsSnapshot(at: MonotonicInstant(nanoseconds: 0)).status?.value.soc.value == 60)
     }
 
-    @Test("bms_group_silence: the named group is absent inside the window (bessd's simulated BMS and on CAN), and the warning names it")
+    @Test("bms_group_silence: a group absent inside the window is warned by name, simulated and on CAN")
     func bmsGroupSilence() throws {
         let c = try ConfigLoader.parse(Self.unit + """
             simulation:

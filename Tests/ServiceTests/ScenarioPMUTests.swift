@@ -45,7 +45,7 @@ struct ScenarioPMUTests {
         #expect(try !Self.load("timeline:\n  - {at_s: 1, frequency_hz: 49.5}\nexpect:\n  - {at_s: 2, setpoint_kw: 5}").get().needsPMU)
     }
 
-    @Test("an unknown STAT, a pmu key or event key it does not know, and a frequency out of range are refused, each named")
+    @Test("an unknown STAT, pmu or event key, or a frequency out of range is refused, each named")
     func refused() throws {
         let result = try Self.load("""
             timeline:
@@ -115,7 +115,7 @@ struct ScenarioPMUTests {
         return frames
     }
 
-    @Test("the plant's PMU sends the STAT and frequency it is set to; stopped, it closes its connection and refuses new ones until set valid")
+    @Test("the plant's PMU sends its set STAT and frequency; stopped, it refuses connections until set valid")
     func onTheWire() throws {
         let pmu = try PMUSender(stream: PMUStream(idcode: 1410, pmus: 1, float: false, dataRate: 50))
         pmu.start()
@@ -166,7 +166,8 @@ struct ScenarioPMUTests {
         #expect(last(back).map { $0.stat == 0 && $0.mHz == -600 } == true, "\(String(describing: last(back)))")
     }
 
-    @Test("over UDP the plant's PMU answers a start datagram with data frames to its sender, with the STAT set; stopped, it sends nothing")
+    /// Sent to the start's sender, with the STAT set.
+    @Test("over UDP the plant's PMU answers a start datagram with data frames; stopped, it sends nothing")
     func overUDP() throws {
         let pmu = try PMUSender(stream: PMUStream(idcode: 1410, pmus: 1, float: false, dataRate: 50), udp: true)
         pmu.start()

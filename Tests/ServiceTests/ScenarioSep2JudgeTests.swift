@@ -45,7 +45,8 @@ struct ScenarioSep2JudgeTests {
         (schedule.limit("opModExpLimW", at: t - lag)?.watts ?? .nan) / 1000
     }
 
-    @Test("a series step is read as back-to-back controls PREFIX01… at their percent of of_w; bad ones are refused")
+    /// Controls PREFIX01….
+    @Test("a series step reads as back-to-back controls at their percent of of_w; bad ones refused")
     func series() throws {
         let scenario = try Self.load("""
             sep2: {poll_s: 2, responses: true}
@@ -131,7 +132,7 @@ struct ScenarioSep2JudgeTests {
         #expect(run.judge.journalMiss(scenario.expectations[1])?.contains("1 log line(s) with \"SEP2_SERVER_RESTORED\" (want 0)") == true)
     }
 
-    @Test("the schedule's limit: the latest control in its window, none once cancelled, else the default; mRIDs as hexBinary")
+    @Test("schedule limit: latest control in window, none once cancelled, else default; mRIDs as hexBinary")
     func scheduleLimit() {
         var schedule = Self.schedule
         #expect(schedule.limit("opModExpLimW", at: 1.9)?.source == "default")
@@ -145,7 +146,7 @@ struct ScenarioSep2JudgeTests {
         #expect(Sep2Plant.hexBinary("c01") == "0C01" && Sep2Plant.hexBinary("0C01") == "0C01")
     }
 
-    @Test("sep2_schedule: the limits in force 0.2 s late pass; a dip to the default between two controls fails; so does no limit")
+    @Test("sep2_schedule: limits 0.2 s late pass; a dip to the default between controls fails, as does none")
     func scheduleJudge() throws {
         let run = try Self.run()
         run.samples = Self.samples(limitKW: { Self.limit($0) }, gridKW: { _ in .nan })
@@ -159,7 +160,7 @@ struct ScenarioSep2JudgeTests {
         #expect(run.judge.scheduleMiss(Self.schedule, from: 0.5, to: 16, settle: 0.5, grid: nil) != nil, "0.7 s late is beyond settle_s")
     }
 
-    @Test("sep2_schedule's grid: at −min(limit, surplus) after a fall, never beyond a rising limit, at it once risen")
+    @Test("sep2_schedule's grid: −min(limit, surplus) after a fall, never past a rising limit, at it once risen")
     func gridJudge() throws {
         let run = try Self.run()
         let grid = (settle: 2.0, rise: 3.0, tolerance: 1.0, surplusKW: Optional(50.0))
@@ -183,7 +184,8 @@ struct ScenarioSep2JudgeTests {
         #expect(ScenarioJudge.stood(Self.schedule, limit: 10000, at: 11, fall: 2, rise: 3) == nil, "just fallen: not judged")
     }
 
-    @Test("sep2_responses: each status once within its window passes; missing, repeated, late, early or unasked ones fail")
+    /// Unasked ones fail too.
+    @Test("sep2_responses: each status once in its window passes; missing, repeated, late or early fail")
     func responsesJudge() throws {
         let run = try Self.run()
         let schedule = Self.schedule

@@ -10,7 +10,8 @@ import Testing
 struct ScenarioSep2Tests {
     static func load(_ body: String) throws -> Result<Scenario, ScenarioError> { try ScenarioIEC104FileTests.load(body) }
 
-    @Test("a sep2: section and its steps are read: control (limits, start, duration), cancel, default, server stop/start")
+    /// Control: limits, start, duration.
+    @Test("a sep2: section and its steps are read: control, cancel, default, server stop/start")
     func steps() throws {
         let scenario = try Self.load("""
             sep2: {poll_s: 3, default: {opModExpLimW: 20000}}
@@ -79,7 +80,7 @@ struct ScenarioSep2Tests {
         #expect(missing.message.contains("timeline[0].sep2: needs the scenario's sep2: section"), "\(missing)")
     }
 
-    @Test("reversals: holding a limit with noise below the deadband counts none; hunting around it counts every turn")
+    @Test("reversals: noise below the deadband counts none; hunting around the limit counts every turn")
     func reversals() {
         let rule = Scenario.Reversals(signal: "grid_kw", max: 2, deadband: 0.5)
         let held: [Double] = (0..<100).map { (i: Int) -> Double in -1.5 + 0.2 * sin(Double(i)) }
@@ -94,7 +95,7 @@ struct ScenarioSep2Tests {
         #expect(rule.count(slowDrift) == 1, "small steps summed past the deadband: one turn")
     }
 
-    @Test("the limits in force are read from status's ieee2030_5.controls in kW; other types and a missing section give none")
+    @Test("limits in force come from status's ieee2030_5.controls in kW; other types or no section give none")
     func statusLimits() {
         let json = #"{"ieee2030_5":{"controls":[{"type":"opModExpLimW","value":"1500 W","program":"B1","control":"E1","until_unix":5},"#
             + #"{"type":"opModLoadLimW","value":"10000 W","program":"B1","control":null,"until_unix":null},"#

@@ -34,7 +34,7 @@ struct SecretsTests {
         return directory
     }
 
-    @Test("bessd check-config and bessd run refuse a token file of mode 0644 at its line, naming file and mode; 0600 passes")
+    @Test("check-config and run refuse a 0644 token file at its line, naming file and mode; 0600 passes")
     func checkConfigAndStart() throws {
         let directory = try Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -56,7 +56,7 @@ struct SecretsTests {
         #expect(fixed.status == 0, "\(fixed.err)")
     }
 
-    @Test("a reload that finds the token file opened to others is refused, BESS_CODE KEY_PERMISSIONS, and the running configuration stays")
+    @Test("a reload refuses a token file open to others (KEY_PERMISSIONS) and keeps the running configuration")
     func reloadRefused() throws {
         let directory = try Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -81,7 +81,8 @@ struct SecretsTests {
         #expect(!text.contains("reload applied"))
     }
 
-    @Test("redaction by key path: the pin, flow mappings, block and quoted scalars, lists and anchors under secret keys; paths, layout and line numbers kept")
+    /// The pin, flow mappings, block and quoted scalars, lists and anchors; paths kept.
+    @Test("redaction by key path covers every YAML form under secret keys and keeps layout and line numbers")
     func redactionByKeyPath() {
         let text = """
             mode: simulation

@@ -34,7 +34,7 @@ struct Sep2DaemonTests {
         return daemonYAML + "\nieee2030_5:\n" + block.map { "  " + $0 }.joined(separator: "\n")
     }
 
-    @Test("bessctl ieee2030-5 --cert: the LFDI and SFDI sep2cert derives, without bessd; an unreadable file is refused")
+    @Test("bessctl ieee2030-5 --cert derives LFDI and SFDI without bessd; an unreadable file is refused")
     func offlineIdentityMatchesSep2cert() throws {
         let fixture = try TLSFixture()
         let ours = try Self.offlineIdentity(fixture.path("client.pem"))
@@ -49,7 +49,8 @@ struct Sep2DaemonTests {
         #expect(bad.status != 0 && bad.err.contains("SEP2_CERTIFICATE_INVALID"), "\(bad.err)")
     }
 
-    @Test("bessd over TLS CCM8 to sep2_server.py: the DERControl's opModExpLimW is taken (journal, status ieee2030_5, bessctl), the schedule stored; a restart, and one with the certificate damaged, run it")
+    /// sep2_server.py: opModExpLimW shows in the journal, status ieee2030_5 and bessctl; the restarts include one with the certificate damaged.
+    @Test("over TLS CCM8 an export-limit DERControl is taken and stored; restarts run the stored schedule")
     func daemonTakesExportLimit() throws {
         let fixture = try TLSFixture()
         let identity = try Self.offlineIdentity(fixture.path("client.pem"))
@@ -121,7 +122,8 @@ struct Sep2DaemonTests {
                 && journal3.contains("SEP2_SCHEDULE_CACHED"), "\(journal3.suffix(3000))")
     }
 
-    @Test("an unreadable certificate with nothing stored: bessd runs and says the coded error; status and bessctl show no identity (lfdi, sfdi null; unknown), never zeros")
+    /// lfdi, sfdi null; unknown, never zeros.
+    @Test("an unreadable certificate with nothing stored: bessd runs, reports it, and shows no identity")
     func tornCertificateNothingStored() throws {
         let fixture = try TLSFixture()
         try Data("-----BEGIN CERTIFICATE-----\ntorn\n".utf8).write(to: URL(fileURLWithPath: fixture.path("client.pem")))
@@ -146,7 +148,8 @@ struct Sep2DaemonTests {
                 "\(journal.suffix(3000))")
     }
 
-    @Test("in band over TLS CCM8 (ALL-02, ALL-03): bessd POSTs its EndDevice to sep2_server.py's empty list, finds itself, PUTs the ConnectionPoint and takes the control")
+    /// bessd POSTs its EndDevice to sep2_server.py's empty list over CCM8 and finds itself.
+    @Test("ALL-02, ALL-03: in-band registration over TLS, then ConnectionPoint PUT and the control taken")
     func daemonRegistersInBand() throws {
         let fixture = try TLSFixture()
         let identity = try Self.offlineIdentity(fixture.path("client.pem"))

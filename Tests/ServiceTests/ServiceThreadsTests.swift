@@ -185,7 +185,8 @@ struct ServiceThreadsTests {
         }.joined()
     }
 
-    @Test("under realtime the CAN worker runs SCHED_FIFO one below the cycle, as the bus workers do: it is the first step of the alarm path")
+    /// It is the first step of the alarm path.
+    @Test("under realtime the CAN worker runs SCHED_FIFO one below the cycle, like the bus workers")
     func canWorkerRealtime() throws {
         let c = try ConfigLoader.parse(Self.realtimeSite("{priority: 30}", units: 1), file: "realtime.yaml")
         let site = try HardwareSite(configuration: c, phase: CyclePhase(period: .milliseconds(100))) { _ in }
@@ -220,7 +221,7 @@ struct ServiceThreadsTests {
                            name.trimmingCharacters(in: .whitespacesAndNewlines)) }
     }
 
-    @Test("realtime.cpu's placement: the last CPU bessd was started on by default, a number among them as given, one outside them gives way to the last with a notice, none pins nothing")
+    @Test("realtime.cpu: last CPU by default, a listed number as given, an unlisted one falls back, noticed")
     func realtimePlacement() {
         let base = RealtimeSettings(priority: 60, lockMemory: true)
         func place(_ cpu: RealtimeSettings.CPU, _ allowed: [Int]) -> (Int?, Int?, Int, String?) {
@@ -244,7 +245,8 @@ struct ServiceThreadsTests {
         #expect(place(.index(1), []) == (1, 1, 59, nil))
     }
 
-    @Test("under realtime the cycle, the bus poller, both bus workers and both CAN workers run on one CPU, the same for all: the last by default, realtime.cpu's otherwise, unpinned with none",
+    /// The cycle, bus poller, both bus workers and both CAN workers.
+    @Test("under realtime all control threads share one CPU: the last, realtime.cpu's, or none",
           .enabled(if: CurrentThread.allowedCPUs().count >= 2, "on one CPU a pinned thread and a free one look alike"))
     func realtimeThreadsShareOneCPU() throws {
         let allowed = CurrentThread.allowedCPUs()

@@ -31,7 +31,8 @@ struct SiteRunnerTests {
         #expect(without.simulation!.meter.historyCapacity == 2, "no meter: nothing recorded, nothing kept")
     }
 
-    @Test("the embedded default's site: the load steps 180 → 420 → 120 kW; peak shaving holds import at 250 kW within 3 s, then recharges up to 150 kW; the simulated meter 1 s late does not make it hunt",
+    /// Load steps 180 → 420 → 120 kW; recharge up to 150 kW; the simulated meter 1 s late does not make it hunt.
+    @Test("default site: peak shaving holds import at 250 kW within 3 s through load steps, then recharges",
           arguments: [0.0, 1.0])
     func peakShavingOnTheSimulatedSite(meterDelay: Double) throws {
         let r = try runner(site: true) { c in
@@ -63,7 +64,8 @@ struct SiteRunnerTests {
         #expect(r.controller.siteDecision.delivered < -25_000)
     }
 
-    @Test("the simulated site publishes var and V: the meter's var is the load's at PF 0.95, its V below 230 V while importing; each unit's var 0 and its V beside the site's")
+    /// Meter var is the load's at PF 0.95, V below 230 V while importing; each unit's var 0, V beside the site's.
+    @Test("the simulated site publishes var and V: meter at PF 0.95 and sagging on import; units beside it")
     func reactivePowerAndVoltage() throws {
         let r = try runner(site: true)
         r.simulation!.setFrequency(.steady(hz: 50.0))
@@ -81,7 +83,7 @@ struct SiteRunnerTests {
         }
     }
 
-    @Test("meter silence on the simulated site: METER_STALE after 3 s, the application rests, the import limit's floor holds; cleared on the first fresh reading")
+    @Test("meter silence: METER_STALE after 3 s, the application rests, the import floor holds until fresh")
     func meterSilence() throws {
         let r = try runner(site: true) { c in
             c.simulation.faults = [FaultInjection(kind: .meterSilence, unit: nil, at: .seconds(50), duration: .seconds(10), delay: .zero)]
@@ -208,7 +210,7 @@ struct SiteRunnerTests {
         #expect(line.contains("BESS_SIM_02 running"))
     }
 
-    @Test("a reload keeps the devices: any change to a unit's Modbus, inverter or BMS settings, the units, the mode or the meter is refused; control settings apply")
+    @Test("a reload refuses device changes (Modbus, inverter, BMS, units, mode, meter), applies control ones")
     func reloadRules() throws {
         let base = try runner(site: true)
         let c = try ConfigLoader.parse(EmbeddedConfiguration.simulationYAML, file: "embedded")

@@ -33,7 +33,8 @@ struct SiteUplinkTests {
         return u
     }
 
-    @Test("site availability: from the present power, inside the grid limits at the meter's reading, never from units in the SOC reserve; nothing the limits bound without a fresh reading")
+    /// Limits use the meter's reading; nothing the limits bound without a fresh reading.
+    @Test("site availability: from present power within the grid limits, never from SOC-reserve units")
     func availability() throws {
         let (recorder, directory) = try recorder(Self.yaml)
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -19,7 +19,8 @@ struct SoakTests {
         return directory
     }
 
-    @Test("the 30-minute plan: a fault every 30 s through all 15 kinds, 5 reloads, 6 outages, a scenario that loads")
+    /// A fault every 30 s.
+    @Test("the 30-minute plan: all 15 fault kinds, 5 reloads, 6 outages, a loading scenario")
     func plan() throws {
         let directory = try Self.directory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -39,7 +40,7 @@ struct SoakTests {
         #expect(yaml.components(separatedBy: "reset: true").count - 1 == yaml.components(separatedBy: "fault: thermal_runaway,").count - 1)
     }
 
-    @Test("a 90 s soak without CAN: reload applied, the outage loses nothing, the fault raised and cleared, coverage honestly short")
+    @Test("a 90 s soak without CAN: reload applied, no outage loss, fault raised and cleared, coverage short")
     func shortRun() throws {
         let directory = try Self.directory()
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -78,7 +78,7 @@ struct SocketCANTests {
         #expect(waitFor { slot.counters.shortFrames == 1 })
     }
 
-    @Test("a protection frame wakes the cycle through the worker: once per edge; the worker decides nothing else")
+    @Test("a protection frame wakes the cycle via the worker once per edge; the worker decides nothing else")
     func alarmWakesCycle() throws {
         let slot = BMSSlot()
         let phase = CyclePhase(period: .seconds(10))
@@ -217,7 +217,7 @@ struct SocketCANTests {
         #expect(keepAlives.map { !$0.hasSuffix("keep-alives 0") && !$0.contains("keep-alives 0 ") } == true, "\(plantText)")
     }
 
-    @Test("BMS emulator → bessd → trips: invalid frames over CAN stop power with BMS_COMM_LOST, then it recovers")
+    @Test("BMS emulator: invalid CAN frames stop power with BMS_COMM_LOST, then it recovers")
     func bmsFaultTrips() throws {
         let rig = """
             mode: hil
@@ -260,7 +260,8 @@ struct SocketCANTests {
         #expect(lines.last { $0.hasPrefix("t=") }?.contains("SP +4.0kW") == true, "\(lines.suffix(3))")
     }
 
-    @Test("bessctl probe can: python-can as the BMS; values, rates and the groups missing; no frames → exit 1; no interface → exit 3")
+    /// python-can as the BMS.
+    @Test("bessctl probe can: values, rates and missing groups; no frames exits 1, no interface 3")
     func probeCAN() throws {
         // Frames written by hand from the Pylontech LV profile (not bessd's encoder): 0x351 CVL 55.2 V,
         // CCL 50.0 A, DCL 100.0 A; 0x355 SOC 87 %, SOH 99 %; 0x356 52.30 V, −3.0 A, 25.0 °C; 0x359 no
@@ -318,7 +319,8 @@ struct SocketCANTests {
         #expect(none.status == 3, "\(none.out)")
         #expect(none.out.contains("nocan9: CAN_INTERFACE_MISSING"), "\(none.out)")
     }
-    @Test("a BMS sending exactly the Pylontech specification's frames (python-can, no 0x373): bessd runs without BMS_GROUP_MISSING; 0x35C stopping raises it, 0x356 stopping trips BMS_COMM_LOST")
+    /// python-can, no 0x373: no BMS_GROUP_MISSING; 0x35C stopping raises it; 0x356 stopping trips BMS_COMM_LOST.
+    @Test("a BMS sending exactly Pylontech's frames runs clean; 0x35C missing raises, 0x356 missing trips")
     func specificationBMS() throws {
         // Frames written by hand from pylontech-lv-can-v1.2.pdf, once a second as it specifies: 0x351
         // CVL 53.2 V, CCL 50.0 A, DCL 100.0 A; 0x355 SOC 87 %, SOH 99 %; 0x356 52.30 V, −3.0 A,

@@ -15,7 +15,8 @@ struct UtilityReplyTests {
         decision: DecisionReply(requestedW: 0, heldW: 0, applicationW: 0, poolW: 0, deliveredW: 0),
         loadEstimateW: RangeReply(low: nil, high: nil), shortfall: ShortfallReply(active: false, missingW: 0), units: [])
 
-    @Test("no utility control: no utility object; in force: which control binds, the caps as ramped (null when none), unmetered")
+    /// Caps null when none; unmetered said.
+    @Test("status utility object: absent without a control; in force, the binding control and ramped caps")
     func fromTheDecision() throws {
         #expect(StatusReport.utilityReply(UtilityDecision()) == nil)
         #expect(!JSONTextTests.text(Self.site).contains("utility"))
