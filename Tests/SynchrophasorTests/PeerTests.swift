@@ -62,7 +62,8 @@ struct PyPMUTests {
         #expect(Double(data.header.fractionOfSecond) == number(given["fracsec"]))
     }
 
-    @Test("float form at 60 Hz: FREQ 59.93 Hz and DFREQ 0.75 Hz/s as sent; STAT error, unsync, arrival, trigger 5")
+    /// FREQ 59.93 Hz, DFREQ 0.75 Hz/s; STAT error, unsync, arrival, trigger 5.
+    @Test("float form at 60 Hz: FREQ, DFREQ and STAT bits decode as sent")
     func floatForm() throws {
         let all = try frames()
         let configuration = try Configuration(decoding: try #require(all["cfg2-float"]).0)
@@ -117,7 +118,7 @@ struct PyPMUTests {
     /// A float field as given (JSON null for the standard's "unspecified", infinity).
     func float(_ value: Any?) -> Float { value is NSNull ? .infinity : Float(number(value)) }
 
-    @Test("CFG-3 from the standard's field table: every field as given; pyPMU's data frames decode as under its CFG-2")
+    @Test("CFG-3 per the standard's field table; pyPMU's data frames decode as under its CFG-2")
     func configuration3() throws {
         let all = try frames()
         let extended = try configuration3Frames()
