@@ -24,7 +24,8 @@ struct AggregatorAccessTests {
 
     static func bearer(_ token: String) -> String { "Bearer \(token)" }
 
-    @Test("a site's token: its own records and seqs; 403 on another site's, on commands (its own site's too), on /metrics")
+    /// Commands are refused for its own site too.
+    @Test("a site token reads its own records and seqs; 403 on others', on commands and on /metrics")
     func siteToken() throws {
         let access = try Self.access()
         let a = Self.bearer(Self.tokenA)
@@ -50,7 +51,7 @@ struct AggregatorAccessTests {
         }
     }
 
-    @Test("the operator token: commands and every site's seqs, /metrics, the page off loopback; not a site's records")
+    @Test("the operator token: commands, every seq, /metrics, the page off loopback; no site records")
     func operatorToken() throws {
         let access = try Self.access(loopback: false)
         let op = Self.bearer(Self.operatorToken)
@@ -114,7 +115,7 @@ struct AggregatorAccessTests {
         }
     }
 
-    @Test("a file of comments only names no site; the operator token equal to a site's, short or spaced is refused")
+    @Test("a comments-only token file names no site; an operator token equal to a site's, short or spaced fails")
     func refusedFiles() {
         #expect(throws: AggregatorAccessError(.siteTokensInvalid, message: "s names no site")) {
             try AggregatorAccess(siteTokens: ("s", "# nothing\n\n"), operatorToken: nil, loopback: true)

@@ -22,7 +22,7 @@ struct BatchPacerTests {
         }
     }
 
-    @Test("a record written once an interval never waits, whatever its phase and jitter, and the phase does not drift")
+    @Test("a once-an-interval record never waits, whatever its phase and jitter; the phase does not drift")
     func oncePerInterval() {
         // 10,000 records one second apart, each written 0–30 ms late; the sender 0–2 ms late itself.
         var generator = SystemRandomNumberGenerator()
@@ -60,7 +60,7 @@ struct BatchPacerTests {
 
 @Suite("The spool's rounds: one service round's records become visible together")
 struct SpoolRoundTests {
-    @Test("inside a round nothing new is visible nor announced; at its end all of it at once, announced once; outside a round each append at once")
+    @Test("inside a round appends are hidden until its end, then announced once; outside, each at once")
     func round() throws {
         let dir = NSTemporaryDirectory() + "bess-spool-round-\(getpid())"
         try? FileManager.default.removeItem(atPath: dir)

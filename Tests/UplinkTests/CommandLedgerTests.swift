@@ -20,7 +20,7 @@ struct CommandLedgerTests {
         FileManager.default.contents(atPath: path).flatMap { try? JSONDecoder().decode(CommandLedger.Stored.self, from: $0) }
     }
 
-    @Test("the id is on disk before the command is acted on, the answer before it is sent; a redelivery gets the same answer")
+    @Test("command id on disk before acting, answer before sending; a redelivery gets the same answer")
     func durableOrder() throws {
         let path = Self.file()
         var ledger = CommandLedger(file: path, now: Self.now)
@@ -40,7 +40,7 @@ struct CommandLedgerTests {
         #expect(Self.onDisk(path)?.entries["c1"] == nil)
     }
 
-    @Test("power cut after acting, before the answer was kept: the redelivered command is refused as uncertain, not acted on again")
+    @Test("power cut after acting, before the answer was kept: the redelivery is refused as uncertain")
     func cutWhileActing() throws {
         let path = Self.file()
         var ledger = CommandLedger(file: path, now: Self.now)
@@ -55,7 +55,8 @@ struct CommandLedgerTests {
         #expect(answer.reason?.hasPrefix("MQTT_COMMAND_UNCERTAIN") == true)
     }
 
-    @Test("a ledger the cut left unreadable (empty, torn, garbage): every command is refused for 24 h, across a restart, with the damaged file kept",
+    /// Empty, torn or garbage after a power cut.
+    @Test("an unreadable command ledger refuses every command for 24 h, across restart, and is kept",
           arguments: ["", "{\"format\":\"bessd-mqtt-commands\",\"version\":2,\"entr", "\u{0}\u{0}\u{0}\u{0}"])
     func unreadable(content: String) throws {
         let path = Self.file()
@@ -86,7 +87,7 @@ struct CommandLedgerTests {
         #expect(ledger.verdict("c9", now: Self.now) == .answered(CommandAck(id: "c9", accepted: false, reason: "x")))
     }
 
-    @Test("a ledger that cannot be written: begin throws, so the link refuses the command instead of acting unrecorded")
+    @Test("an unwritable ledger: begin throws, so the link refuses the command rather than act unrecorded")
     func unwritable() {
         var ledger = CommandLedger(file: "/proc/bessd-no-such-dir/mqtt-commands.json", now: Self.now)
         #expect(throws: (any Error).self) { try ledger.begin("c1", until: Self.now + 60, now: Self.now) }

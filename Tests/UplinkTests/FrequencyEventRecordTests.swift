@@ -33,7 +33,7 @@ struct FrequencyEventRecordTests {
                     acks: [])
     }
 
-    @Test("the record round-trips; its fields ride in the record itself, an unknown quantity and no cause as null, not left out")
+    @Test("the record round-trips with its fields inline; unknown quantity and no cause as null")
     func roundTrip() throws {
         let batch = Self.batch([.frequencyEvent(try Self.event()),
                                 .frequencyEvent(try Self.event(["cause": "null", "cause_code": "null", "cause_unit": "null",
@@ -56,7 +56,7 @@ struct FrequencyEventRecordTests {
         #expect(String(decoding: written, as: UTF8.self).contains("\"extreme_hz\":null"))
     }
 
-    @Test("one names table: every cause and direction an assessment can carry is a name the record and ingest know")
+    @Test("one names table: every assessment cause and direction is known to the record and ingest")
     func namesFromOneTable() throws {
         #expect(FrequencyEventRecord.causes == ["soc_limit", "interlock", "grid_operator_limit", "unit_tripped", "communication", "capacity"])
         #expect(FrequencyEventRecord.directions == ["under", "over"])
@@ -84,7 +84,7 @@ struct FrequencyEventRecordTests {
         #expect(try WireTests.openAPIVerdict(batch) == "VALID")
     }
 
-    @Test("ingest takes bessd's frequency events and refuses, with a code, a direction, cause, code or unit bessd never sends")
+    @Test("ingest takes frequency events and refuses unknown directions, causes, codes or units, coded")
     func ingest() throws {
         #expect(IngestRules.check(Self.batch([.frequencyEvent(try Self.event())])) == nil)
         #expect(IngestRules.check(Self.batch([.frequencyEvent(try Self.event(["cause": "null", "cause_code": "null", "cause_unit": "null"]))])) == nil)
@@ -106,7 +106,7 @@ struct FrequencyEventRecordTests {
         }
     }
 
-    @Test("a batch holding frequency events is read as JSONDecoder reads it, and each record's text says what was decoded")
+    @Test("a batch of frequency events reads as with JSONDecoder; each record's text says what was decoded")
     func received() throws {
         let batch = Self.batch([.frequencyEvent(try Self.event()), .spoolDrop(count: 2)])
         let payload = [UInt8](try JSONEncoder().encode(batch))
@@ -117,7 +117,8 @@ struct FrequencyEventRecordTests {
         }
     }
 
-    @Test("the fast reader reads frequency events (units, metered, max shortfall, nulls, a record from before the units) as JSONDecoder does")
+    /// Units, metered, max shortfall, nulls, a record from before the units.
+    @Test("the fast reader reads frequency events as JSONDecoder does")
     func fastPath() throws {
         var older = try Self.event(["cause": "null", "cause_code": "null", "cause_unit": "null", "extreme_hz": "null"])
         (older.metered, older.maxShortfallW, older.units, older.unitsOmitted) = (nil, nil, nil, nil)
@@ -143,7 +144,7 @@ struct FrequencyEventRecordTests {
         try ReceivedBatchTests.sameAsDecoder(hand, Array(text.utf8))
     }
 
-    @Test("a hostile frequency event is read by the fast reader as JSONDecoder reads it, then refused with its code, the peer's text escaped")
+    @Test("a hostile frequency event reads as with JSONDecoder, then is refused with its code, text escaped")
     func hostileFastPath() throws {
         func payload(_ changes: [String: String]) throws -> [UInt8] {
             Array(try JSONEncoder().encode(Self.batch([.frequencyEvent(try Self.event(changes))])))
@@ -180,7 +181,7 @@ struct FrequencyEventRecordTests {
         #expect(IngestRules.check(try ReceivedBatch(payload: try payload([:])).batch) == nil)
     }
 
-    @Test("frequency-event batches mutated: whatever either path decodes, the other decodes the same, and the fast one takes many")
+    @Test("mutated frequency-event batches decode the same on both paths; the fast one takes many")
     func mutations() throws {
         let payload = Array(try JSONEncoder().encode(Self.batch([.frequencyEvent(try Self.event()), .frequencyEvent(try Self.event(["cause": "null"]))])))
         let cut = try ReceivedBatchTests.mutationsAgree(payload)

@@ -122,7 +122,8 @@ struct ReceivedBatchTests {
         try Self.textsAgree(received)
     }
 
-    @Test("what the direct reader does not take (a key written twice or escaped, an escaped surrogate) is decoded by JSONDecoder, its texts made by encoding",
+    /// A key written twice or escaped, an escaped surrogate; its texts made by encoding.
+    @Test("what the direct JSON reader does not take is decoded by JSONDecoder",
           arguments: [
               // The decoder takes one of the two; a cut text could say the other.
               #"{"protocol_version":1,"site":"S","records":[{"seq":1,"seq":2,"time":1,"type":"spool_drop","count":1}],"acks":[]}"#,
@@ -139,7 +140,7 @@ struct ReceivedBatchTests {
         try Self.textsAgree(received)
     }
 
-    @Test("an object with more keys than any batch has goes to JSONDecoder: the reader's repeated-key check is quadratic")
+    @Test("an object with more keys than any batch goes to JSONDecoder; the repeated-key check is quadratic")
     func wideObject() throws {
         let keys = (0..<300).map { #""k\#($0)":\#($0)"# }.joined(separator: ",")
         let payload = Self.bytes(#"{"protocol_version":1,"site":"S","acks":[],"records":[{"seq":1,"time":1,"type":"spool_drop","count":1,"extra":{"#

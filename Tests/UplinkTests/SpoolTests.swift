@@ -29,7 +29,7 @@ struct SpoolTests {
         #expect(try spool.records(after: 990, limit: 5).map(\.seq) == [991, 992, 993, 994, 995])
     }
 
-    @Test("the uploaders' pattern — read on past the last read, acknowledge some, go back to the acknowledgement after a reconnect — returns exactly the records asked for, across segments")
+    @Test("read past, acknowledge, reconnect: the spool returns exactly the records asked for across segments")
     func readsContinue() throws {
         let dir = temporarySpoolDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -57,7 +57,7 @@ struct SpoolTests {
         #expect(acknowledged > 1000, "the test went through several segments")
     }
 
-    @Test("records larger than a read, and records across read boundaries, come back whole; a torn big one at the end is cut",
+    @Test("records larger than a read or across reads come back whole; a torn big one at the end is cut",
           arguments: [0, 1, 70_000])
     func largeRecords(cut: Int) throws {
         let dir = temporarySpoolDirectory()
@@ -145,7 +145,8 @@ struct SpoolTests {
         #expect(reopened.dropped == spool.dropped)
     }
 
-    @Test("a state save that fails while the bound drops segments leaves the record stored, not reported lost; the next append saves it")
+    /// The record is not reported lost.
+    @Test("a failed state save while dropping segments leaves the record stored; the next append saves it")
     func boundStateFailure() throws {
         let dir = temporarySpoolDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -308,7 +309,7 @@ struct SpoolTests {
         #expect(spool.dropped == 7)
     }
 
-    @Test("a record leaves the spool for the uplink only once it is on the disk: a power cut after a send never hands its seq to a new record")
+    @Test("a record reaches the uplink only once on disk: a power cut never reuses a sent seq")
     func durableBeforeSent() throws {
         let dir = temporarySpoolDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -340,7 +341,7 @@ struct SpoolTests {
         #expect(try spool.append(payload(4)) == 4, "the unsent seqs are the only ones written again")
     }
 
-    @Test("the sequence survives a lost or unreadable state file once every record was acknowledged: the newest segment is kept")
+    @Test("the sequence survives a lost state file once all was acknowledged: the newest segment is kept")
     func sequenceWithoutState() throws {
         let dir = temporarySpoolDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
