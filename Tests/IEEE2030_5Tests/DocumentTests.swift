@@ -134,7 +134,8 @@ struct DocumentTests {
         }
     }
 
-    @Test("a pretty-printed list's indentation between elements is not text: 200 controls at 2 KiB of white space")
+    /// 200 controls at 2 KiB of white space.
+    @Test("a pretty-printed list's indentation is not text")
     func indentationIsNotText() throws {
         let control = String(decoding: Self.control("<opModConnect>true</opModConnect>"), as: UTF8.self)
             .split(separator: "\n").dropFirst(2).joined(separator: "\n")
@@ -157,7 +158,8 @@ struct DocumentTests {
         #expect(mixed.text == " y &", "white space next to a child is dropped, text kept")
     }
 
-    @Test("text from the document reaches a message escaped as TextQuoting escapes it: controls and non-ASCII as \\u{…}, quotes with \\")
+    /// Controls and non-ASCII as \u{…}, quotes with a backslash.
+    @Test("document text reaches messages escaped as TextQuoting does")
     func messagesEscaped() {
         let hostile = "<DERControl xmlns=\"\(Self.sep)\" xmlns:e=\"urn:évil\n\u{1B}[31m\"><e:x/></DERControl>"
         do {

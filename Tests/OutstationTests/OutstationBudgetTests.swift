@@ -28,7 +28,8 @@ struct OutstationBudgetTests {
         return outstation.journal.lines(.suppressed)
     }
 
-    @Test("50 quick connects from 127.0.0.1 that no group's allow_from admits: 20 IEC104_PEER_REFUSED lines, then one IEC104_LOG_SUPPRESSED for the address with the other 30; the counter counts 50")
+    /// 50 quick connects from 127.0.0.1 outside every allow_from: 20 IEC104_PEER_REFUSED, one IEC104_LOG_SUPPRESSED with 30; counter 50.
+    @Test("refused peers log 20 lines, then one suppression summary per address; the counter counts all")
     func refusedByAllowFrom() throws {
         let outstation = try SteppedOutstation {
             $0.groups = [IEC104Group(name: "sldc", allowFrom: [IPv4Network("10.0.0.0/8")!], commands: [.agc])]
@@ -42,7 +43,8 @@ struct OutstationBudgetTests {
                 "\(summary.map(\.fields))")
     }
 
-    @Test("max_connections 1 held, then 50 quick connects from the same address: its connection lines stay at 20 (one IEC104_CONNECTED, 19 IEC104_CONNECTIONS_FULL) and one summary of 31; the counter counts 50")
+    /// max_connections 1 held, then 50 quick connects: one IEC104_CONNECTED, 19 IEC104_CONNECTIONS_FULL, one summary of 31; counter 50.
+    @Test("connections past max_connections log 20 lines and one summary; the counter counts all")
     func refusedByTheConnectionLimit() throws {
         let outstation = try SteppedOutstation { $0.maxConnections = 1 }
         let held = try RawStation(port: outstation.server.port)
@@ -57,7 +59,8 @@ struct OutstationBudgetTests {
         withExtendedLifetime(held) {}
     }
 
-    @Test("with TLS, a peer that no group's allow_from admits is refused on its TCP address: IEC104_PEER_REFUSED, and no TLS session is made for it")
+    /// IEC104_PEER_REFUSED.
+    @Test("with TLS, a peer outside every allow_from is refused on TCP before any TLS session")
     func groupCheckedBeforeTLS() throws {
         let fixture = try TLSFixture()
         let context = try TLSServerContext(certificateFile: fixture.path("server.pem"), privateKeyFile: fixture.path("server.key"),

@@ -104,7 +104,8 @@ struct OutstationServerTests {
         }
     }
 
-    @Test("group interrogation: QOI 21 answers the measured values with COT 21, QOI 22 the single and double points with COT 22, an empty group ACT_CON and ACT_TERM; QOI 37 and an IOA other than 0 are refused")
+    /// Answers carry COT 21 and COT 22; an empty group answers ACT_CON and ACT_TERM.
+    @Test("group interrogation: QOI 21 measured values, QOI 22 points; QOI 37 and a nonzero IOA refused")
     func groupInterrogation() throws {
         let outstation = try SteppedOutstation()
         let station = try RawStation(port: outstation.server.port)
@@ -141,7 +142,8 @@ struct OutstationServerTests {
         #expect(outstation.server.counters.negativeAnswers.load(ordering: .relaxed) == 5)
     }
 
-    @Test("a peer that sends 100 bad ASDUs costs the journal 20 lines and one IEC104_LOG_SUPPRESSED summary with the count; the counter counts all 100")
+    /// 100 bad ASDUs from one peer.
+    @Test("bad ASDUs log 20 lines and one IEC104_LOG_SUPPRESSED summary; the counter counts all")
     func journalBudget() throws {
         let outstation = try SteppedOutstation()
         let station = try RawStation(port: outstation.server.port)
@@ -168,7 +170,7 @@ struct OutstationServerTests {
         asdus.filter { $0.cause.cause == .spontaneous }.compactMap { try? $0.encoded() }
     }
 
-    @Test("a cycle's publication is sampled at once, not at the next sample tick: the spontaneous frame leaves with the clock standing still")
+    @Test("a cycle's publication is sampled at once: the spontaneous frame leaves with the clock still")
     func publicationWakesTheSample() throws {
         let outstation = try SteppedOutstation()
         #expect(outstation.shared.publicationsAreWatched, "the outstation asks the cycle to signal its publications")
@@ -179,7 +181,8 @@ struct OutstationServerTests {
         #expect(events.count == 1, "one spontaneous frame for 1004 without the clock moving")
     }
 
-    @Test("a new frequency event leaves spontaneously as three time-tagged floats: 1015 the count, 1016 the score, 1017 the shortfall in MW")
+    /// 1015 the count, 1016 the score, 1017 the shortfall in MW.
+    @Test("a new frequency event leaves spontaneously as three time-tagged floats at IOAs 1015–1017")
     func frequencyEventSentSpontaneously() throws {
         let outstation = try SteppedOutstation()
         let station = try RawStation(port: outstation.server.port)
@@ -198,7 +201,7 @@ struct OutstationServerTests {
         }
     }
 
-    @Test("STOPDT with events unacknowledged, then STARTDT on the same connection: those events again, in order, before the newer one; none more after")
+    @Test("STOPDT then STARTDT on the same connection resends unacknowledged events in order, then newer ones")
     func stopRequeuesOnTheSameConnection() throws {
         let outstation = try SteppedOutstation()
         let station = try RawStation(port: outstation.server.port, acknowledges: false)
@@ -220,7 +223,7 @@ struct OutstationServerTests {
         #expect(!station.closed)
     }
 
-    @Test("STOPDT with events unacknowledged, then STARTDT on another connection of the group: it receives them first, in order; the stopped one closing later repeats nothing")
+    @Test("after STOPDT, another started connection of the group gets the unacknowledged events first, once")
     func stopRequeuesOnAnotherConnection() throws {
         let outstation = try SteppedOutstation()
         var first: RawStation? = try RawStation(port: outstation.server.port, acknowledges: false)
@@ -243,7 +246,7 @@ struct OutstationServerTests {
         #expect(next.count == 1 && more.isEmpty, "only the new event after the stopped connection closed: \(next.count) + \(more.count)")
     }
 
-    @Test("t3 idle sends TESTFR act, t1 without its confirmation closes; t0 closes a connection that never speaks: all by stepping the clock")
+    @Test("timers by stepped clock: t3 idle sends TESTFR, t1 unconfirmed closes, t0 closes a silent connection")
     func linkTimersInSteppedTime() throws {
         let outstation = try SteppedOutstation()
         let station = try RawStation(port: outstation.server.port)
@@ -266,7 +269,7 @@ struct OutstationServerTests {
         #expect(outstation.journal.lines(.idle).count == 1)
     }
 
-    @Test("a select holds its point for select_timeout_s of stepped time: an execute of another value is refused within it and accepted once it lapsed")
+    @Test("a select holds its point for select_timeout_s: another value's execute refused within, taken after")
     func selectTimeoutInSteppedTime() throws {
         let outstation = try SteppedOutstation()
         let station = try RawStation(port: outstation.server.port)

@@ -28,7 +28,7 @@ extension Sep2ControlRecordTests {
         return (server, rig, records)
     }
 
-    @Test("a control still in force after a restart is not recorded taken again; its end recorded once, from the record it was taken with")
+    @Test("a control in force across a restart is not recorded taken again; its end recorded once")
     func inForceSurvivesRestart() throws {
         let dir = try Sep2WorkerTests.storeDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -47,7 +47,7 @@ extension Sep2ControlRecordTests {
                 "\(records.all)")
     }
 
-    @Test("a control that ended while bessd was down gets its end record at the restart: completed past its end, cancelled when the server cancelled it")
+    @Test("a control ended while bessd was down gets its end record at restart: completed or cancelled")
     func endedWhileDown() throws {
         let dir = try Sep2WorkerTests.storeDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -78,7 +78,8 @@ extension Sep2ControlRecordTests {
         #expect(records2.all.first == cancelled && records2.all.map(\.mRID) == ["A1", "D1"], "\(records2.all)")
     }
 
-    @Test("a corrupt, truncated or oversized in-force file is SEP2_STORE_CORRUPT, moved aside: bessd goes on with an empty set")
+    /// Corrupt, truncated or oversized.
+    @Test("a corrupt in-force file is SEP2_STORE_CORRUPT, moved aside; bessd goes on with an empty set")
     func corruptInForceFile() throws {
         let dir = try Sep2WorkerTests.storeDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }

@@ -52,7 +52,8 @@ struct Sep2ControlRecordTests {
         return (process.terminationStatus, text.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
-    @Test("the worker's thread takes one control and refuses another: two records, which validate against the OpenAPI document and bess-aggregator stores")
+    /// Validated against the OpenAPI document.
+    @Test("a taken and a refused control give two records that validate and the aggregator stores")
     func takenAndRefusedReachTheAggregator() throws {
         let now = Int64(SystemClock.wallClockSeconds())
         let control = Sep2Fixture.Control(mRID: "C1", start: now - 10, duration: 3600, exportW: 2500)
@@ -125,7 +126,7 @@ struct Sep2ControlRecordTests {
         #expect(section.contains("&lt;script&gt;") && !page.contains("<script>alert"), "\(section)")
     }
 
-    @Test("a control taken, then completed at its end; another taken, then cancelled by the server; the default taken and superseded around them; a list refused whole: one record each")
+    @Test("one record each for a control completed, cancelled, the default superseded, and a list refused whole")
     func outcomes() throws {
         let a1 = Sep2Fixture.Control(mRID: "A1", start: Self.t0 + 100, duration: 60, exportW: 1500)
         let rig = Sep2WorkerTests.Rig(server: FakeSep2Server(Sep2Fixture.chain(controls: [a1])))
@@ -191,7 +192,8 @@ struct Sep2ControlRecordTests {
         }
     }
 
-    @Test("a limit beyond ±10^12 W (32767 × 10^9 W) is taken, left out of the record (null) and named in its sentence: ingest and the OpenAPI document accept the batch")
+    /// 32767 × 10^9 W.
+    @Test("a limit beyond ±10^12 W is taken, recorded as null and named; ingest and OpenAPI accept it")
     func limitBeyondRange() throws {
         let huge = Sep2Fixture.Control(mRID: "E1", start: Self.t0 - 10, duration: 600, exportW: 32767)
         var documents = Sep2Fixture.chain(controls: [huge])
@@ -212,7 +214,8 @@ struct Sep2ControlRecordTests {
                                                               limits: UtilityControlLimits(exportLimitW: 3.2767e13))]).hasPrefix("INVALID"))
     }
 
-    @Test("a 252 refusal (a control that only sets opModVoltVar) carries SEP2_CONTROL_NOT_APPLICABLE, not a word of its reason")
+    /// E.g. a control that only sets opModVoltVar.
+    @Test("a 252 refusal carries SEP2_CONTROL_NOT_APPLICABLE, no reason text")
     func notApplicableCode() throws {
         let vv = Sep2Fixture.Control(mRID: "F1", start: Self.t0 - 10, duration: 600, exportW: 2468)
         var documents = Sep2Fixture.chain(controls: [vv])
@@ -227,7 +230,7 @@ struct Sep2ControlRecordTests {
         #expect(IngestRules.check(Self.batch(records.all)) == nil)
     }
 
-    @Test("a control outranked by a higher-priority program's is superseded, not cancelled, and taken again when that one ends")
+    @Test("a control outranked by a higher-priority program is superseded, not cancelled, and resumes after")
     func outrankedIsSuperseded() throws {
         // B2 (primacy 2): X from t0 for 600 s; B1 (primacy 1): Y from t0 + 100 for 100 s; both export limits.
         let x = Sep2Fixture.Control(mRID: "A0", start: Self.t0, duration: 600, exportW: 3000)

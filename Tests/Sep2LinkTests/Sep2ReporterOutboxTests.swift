@@ -37,7 +37,7 @@ extension Sep2ReporterTests {
         #expect(reporter.takeGivenUp().isEmpty, "nothing dropped")
     }
 
-    @Test("a response the server keeps answering 5xx is dropped after 8 attempts (reported once); no answer at all is retried without end")
+    @Test("a response answered 5xx eight times is dropped, reported once; no answer is retried without end")
     func answeredFailuresBounded() throws {
         var reporter = Sep2Reporter(settings: Self.settings())
         reporter.enqueue(reporter.respond(to: Self.control("A1", required: 0x01), .state(.scheduled), serverTime: 1)
@@ -80,7 +80,7 @@ extension Sep2ReporterTests {
             + "<interval><duration>60</duration><start>1000</start></interval><DERControlBase>\(base)</DERControlBase></DERControl>"
     }
 
-    @Test("a control carrying an element in an unknown namespace is refused alone (253), its siblings taken; at the list's level the whole list is refused")
+    @Test("a control with an unknown-namespace element is refused alone (253); at list level the whole list is")
     func vendorElementRefusedAlone() throws {
         let limit = "<csipaus:opModExpLimW><multiplier>0</multiplier><value>1500</value></csipaus:opModExpLimW>"
         let head = #"<DERControlList xmlns="urn:ieee:std:2030.5:ns" xmlns:csipaus="https://csipaus.org/ns/v1.3" all="2" results="2">"#

@@ -59,7 +59,7 @@ struct Sep2ReporterTests {
         for request in requests { reporter.handle(Sep2Reply(status: 201, location: location(request)), to: request) }
     }
 
-    @Test("a snapshot aggregates the units: site + = export in bessd's convention, Σ power, energy-weighted SOC, trips")
+    @Test("a snapshot aggregates units: site + = export, Σ power, energy-weighted SOC, trips")
     func sampleFromSnapshot() {
         let s = Self.snapshot()
         #expect(s.siteW == -2000)
@@ -75,7 +75,7 @@ struct Sep2ReporterTests {
         #expect(Sep2SiteSample(site: stale, units: [], frequency: .nan, ratings: Self.settings().ratings).siteW.isNaN)
     }
 
-    @Test("the four DER documents go to the DER's links with Σ ratings, the site's ramp, SOC, storage mode and alarms")
+    @Test("the four DER documents go to their links with Σ ratings, ramp, SOC, storage mode and alarms")
     func derDocuments() throws {
         var reporter = Sep2Reporter(settings: Self.settings())
         reporter.follow(der: try Self.der(), mirrorUsagePointList: nil, postRate: nil)
@@ -106,7 +106,7 @@ struct Sep2ReporterTests {
         #expect(Self.text(availability, "availabilityDuration") == "3600")
     }
 
-    @Test("a DER document is PUT again only when it changed, at most once per post interval, and again after a refusal")
+    @Test("a DER document is PUT again only if changed, at most once per interval, and after a refusal")
     func changeOnly() throws {
         var reporter = Sep2Reporter(settings: Self.settings(post: 60))
         reporter.follow(der: try Self.der(), mirrorUsagePointList: nil, postRate: nil)
@@ -128,7 +128,8 @@ struct Sep2ReporterTests {
         #expect(reporter.dueRequests(now: .at(161), serverTime: 1161).map(\.path) == ["/edev/1/der/1/ders"])
     }
 
-    @Test("ALL-13: DERSettings follows the DefaultDERControl's setGradW 27 → 100 → 27, one PUT each (the site's ramp without one)")
+    /// 27 → 100 → 27; the site's ramp without one.
+    @Test("ALL-13: DERSettings follows the default's setGradW, one PUT per change")
     func settingsFollowSetGradW() throws {
         func programs(_ gradient: UInt16?) -> [ProgramSchedule] {
             [ProgramSchedule(mRID: "P1", primacy: 1, controls: [],
@@ -151,7 +152,7 @@ struct Sep2ReporterTests {
         #expect(put == ["50", "27", "100", "27"], "\(put)")
     }
 
-    @Test("the usage points are POSTed once, their Location kept; each interval's averages are POSTed there, signed as 2030.5 says")
+    @Test("usage points are POSTed once; each interval's averages go to their Location, signed per 2030.5")
     func mirror() throws {
         var reporter = Sep2Reporter(settings: Self.settings(.v1_3, post: 300))
         reporter.follow(der: nil, mirrorUsagePointList: "/mup", postRate: 60)  // the server's postRate wins
@@ -282,7 +283,8 @@ extension Sep2ReporterTests {
         }
     }
 
-    @Test("ALL-06, MUL-02: site var and V from the meter, DER var (Σ) and V (mean) from the inverters, posted with 2030.5's signs; what none measures is left out")
+    /// Site var and V from the meter; DER var (Σ) and V (mean) from the inverters.
+    @Test("ALL-06, MUL-02: var and V from meter and inverters with 2030.5's signs; unmeasured left out")
     func reactivePowerAndVoltage() throws {
         var site = SiteStatus()
         site.gridPower = -1500  // SiteStatus: + = import; exporting 1.5 kW
@@ -334,7 +336,8 @@ extension Sep2ReporterTests {
         #expect(try Self.reading(bare[1], .reactivePowerVar, .der) == nil && Self.reading(bare[1], .voltageV, .der) == nil)
     }
 
-    @Test("MUL-01: the aggregated DERStatus is operational (2) with genConnectStatus bits 0–2 while any unit runs, off (1) with them clear once every unit's inverter is silent")
+    /// Operational (2) with genConnectStatus bits 0–2; off (1) with them clear.
+    @Test("MUL-01: DERStatus operational with connect bits while a unit runs; off when every inverter is silent")
     func unitsSwitchedOff() throws {
         var reporter = Sep2Reporter(settings: Self.settings())
         reporter.follow(der: try Self.der(), mirrorUsagePointList: nil, postRate: nil)
@@ -356,7 +359,8 @@ extension Sep2ReporterTests {
         #expect(seen == ["0: 07 2", "2: 00 1"], "one unit off changes nothing; all off: \(seen)")
     }
 
-    @Test("controls refused alone: 253 (invalid) and 252 (not applicable) to their replyTo, once each, as responseRequired asks")
+    /// 253 invalid, 252 not applicable.
+    @Test("controls refused alone get 253 or 252 at replyTo, once each, as responseRequired asks")
     func controlsRefusedAlone() throws {
         func control(_ mRID: String?, _ base: String, required: String = "03") -> String {
             #"<DERControl replyTo="/rsps/1/rsp" responseRequired="\#(required)">"# + (mRID.map { "<mRID>\($0)</mRID>" } ?? "")
@@ -378,7 +382,8 @@ extension Sep2ReporterTests {
         #expect(reporter.respond(refused: list.refused, serverTime: 6).isEmpty, "once each")
     }
 
-    @Test("responses wait in order: one refused (5xx) or unanswered goes again after the back-off, none lost while there is room; a full queue drops and counts")
+    /// A refused (5xx) or unanswered response goes again after the back-off; a full queue drops and counts.
+    @Test("responses wait in order and retry after back-off, none lost while there is room; a full queue counts")
     func responseOutbox() throws {
         var reporter = Sep2Reporter(settings: Self.settings())
         reporter.enqueue(reporter.respond(to: Self.control("A1", required: 0x03), .state(.active), serverTime: 1))

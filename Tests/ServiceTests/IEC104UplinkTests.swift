@@ -27,7 +27,8 @@ struct IEC104UplinkTests {
         }.filter { $0["kind"] as? String == kind }
     }
 
-    @Test("bessd with iec104 and an uplink to bess-aggregator: an accepted AGC setpoint, one outside the band, a select, its execute and a cancel of nothing reach the aggregator as events with their code, IOA, value, peer and outcome; /metrics counts them by code; the AGC signal's expiry arrives as AGC_SIGNAL_LOST")
+    /// Accepted AGC setpoint, one outside the band, a select, its execute and a cancel of nothing: each arrives with code, IOA, value, peer and outcome.
+    @Test("IEC 104 command outcomes reach the aggregator as coded events counted in /metrics; AGC expiry too")
     func outcomesReachTheAggregator() throws {
         let dir = NSTemporaryDirectory() + "bessd-iec104-uplink-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -114,7 +115,7 @@ struct IEC104UplinkTests {
                 "the refusal's journal line: \(journal)")
     }
 
-    @Test("the aggregator takes the IEC 104 and AGC event codes and still refuses a code that is neither a trip code nor one of them")
+    @Test("the aggregator takes IEC 104 and AGC event codes, and refuses codes that are neither nor trips")
     func ingestTakesTheEventCodes() {
         func batch(_ code: String) -> RecordBatch {
             RecordBatch(site: "IEC_SITE", records: [UplinkRecord(seq: 1, time: 1, body: .event(unit: "site", kind: OutstationAudit.kind, code: code, message: "m"))],
@@ -133,7 +134,8 @@ struct IEC104UplinkTests {
         #expect(IngestRules.check(trips)?.code == .tripCodeInvalid)
     }
 
-    @Test("an outcome posted from the outstation's thread: escaped and bounded for the uplink, counted by its refusal's code, the inbox bounded with its drops counted; other log codes pass by")
+    /// The inbox is bounded with its drops counted.
+    @Test("outstation outcomes reach the uplink escaped, bounded and counted by code; other log codes pass by")
     func auditPostsEscapedAndBounded() {
         let inbox = RecordInbox(capacity: 3)
         let audit = OutstationAudit(inbox: inbox, wakeup: nil)
@@ -164,7 +166,8 @@ struct IEC104UplinkTests {
         #expect(inbox.take().records.isEmpty)
     }
 
-    @Test("30 refused commands from one connection: 20 journal lines and, at the window's end, one IEC104_LOG_SUPPRESSED of 10; /metrics counts 30 by code; the uplink inbox gets the 20 written refusals as events and one event with the count of the other 10")
+    /// 30 refusals: 20 journal lines and one IEC104_LOG_SUPPRESSED of 10; /metrics counts 30 by code; the uplink inbox gets 20 events and one with the count of the other 10.
+    @Test("refused commands are journalled up to the budget, then summarised; /metrics and the uplink count all")
     func refusalsPastTheJournalBudgetStillAudited() throws {
         let inbox = RecordInbox()
         let audit = OutstationAudit(inbox: inbox, wakeup: nil)
@@ -210,7 +213,7 @@ struct IEC104UplinkTests {
         #expect(kind == OutstationAudit.kind && code == "IEC104_COMMAND_REFUSED" && message.contains("10 more commands from 127.0.0.1 refused"), "\(message)")
     }
 
-    @Test("the inbox is a ring: posts and takes interleaved past its capacity keep the newest, oldest first, and count the dropped")
+    @Test("the inbox is a ring: past capacity it keeps the newest, oldest first, and counts the dropped")
     func inboxRingKeepsTheNewestInOrder() {
         let inbox = RecordInbox(capacity: 4)
         for n in 0..<3 { inbox.post(.spoolDrop(count: UInt64(n))) }

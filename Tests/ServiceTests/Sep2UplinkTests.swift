@@ -9,7 +9,8 @@ import Uplink
 /// the control it takes and the one it refuses reach the aggregator as `utility_control` records.
 @Suite("2030.5 controls through bessd's uplink", .serialized)
 struct Sep2UplinkTests {
-    @Test("bessd takes A1 and refuses B2 (an export limit beyond its type): two utility_control records in bess-aggregator's store, journalled too")
+    /// B2 is an export limit beyond its type.
+    @Test("bessd takes A1 and refuses B2: two utility_control records stored by the aggregator, journalled")
     func takenAndRefusedStored() throws {
         let dir = NSTemporaryDirectory() + "bessd-sep2-uplink-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)

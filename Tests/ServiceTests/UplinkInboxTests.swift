@@ -36,7 +36,8 @@ struct UplinkInboxTests {
         return .utilityControl(record, message: record.sentence)
     }
 
-    @Test("1025 posts to an inbox of 1024: one UPLINK_INBOX_DROPPED line with the count, once per episode; the counter on /metrics")
+    /// 1025 posts to an inbox of 1024.
+    @Test("an inbox overflow logs UPLINK_INBOX_DROPPED once per episode with the count; /metrics counts")
     func overflowJournalledAndCounted() throws {
         let directory = Self.directory()
         defer { try? FileManager.default.removeItem(atPath: directory) }

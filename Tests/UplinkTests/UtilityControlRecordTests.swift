@@ -26,7 +26,7 @@ struct UtilityControlRecordTests {
         return out
     }
 
-    @Test("the record round-trips; it travels as an event of the site without a code, every field written, null where unknown")
+    @Test("the record round-trips as a site event without a code, every field written, null where unknown")
     func roundTrip() throws {
         let batch = Self.batch([Self.taken, Self.refused])
         let data = try JSONEncoder().encode(batch)
@@ -44,7 +44,7 @@ struct UtilityControlRecordTests {
                     == "UTILITY_CONTROL taken: control \"A1B2C3D4E5F60718293A4B5C6D7E8F90\" of program \"P1\", 1795000100–1795000160 (server time), export_limit_w 1500.0 W, fixed_w -20000.0 W")
     }
 
-    @Test("an older aggregator reads it as the event it also is: a plain event of the site, no code, its sentence; accepted")
+    @Test("an older aggregator accepts it as a plain site event with no code and its sentence")
     func olderAggregator() throws {
         // An older aggregator knows no utility_control object: it reads the record as any event of an
         // unknown kind. Here the kind is renamed, which makes this version read it the same way.
@@ -85,7 +85,8 @@ struct UtilityControlRecordTests {
         #expect(hand.batch.records[1].body == .utilityControl(UtilityControlRecord(mRID: "X", program: nil, outcome: "cancelled"), message: "m"))
     }
 
-    @Test("ingest refuses, coded, what bessd never writes: an mRID too long, an unknown outcome, an end before the start, a wrong status; the peer's text escaped")
+    /// An mRID too long, an unknown outcome, an end before the start, a wrong status.
+    @Test("ingest refuses what bessd never writes with a code, and escapes the peer's text")
     func ingest() throws {
         #expect(IngestRules.check(Self.batch([Self.taken, Self.refused])) == nil)
         let hostile = "\u{1b}[31m<script>alert(1)</script>\u{7}"
@@ -142,7 +143,7 @@ struct UtilityControlRecordTests {
         #expect(UtilityControlRecord.cut(String(repeating: "é", count: 40), bytes: 64).utf8.count == 64)
     }
 
-    @Test("utility-control batches mutated: whatever either path decodes, the other decodes the same, and the fast one takes many")
+    @Test("mutated utility-control batches decode the same on both paths; the fast one takes many")
     func mutations() throws {
         let cut = try ReceivedBatchTests.mutationsAgree(Array(try JSONEncoder().encode(Self.batch([Self.taken, Self.refused]))))
         #expect(cut > 50, "\(cut) of 2000 read by the fast reader")
