@@ -156,7 +156,7 @@ struct AGCTests {
         #expect(abs(Self.sum(site) - 60_000) < 1)
     }
 
-    @Test("in service after AGC_SIGNAL_LOST does not revive the stale target; the schedule stays")
+    @Test("an in-service order after AGC_SIGNAL_LOST does not revive the stale target; the schedule stays")
     func inServiceDoesNotReviveAStaleTarget() {
         var meter = MeteredSite(units: 3) { _ in 0 }
         let site = Self.following(&meter)

@@ -95,7 +95,7 @@ struct SiteAllocationTests {
         #expect(result.shortfall < 1e-6)
     }
 
-    @Test("SOC weight: discharge from the fuller unit, charge into the emptier; the spread shrinks either way",
+    @Test("SOC weight: discharge takes more from the fuller unit, charge gives more to the emptier",
           arguments: [1.0, -1.0])
     func socBalancing(direction: Double) {
         let capacity = 250_000.0  // Wh each

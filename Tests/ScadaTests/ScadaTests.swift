@@ -75,7 +75,7 @@ struct ScadaTests {
         }
     }
 
-    @Test("outside allow_from closed at accept, SCADA_PEER_REFUSED; one within it is served")
+    @Test("a peer outside allow_from is closed at accept (SCADA_PEER_REFUSED); one within it is served")
     func refusedOutsideAllowFrom() throws {
         let said = Mutex<[String]>([])
         let settings = ScadaConfiguration(host: "127.0.0.1", port: 0, allowFrom: [IPv4Network("10.0.0.0/8")!])

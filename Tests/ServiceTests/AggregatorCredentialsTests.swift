@@ -122,7 +122,7 @@ struct AggregatorCredentialsTests {
     }
 
     /// Refused: off loopback without credentials or --token-file, a bad line (named), the operator's token equal to a site's.
-    @Test("aggregator start: off loopback needs credentials; bad token files refused; page takes operator's")
+    @Test("aggregator start: off loopback needs credentials; bad token files refused; page takes the operator's")
     func refusedAtStart() throws {
         let dir = try Self.credentials("start")
         defer { try? FileManager.default.removeItem(atPath: dir) }

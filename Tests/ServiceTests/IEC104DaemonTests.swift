@@ -50,7 +50,7 @@ struct IEC104DaemonTests {
     }
 
     /// The interrogation equals bessctl site --json.
-    @Test("STARTDT, end of init, interrogation, spontaneous and negative answers; a bad frame closes only its")
+    @Test("STARTDT, end of init, interrogation, spontaneous, negative answers; a bad frame closes only its own")
     func rawFrames() throws {
         let port = Loopback.freePort()
         let daemon = try RunningDaemon(yaml: Self.yaml(port: port))

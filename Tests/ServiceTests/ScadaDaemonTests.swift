@@ -98,7 +98,7 @@ struct ScadaDaemonWriteTests {
     }
 
     /// 200 kW setpoint moves both units; WMaxLimPct 30 % with RvrtTms 10 caps them at 60 kW at once and lifts at the ramp after 10 s unrefreshed; bessctl status shows both.
-    @Test("SunSpec setpoint and WMaxLimPct cap the units, revert at RvrtTms; peers outside allow_from refused")
+    @Test("a SCADA setpoint moves the units, WMaxLimPct caps them, both revert at RvrtTms; outsiders refused")
     func writesDriveTheSite() throws {
         let port = Loopback.freePort()
         let yaml = daemonYAML.replacingOccurrences(of: "simulation: {frequency_profile: steady, base_hz: 49.8}", with: """
