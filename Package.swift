@@ -3,7 +3,7 @@
 
 import PackageDescription
 
-/// The same language mode and upcoming features on every target (docs/STYLE: one dialect).
+/// The same language mode and upcoming features on every target (../shared/STYLE.md: one dialect).
 let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),

@@ -1,8 +1,10 @@
 /// A command written into SunSpec model 704 by plant SCADA, the site EMS or the grid operator: a
 /// value, its enable, and what it reverts to when nobody refreshes it. The same value type is the
-/// SCADA server's record of what was written and the cycle's input, so both apply a reversion by
-/// the same rule (`settled(at:)`) on the same monotonic clock; the cycle's evaluation is the one
-/// that acts on the units.
+/// SCADA server's record of what was written and the cycle's input. The cycle alone applies a
+/// reversion (`settled(at:)` in `SiteController.settleCommands`) and writes the settled commands
+/// back for SCADA to read (`SiteRunner.publish`): a write is decoded against them and never judges
+/// their expiry. The hold file (Service's `HoldKeeper`, `HoldStore`) uses the same rule to store
+/// the limit as it will stand, never to act on the units.
 public struct ExpiringCommand: Sendable, Equatable {
     /// `…Ena`: the command is in force.
     public var enabled = false
