@@ -10,7 +10,7 @@ import Testing
 struct IEC104ConfigTests {
     static let units = "bess_units:\n  - {id: U1, capacity_kwh: 250, max_power_kw: 100}\n  - {id: U2, capacity_kwh: 250, max_power_kw: 50}\n"
 
-    @Test("agc absent: none; empty: 12 s and band ± summed rating; written: as written, in W")
+    @Test("no iec104: nil; agc empty: 12 s and band ± summed rating; written: as written, in W")
     func defaultsAndValues() throws {
         #expect(try ConfigLoader.parse(Self.units, file: "a.yaml").iec104 == nil)
         let empty = try ConfigLoader.parse(Self.units + "iec104:\n  agc: {}\n", file: "b.yaml")

@@ -24,7 +24,7 @@ struct IEEE2030_5ConfigTests {
         return text + body.filter { !$0.isEmpty }.map { "\($0)\n" }.joined()
     }
 
-    @Test("server URL: absent nil; DeviceCapability URL gives host, 443 and defaults; well_known the CSIP path")
+    @Test("no ieee2030_5: nil; a DeviceCapability URL gives host, 443, defaults; well_known the CSIP-AUS path")
     func defaultsAndValues() throws {
         #expect(try ConfigLoader.parse(IEC104ConfigTests.units, file: "a.yaml").ieee2030_5 == nil)
         let plain = try ConfigLoader.parse(Self.yaml(["server: https://sep2.utility.example/dcap"]), file: "b.yaml").ieee2030_5
