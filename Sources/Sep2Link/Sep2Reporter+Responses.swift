@@ -216,10 +216,10 @@ extension ResponseLedger {
     /// every response back for the back-off (2, 4, 8 … 300 s as discovery's, a 429's or 503's `Retry-After`
     /// when longer). No answer (an outage) is retried without end; a server that answers with failures
     /// gets `answeredAttempts` tries or `answeredSeconds` from its first on the wall clock `wall` (Unix
-    /// seconds; when nil, the monotonic clock's seconds), which the outbox keeps across a restart, then
+    /// seconds), which the outbox keeps across a restart, then
     /// the response is given up (`takeGivenUp`) so it does not hold back the ones behind it. Returns whether the next one may be
     /// sent at once, and what went wrong (for `lastError`).
-    mutating func handle(_ reply: Sep2Reply?, to request: Sep2Request, now: MonotonicInstant, wall: Int64?) -> (sendNext: Bool, error: String?) {
+    mutating func handle(_ reply: Sep2Reply?, to request: Sep2Request, now: MonotonicInstant, wall: Int64) -> (sendNext: Bool, error: String?) {
         guard outbox.first?.request == request else { return (true, nil) }
         let status = reply?.status
         let at = TextQuoting.quoted(request.path, limit: 64)
@@ -228,7 +228,6 @@ extension ResponseLedger {
             return (true, (200...299).contains(status) ? nil : "HTTP \(status) to DERControlResponse at \(at): dropped")
         }
         if let status {
-            let wall = wall ?? now.nanoseconds / 1_000_000_000
             answered += 1
             revision &+= 1
             let since = answeredSince ?? wall
@@ -271,10 +270,11 @@ extension Sep2Reporter {
     /// The response to send at monotonic `now`: the oldest waiting, unless a failure holds them back.
     public func nextResponse(now: MonotonicInstant) -> Sep2Request? { responses.next(now: now) }
 
-    /// The outcome of sending the oldest response at `now` (`ResponseLedger.handle`); `lastError` says
-    /// what went wrong. Returns true when the next one may be sent at once.
+    /// The outcome of sending the oldest response at `now` and Unix second `wall`
+    /// (`ResponseLedger.handle`); `lastError` says what went wrong. Returns true when the next one may
+    /// be sent at once.
     @discardableResult
-    public mutating func handleResponse(_ reply: Sep2Reply?, to request: Sep2Request, now: MonotonicInstant, wall: Int64? = nil) -> Bool {
+    public mutating func handleResponse(_ reply: Sep2Reply?, to request: Sep2Request, now: MonotonicInstant, wall: Int64) -> Bool {
         let outcome = responses.handle(reply, to: request, now: now, wall: wall)
         if let error = outcome.error { lastError = error }
         return outcome.sendNext

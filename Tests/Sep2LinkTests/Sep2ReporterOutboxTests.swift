@@ -16,7 +16,7 @@ extension Sep2ReporterTests {
         let programs = [ProgramSchedule(mRID: "P", primacy: 1, controls: [Self.control("A1", required: 0x02)])]
         #expect(reporter.enqueue(reporter.track(programs, serverTime: 1000)) == 1, "A1 active: its started made, no room")
         let head = try #require(reporter.nextResponse(now: .at(0)))
-        let taken = reporter.handleResponse(Sep2Reply(status: 201), to: head, now: .at(0))
+        let taken = reporter.handleResponse(Sep2Reply(status: 201), to: head, now: .at(0), wall: 0)
         #expect(taken)
         #expect(reporter.enqueue(reporter.track(programs, serverTime: 1001)) == 0)
         #expect(try Self.statuses(Array(reporter.pendingResponses.suffix(1))) == ["2 A1"], "made again once there is room")
@@ -28,10 +28,10 @@ extension Sep2ReporterTests {
         var reporter = Sep2Reporter(settings: Self.settings())
         reporter.enqueue(reporter.respond(to: Self.control("A1", required: 0x01), .state(.scheduled), serverTime: 1))
         let first = try #require(reporter.nextResponse(now: .at(100)))
-        let redirected = reporter.handleResponse(Sep2Reply(status: 307), to: first, now: .at(100))
+        let redirected = reporter.handleResponse(Sep2Reply(status: 307), to: first, now: .at(100), wall: 100)
         #expect(!redirected)
         #expect(reporter.nextResponse(now: .at(101)) == nil && reporter.nextResponse(now: .at(102)) == first, "kept, after 2 s")
-        let informational = reporter.handleResponse(Sep2Reply(status: 100), to: first, now: .at(102))
+        let informational = reporter.handleResponse(Sep2Reply(status: 100), to: first, now: .at(102), wall: 102)
         #expect(!informational)
         #expect(reporter.pendingResponses == [first])
         #expect(reporter.takeGivenUp().isEmpty, "nothing dropped")
@@ -45,13 +45,13 @@ extension Sep2ReporterTests {
         let first = try #require(reporter.nextResponse(now: .at(0)))
         var now: Int64 = 0
         for _ in 0..<30 {
-            let unanswered = reporter.handleResponse(nil, to: first, now: .at(now))
+            let unanswered = reporter.handleResponse(nil, to: first, now: .at(now), wall: now)
             #expect(!unanswered)
             now += 400
         }
         #expect(reporter.nextResponse(now: .at(now)) == first, "an outage: kept after 30 attempts")
         for attempt in 1...8 {
-            let taken = reporter.handleResponse(Sep2Reply(status: 500), to: first, now: .at(now))
+            let taken = reporter.handleResponse(Sep2Reply(status: 500), to: first, now: .at(now), wall: now)
             #expect(taken == (attempt == 8), "attempt \(attempt)")
             now += 400
         }
