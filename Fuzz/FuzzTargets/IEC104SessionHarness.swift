@@ -298,8 +298,8 @@ final class Session {
         let clock = ManualClock()
         self.journal = journal
         self.clock = clock
-        server = OutstationServer(settings: settings, description: description, shared: shared, clock: clock) { code, _, fields in
-            journal.lines.append((code, fields))
+        server = OutstationServer(settings: settings, description: description, shared: shared, clock: clock) { notice in
+            journal.lines.append((notice.outstationCode!, notice.fieldsByName))
         }
         account = PeerAccount(k: settings.k, t1: settings.t1)
         standbyAccount = PeerAccount(k: settings.k, t1: settings.t1)

@@ -112,8 +112,8 @@ extension StationProcedures {
         let what = order.select ? "select" : "execute"
         let message = "IEC 104 \(what) \(order.signal.rawValue) (IOA \(address)) = \(LogNumber.text(order.value)) from \(connection.stream.peer) (group \(group)): "
             + (accepted ? "accepted, \(reason)" : "refused, \(reason)")
-        let fields = ["BESS_PEER": connection.stream.peer, "BESS_GROUP": group, "BESS_IOA": "\(address)", "BESS_VALUE": LogNumber.text(order.value),
-                      "BESS_RESULT": accepted ? "accepted" : "refused", "BESS_REASON": code]
+        let fields: [NoticeField: String] = [.peer: connection.stream.peer, .group: group, .ioa: "\(address)", .value: LogNumber.text(order.value),
+                      .result: accepted ? "accepted" : "refused", .reason: code]
         let logCode: OutstationLogCode = accepted ? .command : .commandRefused
         let journalled: Bool
         if accepted {
@@ -122,6 +122,6 @@ extension StationProcedures {
         } else {
             journalled = peerLog(connection, logCode, message, fields)
         }
-        audit?(.outcome(code: logCode, message: message, fields: fields, journalled: journalled))
+        audit?(.outcome(code: logCode, message: message, fields: Notice(logCode, message, fields).fieldsByName, journalled: journalled))
     }
 }

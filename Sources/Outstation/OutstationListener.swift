@@ -67,7 +67,7 @@ final class OutstationListener: @unchecked Sendable {
             guard let group = groups.placement(of: tcp.peerAddress, certificate: nil) else {
                 counters.connectionsRefused.add(1, ordering: .relaxed)
                 journal.write(address: tcp.peerAddress, .connection, .peerRefused, "IEC 104 connection from \(tcp.peer) refused: in no iec104.groups allow_from",
-                              ["BESS_PEER": tcp.peer])
+                              [.peer: tcp.peer])
                 tcp.close()
                 continue
             }
@@ -75,7 +75,7 @@ final class OutstationListener: @unchecked Sendable {
                 counters.connectionsRefused.add(1, ordering: .relaxed)
                 journal.write(address: tcp.peerAddress, .connection, .connectionsFull,
                               "IEC 104 connection from \(tcp.peer) refused: \(maxConnections) connections open (iec104.max_connections)",
-                              ["BESS_PEER": tcp.peer])
+                              [.peer: tcp.peer])
                 tcp.close()
                 continue
             }
@@ -88,7 +88,7 @@ final class OutstationListener: @unchecked Sendable {
                 } catch {
                     counters.connectionsRefused.add(1, ordering: .relaxed)
                     journal.write(address: tcp.peerAddress, .connection, .tlsRefused, "IEC 104 connection from \(tcp.peer) refused: \(error)",
-                                  ["BESS_PEER": tcp.peer, "BESS_TLS_ERROR": "\(error.code)"])
+                                  [.peer: tcp.peer, .tlsError: "\(error.code)"])
                     tcp.close()
                     continue
                 }
@@ -100,7 +100,7 @@ final class OutstationListener: @unchecked Sendable {
             // A TLS connection is named once its certificate is verified (`authenticate`).
             guard connection.tls == nil else { continue }
             journal.write(address: tcp.peerAddress, .connection, .connected, "IEC 104 connection from \(tcp.peer) (group \(groups.name(group)))",
-                          ["BESS_PEER": tcp.peer, "BESS_GROUP": groups.name(group)])
+                          [.peer: tcp.peer, .group: groups.name(group)])
         }
         return admitted
     }
@@ -132,14 +132,14 @@ final class OutstationListener: @unchecked Sendable {
             connection.closeReason = "refused: certificate in no group's allow_certificates"
             journal.write(address: tls.peerAddress, .connection, .peerRefused,
                           "IEC 104 connection from \(tls.address) refused: its certificate \(peer.identity) (sha256 \(peer.fingerprint)) is in no iec104.groups allow_certificates that admits its address",
-                          ["BESS_PEER": peer.identity, "BESS_PEER_ADDRESS": tls.address, "BESS_PEER_SHA256": peer.fingerprint])
+                          [.peer: peer.identity, .peerAddress: tls.address, .peerSHA256: peer.fingerprint])
             return false
         }
         connection.group = group
         connection.authenticated = true
         journal.write(address: tls.peerAddress, .connection, .connected,
                       "IEC 104 TLS connection from \(tls.address) authenticated as \(tls.peer) (group \(groups.name(group)))",
-                      ["BESS_PEER": tls.peer, "BESS_PEER_ADDRESS": tls.address, "BESS_GROUP": groups.name(group)])
+                      [.peer: tls.peer, .peerAddress: tls.address, .group: groups.name(group)])
         return true
     }
 
@@ -150,7 +150,7 @@ final class OutstationListener: @unchecked Sendable {
         counters.connectionsRefused.add(1, ordering: .relaxed)
         connection.closeReason = "TLS refused: \(code)"
         journal.write(address: connection.stream.peerAddress, .connection, .tlsRefused, "IEC 104 connection from \(connection.address) refused: \(reason)",
-                      ["BESS_PEER": connection.address, "BESS_TLS_ERROR": code, "BESS_GROUP": groups.name(connection.group)])
+                      [.peer: connection.address, .tlsError: code, .group: groups.name(connection.group)])
     }
 
     /// Closes a connection whose TLS handshake has not finished within `handshakeTimeout`; true

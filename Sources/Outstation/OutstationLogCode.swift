@@ -1,3 +1,5 @@
+public import BessSystem
+
 /// The outstation's journal codes (`BESS_CODE`).
 public enum OutstationLogCode: String, Sendable {
     case connected = "IEC104_CONNECTED"
@@ -27,6 +29,42 @@ public enum OutstationLogCode: String, Sendable {
     public var isCommand: Bool { self == .command || self == .commandRefused }
 }
 
+extension OutstationLogCode: NoticeCode {
+    /// Warning for what a peer did wrong or could not have (and our own error), notice otherwise.
+    public var severity: NoticeSeverity {
+        switch self {
+        case .protocolError, .backlog, .commandRefused, .peerRefused, .tlsRefused, .connectionsFull, .internalError: .warning
+        default: .notice
+        }
+    }
+
+    /// Commands have their catalogue entry; every other line is the outstation's.
+    public var topic: NoticeTopic { isCommand ? .iec104Command : .iec104 }
+}
+
+/// The journal fields of the outstation's lines beside `BESS_PEER`, `BESS_GROUP`, `BESS_REASON`,
+/// `BESS_SUPPRESSED` and `BESS_TLS_ERROR`.
+extension NoticeField {
+    /// `BESS_IEC104_ERROR`: the `IEC104Error` code a connection was closed for.
+    public static let iec104Error = NoticeField("IEC104_ERROR")
+    /// `BESS_PEER_ADDRESS`: a TLS peer's address and port, beside its certificate's subject.
+    public static let peerAddress = NoticeField("PEER_ADDRESS")
+    /// `BESS_PEER_SHA256`: a peer certificate's fingerprint.
+    public static let peerSHA256 = NoticeField("PEER_SHA256")
+    /// `BESS_COT`, `BESS_TYPE`, `BESS_QOI`: a negative answer's cause, ASDU type and qualifier.
+    public static let cot = NoticeField("COT")
+    public static let asduType = NoticeField("TYPE")
+    public static let qoi = NoticeField("QOI")
+    /// `BESS_OFFSET_S`: a control centre's clock minus ours at a clock synchronisation.
+    public static let offsetS = NoticeField("OFFSET_S")
+    /// `BESS_IOA`, `BESS_VALUE`, `BESS_RESULT`: a command's point, value and outcome.
+    public static let ioa = NoticeField("IOA")
+    public static let value = NoticeField("VALUE")
+    public static let result = NoticeField("RESULT")
+    /// `BESS_REFUSED_COMMANDS`: of the lines a window held back, refused commands.
+    public static let refusedCommands = NoticeField("REFUSED_COMMANDS")
+}
+
 /// What the outstation hands its audit (/metrics and the uplink) besides the journal: every
 /// command outcome, whether or not the journal's budget wrote its line, and per source address and
 /// window the count of refused commands whose lines the budget held back.
@@ -37,4 +75,11 @@ public enum OutstationAuditEntry: Sendable, Equatable {
     case outcome(code: OutstationLogCode, message: String, fields: [String: String], journalled: Bool)
     /// `count` refused commands from `peer` (an address) whose lines the budget held back in one window.
     case refusalsSuppressed(count: Int, peer: String, message: String)
+}
+
+extension Notice {
+    /// The fields by their journal names (`BESS_PEER`…), as the audit and the tests read them.
+    package var fieldsByName: [String: String] { fields.reduce(into: [:]) { $0[$1.key.rawValue] = $1.value } }
+    /// The outstation's code of a notice it wrote; nil for another's.
+    package var outstationCode: OutstationLogCode? { code.flatMap(OutstationLogCode.init(rawValue:)) }
 }

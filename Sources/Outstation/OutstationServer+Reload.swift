@@ -40,7 +40,7 @@ extension OutstationServer {
         for connection in connections where connection.closeReason == nil {
             let peer = connection.authenticated ? connection.tls?.authenticatedPeer : nil
             if let tls = connection.tls, let peer, let context, let error = tls.recheck(against: context) {
-                revoke(connection, error.description, ["BESS_TLS_ERROR": "\(error.code)", "BESS_PEER_SHA256": peer.fingerprint])
+                revoke(connection, error.description, [.tlsError: "\(error.code)", .peerSHA256: peer.fingerprint])
                 continue
             }
             let target = RedundancyGroups.placement(of: connection.stream.peerAddress, certificate: peer?.fingerprint, in: updated)
@@ -48,7 +48,7 @@ extension OutstationServer {
             // One still in its TLS handshake has joined no group yet: it goes where its address now leads.
             guard let target, updated[target].name == was || !connection.authenticated else {
                 let now = target.map { "it now belongs to group \(updated[$0].name)" } ?? "no group of iec104.groups admits it now"
-                revoke(connection, "\(now) (was \(was))", peer.map { ["BESS_PEER_SHA256": $0.fingerprint] } ?? [:])
+                revoke(connection, "\(now) (was \(was))", peer.map { [.peerSHA256: $0.fingerprint] } ?? [:])
                 continue
             }
             placed.append((connection, target))
@@ -60,10 +60,10 @@ extension OutstationServer {
     }
 
     /// Closes `connection` at a reload with `IEC104_PEER_REVOKED` (reaped in the same turn).
-    private func revoke(_ connection: Connection, _ reason: String, _ fields: [String: String]) {
+    private func revoke(_ connection: Connection, _ reason: String, _ fields: [NoticeField: String]) {
         connection.closeReason = "revoked at reload: \(reason)"
-        log(.peerRevoked, "IEC 104 connection \(connection.stream.peer) from \(connection.address) closed at reload: \(reason)",
-            fields.merging(["BESS_PEER": connection.stream.peer, "BESS_PEER_ADDRESS": connection.address,
-                            "BESS_GROUP": groups.name(connection.group), "BESS_REASON": reason]) { mine, _ in mine })
+        journal.log(.peerRevoked, "IEC 104 connection \(connection.stream.peer) from \(connection.address) closed at reload: \(reason)",
+            fields.merging([.peer: connection.stream.peer, .peerAddress: connection.address,
+                            .group: groups.name(connection.group), .reason: reason]) { mine, _ in mine })
     }
 }

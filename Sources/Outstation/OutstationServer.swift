@@ -30,7 +30,6 @@ public final class OutstationServer: @unchecked Sendable {
     let samplePeriod: Duration
     /// Every journal line; a peer's within its address's budget (`PeerJournal`).
     let journal: PeerJournal
-    var log: @Sendable (OutstationLogCode, String, [String: String]) -> Void { journal.log }
     let linkSettings: LinkSettings
     /// The listening socket and the admission of clients (groups, the cap, TLS).
     let listener: OutstationListener
@@ -54,7 +53,7 @@ public final class OutstationServer: @unchecked Sendable {
     var groups: RedundancyGroups
     private var nextID = 1
 
-    /// `log(code, message, fields)` is called on the server thread; `fields` are journald BESS_* fields.
+    /// `log` is called on the server thread with each journal line (`OutstationLogCode`).
     /// `tlsContext` is made from `settings.tls` (`OutstationTLSSettings.serverContext()`) when it is
     /// set: with it every connection is TLS, never plain.
     /// `clock` times every timer (t0–t3, select timeout, sampling, the journal's budget); the time
@@ -64,12 +63,12 @@ public final class OutstationServer: @unchecked Sendable {
                 wallClock: @escaping @Sendable () -> Double = { SystemClock.wallClockSeconds() },
                 tlsContext: TLSServerContext? = nil,
                 audit: (@Sendable (OutstationAuditEntry) -> Void)? = nil,
-                log: @escaping @Sendable (OutstationLogCode, String, [String: String]) -> Void) {
+                log: @escaping @Sendable (Notice) -> Void) {
         self.settings = settings
         self.clock = clock
         self.shared = shared
         self.samplePeriod = samplePeriod
-        let journal = PeerJournal(clock: clock, log: log, audit: audit), counters = OutstationCounters()
+        let journal = PeerJournal(clock: clock, sink: log, audit: audit), counters = OutstationCounters()
         self.journal = journal
         self.counters = counters
         station = StationProcedures(settings: settings, description: description, shared: shared, journal: journal, counters: counters,
@@ -188,7 +187,7 @@ public final class OutstationServer: @unchecked Sendable {
             if !connection.spoke, now >= connection.acceptedAt + settings.t0 {
                 connection.closeReason = "nothing received within t0 = \(settings.t0)"
                 peerLog(connection, .connection, .idle, "IEC 104 connection from \(connection.stream.peer) closed: \(connection.closeReason!)",
-                        ["BESS_PEER": connection.stream.peer])
+                        [.peer: connection.stream.peer])
                 continue
             }
             perform(connection.link.tick(at: now), on: connection, now: now)
@@ -256,7 +255,7 @@ public final class OutstationServer: @unchecked Sendable {
         {
             old.closeReason = "switch-over: \(connection.stream.peer) started in group \(groups.name(group))"
             peerLog(connection, .connection, .switchover, "IEC 104 group \(groups.name(group)): \(connection.stream.peer) started; \(old.stream.peer) closed",
-                    ["BESS_PEER": connection.stream.peer, "BESS_GROUP": groups.name(group)])
+                    [.peer: connection.stream.peer, .group: groups.name(group)])
             requeue(old)
         }
         for stopped in connections where stopped.group == group && stopped.closeReason == nil
@@ -290,7 +289,7 @@ public final class OutstationServer: @unchecked Sendable {
         counters.protocolErrors.add(1, ordering: .relaxed)
         connection.closeReason = "\(error.code)"
         peerLog(connection, .connection, .protocolError, "IEC 104 connection from \(connection.stream.peer) closed: \(error)",
-                ["BESS_PEER": connection.stream.peer, "BESS_IEC104_ERROR": "\(error.code)", "BESS_GROUP": groups.name(connection.group)])
+                [.peer: connection.stream.peer, .iec104Error: "\(error.code)", .group: groups.name(connection.group)])
     }
 
     /// Unacknowledged events of a closing or stopped connection go back to its group's queue head,
@@ -318,7 +317,7 @@ public final class OutstationServer: @unchecked Sendable {
                 try connection.send(asdu, event: event, at: now)
             } catch {
                 // Our own encoder's mistake: never on the wire.
-                log(.internalError, "IEC 104: an ASDU not sent: \(error)", [:])
+                journal.log(.internalError, "IEC 104: an ASDU not sent: \(error)")
             }
         }
     }
@@ -330,7 +329,7 @@ public final class OutstationServer: @unchecked Sendable {
         connection.closeReason = "backlog: \(connection.answers.count) answers and \(connection.output.count) octets not taken"
         counters.protocolErrors.add(1, ordering: .relaxed)
         peerLog(connection, .connection, .backlog, "IEC 104 connection from \(connection.stream.peer) closed: it does not take what it asks for (\(connection.closeReason!))",
-                ["BESS_PEER": connection.stream.peer, "BESS_GROUP": groups.name(connection.group)])
+                [.peer: connection.stream.peer, .group: groups.name(connection.group)])
     }
 
     func reap() {
@@ -347,7 +346,7 @@ public final class OutstationServer: @unchecked Sendable {
             connection.stream.close()
             counters.connectionsClosed.add(1, ordering: .relaxed)
             peerLog(connection, .connection, .closed, "IEC 104 connection from \(connection.stream.peer) closed: \(reason)",
-                    ["BESS_PEER": connection.stream.peer, "BESS_GROUP": groups.name(connection.group)])
+                    [.peer: connection.stream.peer, .group: groups.name(connection.group)])
         }
         connections = kept
         counters.connected.store(connections.count, ordering: .relaxed)
@@ -357,12 +356,12 @@ public final class OutstationServer: @unchecked Sendable {
     /// input: a negative answer, a refused command, a clock synchronisation), within its address's
     /// budget (`PeerJournal`). True when written.
     @discardableResult
-    func peerLog(_ connection: Connection, _ kind: PeerJournal.Kind, _ code: OutstationLogCode, _ message: String, _ fields: [String: String]) -> Bool {
+    func peerLog(_ connection: Connection, _ kind: PeerJournal.Kind, _ code: OutstationLogCode, _ message: String, _ fields: [NoticeField: String]) -> Bool {
         journal.write(address: connection.stream.peerAddress, kind, code, message, fields)
     }
 
     @discardableResult
-    func peerLog(_ connection: Connection, _ code: OutstationLogCode, _ message: String, _ fields: [String: String]) -> Bool {
+    func peerLog(_ connection: Connection, _ code: OutstationLogCode, _ message: String, _ fields: [NoticeField: String]) -> Bool {
         journal.write(address: connection.stream.peerAddress, .input, code, message, fields)
     }
 }

@@ -21,18 +21,22 @@ final class PeerJournal {
 
     /// The budgets by source address (IPv4, host order); refused commands are the marked lines.
     private var budget = PeerBudget<UInt32>(window: window, lines: lines, keys: addresses, kinds: 2, report: .atWindowEnd)
-    /// Every line's way to the journal: `log(code, message, fields)`, fields journald's BESS_*.
-    let log: @Sendable (OutstationLogCode, String, [String: String]) -> Void
+    /// Every line's way to the journal.
+    private let sink: @Sendable (Notice) -> Void
     /// The refused commands a window held back, for /metrics and the uplink.
     private let audit: (@Sendable (OutstationAuditEntry) -> Void)?
     /// The windows' clock (the server's monotonic clock).
     private let clock: any MonotonicClock
 
-    init(clock: any MonotonicClock, log: @escaping @Sendable (OutstationLogCode, String, [String: String]) -> Void,
-         audit: (@Sendable (OutstationAuditEntry) -> Void)?) {
+    init(clock: any MonotonicClock, sink: @escaping @Sendable (Notice) -> Void, audit: (@Sendable (OutstationAuditEntry) -> Void)?) {
         self.clock = clock
-        self.log = log
+        self.sink = sink
         self.audit = audit
+    }
+
+    /// A line no peer's budget holds back (an accepted command, a revocation at reload, our own error).
+    func log(_ code: OutstationLogCode, _ message: String, _ fields: [NoticeField: String] = [:]) {
+        sink(Notice(code, message, fields))
     }
 
     /// When the next window with lines held back ends (its summary is due), or nil.
@@ -41,7 +45,7 @@ final class PeerJournal {
     /// A journal line a peer at `address` caused, written while the address's budget of `kind`
     /// lasts, else counted for the window's summary. True when written.
     @discardableResult
-    func write(address: UInt32, _ kind: Kind, _ code: OutstationLogCode, _ message: String, _ fields: [String: String]) -> Bool {
+    func write(address: UInt32, _ kind: Kind, _ code: OutstationLogCode, _ message: String, _ fields: [NoticeField: String]) -> Bool {
         let admission = budget.admit(address, kind: kind.rawValue, at: clock.now(), marked: code == .commandRefused) { summarise($0) }
         guard admission.written else { return false }
         log(code, message, fields)
@@ -59,7 +63,7 @@ final class PeerJournal {
     private func summarise(_ ended: PeerBudget<UInt32>.Ended) {
         let peer = ListenAddress.dotted(ended.key)
         log(.suppressed, "IEC 104 peers at \(peer): \(ended.heldBack) journal lines suppressed over \(Self.lines) of each kind in \(Self.window); /metrics counts every one",
-            ["BESS_PEER": peer, "BESS_SUPPRESSED": "\(ended.heldBack)", "BESS_REFUSED_COMMANDS": "\(ended.marked)"])
+            [.peer: peer, .suppressed: "\(ended.heldBack)", .refusedCommands: "\(ended.marked)"])
         guard ended.marked > 0 else { return }
         audit?(.refusalsSuppressed(count: ended.marked, peer: peer,
                                    message: "IEC 104: \(ended.marked) more commands from \(peer) refused within \(Self.window), past the journal's budget; /metrics counts each by code"))

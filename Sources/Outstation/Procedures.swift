@@ -24,7 +24,7 @@ extension StationProcedures {
         guard let interrogated = group == 0 ? Cause.interrogatedByStation : Cause.interrogatedByGroup(group) else {
             counters.negativeAnswers.add(1, ordering: .relaxed)
             peerLog(connection, .negative, "IEC 104 interrogation from \(connection.stream.peer) answered negatively: QOI \(qoi) is neither 20 (station) nor 21–36 (groups 1–16)",
-                    ["BESS_PEER": connection.stream.peer, "BESS_TYPE": "\(asdu.type.rawValue)", "BESS_QOI": "\(qoi)"])
+                    [.peer: connection.stream.peer, .asduType: "\(asdu.type.rawValue)", .qoi: "\(qoi)"])
             return answer(asdu.answer(.activationConfirmation, negative: true), to: connection)
         }
         counters.interrogations.add(1, ordering: .relaxed)
@@ -77,7 +77,7 @@ extension StationProcedures {
         let ours = Int64((wallClock() * 1000).rounded(.down))
         let offset = Double(theirs - ours) / 1000
         peerLog(connection, .clockSync, "IEC 104 clock synchronisation from \(connection.stream.peer): its time is \(tag), \(LogNumber.text(offset)) s from ours; the system clock is not set from IEC 104",
-                ["BESS_PEER": connection.stream.peer, "BESS_OFFSET_S": LogNumber.text(offset)])
+                [.peer: connection.stream.peer, .offsetS: LogNumber.text(offset)])
         var confirmation = asdu.answer(.activationConfirmation)
         confirmation.information = .objects([InformationObject(address: 0, element: .clockSynchronisation(timeTag()))])
         answer(confirmation, to: connection)

@@ -85,14 +85,14 @@ final class StationProcedures {
     func negative(_ asdu: ASDU, _ cause: Cause, _ connection: OutstationConnection, _ why: String) {
         counters.negativeAnswers.add(1, ordering: .relaxed)
         peerLog(connection, .negative, "IEC 104 \(asdu.type) from \(connection.stream.peer) answered negatively with COT \(cause): \(why)",
-                ["BESS_PEER": connection.stream.peer, "BESS_COT": "\(cause)", "BESS_TYPE": "\(asdu.type.rawValue)"])
+                [.peer: connection.stream.peer, .cot: "\(cause)", .asduType: "\(asdu.type.rawValue)"])
         answer(asdu.negativeAnswer(cause), to: connection)
     }
 
     /// A journal line the peer's input caused (a negative answer, a refused command, a clock
     /// synchronisation), within its address's budget of such lines. True when written.
     @discardableResult
-    func peerLog(_ connection: OutstationConnection, _ code: OutstationLogCode, _ message: String, _ fields: [String: String]) -> Bool {
+    func peerLog(_ connection: OutstationConnection, _ code: OutstationLogCode, _ message: String, _ fields: [NoticeField: String]) -> Bool {
         journal.write(address: connection.stream.peerAddress, .input, code, message, fields)
     }
 

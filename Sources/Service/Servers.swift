@@ -193,15 +193,7 @@ final class IEC104Service: DaemonService {
         }
         let server = OutstationServer(settings: settings, description: description, shared: shared,
                                       samplePeriod: .milliseconds(Int64(max(50, configuration.periodMs))), tlsContext: tlsContext,
-                                      audit: { audit.record($0) }) { code, message, fields in
-            var metadata: Logger.Metadata = ["BESS_CODE": "\(code.rawValue)",
-                                             "MESSAGE_ID": "\(code.isCommand ? MessageID.iec104Command : MessageID.iec104)"]
-            for (key, value) in fields { metadata[key] = "\(value)" }
-            switch code {
-            case .protocolError, .backlog, .commandRefused, .peerRefused, .tlsRefused, .connectionsFull, .internalError: logger.warning("\(message)", metadata: metadata)
-            default: logger.notice("\(message)", metadata: metadata)
-            }
-        }
+                                      audit: { audit.record($0) }) { [logger] in Journal(logger).write($0) }
         do {
             try server.start()
             outstation = server

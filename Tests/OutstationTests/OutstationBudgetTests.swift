@@ -70,7 +70,7 @@ struct OutstationBudgetTests {
         settings.groups = [IEC104Group(name: "sldc", allowFrom: [IPv4Network("10.0.0.0/8")!], commands: [.agc])]
         let journal = CollectedJournal()
         let server = OutstationServer(settings: settings, description: StationImageTests.description, shared: SharedState(units: 2),
-                                      tlsContext: context) { journal.append(CollectedJournal.Line(code: $0, message: $1, fields: $2)) }
+                                      tlsContext: context) { journal.append(CollectedJournal.Line($0)) }
         try server.start()
         defer { server.stop() }
         try Self.connectAndClose(server.port, times: 1)

@@ -15,6 +15,13 @@ final class CollectedJournal: Sendable {
         let code: OutstationLogCode
         let message: String
         let fields: [String: String]
+
+        /// The line of one of the outstation's notices.
+        init(_ notice: Notice) {
+            code = notice.outstationCode!
+            message = notice.message
+            fields = notice.fieldsByName
+        }
     }
 
     private let lines = Mutex<[Line]>([])
@@ -41,7 +48,7 @@ final class SteppedOutstation {
         configure(&settings)
         let journal = journal
         server = OutstationServer(settings: settings, description: StationImageTests.description, shared: shared, clock: clock) {
-            journal.append(CollectedJournal.Line(code: $0, message: $1, fields: $2))
+            journal.append(CollectedJournal.Line($0))
         }
         try server.start()
     }

@@ -180,7 +180,7 @@ struct IEC104UplinkTests {
         let journal = Mutex<[(code: OutstationLogCode, fields: [String: String])]>([])
         let description = StationDescription(ratingsW: [1e5, 1e5], capacitiesWh: [2.5e5, 2.5e5], hasMeter: false, frequencyResponseEnabled: false)
         let server = OutstationServer(settings: settings, description: description, shared: SharedState(units: 2), clock: clock,
-                                      audit: { audit.record($0) }) { code, _, fields in journal.withLock { $0.append((code, fields)) } }
+                                      audit: { audit.record($0) }) { notice in journal.withLock { $0.append((notice.outstationCode!, notice.fieldsByName)) } }
         try server.start()
         defer { server.stop() }
         let station = try RawControlStation(port: server.port)
