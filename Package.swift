@@ -57,48 +57,51 @@ let package = Package(
 
         // Pure control law: no I/O, no Foundation, an injected clock.
         // `rounded()` lowers to libm's round(); link libm so the library stands alone.
-        .target(name: "ControlCore", swiftSettings: swiftSettings, linkerSettings: [.linkedLibrary("m")]),
+        .target(name: "ControlCore", dependencies: ["BessBase"], swiftSettings: swiftSettings, linkerSettings: [.linkedLibrary("m")]),
+        // What every module shares that is not control law: the coded error, text quoting, the identifier
+        // rule, the JSON lexer and string scanner, the utility control record; stdlib only.
+        .target(name: "BessBase", swiftSettings: swiftSettings),
         // System primitives outside the three C libraries: system calls, the clock (ControlCore's
         // instants and durations), the priority-inheriting lock, and every thread (worker threads,
         // real-time placement, names and CPU pins).
         // Linux headers the Glibc module leaves out (eventfd); header only.
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
-        .target(name: "BessSystem", dependencies: ["ControlCore", "CLinux"], swiftSettings: swiftSettings),
+        .target(name: "BessSystem", dependencies: ["BessBase", "ControlCore", "CLinux"], swiftSettings: swiftSettings),
         // What bessctl needs and nothing more: the control socket's client and the version.
-        .target(name: "ControlProtocol", dependencies: ["ControlCore", "BessSystem"], swiftSettings: swiftSettings),
+        .target(name: "ControlProtocol", dependencies: ["BessBase", "ControlCore", "BessSystem"], swiftSettings: swiftSettings),
         .target(
             name: "Fieldbus",
-            dependencies: ["ControlCore", "BessSystem", "CModbus", "CSocketCAN"],
+            dependencies: ["BessBase", "ControlCore", "BessSystem", "CModbus", "CSocketCAN"],
             swiftSettings: swiftSettings),
         // Configuration: the YAML schema, its diagnostics and the mapping to control settings (the only Yams user).
         .target(
             name: "Config",
-            dependencies: ["ControlCore", "BessSystem", "Fieldbus", "Cycle", "Outstation", "IEEE2030_5", .product(name: "Yams", package: "Yams")],
+            dependencies: ["BessBase", "ControlCore", "BessSystem", "Fieldbus", "Cycle", "Outstation", "IEEE2030_5", .product(name: "Yams", package: "Yams")],
             swiftSettings: swiftSettings),
         // The real-time cycle and the bus workers behind the SiteIO seam; never imports the simulator,
         // nor Config: it defines the settings it runs on (CycleSettings), and Config maps the YAML into them.
-        .target(name: "Cycle", dependencies: ["ControlCore", "BessSystem", "Fieldbus"], swiftSettings: swiftSettings),
+        .target(name: "Cycle", dependencies: ["BessBase", "ControlCore", "BessSystem", "Fieldbus"], swiftSettings: swiftSettings),
         // The simulated site bessd injects in modes simulation and hil: battery, inverter, meter and grid
         // models, fault schedules, and SimulatedSite (a SiteIO).
         .target(name: "Simulation", dependencies: ["ControlCore", "Fieldbus", "Config", "Cycle"], swiftSettings: swiftSettings),
         // The plant only bess-hil serves: SunSpec devices on Modbus TCP/RTU (a libmodbus server) and the rig
         // that drives them from the simulation.
         .target(
-            name: "HILPlant", dependencies: ["Simulation", "ControlCore", "BessSystem", "Fieldbus", "CModbus", "Config", "Cycle"],
+            name: "HILPlant", dependencies: ["BessBase", "Simulation", "ControlCore", "BessSystem", "Fieldbus", "CModbus", "Config", "Cycle"],
             swiftSettings: swiftSettings),
         // The site as a SunSpec device for plant SCADA (Modbus TCP server on its own thread).
         .target(
-            name: "Scada", dependencies: ["ControlCore", "BessSystem", "Fieldbus", "CModbus", "Config", "Cycle"],
+            name: "Scada", dependencies: ["BessBase", "ControlCore", "BessSystem", "Fieldbus", "CModbus", "Config", "Cycle"],
             swiftSettings: swiftSettings),
         // The IEC 60870-5-104 outstation for the grid operator's control centres (its own thread).
         .target(
-            name: "Outstation", dependencies: ["IEC104", "ControlCore", "BessSystem", "Cycle", "TLSTransport"],
+            name: "Outstation", dependencies: ["BessBase", "IEC104", "ControlCore", "BessSystem", "Cycle", "TLSTransport"],
             swiftSettings: swiftSettings),
         // bessd as a service: lifecycle, watchdog, control socket, metrics, journal, latches, uplink recorder.
         .target(
             name: "Service",
             dependencies: [
-                "ControlCore", "BessSystem", "ControlProtocol", "Config", "Cycle", "Fieldbus", "Uplink", "CSystemd", "Scada", "Outstation",
+                "BessBase", "ControlCore", "BessSystem", "ControlProtocol", "Config", "Cycle", "Fieldbus", "Uplink", "CSystemd", "Scada", "Outstation",
                 "Sep2Link", "PMULink", "IEEE2030_5", "TLSTransport", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
@@ -106,7 +109,7 @@ let package = Package(
         .target(
             name: "Uplink",
             dependencies: [
-                "ControlCore", "BessSystem", "CMosquitto",
+                "BessBase", "ControlCore", "BessSystem", "CMosquitto",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -115,26 +118,26 @@ let package = Package(
             swiftSettings: swiftSettings),
         // IEC 60870-5-104 as pure protocol (APCI, ASDU, CP56Time2a, the link state machine): no
         // sockets, no threads, no Foundation; ControlCore for the monotonic instant only.
-        .target(name: "IEC104", dependencies: ["ControlCore"], swiftSettings: swiftSettings),
+        .target(name: "IEC104", dependencies: ["BessBase", "ControlCore"], swiftSettings: swiftSettings),
         // IEEE C37.118.2-2011 synchrophasor frames as pure protocol (CRC, header, commands, CFG-1/2/3, data
         // frames): no sockets, no clock, no Foundation; ControlCore for the coded error only.
-        .target(name: "Synchrophasor", dependencies: ["ControlCore"], swiftSettings: swiftSettings),
+        .target(name: "Synchrophasor", dependencies: ["BessBase", "ControlCore"], swiftSettings: swiftSettings),
         // IEEE 2030.5 (CSIP, CSIP-AUS) as pure protocol: LFDI/SFDI from a certificate (OpenSSL's SHA-256),
         // a bounded namespace-aware XML reader, the DER control resources and the event rules; no sockets yet.
-        .target(name: "IEEE2030_5", dependencies: ["ControlCore", "COpenSSL"], swiftSettings: swiftSettings),
+        .target(name: "IEEE2030_5", dependencies: ["BessBase", "ControlCore", "COpenSSL"], swiftSettings: swiftSettings),
         // The aggregator's side of the uplink: reading and checking the batches gateways send.
-        .target(name: "UplinkIngest", dependencies: ["Uplink", "ControlCore", "BessSystem"], swiftSettings: swiftSettings),
+        .target(name: "UplinkIngest", dependencies: ["BessBase", "Uplink", "ControlCore", "BessSystem"], swiftSettings: swiftSettings),
         // TLS over a non-blocking socket for the grid links (the 104 outstation's TLS port, the 2030.5
         // client): contexts with mutual authentication, allow-list and CRL; a connection in poll steps.
-        .target(name: "TLSTransport", dependencies: ["ControlCore", "BessSystem", "COpenSSL"], swiftSettings: swiftSettings),
+        .target(name: "TLSTransport", dependencies: ["BessBase", "ControlCore", "BessSystem", "COpenSSL"], swiftSettings: swiftSettings),
         // The IEEE 2030.5 client's I/O: HTTP/1.1 over TLSTransport on its own worker thread, the worker and its
         // durable schedule store.
         .target(
-            name: "Sep2Link", dependencies: ["BessSystem", "ControlCore", "Cycle", "IEEE2030_5", "TLSTransport"],
+            name: "Sep2Link", dependencies: ["BessBase", "BessSystem", "ControlCore", "Cycle", "IEEE2030_5", "TLSTransport"],
             swiftSettings: swiftSettings),
         // The PMU's link: the reader thread following a C37.118.2 stream over TCP or UDP (Synchrophasor
         // decodes); it publishes into Cycle's FrequencySampleSlot, the cycle's seam.
-        .target(name: "PMULink", dependencies: ["ControlCore", "BessSystem", "Cycle", "Synchrophasor"], swiftSettings: swiftSettings),
+        .target(name: "PMULink", dependencies: ["BessBase", "ControlCore", "BessSystem", "Cycle", "Synchrophasor"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "bessd",
             dependencies: [
@@ -149,14 +152,14 @@ let package = Package(
             // field-bus decoders for `bessctl probe` (timed on BessSystem's clock), and the 2030.5 LFDI/SFDI
             // of a certificate (OpenSSL's SHA-256) for `bessctl ieee2030-5 --cert`.
             dependencies: [
-                "ControlProtocol", "ControlCore", "Fieldbus", "BessSystem", "IEEE2030_5",
+                "BessBase", "ControlProtocol", "ControlCore", "Fieldbus", "BessSystem", "IEEE2030_5",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
         .executableTarget(
             name: "bess-hil",
             dependencies: [
-                "Simulation", "HILPlant", "Cycle", "Config", "ControlCore", "ControlProtocol", "Uplink", "Fieldbus", "BessSystem", "CLinux", "Scada", "IEC104",
+                "BessBase", "Simulation", "HILPlant", "Cycle", "Config", "ControlCore", "ControlProtocol", "Uplink", "Fieldbus", "BessSystem", "CLinux", "Scada", "IEC104",
                 "Outstation",
                 "Synchrophasor", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Yams", package: "Yams"),
@@ -166,7 +169,7 @@ let package = Package(
         .executableTarget(
             name: "bess-aggregator",
             dependencies: [
-                "Uplink", "UplinkIngest", "BessSystem", "ControlCore", "ControlProtocol",
+                "BessBase", "Uplink", "UplinkIngest", "BessSystem", "ControlCore", "ControlProtocol",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -177,34 +180,34 @@ let package = Package(
         .testTarget(
             name: "ControlCoreTests",
             dependencies: [
-                "ControlCore",
+                "BessBase", "ControlCore",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "FieldbusTests",
             dependencies: [
-                "Fieldbus", "ControlCore", "CModbus", "CSocketCAN",
+                "BessBase", "Fieldbus", "ControlCore", "CModbus", "CSocketCAN",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             swiftSettings: swiftSettings),
-        .testTarget(name: "UplinkTests", dependencies: ["Uplink", "UplinkIngest", "ControlCore", "BessSystem"], swiftSettings: swiftSettings),
-        .testTarget(name: "BessSystemTests", dependencies: ["BessSystem", "ControlCore", "TestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "UplinkTests", dependencies: ["BessBase", "Uplink", "UplinkIngest", "ControlCore", "BessSystem"], swiftSettings: swiftSettings),
+        .testTarget(name: "BessSystemTests", dependencies: ["BessBase", "BessSystem", "ControlCore", "TestSupport"], swiftSettings: swiftSettings),
         // TLS against the openssl command as the independent peer, certificates made at test time.
-        .testTarget(name: "TLSTransportTests", dependencies: ["TLSTransport", "BessSystem", "TestSupport", "Outstation", "ControlCore"], swiftSettings: swiftSettings),
+        .testTarget(name: "TLSTransportTests", dependencies: ["BessBase", "TLSTransport", "BessSystem", "TestSupport", "Outstation", "ControlCore"], swiftSettings: swiftSettings),
         // The 104 codec and link byte-exact from the standard, and against c104 and iec60870-parser (PyPI).
-        .testTarget(name: "IEC104Tests", dependencies: ["IEC104", "ControlCore", "TestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "IEC104Tests", dependencies: ["BessBase", "IEC104", "ControlCore", "TestSupport"], swiftSettings: swiftSettings),
         // The C37.118 codec from the standard, against binascii.crc_hqx and pyPMU (PyPI synchrophasor).
-        .testTarget(name: "SynchrophasorTests", dependencies: ["Synchrophasor", "ControlCore", "TestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "SynchrophasorTests", dependencies: ["BessBase", "Synchrophasor", "ControlCore", "TestSupport"], swiftSettings: swiftSettings),
         // LFDI/SFDI against sep2cert, documents from envoy-schema's models, event rules against sep2tools (PyPI).
-        .testTarget(name: "IEEE2030_5Tests", dependencies: ["IEEE2030_5", "ControlCore", "TestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "IEEE2030_5Tests", dependencies: ["BessBase", "IEEE2030_5", "ControlCore", "TestSupport"], swiftSettings: swiftSettings),
         // The HTTPS client against a Python TLS peer (CCM8, client certificate required); the worker.
         .testTarget(
-            name: "Sep2LinkTests", dependencies: ["Sep2Link", "TLSTransport", "IEEE2030_5", "Config", "Cycle", "BessSystem", "ControlCore", "TestSupport", "Uplink", "UplinkIngest"],
+            name: "Sep2LinkTests", dependencies: ["BessBase", "Sep2Link", "TLSTransport", "IEEE2030_5", "Config", "Cycle", "BessSystem", "ControlCore", "TestSupport", "Uplink", "UplinkIngest"],
             swiftSettings: swiftSettings),
         .testTarget(name: "OutstationTests", dependencies: ["Outstation", "IEC104", "Config", "Cycle", "ControlCore", "BessSystem", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "PlantTests", dependencies: ["Simulation", "HILPlant", "ControlCore", "BessSystem", "Fieldbus", "Config", "Cycle", "TestSupport"],
+            name: "PlantTests", dependencies: ["BessBase", "Simulation", "HILPlant", "ControlCore", "BessSystem", "Fieldbus", "Config", "Cycle", "TestSupport"],
             swiftSettings: swiftSettings),
         // What every test target that runs a process or waits shares: the package's paths, running its
         // executables and peers, waiting on a condition, loopback ports, a raw IEC 104 station.
@@ -214,7 +217,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         // The cycle, its poller and workers against SunSpec peers (the HIL plant's server among them).
         .testTarget(
-            name: "CycleTests", dependencies: ["Cycle", "PMULink", "Config", "ControlCore", "Fieldbus", "BessSystem", "HILPlant", "TestSupport"],
+            name: "CycleTests", dependencies: ["BessBase", "Cycle", "PMULink", "Config", "ControlCore", "Fieldbus", "BessSystem", "HILPlant", "TestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "ScadaTests", dependencies: ["Scada", "Cycle", "Config", "ControlCore", "BessSystem", "TestSupport"],
@@ -223,7 +226,7 @@ let package = Package(
         .testTarget(
             name: "ServiceTests",
             dependencies: [
-                "Service", "Cycle", "Config", "ControlCore", "ControlProtocol", "Fieldbus", "Simulation", "HILPlant", "Uplink", "UplinkIngest", "CSystemd", "BessSystem",
+                "BessBase", "Service", "Cycle", "Config", "ControlCore", "ControlProtocol", "Fieldbus", "Simulation", "HILPlant", "Uplink", "UplinkIngest", "CSystemd", "BessSystem",
                 "Scada", "bess-hil", "TestSupport", "IEC104", "Outstation", "Sep2Link",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -233,7 +236,7 @@ let package = Package(
         .testTarget(
             name: "FuzzTests",
             dependencies: [
-                "ControlCore", "ControlProtocol", "BessSystem", "Fieldbus", "Config", "Cycle", "Simulation", "HILPlant", "Scada", "Service", "Uplink", "UplinkIngest",
+                "BessBase", "ControlCore", "ControlProtocol", "BessSystem", "Fieldbus", "Config", "Cycle", "Simulation", "HILPlant", "Scada", "Service", "Uplink", "UplinkIngest",
                 "IEC104", "Outstation", "Synchrophasor", "IEEE2030_5", "Sep2Link", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
@@ -249,7 +252,7 @@ if Context.environment["BESS_FUZZ"] != nil {
         .target(
             name: "FuzzTargets",
             dependencies: [
-                "ControlCore", "ControlProtocol", "BessSystem", "Fieldbus", "Config", "Cycle", "Simulation", "HILPlant", "Scada", "Service", "Uplink", "UplinkIngest",
+                "BessBase", "ControlCore", "ControlProtocol", "BessSystem", "Fieldbus", "Config", "Cycle", "Simulation", "HILPlant", "Scada", "Service", "Uplink", "UplinkIngest",
                 "IEC104", "Outstation", "Synchrophasor", "IEEE2030_5", "Sep2Link", .product(name: "Logging", package: "swift-log"),
             ],
             path: "Fuzz/FuzzTargets",

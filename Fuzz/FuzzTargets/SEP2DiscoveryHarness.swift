@@ -1,3 +1,4 @@
+import BessBase
 import ControlCore
 import IEEE2030_5
 

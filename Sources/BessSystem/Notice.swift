@@ -1,3 +1,4 @@
+public import BessBase
 public import ControlCore
 
 /// What a component tells the operator, on its way to the journal: a line for a person with, where

@@ -1,3 +1,4 @@
+import BessBase
 import ControlCore
 
 /// Text a peer sent (an id, a name, a reason), made fit for a log line, a reply or a page: nothing a

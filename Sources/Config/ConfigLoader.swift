@@ -1,3 +1,4 @@
+import BessBase
 import Cycle
 import BessSystem
 import ControlCore

@@ -1,3 +1,5 @@
+public import BessBase
+
 /// The regulation band and signal expiry a site declares to the grid operator's AGC
 /// (`iec104.agc`, docs/design/0008-agc.md).
 public struct AGCLimits: Sendable, Equatable {

@@ -1,3 +1,4 @@
+public import BessBase
 public import ControlCore
 
 /// A failure of a CAN interface, or of a Modbus server bessd serves (SCADA, the plant): a typed code

@@ -1,3 +1,4 @@
+public import BessBase
 public import Simulation
 import BessSystem
 public import ControlCore

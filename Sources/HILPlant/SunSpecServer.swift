@@ -1,3 +1,4 @@
+public import BessBase
 import BessSystem
 import CModbus
 public import ControlCore

@@ -1,3 +1,4 @@
+public import BessBase
 public import ControlCore
 
 /// The application protocol control information of IEC 60870-5-104 (§5 of the standard): the start

@@ -1,3 +1,4 @@
+public import BessBase
 public import ControlCore
 
 /// The application service data unit of IEC 60870-5-104 with the standard's field sizes: type

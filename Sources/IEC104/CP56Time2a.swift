@@ -1,3 +1,4 @@
+public import BessBase
 public import ControlCore
 
 /// The seven-octet time tag CP56Time2a (IEC 60870-5-4 §6.8): milliseconds within the minute

@@ -1,3 +1,4 @@
+import BessBase
 import ControlCore
 
 /// The information elements of the types a BESS outstation serves (IEC 60870-5-101 §7.2.6, §7.3).

@@ -1,3 +1,4 @@
+public import BessBase
 public import ControlCore
 
 /// The link parameters of IEC 60870-5-104 §5 for one connection.

@@ -1,3 +1,4 @@
+import BessBase
 import ControlCore
 
 /// The ConnectionPoint a `DiscoverySession` PUTs to the EndDevice's `csipaus:ConnectionPointLink`, and

@@ -1,3 +1,4 @@
+public import BessBase
 public import ControlCore
 /// `ActivePower`: `value` × 10^`multiplier` watts (2030.5 `ActivePower`; CSIP-AUS ALL-24 scales the
 /// same limit with multipliers 0, 1 and 2).

@@ -1,3 +1,4 @@
+import BessBase
 import ControlCore
 
 /// What the session has read, for the worker and the reports.

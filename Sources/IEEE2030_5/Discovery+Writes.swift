@@ -1,3 +1,4 @@
+import BessBase
 import ControlCore
 
 /// The writes: the EndDevice POSTed for in-band registration and the ConnectionPoint PUT.

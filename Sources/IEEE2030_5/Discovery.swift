@@ -1,3 +1,4 @@
+public import BessBase
 public import ControlCore
 
 /// One HTTP request the 2030.5 client is to send: what `DiscoverySession.nextRequest` returns and the

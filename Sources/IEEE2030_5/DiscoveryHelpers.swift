@@ -1,3 +1,4 @@
+import BessBase
 import ControlCore
 
 /// The server's clock as a `DiscoverySession` knows it: the last Time reply's `currentTime` anchored to

@@ -1,3 +1,4 @@
+import BessBase
 import ControlCore
 /// Typed reads of an element's children and attributes, each refusal coded and its text quoted.
 extension XMLElement {

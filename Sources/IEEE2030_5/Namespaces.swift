@@ -1,3 +1,4 @@
+import BessBase
 import ControlCore
 /// The namespaces a 2030.5 document may use: the standard's own and CSIP-AUS's two.
 public enum SEP2Namespace {

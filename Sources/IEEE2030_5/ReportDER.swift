@@ -1,3 +1,4 @@
+public import BessBase
 public import ControlCore
 
 /// `DERControlType` bits (`modesSupported`, `modesEnabled`): the 2030.5 controls a DER carries out. Only

@@ -1,3 +1,4 @@
+public import BessBase
 public import ControlCore
 
 /// Where a mirrored meter reads: the site's connection point or the site's one aggregated DER.

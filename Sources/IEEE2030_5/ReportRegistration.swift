@@ -1,3 +1,4 @@
+public import BessBase
 public import ControlCore
 
 /// 2030.5's `DeviceCategoryType` bits (HexBinary32; sep.xsd, envoy-schema's `DeviceCategory`) bessd

@@ -1,3 +1,4 @@
+public import BessBase
 public import ControlCore
 
 /// `Response.status` (2030.5 Table 27, "Response types by function set"; the numbers of envoy-schema's

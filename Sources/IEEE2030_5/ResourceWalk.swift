@@ -1,3 +1,4 @@
+import BessBase
 import ControlCore
 
 /// The resources a `DiscoverySession` follows, linked from its entry path, and its one request in

@@ -1,3 +1,4 @@
+public import BessBase
 public import ControlCore
 
 /// A link as bessd follows it: an absolute path on the server the session talks to.

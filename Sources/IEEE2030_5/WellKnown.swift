@@ -1,3 +1,4 @@
+public import BessBase
 public import ControlCore
 
 /// `/.well-known/csipaus` (CSIP-AUS service discovery, cactus procedure SDVN-01): a JSON object

@@ -1,3 +1,4 @@
+public import BessBase
 public import ControlCore
 
 /// A bounded writer of the 2030.5 documents bessd sends: elements in the standard's namespace

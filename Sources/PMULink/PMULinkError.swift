@@ -1,3 +1,4 @@
+public import BessBase
 public import ControlCore
 
 /// What ended a PMU session (`PMUReader`), printed `CODE: message` with nothing the PMU sent in the

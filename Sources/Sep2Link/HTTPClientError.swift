@@ -1,3 +1,4 @@
+public import BessBase
 public import ControlCore
 
 /// Why an HTTPS exchange with the utility's IEEE 2030.5 server failed: a stable code and a message for

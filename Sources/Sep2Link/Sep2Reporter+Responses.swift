@@ -1,3 +1,4 @@
+import BessBase
 public import ControlCore
 public import IEEE2030_5
 

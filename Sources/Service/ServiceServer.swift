@@ -1,3 +1,4 @@
+import BessBase
 import BessSystem
 public import Config
 public import Cycle

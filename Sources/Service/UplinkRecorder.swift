@@ -1,3 +1,4 @@
+import BessBase
 public import Config
 public import Cycle
 import BessSystem

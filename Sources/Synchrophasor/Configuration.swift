@@ -1,3 +1,4 @@
+public import BessBase
 public import ControlCore
 
 /// The configuration frames of C37.118.2-2011, decoded within `FrameLimits`: CFG-1 and CFG-2 (one

@@ -1,3 +1,4 @@
+import BessBase
 import ControlCore
 
 /// CFG-3, the extended configuration frame of C37.118.2-2011 (frame type 5, Table 10), decoded into

@@ -1,3 +1,4 @@
+public import BessBase
 public import ControlCore
 
 /// Data frames of C37.118.2-2011, decoded against the CFG-2 that describes them.

@@ -1,3 +1,4 @@
+public import BessBase
 public import ControlCore
 
 /// IEEE C37.118.2-2011 frames: the common header, CHK, and the bounded check every frame passes

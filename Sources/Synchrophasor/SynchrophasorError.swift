@@ -1,3 +1,4 @@
+public import BessBase
 public import ControlCore
 
 /// A frame bessd refuses: a stable code and a message that quotes nothing the PMU sent unescaped

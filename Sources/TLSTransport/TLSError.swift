@@ -1,3 +1,4 @@
+public import BessBase
 public import ControlCore
 
 /// Why a TLS context could not be made, or why a TLS connection was refused or ended: a stable code

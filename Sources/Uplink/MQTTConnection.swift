@@ -1,3 +1,4 @@
+public import BessBase
 import BessSystem
 public import ControlCore
 import CMosquitto

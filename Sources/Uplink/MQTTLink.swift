@@ -1,3 +1,4 @@
+import BessBase
 package import BessSystem
 package import ControlCore
 import Foundation

@@ -1,3 +1,4 @@
+import BessBase
 import Uplink
 import ControlCore
 

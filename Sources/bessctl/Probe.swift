@@ -1,3 +1,4 @@
+import BessBase
 import ArgumentParser
 import BessSystem
 import ControlCore

@@ -1,3 +1,4 @@
+import BessBase
 import ControlCore
 @testable import Fieldbus
 import Glibc

@@ -1,3 +1,4 @@
+import BessBase
 import ControlCore
 import Fieldbus
 import Testing

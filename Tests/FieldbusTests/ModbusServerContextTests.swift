@@ -1,3 +1,4 @@
+import BessBase
 import CModbus
 import ControlCore
 import Fieldbus

@@ -1,3 +1,4 @@
+import BessBase
 import ControlCore
 import IEC104
 import Testing

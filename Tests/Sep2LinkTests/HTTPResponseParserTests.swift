@@ -1,3 +1,4 @@
+import BessBase
 import ControlCore
 @testable import Sep2Link
 import Testing

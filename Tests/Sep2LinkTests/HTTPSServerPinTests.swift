@@ -1,3 +1,4 @@
+import BessBase
 import Config
 import ControlCore
 import Cycle

@@ -1,3 +1,4 @@
+import BessBase
 import ControlCore
 import Foundation
 import Glibc

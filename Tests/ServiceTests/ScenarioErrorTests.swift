@@ -1,4 +1,5 @@
 @testable import bess_hil
+import BessBase
 import ControlCore
 import Foundation
 import TestSupport

@@ -1,3 +1,4 @@
+public import BessBase
 import CModbus
 public import ControlCore
 import Glibc

@@ -1,3 +1,4 @@
+public import BessBase
 public import ControlCore
 
 /// Registers already read, answering `readRegisters` from memory: how a reply taken off the wire by

@@ -1,3 +1,4 @@
+public import BessBase
 public import ControlCore
 
 /// One register (or register pair) of a register map.

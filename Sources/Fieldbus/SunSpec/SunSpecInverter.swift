@@ -1,3 +1,4 @@
+public import BessBase
 public import ControlCore
 
 /// How bessd commands active power on a SunSpec inverter.

@@ -1,3 +1,4 @@
+public import BessBase
 public import ControlCore
 
 /// SunSpec model identifiers and point offsets bessd uses, from the official model definitions
