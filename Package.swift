@@ -227,7 +227,7 @@ let package = Package(
             name: "ServiceTests",
             dependencies: [
                 "BessBase", "Service", "Cycle", "Config", "ControlCore", "ControlProtocol", "Fieldbus", "Simulation", "HILPlant", "Uplink", "UplinkIngest", "CSystemd", "BessSystem",
-                "Scada", "bess-hil", "TestSupport", "IEC104", "Outstation", "Sep2Link",
+                "Scada", "bess-hil", "TestSupport", "IEC104", "Outstation", "Sep2Link", "PMULink",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),

@@ -45,14 +45,14 @@ public final class PMUReader: @unchecked Sendable {
     private let wallClock: @Sendable () -> Double
     /// The PMU's host, resolved within a deadline; kept across sessions.
     private let resolver: HostResolver
-    private let log: @Sendable (_ code: String, _ message: String, _ error: Bool) -> Void
+    private let log: @Sendable (Notice) -> Void
     private let worker = WorkerThread()
     private let wakeup = Wakeup()
     /// The reader thread's own state: the PMU did not answer CFG-3, so it is asked for CFG-2.
     private var askCFG3 = true
     private var lastFailure = ""
-    private var rejectionsSinceLog = 0
-    private var rejectionLoggedAt: MonotonicInstant?
+    /// Refused frames: the first line, then at most one a minute saying how many were refused.
+    private var rejections = PeerBudget<String>(window: .seconds(60), lines: 1, keys: 1, report: .withNextLine)
 
     /// The longest a session waits for a frame once data was asked for (longer at slow data rates).
     static let silenceLimit: Duration = .seconds(3)
@@ -80,7 +80,7 @@ public final class PMUReader: @unchecked Sendable {
     /// A reader that has not started.
     public init(settings: PMUSettings, clock: some MonotonicClock = SystemClock.shared,
                 wallClock: @escaping @Sendable () -> Double = SystemClock.wallClockSeconds,
-                log: @escaping @Sendable (_ code: String, _ message: String, _ error: Bool) -> Void) {
+                log: @escaping @Sendable (Notice) -> Void) {
         self.settings = settings
         self.clock = clock
         self.wallClock = wallClock
@@ -129,10 +129,10 @@ public final class PMUReader: @unchecked Sendable {
             let pause = backoff.next()
             let again = "reconnecting in \(trimmed(pause.secondsDouble, decimals: 1)) s"
             if wasConnected {
-                log("PMU_LOST", "PMU_LOST: \(peerText): \(failure.description); \(again)", true)
+                log(Notice(pmu: .lost, "\(peerText): \(failure.description); \(again)"))
                 lastFailure = failure.description
             } else if failure.description != lastFailure {
-                log(failure.code.description, "\(failure.code): \(peerText): \(failure.message); \(again)", true)
+                log(Notice("\(failure.code): \(peerText): \(failure.message); \(again)", failure: failure, topic: .device, units: ["site"]))
                 lastFailure = failure.description
             }
             _ = clock.wait(for: wakeup, until: clock.now() + pause)
@@ -236,7 +236,7 @@ public final class PMUReader: @unchecked Sendable {
                     connected.store(true, ordering: .relaxed)
                     connects.add(1, ordering: .relaxed)
                     lastFailure = ""
-                    log("PMU_CONNECTED", "PMU_CONNECTED: \(peerText): " + session.describe(), false)
+                    log(Notice(pmu: .connected, "\(peerText): " + session.describe()))
                 }
             }
         }
@@ -245,7 +245,7 @@ public final class PMUReader: @unchecked Sendable {
     /// Asks for CFG-2 from now on.
     private func giveUpCFG3(_ reason: String) {
         askCFG3 = false
-        log("PMU_CFG3_UNANSWERED", "PMU_CFG3_UNANSWERED: \(peerText) did not answer a CFG-3 request (\(reason)); asking for CFG-2 from now on", false)
+        log(Notice(pmu: .cfg3Unanswered, "\(peerText) did not answer a CFG-3 request (\(reason)); asking for CFG-2 from now on"))
     }
 
     private enum Phase {
@@ -321,7 +321,7 @@ public final class PMUReader: @unchecked Sendable {
         case .configuration(let changed):
             configurations.add(1, ordering: .relaxed)
             if changed, connected.load(ordering: .relaxed) {
-                log("PMU_CONFIGURATION", "PMU_CONFIGURATION: \(peerText) changed its configuration: " + session.describe(), false)
+                log(Notice(pmu: .configuration, "\(peerText) changed its configuration: " + session.describe()))
             }
         case .unusable:
             frames.add(1, ordering: .relaxed)
@@ -335,13 +335,12 @@ public final class PMUReader: @unchecked Sendable {
     /// Counts a refused frame; logs the first, then at most one line a minute with the count.
     private func reject(_ code: String, _ message: String) {
         rejectedFrames.add(1, ordering: .relaxed)
-        rejectionsSinceLog += 1
-        let now = clock.now()
-        if let last = rejectionLoggedAt, now - last < .seconds(60) { return }
-        let more = rejectionsSinceLog > 1 ? " (\(rejectionsSinceLog) frames refused since the last line)" : ""
-        log("PMU_FRAME_REJECTED", "PMU_FRAME_REJECTED: \(peerText): \(code): \(message)\(more)", true)
-        rejectionLoggedAt = now
-        rejectionsSinceLog = 0
+        let peer = peerText
+        let admission = rejections.admit(peer, at: clock.now())
+        guard admission.written else { return }
+        // The count includes this frame.
+        let more = admission.heldBack > 0 ? " (\(admission.heldBack + 1) frames refused since the last line)" : ""
+        log(Notice(pmu: .frameRejected, "\(peer): \(code): \(message)\(more)"))
     }
 
     /// SOC of a command frame: the wall clock's Unix seconds.

@@ -99,10 +99,7 @@ extension PMUReader: DaemonService {
     /// connection notices go to the journal as device events of the site, with their code.
     static func following(_ configuration: BessdConfiguration, logger: Logger) -> PMUReader? {
         guard configuration.grid.frequencySource == .pmu, let settings = configuration.grid.pmu else { return nil }
-        return PMUReader(settings: settings) { code, message, error in
-            let metadata: Logger.Metadata = ["BESS_CODE": "\(code)", "MESSAGE_ID": "\(MessageID.device)", "BESS_UNIT": "site"]
-            if error { logger.warning("\(message)", metadata: metadata) } else { logger.notice("\(message)", metadata: metadata) }
-        }
+        return PMUReader(settings: settings) { Journal(logger).write($0) }
     }
 }
 

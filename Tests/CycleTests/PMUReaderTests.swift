@@ -63,7 +63,7 @@ final class PMUPeer: Sendable {
 final class LogLines: Sendable {
     private let lines = Mutex<[String]>([])
     var all: [String] { lines.withLock { $0 } }
-    var sink: @Sendable (String, String, Bool) -> Void { { [self] _, message, _ in lines.withLock { $0.append(message) } } }
+    var sink: @Sendable (Notice) -> Void { { [self] notice in lines.withLock { $0.append(notice.message) } } }
     func contains(_ code: String) -> Bool { all.contains { $0.hasPrefix(code + ":") } }
 }
 
@@ -293,7 +293,7 @@ extension PMUStreamTests {
 
     @Test("a command frame's SOC is the injected wall clock's second, not the system's")
     func wallClockInjected() {
-        let reader = PMUReader(settings: PMUSettings(host: "pmu", port: 4712, idcode: 99), wallClock: { 1_234_567_890.75 }, log: { _, _, _ in })
+        let reader = PMUReader(settings: PMUSettings(host: "pmu", port: 4712, idcode: 99), wallClock: { 1_234_567_890.75 }, log: { _ in })
         #expect(reader.secondOfCentury() == 1_234_567_890)
     }
 
@@ -306,7 +306,7 @@ extension PMUStreamTests {
     func falseStart(large: Bool) throws {
         let all = try frames()
         let settings = PMUSettings(host: "pmu", port: 4712, idcode: 99)
-        let reader = PMUReader(settings: settings, log: { _, _, _ in })
+        let reader = PMUReader(settings: settings, log: { _ in })
         var stream = PMUStream(settings: settings, askCFG3: false)
         _ = stream.accept(try #require(all["cfg2-multi"])[...], at: .zero)
         let data = try #require(all["data-multi"])
