@@ -157,7 +157,7 @@ public final class Daemon {
         if let rt = configuration.realtime {
             let (notices, fd) = Realtime.applyProcessWide(rt)
             realtimeFD = fd
-            for notice in notices { logger.warning("\(notice)", metadata: ["BESS_CODE": "REALTIME_DEGRADED"]) }
+            for notice in notices { Journal(logger).write(Notice(DeviceCode.realtimeDegraded, notice)) }
         }
         defer { if realtimeFD >= 0 { close(realtimeFD) } }
         for notice in configuration.notices { logger.notice("\(notice)", metadata: ["BESS_CODE": "\(notice.code)"]) }
@@ -217,7 +217,7 @@ public final class Daemon {
         // The first cycles publish before READY, so status and the watchdog see a running cycle.
         cycle.thread.awaitCycles(2, within: .seconds(2))
         journalFlush.logNotices()
-        for notice in cycle.thread.realtimeNotices { logger.warning("\(notice)", metadata: ["BESS_CODE": "REALTIME_DEGRADED"]) }
+        for notice in cycle.thread.realtimeNotices { Journal(logger).write(Notice(DeviceCode.realtimeDegraded, notice)) }
         if let placement = cycle.thread.realtimePlacement {
             logger.notice("real-time: \(placement)\(cycle.thread.realtimeNotices.isEmpty ? "" : ", except as REALTIME_DEGRADED says")")
         }

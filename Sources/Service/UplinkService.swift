@@ -49,7 +49,7 @@ final class UplinkService: DaemonService {
             queue = SpoolQueue(store)
             recorder = UplinkRecorder(queue: queue, configuration: configuration)
         } catch {
-            logger.error("uplink disabled: \(error)", metadata: ["BESS_CODE": "\(error.code)"])
+            Journal(logger).write(Notice("uplink disabled: \(error)", failure: error, topic: .uplink, severity: .error))
             return nil
         }
         let report: @Sendable (Notice) -> Void = { notice in
@@ -71,7 +71,7 @@ final class UplinkService: DaemonService {
         case .mqtt:
             guard let url = MQTTURL(aggregator.url) else {
                 let error = UplinkError(.configInvalid, message: "aggregator.url \(aggregator.shownURL) is not an MQTT URL")
-                logger.error("uplink disabled: \(error)", metadata: ["BESS_CODE": "\(error.code)"])
+                Journal(logger).write(Notice("uplink disabled: \(error)", failure: error, topic: .uplink, severity: .error))
                 return UplinkService(spool: queue, recorder: recorder, transport: nil, logger: logger)
             }
             var settings = MQTTUplinkSender.Settings(
