@@ -94,6 +94,10 @@ public enum NoticeTopic: Sendable, Hashable, CaseIterable {
     case uplink
     /// bessd starting, reloading, stopping.
     case lifecycle
+    /// The system clock: its synchronisation, its steps.
+    case clock
+    /// A frequency event assessed, or assessments dropped.
+    case frequencyEvent
 }
 
 /// A module's table of codes: each case names its `BESS_CODE`, its severity and its topic, so a

@@ -8,13 +8,13 @@ import Logging
 /// the service loop), hands it to the cycle and the recorder, and says in the journal when it
 /// changes and when the cycle saw the wall clock step (`CLOCK_UNSYNCED`, `CLOCK_STEPPED`).
 final class ClockWatch {
-    private let logger: Logger
+    private let journal: Journal
     /// As last read; the server thread reads it for status and /metrics.
     private let state = PILock(ClockSync.unknown)
     /// Wall-clock steps already logged.
     private var reportedSteps = 0
 
-    init(logger: Logger) { self.logger = logger }
+    init(logger: Logger) { journal = Journal(logger) }
 
     /// The synchronisation as last read.
     var sync: ClockSync { state.withLock { $0 } }
@@ -32,20 +32,18 @@ final class ClockWatch {
         if sync != previous {
             switch sync {
             case .unsynchronized(let source):
-                logger.warning("CLOCK_UNSYNCED: the system clock is not synchronised (\(source)); records and energy blocks are flagged until it is",
-                               metadata: ["BESS_CODE": "CLOCK_UNSYNCED", "MESSAGE_ID": "\(MessageID.clock)"])
+                journal.write(Notice(ClockCode.unsynced, titled: "the system clock is not synchronised (\(source)); records and energy blocks are flagged until it is"))
             case .synchronized(let source):
-                logger.notice("the system clock is synchronised (\(source))", metadata: ["BESS_CODE": "CLOCK_SYNCED", "MESSAGE_ID": "\(MessageID.clock)"])
+                journal.write(Notice(ClockCode.synced, "the system clock is synchronised (\(source))"))
             case .unknown:
-                logger.notice("the system clock's synchronisation cannot be read (no adjtimex, no systemd-timesyncd); records are not flagged",
-                              metadata: ["BESS_CODE": "CLOCK_SYNC_UNKNOWN", "MESSAGE_ID": "\(MessageID.clock)"])
+                journal.write(Notice(ClockCode.syncUnknown, "the system clock's synchronisation cannot be read (no adjtimex, no systemd-timesyncd); records are not flagged"))
             }
         }
         let stats = shared.statistics
         if stats.clockSteps > reportedSteps {
             let size = String(format: "%+.1f", stats.lastClockStep.secondsDouble)
-            logger.warning("CLOCK_STEPPED: the wall clock stepped by \(size) s (\(stats.clockSteps) steps since start); open energy blocks are flagged and none is reopened",
-                           metadata: ["BESS_CODE": "CLOCK_STEPPED", "MESSAGE_ID": "\(MessageID.clock)"])
+            journal.write(Notice(ClockCode.stepped,
+                                 titled: "the wall clock stepped by \(size) s (\(stats.clockSteps) steps since start); open energy blocks are flagged and none is reopened"))
             reportedSteps = stats.clockSteps
         }
     }
@@ -59,4 +57,15 @@ final class ClockWatch {
         m.metric("bessd_clock_steps_total", "counter", "Steps of the wall clock against the monotonic clock (CLOCK_STEPPED).",
                  [("", Double(stats.clockSteps))])
     }
+}
+
+/// The clock watch's codes (`MESSAGE_ID` of the system clock).
+enum ClockCode: String, NoticeCode, CaseIterable {
+    case unsynced = "CLOCK_UNSYNCED"
+    case synced = "CLOCK_SYNCED"
+    case syncUnknown = "CLOCK_SYNC_UNKNOWN"
+    case stepped = "CLOCK_STEPPED"
+
+    var severity: NoticeSeverity { self == .unsynced || self == .stepped ? .warning : .notice }
+    var topic: NoticeTopic { .clock }
 }

@@ -31,9 +31,8 @@ final class FrequencyEventReports: Sendable {
     func record(_ taken: (assessments: [FrequencyEventAssessment], dropped: UInt64), unitIDs: [String], recorder: UplinkRecorder?) {
         if taken.dropped > 0 {
             state.withLock { $0.total &+= taken.dropped }
-            logger.error("FREQUENCY_EVENTS_DROPPED: \(taken.dropped) frequency-event assessments were dropped before the service took them (it stalled); they are counted but not reported",
-                         metadata: ["MESSAGE_ID": "\(MessageID.frequencyEvent)", "BESS_CODE": "FREQUENCY_EVENTS_DROPPED",
-                                    "BESS_COUNT": "\(taken.dropped)"])
+            Journal(logger).write(Notice(ServiceCode.frequencyEventsDropped, titled: "\(taken.dropped) frequency-event assessments were dropped before "
+                                         + "the service took them (it stalled); they are counted but not reported", [.count: "\(taken.dropped)"]))
         }
         for assessment in taken.assessments {
             let event = FrequencyEventReply(assessment, unitIDs: unitIDs)

@@ -44,6 +44,8 @@ struct Journal: Sendable {
         case .ieee2030_5: MessageID.ieee2030_5
         case .uplink: nil
         case .lifecycle: MessageID.lifecycle
+        case .clock: MessageID.clock
+        case .frequencyEvent: MessageID.frequencyEvent
         }
     }
 }
@@ -56,7 +58,18 @@ enum ServiceCode: String, NoticeCode, CaseIterable {
     case serviceStalled = "SERVICE_STALLED"
     /// A bus or CAN worker has not turned for longer than it may; cleared at notice.
     case workerStalled = "WORKER_STALLED"
+    /// Frequency-event assessments dropped at the bound before the service took them.
+    case frequencyEventsDropped = "FREQUENCY_EVENTS_DROPPED"
+    /// Records posted for the uplink dropped at the inbox's bound (said once per episode).
+    case uplinkInboxDropped = "UPLINK_INBOX_DROPPED"
 
     var severity: NoticeSeverity { self == .noticesDropped ? .warning : .error }
-    var topic: NoticeTopic { self == .serviceStalled ? .lifecycle : .device }
+    var topic: NoticeTopic {
+        switch self {
+        case .serviceStalled: .lifecycle
+        case .noticesDropped, .workerStalled: .device
+        case .frequencyEventsDropped: .frequencyEvent
+        case .uplinkInboxDropped: .uplink
+        }
+    }
 }

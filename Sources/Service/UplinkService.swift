@@ -150,8 +150,8 @@ final class UplinkService: DaemonService {
     private func noteInboxDrops() {
         guard let dropped = recorder.inboxDropsStarting else { return }
         recorder.inboxDropsStarting = nil
-        logger.error("UPLINK_INBOX_DROPPED: \(dropped) records posted for the uplink were dropped at the inbox's bound of \(recorder.inbox.capacity) before the service took them (it stalled); they are counted (spool_drop, bessd_uplink_inbox_dropped_total) but not sent; logged once until a round finds none dropped",
-                     metadata: ["BESS_CODE": "UPLINK_INBOX_DROPPED", "BESS_COUNT": "\(dropped)"])
+        Journal(logger).write(Notice(ServiceCode.uplinkInboxDropped, titled: "\(dropped) records posted for the uplink were dropped at the inbox's bound of \(recorder.inbox.capacity) before the service took them (it stalled); they are counted (spool_drop, bessd_uplink_inbox_dropped_total) but not sent; logged once until a round finds none dropped",
+                                     [.count: "\(dropped)"]))
     }
 
     /// The spool's and the sender's lines of /metrics.

@@ -36,6 +36,7 @@ struct NoticeJournalTests {
         DeviceCode.allCases.map { ($0.code, $0.topic) } + GridInputCode.allCases.map { ($0.code, $0.topic) }
         + ScadaCode.allCases.map { ($0.code, $0.topic) } + UplinkNoticeCode.allCases.map { ($0.code, $0.topic) }
         + ServiceCode.allCases.map { ($0.code, $0.topic) } + PMUCode.allCases.map { ($0.code, $0.topic) }
+        + ClockCode.allCases.map { ($0.code, $0.topic) }
 
     /// The uplink's codes in docs/uplink*.md.
     @Test("each module's codes are in docs/operations.md's event table on their MESSAGE_ID's row")
