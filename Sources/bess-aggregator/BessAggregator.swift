@@ -93,9 +93,9 @@ struct BessAggregator: AsyncParsableCommand {
             }
             guard let received = try? ReceivedBatch(payload: Array(buffer: body)), received.batch.site == site,
                   received.batch.protocolVersion == UplinkProtocol.version
-            else { return Self.json(.badRequest, ["error": "BATCH_MALFORMED: not a protocol 1 batch for this site", "code": "BATCH_MALFORMED"]) }
+            else { return Self.refused(.badRequest, "BATCH_MALFORMED", "not a protocol 1 batch for this site") }
             if let why = unstorable(received.batch) {
-                return Self.json(.badRequest, ["error": "BATCH_UNSTORABLE: \(why)", "code": "BATCH_UNSTORABLE"])
+                return Self.refused(.badRequest, "BATCH_UNSTORABLE", why)
             }
             // Nothing of a batch is stored when any of it is refused.
             if let refusal = IngestRules.check(received.batch) { return Self.refused(refusal) }
@@ -164,6 +164,11 @@ struct BessAggregator: AsyncParsableCommand {
     /// A refused message: 422 with its code (`{"code": …, "error": "CODE: …"}`), nothing stored.
     static func refused(_ refusal: IngestRefusal) -> Response {
         json(.unprocessableContent, ["error": refusal.description, "code": "\(refusal.code)"])
+    }
+
+    /// A refusal with its code, written once: `{"code": CODE, "error": "CODE: message"}`.
+    static func refused(_ status: HTTPResponse.Status, _ code: String, _ message: String) -> Response {
+        json(status, ["error": "\(code): \(message)", "code": code])
     }
 
     static func json(_ status: HTTPResponse.Status, _ object: [String: String]) -> Response {

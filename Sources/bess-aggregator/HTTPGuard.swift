@@ -39,7 +39,7 @@ final class HTTPGuard: Sendable {
             case .records, .seqs: "a site's token is taken on its own site's paths only"
             case .commands, .metrics, .page: "only the operator token may do this"
             }
-            return BessAggregator.json(.forbidden, ["error": "FORBIDDEN: \(why)", "code": "FORBIDDEN"])
+            return BessAggregator.refused(.forbidden, "FORBIDDEN", why)
         }
     }
 
@@ -53,7 +53,7 @@ final class HTTPGuard: Sendable {
     func leaveIngest() { ingesting.wrappingSubtract(1, ordering: .acquiringAndReleasing) }
 
     static var busy: Response {
-        var response = BessAggregator.json(.serviceUnavailable, ["error": "BUSY: too many uploads at once; send it again", "code": "BUSY"])
+        var response = BessAggregator.refused(.serviceUnavailable, "BUSY", "too many uploads at once; send it again")
         response.headers[.retryAfter] = "1"
         return response
     }
