@@ -166,17 +166,3 @@ extension SiteRunner {
         inbox.mailbox.generation = 0
     }
 }
-
-/// A runner attached to a shared state, as tests and the allocation benchmark drive the cycle
-/// (`SiteRunner.run`); the cycle thread calls the runner itself.
-public struct CycleBody {
-    public let runner: SiteRunner
-
-    public init(runner: SiteRunner, shared: SharedState, realtime: Bool = false) {
-        self.runner = runner
-        runner.attach(shared, realtime: realtime)
-    }
-
-    public func run(now: MonotonicInstant, lateness: Duration?) { runner.run(now: now, lateness: lateness) }
-    public var cycles: UInt64 { runner.counters.cycles }
-}

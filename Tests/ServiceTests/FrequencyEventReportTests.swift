@@ -73,11 +73,11 @@ struct FrequencyEventReportTests {
             """, file: "steps.yaml")
         let runner = try SiteRunner.make(configuration: c, startedAt: .zero) { _ in }
         let shared = SharedState(units: c.units.count)
-        let body = CycleBody(runner: runner, shared: shared)
+        runner.attach(shared)
         var taken: [FrequencyEventAssessment] = []
         // 50 Hz for 10 s, 49.7 Hz for 10 s, 50 Hz again: the event ends 5 s after the return.
         for k in 1...300 {
-            body.run(now: MonotonicInstant(nanoseconds: Int64(k) * 100_000_000), lateness: .zero)
+            runner.run(now: MonotonicInstant(nanoseconds: Int64(k) * 100_000_000), lateness: .zero)
             taken += shared.takeFrequencyEvents().assessments
         }
         #expect(taken.count == 1, "\(taken)")

@@ -16,59 +16,59 @@ import Uplink
 
 @Suite("Operator and aggregator through the mailbox and the cycle")
 struct AuthorityTests {
-    static func site() throws -> (SiteRunner, SharedState, CycleBody, DispatchIntake) {
+    static func site() throws -> (SiteRunner, SharedState, DispatchIntake) {
         let c = try ConfigLoader.parse(EmbeddedConfiguration.simulationYAML, file: "embedded")
         let runner = try SiteRunner.make(configuration: c, startedAt: .zero) { _ in }
         let shared = SharedState(units: c.units.count)
-        let body = CycleBody(runner: runner, shared: shared)
+        runner.attach(shared)
         let intake = DispatchIntake(shared: shared, logger: Logger(label: "test"), units: c.units.map { ($0.id, $0.maxPowerKW) })
-        return (runner, shared, body, intake)
+        return (runner, shared, intake)
     }
 
-    static func run(_ body: CycleBody, from: Double, seconds: Double) {
+    static func run(_ runner: SiteRunner, from: Double, seconds: Double) {
         for k in 1...Int(seconds * 10) {
-            body.run(now: MonotonicInstant(nanoseconds: Int64(((from + Double(k) / 10) * 1e9).rounded())), lateness: .zero)
+            runner.run(now: MonotonicInstant(nanoseconds: Int64(((from + Double(k) / 10) * 1e9).rounded())), lateness: .zero)
         }
     }
 
     @Test("an aggregator auto, an emergency stop and its end never lift the operator's standby")
     func operatorStandbyHolds() throws {
-        let (runner, shared, body, intake) = try Self.site()
+        let (runner, shared, intake) = try Self.site()
         let id = runner.settings.devices[0].id
-        Self.run(body, from: 0, seconds: 3)
+        Self.run(runner, from: 0, seconds: 3)
         #expect(shared.units[0].mode == .auto)
         shared.post { $0.mode[0] = .standby }  // bessctl mode standby --unit
-        Self.run(body, from: 3, seconds: 0.5)
+        Self.run(runner, from: 3, seconds: 0.5)
         let now = SystemClock.wallClockSeconds()
         let acks = intake.apply([
             DispatchCommand(id: "a", kind: "mode", unit: id, mode: "auto", expiresUnix: now + 60),
             DispatchCommand(id: "b", kind: "emergency_stop", unit: id, expiresUnix: now + 1),
         ])
         #expect(acks.allSatisfy { $0.accepted })
-        Self.run(body, from: 3.5, seconds: 0.5)
+        Self.run(runner, from: 3.5, seconds: 0.5)
         #expect(shared.units[0].holds.operatorUnit && shared.units[0].holds.remoteEmergency)
         // The emergency stop ends (1 s), the aggregator's auto stands: the operator's standby holds.
-        Self.run(body, from: 4, seconds: 3)
+        Self.run(runner, from: 4, seconds: 3)
         let held = shared.units[0]
         #expect(held.mode == .standby && held.state == .standby && held.setpoint == 0)
         #expect(held.holds.operatorUnit && held.holds.remoteUntil == nil)
         #expect(StatusReport.heldBy(held)?.who == "operator")
         // Only the operator lifts it.
         shared.post { $0.mode[0] = .auto }
-        Self.run(body, from: 7, seconds: 1)
+        Self.run(runner, from: 7, seconds: 1)
         #expect(shared.units[0].mode == .auto)
         #expect(StatusReport.heldBy(shared.units[0]) == nil)
     }
 
     @Test("the cycle takes the mailbox whole, once: applied, emptied, and the next request starts clean")
     func mailboxSwap() throws {
-        let (_, shared, body, _) = try Self.site()
-        Self.run(body, from: 0, seconds: 1)
+        let (runner, shared, _) = try Self.site()
+        Self.run(runner, from: 0, seconds: 1)
         let first = shared.post {
             $0.mode[0] = .standby
             $0.override[1] = (Watts.kilowatts(20), .seconds(60))
         }
-        Self.run(body, from: 1, seconds: 0.1)
+        Self.run(runner, from: 1, seconds: 0.1)
         #expect(shared.units[0].mode == .standby)
         #expect(shared.units[1].overrideW == 20_000)
         #expect(shared.contents.withLock { $0.appliedGeneration } == first)
@@ -79,7 +79,7 @@ struct AuthorityTests {
         let second = shared.post { $0.mode[0] = .auto }
         #expect(second == first + 1)
         #expect(shared.peekMailbox().override.allSatisfy { $0 == nil })
-        Self.run(body, from: 1.1, seconds: 0.1)
+        Self.run(runner, from: 1.1, seconds: 0.1)
         #expect(shared.units[0].mode == .auto)
         #expect(shared.units[1].overrideW == 20_000)
         #expect(shared.contents.withLock { $0.appliedGeneration } == second)
@@ -87,16 +87,16 @@ struct AuthorityTests {
 
     @Test("an aggregator standby is shown with its end and lapses by itself")
     func remoteStandbyLapses() throws {
-        let (runner, shared, body, intake) = try Self.site()
-        Self.run(body, from: 0, seconds: 1)
+        let (runner, shared, intake) = try Self.site()
+        Self.run(runner, from: 0, seconds: 1)
         _ = intake.apply([DispatchCommand(id: "s", kind: "mode", unit: runner.settings.devices[1].id, mode: "standby",
                                           expiresUnix: SystemClock.wallClockSeconds() + 2)])
-        Self.run(body, from: 1, seconds: 0.5)
+        Self.run(runner, from: 1, seconds: 0.5)
         let u = shared.units[1]
         #expect(u.mode == .standby)
         let held = try #require(StatusReport.heldBy(u))
         #expect(held.who == "aggregator" && (held.remaining ?? .zero) > .seconds(1) && (held.remaining ?? .seconds(9)) <= .seconds(2))
-        Self.run(body, from: 1.5, seconds: 2)
+        Self.run(runner, from: 1.5, seconds: 2)
         #expect(shared.units[1].mode == .auto)
     }
 }
@@ -294,15 +294,15 @@ struct ServiceThreadsTests {
         let c = try ConfigLoader.parse(EmbeddedConfiguration.simulationYAML, file: "embedded")
         let runner = try SiteRunner.make(configuration: c, startedAt: .zero) { _ in }
         let shared = SharedState(units: c.units.count)
-        let body = CycleBody(runner: runner, shared: shared)
-        body.run(now: MonotonicInstant(nanoseconds: 100_000_000), lateness: .zero)
+        runner.attach(shared)
+        runner.run(now: MonotonicInstant(nanoseconds: 100_000_000), lateness: .zero)
         // A reader holds its copies while the cycle runs again.
         let units = shared.units
         let stats = shared.statistics
         let cycleBuffer = shared.contents.withLock { c in c.stats.histogram.counts.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) } }
         let readerBuffer = stats.histogram.counts.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
         #expect(cycleBuffer != readerBuffer)
-        body.run(now: MonotonicInstant(nanoseconds: 200_000_000), lateness: .zero)
+        runner.run(now: MonotonicInstant(nanoseconds: 200_000_000), lateness: .zero)
         let after = shared.contents.withLock { c in c.stats.histogram.counts.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) } }
         #expect(after == cycleBuffer)  // no copy-on-write: the same storage
         #expect(units.count == c.units.count && stats.cycles == 1)
@@ -340,11 +340,11 @@ struct LinkageTests {
 struct ServiceWakeupTests {
     @Test("the cycle wakes the service loop exactly when it publishes an event or a closed block")
     func cycleWakes() throws {
-        let (_, shared, body, _) = try AuthorityTests.site()
+        let (runner, shared, _) = try AuthorityTests.site()
         var woken = 0, quiet = 0
         for k in 1...200 {
             if k == 120 { shared.post { $0.mode[0] = .standby } }  // an operator's standby: an event
-            body.run(now: MonotonicInstant(nanoseconds: Int64(k) * 100_000_000), lateness: .zero)
+            runner.run(now: MonotonicInstant(nanoseconds: Int64(k) * 100_000_000), lateness: .zero)
             let woke = shared.serviceWakeup.drain()
             let published = !shared.takeEvents().isEmpty || !shared.takeBlocks().isEmpty
             #expect(woke == published, "cycle \(k): woke \(woke), published \(published)")

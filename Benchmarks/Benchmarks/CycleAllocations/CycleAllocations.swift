@@ -7,7 +7,7 @@ import Config
 import Synchronization
 
 /// Heap allocations of the control cycle in its steady state: the exact code the cycle thread runs
-/// each period (CycleBody.run: mailbox, the site's step, status and statistics published under the
+/// each period (SiteRunner.run: mailbox, the site's step, status and statistics published under the
 /// lock), on a simulated site of 1, 8 and 32 units, 1,000 cycles per measured iteration after
 /// 3,000 cycles of warm-up (limits ramped up, rule state settled, an energy block closed).
 let benchmarks: @Sendable () -> Void = {
@@ -17,8 +17,8 @@ let benchmarks: @Sendable () -> Void = {
 
     for units in [1, 8, 32] {
         Benchmark("1000 cycles, \(units) simulated units") { benchmark in
-            let (body, shared) = makeCycle(units: units)
-            measureCycles(body, shared, benchmark)
+            let (runner, shared) = makeCycle(units: units)
+            measureCycles(runner, shared, benchmark)
             // The walk (σ 0.1 Hz) leaves the 49.90–50.05 Hz deadband again and again, so the frequency
             // event assessor's whole path (start, accumulate, end, ring, publication) is in these cycles.
             precondition(shared.frequencyEventTally.count >= 3, "no frequency events were assessed")
@@ -28,8 +28,8 @@ let benchmarks: @Sendable () -> Void = {
     // The site with its connection point acting: a simulated meter, grid limits, peak shaving and a
     // load that steps across the limits every 30 s (so floors, targets and blocks all move).
     Benchmark("1000 cycles, 32 simulated units, site meter with grid limits and peak shaving") { benchmark in
-        let (body, shared) = makeCycle(units: 32, site: true)
-        measureCycles(body, shared, benchmark)
+        let (runner, shared) = makeCycle(units: 32, site: true)
+        measureCycles(runner, shared, benchmark)
         precondition(shared.site.gridPower.isFinite, "the site meter never read")
     }
 
@@ -39,9 +39,9 @@ let benchmarks: @Sendable () -> Void = {
     // max_age_ms: the fallback to the inverters and the return are in these cycles too).
     Benchmark("1000 cycles, 32 simulated units, frequency from a PMU") { benchmark in
         let slot = FrequencySampleSlot()
-        let (body, shared) = makeCycle(units: 32, pmu: slot)
+        let (runner, shared) = makeCycle(units: 32, pmu: slot)
         var k = 0
-        measureCycles(body, shared, benchmark) { now in
+        measureCycles(runner, shared, benchmark) { now in
             k += 1
             guard k % 200 >= 10 else { return }
             let phase = k % 300
@@ -59,9 +59,9 @@ let benchmarks: @Sendable () -> Void = {
     // limit falls and rises in these cycles.
     Benchmark("1000 cycles, 32 simulated units, site meter with utility limits") { benchmark in
         let slot = UtilityLimitSlot()
-        let (body, shared) = makeCycle(units: 32, site: true, utility: slot)
+        let (runner, shared) = makeCycle(units: 32, site: true, utility: slot)
         var k = 0
-        measureCycles(body, shared, benchmark) { now in
+        measureCycles(runner, shared, benchmark) { now in
             k += 1
             guard k % 50 == 0 else { return }
             var limits = UtilityLimits()
@@ -118,7 +118,7 @@ let benchmarks: @Sendable () -> Void = {
 /// cycle must not copy-on-write or allocate because of it. (The reader copies into preallocated
 /// storage, so any allocation counted in the measured window is the cycle's.)
 /// `between`, when given, runs before each cycle (a PMU sample published, as the reader thread would).
-func measureCycles(_ body: CycleBody, _ shared: SharedState, _ benchmark: Benchmark,
+func measureCycles(_ runner: SiteRunner, _ shared: SharedState, _ benchmark: Benchmark,
                    between: (MonotonicInstant) -> Void = { _ in }) {
     let reader = Reader(shared: shared)
     reader.start()
@@ -127,16 +127,16 @@ func measureCycles(_ body: CycleBody, _ shared: SharedState, _ benchmark: Benchm
     for _ in 0..<3000 {
         now = now + .milliseconds(100)
         between(now)
-        body.run(now: now, lateness: .zero)
+        runner.run(now: now, lateness: .zero)
     }
     benchmark.startMeasurement()
     for _ in 0..<1000 {
         now = now + .milliseconds(100)
         between(now)
-        body.run(now: now, lateness: .zero)
+        runner.run(now: now, lateness: .zero)
     }
     benchmark.stopMeasurement()
-    blackHole(body.cycles)
+    blackHole(runner.counters.cycles)
     precondition(reader.reads.load(ordering: .relaxed) > 0, "the reader never ran")
 }
 
@@ -175,7 +175,7 @@ final class Reader: @unchecked Sendable {
 }
 
 func makeCycle(units: Int, site: Bool = false, pmu: FrequencySampleSlot? = nil, utility: UtilityLimitSlot? = nil)
-    -> (CycleBody, SharedState)
+    -> (SiteRunner, SharedState)
 {
     var yaml = """
     mode: simulation
@@ -212,5 +212,6 @@ func makeCycle(units: Int, site: Bool = false, pmu: FrequencySampleSlot? = nil, 
     runner.pmuSamples = pmu
     runner.utilityLimits = utility
     let shared = SharedState(units: units)
-    return (CycleBody(runner: runner, shared: shared), shared)
+    runner.attach(shared)
+    return (runner, shared)
 }
