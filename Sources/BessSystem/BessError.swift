@@ -1,5 +1,5 @@
 public import BessBase
-public import ControlCore
+import ControlCore
 import Glibc
 
 /// Why a request to bessd's control socket failed on the client's side (`ControlError` where it is

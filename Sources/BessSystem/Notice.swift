@@ -1,5 +1,5 @@
 public import BessBase
-public import ControlCore
+import ControlCore
 
 /// What a component tells the operator, on its way to the journal: a line for a person with, where
 /// there is one, its stable code (`BESS_CODE`), how serious it is (`PRIORITY`), which catalogue entry

@@ -1,6 +1,6 @@
 public import BessBase
 public import BessSystem
-public import ControlCore
+import ControlCore
 
 /// What a bus worker tells the operator about a device is a `Notice` of the device topic: a
 /// wrong inverter address must be found by `journalctl -p warning` and `journalctl BESS_UNIT=D1`.

@@ -1,5 +1,5 @@
 public import BessBase
-public import ControlCore
+import ControlCore
 public import Fieldbus
 
 /// Why a run could not start, a device could not be opened, or a reload was refused: a typed code

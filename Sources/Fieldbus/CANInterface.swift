@@ -1,5 +1,5 @@
 public import BessBase
-public import ControlCore
+import ControlCore
 import CSocketCAN
 import Glibc
 

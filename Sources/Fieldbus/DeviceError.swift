@@ -1,6 +1,6 @@
 public import BessBase
 import BessSystem
-public import ControlCore
+import ControlCore
 import Glibc
 
 /// A failure of a Modbus device or of the link to it, SunSpec discovery and register maps

@@ -1,5 +1,5 @@
 public import BessBase
-public import ControlCore
+import ControlCore
 
 /// A failure of a CAN interface, or of a Modbus server bessd serves (SCADA, the plant): a typed code
 /// and the errno behind it.

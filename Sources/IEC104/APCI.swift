@@ -1,5 +1,5 @@
 public import BessBase
-public import ControlCore
+import ControlCore
 
 /// The application protocol control information of IEC 60870-5-104 (§5 of the standard): the start
 /// octet 0x68, the APDU length (4…253), four control octets that make an I-, S- or U-frame, and for

@@ -1,5 +1,5 @@
 public import BessBase
-public import ControlCore
+import ControlCore
 
 /// The application service data unit of IEC 60870-5-104 with the standard's field sizes: type
 /// identification (1 octet), variable structure qualifier (SQ bit and number of objects), cause of

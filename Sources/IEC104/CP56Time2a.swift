@@ -1,5 +1,5 @@
 public import BessBase
-public import ControlCore
+import ControlCore
 
 /// The seven-octet time tag CP56Time2a (IEC 60870-5-4 §6.8): milliseconds within the minute
 /// (16 bits, little-endian), minute (6 bits, IV = invalid in bit 7), hour (5 bits, SU = summer time

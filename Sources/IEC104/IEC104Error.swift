@@ -1,5 +1,5 @@
 public import BessBase
-public import ControlCore
+import ControlCore
 
 /// Why a frame, an ASDU, a time tag or a peer's behaviour was refused: a typed code and a sentence.
 ///

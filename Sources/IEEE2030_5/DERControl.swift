@@ -1,5 +1,5 @@
 public import BessBase
-public import ControlCore
+import ControlCore
 /// `ActivePower`: `value` × 10^`multiplier` watts (2030.5 `ActivePower`; CSIP-AUS ALL-24 scales the
 /// same limit with multipliers 0, 1 and 2).
 public struct ActivePower: Hashable, Sendable {

@@ -1,5 +1,5 @@
 public import BessBase
-public import ControlCore
+import ControlCore
 import COpenSSL
 
 /// A device's identity in IEEE 2030.5 (2018 §6.3.4), derived from its certificate: the long form

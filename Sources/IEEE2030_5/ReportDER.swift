@@ -1,5 +1,5 @@
 public import BessBase
-public import ControlCore
+import ControlCore
 
 /// `DERControlType` bits (`modesSupported`, `modesEnabled`): the 2030.5 controls a DER carries out. Only
 /// the bits bessd can claim are named; the others are the standard's curves and ride-through modes.

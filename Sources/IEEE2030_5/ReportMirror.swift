@@ -1,5 +1,5 @@
 public import BessBase
-public import ControlCore
+import ControlCore
 
 /// Where a mirrored meter reads: the site's connection point or the site's one aggregated DER.
 public enum MirrorLocation: UInt8, Hashable, Sendable, CaseIterable {

@@ -1,5 +1,5 @@
 public import BessBase
-public import ControlCore
+import ControlCore
 
 /// 2030.5's `DeviceCategoryType` bits (HexBinary32; sep.xsd, envoy-schema's `DeviceCategory`) bessd
 /// names itself by.

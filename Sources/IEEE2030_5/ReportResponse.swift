@@ -1,5 +1,5 @@
 public import BessBase
-public import ControlCore
+import ControlCore
 
 /// `Response.status` (2030.5 Table 27, "Response types by function set"; the numbers of envoy-schema's
 /// `ResponseType`, the utility server's own). Values not listed are reserved.

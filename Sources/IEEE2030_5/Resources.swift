@@ -1,5 +1,5 @@
 public import BessBase
-public import ControlCore
+import ControlCore
 
 /// A link as bessd follows it: an absolute path on the server the session talks to.
 public enum SEP2Href {

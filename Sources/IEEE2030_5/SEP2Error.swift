@@ -1,5 +1,5 @@
 public import BessBase
-public import ControlCore
+import ControlCore
 
 /// A certificate or a document bessd refuses: a stable code and a message that quotes nothing the
 /// server sent unescaped (`SEP2_XML_MALFORMED: byte 212: closing tag </DERControl> expected`).

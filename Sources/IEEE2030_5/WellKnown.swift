@@ -1,5 +1,5 @@
 public import BessBase
-public import ControlCore
+import ControlCore
 
 /// `/.well-known/csipaus` (CSIP-AUS service discovery, cactus procedure SDVN-01): a JSON object
 /// `{"supportedSchemaVersions": {"<namespace URI>": {"dcap": ["/path", …]}, …}}` naming, per CSIP-AUS

@@ -1,5 +1,5 @@
 public import BessBase
-public import ControlCore
+import ControlCore
 /// How much of a document the reader takes before it refuses it (`SEP2_XML_OVERSIZED`). The defaults
 /// hold a DERControlList of 64 controls with room to spare; nothing a 2030.5 server sends needs more.
 public struct XMLLimits: Hashable, Sendable {

@@ -1,5 +1,5 @@
 public import BessBase
-public import ControlCore
+import ControlCore
 
 /// A bounded writer of the 2030.5 documents bessd sends: elements in the standard's namespace
 /// (`urn:ieee:std:2030.5:ns`, the root's default) and, when the document is given a CSIP-AUS version, that

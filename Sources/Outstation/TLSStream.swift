@@ -1,5 +1,5 @@
 public import BessBase
-public import ControlCore
+import ControlCore
 public import TLSTransport
 
 /// IEC 60870-5-104 over TLS (IEC 62351-3): a `ByteStream` over an accepted `TCPStream`. The

@@ -1,5 +1,5 @@
 public import BessBase
-public import ControlCore
+import ControlCore
 
 /// What ended a PMU session (`PMUReader`), printed `CODE: message` with nothing the PMU sent in the
 /// message. The journal's `BESS_CODE=` carries the code's stable name (`PMU_SILENT`). A failed system

@@ -1,6 +1,6 @@
 public import BessBase
 public import BessSystem
-public import ControlCore
+import ControlCore
 import CModbus
 public import Config
 public import Cycle

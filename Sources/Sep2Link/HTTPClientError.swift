@@ -1,5 +1,5 @@
 public import BessBase
-public import ControlCore
+import ControlCore
 
 /// Why an HTTPS exchange with the utility's IEEE 2030.5 server failed: a stable code and a message for
 /// a person (`SEP2_HTTP_TOO_LARGE: body of 300000 bytes exceeds the 262144 allowed`). Whatever the

@@ -1,5 +1,5 @@
 public import BessBase
-public import ControlCore
+import ControlCore
 import BessSystem
 import Glibc
 import IEEE2030_5

@@ -1,5 +1,5 @@
 public import BessBase
-public import ControlCore
+import ControlCore
 import BessSystem
 
 /// What the 2030.5 client last read from the utility's server, kept so that an outage, a restart or

@@ -1,6 +1,6 @@
 public import BessBase
 public import BessSystem
-public import ControlCore
+import ControlCore
 
 /// What the 2030.5 worker tells the journal beside its errors' own codes (`SEP2Error`,
 /// `ScheduleStoreError`, `HTTPClientError`): each code once, with its severity; all under the 2030.5

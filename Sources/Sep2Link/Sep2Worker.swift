@@ -1,6 +1,6 @@
 public import BessBase
 public import BessSystem
-public import ControlCore
+import ControlCore
 public import Cycle
 public import IEEE2030_5
 import Synchronization

@@ -1,6 +1,6 @@
 public import BessBase
 public import BessSystem
-public import ControlCore
+import ControlCore
 public import Cycle
 import ControlProtocol
 import Foundation

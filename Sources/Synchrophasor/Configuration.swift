@@ -1,5 +1,5 @@
 public import BessBase
-public import ControlCore
+import ControlCore
 
 /// The configuration frames of C37.118.2-2011, decoded within `FrameLimits`: CFG-1 and CFG-2 (one
 /// layout) here, CFG-3 in Configuration3.swift; all three give the same `Configuration`.

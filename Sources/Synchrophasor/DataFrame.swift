@@ -1,5 +1,5 @@
 public import BessBase
-public import ControlCore
+import ControlCore
 
 /// Data frames of C37.118.2-2011, decoded against the CFG-2 that describes them.
 

@@ -1,5 +1,5 @@
 public import BessBase
-public import ControlCore
+import ControlCore
 
 /// IEEE C37.118.2-2011 frames: the common header, CHK, and the bounded check every frame passes
 /// before its body is read. Pure: no sockets, no clock, no Foundation.

@@ -1,5 +1,5 @@
 public import BessBase
-public import ControlCore
+import ControlCore
 
 /// A frame bessd refuses: a stable code and a message that quotes nothing the PMU sent unescaped
 /// (`PMU_CRC_MISMATCH: CHK 0x1234, computed 0xB103`).

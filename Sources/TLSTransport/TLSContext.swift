@@ -1,6 +1,6 @@
 public import BessBase
 import BessSystem
-public import ControlCore
+import ControlCore
 import COpenSSL
 
 /// A TLS protocol version bessd can be told to accept at least or at most.

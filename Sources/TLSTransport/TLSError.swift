@@ -1,5 +1,5 @@
 public import BessBase
-public import ControlCore
+import ControlCore
 
 /// Why a TLS context could not be made, or why a TLS connection was refused or ended: a stable code
 /// and a message for a person that carries OpenSSL's reason text, e.g. `TLS_PEER_UNTRUSTED: peer

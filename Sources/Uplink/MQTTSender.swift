@@ -1,6 +1,6 @@
 public import BessBase
 public import BessSystem
-public import ControlCore
+import ControlCore
 package import Foundation
 
 /// The site's topic tree, protocol version 1 (docs/uplink-mqtt.md).

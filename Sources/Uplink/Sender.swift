@@ -1,6 +1,6 @@
 public import BessBase
 public import BessSystem
-public import ControlCore
+import ControlCore
 import AsyncHTTPClient
 import Foundation
 import NIOCore

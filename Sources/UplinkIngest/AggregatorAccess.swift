@@ -1,5 +1,5 @@
 public import BessBase
-public import ControlCore
+import ControlCore
 import Foundation
 
 /// Who may do what at bess-aggregator's HTTP listener (issue 57 §3). A gateway holds its own site's

@@ -1,6 +1,6 @@
 public import BessBase
 import BessSystem
-public import ControlCore
+import ControlCore
 import CSocketCAN
 import Glibc
 

@@ -1,6 +1,6 @@
 public import BessBase
 import CModbus
-public import ControlCore
+import ControlCore
 import Glibc
 
 /// A libmodbus server's context and its register mapping, owned together: one block of holding

@@ -1,5 +1,5 @@
 public import BessBase
-public import ControlCore
+import ControlCore
 
 /// Registers already read, answering `readRegisters` from memory: how a reply taken off the wire by
 /// a poller is decoded with the same code that reads a device directly. A read outside the block is

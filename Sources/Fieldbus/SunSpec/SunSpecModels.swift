@@ -1,5 +1,5 @@
 public import BessBase
-public import ControlCore
+import ControlCore
 
 /// SunSpec model identifiers and point offsets bessd uses, from the official model definitions
 /// (sunspec/models JSON). Offsets count from the model's `ID` register (`ID` at 0, `L` at 1).
