@@ -1,12 +1,18 @@
 import ControlCore
 
 /// What the cycle publishes for the service thread and the protocol servers, inside
-/// `SharedState`'s lock: status, statistics, events, closed energy blocks, frequency-event
-/// assessments and the outcome of the operator's requests. Its storage is allocated once, here;
-/// the cycle only copies values into it (`SiteRunner.publish`).
+/// `SharedState`'s lock: status and the site's view of it, statistics, events, closed energy
+/// blocks, frequency-event assessments and the outcome of the operator's requests. Its storage is
+/// allocated once, here; the cycle only copies values into it (`SiteRunner.publish`).
 struct CycleOutbox: Sendable {
-    var units: [UnitStatus]
-    var site = SiteStatus()
+    /// The status as published: written only through `publishStatus`, which keeps `view` with it.
+    private(set) var units: [UnitStatus]
+    private(set) var site = SiteStatus()
+    /// The site as every protocol reports it, computed once per publication of the status (a value
+    /// of scalars: no allocation) from `units`, `site` and the units' usable energy.
+    private(set) var view = SiteView()
+    /// Each unit's usable energy, Wh, as the site was started with (what the view weighs SOC by).
+    let capacitiesWh: [Double]
     var stats = CycleStatistics()
     var events = EventRing(capacity: 1024)
     /// Energy blocks closed by the cycle, for the uplink (bounded; the oldest kept).
@@ -17,11 +23,20 @@ struct CycleOutbox: Sendable {
     /// The generation of the last mailbox the cycle has applied.
     var appliedGeneration: UInt64 = 0
 
-    init(units: Int) {
+    init(units: Int, capacitiesWh: [Double]) {
         self.units = [UnitStatus](repeating: UnitStatus(), count: units)
+        self.capacitiesWh = capacitiesWh
         resetOutcomes = [ResetOutcome](repeating: ResetOutcome(), count: units)
         blocks.reserveCapacity(64)
         frequencyEvents.pending.reserveCapacity(FrequencyEventMailbox.capacity)
+    }
+
+    /// The one way status is published (the cycle's `publish`, and tests writing it as a cycle
+    /// would): `body` writes the units' and the site's status in place, then the view is computed
+    /// from them. No allocation.
+    mutating func publishStatus(_ body: (inout [UnitStatus], inout SiteStatus) -> Void) {
+        body(&units, &site)
+        view = SiteView(units: units, site: site, capacitiesWh: capacitiesWh)
     }
 }
 
@@ -29,7 +44,7 @@ extension SharedState.Contents {
     // What tests write as a cycle would publish it, by the names they had before the outbox.
     var units: [UnitStatus] {
         get { outbox.units }
-        set { outbox.units = newValue }
+        set { outbox.publishStatus { units, _ in units = newValue } }
     }
     var stats: CycleStatistics {
         get { outbox.stats }

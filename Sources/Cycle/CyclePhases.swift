@@ -92,13 +92,15 @@ extension SiteRunner {
         io.commandsIssued()
     }
 
-    /// 5. Status, statistics, events, closed blocks, frequency assessments and the mailbox's
+    /// 5. Status (and the site's view of it), statistics, events, closed blocks, frequency assessments and the mailbox's
     /// outcome into the outbox (one lock); then the service loop and a watching reader are woken.
     func publish(to shared: SharedState, now: MonotonicInstant) {
         var published = false
         shared.contents.withLock { c in
-            for i in c.outbox.units.indices { fill(&c.outbox.units[i], unit: i, now: now) }
-            fill(&c.outbox.site, now: now)
+            c.outbox.publishStatus { units, site in
+                for i in units.indices { fill(&units[i], unit: i, now: now) }
+                fill(&site, now: now)
+            }
             // SCADA's commands as this cycle settled them go back into the record SCADA reads and
             // writes against, unless written since: the cycle is the one judge of their expiry.
             if c.orders.commandsGeneration == inbox.commandsTaken { c.orders.commands = controller.commands }

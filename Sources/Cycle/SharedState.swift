@@ -181,8 +181,11 @@ public final class SharedState: Sendable {
     /// True once a reader watches publications.
     public var publicationsAreWatched: Bool { publicationsWatched.load(ordering: .acquiring) }
 
-    public init(units: Int) {
-        contents = PILock(Contents(orders: PostedOrders(units: units), outbox: CycleOutbox(units: units)))
+    /// The shared state of `units` units, each of the usable energy `capacitiesWh[i]`, Wh (what the
+    /// published `SiteView` weighs SOC by; units beyond it count for power only).
+    public init(units: Int, capacitiesWh: [Double] = []) {
+        contents = PILock(Contents(orders: PostedOrders(units: units),
+                                   outbox: CycleOutbox(units: units, capacitiesWh: capacitiesWh)))
         unitCount = units
     }
 
@@ -200,13 +203,15 @@ public final class SharedState: Sendable {
     /// A copy of the site's status.
     public var site: SiteStatus { contents.withLock { $0.outbox.site } }
 
-    /// Copies every unit's status, the site's status and the site frequency as one cycle published
-    /// them (one lock): what a reader that must never mix two cycles takes. Returns the cycle count.
+    /// Copies every unit's status, the site's status, the site's view of them and the site
+    /// frequency as one cycle published them (one lock): what a reader that must never mix two
+    /// cycles takes, and what SCADA, IEC 104 and IEEE 2030.5 report from. Returns the cycle count.
     @discardableResult
-    public func read(units out: inout [UnitStatus], site: inout SiteStatus, frequency: inout Double) -> UInt64 {
+    public func read(units out: inout [UnitStatus], site: inout SiteStatus, view: inout SiteView, frequency: inout Double) -> UInt64 {
         contents.withLock { c in
             for i in c.outbox.units.indices where i < out.count { out[i] = c.outbox.units[i] }
             site = c.outbox.site
+            view = c.outbox.view
             frequency = c.outbox.stats.frequency
             return c.outbox.stats.cycles
         }

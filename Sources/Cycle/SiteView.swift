@@ -1,7 +1,8 @@
 /// The site as every protocol reports it, from one publication of the cycle (`units`, `site`) and
 /// the units' usable energy: the one place that says what the site's net power and state of charge
-/// are. SCADA (model 701, 713), IEC 104 (the monitor points) and IEEE 2030.5 (the reporter's
-/// sample) each build it from the publication they read; no allocation.
+/// are. Computed once per publication, inside the lock (`CycleOutbox.publishStatus`), and read with
+/// it by SCADA (model 701, 713), IEC 104 (the monitor points) and IEEE 2030.5 (the reporter's
+/// sample); no allocation.
 ///
 /// Power in bessd's convention, + = discharge / export (docs/design/0003). A quantity no unit reads
 /// is NaN.

@@ -109,15 +109,9 @@ public struct StationImage: Sendable {
         importAddress = settings.address(.importKWh)
     }
 
-    /// The net power at the connection point, W, + = export: the meter's when it reads fresh, else
-    /// the units' sum (+ = discharge); NaN when neither is known.
-    static func netPower(units: [UnitStatus], site: SiteStatus, hasMeter: Bool) -> Double {
-        SiteView(units: units, site: site, capacitiesWh: []).netW(hasMeter: hasMeter)
-    }
-
-    /// Fills every point from one published state at `now`; integrates the counters.
-    public mutating func fill(units: [UnitStatus], site: SiteStatus, frequency: Double, now: MonotonicInstant) {
-        let view = SiteView(units: units, site: site, capacitiesWh: description.capacitiesWh)
+    /// Fills every point from one published state at `now` (`view`: the site's view that
+    /// publication computed); integrates the counters.
+    public mutating func fill(units: [UnitStatus], site: SiteStatus, view: SiteView, frequency: Double, now: MonotonicInstant) {
         let net = view.netW(hasMeter: description.hasMeter)
         if let last = lastPower, last.watts.isFinite {
             let hours = (now - last.at).secondsDouble / 3600

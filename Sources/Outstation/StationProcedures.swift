@@ -100,10 +100,11 @@ final class StationProcedures {
     /// change beyond its deadband becomes a time-tagged event in every group's queue.
     func sample(now: MonotonicInstant, groups: inout RedundancyGroups) {
         var frequency = Double.nan
-        let cycle = shared.read(units: &units, site: &site, frequency: &frequency)
+        var view = SiteView()
+        let cycle = shared.read(units: &units, site: &site, view: &view, frequency: &frequency)
         guard cycle != lastCycle else { return }
         lastCycle = cycle
-        image.fill(units: units, site: site, frequency: frequency, now: now)
+        image.fill(units: units, site: site, view: view, frequency: frequency, now: now)
         image.fill(frequencyEvents: shared.frequencyEventTally)
         let changes = image.changes()
         guard !changes.isEmpty else { return }

@@ -215,10 +215,10 @@ public struct ScadaImage: Sendable {
         }
     }
 
-    /// Fills every measured point from one published state of the cycle (units, site, frequency
-    /// copied under one lock, so the image never mixes two cycles).
-    public mutating func fill(units: [UnitStatus], site status: SiteStatus, frequency: Double) {
-        let view = SiteView(units: units, site: status, capacitiesWh: site.capacitiesWh)
+    /// Fills every measured point from one published state of the cycle (units, site, the site's
+    /// view the publication computed, frequency: copied under one lock, so the image never mixes
+    /// two cycles).
+    public mutating func fill(units: [UnitStatus], site status: SiteStatus, view: SiteView, frequency: Double) {
         var running = false, sohWeighted = 0.0, sohCapacity = 0.0, anyTrip = false
         for (i, unit) in units.enumerated() where i < site.capacitiesWh.count {
             let capacity = site.capacitiesWh[i]

@@ -143,10 +143,11 @@ public final class ScadaServer: @unchecked Sendable {
     /// commands as they stand now).
     private func refresh() {
         var frequency = Double.nan
-        let cycle = shared.read(units: &units, site: &site, frequency: &frequency)
+        var view = SiteView()
+        let cycle = shared.read(units: &units, site: &site, view: &view, frequency: &frequency)
         guard cycle != lastCycle else { return }
         lastCycle = cycle
-        image.fill(units: units, site: site, frequency: frequency)
+        image.fill(units: units, site: site, view: view, frequency: frequency)
         image.fill(commands: shared.commands, now: SystemClock.shared.now())
         copyImage()
     }

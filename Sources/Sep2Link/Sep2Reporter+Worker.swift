@@ -24,13 +24,13 @@ extension Sep2Worker {
     /// Reports `shared`'s site (as the cycle publishes it) to the server with a reporter of `settings`
     /// (Service maps them from the configuration). Call before `start`.
     public func reportSite(_ settings: Sep2ReporterSettings, shared: SharedState) {
-        let ratings = settings.ratings
         report(Sep2Reporter(settings: settings)) {
             var units = [UnitStatus](repeating: UnitStatus(), count: shared.unitCount)
             var site = SiteStatus()
+            var view = SiteView()
             var frequency = Double.nan
-            guard shared.read(units: &units, site: &site, frequency: &frequency) > 0 else { return nil }
-            return Sep2SiteSample(site: site, units: units, frequency: frequency, ratings: ratings)
+            guard shared.read(units: &units, site: &site, view: &view, frequency: &frequency) > 0 else { return nil }
+            return Sep2SiteSample(site: site, units: units, view: view, frequency: frequency)
         }
         useFrequencyDroop(settings.frequencyDroopEnabled)
     }

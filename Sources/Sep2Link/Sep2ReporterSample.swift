@@ -73,10 +73,10 @@ public struct Sep2SiteSample: Sendable, Equatable {
     /// A sample with nothing measured.
     public init() {}
 
-    /// The sample of one published cycle (`SharedState.read(units:site:frequency:)`): no allocation.
-    public init(site: SiteStatus, units: [UnitStatus], frequency: Double, ratings: Sep2SiteRatings) {
+    /// The sample of one published cycle (`SharedState.read(units:site:view:frequency:)`), `view`
+    /// the site's view that publication computed: no allocation.
+    public init(site: SiteStatus, units: [UnitStatus], view: SiteView, frequency: Double) {
         let metered = !site.meterStale && site.gridPower.isFinite
-        let view = SiteView(units: units, site: site, capacitiesWh: ratings.unitEnergyWh)
         siteW = view.meteredW
         siteVar = metered && site.gridReactivePower.isFinite ? -site.gridReactivePower : .nan
         siteV = metered && site.gridVoltage > 0 ? site.gridVoltage : .nan

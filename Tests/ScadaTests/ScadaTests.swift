@@ -44,7 +44,7 @@ struct ScadaTests {
     func server(_ settings: ScadaConfiguration, log: @escaping @Sendable (Notice) -> Void = { _ in })
         throws -> (ScadaServer, SharedState)
     {
-        let shared = SharedState(units: 2)
+        let shared = SharedState(units: 2, capacitiesWh: [250_000, 250_000])
         let site = ScadaSiteDescription(siteID: "SITE_T", version: "0.0.0", mode: "simulation", unitID: 1,
                                         ratingsW: [100_000, 100_000], capacitiesWh: [250_000, 250_000], hasMeter: false)
         let server = try ScadaServer(configuration: settings, site: site, shared: shared, log: log)
@@ -225,7 +225,7 @@ struct ScadaTests {
             """, file: "scada-rtu.yaml")
         let settings = try #require(c.scada)
         #expect(settings.serial?.baud == 19200 && settings.serialUnitID == 7)
-        let shared = SharedState(units: 2)
+        let shared = SharedState(units: 2, capacitiesWh: [250_000, 250_000])
         shared.contents.withLock { c in
             c.units[0].soc = 55
             c.units[1].soc = 65
