@@ -240,14 +240,21 @@ public final class PlantRig {
     }
 
     /// Runs in real time, a step every `step`, until `duration` passes or a stop is requested.
-    public func run(duration: Duration?, step: Duration = .milliseconds(50), output: (String) -> Void) {
+    /// `holdOrigin`, while it returns true, keeps the rig's time zero at the present step: the
+    /// frequency profile and the faults wait (for a test that starts them once bessd is up).
+    public func run(duration: Duration?, step: Duration = .milliseconds(50), holdOrigin: (() -> Bool)? = nil,
+                    output: (String) -> Void) {
         var deadline = SystemClock.shared.now()
         let end = duration.map { deadline + $0 }
         var nextStatus = deadline
+        var holding = holdOrigin
         while !stopRequested.load(ordering: .relaxed) {
             deadline = deadline + step
             SystemClock.shared.sleep(until: deadline)
             let now = SystemClock.shared.now()
+            if let hold = holding {
+                if hold() { setOrigin(now) } else { holding = nil; output("bess-hil: time zero") }
+            }
             let hz = self.step(now: now)
             if now >= nextStatus {
                 output(statusLine(now: now, frequency: hz))

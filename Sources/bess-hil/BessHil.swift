@@ -103,6 +103,12 @@ struct PlantCommand: ParsableCommand {
     @Option(help: "Stop after this many seconds.")
     var duration: Double?
 
+    @Option(help: ArgumentHelp(
+        "Hold the rig's time zero until this file exists.",
+        discussion: "The frequency profile and simulation.faults count from the moment the file appears, not from "
+            + "the plant's start: a test creates it once bessd is up, however slowly bessd started."))
+    var originFile: String?
+
     func run() throws {
         guard let loaded = ConfigLoader.loadReporting(path: config) else { throw ExitCode(1) }
         let rig: PlantRig
@@ -119,7 +125,8 @@ struct PlantCommand: ParsableCommand {
                 say("bess-hil: \(unit.id) SunSpec inverter on \(server.port > 0 ? "127.0.0.1:\(server.port)" : "serial")")
             }
         }
-        rig.run(duration: duration.map { .seconds(fromDouble: $0) }, output: say)
+        let hold: (() -> Bool)? = originFile.map { file in { access(file, F_OK) != 0 } }
+        rig.run(duration: duration.map { .seconds(fromDouble: $0) }, holdOrigin: hold, output: say)
         say("bess-hil: stopped")
     }
 }

@@ -219,6 +219,8 @@ struct SocketCANTests {
 
     @Test("BMS emulator: invalid CAN frames stop power with BMS_COMM_LOST, then it recovers")
     func bmsFaultTrips() throws {
+        // The faults count from the moment bessd runs with droop (the origin file), not from the
+        // plant's start: in the emulated VM on a loaded host bessd may take seconds to start.
         let rig = """
             mode: hil
             period_ms: 100
@@ -232,32 +234,43 @@ struct SocketCANTests {
               frequency_profile: steady
               base_hz: 49.8
               faults:
-                - {kind: bms_out_of_range, at_s: 3, duration_s: 6}
-                - {kind: bms_garbage, at_s: 3, duration_s: 6}
+                - {kind: bms_out_of_range, at_s: 1, duration_s: 6}
+                - {kind: bms_garbage, at_s: 1, duration_s: 6}
             """
-        let path = NSTemporaryDirectory() + "bessd-can-fault.yaml"
+        let directory = URL(fileURLWithPath: NSTemporaryDirectory())
+        let path = directory.appendingPathComponent("bessd-can-fault.yaml").path
+        let origin = directory.appendingPathComponent("bessd-can-fault.origin").path
+        try? FileManager.default.removeItem(atPath: origin)
         try rig.write(toFile: path, atomically: true, encoding: .utf8)
-        let plant = Process()
-        plant.executableURL = Package.executable("bess-hil")
-        plant.arguments = ["plant", "--config", path, "--duration", "22"]
-        plant.standardOutput = FileHandle.nullDevice
-        plant.standardError = FileHandle.nullDevice
         let listener = try CANSocket(interface: interface, filters: [(0x351, 0x7FF)])
-        try plant.run()
+        let plant = try PeerProcess(["plant", "--config", path, "--origin-file", origin],
+                                    executable: try #require(Package.executable("bess-hil")), directory: directory)
+        defer { plant.stop() }
         #expect(try firstBMSFrame(listener))
-        let bessd = try Package.run("bessd", ["run", "--config", path, "--duration", "21", "--status-every", "1", "--log", "stdout"])
-        plant.waitUntilExit()
-        let lines = bessd.out.split(separator: "\n").map(String.init)
-        let tripped = lines.firstIndex { $0.contains("HIL_CAN_02 BMS_COMM_LOST tripped") }
-        #expect(tripped != nil, "\(lines.suffix(8))")
-        let cleared = lines.firstIndex { $0.contains("HIL_CAN_02 BMS_COMM_LOST cleared") }
-        #expect(cleared != nil, "\(lines.suffix(8))")
-        if let tripped, let cleared { #expect(cleared > tripped) }
-        // Zero power while tripped (the status lines in between), droop again at the end.
-        if let tripped, let cleared {
-            #expect(lines[tripped..<cleared].filter { $0.hasPrefix("t=") }.allSatisfy { $0.contains("SP 0.0kW") })
+        let bessd = try PeerProcess(["run", "--config", path, "--duration", "90", "--status-every", "1", "--log", "stdout"],
+                                    executable: try #require(Package.executable("bessd")), directory: directory)
+        defer { bessd.stop() }
+        func lines() -> [String] { bessd.text.split(separator: "\n").map(String.init) }
+        #expect(waitFor(seconds: 60) { lines().contains { $0.contains("HIL_CAN_02 running") && $0.contains("SP +4.0kW") } },
+                "\(lines().suffix(8))")
+        FileManager.default.createFile(atPath: origin, contents: nil)
+        // Tripped, cleared, then droop again on a status line after the clearing.
+        func recovered(_ lines: [String]) -> Bool {
+            guard let cleared = lines.firstIndex(where: { $0.contains("HIL_CAN_02 BMS_COMM_LOST cleared") }) else { return false }
+            return lines[cleared...].contains { $0.hasPrefix("t=") && $0.contains("SP +4.0kW") }
         }
-        #expect(lines.last { $0.hasPrefix("t=") }?.contains("SP +4.0kW") == true, "\(lines.suffix(3))")
+        #expect(waitFor(seconds: 60) { recovered(lines()) }, "\(lines().suffix(8))")
+        let seen = lines()
+        let tripped = seen.firstIndex { $0.contains("HIL_CAN_02 BMS_COMM_LOST tripped") }
+        let cleared = seen.firstIndex { $0.contains("HIL_CAN_02 BMS_COMM_LOST cleared") }
+        #expect(tripped != nil, "\(seen.suffix(8))")
+        #expect(cleared != nil, "\(seen.suffix(8))")
+        // Zero power while tripped (the status lines in between).
+        if let tripped, let cleared {
+            #expect(cleared > tripped)
+            #expect(seen[tripped..<cleared].filter { $0.hasPrefix("t=") }.allSatisfy { $0.contains("SP 0.0kW") })
+        }
+        #expect(plant.text.contains("bess-hil: time zero"))
     }
 
     /// python-can as the BMS.

@@ -1,7 +1,7 @@
 public import Foundation
 
-/// A peer process (`openssl s_client` or `s_server`) with its standard input written up front and
-/// its output collected; stopped when the test is done with it.
+/// A peer process (`openssl s_client` or `s_server` by default, or any `executable`) with its
+/// standard input written up front and its output collected; stopped when the test is done with it.
 public final class PeerProcess {
     public let process = Process()
     private let output = Pipe()
@@ -10,8 +10,9 @@ public final class PeerProcess {
     /// Standard input while it is held open.
     private var input: Pipe?
 
-    public init(_ arguments: [String], input: String = "", keepInputOpen: Bool = false, directory: URL) throws {
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+    public init(_ arguments: [String], executable: URL = URL(fileURLWithPath: "/usr/bin/openssl"), input: String = "",
+                keepInputOpen: Bool = false, directory: URL) throws {
+        process.executableURL = executable
         process.arguments = arguments
         process.currentDirectoryURL = directory
         let stdin = Pipe()
