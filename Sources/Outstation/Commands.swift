@@ -123,6 +123,6 @@ extension StationProcedures {
         } else {
             journalled = peerLog(connection, logCode, message, fields)
         }
-        audit?(.outcome(code: logCode, message: message, fields: Notice(logCode, message, fields).fieldsByName, journalled: journalled))
+        audit?(.outcome(code: logCode, message: message, fields: fields, journalled: journalled))
     }
 }

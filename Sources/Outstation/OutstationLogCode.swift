@@ -70,15 +70,16 @@ extension NoticeField {
 /// window the count of refused commands whose lines the budget held back.
 public enum OutstationAuditEntry: Sendable, Equatable {
     /// One command's outcome: `code` `IEC104_COMMAND` or `IEC104_COMMAND_REFUSED`, the journal's
-    /// sentence and fields (`BESS_REASON`: the refusal's code); `journalled` false when the budget
-    /// held its line back (it is then in the window's `refusalsSuppressed`).
-    case outcome(code: OutstationLogCode, message: String, fields: [String: String], journalled: Bool)
+    /// sentence and typed fields (`.reason`: the refusal's code), the same as its `Notice`'s;
+    /// `journalled` false when the budget held its line back (it is then in the window's
+    /// `refusalsSuppressed`).
+    case outcome(code: OutstationLogCode, message: String, fields: [NoticeField: String], journalled: Bool)
     /// `count` refused commands from `peer` (an address) whose lines the budget held back in one window.
     case refusalsSuppressed(count: Int, peer: String, message: String)
 }
 
 extension Notice {
-    /// The fields by their journal names (`BESS_PEER`…), as the audit and the tests read them.
+    /// The fields by their journal names (`BESS_PEER`…), as the tests read them.
     package var fieldsByName: [String: String] { fields.reduce(into: [:]) { $0[$1.key.rawValue] = $1.value } }
     /// The outstation's code of a notice it wrote; nil for another's.
     package var outstationCode: OutstationLogCode? { code.flatMap(OutstationLogCode.init(rawValue:)) }

@@ -64,10 +64,10 @@ final class OutstationAudit: Sendable {
 
     /// Counts one outcome and, when its journal line was written, sends it up; anything the
     /// outstation logs that is not a command passes.
-    func note(_ code: OutstationLogCode, _ message: String, _ fields: [String: String], journalled: Bool = true) {
+    func note(_ code: OutstationLogCode, _ message: String, _ fields: [NoticeField: String], journalled: Bool = true) {
         guard code.isCommand else { return }
         let accepted = code == .command
-        let outcome = Outcome(accepted: accepted, code: accepted ? code.rawValue : Self.reasonCode(fields["BESS_REASON"]))
+        let outcome = Outcome(accepted: accepted, code: accepted ? code.rawValue : Self.reasonCode(fields[.reason]))
         outcomes.withLock { $0[outcome, default: 0] += 1 }
         if journalled { post(code: code.rawValue, message: message) }
     }

@@ -142,9 +142,9 @@ struct IEC104UplinkTests {
         let audit = OutstationAudit(inbox: inbox, wakeup: nil)
         let subject = "CN=sldc\n\u{1B}[31mforged line" + String(repeating: "x", count: 600)
         audit.note(.commandRefused, "IEC 104 execute agcSetpoint (IOA 3001) = 9 from \(subject) (group sldc): refused, AGC_OUTSIDE_BAND: outside",
-                   ["BESS_REASON": "AGC_OUTSIDE_BAND"])
-        audit.note(.command, "accepted", ["BESS_REASON": "executed"])
-        audit.note(.commandRefused, "refused", ["BESS_REASON": "lower case\n"])
+                   [.reason: "AGC_OUTSIDE_BAND"])
+        audit.note(.command, "accepted", [.reason: "executed"])
+        audit.note(.commandRefused, "refused", [.reason: "lower case\n"])
         audit.note(.connected, "not a command", [:])
         let taken = inbox.take()
         #expect(taken.records.count == 3 && taken.dropped == 0)
@@ -179,9 +179,10 @@ struct IEC104UplinkTests {
         // The group may not command the site setpoint: every one is refused COMMAND_NOT_ALLOWED.
         settings.groups = [IEC104Group(name: "sldc", commands: [.agc])]
         let journal = Mutex<[(code: OutstationLogCode, fields: [String: String])]>([])
+        let entries = Mutex<[OutstationAuditEntry]>([])
         let description = StationDescription(ratingsW: [1e5, 1e5], capacitiesWh: [2.5e5, 2.5e5], hasMeter: false, frequencyResponseEnabled: false)
         let server = OutstationServer(settings: settings, description: description, shared: SharedState(units: 2), clock: clock,
-                                      audit: { audit.record($0) }) { notice in journal.withLock { $0.append((notice.outstationCode!, notice.fieldsByName)) } }
+                                      audit: { entry in entries.withLock { $0.append(entry) }; audit.record(entry) }) { notice in journal.withLock { $0.append((notice.outstationCode!, notice.fieldsByName)) } }
         try server.start()
         defer { server.stop() }
         let station = try RawControlStation(port: server.port)
@@ -194,6 +195,11 @@ struct IEC104UplinkTests {
         #expect(waitFor { server.counters.commandsRefused.load(ordering: .relaxed) == 30 })
         func lines(_ code: OutstationLogCode) -> [[String: String]] { journal.withLock { $0.filter { $0.code == code }.map(\.fields) } }
         #expect(lines(.commandRefused).count == OutstationServer.journalLines)
+        #expect(waitFor { entries.withLock { $0.count } == 30 }, "one audit entry per command, journalled or not")
+        let outcomes = entries.withLock { $0 }.compactMap { if case let .outcome(_, _, fields, journalled) = $0 { (fields, journalled) } else { nil } }
+        #expect(outcomes.count == 30 && outcomes.filter(\.1).count == OutstationServer.journalLines)
+        #expect(outcomes.first.map { $0.0[.reason] == "COMMAND_NOT_ALLOWED" && $0.0[.result] == "refused" && $0.0[.ioa] == "3002" } == true,
+                "the audit's typed fields are the journal line's: \(outcomes.first.map { $0.0 } ?? [:])")
         var m = MetricsText()
         audit.metrics(into: &m)
         #expect(m.text.contains(#"bessd_iec104_command_outcomes_total{result="refused",code="COMMAND_NOT_ALLOWED"} 30"#), "\(m.text)")
