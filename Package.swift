@@ -59,7 +59,8 @@ let package = Package(
         // `rounded()` lowers to libm's round(); link libm so the library stands alone.
         .target(name: "ControlCore", dependencies: ["BessBase"], swiftSettings: swiftSettings, linkerSettings: [.linkedLibrary("m")]),
         // What every module shares that is not control law: the coded error, text quoting, the identifier
-        // rule, the JSON lexer and string scanner, the utility control record; stdlib only.
+        // rule, the JSON lexer and string scanner, the utility control record, the listen address and IPv4
+        // network values; stdlib only.
         .target(name: "BessBase", swiftSettings: swiftSettings),
         // System primitives outside the three C libraries: system calls, the clock (ControlCore's
         // instants and durations), the priority-inheriting lock, and every thread (worker threads,
@@ -76,7 +77,7 @@ let package = Package(
         // Configuration: the YAML schema, its diagnostics and the mapping to control settings (the only Yams user).
         .target(
             name: "Config",
-            dependencies: ["BessBase", "ControlCore", "BessSystem", "Fieldbus", "Cycle", "Outstation", "IEEE2030_5", .product(name: "Yams", package: "Yams")],
+            dependencies: ["BessBase", "ControlCore", "BessSystem", "Fieldbus", "Cycle", "IEC104", "IEEE2030_5", .product(name: "Yams", package: "Yams")],
             swiftSettings: swiftSettings),
         // The real-time cycle and the bus workers behind the SiteIO seam; never imports the simulator,
         // nor Config: it defines the settings it runs on (CycleSettings), and Config maps the YAML into them.
@@ -116,15 +117,18 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: swiftSettings),
-        // IEC 60870-5-104 as pure protocol (APCI, ASDU, CP56Time2a, the link state machine): no
-        // sockets, no threads, no Foundation; ControlCore for the monotonic instant only.
+        // IEC 60870-5-104 as pure protocol (APCI, ASDU, CP56Time2a, the link state machine) and the
+        // station's settings (points, command rights, redundancy groups: OutstationSettings, which Config
+        // maps without linking the outstation or TLS): no sockets, no threads, no Foundation; ControlCore
+        // for the monotonic instant only.
         .target(name: "IEC104", dependencies: ["BessBase", "ControlCore"], swiftSettings: swiftSettings),
         // IEEE C37.118.2-2011 synchrophasor frames as pure protocol (CRC, header, commands, CFG-1/2/3, data
         // frames): no sockets, no clock, no Foundation; ControlCore for the coded error only.
         .target(name: "Synchrophasor", dependencies: ["BessBase", "ControlCore"], swiftSettings: swiftSettings),
-        // IEEE 2030.5 (CSIP, CSIP-AUS) as pure protocol: LFDI/SFDI from a certificate (OpenSSL's SHA-256),
-        // a bounded namespace-aware XML reader, the DER control resources and the event rules; no sockets yet.
-        .target(name: "IEEE2030_5", dependencies: ["BessBase", "ControlCore", "COpenSSL"], swiftSettings: swiftSettings),
+        // IEEE 2030.5 (CSIP, CSIP-AUS) as pure protocol: LFDI/SFDI from a certificate's SHA-256 (which the
+        // caller's TLSTransport computes), a bounded namespace-aware XML reader, the DER control resources
+        // and the event rules; no sockets, no OpenSSL.
+        .target(name: "IEEE2030_5", dependencies: ["BessBase", "ControlCore"], swiftSettings: swiftSettings),
         // The aggregator's side of the uplink: reading and checking the batches gateways send.
         .target(name: "UplinkIngest", dependencies: ["BessBase", "Uplink", "ControlCore", "BessSystem"], swiftSettings: swiftSettings),
         // TLS over a non-blocking socket for the grid links (the 104 outstation's TLS port, the 2030.5
@@ -150,9 +154,9 @@ let package = Package(
             name: "bessctl",
             // No NIO, TLS, HTTP client or YAML: a socket client, the protocol, the trip-code table, the
             // field-bus decoders for `bessctl probe` (timed on BessSystem's clock), and the 2030.5 LFDI/SFDI
-            // of a certificate (OpenSSL's SHA-256) for `bessctl ieee2030-5 --cert`.
+            // of a certificate (TLSTransport's SHA-256, no TLS session) for `bessctl ieee2030-5 --cert`.
             dependencies: [
-                "BessBase", "ControlProtocol", "ControlCore", "Fieldbus", "BessSystem", "IEEE2030_5",
+                "BessBase", "ControlProtocol", "ControlCore", "Fieldbus", "BessSystem", "IEEE2030_5", "TLSTransport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
@@ -200,7 +204,7 @@ let package = Package(
         // The C37.118 codec from the standard, against binascii.crc_hqx and pyPMU (PyPI synchrophasor).
         .testTarget(name: "SynchrophasorTests", dependencies: ["BessBase", "Synchrophasor", "ControlCore", "TestSupport"], swiftSettings: swiftSettings),
         // LFDI/SFDI against sep2cert, documents from envoy-schema's models, event rules against sep2tools (PyPI).
-        .testTarget(name: "IEEE2030_5Tests", dependencies: ["BessBase", "IEEE2030_5", "ControlCore", "TestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "IEEE2030_5Tests", dependencies: ["BessBase", "IEEE2030_5", "ControlCore", "TestSupport", "TLSTransport"], swiftSettings: swiftSettings),
         // The HTTPS client against a Python TLS peer (CCM8, client certificate required); the worker.
         .testTarget(
             name: "Sep2LinkTests", dependencies: ["BessBase", "Sep2Link", "TLSTransport", "IEEE2030_5", "Config", "Cycle", "BessSystem", "ControlCore", "TestSupport", "Uplink", "UplinkIngest"],

@@ -1,6 +1,6 @@
 import Cycle
 public import ControlCore
-public import Outstation
+public import IEC104
 
 /// `iec104:` — the grid operator's control centre over IEC 60870-5-104 (issue 46). Only its AGC
 /// part is read so far; the outstation's own keys come with the outstation.

@@ -1,6 +1,7 @@
+import BessBase
 import BessSystem
 import ControlCore
-import Outstation
+import IEC104
 internal import Yams
 
 /// `iec104:`'s outstation keys, mapped into the outstation's own settings (`OutstationSettings`,

@@ -1,7 +1,7 @@
 import Cycle
 import BessSystem
 import ControlCore
-import Outstation
+import IEC104
 import Fieldbus
 
 /// The keys one section of the configuration file accepts, declared once beside the section's

@@ -1,6 +1,5 @@
 public import BessBase
 import ControlCore
-import COpenSSL
 
 /// A device's identity in IEEE 2030.5 (2018 §6.3.4), derived from its certificate: the long form
 /// (LFDI) the utility's server keys the EndDevice on and the short form (SFDI) installers type into a
@@ -28,40 +27,27 @@ public struct DeviceIdentity: Hashable, Sendable {
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// The identity of the certificate whose DER encoding is `der`; the bytes must be one whole X.509
-    /// certificate (OpenSSL's `d2i_X509` reads all of them).
-    public init(certificateDER der: [UInt8]) throws(SEP2Error) {
+    /// What hashes a certificate: the SHA-256 of its DER bytes, nil when they are not one whole X.509
+    /// certificate. The TLS transport's `CertificateDigest.sha256(certificateDER:)` is the one;
+    /// this module reads no certificate itself and links no OpenSSL.
+    public typealias CertificateHash = ([UInt8]) -> [UInt8]?
+
+    /// The identity of the certificate whose DER encoding is `der`, hashed by `sha256`; the bytes must
+    /// be one whole X.509 certificate.
+    public init(certificateDER der: [UInt8], sha256: CertificateHash) throws(SEP2Error) {
         guard !der.isEmpty, der.count <= Self.maximumCertificateBytes else {
             throw SEP2Error(.certificateInvalid, message: "a DER certificate of \(der.count) bytes (1 to \(Self.maximumCertificateBytes))")
         }
-        let whole = der.withUnsafeBufferPointer { buffer -> Bool in
-            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            guard let certificate = d2i_X509(nil, &cursor, buffer.count) else { return false }
-            defer { X509_free(certificate) }
-            return cursor.map { $0 - buffer.baseAddress! } == buffer.count
-        }
-        guard whole else {
-            ERR_clear_error()
+        guard let digest = sha256(der), digest.count >= 20 else {
             throw SEP2Error(.certificateInvalid, message: "\(der.count) bytes are not one DER X.509 certificate")
-        }
-        var digest = [UInt8](repeating: 0, count: 32)
-        var length: UInt32 = 0
-        let done = der.withUnsafeBytes { bytes in
-            digest.withUnsafeMutableBufferPointer { out in
-                EVP_Digest(bytes.baseAddress, bytes.count, out.baseAddress, &length, EVP_sha256(), nil)
-            }
-        }
-        guard done == 1, length == 32 else {
-            ERR_clear_error()
-            throw SEP2Error(.certificateInvalid, message: "SHA-256 of the certificate failed")
         }
         self.init(sha256: digest)
     }
 
     /// The identity of the first certificate in a PEM file's text (the device's own certificate comes
-    /// first in a chain file).
-    public init(certificatePEM text: String) throws(SEP2Error) {
-        try self.init(certificateDER: Self.firstPEMCertificate(text))
+    /// first in a chain file), hashed by `sha256`.
+    public init(certificatePEM text: String, sha256: CertificateHash) throws(SEP2Error) {
+        try self.init(certificateDER: Self.firstPEMCertificate(text), sha256: sha256)
     }
 
     /// The identity from a certificate's SHA-256 (at least its first 20 bytes).

@@ -1,3 +1,4 @@
+import BessBase
 public import BessSystem
 import Glibc
 

@@ -1,6 +1,7 @@
 import BessBase
 import BessSystem
 import ControlCore
+public import IEC104
 import Synchronization
 import TLSTransport
 

@@ -1,3 +1,4 @@
+public import IEC104
 public import TLSTransport
 
 extension OutstationTLSSettings {

@@ -1,3 +1,4 @@
+import IEC104
 
 /// The redundancy groups of controlling stations (`iec104.groups`, IEC 60870-5-104 edition 2):
 /// each with its settings (addresses, certificates, rights), its started connection (one at a

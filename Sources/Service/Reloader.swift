@@ -5,6 +5,7 @@ import ControlCore
 import Cycle
 import Foundation
 import Logging
+import IEC104
 import Outstation
 import Sep2Link
 import TLSTransport

@@ -7,6 +7,7 @@ import Fieldbus
 import ControlCore
 import Logging
 import Scada
+import IEC104
 import Outstation
 import TLSTransport
 import Uplink

@@ -1,4 +1,5 @@
 public import Config
+import IEC104
 import Outstation
 import TLSTransport
 

@@ -1,4 +1,5 @@
 import Config
+import IEC104
 import Outstation
 import ControlCore
 import Foundation

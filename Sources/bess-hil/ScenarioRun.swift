@@ -9,6 +9,7 @@ import Scada
 import Fieldbus
 import Cycle
 import Config
+import IEC104
 import Outstation
 import Yams
 

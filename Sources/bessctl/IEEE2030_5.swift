@@ -3,6 +3,7 @@ import ControlCore
 import ControlProtocol
 import Foundation
 import IEEE2030_5
+import TLSTransport
 
 /// The utility's IEEE 2030.5 server as bessd follows it: the device's LFDI and SFDI (what installers
 /// enter in the utility's portal), the server's last answer, where the schedule comes from and the
@@ -52,7 +53,7 @@ struct IEEE2030_5Command: ParsableCommand {
             throw ValidationError("cannot read \(path)")
         }
         do {
-            return try DeviceIdentity(certificatePEM: text)
+            return try DeviceIdentity(certificatePEM: text, sha256: CertificateDigest.sha256(certificateDER:))
         } catch {
             throw ValidationError("\(path): \(error)")
         }

@@ -1,6 +1,7 @@
 import ControlCore
 @testable import Config
 import Foundation
+import IEC104
 import Outstation
 import TestSupport
 import Testing

@@ -1,6 +1,7 @@
 @testable import Config
 import Foundation
 import Glibc
+import IEC104
 import Outstation
 import TestSupport
 import Testing

@@ -4,12 +4,16 @@ import ControlCore
 import IEEE2030_5
 import TestSupport
 import Testing
+import TLSTransport
 
 /// LFDI and SFDI as IEEE 2030.5 defines them, against the standard's own example, the openssl
 /// command's SHA-256 fingerprint and sep2cert (PyPI, hil/peers/sep2_peer.py) on certificates made at
 /// test time.
 @Suite("IEEE 2030.5 device identity")
 struct IdentityTests {
+    /// The certificate hash bessd uses: the TLS transport's (IEEE2030_5 links no OpenSSL).
+    static func hash(_ der: [UInt8]) -> [UInt8]? { CertificateDigest.sha256(certificateDER: der) }
+
     /// Hex digits to bytes.
     static func bytes(_ hex: String) -> [UInt8] {
         var out: [UInt8] = []
@@ -38,12 +42,12 @@ struct IdentityTests {
         let fixture = try TLSFixture()
         for name in ["client", "server", "ca"] {
             let pem = try String(contentsOfFile: fixture.path("\(name).pem"), encoding: .utf8)
-            let identity = try DeviceIdentity(certificatePEM: pem)
+            let identity = try DeviceIdentity(certificatePEM: pem, sha256: Self.hash)
             let fingerprint = try fixture.fingerprint(name).replacingOccurrences(of: ":", with: "")
             #expect(identity.lfdi == String(fingerprint.prefix(40)), "\(name)")
             try fixture.openssl(["x509", "-in", fixture.path("\(name).pem"), "-outform", "DER", "-out", fixture.path("\(name).der")])
             let derBytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: fixture.path("\(name).der"))))
-            #expect(try DeviceIdentity(certificateDER: derBytes) == identity, "\(name): DER and PEM agree")
+            #expect(try DeviceIdentity(certificateDER: derBytes, sha256: Self.hash) == identity, "\(name): DER and PEM agree")
         }
     }
 
@@ -61,7 +65,7 @@ struct IdentityTests {
         for line in lines {
             let path = try #require(line["path"] as? String)
             let pem = try String(contentsOfFile: path, encoding: .utf8)
-            let ours = try DeviceIdentity(certificatePEM: pem)
+            let ours = try DeviceIdentity(certificatePEM: pem, sha256: Self.hash)
             #expect(ours.lfdi == (line["lfdi"] as? String)?.uppercased(), "\(path)")
             #expect(ours.sfdi == (line["sfdi"] as? NSNumber)?.uint64Value, "\(path)")
         }
@@ -73,7 +77,7 @@ struct IdentityTests {
         ("not DER", "-----BEGIN CERTIFICATE-----\nAAECAwQFBgcICQ==\n-----END CERTIFICATE-----\n"),
     ])
     func refusals(_ name: String, _ text: String) {
-        #expect { try DeviceIdentity(certificatePEM: text) } throws: { ($0 as? SEP2Error)?.code == .certificateInvalid }
+        #expect { try DeviceIdentity(certificatePEM: text, sha256: Self.hash) } throws: { ($0 as? SEP2Error)?.code == .certificateInvalid }
     }
 
     @Test("a certificate cut short or with a byte after it is refused")
@@ -82,9 +86,9 @@ struct IdentityTests {
         let pem = try String(contentsOfFile: fixture.path("client.pem"), encoding: .utf8)
         let body = pem.components(separatedBy: "\n").filter { !$0.hasPrefix("-----") }.joined()
         let der = try #require(Data(base64Encoded: body)).map { $0 }
-        #expect(throws: SEP2Error.self) { try DeviceIdentity(certificateDER: Array(der.dropLast())) }
-        #expect(throws: SEP2Error.self) { try DeviceIdentity(certificateDER: der + [0]) }
-        #expect(throws: SEP2Error.self) { try DeviceIdentity(certificateDER: []) }
-        _ = try DeviceIdentity(certificateDER: der)
+        #expect(throws: SEP2Error.self) { try DeviceIdentity(certificateDER: Array(der.dropLast()), sha256: Self.hash) }
+        #expect(throws: SEP2Error.self) { try DeviceIdentity(certificateDER: der + [0], sha256: Self.hash) }
+        #expect(throws: SEP2Error.self) { try DeviceIdentity(certificateDER: [], sha256: Self.hash) }
+        _ = try DeviceIdentity(certificateDER: der, sha256: Self.hash)
     }
 }

@@ -1,3 +1,4 @@
+import BessBase
 import BessSystem
 import Config
 import ControlCore

@@ -1,3 +1,4 @@
+public import BessBase
 public import ControlCore
 public import Glibc
 

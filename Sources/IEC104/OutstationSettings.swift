@@ -1,4 +1,4 @@
-public import BessSystem
+public import BessBase
 
 /// One signal of the outstation's point list (docs/iec104.md): its configuration name, its default
 /// information object address and its default deadband (engineering units; 0 for the binary points,
@@ -114,8 +114,9 @@ public struct IEC104Group: Sendable, Equatable {
 }
 
 /// What the outstation runs on (`iec104:` but its `agc`, which the cycle reads): listen address,
-/// timers, redundancy groups, points, TLS. Defined here, by the outstation; Config maps the YAML
-/// into it (Config/Config+IEC104Server.swift).
+/// timers, redundancy groups, points, TLS. Plain values of the standard's station, defined beside
+/// the codec so that Config maps the YAML into it (Config/Config+IEC104Server.swift) without
+/// linking the outstation or its TLS; the Outstation module runs on it.
 public struct OutstationSettings: Sendable, Equatable {
     /// `listen`: where the outstation listens (2404, or 19998 with `tls`, on loopback by default).
     public var listen = ListenAddress(host: "127.0.0.1", port: 2404)!
