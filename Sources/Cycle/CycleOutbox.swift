@@ -9,10 +9,11 @@ struct CycleOutbox: Sendable {
     private(set) var units: [UnitStatus]
     private(set) var site = SiteStatus()
     /// The site as every protocol reports it, computed once per publication of the status (a value
-    /// of scalars: no allocation) from `units`, `site` and the units' usable energy.
-    private(set) var view = SiteView()
-    /// Each unit's usable energy, Wh, as the site was started with (what the view weighs SOC by).
-    let capacitiesWh: [Double]
+    /// of scalars: no allocation) from `units`, `site` and `settings`; before the first, from the
+    /// status as it starts.
+    private(set) var view: SiteView
+    /// What the view needs of the site as it was started (usable energy, ratings, reserves, limits).
+    let settings: SiteView.Settings
     var stats = CycleStatistics()
     var events = EventRing(capacity: 1024)
     /// Energy blocks closed by the cycle, for the uplink (bounded; the oldest kept).
@@ -23,9 +24,10 @@ struct CycleOutbox: Sendable {
     /// The generation of the last mailbox the cycle has applied.
     var appliedGeneration: UInt64 = 0
 
-    init(units: Int, capacitiesWh: [Double]) {
+    init(units: Int, settings: SiteView.Settings) {
         self.units = [UnitStatus](repeating: UnitStatus(), count: units)
-        self.capacitiesWh = capacitiesWh
+        self.settings = settings
+        view = SiteView(units: self.units, site: site, settings: settings)
         resetOutcomes = [ResetOutcome](repeating: ResetOutcome(), count: units)
         blocks.reserveCapacity(64)
         frequencyEvents.pending.reserveCapacity(FrequencyEventMailbox.capacity)
@@ -36,7 +38,7 @@ struct CycleOutbox: Sendable {
     /// from them. No allocation.
     mutating func publishStatus(_ body: (inout [UnitStatus], inout SiteStatus) -> Void) {
         body(&units, &site)
-        view = SiteView(units: units, site: site, capacitiesWh: capacitiesWh)
+        view = SiteView(units: units, site: site, settings: settings)
     }
 }
 

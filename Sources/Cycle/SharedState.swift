@@ -183,9 +183,14 @@ public final class SharedState: Sendable {
 
     /// The shared state of `units` units, each of the usable energy `capacitiesWh[i]`, Wh (what the
     /// published `SiteView` weighs SOC by; units beyond it count for power only).
-    public init(units: Int, capacitiesWh: [Double] = []) {
+    public convenience init(units: Int, capacitiesWh: [Double] = []) {
+        self.init(units: units, view: SiteView.Settings(capacitiesWh: capacitiesWh))
+    }
+
+    /// The shared state of `units` units, whose published `SiteView` is computed with `settings`.
+    public init(units: Int, view settings: SiteView.Settings) {
         contents = PILock(Contents(orders: PostedOrders(units: units),
-                                   outbox: CycleOutbox(units: units, capacitiesWh: capacitiesWh)))
+                                   outbox: CycleOutbox(units: units, settings: settings)))
         unitCount = units
     }
 

@@ -1,8 +1,11 @@
+public import ControlCore
+
 /// The site as every protocol reports it, from one publication of the cycle (`units`, `site`) and
-/// the units' usable energy: the one place that says what the site's net power and state of charge
-/// are. Computed once per publication, inside the lock (`CycleOutbox.publishStatus`), and read with
-/// it by SCADA (model 701, 713), IEC 104 (the monitor points) and IEEE 2030.5 (the reporter's
-/// sample); no allocation.
+/// what the site was started with (`SiteView.Settings`): the one place that says what the site's
+/// net power, state of charge, availability and ratings are. Computed once per publication, inside
+/// the lock (`CycleOutbox.publishStatus`), and read with it by SCADA (model 701, 713), IEC 104 (the
+/// monitor points), IEEE 2030.5 (the reporter's sample) and the uplink (the availability record);
+/// no allocation.
 ///
 /// Power in bessd's convention, + = discharge / export (docs/design/0003). A quantity no unit reads
 /// is NaN.
@@ -23,19 +26,38 @@ public struct SiteView: Sendable, Equatable {
     /// energy counted: what the IEEE 2030.5 reports post (SCADA and IEC 104 show the SOC as stated).
     public var clampedStoredWh: Double = .nan
     public var clampedSOCPercent: Double = .nan
+    /// What the site can still offer up (more discharge) and down (more charge) from its present
+    /// setpoints, W, never negative: the units' allowed power (discharge only from units above the
+    /// SOC reserve and neither way from a unit at its frequency-response reserve), inside the grid
+    /// limits at the meter's present reading (`SiteStatus.gridPower`; not finite: nothing offered
+    /// in the direction a limit bounds). What the uplink's availability record reports as the site's.
+    public var availableUpW: Double = 0
+    public var availableDownW: Double = 0
+    /// Σ units' rated power, W, and Σ usable energy, Wh, as the site was started with.
+    public var ratedPowerW: Double = 0
+    public var usableEnergyWh: Double = 0
 
-    /// The view of one publication; `capacitiesWh[i]` is unit `i`'s usable energy (units beyond
-    /// it count for power only).
-    public init(units: [UnitStatus], site: SiteStatus, capacitiesWh: [Double]) {
+    /// The view of one publication. `settings.capacitiesWh[i]` is unit `i`'s usable energy (units
+    /// beyond it count for power only).
+    public init(units: [UnitStatus], site: SiteStatus, settings: Settings) {
         if !site.meterStale && site.gridPower.isFinite { meteredW = -site.gridPower }
+        let capacitiesWh = settings.capacitiesWh
         var power = 0.0, powered = false
         var weighted = 0.0, stored = 0.0, toFull = 0.0, capacity = 0.0
         var clampedStored = 0.0, clampedCapacity = 0.0
+        var setpoints = 0.0, up = 0.0, down = 0.0
         for (i, unit) in units.enumerated() {
             if unit.power.isFinite {
                 power += unit.power
                 powered = true
             }
+            setpoints += unit.setpoint
+            // Each unit against its own reserve, as the cycle judges it.
+            let reached = i < settings.reserve.count
+                ? settings.reserve[i].reached(soc: unit.soc.isFinite ? unit.soc : nil, was: (false, false))
+                : (discharge: false, charge: false)
+            if !reached.discharge, unit.soc.isFinite, unit.soc > settings.socReservePercent { up += unit.allowedDischarge }
+            if !reached.charge { down += unit.allowedCharge }
             guard i < capacitiesWh.count, unit.soc.isFinite else { continue }
             let energy = capacitiesWh[i]
             weighted += unit.soc * energy
@@ -57,6 +79,17 @@ public struct SiteView: Sendable, Equatable {
             clampedStoredWh = clampedStored
             clampedSOCPercent = clampedStored / clampedCapacity * 100
         }
+        availableUpW = max(0, up - setpoints)
+        availableDownW = max(0, down + setpoints)
+        limitAvailability(gridPower: site.gridPower, settings)
+        ratedPowerW = settings.ratedPowerW
+        usableEnergyWh = settings.usableEnergyWh
+    }
+
+    /// The view of one publication of a site known only by its units' usable energy (no ratings,
+    /// reserves or grid limits).
+    public init(units: [UnitStatus], site: SiteStatus, capacitiesWh: [Double]) {
+        self.init(units: units, site: site, settings: Settings(capacitiesWh: capacitiesWh))
     }
 
     public init() {}
@@ -64,4 +97,52 @@ public struct SiteView: Sendable, Equatable {
     /// Net power at the connection point, W (+ = export): the meter's when the site has one (NaN
     /// while it is stale), else the units' sum.
     public func netW(hasMeter: Bool) -> Double { hasMeter ? meteredW : unitsW }
+
+    /// The availability inside the grid limits, with a meter: grid power (+ = import) may fall to
+    /// −export limit with more discharge and rise to the import limit with more charge.
+    private mutating func limitAvailability(gridPower: Double, _ settings: Settings) {
+        guard settings.hasMeter else { return }
+        if let exportMaxW = settings.exportMaxW {
+            availableUpW = gridPower.isFinite ? min(availableUpW, max(0, gridPower + exportMaxW)) : 0
+        }
+        if let importMaxW = settings.importMaxW {
+            availableDownW = gridPower.isFinite ? min(availableDownW, max(0, importMaxW - gridPower)) : 0
+        }
+    }
+}
+
+extension SiteView {
+    /// What the view needs of the site as it was started: each unit's usable energy and rated
+    /// power, its frequency-response reserve, the SOC reserve, and the grid limits with a meter.
+    /// Fixed at start; kept in the outbox beside the status (`CycleOutbox`).
+    public struct Settings: Sendable, Equatable {
+        /// Unit `i`'s usable energy, Wh, and rated power, W.
+        public let capacitiesWh: [Double]
+        public let ratingsW: [Double]
+        /// Unit `i`'s frequency-response reserve (units beyond it keep none).
+        public let reserve: [ResponseReserve.Unit]
+        /// No unit at or below this SOC, percent, offers discharge.
+        public let socReservePercent: Double
+        /// Whether the site has a meter: only then do the grid limits bound the availability.
+        public let hasMeter: Bool
+        /// The grid limits, W: export (grid power may fall to −export) and import.
+        public let exportMaxW: Double?
+        public let importMaxW: Double?
+        /// Σ `ratingsW`, Σ `capacitiesWh`.
+        public let ratedPowerW: Double
+        public let usableEnergyWh: Double
+
+        public init(capacitiesWh: [Double], ratingsW: [Double] = [], reserve: [ResponseReserve.Unit] = [],
+                    socReservePercent: Double = 0, hasMeter: Bool = false, exportMaxW: Double? = nil, importMaxW: Double? = nil) {
+            self.capacitiesWh = capacitiesWh
+            self.ratingsW = ratingsW
+            self.reserve = reserve
+            self.socReservePercent = socReservePercent
+            self.hasMeter = hasMeter
+            self.exportMaxW = exportMaxW
+            self.importMaxW = importMaxW
+            ratedPowerW = ratingsW.reduce(0, +)
+            usableEnergyWh = capacitiesWh.reduce(0, +)
+        }
+    }
 }

@@ -84,7 +84,7 @@ public final class Daemon {
         self.logger = logger
         self.say = say
         started = SystemClock.shared.now()
-        let shared = SharedState(units: configuration.units.count, capacitiesWh: configuration.units.map { $0.capacityKWh * 1000 })
+        let shared = SharedState(units: configuration.units.count, view: SiteView.Settings(configuration))
         self.shared = shared
         // The workers hand their notices to a bounded queue that the service loop journals: a
         // stalled journald never stalls a bus (`NoticeQueue`).

@@ -129,9 +129,20 @@ final class UplinkRecorder {
     /// When the next telemetry or availability record is due (the service loop wakes for it).
     var nextDue: MonotonicInstant { min(nextTelemetry, nextAvailability) }
 
-    /// Called every service-loop round.
+    /// Called every service-loop round: the units' and the site's status and the site's view of them
+    /// as one cycle published them (one lock), the statistics, and the blocks closed since the last.
+    func tick(now: MonotonicInstant, shared: SharedState) -> String? {
+        var units = [UnitStatus](repeating: UnitStatus(), count: shared.unitCount)
+        var site = SiteStatus(), view = SiteView(), frequency = Double.nan
+        shared.read(units: &units, site: &site, view: &view, frequency: &frequency)
+        return tick(now: now, units: units, stats: shared.statistics, blocks: shared.takeBlocks(), site: site, view: view)
+    }
+
+    /// One round from `units` and `site` as published and `view`, the site's view of them
+    /// (`SiteView`, computed with `SiteView.Settings(configuration)`): the site's figures are the
+    /// view's, each unit's its own.
     func tick(now: MonotonicInstant, units: [UnitStatus], stats: CycleStatistics, blocks: [EnergyBlock],
-              site: SiteStatus = SiteStatus()) -> String? {
+              site: SiteStatus, view: SiteView) -> String? {
         // Posted events first, at the time they were posted.
         var problem = takeInbox()
         for block in blocks where block.unit < 0 {
@@ -182,7 +193,7 @@ final class UplinkRecorder {
                     chargeEnergyWh: u.soc.isFinite ? max(0, max(0, socMax - soc) / 100 * capacityWh - kept.chargeWh) : 0,
                     dischargeEnergyWh: u.soc.isFinite ? max(0, max(0, soc - socMin) / 100 * capacityWh - kept.dischargeWh) : 0)
             }
-            problem = record(.availability(units: availability, site: siteAvailability(units, site))) ?? problem
+            problem = record(.availability(units: availability, site: Self.siteAvailability(view))) ?? problem
         }
         return problem
     }
@@ -207,35 +218,10 @@ final class UplinkRecorder {
         return problem
     }
 
-    /// What the site can still offer up (more discharge) and down (more charge) from its present
-    /// power: the units' allowed power (discharge only from units above the SOC reserve), inside the
-    /// grid limits at the meter's present reading. Without a fresh meter reading the grid limits are
-    /// unknown and nothing beyond the present is offered in the direction they bound. Once the site's
-    /// unit's energy is at its frequency-response reserve, that unit offers nothing more that way.
-    func siteAvailability(_ units: [UnitStatus], _ site: SiteStatus) -> SiteAvailability {
-        let socReserve = configuration.site.socReservePercent
-        var up = 0.0, down = 0.0, now = 0.0
-        for (index, u) in units.enumerated() {
-            now += u.setpoint
-            // Each unit against its own reserve, as the cycle judges it.
-            let reached = index < reserve.units.count
-                ? reserve.units[index].reached(soc: u.soc.isFinite ? u.soc : nil, was: (false, false)) : (discharge: false, charge: false)
-            if !reached.discharge, u.soc.isFinite, u.soc > socReserve { up += u.allowedDischarge }
-            if !reached.charge { down += u.allowedCharge }
-        }
-        // From the present power: a site charging at 50 kW can move up by 50 kW plus its discharge.
-        up = max(0, up - now)
-        down = max(0, down + now)
-        if configuration.site.meter != nil {
-            if let exportMax = configuration.site.exportMaxKW {
-                // More discharge exports more: grid power may fall to −export_max.
-                up = site.gridPower.isFinite ? min(up, max(0, site.gridPower + exportMax * 1000)) : 0
-            }
-            if let importMax = configuration.site.importMaxKW {
-                down = site.gridPower.isFinite ? min(down, max(0, importMax * 1000 - site.gridPower)) : 0
-            }
-        }
-        return SiteAvailability(upW: up, downW: down)
+    /// What the site can still offer up and down, as the published view says
+    /// (`SiteView.availableUpW`, `availableDownW`).
+    static func siteAvailability(_ view: SiteView) -> SiteAvailability {
+        SiteAvailability(upW: view.availableUpW, downW: view.availableDownW)
     }
 }
 

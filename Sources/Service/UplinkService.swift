@@ -119,7 +119,7 @@ final class UplinkService: DaemonService {
     /// This round's telemetry, availability and closed blocks into the spool; a refusal or a state
     /// file that cannot be saved is logged when it starts and when it ends.
     func record(now: MonotonicInstant, shared: SharedState) {
-        let problem = recorder.tick(now: now, units: shared.units, stats: shared.statistics, blocks: shared.takeBlocks(), site: shared.site)
+        let problem = recorder.tick(now: now, shared: shared)
         noteInboxDrops()
         if problem != self.problem {
             if let problem {

@@ -30,7 +30,9 @@ struct PublishedSiteViewTests {
     /// The same view, NaN equal to NaN (a quantity nobody reads).
     static func same(_ a: SiteView, _ b: SiteView) -> Bool {
         let pairs = [(a.unitsW, b.unitsW), (a.meteredW, b.meteredW), (a.socPercent, b.socPercent), (a.storedWh, b.storedWh),
-                     (a.toFullWh, b.toFullWh), (a.clampedStoredWh, b.clampedStoredWh), (a.clampedSOCPercent, b.clampedSOCPercent)]
+                     (a.toFullWh, b.toFullWh), (a.clampedStoredWh, b.clampedStoredWh), (a.clampedSOCPercent, b.clampedSOCPercent),
+                     (a.availableUpW, b.availableUpW), (a.availableDownW, b.availableDownW), (a.ratedPowerW, b.ratedPowerW),
+                     (a.usableEnergyWh, b.usableEnergyWh)]
         return pairs.allSatisfy { $0 == $1 || ($0.isNaN && $1.isNaN) }
     }
 }
