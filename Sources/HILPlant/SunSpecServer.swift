@@ -218,7 +218,8 @@ public final class SunSpecServer: @unchecked Sendable {
     /// The libmodbus context and register mapping (the mapping only under `lock`).
     private let server: ModbusServerContext
     private var context: OpaquePointer { server.context }
-    private var listener: Int32 = -1
+    /// The listening socket (Modbus TCP): set by `start()`, then the server thread's.
+    private var listener: TCPListener?
     private let worker = WorkerThread()
     /// Model offsets written by clients since the last `takeWrites()`.
     private var written = Set<Int>()
@@ -289,12 +290,14 @@ public final class SunSpecServer: @unchecked Sendable {
             startThread()
             return
         }
-        guard let (fd, bound) = ModbusServerSocket.listen(context, port: port) else {
+        do throws(SystemCallError) {
+            let listener = try TCPListener(host: host, port: port)
+            self.listener = listener
+            port = listener.port
+        } catch {
             throw FieldbusError(.modbusListenFailed,
-                                message: "cannot listen on \(host):\(port): \(SystemError.text(errno))", errno: errno)
+                                message: "cannot listen on \(host):\(port): \(SystemError.text(error.errno))", errno: error.errno)
         }
-        listener = fd
-        port = bound
         startThread()
     }
 
@@ -312,36 +315,36 @@ public final class SunSpecServer: @unchecked Sendable {
             serveSerial()
             return
         }
-        var clients: [Int32] = []
+        guard let listener else { return }
+        // Each client's socket closes once, when it leaves this list; libmodbus only borrows it.
+        var clients: [Client] = []
         var query = [UInt8](repeating: 0, count: 260)
         let headerLength = Int(modbus_get_header_length(context))
         while worker.isRunning {
-            var fds = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0)]
-            fds += clients.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+            var fds = [pollfd(fd: listener.descriptor, events: Int16(POLLIN), revents: 0)]
+            fds += clients.map { pollfd(fd: $0.socket.rawValue, events: Int16(POLLIN), revents: 0) }
             let ready = poll(&fds, nfds_t(fds.count), 100)
             if ready <= 0 { continue }
-            if fds[0].revents & Int16(POLLIN) != 0 {
-                let client = accept(listener, nil, nil)
-                if client >= 0 { clients.append(client) }
+            if fds[0].revents & Int16(POLLIN) != 0, let connection = listener.acceptConnection() {
+                clients.append(Client(socket: connection.takeSocket()))
             }
             var closed: [Int32] = []
             for entry in fds.dropFirst() where entry.revents != 0 {
-                modbus_set_socket(context, entry.fd)
-                let count = modbus_receive(context, &query)
-                if count > 0 {
+                let count = server.receive(on: entry.fd, into: &query) { query, count in
                     answer(query, count: count, headerLength: headerLength)
-                } else if count < 0 {
-                    closed.append(entry.fd)
                 }
+                if count < 0 { closed.append(entry.fd) }
             }
-            for fd in closed {
-                close(fd)
-                clients.removeAll { $0 == fd }
-            }
+            clients.removeAll { closed.contains($0.socket.rawValue) }
         }
-        for fd in clients { close(fd) }
-        close(listener)
-        listener = -1
+        clients.removeAll()
+        self.listener = nil
+    }
+
+    /// A connection being served; its socket closes when the server lets it go.
+    private final class Client {
+        let socket: Socket
+        init(socket: consuming Socket) { self.socket = socket }
     }
 
     private func serveSerial() {

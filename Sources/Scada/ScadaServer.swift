@@ -28,7 +28,9 @@ public final class ScadaServer: @unchecked Sendable {
     /// The libmodbus context and the register mapping the image is copied into.
     private let server: ModbusServerContext
     private var context: OpaquePointer { server.context }
-    private var listener: Int32 = -1
+    /// The listening socket and whom it admits (`allow_from`, `max_clients`, `idle_timeout_s`):
+    /// set by `start()`, then the server thread's.
+    private var listener: TCPListener?
     private let worker = WorkerThread()
     /// Ends the server's wait at `stop()`: the thread sleeps until a client speaks, the first
     /// client's idle timeout or `stop()`, not on a fixed tick.
@@ -114,13 +116,15 @@ public final class ScadaServer: @unchecked Sendable {
             worker.start { [self] in serveSerial(line.device) }
             return
         }
-        guard let (fd, bound) = ModbusServerSocket.listen(context, port: configuration.port) else {
+        do throws(SystemCallError) {
+            let listener = try TCPListener(host: configuration.host, port: configuration.port, admission: Self.admission(configuration))
+            self.listener = listener
+            port = listener.port
+        } catch {
             throw FieldbusError(.scadaListenFailed,
-                                message: "cannot listen on \(configuration.host):\(configuration.port): \(SystemError.text(errno))",
-                                errno: errno)
+                                message: "cannot listen on \(configuration.host):\(configuration.port): \(SystemError.text(error.errno))",
+                                errno: error.errno)
         }
-        listener = fd
-        port = bound
         worker.start { [self] in serve() }
     }
 
@@ -133,6 +137,14 @@ public final class ScadaServer: @unchecked Sendable {
     public static func allowed(_ address: UInt32, by networks: [IPv4Network]) -> Bool {
         if networks.isEmpty { return address >> 24 == 127 }
         return networks.contains { $0.contains(address) }
+    }
+
+    /// Whom the listener admits: `allow_from` (`allowed(_:by:)`), at most `max_clients` at once,
+    /// each closed after `idle_timeout_s` without a request.
+    static func admission(_ configuration: ScadaConfiguration) -> TCPListener.Admission {
+        let networks = configuration.allowFrom
+        return TCPListener.Admission(allows: { allowed($0, by: networks) }, maxClients: configuration.maxClients,
+                                     idleTimeout: configuration.idleTimeout)
     }
 
     private func copyImage() {
@@ -152,13 +164,23 @@ public final class ScadaServer: @unchecked Sendable {
         copyImage()
     }
 
-    private struct Client {
-        var fd: Int32
-        var peer: String
+    /// A connection the listener admitted. Its socket is closed once, when the server lets the
+    /// client go; libmodbus only borrows the descriptor for a request (`ModbusServerContext.receive`).
+    private final class Client {
+        let socket: Socket
+        let peer: String
         var lastActive: MonotonicInstant
+
+        init(_ connection: consuming TCPConnection, now: MonotonicInstant) {
+            peer = connection.peer
+            socket = connection.takeSocket()
+            lastActive = now
+        }
     }
 
     private func serve() {
+        guard let listener else { return }
+        let admission = listener.admission
         var clients: [Client] = []
         var fds: [pollfd] = []
         fds.reserveCapacity(configuration.maxClients + 2)
@@ -167,46 +189,38 @@ public final class ScadaServer: @unchecked Sendable {
         while worker.isRunning {
             fds.removeAll(keepingCapacity: true)
             fds.append(pollfd(fd: stopWakeup.descriptor, events: Int16(POLLIN), revents: 0))
-            fds.append(pollfd(fd: listener, events: Int16(POLLIN), revents: 0))
-            for client in clients { fds.append(pollfd(fd: client.fd, events: Int16(POLLIN), revents: 0)) }
+            fds.append(pollfd(fd: listener.descriptor, events: Int16(POLLIN), revents: 0))
+            for client in clients { fds.append(pollfd(fd: client.socket.rawValue, events: Int16(POLLIN), revents: 0)) }
             let ready = poll(&fds, nfds_t(fds.count), Self.pollTimeout(clients.lazy.map(\.lastActive), idle: configuration.idleTimeout,
                                                                         now: SystemClock.shared.now()))
             wakeups.add(1, ordering: .relaxed)
             if fds[0].revents != 0 { stopWakeup.drain() }
             let now = SystemClock.shared.now()
-            // Idle connections close whether or not anything else happened.
+            // Idle connections close whether or not anything else happened (logged before the close).
             clients.removeAll { client in
-                guard now - client.lastActive > configuration.idleTimeout else { return false }
+                guard admission.isIdle(since: client.lastActive, now: now) else { return false }
                 idleClosed.add(1, ordering: .relaxed)
                 log(Notice(ScadaCode.clientIdle, "SCADA client \(client.peer) closed after \(configuration.idleTimeout.secondsDouble) s without a request"))
-                close(client.fd)
                 return true
             }
             connected.store(clients.count, ordering: .relaxed)
             if ready <= 0 { continue }
-            if fds[1].revents & Int16(POLLIN) != 0 { accept(into: &clients, now: now) }
+            if fds[1].revents & Int16(POLLIN) != 0 { admit(from: listener, into: &clients, now: now) }
             var closed: [Int32] = []
             for entry in fds.dropFirst(2) where entry.revents != 0 {
-                guard let index = clients.firstIndex(where: { $0.fd == entry.fd }) else { continue }
-                modbus_set_socket(context, entry.fd)
-                let count = modbus_receive(context, &query)
-                if count > 0 {
-                    clients[index].lastActive = now
-                    answer(query, count: count, header: header, peer: clients[index].peer)
-                } else if count < 0 {
-                    closed.append(entry.fd)
+                guard let client = clients.first(where: { $0.socket.rawValue == entry.fd }) else { continue }
+                let count = server.receive(on: entry.fd, into: &query) { query, count in
+                    client.lastActive = now
+                    answer(query, count: count, header: header, peer: client.peer)
                 }
+                if count < 0 { closed.append(entry.fd) }
             }
-            for fd in closed {
-                close(fd)
-                clients.removeAll { $0.fd == fd }
-            }
+            clients.removeAll { closed.contains($0.socket.rawValue) }
             connected.store(clients.count, ordering: .relaxed)
         }
-        for client in clients { close(client.fd) }
+        clients.removeAll()
         connected.store(0, ordering: .relaxed)
-        close(listener)
-        listener = -1
+        self.listener = nil
     }
 
     /// How long the server's poll may sleep (ms; -1: until a client, a connection or `stop()` wakes
@@ -245,31 +259,29 @@ public final class ScadaServer: @unchecked Sendable {
         modbus_close(context)
     }
 
-    private func accept(into clients: inout [Client], now: MonotonicInstant) {
-        var address = sockaddr_in()
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let fd = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.accept(listener, $0, &length) }
-        }
-        guard fd >= 0 else { return }
-        let host = UInt32(bigEndian: address.sin_addr.s_addr)
-        let peer = "\(host >> 24).\(host >> 16 & 255).\(host >> 8 & 255).\(host & 255):\(UInt16(bigEndian: address.sin_port))"
-        // Counted and logged before the close, so whoever sees the close sees the count.
-        guard Self.allowed(host, by: configuration.allowFrom) else {
+    /// Takes the next pending connection: a client, or a refusal counted and logged before the
+    /// listener closes it (so whoever sees the close sees the count).
+    private func admit(from listener: TCPListener, into clients: inout [Client], now: MonotonicInstant) {
+        let taken = listener.admit(open: clients.count) { connection, refusal in
             connectionsRefused.add(1, ordering: .relaxed)
-            log(Notice(ScadaCode.peerRefused, "SCADA connection from \(peer) refused: not in scada.allow_from", [.peer: peer]))
-            close(fd)
-            return
+            log(Self.refusalNotice(refusal, peer: connection.peer))
         }
-        guard clients.count < configuration.maxClients else {
-            connectionsRefused.add(1, ordering: .relaxed)
-            log(Notice(ScadaCode.clientsFull,
-                       "SCADA connection from \(peer) refused: \(configuration.maxClients) clients already connected (scada.max_clients)",
-                       [.peer: peer]))
-            close(fd)
-            return
+        guard let taken else { return }
+        switch consume taken {
+        case .admitted(let connection): clients.append(Client(connection, now: now))
+        case .refused: break
         }
-        clients.append(Client(fd: fd, peer: peer, lastActive: now))
+    }
+
+    /// The journal line of a connection the listener refused.
+    static func refusalNotice(_ refusal: TCPListener.Refusal, peer: String) -> Notice {
+        switch refusal {
+        case .notAllowed:
+            Notice(ScadaCode.peerRefused, "SCADA connection from \(peer) refused: not in scada.allow_from", [.peer: peer])
+        case .full(let maxClients):
+            Notice(ScadaCode.clientsFull, "SCADA connection from \(peer) refused: \(maxClients) clients already connected (scada.max_clients)",
+                   [.peer: peer])
+        }
     }
 
     private func answer(_ query: [UInt8], count: Int32, header: Int, peer: String) {

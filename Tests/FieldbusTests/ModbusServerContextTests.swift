@@ -1,9 +1,11 @@
 import BessBase
+import BessSystem
 import CModbus
 import ControlCore
 import Fieldbus
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 
 /// The libmodbus server context and mapping that the SCADA server and the HIL plant's devices share.
@@ -15,26 +17,26 @@ struct ModbusServerContextTests {
         init(_ server: consuming ModbusServerContext) { self.server = server }
     }
 
-    @Test("a TCP client reads what was loaded at the base, and its write is what store gives back")
+    @Test("a TCP client reads and writes the mapping; libmodbus only borrows the connection's socket")
     func servesLoadedRegisters() throws {
         let served = Served(try ModbusServerContext(.tcp(host: "127.0.0.1", port: 0), holdingRegistersFrom: 40000, count: 4,
                                                     failure: .modbusServerFailed))
         served.server.load([0x5375, 0x6E53, 1, 66])
-        let (listener, port) = try #require(ModbusServerSocket.listen(served.server.context, port: 0, backlog: 1))
-        defer { close(listener) }
+        let listener = try TCPListener(host: "127.0.0.1", port: 0, backlog: 1)
+        let port = listener.port
         #expect(port > 0)
         let finished = DispatchSemaphore(value: 0)
+        let forgotten = Atomic<Bool>(false)
         Thread {
             defer { finished.signal() }
-            var socket = listener
-            guard modbus_tcp_accept(served.server.context, &socket) >= 0 else { return }
+            var waiting = pollfd(fd: listener.descriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&waiting, 1, 5000) > 0, let connection = listener.acceptConnection() else { return }
             var query = [UInt8](repeating: 0, count: 260)
-            while true {
-                let count = modbus_receive(served.server.context, &query)
-                if count <= 0 { break }
+            while served.server.receive(on: connection.socket.rawValue, into: &query, answer: { query, count in
                 served.server.reply(query, length: count)
-            }
-            close(socket)
+            }) > 0 {}
+            // The context holds no descriptor between requests: only the connection closes it.
+            forgotten.store(modbus_get_socket(served.server.context) == -1, ordering: .relaxed)
         }.start()
 
         let client = try #require(modbus_new_tcp("127.0.0.1", Int32(port)))
@@ -50,6 +52,8 @@ struct ModbusServerContextTests {
         #expect(modbus_read_registers(client, 40004, 1, &outside) == -1)
         modbus_close(client)
         #expect(finished.wait(timeout: .now() + 5) == .success)
+        let socketForgotten = forgotten.load(ordering: .relaxed)
+        #expect(socketForgotten)
 
         var words = [UInt16](repeating: 0, count: 4)
         served.server.store(into: &words)

@@ -3,9 +3,10 @@ public import ControlCore
 public import Glibc
 
 /// A listening IPv4 TCP socket, non-blocking, and the rule for whom it admits: the one TCP listener
-/// (the IEC 104 outstation's, `metrics_listen`'s). Connections come out non-blocking with Nagle off;
-/// `admit(open:)` checks each against the allow-list and the client cap, and `Admission` says when
-/// a connection has idled too long. The server's loop owns the connections and polls `descriptor`.
+/// (the IEC 104 outstation's, `metrics_listen`'s, SCADA's and the HIL plant's Modbus TCP servers').
+/// Connections come out non-blocking with Nagle off; `admit(open:refused:)` checks each against the
+/// allow-list and the client cap, and `Admission` says when a connection has idled too long. The
+/// server's loop owns the connections and polls `descriptor`.
 ///
 /// `@unchecked Sendable`: created on the starting thread, then used only by the server thread.
 public final class TCPListener: @unchecked Sendable {
@@ -62,7 +63,9 @@ public final class TCPListener: @unchecked Sendable {
     public var descriptor: Int32 { socket.rawValue }
     /// The port bound (the one asked for, or the kernel's choice for 0).
     public let port: Int
-    public let admission: Admission
+    /// Whom `admit(open:refused:)` admits; its server thread may replace it (the outstation's
+    /// groups, when a reload changes them).
+    public var admission: Admission
 
     /// Binds `address` and listens. The corresponding C functions are `socket`, `setsockopt`
     /// (`SO_REUSEADDR`), `bind`, `listen` and `getsockname`.
@@ -79,12 +82,12 @@ public final class TCPListener: @unchecked Sendable {
         self.admission = admission
     }
 
-    /// Binds `host:port` (IPv4) and listens, admitting everyone.
-    public convenience init(host: String, port: Int) throws(SystemCallError) {
+    /// Binds `host:port` (IPv4) and listens, admitting whom `admission` admits (everyone by default).
+    public convenience init(host: String, port: Int, backlog: Int32 = 16, admission: Admission = Admission()) throws(SystemCallError) {
         guard let address = ListenAddress(host: host, port: UInt16(truncatingIfNeeded: port)) else {
             throw SystemCallError(call: "inet_pton", subject: host, errno: EINVAL)
         }
-        try self.init(address)
+        try self.init(address, backlog: backlog, admission: admission)
     }
 
     /// The next pending connection, whoever it is from; nil when none is waiting (or `accept`
@@ -97,10 +100,12 @@ public final class TCPListener: @unchecked Sendable {
     }
 
     /// The next pending connection checked against `admission` with `open` connections open: the
-    /// connection, or its peer and why it was closed; nil when none is waiting.
-    public func admit(open: Int) -> Admitted? {
+    /// connection, or its peer and why it was closed; nil when none is waiting. `refused` hears of
+    /// a refusal before the close, so whoever sees the close sees what it counted and journalled.
+    public func admit(open: Int, refused: (borrowing TCPConnection, Refusal) -> Void = { _, _ in }) -> Admitted? {
         guard let connection = acceptConnection() else { return nil }
         guard let refusal = admission.refusal(of: connection.peerAddress, open: open) else { return .admitted(connection) }
+        refused(connection, refusal)
         let address = connection.peerAddress, port = connection.peerPort
         try? connection.socket.close()
         return .refused(peerAddress: address, peerPort: port, refusal)

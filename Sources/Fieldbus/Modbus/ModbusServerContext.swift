@@ -12,7 +12,8 @@ import Glibc
 public struct ModbusServerContext: ~Copyable {
     /// Where a server answers.
     public enum Endpoint: Sendable, Equatable {
-        /// Modbus TCP on `host:port` (listen with `ModbusServerSocket.listen`).
+        /// Modbus TCP on `host:port` (the server listens with BessSystem's `TCPListener` and hands
+        /// each connection to `receive(on:into:answer:)`).
         case tcp(host: String, port: Int)
         /// Modbus RTU on a serial device, answering `unitID` (open with `modbus_connect`).
         case rtu(device: String, baud: Int, parity: Character, dataBits: Int, stopBits: Int, unitID: Int)
@@ -65,6 +66,19 @@ public struct ModbusServerContext: ~Copyable {
     /// Copies the served registers (as the last write left them) back into `words`.
     public func store(into words: inout [UInt16]) {
         for i in words.indices.prefix(count) { words[i] = mapping.pointee.tab_registers[i] }
+    }
+
+    /// Reads one request from the TCP connection `socket` into `query` and, when one came, calls
+    /// `answer` with it and its length while the context answers on that connection. libmodbus
+    /// only borrows the descriptor for this call (the context forgets it after): its owner closes
+    /// it, once. Returns what `modbus_receive` returned: the length, 0 (ignored), -1 (the
+    /// connection failed or the peer closed it).
+    public func receive(on socket: Int32, into query: inout [UInt8], answer: ([UInt8], Int32) -> Void) -> Int32 {
+        modbus_set_socket(context, socket)
+        defer { modbus_set_socket(context, -1) }
+        let count = modbus_receive(context, &query)
+        if count > 0 { answer(query, count) }
+        return count
     }
 
     /// Answers `query` (`length` bytes, as `modbus_receive` returned it) from the mapping: reads from
