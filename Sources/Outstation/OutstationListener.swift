@@ -61,25 +61,21 @@ final class OutstationListener: @unchecked Sendable {
     /// Every connection waiting, admitted or refused: the admitted as new connections (ids from
     /// `nextID`), `open` counting those already open.
     func acceptAll(now: MonotonicInstant, open: Int, nextID: inout Int, groups: RedundancyGroups, link: LinkSettings) -> [OutstationConnection] {
+        guard let socket else { return [] }
+        // The group and the limit on the TCP peer's address first: a peer no group admits costs no
+        // TLS session. The listener admits by the groups as they stand now (a reload replaces them).
+        let settings = groups.all.map(\.settings)
+        socket.admission = TCPListener.Admission(allows: { RedundancyGroups.placement(of: $0, certificate: nil, in: settings) != nil },
+                                                 maxClients: maxConnections)
         var admitted: [OutstationConnection] = []
-        while let socket, let tcp = socket.accept() {
-            // The group and the limit on the TCP peer's address first: a peer no group admits
-            // costs no TLS session.
-            guard let group = groups.placement(of: tcp.peerAddress, certificate: nil) else {
-                counters.connectionsRefused.add(1, ordering: .relaxed)
-                journal.write(address: tcp.peerAddress, .connection, .peerRefused, "IEC 104 connection from \(tcp.peer) refused: in no iec104.groups allow_from",
-                              [.peer: tcp.peer])
-                tcp.close()
-                continue
+        while let taken = socket.admit(open: open + admitted.count, refused: { tcp, refusal in refused(tcp, refusal) }) {
+            let tcp: TCPStream
+            switch consume taken {
+            case .admitted(let accepted): tcp = TCPStream(accepted)
+            case .refused: continue
             }
-            guard open + admitted.count < maxConnections else {
-                counters.connectionsRefused.add(1, ordering: .relaxed)
-                journal.write(address: tcp.peerAddress, .connection, .connectionsFull,
-                              "IEC 104 connection from \(tcp.peer) refused: \(maxConnections) connections open (iec104.max_connections)",
-                              [.peer: tcp.peer])
-                tcp.close()
-                continue
-            }
+            // The same groups just admitted the address, so one of them holds it.
+            guard let group = groups.placement(of: tcp.peerAddress, certificate: nil) else { continue }
             let connection: OutstationConnection
             if let tlsContext {
                 counters.tlsSessionsBegun.add(1, ordering: .relaxed)
@@ -104,6 +100,20 @@ final class OutstationListener: @unchecked Sendable {
                           [.peer: tcp.peer, .group: groups.name(group)])
         }
         return admitted
+    }
+
+    /// Counts and journals a connection the listener refused, before it closes it.
+    private func refused(_ tcp: borrowing TCPConnection, _ refusal: TCPListener.Refusal) {
+        counters.connectionsRefused.add(1, ordering: .relaxed)
+        switch refusal {
+        case .notAllowed:
+            journal.write(address: tcp.peerAddress, .connection, .peerRefused, "IEC 104 connection from \(tcp.peer) refused: in no iec104.groups allow_from",
+                          [.peer: tcp.peer])
+        case .full(let maxConnections):
+            journal.write(address: tcp.peerAddress, .connection, .connectionsFull,
+                          "IEC 104 connection from \(tcp.peer) refused: \(maxConnections) connections open (iec104.max_connections)",
+                          [.peer: tcp.peer])
+        }
     }
 
     /// After a read of a connection still in its TLS handshake: false while the handshake goes on
