@@ -17,12 +17,3 @@ public func signed(_ value: Double) -> String {
     let text = fixed(value, 1)
     return text.hasPrefix("-") || text == "0.0" ? text : "+" + text
 }
-
-/// `value` rounded to `decimals` decimals and printed without trailing zeros: `12`, `0.5`, `-3.125`
-/// (the numbers of journal lines: SCADA writes, relay contacts, IEC 104 setpoints).
-public func trimmed(_ value: Double, decimals: Int) -> String {
-    var scale = 1.0
-    for _ in 0..<max(0, decimals) { scale *= 10 }
-    let rounded = (value * scale).rounded() / scale
-    return rounded == rounded.rounded() && abs(rounded) < 1e15 ? "\(Int(rounded))" : "\(rounded)"
-}

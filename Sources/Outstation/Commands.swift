@@ -111,9 +111,9 @@ extension StationProcedures {
         if accepted { counters.commandsAccepted.add(1, ordering: .relaxed) } else { counters.commandsRefused.add(1, ordering: .relaxed) }
         let address = settings.address(order.signal)
         let what = order.select ? "select" : "execute"
-        let message = "IEC 104 \(what) \(order.signal.rawValue) (IOA \(address)) = \(LogNumber.text(order.value)) from \(connection.stream.peer) (group \(group)): "
+        let message = "IEC 104 \(what) \(order.signal.rawValue) (IOA \(address)) = \(trimmed(order.value, decimals: 3)) from \(connection.stream.peer) (group \(group)): "
             + (accepted ? "accepted, \(reason)" : "refused, \(reason)")
-        let fields: [NoticeField: String] = [.peer: connection.stream.peer, .group: group, .ioa: "\(address)", .value: LogNumber.text(order.value),
+        let fields: [NoticeField: String] = [.peer: connection.stream.peer, .group: group, .ioa: "\(address)", .value: trimmed(order.value, decimals: 3),
                       .result: accepted ? "accepted" : "refused", .reason: code]
         let logCode: OutstationLogCode = accepted ? .command : .commandRefused
         let journalled: Bool

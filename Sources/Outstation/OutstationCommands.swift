@@ -144,7 +144,7 @@ struct OutstationCommands {
             guard let sent = try? tag.unixMilliseconds(base: timeBase) else { return CommandRefusal(.badTime, message: "time tag \(tag)") }
             let age = Double(Int64((context.wallClockSeconds * 1000).rounded(.down)) - sent) / 1000
             guard abs(age) <= maxCommandDelay.secondsDouble else {
-                return CommandRefusal(.tooOld, message: "time tag \(LogNumber.text(age)) s from now, over max_command_delay_s \(LogNumber.text(maxCommandDelay.secondsDouble))")
+                return CommandRefusal(.tooOld, message: "time tag \(trimmed(age, decimals: 3)) s from now, over max_command_delay_s \(trimmed(maxCommandDelay.secondsDouble, decimals: 3))")
             }
         }
         if let selection = context.selection, selection.expires > context.now {
@@ -152,7 +152,7 @@ struct OutstationCommands {
                 return CommandRefusal(.selectedElsewhere, message: "another connection holds the select")
             }
             if !order.select, selection.value != order.value {
-                return CommandRefusal(.notAsSelected, message: "execute \(LogNumber.text(order.value)), selected \(LogNumber.text(selection.value))")
+                return CommandRefusal(.notAsSelected, message: "execute \(trimmed(order.value, decimals: 3)), selected \(trimmed(selection.value, decimals: 3))")
             }
         }
         return nil
@@ -175,7 +175,7 @@ struct OutstationCommands {
             let watts = watts(megawatts: order.value, edges: [-ratingW, ratingW])
             guard watts.isFinite, abs(watts) <= ratingW else {
                 return .failure(CommandRefusal(.setpointOutOfRange,
-                                               message: "\(LogNumber.text(order.value)) MW outside ±\(LogNumber.text(ratingW / 1e6)) MW"))
+                                               message: "\(trimmed(order.value, decimals: 3)) MW outside ±\(trimmed(ratingW / 1e6, decimals: 3)) MW"))
             }
             return .success(.siteSetpoint(watts: watts))
         case .frequencyResponseCommand:
@@ -192,14 +192,5 @@ struct OutstationCommands {
     static func watts(megawatts: Double, edges: [Double]) -> Double {
         let sent = Float(megawatts)
         return edges.first { $0.isFinite && Float($0 / 1e6) == sent } ?? megawatts * 1e6
-    }
-}
-
-/// Numbers as the outstation's journal lines write them: at most three decimals, no ".0" on a
-/// whole number.
-enum LogNumber {
-    static func text(_ value: Double) -> String {
-        let rounded = (value * 1000).rounded() / 1000
-        return rounded == rounded.rounded() && abs(rounded) < 1e15 ? "\(Int(rounded))" : "\(rounded)"
     }
 }

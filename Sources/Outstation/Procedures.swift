@@ -1,3 +1,4 @@
+import BessBase
 import BessSystem
 import ControlCore
 import Cycle
@@ -76,8 +77,8 @@ extension StationProcedures {
         }
         let ours = Int64((wallClock() * 1000).rounded(.down))
         let offset = Double(theirs - ours) / 1000
-        peerLog(connection, .clockSync, "IEC 104 clock synchronisation from \(connection.stream.peer): its time is \(tag), \(LogNumber.text(offset)) s from ours; the system clock is not set from IEC 104",
-                [.peer: connection.stream.peer, .offsetS: LogNumber.text(offset)])
+        peerLog(connection, .clockSync, "IEC 104 clock synchronisation from \(connection.stream.peer): its time is \(tag), \(trimmed(offset, decimals: 3)) s from ours; the system clock is not set from IEC 104",
+                [.peer: connection.stream.peer, .offsetS: trimmed(offset, decimals: 3)])
         var confirmation = asdu.answer(.activationConfirmation)
         confirmation.information = .objects([InformationObject(address: 0, element: .clockSynchronisation(timeTag()))])
         answer(confirmation, to: connection)
