@@ -101,10 +101,13 @@ final class Reloader {
         // The new cycle thread takes its priority and CPU as it starts; a part refused now (a
         // tightened LimitRTPRIO, a CPU taken away) reaches the journal as it does at start.
         cycle.thread.awaitCycles(1, within: .seconds(2))
-        for notice in cycle.thread.realtimeNotices {
-            logger.warning("reload: \(notice)", metadata: ["BESS_CODE": "REALTIME_DEGRADED", "MESSAGE_ID": "\(MessageID.reload)"])
-        }
+        for notice in cycle.thread.realtimeNotices { Journal(logger).write(Self.realtimeNotice(notice)) }
     }
+
+    /// A replacing cycle thread's refused real-time part (`REALTIME_DEGRADED: …`), journalled as a
+    /// start journals it — the code's table gives its severity and MESSAGE_ID — its line opening
+    /// with `reload:`.
+    static func realtimeNotice(_ text: String) -> Notice { Notice(DeviceCode.realtimeDegraded, "reload: \(text)") }
 
     /// The daemon's sections a reload applies around: a changed restart key's part keeps running as
     /// it started, and the journal names the keys (the cycle's own keys are

@@ -2,6 +2,7 @@ import BessBase
 import BessSystem
 import ControlCore
 import Foundation
+import Logging
 import Simulation
 @testable import Service
 @testable import Cycle
@@ -46,6 +47,15 @@ struct ReloadRulesTests {
         var port = 1
         var gain = 0.5
         var added: String? = nil
+    }
+
+    @Test("a reload's REALTIME_DEGRADED line: the start's code, level and MESSAGE_ID, opening with reload:")
+    func realtimeDegradedOnReload() {
+        let notice = Reloader.realtimeNotice("REALTIME_DEGRADED: SCHED_FIFO 20 refused (Operation not permitted); the cycle runs SCHED_OTHER")
+        let metadata = Journal.metadata(notice)
+        #expect(notice.message == "reload: REALTIME_DEGRADED: SCHED_FIFO 20 refused (Operation not permitted); the cycle runs SCHED_OTHER")
+        #expect(notice.severity == .warning && metadata["BESS_CODE"] == "REALTIME_DEGRADED")
+        #expect(metadata["MESSAGE_ID"] == "\(MessageID.device)", "REALTIME_DEGRADED is on the device row of docs/operations.md, at start and at reload")
     }
 
     @Test("section rules: live keys report nothing; changed restart keys named once; undeclared keys restart")
