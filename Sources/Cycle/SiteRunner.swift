@@ -48,7 +48,7 @@ public class SiteRunner {
     public internal(set) var frequencyFallback = false
     /// True once a PMU sample was followed (before that, the start's grace applies).
     var pmuFollowed = false
-    /// Where the cycle takes its orders and publishes (`attach`); nil for a runner stepped alone.
+    /// Where the cycle takes its orders and publishes (`attach`); nil for a runner run alone (tests).
     var shared: SharedState?
     /// The cycle's timing, as `publish` hands it to the statistics.
     public internal(set) var counters = CycleCounters()
@@ -86,24 +86,23 @@ public class SiteRunner {
     /// Stops the bus workers; each writes zero power with its revert timer armed first.
     public func stopWorkers() { io.stop() }
 
-    /// One cycle at `now`, `lateness` after its deadline; nil for an extra cycle an alarm woke (off
-    /// the schedule: no lateness recorded, no reading counted late). What the cycle thread calls,
-    /// once `attach`ed: `takeInputs → sample → decide → command → publish`.
-    public func run(now: MonotonicInstant, lateness: Duration?) {
+    /// One cycle of the site at `now` — `takeInputs → sample → decide → command → publish` — the
+    /// one way to run a cycle, for the cycle thread and the tests alike. `lateness` is how long
+    /// after its deadline it runs; nil for an extra cycle an alarm woke (off the schedule: no
+    /// lateness recorded, its readings not counted late, and the next regular cycle's counted
+    /// against the previous regular one). Once `attach`ed it takes its orders from and publishes
+    /// into the shared state; alone (tests), the slots' readings in, the devices sampled and
+    /// commanded, nothing published.
+    /// - Parameter wallClock: the wall clock, seconds since 1970, for the cycle's reading; the
+    ///   system's when nil (a test hands its own).
+    public func run(now: MonotonicInstant, lateness: Duration?, wallClock: Double? = nil) {
         counters.record(now: now, lateness: lateness)
-        runPhases(now: now, wallClock: SystemClock.wallClockSeconds(), extra: lateness == nil, shared: shared)
+        runPhases(now: now, wallClock: wallClock ?? SystemClock.wallClockSeconds(), extra: lateness == nil)
     }
 
-    /// One cycle at `now` without the shared state (tests): the slots' readings in, the devices
-    /// sampled and commanded, nothing published.
-    /// - Parameter extra: an extra cycle an alarm woke, off the schedule: its readings are not
-    ///   counted late, and the next regular cycle's are counted against the previous regular one.
-    public func step(now: MonotonicInstant, wallClock: Double, extra: Bool = false) {
-        runPhases(now: now, wallClock: wallClock, extra: extra, shared: nil)
-    }
-
-    /// The phases, in order, with the devices as their own type: `SiteCycle` runs them.
-    func runPhases(now: MonotonicInstant, wallClock: Double, extra: Bool, shared: SharedState?) {
+    /// The phases, in order, with the devices as their own type: `SiteCycle` runs them, `run` alone
+    /// calls them.
+    func runPhases(now: MonotonicInstant, wallClock: Double, extra: Bool) {
         preconditionFailure("a SiteRunner is made as a SiteCycle")
     }
 
@@ -167,7 +166,7 @@ public final class SiteCycle<IO: SiteIO>: SiteRunner {
         super.init(settings: settings, devices: site, phase: phase, startedAt: startedAt)
     }
 
-    override func runPhases(now: MonotonicInstant, wallClock: Double, extra: Bool, shared: SharedState?) {
+    override func runPhases(now: MonotonicInstant, wallClock: Double, extra: Bool) {
         takeInputs(from: shared, wallClock: wallClock)
         sample(site, now: now, extra: extra)
         decide(now: now)

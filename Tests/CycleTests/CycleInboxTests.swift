@@ -10,12 +10,13 @@ import Testing
 struct CycleInboxTests {
     static func at(_ ms: Int64) -> MonotonicInstant { MonotonicInstant(nanoseconds: ms * 1_000_000) }
 
-    static func cycle() throws -> (SiteRunner, SharedState) {
+    /// A 2-unit runner and a shared state, the runner attached to it unless `attached` is false.
+    static func cycle(attached: Bool = true) throws -> (SiteRunner, SharedState) {
         let c = try ConfigLoader.parse(EmbeddedConfiguration.simulationYAML, file: "embedded")  // 2 units
         let runner = SiteCycle(configuration: c, io: WireBudgetTests.ScriptedSite(units: c.units.count),
                                phase: CyclePhase(period: .milliseconds(100)), startedAt: .zero)
         let shared = SharedState(units: c.units.count)
-        runner.attach(shared)
+        if attached { runner.attach(shared) }
         return (runner, shared)
     }
 
@@ -58,12 +59,12 @@ struct CycleInboxTests {
         #expect(runner.inbox.pmu == nil, "the site follows the simulated frequency: the PMU slot is not read")
     }
 
-    @Test("a runner stepped without the shared state takes no orders: what a test set on its controller stands")
-    func steppedAloneTakesNoOrders() throws {
-        let (runner, shared) = try Self.cycle()
+    @Test("a runner run without the shared state takes no orders: what a test set on its controller stands")
+    func runAloneTakesNoOrders() throws {
+        let (runner, shared) = try Self.cycle(attached: false)
         shared.setInputLimit(40)
         runner.controller.inputLimitPercent = 70
-        runner.step(now: Self.at(1000), wallClock: 1_800_000_000)
+        runner.run(now: Self.at(1000), lateness: .zero, wallClock: 1_800_000_000)
         #expect(!runner.inbox.ordersTaken && runner.controller.inputLimitPercent == 70)
         #expect(runner.inbox.wallClock == 1_800_000_000, "the wall clock is the cycle's reading too")
     }

@@ -81,16 +81,16 @@ struct UtilityLimitCycleTests {
         func at(_ ms: Int64) -> MonotonicInstant { MonotonicInstant(nanoseconds: ms * 1_000_000) }
         let slot = UtilityLimitSlot()
         runner.utilityLimits = slot
-        runner.step(now: at(1000), wallClock: 1_800_000_001)
+        runner.run(now: at(1000), lateness: .zero, wallClock: 1_800_000_001)
         #expect(runner.controller.utilityLimits == nil && !runner.controller.siteDecision.utility.active)
         var limits = UtilityLimits()
         limits.generationLimitW = 0
         limits.validUntil = at(2000)
         slot.publish(limits)
-        runner.step(now: at(1100), wallClock: 1_800_000_001.1)
+        runner.run(now: at(1100), lateness: .zero, wallClock: 1_800_000_001.1)
         #expect(runner.controller.utilityLimits == limits)
         #expect(runner.controller.siteDecision.utility.active && runner.controller.siteDecision.utility.dischargeCap == 0)
-        runner.step(now: at(2100), wallClock: 1_800_000_002.1)
+        runner.run(now: at(2100), lateness: .zero, wallClock: 1_800_000_002.1)
         let stale = runner.controller.siteDecision.utility
         #expect(stale.active && stale.stale && stale.binding == .stale, "read after validUntil: the stale binding")
         #expect(stale.dischargeCap == 0 && stale.chargeCap == 0, "read after validUntil: the site held at zero")

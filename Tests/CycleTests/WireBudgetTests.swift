@@ -46,20 +46,20 @@ struct WireBudgetTests {
         func at(_ ms: Int64) -> MonotonicInstant { MonotonicInstant(nanoseconds: ms * 1_000_000) }
         // Cycle at 1000 ms; both readings taken 2 ms before it.
         site.takenAt = [at(998), at(998)]
-        runner.step(now: at(1000), wallClock: 1_800_000_000)
+        runner.run(now: at(1000), lateness: .zero, wallClock: 1_800_000_000)
         #expect(runner.lateReadings == 0)
         // Cycle at 1100 ms: unit 0 read at 1098 (on time), unit 1 still holds its 998 reading: late.
         site.takenAt = [at(1098), at(998)]
-        runner.step(now: at(1100), wallClock: 1_800_000_000.1)
+        runner.run(now: at(1100), lateness: .zero, wallClock: 1_800_000_000.1)
         #expect(runner.lateReadings == 1)
         // Cycle at 1200: unit 1's reading is now more than two periods old — not answering, which the
         // staleness rule handles; not counted again.
         site.takenAt = [at(1198), at(998)]
-        runner.step(now: at(1200), wallClock: 1_800_000_000.2)
+        runner.run(now: at(1200), lateness: .zero, wallClock: 1_800_000_000.2)
         #expect(runner.lateReadings == 1)
         // A reading taken exactly as the previous cycle woke was that cycle's: late for this one.
         site.takenAt = [at(1200), at(1298)]
-        runner.step(now: at(1300), wallClock: 1_800_000_000.3)
+        runner.run(now: at(1300), lateness: .zero, wallClock: 1_800_000_000.3)
         #expect(runner.lateReadings == 2)
     }
 

@@ -262,7 +262,7 @@ struct ContactorTests {
                 var published = limits
                 published.validUntil = MonotonicInstant(nanoseconds: (ms + 5000) * 1_000_000)
                 slot.publish(published)
-                runner.step(now: now, wallClock: 1_800_000_000 + Double(ms) / 1000)
+                runner.run(now: now, lateness: .zero, wallClock: 1_800_000_000 + Double(ms) / 1000)
             }
         }
 

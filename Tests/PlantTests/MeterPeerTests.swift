@@ -74,7 +74,7 @@ struct MeterPeerTests {
         let deadline = SystemClock.shared.now() + .seconds(10)
         while runner.io.meterSlot?.reading == nil, SystemClock.shared.now() < deadline { usleep(10_000) }
         #expect(runner.io.meterSlot?.reading != nil, "no meter reading: \(runner.io.meterSlot?.lastError ?? "-")")
-        runner.step(now: SystemClock.shared.now(), wallClock: 1_800_000_000)
+        runner.run(now: SystemClock.shared.now(), lateness: .zero, wallClock: 1_800_000_000)
         #expect(runner.meter?.value.gridPower == Watts(-1234.5))
         #expect(runner.controller.connection.gridPower == -1234.5)
         #expect(runner.controller.site.frequency == Hertz(49.98))

@@ -18,7 +18,7 @@ struct PMUSourceTests {
             let t = start + Double(k) / 10
             let now = MonotonicInstant(nanoseconds: Int64((t * 1e9).rounded()))
             if pmu { slot.publish(PMUSample(frequency: Hertz(49.8), rocofHzPerSecond: -0.3, takenAt: now, frameTime: 1_800_000_000 + t)) }
-            runner.step(now: now, wallClock: 1_800_000_000 + t)
+            runner.run(now: now, lateness: .zero, wallClock: 1_800_000_000 + t)
         }
     }
 

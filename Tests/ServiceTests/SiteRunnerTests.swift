@@ -109,7 +109,7 @@ struct SiteRunnerTests {
     func advance(_ runner: SiteRunner, from start: Double, seconds: Double) {
         for k in 1...Int(seconds * 10) {
             let t = start + Double(k) / 10
-            runner.step(now: MonotonicInstant(nanoseconds: Int64((t * 1e9).rounded())), wallClock: 1_800_000_000 + t)
+            runner.run(now: MonotonicInstant(nanoseconds: Int64((t * 1e9).rounded())), lateness: .zero, wallClock: 1_800_000_000 + t)
         }
     }
 
@@ -166,7 +166,7 @@ struct SiteRunnerTests {
         defer { runner.stopWorkers() }
         #expect(waitFor(seconds: 2) { runner.bmsSlots[0]?.fault != nil })
         #expect(runner.bmsSlots[0]?.fault == "CAN_INTERFACE_MISSING")
-        runner.step(now: SystemClock.shared.now(), wallClock: SystemClock.wallClockSeconds())
+        runner.run(now: SystemClock.shared.now(), lateness: .zero)
         let d = runner.controller.decision(unit: 0)
         #expect(d.state == .starting)
         #expect(d.setpoint == .zero)
@@ -252,7 +252,7 @@ struct FaultInjectionTests {
     func advance(_ r: SiteRunner, to seconds: Double, from start: Double = 0) {
         for k in 1...Int((seconds - start) * 10) {
             let t = start + Double(k) / 10
-            r.step(now: MonotonicInstant(nanoseconds: Int64((t * 1e9).rounded())), wallClock: 1_800_000_000 + t)
+            r.run(now: MonotonicInstant(nanoseconds: Int64((t * 1e9).rounded())), lateness: .zero, wallClock: 1_800_000_000 + t)
         }
     }
 
