@@ -205,7 +205,6 @@ public final class ScadaServer: @unchecked Sendable {
             }
             connected.store(clients.count, ordering: .relaxed)
             if ready <= 0 { continue }
-            if fds[1].revents & Int16(POLLIN) != 0 { admit(from: listener, into: &clients, now: now) }
             var closed: [Int32] = []
             for entry in fds.dropFirst(2) where entry.revents != 0 {
                 guard let client = clients.first(where: { $0.socket.rawValue == entry.fd }) else { continue }
@@ -215,6 +214,10 @@ public final class ScadaServer: @unchecked Sendable {
                 }
                 if count < 0 { closed.append(entry.fd) }
             }
+            // After the reads: a newcomer may reuse the number of a descriptor closed idle above, and
+            // must not be read for a readiness that was its predecessor's. The failed ones still
+            // count against max_clients until they are let go, as before.
+            if fds[1].revents & Int16(POLLIN) != 0 { admit(from: listener, into: &clients, now: now) }
             clients.removeAll { closed.contains($0.socket.rawValue) }
             connected.store(clients.count, ordering: .relaxed)
         }
