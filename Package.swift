@@ -142,6 +142,9 @@ let package = Package(
         // The PMU's link: the reader thread following a C37.118.2 stream over TCP or UDP (Synchrophasor
         // decodes); it publishes into Cycle's FrequencySampleSlot, the cycle's seam.
         .target(name: "PMULink", dependencies: ["BessBase", "ControlCore", "BessSystem", "Cycle", "Synchrophasor"], swiftSettings: swiftSettings),
+        // IEEE 1547-2018's reactive power and volt-watt control law (constant PF, constant var, volt-var,
+        // watt-var, volt-watt, the response filter, the VAMax bound): pure, no Foundation, no allocation.
+        .target(name: "GridSupport", dependencies: ["BessBase"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "bessd",
             dependencies: [
@@ -187,6 +190,10 @@ let package = Package(
                 "BessBase", "ControlCore",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
+            swiftSettings: swiftSettings),
+        // The grid-support law against EPRI OpenDER (PyPI opender) and its own properties.
+        .testTarget(
+            name: "GridSupportTests", dependencies: ["GridSupport", "BessBase", "TestSupport", .product(name: "PropertyBased", package: "swift-property-based")],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "FieldbusTests",
