@@ -159,7 +159,8 @@ final class PMUSender: @unchecked Sendable {
     let stream: PMUStream
     let state = Mutex(State())
     let port: UInt16
-    private let listener: Int32
+    /// BessSystem's listener on 127.0.0.1; nil once stopped.
+    private var listener: TCPListener?
     /// The datagram socket (`udp`), -1 without one.
     private var datagrams: Int32 = -1
     private let running = Atomic<Bool>(true)
@@ -168,30 +169,26 @@ final class PMUSender: @unchecked Sendable {
 
     init(stream: PMUStream, udp: Bool = false) throws {
         self.stream = stream
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        listener = fd
-        guard fd >= 0 else { throw ValidationError("PMU sender: socket failed (errno \(errno))") }
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        let listener: TCPListener
+        do throws(SystemCallError) {
+            listener = try TCPListener(host: "127.0.0.1", port: 0, backlog: 4)
+        } catch {
+            throw ValidationError("PMU sender: \(error.call == "socket" ? "socket" : "bind or listen") failed (errno \(error.errno))")
+        }
+        self.listener = listener
+        port = UInt16(listener.port)
+        guard udp else { return }
+        // The datagrams on the same port number.
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, listen(fd, 4) == 0 else { throw ValidationError("PMU sender: bind or listen failed (errno \(errno))") }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        port = UInt16(bigEndian: address.sin_port)
-        guard udp else { return }
+        address.sin_port = port.bigEndian
         datagrams = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         let udpBound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(datagrams, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard datagrams >= 0, udpBound == 0 else {
-            close(fd)
+            self.listener = nil
             if datagrams >= 0 { close(datagrams) }
             throw ValidationError("PMU sender: UDP port \(port) not bound (errno \(errno))")
         }
@@ -210,7 +207,7 @@ final class PMUSender: @unchecked Sendable {
     func stop() {
         running.store(false, ordering: .relaxed)
         while serving.load(ordering: .acquiring) > 0 { usleep(1_000) }
-        close(listener)
+        listener = nil
         if datagrams >= 0 { close(datagrams) }
     }
 
@@ -240,23 +237,20 @@ final class PMUSender: @unchecked Sendable {
     }
 
     private func serve() {
+        guard let listener else { return }
         while running.load(ordering: .relaxed) {
-            var pending = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+            var pending = pollfd(fd: listener.descriptor, events: Int16(POLLIN), revents: 0)
             guard poll(&pending, 1, 100) > 0 else { continue }
-            let connection = accept(listener, nil, nil)
-            guard connection >= 0 else { continue }
-            if state.withLock({ $0.stopped }) {
-                close(connection)  // a PMU that is down: the connection ends at once
-                continue
-            }
-            var one: Int32 = 1
-            setsockopt(connection, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            // Non-blocking with Nagle off.
+            guard let connection = listener.acceptConnection() else { continue }
+            // A PMU that is down: the connection ends at once.
+            if state.withLock({ $0.stopped }) { continue }
             state.withLock {
                 $0.connections += 1
                 $0.streaming = false
             }
-            session(connection)
-            close(connection)
+            session(connection.socket.rawValue)
+            try? connection.takeSocket().close()
         }
     }
 
@@ -374,6 +368,12 @@ final class PMUSender: @unchecked Sendable {
         var sent = 0
         while sent < bytes.count {
             let count = bytes[sent...].withUnsafeBytes { Glibc.send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if count < 0, errno == EAGAIN || errno == EWOULDBLOCK {
+                // The socket is non-blocking: wait for room, as a blocking send would.
+                var room = pollfd(fd: connection, events: Int16(POLLOUT), revents: 0)
+                guard poll(&room, 1, -1) > 0 else { return false }
+                continue
+            }
             guard count > 0 else { return false }
             sent += count
         }
