@@ -48,6 +48,8 @@ struct GridSupportOpenDERTests {
             ("volt-watt", GridSupportSettings(reactive: nil, voltWatt: catB.voltWatt)),
             ("volt-watt to −50 % (storage)", GridSupportSettings(reactive: nil, voltWatt: storageVoltWatt)),
             ("volt-var with volt-watt", GridSupportSettings(reactive: .voltVar(catB.voltVar), voltWatt: catB.voltWatt)),
+            ("watt-var with volt-watt to −50 %", GridSupportSettings(reactive: .wattVar(catB.wattVar), voltWatt: storageVoltWatt)),
+            ("constant pf 0.90 injecting with volt-watt", GridSupportSettings(reactive: pf(0.90, .injecting), voltWatt: catB.voltWatt)),
         ]
     }
 

@@ -118,3 +118,30 @@ struct GridSupportPropertyTests {
         #expect(c.activePowerW == 85_000 && abs((c.reactivePowerVar ?? .nan) - 52_678.27) < 0.01)
     }
 }
+
+@Suite("GridSupport: the cycle's constraints")
+struct GridSupportCycleConstraintTests {
+    @Test("the controller and its output are plain values: nothing reference-counted, so a step has nothing to allocate")
+    func plainValues() {
+        #expect(_isPOD(GridSupportController.self))
+        #expect(_isPOD(GridSupportOutput.self))
+        #expect(_isPOD(GridSupportSettings.self))
+        #expect(MemoryLayout<GridCurve>.size >= 2 * GridCurve.capacity * MemoryLayout<Double>.size, "the points are inline")
+    }
+
+    @Test("retuning to another mode keeps Q where it is and moves on through the new response time")
+    func retuneIsContinuous() throws {
+        var unit = try controller(.voltVar(catB.voltVar))
+        let before = try #require(settle(&unit, voltage: 0.95, powerW: 0).reactivePowerVar)
+        #expect(abs(before - 22_000) < 1)
+        try unit.retune(GridSupportSettings(reactive: .constantVar(ConstantVarSettings(percent: -30, responseTime: .seconds(10)))))
+        let next = try #require(unit.step(voltage: 0.95, desiredPowerW: 0, elapsedSeconds: 0.1).reactivePowerVar)
+        #expect(abs(next - before) < 0.03 * abs(-30_000 - before), "one period of 10 s moves Q by about 2.3 % of the step")
+        // With the step above: 10 s of the new response time.
+        let later = settle(&unit, voltage: 0.95, powerW: 0, seconds: 9.9).reactivePowerVar ?? .nan
+        #expect(abs(later - (-30_000 + 0.1 * (before + 30_000))) < 1, "90 % of the way after 10 s")
+        // An invalid mode is refused and changes nothing.
+        #expect(refusal { try unit.retune(GridSupportSettings(reactive: .constantVar(ConstantVarSettings(percent: 200, responseTime: .zero)))) } == .varRange)
+        #expect(unit.settings.reactive == .constantVar(ConstantVarSettings(percent: -30, responseTime: .seconds(10))))
+    }
+}
