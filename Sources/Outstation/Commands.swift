@@ -69,7 +69,7 @@ extension StationProcedures {
     func execute(_ order: Order, now: MonotonicInstant) -> CommandRefusal? {
         let band = shared.site.agc
         let action = OutstationCommands.action(of: order, agcBand: (band.lowerLimit, band.upperLimit),
-                                               ratingW: image.description.ratingsW.reduce(0, +))
+                                               ratingW: image.description.ratedPowerW)
         switch action {
         case .failure(let refusal):
             return refusal

@@ -7,14 +7,21 @@ public struct StationDescription: Sendable {
     /// Each unit's rating (W) and capacity (Wh), in configuration order.
     public var ratingsW: [Double]
     public var capacitiesWh: [Double]
+    /// The site's rating, W (the bound of the site set-point 3002): the published `SiteView`'s
+    /// `ratedPowerW`, never summed here.
+    public var ratedPowerW: Double
     /// A site meter measures the connection point (net MW is then the meter's).
     public var hasMeter: Bool
     /// `grid_integration.droop_settings.enabled`: primary frequency response is configured on.
     public var frequencyResponseEnabled: Bool
 
-    public init(ratingsW: [Double], capacitiesWh: [Double], hasMeter: Bool, frequencyResponseEnabled: Bool) {
+    /// `view`: the site's view as published (`SharedState.view`: the ratings are in it from the
+    /// start); nil, the view of a site of these units' ratings and capacities.
+    public init(ratingsW: [Double], capacitiesWh: [Double], hasMeter: Bool, frequencyResponseEnabled: Bool, view: SiteView? = nil) {
         self.ratingsW = ratingsW
         self.capacitiesWh = capacitiesWh
+        ratedPowerW = (view ?? SiteView(units: [], site: SiteStatus(), settings: SiteView.Settings(capacitiesWh: capacitiesWh, ratingsW: ratingsW)))
+            .ratedPowerW
         self.hasMeter = hasMeter
         self.frequencyResponseEnabled = frequencyResponseEnabled
     }

@@ -46,20 +46,29 @@ public struct ScadaSiteDescription: Sendable {
     /// `simulation`, `hil` or `hardware`: common model `Opt`, so nobody mistakes a rig for a site.
     public var mode: String
     public var unitID: Int
-    /// Each unit's rating (W) and capacity (Wh), in configuration order.
+    /// Each unit's rating (W) and capacity (Wh), in configuration order (model 802, one per unit).
     public var ratingsW: [Double]
     public var capacitiesWh: [Double]
+    /// The site's rating, W, and usable energy, Wh (702, 713, the scale factors, `WSet`'s bound):
+    /// the published `SiteView`'s `ratedPowerW` and `usableEnergyWh`, never summed here.
+    public var ratedPowerW: Double
+    public var usableEnergyWh: Double
     /// True when a site meter measures the connection point (701 W is then the meter's).
     public var hasMeter: Bool
 
+    /// `view`: the site's view as published (`SharedState.view`: the ratings are in it from the
+    /// start); nil, the view of a site of these units' ratings and capacities.
     public init(siteID: String, version: String, mode: String, unitID: Int, ratingsW: [Double], capacitiesWh: [Double],
-                hasMeter: Bool) {
+                hasMeter: Bool, view: SiteView? = nil) {
         self.siteID = siteID
         self.version = version
         self.mode = mode
         self.unitID = unitID
         self.ratingsW = ratingsW
         self.capacitiesWh = capacitiesWh
+        let view = view ?? SiteView(units: [], site: SiteStatus(), settings: SiteView.Settings(capacitiesWh: capacitiesWh, ratingsW: ratingsW))
+        ratedPowerW = view.ratedPowerW
+        usableEnergyWh = view.usableEnergyWh
         self.hasMeter = hasMeter
     }
 }
@@ -81,12 +90,12 @@ public struct ScadaImage: Sendable {
 
     public init(site: ScadaSiteDescription) {
         self.site = site
-        let totalW = max(1, site.ratingsW.reduce(0, +))
+        let totalW = max(1, site.ratedPowerW)
         var sf = 0
         while totalW / SunSpec.powerOfTen(sf) > 30_000 && sf < 9 { sf += 1 }
         wSF = sf
         var whsf = 0
-        while max(1, site.capacitiesWh.reduce(0, +)) / SunSpec.powerOfTen(whsf) > 60_000 && whsf < 9 { whsf += 1 }
+        while max(1, site.usableEnergyWh) / SunSpec.powerOfTen(whsf) > 60_000 && whsf < 9 { whsf += 1 }
         whSF = whsf
         words = [0x5375, 0x6E53]
         let chain: [(UInt16, UInt16, [SunSpecPoint])] =
@@ -168,7 +177,6 @@ public struct ScadaImage: Sendable {
             set(m, T.M1.DA, UInt16(clamping: site.unitID))
             words[m + T.M1.Pad.offset] = 0x8000
         }
-        let totalW = site.ratingsW.reduce(0, +)
         if let m = start(of: T.M701.id) {
             set(m, T.M701.ACType, 2)  // three-phase
             setSF(m, T.M701.W_SF, wSF)
@@ -178,13 +186,13 @@ public struct ScadaImage: Sendable {
             setSF(m, T.M702.W_SF, wSF)
             for point in [T.M702.WMaxRtg, T.M702.WChaRteMaxRtg, T.M702.WDisChaRteMaxRtg, T.M702.WMax, T.M702.WChaRteMax,
                           T.M702.WDisChaRteMax] {
-                set(m, point, totalW, sf: wSF)
+                set(m, point, site.ratedPowerW, sf: wSF)
             }
         }
         if let m = start(of: T.M713.id) {
             setSF(m, T.M713.WH_SF, whSF)
             setSF(m, T.M713.Pct_SF, -1)
-            set(m, T.M713.WHRtg, site.capacitiesWh.reduce(0, +), sf: whSF)
+            set(m, T.M713.WHRtg, site.usableEnergyWh, sf: whSF)
         }
         if let m = start(of: T.M704.id) {
             // Until written: no operator limit (its revert value 100 %), no setpoint.

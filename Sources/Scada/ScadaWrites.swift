@@ -33,8 +33,9 @@ extension ScadaImage {
         T.M704.WSetEna, T.M704.WSetMod, T.M704.WSet, T.M704.WSetRvrt, T.M704.WSetEnaRvrt, T.M704.WSetRvrtTms,
     ]
 
-    /// The site's rating, W: what `WMaxLimPct` is a percent of and the bound of `WSet`.
-    public var ratedPower: Double { site.ratingsW.reduce(0, +) }
+    /// The site's rating, W (the published `SiteView`'s): what `WMaxLimPct` is a percent of and the
+    /// bound of `WSet`.
+    public var ratedPower: Double { site.ratedPowerW }
 
     /// Writes the 704 points from SCADA's commands as the cycle last settled them (the cycle is the
     /// one judge of their expiry: `SiteController.settleCommands`, published back into the record);

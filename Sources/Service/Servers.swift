@@ -119,7 +119,8 @@ final class ScadaService: DaemonService {
             siteID: configuration.aggregator?.siteID ?? configuration.units.first?.campusID ?? "site",
             version: BessdVersion.string, mode: configuration.mode.rawValue, unitID: settings.unitID,
             ratingsW: configuration.units.map { $0.maxPowerKW * 1000 },
-            capacitiesWh: configuration.units.map { $0.capacityKWh * 1000 }, hasMeter: configuration.site.meter != nil)
+            capacitiesWh: configuration.units.map { $0.capacityKWh * 1000 }, hasMeter: configuration.site.meter != nil,
+            view: self.shared.view)
         let logger = self.logger
         let shared = self.shared
         let holds = self.holds
@@ -183,7 +184,7 @@ final class IEC104Service: DaemonService {
         self.audit = audit
         let description = StationDescription(
             ratingsW: configuration.units.map { $0.maxPowerKW * 1000 }, capacitiesWh: configuration.units.map { $0.capacityKWh * 1000 },
-            hasMeter: configuration.site.meter != nil, frequencyResponseEnabled: configuration.grid.droop.enabled)
+            hasMeter: configuration.site.meter != nil, frequencyResponseEnabled: configuration.grid.droop.enabled, view: shared.view)
         // With iec104.tls every connection is TLS: files that no longer load mean no outstation, never a plain one.
         var tlsContext: TLSServerContext?
         if let tls = settings.tls {
