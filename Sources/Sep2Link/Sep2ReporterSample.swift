@@ -3,28 +3,37 @@ public import Cycle
 public import IEEE2030_5
 
 /// The site as the utility sees it: one aggregated DER (several units behind one EndDevice), its
-/// ratings the sum of the units' (`units[].max_power_kw`, `capacity_kwh`).
+/// ratings the site's as the published `SiteView` states them (`ratedPowerW`, `usableEnergyWh`:
+/// Σ `units[].max_power_kw`, `capacity_kwh`), never summed here.
 public struct Sep2SiteRatings: Sendable, Equatable {
-    /// Σ units' rated discharge, W (`rtgMaxW`, `setMaxW`, `rtgMaxDischargeRateW`).
+    /// The site's rated discharge, W (`rtgMaxW`, `setMaxW`, `rtgMaxDischargeRateW`).
     public var maxDischargeW: Double
-    /// Σ units' rated charge, W, a magnitude (`rtgMaxChargeRateW`).
+    /// The site's rated charge, W, a magnitude (`rtgMaxChargeRateW`).
     public var maxChargeW: Double
     /// Each unit's usable energy, Wh, in unit order (stored energy and SOC are weighted by it).
     public var unitEnergyWh: [Double]
+    /// The site's usable energy, Wh (`rtgMaxWh`, `setMaxWh`).
+    public var energyWh: Double
     /// The site's ramp, percent of `maxDischargeW` per second (`limits.schedule_ramp_percent_per_s`):
     /// `setGradW` unless the utility's DefaultDERControl names one.
     public var rampPercentPerSecond: Double
 
-    /// Ratings of units rated `unitPowerW` (charge and discharge alike) and `unitEnergyWh`.
-    public init(unitPowerW: [Double], unitEnergyWh: [Double], rampPercentPerSecond: Double) {
-        maxDischargeW = unitPowerW.reduce(0) { $0 + max(0, $1) }
+    /// The ratings `view` carries (`SharedState.view`: in it from the start, before any
+    /// publication), charge and discharge alike, for units of usable energy `unitEnergyWh`.
+    public init(view: SiteView, unitEnergyWh: [Double], rampPercentPerSecond: Double) {
+        maxDischargeW = view.ratedPowerW
         maxChargeW = maxDischargeW
         self.unitEnergyWh = unitEnergyWh
+        energyWh = view.usableEnergyWh
         self.rampPercentPerSecond = rampPercentPerSecond
     }
 
-    /// Σ units' usable energy, Wh.
-    public var energyWh: Double { unitEnergyWh.reduce(0) { $0 + max(0, $1) } }
+    /// Ratings of units rated `unitPowerW` (charge and discharge alike) and `unitEnergyWh`: those of
+    /// the view of such a site.
+    public init(unitPowerW: [Double], unitEnergyWh: [Double], rampPercentPerSecond: Double) {
+        let view = SiteView(units: [], site: SiteStatus(), settings: SiteView.Settings(capacitiesWh: unitEnergyWh, ratingsW: unitPowerW))
+        self.init(view: view, unitEnergyWh: unitEnergyWh, rampPercentPerSecond: rampPercentPerSecond)
+    }
 }
 
 /// One cycle's view of the site for the reports, in **bessd's convention** (power + = discharge /

@@ -95,7 +95,7 @@ public final class Daemon {
         runner.pmuSamples = pmu?.latest
         let utilitySlot = configuration.ieee2030_5 == nil ? nil : UtilityLimitSlot()
         runner.utilityLimits = utilitySlot
-        let sep2 = utilitySlot.flatMap { Sep2Setup.worker(configuration, slot: $0, logger: logger) }
+        let sep2 = utilitySlot.flatMap { Sep2Setup.worker(configuration, view: shared.view, slot: $0, logger: logger) }
         sep2?.reportSite(configuration, shared: shared)
         let journal = EventJournal(logger: logger)
         let frequencyEvents = FrequencyEventReports(logger: logger)

@@ -37,13 +37,14 @@ final class UnavailableTransport: Sep2Transport {
 /// The 2030.5 client's worker as `ieee2030_5:` describes it: built with the daemon, before any
 /// service starts.
 enum Sep2Setup {
-    /// The 2030.5 client of `configuration.ieee2030_5` publishing into `slot`, nil without the block.
+    /// The 2030.5 client of `configuration.ieee2030_5` publishing into `slot`, nil without the block;
+    /// the utility's limits are resolved against the site's rating in `view` (`SharedState.view`).
     /// A device certificate that gives no identity, or a TLS context that cannot be made, leaves a
     /// worker whose every exchange fails with the coded reason (journal, `bessctl ieee2030-5`) and that
     /// runs the stored schedule, then the stored default: after a power cut that damaged the
     /// certificate the site still follows the utility. Without a readable certificate the identity is
     /// the stored EndDevice's (`storedIdentity`).
-    static func worker(_ configuration: BessdConfiguration, slot: UtilityLimitSlot, logger: Logger) -> Sep2Worker? {
+    static func worker(_ configuration: BessdConfiguration, view: SiteView, slot: UtilityLimitSlot, logger: Logger) -> Sep2Worker? {
         guard let settings = configuration.ieee2030_5 else { return nil }
         let journal = Journal(logger)
         let server = "\(settings.serverHost):\(settings.serverPort)"
@@ -66,9 +67,8 @@ enum Sep2Setup {
             identity = stored ?? .unknown
             transport = UnavailableTransport(reason: "\(error)")
         }
-        let rating = configuration.units.reduce(0.0) { $0 + $1.maxPowerKW * 1000 }
         let workerSettings = Sep2WorkerSettings(entryPath: settings.deviceCapabilityPath, pin: settings.pin, pollSeconds: settings.pollSeconds,
-                                                siteRatingW: rating, timeout: timeout, serverName: server,
+                                                siteRatingW: view.ratedPowerW, timeout: timeout, serverName: server,
                                                 discovery: DiscoveryOptions(inBandRegistration: settings.registration == .inBand,
                                                                             connectionPointId: settings.connectionPointId))
         journal.write(.sep2(.client, plain: "IEEE 2030.5 client of \(server)\(settings.deviceCapabilityPath) "
