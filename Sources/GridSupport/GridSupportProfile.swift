@@ -10,17 +10,32 @@ public enum GridSupportProfile: String, Sendable, CaseIterable {
     /// 44 % / 44 %. Constant power factor (unity), constant var (0 %) and watt-var respond in 10 s,
     /// the standard's maximum for them (OpenDER's own default is 5 s).
     case ieee1547_2018_cat_b
+    /// IEEE 1547-2018 Category A, as OpenDER 2.2.0 encodes it: Category B's but volt-var 0.90/+25,
+    /// 1.00/0, 1.00/0, 1.10/−25 % (no deadband), OLRT 10 s; watt-var to ∓25 %; Table 7's 44 %
+    /// injecting / 25 % absorbing.
+    case ieee1547_2018_cat_a
+
+    /// Table 7's reactive capability at rated active power, % of VAMax, that keeps priority over
+    /// active power (`GridSupportSettings.minimumReactivePercent`).
+    public var minimumReactivePercent: (injecting: Double, absorbing: Double) {
+        self == .ieee1547_2018_cat_a ? (44, 25) : (44, 44)
+    }
 
     /// Volt-var's defaults.
     public var voltVar: VoltVarSettings {
-        VoltVarSettings(curve: GridCurve(unchecked: [(0.92, 44), (0.98, 0), (1.02, 0), (1.08, -44)]), responseTime: .seconds(5))
+        switch self {
+        case .ieee1547_2018_cat_b:
+            VoltVarSettings(curve: GridCurve(unchecked: [(0.92, 44), (0.98, 0), (1.02, 0), (1.08, -44)]), responseTime: .seconds(5))
+        case .ieee1547_2018_cat_a:
+            VoltVarSettings(curve: GridCurve(unchecked: [(0.90, 25), (1.00, 0), (1.00, 0), (1.10, -25)]), responseTime: .seconds(10))
+        }
     }
 
     /// Watt-var's defaults (P′1 at −20 % as OpenDER's sample file, mirroring P1).
     public var wattVar: WattVarSettings {
-        WattVarSettings(
-            curve: GridCurve(unchecked: [(-100, 44), (-50, 0), (-20, 0), (20, 0), (50, 0), (100, -44)]),
-            responseTime: .seconds(10))
+        let q = self == .ieee1547_2018_cat_a ? 25.0 : 44
+        return WattVarSettings(
+            curve: GridCurve(unchecked: [(-100, q), (-50, 0), (-20, 0), (20, 0), (50, 0), (100, -q)]), responseTime: .seconds(10))
     }
 
     /// Volt-watt's defaults.
@@ -39,7 +54,7 @@ public enum GridSupportProfile: String, Sendable, CaseIterable {
     /// The profile's settings with `reactive` as the mode and volt-watt on or off.
     public func settings(reactive: ReactivePowerMode?, voltWatt: Bool) -> GridSupportSettings {
         GridSupportSettings(reactive: reactive, voltWatt: voltWatt ? self.voltWatt : nil, reactivePriority: true,
-                            minimumReactivePercent: (44, 44))
+                            minimumReactivePercent: minimumReactivePercent)
     }
 }
 

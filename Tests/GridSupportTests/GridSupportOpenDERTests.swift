@@ -20,7 +20,7 @@ struct GridSupportOpenDERTests {
     static var grid: [(v: Double, p: Double)] { voltages.flatMap { v in powers.map { (v, $0) } } }
 
     /// Settings of every steady-state case, named.
-    static func steadyCases() throws -> [(name: String, settings: GridSupportSettings)] {
+    static func steadyCases() throws -> [(name: String, settings: GridSupportSettings, category: String)] {
         let wide = try GridCurve([(0.90, 60), (0.98, 0), (1.02, 0), (1.10, -60)])  // beyond Table 7's 44 %
         var wideVoltVar = catB.voltVar
         wideVoltVar.curve = wide
@@ -33,7 +33,15 @@ struct GridSupportOpenDERTests {
         }
         var storageVoltWatt = catB.voltWatt
         storageVoltWatt.curve = try GridCurve([(1.06, 100), (1.10, -50)])
-        return [
+        let catA = GridSupportProfile.ieee1547_2018_cat_a
+        let catACases: [(String, GridSupportSettings, String)] = [
+            ("Category A volt-var", catA.settings(reactive: .voltVar(catA.voltVar), voltWatt: false), "CAT_A"),
+            ("Category A watt-var", catA.settings(reactive: .wattVar(catA.wattVar), voltWatt: false), "CAT_A"),
+            ("Category A constant var −44 %, active priority",
+             GridSupportSettings(reactive: .constantVar(ConstantVarSettings(percent: -44, responseTime: .seconds(5))), reactivePriority: false,
+                                 minimumReactivePercent: catA.minimumReactivePercent), "CAT_A"),
+        ]
+        let catBCases: [(String, GridSupportSettings)] = [
             ("volt-var, reactive priority", GridSupportSettings(reactive: .voltVar(catB.voltVar))),
             ("volt-var, active priority", GridSupportSettings(reactive: .voltVar(catB.voltVar), reactivePriority: false)),
             ("volt-var at VRef 1.02", GridSupportSettings(reactive: .voltVar(shifted))),
@@ -51,6 +59,7 @@ struct GridSupportOpenDERTests {
             ("watt-var with volt-watt to −50 %", GridSupportSettings(reactive: .wattVar(catB.wattVar), voltWatt: storageVoltWatt)),
             ("constant pf 0.90 injecting with volt-watt", GridSupportSettings(reactive: pf(0.90, .injecting), voltWatt: catB.voltWatt)),
         ]
+        return catBCases.map { ($0.0, $0.1, "CAT_B") } + catACases
     }
 
     @Test("steady state within ±1 % of rating of OpenDER's for every mode over the grid, collisions at VAMax included")
@@ -58,7 +67,8 @@ struct GridSupportOpenDERTests {
         let cases = try Self.steadyCases()
         // OpenDER's snapshot (t_s 100000 s: every filter bypassed): one step per grid point.
         let traces = try OpenDER.run(cases.map { c in
-            OpenDER.Case(settings: OpenDER.parameters(c.settings), period: 100_000, steps: Self.grid.map { (1, $0.v, $0.p, [:]) })
+            OpenDER.Case(settings: OpenDER.parameters(c.settings, category: c.category), period: 100_000,
+                         steps: Self.grid.map { (1, $0.v, $0.p, [:]) })
         })
         var report: [String] = []
         for (c, trace) in zip(cases, traces) {
@@ -72,13 +82,14 @@ struct GridSupportOpenDERTests {
                 let p = try #require(out.activePowerW), q = try #require(out.reactivePowerVar)
                 if point.p * point.p * Self.va * Self.va + q * q > Self.va * Self.va * 0.999 { collisions += 1 }
                 let deviation = max(abs(p - trace.p[i]), abs(q - trace.q[i])) / Self.va * 100
-                if deviation > 1, !c.settings.reactivePriority, abs(q) > 0.44 * Self.va + 1 {
-                    // Active priority beyond Table 7 (ApparentPower.bound): OpenDER cuts Q to 44 % and
-                    // gives P the rest of the circle, even more than was asked; bessd keeps P as asked
-                    // and Q what the circle leaves it, no less than 44 %.
+                let minimum = (q >= 0 ? c.settings.minimumReactivePercent.injecting : c.settings.minimumReactivePercent.absorbing) / 100
+                if deviation > 1, !c.settings.reactivePriority, abs(q) > minimum * Self.va + 1 {
+                    // Active priority beyond Table 7 (ApparentPower.bound): OpenDER cuts Q to Table 7's
+                    // minimum and gives P the rest of the circle, even more than was asked; bessd keeps
+                    // P as asked and Q what the circle leaves it, no less than the minimum.
                     documented += 1
                     documentedWorst = max(documentedWorst, deviation)
-                    #expect(abs(abs(trace.q[i]) - 0.44 * Self.va) < 1, "\(c.name) \(point): OpenDER's Q \(trace.q[i])")
+                    #expect(abs(abs(trace.q[i]) - minimum * Self.va) < 1, "\(c.name) \(point): OpenDER's Q \(trace.q[i])")
                     #expect(abs(p) <= abs(point.p) * Self.va + 1e-6 && abs(p) <= abs(trace.p[i]) + 1e-6, "\(c.name) \(point)")
                     #expect(abs(p * p + q * q - Self.va * Self.va) <= 1e-6 * Self.va * Self.va, "on the circle")
                     continue

@@ -45,7 +45,7 @@ struct GridSupportCurveTests {
         #expect(refusal { _ = try GridCurve([(1.0, .nan)]) } == .curveOrder)
     }
 
-    @Test("Category B's defaults: volt-var ±22 % at 0.95/1.05 p.u., watt-var −22 % at 75 %, volt-watt 50 % at 1.08 p.u.")
+    @Test("Category B's defaults: volt-var ±22 % at 0.95/1.05 p.u., watt-var −22 % at 75 %, volt-watt 50 % at 1.08 p.u.; Category A's")
     func categoryBDefaults() throws {
         let voltVar = catB.voltVar
         try voltVar.validate()
@@ -61,6 +61,12 @@ struct GridSupportCurveTests {
         let settings = catB.settings(reactive: .voltVar(voltVar), voltWatt: true)
         #expect(settings.reactivePriority && settings.voltWatt == catB.voltWatt)
         #expect(GridSupportProfile(rawValue: "ieee1547_2018_cat_b") == catB)
+        // Category A: no deadband, ±25 %, 10 s; Table 7's 25 % absorbing.
+        let catA = GridSupportProfile.ieee1547_2018_cat_a
+        try catA.voltVar.validate()
+        try catA.wattVar.validate()
+        #expect(abs(catA.voltVar.curve.value(at: 0.95) - 12.5) < 1e-9 && catA.voltVar.responseTime == .seconds(10))
+        #expect(catA.settings(reactive: nil, voltWatt: false).minimumReactivePercent == (44, 25))
     }
 
     @Test("settings outside IEEE 1547-2018's ranges are refused with the function's code")

@@ -21,17 +21,22 @@ enum OpenDER {
         var q: [Double]
     }
 
-    /// The nameplate every case shares, `reactivePriority` as NP_PRIO_OUTSIDE_MIN_Q_REQ.
-    static func nameplate(reactivePriority: Bool = true) -> [String: Any] {
-        [
+    /// The nameplate every case shares, `reactivePriority` as NP_PRIO_OUTSIDE_MIN_Q_REQ, the normal
+    /// performance category (its Table 7 minimum) as NP_NORMAL_OP_CAT. OpenDER's category also resets
+    /// the curves to the category's defaults, so it is given only for Category A (the default is B),
+    /// whose cases use those defaults.
+    static func nameplate(reactivePriority: Bool = true, category: String = "CAT_B") -> [String: Any] {
+        var out: [String: Any] = [
             "NP_P_MAX": 1e5, "NP_VA_MAX": 1e5, "NP_P_MAX_CHARGE": 1e5, "NP_APPARENT_POWER_CHARGE_MAX": 1e5,
             "NP_Q_MAX_INJ": 1e5, "NP_Q_MAX_ABS": 1e5, "NP_PRIO_OUTSIDE_MIN_Q_REQ": reactivePriority ? "REACTIVE" : "ACTIVE",
         ]
+        if category != "CAT_B" { out["NP_NORMAL_OP_CAT"] = category }
+        return out
     }
 
     /// OpenDER's parameters for `settings` (percent → per unit).
-    static func parameters(_ settings: GridSupportSettings) -> [String: Any] {
-        var out = nameplate(reactivePriority: settings.reactivePriority)
+    static func parameters(_ settings: GridSupportSettings, category: String = "CAT_B") -> [String: Any] {
+        var out = nameplate(reactivePriority: settings.reactivePriority, category: category)
         switch settings.reactive {
         case .constantPowerFactor(let s):
             // OpenDER signs Q with P (Eq. 3.8.1-1): INJ injects while discharging and absorbs while
