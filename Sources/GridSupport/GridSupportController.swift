@@ -111,7 +111,8 @@ public struct GridSupportController: Sendable {
         case .wattVar(let s):
             target = s.curve.value(at: rating.activePercent(p)) / 100 * va
         }
-        let q = reactive.step(toward: rating.reactiveCapable(target), elapsedSeconds: elapsedSeconds)
+        // The capability limits Q after the response, as each bound applies it (OpenDER Eq. 3.9.1).
+        let q = reactive.step(toward: target, elapsedSeconds: elapsedSeconds)
         let bounded: (p: Double, q: Double)
         switch mode {
         case .constantPowerFactor:

@@ -64,11 +64,35 @@ struct GridSupportOpenDERTests {
 
     @Test("steady state within ±1 % of rating of OpenDER's for every mode over the grid, collisions at VAMax included")
     func steadyState() throws {
-        let cases = try Self.steadyCases()
+        let report = try Self.compareSteadyState(try Self.steadyCases(), rating: rating)
+        print("OpenDER steady state, max deviation % of rating:\n  " + report.joined(separator: "\n  "))
+    }
+
+    @Test("steady state as OpenDER's where the reactive capability (30 % of VA) binds before VAMax")
+    func steadyStateWithinCapability() throws {
+        let limited = UnitRating(apparentPowerVA: 100_000, maxInjectVar: 30_000, maxAbsorbVar: 30_000)
+        let pf = ReactivePowerMode.constantPowerFactor(ConstantPowerFactorSettings(
+            discharging: PowerFactorSetting(0.8, .injecting), charging: PowerFactorSetting(0.8, .absorbing), responseTime: .seconds(5)))
+        let cases: [(String, GridSupportSettings, String)] = [
+            ("volt-var, VarMax 30 %", GridSupportSettings(reactive: .voltVar(catB.voltVar)), "CAT_B"),
+            ("watt-var, VarMax 30 %", GridSupportSettings(reactive: .wattVar(catB.wattVar)), "CAT_B"),
+            ("constant pf 0.80, VarMax 30 %", GridSupportSettings(reactive: pf), "CAT_B"),
+        ]
+        let report = try Self.compareSteadyState(cases, rating: limited)
+        print("OpenDER steady state within the reactive capability:\n  " + report.joined(separator: "\n  "))
+    }
+
+    /// Runs `cases` on a unit of `rating` and OpenDER over the grid and compares them; one report line
+    /// per case.
+    static func compareSteadyState(_ cases: [(name: String, settings: GridSupportSettings, category: String)], rating: UnitRating) throws
+        -> [String]
+    {
         // OpenDER's snapshot (t_s 100000 s: every filter bypassed): one step per grid point.
         let traces = try OpenDER.run(cases.map { c in
-            OpenDER.Case(settings: OpenDER.parameters(c.settings, category: c.category), period: 100_000,
-                         steps: Self.grid.map { (1, $0.v, $0.p, [:]) })
+            var settings = OpenDER.parameters(c.settings, category: c.category)
+            settings["NP_Q_MAX_INJ"] = rating.maxInjectVar
+            settings["NP_Q_MAX_ABS"] = rating.maxAbsorbVar
+            return OpenDER.Case(settings: settings, period: 100_000, steps: Self.grid.map { (1, $0.v, $0.p, [:]) })
         })
         var report: [String] = []
         for (c, trace) in zip(cases, traces) {
@@ -94,13 +118,22 @@ struct GridSupportOpenDERTests {
                     #expect(abs(p * p + q * q - Self.va * Self.va) <= 1e-6 * Self.va * Self.va, "on the circle")
                     continue
                 }
+                if deviation > 1, case .wattVar = c.settings.reactive, abs(abs(q) - rating.maxInjectVar) < 1, abs(abs(trace.q[i]) - abs(q)) < 1 {
+                    // Watt-var where the capability binds (ApparentPower.boundAlongCurve): OpenDER moves P
+                    // back to where the uncapped curve meets the circle, then caps Q, leaving P lower
+                    // than the circle needs; bessd meets the circle with the capped curve.
+                    documented += 1
+                    documentedWorst = max(documentedWorst, deviation)
+                    #expect(abs(p) > abs(trace.p[i]) && abs(p * p + q * q - Self.va * Self.va) <= 1e-6 * Self.va * Self.va, "\(c.name) \(point)")
+                    continue
+                }
                 worst = max(worst, deviation)
                 #expect(deviation <= 1, "\(c.name) at \(point.v) p.u., P \(point.p): bessd (\(p), \(q)), OpenDER (\(trace.p[i]), \(trace.q[i]))")
             }
             report.append("\(c.name): max \(String(format: "%.4f", worst)) % (at VAMax \(collisions) of \(Self.grid.count); "
                 + "documented differences \(documented), up to \(String(format: "%.2f", documentedWorst)) %)")
         }
-        print("OpenDER steady state, max deviation % of rating:\n  " + report.joined(separator: "\n  "))
+        return report
     }
 
     /// One step-response case: settings, the inputs before and after the step, and what to time.
