@@ -8,8 +8,10 @@ import Testing
 ///
 /// Where OpenDER departs from IEEE 1547-2018 as bessd reads it, bessd follows the standard and the
 /// test says where: constant power factor while charging (OpenDER signs Q with P; bessd has its own
-/// charging setting, `pf_absorb`/`excitation_absorb`), and active priority beyond Table 7's 44 %
-/// (see `ApparentPower.bound`).
+/// charging setting, `pf_absorb`/`excitation_absorb`), active priority beyond Table 7's minimum
+/// (`ApparentPower.bound`: OpenDER gives P more than was asked), watt-var where VarMax binds before
+/// VAMax (`ApparentPower.boundAlongCurve`: OpenDER cuts P further than the circle needs), and the
+/// time to 90 % (OpenDER's Tustin lag is one period late at 100 ms, two at 10 ms).
 @Suite("GridSupport against OpenDER", .serialized)
 struct GridSupportOpenDERTests {
     static let voltages = [0.85, 0.90, 0.92, 0.95, 0.97, 0.98, 0.99, 1.00, 1.01, 1.02, 1.04, 1.05, 1.06, 1.07, 1.08, 1.09, 1.10, 1.12]
