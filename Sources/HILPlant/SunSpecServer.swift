@@ -244,18 +244,20 @@ public final class SunSpecServer: @unchecked Sendable {
         set { delayMicroseconds.store(Int(min(max(.zero, newValue), .seconds(60)).nanosecondsClamped / 1000), ordering: .relaxed) }
     }
 
-    /// Answers one request unless silenced, after the configured delay.
-    private func answer(_ query: [UInt8], count: Int32, headerLength: Int) {
-        if silence.load(ordering: .relaxed) { return }
+    /// Answers one request unless silenced, after the configured delay. False when the reply did not
+    /// go out whole (`ModbusServerContext.reply`); true when it did or none was due.
+    private func answer(_ query: [UInt8], count: Int32, headerLength: Int) -> Bool {
+        if silence.load(ordering: .relaxed) { return true }
         let delay = delayMicroseconds.load(ordering: .relaxed)
         if delay > 0 { usleep(UInt32(delay)) }
-        lock.withLock { _ in
+        return lock.withLock { _ in
             server.load(image.words)
-            server.reply(query, length: count)
+            let sent = server.reply(query, length: count)
             let wrote = recordWrite(query, headerLength: headerLength)
             server.store(into: &image.words)
             requests &+= 1
             if wrote, let observer = writeObserver { observer(image, SystemClock.shared.now()) }
+            return sent
         }
     }
 
@@ -333,6 +335,7 @@ public final class SunSpecServer: @unchecked Sendable {
                 let count = server.receive(on: entry.fd, into: &query) { query, count in
                     answer(query, count: count, headerLength: headerLength)
                 }
+                // Failed, closed by the peer, or answered with a reply not sent whole: let go.
                 if count < 0 { closed.append(entry.fd) }
             }
             clients.removeAll { closed.contains($0.socket.rawValue) }
@@ -353,7 +356,7 @@ public final class SunSpecServer: @unchecked Sendable {
         while worker.isRunning {
             let count = modbus_receive(context, &query)
             if count > 0 {
-                answer(query, count: count, headerLength: headerLength)
+                _ = answer(query, count: count, headerLength: headerLength)
             } else if count < 0, errno != ETIMEDOUT {
                 modbus_flush(context)
             }

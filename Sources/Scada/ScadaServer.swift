@@ -210,8 +210,9 @@ public final class ScadaServer: @unchecked Sendable {
                 guard let client = clients.first(where: { $0.socket.rawValue == entry.fd }) else { continue }
                 let count = server.receive(on: entry.fd, into: &query) { query, count in
                     client.lastActive = now
-                    answer(query, count: count, header: header, peer: client.peer)
+                    return answer(query, count: count, header: header, peer: client.peer)
                 }
+                // Failed, closed by the peer, or answered with a reply not sent whole: let go.
                 if count < 0 { closed.append(entry.fd) }
             }
             // After the reads: a newcomer may reuse the number of a descriptor closed idle above, and
@@ -250,7 +251,7 @@ public final class ScadaServer: @unchecked Sendable {
             guard ready > 0, fds.1.revents != 0, worker.isRunning else { continue }
             let count = modbus_receive(context, &query)
             if count > 0 {
-                answer(query, count: count, header: header, peer: device)
+                _ = answer(query, count: count, header: header, peer: device)
             } else if count < 0, errno != ETIMEDOUT {
                 modbus_flush(context)
                 // A line in error (a hang-up) stays readable: do not spin on it.
@@ -287,30 +288,31 @@ public final class ScadaServer: @unchecked Sendable {
         }
     }
 
-    private func answer(_ query: [UInt8], count: Int32, header: Int, peer: String) {
+    /// Answers one request; true when the reply went out whole (`ModbusServerContext.reply`).
+    private func answer(_ query: [UInt8], count: Int32, header: Int, peer: String) -> Bool {
         defer { answered.add(1, ordering: .relaxed) }
         let function = query[header]
         let address = Int(query[header + 1]) << 8 | Int(query[header + 2])
         switch function {
         case 0x03:
             refresh()
-            server.reply(query, length: count)
+            return server.reply(query, length: count)
         case 0x06, 0x10:
             if configuration.writes {
-                write(query, count: Int(count), header: header, peer: peer)
+                return write(query, count: Int(count), header: header, peer: peer)
             } else {
-                refuse(query, 1, peer: peer, address: address, reason: "writes are off (scada.writes: false)")
+                return refuse(query, 1, peer: peer, address: address, reason: "writes are off (scada.writes: false)")
             }
         case 0x17:
-            refuse(query, 1, peer: peer, address: address, reason: "function 23 (read/write multiple) is not served; write with 6 or 16")
+            return refuse(query, 1, peer: peer, address: address, reason: "function 23 (read/write multiple) is not served; write with 6 or 16")
         default:
-            _ = modbus_reply_exception(context, query, UInt32(MODBUS_EXCEPTION_ILLEGAL_FUNCTION))
+            return server.replyException(query, UInt8(MODBUS_EXCEPTION_ILLEGAL_FUNCTION))
         }
     }
 
     /// A write (function 06 or 16): decoded against SCADA's commands as last written, applied whole
-    /// or refused whole, logged point by point.
-    private func write(_ query: [UInt8], count: Int, header: Int, peer: String) {
+    /// or refused whole, logged point by point. True when the reply went out whole.
+    private func write(_ query: [UInt8], count: Int, header: Int, peer: String) -> Bool {
         let function = query[header]
         let address = Int(query[header + 1]) << 8 | Int(query[header + 2])
         var values: [UInt16] = []
@@ -332,16 +334,17 @@ public final class ScadaServer: @unchecked Sendable {
         }
         switch update {
         case .failure(let refusal)?:
-            refuse(query, refusal.exception, peer: peer, address: address, reason: refusal.reason)
+            return refuse(query, refusal.exception, peer: peer, address: address, reason: refusal.reason)
         case .success(let accepted)?:
             if accepted.limitWritten { keepLimit?() }
             image.fill(commands: accepted.commands, now: now)
             copyImage()
-            server.reply(query, length: Int32(count))
+            let sent = server.reply(query, length: Int32(count))
             writesAccepted.add(1, ordering: .relaxed)
             report(accepted, peer: peer, now: now)
+            return sent
         case nil:
-            refuse(query, 6, peer: peer, address: address, reason: "the commands changed under eight attempts in a row")
+            return refuse(query, 6, peer: peer, address: address, reason: "the commands changed under eight attempts in a row")
         }
     }
 
@@ -376,8 +379,9 @@ public final class ScadaServer: @unchecked Sendable {
         }
     }
 
-    private func refuse(_ query: [UInt8], _ exception: UInt8, peer: String, address: Int, reason: String) {
-        _ = modbus_reply_exception(context, query, UInt32(exception))
+    /// Answers a refused write with `exception`, counted and logged; true when the reply went out whole.
+    private func refuse(_ query: [UInt8], _ exception: UInt8, peer: String, address: Int, reason: String) -> Bool {
+        let sent = server.replyException(query, exception)
         writesRefused.add(1, ordering: .relaxed)
         switch exception {
         case 1: refusedIllegalFunction.add(1, ordering: .relaxed)
@@ -388,6 +392,7 @@ public final class ScadaServer: @unchecked Sendable {
         log(Notice(ScadaCode.writeRefused,
                    "SCADA write from \(peer) at \(address) refused with exception \(exception < 10 ? "0" : "")\(exception): \(reason)",
                    [.peer: peer, .register: "\(address)", .exception: "\(exception)"]))
+        return sent
     }
 
     /// Three decimals, no trailing zeros (`trimmed`).

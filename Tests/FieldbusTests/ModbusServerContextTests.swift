@@ -60,6 +60,36 @@ struct ModbusServerContextTests {
         #expect(words == [0x5375, 0x6E53, 1, 704])
     }
 
+    @Test("a reply the full send buffer of a non-blocking socket does not take: receive returns -1, the caller closes")
+    func replyNotSentWhole() throws {
+        let server = try ModbusServerContext(.tcp(host: "127.0.0.1", port: 0), holdingRegistersFrom: 40000, count: 4,
+                                             failure: .modbusServerFailed)
+        server.load([1, 2, 3, 4])
+        var pair: [Int32] = [-1, -1]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0, &pair) == 0)
+        let served = Socket(owning: pair[0]), client = Socket(owning: pair[1])
+        let servedFD = served.rawValue, clientFD = client.rawValue
+        // The server's send buffer filled by bytes the client never reads: nothing more goes out.
+        let filler = [UInt8](repeating: 0, count: 4096)
+        for size in [4096, 1] {
+            while filler.withUnsafeBytes({ send(servedFD, $0.baseAddress, size, Int32(MSG_NOSIGNAL)) }) > 0 {}
+            #expect(errno == EAGAIN || errno == EWOULDBLOCK, "the send buffer is full: \(errno)")
+        }
+        // Read holding registers 40000…40001, unit 1 (MBAP header, function 03).
+        let request: [UInt8] = [0, 1, 0, 0, 0, 6, 1, 0x03, 0x9C, 0x40, 0, 2]
+        #expect(request.withUnsafeBytes { send(clientFD, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == request.count)
+        var query = [UInt8](repeating: 0, count: 260)
+        var answered: Int32 = 0
+        let count = server.receive(on: servedFD, into: &query) { query, count in
+            answered = count
+            return server.reply(query, length: count)
+        }
+        #expect(answered == 12, "the request was read and answered")
+        #expect(count == -1, "the reply was not sent whole, so the connection is reported failed")
+        #expect(modbus_get_socket(server.context) == -1, "the context kept no descriptor")
+        #expect(fcntl(servedFD, F_GETFD) != -1, "libmodbus left the descriptor open: its owner closes it")
+    }
+
     @Test("a context libmodbus refuses is the caller's coded error, with errno")
     func refusedContext() {
         // libmodbus refuses an RTU context with no device name (EINVAL) before opening anything.

@@ -45,6 +45,9 @@ public struct ModbusServerContext: ~Copyable {
             modbus_free(context)
             throw FieldbusError(failure, message: "cannot allocate the register map", errno: error)
         }
+        // libmodbus must never close or reopen a connection it was lent (`receive`): no link
+        // recovery, as is libmodbus's default, said here so no one turns it on.
+        modbus_set_error_recovery(context, MODBUS_ERROR_RECOVERY_NONE)
         self.context = context
         self.mapping = mapping
         self.count = count
@@ -69,22 +72,35 @@ public struct ModbusServerContext: ~Copyable {
     }
 
     /// Reads one request from the TCP connection `socket` into `query` and, when one came, calls
-    /// `answer` with it and its length while the context answers on that connection. libmodbus
-    /// only borrows the descriptor for this call (the context forgets it after): its owner closes
-    /// it, once. Returns what `modbus_receive` returned: the length, 0 (ignored), -1 (the
-    /// connection failed or the peer closed it).
-    public func receive(on socket: Int32, into query: inout [UInt8], answer: ([UInt8], Int32) -> Void) -> Int32 {
+    /// `answer` with it and its length while the context answers on that connection; `answer`
+    /// returns whether its reply went out whole (or none was due). libmodbus only borrows the
+    /// descriptor for this call (the context forgets it after): its owner closes it, once.
+    /// libmodbus must never close it itself: link error recovery would, and `Socket` would then
+    /// close the number again, by then perhaps another connection's (`init` turns recovery off).
+    /// Returns what `modbus_receive` returned: the length, 0 (ignored), -1 (the connection failed
+    /// or the peer closed it); and -1 when the reply was not sent whole: libmodbus sends once, so
+    /// a non-blocking socket whose send buffer is full takes none or part of the frame, the
+    /// client's stream is out of step, and the caller closes the connection.
+    public func receive(on socket: Int32, into query: inout [UInt8], answer: ([UInt8], Int32) -> Bool) -> Int32 {
         modbus_set_socket(context, socket)
         defer { modbus_set_socket(context, -1) }
         let count = modbus_receive(context, &query)
-        if count > 0 { answer(query, count) }
+        if count > 0, !answer(query, count) { return -1 }
         return count
     }
 
     /// Answers `query` (`length` bytes, as `modbus_receive` returned it) from the mapping: reads from
-    /// it, writes into it. Returns what `modbus_reply` returns.
+    /// it, writes into it. True when the reply was sent whole or none was due (an RTU broadcast);
+    /// false when the send failed or took part of it (libmodbus then returns -1).
     @discardableResult
-    public func reply(_ query: [UInt8], length: Int32) -> Int32 {
-        modbus_reply(context, query, length, mapping)
+    public func reply(_ query: [UInt8], length: Int32) -> Bool {
+        modbus_reply(context, query, length, mapping) >= 0
+    }
+
+    /// Answers `query` with Modbus exception `code`. True when the reply was sent whole or none was
+    /// due, as `reply`.
+    @discardableResult
+    public func replyException(_ query: [UInt8], _ code: UInt8) -> Bool {
+        modbus_reply_exception(context, query, UInt32(code)) >= 0
     }
 }
