@@ -34,7 +34,7 @@ enum DispatchHarness {
         // Expiry relative to now when asked: a fixed seed would otherwise expire with the calendar.
         let now = Date().timeIntervalSince1970
         if flags & 2 != 0 { for i in commands.indices { commands[i].expiresUnix += now } }
-        let shared = SharedState(units: units.count)
+        let shared = SharedState(units: units.count, view: SiteView.Settings(capacitiesWh: [], ratingsW: units.map { $0.1 * 1000 }))
         let intake = DispatchIntake(shared: shared, logger: logger, units: units)
         let acks = intake.apply(commands)
         violations.check(acks.count == commands.count, "\(commands.count) commands, \(acks.count) answers")

@@ -292,7 +292,7 @@ final class Session {
         settings.commonAddress = Self.commonAddress
         settings.groups = [IEC104Group(name: "centre", commands: Set(IEC104CommandRight.allCases)),
                            IEC104Group(name: "standby", allowFrom: [IPv4Network("10.0.0.0/8")!])]
-        let shared = SharedState(units: 2)
+        let shared = SharedState(units: 2, view: SiteView.Settings(capacitiesWh: [], ratingsW: [2e6, 2e6]))
         shared.declareAGC(AGCLimits(upper: 4e6, lower: -4e6, expiry: .seconds(30)))
         let description = StationDescription(ratingsW: [2e6, 2e6], capacitiesWh: [4e6, 4e6], hasMeter: false, frequencyResponseEnabled: true)
         let journal = JournalRecorder()

@@ -182,8 +182,10 @@ public final class SharedState: Sendable {
     public var publicationsAreWatched: Bool { publicationsWatched.load(ordering: .acquiring) }
 
     /// The shared state of `units` units, each of the usable energy `capacitiesWh[i]`, Wh (what the
-    /// published `SiteView` weighs SOC by; units beyond it count for power only).
-    public convenience init(units: Int, capacitiesWh: [Double] = []) {
+    /// published `SiteView` weighs SOC by; units beyond it count for power only). For tests only
+    /// (`@testable`): its view has no ratings (`ratedPowerW` 0), which would bound SCADA, IEC 104
+    /// and 2030.5 at 0 W; the daemon gives the whole settings (`init(units:view:)`).
+    convenience init(units: Int, capacitiesWh: [Double] = []) {
         self.init(units: units, view: SiteView.Settings(capacitiesWh: capacitiesWh))
     }
 

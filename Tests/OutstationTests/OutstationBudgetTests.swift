@@ -1,7 +1,7 @@
 import BessBase
 import BessSystem
 import Config
-import Cycle
+@testable import Cycle
 import Glibc
 import IEC104
 @testable import Outstation

@@ -2,7 +2,7 @@ import BessBase
 import BessSystem
 import Config
 import ControlCore
-import Cycle
+@testable import Cycle
 import Foundation
 import Glibc
 import IEC104

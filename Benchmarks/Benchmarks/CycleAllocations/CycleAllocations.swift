@@ -211,7 +211,7 @@ func makeCycle(units: Int, site: Bool = false, pmu: FrequencySampleSlot? = nil, 
     let runner = try! SiteRunner.make(configuration: configuration, startedAt: MonotonicInstant(nanoseconds: 1_000_000_000)) { _ in }
     runner.pmuSamples = pmu
     runner.utilityLimits = utility
-    let shared = SharedState(units: units)
+    let shared = SharedState(units: units, view: SiteView.Settings(capacitiesWh: [], ratingsW: configuration.units.map { $0.maxPowerKW * 1000 }))
     runner.attach(shared)
     return (runner, shared)
 }
