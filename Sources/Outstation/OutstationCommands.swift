@@ -164,7 +164,7 @@ struct OutstationCommands {
     }
 
     /// What an admitted execute asks of the site, or why it cannot: `agcBand` is the regulation
-    /// band the site reports (its edges are snapped to), `ratingW` the units' summed rating.
+    /// band the site reports (its edges are snapped to), `ratingW` the site's rating (the published `SiteView`'s).
     static func action(of order: Order, agcBand: (lower: Double, upper: Double), ratingW: Double) -> Result<Action, CommandRefusal> {
         switch order.signal {
         case .agcSetpointCommand:

@@ -1,3 +1,6 @@
+import BessBase
+import BessSystem
+import ControlCore
 import Cycle
 import IEC104
 @testable import Outstation
@@ -7,20 +10,25 @@ import Testing
 /// not by a sum of its own.
 @Suite("IEC 104: the site set-point's bound from the SiteView")
 struct StationSiteViewRatingTests {
-    @Test("units rated 100, 40 and 7.5 kW: 0.1475 MW is accepted at 3002, 0.1476 MW refused")
+    @Test("a view of 200 kW over units listed at 100, 40, 7.5 kW: 0.2 MW executed at 3002, 0.2001 MW refused")
     func setpointBoundFromView() {
-        let shared = SharedState(units: 3, view: SiteView.Settings(capacitiesWh: [250_000, 80_000, 15_000],
-                                                                   ratingsW: [100_000, 40_000, 7_500]))
-        let view = shared.view
+        // The view's rating differs from the description's units on purpose: a sum of the units
+        // (147.5 kW) refuses 0.2 MW.
+        let shared = SharedState(units: 3, view: SiteView.Settings(capacitiesWh: [200_000, 150_000, 50_000],
+                                                                   ratingsW: [100_000, 60_000, 40_000]))
         let description = StationDescription(ratingsW: [100_000, 40_000, 7_500], capacitiesWh: [250_000, 80_000, 15_000],
-                                             hasMeter: false, frequencyResponseEnabled: false, view: view)
-        #expect(description.ratedPowerW == view.ratedPowerW && view.ratedPowerW == 147_500)
-        func action(_ megawatts: Double) -> Result<OutstationCommands.Action, CommandRefusal> {
-            OutstationCommands.action(of: .init(signal: .siteSetpointCommand, value: megawatts, select: false),
-                                      agcBand: (-view.ratedPowerW, view.ratedPowerW), ratingW: description.ratedPowerW)
+                                             hasMeter: false, frequencyResponseEnabled: false, view: shared.view)
+        let clock = ManualClock()
+        let station = StationProcedures(settings: OutstationSettings(), description: description, shared: shared,
+                                        journal: PeerJournal(clock: clock, sink: { _ in }, audit: nil), counters: OutstationCounters(),
+                                        audit: nil, clock: clock, wallClock: { 0 })
+        // What an admitted execute at 3002 carries out (`StationProcedures.command`).
+        func execute(_ megawatts: Double) -> CommandRefusal? {
+            station.execute(.init(signal: .siteSetpointCommand, value: megawatts, select: false), now: clock.now())
         }
-        guard case .success(.siteSetpoint(let watts)) = action(0.1475) else { Issue.record("the rating itself was refused"); return }
-        #expect(watts == view.ratedPowerW)
-        guard case .failure = action(0.1476) else { Issue.record("a set-point beyond the rating was accepted"); return }
+        #expect(execute(0.2) == nil, "the view's rating is accepted")
+        #expect(shared.commands.setpoint.enabled && shared.commands.setpoint.value == 200_000)
+        #expect(execute(0.2001)?.code == .setpointOutOfRange, "beyond the view's rating")
+        #expect(shared.commands.setpoint.value == 200_000, "a refused set-point changes nothing")
     }
 }

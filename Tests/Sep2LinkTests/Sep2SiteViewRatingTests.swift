@@ -12,12 +12,14 @@ struct Sep2SiteViewRatingTests {
     /// Units of 250, 80 and 15 kWh.
     static let energyWh: [Double] = [250_000, 80_000, 15_000]
 
-    @Test("units rated 100, 40 and 7.5 kW: DERCapability and DERSettings state the view's sums")
+    @Test("a view of 200 kW and 400 kWh over units of 345 kWh: DERCapability and DERSettings state the view's")
     func ratingsFromView() throws {
-        // The view the reporter is given at start (`Sep2ReporterSettings(_:lfdi:view:)`), before any publication.
-        let view = SharedState(units: 3, view: .init(capacitiesWh: Self.energyWh, ratingsW: [100_000, 40_000, 7_500])).view
+        // The view the reporter is given at start (`Sep2ReporterSettings(_:lfdi:view:)`), before any
+        // publication. Its energy differs from the units' on purpose: their sum (345 kWh) fails below.
+        let view = SharedState(units: 3, view: .init(capacitiesWh: [200_000, 150_000, 50_000], ratingsW: [100_000, 60_000, 40_000])).view
         let ratings = Sep2SiteRatings(view: view, unitEnergyWh: Self.energyWh, rampPercentPerSecond: 0.5)
-        #expect(ratings == Sep2SiteRatings(unitPowerW: [100_000, 40_000, 7_500], unitEnergyWh: Self.energyWh, rampPercentPerSecond: 0.5))
+        #expect(ratings.maxDischargeW == 200_000 && ratings.maxChargeW == 200_000 && ratings.energyWh == 400_000)
+        #expect(ratings.unitEnergyWh == Self.energyWh, "SOC is still weighted by each unit's energy")
         var reporter = Sep2Reporter(settings: Sep2ReporterSettings(lfdi: Sep2ReporterTests.lfdi, pen: 1, csipaus: .v1_2, postSeconds: 60,
                                                                   ratings: ratings))
         reporter.follow(der: try Sep2ReporterTests.der(), mirrorUsagePointList: nil, postRate: nil)
@@ -30,10 +32,11 @@ struct Sep2SiteViewRatingTests {
             return value * pow(10, multiplier)
         }
         let capability = try Sep2ReporterTests.root(requests[0])
-        #expect(watts(capability, "rtgMaxW") == view.ratedPowerW)
-        #expect(watts(capability, "rtgMaxChargeRateW") == view.ratedPowerW)
-        #expect(watts(capability, "rtgMaxWh") == view.usableEnergyWh)
+        #expect(watts(capability, "rtgMaxW") == 200_000)
+        #expect(watts(capability, "rtgMaxChargeRateW") == 200_000)
+        #expect(watts(capability, "rtgMaxWh") == 400_000)
         let settings = try Sep2ReporterTests.root(requests[1])
-        #expect(watts(settings, "setMaxW") == view.ratedPowerW)
+        #expect(watts(settings, "setMaxW") == 200_000)
+        #expect(watts(settings, "setMaxWh") == 400_000)
     }
 }
