@@ -375,14 +375,18 @@ final class ServiceServer: @unchecked Sendable {
         // A live process's socket is never taken over; a stale file is replaced.
         try SiteOwnership.claimControlSocket(path)
         unlink(path)
-        let fd = socket(AF_UNIX, Self.streamSocketFlags, 0)
-        guard fd >= 0, var address = UnixSocketAddress(path: path)?.storage else {
-            if fd >= 0 { close(fd) }
+        guard let address = UnixSocketAddress(path: path) else {
             throw RunError(.controlSocketFailed, message: "cannot create \(path)")
         }
-        try bindAndListen(fd, &address, code: .controlSocketFailed, name: path)
+        let socket: Socket
+        do throws(SystemCallError) {
+            socket = try Socket.listening(at: address, backlog: 128, path)
+        } catch {
+            throw RunError(.controlSocketFailed,
+                           message: error.call == "socket" ? "cannot create \(path)" : "cannot listen on \(path): \(SystemError.text(error.errno))")
+        }
         chmod(path, 0o666)
-        return fd
+        return socket.release()
     }
 
     /// `metrics_listen`'s listener: `IPV4:PORT` (`ListenAddress`), bound by BessSystem's `TCPListener`.
@@ -398,19 +402,6 @@ final class ServiceServer: @unchecked Sendable {
             case "socket": throw RunError(.metricsListenFailed, message: "cannot create a socket")
             default: throw RunError(.metricsListenFailed, message: "cannot listen on \(text): \(SystemError.text(error.errno))")
             }
-        }
-    }
-
-    /// Binds `fd` to `address` (a `sockaddr_un` or `sockaddr_in`) and listens; closes `fd` and
-    /// throws `code` when either fails.
-    static func bindAndListen<Address>(_ fd: Int32, _ address: inout Address, code: RunError.Code, name: String) throws(RunError) {
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<Address>.size)) }
-        }
-        guard bound == 0, listen(fd, 128) == 0 else {
-            let reason = SystemError.text(errno)
-            close(fd)
-            throw RunError(code, message: "cannot listen on \(name): \(reason)")
         }
     }
 }

@@ -1,6 +1,6 @@
 public import Glibc
 
-/// One address of a host as `connect`, `bind` and `sendto` take it (IPv4 or IPv6).
+/// One address as `connect`, `bind` and `sendto` take it (IPv4, IPv6, or a Unix-domain path).
 public struct SocketAddress: @unchecked Sendable {
     /// `AF_INET` or `AF_INET6`.
     public var family: Int32
@@ -25,6 +25,13 @@ public struct SocketAddress: @unchecked Sendable {
             raw.storeBytes(of: inet, as: sockaddr_in.self)
         }
         self.init(family: AF_INET, storage: storage, length: socklen_t(MemoryLayout<sockaddr_in>.size))
+    }
+
+    /// The Unix-domain address `address` (the control socket's path).
+    public init(_ address: UnixSocketAddress) {
+        var storage = sockaddr_storage()
+        withUnsafeMutableBytes(of: &storage) { raw in raw.storeBytes(of: address.storage, as: sockaddr_un.self) }
+        self.init(family: AF_UNIX, storage: storage, length: address.length)
     }
 
     /// Calls `body` with the address as a `sockaddr` pointer and its length.
@@ -168,4 +175,15 @@ public struct Socket: ~Copyable {
 public struct AcceptedSocket: ~Copyable {
     public var socket: Socket
     public let peer: SocketAddress
+}
+
+extension Socket {
+    /// A non-blocking stream socket bound to the Unix-domain `address` and listening with
+    /// `backlog`: the control socket. TCP listens through `TCPListener`.
+    public static func listening(at address: UnixSocketAddress, backlog: Int32, _ subject: String = "") throws(SystemCallError) -> Socket {
+        let socket = try Socket(family: AF_UNIX, type: SOCK_STREAM)
+        try socket.bind(SocketAddress(address), subject)
+        try socket.listen(backlog: backlog, subject)
+        return socket
+    }
 }
