@@ -11,6 +11,9 @@ public struct SiteStatus: Sendable, Equatable {
     /// without a fresh meter reading or when the meter does not measure them.
     public var gridReactivePower: Double = .nan
     public var gridVoltage: Double = .nan
+    /// `gridVoltage` in per unit of `site.reactive_power.nominal_voltage_v`; NaN as
+    /// `UnitStatus.voltagePU` is.
+    public var gridVoltagePU: Double = .nan
     public var meterStale = false
     public var binding = GridLimitBinding.none
     public var applicationActive = false
@@ -113,6 +116,10 @@ public struct UnitStatus: Sendable, Equatable {
     /// its reading is stale or when it does not measure them.
     public var reactivePower: Double = .nan
     public var acVoltage: Double = .nan
+    /// `acVoltage` in per unit of `grid_integration.reactive_power.nominal_voltage_v`; NaN without
+    /// that nominal, while the reading is stale, or outside 0.5–1.5 p.u. (a scale-factor error or a
+    /// line-to-line value taken for line to neutral is absent, never an excursion).
+    public var voltagePU: Double = .nan
     /// Why the site's allocation gave the unit its setpoint, and whether it shares the site's request.
     public var share: ShareReason = .idle
     public var pooled = true

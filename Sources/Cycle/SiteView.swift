@@ -33,6 +33,19 @@ public struct SiteView: Sendable, Equatable {
     /// in the direction a limit bounds). What the uplink's availability record reports as the site's.
     public var availableUpW: Double = 0
     public var availableDownW: Double = 0
+    /// Σ units' measured reactive power, var (+ = injecting, over-excited, as + = discharge); NaN
+    /// when no unit reads one.
+    public var unitsVar: Double = .nan
+    /// Reactive power at the connection point from a fresh meter reading, var (+ = injecting into
+    /// the grid, as `meteredW` + = export); NaN without one or when the meter measures none.
+    public var meteredVar: Double = .nan
+    /// The mean AC voltage of the units that read a positive one, V (line to neutral); NaN when none.
+    public var unitsVoltageV: Double = .nan
+    /// The connection point's voltage from a fresh meter reading, V (line to neutral); NaN without.
+    public var meteredVoltageV: Double = .nan
+    /// The site's voltage, per unit: the meter's (`SiteStatus.gridVoltagePU`) when it is fresh and
+    /// plausible, else the mean of the units' plausible per-unit voltages; NaN when there is none.
+    public var voltagePU: Double = .nan
     /// Σ units' rated power, W, and Σ usable energy, Wh, as the site was started with.
     public var ratedPowerW: Double = 0
     public var usableEnergyWh: Double = 0
@@ -41,6 +54,9 @@ public struct SiteView: Sendable, Equatable {
     /// beyond it count for power only).
     public init(units: [UnitStatus], site: SiteStatus, settings: Settings) {
         if !site.meterStale && site.gridPower.isFinite { meteredW = -site.gridPower }
+        if !site.meterStale && site.gridReactivePower.isFinite { meteredVar = -site.gridReactivePower }
+        if !site.meterStale && site.gridVoltage > 0 { meteredVoltageV = site.gridVoltage }
+        var reactive = 0.0, reactiveRead = false, volts = 0.0, voltsRead = 0, perUnit = 0.0, perUnitRead = 0
         let capacitiesWh = settings.capacitiesWh
         var power = 0.0, powered = false
         var weighted = 0.0, stored = 0.0, toFull = 0.0, capacity = 0.0
@@ -50,6 +66,18 @@ public struct SiteView: Sendable, Equatable {
             if unit.power.isFinite {
                 power += unit.power
                 powered = true
+            }
+            if unit.reactivePower.isFinite {
+                reactive += unit.reactivePower
+                reactiveRead = true
+            }
+            if unit.acVoltage.isFinite && unit.acVoltage > 0 {
+                volts += unit.acVoltage
+                voltsRead += 1
+            }
+            if unit.voltagePU.isFinite {
+                perUnit += unit.voltagePU
+                perUnitRead += 1
             }
             setpoints += unit.setpoint
             // Each unit against its own reserve, as the cycle judges it.
@@ -70,6 +98,13 @@ public struct SiteView: Sendable, Equatable {
             }
         }
         if powered { unitsW = power }
+        if reactiveRead { unitsVar = reactive }
+        if voltsRead > 0 { unitsVoltageV = volts / Double(voltsRead) }
+        if !site.meterStale && site.gridVoltagePU.isFinite {
+            voltagePU = site.gridVoltagePU
+        } else if perUnitRead > 0 {
+            voltagePU = perUnit / Double(perUnitRead)
+        }
         if capacity > 0 {
             socPercent = weighted / capacity
             storedWh = stored
@@ -97,6 +132,10 @@ public struct SiteView: Sendable, Equatable {
     /// Net power at the connection point, W (+ = export): the meter's when the site has one (NaN
     /// while it is stale), else the units' sum.
     public func netW(hasMeter: Bool) -> Double { hasMeter ? meteredW : unitsW }
+
+    /// Net reactive power at the connection point, var (+ = injecting): the meter's when the site
+    /// has one (NaN while it is stale or measures none), else the units' sum.
+    public func netVar(hasMeter: Bool) -> Double { hasMeter ? meteredVar : unitsVar }
 
     /// The availability inside the grid limits, with a meter: grid power (+ = import) may fall to
     /// −export limit with more discharge and rise to the import limit with more charge.
