@@ -57,7 +57,7 @@ let package = Package(
 
         // Pure control law: no I/O, no Foundation, an injected clock.
         // `rounded()` lowers to libm's round(); link libm so the library stands alone.
-        .target(name: "ControlCore", dependencies: ["BessBase"], swiftSettings: swiftSettings, linkerSettings: [.linkedLibrary("m")]),
+        .target(name: "ControlCore", dependencies: ["BessBase", "GridSupport"], swiftSettings: swiftSettings, linkerSettings: [.linkedLibrary("m")]),
         // What every module shares that is not control law: the coded error, text quoting, the identifier
         // rule, the JSON lexer and string scanner, the utility control record, the listen address and IPv4
         // network values; stdlib only.
@@ -77,7 +77,7 @@ let package = Package(
         // Configuration: the YAML schema, its diagnostics and the mapping to control settings (the only Yams user).
         .target(
             name: "Config",
-            dependencies: ["BessBase", "ControlCore", "BessSystem", "Fieldbus", "Cycle", "IEC104", "IEEE2030_5", .product(name: "Yams", package: "Yams")],
+            dependencies: ["BessBase", "ControlCore", "BessSystem", "Fieldbus", "Cycle", "IEC104", "IEEE2030_5", "GridSupport", .product(name: "Yams", package: "Yams")],
             swiftSettings: swiftSettings),
         // The real-time cycle and the bus workers behind the SiteIO seam; never imports the simulator,
         // nor Config: it defines the settings it runs on (CycleSettings), and Config maps the YAML into them.

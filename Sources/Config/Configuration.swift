@@ -18,6 +18,9 @@ public struct UnitConfiguration: Sendable, Equatable {
     /// How long after start the inverter may take to answer first before INVERTER_COMM_LOST
     /// (`inverter.startup_grace_s`).
     public var inverterStartupGrace: Duration = .seconds(30)
+    /// `max_apparent_power_kva`: the unit's apparent-power rating (`VAMax`), which P and Q share;
+    /// nil: the inverter's 702 `VAMax`, else `maxPowerKW`.
+    public var maxApparentPowerKVA: Double? = nil
 }
 
 /// `site:`: the grid connection point, its limits and the site application.
@@ -29,6 +32,9 @@ public struct SiteConfiguration: Sendable, Equatable {
     public var application: SiteApplication
     /// `soc_reserve_percent`: energy the application may not use.
     public var socReservePercent: Double
+    /// `site.reactive_power`: the connection point's nominal voltage (for the meter's per-unit
+    /// voltage and the `GRID_OVERVOLTAGE`/`GRID_UNDERVOLTAGE` rules) and the site's reactive mode.
+    public var reactivePower = ReactivePowerConfiguration()
 
     public init(meter: MeterConfiguration? = nil, importMaxKW: Double? = nil, exportMaxKW: Double? = nil,
                 application: SiteApplication = .none, socReservePercent: Double = 0) {
@@ -49,6 +55,9 @@ public struct GridConfiguration: Sendable, Equatable {
     public var droop: DroopSettings
     /// `grid_integration.pmu`: the PMU followed when `frequencySource` is `.pmu` (nil otherwise).
     public var pmu: PMUSettings? = nil
+    /// `grid_integration.reactive_power`: each unit's nominal voltage (for its per-unit voltage and
+    /// the `AC_OVERVOLTAGE`/`AC_UNDERVOLTAGE` rules) and the reactive mode each unit runs.
+    public var reactivePower = ReactivePowerConfiguration()
 }
 
 /// `aggregator`: where telemetry goes and commands come from.

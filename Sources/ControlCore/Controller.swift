@@ -156,6 +156,9 @@ public struct UnitDecision: Sendable, Equatable {
     public var soc: Percent?
     /// Measured inverter power, if fresh.
     public var measuredPower: Watts?
+    /// The reactive setpoint to write, var (+ = injecting, over-excited); nil: bessd leaves the
+    /// inverter's reactive power alone (no reactive mode configured and no party asking).
+    public var reactive: Double? = nil
     public init() {}
 }
 
