@@ -120,6 +120,10 @@ public struct UnitStatus: Sendable, Equatable {
     /// that nominal, while the reading is stale, or outside 0.5–1.5 p.u. (a scale-factor error or a
     /// line-to-line value taken for line to neutral is absent, never an excursion).
     public var voltagePU: Double = .nan
+    /// The reactive setpoint written, var (+ = injecting); NaN while bessd leaves the inverter's
+    /// reactive power alone. What sets it: `reactiveSource`.
+    public var reactiveSetpoint: Double = .nan
+    public var reactiveSource = ReactiveSource.off
     /// Why the site's allocation gave the unit its setpoint, and whether it shares the site's request.
     public var share: ShareReason = .idle
     public var pooled = true
