@@ -2,8 +2,8 @@
 """Several SunSpec inverters behind one Modbus endpoint (a gateway, or an RS-485 line), served by
 pymodbus 3.6 from pysunspec2's copy of the official model definitions (not from bessd's tables).
 
-Each unit id gets its own image: "SunS", 1, 701, 120, 121, then 704 or 124, end. Measured W is
-1000 × unit + 234 (W_SF 0), so a reading names the unit it came from.
+Each unit id gets its own image: "SunS", 1, 701, 120, 121, then 702 and 704 or 124, end. Measured W
+is 1000 × unit + 234 (W_SF 0), so a reading names the unit it came from.
 
 Usage: pymodbus_sunspec_units.py [--seconds S] [--port N | --rtu DEVICE --baud B --parity P] UNIT[:OPTION,...] ...
 Options per unit:
@@ -11,6 +11,18 @@ Options per unit:
   wchamax=W       124's WChaMax in watts (a multiple of 10)
   wsetsf=N        704's WSet_SF (0x8000 = "none": not implemented)
   wsentinel       701 W is 0x8000 (not implemented)
+  lnv=RAW         701 LNV raw (default 0), at V_SF
+  vsf=N           701 V_SF (default 0; 0x8000 or "none": not implemented)
+  var=RAW         701 Var raw (default 0), at Var_SF 0 (as W at W_SF 0)
+  varsetsf=N      704 VarSet_SF (default 0; "none": not implemented)
+  varpctsf=N      704 VarSetPct_SF (default 0; "none": not implemented)
+  novar           704's var points (VarSetEna … VarSetRvrtRem, VarSet_SF, VarSetPct_SF) read "not
+                  implemented" (0xFFFF, 0x8000, 0x80000000, 0xFFFFFFFF as their types say)
+  varpct          704 without VarSet, VarSetRvrt and VarSet_SF (not implemented): VAR_MAX_PCT only
+  no702           no model 702 (704 units get one by default, before 704)
+  vamax=VA        702 VAMaxRtg and VAMax (default 55000), at VA_SF 1 (a multiple of 10)
+  varmaxinj=VAR   702 VarMaxInjRtg and VarMaxInj (default 30000), at Var_SF 1
+  varmaxabs=VAR   702 VarMaxAbsRtg and VarMaxAbs (default 25000), at Var_SF 1
   exception       every request to this unit is answered with exception 4 (server device failure)
   late=S          every read of this unit is answered S seconds late (the loop keeps serving others)
   conn            model 123 (Immediate controls) before the command model: Conn opens (0) and closes (1)
@@ -25,6 +37,15 @@ Options per unit:
 Prints "PORT <n>" (TCP) or "READY" (RTU) once serving, then, as they change:
   "CONNECTIONS active=<a> total=<t>"         TCP sessions now open / ever accepted
   "WSET unit=<u> ena=<> mod=<> w=<> rvrt_tms=<> rvrt=<> ena_rvrt=<>"    a 704 unit's WSet block
+  "VARSET unit=<u> ena=<> mod=<> pri=<> var=<> pct=<> rvrt_tms=<> rvrt=<> ena_rvrt=<>"
+                                             a 704 unit's var block (VarSetEna, VarSetMod, VarSetPri,
+                                             VarSet, VarSetPct, VarSetRvrtTms, VarSetRvrt, VarSetEnaRvrt;
+                                             raw, signed); not for "novar". A write reaching VarSetEna
+                                             … VarSetRvrtTms restarts its revert timer; after
+                                             VarSetRvrtTms s (if > 0) without one, while VarSetEna is
+                                             1, VarSetEna takes VarSetEnaRvrt, VarSet VarSetRvrt and
+                                             VarSetPct VarSetPctRvrt (VarSetRvrtRem counts down), as
+                                             123's Conn reverts
   "STORAGE unit=<u> mod=<> out=<> in=<> rvrt_tms=<>"                     a 124 unit's rate block
   "CONN unit=<u> conn=<> rvrt_tms=<> writes=<n>"   a "conn" unit's 123 Conn and Conn_RvrtTms, and the
                                              writes that reached them so far
@@ -32,6 +53,7 @@ Prints "PORT <n>" (TCP) or "READY" (RTU) once serving, then, as they change:
 """
 import argparse
 import asyncio
+import math
 import time
 
 from pymodbus.datastore import ModbusSequentialDataBlock, ModbusServerContext, ModbusSlaveContext
@@ -50,7 +72,10 @@ class Unit:
         self.where = {}
         self.conn = "conn" in options
         self.conn_writes, self.conn_written = 0, time.monotonic()
-        models = (1, 701, 120, 121) + ((123,) if self.conn else ()) + (self.control,)
+        self.var_points = self.control == 704 and "novar" not in options
+        self.var_written, self.var_armed = time.monotonic(), False
+        ratings = (702,) if self.control == 704 and "no702" not in options else ()
+        models = (1, 701, 120, 121) + ratings + ((123,) if self.conn else ()) + (self.control,)
         for mid in ((1, 203) if self.meter else models):
             offsets, length = layout(mid)
             self.where[mid] = (BASE + len(words), offsets)
@@ -71,6 +96,9 @@ class Unit:
             return
         self.put(701, "W", 0x8000 if "wsentinel" in options else 1000 * uid + 234)
         self.put(701, "W_SF", 0)
+        self.put(701, "LNV", int(options.get("lnv", "0"), 0))
+        self.put(701, "V_SF", sunssf(options.get("vsf", "0")))
+        self.put(701, "Var", int(options.get("var", "0"), 0))
         self.put(701, "Hz", 49_876 + uid)        # Hz_SF −3
         self.put(701, "Hz_SF", 0xFFFD)
         self.put(701, "InvSt", 3)                # RUNNING
@@ -88,11 +116,45 @@ class Unit:
         if self.control == 704:
             sf = options.get("wsetsf", "0")
             self.put(704, "WSet_SF", 0x8000 if sf == "none" else int(sf) & 0xFFFF)
+            self.var_block(options)
+            if 702 in self.where:
+                for name, key, default in (("VAMax", "vamax", 55000), ("VarMaxInj", "varmaxinj", 30000),
+                                           ("VarMaxAbs", "varmaxabs", 25000)):
+                    value = int(options.get(key, str(default))) // 10
+                    self.put(702, name, value)
+                    self.put(702, name + "Rtg", value)
+                self.put(702, "WMaxRtg", 5000)   # as 120 WRtg: 50 kW
+                self.put(702, "WMax", 5000)
+                for sf in ("W_SF", "VA_SF", "Var_SF"):
+                    self.put(702, sf, 1)
         else:
             self.put(124, "WChaMax", int(options.get("wchamax", "20000")) // 10)  # WChaMax_SF 1
             self.put(124, "WChaMax_SF", 1)
             self.put(124, "InOutWRte_SF", 0xFFFF)  # −1: tenths of a percent
         self.block = ModbusSequentialDataBlock(BASE + 1, list(words))  # pymodbus adds 1 to the address
+
+    # The var block of 704, in the order pysunspec2's model lists it.
+    VAR_POINTS = ("VarSetEna", "VarSetMod", "VarSetPri", "VarSet", "VarSetRvrt", "VarSetPct", "VarSetPctRvrt",
+                  "VarSetEnaRvrt", "VarSetRvrtTms", "VarSetRvrtRem")
+    NOT_IMPLEMENTED = {"enum16": 0xFFFF, "int16": 0x8000, "uint16": 0xFFFF, "int32": 0x80000000,
+                       "uint32": 0xFFFFFFFF, "sunssf": 0x8000}
+
+    def var_block(self, options):
+        """704's var points: zeros with the scale factors asked for; "novar" leaves them all not
+        implemented, "varpct" VarSet, VarSetRvrt and VarSet_SF."""
+        _, offsets = self.where[704]
+        absent = set()
+        if "novar" in options:
+            absent = set(self.VAR_POINTS) | {"VarSet_SF", "VarSetPct_SF"}
+        elif "varpct" in options:
+            absent = {"VarSet", "VarSetRvrt", "VarSet_SF"}
+        for name in self.VAR_POINTS + ("VarSet_SF", "VarSetPct_SF"):
+            if name in absent:
+                self.put(704, name, self.NOT_IMPLEMENTED[offsets[name][2]])
+        if "VarSet_SF" not in absent:
+            self.put(704, "VarSet_SF", sunssf(options.get("varsetsf", "0")))
+        if "VarSetPct_SF" not in absent:
+            self.put(704, "VarSetPct_SF", sunssf(options.get("varpctsf", "0")))
 
     def put(self, mid, name, value):
         address, offsets = self.where[mid]
@@ -113,6 +175,37 @@ class Unit:
         if kind.startswith("int") and value >= 1 << (bits - 1):
             value -= 1 << bits
         return value
+
+    def set(self, mid, name, value):
+        """Sets a point in the served registers (one or two, high word first)."""
+        address, offsets = self.where[mid]
+        offset, size, _ = offsets[name]
+        words = [value & 0xFFFF] if size == 1 else [(value >> 16) & 0xFFFF, value & 0xFFFF]
+        self.block.setValues(address + offset + 1, words)
+
+    def follow_var(self):
+        """A 704 unit's var block as a device runs it: the revert timer counts down from the last
+        write reaching VarSetEna … VarSetRvrtTms; when it runs out the revert values take over."""
+        if not self.var_points:
+            return None
+        timeout = self.get(704, "VarSetRvrtTms")
+        remaining = 0
+        if self.var_armed and timeout > 0:
+            left = timeout - (time.monotonic() - self.var_written)
+            if left > 0:
+                remaining = math.ceil(left)
+            elif self.get(704, "VarSetEna") != 1:
+                self.var_armed = False  # handed back (VarSetEna 0): nothing to revert
+            else:
+                self.var_armed = False
+                self.set(704, "VarSetEna", self.get(704, "VarSetEnaRvrt"))
+                self.set(704, "VarSetPct", self.get(704, "VarSetPctRvrt"))
+                if "varpct" not in self.options:
+                    self.set(704, "VarSet", self.get(704, "VarSetRvrt"))
+        self.set(704, "VarSetRvrtRem", remaining)
+        values = [self.get(704, n) for n in ("VarSetEna", "VarSetMod", "VarSetPri", "VarSet", "VarSetPct",
+                                             "VarSetRvrtTms", "VarSetRvrt", "VarSetEnaRvrt")]
+        return "VARSET unit={} ena={} mod={} pri={} var={} pct={} rvrt_tms={} rvrt={} ena_rvrt={}".format(self.uid, *values)
 
     def follow_conn(self):
         """A "conn" unit acts on Conn as a device does: ConnSt follows it, W is 0 while open."""
@@ -141,7 +234,12 @@ class Unit:
 
     def wrote(self, address, count):
         """A write of `count` registers at protocol address `address`: one reaching Conn or
-        Conn_RvrtTms restarts the revert timer."""
+        Conn_RvrtTms restarts the revert timer, one reaching VarSetEna … VarSetRvrtTms the var block's."""
+        if self.var_points:
+            start, offsets = self.where[704]
+            first, last = start + offsets["VarSetEna"][0], start + offsets["VarSetRvrtTms"][0] + 1
+            if address <= last and address + count > first:
+                self.var_written, self.var_armed = time.monotonic(), True
         if not self.conn:
             return
         start, offsets = self.where[123]
@@ -188,6 +286,11 @@ class Store(ModbusSlaveContext):
             raise RuntimeError("unit answers exceptions")
         self.setValues(fc_as_hex, address, values)
         self.unit.wrote(address, len(values))
+
+
+def sunssf(text):
+    """A scale factor option: a number (0x8000 allowed) or "none" (0x8000, not implemented)."""
+    return 0x8000 if text == "none" else int(text, 0) & 0xFFFF
 
 
 def parse_unit(text):
@@ -246,6 +349,10 @@ def main():
                 if conn is not None and last_states.get(("conn", uid)) not in (None, conn):
                     print(conn, flush=True)
                 last_states[("conn", uid)] = conn
+                var = unit.follow_var()
+                if var is not None and last_states.get(("var", uid)) not in (None, var):
+                    print(var, flush=True)
+                last_states[("var", uid)] = var
             ticks += 1
             if ticks % 25 == 0:
                 for uid, (reads, writes) in counts.items():
