@@ -10,7 +10,7 @@ public struct StationDescription: Sendable {
     /// The site's rating, W (the bound of the site set-point 3002): the published `SiteView`'s
     /// `ratedPowerW`, never summed here.
     public var ratedPowerW: Double
-    /// A site meter measures the connection point (net MW is then the meter's).
+    /// A site meter measures the connection point (net MW and Mvar are then the meter's).
     public var hasMeter: Bool
     /// `grid_integration.droop_settings.enabled`: primary frequency response is configured on.
     public var frequencyResponseEnabled: Bool
@@ -142,8 +142,11 @@ public struct StationImage: Sendable {
             let value: PointValue
             switch points[i].signal {
             case .netMW: value = mw(net)
-            // bessd measures neither reactive power nor voltage at the connection point.
-            case .netMVAr, .voltageKV: value = .float(0, .invalid)
+            // + = injecting, as 1001's + = export: the meter's with one, else Σ units' var.
+            case .netMVAr: value = Self.float(view.netVar(hasMeter: description.hasMeter) / 1e6)
+            // Line to line, from the meter's line-to-neutral voltage only: a unit's terminal
+            // voltage is not the connection point's, so without a fresh meter voltage it is invalid.
+            case .voltageKV: value = Self.float(Self.lineToLineKV(view.meteredVoltageV))
             case .frequencyHz: value = Self.float(frequency)
             case .socPercent: value = Self.float(view.socPercent)
             case .availableDischargeMW: value = mw(discharge)
@@ -199,6 +202,10 @@ public struct StationImage: Sendable {
         case .starting: return .intermediate
         }
     }
+
+    /// A line-to-neutral voltage, V, as the line-to-line voltage of a balanced three-phase
+    /// connection, kV (√3 · V / 1000); NaN stays NaN.
+    static func lineToLineKV(_ lineToNeutralV: Double) -> Double { 3.0.squareRoot() * lineToNeutralV / 1000 }
 
     /// A float point; invalid (IV, value 0) when not a number.
     static func float(_ value: Double) -> PointValue {
