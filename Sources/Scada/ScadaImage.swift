@@ -53,13 +53,16 @@ public struct ScadaSiteDescription: Sendable {
     /// the published `SiteView`'s `ratedPowerW` and `usableEnergyWh`, never summed here.
     public var ratedPowerW: Double
     public var usableEnergyWh: Double
-    /// True when a site meter measures the connection point (701 W is then the meter's).
+    /// True when a site meter measures the connection point (701 W and Var are then the meter's).
     public var hasMeter: Bool
+    /// The site's nominal voltage, V, line to neutral (`site.reactive_power.nominal_voltage_v`, else
+    /// `grid_integration.reactive_power`'s): 702 `VNomRtg` and the voltage scale factor; nil, none.
+    public var nominalVoltageV: Double?
 
     /// `view`: the site's view as published (`SharedState.view`: the ratings are in it from the
     /// start); nil, the view of a site of these units' ratings and capacities.
     public init(siteID: String, version: String, mode: String, unitID: Int, ratingsW: [Double], capacitiesWh: [Double],
-                hasMeter: Bool, view: SiteView? = nil) {
+                hasMeter: Bool, nominalVoltageV: Double? = nil, view: SiteView? = nil) {
         self.siteID = siteID
         self.version = version
         self.mode = mode
@@ -70,6 +73,7 @@ public struct ScadaSiteDescription: Sendable {
         ratedPowerW = view.ratedPowerW
         usableEnergyWh = view.usableEnergyWh
         self.hasMeter = hasMeter
+        self.nominalVoltageV = nominalVoltageV.flatMap { $0.isFinite && $0 > 0 ? $0 : nil }
     }
 }
 
@@ -83,9 +87,14 @@ public struct ScadaImage: Sendable {
     /// Where each model instance starts (index into `words` of its `ID`), in chain order.
     public private(set) var models: [(id: UInt16, index: Int)] = []
     public let site: ScadaSiteDescription
-    /// Scale factors chosen once, so every value of the run fits its register.
+    /// Scale factors chosen once, so every value of the run fits its register: power's (W and, as
+    /// W's, Var) from the site's rating, energy's from its usable energy, voltage's from its nominal
+    /// voltage (`voltageScaleFactor`), and the power factor's in thousandths.
     public let wSF: Int
     public let whSF: Int
+    public let vSF: Int
+    public var varSF: Int { wSF }
+    public static let pfSF = -3
     typealias T = SunSpecTables
 
     public init(site: ScadaSiteDescription) {
@@ -97,6 +106,7 @@ public struct ScadaImage: Sendable {
         var whsf = 0
         while max(1, site.usableEnergyWh) / SunSpec.powerOfTen(whsf) > 60_000 && whsf < 9 { whsf += 1 }
         whSF = whsf
+        vSF = Self.voltageScaleFactor(nominalV: site.nominalVoltageV)
         words = [0x5375, 0x6E53]
         let chain: [(UInt16, UInt16, [SunSpecPoint])] =
             [(T.M1.id, T.M1.length, T.M1.points), (T.M701.id, T.M701.length, T.M701.points),
@@ -180,6 +190,9 @@ public struct ScadaImage: Sendable {
         if let m = start(of: T.M701.id) {
             set(m, T.M701.ACType, 2)  // three-phase
             setSF(m, T.M701.W_SF, wSF)
+            setSF(m, T.M701.Var_SF, varSF)
+            setSF(m, T.M701.PF_SF, Self.pfSF)
+            setSF(m, T.M701.V_SF, vSF)
             setSF(m, T.M701.Hz_SF, -3)
         }
         if let m = start(of: T.M702.id) {
@@ -187,6 +200,10 @@ public struct ScadaImage: Sendable {
             for point in [T.M702.WMaxRtg, T.M702.WChaRteMaxRtg, T.M702.WDisChaRteMaxRtg, T.M702.WMax, T.M702.WChaRteMax,
                           T.M702.WDisChaRteMax] {
                 set(m, point, site.ratedPowerW, sf: wSF)
+            }
+            if let nominal = site.nominalVoltageV {
+                setSF(m, T.M702.V_SF, vSF)
+                set(m, T.M702.VNomRtg, nominal, sf: vSF)
             }
         }
         if let m = start(of: T.M713.id) {
@@ -251,10 +268,21 @@ public struct ScadaImage: Sendable {
             set(m, T.M802.Evt1, int: Int(Self.events(codes)))
         }
         if let m = start(of: T.M701.id) {
-            // The site as a DER: + = power into the grid. At the connection point when a meter
-            // reads fresh; else the units' sum (+ = discharge).
-            let w: Double = site.hasMeter ? -status.gridPower : view.unitsW
+            // The site as a DER: + = power into the grid, var + = injecting (over-excited; 701's
+            // TotVarhInj is quadrants 1 and 2). At the connection point when the site has a meter
+            // (not a number while it is stale); else the units' sums.
+            let w = view.netW(hasMeter: site.hasMeter)
+            let q = view.netVar(hasMeter: site.hasMeter)
             set(m, T.M701.W, w, sf: wSF)
+            set(m, T.M701.Var, q, sf: varSF)
+            set(m, T.M701.PF, Self.powerFactor(w: w, reactive: q), sf: Self.pfSF)
+            // One line-to-neutral voltage: the meter's when fresh, else the units' mean; the three
+            // phases are served as that mean (no phase is measured on its own).
+            let volts = view.meteredVoltageV.isFinite ? view.meteredVoltageV : view.unitsVoltageV
+            set(m, T.M701.LNV, volts, sf: vSF)
+            set(m, T.M701.VL1, volts, sf: vSF)
+            set(m, T.M701.VL2, volts, sf: vSF)
+            set(m, T.M701.VL3, volts, sf: vSF)
             set(m, T.M701.Hz, frequency, sf: -3)
             set(m, T.M701.St, running ? 1 : 0)
             set(m, T.M701.ConnSt, running ? 1 : 0)
@@ -266,6 +294,23 @@ public struct ScadaImage: Sendable {
             set(m, T.M713.SoH, sohCapacity > 0 ? sohWeighted / sohCapacity : .nan, sf: -1)
             set(m, T.M713.Sta, anyTrip ? 2 : 0)
         }
+    }
+
+    /// 701 `PF`: P / S, so that its sign is active power's, as the model defines it (+ generating,
+    /// − absorbing), whatever the excitation; not a number when P or Q is not, or both are zero.
+    static func powerFactor(w: Double, reactive q: Double) -> Double {
+        let apparent = (w * w + q * q).squareRoot()
+        guard apparent > 0 else { return .nan }
+        return w / apparent
+    }
+
+    /// `V_SF`: the finest of 0.01 V, 0.1 V, 1 V… that holds twice `nominalV` in a uint16; −1 (to
+    /// 6553.4 V) when no nominal voltage is configured.
+    static func voltageScaleFactor(nominalV: Double?) -> Int {
+        guard let nominalV, nominalV.isFinite, nominalV > 0 else { return -1 }
+        var sf = -2
+        while 2 * nominalV / SunSpec.powerOfTen(sf) > 65_534 && sf < 9 { sf += 1 }
+        return sf
     }
 
     /// 802 `State`: 3 connected, 4 standby, 2 initializing, 99 fault.

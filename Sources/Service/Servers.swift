@@ -120,6 +120,7 @@ final class ScadaService: DaemonService {
             version: BessdVersion.string, mode: configuration.mode.rawValue, unitID: settings.unitID,
             ratingsW: configuration.units.map { $0.maxPowerKW * 1000 },
             capacitiesWh: configuration.units.map { $0.capacityKWh * 1000 }, hasMeter: configuration.site.meter != nil,
+            nominalVoltageV: configuration.site.reactivePower.nominalVoltageV ?? configuration.grid.reactivePower.nominalVoltageV,
             view: self.shared.view)
         let logger = self.logger
         let shared = self.shared
