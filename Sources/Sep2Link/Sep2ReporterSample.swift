@@ -85,24 +85,16 @@ public struct Sep2SiteSample: Sendable, Equatable {
     /// The sample of one published cycle (`SharedState.read(units:site:view:frequency:)`), `view`
     /// the site's view that publication computed: no allocation.
     public init(site: SiteStatus, units: [UnitStatus], view: SiteView, frequency: Double) {
-        let metered = !site.meterStale && site.gridPower.isFinite
+        // The connection point's var and voltage only beside its power: one reading of the meter.
+        let metered = view.meteredW.isFinite
         siteW = view.meteredW
-        siteVar = metered && site.gridReactivePower.isFinite ? -site.gridReactivePower : .nan
-        siteV = metered && site.gridVoltage > 0 ? site.gridVoltage : .nan
+        siteVar = metered ? view.meteredVar : .nan
+        siteV = metered ? view.meteredVoltageV : .nan
         frequencyHz = frequency
         var standby = true
-        var reactive = 0.0, reactives = 0, volts = 0.0, voltages = 0, unmeasured = false
+        var unmeasured = false
         for unit in units {
-            if unit.reactivePower.isFinite {
-                reactive += unit.reactivePower
-                reactives += 1
-            } else if unit.inverterOnline {
-                unmeasured = true
-            }
-            if unit.acVoltage.isFinite && unit.acVoltage > 0 {
-                volts += unit.acVoltage
-                voltages += 1
-            }
+            if !unit.reactivePower.isFinite && unit.inverterOnline { unmeasured = true }
             availableDischargeW += abs(unit.allowedDischarge.isFinite ? unit.allowedDischarge : 0)
             availableChargeW += abs(unit.allowedCharge.isFinite ? unit.allowedCharge : 0)
             trips.bits |= unit.active.bits | unit.latched.bits
@@ -119,8 +111,8 @@ public struct Sep2SiteSample: Sendable, Equatable {
         allStandby = standby && !units.isEmpty
         derW = view.unitsW
         // A unit answering without var would make the Σ a partial one: none is posted.
-        derVar = reactives > 0 && !unmeasured ? reactive : .nan
-        derV = voltages > 0 ? volts / Double(voltages) : .nan
+        derVar = unmeasured ? .nan : view.unitsVar
+        derV = view.unitsVoltageV
         // Each unit's SOC clamped to 0…100, as the reports have always posted it.
         storedWh = view.clampedStoredWh
         socPercent = view.clampedSOCPercent
