@@ -84,6 +84,7 @@ extension InterlockOverride {
         case .rocof: 0...100
         case .bmsDataAge, .inverterDataAge, .frequencyDataAge: 0...3600
         case .bmsGroupsMissing: 0...255  // a bit per optional BMS group
+        case .acVoltage, .gridVoltage: 0.5...1.5  // outside it a reading is absent (VoltageScale.perUnit)
         }
     }
 }

@@ -35,6 +35,12 @@ public enum InterlockMetric: UInt8, Sendable, CaseIterable {
     /// bit mask (0 = none missing), counting only the groups the BMS is expected to send
     /// (`BMSSnapshot.expectedGroups`); unknown while the BMS is not communicating.
     case bmsGroupsMissing
+    /// The unit's AC voltage (701 `LNV`), per unit of `grid_integration.reactive_power.nominal_voltage_v`;
+    /// absent without that nominal, while the inverter's reading is stale, or outside 0.5–1.5 p.u.
+    case acVoltage
+    /// The connection point's voltage from a fresh site meter, per unit of
+    /// `site.reactive_power.nominal_voltage_v`; absent as `acVoltage` is.
+    case gridVoltage
 
     /// The unit the metric is expressed in, for messages.
     public var unitSymbol: StaticString {
@@ -50,6 +56,7 @@ public enum InterlockMetric: UInt8, Sendable, CaseIterable {
         case .rocof: "Hz/s"
         case .bmsDataAge, .inverterDataAge, .frequencyDataAge: "s"
         case .bmsGroupsMissing: "(groups)"
+        case .acVoltage, .gridVoltage: "p.u."
         }
     }
 }
@@ -260,6 +267,16 @@ extension InterlockRule {
                   direction: .both),
             .init(code: .gridRocof, metric: .rocof, comparison: .above, threshold: 2.0, hysteresis: 0.5,
                   delay: .milliseconds(500), hold: .seconds(60), severity: .trip, direction: .both),
+            // IEEE 1547 Category III's OV1/UV1: bessd acts only where the inverter's own protection
+            // should already have, so it never cuts in on ride-through (design 0010).
+            .init(code: .acOvervoltage, metric: .acVoltage, comparison: .above, threshold: 1.10, hysteresis: 0.02,
+                  delay: .seconds(13), hold: .seconds(60), severity: .trip, direction: .both),
+            .init(code: .acUndervoltage, metric: .acVoltage, comparison: .below, threshold: 0.88, hysteresis: 0.02,
+                  delay: .seconds(21), hold: .seconds(60), severity: .trip, direction: .both),
+            .init(code: .gridOvervoltage, metric: .gridVoltage, comparison: .above, threshold: 1.10, hysteresis: 0.02,
+                  delay: .seconds(13), hold: .seconds(60), severity: .trip, direction: .both),
+            .init(code: .gridUndervoltage, metric: .gridVoltage, comparison: .below, threshold: 0.88, hysteresis: 0.02,
+                  delay: .seconds(21), hold: .seconds(60), severity: .trip, direction: .both),
             .init(code: .bmsCommLost, metric: .bmsDataAge, comparison: .above,
                   threshold: d.bmsStaleAfter.secondsDouble, hold: .seconds(5), severity: .trip, direction: .both),
             .init(code: .inverterCommLost, metric: .inverterDataAge, comparison: .above,

@@ -35,6 +35,11 @@ public enum TripCode: UInt8, Sendable, CaseIterable, CustomStringConvertible {
     case bmsGroupMissing
     /// Not a rule of the interlock table: the persisted latch state could not be read at start.
     case latchStateCorrupt
+    /// The unit's AC voltage (`acVoltage`) and the connection point's (`gridVoltage`) out of range.
+    case acOvervoltage
+    case acUndervoltage
+    case gridOvervoltage
+    case gridUndervoltage
 
     /// The code as it appears in logs and APIs, e.g. `CELL_OVERVOLTAGE`.
     public var name: StaticString {
@@ -72,6 +77,10 @@ public enum TripCode: UInt8, Sendable, CaseIterable, CustomStringConvertible {
         case .frequencyLost: "FREQUENCY_LOST"
         case .bmsGroupMissing: "BMS_GROUP_MISSING"
         case .latchStateCorrupt: "LATCH_STATE_CORRUPT"
+        case .acOvervoltage: "AC_OVERVOLTAGE"
+        case .acUndervoltage: "AC_UNDERVOLTAGE"
+        case .gridOvervoltage: "GRID_OVERVOLTAGE"
+        case .gridUndervoltage: "GRID_UNDERVOLTAGE"
         }
     }
 
@@ -127,6 +136,10 @@ public enum TripCode: UInt8, Sendable, CaseIterable, CustomStringConvertible {
             "the BMS communicates but one of its optional frame groups never arrives or went stale; the rules that watch it cannot act (warning)"
         case .latchStateCorrupt:
             "the saved latch state was unreadable at start, so earlier latches are unknown; unit held at zero power until an operator checks it and runs bessctl reset"
+        case .acOvervoltage: "AC voltage at the unit's inverter above the operating range; power stopped"
+        case .acUndervoltage: "AC voltage at the unit's inverter below the operating range; power stopped"
+        case .gridOvervoltage: "grid voltage at the connection point (site meter) above the operating range; power stopped"
+        case .gridUndervoltage: "grid voltage at the connection point (site meter) below the operating range; power stopped"
         }
     }
 }

@@ -109,9 +109,9 @@ public struct DERAlarms: OptionSet, Hashable, Sendable {
     public static func of(_ code: TripCode) -> Self {
         switch code {
         case .chargeOvercurrent, .dischargeOvercurrent: .overCurrent
-        case .cellOvervoltage, .packOvervoltage: .overVoltage
+        case .cellOvervoltage, .packOvervoltage, .acOvervoltage, .gridOvervoltage: .overVoltage
         case .cellOvervoltageCritical: [.overVoltage, .emergencyLocal]
-        case .cellUndervoltage, .packUndervoltage: .underVoltage
+        case .cellUndervoltage, .packUndervoltage, .acUndervoltage, .gridUndervoltage: .underVoltage
         case .cellUndervoltageCritical: [.underVoltage, .emergencyLocal]
         case .gridOverfrequency: .overFrequency
         case .gridUnderfrequency: .underFrequency

@@ -149,6 +149,7 @@ struct ReportTests {
             .chargeOvercurrent: .overCurrent, .dischargeOvercurrent: .overCurrent,
             .cellOvervoltage: .overVoltage, .packOvervoltage: .overVoltage, .cellOvervoltageCritical: [.overVoltage, .emergencyLocal],
             .cellUndervoltage: .underVoltage, .packUndervoltage: .underVoltage, .cellUndervoltageCritical: [.underVoltage, .emergencyLocal],
+            .acOvervoltage: .overVoltage, .gridOvervoltage: .overVoltage, .acUndervoltage: .underVoltage, .gridUndervoltage: .underVoltage,
             .gridOverfrequency: .overFrequency, .gridUnderfrequency: .underFrequency,
             .overtemperatureCritical: .emergencyLocal, .thermalRunaway: .emergencyLocal, .bmsCritical: .emergencyLocal,
             .latchStateCorrupt: .emergencyLocal,
