@@ -82,8 +82,8 @@ let benchmarks: @Sendable () -> Void = {
     }
 
     // Each unit's reactive law in the cycle (issue 59): volt-var with volt-watt on the simulated
-    // inverters' voltage (230 V ± 0.5 % with power, on a 225 V nominal: 1.02–1.03 p.u., on the slope
-    // past V3), so the stage steps every law, lowers P and writes Q in every measured cycle.
+    // inverters' voltage (230 V ± 0.5 % with power, on a 225 V nominal: about 1.02 p.u., around V3),
+    // so the stage steps every law, volt-watt's filter included, and writes Q in every measured cycle.
     Benchmark("1000 cycles, 32 simulated units, volt-var and volt-watt per unit") { benchmark in
         let (runner, shared) = makeCycle(units: 32, reactive: true)
         measureCycles(runner, shared, benchmark)
