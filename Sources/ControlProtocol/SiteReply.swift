@@ -12,12 +12,18 @@ public struct SiteReply: ControlReply, Equatable {
     public var loadEstimateW: RangeReply
     public var meter: MeterReply
     public var mode: String
+    /// Net reactive power at the connection point, kvar (+ = injecting): the meter's when the site
+    /// has one, else the units' sum; null when unknown (and from a bessd that predates it).
+    public var reactiveKvar: Double?
     /// The energy kept for frequency response (absent from a bessd that predates it).
     public var responseReserve: ResponseReserveReply?
     public var shortfall: ShortfallReply
     public var units: [SiteUnitReply]
     /// The utility's IEEE 2030.5 controls as applied (absent when none is in force).
     public var utility: UtilityReply?
+    /// The site's voltage, p.u.: the meter's while fresh and plausible, else the units' mean; null
+    /// when unknown.
+    public var voltagePU: Double?
 
     public init(mode: String, gridPowerW: Double?, meter: MeterReply, limits: LimitsReply, application: ApplicationReply,
                 gridOperator: GridOperatorReply, decision: DecisionReply, loadEstimateW: RangeReply, shortfall: ShortfallReply,
@@ -36,17 +42,19 @@ public struct SiteReply: ControlReply, Equatable {
         self.units = units
     }
 
-    /// This reply with the utility's controls (`utility`).
-    public func with(utility: UtilityReply?) -> SiteReply {
+    /// This reply with the utility's controls (`utility`), and the site's reactive power and voltage.
+    public func with(utility: UtilityReply?, reactiveKvar: Double? = nil, voltagePU: Double? = nil) -> SiteReply {
         var reply = self
         reply.utility = utility
+        reply.reactiveKvar = reactiveKvar
+        reply.voltagePU = voltagePU
         return reply
     }
 
     enum CodingKeys: String, CodingKey {
         case agc, application, decision, limits, meter, mode, shortfall, units, utility
         case gridOperator = "grid_operator", gridPowerW = "grid_power_w", loadEstimateW = "load_estimate_w"
-        case responseReserve = "response_reserve"
+        case responseReserve = "response_reserve", reactiveKvar = "reactive_kvar", voltagePU = "voltage_pu"
     }
 
     public func write(to json: inout JSONText) {
@@ -61,10 +69,12 @@ public struct SiteReply: ControlReply, Equatable {
         json.field(CodingKeys.meter, meter)
         json.field(CodingKeys.mode, mode)
         json.field(okKey, true)
+        json.field(CodingKeys.reactiveKvar, reactiveKvar)
         json.field(CodingKeys.responseReserve, ifPresent: responseReserve)
         json.field(CodingKeys.shortfall, shortfall)
         json.field(CodingKeys.units, units)
         json.field(CodingKeys.utility, ifPresent: utility)
+        json.field(CodingKeys.voltagePU, voltagePU)
         json.endObject()
     }
 }

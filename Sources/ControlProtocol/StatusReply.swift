@@ -88,10 +88,18 @@ public struct UnitReply: Codable, Sendable, Equatable, JSONWritable {
     /// The operator's override in force (absent when none).
     public var override: TimedPowerReply?
     public var powerW: Double?
+    /// What sets the unit's reactive power (`ReactiveSource`: `off`, a mode, `stale_voltage`,
+    /// `unavailable`, `stopped`, or a party). With it come `reactive_kvar` (measured, + = injecting),
+    /// `reactive_setpoint_kvar` and `voltage_pu`, null when unknown; all four absent when nil (a
+    /// bessd that predates them).
+    public var reactive: String?
+    public var reactiveKvar: Double?
+    public var reactiveSetpointKvar: Double?
     public var setpointW: Double?
     public var socPercent: Double?
     public var state: String
     public var trips: [String]
+    public var voltagePU: Double?
 
     public init(id: String, state: String, mode: String, setpointW: Double?, droopW: Double?, allowedChargeW: Double?,
                 allowedDischargeW: Double?, trips: [String], latched: [String], socPercent: Double?, powerW: Double?,
@@ -117,7 +125,8 @@ public struct UnitReply: Codable, Sendable, Equatable, JSONWritable {
         case dispatch, id, latched, mode, override, state, trips
         case allowedChargeW = "allowed_charge_w", allowedDischargeW = "allowed_discharge_w", droopW = "droop_w"
         case heldBy = "held_by", heldUntilUnix = "held_until_unix", powerW = "power_w", setpointW = "setpoint_w"
-        case socPercent = "soc_percent"
+        case socPercent = "soc_percent", reactive, reactiveKvar = "reactive_kvar"
+        case reactiveSetpointKvar = "reactive_setpoint_kvar", voltagePU = "voltage_pu"
     }
 
     public func write(to json: inout JSONText) {
@@ -133,10 +142,16 @@ public struct UnitReply: Codable, Sendable, Equatable, JSONWritable {
         json.field(CodingKeys.mode, mode)
         json.field(CodingKeys.override, ifPresent: override)
         json.field(CodingKeys.powerW, powerW)
+        if let reactive {
+            json.field(CodingKeys.reactive, reactive)
+            json.field(CodingKeys.reactiveKvar, reactiveKvar)
+            json.field(CodingKeys.reactiveSetpointKvar, reactiveSetpointKvar)
+        }
         json.field(CodingKeys.setpointW, setpointW)
         json.field(CodingKeys.socPercent, socPercent)
         json.field(CodingKeys.state, state)
         json.field(CodingKeys.trips, trips)
+        if reactive != nil { json.field(CodingKeys.voltagePU, voltagePU) }
         json.endObject()
     }
 }

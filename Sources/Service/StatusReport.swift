@@ -38,6 +38,10 @@ struct StatusReport {
                 id: unit.id, state: "\(u.state)", mode: u.mode.rawValue, setpointW: u.setpoint, droopW: u.droop,
                 allowedChargeW: u.allowedCharge, allowedDischargeW: u.allowedDischarge,
                 trips: u.active.map { "\($0.name)" }, latched: u.latched.map { "\($0.name)" }, socPercent: u.soc, powerW: u.power)
+            entry.reactive = u.reactiveSource.rawValue
+            entry.reactiveKvar = u.reactivePower / 1000
+            entry.reactiveSetpointKvar = u.reactiveSetpoint / 1000
+            entry.voltagePU = u.voltagePU
             if let o = u.overrideW { entry.override = TimedPowerReply(powerW: o, remainingS: u.overrideRemaining.secondsDouble) }
             if let d = u.dispatchW { entry.dispatch = PowerReply(powerW: d) }
             if let held = Self.heldBy(u) {
@@ -146,6 +150,7 @@ struct StatusReport {
     func siteReply(_ configuration: BessdConfiguration) -> SiteReply {
         let site = view.shared.site
         let units = view.shared.units
+        let siteView = view.shared.view
         let c = configuration.site
         var application = ApplicationReply(name: c.application.name, active: site.applicationActive,
                                            targetW: site.applicationTarget, socReservePercent: c.socReservePercent)
@@ -177,7 +182,8 @@ struct StatusReport {
             loadEstimateW: RangeReply(low: site.loadLow, high: site.loadHigh),
             shortfall: ShortfallReply(active: site.shortfallActive, missingW: site.shortfall), units: list,
             agc: Self.agcReply(site.agc), responseReserve: Self.reserveReply(configuration, units: units))
-            .with(utility: Self.utilityReply(site.utility))
+            .with(utility: Self.utilityReply(site.utility), reactiveKvar: siteView.netVar(hasMeter: c.meter != nil) / 1000,
+                  voltagePU: siteView.voltagePU)
     }
 
     /// The utility's controls as the last cycle applied them; nil when none is in force.

@@ -206,12 +206,13 @@ struct Status: ParsableCommand {
         if let holdState = status.holdState { print(holdState + "; every unit started in the operator's standby (bessctl mode auto lifts it)") }
         for line in Self.gridOperatorLines(status.gridOperator) { print(line) }
         if let line = status.agc.flatMap(Self.agcLine) { print(line) }
-        let header = ["UNIT", "STATE", "MODE", "SOC %", "POWER kW", "SETPOINT kW", "TRIPS"]
+        let header = ["UNIT", "STATE", "MODE", "SOC %", "POWER kW", "SETPOINT kW", "Q kvar", "V p.u.", "TRIPS"]
         var rows = [header]
         for unit in status.units {
             let trips = unit.trips.map { code in unit.latched.contains(code) ? code + " (latched)" : code }
             rows.append([unit.id, unit.state, Self.modeText(unit), number(unit.socPercent),
                          number(unit.powerW, scale: 1000), number(unit.setpointW, scale: 1000),
+                         number(unit.reactiveKvar), number(unit.voltagePU, digits: 3),
                          trips.isEmpty ? "-" : trips.joined(separator: ", ")])
         }
         printTable(rows)
@@ -345,6 +346,7 @@ struct Site: ParsableCommand {
             grid = site.meter.stale == true ? "-- (METER_STALE)" : "\(number(site.gridPowerW, scale: 1000)) kW (+ = import)"
         }
         print("grid      \(grid)")
+        print("voltage   \(number(site.voltagePU, digits: 3)) p.u., reactive \(number(site.reactiveKvar)) kvar (+ = injecting)")
         print("limits    import \(number(site.limits.importMaxW, scale: 1000)) kW, export \(number(site.limits.exportMaxW, scale: 1000)) kW"
               + (site.limits.binding.map { ", \($0) limit binding" } ?? ""))
         let application = site.application

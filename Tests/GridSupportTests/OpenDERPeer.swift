@@ -1,36 +1,31 @@
 import Foundation
-public import GridSupport
+import GridSupport
+import TestSupport
+import Testing
 
 /// EPRI OpenDER 2.2.0 (PyPI `opender`) run by hil/peers/opender_reactive_peer.py: the independent
 /// oracle for the grid-support law, on the unit `rating` describes (100 kW = 100 kVA, reactive
-/// capability the whole VA, charging as far as discharging). Shared by GridSupportTests (the law) and
-/// ControlCoreTests (the law in the cycle).
-public enum OpenDER {
+/// capability the whole VA, charging as far as discharging).
+enum OpenDER {
     /// One case: OpenDER's parameters and its inputs, `count` steps of `period` at each (V p.u., P p.u.).
-    public struct Case {
-        public var settings: [String: Any]
-        public var period: Double
+    struct Case {
+        var settings: [String: Any]
+        var period: Double
         /// (count, V p.u., P demand p.u., parameters changed before these steps).
-        public var steps: [(count: Int, v: Double, p: Double, change: [String: Any])]
-
-        public init(settings: [String: Any], period: Double, steps: [(count: Int, v: Double, p: Double, change: [String: Any])]) {
-            self.settings = settings
-            self.period = period
-            self.steps = steps
-        }
+        var steps: [(count: Int, v: Double, p: Double, change: [String: Any])]
     }
 
     /// OpenDER's command (after capability and priority) at every step: W and var.
-    public struct Trace {
-        public var p: [Double]
-        public var q: [Double]
+    struct Trace {
+        var p: [Double]
+        var q: [Double]
     }
 
     /// The nameplate every case shares, `reactivePriority` as NP_PRIO_OUTSIDE_MIN_Q_REQ, the normal
     /// performance category (its Table 7 minimum) as NP_NORMAL_OP_CAT. OpenDER's category also resets
     /// the curves to the category's defaults, so it is given only for Category A (the default is B),
     /// whose cases use those defaults.
-    public static func nameplate(reactivePriority: Bool = true, category: String = "CAT_B") -> [String: Any] {
+    static func nameplate(reactivePriority: Bool = true, category: String = "CAT_B") -> [String: Any] {
         var out: [String: Any] = [
             "NP_P_MAX": 1e5, "NP_VA_MAX": 1e5, "NP_P_MAX_CHARGE": 1e5, "NP_APPARENT_POWER_CHARGE_MAX": 1e5,
             "NP_Q_MAX_INJ": 1e5, "NP_Q_MAX_ABS": 1e5, "NP_PRIO_OUTSIDE_MIN_Q_REQ": reactivePriority ? "REACTIVE" : "ACTIVE",
@@ -40,7 +35,7 @@ public enum OpenDER {
     }
 
     /// OpenDER's parameters for `settings` (percent → per unit).
-    public static func parameters(_ settings: GridSupportSettings, category: String = "CAT_B") -> [String: Any] {
+    static func parameters(_ settings: GridSupportSettings, category: String = "CAT_B") -> [String: Any] {
         var out = nameplate(reactivePriority: settings.reactivePriority, category: category)
         switch settings.reactive {
         case .constantPowerFactor(let s):
@@ -87,29 +82,23 @@ public enum OpenDER {
     }
 
     /// Runs the cases; one trace each.
-    public static func run(_ cases: [Case]) throws -> [Trace] {
+    static func run(_ cases: [Case]) throws -> [Trace] {
         let json: [[String: Any]] = cases.map { c in
             ["settings": c.settings, "period": c.period, "steps": c.steps.map { [$0.count, $0.v, $0.p, $0.change] as [Any] }]
         }
         let argument = String(decoding: try JSONSerialization.data(withJSONObject: json), as: UTF8.self)
         let run = try Package.tool(["python3", "hil/peers/opender_reactive_peer.py", argument])
-        guard run.status == 0 else {
-            throw Package.RunFailure(message: "opender_reactive_peer.py failed (scripts/ensure-python-peers.sh installs opender): \(run.err)")
-        }
+        try #require(run.status == 0, "opender_reactive_peer.py failed (scripts/ensure-python-peers.sh installs opender): \(run.err)")
         let traces = try run.out.split(separator: "\n").map { line in
-            guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: [Double]],
-                  let p = object["p"], let q = object["q"]
-            else { throw Package.RunFailure(message: "opender_reactive_peer.py answered \(line.prefix(200))") }
-            return Trace(p: p, q: q)
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: [Double]])
+            return Trace(p: try #require(object["p"]), q: try #require(object["q"]))
         }
-        guard traces.count == cases.count else {
-            throw Package.RunFailure(message: "opender_reactive_peer.py answered \(traces.count) traces for \(cases.count) cases")
-        }
+        try #require(traces.count == cases.count)
         return traces
     }
 }
 
-private extension Duration {
+extension Duration {
     var seconds: Double {
         let (whole, attoseconds) = components
         return Double(whole) + Double(attoseconds) * 1e-18
