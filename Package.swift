@@ -187,7 +187,7 @@ let package = Package(
         .testTarget(
             name: "ControlCoreTests",
             dependencies: [
-                "BessBase", "ControlCore",
+                "BessBase", "ControlCore", "GridSupport", "TestSupport",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             swiftSettings: swiftSettings),
@@ -221,8 +221,8 @@ let package = Package(
             name: "PlantTests", dependencies: ["BessBase", "Simulation", "HILPlant", "ControlCore", "BessSystem", "Fieldbus", "Config", "Cycle", "TestSupport"],
             swiftSettings: swiftSettings),
         // What every test target that runs a process or waits shares: the package's paths, running its
-        // executables and peers, waiting on a condition, loopback ports, a raw IEC 104 station.
-        .target(name: "TestSupport", dependencies: ["BessSystem", "ControlCore", "IEC104"], path: "Tests/TestSupport", swiftSettings: swiftSettings),
+        // executables and peers, waiting on a condition, loopback ports, a raw IEC 104 station, OpenDER.
+        .target(name: "TestSupport", dependencies: ["BessSystem", "ControlCore", "GridSupport", "IEC104"], path: "Tests/TestSupport", swiftSettings: swiftSettings),
         .testTarget(
             name: "ConfigTests", dependencies: ["Config", "ControlCore", "BessSystem", "Fieldbus", "TestSupport", "Outstation"],
             swiftSettings: swiftSettings),

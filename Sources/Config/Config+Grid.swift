@@ -7,7 +7,7 @@ extension GridConfiguration {
     static let keys = ConfigKeys("grid_integration", [
         "frequency_events",
         "mode", "frequency_source", "scada_enabled", "droop_settings",
-        "pmu",
+        "pmu", "reactive_power",
     ])
 
     /// The frequency source a mode uses when the file names none: only `simulation` simulates it.
@@ -43,8 +43,13 @@ extension GridConfiguration {
         fields.acknowledge("scada_enabled", "the key is ignored; the scada: block serves the site to plant SCADA")
         let droop = fields.fields("droop_settings").map { DroopSettings.decode($0, r) } ?? .seedDefault
         let frequencyEvents = fields.fields("frequency_events").map { FrequencyEventSettings.decode($0, r) } ?? FrequencyEventSettings()
+        let reactive = fields.fields("reactive_power").map {
+            ReactivePowerConfiguration.decode($0, r, keys: ReactivePowerConfiguration.unitKeys)
+        }
         fields.finish(Self.keys)
-        return GridConfiguration(mode: mode, frequencySource: source, frequencyEvents: frequencyEvents, droop: droop, pmu: pmu)
+        var grid = GridConfiguration(mode: mode, frequencySource: source, frequencyEvents: frequencyEvents, droop: droop, pmu: pmu)
+        grid.reactivePower = reactive ?? ReactivePowerConfiguration()
+        return grid
     }
 
     /// `grid_integration.pmu`: required by `frequency_source: pmu`, and read only then (a notice

@@ -21,12 +21,13 @@ extension SiteConfiguration {
 
     /// The keys of `site`.
     static let keys = ConfigKeys("site", [
-        "meter", "grid_limits", "application", "peak_shaving", "self_consumption", "soc_reserve_percent",
+        "meter", "grid_limits", "application", "peak_shaving", "self_consumption", "soc_reserve_percent", "reactive_power",
     ])
 
-    /// `site:` — the grid connection point: its meter, limits and application.
-    static func decode(_ fields: ConfigReader.Fields?, _ r: ConfigReader, mode: RunMode, units: [UnitConfiguration])
-        -> SiteConfiguration
+    /// `site:` — the grid connection point: its meter, limits, application and reactive power
+    /// (`unitReactive`: `grid_integration.reactive_power`, which it must not duplicate).
+    static func decode(_ fields: ConfigReader.Fields?, _ r: ConfigReader, mode: RunMode, units: [UnitConfiguration],
+                       unitReactive: ReactivePowerConfiguration = ReactivePowerConfiguration()) -> SiteConfiguration
     {
         var site = SiteConfiguration()
         guard let fields else { return site }
@@ -77,6 +78,10 @@ extension SiteConfiguration {
                     got: application)
         }
         site.socReservePercent = fields.double("soc_reserve_percent", default: 0, range: 0...100, unit: "%")!
+        if let reactive = fields.fields("reactive_power") {
+            site.reactivePower = ReactivePowerConfiguration.decode(reactive, r, keys: ReactivePowerConfiguration.siteKeys)
+            ReactivePowerConfiguration.checkLevels(site: site.reactivePower, reactive, unit: unitReactive, hasMeter: site.meter != nil, r)
+        }
         fields.finish(Self.keys)
         return site
     }

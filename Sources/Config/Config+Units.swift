@@ -6,7 +6,7 @@ internal import Yams
 extension UnitConfiguration {
     /// The keys of `bess_units[]`.
     static let keys = ConfigKeys("bess_units[]", [
-        "id", "campus_id", "capacity_kwh", "max_power_kw", "modbus", "inverter", "bms",
+        "id", "campus_id", "capacity_kwh", "max_power_kw", "max_apparent_power_kva", "modbus", "inverter", "bms",
     ])
 
     /// `bess_units:` — one entry per battery unit, then the checks across units: one set of settings per
@@ -43,6 +43,7 @@ extension UnitConfiguration {
             if capacity == nil && u.node("capacity_kwh") == nil { r.error(u.mark("capacity_kwh"), "\(path).capacity_kwh", "is required") }
             let power = u.double("max_power_kw", range: 0...100_000, exclusiveLower: true, unit: "kW")
             if power == nil && u.node("max_power_kw") == nil { r.error(u.mark("max_power_kw"), "\(path).max_power_kw", "is required") }
+            let apparent = decodeApparentPower(u, r, activeKW: power)
             let modbusFields = u.fields("modbus")
             let modbus = modbusFields.flatMap { ModbusSettings.decode($0, r) }
             if let modbus, let fields = modbusFields { endpoints.append((index, modbus, fields)) }
@@ -63,6 +64,7 @@ extension UnitConfiguration {
                     id: id, campusID: campus, capacityKWh: capacity, maxPowerKW: power, modbus: modbus,
                     inverter: inverter, bms: bms, inverterStaleAfter: inverterStale))
                 units[units.count - 1].inverterStartupGrace = inverterGrace
+                units[units.count - 1].maxApparentPowerKVA = apparent
             }
         }
         // One serial line has one set of line settings, and one device (endpoint, unit id) one unit:
@@ -101,6 +103,22 @@ extension UnitConfiguration {
             interfaces[unit.bms.interface] = unit.id
         }
         return units
+    }
+}
+
+extension UnitConfiguration {
+    /// `max_apparent_power_kva`: the unit's `VAMax`, which P and Q share. Not below `max_power_kw`
+    /// (IEEE 1547-2018 rates the apparent power at least the active power, and 2030.5's
+    /// `rtgMaxVA` is ≥ `rtgMaxW`): a smaller one would cut active power the unit is rated for.
+    static func decodeApparentPower(_ u: ConfigReader.Fields, _ r: ConfigReader, activeKW: Double?) -> Double? {
+        guard let kva = u.double("max_apparent_power_kva", range: 0...1_000_000, exclusiveLower: true, unit: "kVA") else { return nil }
+        if let activeKW, kva < activeKW {
+            r.error(u.mark("max_apparent_power_kva"), u.child("max_apparent_power_kva"),
+                    "must not be below max_power_kw (\(format(activeKW)) kW): the apparent power rating bounds P and Q together",
+                    got: format(kva))
+            return nil
+        }
+        return kva
     }
 }
 

@@ -39,5 +39,5 @@ struct ConfigKeys: Sendable {
         GridLimitInputsConfiguration.operatorKeys, GridLimitInputsConfiguration.keys, GridLimitInputsConfiguration.contactKeys,
         IEC104Configuration.keys, AGCConfiguration.keys, OutstationSettings.groupKeys, OutstationSettings.pointKeys,
         OutstationTLSSettings.keys, IEEE2030_5Settings.keys,
-    ]
+    ] + ReactivePowerConfiguration.unitKeys.all + ReactivePowerConfiguration.siteKeys.all
 }

@@ -124,7 +124,8 @@ public enum ConfigLoader {
         let realtime = top.fields("realtime").map { RealtimeSettings.decode($0, r) }
         let metrics = top.string("metrics_listen", pattern: { ListenAddress($0, allowsPortZero: true) != nil },
                                  rule: "must be IPV4:PORT, e.g. 127.0.0.1:9464")
-        let site = SiteConfiguration.decode(top.fields("site"), r, mode: mode, units: units ?? [])
+        let site = SiteConfiguration.decode(top.fields("site"), r, mode: mode, units: units ?? [],
+                                            unitReactive: grid?.reactivePower ?? ReactivePowerConfiguration())
         let scada = ScadaConfiguration.decode(top.fields("scada"), r, units: units ?? [])
         let inputs = GridLimitInputsConfiguration.decode(top.fields("grid_operator"), r, units: units ?? [], site: site, scada: scada)
         let iec104 = IEC104Configuration.decode(top.fields("iec104"), r, units: units ?? [])

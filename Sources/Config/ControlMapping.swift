@@ -40,6 +40,10 @@ extension BessdConfiguration {
                 rules: Self.apply(interlocks, to: defaults))
             settings.bmsStartupGrace = unit.bms.startupGrace
             settings.inverterStartupGrace = unit.inverterStartupGrace
+            // `grid_integration.reactive_power`: every unit runs the same mode on its own ratings.
+            settings.gridSupport = grid.reactivePower.settings
+            settings.nominalVoltageV = grid.reactivePower.nominalVoltageV
+            settings.apparentPowerRating = unit.maxApparentPowerKVA.map { $0 * 1000 }
             return settings
         }
     }

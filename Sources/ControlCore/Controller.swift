@@ -1,3 +1,5 @@
+public import GridSupport
+
 /// Why allowed power in one direction is what it is.
 public enum LimitReason: Sendable, Equatable, CustomStringConvertible {
     /// Nothing below the unit's rating.
@@ -56,6 +58,14 @@ public struct UnitSettings: Sendable {
     /// must be long enough that one tick stays well under the THERMAL_RUNAWAY threshold: 30 s bounds
     /// it at 0.05 °C/s (the rule's hysteresis) against 0.1 °C/s to trip.
     public var cellTemperatureRiseWindow: Duration
+    /// `grid_integration.reactive_power`: the unit's reactive mode and volt-watt, stepped by
+    /// `ReactiveStage`; nil: none, and bessd leaves the inverter's reactive power alone.
+    public var gridSupport: GridSupportSettings? = nil
+    /// `grid_integration.reactive_power.nominal_voltage_v` (line to neutral, V): the base of the
+    /// unit's per-unit voltage; nil: none is known (`UnitDecision.voltagePU` nil).
+    public var nominalVoltageV: Double? = nil
+    /// `max_apparent_power_kva` in VA (`VAMax`), which P and Q share; nil: `rating`.
+    public var apparentPowerRating: Double? = nil
 
     public init(
         rating: Watts, capacity: WattHours, bmsStaleAfter: Duration = .seconds(3),
@@ -159,6 +169,11 @@ public struct UnitDecision: Sendable, Equatable {
     /// The reactive setpoint to write, var (+ = injecting, over-excited); nil: bessd leaves the
     /// inverter's reactive power alone (no reactive mode configured and no party asking).
     public var reactive: Double? = nil
+    /// What sets `reactive` (the configured mode, `staleVoltage`, `stopped`, or `off`).
+    public var reactiveSource = ReactiveSource.off
+    /// The inverter's AC voltage in p.u. of `UnitSettings.nominalVoltageV` (`VoltageScale.perUnit`);
+    /// nil when the reading is stale, has no voltage, or the voltage is implausible.
+    public var voltagePU: Double? = nil
     public init() {}
 }
 
@@ -319,6 +334,8 @@ public struct UnitController: Sendable {
         d.dispatched = !overriding && (asked.map { $0.expiresAt > now && $0.power.value.isFinite } ?? false)
         d.soc = status?.soc
         d.measuredPower = inverter?.activePower
+        let perUnit = VoltageScale.perUnit(inverter?.voltage, nominal: settings.nominalVoltageV)
+        d.voltagePU = perUnit.isNaN ? nil : perUnit
         decision = d
 
         // 5. Account.
@@ -606,6 +623,7 @@ extension SiteController {
         if rocof.window == old.rocof.window { rocof = old.rocof }
         if gridEnergy != nil, let open = old.gridEnergy, open.lengthSeconds == gridEnergy!.lengthSeconds { gridEnergy = open }
         frequencyEvents.adopt(old.frequencyEvents, mapping: mapping)
+        reactiveStage.adopt(old.reactiveStage, mapping: mapping)
         for (i, j) in mapping.enumerated() where i < units.count {
             guard let j, j < old.units.count else { continue }
             units[i].adopt(old.units[j])

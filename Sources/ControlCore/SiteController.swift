@@ -34,6 +34,8 @@ public final class SiteController {
     let expectsFrequency: Bool
     /// The allocation stage: shares the pool by headroom and SOC inside the site's bounds.
     var pool: SitePool
+    /// The last stage: each unit's reactive mode and volt-watt on its share (SiteReactive.swift).
+    var reactiveStage: ReactiveStage
     /// The last step's allocation: what the pool was asked and what it was given.
     public var allocation: AllocationResult { pool.allocation }
     /// True while `SITE_SHORTFALL` stands (raised above the threshold, cleared below half of it).
@@ -105,6 +107,7 @@ public final class SiteController {
         self.expectsFrequency = expectsFrequency
         let rating = units.reduce(0.0) { $0 + ($1.rating.value.isFinite ? max(0, $1.rating.value) : 0) }
         pool = SitePool(units: units.count, rating: rating)
+        reactiveStage = ReactiveStage(units: units)
         ratedPower = rating
         responseReserve = ResponseReserve(droop: control.droop, units: units)
         unitReserveReached = Array(repeating: (false, false), count: units.count)
@@ -220,7 +223,8 @@ public final class SiteController {
     /// One decision for the site, stage by stage (SitePool.swift, in the order of authority of
     /// docs/design/0005-site.md): the units' totals, the utility's ramped limits and the connection
     /// point, the pool with the application and the grid limits, the operator's and the utility's
-    /// bounds, the sharing, and what is reported.
+    /// bounds, the sharing, each unit's reactive power (which may lower its share: volt-watt, `VAMax`),
+    /// and what is reported.
     func allocate(now: MonotonicInstant, meter: Timestamped<MeterReading>?, elapsed: Double = 0) {
         let utility = UtilityStage(published: utilityLimits, now: now)
         let totals = pool.gather(units, kept: unitReserveReached, socReserve: connection.settings.socReservePercent)
@@ -235,6 +239,8 @@ public final class SiteController {
         target = SitePool.bound(target, held: totals.held, bounds: bounds, utility: utility, connection: connection, decision: &decision)
         pool.share(target, held: totals.held, bounds: bounds, utility: utility, connection: connection, decision: &decision)
         pool.apply(to: &units, totals: totals, decision: &decision)
+        decision.delivered += reactiveStage.apply(to: &units, elapsedSeconds: elapsed)
+        pool.lastCommanded = decision.delivered
         siteDecision = decision
         pool.report(decision.binding, connection: connection, events: &events, now: now)
     }

@@ -115,6 +115,9 @@ extension UnitStatus {
         self.droop = d.droop.value
         self.allowedCharge = d.allowedCharge.value
         self.allowedDischarge = d.allowedDischarge.value
+        // The reactive stage's command (var, NaN: the inverter's Q is left alone) and what set it.
+        self.reactiveSetpoint = d.reactive ?? .nan
+        self.reactiveSource = d.reactiveSource
         self.active = d.activeCodes
         self.latched = d.latchedCodes
         self.mode = controller.units[i].mode

@@ -18,6 +18,7 @@ struct ConfigKeysTests {
             campus_id: C1
             capacity_kwh: 250
             max_power_kw: 100
+            max_apparent_power_kva: 110
             modbus: {device: /dev/ttyS1, baud: 9600, parity: even, data_bits: 8, stop_bits: 1, rs485: false,
                      unit_id: 1, timeout_ms: 500, port: 502}
             inverter:
@@ -47,6 +48,21 @@ struct ConfigKeysTests {
           droop_settings: {enabled: true, nominal_hz: 50, deadband_hz: [49.9, 50.1], droop_percent: 5,
                            droop_percent_under: 5, droop_percent_over: 5, reference: edge, response_time_s: 5,
                            profile: seed, sustain_s: 300, response_power_percent: 100}
+          reactive_power:
+            mode: constant_pf
+            profile: ieee1547_2018_cat_b
+            nominal_voltage_v: 230
+            reactive_priority: true
+            pf: 0.95
+            excitation: absorbing
+            pf_absorb: 0.95
+            excitation_absorb: injecting
+            var_percent: 0
+            response_time_s: 10
+            volt_var: {points: [[0.92, 44], [0.98, 0], [1.02, 0], [1.08, -44]], v_ref_pu: 1, olrt_s: 5, autonomous_v_ref: false,
+                       v_ref_time_constant_s: 300, v_ref_limits_pu: [0.95, 1.05]}
+            watt_var: {points: [[-100, 44], [100, -44]], olrt_s: 10}
+            volt_watt: {enabled: true, points: [[1.06, 100], [1.1, 0]], olrt_s: 10}
         limits: {ramp_percent_per_s: 10, schedule_ramp_percent_per_s: 10}
         interlocks:
           overtemperature: {enabled: true, threshold: 55, hysteresis: 5, delay_s: 1, hold_s: 0, severity: derate,
@@ -94,6 +110,21 @@ struct ConfigKeysTests {
           peak_shaving: {import_max_kw: 400, recharge_below_kw: 300}
           self_consumption: {target_grid_kw: 0}
           soc_reserve_percent: 10
+          reactive_power:
+            mode: volt_var
+            profile: ieee1547_2018_cat_a
+            nominal_voltage_v: 6350
+            reactive_priority: false
+            pf: 1
+            excitation: injecting
+            pf_absorb: 1
+            excitation_absorb: absorbing
+            var_percent: 0
+            response_time_s: 10
+            volt_var: {points: [[0.9, 25], [1, 0], [1, 0], [1.1, -25]], v_ref_pu: 1, olrt_s: 10, autonomous_v_ref: true,
+                       v_ref_time_constant_s: 300, v_ref_limits_pu: [0.95, 1.05]}
+            watt_var: {points: [[-100, 25], [100, -25]], olrt_s: 10}
+            volt_watt: {enabled: false, points: [[1.06, 100], [1.1, 0]], olrt_s: 10}
         scada:
           listen: 0.0.0.0:502
           unit_id: 1

@@ -1,5 +1,6 @@
 import Foundation
 import GridSupport
+import TestSupport
 import Testing
 
 /// The control law against EPRI OpenDER 2.2.0 on the same inputs (issue 59 §3): steady state within

@@ -1,31 +1,36 @@
 import Foundation
-import GridSupport
-import TestSupport
-import Testing
+public import GridSupport
 
 /// EPRI OpenDER 2.2.0 (PyPI `opender`) run by hil/peers/opender_reactive_peer.py: the independent
 /// oracle for the grid-support law, on the unit `rating` describes (100 kW = 100 kVA, reactive
-/// capability the whole VA, charging as far as discharging).
-enum OpenDER {
+/// capability the whole VA, charging as far as discharging). Shared by GridSupportTests (the law) and
+/// ControlCoreTests (the law in the cycle).
+public enum OpenDER {
     /// One case: OpenDER's parameters and its inputs, `count` steps of `period` at each (V p.u., P p.u.).
-    struct Case {
-        var settings: [String: Any]
-        var period: Double
+    public struct Case {
+        public var settings: [String: Any]
+        public var period: Double
         /// (count, V p.u., P demand p.u., parameters changed before these steps).
-        var steps: [(count: Int, v: Double, p: Double, change: [String: Any])]
+        public var steps: [(count: Int, v: Double, p: Double, change: [String: Any])]
+
+        public init(settings: [String: Any], period: Double, steps: [(count: Int, v: Double, p: Double, change: [String: Any])]) {
+            self.settings = settings
+            self.period = period
+            self.steps = steps
+        }
     }
 
     /// OpenDER's command (after capability and priority) at every step: W and var.
-    struct Trace {
-        var p: [Double]
-        var q: [Double]
+    public struct Trace {
+        public var p: [Double]
+        public var q: [Double]
     }
 
     /// The nameplate every case shares, `reactivePriority` as NP_PRIO_OUTSIDE_MIN_Q_REQ, the normal
     /// performance category (its Table 7 minimum) as NP_NORMAL_OP_CAT. OpenDER's category also resets
     /// the curves to the category's defaults, so it is given only for Category A (the default is B),
     /// whose cases use those defaults.
-    static func nameplate(reactivePriority: Bool = true, category: String = "CAT_B") -> [String: Any] {
+    public static func nameplate(reactivePriority: Bool = true, category: String = "CAT_B") -> [String: Any] {
         var out: [String: Any] = [
             "NP_P_MAX": 1e5, "NP_VA_MAX": 1e5, "NP_P_MAX_CHARGE": 1e5, "NP_APPARENT_POWER_CHARGE_MAX": 1e5,
             "NP_Q_MAX_INJ": 1e5, "NP_Q_MAX_ABS": 1e5, "NP_PRIO_OUTSIDE_MIN_Q_REQ": reactivePriority ? "REACTIVE" : "ACTIVE",
@@ -35,7 +40,7 @@ enum OpenDER {
     }
 
     /// OpenDER's parameters for `settings` (percent → per unit).
-    static func parameters(_ settings: GridSupportSettings, category: String = "CAT_B") -> [String: Any] {
+    public static func parameters(_ settings: GridSupportSettings, category: String = "CAT_B") -> [String: Any] {
         var out = nameplate(reactivePriority: settings.reactivePriority, category: category)
         switch settings.reactive {
         case .constantPowerFactor(let s):
@@ -82,23 +87,29 @@ enum OpenDER {
     }
 
     /// Runs the cases; one trace each.
-    static func run(_ cases: [Case]) throws -> [Trace] {
+    public static func run(_ cases: [Case]) throws -> [Trace] {
         let json: [[String: Any]] = cases.map { c in
             ["settings": c.settings, "period": c.period, "steps": c.steps.map { [$0.count, $0.v, $0.p, $0.change] as [Any] }]
         }
         let argument = String(decoding: try JSONSerialization.data(withJSONObject: json), as: UTF8.self)
         let run = try Package.tool(["python3", "hil/peers/opender_reactive_peer.py", argument])
-        try #require(run.status == 0, "opender_reactive_peer.py failed (scripts/ensure-python-peers.sh installs opender): \(run.err)")
-        let traces = try run.out.split(separator: "\n").map { line in
-            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: [Double]])
-            return Trace(p: try #require(object["p"]), q: try #require(object["q"]))
+        guard run.status == 0 else {
+            throw Package.RunFailure(message: "opender_reactive_peer.py failed (scripts/ensure-python-peers.sh installs opender): \(run.err)")
         }
-        try #require(traces.count == cases.count)
+        let traces = try run.out.split(separator: "\n").map { line in
+            guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: [Double]],
+                  let p = object["p"], let q = object["q"]
+            else { throw Package.RunFailure(message: "opender_reactive_peer.py answered \(line.prefix(200))") }
+            return Trace(p: p, q: q)
+        }
+        guard traces.count == cases.count else {
+            throw Package.RunFailure(message: "opender_reactive_peer.py answered \(traces.count) traces for \(cases.count) cases")
+        }
         return traces
     }
 }
 
-extension Duration {
+private extension Duration {
     var seconds: Double {
         let (whole, attoseconds) = components
         return Double(whole) + Double(attoseconds) * 1e-18

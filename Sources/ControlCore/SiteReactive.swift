@@ -1,0 +1,109 @@
+import GridSupport
+
+/// The reactive stage of the cycle: the last stage of `SiteController.allocate`, after active power
+/// is shared (docs/design/0010-reactive-power.md, "The per-unit path").
+///
+/// Each unit with a configured mode (`UnitSettings.gridSupport`) steps its IEEE 1547-2018 law
+/// (`GridSupportController`) on its allocated setpoint and its measured voltage (p.u., nil when
+/// stale or implausible). The law's P replaces the setpoint only to lower it: volt-watt lowers P,
+/// `VAMax` shrinks |P|; it is never more discharge than the setpoint, and it is clamped back into the
+/// unit's allowed power, so an interlock that forbids charging outranks a negative volt-watt limit.
+/// Its Q is the unit's reactive setpoint. Q only while the unit runs (`running`, `limited`; a derate
+/// never touches Q): starting, standby, tripped or faulted, the unit is asked 0 var and its law starts
+/// over. A voltage mode without a voltage commands 0 var (`staleVoltage`); a unit with no mode is
+/// left alone (`reactive` nil). Storage is fixed at init: a step copies plain values only.
+struct ReactiveStage: Sendable {
+    /// Each unit's law as built, before any step: a stopped unit's law is reset to it (a plain copy).
+    private var initial: [GridSupportController?]
+    /// Each unit's law as it runs; nil: no mode configured (or settings the law refuses).
+    private(set) var laws: [GridSupportController?]
+
+    init(units: [UnitSettings]) {
+        initial = units.map { settings in
+            settings.gridSupport.flatMap { try? GridSupportController(settings: $0, rating: Self.rating(settings)) }
+        }
+        laws = initial
+    }
+
+    /// The unit's ratings as configured: `VAMax` is `max_apparent_power_kva`, else the active rating;
+    /// the reactive capability is `VAMax` each way.
+    static func rating(_ settings: UnitSettings) -> UnitRating {
+        let active = settings.rating.value
+        return UnitRating(apparentPowerVA: settings.apparentPowerRating ?? active, activePowerW: active, chargePowerW: active)
+    }
+
+    /// The hook for ratings that arrive after start-up (the inverter's 702 `VAMaxRtg`,
+    /// `VarMaxInjRtg`/`VarMaxAbsRtg`, read at discovery): rebuilds the unit's law on `rating`, its Q
+    /// starting again from 0 through the response. Building a law validates it, which allocates: call it
+    /// when a rating changes, never every period. A rating the law refuses changes nothing.
+    mutating func rerate(unit: Int, rating: UnitRating) {
+        guard laws.indices.contains(unit), let law = laws[unit], law.rating != rating,
+              let rebuilt = try? GridSupportController(settings: law.settings, rating: rating)
+        else { return }
+        initial[unit] = rebuilt
+        laws[unit] = rebuilt
+    }
+
+    /// One period: steps each unit's law after the pool has shared active power. Returns the change of
+    /// the units' summed setpoint, W.
+    mutating func apply(to units: inout [UnitController], elapsedSeconds: Double) -> Double {
+        let dt = elapsedSeconds.isFinite ? min(max(0, elapsedSeconds), 10) : 0
+        var change = 0.0
+        for index in units.indices where index < laws.count && laws[index] != nil {
+            var d = units[index].decision
+            let mode = laws[index]!.settings.reactive
+            if d.state.mayOperate {
+                let asked = d.setpoint.value
+                let output = laws[index]!.step(voltage: d.voltagePU ?? .nan, desiredPowerW: asked, elapsedSeconds: dt)
+                let setpoint = Self.lowered(output.activePowerW, asked: asked, decision: d)
+                d.setpoint = Watts(setpoint)
+                change += setpoint - asked
+                if let mode {
+                    // No command from a voltage mode: its voltage is stale or nonsense, and 0 var is written.
+                    d.reactive = output.reactivePowerVar ?? 0
+                    d.reactiveSource = output.reactivePowerVar == nil && mode.readsVoltage ? .staleVoltage : ReactiveSource(mode)
+                }
+            } else {
+                laws[index] = initial[index]
+                if mode != nil {
+                    d.reactive = 0
+                    d.reactiveSource = .stopped
+                }
+            }
+            units[index].decision = d
+        }
+        return change
+    }
+
+    /// The law's P as the unit's setpoint: no more discharge than `asked` (while charging, the law
+    /// may deepen the charge by volt-watt or shrink it by `VAMax`), inside the unit's allowed power.
+    static func lowered(_ law: Double?, asked: Double, decision d: UnitDecision) -> Double {
+        guard let law, law.isFinite else { return asked }
+        let p = asked >= 0 ? min(law, asked) : min(law, 0)
+        return ControlMath.clamp(p, -d.allowedCharge.value, d.allowedDischarge.value)
+    }
+
+    /// Carries each unit's law over a configuration reload (`mapping[i]` is unit i's index in `old`)
+    /// where the unit keeps its ratings: the law follows the new settings from where Q and the
+    /// volt-watt limit stand (`retune`), so a reload makes no step.
+    mutating func adopt(_ old: ReactiveStage, mapping: [Int?]) {
+        for (i, j) in mapping.enumerated() where i < laws.count {
+            guard let j, j < old.laws.count, let settings = laws[i]?.settings, var carried = old.laws[j],
+                  carried.rating == laws[i]?.rating
+            else { continue }
+            if (try? carried.retune(settings)) != nil { laws[i] = carried }
+        }
+    }
+}
+
+extension ReactiveSource {
+    /// The configured mode, as `status --json` names it.
+    init(_ mode: ReactivePowerMode) {
+        switch mode {
+        case .constantPowerFactor: self = .constantPowerFactor
+        case .constantVar: self = .constantVar
+        case .voltVar: self = .voltVar
+        case .wattVar: self = .wattVar
+        }
+    }
+}
