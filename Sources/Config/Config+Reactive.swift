@@ -260,11 +260,16 @@ extension ReactivePowerConfiguration {
                     "volt-watt is set in grid_integration.reactive_power too: choose per unit or at the connection point")
         }
         let readsVoltage = site.settings?.reactive?.readsVoltage == true || site.settings?.voltWatt != nil
-        if readsVoltage, !hasMeter, unit.nominalVoltageV == nil {
-            let key = site.settings?.reactive?.readsVoltage == true ? "mode" : "volt_watt"
+        guard readsVoltage, unit.nominalVoltageV == nil else { return }
+        let key = site.settings?.reactive?.readsVoltage == true ? "mode" : "volt_watt"
+        if !hasMeter {
             r.error(f.mark(key), f.child(key),
                     "without site.meter the site's voltage is the units' mean per-unit voltage: "
                         + "grid_integration.reactive_power.nominal_voltage_v is needed too")
+        } else {
+            r.notice(f.mark(key), f.child(key),
+                     "while site.meter is stale the site's voltage is the units' mean per-unit voltage, which needs "
+                        + "grid_integration.reactive_power.nominal_voltage_v; without it there is no voltage then (0 var)")
         }
     }
 }

@@ -128,6 +128,14 @@ struct ReactiveConfigTests {
         #expect(c.site.reactivePower.settings == Self.categoryB.settings(reactive: .voltVar(Self.categoryB.voltVar), voltWatt: true))
         #expect(c.site.meter == nil, "no meter: the units' sum")
         #expect(c.grid.reactivePower.settings == nil)
+        let metered = try Self.parse(Self.unit + """
+            site:
+              meter: {simulated: true}
+              reactive_power: {mode: volt_var, nominal_voltage_v: 230}
+            """)
+        #expect(metered.site.reactivePower.settings?.reactive?.readsVoltage == true)
+        #expect(metered.notices.filter { $0.keyPath == "site.reactive_power.mode" }.map(\.line) == [7],
+                "a stale meter falls back to the units' voltage, which has no nominal: a notice")
         let units = try Self.parse(Self.unit + "site:\n  reactive_power: {mode: constant_var, var_percent: 20}\n")
         #expect(units.site.reactivePower.settings?.reactive == .constantVar(ConstantVarSettings(percent: 20, responseTime: .seconds(10))))
     }
