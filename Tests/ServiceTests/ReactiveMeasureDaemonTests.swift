@@ -12,9 +12,10 @@ import Testing
 @Suite("Reactive power and voltage: a running bessd's SCADA and IEC 104", .serialized)
 struct ReactiveMeasureDaemonTests {
     /// Two 100 kW units, a simulated meter, no application: the batteries idle and the connection
-    /// point carries the load, stepping between 100 and 160 kW every 4 s.
+    /// point carries the load, stepping between 100 and 160 kW every 4 s; the outstation of
+    /// `IEC104DaemonTests` (common address 7).
     static func yaml(scada: Int, iec104: Int) -> String {
-        daemonYAML.replacingOccurrences(of: "simulation: {frequency_profile: steady, base_hz: 49.8}", with: """
+        IEC104DaemonTests.yaml(port: iec104).replacingOccurrences(of: "simulation: {frequency_profile: steady, base_hz: 49.8}", with: """
             simulation:
               frequency_profile: steady
               base_hz: 50.0
@@ -24,12 +25,6 @@ struct ReactiveMeasureDaemonTests {
             scada:
               listen: 127.0.0.1:\(scada)
               allow_from: [127.0.0.1]
-            iec104:
-              listen: 127.0.0.1:\(iec104)
-              common_address: 7
-              agc: {expiry_s: 30}
-              groups:
-                - {name: sldc, allow_from: [127.0.0.1], commands: [agc, setpoint]}
             """)
     }
 
