@@ -19,12 +19,14 @@ extension BessdConfiguration {
 
     /// The connection point's settings (`site:`).
     public var siteSettings: SiteSettings {
-        SiteSettings(
+        var settings = SiteSettings(
             hasMeter: site.meter != nil, importMax: site.importMaxKW.map { .kilowatts($0) },
             exportMax: site.exportMaxKW.map { .kilowatts($0) }, application: site.application,
             socReservePercent: site.socReservePercent,
             meterStaleAfter: site.meter?.staleAfter ?? .seconds(3),
             meterMaxLag: site.meter?.maxLag ?? .seconds(1))
+        settings.nominalVoltageV = site.reactivePower.nominalVoltageV
+        return settings
     }
 
     /// Per-unit control settings, with the interlock table overridden from `interlocks:`.

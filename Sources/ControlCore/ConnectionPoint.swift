@@ -75,6 +75,9 @@ public struct SiteSettings: Sendable {
     /// The longest delay between the meter measuring and bessd reading it. After the batteries'
     /// power changes, the controller acts only on what every delay up to this one agrees on.
     public var meterMaxLag: Duration
+    /// `site.reactive_power.nominal_voltage_v` (line to neutral, V): the base of the meter's per-unit
+    /// voltage (`GRID_OVERVOLTAGE`, `GRID_UNDERVOLTAGE`); nil: none, and those rules are inert.
+    public var nominalVoltageV: Double? = nil
 
     public init(hasMeter: Bool = false, importMax: Watts? = nil, exportMax: Watts? = nil,
                 application: SiteApplication = .none, socReservePercent: Double = 0,

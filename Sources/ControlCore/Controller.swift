@@ -124,6 +124,8 @@ public struct SiteConditions: Sendable {
     public var rocof: Double?
     /// Age of the frequency (seconds), `nil` when no frequency is expected.
     public var frequencyAge: Double?
+    /// The connection point's voltage, p.u., from a fresh meter (`ConnectionPoint.voltagePU`).
+    public var gridVoltagePU: Double?
     public init(frequency: Hertz? = nil, frequencyDeviation: Double? = nil, rocof: Double? = nil, frequencyAge: Double? = nil) {
         self.frequency = frequency
         self.frequencyDeviation = frequencyDeviation
@@ -504,6 +506,8 @@ public struct UnitController: Sendable {
         metrics[.frequencyDeviation] = site.frequencyDeviation
         metrics[.rocof] = site.rocof
         metrics[.frequencyDataAge] = site.frequencyAge
+        metrics[.acVoltage] = VoltageScale.perUnit(inverter?.voltage, nominal: settings.nominalVoltageV)
+        metrics[.gridVoltage] = site.gridVoltagePU
         let bmsGrace = settings.bmsStartupGrace.secondsDouble
         metrics[.bmsDataAge] = max(age(bms.limits?.takenAt, now, grace: bmsGrace), age(bms.status?.takenAt, now, grace: bmsGrace),
                                    age(bms.measurements?.takenAt, now, grace: bmsGrace))

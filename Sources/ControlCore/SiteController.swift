@@ -170,6 +170,7 @@ public final class SiteController {
             conditions.frequencyAge = frequency.map { now.seconds(since: $0.takenAt) }
                 ?? (units.first.map { now.seconds(since: $0.startedAt) } ?? 0)
         }
+        conditions.gridVoltagePU = connection.voltagePU(meter, at: now)
         site = conditions
         settleCommands(now: now)
 

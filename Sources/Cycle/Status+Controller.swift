@@ -67,6 +67,8 @@ extension SiteStatus {
         let metered = c.gridPower == nil ? nil : meter?.value
         self.gridReactivePower = metered?.reactivePower ?? .nan
         self.gridVoltage = metered?.voltage ?? .nan
+        // In p.u. of `site.reactive_power.nominal_voltage_v`, as GRID_OVERVOLTAGE/UNDERVOLTAGE read it.
+        self.gridVoltagePU = controller.site.gridVoltagePU ?? .nan
         self.binding = d.binding
         self.applicationActive = d.applicationActive
         self.applicationTarget = c.target
@@ -152,5 +154,7 @@ extension UnitStatus {
         self.contactor = ContactorState.reported(driven: driven, connected: inverter?.connected)
         self.reactivePower = inverter?.reactivePower ?? .nan
         self.acVoltage = inverter?.voltage ?? .nan
+        // In p.u. of `grid_integration.reactive_power.nominal_voltage_v`, as the step read it.
+        self.voltagePU = d.voltagePU ?? .nan
     }
 }
