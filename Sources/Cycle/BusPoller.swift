@@ -274,6 +274,10 @@ public final class BusPoller: @unchecked Sendable {
                         sessions[i].devices[d].contactorNotice = false
                         EndpointWorker.cannotOpen(endpoint.devices[d], on: endpoint.endpoint, log)
                     }
+                    if sessions[i].devices[d].reactiveNotice {
+                        sessions[i].devices[d].reactiveNotice = false
+                        log(endpoint.devices[d].reactiveUnavailable(on: endpoint.endpoint))
+                    }
                     guard let plan = planned else { continue }
                     for (k, w) in plan.writes.enumerated() {
                         lanes[i].queue.insert(.write(device: d, address: w.address, values: w.values,

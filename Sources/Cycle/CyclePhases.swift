@@ -86,7 +86,7 @@ extension SiteRunner {
         let connect = !controller.siteDecision.utility.disconnected
         for i in inputs.indices {
             let decision = controller.decision(unit: i)
-            io.command(unit: i, setpoint: decision.setpoint)
+            io.command(unit: i, setpoint: decision.setpoint, reactive: decision.reactive)
             io.connect(unit: i, connect && !decision.disconnectRequested)
         }
         io.commandsIssued()

@@ -1,6 +1,7 @@
 public import BessBase
 public import BessSystem
 import ControlCore
+import Fieldbus
 
 /// What a bus worker tells the operator about a device is a `Notice` of the device topic: a
 /// wrong inverter address must be found by `journalctl -p warning` and `journalctl BESS_UNIT=D1`.
@@ -15,9 +16,22 @@ public enum DeviceCode: String, NoticeCode, CaseIterable {
     case deviceAnswering = "DEVICE_ANSWERING"
     /// The utility asks a unit opened and its inverter cannot open (no usable model 123 `Conn`).
     case contactorUnavailable = "CONTACTOR_UNAVAILABLE"
+    /// A unit asked for reactive power has no SunSpec 704 var points (or is a 124-only or
+    /// register-map inverter): its reactive power is left alone, its active power is not touched.
+    case reactiveUnavailable = "REACTIVE_UNAVAILABLE"
 
     public var severity: NoticeSeverity { self == .deviceAnswering ? .notice : .warning }
     public var topic: NoticeTopic { .device }
+}
+
+extension EndpointDevice {
+    /// Said once per unit, the first time it is asked for reactive power it cannot take.
+    func reactiveUnavailable(on endpoint: ModbusEndpoint) -> Notice {
+        Notice(DeviceCode.reactiveUnavailable,
+               "unit id \(unitID) on \(endpoint): no reactive-power control: the inverter has no usable SunSpec model 704 "
+                   + "var points (VarSetEna, VarSetMod, VarSetEnaRvrt, VarSetRvrtTms with VarSet or VarSetPct); "
+                   + "its reactive power is left to it, its active power is commanded as before", units: [name])
+    }
 }
 
 extension Notice {

@@ -44,10 +44,21 @@ struct EndpointSession: ~Copyable, @unchecked Sendable {
         let setpoint = WritePlanner.setpoint(decided: decided, stalled: stalled, valueFault: devices[index].valueFault)
         guard let device = devices[index].device else { return nil }
         devices[index].plannedConn = nil
-        var plan = try WritePlanner.plan(device, setpoint: setpoint, lastWritten: devices[index].lastWritten,
-                                         lastPlain: devices[index].lastPlain, lastArmedAt: devices[index].lastArmedAt,
-                                         revert: revert, now: now)
-        if let plan { devices[index].plannedPlain = plan.plain }
+        let request = slot?.reactiveRequest ?? (reactive: nil, priority: false)
+        let reactive = WritePlanner.reactive(decided: request.reactive, stalled: stalled, valueFault: devices[index].valueFault,
+                                             enabled: devices[index].reactive.enabled)
+        if request.reactive != nil, device.reactiveControl == nil, !devices[index].reactiveUnavailableSaid {
+            devices[index].reactiveUnavailableSaid = true
+            devices[index].reactiveNotice = true
+        }
+        var plan = try WritePlanner.plan(device, setpoint: setpoint, reactive: reactive, reactivePriority: request.priority,
+                                         lastWritten: devices[index].lastWritten, lastPlain: devices[index].lastPlain,
+                                         lastArmedAt: devices[index].lastArmedAt, axis: devices[index].reactive, revert: revert, now: now)
+        if let plan {
+            devices[index].plannedPlain = plan.plain
+            // Kept until answered (a poller may plan the next round while these are in flight).
+            if let reactive = plan.reactive { devices[index].plannedReactive = reactive }
+        }
         if let slot {
             contactor(index, device, slot: slot, revert: revert, now: now, stalled: stalled, rating: rating, plan: &plan)
         }
@@ -115,6 +126,7 @@ struct EndpointSession: ~Copyable, @unchecked Sendable {
     mutating func written(_ index: Int, setpoint: Watts, rearm: Bool, conn: UInt16?, at now: MonotonicInstant) {
         devices[index].lastWritten = setpoint
         devices[index].lastPlain = devices[index].plannedPlain.take()  // moved, not copied
+        if let reactive = devices[index].plannedReactive.take() { devices[index].reactive = reactive }
         devices[index].refusalLogged = false
         if rearm { devices[index].lastArmedAt = now }
         if setpoint == .zero {
@@ -149,7 +161,16 @@ struct EndpointSession: ~Copyable, @unchecked Sendable {
 /// One device's state on its endpoint (part of the session).
 struct DeviceState {
     /// The discovered device (nil until discovery, and after a failure that calls for it again).
-    var device: ModbusDevice? { didSet { pollRequest = device?.pollRequest } }
+    var device: ModbusDevice? {
+        didSet {
+            pollRequest = device?.pollRequest
+            // Rediscovered: the reactive setpoint is re-armed at its first write (`enabled` is kept).
+            if device == nil {
+                reactive.lastWritten = nil
+                plannedReactive = nil
+            }
+        }
+    }
     /// The device's poll request, kept with it: the poller asks for it every round, and asking the
     /// driver each time copies it (a retain per reference it holds).
     private(set) var pollRequest: (address: Int, count: Int)?
@@ -186,6 +207,13 @@ struct DeviceState {
     /// "Cannot open" was said for the request in force; `contactorNotice`: it is to be said now.
     var cannotOpenSaid = false
     var contactorNotice = false
+    /// The reactive axis (`ReactiveWriteState`), and the one the round's writes carry until answered.
+    var reactive = ReactiveWriteState()
+    var plannedReactive: ReactiveWriteState?
+    /// Asked for reactive power, the device has no var points: `REACTIVE_UNAVAILABLE` was said (once
+    /// per unit, kept across rediscoveries); `reactiveNotice`: it is to be said now.
+    var reactiveUnavailableSaid = false
+    var reactiveNotice = false
 }
 
 /// The one connection to an endpoint, shared by every unit id on it (part of the session).

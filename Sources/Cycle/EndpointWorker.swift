@@ -12,6 +12,9 @@ public final class DeviceSlot: Sendable {
     struct State {
         var reading: Timestamped<InverterReading>?
         var setpoint: Watts = .zero
+        /// The reactive setpoint, var (+ = injecting; nil: leave the inverter's alone), and `VarSetPri`.
+        var reactive: Double?
+        var reactivePriority = false
         var lastError: String?
         var roundTrip: Duration = .zero
         var errors: UInt64 = 0
@@ -39,6 +42,20 @@ public final class DeviceSlot: Sendable {
 
     /// Hands the worker a new setpoint (the cycle's side).
     public func setSetpoint(_ power: Watts) { state.withLock { $0.setpoint = power } }
+
+    /// Hands the worker a new active and reactive setpoint (var, + = injecting; nil: bessd leaves
+    /// the inverter's reactive power alone) in one lock (the cycle's side).
+    public func setSetpoint(_ power: Watts, reactive: Double?) {
+        state.withLock {
+            $0.setpoint = power
+            $0.reactive = reactive
+        }
+    }
+
+    /// Whether reactive power has priority on the inverter (704 `VarSetPri`; `reactive_priority`).
+    public func setReactivePriority(_ priority: Bool) { state.withLock { $0.reactivePriority = priority } }
+    /// The reactive setpoint and its priority (the worker's side).
+    var reactiveRequest: (reactive: Double?, priority: Bool) { state.withLock { ($0.reactive, $0.reactivePriority) } }
 
     /// Asks the worker to open (`connect` false) or close the unit's contactor (the cycle's side:
     /// one lock, no allocation). The worker opens it once the unit is at zero (`ContactorPlanner`).
@@ -257,6 +274,11 @@ public final class EndpointWorker: @unchecked Sendable {
             var unit = connection.unit(devices[index].unitID)
             do throws(DeviceError) {
                 try device.command(.zero, revert: revert, rearm: true, &unit)
+                // 0 var, armed, where bessd commands reactive power (the active zero first).
+                if session.devices[index].reactive.enabled, let control = device.reactiveControl {
+                    for write in control.writes(0, reactivePriority: devices[index].slot.reactiveRequest.priority, revert: revert,
+                                                rearm: true) { try unit.writeRegisters(at: write.address, write.values) }
+                }
             } catch {
                 unconfirmed.append(devices[index].name)
             }
@@ -426,6 +448,10 @@ public final class EndpointWorker: @unchecked Sendable {
                 let planned = try session.plan(index, decided: decided, stalled: stalled, revert: revert, now: clock.now(),
                                                slot: device.slot, rating: device.rating)
                 if session.devices[index].contactorNotice { cannotOpen(index, &session) }
+                if session.devices[index].reactiveNotice {
+                    session.devices[index].reactiveNotice = false
+                    log(device.reactiveUnavailable(on: endpoint))
+                }
                 guard let plan = planned else { return }
                 for write in plan.writes {
                     do throws(DeviceError) {

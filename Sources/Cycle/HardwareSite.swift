@@ -137,6 +137,10 @@ public final class HardwareSite: SiteIO {
         inverterSlots[unit]?.setSetpoint(setpoint)
     }
 
+    public func command(unit: Int, setpoint: Watts, reactive: Double?) {
+        inverterSlots[unit]?.setSetpoint(setpoint, reactive: reactive)
+    }
+
     public func connect(unit: Int, _ connect: Bool) { inverterSlots[unit]?.setConnect(connect) }
 
     public func contactor(unit: Int) -> ContactorState { inverterSlots[unit]?.contactor ?? .closed }

@@ -19,6 +19,9 @@ public protocol ProcessImageSource: AnyObject {
     func sampleMeter(now: MonotonicInstant) -> Timestamped<MeterReading>?
     /// Hands unit `unit`'s setpoint to its inverter.
     func command(unit: Int, setpoint: Watts)
+    /// Hands unit `unit`'s active and reactive setpoint (var, + = injecting; nil: bessd leaves the
+    /// inverter's reactive power alone) to its inverter.
+    func command(unit: Int, setpoint: Watts, reactive: Double?)
     /// Asks unit `unit`'s contactor open (`connect` false: the utility's disconnect, or a latch of
     /// that unit) or closed; the bus worker opens it once the unit is at zero (`ContactorPlanner`).
     func connect(unit: Int, _ connect: Bool)
@@ -27,6 +30,8 @@ public protocol ProcessImageSource: AnyObject {
 }
 
 extension ProcessImageSource {
+    /// A site that commands active power only.
+    public func command(unit: Int, setpoint: Watts, reactive: Double?) { command(unit: unit, setpoint: setpoint) }
     /// A site whose units have no contactor bessd drives.
     public func connect(unit: Int, _ connect: Bool) {}
     /// A site without a meter.

@@ -9,6 +9,22 @@ struct WritePlan {
     var rearm: Bool
     var writes: [(address: Int, values: [UInt16])]
     var plain: [(address: Int, values: [UInt16])]
+    /// The reactive axis's state once these writes are answered (nil: it has nothing in them).
+    var reactive: ReactiveWriteState? = nil
+}
+
+/// The reactive axis of one device's writes (704's var points), beside the active one's
+/// `lastWritten`/`lastPlain`/`lastArmedAt`: the same rule, per axis.
+struct ReactiveWriteState {
+    /// The var last written (nil: none since discovery, or handed back).
+    var lastWritten: Double?
+    /// Its requests without the re-arm, to compare the next setpoint's with.
+    var lastPlain: [(address: Int, values: [UInt16])]?
+    /// When its revert was last armed.
+    var lastArmedAt = MonotonicInstant.zero
+    /// bessd set `VarSetEna` 1 (kept across a rediscovery): when it commands no reactive power any
+    /// more, it writes `VarSetEna` 0 once to hand it back.
+    var enabled = false
 }
 
 /// The one write rule of every path that writes a Modbus device: the bus poller's (Modbus TCP) and
@@ -30,6 +46,55 @@ enum WritePlanner {
     /// reading was unusable.
     static func setpoint(decided: Watts, stalled: Bool, valueFault: Bool) -> Watts {
         stalled || valueFault ? .zero : decided
+    }
+
+    /// The reactive setpoint a device gets (var, + = injecting; nil: bessd leaves its reactive
+    /// power alone): the cycle's, or 0 var when the cycle stalled or the last reading was unusable
+    /// and bessd commands it or had enabled it.
+    static func reactive(decided: Double?, stalled: Bool, valueFault: Bool, enabled: Bool) -> Double? {
+        guard stalled || valueFault else { return decided }
+        return decided != nil || enabled ? 0 : nil
+    }
+
+    /// What writing `setpoint` and `reactive` (nil: no reactive command) takes at `now`:
+    /// `plan(_:setpoint:…)` for the active axis and the same rule for the reactive one
+    /// (`ReactiveWriteState`), with the two in the VA-safe order: in a round where |P| falls and
+    /// |Q| rises, `WSet` first, else `VarSet` first, so the device never holds a pair beyond its
+    /// rating between two requests. Without a reactive command, a device whose `VarSetEna` bessd
+    /// set gets `VarSetEna` 0 once; one that bessd never enabled gets nothing on its var points.
+    static func plan(_ device: borrowing ModbusDevice, setpoint: Watts, reactive: Double?, reactivePriority: Bool,
+                     lastWritten: Watts?, lastPlain: [(address: Int, values: [UInt16])]?, lastArmedAt: MonotonicInstant,
+                     axis: ReactiveWriteState, revert: Duration, now: MonotonicInstant) throws(DeviceError) -> WritePlan? {
+        let active = try plan(device, setpoint: setpoint, lastWritten: lastWritten, lastPlain: lastPlain, lastArmedAt: lastArmedAt,
+                              revert: revert, now: now)
+        guard let control = device.reactiveControl else { return active }
+        var next = axis
+        let writes: [(address: Int, values: [UInt16])]
+        if let q = reactive {
+            let rearm = axis.lastWritten == nil || now - axis.lastArmedAt >= revert / 2
+            if !rearm, let last = axis.lastWritten, abs(last - q) < 1 { return active }
+            let plain = control.writes(q, reactivePriority: reactivePriority, revert: revert, rearm: false)
+            if !rearm, let sent = axis.lastPlain, sent.elementsEqual(plain, by: { $0.address == $1.address && $0.values == $1.values }) {
+                return active
+            }
+            writes = rearm ? control.writes(q, reactivePriority: reactivePriority, revert: revert, rearm: true) : plain
+            next.lastWritten = q
+            next.lastPlain = plain
+            next.enabled = true
+            if rearm { next.lastArmedAt = now }
+        } else {
+            guard axis.enabled else { return active }
+            writes = [control.release]
+            next = ReactiveWriteState()
+        }
+        guard var combined = active else {
+            // The reactive axis alone: the active setpoint on the wire stays as it was.
+            return WritePlan(setpoint: lastWritten ?? .zero, rearm: false, writes: writes, plain: lastPlain ?? [], reactive: next)
+        }
+        let activeFirst = abs(setpoint.value) < abs(lastWritten?.value ?? 0) && abs(reactive ?? 0) > abs(axis.lastWritten ?? 0)
+        combined.writes = activeFirst ? combined.writes + writes : writes + combined.writes
+        combined.reactive = next
+        return combined
     }
 
     /// What writing `setpoint` to `device` takes at `now`, or nil when nothing is due. The revert

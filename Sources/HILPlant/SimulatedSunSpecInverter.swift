@@ -35,6 +35,15 @@ public struct SunSpecPlantLink: Sendable {
         if profile.controlModel == SunSpec.ACControls.id {
             typealias C = SunSpec.ACControls
             guard let model = image.model(C.id) else { return }
+            // 704's var block: a write reaching `VarSetEna` … `VarSetRvrtTms` commands it and
+            // restarts its revert timer (`VarSetRvrtTms`, 0: none), as `WSet`'s.
+            let varArea = (model.address + C.varSetEna)...(model.address + C.varSetRvrtTms + 1)
+            if written.contains(where: { varArea.contains($0) }) {
+                let revert = image.get32(C.id, C.varSetRvrtTms)
+                let reverted = Self.commandedVar(image, enabled: image[C.id, C.varSetEnaRvrt] == 1, revert: true, profile: profile)
+                unit.inverter.command(reactiveVar: Self.commandedVar(image, profile: profile) ?? 0,
+                                      revert: revert > 0 && revert != 0xFFFF_FFFF ? .seconds(Int64(revert)) : nil, revertVar: reverted ?? 0)
+            }
             let setpointArea = (model.address + C.wSetEna)...(model.address + C.wSet + 1)
             guard written.contains(where: { setpointArea.contains($0) }) else { return }
             let revert = image.get32(C.id, C.wSetRvrtTms)
@@ -48,6 +57,29 @@ public struct SunSpecPlantLink: Sendable {
             let revert = image[S.id, S.inOutWRteRvrtTms]
             unit.inverter.revertTimeout = revert > 0 ? .seconds(Int64(revert)) : nil
             unit.inverter.command(setpointW: Self.commandedWatts(image, profile: profile) ?? 0)
+        }
+    }
+
+    /// The reactive power a client commanded in 704's var points (+ = injecting), as the inverter
+    /// would apply it: `VarSetMod` VARS `VarSet` × 10^`VarSet_SF`, VAR_MAX_PCT `VarSetPct` % of the
+    /// rating (the plant's `VarMaxInj`/`VarMaxAbs`); 0 while `VarSetEna` is not 1 (the inverter's
+    /// own mode, which holds 0 var). `revert`: the revert values (`VarSetRvrt`, `VarSetPctRvrt`).
+    public static func commandedVar(_ image: SunSpecImage, enabled: Bool? = nil, revert: Bool = false,
+                                    profile: SunSpecDeviceProfile) -> Double? {
+        typealias C = SunSpec.ACControls
+        guard profile.controlModel == C.id, image.model(C.id) != nil else { return nil }
+        guard enabled ?? (image[C.id, C.varSetEna] == 1) else { return 0 }
+        switch image[C.id, C.varSetMod] {
+        case C.varModeVars:
+            let sf = Int(Int16(bitPattern: image[C.id, C.varSetSF]))
+            guard (-10...10).contains(sf) else { return 0 }
+            return Double(Int32(bitPattern: image.get32(C.id, revert ? C.varSetRvrt : C.varSet))) * SunSpec.powerOfTen(sf)
+        case C.varModeMaxPercent:
+            let sf = Int(Int16(bitPattern: image[C.id, C.varSetPctSF]))
+            guard (-10...10).contains(sf) else { return 0 }
+            return Double(Int16(bitPattern: image[C.id, revert ? C.varSetPctRvrt : C.varSetPct])) * SunSpec.powerOfTen(sf) / 100 * profile.ratingW
+        default:
+            return 0
         }
     }
 
@@ -116,6 +148,16 @@ public struct SunSpecPlantLink: Sendable {
                 // The revert values take over, as a real device shows them.
                 image.set32(C.id, C.wSet, image.get32(C.id, C.wSetRvrt))
                 image[C.id, C.wSetEna] = image[C.id, C.wSetEnaRvrt]
+            }
+            var varRemaining: UInt32 = 0
+            if let timeout = unit.inverter.reactiveRevertTimeout, let since = unit.inverter.sinceReactiveSetpoint, timeout > since {
+                varRemaining = UInt32(clamping: Int64((timeout - since).secondsDouble.rounded(.up)))
+            }
+            image.set32(C.id, C.varSetRvrtRem, varRemaining)
+            if unit.inverter.reactiveReverted {
+                image.set32(C.id, C.varSet, image.get32(C.id, C.varSetRvrt))
+                image[C.id, C.varSetPct] = image[C.id, C.varSetPctRvrt]
+                image[C.id, C.varSetEna] = image[C.id, C.varSetEnaRvrt]
             }
         } else {
             typealias S = SunSpec.Storage

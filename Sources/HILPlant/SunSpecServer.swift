@@ -186,7 +186,9 @@ public struct SunSpecImage: Sendable {
             self[C.id, C.wSetMod] = C.modeWatts
             self[C.id, C.wSetSF] = sfWord(0)
             self[C.id, C.antiIslEna] = 1
-            for sf in 53...58 where sf != C.wSetSF { self[C.id, sf] = 0x8000 }
+            // VarSet in var (VarSet_SF 0): the var points are served (SimulatedSunSpecInverter).
+            self[C.id, C.varSetSF] = sfWord(0)
+            for sf in 53...58 where sf != C.wSetSF && sf != C.varSetSF { self[C.id, sf] = 0x8000 }
         } else {
             typealias S = SunSpec.Storage
             let wChaMax = profile.maxChargeRateW ?? profile.ratingW

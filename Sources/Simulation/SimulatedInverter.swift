@@ -26,6 +26,18 @@ public struct SimulatedInverter: Sendable {
     public private(set) var connectRevert: Duration?
     /// Time since the contactor was last commanded.
     public private(set) var sinceConnectCommand: Duration = .zero
+    /// Reactive setpoint in force, var (+ = injecting, over-excited): 0 until one is commanded, and
+    /// the revert value once its own revert timer (`reactiveRevertTimeout`) has run out.
+    public private(set) var reactiveSetpointVar: Double = 0
+    /// Measured reactive power, var, following its setpoint with the same lag as active power.
+    public private(set) var reactiveVar: Double = 0
+    /// Reactive setpoint's revert timeout and value (704 `VarSetRvrtTms`, `VarSetRvrt`; nil: never).
+    public private(set) var reactiveRevertTimeout: Duration?
+    public private(set) var reactiveRevertVar: Double = 0
+    /// Time since the last reactive setpoint (nil: none yet).
+    public private(set) var sinceReactiveSetpoint: Duration?
+    /// True after the reactive revert timer ran out, until the next reactive setpoint.
+    public private(set) var reactiveReverted = false
 
     public init(ratingW: Double, revertTimeout: Duration? = .seconds(10)) {
         self.ratingW = ratingW
@@ -37,6 +49,16 @@ public struct SimulatedInverter: Sendable {
         setpointW = value.isFinite ? min(max(value, -ratingW), ratingW) : 0
         sinceSetpoint = .zero
         reverted = false
+    }
+
+    /// Writes a reactive setpoint (var, + = injecting), bounded by the rating, and restarts its
+    /// revert timer: after `revert` without a new one, `revertVar` takes over.
+    public mutating func command(reactiveVar value: Double, revert: Duration?, revertVar: Double = 0) {
+        reactiveSetpointVar = value.isFinite ? min(max(value, -ratingW), ratingW) : 0
+        reactiveRevertTimeout = revert
+        reactiveRevertVar = revertVar.isFinite ? min(max(revertVar, -ratingW), ratingW) : 0
+        sinceReactiveSetpoint = .zero
+        reactiveReverted = false
     }
 
     /// Opens (`connected` false, armed with `revert`) or closes the contactor.
@@ -57,17 +79,27 @@ public struct SimulatedInverter: Sendable {
                 setpointW = 0
             }
         }
+        if let since = sinceReactiveSetpoint {
+            sinceReactiveSetpoint = since + interval
+            if let timeout = reactiveRevertTimeout, since + interval > timeout, !reactiveReverted {
+                reactiveReverted = true
+                reactiveSetpointVar = reactiveRevertVar
+            }
+        }
         sinceConnectCommand += interval
         if !connected, let connectRevert, sinceConnectCommand > connectRevert { connected = true }
         if !connected {
             // The contactor is open: nothing flows.
             powerW = 0
+            reactiveVar = 0
             return 0
         }
         let target = faulted ? 0 : min(max(setpointW, -max(0, chargeLimitW)), max(0, dischargeLimitW))
         let alpha = response > .zero ? min(1, interval / response) : 1
         powerW += alpha * (target - powerW)
         if abs(powerW) < 1e-3 { powerW = 0 }
+        reactiveVar += alpha * ((faulted ? 0 : reactiveSetpointVar) - reactiveVar)
+        if abs(reactiveVar) < 1e-3 { reactiveVar = 0 }
         return dcPower
     }
 

@@ -97,10 +97,20 @@ public final class SimulatedSite: SiteIO, ConfiguredSite {
     }
 
     public func command(unit: Int, setpoint: Watts) {
+        command(unit: unit, setpoint: setpoint, reactive: nil)
+    }
+
+    public func command(unit: Int, setpoint: Watts, reactive: Double?) {
         if hardware.inverterSlots[unit] != nil {
-            hardware.command(unit: unit, setpoint: setpoint)
+            hardware.command(unit: unit, setpoint: setpoint, reactive: reactive)
         } else {
             units[unit].inverter.command(setpointW: setpoint.value)
+            // No revert timer: bessd is its plant. Without a command, back to 0 var (its own mode).
+            if let reactive {
+                units[unit].inverter.command(reactiveVar: reactive, revert: nil)
+            } else if units[unit].inverter.reactiveSetpointVar != 0 {
+                units[unit].inverter.command(reactiveVar: 0, revert: nil)
+            }
         }
     }
 

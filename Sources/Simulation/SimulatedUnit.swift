@@ -121,12 +121,12 @@ public struct SimulatedUnit: Sendable {
             protections: v.protections, alarms: v.alarms, chargeEnabled: v.chargeEnabled, dischargeEnabled: v.dischargeEnabled)
     }
 
-    /// What the inverter reports, stamped at `now`: no reactive power (bessd commands none), and
+    /// What the inverter reports, stamped at `now`: the reactive power it carries (0 until commanded), and
     /// `gridVoltage` raised 0.5 % at the inverter's rated export (lowered as much at its rated import).
     public func inverterReading(at now: MonotonicInstant, frequency: Double?, gridVoltage: Double? = nil) -> InverterReading {
         InverterReading(activePower: Watts(inverter.powerW), ratedPower: Watts(inverter.ratingW),
                         faulted: inverter.faulted, faultBits: inverter.faulted ? 1 : 0, frequency: frequency.map(Hertz.init),
-                        reactivePower: 0, voltage: gridVoltage.map { $0 * (1 + 0.005 * inverter.powerW / max(1, inverter.ratingW)) },
+                        reactivePower: inverter.reactiveVar, voltage: gridVoltage.map { $0 * (1 + 0.005 * inverter.powerW / max(1, inverter.ratingW)) },
                         connected: inverter.connected)
     }
 }

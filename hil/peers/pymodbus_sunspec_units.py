@@ -2,8 +2,8 @@
 """Several SunSpec inverters behind one Modbus endpoint (a gateway, or an RS-485 line), served by
 pymodbus 3.6 from pysunspec2's copy of the official model definitions (not from bessd's tables).
 
-Each unit id gets its own image: "SunS", 1, 701, 120, 121, then 702 and 704 or 124, end. Measured W
-is 1000 × unit + 234 (W_SF 0), so a reading names the unit it came from.
+Each unit id gets its own image: "SunS", 1, 701, 120, 121, then 704 or 124, end (702 before 704 when
+asked for). Measured W is 1000 × unit + 234 (W_SF 0), so a reading names the unit it came from.
 
 Usage: pymodbus_sunspec_units.py [--seconds S] [--port N | --rtu DEVICE --baud B --parity P] UNIT[:OPTION,...] ...
 Options per unit:
@@ -19,7 +19,9 @@ Options per unit:
   novar           704's var points (VarSetEna … VarSetRvrtRem, VarSet_SF, VarSetPct_SF) read "not
                   implemented" (0xFFFF, 0x8000, 0x80000000, 0xFFFFFFFF as their types say)
   varpct          704 without VarSet, VarSetRvrt and VarSet_SF (not implemented): VAR_MAX_PCT only
-  no702           no model 702 (704 units get one by default, before 704)
+                  (with model 702, which gives VarSetPct its base)
+  702             model 702 (DER capacity) before 704, with the ratings below (also with varpct,
+                  vamax, varmaxinj or varmaxabs); without it the image has no 702
   vamax=VA        702 VAMaxRtg and VAMax (default 55000), at VA_SF 1 (a multiple of 10)
   varmaxinj=VAR   702 VarMaxInjRtg and VarMaxInj (default 30000), at Var_SF 1
   varmaxabs=VAR   702 VarMaxAbsRtg and VarMaxAbs (default 25000), at Var_SF 1
@@ -72,9 +74,10 @@ class Unit:
         self.where = {}
         self.conn = "conn" in options
         self.conn_writes, self.conn_written = 0, time.monotonic()
-        self.var_points = self.control == 704 and "novar" not in options
+        self.var_points = not self.meter and self.control == 704 and "novar" not in options
         self.var_written, self.var_armed = time.monotonic(), False
-        ratings = (702,) if self.control == 704 and "no702" not in options else ()
+        rated = {"702", "varpct", "vamax", "varmaxinj", "varmaxabs"} & set(options)
+        ratings = (702,) if self.control == 704 and rated else ()
         models = (1, 701, 120, 121) + ratings + ((123,) if self.conn else ()) + (self.control,)
         for mid in ((1, 203) if self.meter else models):
             offsets, length = layout(mid)

@@ -28,6 +28,10 @@ public struct SunSpecInverter: Sendable {
     /// Model 123 implements `Conn_RvrtTms` (read at discovery; 0xFFFF: not implemented). Without it
     /// an open could not be armed to revert, so the unit is not opened (`ModbusDevice.canOpen`).
     public var connectArmable = false
+    /// Model 704's var points (`SunSpecReactiveControl`); nil without them (`REACTIVE_UNAVAILABLE`).
+    public var reactiveControl: SunSpecReactiveControl?
+    /// Model 702's apparent- and reactive-power ratings, as far as the device states them.
+    public var reactiveRatings = SunSpecReactiveRatings()
 
     /// Model 701's scale factors, read at discovery and at each refresh.
     struct MeasurementScale: Sendable {
@@ -76,6 +80,10 @@ public struct SunSpecInverter: Sendable {
                     .map(Watts.init)
             }
             var armable = false
+            var ratings = SunSpecReactiveRatings()
+            if let capacity = map.first(SunSpec.Capacity.id) {
+                ratings = SunSpecReactiveRatings.read(try SunSpec.read(capacity, from: &device))
+            }
             if let connect = map.first(SunSpec.Controls.id) {
                 let words = try device.readRegisters(at: connect.address + SunSpec.Controls.connRvrtTms, count: 1)
                 armable = words.count == 1 && words[0] != 0xFFFF
@@ -89,7 +97,8 @@ public struct SunSpecInverter: Sendable {
                 return SunSpecInverter(
                     map: map, measurement: measurement, commandPath: .acControls704, commandModel: controls,
                     ratedPower: rated, storageRateBase: nil, wSetSF: sf, inOutWRteSF: 0, measurementSF: measurementSF,
-                    connectArmable: armable)
+                    connectArmable: armable, reactiveControl: SunSpecReactiveControl.discover(block, ratings: ratings),
+                    reactiveRatings: ratings)
             }
             if let storage = map.first(SunSpec.Storage.id) {
                 typealias S = SunSpec.Storage
@@ -106,7 +115,7 @@ public struct SunSpecInverter: Sendable {
                 return SunSpecInverter(
                     map: map, measurement: measurement, commandPath: .storage124, commandModel: storage,
                     ratedPower: rated, storageRateBase: Watts(base), wSetSF: 0, inOutWRteSF: sf, measurementSF: measurementSF,
-                    connectArmable: armable)
+                    connectArmable: armable, reactiveRatings: ratings)
             }
         } catch {
             throw error

@@ -85,6 +85,22 @@ public enum SunSpec {
         public static let wSetRvrtTms = 31, wSetRvrtRem = 33, antiIslEna = 52, wSetSF = 55
         /// `WSetMod`: setpoint in watts.
         public static let modeWatts: UInt16 = 1
+        /// The reactive-power setpoint's points (`VarSetEna` … `VarSetRvrtRem`) and scale factors.
+        public static let varSetEna = 35, varSetMod = 36, varSetPri = 37, varSet = 38, varSetRvrt = 40
+        public static let varSetPct = 42, varSetPctRvrt = 43, varSetEnaRvrt = 44, varSetRvrtTms = 45, varSetRvrtRem = 47
+        public static let varSetSF = 57, varSetPctSF = 58
+        /// `VarSetMod`: % of `VarMaxInj`/`VarMaxAbs` (VAR_MAX_PCT), or var (VARS).
+        public static let varModeMaxPercent: UInt16 = 1, varModeVars: UInt16 = 4
+        /// `VarSetPri`: active power has priority (ACTIVE), or reactive (REACTIVE).
+        public static let priorityActive: UInt16 = 0, priorityReactive: UInt16 = 1
+    }
+
+    /// Model 702, DER capacity (L = 50): the apparent- and reactive-power ratings.
+    public enum Capacity {
+        public static let id: UInt16 = 702
+        public static let length: UInt16 = 50
+        public static let vaMaxRtg = 7, varMaxInjRtg = 8, varMaxAbsRtg = 9, vaMax = 31, varMaxInj = 32, varMaxAbs = 33
+        public static let vaSF = 47, varSF = 48
     }
 }
 
