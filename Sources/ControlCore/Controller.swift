@@ -18,6 +18,9 @@ public enum LimitReason: Sendable, Equatable, CustomStringConvertible {
     case notConfirmed
     /// Operator or aggregator standby.
     case standby
+    /// The unit's volt-watt limit, or under reactive priority the room its reactive power leaves in
+    /// `VAMax`, as the reactive stage found them in the previous period (SiteReactive.swift).
+    case voltWatt
 
     public var description: String {
         switch self {
@@ -29,6 +32,7 @@ public enum LimitReason: Sendable, Equatable, CustomStringConvertible {
         case .ramp: "ramp"
         case .notConfirmed: "not_confirmed"
         case .standby: "standby"
+        case .voltWatt: "volt_watt"
         }
     }
 }
@@ -219,6 +223,9 @@ public struct UnitController: Sendable {
     /// Set by the site before each step: the utility's `opModFreqDroop` in force, applied over the
     /// configured droop settings; nil: the configured droop.
     var utilityDroop: UtilityDroop?
+    /// Set by the site before each step: the reactive stage's cap on discharge from the previous
+    /// period, W (`ReactiveStage.dischargeCap`); infinite: none.
+    var reactiveCap = Double.infinity
     let startedAt: MonotonicInstant
 
     public init(index: Int, settings: UnitSettings, control: ControlSettings, startedAt: MonotonicInstant) {
@@ -284,9 +291,13 @@ public struct UnitController: Sendable {
         let (chargeTarget, chargeReason) = target(
             direction: .charge, rating: rating, limits: limits, measurements: measurements,
             inverterFresh: inverter != nil, verdict: verdict)
-        let (dischargeTarget, dischargeReason) = target(
+        var (dischargeTarget, dischargeReason) = target(
             direction: .discharge, rating: rating, limits: limits, measurements: measurements,
             inverterFresh: inverter != nil, verdict: verdict)
+        if reactiveCap < dischargeTarget {
+            dischargeTarget = max(0, reactiveCap)
+            dischargeReason = .voltWatt
+        }
         capability = (chargeTarget, dischargeTarget, rating)
         let rise = max(0, control.limitRampPercentPerSecond) / 100 * rating * dt
         let chargeRamped = Self.rampLimit(&running.chargeLimit, toward: chargeTarget, rise: rise)

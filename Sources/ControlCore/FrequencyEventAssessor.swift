@@ -375,7 +375,7 @@ public struct FrequencyEventAssessor: Sendable {
             default: return (stopped ? .unitTripped : .interlock, code)
             }
         case .bmsAbsent, .inverterAbsent: return (.communication, nil)
-        case .rating, .bms, .ramp, .notConfirmed, .standby:
+        case .rating, .bms, .ramp, .notConfirmed, .standby, .voltWatt:
             if stopped { return (.unitTripped, decision.latchedCodes.first { _ in true } ?? decision.activeCodes.first { _ in true }) }
             return (.none, nil)
         }

@@ -194,6 +194,7 @@ public final class SiteController {
         frequencyEvents.retune(utilityDroop.map { $0.applied(to: control.droop) } ?? control.droop)
         for index in units.indices {
             units[index].utilityDroop = utilityDroop
+            units[index].reactiveCap = reactiveStage.dischargeCap(index)
             let unitInputs = index < inputs.count ? inputs[index] : empty
             let held = Self.overridden(unitInputs, at: now)
             var asked = arbiter.command(rating: units[index].ratingForShare, held: held, dispatch: unitInputs.dispatch)

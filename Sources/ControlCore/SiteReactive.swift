@@ -17,13 +17,23 @@ struct ReactiveStage: Sendable {
     private var initial: [GridSupportController?]
     /// Each unit's law as it runs; nil: no mode configured (or settings the law refuses).
     private(set) var laws: [GridSupportController?]
+    /// Each unit's cap on discharge for the next period, W (`dischargeCap`).
+    private var caps: [Double]
 
     init(units: [UnitSettings]) {
         initial = units.map { settings in
             settings.gridSupport.flatMap { try? GridSupportController(settings: $0, rating: Self.rating(settings)) }
         }
         laws = initial
+        caps = Array(repeating: .infinity, count: units.count)
     }
+
+    /// The unit's discharge cap for the next period, W (infinite: none): volt-watt's limit after its
+    /// response, and under reactive priority, in the modes it rules (constant var, volt-var), the room
+    /// √(VAMax² − Q²) that Q leaves. `UnitController` takes it as its allowed discharge
+    /// (`LimitReason.voltWatt`), so the pool gives the rest to the other units one period after the
+    /// law first cut the unit's P.
+    func dischargeCap(_ unit: Int) -> Double { caps.indices.contains(unit) ? caps[unit] : .infinity }
 
     /// The unit's ratings as configured: `VAMax` is `max_apparent_power_kva`, else the active rating;
     /// the reactive capability is `VAMax` each way.
@@ -63,8 +73,10 @@ struct ReactiveStage: Sendable {
                     d.reactive = output.reactivePowerVar ?? 0
                     d.reactiveSource = output.reactivePowerVar == nil && mode.readsVoltage ? .staleVoltage : ReactiveSource(mode)
                 }
+                caps[index] = Self.cap(output, law: laws[index]!)
             } else {
                 laws[index] = initial[index]
+                caps[index] = .infinity
                 if mode != nil {
                     d.reactive = 0
                     d.reactiveSource = .stopped
@@ -73,6 +85,21 @@ struct ReactiveStage: Sendable {
             units[index].decision = d
         }
         return change
+    }
+
+    /// The discharge cap this period's output sets for the next (`dischargeCap`), W, never negative:
+    /// a negative volt-watt limit asks the unit to charge, which its setpoint already says.
+    static func cap(_ output: GridSupportOutput, law: GridSupportController) -> Double {
+        var cap = output.voltWattLimitW ?? .infinity
+        switch law.settings.reactive {
+        case .constantVar, .voltVar:
+            if law.settings.reactivePriority, let q = output.reactivePowerVar {
+                let va = law.rating.apparentPowerVA
+                cap = min(cap, max(0, va * va - q * q).squareRoot())
+            }
+        case .constantPowerFactor, .wattVar, nil: break
+        }
+        return max(0, cap)
     }
 
     /// The law's P as the unit's setpoint: no more discharge than `asked` (while charging, the law

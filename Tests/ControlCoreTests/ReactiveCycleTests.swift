@@ -197,6 +197,47 @@ struct ReactiveCycleTests {
         #expect(barred.allowedCharge.value == 0 && barred.setpoint.value == 0, "\(barred.setpoint.value)")
     }
 
+    @Test("volt-watt, and under reactive priority Q's room in VAMax, cap the unit's discharge from the next period; the pool gives the rest to the others")
+    func capReshared() throws {
+        var settings: [UnitSettings] = []
+        for _ in 0..<2 {
+            var unit = UnitSettings(rating: Fixture.rating, capacity: WattHours(250_000))
+            unit.gridSupport = GridSupportSettings(reactive: nil, voltWatt: Self.catB.voltWatt)
+            unit.nominalVoltageV = Self.nominalV
+            settings.append(unit)
+        }
+        let site = SiteController(
+            control: ControlSettings(droop: Fixture.immediateDroop, limitRampPercentPerSecond: 1000, scheduleRampPercentPerSecond: 1000),
+            units: settings, startedAt: .zero)
+        // Unit 0 at 1.08 p.u. (Category B volt-watt: 50 %), unit 1 at 1.00; both pooled, 120 kW together.
+        var t = 0.0
+        for _ in 0..<600 {
+            t += 0.1
+            let now = Fixture.instant(t)
+            let inputs = [(80_000.0, 1.08), (40_000.0, 1.0)].map { power, pu in
+                UnitInputs(bms: Fixture.healthyBMS(at: now),
+                           inverter: Timestamped(InverterReading(activePower: Watts(power), ratedPower: Fixture.rating, voltage: pu * Self.nominalV), at: now),
+                           dispatch: PowerCommand(power: Watts(power), expiresAt: now + .seconds(5)))
+            }
+            site.step(frequency: Timestamped(Hertz(50), at: now), inputs: inputs, now: now, wallClock: 1_800_000_000 + t)
+            let a = site.decision(unit: 0).setpoint.value
+            #expect(a <= 50_000 + 1, "never above volt-watt's limit at \(t) s: \(a)")
+        }
+        let a = site.decision(unit: 0), b = site.decision(unit: 1)
+        #expect(a.dischargeLimitedBy == .voltWatt && abs(a.allowedDischarge.value - 50_000) < 1, "\(a.dischargeLimitedBy) \(a.allowedDischarge.value)")
+        #expect(abs(a.setpoint.value + b.setpoint.value - 120_000) < 1, "the other unit takes the rest: \(a.setpoint.value) + \(b.setpoint.value)")
+        #expect(abs(site.siteDecision.delivered - 120_000) < 1)
+        #expect(b.dischargeLimitedBy != .voltWatt)
+        // Constant var 60 % under reactive priority leaves √(1 − 0.6²) = 80 % for P.
+        let held = Self.site(GridSupportSettings(reactive: Self.constantVar(60)))
+        let d = Self.run(held, seconds: 60, powerW: 100_000, voltagePU: 1)
+        #expect(d.dischargeLimitedBy == .voltWatt && abs(d.allowedDischarge.value - 80_000) < 1 && abs(d.setpoint.value - 80_000) < 1)
+        // Active priority: P keeps its allowed power.
+        let active = Self.run(Self.site(GridSupportSettings(reactive: Self.constantVar(60), reactivePriority: false)), seconds: 60, powerW: 100_000,
+                              voltagePU: 1)
+        #expect(active.dischargeLimitedBy == .rating && active.allowedDischarge.value == 100_000)
+    }
+
     @Test("a reload carries Q on from where it stood through the new mode's response")
     func reloadContinues() throws {
         let old = Self.site(GridSupportSettings(reactive: Self.constantVar(30)))
