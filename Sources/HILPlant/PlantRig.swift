@@ -36,8 +36,12 @@ public final class PlantRig {
     public private(set) var meter = SimulatedMeter()
     public private(set) var importedWh = 0.0
     public private(set) var exportedWh = 0.0
-    /// Σ units' rated power, W (sizes the simulated grid voltage's swing).
-    var ratingW: Double { configuration.units.reduce(0) { $0 + max(0, $1.maxPowerKW) * 1000 } }
+    /// The grid's voltage at the point of connection (a Thevenin source on the site's base: Σ units'
+    /// apparent power, the connection point's nominal, 230 V line to neutral unless configured);
+    /// `gridVoltage.sourcePU` is V0, which a scenario's `voltage_pu` steps.
+    public var gridVoltage: GridVoltage
+    /// The voltage the last step served, V line to neutral (each inverter's 701 `LNV`, the meter's `PhV`).
+    public private(set) var voltageV: Double
 
     public init(configuration c: BessdConfiguration, startedAt: MonotonicInstant) throws(RunError) {
         configuration = c
@@ -45,6 +49,10 @@ public final class PlantRig {
         last = startedAt
         let sim = c.simulation
         grid = sim.gridFrequency()
+        let nominal = c.site.reactivePower.nominalVoltageV ?? c.grid.reactivePower.nominalVoltageV ?? 230
+        let baseVA = c.units.reduce(0.0) { $0 + max(0, $1.maxApparentPowerKVA ?? $1.maxPowerKW) * 1000 }
+        gridVoltage = GridVoltage(nominalV: nominal, baseVA: baseVA)
+        voltageV = gridVoltage.nominalV
         for unit in c.units {
             units.append(SimulatedUnit(capacityKWh: unit.capacityKWh, maxPowerKW: unit.maxPowerKW,
                                        initialSOCPercent: sim.initialSOC(of: unit.id), ambientCelsius: sim.ambientCelsius,
@@ -116,6 +124,7 @@ public final class PlantRig {
         last = now
         let elapsed = now - started
         let hz = grid.frequency(at: elapsed)
+        voltageV = connectionVoltage(elapsed: elapsed)
         for i in units.indices {
             let id = configuration.units[i].id
             let faults = units[i].follow(configuration.simulation, at: elapsed, unitID: id)
@@ -125,7 +134,7 @@ public final class PlantRig {
             units[i].step(by: dt)
             if let server = servers[i] {
                 SunSpecPlantLink(server: server).exchange(&units[i], frequencyHz: faults.contains(.frequencyLoss) ? .nan : hz,
-                                                          gridVoltage: SimulatedMeter.voltage(gridW: meter.gridPowerW, ratingW: ratingW))
+                                                          gridVoltage: voltageV)
             }
             if let can = canSockets[i] {
                 exchangeCAN(i, can, now: now, faults: faults,
@@ -134,6 +143,16 @@ public final class PlantRig {
         }
         if let meterServer { publishMeter(meterServer, elapsed: elapsed, interval: dt, hz: hz) }
         return hz
+    }
+
+    /// The voltage at the connection point `elapsed` into the run, V: `gridVoltage` with the power
+    /// the site injects, the units' (as last stepped) and PV's less the load's, and the load's var
+    /// (PF 0.95 lagging: it absorbs).
+    func connectionVoltage(elapsed: Duration) -> Double {
+        let site = configuration.simulation.sitePower(at: elapsed)
+        let battery = units.reduce(0.0) { $0 + $1.inverter.powerW }
+        return gridVoltage.volts(injectedW: battery + site.pv - site.load,
+                                 injectedVar: -max(0, site.load) * SimulatedMeter.loadVarPerW)
     }
 
     /// The connection point: load − PV − Σ battery power, served as the configured meter model with the
@@ -155,7 +174,7 @@ public final class PlantRig {
             reactive = -reactive
         }
         let imported = importedWh, exported = exportedWh
-        let volts = SimulatedMeter.voltage(gridW: meter.gridPowerW, ratingW: ratingW)
+        let volts = voltageV
         server.withImage { image, _ in
             image.publishMeter(gridW: w, hz: hz, importedWh: imported, exportedWh: exported, garbage: faults.contains(.meterGarbage),
                                reactiveVar: reactive, voltage: volts)
@@ -224,6 +243,7 @@ public final class PlantRig {
     /// A status line: frequency and each unit's setpoint, power, SOC and revert state.
     public func statusLine(now: MonotonicInstant, frequency: Double) -> String {
         var text = "plant t=\(Int(now.seconds(since: started).rounded()))s f=\(fixed(frequency, 3))Hz"
+            + " V=\(fixed(voltageV / gridVoltage.nominalV, 4))pu"
         for (i, unit) in configuration.units.enumerated() {
             let u = units[i]
             if canSockets[i] != nil {
