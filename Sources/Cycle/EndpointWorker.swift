@@ -15,6 +15,8 @@ public final class DeviceSlot: Sendable {
         /// The reactive setpoint, var (+ = injecting; nil: leave the inverter's alone), and `VarSetPri`.
         var reactive: Double?
         var reactivePriority = false
+        /// What discovery found for reactive power (nil before it).
+        var reactiveCapability: SunSpecReactiveCapability?
         var lastError: String?
         var roundTrip: Duration = .zero
         var errors: UInt64 = 0
@@ -54,6 +56,10 @@ public final class DeviceSlot: Sendable {
 
     /// Whether reactive power has priority on the inverter (704 `VarSetPri`; `reactive_priority`).
     public func setReactivePriority(_ priority: Bool) { state.withLock { $0.reactivePriority = priority } }
+    /// Whether the inverter takes a reactive setpoint (SunSpec 704's var points) and its 702
+    /// ratings, as its last discovery or refresh found them; nil until discovered.
+    public var reactiveCapability: SunSpecReactiveCapability? { state.withLock { $0.reactiveCapability } }
+    func publish(reactive capability: SunSpecReactiveCapability) { state.withLock { $0.reactiveCapability = capability } }
     /// The reactive setpoint and its priority (the worker's side).
     var reactiveRequest: (reactive: Double?, priority: Bool) { state.withLock { ($0.reactive, $0.reactivePriority) } }
 
@@ -387,6 +393,7 @@ public final class EndpointWorker: @unchecked Sendable {
             var unit = connection.unit(devices[index].unitID)
             do throws(DeviceError) {
                 session.devices[index].device = try session.devices[index].device!.refreshed(&unit)
+                devices[index].slot.publish(reactive: session.devices[index].device!.reactiveCapability)
                 session.devices[index].staticsAt = clock.now()
                 refreshes.add(1, ordering: .relaxed)
             } catch {
@@ -405,12 +412,14 @@ public final class EndpointWorker: @unchecked Sendable {
             if session.devices[index].device == nil {
                 let discovered = try ModbusDevice.discover(device.kind, &unit)
                 session.devices[index].device = discovered.device
+                device.slot.publish(reactive: discovered.device.reactiveCapability)
                 log("unit id \(device.unitID) on \(endpoint): \(discovered.found)", about: device)
                 session.devices[index].staticsAt = clock.now()
             } else if clock.now() - session.devices[index].staticsAt >= staticsEvery {
                 // Nameplate, settings and scale factors change rarely: re-read them once a minute,
                 // not every cycle.
                 session.devices[index].device = try session.devices[index].device!.refreshed(&unit)
+                device.slot.publish(reactive: session.devices[index].device!.reactiveCapability)
                 session.devices[index].staticsAt = clock.now()
                 refreshes.add(1, ordering: .relaxed)
             }

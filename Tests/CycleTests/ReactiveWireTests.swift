@@ -65,6 +65,7 @@ struct ReactiveWireTests {
         let w = worker(peer, [(1, slot)])
         w.start()
         #expect(waitFor(seconds: 10) { peer.last("VARSET unit=1 ") == varset(1, raw: 1234) }, "\(peer.all)")
+        #expect(slot.reactiveCapability == SunSpecReactiveCapability(available: true, ratings: inverter.reactiveRatings))
         #expect(waitFor(seconds: 5) { peer.last("WSET unit=1 ") == "WSET unit=1 ena=1 mod=1 w=10000 rvrt_tms=10 rvrt=0 ena_rvrt=1" })
         // Absorbing, with reactive priority (VarSetPri REACTIVE).
         slot.setReactivePriority(true)
@@ -212,6 +213,7 @@ struct ReactiveWireTests {
         #expect(said.allSatisfy { $0.severity == .warning && $0.message.contains("704") })
         #expect(!peer.all.contains { $0.hasPrefix("VARSET unit=1 ") })
         #expect(slots[0].1.lastError == nil && slots[1].1.lastError == nil)
+        #expect(slots.map { $0.1.reactiveCapability?.available } == [false, false, true])
     }
 
     @Test("reactive nil: nothing on the var points; once bessd enabled them, VarSetEna 0 once to hand them back")

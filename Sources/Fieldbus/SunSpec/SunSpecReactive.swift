@@ -113,7 +113,27 @@ public struct SunSpecReactiveControl: Sendable, Equatable {
     }
 }
 
+/// Whether a device takes a reactive setpoint, and its ratings (`DeviceSlot.reactiveCapability`).
+public struct SunSpecReactiveCapability: Sendable, Equatable {
+    /// True with 704's var points (`SunSpecReactiveControl`); false for any other inverter.
+    public var available: Bool
+    public var ratings: SunSpecReactiveRatings
+
+    public init(available: Bool, ratings: SunSpecReactiveRatings) {
+        self.available = available
+        self.ratings = ratings
+    }
+}
+
 extension ModbusDevice {
+    /// What the device offers for reactive power: 704's var points and 702's ratings.
+    public var reactiveCapability: SunSpecReactiveCapability {
+        if case .sunspec(let inverter) = self {
+            return SunSpecReactiveCapability(available: inverter.reactiveControl != nil, ratings: inverter.reactiveRatings)
+        }
+        return SunSpecReactiveCapability(available: false, ratings: SunSpecReactiveRatings())
+    }
+
     /// The device's reactive-power control (SunSpec 704's var points); nil for any other device.
     public var reactiveControl: SunSpecReactiveControl? {
         if case .sunspec(let inverter) = self { return inverter.reactiveControl }
