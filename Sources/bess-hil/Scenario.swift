@@ -15,6 +15,9 @@ struct Scenario {
     struct Action {
         enum Kind {
             case frequency(Double)
+            /// The plant's grid voltage source V0, p.u. (`voltage_pu`): the connection point's
+            /// voltage is V0 moved by what the site injects (`GridVoltage`).
+            case voltage(Double)
             case ramp(toHz: Double, over: Double)
             case fault(Node)
             case reset
@@ -138,7 +141,7 @@ struct Scenario {
 
     static let numericSignals = ["setpoint_kw", "power_kw", "soc_percent", "frequency_hz", "bessd_setpoint_kw",
                                  "allowed_charge_kw", "allowed_discharge_kw", "grid_kw", "site_power_kw", "soc_spread_percent",
-                                 "operator_cap_kw", "scada_setpoint_kw", "agc_target_kw", "agc_followed_kw", "bessd_frequency_hz"] + sep2Signals
+                                 "operator_cap_kw", "scada_setpoint_kw", "agc_target_kw", "agc_followed_kw", "bessd_frequency_hz", "voltage_pu"] + sep2Signals
     /// Site-level codes a scenario may expect besides the interlock codes (from `bessctl site`).
     static let siteCodes: Set = ["METER_STALE", "SITE_SHORTFALL"]
     static let flagSignals = ["state", "reverted", "bessd", "agc_following", "agc_signal_lost", "frequency_source"]
@@ -202,6 +205,9 @@ struct Scenario {
             var label = ""
             if let hz = entry["frequency_hz"]?.float {
                 kind = .frequency(hz); label = "f→\(hz) Hz"
+            } else if let pu = entry["voltage_pu"]?.float {
+                guard pu >= 0.5 && pu <= 1.5 else { fail("\(here).voltage_pu", "a voltage, 0.5–1.5 p.u."); continue }
+                kind = .voltage(pu); label = "V0→\(pu) pu"
             } else if let hz = entry["ramp_to_hz"]?.float {
                 guard let over = entry["over_s"]?.float, over > 0 else { fail(here, "ramp_to_hz needs over_s > 0"); continue }
                 kind = .ramp(toHz: hz, over: over); label = "ramp→\(hz) Hz"
@@ -296,12 +302,12 @@ struct Scenario {
                 if sep2 == nil { fail("\(here).sep2", "needs the scenario's sep2: section (the plant's 2030.5 server)") }
                 kind = .sep2(order); label = text
             }
-            let knownKeys: Set = ["at_s", "for_s", "over_s", "delay_s", "bms", "unit", "group", "frequency_hz", "ramp_to_hz", "fault",
+            let knownKeys: Set = ["at_s", "for_s", "over_s", "delay_s", "bms", "unit", "group", "frequency_hz", "voltage_pu", "ramp_to_hz", "fault",
                                   "reset", "mode", "override_kw", "clear_override", "dispatch_kw", "kill_bessd", "start_bessd",
                                   "reload", "scada_write", "aggregator", "label", "iec104", "confirm", "pmu", "sep2"]
             for key in keys.subtracting(knownKeys) { fail("\(here).\(key)", "unknown key") }
             guard let kind else {
-                fail(here, "names no action (frequency_hz, ramp_to_hz, fault, reset, mode, override_kw, clear_override, "
+                fail(here, "names no action (frequency_hz, voltage_pu, ramp_to_hz, fault, reset, mode, override_kw, clear_override, "
                      + "dispatch_kw, kill_bessd, start_bessd, reload, scada_write, aggregator, iec104, pmu, sep2)")
                 continue
             }
@@ -515,6 +521,8 @@ struct Sample {
     /// What the plant's PMU sends (NaN: no PMU, or stopped) and its STAT, and the frequency bessd
     /// used with its source (`bessctl status`: `pmu`, `inverter`, …).
     var pmuHz = Double.nan
+    /// The plant's voltage at the connection point, p.u. of its nominal (each inverter's 701 `LNV`).
+    var voltagePU = Double.nan
     var pmuStatus = "-"
     /// What the PMU's bad frames (wrong CRC or IDCODE) measure, NaN when it sends none.
     var pmuBadHz = Double.nan
@@ -542,6 +550,7 @@ struct Sample {
         case "allowed_charge_kw": allowedChargeKW
         case "allowed_discharge_kw": allowedDischargeKW
         case "bessd_frequency_hz": bessdFrequencyHz
+        case "voltage_pu": voltagePU
         default: sep2[signal] ?? .nan
         }
     }

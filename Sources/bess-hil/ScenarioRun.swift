@@ -139,6 +139,7 @@ final class ScenarioRun {
             if pmuPinnedHz == nil { pmu?.set(hz: hz) }
             while let action = pending.first, action.at <= t {
                 pending.removeFirst()
+                if case .voltage(let pu) = action.kind { rig.gridVoltage.sourcePU = pu }
                 let outcome = perform(action, t: t)
                 executed.append((t, action.label, outcome))
                 say(String(format: "  %7.2f s  %@  %@", t, action.label, outcome))
@@ -256,7 +257,7 @@ final class ScenarioRun {
             }
         }
         switch action.kind {
-        case .frequency, .ramp, .fault: return "(plant)"
+        case .frequency, .ramp, .fault, .voltage: return "(plant)"
         case .reset: return ask(ControlRequest(.reset))
         case .mode(let mode): return ask(ControlRequest(.mode, mode: mode))
         case .override(let kw, let seconds):
@@ -325,6 +326,7 @@ final class ScenarioRun {
         let unit = rig.units[0]
         var s = Sample(t: t, frequency: hz, setpointKW: unit.inverter.setpointW / 1000, powerKW: unit.inverter.powerW / 1000,
                        socPercent: unit.battery.soc * 100, reverted: unit.inverter.reverted, bessdUp: bessd?.isRunning == true)
+        s.voltagePU = rig.voltageV / rig.gridVoltage.nominalV
         s.sitePowerKW = rig.units.reduce(0.0) { $0 + $1.inverter.powerW } / 1000
         let socs = rig.units.map { $0.battery.soc * 100 }
         s.socSpreadPercent = (socs.max() ?? 0) - (socs.min() ?? 0)
