@@ -146,13 +146,17 @@ public final class PlantRig {
     }
 
     /// The voltage at the connection point `elapsed` into the run, V: `gridVoltage` with the power
-    /// the site injects, the units' (as last stepped) and PV's less the load's, and the load's var
-    /// (PF 0.95 lagging: it absorbs).
+    /// the site injects, the units' (as last stepped, their var too) and PV's less the load's, and
+    /// the load's var (PF 0.95 lagging: it absorbs).
     func connectionVoltage(elapsed: Duration) -> Double {
         let site = configuration.simulation.sitePower(at: elapsed)
-        let battery = units.reduce(0.0) { $0 + $1.inverter.powerW }
-        return gridVoltage.volts(injectedW: battery + site.pv - site.load,
-                                 injectedVar: -max(0, site.load) * SimulatedMeter.loadVarPerW)
+        var batteryW = 0.0, batteryVar = 0.0
+        for unit in units {
+            batteryW += unit.inverter.powerW
+            batteryVar += unit.inverter.reactiveVar
+        }
+        return gridVoltage.volts(injectedW: batteryW + site.pv - site.load,
+                                 injectedVar: batteryVar - max(0, site.load) * SimulatedMeter.loadVarPerW)
     }
 
     /// The connection point: load − PV − Σ battery power, served as the configured meter model with the

@@ -1,6 +1,7 @@
 import BessBase
 import BessSystem
 import Config
+import ControlCore
 import Cycle
 import Foundation
 import HILPlant
@@ -82,5 +83,37 @@ struct GridVoltageTests {
         #expect(after.meter.map { abs($0 - 230 * (1.05 - drop / 1.05)) < 0.06 } == true, "\(after)")
         #expect(after.inverter.map { abs($0 - 230 * (1.05 - drop / 1.05)) < 0.06 } == true, "\(after)")
         #expect(rig.statusLine(now: SystemClock.shared.now(), frequency: 50).contains("V=1.0"))
+    }
+
+    @Test("the units' var and power move the plant's voltage: injecting raises it by X and R")
+    func unitsMoveV() throws {
+        var configuration = try ConfigLoader.parse("""
+            mode: hil
+            bess_units:
+              - {id: U1, capacity_kwh: 400, max_power_kw: 100, max_apparent_power_kva: 100,
+                 inverter: {simulated: true}, bms: {simulated: true}}
+            site:
+              meter: {protocol: sunspec, modbus: {host: 127.0.0.1, port: 1503, unit_id: 1}}
+            simulation:
+              load: {profile: steady, base_kw: 0}
+              pv: {profile: steady, base_kw: 0}
+            """, file: "plant-voltage-units.yaml")
+        configuration.site.meter?.modbus?.transport = .tcp(host: "127.0.0.1", port: 0)
+        let start = SystemClock.shared.now()
+        let rig = try PlantRig(configuration: configuration, startedAt: start)
+        defer { rig.stop() }
+        _ = rig.step(now: start + Duration.seconds(1))
+        #expect(abs(rig.voltageV - 230) < 1e-9, "\(rig.voltageV)")
+        rig.withUnit(0) {
+            $0.inverter.command(setpointW: 40_000)
+            $0.inverter.command(reactiveVar: 30_000, revert: nil)
+        }
+        // Plant time, not wall time: steps of a second, within the setpoint's revert time.
+        for k in 2...4 { _ = rig.step(now: start + Duration.seconds(Int64(k))) }
+        let unit = rig.units[0].inverter
+        #expect(abs(unit.reactiveVar - 30_000) < 1 && abs(unit.powerW - 40_000) < 1, "\(unit.reactiveVar) var, \(unit.powerW) W")
+        _ = rig.step(now: start + Duration.seconds(5))
+        let expected = 230 * (1 + 0.03 * 0.4 + 0.10 * 0.3)
+        #expect(abs(rig.voltageV - expected) < 0.01, "\(rig.voltageV) V, want \(expected)")
     }
 }
