@@ -3,6 +3,7 @@ public import BessSystem
 public import ControlCore
 import Fieldbus
 import Glibc
+import GridSupport
 import Synchronization
 
 /// Real devices only: one endpoint worker per Modbus endpoint or serial line, one BMS worker per
@@ -145,9 +146,13 @@ public final class HardwareSite: SiteIO {
 
     public func contactor(unit: Int) -> ContactorState { inverterSlots[unit]?.contactor ?? .closed }
 
-    /// Each CAN BMS judged by its unit's critical thresholds (after a reload, the new ones).
+    /// Each CAN BMS judged by its unit's critical thresholds (after a reload, the new ones), and
+    /// each inverter told whether reactive power has priority (704 `VarSetPri`, `reactive_priority`).
     func setWatches(_ settings: CycleSettings) {
         for (i, slot) in bmsSlots.enumerated() { slot?.setWatch(BMSAlarmWatch(rules: settings.units[i].rules)) }
+        for (i, slot) in inverterSlots.enumerated() where i < settings.units.count {
+            slot?.setReactivePriority(settings.units[i].gridSupport?.reactivePriority ?? false)
+        }
     }
 
     public func sampleMeter(now: MonotonicInstant) -> Timestamped<MeterReading>? {

@@ -1,4 +1,5 @@
 import BessSystem
+import Config
 import ControlCore
 @testable import Cycle
 import Fieldbus
@@ -214,6 +215,25 @@ struct ReactiveWireTests {
         #expect(!peer.all.contains { $0.hasPrefix("VARSET unit=1 ") })
         #expect(slots[0].1.lastError == nil && slots[1].1.lastError == nil)
         #expect(slots.map { $0.1.reactiveCapability?.available } == [false, false, true])
+    }
+
+    @Test("reactive_priority reaches each real inverter's VarSetPri (true, false, and false without a law)")
+    func priority() throws {
+        func site(_ law: String) throws -> HardwareSite {
+            let c = try ConfigLoader.parse("""
+                mode: hil
+                bess_units:
+                  - {id: A, capacity_kwh: 100, max_power_kw: 50, bms: {simulated: true}, modbus: {host: 127.0.0.1, port: 1, unit_id: 1}}
+                \(law)
+                """, file: "priority.yaml")
+            return HardwareSite.beside(simulated: c.cycleSettings, phase: CyclePhase(period: .milliseconds(100))) { _ in }
+        }
+        let law = "grid_integration:\n  reactive_power: {mode: constant_var, var_percent: 10, nominal_voltage_v: 230, reactive_priority: %@}"
+        for (text, expected) in [("true", true), ("false", false)] {
+            let s = try site(law.replacingOccurrences(of: "%@", with: text))
+            #expect(s.inverterSlots[0]?.reactiveRequest.priority == expected, "\(text)")
+        }
+        #expect(try site("").inverterSlots[0]?.reactiveRequest.priority == false)
     }
 
     @Test("reactive nil: nothing on the var points; once bessd enabled them, VarSetEna 0 once to hand them back")
