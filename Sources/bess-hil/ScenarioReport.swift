@@ -69,8 +69,10 @@ struct ScenarioReport {
         set ylabel 'frequency (Hz)'
         set format x ''
         \(pmuPanel(opening: true))
-        plot '\(csv)' using 1:2 with lines lw 1.5 lc rgb '#1f77b4' title 'grid frequency (plant)'\(pmuLines(csv))
+        \(voltageAxis(opening: true))
+        plot '\(csv)' using 1:2 with lines lw 1.5 lc rgb '#1f77b4' title 'grid frequency (plant)'\(pmuLines(csv))\(voltageLine(csv))
         unset label
+        \(voltageAxis(opening: false))
         \(pmuPanel(opening: false))
         \(eventLabels())
         set ylabel 'power (kW, + discharge)'
@@ -145,6 +147,20 @@ struct ScenarioReport {
             + ", \\\n     '' using 1:(strcol(24) eq 'inverter' ? $23 : NaN) with points pt 7 ps 0.4 lc rgb '#d62728' title 'bessd used: inverters'"
             + (samples.contains { $0.pmuBadHz.isFinite }
                 ? ", \\\n     '' using 1:25 with lines lw 1.5 dt 3 lc rgb '#9467bd' title 'PMU bad frames (refused)'" : "")
+    }
+
+    /// With `voltage_pu` steps: the plant's voltage (the CSV's last column) on the frequency panel's
+    /// right axis, in p.u.
+    var hasVoltageSteps: Bool { scenario.actions.contains { if case .voltage = $0.kind { true } else { false } } }
+
+    func voltageLine(_ csv: String) -> String {
+        guard hasVoltageSteps else { return "" }
+        return ", \\\n     '' using 1:\(26 + Scenario.sep2Signals.count) axes x1y2 with lines lw 1.5 lc rgb '#17becf' title 'grid voltage (plant, p.u.)'"
+    }
+
+    func voltageAxis(opening: Bool) -> String {
+        guard hasVoltageSteps else { return "" }
+        return opening ? "set y2tics\nset y2label 'voltage (p.u.)'" : "unset y2tics\nunset y2label"
     }
 
     /// With a PMU: room above and below the frequency traces and the key beside them, then back.
