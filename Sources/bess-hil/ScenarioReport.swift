@@ -158,9 +158,14 @@ struct ScenarioReport {
         return ", \\\n     '' using 1:\(26 + Scenario.sep2Signals.count) axes x1y2 with lines lw 1.5 lc rgb '#17becf' title 'grid voltage (plant, p.u.)'"
     }
 
+    /// Opening: the right axis, 0.01 p.u. beyond the samples, and a right margin every panel keeps
+    /// (their time axes stay aligned).
     func voltageAxis(opening: Bool) -> String {
         guard hasVoltageSteps else { return "" }
-        return opening ? "set y2tics\nset y2label 'voltage (p.u.)'" : "unset y2tics\nunset y2label"
+        guard opening else { return "unset y2tics\nunset y2label" }
+        let values = samples.map(\.voltagePU).filter(\.isFinite)
+        let range = values.isEmpty ? "" : "\nset y2range [\(fmt((values.min() ?? 1) - 0.01)):\(fmt((values.max() ?? 1) + 0.01))]"
+        return "set rmargin 10\nset y2tics\nset y2label 'voltage (p.u.)'" + range
     }
 
     /// With a PMU: room above and below the frequency traces and the key beside them, then back.
