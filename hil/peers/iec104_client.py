@@ -16,6 +16,28 @@ import time
 import c104
 
 
+def station_of(port: int, ca: int, on_raw):
+    """A c104 client with one connection to 127.0.0.1:PORT and its station COMMON_ADDRESS, I-frames
+    handed raw to `on_raw`, points the outstation sends added as they come; not started yet."""
+    def on_new_point(client: c104.Client, station: c104.Station, io_address: int, point_type: c104.Type) -> None:
+        station.add_point(io_address=io_address, type=point_type)
+
+    client = c104.Client(tick_rate_ms=50, command_timeout_ms=3000)
+    client.on_new_point(callable=on_new_point)
+    connection = client.add_connection(ip="127.0.0.1", port=port, init=c104.Init.NONE)
+    connection.on_receive_raw(callable=on_raw)
+    return client, connection, connection.add_station(common_address=ca)
+
+
+def start(client, connection) -> dict:
+    """Starts the client, waits up to 5 s for the connection and starts data transfer: c104's verdicts."""
+    client.start()
+    deadline = time.time() + 5
+    while not connection.is_connected and time.time() < deadline:
+        time.sleep(0.02)
+    return {"connected": connection.is_connected, "startdt": connection.unmute()}
+
+
 def main() -> None:
     port, ca, agc_mw, setpoint_mw = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
     received = []
@@ -26,23 +48,12 @@ def main() -> None:
             received.append({"type": int(d["type"]), "cot": int(d["cot"]), "negative": bool(d["negative"]),
                              "ioa": d["firstInformationObjectAddress"], "count": d["numberOfObjects"]})
 
-    def on_new_point(client: c104.Client, station: c104.Station, io_address: int, point_type: c104.Type) -> None:
-        station.add_point(io_address=io_address, type=point_type)
-
-    client = c104.Client(tick_rate_ms=50, command_timeout_ms=3000)
-    client.on_new_point(callable=on_new_point)
-    connection = client.add_connection(ip="127.0.0.1", port=port, init=c104.Init.NONE)
-    connection.on_receive_raw(callable=on_raw)
-    station = connection.add_station(common_address=ca)
+    client, connection, station = station_of(port, ca, on_raw)
     agc_in_service = station.add_point(io_address=3101, type=c104.Type.C_SC_NA_1, command_mode=c104.CommandMode.DIRECT)
     agc_target = station.add_point(io_address=3001, type=c104.Type.C_SE_NC_1, command_mode=c104.CommandMode.DIRECT)
     site_setpoint = station.add_point(io_address=3002, type=c104.Type.C_SE_NC_1,
                                       command_mode=c104.CommandMode.SELECT_AND_EXECUTE)
-    client.start()
-    deadline = time.time() + 5
-    while not connection.is_connected and time.time() < deadline:
-        time.sleep(0.02)
-    ok = {"connected": connection.is_connected, "startdt": connection.unmute()}
+    ok = start(client, connection)
     ok["interrogation"] = connection.interrogation(common_address=ca, cause=c104.Cot.ACTIVATION,
                                                    qualifier=c104.Qoi.STATION, wait_for_response=True)
     time.sleep(0.3)

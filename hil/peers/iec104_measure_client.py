@@ -21,6 +21,8 @@ import time
 
 import c104
 
+from iec104_client import start, station_of
+
 # A short float's object after its address: value (4) and QDS (1); type 36 adds CP56Time2a (7).
 SIZES = {13: 5, 36: 12}
 
@@ -59,19 +61,8 @@ def main() -> None:
             for ioa, value, invalid in floats(d):
                 frames.append({"ioa": ioa, "cause": cot, "value": value, "invalid": invalid})
 
-    def on_new_point(client: c104.Client, station: c104.Station, io_address: int, point_type: c104.Type) -> None:
-        station.add_point(io_address=io_address, type=point_type)
-
-    client = c104.Client(tick_rate_ms=50, command_timeout_ms=3000)
-    client.on_new_point(callable=on_new_point)
-    connection = client.add_connection(ip="127.0.0.1", port=port, init=c104.Init.NONE)
-    connection.on_receive_raw(callable=on_raw)
-    station = connection.add_station(common_address=ca)
-    client.start()
-    deadline = time.time() + 5
-    while not connection.is_connected and time.time() < deadline:
-        time.sleep(0.02)
-    ok = {"connected": connection.is_connected, "startdt": connection.unmute()}
+    client, connection, station = station_of(port, ca, on_raw)
+    ok = start(client, connection)
     ok["interrogation"] = connection.interrogation(common_address=ca, cause=c104.Cot.ACTIVATION,
                                                    qualifier=c104.Qoi.STATION, wait_for_response=True)
     # c104 may give up waiting while the answers are on their way: the frames decide.
