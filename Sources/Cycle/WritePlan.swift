@@ -84,7 +84,7 @@ enum WritePlanner {
             if rearm { next.lastArmedAt = now }
         } else {
             guard axis.enabled else { return active }
-            writes = [control.release]
+            writes = control.release
             next = ReactiveWriteState()
         }
         guard var combined = active else {

@@ -56,6 +56,14 @@ struct ReactiveWireTests {
         guard case .sunspec(let inverter) = device else { Issue.record("not SunSpec"); return }
         #expect(inverter.reactiveControl?.mode == .vars(scaleFactor: 1))
         #expect(inverter.reactiveRatings == SunSpecReactiveRatings(apparentPower: 55_000, maxInjecting: 30_000, maxAbsorbing: 25_000))
+        // A var beyond 702's VarMaxInj / VarMaxAbs is held at them, never sent for the device to refuse.
+        let control = try #require(inverter.reactiveControl)
+        func varSet(_ q: Double) -> [UInt16]? {
+            control.writes(q, reactivePriority: false, revert: .seconds(10), rearm: false).last.map { Array($0.values.suffix(2)) }
+        }
+        #expect(varSet(40_000) == SunSpec.words(UInt32(bitPattern: 3_000)), "30,000 var at VarSet_SF 1")
+        #expect(varSet(-40_000) == SunSpec.words(UInt32(bitPattern: -2_500)), "25,000 var absorbed at VarSet_SF 1")
+        #expect(varSet(12_340) == SunSpec.words(UInt32(bitPattern: 1_234)))
         var access = connection.unit(1)
         let reading = try inverter.readStatus(&access)
         #expect(reading.voltage.map { abs($0 - 230.1) < 1e-9 } == true && reading.reactivePower == -150, "\(reading)")
@@ -236,7 +244,7 @@ struct ReactiveWireTests {
         #expect(try site("").inverterSlots[0]?.reactiveRequest.priority == false)
     }
 
-    @Test("reactive nil: nothing on the var points; once bessd enabled them, VarSetEna 0 once to hand them back")
+    @Test("reactive nil: nothing on the var points; once bessd enabled them, VarSetEnaRvrt 0 and VarSetEna 0 once to hand them back")
     func leftAlone() throws {
         let peer = try UnitsPeer(["1:varsetsf=1"])
         defer { peer.stop() }
@@ -268,6 +276,7 @@ struct ReactiveWireTests {
         slot.setSetpoint(.kilowatts(3), reactive: 1_000)
         #expect(waitFor(seconds: 5) { peer.last("VARSET unit=1 ") == "VARSET unit=1 ena=1 mod=4 pri=0 var=100 pct=0 rvrt_tms=2 rvrt=0 ena_rvrt=1" })
         slot.setSetpoint(.kilowatts(3), reactive: nil)
-        #expect(waitFor(seconds: 5) { peer.last("VARSET unit=1 ") == "VARSET unit=1 ena=0 mod=4 pri=0 var=100 pct=0 rvrt_tms=2 rvrt=0 ena_rvrt=1" })
+        // VarSetEnaRvrt 0 too, so that the armed revert cannot enable the setpoint again.
+        #expect(waitFor(seconds: 5) { peer.last("VARSET unit=1 ") == "VARSET unit=1 ena=0 mod=4 pri=0 var=100 pct=0 rvrt_tms=2 rvrt=0 ena_rvrt=0" })
     }
 }

@@ -43,7 +43,7 @@ struct ReactivePlantTests {
         let words = try client.readRegisters(at: control.model.address + SunSpec.ACControls.varSetEna, count: 5)
         #expect(words == [1, SunSpec.ACControls.varModeVars, 0, 0, 0], "\(words)")
         // VarSetEna 0 (handed back): the inverter's own mode, 0 var.
-        try client.writeRegisters(at: control.release.address, control.release.values)
+        for write in control.release { try client.writeRegisters(at: write.address, write.values) }
         run(2)
         #expect(unit.inverter.reactiveSetpointVar == 0)
     }

@@ -82,7 +82,9 @@ public struct SunSpecInverter: Sendable {
             var armable = false
             var ratings = SunSpecReactiveRatings()
             if let capacity = map.first(SunSpec.Capacity.id) {
-                ratings = SunSpecReactiveRatings.read(try SunSpec.read(capacity, from: &device))
+                // Optional: a 702 the device lists but will not read costs the ratings, never the unit
+                // (its active power is commanded without them).
+                ratings = SunSpecReactiveRatings.read(try? SunSpec.read(capacity, from: &device))
             }
             if let connect = map.first(SunSpec.Controls.id) {
                 let words = try device.readRegisters(at: connect.address + SunSpec.Controls.connRvrtTms, count: 1)

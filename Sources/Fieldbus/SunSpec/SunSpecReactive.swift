@@ -47,6 +47,11 @@ public struct SunSpecReactiveControl: Sendable, Equatable {
     /// Model 704, where the var points are.
     public let model: SunSpecModelLocation
     public let mode: Mode
+    /// 702's `VarMaxInj` / `VarMaxAbs`, var, where the device states them: a VARS setpoint is held
+    /// inside them, so the device is never asked for a var it would refuse (a refused request
+    /// fails the unit's whole round, its active power with it).
+    public private(set) var maxInjecting: Double? = nil
+    public private(set) var maxAbsorbing: Double? = nil
 
     /// The var points in 704's block (`controls`), with 702's ratings for VAR_MAX_PCT; nil when the
     /// device cannot take a reactive setpoint with its revert armed.
@@ -55,7 +60,8 @@ public struct SunSpecReactiveControl: Sendable, Equatable {
         guard controls.uint16(C.varSetEna) != nil, controls.uint16(C.varSetMod) != nil, controls.uint16(C.varSetEnaRvrt) != nil,
               controls.uint32(C.varSetRvrtTms) != nil else { return nil }
         if controls.int32(C.varSet) != nil, controls.int32(C.varSetRvrt) != nil, let sf = controls.scaleFactor(C.varSetSF) {
-            return SunSpecReactiveControl(model: controls.model, mode: .vars(scaleFactor: sf))
+            return SunSpecReactiveControl(model: controls.model, mode: .vars(scaleFactor: sf),
+                                          maxInjecting: ratings.maxInjecting, maxAbsorbing: ratings.maxAbsorbing)
         }
         if controls.int16(C.varSetPct) != nil, controls.int16(C.varSetPctRvrt) != nil, let sf = controls.scaleFactor(C.varSetPctSF),
            let injecting = ratings.maxInjecting, let absorbing = ratings.maxAbsorbing {
@@ -85,7 +91,8 @@ public struct SunSpecReactiveControl: Sendable, Equatable {
                 writes.append((model.address + C.varSetRvrt, SunSpec.words(0)))
                 writes.append((model.address + C.varSetEnaRvrt, [1] + SunSpec.words(seconds)))
             }
-            let raw = Int32(clamping: Self.clampedRaw(q, sf: sf, bound: Int64(Int32.max)))
+            let held = min(max(q, -(maxAbsorbing ?? .infinity)), maxInjecting ?? .infinity)
+            let raw = Int32(clamping: Self.clampedRaw(held, sf: sf, bound: Int64(Int32.max)))
             writes.append((model.address + C.varSetEna, [1, C.varModeVars, priority] + SunSpec.words(UInt32(bitPattern: raw))))
         case .maxPercent(let sf, let injecting, let absorbing):
             if rearm {
@@ -101,9 +108,12 @@ public struct SunSpecReactiveControl: Sendable, Equatable {
         return writes
     }
 
-    /// The one request that hands reactive power back to the inverter (`VarSetEna` 0), once bessd
-    /// no longer commands it.
-    public var release: (address: Int, values: [UInt16]) { (model.address + SunSpec.ACControls.varSetEna, [0]) }
+    /// The requests that hand reactive power back to the inverter once bessd no longer commands it:
+    /// `VarSetEnaRvrt` 0 first, so that the armed revert cannot enable the var setpoint again, then
+    /// `VarSetEna` 0.
+    public var release: [(address: Int, values: [UInt16])] {
+        [(model.address + SunSpec.ACControls.varSetEnaRvrt, [0]), (model.address + SunSpec.ACControls.varSetEna, [0])]
+    }
 
     /// round(value / 10^sf) inside ±`bound` (the sentinel −bound−1 never written).
     static func clampedRaw(_ value: Double, sf: Int, bound: Int64) -> Int64 {
