@@ -208,6 +208,16 @@ public struct InverterReading: Sendable, Equatable {
     /// True while the inverter is connected to the grid, false while its contactor is open (SunSpec
     /// 701 `ConnSt`, 101–103 `St` OFF); nil when it does not say.
     public var connected: Bool?
+    /// The inverter's apparent power rating, VA (SunSpec 702 `VAMax`), as its discovery read it;
+    /// nil when it does not say. The reactive stage's `VAMax` unless `max_apparent_power_kva` is set.
+    public var apparentPowerRating: Double? = nil
+    /// The most reactive power it injects and absorbs, var, both positive (702 `VarMaxInj`,
+    /// `VarMaxAbs`); nil when it does not say.
+    public var varMaxInjecting: Double? = nil
+    public var varMaxAbsorbing: Double? = nil
+    /// Whether it takes a reactive setpoint (SunSpec 704's var points): false, the reactive stage
+    /// leaves it alone (`ReactiveSource.unavailable`); nil when not known (a simulated inverter).
+    public var reactiveAvailable: Bool? = nil
     public init(
         activePower: Watts, ratedPower: Watts? = nil, faulted: Bool = false, faultBits: UInt32 = 0,
         frequency: Hertz? = nil, reactivePower: Double? = nil, voltage: Double? = nil, connected: Bool? = nil

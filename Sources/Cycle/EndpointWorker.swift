@@ -32,10 +32,15 @@ public final class DeviceSlot: Sendable {
     public var reading: Timestamped<InverterReading>? { state.withLock { $0.reading } }
     /// The code of the last failure, if the last exchange failed.
     public var lastError: String? { state.withLock { $0.lastError } }
-    /// The latest reading and whether the device failed before it ever answered, in one lock (the
-    /// cycle's side, every cycle: no second lock, no copy of the error text).
+    /// The latest reading, with what discovery found for reactive power (`reactiveCapability`), and
+    /// whether the device failed before it ever answered, in one lock (the cycle's side, every cycle:
+    /// no second lock, no copy of the error text).
     public var sample: (reading: Timestamped<InverterReading>?, neverAnswered: Bool) {
-        state.withLock { ($0.reading, $0.reading == nil && $0.lastError != nil) }
+        state.withLock { state in
+            var reading = state.reading
+            if let capability = state.reactiveCapability { reading?.value.adopt(capability) }
+            return (reading, state.reading == nil && state.lastError != nil)
+        }
     }
     /// Failed exchanges so far.
     public var errors: UInt64 { state.withLock { $0.errors } }
