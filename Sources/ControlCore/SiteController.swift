@@ -196,6 +196,7 @@ public final class SiteController {
             units[index].utilityDroop = utilityDroop
             units[index].reactiveCap = reactiveStage.dischargeCap(index)
             let unitInputs = index < inputs.count ? inputs[index] : empty
+            reactiveStage.observe(unit: index, inverter: unitInputs.inverter?.value)
             let held = Self.overridden(unitInputs, at: now)
             var asked = arbiter.command(rating: units[index].ratingForShare, held: held, dispatch: unitInputs.dispatch)
             if !held { units[index].keepOutOfReserve(unitReserveReached[index], dispatch: &asked) }

@@ -11,7 +11,9 @@ import GridSupport
 /// Its Q is the unit's reactive setpoint. Q only while the unit runs (`running`, `limited`; a derate
 /// never touches Q): starting, standby, tripped or faulted, the unit is asked 0 var and its law starts
 /// over. A voltage mode without a voltage commands 0 var (`staleVoltage`); a unit with no mode is
-/// left alone (`reactive` nil). Storage is fixed at init: a step copies plain values only.
+/// left alone (`reactive` nil), and so is one whose inverter has no var points (`unavailable`, its P
+/// untouched). The inverter's 702 ratings rebuild the law as they arrive (`observe`). Storage is fixed
+/// at init: a step copies plain values only.
 struct ReactiveStage: Sendable {
     /// Each unit's law as built, before any step: a stopped unit's law is reset to it (a plain copy).
     private var initial: [GridSupportController?]
@@ -19,6 +21,15 @@ struct ReactiveStage: Sendable {
     private(set) var laws: [GridSupportController?]
     /// Each unit's cap on discharge for the next period, W (`dischargeCap`).
     private var caps: [Double]
+    /// Each unit's `max_apparent_power_kva` (VA; nil: none, the inverter's 702 `VAMax` counts) and
+    /// active rating, W: the parts of its rating the inverter does not change.
+    private let configuredVA: [Double?]
+    private let activeW: [Double]
+    /// The last rating `observe` offered each unit's law, so that a rating the law refuses is tried
+    /// once, not every period.
+    private var offered: [UnitRating?]
+    /// False while the unit's inverter reports no var points (SunSpec 704): no Q, P untouched.
+    private var available: [Bool]
 
     init(units: [UnitSettings]) {
         initial = units.map { settings in
@@ -26,6 +37,27 @@ struct ReactiveStage: Sendable {
         }
         laws = initial
         caps = Array(repeating: .infinity, count: units.count)
+        configuredVA = units.map(\.apparentPowerRating)
+        activeW = units.map(\.rating.value)
+        offered = Array(repeating: nil, count: units.count)
+        available = Array(repeating: true, count: units.count)
+    }
+
+    /// What the unit's inverter says of reactive power, each period before `apply` (plain values; a
+    /// law is rebuilt only when its rating changes): whether it has var points, and its 702 ratings.
+    /// `VAMax` is `max_apparent_power_kva`, else the inverter's `VAMax`, else the active rating;
+    /// `VarMaxInj`/`VarMaxAbs` the inverter's, else `VAMax` (docs/design/0010-reactive-power.md,
+    /// "ratings"). No reading (stale, none yet) changes nothing.
+    mutating func observe(unit: Int, inverter: InverterReading?) {
+        guard let inverter, laws.indices.contains(unit) else { return }
+        if let reactive = inverter.reactiveAvailable { available[unit] = reactive }
+        guard laws[unit] != nil else { return }
+        let rating = UnitRating(
+            apparentPowerVA: configuredVA[unit] ?? inverter.apparentPowerRating ?? activeW[unit], activePowerW: activeW[unit],
+            chargePowerW: activeW[unit], maxInjectVar: inverter.varMaxInjecting, maxAbsorbVar: inverter.varMaxAbsorbing)
+        guard rating != offered[unit] else { return }
+        offered[unit] = rating
+        rerate(unit: unit, rating: rating)
     }
 
     /// The unit's discharge cap for the next period, W (infinite: none): volt-watt's limit after its
@@ -62,7 +94,15 @@ struct ReactiveStage: Sendable {
         for index in units.indices where index < laws.count && laws[index] != nil {
             var d = units[index].decision
             let mode = laws[index]!.settings.reactive
-            if d.state.mayOperate {
+            if !available[index] {
+                // No var points: no reactive command and no volt-watt; its P is the pool's.
+                laws[index] = initial[index]
+                caps[index] = .infinity
+                if mode != nil {
+                    d.reactive = nil
+                    d.reactiveSource = .unavailable
+                }
+            } else if d.state.mayOperate {
                 let asked = d.setpoint.value
                 let output = laws[index]!.step(voltage: d.voltagePU ?? .nan, desiredPowerW: asked, elapsedSeconds: dt)
                 let setpoint = Self.lowered(output.activePowerW, asked: asked, decision: d)
@@ -115,7 +155,14 @@ struct ReactiveStage: Sendable {
     /// volt-watt limit stand (`retune`), so a reload makes no step.
     mutating func adopt(_ old: ReactiveStage, mapping: [Int?]) {
         for (i, j) in mapping.enumerated() where i < laws.count {
-            guard let j, j < old.laws.count, let settings = laws[i]?.settings, var carried = old.laws[j],
+            guard let j, j < old.laws.count else { continue }
+            available[i] = old.available[j]
+            // The inverter's ratings stay with the unit while its own do.
+            if configuredVA[i] == old.configuredVA[j], activeW[i] == old.activeW[j], let rating = old.offered[j] {
+                offered[i] = rating
+                rerate(unit: i, rating: rating)
+            }
+            guard let settings = laws[i]?.settings, var carried = old.laws[j],
                   carried.rating == laws[i]?.rating
             else { continue }
             if (try? carried.retune(settings)) != nil { laws[i] = carried }
