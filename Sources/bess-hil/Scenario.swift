@@ -141,7 +141,8 @@ struct Scenario {
 
     static let numericSignals = ["setpoint_kw", "power_kw", "soc_percent", "frequency_hz", "bessd_setpoint_kw",
                                  "allowed_charge_kw", "allowed_discharge_kw", "grid_kw", "site_power_kw", "soc_spread_percent",
-                                 "operator_cap_kw", "scada_setpoint_kw", "agc_target_kw", "agc_followed_kw", "bessd_frequency_hz", "voltage_pu"] + sep2Signals
+                                 "operator_cap_kw", "scada_setpoint_kw", "agc_target_kw", "agc_followed_kw", "bessd_frequency_hz", "voltage_pu",
+                                 "reactive_kvar"] + sep2Signals
     /// Site-level codes a scenario may expect besides the interlock codes (from `bessctl site`).
     static let siteCodes: Set = ["METER_STALE", "SITE_SHORTFALL"]
     static let flagSignals = ["state", "reverted", "bessd", "agc_following", "agc_signal_lost", "frequency_source"]
@@ -523,6 +524,8 @@ struct Sample {
     var pmuHz = Double.nan
     /// The plant's voltage at the connection point, p.u. of its nominal (each inverter's 701 `LNV`).
     var voltagePU = Double.nan
+    /// Σ the plant inverters' measured reactive power, kvar (+ = injecting).
+    var reactiveKVAr = Double.nan
     var pmuStatus = "-"
     /// What the PMU's bad frames (wrong CRC or IDCODE) measure, NaN when it sends none.
     var pmuBadHz = Double.nan
@@ -551,6 +554,7 @@ struct Sample {
         case "allowed_discharge_kw": allowedDischargeKW
         case "bessd_frequency_hz": bessdFrequencyHz
         case "voltage_pu": voltagePU
+        case "reactive_kvar": reactiveKVAr
         default: sep2[signal] ?? .nan
         }
     }

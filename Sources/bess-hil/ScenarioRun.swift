@@ -328,6 +328,7 @@ final class ScenarioRun {
                        socPercent: unit.battery.soc * 100, reverted: unit.inverter.reverted, bessdUp: bessd?.isRunning == true)
         s.voltagePU = rig.voltageV / rig.gridVoltage.nominalV
         s.sitePowerKW = rig.units.reduce(0.0) { $0 + $1.inverter.powerW } / 1000
+        s.reactiveKVAr = rig.units.reduce(0.0) { $0 + $1.inverter.reactiveVar } / 1000
         let socs = rig.units.map { $0.battery.soc * 100 }
         s.socSpreadPercent = (socs.max() ?? 0) - (socs.min() ?? 0)
         if rig.meterServer != nil { s.gridKW = rig.meter.gridPowerW / 1000 }
