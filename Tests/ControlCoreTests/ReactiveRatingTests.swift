@@ -79,4 +79,10 @@ struct ReactiveRatingTests {
         let later = Self.run(site, from: 60, seconds: 60, powerW: 100_000, vaMax: nil, available: true)
         #expect(later.reactiveSource == .constantVar && abs((later.reactive ?? .nan) - 60_000) < 1)
     }
+
+    @Test("the ratings travel as plain values: a reading copied each period allocates nothing")
+    func plainValues() {
+        #expect(_isPOD(InverterReading.self))
+        #expect(_isPOD(UnitRating.self))
+    }
 }

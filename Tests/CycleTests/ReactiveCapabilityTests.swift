@@ -21,5 +21,6 @@ struct ReactiveCapabilityTests {
         slot.publish(reactive: SunSpecReactiveCapability(available: false, ratings: SunSpecReactiveRatings()))
         let none = try #require(slot.sample.reading).value
         #expect(none.reactiveAvailable == false && none.apparentPowerRating == nil)
+        #expect(_isPOD(SunSpecReactiveCapability.self), "the sample copies plain values")
     }
 }
