@@ -166,7 +166,8 @@ public final class PlantRig {
         let hours = interval.secondsDouble / 3600
         let site = configuration.simulation.sitePower(at: elapsed)
         let battery = units.reduce(0.0) { $0 + $1.inverter.powerW }
-        meter.record(elapsed: elapsed, loadW: site.load, pvW: site.pv, batteryW: battery)
+        let batteryVar = units.reduce(0.0) { $0 + $1.inverter.reactiveVar }
+        meter.record(elapsed: elapsed, loadW: site.load, pvW: site.pv, batteryW: battery, batteryVar: batteryVar)
         importedWh += max(0, meter.gridPowerW) * hours
         exportedWh += max(0, -meter.gridPowerW) * hours
         let faults = configuration.simulation.activeFaults(at: elapsed, unitID: "")

@@ -13,7 +13,7 @@ public struct SimulatedMeter: Sendable {
     /// The connection point now, W (+ = import).
     public private(set) var gridPowerW: Double = 0
     /// The connection point's reactive power now, var (+ = import): the load's at PF 0.95 lagging, PV
-    /// and the batteries at PF 1 (bessd commands no reactive power). Plausible, not a network model.
+    /// at PF 1, less what the batteries inject (their commanded var). Plausible, not a network model.
     public private(set) var gridReactiveVar: Double = 0
 
     /// The load's var per W: tan(acos 0.95).
@@ -36,9 +36,9 @@ public struct SimulatedMeter: Sendable {
     }
 
     /// Records the connection point `elapsed` into the run.
-    public mutating func record(elapsed: Duration, loadW: Double, pvW: Double, batteryW: Double) {
+    public mutating func record(elapsed: Duration, loadW: Double, pvW: Double, batteryW: Double, batteryVar: Double = 0) {
         gridPowerW = loadW - pvW - batteryW
-        gridReactiveVar = max(0, loadW) * Self.loadVarPerW
+        gridReactiveVar = max(0, loadW) * Self.loadVarPerW - batteryVar
         let index = (head + count) % times.count
         times[index] = elapsed
         powers[index] = gridPowerW

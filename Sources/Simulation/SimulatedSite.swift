@@ -131,20 +131,23 @@ public final class SimulatedSite: SiteIO, ConfiguredSite {
 
     public func commandsIssued() { hardware.commandsIssued() }
 
-    /// The connection point: load − PV − the batteries' power (simulated inverters' own, real ones'
-    /// measured), read by the simulated meter with its faults (`meter_silence`, `meter_delay`,
+    /// The connection point: load − PV − the batteries' power and var (simulated inverters' own, real
+    /// ones' measured), read by the simulated meter with its faults (`meter_silence`, `meter_delay`,
     /// `meter_garbage`).
     func sampleSimulatedMeter(now: MonotonicInstant, elapsed: Duration, inputs: [UnitInputs]) {
-        var battery = 0.0
+        var battery = 0.0, batteryVar = 0.0
         for i in units.indices {
             if hardware.inverterSlots[i] != nil {
-                battery += inputs[i].inverter?.value(at: now, maxAge: Self.measuredMaxAge)?.activePower.value ?? 0
+                let measured = inputs[i].inverter?.value(at: now, maxAge: Self.measuredMaxAge)
+                battery += measured?.activePower.value ?? 0
+                batteryVar += measured?.reactivePower ?? 0
             } else {
                 battery += units[i].inverter.powerW
+                batteryVar += units[i].inverter.reactiveVar
             }
         }
         let site = configuration.simulation.sitePower(at: elapsed)
-        meter.record(elapsed: elapsed, loadW: site.load, pvW: site.pv, batteryW: battery)
+        meter.record(elapsed: elapsed, loadW: site.load, pvW: site.pv, batteryW: battery, batteryVar: batteryVar)
         let faults = configuration.simulation.activeFaults(at: elapsed, unitID: "")
         if faults.contains(.meterSilence) { return }
         if faults.contains(.meterGarbage) {

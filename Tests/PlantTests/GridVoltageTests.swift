@@ -116,4 +116,15 @@ struct GridVoltageTests {
         let expected = 230 * (1 + 0.03 * 0.4 + 0.10 * 0.3)
         #expect(abs(rig.voltageV - expected) < 0.01, "\(rig.voltageV) V, want \(expected)")
     }
+
+    @Test("the meter's var is the load's less what the batteries inject, so it sees the units' Q")
+    func meterSeesBatteryVar() {
+        var meter = SimulatedMeter(history: 4)
+        meter.record(elapsed: .seconds(1), loadW: 100_000, pvW: 0, batteryW: 40_000)
+        #expect(abs(meter.gridReactiveVar - 32_870) < 1e-6, "the load's at PF 0.95: \(meter.gridReactiveVar)")
+        meter.record(elapsed: .seconds(2), loadW: 100_000, pvW: 0, batteryW: 40_000, batteryVar: 30_000)
+        #expect(abs(meter.gridReactiveVar - 2_870) < 1e-6, "30 kvar injected by the units: \(meter.gridReactiveVar)")
+        meter.record(elapsed: .seconds(3), loadW: 0, pvW: 0, batteryW: 0, batteryVar: -10_000)
+        #expect(abs(meter.gridReactiveVar - 10_000) < 1e-6, "units absorbing: the site imports var")
+    }
 }
