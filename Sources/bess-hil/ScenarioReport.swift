@@ -125,6 +125,9 @@ struct ScenarioReport {
         if samples.contains(where: { $0.agcFollowedKW.isFinite }) {
             lines += ", \\\n     '\(csv)' using 1:($20) with lines lw 1 lc rgb '#7f7f7f' title 'AGC followed (ramped base)'"
         }
+        if samples.contains(where: { abs($0.reactiveKVAr) > 0.05 }) {
+            lines += ", \\\n     '\(csv)' using 1:\(27 + Scenario.sep2Signals.count) with lines lw 1.5 lc rgb '#9467bd' title 'reactive power (kvar, + injecting)'"
+        }
         return lines + sep2Lines(csv)
     }
 
