@@ -75,6 +75,11 @@ struct ReactiveWireTests {
         w.start()
         #expect(waitFor(seconds: 10) { peer.last("VARSET unit=1 ") == varset(1, raw: 1234) }, "\(peer.all)")
         #expect(slot.reactiveCapability == SunSpecReactiveCapability(available: true, ratings: inverter.reactiveRatings))
+        // The cycle's sample carries the peer's 702 ratings and its var points (the reactive stage's rating).
+        #expect(waitFor(seconds: 5) {
+            slot.sample.reading.map { ($0.value.apparentPowerRating, $0.value.varMaxInjecting, $0.value.varMaxAbsorbing) } ?? (nil, nil, nil)
+                == (55_000, 30_000, 25_000) && slot.sample.reading?.value.reactiveAvailable == true
+        })
         #expect(waitFor(seconds: 5) { peer.last("WSET unit=1 ") == "WSET unit=1 ena=1 mod=1 w=10000 rvrt_tms=10 rvrt=0 ena_rvrt=1" })
         // Absorbing, with reactive priority (VarSetPri REACTIVE).
         slot.setReactivePriority(true)
