@@ -31,12 +31,13 @@ struct ScenarioVoltageTests {
         #expect(sample.check(scenario.expectations[1])?.contains("voltage_pu") == true)
     }
 
-    @Test("the CSV's last column is the plant's voltage, and gnuplot draws it on the frequency panel's right axis")
+    @Test("the CSV's last columns are the plant's voltage and the units' var, and gnuplot draws it on the frequency panel's right axis")
     func csvAndPlot() throws {
         let scenario = try ScenarioIEC104FileTests.load("timeline:\n  - {at_s: 1, voltage_pu: 1.06}\nexpect:\n  - {at_s: 1.5, voltage_pu_min: 1.04}\n").get()
         let samples = [0.5, 1.5].map { t in
             var s = Sample(t: t, frequency: 50, setpointKW: 0, powerKW: 0, socPercent: 50, reverted: false, bessdUp: true)
             s.voltagePU = t < 1 ? 0.9871 : 1.0471
+            s.reactiveKVAr = t < 1 ? 0 : -12.5
             return s
         }
         let directory = NSTemporaryDirectory() + "bess-scenario-voltage-\(UInt32.random(in: 0...UInt32.max))"
@@ -47,8 +48,8 @@ struct ScenarioVoltageTests {
         let gnuplot = FileManager.default.isExecutableFile(atPath: "/usr/bin/gnuplot") ? "/usr/bin/gnuplot" : nil
         let why = try report.write(plotter: gnuplot)
         let lines = try String(contentsOfFile: directory + "/t.csv", encoding: .utf8).split(separator: "\n")
-        #expect(lines.first?.hasSuffix(",voltage_pu") == true)
-        #expect(lines.dropFirst().map { $0.split(separator: ",", omittingEmptySubsequences: false).last } == ["0.9871", "1.0471"])
+        #expect(lines.first?.hasSuffix(",voltage_pu,reactive_kvar") == true)
+        #expect(lines.dropFirst().map { $0.split(separator: ",", omittingEmptySubsequences: false).suffix(2) } == [["0.9871", "0.000"], ["1.0471", "-12.500"]])
         if gnuplot != nil {
             #expect(why == nil, "\(why ?? "")")
             #expect(FileManager.default.fileExists(atPath: directory + "/t.png"))
