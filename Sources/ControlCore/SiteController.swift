@@ -242,7 +242,7 @@ public final class SiteController {
         target = SitePool.bound(target, held: totals.held, bounds: bounds, utility: utility, connection: connection, decision: &decision)
         pool.share(target, held: totals.held, bounds: bounds, utility: utility, connection: connection, decision: &decision)
         pool.apply(to: &units, totals: totals, decision: &decision)
-        decision.delivered += reactiveStage.apply(to: &units, elapsedSeconds: elapsed)
+        decision.delivered += reactiveStage.apply(to: &units, elapsedSeconds: elapsed, ceased: decision.utility.disconnected)
         pool.lastCommanded = decision.delivered
         siteDecision = decision
         pool.report(decision.binding, connection: connection, events: &events, now: now)

@@ -67,6 +67,13 @@ struct ReactiveStage: Sendable {
     /// law first cut the unit's P.
     func dischargeCap(_ unit: Int) -> Double { caps.indices.contains(unit) ? caps[unit] : .infinity }
 
+    /// A running unit whose inverter or BMS data is stale (both limits at zero for it): stale data
+    /// means zero power, so 0 var too, until fresh data comes back (the comm-lost trips follow).
+    static func deprived(_ d: UnitDecision) -> Bool {
+        d.chargeLimitedBy == .inverterAbsent || d.dischargeLimitedBy == .inverterAbsent
+            || d.chargeLimitedBy == .bmsAbsent || d.dischargeLimitedBy == .bmsAbsent
+    }
+
     /// The unit's ratings as configured: `VAMax` is `max_apparent_power_kva`, else the active rating;
     /// the reactive capability is `VAMax` each way.
     static func rating(_ settings: UnitSettings) -> UnitRating {
@@ -88,7 +95,9 @@ struct ReactiveStage: Sendable {
 
     /// One period: steps each unit's law after the pool has shared active power. Returns the change of
     /// the units' summed setpoint, W.
-    mutating func apply(to units: inout [UnitController], elapsedSeconds: Double) -> Double {
+    /// `ceased`: the utility's opModConnect / opModEnergize false is in force, so no unit energises:
+    /// 0 var as well as 0 W, the law reset, before the contactors open.
+    mutating func apply(to units: inout [UnitController], elapsedSeconds: Double, ceased: Bool = false) -> Double {
         let dt = elapsedSeconds.isFinite ? min(max(0, elapsedSeconds), 10) : 0
         var change = 0.0
         for index in units.indices where index < laws.count && laws[index] != nil {
@@ -102,7 +111,7 @@ struct ReactiveStage: Sendable {
                     d.reactive = nil
                     d.reactiveSource = .unavailable
                 }
-            } else if d.state.mayOperate {
+            } else if d.state.mayOperate && !ceased && !Self.deprived(d) {
                 let asked = d.setpoint.value
                 let output = laws[index]!.step(voltage: d.voltagePU ?? .nan, desiredPowerW: asked, elapsedSeconds: dt)
                 let setpoint = Self.lowered(output.activePowerW, asked: asked, decision: d)

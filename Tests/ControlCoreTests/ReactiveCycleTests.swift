@@ -149,6 +149,38 @@ struct ReactiveCycleTests {
         #expect(d.state == .standby && d.reactive == 0 && d.reactiveSource == .stopped)
     }
 
+    @Test("a stale inverter reading, and the utility's opModConnect false, ask 0 var as well as 0 W")
+    func staleOrCeasedUnit() throws {
+        let site = Self.site(GridSupportSettings(reactive: Self.constantVar(30)))
+        Self.run(site, seconds: 30, powerW: 50_000, voltagePU: 1)
+        #expect(abs((site.decision(unit: 0).reactive ?? .nan) - 30_000) < 1)
+        // The inverter's reading stops coming: once it is stale (3 s) the unit is at zero power and
+        // zero var in every period (INVERTER_COMM_LOST), and Q never holds its last value.
+        let lastReading = Fixture.instant(30)
+        var t = 30.0
+        var d = site.decision(unit: 0)
+        while t < 40 {
+            d = Fixture.run(site, from: t, seconds: 0.1, period: 0.1) { now in
+                UnitInputs(bms: Fixture.healthyBMS(at: now),
+                           inverter: Timestamped(InverterReading(activePower: .kilowatts(50), ratedPower: Fixture.rating,
+                                                                 voltage: Self.nominalV), at: lastReading),
+                           dispatch: PowerCommand(power: .kilowatts(50), expiresAt: now + .seconds(5), pinned: true))
+            }
+            t += 0.1
+            if t > 33.15 { #expect(d.setpoint.value == 0 && d.reactive == 0 && d.reactiveSource == .stopped, "\(t) s: \(d)") }
+        }
+        // Fresh again: Q comes back through its response.
+        d = Self.run(site, from: 40, seconds: 30, powerW: 50_000, voltagePU: 1)
+        #expect(abs((d.reactive ?? .nan) - 30_000) < 1)
+        // The utility ceases energising: 0 W and 0 var before the contactor opens.
+        var limits = UtilityLimits()
+        limits.connect = false
+        site.utilityLimits = limits
+        d = Self.run(site, from: 70, seconds: 0.2, powerW: 50_000, voltagePU: 1)
+        #expect(site.siteDecision.utility.disconnected && d.setpoint.value == 0, "\(d)")
+        #expect(d.reactive == 0 && d.reactiveSource == .stopped, "\(d)")
+    }
+
     @Test("a voltage mode without a plausible voltage writes 0 var (stale_voltage); a mode that reads none goes on")
     func staleVoltage() throws {
         let site = Self.site(GridSupportSettings(reactive: .voltVar(Self.catB.voltVar)))
