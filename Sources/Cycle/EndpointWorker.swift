@@ -285,8 +285,10 @@ public final class EndpointWorker: @unchecked Sendable {
             var unit = connection.unit(devices[index].unitID)
             do throws(DeviceError) {
                 try device.command(.zero, revert: revert, rearm: true, &unit)
-                // 0 var, armed, where bessd commands reactive power (the active zero first).
-                if session.devices[index].reactive.enabled, let control = device.reactiveControl {
+                // 0 var, armed, where bessd commands reactive power (the active zero first), a var
+                // write still in flight at the stop included.
+                let commanding = session.devices[index].reactive.enabled || session.devices[index].plannedReactive?.enabled == true
+                if commanding, let control = device.reactiveControl {
                     for write in control.writes(0, reactivePriority: devices[index].slot.reactiveRequest.priority, revert: revert,
                                                 rearm: true) { try unit.writeRegisters(at: write.address, write.values) }
                 }

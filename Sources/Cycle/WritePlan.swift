@@ -23,7 +23,7 @@ struct ReactiveWriteState {
     /// When its revert was last armed.
     var lastArmedAt = MonotonicInstant.zero
     /// bessd set `VarSetEna` 1 (kept across a rediscovery): when it commands no reactive power any
-    /// more, it writes `VarSetEna` 0 once to hand it back.
+    /// more, it writes `VarSetEnaRvrt` 0 and `VarSetEna` 0 once to hand it back.
     var enabled = false
 }
 
