@@ -1,3 +1,5 @@
+import Foundation
+
 /// The decoders strangers feed, each as a libFuzzer target (`bess-fuzz`, built by `make fuzz` with
 /// BESS_FUZZ set) and as a replay the ordinary test suite runs over every seed and every input that
 /// ever failed (FuzzTests, which compiles these files, over Tests/FuzzRegressions).
@@ -36,8 +38,16 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// HTTP/1.1 answers into the 2030.5 client's response parser, whole and in pieces.
     case http
 
-    /// Runs one input; returns the invariants it broke.
+    /// Runs one input; returns the invariants it broke. One input or seed list at a time in a
+    /// process: the harnesses share state as libFuzzer's single thread allows (the spool's folder,
+    /// the control target's daemon and its mailbox), and the test suite runs targets side by side.
     public func run(_ bytes: [UInt8]) -> [String] {
+        FuzzTarget.oneAtATime.withLock { runAlone(bytes) }
+    }
+
+    private static let oneAtATime = NSLock()
+
+    private func runAlone(_ bytes: [UInt8]) -> [String] {
         var input = FuzzInput(bytes)
         switch self {
         case .can: return CANHarness.run(&input)
@@ -59,6 +69,10 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
 
     /// Starting inputs, made from the same vectors the tests use.
     public func seeds() -> [[UInt8]] {
+        FuzzTarget.oneAtATime.withLock { seedsAlone() }
+    }
+
+    private func seedsAlone() -> [[UInt8]] {
         switch self {
         case .can: CANHarness.seeds()
         case .sunspec: SunSpecHarness.seeds()
