@@ -62,24 +62,38 @@ public struct ExpiringCommand: Sendable, Equatable {
     }
 }
 
-/// What plant SCADA has commanded the site: the grid operator's percent limit (704 `WMaxLimPct…`)
-/// and a site active-power setpoint (704 `WSet…`).
+/// What plant SCADA and the grid operator's control centre have commanded the site: the percent
+/// limit (704 `WMaxLimPct…`), a site active-power setpoint (704 `WSet…`, IEC 104 3002), and on the
+/// reactive axis a site var setpoint (704 `VarSet…`, IEC 104 3003) and a power factor for each
+/// direction (704 `PFWInj…` / `PFWAbs…`, IEC 104 3004 writing both). The two reactive kinds are one
+/// party's (rank 3, `RequestSource.scada`); with both enabled the least |Q| holds
+/// (docs/design/0010-reactive-power.md).
 public struct SiteCommands: Sendable, Equatable {
     /// Percent of the site's rating (Σ unit ratings); until written 100 % with reversion to 100 %.
     public var limit = ExpiringCommand(value: 100, revertValue: 100)
     /// Site active power, W (+ = discharge); until written disabled.
     public var setpoint = ExpiringCommand(value: 0, revertValue: 0)
+    /// Site reactive power, var (+ = injecting, over-excited); until written disabled.
+    public var reactive = ExpiringCommand(value: 0, revertValue: 0)
+    /// Power factor while the site discharges (`PFWInj`): signed by excitation, + over-excited
+    /// (injecting vars), − under-excited; |value| in (0, 1], 1 is unity. Until written disabled.
+    public var powerFactorInjecting = ExpiringCommand(value: 1, revertValue: 1)
+    /// Power factor while the site charges (`PFWAbs`), signed as `powerFactorInjecting`.
+    public var powerFactorAbsorbing = ExpiringCommand(value: 1, revertValue: 1)
     /// `scada.max_hold_s`: the longest a write holds without a refresh.
     public var maxHold: Duration = .seconds(60)
 
     public init(maxHold: Duration = .seconds(60)) { self.maxHold = maxHold }
 
-    /// Both commands with any due reversion applied. A limit's enabled reversion stands until
-    /// written again; a setpoint's for `max_hold_s`, then it disables.
+    /// Every command with any due reversion applied. A limit's enabled reversion stands until
+    /// written again; a setpoint's (active, var, power factor) for `max_hold_s`, then it disables.
     public func settled(at now: MonotonicInstant) -> SiteCommands {
         var next = self
         next.limit = limit.settled(at: now, holdAfterRevert: nil)
         next.setpoint = setpoint.settled(at: now, holdAfterRevert: maxHold)
+        next.reactive = reactive.settled(at: now, holdAfterRevert: maxHold)
+        next.powerFactorInjecting = powerFactorInjecting.settled(at: now, holdAfterRevert: maxHold)
+        next.powerFactorAbsorbing = powerFactorAbsorbing.settled(at: now, holdAfterRevert: maxHold)
         return next
     }
 

@@ -1,3 +1,5 @@
+public import GridSupport
+
 /// Who asks for power, in the order of authority: a case outranks every case below it. This enum is
 /// the one place the order is written (docs/control.md points here). Above all of them stand the
 /// units' interlocks, and the grid operator's limit, the connection point's limits and the utility's
@@ -38,29 +40,61 @@ public enum RequestSource: Int, Sendable, CaseIterable, Comparable, CustomString
     }
 }
 
-/// One party's request of the site for one cycle: active power now, reactive power carried for the
-/// next issue (not acted on yet), and when it stops holding.
-public struct SiteRequest: Sendable, Equatable {
-    public var source: RequestSource
-    /// Active power, W (+ = discharge).
-    public var activePower: Double
-    /// Reactive power, var; carried, not acted on (nil: none asked).
-    public var reactivePower: Double?
+/// What a party asks of the site's reactive power (docs/design/0010-reactive-power.md, "Each
+/// party's mapping").
+public enum ReactiveAsk: Sendable, Equatable {
+    /// The site's reactive power, var (+ = injecting, over-excited), shared over the units by free
+    /// apparent power; a unit's own (the aggregator's unit dispatch) holds that unit's Q.
+    case vars(Double)
+    /// A constant power factor on every unit, one setting for discharging and one for charging.
+    case powerFactor(ConstantPowerFactorSettings)
+}
+
+/// One party's reactive request, with its own expiry: SunSpec 704 times `VarSet` and `WSet` apart.
+public struct ReactiveRequest: Sendable, Equatable {
+    public var ask: ReactiveAsk
     /// The first instant the request no longer holds; nil: until replaced.
     public var expiresAt: MonotonicInstant?
 
-    public init(source: RequestSource, activePower: Double, reactivePower: Double? = nil, expiresAt: MonotonicInstant?) {
+    public init(_ ask: ReactiveAsk, expiresAt: MonotonicInstant?) {
+        self.ask = ask
+        self.expiresAt = expiresAt
+    }
+
+    /// True while the request holds at `now` (before its expiry).
+    public func inForce(at now: MonotonicInstant) -> Bool { expiresAt.map { now < $0 } ?? true }
+}
+
+/// One party's request of the site for one cycle, on two axes resolved apart: active power (nil:
+/// the party asks for Q only, as SCADA with `WSetEna` 0 and `VarSetEna` 1) and reactive power (nil:
+/// none asked), and when the active request stops holding.
+public struct SiteRequest: Sendable, Equatable {
+    public var source: RequestSource
+    /// Active power, W (+ = discharge); nil: the party asks nothing of P.
+    public var activePower: Double?
+    /// Reactive power, with its own expiry; nil: the party asks nothing of Q.
+    public var reactive: ReactiveRequest?
+    /// The first instant the active request no longer holds; nil: until replaced.
+    public var expiresAt: MonotonicInstant?
+
+    public init(source: RequestSource, activePower: Double?, reactive: ReactiveRequest? = nil, expiresAt: MonotonicInstant?) {
         self.source = source
         self.activePower = activePower
-        self.reactivePower = reactivePower
+        self.reactive = reactive
         self.expiresAt = expiresAt
     }
 
     /// The authority rank of the request's source (lower outranks).
     public var rank: Int { source.rank }
 
-    /// True while the request holds at `now` (before its expiry).
+    /// True while the active request holds at `now` (before its expiry).
     public func inForce(at now: MonotonicInstant) -> Bool { expiresAt.map { now < $0 } ?? true }
+
+    /// The reactive request if it holds at `now`.
+    public func reactive(at now: MonotonicInstant) -> ReactiveRequest? {
+        guard let reactive, reactive.inForce(at: now) else { return nil }
+        return reactive
+    }
 }
 
 /// The one stage that resolves the site-wide requests before allocation: each source has a fixed
@@ -70,8 +104,11 @@ public struct SiteRequest: Sendable, Equatable {
 public struct RequestArbiter: Sendable {
     /// One slot per source, indexed by rank; refilled each cycle.
     private var slots = InlineArray<5, SiteRequest?>(repeating: nil)
-    /// The request that won the last `resolve`, nil when none held.
+    /// The request that won active power in the last `resolve`, nil when none held.
     public private(set) var winner: SiteRequest?
+    /// The request that won reactive power in the last `resolve` (its `reactive` in force), nil when
+    /// none held: the axes are resolved apart, so AGC (P only) never silences a var setpoint.
+    public private(set) var reactiveWinner: SiteRequest?
     /// Σ ratings of the units sharing the winner, W (zero when none does).
     public private(set) var sharingRating = 0.0
 
@@ -81,29 +118,31 @@ public struct RequestArbiter: Sendable {
     public mutating func clear() {
         for rank in 0..<slots.count { slots[rank] = nil }
         winner = nil
+        reactiveWinner = nil
         sharingRating = 0
     }
 
     /// Puts `request` in its source's slot, replacing what stood there.
     public mutating func offer(_ request: SiteRequest) { slots[request.rank] = request }
 
-    /// The request of `source` offered this cycle if it holds at `now`.
+    /// The active request of `source` offered this cycle if it holds at `now`.
     public func inForce(_ source: RequestSource, at now: MonotonicInstant) -> SiteRequest? {
-        guard let request = slots[source.rank], request.inForce(at: now) else { return nil }
+        guard let request = slots[source.rank], request.activePower != nil, request.inForce(at: now) else { return nil }
         return request
     }
 
-    /// Picks the site-wide request of the highest authority in force at `now` (expired ones are
-    /// ignored), and returns it.
+    /// Picks, on each axis, the site-wide request of the highest authority in force at `now`
+    /// (expired ones and those silent on the axis are skipped): `winner` for P, `reactiveWinner`
+    /// for Q. Returns the active winner.
     @discardableResult
     public mutating func resolve(at now: MonotonicInstant) -> SiteRequest? {
         winner = nil
+        reactiveWinner = nil
         // The slots are in rank order (no `allCases`: it builds an array each call).
         for rank in 0..<slots.count {
-            if let request = slots[rank], request.source.speaksForSite, request.inForce(at: now) {
-                winner = request
-                break
-            }
+            guard let request = slots[rank], request.source.speaksForSite else { continue }
+            if winner == nil, request.activePower != nil, request.inForce(at: now) { winner = request }
+            if reactiveWinner == nil, request.reactive(at: now) != nil { reactiveWinner = request }
         }
         return winner
     }
@@ -118,8 +157,8 @@ public struct RequestArbiter: Sendable {
     /// What unit `index` (of rating `rating`) is asked this cycle: its part of the winner by rating
     /// when it shares it, else its own aggregator dispatch (`dispatch`), or nil.
     func command(rating: Double, held: Bool, dispatch: PowerCommand?) -> PowerCommand? {
-        guard let winner, sharingRating > 0, !held else { return dispatch }
-        return PowerCommand(power: Watts(winner.activePower * rating / sharingRating),
+        guard let winner, let power = winner.activePower, sharingRating > 0, !held else { return dispatch }
+        return PowerCommand(power: Watts(power * rating / sharingRating),
                             expiresAt: winner.expiresAt ?? MonotonicInstant(nanoseconds: .max))
     }
 }

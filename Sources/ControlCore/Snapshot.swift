@@ -237,13 +237,17 @@ public struct InverterReading: Sendable, Equatable {
 public struct PowerCommand: Sendable, Equatable {
     /// Requested active power, + = discharge.
     public var power: Watts
+    /// The aggregator's reactive power for this unit, var (+ = injecting), a `power` dispatch's
+    /// `reactive_kvar`; nil: none asked. An override carries none.
+    public var reactive: Double?
     /// The command is ignored at and after this instant.
     public var expiresAt: MonotonicInstant
     /// A dispatch for this unit alone: the unit is held at it instead of sharing the site's request.
     /// (An operator override always holds its unit.)
     public var pinned: Bool
-    public init(power: Watts, expiresAt: MonotonicInstant, pinned: Bool = false) {
+    public init(power: Watts, reactive: Double? = nil, expiresAt: MonotonicInstant, pinned: Bool = false) {
         self.power = power
+        self.reactive = reactive
         self.expiresAt = expiresAt
         self.pinned = pinned
     }

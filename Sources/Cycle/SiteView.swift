@@ -46,6 +46,11 @@ public struct SiteView: Sendable, Equatable {
     /// The site's voltage, per unit: the meter's (`SiteStatus.gridVoltagePU`) when it is fresh and
     /// plausible, else the mean of the units' plausible per-unit voltages; NaN when there is none.
     public var voltagePU: Double = .nan
+    /// The site's reactive capability, var, each way: Σ `VarMaxInj` / Σ `VarMaxAbs` of the units
+    /// whose inverters have var points (702, else the unit's `VAMax`); 0 when none has. What a var
+    /// or power-factor command is judged against when it arrives (`acceptsVar`, `acceptsPowerFactor`).
+    public var varMaxInjecting: Double = 0
+    public var varMaxAbsorbing: Double = 0
     /// Σ units' rated power, W, and Σ usable energy, Wh, as the site was started with.
     public var ratedPowerW: Double = 0
     public var usableEnergyWh: Double = 0
@@ -136,6 +141,23 @@ public struct SiteView: Sendable, Equatable {
     /// Net reactive power at the connection point, var (+ = injecting): the meter's when the site
     /// has one (NaN while it is stale or measures none), else the units' sum.
     public func netVar(hasMeter: Bool) -> Double { hasMeter ? meteredVar : unitsVar }
+
+    /// True when a site var setpoint `q` (+ = injecting) is inside the site's capability: refused
+    /// otherwise when it arrives (Modbus exception 03, IEC 104 negative confirmation, a refused dispatch).
+    public func acceptsVar(_ q: Double) -> Bool {
+        q.isFinite && (q >= 0 ? q <= varMaxInjecting : -q <= varMaxAbsorbing)
+    }
+
+    /// True when a power factor signed by excitation (+ over-excited, − under-excited) is one the
+    /// site can hold at its rated power: |pf| in (0, 1], unity always, else not below
+    /// P_rated / √(P_rated² + Q_max²) with Q_max the capability of that excitation.
+    public func acceptsPowerFactor(_ pf: Double) -> Bool {
+        guard pf.isFinite, pf != 0, abs(pf) <= 1 else { return false }
+        if abs(pf) == 1 { return true }
+        let q = pf > 0 ? varMaxInjecting : varMaxAbsorbing
+        guard ratedPowerW > 0, q > 0 else { return false }
+        return abs(pf) >= ratedPowerW / (ratedPowerW * ratedPowerW + q * q).squareRoot()
+    }
 
     /// The availability inside the grid limits, with a meter: grid power (+ = import) may fall to
     /// −export limit with more discharge and rise to the import limit with more charge.
