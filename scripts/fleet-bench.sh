@@ -7,6 +7,7 @@
 #                                                  and PostgreSQL restarted
 #   BENCH_QUICK=1                         1000 sites for 60 s, failures at 15/30/45 s of 75 s
 #   FLEET_ALIGNED=1                       every gateway writes at the same instant of the second (the worst burst)
+#   FLEET_SKIP_BUILD=1                    measures the release binaries already built (no swift command)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -20,7 +21,9 @@ DATA=$OUT/bench-data
 mkdir -p "$DATA"
 scripts/ensure-debian-packages.sh mosquitto mosquitto-clients postgresql libmosquitto-dev
 SWIFT=${SWIFT:-$(command -v swift || echo /opt/swift/usr/bin/swift)}
-for product in bessd bess-hil bess-aggregator; do "$SWIFT" build -c release --product "$product" >/dev/null; done
+if [[ -z ${FLEET_SKIP_BUILD:-} ]]; then
+  for product in bessd bess-hil bess-aggregator; do "$SWIFT" build -c release --product "$product" >/dev/null; done
+fi
 BIN=$ROOT/.build/release
 WORK=$(mktemp -d /tmp/bess-fleet-bench.XXXXXX)
 chmod 755 "$WORK"
