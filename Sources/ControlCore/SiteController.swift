@@ -180,7 +180,7 @@ public final class SiteController {
         // (SiteRequest.swift; docs/design/0008-agc.md, 0009).
         let agc = self.agc
         agcInForce = agc.follow(at: now, lost: &running.agcLost, events: &events)
-        arbiter.offer(agc: agc, utility: utilityLimits, scada: commands.setpoint)
+        arbiter.offer(agc: agc, utility: utilityLimits, scada: commands, sitePower: pool.lastCommanded ?? 0)
         arbiter.resolve(at: now)
         arbiter.share(ratings: { units[$0].ratingForShare }, count: units.count) {
             Self.overridden($0 < inputs.count ? inputs[$0] : nil, at: now)
