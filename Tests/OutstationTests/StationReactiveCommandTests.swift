@@ -1,0 +1,151 @@
+import BessBase
+import BessSystem
+import ControlCore
+import Cycle
+import IEC104
+@testable import Outstation
+import Testing
+
+/// The grid operator's reactive set-points (issue 59 slice 4, docs/design/0010-reactive-power.md):
+/// 3003 Mvar (+ = injecting) into `SiteCommands.reactive`, 3004 a power factor signed by excitation
+/// into both `powerFactorInjecting` and `powerFactorAbsorbing`, judged against the published
+/// `SiteView`'s capability, under the group's `setpoint` right, held `max_hold_s` as 3002 is.
+@Suite("IEC 104: the site's reactive set-points 3003 (Mvar) and 3004 (power factor)")
+struct StationReactiveCommandTests {
+    /// A site of 200 kW that can inject 100 kvar and absorb 80 kvar: it holds 0.894 over-excited
+    /// (200 / √(200² + 100²)) and 0.928 under-excited (200 / √(200² + 80²)) at its rating.
+    static var view: SiteView {
+        var view = SiteView()
+        view.ratedPowerW = 200_000
+        view.varMaxInjecting = 100_000
+        view.varMaxAbsorbing = 80_000
+        return view
+    }
+
+    /// What an admitted execute of `value` (a Float on the wire) at `signal` asks of the site.
+    static func action(_ signal: IEC104Signal, _ value: Float, view: SiteView = Self.view) -> Result<OutstationCommands.Action, CommandRefusal> {
+        OutstationCommands.action(of: .init(signal: signal, value: Double(value), select: false), agcBand: (0, 0), ratingW: 200_000, view: view)
+    }
+
+    static func vars(_ megavars: Float, view: SiteView = Self.view) -> Double? {
+        guard case .success(.siteReactive(let vars)) = action(.siteReactiveSetpointCommand, megavars, view: view) else { return nil }
+        return vars
+    }
+
+    static func powerFactor(_ pf: Float, view: SiteView = Self.view) -> Double? {
+        guard case .success(.sitePowerFactor(let value)) = action(.sitePowerFactorCommand, pf, view: view) else { return nil }
+        return value
+    }
+
+    static func refusal(_ signal: IEC104Signal, _ value: Float, view: SiteView = Self.view) -> CommandRefusalCode? {
+        guard case .failure(let refusal) = action(signal, value, view: view) else { return nil }
+        return refusal.code
+    }
+
+    @Test("3003: Mvar to var, + injecting up to VarMaxInj and − absorbing up to VarMaxAbs; beyond, NaN or infinite refused")
+    func reactiveBounds() {
+        #expect(Self.vars(0.1) == 100_000, "the injecting capability itself, whatever the Float's rounding")
+        #expect(Self.vars(-0.08) == -80_000, "the absorbing capability itself")
+        #expect(Self.vars(0.05).map { abs($0 - 50_000) < 0.01 } == true)
+        #expect(Self.vars(-0.02).map { abs($0 + 20_000) < 0.01 } == true, "− = absorbing")
+        #expect(Self.vars(0) == 0)
+        #expect(Self.refusal(.siteReactiveSetpointCommand, 0.1001) == .setpointOutOfRange, "beyond VarMaxInj")
+        #expect(Self.refusal(.siteReactiveSetpointCommand, -0.0801) == .setpointOutOfRange, "beyond VarMaxAbs")
+        #expect(Self.refusal(.siteReactiveSetpointCommand, -0.09) == .setpointOutOfRange, "inside the injecting side, not the absorbing")
+        #expect(Self.refusal(.siteReactiveSetpointCommand, .nan) == .setpointOutOfRange)
+        #expect(Self.refusal(.siteReactiveSetpointCommand, .infinity) == .setpointOutOfRange)
+        var none = Self.view
+        none.varMaxInjecting = 0
+        none.varMaxAbsorbing = 0
+        #expect(Self.refusal(.siteReactiveSetpointCommand, 0.001, view: none) == .setpointOutOfRange, "no unit with var points")
+        #expect(Self.vars(0, view: none) == 0, "zero var is always within")
+    }
+
+    @Test("3004: |pf| in (0, 1], + over-excited, − under-excited, 1 unity; below the capability's PF, 0, >1 refused")
+    func powerFactorBounds() {
+        #expect(Self.powerFactor(1) == 1 && Self.powerFactor(-1) == -1, "unity either sign")
+        #expect(Self.powerFactor(0.95) == 0.95, "0.95 as written, not the Float's 0.949999988")
+        #expect(Self.powerFactor(0.9) == 0.9, "over-excited above 0.894")
+        #expect(Self.refusal(.sitePowerFactorCommand, 0.89) == .setpointOutOfRange, "over-excited below 0.894")
+        #expect(Self.powerFactor(-0.93) == -0.93, "under-excited above 0.928")
+        #expect(Self.refusal(.sitePowerFactorCommand, -0.92) == .setpointOutOfRange, "under-excited below 0.928")
+        for outside: Float in [0, -0.0, 1.5, -1.01, 2, .nan, .infinity, 0.0000001] {
+            #expect(Self.refusal(.sitePowerFactorCommand, outside) == .setpointOutOfRange, "\(outside) is no power factor")
+        }
+        var none = Self.view
+        none.varMaxInjecting = 0
+        none.varMaxAbsorbing = 0
+        #expect(Self.powerFactor(1, view: none) == 1, "unity needs no capability")
+        #expect(Self.refusal(.sitePowerFactorCommand, 0.99, view: none) == .setpointOutOfRange, "no unit with var points")
+    }
+
+    /// A station on a site of two 100 kW units whose commands the tests read back.
+    static func station(_ shared: SharedState, clock: ManualClock) -> StationProcedures {
+        let description = StationDescription(ratingsW: [100_000, 100_000], capacitiesWh: [250_000, 250_000], hasMeter: false,
+                                             frequencyResponseEnabled: false, view: shared.view)
+        return StationProcedures(settings: OutstationSettings(), description: description, shared: shared,
+                                 journal: PeerJournal(clock: clock, sink: { _ in }, audit: nil), counters: OutstationCounters(),
+                                 audit: nil, clock: clock, wallClock: { 0 })
+    }
+
+    @Test("an executed 3003 writes SiteCommands.reactive, 3004 both power factors, held max_hold_s then off; refused changes nothing")
+    func executeWritesCommands() {
+        let shared = SharedState(units: 2, view: SiteView.Settings(capacitiesWh: [250_000, 250_000], ratingsW: [100_000, 100_000]))
+        let clock = ManualClock()
+        let station = Self.station(shared, clock: clock)
+        let now = clock.now()
+        func execute(_ signal: IEC104Signal, _ value: Float) -> CommandRefusal? {
+            station.execute(.init(signal: signal, value: Double(value), select: false), now: now, view: Self.view)
+        }
+        #expect(execute(.siteReactiveSetpointCommand, -0.05) == nil)
+        var commands = shared.commands
+        #expect(commands.reactive.enabled && abs(commands.reactive.value + 50_000) < 0.01, "absorbing 50 kvar: \(commands.reactive)")
+        #expect(commands.reactive.expiresAt == now + commands.maxHold && !commands.reactive.revertEnabled && !commands.reactive.reverted)
+        #expect(!commands.setpoint.enabled && !commands.powerFactorInjecting.enabled, "the other commands untouched")
+
+        #expect(execute(.sitePowerFactorCommand, -0.95) == nil)
+        commands = shared.commands
+        for pf in [commands.powerFactorInjecting, commands.powerFactorAbsorbing] {
+            #expect(pf.enabled && pf.value == -0.95 && pf.expiresAt == now + commands.maxHold && !pf.revertEnabled, "\(pf)")
+        }
+        #expect(commands.reactive.enabled, "3004 leaves 3003's var set-point in force (the least |Q| holds)")
+
+        #expect(execute(.siteReactiveSetpointCommand, 0.2)?.code == .setpointOutOfRange)
+        #expect(execute(.sitePowerFactorCommand, 0.5)?.code == .setpointOutOfRange)
+        #expect(shared.commands == commands, "a refused set-point changes nothing")
+
+        // Not refreshed: in force until max_hold_s, then off with no reversion, as 3002's set-point.
+        let before = commands.settled(at: now + commands.maxHold - .milliseconds(1))
+        #expect(before.reactive.active(at: now + commands.maxHold - .milliseconds(1)) != nil)
+        let after = commands.settled(at: now + commands.maxHold)
+        #expect(after.reactive.active(at: now + commands.maxHold) == nil && after.reactive.value == 0)
+        #expect(after.powerFactorInjecting.active(at: now + commands.maxHold) == nil && after.powerFactorInjecting.value == 1)
+        #expect(after.powerFactorAbsorbing.active(at: now + commands.maxHold) == nil && after.powerFactorAbsorbing.value == 1)
+    }
+
+    @Test("3003 and 3004 need the group's setpoint right and its started connection")
+    func rights() {
+        let commands = OutstationCommands(settings: OutstationSettings(), timeBase: .utc)
+        for signal in [IEC104Signal.siteReactiveSetpointCommand, .sitePowerFactorCommand] {
+            #expect(OutstationCommands.right(of: signal) == .setpoint)
+            let order = OutstationCommands.Order(signal: signal, value: 1, select: false)
+            func context(_ rights: Set<IEC104CommandRight>, started: Bool = true) -> OutstationCommands.Context {
+                .init(group: IEC104Group(name: "sldc", commands: rights), started: started, connection: 1, selection: nil,
+                      now: MonotonicInstant(nanoseconds: 0), wallClockSeconds: 0)
+            }
+            #expect(commands.refusal(of: order, in: context([.setpoint])) == nil)
+            #expect(commands.refusal(of: order, in: context([.agc, .frequencyResponse]))?.code == .notAllowed)
+            #expect(commands.refusal(of: order, in: context([.setpoint], started: false))?.code == .notStarted)
+        }
+    }
+
+    @Test("the default point list: 3003 and 3004 are command points, in no interrogation")
+    func pointList() {
+        #expect(IEC104Signal.siteReactiveSetpointCommand.defaultAddress == 3003)
+        #expect(IEC104Signal.sitePowerFactorCommand.defaultAddress == 3004)
+        #expect(IEC104Signal(rawValue: "site_reactive_setpoint_command") == .siteReactiveSetpointCommand)
+        #expect(IEC104Signal(rawValue: "site_power_factor_command") == .sitePowerFactorCommand)
+        let image = StationImage(description: StationImageTests.description, settings: OutstationSettings())
+        #expect(!image.points.contains { $0.address == 3003 || $0.address == 3004 })
+    }
+}
