@@ -1,6 +1,6 @@
 import BessSystem
 import ControlCore
-import Cycle
+@testable import Cycle
 import Foundation
 import IEC104
 @testable import Outstation
@@ -9,9 +9,9 @@ import Testing
 
 /// 3003 and 3004 on the wire, to the outstation on its thread (stepped time, `SteppedOutstation`):
 /// in raw frames, and from c104 (lib60870, hil/peers/iec104_command_client.py), the independent
-/// controlling station. The site published here has no unit with var points yet (its view's
-/// capability is 0 var each way), so it takes 0 Mvar and a unity power factor and refuses the rest;
-/// the bounds of a capable site are StationReactiveCommandTests'.
+/// controlling station. `SteppedOutstation`'s site has no unit with var points (its view's capability
+/// is 0 var each way): it takes 0 Mvar and a unity power factor and refuses the rest. The last test
+/// publishes units with var capability and c104 meets the bounds of the view they make.
 @Suite("IEC 104 outstation: 3003 and 3004 on the wire, raw and from c104", .serialized)
 struct StationReactiveWireTests {
     /// Sends `value` at `address` as C_SE_NC_1 and returns its answers: up to a negative one, the
@@ -116,5 +116,36 @@ struct StationReactiveWireTests {
         let refused = try Self.c104(barred.server.port, ["3003:direct:0", "3004:sbo:1"])
         #expect(refused == [["7-"], ["7-"]], "no setpoint right: \(refused)")
         #expect(!barred.shared.commands.reactive.enabled && !barred.shared.commands.powerFactorInjecting.enabled)
+    }
+
+    @Test("c104 against a capable site (2 × 100 kW, 50 kvar in and 40 kvar out each): the bounds of the published view")
+    func fromC104Capable() throws {
+        let shared = SharedState(units: 2, view: SiteView.Settings(capacitiesWh: [250_000, 250_000], ratingsW: [100_000, 100_000]))
+        var units = [UnitStatus](repeating: UnitStatus(), count: 2)
+        for i in units.indices {
+            units[i].varMaxInjecting = 50_000
+            units[i].varMaxAbsorbing = 40_000
+        }
+        shared.contents.withLock { $0.units = units }
+        #expect(shared.view.varMaxInjecting == 100_000 && shared.view.varMaxAbsorbing == 80_000 && shared.view.ratedPowerW == 200_000)
+        let outstation = try SteppedOutstation(shared: shared)
+        // Over-excited down to 0.894 (200 / √(200² + 100²)), under-excited down to 0.928 (200 / √(200² + 80²)).
+        let answers = try Self.c104(outstation.server.port,
+                                    ["3003:direct:0.1", "3003:direct:0.1001", "3003:sbo:-0.08", "3003:direct:-0.081",
+                                     "3004:sbo:0.95", "3004:direct:0.89", "3004:direct:-0.92", "3004:direct:-0.93"])
+        #expect(answers.count == 8)
+        guard answers.count == 8 else { return }
+        #expect(answers[0] == ["7+", "10+"], "100 kvar injecting, the capability: \(answers[0])")
+        #expect(answers[1] == ["7-"], "100.1 kvar: \(answers[1])")
+        #expect(answers[2] == ["7+", "7+", "10+"], "80 kvar absorbing SBO: \(answers[2])")
+        #expect(answers[3] == ["7-"], "81 kvar absorbing: \(answers[3])")
+        #expect(answers[4] == ["7+", "7+", "10+"], "0.95 over-excited SBO: \(answers[4])")
+        #expect(answers[5] == ["7-"], "0.89 over-excited: \(answers[5])")
+        #expect(answers[6] == ["7-"], "0.92 under-excited: \(answers[6])")
+        #expect(answers[7] == ["7+", "10+"], "0.93 under-excited: \(answers[7])")
+        let commands = outstation.shared.commands
+        #expect(commands.reactive.enabled && commands.reactive.value == -80_000, "\(commands.reactive)")
+        #expect(commands.powerFactorInjecting.enabled && commands.powerFactorInjecting.value == -0.93)
+        #expect(commands.powerFactorAbsorbing.enabled && commands.powerFactorAbsorbing.value == -0.93)
     }
 }
