@@ -2,6 +2,7 @@ import BessSystem
 import Config
 import ControlCore
 import Foundation
+import GridSupport
 @testable import Cycle
 @testable import Scada
 import Synchronization
@@ -218,5 +219,21 @@ struct ScadaReactiveWriteTests {
         let refreshed = try Self.write(M.VarSet, Self.int32(5_000), commands: settled, at: late).get()
         #expect(refreshed.commands.reactive.active(at: late) == 50_000 && refreshed.commands.reactive.remaining(at: late) == .seconds(10))
         #expect(!refreshed.commands.reactive.reverted)
+    }
+
+    @Test("a 704 write is SCADA's request on the reactive axis: VarSet alone asks Q only, PFWInj with Ext 1 asks absorbing")
+    func reachesTheArbiter() throws {
+        var vars = SiteCommands(maxHold: .seconds(60))
+        vars = try Self.write(M.VarSetEna, [1, 4], commands: vars).get().commands
+        vars = try Self.write(M.VarSet, Self.int32(-4_500), commands: vars).get().commands
+        let varRequest = try #require(RequestArbiter.scadaRequest(vars, sitePower: 0))
+        #expect(varRequest.activePower == nil, "WSetEna 0: Q only, P is the next party's")
+        #expect(varRequest.reactive == ReactiveRequest(.vars(-45_000), expiresAt: Self.now + .seconds(60)))
+        var pf = SiteCommands(maxHold: .seconds(60))
+        pf = try Self.write(M.PFWInjEna, [1, 0, 0, 30], commands: pf).get().commands
+        pf = try Self.write(M.PFWInj_PF, [970, 1], commands: pf).get().commands
+        let pfRequest = try #require(RequestArbiter.scadaRequest(pf, sitePower: 0))
+        let settings = ConstantPowerFactorSettings(discharging: PowerFactorSetting(0.97, .absorbing), charging: .unity, responseTime: .zero)
+        #expect(pfRequest.reactive == ReactiveRequest(.powerFactor(settings), expiresAt: Self.now + .seconds(30)))
     }
 }
