@@ -35,13 +35,16 @@ struct ReactiveRequestCycleTests {
         var protections: BMSConditions = []
         /// 702's `VarMaxInj`, var.
         var varMaxInjecting: Double? = nil
+        /// An operator override's power, W.
+        var overrideW: Double? = nil
     }
 
     static func inputs(_ unit: Unit, at now: MonotonicInstant) -> UnitInputs {
         var reading = InverterReading(activePower: Watts(unit.powerW ?? 0), ratedPower: Fixture.rating, voltage: nominalV)
         reading.varMaxInjecting = unit.varMaxInjecting
         let dispatch = unit.powerW.map { PowerCommand(power: Watts($0), reactive: unit.dispatchVar, expiresAt: now + .seconds(5), pinned: true) }
-        return UnitInputs(bms: Fixture.healthyBMS(at: now, protections: unit.protections), inverter: Timestamped(reading, at: now), dispatch: dispatch)
+        return UnitInputs(bms: Fixture.healthyBMS(at: now, protections: unit.protections), inverter: Timestamped(reading, at: now), dispatch: dispatch,
+                          override: unit.overrideW.map { PowerCommand(power: Watts($0), expiresAt: now + .seconds(5)) })
     }
 
     /// Runs `site` from `start` for `seconds` in 0.1 s periods with `units`; returns the end time.
@@ -159,6 +162,18 @@ struct ReactiveRequestCycleTests {
         site.commands.reactive = ExpiringCommand(value: 0, revertValue: 0)
         Self.run(site, from: 2, seconds: 0.1, units)
         #expect(Self.q(site, 0) == -25_000 && site.decision(unit: 0).reactiveSource == .aggregator)
+    }
+
+    @Test("an operator override holds the unit's P, not its Q: the unit still carries its part of the site's vars")
+    func overrideCarriesQ() {
+        let site = Self.site([nil, nil])
+        site.commands.reactive = Self.enabled(-90_000)
+        Self.run(site, from: 0, seconds: 2, [Unit(powerW: nil, overrideW: 60_000), Unit(powerW: 0)])
+        let held = site.decision(unit: 0)
+        #expect(!held.pooled && abs(held.setpoint.value - 60_000) < 1, "\(held.setpoint.value)")
+        // Free: √(100² − 60²) = 80 and 100 kvar: −90 kvar is −40 and −50.
+        #expect(abs(Self.q(site, 0) + 40_000) < 100 && abs(Self.q(site, 1) + 50_000) < 100, "\(Self.q(site, 0)) \(Self.q(site, 1))")
+        #expect(held.reactiveSource == .scada)
     }
 
     @Test("a unit that trips gives its share to the others in the same period")
