@@ -12,15 +12,21 @@ import Testing
 /// `SiteView`'s capability, under the group's `setpoint` right, held `max_hold_s` as 3002 is.
 @Suite("IEC 104: the site's reactive set-points 3003 (Mvar) and 3004 (power factor)")
 struct StationReactiveCommandTests {
-    /// A site of 200 kW that can inject 100 kvar and absorb 80 kvar: it holds 0.894 over-excited
-    /// (200 / √(200² + 100²)) and 0.928 under-excited (200 / √(200² + 80²)) at its rating.
-    static var view: SiteView {
-        var view = SiteView()
-        view.ratedPowerW = 200_000
-        view.varMaxInjecting = 100_000
-        view.varMaxAbsorbing = 80_000
-        return view
+    /// Two units of 100 kW whose inverters report 50 kvar injecting and 40 kvar absorbing each.
+    static var capableUnits: [UnitStatus] {
+        var units = [UnitStatus](repeating: UnitStatus(), count: 2)
+        for i in units.indices {
+            units[i].varMaxInjecting = 50_000
+            units[i].varMaxAbsorbing = 40_000
+        }
+        return units
     }
+
+    static let ratings = SiteView.Settings(capacitiesWh: [250_000, 250_000], ratingsW: [100_000, 100_000])
+
+    /// The view of those units: a site of 200 kW that can inject 100 kvar and absorb 80 kvar, so
+    /// it holds 0.894 over-excited (200 / √(200² + 100²)) and 0.928 under-excited (200 / √(200² + 80²)).
+    static var view: SiteView { SiteView(units: capableUnits, site: SiteStatus(), settings: ratings) }
 
     /// What an admitted execute of `value` (a Float on the wire) at `signal` asks of the site.
     static func action(_ signal: IEC104Signal, _ value: Float, view: SiteView = Self.view) -> Result<OutstationCommands.Action, CommandRefusal> {
@@ -40,6 +46,11 @@ struct StationReactiveCommandTests {
     static func refusal(_ signal: IEC104Signal, _ value: Float, view: SiteView = Self.view) -> CommandRefusalCode? {
         guard case .failure(let refusal) = action(signal, value, view: view) else { return nil }
         return refusal.code
+    }
+
+    @Test("the view of the units: 100 kvar injecting, 80 kvar absorbing, 200 kW")
+    func capableView() {
+        #expect(Self.view.varMaxInjecting == 100_000 && Self.view.varMaxAbsorbing == 80_000 && Self.view.ratedPowerW == 200_000)
     }
 
     @Test("3003: Mvar to var, + injecting up to VarMaxInj and − absorbing up to VarMaxAbs; beyond, NaN or infinite refused")
@@ -90,7 +101,7 @@ struct StationReactiveCommandTests {
 
     @Test("an executed 3003 writes SiteCommands.reactive, 3004 both power factors, held max_hold_s then off; refused changes nothing")
     func executeWritesCommands() {
-        let shared = SharedState(units: 2, view: SiteView.Settings(capacitiesWh: [250_000, 250_000], ratingsW: [100_000, 100_000]))
+        let shared = SharedState(units: 2, view: Self.ratings)
         let clock = ManualClock()
         let station = Self.station(shared, clock: clock)
         let now = clock.now()

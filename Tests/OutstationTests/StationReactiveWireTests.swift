@@ -120,13 +120,8 @@ struct StationReactiveWireTests {
 
     @Test("c104 against a capable site (2 × 100 kW, 50 kvar in and 40 kvar out each): the bounds of the published view")
     func fromC104Capable() throws {
-        let shared = SharedState(units: 2, view: SiteView.Settings(capacitiesWh: [250_000, 250_000], ratingsW: [100_000, 100_000]))
-        var units = [UnitStatus](repeating: UnitStatus(), count: 2)
-        for i in units.indices {
-            units[i].varMaxInjecting = 50_000
-            units[i].varMaxAbsorbing = 40_000
-        }
-        shared.contents.withLock { $0.units = units }
+        let shared = SharedState(units: 2, view: StationReactiveCommandTests.ratings)
+        shared.contents.withLock { $0.units = StationReactiveCommandTests.capableUnits }
         #expect(shared.view.varMaxInjecting == 100_000 && shared.view.varMaxAbsorbing == 80_000 && shared.view.ratedPowerW == 200_000)
         let outstation = try SteppedOutstation(shared: shared)
         // Over-excited down to 0.894 (200 / √(200² + 100²)), under-excited down to 0.928 (200 / √(200² + 80²)).
