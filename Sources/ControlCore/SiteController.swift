@@ -188,7 +188,11 @@ public final class SiteController {
         // (SiteRequest.swift; docs/design/0008-agc.md, 0009).
         let agc = self.agc
         agcInForce = agc.follow(at: now, lost: &running.agcLost, events: &events)
-        arbiter.offer(agc: agc, utility: utilityLimits, scada: commands, sitePower: pool.lastCommanded ?? 0)
+        // SCADA's two reactive kinds are compared at the units' setpoints of the last step (carried
+        // over a reload with the units).
+        var lastSetpoints = 0.0
+        for index in units.indices { lastSetpoints += units[index].decision.setpoint.value }
+        arbiter.offer(agc: agc, utility: utilityLimits, scada: commands, sitePower: lastSetpoints)
         arbiter.resolve(at: now)
         arbiter.share(ratings: { units[$0].ratingForShare }, count: units.count) {
             Self.overridden($0 < inputs.count ? inputs[$0] : nil, at: now)

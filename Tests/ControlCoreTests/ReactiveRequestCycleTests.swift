@@ -128,6 +128,23 @@ struct ReactiveRequestCycleTests {
         #expect(site.decision(unit: 1).reactive == nil && site.decision(unit: 1).reactiveSource == .off, "left alone again")
     }
 
+    @Test("a reload carries a request in force on from where Q stands, and the new mode takes over from there when it ends")
+    func reloadDuringRequest() {
+        let units = [Unit(powerW: 0)]
+        let old = Self.site([Self.constantVar(30)])
+        old.commands.reactive = Self.enabled(-50_000)
+        Self.run(old, from: 0, seconds: 5, units)
+        #expect(abs(Self.q(old, 0) + 50_000) < 100)
+        let new = Self.site([Self.constantVar(-30)])
+        new.adopt(from: old, mapping: [0])
+        Self.run(new, from: 5, seconds: 0.1, units)
+        #expect(abs(Self.q(new, 0) + 50_000) < 100 && new.decision(unit: 0).reactiveSource == .scada, "\(Self.q(new, 0))")
+        new.commands.reactive = ExpiringCommand(value: 0, revertValue: 0)
+        Self.run(new, from: 5.1, seconds: 0.1, units)
+        let q = Self.q(new, 0)
+        #expect(q > -50_000 && q < -48_000 && new.decision(unit: 0).reactiveSource == .constantVar, "one period from −50 toward −30 kvar: \(q)")
+    }
+
     @Test("AGC in service moves P while SCADA's var setpoint moves Q: both act")
     func agcAndScadaVar() {
         let site = Self.site([nil, nil])
