@@ -39,6 +39,9 @@ extension ScadaImage {
         T.M704.PFWInjRvrt_PF, T.M704.PFWInjRvrt_Ext,
         T.M704.PFWAbsEna, T.M704.PFWAbsEnaRvrt, T.M704.PFWAbsRvrtTms, T.M704.PFWAbs_PF, T.M704.PFWAbs_Ext,
         T.M704.PFWAbsRvrt_PF, T.M704.PFWAbsRvrt_Ext,
+        // Served from `reactive_priority`: a write of the value served is taken (a client writing
+        // VarSetEna…VarSet in one request), any other refused with 03.
+        T.M704.VarSetPri,
     ]
 
     /// The site's rating, W (the published `SiteView`'s): what `WMaxLimPct` is a percent of and the
@@ -110,6 +113,14 @@ extension ScadaImage {
             case .int32: Int(Int32(bitPattern: high << 16 | low))
             case .uint32: Int(high << 16 | low)
             default: Int(high)
+            }
+            if point.name == T.M704.VarSetPri.name {
+                let served = site.reactivePriority ? 1 : 0
+                guard value == served else {
+                    return .failure(.init(exception: 3, reason: "VarSetPri = \(value) refused: it is reactive_priority in the configuration "
+                        + "(\(served), \(served == 1 ? "REACTIVE" : "ACTIVE")); only that value may be written"))
+                }
+                continue
             }
             if let refusal = decoder.apply(point, value: value, registers: registers) { return .failure(refusal) }
         }

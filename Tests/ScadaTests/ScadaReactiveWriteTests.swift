@@ -71,7 +71,7 @@ struct ScadaReactiveWriteTests {
         for (point, offset, size) in expected {
             #expect(point.offset == offset && point.size == size, "\(point.name)")
         }
-        #expect(!ScadaImage.writablePoints.contains(M.VarSetPri) && !ScadaImage.writablePoints.contains(M.VarSetRvrtRem))
+        #expect(ScadaImage.writablePoints.contains(M.VarSetPri) && !ScadaImage.writablePoints.contains(M.VarSetRvrtRem))
         #expect(!ScadaImage.writablePoints.contains(M.PFWInjRvrtRem) && !ScadaImage.writablePoints.contains(M.VarSetPct))
     }
 
@@ -103,7 +103,8 @@ struct ScadaReactiveWriteTests {
         #expect(Self.exception(Self.write(M.VarSet, Self.int32(10_001))) == 3)
         #expect(Self.exception(Self.write(M.VarSet, Self.int32(-6_001))) == 3)
         #expect(Self.exception(Self.write(M.VarSetRvrt, Self.int32(-6_001))) == 3)
-        #expect(Self.exception(Self.write(M.VarSetEna, [1, 4, 0xFFFF])) == 2, "VarSetPri is read-only")
+        #expect(Self.exception(Self.write(M.VarSetEna, [1, 4, 0])) == 3, "VarSetPri is reactive_priority's (REACTIVE served)")
+        #expect((try? Self.write(M.VarSetEna, [1, 4, 1]).get()) != nil, "VarSetEna…VarSetPri with the priority served")
         // No capability published (nil view: a site with none): only 0 var.
         #expect(Self.exception(Self.write(M.VarSet, Self.int32(1), view: nil)) == 3)
         #expect((try? Self.write(M.VarSet, Self.int32(0), view: nil).get())?.commands.reactive.value == 0)
@@ -125,7 +126,8 @@ struct ScadaReactiveWriteTests {
         #expect(Self.exception(Self.write(M.VarSet, [0x8000, 0])) == 3, "int32 not implemented")
         #expect(Self.exception(Self.write(M.VarSetRvrtTms, [0, 61])) == 3)
         #expect(Self.exception(Self.write(M.VarSet, [0])) == 2, "half of VarSet")
-        #expect(Self.exception(Self.write(M.VarSetPri, [1])) == 2)
+        #expect(Self.exception(Self.write(M.VarSetPri, [0])) == 3)
+        #expect(Self.exception(Self.write(M.VarSetPri, [0xFFFF])) == 3)
         #expect(Self.exception(Self.write(M.VarSetRvrtRem, [0, 5])) == 2)
         #expect(Self.exception(Self.write(M.VarSetPct, [50])) == 2)
         #expect(Self.exception(Self.write(M.VarSetPctRvrt, [50])) == 2)
