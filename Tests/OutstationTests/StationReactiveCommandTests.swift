@@ -1,5 +1,6 @@
 import BessBase
 import BessSystem
+import Config
 import ControlCore
 import Cycle
 import IEC104
@@ -158,5 +159,20 @@ struct StationReactiveCommandTests {
         #expect(IEC104Signal(rawValue: "site_power_factor_command") == .sitePowerFactorCommand)
         let image = StationImage(description: StationImageTests.description, settings: OutstationSettings())
         #expect(!image.points.contains { $0.address == 3003 || $0.address == 3004 })
+    }
+
+    @Test("iec104.points moves 3003 and 3004 by name; one at another command's address is refused")
+    func configuredAddresses() throws {
+        let units = "bess_units:\n  - {id: U1, capacity_kwh: 250, max_power_kw: 100}\n"
+        let moved = try ConfigLoader.parse(units + "iec104:\n  points:\n    - {signal: site_reactive_setpoint_command, ioa: 3203}\n"
+                                           + "    - {signal: site_power_factor_command, ioa: 3204}\n", file: "a.yaml")
+        #expect(moved.iec104?.server.address(.siteReactiveSetpointCommand) == 3203)
+        #expect(moved.iec104?.server.address(.sitePowerFactorCommand) == 3204)
+        do {
+            _ = try ConfigLoader.parse(units + "iec104:\n  points:\n    - {signal: site_power_factor_command, ioa: 3002}\n", file: "b.yaml")
+            Issue.record("3004 at 3002 accepted")
+        } catch {
+            #expect("\(error)".contains("gives site_power_factor_command the address of site_setpoint_command"), "\(error)")
+        }
     }
 }
