@@ -180,8 +180,8 @@ extension RequestArbiter {
 
     /// SCADA's request (rank 3) from its settled commands, nil when it asks nothing: P is `WSet`
     /// while enabled (else nil: Q only), Q is the var setpoint (`VarSet`, 3003) or the power factor
-    /// (`PFWInj` for discharging, `PFWAbs` for charging, 3004 writing both; a direction not
-    /// enabled stays at unity), each with its own expiry. Both enabled: the one with the least |Q|
+    /// (`PFWInj` for discharging, `PFWAbs` for charging, 3004 writing both; while `sitePower`'s
+    /// sign falls on a direction not enabled, no power factor is asked), each with its own expiry. Both enabled: the one with the least |Q|
     /// at `sitePower` (the units' summed setpoint of the previous period: this period's P is
     /// shared after the arbiter, so the choice lags one period), the power factor on a tie.
     public static func scadaRequest(_ commands: SiteCommands, sitePower: Double) -> SiteRequest? {
@@ -198,15 +198,16 @@ extension RequestArbiter {
         let vars = setpoint.enabled && setpoint.value.isFinite
             ? ReactiveRequest(.vars(setpoint.value), expiresAt: setpoint.expiresAt) : nil
         let injecting = powerFactor(commands.powerFactorInjecting), absorbing = powerFactor(commands.powerFactorAbsorbing)
-        guard injecting != nil || absorbing != nil else { return vars }
+        let p = sitePower.isFinite ? sitePower : 0
+        // P's sign picks the direction; one not enabled asks nothing this period (VarSet, else the
+        // configured mode, holds), so its unity never wins the least |Q|.
+        guard let setting = p >= 0 ? injecting : absorbing else { return vars }
         let settings = ConstantPowerFactorSettings(discharging: injecting ?? .unity, charging: absorbing ?? .unity, responseTime: .zero)
         // The request holds until the first of its enabled commands reverts; the cycle then rebuilds it.
         let expiry = earliest(injecting == nil ? nil : commands.powerFactorInjecting.expiresAt,
                               absorbing == nil ? nil : commands.powerFactorAbsorbing.expiresAt)
         let pf = ReactiveRequest(.powerFactor(settings), expiresAt: expiry)
         guard let vars, case .vars(let q) = vars.ask else { return pf }
-        let p = sitePower.isFinite ? sitePower : 0
-        let setting = p >= 0 ? settings.discharging : settings.charging
         let pfVar = abs(p) * (1 - setting.powerFactor * setting.powerFactor).squareRoot() / setting.powerFactor
         return pfVar <= abs(q) ? pf : vars
     }

@@ -139,7 +139,7 @@ struct RequestArbiterTests {
         #expect(arbiter.reactiveWinner?.reactive(at: Fixture.instant(10))?.ask == .vars(25_000))
     }
 
-    @Test("SCADA's power factor: PFWInj for discharging, PFWAbs for charging, signed by excitation; a direction not enabled is unity")
+    @Test("SCADA's power factor: PFWInj for discharging, PFWAbs for charging, signed by excitation; the other direction unity")
     func scadaPowerFactor() throws {
         var commands = SiteCommands()
         commands.powerFactorInjecting = Self.enabled(0.9, until: 40)
@@ -169,9 +169,18 @@ struct RequestArbiterTests {
         let low = try #require(RequestArbiter.scadaRequest(commands, sitePower: 20_000)?.reactive)
         guard case .powerFactor = low.ask else { Issue.record("\(low)"); return }
         #expect(low.expiresAt == Fixture.instant(50))
-        // Charging, with PFWAbs not enabled: unity there asks 0 var, the least.
+        // Charging, with PFWAbs not enabled: no power factor is asked, so the var setpoint holds
+        // (a unity there would ask 0 var and always win).
         let charging = try #require(RequestArbiter.scadaRequest(commands, sitePower: -100_000)?.reactive)
-        guard case .powerFactor = charging.ask else { Issue.record("\(charging)"); return }
+        #expect(charging == ReactiveRequest(.vars(30_000), expiresAt: Fixture.instant(20)))
+        // PF alone, charging on a direction not enabled: nothing asked, the configured mode holds.
+        commands.reactive = SiteCommands().reactive
+        #expect(RequestArbiter.scadaRequest(commands, sitePower: -100_000) == nil)
+        #expect(RequestArbiter.scadaRequest(commands, sitePower: 100_000)?.reactive?.expiresAt == Fixture.instant(50))
+        commands.powerFactorInjecting = SiteCommands().powerFactorInjecting
+        commands.powerFactorAbsorbing = Self.enabled(-0.95, until: 60)
+        #expect(RequestArbiter.scadaRequest(commands, sitePower: 0) == nil, "PFWAbs alone, not charging")
+        #expect(RequestArbiter.scadaRequest(commands, sitePower: -1)?.reactive?.expiresAt == Fixture.instant(60))
     }
 }
 
