@@ -47,7 +47,9 @@ def main() -> None:
             frame["value"] = struct.unpack("<f", elements[3:7])[0]
         received.append(frame)
 
-    client, connection, station = station_of(port, ca, on_raw)
+    # A long wait for each confirmation: on a loaded machine c104 was seen to give up waiting for a
+    # select's confirmation and never send the execute (the test suite runs four processes at once).
+    client, connection, station = station_of(port, ca, on_raw, command_timeout_ms=15000)
     points = {}
     for ioa, _, _ in commands:
         if ioa not in points:
