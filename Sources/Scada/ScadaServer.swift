@@ -343,8 +343,8 @@ public final class ScadaServer: @unchecked Sendable {
             if accepted.limitWritten { keepLimit?() }
             image.fill(commands: accepted.commands, now: now)
             copyImage()
-            let sent = server.reply(query, length: Int32(count))
             writesAccepted.add(1, ordering: .relaxed)
+            let sent = server.reply(query, length: Int32(count))
             report(accepted, peer: peer, now: now)
             return sent
         case nil:
@@ -385,8 +385,8 @@ public final class ScadaServer: @unchecked Sendable {
     }
 
     /// Answers a refused write with `exception`, counted and logged; true when the reply went out whole.
+    /// Counted before the reply goes out, so a client that has its answer sees the count.
     private func refuse(_ query: [UInt8], _ exception: UInt8, peer: String, address: Int, reason: String) -> Bool {
-        let sent = server.replyException(query, exception)
         writesRefused.add(1, ordering: .relaxed)
         switch exception {
         case 1: refusedIllegalFunction.add(1, ordering: .relaxed)
@@ -394,6 +394,7 @@ public final class ScadaServer: @unchecked Sendable {
         case 3: refusedIllegalValue.add(1, ordering: .relaxed)
         default: break
         }
+        let sent = server.replyException(query, exception)
         log(Notice(ScadaCode.writeRefused,
                    "SCADA write from \(peer) at \(address) refused with exception \(exception < 10 ? "0" : "")\(exception): \(reason)",
                    [.peer: peer, .register: "\(address)", .exception: "\(exception)"]))
