@@ -68,7 +68,8 @@ extension StationProcedures {
 
     /// Carries out an admitted execute: the AGC order through `SharedState.applyAGC`, the site
     /// set-points (W, var, power factor) into SCADA's commands, each held `max_hold_s` with no
-    /// reversion; nil when accepted, else why not. `view` is the site's view as last published
+    /// reversion, a var setpoint and a power factor each taking the other out of force; nil when
+    /// accepted, else why not. `view` is the site's view as last published
     /// (`SharedState.view`): its reactive capability bounds 3003 and 3004.
     func execute(_ order: Order, now: MonotonicInstant, view: SiteView) -> CommandRefusal? {
         let band = shared.site.agc
@@ -87,12 +88,21 @@ extension StationProcedures {
         case .success(.siteSetpoint(let watts)):
             return write(now) { commands, expiry in commands.setpoint.hold(watts, revertValue: 0, until: expiry) }
         case .success(.siteReactive(let vars)):
-            return write(now) { commands, expiry in commands.reactive.hold(vars, revertValue: 0, until: expiry) }
+            // The control centre's latest reactive order replaces its other kind (in the same
+            // compare-and-swap): a 3004 left in force could win the cycle's least |Q| and leave
+            // a confirmed 3003 without effect.
+            return write(now) { commands, expiry in
+                commands.reactive.hold(vars, revertValue: 0, until: expiry)
+                commands.powerFactorInjecting.release()
+                commands.powerFactorAbsorbing.release()
+            }
         case .success(.sitePowerFactor(let pf)):
-            // One power factor for both directions: 3004 has no charging counterpart.
+            // One power factor for both directions: 3004 has no charging counterpart. It replaces
+            // a 3003 var setpoint, as 3003 replaces it.
             return write(now) { commands, expiry in
                 commands.powerFactorInjecting.hold(pf, revertValue: 1, until: expiry)
                 commands.powerFactorAbsorbing.hold(pf, revertValue: 1, until: expiry)
+                commands.reactive.release()
             }
         }
     }
@@ -153,5 +163,17 @@ extension ExpiringCommand {
         timeoutSeconds = 0
         reverted = false
         expiresAt = expiry
+    }
+
+    /// The command taken out of force by an IEC 104 order of the other reactive kind: off with
+    /// nothing pending, reading as one that expired with no reversion (its `revertValue`), so the
+    /// cycle sees no reversion of it.
+    mutating func release() {
+        enabled = false
+        value = revertValue
+        revertEnabled = false
+        timeoutSeconds = 0
+        reverted = true
+        expiresAt = nil
     }
 }

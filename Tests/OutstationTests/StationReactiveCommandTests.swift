@@ -92,25 +92,34 @@ struct StationReactiveCommandTests {
     }
 
     /// A station on a site of two 100 kW units whose commands the tests read back.
-    static func station(_ shared: SharedState, clock: ManualClock) -> StationProcedures {
-        let description = StationDescription(ratingsW: [100_000, 100_000], capacitiesWh: [250_000, 250_000], hasMeter: false,
-                                             frequencyResponseEnabled: false, view: shared.view)
-        return StationProcedures(settings: OutstationSettings(), description: description, shared: shared,
-                                 journal: PeerJournal(clock: clock, sink: { _ in }, audit: nil), counters: OutstationCounters(),
-                                 audit: nil, clock: clock, wallClock: { 0 })
+    struct Bench {
+        let shared = SharedState(units: 2, view: StationReactiveCommandTests.ratings)
+        let clock = ManualClock()
+        let station: StationProcedures
+
+        init() {
+            let description = StationDescription(ratingsW: [100_000, 100_000], capacitiesWh: [250_000, 250_000], hasMeter: false,
+                                                 frequencyResponseEnabled: false, view: shared.view)
+            station = StationProcedures(settings: OutstationSettings(), description: description, shared: shared,
+                                        journal: PeerJournal(clock: clock, sink: { _ in }, audit: nil), counters: OutstationCounters(),
+                                        audit: nil, clock: clock, wallClock: { 0 })
+        }
+
+        /// An admitted execute of `value` (a Float on the wire) at `signal` at `now`: nil when accepted.
+        func execute(_ signal: IEC104Signal, _ value: Float, at now: MonotonicInstant) -> CommandRefusal? {
+            station.execute(.init(signal: signal, value: Double(value), select: false), now: now, view: StationReactiveCommandTests.view)
+        }
     }
 
     @Test("an executed 3003 writes SiteCommands.reactive, 3004 both power factors, held max_hold_s then off; refused changes nothing")
     func executeWritesCommands() {
-        let shared = SharedState(units: 2, view: Self.ratings)
-        let clock = ManualClock()
-        let station = Self.station(shared, clock: clock)
-        let now = clock.now()
-        func execute(_ signal: IEC104Signal, _ value: Float) -> CommandRefusal? {
-            station.execute(.init(signal: signal, value: Double(value), select: false), now: now, view: Self.view)
-        }
+        let bench = Bench()
+        let shared = bench.shared
+        let now = bench.clock.now()
+        func execute(_ signal: IEC104Signal, _ value: Float) -> CommandRefusal? { bench.execute(signal, value, at: now) }
         #expect(execute(.siteReactiveSetpointCommand, -0.05) == nil)
         var commands = shared.commands
+        let varOnly = commands
         #expect(commands.reactive.enabled && abs(commands.reactive.value + 50_000) < 0.01, "absorbing 50 kvar: \(commands.reactive)")
         #expect(commands.reactive.expiresAt == now + commands.maxHold && !commands.reactive.revertEnabled && !commands.reactive.reverted)
         #expect(!commands.setpoint.enabled && !commands.powerFactorInjecting.enabled, "the other commands untouched")
@@ -120,19 +129,58 @@ struct StationReactiveCommandTests {
         for pf in [commands.powerFactorInjecting, commands.powerFactorAbsorbing] {
             #expect(pf.enabled && pf.value == -0.95 && pf.expiresAt == now + commands.maxHold && !pf.revertEnabled, "\(pf)")
         }
-        #expect(commands.reactive.enabled, "3004 leaves 3003's var set-point in force (the least |Q| holds)")
+        #expect(!commands.reactive.enabled && commands.reactive.active(at: now) == nil, "3004 replaces 3003's var set-point")
 
         #expect(execute(.siteReactiveSetpointCommand, 0.2)?.code == .setpointOutOfRange)
         #expect(execute(.sitePowerFactorCommand, 0.5)?.code == .setpointOutOfRange)
         #expect(shared.commands == commands, "a refused set-point changes nothing")
 
         // Not refreshed: in force until max_hold_s, then off with no reversion, as 3002's set-point.
-        let before = commands.settled(at: now + commands.maxHold - .milliseconds(1))
-        #expect(before.reactive.active(at: now + commands.maxHold - .milliseconds(1)) != nil)
-        let after = commands.settled(at: now + commands.maxHold)
-        #expect(after.reactive.active(at: now + commands.maxHold) == nil && after.reactive.value == 0)
+        let end = now + commands.maxHold
+        #expect(varOnly.settled(at: end - .milliseconds(1)).reactive.active(at: end - .milliseconds(1)) != nil)
+        let varAfter = varOnly.settled(at: end).reactive
+        #expect(varAfter.active(at: end) == nil && !varAfter.enabled && varAfter.value == 0)
+        let before = commands.settled(at: end - .milliseconds(1))
+        #expect(before.powerFactorInjecting.active(at: end - .milliseconds(1)) == -0.95)
+        let after = commands.settled(at: end)
+        #expect(after.reactive == commands.reactive, "the replaced var set-point has no reversion left to apply")
         #expect(after.powerFactorInjecting.active(at: now + commands.maxHold) == nil && after.powerFactorInjecting.value == 1)
         #expect(after.powerFactorAbsorbing.active(at: now + commands.maxHold) == nil && after.powerFactorAbsorbing.value == 1)
+    }
+
+    @Test("the latest of 3003 and 3004 replaces the other: a confirmed 3003 after a 3004 is the site's Q, and back")
+    func latestOrderReplacesTheOther() {
+        let bench = Bench()
+        let shared = bench.shared
+        let now = bench.clock.now()
+        func execute(_ signal: IEC104Signal, _ value: Float, at time: MonotonicInstant) -> CommandRefusal? { bench.execute(signal, value, at: time) }
+        // 3004 first: a power factor whose |Q| at full power (0.95: about 66 kvar) is below 3003's 80 kvar.
+        #expect(execute(.sitePowerFactorCommand, 0.95, at: now) == nil)
+        #expect(shared.commands.powerFactorInjecting.active(at: now) == 0.95 && shared.commands.powerFactorAbsorbing.active(at: now) == 0.95)
+        let later = now + .seconds(5)
+        #expect(execute(.siteReactiveSetpointCommand, 0.08, at: later) == nil)
+        var commands = shared.commands
+        #expect(commands.reactive.active(at: later).map { abs($0 - 80_000) < 0.01 } == true, "\(commands.reactive)")
+        #expect(commands.powerFactorInjecting.active(at: later) == nil && commands.powerFactorAbsorbing.active(at: later) == nil,
+                "the earlier power factor is out of force, so it cannot win the least |Q|")
+        for pf in [commands.powerFactorInjecting, commands.powerFactorAbsorbing] {
+            #expect(!pf.enabled && pf.value == 1 && pf.expiresAt == nil, "off, reading unity, nothing pending: \(pf)")
+        }
+        let settled = commands.settled(at: now + commands.maxHold + .seconds(1))
+        #expect(settled.powerFactorInjecting == commands.powerFactorInjecting && settled.powerFactorAbsorbing == commands.powerFactorAbsorbing,
+                "no reversion of the replaced power factor when its old hold would have ended")
+        #expect(settled.reactive.active(at: now + commands.maxHold + .seconds(1)) != nil, "3003 holds its own max_hold_s")
+
+        // And back: a later 3004 takes 3003's var set-point out of force.
+        let last = later + .seconds(5)
+        #expect(execute(.sitePowerFactorCommand, -0.95, at: last) == nil)
+        commands = shared.commands
+        #expect(commands.reactive.active(at: last) == nil && !commands.reactive.enabled && commands.reactive.value == 0)
+        #expect(commands.powerFactorInjecting.active(at: last) == -0.95 && commands.powerFactorAbsorbing.active(at: last) == -0.95)
+
+        // A refused order replaces nothing.
+        #expect(execute(.siteReactiveSetpointCommand, 0.2, at: last)?.code == .setpointOutOfRange)
+        #expect(shared.commands == commands, "a refused 3003 leaves the power factor in force")
     }
 
     @Test("3003 and 3004 need the group's setpoint right and its started connection")
