@@ -83,9 +83,9 @@ package final class DispatchIntake: Sendable {
                 let totalKVA = targets.reduce(0.0) { $0 + site[$1].apparentKVA }
                 // A site-wide power is entered as each unit's part by rating; the cycle pools those
                 // parts and shares them again by headroom and SOC. A power for one unit holds that
-                // unit at it (pinned), outside the pool. Its kvar is split the same way by apparent
-                // rating, so each part is inside its unit's bound; the cycle shares the site's Q
-                // again by free apparent power.
+                // unit at it (pinned), outside the pool. Its kvar is split here once by apparent
+                // rating, so each part is inside its unit's bound, and each part is that unit's Q in
+                // the cycle (not shared again: a stopped unit's part is not moved to the others).
                 let pinned = command.unit != nil
                 shared.post { mailbox in
                     for i in targets {
