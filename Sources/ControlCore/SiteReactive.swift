@@ -252,7 +252,8 @@ struct ReactiveStage: Sendable {
     /// Carries each unit's law over a configuration reload (`mapping[i]` is unit i's index in `old`)
     /// where the unit keeps its ratings: the law follows the new settings from where Q and the
     /// volt-watt limit stand (`retune`), so a reload makes no step. A request in force (or a release)
-    /// goes on from where it stood; the next period follows it or hands back to the new settings.
+    /// goes on from where it stood under the new settings, its reactive mode kept; the next period
+    /// follows it or hands back to the new settings.
     mutating func adopt(_ old: ReactiveStage, mapping: [Int?]) {
         for (i, j) in mapping.enumerated() where i < laws.count {
             guard let j, j < old.laws.count else { continue }
@@ -266,6 +267,11 @@ struct ReactiveStage: Sendable {
                   carried.rating == laws[i]?.rating
             else { continue }
             if old.tuning[j] != .configured {
+                // The new settings (volt-watt, reactive priority…) with the request's mode kept in
+                // force: `follow` retunes only when the share moves, so the carried law takes them now.
+                var kept = settings
+                kept.reactive = carried.settings.reactive
+                _ = try? carried.retune(kept)
                 laws[i] = carried
                 tuning[i] = old.tuning[j]
             } else if (try? carried.retune(settings)) != nil {

@@ -37,10 +37,12 @@ struct ReactiveRequestCycleTests {
         var varMaxInjecting: Double? = nil
         /// An operator override's power, W.
         var overrideW: Double? = nil
+        /// The inverter's voltage, p.u. of nominal.
+        var voltagePU = 1.0
     }
 
     static func inputs(_ unit: Unit, at now: MonotonicInstant) -> UnitInputs {
-        var reading = InverterReading(activePower: Watts(unit.powerW ?? 0), ratedPower: Fixture.rating, voltage: nominalV)
+        var reading = InverterReading(activePower: Watts(unit.powerW ?? 0), ratedPower: Fixture.rating, voltage: nominalV * unit.voltagePU)
         reading.varMaxInjecting = unit.varMaxInjecting
         let dispatch = unit.powerW.map { PowerCommand(power: Watts($0), reactive: unit.dispatchVar, expiresAt: now + .seconds(5), pinned: true) }
         return UnitInputs(bms: Fixture.healthyBMS(at: now, protections: unit.protections), inverter: Timestamped(reading, at: now), dispatch: dispatch,
@@ -143,6 +145,26 @@ struct ReactiveRequestCycleTests {
         Self.run(new, from: 5.1, seconds: 0.1, units)
         let q = Self.q(new, 0)
         #expect(q > -50_000 && q < -48_000 && new.decision(unit: 0).reactiveSource == .constantVar, "one period from −50 toward −30 kvar: \(q)")
+    }
+
+    @Test("a reload under a steady var request: the unit takes the new settings (volt-watt) at once, the request's Q kept")
+    func reloadTakesNewSettings() throws {
+        let old = Self.site([Self.constantVar(10)])
+        old.commands.reactive = Self.enabled(30_000)
+        let units = [Unit(powerW: 80_000, voltagePU: 1.08)]
+        Self.run(old, from: 0, seconds: 2, units)
+        #expect(abs(Self.q(old, 0) - 30_000) < 100 && abs(old.decision(unit: 0).setpoint.value - 80_000) < 1)
+        var settings = Self.constantVar(10)
+        // At 1.08 p.u. this curve allows 25 % of P.
+        settings.voltWatt = VoltWattSettings(curve: try GridCurve([(1.06, 100), (1.10, -50)]), responseTime: .seconds(1))
+        let new = Self.site([settings])
+        new.adopt(from: old, mapping: [0])
+        new.commands.reactive = old.commands.reactive
+        Self.run(new, from: 2, seconds: 10, units)
+        let d = new.decision(unit: 0)
+        // One unit: its share stays 30 kvar, so only the reload can bring the curve in.
+        #expect(abs(Self.q(new, 0) - 30_000) < 100 && d.reactiveSource == .scada, "\(Self.q(new, 0))")
+        #expect(d.dischargeLimitedBy == .voltWatt && abs(d.setpoint.value - 25_000) < 100, "\(d.dischargeLimitedBy) \(d.setpoint.value)")
     }
 
     @Test("AGC in service moves P while SCADA's var setpoint moves Q: both act")
