@@ -244,7 +244,7 @@ struct ReactiveRequestCycleTests {
         #expect(Self.q(site, 0) == 100_000 && Self.q(site, 1) == -100_000, "\(Self.q(site, 0)) \(Self.q(site, 1))")
     }
 
-    @Test("the reactive axis is plain values: a request resolved, shared and retuned each period copies and allocates nothing")
+    @Test("the reactive axis's request, settings, law and dispatch types are plain values (POD): no reference counting")
     func plainValues() {
         #expect(_isPOD(ReactiveAsk.self) && _isPOD(ReactiveRequest.self) && _isPOD(SiteRequest.self))
         #expect(_isPOD(GridSupportSettings.self) && _isPOD(GridSupportController.self) && _isPOD(PowerCommand.self))
