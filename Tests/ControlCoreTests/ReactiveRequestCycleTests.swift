@@ -39,13 +39,15 @@ struct ReactiveRequestCycleTests {
         var overrideW: Double? = nil
         /// The inverter's voltage, p.u. of nominal.
         var voltagePU = 1.0
+        /// When the inverter's reading was taken, s (nil: this period).
+        var readAt: Double? = nil
     }
 
     static func inputs(_ unit: Unit, at now: MonotonicInstant) -> UnitInputs {
         var reading = InverterReading(activePower: Watts(unit.powerW ?? 0), ratedPower: Fixture.rating, voltage: nominalV * unit.voltagePU)
         reading.varMaxInjecting = unit.varMaxInjecting
         let dispatch = unit.powerW.map { PowerCommand(power: Watts($0), reactive: unit.dispatchVar, expiresAt: now + .seconds(5), pinned: true) }
-        return UnitInputs(bms: Fixture.healthyBMS(at: now, protections: unit.protections), inverter: Timestamped(reading, at: now), dispatch: dispatch,
+        return UnitInputs(bms: Fixture.healthyBMS(at: now, protections: unit.protections), inverter: Timestamped(reading, at: unit.readAt.map { Fixture.instant($0) } ?? now), dispatch: dispatch,
                           override: unit.overrideW.map { PowerCommand(power: Watts($0), expiresAt: now + .seconds(5)) })
     }
 
@@ -225,6 +227,33 @@ struct ReactiveRequestCycleTests {
         let d = site.decision(unit: 0)
         #expect(d.state == .tripped && d.reactive == 0 && d.reactiveSource == .stopped, "\(d)")
         #expect(abs(Self.q(site, 1) - 100_000) < 100, "the same period: \(Self.q(site, 1))")
+    }
+
+    @Test("a unit an operator puts in standby gets 0 var; the other units take its share")
+    func standbyShareMoves() {
+        let site = Self.site([nil, nil])
+        site.commands.reactive = Self.enabled(-100_000)
+        let units = [Unit(powerW: 0), Unit(powerW: 0)]
+        Self.run(site, from: 0, seconds: 2, units)
+        #expect(abs(Self.q(site, 0) + 50_000) < 100 && abs(Self.q(site, 1) + 50_000) < 100)
+        site.setOperatorMode(.standby, unit: 0)
+        Self.run(site, from: 2, seconds: 0.1, units)
+        let d = site.decision(unit: 0)
+        #expect(d.state == .standby && d.reactive == 0 && d.reactiveSource == .stopped, "\(d)")
+        #expect(abs(Self.q(site, 1) + 100_000) < 100 && site.decision(unit: 1).reactiveSource == .scada, "\(Self.q(site, 1))")
+    }
+
+    @Test("a unit whose inverter data go stale gets 0 var; the other units take its share")
+    func staleShareMoves() {
+        let site = Self.site([nil, nil])
+        site.commands.reactive = Self.enabled(100_000)
+        Self.run(site, from: 0, seconds: 2, [Unit(powerW: 0), Unit(powerW: 0)])
+        #expect(abs(Self.q(site, 0) - 50_000) < 100 && abs(Self.q(site, 1) - 50_000) < 100)
+        // Unit 0's last reading is from 2 s; past the 3 s staleness it is at zero power and zero var.
+        Self.run(site, from: 2, seconds: 3.5, [Unit(powerW: 0, readAt: 2), Unit(powerW: 0)])
+        let d = site.decision(unit: 0)
+        #expect(d.setpoint.value == 0 && d.reactive == 0 && d.reactiveSource == .stopped, "\(d)")
+        #expect(abs(Self.q(site, 1) - 100_000) < 100 && site.decision(unit: 1).reactiveSource == .scada, "\(Self.q(site, 1))")
     }
 
     @Test("a var beyond capability is clamped: VarMaxInj and VAMax bound each share, the rest is the shortfall")
