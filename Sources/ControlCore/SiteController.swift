@@ -298,6 +298,18 @@ public final class SiteController {
             events.push(ControlEvent(kind: .siteSetpointReverted, unit: -1,
                                      value: commands.setpoint.active(at: now).map { $0 / 1000 } ?? .nan, at: now))
         }
+        if commands.reactive != before.reactive {
+            events.push(ControlEvent(kind: .siteReactiveReverted, unit: -1,
+                                     value: commands.reactive.active(at: now).map { $0 / 1000 } ?? .nan, at: now))
+        }
+        if commands.powerFactorInjecting != before.powerFactorInjecting {
+            events.push(ControlEvent(kind: .sitePowerFactorInjectingReverted, unit: -1,
+                                     value: commands.powerFactorInjecting.active(at: now) ?? .nan, at: now))
+        }
+        if commands.powerFactorAbsorbing != before.powerFactorAbsorbing {
+            events.push(ControlEvent(kind: .sitePowerFactorAbsorbingReverted, unit: -1,
+                                     value: commands.powerFactorAbsorbing.active(at: now) ?? .nan, at: now))
+        }
     }
 
     /// The percent limit in force: the lower of SCADA's `WMaxLimPct` and the relay contacts'.
