@@ -217,43 +217,36 @@ struct ReactiveRequestCycleTests {
         #expect(held.reactiveSource == .scada)
     }
 
+    /// Two idle units sharing SCADA's var `q` half each for 2 s, then `stopping` (unit 0 changed, from
+    /// 2 s for `seconds`): unit 0 must be at 0 var (`stopped`) and unit 1 carry all of `q`.
+    static func shareMoves(_ q: Double, seconds: Double = 0.1, _ stopping: Unit, before: (SiteController) -> Void = { _ in }) -> UnitDecision {
+        let site = Self.site([nil, nil])
+        site.commands.reactive = Self.enabled(q)
+        Self.run(site, from: 0, seconds: 2, [Unit(powerW: 0), Unit(powerW: 0)])
+        #expect(abs(Self.q(site, 0) - q / 2) < 100 && abs(Self.q(site, 1) - q / 2) < 100)
+        before(site)
+        Self.run(site, from: 2, seconds: seconds, [stopping, Unit(powerW: 0)])
+        let d = site.decision(unit: 0)
+        #expect(d.setpoint.value == 0 && d.reactive == 0 && d.reactiveSource == .stopped, "\(d)")
+        #expect(abs(Self.q(site, 1) - q) < 100 && site.decision(unit: 1).reactiveSource == .scada, "\(Self.q(site, 1))")
+        return d
+    }
+
     @Test("a unit that trips gives its share to the others in the same period")
     func trippedShareMoves() {
-        let site = Self.site([nil, nil])
-        site.commands.reactive = Self.enabled(100_000)
-        Self.run(site, from: 0, seconds: 2, [Unit(powerW: 0), Unit(powerW: 0)])
-        #expect(abs(Self.q(site, 0) - 50_000) < 100 && abs(Self.q(site, 1) - 50_000) < 100)
-        Self.run(site, from: 2, seconds: 0.1, [Unit(powerW: 0, protections: [.cellOvervoltage]), Unit(powerW: 0)])
-        let d = site.decision(unit: 0)
-        #expect(d.state == .tripped && d.reactive == 0 && d.reactiveSource == .stopped, "\(d)")
-        #expect(abs(Self.q(site, 1) - 100_000) < 100, "the same period: \(Self.q(site, 1))")
+        #expect(Self.shareMoves(100_000, Unit(powerW: 0, protections: [.cellOvervoltage])).state == .tripped)
     }
 
     @Test("a unit an operator puts in standby gets 0 var; the other units take its share")
     func standbyShareMoves() {
-        let site = Self.site([nil, nil])
-        site.commands.reactive = Self.enabled(-100_000)
-        let units = [Unit(powerW: 0), Unit(powerW: 0)]
-        Self.run(site, from: 0, seconds: 2, units)
-        #expect(abs(Self.q(site, 0) + 50_000) < 100 && abs(Self.q(site, 1) + 50_000) < 100)
-        site.setOperatorMode(.standby, unit: 0)
-        Self.run(site, from: 2, seconds: 0.1, units)
-        let d = site.decision(unit: 0)
-        #expect(d.state == .standby && d.reactive == 0 && d.reactiveSource == .stopped, "\(d)")
-        #expect(abs(Self.q(site, 1) + 100_000) < 100 && site.decision(unit: 1).reactiveSource == .scada, "\(Self.q(site, 1))")
+        let d = Self.shareMoves(-100_000, Unit(powerW: 0)) { $0.setOperatorMode(.standby, unit: 0) }
+        #expect(d.state == .standby)
     }
 
     @Test("a unit whose inverter data go stale gets 0 var; the other units take its share")
     func staleShareMoves() {
-        let site = Self.site([nil, nil])
-        site.commands.reactive = Self.enabled(100_000)
-        Self.run(site, from: 0, seconds: 2, [Unit(powerW: 0), Unit(powerW: 0)])
-        #expect(abs(Self.q(site, 0) - 50_000) < 100 && abs(Self.q(site, 1) - 50_000) < 100)
         // Unit 0's last reading is from 2 s; past the 3 s staleness it is at zero power and zero var.
-        Self.run(site, from: 2, seconds: 3.5, [Unit(powerW: 0, readAt: 2), Unit(powerW: 0)])
-        let d = site.decision(unit: 0)
-        #expect(d.setpoint.value == 0 && d.reactive == 0 && d.reactiveSource == .stopped, "\(d)")
-        #expect(abs(Self.q(site, 1) - 100_000) < 100 && site.decision(unit: 1).reactiveSource == .scada, "\(Self.q(site, 1))")
+        _ = Self.shareMoves(100_000, seconds: 3.5, Unit(powerW: 0, readAt: 2))
     }
 
     @Test("a var beyond capability is clamped: VarMaxInj and VAMax bound each share, the rest is the shortfall")
