@@ -36,6 +36,14 @@ public enum ControlEventKind: UInt8, Sendable {
     /// The site setpoint written by SCADA reached its reversion time (or its reverted value its
     /// hold) without a refresh (`unit` -1, `value` the kW now in force, NaN when none).
     case siteSetpointReverted
+    /// The site var setpoint (704 `VarSet`, IEC 104 3003) reached its reversion time (or its
+    /// reverted value its hold) without a refresh (`unit` -1, `value` the kvar now in force, NaN when none).
+    case siteReactiveReverted
+    /// The power factor while discharging (704 `PFWInj`, IEC 104 3004) reverted so (`unit` -1,
+    /// `value` the signed power factor now in force, NaN when none).
+    case sitePowerFactorInjectingReverted
+    /// The power factor while charging (704 `PFWAbs`, IEC 104 3004) reverted so, as `PFWInj`.
+    case sitePowerFactorAbsorbingReverted
     /// AGC is in service but its signal was not refreshed within `iec104.agc.expiry_s`: the
     /// schedule decides again (`unit` -1, `value` the last target in kW, `threshold` the expiry in s).
     case agcSignalLost

@@ -64,6 +64,14 @@ public final class SiteController {
     public private(set) var arbiter = RequestArbiter()
     /// The site-wide request the last step followed (the highest authority in force), nil when none.
     public var requestInForce: SiteRequest? { arbiter.winner }
+    /// The site-wide request whose reactive power the last step followed (resolved apart from
+    /// `requestInForce`), nil when none.
+    public var reactiveRequestInForce: SiteRequest? { arbiter.reactiveWinner }
+    /// The part of the site's var request no unit could take in the last step, var (+ = injecting).
+    public var reactiveShortfall: Double { reactiveStage.shortfallVar }
+    /// Unit `unit`'s reactive capability, var, each way (`VarMaxInj` / `VarMaxAbs`, at most `VAMax`);
+    /// 0 while its inverter reports no var points.
+    public func reactiveCapability(unit: Int) -> (injecting: Double, absorbing: Double) { reactiveStage.capability(unit) }
     /// What the utility's DER server commands (IEEE 2030.5): the cycle sets it from the 2030.5 worker's
     /// slot before each step; nil (never published) is no utility control, a value past its
     /// `validUntil` holds the site at zero as `stale` (docs/design/0009-utility-limits.md).
@@ -180,7 +188,11 @@ public final class SiteController {
         // (SiteRequest.swift; docs/design/0008-agc.md, 0009).
         let agc = self.agc
         agcInForce = agc.follow(at: now, lost: &running.agcLost, events: &events)
-        arbiter.offer(agc: agc, utility: utilityLimits, scada: commands.setpoint)
+        // SCADA's two reactive kinds are compared at the units' setpoints of the last step (carried
+        // over a reload with the units).
+        var lastSetpoints = 0.0
+        for index in units.indices { lastSetpoints += units[index].decision.setpoint.value }
+        arbiter.offer(agc: agc, utility: utilityLimits, scada: commands, sitePower: lastSetpoints)
         arbiter.resolve(at: now)
         arbiter.share(ratings: { units[$0].ratingForShare }, count: units.count) {
             Self.overridden($0 < inputs.count ? inputs[$0] : nil, at: now)
@@ -197,6 +209,7 @@ public final class SiteController {
             units[index].reactiveCap = reactiveStage.dischargeCap(index)
             let unitInputs = index < inputs.count ? inputs[index] : empty
             reactiveStage.observe(unit: index, inverter: unitInputs.inverter?.value)
+            reactiveStage.unitVar[index] = unitInputs.dispatch.flatMap { $0.expiresAt > now ? $0.reactive : nil }
             let held = Self.overridden(unitInputs, at: now)
             var asked = arbiter.command(rating: units[index].ratingForShare, held: held, dispatch: unitInputs.dispatch)
             if !held { units[index].keepOutOfReserve(unitReserveReached[index], dispatch: &asked) }
@@ -242,7 +255,11 @@ public final class SiteController {
         target = SitePool.bound(target, held: totals.held, bounds: bounds, utility: utility, connection: connection, decision: &decision)
         pool.share(target, held: totals.held, bounds: bounds, utility: utility, connection: connection, decision: &decision)
         pool.apply(to: &units, totals: totals, decision: &decision)
-        decision.delivered += reactiveStage.apply(to: &units, elapsedSeconds: elapsed, ceased: decision.utility.disconnected)
+        // Q on its own axis: the highest authority whose reactive request holds (AGC asks none).
+        let reactive = arbiter.reactiveWinner.flatMap { winner in
+            winner.reactive(at: now).flatMap { request in ReactiveSource(party: winner.source).map { (ask: request.ask, source: $0) } }
+        }
+        decision.delivered += reactiveStage.apply(to: &units, request: reactive, elapsedSeconds: elapsed, ceased: decision.utility.disconnected)
         pool.lastCommanded = decision.delivered
         siteDecision = decision
         pool.report(decision.binding, connection: connection, events: &events, now: now)
@@ -280,6 +297,18 @@ public final class SiteController {
         if commands.setpoint != before.setpoint {
             events.push(ControlEvent(kind: .siteSetpointReverted, unit: -1,
                                      value: commands.setpoint.active(at: now).map { $0 / 1000 } ?? .nan, at: now))
+        }
+        if commands.reactive != before.reactive {
+            events.push(ControlEvent(kind: .siteReactiveReverted, unit: -1,
+                                     value: commands.reactive.active(at: now).map { $0 / 1000 } ?? .nan, at: now))
+        }
+        if commands.powerFactorInjecting != before.powerFactorInjecting {
+            events.push(ControlEvent(kind: .sitePowerFactorInjectingReverted, unit: -1,
+                                     value: commands.powerFactorInjecting.active(at: now) ?? .nan, at: now))
+        }
+        if commands.powerFactorAbsorbing != before.powerFactorAbsorbing {
+            events.push(ControlEvent(kind: .sitePowerFactorAbsorbingReverted, unit: -1,
+                                     value: commands.powerFactorAbsorbing.active(at: now) ?? .nan, at: now))
         }
     }
 

@@ -14,11 +14,29 @@ import GridSupport
 /// left alone (`reactive` nil), and so is one whose inverter has no var points (`unavailable`, its P
 /// untouched). The inverter's 702 ratings rebuild the law as they arrive (`observe`). Storage is fixed
 /// at init: a step copies plain values only.
+///
+/// The stage is also the reactive axis of the site's request (docs/design/0010-reactive-power.md,
+/// "The site path", Allocation): a party's request in force (`RequestArbiter.reactiveWinner`) or the
+/// aggregator's var for one unit replaces the configured mode while it holds, each unit's law
+/// retuned to it (`ReactiveStage+Request.swift`), and when it ends the configured mode returns
+/// through `retune`, from where Q stands.
 struct ReactiveStage: Sendable {
+    /// What a unit's law follows: its configured mode, a party's request, or (a unit with no
+    /// configured reactive mode, once a request ended) 0 var through `releaseTime`, after which the
+    /// inverter's Q is left alone again.
+    enum Tuning: Sendable, Equatable { case configured, request, release }
+
     /// Each unit's law as built, before any step: a stopped unit's law is reset to it (a plain copy).
-    private var initial: [GridSupportController?]
-    /// Each unit's law as it runs; nil: no mode configured (or settings the law refuses).
-    private(set) var laws: [GridSupportController?]
+    /// Its settings are the configured ones; a unit with none has a law of no mode (`reactive` nil),
+    /// so that a party's request can act on it.
+    var initial: [GridSupportController?]
+    /// Each unit's law as it runs; nil: settings (or a rating) the law refuses.
+    var laws: [GridSupportController?]
+    /// True where the unit has a configured law (`UnitSettings.gridSupport`): without one, and with
+    /// nobody asking, the inverter's Q is left alone (`reactive` nil) and P is the pool's.
+    let configured: [Bool]
+    /// What each unit's law follows now.
+    var tuning: [Tuning]
     /// Each unit's cap on discharge for the next period, W (`dischargeCap`).
     private var caps: [Double]
     /// Each unit's `max_apparent_power_kva` (VA; nil: none, the inverter's 702 `VAMax` counts) and
@@ -29,18 +47,32 @@ struct ReactiveStage: Sendable {
     /// once, not every period.
     private var offered: [UnitRating?]
     /// False while the unit's inverter reports no var points (SunSpec 704): no Q, P untouched.
-    private var available: [Bool]
+    var available: [Bool]
+    /// The aggregator's var for each unit this period (`PowerCommand.reactive` of its dispatch in
+    /// force), set by the site before `apply`; nil: none.
+    var unitVar: [Double?]
+    /// Each unit's share of a site var request this period, var, and (scratch) its capability beyond
+    /// its free apparent power: fixed storage, written in place (`share`).
+    var shares: [Double]
+    var room: [Double]
+    /// The part of the site's var request no unit could take this period, var (+ = injecting).
+    var shortfallVar = 0.0
 
     init(units: [UnitSettings]) {
         initial = units.map { settings in
-            settings.gridSupport.flatMap { try? GridSupportController(settings: $0, rating: Self.rating(settings)) }
+            try? GridSupportController(settings: settings.gridSupport ?? GridSupportSettings(reactive: nil), rating: Self.rating(settings))
         }
         laws = initial
+        configured = zip(units, initial).map { $0.gridSupport != nil && $1 != nil }
+        tuning = Array(repeating: .configured, count: units.count)
         caps = Array(repeating: .infinity, count: units.count)
         configuredVA = units.map(\.apparentPowerRating)
         activeW = units.map(\.rating.value)
         offered = Array(repeating: nil, count: units.count)
         available = Array(repeating: true, count: units.count)
+        unitVar = Array(repeating: nil, count: units.count)
+        shares = Array(repeating: 0, count: units.count)
+        room = Array(repeating: 0, count: units.count)
     }
 
     /// What the unit's inverter says of reactive power, each period before `apply` (plain values; a
@@ -60,6 +92,18 @@ struct ReactiveStage: Sendable {
         rerate(unit: unit, rating: rating)
     }
 
+    /// The unit's reactive capability each way, var: `VarMaxInj` / `VarMaxAbs` (else `VAMax`), at
+    /// most `VAMax`; 0 while its inverter reports no var points (or it has no law).
+    func capability(_ unit: Int) -> (injecting: Double, absorbing: Double) {
+        guard laws.indices.contains(unit), available[unit], let rating = laws[unit]?.rating else { return (0, 0) }
+        return (Self.capability(rating, injecting: true), Self.capability(rating, injecting: false))
+    }
+
+    /// `rating`'s reactive capability one way, var (a magnitude).
+    static func capability(_ rating: UnitRating, injecting: Bool) -> Double {
+        min(injecting ? rating.maxInjectVar : rating.maxAbsorbVar, rating.apparentPowerVA)
+    }
+
     /// The unit's discharge cap for the next period, W (infinite: none): volt-watt's limit after its
     /// response, and under reactive priority, in the modes it rules (constant var, volt-var), the room
     /// √(VAMax² − Q²) that Q leaves. `UnitController` takes it as its allowed discharge
@@ -67,8 +111,12 @@ struct ReactiveStage: Sendable {
     /// law first cut the unit's P.
     func dischargeCap(_ unit: Int) -> Double { caps.indices.contains(unit) ? caps[unit] : .infinity }
 
-    /// A running unit whose inverter or BMS data is stale (both limits at zero for it): stale data
-    /// means zero power, so 0 var too, until fresh data comes back (the comm-lost trips follow).
+    /// A running unit whose inverter or BMS data is stale (a limit at zero for it, `inverterAbsent`
+    /// or `bmsAbsent`): stale data means zero power, so 0 var too. With the default interlock table
+    /// this never acts: `INVERTER_COMM_LOST` and `BMS_COMM_LOST` trip at the same age as the data
+    /// turns stale (their threshold is `inverterStaleAfter` / `bmsStaleAfter`), in the same period,
+    /// so the unit is `tripped` and takes the stopped branch first. It is kept as a guard for a
+    /// configuration that lowers those rules' severity (`interlocks:`), where the unit keeps running.
     static func deprived(_ d: UnitDecision) -> Bool {
         d.chargeLimitedBy == .inverterAbsent || d.dischargeLimitedBy == .inverterAbsent
             || d.chargeLimitedBy == .bmsAbsent || d.dischargeLimitedBy == .bmsAbsent
@@ -82,51 +130,80 @@ struct ReactiveStage: Sendable {
     }
 
     /// The hook for ratings that arrive after start-up (the inverter's 702 `VAMaxRtg`,
-    /// `VarMaxInjRtg`/`VarMaxAbsRtg`, read at discovery): rebuilds the unit's law on `rating`, its Q
-    /// starting again from 0 through the response. Building a law validates it, which allocates: call it
-    /// when a rating changes, never every period. A rating the law refuses changes nothing.
+    /// `VarMaxInjRtg`/`VarMaxAbsRtg`, read at discovery): rebuilds the unit's law on `rating` with its
+    /// configured settings, its Q starting again from 0 through the response (a request in force is
+    /// taken up again in the next period). Building a law validates it, which allocates: call it when
+    /// a rating changes, never every period. A rating the law refuses changes nothing.
     mutating func rerate(unit: Int, rating: UnitRating) {
-        guard laws.indices.contains(unit), let law = laws[unit], law.rating != rating,
-              let rebuilt = try? GridSupportController(settings: law.settings, rating: rating)
+        guard laws.indices.contains(unit), let base = initial[unit], base.rating != rating,
+              let rebuilt = try? GridSupportController(settings: base.settings, rating: rating)
         else { return }
         initial[unit] = rebuilt
         laws[unit] = rebuilt
+        tuning[unit] = .configured
     }
 
     /// One period: steps each unit's law after the pool has shared active power. Returns the change of
     /// the units' summed setpoint, W.
+    /// `request`: the site's reactive request in force (the highest authority whose Q holds) and who
+    /// made it; nil: none, and each unit's aggregator var (`unitVar`), else its configured mode, holds.
     /// `ceased`: the utility's opModConnect / opModEnergize false is in force, so no unit energises:
     /// 0 var as well as 0 W, the law reset, before the contactors open.
-    mutating func apply(to units: inout [UnitController], elapsedSeconds: Double, ceased: Bool = false) -> Double {
+    mutating func apply(to units: inout [UnitController], request: (ask: ReactiveAsk, source: ReactiveSource)? = nil,
+                        elapsedSeconds: Double, ceased: Bool = false) -> Double {
         let dt = elapsedSeconds.isFinite ? min(max(0, elapsedSeconds), 10) : 0
+        shortfallVar = 0
+        if case .vars(let q)? = request?.ask { share(q, units: units, ceased: ceased) }
         var change = 0.0
         for index in units.indices where index < laws.count && laws[index] != nil {
+            let want = wanted(index, request: request)
+            guard configured[index] || want != nil || tuning[index] != .configured else {
+                // No mode and nobody asking: the inverter's Q is left alone, P is the pool's.
+                caps[index] = .infinity
+                continue
+            }
             var d = units[index].decision
-            let mode = laws[index]!.settings.reactive
+            let mode = initial[index]!.settings.reactive
+            // Whether bessd speaks for this unit's Q this period.
+            let speaks = mode != nil || want != nil || tuning[index] != .configured
             if !available[index] {
                 // No var points: no reactive command and no volt-watt; its P is the pool's.
-                laws[index] = initial[index]
-                caps[index] = .infinity
-                if mode != nil {
+                reset(index)
+                if speaks {
                     d.reactive = nil
                     d.reactiveSource = .unavailable
                 }
-            } else if d.state.mayOperate && !ceased && !Self.deprived(d) {
+            } else if carries(index, d, ceased: ceased) {
+                follow(index, want)
                 let asked = d.setpoint.value
                 let output = laws[index]!.step(voltage: d.voltagePU ?? .nan, desiredPowerW: asked, elapsedSeconds: dt)
                 let setpoint = Self.lowered(output.activePowerW, asked: asked, decision: d)
                 d.setpoint = Watts(setpoint)
                 change += setpoint - asked
-                if let mode {
-                    // No command from a voltage mode: its voltage is stale or nonsense, and 0 var is written.
-                    d.reactive = output.reactivePowerVar ?? 0
-                    d.reactiveSource = output.reactivePowerVar == nil && mode.readsVoltage ? .staleVoltage : ReactiveSource(mode)
-                }
                 caps[index] = Self.cap(output, law: laws[index]!)
+                let q = output.reactivePowerVar
+                if let want {
+                    d.reactive = q ?? 0
+                    d.reactiveSource = want.source
+                } else if tuning[index] == .release {
+                    // Back to no mode: 0 var through `releaseTime`, then the inverter is left alone.
+                    d.reactive = q ?? 0
+                    d.reactiveSource = .off
+                    if abs(q ?? 0) < Self.releasedVar, let settings = initial[index]?.settings,
+                       (try? laws[index]!.retune(settings)) != nil
+                    {
+                        // Volt-watt's filter, if configured, goes on where it stands.
+                        tuning[index] = .configured
+                        d.reactive = nil
+                    }
+                } else if let mode {
+                    // No command from a voltage mode: its voltage is stale or nonsense, and 0 var is written.
+                    d.reactive = q ?? 0
+                    d.reactiveSource = q == nil && mode.readsVoltage ? .staleVoltage : ReactiveSource(mode)
+                }
             } else {
-                laws[index] = initial[index]
-                caps[index] = .infinity
-                if mode != nil {
+                reset(index)
+                if speaks {
                     d.reactive = 0
                     d.reactiveSource = .stopped
                 }
@@ -134,6 +211,19 @@ struct ReactiveStage: Sendable {
             units[index].decision = d
         }
         return change
+    }
+
+    /// True when the unit may carry Q this period: its inverter has var points, it runs, the utility
+    /// has not ceased energising, and its data is fresh.
+    func carries(_ index: Int, _ d: UnitDecision, ceased: Bool) -> Bool {
+        available[index] && d.state.mayOperate && !ceased && !Self.deprived(d)
+    }
+
+    /// The unit's law back as built (Q from 0, no cap), following its configured mode.
+    private mutating func reset(_ index: Int) {
+        laws[index] = initial[index]
+        tuning[index] = .configured
+        caps[index] = .infinity
     }
 
     /// The discharge cap this period's output sets for the next (`dischargeCap`), W, never negative:
@@ -161,7 +251,9 @@ struct ReactiveStage: Sendable {
 
     /// Carries each unit's law over a configuration reload (`mapping[i]` is unit i's index in `old`)
     /// where the unit keeps its ratings: the law follows the new settings from where Q and the
-    /// volt-watt limit stand (`retune`), so a reload makes no step.
+    /// volt-watt limit stand (`retune`), so a reload makes no step. A request in force (or a release)
+    /// goes on from where it stood under the new settings, its reactive mode kept; the next period
+    /// follows it or hands back to the new settings.
     mutating func adopt(_ old: ReactiveStage, mapping: [Int?]) {
         for (i, j) in mapping.enumerated() where i < laws.count {
             guard let j, j < old.laws.count else { continue }
@@ -171,10 +263,20 @@ struct ReactiveStage: Sendable {
                 offered[i] = rating
                 rerate(unit: i, rating: rating)
             }
-            guard let settings = laws[i]?.settings, var carried = old.laws[j],
+            guard let settings = initial[i]?.settings, var carried = old.laws[j],
                   carried.rating == laws[i]?.rating
             else { continue }
-            if (try? carried.retune(settings)) != nil { laws[i] = carried }
+            if old.tuning[j] != .configured {
+                // The new settings (volt-watt, reactive priority…) with the request's mode kept in
+                // force: `follow` retunes only when the share moves, so the carried law takes them now.
+                var kept = settings
+                kept.reactive = carried.settings.reactive
+                _ = try? carried.retune(kept)
+                laws[i] = carried
+                tuning[i] = old.tuning[j]
+            } else if (try? carried.retune(settings)) != nil {
+                laws[i] = carried
+            }
         }
     }
 }
@@ -187,6 +289,19 @@ extension ReactiveSource {
         case .constantVar: self = .constantVar
         case .voltVar: self = .voltVar
         case .wattVar: self = .wattVar
+        }
+    }
+}
+
+extension ReactiveSource {
+    /// The party whose request sets Q, as `status --json` names it; nil for one that carries no Q
+    /// (AGC, an operator override).
+    init?(party: RequestSource) {
+        switch party {
+        case .utility: self = .utility
+        case .scada: self = .scada
+        case .aggregator: self = .aggregator
+        case .agc, .operatorOverride: return nil
         }
     }
 }

@@ -11,7 +11,7 @@ public import GridSupport
 /// | 0 | `operatorOverride` | one unit (bessctl) | the unit itself: it leaves the site's sharing |
 /// | 1 | `agc` | the site (IEC 104 AGC, while in service and fresh) | `RequestArbiter` |
 /// | 2 | `utility` | the site (IEEE 2030.5 `opModTargetW` …, until `validUntil`) | `RequestArbiter` |
-/// | 3 | `scada` | the site (SunSpec 704 `WSet`, until its reversion) | `RequestArbiter` |
+/// | 3 | `scada` | the site (SunSpec 704 `WSet`, `VarSet`, `PFW…`; IEC 104 3002–3004; each until its reversion) | `RequestArbiter` |
 /// | 4 | `aggregator` | one unit (the aggregator's dispatch) | `RequestArbiter.command` |
 public enum RequestSource: Int, Sendable, CaseIterable, Comparable, CustomStringConvertible {
     case operatorOverride = 0
@@ -164,17 +164,68 @@ public struct RequestArbiter: Sendable {
 }
 
 extension RequestArbiter {
-    /// Refills the site-wide slots from what each party last sent: AGC's target, the utility's
-    /// request (held until its `validUntil`, inclusive) and SCADA's `WSet` as the cycle settled it.
-    /// Expiry is judged once, in `resolve` and `inForce`.
-    public mutating func offer(agc: AGCCommand, utility: UtilityLimits?, scada setpoint: ExpiringCommand) {
+    /// Refills the site-wide slots from what each party last sent: AGC's target (P only), the
+    /// utility's request (held until its `validUntil`, inclusive) and SCADA's commands as the cycle
+    /// settled them (`scadaRequest`). Expiry is judged once, in `resolve` and `inForce`.
+    /// `sitePower`: the units' summed setpoint of the previous period, W, where SCADA's two reactive
+    /// kinds are compared when both are enabled.
+    public mutating func offer(agc: AGCCommand, utility: UtilityLimits?, scada commands: SiteCommands, sitePower: Double = 0) {
         clear()
         if let request = agc.request { offer(request) }
         if let utility, let power = utility.request {
             offer(SiteRequest(source: .utility, activePower: power, expiresAt: utility.validUntil.map { $0 + .nanoseconds(1) }))
         }
-        if setpoint.enabled, setpoint.value.isFinite {
-            offer(SiteRequest(source: .scada, activePower: setpoint.value, expiresAt: setpoint.expiresAt))
+        if let request = Self.scadaRequest(commands, sitePower: sitePower) { offer(request) }
+    }
+
+    /// SCADA's request (rank 3) from its settled commands, nil when it asks nothing: P is `WSet`
+    /// while enabled (else nil: Q only), Q is the var setpoint (`VarSet`, 3003) or the power factor
+    /// (`PFWInj` for discharging, `PFWAbs` for charging, 3004 writing both; while `sitePower`'s
+    /// sign falls on a direction not enabled, no power factor is asked), each with its own expiry. Both enabled: the one with the least |Q|
+    /// at `sitePower` (the units' summed setpoint of the previous period: this period's P is
+    /// shared after the arbiter, so the choice lags one period), the power factor on a tie.
+    public static func scadaRequest(_ commands: SiteCommands, sitePower: Double) -> SiteRequest? {
+        let setpoint = commands.setpoint
+        let active = setpoint.enabled && setpoint.value.isFinite ? setpoint.value : nil
+        let reactive = scadaReactive(commands, sitePower: sitePower)
+        guard active != nil || reactive != nil else { return nil }
+        return SiteRequest(source: .scada, activePower: active, reactive: reactive, expiresAt: active == nil ? nil : setpoint.expiresAt)
+    }
+
+    /// SCADA's reactive request: the var setpoint, the power factor, or (both enabled) the least |Q|.
+    static func scadaReactive(_ commands: SiteCommands, sitePower: Double) -> ReactiveRequest? {
+        let setpoint = commands.reactive
+        let vars = setpoint.enabled && setpoint.value.isFinite
+            ? ReactiveRequest(.vars(setpoint.value), expiresAt: setpoint.expiresAt) : nil
+        let injecting = powerFactor(commands.powerFactorInjecting), absorbing = powerFactor(commands.powerFactorAbsorbing)
+        let p = sitePower.isFinite ? sitePower : 0
+        // P's sign picks the direction; one not enabled asks nothing this period (VarSet, else the
+        // configured mode, holds), so its unity never wins the least |Q|.
+        guard let setting = p >= 0 ? injecting : absorbing else { return vars }
+        let settings = ConstantPowerFactorSettings(discharging: injecting ?? .unity, charging: absorbing ?? .unity, responseTime: .zero)
+        // The request holds until the first of its enabled commands reverts; the cycle then rebuilds it.
+        let expiry = earliest(injecting == nil ? nil : commands.powerFactorInjecting.expiresAt,
+                              absorbing == nil ? nil : commands.powerFactorAbsorbing.expiresAt)
+        let pf = ReactiveRequest(.powerFactor(settings), expiresAt: expiry)
+        guard let vars, case .vars(let q) = vars.ask else { return pf }
+        let pfVar = abs(p) * (1 - setting.powerFactor * setting.powerFactor).squareRoot() / setting.powerFactor
+        return pfVar <= abs(q) ? pf : vars
+    }
+
+    /// The power factor an enabled 704 `PFW…` (or 3004) command holds, its sign the excitation
+    /// (+ over-excited, injecting); nil while disabled or outside (0, 1] (refused when written).
+    static func powerFactor(_ command: ExpiringCommand) -> PowerFactorSetting? {
+        let v = command.value
+        guard command.enabled, v.isFinite, v != 0, abs(v) <= 1 else { return nil }
+        return PowerFactorSetting(abs(v), v > 0 ? .injecting : .absorbing)
+    }
+
+    /// The earlier of two expiries, nil (never) counting as the latest.
+    static func earliest(_ a: MonotonicInstant?, _ b: MonotonicInstant?) -> MonotonicInstant? {
+        switch (a, b) {
+        case let (a?, b?): min(a, b)
+        case let (a?, nil): a
+        case let (nil, b): b
         }
     }
 }

@@ -19,10 +19,14 @@ package struct Mailbox: Sendable {
     package var override: [(power: Watts, lasting: Duration)?]
     package var clearOverride: [Bool]
     package var reset: [Bool]
-    /// Aggregator dispatch: power and how long until it expires, or a clear.
-    package var dispatch: [(power: Watts, lasting: Duration, pinned: Bool)?]
+    /// Aggregator dispatch: power, reactive power (var, + = injecting; nil: none asked) and how long
+    /// until it expires, or a clear.
+    package var dispatch: [Dispatch?]
     package var clearDispatch: [Bool]
     package var generation: UInt64 = 0
+
+    /// One unit's part of an aggregator `power` dispatch (`UnitInputs.dispatch` once the cycle takes it).
+    package typealias Dispatch = (power: Watts, reactive: Double?, lasting: Duration, pinned: Bool)
 
     init(units: Int) {
         mode = [OperatingMode?](repeating: nil, count: units)
@@ -30,7 +34,7 @@ package struct Mailbox: Sendable {
         override = [(power: Watts, lasting: Duration)?](repeating: nil, count: units)
         clearOverride = [Bool](repeating: false, count: units)
         reset = [Bool](repeating: false, count: units)
-        dispatch = [(power: Watts, lasting: Duration, pinned: Bool)?](repeating: nil, count: units)
+        dispatch = [Dispatch?](repeating: nil, count: units)
         clearDispatch = [Bool](repeating: false, count: units)
     }
 }

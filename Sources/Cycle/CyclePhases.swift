@@ -146,7 +146,9 @@ extension SiteRunner {
             if let r = taken.remoteMode[i] { controller.setRemoteMode(r.mode, until: now + r.lasting, emergency: r.emergency, unit: i) }
             if let o = taken.override[i] { setOverride(PowerCommand(power: o.power, expiresAt: now + o.lasting), unit: i) }
             if taken.clearOverride[i] { setOverride(nil, unit: i) }
-            if let d = taken.dispatch[i] { setDispatch(PowerCommand(power: d.power, expiresAt: now + d.lasting, pinned: d.pinned), unit: i) }
+            if let d = taken.dispatch[i] {
+                setDispatch(PowerCommand(power: d.power, reactive: d.reactive, expiresAt: now + d.lasting, pinned: d.pinned), unit: i)
+            }
             if taken.clearDispatch[i] { setDispatch(nil, unit: i) }
             // A reset is an operator action, not the steady state: its small result array may allocate.
             if taken.reset[i] { outcomes[i] = controller.reset(unit: i, now: now).first?.outcome ?? ResetOutcome() }

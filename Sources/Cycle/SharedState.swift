@@ -124,6 +124,11 @@ public struct UnitStatus: Sendable, Equatable {
     /// reactive power alone. What sets it: `reactiveSource`.
     public var reactiveSetpoint: Double = .nan
     public var reactiveSource = ReactiveSource.off
+    /// The unit's reactive capability, var, each way: its inverter's 702 `VarMaxInj` / `VarMaxAbs`
+    /// (else `VAMax`), at most `VAMax`; 0 while the inverter reports no var points. The site's sums
+    /// are `SiteView.varMaxInjecting` / `varMaxAbsorbing`.
+    public var varMaxInjecting: Double = 0
+    public var varMaxAbsorbing: Double = 0
     /// Why the site's allocation gave the unit its setpoint, and whether it shares the site's request.
     public var share: ShareReason = .idle
     public var pooled = true

@@ -67,7 +67,10 @@ public struct SiteView: Sendable, Equatable {
         var weighted = 0.0, stored = 0.0, toFull = 0.0, capacity = 0.0
         var clampedStored = 0.0, clampedCapacity = 0.0
         var setpoints = 0.0, up = 0.0, down = 0.0
+        var varInjecting = 0.0, varAbsorbing = 0.0
         for (i, unit) in units.enumerated() {
+            if unit.varMaxInjecting.isFinite { varInjecting += max(0, unit.varMaxInjecting) }
+            if unit.varMaxAbsorbing.isFinite { varAbsorbing += max(0, unit.varMaxAbsorbing) }
             if unit.power.isFinite {
                 power += unit.power
                 powered = true
@@ -122,6 +125,8 @@ public struct SiteView: Sendable, Equatable {
         availableUpW = max(0, up - setpoints)
         availableDownW = max(0, down + setpoints)
         limitAvailability(gridPower: site.gridPower, settings)
+        varMaxInjecting = varInjecting
+        varMaxAbsorbing = varAbsorbing
         ratedPowerW = settings.ratedPowerW
         usableEnergyWh = settings.usableEnergyWh
     }

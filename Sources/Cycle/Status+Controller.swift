@@ -120,6 +120,7 @@ extension UnitStatus {
         // The reactive stage's command (var, NaN: the inverter's Q is left alone) and what set it.
         self.reactiveSetpoint = d.reactive ?? .nan
         self.reactiveSource = d.reactiveSource
+        (self.varMaxInjecting, self.varMaxAbsorbing) = controller.reactiveCapability(unit: i)
         self.active = d.activeCodes
         self.latched = d.latchedCodes
         self.mode = controller.units[i].mode

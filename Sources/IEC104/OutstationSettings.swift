@@ -18,6 +18,9 @@ public enum IEC104Signal: String, Sendable, CaseIterable {
     case unitConnection = "unit_connection"
     case exportKWh = "export_kwh", importKWh = "import_kwh"
     case agcSetpointCommand = "agc_setpoint_command", siteSetpointCommand = "site_setpoint_command"
+    /// The site's var set-point, Mvar (+ = injecting), and its power factor signed by excitation
+    /// (+ over-excited, − under-excited; 1.0 unity): docs/design/0010-reactive-power.md.
+    case siteReactiveSetpointCommand = "site_reactive_setpoint_command", sitePowerFactorCommand = "site_power_factor_command"
     case agcInServiceCommand = "agc_in_service_command", frequencyResponseCommand = "frequency_response_command"
 
     /// The address issue 46 §2 gives the signal.
@@ -51,6 +54,8 @@ public enum IEC104Signal: String, Sendable, CaseIterable {
         case .importKWh: 4002
         case .agcSetpointCommand: 3001
         case .siteSetpointCommand: 3002
+        case .siteReactiveSetpointCommand: 3003
+        case .sitePowerFactorCommand: 3004
         case .agcInServiceCommand: 3101
         case .frequencyResponseCommand: 3102
         }
@@ -76,7 +81,7 @@ public enum IEC104Signal: String, Sendable, CaseIterable {
 public enum IEC104CommandRight: String, Sendable, CaseIterable {
     /// 3001 AGC setpoint and 3101 AGC in service.
     case agc
-    /// 3002 the site MW setpoint.
+    /// 3002 the site MW setpoint, 3003 the site Mvar setpoint, 3004 the site power factor.
     case setpoint
     /// 3102 frequency response enabled.
     case frequencyResponse = "frequency_response"

@@ -1,5 +1,6 @@
 public import BessBase
 public import ControlCore
+import Cycle
 import IEC104
 
 /// Why the outstation refused a command (`BESS_REASON`, the negative ACT_CON): a stable code and a
@@ -32,7 +33,8 @@ public struct CommandRefusalCode: Hashable, Sendable, CustomStringConvertible {
     public static let selectedElsewhere = Self(.selectedElsewhere)
     /// `COMMAND_NOT_AS_SELECTED`: an execute whose value is not the one selected.
     public static let notAsSelected = Self(.notAsSelected)
-    /// `SETPOINT_OUT_OF_RANGE`: a site set-point beyond the units' summed rating.
+    /// `SETPOINT_OUT_OF_RANGE`: a site set-point beyond the site's rating (3002) or reactive
+    /// capability (3003, 3004), or a power factor outside (0, 1].
     public static let setpointOutOfRange = Self(.setpointOutOfRange)
     /// `SETPOINT_BUSY`: SCADA's commands changed under every attempt to write the set-point.
     public static let setpointBusy = Self(.setpointBusy)
@@ -93,6 +95,10 @@ struct OutstationCommands {
         case agc(AGCOrder)
         /// SCADA's site set-point, W.
         case siteSetpoint(watts: Double)
+        /// SCADA's site var set-point, var (+ = injecting).
+        case siteReactive(vars: Double)
+        /// SCADA's power factor for both directions, signed by excitation (+ over-excited).
+        case sitePowerFactor(Double)
     }
 
     /// Where an order comes from and what stands when it arrives.
@@ -124,7 +130,7 @@ struct OutstationCommands {
     /// The right a command point needs.
     static func right(of signal: IEC104Signal) -> IEC104CommandRight {
         switch signal {
-        case .siteSetpointCommand: .setpoint
+        case .siteSetpointCommand, .siteReactiveSetpointCommand, .sitePowerFactorCommand: .setpoint
         case .frequencyResponseCommand: .frequencyResponse
         default: .agc
         }
@@ -164,8 +170,11 @@ struct OutstationCommands {
     }
 
     /// What an admitted execute asks of the site, or why it cannot: `agcBand` is the regulation
-    /// band the site reports (its edges are snapped to), `ratingW` the site's rating (the published `SiteView`'s).
-    static func action(of order: Order, agcBand: (lower: Double, upper: Double), ratingW: Double) -> Result<Action, CommandRefusal> {
+    /// band the site reports (its edges are snapped to), `ratingW` the site's rating (the published
+    /// `SiteView`'s), `view` the site's view as last published, whose reactive capability bounds
+    /// 3003 and 3004 (`acceptsVar`, `acceptsPowerFactor`).
+    static func action(of order: Order, agcBand: (lower: Double, upper: Double), ratingW: Double,
+                       view: SiteView) -> Result<Action, CommandRefusal> {
         switch order.signal {
         case .agcSetpointCommand:
             return .success(.agc(.target(watts(megawatts: order.value, edges: [agcBand.lower, agcBand.upper]))))
@@ -178,6 +187,25 @@ struct OutstationCommands {
                                                message: "\(trimmed(order.value, decimals: 3)) MW outside ±\(trimmed(ratingW / 1e6, decimals: 3)) MW"))
             }
             return .success(.siteSetpoint(watts: watts))
+        case .siteReactiveSetpointCommand:
+            let vars = watts(megawatts: order.value, edges: [-view.varMaxAbsorbing, view.varMaxInjecting])
+            guard view.acceptsVar(vars) else {
+                return .failure(CommandRefusal(.setpointOutOfRange,
+                                               message: "\(trimmed(order.value, decimals: 3)) Mvar outside +\(trimmed(view.varMaxInjecting / 1e6, decimals: 3)) "
+                                                   + "(injecting) / −\(trimmed(view.varMaxAbsorbing / 1e6, decimals: 3)) Mvar (absorbing)"))
+            }
+            return .success(.siteReactive(vars: vars))
+        case .sitePowerFactorCommand:
+            let pf = powerFactor(order.value)
+            guard pf.isFinite, pf != 0, abs(pf) <= 1 else {
+                return .failure(CommandRefusal(.setpointOutOfRange, message: "power factor \(trimmed(order.value, decimals: 6)) outside ±(0, 1]"))
+            }
+            guard view.acceptsPowerFactor(pf) else {
+                return .failure(CommandRefusal(.setpointOutOfRange,
+                                               message: "power factor \(trimmed(pf, decimals: 6)) \(pf > 0 ? "over" : "under")-excited beyond the site's "
+                                                   + "\(trimmed((pf > 0 ? view.varMaxInjecting : view.varMaxAbsorbing) / 1e6, decimals: 3)) Mvar at its rating"))
+            }
+            return .success(.sitePowerFactor(pf))
         case .frequencyResponseCommand:
             return .failure(CommandRefusal(.frequencyResponseNoSwitch,
                                            message: "droop is switched only by grid_integration.droop_settings.enabled (configuration and reload)"))
@@ -186,11 +214,19 @@ struct OutstationCommands {
         }
     }
 
-    /// A set-point's MW (a Float on the wire) in W. A value that is the Float nearest an edge
+    /// A set-point's MW or Mvar (a Float on the wire) in W or var. A value that is the Float nearest an edge
     /// (W) counts as that edge: 0.3 MW times 1e6 is 300000.012 W, and a target exactly at the
     /// band the site reports must not be refused for the Float's rounding.
     static func watts(megawatts: Double, edges: [Double]) -> Double {
         let sent = Float(megawatts)
         return edges.first { $0.isFinite && Float($0 / 1e6) == sent } ?? megawatts * 1e6
+    }
+
+    /// A power factor sent as a Float, to six decimals: 0.95 arrives as 0.949999988, and the site's
+    /// bound (`SiteView.acceptsPowerFactor`) must judge the value the control centre wrote. A Float
+    /// holds about seven significant digits, so six decimals keep every one a PF can carry.
+    static func powerFactor(_ sent: Double) -> Double {
+        guard sent.isFinite else { return sent }
+        return (sent * 1e6).rounded() / 1e6
     }
 }

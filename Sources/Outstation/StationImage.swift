@@ -106,7 +106,8 @@ public struct StationImage: Sendable {
                 }
             case .agcInService, .remote, .frequencyResponseEnabled, .frequencyResponseActive, .unitTripped, .communicationFailure:
                 points.append(Point(signal: signal, address: settings.address(signal), deadband: 0, value: .single(false, .invalid)))
-            case .exportKWh, .importKWh, .agcSetpointCommand, .siteSetpointCommand, .agcInServiceCommand, .frequencyResponseCommand:
+            case .exportKWh, .importKWh, .agcSetpointCommand, .siteSetpointCommand, .siteReactiveSetpointCommand, .sitePowerFactorCommand,
+                 .agcInServiceCommand, .frequencyResponseCommand:
                 continue
             default:
                 points.append(Point(signal: signal, address: settings.address(signal), deadband: settings.deadband(signal), value: invalid))

@@ -3,7 +3,8 @@ public import BessSystem
 /// What the SCADA server tells the journal about its clients and their writes: each code's stable
 /// `BESS_CODE`, its level and its catalogue entry (a write's outcome, or an event of a connection).
 public enum ScadaCode: String, NoticeCode, CaseIterable {
-    /// `SCADA_WRITE`: a write to the operator limit or the site setpoint was accepted (one per point).
+    /// `SCADA_WRITE`: a write to the operator limit, the site setpoint, the var setpoint or a power
+    /// factor was accepted (one per point).
     case write = "SCADA_WRITE"
     /// `SCADA_WRITE_REFUSED`: a write was answered with a Modbus exception.
     case writeRefused = "SCADA_WRITE_REFUSED"

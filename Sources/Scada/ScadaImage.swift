@@ -58,11 +58,14 @@ public struct ScadaSiteDescription: Sendable {
     /// The site's nominal voltage, V, line to neutral (`site.reactive_power.nominal_voltage_v`, else
     /// `grid_integration.reactive_power`'s): 702 `VNomRtg` and the voltage scale factor; nil, none.
     public var nominalVoltageV: Double?
+    /// `reactive_priority` (`site.reactive_power`'s, else `grid_integration.reactive_power`'s):
+    /// 704 `VarSetPri`, served read-only, REACTIVE (1) when true, ACTIVE (0) when false.
+    public var reactivePriority: Bool
 
     /// `view`: the site's view as published (`SharedState.view`: the ratings are in it from the
     /// start); nil, the view of a site of these units' ratings and capacities.
     public init(siteID: String, version: String, mode: String, unitID: Int, ratingsW: [Double], capacitiesWh: [Double],
-                hasMeter: Bool, nominalVoltageV: Double? = nil, view: SiteView? = nil) {
+                hasMeter: Bool, nominalVoltageV: Double? = nil, reactivePriority: Bool = true, view: SiteView? = nil) {
         self.siteID = siteID
         self.version = version
         self.mode = mode
@@ -74,6 +77,7 @@ public struct ScadaSiteDescription: Sendable {
         usableEnergyWh = view.usableEnergyWh
         self.hasMeter = hasMeter
         self.nominalVoltageV = nominalVoltageV.flatMap { $0.isFinite && $0 > 0 ? $0 : nil }
+        self.reactivePriority = reactivePriority
     }
 }
 
@@ -201,6 +205,7 @@ public struct ScadaImage: Sendable {
                           T.M702.WDisChaRteMax] {
                 set(m, point, site.ratedPowerW, sf: wSF)
             }
+            setSF(m, T.M702.Var_SF, varSF)
             if let nominal = site.nominalVoltageV {
                 setSF(m, T.M702.V_SF, vSF)
                 set(m, T.M702.VNomRtg, nominal, sf: vSF)
@@ -212,15 +217,15 @@ public struct ScadaImage: Sendable {
             set(m, T.M713.WHRtg, site.usableEnergyWh, sf: whSF)
         }
         if let m = start(of: T.M704.id) {
-            // Until written: no operator limit (its revert value 100 %), no setpoint.
             setSF(m, T.M704.WMaxLimPct_SF, 0)
             setSF(m, T.M704.WSet_SF, wSF)
-            set(m, T.M704.WMaxLimPctEna, 0)
-            set(m, T.M704.WMaxLimPct, 100)
-            set(m, T.M704.WMaxLimPctRvrt, 100)
-            set(m, T.M704.WMaxLimPctEnaRvrt, 0)
-            set(m, T.M704.WSetEna, 0)
-            set(m, T.M704.WSetEnaRvrt, 0)
+            setSF(m, T.M704.VarSet_SF, varSF)
+            setSF(m, T.M704.PF_SF, Self.pfSF)
+            // Served, not taken: whether reactive power has priority over active (REACTIVE 1, ACTIVE 0).
+            set(m, T.M704.VarSetPri, site.reactivePriority ? 1 : 0)
+            // Until written: no operator limit (its revert value 100 %), no setpoint, no var
+            // setpoint, unity power factors, all disabled.
+            fill(commands: SiteCommands(), now: MonotonicInstant(nanoseconds: 0))
         }
         for (i, rating) in site.ratingsW.enumerated() {
             guard let m = start(of: T.M802.id, instance: i) else { continue }
@@ -287,6 +292,12 @@ public struct ScadaImage: Sendable {
             set(m, T.M701.St, running ? 1 : 0)
             set(m, T.M701.ConnSt, running ? 1 : 0)
             set(m, T.M701.InvSt, running ? 3 : (anyTrip ? 6 : 7))
+        }
+        if let m = start(of: T.M702.id) {
+            // The reactive capability 704 `VarSet` and the power factors are judged against: the
+            // units' with var points, as the cycle publishes it.
+            for point in [T.M702.VarMaxInjRtg, T.M702.VarMaxInj] { set(m, point, view.varMaxInjecting, sf: varSF) }
+            for point in [T.M702.VarMaxAbsRtg, T.M702.VarMaxAbs] { set(m, point, view.varMaxAbsorbing, sf: varSF) }
         }
         if let m = start(of: T.M713.id) {
             set(m, T.M713.WHAvail, view.storedWh, sf: whSF)

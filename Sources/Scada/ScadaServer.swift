@@ -13,9 +13,10 @@ public import Synchronization
 /// from the image of the cycle's latest published state, rebuilt when a new cycle has published.
 ///
 /// Reads (function 03) are answered from the image; a read outside it with exception 02. With
-/// `scada.writes: true`, functions 06 and 16 may set the grid operator limit and the site setpoint
-/// of model 704 (`ScadaImage.writablePoints`): any other register answers 02, a value out of range
-/// 03, both with nothing applied. With writes off every write answers 01 (illegal function), as do
+/// `scada.writes: true`, functions 06 and 16 may set the grid operator limit, the site setpoint,
+/// the site var setpoint and the power factors of model 704 (`ScadaImage.writablePoints`): any other
+/// register answers 02, a value out of range or beyond the site's capability 03, both with nothing
+/// applied. With writes off every write answers 01 (illegal function), as do
 /// functions bessd does not serve. Every write, accepted or refused, is logged and counted.
 ///
 /// `@unchecked Sendable`: the libmodbus context, the mapping and the image are used only by the
@@ -328,9 +329,12 @@ public final class ScadaServer: @unchecked Sendable {
             values = (0..<quantity).map { UInt16(query[header + 6 + 2 * $0]) << 8 | UInt16(query[header + 7 + 2 * $0]) }
         }
         let now = SystemClock.shared.now()
+        // A var or a power factor is judged against the site's reactive capability as last published.
+        let view = shared.view
         // Two servers (TCP and RTU) may write at once: commit only over what was decoded against.
         let update = shared.updateCommands { current in
-            image.decodeWrite(address: address, values: values, commands: current, now: now).map { (commands: $0.commands, accepted: $0) }
+            image.decodeWrite(address: address, values: values, commands: current, now: now, view: view)
+                .map { (commands: $0.commands, accepted: $0) }
         }
         switch update {
         case .failure(let refusal)?:
@@ -339,8 +343,8 @@ public final class ScadaServer: @unchecked Sendable {
             if accepted.limitWritten { keepLimit?() }
             image.fill(commands: accepted.commands, now: now)
             copyImage()
-            let sent = server.reply(query, length: Int32(count))
             writesAccepted.add(1, ordering: .relaxed)
+            let sent = server.reply(query, length: Int32(count))
             report(accepted, peer: peer, now: now)
             return sent
         case nil:
@@ -361,27 +365,28 @@ public final class ScadaServer: @unchecked Sendable {
             let admission = quietRefreshes.admit(key, at: now, force: change.old != change.new)
             guard admission.written else { continue }
             let repeats = admission.heldBack
-            let isLimit = change.point.hasPrefix("WMaxLimPct")
-            let command = isLimit ? write.commands.limit : write.commands.setpoint
-            let hold = command.remaining(at: now).secondsDouble
-            let unit = change.point.hasSuffix("Tms") ? " s" : change.point.contains("Ena") || change.point == "WSetMod" ? ""
-                : isLimit ? " %" : " W"
-            let revertTo = command.revertEnabled
-                ? "\(Self.number(command.revertValue))\(isLimit ? " %" : " W")" + (isLimit ? "" : " for at most \(Self.number(write.commands.maxHold.secondsDouble)) s")
+            guard let found = ScadaCommand.of(change.point) else { continue }
+            let (command, role) = found
+            let record = write.commands[keyPath: command.keyPath]
+            let hold = record.remaining(at: now).secondsDouble
+            let unit = command.unit(ofRole: role)
+            let revertTo = record.revertEnabled
+                ? command.describe(record.revertValue)
+                    + (command == .limit ? "" : " for at most \(Self.number(write.commands.maxHold.secondsDouble)) s")
                 : "disabled"
             var fields: [NoticeField: String] = [.peer: peer, .point: change.point, .old: Self.number(change.old),
                                                  .new: Self.number(change.new), .expiresS: Self.number(hold)]
             if repeats > 0 { fields[.suppressed] = "\(repeats)" }
             log(Notice(ScadaCode.write,
                        "SCADA write from \(peer): \(change.point) \(Self.number(change.old)) → \(Self.number(change.new))\(unit); "
-                           + "\(isLimit ? "the grid operator limit" : "the site setpoint") reverts in \(Self.number(hold)) s without a refresh (to \(revertTo))"
+                           + "\(command.noun) reverts in \(Self.number(hold)) s without a refresh (to \(revertTo))"
                            + (repeats > 0 ? " (\(repeats) unchanged refreshes before this not logged)" : ""), fields))
         }
     }
 
     /// Answers a refused write with `exception`, counted and logged; true when the reply went out whole.
+    /// Counted before the reply goes out, so a client that has its answer sees the count.
     private func refuse(_ query: [UInt8], _ exception: UInt8, peer: String, address: Int, reason: String) -> Bool {
-        let sent = server.replyException(query, exception)
         writesRefused.add(1, ordering: .relaxed)
         switch exception {
         case 1: refusedIllegalFunction.add(1, ordering: .relaxed)
@@ -389,6 +394,7 @@ public final class ScadaServer: @unchecked Sendable {
         case 3: refusedIllegalValue.add(1, ordering: .relaxed)
         default: break
         }
+        let sent = server.replyException(query, exception)
         log(Notice(ScadaCode.writeRefused,
                    "SCADA write from \(peer) at \(address) refused with exception \(exception < 10 ? "0" : "")\(exception): \(reason)",
                    [.peer: peer, .register: "\(address)", .exception: "\(exception)"]))

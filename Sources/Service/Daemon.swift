@@ -104,8 +104,7 @@ public final class Daemon {
         // setpoint ever written already honours them.
         var latches = LatchKeeper(stateDirectory: configuration.stateDirectory, units: configuration.units.count, logger: logger)
         let holds = HoldKeeper(stateDirectory: configuration.stateDirectory, logger: logger)
-        intake = DispatchIntake(shared: shared, logger: logger,
-                                units: configuration.units.map { ($0.id, $0.maxPowerKW) }, holds: holds)
+        intake = DispatchIntake(shared: shared, logger: logger, configured: configuration.units, holds: holds)
         let uplink = UplinkService.make(configuration: configuration, intake: intake, logger: logger)
         self.uplink = uplink
         Sep2Setup.recordUtilityControls(sep2, inbox: uplink?.recorder.inbox, wakeup: shared.serviceWakeup)

@@ -14,35 +14,61 @@ package import Uplink
 package final class DispatchIntake: Sendable {
     let shared: SharedState
     let logger: Logger
-    let units: PILock<[(id: String, ratingKW: Double)]>
+    /// Each unit's `max_power_kw` and apparent rating (`max_apparent_power_kva`, else `max_power_kw`).
+    let units: PILock<[Rated]>
     /// Where the aggregator's standby and emergency stop are kept across restarts (nil: not kept).
     let holds: HoldKeeper?
 
-    init(shared: SharedState, logger: Logger, units: [(String, Double)], holds: HoldKeeper?) {
+    typealias Rated = (id: String, ratingKW: Double, apparentKVA: Double)
+
+    /// `units`: id and `max_power_kw`; `apparent`: id → `max_apparent_power_kva` where it is set.
+    init(shared: SharedState, logger: Logger, units: [(String, Double)], apparent: [String: Double] = [:], holds: HoldKeeper?) {
         self.shared = shared
         self.logger = logger
         self.holds = holds
-        self.units = PILock(units.map { (id: $0.0, ratingKW: $0.1) })
+        self.units = PILock(Self.rated(units, apparent: apparent))
     }
 
-    package convenience init(shared: SharedState, logger: Logger, units: [(String, Double)]) {
-        self.init(shared: shared, logger: logger, units: units, holds: nil)
+    package convenience init(shared: SharedState, logger: Logger, units: [(String, Double)], apparent: [String: Double] = [:]) {
+        self.init(shared: shared, logger: logger, units: units, apparent: apparent, holds: nil)
     }
 
-    func update(units new: [(String, Double)]) { units.withLock { $0 = new.map { (id: $0.0, ratingKW: $0.1) } } }
+    /// The units as the configuration rates them.
+    convenience init(shared: SharedState, logger: Logger, configured: [UnitConfiguration], holds: HoldKeeper?) {
+        self.init(shared: shared, logger: logger, units: configured.map { ($0.id, $0.maxPowerKW) },
+                  apparent: Self.apparent(configured), holds: holds)
+    }
+
+    func update(configured new: [UnitConfiguration]) {
+        let rated = Self.rated(new.map { ($0.id, $0.maxPowerKW) }, apparent: Self.apparent(new))
+        units.withLock { $0 = rated }
+    }
+
+    static func apparent(_ units: [UnitConfiguration]) -> [String: Double] {
+        var kva: [String: Double] = [:]
+        for unit in units { kva[unit.id] = unit.maxApparentPowerKVA }
+        return kva
+    }
+
+    static func rated(_ units: [(String, Double)], apparent: [String: Double]) -> [Rated] {
+        units.map { (id: $0.0, ratingKW: $0.1, apparentKVA: apparent[$0.0] ?? $0.1) }
+    }
 
     package func apply(_ commands: [DispatchCommand]) -> [CommandAck] {
         let now = SystemClock.wallClockSeconds()
         let site = units.withLock { $0 }
-        var ratings: [String: Double] = [:]
-        for unit in site { ratings[unit.id] = unit.ratingKW }
+        var ratings: [String: Double] = [:], apparent: [String: Double] = [:]
+        for unit in site {
+            ratings[unit.id] = unit.ratingKW
+            apparent[unit.id] = unit.apparentKVA
+        }
         var acks: [CommandAck] = []
         // The aggregator's holds these commands set or lift, kept on disk before any ack says so.
         var held: [(unit: String, hold: AggregatorHold?)] = []
         for command in commands {
             // The id and every name in a line are the peer's text: quoted, so none can forge a line.
             let id = PeerText.quoted(command.id, limit: 128)
-            if let refusal = DispatchValidator.refusal(command, ratings: ratings, now: now) {
+            if let refusal = DispatchValidator.refusal(command, ratings: ratings, apparent: apparent, now: now) {
                 acks.append(CommandAck(id: command.id, accepted: false, reason: refusal.reason))
                 logger.warning("dispatch \(id) refused: \(refusal.reason)",
                                metadata: ["BESS_CODE": "\(refusal.code)", "MESSAGE_ID": "\(MessageID.override)"])
@@ -54,14 +80,18 @@ package final class DispatchIntake: Sendable {
             switch command.kind {
             case "power":
                 let total = targets.reduce(0.0) { $0 + site[$1].ratingKW }
+                let totalKVA = targets.reduce(0.0) { $0 + site[$1].apparentKVA }
                 // A site-wide power is entered as each unit's part by rating; the cycle pools those
                 // parts and shares them again by headroom and SOC. A power for one unit holds that
-                // unit at it (pinned), outside the pool.
+                // unit at it (pinned), outside the pool. Its kvar is split here once by apparent
+                // rating, so each part is inside its unit's bound, and each part is that unit's Q in
+                // the cycle (not shared again: a stopped unit's part is not moved to the others).
                 let pinned = command.unit != nil
                 shared.post { mailbox in
                     for i in targets {
                         let share = (command.powerKW ?? 0) * site[i].ratingKW / max(total, 1e-9)
-                        mailbox.dispatch[i] = (Watts.kilowatts(share), lasting, pinned)
+                        let vars = command.reactiveKVar.map { $0 * 1000 * site[i].apparentKVA / max(totalKVA, 1e-9) }
+                        mailbox.dispatch[i] = (Watts.kilowatts(share), vars, lasting, pinned)
                     }
                 }
             case "mode":
@@ -82,7 +112,8 @@ package final class DispatchIntake: Sendable {
             }
             acks.append(CommandAck(id: command.id, accepted: true))
             // Kind, unit and mode are the site's own words by now: the validator took no others.
-            let what = "\(command.kind) \(command.unit ?? "site") \(command.powerKW.map { "\($0) kW " } ?? "")\(command.mode ?? "")"
+            let what = "\(command.kind) \(command.unit ?? "site") \(command.powerKW.map { "\($0) kW " } ?? "")"
+                + "\(command.reactiveKVar.map { "\($0) kvar " } ?? "")\(command.mode ?? "")"
             logger.notice("dispatch \(id) applied: \(what) until \(Int(command.expiresUnix))",
                           metadata: ["MESSAGE_ID": "\(MessageID.override)", "BESS_DISPATCH_ID": "\(command.id)"])
         }

@@ -45,6 +45,12 @@ final class EventJournal {
             return Entry(messageID: MessageID.scadaWrite, priority: 4, code: "SCADA_LIMIT_REVERTED", point: "WMaxLimPct")
         case .siteSetpointReverted:
             return Entry(messageID: MessageID.scadaWrite, priority: 4, code: "SCADA_SETPOINT_REVERTED", point: "WSet")
+        case .siteReactiveReverted:
+            return Entry(messageID: MessageID.scadaWrite, priority: 4, code: "SCADA_SETPOINT_REVERTED", point: "VarSet")
+        case .sitePowerFactorInjectingReverted:
+            return Entry(messageID: MessageID.scadaWrite, priority: 4, code: "SCADA_SETPOINT_REVERTED", point: "PFWInj")
+        case .sitePowerFactorAbsorbingReverted:
+            return Entry(messageID: MessageID.scadaWrite, priority: 4, code: "SCADA_SETPOINT_REVERTED", point: "PFWAbs")
         case .agcSignalLost: return Entry(messageID: MessageID.agc, priority: 4, code: "AGC_SIGNAL_LOST")
         case .agcSignalRestored: return Entry(messageID: MessageID.agc, priority: 5, code: "AGC_SIGNAL_LOST")
         case .frequencySourceFallback: return Entry(messageID: MessageID.site, priority: 4, code: "FREQUENCY_SOURCE_FALLBACK")

@@ -31,6 +31,13 @@ public enum EventText {
         case .siteSetpointReverted:
             return "site SCADA_SETPOINT_REVERTED: the site setpoint was not refreshed; "
                 + (event.value.isFinite ? "its reversion value \(number(event.value)) kW is in force" : "it has ended, dispatch decides again")
+        case .siteReactiveReverted:
+            return "site SCADA_SETPOINT_REVERTED: the site var setpoint (VarSet, IEC 104 3003) was not refreshed; "
+                + (event.value.isFinite ? "its reversion value \(number(event.value)) kvar is in force" : "it has ended, Q follows the next party or the configured mode")
+        case .sitePowerFactorInjectingReverted, .sitePowerFactorAbsorbingReverted:
+            let which = event.kind == .sitePowerFactorInjectingReverted ? "discharging (PFWInj" : "charging (PFWAbs"
+            return "site SCADA_SETPOINT_REVERTED: the site power factor while \(which), IEC 104 3004) was not refreshed; "
+                + (event.value.isFinite ? "its reversion value \(number(event.value)) is in force" : "it has ended, Q follows the next party or the configured mode")
         case .agcSignalLost:
             return "site AGC_SIGNAL_LOST: AGC is in service but no target came for \(number(event.threshold)) s; "
                 + "the site ramps back to its schedule" + (event.value.isFinite ? " (last target \(number(event.value)) kW)" : "")

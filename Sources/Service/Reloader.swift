@@ -91,7 +91,7 @@ final class Reloader {
             reloadIEC104TLS(new.iec104?.server.tls, was: configuration.iec104?.server.tls, prepared: iec104TLS)
             reloadIEC104Groups(new.iec104?.server.groups, was: configuration.iec104?.server.groups)
             self.configuration.replace(with: new, text: text)
-            intake.update(units: new.units.map { ($0.id, $0.maxPowerKW) })
+            intake.update(configured: new.units)
             Self.reloadSep2(sep2, to: new)
             shared.declareAGC(new.iec104?.agc?.limits)
             logger.notice("reload applied: \(configPath)", metadata: ["MESSAGE_ID": "\(MessageID.reload)"])

@@ -5,6 +5,7 @@ import ControlProtocol
 import Cycle
 import Fieldbus
 import ControlCore
+import GridSupport
 import Logging
 import Scada
 import IEC104
@@ -121,6 +122,7 @@ final class ScadaService: DaemonService {
             ratingsW: configuration.units.map { $0.maxPowerKW * 1000 },
             capacitiesWh: configuration.units.map { $0.capacityKWh * 1000 }, hasMeter: configuration.site.meter != nil,
             nominalVoltageV: configuration.site.reactivePower.nominalVoltageV ?? configuration.grid.reactivePower.nominalVoltageV,
+            reactivePriority: (configuration.site.reactivePower.settings ?? configuration.grid.reactivePower.settings)?.reactivePriority ?? true,
             view: self.shared.view)
         let logger = self.logger
         let shared = self.shared
@@ -131,7 +133,7 @@ final class ScadaService: DaemonService {
                 let server = try ScadaServer(configuration: settings, serialLine: serialLine, site: description, shared: shared,
                                              keepLimit: { _ = holds.scadaLimit { shared.commands } }) { Journal(logger).write($0) }
                 try server.start()
-                Journal(logger).write(Notice(ScadaCode.listening, "SCADA: the site served as SunSpec on \(serialLine ? place : "\(settings.host):\(server.port)") unit \(unit), \(settings.writes ? "writes to the operator limit and setpoint of model 704 accepted" : "read-only")"))
+                Journal(logger).write(Notice(ScadaCode.listening, "SCADA: the site served as SunSpec on \(serialLine ? place : "\(settings.host):\(server.port)") unit \(unit), \(settings.writes ? "writes to the operator limit, setpoints and power factors of model 704 accepted" : "read-only")"))
                 return server
             } catch {
                 logger.error("SCADA not served on \(place): \(error)", metadata: ["BESS_CODE": "\(error.code)"])

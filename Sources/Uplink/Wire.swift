@@ -291,22 +291,28 @@ public struct DispatchCommand: Codable, Sendable, Equatable {
     public var unit: String?
     /// For `power`: kW, + = discharge (per unit; a site-wide power is split by rating).
     public var powerKW: Double?
+    /// For `power` only, optional: reactive power, kvar, + = injecting (over-excited), − = absorbing,
+    /// within the unit's apparent rating (or the site's sum); a site-wide value is split by apparent
+    /// rating. Absent: the dispatch asks for no Q. It ends with the command.
+    public var reactiveKVar: Double?
     /// For `mode`: `auto` or `standby`.
     public var mode: String?
     /// Unix time after which the command no longer applies.
     public var expiresUnix: Double
 
-    public init(id: String, kind: String, unit: String? = nil, powerKW: Double? = nil, mode: String? = nil, expiresUnix: Double) {
+    public init(id: String, kind: String, unit: String? = nil, powerKW: Double? = nil, reactiveKVar: Double? = nil,
+                mode: String? = nil, expiresUnix: Double) {
         self.id = id
         self.kind = kind
         self.unit = unit
         self.powerKW = powerKW
+        self.reactiveKVar = reactiveKVar
         self.mode = mode
         self.expiresUnix = expiresUnix
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, kind, unit, mode, powerKW = "power_kw", expiresUnix = "expires_unix"
+        case id, kind, unit, mode, powerKW = "power_kw", reactiveKVar = "reactive_kvar", expiresUnix = "expires_unix"
     }
 }
 
@@ -323,20 +329,23 @@ public struct CommandAck: Codable, Sendable, Equatable {
 }
 
 /// Checks a dispatch command against the site: hostile or malformed commands are refused with a reason
-/// (and never reach the control law). `ratings` maps unit id → rated kW.
+/// (and never reach the control law). `ratings` maps unit id → rated kW (`max_power_kw`); `apparent`
+/// maps unit id → apparent rating, kVA, where `max_apparent_power_kva` sets one (else the unit's kW).
 public enum DispatchValidator {
     /// Longest a command may stay in force.
     public static let maxDuration: Duration = .seconds(24 * 3600)
 
     /// The reason a command is refused, as its answer says it; nil when it may be applied.
-    public static func validate(_ c: DispatchCommand, ratings: [String: Double], now: Double) -> String? {
-        refusal(c, ratings: ratings, now: now)?.reason
+    public static func validate(_ c: DispatchCommand, ratings: [String: Double], apparent: [String: Double] = [:],
+                                now: Double) -> String? {
+        refusal(c, ratings: ratings, apparent: apparent, now: now)?.reason
     }
 
     /// Why a command is refused, coded: `DISPATCH_ID_INVALID` for an id outside
     /// `IdentifierRule.commandIDText`, `DISPATCH_REFUSED` for the rest. The peer's text in the
     /// message is quoted (`PeerText`).
-    public static func refusal(_ c: DispatchCommand, ratings: [String: Double], now: Double) -> DispatchRefusal? {
+    public static func refusal(_ c: DispatchCommand, ratings: [String: Double], apparent: [String: Double] = [:],
+                               now: Double) -> DispatchRefusal? {
         guard IdentifierRule.acceptsCommandID(c.id) else {
             return DispatchRefusal(.idInvalid, message: "id must be \(IdentifierRule.commandIDText) (got \(PeerText.quoted(c.id)))")
         }
@@ -349,10 +358,16 @@ public enum DispatchValidator {
             guard let kw = c.powerKW, kw.isFinite else { return refused("power_kw must be a finite number") }
             let limit = c.unit.map { ratings[$0] ?? 0 } ?? ratings.values.reduce(0, +)
             guard abs(kw) <= limit else { return refused("power_kw \(kw) beyond the rating ±\(limit) kW") }
-        case "mode":
-            guard c.mode == "auto" || c.mode == "standby" else { return refused("mode must be auto or standby") }
-        case "emergency_stop":
-            break
+            if let kvar = c.reactiveKVar {
+                guard kvar.isFinite else { return refused("reactive_kvar must be a finite number") }
+                // The configured rating only: the cycle holds Q inside what the inverters say they can.
+                let kva = { (unit: String) in apparent[unit] ?? ratings[unit] ?? 0 }
+                let bound = c.unit.map(kva) ?? ratings.keys.reduce(0) { $0 + kva($1) }
+                guard abs(kvar) <= bound else { return refused("reactive_kvar \(kvar) beyond the apparent rating ±\(bound) kVA") }
+            }
+        case "mode", "emergency_stop":
+            if c.kind == "mode", c.mode != "auto", c.mode != "standby" { return refused("mode must be auto or standby") }
+            guard c.reactiveKVar == nil else { return refused("reactive_kvar is taken only on a power dispatch") }
         default:
             return refused("unknown kind \(PeerText.quoted(c.kind))")
         }
@@ -371,7 +386,8 @@ public struct DispatchRefusalCode: Hashable, Sendable, CustomStringConvertible {
 
     /// `DISPATCH_ID_INVALID`: the id is not `IdentifierRule.commandIDText`.
     public static let idInvalid = Self(.idInvalid)
-    /// `DISPATCH_REFUSED`: expired, too long, an unknown unit or kind, a power beyond the rating.
+    /// `DISPATCH_REFUSED`: expired, too long, an unknown unit or kind, a power beyond the rating, a
+    /// `reactive_kvar` beyond the apparent rating or on another kind than `power`.
     public static let refused = Self(.refused)
 
     public var description: String {

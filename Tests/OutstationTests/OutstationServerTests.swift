@@ -36,11 +36,13 @@ final class CollectedJournal: Sendable {
 /// The cycle's published state is written straight into the `SharedState` it samples.
 final class SteppedOutstation {
     let clock = ManualClock()
-    let shared = SharedState(units: 2)
+    let shared: SharedState
     let journal = CollectedJournal()
     let server: OutstationServer
 
-    init(_ configure: (inout OutstationSettings) -> Void = { _ in }) throws {
+    /// `shared`: the state the outstation samples and commands (two units without ratings unless given).
+    init(shared: SharedState = SharedState(units: 2), _ configure: (inout OutstationSettings) -> Void = { _ in }) throws {
+        self.shared = shared
         var settings = OutstationSettings()
         settings.port = 0
         settings.commonAddress = 7

@@ -24,7 +24,7 @@ struct StationSiteViewRatingTests {
                                         audit: nil, clock: clock, wallClock: { 0 })
         // What an admitted execute at 3002 carries out (`StationProcedures.command`).
         func execute(_ megawatts: Double) -> CommandRefusal? {
-            station.execute(.init(signal: .siteSetpointCommand, value: megawatts, select: false), now: clock.now())
+            station.execute(.init(signal: .siteSetpointCommand, value: megawatts, select: false), now: clock.now(), view: shared.view)
         }
         #expect(execute(0.2) == nil, "the view's rating is accepted")
         #expect(shared.commands.setpoint.enabled && shared.commands.setpoint.value == 200_000)

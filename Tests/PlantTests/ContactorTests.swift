@@ -18,66 +18,44 @@ import Testing
 struct ContactorTests {
     @Test("the plant's inverter opens on Conn 0 (power 0, ConnSt/St disconnected), closes on Conn 1", arguments: [UInt16(701), 103])
     func plantOpensAndCloses(measurement: UInt16) throws {
-        let server = try SunSpecServer(host: "127.0.0.1", port: 0,
-                                       profile: SunSpecDeviceProfile(measurementModel: measurement, controlModel: 704, ratingW: 100_000))
-        try server.start()
-        defer { server.stop() }
-        var client = try ModbusConnection(endpoint: .tcp(host: "127.0.0.1", port: server.port), unitID: 1, timeout: .seconds(2))
-        let inverter = try SunSpecInverter.open(&client)
+        let plant = try PlantInverterRun(SunSpecDeviceProfile(measurementModel: measurement, controlModel: 704, ratingW: 100_000))
+        let inverter = plant.inverter
         let model = try #require(inverter.connectControl)
         #expect(model.id == 123)
-        var unit = SimulatedUnit(capacityKWh: 250, maxPowerKW: 100, initialSOCPercent: 60)
-        let link = SunSpecPlantLink(server: server)
-        func run(_ steps: Int) {
-            for _ in 0..<steps {
-                unit.step(by: .milliseconds(100))
-                link.exchange(&unit, frequencyHz: 50)
-            }
-        }
-        try inverter.command(.kilowatts(20), revert: .seconds(10), &client)
+        func run(_ steps: Int) { plant.run(steps) }
+        try inverter.command(.kilowatts(20), revert: .seconds(10), &plant.client)
         run(20)
-        #expect(try inverter.readStatus(&client).connected == true)
-        #expect(abs(try inverter.readStatus(&client).activePower.value - 20_000) <= 10)
+        #expect(try inverter.readStatus(&plant.client).connected == true)
+        #expect(abs(try inverter.readStatus(&plant.client).activePower.value - 20_000) <= 10)
         // Open, armed for 10 s: Conn_RvrtTms and Conn in one request.
         let open = try #require(inverter.connectionWrite(connect: false, revert: .seconds(10)))
         #expect(open.address == model.address + 2 && open.values == [0, 10, 0], "Conn_WinTms 0, Conn_RvrtTms, Conn")
         #expect(inverter.connectionWrite(connect: true, revert: .seconds(10)).map { [UInt16($0.address - model.address)] + $0.values }
                 == [2, 0, 0, 1], "a close never reverts")
-        try inverter.setConnection(connect: false, revert: .seconds(10), &client)
+        try inverter.setConnection(connect: false, revert: .seconds(10), &plant.client)
         run(2)
-        let opened = try inverter.readStatus(&client)
+        let opened = try inverter.readStatus(&plant.client)
         #expect(opened.connected == false)
         #expect(opened.activePower == .zero, "an open contactor carries nothing")
-        #expect(try client.readRegisters(at: model.address + 4, count: 1) == [0])
+        #expect(try plant.client.readRegisters(at: model.address + 4, count: 1) == [0])
         // Closed again: the setpoint in force flows again.
-        try inverter.setConnection(connect: true, revert: .seconds(10), &client)
+        try inverter.setConnection(connect: true, revert: .seconds(10), &plant.client)
         run(20)
-        let closed = try inverter.readStatus(&client)
+        let closed = try inverter.readStatus(&plant.client)
         #expect(closed.connected == true)
         #expect(closed.activePower.value > 10_000)
     }
 
     @Test("an open not re-armed runs out: the plant's inverter returns to connected after Conn_RvrtTms")
     func openReverts() throws {
-        let server = try SunSpecServer(host: "127.0.0.1", port: 0, profile: SunSpecDeviceProfile(measurementModel: 701, ratingW: 100_000))
-        try server.start()
-        defer { server.stop() }
-        var client = try ModbusConnection(endpoint: .tcp(host: "127.0.0.1", port: server.port), unitID: 1, timeout: .seconds(2))
-        let inverter = try SunSpecInverter.open(&client)
-        var unit = SimulatedUnit(capacityKWh: 250, maxPowerKW: 100, initialSOCPercent: 60)
-        let link = SunSpecPlantLink(server: server)
-        try inverter.setConnection(connect: false, revert: .seconds(3), &client)
-        for _ in 0..<25 {
-            unit.step(by: .milliseconds(100))
-            link.exchange(&unit, frequencyHz: 50)
-        }
-        #expect(try inverter.readStatus(&client).connected == false, "still open within Conn_RvrtTms")
-        for _ in 0..<10 {
-            unit.step(by: .milliseconds(100))
-            link.exchange(&unit, frequencyHz: 50)
-        }
-        #expect(try inverter.readStatus(&client).connected == true, "connected again after Conn_RvrtTms")
-        #expect(try client.readRegisters(at: try #require(inverter.connectControl).address + 4, count: 1) == [1])
+        let plant = try PlantInverterRun(SunSpecDeviceProfile(measurementModel: 701, ratingW: 100_000))
+        let inverter = plant.inverter
+        try inverter.setConnection(connect: false, revert: .seconds(3), &plant.client)
+        plant.run(25)
+        #expect(try inverter.readStatus(&plant.client).connected == false, "still open within Conn_RvrtTms")
+        plant.run(10)
+        #expect(try inverter.readStatus(&plant.client).connected == true, "connected again after Conn_RvrtTms")
+        #expect(try plant.client.readRegisters(at: try #require(inverter.connectControl).address + 4, count: 1) == [1])
     }
 
     @Test("an inverter without model 123 cannot be opened: nothing written, SUNSPEC_MODEL_MISSING")

@@ -11,40 +11,29 @@ import Testing
 struct ReactivePlantTests {
     @Test("bessd's VARS writes reach the simulated inverter, 701 Var reports them, and the revert brings 0 var")
     func varSet() throws {
-        let server = try SunSpecServer(host: "127.0.0.1", port: 0,
-                                       profile: SunSpecDeviceProfile(measurementModel: 701, controlModel: 704, ratingW: 100_000))
-        try server.start()
-        defer { server.stop() }
-        var client = try ModbusConnection(endpoint: .tcp(host: "127.0.0.1", port: server.port), unitID: 1, timeout: .seconds(2))
-        let inverter = try SunSpecInverter.open(&client)
+        let plant = try PlantInverterRun(SunSpecDeviceProfile(measurementModel: 701, controlModel: 704, ratingW: 100_000))
+        let inverter = plant.inverter
         let control = try #require(inverter.reactiveControl)
         #expect(control.mode == .vars(scaleFactor: 0))
-        var unit = SimulatedUnit(capacityKWh: 250, maxPowerKW: 100, initialSOCPercent: 60)
-        let link = SunSpecPlantLink(server: server)
-        func run(_ steps: Int) {
-            for _ in 0..<steps {
-                unit.step(by: .milliseconds(100))
-                link.exchange(&unit, frequencyHz: 50)
-            }
-        }
-        try inverter.command(.kilowatts(20), revert: .seconds(3), &client)
+        func run(_ steps: Int) { plant.run(steps) }
+        try inverter.command(.kilowatts(20), revert: .seconds(3), &plant.client)
         for write in control.writes(-12_000, reactivePriority: false, revert: .seconds(3), rearm: true) {
-            try client.writeRegisters(at: write.address, write.values)
+            try plant.client.writeRegisters(at: write.address, write.values)
         }
         run(20)
-        #expect(unit.inverter.reactiveSetpointVar == -12_000 && unit.inverter.reactiveRevertTimeout == .seconds(3))
-        let status = try inverter.readStatus(&client)
+        #expect(plant.unit.inverter.reactiveSetpointVar == -12_000 && plant.unit.inverter.reactiveRevertTimeout == .seconds(3))
+        let status = try inverter.readStatus(&plant.client)
         #expect(status.reactivePower.map { abs($0 + 12_000) <= 10 } == true, "\(status)")  // Var at W_SF 1
         // No more writes: after 3 s the revert value (0 var) takes over, and VarSet shows it.
         run(35)
-        #expect(unit.inverter.reactiveReverted && unit.inverter.reactiveSetpointVar == 0)
-        let reverted = try inverter.readStatus(&client)
+        #expect(plant.unit.inverter.reactiveReverted && plant.unit.inverter.reactiveSetpointVar == 0)
+        let reverted = try inverter.readStatus(&plant.client)
         #expect(reverted.reactivePower.map { abs($0) <= 10 } == true, "\(reverted)")
-        let words = try client.readRegisters(at: control.model.address + SunSpec.ACControls.varSetEna, count: 5)
+        let words = try plant.client.readRegisters(at: control.model.address + SunSpec.ACControls.varSetEna, count: 5)
         #expect(words == [1, SunSpec.ACControls.varModeVars, 0, 0, 0], "\(words)")
         // VarSetEna 0 (handed back): the inverter's own mode, 0 var.
-        for write in control.release { try client.writeRegisters(at: write.address, write.values) }
+        for write in control.release { try plant.client.writeRegisters(at: write.address, write.values) }
         run(2)
-        #expect(unit.inverter.reactiveSetpointVar == 0)
+        #expect(plant.unit.inverter.reactiveSetpointVar == 0)
     }
 }

@@ -49,7 +49,7 @@ struct ScadaWriteTests {
         #expect(setpoint.commands.setpoint.active(at: now) == -150_000)
         // Refusals.
         #expect(exception(write(M.WMaxLimPctRvrtRem, [0, 5])) == 2, "read-only point")
-        #expect(exception(write(M.VarSetEna, [1])) == 2, "a point bessd does not take")
+        #expect(exception(write(M.VarSetPri, [0])) == 3, "VarSetPri is reactive_priority's: only the value served")
         #expect(exception(write(M.WSetPct, [50])) == 2, "WSetPct is not served")
         #expect(exception(write(M.WSet, [0])) == 2, "half of WSet")
         #expect(exception(write(M.WMaxLimPctRvrtTms, [0, 10, 0])) == 2, "runs on into WMaxLimPctRvrtRem")

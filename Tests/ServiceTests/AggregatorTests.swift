@@ -51,7 +51,8 @@ struct AggregatorTests {
         _ = daemon.finish()
         daemon = try RunningDaemon(yaml: yaml)
         _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
-        let command = #"{"id":"agg-1","kind":"power","unit":"D2","power_kw":25,"expires_unix":\#(Date().timeIntervalSince1970 + 120)}"#
+        // With reactive power: bess-aggregator stores and hands out the command whole.
+        let command = #"{"id":"agg-1","kind":"power","unit":"D2","power_kw":25,"reactive_kvar":-7.5,"expires_unix":\#(Date().timeIntervalSince1970 + 120)}"#
         _ = try curl(["-X", "POST", "-H", "Authorization: Bearer \(operatorToken)", "--data-binary", command, "\(base)/v1/sites/AGG_SITE/commands"])
         // The command arrives with the next batch's answer; D2 heads to +25 kW at the ramp.
         func d2Setpoint() -> Double {
@@ -62,6 +63,7 @@ struct AggregatorTests {
         daemon.signal(SIGTERM)
         // The uplink stops last: it flushes after the workers' zero and the journal.
         let end = daemon.finish()
+        #expect(end.text.contains(#"dispatch "agg-1" applied: power D2 25.0 kW -7.5 kvar"#), "\(end.text.suffix(400))")
         let order = "stopped in order: operator server → cycle → bus workers → journal → uplink"
         #expect(end.text.contains(order + "\n") || end.text.contains(order + "  ["), "\(end.text.suffix(400))")
 

@@ -268,6 +268,15 @@ struct IEC104DaemonTests {
         #expect(select.count == 1 && select.first?.cause.negative == false, "select: \(select)")
         #expect(refused(try Self.command(sldc, .setpointFloat(0.02, SetpointQualifier(select: false)), at: 3002)), "executes another value")
         #expect(executed(try Self.command(sldc, .setpointFloat(0.01, SetpointQualifier(select: false)), at: 3002)), "executes the selected value")
+        // The reactive set-points (issue 59): 0 Mvar and unity are inside any site's capability,
+        // 100 Mvar beyond this one's, 1.5 no power factor; the plant's group has no setpoint right.
+        #expect(refused(try Self.command(plant, .setpointFloat(0, SetpointQualifier(select: false)), at: 3003)), "plant: 3003")
+        #expect(refused(try Self.command(sldc, .setpointFloat(100, SetpointQualifier(select: false)), at: 3003)), "100 Mvar")
+        #expect(executed(try Self.command(sldc, .setpointFloat(0, SetpointQualifier(select: false)), at: 3003)), "0 Mvar")
+        #expect(refused(try Self.command(sldc, .setpointFloat(1.5, SetpointQualifier(select: false)), at: 3004)), "1.5 is no power factor")
+        let unity = try Self.command(sldc, .setpointFloat(-1, SetpointQualifier(select: true)), at: 3004)
+        #expect(unity.count == 1 && unity.first?.cause.negative == false, "select unity: \(unity)")
+        #expect(executed(try Self.command(sldc, .setpointFloat(-1, SetpointQualifier(select: false)), at: 3004)), "executes unity")
         #expect(executed(try Self.command(sldc, .singleCommand(SingleCommand(on: true)), at: 3101)), "AGC in service")
         let now = try CP56Time2a(unixMilliseconds: Int64(SystemClock.wallClockSeconds() * 1000))
         #expect(executed(try Self.command(sldc, .setpointFloatWithTime(0.05, SetpointQualifier(select: false), now), at: 3001)), "AGC target")
@@ -279,7 +288,8 @@ struct IEC104DaemonTests {
         #expect(followed, "the cycle takes the AGC target: \(agc)")
         daemon.signal(SIGTERM)
         let (_, text) = daemon.finish()
-        for reason in ["COMMAND_NOT_ALLOWED", "AGC_NOT_IN_SERVICE", "FREQUENCY_RESPONSE_NO_SWITCH", "COMMAND_TOO_OLD", "COMMAND_NOT_AS_SELECTED"] {
+        for reason in ["COMMAND_NOT_ALLOWED", "AGC_NOT_IN_SERVICE", "FREQUENCY_RESPONSE_NO_SWITCH", "COMMAND_TOO_OLD", "COMMAND_NOT_AS_SELECTED",
+                       "SETPOINT_OUT_OF_RANGE"] {
             #expect(text.contains("BESS_REASON=\(reason)"), "journal: \(reason)")
         }
     }

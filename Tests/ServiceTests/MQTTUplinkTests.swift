@@ -189,7 +189,7 @@ struct MQTTUplinkTests {
 
         // 4. A command pushed by the aggregator is on the unit within the period, and answered.
         let expires = Date().timeIntervalSince1970 + 120
-        let command = #"{"id":"mq-1","kind":"power","unit":"D2","power_kw":25,"expires_unix":\#(expires)}"#
+        let command = #"{"id":"mq-1","kind":"power","unit":"D2","power_kw":25,"reactive_kvar":4,"expires_unix":\#(expires)}"#
         #expect(curl(["-X", "POST", "--data-binary", command, "\(base)/v1/sites/\(site)/commands"]).contains("\"transport\":\"mqtt\""))
         func d2Setpoint() -> Double { ((try? daemon.units())?.last?["setpoint_w"] as? NSNumber)?.doubleValue ?? 0 }
         #expect(waitFor(seconds: 15) { d2Setpoint() > 5_000 }, "D2 at \(d2Setpoint()) W")
@@ -221,6 +221,7 @@ struct MQTTUplinkTests {
         let end = daemon.finish()
         #expect(end.status == 0)
         #expect(end.text.components(separatedBy: "dispatch \"mq-1\" applied").count == 2, "mq-1 acted on more than once")
+        #expect(end.text.contains("dispatch \"mq-1\" applied: power D2 25.0 kW 4.0 kvar"), "the command's reactive_kvar was lost on the way")
         #expect(!end.text.contains("mq-lapsed"), "a command whose MQTT message expiry had passed reached bessd")
         #expect(end.text.contains("MQTT_COMMAND_MALFORMED"))
         // A clean stop says offline at once (no Last Will needed).

@@ -12,23 +12,7 @@ struct ReactiveWireDaemonTests {
         let peer = try UnitsPeer(["1:lnv=2300,vsf=-1", "2:novar,lnv=2300,vsf=-1"], seconds: 90)
         defer { peer.stop() }
         #expect(peer.port > 0)
-        var yaml = """
-            mode: hil
-            period_ms: 100
-            control_socket: @SOCKET@
-            bess_units:
-
-            """
-        for id in 1...2 {
-            yaml += """
-                  - id: Q\(id)
-                    capacity_kwh: 250
-                    max_power_kw: 50
-                    modbus: {host: 127.0.0.1, port: \(peer.port), unit_id: \(id), timeout_ms: 500}
-                    bms: {simulated: true}
-
-                """
-        }
+        var yaml = peer.hilUnitsYAML(prefix: "Q", count: 2)
         yaml += """
             grid_integration:
               frequency_source: inverter

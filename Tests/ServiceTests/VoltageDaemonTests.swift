@@ -8,25 +8,8 @@ import Testing
 /// the per-unit voltage, the nonsense voltages that are absent, and AC_OVERVOLTAGE on the wire.
 @Suite("Voltage per unit against pymodbus SunSpec inverters", .serialized)
 struct VoltageDaemonTests {
-    static func yaml(port: Int) -> String {
-        var text = """
-            mode: hil
-            period_ms: 100
-            control_socket: @SOCKET@
-            bess_units:
-
-            """
-        for id in 1...4 {
-            text += """
-                  - id: V\(id)
-                    capacity_kwh: 250
-                    max_power_kw: 50
-                    modbus: {host: 127.0.0.1, port: \(port), unit_id: \(id), timeout_ms: 500}
-                    bms: {simulated: true}
-
-                """
-        }
-        return text + """
+    static func yaml(_ peer: UnitsPeer) -> String {
+        peer.hilUnitsYAML(prefix: "V", count: 4) + """
             grid_integration:
               frequency_source: inverter
               reactive_power: {nominal_voltage_v: 230}
@@ -48,7 +31,7 @@ struct VoltageDaemonTests {
         let peer = try UnitsPeer(["1:lnv=2350,vsf=-1,var=-1500", "2:lnv=0", "3:lnv=230,vsf=1", "4:lnv=2576,vsf=-1"], seconds: 90)
         defer { peer.stop() }
         #expect(peer.port > 0)
-        let daemon = try RunningDaemon(yaml: Self.yaml(port: peer.port))
+        let daemon = try RunningDaemon(yaml: Self.yaml(peer))
         let units = try daemon.waitForUnits(seconds: 30) { units in
             units.count == 4 && (units[3]["trips"] as? [String] ?? []).contains("AC_OVERVOLTAGE")
                 && Self.number(units[0], "voltage_pu") != nil && Self.number(units[0], "setpoint_w").map { $0 > 0 } == true

@@ -54,6 +54,30 @@ public final class UnitsPeer: Sendable {
         port = first.flatMap { Int($0.dropFirst(5)) } ?? 0
     }
 
+    /// The start of a bessd configuration in `hil` mode at 100 ms whose units are this peer's unit ids
+    /// 1…`count`, named `prefix`1…, 50 kW and 250 kWh each with a simulated BMS; the caller appends the
+    /// rest (`grid_integration`, `simulation`, …). `@SOCKET@` is `RunningDaemon`'s.
+    public func hilUnitsYAML(prefix: String, count: Int) -> String {
+        var text = """
+            mode: hil
+            period_ms: 100
+            control_socket: @SOCKET@
+            bess_units:
+
+            """
+        for id in 1...count {
+            text += """
+                  - id: \(prefix)\(id)
+                    capacity_kwh: 250
+                    max_power_kw: 50
+                    modbus: {host: 127.0.0.1, port: \(port), unit_id: \(id), timeout_ms: 500}
+                    bms: {simulated: true}
+
+                """
+        }
+        return text
+    }
+
     /// Kills the peer and waits for it.
     public func stop() {
         if process.isRunning {

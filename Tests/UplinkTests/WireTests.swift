@@ -47,6 +47,11 @@ struct WireTests {
     /// What hil/peers/validate_uplink.py says of the OpenAPI document and of `batch` against it:
     /// `VALID`, or the first error.
     static func openAPIVerdict(_ batch: RecordBatch) throws -> String {
+        try openAPIVerdict(JSONEncoder().encode(batch), schema: "RecordBatch")
+    }
+
+    /// The same of a JSON document against the document's schema `schema` (`BatchResponse`: an answer).
+    static func openAPIVerdict(_ json: Data, schema: String) throws -> String {
         var root = URL(fileURLWithPath: #filePath)
         while !FileManager.default.fileExists(atPath: root.appendingPathComponent("Package.swift").path) {
             root.deleteLastPathComponent()
@@ -54,13 +59,13 @@ struct WireTests {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", root.appendingPathComponent("hil/peers/validate_uplink.py").path,
-                             root.appendingPathComponent("docs/uplink-openapi.yaml").path]
+                             root.appendingPathComponent("docs/uplink-openapi.yaml").path, schema]
         let input = Pipe()
         let output = Pipe()
         process.standardInput = input
         process.standardOutput = output
         try process.run()
-        input.fileHandleForWriting.write(try JSONEncoder().encode(batch))
+        input.fileHandleForWriting.write(json)
         try input.fileHandleForWriting.close()
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()

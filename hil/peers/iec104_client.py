@@ -16,13 +16,15 @@ import time
 import c104
 
 
-def station_of(port: int, ca: int, on_raw):
+def station_of(port: int, ca: int, on_raw, command_timeout_ms: int = 3000):
     """A c104 client with one connection to 127.0.0.1:PORT and its station COMMON_ADDRESS, I-frames
-    handed raw to `on_raw`, points the outstation sends added as they come; not started yet."""
+    handed raw to `on_raw`, points the outstation sends added as they come; not started yet.
+    `command_timeout_ms`: how long c104 waits for each confirmation (a select-before-operate sends
+    its execute only after the select's confirmation came within it)."""
     def on_new_point(client: c104.Client, station: c104.Station, io_address: int, point_type: c104.Type) -> None:
         station.add_point(io_address=io_address, type=point_type)
 
-    client = c104.Client(tick_rate_ms=50, command_timeout_ms=3000)
+    client = c104.Client(tick_rate_ms=50, command_timeout_ms=command_timeout_ms)
     client.on_new_point(callable=on_new_point)
     connection = client.add_connection(ip="127.0.0.1", port=port, init=c104.Init.NONE)
     connection.on_receive_raw(callable=on_raw)

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Validates docs/uplink-openapi.yaml as OpenAPI 3, and a batch (JSON on stdin) against its
-RecordBatch schema. Prints VALID or the first error. Usage: validate_uplink.py SPEC < batch.json"""
+RecordBatch schema, or against the schema named second (BatchResponse: an answer). Prints VALID or
+the first error. Usage: validate_uplink.py SPEC [SCHEMA] < document.json"""
 import json
 import sys
 
@@ -10,7 +11,7 @@ from openapi_spec_validator.readers import read_from_filename
 
 spec, _ = read_from_filename(sys.argv[1])
 validate(spec)
-schema = dict(spec["components"]["schemas"]["RecordBatch"])
+schema = dict(spec["components"]["schemas"][sys.argv[2] if len(sys.argv) > 2 else "RecordBatch"])
 schema["components"] = spec["components"]
 batch = json.load(sys.stdin)
 errors = sorted(OAS30Validator(schema).iter_errors(batch), key=lambda e: list(e.path))
