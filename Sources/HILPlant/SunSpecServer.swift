@@ -254,10 +254,11 @@ public final class SunSpecServer: @unchecked Sendable {
         if delay > 0 { usleep(UInt32(delay)) }
         return lock.withLock { _ in
             server.load(image.words)
+            // Counted before the answer goes out: a client that has its answer sees the count.
+            requests &+= 1
             let sent = server.reply(query, length: count)
             let wrote = recordWrite(query, headerLength: headerLength)
             server.store(into: &image.words)
-            requests &+= 1
             if wrote, let observer = writeObserver { observer(image, SystemClock.shared.now()) }
             return sent
         }
