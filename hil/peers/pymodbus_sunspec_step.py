@@ -28,6 +28,15 @@ says which (stamps) and how much later the peer's process saw unit 1's write (pe
 The headline is unit 1's write, as `bess-hil bench step-latency` times its first unit; the first and
 the last unit to write are reported beside it.
 
+--voltage: the same for a voltage step and the var setpoint (issue 59's bench row). 701 LNV (V_SF −1,
+230 V nominal) steps alternately to --high-pu and back to --low-pu (1.06 and 1.00 p.u.) instead of
+Hz; the write timed is each unit's first 704 VarSet write (VarSet_SF 0, var) that moves more than
+10 var the way the step asks (down after a rise of voltage, up after a fall: a volt-var curve's
+direction between V2 and V4), from what that unit was last written before the step. A controller
+with a response-time filter is still settling from the last step when the next comes; writes that
+carry on the old way are not counted. 701 Var follows the last VarSet written. The peer waits for
+every unit's VarSet, not its WSet, before the first step.
+
 Prints "PORTS <p1> <p2> ..." once serving, then at the end
   "SUMMARY step_to_wire n=<> misses=<> p50_ms=<> p99_ms=<> max_ms=<>"   unit 1
   "UNITS first_unit|all_units n=<> p50_ms=<> p99_ms=<> max_ms=<>"        the first / last unit to write
@@ -41,7 +50,7 @@ Exits 0 when every step was answered, 1 when some were missed, 2 when no control
 
 Usage: pymodbus_sunspec_step.py [--units 8] [--steps 300] [--gap 0.35:0.75] [--phase spread|random]
                                 [--stamps wire|peer] [--warmup 3] [--csv FILE] [--events FILE]
-                                [--trace FILE] [--wait 60]
+                                [--trace FILE] [--wait 60] [--voltage [--low-pu 1.00] [--high-pu 1.06]]
 """
 import argparse
 import asyncio
@@ -64,13 +73,16 @@ from peerserver import BASE, image, free_port
 
 RATED_W = 100_000
 REFLECTS_W = 100  # a write more than this far from the unit's last setpoint before the step reflects it
+REFLECTS_VAR = 10  # --voltage: a VarSet write more than this far the step's way from the last before it
+NOMINAL_DV = 2300  # --voltage: 230.0 V at V_SF −1
 
 
 class Unit:
     """One inverter's register image and what the step bookkeeping needs of it."""
 
-    def __init__(self, index):
+    def __init__(self, index, voltage=False):
         self.index = index
+        self.voltage = voltage
         words, self.where, put = image((1, 701, 120, 121, 704))
         put(701, "Hz_SF", 0xFFFD)     # −3: mHz
         put(701, "W_SF", 1)           # tens of W
@@ -80,16 +92,26 @@ class Unit:
         put(121, "WMax", RATED_W // 10)
         put(121, "WMax_SF", 1)
         put(704, "WSet_SF", 0)
+        if voltage:
+            put(701, "V_SF", 0xFFFF)      # −1: tenths of a volt
+            put(704, "VarSet_SF", 0)      # var (704's other var points read 0: implemented)
         self.block = ModbusSequentialDataBlock(BASE + 1, list(words))  # pymodbus adds 1 to the address
         self.hz_at = self.address(701, "Hz")
         self.w_at = self.address(701, "W")
         self.wset_at = self.address(704, "WSet")
+        self.var_at = self.address(701, "Var")
+        self.varset_at = self.address(704, "VarSet")
+        # The point that steps and whose reads are watched: LNV (one register) or Hz (two).
+        self.sense_at, self.sense_size = (self.address(701, "LNV"), 1) if voltage else (self.hz_at, 2)
         self.received_ns = 0          # when the request being served arrived (one in flight per connection)
         self.tid = 0                  # its MBAP transaction id (to find it on the wire)
         self.port = 0
-        self.hz_reads = collections.deque(maxlen=33)  # arrivals of the last reads of Hz (the phase's grid)
+        self.hz_reads = collections.deque(maxlen=33)  # arrivals of the last reads of the stepped point
         self.setpoint = None          # the last WSet written, W
+        self.var_setpoint = None      # the last VarSet written, var (--voltage)
         self.set_hz(50.0)
+        if voltage:
+            self.set_level(1.0)
 
     def address(self, mid, name):
         start, offsets = self.where[mid]
@@ -98,6 +120,17 @@ class Unit:
     def set_hz(self, hz):
         mhz = round(hz * 1000)
         self.block.setValues(self.hz_at + 1, [(mhz >> 16) & 0xFFFF, mhz & 0xFFFF])
+
+    def set_level(self, level):
+        """Sets what steps: the voltage in p.u. (--voltage), else the frequency in Hz."""
+        if self.voltage:
+            self.block.setValues(self.sense_at + 1, [round(level * NOMINAL_DV) & 0xFFFF])
+        else:
+            self.set_hz(level)
+
+    def ready(self):
+        """Whether the controller has written what the steps time (VarSet, else WSet)."""
+        return (self.var_setpoint if self.voltage else self.setpoint) is not None
 
 
 class Bench:
@@ -117,7 +150,7 @@ class Bench:
     def read_served(self, unit, address, count, arrived, served):
         if self.trace:
             self.trace.write(f"R,{unit.index},{arrived},{served},{address},{count},{unit.port},{unit.tid}\n")
-        if not (address <= unit.hz_at and unit.hz_at + 1 < address + count):
+        if not (address <= unit.sense_at and unit.sense_at + unit.sense_size <= address + count):
             return
         unit.hz_reads.append(arrived)
         step = self.step
@@ -134,6 +167,8 @@ class Bench:
 
     def write_served(self, unit, address, values, arrived):
         first, last = address, address + len(values) - 1
+        if unit.voltage:
+            self.var_served(unit, first, last, values, arrived)
         if not (first <= unit.wset_at and unit.wset_at + 1 <= last):
             if self.trace:
                 self.trace.write(f"W,{unit.index},{arrived},{time.monotonic_ns()},{address},,{unit.port},{unit.tid}\n")
@@ -144,31 +179,53 @@ class Bench:
         step, u = self.step, unit.index
         if self.trace:
             self.trace.write(f"W,{u},{arrived},{time.monotonic_ns()},{address},{watts},{unit.port},{unit.tid}\n")
-        if step is not None and u not in step["write"]:
+        if step is not None and not unit.voltage:
             before = step["before"].get(u)
             if before is None or abs(watts - before) > REFLECTS_W:
-                step["write"][u], step["write_key"][u] = arrived, (unit.port, unit.tid)
-                step["last_before_write"][u] = step["last"]
-                step["last_key_before_write"][u] = step["last_key"]
-                if len(step["write"]) == len(self.units):
-                    self.answered.set()
+                self.reflected(step, unit, arrived)
         unit.setpoint = watts
         w = max(-32768, min(32767, round(watts / 10)))
         unit.block.setValues(unit.w_at + 1, [w & 0xFFFF])
 
-    def move(self, hz, planned=None):
-        """Moves every unit's Hz at once (planned for the instant `planned`, ns); returns the step's record."""
+    def var_served(self, unit, first, last, values, arrived):
+        """--voltage: a write reaching VarSet (int32) is timed when it moves the step's way."""
+        if not (first <= unit.varset_at and unit.varset_at + 1 <= last):
+            return
+        hi, lo = values[unit.varset_at - first], values[unit.varset_at + 1 - first]
+        var = (hi << 16) | lo
+        var = var - (1 << 32) if var >= 1 << 31 else var
+        step = self.step
+        if step is not None and unit.index not in step["write"]:
+            before = step["before"].get(unit.index)
+            if before is None or (var - before) * step["sign"] > REFLECTS_VAR:
+                self.reflected(step, unit, arrived)
+        unit.var_setpoint = var
+        unit.block.setValues(unit.var_at + 1, [max(-32767, min(32767, var)) & 0xFFFF])
+
+    def reflected(self, step, unit, arrived):
+        """Records the unit's first write that reflects the step."""
+        u = unit.index
+        step["write"][u], step["write_key"][u] = arrived, (unit.port, unit.tid)
+        step["last_before_write"][u] = step["last"]
+        step["last_key_before_write"][u] = step["last_key"]
+        if len(step["write"]) == len(self.units):
+            self.answered.set()
+
+    def move(self, level, sign=0, planned=None):
+        """Moves every unit's Hz (or voltage) at once (planned for the instant `planned`, ns); returns
+        the step's record. `sign`: the way a write reflecting a voltage step moves VarSet (±1)."""
         with self.lock:
             self.answered.clear()
-            step = {"hz": hz, "before": {u.index: u.setpoint for u in self.units}, "read": {}, "reads": {},
+            before = {u.index: u.var_setpoint if u.voltage else u.setpoint for u in self.units}
+            step = {"hz": level, "sign": sign, "before": before, "read": {}, "reads": {},
                     "last": None, "write": {}, "last_before_write": {}, "read_key": {}, "last_key": None,
                     "write_key": {}, "last_key_before_write": {}, "first_read": None}
             for unit in self.units:
-                unit.set_hz(hz)
+                unit.set_level(level)
             step["t"] = time.monotonic_ns()
             step["late"] = None if planned is None else step["t"] - planned
             if self.trace:
-                self.trace.write(f"S,0,{step['t']},{step['t']},0,{hz},,\n")
+                self.trace.write(f"S,0,{step['t']},{step['t']},0,{level},,\n")
             self.step = step
         return step
 
@@ -316,7 +373,12 @@ def steps(bench, units, args):
         at = bench.instant(units[0], phases[i]) if args.phase == "spread" else None
         if at is not None:
             time.sleep(max(0, at - time.monotonic_ns()) / 1e9)
-        step = bench.move(args.low_hz if i % 2 == 0 else args.high_hz, planned=at)
+        if args.voltage:
+            # Up first: the controller settled at 1.00 p.u. (no var) before the first step.
+            level, sign = (args.high_pu, -1) if i % 2 == 0 else (args.low_pu, 1)
+        else:
+            level, sign = args.low_hz if i % 2 == 0 else args.high_hz, 0
+        step = bench.move(level, sign, planned=at)
         if step["late"] is not None:
             late.append(step["late"] / 1e6)
         bench.answered.wait(timeout=args.timeout)
@@ -396,7 +458,7 @@ def steps(bench, units, args):
 
 
 async def run(args):
-    units = [Unit(i + 1) for i in range(args.units)]
+    units = [Unit(i + 1, voltage=args.voltage) for i in range(args.units)]
     bench = Bench(units)
     if args.trace:
         bench.trace = open(args.trace, "w")
@@ -418,10 +480,11 @@ async def run(args):
     print("PORTS " + " ".join(str(p) for _, p in servers), flush=True)
 
     deadline = time.monotonic() + args.wait
-    while any(u.setpoint is None for u in units):
+    while not all(u.ready() for u in units):
         if time.monotonic() > deadline:
             print(f"SUMMARY step_to_wire n=0 misses={args.steps} p50_ms=nan p99_ms=nan max_ms=nan", flush=True)
-            print("no controller wrote every unit's WSet within the wait", file=sys.stderr)
+            print(f"no controller wrote every unit's {'VarSet' if args.voltage else 'WSet'} within the wait",
+                  file=sys.stderr)
             return 2
         await asyncio.sleep(0.05)
     await asyncio.sleep(args.warmup)
@@ -455,6 +518,10 @@ def main():
     parser.add_argument("--warmup", type=float, default=3)
     parser.add_argument("--low-hz", type=float, default=49.5)
     parser.add_argument("--high-hz", type=float, default=50.0)
+    parser.add_argument("--voltage", action="store_true",
+                        help="step 701 LNV and time the first VarSet write that moves the step's way")
+    parser.add_argument("--low-pu", type=float, default=1.00)
+    parser.add_argument("--high-pu", type=float, default=1.06)
     parser.add_argument("--timeout", type=float, default=2, help="seconds a step may take before it counts as missed")
     parser.add_argument("--wait", type=float, default=60, help="seconds to wait for the controller's first writes")
     parser.add_argument("--phase", choices=("spread", "random"), default="spread",
