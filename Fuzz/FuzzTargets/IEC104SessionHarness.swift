@@ -10,9 +10,9 @@ import Outstation
 /// station sends arrive on an in-memory stream, turn by turn, and `OutstationServer` runs its
 /// per-connection procedure on them (frame splitter, link, interrogation, counters, clock
 /// synchronisation, commands, negative answers) exactly as after a `poll`, at the instants of a
-/// manual clock, over a fixed station image (two units, nothing published, AGC declared). A
-/// second connection, in another redundancy group, is started and answers as a well-behaved
-/// station would.
+/// manual clock, over a fixed station image (two units of 2 MW with var points, 2 Mvar injecting
+/// and 1.6 Mvar absorbing between them, AGC declared). A second connection, in another redundancy
+/// group, is started and answers as a well-behaved station would.
 ///
 /// The harness keeps its own account of the link as the peer sees it (what it sent, what the
 /// outstation sent, the timers) and predicts the close: the first refused frame (start, length,
@@ -23,7 +23,9 @@ import Outstation
 /// outstation writes splits and decodes again, its ASDU encodes back to the same octets; its
 /// N(S) count 0, 1, 2… modulo 32768, its N(R) never acknowledge more than the peer sent and never
 /// go back; nothing is written to a closed stream; once the window is drained, every ASDU the
-/// link delivered has exactly one confirmation (ACT_CON, DEACT_CON or COT 44–47) of its type.
+/// link delivered has exactly one confirmation (ACT_CON, DEACT_CON or COT 44–47) of its type; a
+/// var setpoint (3003) or power factor (3004) in force is one the site can hold
+/// (`SiteView.acceptsVar`, `acceptsPowerFactor`).
 ///
 /// The first octet picks the delivery: below 0x80 the stream comes in chunks of 1…64 octets (its
 /// value + 1, modulo 64); from 0x80 one frame per turn (as its length octet says), which is how
@@ -55,11 +57,7 @@ enum IEC104SessionHarness {
     /// with one thing wrong, and c104's client side of its session with lib60870's server
     /// (hil/peers/iec104_peer.py produce).
     static func seeds() -> [[UInt8]] {
-        let time = CP56Time2a(year: 26, month: 11, day: 27, hour: 2, minute: 14, milliseconds: 7_621)
-        func asdu(_ type: TypeID, _ cause: Cause, _ element: InformationElement, address: UInt32, commonAddress: UInt16 = Session.commonAddress) -> [UInt8] {
-            (try? ASDU(type: type, cause: CauseOfTransmission(cause: cause), commonAddress: commonAddress,
-                       objects: [InformationObject(address: address, element: element)]).encoded()) ?? []
-        }
+        let time = Self.time
         let interrogation = asdu(.interrogation, .activation, .interrogation(20), address: 0)
         let counters = asdu(.counterInterrogation, .activation, .counterInterrogation(5), address: 0)
         let clock = asdu(.clockSynchronisation, .activation, .clockSynchronisation(time), address: 0)
@@ -83,6 +81,27 @@ enum IEC104SessionHarness {
              asdu(.singleCommand, .activation, .singleCommand(SingleCommand(on: true)), address: 3102),
              asdu(.singleCommand, .activation, .singleCommand(SingleCommand(on: true)), address: 3001),
              asdu(.setpointFloat, .activation, .setpointFloat(1, execute), address: 3999)],
+            // The reactive set-points (issue 59): 3003 Mvar selected and executed inside the capability
+            // (2 injecting, 1.6 absorbing), then beyond it, at the absorbing edge, cancelled; NaN and ∞.
+            [asdu(.setpointFloat, .activation, .setpointFloat(1.5, select), address: 3003),
+             asdu(.setpointFloat, .activation, .setpointFloat(1.5, execute), address: 3003),
+             asdu(.setpointFloat, .activation, .setpointFloat(-2, execute), address: 3003),
+             asdu(.setpointFloat, .activation, .setpointFloat(-1.6, select), address: 3003),
+             asdu(.setpointFloat, .activation, .setpointFloat(-1.6, execute), address: 3003),
+             asdu(.setpointFloat, .activation, .setpointFloat(0.5, select), address: 3003),
+             asdu(.setpointFloat, .deactivation, .setpointFloat(0.5, select), address: 3003),
+             asdu(.setpointFloat, .activation, .setpointFloat(.nan, execute), address: 3003),
+             asdu(.setpointFloat, .activation, .setpointFloat(.infinity, execute), address: 3003)],
+            // 3004 with time tags: 0.95 over-excited (at least 0.894) selected and executed, 0.93
+            // under-excited (at least 0.928) direct, then refused: 0.9 under-excited, 1.5, 0, NaN.
+            [asdu(.setpointFloatWithTime, .activation, .setpointFloatWithTime(0.95, select, time), address: 3004),
+             asdu(.setpointFloatWithTime, .activation, .setpointFloatWithTime(0.95, execute, time), address: 3004),
+             asdu(.setpointFloatWithTime, .activation, .setpointFloatWithTime(-0.93, execute, time), address: 3004),
+             asdu(.setpointFloat, .activation, .setpointFloat(-0.9, execute), address: 3004),
+             asdu(.setpointFloat, .activation, .setpointFloat(1.5, select), address: 3004),
+             asdu(.setpointFloat, .activation, .setpointFloat(0, execute), address: 3004),
+             asdu(.setpointFloatWithTime, .activation, .setpointFloatWithTime(.nan, execute, time), address: 3004),
+             asdu(.setpointFloatWithTime, .activation, .setpointFloatWithTime(0.5, execute, time), address: 3003)],
             // Unknown type, a monitor type in the control direction, another common address, a cause not served.
             [[102, 1, 6, 0, UInt8(Session.commonAddress), 0, 0, 0, 0],
              asdu(.measuredFloat, .spontaneous, .measuredFloat(1, .good), address: 1001),
@@ -107,6 +126,16 @@ enum IEC104SessionHarness {
         let stream = c104.flatMap(hexOctets)
         seeds += [[0x80] + stream, [7] + stream]
         return seeds
+    }
+
+    /// The seeds' time tag: where the session's wall clock starts (`Session.wallClockAtZero`).
+    static let time = CP56Time2a(year: 26, month: 11, day: 27, hour: 2, minute: 14, milliseconds: 7_621)
+
+    /// One ASDU's octets, of one information object.
+    static func asdu(_ type: TypeID, _ cause: Cause, _ element: InformationElement, address: UInt32,
+                     commonAddress: UInt16 = Session.commonAddress) -> [UInt8] {
+        (try? ASDU(type: type, cause: CauseOfTransmission(cause: cause), commonAddress: commonAddress,
+                   objects: [InformationObject(address: address, element: element)]).encoded()) ?? []
     }
 
     static func hexOctets(_ text: String) -> [UInt8] {
@@ -271,6 +300,7 @@ struct PeerAccount {
 /// One outstation with the fuzzed connection and a well-behaved one beside it.
 final class Session {
     let clock: ManualClock
+    let shared: SharedState
     let server: OutstationServer
     let peer = MemoryStream(peer: "127.0.0.1:40000", address: 0x7F00_0001)
     let standby = MemoryStream(peer: "10.0.0.2:40001", address: 0x0A00_0002)
@@ -293,13 +323,19 @@ final class Session {
         settings.groups = [IEC104Group(name: "centre", commands: Set(IEC104CommandRight.allCases)),
                            IEC104Group(name: "standby", allowFrom: [IPv4Network("10.0.0.0/8")!])]
         let shared = SharedState(units: 2, view: SiteView.Settings(capacitiesWh: [], ratingsW: [2e6, 2e6]))
+        shared.publish(unitStatus: Self.reactiveUnits)
         shared.declareAGC(AGCLimits(upper: 4e6, lower: -4e6, expiry: .seconds(30)))
         let description = StationDescription(ratingsW: [2e6, 2e6], capacitiesWh: [4e6, 4e6], hasMeter: false, frequencyResponseEnabled: true)
         let journal = JournalRecorder()
         let clock = ManualClock()
         self.journal = journal
         self.clock = clock
-        server = OutstationServer(settings: settings, description: description, shared: shared, clock: clock) { notice in
+        self.shared = shared
+        // The wall clock follows the manual one from the seeds' time tag (2026-11-27 02:14:07.621 UTC
+        // at the start), so a time-tagged command's age is the session's and an input replays alike
+        // on any day.
+        server = OutstationServer(settings: settings, description: description, shared: shared, clock: clock,
+                                  wallClock: { Self.wallClockAtZero + Double(clock.now().nanoseconds) / 1e9 }) { notice in
             journal.lines.append((notice.outstationCode!, notice.fieldsByName))
         }
         account = PeerAccount(k: settings.k, t1: settings.t1)
@@ -309,6 +345,18 @@ final class Session {
         standby.input = Frame.unnumbered(.startDataTransferActivation).encoded()
         standbyAccount.peerSends(standby.input)
     }
+
+    /// Two units whose inverters report var points: 1 Mvar injecting and 0.8 Mvar absorbing each, so
+    /// the site of 4 MW holds 0.894 over-excited (4 / √(4² + 2²)) and 0.928 under-excited
+    /// (4 / √(4² + 1.6²)). Without them 3003 takes only 0 and 3004 only unity.
+    static var reactiveUnits: [UnitStatus] {
+        var units = [UnitStatus](repeating: UnitStatus(), count: 2)
+        for i in units.indices { (units[i].varMaxInjecting, units[i].varMaxAbsorbing) = (1e6, 0.8e6) }
+        return units
+    }
+
+    /// The wall clock, Unix seconds, when the manual clock reads zero (it starts at 1 s).
+    static let wallClockAtZero = 1_795_745_646.621
 
     /// How many octets make the frame at the start of `octets` (at least one).
     static func frameSize(_ octets: ArraySlice<UInt8>) -> Int {
@@ -346,6 +394,7 @@ final class Session {
         }
         violations.check(!standby.isClosed, "the standby group's connection closed: \(standbyAccount.closeExpected.map { "\($0)" } ?? "no reason")")
         violations.check(peer.usedAfterClose == 0 && standby.usedAfterClose == 0, "a closed stream read or written")
+        checkReactive()
         isOpen = !peer.isClosed && account.closeExpected == nil
         // The standby station acknowledges what it got and confirms TESTFR.
         var answer: [UInt8] = []
@@ -355,6 +404,18 @@ final class Session {
         if standbyAccount.testSentAt != nil { answer += Frame.unnumbered(.testFrameConfirmation).encoded() }
         standby.input += answer
         standbyAccount.peerSends(answer)
+    }
+
+    /// A reactive command in force is one the site can hold: 3003 inside the var capability, 3004
+    /// a power factor it holds at its rating (both directions carry it).
+    private func checkReactive() {
+        let commands = shared.commands
+        let view = shared.view
+        let reactive = commands.reactive
+        violations.check(!reactive.enabled || view.acceptsVar(reactive.value), "a var setpoint of \(reactive.value) var in force")
+        for pf in [commands.powerFactorInjecting, commands.powerFactorAbsorbing] where pf.enabled {
+            violations.check(view.acceptsPowerFactor(pf.value), "a power factor of \(pf.value) in force")
+        }
     }
 
     private func observe(_ stream: MemoryStream, _ splitter: inout FrameSplitter, _ account: inout PeerAccount, at now: MonotonicInstant) {
@@ -397,6 +458,11 @@ final class Session {
     /// frame `last` makes of the account, then TESTFR and STOPDT when `stop`; one frame per turn.
     /// Its recorded input is a seed that replays to the same end.
     static func record(_ asdus: [[UInt8]], stop: Bool = true, then last: ((PeerAccount) -> [UInt8])? = nil) -> [UInt8] {
+        play(asdus, stop: stop, then: last).recorded
+    }
+
+    /// The session `record` scripts, as it ended (its commands, its journal).
+    static func play(_ asdus: [[UInt8]], stop: Bool = true, then last: ((PeerAccount) -> [UInt8])? = nil) -> Session {
         let session = Session()
         func send(_ frame: Frame) { session.feed(frame.encoded()) }
         func settle() {
@@ -419,6 +485,6 @@ final class Session {
             send(.unnumbered(.testFrameActivation))
             send(.unnumbered(.stopDataTransferActivation))
         }
-        return session.recorded
+        return session
     }
 }
