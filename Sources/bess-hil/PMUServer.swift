@@ -109,7 +109,8 @@ extension [UInt8] {
 /// With `badFrames` each data frame is followed by a bad one measuring `badFrameHz`. With `udp` it
 /// also answers on a datagram socket of the same port number (C37.118.2 Annex F's UDP: commands
 /// to the PMU's port, configuration and data sent back to the address the last command came from);
-/// stopped, it answers and sends nothing there.
+/// stopped, it answers and sends nothing there. A TCP peer that stops reading holds a send at most
+/// `sendTimeout`: its connection is then closed and the next one served.
 final class PMUSender: @unchecked Sendable {
     /// Frames a PMU's client must refuse, sent between the good ones.
     enum BadFrames: String, CaseIterable {
@@ -154,11 +155,15 @@ final class PMUSender: @unchecked Sendable {
         var streaming = false
         var frames = 0
         var connections = 0
+        /// Connections closed because a send found no room within `sendTimeout`.
+        var sendTimeouts = 0
     }
 
     let stream: PMUStream
     let state = Mutex(State())
     let port: UInt16
+    /// The longest a TCP send waits for room in the socket before the connection is given up.
+    let sendTimeout: Duration
     /// BessSystem's listener on 127.0.0.1; nil once stopped.
     private var listener: TCPListener?
     /// The datagram socket (`udp`), -1 without one.
@@ -167,8 +172,9 @@ final class PMUSender: @unchecked Sendable {
     /// Serving threads not yet finished.
     private let serving = Atomic<Int>(0)
 
-    init(stream: PMUStream, udp: Bool = false) throws {
+    init(stream: PMUStream, udp: Bool = false, sendTimeout: Duration = .seconds(1)) throws {
         self.stream = stream
+        self.sendTimeout = sendTimeout
         let listener: TCPListener
         do throws(SystemCallError) {
             listener = try TCPListener(host: "127.0.0.1", port: 0, backlog: 4)
@@ -364,14 +370,21 @@ final class PMUSender: @unchecked Sendable {
         return true
     }
 
+    /// Sends all of `bytes`; false when the connection failed, or when the peer left no room for
+    /// `sendTimeout` (a client that stopped reading must not hold the server).
     private func send(_ connection: Int32, _ bytes: [UInt8]) -> Bool {
+        let deadline = SystemClock.shared.now() + sendTimeout
         var sent = 0
         while sent < bytes.count {
             let count = bytes[sent...].withUnsafeBytes { Glibc.send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             if count < 0, errno == EAGAIN || errno == EWOULDBLOCK {
-                // The socket is non-blocking: wait for room, as a blocking send would.
+                // The socket is non-blocking: wait for room until the deadline.
+                guard SystemClock.shared.now() < deadline else {
+                    state.withLock { $0.sendTimeouts += 1 }
+                    return false
+                }
                 var room = pollfd(fd: connection, events: Int16(POLLOUT), revents: 0)
-                guard poll(&room, 1, -1) > 0 else { return false }
+                _ = SystemClock.shared.poll(&room, count: 1, until: deadline)
                 continue
             }
             guard count > 0 else { return false }
