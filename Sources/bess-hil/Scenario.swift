@@ -25,8 +25,8 @@ struct Scenario {
             case override(kw: Double, seconds: Double)
             case clearOverride
             /// `unit`: a unit id, `site` for the whole site (shared by the site's allocation), nil for
-            /// the first unit.
-            case dispatch(kw: Double, seconds: Double, unit: String?)
+            /// the first unit. `kvar`: the dispatch's `reactive_kvar` (`dispatch_kvar`, + = injecting).
+            case dispatch(kw: Double, seconds: Double, unit: String?, kvar: Double? = nil)
             case kill
             case start
             case reload(Node)
@@ -51,27 +51,6 @@ struct Scenario {
         /// For an `iec104` action: the activation confirmation the file expects (`confirm:
         /// positive` or `negative`); a different one is a missed expectation.
         var wantPositive: Bool? = nil
-    }
-
-    /// One command of the control centre, at the default IOAs of docs/iec104.md.
-    enum IEC104Order: Equatable {
-        /// 3101, C_SC_NA_1: AGC in or out of service.
-        case agcInService(Bool)
-        /// 3001, C_SE_NC_1: the AGC target, MW (+ = export).
-        case agcSetpoint(Double)
-        /// 3002, C_SE_NC_1: the site MW setpoint.
-        case siteSetpoint(Double)
-
-        /// The keys of an `iec104:` action, in the order its commands are sent.
-        static let keys = ["agc_in_service", "agc_setpoint_mw", "site_setpoint_mw"]
-
-        var label: String {
-            switch self {
-            case .agcInService(let on): "AGC \(on ? "in" : "out of") service"
-            case .agcSetpoint(let mw): "AGC \((mw * 1000).formatted(.number.grouping(.never))) kW"
-            case .siteSetpoint(let mw): "104 setpoint \((mw * 1000).formatted(.number.grouping(.never))) kW"
-            }
-        }
     }
 
     enum Window {
@@ -142,7 +121,7 @@ struct Scenario {
     static let numericSignals = ["setpoint_kw", "power_kw", "soc_percent", "frequency_hz", "bessd_setpoint_kw",
                                  "allowed_charge_kw", "allowed_discharge_kw", "grid_kw", "site_power_kw", "soc_spread_percent",
                                  "operator_cap_kw", "scada_setpoint_kw", "agc_target_kw", "agc_followed_kw", "bessd_frequency_hz", "voltage_pu",
-                                 "reactive_kvar"] + sep2Signals
+                                 "reactive_kvar", "unit_reactive_kvar", "reactive_setpoint_kvar"] + sep2Signals
     /// Site-level codes a scenario may expect besides the interlock codes (from `bessctl site`).
     static let siteCodes: Set = ["METER_STALE", "SITE_SHORTFALL"]
     static let flagSignals = ["state", "reverted", "bessd", "agc_following", "agc_signal_lost", "frequency_source"]
@@ -233,8 +212,10 @@ struct Scenario {
             } else if let kw = entry["dispatch_kw"]?.float {
                 guard let forS else { fail(here, "dispatch_kw needs for_s"); continue }
                 let unit = entry["unit"]?.string
-                kind = .dispatch(kw: kw, seconds: forS, unit: unit)
-                label = "dispatch \(kw) kW" + (unit == "site" ? " (site)" : "")
+                let kvar = entry["dispatch_kvar"]?.float
+                if entry["dispatch_kvar"] != nil, !(kvar?.isFinite ?? false) { fail("\(here).dispatch_kvar", "a number (kvar)"); continue }
+                kind = .dispatch(kw: kw, seconds: forS, unit: unit, kvar: kvar)
+                label = "dispatch \(kw) kW" + (kvar.map { ", \($0) kvar" } ?? "") + (unit == "site" ? " (site)" : "")
             } else if entry["kill_bessd"]?.bool == true {
                 kind = .kill; label = "SIGKILL bessd"
             } else if entry["start_bessd"]?.bool == true {
@@ -258,18 +239,7 @@ struct Scenario {
                 label = "SCADA " + points.filter { !$0.point.hasSuffix("Ena") && $0.point != "WSetMod" && !$0.point.hasSuffix("Tms") }
                     .map { "\($0.point) \($0.value.formatted(.number.grouping(.never)))" }.joined(separator: ", ")
             } else if let orders = entry["iec104"]?.mapping {
-                var list: [IEC104Order] = []
-                for key in orders.keys.compactMap(\.string) where !IEC104Order.keys.contains(key) {
-                    fail("\(here).iec104.\(key)", "unknown command; known: \(IEC104Order.keys.joined(separator: ", "))")
-                }
-                if let node = orders[Node("agc_in_service")] {
-                    if let on = node.bool { list.append(.agcInService(on)) } else { fail("\(here).iec104.agc_in_service", "true or false") }
-                }
-                for (key, make) in [("agc_setpoint_mw", IEC104Order.agcSetpoint), ("site_setpoint_mw", IEC104Order.siteSetpoint)] {
-                    guard let node = orders[Node(key)] else { continue }
-                    if let mw = node.float, mw.isFinite { list.append(make(mw)) } else { fail("\(here).iec104.\(key)", "a number (MW)") }
-                }
-                if list.isEmpty { fail("\(here).iec104", "names no command (\(IEC104Order.keys.joined(separator: ", ")))"); continue }
+                guard let list = IEC104Order.parse(orders, here: "\(here).iec104", fail: fail) else { continue }
                 kind = .iec104(list)
                 label = list.map(\.label).joined(separator: ", ")
             } else if let pmu = entry["pmu"]?.mapping {
@@ -304,7 +274,7 @@ struct Scenario {
                 kind = .sep2(order); label = text
             }
             let knownKeys: Set = ["at_s", "for_s", "over_s", "delay_s", "bms", "unit", "group", "frequency_hz", "voltage_pu", "ramp_to_hz", "fault",
-                                  "reset", "mode", "override_kw", "clear_override", "dispatch_kw", "kill_bessd", "start_bessd",
+                                  "reset", "mode", "override_kw", "clear_override", "dispatch_kw", "dispatch_kvar", "kill_bessd", "start_bessd",
                                   "reload", "scada_write", "aggregator", "label", "iec104", "confirm", "pmu", "sep2"]
             for key in keys.subtracting(knownKeys) { fail("\(here).\(key)", "unknown key") }
             guard let kind else {
@@ -524,8 +494,11 @@ struct Sample {
     var pmuHz = Double.nan
     /// The plant's voltage at the connection point, p.u. of its nominal (each inverter's 701 `LNV`).
     var voltagePU = Double.nan
-    /// Σ the plant inverters' measured reactive power, kvar (+ = injecting).
+    /// Σ the plant inverters' measured reactive power, kvar (+ = injecting), the first unit's, and
+    /// Σ the var setpoints bessd wrote (what the inverters were commanded, before their response).
     var reactiveKVAr = Double.nan
+    var unitReactiveKVAr = Double.nan
+    var reactiveSetpointKVAr = Double.nan
     var pmuStatus = "-"
     /// What the PMU's bad frames (wrong CRC or IDCODE) measure, NaN when it sends none.
     var pmuBadHz = Double.nan
@@ -555,6 +528,8 @@ struct Sample {
         case "bessd_frequency_hz": bessdFrequencyHz
         case "voltage_pu": voltagePU
         case "reactive_kvar": reactiveKVAr
+        case "unit_reactive_kvar": unitReactiveKVAr
+        case "reactive_setpoint_kvar": reactiveSetpointKVAr
         default: sep2[signal] ?? .nan
         }
     }

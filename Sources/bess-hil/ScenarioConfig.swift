@@ -71,8 +71,10 @@ struct ScenarioConfig {
             site["meter"] = .mapping(meter)
             root["site"] = .mapping(site)
         }
-        // SCADA on a free loopback port, writes on, when the timeline writes to it.
-        if scenario.actions.contains(where: { if case .scada = $0.kind { true } else { false } }) {
+        // SCADA on a free loopback port, writes on, when the timeline writes to it, or when the file
+        // has a `scada:` block without `listen` (for its `max_hold_s`, which IEC 104's set-points keep too).
+        if scenario.actions.contains(where: { if case .scada = $0.kind { true } else { false } })
+            || (root["scada"]?.mapping.map { $0[Node("listen")] == nil } ?? false) {
             scadaPort = freeLoopbackPort()
             var scada = root["scada"]?.mapping ?? [:]
             scada["listen"] = Node("127.0.0.1:\(scadaPort)")

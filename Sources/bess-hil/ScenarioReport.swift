@@ -23,14 +23,15 @@ struct ScenarioReport {
     func write(plotter: String?) throws(ScenarioError) -> String? {
         let base = outputDirectory + "/" + scenario.name
         var csv = "t_s,frequency_hz,setpoint_kw,power_kw,soc_percent,bessd_setpoint_kw,allowed_charge_kw,allowed_discharge_kw,state,reverted,bessd,active,latched,grid_kw,site_power_kw,soc_spread_percent,operator_cap_kw,scada_setpoint_kw,agc_target_kw,agc_followed_kw,pmu_hz,pmu_stat,bessd_frequency_hz,frequency_source,pmu_bad_hz,"
-            + Scenario.sep2Signals.joined(separator: ",") + ",voltage_pu,reactive_kvar\n"
+            + Scenario.sep2Signals.joined(separator: ",") + ",unit_reactive_kvar,reactive_setpoint_kvar,voltage_pu,reactive_kvar\n"
         for s in samples {
             csv += "\(fmt(s.t)),\(String(format: "%.4f", s.frequency)),\(fmt(s.setpointKW)),\(fmt(s.powerKW)),\(fmt(s.socPercent)),"
                 + "\(fmt(s.bessdSetpointKW)),\(fmt(s.allowedChargeKW)),\(fmt(s.allowedDischargeKW)),\(s.state),\(s.reverted ? 1 : 0),"
                 + "\(s.bessdUp ? 1 : 0),\(s.active.joined(separator: "|")),\(s.latched.joined(separator: "|")),"
                 + "\(fmt(s.gridKW)),\(fmt(s.sitePowerKW)),\(fmt(s.socSpreadPercent)),\(fmt(s.operatorCapKW)),\(fmt(s.scadaSetpointKW)),"
                 + "\(fmt(s.agcTargetKW)),\(fmt(s.agcFollowedKW)),\(hertz(s.pmuHz)),\(s.pmuStatus),"
-                + "\(hertz(s.bessdFrequencyHz)),\(s.frequencySource),\(hertz(s.pmuBadHz)),\(sep2Columns(s)),\(String(format: "%.4f", s.voltagePU)),\(fmt(s.reactiveKVAr))\n"
+                + "\(hertz(s.bessdFrequencyHz)),\(s.frequencySource),\(hertz(s.pmuBadHz)),\(sep2Columns(s)),"
+                + "\(fmt(s.unitReactiveKVAr)),\(fmt(s.reactiveSetpointKVAr)),\(String(format: "%.4f", s.voltagePU)),\(fmt(s.reactiveKVAr))\n"
         }
         guard (try? csv.write(toFile: base + ".csv", atomically: true, encoding: .utf8)) != nil else {
             throw ScenarioError(.io, "cannot write \(base).csv")

@@ -26,6 +26,8 @@ extension ScenarioRun {
                 case .agcInService(let on): confirmation = try controlCentre!.singleCommand(address(.agcInServiceCommand), on: on)
                 case .agcSetpoint(let mw): confirmation = try controlCentre!.setpoint(address(.agcSetpointCommand), Float(mw))
                 case .siteSetpoint(let mw): confirmation = try controlCentre!.setpoint(address(.siteSetpointCommand), Float(mw))
+                case .siteVarSetpoint(let mvar): confirmation = try controlCentre!.setpoint(address(.siteReactiveSetpointCommand), Float(mvar))
+                case .sitePowerFactor(let pf): confirmation = try controlCentre!.setpoint(address(.sitePowerFactorCommand), Float(pf))
                 }
                 outcomes.append("\(order.label): \(confirmation)")
                 if let want = action.wantPositive, want != confirmation.positive {

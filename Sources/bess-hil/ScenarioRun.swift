@@ -263,11 +263,12 @@ final class ScenarioRun {
         case .override(let kw, let seconds):
             return ask(ControlRequest(.override, unit: unitIDs.first ?? "", powerKW: kw, forSeconds: seconds))
         case .clearOverride: return ask(ControlRequest(.override, unit: unitIDs.first ?? "", clear: true))
-        case .dispatch(let kw, let seconds, let unit):
+        case .dispatch(let kw, let seconds, let unit, let kvar):
             // A site dispatch names no unit: its power is the site's, shared by the allocation.
             let target = unit == "site" ? "" : "\"unit\":\"\(unit ?? unitIDs.first ?? "")\","
+            let reactive = kvar.map { "\"reactive_kvar\":\($0)," } ?? ""
             let command = "{\"id\":\"scenario-\(Int(t * 1000))\",\"kind\":\"power\",\(target)"
-                + "\"power_kw\":\(kw),\"expires_unix\":\(Date().timeIntervalSince1970 + seconds)}"
+                + "\"power_kw\":\(kw),\(reactive)\"expires_unix\":\(Date().timeIntervalSince1970 + seconds)}"
             let answer = httpRequest("POST", "/v1/sites/HIL/commands", body: command) ?? "no answer"
             return answer.hasPrefix("HTTP/1.1 200") ? "queued at bess-aggregator" : "refused: \(answer.prefix(80))"
         case .kill:
@@ -329,6 +330,8 @@ final class ScenarioRun {
         s.voltagePU = rig.voltageV / rig.gridVoltage.nominalV
         s.sitePowerKW = rig.units.reduce(0.0) { $0 + $1.inverter.powerW } / 1000
         s.reactiveKVAr = rig.units.reduce(0.0) { $0 + $1.inverter.reactiveVar } / 1000
+        s.unitReactiveKVAr = unit.inverter.reactiveVar / 1000
+        s.reactiveSetpointKVAr = rig.units.reduce(0.0) { $0 + $1.inverter.reactiveSetpointVar } / 1000
         let socs = rig.units.map { $0.battery.soc * 100 }
         s.socSpreadPercent = (socs.max() ?? 0) - (socs.min() ?? 0)
         if rig.meterServer != nil { s.gridKW = rig.meter.gridPowerW / 1000 }

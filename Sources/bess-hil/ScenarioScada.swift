@@ -8,7 +8,7 @@ extension ScadaImage {
         var registers: [(address: Int, words: [UInt16])] = []
         for point in SunSpecTables.M704.points {
             guard let value = points.first(where: { $0.point == point.name })?.value else { continue }
-            let raw = Int((value / (point.scaleFactor == "WSet_SF" ? SunSpec.powerOfTen(wSF) : 1)).rounded())
+            let raw = Int((value / (point.scaleFactor == "WSet_SF" || point.scaleFactor == "VarSet_SF" ? SunSpec.powerOfTen(wSF) : 1)).rounded())
             let words: [UInt16] = point.size == 2 ? [UInt16(truncatingIfNeeded: raw >> 16), UInt16(truncatingIfNeeded: raw)]
                 : [UInt16(truncatingIfNeeded: raw)]
             let address = ScadaImage.base + m + point.offset
