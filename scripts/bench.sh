@@ -4,7 +4,7 @@
 #   scripts/bench.sh            everything (about 50 minutes on 2 cores, plus the release build)
 #   BENCH_QUICK=1 scripts/bench.sh   shorter runs (fewer samples; for trying the script)
 #   BENCH_ONLY="jitter resources" scripts/bench.sh   retakes only those sections (jitter, step,
-#     stepwire, site, scada, iec104, pmu, pmuwire, sep2, alarm, resources, spool, allocations, plot) into the existing results:
+#     stepwire, voltwire, site, scada, iec104, pmu, pmuwire, sep2, alarm, resources, spool, allocations, plot) into the existing results:
 #     their keys are replaced, every other row keeps its run, and the table names the retaken rows
 # Numbers live here, never in timed tests. Each measurement is independent: one that cannot run
 # (no real-time priority, no VM for CAN) says so in the table instead of failing the others.
@@ -222,6 +222,12 @@ fi
 if want stepwire; then
 echo "bench: frequency step → setpoint on the wire against pymodbus, bessd beside the naive loop"
 RESULTS="$ROOT/$RESULTS" DATA="$ROOT/$DATA" BESSD="$ROOT/$BIN/bessd" PERIODS="10 100" STEPS="$STEPS" scripts/step-wire-bench.sh
+fi
+
+# 2a'. A voltage step at the same peer's 701 LNV → each unit's 704 VarSet under volt-var (issue 59).
+if want voltwire; then
+echo "bench: voltage step → var setpoint on the wire against pymodbus (volt-var, OLRT 1 s)"
+RESULTS="$ROOT/$RESULTS" DATA="$ROOT/$DATA" BESSD="$ROOT/$BIN/bessd" PERIODS="10 100" STEPS="$STEPS" scripts/step-wire-bench.sh --voltage
 fi
 
 # 2b. The site: one unit's inverter faults during a frequency event → the timed unit's larger share on
