@@ -250,9 +250,6 @@ extension ReactivePowerConfiguration {
     /// voltage is the units' mean per-unit voltage, which needs the units' nominal voltage.
     static func checkLevels(site: ReactivePowerConfiguration, _ f: ConfigReader.Fields, unit: ReactivePowerConfiguration,
                             hasMeter: Bool, _ r: ConfigReader) {
-        let errors = { r.diagnostics.count { $0.severity == .error } }
-        let refusedBefore = errors()
-        defer { refuseUnbuiltSiteLaw(site, f, r, alreadyRefused: errors() > refusedBefore) }
         if site.settings?.reactive != nil, unit.settings?.reactive != nil {
             r.error(f.mark("mode"), f.child("mode"),
                     "a reactive mode is set in grid_integration.reactive_power too: choose per unit or at the connection "
@@ -274,18 +271,5 @@ extension ReactivePowerConfiguration {
                      "while site.meter is stale the site's voltage is the units' mean per-unit voltage, which needs "
                         + "grid_integration.reactive_power.nominal_voltage_v; without it there is no voltage then (0 var)")
         }
-    }
-
-    /// The connection-point law (design 0010's fifth slice) is not in the cycle yet: a site mode or
-    /// volt-watt is refused rather than accepted and not carried out, so no installer believes the
-    /// site supports voltage when it does not. `nominal_voltage_v` alone (the meter's per-unit
-    /// voltage, the grid voltage interlocks) is taken.
-    static func refuseUnbuiltSiteLaw(_ site: ReactivePowerConfiguration, _ f: ConfigReader.Fields, _ r: ConfigReader,
-                                     alreadyRefused: Bool) {
-        guard !alreadyRefused, let settings = site.settings, settings.reactive != nil || settings.voltWatt != nil else { return }
-        let key = settings.reactive != nil ? "mode" : "volt_watt"
-        r.error(f.mark(key), f.child(key),
-                "is not carried out at the connection point yet: set it per unit in grid_integration.reactive_power "
-                    + "(site.reactive_power takes nominal_voltage_v alone for now)")
     }
 }

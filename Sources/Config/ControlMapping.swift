@@ -26,6 +26,7 @@ extension BessdConfiguration {
             meterStaleAfter: site.meter?.staleAfter ?? .seconds(3),
             meterMaxLag: site.meter?.maxLag ?? .seconds(1))
         settings.nominalVoltageV = site.reactivePower.nominalVoltageV
+        settings.gridSupport = site.reactivePower.settings
         return settings
     }
 

@@ -1,3 +1,5 @@
+public import GridSupport
+
 /// A reading of the site's grid-connection meter.
 public struct MeterReading: Sendable, Equatable {
     /// Active power through the connection point, + = import (taken from the grid).
@@ -78,6 +80,9 @@ public struct SiteSettings: Sendable {
     /// `site.reactive_power.nominal_voltage_v` (line to neutral, V): the base of the meter's per-unit
     /// voltage (`GRID_OVERVOLTAGE`, `GRID_UNDERVOLTAGE`); nil: none, and those rules are inert.
     public var nominalVoltageV: Double? = nil
+    /// `site.reactive_power`'s mode and volt-watt: one law at the connection point, on the sum of the
+    /// units' ratings (`SiteReactiveLaw`); nil: none.
+    public var gridSupport: GridSupportSettings? = nil
 
     public init(hasMeter: Bool = false, importMax: Watts? = nil, exportMax: Watts? = nil,
                 application: SiteApplication = .none, socReservePercent: Double = 0,
@@ -149,10 +154,8 @@ public struct ConnectionPoint: Sendable {
     /// Moves of a target smaller than this are not made (meter noise), W.
     public let deadband: Double
 
-    private var times: [Int64]
-    private var powers: [Double]
-    private var head = 0
-    private var count = 0
+    /// The batteries' measured (and newly commanded) power over the last moments (`LagHistory`).
+    private var history: LagHistory
     /// The last command recorded (see `update`).
     private var lastCommanded: Double?
     private let startedAt: MonotonicInstant
@@ -162,8 +165,7 @@ public struct ConnectionPoint: Sendable {
         self.settings = settings
         self.startedAt = startedAt
         deadband = max(100, (rating.isFinite ? rating : 0) / 1000)
-        times = [Int64](repeating: 0, count: max(2, history))
-        powers = [Double](repeating: 0, count: max(2, history))
+        self.history = LagHistory(capacity: history)
     }
 
     /// What changed in one update.
@@ -274,30 +276,11 @@ public struct ConnectionPoint: Sendable {
         }
     }
 
-    private mutating func record(_ power: Double, at now: MonotonicInstant) {
-        let index = (head + count) % times.count
-        times[index] = now.nanoseconds
-        powers[index] = power
-        if count < times.count { count += 1 } else { head = (head + 1) % times.count }
-    }
+    private mutating func record(_ power: Double, at now: MonotonicInstant) { history.record(power, at: now) }
 
     /// The least and most battery power in force at any instant from `from` to `to`: every sample
     /// taken in the window and the one in force when it began.
-    func batteryRange(from: MonotonicInstant, to: MonotonicInstant) -> (Double, Double) {
-        var low = Double.infinity, high = -Double.infinity
-        var i = count - 1
-        while i >= 0 {
-            let slot = (head + i) % times.count
-            let t = times[slot]
-            if t <= to.nanoseconds {
-                low = Swift.min(low, powers[slot])
-                high = Swift.max(high, powers[slot])
-                if t <= from.nanoseconds { break }
-            }
-            i -= 1
-        }
-        return low.isFinite ? (low, high) : (0, 0)
-    }
+    func batteryRange(from: MonotonicInstant, to: MonotonicInstant) -> (Double, Double) { history.range(from: from, to: to) }
 }
 
 /// The site's decision in one cycle, layer by layer (W, + = discharge).
@@ -324,5 +307,10 @@ public struct SiteDecision: Sendable, Equatable {
     public var scadaSetpoint: Double?
     /// The utility's controls (IEEE 2030.5) as applied this cycle.
     public var utility = UtilityDecision()
+    /// The site's volt-watt cap on the units' discharge in force, W (infinite when none), and whether
+    /// it decided the units' power this cycle (the lowest of it, the grid operator's cap and the
+    /// utility's).
+    public var voltWattCap = Double.infinity
+    public var voltWattLimited = false
     public init() {}
 }

@@ -639,6 +639,7 @@ extension SiteController {
         if gridEnergy != nil, let open = old.gridEnergy, open.lengthSeconds == gridEnergy!.lengthSeconds { gridEnergy = open }
         frequencyEvents.adopt(old.frequencyEvents, mapping: mapping)
         reactiveStage.adopt(old.reactiveStage, mapping: mapping)
+        siteReactive.adopt(old.siteReactive)
         for (i, j) in mapping.enumerated() where i < units.count {
             guard let j, j < old.units.count else { continue }
             units[i].adopt(old.units[j])

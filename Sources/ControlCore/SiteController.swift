@@ -36,6 +36,10 @@ public final class SiteController {
     var pool: SitePool
     /// The last stage: each unit's reactive mode and volt-watt on its share (SiteReactive.swift).
     var reactiveStage: ReactiveStage
+    /// The law at the connection point (`site.reactive_power`; SiteReactive+ConnectionPoint.swift).
+    var siteReactive: SiteReactiveLaw
+    /// Σ the fresh units' measured Q this step, var (+ = injecting).
+    var measuredVar = 0.0
     /// The last step's allocation: what the pool was asked and what it was given.
     public var allocation: AllocationResult { pool.allocation }
     /// True while `SITE_SHORTFALL` stands (raised above the threshold, cleared below half of it).
@@ -69,6 +73,17 @@ public final class SiteController {
     public var reactiveRequestInForce: SiteRequest? { arbiter.reactiveWinner }
     /// The part of the site's var request no unit could take in the last step, var (+ = injecting).
     public var reactiveShortfall: Double { reactiveStage.shortfallVar }
+    /// The site law's Q at the connection point in the last step, var (+ = injecting); nil when it
+    /// gave none (no site mode, stale voltage, a party's request in force).
+    public var siteReactiveTarget: Double? { siteReactive.target }
+    /// What the units were asked together for the connection point in the last step, var; nil: none.
+    public var siteReactiveAsk: Double? { siteReactive.ask }
+    /// Whether the last step held Q at the meter (a fresh meter with var), and the reactive load's
+    /// bounds then, var.
+    public var siteReactiveMetered: Bool { siteReactive.metered }
+    public var reactiveLoadRange: (low: Double, high: Double)? {
+        siteReactive.loadLow.flatMap { low in siteReactive.loadHigh.map { (low, $0) } }
+    }
     /// Unit `unit`'s reactive capability, var, each way (`VarMaxInj` / `VarMaxAbs`, at most `VAMax`);
     /// 0 while its inverter reports no var points.
     public func reactiveCapability(unit: Int) -> (injecting: Double, absorbing: Double) { reactiveStage.capability(unit) }
@@ -116,6 +131,7 @@ public final class SiteController {
         let rating = units.reduce(0.0) { $0 + ($1.rating.value.isFinite ? max(0, $1.rating.value) : 0) }
         pool = SitePool(units: units.count, rating: rating)
         reactiveStage = ReactiveStage(units: units)
+        siteReactive = SiteReactiveLaw(settings: site.gridSupport, metered: site.hasMeter)
         ratedPower = rating
         responseReserve = ResponseReserve(droop: control.droop, units: units)
         unitReserveReached = Array(repeating: (false, false), count: units.count)
@@ -202,6 +218,7 @@ public final class SiteController {
         }
         reserveReached = (unitReserveReached.contains { $0.discharge }, unitReserveReached.contains { $0.charge })
         let empty = UnitInputs()
+        measuredVar = 0
         let utilityDroop = UtilityStage(published: utilityLimits, now: now).inForce?.droop
         frequencyEvents.retune(utilityDroop.map { $0.applied(to: control.droop) } ?? control.droop)
         for index in units.indices {
@@ -209,6 +226,9 @@ public final class SiteController {
             units[index].reactiveCap = reactiveStage.dischargeCap(index)
             let unitInputs = index < inputs.count ? inputs[index] : empty
             reactiveStage.observe(unit: index, inverter: unitInputs.inverter?.value)
+            if let q = unitInputs.inverter.fresh(at: now, maxAge: units[index].settings.inverterStaleAfter)?.reactivePower, q.isFinite {
+                measuredVar += q
+            }
             reactiveStage.unitVar[index] = unitInputs.dispatch.flatMap { $0.expiresAt > now ? $0.reactive : nil }
             let held = Self.overridden(unitInputs, at: now)
             var asked = arbiter.command(rating: units[index].ratingForShare, held: held, dispatch: unitInputs.dispatch)
@@ -251,18 +271,46 @@ public final class SiteController {
         var target = SitePool.target(totals, connection: connection, reserveReached: reserveReached, decision: &decision)
         decision.operatorCap = updateOperatorCap(elapsed: elapsed)
         decision.scadaSetpoint = arbiter.inForce(.scada, at: now)?.activePower
-        let bounds = UtilityStage.bounds(cap: decision.operatorCap, utility: &decision.utility, connection: connection)
+        var bounds = UtilityStage.bounds(cap: decision.operatorCap, utility: &decision.utility, connection: connection)
+        let marked = (decision.operatorLimited, decision.utility.binding)
+        // The site's volt-watt (last period's law) caps Σ units' discharge beside the other caps.
+        decision.voltWattCap = siteReactive.voltWattCap
+        bounds.upper = min(bounds.upper, decision.voltWattCap)
         target = SitePool.bound(target, held: totals.held, bounds: bounds, utility: utility, connection: connection, decision: &decision)
         pool.share(target, held: totals.held, bounds: bounds, utility: utility, connection: connection, decision: &decision)
+        noteVoltWatt(&decision, held: totals.held, before: marked)
         pool.apply(to: &units, totals: totals, decision: &decision)
-        // Q on its own axis: the highest authority whose reactive request holds (AGC asks none).
-        let reactive = arbiter.reactiveWinner.flatMap { winner in
+        // Q on its own axis: the highest authority whose reactive request holds (AGC asks none), held
+        // at the connection point with a fresh meter; else the site's law, if configured.
+        let party = arbiter.reactiveWinner.flatMap { winner in
             winner.reactive(at: now).flatMap { request in ReactiveSource(party: winner.source).map { (ask: request.ask, source: $0) } }
         }
-        decision.delivered += reactiveStage.apply(to: &units, request: reactive, elapsedSeconds: elapsed, ceased: decision.utility.disconnected)
+        siteReactive.rerate(reactiveStage)
+        let reactive = siteReactive.step(units: units, request: party, measuredVar: measuredVar, meter: meteredVar(meter, now: now),
+                                         maxLag: connection.settings.meterMaxLag, now: now, elapsedSeconds: elapsed)
+        decision.delivered += reactiveStage.apply(to: &units, request: reactive, elapsedSeconds: elapsed, ceased: decision.utility.disconnected,
+                                                  siteLaw: party == nil)
         pool.lastCommanded = decision.delivered
         siteDecision = decision
         pool.report(decision.binding, connection: connection, events: &events, now: now)
+    }
+
+    /// The meter's reading for the reactive law: its instant, var and p.u. voltage, while the
+    /// connection point took it this step (fresh) and it carries a finite var; nil otherwise.
+    func meteredVar(_ meter: Timestamped<MeterReading>?, now: MonotonicInstant) -> (takenAt: MonotonicInstant, reactive: Double, voltagePU: Double?)? {
+        guard connection.settings.hasMeter, connection.gridPower != nil, let meter, let q = meter.value.reactivePower, q.isFinite else { return nil }
+        return (meter.takenAt, q, site.gridVoltagePU)
+    }
+
+    /// Names the site's volt-watt as what bounded the units' discharge when its cap is the lowest in
+    /// force and the units' sum stands at it; the grid operator's or utility's mark set meanwhile
+    /// (`before`) is put back.
+    func noteVoltWatt(_ decision: inout SiteDecision, held: Double, before: (Bool, UtilityBinding)) {
+        let cap = decision.voltWattCap
+        guard cap.isFinite, cap < decision.operatorCap, cap < decision.utility.dischargeCap,
+              pool.allocation.delivered + held >= cap - 1 else { return }
+        decision.voltWattLimited = true
+        (decision.operatorLimited, decision.utility.binding) = before
     }
 
     /// The connection point takes the meter's reading with the utility's export and import limits;

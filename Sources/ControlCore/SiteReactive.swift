@@ -149,14 +149,17 @@ struct ReactiveStage: Sendable {
     /// made it; nil: none, and each unit's aggregator var (`unitVar`), else its configured mode, holds.
     /// `ceased`: the utility's opModConnect / opModEnergize false is in force, so no unit energises:
     /// 0 var as well as 0 W, the law reset, before the contactors open.
+    /// `siteLaw`: `request` is the site's configured law (`SiteReactiveLaw`), not a party's: the
+    /// aggregator's var for a unit outranks it there, as it outranks a configured mode.
     mutating func apply(to units: inout [UnitController], request: (ask: ReactiveAsk, source: ReactiveSource)? = nil,
-                        elapsedSeconds: Double, ceased: Bool = false) -> Double {
+                        elapsedSeconds: Double, ceased: Bool = false, siteLaw: Bool = false) -> Double {
         let dt = elapsedSeconds.isFinite ? min(max(0, elapsedSeconds), 10) : 0
         shortfallVar = 0
         if case .vars(let q)? = request?.ask { share(q, units: units, ceased: ceased) }
         var change = 0.0
         for index in units.indices where index < laws.count && laws[index] != nil {
-            let want = wanted(index, request: request)
+            let aggregator = siteLaw && index < unitVar.count && unitVar[index] != nil
+            let want = wanted(index, request: aggregator ? nil : request)
             guard configured[index] || want != nil || tuning[index] != .configured else {
                 // No mode and nobody asking: the inverter's Q is left alone, P is the pool's.
                 caps[index] = .infinity

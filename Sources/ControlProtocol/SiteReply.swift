@@ -15,6 +15,9 @@ public struct SiteReply: ControlReply, Equatable {
     /// Net reactive power at the connection point, kvar (+ = injecting): the meter's when the site
     /// has one, else the units' sum; null when unknown (and from a bessd that predates it).
     public var reactiveKvar: Double?
+    /// The part of the site's var ask (a party's var setpoint, the connection point's law) no unit
+    /// could take, kvar (+ = injecting; 0 when all was taken); null from a bessd that predates it.
+    public var reactiveShortfallKvar: Double?
     /// The energy kept for frequency response (absent from a bessd that predates it).
     public var responseReserve: ResponseReserveReply?
     public var shortfall: ShortfallReply
@@ -43,8 +46,10 @@ public struct SiteReply: ControlReply, Equatable {
     }
 
     /// This reply with the utility's controls (`utility`), and the site's reactive power and voltage.
-    public func with(utility: UtilityReply?, reactiveKvar: Double? = nil, voltagePU: Double? = nil) -> SiteReply {
+    public func with(utility: UtilityReply?, reactiveKvar: Double? = nil, voltagePU: Double? = nil,
+                     reactiveShortfallKvar: Double? = nil) -> SiteReply {
         var reply = self
+        reply.reactiveShortfallKvar = reactiveShortfallKvar
         reply.utility = utility
         reply.reactiveKvar = reactiveKvar
         reply.voltagePU = voltagePU
@@ -55,6 +60,7 @@ public struct SiteReply: ControlReply, Equatable {
         case agc, application, decision, limits, meter, mode, shortfall, units, utility
         case gridOperator = "grid_operator", gridPowerW = "grid_power_w", loadEstimateW = "load_estimate_w"
         case responseReserve = "response_reserve", reactiveKvar = "reactive_kvar", voltagePU = "voltage_pu"
+        case reactiveShortfallKvar = "reactive_shortfall_kvar"
     }
 
     public func write(to json: inout JSONText) {
@@ -70,6 +76,7 @@ public struct SiteReply: ControlReply, Equatable {
         json.field(CodingKeys.mode, mode)
         json.field(okKey, true)
         json.field(CodingKeys.reactiveKvar, reactiveKvar)
+        json.field(CodingKeys.reactiveShortfallKvar, reactiveShortfallKvar)
         json.field(CodingKeys.responseReserve, ifPresent: responseReserve)
         json.field(CodingKeys.shortfall, shortfall)
         json.field(CodingKeys.units, units)

@@ -27,6 +27,10 @@ public struct SiteStatus: Sendable, Equatable {
     public var delivered: Double = 0
     public var shortfall: Double = 0
     public var shortfallActive = false
+    /// The part of the site's var ask no unit could take, var (+ = injecting), and whether the site's
+    /// volt-watt decided the units' discharge in the last cycle.
+    public var reactiveShortfall: Double = 0
+    public var voltWattLimited = false
     /// Bounds of the load estimate (load − PV), W; NaN before the first fresh reading.
     public var loadLow: Double = .nan
     public var loadHigh: Double = .nan

@@ -79,6 +79,8 @@ extension SiteStatus {
         self.delivered = d.delivered
         self.shortfall = controller.allocation.shortfall
         self.shortfallActive = controller.shortfallActive
+        self.reactiveShortfall = controller.reactiveShortfall
+        self.voltWattLimited = d.voltWattLimited
         self.loadLow = c.loadLow ?? .nan
         self.loadHigh = c.loadHigh ?? .nan
         self.utility = d.utility

@@ -175,7 +175,7 @@ struct StatusReport {
         return SiteReply(
             mode: configuration.mode.rawValue, gridPowerW: site.gridPower, meter: meter,
             limits: LimitsReply(importMaxW: c.importMaxKW.map { $0 * 1000 }, exportMaxW: c.exportMaxKW.map { $0 * 1000 },
-                                binding: site.binding == .none ? nil : "\(site.binding)"),
+                                binding: site.binding != .none ? "\(site.binding)" : site.voltWattLimited ? "volt_watt" : nil),
             application: application, gridOperator: gridOperatorReply(site),
             decision: DecisionReply(requestedW: site.requested, heldW: site.held, applicationW: site.application,
                                     poolW: site.pool, deliveredW: site.delivered),
@@ -183,7 +183,7 @@ struct StatusReport {
             shortfall: ShortfallReply(active: site.shortfallActive, missingW: site.shortfall), units: list,
             agc: Self.agcReply(site.agc), responseReserve: Self.reserveReply(configuration, units: units))
             .with(utility: Self.utilityReply(site.utility), reactiveKvar: siteView.netVar(hasMeter: c.meter != nil) / 1000,
-                  voltagePU: siteView.voltagePU)
+                  voltagePU: siteView.voltagePU, reactiveShortfallKvar: site.reactiveShortfall / 1000)
     }
 
     /// The utility's controls as the last cycle applied them; nil when none is in force.

@@ -346,7 +346,8 @@ struct Site: ParsableCommand {
             grid = site.meter.stale == true ? "-- (METER_STALE)" : "\(number(site.gridPowerW, scale: 1000)) kW (+ = import)"
         }
         print("grid      \(grid)")
-        print("voltage   \(number(site.voltagePU, digits: 3)) p.u., reactive \(number(site.reactiveKvar)) kvar (+ = injecting)")
+        let reactiveShort = site.reactiveShortfallKvar.map { abs($0) >= 0.001 ? ", \(number($0)) kvar not delivered" : "" } ?? ""
+        print("voltage   \(number(site.voltagePU, digits: 3)) p.u., reactive \(number(site.reactiveKvar)) kvar (+ = injecting)\(reactiveShort)")
         print("limits    import \(number(site.limits.importMaxW, scale: 1000)) kW, export \(number(site.limits.exportMaxW, scale: 1000)) kW"
               + (site.limits.binding.map { ", \($0) limit binding" } ?? ""))
         let application = site.application

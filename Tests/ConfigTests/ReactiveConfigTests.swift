@@ -1,4 +1,5 @@
 @testable import Config
+import ControlCore
 import Cycle
 import GridSupport
 import Testing
@@ -113,7 +114,7 @@ struct ReactiveConfigTests {
         #expect(off.grid.reactivePower.settings == nil)
     }
 
-    @Test("site.reactive_power: nominal_voltage_v taken; a mode or volt-watt refused until the site law runs")
+    @Test("site.reactive_power: nominal_voltage_v taken; a site mode and volt-watt accepted and mapped to the site's law")
     func site() throws {
         let c = try Self.parse(Self.unit + """
             grid_integration:
@@ -124,16 +125,39 @@ struct ReactiveConfigTests {
             """)
         #expect(c.site.reactivePower.nominalVoltageV == 6350)
         #expect(c.site.reactivePower.settings == nil)
-        for (yaml, key) in [("{mode: constant_var, var_percent: 20}", "mode"), ("{nominal_voltage_v: 230, volt_watt: {}}", "volt_watt")] {
+        #expect(c.siteSettings.gridSupport == nil)
+        let law = try Self.parse(Self.unit + "site:\n  meter: {simulated: true}\n  reactive_power: {mode: constant_var, var_percent: 20}\n")
+        #expect(law.site.reactivePower.settings?.reactive == .constantVar(ConstantVarSettings(percent: 20, responseTime: Self.categoryB.constantVar.responseTime)))
+        #expect(law.siteSettings.gridSupport == law.site.reactivePower.settings)
+        #expect(law.unitSettings.allSatisfy { $0.gridSupport == nil }, "the units run no law of their own")
+        let voltWatt = try Self.parse(Self.unit + "site:\n  meter: {simulated: true}\n  reactive_power: {nominal_voltage_v: 6350, volt_watt: {}}\n")
+        #expect(voltWatt.siteSettings.gridSupport?.voltWatt == Self.categoryB.voltWatt)
+        #expect(voltWatt.siteSettings.gridSupport?.reactive == nil)
+    }
+
+    @Test("a mode, or volt-watt, at both levels is refused at the site's key; site volt-var without a meter needs the units' nominal")
+    func bothLevels() throws {
+        let cases: [(yaml: String, key: String, message: String)] = [
+            ("grid_integration:\n  reactive_power: {mode: constant_var, var_percent: 10}\nsite:\n  meter: {simulated: true}\n"
+                + "  reactive_power: {mode: constant_var, var_percent: 20}\n", "mode", "choose per unit or at the connection point"),
+            ("grid_integration:\n  reactive_power: {nominal_voltage_v: 230, volt_watt: {}}\nsite:\n  meter: {simulated: true}\n"
+                + "  reactive_power: {nominal_voltage_v: 6350, volt_watt: {}}\n", "volt_watt", "choose per unit or at the connection point"),
+            ("site:\n  reactive_power: {mode: volt_var, nominal_voltage_v: 6350}\n", "mode", "grid_integration.reactive_power.nominal_voltage_v"),
+        ]
+        for item in cases {
             do {
-                _ = try Self.parse(Self.unit + "site:\n  meter: {simulated: true}\n  reactive_power: \(yaml)\n")
-                Issue.record("accepted a site law the cycle does not run: \(yaml)")
+                _ = try Self.parse(Self.unit + item.yaml)
+                Issue.record("accepted: \(item.yaml)")
             } catch {
                 #expect(error.diagnostics.count == 1, "\(error)")
-                #expect(error.diagnostics.first?.keyPath == "site.reactive_power.\(key)", "\(error)")
-                #expect(error.diagnostics.first?.description.contains("not carried out at the connection point yet") == true, "\(error)")
+                #expect(error.diagnostics.first?.keyPath == "site.reactive_power.\(item.key)", "\(error)")
+                #expect(error.diagnostics.first?.description.contains(item.message) == true, "\(error)")
             }
         }
+        // A site mode beside the units' volt-watt is one curve on each axis: taken.
+        let split = try Self.parse(Self.unit + "grid_integration:\n  reactive_power: {nominal_voltage_v: 230, volt_watt: {}}\nsite:\n"
+            + "  meter: {simulated: true}\n  reactive_power: {mode: volt_var, nominal_voltage_v: 6350}\n")
+        #expect(split.siteSettings.gridSupport?.reactive != nil && split.unitSettings[0].gridSupport?.voltWatt != nil)
     }
 
     @Test("max_apparent_power_kva: the unit's VAMax, at least max_power_kw; absent: nil")

@@ -1,0 +1,188 @@
+import GridSupport
+
+/// The reactive law at the connection point (`site.reactive_power`; docs/design/0010-reactive-power.md,
+/// "The site path"): one `GridSupportController` for the site, rated at the sum of the ratings of the
+/// units with var points, stepped every period before `ReactiveStage` shares Q over the units.
+///
+/// - **With a fresh meter** (`ConnectionPoint` took a reading this period, and it carries var): V is
+///   the meter's per-unit voltage (`ConnectionPoint.voltagePU`), the law's Q is the target *at the
+///   connection point*, and the units are asked the target plus the reactive load. The reactive load
+///   is meter Q (+ = taken from the grid) plus Σ units' measured Q (+ = injecting) at the instant the
+///   meter measured. That instant is unknown within `max_lag_s`, so the load lies between meter Q plus
+///   the least and plus the most Σ units' Q over that window (`LagHistory`, as the battery ceiling's
+///   load). The ask moves only when it lies outside `[target + low, target + high]` by more than
+///   `deadband`, and then to the nearer end: it cannot hunt, as `ConnectionPoint` cannot. A var
+///   setpoint from any party is held at the connection point the same way.
+/// - **Without a meter, or while it is stale**: V is the mean of the fresh units' per-unit voltages
+///   and the target is Σ units' Q, with no load term.
+/// - A voltage mode without a plausible voltage asks 0 var (`staleVoltage`), never full var.
+/// - Constant power factor and a party's PF setpoint are never closed on the meter: each unit holds
+///   the power factor (the meter's P includes the load).
+/// - Volt-watt caps Σ units' discharge in the next period's bounds (`voltWattCap`).
+///
+/// Storage is fixed at init; `step` copies plain values (a law is rebuilt only when the site's
+/// rating changes, which validation makes allocate).
+struct SiteReactiveLaw: Sendable {
+    /// The site's settings; nil: no law at the connection point.
+    let settings: GridSupportSettings?
+    /// The law as it runs, on `rating`; nil without settings or without a unit with var points.
+    private(set) var law: GridSupportController?
+    /// Σ the ratings of the units with var points the law was built on.
+    private(set) var rating: UnitRating?
+    /// Σ units' measured Q, var, over the last moments, with the ask recorded when it changed.
+    private var history: LagHistory
+    /// What the units were asked together last period, var (+ = injecting); nil: none yet.
+    private(set) var ask: Double?
+    /// The law's Q at the connection point this period, var; nil when it gave none (stale voltage,
+    /// no reactive mode, a party's request in force).
+    private(set) var target: Double?
+    /// The voltage the law read this period, p.u.; nil when none was plausible.
+    private(set) var voltagePU: Double?
+    /// Whether the last period closed Q on the meter, and the reactive load's bounds then, var.
+    private(set) var metered = false
+    private(set) var loadLow: Double?
+    private(set) var loadHigh: Double?
+    /// Volt-watt's cap on Σ units' discharge for the next period, W (infinite: none).
+    private(set) var voltWattCap = Double.infinity
+    /// Moves of the ask smaller than this are not made (meter noise), var: 0.1 % of the site's
+    /// apparent rating, at least 100 var.
+    private(set) var deadband = 100.0
+    /// The ask last recorded into `history`.
+    private var recorded: Double?
+
+    /// `metered`: the site has a meter, so a party's var setpoint is held at it even without a law.
+    init(settings: GridSupportSettings?, metered: Bool, history: Int = 2048) {
+        self.settings = settings
+        self.history = LagHistory(capacity: settings == nil && !metered ? 2 : history)
+    }
+
+    /// True when the site runs a law (a reactive mode or volt-watt at the connection point).
+    var configured: Bool { settings != nil }
+
+    /// Rebuilds the law when Σ the ratings of the units with var points changed (`stage`'s), its Q
+    /// starting again from 0 through the response; none left: no law.
+    mutating func rerate(_ stage: ReactiveStage) {
+        guard let settings else { return }
+        var va = 0.0, active = 0.0, inject = 0.0, absorb = 0.0
+        for index in stage.laws.indices where stage.available[index] {
+            guard let r = stage.laws[index]?.rating else { continue }
+            va += r.apparentPowerVA
+            active += r.activePowerW
+            inject += ReactiveStage.capability(r, injecting: true)
+            absorb += ReactiveStage.capability(r, injecting: false)
+        }
+        let sum = va > 0 ? UnitRating(apparentPowerVA: va, activePowerW: active, chargePowerW: active, maxInjectVar: inject,
+                                      maxAbsorbVar: absorb) : nil
+        guard sum != rating else { return }
+        rating = sum
+        deadband = max(100, va / 1000)
+        law = sum.flatMap { try? GridSupportController(settings: settings, rating: $0) }
+    }
+
+    /// One period, after active power is shared and before `ReactiveStage.apply`: steps the site's
+    /// law and returns what the units are asked together (the stage shares a `.vars` by free apparent
+    /// power), or nil where the site's law asks nothing (then each unit's own configuration holds).
+    /// `request`: a party's reactive request in force; `measuredVar`: Σ the fresh units' measured Q;
+    /// `meterVar`: the meter's Q when its reading is fresh (nil: none, or stale).
+    mutating func step(units: [UnitController], request: (ask: ReactiveAsk, source: ReactiveSource)?, measuredVar: Double,
+                       meter: (takenAt: MonotonicInstant, reactive: Double, voltagePU: Double?)?, maxLag: Duration,
+                       now: MonotonicInstant, elapsedSeconds: Double) -> (ask: ReactiveAsk, source: ReactiveSource)? {
+        if let last = ask, last != recorded {
+            recorded = last
+            history.record(last, at: now)
+        }
+        history.record(measuredVar.isFinite ? measuredVar : 0, at: now)
+        target = nil
+        metered = false
+        loadLow = nil
+        loadHigh = nil
+        var siteP = 0.0
+        for index in units.indices { siteP += units[index].decision.setpoint.value }
+        if let meter {
+            voltagePU = meter.voltagePU
+            let (low, high) = history.range(from: meter.takenAt - maxLag - .milliseconds(200), to: now)
+            loadLow = meter.reactive + low
+            loadHigh = meter.reactive + high
+        } else {
+            voltagePU = Self.meanVoltage(units)
+        }
+        guard law != nil else {
+            voltWattCap = .infinity
+            return held(request)
+        }
+        // Stepped in place: a copy would copy the law's curves on write.
+        let output = law!.step(voltage: voltagePU ?? .nan, desiredPowerW: siteP, elapsedSeconds: elapsedSeconds)
+        voltWattCap = max(0, output.voltWattLimitW ?? .infinity)
+        if let request { return held(request) }
+        guard let mode = law!.settings.reactive else {
+            ask = nil
+            return nil
+        }
+        if case .constantPowerFactor(let pf) = mode {
+            // Never closed on the meter: each unit holds the power factor.
+            ask = nil
+            return (.powerFactor(pf), ReactiveSource(mode))
+        }
+        guard let q = output.reactivePowerVar, q.isFinite else {
+            // No plausible voltage for a voltage mode: 0 var, never full var.
+            ask = 0
+            return (.vars(0), .staleVoltage)
+        }
+        target = q
+        return (.vars(follow(q)), ReactiveSource(mode))
+    }
+
+    /// A party's request: a var setpoint is held at the connection point while the meter is fresh;
+    /// a power factor (and anything without a meter) goes to the units as it is.
+    private mutating func held(_ request: (ask: ReactiveAsk, source: ReactiveSource)?) -> (ask: ReactiveAsk, source: ReactiveSource)? {
+        guard let request else {
+            ask = nil
+            return nil
+        }
+        guard case .vars(let q) = request.ask, q.isFinite else {
+            ask = nil
+            return request
+        }
+        return (.vars(follow(q)), request.source)
+    }
+
+    /// The units' ask for `target` at the connection point: with the meter, target plus the reactive
+    /// load, moved only outside its band (`ConnectionPoint.follow`); without, the target itself.
+    private mutating func follow(_ target: Double) -> Double {
+        guard let low = loadLow, let high = loadHigh else {
+            ask = target
+            return target
+        }
+        metered = true
+        var next = ask
+        ConnectionPoint.follow(&next, low: target + low, high: target + high, raiseBy: deadband, lowerBy: deadband)
+        ask = next ?? target
+        return ask!
+    }
+
+    /// The mean of the per-unit voltages the units read this period (each nil when stale or
+    /// implausible); nil when none has one.
+    static func meanVoltage(_ units: [UnitController]) -> Double? {
+        var sum = 0.0, count = 0.0
+        for index in units.indices {
+            guard let v = units[index].decision.voltagePU, v.isFinite else { continue }
+            sum += v
+            count += 1
+        }
+        return count > 0 ? sum / count : nil
+    }
+
+    /// Carries the law over a reload that keeps the site's settings' shape: the new settings from
+    /// where Q and volt-watt's limit stand (`retune`), the ask and its history kept.
+    mutating func adopt(_ old: SiteReactiveLaw) {
+        guard let settings, var carried = old.law else { return }
+        guard (try? carried.retune(settings)) != nil else { return }
+        law = carried
+        rating = old.rating
+        deadband = old.deadband
+        history = old.history
+        ask = old.ask
+        recorded = old.recorded
+        voltWattCap = old.voltWattCap
+    }
+}
