@@ -59,6 +59,16 @@ struct ReactiveFuzzSeedTests {
         #expect(edge.enabled && edge.value == -1.6e6, "the absorbing edge taken, −2 Mvar refused: \(edge)")
     }
 
+    @Test("IEC 104 session: the harness flags a var setpoint in force that the site can no longer hold")
+    func sessionInvariant() {
+        let session = Session.play([Self.setpoint(1.5, Self.execute, at: 3003)], stop: false)
+        #expect(session.violations.list.isEmpty, "\(session.violations.list.prefix(3))")
+        // The units lose their var points: 1.5 Mvar in force is beyond the capability now.
+        session.shared.publish(unitStatus: [UnitStatus](repeating: UnitStatus(), count: 2))
+        session.feed([])
+        #expect(session.violations.list.contains { $0.hasPrefix("a var setpoint of 1500000") }, "\(session.violations.list)")
+    }
+
     @Test("IEC 104 session: 3004 time-tagged (C_SE_TC_1) in force both ways; below the site's bound, refused")
     func session3004() {
         let session = Session.play([Self.setpoint(0.95, Self.select, at: 3004, tagged: true),
