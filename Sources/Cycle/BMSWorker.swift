@@ -113,6 +113,9 @@ public final class BMSWorker: @unchecked Sendable {
         var retryAt = MonotonicInstant.zero
         var nextKeepAlive = MonotonicInstant.zero
         var reported: FieldbusError.Code?
+        // A keep-alive the kernel refused as down (the socket opened on an interface not yet up): the
+        // fault it raised ends with the next keep-alive that goes out, as no reopen will follow.
+        var sendRefused = false
         while worker.turn() {
             let now = SystemClock.shared.now()
             if socket == nil {
@@ -130,6 +133,7 @@ public final class BMSWorker: @unchecked Sendable {
                 do {
                     socket = try CANSocket(interface: interface, filters: PylontechLV.receiveFilters)
                     backoff.reset()
+                    sendRefused = false
                     slot.update { $0.fault = nil }
                     if reported != nil { note("CAN interface back") }
                     reported = nil
@@ -145,11 +149,22 @@ public final class BMSWorker: @unchecked Sendable {
             if now >= nextKeepAlive {
                 do {
                     try can.send(PylontechLV.keepAlive)
-                    slot.update { $0.keepAlivesSent &+= 1 }
+                    let recovered = sendRefused
+                    sendRefused = false
+                    slot.update {
+                        $0.keepAlivesSent &+= 1
+                        // A bus-off an error frame reported ends only with the controller's restart.
+                        if recovered, !$0.busOff, $0.fault == FieldbusError.Code.busOff.description { $0.fault = nil }
+                    }
+                    if recovered { note("CAN interface up: keep-alives go out again") }
                 } catch {
                     slot.update {
                         $0.transmitDrops = can.transmitDrops
                         if error.code == .busOff { $0.fault = error.code.description }
+                    }
+                    if error.code == .busOff, !sendRefused {
+                        sendRefused = true
+                        warn(error)
                     }
                 }
                 nextKeepAlive = now + .seconds(1)

@@ -175,6 +175,32 @@ struct SocketCANTests {
         if let state = try? CANInterface.state(of: name) { Issue.record("vcan reported a controller state: \(state)") }
     }
 
+    @Test("a worker that opened an interface still down clears its fault once the interface comes up")
+    func interfaceUpLater() throws {
+        let name = "vcanlate0"
+        func ip(_ arguments: String...) {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+            p.arguments = arguments
+            try? p.run()
+            p.waitUntilExit()
+        }
+        ip("link", "add", "dev", name, "type", "vcan")
+        let slot = BMSSlot()
+        let worker = BMSWorker(interface: name, slot: slot) { _ in }
+        worker.start()
+        defer {
+            worker.stop()
+            ip("link", "del", name)
+        }
+        // The socket binds to the down interface; its keep-alive is refused.
+        #expect(waitFor { slot.fault != nil })
+        #expect(slot.keepAlivesSent == 0)
+        ip("link", "set", name, "up")
+        // No error reaches a socket when its interface comes up: the next keep-alive that goes out ends it.
+        #expect(waitFor(seconds: 8) { slot.fault == nil && slot.keepAlivesSent > 0 })
+    }
+
     @Test("end to end: bess-hil plant's CAN BMS and SunSpec inverter, bessd reading both")
     func endToEnd() throws {
         let rig = """
