@@ -10,7 +10,7 @@ public import GridSupport
 /// |---|---|---|---|
 /// | 0 | `operatorOverride` | one unit (bessctl) | the unit itself: it leaves the site's sharing |
 /// | 1 | `agc` | the site (IEC 104 AGC, while in service and fresh) | `RequestArbiter` |
-/// | 2 | `utility` | the site (IEEE 2030.5 `opModTargetW` …, until `validUntil`) | `RequestArbiter` |
+/// | 2 | `utility` | the site (IEEE 2030.5 `opModTargetW` …, `opModFixedVar`, `opModTargetVar`, `opModFixedPF…`, until `validUntil`) | `RequestArbiter` |
 /// | 3 | `scada` | the site (SunSpec 704 `WSet`, `VarSet`, `PFW…`; IEC 104 3002–3004; each until its reversion) | `RequestArbiter` |
 /// | 4 | `aggregator` | one unit (the aggregator's dispatch) | `RequestArbiter.command` |
 public enum RequestSource: Int, Sendable, CaseIterable, Comparable, CustomStringConvertible {
@@ -165,15 +165,20 @@ public struct RequestArbiter: Sendable {
 
 extension RequestArbiter {
     /// Refills the site-wide slots from what each party last sent: AGC's target (P only), the
-    /// utility's request (held until its `validUntil`, inclusive) and SCADA's commands as the cycle
-    /// settled them (`scadaRequest`). Expiry is judged once, in `resolve` and `inForce`.
+    /// utility's request on both axes (`utilityReactive`; each held until its `validUntil`,
+    /// inclusive) and SCADA's commands as the cycle settled them (`scadaRequest`). Expiry is judged
+    /// once, in `resolve` and `inForce`.
     /// `sitePower`: the units' summed setpoint of the previous period, W, where SCADA's two reactive
     /// kinds are compared when both are enabled.
     public mutating func offer(agc: AGCCommand, utility: UtilityLimits?, scada commands: SiteCommands, sitePower: Double = 0) {
         clear()
         if let request = agc.request { offer(request) }
-        if let utility, let power = utility.request {
-            offer(SiteRequest(source: .utility, activePower: power, expiresAt: utility.validUntil.map { $0 + .nanoseconds(1) }))
+        if let utility {
+            let expiry = utility.validUntil.map { $0 + .nanoseconds(1) }
+            let power = utility.request, reactive = Self.utilityReactive(utility, sitePower: sitePower, expiresAt: expiry)
+            if power != nil || reactive != nil {
+                offer(SiteRequest(source: .utility, activePower: power, reactive: reactive, expiresAt: expiry))
+            }
         }
         if let request = Self.scadaRequest(commands, sitePower: sitePower) { offer(request) }
     }
@@ -212,11 +217,38 @@ extension RequestArbiter {
         return pfVar <= abs(q) ? pf : vars
     }
 
+    /// The utility's reactive request (rank 2; docs/design/0010-reactive-power.md, 2030.5): its power
+    /// factors (`opModFixedPFInjectW` while discharging, `…AbsorbW` while charging, a direction not
+    /// set at unity), `opModFixedVar` and `opModTargetVar` as site var. Several set: the least |Q| at
+    /// `sitePower` (2030.5's "least var magnitude SHOULD take precedence"; the power factor on a tie,
+    /// then the fixed var), nil when none is. It holds until the value's `validUntil`: a stale
+    /// utility value holds P at zero, but its reactive controls end, and the next party or the
+    /// configured mode takes Q (0009's "hold the last value" is rejected for Q too).
+    public static func utilityReactive(_ utility: UtilityLimits, sitePower: Double, expiresAt: MonotonicInstant?) -> ReactiveRequest? {
+        let p = sitePower.isFinite ? sitePower : 0
+        var ask: ReactiveAsk?
+        var least = Double.infinity
+        let injecting = powerFactor(signed: utility.powerFactorInjecting), absorbing = powerFactor(signed: utility.powerFactorAbsorbing)
+        if injecting != nil || absorbing != nil {
+            let setting = (p >= 0 ? injecting : absorbing) ?? .unity
+            ask = .powerFactor(ConstantPowerFactorSettings(discharging: injecting ?? .unity, charging: absorbing ?? .unity, responseTime: .zero))
+            least = abs(p) * (1 - setting.powerFactor * setting.powerFactor).squareRoot() / setting.powerFactor
+        }
+        if let q = utility.fixedVar, q.isFinite, abs(q) < least { ask = .vars(q); least = abs(q) }
+        if let q = utility.targetVar, q.isFinite, abs(q) < least { ask = .vars(q) }
+        return ask.map { ReactiveRequest($0, expiresAt: expiresAt) }
+    }
+
     /// The power factor an enabled 704 `PFW…` (or 3004) command holds, its sign the excitation
     /// (+ over-excited, injecting); nil while disabled or outside (0, 1] (refused when written).
     static func powerFactor(_ command: ExpiringCommand) -> PowerFactorSetting? {
-        let v = command.value
-        guard command.enabled, v.isFinite, v != 0, abs(v) <= 1 else { return nil }
+        command.enabled ? powerFactor(signed: command.value) : nil
+    }
+
+    /// The power factor `value` names, its sign the excitation (+ over-excited, injecting); nil when
+    /// absent or outside (0, 1].
+    static func powerFactor(signed value: Double?) -> PowerFactorSetting? {
+        guard let v = value, v.isFinite, v != 0, abs(v) <= 1 else { return nil }
         return PowerFactorSetting(abs(v), v > 0 ? .injecting : .absorbing)
     }
 

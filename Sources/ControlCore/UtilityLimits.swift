@@ -41,6 +41,15 @@ public struct UtilityLimits: Sendable, Equatable {
     /// `opModFreqDroop`: the frequency response's dead-bands, droops and response time while it is in
     /// force (`UtilityDroop.applied(to:)`); nil: the configured droop.
     public var droop: UtilityDroop?
+    /// `opModFixedPFInjectW` / `opModFixedPFAbsorbW`: the power factor while discharging / charging,
+    /// signed by excitation (+ over-excited, injecting; − under-excited); nil: not set (unity that way
+    /// while the other is set). The reader bounds |pf| to (0, 1].
+    public var powerFactorInjecting: Double?
+    public var powerFactorAbsorbing: Double?
+    /// `opModFixedVar` resolved to var (of the site's rating or var capability), + = injecting.
+    public var fixedVar: Double?
+    /// `opModTargetVar`, var (+ = injecting).
+    public var targetVar: Double?
     /// After this instant the value is stale and the site holds zero (the worker republishes at least
     /// every second); nil: valid until replaced.
     public var validUntil: MonotonicInstant?

@@ -18,12 +18,15 @@ public typealias UtilityLimitSlot = SeqLockSlot<UtilityLimitCells>
 /// A buffer of `UtilityLimitSlot`.
 public final class UtilityLimitCells: SeqLockCells {
     /// Bits 0…9: the optional fields, export to gradient; 10: connect; 11: energize;
-    /// 12: validUntil present; 13: droop present.
+    /// 12: validUntil present; 13: droop present; 14…17: the reactive controls (power factors, fixed
+    /// and target var).
     let present = Atomic<UInt32>(0)
     let exportBits = Atomic<UInt64>(0), importBits = Atomic<UInt64>(0), generationBits = Atomic<UInt64>(0)
     let loadBits = Atomic<UInt64>(0), fixedBits = Atomic<UInt64>(0), targetBits = Atomic<UInt64>(0)
     let maxLimBits = Atomic<UInt64>(0), storageTargetBits = Atomic<UInt64>(0), rampBits = Atomic<UInt64>(0)
     let gradientBits = Atomic<UInt64>(0)
+    let pfInjectBits = Atomic<UInt64>(0), pfAbsorbBits = Atomic<UInt64>(0), fixedVarBits = Atomic<UInt64>(0)
+    let targetVarBits = Atomic<UInt64>(0)
     let validUntil = Atomic<Int64>(0)
     /// `droop`: dead-bands over and under, droops over and under (bit patterns), response time (ns).
     let droopOver = Atomic<UInt64>(0), droopUnder = Atomic<UInt64>(0), kOver = Atomic<UInt64>(0), kUnder = Atomic<UInt64>(0)
@@ -51,6 +54,10 @@ public final class UtilityLimitCells: SeqLockCells {
         put(limits.storageTargetW, 7, storageTargetBits)
         put(limits.rampSeconds, 8, rampBits)
         put(limits.gradientWPerSecond, 9, gradientBits)
+        put(limits.powerFactorInjecting, 14, pfInjectBits)
+        put(limits.powerFactorAbsorbing, 15, pfAbsorbBits)
+        put(limits.fixedVar, 16, fixedVarBits)
+        put(limits.targetVar, 17, targetVarBits)
         if let droop = limits.droop {
             mask |= 1 << 13
             droopOver.store(droop.deadbandOverHz.bitPattern, ordering: .relaxed)
@@ -85,6 +92,10 @@ public final class UtilityLimitCells: SeqLockCells {
         limits.storageTargetW = get(7, storageTargetBits)
         limits.rampSeconds = get(8, rampBits)
         limits.gradientWPerSecond = get(9, gradientBits)
+        limits.powerFactorInjecting = get(14, pfInjectBits)
+        limits.powerFactorAbsorbing = get(15, pfAbsorbBits)
+        limits.fixedVar = get(16, fixedVarBits)
+        limits.targetVar = get(17, targetVarBits)
         if mask & (1 << 13) != 0 {
             limits.droop = UtilityDroop(deadbandOverHz: Double(bitPattern: droopOver.load(ordering: .relaxed)),
                                         deadbandUnderHz: Double(bitPattern: droopUnder.load(ordering: .relaxed)),

@@ -8,8 +8,13 @@ extension ActiveControls {
     /// bound: the site's limit ramp, which bounds every rise, paces it);
     /// `opModFreqDroop` in Hz, percent and seconds (`kOF` 50 thousandths is a 5 % droop).
     /// `validUntil` is left nil: the worker that publishes the value sets it on the monotonic clock.
-    /// - Parameter siteRatingW: Σ unit ratings, W (a non-finite or negative rating counts as zero).
-    public func utilityLimits(siteRatingW: Double) -> UtilityLimits {
+    /// The reactive controls: the power factors signed by excitation, `opModTargetVar` in var and
+    /// `opModFixedVar` of the rating or of the var capability (nil where that reference is zero).
+    /// - Parameters:
+    ///   - siteRatingW: Σ unit ratings, W (a non-finite or negative rating counts as zero).
+    ///   - varInjecting: Σ `VarMaxInj` of the units with var points, var (`setMaxVar`).
+    ///   - varAbsorbing: Σ `VarMaxAbs`, a magnitude (`setMaxVarNeg`).
+    public func utilityLimits(siteRatingW: Double, varInjecting: Double = 0, varAbsorbing: Double = 0) -> UtilityLimits {
         let rating = siteRatingW.isFinite ? max(0, siteRatingW) : 0
         var out = UtilityLimits()
         out.exportLimitW = base.exportLimitW?.watts
@@ -28,6 +33,10 @@ extension ActiveControls {
                          droopOverPercent: Double($0.droopOverThousandths) / 10, droopUnderPercent: Double($0.droopUnderThousandths) / 10,
                          responseTime: .milliseconds(Int64($0.openLoopHundredthsSecond) * 10))
         }
+        out.powerFactorInjecting = base.fixedPFInject?.signed
+        out.powerFactorAbsorbing = base.fixedPFAbsorb?.signed
+        out.fixedVar = base.fixedVar?.vars(ratingW: rating, injecting: varInjecting, absorbing: varAbsorbing)
+        out.targetVar = base.targetVar?.vars
         if let setGradW, rating > 0 { out.gradientWPerSecond = setGradW == 0 ? .infinity : Double(setGradW) / 10_000 * rating }
         return out
     }

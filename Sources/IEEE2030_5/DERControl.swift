@@ -9,11 +9,7 @@ public struct ActivePower: Hashable, Sendable {
     public var multiplier: Int8
 
     /// `value` × 10^`multiplier` W.
-    public var watts: Double {
-        var scale = 1.0
-        for _ in 0..<abs(Int(multiplier)) { scale *= 10 }
-        return multiplier < 0 ? Double(value) / scale : Double(value) * scale
-    }
+    public var watts: Double { scaled(Double(value), multiplier) }
 
     /// A power of `value` × 10^`multiplier` W.
     public init(value: Int16, multiplier: Int8) {
@@ -53,8 +49,17 @@ public struct DERControlBase: Hashable, Sendable {
     public var rampTimeHundredthsSecond: UInt16?
     /// `opModFreqDroop`: frequency-watt settings (FreqDroop.swift).
     public var freqDroop: FreqDroop?
-    /// Why an element the control sets is not applied, the rest of it taken: an `opModFreqDroop`
-    /// inside its types but outside what bessd applies ("opModFreqDroop not applied: …"); nil when all is.
+    /// `opModFixedPFInjectW`: the power factor while discharging (ReactiveControls.swift).
+    public var fixedPFInject: PowerFactorWithExcitation?
+    /// `opModFixedPFAbsorbW`: the power factor while charging.
+    public var fixedPFAbsorb: PowerFactorWithExcitation?
+    /// `opModFixedVar`: a fixed var, hundredths of a percent of its `refType`'s quantity.
+    public var fixedVar: FixedVar?
+    /// `opModTargetVar`: a target var.
+    public var targetVar: ReactivePower?
+    /// Why an element the control sets is not applied, the rest of it taken: an `opModFreqDroop`, a
+    /// power factor or an `opModFixedVar` inside its types but outside what bessd applies
+    /// ("opModFreqDroop not applied: …", several joined by "; "); nil when all is.
     public var notApplied: String?
 
     /// A base that sets nothing.
@@ -77,6 +82,7 @@ public struct DERControlBase: Hashable, Sendable {
             notApplied = droop.notApplied
             freqDroop = notApplied == nil ? droop : nil
         }
+        try readReactive(element)
     }
 }
 
@@ -221,7 +227,8 @@ public struct RefusedControl: Hashable, Sendable {
     /// `csipausElements` in a CSIP-AUS namespace, the others in 2030.5's.
     public static let appliedElements: Set<String> = [
         "opModConnect", "opModEnergize", "opModFixedW", "opModMaxLimW", "opModTargetW", "opModExpLimW", "opModImpLimW",
-        "opModGenLimW", "opModLoadLimW", "opModStorageTargetW", "opModFreqDroop",
+        "opModGenLimW", "opModLoadLimW", "opModStorageTargetW", "opModFreqDroop", "opModFixedPFInjectW", "opModFixedPFAbsorbW",
+        "opModFixedVar", "opModTargetVar",
     ]
     /// The applied elements CSIP-AUS defines: read only in its namespaces.
     public static let csipausElements: Set<String> = ["opModExpLimW", "opModImpLimW", "opModGenLimW", "opModLoadLimW", "opModStorageTargetW"]
@@ -249,9 +256,8 @@ public struct RefusedControl: Hashable, Sendable {
     init?(notApplicable control: DERControl, _ element: XMLElement) {
         let set = element.child("DERControlBase")?.children.filter { $0.name.local != "rampTms" } ?? []
         let others = set.map(\.name.local)
-        let unapplied = control.base.freqDroop == nil ? "opModFreqDroop" : ""
-        guard !set.contains(where: { Self.applied($0) && $0.name.local != unapplied }) else { return nil }
-        if others.contains(unapplied), let why = control.base.notApplied {
+        guard !set.contains(where: { Self.applied($0) && !control.base.leavesUnapplied($0.name.local) }) else { return nil }
+        if others.contains(where: control.base.leavesUnapplied), let why = control.base.notApplied {
             self.init(mRID: control.mRID, replyTo: control.replyTo, responseRequired: control.responseRequired, status: .notApplicable,
                       reason: "DERControl \(quoted(control.mRID)): \(why)")
             return

@@ -25,6 +25,14 @@ public enum ControlType: String, Hashable, Sendable, CaseIterable {
     case storageTargetW = "opModStorageTargetW"
     /// `opModFreqDroop`.
     case freqDroop = "opModFreqDroop"
+    /// `opModFixedPFInjectW`.
+    case fixedPFInject = "opModFixedPFInjectW"
+    /// `opModFixedPFAbsorbW`.
+    case fixedPFAbsorb = "opModFixedPFAbsorbW"
+    /// `opModFixedVar`.
+    case fixedVar = "opModFixedVar"
+    /// `opModTargetVar`.
+    case targetVar = "opModTargetVar"
 }
 
 extension DERControlBase {
@@ -42,6 +50,10 @@ extension DERControlBase {
         case .loadLimitW: loadLimitW != nil
         case .storageTargetW: storageTargetW != nil
         case .freqDroop: freqDroop != nil
+        case .fixedPFInject: fixedPFInject != nil
+        case .fixedPFAbsorb: fixedPFAbsorb != nil
+        case .fixedVar: fixedVar != nil
+        case .targetVar: targetVar != nil
         }
     }
 
@@ -60,6 +72,10 @@ extension DERControlBase {
         case .loadLimitW: out.loadLimitW = other.loadLimitW
         case .storageTargetW: out.storageTargetW = other.storageTargetW
         case .freqDroop: out.freqDroop = other.freqDroop
+        case .fixedPFInject: out.fixedPFInject = other.fixedPFInject
+        case .fixedPFAbsorb: out.fixedPFAbsorb = other.fixedPFAbsorb
+        case .fixedVar: out.fixedVar = other.fixedVar
+        case .targetVar: out.targetVar = other.targetVar
         }
         return out
     }

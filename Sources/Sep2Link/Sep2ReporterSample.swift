@@ -76,6 +76,10 @@ public struct Sep2SiteSample: Sendable, Equatable {
     /// The utility's `opModConnect` and `opModEnergize` as the worker applies them.
     public var connectAllowed = true
     public var energizeAllowed = true
+    /// The site's var capability, var (magnitudes): Σ `VarMaxInj` / Σ `VarMaxAbs` of the units with
+    /// var points (`SiteView.varMaxInjecting` / `…Absorbing`); 0 when none has them.
+    public var varMaxInjecting = 0.0
+    public var varMaxAbsorbing = 0.0
     /// The `setGradW` of the DefaultDERControl in force (mirrored into DERSettings), nil for none.
     public var defaultSetGradW: UInt16?
 
@@ -113,6 +117,8 @@ public struct Sep2SiteSample: Sendable, Equatable {
         // A unit answering without var would make the Σ a partial one: none is posted.
         derVar = unmeasured ? .nan : view.unitsVar
         derV = view.unitsVoltageV
+        varMaxInjecting = view.varMaxInjecting.isFinite ? max(0, view.varMaxInjecting) : 0
+        varMaxAbsorbing = view.varMaxAbsorbing.isFinite ? max(0, view.varMaxAbsorbing) : 0
         // Each unit's SOC clamped to 0…100, as the reports have always posted it.
         storedWh = view.clampedStoredWh
         socPercent = view.clampedSOCPercent

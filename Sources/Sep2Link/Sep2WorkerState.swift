@@ -90,8 +90,9 @@ public struct Sep2State: Sendable, Equatable {
         case .generationLimitW: limits.generationLimitW
         case .loadLimitW: limits.loadLimitW
         case .storageTargetW: limits.storageTargetW
-        case .freqDroop: nil
+        case .freqDroop, .fixedPFInject, .fixedPFAbsorb, .fixedVar, .targetVar: nil
         }
+        if let text = reactiveValue(type, limits) { return text }
         if type == .connect { return "\(limits.connect)" }
         if type == .freqDroop, let d = limits.droop {
             return "deadband -\(d.deadbandUnderHz)/+\(d.deadbandOverHz) Hz, droop \(d.droopUnderPercent)/\(d.droopOverPercent) %, "
@@ -100,6 +101,21 @@ public struct Sep2State: Sendable, Equatable {
         if type == .energize { return "\(limits.energize)" }
         guard let watts, watts.isFinite else { return "?" }
         return watts == watts.rounded() && abs(watts) < 1e15 ? "\(Int64(watts)) W" : "\(watts) W"
+    }
+
+    /// `0.95 injecting`, `-1500 var`; nil for a type that is not reactive.
+    static func reactiveValue(_ type: ControlType, _ limits: UtilityLimits) -> String? {
+        let value: Double?
+        switch type {
+        case .fixedPFInject: value = limits.powerFactorInjecting
+        case .fixedPFAbsorb: value = limits.powerFactorAbsorbing
+        case .fixedVar: value = limits.fixedVar
+        case .targetVar: value = limits.targetVar
+        default: return nil
+        }
+        guard let value, value.isFinite else { return "?" }
+        if type == .fixedPFInject || type == .fixedPFAbsorb { return "\(abs(value)) " + (value < 0 ? "absorbing" : "injecting") }
+        return value == value.rounded() && abs(value) < 1e15 ? "\(Int64(value)) var" : "\(value) var"
     }
 
     /// `control "c1" of program "p1" until Unix 1795000060`, `the default of program "p1"`.

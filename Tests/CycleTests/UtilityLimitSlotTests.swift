@@ -24,6 +24,10 @@ struct UtilityLimitSlotTests {
         l.gradientWPerSecond = k % 3 == 1 ? nil : w + 9
         l.droop = k % 4 == 3 ? nil : UtilityDroop(deadbandOverHz: w + 10, deadbandUnderHz: w + 11, droopOverPercent: w + 12,
                                                    droopUnderPercent: w + 13, responseTime: .milliseconds(Int64(k % 1000)))
+        l.powerFactorInjecting = k % 2 == 0 ? nil : 0.9
+        l.powerFactorAbsorbing = k % 3 == 0 ? -0.95 : nil
+        l.fixedVar = k % 5 == 0 ? nil : -w - 14
+        l.targetVar = k % 2 == 0 ? w + 15 : nil
         l.connect = k % 4 != 1
         l.energize = k % 4 != 2
         l.validUntil = k % 3 == 0 ? nil : MonotonicInstant(nanoseconds: Int64(k) * 1_000)

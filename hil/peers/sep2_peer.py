@@ -11,8 +11,11 @@ pinned in hil/requirements-py312.txt; run as `$(scripts/ensure-python-peers.sh -
     writes only v1.3's).
 `refusals`  one JSON line: {"name", "xml", "given"}: a DERControlList envoy-schema's models write with
     three controls: A1 (an export limit), B2 whose import limit's value is then edited to 77777 (outside
-    Int16: invalid) and C3 setting only opModFixedVar with rampTms (nothing bessd carries out); given
+    Int16: invalid) and C3 setting only opModFixedVar of refType 0 with rampTms (not applied: 252); given
     names the control taken and each refused with the status 2030.5 gives it (253 invalid, 252 not applicable).
+`reactive`  one JSON line: {"name", "xml", "given"}: a DERControlList of the reactive controls (the fixed
+    power factors, opModFixedVar, opModTargetVar) envoy-schema's models write, with the controls taken,
+    the one refused (252: a power factor of 0 is all it sets) and the values given.
 `mrid PEN`  one JSON line {"mRID"}: sep2tools.ids.generate_mrid(PEN) ungrouped (the PEN ends it).
 `events FILE`  reads {"cases": [{"events": [...], "times": [...]}, ...]} from FILE (sep2tools' DERControl
     fields) and prints {"case", "time", "mode", "mRID"} for every case, sample time and mode, from
@@ -137,6 +140,34 @@ def refusals():
                       "given": {"taken": ["A1"], "refused": [["B2", 253], ["C3", 252]], "all": 3}}))
 
 
+def reactive():
+    """A DERControlList of the reactive controls, written by envoy-schema's models: E1 both fixed power
+    factors, E2 opModFixedVar of setMaxVar, E3 opModTargetVar, E4 only a power factor of 0 (not applied:
+    252), E5 an export limit with an opModFixedVar of refType 4 (taken, the fixed var not applied)."""
+    from envoy_schema.server.schema.sep2.der import DERControlBase, DERControlListResponse, DERControlResponse
+    from envoy_schema.server.schema.sep2.der_control_types import ActivePower, FixedVar, PowerFactorWithExcitation, ReactivePower
+    from envoy_schema.server.schema.sep2.event import EventStatus
+    from envoy_schema.server.schema.sep2.types import DateTimeIntervalType
+
+    def control(mrid, base):
+        return DERControlResponse(
+            href=f"/edev/1/derp/1/derc/{mrid}", replyTo="/rsps/1/rsp", responseRequired="03", mRID=mrid,
+            creationTime=1_760_000_000, EventStatus_=EventStatus(currentStatus=0, dateTime=1_760_000_000, potentiallySuperseded=False),
+            interval=DateTimeIntervalType(start=1_760_000_300, duration=300), DERControlBase_=base)
+
+    listed = DERControlListResponse(href="/edev/1/derp/1/derc", all_=5, results=5, DERControl=[
+        control("E1", DERControlBase(opModFixedPFInjectW=PowerFactorWithExcitation(displacement=95, excitation=False, multiplier=-2),
+                                     opModFixedPFAbsorbW=PowerFactorWithExcitation(displacement=900, excitation=True, multiplier=-3))),
+        control("E2", DERControlBase(opModFixedVar=FixedVar(refType=2, value=-2500))),
+        control("E3", DERControlBase(opModTargetVar=ReactivePower(value=15, multiplier=2))),
+        control("E4", DERControlBase(opModFixedPFInjectW=PowerFactorWithExcitation(displacement=0, excitation=False, multiplier=0))),
+        control("E5", DERControlBase(opModExpLimW=ActivePower(value=5, multiplier=3), opModFixedVar=FixedVar(refType=4, value=100))),
+    ])
+    print(json.dumps({"name": "reactive-v1.3", "xml": listed.to_xml(skip_empty=True).decode(), "given": {
+        "taken": ["E1", "E2", "E3", "E5"], "refused": [["E4", 252]],
+        "E1": {"inject": [95, False, -2], "absorb": [900, True, -3]}, "E2": [2, -2500], "E3": [15, 2]}}))
+
+
 def mrid(pen):
     from sep2tools.ids import generate_mrid
 
@@ -173,6 +204,8 @@ if __name__ == "__main__":
         documents()
     elif command == "refusals":
         refusals()
+    elif command == "reactive":
+        reactive()
     elif command == "mrid":
         mrid(sys.argv[2])
     elif command == "events":
