@@ -39,10 +39,12 @@ enum SunSpecHarness {
         }
         device = FuzzDevice(words: words)
         guard let inverter = try? SunSpecInverter.open(&device) else { return violations.list }
-        if let reading = try? inverter.readStatus(&device) {
+        let reading = try? inverter.readStatus(&device)
+        if let reading {
             violations.check(reading.activePower.value.isFinite, "inverter power \(reading.activePower) not finite")
             violations.check(reading.frequency.map { $0.value.isFinite } ?? true, "inverter frequency not finite")
         }
+        checkReactive(inverter, reading, into: &violations)
         violations.check(inverter.ratedPower.map { $0.value.isFinite } ?? true, "rated power not finite")
         let rating = inverter.ratedPower.map { abs($0.value) } ?? 10_000
         for request in [0, rating / 3, -rating / 2, rating, -rating, 1, -1] {
@@ -116,6 +118,6 @@ enum SunSpecHarness {
             SunSpecDeviceProfile(measurementModel: 103, controlModel: 124, ratingW: 50_000, maxChargeRateW: 20_000),
             SunSpecDeviceProfile.meter(model: 203, maxW: 200_000),
         ]
-        return profiles.map { bytes(of: SunSpecImage(profile: $0).words) }
+        return profiles.map { bytes(of: SunSpecImage(profile: $0).words) } + reactiveSeeds()
     }
 }

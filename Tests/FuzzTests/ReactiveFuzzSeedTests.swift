@@ -1,5 +1,6 @@
 import ControlCore
 import Cycle
+import Fieldbus
 import IEC104
 import Testing
 
@@ -33,6 +34,27 @@ struct ReactiveFuzzSeedTests {
                 #expect(command.enabled && abs(command.value - expected) < 1e-9, "seed \(index): \(command)")
             }
         }
+    }
+
+    @Test("SunSpec: the reactive seeds reach VARS with 702's ratings, VAR_MAX_PCT, and voltages that are no reading")
+    func sunspecSeeds() throws {
+        let seeds = SunSpecHarness.reactiveSeeds()
+        #expect(seeds.count == 4)
+        var inverters: [SunSpecInverter] = []
+        var voltages: [Double?] = []
+        for seed in seeds {
+            var input = FuzzInput(seed)
+            var device = FuzzDevice(words: input.words())
+            let inverter = try #require(try? SunSpecInverter.open(&device))
+            inverters.append(inverter)
+            voltages.append((try? inverter.readStatus(&device))?.voltage)
+            #expect(SunSpecHarness.run(&input).isEmpty)
+        }
+        guard inverters.count == 4 else { return }
+        #expect(inverters[0].reactiveControl?.mode == .vars(scaleFactor: 1))
+        #expect(inverters[0].reactiveControl?.maxInjecting == 60_000 && inverters[0].reactiveControl?.maxAbsorbing == 50_000)
+        #expect(inverters[1].reactiveControl?.mode == .maxPercent(scaleFactor: -1, maxInjecting: 60_000, maxAbsorbing: 50_000))
+        #expect(voltages[2] == nil && voltages[3] == nil, "0 V and a V_SF not implemented read as no voltage: \(voltages)")
     }
 
     static let select = SetpointQualifier(select: true)
