@@ -16,12 +16,22 @@ public struct DERControlModes: OptionSet, Hashable, Sendable {
     public static let connect = Self(rawValue: 1 << 2)
     /// Bit 3: `opModEnergize`.
     public static let energize = Self(rawValue: 1 << 3)
+    /// Bit 4: `opModFixedPFAbsorbW`.
+    public static let fixedPFAbsorbW = Self(rawValue: 1 << 4)
+    /// Bit 5: `opModFixedPFInjectW`.
+    public static let fixedPFInjectW = Self(rawValue: 1 << 5)
+    /// Bit 6: `opModFixedVar`.
+    public static let fixedVar = Self(rawValue: 1 << 6)
     /// Bit 7: `opModFixedW`.
     public static let fixedW = Self(rawValue: 1 << 7)
     /// Bit 8: `opModFreqDroop`.
     public static let frequencyDroop = Self(rawValue: 1 << 8)
     /// Bit 20: `opModMaxLimW`.
     public static let maxLimW = Self(rawValue: 1 << 20)
+    /// Bit 21: `opModTargetVar`.
+    public static let targetVar = Self(rawValue: 1 << 21)
+    /// The reactive controls bessd takes (issue 59): the two fixed power factors, fixed and target var.
+    public static let reactive: Self = [.fixedPFAbsorbW, .fixedPFInjectW, .fixedVar, .targetVar]
     /// Bit 22: `opModTargetW`.
     public static let targetW = Self(rawValue: 1 << 22)
 }
@@ -84,6 +94,14 @@ public struct DERCapabilityReport: Hashable, Sendable {
     public var ratedMaxChargeW: Double?
     /// `rtgMaxDischargeRateW`: the most discharge power, W; nil omits it.
     public var ratedMaxDischargeW: Double?
+    /// `rtgMaxVar` / `rtgMaxVarNeg`: the most reactive power delivered (injecting) / received
+    /// (absorbing), var, magnitudes (`rtgMaxVarNeg` is written negative); nil omits them.
+    public var ratedMaxVar: Double?
+    public var ratedMaxVarNeg: Double?
+    /// `rtgMinPFOverExcited` / `rtgMinPFUnderExcited`: the least power factor injecting / absorbing,
+    /// (0, 1]; nil omits it.
+    public var ratedMinPFOverExcited: Double?
+    public var ratedMinPFUnderExcited: Double?
     /// `csipaus:doeModesSupported` (mandatory in CSIP-AUS).
     public var doeModesSupported: DOEModes
     /// `csipaus:vppModesSupported`: written only in CSIP-AUS 1.3 (1.2 has no such element); nil omits it.
@@ -106,8 +124,12 @@ public struct DERCapabilityReport: Hashable, Sendable {
         if let ratedMaxChargeW { try writer.power("rtgMaxChargeRateW", ratedMaxChargeW, .unsignedMagnitude) }
         if let ratedMaxDischargeW { try writer.power("rtgMaxDischargeRateW", ratedMaxDischargeW, .unsignedMagnitude) }
         if let ratedMaxVA { try writer.power("rtgMaxVA", ratedMaxVA, .unsigned) }
+        if let ratedMaxVar { try writer.power("rtgMaxVar", ratedMaxVar, .unsignedMagnitude) }
+        if let ratedMaxVarNeg { try writer.power("rtgMaxVarNeg", -abs(ratedMaxVarNeg), .signed) }
         try writer.power("rtgMaxW", ratedMaxW, .unsignedMagnitude)
         if let ratedMaxWh { try writer.power("rtgMaxWh", ratedMaxWh, .unsigned) }
+        if let ratedMinPFOverExcited { try writer.powerFactor("rtgMinPFOverExcited", ratedMinPFOverExcited) }
+        if let ratedMinPFUnderExcited { try writer.powerFactor("rtgMinPFUnderExcited", ratedMinPFUnderExcited) }
         writer.element("type", type.rawValue)
         writer.hexElement("doeModesSupported", UInt64(doeModesSupported.rawValue), bytes: 1, csipaus: true)
         if let vppModesSupported, csipaus == .v1_3 { writer.hexElement("vppModesSupported", UInt64(vppModesSupported.rawValue), bytes: 1, csipaus: true) }
@@ -130,6 +152,14 @@ public struct DERSettingsReport: Hashable, Sendable {
     public var setMaxDischargeW: Double?
     /// `setMaxWh`: the usable stored energy allowed, Wh; nil omits it.
     public var setMaxWh: Double?
+    /// `setMaxVar` / `setMaxVarNeg`: the most reactive power injecting / absorbing, var, magnitudes
+    /// (`setMaxVarNeg` is written negative); nil omits them.
+    public var setMaxVar: Double?
+    public var setMaxVarNeg: Double?
+    /// `setMinPFOverExcited` / `setMinPFUnderExcited`: the least power factor injecting / absorbing,
+    /// (0, 0.9999]; nil omits it.
+    public var setMinPFOverExcited: Double?
+    public var setMinPFUnderExcited: Double?
     /// `modesEnabled`; nil omits it.
     public var modesEnabled: DERControlModes?
     /// `csipaus:doeModesEnabled`; nil omits it.
@@ -155,8 +185,12 @@ public struct DERSettingsReport: Hashable, Sendable {
         writer.element("setGradW", setGradW)
         if let setMaxChargeW { try writer.power("setMaxChargeRateW", setMaxChargeW, .unsignedMagnitude) }
         if let setMaxDischargeW { try writer.power("setMaxDischargeRateW", setMaxDischargeW, .unsignedMagnitude) }
+        if let setMaxVar { try writer.power("setMaxVar", setMaxVar, .unsignedMagnitude) }
+        if let setMaxVarNeg { try writer.power("setMaxVarNeg", -abs(setMaxVarNeg), .signed) }
         try writer.power("setMaxW", setMaxW, .unsignedMagnitude)
         if let setMaxWh { try writer.power("setMaxWh", setMaxWh, .unsigned) }
+        if let setMinPFOverExcited { try writer.powerFactor("setMinPFOverExcited", setMinPFOverExcited) }
+        if let setMinPFUnderExcited { try writer.powerFactor("setMinPFUnderExcited", setMinPFUnderExcited) }
         writer.element("updatedTime", updatedTime)
         if let doeModesEnabled { writer.hexElement("doeModesEnabled", UInt64(doeModesEnabled.rawValue), bytes: 1, csipaus: true) }
         if let vppModesEnabled, csipaus == .v1_3 { writer.hexElement("vppModesEnabled", UInt64(vppModesEnabled.rawValue), bytes: 1, csipaus: true) }
@@ -239,6 +273,16 @@ enum PowerScale {
 }
 
 extension XMLWriter {
+    /// `<name><displacement>d</displacement><multiplier>-4</multiplier></name>` (`PowerFactor`) for
+    /// `pf` in (0, 1]; `SEP2_VALUE_INVALID` outside.
+    mutating func powerFactor(_ name: String, _ pf: Double) throws(SEP2Error) {
+        guard pf.isFinite, pf > 0, pf <= 1 else { throw SEP2Error(.valueInvalid, message: "\(name) \(pf) is not a power factor in (0, 1]") }
+        start(name)
+        element("displacement", UInt16((pf * 10_000).rounded()))
+        element("multiplier", -4)
+        close()
+    }
+
     /// `<name><multiplier>m</multiplier><value>v</value></name>` for `x` in the type's unit.
     mutating func power(_ name: String, _ x: Double, _ scale: PowerScale) throws(SEP2Error) {
         let fitted = try PowerScale.fit(x, scale.range, name)

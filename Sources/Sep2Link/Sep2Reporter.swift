@@ -167,10 +167,32 @@ extension Sep2Reporter {
     /// `modes`, with `opModFreqDroop` (bit 8) while the configured droop is enabled.
     var modesCarriedOut: DERControlModes { settings.frequencyDroopEnabled ? Self.modes.union(.frequencyDroop) : Self.modes }
 
-    /// `DERCapability` of the aggregated DER (Σ units).
-    func capability() -> DERCapabilityReport {
+    /// `modes` and `opModFreqDroop` as `modesCarriedOut`, with the reactive controls (bits 4, 5, 6, 21)
+    /// while some unit has var points (`s`'s var capability).
+    func modesCarriedOut(_ s: Sep2SiteSample) -> DERControlModes {
+        Self.hasVar(s) ? modesCarriedOut.union(.reactive) : modesCarriedOut
+    }
+
+    /// True while some unit has var points.
+    static func hasVar(_ s: Sep2SiteSample) -> Bool { s.varMaxInjecting > 0 || s.varMaxAbsorbing > 0 }
+
+    /// The least power factor at rating `w` and var capability `q`: `w / √(w² + q²)`, at most
+    /// `most`; nil without a rating.
+    static func leastPowerFactor(w: Double, q: Double, most: Double = 1) -> Double? {
+        guard w > 0, w.isFinite, q.isFinite else { return nil }
+        return min(most, w / (w * w + q * q).squareRoot())
+    }
+
+    /// `DERCapability` of the aggregated DER (Σ units), its reactive ratings while some unit has var points.
+    func capability(_ s: Sep2SiteSample = Sep2SiteSample()) -> DERCapabilityReport {
         let r = settings.ratings
-        var c = DERCapabilityReport(modesSupported: modesCarriedOut, type: .storage, ratedMaxW: r.maxDischargeW, doeModesSupported: .all)
+        var c = DERCapabilityReport(modesSupported: modesCarriedOut(s), type: .storage, ratedMaxW: r.maxDischargeW, doeModesSupported: .all)
+        if Self.hasVar(s) {
+            c.ratedMaxVar = s.varMaxInjecting
+            c.ratedMaxVarNeg = s.varMaxAbsorbing
+            c.ratedMinPFOverExcited = Self.leastPowerFactor(w: r.maxDischargeW, q: s.varMaxInjecting)
+            c.ratedMinPFUnderExcited = Self.leastPowerFactor(w: r.maxDischargeW, q: s.varMaxAbsorbing)
+        }
         c.ratedMaxWh = r.energyWh > 0 ? r.energyWh : nil
         c.ratedMaxChargeW = r.maxChargeW
         c.ratedMaxDischargeW = r.maxDischargeW
@@ -187,7 +209,13 @@ extension Sep2Reporter {
         d.setMaxChargeW = r.maxChargeW
         d.setMaxDischargeW = r.maxDischargeW
         d.setMaxWh = r.energyWh > 0 ? r.energyWh : nil
-        d.modesEnabled = modesCarriedOut
+        d.modesEnabled = modesCarriedOut(s)
+        if Self.hasVar(s) {
+            d.setMaxVar = s.varMaxInjecting
+            d.setMaxVarNeg = s.varMaxAbsorbing
+            d.setMinPFOverExcited = Self.leastPowerFactor(w: r.maxDischargeW, q: s.varMaxInjecting, most: 0.9999)
+            d.setMinPFUnderExcited = Self.leastPowerFactor(w: r.maxDischargeW, q: s.varMaxAbsorbing, most: 0.9999)
+        }
         d.doeModesEnabled = .all
         d.vppModesEnabled = .storageTarget
         return d
@@ -245,7 +273,7 @@ extension Sep2Reporter {
     mutating func document(_ resource: DERResource, _ s: Sep2SiteSample, time: Int64) -> [UInt8]? {
         do throws(SEP2Error) {
             switch resource {
-            case .capability: return try capability().xml(csipaus: settings.csipaus)
+            case .capability: return try capability(s).xml(csipaus: settings.csipaus)
             case .settings: return try settingsReport(s, updatedTime: time).xml(csipaus: settings.csipaus)
             case .status where time == 0:
                 var unstamped = StatusSince()

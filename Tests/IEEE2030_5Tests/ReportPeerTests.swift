@@ -61,6 +61,32 @@ struct ReportPeerTests {
                 "updatedTime": 1_760_000_200,
             ]))
         }
+        // The reactive ratings and modes (issue 59): rtgMaxVarNeg and setMaxVarNeg written negative, the
+        // power factors as PowerFactor (displacement × 10^-4).
+        var reactiveCapability = DERCapabilityReport(modesSupported: [.charge, .discharge, .fixedW, .fixedPFAbsorbW, .fixedPFInjectW, .fixedVar, .targetVar],
+                                                     type: .storage, ratedMaxW: 100_000, doeModesSupported: .all)
+        reactiveCapability.ratedMaxVar = 44_000
+        reactiveCapability.ratedMaxVarNeg = 33_000
+        reactiveCapability.ratedMinPFOverExcited = 0.9153
+        reactiveCapability.ratedMinPFUnderExcited = 0.95
+        var reactiveSettings = DERSettingsReport(setMaxW: 100_000, setGradW: 27, updatedTime: 1_760_000_200)
+        reactiveSettings.setMaxVar = 44_000
+        reactiveSettings.setMaxVarNeg = 33_000
+        reactiveSettings.setMinPFOverExcited = 0.9153
+        reactiveSettings.setMinPFUnderExcited = 0.95
+        reactiveSettings.modesEnabled = DERControlModes.reactive
+        for version in CSIPAUSVersion.allCases {
+            cases.append(Case(name: "capability-reactive-\(version)", root: "DERCapability", csipaus: version,
+                              xml: try reactiveCapability.xml(csipaus: version), expected: [
+                "modesSupported": "002000F3", "type_": 80, "doeModesSupported": "0F", "rtgMaxVar": power(4400, 1), "rtgMaxVarNeg": power(-3300, 1), "rtgMaxW": power(10000, 1),
+                "rtgMinPFOverExcited": ["displacement": 9153, "multiplier": -4], "rtgMinPFUnderExcited": ["displacement": 9500, "multiplier": -4],
+            ]))
+            cases.append(Case(name: "settings-reactive-\(version)", root: "DERSettings", csipaus: version,
+                              xml: try reactiveSettings.xml(csipaus: version), expected: [
+                "modesEnabled": "00200070", "setGradW": 27, "updatedTime": 1_760_000_200, "setMaxVar": power(4400, 1), "setMaxVarNeg": power(-3300, 1), "setMaxW": power(10000, 1),
+                "setMinPFOverExcited": ["displacement": 9153, "multiplier": -4], "setMinPFUnderExcited": ["displacement": 9500, "multiplier": -4],
+            ]))
+        }
         var status = DERStatusReport(readingTime: 1_760_000_300)
         status.connect = StatusValue([.connected, .available, .operating], since: 1_760_000_010)
         status.inverter = StatusValue(.forcedPowerReduction, since: 1_760_000_020)
