@@ -33,6 +33,9 @@ public enum ControlType: String, Hashable, Sendable, CaseIterable {
     case fixedVar = "opModFixedVar"
     /// `opModTargetVar`.
     case targetVar = "opModTargetVar"
+
+    /// The reactive controls: a step on the reactive axis, their `rampTms` no part of the active ramp.
+    public var isReactive: Bool { self == .fixedPFInject || self == .fixedPFAbsorb || self == .fixedVar || self == .targetVar }
 }
 
 extension DERControlBase {
@@ -163,7 +166,8 @@ public struct ActiveControls: Hashable, Sendable {
     /// The effective controls (each type from its source). Its `rampTimeHundredthsSecond` is the
     /// `rampTms` of the sources in force: where a limit (export, import, generation, load, MaxLimW) is
     /// in force, the smallest its sources give (they may differ: the quickest wins), else the
-    /// smallest any source gives; nil when none does.
+    /// smallest any source gives; nil when none does. A reactive control's `rampTms` is not counted
+    /// (its Q is a step, as SCADA's `VarSet` is).
     public var base = DERControlBase()
     /// The source of each type `base` sets.
     public var sources: [ControlType: ControlSource] = [:]
@@ -241,12 +245,12 @@ public enum EventRules {
             if let winner {
                 out.base = out.base.taking(type, from: winner.control.base)
                 out.sources[type] = .event(program: winner.program, control: winner.control.mRID, until: winner.end)
-                ramps.updateValue(winner.control.base.rampTimeHundredthsSecond, forKey: type)
+                if !type.isReactive { ramps.updateValue(winner.control.base.rampTimeHundredthsSecond, forKey: type) }
             } else if let program = programs.filter({ $0.defaultControl?.base.sets(type) == true })
                         .min(by: { ($0.primacy, $0.mRID) < ($1.primacy, $1.mRID) }), let fallback = program.defaultControl {
                 out.base = out.base.taking(type, from: fallback.base)
                 out.sources[type] = .defaultControl(program: program.mRID)
-                ramps.updateValue(fallback.base.rampTimeHundredthsSecond, forKey: type)
+                if !type.isReactive { ramps.updateValue(fallback.base.rampTimeHundredthsSecond, forKey: type) }
             }
         }
         out.base.rampTimeHundredthsSecond = rampTms(of: ramps)

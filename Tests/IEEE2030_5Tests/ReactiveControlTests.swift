@@ -106,3 +106,21 @@ struct ReactiveControlTests {
         #expect(beside.controls.first?.base.notApplied?.contains("opModFixedPFAbsorbW") == true)
     }
 }
+
+extension ReactiveControlTests {
+    @Test("a reactive control's rampTms is no part of the active ramp; the event rules take each reactive type on its own")
+    func reactiveRampNotCounted() {
+        var targetVar = DERControlBase()
+        targetVar.targetVar = ReactivePower(value: 10, multiplier: 3)
+        targetVar.rampTimeHundredthsSecond = 100
+        var fixedW = DERControlBase()
+        fixedW.fixedWHundredthsPercent = 5000
+        fixedW.rampTimeHundredthsSecond = 3000
+        let controls = [DERControl(mRID: "0A", creationTime: 1, status: EventStatus(current: .scheduled, dateTime: 1), start: 100, duration: 60, base: targetVar),
+                        DERControl(mRID: "0B", creationTime: 1, status: EventStatus(current: .scheduled, dateTime: 1), start: 100, duration: 60, base: fixedW)]
+        let active = EventRules.resolve([ProgramSchedule(mRID: "P", primacy: 1, controls: controls)], now: 120)
+        #expect(active.base.targetVar == ReactivePower(value: 10, multiplier: 3) && active.base.fixedWHundredthsPercent == 5000)
+        #expect(active.base.rampTimeHundredthsSecond == 3000, "the target var's 1 s ramp is not P's")
+        #expect(active.sources[.targetVar] == .event(program: "P", control: "0A", until: 160))
+    }
+}
