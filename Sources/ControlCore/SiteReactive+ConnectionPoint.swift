@@ -19,6 +19,8 @@ import GridSupport
 /// - Constant power factor and a party's PF setpoint are never closed on the meter: each unit holds
 ///   the power factor (the meter's P includes the load).
 /// - Volt-watt caps Σ units' discharge in the next period's bounds (`voltWattCap`).
+/// - A party's request replaces the site's mode while it holds, the law retuned to it (`tune`), so
+///   when it ends the mode goes on from where Q stands, with no step.
 ///
 /// Storage is fixed at init; `step` copies plain values (a law is rebuilt only when the site's
 /// rating changes, which validation makes allocate).
@@ -49,6 +51,8 @@ struct SiteReactiveLaw: Sendable {
     private(set) var deadband = 100.0
     /// The ask last recorded into `history`.
     private var recorded: Double?
+    /// True while the law follows a party's request (`tune`) rather than the configured mode.
+    private(set) var tuned = false
 
     /// `metered`: the site has a meter, so a party's var setpoint is held at it even without a law.
     init(settings: GridSupportSettings?, metered: Bool, history: Int = 2048) {
@@ -110,6 +114,7 @@ struct SiteReactiveLaw: Sendable {
             voltWattCap = .infinity
             return held(request)
         }
+        tune(request?.ask)
         // Stepped in place: a copy would copy the law's curves on write.
         let output = law!.step(voltage: voltagePU ?? .nan, desiredPowerW: siteP, elapsedSeconds: elapsedSeconds)
         voltWattCap = max(0, output.voltWattLimitW ?? .infinity)
@@ -130,6 +135,31 @@ struct SiteReactiveLaw: Sendable {
         }
         target = q
         return (.vars(follow(q)), ReactiveSource(mode))
+    }
+
+    /// While a party's request holds, the site's law runs it (constant var at the request's var, or
+    /// its power factor, with no response lag), so that when it ends the configured mode takes over
+    /// from where Q stands through its own response (`retune` keeps the filter's output): no step,
+    /// as at each unit. Volt-watt and the priority stay the configured ones. Retuned only when the
+    /// request moved more than `ReactiveStage.retuneVar`; nothing to do without a reactive mode.
+    private mutating func tune(_ ask: ReactiveAsk?) {
+        guard let base = settings, base.reactive != nil, law != nil else { return }
+        var next = base
+        switch ask {
+        case .vars(let q)?:
+            let va = law!.rating.apparentPowerVA
+            if tuned, case .constantVar(let now)? = law!.settings.reactive, abs(now.percent / 100 * va - q) <= ReactiveStage.retuneVar(va) {
+                return
+            }
+            let percent = q.isFinite ? min(100, max(-100, q / va * 100)) : 0
+            next.reactive = .constantVar(ConstantVarSettings(percent: percent, responseTime: .zero))
+        case .powerFactor(let pf)?:
+            if tuned, law!.settings.reactive == .constantPowerFactor(pf) { return }
+            next.reactive = .constantPowerFactor(pf)
+        case nil:
+            guard tuned else { return }
+        }
+        if (try? law!.retune(next)) != nil { tuned = ask != nil }
     }
 
     /// A party's request: a var setpoint is held at the connection point while the meter is fresh;
@@ -184,5 +214,6 @@ struct SiteReactiveLaw: Sendable {
         ask = old.ask
         recorded = old.recorded
         voltWattCap = old.voltWattCap
+        // A request in force is taken up again in the next period (`tune`).
     }
 }

@@ -213,6 +213,30 @@ struct ReactiveSiteLawTests {
         #expect(site.site.decision(unit: 0).reactiveSource == .constantPowerFactor && !site.site.siteReactiveMetered)
     }
 
+    @Test("when a party's var setpoint ends, the site's mode goes on from where Q stands: no step")
+    func requestEndsWithoutStep() {
+        let rig = Rig(Self.constantVar(10), meter: false)
+        rig.run(30)
+        #expect(abs(rig.asked - 20_000) <= 200)
+        var command = ExpiringCommand(value: 60_000, revertValue: 0)
+        command.enabled = true
+        rig.site.commands.reactive = command
+        rig.run(5)
+        #expect(abs(rig.asked - 60_000) <= 1 && rig.site.decision(unit: 0).reactiveSource == .scada)
+        rig.site.commands.reactive = ExpiringCommand(value: 0, revertValue: 0)
+        rig.step()
+        // One 0.1 s period of a response that takes 5 s to 90 %: under 5 % of the 40 kvar way, not a step.
+        #expect(rig.asked < 60_000 && rig.asked > 58_000, "the first period after: from where Q stood, \(rig.asked)")
+        #expect(rig.site.decision(unit: 0).reactiveSource == .constantVar)
+        var last = rig.asked
+        for _ in 0..<100 {
+            rig.step()
+            #expect(rig.asked <= last + 1, "down toward the mode's 20 kvar through its response")
+            last = rig.asked
+        }
+        #expect(abs(rig.asked - 20_000) <= 0.01 * Self.siteVA, "\(rig.asked)")
+    }
+
     @Test("the site's volt-watt caps Σ units' discharge (binding volt_watt), the lowest of it and the grid operator's cap")
     func voltWattInBounds() {
         let settings = GridSupportSettings(reactive: nil, voltWatt: Self.catB.voltWatt)
