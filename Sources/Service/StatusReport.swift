@@ -175,7 +175,7 @@ struct StatusReport {
         return SiteReply(
             mode: configuration.mode.rawValue, gridPowerW: site.gridPower, meter: meter,
             limits: LimitsReply(importMaxW: c.importMaxKW.map { $0 * 1000 }, exportMaxW: c.exportMaxKW.map { $0 * 1000 },
-                                binding: site.binding != .none ? "\(site.binding)" : site.voltWattLimited ? "volt_watt" : nil),
+                                binding: Self.limitBinding(site)),
             application: application, gridOperator: gridOperatorReply(site),
             decision: DecisionReply(requestedW: site.requested, heldW: site.held, applicationW: site.application,
                                     poolW: site.pool, deliveredW: site.delivered),
@@ -184,6 +184,13 @@ struct StatusReport {
             agc: Self.agcReply(site.agc), responseReserve: Self.reserveReply(configuration, units: units))
             .with(utility: Self.utilityReply(site.utility), reactiveKvar: siteView.netVar(hasMeter: c.meter != nil) / 1000,
                   voltagePU: siteView.voltagePU, reactiveShortfallKvar: site.reactiveShortfall / 1000)
+    }
+
+    /// What decided the units' power at the connection point, as `limits.binding` names it: the grid
+    /// limit (`import`, `export`), else the site's volt-watt (`volt_watt`); nil when neither did.
+    static func limitBinding(_ site: SiteStatus) -> String? {
+        if site.binding != .none { return "\(site.binding)" }
+        return site.voltWattLimited ? "volt_watt" : nil
     }
 
     /// The utility's controls as the last cycle applied them; nil when none is in force.
