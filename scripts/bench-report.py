@@ -267,6 +267,10 @@ rows.append((
     "(the slot read each cycle, a new value every 5 s: export, import, generation/load with rampTms, a target with setGradW "
     "and opModFreqDroop, a disconnect) (worst of 10 × 1,000 cycles)",
     fmt(num("alloc32utility"), 3), "0", verdict(num("alloc32utility"), 0)))
+rows.append((
+    "heap allocations per steady-state cycle, 32 simulated units under volt-var and volt-watt at each unit "
+    "(every law stepped, Q written each cycle) (worst of 10 × 1,000 cycles)",
+    fmt(num("alloc32reactive"), 3), "0", verdict(num("alloc32reactive"), 0)))
 rows.append(("spool append (300 B records, fsync batched)", f"{fmt(num('spool_append'), 0)} records/s", "≥ 20,000 records/s",
              verdict(num("spool_append"), 20000, lower_is_better=False, unit=" records/s")))
 backlog_s = num("backlog_seconds")
