@@ -295,10 +295,11 @@ public final class SiteController {
         pool.report(decision.binding, connection: connection, events: &events, now: now)
     }
 
-    /// The meter's reading for the reactive law: its instant, var and p.u. voltage, while the
-    /// connection point took it this step (fresh) and it carries a finite var; nil otherwise.
-    func meteredVar(_ meter: Timestamped<MeterReading>?, now: MonotonicInstant) -> (takenAt: MonotonicInstant, reactive: Double, voltagePU: Double?)? {
-        guard connection.settings.hasMeter, connection.gridPower != nil, let meter, let q = meter.value.reactivePower, q.isFinite else { return nil }
+    /// The meter's reading for the reactive law while the connection point took it this step
+    /// (fresh): its instant, var (nil when it measures none) and p.u. voltage; nil otherwise.
+    func meteredVar(_ meter: Timestamped<MeterReading>?, now: MonotonicInstant) -> (takenAt: MonotonicInstant, reactive: Double?, voltagePU: Double?)? {
+        guard connection.settings.hasMeter, connection.gridPower != nil, let meter else { return nil }
+        let q = meter.value.reactivePower.flatMap { $0.isFinite ? $0 : nil }
         return (meter.takenAt, q, site.gridVoltagePU)
     }
 

@@ -87,9 +87,10 @@ struct SiteReactiveLaw: Sendable {
     /// law and returns what the units are asked together (the stage shares a `.vars` by free apparent
     /// power), or nil where the site's law asks nothing (then each unit's own configuration holds).
     /// `request`: a party's reactive request in force; `measuredVar`: Σ the fresh units' measured Q;
-    /// `meterVar`: the meter's Q when its reading is fresh (nil: none, or stale).
+    /// `meter`: the meter's reading while fresh (nil: none, or stale): its voltage reads for the
+    /// site's, and its var (when it measures one) closes Q on it.
     mutating func step(units: [UnitController], request: (ask: ReactiveAsk, source: ReactiveSource)?, measuredVar: Double,
-                       meter: (takenAt: MonotonicInstant, reactive: Double, voltagePU: Double?)?, maxLag: Duration,
+                       meter: (takenAt: MonotonicInstant, reactive: Double?, voltagePU: Double?)?, maxLag: Duration,
                        now: MonotonicInstant, elapsedSeconds: Double) -> (ask: ReactiveAsk, source: ReactiveSource)? {
         if let last = ask, last != recorded {
             recorded = last
@@ -104,9 +105,11 @@ struct SiteReactiveLaw: Sendable {
         for index in units.indices { siteP += units[index].decision.setpoint.value }
         if let meter {
             voltagePU = meter.voltagePU
-            let (low, high) = history.range(from: meter.takenAt - maxLag - .milliseconds(200), to: now)
-            loadLow = meter.reactive + low
-            loadHigh = meter.reactive + high
+            if let q = meter.reactive {
+                let (low, high) = history.range(from: meter.takenAt - maxLag - .milliseconds(200), to: now)
+                loadLow = q + low
+                loadHigh = q + high
+            }
         } else {
             voltagePU = Self.meanVoltage(units)
         }

@@ -31,6 +31,8 @@ struct ReactiveSiteLawTests {
         var meterPU: Double? = 1.0
         var meterLag = 0.0
         var meterStopsAt: Double?
+        /// False: the meter measures no var (voltage only).
+        var meterVar = true
         let metered: Bool
         var unitPU: [Double?] = [1.0, 1.0]
         var powerW: [Double] = [0, 0]
@@ -68,7 +70,7 @@ struct ReactiveSiteLawTests {
             if metered {
                 let at = min(t - meterLag, meterStopsAt ?? .infinity)
                 if let sample = past.last(where: { $0.t <= at + 1e-9 }) {
-                    reading = Timestamped(MeterReading(gridPower: Watts(-powerW.reduce(0, +)), reactivePower: sample.q,
+                    reading = Timestamped(MeterReading(gridPower: Watts(-powerW.reduce(0, +)), reactivePower: meterVar ? sample.q : nil,
                                                        voltage: meterPU.map { $0 * ReactiveSiteLawTests.meterV }),
                                           at: Fixture.instant(sample.t))
                 }
@@ -162,6 +164,19 @@ struct ReactiveSiteLawTests {
         rig.meterStopsAt = nil
         rig.run(60)
         #expect(rig.site.siteReactiveMetered && abs(rig.net) <= 300)
+    }
+
+    @Test("a fresh meter that measures no var: its voltage, and the units' sum with no load term")
+    func meterWithoutVar() {
+        let rig = Rig(GridSupportSettings(reactive: .voltVar(Self.catB.voltVar)), meter: true)
+        rig.meterVar = false
+        rig.loadVar = 30_000
+        rig.meterPU = 1.04
+        rig.unitPU = [1.0, 1.0]
+        rig.run(60)
+        let expected = -0.44 * (0.02 / 0.06) * Self.siteVA
+        #expect(abs(rig.asked - expected) <= 0.01 * Self.siteVA, "the meter's 1.04 p.u., not the units' 1.0: \(rig.asked)")
+        #expect(!rig.site.siteReactiveMetered && rig.site.reactiveLoadRange == nil)
     }
 
     @Test("no plausible voltage: a voltage mode asks 0 var (stale_voltage), never full var")
