@@ -71,7 +71,7 @@ extension Sep2Client {
         }
         if r.sampledSecond != second, var sample = r.sample() {
             r.sampledSecond = second
-            varCapability = (sample.varMaxInjecting, sample.varMaxAbsorbing)
+            reactive.ratings = (sample.varMaxInjecting, sample.varMaxAbsorbing)
             let limits = state.withLock { $0.limits }
             sample.connectAllowed = limits?.connect ?? true
             sample.energizeAllowed = limits?.energize ?? true

@@ -52,21 +52,29 @@ extension Sep2Client {
     }
 }
 
-extension Sep2Client {
-    /// `limits` without the reactive controls beyond the site's capability as the last report sample
-    /// gave it (`varCapability`; nothing judged before one): a var beyond Σ `VarMaxInj` (injecting) or
-    /// Σ `VarMaxAbs` (absorbing), a power factor below the site's least at its rating
-    /// (`P_rated / √(P_rated² + Q_max²)` for that excitation). Each left out is journalled as
-    /// `SEP2_CONTROL_NOT_APPLIED` once while it stays so, with the control it comes from; the rest is
-    /// in force, and the next party or the configured mode takes Q.
-    func withinVarCapability(_ limits: UtilityLimits, sources: [ControlType: ControlSource]) -> UtilityLimits {
-        guard let capability = varCapability else { return limits }
+/// The site's var capability (Σ `VarMaxInj`, Σ `VarMaxAbs` of the units with var points) as the last
+/// report sample gave it, and the utility's reactive controls left out as beyond it, as journalled.
+struct Sep2VarCapability: Sendable {
+    /// `opModFixedVar`'s `setMaxVar` / `statVarAvail`, and what a utility var or power factor is
+    /// judged against; nil before a sample (nothing is judged).
+    var ratings: (injecting: Double, absorbing: Double)?
+    /// The lines said for the controls left out now.
+    var said: Set<String> = []
+
+    /// `limits` without the reactive controls beyond `ratings`: a var beyond Σ `VarMaxInj` (injecting)
+    /// or Σ `VarMaxAbs` (absorbing), a power factor below the site's least at its rating `ratingW`
+    /// (`P_rated / √(P_rated² + Q_max²)` for that excitation), each named with the control it comes
+    /// from (`sources`); `fresh`: the lines not said before, for `SEP2_CONTROL_NOT_APPLIED` (once while
+    /// it stays so). The rest is in force, and the next party or the configured mode takes Q.
+    mutating func within(_ limits: UtilityLimits, sources: [ControlType: ControlSource], ratingW: Double)
+        -> (limits: UtilityLimits, fresh: [String])
+    {
+        guard let capability = ratings else { return (limits, []) }
         var out = limits
         var lines: Set<String> = []
+        func from(_ type: ControlType) -> String { sources[type].map { " (" + Sep2State.describe($0) + ")" } ?? "" }
         func vars(_ type: ControlType, _ value: inout Double?) {
-            guard let q = value else { return }
-            let most = q >= 0 ? capability.injecting : capability.absorbing
-            guard !(abs(q) <= most * (1 + 1e-9)) else { return }
+            guard let q = value, !(abs(q) <= (q >= 0 ? capability.injecting : capability.absorbing) * (1 + 1e-9)) else { return }
             value = nil
             lines.insert("\(type.rawValue) \(Sep2State.reactiveValue(type, limits) ?? "?") is beyond the site's reactive capability "
                 + "(\(Int64(capability.injecting)) var injecting, \(Int64(capability.absorbing)) var absorbing)" + from(type))
@@ -74,22 +82,18 @@ extension Sep2Client {
         func powerFactor(_ type: ControlType, _ value: inout Double?) {
             guard let pf = value else { return }
             let q = pf >= 0 ? capability.injecting : capability.absorbing
-            let rating = settings.siteRatingW
-            let least = rating > 0 ? rating / (rating * rating + q * q).squareRoot() : 1
+            let least = ratingW > 0 ? ratingW / (ratingW * ratingW + q * q).squareRoot() : 1
             guard abs(pf) < least * (1 - 1e-9) else { return }
             value = nil
             lines.insert("\(type.rawValue) \(Sep2State.reactiveValue(type, limits) ?? "?") is below the site's least power factor "
                 + "\((least * 1000).rounded() / 1000) at its rating" + from(type))
         }
-        func from(_ type: ControlType) -> String { sources[type].map { " (" + Sep2State.describe($0) + ")" } ?? "" }
         vars(.fixedVar, &out.fixedVar)
         vars(.targetVar, &out.targetVar)
         powerFactor(.fixedPFInject, &out.powerFactorInjecting)
         powerFactor(.fixedPFAbsorb, &out.powerFactorAbsorbing)
-        for line in lines.sorted() where !capabilityNotApplied.contains(line) {
-            log(.sep2(.controlNotApplied, "\(line) of \(settings.serverName): not applied; the rest of it taken"))
-        }
-        capabilityNotApplied = lines
-        return out
+        let fresh = lines.subtracting(said).sorted()
+        said = lines
+        return (out, fresh)
     }
 }

@@ -176,12 +176,8 @@ final class Sep2Client: @unchecked Sendable {
     var controlRecorder = ControlRecorder()
     /// What the site reports, nil when nothing is reported.
     var reporting: Sep2Reporting?
-    /// The site's var capability (Σ `VarMaxInj`, Σ `VarMaxAbs` of the units with var points) as the
-    /// last report sample gave it: `opModFixedVar`'s `setMaxVar` / `statVarAvail`, and what a utility
-    /// var or power factor is judged against (`withinVarCapability`); nil before one.
-    var varCapability: (injecting: Double, absorbing: Double)?
-    /// The reactive controls left out as beyond that capability, as journalled (Sep2Worker+NotApplied.swift).
-    var capabilityNotApplied: Set<String> = []
+    /// The site's var capability as the reports last sampled it (Sep2Worker+NotApplied.swift).
+    var reactive = Sep2VarCapability()
     /// The configured droop's `enabled` the reporter follows (set by `reportSite`, moved by a reload;
     /// taken at each report round), nil when it keeps its own setting.
     let frequencyDroop = Mutex<Bool?>(nil)
@@ -392,10 +388,12 @@ extension Sep2Client {
     /// each type whose source changed; returns the monotonic instant of the next event boundary.
     @discardableResult
     func publish(now: MonotonicInstant, wall: Double) -> MonotonicInstant? {
-        let resolved = schedule.resolve(now: now, wall: wall, siteRatingW: settings.siteRatingW, varCapability: varCapability ?? (0, 0))
+        let resolved = schedule.resolve(now: now, wall: wall, siteRatingW: settings.siteRatingW, varCapability: reactive.ratings ?? (0, 0))
         let active = resolved.active
         controlRecorder.noteInForce(active, second: resolved.second, schedule: schedule, siteRatingW: settings.siteRatingW)
-        var limits = withinVarCapability(resolved.limits, sources: active.sources)
+        let within = reactive.within(resolved.limits, sources: active.sources, ratingW: settings.siteRatingW)
+        var limits = within.limits
+        for line in within.fresh { log(.sep2(.controlNotApplied, "\(line) of \(settings.serverName): not applied; the rest of it taken")) }
         limits.validUntil = now + settings.timeout * 4 + Self.validityMargin
         if schedule.known { slot.publish(limits) }
         let controls = Sep2State.controls(resolved.shown, limits: limits)

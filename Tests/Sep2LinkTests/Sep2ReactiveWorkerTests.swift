@@ -20,7 +20,7 @@ struct Sep2ReactiveWorkerTests {
         chain["/derp/1/derc"] = Sep2Fixture.controlList([Sep2WorkerTests.controlA])
             .replacingOccurrences(of: "<DERControlBase>", with: "<DERControlBase>" + reactive)
         let rig = Rig(server: FakeSep2Server(chain))
-        rig.client.varCapability = (10_000, 8_000)
+        rig.client.reactive.ratings = (10_000, 8_000)
         rig.settle()
         for _ in 0..<4 {
             rig.advance(31)
@@ -35,7 +35,7 @@ struct Sep2ReactiveWorkerTests {
                 "\(rig.log.all)")
         #expect(rig.log.codes("SEP2_CONTROL_REFUSED").isEmpty, "\(rig.log.all)")
         // Within the capability once it grows: published, nothing said again.
-        rig.client.varCapability = (60_000, 8_000)
+        rig.client.reactive.ratings = (60_000, 8_000)
         rig.advance(5)
         rig.settle()
         #expect(rig.slot.read()?.targetVar == 50_000 && rig.slot.read()?.fixedVar == 30_000)
