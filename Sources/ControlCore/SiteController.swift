@@ -76,6 +76,10 @@ public final class SiteController {
     /// The site law's Q at the connection point in the last step, var (+ = injecting); nil when it
     /// gave none (no site mode, stale voltage, a party's request in force).
     public var siteReactiveTarget: Double? { siteReactive.target }
+    /// The site's var setpoint in the last step (the law's Q or a party's var; nil: none) and who set
+    /// the site's Q (nil: nobody at the site, each unit's own configuration).
+    public var siteReactiveSetpoint: Double? { siteReactive.setpoint }
+    public var siteReactiveSource: ReactiveSource? { siteReactive.source }
     /// What the units were asked together for the connection point in the last step, var; nil: none.
     public var siteReactiveAsk: Double? { siteReactive.ask }
     /// Whether the last step held Q at the meter (a fresh meter with var), and the reactive load's

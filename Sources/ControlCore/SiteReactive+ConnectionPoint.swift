@@ -38,6 +38,11 @@ struct SiteReactiveLaw: Sendable {
     /// The law's Q at the connection point this period, var; nil when it gave none (stale voltage,
     /// no reactive mode, a party's request in force).
     private(set) var target: Double?
+    /// The site's var setpoint this period, var (+ = injecting): the law's Q or a party's var, at the
+    /// connection point while `metered`, else for the units' sum; nil: none (a power factor, no law).
+    private(set) var setpoint: Double?
+    /// Who set the site's Q this period (the mode, a party, `staleVoltage`); nil: nobody at the site.
+    private(set) var source: ReactiveSource?
     /// The voltage the law read this period, p.u.; nil when none was plausible.
     private(set) var voltagePU: Double?
     /// Whether the last period closed Q on the meter, and the reactive load's bounds then, var.
@@ -92,6 +97,16 @@ struct SiteReactiveLaw: Sendable {
     mutating func step(units: [UnitController], request: (ask: ReactiveAsk, source: ReactiveSource)?, measuredVar: Double,
                        meter: (takenAt: MonotonicInstant, reactive: Double?, voltagePU: Double?)?, maxLag: Duration,
                        now: MonotonicInstant, elapsedSeconds: Double) -> (ask: ReactiveAsk, source: ReactiveSource)? {
+        setpoint = nil
+        let asked = decide(units: units, request: request, measuredVar: measuredVar, meter: meter, maxLag: maxLag, now: now,
+                           elapsedSeconds: elapsedSeconds)
+        source = asked?.source
+        return asked
+    }
+
+    private mutating func decide(units: [UnitController], request: (ask: ReactiveAsk, source: ReactiveSource)?, measuredVar: Double,
+                                 meter: (takenAt: MonotonicInstant, reactive: Double?, voltagePU: Double?)?, maxLag: Duration,
+                                 now: MonotonicInstant, elapsedSeconds: Double) -> (ask: ReactiveAsk, source: ReactiveSource)? {
         if let last = ask, last != recorded {
             recorded = last
             history.record(last, at: now)
@@ -134,9 +149,11 @@ struct SiteReactiveLaw: Sendable {
         guard let q = output.reactivePowerVar, q.isFinite else {
             // No plausible voltage for a voltage mode: 0 var, never full var.
             ask = 0
+            setpoint = 0
             return (.vars(0), .staleVoltage)
         }
         target = q
+        setpoint = q
         return (.vars(follow(q)), ReactiveSource(mode))
     }
 
@@ -176,6 +193,7 @@ struct SiteReactiveLaw: Sendable {
             ask = nil
             return request
         }
+        setpoint = q
         return (.vars(follow(q)), request.source)
     }
 

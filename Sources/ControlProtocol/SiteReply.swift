@@ -18,6 +18,11 @@ public struct SiteReply: ControlReply, Equatable {
     /// The part of the site's var ask (a party's var setpoint, the connection point's law) no unit
     /// could take, kvar (+ = injecting; 0 when all was taken); null from a bessd that predates it.
     public var reactiveShortfallKvar: Double?
+    /// Who sets the site's Q (`volt_var`, `scada`, `stale_voltage`…; absent: nobody at the site, each
+    /// unit's own), and the site's var setpoint, kvar (+ = injecting): at the connection point while
+    /// the meter is fresh, else for the units' sum; null when none.
+    public var reactive: String?
+    public var reactiveSetpointKvar: Double?
     /// The energy kept for frequency response (absent from a bessd that predates it).
     public var responseReserve: ResponseReserveReply?
     public var shortfall: ShortfallReply
@@ -56,11 +61,19 @@ public struct SiteReply: ControlReply, Equatable {
         return reply
     }
 
+    /// This reply with who sets the site's Q and its var setpoint, kvar (NaN: none, written null).
+    public func with(reactive: String?, reactiveSetpointKvar: Double) -> SiteReply {
+        var reply = self
+        reply.reactive = reactive
+        reply.reactiveSetpointKvar = reactiveSetpointKvar.isFinite ? reactiveSetpointKvar : nil
+        return reply
+    }
+
     enum CodingKeys: String, CodingKey {
         case agc, application, decision, limits, meter, mode, shortfall, units, utility
         case gridOperator = "grid_operator", gridPowerW = "grid_power_w", loadEstimateW = "load_estimate_w"
         case responseReserve = "response_reserve", reactiveKvar = "reactive_kvar", voltagePU = "voltage_pu"
-        case reactiveShortfallKvar = "reactive_shortfall_kvar"
+        case reactiveShortfallKvar = "reactive_shortfall_kvar", reactive, reactiveSetpointKvar = "reactive_setpoint_kvar"
     }
 
     public func write(to json: inout JSONText) {
@@ -75,7 +88,10 @@ public struct SiteReply: ControlReply, Equatable {
         json.field(CodingKeys.meter, meter)
         json.field(CodingKeys.mode, mode)
         json.field(okKey, true)
+        // Left out while nobody at the site sets Q, so a reply reads as before the site's law.
+        if let reactive { json.field(CodingKeys.reactive, reactive) }
         json.field(CodingKeys.reactiveKvar, reactiveKvar)
+        json.field(CodingKeys.reactiveSetpointKvar, reactiveSetpointKvar)
         json.field(CodingKeys.reactiveShortfallKvar, reactiveShortfallKvar)
         json.field(CodingKeys.responseReserve, ifPresent: responseReserve)
         json.field(CodingKeys.shortfall, shortfall)

@@ -31,6 +31,9 @@ public struct SiteStatus: Sendable, Equatable {
     /// volt-watt decided the units' discharge in the last cycle.
     public var reactiveShortfall: Double = 0
     public var voltWattLimited = false
+    /// The site's var setpoint (NaN: none) and who set the site's Q (nil: nobody at the site).
+    public var reactiveSetpoint: Double = .nan
+    public var reactiveSource: ReactiveSource?
     /// Bounds of the load estimate (load − PV), W; NaN before the first fresh reading.
     public var loadLow: Double = .nan
     public var loadHigh: Double = .nan

@@ -81,6 +81,8 @@ extension SiteStatus {
         self.shortfallActive = controller.shortfallActive
         self.reactiveShortfall = controller.reactiveShortfall
         self.voltWattLimited = d.voltWattLimited
+        self.reactiveSetpoint = controller.siteReactiveSetpoint ?? .nan
+        self.reactiveSource = controller.siteReactiveSource
         self.loadLow = c.loadLow ?? .nan
         self.loadHigh = c.loadHigh ?? .nan
         self.utility = d.utility

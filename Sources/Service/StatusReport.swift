@@ -184,6 +184,7 @@ struct StatusReport {
             agc: Self.agcReply(site.agc), responseReserve: Self.reserveReply(configuration, units: units))
             .with(utility: Self.utilityReply(site.utility), reactiveKvar: siteView.netVar(hasMeter: c.meter != nil) / 1000,
                   voltagePU: siteView.voltagePU, reactiveShortfallKvar: site.reactiveShortfall / 1000)
+            .with(reactive: site.reactiveSource?.rawValue, reactiveSetpointKvar: site.reactiveSetpoint / 1000)
     }
 
     /// What decided the units' power at the connection point, as `limits.binding` names it: the grid

@@ -164,6 +164,7 @@ struct ReactiveSiteLawTests {
         rig.meterStopsAt = nil
         rig.run(60)
         #expect(rig.site.siteReactiveMetered && abs(rig.net) <= 300)
+        #expect(rig.site.siteReactiveSource == .voltVar && abs(rig.site.siteReactiveSetpoint ?? .nan) <= 1, "0 var at the meter's 1.0 p.u.")
     }
 
     @Test("a fresh meter that measures no var: its voltage, and the units' sum with no load term")
@@ -188,6 +189,7 @@ struct ReactiveSiteLawTests {
             rig.meterPU = meterPU
             rig.run(30)
             #expect(rig.asked == 0, "meter at \(meterPU) p.u.")
+            #expect(rig.site.siteReactiveSource == .staleVoltage && rig.site.siteReactiveSetpoint == 0)
             #expect(rig.site.decision(unit: 0).reactiveSource == .staleVoltage && rig.site.decision(unit: 1).reactiveSource == .staleVoltage)
         }
         let rig = Rig(GridSupportSettings(reactive: .voltVar(Self.catB.voltVar)), meter: false)
@@ -209,6 +211,7 @@ struct ReactiveSiteLawTests {
         rig.site.commands.reactive = command
         rig.run(20)
         #expect(abs(rig.net - 30_000) <= 300 && abs(rig.asked - 50_000) <= 300, "net \(rig.net), asked \(rig.asked)")
+        #expect(rig.site.siteReactiveSource == .scada && rig.site.siteReactiveSetpoint == 30_000)
         #expect(rig.site.decision(unit: 0).reactiveSource == .scada)
         // Without a meter: the units' sum.
         let plain = Rig(nil, meter: false)

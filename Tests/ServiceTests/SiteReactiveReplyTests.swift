@@ -10,11 +10,11 @@ import Testing
 /// volt-watt as `limits.binding`.
 @Suite("SiteReactiveReplyTests: the site law in site --json")
 struct SiteReactiveReplyTests {
-    @Test("reactive_shortfall_kvar: written after reactive_kvar, keys in order, read back; absent reads as null")
+    @Test("reactive_shortfall_kvar: written after reactive_setpoint_kvar, keys in order, read back; absent reads as null")
     func shortfall() throws {
         let site = UtilityReplyTests.site.with(utility: nil, reactiveKvar: -150, voltagePU: 1.03, reactiveShortfallKvar: 30)
         let text = JSONTextTests.text(site)
-        #expect(text.contains(#""reactive_kvar":-150,"reactive_shortfall_kvar":30,"#), "\(text)")
+        #expect(text.contains(#""reactive_kvar":-150,"reactive_setpoint_kvar":null,"reactive_shortfall_kvar":30,"#), "\(text)")
         #expect(JSONTextTests.keysInOrder(Array(text.utf8)))
         let read = try JSONTextTests.roundTrip(site)
         #expect(read == site && read.reactiveShortfallKvar == 30)
@@ -24,6 +24,18 @@ struct SiteReactiveReplyTests {
         let stripped = old.replacingOccurrences(of: #""reactive_shortfall_kvar":null,"#, with: "")
         #expect(!stripped.contains("shortfall_kvar"))
         #expect(try JSONDecoder().decode(SiteReply.self, from: Data(stripped.utf8)).reactiveShortfallKvar == nil)
+    }
+
+    @Test("the site's reactive (who sets Q) and reactive_setpoint_kvar: present while the site sets Q")
+    func siteSetpoint() throws {
+        let site = UtilityReplyTests.site.with(utility: nil, reactiveKvar: -11.2, voltagePU: 1.035)
+            .with(reactive: "volt_var", reactiveSetpointKvar: -11.21)
+        let text = JSONTextTests.text(site)
+        #expect(text.contains(#""ok":true,"reactive":"volt_var","reactive_kvar":-11.2,"reactive_setpoint_kvar":-11.21,"#), "\(text)")
+        #expect(JSONTextTests.keysInOrder(Array(text.utf8)))
+        #expect(try JSONTextTests.roundTrip(site) == site)
+        let none = JSONTextTests.text(UtilityReplyTests.site.with(utility: nil).with(reactive: nil, reactiveSetpointKvar: .nan))
+        #expect(!none.contains(#""reactive":"#) && none.contains(#""reactive_setpoint_kvar":null"#), "\(none)")
     }
 
     @Test("limits.binding: the grid limit, else the site's volt-watt, else null")
