@@ -77,6 +77,16 @@ public enum DERType: UInt8, Hashable, Sendable {
     case photovoltaicAndStorage = 83
 }
 
+/// `rtgNormalCategory`: IEEE 1547-2018's normal operating performance category (`UInt8`).
+public enum NormalCategory: UInt8, Hashable, Sendable {
+    /// 0: not specified.
+    case unspecified = 0
+    /// 1: Category A.
+    case a = 1
+    /// 2: Category B.
+    case b = 2
+}
+
 /// `DERCapability`: what the site's one aggregated DER can do (several units behind one EndDevice are
 /// reported as their sum). Powers in W, energy in Wh, all magnitudes (≥ 0).
 public struct DERCapabilityReport: Hashable, Sendable {
@@ -102,6 +112,10 @@ public struct DERCapabilityReport: Hashable, Sendable {
     /// (0, 1]; nil omits it.
     public var ratedMinPFOverExcited: Double?
     public var ratedMinPFUnderExcited: Double?
+    /// `rtgNormalCategory`: IEEE 1547-2018's normal performance category; nil omits it.
+    public var ratedNormalCategory: NormalCategory?
+    /// `rtgVNom`: the nominal AC voltage, V (`VoltageRMS`); nil omits it.
+    public var ratedVNom: Double?
     /// `csipaus:doeModesSupported` (mandatory in CSIP-AUS).
     public var doeModesSupported: DOEModes
     /// `csipaus:vppModesSupported`: written only in CSIP-AUS 1.3 (1.2 has no such element); nil omits it.
@@ -130,6 +144,8 @@ public struct DERCapabilityReport: Hashable, Sendable {
         if let ratedMaxWh { try writer.power("rtgMaxWh", ratedMaxWh, .unsigned) }
         if let ratedMinPFOverExcited { try writer.powerFactor("rtgMinPFOverExcited", ratedMinPFOverExcited) }
         if let ratedMinPFUnderExcited { try writer.powerFactor("rtgMinPFUnderExcited", ratedMinPFUnderExcited) }
+        if let ratedNormalCategory { writer.element("rtgNormalCategory", ratedNormalCategory.rawValue) }
+        if let ratedVNom { try writer.power("rtgVNom", ratedVNom, .unsigned) }
         writer.element("type", type.rawValue)
         writer.hexElement("doeModesSupported", UInt64(doeModesSupported.rawValue), bytes: 1, csipaus: true)
         if let vppModesSupported, csipaus == .v1_3 { writer.hexElement("vppModesSupported", UInt64(vppModesSupported.rawValue), bytes: 1, csipaus: true) }
@@ -160,6 +176,13 @@ public struct DERSettingsReport: Hashable, Sendable {
     /// (0, 0.9999]; nil omits it.
     public var setMinPFOverExcited: Double?
     public var setMinPFUnderExcited: Double?
+    /// `setMaxVA`: the apparent power the site is set to, VA; nil omits it.
+    public var setMaxVA: Double?
+    /// `setVNom` / `setVRef` / `setVRefOfs`: the nominal voltage, the reference voltage at the point of
+    /// common coupling and the offset from it to the DER, V (`VoltageRMS`, ≥ 0); nil omits each.
+    public var setVNom: Double?
+    public var setVRef: Double?
+    public var setVRefOfs: Double?
     /// `modesEnabled`; nil omits it.
     public var modesEnabled: DERControlModes?
     /// `csipaus:doeModesEnabled`; nil omits it.
@@ -185,12 +208,16 @@ public struct DERSettingsReport: Hashable, Sendable {
         writer.element("setGradW", setGradW)
         if let setMaxChargeW { try writer.power("setMaxChargeRateW", setMaxChargeW, .unsignedMagnitude) }
         if let setMaxDischargeW { try writer.power("setMaxDischargeRateW", setMaxDischargeW, .unsignedMagnitude) }
+        if let setMaxVA { try writer.power("setMaxVA", setMaxVA, .unsigned) }
         if let setMaxVar { try writer.power("setMaxVar", setMaxVar, .unsignedMagnitude) }
         if let setMaxVarNeg { try writer.power("setMaxVarNeg", -abs(setMaxVarNeg), .signed) }
         try writer.power("setMaxW", setMaxW, .unsignedMagnitude)
         if let setMaxWh { try writer.power("setMaxWh", setMaxWh, .unsigned) }
         if let setMinPFOverExcited { try writer.powerFactor("setMinPFOverExcited", setMinPFOverExcited) }
         if let setMinPFUnderExcited { try writer.powerFactor("setMinPFUnderExcited", setMinPFUnderExcited) }
+        if let setVNom { try writer.power("setVNom", setVNom, .unsigned) }
+        if let setVRef { try writer.power("setVRef", setVRef, .unsigned) }
+        if let setVRefOfs { try writer.power("setVRefOfs", setVRefOfs, .unsigned) }
         writer.element("updatedTime", updatedTime)
         if let doeModesEnabled { writer.hexElement("doeModesEnabled", UInt64(doeModesEnabled.rawValue), bytes: 1, csipaus: true) }
         if let vppModesEnabled, csipaus == .v1_3 { writer.hexElement("vppModesEnabled", UInt64(vppModesEnabled.rawValue), bytes: 1, csipaus: true) }

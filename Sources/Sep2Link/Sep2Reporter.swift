@@ -20,6 +20,8 @@ public struct Sep2ReporterSettings: Sendable, Equatable {
     /// `opModFreqDroop` (bit 8) and a control that sets only it is answered as any other; false:
     /// neither claimed, and such a control is answered 252 (not applicable), never started.
     public var frequencyDroopEnabled = false
+    /// `rtgMaxVA`, `rtgVNom`, `rtgNormalCategory` and their settings, said while some unit has var points.
+    public var reference = Sep2ReferenceRatings()
 
     /// Settings.
     public init(lfdi: String, pen: UInt32, csipaus: CSIPAUSVersion, postSeconds: UInt32, ratings: Sep2SiteRatings) {
@@ -192,6 +194,7 @@ extension Sep2Reporter {
             c.ratedMaxVarNeg = s.varMaxAbsorbing
             c.ratedMinPFOverExcited = Self.leastPowerFactor(w: r.maxDischargeW, q: s.varMaxInjecting)
             c.ratedMinPFUnderExcited = Self.leastPowerFactor(w: r.maxDischargeW, q: s.varMaxAbsorbing)
+            settings.reference.apply(to: &c)
         }
         c.ratedMaxWh = r.energyWh > 0 ? r.energyWh : nil
         c.ratedMaxChargeW = r.maxChargeW
@@ -215,6 +218,7 @@ extension Sep2Reporter {
             d.setMaxVarNeg = s.varMaxAbsorbing
             d.setMinPFOverExcited = Self.leastPowerFactor(w: r.maxDischargeW, q: s.varMaxInjecting, most: 0.9999)
             d.setMinPFUnderExcited = Self.leastPowerFactor(w: r.maxDischargeW, q: s.varMaxAbsorbing, most: 0.9999)
+            settings.reference.apply(to: &d)
         }
         d.doeModesEnabled = .all
         d.vppModesEnabled = .storageTarget

@@ -1,6 +1,7 @@
 import Config
 import ControlCore
 import Cycle
+import GridSupport
 import IEEE2030_5
 import Sep2Link
 
@@ -15,6 +16,21 @@ extension Sep2ReporterSettings {
         self.init(lfdi: lfdi, pen: configuration.ieee2030_5?.pen ?? 0, csipaus: .v1_2, postSeconds: configuration.ieee2030_5?.postSeconds ?? 300,
                   ratings: ratings)
         frequencyDroopEnabled = configuration.grid.droop.enabled
+        reference = Self.reference(configuration)
+    }
+
+    /// Σ units' `VAMax` (`max_apparent_power_kva`, else `max_power_kw`), the units' nominal voltage (else
+    /// the site's) and the category of the profile their settings come from (else the site's): a
+    /// profile is known by Table 7's reactive capability it sets (A 44/25 %, B 44/44 %), which no key overrides.
+    static func reference(_ configuration: BessdConfiguration) -> Sep2ReferenceRatings {
+        let va = configuration.units.reduce(0.0) { $0 + ($1.maxApparentPowerKVA ?? $1.maxPowerKW) * 1000 }
+        let grid = configuration.grid.reactivePower, site = configuration.site.reactivePower
+        let category = (grid.settings ?? site.settings).map { settings -> NormalCategory in
+            let table7 = settings.minimumReactivePercent
+            let profile = GridSupportProfile.allCases.first { $0.minimumReactivePercent == table7 }
+            return profile == .ieee1547_2018_cat_a ? .a : profile == .ieee1547_2018_cat_b ? .b : .unspecified
+        }
+        return Sep2ReferenceRatings(maxVA: va, nominalVoltageV: grid.nominalVoltageV ?? site.nominalVoltageV, normalCategory: category)
     }
 }
 

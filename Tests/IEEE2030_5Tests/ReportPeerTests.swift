@@ -69,22 +69,31 @@ struct ReportPeerTests {
         reactiveCapability.ratedMaxVarNeg = 33_000
         reactiveCapability.ratedMinPFOverExcited = 0.9153
         reactiveCapability.ratedMinPFUnderExcited = 0.95
+        reactiveCapability.ratedMaxVA = 110_000
+        reactiveCapability.ratedNormalCategory = .b
+        reactiveCapability.ratedVNom = 230
         var reactiveSettings = DERSettingsReport(setMaxW: 100_000, setGradW: 27, updatedTime: 1_760_000_200)
         reactiveSettings.setMaxVar = 44_000
         reactiveSettings.setMaxVarNeg = 33_000
         reactiveSettings.setMinPFOverExcited = 0.9153
         reactiveSettings.setMinPFUnderExcited = 0.95
+        reactiveSettings.setMaxVA = 110_000
+        reactiveSettings.setVNom = 230
+        reactiveSettings.setVRef = 230
+        reactiveSettings.setVRefOfs = 0
         reactiveSettings.modesEnabled = DERControlModes.reactive
         for version in CSIPAUSVersion.allCases {
             cases.append(Case(name: "capability-reactive-\(version)", root: "DERCapability", csipaus: version,
                               xml: try reactiveCapability.xml(csipaus: version), expected: [
                 "modesSupported": "002000F3", "type_": 80, "doeModesSupported": "0F", "rtgMaxVar": power(4400, 1), "rtgMaxVarNeg": power(-3300, 1), "rtgMaxW": power(10000, 1),
                 "rtgMinPFOverExcited": ["displacement": 9153, "multiplier": -4], "rtgMinPFUnderExcited": ["displacement": 9500, "multiplier": -4],
+                "rtgMaxVA": power(11000, 1), "rtgNormalCategory": 2, "rtgVNom": power(230, 0),
             ]))
             cases.append(Case(name: "settings-reactive-\(version)", root: "DERSettings", csipaus: version,
                               xml: try reactiveSettings.xml(csipaus: version), expected: [
                 "modesEnabled": "00200070", "setGradW": 27, "updatedTime": 1_760_000_200, "setMaxVar": power(4400, 1), "setMaxVarNeg": power(-3300, 1), "setMaxW": power(10000, 1),
                 "setMinPFOverExcited": ["displacement": 9153, "multiplier": -4], "setMinPFUnderExcited": ["displacement": 9500, "multiplier": -4],
+                "setMaxVA": power(11000, 1), "setVNom": power(230, 0), "setVRef": power(230, 0), "setVRefOfs": power(0, 0),
             ]))
         }
         var status = DERStatusReport(readingTime: 1_760_000_300)

@@ -30,4 +30,31 @@ struct Sep2ReactiveReportTests {
         #expect(written.contains("<rtgMaxVarNeg><multiplier>0</multiplier><value>-4000</value></rtgMaxVarNeg>")
                     || written.contains("<rtgMaxVarNeg><multiplier>1</multiplier><value>-4000</value></rtgMaxVarNeg>"), "\(written)")
     }
+
+    @Test("rtgMaxVA, rtgVNom, rtgNormalCategory and setMaxVA, setVNom, setVRef = setVNom, setVRefOfs 0: said with var points only")
+    func referenceRatingsWhileVarPoints() throws {
+        var settings = Sep2ReporterTests.settings()
+        let w = settings.ratings.maxDischargeW
+        settings.reference = Sep2ReferenceRatings(maxVA: w * 1.1, nominalVoltageV: 240, normalCategory: .a)
+        let reporter = Sep2Reporter(settings: settings)
+        var sample = Sep2ReporterTests.snapshot()
+        sample.varMaxInjecting = 0
+        sample.varMaxAbsorbing = 0
+        let without = reporter.capability(sample), unset = reporter.settingsReport(sample, updatedTime: 1)
+        #expect(without.ratedVNom == nil && without.ratedNormalCategory == nil && unset.setVNom == nil && unset.setVRefOfs == nil && unset.setMaxVA == nil)
+        sample.varMaxInjecting = 0.44 * w
+        sample.varMaxAbsorbing = 0.25 * w
+        let with = reporter.capability(sample), set = reporter.settingsReport(sample, updatedTime: 1)
+        #expect(with.ratedMaxVA == w * 1.1 && with.ratedVNom == 240 && with.ratedNormalCategory == .a)
+        #expect(set.setMaxVA == w * 1.1 && set.setVNom == 240 && set.setVRef == 240 && set.setVRefOfs == 0)
+        let written = String(decoding: try set.xml(csipaus: .v1_2), as: UTF8.self)
+        #expect(written.contains("<setVNom><multiplier>0</multiplier><value>240</value></setVNom><setVRef><multiplier>0</multiplier><value>240</value></setVRef>"
+            + "<setVRefOfs><multiplier>0</multiplier><value>0</value></setVRefOfs><updatedTime>"), "\(written)")
+        #expect(String(decoding: try with.xml(csipaus: .v1_2), as: UTF8.self).contains("<rtgNormalCategory>1</rtgNormalCategory><rtgVNom>"))
+        // An apparent rating below the active one is no rating: left out rather than said smaller than rtgMaxW.
+        settings.reference = Sep2ReferenceRatings(maxVA: w / 2, nominalVoltageV: nil, normalCategory: nil)
+        let small = Sep2Reporter(settings: settings)
+        #expect(small.capability(sample).ratedMaxVA == nil && small.settingsReport(sample, updatedTime: 1).setMaxVA == nil)
+        #expect(small.settingsReport(sample, updatedTime: 1).setVRefOfs == nil)
+    }
 }
