@@ -346,7 +346,10 @@ struct Site: ParsableCommand {
             grid = site.meter.stale == true ? "-- (METER_STALE)" : "\(number(site.gridPowerW, scale: 1000)) kW (+ = import)"
         }
         print("grid      \(grid)")
-        let reactiveShort = site.reactiveShortfallKvar.map { abs($0) >= 0.001 ? ", \(number($0)) kvar not delivered" : "" } ?? ""
+        var reactiveShort = site.reactiveShortfallKvar.map { abs($0) >= 0.001 ? ", \(number($0)) kvar not delivered" : "" } ?? ""
+        if let source = site.reactive {
+            reactiveShort = ", setpoint \(number(site.reactiveSetpointKvar)) kvar (\(source))" + reactiveShort
+        }
         print("voltage   \(number(site.voltagePU, digits: 3)) p.u., reactive \(number(site.reactiveKvar)) kvar (+ = injecting)\(reactiveShort)")
         print("limits    import \(number(site.limits.importMaxW, scale: 1000)) kW, export \(number(site.limits.exportMaxW, scale: 1000)) kW"
               + (site.limits.binding.map { ", \($0) limit binding" } ?? ""))
