@@ -119,10 +119,31 @@ extension Sep2Reporter {
     /// started is answered completed, never 252, and one refused is never started; one only received
     /// when the droop is disabled is refused at its next change.
     func refusesDroop(_ control: DERControl) -> Bool {
+        answered(control) ?? (Self.droopOnly(control.base) && !settings.frequencyDroopEnabled)
+    }
+
+    /// Whether a control is answered 252 because it sets only reactive controls (`opModFixedPF…`,
+    /// `opModFixedVar`, `opModTargetVar`) and no unit has var points, as the last sample says (none yet:
+    /// not refused). Kept as `refusesDroop`'s decision is: one started stays so, one refused is never started.
+    func refusesReactive(_ control: DERControl) -> Bool {
+        answered(control) ?? (Self.reactiveOnly(control.base) && latest.map { !Self.hasVar($0) } == true)
+    }
+
+    /// The decision the sent ledger holds for `control`: true refused (252), false started or
+    /// completed, nil none yet.
+    private func answered(_ control: DERControl) -> Bool? {
         let sent = responses.sent[control.mRID] ?? []
         if sent.contains(ResponseStatus.notApplicable.rawValue) { return true }
         if sent.contains(ResponseStatus.started.rawValue) || sent.contains(ResponseStatus.completed.rawValue) { return false }
-        return Self.droopOnly(control.base) && !settings.frequencyDroopEnabled
+        return nil
+    }
+
+    /// The reason `control` is answered 252 instead of its state, nil when it is not.
+    func refusal(_ control: DERControl) -> String? {
+        if Self.reactiveOnly(control.base) {
+            return refusesReactive(control) ? "reactive controls not applied: no unit has var points" : nil
+        }
+        return refusesDroop(control) ? "opModFreqDroop not applied: the configured droop is disabled" : nil
     }
 
     public mutating func track(_ programs: [ProgramSchedule], serverTime: Int64, randomization: Randomization = .none,
@@ -138,9 +159,7 @@ extension Sep2Reporter {
                 responses.seen[control.mRID] = state
                 if previous != state { responses.revision &+= 1 }
                 guard previous != state, previous != nil || state != .completed else { continue }
-                let made = respond(to: control, refusesDroop(control)
-                                   ? .refused(.notApplicable, reason: "opModFreqDroop not applied: the configured droop is disabled")
-                                   : .state(state), serverTime: serverTime)
+                let made = respond(to: control, refusal(control).map { .refused(.notApplicable, reason: $0) } ?? .state(state), serverTime: serverTime)
                 if !made.isEmpty, responses.seenBefore.index(forKey: control.mRID) == nil { responses.seenBefore.updateValue(previous, forKey: control.mRID) }
                 out += made
             }
@@ -287,5 +306,14 @@ extension Sep2Reporter {
     /// droop disabled such a control is answered 252 (not applicable), never started.
     static func droopOnly(_ base: DERControlBase) -> Bool {
         base.sets(.freqDroop) && !ControlType.allCases.contains { $0 != .freqDroop && base.sets($0) }
+    }
+
+    /// The reactive controls bessd takes (issue 59).
+    static let reactiveTypes: Set<ControlType> = [.fixedPFInject, .fixedPFAbsorb, .fixedVar, .targetVar]
+
+    /// True when `base` sets a reactive control and nothing else bessd carries out: on a site where no
+    /// unit has var points such a control is answered 252 (not applicable), never started.
+    static func reactiveOnly(_ base: DERControlBase) -> Bool {
+        reactiveTypes.contains { base.sets($0) } && !ControlType.allCases.contains { !reactiveTypes.contains($0) && base.sets($0) }
     }
 }
