@@ -107,45 +107,32 @@ extension Sep2Reporter {
         return out
     }
 
-    /// The responses the programs' controls call for at `serverTime`: each control's state
-    /// (`EventRules.state`) compared with the last one seen, and `respond` for each change. A control
-    /// first seen already completed ended before bessd knew it (or before a restart) and is not answered.
-    /// Controls gone from the programs are forgotten.
-    /// `held`: the worker's held controls (a server clock found behind), judged as `EventRules.resolve` does.
-    /// `refused`: the mRIDs of the controls the pages refuse alone, kept when the sent ledger is pruned.
     /// Whether a control is answered 252 because it sets only `opModFreqDroop` and the configured droop
     /// is disabled. A refusal is kept, and so is a start (both in the sent ledger, which a restart keeps
     /// too): a reload of `droop_settings.enabled` meets only controls not yet started, so one that
     /// started is answered completed, never 252, and one refused is never started; one only received
     /// when the droop is disabled is refused at its next change.
     func refusesDroop(_ control: DERControl) -> Bool {
-        answered(control) ?? (Self.droopOnly(control.base) && !settings.frequencyDroopEnabled)
+        responses.decided(control.mRID) ?? (control.base.setsOnlyDroop && !settings.frequencyDroopEnabled)
     }
 
-    /// Whether a control is answered 252 because it sets only reactive controls (`opModFixedPF…`,
-    /// `opModFixedVar`, `opModTargetVar`) and no unit has var points, as the last sample says (none yet:
-    /// not refused). Kept as `refusesDroop`'s decision is: one started stays so, one refused is never started.
-    func refusesReactive(_ control: DERControl) -> Bool {
-        answered(control) ?? (Self.reactiveOnly(control.base) && latest.map { !Self.hasVar($0) } == true)
-    }
-
-    /// The decision the sent ledger holds for `control`: true refused (252), false started or
-    /// completed, nil none yet.
-    private func answered(_ control: DERControl) -> Bool? {
-        let sent = responses.sent[control.mRID] ?? []
-        if sent.contains(ResponseStatus.notApplicable.rawValue) { return true }
-        if sent.contains(ResponseStatus.started.rawValue) || sent.contains(ResponseStatus.completed.rawValue) { return false }
-        return nil
-    }
-
-    /// The reason `control` is answered 252 instead of its state, nil when it is not.
+    /// The reason `control` is answered 252 instead of its state, nil when it is not: droop-only with the
+    /// droop disabled, or reactive-only while no unit has var points as the last sample says (none yet:
+    /// not refused); decided once, as `refusesDroop`.
     func refusal(_ control: DERControl) -> String? {
-        if Self.reactiveOnly(control.base) {
-            return refusesReactive(control) ? "reactive controls not applied: no unit has var points" : nil
+        guard control.base.setsOnlyReactive else {
+            return refusesDroop(control) ? "opModFreqDroop not applied: the configured droop is disabled" : nil
         }
-        return refusesDroop(control) ? "opModFreqDroop not applied: the configured droop is disabled" : nil
+        let refused = responses.decided(control.mRID) ?? (latest.map { !Self.hasVar($0) } == true)
+        return refused ? "reactive controls not applied: no unit has var points" : nil
     }
 
+    /// The responses the programs' controls call for at `serverTime`: each control's state
+    /// (`EventRules.state`) compared with the last one seen, and `respond` for each change. A control
+    /// first seen already completed ended before bessd knew it (or before a restart) and is not answered.
+    /// Controls gone from the programs are forgotten.
+    /// `held`: the worker's held controls (a server clock found behind), judged as `EventRules.resolve` does.
+    /// `refused`: the mRIDs of the controls the pages refuse alone, kept when the sent ledger is pruned.
     public mutating func track(_ programs: [ProgramSchedule], serverTime: Int64, randomization: Randomization = .none,
                                held: [ControlKey: Int64] = [:], refused: Set<String> = []) -> [Sep2Request] {
         var out: [Sep2Request] = []
@@ -298,22 +285,5 @@ extension Sep2Reporter {
         let outcome = responses.handle(reply, to: request, now: now, wall: wall)
         if let error = outcome.error { lastError = error }
         return outcome.sendNext
-    }
-}
-
-extension Sep2Reporter {
-    /// True when `base` sets `opModFreqDroop` and nothing else bessd carries out: with the configured
-    /// droop disabled such a control is answered 252 (not applicable), never started.
-    static func droopOnly(_ base: DERControlBase) -> Bool {
-        base.sets(.freqDroop) && !ControlType.allCases.contains { $0 != .freqDroop && base.sets($0) }
-    }
-
-    /// The reactive controls bessd takes (issue 59).
-    static let reactiveTypes: Set<ControlType> = [.fixedPFInject, .fixedPFAbsorb, .fixedVar, .targetVar]
-
-    /// True when `base` sets a reactive control and nothing else bessd carries out: on a site where no
-    /// unit has var points such a control is answered 252 (not applicable), never started.
-    static func reactiveOnly(_ base: DERControlBase) -> Bool {
-        reactiveTypes.contains { base.sets($0) } && !ControlType.allCases.contains { !reactiveTypes.contains($0) && base.sets($0) }
     }
 }

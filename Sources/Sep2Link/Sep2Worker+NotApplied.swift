@@ -39,7 +39,7 @@ extension Sep2Client {
     func noteDroopDisabled(refusing: (DERControl) -> Bool, serverTime: Int64) {
         var listed: Set<ControlKey> = []
         for program in schedule.programs {
-            for control in program.controls where Sep2Reporter.droopOnly(control.base) && refusing(control) {
+            for control in program.controls where control.base.setsOnlyDroop && refusing(control) {
                 let key = ControlKey(program: program.mRID, control: control.mRID)
                 listed.insert(key)
                 guard !droopRefusals.contains(key), schedule.state(of: control.mRID, program: program.mRID, at: serverTime) != .completed else { continue }

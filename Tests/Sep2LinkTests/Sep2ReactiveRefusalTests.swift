@@ -48,14 +48,14 @@ struct Sep2ReactiveRefusalTests {
         #expect(try Sep2ReporterTests.statuses(unknown.track(programs, serverTime: 900)) == ["1 A1", "1 B2"])
     }
 
-    @Test("reactiveOnly: any of the four reactive controls alone, not with an active-power element or the droop")
+    @Test("setsOnlyReactive: any of the four reactive controls alone, not with an active-power element or the droop")
     func reactiveOnlyClassifies() {
         var base = DERControlBase()
-        #expect(!Sep2Reporter.reactiveOnly(base))
+        #expect(!base.setsOnlyReactive)
         base.fixedPFInject = PowerFactorWithExcitation(displacement: 95, absorbing: false, multiplier: -2)
-        #expect(Sep2Reporter.reactiveOnly(base))
+        #expect(base.setsOnlyReactive)
         base.freqDroop = FreqDroop(deadbandOverMilliHz: 36, deadbandUnderMilliHz: 36, droopOverThousandths: 50,
                                    droopUnderThousandths: 50, openLoopHundredthsSecond: 500)
-        #expect(!Sep2Reporter.reactiveOnly(base) && !Sep2Reporter.droopOnly(base))
+        #expect(!base.setsOnlyReactive && !base.setsOnlyDroop)
     }
 }
