@@ -107,7 +107,8 @@ extension ReactiveStage {
         for index in shares.indices {
             shares[index] = 0
             room[index] = 0
-            guard index < units.count, let law = laws[index], carries(index, units[index].decision, ceased: ceased) else { continue }
+            guard index < units.count, let law = laws[index], carries(index, units[index].decision, ceased: ceased),
+                  !keepsOwnVar(index) else { continue }
             let capability = Self.capability(law.rating, injecting: injecting)
             let va = law.rating.apparentPowerVA
             let p = units[index].decision.setpoint.value

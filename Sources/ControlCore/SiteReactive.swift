@@ -57,6 +57,9 @@ struct ReactiveStage: Sendable {
     var room: [Double]
     /// The part of the site's var request no unit could take this period, var (+ = injecting).
     var shortfallVar = 0.0
+    /// True while the site's configured law (not a party) asks this period: a unit with the
+    /// aggregator's var keeps it and takes no share (`keepsOwnVar`).
+    private var sharingSiteLaw = false
 
     init(units: [UnitSettings]) {
         initial = units.map { settings in
@@ -155,7 +158,8 @@ struct ReactiveStage: Sendable {
                         elapsedSeconds: Double, ceased: Bool = false, siteLaw: Bool = false) -> Double {
         let dt = elapsedSeconds.isFinite ? min(max(0, elapsedSeconds), 10) : 0
         shortfallVar = 0
-        if case .vars(let q)? = request?.ask { share(q, units: units, ceased: ceased) }
+        sharingSiteLaw = siteLaw
+        if case .vars(let q)? = request?.ask { share(q - keptVar(units, ceased: ceased), units: units, ceased: ceased) }
         var change = 0.0
         for index in units.indices where index < laws.count && laws[index] != nil {
             let aggregator = siteLaw && index < unitVar.count && unitVar[index] != nil
@@ -214,6 +218,22 @@ struct ReactiveStage: Sendable {
             units[index].decision = d
         }
         return change
+    }
+
+    /// True when unit `index` holds the aggregator's var under the site's configured law: it keeps
+    /// its own Q and takes no share of the site's (the aggregator outranks a configured mode).
+    func keepsOwnVar(_ index: Int) -> Bool {
+        sharingSiteLaw && index < unitVar.count && unitVar[index] != nil
+    }
+
+    /// Σ the var the units that keep their own (`keepsOwnVar`) carry this period, var: the part of
+    /// the site's ask they already give, so the others share the rest.
+    func keptVar(_ units: [UnitController], ceased: Bool) -> Double {
+        var kept = 0.0
+        for index in units.indices where index < laws.count && keepsOwnVar(index) && carries(index, units[index].decision, ceased: ceased) {
+            if case .vars(let q)? = wanted(index, request: nil)?.ask { kept += q }
+        }
+        return kept
     }
 
     /// True when the unit may carry Q this period: its inverter has var points, it runs, the utility

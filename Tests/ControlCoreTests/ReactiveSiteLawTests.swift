@@ -36,6 +36,8 @@ struct ReactiveSiteLawTests {
         let metered: Bool
         var unitPU: [Double?] = [1.0, 1.0]
         var powerW: [Double] = [0, 0]
+        /// The aggregator's var on each unit's dispatch (nil: none).
+        var dispatchVar: [Double?] = [nil, nil]
         /// (instant, meter var) of every period, for the delayed reading.
         var past: [(t: Double, q: Double)] = []
 
@@ -80,7 +82,7 @@ struct ReactiveSiteLawTests {
                            inverter: Timestamped(InverterReading(activePower: Watts(powerW[i]), ratedPower: Fixture.rating,
                                                                  reactivePower: unitsVar[i], voltage: unitPU[i].map { $0 * ReactiveSiteLawTests.unitV }),
                                                  at: now),
-                           dispatch: PowerCommand(power: Watts(powerW[i]), expiresAt: now + .seconds(5), pinned: true))
+                           dispatch: PowerCommand(power: Watts(powerW[i]), reactive: dispatchVar[i], expiresAt: now + .seconds(5), pinned: true))
             }
             site.step(frequency: Timestamped(Hertz(50), at: now), inputs: inputs, now: now, wallClock: 1_800_000_000 + t, meter: reading)
         }
@@ -178,6 +180,21 @@ struct ReactiveSiteLawTests {
         let expected = -0.44 * (0.02 / 0.06) * Self.siteVA
         #expect(abs(rig.asked - expected) <= 0.01 * Self.siteVA, "the meter's 1.04 p.u., not the units' 1.0: \(rig.asked)")
         #expect(!rig.site.siteReactiveMetered && rig.site.reactiveLoadRange == nil)
+    }
+
+    @Test("the aggregator's var for a unit outranks the site's mode there; the other units carry the rest of the site's Q")
+    func aggregatorUnitKeepsItsVar() {
+        let rig = Rig(Self.constantVar(20, response: .zero), meter: false)
+        rig.dispatchVar = [nil, 10_000]
+        rig.run(5)
+        #expect(abs(rig.measured[1] - 10_000) <= 1 && rig.site.decision(unit: 1).reactiveSource == .aggregator)
+        #expect(abs(rig.measured[0] - 30_000) <= 1 && rig.site.decision(unit: 0).reactiveSource == .constantVar, "\(rig.measured)")
+        // Held at a fresh meter as well: 40 kvar at the connection point with 15 kvar of load.
+        let metered = Rig(Self.constantVar(20, response: .zero), meter: true)
+        metered.dispatchVar = [nil, 10_000]
+        metered.loadVar = 15_000
+        metered.run(10)
+        #expect(abs(metered.net - 40_000) <= 300 && abs(metered.measured[1] - 10_000) <= 1, "\(metered.measured)")
     }
 
     @Test("no plausible voltage: a voltage mode asks 0 var (stale_voltage), never full var")
