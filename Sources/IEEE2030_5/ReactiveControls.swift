@@ -135,9 +135,19 @@ extension DERControlBase {
             fixedVar = applied ? fixed : nil
         }
         targetVar = try element.child("opModTargetVar").map { (found) throws(SEP2Error) in try ReactivePower(found) }
+        let curves = Set(element.children.lazy.filter { $0.name.namespace == SEP2Namespace.sep && Self.curveControls.contains($0.name.local) }.map(\.name.local))
+        why += curves.sorted().map { "\($0) not applied: bessd does not carry out 2030.5's curve controls" }
         guard !why.isEmpty else { return }
         notApplied = ([notApplied].compactMap { $0 } + why).joined(separator: "; ")
     }
+
+    /// `DERControlBase`'s curve controls (a `DERCurveLink` each): none is carried out, so one beside
+    /// a control bessd applies is said in `notApplied`; alone, the control is answered 252.
+    static let curveControls: Set<String> = [
+        "opModFreqWatt", "opModHFRTMayTrip", "opModHFRTMustTrip", "opModHVRTMayTrip", "opModHVRTMomentaryCessation", "opModHVRTMustTrip",
+        "opModLFRTMayTrip", "opModLFRTMustTrip", "opModLVRTMayTrip", "opModLVRTMomentaryCessation", "opModLVRTMustTrip", "opModVoltVar",
+        "opModVoltWatt", "opModWattPF", "opModWattVar",
+    ]
 
     /// True when `local`, set in the document, is an element this base read but does not apply
     /// (a droop, a power factor or a fixed var outside what bessd applies: its field left nil).

@@ -123,4 +123,24 @@ extension ReactiveControlTests {
         #expect(active.base.rampTimeHundredthsSecond == 3000, "the target var's 1 s ramp is not P's")
         #expect(active.sources[.targetVar] == .event(program: "P", control: "0A", until: 160))
     }
+
+    @Test("a curve control beside a limit is said not applied, the limit taken; alone, the control is answered 252")
+    func curveControlsNotApplied() throws {
+        func list(_ base: String) -> String {
+            "<DERControlList xmlns=\"urn:ieee:std:2030.5:ns\" all=\"1\" results=\"1\"><DERControl><mRID>C1</mRID><creationTime>1</creationTime>"
+                + "<EventStatus><currentStatus>0</currentStatus><dateTime>1</dateTime><potentiallySuperseded>false</potentiallySuperseded></EventStatus>"
+                + "<interval><duration>60</duration><start>100</start></interval><DERControlBase>\(base)</DERControlBase></DERControl></DERControlList>"
+        }
+        let curves = "<opModVoltVar href=\"/dc/1\"/><opModVoltWatt href=\"/dc/2\"/><opModWattVar href=\"/dc/3\"/>"
+        let beside = try DERControlList.read(Array(list(curves + "<opModMaxLimW>5000</opModMaxLimW>").utf8)).resource
+        let why = try #require(beside.controls.first?.base.notApplied, "\(beside)")
+        #expect(beside.controls.first?.base.maxLimWHundredthsPercent == 5000)
+        #expect(why == "opModVoltVar not applied: bessd does not carry out 2030.5's curve controls; opModVoltWatt not applied: bessd does not carry out "
+                + "2030.5's curve controls; opModWattVar not applied: bessd does not carry out 2030.5's curve controls", "\(why)")
+        let alone = try DERControlList.read(Array(list(curves).utf8)).resource
+        #expect(alone.controls.isEmpty && alone.refused.first?.status == .notApplicable, "\(alone)")
+        #expect(alone.refused.first?.reason.contains("sets only controls bessd does not carry out") == true, "\(alone.refused)")
+        let plain = try DERControlList.read(Array(list("<opModMaxLimW>5000</opModMaxLimW>").utf8)).resource
+        #expect(plain.controls.first?.base.notApplied == nil)
+    }
 }
