@@ -408,8 +408,12 @@ extension Sep2Client {
             // With the configured droop disabled no utility droop is applied (the cycle keeps it off):
             // a droop-only control is said refused instead (`noteDroopDisabled`).
             let droopOff = reporting.map { !$0.reporter.settings.frequencyDroopEnabled } ?? false
+            // Nor is a reactive control while no unit has var points: it is answered 252 alone, and a
+            // value beyond the capability of 0 var is said not applied (`reactive.within`).
+            let noVar = reactive.ratings.map { $0.injecting <= 0 && $0.absorbing <= 0 } ?? false
             for type in ControlType.allCases where active.sources[type] != lastSources[type] {
-                guard let source = active.sources[type], !(type == .freqDroop && droopOff) else { continue }
+                guard let source = active.sources[type], !(type == .freqDroop && droopOff),
+                      !(noVar && DERControlBase.reactiveTypes.contains(type)) else { continue }
                 let value = controls.first { $0.type == type.rawValue }?.value ?? "?"
                 log(.sep2(.controlTaken, "\(type.rawValue) \(value) from " + Sep2State.describe(source)))
             }
