@@ -448,6 +448,7 @@ cycles("32site", "### 1000 cycles, 32 simulated units, site meter with grid limi
 cycles("32pmu", "### 1000 cycles, 32 simulated units, frequency from a PMU")
 cycles("32utility", "### 1000 cycles, 32 simulated units, site meter with utility limits")
 cycles("32reactive", "### 1000 cycles, 32 simulated units, volt-var and volt-watt per unit")
+cycles("32sitereactive", "### 1000 cycles, 32 simulated units, volt-var at the connection point under the utility's var controls")
 for units in (1, 8, 32):
     print(f"allocate_us{units}={median_us(f'### SiteAllocator.allocate x 10000, {units} units', 10000):.3f}")
 cal, _ = row("### calibration: 1000 heap arrays", "Malloc (total)")

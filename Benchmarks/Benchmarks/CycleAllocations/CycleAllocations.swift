@@ -90,6 +90,30 @@ let benchmarks: @Sendable () -> Void = {
         precondition(shared.units.allSatisfy { $0.reactiveSetpoint.isFinite }, "no unit had a reactive setpoint")
     }
 
+    // The site's law at the connection point (issue 59 slice 5): volt-var and volt-watt on the
+    // simulated meter's voltage, Q held at the meter and shared by free apparent power, with the
+    // utility's var controls through the slot taking over and ending every 5 s (a fixed var, a
+    // target var, a power factor each way, then none: the site's law takes over from where Q stands).
+    Benchmark("1000 cycles, 32 simulated units, volt-var at the connection point under the utility's var controls") { benchmark in
+        let slot = UtilityLimitSlot()
+        let (runner, shared) = makeCycle(units: 32, site: true, utility: slot, siteReactive: true)
+        var k = 0
+        measureCycles(runner, shared, benchmark) { now in
+            k += 1
+            guard k % 50 == 0 else { return }
+            var limits = UtilityLimits()
+            switch (k / 50) % 4 {
+            case 0: limits.fixedVar = 300_000
+            case 1: limits.targetVar = -200_000
+            case 2: limits.powerFactorInjecting = 0.95; limits.powerFactorAbsorbing = -0.97
+            default: break
+            }
+            limits.validUntil = now + .seconds(6)
+            slot.publish(limits)
+        }
+        precondition(shared.units.allSatisfy { $0.reactiveSetpoint.isFinite }, "no unit had a reactive setpoint")
+    }
+
     // The allocation alone: 10,000 calls over units with uneven headroom and SOC.
     for units in [1, 8, 32] {
         Benchmark("SiteAllocator.allocate x 10000, \(units) units") { benchmark in
@@ -183,7 +207,8 @@ final class Reader: @unchecked Sendable {
     }
 }
 
-func makeCycle(units: Int, site: Bool = false, pmu: FrequencySampleSlot? = nil, utility: UtilityLimitSlot? = nil, reactive: Bool = false)
+func makeCycle(units: Int, site: Bool = false, pmu: FrequencySampleSlot? = nil, utility: UtilityLimitSlot? = nil, reactive: Bool = false,
+               siteReactive: Bool = false)
     -> (SiteRunner, SharedState)
 {
     var yaml = """
@@ -208,6 +233,7 @@ func makeCycle(units: Int, site: Bool = false, pmu: FrequencySampleSlot? = nil, 
             + "  grid_limits: {import_max_kw: \(units * 60), export_max_kw: 0}\n"
             + "  application: peak_shaving\n"
             + "  peak_shaving: {import_max_kw: \(units * 40), recharge_below_kw: \(units * 20)}\n"
+            + (siteReactive ? "  reactive_power: {mode: volt_var, nominal_voltage_v: 230, volt_watt: {enabled: true}}\n" : "")
         yaml = yaml.replacingOccurrences(
             of: "simulation:\n",
             with: "simulation:\n  load: {profile: steps, base_kw: \(units * 30), levels_kw: [\(units * 90), \(units * 10)], step_period_s: 30}\n")
