@@ -324,48 +324,17 @@ final class ScenarioRun {
     }
 
     func sample(_ rig: PlantRig, t: Double, hz: Double) -> Sample {
-        let unit = rig.units[0]
-        var s = Sample(t: t, frequency: hz, setpointKW: unit.inverter.setpointW / 1000, powerKW: unit.inverter.powerW / 1000,
-                       socPercent: unit.battery.soc * 100, reverted: unit.inverter.reverted, bessdUp: bessd?.isRunning == true)
-        s.voltagePU = rig.voltageV / rig.gridVoltage.nominalV
-        s.sitePowerKW = rig.units.reduce(0.0) { $0 + $1.inverter.powerW } / 1000
-        s.reactiveKVAr = rig.units.reduce(0.0) { $0 + $1.inverter.reactiveVar } / 1000
-        s.unitReactiveKVAr = unit.inverter.reactiveVar / 1000
-        s.reactiveSetpointKVAr = rig.units.reduce(0.0) { $0 + $1.inverter.reactiveSetpointVar } / 1000
-        let socs = rig.units.map { $0.battery.soc * 100 }
-        s.socSpreadPercent = (socs.max() ?? 0) - (socs.min() ?? 0)
-        if rig.meterServer != nil { s.gridKW = rig.meter.gridPowerW / 1000 }
+        var s = Sample(plant: rig, t: t, hz: hz, bessdUp: bessd?.isRunning == true)
         s.logLines = newLogLines()
         samplePMU(&s)
         guard s.bessdUp,
               let status = try? ControlClient.answer(ControlRequest(.status), socket: controlSocket, timeout: .seconds(1))
-                  .reply(as: StatusReply.self),
-              let first = status.units.first
+                  .reply(as: StatusReply.self), !status.units.isEmpty
         else { return s }
-        if rig.configuration.site.meter != nil,
-           let site = try? ControlClient.answer(ControlRequest(.site), socket: controlSocket, timeout: .seconds(1)).reply(as: SiteReply.self) {
-            if site.meter.stale == true { s.active.append("METER_STALE") }
-            if site.shortfall.active { s.active.append("SITE_SHORTFALL") }
-        }
-        s.bessdSetpointKW = (first.setpointW ?? .nan) / 1000
-        s.allowedChargeKW = (first.allowedChargeW ?? .nan) / 1000
-        s.allowedDischargeKW = (first.allowedDischargeW ?? .nan) / 1000
-        if let soc = first.socPercent { s.socPercent = soc }
-        s.statusOK = true
-        s.operatorCapKW = (status.gridOperator.capW ?? .nan) / 1000
-        s.scadaSetpointKW = (status.gridOperator.scadaSetpoint?.powerW ?? .nan) / 1000
-        if let agc = status.agc {
-            s.agcTargetKW = (agc.targetW ?? .nan) / 1000
-            s.agcFollowedKW = (agc.followedW ?? .nan) / 1000
-            s.agcFollowing = agc.following
-            s.agcSignalLost = agc.signalLost
-        }
-        s.state = first.state
-        s.bessdFrequencyHz = status.frequencyHz ?? .nan
-        s.frequencySource = status.frequencySource ?? "-"
+        let site = rig.configuration.site.meter == nil ? nil
+            : try? ControlClient.answer(ControlRequest(.site), socket: controlSocket, timeout: .seconds(1)).reply(as: SiteReply.self)
+        s.read(status: status, site: site)
         sampleSep2(&s)
-        s.active += first.trips
-        s.latched = first.latched
         return s
     }
 
