@@ -159,7 +159,12 @@ struct ReactiveStage: Sendable {
         let dt = elapsedSeconds.isFinite ? min(max(0, elapsedSeconds), 10) : 0
         shortfallVar = 0
         sharingSiteLaw = siteLaw
-        if case .vars(let q)? = request?.ask { share(q - keptVar(units, ceased: ceased), units: units, ceased: ceased) }
+        if case .vars(let q)? = request?.ask {
+            // Stale voltage: every unit the site law drives is asked 0 var, and a unit with the
+            // aggregator's var keeps it; nobody is asked to cancel it (stale data means zero power).
+            let kept = request?.source == .staleVoltage ? 0 : keptVar(units, ceased: ceased)
+            share(q - kept, units: units, ceased: ceased)
+        }
         var change = 0.0
         for index in units.indices where index < laws.count && laws[index] != nil {
             let aggregator = siteLaw && index < unitVar.count && unitVar[index] != nil
