@@ -291,7 +291,9 @@ public final class SiteController {
         }
         siteReactive.rerate(reactiveStage)
         let reactive = siteReactive.step(units: units, request: party, measuredVar: measuredVar, meter: meteredVar(meter, now: now),
-                                         maxLag: connection.settings.meterMaxLag, now: now, elapsedSeconds: elapsed)
+                                         maxLag: connection.settings.meterMaxLag,
+                                         carrying: reactiveStage.anyCarries(units, ceased: decision.utility.disconnected), now: now,
+                                         elapsedSeconds: elapsed)
         decision.delivered += reactiveStage.apply(to: &units, request: reactive, elapsedSeconds: elapsed, ceased: decision.utility.disconnected,
                                                   siteLaw: party == nil)
         pool.lastCommanded = decision.delivered

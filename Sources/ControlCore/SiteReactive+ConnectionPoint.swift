@@ -29,6 +29,9 @@ struct SiteReactiveLaw: Sendable {
     let settings: GridSupportSettings?
     /// The law as it runs, on `rating`; nil without settings or without a unit with var points.
     private(set) var law: GridSupportController?
+    /// The law as built on `rating`, before any step: `law` is reset to it (a plain copy) while no
+    /// unit carries Q, as each unit's law is.
+    private var initial: GridSupportController?
     /// Σ the ratings of the units with var points the law was built on.
     private(set) var rating: UnitRating?
     /// Σ units' measured Q, var, over the last moments, with the ask recorded when it changed.
@@ -86,6 +89,7 @@ struct SiteReactiveLaw: Sendable {
         rating = sum
         deadband = max(100, va / 1000)
         law = sum.flatMap { try? GridSupportController(settings: settings, rating: $0) }
+        initial = law
     }
 
     /// One period, after active power is shared and before `ReactiveStage.apply`: steps the site's
@@ -93,14 +97,22 @@ struct SiteReactiveLaw: Sendable {
     /// power), or nil where the site's law asks nothing (then each unit's own configuration holds).
     /// `request`: a party's reactive request in force; `measuredVar`: Σ the fresh units' measured Q;
     /// `meter`: the meter's reading while fresh (nil: none, or stale): its voltage reads for the
-    /// site's, and its var (when it measures one) closes Q on it.
+    /// site's, and its var (when it measures one) closes Q on it. `carrying`: some unit may carry Q
+    /// this period (`ReactiveStage.anyCarries`); while none does (stopped, the utility's cease, an
+    /// interlock) the law is reset after its step, so that Q rises again from 0 through the response
+    /// when they come back, not at once to where it stood.
     mutating func step(units: [UnitController], request: (ask: ReactiveAsk, source: ReactiveSource)?, measuredVar: Double,
                        meter: (takenAt: MonotonicInstant, reactive: Double?, voltagePU: Double?)?, maxLag: Duration,
-                       now: MonotonicInstant, elapsedSeconds: Double) -> (ask: ReactiveAsk, source: ReactiveSource)? {
+                       carrying: Bool = true, now: MonotonicInstant, elapsedSeconds: Double) -> (ask: ReactiveAsk, source: ReactiveSource)? {
         setpoint = nil
         let asked = decide(units: units, request: request, measuredVar: measuredVar, meter: meter, maxLag: maxLag, now: now,
                            elapsedSeconds: elapsedSeconds)
         source = asked?.source
+        if !carrying, law != nil {
+            law = initial
+            tuned = false
+            ask = nil
+        }
         return asked
     }
 
@@ -229,6 +241,8 @@ struct SiteReactiveLaw: Sendable {
         guard let settings, var carried = old.law else { return }
         guard (try? carried.retune(settings)) != nil else { return }
         law = carried
+        initial = old.initial
+        if initial != nil, (try? initial!.retune(settings)) == nil { initial = nil }
         rating = old.rating
         deadband = old.deadband
         history = old.history

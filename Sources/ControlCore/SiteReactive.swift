@@ -247,6 +247,12 @@ struct ReactiveStage: Sendable {
         available[index] && d.state.mayOperate && !ceased && !Self.deprived(d)
     }
 
+    /// True when some unit with a law may carry Q this period (`carries`): else the site's law starts
+    /// over (`SiteReactiveLaw.step`). No allocation.
+    func anyCarries(_ units: [UnitController], ceased: Bool) -> Bool {
+        units.indices.contains { $0 < laws.count && laws[$0] != nil && carries($0, units[$0].decision, ceased: ceased) }
+    }
+
     /// The unit's law back as built (Q from 0, no cap), following its configured mode.
     private mutating func reset(_ index: Int) {
         laws[index] = initial[index]

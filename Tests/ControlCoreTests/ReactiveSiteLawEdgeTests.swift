@@ -24,4 +24,25 @@ struct ReactiveSiteLawEdgeTests {
             #expect(rig.site.decision(unit: 0).reactiveSource == .staleVoltage)
         }
     }
+
+    @Test("units that stop carrying Q and come back: the site's Q rises again from 0 through its response, not at once")
+    func stoppedUnitsRampAgain() throws {
+        let rig = Rig(GridSupportSettings(reactive: .constantVar(ConstantVarSettings(percent: 50, responseTime: .seconds(5)))), meter: false)
+        rig.run(30)
+        #expect(abs(rig.asked - 100_000) <= 1_000, "\(rig.asked)")
+        rig.site.setOperatorMode(.standby)
+        rig.run(5)
+        #expect(rig.asked == 0 && rig.site.decision(unit: 0).reactiveSource == .stopped)
+        rig.site.setOperatorMode(.auto)
+        var steps = 0
+        repeat {
+            rig.step()
+            steps += 1
+        } while !rig.site.decision(unit: 0).state.mayOperate && steps < 300
+        try #require(rig.site.decision(unit: 0).state.mayOperate, "the units run again")
+        // One 0.1 s period of a response that takes 5 s to 90 %: under 5 % of the way.
+        #expect(rig.asked > 0 && rig.asked < 0.05 * 100_000, "from 0 var, not from where it stood: \(rig.asked)")
+        rig.run(30)
+        #expect(abs(rig.asked - 100_000) <= 1_000, "\(rig.asked)")
+    }
 }
