@@ -259,6 +259,15 @@ extension ReactivePowerConfiguration {
             r.error(f.mark("volt_watt"), f.child("volt_watt"),
                     "volt-watt is set in grid_integration.reactive_power too: choose per unit or at the connection point")
         }
+        if let curve = site.settings?.voltWatt?.curve, curve.count > 0, curve[curve.count - 1].y < 0 {
+            // The site's volt-watt caps Σ units' discharge; it cannot make them charge.
+            let block = f.fields("volt_watt")
+            let last = curve[curve.count - 1].y
+            r.error(block?.mark("points") ?? f.mark("volt_watt"), f.child("volt_watt.points"),
+                    "GRID_VOLT_WATT_RANGE: a negative last P (\(last) %) makes storage charge at high voltage, which volt-watt "
+                        + "at the connection point does not do (it caps the units' discharge): end at 0 or above, or set "
+                        + "volt_watt per unit in grid_integration.reactive_power")
+        }
         let readsVoltage = site.settings?.reactive?.readsVoltage == true || site.settings?.voltWatt != nil
         guard readsVoltage, unit.nominalVoltageV == nil else { return }
         let key = site.settings?.reactive?.readsVoltage == true ? "mode" : "volt_watt"

@@ -237,6 +237,10 @@ struct ReactiveConfigTests {
         Refused(name: "a site voltage mode without a meter or the units' nominal",
                 yaml: unit + "site:\n  reactive_power:\n    mode: volt_var\n    nominal_voltage_v: 230\n",
                 line: 7, keyPath: "site.reactive_power.mode", message: "grid_integration.reactive_power.nominal_voltage_v"),
+        Refused(name: "a negative last P in the site's volt-watt",
+                yaml: unit + "grid_integration:\n  reactive_power: {nominal_voltage_v: 230}\nsite:\n  meter: {simulated: true}\n"
+                    + "  reactive_power:\n    nominal_voltage_v: 6350\n    volt_watt:\n      points: [[1.06, 100], [1.10, -50]]\n",
+                line: 12, keyPath: "site.reactive_power.volt_watt.points", message: "GRID_VOLT_WATT_RANGE: a negative last P"),
         Refused(name: "max_apparent_power_kva below max_power_kw", yaml: unit + "    max_apparent_power_kva: 90\n",
                 line: 5, keyPath: "bess_units[0].max_apparent_power_kva", message: "must not be below max_power_kw (100 kW)"),
         Refused(name: "max_apparent_power_kva of 0", yaml: unit + "    max_apparent_power_kva: 0\n",
