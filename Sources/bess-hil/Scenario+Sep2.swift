@@ -45,8 +45,8 @@ extension Scenario {
     /// One command to the plant's 2030.5 server (its admin channel).
     enum Sep2Order: Equatable {
         /// Publish (or replace, same mRID) a DERControl from `start` (scenario seconds; nil: now)
-        /// for `duration` seconds with these limits (element → W).
-        case control(mrid: String, start: Double?, duration: Double, limits: [String: Double])
+        /// for `duration` seconds with these limits (element → W) and reactive controls.
+        case control(mrid: String, start: Double?, duration: Double, limits: [String: Double], reactive: Sep2Reactive = Sep2Reactive())
         /// Mark the DERControl cancelled.
         case cancel(String)
         /// Replace the DefaultDERControl's limits.
@@ -55,6 +55,21 @@ extension Scenario {
         case answering(Sep2ServerState)
         /// Several orders in one step (a `series` of back-to-back controls), sent in turn.
         case batch([Sep2Order])
+    }
+
+    /// The reactive controls a `sep2` control may carry beside its limits (2030.5 `DERControlBase`).
+    struct Sep2Reactive: Equatable {
+        /// `opModFixedVar`: `refType` (`DERUnitRefType`: 1 `setMaxW`, 2 `setMaxVar`, 3 `statVarAvail`, …)
+        /// and `value`, hundredths of a percent of that quantity (+ = injecting).
+        struct FixedVar: Equatable {
+            var refType: Int
+            var hundredthsPercent: Int
+        }
+        var fixedVar: FixedVar?
+        /// `opModTargetVar`, var (+ = injecting).
+        var targetVar: Double?
+
+        var isEmpty: Bool { fixedVar == nil && targetVar == nil }
     }
 
     /// A bound on how often a signal turns back in a window: its moves larger than `deadband`

@@ -89,12 +89,12 @@ final class Sep2Plant {
             let answers = orders.map { send($0, now: now) }
             let refused = answers.filter { !$0.hasPrefix("ok") }
             return refused.isEmpty ? "ok (\(answers.count) controls)" : "\(refused.count) of \(answers.count) not ok: \(refused[0])"
-        case .control(let mrid, let start, let duration, let limits):
+        case .control(let mrid, let start, let duration, let limits, let reactive):
             let unix = zero + (start ?? now)
             command.control = mrid
             command.start = Int(unix.rounded())
             command.duration = Int(duration.rounded())
-            command.base = limits.mapValues { Int($0) }
+            command.base = Sep2AdminBase(limits: limits.mapValues { Int($0) }, fixedVar: reactive.fixedVar, targetVar: reactive.targetVar.map { Int($0) })
             if responses { command.responseRequired = 3 }
         case .cancel(let mrid): command.cancel = mrid
         case .defaultControl(let limits): command.defaultLimits = limits.mapValues { Int($0) }
@@ -140,7 +140,7 @@ final class Sep2Plant {
     func record(_ order: Scenario.Sep2Order, command: Sep2AdminCommand, now: Double) {
         let zero = unixAtZero ?? 0
         switch order {
-        case .control(let mrid, _, _, let limits):
+        case .control(let mrid, _, _, let limits, _):
             let start = Double(command.start ?? 0) - zero
             schedule.controls.removeAll { $0.mrid == mrid }
             schedule.controls.append(.init(mrid: mrid, published: now, start: start, end: start + Double(command.duration ?? 0),
@@ -314,7 +314,7 @@ struct Sep2AdminCommand: Encodable {
     var control: String?
     var start: Int?
     var duration: Int?
-    var base: [String: Int]?
+    var base: Sep2AdminBase?
     var cancel: String?
     var defaultLimits: [String: Int]?
     var answering: Answering?
@@ -337,6 +337,33 @@ struct Sep2AdminCommand: Encodable {
     enum CodingKeys: String, CodingKey {
         case control, start, duration, base, cancel, answering, responseRequired
         case defaultLimits = "default"
+    }
+}
+
+/// A control's `base` on the admin channel: each limit in W, `opModFixedVar` as `{refType, value}`
+/// (hundredths of a percent), `opModTargetVar` in var.
+struct Sep2AdminBase: Encodable {
+    var limits: [String: Int] = [:]
+    var fixedVar: Scenario.Sep2Reactive.FixedVar?
+    var targetVar: Int?
+
+    struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(_ name: String) { stringValue = name }
+        init?(stringValue: String) { self.init(stringValue) }
+        init?(intValue: Int) { nil }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Key.self)
+        for (name, watts) in limits { try container.encode(watts, forKey: Key(name)) }
+        if let fixedVar {
+            var fixed = container.nestedContainer(keyedBy: Key.self, forKey: Key("opModFixedVar"))
+            try fixed.encode(fixedVar.refType, forKey: Key("refType"))
+            try fixed.encode(fixedVar.hundredthsPercent, forKey: Key("value"))
+        }
+        if let targetVar { try container.encode(targetVar, forKey: Key("opModTargetVar")) }
     }
 }
 

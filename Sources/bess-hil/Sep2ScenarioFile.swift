@@ -50,7 +50,7 @@ enum Sep2ScenarioFile {
             return nil
         }
         if command == "series" { return sep2Series(mapping, here: here, fail: fail) }
-        let allowed: Set = command == "control" ? Set(["control", "start_s", "duration_s"] + sep2Limits) : [command]
+        let allowed: Set = command == "control" ? Set(["control", "start_s", "duration_s"] + sep2Limits + sep2Reactive) : [command]
         for key in keys.subtracting(allowed).sorted() { fail("\(here).\(key)", "unknown key with \(command)") }
         switch command {
         case "control", "cancel":
@@ -67,9 +67,14 @@ enum Sep2ScenarioFile {
             }
             var given = Node.Mapping()
             for key in sep2Limits { if let v = mapping[Node(key)] { given[Node(key)] = v } }
-            guard let limits = sep2Limits(.mapping(given), here: here, fail: fail) else { return nil }
-            let text = describe(limits)
-            return (.control(mrid: mrid, start: start, duration: duration, limits: limits),
+            let reactive = sep2Reactive(mapping, here: here, fail: fail)
+            var limits: [String: Double] = [:]
+            if !given.isEmpty || reactive.isEmpty {  // a control sets a limit, a reactive control, or both
+                guard let read = sep2Limits(.mapping(given), here: here, fail: fail) else { return nil }
+                limits = read
+            }
+            let text = [describe(limits), describe(reactive)].filter { !$0.isEmpty }.joined(separator: ", ")
+            return (.control(mrid: mrid, start: start, duration: duration, limits: limits, reactive: reactive),
                     "2030.5 \(mrid): \(text)" + (start.map { " from \($0.formatted(.number.grouping(.never))) s" } ?? ""))
         case "default":
             guard let limits = sep2Limits(mapping[Node("default")]!, here: "\(here).default", fail: fail) else { return nil }
@@ -168,6 +173,41 @@ enum Sep2ScenarioFile {
             limits[name] = watts
         }
         return limits.isEmpty ? nil : limits
+    }
+
+    /// The reactive controls a `sep2` control may carry.
+    static let sep2Reactive = ["opModFixedVar", "opModTargetVar"]
+
+    /// A control's `opModFixedVar: {refType: 1, value: 3000}` (`DERUnitRefType` 0–7; `value` hundredths
+    /// of a percent of it, −10000…10000, as 2030.5's `SignedPerCent`) and `opModTargetVar: −10000`
+    /// (whole var, + = injecting); each absent is nil.
+    static func sep2Reactive(_ mapping: Node.Mapping, here: String, fail: (String, String) -> Void) -> Scenario.Sep2Reactive {
+        var reactive = Scenario.Sep2Reactive()
+        if let node = mapping[Node("opModFixedVar")] {
+            if Set(node.mapping?.keys.compactMap(\.string) ?? []) == ["refType", "value"], let refType = node["refType"]?.int,
+               (0...7).contains(refType), let value = node["value"]?.int, (-10_000...10_000).contains(value) {
+                reactive.fixedVar = .init(refType: refType, hundredthsPercent: value)
+            } else {
+                fail("\(here).opModFixedVar", "{refType: 0–7 (1 setMaxW, 2 setMaxVar, 3 statVarAvail), value: hundredths of a percent, −10000–10000}")
+            }
+        }
+        if let node = mapping[Node("opModTargetVar")] {
+            if let vars = node.float, vars == vars.rounded(), abs(vars) <= 1e9 { reactive.targetVar = vars } else {
+                fail("\(here).opModTargetVar", "whole var, −1e9–1e9 (+ = injecting)")
+            }
+        }
+        return reactive
+    }
+
+    /// `fixed var 30 % of setMaxW, target var −10 kvar`.
+    static func describe(_ reactive: Scenario.Sep2Reactive) -> String {
+        let references = [1: "setMaxW", 2: "setMaxVar", 3: "statVarAvail"]
+        let fixed = reactive.fixedVar.map {
+            "fixed var \((Double($0.hundredthsPercent) / 100).formatted(.number.grouping(.never))) % of "
+                + (references[$0.refType] ?? "refType \($0.refType)")
+        }
+        let target = reactive.targetVar.map { "target var \(($0 / 1000).formatted(.number.grouping(.never))) kvar" }
+        return [fixed, target].compactMap { $0 }.joined(separator: ", ")
     }
 
     /// 2030.5 mRIDs are hexBinary128: 1–32 hex digits here.

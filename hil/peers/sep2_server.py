@@ -249,11 +249,14 @@ def connection_point(body, lock):
 #   {"response": {"subject": MRID, "status": N, "created": createdDateTime, "at": UNIX arrival, s}}
 # and answered 201 (400 for a body the model refuses).
 # Limits: opModExpLimW, opModImpLimW, opModGenLimW, opModLoadLimW, in W (written as value × 10^multiplier,
-# the value an Int16). The --control
+# the value an Int16). A base (a control's or the default's) may also carry the reactive controls
+# "opModFixedVar": {"refType": 0-7, "value": -10000..10000 hundredths of a percent} (FixedVar) and
+# "opModTargetVar": var (ReactivePower, value × 10^multiplier as the limits). The --control
 # and --default-exp-w arguments seed the state. /derp, /derp/1/derc and /derp/1/dderc are then
 # served from it.
 # ---------------------------------------------------------------------------------------------------
 ADMIN_LIMITS = ("opModExpLimW", "opModImpLimW", "opModGenLimW", "opModLoadLimW")
+ADMIN_REACTIVE = ("opModFixedVar", "opModTargetVar")
 
 
 class AdminState:
@@ -318,9 +321,16 @@ class AdminState:
 
 
 def admin_base(given):
-    if not isinstance(given, dict) or not given or any(k not in ADMIN_LIMITS for k in given):
-        raise ValueError(f"limits: a mapping of {', '.join(ADMIN_LIMITS)} to W")
-    return {k: int(v) for k, v in given.items()}
+    if not isinstance(given, dict) or not given or any(k not in ADMIN_LIMITS + ADMIN_REACTIVE for k in given):
+        raise ValueError(f"base: a mapping of {', '.join(ADMIN_LIMITS)} to W, opModFixedVar, opModTargetVar")
+    base = {k: int(v) for k, v in given.items() if k != "opModFixedVar"}
+    if "opModFixedVar" in given:
+        fixed = given["opModFixedVar"]
+        if (not isinstance(fixed, dict) or set(fixed) != {"refType", "value"} or not 0 <= int(fixed["refType"]) <= 7
+                or not -10000 <= int(fixed["value"]) <= 10000):
+            raise ValueError("opModFixedVar: {refType: 0-7, value: -10000..10000 hundredths of a percent}")
+        base["opModFixedVar"] = {"refType": int(fixed["refType"]), "value": int(fixed["value"])}
+    return base
 
 
 def admin_documents(args, admin):
@@ -333,20 +343,25 @@ def admin_documents(args, admin):
         DERProgramListResponse,
         DERProgramResponse,
     )
-    from envoy_schema.server.schema.sep2.der_control_types import ActivePower
+    from envoy_schema.server.schema.sep2.der_control_types import ActivePower, FixedVar, ReactivePower
     from envoy_schema.server.schema.sep2.event import EventStatus
     from envoy_schema.server.schema.sep2.identification import Link, ListLink
     from envoy_schema.server.schema.sep2.types import DateTimeIntervalType
 
-    def power(watts):
-        # ActivePower's value is an Int16: 50000 W is value 5000, multiplier 1.
+    def scaled(x):
+        # ActivePower's and ReactivePower's value is an Int16: 50000 W is value 5000, multiplier 1.
         multiplier = 0
-        while abs(watts) > 32767:
-            watts, multiplier = round(watts / 10), multiplier + 1
-        return ActivePower(value=watts, multiplier=multiplier)
+        while abs(x) > 32767:
+            x, multiplier = round(x / 10), multiplier + 1
+        return {"value": x, "multiplier": multiplier}
 
-    def base(limits):
-        return DERControlBase(**{k: power(v) for k, v in limits.items()})
+    def base(given):
+        fields = {k: ActivePower(**scaled(v)) for k, v in given.items() if k in ADMIN_LIMITS}
+        if "opModFixedVar" in given:
+            fields["opModFixedVar"] = FixedVar(**given["opModFixedVar"])
+        if "opModTargetVar" in given:
+            fields["opModTargetVar"] = ReactivePower(**scaled(given["opModTargetVar"]))
+        return DERControlBase(**fields)
 
     def controls():
         with admin.lock:
