@@ -117,14 +117,17 @@ extension Sep2Reporter {
     }
 
     /// The reason `control` is answered 252 instead of its state, nil when it is not: droop-only with the
-    /// droop disabled, or reactive-only while no unit has var points as the last sample says (none yet:
-    /// not refused); decided once, as `refusesDroop`.
+    /// droop disabled; reactive-only while no unit has var points as the last sample says, or with every
+    /// value it sets left out at `reactiveScope` (beyond the capability, a reference of 0: the reason the
+    /// worker journals as `SEP2_CONTROL_NOT_APPLIED`; neither known yet: not refused); decided once, as
+    /// `refusesDroop`.
     func refusal(_ control: DERControl) -> String? {
         guard control.base.setsOnlyReactive else {
             return refusesDroop(control) ? "opModFreqDroop not applied: the configured droop is disabled" : nil
         }
-        let refused = responses.decided(control.mRID) ?? (latest.map { !Self.hasVar($0) } == true)
-        return refused ? "reactive controls not applied: no unit has var points" : nil
+        if let decided = responses.decided(control.mRID) { return decided ? "reactive controls not applied" : nil }
+        if latest.map({ !Self.hasVar($0) }) == true { return "reactive controls not applied: no unit has var points" }
+        return reactiveScope.flatMap { Sep2VarCapability.leftOut(control.base, scope: $0) }
     }
 
     /// The responses the programs' controls call for at `serverTime`: each control's state

@@ -33,6 +33,33 @@ extension Sep2Worker {
             return Sep2SiteSample(site: site, units: units, view: view, frequency: frequency)
         }
         useFrequencyDroop(settings.frequencyDroopEnabled)
+        judgeReactive(against: shared)
+    }
+}
+
+/// Whether the cycle has published its view once (`Sep2VarCapability.published`).
+private final class CyclePublished: Sendable {
+    let once = Atomic<Bool>(false)
+}
+
+extension Sep2VarCapability {
+    /// The var capability of the `SiteView` the cycle last published in `shared` (a copy under its lock,
+    /// never a wait for a cycle); nil before its first publication.
+    static func published(in shared: SharedState) -> @Sendable () -> (injecting: Double, absorbing: Double)? {
+        let published = CyclePublished()
+        return {
+            if !published.once.load(ordering: .relaxed) {
+                // Whether the cycle has published once: the cycle count of a whole read (allocates, on
+                // the worker's thread, until it has).
+                var units = [UnitStatus](repeating: UnitStatus(), count: shared.unitCount)
+                var site = SiteStatus(), view = SiteView(), frequency = Double.nan
+                guard shared.read(units: &units, site: &site, view: &view, frequency: &frequency) > 0 else { return nil }
+                published.once.store(true, ordering: .relaxed)
+            }
+            let view = shared.view
+            return (view.varMaxInjecting.isFinite ? max(0, view.varMaxInjecting) : 0,
+                    view.varMaxAbsorbing.isFinite ? max(0, view.varMaxAbsorbing) : 0)
+        }
     }
 }
 
@@ -44,7 +71,8 @@ extension Sep2Client {
     /// unreachable and backs off; the response is sent again after the reporter's back-off). The responses
     /// are written to the state directory when they changed, before the first is sent and at the end.
     func report(now: MonotonicInstant, wall: Double) {
-        guard var r = reporting else { return }
+        // No control is answered before the site's var capability is known (it decides a reactive-only one).
+        guard var r = reporting, reactive.source == nil || reactive.ratings != nil else { return }
         defer {
             saveResponses(&r)
             reporting = r
@@ -53,6 +81,7 @@ extension Sep2Client {
         let second = now.nanoseconds / 1_000_000_000
         let server = Int64(schedule.serverTime(now: now, wall: wall).rounded(.down))
         let refusedMRIDs = Set(controlRefusals.values.joined().compactMap(\.mRID))
+        r.reporter.reactiveScope = reactive.ratings.map { Sep2ReactiveScope(injecting: $0.injecting, absorbing: $0.absorbing, ratingW: settings.siteRatingW) }
         let made = (schedule.known ? r.reporter.track(schedule.programs, serverTime: server, randomization: schedule.randomization, held: schedule.held,
                                                      refused: refusedMRIDs) : [])
             + r.reporter.respond(refused: controlRefusals.keys.sorted().flatMap { controlRefusals[$0] ?? [] }, serverTime: server)
@@ -71,7 +100,7 @@ extension Sep2Client {
         }
         if r.sampledSecond != second, var sample = r.sample() {
             r.sampledSecond = second
-            reactive.ratings = (sample.varMaxInjecting, sample.varMaxAbsorbing)
+            if reactive.source == nil { reactive.ratings = (sample.varMaxInjecting, sample.varMaxAbsorbing) }
             let limits = state.withLock { $0.limits }
             sample.connectAllowed = limits?.connect ?? true
             sample.energizeAllowed = limits?.energize ?? true

@@ -60,6 +60,8 @@ public struct Sep2Reporter: Sendable {
     public internal(set) var lastError: String?
 
     var latest: Sep2SiteSample?
+    /// The var capability a reactive-only control is judged against (`refusal`), as the worker knows it; nil: not judged.
+    var reactiveScope: Sep2ReactiveScope?
     var accumulator = Sep2MirrorAccumulator()
     var resources: [DERResource: ResourceState] = [:]
     var mirrorPostedAt: MonotonicInstant?

@@ -52,32 +52,70 @@ extension Sep2Client {
     }
 }
 
-/// The site's var capability (Σ `VarMaxInj`, Σ `VarMaxAbs` of the units with var points) as the last
-/// report sample gave it, and the utility's reactive controls left out as beyond it, as journalled.
+/// The site's var capability (Σ `VarMaxInj`, Σ `VarMaxAbs` of the units with var points), and the
+/// utility's reactive controls left out as beyond it, as journalled.
 struct Sep2VarCapability: Sendable {
     /// `opModFixedVar`'s `setMaxVar` / `statVarAvail`, and what a utility var or power factor is
-    /// judged against; nil before a sample (nothing is judged).
+    /// judged against; nil while unknown (every reactive value is then left out).
     var ratings: (injecting: Double, absorbing: Double)?
+    /// Where `ratings` are read afresh at each publication: the cycle's published `SiteView`
+    /// (`Sep2Worker.judgeReactive(against:)`), nil until it publishes one; without it the report sample
+    /// sets them.
+    var source: (@Sendable () -> (injecting: Double, absorbing: Double)?)?
     /// The lines said for the controls left out now.
     var said: Set<String> = []
 
-    /// `limits` without the reactive controls beyond `ratings`: a var beyond Σ `VarMaxInj` (injecting)
-    /// or Σ `VarMaxAbs` (absorbing), a power factor below the site's least at its rating `ratingW`
-    /// (`P_rated / √(P_rated² + Q_max²)` for that excitation), each named with the control it comes
-    /// from (`sources`); `fresh`: the lines not said before, for `SEP2_CONTROL_NOT_APPLIED` (once while
-    /// it stays so). The rest is in force, and the next party or the configured mode takes Q.
-    mutating func within(_ limits: UtilityLimits, sources: [ControlType: ControlSource], ratingW: Double)
+    /// Reads `ratings` from `source`, where there is one.
+    mutating func refresh() {
+        if let source { ratings = source() }
+    }
+
+    /// `limits` without the reactive controls the site does not carry out, each named with the control it
+    /// comes from (`sources`); `fresh`: the lines not said before, for `SEP2_CONTROL_NOT_APPLIED` (once
+    /// while it stays so). `requested`: the base in force, whose `opModFixedVar` `limits` carries nil
+    /// when its reference is 0. The rest is in force, and the next party or the configured mode takes Q.
+    mutating func within(_ limits: UtilityLimits, requested: DERControlBase, sources: [ControlType: ControlSource], ratingW: Double)
         -> (limits: UtilityLimits, fresh: [String])
     {
-        guard let capability = ratings else { return (limits, []) }
-        var out = limits
-        var lines: Set<String> = []
+        let judged = Self.judge(limits, requested: requested, ratings: ratings, ratingW: ratingW)
         func from(_ type: ControlType) -> String { sources[type].map { " (" + Sep2State.describe($0) + ")" } ?? "" }
+        let lines = Set(judged.leftOut.map { $0.value + from($0.key) })
+        let fresh = lines.subtracting(said).sorted()
+        said = lines
+        return (judged.limits, fresh)
+    }
+
+    /// `limits` without the reactive values the site does not carry out, and why each type was left out:
+    /// every one while `ratings` is unknown; a var beyond Σ `VarMaxInj` (injecting) or Σ `VarMaxAbs`
+    /// (absorbing); a power factor below the site's least at its rating `ratingW`
+    /// (`P_rated / √(P_rated² + Q_max²)` for that excitation); an `opModFixedVar` of `requested` whose
+    /// reference is 0 (`limits.fixedVar` nil).
+    static func judge(_ limits: UtilityLimits, requested: DERControlBase, ratings: (injecting: Double, absorbing: Double)?, ratingW: Double)
+        -> (limits: UtilityLimits, leftOut: [ControlType: String])
+    {
+        var out = limits
+        var why: [ControlType: String] = [:]
+        if let fixed = requested.fixedVar, limits.fixedVar == nil {
+            let reference = fixed.refType == 1 ? "setMaxW is 0 W" : ratings == nil ? "the site's var capability is not known yet"
+                : "the site's var capability is 0 var (no unit has var points)"
+            why[.fixedVar] = "opModFixedVar \(Double(fixed.hundredthsPercent) / 100) % of refType \(fixed.refType) is not applied: \(reference)"
+        }
+        guard let capability = ratings else {
+            for type in DERControlBase.reactiveTypes where Sep2State.reactiveValue(type, limits) != "?" {
+                why[type] = "\(type.rawValue) \(Sep2State.reactiveValue(type, limits) ?? "?") is not applied: the site's reactive "
+                    + "capability is not known yet (the cycle has not published its view)"
+            }
+            out.powerFactorInjecting = nil
+            out.powerFactorAbsorbing = nil
+            out.fixedVar = nil
+            out.targetVar = nil
+            return (out, why)
+        }
         func vars(_ type: ControlType, _ value: inout Double?) {
             guard let q = value, !(abs(q) <= (q >= 0 ? capability.injecting : capability.absorbing) * (1 + 1e-9)) else { return }
             value = nil
-            lines.insert("\(type.rawValue) \(Sep2State.reactiveValue(type, limits) ?? "?") is beyond the site's reactive capability "
-                + "(\(Int64(capability.injecting)) var injecting, \(Int64(capability.absorbing)) var absorbing)" + from(type))
+            why[type] = "\(type.rawValue) \(Sep2State.reactiveValue(type, limits) ?? "?") is beyond the site's reactive capability "
+                + "(\(Int64(capability.injecting)) var injecting, \(Int64(capability.absorbing)) var absorbing)"
         }
         func powerFactor(_ type: ControlType, _ value: inout Double?) {
             guard let pf = value else { return }
@@ -85,15 +123,33 @@ struct Sep2VarCapability: Sendable {
             let least = ratingW > 0 ? ratingW / (ratingW * ratingW + q * q).squareRoot() : 1
             guard abs(pf) < least * (1 - 1e-9) else { return }
             value = nil
-            lines.insert("\(type.rawValue) \(Sep2State.reactiveValue(type, limits) ?? "?") is below the site's least power factor "
-                + "\((least * 1000).rounded() / 1000) at its rating" + from(type))
+            why[type] = "\(type.rawValue) \(Sep2State.reactiveValue(type, limits) ?? "?") is below the site's least power factor "
+                + "\((least * 1000).rounded() / 1000) at its rating"
         }
         vars(.fixedVar, &out.fixedVar)
         vars(.targetVar, &out.targetVar)
         powerFactor(.fixedPFInject, &out.powerFactorInjecting)
         powerFactor(.fixedPFAbsorb, &out.powerFactorAbsorbing)
-        let fresh = lines.subtracting(said).sorted()
-        said = lines
-        return (out, fresh)
+        return (out, why)
     }
+
+    /// Why every reactive value `base` sets is left out at `scope`, joined; nil when one is carried out
+    /// (or it sets none): a reactive-only control so is answered 252 (`Sep2Reporter.refusal`).
+    static func leftOut(_ base: DERControlBase, scope: Sep2ReactiveScope) -> String? {
+        var one = ActiveControls()
+        one.base = base
+        let limits = one.utilityLimits(siteRatingW: scope.ratingW, varInjecting: scope.injecting, varAbsorbing: scope.absorbing)
+        let why = judge(limits, requested: base, ratings: (scope.injecting, scope.absorbing), ratingW: scope.ratingW).leftOut
+        let set = DERControlBase.reactiveTypes.filter { base.sets($0) }
+        guard !set.isEmpty, set.allSatisfy({ why[$0] != nil }) else { return nil }
+        return set.sorted { $0.rawValue < $1.rawValue }.compactMap { why[$0] }.joined(separator: "; ")
+    }
+}
+
+/// What the reporter judges a reactive control against (the worker's `Sep2VarCapability` at its
+/// report round, once known): the var capability each way, var, and the site's rating, W.
+struct Sep2ReactiveScope: Sendable, Equatable {
+    var injecting = 0.0
+    var absorbing = 0.0
+    var ratingW = 0.0
 }

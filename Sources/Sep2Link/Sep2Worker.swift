@@ -109,6 +109,15 @@ public final class Sep2Worker: @unchecked Sendable {
         client.reporting = Sep2Reporting(reporter: reporter, sample: sample)
     }
 
+    /// Judges the utility's reactive controls, at each publication, against the var capability of the
+    /// `SiteView` the cycle last published in `shared` (`varMaxInjecting` / `varMaxAbsorbing`, the source
+    /// the reports' sample reads), whether or not anything is reported: a copy under the lock the cycle
+    /// publishes with, never a wait for a cycle. Until the cycle's first publication it is unknown:
+    /// every reactive value is left out (said not applied) and no control is answered. Call before `start`.
+    public func judgeReactive(against shared: SharedState) {
+        client.reactive.source = Sep2VarCapability.published(in: shared)
+    }
+
     /// The configured droop's `enabled` (`droop_settings.enabled`) as a reload left it: from the worker's
     /// next report round DERCapability and DERSettings claim `opModFreqDroop` (bit 8) by it, PUT again at
     /// once when it changed, and a control that sets only the droop is answered by it from its next
@@ -176,7 +185,8 @@ final class Sep2Client: @unchecked Sendable {
     var controlRecorder = ControlRecorder()
     /// What the site reports, nil when nothing is reported.
     var reporting: Sep2Reporting?
-    /// The site's var capability as the reports last sampled it (Sep2Worker+NotApplied.swift).
+    /// The site's var capability as the cycle last published it, else as the reports last sampled it
+    /// (Sep2Worker+NotApplied.swift).
     var reactive = Sep2VarCapability()
     /// The configured droop's `enabled` the reporter follows (set by `reportSite`, moved by a reload;
     /// taken at each report round), nil when it keeps its own setting.
@@ -388,10 +398,11 @@ extension Sep2Client {
     /// each type whose source changed; returns the monotonic instant of the next event boundary.
     @discardableResult
     func publish(now: MonotonicInstant, wall: Double) -> MonotonicInstant? {
+        reactive.refresh()
         let resolved = schedule.resolve(now: now, wall: wall, siteRatingW: settings.siteRatingW, varCapability: reactive.ratings ?? (0, 0))
         let active = resolved.active
         controlRecorder.noteInForce(active, second: resolved.second, schedule: schedule, siteRatingW: settings.siteRatingW)
-        let within = reactive.within(resolved.limits, sources: active.sources, ratingW: settings.siteRatingW)
+        let within = reactive.within(resolved.limits, requested: active.base, sources: active.sources, ratingW: settings.siteRatingW)
         var limits = within.limits
         for line in within.fresh { log(.sep2(.controlNotApplied, "\(line) of \(settings.serverName): not applied; the rest of it taken")) }
         limits.validUntil = now + settings.timeout * 4 + Self.validityMargin
