@@ -41,6 +41,8 @@ struct SiteReactiveLaw: Sendable {
     /// The law's Q at the connection point this period, var; nil when it gave none (stale voltage,
     /// no reactive mode, a party's request in force).
     private(set) var target: Double?
+    /// The law's Q last period after its filter, var (0 without a law or a Q): what `rerate` carries.
+    private var lawQ = 0.0
     /// The site's var setpoint this period, var (+ = injecting): the law's Q or a party's var, at the
     /// connection point while `metered`, else for the units' sum; nil: none (a power factor, no law).
     private(set) var setpoint: Double?
@@ -71,8 +73,14 @@ struct SiteReactiveLaw: Sendable {
     /// True when the site runs a law (a reactive mode or volt-watt at the connection point).
     var configured: Bool { settings != nil }
 
-    /// Rebuilds the law when Σ the ratings of the units with var points changed (`stage`'s), its Q
-    /// starting again from 0 through the response; none left: no law.
+    /// Rebuilds the law when Σ the ratings of the units with var points changed (`stage`'s), with Q
+    /// carried over from where the old law stood (`carry`), so a rating that arrives or a unit whose
+    /// var points come or go makes no step; none left: no law.
+    ///
+    /// Why a rebuild: `GridSupportController`'s rating is fixed at its init (`retune` changes only
+    /// its settings), and building validates, which allocates. That happens only in the period a
+    /// rating changes (an inverter's 702 ratings read at discovery, var points appearing or lost),
+    /// never in a steady cycle: `rating` is compared first, from plain values.
     mutating func rerate(_ stage: ReactiveStage) {
         guard let settings else { return }
         var va = 0.0, active = 0.0, inject = 0.0, absorb = 0.0
@@ -90,6 +98,9 @@ struct SiteReactiveLaw: Sendable {
         deadband = max(100, va / 1000)
         law = sum.flatMap { try? GridSupportController(settings: settings, rating: $0) }
         initial = law
+        // A request in force is taken up again by the next `tune`, on the new rating.
+        tuned = false
+        carry(lawQ)
     }
 
     /// One period, after active power is shared and before `ReactiveStage.apply`: steps the site's
@@ -112,6 +123,7 @@ struct SiteReactiveLaw: Sendable {
             law = initial
             tuned = false
             ask = nil
+            lawQ = 0
         }
         return asked
     }
@@ -141,6 +153,7 @@ struct SiteReactiveLaw: Sendable {
             voltagePU = Self.meanVoltage(units)
         }
         guard law != nil else {
+            lawQ = 0
             voltWattCap = .infinity
             return held(request)
         }
@@ -148,6 +161,7 @@ struct SiteReactiveLaw: Sendable {
         // Stepped in place: a copy would copy the law's curves on write.
         let output = law!.step(voltage: voltagePU ?? .nan, desiredPowerW: siteP, elapsedSeconds: elapsedSeconds)
         voltWattCap = max(0, output.voltWattLimitW ?? .infinity)
+        lawQ = output.reactivePowerVar.flatMap { $0.isFinite ? $0 : nil } ?? 0
         if let request { return held(request) }
         guard let mode = law!.settings.reactive else {
             ask = nil
@@ -209,6 +223,19 @@ struct SiteReactiveLaw: Sendable {
         return (.vars(follow(q)), request.source)
     }
 
+    /// Sets the new law's reactive filter to `q`, var, so its Q goes on from there: one step at
+    /// constant var `q` with no response (no voltage read: volt-watt's limit and VRef do not move),
+    /// then back to the configured settings, whose `retune` keeps the filter's output.
+    private mutating func carry(_ q: Double) {
+        guard q != 0, q.isFinite, law != nil, let settings = law?.settings else { return }
+        let va = law!.rating.apparentPowerVA
+        var priming = settings
+        priming.reactive = .constantVar(ConstantVarSettings(percent: min(100, max(-100, q / va * 100)), responseTime: .zero))
+        guard (try? law!.retune(priming)) != nil else { return }
+        _ = law!.step(voltage: .nan, desiredPowerW: 0, elapsedSeconds: 0)
+        try? law!.retune(settings)
+    }
+
     /// The units' ask for `target` at the connection point: with the meter, target plus the reactive
     /// load, moved only outside its band (`ConnectionPoint.follow`); without, the target itself.
     private mutating func follow(_ target: Double) -> Double {
@@ -249,6 +276,7 @@ struct SiteReactiveLaw: Sendable {
         ask = old.ask
         recorded = old.recorded
         voltWattCap = old.voltWattCap
+        lawQ = old.lawQ
         // A request in force is taken up again in the next period (`tune`).
     }
 }

@@ -45,4 +45,17 @@ struct ReactiveSiteLawEdgeTests {
         rig.run(30)
         #expect(abs(rig.asked - 100_000) <= 1_000, "\(rig.asked)")
     }
+
+    @Test("a unit's rating that changes (its 702 VarMaxInj arrives) carries the site's Q over: no step back to 0")
+    func rerateCarriesQ() {
+        let rig = Rig(GridSupportSettings(reactive: .constantVar(ConstantVarSettings(percent: 40, responseTime: .seconds(5)))), meter: false)
+        rig.run(30)
+        #expect(abs(rig.asked - 80_000) <= 800, "\(rig.asked)")
+        rig.varMaxInjecting = [nil, 60_000]
+        for _ in 0..<50 {
+            rig.step()
+            #expect(abs(rig.asked - 80_000) <= 800, "Q goes on from where it stood: \(rig.asked)")
+        }
+        #expect(abs(rig.measured[1] - 30_000) <= 300, "unit 1's share within its 60 kvar: \(rig.measured)")
+    }
 }

@@ -36,6 +36,8 @@ struct ReactiveSiteLawTests {
         let metered: Bool
         var unitPU: [Double?] = [1.0, 1.0]
         var powerW: [Double] = [0, 0]
+        /// Each inverter's 702 `VarMaxInj`, var (nil: none reported).
+        var varMaxInjecting: [Double?] = [nil, nil]
         /// The aggregator's var on each unit's dispatch (nil: none).
         var dispatchVar: [Double?] = [nil, nil]
         /// (instant, meter var) of every period, for the delayed reading.
@@ -78,11 +80,11 @@ struct ReactiveSiteLawTests {
                 }
             }
             let inputs = (0..<2).map { i in
-                UnitInputs(bms: Fixture.healthyBMS(at: now),
-                           inverter: Timestamped(InverterReading(activePower: Watts(powerW[i]), ratedPower: Fixture.rating,
-                                                                 reactivePower: unitsVar[i], voltage: unitPU[i].map { $0 * ReactiveSiteLawTests.unitV }),
-                                                 at: now),
-                           dispatch: PowerCommand(power: Watts(powerW[i]), reactive: dispatchVar[i], expiresAt: now + .seconds(5), pinned: true))
+                var inverter = InverterReading(activePower: Watts(powerW[i]), ratedPower: Fixture.rating, reactivePower: unitsVar[i],
+                                               voltage: unitPU[i].map { $0 * ReactiveSiteLawTests.unitV })
+                inverter.varMaxInjecting = varMaxInjecting[i]
+                return UnitInputs(bms: Fixture.healthyBMS(at: now), inverter: Timestamped(inverter, at: now),
+                                  dispatch: PowerCommand(power: Watts(powerW[i]), reactive: dispatchVar[i], expiresAt: now + .seconds(5), pinned: true))
             }
             site.step(frequency: Timestamped(Hertz(50), at: now), inputs: inputs, now: now, wallClock: 1_800_000_000 + t, meter: reading)
         }
