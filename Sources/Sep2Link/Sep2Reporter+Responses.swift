@@ -117,10 +117,8 @@ extension Sep2Reporter {
     }
 
     /// The reason `control` is answered 252 instead of its state, nil when it is not: droop-only with the
-    /// droop disabled; reactive-only while no unit has var points as the last sample says, or with every
-    /// value it sets left out at `reactiveScope` (beyond the capability, a reference of 0: the reason the
-    /// worker journals as `SEP2_CONTROL_NOT_APPLIED`; neither known yet: not refused); decided once, as
-    /// `refusesDroop`.
+    /// droop disabled; reactive-only with no var points as the last sample says, or with every value left
+    /// out at `reactiveScope` (`Sep2VarCapability.leftOut`, neither known: not); decided once, as `refusesDroop`.
     func refusal(_ control: DERControl) -> String? {
         guard control.base.setsOnlyReactive else {
             return refusesDroop(control) ? "opModFreqDroop not applied: the configured droop is disabled" : nil
