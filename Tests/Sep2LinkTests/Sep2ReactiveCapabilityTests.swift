@@ -56,6 +56,27 @@ struct Sep2ReactiveCapabilityTests {
         #expect(notApplied.contains { $0.contains("control \"A1\"") }, "the same reason journalled: \(rig.log.all)")
     }
 
+    @Test("a control setting only a fixed var of statVarAvail at a view of 0 var is answered 252 and said not applied")
+    func fixedVarOfZeroRefused() {
+        let fixed = "<opModFixedVar><refType>3</refType><value>5000</value></opModFixedVar>"
+        let server = Sep2DroopWorkerTests.server([Self.control("A1", start: Self.t0 + 100, element: fixed)])
+        let rig = Sep2WorkerTests.Rig(server: server)
+        var withVar = Sep2SiteSample()
+        withVar.varMaxInjecting = 1_000
+        rig.client.reporting = Sep2Reporting(reporter: Sep2Reporter(settings: Sep2ReporterTests.settings()), sample: { [withVar] in withVar })
+        let shared = SharedState(units: 1)
+        rig.client.reactive.source = Sep2VarCapability.published(in: shared)
+        Self.publish(shared, vars: 0)
+        for _ in 0..<6 {
+            rig.advance(31)
+            rig.settle()
+        }
+        let responses = Sep2ReporterWorkerTests.responses(server)
+        #expect(responses.filter { $0.hasSuffix(" A1") } == ["252 A1"], "\(responses)")
+        #expect(rig.log.codes("SEP2_CONTROL_NOT_APPLIED").contains { $0.contains("opModFixedVar 50.0 % of refType 3 is not applied") },
+                "\(rig.log.all)")
+    }
+
     @Test("a reactive-only control within the capability is started")
     func withinCapabilityStarted() {
         let server = Sep2DroopWorkerTests.server([Self.control("A1", start: Self.t0 + 100)])
