@@ -302,11 +302,13 @@ public final class SiteController {
     }
 
     /// The meter's reading for the reactive law while the connection point took it this step
-    /// (fresh): its instant, var (nil when it measures none) and p.u. voltage; nil otherwise.
+    /// (fresh): its instant, var (nil when it measures none) and p.u. voltage: the meter's when it
+    /// measures one (nil when that is implausible: 0 var), else the units' mean; nil otherwise.
     func meteredVar(_ meter: Timestamped<MeterReading>?, now: MonotonicInstant) -> (takenAt: MonotonicInstant, reactive: Double?, voltagePU: Double?)? {
         guard connection.settings.hasMeter, connection.gridPower != nil, let meter else { return nil }
         let q = meter.value.reactivePower.flatMap { $0.isFinite ? $0 : nil }
-        return (meter.takenAt, q, site.gridVoltagePU)
+        let voltage = meter.value.voltage == nil ? SiteReactiveLaw.meanVoltage(units) : site.gridVoltagePU
+        return (meter.takenAt, q, voltage)
     }
 
     /// Names the site's volt-watt as what bounded the units' discharge when its cap is the lowest in

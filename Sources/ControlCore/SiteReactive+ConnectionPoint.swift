@@ -5,7 +5,8 @@ import GridSupport
 /// units with var points, stepped every period before `ReactiveStage` shares Q over the units.
 ///
 /// - **With a fresh meter** (`ConnectionPoint` took a reading this period, and it carries var): V is
-///   the meter's per-unit voltage (`ConnectionPoint.voltagePU`), the law's Q is the target *at the
+///   the meter's per-unit voltage (`ConnectionPoint.voltagePU`; a meter that measures none: the
+///   units' mean, `SiteController.meteredVar`), the law's Q is the target *at the
 ///   connection point*, and the units are asked the target plus the reactive load. The reactive load
 ///   is meter Q (+ = taken from the grid) plus Σ units' measured Q (+ = injecting) at the instant the
 ///   meter measured. That instant is unknown within `max_lag_s`, so the load lies between meter Q plus

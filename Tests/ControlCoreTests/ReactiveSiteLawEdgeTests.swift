@@ -58,4 +58,17 @@ struct ReactiveSiteLawEdgeTests {
         }
         #expect(abs(rig.measured[1] - 30_000) <= 300, "unit 1's share within its 60 kvar: \(rig.measured)")
     }
+
+    @Test("a fresh meter that measures var but no voltage: the units' mean voltage, Q held at the meter")
+    func meterWithoutVoltage() {
+        let rig = Rig(Self.voltVar, meter: true)
+        rig.meterPU = nil
+        rig.loadVar = 10_000
+        rig.unitPU = [1.05, 1.03]
+        rig.run(60)
+        // 1.04 p.u. on Category B's curve: −44 % × (0.02 / 0.06) of 200 kVA, at the connection point.
+        let expected = -0.44 * (0.02 / 0.06) * ReactiveSiteLawTests.siteVA
+        #expect(rig.site.siteReactiveSource == .voltVar && rig.site.siteReactiveMetered)
+        #expect(abs(rig.net - expected) <= 0.01 * ReactiveSiteLawTests.siteVA, "net \(rig.net), the curve at the units' mean \(expected)")
+    }
 }
