@@ -22,6 +22,29 @@ struct Sep2ReactiveCapabilityTests {
         shared.contents.withLock { $0.stats.cycles &+= 1 }
     }
 
+    /// A rig reporting a sample with var points (the sample's no-var rule never refuses) whose worker
+    /// judges by `shared`'s view; `view`: the var each way the cycle has published (nil: none yet).
+    static func rig(_ server: FakeSep2Server, view: Double?) -> (Sep2WorkerTests.Rig, SharedState) {
+        let rig = Sep2WorkerTests.Rig(server: server)
+        var withVar = Sep2SiteSample()
+        withVar.varMaxInjecting = 1_000
+        withVar.varMaxAbsorbing = 1_000
+        rig.client.reporting = Sep2Reporting(reporter: Sep2Reporter(settings: Sep2ReporterTests.settings()), sample: { [withVar] in withVar })
+        let shared = SharedState(units: 1)
+        rig.client.reactive.source = Sep2VarCapability.published(in: shared)
+        if let view { publish(shared, vars: view) }
+        return (rig, shared)
+    }
+
+    /// Rounds over `n` periods of 31 s; the responses posted, `status mRID`.
+    static func run(_ rig: Sep2WorkerTests.Rig, _ server: FakeSep2Server, periods n: Int) -> [String] {
+        for _ in 0..<n {
+            rig.advance(31)
+            rig.settle()
+        }
+        return Sep2ReporterWorkerTests.responses(server)
+    }
+
     /// `Sep2ReactiveRefusalWorkerTests.control` with `element` in place of its 2 kvar target.
     static func control(_ mRID: String, start: Int64, limit: Bool = false,
                         element: String = "<opModTargetVar><value>2000</value><multiplier>0</multiplier></opModTargetVar>") -> String {
@@ -32,25 +55,12 @@ struct Sep2ReactiveCapabilityTests {
     @Test("a reactive-only control whose every value is beyond the capability is answered 252, never started; nothing before the view")
     func beyondCapabilityRefused() {
         let server = Sep2DroopWorkerTests.server([Self.control("A1", start: Self.t0 + 100), Self.control("B2", start: Self.t0 + 200, limit: true)])
-        let rig = Sep2WorkerTests.Rig(server: server)
-        var withVar = Sep2SiteSample()
-        withVar.varMaxInjecting = 1_000
-        withVar.varMaxAbsorbing = 1_000
-        rig.client.reporting = Sep2Reporting(reporter: Sep2Reporter(settings: Sep2ReporterTests.settings()), sample: { [withVar] in withVar })
-        let shared = SharedState(units: 1)
-        rig.client.reactive.source = Sep2VarCapability.published(in: shared)
+        let (rig, shared) = Self.rig(server, view: nil)
         rig.settle()
-        rig.advance(31)
-        rig.settle()
-        #expect(Sep2ReporterWorkerTests.responses(server).isEmpty, "no control answered before the cycle publishes")
+        #expect(Self.run(rig, server, periods: 1).isEmpty, "no control answered before the cycle publishes")
         Self.publish(shared, vars: 1_000)
-        for _ in 0..<10 {
-            rig.advance(31)
-            rig.settle()
-        }
-        let responses = Sep2ReporterWorkerTests.responses(server)
-        #expect(responses.filter { $0.hasSuffix(" A1") } == ["252 A1"],
-                "answered 252, never started: \(responses)")
+        let responses = Self.run(rig, server, periods: 10)
+        #expect(responses.filter { $0.hasSuffix(" A1") } == ["252 A1"], "answered 252, never started: \(responses)")
         #expect(!responses.contains("2 A1") && responses.contains("2 B2"), "the one with a limit runs: \(responses)")
         let notApplied = rig.log.codes("SEP2_CONTROL_NOT_APPLIED").filter { $0.contains("opModTargetVar 2000 var is beyond") }
         #expect(notApplied.contains { $0.contains("control \"A1\"") }, "the same reason journalled: \(rig.log.all)")
@@ -60,18 +70,8 @@ struct Sep2ReactiveCapabilityTests {
     func fixedVarOfZeroRefused() {
         let fixed = "<opModFixedVar><refType>3</refType><value>5000</value></opModFixedVar>"
         let server = Sep2DroopWorkerTests.server([Self.control("A1", start: Self.t0 + 100, element: fixed)])
-        let rig = Sep2WorkerTests.Rig(server: server)
-        var withVar = Sep2SiteSample()
-        withVar.varMaxInjecting = 1_000
-        rig.client.reporting = Sep2Reporting(reporter: Sep2Reporter(settings: Sep2ReporterTests.settings()), sample: { [withVar] in withVar })
-        let shared = SharedState(units: 1)
-        rig.client.reactive.source = Sep2VarCapability.published(in: shared)
-        Self.publish(shared, vars: 0)
-        for _ in 0..<6 {
-            rig.advance(31)
-            rig.settle()
-        }
-        let responses = Sep2ReporterWorkerTests.responses(server)
+        let (rig, _) = Self.rig(server, view: 0)
+        let responses = Self.run(rig, server, periods: 6)
         #expect(responses.filter { $0.hasSuffix(" A1") } == ["252 A1"], "\(responses)")
         #expect(rig.log.codes("SEP2_CONTROL_NOT_APPLIED").contains { $0.contains("opModFixedVar 50.0 % of refType 3 is not applied") },
                 "\(rig.log.all)")
@@ -80,18 +80,8 @@ struct Sep2ReactiveCapabilityTests {
     @Test("a reactive-only control within the capability is started")
     func withinCapabilityStarted() {
         let server = Sep2DroopWorkerTests.server([Self.control("A1", start: Self.t0 + 100)])
-        let rig = Sep2WorkerTests.Rig(server: server)
-        var withVar = Sep2SiteSample()
-        withVar.varMaxInjecting = 1_000
-        rig.client.reporting = Sep2Reporting(reporter: Sep2Reporter(settings: Sep2ReporterTests.settings()), sample: { [withVar] in withVar })
-        let shared = SharedState(units: 1)
-        rig.client.reactive.source = Sep2VarCapability.published(in: shared)
-        Self.publish(shared, vars: 5_000)
-        for _ in 0..<6 {
-            rig.advance(31)
-            rig.settle()
-        }
-        let responses = Sep2ReporterWorkerTests.responses(server)
+        let (rig, _) = Self.rig(server, view: 5_000)
+        let responses = Self.run(rig, server, periods: 6)
         #expect(responses.contains("2 A1") && !responses.contains("252 A1"), "\(responses)")
     }
 
