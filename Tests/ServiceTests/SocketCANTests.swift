@@ -16,6 +16,15 @@ let vcan = ProcessInfo.processInfo.environment["BESSD_VCAN"]
 
 @Suite("SocketCAN on vcan", .serialized, .enabled(if: vcan != nil, "needs BESSD_VCAN (make check runs it in a VM)"))
 struct SocketCANTests {
+    /// `ip ARGUMENTS…` (iproute2), waited for; a failure shows in what the test then expects.
+    private func ip(_ arguments: String...) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        p.arguments = arguments
+        try? p.run()
+        p.waitUntilExit()
+    }
+
     let interface = vcan ?? "vcan0"
 
     /// Waits until the plant's BMS emulator has put its first 0x351 frame on the bus (at most 15 s:
@@ -148,13 +157,6 @@ struct SocketCANTests {
     @Test("an interface that disappears is a coded fault; the worker recovers when it returns")
     func interfaceLoss() throws {
         let name = "vcanloss0"
-        func ip(_ arguments: String...) {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-            p.arguments = arguments
-            try? p.run()
-            p.waitUntilExit()
-        }
         ip("link", "add", "dev", name, "type", "vcan")
         ip("link", "set", name, "up")
         let slot = BMSSlot()
@@ -178,13 +180,6 @@ struct SocketCANTests {
     @Test("a worker that opened an interface still down clears its fault once the interface comes up")
     func interfaceUpLater() throws {
         let name = "vcanlate0"
-        func ip(_ arguments: String...) {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-            p.arguments = arguments
-            try? p.run()
-            p.waitUntilExit()
-        }
         ip("link", "add", "dev", name, "type", "vcan")
         let slot = BMSSlot()
         let worker = BMSWorker(interface: name, slot: slot) { _ in }
