@@ -1,0 +1,144 @@
+public import BessBase
+import ControlCore
+public import GridSupport
+
+/// Why a curve a control links to is not applied: the control's reason, said in the Response
+/// (`SEP2_CONTROL_NOT_APPLIED`, or 252 when the curve is all the control sets), e.g.
+/// "opModVoltVar not applied: volt-var V2 0.96 is outside 0.97…1.00".
+public struct CurveNotApplied: Error, Sendable, Equatable {
+    public var reason: String
+
+    public init(_ control: DERCurve.Control, _ why: String) { reason = "\(control.rawValue) not applied: \(why)" }
+}
+
+/// A curve as the site's law takes it (GridSupport's settings, fixed-size: the cycle copies it).
+public enum AppliedCurve: Sendable, Equatable {
+    case voltVar(VoltVarSettings)
+    case wattVar(WattVarSettings)
+    case voltWatt(VoltWattSettings)
+}
+
+/// The curve controls bessd applies (docs/design/0010-reactive-power.md, 2030.5): the x axis is the
+/// effective voltage in % (bessd reports `setVRef` = `setVNom` and `setVRefOfs` 0, so it is % of the
+/// nominal voltage: 100 is 1.00 p.u.) or, for watt-var, % of `setMaxW`, 0…100 only (the curve is flat
+/// at its first point while charging); y is % of `yRefType`: `setMaxVar` (2) or `statVarAvail` (3)
+/// for the var curves, rescaled to % of the site's `setMaxVA` as the law takes it, and `setMaxW` (1)
+/// for volt-watt. Point counts: volt-var 4, volt-watt 2…4, watt-var 2…6; every value then in IEEE
+/// 1547-2018's ranges (`GridSupportError` from the settings' `validate`). `openLoopTms` is the
+/// response time (absent: the profile's); volt-var's `vRef` (`PerCent`, absent: 100 %), and
+/// `autonomousVRefEnable` / `…TimeConstant` (absent: off, 300 s) map to VRef and its adjustment.
+extension DERCurve {
+    /// A `DERControlBase` element that links to a curve bessd applies, and the curve's type.
+    public enum Control: String, Sendable, CaseIterable {
+        case voltVar = "opModVoltVar"
+        case voltWatt = "opModVoltWatt"
+        case wattVar = "opModWattVar"
+
+        /// The `curveType` the linked curve must have.
+        public var curveType: UInt8 {
+            switch self {
+            case .voltVar: 11
+            case .voltWatt: 12
+            case .wattVar: 14
+            }
+        }
+
+        /// The point counts bessd applies.
+        var pointCounts: ClosedRange<Int> {
+            switch self {
+            case .voltVar: 4...4
+            case .voltWatt: 2...4
+            case .wattVar: 2...6
+            }
+        }
+
+        /// The `yRefType`s bessd applies.
+        var yRefTypes: ClosedRange<UInt8> { self == .voltWatt ? 1...1 : 2...3 }
+    }
+
+    /// The site's var capability over its apparent rating (`setMaxVar` / `setMaxVA`, `setMaxVarNeg` /
+    /// `setMaxVA`): what turns a % of `setMaxVar` into the % of `VAMax` the law takes.
+    public struct VarScale: Sendable, Equatable {
+        public var injecting: Double
+        public var absorbing: Double
+
+        public init(injecting: Double, absorbing: Double) {
+            self.injecting = injecting
+            self.absorbing = absorbing
+        }
+
+        /// From the site's `setMaxVA` and its var capability (magnitudes); zero where the rating is.
+        public init(apparentVA: Double, varInjecting: Double, varAbsorbing: Double) {
+            let ok = apparentVA.isFinite && apparentVA > 0
+            injecting = ok && varInjecting.isFinite ? max(0, varInjecting) / apparentVA : 0
+            absorbing = ok && varAbsorbing.isFinite ? max(0, varAbsorbing) / apparentVA : 0
+        }
+    }
+
+    /// The curve as `control` applies it, or why not.
+    public func applied(as control: Control, varScale: VarScale, profile: GridSupportProfile = .ieee1547_2018_cat_b)
+        -> Result<AppliedCurve, CurveNotApplied>
+    {
+        guard curveType == control.curveType else {
+            return .failure(CurveNotApplied(control, "its curve has curveType \(curveType), not \(control.curveType)"))
+        }
+        guard control.pointCounts.contains(points.count) else {
+            let counts = control.pointCounts
+            let wanted = counts.count == 1 ? "\(counts.lowerBound)" : "\(counts.lowerBound) to \(counts.upperBound)"
+            return .failure(CurveNotApplied(control, "its curve has \(points.count) points, not \(wanted)"))
+        }
+        guard points.allSatisfy({ $0.excitation == nil }) else {
+            return .failure(CurveNotApplied(control, "its curve's y is a power factor (excitation set)"))
+        }
+        guard control.yRefTypes.contains(yRefType) else {
+            let wanted = control == .voltWatt ? "1 (setMaxW)" : "2 (setMaxVar) or 3 (statVarAvail)"
+            return .failure(CurveNotApplied(control, "its curve's yRefType \(yRefType) is not \(wanted)"))
+        }
+        if control != .voltWatt, varScale.injecting <= 0 || varScale.absorbing <= 0 {
+            return .failure(CurveNotApplied(control, "no unit has var points"))
+        }
+        do throws(GridSupportError) {
+            let out = try settings(control, varScale: varScale, profile: profile)
+            return .success(out)
+        } catch {
+            return .failure(CurveNotApplied(control, "\(error.code) \(error.message)"))
+        }
+    }
+
+    /// The settings, validated against IEEE 1547-2018's ranges.
+    private func settings(_ control: Control, varScale: VarScale, profile: GridSupportProfile) throws(GridSupportError) -> AppliedCurve {
+        var xy: [(x: Double, y: Double)] = []
+        xy.reserveCapacity(points.count)
+        for index in points.indices {
+            let x = x(index), y = y(index)
+            switch control {
+            case .voltVar, .voltWatt: xy.append((x / 100, control == .voltWatt ? y : y * (y >= 0 ? varScale.injecting : varScale.absorbing)))
+            case .wattVar:
+                guard (0...100).contains(x) else {
+                    throw GridSupportError(.wattVarRange, message: "watt-var P\(index + 1) \(x) % is outside 0…100 % of setMaxW")
+                }
+                xy.append((x, y * (y >= 0 ? varScale.injecting : varScale.absorbing)))
+            }
+        }
+        let curve = try GridCurve(xy)
+        let response: (Duration) -> Duration = { fallback in
+            openLoopHundredthsSecond.map { .milliseconds(Int64($0) * 10) } ?? fallback
+        }
+        switch control {
+        case .voltVar:
+            let settings = VoltVarSettings(
+                curve: curve, vRef: Double(vRefHundredthsPercent ?? 10_000) / 10_000, autonomousVRef: autonomousVRefEnable ?? false,
+                vRefTimeConstant: .seconds(Int64(autonomousVRefTimeConstantSeconds ?? 300)), responseTime: response(profile.voltVar.responseTime))
+            try settings.validate()
+            return .voltVar(settings)
+        case .wattVar:
+            let settings = WattVarSettings(curve: curve, responseTime: response(profile.wattVar.responseTime))
+            try settings.validate()
+            return .wattVar(settings)
+        case .voltWatt:
+            let settings = VoltWattSettings(curve: curve, responseTime: response(profile.voltWatt.responseTime))
+            try settings.validate()
+            return .voltWatt(settings)
+        }
+    }
+}
