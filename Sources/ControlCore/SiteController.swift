@@ -289,10 +289,12 @@ public final class SiteController {
         let party = arbiter.reactiveWinner.flatMap { winner in
             winner.reactive(at: now).flatMap { request in ReactiveSource(party: winner.source).map { (ask: request.ask, source: $0) } }
         }
-        siteReactive.rerate(reactiveStage)
+        // The stage is read (a copy of it, out of this class) only where the site has a law: with
+        // none, `rerate` does nothing and `carrying` is not looked at.
+        if siteReactive.configured { siteReactive.rerate(reactiveStage) }
+        let carrying = siteReactive.law == nil || reactiveStage.anyCarries(units, ceased: decision.utility.disconnected)
         let reactive = siteReactive.step(units: units, request: party, measuredVar: measuredVar, meter: meteredVar(meter, now: now),
-                                         maxLag: connection.settings.meterMaxLag,
-                                         carrying: reactiveStage.anyCarries(units, ceased: decision.utility.disconnected), now: now,
+                                         maxLag: connection.settings.meterMaxLag, carrying: carrying, now: now,
                                          elapsedSeconds: elapsed)
         decision.delivered += reactiveStage.apply(to: &units, request: reactive, elapsedSeconds: elapsed, ceased: decision.utility.disconnected,
                                                   siteLaw: party == nil)

@@ -160,8 +160,10 @@ public final class BusPoller: @unchecked Sendable {
             // Every endpoint with the poller: the cycle will start on this round's readings, so a
             // longer lead costs no latency and leaves a slow round time to land.
             let wholeSite = startsCycles && Self.allActive(lanes)
+            // Halved once per round, not at each use (Duration's `/` is a generic 128-bit division).
+            let halfPeriod = period / 2
             var readAt = deadline - lead.lead(period: period, startsOnReadings: wholeSite)
-            if readAt < clock.now() - period / 2 { readAt = clock.now() }
+            if readAt < clock.now() - halfPeriod { readAt = clock.now() }
             // Until the reads: hand-overs in both directions, and the answers of endpoints with more
             // requests queued. The answer to an endpoint's last write is taken when the reads start,
             // not as it arrives: one wake-up less per endpoint and cycle. A hand-over meanwhile (an
@@ -213,7 +215,7 @@ public final class BusPoller: @unchecked Sendable {
                 // The reads: until every endpoint has answered (or failed), or the cycle hands over.
                 // Answers that wait unwatched are taken a margin before the deadline at the latest:
                 // one slow endpoint never makes the others' readings miss their cycle.
-                serve(&lanes, until: deadline + period / 2, watchKick: true,
+                serve(&lanes, until: deadline + halfPeriod, watchKick: true,
                       takeBy: together ? deadline - max(.milliseconds(2), period / 20) : never) { lanes in
                     if takeKick() { handedOver = true }
                     return handedOver || Self.noneReading(lanes)
@@ -227,7 +229,7 @@ public final class BusPoller: @unchecked Sendable {
                 if current < deadline { phase.readingsIn(for: deadline, at: current) }
             }
             if !handedOver {
-                serve(&lanes, until: max(deadline, clock.now()) + period / 2, watchKick: true) { _ in
+                serve(&lanes, until: max(deadline, clock.now()) + halfPeriod, watchKick: true) { _ in
                     if takeKick() { handedOver = true }
                     return handedOver
                 }

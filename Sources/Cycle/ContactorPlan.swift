@@ -102,7 +102,7 @@ enum ContactorPlanner {
             // under the zero rule below, never a re-arm.
             let readConnected = reading.map { $0.value.connected == true && $0.takenAt >= armedAt + readbackAfter } ?? false
             if now - armedAt < revert, !readConnected {
-                return !stalled && now - armedAt >= revert / 2 ? .open : .none
+                return !stalled && WritePlanner.atLeastHalf(now - armedAt, of: revert) ? .open : .none
             }
         }
         guard !stalled, onWire == .zero, let zeroSince else { return .none }

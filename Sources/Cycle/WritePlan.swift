@@ -42,6 +42,13 @@ enum WritePlanner {
         now - lastHandOver > max(stallAfter, period * 5)
     }
 
+    /// True when `elapsed` is at least half of `period` (a revert timer due for its re-arm):
+    /// `elapsed + elapsed >= period`, the test `elapsed >= period / 2` makes for every period of whole
+    /// nanoseconds, without the generic 128-bit division `/ 2` costs per device and cycle.
+    static func atLeastHalf(_ elapsed: Duration, of period: Duration) -> Bool {
+        elapsed + elapsed >= period
+    }
+
     /// The setpoint a device gets: the cycle's, or zero when the cycle stalled or the device's last
     /// reading was unusable.
     static func setpoint(decided: Watts, stalled: Bool, valueFault: Bool) -> Watts {
@@ -71,7 +78,7 @@ enum WritePlanner {
         var next = axis
         let writes: [(address: Int, values: [UInt16])]
         if let q = reactive {
-            let rearm = axis.lastWritten == nil || now - axis.lastArmedAt >= revert / 2
+            let rearm = axis.lastWritten == nil || atLeastHalf(now - axis.lastArmedAt, of: revert)
             if !rearm, let last = axis.lastWritten, abs(last - q) < 1 { return active }
             let plain = control.writes(q, reactivePriority: reactivePriority, revert: revert, rearm: false)
             if !rearm, let sent = axis.lastPlain, sent.elementsEqual(plain, by: { $0.address == $1.address && $0.values == $1.values }) {
@@ -106,7 +113,7 @@ enum WritePlanner {
     /// caller's value is used in place.
     static func plan(_ device: borrowing ModbusDevice, setpoint: Watts, lastWritten: Watts?, lastPlain: [(address: Int, values: [UInt16])]?,
                      lastArmedAt: MonotonicInstant, revert: Duration, now: MonotonicInstant) throws(DeviceError) -> WritePlan? {
-        let rearm = lastWritten == nil || now - lastArmedAt >= revert / 2
+        let rearm = lastWritten == nil || atLeastHalf(now - lastArmedAt, of: revert)
         if !rearm, let last = lastWritten, abs(last.value - setpoint.value) < 1 { return nil }
         let plain = try device.writes(setpoint, revert: revert, rearm: false)
         guard rearm else {
