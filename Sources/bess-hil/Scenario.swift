@@ -69,6 +69,8 @@ struct Scenario {
         var journal: [(text: String, present: Bool)] = []
         /// How often a signal may turn back in the window (`reversals`: holding, not hunting).
         var reversals: Reversals? = nil
+        /// How fast a signal may move in the window (`rate`: a ramp, not a step), per second over 1 s.
+        var rate: (signal: String, maxPerSecond: Double)? = nil
         /// `journal` texts must be in exactly this many of the window's lines (`times`), not just one or more.
         var journalTimes: Int? = nil
         /// A check of the window against what the plant's 2030.5 server published and received
@@ -219,17 +221,26 @@ struct Scenario {
                 e.journal += texts.map { ($0, present) }
             }
             e.reversals = Sep2ScenarioFile.reversals(entry["reversals"], here: here, fail: fail)
+            if let node = entry["rate"] {
+                if let signal = node["signal"]?.string, numericSignals.contains(signal), let most = node["max_per_s"]?.float, most > 0,
+                   Set(node.mapping?.keys.compactMap(\.string) ?? []).isSubset(of: ["signal", "max_per_s"]) {
+                    e.rate = (signal, most)
+                } else {
+                    fail("\(here).rate", "{signal: a numeric signal, max_per_s: > 0}")
+                }
+            }
             e.sep2 = Sep2ScenarioFile.sep2Check(entry, here: here, window: window, server: sep2 != nil, fail: fail)
             if let times = entry["times"] {
                 if let n = times.int, n >= 0, !e.journal.isEmpty, e.journal.allSatisfy(\.present) { e.journalTimes = n } else {
                     fail("\(here).times", "a count ≥ 0, with journal")
                 }
             }
-            if e.reversals != nil {
+            if e.reversals != nil || e.rate != nil {
                 let alone = e.journal.isEmpty && e.numeric.isEmpty && e.bounds.isEmpty && e.codes.isEmpty && e.flags.isEmpty
+                    && (e.reversals == nil || e.rate == nil)
                 var span = false
                 if case .always = window { span = true }
-                if !alone || !span { fail(here, "reversals stands alone, over from_s + to_s: it judges the window, not each sample") }
+                if !alone || !span { fail(here, "reversals and rate stand alone, over from_s + to_s: they judge the window, not each sample") }
             }
             if e.sep2 != nil, !(e.journal.isEmpty && e.numeric.isEmpty && e.bounds.isEmpty && e.codes.isEmpty && e.flags.isEmpty) {
                 fail(here, "sep2_schedule / sep2_responses stand alone: they judge the window against the server's record")
@@ -238,11 +249,11 @@ struct Scenario {
                 fail(here, "journal / no_journal stand alone: they judge the window's log lines, not its samples")
             }
             var allowed: Set = ["at_s", "from_s", "to_s", "by_s", "after_s", "tolerance", "why", "journal", "no_journal", "reversals",
-                                "times", "sep2_schedule", "sep2_responses"]
+                                "rate", "times", "sep2_schedule", "sep2_responses"]
             allowed.formUnion(numericSignals); allowed.formUnion(numericSignals.map { "\($0)_min" })
             allowed.formUnion(numericSignals.map { "\($0)_max" }); allowed.formUnion(codeKinds); allowed.formUnion(flagSignals)
             for key in Set(entry.mapping!.keys.compactMap(\.string)).subtracting(allowed) { fail("\(here).\(key)", "unknown key") }
-            if e.numeric.isEmpty && e.bounds.isEmpty && e.codes.isEmpty && e.flags.isEmpty && e.journal.isEmpty && e.reversals == nil && e.sep2 == nil { fail(here, "checks nothing") }
+            if e.numeric.isEmpty && e.bounds.isEmpty && e.codes.isEmpty && e.flags.isEmpty && e.journal.isEmpty && e.reversals == nil && e.rate == nil && e.sep2 == nil { fail(here, "checks nothing") }
             expectations.append(e)
         }
         if expectations.isEmpty { fail("expect", "is required: a scenario must be able to fail") }

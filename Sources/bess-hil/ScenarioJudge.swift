@@ -28,6 +28,7 @@ struct ScenarioJudge {
         if !e.journal.isEmpty { return journalMiss(e) }
         if let check = e.sep2, case .always(let from, let to) = e.window { return sep2Miss(check, from: from, to: to) }
         if let r = e.reversals, case .always(let from, let to) = e.window { return reversalsMiss(r, from: from, to: to) }
+        if let r = e.rate, case .always(let from, let to) = e.window { return rateMiss(r, from: from, to: to) }
         switch e.window {
         case .at(let t):
             guard let s = samples.min(by: { abs($0.t - t) < abs($1.t - t) }), abs(s.t - t) <= 0.25 else {
@@ -214,6 +215,25 @@ struct ScenarioJudge {
         say("  sep2_responses \(fmt(from))–\(fmt(to)) s: \(judged.count) controls, \(got.count) responses in all; after the due instant "
             + "(publication, start, end) " + figures.joined(separator: ", "))
         return misses.isEmpty ? nil : " from \(fmt(from)) to \(fmt(to)) s: \(misses.count) missed: " + misses.prefix(6).joined(separator: "; ")
+    }
+
+    /// The rate expectation `r` over `from`–`to`: the signal's move over each span of at least 1 s
+    /// between samples of the window, per second, at most `maxPerSecond` (nil when met). A step shows
+    /// its whole size in one span; a ramp its slope, however the host delayed a sample.
+    func rateMiss(_ r: (signal: String, maxPerSecond: Double), from: Double, to: Double) -> String? {
+        let window = samples.filter { $0.t >= from && $0.t <= to }.map { ($0.t, $0.value(r.signal)) }.filter { $0.1.isFinite }
+        var worst: (rate: Double, at: Double)?
+        var j = 0
+        for i in window.indices {
+            j = max(j, i)
+            while j < window.count, window[j].0 - window[i].0 < 1 { j += 1 }
+            guard j < window.count else { break }
+            let rate = abs(window[j].1 - window[i].1) / (window[j].0 - window[i].0)
+            if rate > worst?.rate ?? -1 { worst = (rate, window[i].0) }
+        }
+        guard let worst else { return ": no two samples 1 s apart in \(fmt(from))–\(fmt(to)) s" }
+        return worst.rate <= r.maxPerSecond ? nil
+            : " from \(fmt(from)) to \(fmt(to)) s: \(r.signal) moved \(fmt(worst.rate)) per s from \(fmt(worst.at)) s (want ≤ \(fmt(r.maxPerSecond)))"
     }
 
     /// What the reversals expectation `r` saw over `from`–`to`: nil when met.
