@@ -55,16 +55,26 @@ extension Duration {
         return negative ? -Int64(ns) : Int64(ns)
     }
 
+    /// `components`, from one 64-bit division while the duration is under 9.2 s either way (every
+    /// age, period and revert timer the cycle converts, several times per unit and cycle), else
+    /// `components`' 128-bit ones. The same pair: both truncate toward zero.
+    @inlinable public var splitComponents: (seconds: Int64, attoseconds: Int64) {
+        let total = attoseconds
+        guard total > -0x7FFF_FFFF_FFFF_FFFF, total < 0x7FFF_FFFF_FFFF_FFFF else { return components }
+        let (seconds, rest) = Int64(truncatingIfNeeded: total).quotientAndRemainder(dividingBy: 1_000_000_000_000_000_000)
+        return (seconds, rest)
+    }
+
     /// The duration as floating-point seconds.
     @inlinable public var secondsDouble: Double {
-        let (seconds, attoseconds) = components
+        let (seconds, attoseconds) = splitComponents
         return Double(seconds) + Double(attoseconds) * 1e-18
     }
 
     /// The duration in whole seconds, rounded up: a device timer written in whole seconds
     /// (`…RvrtTms`) must never run out before the time bessd plans with (10.5 s is 11).
     @inlinable public var wholeSecondsRoundedUp: Int64 {
-        let (seconds, attoseconds) = components
+        let (seconds, attoseconds) = splitComponents
         return attoseconds > 0 ? seconds + 1 : seconds
     }
 
