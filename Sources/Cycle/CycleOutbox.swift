@@ -5,13 +5,15 @@ import ControlCore
 /// blocks, frequency-event assessments and the outcome of the operator's requests. Its storage is
 /// allocated once, here; the cycle only copies values into it (`SiteRunner.publish`).
 struct CycleOutbox: Sendable {
-    /// The status as published: written only through `publishStatus`, which keeps `view` with it.
+    /// The status as published: written only through `publishStatus`, which marks `view` stale.
     private(set) var units: [UnitStatus]
     private(set) var site = SiteStatus()
-    /// The site as every protocol reports it, computed once per publication of the status (a value
-    /// of scalars: no allocation) from `units`, `site` and `settings`; before the first, from the
-    /// status as it starts.
-    private(set) var view: SiteView
+    /// The site as every protocol reports it (a value of scalars: no allocation), from `units`,
+    /// `site` and `settings` as last published: computed at the first read after a publication and
+    /// kept for the next readers, not at each publication (at 10 ms most go unread); before the
+    /// first, from the status as it starts. Read it with `view()`.
+    private var lastView: SiteView
+    private var viewStale = false
     /// What the view needs of the site as it was started (usable energy, ratings, reserves, limits).
     let settings: SiteView.Settings
     var stats = CycleStatistics()
@@ -27,18 +29,28 @@ struct CycleOutbox: Sendable {
     init(units: Int, settings: SiteView.Settings) {
         self.units = [UnitStatus](repeating: UnitStatus(), count: units)
         self.settings = settings
-        view = SiteView(units: self.units, site: site, settings: settings)
+        lastView = SiteView(units: self.units, site: site, settings: settings)
         resetOutcomes = [ResetOutcome](repeating: ResetOutcome(), count: units)
         blocks.reserveCapacity(64)
         frequencyEvents.pending.reserveCapacity(FrequencyEventMailbox.capacity)
     }
 
     /// The one way status is published (the cycle's `publish`, and tests writing it as a cycle
-    /// would): `body` writes the units' and the site's status in place, then the view is computed
-    /// from them. No allocation.
+    /// would): `body` writes the units' and the site's status in place; the view follows them at
+    /// its next read. No allocation.
     mutating func publishStatus(_ body: (inout [UnitStatus], inout SiteStatus) -> Void) {
         body(&units, &site)
-        view = SiteView(units: units, site: site, settings: settings)
+        viewStale = true
+    }
+
+    /// The site's view of the status as last published: computed once per publication, by its
+    /// first reader (under the same lock). No allocation.
+    mutating func view() -> SiteView {
+        if viewStale {
+            lastView = SiteView(units: units, site: site, settings: settings)
+            viewStale = false
+        }
+        return lastView
     }
 }
 

@@ -5,5 +5,5 @@ extension SharedState {
     /// status (the protocols' ratings: `ratedPowerW`, `usableEnergyWh`). Before the first
     /// publication, the view of the status as it starts, the ratings already in it
     /// (`CycleOutbox.init`).
-    public var view: SiteView { contents.withLock { $0.outbox.view } }
+    public var view: SiteView { contents.withLock { $0.outbox.view() } }
 }

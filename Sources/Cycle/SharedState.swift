@@ -241,7 +241,7 @@ public final class SharedState: Sendable {
         contents.withLock { c in
             for i in c.outbox.units.indices where i < out.count { out[i] = c.outbox.units[i] }
             site = c.outbox.site
-            view = c.outbox.view
+            view = c.outbox.view()
             frequency = c.outbox.stats.frequency
             return c.outbox.stats.cycles
         }
