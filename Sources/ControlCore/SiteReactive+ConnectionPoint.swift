@@ -203,6 +203,9 @@ struct SiteReactiveLaw: Sendable {
         case .powerFactor(let pf)?:
             if tuned, law!.settings.reactive == .constantPowerFactor(pf) { return }
             next.reactive = .constantPowerFactor(pf)
+        case .mode(let mode)?:
+            if tuned, law!.settings.reactive == mode { return }
+            next.reactive = mode
         case nil:
             guard tuned else { return }
         }

@@ -19,6 +19,8 @@ import GridSupport
 ///   response 0 (the party's setpoint is a step, as `WSet` is).
 /// - `.powerFactor`: every unit's law is retuned to that constant power factor (response 0), so the
 ///   units' sum holds it while their P share a sign.
+/// - `.mode`: every unit's law is retuned to that curve (the utility's volt-var or watt-var) once, and
+///   runs it on its own voltage or P with the curve's response time, as a configured mode runs.
 /// - The aggregator's var holds its unit's Q, clamped to the unit's capability.
 /// When the request ends, `retune` hands back to the configured mode from where Q stands (its
 /// response time then moves Q on): no step. A unit with no configured reactive mode goes to 0 var
@@ -49,7 +51,7 @@ extension ReactiveStage {
         if let request {
             switch request.ask {
             case .vars: return Want(ask: .vars(shares[index]), source: request.source)
-            case .powerFactor: return Want(ask: request.ask, source: request.source)
+            case .powerFactor, .mode: return Want(ask: request.ask, source: request.source)
             }
         }
         guard index < unitVar.count, let q = unitVar[index], q.isFinite, let rating = laws[index]?.rating else { return nil }
@@ -76,6 +78,11 @@ extension ReactiveStage {
             next = .request
         case .powerFactor(let pf)?:
             settings.reactive = .constantPowerFactor(pf)
+            next = .request
+        case .mode(let mode)?:
+            // Retuned once: the mode's own filter (and volt-var's VRef) runs on from there.
+            if tuning[index] == .request, law.settings.reactive == mode { return }
+            settings.reactive = mode
             next = .request
         case nil:
             switch tuning[index] {

@@ -48,6 +48,9 @@ public enum ReactiveAsk: Sendable, Equatable {
     case vars(Double)
     /// A constant power factor on every unit, one setting for discharging and one for charging.
     case powerFactor(ConstantPowerFactorSettings)
+    /// A curve mode every unit's law follows on its own voltage or P (the utility's `opModVoltVar`,
+    /// `opModWattVar`): the same `GridSupportController` law as a configured mode, validated on arrival.
+    case mode(ReactivePowerMode)
 }
 
 /// One party's reactive request, with its own expiry: SunSpec 704 times `VarSet` and `WSet` apart.
@@ -221,7 +224,8 @@ extension RequestArbiter {
     /// factors (`opModFixedPFInjectW` while discharging, `…AbsorbW` while charging, a direction not
     /// set at unity), `opModFixedVar` and `opModTargetVar` as site var. Several set: the least |Q| at
     /// `sitePower` (2030.5's "least var magnitude SHOULD take precedence"; the power factor on a tie,
-    /// then the fixed var), nil when none is. It holds until the value's `validUntil`: a stale
+    /// then the fixed var); where none of them is, the curve of `opModVoltVar`, else `opModWattVar`, as
+    /// a mode each unit runs; nil when none is. It holds until the value's `validUntil`: a stale
     /// utility value holds P at zero, but its reactive controls end, and the next party or the
     /// configured mode takes Q (0009's "hold the last value" is rejected for Q too).
     public static func utilityReactive(_ utility: UtilityLimits, sitePower: Double, expiresAt: MonotonicInstant?) -> ReactiveRequest? {
@@ -236,6 +240,10 @@ extension RequestArbiter {
         }
         if let q = utility.fixedVar, q.isFinite, abs(q) < least { ask = .vars(q); least = abs(q) }
         if let q = utility.targetVar, q.isFinite, abs(q) < least { ask = .vars(q) }
+        // A curve's Q is known only where each unit's law reads its voltage or P, after the arbiter:
+        // it speaks where no fixed control does (volt-var before watt-var).
+        if ask == nil, let curve = utility.voltVar { ask = .mode(.voltVar(curve)) }
+        if ask == nil, let curve = utility.wattVar { ask = .mode(.wattVar(curve)) }
         return ask.map { ReactiveRequest($0, expiresAt: expiresAt) }
     }
 

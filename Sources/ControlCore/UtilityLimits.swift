@@ -1,3 +1,5 @@
+public import GridSupport
+
 /// What the utility's DER server (IEEE 2030.5, CSIP / CSIP-AUS) commands the site now, in watts,
 /// site-wide (+ = discharge for requests; limits are magnitudes). Each field is nil when no control of
 /// its type is in force. The 2030.5 worker resolves the server's programs and publishes this value;
@@ -50,6 +52,13 @@ public struct UtilityLimits: Sendable, Equatable {
     public var fixedVar: Double?
     /// `opModTargetVar`, var (+ = injecting).
     public var targetVar: Double?
+    /// `opModVoltVar`, `opModWattVar`: the curve of the linked `DERCurve` as the law takes it (each unit's
+    /// law follows it while in force, a reactive request of rank 2: `RequestArbiter.utilityReactive`);
+    /// nil: none in force, or its curve not applied. Fixed-size values: the cycle copies them.
+    public var voltVar: VoltVarSettings?
+    public var wattVar: WattVarSettings?
+    /// `opModVoltWatt`'s curve: while in force it replaces the configured volt-watt (not a request).
+    public var voltWatt: VoltWattSettings?
     /// After this instant the value is stale and the site holds zero (the worker republishes at least
     /// every second); nil: valid until replaced.
     public var validUntil: MonotonicInstant?

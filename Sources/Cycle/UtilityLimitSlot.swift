@@ -31,6 +31,9 @@ public final class UtilityLimitCells: SeqLockCells {
     /// `droop`: dead-bands over and under, droops over and under (bit patterns), response time (ns).
     let droopOver = Atomic<UInt64>(0), droopUnder = Atomic<UInt64>(0), kOver = Atomic<UInt64>(0), kUnder = Atomic<UInt64>(0)
     let droopResponse = Atomic<Int64>(0)
+    /// The utility's curves (`voltVar`, `wattVar`, `voltWatt`): fixed-size values copied under a lock
+    /// held only for the copy (no allocation; the worker writes at most once a second).
+    let curves = Mutex<UtilityCurves>(UtilityCurves())
 
     /// Cells of no value yet.
     public init() {}
@@ -66,6 +69,7 @@ public final class UtilityLimitCells: SeqLockCells {
             kUnder.store(droop.droopUnderPercent.bitPattern, ordering: .relaxed)
             droopResponse.store(droop.responseTime.nanosecondsClamped, ordering: .relaxed)
         }
+        curves.withLock { $0 = UtilityCurves(limits) }
         if limits.connect { mask |= 1 << 10 }
         if limits.energize { mask |= 1 << 11 }
         if let until = limits.validUntil {
@@ -103,6 +107,7 @@ public final class UtilityLimitCells: SeqLockCells {
                                         droopUnderPercent: Double(bitPattern: kUnder.load(ordering: .relaxed)),
                                         responseTime: .nanoseconds(droopResponse.load(ordering: .relaxed)))
         }
+        curves.withLock { $0.apply(to: &limits) }
         limits.connect = mask & (1 << 10) != 0
         limits.energize = mask & (1 << 11) != 0
         limits.validUntil = mask & (1 << 12) == 0 ? nil : MonotonicInstant(nanoseconds: validUntil.load(ordering: .relaxed))

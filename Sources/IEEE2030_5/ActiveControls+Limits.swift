@@ -14,7 +14,11 @@ extension ActiveControls {
     ///   - siteRatingW: Σ unit ratings, W (a non-finite or negative rating counts as zero).
     ///   - varInjecting: Σ `VarMaxInj` of the units with var points, var (`setMaxVar`).
     ///   - varAbsorbing: Σ `VarMaxAbs`, a magnitude (`setMaxVarNeg`).
-    public func utilityLimits(siteRatingW: Double, varInjecting: Double = 0, varAbsorbing: Double = 0) -> UtilityLimits {
+    ///   - curves: the `DERCurve`s read, by href: `opModVoltVar`, `opModWattVar` and `opModVoltWatt` take
+    ///     their linked curve where it applies (y rescaled from % of `setMaxVar` to % of the site's
+    ///     apparent rating, `siteRatingW`); a curve not read or not applied leaves the field nil.
+    public func utilityLimits(siteRatingW: Double, varInjecting: Double = 0, varAbsorbing: Double = 0,
+                              curves: [String: DERCurve] = [:]) -> UtilityLimits {
         let rating = siteRatingW.isFinite ? max(0, siteRatingW) : 0
         var out = UtilityLimits()
         out.exportLimitW = base.exportLimitW?.watts
@@ -37,6 +41,16 @@ extension ActiveControls {
         out.powerFactorAbsorbing = base.fixedPFAbsorb?.signed
         out.fixedVar = base.fixedVar?.vars(ratingW: rating, injecting: varInjecting, absorbing: varAbsorbing)
         out.targetVar = base.targetVar?.vars
+        let scale = DERCurve.VarScale(apparentVA: rating, varInjecting: varInjecting, varAbsorbing: varAbsorbing)
+        for (control, result) in base.curves(in: curves, varScale: scale) {
+            guard case .success(let curve) = result else { continue }
+            switch (control, curve) {
+            case (.voltVar, .voltVar(let s)): out.voltVar = s
+            case (.wattVar, .wattVar(let s)): out.wattVar = s
+            case (.voltWatt, .voltWatt(let s)): out.voltWatt = s
+            default: break
+            }
+        }
         if let setGradW, rating > 0 { out.gradientWPerSecond = setGradW == 0 ? .infinity : Double(setGradW) / 10_000 * rating }
         return out
     }

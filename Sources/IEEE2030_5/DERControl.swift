@@ -57,6 +57,11 @@ public struct DERControlBase: Hashable, Sendable {
     public var fixedVar: FixedVar?
     /// `opModTargetVar`: a target var.
     public var targetVar: ReactivePower?
+    /// `opModVoltVar`, `opModWattVar`, `opModVoltWatt`: the href of the `DERCurve` each links to
+    /// (`DERCurveLink`), fetched by the worker and applied when it fits (`DERCurve+Settings.swift`).
+    public var voltVarCurve: String?
+    public var wattVarCurve: String?
+    public var voltWattCurve: String?
     /// Why an element the control sets is not applied, the rest of it taken: an `opModFreqDroop`, a
     /// power factor or an `opModFixedVar` inside its types but outside what bessd applies
     /// ("opModFreqDroop not applied: …", several joined by "; "); nil when all is.
@@ -228,7 +233,7 @@ public struct RefusedControl: Hashable, Sendable {
     public static let appliedElements: Set<String> = [
         "opModConnect", "opModEnergize", "opModFixedW", "opModMaxLimW", "opModTargetW", "opModExpLimW", "opModImpLimW",
         "opModGenLimW", "opModLoadLimW", "opModStorageTargetW", "opModFreqDroop", "opModFixedPFInjectW", "opModFixedPFAbsorbW",
-        "opModFixedVar", "opModTargetVar",
+        "opModFixedVar", "opModTargetVar", "opModVoltVar", "opModWattVar", "opModVoltWatt",
     ]
     /// The applied elements CSIP-AUS defines: read only in its namespaces.
     public static let csipausElements: Set<String> = ["opModExpLimW", "opModImpLimW", "opModGenLimW", "opModLoadLimW", "opModStorageTargetW"]

@@ -142,3 +142,39 @@ extension DERCurve {
         }
     }
 }
+
+extension DERControlBase {
+    /// The hrefs of the curves this base links to (volt-var, watt-var, volt-watt), for the worker to read.
+    public var curveHrefs: [String] { [voltVarCurve, wattVarCurve, voltWattCurve].compactMap { $0 } }
+
+    /// Each curve control this base sets, resolved against the curves read (`curves`, by href): applied,
+    /// or why not (its curve not read: not yet, or the server did not give it; or not applicable).
+    public func curves(in curves: [String: DERCurve], varScale: DERCurve.VarScale) -> [DERCurve.Control: Result<AppliedCurve, CurveNotApplied>] {
+        var out: [DERCurve.Control: Result<AppliedCurve, CurveNotApplied>] = [:]
+        for (control, href) in [(DERCurve.Control.voltVar, voltVarCurve), (.wattVar, wattVarCurve), (.voltWatt, voltWattCurve)] {
+            guard let href else { continue }
+            guard let curve = curves[href] else {
+                out[control] = .failure(CurveNotApplied(control, "its curve \(quoted(href, limit: 64)) has not been read"))
+                continue
+            }
+            out[control] = curve.applied(as: control, varScale: varScale)
+            if control == .voltWatt, case .success = out[control] {
+                // Read and checked, but the cycle does not yet put a utility volt-watt in place of the
+                // configured one: said not applied, never taken silently.
+                out[control] = .failure(CurveNotApplied(control, "bessd does not yet replace the configured volt-watt with the utility's curve"))
+            }
+        }
+        return out
+    }
+}
+
+extension DERCurve.Control {
+    /// The control type the event rules resolve for this curve control.
+    public var type: ControlType {
+        switch self {
+        case .voltVar: .voltVar
+        case .wattVar: .wattVar
+        case .voltWatt: .voltWatt
+        }
+    }
+}

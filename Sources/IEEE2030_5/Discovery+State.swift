@@ -37,6 +37,13 @@ extension DiscoverySession {
     /// The device's DERs (where its DERCapability, DERSettings, DERStatus and DERAvailability go).
     public var ders: [DER] { walk.first { if case .ders(let read) = $0 { read } else { nil } } ?? [] }
 
+    /// The curves read, by the href the controls link to them with (`DERCurveLink`).
+    public var curves: [String: DERCurve] {
+        var out: [String: DERCurve] = [:]
+        for node in walk.nodes.values { if case .curve(let curve) = node.committed { out[node.path] = curve } }
+        return out
+    }
+
     /// The assignments of the FunctionSetAssignmentsList last read.
     public var assignments: [FunctionSetAssignments] { walk.first { if case .assignments(let read) = $0 { read } else { nil } } ?? [] }
 }
@@ -72,6 +79,10 @@ extension DiscoverySession {
                 if let href = program.controlListHref { add(try SEP2Href.check(href, "DERControlListLink of program \(quoted(program.mRID))"), .derControlList) }
                 if let href = program.defaultControlHref { add(try SEP2Href.check(href, "DefaultDERControlLink of program \(quoted(program.mRID))"), .defaultDERControl) }
             }
+        case .controls(let controls):
+            for control in controls { for href in control.base.curveHrefs { add(href, .derCurve) } }
+        case .defaultControl(let control):
+            for href in control.base.curveHrefs { add(href, .derCurve) }
         default:
             break
         }

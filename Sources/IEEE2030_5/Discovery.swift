@@ -32,6 +32,8 @@ public struct Sep2Request: Hashable, Sendable {
         case derControlList
         /// A program's `DefaultDERControl`.
         case defaultDERControl
+        /// A `DERCurve` a control's `DERCurveLink` (`opModVoltVar`, `opModWattVar`, `opModVoltWatt`) names.
+        case derCurve
         /// A page of the device's `DERList`.
         case derList
         /// This device's `EndDevice` where the server's answer to its registration put it (`Location`).
@@ -364,12 +366,14 @@ public struct DiscoverySession: Sendable {
     public func serverTime(now: MonotonicInstant) -> Int64? { clock.serverTime(now: now) }
 
     /// Every resource of the chain read at least once since it was (re)discovered: the EndDevice found,
-    /// its Registration agreed, and each list below it read to its `all` (Time and the DERList are not
-    /// needed for it). Never while `stopped`.
+    /// its Registration agreed, and each list below it read to its `all` (Time, the DERList and the
+    /// curves are not needed for it). Never while `stopped`.
     public var complete: Bool {
         guard stopped == nil, let mine = endDevice else { return false }
         if let assignments = mine.functionSetAssignmentsListLink, walk.nodes[assignments] == nil { return false }
-        return walk.nodes.values.allSatisfy { $0.kind == .time || $0.kind == .derList || $0.read }
+        // A curve not read yet (or not to be had) does not hold the schedule back: its control is not
+        // applied until it is read (`DERControlBase.curves(in:varScale:)`), the rest taken.
+        return walk.nodes.values.allSatisfy { $0.kind == .time || $0.kind == .derList || $0.kind == .derCurve || $0.read }
     }
 
     /// The path of this device's EndDevice, nil until found.

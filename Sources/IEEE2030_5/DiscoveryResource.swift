@@ -11,6 +11,7 @@ enum DiscoveryPayload: Hashable, Sendable {
     case programs([DERProgram])
     case controls([DERControl])
     case defaultControl(DefaultDERControl)
+    case curve(DERCurve)
     case ders([DER])
 
     /// One page (or single resource) read: its payload, the list's `all` (nil for a single resource), its
@@ -55,6 +56,8 @@ enum DiscoveryPayload: Hashable, Sendable {
             return Page(payload: .controls(read.controls), all: read.all, items: read.items)
         case .defaultDERControl:
             return Page(payload: .defaultControl(try DefaultDERControl.read(body).resource), items: 1)
+        case .derCurve:
+            return Page(payload: .curve(try DERCurve.read(body).resource), items: 1)
         case .derList:
             let read = try DERList.read(body).resource
             return Page(payload: .ders(read.ders), all: read.all, items: read.ders.count, poll: read.pollRate)

@@ -33,9 +33,24 @@ public enum ControlType: String, Hashable, Sendable, CaseIterable {
     case fixedVar = "opModFixedVar"
     /// `opModTargetVar`.
     case targetVar = "opModTargetVar"
+    /// `opModVoltVar` (a `DERCurveLink`, curveType 11).
+    case voltVar = "opModVoltVar"
+    /// `opModWattVar` (a `DERCurveLink`, curveType 14).
+    case wattVar = "opModWattVar"
+    /// `opModVoltWatt` (a `DERCurveLink`, curveType 12): a limit on P, not a request.
+    case voltWatt = "opModVoltWatt"
 
-    /// The reactive controls: a step on the reactive axis, their `rampTms` no part of the active ramp.
-    public var isReactive: Bool { self == .fixedPFInject || self == .fixedPFAbsorb || self == .fixedVar || self == .targetVar }
+    /// The curve controls (a `DERCurveLink` each).
+    public var isCurve: Bool { self == .voltVar || self == .wattVar || self == .voltWatt }
+
+    /// The reactive controls and the curves: their `rampTms` no part of the active ramp (a reactive
+    /// value is a step, as SCADA's `VarSet` is; a curve has its own response time).
+    public var isReactive: Bool {
+        switch self {
+        case .fixedPFInject, .fixedPFAbsorb, .fixedVar, .targetVar, .voltVar, .wattVar, .voltWatt: true
+        default: false
+        }
+    }
 }
 
 extension DERControlBase {
@@ -57,6 +72,9 @@ extension DERControlBase {
         case .fixedPFAbsorb: fixedPFAbsorb != nil
         case .fixedVar: fixedVar != nil
         case .targetVar: targetVar != nil
+        case .voltVar: voltVarCurve != nil
+        case .wattVar: wattVarCurve != nil
+        case .voltWatt: voltWattCurve != nil
         }
     }
 
@@ -79,6 +97,9 @@ extension DERControlBase {
         case .fixedPFAbsorb: out.fixedPFAbsorb = other.fixedPFAbsorb
         case .fixedVar: out.fixedVar = other.fixedVar
         case .targetVar: out.targetVar = other.targetVar
+        case .voltVar: out.voltVarCurve = other.voltVarCurve
+        case .wattVar: out.wattVarCurve = other.wattVarCurve
+        case .voltWatt: out.voltWattCurve = other.voltWattCurve
         }
         return out
     }

@@ -135,18 +135,21 @@ extension DERControlBase {
             fixedVar = applied ? fixed : nil
         }
         targetVar = try element.child("opModTargetVar").map { (found) throws(SEP2Error) in try ReactivePower(found) }
+        voltVarCurve = try element.curveLink(.voltVar)
+        wattVarCurve = try element.curveLink(.wattVar)
+        voltWattCurve = try element.curveLink(.voltWatt)
         let curves = Set(element.children.lazy.filter { $0.name.namespace == SEP2Namespace.sep && Self.curveControls.contains($0.name.local) }.map(\.name.local))
         why += curves.sorted().map { "\($0) not applied: bessd does not carry out 2030.5's curve controls" }
         guard !why.isEmpty else { return }
         notApplied = ([notApplied].compactMap { $0 } + why).joined(separator: "; ")
     }
 
-    /// `DERControlBase`'s curve controls (a `DERCurveLink` each): none is carried out, so one beside
-    /// a control bessd applies is said in `notApplied`; alone, the control is answered 252.
+    /// `DERControlBase`'s curve controls bessd does not carry out (a `DERCurveLink` each; volt-var,
+    /// watt-var and volt-watt are read as `voltVarCurve` …): one beside a control bessd applies is said
+    /// in `notApplied`; alone, the control is answered 252.
     static let curveControls: Set<String> = [
         "opModFreqWatt", "opModHFRTMayTrip", "opModHFRTMustTrip", "opModHVRTMayTrip", "opModHVRTMomentaryCessation", "opModHVRTMustTrip",
-        "opModLFRTMayTrip", "opModLFRTMustTrip", "opModLVRTMayTrip", "opModLVRTMomentaryCessation", "opModLVRTMustTrip", "opModVoltVar",
-        "opModVoltWatt", "opModWattPF", "opModWattVar",
+        "opModLFRTMayTrip", "opModLFRTMustTrip", "opModLVRTMayTrip", "opModLVRTMomentaryCessation", "opModLVRTMustTrip", "opModWattPF",
     ]
 
     /// True when `local`, set in the document, is an element this base read but does not apply
@@ -159,5 +162,16 @@ extension DERControlBase {
         case "opModFixedVar": fixedVar == nil
         default: false
         }
+    }
+}
+
+extension XMLElement {
+    /// The checked href of the `DERCurveLink` `control`, nil when the base does not set it.
+    func curveLink(_ control: DERCurve.Control) throws(SEP2Error) -> String? {
+        guard let href = link(control.rawValue) else {
+            if child(control.rawValue) != nil { throw SEP2Error(.documentUnexpected, message: "\(control.rawValue) at byte \(offset) has no href") }
+            return nil
+        }
+        return try SEP2Href.check(href, "\(control.rawValue)")
     }
 }

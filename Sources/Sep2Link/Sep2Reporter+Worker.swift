@@ -81,7 +81,8 @@ extension Sep2Client {
         let second = now.nanoseconds / 1_000_000_000
         let server = Int64(schedule.serverTime(now: now, wall: wall).rounded(.down))
         let refusedMRIDs = Set(controlRefusals.values.joined().compactMap(\.mRID))
-        r.reporter.reactiveScope = reactive.ratings.map { Sep2ReactiveScope(injecting: $0.injecting, absorbing: $0.absorbing, ratingW: settings.siteRatingW) }
+        r.reporter.reactiveScope = reactive.ratings.map { Sep2ReactiveScope(injecting: $0.injecting, absorbing: $0.absorbing, ratingW: settings.siteRatingW,
+                                                                                  curves: schedule.curves) }
         let made = (schedule.known ? r.reporter.track(schedule.programs, serverTime: server, randomization: schedule.randomization, held: schedule.held,
                                                      refused: refusedMRIDs) : [])
             + r.reporter.respond(refused: controlRefusals.keys.sorted().flatMap { controlRefusals[$0] ?? [] }, serverTime: server)

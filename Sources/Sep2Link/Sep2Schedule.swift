@@ -10,6 +10,8 @@ struct Sep2Schedule {
     let randomization: Randomization
     /// The last complete schedule: what is resolved.
     var programs: [ProgramSchedule] = []
+    /// The `DERCurve`s the programs' controls link to, by href, as last read with them.
+    var curves: [String: DERCurve] = [:]
     /// Whether there is a schedule to publish at all (read once, or restored).
     var known = false
     var source = Sep2State.Source.none
@@ -43,8 +45,9 @@ struct Sep2Schedule {
     }
 
     /// A complete schedule taken from `source`.
-    mutating func take(_ programs: [ProgramSchedule], from source: Sep2State.Source) {
+    mutating func take(_ programs: [ProgramSchedule], curves: [String: DERCurve] = [:], from source: Sep2State.Source) {
         self.programs = programs
+        self.curves = curves
         known = true
         self.source = source
     }
@@ -57,7 +60,8 @@ struct Sep2Schedule {
         let second = Int64(server.rounded(.down))
         pruneHeld(at: second)
         let active = EventRules.resolve(programs, now: second, randomization: randomization, held: held)
-        var limits = active.utilityLimits(siteRatingW: siteRatingW, varInjecting: varCapability.injecting, varAbsorbing: varCapability.absorbing)
+        var limits = active.utilityLimits(siteRatingW: siteRatingW, varInjecting: varCapability.injecting, varAbsorbing: varCapability.absorbing,
+                                          curves: curves)
         var shown = active
         if !held.isEmpty {
             // Held controls answer as they were resolved, but the site's limits are never looser than
@@ -65,7 +69,7 @@ struct Sep2Schedule {
             let plain = EventRules.resolve(programs, now: second, randomization: randomization)
             let heldLimits = limits
             limits = limits.tightened(by: plain.utilityLimits(siteRatingW: siteRatingW, varInjecting: varCapability.injecting,
-                                                              varAbsorbing: varCapability.absorbing))
+                                                              varAbsorbing: varCapability.absorbing, curves: curves))
             // `bessctl ieee2030-5` lists what bounds each type: the server's own source where it is the tighter.
             for type in ControlType.allCases where Sep2State.value(type, limits) != Sep2State.value(type, heldLimits) {
                 if let source = plain.sources[type] { shown.sources[type] = source }

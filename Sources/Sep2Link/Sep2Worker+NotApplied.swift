@@ -74,10 +74,10 @@ struct Sep2VarCapability: Sendable {
     /// comes from (`sources`); `fresh`: the lines not said before, for `SEP2_CONTROL_NOT_APPLIED` (once
     /// while it stays so). `requested`: the base in force, whose `opModFixedVar` `limits` carries nil
     /// when its reference is 0. The rest is in force, and the next party or the configured mode takes Q.
-    mutating func within(_ limits: UtilityLimits, requested: DERControlBase, sources: [ControlType: ControlSource], ratingW: Double)
-        -> (limits: UtilityLimits, fresh: [String])
+    mutating func within(_ limits: UtilityLimits, requested: DERControlBase, sources: [ControlType: ControlSource], ratingW: Double,
+                         curves: [String: DERCurve] = [:]) -> (limits: UtilityLimits, fresh: [String])
     {
-        let judged = Self.judge(limits, requested: requested, ratings: ratings, ratingW: ratingW)
+        let judged = Self.judge(limits, requested: requested, ratings: ratings, ratingW: ratingW, curves: curves)
         func from(_ type: ControlType) -> String { sources[type].map { " (" + Sep2State.describe($0) + ")" } ?? "" }
         let lines = Set(judged.leftOut.map { $0.value + from($0.key) })
         let fresh = lines.subtracting(said).sorted()
@@ -90,18 +90,23 @@ struct Sep2VarCapability: Sendable {
     /// (absorbing); a power factor below the site's least at its rating `ratingW`
     /// (`P_rated / √(P_rated² + Q_max²)` for that excitation); an `opModFixedVar` of `requested` whose
     /// reference is 0 (`limits.fixedVar` nil).
-    static func judge(_ limits: UtilityLimits, requested: DERControlBase, ratings: (injecting: Double, absorbing: Double)?, ratingW: Double)
-        -> (limits: UtilityLimits, leftOut: [ControlType: String])
+    static func judge(_ limits: UtilityLimits, requested: DERControlBase, ratings: (injecting: Double, absorbing: Double)?, ratingW: Double,
+                      curves: [String: DERCurve] = [:]) -> (limits: UtilityLimits, leftOut: [ControlType: String])
     {
         var out = limits
         var why: [ControlType: String] = [:]
+        // A curve not read, or not applicable (`limits` then carries none): its control says why.
+        let scale = DERCurve.VarScale(apparentVA: ratingW, varInjecting: ratings?.injecting ?? 0, varAbsorbing: ratings?.absorbing ?? 0)
+        for (control, result) in requested.curves(in: curves, varScale: scale) {
+            if case .failure(let refusal) = result { why[control.type] = refusal.reason }
+        }
         if let fixed = requested.fixedVar, limits.fixedVar == nil {
             let reference = fixed.refType == 1 ? "setMaxW is 0 W" : ratings == nil ? "the site's var capability is not known yet"
                 : "the site's var capability is 0 var (no unit has var points)"
             why[.fixedVar] = "opModFixedVar \(Double(fixed.hundredthsPercent) / 100) % of refType \(fixed.refType) is not applied: \(reference)"
         }
         guard let capability = ratings else {
-            for type in DERControlBase.reactiveTypes where Sep2State.reactiveValue(type, limits) != "?" {
+            for type in DERControlBase.reactiveTypes where !type.isCurve && Sep2State.reactiveValue(type, limits) != "?" {
                 why[type] = "\(type.rawValue) \(Sep2State.reactiveValue(type, limits) ?? "?") is not applied: the site's reactive "
                     + "capability is not known yet (the cycle has not published its view)"
             }
@@ -138,8 +143,9 @@ struct Sep2VarCapability: Sendable {
     static func leftOut(_ base: DERControlBase, scope: Sep2ReactiveScope) -> String? {
         var one = ActiveControls()
         one.base = base
-        let limits = one.utilityLimits(siteRatingW: scope.ratingW, varInjecting: scope.injecting, varAbsorbing: scope.absorbing)
-        let why = judge(limits, requested: base, ratings: (scope.injecting, scope.absorbing), ratingW: scope.ratingW).leftOut
+        let limits = one.utilityLimits(siteRatingW: scope.ratingW, varInjecting: scope.injecting, varAbsorbing: scope.absorbing,
+                                       curves: scope.curves)
+        let why = judge(limits, requested: base, ratings: (scope.injecting, scope.absorbing), ratingW: scope.ratingW, curves: scope.curves).leftOut
         let set = DERControlBase.reactiveTypes.filter { base.sets($0) }
         guard !set.isEmpty, set.allSatisfy({ why[$0] != nil }) else { return nil }
         return set.sorted { $0.rawValue < $1.rawValue }.compactMap { why[$0] }.joined(separator: "; ")
@@ -152,4 +158,6 @@ struct Sep2ReactiveScope: Sendable, Equatable {
     var injecting = 0.0
     var absorbing = 0.0
     var ratingW = 0.0
+    /// The curves the worker read, by href.
+    var curves: [String: DERCurve] = [:]
 }

@@ -240,7 +240,7 @@ final class Sep2Client: @unchecked Sendable {
             if let stopped = session.stopped {
                 pinStopped(stopped)
             } else {
-                schedule.take(session.programs, from: .cached)
+                schedule.take(session.programs, curves: session.curves, from: .cached)
                 log(.sep2(.scheduleCached, "the 2030.5 schedule of \(schedule.programs.count) program(s) saved at Unix "
                     + "\(stored.savedAtUnix) runs until the server answers"))
             }
@@ -328,7 +328,7 @@ final class Sep2Client: @unchecked Sendable {
         }
         if isTime, let offset = session.serverTimeOffset { schedule.timeRead(offset: offset, now: now, wall: wall) }
         if session.complete {
-            schedule.take(session.programs, from: .live)
+            schedule.take(session.programs, curves: session.curves, from: .live)
             save(wall: wall)
         }
     }
@@ -402,7 +402,8 @@ extension Sep2Client {
         let resolved = schedule.resolve(now: now, wall: wall, siteRatingW: settings.siteRatingW, varCapability: reactive.ratings ?? (0, 0))
         let active = resolved.active
         controlRecorder.noteInForce(active, second: resolved.second, schedule: schedule, siteRatingW: settings.siteRatingW)
-        let within = reactive.within(resolved.limits, requested: active.base, sources: active.sources, ratingW: settings.siteRatingW)
+        let within = reactive.within(resolved.limits, requested: active.base, sources: active.sources, ratingW: settings.siteRatingW,
+                                     curves: schedule.curves)
         var limits = within.limits
         for line in within.fresh { log(.sep2(.controlNotApplied, "\(line) of \(settings.serverName): not applied; the rest of it taken")) }
         limits.validUntil = now + settings.timeout * 4 + Self.validityMargin
@@ -424,7 +425,7 @@ extension Sep2Client {
             let noVar = reactive.ratings.map { $0.injecting <= 0 && $0.absorbing <= 0 } ?? false
             for type in ControlType.allCases where active.sources[type] != lastSources[type] {
                 guard let source = active.sources[type], !(type == .freqDroop && droopOff),
-                      !(noVar && DERControlBase.reactiveTypes.contains(type)) else { continue }
+                      !(noVar && DERControlBase.varTypes.contains(type)) else { continue }
                 let value = controls.first { $0.type == type.rawValue }?.value ?? "?"
                 log(.sep2(.controlTaken, "\(type.rawValue) \(value) from " + Sep2State.describe(source)))
             }

@@ -1,6 +1,7 @@
 import BessBase
 public import ControlCore
 public import IEEE2030_5
+import GridSupport
 
 /// What the 2030.5 worker last did, for `bessctl ieee2030-5` and `bessctl status --json`
 /// (`ieee2030_5`): the device's identity, the server's last answer, the controls in force.
@@ -90,8 +91,9 @@ public struct Sep2State: Sendable, Equatable {
         case .generationLimitW: limits.generationLimitW
         case .loadLimitW: limits.loadLimitW
         case .storageTargetW: limits.storageTargetW
-        case .freqDroop, .fixedPFInject, .fixedPFAbsorb, .fixedVar, .targetVar: nil
+        case .freqDroop, .fixedPFInject, .fixedPFAbsorb, .fixedVar, .targetVar, .voltVar, .wattVar, .voltWatt: nil
         }
+        if let text = curveValue(type, limits) { return text }
         if let text = reactiveValue(type, limits) { return text }
         if type == .connect { return "\(limits.connect)" }
         if type == .freqDroop, let d = limits.droop {
@@ -101,6 +103,21 @@ public struct Sep2State: Sendable, Equatable {
         if type == .energize { return "\(limits.energize)" }
         guard let watts, watts.isFinite else { return "?" }
         return watts == watts.rounded() && abs(watts) < 1e15 ? "\(Int64(watts)) W" : "\(watts) W"
+    }
+
+    /// `curve 0.92/44 0.98/0 1.02/0 1.08/-44, 5.0 s` (x in p.u. or % of setMaxW, y in % as the law
+    /// takes it), `?` where its curve is not applied; nil for a type that is not a curve.
+    static func curveValue(_ type: ControlType, _ limits: UtilityLimits) -> String? {
+        let curve: (GridCurve, Duration)?
+        switch type {
+        case .voltVar: curve = limits.voltVar.map { ($0.curve, $0.responseTime) }
+        case .wattVar: curve = limits.wattVar.map { ($0.curve, $0.responseTime) }
+        case .voltWatt: curve = limits.voltWatt.map { ($0.curve, $0.responseTime) }
+        default: return nil
+        }
+        guard let (points, response) = curve else { return "?" }
+        let text = points.points.map { "\(($0.x * 1000).rounded() / 1000)/\(($0.y * 10).rounded() / 10)" }.joined(separator: " ")
+        return "curve \(text), \(response.secondsDouble) s"
     }
 
     /// `0.95 injecting`, `-1500 var`; nil for a type that is not reactive.

@@ -124,7 +124,7 @@ extension ReactiveControlTests {
         #expect(active.sources[.targetVar] == .event(program: "P", control: "0A", until: 160))
     }
 
-    @Test("a curve control beside a limit is said not applied, the limit taken; alone, the control is answered 252")
+    @Test("volt-var, watt-var and volt-watt are read as their curves' hrefs; another curve is said not applied, alone 252")
     func curveControlsNotApplied() throws {
         func list(_ base: String) -> String {
             "<DERControlList xmlns=\"urn:ieee:std:2030.5:ns\" all=\"1\" results=\"1\"><DERControl><mRID>C1</mRID><creationTime>1</creationTime>"
@@ -132,14 +132,20 @@ extension ReactiveControlTests {
                 + "<interval><duration>60</duration><start>100</start></interval><DERControlBase>\(base)</DERControlBase></DERControl></DERControlList>"
         }
         let curves = "<opModVoltVar href=\"/dc/1\"/><opModVoltWatt href=\"/dc/2\"/><opModWattVar href=\"/dc/3\"/>"
-        let beside = try DERControlList.read(Array(list(curves + "<opModMaxLimW>5000</opModMaxLimW>").utf8)).resource
+        let taken = try DERControlList.read(Array(list(curves).utf8)).resource
+        let base = try #require(taken.controls.first?.base, "\(taken)")
+        #expect(base.voltVarCurve == "/dc/1" && base.voltWattCurve == "/dc/2" && base.wattVarCurve == "/dc/3" && base.notApplied == nil)
+        #expect(base.sets(.voltVar) && base.sets(.wattVar) && base.sets(.voltWatt) && base.curveHrefs.count == 3)
+        let beside = try DERControlList.read(Array(list("<opModFreqWatt href=\"/dc/4\"/><opModMaxLimW>5000</opModMaxLimW>").utf8)).resource
         let why = try #require(beside.controls.first?.base.notApplied, "\(beside)")
         #expect(beside.controls.first?.base.maxLimWHundredthsPercent == 5000)
-        #expect(why == "opModVoltVar not applied: bessd does not carry out 2030.5's curve controls; opModVoltWatt not applied: bessd does not carry out "
-                + "2030.5's curve controls; opModWattVar not applied: bessd does not carry out 2030.5's curve controls", "\(why)")
-        let alone = try DERControlList.read(Array(list(curves).utf8)).resource
+        #expect(why == "opModFreqWatt not applied: bessd does not carry out 2030.5's curve controls", "\(why)")
+        let alone = try DERControlList.read(Array(list("<opModWattPF href=\"/dc/5\"/>").utf8)).resource
         #expect(alone.controls.isEmpty && alone.refused.first?.status == .notApplicable, "\(alone)")
         #expect(alone.refused.first?.reason.contains("sets only controls bessd does not carry out") == true, "\(alone.refused)")
+        // A curve link that is not an absolute path refuses the control (253), as any link.
+        let bad = try DERControlList.read(Array(list("<opModVoltVar href=\"http://x/dc/1\"/>").utf8)).resource
+        #expect(bad.controls.isEmpty && bad.refused.first?.code == "SEP2_HREF_INVALID", "\(bad.refused)")
         let plain = try DERControlList.read(Array(list("<opModMaxLimW>5000</opModMaxLimW>").utf8)).resource
         #expect(plain.controls.first?.base.notApplied == nil)
     }

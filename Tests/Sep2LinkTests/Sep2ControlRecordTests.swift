@@ -215,13 +215,13 @@ struct Sep2ControlRecordTests {
                                                               limits: UtilityControlLimits(exportLimitW: 3.2767e13))]).hasPrefix("INVALID"))
     }
 
-    /// E.g. a control that only sets opModVoltVar.
+    /// E.g. a control that only sets opModWattPF.
     @Test("a 252 refusal carries SEP2_CONTROL_NOT_APPLICABLE, no reason text")
     func notApplicableCode() throws {
         let vv = Sep2Fixture.Control(mRID: "F1", start: Self.t0 - 10, duration: 600, exportW: 2468)
         var documents = Sep2Fixture.chain(controls: [vv])
         documents["/derp/1/derc"] = Sep2Fixture.controlList([vv])
-            .replacingOccurrences(of: Sep2Fixture.exportLimit(2468), with: #"<opModVoltVar href="/vv/1"/>"#)
+            .replacingOccurrences(of: Sep2Fixture.exportLimit(2468), with: #"<opModWattPF href="/wpf/1"/>"#)
         let rig = Sep2WorkerTests.Rig(server: FakeSep2Server(documents))
         let records = Records()
         rig.client.controlRecorder.sink = records.sink

@@ -1,0 +1,90 @@
+import ControlCore
+import Cycle
+import Foundation
+import GridSupport
+import IEEE2030_5
+@testable import Sep2Link
+import Testing
+
+/// The utility's curve controls through the worker (issue 59 slice 6): the `DERCurve` a control links
+/// to is read on the same walk as the programs, and its curve published into the cycle's slot while
+/// the control is in force; a curve that cannot be read or does not fit is said not applied, the rest
+/// of the control taken.
+@Suite("2030.5 worker: the curve controls", .serialized)
+struct Sep2CurveWorkerTests {
+    typealias Rig = Sep2WorkerTests.Rig
+
+    /// A DERCurve document of `points` (x % of setVRef or setMaxW, y % of yRefType).
+    static func curve(_ href: String, type: Int, _ points: [(Int, Int)], yRef: Int = 2, olrt: Int = 500) -> String {
+        "<DERCurve \(Sep2Fixture.ns) href=\"\(href)\"><mRID>CC\(points.count)</mRID><creationTime>1</creationTime>"
+            + points.map { "<CurveData><xvalue>\($0.0)</xvalue><yvalue>\($0.1)</yvalue></CurveData>" }.joined()
+            + "<curveType>\(type)</curveType><openLoopTms>\(olrt)</openLoopTms><xMultiplier>0</xMultiplier><yMultiplier>0</yMultiplier>"
+            + "<yRefType>\(yRef)</yRefType></DERCurve>"
+    }
+
+    static let categoryB = [(92, 44), (98, 0), (102, 0), (108, -44)]
+
+    /// The fixture's chain with control A1 (1500 W export from t0 + 100 for 60 s) also setting `extra`.
+    static func chain(_ extra: String, curves: [String: String]) -> [String: String] {
+        var chain = Sep2Fixture.chain(controls: [Sep2WorkerTests.controlA])
+        chain["/derp/1/derc"] = Sep2Fixture.controlList([Sep2WorkerTests.controlA])
+            .replacingOccurrences(of: "<DERControlBase>", with: "<DERControlBase>" + extra)
+        chain.merge(curves) { $1 }
+        return chain
+    }
+
+    @Test("a volt-var curve linked from a control is read and published while the control is in force")
+    func voltVarPublished() {
+        let chain = Self.chain(#"<opModVoltVar href="/derp/1/dc/1"/>"#, curves: ["/derp/1/dc/1": Self.curve("/derp/1/dc/1", type: 11, Self.categoryB)])
+        let rig = Rig(server: FakeSep2Server(chain))
+        rig.client.reactive.ratings = (200_000, 200_000)
+        rig.settle()
+        #expect(rig.server.requests.contains("/derp/1/dc/1"), "\(rig.server.requests)")
+        #expect(rig.slot.read()?.voltVar == nil, "not in force before t0 + 100")
+        rig.advance(101)
+        rig.settle()
+        let limits = rig.slot.read()
+        #expect(rig.export == 1500)
+        #expect(limits?.voltVar == GridSupportProfile.ieee1547_2018_cat_b.voltVar, "\(String(describing: limits?.voltVar))")
+        let request = RequestArbiter.utilityReactive(limits ?? UtilityLimits(), sitePower: 0, expiresAt: nil)
+        #expect(request?.ask == .mode(.voltVar(GridSupportProfile.ieee1547_2018_cat_b.voltVar)), "\(String(describing: request))")
+        #expect(rig.log.codes("SEP2_CONTROL_NOT_APPLIED").isEmpty, "\(rig.log.all)")
+        // Half the var capability: y (% of setMaxVar) is half the % of VAMax the law takes.
+        rig.client.reactive.ratings = (100_000, 100_000)
+        rig.advance(1)
+        rig.settle()
+        #expect(rig.slot.read()?.voltVar?.curve[0].y == 22)
+        // The control ends: the curve with it (the configured mode returns in the cycle).
+        rig.advance(60)
+        rig.settle()
+        #expect(rig.slot.read()?.voltVar == nil && rig.export == 5000)
+    }
+
+    @Test("a curve not to be had, or that does not fit, is not applied and said once; the rest of the control taken")
+    func notApplied() {
+        let cases: [(String, [String: String], String)] = [
+            (#"<opModVoltVar href="/derp/1/dc/9"/>"#, [:], #"opModVoltVar not applied: its curve "/derp/1/dc/9" has not been read"#),
+            (#"<opModVoltVar href="/derp/1/dc/3"/>"#, ["/derp/1/dc/3": Self.curve("/derp/1/dc/3", type: 11, [(92, 44), (100, 0), (108, -44)])],
+             "opModVoltVar not applied: its curve has 3 points, not 4"),
+            (#"<opModWattVar href="/derp/1/dc/4"/>"#, ["/derp/1/dc/4": Self.curve("/derp/1/dc/4", type: 14, [(20, 0), (50, 0), (100, -101)])],
+             "opModWattVar not applied: GRID_WATT_VAR_RANGE"),
+            (#"<opModVoltWatt href="/derp/1/dc/5"/>"#, ["/derp/1/dc/5": Self.curve("/derp/1/dc/5", type: 12, [(106, 100), (110, 0)], yRef: 1)],
+             "opModVoltWatt not applied: bessd does not yet replace"),
+        ]
+        for (extra, curves, said) in cases {
+            let rig = Rig(server: FakeSep2Server(Self.chain(extra, curves: curves)))
+            rig.client.reactive.ratings = (200_000, 200_000)
+            rig.settle()
+            rig.advance(101)
+            rig.settle()
+            rig.advance(5)
+            rig.settle()
+            let limits = rig.slot.read()
+            #expect(rig.export == 1500, "the export limit is taken: \(extra)")
+            #expect(limits?.voltVar == nil && limits?.wattVar == nil && limits?.voltWatt == nil)
+            let lines = rig.log.codes("SEP2_CONTROL_NOT_APPLIED")
+            #expect(lines.count == 1 && lines.first?.contains(said) == true && lines.first?.contains("control \"A1\"") == true,
+                    "\(extra): \(rig.log.all)")
+        }
+    }
+}
