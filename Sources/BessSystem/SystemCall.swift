@@ -28,10 +28,8 @@ public struct SystemCallError: Error, Equatable, CustomStringConvertible {
 /// Runs one system call: retried while it fails with EINTR, any other failure thrown as a
 /// `SystemCallError` naming the call. An errno that can only mean a programming error here (EBADF
 /// on a descriptor this process owns, EFAULT) stops the process, as swift-nio's `syscall` does:
-/// carrying on would act on someone else's descriptor. `@inlinable`, so that a caller in another
-/// module gets it specialized for its result type (a Modbus `recv` per request and unit), not the
-/// generic call through `BinaryInteger`'s witnesses.
-@inlinable @inline(__always)
+/// carrying on would act on someone else's descriptor.
+@inline(__always)
 public func systemCall<Result: BinaryInteger>(_ call: String, _ subject: String = "",
                                               _ body: () -> Result) throws(SystemCallError) -> Result {
     while true {
