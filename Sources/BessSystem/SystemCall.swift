@@ -28,19 +28,28 @@ public struct SystemCallError: Error, Equatable, CustomStringConvertible {
 /// Runs one system call: retried while it fails with EINTR, any other failure thrown as a
 /// `SystemCallError` naming the call. An errno that can only mean a programming error here (EBADF
 /// on a descriptor this process owns, EFAULT) stops the process, as swift-nio's `syscall` does:
-/// carrying on would act on someone else's descriptor.
-@inline(__always)
+/// carrying on would act on someone else's descriptor. `@inlinable`, so that a caller in another
+/// module gets it specialized for its result type (a Modbus `recv` per request and unit), not the
+/// generic call through `BinaryInteger`'s witnesses; the failure is judged in `systemCallFailed`.
+@inlinable @inline(__always)
 public func systemCall<Result: BinaryInteger>(_ call: String, _ subject: String = "",
                                               _ body: () -> Result) throws(SystemCallError) -> Result {
     while true {
         let result = body()
         guard result < 0 else { return result }
-        let code = Glibc.errno
-        switch code {
-        case EINTR: continue
-        case EBADF, EFAULT: preconditionFailure("\(call) \(subject): \(SystemError.text(code)) (a descriptor or buffer bessd does not own)")
-        default: throw SystemCallError(call: call, subject: subject, errno: code)
-        }
+        try systemCallFailed(call, subject)
+    }
+}
+
+/// The failure of a call `systemCall` made, judged by the errno it set (read first): returns on
+/// EINTR (the call is made again), stops the process on EBADF and EFAULT, throws otherwise.
+@usableFromInline
+func systemCallFailed(_ call: String, _ subject: String) throws(SystemCallError) {
+    let code = Glibc.errno
+    switch code {
+    case EINTR: return
+    case EBADF, EFAULT: preconditionFailure("\(call) \(subject): \(SystemError.text(code)) (a descriptor or buffer bessd does not own)")
+    default: throw SystemCallError(call: call, subject: subject, errno: code)
     }
 }
 
