@@ -1,10 +1,11 @@
 import BessBase
 import ControlCore
 import IEEE2030_5
+import GridSupport
 
 /// A document as a 2030.5 server (or anyone answering in its place) sends it: the first input byte
 /// picks the resource asked for (DERControl, DERControlList, DefaultDERControl, DERProgram,
-/// DERProgramList), the rest is the XML, read by `XMLDocument` and then by the resource's reader.
+/// DERProgramList, DERCurve), the rest is the XML, read by `XMLDocument` and then by the resource's reader.
 /// A first byte of 0xC0 or more goes to `SEP2DiscoveryHarness` (the discovery readers and session).
 ///
 /// Invariants: a refusal carries one of the five document codes and a message of printable ASCII
@@ -37,7 +38,7 @@ enum SEP2Harness {
             check(error, &violations)
         }
         do {
-            switch pick % 5 {
+            switch pick % 6 {
             case 0:
                 let control = try DERControl.read(bytes).resource
                 check(control, &violations)
@@ -67,8 +68,10 @@ enum SEP2Harness {
                 checkMRID(fallback.mRID, &violations)
             case 3:
                 checkMRID(try DERProgram.read(bytes).resource.mRID, &violations)
-            default:
+            case 4:
                 for program in try DERProgramList.read(bytes).resource.programs { checkMRID(program.mRID, &violations) }
+            default:
+                check(try DERCurve.read(bytes).resource, &violations)
             }
         } catch {
             check(error, &violations)
@@ -122,6 +125,24 @@ enum SEP2Harness {
         violations.check(base.freqDroop == nil || base.notApplied == nil, "opModFreqDroop both applied and not applied")
     }
 
+    /// A curve read: 1…10 points, multipliers −9…9; as each control, applied only within IEEE 1547-2018's
+    /// ranges (its settings validate) or refused with a reason of printable text.
+    static func check(_ curve: DERCurve, _ violations: inout Violations) {
+        checkMRID(curve.mRID, &violations)
+        violations.check((1...DERCurve.maximumPoints).contains(curve.points.count), "a curve of \(curve.points.count) points")
+        violations.check((-9...9).contains(curve.xMultiplier) && (-9...9).contains(curve.yMultiplier), "a multiplier outside −9…9")
+        for control in DERCurve.Control.allCases {
+            switch curve.applied(as: control, varScale: DERCurve.VarScale(injecting: 0.5, absorbing: 1)) {
+            case .success(.voltVar(let s)): violations.check((try? s.validate()) != nil, "a volt-var applied outside its ranges")
+            case .success(.wattVar(let s)): violations.check((try? s.validate()) != nil, "a watt-var applied outside its ranges")
+            case .success(.voltWatt(let s)): violations.check((try? s.validate()) != nil, "a volt-watt applied outside its ranges")
+            case .failure(let why):
+                violations.check(why.reason.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value < 0x7F || $0 == "…" || $0 == "−" },
+                                 "a curve refusal with unescaped text")
+            }
+        }
+    }
+
     static func checkMRID(_ mRID: String, _ violations: inout Violations) {
         violations.check((1...32).contains(mRID.utf8.count) && mRID.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x66) },
                          "an mRID that is not HexBinary128")
@@ -158,6 +179,16 @@ enum SEP2Harness {
             // A vendor element (253, alone) and a CSIP-AUS limit in 2030.5's namespace (252).
             + "<DERControl>" + event("D4", "<opModConnect>true</opModConnect><x:foo xmlns:x=\"urn:vendor\"/>") + "</DERControl>"
             + "<DERControl>" + event("E5", "<opModExpLimW><multiplier>0</multiplier><value>10</value></opModExpLimW>") + "</DERControl></DERControlList>"
-        return documents.enumerated().map { [UInt8($0.offset)] + Array($0.element.utf8) } + [[1] + Array(refusals.utf8)] + SEP2DiscoveryHarness.seeds()
+        // DERCurves (pick 5): Category B's volt-var in hundredths, a watt-var, and eleven points (refused).
+        func curve(_ type: Int, _ points: [(Int, Int)], _ m: Int) -> [UInt8] {
+            [5] + Array(("<DERCurve \(sep)><mRID>DC01</mRID><creationTime>1760000000</creationTime>"
+                + points.map { "<CurveData><xvalue>\($0.0)</xvalue><yvalue>\($0.1)</yvalue></CurveData>" }.joined()
+                + "<curveType>\(type)</curveType><openLoopTms>500</openLoopTms><vRef>10000</vRef><xMultiplier>\(m)</xMultiplier>"
+                + "<yMultiplier>\(m)</yMultiplier><yRefType>2</yRefType></DERCurve>").utf8)
+        }
+        let curves = [curve(11, [(9200, 4400), (9800, 0), (10200, 0), (10800, -4400)], -2), curve(14, [(20, 0), (50, 0), (100, -44)], 0),
+                      curve(14, (0..<11).map { ($0 * 10, 0) }, 0)]
+        return documents.enumerated().map { [UInt8($0.offset)] + Array($0.element.utf8) } + [[1] + Array(refusals.utf8)] + curves
+            + SEP2DiscoveryHarness.seeds()
     }
 }
