@@ -54,11 +54,10 @@ struct EndpointSession: ~Copyable, @unchecked Sendable {
         var plan = try WritePlanner.plan(device, setpoint: setpoint, reactive: reactive, reactivePriority: request.priority,
                                          lastWritten: devices[index].lastWritten, lastPlain: devices[index].lastPlain,
                                          lastArmedAt: devices[index].lastArmedAt, axis: devices[index].reactive, revert: revert, now: now)
-        if let plan {
-            devices[index].plannedPlain = plan.plain
-            // Kept until answered (a poller may plan the next round while these are in flight).
-            if let reactive = plan.reactive { devices[index].plannedReactive = reactive }
-        }
+        // The plan's parts read in place (`if let plan` would copy the whole plan, per device and round).
+        if let plain = plan?.plain { devices[index].plannedPlain = plain }
+        // Kept until answered (a poller may plan the next round while these are in flight).
+        if let reactive = plan?.reactive { devices[index].plannedReactive = reactive }
         if let slot {
             contactor(index, device, slot: slot, revert: revert, now: now, stalled: stalled, rating: rating, plan: &plan)
         }
