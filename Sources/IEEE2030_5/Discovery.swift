@@ -278,7 +278,8 @@ public struct DiscoverySession: Sendable {
     /// The outcome of a transport failure (connection refused, TLS, timeout) for the request in
     /// flight: it is asked for again after the back-off (2, 4, 8 … 300 s).
     public mutating func handleFailure(now: MonotonicInstant) {
-        guard stopped == nil, walk.inFlight != nil else { return }
+        guard stopped == nil, let current = walk.inFlight else { return }
+        walk.nodes[current.node]?.tried = true
         walk.inFlight = nil
         hold.fail(at: now)
     }
@@ -291,6 +292,7 @@ public struct DiscoverySession: Sendable {
         guard stopped == nil, let current = walk.inFlight, current.request == request, walk.nodes[current.node] != nil else { return }
         walk.inFlight = nil
         let path = current.node
+        walk.nodes[path]?.tried = true
         if let wallClock { clock.wallAnchor = (wallClock, now) }
         if request.purpose == .registerEndDevice || request.purpose == .connectionPoint {
             try handleWrite(reply, to: request, parent: path, now: now)
@@ -371,9 +373,9 @@ public struct DiscoverySession: Sendable {
     public var complete: Bool {
         guard stopped == nil, let mine = endDevice else { return false }
         if let assignments = mine.functionSetAssignmentsListLink, walk.nodes[assignments] == nil { return false }
-        // A curve not read yet (or not to be had) does not hold the schedule back: its control is not
-        // applied until it is read (`DERControlBase.curves(in:varScale:)`), the rest taken.
-        return walk.nodes.values.allSatisfy { $0.kind == .time || $0.kind == .derList || $0.kind == .derCurve || $0.read }
+        // A curve asked for once and not had (an error, a refusal) does not hold the schedule back: its
+        // control is not applied until it is read (`DERControlBase.curves(in:varScale:)`), the rest taken.
+        return walk.nodes.values.allSatisfy { $0.kind == .time || $0.kind == .derList || $0.read || ($0.kind == .derCurve && $0.tried) }
     }
 
     /// The path of this device's EndDevice, nil until found.

@@ -93,6 +93,9 @@ struct DiscoveryNode: Sendable {
     var ownPoll: UInt32?
     var committed = DiscoveryPayload.none
     var read = false
+    /// An answer (or a transport failure) came for it at least once: a curve tried and not had does not
+    /// hold the schedule back (`DiscoverySession.complete`).
+    var tried = false
     /// The request paths of its committed documents.
     var documentKeys: [String] = []
     // The pass over a list's pages under way.

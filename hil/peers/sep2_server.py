@@ -6,11 +6,15 @@ certificate required (Python >= 3.12, pinned in hil/requirements-py312.txt; run 
 
     sep2_server.py --port 0 --cert server.pem --key server.key --ca ca.pem --lfdi HEX --sfdi N
                    [--pin 111115] [--default-exp-w 5000] [--control MRID:START:DURATION:EXP_W ...] [--in-band]
+                   [--volt-var MRID:START:DURATION:V1,Q1,V2,Q2,V3,Q3,V4,Q4 ...]
 
 Prints `PORT N` once it listens (the port the kernel chose for --port 0; TestSupport's UnitsPeer reads
 it), then one JSON line per request it answered: {"path", "status", "cipher", "client"}. The chain:
 /dcap → /tm, /edev → /edev/1 (the device given) → /edev/1/rg (pIN) → /edev/1/fsa → /derp →
-/derp/1/derc (the controls given) and /derp/1/dderc (the default). Query strings (paging) are ignored:
+/derp/1/derc (the controls given) and /derp/1/dderc (the default). A --volt-var control sets only
+opModVoltVar, a DERCurveLink to /derp/1/dc/MRID: a DERCurve of curveType 11, V in % of setVRef and Q in
+% of setMaxVar (yRefType 2) as given, multipliers 0, openLoopTms 500. envoy-schema has no DERCurve model,
+so that document is written here, in the schema's element order. Query strings (paging) are ignored:
 every list is served whole. Anything else is 404. Runs until killed.
 
 --in-band (CSIP-AUS ALL-02/ALL-03): /edev lists no device until an EndDevice with the given lFDI and sFDI
@@ -60,6 +64,20 @@ def documents(args):
             EventStatus_=EventStatus(currentStatus=0, dateTime=now - 60, potentiallySuperseded=False),
             interval=DateTimeIntervalType(start=int(start), duration=int(duration)),
             DERControlBase_=DERControlBase(opModExpLimW=ActivePower(value=int(watts), multiplier=0))))
+    curves = {}
+    for given in args.volt_var:
+        mrid, start, duration, points = given.split(":")
+        values = [int(v) for v in points.split(",")]
+        href = f"/derp/1/dc/{mrid}"
+        controls.append(DERControlResponse(
+            href=f"/derp/1/derc/{mrid}", mRID=mrid, creationTime=now - 60, description="test volt-var",
+            EventStatus_=EventStatus(currentStatus=0, dateTime=now - 60, potentiallySuperseded=False),
+            interval=DateTimeIntervalType(start=int(start), duration=int(duration)),
+            DERControlBase_=DERControlBase(opModVoltVar=Link(href=href))))
+        data = "".join(f"<CurveData><xvalue>{x}</xvalue><yvalue>{y}</yvalue></CurveData>" for x, y in zip(values[::2], values[1::2]))
+        curves[href] = (f'<DERCurve xmlns="urn:ieee:std:2030.5:ns" href="{href}"><mRID>{mrid}</mRID><description>volt-var</description>'
+                        f"<creationTime>{now - 60}</creationTime>{data}<curveType>11</curveType><openLoopTms>500</openLoopTms>"
+                        "<xMultiplier>0</xMultiplier><yMultiplier>0</yMultiplier><yRefType>2</yRefType></DERCurve>").encode()
     docs = {
         "/dcap": lambda: DeviceCapabilityResponse(
             href="/dcap", pollRate=args.poll, TimeLink=Link(href="/tm"), EndDeviceListLink=ListLink(href="/edev", all_=1)),
@@ -86,7 +104,9 @@ def documents(args):
         "/derp/1/derc": lambda: DERControlListResponse(
             href="/derp/1/derc", all_=len(controls), results=len(controls), DERControl=controls),
     }
-    return {path: (lambda make=make: make().to_xml(skip_empty=True)) for path, make in docs.items()}
+    out = {path: (lambda make=make: make().to_xml(skip_empty=True)) for path, make in docs.items()}
+    out.update({path: (lambda body=body: body) for path, body in curves.items()})
+    return out
 
 
 def main():
@@ -105,6 +125,7 @@ def main():
     parser.add_argument("--poll", type=int, default=10)
     parser.add_argument("--default-exp-w", dest="default_exp_w", type=int, default=5000)
     parser.add_argument("--control", action="append", default=[])
+    parser.add_argument("--volt-var", dest="volt_var", action="append", default=[])
     parser.add_argument("--admin-stdin", dest="admin_stdin", action="store_true")  # the admin channel (below)
     parser.add_argument("--in-band", dest="in_band", action="store_true")
     args = parser.parse_args()
@@ -389,7 +410,9 @@ def admin_documents(args, admin):
         return DefaultDERControl(href="/derp/1/dderc", mRID="D1", description="bess-hil default", DERControlBase_=base(limits))
 
     docs = {"/derp": program_list, "/derp/1/derc": control_list, "/derp/1/dderc": default}
-    return {path: (lambda make=make: make().to_xml(skip_empty=True)) for path, make in docs.items()}
+    out = {path: (lambda make=make: make().to_xml(skip_empty=True)) for path, make in docs.items()}
+    out.update({path: (lambda body=body: body) for path, body in curves.items()})
+    return out
 
 
 def admin_post_routes(admin, lock):
