@@ -45,6 +45,9 @@ extension Duration {
     /// cycle asks for it in every staleness check, several times per unit and cycle.
     @inlinable public var nanosecondsClamped: Int64 {
         let total = attoseconds
+        // Under 9.2 s either way (most ages and periods): one 64-bit division by a constant, the
+        // same truncation toward zero.
+        if total > -0x7FFF_FFFF_FFFF_FFFF, total < 0x7FFF_FFFF_FFFF_FFFF { return Int64(truncatingIfNeeded: total) / 1_000_000_000 }
         let negative = total < 0
         let magnitude = negative ? 0 &- total : total  // Int128.min stays negative: its high word clamps
         let high = UInt64(truncatingIfNeeded: magnitude >> 64)

@@ -32,7 +32,19 @@ struct DurationSplitTests {
             #expect(s.seconds == c.seconds && s.attoseconds == c.attoseconds, "\(atto) as")
             #expect(d.secondsDouble == Double(c.seconds) + Double(c.attoseconds) * 1e-18)
             #expect(d.wholeSecondsRoundedUp == (c.attoseconds > 0 ? c.seconds + 1 : c.seconds))
+            // Every value here is far inside the clamp: whole seconds and the nanoseconds of the rest.
+            #expect(d.nanosecondsClamped == c.seconds * 1_000_000_000 + c.attoseconds / 1_000_000_000, "\(atto) as")
         }
+    }
+
+    @Test("nanosecondsClamped clamps past ±9,223,372,036 s, either side of its 64-bit shortcut")
+    func nanosecondsClamp() {
+        #expect(Duration.seconds(9_300_000_000).nanosecondsClamped == .max)
+        #expect(Duration.seconds(-9_300_000_000).nanosecondsClamped == .min)
+        #expect(Duration.seconds(100).nanosecondsClamped == 100_000_000_000)
+        #expect(Duration(attoseconds: Int128(Int64.max) - 1).nanosecondsClamped == (Int64.max - 1) / 1_000_000_000)
+        #expect(Duration(attoseconds: Int128(Int64.min) + 1).nanosecondsClamped == (Int64.min + 1) / 1_000_000_000)
+        #expect(Duration(attoseconds: -1_999_999_999).nanosecondsClamped == -1)
     }
 
     @Test("the cycle's figures: 10.5 s rounds up to 11, −1.5 s is −1 s and −0.5 s, 10 ms is 0.01 s")
