@@ -296,6 +296,7 @@ public final class SiteController {
         let reactive = siteReactive.step(units: units, request: party, measuredVar: measuredVar, meter: meteredVar(meter, now: now),
                                          maxLag: connection.settings.meterMaxLag, carrying: carrying, now: now,
                                          elapsedSeconds: elapsed)
+        reactiveStage.useVoltWatt(utility.inForce?.voltWatt)
         decision.delivered += reactiveStage.apply(to: &units, request: reactive, elapsedSeconds: elapsed, ceased: decision.utility.disconnected,
                                                   siteLaw: party == nil)
         pool.lastCommanded = decision.delivered

@@ -64,6 +64,7 @@ extension ReactiveStage {
     mutating func follow(_ index: Int, _ want: Want?) {
         guard var law = laws[index], let base = initial[index] else { return }
         var settings = base.settings
+        settings.voltWatt = utilityVoltWatt ?? base.settings.voltWatt
         let next: Tuning
         switch want?.ask {
         case .vars(let q)?:
@@ -102,6 +103,28 @@ extension ReactiveStage {
         guard (try? law.retune(settings)) != nil else { return }
         laws[index] = law
         tuning[index] = next
+    }
+
+    /// Puts the utility's volt-watt (`curve`, 2030.5 `opModVoltWatt` in force) in place of each unit's
+    /// configured one, or (nil) the configured one back: each law retuned once when it changes (or after
+    /// a stop reset it), its filter going on from where its limit stands. It is not a request: it
+    /// applies whoever sets Q, and to a unit with no configured mode (which then lowers P only).
+    mutating func useVoltWatt(_ curve: VoltWattSettings?) {
+        utilityVoltWatt = curve
+        for index in laws.indices {
+            guard laws[index] != nil, let base = initial[index] else { continue }
+            let wanted = curve ?? base.settings.voltWatt
+            if laws[index]?.settings.voltWatt != wanted { retuneVoltWatt(index, wanted) }
+        }
+    }
+
+    /// Retunes unit `index`'s law with `voltWatt`; settings the law refuses leave it as it was.
+    private mutating func retuneVoltWatt(_ index: Int, _ voltWatt: VoltWattSettings?) {
+        guard var law = laws[index] else { return }
+        var settings = law.settings
+        settings.voltWatt = voltWatt
+        guard (try? law.retune(settings)) != nil else { return }
+        laws[index] = law
     }
 
     /// Shares the site's var request `q` (+ = injecting) over the units that carry Q, into `shares`,

@@ -57,6 +57,9 @@ struct ReactiveStage: Sendable {
     var room: [Double]
     /// The part of the site's var request no unit could take this period, var (+ = injecting).
     var shortfallVar = 0.0
+    /// The utility's volt-watt in force (2030.5 `opModVoltWatt`), in place of each unit's configured
+    /// one; nil: the configured one (`useVoltWatt`).
+    var utilityVoltWatt: VoltWattSettings?
     /// True while the site's configured law (not a party) asks this period: a unit with the
     /// aggregator's var keeps it and takes no share (`keepsOwnVar`).
     private var sharingSiteLaw = false
@@ -169,7 +172,7 @@ struct ReactiveStage: Sendable {
         for index in units.indices where index < laws.count && laws[index] != nil {
             let aggregator = siteLaw && index < unitVar.count && unitVar[index] != nil
             let want = wanted(index, request: aggregator ? nil : request)
-            guard configured[index] || want != nil || tuning[index] != .configured else {
+            guard configured[index] || want != nil || tuning[index] != .configured || utilityVoltWatt != nil else {
                 // No mode and nobody asking: the inverter's Q is left alone, P is the pool's.
                 caps[index] = .infinity
                 continue

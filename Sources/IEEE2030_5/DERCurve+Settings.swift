@@ -94,7 +94,8 @@ extension DERCurve {
             let wanted = control == .voltWatt ? "1 (setMaxW)" : "2 (setMaxVar) or 3 (statVarAvail)"
             return .failure(CurveNotApplied(control, "its curve's yRefType \(yRefType) is not \(wanted)"))
         }
-        if control != .voltWatt, varScale.injecting <= 0 || varScale.absorbing <= 0 {
+        // Volt-watt too: a unit without var points (SunSpec 704) runs no law at all.
+        if varScale.injecting <= 0 || varScale.absorbing <= 0 {
             return .failure(CurveNotApplied(control, "no unit has var points"))
         }
         do throws(GridSupportError) {
@@ -158,11 +159,6 @@ extension DERControlBase {
                 continue
             }
             out[control] = curve.applied(as: control, varScale: varScale)
-            if control == .voltWatt, case .success = out[control] {
-                // Read and checked, but the cycle does not yet put a utility volt-watt in place of the
-                // configured one: said not applied, never taken silently.
-                out[control] = .failure(CurveNotApplied(control, "bessd does not yet replace the configured volt-watt with the utility's curve"))
-            }
         }
         return out
     }

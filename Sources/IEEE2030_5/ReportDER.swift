@@ -32,12 +32,14 @@ public struct DERControlModes: OptionSet, Hashable, Sendable {
     public static let targetVar = Self(rawValue: 1 << 21)
     /// Bit 23: `opModVoltVar`.
     public static let voltVar = Self(rawValue: 1 << 23)
+    /// Bit 24: `opModVoltWatt`.
+    public static let voltWatt = Self(rawValue: 1 << 24)
     /// Bit 26: `opModWattVar`.
     public static let wattVar = Self(rawValue: 1 << 26)
     /// The reactive controls bessd takes while a unit has var points (issue 59): the two fixed power
-    /// factors, fixed and target var, and the volt-var and watt-var curves. Not bit 24
-    /// (`opModVoltWatt`): its curve is read but not yet put in place of the configured volt-watt.
-    public static let reactive: Self = [.fixedPFAbsorbW, .fixedPFInjectW, .fixedVar, .targetVar, .voltVar, .wattVar]
+    /// factors, fixed and target var, and the volt-var, volt-watt and watt-var curves (bits 4, 5, 6,
+    /// 21, 23, 24, 26, as the design lists them).
+    public static let reactive: Self = [.fixedPFAbsorbW, .fixedPFInjectW, .fixedVar, .targetVar, .voltVar, .voltWatt, .wattVar]
     /// Bit 22: `opModTargetW`.
     public static let targetW = Self(rawValue: 1 << 22)
 }

@@ -1,11 +1,10 @@
 import IEEE2030_5
 
 extension DERControlBase {
-    /// The reactive controls bessd takes (issue 59), and the curves (volt-watt among them: judged as
-    /// they are, a control that sets only them answered 252 when none applies).
+    /// The reactive controls bessd takes (issue 59) and the curves (volt-watt among them): none is
+    /// carried out while no unit has var points; a control that sets only them is answered 252 when
+    /// none applies.
     static let reactiveTypes: Set<ControlType> = [.fixedPFInject, .fixedPFAbsorb, .fixedVar, .targetVar, .voltVar, .wattVar, .voltWatt]
-    /// Those that ask for var: none is carried out while no unit has var points (volt-watt still is).
-    static let varTypes: Set<ControlType> = reactiveTypes.subtracting([.voltWatt])
 
     /// True when it sets `opModFreqDroop` and nothing else bessd carries out: with the configured droop
     /// disabled such a control is answered 252 (not applicable), never started.

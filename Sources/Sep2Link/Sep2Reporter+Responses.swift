@@ -124,7 +124,7 @@ extension Sep2Reporter {
             return refusesDroop(control) ? "opModFreqDroop not applied: the configured droop is disabled" : nil
         }
         if let decided = responses.decided(control.mRID) { return decided ? "reactive controls not applied" : nil }
-        if latest.map({ !Self.hasVar($0) }) == true, !control.base.sets(.voltWatt) { return "reactive controls not applied: no unit has var points" }
+        if latest.map({ !Self.hasVar($0) }) == true { return "reactive controls not applied: no unit has var points" }
         return reactiveScope.flatMap { Sep2VarCapability.leftOut(control.base, scope: $0) }
     }
 

@@ -425,7 +425,7 @@ extension Sep2Client {
             let noVar = reactive.ratings.map { $0.injecting <= 0 && $0.absorbing <= 0 } ?? false
             for type in ControlType.allCases where active.sources[type] != lastSources[type] {
                 guard let source = active.sources[type], !(type == .freqDroop && droopOff),
-                      !(noVar && DERControlBase.varTypes.contains(type)) else { continue }
+                      !(noVar && DERControlBase.reactiveTypes.contains(type)) else { continue }
                 let value = controls.first { $0.type == type.rawValue }?.value ?? "?"
                 log(.sep2(.controlTaken, "\(type.rawValue) \(value) from " + Sep2State.describe(source)))
             }

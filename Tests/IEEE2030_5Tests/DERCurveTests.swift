@@ -93,10 +93,10 @@ struct DERCurveTests {
             }
             #expect(why.reason.hasPrefix(prefix), "\(name): \(why.reason)")
         }
-        // No unit with var points: a var curve has nothing to scale by; volt-watt still applies.
+        // No unit with var points: no unit runs a law (volt-watt neither).
         let none = DERCurve.VarScale(injecting: 0, absorbing: 0)
         #expect(try Self.read("vv-b").applied(as: .voltVar, varScale: none) == .failure(CurveNotApplied(.voltVar, "no unit has var points")))
-        #expect(try Self.read("vw").applied(as: .voltWatt, varScale: none) == .success(.voltWatt(Self.cat.voltWatt)))
+        #expect(try Self.read("vw").applied(as: .voltWatt, varScale: none) == .failure(CurveNotApplied(.voltWatt, "no unit has var points")))
     }
 
     @Test("a document that breaks the schema's bounds is refused, its count or width never trusted")

@@ -91,7 +91,7 @@ struct ReportPeerTests {
             ]))
             cases.append(Case(name: "settings-reactive-\(version)", root: "DERSettings", csipaus: version,
                               xml: try reactiveSettings.xml(csipaus: version), expected: [
-                "modesEnabled": "04A00070", "setGradW": 27, "updatedTime": 1_760_000_200, "setMaxVar": power(4400, 1), "setMaxVarNeg": power(-3300, 1), "setMaxW": power(10000, 1),
+                "modesEnabled": "05A00070", "setGradW": 27, "updatedTime": 1_760_000_200, "setMaxVar": power(4400, 1), "setMaxVarNeg": power(-3300, 1), "setMaxW": power(10000, 1),
                 "setMinPFOverExcited": ["displacement": 9153, "multiplier": -4], "setMinPFUnderExcited": ["displacement": 9500, "multiplier": -4],
                 "setMaxVA": power(11000, 1), "setVNom": power(230, 0), "setVRef": power(230, 0), "setVRefOfs": power(0, 0),
             ]))

@@ -68,8 +68,8 @@ struct Sep2CurveWorkerTests {
              "opModVoltVar not applied: its curve has 3 points, not 4"),
             (#"<opModWattVar href="/derp/1/dc/4"/>"#, ["/derp/1/dc/4": Self.curve("/derp/1/dc/4", type: 14, [(20, 0), (50, 0), (100, -101)])],
              "opModWattVar not applied: GRID_WATT_VAR_RANGE"),
-            (#"<opModVoltWatt href="/derp/1/dc/5"/>"#, ["/derp/1/dc/5": Self.curve("/derp/1/dc/5", type: 12, [(106, 100), (110, 0)], yRef: 1)],
-             "opModVoltWatt not applied: bessd does not yet replace"),
+            (#"<opModVoltWatt href="/derp/1/dc/5"/>"#, ["/derp/1/dc/5": Self.curve("/derp/1/dc/5", type: 12, [(106, 100), (110, 0)], yRef: 2)],
+             "opModVoltWatt not applied: its curve's yRefType 2 is not 1 (setMaxW)"),
         ]
         for (extra, curves, said) in cases {
             let rig = Rig(server: FakeSep2Server(Self.chain(extra, curves: curves)))

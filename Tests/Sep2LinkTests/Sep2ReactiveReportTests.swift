@@ -7,7 +7,7 @@ import Testing
 /// only while some unit has var points.
 @Suite("Sep2 reports: the reactive ratings and modes")
 struct Sep2ReactiveReportTests {
-    @Test("with var points: bits 4, 5, 6, 21, 23, 26, rtgMaxVar / rtgMaxVarNeg and the least power factors; without: none of them")
+    @Test("with var points: bits 4, 5, 6, 21, 23, 24, 26, rtgMaxVar / rtgMaxVarNeg and the least power factors; without: none of them")
     func reactiveWhileVarPoints() throws {
         let reporter = Sep2Reporter(settings: Sep2ReporterTests.settings())
         var sample = Sep2ReporterTests.snapshot()
@@ -19,7 +19,7 @@ struct Sep2ReactiveReportTests {
         sample.varMaxInjecting = 60_000
         sample.varMaxAbsorbing = 40_000
         let with = reporter.capability(sample)
-        #expect(with.modesSupported.isSuperset(of: .reactive) && with.modesSupported.rawValue == without.modesSupported.rawValue | 0x04A0_0070)
+        #expect(with.modesSupported.isSuperset(of: .reactive) && with.modesSupported.rawValue == without.modesSupported.rawValue | 0x05A0_0070)
         #expect(with.ratedMaxVar == 60_000 && with.ratedMaxVarNeg == 40_000)
         let w = reporter.settings.ratings.maxDischargeW
         let over = try #require(with.ratedMinPFOverExcited), under = try #require(with.ratedMinPFUnderExcited)

@@ -1,0 +1,46 @@
+import ControlCore
+import GridSupport
+import TestSupport
+import Testing
+
+/// The utility's volt-watt (2030.5 `opModVoltWatt`, `UtilityLimits.voltWatt`) in the cycle: while in
+/// force it replaces each unit's configured volt-watt (docs/design/0010-reactive-power.md, the
+/// authority table), a unit with none configured included; when it ends the configured one returns.
+@Suite("UtilityVoltWattTests: the utility's volt-watt replaces the configured one")
+struct UtilityVoltWattTests {
+    typealias Cycle = ReactiveCycleTests
+    /// 1.05 p.u. 100 % → 1.07 p.u. 0 %, 1 s: stricter than Category B's 1.06 → 1.10.
+    static let utility = VoltWattSettings(curve: try! GridCurve([(1.05, 100), (1.07, 0)]), responseTime: .seconds(1))
+
+    static func limits(_ curve: VoltWattSettings?) -> UtilityLimits {
+        var limits = UtilityLimits()
+        limits.voltWatt = curve
+        return limits
+    }
+
+    @Test("at 1.08 p.u. the configured curve allows half the rating, the utility's none; the configured returns when it ends")
+    func replacesConfigured() throws {
+        let configured = GridSupportProfile.ieee1547_2018_cat_b.settings(reactive: Cycle.constantVar(0), voltWatt: true)
+        let site = Cycle.site(configured)
+        let before = Cycle.run(site, seconds: 60, period: 0.5, powerW: 100_000, voltagePU: 1.08)
+        #expect(abs(before.setpoint.value - 50_000) < 1_000, "configured 1.06/100 → 1.10/0 at 1.08: \(before.setpoint.value)")
+        site.utilityLimits = Self.limits(Self.utility)
+        let during = Cycle.run(site, from: 60, seconds: 30, period: 0.5, powerW: 100_000, voltagePU: 1.08)
+        #expect(abs(during.setpoint.value) < 1_000, "the utility's 1.05/100 → 1.07/0 at 1.08: \(during.setpoint.value)")
+        #expect(during.reactiveSource == .constantVar, "volt-watt is not a request: the configured mode keeps Q")
+        site.utilityLimits = nil
+        let after = Cycle.run(site, from: 90, seconds: 60, period: 0.5, powerW: 100_000, voltagePU: 1.08)
+        #expect(abs(after.setpoint.value - 50_000) < 1_000, "the configured volt-watt again: \(after.setpoint.value)")
+    }
+
+    @Test("a unit with no configured law: the utility's volt-watt lowers P and leaves Q alone")
+    func unconfiguredUnit() throws {
+        let site = Cycle.site(nil)
+        let free = Cycle.run(site, seconds: 10, period: 0.5, powerW: 100_000, voltagePU: 1.06)
+        #expect(abs(free.setpoint.value - 100_000) < 1)
+        site.utilityLimits = Self.limits(Self.utility)
+        let limited = Cycle.run(site, from: 10, seconds: 30, period: 0.5, powerW: 100_000, voltagePU: 1.06)
+        #expect(abs(limited.setpoint.value - 50_000) < 1_000, "1.06 p.u. on 1.05/100 → 1.07/0: \(limited.setpoint.value)")
+        #expect(limited.reactive == nil, "Q left alone: \(String(describing: limited.reactive))")
+    }
+}
