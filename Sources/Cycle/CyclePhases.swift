@@ -47,7 +47,8 @@ extension SiteRunner {
         simulatedFrequency = io.sample(now: now, into: &inputs)
         if !extra {
             if let previousStep {
-                let horizon = now - settings.period * 2
+                // Two periods back, subtracted twice: Duration's `*` is a generic 128-bit multiplication.
+                let horizon = now - settings.period - settings.period
                 for i in inputs.indices {
                     if let at = inputs[i].inverter?.takenAt, at <= previousStep, at > horizon { lateReadings &+= 1 }
                 }

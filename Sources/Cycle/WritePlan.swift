@@ -39,7 +39,9 @@ enum WritePlanner {
     /// its deadline stays published): after `stallAfter`, or five periods if longer, the devices get
     /// zero, revert armed, rather than a refresh of a setpoint nobody confirms.
     static func stalled(lastHandOver: MonotonicInstant, now: MonotonicInstant, period: Duration) -> Bool {
-        now - lastHandOver > max(stallAfter, period * 5)
+        let quiet = now - lastHandOver
+        // Five periods as a sum: Duration's `*` is a generic 128-bit multiplication, once per round.
+        return quiet > stallAfter && quiet > period + period + period + period + period
     }
 
     /// True when `elapsed` is at least half of `period` (a revert timer due for its re-arm):
