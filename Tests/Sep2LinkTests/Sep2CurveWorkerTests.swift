@@ -60,6 +60,25 @@ struct Sep2CurveWorkerTests {
         #expect(rig.slot.read()?.voltVar == nil && rig.export == 5000)
     }
 
+    @Test("a volt-watt and a watt-var curve are published as the law takes them")
+    func voltWattAndWattVar() {
+        let chain = Self.chain(#"<opModVoltWatt href="/dc/w"/><opModWattVar href="/dc/q"/>"#,
+                               curves: ["/dc/w": Self.curve("/dc/w", type: 12, [(106, 100), (110, 0)], yRef: 1, olrt: 1000),
+                                        "/dc/q": Self.curve("/dc/q", type: 14, [(20, 0), (50, 0), (100, -44)], olrt: 1000)])
+        let rig = Rig(server: FakeSep2Server(chain))
+        rig.client.reactive.ratings = (200_000, 200_000)
+        rig.settle()
+        rig.advance(101)
+        rig.settle()
+        let limits = rig.slot.read()
+        #expect(limits?.voltWatt == GridSupportProfile.ieee1547_2018_cat_b.voltWatt, "\(String(describing: limits?.voltWatt))")
+        #expect(limits?.wattVar?.curve.count == 3 && limits?.wattVar?.curve[2].y == -44 && limits?.wattVar?.responseTime == .seconds(10))
+        // Watt-var alone speaks for Q; volt-watt is no request.
+        let request = RequestArbiter.utilityReactive(limits ?? UtilityLimits(), sitePower: 0, expiresAt: nil)
+        #expect(request?.ask == limits?.wattVar.map { .mode(.wattVar($0)) }, "\(String(describing: request))")
+        #expect(rig.log.codes("SEP2_CONTROL_NOT_APPLIED").isEmpty, "\(rig.log.all)")
+    }
+
     @Test("a curve not to be had, or that does not fit, is not applied and said once; the rest of the control taken")
     func notApplied() {
         let cases: [(String, [String: String], String)] = [
