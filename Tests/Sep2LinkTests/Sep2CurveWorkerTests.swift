@@ -107,3 +107,33 @@ struct Sep2CurveWorkerTests {
         }
     }
 }
+
+extension Sep2CurveWorkerTests {
+    @Test("a control that sets only a curve that does not fit is answered 252, never started; one beside a limit runs")
+    func curveOnlyRefused() throws {
+        func control(_ mRID: String, start: Int64, limit: Bool = false) -> String {
+            Sep2DroopWorkerTests.control(mRID, start: start, limit: limit).replacingOccurrences(
+                of: "<opModFreqDroop><dBOF>36</dBOF><dBUF>36</dBUF><kOF>50</kOF><kUF>50</kUF><openLoopTms>500</openLoopTms></opModFreqDroop>",
+                with: #"<opModVoltVar href="/dc/3"/>"#)
+        }
+        let t0 = Sep2Fixture.t0
+        let server = Sep2DroopWorkerTests.server([control("A1", start: t0 + 100), control("B2", start: t0 + 200, limit: true)])
+        server.set("/dc/3", Self.curve("/dc/3", type: 11, [(92, 44), (100, 0), (108, -44)]))
+        let rig = Sep2WorkerTests.Rig(server: server)
+        var sample = Sep2SiteSample()
+        sample.varMaxInjecting = 200_000
+        sample.varMaxAbsorbing = 200_000
+        rig.client.reporting = Sep2Reporting(reporter: Sep2Reporter(settings: Sep2ReporterTests.settings()), sample: { [sample] in sample })
+        rig.client.reactive.ratings = (200_000, 200_000)
+        rig.settle()
+        for _ in 0..<10 {
+            rig.advance(31)
+            rig.settle()
+        }
+        let responses = Sep2ReporterWorkerTests.responses(server)
+        #expect(responses.filter { $0.hasSuffix(" A1") } == ["252 A1"], "answered 252 once, never started: \(responses) \(rig.log.all)")
+        #expect(responses.contains("2 B2"), "the one with a limit runs: \(responses)")
+        #expect(rig.slot.read()?.voltVar == nil)
+        #expect(rig.log.codes("SEP2_CONTROL_NOT_APPLIED").contains { $0.contains("its curve has 3 points, not 4") }, "\(rig.log.all)")
+    }
+}
