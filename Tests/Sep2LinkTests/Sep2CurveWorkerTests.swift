@@ -137,3 +137,27 @@ extension Sep2CurveWorkerTests {
         #expect(rig.log.codes("SEP2_CONTROL_NOT_APPLIED").contains { $0.contains("its curve has 3 points, not 4") }, "\(rig.log.all)")
     }
 }
+
+extension Sep2CurveWorkerTests {
+    @Test("restarted while the server is down: the cached schedule keeps the control's curve")
+    func curveSurvivesRestart() throws {
+        let dir = try Sep2WorkerTests.storeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let server = FakeSep2Server(Self.chain(#"<opModVoltVar href="/derp/1/dc/1"/>"#,
+                                               curves: ["/derp/1/dc/1": Self.curve("/derp/1/dc/1", type: 11, Self.categoryB)]))
+        let first = Rig(server: server, store: ScheduleStore(stateDirectory: dir))
+        first.client.reactive.ratings = (200_000, 200_000)
+        first.settle()
+        first.advance(101)
+        first.settle()
+        #expect(first.slot.read()?.voltVar == GridSupportProfile.ieee1547_2018_cat_b.voltVar)
+        server.down = true
+        let second = Rig(server: server, store: ScheduleStore(stateDirectory: dir))
+        second.wall = first.wall + 1
+        second.client.reactive.ratings = (200_000, 200_000)
+        second.client.restore(now: second.now, wall: second.wall)
+        second.settle()
+        #expect(second.slot.read()?.voltVar == GridSupportProfile.ieee1547_2018_cat_b.voltVar, "\(second.log.all)")
+        #expect(second.export == 1500)
+    }
+}
