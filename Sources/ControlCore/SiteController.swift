@@ -229,8 +229,11 @@ public final class SiteController {
             units[index].utilityDroop = utilityDroop
             units[index].reactiveCap = reactiveStage.dischargeCap(index)
             let unitInputs = index < inputs.count ? inputs[index] : empty
-            reactiveStage.observe(unit: index, inverter: unitInputs.inverter?.value)
-            if let q = unitInputs.inverter.fresh(at: now, maxAge: units[index].settings.inverterStaleAfter)?.reactivePower, q.isFinite {
+            // The reading's fields are read in place: a copy of the whole reading per unit and cycle costs more.
+            reactiveStage.observe(unit: index, inverter: unitInputs.inverter)
+            if unitInputs.inverter?.isFresh(at: now, maxAge: units[index].settings.inverterStaleAfter) == true,
+               let q = unitInputs.inverter?.value.reactivePower, q.isFinite
+            {
                 measuredVar += q
             }
             reactiveStage.unitVar[index] = unitInputs.dispatch.flatMap { $0.expiresAt > now ? $0.reactive : nil }

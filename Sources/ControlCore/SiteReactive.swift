@@ -85,14 +85,15 @@ struct ReactiveStage: Sendable {
     /// law is rebuilt only when its rating changes): whether it has var points, and its 702 ratings.
     /// `VAMax` is `max_apparent_power_kva`, else the inverter's `VAMax`, else the active rating;
     /// `VarMaxInj`/`VarMaxAbs` the inverter's, else `VAMax` (docs/design/0010-reactive-power.md,
-    /// "ratings"). No reading (stale, none yet) changes nothing.
-    mutating func observe(unit: Int, inverter: InverterReading?) {
-        guard let inverter, laws.indices.contains(unit) else { return }
-        if let reactive = inverter.reactiveAvailable { available[unit] = reactive }
+    /// "ratings"). No reading (stale, none yet) changes nothing. Its fields are read in place (no
+    /// copy of the reading per unit and period).
+    mutating func observe(unit: Int, inverter stamped: Timestamped<InverterReading>?) {
+        guard stamped != nil, laws.indices.contains(unit) else { return }
+        if let reactive = stamped?.value.reactiveAvailable { available[unit] = reactive }
         guard laws[unit] != nil else { return }
         let rating = UnitRating(
-            apparentPowerVA: configuredVA[unit] ?? inverter.apparentPowerRating ?? activeW[unit], activePowerW: activeW[unit],
-            chargePowerW: activeW[unit], maxInjectVar: inverter.varMaxInjecting, maxAbsorbVar: inverter.varMaxAbsorbing)
+            apparentPowerVA: configuredVA[unit] ?? stamped?.value.apparentPowerRating ?? activeW[unit], activePowerW: activeW[unit],
+            chargePowerW: activeW[unit], maxInjectVar: stamped?.value.varMaxInjecting, maxAbsorbVar: stamped?.value.varMaxAbsorbing)
         guard rating != offered[unit] else { return }
         offered[unit] = rating
         rerate(unit: unit, rating: rating)

@@ -119,9 +119,15 @@ public struct Timestamped<Value: Sendable>: Sendable {
 
     /// The value if it is no older than `maxAge` at `now`; otherwise `nil`.
     @inlinable public func value(at now: MonotonicInstant, maxAge: Duration) -> Value? {
-        let age = now.nanoseconds &- takenAt.nanoseconds
-        guard age >= -Self.concurrencyToleranceNanoseconds, age <= maxAge.nanosecondsClamped else { return nil }
+        guard isFresh(at: now, maxAge: maxAge) else { return nil }
         return value
+    }
+
+    /// True when the value is no older than `maxAge` at `now` (`value(at:maxAge:)` would give it),
+    /// without copying it out: for a reader that needs one field of a large reading.
+    @inlinable public func isFresh(at now: MonotonicInstant, maxAge: Duration) -> Bool {
+        let age = now.nanoseconds &- takenAt.nanoseconds
+        return age >= -Self.concurrencyToleranceNanoseconds && age <= maxAge.nanosecondsClamped
     }
 }
 
