@@ -149,7 +149,7 @@ def main():
                 self.close_connection = True
                 return
             path = self.path.split("?", 1)[0]
-            make = served.get(path)
+            make = served.get(path) or (admin_curve(admin, path) if admin else None)
             body = make() if make else b""
             status = 200 if make else 404
             self.send_response(status)
@@ -272,12 +272,13 @@ def connection_point(body, lock):
 # Limits: opModExpLimW, opModImpLimW, opModGenLimW, opModLoadLimW, in W (written as value × 10^multiplier,
 # the value an Int16). A base (a control's or the default's) may also carry the reactive controls
 # "opModFixedVar": {"refType": 0-7, "value": -10000..10000 hundredths of a percent} (FixedVar) and
-# "opModTargetVar": var (ReactivePower, value × 10^multiplier as the limits). The --control
+# "opModTargetVar": var (ReactivePower, value × 10^multiplier as the limits) and "opModVoltVar":
+# {"points": [[V %, Q %], ...], "openLoopTms": N}, a DERCurveLink to /derp/1/dc/MRID (admin_curve). The --control
 # and --default-exp-w arguments seed the state. /derp, /derp/1/derc and /derp/1/dderc are then
 # served from it.
 # ---------------------------------------------------------------------------------------------------
 ADMIN_LIMITS = ("opModExpLimW", "opModImpLimW", "opModGenLimW", "opModLoadLimW")
-ADMIN_REACTIVE = ("opModFixedVar", "opModTargetVar")
+ADMIN_REACTIVE = ("opModFixedVar", "opModTargetVar", "opModVoltVar")
 
 
 class AdminState:
@@ -344,7 +345,14 @@ class AdminState:
 def admin_base(given):
     if not isinstance(given, dict) or not given or any(k not in ADMIN_LIMITS + ADMIN_REACTIVE for k in given):
         raise ValueError(f"base: a mapping of {', '.join(ADMIN_LIMITS)} to W, opModFixedVar, opModTargetVar")
-    base = {k: int(v) for k, v in given.items() if k != "opModFixedVar"}
+    base = {k: int(v) for k, v in given.items() if k not in ("opModFixedVar", "opModVoltVar")}
+    if "opModVoltVar" in given:
+        curve = given["opModVoltVar"]
+        points = curve.get("points") if isinstance(curve, dict) else None
+        if (not isinstance(points, list) or not 1 <= len(points) <= 10
+                or any(not isinstance(p, list) or len(p) != 2 for p in points)):
+            raise ValueError("opModVoltVar: {points: [[V %, Q %], ...] (1-10), openLoopTms: hundredths of a second}")
+        base["opModVoltVar"] = {"points": [[int(x), int(y)] for x, y in points], "openLoopTms": int(curve.get("openLoopTms", 500))}
     if "opModFixedVar" in given:
         fixed = given["opModFixedVar"]
         if (not isinstance(fixed, dict) or set(fixed) != {"refType", "value"} or not 0 <= int(fixed["refType"]) <= 7
@@ -376,8 +384,10 @@ def admin_documents(args, admin):
             x, multiplier = round(x / 10), multiplier + 1
         return {"value": x, "multiplier": multiplier}
 
-    def base(given):
+    def base(given, mrid=None):
         fields = {k: ActivePower(**scaled(v)) for k, v in given.items() if k in ADMIN_LIMITS}
+        if "opModVoltVar" in given and mrid:
+            fields["opModVoltVar"] = Link(href=f"/derp/1/dc/{mrid}")
         if "opModFixedVar" in given:
             fields["opModFixedVar"] = FixedVar(**given["opModFixedVar"])
         if "opModTargetVar" in given:
@@ -389,7 +399,7 @@ def admin_documents(args, admin):
             return [DERControlResponse(
                 href=f"/derp/1/derc/{mrid}", mRID=mrid, creationTime=c["created"], description="bess-hil control",
                 EventStatus_=EventStatus(currentStatus=c["status"], dateTime=c["changed"], potentiallySuperseded=False),
-                interval=DateTimeIntervalType(start=c["start"], duration=c["duration"]), DERControlBase_=base(c["base"]),
+                interval=DateTimeIntervalType(start=c["start"], duration=c["duration"]), DERControlBase_=base(c["base"], mrid),
                 **({} if c.get("required") is None else {"replyTo": "/rsp", "responseRequired": f"{c['required']:02X}"}))
                 for mrid, c in sorted(admin.controls.items(), key=lambda item: item[1]["created"])]
 
@@ -410,9 +420,26 @@ def admin_documents(args, admin):
         return DefaultDERControl(href="/derp/1/dderc", mRID="D1", description="bess-hil default", DERControlBase_=base(limits))
 
     docs = {"/derp": program_list, "/derp/1/derc": control_list, "/derp/1/dderc": default}
-    out = {path: (lambda make=make: make().to_xml(skip_empty=True)) for path, make in docs.items()}
-    out.update({path: (lambda body=body: body) for path, body in curves.items()})
-    return out
+    return {path: (lambda make=make: make().to_xml(skip_empty=True)) for path, make in docs.items()}
+
+
+def admin_curve(admin, path):
+    """GET /derp/1/dc/MRID: the DERCurve (curveType 11, V in % of setVRef, Q in % of setMaxVar) of that
+    control's opModVoltVar, written here (envoy-schema has no DERCurve model); None: no such curve."""
+    if not path.startswith("/derp/1/dc/"):
+        return None
+    mrid = path[len("/derp/1/dc/"):]
+    with admin.lock:
+        control = admin.controls.get(mrid)
+        curve = control and control["base"].get("opModVoltVar")
+        created = control and control["created"]
+    if not curve:
+        return None
+    data = "".join(f"<CurveData><xvalue>{x}</xvalue><yvalue>{y}</yvalue></CurveData>" for x, y in curve["points"])
+    body = (f'<DERCurve xmlns="urn:ieee:std:2030.5:ns" href="{path}"><mRID>{mrid}</mRID><description>volt-var</description>'
+            f"<creationTime>{created}</creationTime>{data}<curveType>11</curveType><openLoopTms>{curve['openLoopTms']}</openLoopTms>"
+            "<xMultiplier>0</xMultiplier><yMultiplier>0</yMultiplier><yRefType>2</yRefType></DERCurve>").encode()
+    return lambda: body
 
 
 def admin_post_routes(admin, lock):
