@@ -153,12 +153,13 @@ extension UnitStatus {
         self.chargeCurrentLimit = limits?.chargeCurrentLimit.value ?? .nan
         self.dischargeCurrentLimit = limits?.dischargeCurrentLimit.value ?? .nan
         self.bmsOnline = measurements != nil
-        let inverter = inputs.inverter.fresh(at: now, maxAge: controller.units[i].settings.inverterStaleAfter)
-        self.inverterOnline = inverter != nil
+        // The fresh reading's fields read in place, not a copy of the whole reading per unit and cycle.
+        let online = inputs.inverter?.isFresh(at: now, maxAge: controller.units[i].settings.inverterStaleAfter) == true
+        self.inverterOnline = online
         // As bessd drives it, corrected by what the inverter says (701 ConnSt, 101–103 St): open is open.
-        self.contactor = ContactorState.reported(driven: driven, connected: inverter?.connected)
-        self.reactivePower = inverter?.reactivePower ?? .nan
-        self.acVoltage = inverter?.voltage ?? .nan
+        self.contactor = ContactorState.reported(driven: driven, connected: online ? inputs.inverter?.value.connected : nil)
+        self.reactivePower = (online ? inputs.inverter?.value.reactivePower : nil) ?? .nan
+        self.acVoltage = (online ? inputs.inverter?.value.voltage : nil) ?? .nan
         // In p.u. of `grid_integration.reactive_power.nominal_voltage_v`, as the step read it.
         self.voltagePU = d.voltagePU ?? .nan
     }
