@@ -68,8 +68,16 @@ extension Scenario {
         var fixedVar: FixedVar?
         /// `opModTargetVar`, var (+ = injecting).
         var targetVar: Double?
+        /// `opModVoltVar`: the linked curve's points (V % of setVRef, Q % of setMaxVar) and its
+        /// `openLoopTms` (hundredths of a second).
+        var voltVar: (points: [[Int]], openLoopTms: Int)?
 
-        var isEmpty: Bool { fixedVar == nil && targetVar == nil }
+        var isEmpty: Bool { fixedVar == nil && targetVar == nil && voltVar == nil }
+
+        static func == (a: Self, b: Self) -> Bool {
+            a.fixedVar == b.fixedVar && a.targetVar == b.targetVar && a.voltVar?.points == b.voltVar?.points
+                && a.voltVar?.openLoopTms == b.voltVar?.openLoopTms
+        }
     }
 
     /// A bound on how often a signal turns back in a window: its moves larger than `deadband`
