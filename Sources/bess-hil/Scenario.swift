@@ -240,7 +240,8 @@ struct Scenario {
                     && (e.reversals == nil || e.rate == nil)
                 var span = false
                 if case .always = window { span = true }
-                if !alone || !span { fail(here, "reversals and rate stand alone, over from_s + to_s: they judge the window, not each sample") }
+                let key = e.reversals != nil ? "reversals" : "rate"
+                if !alone || !span { fail(here, "\(key) stands alone, over from_s + to_s: it judges the window, not each sample") }
             }
             if e.sep2 != nil, !(e.journal.isEmpty && e.numeric.isEmpty && e.bounds.isEmpty && e.codes.isEmpty && e.flags.isEmpty) {
                 fail(here, "sep2_schedule / sep2_responses stand alone: they judge the window against the server's record")

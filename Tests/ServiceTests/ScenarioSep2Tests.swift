@@ -60,6 +60,8 @@ struct ScenarioSep2Tests {
               - {from_s: 1, to_s: 4, reversals: {signal: grid_kw, max: 2, deadband: 0.5}, grid_kw: 0}
               - {at_s: 3, reversals: {signal: grid_kw, max: 2, deadband: 0.5}}
               - {from_s: 1, to_s: 4, reversals: {signal: nothing, max: 2, deadband: 0.5}}
+              - {from_s: 1, to_s: 4, rate: {signal: grid_kw, max_per_s: 0}}
+              - {at_s: 3, rate: {signal: grid_kw, max_per_s: 5}}
             """)
         guard case .failure(let error) = result else {
             Issue.record("loaded")
@@ -70,7 +72,8 @@ struct ScenarioSep2Tests {
                      "timeline[0].sep2.control: an mRID: 1–32 hex digits", "timeline[1].sep2.duration_s: is required, ≥ 1 s",
                      "timeline[2].sep2.opModExpLimW: whole watts", "timeline[3].sep2.opModExpLimW: unknown key with cancel",
                      "timeline[4].sep2.server: stop, silent or start", "timeline[5].sep2: names one of control, cancel, default, server",
-                     "expect[0]: reversals stands alone", "expect[1]: reversals stands alone", "expect[2].reversals: {signal: a numeric signal"] {
+                     "expect[0]: reversals stands alone", "expect[1]: reversals stands alone", "expect[2].reversals: {signal: a numeric signal",
+                     "expect[3].rate: {signal: a numeric signal, max_per_s: > 0}", "expect[4]: rate stands alone"] {
             #expect(error.message.contains(text), "\(text) in \(error)")
         }
         let orphan = try Self.load("timeline:\n  - {at_s: 1, sep2: {cancel: E1}}\nexpect:\n  - {at_s: 2, setpoint_kw: 5}")
