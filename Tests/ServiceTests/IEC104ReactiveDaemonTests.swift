@@ -30,11 +30,11 @@ struct IEC104ReactiveDaemonTests {
     func reactiveSetpointInForce() throws {
         let port = Loopback.freePort()
         let daemon = try RunningDaemon(yaml: IEC104DaemonTests.yaml(port: port))
-        #expect(!daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }.isEmpty, "bessd ready")
+        #expect(!daemon.notify.collect(seconds: 30) { $0.contains("READY=1") }.isEmpty, "bessd ready")
         let answers = try Self.c104(port, ["3003:direct:0.02", "3003:direct:100", "3004:direct:0"])
         #expect(answers == [["7+", "10+"], ["7-"], ["7-"]], "\(answers)")
         var last: (sources: [String], setpointKvar: Double) = ([], 0)
-        let inForce = waitFor(seconds: 5) {
+        let inForce = waitFor(seconds: 30) {
             last = Self.reactive(daemon)
             return last.sources == ["scada", "scada"] && abs(last.setpointKvar - 20) < 0.01
         }
@@ -48,13 +48,13 @@ struct IEC104ReactiveDaemonTests {
     func powerFactorInForce() throws {
         let port = Loopback.freePort()
         let daemon = try RunningDaemon(yaml: IEC104DaemonTests.yaml(port: port))
-        #expect(!daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }.isEmpty, "bessd ready")
+        #expect(!daemon.notify.collect(seconds: 30) { $0.contains("READY=1") }.isEmpty, "bessd ready")
         let answers = try Self.c104(port, ["3004:sbo:-0.95"])
         #expect(answers == [["7+", "7+", "10+"]], "\(answers)")
         var last: (sources: [String], setpointKvar: Double) = ([], 0)
         var powerKW = 0.0
         let ratio = (1 / (0.95 * 0.95) - 1).squareRoot()
-        let inForce = waitFor(seconds: 5) {
+        let inForce = waitFor(seconds: 30) {
             last = Self.reactive(daemon)
             let units = ((try? daemon.request(["verb": "status"]))?["units"] as? [[String: Any]]) ?? []
             powerKW = units.compactMap { $0["power_w"] as? Double }.reduce(0, +) / 1000
@@ -62,6 +62,7 @@ struct IEC104ReactiveDaemonTests {
         }
         #expect(inForce, "status: \(last), units at \(powerKW) kW")
         daemon.signal(SIGTERM)
-        _ = daemon.finish()
+        let (_, text) = daemon.finish()
+        if !inForce { print("JOURNAL:\n" + text.split(separator: "\n").filter { $0.contains("IEC") || $0.contains("3004") || $0.contains("104") }.joined(separator: "\n")) }
     }
 }
