@@ -28,16 +28,7 @@ struct Sep2CurveOpenDERTests {
 
     /// The curve as the worker published it for a 200 kW site of 200 kvar each way.
     static func received() throws -> VoltVarSettings {
-        var chain = Sep2Fixture.chain(controls: [Sep2WorkerTests.controlA])
-        chain["/derp/1/derc"] = Sep2Fixture.controlList([Sep2WorkerTests.controlA])
-            .replacingOccurrences(of: Sep2Fixture.exportLimit(1500), with: #"<opModVoltVar href="/derp/1/dc/1"/>"#)
-        chain["/derp/1/dc/1"] = document
-        let rig = Sep2WorkerTests.Rig(server: FakeSep2Server(chain))
-        rig.client.reactive.ratings = (200_000, 200_000)
-        rig.settle()
-        rig.advance(101)
-        rig.settle()
-        return try #require(rig.slot.read()?.voltVar, "\(rig.log.all)")
+        try #require(try Sep2CurvePowerOpenDERTests.received("opModVoltVar", document).voltVar)
     }
 
     /// One 100 kW unit on 230 V (line to neutral), configured at constant var 0 %, the utility's
