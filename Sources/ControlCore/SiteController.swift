@@ -296,7 +296,7 @@ public final class SiteController {
         // none, `rerate` does nothing and `carrying` is not looked at.
         if siteReactive.configured { siteReactive.rerate(reactiveStage) }
         let carrying = siteReactive.law == nil || reactiveStage.anyCarries(units, ceased: decision.utility.disconnected)
-        let reactive = siteReactive.step(units: units, request: party, measuredVar: measuredVar, meter: meteredVar(meter, now: now),
+        let reactive = siteReactive.step(units: units, request: party, measuredVar: measuredVar, meter: connection.reactiveReading(meter, units: units, gridVoltagePU: site.gridVoltagePU),
                                          maxLag: connection.settings.meterMaxLag, carrying: carrying, now: now,
                                          elapsedSeconds: elapsed)
         reactiveStage.useVoltWatt(utility.inForce?.voltWatt)
@@ -305,16 +305,6 @@ public final class SiteController {
         pool.lastCommanded = decision.delivered
         siteDecision = decision
         pool.report(decision.binding, connection: connection, events: &events, now: now)
-    }
-
-    /// The meter's reading for the reactive law while the connection point took it this step
-    /// (fresh): its instant, var (nil when it measures none) and p.u. voltage: the meter's when it
-    /// measures one (nil when that is implausible: 0 var), else the units' mean; nil otherwise.
-    func meteredVar(_ meter: Timestamped<MeterReading>?, now: MonotonicInstant) -> (takenAt: MonotonicInstant, reactive: Double?, voltagePU: Double?)? {
-        guard connection.settings.hasMeter, connection.gridPower != nil, let meter else { return nil }
-        let q = meter.value.reactivePower.flatMap { $0.isFinite ? $0 : nil }
-        let voltage = meter.value.voltage == nil ? SiteReactiveLaw.meanVoltage(units) : site.gridVoltagePU
-        return (meter.takenAt, q, voltage)
     }
 
     /// Names the site's volt-watt as what bounded the units' discharge when its cap is the lowest in
