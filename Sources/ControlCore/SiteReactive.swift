@@ -106,6 +106,13 @@ struct ReactiveStage: Sendable {
         return (Self.capability(rating, injecting: true), Self.capability(rating, injecting: false))
     }
 
+    /// The unit's apparent-power rating, VA (`VAMax` as its law runs it); 0 while its inverter reports
+    /// no var points (or it has no law), as `capability`.
+    func apparentRating(_ unit: Int) -> Double {
+        guard laws.indices.contains(unit), available[unit], let rating = laws[unit]?.rating else { return 0 }
+        return rating.apparentPowerVA
+    }
+
     /// `rating`'s reactive capability one way, var (a magnitude).
     static func capability(_ rating: UnitRating, injecting: Bool) -> Double {
         min(injecting ? rating.maxInjectVar : rating.maxAbsorbVar, rating.apparentPowerVA)
@@ -342,4 +349,10 @@ extension ReactiveSource {
         case .agc, .operatorOverride: return nil
         }
     }
+}
+
+extension SiteController {
+    /// Unit `unit`'s apparent-power rating, VA (`VAMax` as its law runs it); 0 while its inverter
+    /// reports no var points, as `reactiveCapability(unit:)`.
+    public func apparentRating(unit: Int) -> Double { reactiveStage.apparentRating(unit) }
 }

@@ -136,6 +136,9 @@ public struct UnitStatus: Sendable, Equatable {
     /// are `SiteView.varMaxInjecting` / `varMaxAbsorbing`.
     public var varMaxInjecting: Double = 0
     public var varMaxAbsorbing: Double = 0
+    /// The unit's apparent-power rating, VA (`VAMax` as its law runs it); 0 while the inverter reports
+    /// no var points. The site's sum is `SiteView.apparentPowerVA`.
+    public var apparentPowerVA: Double = 0
     /// Why the site's allocation gave the unit its setpoint, and whether it shares the site's request.
     public var share: ShareReason = .idle
     public var pooled = true

@@ -51,6 +51,10 @@ public struct SiteView: Sendable, Equatable {
     /// or power-factor command is judged against when it arrives (`acceptsVar`, `acceptsPowerFactor`).
     public var varMaxInjecting: Double = 0
     public var varMaxAbsorbing: Double = 0
+    /// Σ `VAMax` of the same units (each as its law runs it), VA; 0 when none has var points. What a
+    /// 2030.5 curve's y, % of `varMaxInjecting` / `varMaxAbsorbing`, is rescaled by to the % of each
+    /// unit's `VAMax` the law takes (docs/design/0010-reactive-power.md, 2030.5 curves).
+    public var apparentPowerVA: Double = 0
     /// Σ units' rated power, W, and Σ usable energy, Wh, as the site was started with.
     public var ratedPowerW: Double = 0
     public var usableEnergyWh: Double = 0
@@ -67,10 +71,11 @@ public struct SiteView: Sendable, Equatable {
         var weighted = 0.0, stored = 0.0, toFull = 0.0, capacity = 0.0
         var clampedStored = 0.0, clampedCapacity = 0.0
         var setpoints = 0.0, up = 0.0, down = 0.0
-        var varInjecting = 0.0, varAbsorbing = 0.0
+        var varInjecting = 0.0, varAbsorbing = 0.0, apparent = 0.0
         for (i, unit) in units.enumerated() {
             if unit.varMaxInjecting.isFinite { varInjecting += max(0, unit.varMaxInjecting) }
             if unit.varMaxAbsorbing.isFinite { varAbsorbing += max(0, unit.varMaxAbsorbing) }
+            if unit.apparentPowerVA.isFinite { apparent += max(0, unit.apparentPowerVA) }
             if unit.power.isFinite {
                 power += unit.power
                 powered = true
@@ -127,6 +132,7 @@ public struct SiteView: Sendable, Equatable {
         limitAvailability(gridPower: site.gridPower, settings)
         varMaxInjecting = varInjecting
         varMaxAbsorbing = varAbsorbing
+        apparentPowerVA = apparent
         ratedPowerW = settings.ratedPowerW
         usableEnergyWh = settings.usableEnergyWh
     }

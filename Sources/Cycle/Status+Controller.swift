@@ -125,6 +125,7 @@ extension UnitStatus {
         self.reactiveSetpoint = d.reactive ?? .nan
         self.reactiveSource = d.reactiveSource
         (self.varMaxInjecting, self.varMaxAbsorbing) = controller.reactiveCapability(unit: i)
+        self.apparentPowerVA = controller.apparentRating(unit: i)
         self.active = d.activeCodes
         self.latched = d.latchedCodes
         self.mode = controller.units[i].mode

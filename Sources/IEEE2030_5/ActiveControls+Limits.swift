@@ -16,9 +16,11 @@ extension ActiveControls {
     ///   - varAbsorbing: Σ `VarMaxAbs`, a magnitude (`setMaxVarNeg`).
     ///   - curves: the `DERCurve`s read, by href: `opModVoltVar`, `opModWattVar` and `opModVoltWatt` take
     ///     their linked curve where it applies (y rescaled from % of `setMaxVar` to % of the site's
-    ///     apparent rating, `siteRatingW`); a curve not read or not applied leaves the field nil.
+    ///     apparent rating `apparentVA`); a curve not read or not applied leaves the field nil.
+    ///   - apparentVA: Σ `VAMax` of the units with var points, VA (`SiteView.apparentPowerVA`); nil:
+    ///     `siteRatingW` (exact only where each unit's `VAMax` is its active rating).
     public func utilityLimits(siteRatingW: Double, varInjecting: Double = 0, varAbsorbing: Double = 0,
-                              curves: [String: DERCurve] = [:]) -> UtilityLimits {
+                              curves: [String: DERCurve] = [:], apparentVA: Double? = nil) -> UtilityLimits {
         let rating = siteRatingW.isFinite ? max(0, siteRatingW) : 0
         var out = UtilityLimits()
         out.exportLimitW = base.exportLimitW?.watts
@@ -41,7 +43,7 @@ extension ActiveControls {
         out.powerFactorAbsorbing = base.fixedPFAbsorb?.signed
         out.fixedVar = base.fixedVar?.vars(ratingW: rating, injecting: varInjecting, absorbing: varAbsorbing)
         out.targetVar = base.targetVar?.vars
-        let scale = DERCurve.VarScale(apparentVA: rating, varInjecting: varInjecting, varAbsorbing: varAbsorbing)
+        let scale = DERCurve.VarScale(apparentVA: apparentVA ?? rating, varInjecting: varInjecting, varAbsorbing: varAbsorbing)
         for (control, result) in base.curves(in: curves, varScale: scale) {
             guard case .success(let curve) = result else { continue }
             switch (control, curve) {

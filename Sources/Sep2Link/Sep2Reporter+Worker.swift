@@ -43,9 +43,9 @@ private final class CyclePublished: Sendable {
 }
 
 extension Sep2VarCapability {
-    /// The var capability of the `SiteView` the cycle last published in `shared` (a copy under its lock,
-    /// never a wait for a cycle); nil before its first publication.
-    static func published(in shared: SharedState) -> @Sendable () -> (injecting: Double, absorbing: Double)? {
+    /// The var capability and apparent rating of the `SiteView` the cycle last published in `shared` (a
+    /// copy under its lock, never a wait for a cycle); nil before its first publication.
+    static func published(in shared: SharedState) -> @Sendable () -> (injecting: Double, absorbing: Double, apparentVA: Double)? {
         let published = CyclePublished()
         return {
             if !published.once.load(ordering: .relaxed) {
@@ -58,7 +58,8 @@ extension Sep2VarCapability {
             }
             let view = shared.view
             return (view.varMaxInjecting.isFinite ? max(0, view.varMaxInjecting) : 0,
-                    view.varMaxAbsorbing.isFinite ? max(0, view.varMaxAbsorbing) : 0)
+                    view.varMaxAbsorbing.isFinite ? max(0, view.varMaxAbsorbing) : 0,
+                    view.apparentPowerVA.isFinite ? max(0, view.apparentPowerVA) : 0)
         }
     }
 }
@@ -82,6 +83,7 @@ extension Sep2Client {
         let server = Int64(schedule.serverTime(now: now, wall: wall).rounded(.down))
         let refusedMRIDs = Set(controlRefusals.values.joined().compactMap(\.mRID))
         r.reporter.reactiveScope = reactive.ratings.map { Sep2ReactiveScope(injecting: $0.injecting, absorbing: $0.absorbing, ratingW: settings.siteRatingW,
+                                                                                  apparentVA: reactive.apparentVA,
                                                                                   curves: schedule.curves) }
         let made = (schedule.known ? r.reporter.track(schedule.programs, serverTime: server, randomization: schedule.randomization, held: schedule.held,
                                                      refused: refusedMRIDs) : [])
@@ -101,7 +103,10 @@ extension Sep2Client {
         }
         if r.sampledSecond != second, var sample = r.sample() {
             r.sampledSecond = second
-            if reactive.source == nil { reactive.ratings = (sample.varMaxInjecting, sample.varMaxAbsorbing) }
+            if reactive.source == nil {
+                reactive.ratings = (sample.varMaxInjecting, sample.varMaxAbsorbing)
+                reactive.apparentVA = sample.apparentPowerVA
+            }
             let limits = state.withLock { $0.limits }
             sample.connectAllowed = limits?.connect ?? true
             sample.energizeAllowed = limits?.energize ?? true

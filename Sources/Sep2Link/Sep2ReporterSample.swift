@@ -80,6 +80,8 @@ public struct Sep2SiteSample: Sendable, Equatable {
     /// var points (`SiteView.varMaxInjecting` / `…Absorbing`); 0 when none has them.
     public var varMaxInjecting = 0.0
     public var varMaxAbsorbing = 0.0
+    /// Σ `VAMax` of the same units, VA (`SiteView.apparentPowerVA`).
+    public var apparentPowerVA = 0.0
     /// The `setGradW` of the DefaultDERControl in force (mirrored into DERSettings), nil for none.
     public var defaultSetGradW: UInt16?
 
@@ -119,6 +121,7 @@ public struct Sep2SiteSample: Sendable, Equatable {
         derV = view.unitsVoltageV
         varMaxInjecting = view.varMaxInjecting.isFinite ? max(0, view.varMaxInjecting) : 0
         varMaxAbsorbing = view.varMaxAbsorbing.isFinite ? max(0, view.varMaxAbsorbing) : 0
+        apparentPowerVA = view.apparentPowerVA.isFinite ? max(0, view.apparentPowerVA) : 0
         // Each unit's SOC clamped to 0…100, as the reports have always posted it.
         storedWh = view.clampedStoredWh
         socPercent = view.clampedSOCPercent

@@ -53,15 +53,16 @@ struct Sep2Schedule {
     }
 
     /// Resolves the programs at the server's time for a site of `siteRatingW` and var capability
-    /// `varCapability` (`opModFixedVar`'s references).
+    /// `varCapability` (`opModFixedVar`'s references) and apparent rating `apparentVA` (the curves' y; nil:
+    /// `siteRatingW`).
     mutating func resolve(now: MonotonicInstant, wall: Double, siteRatingW: Double,
-                          varCapability: (injecting: Double, absorbing: Double) = (0, 0)) -> Resolution {
+                          varCapability: (injecting: Double, absorbing: Double) = (0, 0), apparentVA: Double? = nil) -> Resolution {
         let server = serverTime(now: now, wall: wall)
         let second = Int64(server.rounded(.down))
         pruneHeld(at: second)
         let active = EventRules.resolve(programs, now: second, randomization: randomization, held: held)
         var limits = active.utilityLimits(siteRatingW: siteRatingW, varInjecting: varCapability.injecting, varAbsorbing: varCapability.absorbing,
-                                          curves: curves)
+                                          curves: curves, apparentVA: apparentVA)
         var shown = active
         if !held.isEmpty {
             // Held controls answer as they were resolved, but the site's limits are never looser than
@@ -69,7 +70,7 @@ struct Sep2Schedule {
             let plain = EventRules.resolve(programs, now: second, randomization: randomization)
             let heldLimits = limits
             limits = limits.tightened(by: plain.utilityLimits(siteRatingW: siteRatingW, varInjecting: varCapability.injecting,
-                                                              varAbsorbing: varCapability.absorbing, curves: curves))
+                                                              varAbsorbing: varCapability.absorbing, curves: curves, apparentVA: apparentVA))
             // `bessctl ieee2030-5` lists what bounds each type: the server's own source where it is the tighter.
             for type in ControlType.allCases where Sep2State.value(type, limits) != Sep2State.value(type, heldLimits) {
                 if let source = plain.sources[type] { shown.sources[type] = source }

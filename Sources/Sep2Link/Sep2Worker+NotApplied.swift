@@ -58,16 +58,22 @@ struct Sep2VarCapability: Sendable {
     /// `opModFixedVar`'s `setMaxVar` / `statVarAvail`, and what a utility var or power factor is
     /// judged against; nil while unknown (every reactive value is then left out).
     var ratings: (injecting: Double, absorbing: Double)?
-    /// Where `ratings` are read afresh at each publication: the cycle's published `SiteView`
-    /// (`Sep2Worker.judgeReactive(against:)`), nil until it publishes one; without it the report sample
-    /// sets them.
-    var source: (@Sendable () -> (injecting: Double, absorbing: Double)?)?
+    /// Σ `VAMax` of the same units, VA (`SiteView.apparentPowerVA`): what a curve's y, % of `ratings`,
+    /// is rescaled by to the % of each unit's `VAMax` the law takes; nil: the site's rating in W.
+    var apparentVA: Double?
+    /// Where `ratings` and `apparentVA` are read afresh at each publication: the cycle's published
+    /// `SiteView` (`Sep2Worker.judgeReactive(against:)`), nil until it publishes one; without it the
+    /// report sample sets them.
+    var source: (@Sendable () -> (injecting: Double, absorbing: Double, apparentVA: Double)?)?
     /// The lines said for the controls left out now.
     var said: Set<String> = []
 
     /// Reads `ratings` from `source`, where there is one.
     mutating func refresh() {
-        if let source { ratings = source() }
+        guard let source else { return }
+        let read = source()
+        ratings = read.map { ($0.injecting, $0.absorbing) }
+        apparentVA = read?.apparentVA
     }
 
     /// `limits` without the reactive controls the site does not carry out, each named with the control it
@@ -77,7 +83,7 @@ struct Sep2VarCapability: Sendable {
     mutating func within(_ limits: UtilityLimits, requested: DERControlBase, sources: [ControlType: ControlSource], ratingW: Double,
                          curves: [String: DERCurve] = [:]) -> (limits: UtilityLimits, fresh: [String])
     {
-        let judged = Self.judge(limits, requested: requested, ratings: ratings, ratingW: ratingW, curves: curves)
+        let judged = Self.judge(limits, requested: requested, ratings: ratings, ratingW: ratingW, curves: curves, apparentVA: apparentVA)
         func from(_ type: ControlType) -> String { sources[type].map { " (" + Sep2State.describe($0) + ")" } ?? "" }
         let lines = Set(judged.leftOut.map { $0.value + from($0.key) })
         let fresh = lines.subtracting(said).sorted()
@@ -89,14 +95,14 @@ struct Sep2VarCapability: Sendable {
     /// every one while `ratings` is unknown; a var beyond Σ `VarMaxInj` (injecting) or Σ `VarMaxAbs`
     /// (absorbing); a power factor below the site's least at its rating `ratingW`
     /// (`P_rated / √(P_rated² + Q_max²)` for that excitation); an `opModFixedVar` of `requested` whose
-    /// reference is 0 (`limits.fixedVar` nil).
+    /// reference is 0 (`limits.fixedVar` nil). A curve's y is rescaled by `apparentVA` (nil: `ratingW`).
     static func judge(_ limits: UtilityLimits, requested: DERControlBase, ratings: (injecting: Double, absorbing: Double)?, ratingW: Double,
-                      curves: [String: DERCurve] = [:]) -> (limits: UtilityLimits, leftOut: [ControlType: String])
+                      curves: [String: DERCurve] = [:], apparentVA: Double? = nil) -> (limits: UtilityLimits, leftOut: [ControlType: String])
     {
         var out = limits
         var why: [ControlType: String] = [:]
         // A curve not read, or not applicable (`limits` then carries none): its control says why.
-        let scale = DERCurve.VarScale(apparentVA: ratingW, varInjecting: ratings?.injecting ?? 0, varAbsorbing: ratings?.absorbing ?? 0)
+        let scale = DERCurve.VarScale(apparentVA: apparentVA ?? ratingW, varInjecting: ratings?.injecting ?? 0, varAbsorbing: ratings?.absorbing ?? 0)
         for (control, result) in requested.curves(in: curves, varScale: scale) {
             if case .failure(let refusal) = result { why[control.type] = refusal.reason }
         }
@@ -144,8 +150,9 @@ struct Sep2VarCapability: Sendable {
         var one = ActiveControls()
         one.base = base
         let limits = one.utilityLimits(siteRatingW: scope.ratingW, varInjecting: scope.injecting, varAbsorbing: scope.absorbing,
-                                       curves: scope.curves)
-        let why = judge(limits, requested: base, ratings: (scope.injecting, scope.absorbing), ratingW: scope.ratingW, curves: scope.curves).leftOut
+                                       curves: scope.curves, apparentVA: scope.apparentVA)
+        let why = judge(limits, requested: base, ratings: (scope.injecting, scope.absorbing), ratingW: scope.ratingW, curves: scope.curves,
+                        apparentVA: scope.apparentVA).leftOut
         let set = DERControlBase.reactiveTypes.filter { base.sets($0) }
         guard !set.isEmpty, set.allSatisfy({ why[$0] != nil }) else { return nil }
         return set.sorted { $0.rawValue < $1.rawValue }.compactMap { why[$0] }.joined(separator: "; ")
@@ -158,6 +165,8 @@ struct Sep2ReactiveScope: Sendable, Equatable {
     var injecting = 0.0
     var absorbing = 0.0
     var ratingW = 0.0
+    /// Σ `VAMax` of the units with var points, VA; nil: `ratingW`.
+    var apparentVA: Double?
     /// The curves the worker read, by href.
     var curves: [String: DERCurve] = [:]
 }

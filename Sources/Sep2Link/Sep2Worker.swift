@@ -399,7 +399,8 @@ extension Sep2Client {
     @discardableResult
     func publish(now: MonotonicInstant, wall: Double) -> MonotonicInstant? {
         reactive.refresh()
-        let resolved = schedule.resolve(now: now, wall: wall, siteRatingW: settings.siteRatingW, varCapability: reactive.ratings ?? (0, 0))
+        let resolved = schedule.resolve(now: now, wall: wall, siteRatingW: settings.siteRatingW, varCapability: reactive.ratings ?? (0, 0),
+                                       apparentVA: reactive.apparentVA)
         let active = resolved.active
         controlRecorder.noteInForce(active, second: resolved.second, schedule: schedule, siteRatingW: settings.siteRatingW)
         let within = reactive.within(resolved.limits, requested: active.base, sources: active.sources, ratingW: settings.siteRatingW,
