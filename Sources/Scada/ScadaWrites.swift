@@ -120,8 +120,6 @@ extension ScadaImage {
                     return .failure(.init(exception: 3, reason: "VarSetPri = \(value) refused: it is reactive_priority in the configuration "
                         + "(\(served), \(served == 1 ? "REACTIVE" : "ACTIVE")); only that value may be written"))
                 }
-                // Taken, and said: the audit names every point an accepted write touched.
-                decoder.changes.append(.init(point: point.name, old: Double(served), new: Double(served)))
                 continue
             }
             if let refusal = decoder.apply(point, value: value, registers: registers) { return .failure(refusal) }
