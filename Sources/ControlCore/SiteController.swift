@@ -295,6 +295,7 @@ public final class SiteController {
         // The stage is read (a copy of it, out of this class) only where the site has a law: with
         // none, `rerate` does nothing and `carrying` is not looked at.
         if siteReactive.configured { siteReactive.rerate(reactiveStage) }
+        siteReactive.useVoltWatt(utility.inForce?.voltWatt)
         let carrying = siteReactive.law == nil || reactiveStage.anyCarries(units, ceased: decision.utility.disconnected)
         let reactive = siteReactive.step(units: units, request: party, measuredVar: measuredVar, meter: connection.reactiveReading(meter, units: units, gridVoltagePU: site.gridVoltagePU),
                                          maxLag: connection.settings.meterMaxLag, carrying: carrying, now: now,

@@ -19,7 +19,9 @@ import GridSupport
 /// - A voltage mode without a plausible voltage asks 0 var (`staleVoltage`), never full var.
 /// - Constant power factor and a party's PF setpoint are never closed on the meter: each unit holds
 ///   the power factor (the meter's P includes the load).
-/// - Volt-watt caps Σ units' discharge in the next period's bounds (`voltWattCap`).
+/// - Volt-watt caps Σ units' discharge in the next period's bounds (`voltWattCap`). The utility's
+///   volt-watt in force (2030.5 `opModVoltWatt`) replaces a volt-watt configured here, as it replaces
+///   each unit's (`useVoltWatt`), and the configured one returns when it ends.
 /// - A party's request replaces the site's mode while it holds, the law retuned to it (`tune`), so
 ///   when it ends the mode goes on from where Q stands, with no step.
 ///
@@ -64,6 +66,16 @@ struct SiteReactiveLaw: Sendable {
     private var recorded: Double?
     /// True while the law follows a party's request (`tune`) rather than the configured mode.
     private(set) var tuned = false
+    /// The utility's volt-watt in place of the configured one (`useVoltWatt`); nil: the configured one.
+    private(set) var utilityVoltWatt: VoltWattSettings?
+
+    /// The settings the law runs when no party asks: the configured ones, with the utility's volt-watt
+    /// in place of the configured one while it is in force.
+    private var inForce: GridSupportSettings? {
+        guard var out = settings else { return nil }
+        if let utilityVoltWatt { out.voltWatt = utilityVoltWatt }
+        return out
+    }
 
     /// `metered`: the site has a meter, so a party's var setpoint is held at it even without a law.
     init(settings: GridSupportSettings?, metered: Bool, history: Int = 2048) {
@@ -97,7 +109,7 @@ struct SiteReactiveLaw: Sendable {
         guard sum != rating else { return }
         rating = sum
         deadband = max(100, va / 1000)
-        law = sum.flatMap { try? GridSupportController(settings: settings, rating: $0) }
+        law = sum.flatMap { try? GridSupportController(settings: inForce ?? settings, rating: $0) }
         initial = law
         // A request in force is taken up again by the next `tune`, on the new rating.
         tuned = false
@@ -190,7 +202,7 @@ struct SiteReactiveLaw: Sendable {
     /// as at each unit. Volt-watt and the priority stay the configured ones. Retuned only when the
     /// request moved more than `ReactiveStage.retuneVar`; nothing to do without a reactive mode.
     private mutating func tune(_ ask: ReactiveAsk?) {
-        guard let base = settings, base.reactive != nil, law != nil else { return }
+        guard let base = inForce, base.reactive != nil, law != nil else { return }
         var next = base
         switch ask {
         case .vars(let q)?:
@@ -252,6 +264,27 @@ struct SiteReactiveLaw: Sendable {
         ConnectionPoint.follow(&next, low: target + low, high: target + high, raiseBy: deadband, lowerBy: deadband)
         ask = next ?? target
         return ask!
+    }
+
+    /// Puts the utility's volt-watt (`curve`, 2030.5 `opModVoltWatt` in force) in place of a volt-watt
+    /// configured at the connection point, or (nil) the configured one back, each period before `step`:
+    /// the law (and the law at rest, `initial`) retuned only when it changes, its filter going on from
+    /// where the limit stands. A site law without a configured volt-watt is left alone: the utility's
+    /// then applies at each unit only (`ReactiveStage.useVoltWatt`), as it does without a site law.
+    mutating func useVoltWatt(_ curve: VoltWattSettings?) {
+        guard let configured = settings?.voltWatt else { return }
+        utilityVoltWatt = curve
+        let wanted = curve ?? configured
+        if law != nil, law!.settings.voltWatt != wanted {
+            var next = law!.settings
+            next.voltWatt = wanted
+            try? law!.retune(next)
+        }
+        if initial != nil, initial!.settings.voltWatt != wanted {
+            var next = initial!.settings
+            next.voltWatt = wanted
+            try? initial!.retune(next)
+        }
     }
 
     /// The mean of the per-unit voltages the units read this period (each nil when stale or
