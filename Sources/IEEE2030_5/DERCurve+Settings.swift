@@ -23,7 +23,7 @@ public enum AppliedCurve: Sendable, Equatable {
 /// nominal voltage: 100 is 1.00 p.u.) or, for watt-var, % of `setMaxW`, 0…100 only (the curve is flat
 /// at its first point while charging); y is % of `yRefType`: `setMaxVar` (2) or `statVarAvail` (3)
 /// for the var curves, rescaled to % of the site's `setMaxVA` as the law takes it, and `setMaxW` (1)
-/// for volt-watt. Point counts: volt-var 4, volt-watt 2…4, watt-var 2…6; every value then in IEEE
+/// for volt-watt. Point counts: volt-var 4, volt-watt 2…4, watt-var 3; every value then in IEEE
 /// 1547-2018's ranges (`GridSupportError` from the settings' `validate`). `openLoopTms` is the
 /// response time (absent: the profile's); volt-var's `vRef` (`PerCent`, absent: 100 %), and
 /// `autonomousVRefEnable` / `…TimeConstant` (absent: off, 300 s) map to VRef and its adjustment.
@@ -48,7 +48,8 @@ extension DERCurve {
             switch self {
             case .voltVar: 4...4
             case .voltWatt: 2...4
-            case .wattVar: 2...6
+            // IEEE 1547-2018 Table 9's P1…P3 (x 0…100 % only): its ranges are then checked whole.
+            case .wattVar: 3...3
             }
         }
 

@@ -41,6 +41,7 @@ struct DERCurveTests {
         ("pf", curve("B7", type: 11, [], pointXML: (0..<4).map { "<CurveData><excitation>true</excitation><xvalue>\(92 + $0 * 5)</xvalue><yvalue>95</yvalue></CurveData>" }.joined())),
         ("ten", curve("B8", type: 14, (0..<10).map { ($0 * 10, 0) })),
         ("vw-charging", curve("B9", type: 12, [(106, 100), (110, -50)], yRef: 1)),
+        ("wv-2", curve("BA", type: 14, [(0, 44), (100, -44)])),
     ]
 
     static func read(_ name: String) throws -> DERCurve {
@@ -84,7 +85,8 @@ struct DERCurveTests {
             ("vv-olrt", .voltVar, "opModVoltVar not applied: GRID_RESPONSE_TIME_RANGE"),
             ("pf", .voltVar, "opModVoltVar not applied: its curve's y is a power factor (excitation set)"),
             ("vw", .voltVar, "opModVoltVar not applied: its curve has curveType 12, not 11"),
-            ("ten", .wattVar, "opModWattVar not applied: its curve has 10 points, not 2 to 6"),
+            ("ten", .wattVar, "opModWattVar not applied: its curve has 10 points, not 3"),
+            ("wv-2", .wattVar, "opModWattVar not applied: its curve has 2 points, not 3"),
             // The utility's volt-watt never makes storage charge (the site's import limits bound
             // requests, not a unit's law).
             ("vw-charging", .voltWatt, "opModVoltWatt not applied: its curve's point 2 asks -50.0 % of setMaxW: below 0 %"),
