@@ -49,9 +49,10 @@ struct ScenarioResponseTimeTests {
             // bessd reads the voltage one poll late and its write lands a period on: one period, and the
             // runner's sample spacing on either trace. The runner samples every 100 ms when the host
             // lets it; a sample late by g holds the old voltage g longer for OpenDER while bessd ran on
-            // in real time, so the widest gap between samples over the response counts, not 100 ms.
+            // in real time, so the widest gap between samples over the response counts, not 100 ms,
+            // up to 0.4 s: a runner stalled longer fails the check rather than widening it further.
             let gap = Self.widestGap(rows, from: step - period, to: step + max(written, theirs) + period)
-            #expect(abs(written - theirs) <= period + max(0.1, gap) + 1e-9,
+            #expect(abs(written - theirs) <= period + min(max(0.1, gap), 0.4) + 1e-9,
                     "step at \(step) s: bessd's var at 90 % after \(written) s, OpenDER's after \(theirs) s (widest sample gap \(gap) s)")
             #expect(measured >= written && measured <= written + 0.6,
                     "step at \(step) s: the inverter's var at 90 % after \(measured) s, the written var after \(written) s")
