@@ -1,5 +1,6 @@
+import BessSystem
 import ControlCore
-import Cycle
+@testable import Cycle
 import GridSupport
 @testable import Sep2Link
 import TestSupport
@@ -45,5 +46,29 @@ struct Sep2CurveApparentTests {
         units[2].apparentPowerVA = .nan
         let view = SiteView(units: units, site: SiteStatus(), capacitiesWh: [])
         #expect(view.apparentPowerVA == 225_000)
+    }
+
+    @Test("the worker reads Σ VAMax from the view the cycle publishes, and rescales the curve by it")
+    func fromPublishedView() throws {
+        let chain = Curves.chain(#"<opModVoltVar href="/derp/1/dc/1"/>"#, curves: ["/derp/1/dc/1": Curves.curve("/derp/1/dc/1", type: 11, Curves.categoryB)])
+        let rig = Sep2WorkerTests.Rig(server: FakeSep2Server(chain))
+        let shared = SharedState(units: 2)
+        let source = Sep2VarCapability.published(in: shared)
+        rig.client.reactive.source = source
+        #expect(source() == nil, "nothing before the cycle publishes")
+        // Two units of 125 kVA and 50 kvar each way, as a cycle would publish them.
+        var unit = UnitStatus()
+        unit.varMaxInjecting = 50_000
+        unit.varMaxAbsorbing = 50_000
+        unit.apparentPowerVA = 125_000
+        shared.publish(unitStatus: [unit, unit])
+        shared.contents.withLock { $0.stats.cycles &+= 1 }
+        let read = try #require(source())
+        #expect(read.injecting == 100_000 && read.absorbing == 100_000 && read.apparentVA == 250_000)
+        rig.settle()
+        rig.advance(101)
+        rig.settle()
+        let y = rig.slot.read()?.voltVar?.curve[0].y
+        #expect(y.map { abs($0 - 17.6) < 1e-9 } == true, "\(String(describing: y))")
     }
 }
