@@ -22,7 +22,8 @@ public enum AppliedCurve: Sendable, Equatable {
 /// effective voltage in % (bessd reports `setVRef` = `setVNom` and `setVRefOfs` 0, so it is % of the
 /// nominal voltage: 100 is 1.00 p.u.) or, for watt-var, % of `setMaxW`, 0…100 only (the curve is flat
 /// at its first point while charging); y is % of `yRefType`: `setMaxVar` (2) or `statVarAvail` (3)
-/// for the var curves, rescaled to % of the site's `setMaxVA` as the law takes it, and `setMaxW` (1)
+/// for the var curves, rescaled by the site's Σ `VAMax` to the % of each unit's `VAMax` the law takes
+/// (`VarScale`), and `setMaxW` (1)
 /// for volt-watt. Point counts: volt-var 4, volt-watt 2…4, watt-var 3; every value then in IEEE
 /// 1547-2018's ranges (`GridSupportError` from the settings' `validate`). `openLoopTms` is the
 /// response time (absent: the profile's); volt-var's `vRef` (`PerCent`, absent: 100 %), and
@@ -57,8 +58,9 @@ extension DERCurve {
         var yRefTypes: ClosedRange<UInt8> { self == .voltWatt ? 1...1 : 2...3 }
     }
 
-    /// The site's var capability over its apparent rating (`setMaxVar` / `setMaxVA`, `setMaxVarNeg` /
-    /// `setMaxVA`): what turns a % of `setMaxVar` into the % of `VAMax` the law takes.
+    /// The site's var capability over its apparent rating (`setMaxVar` / Σ `VAMax`, `setMaxVarNeg` /
+    /// Σ `VAMax`, over the units with var points: `SiteView.apparentPowerVA`): what turns a % of
+    /// `setMaxVar` into the % of each unit's `VAMax` the law takes.
     public struct VarScale: Sendable, Equatable {
         public var injecting: Double
         public var absorbing: Double
@@ -68,7 +70,7 @@ extension DERCurve {
             self.absorbing = absorbing
         }
 
-        /// From the site's `setMaxVA` and its var capability (magnitudes); zero where the rating is.
+        /// From the site's Σ `VAMax` and its var capability (magnitudes); zero where the rating is.
         public init(apparentVA: Double, varInjecting: Double, varAbsorbing: Double) {
             let ok = apparentVA.isFinite && apparentVA > 0
             injecting = ok && varInjecting.isFinite ? max(0, varInjecting) / apparentVA : 0
