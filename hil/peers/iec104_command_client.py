@@ -31,6 +31,10 @@ def parse(command: str) -> tuple:
     return int(ioa), mode, float(value)
 
 
+# c104's wait for each confirmation, ms (see main).
+COMMAND_TIMEOUT_MS = 4000
+
+
 def main() -> None:
     port, ca = int(sys.argv[1]), int(sys.argv[2])
     commands = [parse(c) for c in sys.argv[3:]]
@@ -52,7 +56,7 @@ def main() -> None:
     # accepted, the raw frames hold its ACT_CON) and then never sends the execute: it waits out its
     # command timeout and returns false. Its wait is kept under the outstation's 10 s selection so the
     # client can send the execute itself (below), while the selection still stands.
-    client, connection, station = station_of(port, ca, on_raw, command_timeout_ms=4000)
+    client, connection, station = station_of(port, ca, on_raw, command_timeout_ms=COMMAND_TIMEOUT_MS)
     points = {}
     for ioa, _, _ in commands:
         if ioa not in points:
@@ -73,9 +77,13 @@ def main() -> None:
         point = points[ioa]
         point.command_mode = c104.CommandMode.SELECT_AND_EXECUTE if mode == "sbo" else c104.CommandMode.DIRECT
         point.value = value
+        sent_at = time.time()
         verdict = point.transmit(cause=c104.Cot.ACTIVATION)
         executed_by_client = False
-        if mode == "sbo" and not verdict:
+        # Only a transmit that waited out c104's whole timeout missed a confirmation; one that came
+        # back sooner had its answer (an execute refused returns false at once, its 7- maybe still
+        # on its way to on_raw).
+        if mode == "sbo" and not verdict and time.time() - sent_at >= 0.9 * COMMAND_TIMEOUT_MS / 1000:
             # The select's own answer decides: once it is a positive ACT_CON and nothing followed, the
             # execute is what IEC 60870-5-104 has it be, the same command with S/E = 0, sent here.
             deadline = time.time() + 5
