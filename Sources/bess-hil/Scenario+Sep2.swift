@@ -68,16 +68,10 @@ extension Scenario {
         var fixedVar: FixedVar?
         /// `opModTargetVar`, var (+ = injecting).
         var targetVar: Double?
-        /// `opModVoltVar`: the linked curve's points (V % of setVRef, Q % of setMaxVar) and its
-        /// `openLoopTms` (hundredths of a second).
-        var voltVar: (points: [[Int]], openLoopTms: Int)?
+        /// The curve controls by element (`Sep2Curve.kinds`: `opModVoltVar`, `opModWattVar`, `opModVoltWatt`).
+        var curves: [String: Sep2Curve] = [:]
 
-        var isEmpty: Bool { fixedVar == nil && targetVar == nil && voltVar == nil }
-
-        static func == (a: Self, b: Self) -> Bool {
-            a.fixedVar == b.fixedVar && a.targetVar == b.targetVar && a.voltVar?.points == b.voltVar?.points
-                && a.voltVar?.openLoopTms == b.voltVar?.openLoopTms
-        }
+        var isEmpty: Bool { fixedVar == nil && targetVar == nil && curves.isEmpty }
     }
 
     /// A bound on how often a signal turns back in a window: its moves larger than `deadband`
@@ -114,4 +108,18 @@ extension Scenario.Reversals {
         }
         return reversals
     }
+}
+
+/// A `sep2` control's curve (`opModVoltVar`, `opModWattVar` or `opModVoltWatt`): the points of the
+/// `DERCurve` it links to, as sep2_server.py serves them (x % of setVRef, or for watt-var of setMaxW; y %
+/// of setMaxVar, or for volt-watt of setMaxW), and its `openLoopTms` (hundredths of a second).
+struct Sep2Curve: Equatable, Encodable {
+    var points: [[Int]]
+    var openLoopTms: Int
+
+    /// Each curve element, its name in a label and its axes as a file writes them.
+    static let kinds: [(element: String, name: String, axes: String)] = [
+        ("opModVoltVar", "volt-var", "[[V %, Q %], …]"), ("opModWattVar", "watt-var", "[[P %, Q %], …]"),
+        ("opModVoltWatt", "volt-watt", "[[V %, P %], …]"),
+    ]
 }

@@ -95,7 +95,7 @@ final class Sep2Plant {
             command.start = Int(unix.rounded())
             command.duration = Int(duration.rounded())
             command.base = Sep2AdminBase(limits: limits.mapValues { Int($0) }, fixedVar: reactive.fixedVar, targetVar: reactive.targetVar.map { Int($0) },
-                                         voltVar: reactive.voltVar)
+                                         curves: reactive.curves)
             if responses { command.responseRequired = 3 }
         case .cancel(let mrid): command.cancel = mrid
         case .defaultControl(let limits): command.defaultLimits = limits.mapValues { Int($0) }
@@ -347,8 +347,9 @@ struct Sep2AdminBase: Encodable {
     var limits: [String: Int] = [:]
     var fixedVar: Scenario.Sep2Reactive.FixedVar?
     var targetVar: Int?
-    /// `opModVoltVar`: `{points, openLoopTms}` (sep2_server.py serves the curve it links to).
-    var voltVar: (points: [[Int]], openLoopTms: Int)?
+    /// `opModVoltVar`, `opModWattVar`, `opModVoltWatt`: `{points, openLoopTms}` each (sep2_server.py serves
+    /// the curve each links to).
+    var curves: [String: Sep2Curve] = [:]
 
     struct Key: CodingKey {
         var stringValue: String
@@ -367,11 +368,7 @@ struct Sep2AdminBase: Encodable {
             try fixed.encode(fixedVar.hundredthsPercent, forKey: Key("value"))
         }
         if let targetVar { try container.encode(targetVar, forKey: Key("opModTargetVar")) }
-        if let voltVar {
-            var curve = container.nestedContainer(keyedBy: Key.self, forKey: Key("opModVoltVar"))
-            try curve.encode(voltVar.points, forKey: Key("points"))
-            try curve.encode(voltVar.openLoopTms, forKey: Key("openLoopTms"))
-        }
+        for (element, curve) in curves { try container.encode(curve, forKey: Key(element)) }
     }
 }
 

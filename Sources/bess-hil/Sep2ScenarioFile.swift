@@ -176,7 +176,7 @@ enum Sep2ScenarioFile {
     }
 
     /// The reactive controls a `sep2` control may carry.
-    static let sep2Reactive = ["opModFixedVar", "opModTargetVar", "opModVoltVar"]
+    static let sep2Reactive = ["opModFixedVar", "opModTargetVar"] + Sep2Curve.kinds.map(\.element)
 
     /// A control's `opModFixedVar: {refType: 1, value: 3000}` (`DERUnitRefType` 0–7; `value` hundredths
     /// of a percent of it, −10000…10000, as 2030.5's `SignedPerCent`) and `opModTargetVar: −10000`
@@ -196,14 +196,15 @@ enum Sep2ScenarioFile {
                 fail("\(here).opModTargetVar", "whole var, −1e9–1e9 (+ = injecting)")
             }
         }
-        if let node = mapping[Node("opModVoltVar")] {
+        for (element, _, axes) in Sep2Curve.kinds {
+            guard let node = mapping[Node(element)] else { continue }
             // `{points: [[92, 44], …], openLoopTms: 100}`: sent as the server gives it; bessd judges it.
             let points = node["points"]?.sequence?.compactMap { $0.sequence?.compactMap(\.int) } ?? []
             if (1...10).contains(points.count), points.allSatisfy({ $0.count == 2 }), case let olrt = node["openLoopTms"]?.int ?? 500,
                (0...65_535).contains(olrt) {
-                reactive.voltVar = (points, olrt)
+                reactive.curves[element] = Sep2Curve(points: points, openLoopTms: olrt)
             } else {
-                fail("\(here).opModVoltVar", "{points: [[V %, Q %], …] (1–10), openLoopTms: hundredths of a second}")
+                fail("\(here).\(element)", "{points: \(axes) (1–10), openLoopTms: hundredths of a second}")
             }
         }
         return reactive
@@ -217,8 +218,10 @@ enum Sep2ScenarioFile {
                 + (references[$0.refType] ?? "refType \($0.refType)")
         }
         let target = reactive.targetVar.map { "target var \(($0 / 1000).formatted(.number.grouping(.never))) kvar" }
-        let curve = reactive.voltVar.map { "volt-var " + $0.points.map { "\($0[0])/\($0[1])" }.joined(separator: " ") }
-        return [fixed, target, curve].compactMap { $0 }.joined(separator: ", ")
+        let curves = Sep2Curve.kinds.compactMap { kind in
+            reactive.curves[kind.element].map { "\(kind.name) " + $0.points.map { "\($0[0])/\($0[1])" }.joined(separator: " ") }
+        }
+        return ([fixed, target].compactMap { $0 } + curves).joined(separator: ", ")
     }
 
     /// 2030.5 mRIDs are hexBinary128: 1–32 hex digits here.

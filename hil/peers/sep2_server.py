@@ -272,13 +272,18 @@ def connection_point(body, lock):
 # Limits: opModExpLimW, opModImpLimW, opModGenLimW, opModLoadLimW, in W (written as value × 10^multiplier,
 # the value an Int16). A base (a control's or the default's) may also carry the reactive controls
 # "opModFixedVar": {"refType": 0-7, "value": -10000..10000 hundredths of a percent} (FixedVar) and
-# "opModTargetVar": var (ReactivePower, value × 10^multiplier as the limits) and "opModVoltVar":
-# {"points": [[V %, Q %], ...], "openLoopTms": N}, a DERCurveLink to /derp/1/dc/MRID (admin_curve). The --control
+# "opModTargetVar": var (ReactivePower, value × 10^multiplier as the limits) and the curves "opModVoltVar":
+# {"points": [[V %, Q %], ...], "openLoopTms": N}, a DERCurveLink to /derp/1/dc/MRID, "opModWattVar" ([[P %, Q %], ...])
+# to /derp/1/dc/MRID/wv and "opModVoltWatt" ([[V %, P %], ...]) to /derp/1/dc/MRID/vw (admin_curve). The --control
 # and --default-exp-w arguments seed the state. /derp, /derp/1/derc and /derp/1/dderc are then
 # served from it.
 # ---------------------------------------------------------------------------------------------------
 ADMIN_LIMITS = ("opModExpLimW", "opModImpLimW", "opModGenLimW", "opModLoadLimW")
-ADMIN_REACTIVE = ("opModFixedVar", "opModTargetVar", "opModVoltVar")
+# Each curve element: the path its DERCurveLink adds to /derp/1/dc/MRID, its curveType, its yRefType (2 setMaxVar,
+# 1 setMaxW) and its axes, for messages.
+ADMIN_CURVES = {"opModVoltVar": ("", 11, 2, "[[V %, Q %], ...]"), "opModWattVar": ("/wv", 14, 2, "[[P %, Q %], ...]"),
+                "opModVoltWatt": ("/vw", 12, 1, "[[V %, P %], ...]")}
+ADMIN_REACTIVE = ("opModFixedVar", "opModTargetVar", *ADMIN_CURVES)
 
 
 class AdminState:
@@ -344,15 +349,17 @@ class AdminState:
 
 def admin_base(given):
     if not isinstance(given, dict) or not given or any(k not in ADMIN_LIMITS + ADMIN_REACTIVE for k in given):
-        raise ValueError(f"base: a mapping of {', '.join(ADMIN_LIMITS)} to W, opModFixedVar, opModTargetVar")
-    base = {k: int(v) for k, v in given.items() if k not in ("opModFixedVar", "opModVoltVar")}
-    if "opModVoltVar" in given:
-        curve = given["opModVoltVar"]
+        raise ValueError(f"base: a mapping of {', '.join(ADMIN_LIMITS)} to W, {', '.join(ADMIN_REACTIVE)}")
+    base = {k: int(v) for k, v in given.items() if k != "opModFixedVar" and k not in ADMIN_CURVES}
+    for element, (_, _, _, axes) in ADMIN_CURVES.items():
+        if element not in given:
+            continue
+        curve = given[element]
         points = curve.get("points") if isinstance(curve, dict) else None
         if (not isinstance(points, list) or not 1 <= len(points) <= 10
                 or any(not isinstance(p, list) or len(p) != 2 for p in points)):
-            raise ValueError("opModVoltVar: {points: [[V %, Q %], ...] (1-10), openLoopTms: hundredths of a second}")
-        base["opModVoltVar"] = {"points": [[int(x), int(y)] for x, y in points], "openLoopTms": int(curve.get("openLoopTms", 500))}
+            raise ValueError(f"{element}: {{points: {axes} (1-10), openLoopTms: hundredths of a second}}")
+        base[element] = {"points": [[int(x), int(y)] for x, y in points], "openLoopTms": int(curve.get("openLoopTms", 500))}
     if "opModFixedVar" in given:
         fixed = given["opModFixedVar"]
         if (not isinstance(fixed, dict) or set(fixed) != {"refType", "value"} or not 0 <= int(fixed["refType"]) <= 7
@@ -386,8 +393,9 @@ def admin_documents(args, admin):
 
     def base(given, mrid=None):
         fields = {k: ActivePower(**scaled(v)) for k, v in given.items() if k in ADMIN_LIMITS}
-        if "opModVoltVar" in given and mrid:
-            fields["opModVoltVar"] = Link(href=f"/derp/1/dc/{mrid}")
+        for element, (suffix, _, _, _) in ADMIN_CURVES.items():
+            if element in given and mrid:
+                fields[element] = Link(href=f"/derp/1/dc/{mrid}{suffix}")
         if "opModFixedVar" in given:
             fields["opModFixedVar"] = FixedVar(**given["opModFixedVar"])
         if "opModTargetVar" in given:
@@ -424,21 +432,29 @@ def admin_documents(args, admin):
 
 
 def admin_curve(admin, path):
-    """GET /derp/1/dc/MRID: the DERCurve (curveType 11, V in % of setVRef, Q in % of setMaxVar) of that
-    control's opModVoltVar, written here (envoy-schema has no DERCurve model); None: no such curve."""
+    """GET /derp/1/dc/MRID (the control's opModVoltVar: curveType 11, V in % of setVRef, Q in % of setMaxVar),
+    /derp/1/dc/MRID/wv (opModWattVar: 14, P in % of setMaxW, Q in % of setMaxVar) or /derp/1/dc/MRID/vw
+    (opModVoltWatt: 12, V in % of setVRef, P in % of setMaxW): the DERCurve written here (envoy-schema has
+    no DERCurve model), its mRID the control's (for watt-var and volt-watt cut to 30 hex digits and the
+    curveType's two appended); None: no such curve."""
     if not path.startswith("/derp/1/dc/"):
         return None
-    mrid = path[len("/derp/1/dc/"):]
+    mrid, _, suffix = path[len("/derp/1/dc/"):].partition("/")
+    found = [(element, kind) for element, kind in ADMIN_CURVES.items() if kind[0] == (f"/{suffix}" if suffix else "")]
+    if not found:
+        return None
+    element, (_, curve_type, y_ref, _) = found[0]
     with admin.lock:
         control = admin.controls.get(mrid)
-        curve = control and control["base"].get("opModVoltVar")
+        curve = control and control["base"].get(element)
         created = control and control["created"]
     if not curve:
         return None
+    curve_mrid = mrid if curve_type == 11 else mrid[:30] + f"{curve_type:02X}"
     data = "".join(f"<CurveData><xvalue>{x}</xvalue><yvalue>{y}</yvalue></CurveData>" for x, y in curve["points"])
-    body = (f'<DERCurve xmlns="urn:ieee:std:2030.5:ns" href="{path}"><mRID>{mrid}</mRID><description>volt-var</description>'
-            f"<creationTime>{created}</creationTime>{data}<curveType>11</curveType><openLoopTms>{curve['openLoopTms']}</openLoopTms>"
-            "<xMultiplier>0</xMultiplier><yMultiplier>0</yMultiplier><yRefType>2</yRefType></DERCurve>").encode()
+    body = (f'<DERCurve xmlns="urn:ieee:std:2030.5:ns" href="{path}"><mRID>{curve_mrid}</mRID><description>{element}</description>'
+            f"<creationTime>{created}</creationTime>{data}<curveType>{curve_type}</curveType><openLoopTms>{curve['openLoopTms']}</openLoopTms>"
+            f"<xMultiplier>0</xMultiplier><yMultiplier>0</yMultiplier><yRefType>{y_ref}</yRefType></DERCurve>").encode()
     return lambda: body
 
 
