@@ -301,8 +301,10 @@ public final class SiteController {
                                          maxLag: connection.settings.meterMaxLag, carrying: carrying, now: now,
                                          elapsedSeconds: elapsed)
         reactiveStage.useVoltWatt(utility.inForce?.voltWatt)
+        // A negative volt-watt point charges a unit only into the import headroom the site's limits leave.
+        let floor = max(bounds.lower, connection.stale ? -.infinity : connection.floor ?? -.infinity)
         decision.delivered += reactiveStage.apply(to: &units, request: reactive, elapsedSeconds: elapsed, ceased: decision.utility.disconnected,
-                                                  siteLaw: party == nil)
+                                                  siteLaw: party == nil, floor: floor)
         pool.lastCommanded = decision.delivered
         siteDecision = decision
         pool.report(decision.binding, connection: connection, events: &events, now: now)

@@ -23,7 +23,9 @@ import GridSupport
 ///   volt-watt in force (2030.5 `opModVoltWatt`) replaces a volt-watt configured here, as it replaces
 ///   each unit's (`useVoltWatt`), and the configured one returns when it ends.
 /// - A party's request replaces the site's mode while it holds, the law retuned to it (`tune`), so
-///   when it ends the mode goes on from where Q stands, with no step.
+///   when it ends the mode goes on from where Q stands, with no step. A party's curve (the utility's
+///   volt-var or watt-var, `.mode`) runs here, on the site's voltage and P, its Q shared over the
+///   units as the site's own mode's is; without a site law it runs at each unit.
 ///
 /// Storage is fixed at init; `step` copies plain values (a law is rebuilt only when the site's
 /// rating changes, which validation makes allocate).
@@ -175,7 +177,13 @@ struct SiteReactiveLaw: Sendable {
         let output = law!.step(voltage: voltagePU ?? .nan, desiredPowerW: siteP, elapsedSeconds: elapsedSeconds)
         voltWattCap = max(0, output.voltWattLimitW ?? .infinity)
         lawQ = output.reactivePowerVar.flatMap { $0.isFinite ? $0 : nil } ?? 0
-        if let request { return held(request) }
+        if let request {
+            // A party's curve (the utility's volt-var or watt-var) runs here, at the connection
+            // point, as the site's own mode would: on the meter's voltage, not on units that may
+            // measure none.
+            guard case .mode = request.ask, tuned else { return held(request) }
+            return curve(output, source: request.source)
+        }
         guard let mode = law!.settings.reactive else {
             ask = nil
             return nil
@@ -185,24 +193,38 @@ struct SiteReactiveLaw: Sendable {
             ask = nil
             return (.powerFactor(pf), ReactiveSource(mode))
         }
+        return curve(output, source: ReactiveSource(mode))
+    }
+
+    /// The units' ask for the law's Q this period (a curve's, the site's mode or a party's), held at
+    /// the connection point; no plausible voltage for a voltage mode: 0 var, never full var.
+    private mutating func curve(_ output: GridSupportOutput, source: ReactiveSource) -> (ask: ReactiveAsk, source: ReactiveSource) {
         guard let q = output.reactivePowerVar, q.isFinite else {
-            // No plausible voltage for a voltage mode: 0 var, never full var.
             ask = 0
             setpoint = 0
             return (.vars(0), .staleVoltage)
         }
         target = q
         setpoint = q
-        return (.vars(follow(q)), ReactiveSource(mode))
+        return (.vars(follow(q)), source)
     }
 
     /// While a party's request holds, the site's law runs it (constant var at the request's var, or
     /// its power factor, with no response lag), so that when it ends the configured mode takes over
     /// from where Q stands through its own response (`retune` keeps the filter's output): no step,
     /// as at each unit. Volt-watt and the priority stay the configured ones. Retuned only when the
-    /// request moved more than `ReactiveStage.retuneVar`; nothing to do without a reactive mode.
+    /// request moved more than `ReactiveStage.retuneVar`. Without a configured reactive mode only a
+    /// party's curve is run here; its end retunes the law back to the configured settings.
     private mutating func tune(_ ask: ReactiveAsk?) {
-        guard let base = inForce, base.reactive != nil, law != nil else { return }
+        guard let base = inForce, law != nil else { return }
+        var curve = false
+        if case .mode? = ask { curve = true }
+        if base.reactive == nil, !curve {
+            // A site law of volt-watt alone runs a party's curve (`.mode`) and nothing else: a var or
+            // power factor goes to the units as it is.
+            if tuned, (try? law!.retune(base)) != nil { tuned = false }
+            return
+        }
         var next = base
         switch ask {
         case .vars(let q)?:

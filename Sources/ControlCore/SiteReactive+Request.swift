@@ -33,6 +33,12 @@ extension ReactiveStage {
     struct Want: Sendable, Equatable {
         var ask: ReactiveAsk
         var source: ReactiveSource
+
+        /// True when the ask is a curve that reads the voltage (the utility's volt-var).
+        var readsVoltage: Bool {
+            if case .mode(let mode) = ask { return mode.readsVoltage }
+            return false
+        }
     }
 
     /// The response time of the return to 0 var of a unit with no configured reactive mode once a
@@ -109,22 +115,35 @@ extension ReactiveStage {
     /// configured one, or (nil) the configured one back: each law retuned once when it changes (or after
     /// a stop reset it), its filter going on from where its limit stands. It is not a request: it
     /// applies whoever sets Q, and to a unit with no configured mode (which then lowers P only).
+    ///
+    /// Nothing to compare while no utility curve is in force nor was last period: every law then runs
+    /// its configured volt-watt (each retune, reset and rebuild takes the configured one), so the
+    /// loop is skipped. A stopped unit is reset to `resting`, which carries the utility's curve
+    /// while it is in force, so a stop costs no retune every period.
     mutating func useVoltWatt(_ curve: VoltWattSettings?) {
+        if curve == nil, utilityVoltWatt == nil { return }
+        let changed = curve != utilityVoltWatt
         utilityVoltWatt = curve
         for index in laws.indices {
             guard laws[index] != nil, let base = initial[index] else { continue }
             let wanted = curve ?? base.settings.voltWatt
+            if changed { resting[index] = Self.retuned(base, voltWatt: wanted) }
             if laws[index]?.settings.voltWatt != wanted { retuneVoltWatt(index, wanted) }
         }
     }
 
+    /// `law` with `voltWatt` in place of its own; settings the law refuses leave it as it was.
+    static func retuned(_ law: GridSupportController, voltWatt: VoltWattSettings?) -> GridSupportController {
+        var out = law
+        var settings = out.settings
+        settings.voltWatt = voltWatt
+        return (try? out.retune(settings)) != nil ? out : law
+    }
+
     /// Retunes unit `index`'s law with `voltWatt`; settings the law refuses leave it as it was.
     private mutating func retuneVoltWatt(_ index: Int, _ voltWatt: VoltWattSettings?) {
-        guard var law = laws[index] else { return }
-        var settings = law.settings
-        settings.voltWatt = voltWatt
-        guard (try? law.retune(settings)) != nil else { return }
-        laws[index] = law
+        guard let law = laws[index] else { return }
+        laws[index] = Self.retuned(law, voltWatt: voltWatt)
     }
 
     /// Shares the site's var request `q` (+ = injecting) over the units that carry Q, into `shares`,

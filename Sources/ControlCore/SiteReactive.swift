@@ -30,6 +30,9 @@ struct ReactiveStage: Sendable {
     /// Its settings are the configured ones; a unit with none has a law of no mode (`reactive` nil),
     /// so that a party's request can act on it.
     var initial: [GridSupportController?]
+    /// What a stopped unit's law is reset to: `initial`, with the utility's volt-watt while it is in
+    /// force (`useVoltWatt`).
+    var resting: [GridSupportController?]
     /// Each unit's law as it runs; nil: settings (or a rating) the law refuses.
     var laws: [GridSupportController?]
     /// True where the unit has a configured law (`UnitSettings.gridSupport`): without one, and with
@@ -69,6 +72,7 @@ struct ReactiveStage: Sendable {
             try? GridSupportController(settings: settings.gridSupport ?? GridSupportSettings(reactive: nil), rating: Self.rating(settings))
         }
         laws = initial
+        resting = initial
         configured = zip(units, initial).map { $0.gridSupport != nil && $1 != nil }
         tuning = Array(repeating: .configured, count: units.count)
         caps = Array(repeating: .infinity, count: units.count)
@@ -153,7 +157,8 @@ struct ReactiveStage: Sendable {
               let rebuilt = try? GridSupportController(settings: base.settings, rating: rating)
         else { return }
         initial[unit] = rebuilt
-        laws[unit] = rebuilt
+        resting[unit] = utilityVoltWatt.map { Self.retuned(rebuilt, voltWatt: $0) } ?? rebuilt
+        laws[unit] = resting[unit]
         tuning[unit] = .configured
     }
 
@@ -165,11 +170,17 @@ struct ReactiveStage: Sendable {
     /// 0 var as well as 0 W, the law reset, before the contactors open.
     /// `siteLaw`: `request` is the site's configured law (`SiteReactiveLaw`), not a party's: the
     /// aggregator's var for a unit outranks it there, as it outranks a configured mode.
+    /// `floor`: the least Σ of every unit's setpoint the site's limits allow, W (the grid operator's
+    /// and the utility's charge caps, the connection point's import floor): a volt-watt curve whose
+    /// last point is negative charges a unit past what the pool shared it only into that headroom
+    /// (`bounded`), so its law never imports past a limit that bounds the site.
     mutating func apply(to units: inout [UnitController], request: (ask: ReactiveAsk, source: ReactiveSource)? = nil,
-                        elapsedSeconds: Double, ceased: Bool = false, siteLaw: Bool = false) -> Double {
+                        elapsedSeconds: Double, ceased: Bool = false, siteLaw: Bool = false, floor: Double = -.infinity) -> Double {
         let dt = elapsedSeconds.isFinite ? min(max(0, elapsedSeconds), 10) : 0
         shortfallVar = 0
         sharingSiteLaw = siteLaw
+        var total = 0.0
+        for index in units.indices { total += units[index].decision.setpoint.value }
         if case .vars(let q)? = request?.ask {
             // Stale voltage: every unit the site law drives is asked 0 var, and a unit with the
             // aggregator's var keeps it; nobody is asked to cancel it (stale data means zero power).
@@ -200,14 +211,17 @@ struct ReactiveStage: Sendable {
                 follow(index, want)
                 let asked = d.setpoint.value
                 let output = laws[index]!.step(voltage: d.voltagePU ?? .nan, desiredPowerW: asked, elapsedSeconds: dt)
-                let setpoint = Self.lowered(output.activePowerW, asked: asked, decision: d)
+                let setpoint = Self.bounded(Self.lowered(output.activePowerW, asked: asked, decision: d), asked: asked,
+                                            others: total - asked, floor: floor)
+                total += setpoint - asked
                 d.setpoint = Watts(setpoint)
                 change += setpoint - asked
                 caps[index] = Self.cap(output, law: laws[index]!)
                 let q = output.reactivePowerVar
                 if let want {
+                    // A party's volt-var without a plausible voltage at this unit: 0 var, said so.
                     d.reactive = q ?? 0
-                    d.reactiveSource = want.source
+                    d.reactiveSource = q == nil && want.readsVoltage ? .staleVoltage : want.source
                 } else if tuning[index] == .release {
                     // Back to no mode: 0 var through `releaseTime`, then the inverter is left alone.
                     d.reactive = q ?? 0
@@ -264,9 +278,9 @@ struct ReactiveStage: Sendable {
         units.indices.contains { $0 < laws.count && laws[$0] != nil && carries($0, units[$0].decision, ceased: ceased) }
     }
 
-    /// The unit's law back as built (Q from 0, no cap), following its configured mode.
+    /// The unit's law back at rest (`resting`: Q from 0, no cap), following its configured mode.
     private mutating func reset(_ index: Int) {
-        laws[index] = initial[index]
+        laws[index] = resting[index]
         tuning[index] = .configured
         caps[index] = .infinity
     }
@@ -292,6 +306,16 @@ struct ReactiveStage: Sendable {
         guard let law, law.isFinite else { return asked }
         let p = asked >= 0 ? min(law, asked) : min(law, 0)
         return ControlMath.clamp(p, -d.allowedCharge.value, d.allowedDischarge.value)
+    }
+
+    /// A unit's setpoint after its law (`setpoint`) held to the site's import headroom: charge deeper
+    /// than the pool shared it (`min(asked, 0)`) goes only as far as keeps Σ every unit's setpoint
+    /// (`others` + this one) at or above `floor`, W. Lowering discharge is never held back: volt-watt
+    /// must cut export whatever the import.
+    static func bounded(_ setpoint: Double, asked: Double, others: Double, floor: Double) -> Double {
+        let pooled = min(asked, 0)
+        guard setpoint < pooled, floor.isFinite else { return setpoint }
+        return max(setpoint, min(pooled, floor - others))
     }
 
     /// Carries each unit's law over a configuration reload (`mapping[i]` is unit i's index in `old`)

@@ -97,12 +97,6 @@ extension DERCurve {
             let wanted = control == .voltWatt ? "1 (setMaxW)" : "2 (setMaxVar) or 3 (statVarAvail)"
             return .failure(CurveNotApplied(control, "its curve's yRefType \(yRefType) is not \(wanted)"))
         }
-        // A utility's volt-watt lowers discharge; it never makes storage charge: below 0 % the units
-        // would import past the site's and the utility's own import limits, which bound requests,
-        // not a unit's law.
-        if control == .voltWatt, let index = points.indices.first(where: { y($0) < 0 }) {
-            return .failure(CurveNotApplied(control, "its curve's point \(index + 1) asks \(y(index)) % of setMaxW: below 0 % (charging) is not applied"))
-        }
         // Volt-watt too: a unit without var points (SunSpec 704) runs no law at all.
         if varScale.injecting <= 0 || varScale.absorbing <= 0 {
             return .failure(CurveNotApplied(control, "no unit has var points"))

@@ -250,6 +250,46 @@ struct ReactiveSiteLawTests {
         #expect(site.site.decision(unit: 0).reactiveSource == .constantPowerFactor && !site.site.siteReactiveMetered)
     }
 
+    @Test("the utility's volt-var runs at the connection point on the meter's voltage, with a site mode or volt-watt alone; the units measure none")
+    func partyCurveAtTheMeter() {
+        let sites: [(GridSupportSettings, ReactiveSource?)] = [
+            (Self.constantVar(0), .constantVar), (GridSupportSettings(reactive: nil, voltWatt: Self.catB.voltWatt), nil),
+        ]
+        for (support, configured) in sites {
+            let rig = Rig(support, meter: true)
+            rig.unitPU = [nil, nil]
+            rig.meterPU = 1.05
+            var limits = UtilityLimits()
+            limits.voltVar = Self.catB.voltVar
+            rig.site.utilityLimits = limits
+            rig.run(60)
+            // Category B at 1.05 p.u.: −44 % × (1.05 − 1.02) / (1.08 − 1.02) of the site's 200 kVA, held at the meter.
+            let expected = -0.22 * Self.siteVA
+            #expect(abs(rig.net - expected) <= 0.01 * Self.siteVA, "\(support.reactive == nil ? "volt-watt alone" : "constant var"): net \(rig.net)")
+            #expect(rig.site.siteReactiveSource == .utility && rig.site.siteReactiveMetered)
+            #expect(rig.site.decision(unit: 0).reactiveSource == .utility && rig.site.decision(unit: 1).reactiveSource == .utility)
+            // Its end: the site's own settings again, from where Q stands (no step).
+            rig.site.utilityLimits = nil
+            rig.step()
+            #expect(rig.site.siteReactiveSource == configured, "\(String(describing: rig.site.siteReactiveSource))")
+            rig.run(60)
+            #expect(abs(rig.asked) <= 0.01 * Self.siteVA, "back to 0 var: \(rig.asked)")
+        }
+    }
+
+    @Test("without a site law, the utility's volt-var at a unit that measures no voltage: 0 var, said stale_voltage")
+    func partyCurveWithoutUnitVoltage() {
+        let rig = Rig(nil, meter: false)
+        rig.unitPU = [1.05, nil]
+        var limits = UtilityLimits()
+        limits.voltVar = Self.catB.voltVar
+        rig.site.utilityLimits = limits
+        rig.run(60)
+        let measuring = rig.site.decision(unit: 0), blind = rig.site.decision(unit: 1)
+        #expect(abs((measuring.reactive ?? .nan) + 22_000) <= 1_000 && measuring.reactiveSource == .utility, "\(String(describing: measuring.reactive))")
+        #expect(blind.reactive == 0 && blind.reactiveSource == .staleVoltage)
+    }
+
     @Test("when a party's var setpoint ends, the site's mode goes on from where Q stands: no step")
     func requestEndsWithoutStep() {
         let rig = Rig(Self.constantVar(10), meter: false)

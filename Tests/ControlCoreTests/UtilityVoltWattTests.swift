@@ -43,4 +43,28 @@ struct UtilityVoltWattTests {
         #expect(abs(limited.setpoint.value - 50_000) < 1_000, "1.06 p.u. on 1.05/100 → 1.07/0: \(limited.setpoint.value)")
         #expect(limited.reactive == nil, "Q left alone: \(String(describing: limited.reactive))")
     }
+
+    /// 1.06 p.u. 100 % → 1.10 p.u. −50 %: a storage unit's curve that charges at high voltage.
+    static let charging = VoltWattSettings(curve: try! GridCurve([(1.06, 100), (1.10, -50)]), responseTime: .seconds(1))
+
+    @Test("a negative volt-watt point charges only into the site's import headroom, configured or the utility's")
+    func chargeBoundedByImportLimit() throws {
+        // At 1.09 p.u. the curve asks 100 − 150 × 3/4 = −12.5 % of the 100 kW rating: 12.5 kW of charge.
+        let configured = GridSupportSettings(reactive: Cycle.constantVar(0), voltWatt: Self.charging)
+        for (support, utility) in [(configured, nil), (nil, Self.charging)] as [(GridSupportSettings?, VoltWattSettings?)] {
+            let site = Cycle.site(support)
+            site.utilityLimits = utility.map { Self.limits($0) }
+            let free = Cycle.run(site, seconds: 30, period: 0.5, powerW: 20_000, voltagePU: 1.09)
+            #expect(abs(free.setpoint.value + 12_500) < 500, "no import limit: the curve's charge, \(free.setpoint.value)")
+            var limits = Self.limits(utility)
+            limits.importLimitW = 5_000
+            site.utilityLimits = limits
+            let bounded = Cycle.run(site, from: 30, seconds: 30, period: 0.5, powerW: 20_000, voltagePU: 1.09)
+            #expect(bounded.setpoint.value >= -5_000 - 1e-6 && bounded.setpoint.value < -4_900,
+                    "an import limit of 5 kW: charge up to it and no further, \(bounded.setpoint.value)")
+            // Lowering discharge is never held back: at 1.08 p.u. the curve's 25 % is the setpoint whatever the import.
+            let lowered = Cycle.run(site, from: 60, seconds: 30, period: 0.5, powerW: 50_000, voltagePU: 1.08)
+            #expect(abs(lowered.setpoint.value - 25_000) < 500, "\(lowered.setpoint.value)")
+        }
+    }
 }

@@ -65,6 +65,10 @@ struct DERCurveTests {
         expected.vRefTimeConstant = .seconds(600)
         #expect(scaled.applied(as: .voltVar, varScale: Self.full) == .success(.voltVar(expected)))
         #expect(try Self.read("vw").applied(as: .voltWatt, varScale: Self.full) == .success(.voltWatt(Self.cat.voltWatt)))
+        // A last point below 0 % (storage charging at high voltage) is applied: the cycle charges only into
+        // the site's import headroom (UtilityVoltWattTests).
+        let charging = VoltWattSettings(curve: try GridCurve([(1.06, 100), (1.10, -50)]), responseTime: Self.cat.voltWatt.responseTime)
+        #expect(try Self.read("vw-charging").applied(as: .voltWatt, varScale: Self.full) == .success(.voltWatt(charging)))
         // y is % of setMaxVar: a site whose var capability is half its VA asks half the % of VAMax.
         let wv = try Self.read("wv").applied(as: .wattVar, varScale: DERCurve.VarScale(injecting: 0.5, absorbing: 0.5))
         let curve = try GridCurve([(20, 0), (50, 0), (100, -22)])
@@ -87,9 +91,6 @@ struct DERCurveTests {
             ("vw", .voltVar, "opModVoltVar not applied: its curve has curveType 12, not 11"),
             ("ten", .wattVar, "opModWattVar not applied: its curve has 10 points, not 3"),
             ("wv-2", .wattVar, "opModWattVar not applied: its curve has 2 points, not 3"),
-            // The utility's volt-watt never makes storage charge (the site's import limits bound
-            // requests, not a unit's law).
-            ("vw-charging", .voltWatt, "opModVoltWatt not applied: its curve's point 2 asks -50.0 % of setMaxW: below 0 %"),
         ]
         for (name, control, prefix) in cases {
             let result = try Self.read(name).applied(as: control, varScale: Self.full)
