@@ -437,6 +437,9 @@ public struct InterlockEngine: Sendable {
             let value = metrics[rule.metric]
             lastValues[index] = value ?? .nan
             let before = states[index]
+            // A rule at rest whose condition is absent or unknown stays at rest and acts on nothing
+            // (what `next` says): most rules, most cycles, so that answer is not built for them.
+            if case .normal = before, value.map(rule.triggers) != true { continue }
             let after = before.next(rule: rule, value: value, now: now)
             states[index] = after
             if before.isActing != after.isActing {
