@@ -76,6 +76,8 @@ struct Scenario {
         /// A check of the window against what the plant's 2030.5 server published and received
         /// (`sep2_schedule`, `sep2_responses`; Scenario+Sep2.swift).
         var sep2: Sep2Check? = nil
+        /// The recorded reactive response against OpenDER's on the same inputs (`opender`; ScenarioOpenDER.swift).
+        var opender: OpenDERCheck? = nil
         var why: String
     }
 
@@ -230,6 +232,7 @@ struct Scenario {
                 }
             }
             e.sep2 = Sep2ScenarioFile.sep2Check(entry, here: here, window: window, server: sep2 != nil, fail: fail)
+            e.opender = OpenDERCheck.parse(entry, here: here, window: window, config: config, actions: actions, base: base, fail: fail)
             if let times = entry["times"] {
                 if let n = times.int, n >= 0, !e.journal.isEmpty, e.journal.allSatisfy(\.present) { e.journalTimes = n } else {
                     fail("\(here).times", "a count ≥ 0, with journal")
@@ -250,11 +253,12 @@ struct Scenario {
                 fail(here, "journal / no_journal stand alone: they judge the window's log lines, not its samples")
             }
             var allowed: Set = ["at_s", "from_s", "to_s", "by_s", "after_s", "tolerance", "why", "journal", "no_journal", "reversals",
-                                "rate", "times", "sep2_schedule", "sep2_responses"]
+                                "rate", "times", "sep2_schedule", "sep2_responses", "opender"]
             allowed.formUnion(numericSignals); allowed.formUnion(numericSignals.map { "\($0)_min" })
             allowed.formUnion(numericSignals.map { "\($0)_max" }); allowed.formUnion(codeKinds); allowed.formUnion(flagSignals)
             for key in Set(entry.mapping!.keys.compactMap(\.string)).subtracting(allowed) { fail("\(here).\(key)", "unknown key") }
-            if e.numeric.isEmpty && e.bounds.isEmpty && e.codes.isEmpty && e.flags.isEmpty && e.journal.isEmpty && e.reversals == nil && e.rate == nil && e.sep2 == nil { fail(here, "checks nothing") }
+            if e.numeric.isEmpty && e.bounds.isEmpty && e.codes.isEmpty && e.flags.isEmpty && e.journal.isEmpty && e.reversals == nil && e.rate == nil && e.sep2 == nil
+                && e.opender == nil { fail(here, "checks nothing") }
             expectations.append(e)
         }
         if expectations.isEmpty { fail("expect", "is required: a scenario must be able to fail") }

@@ -27,6 +27,7 @@ struct ScenarioJudge {
     func miss(_ e: Scenario.Expectation) -> String? {
         if !e.journal.isEmpty { return journalMiss(e) }
         if let check = e.sep2, case .always(let from, let to) = e.window { return sep2Miss(check, from: from, to: to) }
+        if let check = e.opender, case .always(let from, let to) = e.window { return openDERMiss(check, from: from, to: to) }
         if let r = e.reversals, case .always(let from, let to) = e.window { return reversalsMiss(r, from: from, to: to) }
         if let r = e.rate, case .always(let from, let to) = e.window { return rateMiss(r, from: from, to: to) }
         switch e.window {

@@ -6,6 +6,10 @@ reactive power, volt-var, watt-var and volt-watt, each bounded by the apparent p
 OpenDER's priority, on the inputs the test gives.
 
     opender_reactive_peer.py '<cases as JSON>'
+    opender_reactive_peer.py - < cases.json
+
+The cases come as the argument, or on stdin when the argument is `-` (a scenario's trace, one step
+per control period, is longer than an argument should be).
 
 The argument is a JSON list of cases, each {"settings": {OpenDER parameter: value, ...},
 "period": seconds (DER.t_s), "steps": [[count, v_pu, p_dem_pu], ...]}: `count` steps of `period`
@@ -57,7 +61,7 @@ def run(case):
 
 
 def main():
-    cases = json.loads(sys.argv[1])
+    cases = json.loads(sys.stdin.read() if sys.argv[1] == "-" else sys.argv[1])
     for case in cases:
         print(json.dumps(run(case)))
     return 0
