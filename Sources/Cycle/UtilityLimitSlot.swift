@@ -32,7 +32,8 @@ public final class UtilityLimitCells: SeqLockCells {
     let droopOver = Atomic<UInt64>(0), droopUnder = Atomic<UInt64>(0), kOver = Atomic<UInt64>(0), kUnder = Atomic<UInt64>(0)
     let droopResponse = Atomic<Int64>(0)
     /// The utility's curves (`voltVar`, `wattVar`, `voltWatt`): fixed-size values copied under a lock
-    /// held only for the copy (no allocation; the worker writes at most once a second).
+    /// held only for the copy (no allocation; the worker writes at most once a second). The reader
+    /// never waits for it (`load`).
     let curves = Mutex<UtilityCurves>(UtilityCurves())
 
     /// Cells of no value yet.
@@ -79,7 +80,10 @@ public final class UtilityLimitCells: SeqLockCells {
         present.store(mask, ordering: .relaxed)
     }
 
-    /// Reads the value back (relaxed).
+    /// Reads the value back (relaxed), never waiting: the curves' lock is taken only if it is free.
+    /// The writer holds it only while it writes these cells, and it writes the buffer a reader
+    /// reads only after it has published the other one since the reader took the sequence: such a
+    /// read is discarded by the slot whatever it holds, so it may go without the curves.
     public func load() -> UtilityLimits {
         let mask = present.load(ordering: .relaxed)
         func get(_ bit: UInt32, _ atomic: borrowing Atomic<UInt64>) -> Double? {
@@ -107,7 +111,7 @@ public final class UtilityLimitCells: SeqLockCells {
                                         droopUnderPercent: Double(bitPattern: kUnder.load(ordering: .relaxed)),
                                         responseTime: .nanoseconds(droopResponse.load(ordering: .relaxed)))
         }
-        curves.withLock { $0.apply(to: &limits) }
+        _ = curves.withLockIfAvailable { $0.apply(to: &limits) }
         limits.connect = mask & (1 << 10) != 0
         limits.energize = mask & (1 << 11) != 0
         limits.validUntil = mask & (1 << 12) == 0 ? nil : MonotonicInstant(nanoseconds: validUntil.load(ordering: .relaxed))

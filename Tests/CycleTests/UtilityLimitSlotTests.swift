@@ -1,4 +1,5 @@
 import ControlCore
+import GridSupport
 @testable import Config
 @testable import Cycle
 import Foundation
@@ -31,6 +32,8 @@ struct UtilityLimitSlotTests {
         l.connect = k % 4 != 1
         l.energize = k % 4 != 2
         l.validUntil = k % 3 == 0 ? nil : MonotonicInstant(nanoseconds: Int64(k) * 1_000)
+        // A curve too, read beside the atomics under its own lock.
+        l.voltWatt = k % 2 == 0 ? nil : VoltWattSettings(curve: try! GridCurve([(1.06, 100), (1.10, Double(k % 100))]), responseTime: .seconds(1))
         return l
     }
 
@@ -71,6 +74,39 @@ struct UtilityLimitSlotTests {
         stop.done.store(true, ordering: .relaxed)
         #expect(waitFor { finished.done.load(ordering: .acquiring) }, "the writer did not stop")
         #expect(torn == 0, "\(torn) of \(reads) reads mixed two values")
+    }
+}
+
+extension UtilityLimitSlotTests {
+    @Test("a read never waits for the curves' lock: cells whose curves are being written read back at once, without them")
+    func readNeverWaits() {
+        let cells = UtilityLimitCells()
+        cells.store(Self.limits(3))
+        #expect(cells.load() == Self.limits(3))
+        let held = Flag(), release = Flag(), returned = Flag()
+        let writer = Thread {
+            cells.curves.withLock { _ in
+                held.done.store(true, ordering: .releasing)
+                while !release.done.load(ordering: .acquiring) {}
+            }
+        }
+        writer.start()
+        #expect(waitFor { held.done.load(ordering: .acquiring) }, "the writer did not take the lock")
+        let read = Mutex<UtilityLimits?>(nil)
+        let reader = Thread {
+            let value = cells.load()
+            read.withLock { $0 = value }
+            returned.done.store(true, ordering: .releasing)
+        }
+        reader.start()
+        let atOnce = waitFor { returned.done.load(ordering: .acquiring) }
+        release.done.store(true, ordering: .releasing)
+        #expect(atOnce, "the read waited for the writer's lock")
+        #expect(waitFor { returned.done.load(ordering: .acquiring) })
+        // The slot discards such a read (the writer had overtaken it); the atomics are still there.
+        let got = read.withLock { $0 }
+        #expect(got?.exportLimitW == 3 && got?.voltWatt == nil)
+        #expect(waitFor { cells.load() == Self.limits(3) }, "the curves again once the lock is free")
     }
 }
 
