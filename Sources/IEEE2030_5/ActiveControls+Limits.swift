@@ -1,4 +1,5 @@
 public import ControlCore
+public import GridSupport
 
 extension ActiveControls {
     /// The controls in force as the site applies them (`UtilityLimits`, W): every `ActivePower` as
@@ -19,8 +20,10 @@ extension ActiveControls {
     ///     apparent rating `apparentVA`); a curve not read or not applied leaves the field nil.
     ///   - apparentVA: Σ `VAMax` of the units with var points, VA (`SiteView.apparentPowerVA`); nil:
     ///     `siteRatingW` (exact only where each unit's `VAMax` is its active rating).
+    ///   - profile: the site's configured profile: a curve without `openLoopTms` takes its response time.
     public func utilityLimits(siteRatingW: Double, varInjecting: Double = 0, varAbsorbing: Double = 0,
-                              curves: [String: DERCurve] = [:], apparentVA: Double? = nil) -> UtilityLimits {
+                              curves: [String: DERCurve] = [:], apparentVA: Double? = nil,
+                              profile: GridSupportProfile = .ieee1547_2018_cat_b) -> UtilityLimits {
         let rating = siteRatingW.isFinite ? max(0, siteRatingW) : 0
         var out = UtilityLimits()
         out.exportLimitW = base.exportLimitW?.watts
@@ -44,7 +47,7 @@ extension ActiveControls {
         out.fixedVar = base.fixedVar?.vars(ratingW: rating, injecting: varInjecting, absorbing: varAbsorbing)
         out.targetVar = base.targetVar?.vars
         let scale = DERCurve.VarScale(apparentVA: apparentVA ?? rating, varInjecting: varInjecting, varAbsorbing: varAbsorbing)
-        for (control, result) in base.curves(in: curves, varScale: scale) {
+        for (control, result) in base.curves(in: curves, varScale: scale, profile: profile) {
             guard case .success(let curve) = result else { continue }
             switch (control, curve) {
             case (.voltVar, .voltVar(let s)): out.voltVar = s
@@ -61,8 +64,13 @@ extension ActiveControls {
 extension UtilityLimits {
     /// These limits no looser than `other`'s: the lower of each limit (`opModExpLimW`, `opModImpLimW`,
     /// `opModGenLimW`, `opModLoadLimW`, `opModMaxLimW`; nil is none), `connect` and `energize` false
-    /// where either is; the requests, `rampTms`, `setGradW`, the droop and `validUntil` stay these.
-    public func tightened(by other: UtilityLimits) -> UtilityLimits {
+    /// where either is, and `opModVoltWatt`, a limit on P too: the curve that is nowhere above the other
+    /// (the lower limit at every voltage), the one in force where only one is (the utility's curve
+    /// replaces the configured one), and where the two cross (each the lower somewhere) the one whose
+    /// control outranks by 2030.5's event rules (`otherOutranks`: `EventRules.outranks` of their
+    /// sources), these on a tie. The requests (`opModVoltVar` and `opModWattVar` among them: reactive
+    /// requests, not limits), `rampTms`, `setGradW`, the droop and `validUntil` stay these.
+    public func tightened(by other: UtilityLimits, otherOutranks: Bool = false) -> UtilityLimits {
         func lower(_ a: Double?, _ b: Double?) -> Double? {
             guard let a else { return b }
             guard let b else { return a }
@@ -76,6 +84,24 @@ extension UtilityLimits {
         out.maxLimW = lower(maxLimW, other.maxLimW)
         out.connect = connect && other.connect
         out.energize = energize && other.energize
+        if let mine = voltWatt, let theirs = other.voltWatt {
+            let mineBelow = Self.nowhereAbove(mine.curve, theirs.curve), theirsBelow = Self.nowhereAbove(theirs.curve, mine.curve)
+            out.voltWatt = mineBelow && !theirsBelow ? mine : theirsBelow && !mineBelow ? theirs : otherOutranks ? theirs : mine
+        } else {
+            out.voltWatt = voltWatt ?? other.voltWatt
+        }
         return out
+    }
+
+    /// Whether curve `a` is at or below `b` at every x. Both are linear between their points and flat
+    /// beyond them, so every point of either decides, with each side of it (a vertical step).
+    static func nowhereAbove(_ a: GridCurve, _ b: GridCurve) -> Bool {
+        let side = 1e-9
+        for curve in [a, b] {
+            for i in 0..<curve.count {
+                for x in [curve[i].x - side, curve[i].x, curve[i].x + side] where a.value(at: x) > b.value(at: x) + 1e-9 { return false }
+            }
+        }
+        return true
     }
 }

@@ -153,7 +153,10 @@ extension DERControlBase {
 
     /// Each curve control this base sets, resolved against the curves read (`curves`, by href): applied,
     /// or why not (its curve not read: not yet, or the server did not give it; or not applicable).
-    public func curves(in curves: [String: DERCurve], varScale: DERCurve.VarScale) -> [DERCurve.Control: Result<AppliedCurve, CurveNotApplied>] {
+    /// `profile`: the site's configured profile, whose response time a curve without `openLoopTms` takes.
+    public func curves(in curves: [String: DERCurve], varScale: DERCurve.VarScale, profile: GridSupportProfile = .ieee1547_2018_cat_b)
+        -> [DERCurve.Control: Result<AppliedCurve, CurveNotApplied>]
+    {
         var out: [DERCurve.Control: Result<AppliedCurve, CurveNotApplied>] = [:]
         for (control, href) in [(DERCurve.Control.voltVar, voltVarCurve), (.wattVar, wattVarCurve), (.voltWatt, voltWattCurve)] {
             guard let href else { continue }
@@ -161,7 +164,7 @@ extension DERControlBase {
                 out[control] = .failure(CurveNotApplied(control, "its curve \(quoted(href, limit: 64)) has not been read"))
                 continue
             }
-            out[control] = curve.applied(as: control, varScale: varScale)
+            out[control] = curve.applied(as: control, varScale: varScale, profile: profile)
         }
         return out
     }

@@ -318,6 +318,32 @@ public enum EventRules {
         if now < candidate.start { return .scheduled }
         return now < candidate.end ? .active : .completed
     }
+
+    /// Whether the value from `a` outranks the one from `b` by the order `resolve` picks winners in: an
+    /// event before a default (a default speaks only where no event sets the type); two events by the
+    /// lower program `primacy`, then the newer `creationTime`, then the greater mRID; two defaults by
+    /// the lower program `primacy`, then the lesser program mRID. A source not in `programs` (gone since)
+    /// ranks below every one that is; neither found: false.
+    public static func outranks(_ a: ControlSource, _ b: ControlSource, in programs: [ProgramSchedule]) -> Bool {
+        func rank(_ source: ControlSource) -> (event: Bool, primacy: UInt8, created: Int64, mRID: String, program: String)? {
+            switch source {
+            case .event(let program, let mRID, _):
+                guard let schedule = programs.first(where: { $0.mRID == program }),
+                      let control = schedule.controls.first(where: { $0.mRID == mRID }) else { return nil }
+                return (true, schedule.primacy, control.creationTime, mRID, program)
+            case .defaultControl(let program):
+                guard let schedule = programs.first(where: { $0.mRID == program }) else { return nil }
+                return (false, schedule.primacy, 0, "", program)
+            }
+        }
+        guard let x = rank(a) else { return false }
+        guard let y = rank(b) else { return true }
+        if x.event != y.event { return x.event }
+        if x.primacy != y.primacy { return x.primacy < y.primacy }
+        if !x.event { return x.program < y.program }
+        if x.created != y.created { return x.created > y.created }
+        return x.mRID > y.mRID
+    }
 }
 
 /// A control that may run: not cancelled or superseded by the server, its window not empty.

@@ -1,3 +1,4 @@
+public import GridSupport
 public import IEEE2030_5
 
 /// The site's apparent power rating, nominal voltage and IEEE 1547-2018 category, as DERCapability
@@ -18,6 +19,11 @@ public struct Sep2ReferenceRatings: Sendable, Equatable {
         self.nominalVoltageV = nominalVoltageV.flatMap { $0.isFinite && $0 > 0 ? $0 : nil }
         self.normalCategory = normalCategory
     }
+
+    /// The profile the site's settings come from, as its category says it (Category A's for `.a`, else
+    /// Category B's, the configuration's default): a received curve without `openLoopTms` takes its
+    /// response time (`DERCurve.applied(as:varScale:profile:)`).
+    public var profile: GridSupportProfile { normalCategory == .a ? .ieee1547_2018_cat_a : .ieee1547_2018_cat_b }
 
     /// `c` with `rtgMaxVA` (where it is not below `rtgMaxW`), `rtgVNom` and `rtgNormalCategory`.
     func apply(to c: inout DERCapabilityReport) {

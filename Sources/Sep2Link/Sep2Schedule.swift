@@ -1,4 +1,5 @@
 import ControlCore
+import GridSupport
 import IEEE2030_5
 
 /// The schedule the 2030.5 worker publishes, as a value: the last complete programs (the live
@@ -54,23 +55,26 @@ struct Sep2Schedule {
 
     /// Resolves the programs at the server's time for a site of `siteRatingW` and var capability
     /// `varCapability` (`opModFixedVar`'s references) and apparent rating `apparentVA` (the curves' y; nil:
-    /// `siteRatingW`).
-    mutating func resolve(now: MonotonicInstant, wall: Double, siteRatingW: Double,
-                          varCapability: (injecting: Double, absorbing: Double) = (0, 0), apparentVA: Double? = nil) -> Resolution {
+    /// `siteRatingW`), configured with `profile` (a curve's response time where it gives none).
+    mutating func resolve(now: MonotonicInstant, wall: Double, siteRatingW: Double, varCapability: (injecting: Double, absorbing: Double) = (0, 0),
+                          apparentVA: Double? = nil, profile: GridSupportProfile = .ieee1547_2018_cat_b) -> Resolution {
         let server = serverTime(now: now, wall: wall)
         let second = Int64(server.rounded(.down))
         pruneHeld(at: second)
         let active = EventRules.resolve(programs, now: second, randomization: randomization, held: held)
         var limits = active.utilityLimits(siteRatingW: siteRatingW, varInjecting: varCapability.injecting, varAbsorbing: varCapability.absorbing,
-                                          curves: curves, apparentVA: apparentVA)
+                                          curves: curves, apparentVA: apparentVA, profile: profile)
         var shown = active
         if !held.isEmpty {
             // Held controls answer as they were resolved, but the site's limits are never looser than
             // what the server has in force at its own time (its default before a held raise's start).
             let plain = EventRules.resolve(programs, now: second, randomization: randomization)
             let heldLimits = limits
+            // Two volt-watt curves that cross: the one whose control outranks (2030.5's event rules).
+            let outranks = plain.sources[.voltWatt].map { server in active.sources[.voltWatt].map { EventRules.outranks(server, $0, in: programs) } ?? true } ?? false
             limits = limits.tightened(by: plain.utilityLimits(siteRatingW: siteRatingW, varInjecting: varCapability.injecting,
-                                                              varAbsorbing: varCapability.absorbing, curves: curves, apparentVA: apparentVA))
+                                                              varAbsorbing: varCapability.absorbing, curves: curves, apparentVA: apparentVA, profile: profile),
+                                      otherOutranks: outranks)
             // `bessctl ieee2030-5` lists what bounds each type: the server's own source where it is the tighter.
             for type in ControlType.allCases where Sep2State.value(type, limits) != Sep2State.value(type, heldLimits) {
                 if let source = plain.sources[type] { shown.sources[type] = source }

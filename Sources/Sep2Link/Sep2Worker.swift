@@ -2,6 +2,7 @@ public import BessBase
 public import BessSystem
 import ControlCore
 public import Cycle
+import GridSupport
 public import IEEE2030_5
 import Synchronization
 
@@ -400,7 +401,7 @@ extension Sep2Client {
     func publish(now: MonotonicInstant, wall: Double) -> MonotonicInstant? {
         reactive.refresh()
         let resolved = schedule.resolve(now: now, wall: wall, siteRatingW: settings.siteRatingW, varCapability: reactive.ratings ?? (0, 0),
-                                       apparentVA: reactive.apparentVA)
+                                       apparentVA: reactive.apparentVA, profile: reporting?.reporter.settings.reference.profile ?? .ieee1547_2018_cat_b)
         let active = resolved.active
         controlRecorder.noteInForce(active, second: resolved.second, schedule: schedule, siteRatingW: settings.siteRatingW)
         let within = reactive.within(resolved.limits, requested: active.base, sources: active.sources, ratingW: settings.siteRatingW,
