@@ -23,10 +23,13 @@ public enum AppliedCurve: Sendable, Equatable {
 /// nominal voltage: 100 is 1.00 p.u.) or, for watt-var, % of `setMaxW`, 0…100 only (the curve is flat
 /// at its first point while charging); y is % of `yRefType`: `setMaxVar` (2) or `statVarAvail` (3)
 /// for the var curves, rescaled by the site's Σ `VAMax` to the % of each unit's `VAMax` the law takes
-/// (`VarScale`), and `setMaxW` (1)
-/// for volt-watt. Point counts: volt-var 4, volt-watt 2…4, watt-var 3; every value then in IEEE
+/// (`VarScale`), and `setMaxW` (1) for volt-watt. 2 and 3 are one number by construction: the
+/// `statVarAvail` bessd reports (DERAvailability) is the `setMaxVar` of its DERSettings, both the var
+/// the units with var points can inject as the cycle last published it (`Sep2Reporter.availabilityReport`),
+/// so they are read alike (`setMaxVarNeg` for a negative y, as `FixedVar.vars` reads them).
+/// Point counts: volt-var 4, volt-watt 2…4, watt-var 3; every value then in IEEE
 /// 1547-2018's ranges (`GridSupportError` from the settings' `validate`). `openLoopTms` is the
-/// response time (absent: the profile's); volt-var's `vRef` (`PerCent`, absent: 100 %), and
+/// response time (absent: the site's configured profile's, `profile`); volt-var's `vRef` (`PerCent`, absent: 100 %), and
 /// `autonomousVRefEnable` / `…TimeConstant` (absent: off, 300 s) map to VRef and its adjustment.
 extension DERCurve {
     /// A `DERControlBase` element that links to a curve bessd applies, and the curve's type.

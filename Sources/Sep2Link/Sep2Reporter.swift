@@ -258,12 +258,12 @@ extension Sep2Reporter {
         return report
     }
 
-    /// `DERAvailability`: the allowed powers to 1 % of the rating, durations to the minute.
+    /// `DERAvailability`: the allowed powers to 1 % of the rating, durations to the minute, `statVarAvail` `setMaxVar`.
     func availabilityReport(_ s: Sep2SiteSample, serverTime t: Int64) -> DERAvailabilityReport {
-        let r = settings.ratings
-        let step = max(1, r.maxDischargeW / 100)
+        let r = settings.ratings, step = max(1, settings.ratings.maxDischargeW / 100)
         var a = DERAvailabilityReport(readingTime: t)
         a.availableW = (s.availableDischargeW / step).rounded() * step
+        a.availableVar = Self.hasVar(s) ? settingsReport(s, updatedTime: t).setMaxVar : nil
         if s.storedWh.isFinite {
             if r.maxDischargeW > 0 { a.availabilityDurationSeconds = Self.minutes(s.storedWh / r.maxDischargeW * 3600) }
             if r.maxChargeW > 0 { a.maxChargeDurationSeconds = Self.minutes(max(0, r.energyWh - s.storedWh) / r.maxChargeW * 3600) }

@@ -57,4 +57,26 @@ struct Sep2ReactiveReportTests {
         #expect(small.capability(sample).ratedMaxVA == nil && small.settingsReport(sample, updatedTime: 1).setMaxVA == nil)
         #expect(small.settingsReport(sample, updatedTime: 1).setVRefOfs == nil)
     }
+
+    @Test("statVarAvail is setMaxVar by construction: the same number on the wire, none without var points")
+    func statVarAvailIsSetMaxVar() throws {
+        let reporter = Sep2Reporter(settings: Sep2ReporterTests.settings())
+        var sample = Sep2ReporterTests.snapshot()
+        for (injecting, absorbing) in [(60_000.0, 40_000.0), (123_456.0, 0.0), (44_000.0, 44_000.0)] {
+            sample.varMaxInjecting = injecting
+            sample.varMaxAbsorbing = absorbing
+            let settings = reporter.settingsReport(sample, updatedTime: 1), availability = reporter.availabilityReport(sample, serverTime: 1)
+            #expect(availability.availableVar == settings.setMaxVar && settings.setMaxVar == injecting)
+            // The same ReactivePower element either way (value and multiplier).
+            let said = String(decoding: try availability.xml(), as: UTF8.self), set = String(decoding: try settings.xml(csipaus: .v1_2), as: UTF8.self)
+            func inner(_ text: String, _ name: String) -> Substring? {
+                guard let open = text.firstRange(of: "<\(name)>"), let close = text.firstRange(of: "</\(name)>") else { return nil }
+                return text[open.upperBound..<close.lowerBound]
+            }
+            #expect(inner(said, "statVarAvail") != nil && inner(said, "statVarAvail") == inner(set, "setMaxVar"), "\(said) against \(set)")
+        }
+        sample.varMaxInjecting = 0
+        sample.varMaxAbsorbing = 0
+        #expect(reporter.availabilityReport(sample, serverTime: 1).availableVar == nil && reporter.settingsReport(sample, updatedTime: 1).setMaxVar == nil)
+    }
 }
