@@ -26,11 +26,10 @@ struct EndpointSession: ~Copyable, @unchecked Sendable {
     /// to `slot`, stamped `now`.
     mutating func answered(_ index: Int, address: Int, words: [UInt16], unitID: Int, slot: DeviceSlot,
                            now: MonotonicInstant) throws(DeviceError) {
-        guard let device = devices[index].device else {
+        var block = PrefetchedRegisters(address: address, words: words)
+        guard let reading = try devices[index].readStatus(&block) else {
             throw DeviceError(.sunspecModelMissing, message: "unit id \(unitID) not discovered")
         }
-        var block = PrefetchedRegisters(address: address, words: words)
-        let reading = try device.readStatus(&block)
         slot.publish(Timestamped(reading, at: now), roundTrip: link.connection?.lastRoundTrip ?? .zero)
         link.silentInARow = 0
     }
@@ -42,35 +41,37 @@ struct EndpointSession: ~Copyable, @unchecked Sendable {
     mutating func plan(_ index: Int, decided: Watts, stalled: Bool, revert: Duration,
                        now: MonotonicInstant, slot: DeviceSlot? = nil, rating: Watts? = nil) throws(DeviceError) -> WritePlan? {
         let setpoint = WritePlanner.setpoint(decided: decided, stalled: stalled, valueFault: devices[index].valueFault)
-        guard let device = devices[index].device else { return nil }
+        // The device is read in place, never bound to a `let`: a copy of it retains and releases
+        // every reference it holds, per device and round, and would have to outlive the writes to
+        // `devices[index]` below.
+        guard devices[index].device != nil else { return nil }
         devices[index].plannedConn = nil
         let request = slot?.reactiveRequest ?? (reactive: nil, priority: false)
         let reactive = WritePlanner.reactive(decided: request.reactive, stalled: stalled, valueFault: devices[index].valueFault,
                                              enabled: devices[index].reactive.enabled)
-        if request.reactive != nil, device.reactiveControl == nil, !devices[index].reactiveUnavailableSaid {
+        if request.reactive != nil, !devices[index].takesReactive, !devices[index].reactiveUnavailableSaid {
             devices[index].reactiveUnavailableSaid = true
             devices[index].reactiveNotice = true
         }
-        var plan = try WritePlanner.plan(device, setpoint: setpoint, reactive: reactive, reactivePriority: request.priority,
-                                         lastWritten: devices[index].lastWritten, lastPlain: devices[index].lastPlain,
-                                         lastArmedAt: devices[index].lastArmedAt, axis: devices[index].reactive, revert: revert, now: now)
+        var plan = try devices[index].writePlan(setpoint: setpoint, reactive: reactive, reactivePriority: request.priority,
+                                                revert: revert, now: now)
         // The plan's parts read in place (`if let plan` would copy the whole plan, per device and round).
         if let plain = plan?.plain { devices[index].plannedPlain = plain }
         // Kept until answered (a poller may plan the next round while these are in flight).
         if let reactive = plan?.reactive { devices[index].plannedReactive = reactive }
         if let slot {
-            contactor(index, device, slot: slot, revert: revert, now: now, stalled: stalled, rating: rating, plan: &plan)
+            contactor(index, slot: slot, revert: revert, now: now, stalled: stalled, rating: rating, plan: &plan)
         }
         return plan
     }
 
     /// Adds to `plan` the contactor's write device `index` needs, and publishes its state to `slot`.
-    private mutating func contactor(_ index: Int, _ device: borrowing ModbusDevice, slot: DeviceSlot, revert: Duration,
+    private mutating func contactor(_ index: Int, slot: DeviceSlot, revert: Duration,
                                     now: MonotonicInstant, stalled: Bool, rating: Watts?, plan: inout WritePlan?) {
         let wantOpen = !slot.wantsConnect
         // A request ended: a unit that refused `Conn` may be tried again at the next one.
         if !wantOpen { devices[index].connRefused = false }
-        let canOpen = device.canOpen && !devices[index].connRefused
+        let canOpen = devices[index].canOpen && !devices[index].connRefused
         let state = ContactorPlanner.state(wantOpen: wantOpen, canOpen: canOpen, conn: devices[index].conn,
                                            expired: now - devices[index].connArmedAt >= revert)
         if state != devices[index].contactor {
@@ -92,7 +93,7 @@ struct EndpointSession: ~Copyable, @unchecked Sendable {
                 devices[index].contactorNotice = true
             }
         case .open, .close:
-            guard let write = device.connectionWrite(connect: step == .close, revert: revert) else { return }
+            guard let write = devices[index].device?.connectionWrite(connect: step == .close, revert: revert) else { return }
             if plan == nil {
                 // Only the contactor this round: the setpoint on the wire stays as it was.
                 let last = devices[index].lastPlain ?? []
@@ -163,6 +164,8 @@ struct DeviceState {
     var device: ModbusDevice? {
         didSet {
             pollRequest = device?.pollRequest
+            canOpen = device?.canOpen ?? false
+            takesReactive = device?.reactiveControl != nil
             // Rediscovered: the reactive setpoint is re-armed at its first write (`enabled` is kept).
             if device == nil {
                 reactive.lastWritten = nil
@@ -173,6 +176,10 @@ struct DeviceState {
     /// The device's poll request, kept with it: the poller asks for it every round, and asking the
     /// driver each time copies it (a retain per reference it holds).
     private(set) var pollRequest: (address: Int, count: Int)?
+    /// `ModbusDevice.canOpen` and whether it has 704's var points, kept with it for the same reason:
+    /// asking the enum copies the whole inverter out of it to read two fields.
+    private(set) var canOpen = false
+    private(set) var takesReactive = false
     /// The setpoint last acted on (written, or refused and replaced by 0 W).
     var lastWritten: Watts?
     /// The requests that carried `lastWritten` without the revert's re-arm: a new setpoint that
@@ -283,5 +290,29 @@ struct HeldSessions: ~Copyable {
         nonmutating _modify {
             yield &base[i]
         }
+    }
+}
+
+extension DeviceState {
+    /// `ModbusDevice.readStatus` on the device (nil without a device); it writes nothing. Out of
+    /// line and `mutating` for the reason `writePlan` is: the device is borrowed, not copied.
+    @inline(never)
+    mutating func readStatus(_ block: inout PrefetchedRegisters) throws(DeviceError) -> InverterReading? {
+        guard let device else { return nil }
+        return try device.readStatus(&block)
+    }
+
+    /// `WritePlanner.plan` for the device's state (nil without a device); it writes nothing.
+    /// `mutating` and out of line, so that the state is reached in place (the array's element,
+    /// not a copy of it) as an `inout` nothing else can write while the plan is built: the device
+    /// is then borrowed, not copied. In `EndpointSession.plan` a `let` of it had to be a copy,
+    /// because the session's state is written around it.
+    @inline(never)
+    mutating func writePlan(setpoint: Watts, reactive: Double?, reactivePriority: Bool, revert: Duration,
+                            now: MonotonicInstant) throws(DeviceError) -> WritePlan? {
+        guard let device else { return nil }
+        return try WritePlanner.plan(device, setpoint: setpoint, reactive: reactive, reactivePriority: reactivePriority,
+                                     lastWritten: lastWritten, lastPlain: lastPlain, lastArmedAt: lastArmedAt,
+                                     axis: self.reactive, revert: revert, now: now)
     }
 }
