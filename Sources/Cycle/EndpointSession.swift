@@ -81,9 +81,11 @@ struct EndpointSession: ~Copyable, @unchecked Sendable {
         if !wantOpen { devices[index].cannotOpenSaid = false }
         // The setpoint on the wire once this round's plan is written: a first open only at 0 W.
         let onWire = plan?.setpoint ?? devices[index].lastWritten ?? .zero
+        // The reading (a lock and a copy per device and round) only where `step` reads it: with
+        // no open asked for, it answers from `conn` alone.
         let step = ContactorPlanner.step(wantOpen: wantOpen, canOpen: canOpen, conn: devices[index].conn,
                                          armedAt: devices[index].connArmedAt, zeroSince: devices[index].zeroSince,
-                                         reading: slot.reading, revert: revert, now: now,
+                                         reading: wantOpen ? slot.reading : nil, revert: revert, now: now,
                                          onWire: onWire, unitRating: rating, stalled: stalled)
         switch step {
         case .none: return
