@@ -131,6 +131,26 @@ struct ScenarioOpenDERTests {
         #expect(try Self.judge(check, try Self.trace(check, offset: 500)).misses.isEmpty, "0.5 kvar off is within 1 %")
     }
 
+    @Test("late samples around a crossing widen the timing allowance by their gap beyond a period, up to 0.3 s")
+    func lateSamples() throws {
+        #expect(abs(OpenDERComparison.widestGap([0, 0.1, 0.2, 0.6, 0.7], around: 0.3, 0.5) - 0.4) < 1e-12)
+        #expect(abs(OpenDERComparison.widestGap([0, 0.1, 0.2, 0.6, 0.7], around: 0.65, 0.7) - 0.1) < 1e-12)
+        #expect(OpenDERComparison.widestGap([0.5], around: 0, 1) == 0)
+        let check = try Self.check()
+        // Samples missing for 0.4 s where Q crosses 90 % (about 0.95 s after each step; a host that
+        // stalled the runner): two periods late is then within what the samples can say.
+        func holed(_ trace: [OpenDERComparison.Point]) -> [OpenDERComparison.Point] {
+            trace.filter { !($0.t > 3.85 && $0.t < 4.25) && !($0.t > 11.85 && $0.t < 12.25) }
+        }
+        let regular = try Self.judge(check, try Self.trace(check, lag: 2))
+        #expect(regular.misses.contains { $0.contains("at 90 %") }, "two periods late on regular samples: \(regular.misses)")
+        let stalled = try Self.judge(check, holed(try Self.trace(check, lag: 2)))
+        #expect(!stalled.misses.contains { $0.contains("at 90 %") }, "\(stalled.misses)")
+        // The allowance stops at 0.3 s: six periods late misses with the same holes.
+        let far = try Self.judge(check, holed(try Self.trace(check, lag: 6)))
+        #expect(far.misses.contains { $0.contains("late samples") }, "\(far.misses)")
+    }
+
     @Test("the 90 % instant is interpolated between points, nil without a change or a crossing")
     func crossing() {
         let trace: [(t: Double, value: Double)] = [(0, 0), (1, 50), (2, 100)]
