@@ -302,7 +302,7 @@ public final class SiteController {
                                          elapsedSeconds: elapsed)
         reactiveStage.useVoltWatt(utility.inForce?.voltWatt)
         // A negative volt-watt point charges a unit only into the import headroom the site's limits leave.
-        let floor = max(bounds.lower, connection.stale ? -.infinity : connection.floor ?? -.infinity)
+        let floor = max(bounds.lower, connection.floor ?? -.infinity)
         decision.delivered += reactiveStage.apply(to: &units, request: reactive, elapsedSeconds: elapsed, ceased: decision.utility.disconnected,
                                                   siteLaw: party == nil, floor: floor)
         pool.lastCommanded = decision.delivered

@@ -67,4 +67,36 @@ struct UtilityVoltWattTests {
             #expect(abs(lowered.setpoint.value - 25_000) < 500, "\(lowered.setpoint.value)")
         }
     }
+
+    @Test("with a meter, a negative volt-watt point charges only down to the connection point's import floor")
+    func chargeBoundedAtTheMeter() throws {
+        var unit = UnitSettings(rating: Fixture.rating, capacity: WattHours(250_000))
+        unit.gridSupport = GridSupportSettings(reactive: Cycle.constantVar(0), voltWatt: Self.charging)
+        unit.nominalVoltageV = Cycle.nominalV
+        var settings = SiteSettings(hasMeter: true, meterStaleAfter: .seconds(3), meterMaxLag: .milliseconds(200))
+        settings.importMax = Watts(8_000)
+        let site = SiteController(
+            control: ControlSettings(droop: Fixture.immediateDroop, limitRampPercentPerSecond: 1000, scheduleRampPercentPerSecond: 1000),
+            units: [unit], startedAt: .zero, site: settings)
+        // 5 kW of load and an 8 kW import limit: the batteries may charge 3 kW. At 1.09 p.u. the curve
+        // asks 12.5 kW of charge (17.5 kW of import).
+        let load = 5_000.0
+        var measured = 0.0
+        var worstImport = -Double.infinity
+        for step in 1...600 {
+            let t = Double(step) * 0.1
+            let now = Fixture.instant(t)
+            let inputs = UnitInputs(
+                bms: Fixture.healthyBMS(at: now),
+                inverter: Timestamped(InverterReading(activePower: Watts(measured), ratedPower: Fixture.rating, voltage: 1.09 * Cycle.nominalV), at: now),
+                dispatch: PowerCommand(power: Watts(20_000), expiresAt: now + .seconds(5), pinned: true))
+            site.step(frequency: Timestamped(Hertz(50), at: now), inputs: [inputs], now: now, wallClock: 1_800_000_000 + t,
+                      meter: Timestamped(MeterReading(gridPower: Watts(load - measured)), at: now))
+            // The inverter follows its setpoint in one period.
+            measured = site.decision(unit: 0).setpoint.value
+            if t > 30 { worstImport = max(worstImport, load - measured) }
+        }
+        #expect(abs(measured + 3_000) < 200, "charge down to the import floor: \(measured)")
+        #expect(worstImport <= 8_000 + 200, "import at most the limit (and the meter's deadband): \(worstImport)")
+    }
 }
