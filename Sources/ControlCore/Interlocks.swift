@@ -433,13 +433,16 @@ public struct InterlockEngine: Sendable {
     ) -> InterlockVerdict {
         var verdict = InterlockVerdict()
         for index in rules.indices {
-            let rule = rules[index]
-            let value = metrics[rule.metric]
+            let value = metrics[rules[index].metric]
             lastValues[index] = value ?? .nan
             let before = states[index]
             // A rule at rest whose condition is absent or unknown stays at rest and acts on nothing
-            // (what `next` says): most rules, most cycles, so that answer is not built for them.
-            if case .normal = before, value.map(rule.triggers) != true { continue }
+            // (what `next` says): most rules, most cycles, so that answer is not built for them,
+            // and only the fields the test reads are taken from the table.
+            if case .normal = before {
+                guard let value, rules[index].triggers(value) else { continue }
+            }
+            let rule = rules[index]
             let after = before.next(rule: rule, value: value, now: now)
             states[index] = after
             if before.isActing != after.isActing {
