@@ -110,46 +110,47 @@ enum OpenDERPeer {
     /// OpenDER's parameters for `settings` on `rating` (percent → per unit; the names of OpenDER's
     /// DER file). OpenDER's category resets the curves to its defaults, so Category A (Table 7's 25 %
     /// absorbing minimum) is named only then, and its curves given after.
-    static func parameters(_ settings: GridSupportSettings, rating: UnitRating) -> [String: Any] {
-        var out: [String: Any] = [
-            "NP_P_MAX": rating.activePowerW, "NP_VA_MAX": rating.apparentPowerVA, "NP_P_MAX_CHARGE": rating.chargePowerW,
-            "NP_APPARENT_POWER_CHARGE_MAX": rating.apparentPowerVA, "NP_Q_MAX_INJ": rating.maxInjectVar,
-            "NP_Q_MAX_ABS": rating.maxAbsorbVar, "NP_PRIO_OUTSIDE_MIN_Q_REQ": settings.reactivePriority ? "REACTIVE" : "ACTIVE",
+    static func parameters(_ settings: GridSupportSettings, rating: UnitRating) -> [String: Parameter] {
+        var out: [String: Parameter] = [
+            "NP_P_MAX": .number(rating.activePowerW), "NP_VA_MAX": .number(rating.apparentPowerVA),
+            "NP_P_MAX_CHARGE": .number(rating.chargePowerW), "NP_APPARENT_POWER_CHARGE_MAX": .number(rating.apparentPowerVA),
+            "NP_Q_MAX_INJ": .number(rating.maxInjectVar), "NP_Q_MAX_ABS": .number(rating.maxAbsorbVar),
+            "NP_PRIO_OUTSIDE_MIN_Q_REQ": .text(settings.reactivePriority ? "REACTIVE" : "ACTIVE"),
         ]
-        if settings.minimumReactivePercent.absorbing < 44 { out["NP_NORMAL_OP_CAT"] = "CAT_A" }
+        if settings.minimumReactivePercent.absorbing < 44 { out["NP_NORMAL_OP_CAT"] = .text("CAT_A") }
         func curve(_ prefix: String, _ c: GridCurve, x: [String], y: [String], xScale: Double = 1) {
             for (i, point) in c.points.enumerated() where i < x.count {
-                out[prefix + x[i]] = point.x * xScale
-                out[prefix + y[i]] = point.y / 100
+                out[prefix + x[i]] = .number(point.x * xScale)
+                out[prefix + y[i]] = .number(point.y / 100)
             }
         }
         switch settings.reactive {
         case .constantPowerFactor(let s):
-            out["CONST_PF_MODE_ENABLE"] = true
+            out["CONST_PF_MODE_ENABLE"] = .flag(true)
             out.merge(pfParameters(s.discharging), uniquingKeysWith: { $1 })
-            out["CONST_PF_RT"] = s.responseTime.openDERSeconds
+            out["CONST_PF_RT"] = .number(s.responseTime.openDERSeconds)
         case .constantVar(let s):
-            out["CONST_Q_MODE_ENABLE"] = true
-            out["CONST_Q"] = s.percent / 100
-            out["CONST_Q_RT"] = s.responseTime.openDERSeconds
+            out["CONST_Q_MODE_ENABLE"] = .flag(true)
+            out["CONST_Q"] = .number(s.percent / 100)
+            out["CONST_Q_RT"] = .number(s.responseTime.openDERSeconds)
         case .voltVar(let s):
-            out["QV_MODE_ENABLE"] = true
+            out["QV_MODE_ENABLE"] = .flag(true)
             curve("QV_CURVE_", s.curve, x: ["V1", "V2", "V3", "V4"], y: ["Q1", "Q2", "Q3", "Q4"])
-            out["QV_VREF"] = s.vRef
-            out["QV_VREF_AUTO_MODE"] = s.autonomousVRef
-            out["QV_VREF_TIME"] = s.vRefTimeConstant.openDERSeconds
-            out["QV_OLRT"] = s.responseTime.openDERSeconds
+            out["QV_VREF"] = .number(s.vRef)
+            out["QV_VREF_AUTO_MODE"] = .flag(s.autonomousVRef)
+            out["QV_VREF_TIME"] = .number(s.vRefTimeConstant.openDERSeconds)
+            out["QV_OLRT"] = .number(s.responseTime.openDERSeconds)
         case .wattVar(let s):
-            out["QP_MODE_ENABLE"] = true
+            out["QP_MODE_ENABLE"] = .flag(true)
             let names = ["P3_LOAD", "P2_LOAD", "P1_LOAD", "P1_GEN", "P2_GEN", "P3_GEN"]
             curve("QP_CURVE_", s.curve, x: names, y: names.map { "Q" + $0.dropFirst() }, xScale: 0.01)
-            out["QP_RT"] = s.responseTime.openDERSeconds
+            out["QP_RT"] = .number(s.responseTime.openDERSeconds)
         case nil: break
         }
         if let s = settings.voltWatt {
-            out["PV_MODE_ENABLE"] = true
+            out["PV_MODE_ENABLE"] = .flag(true)
             curve("PV_CURVE_", s.curve, x: ["V1", "V2"], y: ["P1", "P2"])
-            out["PV_OLRT"] = s.responseTime.openDERSeconds
+            out["PV_OLRT"] = .number(s.responseTime.openDERSeconds)
         }
         return out
     }
@@ -157,25 +158,67 @@ enum OpenDERPeer {
     /// Constant PF as OpenDER takes it for the side `setting` is bessd's: OpenDER signs Q with P
     /// (Eq. 3.8.1-1), so bessd's charging side (2030.5 opModFixedPFAbsorbW) is OpenDER's setting with
     /// the excitation turned.
-    static func pfParameters(_ setting: PowerFactorSetting, charging: Bool = false) -> [String: Any] {
-        ["CONST_PF": setting.powerFactor, "CONST_PF_EXCITATION": (setting.excitation == .injecting) != charging ? "INJ" : "ABS"]
+    static func pfParameters(_ setting: PowerFactorSetting, charging: Bool = false) -> [String: Parameter] {
+        ["CONST_PF": .number(setting.powerFactor), "CONST_PF_EXCITATION": .text((setting.excitation == .injecting) != charging ? "INJ" : "ABS")]
+    }
+
+    /// One value of OpenDER's DER file: a number, a flag or a name.
+    enum Parameter: Encodable, Equatable {
+        case number(Double), flag(Bool), text(String)
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .number(let value): try container.encode(value)
+            case .flag(let value): try container.encode(value)
+            case .text(let value): try container.encode(value)
+            }
+        }
+    }
+
+    /// One step as the peer reads it: `[count, V p.u., P p.u., parameters changed before it]`.
+    struct Step: Encodable {
+        var v: Double
+        var p: Double
+        var change: [String: Parameter]
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.unkeyedContainer()
+            try container.encode(1)
+            try container.encode(v)
+            try container.encode(p)
+            try container.encode(change)
+        }
+    }
+
+    /// One case of the peer: the unit's parameters, the period and the steps.
+    struct Case: Encodable {
+        var settings: [String: Parameter]
+        var period: Double
+        var steps: [Step]
+    }
+
+    /// The peer's answer for one case: OpenDER's P and Q at every step, W and var.
+    struct Trace: Decodable {
+        var p: [Double]
+        var q: [Double]
     }
 
     /// Runs OpenDER over `inputs` (one control period each: V p.u., P demand W); its P and Q, W and var.
     static func run(_ check: OpenDERCheck, inputs: [(t: Double, v: Double, p: Double)]) throws(ScenarioError) -> (p: [Double], q: [Double]) {
-        var steps: [[Any]] = []
+        var steps: [Step] = []
         var charging: Bool?
         for input in inputs {
-            var change: [String: Any] = [:]
+            var change: [String: Parameter] = [:]
             if case .constantPowerFactor(let s) = check.settings.reactive, (input.p < 0) != charging {
                 charging = input.p < 0
                 if input.p < 0 || steps.count > 0 { change = pfParameters(input.p < 0 ? s.charging : s.discharging, charging: input.p < 0) }
             }
-            steps.append([1, input.v, input.p / check.rating.activePowerW, change])
+            steps.append(Step(v: input.v, p: input.p / check.rating.activePowerW, change: change))
         }
-        let case_: [String: Any] = ["settings": parameters(check.settings, rating: check.rating), "period": check.period, "steps": steps]
+        let one = Case(settings: parameters(check.settings, rating: check.rating), period: check.period, steps: steps)
         let script = check.peersDirectory + "/opender_reactive_peer.py"
-        guard let json = try? JSONSerialization.data(withJSONObject: [case_]) else {
+        guard let json = try? JSONEncoder().encode([one]) else {
             throw ScenarioError(.io, "opender: cannot write the trace as JSON")
         }
         let process = Process()
@@ -196,10 +239,9 @@ enum OpenDERPeer {
             throw ScenarioError(.plantFailed, "opender: \(script) exit \(process.terminationStatus) (scripts/ensure-python-peers.sh installs opender): "
                                 + err.suffix(400))
         }
-        guard let trace = try? JSONSerialization.jsonObject(with: out) as? [String: [Double]], let p = trace["p"], let q = trace["q"],
-              p.count == inputs.count, q.count == inputs.count
+        guard let trace = try? JSONDecoder().decode(Trace.self, from: out), trace.p.count == inputs.count, trace.q.count == inputs.count
         else { throw ScenarioError(.plantFailed, "opender: \(script) answered \(String(decoding: out.prefix(200), as: UTF8.self))") }
-        return (p, q)
+        return (trace.p, trace.q)
     }
 }
 
