@@ -7,8 +7,8 @@ SHELL := /bin/bash
 # The Swift toolchain: on PATH, or the usual install location.
 SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 
-# Build-time packages: the C libraries bessd links (OpenSSL for the grid links' TLS), and pkg-config to find them.
-DEBIAN_PACKAGES := pkg-config libmodbus-dev libsocketcan-dev libsystemd-dev libmosquitto-dev libssl-dev
+# Build-time packages: the C libraries bessd links (OpenSSL for the grid links' TLS, CBC for the optimiser), and pkg-config to find them.
+DEBIAN_PACKAGES := pkg-config libmodbus-dev libsocketcan-dev libsystemd-dev libmosquitto-dev libssl-dev coinor-libcbc-dev
 # Test-time peers no one here wrote: mbpoll (Modbus client), can-utils, socat (RTU pty pairs, and the OpenSSL
 # client in front of c104 for the 104 outstation's TLS), python3-pip; gnuplot renders the scenario plots;
 # mosquitto (+ clients), postgresql and openssl are the real broker, database and certificates of the
@@ -152,7 +152,7 @@ deb:
 	echo /etc/bessd/bessd.yaml > dist/deb/DEBIAN/conffiles
 	{ echo "Package: bessd"; echo "Version: $(VERSION)"; echo "Architecture: amd64"; \
 	  echo "Maintainer: bessd maintainers <maintainers@users.noreply.b-seed-3140e5a0.example>"; \
-	  echo "Depends: libc6, libgcc-s1, libstdc++6, libmodbus5, libsocketcan2, libsystemd0, libmosquitto1, libssl3, adduser"; \
+	  echo "Depends: libc6, libgcc-s1, libstdc++6, libmodbus5, libsocketcan2, libsystemd0, libmosquitto1, libssl3, coinor-libcbc3, adduser"; \
 	  echo "Recommends: can-utils"; echo "Section: misc"; echo "Priority: optional"; \
 	  echo "Installed-Size: $$(du -sk dist/deb | cut -f1)"; \
 	  echo "Description: battery energy storage edge controller"; \

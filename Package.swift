@@ -54,6 +54,10 @@ let package = Package(
         .systemLibrary(
             name: "COpenSSL", pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]),
+        // COIN-OR CBC (EPL-1.0, Debian's coinor-libcbc-dev): the optimiser's MILP solver, on its own thread.
+        .systemLibrary(
+            name: "CCbc", pkgConfig: "cbc",
+            providers: [.apt(["coinor-libcbc-dev"])]),
 
         // Pure control law: no I/O, no Foundation, an injected clock.
         // `rounded()` lowers to libm's round(); link libm so the library stands alone.
@@ -77,7 +81,7 @@ let package = Package(
         // Configuration: the YAML schema, its diagnostics and the mapping to control settings (the only Yams user).
         .target(
             name: "Config",
-            dependencies: ["BessBase", "ControlCore", "BessSystem", "Fieldbus", "Cycle", "IEC104", "IEEE2030_5", "GridSupport", .product(name: "Yams", package: "Yams")],
+            dependencies: ["BessBase", "ControlCore", "BessSystem", "Fieldbus", "Cycle", "IEC104", "IEEE2030_5", "GridSupport", "Planning", .product(name: "Yams", package: "Yams")],
             swiftSettings: swiftSettings),
         // The real-time cycle and the bus workers behind the SiteIO seam; never imports the simulator,
         // nor Config: it defines the settings it runs on (CycleSettings), and Config maps the YAML into them.
@@ -103,7 +107,7 @@ let package = Package(
             name: "Service",
             dependencies: [
                 "BessBase", "ControlCore", "BessSystem", "ControlProtocol", "Config", "Cycle", "Fieldbus", "Uplink", "CSystemd", "Scada", "Outstation",
-                "Sep2Link", "PMULink", "IEEE2030_5", "TLSTransport", .product(name: "Logging", package: "swift-log"),
+                "Sep2Link", "PMULink", "IEEE2030_5", "TLSTransport", "Planning", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
 
@@ -145,6 +149,9 @@ let package = Package(
         // IEEE 1547-2018's reactive power and volt-watt control law (constant PF, constant var, volt-var,
         // watt-var, volt-watt, the response filter, the VAMax bound): pure, no Foundation, no allocation.
         .target(name: "GridSupport", dependencies: ["BessBase"], swiftSettings: swiftSettings),
+        // The optimiser's pure half: the plan's problem (docs/optimiser.md), its MILP on CBC, the tariff,
+        // the forecasts. No sockets, no threads of its own: Service runs it on the optimiser's worker.
+        .target(name: "Planning", dependencies: ["BessBase", "CCbc"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "bessd",
             dependencies: [
@@ -202,6 +209,8 @@ let package = Package(
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             swiftSettings: swiftSettings),
+        // The optimiser against HiGHS (scipy's milp, PyPI): the objective of every kept case within 0.1 %.
+        .testTarget(name: "PlanningTests", dependencies: ["BessBase", "Planning", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "UplinkTests", dependencies: ["BessBase", "Uplink", "UplinkIngest", "ControlCore", "BessSystem"], swiftSettings: swiftSettings),
         .testTarget(name: "BessSystemTests", dependencies: ["BessBase", "BessSystem", "ControlCore", "TestSupport"], swiftSettings: swiftSettings),
         // TLS against the openssl command as the independent peer, certificates made at test time.

@@ -20,6 +20,7 @@ dpkg-deb -f "$DEB" Depends | grep -q 'libsocketcan2' || fail "Depends lacks libs
 dpkg-deb -f "$DEB" Depends | grep -q 'libsystemd0' || fail "Depends lacks libsystemd0"
 dpkg-deb -f "$DEB" Depends | grep -q 'libmosquitto1' || fail "Depends lacks libmosquitto1"
 dpkg-deb -f "$DEB" Depends | grep -q 'libssl3' || fail "Depends lacks libssl3"
+dpkg-deb -f "$DEB" Depends | grep -q 'coinor-libcbc3' || fail "Depends lacks coinor-libcbc3"
 [[ "$(dpkg-deb --ctrl-tarfile "$DEB" | tar -xO ./conffiles)" == "/etc/bessd/bessd.yaml" ]] || fail "conffiles"
 for group in bessd bess bess-operators; do
   dpkg-deb --ctrl-tarfile "$DEB" | tar -xO ./postinst | grep -q "addgroup --system $group\$" || fail "postinst does not create group $group"
