@@ -62,6 +62,13 @@ public enum ControlEventKind: UInt8, Sendable {
     /// The unit's SOC is back inside its reserve band by the resume margin: dispatch may use that
     /// direction again (`value` the SOC %, `threshold` the reserve's SOC edge %).
     case responseReserveCleared
+    /// No block of the block schedule is in force (no schedule, before its first block, between
+    /// blocks or past its last): the configured fallback acts (`unit` -1, `value` 0 for
+    /// `application`, 1 for `zero`, `threshold` the blocks in the window). Once on entering.
+    case scheduleFallback
+    /// A block of the schedule is in force again after a fallback (`unit` -1, `value` its target in
+    /// kWh, `threshold` its start in Unix seconds).
+    case scheduleResumed
 }
 
 /// An event the cycle hands to the logging thread. Plain values only, so recording one never

@@ -30,10 +30,10 @@ public final class SiteController {
         set { running.lastClockStep = newValue }
     }
     var lastClockOffset: Double? { get { running.lastClockOffset } set { running.lastClockOffset = newValue } }
-    let droopCurve: DroopCurve
-    let expectsFrequency: Bool
-    /// The allocation stage: shares the pool by headroom and SOC inside the site's bounds.
+    let droopCurve: DroopCurve, expectsFrequency: Bool
+    /// The allocation stage: shares the pool by headroom and SOC inside the site's bounds; its block schedule.
     var pool: SitePool
+    public var schedule: ScheduleExecutor { get { pool.schedule } set { pool.schedule = newValue } }
     /// The last stage: each unit's reactive mode and volt-watt on its share (SiteReactive.swift).
     var reactiveStage: ReactiveStage
     /// The law at the connection point (`site.reactive_power`; SiteReactive+ConnectionPoint.swift).
@@ -249,7 +249,7 @@ public final class SiteController {
                 if closedBlocks.count < closedBlocks.capacity { closedBlocks.append(block) }
             }
         }
-        allocate(now: now, meter: meter, elapsed: elapsed)
+        allocate(now: now, meter: meter, elapsed: elapsed, wallClock: wallClock)
         if gridEnergy != nil {
             // Only fresh meter readings count; a stale stretch shows as less coverage.
             let grid = connection.gridPower.map { Watts($0) }
@@ -268,14 +268,14 @@ public final class SiteController {
     /// point, the pool with the application and the grid limits, the operator's and the utility's
     /// bounds, the sharing, each unit's reactive power (which may lower its share: volt-watt, `VAMax`),
     /// and what is reported.
-    func allocate(now: MonotonicInstant, meter: Timestamped<MeterReading>?, elapsed: Double = 0) {
+    func allocate(now: MonotonicInstant, meter: Timestamped<MeterReading>?, elapsed: Double = 0, wallClock: Double = 0) {
         let utility = UtilityStage(published: utilityLimits, now: now)
         let totals = pool.gather(units, kept: unitReserveReached, socReserve: connection.settings.socReservePercent)
         var decision = SiteDecision()
         decision.utility = utility.update(&running.utility, metered: connection.settings.hasMeter, rate: limitRamp,
                                           rating: ratedPower, elapsed: elapsed)
         meet(meter: meter, battery: totals.battery, utility: decision.utility, now: now)
-        var target = SitePool.target(totals, connection: connection, reserveReached: reserveReached, decision: &decision)
+        var target = pool.target(totals, connection: connection, reserveReached: reserveReached, clock: (wallClock, elapsed), decision: &decision)
         decision.operatorCap = updateOperatorCap(elapsed: elapsed)
         decision.scadaSetpoint = arbiter.inForce(.scada, at: now)?.activePower
         var bounds = UtilityStage.bounds(cap: decision.operatorCap, utility: &decision.utility, connection: connection)
@@ -307,7 +307,7 @@ public final class SiteController {
                                                   siteLaw: party == nil, floor: floor)
         pool.lastCommanded = decision.delivered
         siteDecision = decision
-        pool.report(decision.binding, connection: connection, events: &events, now: now)
+        pool.report(decision, winner: arbiter.winner?.source, connection: connection, events: &events, now: now)
     }
 
     /// Names the site's volt-watt as what bounded the units' discharge when its cap is the lowest in

@@ -3,7 +3,8 @@
 /// inside them the frequency response (each pooled unit's droop share), then the operator's overrides
 /// and the request the arbiter resolved; the site application only where no dispatch speaks. The
 /// pooled units' part is then shared by headroom and SOC, so a unit that cannot deliver hands its share
-/// to the others in this same cycle; what none can take is the shortfall. Storage is allocated at init.
+/// to the others in this same cycle; what none can take is the shortfall. The block schedule
+/// (`schedule`) stands where the application does, above it. Storage is allocated at init.
 struct SitePool {
     var allocator: SiteAllocator
     var inputs: [AllocationInput]
@@ -20,8 +21,13 @@ struct SitePool {
     var lastBound: MonotonicInstant?
     /// What every unit was given last cycle in total, W (the connection point's command history).
     var lastCommanded: Double?
+    /// Σ unit ratings, W.
+    let rating: Double
+    /// The block schedule (ScheduleExecutor.swift): stage 2 asks, stage 6 accounts.
+    var schedule = ScheduleExecutor()
 
     init(units: Int, rating: Double) {
+        self.rating = rating
         allocator = SiteAllocator(units: units)
         inputs = [AllocationInput](repeating: AllocationInput(request: 0, allowedCharge: 0, allowedDischarge: 0), count: units)
         shares = [Double](repeating: 0, count: units)
@@ -40,6 +46,11 @@ struct SitePool {
         var dispatched = false
         /// What the pooled units may give the application outside their response reserve.
         var reserveDischarge = 0.0, reserveCharge = 0.0
+        /// The pooled units' allowed power in all, Σ every unit's droop response, W; whether an
+        /// operator override holds a unit; what narrows the units (standby, an interlock, else their limits).
+        var allowedDischarge = 0.0, allowedCharge = 0.0, droop = 0.0
+        var overridden = false
+        var narrowedBy = ScheduleBinding.unitLimit
     }
 
     /// Stage 1: the units' decisions into allocation inputs and totals. A unit at its own response
@@ -52,6 +63,9 @@ struct SitePool {
                 pooled: d.pooled, request: d.request.value, allowedCharge: d.allowedCharge.value,
                 allowedDischarge: d.allowedDischarge.value, soc: d.soc?.value)
             if let power = d.measuredPower?.value, power.isFinite { t.battery += power }
+            if d.droop.value.isFinite { t.droop += d.droop.value }
+            if d.state == .standby { t.narrowedBy = .standby }
+            if !d.activeCodes.isEmpty, t.narrowedBy != .standby { t.narrowedBy = .interlock }
             // Any dispatch in force rests the application, a dispatch for one unit (held) too: an
             // application that steered the other units against it would cancel at the connection point
             // what the aggregator bought (docs/design/0007-dispatch-rests-the-application.md).
@@ -61,8 +75,11 @@ struct SitePool {
             let allowedDischarge = SiteAllocator.magnitude(d.allowedDischarge.value)
             guard d.pooled else {
                 t.held += ControlMath.clamp(request, -allowedCharge, allowedDischarge)
+                t.overridden = t.overridden || !d.dispatched
                 continue
             }
+            t.allowedCharge += allowedCharge
+            t.allowedDischarge += allowedDischarge
             let kept = kept[index]
             if kept.discharge { inputs[index].allowedDischarge = min(allowedDischarge, max(0, request)) }
             if kept.charge { inputs[index].allowedCharge = min(allowedCharge, max(0, -request)) }
@@ -77,25 +94,39 @@ struct SitePool {
         return t
     }
 
-    /// Stage 2: the pool before the site's bounds: the pooled requests, the application where no
-    /// dispatch speaks (only on fresh meter data, never into the SOC reserve), then the grid limits,
-    /// which outrank everything below the interlocks.
-    static func target(_ t: Totals, connection: ConnectionPoint, reserveReached: (discharge: Bool, charge: Bool),
-                       decision: inout SiteDecision) -> Double {
+    /// Stage 2: the pool before the site's bounds: the pooled requests, the block schedule's ask
+    /// where a block is in force (or its fallback `zero`), else the application where no dispatch
+    /// speaks (only on fresh meter data, never into the SOC reserve), then the grid limits, which
+    /// outrank everything below the interlocks.
+    mutating func target(_ t: Totals, connection: ConnectionPoint, reserveReached: (discharge: Bool, charge: Bool),
+                         clock: (wall: Double, elapsed: Double), decision: inout SiteDecision) -> Double {
         decision.requested = t.requested
         decision.held = t.held
+        let scheduled = schedule.ask(ScheduleExecutor.Pool(
+            requested: t.requested, held: t.held, battery: t.battery, droop: t.droop, reserveDischarge: t.reserveDischarge,
+            reserveCharge: t.reserveCharge, allowedDischarge: t.allowedDischarge, allowedCharge: t.allowedCharge,
+            spoken: t.dispatched || t.overridden, overridden: t.overridden, units: t.narrowedBy, rating: rating), connection: connection, wallClock: clock.wall,
+            elapsed: clock.elapsed)
+        if let scheduled {
+            return Self.bounded(t.requested + scheduled, held: t.held, connection: connection, decision: &decision)
+        }
         if connection.settings.application != .none, !t.dispatched, !connection.stale, connection.gridPower != nil {
             decision.application = ControlMath.clamp(connection.target - t.held, reserveReached.charge ? -t.reserveCharge : -.infinity,
                                                      reserveReached.discharge ? 0 : t.reserveDischarge)
             decision.applicationActive = true
         }
-        var pool = t.requested + decision.application
-        if let floor = connection.floor, pool < floor - t.held {
-            pool = floor - t.held
+        return Self.bounded(t.requested + decision.application, held: t.held, connection: connection, decision: &decision)
+    }
+
+    /// The pool inside the connection point's floor and ceiling (the binding one noted).
+    static func bounded(_ pool: Double, held: Double, connection: ConnectionPoint, decision: inout SiteDecision) -> Double {
+        var pool = pool
+        if let floor = connection.floor, pool < floor - held {
+            pool = floor - held
             decision.binding = .importLimit
         }
-        if let ceiling = connection.ceiling, pool > ceiling - t.held {
-            pool = ceiling - t.held
+        if let ceiling = connection.ceiling, pool > ceiling - held {
+            pool = ceiling - held
             decision.binding = .exportLimit
         }
         UtilityStage.noteConnectionBinding(decision.binding, decision: &decision, connection: connection)
@@ -177,8 +208,11 @@ struct SitePool {
     }
 
     /// Stage 6: the binding limit (reported when it starts to bind, released once it has not bound
-    /// for 5 s, so a limit at the edge of binding is not reported every cycle) and the shortfall.
-    mutating func report(_ binding: GridLimitBinding, connection: ConnectionPoint, events: inout EventRing, now: MonotonicInstant) {
+    /// for 5 s, so a limit at the edge of binding is not reported every cycle), the shortfall, and
+    /// what held the schedule's block back (`winner`: the site request that spoke, if any).
+    mutating func report(_ decision: SiteDecision, winner: RequestSource?, connection: ConnectionPoint, events: inout EventRing,
+                         now: MonotonicInstant) {
+        let binding = decision.binding
         if binding != .none {
             lastBound = now
             if binding != bindingReported {
@@ -199,5 +233,12 @@ struct SitePool {
             shortfallActive = false
             events.push(ControlEvent(kind: .siteShortfallCleared, unit: -1, at: now))
         }
+        let spoke: ScheduleBinding = switch winner {
+        case .agc?: .agc
+        case .utility?: .utility
+        case .scada?: .scada
+        default: .aggregatorDispatch
+        }
+        schedule.account(decision, spoke: spoke, shortfall: missing > shortfallThreshold, events: &events, now: now)
     }
 }

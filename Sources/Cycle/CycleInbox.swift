@@ -2,7 +2,8 @@ import BessSystem
 package import ControlCore
 
 // The cycle's front door. Orders are posted into `PostedOrders` (inside `SharedState`'s lock) by
-// the control socket, the SCADA and IEC 104 servers and the service thread; readings are published
+// the control socket, the SCADA and IEC 104 servers and the service thread (the block schedule's
+// window among them); readings are published
 // into the PMU and utility seqlocks by their workers. Once a period `SiteRunner.takeInputs` copies
 // all of it into the cycle's own `CycleInbox` (one lock, two seqlock reads, no allocation), and
 // the cycle's later phases read only the inbox.
@@ -68,6 +69,10 @@ struct PostedOrders: Sendable {
     var inputLimitPercent: Double?
     /// The system clock's synchronisation, as the service last read it.
     var clockSynchronized = true
+    /// The block schedule's window as the store last published it (nil: none), and a count of the
+    /// publications the cycle compares.
+    var schedule: ScheduleWindow?
+    var scheduleGeneration: UInt64 = 0
 
     init(units: Int) { mailbox = Mailbox(units: units) }
 }
@@ -90,6 +95,10 @@ struct CycleInbox {
     var agc = AGCCommand()
     var inputLimitPercent: Double?
     var clockSynchronized = true
+    /// The schedule's window, when published since the last cycle took it (`scheduleChanged`).
+    var schedule: ScheduleWindow?
+    var scheduleChanged = false
+    var scheduleTaken: UInt64 = 0
     /// The PMU's newest sample, read when the site follows a PMU (nil: none known whole).
     var pmu: PMUSample?
     /// The utility's controls: none read (no slot, or a read overtaken by publications: the cycle

@@ -20,6 +20,8 @@ struct CycleOutbox: Sendable {
     var events = EventRing(capacity: 1024)
     /// Energy blocks closed by the cycle, for the uplink (bounded; the oldest kept).
     var blocks: [EnergyBlock] = []
+    /// The schedule's blocks closed by the cycle (bounded; the oldest kept).
+    var scheduleReports: [ScheduleBlockReport] = []
     /// Frequency events the cycle assessed, for the service thread (`SharedState+FrequencyEvents`).
     var frequencyEvents = FrequencyEventMailbox()
     var resetOutcomes: [ResetOutcome]
@@ -32,6 +34,7 @@ struct CycleOutbox: Sendable {
         lastView = SiteView(units: self.units, site: site, settings: settings)
         resetOutcomes = [ResetOutcome](repeating: ResetOutcome(), count: units)
         blocks.reserveCapacity(64)
+        scheduleReports.reserveCapacity(64)
         frequencyEvents.pending.reserveCapacity(FrequencyEventMailbox.capacity)
     }
 

@@ -9,12 +9,13 @@ import ControlCore
 extension SiteRunner {
     /// 1. Every external order and reading of this cycle into `inbox`: under `shared`'s lock, the
     /// operator's mailbox (swapped for the cleared one when it holds new requests), SCADA's commands
-    /// when written since, AGC, the relay contacts' limit, the clock's synchronisation; then the
+    /// and the schedule's window when published since, AGC, the relay contacts' limit, the clock's synchronisation; then the
     /// PMU's and the utility's seqlocks. Without `shared` (a runner stepped alone) only the slots.
     func takeInputs(from shared: SharedState?, wallClock: Double) {
         inbox.wallClock = wallClock
         inbox.pending = false
         inbox.commandsChanged = false
+        inbox.scheduleChanged = false
         inbox.ordersTaken = shared != nil
         shared?.contents.withLock { c in
             if c.orders.commandsGeneration != inbox.commandsTaken {
@@ -25,6 +26,11 @@ extension SiteRunner {
             inbox.inputLimitPercent = c.orders.inputLimitPercent
             inbox.agc = c.orders.agc
             inbox.clockSynchronized = c.orders.clockSynchronized
+            if c.orders.scheduleGeneration != inbox.scheduleTaken {
+                inbox.scheduleTaken = c.orders.scheduleGeneration
+                inbox.schedule = c.orders.schedule
+                inbox.scheduleChanged = true
+            }
             guard c.orders.mailbox.generation != inbox.mailbox.generation else { return }
             inbox.pending = true
             // The cleared mailbox goes back for the next requests, with the generation carried on.
@@ -114,6 +120,12 @@ extension SiteRunner {
                 if c.outbox.blocks.count < c.outbox.blocks.capacity { c.outbox.blocks.append(block) }
                 published = true
             }
+            if controller.schedule.reportCount > 0 {
+                controller.schedule.drainReports { report in
+                    if c.outbox.scheduleReports.count < c.outbox.scheduleReports.capacity { c.outbox.scheduleReports.append(report) }
+                    published = true
+                }
+            }
             controller.drainFrequencyAssessments { assessment in
                 c.outbox.frequencyEvents.publish(assessment)
                 published = true
@@ -132,10 +144,11 @@ extension SiteRunner {
 
 extension SiteRunner {
     /// The orders `takeInputs` took, handed to the controller (part of `decide`): SCADA's commands
-    /// when written since, the relay limit, AGC, the clock's synchronisation, and the mailbox's
-    /// requests when it held new ones.
+    /// when written since, the schedule's window when published since, the relay limit, AGC, the
+    /// clock's synchronisation, and the mailbox's requests when it held new ones.
     func applyOrders(now: MonotonicInstant) {
         if inbox.commandsChanged { controller.commands = inbox.commands }
+        if inbox.scheduleChanged { controller.schedule.window = inbox.schedule }
         controller.inputLimitPercent = inbox.inputLimitPercent
         controller.agc = inbox.agc
         controller.clockSynchronized = inbox.clockSynchronized

@@ -30,10 +30,13 @@ public struct CycleSettings: Sendable {
     public var usesSimulation: Bool
     /// The PMU followed when `frequencySource` is `.pmu` (`grid_integration.pmu`); nil otherwise.
     public var pmu: PMUSettings?
+    /// The block schedule's layer (`schedule:`): its block length and fallback; nil: no schedule
+    /// layer, the site as without one (docs/design/0011-block-schedule.md).
+    public var schedule: ScheduleSettings?
 
     public init(mode: RunMode, period: Duration, realtime: RealtimeSettings?, control: ControlSettings, units: [UnitSettings],
                 site: SiteSettings, devices: [UnitDevices], meter: MeterConfiguration?, meterSimulated: Bool,
-                frequencySource: FrequencySource, usesSimulation: Bool, pmu: PMUSettings? = nil) {
+                frequencySource: FrequencySource, usesSimulation: Bool, pmu: PMUSettings? = nil, schedule: ScheduleSettings? = nil) {
         self.mode = mode
         self.period = period
         self.realtime = realtime
@@ -46,6 +49,7 @@ public struct CycleSettings: Sendable {
         self.frequencySource = frequencySource
         self.usesSimulation = usesSimulation
         self.pmu = pmu
+        self.schedule = schedule
     }
 
     /// The period in whole milliseconds, as statistics and messages show it.

@@ -128,6 +128,7 @@ extension CycleSettings {
             .live("the control settings (grid, interlocks, limits, schedule)", \.control),
             .live("bess_units' control settings (ratings, interlocks, staleness)", \.units),
             .live("site", \.site),
+            .live("schedule", \.schedule),
             .elsewhere("realtime", \.realtime),
         ])
     }

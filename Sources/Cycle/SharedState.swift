@@ -58,6 +58,11 @@ public struct SiteStatus: Sendable, Equatable {
     public var agc = AGCStatus()
     /// The utility's IEEE 2030.5 controls as the last cycle applied them (docs/design/0009-utility-limits.md).
     public var utility = UtilityDecision()
+    /// The schedule's block in force, its report so far (nil: none), whether the schedule's fallback
+    /// acts (`SCHEDULE_FALLBACK` stands) and what the schedule asked of the units, W (+ = discharge).
+    public var scheduleBlock: ScheduleBlockReport?
+    public var scheduleFallback = false
+    public var scheduleAsk: Double = 0
     public init() {}
 }
 
@@ -297,15 +302,7 @@ public final class SharedState: Sendable {
     }
 
     /// Removes and returns closed energy blocks (the service thread's side).
-    public func takeBlocks() -> [EnergyBlock] {
-        var blocks: [EnergyBlock] = []
-        blocks.reserveCapacity(64)
-        contents.withLock { c in
-            for block in c.outbox.blocks where blocks.count < blocks.capacity { blocks.append(block) }
-            c.outbox.blocks.removeAll(keepingCapacity: true)
-        }
-        return blocks
-    }
+    public func takeBlocks() -> [EnergyBlock] { take(\.blocks) }
 
     /// Queues operator requests; returns the generation to wait for.
     @discardableResult

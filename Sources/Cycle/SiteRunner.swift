@@ -62,6 +62,7 @@ public class SiteRunner {
         self.phase = phase
         self.startedAt = startedAt
         controller = SiteController(control: settings.control, units: settings.units, startedAt: startedAt, site: settings.site)
+        controller.schedule.configure(settings.schedule, rampPercentPerSecond: settings.control.scheduleRampPercentPerSecond)
         let units = settings.devices.count
         inputs = [UnitInputs](repeating: UnitInputs(), count: units)
         inbox = CycleInbox(units: units)
@@ -131,6 +132,9 @@ public class SiteRunner {
         let fresh = SiteController(control: new.control, units: new.units, startedAt: startedAt, expectsFrequency: true,
                                    site: new.site)
         fresh.adopt(from: controller, mapping: new.devices.indices.map { $0 })
+        // The block under way carries on, with its energy so far, its window and its fallback state.
+        fresh.schedule = controller.schedule
+        fresh.schedule.configure(new.schedule, rampPercentPerSecond: new.control.scheduleRampPercentPerSecond)
         controller.events.drain { fresh.events.push($0) }
         controller = fresh
         settings = new

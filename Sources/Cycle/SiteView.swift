@@ -58,6 +58,8 @@ public struct SiteView: Sendable, Equatable {
     /// Σ units' rated power, W, and Σ usable energy, Wh, as the site was started with.
     public var ratedPowerW: Double = 0
     public var usableEnergyWh: Double = 0
+    /// The schedule's block in force, its report so far (`SiteStatus.scheduleBlock`); nil: none.
+    public var scheduleBlock: ScheduleBlockReport?
 
     /// The view of one publication. `settings.capacitiesWh[i]` is unit `i`'s usable energy (units
     /// beyond it count for power only).
@@ -135,6 +137,7 @@ public struct SiteView: Sendable, Equatable {
         apparentPowerVA = apparent
         ratedPowerW = settings.ratedPowerW
         usableEnergyWh = settings.usableEnergyWh
+        scheduleBlock = site.scheduleBlock
     }
 
     /// The view of one publication of a site known only by its units' usable energy (no ratings,

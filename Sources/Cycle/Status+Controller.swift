@@ -62,6 +62,10 @@ extension SiteStatus {
         self.scadaSetpoint = commands.setpoint.active(at: now) ?? .nan
         self.scadaSetpointRemaining = commands.setpoint.active(at: now) == nil ? .zero : commands.setpoint.remaining(at: now)
         self.gridPower = c.gridPower ?? .nan
+        let schedule = controller.schedule
+        self.scheduleBlock = schedule.open
+        self.scheduleFallback = schedule.fallbackActive
+        self.scheduleAsk = schedule.askW
         self.meterStale = c.stale
         // Var and V of the reading the connection point took (none while it is stale).
         let metered = c.gridPower == nil ? nil : meter?.value

@@ -57,6 +57,8 @@ final class EventJournal {
         case .frequencySourceRestored: return Entry(messageID: MessageID.site, priority: 5, code: "FREQUENCY_SOURCE_FALLBACK")
         case .responseReserveReached: return Entry(messageID: MessageID.site, priority: 5, code: "RESPONSE_RESERVE_REACHED")
         case .responseReserveCleared: return Entry(messageID: MessageID.site, priority: 5, code: "RESPONSE_RESERVE_REACHED")
+        case .scheduleFallback: return Entry(messageID: MessageID.site, priority: 4, code: "SCHEDULE_FALLBACK")
+        case .scheduleResumed: return Entry(messageID: MessageID.site, priority: 5, code: "SCHEDULE_FALLBACK")
         }
     }
 

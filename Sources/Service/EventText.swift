@@ -60,6 +60,11 @@ public enum EventText {
             }
             return "\(unitID) RESPONSE_RESERVE_REACHED cleared: SOC \(number(event.value)) % is back inside its \(way) reserve band "
                 + "(\(number(event.threshold)) % \(discharge ? "+" : "−") \(number(ResponseReserve.resumeMarginPercent)) %); dispatch may \(way) it again"
+        case .scheduleFallback:
+            return "site SCHEDULE_FALLBACK: no block of the schedule is in force; "
+                + (event.value == 1 ? "the schedule asks 0 of the units" : "the site application decides")
+        case .scheduleResumed:
+            return "site SCHEDULE_FALLBACK cleared: a block of the schedule is in force again (target \(number(event.value)) kWh)"
         case .raised, .cleared, .latched, .resetAccepted, .resetRefused:
             guard let code = event.code else { return "\(unitID) \(event.kind)" }
             let verb: String
