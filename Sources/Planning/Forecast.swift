@@ -1,0 +1,170 @@
+public import BessBase
+
+/// The site's load and PV over one block from its start, kW.
+public struct ForecastPoint: Sendable, Equatable, Codable {
+    /// The block's start.
+    public var startUnixSeconds: Int64
+    /// Load, kW.
+    public var loadKW: Double
+    /// PV, kW.
+    public var pvKW: Double
+
+    /// A point from its fields.
+    public init(startUnixSeconds: Int64, loadKW: Double, pvKW: Double) {
+        self.startUnixSeconds = startUnixSeconds
+        self.loadKW = loadKW
+        self.pvKW = pvKW
+    }
+}
+
+/// A forecast file (`optimiser.forecast_file`): CSV with the header `start,load_kw,pv_kw` and one line
+/// per block, `start` in RFC 3339 with its offset (`2026-11-29T10:15:00+05:30` or `…Z`), starts
+/// strictly increasing, powers finite and ≥ 0. Blank lines and lines starting with `#` are skipped.
+public enum ForecastFile {
+    /// The most rows a file may hold (over 100 days of 15-minute blocks).
+    public static let maximumRows = 10_000
+    /// The most bytes a file may hold.
+    public static let maximumBytes = 1 << 20
+
+    /// The points of `text`, or `PLAN_FORECAST_INVALID` naming the first bad line (1-based), or
+    /// `PLAN_FORECAST_TOO_LARGE`.
+    public static func parse(_ text: String) throws(PlanningError) -> [ForecastPoint] {
+        guard text.utf8.count <= maximumBytes else {
+            throw PlanningError(.forecastTooLarge, message: "\(text.utf8.count) bytes (at most \(maximumBytes))")
+        }
+        var points: [ForecastPoint] = []
+        var sawHeader = false
+        var number = 0
+        for raw in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            number += 1
+            let line = raw.hasSuffix("\r") ? raw.dropLast() : raw[...]
+            let trimmed = line.trimmingSpaces
+            if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
+            func bad(_ what: String) -> PlanningError { PlanningError(.forecastInvalid, message: "line \(number): \(what)") }
+            let fields = trimmed.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingSpaces }
+            if !sawHeader {
+                guard fields == ["start", "load_kw", "pv_kw"] else { throw bad("the header is not start,load_kw,pv_kw") }
+                sawHeader = true
+                continue
+            }
+            guard fields.count == 3 else { throw bad("\(fields.count) fields (start,load_kw,pv_kw)") }
+            guard points.count < maximumRows else {
+                throw PlanningError(.forecastTooLarge, message: "line \(number): more than \(maximumRows) rows")
+            }
+            guard let start = RFC3339.unixSeconds(fields[0]) else {
+                throw bad("start \(TextQuoting.quoted(fields[0], limit: 40)) is not RFC 3339 with an offset")
+            }
+            guard let load = Double(fields[1]), load.isFinite, load >= 0 else {
+                throw bad("load_kw \(TextQuoting.quoted(fields[1], limit: 24)) is not a number >= 0")
+            }
+            guard let pv = Double(fields[2]), pv.isFinite, pv >= 0 else {
+                throw bad("pv_kw \(TextQuoting.quoted(fields[2], limit: 24)) is not a number >= 0")
+            }
+            if let last = points.last, start <= last.startUnixSeconds { throw bad("start is not after the line before's") }
+            points.append(ForecastPoint(startUnixSeconds: start, loadKW: load, pvKW: pv))
+        }
+        guard sawHeader else { throw PlanningError(.forecastInvalid, message: "line 1: no header start,load_kw,pv_kw") }
+        return points
+    }
+}
+
+/// A forecast from the site meter's own history: for a block, the same block yesterday, else the
+/// latest block recorded. The history is the site's net load per block (load − PV, kW, battery
+/// excluded); a positive value becomes load, a negative one PV.
+public struct PersistenceForecast: Sendable, Equatable {
+    /// (block start, net load kW), in any order; the latest per start counts.
+    public private(set) var history: [Int64: Double]
+    /// The latest block recorded.
+    public private(set) var latest: (startUnixSeconds: Int64, netKW: Double)?
+
+    /// A forecast from recorded blocks.
+    public init(blocks: [(startUnixSeconds: Int64, netKW: Double)] = []) {
+        history = [:]
+        for block in blocks { record(startUnixSeconds: block.startUnixSeconds, netKW: block.netKW) }
+    }
+
+    /// Records a closed block (a non-finite value is ignored).
+    public mutating func record(startUnixSeconds start: Int64, netKW: Double) {
+        guard netKW.isFinite else { return }
+        history[start] = netKW
+        if latest.map({ start >= $0.startUnixSeconds }) ?? true { latest = (start, netKW) }
+    }
+
+    /// Drops blocks older than `unix` (the service keeps two days).
+    public mutating func forget(before unix: Int64) {
+        history = history.filter { $0.key >= unix }
+        if let l = latest, l.startUnixSeconds < unix { latest = nil }
+    }
+
+    /// The forecast for the block starting at `start`; nil with no history at all.
+    public func point(startUnixSeconds start: Int64) -> ForecastPoint? {
+        guard let net = history[start - 86_400] ?? latest?.netKW else { return nil }
+        return ForecastPoint(startUnixSeconds: start, loadKW: max(net, 0), pvKW: max(-net, 0))
+    }
+
+    /// Equal when both hold the same blocks and the same latest one.
+    public static func == (a: Self, b: Self) -> Bool {
+        a.history == b.history && a.latest?.startUnixSeconds == b.latest?.startUnixSeconds && a.latest?.netKW == b.latest?.netKW
+    }
+}
+
+extension Substring {
+    /// Without leading and trailing spaces and tabs.
+    var trimmingSpaces: Substring {
+        var s = self
+        while let f = s.first, f == " " || f == "\t" { s = s.dropFirst() }
+        while let l = s.last, l == " " || l == "\t" { s = s.dropLast() }
+        return s
+    }
+}
+
+/// RFC 3339 date-times with their offset: `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)` ('t', 'z' and a
+/// space for 'T' accepted); the fraction is dropped.
+public enum RFC3339 {
+    /// Unix seconds, or nil when `text` is not such a date-time (or names an impossible date).
+    public static func unixSeconds(_ text: some StringProtocol) -> Int64? {
+        let b = Array(text.utf8)
+        guard b.count >= 20 else { return nil }
+        func number(_ from: Int, _ count: Int) -> Int? {
+            var v = 0
+            for k in from..<(from + count) {
+                guard b[k] >= 48, b[k] <= 57 else { return nil }
+                v = v * 10 + Int(b[k] - 48)
+            }
+            return v
+        }
+        guard let year = number(0, 4), b[4] == UInt8(ascii: "-"), let month = number(5, 2), b[7] == UInt8(ascii: "-"),
+              let day = number(8, 2), [UInt8(ascii: "T"), UInt8(ascii: "t"), UInt8(ascii: " ")].contains(b[10]),
+              let hour = number(11, 2), b[13] == UInt8(ascii: ":"), let minute = number(14, 2), b[16] == UInt8(ascii: ":"),
+              let second = number(17, 2)
+        else { return nil }
+        var k = 19
+        if k < b.count, b[k] == UInt8(ascii: ".") {
+            k += 1
+            let digits = k
+            while k < b.count, b[k] >= 48, b[k] <= 57 { k += 1 }
+            guard k > digits else { return nil }
+        }
+        guard k < b.count else { return nil }
+        var offset = 0
+        if b[k] == UInt8(ascii: "Z") || b[k] == UInt8(ascii: "z") {
+            guard k + 1 == b.count else { return nil }
+        } else {
+            guard b[k] == UInt8(ascii: "+") || b[k] == UInt8(ascii: "-"), k + 6 == b.count, let oh = number(k + 1, 2),
+                  b[k + 3] == UInt8(ascii: ":"), let om = number(k + 4, 2), oh < 24, om < 60
+            else { return nil }
+            offset = (oh * 60 + om) * 60 * (b[k] == UInt8(ascii: "-") ? -1 : 1)
+        }
+        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+        let days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+        guard (1...12).contains(month), (1...days[month - 1]).contains(day), hour < 24, minute < 60, second < 60 else { return nil }
+        // Days from 1970-01-01 to the civil date (Howard Hinnant's algorithm, public domain).
+        let y = month <= 2 ? year - 1 : year
+        let era = y / 400
+        let yoe = y - era * 400
+        let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        let epochDays = era * 146_097 + doe - 719_468
+        return Int64(epochDays) * 86_400 + Int64(hour * 3600 + minute * 60 + second) - Int64(offset)
+    }
+}
