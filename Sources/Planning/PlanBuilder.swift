@@ -18,8 +18,8 @@ public struct PricePoint: Sendable, Equatable, Codable {
     }
 }
 
-/// Everything a plan is made from at one instant: the clock, the blocks, the prices, the forecasts and
-/// the site (docs/optimiser.md, "Inputs").
+/// What a plan's slots are made from at one instant: the clock, the blocks, the prices and the
+/// forecasts (docs/optimiser.md, "Inputs"); the site and the costs come in a `PlanProblem`.
 public struct PlanRequest: Sendable {
     /// Now.
     public var nowUnixSeconds: Int64
@@ -35,26 +35,10 @@ public struct PlanRequest: Sendable {
     public var forecast: [ForecastPoint]
     /// The meter's history, used where the forecast has no point (then load and PV are 0 without it).
     public var persistence: PersistenceForecast?
-    /// The storage (`PlanProblem.battery`).
-    public var battery: PlanBattery
-    /// The grid limits (`PlanProblem.grid`).
-    public var grid: PlanGrid
-    /// `optimiser.wear_per_kwh`.
-    public var wearPerKWh: Double
-    /// `optimiser.demand_charge_per_kw`.
-    public var demandChargePerKW: Double
-    /// `optimiser.demand_threshold_kw`.
-    public var demandThresholdKW: Double
-    /// `optimiser.value_end_per_kwh`.
-    public var valueEndPerKWh: Double
-    /// The end target, kWh (from `optimiser.end_soc_percent`).
-    public var endKWh: Double?
 
-    /// A request; prices, forecasts and costs default to none.
-    public init(nowUnixSeconds: Int64, blockSeconds: Int64, horizonBlocks: Int, battery: PlanBattery, tariff: Tariff? = nil,
-                priceSeries: [PricePoint] = [], forecast: [ForecastPoint] = [], persistence: PersistenceForecast? = nil,
-                grid: PlanGrid = PlanGrid(), wearPerKWh: Double = 0, demandChargePerKW: Double = 0, demandThresholdKW: Double = 0,
-                valueEndPerKWh: Double = 0, endKWh: Double? = nil) {
+    /// A request; prices and forecasts default to none.
+    public init(nowUnixSeconds: Int64, blockSeconds: Int64, horizonBlocks: Int, tariff: Tariff? = nil, priceSeries: [PricePoint] = [],
+                forecast: [ForecastPoint] = [], persistence: PersistenceForecast? = nil) {
         self.nowUnixSeconds = nowUnixSeconds
         self.blockSeconds = blockSeconds
         self.horizonBlocks = horizonBlocks
@@ -62,26 +46,27 @@ public struct PlanRequest: Sendable {
         self.priceSeries = priceSeries
         self.forecast = forecast
         self.persistence = persistence
-        self.battery = battery
-        self.grid = grid
-        self.wearPerKWh = wearPerKWh
-        self.demandChargePerKW = demandChargePerKW
-        self.demandThresholdKW = demandThresholdKW
-        self.valueEndPerKWh = valueEndPerKWh
-        self.endKWh = endKWh
     }
 }
 
 /// Builds the `PlanProblem` of a `PlanRequest` (pure).
 public enum PlanBuilder {
-    /// The problem: slot 0 from now to the end of the current block, then `horizonBlocks − 1` whole
-    /// blocks. When less than a tenth of the current block is left, slot 0 runs on to the end of the
+    /// The problem: the battery, grid and costs of `site` (its slots ignored) over slot 0 from now to
+    /// the end of the current block, then `horizonBlocks − 1` whole blocks. When less than a tenth of the current block is left, slot 0 runs on to the end of the
     /// next block instead (a slot of seconds would make the demand term of the penalty, λ/Δ, thousands
     /// of times the prices; docs/optimiser.md). A slot's prices are those at its start (series first,
     /// then the tariff); its load and PV are its block's (forecast first, then persistence, else 0).
     /// `PLAN_PROBLEM_INVALID` for a block length or horizon out of range, `PLAN_PRICE_MISSING` for a
     /// slot nothing prices.
-    public static func problem(_ r: PlanRequest) throws(PlanningError) -> PlanProblem {
+    public static func problem(_ r: PlanRequest, site: PlanProblem) throws(PlanningError) -> PlanProblem {
+        var problem = site
+        problem.slots = try slots(r)
+        try problem.validate()
+        return problem
+    }
+
+    /// The slots alone, as `problem(_:site:)` makes them.
+    public static func slots(_ r: PlanRequest) throws(PlanningError) -> [PlanSlotInput] {
         guard (60...3600).contains(r.blockSeconds) else {
             throw PlanningError(.problemInvalid, message: "block length \(r.blockSeconds) s (60...3600)")
         }
@@ -114,10 +99,7 @@ public enum PlanBuilder {
             start = end
             end += block
         }
-        let problem = PlanProblem(slots: slots, battery: r.battery, grid: r.grid, wearPerKWh: r.wearPerKWh, demandChargePerKW: r.demandChargePerKW,
-                                  demandThresholdKW: r.demandThresholdKW, valueEndPerKWh: r.valueEndPerKWh, endKWh: r.endKWh)
-        try problem.validate()
-        return problem
+        return slots
     }
 
     /// The last element of `sorted` whose start is at or before `t` and less than `block` before it.

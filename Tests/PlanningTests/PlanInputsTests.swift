@@ -118,17 +118,19 @@ import Testing
         #expect(PersistenceForecast().point(startUnixSeconds: 0) == nil)
     }
 
-    static let battery = PlanBattery(capacityKWh: 100, startKWh: 50, lowerKWh: 10, upperKWh: 90, maxChargeKW: 50, maxDischargeKW: 50,
-                                     chargeEfficiency: 0.95, dischargeEfficiency: 0.95)
+    static let site = PlanProblem(
+        slots: [], battery: PlanBattery(capacityKWh: 100, startKWh: 50, lowerKWh: 10, upperKWh: 90, maxChargeKW: 50, maxDischargeKW: 50,
+                                        chargeEfficiency: 0.95, dischargeEfficiency: 0.95), wearPerKWh: 0.02)
 
     @Test func builderStartsWithTheRestOfTheBlock() throws {
         let monday: Int64 = 1_795_927_500 + 86_400  // 2026-11-30 10:15 IST
         let now = monday + 300  // 5 minutes into a 15-minute block
-        var request = PlanRequest(nowUnixSeconds: now, blockSeconds: 900, horizonBlocks: 96, battery: Self.battery, tariff: try Self.tariff(),
+        var request = PlanRequest(nowUnixSeconds: now, blockSeconds: 900, horizonBlocks: 96, tariff: try Self.tariff(),
                                   forecast: [ForecastPoint(startUnixSeconds: monday, loadKW: 12, pvKW: 3)],
                                   persistence: PersistenceForecast(blocks: [(monday + 900 - 86_400, 7)]))
         request.priceSeries = [PricePoint(startUnixSeconds: monday + 900, importPerKWh: 20, exportPerKWh: 1)]
-        let p = try PlanBuilder.problem(request)
+        let p = try PlanBuilder.problem(request, site: Self.site)
+        #expect(p.battery == Self.site.battery && p.wearPerKWh == 0.02)
         #expect(p.slots.count == 96)
         #expect(p.slots[0].startUnixSeconds == now && abs(p.slots[0].hours - 600.0 / 3600) < 1e-12)
         #expect(p.slots[1].startUnixSeconds == monday + 900 && p.slots[1].hours == 0.25)
@@ -142,18 +144,18 @@ import Testing
     @Test func builderFoldsAShortRestIntoTheNextBlock() throws {
         let block: Int64 = 900
         let now = 1_795_927_500 + block - 60
-        let p = try PlanBuilder.problem(PlanRequest(nowUnixSeconds: now, blockSeconds: block, horizonBlocks: 4, battery: Self.battery,
-                                                    tariff: try Self.tariff()))
+        let p = try PlanBuilder.problem(PlanRequest(nowUnixSeconds: now, blockSeconds: block, horizonBlocks: 4,
+                                                    tariff: try Self.tariff()), site: Self.site)
         #expect(abs(p.slots[0].hours - 960.0 / 3600) < 1e-12)
         #expect(p.slots[1].startUnixSeconds == 1_795_927_500 + 2 * block)
         #expect(p.slots.allSatisfy { $0.loadKW == 0 && $0.pvKW == 0 })
     }
 
     @Test func builderNamesASlotNothingPrices() {
-        let request = PlanRequest(nowUnixSeconds: 1_795_927_500, blockSeconds: 900, horizonBlocks: 3, battery: Self.battery,
+        let request = PlanRequest(nowUnixSeconds: 1_795_927_500, blockSeconds: 900, horizonBlocks: 3,
                                   priceSeries: [PricePoint(startUnixSeconds: 1_795_927_500, importPerKWh: 1, exportPerKWh: 0)])
         do {
-            _ = try PlanBuilder.problem(request)
+            _ = try PlanBuilder.problem(request, site: Self.site)
             Issue.record("accepted")
         } catch {
             #expect(error.code == .priceMissing)
@@ -161,6 +163,6 @@ import Testing
         }
         var bad = request
         bad.blockSeconds = 30
-        #expect(throws: PlanningError.self) { try PlanBuilder.problem(bad) }
+        #expect(throws: PlanningError.self) { try PlanBuilder.slots(bad) }
     }
 }
