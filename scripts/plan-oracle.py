@@ -258,6 +258,18 @@ def emhass_shaped():
     return [mpc, ahead, unreachable, below, worn]
 
 
+def short_first(seed):
+    """A generated case whose slot 0 is seconds long (a plan made just before a block ends) and that has
+    a demand charge: its penalty base is the demand charge over those seconds, thousands of times the prices."""
+    case = generated(seed, 96)
+    g = random.Random(-seed)
+    case["hours"][0] = round(g.choice([1, 5, 30]) / 3600, 6)
+    case["demand"] = case["demand"] or r(g.uniform(2, 20), 3)
+    case["threshold"] = case["threshold"] or r(max(case["load"]) * 0.5)
+    case["name"] = f"seed-{seed}-short-first-slot-{len(case['hours'])}"
+    return case
+
+
 def seed_range(text):
     a, _, b = text.partition("-")
     return range(int(a), int(b or a) + 1)
@@ -267,9 +279,16 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=seed_range, default=range(1, 201))
     parser.add_argument("--out", default=str(FIXTURE), help="'-' for stdout")
+    parser.add_argument("--short-first", action="store_true", help="only the short-slot-0 cases, to --out")
     parser.add_argument("--max-slots", type=int, default=192, help="cap on a case's slots (the live test's 48)")
     parser.add_argument("--keep", type=int, default=200, help="generated cases HiGHS proved optimal to keep")
     args = parser.parse_args()
+    if args.short_first:
+        cases = [short_first(s) for s in args.seeds]
+        for case in cases:
+            case["highs"] = solve(case)
+        print(json.dumps({"cases": cases}))
+        return
     cases = []
     # A case HiGHS cannot prove optimal within its time limit proves nothing: the next seed takes its place.
     seeds = iter(args.seeds) if args.out == "-" else iter(range(args.seeds.start, args.seeds.start + 10 * args.keep))
@@ -284,7 +303,7 @@ def main():
         else:
             dropped.append(case["name"])
     if args.out != "-":
-        for case in emhass_shaped():
+        for case in [short_first(s) for s in range(501, 511)] + emhass_shaped():
             case["highs"] = solve(case)
             cases.append(case)
     if dropped:

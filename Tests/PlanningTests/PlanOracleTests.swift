@@ -92,6 +92,7 @@ struct OracleCase: Decodable, CustomTestStringConvertible {
     @Test func fixtureHoldsTheCases() {
         #expect(OracleCase.kept.count >= 200)
         #expect(OracleCase.kept.filter { $0.name.hasPrefix("emhass-") }.count >= 3)
+        #expect(OracleCase.kept.filter { $0.name.contains("short-first-slot") && $0.hours[0] < 31.0 / 3600 }.count >= 5)
         #expect(OracleCase.kept.contains { $0.highs.violationKwh > 0.01 })
     }
 
