@@ -30,5 +30,15 @@ let package = Package(
             path: "Benchmarks/CycleAllocations",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // The optimiser's solve times (Planning, which the Config product links).
+        .executableTarget(
+            name: "PlanSolve",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "Config", package: bessd),
+            ],
+            path: "Benchmarks/PlanSolve",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
     ]
 )
