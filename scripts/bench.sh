@@ -445,12 +445,16 @@ def cycles(key, title):
 for units in (1, 8, 32):
     cycles(units, f"### 1000 cycles, {units} simulated units")
 cycles("32site", "### 1000 cycles, 32 simulated units, site meter with grid limits and peak shaving")
+cycles("32schedule", "### 1000 cycles, 32 simulated units, site meter with a block schedule in force")
 cycles("32pmu", "### 1000 cycles, 32 simulated units, frequency from a PMU")
 cycles("32utility", "### 1000 cycles, 32 simulated units, site meter with utility limits")
 cycles("32reactive", "### 1000 cycles, 32 simulated units, volt-var and volt-watt per unit")
 cycles("32sitereactive", "### 1000 cycles, 32 simulated units, volt-var at the connection point under the utility's var controls")
 for units in (1, 8, 32):
     print(f"allocate_us{units}={median_us(f'### SiteAllocator.allocate x 10000, {units} units', 10000):.3f}")
+# The optimiser's solve on CBC (Benchmarks/PlanSolve): one plan of the bench site, 96 and 192 slots.
+print(f"plan_ms96={median_us('### plan solve, 96 slots', 1) / 1000:.2f}")
+print(f"plan_ms192={median_us('### plan solve, 192 slots', 1) / 1000:.2f}")
 cal, _ = row("### calibration: 1000 heap arrays", "Malloc (total)")
 print(f"alloc_calibration={min(cal) if cal else float('nan'):g}")
 PY
