@@ -4,7 +4,7 @@ public import Cycle
 extension BessdConfiguration {
     /// What the cycle runs on, as this configuration describes it.
     public var cycleSettings: CycleSettings {
-        CycleSettings(
+        var settings = CycleSettings(
             mode: mode, period: .milliseconds(periodMs), realtime: realtime, control: controlSettings, units: unitSettings,
             site: siteSettings,
             devices: units.map {
@@ -14,6 +14,8 @@ extension BessdConfiguration {
             },
             meter: site.meter, meterSimulated: meterSimulated, frequencySource: grid.frequencySource,
             usesSimulation: usesSimulation, pmu: grid.frequencySource == .pmu ? grid.pmu : nil)
+        settings.schedule = schedule?.cycleSettings
+        return settings
     }
 }
 

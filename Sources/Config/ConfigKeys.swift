@@ -38,6 +38,6 @@ struct ConfigKeys: Sendable {
         ScadaConfiguration.keys,
         GridLimitInputsConfiguration.operatorKeys, GridLimitInputsConfiguration.keys, GridLimitInputsConfiguration.contactKeys,
         IEC104Configuration.keys, AGCConfiguration.keys, OutstationSettings.groupKeys, OutstationSettings.pointKeys,
-        OutstationTLSSettings.keys, IEEE2030_5Settings.keys,
+        OutstationTLSSettings.keys, IEEE2030_5Settings.keys, ScheduleConfiguration.keys,
     ] + ReactivePowerConfiguration.unitKeys.all + ReactivePowerConfiguration.siteKeys.all
 }

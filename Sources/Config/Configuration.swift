@@ -287,6 +287,9 @@ public struct BessdConfiguration: Sendable {
     public var iec104: IEC104Configuration?
     /// `ieee2030_5:`: the utility's IEEE 2030.5 server bessd follows as a client (nil when absent).
     public var ieee2030_5: IEEE2030_5Settings?
+    /// `schedule:`: the block schedule's length, fallback and revision gate (nil when absent: no
+    /// schedule layer, and `bessctl schedule load` is refused SCHEDULE_DISABLED).
+    public var schedule: ScheduleConfiguration?
 
     /// True when the site meter is simulated inside bessd (never in hardware mode).
     public var meterSimulated: Bool {

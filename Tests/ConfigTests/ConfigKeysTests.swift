@@ -170,6 +170,7 @@ struct ConfigKeysTests {
         ieee2030_5: {server: "https://sep2.example/dcap", discovery: device_capability, cert_file: /c, key_file: /k, ca_file: /ca,
                      allow_gcm: false, poll_s: 300, post_s: 300, registration: in_band, pin: "111115",
                      connection_point_id: NMI1, timeout_s: 10, pen: 40732}
+        schedule: {block_s: 900, fallback: zero, revision_gate_blocks: 6, revision_gate_align: 2}
         """
 
     @Test("each section's decoder reads exactly the keys it declares, and every section is declared")
