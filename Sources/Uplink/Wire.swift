@@ -147,6 +147,10 @@ public enum RecordBody: Sendable, Equatable {
     /// fields in a `utility_control` object beside: an aggregator that does not know the kind stores it
     /// as the event it reads (docs/uplink.md, "Record kinds added later").
     case utilityControl(UtilityControlRecord, message: String)
+    /// One block of the block schedule closed (`schedule_block`, issue 60). It travels as an `event`
+    /// of unit `site` and kind `schedule_block`, without a code, with `message` its sentence and its
+    /// fields in a `schedule_block` object beside, as `utilityControl` does (docs/uplink.md).
+    case scheduleBlock(ScheduleBlockRecord)
 }
 
 /// One record of the uplink.
@@ -177,7 +181,7 @@ extension UplinkRecord: Codable {
         case startUnix = "start_unix", lengthS = "length_s", chargedKWh = "charged_kwh", dischargedKWh = "discharged_kwh"
         case coveredS = "covered_s", kind, code, message, count, mode, site, clock
         case importedKWh = "imported_kwh", exportedKWh = "exported_kwh"
-        case utilityControl = "utility_control"
+        case utilityControl = "utility_control", scheduleBlock = "schedule_block"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -225,6 +229,12 @@ extension UplinkRecord: Codable {
         case .frequencyEvent(let event):
             try c.encode("frequency_event", forKey: .type)
             try event.encode(to: encoder)
+        case .scheduleBlock(let block):
+            try c.encode("event", forKey: .type)
+            try c.encode("site", forKey: .unit)
+            try c.encode(ScheduleBlockRecord.kind, forKey: .kind)
+            try c.encode(block.sentence, forKey: .message)
+            try c.encode(block, forKey: .scheduleBlock)
         case .utilityControl(let control, let message):
             try c.encode("event", forKey: .type)
             try c.encode("site", forKey: .unit)
@@ -269,6 +279,9 @@ extension UplinkRecord: Codable {
             if kind == UtilityControlRecord.kind, unit.map({ $0 == "site" }) ?? true, code == nil,
                let control = try c.decodeIfPresent(UtilityControlRecord.self, forKey: .utilityControl) {
                 body = .utilityControl(control, message: message)
+            } else if kind == ScheduleBlockRecord.kind, unit.map({ $0 == "site" }) ?? true, code == nil,
+                      let block = try c.decodeIfPresent(ScheduleBlockRecord.self, forKey: .scheduleBlock) {
+                body = .scheduleBlock(block)
             } else {
                 body = .event(unit: unit, kind: kind, code: code, message: message)
             }
@@ -285,7 +298,7 @@ extension UplinkRecord: Codable {
 /// A command from the aggregator.
 public struct DispatchCommand: Codable, Sendable, Equatable {
     public var id: String
-    /// `power`, `mode` or `emergency_stop`.
+    /// `power`, `mode`, `emergency_stop` or `schedule`.
     public var kind: String
     /// A unit id; absent = every unit of the site.
     public var unit: String?
@@ -297,11 +310,16 @@ public struct DispatchCommand: Codable, Sendable, Equatable {
     public var reactiveKVar: Double?
     /// For `mode`: `auto` or `standby`.
     public var mode: String?
-    /// Unix time after which the command no longer applies.
+    /// Unix time after which the command no longer applies (a `schedule`: after which it is not
+    /// taken; the schedule itself runs to its last block).
     public var expiresUnix: Double
+    /// For `schedule`: the schedule, as `bessctl schedule load` reads it from a file; acted on once per
+    /// id and revision.
+    public var schedule: ScheduleDocument?
 
     public init(id: String, kind: String, unit: String? = nil, powerKW: Double? = nil, reactiveKVar: Double? = nil,
-                mode: String? = nil, expiresUnix: Double) {
+                mode: String? = nil, expiresUnix: Double, schedule: ScheduleDocument? = nil) {
+        self.schedule = schedule
         self.id = id
         self.kind = kind
         self.unit = unit
@@ -312,7 +330,7 @@ public struct DispatchCommand: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, kind, unit, mode, powerKW = "power_kw", reactiveKVar = "reactive_kvar", expiresUnix = "expires_unix"
+        case id, kind, unit, mode, schedule, powerKW = "power_kw", reactiveKVar = "reactive_kvar", expiresUnix = "expires_unix"
     }
 }
 
@@ -353,6 +371,9 @@ public enum DispatchValidator {
         guard c.expiresUnix.isFinite, c.expiresUnix > now else { return refused("already expired (expires_unix \(c.expiresUnix))") }
         guard c.expiresUnix - now <= Double(maxDuration.components.seconds) else { return refused("expires more than 24 h ahead") }
         if let unit = c.unit, ratings[unit] == nil { return refused("unknown unit \(PeerText.quoted(unit))") }
+        guard (c.kind == "schedule") == (c.schedule != nil) else {
+            return refused(c.kind == "schedule" ? "a schedule command carries its schedule" : "schedule is taken only on a schedule command")
+        }
         switch c.kind {
         case "power":
             guard let kw = c.powerKW, kw.isFinite else { return refused("power_kw must be a finite number") }
@@ -364,6 +385,10 @@ public enum DispatchValidator {
                 let kva = { (unit: String) in apparent[unit] ?? ratings[unit] ?? 0 }
                 let bound = c.unit.map(kva) ?? ratings.keys.reduce(0) { $0 + kva($1) }
                 guard abs(kvar) <= bound else { return refused("reactive_kvar \(kvar) beyond the apparent rating ±\(bound) kVA") }
+            }
+        case "schedule":
+            guard c.unit == nil, c.powerKW == nil, c.reactiveKVar == nil, c.mode == nil else {
+                return refused("a schedule command is for the site: no unit, power_kw, reactive_kvar or mode")
             }
         case "mode", "emergency_stop":
             if c.kind == "mode", c.mode != "auto", c.mode != "standby" { return refused("mode must be auto or standby") }

@@ -73,7 +73,7 @@ struct BatchReader {
         var kind: String?, code: String??, message: String?, count: UInt64?
         var event = FrequencyEventFields()
         // Which units and site a record carries depends on its type, which may come after them.
-        var unitsAt: Int?, siteAt: Int?, utilityControlAt: Int?
+        var unitsAt: Int?, siteAt: Int?, utilityControlAt: Int?, scheduleBlockAt: Int?
         let ok = object(depth: depth) { r, key in
             if r.key(key, is: "seq") { return r.read(&seq) { $0.uint64() } }
             if r.key(key, is: "time") { return r.read(&time) { $0.double() } }
@@ -93,6 +93,10 @@ struct BatchReader {
             }
             if r.key(key, is: "utility_control") {
                 utilityControlAt = r.i
+                return r.skip(depth: depth + 1)
+            }
+            if r.key(key, is: "schedule_block") {
+                scheduleBlockAt = r.i
                 return r.skip(depth: depth + 1)
             }
             if r.key(key, is: "unit") { return r.readOrNull(&unit) { $0.string() } }
@@ -148,6 +152,14 @@ struct BatchReader {
                 guard let read = orNull({ $0.utilityControl(depth: depth + 1) }) else { return nil }
                 if let read {
                     body = .utilityControl(read, message: message)
+                    break
+                }
+            }
+            if kind == ScheduleBlockRecord.kind, (unit ?? nil).map({ $0 == "site" }) ?? true, (code ?? nil) == nil, let scheduleBlockAt {
+                i = scheduleBlockAt
+                guard let read = orNull({ ScheduleBlockFields.read(&$0, depth: depth + 1) }) else { return nil }
+                if let read {
+                    body = .scheduleBlock(read)
                     break
                 }
             }

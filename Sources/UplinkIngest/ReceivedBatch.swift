@@ -72,7 +72,7 @@ public typealias IngestRefusal = CodedError<IngestRefusalCode>
 public struct IngestRefusalCode: Hashable, Sendable, CustomStringConvertible {
     private enum Value: Hashable, Sendable {
         case siteIDInvalid, unitIDInvalid, unitStateInvalid, tripCodeInvalid, statusStateInvalid, statusSessionInvalid
-        case frequencyEventInvalid, utilityControlInvalid, payloadTooLarge
+        case frequencyEventInvalid, utilityControlInvalid, scheduleBlockInvalid, payloadTooLarge
     }
 
     private let value: Value
@@ -100,6 +100,10 @@ public struct IngestRefusalCode: Hashable, Sendable, CustomStringConvertible {
     /// other than 252 or 253 on a refusal (or any on another outcome), an end before its start, a limit
     /// beyond ±10^12 W.
     public static let utilityControlInvalid = Self(.utilityControlInvalid)
+    /// `SCHEDULE_BLOCK_INVALID`: a schedule block bessd would not write: a quantity that is not a finite
+    /// number, a length outside 60–3600 s or a start off its boundary, a revision below 0, a `bound_by`
+    /// that is not one of bessd's (`ScheduleBinding`), a deviation that is not delivered − droop − target.
+    public static let scheduleBlockInvalid = Self(.scheduleBlockInvalid)
     /// `PAYLOAD_TOO_LARGE`: a message or request body over `IngestRules.maxPayloadBytes`, refused
     /// before it is decoded.
     public static let payloadTooLarge = Self(.payloadTooLarge)
@@ -114,6 +118,7 @@ public struct IngestRefusalCode: Hashable, Sendable, CustomStringConvertible {
         case .statusSessionInvalid: "STATUS_SESSION_INVALID"
         case .frequencyEventInvalid: "FREQUENCY_EVENT_INVALID"
         case .utilityControlInvalid: "UTILITY_CONTROL_INVALID"
+        case .scheduleBlockInvalid: "SCHEDULE_BLOCK_INVALID"
         case .payloadTooLarge: "PAYLOAD_TOO_LARGE"
         }
     }
@@ -172,6 +177,8 @@ public enum IngestRules {
                 if let refusal = check(frequencyEvent: event, seq: record.seq) { return refusal }
             case .utilityControl(let control, _):
                 if let refusal = check(utilityControl: control, seq: record.seq) { return refusal }
+            case .scheduleBlock(let block):
+                if let refusal = check(scheduleBlock: block, seq: record.seq) { return refusal }
             case .gridEnergyBlock, .spoolDrop:
                 break
             }
@@ -258,6 +265,28 @@ public enum IngestRules {
         if let start = u.start, let end = u.end, end < start { return invalid("end \(end) is before start \(start)") }
         for (name, watts) in u.limits.named where !(abs(watts) <= UtilityControlRecord.maxLimitW) {
             return invalid("limit \(name) \(watts) W is beyond ±10^12 W")
+        }
+        return nil
+    }
+
+    /// A schedule block (issue 60): finite quantities, a length bessd's `schedule.block_s` allows and a
+    /// start on its boundary, a revision not below 0, a `bound_by` of bessd's, and a deviation that is
+    /// delivered − droop − target (within a thousandth of a kWh).
+    static func check(scheduleBlock b: ScheduleBlockRecord, seq: UInt64) -> IngestRefusal? {
+        func invalid(_ what: String) -> IngestRefusal { IngestRefusal(.scheduleBlockInvalid, message: "record \(seq): schedule block \(what)") }
+        for (name, value) in [("target_kwh", b.targetKWh), ("delivered_kwh", b.deliveredKWh), ("droop_kwh", b.droopKWh),
+                              ("deviation_kwh", b.deviationKWh), ("deviation_pct", b.deviationPct)] where !(abs(value) <= 1e9) {
+            return invalid("\(name) \(value) is not a finite number within ±10^9")
+        }
+        guard (60...3600).contains(b.lengthS), b.startUnix % b.lengthS == 0 else {
+            return invalid("length_s \(b.lengthS) is not 60 to 3600 or start_unix \(b.startUnix) is not on its boundary")
+        }
+        guard b.revision >= 0 else { return invalid("revision \(b.revision) is below 0") }
+        guard ScheduleBlockRecord.bindings.contains(b.boundBy) else {
+            return invalid("bound_by \(quoted(b.boundBy)) is not one of \(ScheduleBlockRecord.bindings.sorted().joined(separator: ", "))")
+        }
+        guard abs(b.deliveredKWh - b.droopKWh - b.targetKWh - b.deviationKWh) <= 1e-3 else {
+            return invalid("deviation_kwh \(b.deviationKWh) is not delivered − droop − target")
         }
         return nil
     }
