@@ -120,7 +120,8 @@ public struct ScheduleExecutor: Sendable {
                 askW = 0
                 return nil
             }
-            askW += ControlMath.clamp(-askW, -step, step)
+            // `zero`: down to 0 at the ramp (at once when a request speaks).
+            askW = pool.spoken ? 0 : askW + ControlMath.clamp(-askW, -step, step)
             return bounded(askW, pool)
         }
         period.inForce = true

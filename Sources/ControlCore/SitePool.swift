@@ -65,7 +65,7 @@ struct SitePool {
             if let power = d.measuredPower?.value, power.isFinite { t.battery += power }
             if d.droop.value.isFinite { t.droop += d.droop.value }
             if d.state == .standby { t.narrowedBy = .standby }
-            if !d.activeCodes.isEmpty, t.narrowedBy != .standby { t.narrowedBy = .interlock }
+            if t.narrowedBy != .standby, Self.interlocked(d.chargeLimitedBy) || Self.interlocked(d.dischargeLimitedBy) { t.narrowedBy = .interlock }
             // Any dispatch in force rests the application, a dispatch for one unit (held) too: an
             // application that steered the other units against it would cancel at the connection point
             // what the aggregator bought (docs/design/0007-dispatch-rests-the-application.md).
@@ -92,6 +92,12 @@ struct SitePool {
             if !kept.discharge, let soc = d.soc?.value, soc.isFinite, soc > socReserve { t.reserveDischarge += allowedDischarge }
         }
         return t
+    }
+
+    /// True when an interlock rule sets the limit.
+    static func interlocked(_ reason: LimitReason) -> Bool {
+        if case .interlock = reason { return true }
+        return false
     }
 
     /// Stage 2: the pool before the site's bounds: the pooled requests, the block schedule's ask

@@ -128,6 +128,19 @@ struct ScheduleExecutorTests {
         #expect(reports.count == 3 && reports[2].deliveredKWh < -0.5)
     }
 
+    @Test("a grid limit below the block's target holds it there and is named; the block delivers what the limit allows")
+    func gridLimitNamed() {
+        let site = ConnectionPointTests.site(units: 3, SiteSettings(hasMeter: true, exportMax: .kilowatts(40), meterMaxLag: .seconds(1)))
+        site.schedule.configure(ScheduleSettings(lengthSeconds: 60, fallback: .zero), rampPercentPerSecond: 10)
+        site.schedule.window = Self.window([2])
+        var plant = MeteredSite(units: 3, lag: 0.5) { _ in 50_000 }
+        plant.run(site, from: 0, seconds: 125)
+        let report = Self.reports(site).first
+        // 120 kW asked at the meter, 40 kW allowed: about 0.67 kWh of 2.
+        #expect(report?.boundBy == .exportLimit && report.map { abs($0.deliveredKWh - 40.0 * 60 / 3600) < 0.1 } == true,
+                "\(String(describing: report))")
+    }
+
     @Test("no block in force: fallback application runs the application, zero asks 0; events once each way",
           arguments: [ScheduleFallback.application, .zero])
     func fallback(_ fallback: ScheduleFallback) {
