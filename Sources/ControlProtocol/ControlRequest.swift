@@ -4,11 +4,14 @@ import Foundation
 /// it in its refusal (`BAD_REQUEST`) and ask the operator's role for it.
 public enum ControlVerb: Hashable, Sendable, CustomStringConvertible {
     case status, faults, site, config, metrics, events, reset, mode, override
+    /// The block schedule: `schedule` reads it; `schedule-load` and `schedule-clear` change it.
+    case schedule, scheduleLoad, scheduleClear
     /// A verb this version does not know (or none: the empty string).
     case unknown(String)
 
     /// Every verb bessd answers, in the order its refusal lists them.
-    public static let known: [ControlVerb] = [.status, .faults, .site, .config, .metrics, .events, .reset, .mode, .override]
+    public static let known: [ControlVerb] = [.status, .faults, .site, .config, .metrics, .events, .reset, .mode, .override,
+                                              .schedule, .scheduleLoad, .scheduleClear]
 
     public init(_ name: String) {
         self = Self.known.first { $0.name == name } ?? .unknown(name)
@@ -26,6 +29,9 @@ public enum ControlVerb: Hashable, Sendable, CustomStringConvertible {
         case .reset: "reset"
         case .mode: "mode"
         case .override: "override"
+        case .schedule: "schedule"
+        case .scheduleLoad: "schedule-load"
+        case .scheduleClear: "schedule-clear"
         case .unknown(let name): name
         }
     }
@@ -36,8 +42,8 @@ public enum ControlVerb: Hashable, Sendable, CustomStringConvertible {
     /// needs an operator.
     public var onlyReads: Bool {
         switch self {
-        case .status, .faults, .site, .config, .metrics, .events: true
-        case .reset, .mode, .override, .unknown: false
+        case .status, .faults, .site, .config, .metrics, .events, .schedule: true
+        case .reset, .mode, .override, .scheduleLoad, .scheduleClear, .unknown: false
         }
     }
 }
@@ -67,6 +73,8 @@ public struct ControlRequest: Codable, Hashable, Sendable {
     public var forSeconds: Double?
     /// `orphaned`: reset the latches of unit ids the configuration lacks (verb `reset`, no unit).
     public var orphaned = false
+    /// `schedule`: a schedule document's JSON text, as its file holds it (verb `schedule-load`).
+    public var schedule: String?
 
     public init(_ verb: ControlVerb, unit: String? = nil, mode: String? = nil, clear: Bool = false,
                 powerKW: Double? = nil, forSeconds: Double? = nil) {
@@ -79,7 +87,7 @@ public struct ControlRequest: Codable, Hashable, Sendable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case verb, unit, mode, clear, orphaned
+        case verb, unit, mode, clear, orphaned, schedule
         case powerKW = "power_kw"
         case forSeconds = "for_s"
     }
@@ -103,6 +111,7 @@ public struct ControlRequest: Codable, Hashable, Sendable {
         powerKW = Self.number(c, .powerKW)
         forSeconds = Self.number(c, .forSeconds)
         orphaned = Self.flag(c, .orphaned) ?? false
+        schedule = try? c.decodeIfPresent(String.self, forKey: .schedule)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -118,6 +127,7 @@ public struct ControlRequest: Codable, Hashable, Sendable {
         try c.encodeIfPresent(powerKW, forKey: .powerKW)
         try c.encodeIfPresent(forSeconds, forKey: .forSeconds)
         if orphaned { try c.encode(true, forKey: .orphaned) }
+        try c.encodeIfPresent(schedule, forKey: .schedule)
     }
 
     /// A number, or a boolean read as 1 or 0 (as a JSON object's `NSNumber` always was).

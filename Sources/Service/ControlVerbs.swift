@@ -22,6 +22,8 @@ struct ControlVerbs {
     let status: StatusReport
     let metrics: MetricsExporter
     let logger: Logger
+    /// The block schedule (`schedule`, `schedule-load`, `schedule-clear`); nil without `schedule:`.
+    let schedules: ScheduleStore?
     /// Refusals for the caller's groups are logged at most 5 a second (the socket is open to every
     /// local user, and a flood must not push trips out of journald's rate limit); the rest are
     /// counted and the next line logged says how many were not. One key: the socket.
@@ -29,7 +31,8 @@ struct ControlVerbs {
 
     init(configuration: RunningConfiguration, configPath: String?, shared: SharedState, holds: HoldKeeper,
          orphanedLatches: OrphanedLatches, frequencyEvents: FrequencyEventReports, status: StatusReport,
-         metrics: MetricsExporter, logger: Logger) {
+         metrics: MetricsExporter, logger: Logger, schedules: ScheduleStore? = nil) {
+        self.schedules = schedules
         self.configuration = configuration
         self.configPath = configPath
         self.shared = shared
@@ -195,6 +198,8 @@ struct ControlVerbs {
                       ["MESSAGE_ID": "\(MessageID.override)", "BESS_UNIT": "\(unitName)", "BESS_SETPOINT_W": "\(kw * 1000)"])
                 return OverrideReply(unit: unitName, powerKW: kw, forS: seconds)
             }
+        case .schedule, .scheduleLoad, .scheduleClear:
+            return .now(schedule(request, uid: uid))
         case .unknown:
             let verbs = ControlVerb.known.map(\.name).joined(separator: ", ")
             return .now(Self.failure("BAD_REQUEST", "unknown verb '\(verb)'; verbs: \(verbs)"))

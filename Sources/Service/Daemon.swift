@@ -57,6 +57,10 @@ public final class Daemon {
     let clock: ClockWatch
     /// The state directory's lock: held from before anything there is opened until the process ends.
     let ownership: SiteOwnership
+    /// The block schedule (`schedule:`), nil without one.
+    let schedules: ScheduleService?
+    /// The block schedule in force: the optimiser offers its plans here (`ScheduleStore.offer`).
+    public var scheduleStore: ScheduleStore? { schedules?.store }
 
     /// The uplink's spool, when an aggregator is configured.
     public var spool: SpoolQueue? { uplink?.spool }
@@ -104,15 +108,20 @@ public final class Daemon {
         // setpoint ever written already honours them.
         var latches = LatchKeeper(stateDirectory: configuration.stateDirectory, units: configuration.units.count, logger: logger)
         let holds = HoldKeeper(stateDirectory: configuration.stateDirectory, logger: logger)
-        intake = DispatchIntake(shared: shared, logger: logger, configured: configuration.units, holds: holds)
+        let schedules = ScheduleService(configuration: configuration, shared: shared, logger: logger)
+        self.schedules = schedules
+        intake = DispatchIntake(shared: shared, logger: logger, configured: configuration.units, holds: holds, schedules: schedules?.store)
         let uplink = UplinkService.make(configuration: configuration, intake: intake, logger: logger)
         self.uplink = uplink
+        schedules?.recorder = uplink?.recorder
         Sep2Setup.recordUtilityControls(sep2, inbox: uplink?.recorder.inbox, wakeup: shared.serviceWakeup)
         shared.declareAGC(configuration.iec104?.agc?.limits)
         latches.restore(unitIDs: configuration.units.map(\.id)) { [runner, started] set, unit in
             runner.controller.restoreLatches(set, unit: unit, since: started)
         }
         holds.restore(configuration, into: runner.controller, shared: shared)
+        // The schedule kept from before, in the cycle's inbox before the first cycle.
+        schedules?.restore()
 
         let progress = ServiceProgress()
         journalFlush = JournalFlush(latches: latches, journal: journal, frequencyEvents: frequencyEvents, deviceNotices: queue,
@@ -131,7 +140,7 @@ public final class Daemon {
         let metrics = MetricsExporter(view: view)
         let verbs = ControlVerbs(configuration: loaded, configPath: configPath, shared: shared, holds: holds,
                                  orphanedLatches: latches.orphans, frequencyEvents: frequencyEvents, status: StatusReport(view: view),
-                                 metrics: metrics, logger: logger)
+                                 metrics: metrics, logger: logger, schedules: schedules?.store)
         operatorServer = OperatorServer(configuration, shared: shared, verbs: verbs, metrics: metrics, logger: logger)
         watchdog = Watchdog.forCycle(shared: shared, runner: runner, progress: progress)
         reloader = Reloader(configPath: configPath, configuration: loaded, runner: runner, shared: shared, cycle: cycle,
@@ -191,6 +200,7 @@ public final class Daemon {
                 nextClockCheck = now + .seconds(5)
             }
             uplink?.record(now: now, shared: shared)
+            schedules?.tick()
             uplink?.spool.endRound()
             if reloadRequested.exchange(false, ordering: .relaxed) { reloader.reload() }
             if statusEvery > 0, now >= nextStatus {

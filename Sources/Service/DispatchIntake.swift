@@ -18,14 +18,18 @@ package final class DispatchIntake: Sendable {
     let units: PILock<[Rated]>
     /// Where the aggregator's standby and emergency stop are kept across restarts (nil: not kept).
     let holds: HoldKeeper?
+    /// The block schedule the `schedule` command offers to (nil: no `schedule:` section).
+    let schedules: ScheduleStore?
 
     typealias Rated = (id: String, ratingKW: Double, apparentKVA: Double)
 
     /// `units`: id and `max_power_kw`; `apparent`: id → `max_apparent_power_kva` where it is set.
-    init(shared: SharedState, logger: Logger, units: [(String, Double)], apparent: [String: Double] = [:], holds: HoldKeeper?) {
+    init(shared: SharedState, logger: Logger, units: [(String, Double)], apparent: [String: Double] = [:], holds: HoldKeeper?,
+         schedules: ScheduleStore? = nil) {
         self.shared = shared
         self.logger = logger
         self.holds = holds
+        self.schedules = schedules
         self.units = PILock(Self.rated(units, apparent: apparent))
     }
 
@@ -34,9 +38,10 @@ package final class DispatchIntake: Sendable {
     }
 
     /// The units as the configuration rates them.
-    convenience init(shared: SharedState, logger: Logger, configured: [UnitConfiguration], holds: HoldKeeper?) {
+    convenience init(shared: SharedState, logger: Logger, configured: [UnitConfiguration], holds: HoldKeeper?,
+                     schedules: ScheduleStore? = nil) {
         self.init(shared: shared, logger: logger, units: configured.map { ($0.id, $0.maxPowerKW) },
-                  apparent: Self.apparent(configured), holds: holds)
+                  apparent: Self.apparent(configured), holds: holds, schedules: schedules)
     }
 
     func update(configured new: [UnitConfiguration]) {
@@ -72,6 +77,10 @@ package final class DispatchIntake: Sendable {
                 acks.append(CommandAck(id: command.id, accepted: false, reason: refusal.reason))
                 logger.warning("dispatch \(id) refused: \(refusal.reason)",
                                metadata: ["BESS_CODE": "\(refusal.code)", "MESSAGE_ID": "\(MessageID.override)"])
+                continue
+            }
+            if command.kind == "schedule" {
+                acks.append(schedule(command, now: now))
                 continue
             }
             // The command's wall-clock expiry becomes a span on the cycle's monotonic clock here.

@@ -49,7 +49,7 @@ enum Sep2Setup {
         let journal = Journal(logger)
         let server = "\(settings.serverHost):\(settings.serverPort)"
         let timeout = Duration.seconds(fromDouble: settings.timeoutSeconds)
-        let store = ScheduleStore(stateDirectory: configuration.stateDirectory)
+        let store = Sep2Link.ScheduleStore(stateDirectory: configuration.stateDirectory)
         let identity: DeviceIdentity
         let transport: any Sep2Transport
         do throws(SEP2Error) {
@@ -87,7 +87,7 @@ enum Sep2Setup {
     /// The identity the stored schedule was read for, when the certificate cannot say
     /// (`StoredSchedule.deviceIdentity`); nil when the store cannot be read (its own error is journalled
     /// when the worker restores).
-    static func storedIdentity(_ store: ScheduleStore) -> DeviceIdentity? {
+    static func storedIdentity(_ store: Sep2Link.ScheduleStore) -> DeviceIdentity? {
         (try? store.load())?.deviceIdentity
     }
 }

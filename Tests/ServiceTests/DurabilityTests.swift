@@ -66,7 +66,7 @@ enum DurableFile: String, CaseIterable, Sendable, CustomTestStringConvertible {
             }
         case .schedule:
             let documents = ["/dcap": Array("<DeviceCapability/>".utf8)]
-            try ScheduleStore(stateDirectory: directory).save(StoredSchedule(documents: documents, serverTimeOffset: nil, savedAtUnix: Int64(number)))
+            try Sep2Link.ScheduleStore(stateDirectory: directory).save(StoredSchedule(documents: documents, serverTimeOffset: nil, savedAtUnix: Int64(number)))
         case .sep2Controls:
             try StoredInForce.file(stateDirectory: directory).save(try StoredInForce.encode([:]))
         case .sep2Responses:
