@@ -9,7 +9,7 @@ struct Bessctl: ParsableCommand {
         commandName: "bessctl",
         abstract: "Operator tool for bessd.",
         version: BessdVersion.string,
-        subcommands: [Status.self, Site.self, Faults.self, Events.self, IEEE2030_5Command.self, Reset.self, Mode.self, Override.self, Codes.self, Probe.self, Diag.self])
+        subcommands: [Status.self, Site.self, Faults.self, Events.self, ScheduleCommand.self, IEEE2030_5Command.self, Reset.self, Mode.self, Override.self, Codes.self, Probe.self, Diag.self])
 
     /// Options that apply to every verb work where people type them: `bessctl --socket PATH status`
     /// is `bessctl status --socket PATH`.
@@ -17,8 +17,8 @@ struct Bessctl: ParsableCommand {
         main(globalOptionsMoved(Array(CommandLine.arguments.dropFirst())))
     }
 
-    /// Moves `--socket PATH` / `--socket=PATH` given before the verb (or, for `probe`, between the
-    /// verb and its subcommand) to the end, where every verb takes it.
+    /// Moves `--socket PATH` / `--socket=PATH` given before the verb (or, for `probe` and `schedule`,
+    /// between the verb and its subcommand) to the end, where every verb takes it.
     static func globalOptionsMoved(_ arguments: [String]) -> [String] {
         var moved: [String] = []
         /// Takes the `--socket` options at the front of `arguments` (other options stay, in order).
@@ -41,9 +41,9 @@ struct Bessctl: ParsableCommand {
         }
         let (before, afterOptions) = takeSockets(arguments[...])
         var rest = Array(afterOptions)
-        if rest.first == "probe" {
+        if let verb = rest.first, verb == "probe" || verb == "schedule" {
             let (kept, tail) = takeSockets(rest.dropFirst())
-            rest = ["probe"] + kept + Array(tail)
+            rest = [verb] + kept + Array(tail)
         }
         if moved.isEmpty { return before + rest }
         if let terminator = rest.firstIndex(of: "--") {
