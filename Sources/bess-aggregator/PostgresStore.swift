@@ -387,6 +387,11 @@ final class PostgresStore: RecordStore {
                 """, logger: logger).decode(String.self) {
                 list[i].utilityControls.append(body)
             }
+            for try await body in try await client.query("""
+                SELECT body FROM records WHERE site = \(site) AND type = 'schedule_block' ORDER BY seq DESC LIMIT \(SiteSummary.scheduleBlocksShown)
+                """, logger: logger).decode(String.self) {
+                list[i].scheduleBlocks.append(body)
+            }
         }
         return list
     }

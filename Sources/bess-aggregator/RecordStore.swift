@@ -29,6 +29,10 @@ struct SiteSummary: Sendable {
     var frequencyEvents: [String] = []
     /// The last 20 utility-control records (IEEE 2030.5 controls taken, refused, ended), newest first, as stored (JSON).
     var utilityControls: [String] = []
+    /// The last `scheduleBlocksShown` schedule-block records, newest first, as stored (JSON).
+    var scheduleBlocks: [String] = []
+    /// Schedule blocks drawn per site: a day of 15-minute blocks.
+    static let scheduleBlocksShown = 96
 
     struct UnitLatest: Sendable {
         var unit: String
@@ -88,6 +92,7 @@ func recordType(_ body: RecordBody) -> String {
     case .spoolDrop: "spool_drop"
     case .frequencyEvent: "frequency_event"
     case .utilityControl: "utility_control"
+    case .scheduleBlock: "schedule_block"
     }
 }
 

@@ -188,9 +188,12 @@ final class SQLiteStore: RecordStore {
                     let controls = !detailed ? [] : try String.fetchAll(db, sql: """
                         SELECT body FROM records WHERE site = ? AND type = 'utility_control' ORDER BY seq DESC LIMIT 20
                         """, arguments: [site])
+                    let schedule = !detailed ? [] : try String.fetchAll(db, sql: """
+                        SELECT body FROM records WHERE site = ? AND type = 'schedule_block' ORDER BY seq DESC LIMIT ?
+                        """, arguments: [site, SiteSummary.scheduleBlocksShown])
                     return SiteSummary(site: site, records: row["n"], highestSeq: row["high"], lastTime: row["last"], units: units,
                                        blocks: blocks, acks: acks, state: state, telemetry: series, frequencyEvents: events,
-                                       utilityControls: controls)
+                                       utilityControls: controls, scheduleBlocks: schedule)
                 }
         }
     }

@@ -183,6 +183,33 @@ enum StatusPage {
         return h + "</table>"
     }
 
+    /// The site's block schedule (issue 60): each closed block's target and what it delivered, kWh, as
+    /// a chart (target dashed, per block start), and the last blocks with their deviation and what bound
+    /// them. `records` newest first, as stored; a record that does not decode is left out; every text
+    /// of it is escaped.
+    static func scheduleBlocks(_ records: [String]) -> String {
+        let decoder = JSONDecoder()
+        let blocks = records.compactMap { text -> ScheduleBlockRecord? in
+            guard let record = try? decoder.decode(UplinkRecord.self, from: Data(text.utf8)),
+                  case .scheduleBlock(let block) = record.body else { return nil }
+            return block
+        }.sorted { $0.startUnix < $1.startUnix }
+        guard !blocks.isEmpty else { return "" }
+        let delivered = Series(name: "delivered", points: blocks.map { (Double($0.startUnix), $0.deliveredKWh) })
+        let target = Series(name: "target", points: blocks.map { (Double($0.startUnix), $0.targetKWh) }, dashed: true)
+        var h = "<h3>Schedule blocks</h3><div class=charts><div>"
+            + chart(title: "Schedule: target vs delivered per block", unit: "kWh, + = export; target dashed", [delivered, target])
+            + "</div></div><table><tr><th>start (UTC)</th><th>revision</th><th>target kWh</th><th>delivered kWh</th><th>droop kWh</th>"
+            + "<th>deviation kWh</th><th>deviation %</th><th>bound by</th></tr>"
+        let f = { (v: Double) in String(format: "%.2f", v) }
+        for b in blocks.suffix(8).reversed() {
+            let start = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(b.startUnix)))
+            h += "<tr><td class=l>\(start)</td><td>\(b.revision)</td><td>\(f(b.targetKWh))</td><td>\(f(b.deliveredKWh))</td>"
+                + "<td>\(f(b.droopKWh))</td><td>\(f(b.deviationKWh))</td><td>\(f(b.deviationPct))</td><td class=l>\(escape(b.boundBy))</td></tr>"
+        }
+        return h + "</table>"
+    }
+
     static func html(_ sites: [SiteSummary], ingest: UInt64? = nil) throws -> String {
         var h = """
             <!doctype html><html><head><meta charset="utf-8"><meta http-equiv="refresh" content="5">
@@ -231,6 +258,7 @@ enum StatusPage {
             h += "</table>"
             h += frequencyEvents(site.frequencyEvents)
             h += utilityControls(site.utilityControls)
+            h += scheduleBlocks(site.scheduleBlocks)
             if !site.acks.isEmpty {
                 h += "<h3>Command acknowledgements</h3><table><tr><th>id</th><th>accepted</th><th>reason</th></tr>"
                 for a in site.acks { h += "<tr><td class=l>\(escape(a.id))</td><td>\(a.accepted ? "yes" : "no")</td><td class=l>\(escape(a.reason ?? ""))</td></tr>" }
