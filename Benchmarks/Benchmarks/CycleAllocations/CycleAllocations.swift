@@ -33,6 +33,24 @@ let benchmarks: @Sendable () -> Void = {
         precondition(shared.site.gridPower.isFinite, "the site meter never read")
     }
 
+    // The block schedule in force (issue 60): 60 s blocks alternating 1,200 and 300 kW of import at
+    // the meter, on the wall clock the cycle is handed (so blocks open and close in these cycles, their
+    // reports drained into the outbox), the window republished every 60 s as the store does.
+    Benchmark("1000 cycles, 32 simulated units, site meter with a block schedule in force") { benchmark in
+        let (runner, shared) = makeCycle(units: 32, site: true, schedule: true)
+        let start: Int64 = 1_800_000_000
+        let blocks = (0..<8).map { ScheduleBlock(startUnixSeconds: start + Int64($0) * 60, targetKWh: $0 % 2 == 0 ? -20 : -5) }
+        let window = ScheduleWindow(Schedule(id: "bench", revision: 1, source: .optimiser, lengthSeconds: 60, blocks: blocks),
+                                    from: start, generation: 1)
+        shared.publishSchedule(window)
+        var k = 0
+        measureCycles(runner, shared, benchmark, wallClock: { Double(start) + Double($0.nanoseconds) / 1e9 }) { _ in
+            k += 1
+            if k % 600 == 0 { shared.publishSchedule(window) }
+        }
+        precondition(!shared.takeScheduleReports().isEmpty, "no block of the schedule closed")
+    }
+
     // Frequency from a PMU (followPMU, the slot's read, DFREQ as ROCOF): a sample published between
     // cycles, 10 s above the deadband, 10 s inside it, 10 s below it (each longer than the events'
     // entry and exit delays, so events start and end), and 1 s of silence every 20 s (older than
@@ -150,8 +168,9 @@ let benchmarks: @Sendable () -> Void = {
 /// status, /metrics and the uplink read, copying into storage of its own under the same lock; the
 /// cycle must not copy-on-write or allocate because of it. (The reader copies into preallocated
 /// storage, so any allocation counted in the measured window is the cycle's.)
-/// `between`, when given, runs before each cycle (a PMU sample published, as the reader thread would).
-func measureCycles(_ runner: SiteRunner, _ shared: SharedState, _ benchmark: Benchmark,
+/// `between`, when given, runs before each cycle (a PMU sample published, as the reader thread would);
+/// `wallClock`, when given, is the wall clock each cycle is handed (else the system's).
+func measureCycles(_ runner: SiteRunner, _ shared: SharedState, _ benchmark: Benchmark, wallClock: ((MonotonicInstant) -> Double)? = nil,
                    between: (MonotonicInstant) -> Void = { _ in }) {
     let reader = Reader(shared: shared)
     reader.start()
@@ -160,13 +179,13 @@ func measureCycles(_ runner: SiteRunner, _ shared: SharedState, _ benchmark: Ben
     for _ in 0..<3000 {
         now = now + .milliseconds(100)
         between(now)
-        runner.run(now: now, lateness: .zero)
+        runner.run(now: now, lateness: .zero, wallClock: wallClock?(now))
     }
     benchmark.startMeasurement()
     for _ in 0..<1000 {
         now = now + .milliseconds(100)
         between(now)
-        runner.run(now: now, lateness: .zero)
+        runner.run(now: now, lateness: .zero, wallClock: wallClock?(now))
     }
     benchmark.stopMeasurement()
     blackHole(runner.counters.cycles)
@@ -208,7 +227,7 @@ final class Reader: @unchecked Sendable {
 }
 
 func makeCycle(units: Int, site: Bool = false, pmu: FrequencySampleSlot? = nil, utility: UtilityLimitSlot? = nil, reactive: Bool = false,
-               siteReactive: Bool = false)
+               siteReactive: Bool = false, schedule: Bool = false)
     -> (SiteRunner, SharedState)
 {
     var yaml = """
@@ -244,6 +263,11 @@ func makeCycle(units: Int, site: Bool = false, pmu: FrequencySampleSlot? = nil, 
         configuration.grid.pmu = PMUSettings(host: "127.0.0.1", port: 4712, idcode: 1410, maxAge: .milliseconds(500))
     }
     let runner = try! SiteRunner.make(configuration: configuration, startedAt: MonotonicInstant(nanoseconds: 1_000_000_000)) { _ in }
+    if schedule {
+        var settings = runner.settings
+        settings.schedule = ScheduleSettings(lengthSeconds: 60, fallback: .zero)
+        try! runner.reconfigure(settings, now: MonotonicInstant(nanoseconds: 1_000_000_000))
+    }
     runner.pmuSamples = pmu
     runner.utilityLimits = utility
     let shared = SharedState(units: units, view: SiteView.Settings(capacitiesWh: [], ratingsW: configuration.units.map { $0.maxPowerKW * 1000 }))
