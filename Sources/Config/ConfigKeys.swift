@@ -39,5 +39,7 @@ struct ConfigKeys: Sendable {
         GridLimitInputsConfiguration.operatorKeys, GridLimitInputsConfiguration.keys, GridLimitInputsConfiguration.contactKeys,
         IEC104Configuration.keys, AGCConfiguration.keys, OutstationSettings.groupKeys, OutstationSettings.pointKeys,
         OutstationTLSSettings.keys, IEEE2030_5Settings.keys, ScheduleConfiguration.keys,
+        OptimiserConfiguration.keys, OptimiserConfiguration.tariffKeys, OptimiserConfiguration.bandKeys,
+        OptimiserConfiguration.efficiencyKeys,
     ] + ReactivePowerConfiguration.unitKeys.all + ReactivePowerConfiguration.siteKeys.all
 }

@@ -12,7 +12,7 @@ public enum ConfigLoader {
     static let topLevelKeys = ConfigKeys("(top level)", [
         "mode", "period_ms", "control_socket", "state_directory", "bess_units", "grid_integration", "limits",
         "interlocks", "aggregator", "simulation", "realtime", "metrics_listen", "site", "scada", "grid_operator",
-        "iec104", "ieee2030_5", "schedule",
+        "iec104", "ieee2030_5", "schedule", "optimiser",
     ])
 
     /// The keys of `limits`.
@@ -131,6 +131,11 @@ public enum ConfigLoader {
         let iec104 = IEC104Configuration.decode(top.fields("iec104"), r, units: units ?? [])
         let ieee2030_5 = IEEE2030_5Settings.decode(top.fields("ieee2030_5"), r)
         let schedule = top.fields("schedule").map { ScheduleConfiguration.decode($0, r) }
+        let optimiserFields = top.fields("optimiser")
+        let optimiser = optimiserFields.map { OptimiserConfiguration.decode($0, r) }
+        if let optimiser, let optimiserFields {
+            OptimiserConfiguration.check(optimiser, schedule: schedule, aggregator: aggregator, optimiserFields, r)
+        }
         top.finish(Self.topLevelKeys)
         if grid?.frequencySource == .meter, site.meter == nil {
             r.error(top.fields("grid_integration")?.mark("frequency_source"), "grid_integration.frequency_source",
@@ -162,6 +167,7 @@ public enum ConfigLoader {
         configuration.iec104 = iec104
         configuration.ieee2030_5 = ieee2030_5
         configuration.schedule = schedule
+        configuration.optimiser = optimiser
         return configuration
     }
 

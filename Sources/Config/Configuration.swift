@@ -290,6 +290,8 @@ public struct BessdConfiguration: Sendable {
     /// `schedule:`: the block schedule's length, fallback and revision gate (nil when absent: no
     /// schedule layer, and `bessctl schedule load` is refused SCHEDULE_DISABLED).
     public var schedule: ScheduleConfiguration?
+    /// `optimiser:`: the plan written as the block schedule (nil when absent).
+    public var optimiser: OptimiserConfiguration?
 
     /// True when the site meter is simulated inside bessd (never in hardware mode).
     public var meterSimulated: Bool {

@@ -171,6 +171,20 @@ struct ConfigKeysTests {
                      allow_gcm: false, poll_s: 300, post_s: 300, registration: in_band, pin: "111115",
                      connection_point_id: NMI1, timeout_s: 10, pen: 40732}
         schedule: {block_s: 900, fallback: zero, revision_gate_blocks: 6, revision_gate_align: 2}
+        optimiser:
+          enabled: true
+          horizon_blocks: 96
+          time_zone: Asia/Kolkata
+          forecast_file: /var/lib/bessd/forecast.csv
+          wear_per_kwh: 0.5
+          demand_charge_per_kw: 300
+          demand_threshold_kw: 80
+          value_end_per_kwh: 4
+          end_soc_percent: 50
+          efficiency: {charge: 0.96, discharge: 0.94}
+          tariff:
+            weekdays: [{from: "00:00", to: "24:00", import_per_kwh: 6, export_per_kwh: 3}]
+            weekends: [{from: "00:00", to: "24:00", import_per_kwh: 5, export_per_kwh: 2}]
         """
 
     @Test("each section's decoder reads exactly the keys it declares, and every section is declared")
