@@ -9,11 +9,11 @@ import UplinkIngest
 /// what an aggregator takes of it, and the `schedule` command's payload.
 @Suite("Uplink schedule records and commands")
 struct ScheduleRecordTests {
-    static let report = ScheduleBlockReport(startUnixSeconds: 1_796_083_200, lengthSeconds: 900, targetKWh: -12.5, deliveredKWh: -11.25,
+    static let report = ScheduleBlockReport(startUnixSeconds: 1_795_996_800, lengthSeconds: 900, targetKWh: -12.5, deliveredKWh: -11.25,
                                             droopKWh: 0.5, ratedKWh: 50, boundBy: .importLimit, revision: 2)
 
     static func batch(_ bodies: [RecordBody]) -> RecordBatch {
-        RecordBatch(site: "SITE_1", records: bodies.enumerated().map { UplinkRecord(seq: UInt64($0.offset + 1), time: 1_796_084_101, body: $0.element) },
+        RecordBatch(site: "SITE_1", records: bodies.enumerated().map { UplinkRecord(seq: UInt64($0.offset + 1), time: 1_795_997_701, body: $0.element) },
                     acks: [])
     }
 
@@ -25,7 +25,7 @@ struct ScheduleRecordTests {
         let text = String(decoding: try JSONEncoder().encode(UplinkRecord(seq: 7, time: 1, body: .scheduleBlock(record))), as: UTF8.self)
         // A kind added since version 1: it rides as an event of the site, without a code (docs/uplink.md).
         for member in ["\"type\":\"event\"", "\"unit\":\"site\"", "\"kind\":\"schedule_block\"", "\"message\":\"schedule block 2026-11-30T00:00:00Z",
-                       "\"schedule_block\":{", "\"start_unix\":1796083200", "\"length_s\":900", "\"target_kwh\":-12.5",
+                       "\"schedule_block\":{", "\"start_unix\":1795996800", "\"length_s\":900", "\"target_kwh\":-12.5",
                        "\"delivered_kwh\":-11.25", "\"droop_kwh\":0.5", "\"deviation_kwh\":0.75", "\"deviation_pct\":1.5",
                        "\"bound_by\":\"import_limit\"", "\"revision\":2"] {
             #expect(text.contains(member), "\(member) in \(text)")
@@ -78,7 +78,7 @@ struct ScheduleRecordTests {
 
     @Test("a schedule command carries the operator's file's payload; it decodes from the command topic and passes the site's checks")
     func command() throws {
-        let command = DispatchCommand(id: "cmd-9", kind: "schedule", expiresUnix: 1_796_090_000, schedule: Self.document)
+        let command = DispatchCommand(id: "cmd-9", kind: "schedule", expiresUnix: 1_796_000_000, schedule: Self.document)
         let text = String(decoding: try JSONEncoder().encode(command), as: UTF8.self)
         #expect(text.contains("\"schedule\":{") && text.contains("\"energy_kwh\":-12.5") && text.contains("\"start\":\"2026-11-30T05:30:00+05:30\""))
         guard case .command(let decoded) = MQTTUplinkSender.decodeCommand(Array(text.utf8)) else {
@@ -86,15 +86,15 @@ struct ScheduleRecordTests {
             return
         }
         #expect(decoded == command)
-        #expect(DispatchValidator.refusal(command, ratings: ["D1": 100], now: 1_796_083_000) == nil)
-        let schedule = try Self.document.schedule(source: .aggregator, lengthSeconds: 900, nowUnix: 1_796_083_000)
-        #expect(schedule.blocks.map(\.startUnixSeconds) == [1_796_083_200, 1_796_084_100] && schedule.source == .aggregator)
+        #expect(DispatchValidator.refusal(command, ratings: ["D1": 100], now: 1_795_996_700) == nil)
+        let schedule = try Self.document.schedule(source: .aggregator, lengthSeconds: 900, nowUnix: 1_795_996_700)
+        #expect(schedule.blocks.map(\.startUnixSeconds) == [1_795_996_800, 1_795_997_700] && schedule.source == .aggregator)
         // The payload's key is the command's own: a schedule on another kind, or a schedule command without one, is refused.
-        let bare = DispatchCommand(id: "cmd-10", kind: "schedule", expiresUnix: 1_796_090_000)
-        #expect(DispatchValidator.refusal(bare, ratings: ["D1": 100], now: 1_796_083_000)?.message.contains("carries its schedule") == true)
-        let power = DispatchCommand(id: "cmd-11", kind: "power", powerKW: 1, expiresUnix: 1_796_090_000, schedule: Self.document)
-        #expect(DispatchValidator.refusal(power, ratings: ["D1": 100], now: 1_796_083_000) != nil)
-        let unit = DispatchCommand(id: "cmd-12", kind: "schedule", unit: "D1", expiresUnix: 1_796_090_000, schedule: Self.document)
-        #expect(DispatchValidator.refusal(unit, ratings: ["D1": 100], now: 1_796_083_000)?.message.contains("for the site") == true)
+        let bare = DispatchCommand(id: "cmd-10", kind: "schedule", expiresUnix: 1_796_000_000)
+        #expect(DispatchValidator.refusal(bare, ratings: ["D1": 100], now: 1_795_996_700)?.message.contains("carries its schedule") == true)
+        let power = DispatchCommand(id: "cmd-11", kind: "power", powerKW: 1, expiresUnix: 1_796_000_000, schedule: Self.document)
+        #expect(DispatchValidator.refusal(power, ratings: ["D1": 100], now: 1_795_996_700) != nil)
+        let unit = DispatchCommand(id: "cmd-12", kind: "schedule", unit: "D1", expiresUnix: 1_796_000_000, schedule: Self.document)
+        #expect(DispatchValidator.refusal(unit, ratings: ["D1": 100], now: 1_795_996_700)?.message.contains("for the site") == true)
     }
 }
