@@ -62,9 +62,9 @@ struct ScheduleSite: Sendable {
     let importLimitKW: Double?
     let exportLimitKW: Double?
     let metered: Bool
-    /// η of charge and of discharge (the optimiser's, when it says; else 0.95 each).
-    var chargeEfficiency = 0.95
-    var dischargeEfficiency = 0.95
+    /// η of charge and of discharge: `optimiser.efficiency`, else 0.95 each.
+    var chargeEfficiency: Double
+    var dischargeEfficiency: Double
 
     init(_ configuration: BessdConfiguration) {
         capacitiesKWh = configuration.units.map(\.capacityKWh)
@@ -77,6 +77,8 @@ struct ScheduleSite: Sendable {
         importLimitKW = configuration.site.importMaxKW
         exportLimitKW = configuration.site.exportMaxKW
         metered = configuration.site.meter != nil
+        chargeEfficiency = configuration.optimiser?.chargeEfficiency ?? 0.95
+        dischargeEfficiency = configuration.optimiser?.dischargeEfficiency ?? 0.95
     }
 
     /// The input from the published `view` and `units`; nil while no unit reads its SOC.
