@@ -59,7 +59,7 @@ public enum KeyPermissions {
     ]
 
     /// The `…_file` keys whose files hold nothing secret: certificates, CAs, CRLs, traces.
-    public static let publicFileKeys: Set<String> = ["cert_file", "ca_file", "crl_file", "client_cert_file", "trace_file"]
+    public static let publicFileKeys: Set<String> = ["cert_file", "ca_file", "crl_file", "client_cert_file", "trace_file", "forecast_file"]
 
     /// Why a file of `mode`, `owner` and `group` may be read by someone other than root and
     /// `account`; nil when it may not.
