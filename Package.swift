@@ -258,7 +258,7 @@ let package = Package(
             name: "FuzzTests",
             dependencies: [
                 "BessBase", "ControlCore", "ControlProtocol", "BessSystem", "Fieldbus", "Config", "Cycle", "Simulation", "HILPlant", "Scada", "Service", "Uplink", "UplinkIngest",
-                "IEC104", "Outstation", "Synchrophasor", "IEEE2030_5", "Sep2Link", .product(name: "Logging", package: "swift-log"),
+                "IEC104", "Outstation", "Synchrophasor", "IEEE2030_5", "Sep2Link", "Planning", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
     ]
@@ -274,7 +274,7 @@ if Context.environment["BESS_FUZZ"] != nil {
             name: "FuzzTargets",
             dependencies: [
                 "BessBase", "ControlCore", "ControlProtocol", "BessSystem", "Fieldbus", "Config", "Cycle", "Simulation", "HILPlant", "Scada", "Service", "Uplink", "UplinkIngest",
-                "IEC104", "Outstation", "Synchrophasor", "IEEE2030_5", "Sep2Link", .product(name: "Logging", package: "swift-log"),
+                "IEC104", "Outstation", "Synchrophasor", "IEEE2030_5", "Sep2Link", "Planning", .product(name: "Logging", package: "swift-log"),
             ],
             path: "Fuzz/FuzzTargets",
             swiftSettings: swiftSettings),

@@ -37,6 +37,11 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case sep2
     /// HTTP/1.1 answers into the 2030.5 client's response parser, whole and in pieces.
     case http
+    /// A block schedule: the document alone or in the aggregator's command, read, merged through the
+    /// revision gate, windowed and checked against a site.
+    case schedule
+    /// The optimiser's forecast file, and the plan's problem built from its points and a tariff.
+    case forecast
 
     /// Runs one input; returns the invariants it broke. One input or seed list at a time in a
     /// process: the harnesses share state as libFuzzer's single thread allows (the spool's folder,
@@ -64,6 +69,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .pmu: return PMUHarness.run(&input)
         case .sep2: return SEP2Harness.run(&input)
         case .http: return HTTPHarness.run(&input)
+        case .schedule: return ScheduleHarness.run(&input)
+        case .forecast: return ForecastHarness.run(&input)
         }
     }
 
@@ -88,6 +95,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .pmu: PMUHarness.seeds()
         case .sep2: SEP2Harness.seeds()
         case .http: HTTPHarness.seeds()
+        case .schedule: ScheduleHarness.seeds()
+        case .forecast: ForecastHarness.seeds()
         }
     }
 }

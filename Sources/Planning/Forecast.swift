@@ -19,7 +19,8 @@ public struct ForecastPoint: Sendable, Equatable, Codable {
 
 /// A forecast file (`optimiser.forecast_file`): CSV with the header `start,load_kw,pv_kw` and one line
 /// per block, `start` in RFC 3339 with its offset (`2026-11-29T10:15:00+05:30` or `…Z`), starts
-/// strictly increasing, powers finite and ≥ 0. Blank lines and lines starting with `#` are skipped.
+/// strictly increasing, powers finite and ≥ 0. Lines end in LF or CRLF; blank lines and lines starting
+/// with `#` are skipped.
 public enum ForecastFile {
     /// The most rows a file may hold (over 100 days of 15-minute blocks).
     public static let maximumRows = 10_000
@@ -35,10 +36,12 @@ public enum ForecastFile {
         var points: [ForecastPoint] = []
         var sawHeader = false
         var number = 0
-        for raw in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        // Lines are cut at the byte: "\r\n" is one Character, so cutting at the Character "\n" left a
+        // file with CRLF line ends (a spreadsheet's export) one line, refused for its header.
+        for raw in text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
             number += 1
-            let line = raw.hasSuffix("\r") ? raw.dropLast() : raw[...]
-            let trimmed = line.trimmingSpaces
+            let line = String(decoding: raw.last == UInt8(ascii: "\r") ? raw.dropLast() : raw, as: UTF8.self)
+            let trimmed = line[...].trimmingSpaces
             if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
             func bad(_ what: String) -> PlanningError { PlanningError(.forecastInvalid, message: "line \(number): \(what)") }
             let fields = trimmed.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingSpaces }
