@@ -121,3 +121,12 @@ public struct OptimiserConfiguration: Sendable, Equatable {
         return failed ? nil : out
     }
 }
+
+extension BessdConfiguration {
+    /// `optimiser.enabled` (false without the section): what a reload cannot change. Setting it
+    /// changes a section that is there (the reload rules write back what keeps running).
+    public var optimiserEnabled: Bool {
+        get { optimiser?.enabled == true }
+        set { optimiser?.enabled = newValue }
+    }
+}

@@ -6,12 +6,14 @@ public enum ControlVerb: Hashable, Sendable, CustomStringConvertible {
     case status, faults, site, config, metrics, events, reset, mode, override
     /// The block schedule: `schedule` reads it; `schedule-load` and `schedule-clear` change it.
     case schedule, scheduleLoad, scheduleClear
+    /// The optimiser's last plan (`bessctl plan`).
+    case plan
     /// A verb this version does not know (or none: the empty string).
     case unknown(String)
 
     /// Every verb bessd answers, in the order its refusal lists them.
     public static let known: [ControlVerb] = [.status, .faults, .site, .config, .metrics, .events, .reset, .mode, .override,
-                                              .schedule, .scheduleLoad, .scheduleClear]
+                                              .schedule, .scheduleLoad, .scheduleClear, .plan]
 
     public init(_ name: String) {
         self = Self.known.first { $0.name == name } ?? .unknown(name)
@@ -32,6 +34,7 @@ public enum ControlVerb: Hashable, Sendable, CustomStringConvertible {
         case .schedule: "schedule"
         case .scheduleLoad: "schedule-load"
         case .scheduleClear: "schedule-clear"
+        case .plan: "plan"
         case .unknown(let name): name
         }
     }
@@ -42,7 +45,7 @@ public enum ControlVerb: Hashable, Sendable, CustomStringConvertible {
     /// needs an operator.
     public var onlyReads: Bool {
         switch self {
-        case .status, .faults, .site, .config, .metrics, .events, .schedule: true
+        case .status, .faults, .site, .config, .metrics, .events, .schedule, .plan: true
         case .reset, .mode, .override, .scheduleLoad, .scheduleClear, .unknown: false
         }
     }

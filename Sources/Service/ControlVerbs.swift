@@ -24,6 +24,8 @@ struct ControlVerbs {
     let logger: Logger
     /// The block schedule (`schedule`, `schedule-load`, `schedule-clear`); nil without `schedule:`.
     let schedules: ScheduleStore?
+    /// The optimiser (`plan`); nil unless `optimiser.enabled`.
+    let optimiser: OptimiserService?
     /// Refusals for the caller's groups are logged at most 5 a second (the socket is open to every
     /// local user, and a flood must not push trips out of journald's rate limit); the rest are
     /// counted and the next line logged says how many were not. One key: the socket.
@@ -31,8 +33,9 @@ struct ControlVerbs {
 
     init(configuration: RunningConfiguration, configPath: String?, shared: SharedState, holds: HoldKeeper,
          orphanedLatches: OrphanedLatches, frequencyEvents: FrequencyEventReports, status: StatusReport,
-         metrics: MetricsExporter, logger: Logger, schedules: ScheduleStore? = nil) {
+         metrics: MetricsExporter, logger: Logger, schedules: ScheduleStore? = nil, optimiser: OptimiserService? = nil) {
         self.schedules = schedules
+        self.optimiser = optimiser
         self.configuration = configuration
         self.configPath = configPath
         self.shared = shared
@@ -200,6 +203,11 @@ struct ControlVerbs {
             }
         case .schedule, .scheduleLoad, .scheduleClear:
             return .now(schedule(request, uid: uid))
+        case .plan:
+            guard let optimiser else {
+                return .now(Self.failure("OPTIMISER_DISABLED", "this configuration's optimiser is not enabled (optimiser.enabled, config/bessd.yaml)"))
+            }
+            return .now(optimiser.reply())
         case .unknown:
             let verbs = ControlVerb.known.map(\.name).joined(separator: ", ")
             return .now(Self.failure("BAD_REQUEST", "unknown verb '\(verb)'; verbs: \(verbs)"))

@@ -24,7 +24,7 @@ public import Logging
 /// - the main thread (`run`): each round persists latches and logs events and notices
 ///   (JournalFlush), watches the clock (ClockWatch), feeds the uplink (UplinkService) and reloads
 ///   (Reloader).
-/// Start order (`services`): latches restored → uplink → workers → PMU → 2030.5 client → cycle →
+/// Start order (`services`): latches restored → uplink → workers → PMU → 2030.5 client → cycle → optimiser →
 /// operator server → SCADA → IEC 104 → relay contacts → READY → watchdog. Stop order: the reverse
 /// (`ServiceGroup`): the watchdog and servers stop → the cycle stops → the 2030.5 client and the PMU
 /// reader stop → every inverter gets zero with its revert armed and the workers stop → latches and
@@ -61,6 +61,8 @@ public final class Daemon {
     let schedules: ScheduleService?
     /// The block schedule in force: the optimiser offers its plans here (`ScheduleStore.offer`).
     public var scheduleStore: ScheduleStore? { schedules?.store }
+    /// The optimiser's worker (`optimiser.enabled`), nil otherwise.
+    let optimiser: OptimiserService?
 
     /// The uplink's spool, when an aggregator is configured.
     public var spool: SpoolQueue? { uplink?.spool }
@@ -110,6 +112,8 @@ public final class Daemon {
         let holds = HoldKeeper(stateDirectory: configuration.stateDirectory, logger: logger)
         let schedules = ScheduleService(configuration: configuration, shared: shared, logger: logger)
         self.schedules = schedules
+        let optimiser = OptimiserService.following(configuration, store: schedules?.store, shared: shared, logger: logger)
+        self.optimiser = optimiser
         intake = DispatchIntake(shared: shared, logger: logger, configured: configuration.units, holds: holds, schedules: schedules?.store)
         let uplink = UplinkService.make(configuration: configuration, intake: intake, logger: logger)
         self.uplink = uplink
@@ -140,15 +144,15 @@ public final class Daemon {
         let metrics = MetricsExporter(view: view)
         let verbs = ControlVerbs(configuration: loaded, configPath: configPath, shared: shared, holds: holds,
                                  orphanedLatches: latches.orphans, frequencyEvents: frequencyEvents, status: StatusReport(view: view),
-                                 metrics: metrics, logger: logger, schedules: schedules?.store)
+                                 metrics: metrics, logger: logger, schedules: schedules?.store, optimiser: optimiser)
         operatorServer = OperatorServer(configuration, shared: shared, verbs: verbs, metrics: metrics, logger: logger)
         watchdog = Watchdog.forCycle(shared: shared, runner: runner, progress: progress)
         reloader = Reloader(configPath: configPath, configuration: loaded, runner: runner, shared: shared, cycle: cycle,
-                            iec104: iec104, intake: intake, sep2: sep2, logger: logger)
+                            iec104: iec104, intake: intake, sep2: sep2, optimiser: optimiser, logger: logger)
         // Started in this order, stopped in the reverse: the uplink flushes last, after the workers
         // wrote zero and the latches and events of the stop are persisted and logged.
         let beforeCycle: [(any DaemonService)?] = [uplink, journalFlush, busWorkers, pmu, sep2]
-        let fromCycle: [(any DaemonService)?] = [cycle, operatorServer, scada, iec104, relayContacts, watchdog]
+        let fromCycle: [(any DaemonService)?] = [cycle, optimiser, operatorServer, scada, iec104, relayContacts, watchdog]
         services = (beforeCycle + fromCycle).compactMap { $0 }
     }
 

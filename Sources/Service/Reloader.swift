@@ -24,10 +24,12 @@ final class Reloader {
     private let iec104: IEC104Service?
     private let intake: DispatchIntake
     private let sep2: Sep2Worker?
+    private let optimiser: OptimiserService?
     private let logger: Logger
 
     init(configPath: String?, configuration: RunningConfiguration, runner: SiteRunner, shared: SharedState, cycle: CycleService,
-         iec104: IEC104Service?, intake: DispatchIntake, sep2: Sep2Worker?, logger: Logger) {
+         iec104: IEC104Service?, intake: DispatchIntake, sep2: Sep2Worker?, optimiser: OptimiserService? = nil, logger: Logger) {
+        self.optimiser = optimiser
         self.configPath = configPath
         self.configuration = configuration
         self.runner = runner
@@ -93,6 +95,7 @@ final class Reloader {
             self.configuration.replace(with: new, text: text)
             intake.update(configured: new.units)
             Self.reloadSep2(sep2, to: new)
+            optimiser?.reload(new)
             shared.declareAGC(new.iec104?.agc?.limits)
             logger.notice("reload applied: \(configPath)", metadata: ["MESSAGE_ID": "\(MessageID.reload)"])
         } catch {
@@ -125,6 +128,9 @@ final class Reloader {
                         outcome: .keep(code: "STATE_DIRECTORY_RESTART_NEEDED",
                                        keeps: "bessd keeps its lock, latches, spool and socket where they are"),
                         [.restart("state_directory", \.stateDirectory), .restart("control_socket", \.controlSocket)]),
+            ReloadRules(section: "optimiser.enabled",
+                        outcome: .keep(code: "OPTIMISER_RESTART_NEEDED", keeps: "the optimiser runs, or stays off, as bessd started"),
+                        [.restart("optimiser.enabled", \.optimiserEnabled)]),
             ReloadRules(section: "scada",
                         outcome: .keep(code: "SCADA_RESTART_NEEDED", keeps: "the SCADA server keeps its settings"),
                         [.restart("scada", \.scada)]),

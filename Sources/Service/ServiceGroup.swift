@@ -16,9 +16,9 @@ protocol DaemonService: AnyObject {
 /// so this is the order only, not the task tree.
 ///
 /// The daemon starts, in this order (`Daemon.services`): uplink → journal flush → bus workers → PMU
-/// → 2030.5 client → cycle → operator server → SCADA → IEC 104 → relay contacts → watchdog. Stopping
+/// → 2030.5 client → cycle → optimiser → operator server → SCADA → IEC 104 → relay contacts → watchdog. Stopping
 /// therefore runs: the watchdog stops; nothing new comes from the contacts, the control centres,
-/// SCADA or operators; the cycle stops; the 2030.5 client and the PMU reader stop; the bus workers
+/// SCADA or operators; the optimiser stops; the cycle stops; the 2030.5 client and the PMU reader stop; the bus workers
 /// write zero with the revert armed and stop; latches and events are persisted and logged; the
 /// uplink flushes what it has.
 final class ServiceGroup {

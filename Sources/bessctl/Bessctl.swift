@@ -9,7 +9,7 @@ struct Bessctl: ParsableCommand {
         commandName: "bessctl",
         abstract: "Operator tool for bessd.",
         version: BessdVersion.string,
-        subcommands: [Status.self, Site.self, Faults.self, Events.self, ScheduleCommand.self, IEEE2030_5Command.self, Reset.self, Mode.self, Override.self, Codes.self, Probe.self, Diag.self])
+        subcommands: [Status.self, Site.self, Faults.self, Events.self, ScheduleCommand.self, PlanCommand.self, IEEE2030_5Command.self, Reset.self, Mode.self, Override.self, Codes.self, Probe.self, Diag.self])
 
     /// Options that apply to every verb work where people type them: `bessctl --socket PATH status`
     /// is `bessctl status --socket PATH`.
@@ -176,10 +176,14 @@ func json(_ line: [UInt8]) -> String {
 
 /// Prints rows (the first is the header) in columns padded to their widest cell.
 func printTable(_ rows: [[String]]) {
+    for line in tableLines(rows) { print(line) }
+}
+
+/// Rows (the first is the header) as lines of columns padded to their widest cell.
+func tableLines(_ rows: [[String]]) -> [String] {
     let widths = (rows.first ?? []).indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
-    for row in rows {
-        print(row.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
-            .joined(separator: "  "))
+    return rows.map { row in
+        row.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }.joined(separator: "  ")
     }
 }
 

@@ -82,11 +82,6 @@ struct ScheduleCommand: ParsableCommand {
             rows.append([b.start, b.state, number(b.targetKWh, digits: 2), number(b.deliveredKWh, digits: 2), number(b.droopKWh, digits: 2),
                          number(b.deviationKWh, digits: 2), number(b.deviationPct, digits: 1), b.boundBy ?? "-"])
         }
-        let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
-        for row in rows {
-            lines.append(row.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
-                .joined(separator: "  "))
-        }
-        return lines.joined(separator: "\n")
+        return (lines + tableLines(rows)).joined(separator: "\n")
     }
 }
