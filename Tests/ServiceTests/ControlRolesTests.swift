@@ -156,7 +156,7 @@ struct ControlRolesTests {
         #expect(try read(#"{"verb": "override", "unit": "U1", "power_kw": "5"}"#).powerKW == nil)
         #expect((try? read("[1]")) == nil)
         // Roles: what only reads needs a reader; every other verb, unknown ones included, an operator.
-        #expect(ControlVerb.known.filter(\.onlyReads).map(\.name) == ["status", "faults", "site", "config", "metrics", "events", "schedule"])
+        #expect(ControlVerb.known.filter(\.onlyReads).map(\.name) == ["status", "faults", "site", "config", "metrics", "events", "schedule", "plan"])
         #expect(ControlCaller.needed(.unknown("reboot")) == .operator && ControlCaller.needed(verb: "status") == .reader)
     }
 }
