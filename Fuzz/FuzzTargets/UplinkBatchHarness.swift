@@ -64,6 +64,10 @@ enum UplinkBatchHarness {
             UplinkRecord(seq: 13, time: 1_800_000_903, body: .utilityControl(
                 UtilityControlRecord(mRID: "A1\u{1b}", program: "P1", outcome: "taken", start: 1_800_000_000, end: 1_800_000_060,
                                      limits: UtilityControlLimits(exportLimitW: 1500, fixedW: -2e4)), message: "UTILITY_CONTROL taken")),
+            // Issue 60's block report, read by the aggregator's fast reader (ScheduleBlockFields) and checked at ingest.
+            UplinkRecord(seq: 14, time: 1_800_000_904, body: .scheduleBlock(
+                ScheduleBlockRecord(startUnix: 1_800_000_000, lengthS: 900, targetKWh: -12.5, deliveredKWh: -12.25, droopKWh: 0.27,
+                                    deviationKWh: -0.02, deviationPct: -0.05, boundBy: "import_limit", revision: 2))),
         ], acks: [CommandAck(id: "c-1", accepted: false, reason: "power_kw 500 beyond the rating ±100 kW")])
         let encoded = Array((try? JSONEncoder().encode(batch)) ?? Data())
         let newer = Array(#"""
