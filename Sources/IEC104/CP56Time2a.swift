@@ -133,28 +133,11 @@ public struct CP56Time2a: Hashable, Sendable, CustomStringConvertible {
     static func floorDivide(_ a: Int64, _ b: Int64) -> Int64 { a >= 0 ? a / b : -((-a + b - 1) / b) }
     static func floorModulo(_ a: Int64, _ b: Int64) -> Int64 { a - floorDivide(a, b) * b }
 
-    /// Days since 1970-01-01 of a proleptic Gregorian date (counting 400-year eras from 0000-03-01).
-    static func days(fromCivil year: Int64, _ month: Int64, _ day: Int64) -> Int64 {
-        let y = month <= 2 ? year - 1 : year
-        let era = floorDivide(y, 400)
-        let yearOfEra = y - era * 400
-        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
-    }
+    /// Days since 1970-01-01 of a proleptic Gregorian date (BessBase's `CivilCalendar`).
+    static func days(fromCivil year: Int64, _ month: Int64, _ day: Int64) -> Int64 { CivilCalendar.days(year: year, month: month, day: day) }
 
     /// The proleptic Gregorian date of a day count since 1970-01-01 (the inverse of `days(fromCivil:)`).
-    static func civil(fromDays count: Int64) -> (year: Int64, month: Int64, day: Int64) {
-        let z = count + 719_468
-        let era = floorDivide(z, 146_097)
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let mp = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
-    }
+    static func civil(fromDays count: Int64) -> (year: Int64, month: Int64, day: Int64) { CivilCalendar.date(days: count) }
 }
 
 /// The zone time tags are read and written in: UTC by default, or a fixed offset a site configures

@@ -91,7 +91,7 @@ public enum PlanBuilder {
             } else if let tariff = r.tariff {
                 price = tariff.price(atUnixSeconds: start)
             } else {
-                throw PlanningError(.priceMissing, message: "no price for the slot from \(rfc3339(start)): neither the series nor a tariff")
+                throw PlanningError(.priceMissing, message: "no price for the slot from \(RFC3339.text(start)): neither the series nor a tariff")
             }
             let point = covering(forecast, blockStart, block, \.startUnixSeconds) ?? r.persistence?.point(startUnixSeconds: blockStart)
             slots.append(PlanSlotInput(startUnixSeconds: start, hours: Double(end - start) / 3600, loadKW: point?.loadKW ?? 0,
@@ -115,10 +115,4 @@ public enum PlanBuilder {
     }
 
     static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 { a >= 0 ? a / b : -((-a + b - 1) / b) }
-
-    static func rfc3339(_ unix: Int64) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        return formatter.string(from: Date(timeIntervalSince1970: TimeInterval(unix)))
-    }
 }

@@ -108,58 +108,10 @@ public struct ScheduleDocument: Codable, Sendable, Equatable {
 
     /// Unix seconds of an RFC 3339 time (`2026-11-30T00:00:00+05:30`, `…Z`, with or without a
     /// fraction: a fraction that is not zero is not a whole second, and is refused); nil otherwise.
-    public static func unixSeconds(rfc3339 text: String) -> Int64? {
-        let bytes = Array(text.utf8)
-        func digits(_ at: Int, _ count: Int) -> Int? {
-            guard at + count <= bytes.count else { return nil }
-            var value = 0
-            for byte in bytes[at..<(at + count)] {
-                guard (0x30...0x39).contains(byte) else { return nil }
-                value = value * 10 + Int(byte - 0x30)
-            }
-            return value
-        }
-        func byte(_ at: Int, _ ascii: Character...) -> Bool { at < bytes.count && ascii.contains(Character(UnicodeScalar(bytes[at]))) }
-        guard let year = digits(0, 4), byte(4, "-"), let month = digits(5, 2), byte(7, "-"), let day = digits(8, 2),
-              byte(10, "T", "t"), let hour = digits(11, 2), byte(13, ":"), let minute = digits(14, 2), byte(16, ":"),
-              let second = digits(17, 2) else { return nil }
-        var i = 19
-        if byte(i, ".") {
-            i += 1
-            let start = i
-            while i < bytes.count, bytes[i] == 0x30 { i += 1 }
-            guard i > start, !(i < bytes.count && (0x31...0x39).contains(bytes[i])) else { return nil }
-        }
-        var offset = 0
-        if byte(i, "Z", "z") {
-            i += 1
-        } else if byte(i, "+", "-"), let h = digits(i + 1, 2), byte(i + 3, ":"), let m = digits(i + 4, 2), h <= 23, m <= 59 {
-            offset = (h * 3600 + m * 60) * (bytes[i] == UInt8(ascii: "-") ? -1 : 1)
-            i += 6
-        } else {
-            return nil
-        }
-        let days = [31, year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
-        guard i == bytes.count, (1...12).contains(month), day >= 1, day <= days[month - 1], hour <= 23, minute <= 59, second <= 59,
-              let date = utcCalendar.date(from: DateComponents(year: year, month: month, day: day, hour: hour, minute: minute, second: second))
-        else { return nil }
-        return Int64(date.timeIntervalSince1970.rounded()) - Int64(offset)
-    }
+    public static func unixSeconds(rfc3339 text: String) -> Int64? { RFC3339.unixSeconds(text, fraction: .zeroOnly) }
 
     /// `unix` as RFC 3339 in UTC: `2026-11-29T18:30:00Z`.
-    public static func rfc3339(_ unix: Int64) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime]
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        return formatter.string(from: Date(timeIntervalSince1970: Double(unix)))
-    }
-
-    /// The proleptic Gregorian calendar in UTC, for a time's fields.
-    static var utcCalendar: Calendar {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC") ?? calendar.timeZone
-        return calendar
-    }
+    public static func rfc3339(_ unix: Int64) -> String { RFC3339.text(unix) }
 }
 
 /// A schedule refused, held back or warned about: `CODE: message`.
