@@ -112,6 +112,14 @@ final class OptimiserService: DaemonService, Sendable {
         wakeup.signal()
     }
 
+    /// The forecast net load (load − PV) of the block starting at `start`, kW, as the next plan takes
+    /// it: the forecast file, else the aggregator's, else the meter's history; nil when none has it.
+    func forecastKW(at start: Int64) -> Double? {
+        state.withLock { s in
+            (s.fileForecast[start] ?? s.pushedForecast[start] ?? s.history.point(startUnixSeconds: start)).map { $0.loadKW - $0.pvKW }
+        }
+    }
+
     /// The last plan, when it was made, the store's answer and the last problem (for `bessctl plan`).
     var snapshot: (plan: Plan?, madeAt: Int64?, answer: String?, problem: String?) {
         state.withLock { ($0.plan, $0.madeAt, $0.answer, $0.problem) }

@@ -17,6 +17,9 @@ final class ScheduleService {
     private let logger: Logger
     /// Where each closed block's record goes (nil: no aggregator).
     var recorder: UplinkRecorder?
+    /// The load forecast a schedule is judged on at arrival (net load at the meter by block start,
+    /// kW): the optimiser's when it runs (`useForecast`), else the meter's present net load held.
+    private let forecast = PILock<(@Sendable (Int64) -> Double?)?>(nil)
 
     /// The service of `configuration`'s `schedule:` section; nil without one.
     init?(configuration: BessdConfiguration, shared: SharedState, logger: Logger) {
@@ -26,8 +29,11 @@ final class ScheduleService {
         let site = ScheduleSite(configuration)
         store = ScheduleStore(settings: settings, stateDirectory: configuration.stateDirectory, logger: logger,
                               publish: { [shared] window in shared.publishSchedule(window) },
-                              site: { [shared] _ in site.input(view: shared.view, units: shared.units) })
+                              site: { [shared, forecast] _ in site.input(view: shared.view, units: shared.units, forecast: forecast.withLock { $0 }) })
     }
+
+    /// Judges schedules on `forecast` (the optimiser's: its file, the aggregator's, the meter's history).
+    func useForecast(_ forecast: @escaping @Sendable (Int64) -> Double?) { self.forecast.withLock { $0 = forecast } }
 
     /// Reads the file and publishes what stands, before the first cycle.
     func restore() { store.restore(now: Self.wallClock()) }
@@ -81,8 +87,9 @@ struct ScheduleSite: Sendable {
         dischargeEfficiency = configuration.optimiser?.dischargeEfficiency ?? 0.95
     }
 
-    /// The input from the published `view` and `units`; nil while no unit reads its SOC.
-    func input(view: SiteView, units: [UnitStatus]) -> ScheduleFeasibilityInput? {
+    /// The input from the published `view` and `units`; nil while no unit reads its SOC. The load is
+    /// `forecast`'s, else the meter's present net load (load − PV) held for every block.
+    func input(view: SiteView, units: [UnitStatus], forecast: (@Sendable (Int64) -> Double?)? = nil) -> ScheduleFeasibilityInput? {
         guard view.storedWh.isFinite else { return nil }
         let capacity = capacitiesKWh.reduce(0, +)
         let kept = (down: keptDownKWh.reduce(0, +), up: keptUpKWh.reduce(0, +))
@@ -99,6 +106,13 @@ struct ScheduleSite: Sendable {
             upperKWh: max(0, capacity * upperPercent / 100 - kept.up),
             chargeEfficiency: chargeEfficiency, dischargeEfficiency: dischargeEfficiency,
             maxChargeKW: inService, maxDischargeKW: inService, importLimitKW: importLimitKW, exportLimitKW: exportLimitKW,
-            loadForecastKW: { _ in nil }, metered: metered)
+            loadForecastKW: forecast ?? Self.held(view), metered: metered)
+    }
+
+    /// The meter's present net load, kW (load − PV = import + the units' discharge), for every block;
+    /// nil without a fresh meter reading.
+    static func held(_ view: SiteView) -> @Sendable (Int64) -> Double? {
+        let net = view.meteredW.isFinite && view.unitsW.isFinite ? (view.unitsW - view.meteredW) / 1000 : nil
+        return { _ in net }
     }
 }
