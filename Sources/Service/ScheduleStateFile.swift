@@ -32,6 +32,8 @@ struct ScheduleStateFile: Sendable {
     struct Contents: Equatable {
         var schedule: Schedule?
         var taken: [ScheduleKey]
+        /// The closed blocks kept for `bessctl schedule` (a restart does not forget them).
+        var reports: [ScheduleBlockReport] = []
     }
 
     /// The file's contents; nil when there is none. A file that cannot be read is moved aside and
@@ -48,7 +50,8 @@ struct ScheduleStateFile: Sendable {
             guard bytes.count <= file.maximumBytes else { throw Refusal(reason: "more than \(file.maximumBytes) bytes") }
             let stored = try JSONDecoder().decode(Stored.self, from: Data(bytes))
             guard stored.format == "bessd-schedule", stored.version == 1 else { throw Refusal(reason: "format or version is not bessd-schedule 1") }
-            return Contents(schedule: try stored.schedule?.schedule(), taken: stored.taken)
+            return Contents(schedule: try stored.schedule?.schedule(), taken: stored.taken,
+                            reports: try (stored.reports ?? []).map { try $0.report() })
         } catch {
             let kept: String
             do throws(SystemCallError) {
@@ -64,7 +67,9 @@ struct ScheduleStateFile: Sendable {
     func save(_ contents: Contents) throws(ScheduleError) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(Stored(schedule: contents.schedule.map(StoredSchedule.init), taken: contents.taken)) else {
+        let stored = Stored(schedule: contents.schedule.map(StoredSchedule.init), taken: contents.taken,
+                            reports: contents.reports.map(StoredReport.init))
+        guard let data = try? encoder.encode(stored) else {
             throw ScheduleError(.stateUnwritable, message: "cannot encode the schedule (an energy that is not a number)")
         }
         do throws(SystemCallError) {
@@ -93,6 +98,42 @@ struct ScheduleStateFile: Sendable {
         var version = 1
         var schedule: StoredSchedule?
         var taken: [ScheduleKey]
+        /// Absent in files written before closed blocks were kept.
+        var reports: [StoredReport]?
+    }
+
+    /// A closed block as the file keeps it.
+    struct StoredReport: Codable {
+        var startUnix: Int64
+        var lengthS: Int64
+        var targetKWh, deliveredKWh, droopKWh, ratedKWh: Double
+        var boundBy: String
+        var revision: Int
+        enum CodingKeys: String, CodingKey {
+            case revision
+            case startUnix = "start_unix", lengthS = "length_s", targetKWh = "target_kwh", deliveredKWh = "delivered_kwh"
+            case droopKWh = "droop_kwh", ratedKWh = "rated_kwh", boundBy = "bound_by"
+        }
+
+        init(_ r: ScheduleBlockReport) {
+            startUnix = r.startUnixSeconds
+            lengthS = r.lengthSeconds
+            targetKWh = r.targetKWh
+            deliveredKWh = r.deliveredKWh
+            droopKWh = r.droopKWh
+            ratedKWh = r.ratedKWh
+            boundBy = "\(r.boundBy)"
+            revision = r.revision
+        }
+
+        func report() throws -> ScheduleBlockReport {
+            guard let binding = ScheduleBinding.allCases.first(where: { "\($0)" == boundBy }),
+                  [targetKWh, deliveredKWh, droopKWh, ratedKWh].allSatisfy(\.isFinite), lengthS > 0 else {
+                throw Refusal(reason: "a closed block's bound_by or energy is not one bessd writes")
+            }
+            return ScheduleBlockReport(startUnixSeconds: startUnix, lengthSeconds: lengthS, targetKWh: targetKWh, deliveredKWh: deliveredKWh,
+                                       droopKWh: droopKWh, ratedKWh: ratedKWh, boundBy: binding, revision: revision)
+        }
     }
 
     struct StoredSchedule: Codable {

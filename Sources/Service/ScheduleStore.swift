@@ -106,6 +106,7 @@ public final class ScheduleStore: Sendable {
         state.withLock { s in
             s.current = loaded?.schedule
             s.taken = loaded?.taken ?? []
+            s.reports = loaded?.reports ?? []
             s.stateProblem = problem
             s.generation &+= 1
             republish(&s, now: now)
@@ -189,6 +190,8 @@ public final class ScheduleStore: Sendable {
         state.withLock { s in
             s.reports += reports
             if s.reports.count > Self.maximumReports { s.reports.removeFirst(s.reports.count - Self.maximumReports) }
+            // Kept on disk as they close: a restart does not forget what the blocks delivered.
+            if !reports.isEmpty { _ = save(&s) }
             if s.publishedBlock != Self.blockStart(now, settings.blockSeconds) { republish(&s, now: now) }
         }
     }
@@ -202,7 +205,7 @@ public final class ScheduleStore: Sendable {
 
     private func save(_ s: inout State) -> ScheduleError? {
         do throws(ScheduleError) {
-            try file.save(ScheduleStateFile.Contents(schedule: s.current, taken: s.taken))
+            try file.save(ScheduleStateFile.Contents(schedule: s.current, taken: s.taken, reports: s.reports))
             if s.stateProblem?.code == .stateUnwritable { s.stateProblem = nil }
             return nil
         } catch {
