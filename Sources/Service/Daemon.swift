@@ -115,7 +115,8 @@ public final class Daemon {
         let optimiser = OptimiserService.following(configuration, store: schedules?.store, shared: shared, logger: logger)
         self.optimiser = optimiser
         if let optimiser { schedules?.useForecast { optimiser.forecastKW(at: $0) } }
-        intake = DispatchIntake(shared: shared, logger: logger, configured: configuration.units, holds: holds, schedules: schedules?.store)
+        intake = DispatchIntake(shared: shared, logger: logger, configured: configuration.units, holds: holds, schedules: schedules?.store,
+                                optimiser: optimiser)
         let uplink = UplinkService.make(configuration: configuration, intake: intake, logger: logger)
         self.uplink = uplink
         schedules?.recorder = uplink?.recorder

@@ -20,16 +20,19 @@ package final class DispatchIntake: Sendable {
     let holds: HoldKeeper?
     /// The block schedule the `schedule` command offers to (nil: no `schedule:` section).
     let schedules: ScheduleStore?
+    /// The optimiser the `prices` and `forecast` commands feed (nil: not enabled).
+    let optimiser: OptimiserService?
 
     typealias Rated = (id: String, ratingKW: Double, apparentKVA: Double)
 
     /// `units`: id and `max_power_kw`; `apparent`: id → `max_apparent_power_kva` where it is set.
     init(shared: SharedState, logger: Logger, units: [(String, Double)], apparent: [String: Double] = [:], holds: HoldKeeper?,
-         schedules: ScheduleStore? = nil) {
+         schedules: ScheduleStore? = nil, optimiser: OptimiserService? = nil) {
         self.shared = shared
         self.logger = logger
         self.holds = holds
         self.schedules = schedules
+        self.optimiser = optimiser
         self.units = PILock(Self.rated(units, apparent: apparent))
     }
 
@@ -39,9 +42,9 @@ package final class DispatchIntake: Sendable {
 
     /// The units as the configuration rates them.
     convenience init(shared: SharedState, logger: Logger, configured: [UnitConfiguration], holds: HoldKeeper?,
-                     schedules: ScheduleStore? = nil) {
+                     schedules: ScheduleStore? = nil, optimiser: OptimiserService? = nil) {
         self.init(shared: shared, logger: logger, units: configured.map { ($0.id, $0.maxPowerKW) },
-                  apparent: Self.apparent(configured), holds: holds, schedules: schedules)
+                  apparent: Self.apparent(configured), holds: holds, schedules: schedules, optimiser: optimiser)
     }
 
     func update(configured new: [UnitConfiguration]) {
@@ -81,6 +84,10 @@ package final class DispatchIntake: Sendable {
             }
             if command.kind == "schedule" {
                 acks.append(schedule(command, now: now))
+                continue
+            }
+            if command.kind == "prices" || command.kind == "forecast" {
+                acks.append(planInputs(command))
                 continue
             }
             // The command's wall-clock expiry becomes a span on the cycle's monotonic clock here.

@@ -298,7 +298,7 @@ extension UplinkRecord: Codable {
 /// A command from the aggregator.
 public struct DispatchCommand: Codable, Sendable, Equatable {
     public var id: String
-    /// `power`, `mode`, `emergency_stop` or `schedule`.
+    /// `power`, `mode`, `emergency_stop`, `schedule`, `prices` or `forecast`.
     public var kind: String
     /// A unit id; absent = every unit of the site.
     public var unit: String?
@@ -316,10 +316,17 @@ public struct DispatchCommand: Codable, Sendable, Equatable {
     /// For `schedule`: the schedule, as `bessctl schedule load` reads it from a file; acted on once per
     /// id and revision.
     public var schedule: ScheduleDocument?
+    /// For `prices`: import and export prices per block start, for the optimiser (they win over its tariff).
+    public var prices: [BlockPrice]?
+    /// For `forecast`: load and PV per block start, for the optimiser (its forecast file wins over them).
+    public var forecast: [BlockForecast]?
 
     public init(id: String, kind: String, unit: String? = nil, powerKW: Double? = nil, reactiveKVar: Double? = nil,
-                mode: String? = nil, expiresUnix: Double, schedule: ScheduleDocument? = nil) {
+                mode: String? = nil, expiresUnix: Double, schedule: ScheduleDocument? = nil, prices: [BlockPrice]? = nil,
+                forecast: [BlockForecast]? = nil) {
         self.schedule = schedule
+        self.prices = prices
+        self.forecast = forecast
         self.id = id
         self.kind = kind
         self.unit = unit
@@ -330,8 +337,38 @@ public struct DispatchCommand: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, kind, unit, mode, schedule, powerKW = "power_kw", reactiveKVar = "reactive_kvar", expiresUnix = "expires_unix"
+        case id, kind, unit, mode, schedule, prices, forecast, powerKW = "power_kw", reactiveKVar = "reactive_kvar", expiresUnix = "expires_unix"
     }
+}
+
+/// One block's prices in a `prices` command: `{"start" (RFC 3339), "import_per_kwh", "export_per_kwh"}`.
+public struct BlockPrice: Codable, Sendable, Equatable {
+    public var start: String
+    public var importPerKWh: Double
+    public var exportPerKWh: Double
+
+    public init(start: String, importPerKWh: Double, exportPerKWh: Double) {
+        self.start = start
+        self.importPerKWh = importPerKWh
+        self.exportPerKWh = exportPerKWh
+    }
+
+    enum CodingKeys: String, CodingKey { case start, importPerKWh = "import_per_kwh", exportPerKWh = "export_per_kwh" }
+}
+
+/// One block's forecast in a `forecast` command: `{"start" (RFC 3339), "load_kw", "pv_kw"}`.
+public struct BlockForecast: Codable, Sendable, Equatable {
+    public var start: String
+    public var loadKW: Double
+    public var pvKW: Double
+
+    public init(start: String, loadKW: Double, pvKW: Double) {
+        self.start = start
+        self.loadKW = loadKW
+        self.pvKW = pvKW
+    }
+
+    enum CodingKeys: String, CodingKey { case start, loadKW = "load_kw", pvKW = "pv_kw" }
 }
 
 /// What bessd answers about a command.
@@ -374,6 +411,9 @@ public enum DispatchValidator {
         guard (c.kind == "schedule") == (c.schedule != nil) else {
             return refused(c.kind == "schedule" ? "a schedule command carries its schedule" : "schedule is taken only on a schedule command")
         }
+        guard (c.kind == "prices") == (c.prices != nil), (c.kind == "forecast") == (c.forecast != nil) else {
+            return refused("prices and forecast are taken only on a command of their kind, which carries them")
+        }
         switch c.kind {
         case "power":
             guard let kw = c.powerKW, kw.isFinite else { return refused("power_kw must be a finite number") }
@@ -386,10 +426,11 @@ public enum DispatchValidator {
                 let bound = c.unit.map(kva) ?? ratings.keys.reduce(0) { $0 + kva($1) }
                 guard abs(kvar) <= bound else { return refused("reactive_kvar \(kvar) beyond the apparent rating ±\(bound) kVA") }
             }
-        case "schedule":
+        case "schedule", "prices", "forecast":
             guard c.unit == nil, c.powerKW == nil, c.reactiveKVar == nil, c.mode == nil else {
-                return refused("a schedule command is for the site: no unit, power_kw, reactive_kvar or mode")
+                return refused("a \(c.kind) command is for the site: no unit, power_kw, reactive_kvar or mode")
             }
+            if let why = PlanInputsValidator.refusal(prices: c.prices, forecast: c.forecast) { return refused(why) }
         case "mode", "emergency_stop":
             if c.kind == "mode", c.mode != "auto", c.mode != "standby" { return refused("mode must be auto or standby") }
             guard c.reactiveKVar == nil else { return refused("reactive_kvar is taken only on a power dispatch") }
@@ -459,4 +500,31 @@ public struct BatchResponse: Codable, Sendable {
     }
 
     enum CodingKeys: String, CodingKey { case commands, ackedSeq = "acked_seq" }
+}
+
+/// Checks the optimiser's inputs an aggregator pushes (`prices`, `forecast`): at most
+/// `maximumEntries`, each start RFC 3339, each number finite and in range, load and PV not negative.
+public enum PlanInputsValidator {
+    public static let maximumEntries = 2_000
+    public static let maximumMagnitude = 1e6
+
+    /// Why the entries are refused; nil when they may be taken.
+    public static func refusal(prices: [BlockPrice]?, forecast: [BlockForecast]?) -> String? {
+        let count = (prices?.count ?? 0) + (forecast?.count ?? 0)
+        if prices != nil || forecast != nil, !(1...maximumEntries).contains(count) {
+            return "\(prices != nil ? "prices" : "forecast") must hold 1 to \(maximumEntries) blocks (got \(count))"
+        }
+        for (k, p) in (prices ?? []).enumerated() {
+            guard RFC3339.unixSeconds(p.start) != nil else { return "prices[\(k)].start \(PeerText.quoted(p.start)) is not RFC 3339" }
+            guard p.importPerKWh.isFinite, p.exportPerKWh.isFinite, abs(p.importPerKWh) <= maximumMagnitude,
+                  abs(p.exportPerKWh) <= maximumMagnitude else { return "prices[\(k)]: a price is not a finite number within ±10^6" }
+        }
+        for (k, f) in (forecast ?? []).enumerated() {
+            guard RFC3339.unixSeconds(f.start) != nil else { return "forecast[\(k)].start \(PeerText.quoted(f.start)) is not RFC 3339" }
+            guard f.loadKW.isFinite, f.pvKW.isFinite, f.loadKW >= 0, f.pvKW >= 0, f.loadKW <= maximumMagnitude, f.pvKW <= maximumMagnitude else {
+                return "forecast[\(k)]: load_kw and pv_kw must be finite, 0 to 10^6"
+            }
+        }
+        return nil
+    }
 }

@@ -94,6 +94,49 @@ struct OptimiserDaemonTests {
         #expect(log.contains("PLAN_FORECAST_READ") || log.contains("forecast file read"), "\(log.suffix(600))")
     }
 
+    @Test("HTTP: the aggregator's prices and forecast commands price and load the plan; a bad start is refused")
+    func pushed() throws {
+        let stub = try AggregatorStub(seconds: 120)
+        let state = NSTemporaryDirectory() + "bessd-optimiser-http-\(getpid())"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        // No tariff: nothing prices the plan until the aggregator does.
+        let daemon = try RunningDaemon(yaml: daemonYAML + """
+
+            state_directory: \(state)
+            schedule: {block_s: 60}
+            optimiser: {enabled: true, horizon_blocks: 6, value_end_per_kwh: 3}
+            aggregator: {url: "http://127.0.0.1:\(stub.port)", interval_s: 0.2, site_id: PLAN_SITE}
+            """)
+        _ = daemon.notify.collect(seconds: 8) { $0.contains("READY=1") }
+        #expect(waitFor(seconds: 10) { (Self.plan(daemon.socket)["problem"] as? String ?? "").hasPrefix("PLAN_PRICE_MISSING") },
+                "\(Self.plan(daemon.socket))")
+        func answers(_ id: String) -> [[String: Any]] {
+            ((try? stub.state()["acks"] as? [[String: Any]]) ?? []).filter { $0["id"] as? String == id }
+        }
+        let now = Int64(Date().timeIntervalSince1970) / 60 * 60
+        let starts = (-1...12).map { ScheduleDaemonTests.rfc3339(now + Int64($0) * 60) }
+        let expires = Date().timeIntervalSince1970 + 300
+        try stub.admin("/admin/command", ["id": "p-1", "kind": "prices", "expires_unix": expires,
+                                          "prices": starts.map { ["start": $0, "import_per_kwh": 6.5, "export_per_kwh": 2.5] }])
+        try stub.admin("/admin/command", ["id": "f-1", "kind": "forecast", "expires_unix": expires,
+                                          "forecast": starts.map { ["start": $0, "load_kw": 70, "pv_kw": 10] }])
+        #expect(waitFor(seconds: 15) { answers("p-1").count == 1 && answers("f-1").count == 1 }, "not answered")
+        #expect(answers("p-1").first?["accepted"] as? Bool == true && answers("f-1").first?["accepted"] as? Bool == true)
+        // Priced at 6.5 / 2.5 and loaded with 60 kW net: the battery serves it.
+        #expect(waitFor(seconds: 10) { abs((Self.firstBlockDischarge(Self.plan(daemon.socket)) ?? 0) - 60) < 0.5 },
+                "\(Self.plan(daemon.socket))")
+        let slots = Self.plan(daemon.socket)["slots"] as? [[String: Any]] ?? []
+        #expect(slots.allSatisfy { $0["price_import_per_kwh"] as? Double == 6.5 && $0["price_export_per_kwh"] as? Double == 2.5 }, "\(slots)")
+        try stub.admin("/admin/command", ["id": "p-2", "kind": "prices", "expires_unix": expires,
+                                          "prices": [["start": "tomorrow", "import_per_kwh": 1, "export_per_kwh": 1]]])
+        #expect(waitFor(seconds: 15) { answers("p-2").count == 1 })
+        #expect(answers("p-2").first?["accepted"] as? Bool == false, "\(answers("p-2"))")
+        #expect((answers("p-2").first?["reason"] as? String)?.contains("prices[0].start \"tomorrow\" is not RFC 3339") == true, "\(answers("p-2"))")
+        daemon.signal(SIGTERM)
+        #expect(daemon.finish().status == 0)
+    }
+
     @Test("without optimiser.enabled bessctl plan is refused OPTIMISER_DISABLED")
     func disabled() throws {
         var daemon = try RunningDaemon(yaml: daemonYAML)
