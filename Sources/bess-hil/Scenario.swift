@@ -44,6 +44,10 @@ struct Scenario {
             case pmu(hz: Double?, status: PMUSender.Status?, badFrames: PMUSender.BadFrames?? = nil)
             /// A command to the plant's IEEE 2030.5 server (`sep2` steps; Scenario+Sep2.swift).
             case sep2(Sep2Order)
+            /// A block schedule loaded through bessctl or the aggregator (ScenarioSchedule.swift).
+            case schedule(ScenarioSchedule.Order)
+            /// The optimiser's forecast file written anew: load and PV for every block (ScenarioSchedule.swift).
+            case forecast(loadKW: Double, pvKW: Double)
         }
         var at: Double
         var kind: Kind
@@ -100,6 +104,8 @@ struct Scenario {
     var events: [EventExpectation] = []
     /// The plant's IEEE 2030.5 server (`sep2:`), nil without one.
     var sep2: Sep2Settings? = nil
+    /// What bessd must report of the schedule's blocks at the end (`schedule_blocks`), nil: not judged.
+    var scheduleCheck: ScenarioSchedule.Check? = nil
 
     /// True when the timeline needs bess-aggregator beside bessd (it dispatches, or stops and
     /// starts the aggregator).
@@ -107,6 +113,7 @@ struct Scenario {
         actions.contains { action in
             switch action.kind {
             case .dispatch, .aggregator: true
+            case .schedule(let order): order.viaAggregator
             default: false
             }
         }
@@ -151,7 +158,7 @@ struct Scenario {
         }
         var problems: [String] = []
         func fail(_ where_: String, _ message: String) { problems.append("\(path): \(where_): \(message)") }
-        let known: Set = ["name", "description", "requires", "duration_s", "start_hz", "rig", "config", "timeline", "expect", "events", "sep2"]
+        let known: Set = ["name", "description", "requires", "duration_s", "start_hz", "rig", "config", "timeline", "expect", "events", "sep2", "schedule_blocks"]
         for key in root.mapping!.keys.compactMap(\.string) where !known.contains(key) {
             fail(key, "unknown key; known: \(known.sorted().joined(separator: ", "))")
         }
@@ -277,10 +284,13 @@ struct Scenario {
             if e.fields.isEmpty && e.bounds.isEmpty { fail(here, "checks nothing") }
             events.append(e)
         }
+        let scheduleCheck = root["schedule_blocks"].flatMap { ScenarioSchedule.Check.parse($0, fail: fail) }
         if !problems.isEmpty { throw ScenarioError(.invalid, problems.joined(separator: "\n")) }
-        return Scenario(name: name, description: root["description"]?.string ?? "", requiresCAN: requires.contains("can"),
-                        duration: duration, startHz: root["start_hz"]?.float ?? 50, config: config, actions: actions,
-                        expectations: expectations, events: events, sep2: sep2)
+        var scenario = Scenario(name: name, description: root["description"]?.string ?? "", requiresCAN: requires.contains("can"),
+                                duration: duration, startHz: root["start_hz"]?.float ?? 50, config: config, actions: actions,
+                                expectations: expectations, events: events, sep2: sep2)
+        scenario.scheduleCheck = scheduleCheck
+        return scenario
     }
 
     /// `over` merged into `base`: mappings key by key, anything else replaced.

@@ -66,6 +66,9 @@ final class ScenarioRun {
     var assessedEvents: EventsReply?
     /// The utility's 2030.5 server when the scenario has a `sep2:` section (ScenarioRun+Sep2.swift).
     var sep2Server: Sep2Plant?
+    /// Block 0 of the scenario's schedule steps (Unix seconds) and the run's start on the wall clock.
+    var scheduleAnchor: Int64?
+    var runStartUnix = 0.0
 
     init(scenario: Scenario, outputDirectory: String, bessdPath: String, aggregatorPath: String, canInterface: String,
          say: @escaping (String) -> Void) {
@@ -94,6 +97,7 @@ final class ScenarioRun {
         var built: PlantRig?
         var lastError = ""
         for _ in 0..<5 where built == nil {
+            ScenarioSchedule.pointOptimiser(&bessdConfig.config, scenario: scenario, runDirectory: runDirectory)
             try bessdConfig.prepare(controlSocket: controlSocket, canInterface: canInterface, pmu: pmu, sep2Server: sep2Server)
             let plantConfiguration = try ScenarioConfig.load(writeConfig("plant.yaml", offset: 0))
             unitIDs = plantConfiguration.units.map(\.id)
@@ -120,7 +124,11 @@ final class ScenarioRun {
         // a moment later, so both sides of the rig agree to within its start-up. With a 2030.5
         // server, zero is a whole Unix second (`Sep2Plant.startClock`).
         sep2Server?.startClock()
+        if ScenarioSchedule.usesBlocks(scenario) {
+            ScenarioSchedule.align(length: ScenarioSchedule.blockLength(bessdConfig.config), step: plantStep)
+        }
         let t0 = SystemClock.shared.now()
+        runStartUnix = Date().timeIntervalSince1970
         rig.setOrigin(t0)
         try startBessd(at: 0)
 
@@ -153,6 +161,10 @@ final class ScenarioRun {
             beforeStop()
         }
         if !scenario.events.isEmpty { readEvents() }
+        if let check = scenario.scheduleCheck {
+            let reply = ScenarioSchedule.read(socket: controlSocket, say: say)
+            confirmationMisses += check.misses(reply, anchor: scheduleAnchor, runStartUnix: runStartUnix).map { "schedule_blocks: \($0)" }
+        }
         stopBessd()
         try writeResults()
         return judge.misses()
@@ -291,6 +303,16 @@ final class ScenarioRun {
             return setPMU(hz: hz, status: status, badFrames: bad)
         case .sep2(let order):
             return commandSep2(order, t: t)
+        case .schedule(let order):
+            let length = ScenarioSchedule.blockLength(bessdConfig.config)
+            scheduleAnchor = scheduleAnchor ?? ScenarioSchedule.nextBoundary(length)
+            return ScenarioSchedule.send(order, anchor: scheduleAnchor!, length: length, socket: controlSocket) {
+                httpRequest("POST", "/v1/sites/HIL/commands", body: $0)
+            }
+        case .forecast(let load, let pv):
+            let length = ScenarioSchedule.blockLength(bessdConfig.config)
+            scheduleAnchor = scheduleAnchor ?? ScenarioSchedule.nextBoundary(length)
+            return ScenarioSchedule.writeForecast(runDirectory, anchor: scheduleAnchor!, length: length, loadKW: load, pvKW: pv)
         case .aggregator(let running):
             if running {
                 do { try startAggregator() } catch { return "failed: \(error)" }

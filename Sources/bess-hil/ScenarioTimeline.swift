@@ -108,6 +108,14 @@ enum ScenarioTimeline {
                 let parts = [hz.map { "\($0) Hz" }, status.map { $0 == .stopped ? "stopped" : "STAT \($0.rawValue)" },
                              bad.map { "bad frames: \($0?.rawValue ?? "none")" }].compactMap { $0 }
                 label = (["PMU"] + parts).joined(separator: " ")
+            } else if let node = entry["forecast"] {
+                guard let load = node["load_kw"]?.float, let pv = node["pv_kw"]?.float, load >= 0, pv >= 0 else {
+                    fail("\(here).forecast", "needs load_kw and pv_kw, each ≥ 0"); continue
+                }
+                kind = .forecast(loadKW: load, pvKW: pv); label = "forecast: load \(load) kW, PV \(pv) kW"
+            } else if let node = entry["schedule"] {
+                guard let order = ScenarioSchedule.Order.parse(node, here: "\(here).schedule", fail: fail) else { continue }
+                kind = .schedule(order); label = order.label
             } else if let node = entry["sep2"] {
                 guard let (order, text) = Sep2ScenarioFile.sep2Order(node, here: "\(here).sep2", fail: fail) else { continue }
                 if !hasSep2 { fail("\(here).sep2", "needs the scenario's sep2: section (the plant's 2030.5 server)") }
@@ -115,11 +123,11 @@ enum ScenarioTimeline {
             }
             let knownKeys: Set = ["at_s", "for_s", "over_s", "delay_s", "bms", "unit", "group", "frequency_hz", "voltage_pu", "ramp_to_hz", "fault",
                                   "reset", "mode", "override_kw", "clear_override", "dispatch_kw", "dispatch_kvar", "kill_bessd", "start_bessd",
-                                  "reload", "scada_write", "aggregator", "label", "iec104", "confirm", "pmu", "sep2"]
+                                  "reload", "scada_write", "aggregator", "label", "iec104", "confirm", "pmu", "sep2", "schedule", "forecast"]
             for key in keys.subtracting(knownKeys) { fail("\(here).\(key)", "unknown key") }
             guard let kind else {
                 fail(here, "names no action (frequency_hz, voltage_pu, ramp_to_hz, fault, reset, mode, override_kw, clear_override, "
-                     + "dispatch_kw, kill_bessd, start_bessd, reload, scada_write, aggregator, iec104, pmu, sep2)")
+                     + "dispatch_kw, kill_bessd, start_bessd, reload, scada_write, aggregator, iec104, pmu, sep2, schedule, forecast)")
                 continue
             }
             var action = Action(at: at, kind: kind, label: entry["label"]?.string ?? label)
