@@ -86,8 +86,9 @@ final class OptimiserService: DaemonService, Sendable {
     /// A reload: the new configuration's tariff, costs, forecast file and site, and a plan made on them.
     /// (Turning the optimiser on or off needs a restart: `OPTIMISER_RESTART_NEEDED`.)
     func reload(_ configuration: BessdConfiguration) {
-        guard let new = configuration.optimiser, let schedule = configuration.schedule else { return }
-        settings.withLock { $0 = OptimiserInputs(settings: new, blockSeconds: schedule.blockSeconds, site: ScheduleSite(configuration)) }
+        guard let new = configuration.optimiser, configuration.schedule != nil else { return }
+        // The block length stays as the store started with it (a changed block_s takes a restart).
+        settings.withLock { $0 = OptimiserInputs(settings: new, blockSeconds: $0.blockSeconds, site: ScheduleSite(configuration)) }
         state.withLock { $0.forecastStamp = nil }
         replan()
     }
