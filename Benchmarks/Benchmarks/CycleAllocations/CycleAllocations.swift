@@ -44,10 +44,10 @@ let benchmarks: @Sendable () -> Void = {
                                     from: start, generation: 1)
         shared.publishSchedule(window)
         var k = 0
-        measureCycles(runner, shared, benchmark, wallClock: { Double(start) + Double($0.nanoseconds) / 1e9 }) { _ in
+        measureCycles(runner, shared, benchmark, between: { _ in
             k += 1
             if k % 600 == 0 { shared.publishSchedule(window) }
-        }
+        }, wallClock: { Double(start) + Double($0.nanoseconds) / 1e9 })
         precondition(!shared.takeScheduleReports().isEmpty, "no block of the schedule closed")
     }
 
@@ -170,8 +170,8 @@ let benchmarks: @Sendable () -> Void = {
 /// storage, so any allocation counted in the measured window is the cycle's.)
 /// `between`, when given, runs before each cycle (a PMU sample published, as the reader thread would);
 /// `wallClock`, when given, is the wall clock each cycle is handed (else the system's).
-func measureCycles(_ runner: SiteRunner, _ shared: SharedState, _ benchmark: Benchmark, wallClock: ((MonotonicInstant) -> Double)? = nil,
-                   between: (MonotonicInstant) -> Void = { _ in }) {
+func measureCycles(_ runner: SiteRunner, _ shared: SharedState, _ benchmark: Benchmark,
+                   between: (MonotonicInstant) -> Void = { _ in }, wallClock: ((MonotonicInstant) -> Double)? = nil) {
     let reader = Reader(shared: shared)
     reader.start()
     defer { reader.stop() }
