@@ -131,10 +131,13 @@ static: deps
 	for p in bessd bessctl bess-hil; do \
 	  $(SWIFT) build -c release --static-swift-stdlib --build-path .build-static --product $$p || exit 1; done
 
-## make install [PREFIX=/usr] [DESTDIR=…]: binaries, unit, udev rules, networkd file, config, docs.
+## make install [PREFIX=/usr] [DESTDIR=…]: binaries, unit, udev rules, networkd file, config, device
+## profiles (devices/*.yaml into PREFIX/share/bessd/devices), docs.
 install: static
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/systemd/system $(DESTDIR)$(PREFIX)/lib/systemd/network \
-	  $(DESTDIR)$(PREFIX)/lib/udev/rules.d $(DESTDIR)$(SYSCONFDIR)/bessd $(DESTDIR)$(PREFIX)/share/doc/bessd
+	  $(DESTDIR)$(PREFIX)/lib/udev/rules.d $(DESTDIR)$(SYSCONFDIR)/bessd $(DESTDIR)$(PREFIX)/share/doc/bessd \
+	  $(DESTDIR)$(PREFIX)/share/bessd/devices
+	install -m 0644 devices/*.yaml $(DESTDIR)$(PREFIX)/share/bessd/devices/
 	for b in bessd bessctl bess-hil; do install -m 0755 -s $(STATIC_BUILD)/$$b $(DESTDIR)$(PREFIX)/bin/$$b; done
 	sed 's|/usr/bin/|$(PREFIX)/bin/|g; s|/etc/bessd/|$(SYSCONFDIR)/bessd/|g' systemd/bessd.service \
 	  > $(DESTDIR)$(PREFIX)/lib/systemd/system/bessd.service
@@ -142,7 +145,7 @@ install: static
 	install -m 0644 udev/80-bess-can.rules udev/80-bess-rs485.rules $(DESTDIR)$(PREFIX)/lib/udev/rules.d/
 	test -e $(DESTDIR)$(SYSCONFDIR)/bessd/bessd.yaml || install -m 0640 config/gateway.yaml $(DESTDIR)$(SYSCONFDIR)/bessd/bessd.yaml
 	install -m 0644 README.md CHANGELOG.md config/bessd.yaml docs/operations.md docs/interlocks.md docs/control.md \
-	  docs/sunspec.md docs/scada.md docs/uplink.md docs/uplink-mqtt.md $(DESTDIR)$(PREFIX)/share/doc/bessd/
+	  docs/sunspec.md docs/scada.md docs/uplink.md docs/uplink-mqtt.md docs/devices.md $(DESTDIR)$(PREFIX)/share/doc/bessd/
 
 ## make deb: dist/bessd_VERSION_amd64.deb (Debian 12 gateways).
 deb:

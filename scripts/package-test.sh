@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the .deb and checks it as a gateway would receive it: contents, dependencies, no Swift
-# runtime needed, the shipped config valid, the unit clean under systemd-analyze verify, and its
-# exposure rating from systemd-analyze security at 2.0 or lower.
+# runtime needed, the shipped config and device profiles valid, the unit clean under
+# systemd-analyze verify, and its exposure rating from systemd-analyze security at 2.0 or lower.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 make --no-print-directory deb >/dev/null
@@ -31,6 +31,11 @@ grep -qx 'User=bessd' "$ROOT/usr/lib/systemd/system/bessd.service" || fail "the 
 grep -qx 'Group=bessd' "$ROOT/usr/lib/systemd/system/bessd.service" || fail "the unit's Group= is not bessd (bess and bess-operators are roles for people)"
 if ldd "$ROOT/usr/bin/bessd" | grep -q libswift; then fail "bessd needs the Swift runtime"; fi
 "$ROOT/usr/bin/bessd" check-config --quiet "$ROOT/etc/bessd/bessd.yaml" || fail "shipped config invalid"
+# The starter library: every devices/*.yaml shipped in /usr/share/bessd/devices, each a valid profile.
+for f in devices/*.yaml; do
+  [[ -e "$ROOT/usr/share/bessd/devices/${f#devices/}" ]] || fail "missing /usr/share/bessd/devices/${f#devices/}"
+  "$ROOT/usr/bin/bessd" check-config --quiet "$ROOT/usr/share/bessd/devices/${f#devices/}" || fail "shipped profile ${f#devices/} invalid"
+done
 UNIT=$(mktemp -d)/bessd.service
 sed "s|/usr/bin/|$ROOT/usr/bin/|g" "$ROOT/usr/lib/systemd/system/bessd.service" > "$UNIT"
 systemd-analyze verify --man=no "$UNIT" || fail "systemd-analyze verify"
