@@ -75,6 +75,8 @@ public struct StatusReply: ControlReply, Equatable {
 public struct UnitReply: Codable, Sendable, Equatable, JSONWritable {
     public var allowedChargeW: Double?
     public var allowedDischargeW: Double?
+    /// The unit's BMS as its protocol or profile maps it (absent from a bessd that predates it).
+    public var bms: BMSReply?
     /// Aggregator dispatch in force (absent when none).
     public var dispatch: PowerReply?
     public var droopW: Double?
@@ -122,7 +124,7 @@ public struct UnitReply: Codable, Sendable, Equatable, JSONWritable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case dispatch, id, latched, mode, override, state, trips
+        case bms, dispatch, id, latched, mode, override, state, trips
         case allowedChargeW = "allowed_charge_w", allowedDischargeW = "allowed_discharge_w", droopW = "droop_w"
         case heldBy = "held_by", heldUntilUnix = "held_until_unix", powerW = "power_w", setpointW = "setpoint_w"
         case socPercent = "soc_percent", reactive, reactiveKvar = "reactive_kvar"
@@ -133,6 +135,7 @@ public struct UnitReply: Codable, Sendable, Equatable, JSONWritable {
         json.beginObject()
         json.field(CodingKeys.allowedChargeW, allowedChargeW)
         json.field(CodingKeys.allowedDischargeW, allowedDischargeW)
+        json.field(CodingKeys.bms, ifPresent: bms)
         json.field(CodingKeys.dispatch, ifPresent: dispatch)
         json.field(CodingKeys.droopW, droopW)
         json.field(CodingKeys.heldBy, heldBy)
