@@ -1,7 +1,7 @@
 public import ControlCore
 
 /// Why a CAN frame was not used.
-public enum FrameRejection: String, Sendable, CaseIterable {
+public enum FrameRejection: String, Error, Sendable, CaseIterable {
     /// Shorter than the protocol requires for its identifier.
     case shortFrame = "CAN_FRAME_SHORT"
     /// A field holds a value outside what the protocol allows (or its invalid marker).
@@ -34,15 +34,16 @@ public struct DecoderCounters: Sendable, Equatable {
 /// A BMS protocol: turns received frames into the BMS snapshot the control law reads.
 /// One file per protocol; adding a protocol is adding a type that conforms.
 ///
-/// A protocol declares which optional groups (`BMSGroups`) it carries: those its specification
+/// A decoder declares which optional groups (`BMSGroups`) it carries: those its specification
 /// defines are expected from the start, so absent is missing (`BMS_GROUP_MISSING`); an extension
 /// some BMSs add is expected only once this link has carried it. The decoder keeps
-/// `snapshot.expectedGroups` accordingly.
+/// `snapshot.expectedGroups` accordingly. The groups belong to the instance: a profiled decoder
+/// (`ProfiledCANDecoder`) takes them from its profile's `groups`.
 public protocol BMSDecoder: Sendable {
     /// The optional groups the protocol's specification defines: every conforming BMS sends them.
-    static var definedGroups: BMSGroups { get }
+    var definedGroups: BMSGroups { get }
     /// The optional groups the protocol may carry as extensions: expected once the BMS has sent one.
-    static var extensionGroups: BMSGroups { get }
+    var extensionGroups: BMSGroups { get }
     /// The latest values, each group stamped with when its frame arrived; `expectedGroups` holds the
     /// defined groups and each extension received so far.
     var snapshot: BMSSnapshot { get }

@@ -70,8 +70,11 @@ public struct PylontechDecoder: BMSDecoder {
     public static let definedGroups: BMSGroups = [.protection, .requests]
     /// 0x373 cell extremes: a Victron extension that a genuine Pylontech never sends.
     public static let extensionGroups: BMSGroups = [.cells]
+    /// `definedGroups` and `extensionGroups` of every Pylontech decoder (`BMSDecoder`).
+    public var definedGroups: BMSGroups { Self.definedGroups }
+    public var extensionGroups: BMSGroups { Self.extensionGroups }
 
-    public private(set) var snapshot = BMSSnapshot(expectedGroups: definedGroups)
+    public private(set) var snapshot = BMSSnapshot(expectedGroups: Self.definedGroups)
     public private(set) var counters = DecoderCounters()
     /// The BMS's name from 0x35E, if sent.
     public private(set) var manufacturer: String?
