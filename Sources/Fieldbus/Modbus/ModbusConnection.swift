@@ -30,7 +30,11 @@ public enum ModbusEndpoint: Sendable, Equatable, CustomStringConvertible {
 /// What a request asks, for its error messages: kept as numbers and put into words only when an
 /// error needs them (a poll round makes hundreds of requests a second; none of them formats text).
 public struct ModbusRequestLabel: Sendable, Equatable, CustomStringConvertible {
-    public enum Kind: Sendable, Equatable { case readRegisters, readCoils, readDiscreteInputs, writeRegisters }
+    public enum Kind: Sendable, Equatable {
+        case readRegisters, readInputRegisters, readCoils, readDiscreteInputs, writeRegisters
+        /// The read of `table`'s registers (function 0x03 or 0x04).
+        public init(reading table: ModbusTable) { self = table == .holding ? .readRegisters : .readInputRegisters }
+    }
     public let kind: Kind
     public let unit: Int
     public let address: Int
@@ -46,6 +50,7 @@ public struct ModbusRequestLabel: Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch kind {
         case .readRegisters: "reading \(count) registers at \(address) of unit \(unit)"
+        case .readInputRegisters: "reading \(count) input registers at \(address) of unit \(unit)"
         case .readCoils: "reading \(count) coils at \(address) of unit \(unit)"
         case .readDiscreteInputs: "reading \(count) discrete inputs at \(address) of unit \(unit)"
         case .writeRegisters: "writing \(count) registers at \(address) of unit \(unit)"
@@ -181,20 +186,21 @@ public final class ModbusConnection: RegisterAccess {
         try writeRegisters(unit: unitID, at: address, values)
     }
 
-    /// Reads holding registers (function code 0x03) from unit `unit`.
-    /// The corresponding C functions are `modbus_set_slave` and `modbus_read_registers`.
-    public func readRegisters(unit: Int, at address: Int, count: Int) throws(DeviceError) -> [UInt16] {
+    /// Reads holding registers (function code 0x03), or input registers (0x04) of `table` `.input`, from unit `unit`.
+    /// The corresponding C functions are `modbus_set_slave`, `modbus_read_registers`, `modbus_read_input_registers`.
+    public func readRegisters(unit: Int, table: ModbusTable = .holding, at address: Int, count: Int) throws(DeviceError) -> [UInt16] {
         try Self.checkRead(at: address, count: count)
         try prepare(unit: unit)
         var values = [UInt16](repeating: 0, count: count)
         let started = clock.now()
         if case .tcp = endpoint {
-            let pending = try frameRead(unit: unit, at: address, count: count)
+            let pending = try frameRead(unit: unit, table: table, at: address, count: count)
             guard Self.decode(try exchange(pending), count: count, into: &values) else { throw malformed(pending.label.description) }
         } else {
             requestCount &+= 1
-            let result = modbus_read_registers(context, Int32(address), Int32(count), &values)
-            guard result == Int32(count) else { throw failure("reading \(count) registers at \(address) of unit \(unit)") }
+            let result = table == .holding ? modbus_read_registers(context, Int32(address), Int32(count), &values)
+                : modbus_read_input_registers(context, Int32(address), Int32(count), &values)
+            guard result == Int32(count) else { throw failure(ModbusRequestLabel(.init(reading: table), unit: unit, address: address, count: count).description) }
         }
         lastRoundTrip = clock.now() - started
         return values
@@ -299,11 +305,11 @@ public final class ModbusConnection: RegisterAccess {
         }
     }
 
-    /// Sends a read-holding-registers request (0x03) like `begin`, its PDU written straight into
-    /// the send buffer (no array per request).
-    public func beginRead(unit: Int, at address: Int, count: Int) throws(DeviceError) -> Pending {
+    /// Sends a read-holding-registers request (0x03), or read-input-registers (0x04) of `table` `.input`,
+    /// like `begin`, its PDU written straight into the send buffer (no array per request).
+    public func beginRead(unit: Int, table: ModbusTable = .holding, at address: Int, count: Int) throws(DeviceError) -> Pending {
         try Self.checkRead(at: address, count: count)
-        return try frameRead(unit: unit, at: address, count: count)
+        return try frameRead(unit: unit, table: table, at: address, count: count)
     }
 
     /// Sends a write-multiple-registers request (0x10) like `begin`, its PDU written straight into
@@ -329,10 +335,10 @@ public final class ModbusConnection: RegisterAccess {
         }
     }
 
-    /// Sends a 0x03 request whose bounds were checked.
-    private func frameRead(unit: Int, at address: Int, count: Int) throws(DeviceError) -> Pending {
-        try begin(unit: unit, size: 5, ModbusRequestLabel(.readRegisters, unit: unit, address: address, count: count)) { frame in
-            frame[7] = 0x03
+    /// Sends a 0x03 (holding) or 0x04 (input) request whose bounds were checked.
+    private func frameRead(unit: Int, table: ModbusTable, at address: Int, count: Int) throws(DeviceError) -> Pending {
+        try begin(unit: unit, size: 5, ModbusRequestLabel(.init(reading: table), unit: unit, address: address, count: count)) { frame in
+            frame[7] = table == .holding ? 0x03 : 0x04
             frame[8] = UInt8(truncatingIfNeeded: address >> 8)
             frame[9] = UInt8(truncatingIfNeeded: address)
             frame[10] = UInt8(truncatingIfNeeded: count >> 8)
@@ -408,7 +414,7 @@ public final class ModbusConnection: RegisterAccess {
         return Array(pdu)
     }
 
-    /// Takes what has arrived for the 0x03 request `pending` like `collect(_:wait:)`, without
+    /// Takes what has arrived for the 0x03 or 0x04 request `pending` like `collect(_:wait:)`, without
     /// waiting: true once the answer is complete, its `count` registers then in `words` (replaced,
     /// in the array's own storage: no allocation when it has the capacity). An answer whose length
     /// does not match `count` is `MODBUS_BAD_RESPONSE`.
@@ -477,7 +483,7 @@ public final class ModbusConnection: RegisterAccess {
     /// before its next request, as after any timeout.
     public func expired(_ pending: Pending) -> DeviceError { failure(pending.label.description, errno: ETIMEDOUT) }
 
-    /// The registers of a 0x03 answer, or nil when its length does not match `count`.
+    /// The registers of a 0x03 or 0x04 answer, or nil when its length does not match `count`.
     public static func registers(_ reply: [UInt8], count: Int) -> [UInt16]? {
         var words: [UInt16] = []
         return reply.withUnsafeBufferPointer { decode($0, count: count, into: &words) } ? words : nil
@@ -488,7 +494,7 @@ public final class ModbusConnection: RegisterAccess {
         reply.withUnsafeBufferPointer { echoes($0, address: address, count: count) }
     }
 
-    /// The one decoder of a 0x03 answer's PDU: its `count` registers replace `words`' contents;
+    /// The one decoder of a 0x03 or 0x04 answer's PDU: its `count` registers replace `words`' contents;
     /// false (and `words` untouched) when the PDU's length does not match `count`.
     private static func decode(_ pdu: UnsafeBufferPointer<UInt8>, count: Int, into words: inout [UInt16]) -> Bool {
         guard pdu.count == 2 + 2 * count, Int(pdu[1]) == 2 * count else { return false }
@@ -565,7 +571,7 @@ public final class ModbusConnection: RegisterAccess {
 }
 
 /// One device (unit id) on a shared `ModbusConnection`: every request sets the unit id first.
-public struct ModbusUnit: RegisterAccess {
+public struct ModbusUnit: InputRegisterAccess {
     public let connection: ModbusConnection
     public let id: Int
 
@@ -576,6 +582,10 @@ public struct ModbusUnit: RegisterAccess {
 
     public mutating func readRegisters(at address: Int, count: Int) throws(DeviceError) -> [UInt16] {
         try connection.readRegisters(unit: id, at: address, count: count)
+    }
+
+    public mutating func readInputRegisters(at address: Int, count: Int) throws(DeviceError) -> [UInt16] {
+        try connection.readRegisters(unit: id, table: .input, at: address, count: count)
     }
 
     public mutating func writeRegisters(at address: Int, _ values: [UInt16]) throws(DeviceError) {

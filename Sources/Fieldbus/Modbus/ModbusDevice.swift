@@ -1,3 +1,4 @@
+public import BessBase
 public import ControlCore
 
 /// A device on a Modbus link as bessd drives it, whatever its protocol: a SunSpec inverter, an
@@ -108,5 +109,27 @@ public enum ModbusDevice: Sendable {
         var recorded = RecordedWrites()
         try command(power, revert: revert, rearm: rearm, &recorded)
         return recorded.writes
+    }
+}
+
+/// A `RegisterAccess` that also reads input registers (function code 0x04): a `ModbusUnit`
+/// (`connection.unit(id)`), or a fake in tests. Devices that keep measurements there (Sungrow) are read through it.
+public protocol InputRegisterAccess: RegisterAccess {
+    /// Reads `count` (≤ 125) input registers from `address`.
+    mutating func readInputRegisters(at address: Int, count: Int) throws(DeviceError) -> [UInt16]
+}
+
+extension RegisterAccess {
+    /// Reads `count` registers of `table` from `address`: holding registers through
+    /// `readRegisters(at:count:)`, input registers through `InputRegisterAccess` when the access
+    /// offers it (else `MODBUS_INVALID_REQUEST`). For the profile pollers, which take any access;
+    /// not for the cycle (an input read goes through an existential).
+    public mutating func readRegisters(_ table: ModbusTable, at address: Int, count: Int) throws(DeviceError) -> [UInt16] {
+        if table == .holding { return try readRegisters(at: address, count: count) }
+        guard var access = self as? any InputRegisterAccess else {
+            throw DeviceError(.invalidRequest, message: "input registers at \(address): this link reads holding registers only")
+        }
+        defer { if let updated = access as? Self { self = updated } }
+        return try access.readInputRegisters(at: address, count: count)
     }
 }

@@ -4,8 +4,8 @@ import ControlCore
 import Glibc
 
 /// A libmodbus server's context and its register mapping, owned together: one block of holding
-/// registers from `base`, the rest of the Modbus data model empty. What bessd's SCADA server and the
-/// HIL plant's simulated SunSpec devices both serve from.
+/// registers from `base` and, when asked, one block of input registers; the rest of the Modbus data
+/// model empty. What bessd's SCADA server and the HIL plant's simulated SunSpec devices both serve from.
 ///
 /// `~Copyable`: the context and mapping are freed exactly once, when the owner lets go. The owner
 /// keeps it to one thread at a time (libmodbus contexts are not thread-safe).
@@ -24,11 +24,14 @@ public struct ModbusServerContext: ~Copyable {
     private let mapping: UnsafeMutablePointer<modbus_mapping_t>
     /// How many holding registers are served (from the base address given at creation).
     public let count: Int
+    /// How many input registers are served (function 0x04; 0 unless asked at creation).
+    public let inputCount: Int
 
     /// Creates the context for `endpoint` and a mapping of `count` holding registers from `base`
-    /// (zeroed). Throws `failure` with errno when libmodbus cannot create either.
-    public init(_ endpoint: Endpoint, holdingRegistersFrom base: Int, count: Int,
-                failure: FieldbusError.Code) throws(FieldbusError) {
+    /// and `inputCount` input registers from `inputBase` (zeroed). Throws `failure` with errno when
+    /// libmodbus cannot create either.
+    public init(_ endpoint: Endpoint, holdingRegistersFrom base: Int, count: Int, inputRegistersFrom inputBase: Int = 0,
+                inputCount: Int = 0, failure: FieldbusError.Code) throws(FieldbusError) {
         let created: OpaquePointer?
         switch endpoint {
         case .tcp(let host, let port):
@@ -40,7 +43,7 @@ public struct ModbusServerContext: ~Copyable {
         guard let context = created else {
             throw FieldbusError(failure, message: "cannot create a Modbus server context for \(endpoint)", errno: errno)
         }
-        guard let mapping = modbus_mapping_new_start_address(0, 0, 0, 0, UInt32(base), UInt32(count), 0, 0) else {
+        guard let mapping = modbus_mapping_new_start_address(0, 0, 0, 0, UInt32(base), UInt32(count), UInt32(inputBase), UInt32(inputCount)) else {
             let error = errno
             modbus_free(context)
             throw FieldbusError(failure, message: "cannot allocate the register map", errno: error)
@@ -51,6 +54,7 @@ public struct ModbusServerContext: ~Copyable {
         self.context = context
         self.mapping = mapping
         self.count = count
+        self.inputCount = inputCount
     }
 
     deinit {
@@ -64,6 +68,11 @@ public struct ModbusServerContext: ~Copyable {
             guard let start = source.baseAddress else { return }
             mapping.pointee.tab_registers.update(from: start, count: min(source.count, count))
         }
+    }
+
+    /// Copies `words` into the served input registers, the first at their base address (at most `inputCount`).
+    public func loadInput(_ words: [UInt16]) {
+        for (i, word) in words.prefix(inputCount).enumerated() { mapping.pointee.tab_input_registers[i] = word }
     }
 
     /// Copies the served registers (as the last write left them) back into `words`.
