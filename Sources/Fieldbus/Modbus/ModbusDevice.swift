@@ -9,6 +9,8 @@ public enum ModbusDevice: Sendable {
     case registerMap(RegisterMapInverter)
     case meter(SunSpecMeter)
     case meterMap(MeterRegisterMap)
+    /// An inverter driven by its profile (`inverter.profile`): start sequence, setpoint, fallback.
+    case profiled(ProfiledInverter)
 
     /// What the configuration says a device is, before it has been discovered.
     public enum Kind: Sendable, Equatable {
@@ -20,6 +22,8 @@ public enum ModbusDevice: Sendable {
         case sunspecMeter
         /// A meter read through a configured register map.
         case meterMap(MeterRegisterMap)
+        /// An inverter driven by its profile (compiled at discovery; no request).
+        case profileInverter(DeviceProfile)
     }
 
     /// Discovers the device (walks a SunSpec chain; a register map needs no request) and says what
@@ -33,6 +37,13 @@ public enum ModbusDevice: Sendable {
             return (.meterMap(map), "meter by register map, power at \(map.power.address)")
         case .registerMapInverter(let spec):
             return (.registerMap(RegisterMapInverter(spec: spec)), "register map, setpoint at \(spec.setpoint.address)")
+        case .profileInverter(let profile):
+            do throws(ProfileError) {
+                let inverter = try ProfiledInverter(profile: profile)
+                return (.profiled(inverter), "profile \(profile.name), \(inverter.readPlan.count) reads a poll")
+            } catch {
+                throw DeviceError(.invalidRequest, message: "profile \(profile.name): \(error)")
+            }
         case .sunspecInverter:
             let inverter = try SunSpecInverter.open(&unit)
             return (.sunspec(inverter), "SunSpec models \(inverter.map.models.map(\.id)), command via \(inverter.commandPath.rawValue)")
@@ -44,6 +55,7 @@ public enum ModbusDevice: Sendable {
         switch self {
         case .sunspec(let inverter): return try inverter.readStatus(&c)
         case .registerMap(let inverter): return try inverter.readStatus(&c)
+        case .profiled(let inverter): return try inverter.readStatus(&c)
         case .meter(let meter): return Self.carried(try meter.read(&c))
         case .meterMap(let map): return Self.carried(try map.read(&c))
         }
@@ -55,13 +67,41 @@ public enum ModbusDevice: Sendable {
                         voltage: reading.voltage)
     }
 
-    /// Writes the setpoint with the revert timer (a meter takes none: nothing is written).
+    /// Writes the setpoint with the revert timer (a meter takes none: nothing is written). A profiled
+    /// inverter takes 0 W alone here (its setpoint registers, as a stop writes them): any other power
+    /// goes through `command(_:revert:now:_:)`, which keeps its fallback armed.
     public func command(_ power: Watts, revert: Duration, rearm: Bool = true, _ c: inout some RegisterAccess) throws(DeviceError) {
         switch self {
         case .sunspec(let inverter): try inverter.command(power, revert: revert, rearm: rearm, &c)
         case .registerMap(let inverter): try inverter.command(power, revert: revert, rearm: rearm, &c)
+        case .profiled(let inverter):
+            guard power.value == 0 else {
+                throw DeviceError(.invalidRequest, message: "\(power) to a profiled inverter without its sequence and fallback")
+            }
+            try inverter.writeSetpoint(power, &c)
         case .meter, .meterMap: return
         }
+    }
+
+    /// Commands `power` at `now`: a profiled inverter with its start sequence and fallback
+    /// (`ProfiledInverter.command`, its state kept here); any other device as `command(_:revert:rearm:_:)`.
+    public mutating func command(_ power: Watts, revert: Duration, now: MonotonicInstant, _ c: inout some RegisterAccess) throws(DeviceError) {
+        guard case .profiled(var inverter) = self else { return try command(power, revert: revert, rearm: true, &c) }
+        defer { self = .profiled(inverter) }
+        try inverter.command(power, revert: revert, now: now, &c)
+    }
+
+    /// Writes a profiled inverter's stop sequence (its next command starts it again); nothing for the others.
+    public mutating func release(_ c: inout some RegisterAccess) throws(DeviceError) {
+        guard case .profiled(var inverter) = self else { return }
+        defer { self = .profiled(inverter) }
+        try inverter.stop(&c)
+    }
+
+    /// True for an inverter driven by its profile.
+    public var isProfiled: Bool {
+        if case .profiled = self { return true }
+        return false
     }
 
     /// Re-reads the static values (nameplate, settings, scale factors) of a discovered device; the
@@ -70,7 +110,7 @@ public enum ModbusDevice: Sendable {
     public func refreshed(_ c: inout ModbusUnit) throws(DeviceError) -> ModbusDevice {
         switch self {
         case .sunspec(let inverter): return .sunspec(try SunSpecInverter.open(&c, map: inverter.map))
-        case .registerMap, .meter, .meterMap: return self
+        case .registerMap, .meter, .meterMap, .profiled: return self
         }
     }
 
@@ -87,6 +127,9 @@ public enum ModbusDevice: Sendable {
             return (meter.model.address + SunSpecMeter.pollSpan.lowerBound, SunSpecMeter.pollSpan.count)
         case .meterMap(let map):
             return map.pollSpan.map { ($0.lowerBound, $0.count) }
+        case .profiled(let inverter):
+            guard inverter.readPlan.count == 1, let block = inverter.readPlan.first, block.table == .holding else { return nil }
+            return (block.address, block.count)
         }
     }
 
