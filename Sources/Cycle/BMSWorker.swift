@@ -10,6 +10,8 @@ public final class BMSSlot: Sendable {
     struct State {
         var snapshot = BMSSnapshot()
         var counters = DecoderCounters()
+        var reads = ModbusBMSCounters()
+        var statedPower: (charge: Double?, discharge: Double?, at: MonotonicInstant)?
         var fault: String?
         var busOff = false
         var keepAlivesSent: UInt64 = 0
@@ -25,11 +27,16 @@ public final class BMSSlot: Sendable {
 
     /// The latest decoded values, each group stamped with when its frame arrived.
     public var snapshot: BMSSnapshot { state.withLock { $0.snapshot } }
-    /// Frames used and refused.
+    /// Frames used and refused (a BMS on CAN).
     public var counters: DecoderCounters { state.withLock { $0.counters } }
+    /// Reads used and refused (a BMS on Modbus).
+    public var reads: ModbusBMSCounters { state.withLock { $0.reads } }
+    /// The charge and discharge power limits, W, a BMS states itself (a profile's
+    /// `charge_power_limit`, `discharge_power_limit`), with when they were read; nil when it states none.
+    public var statedPowerLimits: (charge: Double?, discharge: Double?, at: MonotonicInstant)? { state.withLock { $0.statedPower } }
     /// The interface's fault code (`CAN_INTERFACE_MISSING`, `CAN_BUS_OFF`, …), nil when healthy.
     public var fault: String? { state.withLock { $0.fault } }
-    /// Keep-alive frames (0x305) sent.
+    /// Keep-alive and request frames sent (Pylontech LV: 0x305).
     public var keepAlivesSent: UInt64 { state.withLock { $0.keepAlivesSent } }
     /// Frames that called for less power and woke the cycle.
     public var alarms: UInt64 { state.withLock { $0.alarms } }
@@ -38,15 +45,72 @@ public final class BMSSlot: Sendable {
     public func setWatch(_ watch: BMSAlarmWatch?) { state.withLock { $0.watch = watch } }
 
     func update(_ body: (inout State) -> Void) { state.withLock { body(&$0) } }
+
+    /// Publishes a decoder's snapshot and counters (the worker's side). True when, by the slot's
+    /// watch, the snapshot calls for less power than the one it replaces: the worker then wakes the
+    /// cycle.
+    func publish(_ snapshot: BMSSnapshot, counters: DecoderCounters? = nil, reads: ModbusBMSCounters? = nil) -> Bool {
+        state.withLock {
+            var alarm = false
+            if let watch = $0.watch {
+                alarm = watch.callsForLess(before: $0.snapshot, after: snapshot)
+                if alarm { $0.alarms &+= 1 }
+            }
+            $0.snapshot = snapshot
+            if let counters { $0.counters = counters }
+            if let reads { $0.reads = reads }
+            return alarm
+        }
+    }
 }
 
-/// Owns one CAN interface: receives the BMS's frames through the protocol decoder, publishes the
-/// snapshot, sends the 0x305 keep-alive every second, watches error frames for bus-off, and reopens
-/// the interface with back-off when it disappears. Says once (not a fault) which protocol extensions
-/// the BMS does not send (`UnsentExtensionNotice`). Runs on its own thread.
+/// What a BMS worker speaks on its CAN interface: the decoder (a compiled profile, or the built-in
+/// Pylontech LV decoder), the kernel's receive filters, the frames bessd sends unasked (keep-alives,
+/// requests) with their periods.
+public struct CANLink: Sendable {
+    public var decoder: any BMSDecoder
+    /// (id, mask) pairs; an id carrying `extendedFlag` admits 29-bit frames only.
+    public var filters: [(id: UInt32, mask: UInt32)]
+    public var sends: [(frame: CANFrame, period: Duration)]
+
+    /// The kernel's flag of a 29-bit identifier in a filter's id and mask (`CAN_EFF_FLAG`): the
+    /// socket's filters always compare it, so an id with it set admits extended frames only.
+    public static let extendedFlag: UInt32 = 0x8000_0000
+
+    public init(decoder: any BMSDecoder, filters: [(id: UInt32, mask: UInt32)], sends: [(frame: CANFrame, period: Duration)]) {
+        self.decoder = decoder
+        self.filters = filters
+        self.sends = sends
+    }
+
+    /// Pylontech LV as bessd has always run it: 0x350–0x35F and 0x370–0x37F, 0x305 every second.
+    public static var pylontech: CANLink {
+        CANLink(decoder: PylontechDecoder(), filters: PylontechLV.receiveFilters, sends: [(PylontechLV.keepAlive, .seconds(1))])
+    }
+
+    /// A CAN BMS profile compiled: its decoder, its transport's filters (29-bit when it says
+    /// `extended`), its `keep_alive` frames.
+    public init(profile: DeviceProfile) throws(ProfileError) {
+        decoder = try ProfiledCANDecoder(profile: profile)
+        if case .can(let can) = profile.transport {
+            filters = can.filters.map { can.extended ? ($0.id | Self.extendedFlag, $0.mask) : ($0.id, $0.mask) }
+        } else {
+            filters = []
+        }
+        sends = profile.keepAlive.map { (CANFrame(id: $0.id, bytes: $0.data, isExtended: $0.extended), $0.period) }
+    }
+}
+
+/// Owns one CAN interface: receives the BMS's frames through the link's decoder (a profile's, or
+/// Pylontech LV's), publishes the snapshot, sends the link's keep-alive or request frames (Pylontech:
+/// 0x305 every second), watches error frames for bus-off, and reopens the interface with back-off when
+/// it disappears. Says once (not a fault) which extensions the BMS does not send
+/// (`UnsentExtensionNotice`). Runs on its own thread; the decoder runs there, never in the cycle.
 public final class BMSWorker: @unchecked Sendable {
     public let interface: String
     public let slot: BMSSlot
+    /// The decoder, filters and frames sent (`CANLink`).
+    public let link: CANLink
     /// The battery units the notices concern (`BESS_UNIT`).
     public let units: [String]
     let log: @Sendable (Notice) -> Void
@@ -71,10 +135,12 @@ public final class BMSWorker: @unchecked Sendable {
     /// - Parameter log: receives the worker's notices: a failure of the interface as a warning with
     ///   its code (`CAN_BUS_OFF`), a refused priority or CPU as `REALTIME_DEGRADED`, the rest as
     ///   plain notices; each about `units`.
-    public init(interface: String, slot: BMSSlot, units: [String] = [], manage: (bitrate: Int, restartMs: Int)? = nil,
-                phase: CyclePhase? = nil, realtime: RealtimeThread? = nil, log: @escaping @Sendable (Notice) -> Void) {
+    public init(interface: String, slot: BMSSlot, link: CANLink = .pylontech, units: [String] = [],
+                manage: (bitrate: Int, restartMs: Int)? = nil, phase: CyclePhase? = nil, realtime: RealtimeThread? = nil,
+                log: @escaping @Sendable (Notice) -> Void) {
         self.interface = interface
         self.slot = slot
+        self.link = link
         self.units = units
         management = manage
         self.phase = phase
@@ -106,12 +172,13 @@ public final class BMSWorker: @unchecked Sendable {
         }
         // One decoder for the worker's life: an extension it has seen stays expected across a reopened
         // interface (the same BMS); a restart of bessd starts over.
-        var decoder = PylontechDecoder()
-        var unsentNotice = UnsentExtensionNotice(extensions: PylontechDecoder.extensionGroups)
+        var decoder = link.decoder
+        var unsentNotice = UnsentExtensionNotice(extensions: decoder.extensionGroups)
+        let sends = link.sends
         var socket: CANSocket?
         var backoff = Backoff(first: .milliseconds(250), maximum: .seconds(5))
         var retryAt = MonotonicInstant.zero
-        var nextKeepAlive = MonotonicInstant.zero
+        var nextSend = [MonotonicInstant](repeating: .zero, count: sends.count)
         var reported: FieldbusError.Code?
         // A keep-alive the kernel refused as down (the socket opened on an interface not yet up): the
         // fault it raised ends with the next keep-alive that goes out, as no reopen will follow.
@@ -131,7 +198,7 @@ public final class BMSWorker: @unchecked Sendable {
                     }
                 }
                 do {
-                    socket = try CANSocket(interface: interface, filters: PylontechLV.receiveFilters)
+                    socket = try CANSocket(interface: interface, filters: link.filters)
                     backoff.reset()
                     sendRefused = false
                     slot.update { $0.fault = nil }
@@ -146,9 +213,9 @@ public final class BMSWorker: @unchecked Sendable {
                 }
             }
             guard let can = socket else { continue }
-            if now >= nextKeepAlive {
+            for index in sends.indices where now >= nextSend[index] {
                 do {
-                    try can.send(PylontechLV.keepAlive)
+                    try can.send(sends[index].frame)
                     let recovered = sendRefused
                     sendRefused = false
                     slot.update {
@@ -167,7 +234,7 @@ public final class BMSWorker: @unchecked Sendable {
                         warn(error)
                     }
                 }
-                nextKeepAlive = now + .seconds(1)
+                nextSend[index] = now + sends[index].period
             }
             do {
                 guard let (frame, stamp) = try can.receive(timeout: .milliseconds(100)) else { continue }
@@ -188,18 +255,8 @@ public final class BMSWorker: @unchecked Sendable {
                 }
                 _ = decoder.ingest(frame, at: at)
                 let snapshot = decoder.snapshot
-                let counters = decoder.counters
-                var alarm = false
-                slot.update {
-                    // A frame that calls for less power wakes the cycle now, not at its next period.
-                    if let watch = $0.watch {
-                        alarm = watch.callsForLess(before: $0.snapshot, after: snapshot)
-                        if alarm { $0.alarms &+= 1 }
-                    }
-                    $0.snapshot = snapshot
-                    $0.counters = counters
-                }
-                if alarm { phase?.raiseAlarm() }
+                // A frame that calls for less power wakes the cycle now, not at its next period.
+                if slot.publish(snapshot, counters: decoder.counters) { phase?.raiseAlarm() }
                 if let line = unsentNotice.check(snapshot, at: at) { note(line) }
             } catch {
                 // The interface went away or down: report it and reopen with back-off.
