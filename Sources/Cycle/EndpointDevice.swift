@@ -3,12 +3,14 @@ public import ControlCore
 public import Fieldbus
 
 /// One device on a Modbus endpoint as the configuration names it: an inverter (SunSpec, discovered,
-/// or a register map) or the site's connection-point meter, and the slot the cycle reads it through.
+/// a register map, or a profile) or the site's connection-point meter, and the slot the cycle reads it through.
 public struct EndpointDevice: Sendable {
     public var unitID: Int
     public var slot: DeviceSlot
     /// nil for SunSpec (discovered); a register map for other inverters.
     public var registerMap: RegisterMapSpec?
+    /// An inverter driven by its profile (`inverter.profile`, `ProfiledInverter`); wins over `registerMap`.
+    public var profile: DeviceProfile?
     /// Set for the site's connection-point meter: read every cycle, never written. Its reading's
     /// `activePower` is the meter's W as the meter states it, and `frequency` its Hz.
     public var meter: MeterDriver?
@@ -18,8 +20,9 @@ public struct EndpointDevice: Sendable {
     /// The configured unit's rating (bounds the device's own in the contactor's "at zero").
     public var rating: Watts?
     public init(unitID: Int, slot: DeviceSlot, registerMap: RegisterMapSpec? = nil, meter: MeterDriver? = nil,
-                name: String = "", rating: Watts? = nil) {
+                name: String = "", rating: Watts? = nil, profile: DeviceProfile? = nil) {
         self.rating = rating
+        self.profile = profile
         self.unitID = unitID
         self.name = name
         self.slot = slot
@@ -29,7 +32,8 @@ public struct EndpointDevice: Sendable {
 
     /// What the configuration says the device is (discovery turns it into a `ModbusDevice`).
     public var kind: ModbusDevice.Kind {
-        switch (meter, registerMap) {
+        if meter == nil, let profile { return .profileInverter(profile) }
+        return switch (meter, registerMap) {
         case (.sunspec?, _): .sunspecMeter
         case (.registerMap(let map)?, _): .meterMap(map)
         case (nil, let spec?): .registerMapInverter(spec)

@@ -65,6 +65,23 @@ struct EndpointSession: ~Copyable, @unchecked Sendable {
         return plan
     }
 
+    /// Commands device `index`, an inverter driven by its profile (`ProfiledInverter`), the cycle's
+    /// `decided` setpoint (0 W when the cycle stalled or the last reading was unusable): the start
+    /// sequence, the fallback and the setpoint as the profile says, on the device's own state (in
+    /// place). An unchanged setpoint goes again at least every `profiledRefresh`, so a watchdog or a
+    /// time slot (2 s or more, refreshed at half) never lapses while bessd runs.
+    mutating func commandProfiled(_ index: Int, decided: Watts, stalled: Bool, revert: Duration, now: MonotonicInstant,
+                                  _ unit: inout ModbusUnit) throws(DeviceError) {
+        let setpoint = WritePlanner.setpoint(decided: decided, stalled: stalled, valueFault: devices[index].valueFault)
+        if devices[index].lastWritten == setpoint, now - devices[index].lastArmedAt < Self.profiledRefresh { return }
+        try devices[index].device?.command(setpoint, revert: revert, now: now, &unit)
+        written(index, setpoint: setpoint, rearm: true, conn: nil, at: now)
+    }
+
+    /// The longest a profiled inverter goes without a command (its profile's fallback refreshes at half
+    /// of 2 s or more).
+    static let profiledRefresh = Duration.seconds(1)
+
     /// Adds to `plan` the contactor's write device `index` needs, and publishes its state to `slot`.
     private mutating func contactor(_ index: Int, slot: DeviceSlot, revert: Duration,
                                     now: MonotonicInstant, stalled: Bool, rating: Watts?, plan: inout WritePlan?) {
@@ -165,7 +182,9 @@ struct DeviceState {
     /// The discovered device (nil until discovery, and after a failure that calls for it again).
     var device: ModbusDevice? {
         didSet {
-            pollRequest = device?.pollRequest
+            // A profiled inverter stays with its endpoint's worker, which keeps its fallback armed
+            // (`commandProfiled`); the poller's write plan would write its setpoint alone.
+            pollRequest = device?.isProfiled == true ? nil : device?.pollRequest
             canOpen = device?.canOpen ?? false
             takesReactive = device?.reactiveControl != nil
             // Rediscovered: the reactive setpoint is re-armed at its first write (`enabled` is kept).

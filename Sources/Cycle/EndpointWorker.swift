@@ -285,6 +285,8 @@ public final class EndpointWorker: @unchecked Sendable {
             var unit = connection.unit(devices[index].unitID)
             do throws(DeviceError) {
                 try device.command(.zero, revert: revert, rearm: true, &unit)
+                var released = device  // a profiled inverter's stop sequence (nothing for the others)
+                try released.release(&unit)
                 // 0 var, armed, where bessd commands reactive power (the active zero first), a var
                 // write still in flight at the stop included.
                 let commanding = session.devices[index].reactive.enabled || session.devices[index].plannedReactive?.enabled == true
@@ -460,6 +462,9 @@ public final class EndpointWorker: @unchecked Sendable {
         let setpoint = WritePlanner.setpoint(decided: decided, stalled: stalled, valueFault: session.devices[index].valueFault)
         var unit = connection.unit(device.unitID)
         do throws(DeviceError) {
+            if session.devices[index].device?.isProfiled == true {
+                return try session.commandProfiled(index, decided: decided, stalled: stalled, revert: revert, now: clock.now(), &unit)
+            }
             do throws(DeviceError) {
                 let planned = try session.plan(index, decided: decided, stalled: stalled, revert: revert, now: clock.now(),
                                                slot: device.slot, rating: device.rating)
