@@ -163,11 +163,13 @@ let package = Package(
             swiftSettings: swiftSettings),
         .executableTarget(
             name: "bessctl",
-            // No NIO, TLS, HTTP client or YAML: a socket client, the protocol, the trip-code table, the
-            // field-bus decoders for `bessctl probe` (timed on BessSystem's clock), and the 2030.5 LFDI/SFDI
-            // of a certificate (TLSTransport's SHA-256, no TLS session) for `bessctl ieee2030-5 --cert`.
+            // No NIO, TLS session or HTTP client: a socket client, the protocol, the trip-code table, the
+            // field-bus decoders for `bessctl probe` (timed on BessSystem's clock), the 2030.5 LFDI/SFDI
+            // of a certificate (TLSTransport's SHA-256, no TLS session) for `bessctl ieee2030-5 --cert`,
+            // and Config for the device-profile reader (`bessctl profiles`, `probe`): the same strict
+            // reader bessd runs, so the two never disagree about a profile.
             dependencies: [
-                "BessBase", "ControlProtocol", "ControlCore", "Fieldbus", "BessSystem", "IEEE2030_5", "TLSTransport",
+                "BessBase", "ControlProtocol", "ControlCore", "Fieldbus", "BessSystem", "IEEE2030_5", "TLSTransport", "Config",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
