@@ -77,23 +77,39 @@ public struct ModbusSettings: Sendable, Equatable {
 
 /// The inverter of a unit.
 public struct InverterSettings: Sendable, Equatable {
-    public enum InverterProtocol: String, Sendable { case sunspec, registerMap = "register_map" }
+    /// `profile`: the device profile in `profile` (`inverter.profile: NAME`).
+    public enum InverterProtocol: String, Sendable { case sunspec, registerMap = "register_map", profile }
     public var simulated: Bool
     public var protocolName: InverterProtocol
     /// The registers of a non-SunSpec inverter (`protocol: register_map`).
     public var registerMap: RegisterMapSpec?
+    /// The inverter's device profile (`inverter.profile: NAME`, protocol `.profile`); nil otherwise.
+    public var profile: DeviceProfile?
 
-    public init(simulated: Bool, protocolName: InverterProtocol, registerMap: RegisterMapSpec? = nil) {
+    public init(simulated: Bool, protocolName: InverterProtocol, registerMap: RegisterMapSpec? = nil,
+                profile: DeviceProfile? = nil) {
         self.simulated = simulated
         self.protocolName = protocolName
         self.registerMap = registerMap
+        self.profile = profile
     }
 }
 
+/// How bessd reaches a BMS: its CAN interface, or a Modbus endpoint (`bms.transport`).
+public enum BMSTransport: String, Sendable, CaseIterable { case can, modbus }
+
 /// The BMS of a unit.
 public struct BMSSettings: Sendable, Equatable {
-    public enum BMSProtocol: String, Sendable { case pylontech }
+    /// `pylontech`: `bms.protocol: pylontech` (the default); `profile`: `bms.profile: NAME`.
+    public enum BMSProtocol: String, Sendable { case pylontech, profile }
     public var simulated: Bool
+    /// The BMS's device profile: the one `bms.profile` names, or Pylontech LV (`pylontech-lv`) for
+    /// protocol pylontech; nil only when that profile did not load and Pylontech's own decoder serves.
+    public var profile: DeviceProfile? = nil
+    /// CAN (`interface`, `bitrate`) or Modbus (`modbus`).
+    public var transport: BMSTransport = .can
+    /// The BMS's Modbus endpoint (`bms.modbus`), for transport modbus.
+    public var modbus: ModbusSettings? = nil
     /// SocketCAN interface, e.g. `can0`.
     public var interface: String
     public var protocolName: BMSProtocol
