@@ -11,7 +11,8 @@ extension UnitConfiguration {
 
     /// `bess_units:` — one entry per battery unit, then the checks across units: one set of settings per
     /// serial line, one unit per device, one BMS per CAN interface.
-    static func decodeList(_ top: ConfigReader.Fields, _ r: ConfigReader, mode: RunMode) -> [UnitConfiguration]? {
+    static func decodeList(_ top: ConfigReader.Fields, _ r: ConfigReader, mode: RunMode,
+                           profiles: ProfileResolver) -> [UnitConfiguration]? {
         guard let list = top.sequence("bess_units") else {
             if !top.has("bess_units") {
                 r.error(top.node, "bess_units", "is required: list at least one unit")
@@ -51,9 +52,11 @@ extension UnitConfiguration {
             var inverterStale = Duration.seconds(3)
             var inverterGrace = Duration.seconds(30)
             if let inv = u.fields("inverter") {
-                (inverter, inverterStale, inverterGrace) = InverterSettings.decode(inv, r, mode: mode)
+                (inverter, inverterStale, inverterGrace) = InverterSettings.decode(inv, r, mode: mode, profiles: profiles)
+                if let profile = inverter.profile { ProfileResolver.checkLink(profile, modbus, at: inv.mark("profile"), inv.child("profile"), r) }
             }
-            let bms = u.fields("bms").map { BMSSettings.decode($0, r, mode: mode) } ?? BMSSettings.unitDefault
+            let bms = u.fields("bms").map { BMSSettings.decode($0, r, mode: mode, profiles: profiles) }
+                ?? BMSSettings.pylontech(BMSSettings.unitDefault, u.mark("bms"), "\(path).bms", profiles, r)
             if mode != .simulation, !inverter.simulated, modbus == nil, !u.has("modbus") {
                 r.error(node, "\(path).modbus", "is required for a real inverter in mode \(mode.rawValue)"
                         + (mode == .hil ? " (or set inverter.simulated: true)" : ""))
@@ -95,7 +98,7 @@ extension UnitConfiguration {
         }
         // One BMS per CAN interface: the profile's frame IDs cannot tell two apart.
         var interfaces: [String: String] = [:]
-        for unit in units where !(mode == .simulation || unit.bms.simulated) {
+        for unit in units where !(mode == .simulation || unit.bms.simulated) && unit.bms.transport == .can {
             if let other = interfaces[unit.bms.interface] {
                 r.error(top.mark("bess_units"), "bess_units", "units \(other) and \(unit.id) share CAN interface "
                         + "\(unit.bms.interface); each BMS needs its own", got: unit.bms.interface)
@@ -125,12 +128,12 @@ extension UnitConfiguration {
 extension InverterSettings {
     /// The keys of `bess_units[].inverter`.
     static let keys = ConfigKeys("bess_units[].inverter", [
-        "simulated", "protocol", "stale_after_s", "startup_grace_s", "register_map",
+        "simulated", "protocol", "stale_after_s", "startup_grace_s", "register_map", "profile",
     ])
 
     /// A unit's `inverter:` — simulated or real, its protocol and, for `register_map`, the map; with the
     /// unit's stale and start-up grace times, which `UnitConfiguration` keeps.
-    static func decode(_ inv: ConfigReader.Fields, _ r: ConfigReader, mode: RunMode)
+    static func decode(_ inv: ConfigReader.Fields, _ r: ConfigReader, mode: RunMode, profiles: ProfileResolver)
         -> (settings: InverterSettings, staleAfter: Duration, startupGrace: Duration)
     {
         var inverter = InverterSettings(simulated: false, protocolName: .sunspec)
@@ -140,6 +143,14 @@ extension InverterSettings {
         }
         inverter.protocolName = inv.choice("protocol", [("sunspec", .sunspec), ("register_map", .registerMap)],
                                            default: .sunspec)
+        if inv.has("profile") {
+            if inv.has("protocol") { r.error(inv.mark("protocol"), inv.child("protocol"), "give protocol or profile, not both") }
+            inverter.protocolName = .profile
+        }
+        inverter.profile = profiles.resolve(inv, "profile", kind: .inverter, r)
+        if let profile = inverter.profile, case .can = profile.transport {
+            r.error(inv.mark("profile"), inv.child("profile"), "'\(profile.name)' is a CAN profile; an inverter is reached over the unit's modbus")
+        }
         let stale = Duration.seconds(fromDouble: inv.double("stale_after_s", default: 3, range: 0.05...60, unit: "seconds")!)
         let grace = Duration.seconds(fromDouble: inv.double("startup_grace_s", default: 30, range: 0...3600, unit: "seconds")!)
         if let map = inv.fields("register_map") {
@@ -159,31 +170,85 @@ extension BMSSettings {
     /// The keys of `bess_units[].bms`.
     static let keys = ConfigKeys("bess_units[].bms", [
         "simulated", "interface", "protocol", "bitrate", "stale_after_s", "startup_grace_s", "cells_in_series",
-        "manage_interface", "restart_ms",
+        "manage_interface", "restart_ms", "profile", "transport", "modbus",
     ])
 
     /// A unit's BMS when its `bms:` block is left out: a Pylontech pack of 16 cells on can0 at 500 kbit/s.
     static let unitDefault = BMSSettings(simulated: false, interface: "can0", protocolName: .pylontech, bitrate: 500_000,
                                          staleAfter: .seconds(3), cellsInSeries: 16)
 
-    /// A unit's `bms:` — simulated or on a CAN interface, its protocol, bit rate and timing.
-    static func decode(_ b: ConfigReader.Fields, _ r: ConfigReader, mode: RunMode) -> BMSSettings {
+    /// The keys that only a BMS on CAN takes.
+    static let canKeys = ["interface", "bitrate", "manage_interface", "restart_ms"]
+
+    /// A unit's `bms:` — simulated, on a CAN interface or a Modbus endpoint, its protocol or profile, timing.
+    static func decode(_ b: ConfigReader.Fields, _ r: ConfigReader, mode: RunMode, profiles: ProfileResolver) -> BMSSettings {
         var bms = unitDefault
         bms.simulated = b.bool("simulated", default: false)
         if mode == .hardware, bms.simulated {
             r.error(b.mark("simulated"), b.child("simulated"), ConfigLoader.notInHardware, got: "true")
         }
+        bms.transport = b.choice("transport", BMSTransport.allCases.map { ($0.rawValue, $0) }, default: .can)
         bms.interface = b.string("interface", default: "can0",
                                  pattern: { !$0.isEmpty && $0.utf8.count <= 15 && !$0.contains("/") && !$0.contains(" ") },
                                  rule: "must be a network interface name of at most 15 characters")!
         bms.protocolName = b.choice("protocol", [("pylontech", .pylontech)], default: .pylontech)
-        bms.bitrate = b.int("bitrate", default: 500_000, range: 10_000...1_000_000, unit: "bit/s")!
+        let bitrate = b.int("bitrate", range: 10_000...1_000_000, unit: "bit/s")
         bms.staleAfter = .seconds(fromDouble: b.double("stale_after_s", default: 3, range: 0.1...60, unit: "seconds")!)
         bms.startupGrace = .seconds(fromDouble: b.double("startup_grace_s", default: 30, range: 0...3600, unit: "seconds")!)
-        bms.cellsInSeries = b.int("cells_in_series", default: 16, range: 1...1000)!
+        let cells = b.int("cells_in_series", range: 1...1000)
         bms.manageInterface = b.bool("manage_interface", default: false)
         bms.restartAfter = .milliseconds(b.int("restart_ms", default: 100, range: 0...60_000, unit: "milliseconds")!)
+        bms.modbus = b.fields("modbus").flatMap { ModbusSettings.decode($0, r) }
+        if bms.transport == .modbus {
+            if !b.has("modbus") { r.error(b.mark("transport"), b.child("modbus"), "is required for transport: modbus") }
+            for key in canKeys where b.has(key) {
+                r.error(b.mark(key), b.child(key), "is a CAN setting; this BMS is on Modbus (transport: modbus)")
+            }
+        } else if b.has("modbus") {
+            r.error(b.mark("modbus"), b.child("modbus"), "needs transport: modbus")
+        }
+        if b.has("profile") {
+            if b.has("protocol") { r.error(b.mark("protocol"), b.child("protocol"), "give protocol or profile, not both") }
+            bms.protocolName = .profile
+            bms.profile = profiles.resolve(b, "profile", kind: .bms, r)
+            if let profile = bms.profile { checkTransport(profile, bms, b, r) }
+        } else {
+            _ = b.node("profile")
+            if bms.transport == .modbus {
+                r.error(b.mark("transport"), b.child("profile"), "is required for transport: modbus (protocol pylontech is CAN)")
+            } else {
+                bms = pylontech(bms, b.mark("protocol"), b.child("protocol"), profiles, r)
+            }
+        }
+        let profileBitrate: Int? = if case .can(let can)? = bms.profile?.transport { can.bitrate } else { nil }
+        bms.bitrate = bitrate ?? profileBitrate ?? 500_000
+        bms.cellsInSeries = cells ?? bms.profile?.cellsInSeries ?? 16
         b.finish(Self.keys)
         return bms
+    }
+
+    /// Protocol pylontech: the `pylontech-lv` profile of the library (a directory's file before the
+    /// built-in one). A directory's file that does not load is an error; when the built-in one does
+    /// not, `profile` stays nil and Pylontech's own decoder serves.
+    static func pylontech(_ settings: BMSSettings, _ node: Node?, _ path: String, _ profiles: ProfileResolver,
+                          _ r: ConfigReader) -> BMSSettings {
+        var bms = settings
+        let name = "pylontech-lv"
+        if profiles.library.profile(named: name) != nil || profiles.library.path(of: name)?.isEmpty == false {
+            bms.profile = profiles.resolve(name, at: node, path, kind: .bms, r)
+        }
+        return bms
+    }
+
+    /// A CAN profile needs transport can, a Modbus one transport modbus (and, if TCP only, a TCP endpoint).
+    static func checkTransport(_ profile: DeviceProfile, _ bms: BMSSettings, _ b: ConfigReader.Fields, _ r: ConfigReader) {
+        switch (profile.transport, bms.transport) {
+        case (.modbus, .can):
+            r.error(b.mark("profile"), b.child("profile"), "'\(profile.name)' is a Modbus profile; set transport: modbus and bms.modbus")
+        case (.can, .modbus):
+            r.error(b.mark("profile"), b.child("profile"), "'\(profile.name)' is a CAN profile; it needs transport: can")
+        default:
+            ProfileResolver.checkLink(profile, bms.modbus, at: b.mark("profile"), b.child("profile"), r)
+        }
     }
 }

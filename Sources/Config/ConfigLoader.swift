@@ -12,7 +12,7 @@ public enum ConfigLoader {
     static let topLevelKeys = ConfigKeys("(top level)", [
         "mode", "period_ms", "control_socket", "state_directory", "bess_units", "grid_integration", "limits",
         "interlocks", "aggregator", "simulation", "realtime", "metrics_listen", "site", "scada", "grid_operator",
-        "iec104", "ieee2030_5", "schedule", "optimiser",
+        "iec104", "ieee2030_5", "schedule", "optimiser", "profile_directories",
     ])
 
     /// The keys of `limits`.
@@ -65,12 +65,12 @@ public enum ConfigLoader {
             throw ConfigurationError([ConfigDiagnostic(file: file, line: 1, keyPath: "", message: "the file is empty")])
         }
         let reader = ConfigReader(file: file)
-        let configuration = decode(root, reader)
+        let profiles = ProfileResolver()
+        let configuration = decode(root, reader, profiles: profiles)
         let keys = KeyPermissions.diagnostics(root, file: file, account: account)
         if reader.hasErrors || configuration == nil || !keys.isEmpty {
-            // Stable sort by line, so errors read top to bottom like the file.
-            var errors = (reader.diagnostics.filter { $0.severity == .error } + keys).enumerated()
-                .sorted { ($0.element.line ?? 0, $0.offset) < ($1.element.line ?? 0, $1.offset) }.map(\.element)
+            // The configuration's errors top to bottom like the file, then those of the profiles it names.
+            var errors = byLine(reader.diagnostics.filter { $0.severity == .error } + keys) + profiles.fileErrors
             if errors.isEmpty {
                 // Never a refusal that says nothing: the fuzz target fails on this message too.
                 errors = [ConfigDiagnostic(code: .unexplained, file: file, line: nil, keyPath: "",
@@ -79,8 +79,13 @@ public enum ConfigLoader {
             throw ConfigurationError(errors)
         }
         var loaded = configuration!
-        loaded.notices = reader.diagnostics.filter { $0.severity == .notice }
+        loaded.notices = reader.diagnostics.filter { $0.severity == .notice } + profiles.notices
         return loaded
+    }
+
+    /// `diagnostics` in a stable sort by line, so they read top to bottom like the file.
+    static func byLine(_ diagnostics: [ConfigDiagnostic]) -> [ConfigDiagnostic] {
+        diagnostics.enumerated().sorted { ($0.element.line ?? 0, $0.offset) < ($1.element.line ?? 0, $1.offset) }.map(\.element)
     }
 
     /// The keys each section's decoder asked for while reading `text`, by `ConfigKeys.section`, whether
@@ -88,16 +93,18 @@ public enum ConfigLoader {
     static func keysRead(_ text: String, file: String) -> [String: Set<String>] {
         guard let root = try? Yams.compose(yaml: text) else { return [:] }
         let reader = ConfigReader(file: file)
-        _ = decode(root, reader)
+        _ = decode(root, reader, profiles: ProfileResolver())
         return reader.keysRead
     }
 
     static func idPattern(_ text: String) -> Bool { IdentifierRule.accepts(text) }
 
     /// The whole file: the top-level keys, each section by its own decoder, then the checks across sections.
-    static func decode(_ root: Node, _ r: ConfigReader) -> BessdConfiguration? {
+    static func decode(_ root: Node, _ r: ConfigReader, profiles: ProfileResolver) -> BessdConfiguration? {
         guard let top = r.fields(root, "") else { return nil }
         let mode = decodeMode(top, r)
+        let directories = decodeProfileDirectories(top, r)
+        profiles.load(directories: directories)
         let period = top.int("period_ms", default: 100, range: 10...1000, unit: "milliseconds")!
         let socket = top.string("control_socket", default: "/run/bessd/control.sock",
                                 pattern: { $0.hasPrefix("/") && $0.utf8.count < 108 },
@@ -105,7 +112,7 @@ public enum ConfigLoader {
         let state = top.string("state_directory", default: "/var/lib/bessd", pattern: { $0.hasPrefix("/") },
                                rule: "must be an absolute path")!
         let grid = GridConfiguration.decode(top.fields("grid_integration"), r, top, mode: mode)
-        let units = UnitConfiguration.decodeList(top, r, mode: mode)
+        let units = UnitConfiguration.decodeList(top, r, mode: mode, profiles: profiles)
         var limitRamp = 10.0
         var scheduleRamp = 10.0
         if let limits = top.fields("limits") {
@@ -168,7 +175,20 @@ public enum ConfigLoader {
         configuration.ieee2030_5 = ieee2030_5
         configuration.schedule = schedule
         configuration.optimiser = optimiser
+        configuration.profileDirectories = directories
         return configuration
+    }
+
+    /// `profile_directories:` — where device profiles are read, earlier first (wins on a name clash).
+    static func decodeProfileDirectories(_ top: ConfigReader.Fields, _ r: ConfigReader) -> [String] {
+        guard let list = top.sequence("profile_directories") else { return ProfileLibrary.defaultDirectories }
+        var directories: [String] = []
+        for node in list {
+            if case .scalar(let scalar) = node, scalar.string.hasPrefix("/") { directories.append(scalar.string) } else {
+                r.error(node, "profile_directories", "expected absolute directory paths", got: ConfigReader.shown(node))
+            }
+        }
+        return directories
     }
 
     /// `mode:` — simulation, hil or hardware. The seed's names for mixed rigs mean `hil`.

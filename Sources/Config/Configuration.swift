@@ -292,6 +292,8 @@ public struct BessdConfiguration: Sendable {
     public var schedule: ScheduleConfiguration?
     /// `optimiser:`: the plan written as the block schedule (nil when absent).
     public var optimiser: OptimiserConfiguration?
+    /// `profile_directories:`: where device profiles were read, earlier first (`ProfileLibrary`).
+    public var profileDirectories = ProfileLibrary.defaultDirectories
 
     /// True when the site meter is simulated inside bessd (never in hardware mode).
     public var meterSimulated: Bool {
