@@ -28,15 +28,16 @@ enum ExitStatus {
 struct CheckConfig: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check-config",
-        abstract: "Validate a configuration file; print every error as FILE:LINE: key.path: problem (got X).")
+        abstract: "Validate a configuration file, or a device profile; print every error as FILE:LINE: key.path: problem (got X).")
 
-    @Argument(help: "The configuration file to check.")
+    @Argument(help: "The configuration file to check, or a device profile (a file starting bessd_profile:).")
     var file: String
 
     @Flag(help: "Print nothing when the file is valid.")
     var quiet = false
 
     func run() throws {
+        if ProfileReader.isProfile(path: file) { return try checkProfile() }
         guard let loaded = ConfigLoader.loadReporting(path: file) else { throw ExitCode(ExitStatus.invalidConfiguration) }
         // The files it names too (the outstation's TLS files), which `run` leaves to the outstation.
         let fileErrors = loaded.fileDiagnostics(file: file)
@@ -45,6 +46,19 @@ struct CheckConfig: ParsableCommand {
         for notice in loaded.notices { print("notice: \(notice)") }
         if !quiet {
             print("\(file): OK (\(loaded.mode.rawValue), \(loaded.units.count) unit\(loaded.units.count == 1 ? "" : "s"), period \(loaded.periodMs) ms)")
+            for line in loaded.profileLines { print("  \(line)") }
+        }
+    }
+
+    /// A device profile (`bessd_profile:` at the top) checked on its own, with the same diagnostics
+    /// and exit codes as a configuration.
+    func checkProfile() throws {
+        let (profile, diagnostics) = ProfileReader.read(path: file)
+        for error in diagnostics where error.severity == .error { FileHandle.standardError.write(Data("\(error)\n".utf8)) }
+        guard let profile else { throw ExitCode(ExitStatus.invalidConfiguration) }
+        for notice in diagnostics where notice.severity == .notice { print("notice: \(notice)") }
+        if !quiet {
+            print("\(file): OK (\(ProfileReader.summary(of: profile)))")
         }
     }
 }
