@@ -9,7 +9,7 @@ struct Bessctl: ParsableCommand {
         commandName: "bessctl",
         abstract: "Operator tool for bessd.",
         version: BessdVersion.string,
-        subcommands: [Status.self, Site.self, Faults.self, Events.self, ScheduleCommand.self, PlanCommand.self, IEEE2030_5Command.self, Reset.self, Mode.self, Override.self, Codes.self, Probe.self, Diag.self])
+        subcommands: [Status.self, Site.self, Faults.self, Events.self, ScheduleCommand.self, PlanCommand.self, IEEE2030_5Command.self, Reset.self, Mode.self, Override.self, Codes.self, Probe.self, Diag.self, Profiles.self])
 
     /// Options that apply to every verb work where people type them: `bessctl --socket PATH status`
     /// is `bessctl status --socket PATH`.
