@@ -7,14 +7,16 @@ import GridSupport
 import Synchronization
 
 /// Real devices only: one endpoint worker per Modbus endpoint or serial line, one BMS worker per
-/// CAN interface. A configuration that asks for any simulated input is refused
-/// (`SIMULATION_REQUIRED`): hardware never runs on a simulated input.
+/// CAN interface, one Modbus BMS worker per BMS on Modbus (`bms.transport: modbus`). A configuration
+/// that asks for any simulated input is refused (`SIMULATION_REQUIRED`): hardware never runs on a
+/// simulated input.
 public final class HardwareSite: SiteIO {
     public let inverterSlots: [DeviceSlot?]
     public let bmsSlots: [BMSSlot?]
     public let meterSlot: DeviceSlot?
     let workers: [EndpointWorker]
     let bmsWorkers: [BMSWorker]
+    let modbusBMSWorkers: [ModbusBMSWorker]
     /// Drives the per-cycle exchanges of every healthy Modbus TCP endpoint from one thread.
     let poller: BusPoller?
 
@@ -49,17 +51,11 @@ public final class HardwareSite: SiteIO {
             pollerLog.write($0)
         }
         bmsSlots = settings.devices.map { $0.bmsSimulated ? nil : BMSSlot() }
-        let log = UncheckedOutput(output)
-        bmsWorkers = zip(settings.devices, bmsSlots).compactMap { unit, slot in
-            slot.map {
-                BMSWorker(interface: unit.bms.interface, slot: $0, units: [unit.id],
-                          manage: unit.bms.manageInterface ? (unit.bms.bitrate, Self.restartMs(unit.bms.restartAfter)) : nil, phase: phase,
-                          realtime: placement?.workers) { log.write($0) }
-            }
-        }
-        // A BMS on CAN may wake the cycle: a frame that calls for less power is acted on as it
-        // arrives, not at the next period.
-        if !bmsWorkers.isEmpty { phase.enableAlarms() }
+        (bmsWorkers, modbusBMSWorkers) = Self.makeBMSWorkers(settings, slots: bmsSlots, phase: phase, realtime: placement?.workers,
+                                                             busLines: workers.map(\.endpoint), output: output)
+        // A real BMS may wake the cycle: a frame or a read that calls for less power is acted on as
+        // it arrives, not at the next period.
+        if !bmsWorkers.isEmpty || !modbusBMSWorkers.isEmpty { phase.enableAlarms() }
         setWatches(settings)
     }
 
@@ -76,9 +72,11 @@ public final class HardwareSite: SiteIO {
         var devices: [(name: String, modbus: ModbusSettings, device: EndpointWorker.Device)] = []
         for (index, unit) in c.devices.enumerated() {
             guard let slot = slots[index], let modbus = unit.modbus else { continue }
+            let profile = Self.inverterProfile(unit, index: index, slot: slot, period: c.period, output: output)
+            guard profile.usable else { continue }
             devices.append(("bess_units[\(index)]", modbus,
                             EndpointWorker.Device(unitID: modbus.unitID, slot: slot, registerMap: unit.inverter.registerMap,
-                                                  name: unit.id, rating: unit.rating)))
+                                                  name: unit.id, rating: unit.rating, profile: profile.profile)))
         }
         if let meter, let settings = c.meter, let modbus = settings.modbus {
             let driver: EndpointWorker.MeterDriver = settings.registerMap.map { .registerMap($0) } ?? .sunspec
@@ -109,6 +107,7 @@ public final class HardwareSite: SiteIO {
         poller?.start()
         for worker in workers { worker.start() }
         for worker in bmsWorkers { worker.start() }
+        for worker in modbusBMSWorkers { worker.start() }
     }
 
     /// The units whose inverter did not acknowledge the safe zero at `stop()`.
@@ -120,6 +119,7 @@ public final class HardwareSite: SiteIO {
         poller?.stop()
         for worker in workers { worker.stop() }
         for worker in bmsWorkers { worker.stop() }
+        for worker in modbusBMSWorkers { worker.stop() }
     }
 
     public func sample(now: MonotonicInstant, into inputs: inout [UnitInputs]) -> Timestamped<Hertz>? {
@@ -183,7 +183,10 @@ public final class HardwareSite: SiteIO {
     public var workersAliveCheck: @Sendable () -> Bool {
         let inverters = workers
         let bms = bmsWorkers
+        let modbusBMS = modbusBMSWorkers
         let poller = poller
-        return { inverters.allSatisfy(\.isAlive) && bms.allSatisfy(\.isAlive) && (poller?.isAlive ?? true) }
+        return {
+            inverters.allSatisfy(\.isAlive) && bms.allSatisfy(\.isAlive) && modbusBMS.allSatisfy(\.isAlive) && (poller?.isAlive ?? true)
+        }
     }
 }

@@ -34,10 +34,12 @@ public struct WorkerTurn: Sendable, Equatable {
 extension HardwareSite {
     /// Each worker's last turn: an endpoint worker may spend a timeout on every request of a round
     /// (each device's read and write, a reconnect), the poller one on each endpoint's exchange, a
-    /// CAN worker waits 100 ms at most; none is called stalled sooner than `WorkerTurn.stallFloor`.
+    /// CAN worker waits 100 ms at most, a Modbus BMS worker a timeout per read and its period; none is
+    /// called stalled sooner than `WorkerTurn.stallFloor`.
     public var workerTurns: @Sendable () -> [WorkerTurn] {
         let endpoints = workers
         let bms = bmsWorkers
+        let modbusBMS = modbusBMSWorkers
         let poller = poller
         return {
             var turns = endpoints.map { worker in
@@ -50,6 +52,11 @@ extension HardwareSite {
                                         lastTurn: poller.lastTurn, stallAfter: max(WorkerTurn.stallFloor, timeout * 4)))
             }
             turns += bms.map { WorkerTurn(thread: "CAN \($0.interface)", units: $0.units, lastTurn: $0.lastTurn, stallAfter: WorkerTurn.stallFloor) }
+            // A Modbus BMS round: a timeout on each read of its plan and a reconnect, then its period.
+            turns += modbusBMS.map {
+                WorkerTurn(thread: "BMS \($0.endpoint)", units: $0.units, lastTurn: $0.lastTurn,
+                           stallAfter: max(WorkerTurn.stallFloor, $0.timeout * ($0.reads + 2) + $0.period))
+            }
             return turns
         }
     }

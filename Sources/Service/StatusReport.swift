@@ -42,6 +42,7 @@ struct StatusReport {
             entry.reactiveKvar = u.reactivePower / 1000
             entry.reactiveSetpointKvar = u.reactiveSetpoint / 1000
             entry.voltagePU = u.voltagePU
+            entry.bms = bmsReply(i, unit, u)
             if let o = u.overrideW { entry.override = TimedPowerReply(powerW: o, remainingS: u.overrideRemaining.secondsDouble) }
             if let d = u.dispatchW { entry.dispatch = PowerReply(powerW: d) }
             if let held = Self.heldBy(u) {
