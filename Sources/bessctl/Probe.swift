@@ -1,6 +1,7 @@
 import BessBase
 import ArgumentParser
 import BessSystem
+import Config
 import ControlCore
 import Fieldbus
 import Foundation
@@ -8,17 +9,19 @@ import Foundation
 /// `bessctl probe`: what a device on site speaks, before anyone writes its configuration.
 struct Probe: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Find out what a device speaks: a Modbus inverter or meter (SunSpec), or a BMS on CAN.",
+        abstract: "Find out what a device speaks: a Modbus inverter or meter (SunSpec or a device profile), or a BMS on CAN.",
         subcommands: [ProbeModbus.self, ProbeCAN.self])
 }
 
-/// Scans one Modbus device for SunSpec and says what bessd would do with it.
+/// Scans one Modbus device for SunSpec, else for the device profiles whose identity register it
+/// answers, and says what bessd would do with it.
 struct ProbeModbus: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "modbus",
         abstract: "Scan a Modbus device for SunSpec: its models, nameplate, W and Hz, the control path bessd would use "
-            + "(704, 124 or none), whether a revert timer is available, and the configuration block to paste.",
-        discussion: "Exit status: 0 a device bessd can use, 1 one it cannot (no SunSpec, no control path), 3 no answer.")
+            + "(704, 124 or none), whether a revert timer is available, and the configuration block to paste. "
+            + "A device without SunSpec is matched against the device profiles' identity registers.",
+        discussion: "Exit status: 0 a device bessd can use (SunSpec, or a profile matched), 1 one it cannot, 3 no answer.")
 
     @Argument(help: "HOST[:PORT] for Modbus TCP (port 502 when left out). Leave out with --serial.")
     var target: String?
@@ -27,6 +30,9 @@ struct ProbeModbus: ParsableCommand {
     @Option(help: "RTU baud rate.") var baud = 9600
     @Option(help: "RTU parity: none, even or odd.") var parity = "even"
     @Option(name: .customLong("timeout-ms"), help: "Per-request timeout.") var timeoutMs = 1000
+    @Option(name: .customLong("profile-dir"),
+            help: "A directory of device profiles, earlier wins (repeatable; default /etc/bessd/devices, /usr/share/bessd/devices).")
+    var profileDirectories: [String] = []
     @OptionGroup var connection: IgnoredSocketOption
 
     func endpoint() throws -> (ModbusEndpoint, [String]) {
@@ -75,7 +81,13 @@ struct ProbeModbus: ParsableCommand {
                 throw ExitCode(3)
             }
             print("SunSpec: none (\(error))")
-            print("bessd cannot drive it as SunSpec; if it has a register map, use inverter.protocol: register_map (config/bessd.yaml)")
+            let modbusBlock = (["modbus:"] + keys.map { "  " + $0 } + ["  unit_id: \(unitID)"])
+            let matches = ProbeProfiles.modbusMatches(ProbeProfiles.library(profileDirectories).all, &unit)
+            for match in matches { ProbeProfiles.printModbus(match, &unit, modbusBlock: modbusBlock, unitID: unitID) }
+            if !matches.isEmpty { return }
+            print("profiles: no device profile's identity register matches")
+            print("bessd cannot drive it as SunSpec; if it has a register map, use inverter.protocol: register_map (config/bessd.yaml), "
+                  + "or write a device profile (docs/devices.md)")
             throw ExitCode(1)
         }
         print("SunSpec at \(map.base): models " + map.models.map { "\($0.id) (L \($0.length) at \($0.address))" }.joined(separator: ", "))
@@ -186,18 +198,22 @@ struct ProbeModbus: ParsableCommand {
     }
 }
 
-/// Listens on a CAN interface and decodes what it hears with the Pylontech/SMA profile bessd uses.
+/// Listens on a CAN interface, decodes what it hears with the Pylontech/SMA profile bessd uses, and
+/// names the device profiles whose identity frame it heard.
 struct ProbeCAN: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "can",
         abstract: "Listen on a CAN interface, decode with the BMS profile, and print values, frame rates and which "
-            + "groups are missing or refused.",
+            + "groups are missing or refused; name the device profiles whose identity frame is heard.",
         discussion: "Exit status: 0 every group bessd needs is arriving, 1 something bessd needs is missing, 3 no interface.")
 
     @Argument(help: "SocketCAN interface (e.g. can_bms).") var interface: String
     @Option(help: "How long to listen.") var seconds: Double = 5
     @Option(name: .customLong("protocol"), help: "BMS profile: pylontech (Pylontech LV / SMA Sunny Island).")
     var profile = "pylontech"
+    @Option(name: .customLong("profile-dir"),
+            help: "A directory of device profiles, earlier wins (repeatable; default /etc/bessd/devices, /usr/share/bessd/devices).")
+    var profileDirectories: [String] = []
     @OptionGroup var connection: IgnoredSocketOption
 
     /// The groups of the profile: identifier, what it carries, what bessd does without it, and
@@ -228,7 +244,8 @@ struct ProbeCAN: ParsableCommand {
         guard seconds > 0, seconds <= 3600 else { throw ValidationError("--seconds must be from 0 to 3600") }
         let socket: CANSocket
         do {
-            socket = try CANSocket(interface: interface, filters: [(0, 0)])
+            // Every data frame: 11-bit ones, and 29-bit ones (the kernel's CAN_EFF_FLAG in the id).
+            socket = try CANSocket(interface: interface, filters: [(0, 0), (0x8000_0000, 0)])
         } catch {
             print("\(interface): \(error)")
             throw ExitCode(3)
@@ -240,6 +257,7 @@ struct ProbeCAN: ParsableCommand {
         }
         var decoder = PylontechDecoder()
         var counts: [UInt32: Int] = [:]
+        var heard: Set<CANIdentifier> = []
         var refused: [FrameRejection: Int] = [:]
         var errorFrames = 0
         let clock = SystemClock.shared
@@ -258,6 +276,7 @@ struct ProbeCAN: ParsableCommand {
                 errorFrames += 1
                 continue
             }
+            heard.insert(CANIdentifier(id: frame.id, extended: frame.isExtended))
             counts[frame.id, default: 0] += 1
             if let rejection = decoder.ingest(frame, at: MonotonicInstant(nanoseconds: 0)) { refused[rejection, default: 0] += 1 }
         }
@@ -306,10 +325,19 @@ struct ProbeCAN: ParsableCommand {
         if let name = decoder.manufacturer { print("manufacturer: \(name)" + (decoder.moduleCount.map { ", \($0) modules" } ?? "")) }
         let refusals = FrameRejection.allCases.compactMap { reason in refused[reason].map { "\(reason.rawValue) \($0)" } }
         print("refused: \(refusals.isEmpty ? "none" : refusals.joined(separator: ", "))")
+        let seen = heard.map { (id: $0.id, extended: $0.extended) }
+        ProbeProfiles.printCAN(ProbeProfiles.canMatches(ProbeProfiles.library(profileDirectories).all, seen: seen), heard: seen.count,
+                               interface: interface)
         if missingNeeded {
             print("verdict: bessd would not run this battery: a group it needs is missing (see above)")
             throw ExitCode(1)
         }
         print("verdict: every group bessd needs is arriving")
     }
+}
+
+/// A CAN identifier heard, 11- or 29-bit.
+struct CANIdentifier: Hashable {
+    var id: UInt32
+    var extended: Bool
 }
