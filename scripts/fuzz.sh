@@ -2,7 +2,7 @@
 # make fuzz: every decoder strangers feed, under libFuzzer with AddressSanitizer, each for at least
 # FUZZ_RUNS executions (default 1,000,000; a run ends only when the count is reached or it fails).
 #
-#   scripts/fuzz.sh [TARGET...]        targets: can sunspec register-map config dispatch control spool scada uplink-batch iec104 iec104-session pmu sep2 http schedule forecast
+#   scripts/fuzz.sh [TARGET...]        targets: can sunspec register-map config dispatch control spool scada uplink-batch iec104 iec104-session pmu sep2 http schedule forecast profile profile-devices
 #   FUZZ_JOBS=N                        targets run side by side (default: one per core)
 #   FUZZ_TIMEOUT=S                     an input running over S seconds is a hang (default 1; a larger
 #                                      value only for a run at low priority beside builds, and the
@@ -23,7 +23,7 @@ cd "$(dirname "$0")/.."
 RUNS=${FUZZ_RUNS:-1000000}
 TIMEOUT=${FUZZ_TIMEOUT:-1}
 TARGETS=("$@")
-[[ ${#TARGETS[@]} -gt 0 ]] || TARGETS=(can sunspec register-map config dispatch control spool scada uplink-batch iec104 iec104-session pmu sep2 http schedule forecast)
+[[ ${#TARGETS[@]} -gt 0 ]] || TARGETS=(can sunspec register-map config dispatch control spool scada uplink-batch iec104 iec104-session pmu sep2 http schedule forecast profile profile-devices)
 OUT=.build-fuzz/work
 mkdir -p "$OUT" .build-fuzz/artifacts hil/results
 

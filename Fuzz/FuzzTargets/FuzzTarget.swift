@@ -42,6 +42,10 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case schedule
     /// The optimiser's forecast file, and the plan's problem built from its points and a tariff.
     case forecast
+    /// A device profile's YAML text into the profile reader, and what it accepts compiled and run.
+    case profile
+    /// The starter library's compiled decoders on any frames or registers, and its inverters' commands.
+    case profileDevices = "profile-devices"
 
     /// Runs one input; returns the invariants it broke. One input or seed list at a time in a
     /// process: the harnesses share state as libFuzzer's single thread allows (the spool's folder,
@@ -71,6 +75,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .http: return HTTPHarness.run(&input)
         case .schedule: return ScheduleHarness.run(&input)
         case .forecast: return ForecastHarness.run(&input)
+        case .profile: return ProfileHarness.run(&input)
+        case .profileDevices: return ProfileDevicesHarness.run(&input)
         }
     }
 
@@ -97,6 +103,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .http: HTTPHarness.seeds()
         case .schedule: ScheduleHarness.seeds()
         case .forecast: ForecastHarness.seeds()
+        case .profile: ProfileHarness.seeds()
+        case .profileDevices: ProfileDevicesHarness.seeds()
         }
     }
 }
