@@ -17,6 +17,9 @@ public final class PlantRig {
     public private(set) var servers: [SunSpecServer?] = []
     /// The CAN socket of each unit whose BMS the plant emulates.
     var canSockets: [CANSocket?] = []
+    /// The BMS of each unit whose configuration names a profile (`bms.profile`), emulated from it
+    /// instead of as Pylontech LV (PlantRig+Profiles.swift).
+    public private(set) var profiledBMS: [SimulatedProfiledBMS?] = []
     var nextBMSFrames: [MonotonicInstant] = []
     /// 0x305 keep-alives received from bessd, per unit.
     public private(set) var keepAlivesReceived: [UInt64] = []
@@ -62,11 +65,15 @@ public final class PlantRig {
             keepAlivesReceived.append(0)
             bmsFramesSent.append(0)
             nextBMSFrames.append(.zero)
+            profiledBMS.append(c.isSimulated(bmsOf: unit) ? nil : Self.profiledBMS(unit.bms))
             if c.isSimulated(bmsOf: unit) {
                 canSockets.append(nil)
             } else {
-                do {
-                    canSockets.append(try CANSocket(interface: unit.bms.interface, filters: [(PylontechLV.keepAliveID, 0x7FF)]))
+                do throws(FieldbusError) {
+                    let pylontech: [(id: UInt32, mask: UInt32)] = [(PylontechLV.keepAliveID, 0x7FF)]
+                    let filters = profiledBMS[profiledBMS.count - 1]?.requestFilters ?? pylontech
+                    try Self.checkServable(unit.bms)
+                    canSockets.append(try CANSocket(interface: unit.bms.interface, filters: filters))
                 } catch {
                     stop()
                     throw RunError(error, context: "unit \(unit.id) BMS")
@@ -189,14 +196,14 @@ public final class PlantRig {
     /// Sends the BMS's frames when due (late, broken or invalid while a fault says so) and counts the
     /// keep-alives bessd sent.
     func exchangeCAN(_ i: Int, _ can: CANSocket, now: MonotonicInstant, faults: FaultSet, delay: Duration) {
+        if let bms = profiledBMS[i] {
+            exchangeProfiledCAN(i, can, bms, now: now, delay: delay)
+            return
+        }
         while let received = try? can.receive(timeout: .zero) {
             if received.frame.id == PylontechLV.keepAliveID && !received.frame.isError { keepAlivesReceived[i] &+= 1 }
         }
-        // Frames held back by a delay fault go out when due.
-        while let first = delayed[i].first, first.due <= now {
-            delayed[i].removeFirst()
-            for frame in first.frames where (try? can.send(frame)) != nil { bmsFramesSent[i] &+= 1 }
-        }
+        sendDelayed(i, can, now: now)
         guard now >= nextBMSFrames[i], !units[i].bmsSilent else { return }
         nextBMSFrames[i] = now + bmsPeriod
         var frames = units[i].pylontechState.frames()
@@ -217,6 +224,39 @@ public final class PlantRig {
             frames += [CANFrame(id: PylontechLV.limitsID, bytes: [0xFF]), CANFrame(id: PylontechLV.measurementsID, bytes: [1, 2]),
                        CANFrame(id: 0x35F, bytes: [0xDE, 0xAD, 0xBE, 0xEF, 0, 0, 0, 0])]
         }
+        send(i, can, frames, now: now, delay: delay)
+    }
+
+    /// One step of a profiled CAN BMS: counts bessd's request or keep-alive frames, sends what is due.
+    func exchangeProfiledCAN(_ i: Int, _ can: CANSocket, _ bms: SimulatedProfiledBMS, now: MonotonicInstant, delay: Duration) {
+        var requested = false
+        while let received = try? can.receive(timeout: .zero) {
+            guard !received.frame.isError else { continue }
+            keepAlivesReceived[i] &+= 1
+            if bms.isRequest(received.frame) { requested = true }
+        }
+        sendDelayed(i, can, now: now)
+        if bms.broadcasts {
+            guard now >= nextBMSFrames[i] else { return }
+            nextBMSFrames[i] = now + bms.period
+        } else if !requested {
+            return
+        }
+        let frames = bms.frames(units[i])
+        guard !frames.isEmpty else { return }
+        send(i, can, frames, now: now, delay: delay)
+    }
+
+    /// Frames held back by a delay fault go out when due.
+    func sendDelayed(_ i: Int, _ can: CANSocket, now: MonotonicInstant) {
+        while let first = delayed[i].first, first.due <= now {
+            delayed[i].removeFirst()
+            for frame in first.frames where (try? can.send(frame)) != nil { bmsFramesSent[i] &+= 1 }
+        }
+    }
+
+    /// Sends `frames` now, or `delay` later while a delay fault holds them back.
+    func send(_ i: Int, _ can: CANSocket, _ frames: [CANFrame], now: MonotonicInstant, delay: Duration) {
         if delay > .zero {
             delayed[i].append((now + delay, frames))
             return
