@@ -274,6 +274,37 @@ struct ProfiledModbusBMSTests {
         ])
     }
 
+    @Test("Signal decoding: word order, signedness, offset, magnitude, clamp, markers by bit pattern, scale factors")
+    func codec() throws {
+        func decode(_ signal: ProfileSignal, _ words: [UInt16], factor: UInt16? = nil) throws -> Double {
+            guard case .modbus(let location) = signal.location else { throw ProfileError(code: "T", message: "not Modbus") }
+            return try ModbusSignalCodec.decode(signal, location, words: words, at: 0, scaleFactor: factor).value
+        }
+        #expect(try decode(modbusSignal("a", nil, 0, .int32), [0xFFFF, 0xFC18]) == -1000)  // high word first
+        #expect(try decode(modbusSignal("a", nil, 0, .uint32, lowWordFirst: true), [0x0000, 0x0001]) == 65536)
+        var signed = modbusSignal("a", nil, 0, .uint16, scale: 0.1)
+        signed.signed = true
+        #expect(try decode(signed, [0xFFF6]) == -1)
+        var temperature = modbusSignal("t", nil, 0, scale: 0.1)
+        temperature.offset = -100  // Deye 586: 0.1 °C with −100 °C
+        #expect(try decode(temperature, [1250]) == 25)
+        var discharge = modbusSignal("dcl", nil, 0, .int32, scale: 0.01)
+        discharge.magnitude = true  // Pylontech M2 0x110D: negative
+        #expect(try decode(discharge, [0xFFFF, 0xE0C0]) == 80)
+        var charge = modbusSignal("ccl", nil, 0, .int16, scale: 0.1)
+        charge.clampMinimum = 0
+        #expect(try decode(charge, [0xFFF6]) == 0)
+        // -32768 written as the pattern 0x8000 on a signed register: a marker either way.
+        let marked = modbusSignal("m", nil, 0, .int16, invalid: [0x8000])
+        #expect { _ = try decode(marked, [0x8000]) } throws: { ($0 as? DeviceError)?.code == .registerValueInvalid }
+        #expect(try decode(marked, [0x7FFF]) == 32767)
+        let factored = modbusSignal("w", nil, 0, .int16, scaleFactor: 1)
+        #expect(try decode(factored, [123], factor: 2) == 12300)
+        #expect { _ = try decode(factored, [123], factor: 11) } throws: { ($0 as? DeviceError)?.code == .registerValueInvalid }
+        #expect { _ = try decode(factored, [123]) } throws: { ($0 as? DeviceError)?.code == .registerValueInvalid }
+        #expect { _ = try decode(modbusSignal("a", nil, 0, .int32), [1]) } throws: { ($0 as? DeviceError)?.code == .badResponse }
+    }
+
     @Test("A CAN profile, or a part without the quantities it needs, is refused")
     func refusedProfiles() {
         var can = Self.byd()
