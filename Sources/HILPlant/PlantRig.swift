@@ -79,7 +79,8 @@ public final class PlantRig {
                     throw RunError(error, context: "unit \(unit.id) BMS")
                 }
             }
-            // The plant serves SunSpec inverters; a register-map inverter is the rig's own hardware.
+            // The plant serves SunSpec inverters; a register-map or profiled inverter is the rig's own
+            // hardware (SunSpecServer serves SunSpec images only, not a profile's registers).
             guard !c.isSimulated(inverterOf: unit), unit.inverter.protocolName == .sunspec, let modbus = unit.modbus else {
                 servers.append(nil)
                 continue
