@@ -32,6 +32,13 @@ struct ProfileLibraryProofTests {
         }
     }
 
+    @Test("the committed vectors are what the oracle writes from the DBC files and tables today")
+    func vectorsCurrent() throws {
+        let run = try Package.capture(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "scripts/profile-oracle.py", "--check"])
+        #expect(run.status == 0, "\(run.out)\(run.err)")
+        #expect(run.out.contains("fixtures match"))
+    }
+
     @Test("CAN profiles decode the frames cantools encoded from the document's DBC", arguments: canProfiles)
     func canVectors(name: String) throws {
         let vectors = try #require(try Proof.can().profiles.first { $0.profile == name })
