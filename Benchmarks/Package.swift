@@ -40,5 +40,17 @@ let package = Package(
             path: "Benchmarks/PlanSolve",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // What a BMS costs its worker per frame: today's Pylontech decoder against the same frames
+        // through the profile compiled from its YAML, and a Modbus rack BMS (issue 61).
+        .executableTarget(
+            name: "BMSDecode",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "Config", package: bessd),
+                .product(name: "ControlCore", package: bessd),
+            ],
+            path: "Benchmarks/BMSDecode",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
     ]
 )

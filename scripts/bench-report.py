@@ -284,6 +284,14 @@ for slots, target in (("96", 50), ("192", 200)):
     rows.append((
         f"optimiser: one {slots}-slot plan of the bench site solved on CBC (binaries in every slot; one core, median)",
         f"{fmt(num('plan_ms' + slots), 1)} ms", f"≤ {target} ms", verdict(num("plan_ms" + slots), target, unit=" ms")))
+rows.append((
+    "BMS decode on its worker, per CAN frame: the same Pylontech LV frames through the profile compiled from "
+    f"pylontech-lv (today's hand-written decoder: {fmt(num('bms_decode_ns_pylontech'), 0)} ns) (median)",
+    f"{fmt(num('bms_decode_ns_profile'), 0)} ns", "≤ the hand-written decoder's",
+    verdict(num("bms_decode_ns_profile"), num("bms_decode_ns_pylontech"), unit=" ns")))
+rows.append((
+    "BMS decode on its worker, per Modbus block: a BYD C130 rack's read plan through the profile byd-c130 (median)",
+    f"{fmt(num('bms_modbus_ns_byd'), 0)} ns", "—", "measured"))
 rows.append(("spool append (300 B records, fsync batched)", f"{fmt(num('spool_append'), 0)} records/s", "≥ 20,000 records/s",
              verdict(num("spool_append"), 20000, lower_is_better=False, unit=" records/s")))
 backlog_s = num("backlog_seconds")

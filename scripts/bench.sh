@@ -455,6 +455,13 @@ for units in (1, 8, 32):
 # The optimiser's solve on CBC (Benchmarks/PlanSolve): one plan of the bench site, 96 and 192 slots.
 print(f"plan_ms96={median_us('### plan solve, 96 slots', 1) / 1000:.2f}")
 print(f"plan_ms192={median_us('### plan solve, 192 slots', 1) / 1000:.2f}")
+# A BMS's frames on its worker (Benchmarks/BMSDecode): the hand-written Pylontech decoder and the same
+# frames through the profile compiled from pylontech-lv; a BYD C130 rack's Modbus blocks.
+for key, title in (("pylontech", "PylontechDecoder"), ("profile", "profile pylontech-lv")):
+    print(f"bms_decode_ns_{key}={median_us(f'### BMS decode x 10000 frames, {title}', 10000) * 1000:.1f}")
+    mallocs, _ = row(f"### BMS decode x 10000 frames, {title}", "Malloc (total)")
+    print(f"bms_decode_alloc_{key}={max(mallocs) / 10000 if mallocs else float('nan'):g}")
+print(f"bms_modbus_ns_byd={median_us('### BMS Modbus ingest x 10000 blocks, profile byd-c130', 10000) * 1000:.1f}")
 cal, _ = row("### calibration: 1000 heap arrays", "Malloc (total)")
 print(f"alloc_calibration={min(cal) if cal else float('nan'):g}")
 PY
