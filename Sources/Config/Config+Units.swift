@@ -151,6 +151,12 @@ extension InverterSettings {
         if let profile = inverter.profile, case .can = profile.transport {
             r.error(inv.mark("profile"), inv.child("profile"), "'\(profile.name)' is a CAN profile; an inverter is reached over the unit's modbus")
         }
+        // A unit's inverter is commanded: a read-only profile (no `commands:`, as Deye's, which has no
+        // fallback) cannot be one, and starting it would leave the unit at 0 W with no word why.
+        if let profile = inverter.profile, profile.commands == nil, !inverter.simulated {
+            r.error(inv.mark("profile"), inv.child("profile"), "'\(profile.name)' is read-only (no commands: see its file); "
+                    + "a unit's inverter must be commanded with a fallback", got: "'\(profile.name)'")
+        }
         let stale = Duration.seconds(fromDouble: inv.double("stale_after_s", default: 3, range: 0.05...60, unit: "seconds")!)
         let grace = Duration.seconds(fromDouble: inv.double("startup_grace_s", default: 30, range: 0...3600, unit: "seconds")!)
         if let map = inv.fields("register_map") {

@@ -96,6 +96,18 @@ struct ProfileConfigTests {
         #expect(found?.line == c.line, "\(error.map(\.description) ?? "accepted")")
     }
 
+    @Test("a read-only inverter profile (no commands, as the shipped Deye) cannot be a unit's inverter")
+    func readOnlyInverter() throws {
+        let deye = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("devices/deye-sg-hybrid.yaml")
+        let directory = try ProfileFixtures.Directory([
+            "test-bms.yaml": ProfileFixtures.bms, "deye-sg-hybrid.yaml": try String(contentsOf: deye, encoding: .utf8)])
+        let yaml = Self.site(directory, inverter: "    inverter: {profile: deye-sg-hybrid}")
+        let error = #expect(throws: ConfigurationError.self) { _ = try ConfigLoader.parse(yaml, file: "site.yaml") }
+        let found = error?.diagnostics.first { $0.keyPath == "bess_units[0].inverter.profile" && $0.message.contains("is read-only") }
+        #expect(found?.line == 8, "\(error.map(\.description) ?? "accepted")")
+    }
+
     @Test("a TCP-only profile on a serial endpoint is refused")
     func serialEndpoint() throws {
         let directory = try Self.library()
