@@ -26,7 +26,7 @@ public enum ProfileReader {
     static let transportKeys = ConfigKeys("transport", ["can", "modbus"])
     static let canKeys = ConfigKeys("transport.can", ["bitrate", "extended", "mode", "filters"])
     static let filterKeys = ConfigKeys("transport.can.filters[]", ["id", "mask"])
-    static let modbusKeys = ConfigKeys("transport.modbus", ["link", "unit_id", "max_read_registers", "word_order"])
+    static let modbusKeys = ConfigKeys("transport.modbus", ["link", "unit_id", "max_read_registers", "word_order", "request_gap_ms"])
     static let identityKeys = ConfigKeys("identity", ["can_frame", "modbus"])
     static let identityModbusKeys = ConfigKeys("identity.modbus", ["table", "register", "values"])
 
@@ -174,8 +174,10 @@ public enum ProfileReader {
         let unit = m.int("unit_id", default: 1, range: 0...255)!
         let most = m.int("max_read_registers", default: 125, range: 1...125, unit: "registers")!
         let lowFirst = wordOrder(m, default: false)
+        let gap = m.int("request_gap_ms", default: 0, range: 0...10_000, unit: "milliseconds")!
         m.finish(modbusKeys)
-        return ModbusProfileTransport(link: link, defaultUnitID: unit, maxReadRegisters: most, lowWordFirst: lowFirst)
+        return ModbusProfileTransport(link: link, defaultUnitID: unit, maxReadRegisters: most, lowWordFirst: lowFirst,
+                                      requestGap: .milliseconds(gap))
     }
 
     /// `identity:` — `can_frame: ID` or `modbus: {table, register, values}`, of the profile's transport.

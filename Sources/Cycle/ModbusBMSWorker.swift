@@ -26,6 +26,8 @@ public final class ModbusBMSWorker: @unchecked Sendable {
     /// How often the read plan is read: the profile's shortest group period (1 s without one).
     public let period: Duration
     let timeout: Duration
+    /// The profile's least gap between requests (`transport.modbus.request_gap_ms`).
+    let requestGap: Duration
     /// The reads of one round (the profile's read plan).
     let reads: Int
     let decoder: ProfiledModbusBMS
@@ -62,6 +64,7 @@ public final class ModbusBMSWorker: @unchecked Sendable {
         self.slot = slot
         self.units = units
         self.timeout = timeout
+        requestGap = if case .modbus(let link) = profile.transport { link.requestGap } else { .zero }
         self.period = max(.milliseconds(50), period ?? Self.pollPeriod(profile))
         self.phase = phase
         self.realtime = realtime
@@ -113,7 +116,10 @@ public final class ModbusBMSWorker: @unchecked Sendable {
                     }
                     if !link.isConnected { try link.connect() }
                     var refusal: DeviceError?
-                    for block in plan {
+                    for (k, block) in plan.enumerated() {
+                        // The device's least gap between requests (BYD's rack: 300 ms), waited on the
+                        // worker's own clock; a stop ends the wait.
+                        if k > 0, requestGap > .zero, clock.wait(for: stopping, until: clock.now() + requestGap) { break }
                         let words = try link.readRegisters(unit: unitID, table: block.table, at: block.address, count: block.count)
                         if let refused = decoder.ingest(block, words: words, at: clock.now()) { refusal = refused }
                     }

@@ -32,6 +32,13 @@ struct ProfileLibraryProofTests {
         }
     }
 
+    @Test("byd-c130 keeps the 300 ms its PDF asks between requests")
+    func requestGap() throws {
+        let profile = ProfileReader.read(path: Proof.devices.appendingPathComponent("byd-c130.yaml").path).profile
+        guard case .modbus(let link)? = profile?.transport else { Issue.record("byd-c130 is not a Modbus profile"); return }
+        #expect(link.requestGap == .milliseconds(300))
+    }
+
     @Test("the committed vectors are what the oracle writes from the DBC files and tables today")
     func vectorsCurrent() throws {
         let run = try Package.capture(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "scripts/profile-oracle.py", "--check"])

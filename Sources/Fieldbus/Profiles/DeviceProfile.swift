@@ -93,9 +93,14 @@ public struct ModbusProfileTransport: Sendable, Equatable {
     public var defaultUnitID: Int
     /// The most registers one read may ask for (≤ 125).
     public var maxReadRegisters: Int
+    /// The least time the device needs between the end of one answer and the next request (BYD's
+    /// rack: 300 ms); zero when it takes them back to back.
+    public var requestGap: Duration
     /// The default order of 32-bit values: true when the low word is at the lower address.
     public var lowWordFirst: Bool
-    public init(link: Link, defaultUnitID: Int, maxReadRegisters: Int = 125, lowWordFirst: Bool = false) {
+    public init(link: Link, defaultUnitID: Int, maxReadRegisters: Int = 125, lowWordFirst: Bool = false,
+                requestGap: Duration = .zero) {
+        self.requestGap = requestGap
         self.link = link
         self.defaultUnitID = defaultUnitID
         self.maxReadRegisters = maxReadRegisters
