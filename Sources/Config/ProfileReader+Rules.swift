@@ -101,6 +101,19 @@ enum ProfileRules {
                         + "only signals with no quantity may share bits")
             }
         }
+        // A part of the BMS snapshot is made from all its quantities or none: one half given (a charge
+        // limit without the discharge limit) would be read and never used (found by make fuzz).
+        if kind == .bms {
+            for part in ProfileGroup.Part.allCases {
+                let needed = quantities(feeding: part)
+                let given = signals.filter { $0.signal.quantity.map(needed.contains) ?? false }
+                let missing = needed.filter { q in !given.contains { $0.signal.quantity == q } }
+                guard let first = given.first, !missing.isEmpty else { continue }
+                r.error(first.fields.mark("quantity"), first.fields.child("quantity"),
+                        "the \(part.rawValue) part needs \(missing.map(\.rawValue).joined(separator: ", ")) too (all of "
+                        + needed.map(\.rawValue).joined(separator: ", ") + ", or none)", got: first.signal.quantity?.rawValue ?? "")
+            }
+        }
         if kind == .inverter, !signals.contains(where: { $0.signal.quantity == .activePower }) {
             r.error(top.mark("signals"), "signals", "an inverter profile needs a signal of quantity active_power")
         }
