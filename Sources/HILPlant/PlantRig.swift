@@ -13,13 +13,18 @@ import Synchronization
 /// rig's grid frequency. The same file given to `bessd run` completes the rig.
 public final class PlantRig {
     public let configuration: BessdConfiguration
-    public private(set) var units: [SimulatedUnit] = []
+    public internal(set) var units: [SimulatedUnit] = []
     public private(set) var servers: [SunSpecServer?] = []
     /// The CAN socket of each unit whose BMS the plant emulates.
     var canSockets: [CANSocket?] = []
     /// The BMS of each unit whose configuration names a profile (`bms.profile`), emulated from it
     /// instead of as Pylontech LV (PlantRig+Profiles.swift).
-    public private(set) var profiledBMS: [SimulatedProfiledBMS?] = []
+    public internal(set) var profiledBMS: [SimulatedProfiledBMS?] = []
+    /// The server of each unit whose BMS is profiled over Modbus (`bms.transport: modbus`).
+    public private(set) var bmsServers: [SunSpecServer?] = []
+    /// Each unit's profiled inverter (`inverter.profile`) and its server.
+    public internal(set) var profiledInverters: [SimulatedProfiledInverter?] = []
+    public private(set) var profiledServers: [SunSpecServer?] = []
     var nextBMSFrames: [MonotonicInstant] = []
     /// 0x305 keep-alives received from bessd, per unit.
     public private(set) var keepAlivesReceived: [UInt64] = []
@@ -66,21 +71,39 @@ public final class PlantRig {
             bmsFramesSent.append(0)
             nextBMSFrames.append(.zero)
             profiledBMS.append(c.isSimulated(bmsOf: unit) ? nil : Self.profiledBMS(unit.bms))
-            if c.isSimulated(bmsOf: unit) {
+            profiledInverters.append(nil)
+            profiledServers.append(nil)
+            if c.isSimulated(bmsOf: unit) || unit.bms.transport == .modbus {
                 canSockets.append(nil)
             } else {
                 do throws(FieldbusError) {
                     let pylontech: [(id: UInt32, mask: UInt32)] = [(PylontechLV.keepAliveID, 0x7FF)]
                     let filters = profiledBMS[profiledBMS.count - 1]?.requestFilters ?? pylontech
-                    try Self.checkServable(unit.bms)
                     canSockets.append(try CANSocket(interface: unit.bms.interface, filters: filters))
                 } catch {
                     stop()
                     throw RunError(error, context: "unit \(unit.id) BMS")
                 }
             }
-            // The plant serves SunSpec inverters; a register-map or profiled inverter is the rig's own
-            // hardware (SunSpecServer serves SunSpec images only, not a profile's registers).
+            do throws(FieldbusError) {
+                bmsServers.append(c.isSimulated(bmsOf: unit) ? nil : try Self.modbusBMSServer(profiledBMS[profiledBMS.count - 1], unit.bms))
+            } catch {
+                stop()
+                throw RunError(error, context: "unit \(unit.id) BMS")
+            }
+            // The plant serves SunSpec and profiled inverters; a register-map one is the rig's own hardware.
+            if !c.isSimulated(inverterOf: unit), unit.inverter.protocolName == .profile, let profile = unit.inverter.profile,
+               let modbus = unit.modbus {
+                let inverter = SimulatedProfiledInverter(profile: profile)
+                units[units.count - 1].inverter.revertTimeout = nil
+                do throws(FieldbusError) {
+                    profiledServers[profiledServers.count - 1] = try Self.profiledServer(profile, inverter.image, at: modbus)
+                } catch {
+                    stop()
+                    throw RunError(error, context: "unit \(unit.id)")
+                }
+                profiledInverters[profiledInverters.count - 1] = inverter
+            }
             guard !c.isSimulated(inverterOf: unit), unit.inverter.protocolName == .sunspec, let modbus = unit.modbus else {
                 servers.append(nil)
                 continue
@@ -107,7 +130,8 @@ public final class PlantRig {
                 throw RunError(error, context: "site meter")
             }
         }
-        if servers.allSatisfy({ $0 == nil }) && canSockets.allSatisfy({ $0 == nil }) && meterServer == nil {
+        if servers.allSatisfy({ $0 == nil }) && canSockets.allSatisfy({ $0 == nil }) && meterServer == nil
+            && bmsServers.allSatisfy({ $0 == nil }) && profiledServers.allSatisfy({ $0 == nil }) {
             throw RunError(.rigEmpty, message: "the rig has no device for the plant to serve (mode: hil with a modbus endpoint)")
         }
     }
@@ -136,14 +160,18 @@ public final class PlantRig {
         for i in units.indices {
             let id = configuration.units[i].id
             let faults = units[i].follow(configuration.simulation, at: elapsed, unitID: id)
-            servers[i]?.silent = faults.contains(.modbusSilence)
-            servers[i]?.responseDelay = configuration.simulation.activeDelay(.modbusDelay, at: elapsed, unitID: id)
+            for server in [servers[i], profiledServers[i]] {
+                server?.silent = faults.contains(.modbusSilence)
+                server?.responseDelay = configuration.simulation.activeDelay(.modbusDelay, at: elapsed, unitID: id)
+            }
             if canSockets[i] != nil { applyLinkFault(i, down: faults.contains(.canBusOff)) }
             units[i].step(by: dt)
             if let server = servers[i] {
                 SunSpecPlantLink(server: server).exchange(&units[i], frequencyHz: faults.contains(.frequencyLoss) ? .nan : hz,
                                                           gridVoltage: voltageV)
             }
+            exchangeModbusBMS(i)
+            exchangeProfiledInverter(i, now: now, frequencyHz: faults.contains(.frequencyLoss) ? .nan : hz)
             if let can = canSockets[i] {
                 exchangeCAN(i, can, now: now, faults: faults,
                             delay: configuration.simulation.activeDelay(.bmsDelay, at: elapsed, unitID: id))
@@ -278,7 +306,7 @@ public final class PlantRig {
 
     /// Stops serving.
     public func stop() {
-        for server in servers { server?.stop() }
+        for server in servers + bmsServers + profiledServers { server?.stop() }
         meterServer?.stop()
         for i in linkDown.indices where linkDown[i] { applyLinkFault(i, down: false) }
     }
@@ -295,7 +323,10 @@ public final class PlantRig {
             if canSockets[i] != nil {
                 text += " | \(unit.id) BMS frames \(bmsFramesSent[i]) keep-alives \(keepAlivesReceived[i])"
             }
-            let where_ = servers[i].map { $0.port > 0 ? "tcp:\($0.port)" : "rtu" } ?? "sim"
+            if let bms = bmsServers[i] {
+                text += " | \(unit.id) BMS [\(bms.port > 0 ? "tcp:\(bms.port)" : "rtu")] requests \(bms.requests)"
+            }
+            let where_ = (servers[i] ?? profiledServers[i]).map { $0.port > 0 ? "tcp:\($0.port)" : "rtu" } ?? "sim"
             text += " | \(unit.id) [\(where_)] SP \(signed(u.inverter.setpointW / 1000))kW P \(signed(u.inverter.powerW / 1000))kW"
                 + " SOC \(fixed(u.battery.soc * 100, 1))%" + (u.inverter.reverted ? " reverted" : "")
         }

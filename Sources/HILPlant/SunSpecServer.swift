@@ -202,7 +202,10 @@ public struct SunSpecImage: Sendable {
 }
 
 /// A simulated SunSpec inverter on Modbus TCP, built on libmodbus's server API. Any number of
-/// clients (bessd, pysunspec2, mbpoll) may connect at once.
+/// clients (bessd, pysunspec2, mbpoll) may connect at once. The same server, made with
+/// `init(transport:serving:holding:input:)`, serves a profiled device's `ProfiledRegisterImage`
+/// instead (holding and input registers over the ranges given; `exchangeProfiled` is the plant's
+/// side), and `profile` and `withImage` then concern nothing it serves.
 ///
 /// `@unchecked Sendable`: the register mapping is touched only under `lock`; the libmodbus server
 /// context is used only by the server thread.
@@ -217,6 +220,10 @@ public final class SunSpecServer: @unchecked Sendable {
     public let profile: SunSpecDeviceProfile
     private let lock = PILock<Void>(())
     private var image: SunSpecImage
+    /// A profiled device's registers, served instead of `image` (nil: a SunSpec server).
+    private var profiled: ProfiledRegisters?
+    /// Requests answered when `exchangeProfiled` last ran.
+    private var requestsExchanged: UInt64 = 0
     /// The libmodbus context and register mapping (the mapping only under `lock`).
     private let server: ModbusServerContext
     private var context: OpaquePointer { server.context }
@@ -253,11 +260,20 @@ public final class SunSpecServer: @unchecked Sendable {
         let delay = delayMicroseconds.load(ordering: .relaxed)
         if delay > 0 { usleep(UInt32(delay)) }
         return lock.withLock { _ in
-            server.load(image.words)
+            if let profiled {
+                server.load(profiled.holdingWords)
+                server.loadInput(profiled.inputWords)
+            } else {
+                server.load(image.words)
+            }
             // Counted before the answer goes out: a client that has its answer sees the count.
             requests &+= 1
             let sent = server.reply(query, length: count)
             let wrote = recordWrite(query, headerLength: headerLength)
+            if profiled != nil {
+                if wrote { profiled?.storeWrites(server, written) }
+                return sent
+            }
             server.store(into: &image.words)
             if wrote, let observer = writeObserver { observer(image, SystemClock.shared.now()) }
             return sent
@@ -276,6 +292,23 @@ public final class SunSpecServer: @unchecked Sendable {
         server = try ModbusServerContext(transport, holdingRegistersFrom: SunSpecImage.base, count: image.words.count,
                                          failure: .modbusServerFailed)
         server.load(image.words)
+    }
+
+    /// A server of a profiled device's registers: `holding` and `input` (nil: none of that table)
+    /// served from `image`, every other address refused (Modbus exception 2).
+    public init(transport: Transport, serving image: ProfiledRegisterImage, holding: ClosedRange<Int>?,
+                input: ClosedRange<Int>?) throws(FieldbusError) {
+        self.transport = transport
+        profile = SunSpecDeviceProfile(ratingW: 0)
+        self.image = SunSpecImage(profile: profile)
+        if case .tcp(_, let port) = transport { self.port = port }
+        let registers = ProfiledRegisters(image: image, holding: holding, input: input)
+        profiled = registers
+        server = try ModbusServerContext(transport, holdingRegistersFrom: holding?.lowerBound ?? 0, count: holding?.count ?? 0,
+                                         inputRegistersFrom: input?.lowerBound ?? 0, inputCount: input?.count ?? 0,
+                                         failure: .modbusServerFailed)
+        server.load(registers.holdingWords)
+        server.loadInput(registers.inputWords)
     }
 
     /// Stops the thread before the context it uses is freed.
@@ -377,8 +410,56 @@ public final class SunSpecServer: @unchecked Sendable {
         return true
     }
 
+    /// Runs `body`, under the lock, on a profiled server's registers (the plant's side) with the
+    /// holding registers written and the requests answered since the last call; what `body` leaves
+    /// in the image is served from then on. Does nothing on a SunSpec server.
+    public func exchangeProfiled(_ body: (inout ProfiledRegisterImage, _ written: Set<Int>, _ requests: UInt64) -> Void) {
+        lock.withLock { _ in
+            guard var registers = profiled else { return }
+            let arrived = requests &- requestsExchanged
+            requestsExchanged = requests
+            body(&registers.image, written, arrived)
+            written.removeAll(keepingCapacity: true)
+            registers.render()
+            profiled = registers
+        }
+    }
+
     /// Runs `body` on the register image under the lock (the plant's side).
     public func withImage<R>(_ body: (inout SunSpecImage, _ written: inout Set<Int>) -> R) -> R {
         lock.withLock { _ in body(&image, &written) }
+    }
+}
+
+/// A profiled device's registers as a server holds them: the image, and its holding and input ranges
+/// laid out as the libmodbus mapping takes them.
+private struct ProfiledRegisters {
+    var image: ProfiledRegisterImage
+    let holding: ClosedRange<Int>?
+    let input: ClosedRange<Int>?
+    private(set) var holdingWords: [UInt16] = []
+    private(set) var inputWords: [UInt16] = []
+
+    init(image: ProfiledRegisterImage, holding: ClosedRange<Int>?, input: ClosedRange<Int>?) {
+        self.image = image
+        self.holding = holding
+        self.input = input
+        render()
+    }
+
+    /// Lays the image out over the served ranges.
+    mutating func render() {
+        holdingWords = holding.map { $0.map { image[.holding, $0] } } ?? []
+        inputWords = input.map { $0.map { image[.input, $0] } } ?? []
+    }
+
+    /// Takes the holding registers a client wrote (`written`, absolute addresses) from the mapping
+    /// into the image.
+    mutating func storeWrites(_ server: borrowing ModbusServerContext, _ written: Set<Int>) {
+        guard let holding else { return }
+        server.store(into: &holdingWords)
+        for address in written where holding.contains(address) {
+            image[.holding, address] = holdingWords[address - holding.lowerBound]
+        }
     }
 }
