@@ -181,7 +181,7 @@ struct Scenario {
         } else {
             fail("rig", "is required (a bessd configuration to start from, e.g. ../rigs/scenario.yaml)")
         }
-        if let over = root["config"] { config = merge(config, over) }
+        if let over = root["config"] { config = ScenarioConfig.resolvingProfileDirectories(merge(config, over), base: base) }
         let sep2 = Sep2ScenarioFile.sep2Settings(root["sep2"], base: base, fail: fail)
 
         let actions = ScenarioTimeline.actions(Array(root["timeline"]?.sequence ?? []), hasSep2: sep2 != nil, fail: fail)

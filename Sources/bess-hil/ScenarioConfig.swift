@@ -51,7 +51,15 @@ struct ScenarioConfig {
             modbus["unit_id"] = Node("1")
             unit["modbus"] = .mapping(modbus)
             var bms = unit["bms"]?.mapping ?? [:]
-            if scenario.requiresCAN {
+            if bms["transport"]?.string == "modbus" {
+                // A Modbus BMS (a profile's registers) the plant serves on a loopback port of its own.
+                var endpoint = bms["modbus"]?.mapping ?? [:]
+                endpoint["host"] = Node("127.0.0.1")
+                endpoint["port"] = Node(String(freeLoopbackPort()))
+                if endpoint["unit_id"] == nil { endpoint["unit_id"] = Node("1") }
+                bms["modbus"] = .mapping(endpoint)
+                bms["simulated"] = nil
+            } else if scenario.requiresCAN {
                 bms["simulated"] = nil
                 bms["interface"] = Node(canInterface)
             } else {
@@ -133,6 +141,18 @@ struct ScenarioConfig {
               (try? text.write(toFile: path, atomically: true, encoding: .utf8)) != nil
         else { throw ScenarioError(.io, "cannot write \(path)") }
         return path
+    }
+
+    /// `config` with its relative `profile_directories` made absolute against `base` (the scenario
+    /// file's directory): bessd reads the configuration from the run directory.
+    static func resolvingProfileDirectories(_ config: Node, base: URL) -> Node {
+        guard var root = config.mapping, let directories = root["profile_directories"]?.sequence else { return config }
+        let resolved = directories.map { node -> Node in
+            guard let path = node.string, !path.hasPrefix("/") else { return node }
+            return Node(base.appendingPathComponent(path).standardizedFileURL.path)
+        }
+        root["profile_directories"] = .sequence(Node.Sequence(resolved))
+        return .mapping(root)
     }
 
     static func load(_ path: String) throws(ScenarioError) -> BessdConfiguration {
