@@ -6,12 +6,6 @@ struct CANProfileCompiler {
     typealias Decoder = ProfiledCANDecoder
     let idLimit: UInt32
     private(set) var signals: [Decoder.Signal] = []
-    /// Each signal's name, by the signals' index (kept apart so the tables the decoder walks per frame
-    /// hold no reference-counted fields).
-    private(set) var names: [String] = []
-    /// Invalid markers of every signal, and the alarms' values, each signal or alarm a range of it.
-    private(set) var invalidPatterns: [UInt64] = []
-    private(set) var alarmEquals: [UInt64] = []
     private(set) var frames: [Decoder.Frame] = []
     private(set) var alarms: [Decoder.Alarm] = []
     private(set) var parts = Array(repeating: Decoder.PartSources(), count: ProfileGroup.Part.allCases.count)
@@ -24,21 +18,18 @@ struct CANProfileCompiler {
     init(_ profile: DeviceProfile, _ transport: CANProfileTransport) throws(ProfileError) {
         idLimit = transport.extended ? 0x1FFF_FFFF : 0x7FF
         var byQuantity: [ProfileQuantity: Int] = [:]
-        var seen = Set<String>()
+        var names = Set<String>()
         let ids = try Self.frameIDs(profile, limit: idLimit)
         for id in ids {
             for signal in profile.signals {
                 guard case .can(let location) = signal.location, location.frameID == id else { continue }
-                guard seen.insert(signal.name).inserted else { throw .structure(profile, "two signals are named \(signal.name)") }
+                guard names.insert(signal.name).inserted else { throw .structure(profile, "two signals are named \(signal.name)") }
                 if let quantity = signal.quantity {
                     if byQuantity[quantity] != nil { throw .structure(profile, "two signals give \(quantity.rawValue)") }
                     byQuantity[quantity] = signals.count
                 }
                 if signal.quantity == .socFine { socAgreement = signal.agreeWithin ?? 0 }
-                let (compiled, invalid) = try Self.signal(signal, location, invalidStart: invalidPatterns.count)
-                signals.append(compiled)
-                names.append(signal.name)
-                invalidPatterns += invalid
+                signals.append(try Self.signal(signal, location))
             }
         }
         receiveFilters = transport.filters.isEmpty
@@ -68,9 +59,7 @@ struct CANProfileCompiler {
         return ids.sorted()
     }
 
-    private static func signal(_ s: ProfileSignal, _ location: CANSignalLocation, invalidStart: Int) throws(ProfileError)
-        -> (Decoder.Signal, [UInt64])
-    {
+    private static func signal(_ s: ProfileSignal, _ location: CANSignalLocation) throws(ProfileError) -> Decoder.Signal {
         let codec = try CANSignalCodec(location, signed: s.signed, name: s.name)
         guard s.scale != 0, s.scale.isFinite, s.offset.isFinite else { throw .signal(s.name, "scale \(s.scale), offset \(s.offset)") }
         var invalid: [UInt64] = []
@@ -84,16 +73,15 @@ struct CANProfileCompiler {
             throw .signal(s.name, "text spans whole bytes, little endian, and has no quantity")
         }
         let reciprocal = (1 / s.scale).rounded()
-        return (Decoder.Signal(
-            codec: codec, quantity: s.quantity,
+        return Decoder.Signal(
+            name: s.name, codec: codec, quantity: s.quantity,
             divisor: abs(reciprocal) > 1 && 1 / reciprocal == s.scale ? reciprocal : 0, scale: s.scale, offset: s.offset,
-            invalid: invalidStart..<(invalidStart + invalid.count), valid: s.valid, magnitude: s.magnitude,
-            clampMinimum: s.clampMinimum, optional: s.optional,
+            invalid: invalid, valid: s.valid, magnitude: s.magnitude, clampMinimum: s.clampMinimum, optional: s.optional,
             mayBeAbsent: s.optional || s.quantity?.mayBeAbsent == true, text: s.text,
-            needed: s.text ? location.byte + 1 : codec.byteCount), invalid)
+            needed: s.text ? location.byte + 1 : codec.byteCount)
     }
 
-    private func index(_ name: String) -> Int? { names.firstIndex(of: name) }
+    private func index(_ name: String) -> Int? { signals.firstIndex { $0.name == name } }
 
     private mutating func compileAlarms(_ profile: DeviceProfile) throws(ProfileError) {
         for alarm in profile.alarms {
@@ -114,9 +102,8 @@ struct CANProfileCompiler {
             guard alarm.bit != nil || !equals.isEmpty else {
                 throw .structure(profile, "alarm on \(alarm.signal) gives neither bit nor equals")
             }
-            alarms.append(Decoder.Alarm(signal: i, bit: alarm.bit ?? -1, equals: alarmEquals.count..<(alarmEquals.count + equals.count),
-                                        condition: alarm.condition.condition, protection: alarm.severity == .protection))
-            alarmEquals += equals
+            alarms.append(Decoder.Alarm(signal: i, bit: alarm.bit ?? -1, equals: equals, condition: alarm.condition.condition,
+                                        protection: alarm.severity == .protection))
         }
     }
 
@@ -188,13 +175,13 @@ struct CANProfileCompiler {
                 mask |= Decoder.PartSources.bit(part)
                 marks.formUnion(Self.groups(part).intersection(extensionGroups))
             }
-            // Minimum/maximum pairs read in this frame (−1: none).
-            let voltages = members.contains(quantities.minCellVoltage) && members.contains(quantities.maxCellVoltage)
-            let temperatures = members.contains(quantities.minCellTemperature) && members.contains(quantities.maxCellTemperature)
-            frames.append(Decoder.Frame(
-                id: id, signals: members, minimumLength: minimum, marks: marks, parts: mask,
-                voltagePair: voltages ? (quantities.minCellVoltage, quantities.maxCellVoltage) : (-1, -1),
-                temperaturePair: temperatures ? (quantities.minCellTemperature, quantities.maxCellTemperature) : (-1, -1)))
+            var ordered: [(low: Int, high: Int)] = []
+            for (low, high) in [(quantities.minCellVoltage, quantities.maxCellVoltage),
+                                (quantities.minCellTemperature, quantities.maxCellTemperature)]
+            where members.contains(low) && members.contains(high) {
+                ordered.append((low, high))
+            }
+            frames.append(Decoder.Frame(id: id, signals: members, minimumLength: minimum, marks: marks, parts: mask, ordered: ordered))
             start = end
         }
     }

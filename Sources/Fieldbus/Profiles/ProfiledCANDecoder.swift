@@ -38,15 +38,6 @@ public struct ProfiledCANDecoder: BMSDecoder {
     private let signals: [Signal]
     private let alarms: [Alarm]
     private let parts: [PartSources]
-    /// The parts' signal indices, each part a range of it (`PartRange`): walked per frame without
-    /// touching a reference count.
-    private let partSignals: [Int]
-    private let partRanges: [PartRange]
-    private let names: [String]
-    private let invalidPatterns: [UInt64]
-    private let alarmEquals: [UInt64]
-    /// For 11-bit profiles, the frame index of every id (−1: none); empty for 29-bit ones, searched.
-    private let idTable: [Int16]
     private let quantities: Quantities
     private let socAgreement: Double
     private let ignoredIDs: [UInt32]
@@ -67,26 +58,6 @@ public struct ProfiledCANDecoder: BMSDecoder {
         signals = compiled.signals
         alarms = compiled.alarms
         parts = compiled.parts
-        var flat: [Int] = []
-        var ranges: [PartRange] = []
-        for sources in compiled.parts {
-            let start = flat.count
-            flat += sources.needed
-            let middle = flat.count
-            flat += sources.optional
-            ranges.append(PartRange(enabled: sources.enabled, needed: start..<middle, optional: middle..<flat.count))
-        }
-        partSignals = flat
-        partRanges = ranges
-        names = compiled.names
-        invalidPatterns = compiled.invalidPatterns
-        alarmEquals = compiled.alarmEquals
-        var table: [Int16] = []
-        if !transport.extended, compiled.frames.count < Int(Int16.max) {
-            table = Array(repeating: -1, count: 0x800)
-            for (k, frame) in compiled.frames.enumerated() { table[Int(frame.id)] = Int16(k) }
-        }
-        idTable = table
         quantities = compiled.quantities
         socAgreement = compiled.socAgreement
         definedGroups = compiled.definedGroups
@@ -106,17 +77,17 @@ public struct ProfiledCANDecoder: BMSDecoder {
     }
 
     /// The names of the profile's signals, in the decoder's order.
-    public var signalNames: [String] { names }
+    public var signalNames: [String] { signals.map(\.name) }
 
     /// The latest value of the signal `name` (scaled), nil when absent, never received or text.
     public func value(of name: String) -> Double? {
-        guard let i = names.firstIndex(of: name), !signals[i].text else { return nil }
+        guard let i = signals.firstIndex(where: { $0.name == name }), !signals[i].text else { return nil }
         return state[i].present ? state[i].value : nil
     }
 
     /// The latest text of the text signal `name` (up to its first NUL, spaces trimmed).
     public func text(of name: String) -> String? {
-        guard let i = names.firstIndex(of: name), signals[i].text, state[i].present else { return nil }
+        guard let i = signals.firstIndex(where: { $0.name == name }), signals[i].text, state[i].present else { return nil }
         let pattern = state[i].pattern
         let bytes = (0..<8).map { UInt8(truncatingIfNeeded: pattern >> UInt64(8 * $0)) }.prefix { $0 != 0 }
         return String(decoding: bytes, as: UTF8.self).trimmingSpaces()
@@ -126,7 +97,6 @@ public struct ProfiledCANDecoder: BMSDecoder {
         guard !f.isError, !f.isRemote, f.isExtended == extended else { return .wrongKind }
         guard f.id <= idLimit else { return .unknownID }
         guard let index = frameIndex(of: f.id) else {
-            // Not a frame with signals: the keep-alive's own id, or one the filters pass, is ignored.
             return ignoredIDs.contains(f.id) || receiveFilters.contains(where: { $0.matches(f.id) }) ? nil : .unknownID
         }
         let frame = frames[index]
@@ -137,7 +107,10 @@ public struct ProfiledCANDecoder: BMSDecoder {
             guard let reading = read(signals[i], f) else { return .invalidValue }
             pending[i] = reading
         }
-        if disordered(frame.voltagePair) || disordered(frame.temperaturePair) { return .invalidValue }
+        for pair in frame.ordered where pending[pair.low].present && pending[pair.high].present
+            && pending[pair.low].value > pending[pair.high].value {
+            return .invalidValue
+        }
         for i in frame.signals {
             state[i] = pending[i]
             state[i].at = t
@@ -146,16 +119,7 @@ public struct ProfiledCANDecoder: BMSDecoder {
         return nil
     }
 
-    /// A minimum above its maximum, both read in this frame.
-    private func disordered(_ pair: (low: Int, high: Int)) -> Bool {
-        pair.low >= 0 && pending[pair.low].present && pending[pair.high].present && pending[pair.low].value > pending[pair.high].value
-    }
-
     private func frameIndex(of id: UInt32) -> Int? {
-        if !idTable.isEmpty {
-            let k = idTable[Int(id)]
-            return k >= 0 ? Int(k) : nil
-        }
         var i = 0
         while i < frames.count {
             if frames[i].id == id { return i }
@@ -183,7 +147,7 @@ public struct ProfiledCANDecoder: BMSDecoder {
         }
         let pattern: UInt64
         do { pattern = try s.codec.pattern(in: f) } catch { return Reading() }
-        for k in s.invalid where invalidPatterns[k] == pattern { return s.mayBeAbsent ? Reading(pattern: pattern) : nil }
+        if s.invalid.contains(pattern) { return s.mayBeAbsent ? Reading(pattern: pattern) : nil }
         var value = s.codec.number(ofPattern: pattern)
         value = (s.divisor != 0 ? value / s.divisor : value * s.scale) + s.offset
         if s.magnitude { value = abs(value) }
@@ -231,8 +195,7 @@ extension ProfiledCANDecoder {
             var conditions = BMSProtectionState()
             for alarm in alarms where state[alarm.signal].present {
                 let pattern = state[alarm.signal].pattern
-                var active = alarm.bit >= 0 && pattern >> UInt64(alarm.bit) & 1 == 1
-                if alarm.bit < 0 { for k in alarm.equals where alarmEquals[k] == pattern { active = true } }
+                let active = alarm.bit >= 0 ? pattern >> UInt64(alarm.bit) & 1 == 1 : alarm.equals.contains(pattern)
                 guard active else { continue }
                 if alarm.protection { conditions.protections.insert(alarm.condition) } else { conditions.alarms.insert(alarm.condition) }
             }
@@ -242,16 +205,15 @@ extension ProfiledCANDecoder {
 
     /// The part's stamp, the oldest arrival among its signals; nil until each signal it needs has a value.
     private func stamp(_ part: ProfileGroup.Part) -> MonotonicInstant? {
-        let sources = partRanges[PartSources.index(part)]
+        let sources = parts[PartSources.index(part)]
         guard sources.enabled else { return nil }
         var oldest: MonotonicInstant?
-        for k in sources.needed {
-            let i = partSignals[k]
+        for i in sources.needed {
             guard state[i].present, let at = state[i].at else { return nil }
             oldest = min(oldest ?? at, at)
         }
-        for k in sources.optional {
-            if let at = state[partSignals[k]].at { oldest = min(oldest ?? at, at) }
+        for i in sources.optional {
+            if let at = state[i].at { oldest = min(oldest ?? at, at) }
         }
         return oldest
     }
@@ -271,14 +233,15 @@ extension ProfiledCANDecoder {
     }
 
     struct Signal {
+        let name: String
         let codec: CANSignalCodec
         let quantity: ProfileQuantity?
         /// N when the scale is exactly 1/N (then value = raw / N, as exact as the decimal), else 0.
         let divisor: Double
         let scale: Double
         let offset: Double
-        /// Its invalid markers, as patterns of the signal's width: a range of `invalidPatterns`.
-        let invalid: Range<Int>
+        /// Invalid markers as patterns of the signal's width.
+        let invalid: [UInt64]
         let valid: ClosedRange<Double>?
         let magnitude: Bool
         let clampMinimum: Double?
@@ -298,17 +261,15 @@ extension ProfiledCANDecoder {
         let marks: BMSGroups
         /// The parts it feeds (`PartSources.bit`).
         let parts: UInt8
-        /// The cell voltage and cell temperature minimum/maximum pairs when read in this frame, else −1.
-        let voltagePair: (low: Int, high: Int)
-        let temperaturePair: (low: Int, high: Int)
+        /// Minimum/maximum pairs read in this frame.
+        let ordered: [(low: Int, high: Int)]
     }
 
     struct Alarm {
         let signal: Int
         /// The bit, or −1 when the alarm compares values.
         let bit: Int
-        /// Its values: a range of `alarmEquals`.
-        let equals: Range<Int>
+        let equals: [UInt64]
         let condition: BMSConditions
         let protection: Bool
     }
@@ -329,13 +290,6 @@ extension ProfiledCANDecoder {
             }
         }
         static func bit(_ part: ProfileGroup.Part) -> UInt8 { 1 << UInt8(index(part)) }
-    }
-
-    /// A part's signals as ranges of `partSignals`.
-    struct PartRange {
-        let enabled: Bool
-        let needed: Range<Int>
-        let optional: Range<Int>
     }
 
     /// The signal index of each BMS quantity, −1 when the profile has none.
