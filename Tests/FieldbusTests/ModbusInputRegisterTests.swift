@@ -10,30 +10,15 @@ import Testing
 /// that maps holding registers at 40000 and input registers at 13022 (Sungrow's SOC).
 @Suite("Modbus input registers")
 struct ModbusInputRegisterTests {
-    final class Served: @unchecked Sendable {
-        let server: ModbusServerContext
-        init(_ server: consuming ModbusServerContext) { self.server = server }
-    }
-
     /// Serves one connection on a thread until the client closes it; returns the port and a
     /// semaphore signalled when the thread ends.
     private func serve() throws -> (port: Int, finished: DispatchSemaphore) {
-        let served = Served(try ModbusServerContext(.tcp(host: "127.0.0.1", port: 0), holdingRegistersFrom: 40000, count: 2,
+        let served = ServedModbus(try ModbusServerContext(.tcp(host: "127.0.0.1", port: 0), holdingRegistersFrom: 40000, count: 2,
                                                     inputRegistersFrom: 13022, inputCount: 3, failure: .modbusServerFailed))
         served.server.load([0x01F4, 0x0320])
         served.server.loadInput([0x0258, 0xFC18, 0xFFFF])
         let listener = try TCPListener(host: "127.0.0.1", port: 0, backlog: 1)
-        let finished = DispatchSemaphore(value: 0)
-        Thread {
-            defer { finished.signal() }
-            var waiting = pollfd(fd: listener.descriptor, events: Int16(POLLIN), revents: 0)
-            guard poll(&waiting, 1, 5000) > 0, let connection = listener.acceptConnection() else { return }
-            var query = [UInt8](repeating: 0, count: 260)
-            while served.server.receive(on: connection.socket.rawValue, into: &query, answer: { query, count in
-                served.server.reply(query, length: count)
-            }) > 0 {}
-        }.start()
-        return (listener.port, finished)
+        return (listener.port, served.serveOne(listener))
     }
 
     @Test("readRegisters(table: .input) reads 0x04; outside the input block it is exception 2; holding unchanged")

@@ -11,33 +11,19 @@ import Testing
 /// The libmodbus server context and mapping that the SCADA server and the HIL plant's devices share.
 @Suite("ModbusServerContext")
 struct ModbusServerContextTests {
-    /// Holds the context for the server thread (a test stands in for the one owner).
-    final class Served: @unchecked Sendable {
-        let server: ModbusServerContext
-        init(_ server: consuming ModbusServerContext) { self.server = server }
-    }
-
     @Test("a TCP client reads and writes the mapping; libmodbus only borrows the connection's socket")
     func servesLoadedRegisters() throws {
-        let served = Served(try ModbusServerContext(.tcp(host: "127.0.0.1", port: 0), holdingRegistersFrom: 40000, count: 4,
+        let served = ServedModbus(try ModbusServerContext(.tcp(host: "127.0.0.1", port: 0), holdingRegistersFrom: 40000, count: 4,
                                                     failure: .modbusServerFailed))
         served.server.load([0x5375, 0x6E53, 1, 66])
         let listener = try TCPListener(host: "127.0.0.1", port: 0, backlog: 1)
         let port = listener.port
         #expect(port > 0)
-        let finished = DispatchSemaphore(value: 0)
         let forgotten = Atomic<Bool>(false)
-        Thread {
-            defer { finished.signal() }
-            var waiting = pollfd(fd: listener.descriptor, events: Int16(POLLIN), revents: 0)
-            guard poll(&waiting, 1, 5000) > 0, let connection = listener.acceptConnection() else { return }
-            var query = [UInt8](repeating: 0, count: 260)
-            while served.server.receive(on: connection.socket.rawValue, into: &query, answer: { query, count in
-                served.server.reply(query, length: count)
-            }) > 0 {}
+        let finished = served.serveOne(listener) { served in
             // The context holds no descriptor between requests: only the connection closes it.
             forgotten.store(modbus_get_socket(served.server.context) == -1, ordering: .relaxed)
-        }.start()
+        }
 
         let client = try #require(modbus_new_tcp("127.0.0.1", Int32(port)))
         defer { modbus_free(client) }
