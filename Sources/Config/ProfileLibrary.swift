@@ -107,8 +107,13 @@ extension ProfileLibrary {
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
             return (try? encoder.encode(entries)).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
         }
-        return entries.map { "\($0.name)  \($0.kind)  \($0.vendor)  \($0.products.joined(separator: ", "))  \($0.path)" }
-            .joined(separator: "\n")
+        // Columns: name and kind padded to the longest, then vendor, products and the file.
+        let nameWidth = entries.map(\.name.count).max() ?? 0
+        let kindWidth = entries.map(\.kind.count).max() ?? 0
+        func padded(_ text: String, _ width: Int) -> String { text + String(repeating: " ", count: max(0, width - text.count)) }
+        return entries.map {
+            "\(padded($0.name, nameWidth))  \(padded($0.kind, kindWidth))  \($0.vendor)  \($0.products.joined(separator: ", "))  \($0.path)"
+        }.joined(separator: "\n")
     }
 }
 

@@ -10,7 +10,7 @@ struct Profiles: ParsableCommand {
     @Flag(help: "Print a JSON list of {name, kind, vendor, products, path} (path \"built-in\" for one in bessd).")
     var json = false
 
-    @Option(name: .customLong("directory"), help: "A profile directory, earlier first (default: /etc/bessd/devices, /usr/share/bessd/devices).")
+    @Option(name: .customLong("profile-dir"), help: "A profile directory, earlier first (default: /etc/bessd/devices, /usr/share/bessd/devices).")
     var directories: [String] = []
 
     @OptionGroup var connection: IgnoredSocketOption
