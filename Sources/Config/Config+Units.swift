@@ -199,7 +199,7 @@ extension BMSSettings {
                                  rule: "must be a network interface name of at most 15 characters")!
         bms.protocolName = b.choice("protocol", [("pylontech", .pylontech)], default: .pylontech)
         let bitrate = b.int("bitrate", range: 10_000...1_000_000, unit: "bit/s")
-        bms.staleAfter = .seconds(fromDouble: b.double("stale_after_s", default: 3, range: 0.1...60, unit: "seconds")!)
+        let stale = b.double("stale_after_s", range: 0.1...60, unit: "seconds")
         bms.startupGrace = .seconds(fromDouble: b.double("startup_grace_s", default: 30, range: 0...3600, unit: "seconds")!)
         let cells = b.int("cells_in_series", range: 1...1000)
         bms.manageInterface = b.bool("manage_interface", default: false)
@@ -229,6 +229,11 @@ extension BMSSettings {
         let profileBitrate: Int? = if case .can(let can)? = bms.profile?.transport { can.bitrate } else { nil }
         bms.bitrate = bitrate ?? profileBitrate ?? 500_000
         bms.cellsInSeries = cells ?? bms.profile?.cellsInSeries ?? 16
+        // Left out, a BMS is stale after two of its profile's longest group periods, never sooner than
+        // 3 s: a rack read every 2 s (BYD's, 300 ms between requests) is 2 s and a round's reads old
+        // just before each refresh, which a fixed 3 s would call stale now and then.
+        let longest = bms.profile?.groups.map(\.period).max() ?? .zero
+        bms.staleAfter = stale.map { Duration.seconds(fromDouble: $0) } ?? max(.seconds(3), longest * 2)
         b.finish(Self.keys)
         return bms
     }

@@ -51,6 +51,18 @@ struct ProfileConfigTests {
         let bms = c.units[0].bms
         #expect(bms.transport == .modbus && bms.profile?.name == "test-rack" && bms.cellsInSeries == 200)
         #expect(bms.modbus == ModbusSettings(transport: .tcp(host: "10.0.0.9", port: 502), unitID: 2, timeout: .milliseconds(500)))
+        // Stale after two of the profile's longest group periods, never sooner than 3 s (this one's are 1 s).
+        #expect(bms.staleAfter == .seconds(3))
+        // The BYD rack, read every 2 s: 4 s.
+        let byd = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("devices/byd-c130.yaml")
+        let rack = try ProfileFixtures.Directory(["byd-c130.yaml": try String(contentsOf: byd, encoding: .utf8)])
+        let site = try ConfigLoader.parse(Self.site(rack, bms: "    bms: {profile: byd-c130, transport: modbus, modbus: {host: 10.0.0.9}}"),
+                                          file: "site.yaml")
+        #expect(site.units[0].bms.staleAfter == .seconds(4))
+        let given = try ConfigLoader.parse(Self.site(directory, bms: "    bms: {profile: test-rack, transport: modbus, "
+                                                     + "modbus: {host: 10.0.0.9}, stale_after_s: 1.5}"), file: "site.yaml")
+        #expect(given.units[0].bms.staleAfter == .milliseconds(1500))
     }
 
     @Test("inverter.profile sets protocol profile; protocol pylontech and the default resolve to pylontech-lv")
